@@ -1,0 +1,34 @@
+# Two commands set up everything on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+FSMEM := $(VENV)/bin/fsmem
+STAMP := $(VENV)/.fsmem-installed
+DEMO := demo-memory
+
+.PHONY: demo test bench install clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "installing fsmem and its dependencies into $(VENV) (log: $(VENV)/install.log)"
+	@$(PY) -m pip install --quiet -e '.[test,watch,mcp,anthropic,search]' > $(VENV)/install.log 2>&1 \
+		|| { cat $(VENV)/install.log; exit 1; }
+	touch $(STAMP)
+
+demo: $(STAMP)
+	@rm -rf $(DEMO)
+	@$(PY) examples/build_demo.py $(DEMO)
+	@echo; echo '$$ fsmem ls'; $(FSMEM) --root $(DEMO) ls
+	@echo; echo '$$ fsmem grep -i billing'; $(FSMEM) --root $(DEMO) grep -i billing
+	@echo; echo '$$ fsmem read entities/people/adam-smith.md --max-tokens 300'; $(FSMEM) --root $(DEMO) read entities/people/adam-smith.md --max-tokens 300
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PY) benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) $(DEMO) .pytest_cache

