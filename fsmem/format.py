@@ -272,7 +272,8 @@ def set_fields(text: str, changes: dict[str, Any]) -> str:
     ordering, quoting and line endings. A file with no front matter gets one.
     """
     doc = split(text)
-    newline = "\r\n" if "\r\n" in text[:4096] else "\n"
+    first_line = text.split("\n", 1)[0]
+    newline = "\r\n" if first_line.endswith("\r") else "\n"  # new lines follow the fence's own ending
     if not doc.has_front_matter:
         if doc.problems:
             raise ValueError("cannot set fields: " + doc.problems[0].message)
