@@ -12,8 +12,6 @@ from fsmem.cli import COMMANDS, cli
 FSMEM = str(Path(sys.executable).with_name("fsmem"))
 
 
-
-
 def fsmem(*args, cwd=None, input=None, env_extra=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
     env.update(env_extra or {})
