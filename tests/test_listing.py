@@ -104,3 +104,14 @@ def test_init_refuses_an_existing_memory_or_a_non_empty_folder(tmp_path):
     with pytest.raises(Exception, match="not empty"):
         Memory.init(tmp_path / "busy")
     assert os.listdir(tmp_path / "busy") == ["x.txt"]
+
+
+def test_symlinked_file_leading_outside_is_not_listed(empty_memory, tmp_path):
+    secret = tmp_path / "secret.md"
+    secret.write_text("---\ntitle: SECRET TITLE\n---\n")
+    (empty_memory.root / "topics").mkdir()
+    os.symlink(secret, empty_memory.root / "topics" / "leak.md")
+    os.symlink(empty_memory.root / "README.md", empty_memory.root / "topics" / "alias.md")
+    paths = {e.path for e in empty_memory.ls("topics").entries}
+    assert paths == {"topics/alias.md"}
+    assert empty_memory.grep("SECRET").total_matches == 0
