@@ -239,12 +239,30 @@ def _continues_value(line: str) -> bool:
     return line[:1] in (" ", "\t") or line.startswith(("- ", "-\t")) or line.rstrip("\r\n") == "-"
 
 
+class _FieldDumper(_SafeDumper):
+    """Block style for the field itself, flow style for list values.
+
+    (`default_flow_style=None` alone turned a one-field mapping into `{key: value}`,
+    which is not a valid line of a block mapping.)"""
+
+
+def _flow_list(dumper: yaml.SafeDumper, data: list) -> Any:
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=True)
+
+
+_FieldDumper.add_representer(list, _flow_list)
+_FieldDumper.add_representer(tuple, _flow_list)
+
+
 def dump_field(key: str, value: Any) -> str:
     """One field as a YAML line (lists in flow style, so a field stays one line)."""
+    if isinstance(value, dict):
+        inner = yaml.dump(value, Dumper=_SafeDumper, default_flow_style=True, allow_unicode=True, width=10_000)
+        return f"{key}: {inner.strip()}"
     dumped = yaml.dump(
         {key: value},
-        Dumper=_SafeDumper,
-        default_flow_style=None,
+        Dumper=_FieldDumper,
+        default_flow_style=False,
         allow_unicode=True,
         sort_keys=False,
         width=10_000,
