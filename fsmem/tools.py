@@ -312,7 +312,17 @@ def _run(memory: Memory, name: str, arguments: dict[str, Any] | str | None) -> R
     if problem:
         raise InvalidArgument(problem)
     given = {key: value for key, value in parsed.items() if value is not None}
-    return tool_.function(memory, **given, max_tokens=_content_budget(memory.budget.max_tokens))
+    budget = memory.budget.max_tokens
+    room = _content_budget(budget)
+    for _ in range(4):
+        reply = tool_.function(memory, **given, max_tokens=room)
+        over = memory.tokens.count(reply.text) - budget
+        if over <= 0 or tool_.writes or room <= 1:
+            return reply
+        # The trailer did not fit: ask again for less content, so the tool's own hint of
+        # how to continue stays exact (a cut made afterwards would skip lines silently).
+        room = max(1, room - max(over + 4, room // 4))
+    return reply
 
 
 def _parse_arguments(arguments: dict[str, Any] | str | None) -> dict[str, Any]:
