@@ -31,23 +31,24 @@ def log_path(root: Path) -> Path:
     return state_dir(root, "logs") / LOG_NAME
 
 
-_caps: dict[Path, tuple[int, int]] = {}  # root -> (mtime_ns of fsmem.yaml, max_bytes)
+_caps: dict[Path, tuple[tuple[int, int], int]] = {}  # root -> ((mtime_ns, size) of fsmem.yaml, max_bytes)
 
 
 def max_bytes_for(root: Path) -> int:
     """The cap from fsmem.yaml (`logs: max_bytes`), re-read only when the file changes."""
     root = Path(root)
     try:
-        mtime = (root / CONFIG_FILE).stat().st_mtime_ns
+        stat = (root / CONFIG_FILE).stat()
     except FileNotFoundError:
         return DEFAULT_MAX_BYTES
+    stamp = (stat.st_mtime_ns, stat.st_size)
     cached = _caps.get(root)
-    if cached and cached[0] == mtime:
+    if cached and cached[0] == stamp:
         return cached[1]
     value = Config.load(root).section("logs").get("max_bytes", DEFAULT_MAX_BYTES)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1024:
         raise ConfigError(f"{CONFIG_FILE}: logs.max_bytes must be a whole number of bytes, at least 1024")
-    _caps[root] = (mtime, value)
+    _caps[root] = (stamp, value)
     return value
 
 
@@ -59,16 +60,16 @@ def append(root: Path, record: dict[str, Any], *, max_bytes: int | None = None) 
     if max_bytes is None:
         max_bytes = max_bytes_for(root)
     record = {"time": fmt.now_iso(), **record}
-    line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
+    data = (json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str) + "\n").encode("utf-8")
     path = log_path(root)
     with file_lock(root, "retrieval-log"):
         try:
-            if path.stat().st_size + len(line) > max_bytes:
+            if path.stat().st_size + len(data) > max_bytes:
                 os.replace(path, path.with_name(LOG_NAME + ".1"))
         except FileNotFoundError:
             pass
-        with open(path, "a", encoding="utf-8") as handle:
-            handle.write(line)
+        with open(path, "ab") as handle:
+            handle.write(data)
 
 
 def records(root: Path, *, since: str | None = None, agent: str | None = None) -> Iterator[dict[str, Any]]:
