@@ -102,3 +102,24 @@ def test_read_only_server_offers_no_writes_and_changes_nothing(tmp_path):
     assert escape.is_error and "is absolute; give a path relative to the memory root" in text_of(escape)
     assert missing.is_error and text_of(missing).startswith("error: grep needs the argument 'pattern'")
     assert snapshot(root) == before
+
+
+def test_the_example_client_configuration_starts_a_working_server(tmp_path):
+    import json
+    from pathlib import Path
+
+    root = build_memory(tmp_path)
+    config = json.loads((Path(__file__).resolve().parents[1] / "examples" / "mcp_config.json").read_text())
+    entry = config["mcpServers"]["fsmem-reviewer"]
+    assert entry["command"] == "fsmem"
+    args = [str(root) if a == "/path/to/memory" else a for a in entry["args"]]
+    params = StdioServerParameters(command=sys.executable, args=["-m", "fsmem", *args])
+
+    async def main():
+        async with stdio_client(params) as (read_stream, write_stream):
+            async with ClientSession(read_stream, write_stream) as session:
+                await session.initialize()
+                return await session.list_tools()
+
+    listed = anyio.run(main)
+    assert [t.name for t in listed.tools] == expected_names(Memory(root, agent="reviewer"), writes=False)
