@@ -157,7 +157,7 @@ _ARTICLE = {"string": "a string", "integer": "an integer", "number": "a number",
             "array": "an array", "object": "an object"}
 
 
-def _json_type_name(value: Any) -> str:
+def json_type_name(value: Any) -> str:
     for name, kinds in (("null", (type(None),)), ("boolean", (bool,)), ("integer", (int,)), ("number", (float,)),
                         ("string", (str,)), ("array", (list,)), ("object", (dict,))):
         if isinstance(value, kinds):
@@ -171,7 +171,7 @@ def _check_value(name: str, value: Any, schema: dict[str, Any]) -> str | None:
         return None
     ok = isinstance(value, _JSON_TYPES[expected]) and not (expected in ("integer", "number") and isinstance(value, bool))
     if not ok:
-        return f"argument '{name}' must be {_ARTICLE[expected]}, not {_json_type_name(value)}"
+        return f"argument '{name}' must be {_ARTICLE[expected]}, not {json_type_name(value)}"
     if "enum" in schema and value not in schema["enum"]:
         return f"argument '{name}' must be one of: {', '.join(map(str, schema['enum']))}"
     if "minimum" in schema and value < schema["minimum"]:

@@ -20,7 +20,7 @@ from typing import Annotated, Any
 from . import retrieval_log
 from .errors import FsmemError, InvalidArgument, ReadOnly
 from .memory import Memory
-from .tool_registry import FORMATS, REGISTRY, Param, Reply, Tool, tool, validate, _json_type_name
+from .tool_registry import FORMATS, REGISTRY, Param, Reply, Tool, tool, validate, json_type_name
 
 # Tokens kept back from a tool's content for its trailer lines and the guard note.
 TRAILER_RESERVE = 48
@@ -338,7 +338,7 @@ def _parse_arguments(arguments: dict[str, Any] | str | None) -> dict[str, Any]:
     if not isinstance(arguments, dict):
         raise InvalidArgument(
             f"the arguments must be a JSON object such as {{\"path\": \"topics/billing.md\"}}, "
-            f"not {_json_type_name(arguments)}"
+            f"not {json_type_name(arguments)}"
         )
     return arguments
 
