@@ -317,5 +317,18 @@ class Memory:
         with file_lock(self.root):
             return writing.move(self.root, src, dst)
 
+    # -- agent surface: retrieval statistics and the pre-injected context (fsmem.stats, fsmem.context) --
+    def stats(self, since: str | None = None, agent: str | None = None):
+        """Per-tool figures from the retrieval log: calls, p50/p95 latency, mean tokens, shares."""
+        from . import stats as _stats
+
+        return _stats.stats(self.root, since=since, agent=agent)
+
+    def context(self, max_tokens: int | None = None):
+        """The block to pre-inject at the start of a turn: profile/ first, then INDEX.md, within the budget."""
+        from . import context as _context
+
+        return _context.build(self, max_tokens=max_tokens)
+
 
 __all__ = ["Memory", "discover_root", "CheckResult", "walk"]
