@@ -20,16 +20,19 @@ LOG_NAME = "retrieval.jsonl"
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 
 
-def log_path(root: Path) -> Path:
-    return state_dir(root, "logs") / LOG_NAME
+def log_path(root: Path, *, state: Path | None = None) -> Path:
+    """The log file; `state` is a state folder given explicitly, used instead of `root/.fsmem/`."""
+    return state_dir(root, "logs", state=state) / LOG_NAME
 
 
-def append(root: Path, record: dict[str, Any], *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+def append(
+    root: Path, record: dict[str, Any], *, max_bytes: int = DEFAULT_MAX_BYTES, state: Path | None = None
+) -> None:
     """Append one record (a `time` field is added when missing); rotate past `max_bytes`."""
     record = {"time": fmt.now_iso(), **record}
     line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
-    path = log_path(root)
-    with file_lock(root, "retrieval-log"):
+    path = log_path(root, state=state)
+    with file_lock(root, "retrieval-log", state=state):
         try:
             if path.stat().st_size + len(line) > max_bytes:
                 os.replace(path, path.with_name(LOG_NAME + ".1"))
@@ -39,10 +42,12 @@ def append(root: Path, record: dict[str, Any], *, max_bytes: int = DEFAULT_MAX_B
             handle.write(line)
 
 
-def records(root: Path, *, since: str | None = None, agent: str | None = None) -> Iterator[dict[str, Any]]:
+def records(
+    root: Path, *, since: str | None = None, agent: str | None = None, state: Path | None = None
+) -> Iterator[dict[str, Any]]:
     """Logged records, oldest first (the rotated generation included), filtered by time and agent."""
     threshold = fmt.parse_timestamp(since) if since else None
-    folder = Path(root, ".fsmem", "logs")
+    folder = Path(state, "logs") if state is not None else Path(root, ".fsmem", "logs")
     for path in (folder / (LOG_NAME + ".1"), folder / LOG_NAME):
         try:
             handle = open(path, encoding="utf-8")

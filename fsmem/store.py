@@ -24,9 +24,9 @@ from .paths import STATE_DIR
 TEMP_PREFIX = ".fsmem-tmp-"
 
 
-def state_dir(root: Path, *parts: str) -> Path:
-    """A folder under `.fsmem/`, created on first use."""
-    path = Path(root, STATE_DIR, *parts)
+def state_dir(root: Path, *parts: str, state: Path | None = None) -> Path:
+    """A folder under `.fsmem/` (or under `state`, a state folder the caller chose), created on first use."""
+    path = Path(state, *parts) if state is not None else Path(root, STATE_DIR, *parts)
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -38,10 +38,11 @@ def atomic_write(path: Path, data: bytes, *, mode: int | None = None) -> None:
         mode = os.stat(path).st_mode & 0o777 if path.exists() else _default_file_mode()
     fd, temp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=path.parent)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.chmod(temp, mode)
         os.replace(temp, path)
     except BaseException:
@@ -49,6 +50,16 @@ def atomic_write(path: Path, data: bytes, *, mode: int | None = None) -> None:
             os.unlink(temp)
         raise
     fsync_dir(path.parent)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write every byte: `os.write` may write fewer than asked (signals, pipes, some filesystems)."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if written <= 0:
+            raise OSError(errno.EIO, "os.write wrote nothing")
+        view = view[written:]
 
 
 def fsync_dir(folder: Path) -> None:
@@ -68,14 +79,17 @@ def _default_file_mode() -> int:
 
 
 @contextlib.contextmanager
-def file_lock(root: Path, name: str = "write", *, timeout: float = 30.0, wait: bool = True) -> Iterator[None]:
+def file_lock(
+    root: Path, name: str = "write", *, timeout: float = 30.0, wait: bool = True, state: Path | None = None
+) -> Iterator[None]:
     """Hold an exclusive lock named `name` for the memory at `root`.
 
     With `wait=False` the call fails at once when another process holds it
     (what a second, overlapping cron run wants); otherwise it waits up to
-    `timeout` seconds.
+    `timeout` seconds. `state` puts the lock file under that folder instead of
+    `root/.fsmem/` (for callers that must leave nothing in the root).
     """
-    lock_path = state_dir(root, "locks") / f"{name}.lock"
+    lock_path = state_dir(root, "locks", state=state) / f"{name}.lock"
     key = os.path.realpath(lock_path)
     local = _thread_locks.setdefault(key, threading.RLock())
     if not local.acquire(timeout=timeout if wait else 0):
