@@ -41,7 +41,7 @@ MAX_LINES = 999_999
 LINE_NUMBER_WIDTH = len(str(MAX_LINES))
 DIR_MODE = 0o700  # memories are private: owner only, whatever the umask
 FILE_MODE = 0o600
-_TRAILER_RESERVE = 60  # tokens kept free for the line that says where a cut view goes on
+_TRAILER_RESERVE = 45  # tokens kept free for the line that says where a cut view goes on
 _LOGGED_ARGUMENT_CHARS = 200
 
 
