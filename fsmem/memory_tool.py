@@ -121,13 +121,19 @@ class MemoryTool:
         self._lazy_root = create_root == "lazy"
         if create_root is True:
             make_private_dirs(self.memory_root)
+        self._asked_max_tokens = max_tokens
         self.budget: Budget | None = None
-        if agent is not None and self.is_fsmem:
-            self.budget = Config.load(self.memory_root).budget_for(agent)
-        caps = [cap for cap in (max_tokens, self.budget.max_tokens if self.budget else None) if cap is not None]
-        self.max_tokens: int | None = min(caps) if caps else None
+        self.max_tokens: int | None = max_tokens
+        self._load_budget()
         self._tokens: TokenCounter | None = None
         self._memory: Memory | None = None
+
+    def _load_budget(self) -> None:
+        """The agent's budget from the folder's fsmem.yaml (none without an agent or a config); max_tokens may narrow it."""
+        if self.agent is not None and self.is_fsmem:
+            self.budget = Config.load(self.memory_root).budget_for(self.agent)
+        caps = [cap for cap in (self._asked_max_tokens, self.budget.max_tokens if self.budget else None) if cap]
+        self.max_tokens = min(caps) if caps else None
 
     # -- fsmem over the same folder ------------------------------------------
     @property
@@ -140,7 +146,9 @@ class MemoryTool:
 
         The folder must hold fsmem.yaml; `init=True` adds the template's
         fsmem.yaml when it does not (the only file added; the model will see it
-        in `view /memories`). The same object is returned on later calls.
+        in `view /memories`; from then on the agent's budget in it applies to
+        this tool as well). The agent must be known to fsmem.yaml. The same
+        object is returned on later calls.
         """
         from .memory import Memory, template_dir
 
@@ -156,6 +164,8 @@ class MemoryTool:
                 if not target.exists():
                     atomic_write(target, (template_dir() / CONFIG_FILE).read_bytes(), mode=FILE_MODE)
             self._memory = None
+            self._tokens = None
+            self._load_budget()  # from now on the agent's budget in fsmem.yaml applies here too
         if self._memory is None:
             self._memory = Memory(self.memory_root, agent=self.agent)
         return self._memory
@@ -332,9 +342,10 @@ class MemoryTool:
         data = self._text_argument("file_text", file_text).encode("utf-8")
         make_private_dirs(full.parent)
         with self._write_lock():
-            if os.path.lexists(full):
-                raise MemoryToolError(f"File {path} already exists")
-            atomic_write(full, data, mode=FILE_MODE)
+            try:
+                atomic_write(full, data, mode=FILE_MODE, exclusive=True)
+            except FileExistsError:
+                raise MemoryToolError(f"File {path} already exists") from None
         return _Answer(f"File created successfully at: {path}", paths=[self._relative(full)], rows=1)
 
     def _existing_file(self, path: str) -> Path:

@@ -31,8 +31,12 @@ def state_dir(root: Path, *parts: str, state: Path | None = None) -> Path:
     return path
 
 
-def atomic_write(path: Path, data: bytes, *, mode: int | None = None) -> None:
-    """Replace `path` with `data` so that readers see either the old or the new bytes."""
+def atomic_write(path: Path, data: bytes, *, mode: int | None = None, exclusive: bool = False) -> None:
+    """Replace `path` with `data` so that readers see either the old or the new bytes.
+
+    With `exclusive=True` the file is published only if `path` does not exist
+    yet (FileExistsError otherwise), even against a writer racing outside fsmem.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     if mode is None:
         mode = os.stat(path).st_mode & 0o777 if path.exists() else _default_file_mode()
@@ -44,12 +48,31 @@ def atomic_write(path: Path, data: bytes, *, mode: int | None = None) -> None:
         finally:
             os.close(fd)
         os.chmod(temp, mode)
-        os.replace(temp, path)
+        if exclusive:
+            _publish_new(temp, path)
+        else:
+            os.replace(temp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
         raise
     fsync_dir(path.parent)
+
+
+def _publish_new(temp: str, path: Path) -> None:
+    """Give the finished temporary file its name only if the name is free: link() never overwrites."""
+    try:
+        os.link(temp, path)
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.EXDEV):
+            raise
+        if os.path.lexists(path):  # a filesystem without hard links: check, then rename
+            raise FileExistsError(errno.EEXIST, "File exists", str(path)) from None
+        os.replace(temp, path)
+        return
+    os.unlink(temp)
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -565,3 +565,14 @@ def test_make_private_dirs_leaves_existing_folders(tmp_path: Path) -> None:
     make_private_dirs(tmp_path / "x" / "y")
     assert mode_of(tmp_path) == 0o755 and mode_of(tmp_path / "x") == mode_of(tmp_path / "x" / "y") == 0o700
     shutil.rmtree(tmp_path / "x")
+
+
+def test_making_the_folder_an_fsmem_memory_applies_the_agent_budget(tmp_path: Path) -> None:
+    tool = MemoryTool(tmp_path / "base", agent="reviewer", max_tokens=5000)
+    assert tool.budget is None and tool.max_tokens == 5000
+    tool.create("/memories/a.txt", "x")
+    tool.fsmem(init=True)
+    assert tool.max_tokens == 1000
+    with pytest.raises(MemoryToolError, match="read-only for agent 'reviewer'"):
+        tool.create("/memories/b.txt", "x")
+    assert sorted(tree(tool.memory_root)) == ["a.txt", "fsmem.yaml"]
