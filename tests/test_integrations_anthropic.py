@@ -248,3 +248,42 @@ async def test_async_tool_runner_dispatches_to_fsmem(tmp_path: Path) -> None:
     final = await runner.until_done()
     assert [block.text for block in final.content] == ["Noted: black coffee."]
     check_runner_conversation(requests, tmp_path)
+
+
+# -- side by side with the SDK's reference backend ------------------------------------------
+DIFFERENTIAL = SCENARIO + [
+    (Create(command="create", path="/memories/crlf.txt", file_text="a\r\nb\r\n"), None),
+    (View(command="view", path="/memories/crlf.txt", view_range=[0, -1]), None),
+    (Insert(command="insert", path="/memories/crlf.txt", insert_line=2, insert_text="c\n"), None),
+    (StrReplace(command="str_replace", path="/memories/crlf.txt", old_str="b\r", new_str="B"), None),
+    (StrReplace(command="str_replace", path="/memories/crlf.txt", old_str="", new_str="x"), None),
+    (Create(command="create", path="/memories/deep/er/est/f.md", file_text="# ☃\n"), None),
+    (View(command="view", path="/memories"), None),
+    (View(command="view", path="/memories/"), None),
+    (View(command="view", path="/memories/deep/er/est/f.md", view_range=[1, -2]), None),
+    (Rename(command="rename", old_path="/memories/deep", new_path="/memories/b.txt"), None),
+    (Rename(command="rename", old_path="/memories/deep/er", new_path="/memories/moved"), None),
+    (Insert(command="insert", path="/memories/moved", insert_line=0, insert_text="x"), None),
+    (Delete(command="delete", path="/memories/moved/est/f.md"), None),
+    (Delete(command="delete", path="/memories/moved/est/f.md"), None),
+    (Create(command="create", path="/memories", file_text="x"), None),
+    (View(command="view", path="/memoriesextra"), None),
+    (View(command="view", path="/memories/../memories/b.txt"), None),
+]
+
+
+def outcome(run: Any) -> tuple[str, str]:
+    try:
+        return ("ok", run())
+    except ToolError as exc:
+        return ("error", str(exc))
+
+
+def test_same_answers_and_files_as_the_sdk_reference(tmp_path: Path) -> None:
+    from anthropic.lib.tools._beta_builtin_memory_tool import BetaLocalFilesystemMemoryTool
+
+    ours, theirs = FsmemMemoryTool(str(tmp_path / "ours")), BetaLocalFilesystemMemoryTool(str(tmp_path / "theirs"))
+    for command, _ in DIFFERENTIAL:
+        mine, reference = outcome(lambda: ours.execute(command)), outcome(lambda: theirs.execute(command))
+        assert mine == reference, command
+    assert tree(tmp_path / "ours") == tree(tmp_path / "theirs")
