@@ -330,5 +330,23 @@ class Memory:
 
         return _context.build(self, max_tokens=max_tokens)
 
+    # -- Claude's memory tool (memory_20250818) --------------------------------
+    def memory_tool(self, *, max_tokens: int | None = None):
+        """The `memory_20250818` commands with `/memories` mapped onto this memory's root.
+
+        Answers are capped at this agent's budget; writes honour its read-only
+        flag; every call is logged to `.fsmem/logs/retrieval.jsonl`.
+        """
+        from .memory_tool import MemoryTool
+        from .paths import STATE_DIR
+
+        return MemoryTool(
+            memory_root=self.root,
+            agent=self.agent,
+            max_tokens=self._budget(max_tokens, None).max_tokens,
+            state_dir=self.root / STATE_DIR,
+            create_root=False,
+        )
+
 
 __all__ = ["Memory", "discover_root", "CheckResult", "walk"]

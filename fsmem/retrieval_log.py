@@ -27,8 +27,9 @@ LOG_NAME = "retrieval.jsonl"
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 
 
-def log_path(root: Path) -> Path:
-    return state_dir(root, "logs") / LOG_NAME
+def log_path(root: Path, *, state: Path | None = None) -> Path:
+    """The log file; `state` is a state folder given explicitly, used instead of `root/.fsmem/`."""
+    return state_dir(root, "logs", state=state) / LOG_NAME
 
 
 _caps: dict[Path, tuple[tuple[int, int], int]] = {}  # root -> ((mtime_ns, size) of fsmem.yaml, max_bytes)
@@ -52,17 +53,20 @@ def max_bytes_for(root: Path) -> int:
     return value
 
 
-def append(root: Path, record: dict[str, Any], *, max_bytes: int | None = None) -> None:
+def append(
+    root: Path, record: dict[str, Any], *, max_bytes: int | None = None, state: Path | None = None
+) -> None:
     """Append one record (a `time` field is added when missing); rotate before passing the cap.
 
-    `max_bytes` defaults to the memory's configured cap.
+    `max_bytes` defaults to the memory's configured cap; `state` is a state
+    folder given explicitly, used instead of `root/.fsmem/`.
     """
     if max_bytes is None:
         max_bytes = max_bytes_for(root)
     record = {"time": fmt.now_iso(), **record}
     data = (json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str) + "\n").encode("utf-8")
-    path = log_path(root)
-    with file_lock(root, "retrieval-log"):
+    path = log_path(root, state=state)
+    with file_lock(root, "retrieval-log", state=state):
         try:
             if path.stat().st_size + len(data) > max_bytes:
                 os.replace(path, path.with_name(LOG_NAME + ".1"))
@@ -72,10 +76,12 @@ def append(root: Path, record: dict[str, Any], *, max_bytes: int | None = None) 
             handle.write(data)
 
 
-def records(root: Path, *, since: str | None = None, agent: str | None = None) -> Iterator[dict[str, Any]]:
+def records(
+    root: Path, *, since: str | None = None, agent: str | None = None, state: Path | None = None
+) -> Iterator[dict[str, Any]]:
     """Logged records, oldest first (the rotated generation included), filtered by time and agent."""
     threshold = fmt.parse_timestamp(since) if since else None
-    folder = Path(root, ".fsmem", "logs")
+    folder = Path(state, "logs") if state is not None else Path(root, ".fsmem", "logs")
     for path in (folder / (LOG_NAME + ".1"), folder / LOG_NAME):
         try:
             handle = open(path, encoding="utf-8")
