@@ -26,6 +26,8 @@ COMMANDS: dict[str, str] = {
     "rm": "core:rm_cmd",
     "mv": "core:mv_cmd",
     "check": "core:check_cmd",
+    "consolidate": "consolidate:consolidate_cmd",
+    "index": "consolidate:index_cmd",
 }
 
 
