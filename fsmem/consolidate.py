@@ -291,6 +291,7 @@ def plan_document(
     dated = [d for d in applied if d]
     if dated and doc.front_matter:
         doc.bump_updated(max(dated))
+        doc.lower_created(min(dated))
     return doc.text, None
 
 
@@ -459,7 +460,12 @@ def _apply_observations(doc: docs.EntityDocument, records: list[_Record], thresh
             existing[best[2]] = docs.NoteLine(line.index, line.text, date, sources)
             counts["observations_merged"] += 1
         else:
-            doc.append_to_section(docs.NOTES, [F.render_observation(text, stamp.date, [stamp.source])], before=(docs.SUPERSEDED,))
+            rendered = F.render_observation(text, stamp.date, [stamp.source])
+            later = [line for line in existing if line.date and (line.date, line.sources) > (stamp.date, (stamp.source,))]
+            if later:  # keep the section in date order, whatever order notes arrive in
+                doc.insert(later[0].index, [rendered])
+            else:
+                doc.append_to_section(docs.NOTES, [rendered], before=(docs.SUPERSEDED,))
             existing = doc.note_lines()
             norms = [F.normalize_text(line.text) for line in existing]
             counts["observations_added"] += 1

@@ -189,6 +189,15 @@ class EntityDocument:
             self.lines.append(self.newline)
         self.lines.append(f"## {title}{self.newline}")
 
+    def lower_created(self, date: str) -> None:
+        """Move a bare-date `created` (as the consolidator writes it) back to an earlier fact's date."""
+        value = str(self.front_matter.get("created") or "")
+        if not _facts.valid_date(value) or not date or date >= value:
+            return
+        text = fmt.set_fields(self.text, {"created": _dt.date.fromisoformat(date)})
+        self.lines = text.splitlines(keepends=True)
+        self.front_matter["created"] = date
+
     def bump_updated(self, date: str) -> None:
         """Raise `updated` to `date` (never lower it), touching only that front matter line."""
         current = fmt.parse_timestamp(str(self.front_matter.get("updated") or ""))
