@@ -231,6 +231,7 @@ def _same(a: str | None, b: str | None) -> bool:
 def plan(inputs: Inputs, settings: Settings) -> Plan:
     """What consolidating `inputs` changes, as whole-file before/after texts. Pure and deterministic."""
     result = Plan(problems=list(inputs.problems))
+    result.counts["documents_read"] = len(inputs.documents)
     by_doc: dict[str, list[_Record]] = {}
     targets: dict[str, subjects.Target] = {}
     notes = sorted(inputs.notes, key=lambda n: (n.date, n.path))

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 COUNT_NAMES = (
     "notes_read", "notes_consolidated", "facts_added", "facts_confirmed", "superseded", "retracted",
-    "observations_added", "observations_merged",
+    "observations_added", "observations_merged", "documents_read",
 )
 LOG_FILE = "consolidate.jsonl"
 
@@ -119,41 +119,53 @@ def apply(root: Path, plan: C.Plan, report: ConsolidationReport, writes: _Writes
     documents = [c for c in plan.changes if c.kind == "document"]
     notes = [c for c in plan.changes if c.kind == "note"]
     total = len(documents) + len(notes)
-    for number, change in enumerate(documents, start=1):
-        if progress:
-            progress("writing", number, total)
-        path = root / change.path
+    number = 0
+    for chunk in _chunks(documents):
+        with file_lock(root):  # held for a few writes at a time, so Memory.write/note interleave
+            for change in chunk:
+                number += 1
+                if progress:
+                    progress("writing", number, total)
+                path = root / change.path
+                expected = None if change.old is None else change.old.encode("utf-8")
+                if _current(path) != expected:
+                    report.conflicts.append(change.path)
+                    blocked |= plan.feeds.get(change.path, set())
+                    continue
+                atomic_write(path, change.new.encode("utf-8"))
+                writes.done()
+                report.files_written.append(change.path)
+    for chunk in _chunks(notes):
         with file_lock(root):
-            expected = None if change.old is None else change.old.encode("utf-8")
-            if _current(path) != expected:
-                report.conflicts.append(change.path)
-                blocked |= plan.feeds.get(change.path, set())
-                continue
-            atomic_write(path, change.new.encode("utf-8"))
-        writes.done()
-        report.files_written.append(change.path)
-    for number, change in enumerate(notes, start=len(documents) + 1):
-        if progress:
-            progress("writing", number, total)
-        if change.path in blocked:
-            report.counts["notes_consolidated"] -= 1
-            continue
-        path = root / change.path
-        with file_lock(root):
-            data = _current(path)
-            if data is None:
-                continue
-            text, bad = fmt.decode(data)
-            if bad or fmt.split(text).problems:
-                continue
-            # The note may have grown since it was read: mark the body we consolidated, keep what was added.
-            digest = C.body_digest(change.new)
-            marked = fmt.set_fields(text, {C.CONSOLIDATED_FIELD: digest})
-            if marked == text:
-                continue
-            atomic_write(path, marked.encode("utf-8"))
-        writes.done()
-        report.files_written.append(change.path)
+            for change in chunk:
+                number += 1
+                if progress:
+                    progress("writing", number, total)
+                if change.path in blocked:
+                    report.counts["notes_consolidated"] -= 1
+                    continue
+                if _mark_note(root / change.path, change):
+                    writes.done()
+                    report.files_written.append(change.path)
+
+
+def _chunks(changes: list[C.Change], size: int = 32) -> list[list[C.Change]]:
+    return [changes[i:i + size] for i in range(0, len(changes), size)]
+
+
+def _mark_note(path: Path, change: C.Change) -> bool:
+    """Set `consolidated:` on the note as it is now; it may have grown since it was read, and keeps what was added."""
+    data = _current(path)
+    if data is None:
+        return False
+    text, bad = fmt.decode(data)
+    if bad or fmt.split(text).problems:
+        return False
+    marked = fmt.set_fields(text, {C.CONSOLIDATED_FIELD: C.body_digest(change.new)})
+    if marked == text:
+        return False
+    atomic_write(path, marked.encode("utf-8"))
+    return True
 
 
 def archive(root: Path, settings: C.Settings, report: ConsolidationReport) -> None:
