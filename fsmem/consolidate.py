@@ -112,6 +112,17 @@ def body_digest(text: str) -> str:
     return "sha256-" + hashlib.sha256(doc.body.encode("utf-8")).hexdigest()[:16]
 
 
+def _marked_done(text: str) -> bool:
+    """Fast path for the common case, without parsing YAML: the front matter holds this body's hash."""
+    if not text.startswith("---\n"):
+        return False
+    end = text.find("\n---\n", 3)
+    if end == -1:
+        return False
+    digest = "sha256-" + hashlib.sha256(text[end + 5:].encode("utf-8")).hexdigest()[:16]
+    return f"\n{CONSOLIDATED_FIELD}: {digest}\n" in text[3:end + 1]
+
+
 def note_date(rel: str, front: dict[str, Any]) -> str | None:
     match = _NOTE_PATH.match(rel)
     if match:
@@ -145,6 +156,9 @@ def gather(root: Path, settings: Settings, extractors: list, progress: Progress 
         rel = relative(root, path)
         text, bad = _read(path)
         if text is None:
+            continue
+        if not bad and _marked_done(text):
+            inputs.done_notes.append(rel)
             continue
         if bad:
             line, message = bad.split(": ", 1)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import format as fmt
@@ -149,13 +149,14 @@ def directory(root: Path) -> list[DirectoryEntry]:
     known = {e["path"]: e for e in cached.get("entries", [])}
     entries: list[DirectoryEntry] = []
     dirty = False
+    prefix = len(str(root)) + 1
     for folder in ("entities", "topics"):
         for path in walk(root, root / folder) if (root / folder).is_dir() else []:
             try:
                 stat = path.stat()
             except FileNotFoundError:
                 continue
-            rel = relative(root, path)
+            rel = str(path)[prefix:].replace(os.sep, "/")
             old = known.get(rel)
             if old and old["mtime_ns"] == stat.st_mtime_ns and old["size"] == stat.st_size:
                 entries.append(DirectoryEntry(**old))
@@ -163,6 +164,6 @@ def directory(root: Path) -> list[DirectoryEntry]:
             entries.append(_read_entry(root, path, stat))
             dirty = True
     if dirty or len(entries) != len(known):
-        payload = {"version": CACHE_VERSION, "entries": [asdict(e) for e in entries]}
+        payload = {"version": CACHE_VERSION, "entries": [dict(vars(e)) for e in entries]}
         atomic_write(cache_path, json.dumps(payload, ensure_ascii=False).encode("utf-8"))
     return entries
