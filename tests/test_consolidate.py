@@ -336,3 +336,18 @@ def test_extractor_plugin_through_entry_points(memory, tmp_path, monkeypatch):
     config.write_text(config.read_text().replace("[rules, shouting]", "[nope]"))
     with pytest.raises(C.ex.ConfigError, match="no extractor 'nope'"):
         Memory(memory.root).consolidate()
+
+
+def test_note_appended_while_a_run_is_in_progress_is_not_lost(memory):
+    memory.note("- employer: Acme", session="s", subject="people/Ann Lee")
+    settings = C.Settings.from_section(memory.config.section("consolidate"))
+    plan = C.plan(C.gather(memory.root, settings, C.ex.load(settings.extractors)), settings)
+    memory.note("- role: cto", session="s", subject="people/Ann Lee")  # lands between plan and apply
+    CA.apply(memory.root, plan, CA.ConsolidationReport(), CA._Writes(), None)
+    note_text = body(memory, "sessions/2026/12/01/s.md")
+    assert "- role: cto\n" in note_text and "consolidated: sha256-" in note_text
+    assert "role" not in body(memory, "entities/people/ann-lee.md")
+    report = memory.consolidate()
+    assert report.counts["facts_added"] == 1
+    assert "- role: cto (2026-12-01, sessions/2026/12/01/s.md)\n" in body(memory, "entities/people/ann-lee.md")
+    assert memory.consolidate().empty
