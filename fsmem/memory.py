@@ -348,5 +348,21 @@ class Memory:
             create_root=False,
         )
 
+    # -- consolidation (fsmem consolidate, INDEX.md) -------------------------
+    def consolidate(self, dry_run: bool = False, *, progress=None):
+        """Merge new session notes into entity and topic documents; `dry_run` returns the diff and writes nothing."""
+        if not dry_run:
+            self._require_writable()
+        from . import consolidate_apply
+
+        return consolidate_apply.run(self, dry_run=dry_run, progress=progress)
+
+    def write_index(self) -> bool:
+        """Regenerate INDEX.md (the table of contents of entities and topics); True if it changed."""
+        self._require_writable()
+        from . import index_md
+
+        return index_md.write_index(self)
+
 
 __all__ = ["Memory", "discover_root", "CheckResult", "walk"]

@@ -30,6 +30,8 @@ COMMANDS: dict[str, str] = {
     "mcp": "agent:mcp_cmd",
     "stats": "agent:stats_cmd",
     "context": "agent:context_cmd",
+    "consolidate": "consolidate:consolidate_cmd",
+    "index": "consolidate:index_cmd",
 }
 
 
