@@ -53,3 +53,7 @@ class ConfigError(FsmemError):
 
 class ChangedOnDisk(FsmemError):
     """The file changed between our read and our write; nothing was overwritten."""
+
+
+class MissingDependency(FsmemError):
+    """An optional package a command needs (bm25s for search, matplotlib for plots) is not installed."""

@@ -26,6 +26,10 @@ COMMANDS: dict[str, str] = {
     "rm": "core:rm_cmd",
     "mv": "core:mv_cmd",
     "check": "core:check_cmd",
+    "search": "search:search_cmd",
+    "recall": "search:recall_cmd",
+    "eval": "search:eval_cmd",
+    "import": "search:import_group",
 }
 
 
