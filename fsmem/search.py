@@ -191,7 +191,8 @@ def _hit_lines(hit: SearchHit) -> list[str]:
 
 
 def _file_header(hit: SearchHit) -> str:
-    return f"{hit.path} ({hit.title})" if hit.title else hit.path
+    """The path; the title too when no heading line will say what the row is about."""
+    return f"{hit.path} ({hit.title})" if hit.title and not hit.headings else hit.path
 
 
 def _heading_line(hit: SearchHit) -> str | None:
