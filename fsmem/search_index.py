@@ -29,8 +29,10 @@ from .store import atomic_write, state_dir
 
 INDEX_FILE = "index.json"
 # Bump when rows, terms or the file layout change: an older cache is then rebuilt.
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 _WORD = re.compile(r"\w+", re.UNICODE)
+# Question words carry no topic; bm25s's English list keeps some of them.
+_QUESTION_WORDS = frozenset("what when where who whom whose which why how".split())
 _MARKER = re.compile(r"\[[A-Za-z]*\d+:\d+\]")  # dialog-id markers such as [D1:3] are ids, not words
 
 
@@ -50,7 +52,7 @@ class Analyzer:
         except ImportError as exc:
             raise _install_hint(exc.name or "bm25s") from None
         self._stemmer = Stemmer.Stemmer("english")
-        self._stop = frozenset(STOPWORDS_EN)
+        self._stop = frozenset(STOPWORDS_EN) | _QUESTION_WORDS
         self._cache: dict[str, str] = {}
 
     def words(self, text: str) -> list[str]:

@@ -126,7 +126,7 @@ def test_index_follows_writes_human_edits_and_deletion(memory):
     path.unlink()
     assert memory.search("blimp").empty
     cache = memory.root / ".fsmem" / "search" / "index.json"
-    assert json.loads(cache.read_text())["version"] == 1
+    assert json.loads(cache.read_text())["version"] == 2
 
 
 def test_index_is_rebuilt_when_deleted_or_corrupt(memory):
