@@ -322,9 +322,9 @@ class Memory:
     def search_index(self):
         """The row index under .fsmem/search/ (created on first use, kept in step with the files)."""
         if getattr(self, "_search_index", None) is None:
-            from .search_index import SearchIndex
+            from .search_index import shared_index
 
-            self._search_index = SearchIndex(self.root)
+            self._search_index = shared_index(self.root)
         return self._search_index
 
     @property

@@ -168,6 +168,7 @@ class SearchIndex:
         self._analyzer: Analyzer | None = None
         self._snapshot: Snapshot | None = None
         self._fingerprint: tuple | None = None
+        self._cache_stat: tuple[int, int] | None = None  # (mtime_ns, size) of the cache we last read or wrote
 
     @property
     def analyzer(self) -> Analyzer:
@@ -179,7 +180,15 @@ class SearchIndex:
     def cache_path(self) -> Path:
         return Path(self.root, ".fsmem", "search", INDEX_FILE)
 
+    def _stat_cache(self) -> tuple[int, int] | None:
+        try:
+            st = self.cache_path.stat()
+        except FileNotFoundError:
+            return None
+        return (st.st_mtime_ns, st.st_size)
+
     def _load(self) -> dict[str, FileEntry]:
+        self._cache_stat = self._stat_cache()
         try:
             with open(self.cache_path, encoding="utf-8") as handle:
                 data = json.load(handle)
@@ -193,11 +202,16 @@ class SearchIndex:
         state_dir(self.root, "search")
         payload = {"version": INDEX_VERSION, "files": [e.to_dict() for e in entries.values()]}
         atomic_write(self.cache_path, json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+        self._cache_stat = self._stat_cache()
 
     def refresh(self) -> bool:
         """Bring the cache in step with the files; True when anything changed."""
-        if self._entries is None or not self.cache_path.exists():
+        stat = self._stat_cache()
+        if self._entries is None or stat is None or stat != self._cache_stat:
+            # first use, deleted, or rewritten by another process (or damaged): read it again
             self._entries = self._load()
+            if stat is not None and not self._entries:
+                self._cache_stat = None  # unreadable: force a save below
             self._fingerprint = None
         entries = self._entries
         seen: set[str] = set()
@@ -221,7 +235,7 @@ class SearchIndex:
         for rel in [p for p in entries if p not in seen]:
             del entries[rel]
             changed = True
-        if changed:
+        if changed or self._cache_stat is None:
             self._save(dict(sorted(entries.items())))
         return changed
 
@@ -259,6 +273,17 @@ class SearchIndex:
         }
         self._snapshot, self._fingerprint = snapshot, fingerprint
         return snapshot
+
+
+_shared: dict[Path, SearchIndex] = {}
+
+
+def shared_index(root: Path) -> SearchIndex:
+    """One index per memory root and process, so a long-lived server builds its models once."""
+    key = Path(root).resolve()
+    if key not in _shared:
+        _shared[key] = SearchIndex(key)
+    return _shared[key]
 
 
 @dataclass
