@@ -32,6 +32,10 @@ COMMANDS: dict[str, str] = {
     "context": "agent:context_cmd",
     "consolidate": "consolidate:consolidate_cmd",
     "index": "consolidate:index_cmd",
+    "search": "search:search_cmd",
+    "recall": "search:recall_cmd",
+    "eval": "search:eval_cmd",
+    "import": "search:import_group",
 }
 
 
