@@ -387,6 +387,11 @@ def fit(
     note = None
     if not above and best is None:
         note = f"no relevant memory for {query!r}: no rows to search (the memory is empty or the filters exclude every file)"
+    elif above and not hits:
+        note = (
+            f"{len(above)} relevant row(s) for {query!r}, but not even the best one fits the budget of "
+            f"{max_tokens} tokens; ask with a larger max_tokens, or grep for its words"
+        )
     return SearchResult(
         query=query, hits=hits, tokens=spent, left_out=len(above) - len(hits), min_score=min_score,
         best_score=best, cut_by=cut_by if len(hits) < len(above) else None, note=note,
