@@ -11,7 +11,6 @@ redoes the unmarked notes, whose facts are then already present (a no-op).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections import Counter
@@ -27,7 +26,9 @@ from . import subjects
 from .store import atomic_write, file_lock
 
 SESSIONS = "sessions"
-CONSOLIDATED_FIELD = "consolidated"
+CONSOLIDATED_FIELD = fmt.CONSOLIDATED_FIELD
+body_digest = fmt.body_digest
+_marked_done = fmt.is_consolidated
 KILL_ENV = "FSMEM_CONSOLIDATE_KILL_AFTER"  # test hook: SIGKILL this process after its Nth file write
 _NOTE_PATH = re.compile(r"^sessions/(\d{4})/(\d{2})/(\d{2})/[^/]+$")
 
@@ -104,23 +105,6 @@ class Inputs:
     documents: dict[str, str | None] = field(default_factory=dict)
     targets: dict[str | None, subjects.Target] = field(default_factory=dict)
     problems: list[tuple[str, int, str]] = field(default_factory=list)
-
-
-def body_digest(text: str) -> str:
-    """What `consolidated:` records: a hash of the note body (front matter changes do not count)."""
-    doc = fmt.split(text)
-    return "sha256-" + hashlib.sha256(doc.body.encode("utf-8")).hexdigest()[:16]
-
-
-def _marked_done(text: str) -> bool:
-    """Fast path for the common case, without parsing YAML: the front matter holds this body's hash."""
-    if not text.startswith("---\n"):
-        return False
-    end = text.find("\n---\n", 3)
-    if end == -1:
-        return False
-    digest = "sha256-" + hashlib.sha256(text[end + 5:].encode("utf-8")).hexdigest()[:16]
-    return f"\n{CONSOLIDATED_FIELD}: {digest}\n" in text[3:end + 1]
 
 
 def note_date(rel: str, front: dict[str, Any]) -> str | None:

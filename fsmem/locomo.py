@@ -2,7 +2,8 @@
 
 Every session is one note `sessions/YYYY/MM/DD/<sample>-s<N>.md` dated from the
 session's timestamp, with one `## people/<Speaker>` subject per speaker and one
-bullet per dialog turn, ending in its dialog id (`[D1:3]`). The eval set names
+bullet per dialog turn, ending in its dialog id (`[D1:3]`); the consolidator then
+files the turns into `entities/people/<speaker>.md`. The eval set names
 gold evidence by that marker, not by path or line, so it stays valid when a
 consolidation step later moves the turns into entity files.
 """
@@ -121,8 +122,10 @@ def evalset_rows(sample: dict[str, Any], known_ids: set[str]) -> list[dict[str, 
     return rows
 
 
-def import_sample(sample: dict[str, Any], target: Path, *, steps: Iterable[Callable[[Any], Any]] = ()) -> tuple[Any, Path, int, int, int]:
-    """One conversation: a new memory of session notes, then `steps` (e.g. Memory.consolidate), then its eval set."""
+def import_sample(
+    sample: dict[str, Any], target: Path, *, consolidate: bool = True, steps: Iterable[Callable[[Any], Any]] = ()
+) -> tuple[Any, Path, int, int, int]:
+    """One conversation: a new memory of session notes, consolidated, then `steps`, then its eval set."""
     from .memory import Memory
 
     sample_id = str(sample["sample_id"])
@@ -140,6 +143,8 @@ def import_sample(sample: dict[str, Any], target: Path, *, steps: Iterable[Calla
         known.update(t["dia_id"] for t in session_turns)
         sessions += 1
         turns += len(session_turns)
+    if consolidate:
+        memory.consolidate()  # turns move into entities/people/<speaker>.md; their [D1:3] markers go with them
     for step in steps:
         step(memory)
     questions = evalset_rows(sample, known)
@@ -163,6 +168,7 @@ def import_locomo(
     target: str | Path,
     *,
     samples: list[str] | None = None,
+    consolidate: bool = True,
     steps: Iterable[Callable[[Any], Any]] = (),
 ) -> ImportResult:
     """Import every conversation (or the `samples` named) into TARGET/<sample_id>, with TARGET/<sample_id>.eval.jsonl."""
@@ -177,7 +183,9 @@ def import_locomo(
     result = ImportResult()
     steps = list(steps)
     for sample in data:
-        memory, evalset, sessions, turns, questions = import_sample(sample, target, steps=steps)
+        memory, evalset, sessions, turns, questions = import_sample(
+            sample, target, consolidate=consolidate, steps=steps
+        )
         result.memories.append(str(memory.root))
         result.evalsets.append(str(evalset))
         result.sessions += sessions

@@ -267,7 +267,7 @@ def relevance_scores(snapshot: Snapshot, analyzer: Analyzer, query: str, setting
     weights = settings.weights
     parts = (("rows", weights["row"]), ("neighbours", weights["neighbours"]), ("files", weights["document"]))
     weight_sum = sum(w for _, w in parts)
-    file_index = np.asarray(snapshot.file_of_row, dtype=np.int64)
+    group_index = np.asarray(snapshot.group_of_row, dtype=np.int64)
     for name, weight in parts:
         if weight <= 0:
             continue
@@ -279,7 +279,7 @@ def relevance_scores(snapshot: Snapshot, analyzer: Analyzer, query: str, setting
         if fuzzy:
             score = score + weights["fuzzy"] * np.asarray(model.scores(list(set(fuzzy.values()))), dtype=np.float64)
         if name == "files":
-            score = score[file_index] if len(score) else np.zeros(n)
+            score = score[group_index] if len(score) else np.zeros(n)
         total += weight * score / denominator
     return total / weight_sum
 

@@ -22,14 +22,16 @@ from typing import Any
 
 from .catalog import EXACT_COUNT_LIMIT, FileMeta, walk
 from .errors import MissingDependency
-from .format import decode, split
+from .format import decode, is_consolidated, split
 from .paths import relative
+from .facts import split_provenance
 from .rows import Row, split_rows
 from .store import atomic_write, state_dir
 
 INDEX_FILE = "index.json"
+GENERATED_INDEX = "INDEX.md"  # written by consolidate; a table of contents, not memory to rank
 # Bump when rows, terms or the file layout change: an older cache is then rebuilt.
-INDEX_VERSION = 2
+INDEX_VERSION = 3
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Question words carry no topic; bm25s's English list keeps some of them.
 _QUESTION_WORDS = frozenset("what when where who whom whose which why how".split())
@@ -137,6 +139,10 @@ def read_entry(root: Path, path: Path, stat: os.stat_result, analyzer: Analyzer)
         return FileEntry(rel, stat.st_mtime_ns, stat.st_size, {}, [], [], [])
     with open(path, "rb") as handle:
         text, _problems = decode(handle.read())
+    if rel == GENERATED_INDEX or (rel.startswith("sessions/") and is_consolidated(text)):
+        # INDEX.md only points at documents, and a consolidated note's content now lives in
+        # its entity and topic documents: ranking them too would spend the budget on copies.
+        return FileEntry(rel, stat.st_mtime_ns, stat.st_size, _meta_fields(split(text).front_matter), [], [], [])
     rows = split_rows(rel, text)
     return FileEntry(
         path=rel,
@@ -156,6 +162,7 @@ class Snapshot:
     rows: list[Row]
     files: list[FileEntry]
     file_of_row: list[int]  # index into `files`
+    group_of_row: list[int] = field(default_factory=list)  # index of the row's group: its file, or its source within a file
     models: dict[str, Any] = field(default_factory=dict)  # "rows" | "neighbours" | "files" -> (bm25, df, n)
 
 
@@ -249,30 +256,45 @@ class SearchIndex:
         files = [entries[p] for p in sorted(entries)]
         rows: list[Row] = []
         file_of_row: list[int] = []
+        group_of_row: list[int] = []
+        groups: dict[tuple[int, str | None], int] = {}
         row_docs: list[list[str]] = []
         neighbour_docs: list[list[str]] = []
-        file_docs: list[list[str]] = []
+        group_docs: list[list[str]] = []
         for number, entry in enumerate(files):
-            file_terms: list[str] = []
+            sources = [source_of(row) for row in entry.rows]
             for i, row in enumerate(entry.rows):
                 rows.append(row)
                 file_of_row.append(number)
+                group = groups.setdefault((number, sources[i]), len(group_docs))
+                if group == len(group_docs):
+                    group_docs.append([])
+                group_of_row.append(group)
                 row_docs.append(entry.row_terms[i] + entry.context_terms[i])
-                file_terms.extend(entry.row_terms[i])
+                group_docs[group].extend(entry.row_terms[i])
                 near: list[str] = []
                 for j in (i - 1, i + 1):
-                    if 0 <= j < len(entry.rows) and entry.rows[j].headings == row.headings:
+                    if 0 <= j < len(entry.rows) and entry.rows[j].headings == row.headings and sources[j] == sources[i]:
                         near.extend(entry.row_terms[j])
                 neighbour_docs.append(near)
-            file_docs.append(file_terms)
-        snapshot = Snapshot(rows=rows, files=files, file_of_row=file_of_row)
+        snapshot = Snapshot(rows=rows, files=files, file_of_row=file_of_row, group_of_row=group_of_row)
         snapshot.models = {
             "rows": _model(row_docs),
             "neighbours": _model(neighbour_docs),
-            "files": _model(file_docs),
+            "files": _model(group_docs),
         }
         self._snapshot, self._fingerprint = snapshot, fingerprint
         return snapshot
+
+
+def source_of(row: Row) -> str | None:
+    """The session note a consolidated row cites first, so rows from one conversation score as one document.
+
+    A consolidated entity file gathers many sessions; scored whole, every row
+    would share one document score. Rows without a citation group as their file.
+    """
+    _text, provenance = split_provenance(row.text)
+    return provenance.sources[0] if provenance and provenance.sources else None
 
 
 _shared: dict[Path, SearchIndex] = {}

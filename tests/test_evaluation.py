@@ -163,7 +163,8 @@ def test_locomo_importer_writes_dated_notes_and_an_eval_set_by_dialog_id(tmp_pat
     report = memory.evaluate(tmp_path / "out" / "tiny.eval.jsonl", ks=[1, 2])
     assert report.per_k[-1]["recall"] == 1.0
     hit = memory.search("Ann's dog name", k=1).hits[0]
-    assert hit.subject == "people/Ann" and hit.text.endswith("[D1:1]")
+    assert hit.path == "entities/people/ann.md"  # consolidated out of the session note
+    assert hit.subject == "people/Ann" and "Comet. [D1:1]" in hit.text
 
 
 @pytest.mark.skipif(not LOCOMO.exists(), reason="../shared/data/locomo10.json is not beside the repository")

@@ -126,7 +126,9 @@ def test_index_follows_writes_human_edits_and_deletion(memory):
     path.unlink()
     assert memory.search("blimp").empty
     cache = memory.root / ".fsmem" / "search" / "index.json"
-    assert json.loads(cache.read_text())["version"] == 2
+    from fsmem.search_index import INDEX_VERSION
+
+    assert json.loads(cache.read_text())["version"] == INDEX_VERSION
 
 
 def test_index_is_rebuilt_when_deleted_or_corrupt(memory):
@@ -139,6 +141,20 @@ def test_index_is_rebuilt_when_deleted_or_corrupt(memory):
 
     shutil.rmtree(memory.root / ".fsmem")
     assert locations(Memory(memory.root).search("proration")) == first
+
+
+def test_generated_index_and_consolidated_notes_are_not_ranked_twice(memory):
+    memory.note("- The walrus colony moved to the north pier.", session="s1", subject="topic/Wildlife")
+    before = [h.path for h in memory.search("walrus colony pier").hits]
+    assert before and before[0].startswith("sessions/")
+    memory.consolidate()
+    assert (memory.root / "INDEX.md").exists()
+    after = [h.path for h in memory.search("walrus colony pier", k=10).hits]
+    assert after[0] == "topics/wildlife.md"
+    assert not any(p.startswith("sessions/") or p == "INDEX.md" for p in after)
+    memory.note("- A second walrus colony appeared at the south pier.", session="s1", subject="topic/Wildlife")
+    grown = [h.path for h in memory.search("second walrus colony south", k=10).hits]
+    assert grown[0].startswith("sessions/")  # a note that grew after consolidation is searched again
 
 
 def test_importance_salience_breaks_a_tie(memory):

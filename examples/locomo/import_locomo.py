@@ -3,8 +3,9 @@
     .venv/bin/python examples/locomo/import_locomo.py ../shared/data/locomo10.json OUT
     .venv/bin/fsmem --root OUT/conv-26 eval OUT/conv-26.eval.jsonl --max-tokens 1000
 
-The same as `fsmem import locomo FILE OUT`. A step that runs on each memory after its
-notes are written (for example consolidation) goes in `steps`.
+The same as `fsmem import locomo FILE OUT`: the session notes of each conversation are
+consolidated into entities/people/<speaker>.md. Further steps that run on each memory
+after that go in `steps`.
 """
 
 import sys
@@ -17,4 +18,4 @@ from fsmem.locomo import import_locomo  # noqa: E402
 if __name__ == "__main__":
     if len(sys.argv) != 3:
         sys.exit(__doc__)
-    print(import_locomo(sys.argv[1], sys.argv[2], steps=[]).to_text())
+    print(import_locomo(sys.argv[1], sys.argv[2]).to_text())

@@ -77,9 +77,10 @@ def import_group():
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.argument("target", type=click.Path(file_okay=False))
 @click.option("--sample", "samples", multiple=True, metavar="ID", help="Only this sample_id (repeatable; default all).")
+@click.option("--no-consolidate", is_flag=True, help="Keep the session notes as written; do not run the consolidator.")
 @json_option
-def import_locomo_cmd(file, target, samples, as_json):
-    """Turn each LoCoMo conversation into a memory TARGET/<sample_id> of dated session notes, plus an eval set."""
+def import_locomo_cmd(file, target, samples, no_consolidate, as_json):
+    """Turn each LoCoMo conversation into a memory TARGET/<sample_id> of dated session notes, consolidated, plus an eval set."""
     from ..locomo import import_locomo
 
-    emit(import_locomo(file, target, samples=list(samples) or None), as_json)
+    emit(import_locomo(file, target, samples=list(samples) or None, consolidate=not no_consolidate), as_json)
