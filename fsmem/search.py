@@ -31,6 +31,7 @@ from . import retrieval_log
 from .catalog import matches_filters
 from .config import CONFIG_FILE
 from .errors import ConfigError, InvalidArgument
+from .facts import split_provenance
 from .search_index import Analyzer, SearchIndex, Snapshot
 from .tokens import TokenCounter
 
@@ -97,6 +98,7 @@ class SearchHit:
     headings: list[str] = field(default_factory=list)
     superseded: bool = False
     tokens: int = 0  # what this row added to the answer (its line, plus any header it opened)
+    sources: list[str] = field(default_factory=list)  # the notes a consolidated row cites
 
     @property
     def location(self) -> str:
@@ -115,6 +117,7 @@ class SearchHit:
             "headings": list(self.headings),
             "superseded": self.superseded,
             "tokens": self.tokens,
+            "sources": list(self.sources),
         }
 
 
@@ -178,6 +181,25 @@ class SearchResult:
             f"no relevant memory for {self.query!r}{best}. "
             "Try other words, grep for a name you know, or lower --min-score"
         )
+
+
+def compact_citation(text: str) -> tuple[str, list[str]]:
+    """A consolidated row's text with its citation cut to its dates, and the sources it cited.
+
+    `- Went hiking. (2023-05-08, sessions/2023/05/08/conv-26-s1.md)` costs about
+    twenty tokens more than `- Went hiking. (2023-05-08)`; the budget buys more
+    rows this way, and the agent reads the full line (or `sources`) when it
+    needs the provenance.
+    """
+    body, provenance = split_provenance(text)
+    if provenance is None:
+        return text, []
+    span = provenance.first
+    if provenance.to:
+        span = f"{span} to {provenance.to}"
+    if provenance.confirmed is not None and provenance.confirmed.date:
+        span = f"{span}; confirmed {provenance.confirmed.date}"
+    return (f"{body} ({span})" if span else body), list(provenance.sources)
 
 
 def _hit_lines(hit: SearchHit) -> list[str]:
@@ -364,10 +386,11 @@ def fit(
             cut_by = "k"
             break
         row = snapshot.rows[index]
+        text, sources = compact_citation(row.text)
         hit = SearchHit(
-            path=row.path, line=row.line, end_line=row.end_line, text=row.text, score=float(scores[index]),
+            path=row.path, line=row.line, end_line=row.end_line, text=text, score=float(scores[index]),
             kind=row.kind, title=row.title, subject=row.subject, headings=list(row.headings),
-            superseded=row.superseded,
+            superseded=row.superseded, sources=sources,
         )
         pieces = list(_hit_lines(hit))
         heading = _heading_line(hit)

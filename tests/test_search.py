@@ -152,6 +152,11 @@ def test_generated_index_and_consolidated_notes_are_not_ranked_twice(memory):
     after = [h.path for h in memory.search("walrus colony pier", k=10).hits]
     assert after[0] == "topics/wildlife.md"
     assert not any(p.startswith("sessions/") or p == "INDEX.md" for p in after)
+    hit = memory.search("walrus colony pier", k=1).hits[0]
+    assert hit.text == "- The walrus colony moved to the north pier. (2026-01-10)"  # citation cut to its date
+    assert hit.sources == ["sessions/2026/01/10/s1.md"]
+    full = memory.read(hit.path, lines=str(hit.line)).lines[0][1]
+    assert full == "- The walrus colony moved to the north pier. (2026-01-10, sessions/2026/01/10/s1.md)"
     memory.note("- A second walrus colony appeared at the south pier.", session="s1", subject="topic/Wildlife")
     grown = [h.path for h in memory.search("second walrus colony south", k=10).hits]
     assert grown[0].startswith("sessions/")  # a note that grew after consolidation is searched again
