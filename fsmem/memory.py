@@ -232,7 +232,7 @@ class Memory:
             max_results=budget.max_results,
             max_tokens=budget.max_tokens,
             count_tokens=self.tokens.count,
-            superseded_ranges=self.superseded_ranges,
+            superseded_ranges=self.catalog.superseded,
             include_superseded=include_superseded,
             timeout=timeout,
         )
