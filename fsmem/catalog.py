@@ -89,8 +89,16 @@ def walk(root: Path, start: Path | None = None) -> Iterator[Path]:
             if item.is_dir(follow_symlinks=False):
                 subfolders.append(Path(item.path))
             elif is_memory_file(item.name) and item.is_file():
+                if item.is_symlink() and not _inside(root, item.path):
+                    continue  # a link that leads out of the memory is never followed
                 yield Path(item.path)
         stack.extend(reversed(subfolders))
+
+
+def _inside(root: Path, path: str) -> bool:
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(path)
+    return real == real_root or real.startswith(real_root + os.sep)
 
 
 def read_meta(root: Path, path: Path, counter: TokenCounter, stat: os.stat_result | None = None) -> FileMeta:

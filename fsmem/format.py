@@ -239,15 +239,21 @@ def _continues_value(line: str) -> bool:
     return line[:1] in (" ", "\t") or line.startswith(("- ", "-\t")) or line.rstrip("\r\n") == "-"
 
 
+_ISO_STAMP = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$")
+
+
 def dump_field(key: str, value: Any) -> str:
-    """One field as a YAML line (lists in flow style, so a field stays one line)."""
+    """One field as one YAML line: dates unquoted, lists and mappings in flow style."""
+    if isinstance(value, str) and _ISO_STAMP.match(value):
+        return f"{key}: {value}"
+    if isinstance(value, (list, tuple, dict)):
+        flow = yaml.dump(
+            list(value) if isinstance(value, tuple) else value,
+            Dumper=_SafeDumper, default_flow_style=True, allow_unicode=True, width=10_000,
+        )
+        return f"{key}: {flow.strip()}"
     dumped = yaml.dump(
-        {key: value},
-        Dumper=_SafeDumper,
-        default_flow_style=None,
-        allow_unicode=True,
-        sort_keys=False,
-        width=10_000,
+        {key: value}, Dumper=_SafeDumper, default_flow_style=False, allow_unicode=True, sort_keys=False, width=10_000
     )
     return dumped.rstrip("\n")
 
@@ -266,7 +272,8 @@ def set_fields(text: str, changes: dict[str, Any]) -> str:
     ordering, quoting and line endings. A file with no front matter gets one.
     """
     doc = split(text)
-    newline = "\r\n" if "\r\n" in text[:4096] else "\n"
+    first_line = text.split("\n", 1)[0]
+    newline = "\r\n" if first_line.endswith("\r") else "\n"  # new lines follow the fence's own ending
     if not doc.has_front_matter:
         if doc.problems:
             raise ValueError("cannot set fields: " + doc.problems[0].message)

@@ -158,10 +158,10 @@ def bounded_read(
             if result.tokens + cost > max_tokens:
                 if not result.lines:
                     # Even one line does not fit: show the part of it that does.
-                    text = counter.truncate(text, max(0, max_tokens - 4))
-                    if text:
-                        result.lines.append((number, text + " …"))
-                        result.tokens += counter.count(f"{number:>6}\t{text} …\n")
+                    part, cost = _fit_line(counter, number, text, max_tokens)
+                    if part:
+                        result.lines.append((number, part))
+                        result.tokens += cost
                         result.end = number
                         number += 1
                 result.truncated = True
@@ -178,6 +178,18 @@ def bounded_read(
             f"[{result.hidden_superseded} superseded line(s) hidden; add --include-superseded to see them]"
         )
     return result
+
+
+def _fit_line(counter: TokenCounter, number: int, text: str, max_tokens: int) -> tuple[str, int]:
+    """The longest head of one line (marked with …) whose rendered cost fits `max_tokens`."""
+    allowance = max_tokens
+    while allowance > 0:
+        part = counter.truncate(text, allowance) + " …"
+        cost = counter.count(f"{number:>6}\t{part}\n")
+        if cost <= max_tokens:
+            return part, cost
+        allowance -= max(1, cost - max_tokens)
+    return "", 0
 
 
 def outline(path: Path, rel: str, counter: TokenCounter, *, exact_limit: int) -> ReadResult:

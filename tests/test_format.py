@@ -1,0 +1,101 @@
+from fsmem import format as fmt
+
+
+def test_split_reads_front_matter_and_keeps_body_offsets():
+    text = "---\ntitle: Adam\ntags: [a, b]\ncreated: 2026-10-01\n---\n# Adam\n- role: lead\n"
+    doc = fmt.split(text)
+    assert doc.has_front_matter
+    assert doc.front_matter == {"title": "Adam", "tags": ["a", "b"], "created": "2026-10-01"}
+    assert doc.body == "# Adam\n- role: lead\n"
+    assert doc.body_start_line == 6
+    assert doc.problems == []
+
+
+def test_split_accepts_bom_and_crlf():
+    text = "\ufeff---\r\ntitle: X\r\n---\r\nbody\r\n"
+    doc = fmt.split(text)
+    assert doc.front_matter == {"title": "X"}
+    assert doc.body == "body\r\n"
+
+
+def test_broken_yaml_is_reported_with_its_line_and_body_is_whole_text():
+    text = "---\ntitle: ok\ndescription: a: b: c\n---\nbody\n"
+    doc = fmt.split(text)
+    assert not doc.has_front_matter
+    assert doc.body == text
+    assert doc.problems and doc.problems[0].line == 3
+    assert "not valid YAML" in doc.problems[0].message
+
+
+def test_unclosed_front_matter_is_a_problem_not_a_crash():
+    doc = fmt.split("---\ntitle: x\nno closing fence\n")
+    assert not doc.has_front_matter
+    assert "never closed" in doc.problems[0].message
+
+
+def test_front_matter_that_is_not_a_mapping_is_reported():
+    doc = fmt.split("---\n- a\n- b\n---\nbody\n")
+    assert not doc.has_front_matter
+    assert "mapping" in doc.problems[0].message
+
+
+def test_no_front_matter_means_all_body():
+    doc = fmt.split("# Title\ntext\n")
+    assert not doc.has_front_matter and doc.problems == []
+    assert fmt.validate(doc)[0].message.startswith("no front matter")
+
+
+def test_validate_reports_bad_fields_at_their_lines():
+    text = "---\ntitle: x\ntype: opinion\nimportance: 3\nupdated: yesterday\n---\n"
+    problems = fmt.validate(fmt.split(text))
+    assert [(p.line, p.message.split(" ")[0]) for p in problems] == [(3, "type"), (4, "importance"), (5, "updated")]
+
+
+def test_decode_replaces_invalid_utf8_and_reports_line():
+    text, problems = fmt.decode(b"ok\nbad \xff here\n")
+    assert "\ufffd" in text
+    assert problems[0].line == 2
+
+
+def test_set_fields_touches_only_the_changed_line():
+    text = "---\n# a comment\ntitle: 'Quoted'\nupdated: 2020-01-01\nextra: {keep: me}\n---\nbody\n"
+    out = fmt.set_fields(text, {"updated": "2026-11-30T10:00:00+00:00"})
+    assert out == text.replace("updated: 2020-01-01", "updated: 2026-11-30T10:00:00+00:00")
+
+
+def test_set_fields_adds_missing_field_before_closing_fence_and_removes_with_none():
+    text = "---\ntitle: x\ntags:\n  - a\n  - b\nz: 1\n---\nbody\n"
+    out = fmt.set_fields(text, {"importance": 0.5, "tags": None})
+    assert out == "---\ntitle: x\nz: 1\nimportance: 0.5\n---\nbody\n"
+
+
+def test_set_fields_keeps_crlf_line_endings():
+    text = "---\r\ntitle: x\r\n---\r\nbody\r\n"
+    out = fmt.set_fields(text, {"type": "semantic"})
+    assert out == "---\r\ntitle: x\r\ntype: semantic\r\n---\r\nbody\r\n"
+
+
+def test_set_fields_on_file_without_front_matter_adds_one():
+    assert fmt.set_fields("body\n", {"title": "T"}) == "---\ntitle: T\n---\nbody\n"
+
+
+def test_headings_skip_fenced_code_and_know_their_ranges():
+    text = "# A\ntext\n```\n# not a heading\n```\n## B\nb\n## C\nc\n# D\n"
+    got = [(h.level, h.title, h.line, h.end_line) for h in fmt.headings(text)]
+    assert got == [(1, "A", 1, 9), (2, "B", 6, 7), (2, "C", 8, 9), (1, "D", 10, 10)]
+
+
+def test_superseded_ranges_cover_the_section_only():
+    text = "---\ntitle: x\n---\n## Facts\n- a: 1\n## Superseded\n- a: 0 (old)\n- b: 2 (old)\n## Notes\n- n\n"
+    assert fmt.superseded_ranges(fmt.split(text)) == [(6, 8)]
+
+
+def test_parse_timestamp_accepts_dates_and_zulu():
+    assert fmt.parse_timestamp("2026-01-02").isoformat() == "2026-01-02T00:00:00+00:00"
+    assert fmt.parse_timestamp("2026-01-02T03:04:05Z").isoformat() == "2026-01-02T03:04:05+00:00"
+    assert fmt.parse_timestamp("soon") is None
+
+
+def test_now_iso_honours_fsmem_now(monkeypatch):
+    monkeypatch.setenv("FSMEM_NOW", "2026-03-04T05:06:07+01:00")
+    assert fmt.now_iso() == "2026-03-04T05:06:07+01:00"

@@ -1,0 +1,132 @@
+import json
+
+import pytest
+
+from conftest import write_file
+from fsmem.errors import InvalidArgument, NotFound, PathEscape, PatternTimeout
+
+
+def test_grep_finds_lines_grouped_by_file_with_line_numbers(demo_memory):
+    result = demo_memory.grep("proration", ignore_case=True)
+    assert [(m.path, m.line) for m in result.matches] == [
+        ("entities/people/adam-smith.md", 23), ("topics/billing.md", 3), ("topics/billing.md", 15)]
+    assert result.matches[2].text == "- proration: daily, for seat changes mid-cycle"
+    assert result.total_matches == 3 and not result.truncated and result.left_out == 0
+    text = result.to_text()
+    assert text.splitlines()[0] == "entities/people/adam-smith.md:"
+    assert "15:- proration: daily" in text
+    assert text.endswith("[matches 1-3 of 3]")
+
+
+def test_grep_flags_fixed_strings_word_and_case(demo_memory):
+    assert demo_memory.grep("Proration").total_matches == 0
+    assert demo_memory.grep("net 3.", fixed_strings=True).total_matches == 0
+    assert demo_memory.grep("net 3.").total_matches == 1
+    assert demo_memory.grep("invoic", word=True, ignore_case=True).total_matches == 0
+    assert demo_memory.grep("invoic", ignore_case=True).total_matches > 0
+    assert demo_memory.grep("billing", word=True, ignore_case=True).total_matches > 0
+
+
+def test_grep_total_is_honest_when_cut_and_offset_pages_through(empty_memory):
+    lines = "".join(f"- item {i}: needle number {i}\n" for i in range(300))
+    write_file(empty_memory.root, "topics/many.md", "---\ntitle: many\n---\n" + lines)
+    first = empty_memory.grep("needle", max_results=100, max_tokens=100_000)
+    assert first.total_matches == 300
+    assert len(first.matches) == 50  # the default budget's max_results caps the request
+    assert first.truncated and first.left_out == 250 and first.next_offset == 50
+    assert "Continue with --offset 50" in first.to_text()
+    seen = []
+    offset = 0
+    while offset is not None:
+        page = empty_memory.grep("needle", offset=offset, max_tokens=300)
+        assert page.total_matches == 300
+        assert page.tokens <= 300
+        seen.extend(m.line for m in page.matches)
+        offset = page.next_offset
+    assert seen == list(range(4, 304))
+
+
+def test_grep_token_budget_cuts_whole_matches(empty_memory):
+    write_file(empty_memory.root, "a.md", "".join(f"needle {'x' * 50} {i}\n" for i in range(40)))
+    result = empty_memory.grep("needle", max_tokens=100)
+    assert result.tokens <= 100 and result.cut_by == "tokens"
+    assert all(m.text.startswith("needle") and m.text.endswith(str(i)) for i, m in enumerate(result.matches))
+    assert "token budget" in result.to_text()
+
+
+def test_grep_paths_and_front_matter_filters(demo_memory):
+    only_topics = demo_memory.grep("Facts", ["topics"])
+    assert {m.path for m in only_topics.matches} == {"topics/billing.md", "topics/deployments.md"}
+    semantic = demo_memory.grep("## Facts", type="semantic")
+    assert "topics/deployments.md" not in {m.path for m in semantic.matches}
+    tagged = demo_memory.grep("Facts", tag=["sre"])
+    assert {m.path for m in tagged.matches} == {"entities/people/maria-lopez.md", "topics/deployments.md"}
+    assert demo_memory.grep("Facts", tag=["no-such-tag"]).total_matches == 0
+
+
+def test_grep_context_lines(demo_memory):
+    result = demo_memory.grep("payment terms", context=1)
+    match = result.matches[0]
+    assert match.before == [(16, "- invoice format: PDF, emailed to the billing contact")]
+    assert match.after == [(18, "")]
+
+
+def test_grep_leaves_superseded_facts_out_unless_asked(empty_memory):
+    write_file(empty_memory.root, "entities/people/adam.md", """\
+        ---
+        title: Adam
+        ---
+        ## Facts
+        - employer: Globex
+        ## Superseded
+        - employer: Acme Corp (2026-10-01 to 2026-11-20)
+        ## Notes
+        - employer history is long
+        """)
+    default = empty_memory.grep("employer", ["entities"])
+    assert [(m.line, m.superseded) for m in default.matches] == [(5, False), (9, False)]
+    assert default.total_matches == 2
+    everything = empty_memory.grep("employer", ["entities"], include_superseded=True)
+    assert [(m.line, m.superseded) for m in everything.matches] == [(5, False), (7, True), (9, False)]
+    assert everything.to_dict()["matches"][1]["superseded"] is True
+    assert "[superseded]" in everything.to_text()
+
+
+def test_grep_json_document_shape(demo_memory):
+    data = demo_memory.grep("Globex").to_dict()
+    assert set(data) >= {"matches", "total_matches", "truncated", "tokens"}
+    assert data["matches"] == [{"path": "sessions/2026/11/20/support-0140.md", "line": 10,
+                                "text": "- employer: Globex", "superseded": False}]
+    json.dumps(data)
+
+
+def test_grep_reads_broken_and_crlf_files_as_text(empty_memory):
+    (empty_memory.root / "crlf.md").write_bytes(b"---\r\ntitle: x\r\n---\r\nthe needle here\r\n")
+    (empty_memory.root / "bad.md").write_bytes(b"---\ntitle: [\n---\nneedle \xff\n")
+    result = empty_memory.grep("needle")
+    assert [(m.path, m.text) for m in result.matches] == [("bad.md", "needle \ufffd"), ("crlf.md", "the needle here")]
+
+
+def test_grep_bad_input(demo_memory):
+    with pytest.raises(InvalidArgument, match="invalid regular expression"):
+        demo_memory.grep("(unclosed")
+    with pytest.raises(InvalidArgument):
+        demo_memory.grep("")
+    with pytest.raises(PathEscape):
+        demo_memory.grep("x", ["../"])
+    with pytest.raises(NotFound):
+        demo_memory.grep("x", ["nope.md"])
+    with pytest.raises(InvalidArgument):
+        demo_memory.grep("x", offset=-1)
+
+
+def test_grep_stops_a_pattern_that_runs_too_long(empty_memory):
+    (empty_memory.root / "fsmem.yaml").write_text("grep:\n  timeout_seconds: 0.05\n")
+    big = ("a" * 200 + "\n") * 100_000
+    for i in range(6):
+        write_file(empty_memory.root, f"big{i}.md", big)
+    from fsmem import Memory
+
+    memory = Memory(empty_memory.root)
+    with pytest.raises(PatternTimeout, match="too slow"):
+        memory.grep(r"\w+\d", ignore_case=True, max_tokens=100)
