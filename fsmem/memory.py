@@ -317,5 +317,27 @@ class Memory:
         with file_lock(self.root):
             return writing.move(self.root, src, dst)
 
+    # -- watch and cache (perf) ---------------------------------------------------
+    def watch(
+        self,
+        *,
+        quiet: float | None = None,
+        log: Any = None,
+        stop: Any = None,
+        ready: Any = None,
+    ):
+        """Keep the metadata cache current as files change, until `stop` (a threading.Event) is set.
+
+        `quiet` (seconds, default `watch.quiet_seconds` in fsmem.yaml, else 0.5)
+        is how long the memory must be still before a burst of events is acted on.
+        """
+        from . import watch as _watch
+
+        if quiet is None:
+            quiet = float(self.config.section("watch").get("quiet_seconds", _watch.DEFAULT_QUIET_SECONDS))
+        if quiet < 0:
+            raise InvalidArgument("--quiet must be 0 or more seconds")
+        return _watch.watch(self, quiet=quiet, log=log, stop=stop, ready=ready)
+
 
 __all__ = ["Memory", "discover_root", "CheckResult", "walk"]
