@@ -181,10 +181,15 @@ class MetaCache:
     def superseded(self, paths: Iterable[str] | None = None) -> dict[str, tuple[Stamp, list[tuple[int, int]]]]:
         """path -> (stamp, superseded ranges) without decoding whole rows (what grep needs)."""
         wanted = None if paths is None else list(paths)
+        if wanted is not None and len(wanted) > 500:
+            wanted = None  # one scan of the table beats many IN queries
 
         def decode(cursor) -> dict[str, tuple[Stamp, list[tuple[int, int]]]]:
             out = {}
             for path, mtime, size, ino, ranges in cursor:
+                if ranges == "[]":
+                    out[path] = ((mtime, size, ino), [])
+                    continue
                 try:
                     parsed = [(int(a), int(b)) for a, b in json.loads(ranges)]
                 except (ValueError, TypeError):

@@ -202,14 +202,15 @@ class Catalog:
 
         known = self.cache.superseded(rels) if self.cache is not None else {}
         out: dict[str, list[tuple[int, int]]] = {}
+        base = os.fspath(self.root) + os.sep
         for rel in rels:
-            full = os.path.join(self.root, rel)
+            full = base + rel
             try:
                 stat = os.stat(full)
             except OSError:
                 continue
             row = known.get(rel)
-            if row is not None and row[0] == stamp_of(stat):
+            if row is not None and row[0] == (stat.st_mtime_ns, stat.st_size, stat.st_ino):
                 out[rel] = row[1]
             else:
                 out[rel] = superseded_of(Path(full), stat)

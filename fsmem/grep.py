@@ -29,6 +29,8 @@ _MATCH_PREFIX = b'{"type":"match"'
 _BEGIN_PREFIX = b'{"type":"begin"'
 _CONTEXT_PREFIX = b'{"type":"context"'
 _END_PREFIX = b'{"type":"end"'
+_LINE_NUMBER_KEY = b'"line_number":'
+_DIGITS = re.compile(rb"\d+")
 _MATCHED_LINES = re.compile(rb'"matched_lines":(\d+)')
 _CHUNK = 1 << 20
 # Bytes of rg output kept for decoding later; past this only the first files in path order are kept.
@@ -393,7 +395,7 @@ class _Segments:
             self.kept -= len(segment)
             ranges = self.ranges.get(path)
             if ranges:
-                self.visible[path] = sum(1 for n in _match_lines(segment) if not _in(n, ranges))
+                self.visible[path] = self.counts[path] - _superseded_hits(segment, ranges)
 
     def end_of_stream(self) -> None:
         self._rest = b""
@@ -414,7 +416,7 @@ class _Segments:
         if path in self.visible:
             return self.visible[path]
         if path in self.segments:
-            return sum(1 for n in _match_lines(self.segments[path]) if not _in(n, ranges))
+            return count - _superseded_hits(self.segments[path], ranges)
         return None
 
 
@@ -423,13 +425,28 @@ def path_order(path: str) -> tuple[str, ...]:
     return tuple(path.split("/"))
 
 
-def _match_lines(segment: bytes) -> list[int]:
-    return [
-        int(_LINE_NUMBER.search(line).group(1))
-        for line in segment.split(b"\n")
-        if line.startswith(_MATCH_PREFIX)
-    ]
+def _superseded_hits(segment: bytes, ranges: list[tuple[int, int]]) -> int:
+    """Match lines of one file segment that fall inside `ranges`.
 
+    Line numbers rise through a segment and superseded sections sit late in a
+    file, so the segment is read backwards and only down to the first range.
+    """
+    lowest = min(start for start, _ in ranges)
+    hits = 0
+    pos = len(segment)
+    while True:
+        pos = segment.rfind(_LINE_NUMBER_KEY, 0, pos)
+        if pos < 0:
+            return hits
+        line_start = segment.rfind(b"\n", 0, pos) + 1
+        digits = _DIGITS.match(segment, pos + len(_LINE_NUMBER_KEY))
+        if digits:
+            number = int(digits.group(0))
+            if number < lowest:
+                return hits
+            if segment.startswith(_MATCH_PREFIX, line_start) and _in(number, ranges):
+                hits += 1
+        pos = line_start
 
 class _Collector:
     """Consumes rg's JSON lines; decodes only what may be shown."""
