@@ -202,6 +202,7 @@ class Catalog:
 
         known = self.cache.superseded(rels) if self.cache is not None else {}
         out: dict[str, list[tuple[int, int]]] = {}
+        stale: list[tuple[str, str, os.stat_result]] = []
         base = os.fspath(self.root) + os.sep
         for rel in rels:
             full = base + rel
@@ -213,7 +214,11 @@ class Catalog:
             if row is not None and row[0] == (stat.st_mtime_ns, stat.st_size, stat.st_ino):
                 out[rel] = row[1]
             else:
-                out[rel] = superseded_of(Path(full), stat)
+                stale.append((rel, full, stat))
+        # Many unknown files (a cold cache): let rg find the few that have the heading at all.
+        headed = _with_superseded_heading(self.root, [rel for rel, _, _ in stale]) if len(stale) > 64 else None
+        for rel, full, stat in stale:
+            out[rel] = superseded_of(Path(full), stat) if headed is None or rel in headed else []
         return out
 
 
@@ -228,6 +233,24 @@ def walk_stats(root: Path, start: Path | None = None) -> Iterator[tuple[str, str
             continue
         rel = full[len(base):] if full.startswith(base) else relative(root, path)
         yield (rel.replace(os.sep, "/") if os.sep != "/" else rel), full, stat
+
+
+def _with_superseded_heading(root: Path, rels: list[str]) -> set[str]:
+    """The files among `rels` with a line that may be a `## Superseded` heading (a superset)."""
+    import subprocess
+
+    from .grep import find_rg
+
+    found: set[str] = set()
+    for start in range(0, len(rels), 2000):
+        batch = rels[start:start + 2000]
+        proc = subprocess.run(
+            [find_rg(), "--no-config", "--no-ignore", "--files-with-matches", "--ignore-case",
+             "--regexp", rf"^##[ \t]+{fmt.SUPERSEDED_HEADING}", "--", *batch],
+            cwd=root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        )
+        found.update(line[2:] if line.startswith("./") else line for line in proc.stdout.decode("utf-8", "replace").splitlines())
+    return found
 
 
 def superseded_of(path: Path, stat: os.stat_result | None = None) -> list[tuple[int, int]]:
