@@ -223,16 +223,45 @@ class Catalog:
 
 
 def walk_stats(root: Path, start: Path | None = None) -> Iterator[tuple[str, str, os.stat_result]]:
-    """(relative path, absolute path, stat) of every memory file, in `walk` order, with cheap string paths."""
-    base = os.fspath(root).rstrip(os.sep) + os.sep
-    for path in walk(root, start):
-        full = os.fspath(path)
+    """(relative path, absolute path, stat) of every memory file, in `walk` order.
+
+    The same rules as `walk`, on plain strings: at 10k files, Path objects
+    alone cost a tenth of a second.
+    """
+    start = start or root
+    if not os.path.isdir(start):
+        for path in walk(root, start):
+            yield relative(root, path), os.fspath(path), path.stat()
+        return
+    real_root = os.path.realpath(root)
+    base_len = len(os.fspath(root).rstrip(os.sep)) + 1
+    stack = [os.fspath(start)]
+    while stack:
+        folder = stack.pop()
         try:
-            stat = os.stat(full)
-        except OSError:
+            with os.scandir(folder) as it:
+                items = sorted(it, key=lambda e: e.name)
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
             continue
-        rel = full[len(base):] if full.startswith(base) else relative(root, path)
-        yield (rel.replace(os.sep, "/") if os.sep != "/" else rel), full, stat
+        subfolders = []
+        for item in items:
+            name = item.name
+            if name.startswith(".") or name == STATE_DIR:
+                continue
+            if item.is_dir(follow_symlinks=False):
+                subfolders.append(item.path)
+            elif is_memory_file(name) and item.is_file():
+                if item.is_symlink():
+                    real = os.path.realpath(item.path)
+                    if not (real == real_root or real.startswith(real_root + os.sep)):
+                        continue
+                try:
+                    stat = item.stat()
+                except OSError:
+                    continue
+                rel = item.path[base_len:]
+                yield (rel if os.sep == "/" else rel.replace(os.sep, "/")), item.path, stat
+        stack.extend(reversed(subfolders))
 
 
 def _with_superseded_heading(root: Path, rels: list[str]) -> set[str]:
