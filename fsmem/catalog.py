@@ -283,7 +283,12 @@ def _with_superseded_heading(root: Path, rels: list[str]) -> set[str]:
 
 
 def superseded_of(path: Path, stat: os.stat_result | None = None) -> list[tuple[int, int]]:
-    """The `## Superseded` ranges of one file, parsing only when the word is there at all."""
+    """The `## Superseded` ranges of one file, without YAML or token counting when it can.
+
+    The body starts after the closing fence whether or not the YAML parses,
+    unless the front matter block itself holds heading or code-fence lines;
+    only then is the full parser needed to say where the body begins.
+    """
     stat = stat or path.stat()
     if stat.st_size > EXACT_COUNT_LIMIT:
         return []
@@ -294,7 +299,23 @@ def superseded_of(path: Path, stat: os.stat_result | None = None) -> list[tuple[
     if fmt.SUPERSEDED_HEADING.lower().encode() not in data.lower():
         return []
     text, _ = fmt.decode(data)
-    return fmt.superseded_ranges(fmt.split(text))
+    lines = text.splitlines(keepends=True)
+    first = lines[0].rstrip("\r\n").lstrip(fmt.BOM).rstrip() if lines else ""
+    if first != fmt.FENCE:
+        return _ranges_in(fmt.headings(text, 1))
+    for index in range(1, len(lines)):
+        line = lines[index].rstrip("\r\n")
+        if line.rstrip() in ("---", "..."):
+            block = lines[1:index]
+            if any(b.lstrip(" \t").startswith(("#", "```", "~~~")) for b in block):
+                return fmt.superseded_ranges(fmt.split(text))
+            return _ranges_in(fmt.headings("".join(lines[index + 1:]), index + 2))
+    return _ranges_in(fmt.headings(text, 1))
+
+
+def _ranges_in(headings) -> list[tuple[int, int]]:
+    wanted = fmt.SUPERSEDED_HEADING.lower()
+    return [(h.line, h.end_line) for h in headings if h.level == 2 and h.title.strip().lower() == wanted]
 
 
 def matches_filters(
