@@ -27,6 +27,7 @@ DEFAULTS: dict[str, Any] = {
     "grep": {"timeout_seconds": 10.0},
     "read": {"max_line_chars": 2000},
     "notes": {"default_session": "default"},
+    "logs": {"max_bytes": 8 * 1024 * 1024},
 }
 
 

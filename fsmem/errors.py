@@ -53,3 +53,7 @@ class ConfigError(FsmemError):
 
 class ChangedOnDisk(FsmemError):
     """The file changed between our read and our write; nothing was overwritten."""
+
+
+class MemoryToolError(FsmemError):
+    """A `memory_20250818` command refused, with the reference backend's exact message for the model."""

@@ -339,5 +339,36 @@ class Memory:
             raise InvalidArgument("--quiet must be 0 or more seconds")
         return _watch.watch(self, quiet=quiet, log=log, stop=stop, ready=ready)
 
+    # -- agent surface: retrieval statistics and the pre-injected context (fsmem.stats, fsmem.context) --
+    def stats(self, since: str | None = None, agent: str | None = None):
+        """Per-tool figures from the retrieval log: calls, p50/p95 latency, mean tokens, shares."""
+        from . import stats as _stats
+
+        return _stats.stats(self.root, since=since, agent=agent)
+
+    def context(self, max_tokens: int | None = None):
+        """The block to pre-inject at the start of a turn: profile/ first, then INDEX.md, within the budget."""
+        from . import context as _context
+
+        return _context.build(self, max_tokens=max_tokens)
+
+    # -- Claude's memory tool (memory_20250818) --------------------------------
+    def memory_tool(self, *, max_tokens: int | None = None):
+        """The `memory_20250818` commands with `/memories` mapped onto this memory's root.
+
+        Answers are capped at this agent's budget; writes honour its read-only
+        flag; every call is logged to `.fsmem/logs/retrieval.jsonl`.
+        """
+        from .memory_tool import MemoryTool
+        from .paths import STATE_DIR
+
+        return MemoryTool(
+            memory_root=self.root,
+            agent=self.agent,
+            max_tokens=self._budget(max_tokens, None).max_tokens,
+            state_dir=self.root / STATE_DIR,
+            create_root=False,
+        )
+
 
 __all__ = ["Memory", "discover_root", "CheckResult", "walk"]

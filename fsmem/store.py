@@ -24,31 +24,65 @@ from .paths import STATE_DIR
 TEMP_PREFIX = ".fsmem-tmp-"
 
 
-def state_dir(root: Path, *parts: str) -> Path:
-    """A folder under `.fsmem/`, created on first use."""
-    path = Path(root, STATE_DIR, *parts)
+def state_dir(root: Path, *parts: str, state: Path | None = None) -> Path:
+    """A folder under `.fsmem/` (or under `state`, a state folder the caller chose), created on first use."""
+    path = Path(state, *parts) if state is not None else Path(root, STATE_DIR, *parts)
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
-def atomic_write(path: Path, data: bytes, *, mode: int | None = None) -> None:
-    """Replace `path` with `data` so that readers see either the old or the new bytes."""
+def atomic_write(path: Path, data: bytes, *, mode: int | None = None, exclusive: bool = False) -> None:
+    """Replace `path` with `data` so that readers see either the old or the new bytes.
+
+    With `exclusive=True` the file is published only if `path` does not exist
+    yet (FileExistsError otherwise), even against a writer racing outside fsmem.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     if mode is None:
         mode = os.stat(path).st_mode & 0o777 if path.exists() else _default_file_mode()
     fd, temp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=path.parent)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.chmod(temp, mode)
-        os.replace(temp, path)
+        if exclusive:
+            _publish_new(temp, path)
+        else:
+            os.replace(temp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
         raise
     fsync_dir(path.parent)
+
+
+def _publish_new(temp: str, path: Path) -> None:
+    """Give the finished temporary file its name only if the name is free: link() never overwrites."""
+    try:
+        os.link(temp, path)
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.EXDEV):
+            raise
+        if os.path.lexists(path):  # a filesystem without hard links: check, then rename
+            raise FileExistsError(errno.EEXIST, "File exists", str(path)) from None
+        os.replace(temp, path)
+        return
+    os.unlink(temp)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write every byte: `os.write` may write fewer than asked (signals, pipes, some filesystems)."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if written <= 0:
+            raise OSError(errno.EIO, "os.write wrote nothing")
+        view = view[written:]
 
 
 def fsync_dir(folder: Path) -> None:
@@ -68,14 +102,17 @@ def _default_file_mode() -> int:
 
 
 @contextlib.contextmanager
-def file_lock(root: Path, name: str = "write", *, timeout: float = 30.0, wait: bool = True) -> Iterator[None]:
+def file_lock(
+    root: Path, name: str = "write", *, timeout: float = 30.0, wait: bool = True, state: Path | None = None
+) -> Iterator[None]:
     """Hold an exclusive lock named `name` for the memory at `root`.
 
     With `wait=False` the call fails at once when another process holds it
     (what a second, overlapping cron run wants); otherwise it waits up to
-    `timeout` seconds.
+    `timeout` seconds. `state` puts the lock file under that folder instead of
+    `root/.fsmem/` (for callers that must leave nothing in the root).
     """
-    lock_path = state_dir(root, "locks") / f"{name}.lock"
+    lock_path = state_dir(root, "locks", state=state) / f"{name}.lock"
     key = os.path.realpath(lock_path)
     local = _thread_locks.setdefault(key, threading.RLock())
     if not local.acquire(timeout=timeout if wait else 0):

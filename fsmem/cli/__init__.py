@@ -27,6 +27,10 @@ COMMANDS: dict[str, str] = {
     "mv": "core:mv_cmd",
     "check": "core:check_cmd",
     "watch": "watch:watch_cmd",
+    "tools": "agent:tools_cmd",
+    "mcp": "agent:mcp_cmd",
+    "stats": "agent:stats_cmd",
+    "context": "agent:context_cmd",
 }
 
 

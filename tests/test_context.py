@@ -1,0 +1,110 @@
+"""fsmem context: profile/ first, then INDEX.md (or the catalog when it is missing), trimmed in whole lines."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from fsmem import Memory
+from test_tools import build_memory
+
+INDEX = """---
+title: Index
+description: Table of contents of entities and topics
+---
+# Index
+
+## Entities
+- entities/people/adam-smith.md — Adam Smith: finance lead at Acme
+- entities/projects/atlas.md — Project Atlas: billing migration
+
+## Topics
+- topics/billing.md — Billing: cycles, proration, invoices
+"""
+
+
+@pytest.fixture
+def root(tmp_path):
+    return build_memory(tmp_path, "    tiny:\n      max_tokens: 80\n      max_results: 5\n")
+
+
+def test_profile_first_then_the_catalog_when_there_is_no_index(root):
+    block = Memory(root).context()
+    lines = block.text.splitlines()
+    assert lines[:2] == ["# Memory", "Shared memory files. Look things up with list, grep and read; save what you learn with note."]
+    headings = [line for line in lines if line.startswith(("## profile/", "## Entities"))]
+    assert headings == [
+        "## profile/identity.md (Identity)",
+        "## profile/team.md (Team)",
+        "## Entities and topics (INDEX.md does not exist yet; `fsmem consolidate` writes it)",
+    ]
+    assert "- escalation: Maria Lopez for anything touching production" in lines
+    assert "title: Team" not in block.text  # front matter is left out
+    assert lines[-6:] == [
+        "- entities/orgs/acme.md — Acme Corp: Customer; 1,200 seats on the enterprise plan, migrating billing with Project Atlas",
+        "- entities/people/adam-smith.md — Adam Smith: Customer-side finance lead at Acme; owns the billing migration on their side",
+        "- entities/people/maria-lopez.md — Maria Lopez: Our on-call SRE lead; decides deployment windows",
+        "- entities/projects/atlas.md — Project Atlas: Migration of Acme's billing from the legacy invoicing system to usage-based billing",
+        "- topics/billing.md — Billing: How we bill customers: cycles, proration, invoices and the usage-based migration",
+        "- topics/deployments.md — Deployments: When and how we deploy, freezes, and the rollback rule",
+    ]
+    assert not block.index_exists and not block.truncated and block.cut == []
+    assert block.sources == ["profile/identity.md", "profile/team.md", "catalog"]
+    assert block.tokens == Memory(root).tokens.count(block.text) <= 2000
+
+
+def test_index_follows_the_profile_when_it_exists(root):
+    (root / "INDEX.md").write_text(INDEX)
+    block = Memory(root).context()
+    text = block.text
+    assert block.index_exists and block.sources == ["profile/identity.md", "profile/team.md", "INDEX.md"]
+    assert text.index("## profile/team.md") < text.index("## INDEX.md") < text.index("- topics/billing.md — Billing")
+    assert "does not exist" not in text and "title: Index" not in text
+    assert text.endswith("## Topics\n- topics/billing.md — Billing: cycles, proration, invoices")
+
+
+def test_superseded_profile_facts_are_left_out(root):
+    team = root / "profile" / "team.md"
+    team.write_text(team.read_text() + "\n## Superseded\n- tone: long and chatty (until 2026-10-01)\n")
+    assert "long and chatty" not in Memory(root).context().text
+
+
+def test_trimmed_to_the_budget_in_whole_lines_with_a_note(root):
+    (root / "INDEX.md").write_text(INDEX)
+    memory = Memory(root)
+    full = memory.context().text.splitlines()
+    for budget in range(40, 400, 7):
+        block = memory.context(max_tokens=budget)
+        assert block.tokens == memory.tokens.count(block.text) <= budget
+        lines = block.text.splitlines()
+        if not block.truncated:
+            assert lines == full
+            continue
+        assert lines[-1].startswith(f"[context cut at the {budget}-token budget; left out: ")
+        assert lines[:-1] == full[: len(lines) - 1]  # a prefix of the full block: whole lines, profile first
+        assert "INDEX.md (read it)" in lines[-1] or "INDEX.md from line" in lines[-1]
+
+
+def test_cut_note_names_the_line_to_continue_from(root):
+    block = Memory(root).context(max_tokens=120)
+    assert block.cut[0] == "profile/identity.md from line 12 (read it with lines '12:')"
+    assert block.cut[1:] == ["profile/team.md (read it)", "6 of 6 entity/topic rows (list entities and topics to see them)"]
+    assert block.text.splitlines()[-2] == "- tone: (how answers should sound)"  # line 11 of profile/identity.md
+
+
+def test_agent_budget_caps_the_block(root):
+    tiny = Memory(root, agent="tiny")
+    block = tiny.context(max_tokens=5000)
+    assert block.max_tokens == 80 and block.tokens <= 80 and block.truncated
+
+
+def test_cli(root):
+    done = subprocess.run([sys.executable, "-m", "fsmem", "--root", str(root), "context", "--agent", "tiny"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0
+    assert done.stdout == Memory(root, agent="tiny").context().text + "\n"
+    bad = subprocess.run([sys.executable, "-m", "fsmem", "--root", str(root), "context", "--max-tokens", "0"],
+                         capture_output=True, text=True)
+    assert (bad.returncode, bad.stderr) == (2, "fsmem: error: --max-tokens must be at least 1\n")

@@ -1,0 +1,125 @@
+"""`fsmem mcp`: the real server process, driven by the MCP SDK's own stdio client."""
+
+from __future__ import annotations
+
+import sys
+
+import anyio
+import pytest
+
+from fsmem import Memory, retrieval_log, tools
+from test_tools import NOW, build_memory, expected_names, snapshot
+
+mcp = pytest.importorskip("mcp")
+from mcp import ClientSession, StdioServerParameters  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+
+def run_session(root, *options, actions):
+    """Start `fsmem mcp` on `root`, initialise a client session, run `actions(session)`, return its result."""
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "fsmem", "--root", str(root), "mcp", *options],
+        env={"FSMEM_NOW": NOW},
+    )
+
+    async def main():
+        async with stdio_client(params) as (read_stream, write_stream):
+            async with ClientSession(read_stream, write_stream) as session:
+                await session.initialize()
+                return await actions(session)
+
+    return anyio.run(main)
+
+
+def text_of(result) -> str:
+    assert len(result.content) == 1 and result.content[0].type == "text"
+    return result.content[0].text
+
+
+def test_list_and_call_every_tool_over_stdio(tmp_path):
+    root = build_memory(tmp_path)
+    calls = [
+        ("list", {"path": "entities/people"}),
+        ("grep", {"pattern": "proration", "ignore_case": True}),
+        ("read", {"path": "topics/billing.md", "lines": "14:17"}),
+        ("note", {"text": "- employer: Globex", "subject": "people/Adam Smith"}),
+        ("write", {"path": "topics/support.md", "body": "# Support\n", "set": {"description": "Support hours"}}),
+        ("edit", {"path": "topics/billing.md", "old": "net 30", "new": "net 45"}),
+        ("grep", {"pattern": 7}),
+        ("read", {"path": "../../etc/passwd"}),
+        ("edit", {"path": "topics/billing.md", "old": "- ", "new": "* "}),
+    ]
+
+    async def actions(session):
+        listed = await session.list_tools()
+        results = [await session.call_tool(name, arguments) for name, arguments in calls]
+        return listed, results
+
+    listed, results = run_session(root, actions=actions)
+    memory = Memory(root)
+    assert [t.name for t in listed.tools] == expected_names(memory)
+    for served, defined in zip(listed.tools, tools.definitions(memory)):
+        assert (served.description, served.input_schema) == (defined["description"], defined["parameters"])
+
+    texts = [text_of(r) for r in results]
+    errors = [r.is_error for r in results]
+    assert errors == [False] * 6 + [True] * 3
+    assert texts[0].splitlines()[-1] == "[2 files]"
+    assert texts[1].splitlines()[-2:] == ["15:- proration: daily, for seat changes mid-cycle", "[matches 1-3 of 3]"]
+    assert "    17\t- payment terms: net 30" in texts[2]
+    assert texts[3] == "noted in sessions/2026/11/30/default.md at line 10 (new file)"
+    assert texts[4] == "wrote topics/support.md (new file)"
+    assert texts[5] == "edited topics/billing.md at line 17"
+    assert texts[6] == "error: argument 'pattern' must be a string, not integer"
+    assert texts[7] == "error: path '../../etc/passwd' escapes the memory root"
+    assert texts[8].startswith("error: the old text matches 5 times in topics/billing.md")
+    assert "- payment terms: net 45" in (root / "topics/billing.md").read_text()
+    assert "- employer: Globex" in (root / "sessions/2026/11/30/default.md").read_text()
+
+    logged = list(retrieval_log.records(root))
+    assert [r["tool"] for r in logged] == [name for name, _ in calls]
+    assert [bool(r.get("error")) for r in logged] == errors
+
+
+def test_read_only_server_offers_no_writes_and_changes_nothing(tmp_path):
+    root = build_memory(tmp_path)
+    before = snapshot(root)
+
+    async def actions(session):
+        listed = await session.list_tools()
+        write = await session.call_tool("write", {"path": "topics/x.md", "body": "x"})
+        escape = await session.call_tool("read", {"path": "/etc/passwd"})
+        missing = await session.call_tool("grep", {})
+        return listed, write, escape, missing
+
+    listed, write, escape, missing = run_session(root, "--read-only", actions=actions)
+    readers = expected_names(Memory(root), writes=False)
+    assert [t.name for t in listed.tools] == readers
+    assert write.is_error and text_of(write) == f"error: this agent is read-only; it may use {', '.join(readers)}, not write"
+    assert escape.is_error and "is absolute; give a path relative to the memory root" in text_of(escape)
+    assert missing.is_error and text_of(missing).startswith("error: grep needs the argument 'pattern'")
+    assert snapshot(root) == before
+
+
+def test_the_example_client_configuration_starts_a_working_server(tmp_path):
+    import json
+    from pathlib import Path
+
+    root = build_memory(tmp_path)
+    config = json.loads((Path(__file__).resolve().parents[1] / "examples" / "mcp_config.json").read_text())
+    entry = config["mcpServers"]["fsmem-reviewer"]
+    assert entry["command"] == "fsmem"
+    args = [str(root) if a == "/path/to/memory" else a for a in entry["args"]]
+    params = StdioServerParameters(command=sys.executable, args=["-m", "fsmem", *args])
+
+    async def main():
+        async with stdio_client(params) as (read_stream, write_stream):
+            async with ClientSession(read_stream, write_stream) as session:
+                await session.initialize()
+                return await session.list_tools()
+
+    listed = anyio.run(main)
+    assert [t.name for t in listed.tools] == expected_names(Memory(root, agent="reviewer"), writes=False)

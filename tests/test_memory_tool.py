@@ -1,0 +1,578 @@
+"""fsmem.memory_tool: the memory_20250818 commands, their exact answers and errors, and what fsmem adds."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+
+from fsmem import Memory
+from fsmem.errors import MemoryToolError, RootNotFound
+from fsmem.memory_tool import MemoryTool, format_size, make_private_dirs
+
+HEADER_DIR = "Here're the files and directories up to 2 levels deep in {}, excluding hidden items:"
+EDITED = "The memory file has been edited. Here is the snippet showing the change (with line numbers):\n"
+
+
+def content_of(path: str) -> str:
+    return f"Here's the content of {path} with line numbers:\n"
+
+
+@pytest.fixture
+def tool(tmp_path: Path) -> MemoryTool:
+    return MemoryTool(tmp_path / "base")
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    """Every file under `folder` (hidden ones included) with its bytes."""
+    return {
+        Path(root, name).relative_to(folder).as_posix(): Path(root, name).read_bytes()
+        for root, _, names in os.walk(folder)
+        for name in names
+    }
+
+
+def mode_of(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+# -- the memory folder ------------------------------------------------------------
+@pytest.mark.parametrize("umask", [0o000, 0o022, 0o077, 0o777])
+def test_new_folders_are_0700_under_any_umask(tmp_path: Path, umask: int) -> None:
+    old = os.umask(umask)
+    try:
+        tool = MemoryTool(tmp_path / "nested" / "base")
+        tool.create("/memories/a/b/c.txt", "x")
+    finally:
+        os.umask(old)
+    for folder in (tmp_path / "nested", tmp_path / "nested" / "base", tool.memory_root, tool.memory_root / "a",
+                   tool.memory_root / "a" / "b"):
+        assert mode_of(folder) == 0o700, folder
+    assert mode_of(tool.memory_root / "a" / "b" / "c.txt") == 0o600
+
+
+def test_existing_folders_keep_their_mode(tmp_path: Path) -> None:
+    (tmp_path / "base").mkdir(mode=0o755)
+    os.chmod(tmp_path / "base", 0o755)
+    MemoryTool(tmp_path / "base")
+    assert mode_of(tmp_path / "base") == 0o755
+    assert mode_of(tmp_path / "base" / "memories") == 0o700
+
+
+def test_lazy_root_is_made_by_the_first_command(tmp_path: Path) -> None:
+    tool = MemoryTool(tmp_path / "base", create_root="lazy")
+    assert not (tmp_path / "base").exists()
+    assert tool.view("/memories") == HEADER_DIR.format("/memories") + "\n4K\t/memories"
+    assert mode_of(tmp_path / "base" / "memories") == 0o700
+
+
+def test_attributes_match_the_reference(tmp_path: Path) -> None:
+    tool = MemoryTool(tmp_path / "b")
+    assert tool.base_path == tmp_path / "b"
+    assert tool.memory_root == tmp_path / "b" / "memories"
+    assert tool.max_tokens is None and tool.state_dir is None and tool.agent is None
+
+
+def test_format_size() -> None:
+    assert [format_size(n) for n in (0, 1, 1023, 1024, 1536, 4096, 1048576, 1572864, 5 * 1024**3, 3 * 1024**4)] == [
+        "0B", "1B", "1023B", "1K", "1.5K", "4K", "1M", "1.5M", "5G", "3072G",
+    ]
+
+
+# -- create ---------------------------------------------------------------------
+def test_create_writes_exact_bytes_and_nothing_else(tool: MemoryTool) -> None:
+    assert tool.create("/memories/notes.txt", "Hello, ☃\r\nline 2") == "File created successfully at: /memories/notes.txt"
+    assert tree(tool.base_path) == {"memories/notes.txt": "Hello, ☃\r\nline 2".encode()}
+    assert mode_of(tool.memory_root / "notes.txt") == 0o600
+
+
+def test_create_never_overwrites(tool: MemoryTool) -> None:
+    tool.create("/memories/a.txt", "original")
+    (tool.memory_root / "d").mkdir()
+    for path in ("/memories/a.txt", "/memories/d", "/memories"):
+        with pytest.raises(MemoryToolError, match=f"^File {path} already exists$"):
+            tool.create(path, "new")
+    assert (tool.memory_root / "a.txt").read_text() == "original"
+
+
+def test_create_survives_short_writes(tool: MemoryTool, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_write = os.write
+    sizes: list[int] = []
+
+    def short_write(fd: int, data: bytes) -> int:
+        written = real_write(fd, bytes(data[:3]))
+        sizes.append(written)
+        return written
+
+    monkeypatch.setattr(os, "write", short_write)
+    tool.create("/memories/s.txt", "prefix-☃-suffix")
+    assert (tool.memory_root / "s.txt").read_text(encoding="utf-8") == "prefix-☃-suffix"
+    assert len(sizes) > 1
+
+
+# -- view: files ------------------------------------------------------------------
+def test_view_file_numbers_every_line(tool: MemoryTool) -> None:
+    tool.create("/memories/f.txt", "alpha\nbeta\n")
+    assert tool.view("/memories/f.txt") == content_of("/memories/f.txt") + "     1\talpha\n     2\tbeta\n     3\t"
+
+
+def test_view_empty_file(tool: MemoryTool) -> None:
+    tool.create("/memories/empty.txt", "")
+    assert tool.view("/memories/empty.txt") == content_of("/memories/empty.txt") + "     1\t"
+
+
+def test_view_keeps_carriage_returns(tool: MemoryTool) -> None:
+    (tool.memory_root / "crlf.txt").write_bytes(b"one\r\ntwo\r\n")
+    assert tool.view("/memories/crlf.txt") == content_of("/memories/crlf.txt") + "     1\tone\r\n     2\ttwo\r\n     3\t"
+
+
+@pytest.mark.parametrize(
+    ("view_range", "shown"),
+    [
+        ([2, 4], [2, 3, 4]),
+        ([2, -1], [2, 3, 4, 5]),
+        ([0, 2], [1, 2]),
+        ([4, 100], [4, 5]),
+        ([1, -2], [1, 2, 3]),  # the reference slices: a negative end counts from the end
+        ([9, 12], []),
+        ([3], [1, 2, 3, 4, 5]),  # anything but two numbers is ignored, as by the reference
+        (None, [1, 2, 3, 4, 5]),
+    ],
+)
+def test_view_range(tool: MemoryTool, view_range: list[int] | None, shown: list[int]) -> None:
+    tool.create("/memories/r.txt", "L1\nL2\nL3\nL4\nL5")
+    expected = content_of("/memories/r.txt") + "\n".join(f"{n:>6}\tL{n}" for n in shown)
+    assert tool.view("/memories/r.txt", view_range) == expected
+
+
+def test_view_range_of_wrong_type_is_refused(tool: MemoryTool) -> None:
+    tool.create("/memories/r.txt", "x")
+    with pytest.raises(MemoryToolError, match=r"^Invalid `view_range` parameter: \['1', 2\]"):
+        tool.view("/memories/r.txt", ["1", 2])
+
+
+def test_view_refuses_non_utf8(tool: MemoryTool) -> None:
+    (tool.memory_root / "bin.dat").write_bytes(b"\xff\xfe\x80 no")
+    with pytest.raises(MemoryToolError, match=r"^The file /memories/bin.dat is not a valid UTF-8 text file\.$"):
+        tool.view("/memories/bin.dat")
+
+
+def test_view_refuses_more_than_999999_lines_without_a_cap(tool: MemoryTool) -> None:
+    (tool.memory_root / "huge.txt").write_text("\n".join(["line"] * 1_000_000))
+    with pytest.raises(MemoryToolError, match=r"^File /memories/huge.txt exceeds maximum line limit of 999,999 lines\.$"):
+        tool.view("/memories/huge.txt")
+
+
+def test_view_missing_and_unsupported(tool: MemoryTool) -> None:
+    with pytest.raises(MemoryToolError, match=r"^The path /memories/nope does not exist\. Please provide a valid path\.$"):
+        tool.view("/memories/nope")
+    with pytest.raises(MemoryToolError, match="^The path /memories/nope/x does not exist"):
+        tool.view("/memories/nope/x")
+    os.mkfifo(tool.memory_root / "pipe")
+    with pytest.raises(MemoryToolError, match="^Unsupported file type for /memories/pipe$"):
+        tool.view("/memories/pipe")
+
+
+# -- view: directories --------------------------------------------------------------
+def test_view_directory_two_levels_deep_without_hidden_items(tool: MemoryTool, tmp_path: Path) -> None:
+    root = tool.memory_root
+    tool.create("/memories/b.txt", "12345")
+    tool.create("/memories/a/one.txt", "1")
+    tool.create("/memories/a/deep/two.txt", "22")
+    tool.create("/memories/a/deep/deeper/three.txt", "333")
+    tool.create("/memories/.hidden/x.txt", "x")
+    tool.create("/memories/a/.secret", "x")
+    (root / "empty.txt").write_bytes(b"")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "leak.txt").write_text("secret")
+    os.symlink(outside, root / "zlink")
+    os.symlink(root / "b.txt", root / "alias.txt")
+    size = lambda p: format_size(p.stat().st_size)  # noqa: E731
+    expected = "\n".join(
+        [
+            HEADER_DIR.format("/memories"),
+            f"{size(root)}\t/memories",
+            f"{size(root / 'a')}\t/memories/a/",
+            f"{size(root / 'a/deep')}\t/memories/a/deep/",
+            "1B\t/memories/a/one.txt",
+            "5B\t/memories/alias.txt",
+            "5B\t/memories/b.txt",
+            "0B\t/memories/empty.txt",
+        ]
+    )
+    assert tool.view("/memories") == expected
+
+
+def test_view_directory_keeps_the_path_as_given(tool: MemoryTool) -> None:
+    tool.create("/memories/x.txt", "x")
+    assert tool.view("/memories/").splitlines()[1:] == ["4K\t/memories/", "1B\t/memories//x.txt"]
+
+
+# -- str_replace -----------------------------------------------------------------
+def test_str_replace_shows_two_lines_around_the_change(tool: MemoryTool) -> None:
+    tool.create("/memories/s.txt", "1\n2\n3\n4\nold\n6\n7\n8")
+    result = tool.str_replace("/memories/s.txt", "old", "new\nnewer")
+    assert result == EDITED + "     3\t3\n     4\t4\n     5\tnew\n     6\tnewer\n     7\t6"
+    assert (tool.memory_root / "s.txt").read_text() == "1\n2\n3\n4\nnew\nnewer\n6\n7\n8"
+
+
+def test_str_replace_at_the_first_line(tool: MemoryTool) -> None:
+    tool.create("/memories/s.txt", "old\nb")
+    assert tool.str_replace("/memories/s.txt", "old", "") == EDITED + "     1\t\n     2\tb"
+
+
+def test_str_replace_errors(tool: MemoryTool) -> None:
+    tool.create("/memories/s.txt", "Hello\nMiddle\nHello")
+    with pytest.raises(
+        MemoryToolError, match=r"^No replacement was performed, old_str `Bye` did not appear verbatim in /memories/s\.txt\.$"
+    ):
+        tool.str_replace("/memories/s.txt", "Bye", "x")
+    with pytest.raises(
+        MemoryToolError,
+        match=r"^No replacement was performed\. Multiple occurrences of old_str `Hello` in lines: 1, 3\. "
+        r"Please ensure it is unique$",
+    ):
+        tool.str_replace("/memories/s.txt", "Hello", "Hi")
+    with pytest.raises(MemoryToolError, match=r"^The path /memories/no\.txt does not exist\. Please provide a valid path\.$"):
+        tool.str_replace("/memories/no.txt", "a", "b")
+    (tool.memory_root / "d").mkdir()
+    with pytest.raises(MemoryToolError, match=r"^The path /memories/d is not a file\.$"):
+        tool.str_replace("/memories/d", "a", "b")
+    assert (tool.memory_root / "s.txt").read_text() == "Hello\nMiddle\nHello"
+
+
+def test_str_replace_reports_overlapping_matches_like_the_reference(tool: MemoryTool) -> None:
+    tool.create("/memories/o.txt", "aaaa\naa")
+    with pytest.raises(MemoryToolError, match="in lines: 1, 1, 1, 2. Please"):
+        tool.str_replace("/memories/o.txt", "aa", "b")
+
+
+def test_str_replace_keeps_crlf_and_the_file_mode(tool: MemoryTool) -> None:
+    path = tool.memory_root / "c.txt"
+    path.write_bytes(b"l1\r\nl2\r\n")
+    os.chmod(path, 0o644)
+    tool.str_replace("/memories/c.txt", "l2", "L2")
+    assert path.read_bytes() == b"l1\r\nL2\r\n"
+    assert mode_of(path) == 0o644
+
+
+# -- insert -----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("before", "line", "text", "after"),
+    [
+        ("L1\nL2", 1, "new", "L1\nnew\nL2\n"),
+        ("L1\nL2", 0, "new", "new\nL1\nL2\n"),
+        ("L1\nL2\n", 2, "new\n\n", "L1\nL2\nnew\n"),
+        ("", 0, "only", "only\n"),
+        ("l1\r\nl2\r\n", 1, "mid", "l1\r\nmid\nl2\r\n"),
+    ],
+)
+def test_insert(tool: MemoryTool, before: str, line: int, text: str, after: str) -> None:
+    (tool.memory_root / "i.txt").write_bytes(before.encode())
+    assert tool.insert("/memories/i.txt", line, text) == "The file /memories/i.txt has been edited."
+    assert (tool.memory_root / "i.txt").read_bytes() == after.encode()
+
+
+def test_insert_errors(tool: MemoryTool) -> None:
+    tool.create("/memories/i.txt", "L1\nL2")
+    for line in (-1, 3, "1"):
+        with pytest.raises(
+            MemoryToolError, match=rf"^Invalid `insert_line` parameter: {line}\. It should be within the range \[0, 2\]\.$"
+        ):
+            tool.insert("/memories/i.txt", line, "x")  # type: ignore[arg-type]
+    with pytest.raises(MemoryToolError, match=r"^The path /memories/no\.txt does not exist\. Please provide a valid path\.$"):
+        tool.insert("/memories/no.txt", 0, "x")
+    with pytest.raises(MemoryToolError, match=r"^The path /memories is not a file\.$"):
+        tool.insert("/memories", 0, "x")
+    assert (tool.memory_root / "i.txt").read_text() == "L1\nL2"
+
+
+# -- delete and rename -------------------------------------------------------------
+def test_delete_file_and_directory(tool: MemoryTool) -> None:
+    tool.create("/memories/f.txt", "x")
+    tool.create("/memories/d/e/f.txt", "x")
+    assert tool.delete("/memories/f.txt") == "Successfully deleted /memories/f.txt"
+    assert tool.delete("/memories/d") == "Successfully deleted /memories/d"
+    assert list(tool.memory_root.iterdir()) == []
+
+
+def test_delete_errors(tool: MemoryTool) -> None:
+    with pytest.raises(MemoryToolError, match="^The path /memories/no.txt does not exist$"):
+        tool.delete("/memories/no.txt")
+    for path in ("/memories", "/memories/", "/memories/a/.."):
+        with pytest.raises(MemoryToolError, match="^Cannot delete the /memories directory itself$"):
+            tool.delete(path)
+    assert tool.memory_root.is_dir()
+
+
+def test_rename_moves_and_makes_private_parents(tool: MemoryTool) -> None:
+    tool.create("/memories/a.txt", "content")
+    assert tool.rename("/memories/a.txt", "/memories/x/y/b.txt") == "Successfully renamed /memories/a.txt to /memories/x/y/b.txt"
+    assert tree(tool.memory_root) == {"x/y/b.txt": b"content"}
+    assert mode_of(tool.memory_root / "x") == mode_of(tool.memory_root / "x" / "y") == 0o700
+
+
+def test_rename_errors_change_nothing(tool: MemoryTool) -> None:
+    tool.create("/memories/a.txt", "A")
+    tool.create("/memories/b.txt", "B")
+    with pytest.raises(MemoryToolError, match="^The destination /memories/b.txt already exists$"):
+        tool.rename("/memories/a.txt", "/memories/b.txt")
+    with pytest.raises(MemoryToolError, match="^The path /memories/none.txt does not exist$"):
+        tool.rename("/memories/none.txt", "/memories/new/dir/c.txt")
+    with pytest.raises(MemoryToolError, match="^Cannot rename the /memories directory itself$"):
+        tool.rename("/memories", "/memories/elsewhere")
+    tool.create("/memories/d/x.txt", "x")
+    with pytest.raises(MemoryToolError, match="^The rename of /memories/d failed: Invalid argument$"):
+        tool.rename("/memories/d", "/memories/d/inside")
+    assert tree(tool.memory_root) == {"a.txt": b"A", "b.txt": b"B", "d/x.txt": b"x"}
+
+
+def test_clear_all_memory_keeps_the_folder_and_fsmem_state(tool: MemoryTool) -> None:
+    tool.create("/memories/a/b.txt", "x")
+    tool.create("/memories/c.txt", "x")
+    (tool.memory_root / ".fsmem").mkdir()
+    assert tool.clear_all_memory() == "All memory cleared"
+    assert sorted(p.name for p in tool.memory_root.iterdir()) == [".fsmem"]
+
+
+# -- paths ---------------------------------------------------------------------------
+def test_paths_must_start_with_memories(tool: MemoryTool) -> None:
+    for path in ("/invalid/x.txt", "memories/x.txt", "", "/Memories/x"):
+        with pytest.raises(MemoryToolError, match=f"^Path must start with /memories, got: {path}$"):
+            tool.view(path)
+
+
+def test_dotdot_escape_is_refused_and_nothing_is_written(tool: MemoryTool) -> None:
+    for path in ("/memories/../../../etc/passwd", "/memories/../x.txt", "/memories/a/../../x.txt"):
+        with pytest.raises(MemoryToolError, match=rf"^Path {path} would escape /memories directory$"):
+            tool.create(path, "x")
+    assert tree(tool.base_path) == {}
+    # like the reference, `..` that stays inside is allowed
+    tool.create("/memories/../memories/ok.txt", "ok")
+    assert (tool.memory_root / "ok.txt").read_text() == "ok"
+
+
+def test_symlinks_out_of_the_root_are_refused(tool: MemoryTool, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("secret")
+    os.symlink(outside, tool.memory_root / "link")
+    os.symlink(outside / "secret.txt", tool.memory_root / "file-link")
+    attempts = [
+        lambda: tool.view("/memories/link/secret.txt"),
+        lambda: tool.view("/memories/file-link"),
+        lambda: tool.create("/memories/link/new.txt", "x"),
+        lambda: tool.create("/memories/link/deep/new.txt", "x"),
+        lambda: tool.str_replace("/memories/file-link", "secret", "gone"),
+        lambda: tool.insert("/memories/file-link", 0, "x"),
+        lambda: tool.delete("/memories/link"),
+        lambda: tool.rename("/memories/file-link", "/memories/moved"),
+    ]
+    for attempt in attempts:
+        with pytest.raises(MemoryToolError, match=r"^Path /memories/\S+ would escape /memories directory$"):
+            attempt()
+    assert tree(outside) == {"secret.txt": b"secret"}
+
+
+def test_validate_path_returns_the_resolved_path(tool: MemoryTool) -> None:
+    (tool.memory_root / "real").mkdir()
+    os.symlink(tool.memory_root / "real", tool.memory_root / "alias")
+    resolved = tool.validate_path("/memories/alias/f.txt")
+    assert resolved == Path(os.path.realpath(tool.memory_root)) / "real" / "f.txt"
+
+
+def test_fsmem_state_folder_and_nul_bytes_are_refused(tool: MemoryTool) -> None:
+    with pytest.raises(MemoryToolError, match=r"^Path /memories/.fsmem/x is inside /memories/.fsmem/"):
+        tool.create("/memories/.fsmem/x", "x")
+    with pytest.raises(MemoryToolError, match="contains a NUL byte"):
+        tool.view("/memories/a\x00b")
+    assert tree(tool.base_path) == {}
+
+
+# -- execute: the dispatcher's entry point --------------------------------------------
+def test_execute_dispatches_every_command(tool: MemoryTool) -> None:
+    calls = [
+        ({"command": "create", "path": "/memories/n.txt", "file_text": "a\nb"}, "File created successfully at: /memories/n.txt"),
+        ({"command": "view", "path": "/memories/n.txt", "view_range": [2, 2]}, content_of("/memories/n.txt") + "     2\tb"),
+        ({"command": "str_replace", "path": "/memories/n.txt", "old_str": "b", "new_str": "c"}, EDITED + "     1\ta\n     2\tc"),
+        ({"command": "insert", "path": "/memories/n.txt", "insert_line": 0, "insert_text": "z"}, "The file /memories/n.txt has been edited."),
+        ({"command": "rename", "old_path": "/memories/n.txt", "new_path": "/memories/m.txt"}, "Successfully renamed /memories/n.txt to /memories/m.txt"),
+        ({"command": "delete", "path": "/memories/m.txt"}, "Successfully deleted /memories/m.txt"),
+    ]
+    for arguments, expected in calls:
+        assert tool.execute(arguments) == expected
+
+
+def test_execute_refuses_bad_calls(tool: MemoryTool) -> None:
+    with pytest.raises(MemoryToolError, match="^Unknown command: grep. Use one of: view, create"):
+        tool.execute({"command": "grep", "path": "/memories"})
+    with pytest.raises(MemoryToolError, match="^Missing required parameter `file_text` for command `create`$"):
+        tool.execute({"command": "create", "path": "/memories/x"})
+    with pytest.raises(MemoryToolError, match="^Invalid `file_text` parameter: it should be a string, got int$"):
+        tool.execute({"command": "create", "path": "/memories/x", "file_text": 3})
+    with pytest.raises(MemoryToolError, match="^Path must be a string"):
+        tool.execute({"command": "view", "path": None})
+    assert tree(tool.base_path) == {}
+
+
+# -- fsmem additions: the token cap ---------------------------------------------------
+def test_cap_leaves_normal_files_exactly_as_the_reference(tmp_path: Path) -> None:
+    plain, capped = MemoryTool(tmp_path / "a"), MemoryTool(tmp_path / "a", max_tokens=200)
+    plain.create("/memories/f.md", "# Title\n\n- fact: one\n- fact: two\n")
+    assert capped.view("/memories/f.md") == plain.view("/memories/f.md")
+    assert capped.view("/memories") == plain.view("/memories")
+
+
+def test_cap_cuts_a_huge_file_and_names_the_next_range(tmp_path: Path) -> None:
+    tool = MemoryTool(tmp_path / "a", max_tokens=300)
+    lines = [f"line {n} of the log, with a few words of text" for n in range(1, 5001)]
+    tool.create("/memories/log.txt", "\n".join(lines))
+    first = tool.view("/memories/log.txt")
+    assert tool.tokens.count(first) <= 300
+    body, trailer = first.rsplit("\n", 1)
+    shown = body.splitlines()[1:]
+    last = len(shown)
+    assert shown[0] == "     1\tline 1 of the log, with a few words of text" and shown[-1].startswith(f"{last:>6}\t")
+    assert trailer == f"[lines 1-{last} of 5000 shown: this view stops at 300 tokens; next: view_range [{last + 1}, 5000]]"
+    second = tool.view("/memories/log.txt", [last + 1, 5000])
+    assert second.splitlines()[1] == f"{last + 1:>6}\tline {last + 1} of the log, with a few words of text"
+    tail = tool.view("/memories/log.txt", [4999, -1])
+    assert tail == content_of("/memories/log.txt") + f"  4999\t{lines[4998]}\n  5000\t{lines[4999]}"
+
+
+def test_cap_lifts_the_line_limit_and_cuts_an_endless_line(tmp_path: Path) -> None:
+    tool = MemoryTool(tmp_path / "a", max_tokens=100)
+    (tool.memory_root / "huge.txt").write_text("\n".join(["line"] * 1_000_000))
+    huge = tool.view("/memories/huge.txt")
+    last = int(huge.splitlines()[-2].split("\t")[0])
+    assert huge.endswith(f"[lines 1-{last} of 1000000 shown: this view stops at 100 tokens; next: view_range [{last + 1}, 1000000]]")
+    assert 5 <= last < 100 and tool.tokens.count(huge) <= 100
+    (tool.memory_root / "wide.txt").write_text("word " * 5000 + "\nsecond")
+    answer = tool.view("/memories/wide.txt")
+    assert tool.tokens.count(answer) <= 100
+    assert answer.endswith("(line 1 is longer than that and is shown cut); next: view_range [2, 2]]")
+
+
+def test_cap_cuts_a_huge_directory_listing(tmp_path: Path) -> None:
+    tool = MemoryTool(tmp_path / "a", max_tokens=150)
+    for n in range(200):
+        (tool.memory_root / f"note-{n:03}.txt").write_text("x")
+    answer = tool.view("/memories")
+    assert tool.tokens.count(answer) <= 150
+    assert answer.splitlines()[2] == "1B\t/memories/note-000.txt"
+    assert answer.splitlines()[-1].endswith(
+        "of 200 entries shown: this view stops at 150 tokens; view a subdirectory to see the rest]"
+    )
+
+
+# -- fsmem additions: logs, locks and nothing else under base_path ---------------------
+def test_state_goes_only_to_the_state_dir(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    tool = MemoryTool(tmp_path / "base", agent="claude", state_dir=state)
+    tool.create("/memories/a.txt", "one\ntwo")
+    tool.view("/memories/a.txt", [2, 2])
+    tool.view("/memories")
+    with pytest.raises(MemoryToolError):
+        tool.view("/memories/missing.txt")
+    tool.str_replace("/memories/a.txt", "two", "three")
+    assert tree(tmp_path / "base") == {"memories/a.txt": b"one\nthree"}
+    assert (state / "locks" / "write.lock").exists()
+    records = [json.loads(line) for line in (state / "logs" / "retrieval.jsonl").read_text().splitlines()]
+    assert [r["tool"] for r in records] == ["memory.create", "memory.view", "memory.view", "memory.view", "memory.str_replace"]
+    view = records[1]
+    assert {k: view[k] for k in ("agent", "arguments", "paths", "rows", "truncated", "empty", "lines")} == {
+        "agent": "claude",
+        "arguments": {"path": "/memories/a.txt", "view_range": [2, 2]},
+        "paths": ["a.txt"],
+        "rows": 1,
+        "truncated": False,
+        "empty": False,
+        "lines": [2, 2],
+    }
+    assert view["tokens"] == tool.tokens.count(content_of("/memories/a.txt") + "     2\ttwo")
+    assert isinstance(view["latency_ms"], float) and "time" in view
+    assert records[2]["paths"] == ["a.txt"] and records[2]["rows"] == 1
+    assert records[3]["empty"] is True and records[3]["error"].startswith("The path /memories/missing.txt does not exist")
+
+
+def test_logged_arguments_are_shortened(tmp_path: Path) -> None:
+    tool = MemoryTool(tmp_path / "base", state_dir=tmp_path / "state")
+    tool.create("/memories/big.txt", "x" * 5000)
+    record = json.loads((tmp_path / "state" / "logs" / "retrieval.jsonl").read_text())
+    assert record["arguments"]["file_text"] == "x" * 200 + "…(5000 chars)"
+
+
+# -- fsmem additions: agents and fsmem over the same folder ----------------------------
+@pytest.fixture
+def fsmem_memory(tmp_path: Path) -> Path:
+    Memory.init(tmp_path / "base" / "memories")
+    return tmp_path / "base"
+
+
+def test_read_only_agent_cannot_write(fsmem_memory: Path) -> None:
+    before = tree(fsmem_memory)
+    tool = MemoryTool(fsmem_memory, agent="reviewer")
+    assert tool.budget is not None and tool.budget.read_only and tool.max_tokens == 1000
+    with pytest.raises(MemoryToolError, match=r"^The memory is read-only for agent 'reviewer' \(fsmem.yaml\); create was not performed\.$"):
+        tool.create("/memories/x.md", "x")
+    with pytest.raises(MemoryToolError, match="read-only"):
+        tool.delete("/memories/README.md")
+    assert tool.view("/memories/README.md").startswith(content_of("/memories/README.md"))
+    assert tree(fsmem_memory) == before
+
+
+def test_agent_budget_caps_view_and_a_smaller_max_tokens_wins(fsmem_memory: Path) -> None:
+    assert MemoryTool(fsmem_memory, agent="researcher").max_tokens == 4000
+    assert MemoryTool(fsmem_memory, agent="researcher", max_tokens=500).max_tokens == 500
+    assert MemoryTool(fsmem_memory).max_tokens is None  # no agent: the reference's behaviour
+
+
+def test_fsmem_accessor(tmp_path: Path) -> None:
+    tool = MemoryTool(tmp_path / "base")
+    tool.create("/memories/topics/billing.md", "---\ntitle: Billing\n---\n- proration: daily\n")
+    assert not tool.is_fsmem
+    with pytest.raises(RootNotFound, match=r"is not an fsmem memory \(no fsmem.yaml\); call fsmem\(init=True\)"):
+        tool.fsmem()
+    assert tree(tool.base_path) == {"memories/topics/billing.md": b"---\ntitle: Billing\n---\n- proration: daily\n"}
+    memory = tool.fsmem(init=True)
+    assert tool.is_fsmem and memory.root == tool.memory_root.resolve()
+    assert [m.path for m in memory.grep("proration").matches] == ["topics/billing.md"]
+    assert tool.fsmem() is memory
+
+
+def test_memory_method_maps_memories_onto_the_root(fsmem_memory: Path) -> None:
+    memory = Memory(fsmem_memory / "memories", agent="researcher")
+    tool = memory.memory_tool()
+    assert tool.memory_root == memory.root and tool.max_tokens == 4000
+    assert tool.create("/memories/topics/x.md", "- fact: x\n") == "File created successfully at: /memories/topics/x.md"
+    assert "/memories/topics/x.md" in tool.view("/memories")
+    assert ".fsmem" not in tool.view("/memories")
+    with pytest.raises(MemoryToolError, match="is inside /memories/.fsmem/"):
+        tool.view("/memories/.fsmem/logs/retrieval.jsonl")
+    records = (memory.root / ".fsmem" / "logs" / "retrieval.jsonl").read_text().splitlines()
+    assert [json.loads(r)["tool"] for r in records] == ["memory.create", "memory.view", "memory.view", "memory.view"]
+    assert {json.loads(r)["agent"] for r in records} == {"researcher"}
+    assert memory.memory_tool(max_tokens=50).max_tokens == 50
+
+
+def test_make_private_dirs_leaves_existing_folders(tmp_path: Path) -> None:
+    os.chmod(tmp_path, 0o755)
+    make_private_dirs(tmp_path / "x" / "y")
+    assert mode_of(tmp_path) == 0o755 and mode_of(tmp_path / "x") == mode_of(tmp_path / "x" / "y") == 0o700
+    shutil.rmtree(tmp_path / "x")
+
+
+def test_making_the_folder_an_fsmem_memory_applies_the_agent_budget(tmp_path: Path) -> None:
+    tool = MemoryTool(tmp_path / "base", agent="reviewer", max_tokens=5000)
+    assert tool.budget is None and tool.max_tokens == 5000
+    tool.create("/memories/a.txt", "x")
+    tool.fsmem(init=True)
+    assert tool.max_tokens == 1000
+    with pytest.raises(MemoryToolError, match="read-only for agent 'reviewer'"):
+        tool.create("/memories/b.txt", "x")
+    assert sorted(tree(tool.memory_root)) == ["a.txt", "fsmem.yaml"]

@@ -1,0 +1,403 @@
+"""fsmem.tools: definitions, the dispatcher, budgets, read-only agents, the log, and the example agent loop."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import pytest
+
+from fsmem import Memory, retrieval_log, tools
+from fsmem.errors import FsmemError
+from fsmem.tool_registry import Param, Reply, tool, unregister
+from scripted_model import ScriptedChatModel, Step
+
+REPO = Path(__file__).resolve().parents[1]
+NOW = "2026-11-30T10:00:00+00:00"
+
+
+def build_memory(tmp_path: Path, extra_agents: str = "") -> Path:
+    root = tmp_path / "memory"
+    Memory.init(root)
+    shutil.copytree(REPO / "examples" / "memory", root, dirs_exist_ok=True)
+    if extra_agents:
+        config = (root / "fsmem.yaml").read_text()
+        config = config.replace("  agents:\n", "  agents:\n" + extra_agents, 1)
+        (root / "fsmem.yaml").write_text(config)
+    return root
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every file under the root except machine state, with its bytes."""
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".fsmem" not in p.relative_to(root).parts
+    }
+
+
+@pytest.fixture
+def root(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("FSMEM_NOW", NOW)
+    monkeypatch.delenv("FSMEM_SESSION", raising=False)
+    return build_memory(tmp_path, "    tiny:\n      max_tokens: 60\n      max_results: 3\n")
+
+
+def log_records(root: Path) -> list[dict[str, Any]]:
+    return list(retrieval_log.records(root))
+
+
+# -- definitions ------------------------------------------------------------------
+
+EXPECTED = ["list", "grep", "read", "note", "write", "edit"]
+
+
+def expected_names(memory: Memory, writes: bool = True) -> list[str]:
+    names = EXPECTED if writes else ["list", "grep", "read"]
+    if callable(getattr(memory, "search", None)):  # the search tool appears once Memory.search exists
+        names = names[:3] + ["search"] + names[3:]
+    return names
+
+
+def test_definitions_in_each_format(root):
+    memory = Memory(root)
+    neutral = tools.definitions(memory, format="json")
+    assert [d["name"] for d in neutral] == expected_names(memory)
+    openai = tools.definitions(memory, format="openai")
+    anthropic = tools.definitions(memory, format="anthropic")
+    for plain, oa, an in zip(neutral, openai, anthropic):
+        assert oa == {"type": "function", "function": {
+            "name": plain["name"], "description": plain["description"], "parameters": plain["parameters"]}}
+        assert an == {"name": plain["name"], "description": plain["description"], "input_schema": plain["parameters"]}
+        schema = plain["parameters"]
+        assert schema["type"] == "object" and schema["additionalProperties"] is False
+        assert all(prop.get("description") for prop in schema["properties"].values())
+        assert set(schema["required"]) <= set(schema["properties"])
+    assert json.loads(json.dumps(openai)) == openai  # plain JSON, nothing SDK-specific
+
+
+def test_anthropic_definitions_validate_against_the_sdk_type(root):
+    from anthropic.types import ToolParam
+    from pydantic import TypeAdapter
+
+    adapter = TypeAdapter(ToolParam)
+    for definition in tools.definitions(Memory(root), format="anthropic"):
+        assert adapter.validate_python(definition) == definition
+
+
+def test_schemas_come_from_the_signatures(root):
+    grep = tools.REGISTRY["grep"].parameters
+    assert grep["required"] == ["pattern"]
+    assert grep["properties"]["paths"] == {
+        "type": "array", "items": {"type": "string"},
+        "description": "Only these files or folders, relative to the memory root; omit for the whole memory",
+    }
+    assert grep["properties"]["offset"]["minimum"] == 0 and grep["properties"]["offset"]["default"] == 0
+    assert grep["properties"]["ignore_case"] == {"type": "boolean", "description": "Match regardless of case", "default": False}
+    assert tools.REGISTRY["write"].parameters["properties"]["set"]["type"] == "object"
+    assert "max_tokens" not in grep["properties"]  # supplied by the dispatcher, never by the model
+
+
+def test_descriptions_say_how_to_continue_after_a_cut():
+    assert "offset N" in tools.REGISTRY["grep"].description
+    assert "lines 'A:'" in tools.REGISTRY["read"].description
+    assert "left out" in tools.REGISTRY["list"].description
+    assert "exactly once" in tools.REGISTRY["edit"].description
+
+
+def test_unknown_format_is_an_error(root):
+    with pytest.raises(FsmemError, match="unknown tool format 'xml'"):
+        tools.definitions(Memory(root), format="xml")
+
+
+# -- every tool through the dispatcher ------------------------------------------------
+
+def test_list(root):
+    answer = tools.call(Memory(root), "list", {"path": "entities/people"})
+    assert not answer.is_error
+    assert answer.paths == ["entities/people/adam-smith.md", "entities/people/maria-lopez.md"]
+    assert answer.rows == 2 and not answer.empty and not answer.truncated
+    assert answer.text.splitlines()[-1] == "[2 files]"
+
+
+def test_grep(root):
+    answer = tools.call(Memory(root), "grep", {"pattern": "proration", "ignore_case": True})
+    assert answer.paths == ["entities/people/adam-smith.md:23", "topics/billing.md:3", "topics/billing.md:15"]
+    assert answer.rows == 3 and answer.text.splitlines()[-1] == "[matches 1-3 of 3]"
+
+
+def test_grep_nothing_found_is_empty_not_an_error(root):
+    answer = tools.call(Memory(root), "grep", {"pattern": "zebra-unicorn"})
+    assert answer.text == "(no matches)" and answer.empty and not answer.is_error and answer.rows == 0
+
+
+def test_read_with_arguments_as_json_text(root):
+    answer = tools.call(Memory(root), "read", '{"path": "topics/billing.md", "section": "Facts"}')
+    assert answer.paths == ["topics/billing.md"]
+    assert "- payment terms: net 30" in answer.text
+    assert answer.rows == 6  # the heading, four facts and the blank line after them
+
+
+def test_note_write_edit(root):
+    memory = Memory(root)
+    noted = tools.call(memory, "note", {"text": "- employer: Globex", "subject": "people/Adam Smith"})
+    assert noted.text == "noted in sessions/2026/11/30/default.md at line 10 (new file)"
+    note_text = (root / "sessions/2026/11/30/default.md").read_text()
+    assert note_text.endswith("## people/Adam Smith\n- employer: Globex\n")
+
+    written = tools.call(memory, "write", {"path": "topics/support.md", "body": "# Support\n\n- hours: 9-17 CET\n",
+                                           "set": {"description": "Support hours"}})
+    assert written.text == "wrote topics/support.md (new file)" and written.paths == ["topics/support.md"]
+    assert "description: Support hours" in (root / "topics/support.md").read_text()
+
+    edited = tools.call(memory, "edit", {"path": "topics/billing.md", "old": "net 30", "new": "net 45"})
+    assert edited.text == "edited topics/billing.md at line 17" and edited.paths == ["topics/billing.md:17"]
+    assert "- payment terms: net 45" in (root / "topics/billing.md").read_text()
+
+
+def test_session_defaults_to_the_agent_name(root):
+    answer = tools.call(Memory(root, agent="researcher"), "note", {"text": "checked billing"})
+    assert answer.paths == ["sessions/2026/11/30/researcher.md:9"]
+
+
+# -- bad input: a clear error and no change on disk --------------------------------------
+
+BAD_CALLS = [
+    ("read", {"path": "../outside.md"}, "error: path '../outside.md' escapes the memory root"),
+    ("write", {"path": "../../etc/x.md", "body": "x"}, "error: path '../../etc/x.md' escapes the memory root"),
+    ("edit", {"path": "/etc/passwd", "old": "a", "new": "b"},
+     "error: path '/etc/passwd' is absolute; give a path relative to the memory root, such as 'topics/billing.md'"),
+    ("read", {"path": ".fsmem/logs/retrieval.jsonl"},
+     "error: path '.fsmem/logs/retrieval.jsonl' is inside .fsmem/, which holds machine state, not memory"),
+    ("edit", {"path": "topics/billing.md", "old": "- ", "new": "* "},
+     "error: the old text matches 5 times in topics/billing.md; include more surrounding text so it matches once"),
+    ("edit", {"path": "topics/billing.md", "old": "net 90", "new": "net 45"},
+     "error: the old text was not found in topics/billing.md; read the file and copy the text exactly"),
+    ("write", {"path": "topics/notes.txt", "body": "x"}, "error: 'topics/notes.txt': memory files end in .md"),
+    ("read", {"path": "topics/nope.md"}, "error: topics/nope.md does not exist; list files with ls"),
+    ("grep", {}, "error: grep needs the argument 'pattern' (Regular expression (ripgrep syntax), or plain text with fixed_strings)"),
+    ("grep", {"pattern": 42}, "error: argument 'pattern' must be a string, not integer"),
+    ("grep", {"pattern": "a", "offset": -1}, "error: argument 'offset' must be at least 0"),
+    ("grep", {"pattern": "a", "offset": True}, "error: argument 'offset' must be an integer, not boolean"),
+    ("grep", {"pattern": "a", "paths": "topics"}, "error: argument 'paths' must be an array, not string"),
+    ("grep", {"pattern": "a", "paths": [1]}, "error: argument 'paths' must be an array of strings"),
+    ("grep", {"pattern": "(unclosed"}, None),  # ripgrep's own message; checked below
+    ("list", {"folder": "topics"},
+     "error: unknown argument 'folder' for list; its arguments are: path, depth, type, tag, updated_after, max_results"),
+    ("note", {"text": "x", "subject": "a\nb"},
+     "error: --subject must be a single line, such as 'people/Adam Smith' or 'topic/Billing'"),
+    ("write", "{not json", "error: the arguments are not valid JSON (Expecting property name enclosed in double quotes "
+                           "at character 1); send one JSON object"),
+    ("edit", ["topics/billing.md"], 'error: the arguments must be a JSON object such as {"path": "topics/billing.md"}, not array'),
+    ("delete", {"path": "topics/billing.md"}, None),
+]
+
+
+@pytest.mark.parametrize("name,arguments,message", BAD_CALLS)
+def test_bad_calls_answer_with_an_error_and_change_nothing(root, name, arguments, message):
+    memory = Memory(root)
+    before = snapshot(root)
+    answer = tools.call(memory, name, arguments)
+    assert answer.is_error and answer.rows == 0 and not answer.empty
+    if message is not None:
+        assert answer.text == message
+    assert snapshot(root) == before
+    assert log_records(root)[-1]["error"] == answer.text
+
+
+def test_invalid_regex_and_unknown_tool_messages(root):
+    memory = Memory(root)
+    regex = tools.call(memory, "grep", {"pattern": "(unclosed"})
+    assert regex.text.startswith("error: invalid regular expression '(unclosed'")
+    assert regex.text.endswith("use -F to search for the text as is")
+    unknown = tools.call(memory, "delete", {})
+    names = ", ".join(expected_names(memory))
+    assert unknown.text == f"error: unknown tool 'delete'; the tools are: {names}"
+
+
+# -- read-only agents ---------------------------------------------------------------------
+
+def test_read_only_agent_is_not_offered_write_tools_and_is_refused(root):
+    reviewer = Memory(root, agent="reviewer")
+    assert [d["name"] for d in tools.definitions(reviewer)] == expected_names(reviewer, writes=False)
+    before = snapshot(root)
+    for name, arguments in [("note", {"text": "x"}), ("write", {"path": "a.md", "body": "x"}),
+                            ("edit", {"path": "topics/billing.md", "old": "net 30", "new": "net 45"})]:
+        answer = tools.call(reviewer, name, arguments)
+        readers = ", ".join(expected_names(reviewer, writes=False))
+        assert answer.text == f"error: agent 'reviewer' is read-only; it may use {readers}, not {name}"
+    assert snapshot(root) == before
+
+
+def test_read_only_switch_makes_memory_itself_refuse_writes(root):
+    memory = tools.read_only(Memory(root))
+    assert "write" not in [d["name"] for d in tools.definitions(memory)]
+    with pytest.raises(FsmemError, match="read-only"):
+        memory.write("topics/x.md", "x")
+
+
+# -- budgets ----------------------------------------------------------------------------------
+
+def test_answers_never_exceed_the_agents_budget(root):
+    (root / "topics" / "long.md").write_text(
+        "---\ntitle: Long\n---\n" + "".join(f"- fact {i}: value number {i} with some more words\n" for i in range(3000))
+    )
+    calls = [
+        ("list", {}), ("grep", {"pattern": "fact"}), ("grep", {"pattern": "e", "context": 3}),
+        ("read", {"path": "topics/long.md"}), ("read", {"path": "topics/long.md", "outline": True}),
+        ("read", {"path": "topics/long.md", "lines": "2000:"}),
+        ("grep", {"pattern": "fact", "offset": 2990}),
+        ("edit", {"path": "topics/long.md", "old": "- fact", "new": "x"}),  # an error text, also bounded
+        ("list", {"folder": "x" * 500}),
+    ]
+    for agent in ("tiny", "reviewer", None):
+        memory = Memory(root, agent=agent)
+        for name, arguments in calls:
+            answer = tools.call(memory, name, arguments)
+            assert answer.tokens == memory.tokens.count(answer.text)
+            assert answer.tokens <= memory.budget.max_tokens, (agent, name, answer.text)
+            if name in ("list", "grep") and not answer.is_error:
+                assert answer.rows <= memory.budget.max_results
+    tiny = Memory(root, agent="tiny")
+    page = tools.call(tiny, "read", {"path": "topics/long.md"})
+    assert page.truncated and "next: --lines" in page.text
+    hits = tools.call(tiny, "grep", {"pattern": "fact [0-9]+:", "paths": ["topics/long.md"]})
+    assert hits.truncated and 1 <= hits.rows <= 3 and f"Continue with --offset {hits.rows}" in hits.text
+
+
+def test_fit_cuts_whole_lines_and_says_so(root):
+    memory = Memory(root)
+    text = "\n".join(f"line {i} of a long answer" for i in range(100))
+    cut, was_cut = tools.fit(memory, text, 50)
+    assert was_cut and memory.tokens.count(cut) <= 50
+    kept = cut.splitlines()
+    assert kept[:-1] == text.splitlines()[: len(kept) - 1]
+    assert kept[-1] == f"[answer cut at the 50-token budget after line {len(kept) - 1} of 100; ask for less]"
+    assert tools.fit(memory, "short", 50) == ("short", False)
+
+
+# -- the retrieval log ------------------------------------------------------------------------
+
+def test_every_call_appends_one_record_with_the_agreed_fields(root):
+    memory = Memory(root, agent="researcher")
+    answers = [
+        tools.call(memory, "grep", {"pattern": "proration", "ignore_case": True}),
+        tools.call(memory, "read", {"path": "../x"}),
+        tools.call(memory, "write", {"path": "topics/big.md", "body": "y" * 1000}),
+    ]
+    records = log_records(root)
+    assert len(records) == 3
+    for answer, record in zip(answers, records):
+        assert set(record) - {"error"} == {"time", "agent", "tool", "arguments", "paths", "rows", "tokens",
+                                           "latency_ms", "truncated", "empty"}
+        assert record["agent"] == "researcher" and record["tool"] == answer.tool
+        assert (record["paths"], record["rows"], record["tokens"]) == (answer.paths, answer.rows, answer.tokens)
+        assert (record["truncated"], record["empty"]) == (answer.truncated, answer.empty)
+        assert record["latency_ms"] >= 0
+    assert records[0]["arguments"] == {"pattern": "proration", "ignore_case": True}
+    assert records[1]["error"] == "error: path '../x' escapes the memory root"
+    assert records[2]["arguments"]["body"] == "y" * 200 + "… (1000 chars)"  # bodies are not copied whole
+
+
+# -- tools registered elsewhere: the path the search tool takes -------------------------------------
+
+@dataclass
+class _Found:
+    rows: list[dict[str, Any]]
+
+    def to_dict(self):
+        return {"results": self.rows, "tokens": 9, "truncated": False, "left_out": 0}
+
+    def to_text(self):
+        return "\n".join(f"{r['path']}:{r['line']}: {r['text']}" for r in self.rows) or "(no relevant memory)"
+
+
+class MemoryWithSearch(Memory):
+    """Stands in for the Memory of the search branch, which is not merged here."""
+
+    def search(self, query, *, include_superseded=False, max_tokens=None, k=None, type=None, tag=None, updated_after=None):
+        self.asked = {"query": query, "k": k, "max_tokens": max_tokens, "include_superseded": include_superseded}
+        if query == "nothing":
+            return _Found([])
+        return _Found([{"path": "topics/billing.md", "line": 17, "text": "- payment terms: net 30", "score": 3.2}])
+
+
+@pytest.fixture
+def frobnicate_tool():
+    @tool("frobnicate", requires="frobnicate")
+    def frobnicate(memory: Memory, times: Annotated[int, Param("How often", minimum=1)], *, max_tokens: int) -> Reply:
+        """Frobnicate the memory."""
+        return Reply(memory.frobnicate() * times, rows=times)
+
+    yield
+    unregister("frobnicate")
+
+
+def test_a_tool_is_offered_only_where_memory_has_the_method_it_needs(root, frobnicate_tool):
+    class Frobnicating(Memory):
+        def frobnicate(self):
+            return "frob "
+
+    plain, frob = Memory(root), Frobnicating(root)
+    assert "frobnicate" not in [d["name"] for d in tools.definitions(plain)]
+    definition = [d for d in tools.definitions(frob) if d["name"] == "frobnicate"]
+    assert definition == [{"name": "frobnicate", "description": "Frobnicate the memory.", "writes": False, "parameters": {
+        "type": "object", "properties": {"times": {"type": "integer", "description": "How often", "minimum": 1}},
+        "required": ["times"], "additionalProperties": False}}]
+    assert tools.call(frob, "frobnicate", {"times": 2}).text == "frob frob "
+    assert tools.call(frob, "frobnicate", {"times": 0}).text == "error: argument 'times' must be at least 1"
+    assert tools.call(plain, "frobnicate", {"times": 2}).text.startswith("error: unknown tool 'frobnicate'")
+
+
+def test_search_tool_appears_with_memory_search_and_is_budgeted(root):
+    memory = MemoryWithSearch(root, agent="tiny")
+    assert "search" in [d["name"] for d in tools.definitions(memory)]
+    found = tools.call(memory, "search", {"query": "payment terms", "k": 5})
+    assert found.text == "topics/billing.md:17: - payment terms: net 30"
+    assert (found.rows, found.paths, found.empty) == (1, ["topics/billing.md:17"], False)
+    assert memory.asked == {"query": "payment terms", "k": 5, "max_tokens": 45, "include_superseded": False}
+    nothing = tools.call(memory, "search", {"query": "nothing"})
+    assert nothing.empty and nothing.rows == 0
+
+
+# -- the example agent loop, driven by a scripted model ------------------------------------------
+
+def load_example(name: str):
+    spec = importlib.util.spec_from_file_location(name, REPO / "examples" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_openai_example_loop_with_a_scripted_model(root):
+    def contains(*parts):
+        def check(text):
+            for part in parts:
+                assert part in text, (part, text)
+        return check
+
+    model = ScriptedChatModel(
+        steps=[
+            Step("list", {"path": "entities/people"}, contains("entities/people/adam-smith.md", "[2 files]")),
+            Step("grep", '{"pattern": "payment terms"}', contains("topics/billing.md:", "17:- payment terms: net 30")),
+            Step("read", {"path": "topics/billing.md", "lines": "14:17"}, contains("    17\t- payment terms: net 30")),
+            Step("read", {"path": "../secrets.md"}, contains("error: path '../secrets.md' escapes the memory root")),
+            Step("note", {"text": "- payment terms: net 30 confirmed", "subject": "topic/Billing"},
+                 contains("noted in sessions/2026/11/30/researcher.md")),
+            Step("edit", {"path": "topics/billing.md", "old": "- ", "new": "* "},
+                 contains("error: the old text matches 5 times in topics/billing.md")),
+        ],
+        final="Acme pays net 30 (topics/billing.md).",
+    )
+    example = load_example("openai_agent")
+    memory = Memory(root, agent="researcher")
+    assert example.run(model, memory, "What are the payment terms?") == "Acme pays net 30 (topics/billing.md)."
+    assert len(model.answers) == 6
+    first = model.requests[0]
+    assert first["tools"] == tools.definitions(memory, format="openai")
+    assert "## profile/team.md" in first["messages"][0]["content"]  # the pre-injected context
+    assert [r["tool"] for r in log_records(root)] == ["list", "grep", "read", "read", "note", "edit"]
