@@ -37,7 +37,7 @@ def run_drained(argv: list[str], cwd: Path | None = None, env: dict | None = Non
     started = time.perf_counter()
     proc = subprocess.run(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     elapsed = time.perf_counter() - started
-    if proc.returncode not in (0, 1):
+    if proc.returncode not in (0, 1) or b"Traceback" in proc.stderr:
         raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr.decode()[:500]}")
     return elapsed, len(proc.stdout), proc.stdout
 
