@@ -23,6 +23,8 @@ demo: $(STAMP)
 	@echo; echo '$$ fsmem ls'; $(FSMEM) --root $(DEMO) ls
 	@echo; echo '$$ fsmem grep -i billing'; $(FSMEM) --root $(DEMO) grep -i billing
 	@echo; echo '$$ fsmem read entities/people/adam-smith.md --max-tokens 300'; $(FSMEM) --root $(DEMO) read entities/people/adam-smith.md --max-tokens 300
+	@echo; echo '$$ fsmem consolidate'; FSMEM_NOW=2026-12-01T08:00:00+00:00 $(FSMEM) --root $(DEMO) consolidate
+	@echo; echo '$$ fsmem read entities/people/adam-smith.md --include-superseded'; $(FSMEM) --root $(DEMO) read entities/people/adam-smith.md --include-superseded
 
 test: $(STAMP)
 	$(PY) -m pytest -q

@@ -27,6 +27,7 @@ FENCE = "---"
 _CLOSING_FENCES = ("---", "...")
 MEMORY_TYPES = ("semantic", "episodic", "procedural")
 SUPERSEDED_HEADING = "Superseded"
+CONSOLIDATED_FIELD = "consolidated"
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
 _FENCED_CODE = re.compile(r"^[ \t]{0,3}(```|~~~)")
@@ -352,3 +353,26 @@ def superseded_ranges(doc: Document) -> list[tuple[int, int]]:
 
 def in_ranges(line: int, ranges: list[tuple[int, int]]) -> bool:
     return any(start <= line <= end for start, end in ranges)
+
+
+def body_digest(text: str) -> str:
+    """What a session note's `consolidated:` field records: a hash of its body (front matter does not count)."""
+    import hashlib
+
+    return "sha256-" + hashlib.sha256(split(text).body.encode("utf-8")).hexdigest()[:16]
+
+
+def is_consolidated(text: str) -> bool:
+    """True when a note's `consolidated:` field matches its body: everything in it is in the documents.
+
+    A fast path without YAML: the common LF file with the field written by the consolidator.
+    """
+    import hashlib
+
+    if not text.startswith("---\n"):
+        return False
+    end = text.find("\n---\n", 3)
+    if end == -1:
+        return False
+    digest = "sha256-" + hashlib.sha256(text[end + 5:].encode("utf-8")).hexdigest()[:16]
+    return f"\n{CONSOLIDATED_FIELD}: {digest}\n" in text[3:end + 1]

@@ -370,5 +370,69 @@ class Memory:
             create_root=False,
         )
 
+    # -- consolidation (fsmem consolidate, INDEX.md) -------------------------
+    def consolidate(self, dry_run: bool = False, *, progress=None):
+        """Merge new session notes into entity and topic documents; `dry_run` returns the diff and writes nothing."""
+        if not dry_run:
+            self._require_writable()
+        from . import consolidate_apply
+
+        return consolidate_apply.run(self, dry_run=dry_run, progress=progress)
+
+    def write_index(self) -> bool:
+        """Regenerate INDEX.md (the table of contents of entities and topics); True if it changed."""
+        self._require_writable()
+        from . import index_md
+
+        return index_md.write_index(self)
+
+    # -- search, recall and evaluation (issue 5) ----------------------------
+    @property
+    def search_index(self):
+        """The row index under .fsmem/search/ (created on first use, kept in step with the files)."""
+        if getattr(self, "_search_index", None) is None:
+            from .search_index import shared_index
+
+            self._search_index = shared_index(self.root)
+        return self._search_index
+
+    @property
+    def search_settings(self):
+        from .search import SearchSettings
+
+        return SearchSettings.from_section(self.config.section("search"))
+
+    def search(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        max_tokens: int | None = None,
+        min_score: float | None = None,
+        type: str | None = None,
+        tag: str | Iterable[str] | None = None,
+        updated_after: str | None = None,
+        include_superseded: bool = False,
+    ):
+        """Rows ranked for `query` (facts, bullets, paragraphs with their context), fitted to the budget."""
+        from .search import logged_search
+
+        return logged_search(
+            self, query, k=k, max_tokens=max_tokens, min_score=min_score, type=type, tag=tag,
+            updated_after=updated_after, include_superseded=include_superseded,
+        )
+
+    def recall(self, query: str, *, context: str | None = None, max_tokens: int | None = None):
+        """Search for pre-injection, or skip cheaply (budget spent, already in context, nothing new)."""
+        from .recall import recall
+
+        return recall(self, query, context=context, max_tokens=max_tokens)
+
+    def evaluate(self, evalset, *, ks: Iterable[int] | None = None, max_tokens: int | None = None):
+        """Recall, tokens and latency per k, the knee, d' and the empty-gold share on an eval set."""
+        from .evaluation import evaluate
+
+        return evaluate(self, evalset, ks=ks, max_tokens=max_tokens)
+
 
 __all__ = ["Memory", "discover_root", "CheckResult", "walk"]

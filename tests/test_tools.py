@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -305,27 +304,6 @@ def test_every_call_appends_one_record_with_the_agreed_fields(root):
 
 # -- tools registered elsewhere: the path the search tool takes -------------------------------------
 
-@dataclass
-class _Found:
-    rows: list[dict[str, Any]]
-
-    def to_dict(self):
-        return {"results": self.rows, "tokens": 9, "truncated": False, "left_out": 0}
-
-    def to_text(self):
-        return "\n".join(f"{r['path']}:{r['line']}: {r['text']}" for r in self.rows) or "(no relevant memory)"
-
-
-class MemoryWithSearch(Memory):
-    """Stands in for the Memory of the search branch, which is not merged here."""
-
-    def search(self, query, *, include_superseded=False, max_tokens=None, k=None, type=None, tag=None, updated_after=None):
-        self.asked = {"query": query, "k": k, "max_tokens": max_tokens, "include_superseded": include_superseded}
-        if query == "nothing":
-            return _Found([])
-        return _Found([{"path": "topics/billing.md", "line": 17, "text": "- payment terms: net 30", "score": 3.2}])
-
-
 @pytest.fixture
 def frobnicate_tool():
     @tool("frobnicate", requires="frobnicate")
@@ -353,15 +331,24 @@ def test_a_tool_is_offered_only_where_memory_has_the_method_it_needs(root, frobn
     assert tools.call(plain, "frobnicate", {"times": 2}).text.startswith("error: unknown tool 'frobnicate'")
 
 
-def test_search_tool_appears_with_memory_search_and_is_budgeted(root):
-    memory = MemoryWithSearch(root, agent="tiny")
+def test_search_tool_ranks_real_rows_within_the_budget_and_says_when_nothing_is_relevant(root):
+    memory = Memory(root, agent="researcher")
     assert "search" in [d["name"] for d in tools.definitions(memory)]
-    found = tools.call(memory, "search", {"query": "payment terms", "k": 5})
-    assert found.text == "topics/billing.md:17: - payment terms: net 30"
-    assert (found.rows, found.paths, found.empty) == (1, ["topics/billing.md:17"], False)
-    assert memory.asked == {"query": "payment terms", "k": 5, "max_tokens": 45, "include_superseded": False}
-    nothing = tools.call(memory, "search", {"query": "nothing"})
-    assert nothing.empty and nothing.rows == 0
+    found = tools.call(memory, "search", {"query": "payment terms", "k": 3})
+    assert not found.is_error and not found.empty
+    assert found.paths[0] == "topics/billing.md:17"
+    assert "- payment terms: net 30" in found.text
+    assert 1 <= found.rows <= 3
+    nothing = tools.call(memory, "search", {"query": "zebra unicorn spaceship"})
+    assert nothing.empty and nothing.rows == 0 and "no relevant memory" in nothing.text
+
+
+def test_search_tool_says_when_the_budget_not_the_relevance_left_nothing(root):
+    tiny = Memory(root, agent="tiny")  # max_tokens 60, of which the trailer reserve takes most
+    answer = tools.call(tiny, "search", {"query": "payment terms"})
+    assert answer.empty and answer.tokens <= 60
+    assert "not even the best one fits the budget" in answer.text
+    assert "no relevant memory" not in answer.text
 
 
 # -- the example agent loop, driven by a scripted model ------------------------------------------

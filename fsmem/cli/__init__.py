@@ -31,6 +31,12 @@ COMMANDS: dict[str, str] = {
     "mcp": "agent:mcp_cmd",
     "stats": "agent:stats_cmd",
     "context": "agent:context_cmd",
+    "consolidate": "consolidate:consolidate_cmd",
+    "index": "consolidate:index_cmd",
+    "search": "search:search_cmd",
+    "recall": "search:recall_cmd",
+    "eval": "search:eval_cmd",
+    "import": "search:import_group",
 }
 
 

@@ -1,0 +1,127 @@
+"""FactConsolidation (MemoryAgentBench): do the newest values win after consolidating out-of-order notes?
+
+The 455 numbered facts become keyed facts (`- relation: object` under
+`## topic/<subject>`) in dated session notes: five consecutive facts per note,
+one day per note, so a larger serial is always newer. The notes are written in
+a shuffled order and consolidated in several runs, so older notes often arrive
+after newer ones. A slot (subject + relation) is correct when exactly its
+current value is visible and every older value sits under `## Superseded`.
+
+    python benchmarks/bench_factconsolidation.py [--runs 5] [--seed 7] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+# ../shared/data beside the repository (FSMEM_SHARED_DATA may point elsewhere, e.g. from a git worktree)
+SHARED = Path(os.environ.get("FSMEM_SHARED_DATA") or REPO.parent / "shared" / "data")
+DATA = SHARED / "factconsolidation" / "factconsolidation_6k_slots.jsonl"
+FACTS_PER_NOTE = 5
+
+
+def load(path: Path = DATA) -> list[dict]:
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def write_notes(rows: list[dict]) -> list[tuple[str, str]]:
+    """(relative path, text) of each session note, in serial order."""
+    start = _dt.date(2020, 1, 1)
+    notes = []
+    for number in range(0, len(rows), FACTS_PER_NOTE):
+        chunk = sorted(rows[number:number + FACTS_PER_NOTE], key=lambda r: r["serial"])
+        day = start + _dt.timedelta(days=number // FACTS_PER_NOTE)
+        lines = [f"---\ntitle: Facts {day}\ntype: episodic\ncreated: {day}T12:00:00+00:00\n---\n"]
+        for row in chunk:
+            lines.append(f"\n## topic/{row['subject']}\n- {row['relation']}: {row['object']}\n")
+        notes.append((f"sessions/{day:%Y/%m/%d}/facts-{number // FACTS_PER_NOTE:03d}.md", "".join(lines)))
+    return notes
+
+
+def consolidate_shuffled(root: Path, rows: list[dict], runs: int, seed: int) -> dict:
+    from fsmem import Memory
+
+    memory = Memory.init(root)
+    notes = write_notes(sorted(rows, key=lambda r: r["serial"]))
+    random.Random(seed).shuffle(notes)
+    seconds = 0.0
+    for batch in range(runs):
+        for rel, text in notes[batch::runs]:
+            path = root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        started = time.perf_counter()
+        memory.consolidate()
+        seconds += time.perf_counter() - started
+    again = memory.consolidate()
+    return {"notes": len(notes), "runs": runs, "seconds": seconds, "idempotent": not again.files_written}
+
+
+def evaluate(root: Path, rows: list[dict]) -> dict:
+    """Slots with exactly the current value visible and every older value superseded."""
+    from fsmem.documents import EntityDocument
+    from fsmem.facts import normalize_value, slugify
+
+    slots: dict[tuple[str, str], list[dict]] = {}
+    for row in rows:
+        slots.setdefault((row["subject"], row["relation"]), []).append(row)
+    correct, wrong = 0, []
+    superseded_facts = marked = 0
+    for (subject, relation), facts in sorted(slots.items()):
+        rel = f"topics/{slugify(subject)}.md"
+        doc = EntityDocument(rel, (root / rel).read_text(encoding="utf-8"))
+        lines = doc.fact_lines(relation)
+        visible = [normalize_value(line.value or "") for line in lines if not line.superseded]
+        history = {normalize_value(line.value or "") for line in lines if line.superseded}
+        current = [f for f in facts if f["is_current"]]
+        older = [f for f in facts if not f["is_current"]]
+        superseded_facts += len(older)
+        marked += sum(normalize_value(f["object"]) in history for f in older)
+        ok = visible == [normalize_value(current[0]["object"])] and all(
+            normalize_value(f["object"]) in history for f in older
+        )
+        correct += ok
+        if not ok:
+            wrong.append({"subject": subject, "relation": relation, "visible": visible})
+    return {"slots": len(slots), "slots_correct": correct, "superseded_facts": superseded_facts,
+            "superseded_marked": marked, "wrong": wrong[:10]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5, help="consolidation runs the shuffled notes are split over")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--json", action="store_true", help="print a JSON document instead of a table")
+    args = parser.parse_args(argv)
+    if not DATA.exists():
+        print(f"skipped: {DATA} not found", file=sys.stderr)
+        return 0
+    rows = load()
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder) / "mem"
+        run = consolidate_shuffled(root, rows, args.runs, args.seed)
+        result = {**run, **evaluate(root, rows), "facts": len(rows)}
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"{'facts':<28}{result['facts']}")
+        print(f"{'session notes (shuffled)':<28}{result['notes']} in {result['runs']} runs")
+        print(f"{'slots correct':<28}{result['slots_correct']} / {result['slots']}")
+        print(f"{'older facts superseded':<28}{result['superseded_marked']} / {result['superseded_facts']}")
+        print(f"{'second run idempotent':<28}{result['idempotent']}")
+        print(f"{'consolidation time':<28}{result['seconds']:.2f} s")
+    return 0 if result["slots_correct"] == result["slots"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

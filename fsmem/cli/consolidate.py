@@ -1,0 +1,61 @@
+"""`fsmem consolidate` and `fsmem index`: thin adapters over Memory.consolidate and Memory.write_index."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .output import emit, json_option, open_memory
+
+
+class _Bar:
+    """A progress bar on stderr, only on a terminal and only when there is much to do (quiet under cron)."""
+
+    def __init__(self, min_items: int):
+        self.min_items = min_items
+        self.bar = None
+        self.stage = None
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if total < self.min_items or not sys.stderr.isatty():
+            return
+        if stage != self.stage:
+            self.close()
+            self.stage = stage
+            self.bar = click.progressbar(length=total, label=stage, file=sys.stderr)
+            self.bar.__enter__()
+        self.bar.update(done - self.bar.pos)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+@click.command("consolidate")
+@click.option("--dry-run", is_flag=True, help="Print a unified diff of what would change; write nothing.")
+@json_option
+@click.pass_context
+def consolidate_cmd(ctx, dry_run, as_json):
+    """Merge new session notes into entity and topic documents, mark superseded facts, rebuild INDEX.md.
+
+    Exit 0 when notes were consolidated (or would be), 1 when there was nothing new, 2 on error
+    (also when another consolidation is running).
+    """
+    memory = open_memory(ctx)
+    section = memory.config.section("consolidate")
+    bar = _Bar(int(section.get("progress_min_notes", 50)))
+    try:
+        report = memory.consolidate(dry_run=dry_run, progress=bar)
+    finally:
+        bar.close()
+    emit(report, as_json, empty=report.empty)
+
+
+@click.command("index")
+@click.pass_context
+def index_cmd(ctx):
+    """Regenerate INDEX.md (also done by every consolidate run)."""
+    changed = open_memory(ctx).write_index()
+    click.echo("INDEX.md updated" if changed else "INDEX.md unchanged")

@@ -1,0 +1,220 @@
+"""Keyed facts and provenance: the line syntax the consolidator reads and writes. Pure, no I/O.
+
+A keyed fact is a bullet `- key: value`. The key is one to four words of
+lowercase letters, digits, `_` or `-` (at most 40 characters), followed by
+`: ` and a non-empty value; `- key: ~` retracts the key. Anything else
+("- Wow: that trip sounds amazing!") is a free observation, because a misread
+key would silently supersede unrelated text.
+
+Provenance is a trailing parenthesis that a human reads as a citation:
+
+    - employer: Globex (2026-11-20, sessions/2026/11/20/support-0140.md)
+    - employer: Acme Corp (2026-10-01 to 2026-11-20, sessions/2026/10/01/kickoff.md)
+    - role: cto (2026-03-01, sessions/a.md; confirmed 2026-05-02, sessions/b.md)
+    - Prefers PDF invoices. (2026-11-02, sessions/x.md; sessions/y.md)
+
+and a note may date a fact explicitly: `- role: cto (as of 2024-03-01)`.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, replace
+
+RETRACTED = "~"
+MAX_KEY_CHARS = 40
+MAX_KEY_WORDS = 4
+UNDATED = "undated"
+
+_DATE = r"\d{4}-\d{2}-\d{2}"
+_DAY = rf"(?:{_DATE}|{UNDATED})"
+_SOURCE = r"[^\s;(),]+"
+_BULLET = re.compile(r"^- (?P<rest>.*?)[ \t]*$")
+_FACT = re.compile(r"^(?P<key>[^:]{1,40}): (?P<value>.*\S)$")
+_KEY_CHAR = re.compile(r"^[a-z0-9_\-]+$")
+_AS_OF = re.compile(rf" \(as of (?P<date>{_DATE})\)$")
+_PROVENANCE = re.compile(
+    rf" \((?P<first>{_DAY})(?: to (?P<to>{_DATE}))?, (?P<sources>{_SOURCE}(?:; {_SOURCE})*)"
+    rf"(?:; confirmed (?P<cdate>{_DAY}), (?P<csource>{_SOURCE}))?\)$"
+)
+
+
+def valid_date(text: str) -> bool:
+    """A real calendar date written YYYY-MM-DD."""
+    import datetime as _dt
+
+    try:
+        _dt.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return bool(re.fullmatch(_DATE, text))
+
+
+def is_key(text: str) -> bool:
+    """The key rule: one to four words of lowercase letters, digits, `_` or `-`, at most 40 characters."""
+    if not text or len(text) > MAX_KEY_CHARS or text != text.strip():
+        return False
+    words = text.split(" ")
+    if len(words) > MAX_KEY_WORDS:
+        return False
+    for word in words:
+        if not word:
+            return False
+        for char in word:
+            if char in "_-" or char.isdigit() and char.isascii():
+                continue
+            if not (char.isalpha() and char.islower()):
+                return False
+    return True
+
+
+def normalize_value(value: str) -> str:
+    """What two values must share to count as the same value (case and spacing do not matter)."""
+    return " ".join(value.split()).casefold()
+
+
+def normalize_text(text: str) -> str:
+    """Observation text as compared for near-duplicates."""
+    text = unicodedata.normalize("NFKC", text)
+    return " ".join(text.split()).casefold().rstrip(".!?;, ")
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """When and where a value was recorded; `seq` orders records of one source on one day."""
+
+    date: str  # YYYY-MM-DD, or "" when unknown
+    source: str
+    seq: int = 0
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.date, self.source, self.seq)
+
+    def shown(self) -> str:
+        return f"{self.date or UNDATED}, {self.source}"
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """A parsed trailing citation: first record, optional end date, sources, last confirmation."""
+
+    first: str  # date or ""
+    sources: tuple[str, ...]
+    to: str | None = None
+    confirmed: Stamp | None = None
+
+
+def split_provenance(text: str) -> tuple[str, Provenance | None]:
+    """`text` without its trailing citation, and the citation (None if there is none)."""
+    match = _PROVENANCE.search(text)
+    if not match:
+        return text, None
+    first = match.group("first")
+    to = match.group("to")
+    dates = [d for d in (first, to, match.group("cdate")) if d and d != UNDATED]
+    if not all(valid_date(d) for d in dates):
+        return text, None
+    confirmed = None
+    if match.group("cdate"):
+        cdate = match.group("cdate")
+        confirmed = Stamp("" if cdate == UNDATED else cdate, match.group("csource"))
+    return text[: match.start()], Provenance(
+        first="" if first == UNDATED else first,
+        sources=tuple(match.group("sources").split("; ")),
+        to=to,
+        confirmed=confirmed,
+    )
+
+
+@dataclass(frozen=True)
+class KeyedFact:
+    """One `- key: value` line, with what its trailing parentheses say."""
+
+    key: str
+    value: str | None  # None: retracted (`~`)
+    as_of: str | None = None  # explicit date written on the fact
+    provenance: Provenance | None = None
+    bad_date: str | None = None  # an `(as of ...)` that is not a real date
+
+    @property
+    def retracted(self) -> bool:
+        return self.value is None
+
+
+def parse_fact(line: str) -> KeyedFact | None:
+    """The keyed fact on this line, or None when the line is not one (then it is an observation)."""
+    bullet = _BULLET.match(line.rstrip("\r\n"))
+    if not bullet:
+        return None
+    match = _FACT.match(bullet.group("rest"))
+    if not match or not is_key(match.group("key")):
+        return None
+    key = match.group("key")
+    value, provenance = split_provenance(match.group("value"))
+    as_of = bad = None
+    dated = _AS_OF.search(value)
+    if dated:
+        if valid_date(dated.group("date")):
+            as_of = dated.group("date")
+        else:
+            bad = dated.group("date")
+        value = value[: dated.start()]
+    value = value.strip()
+    if not value:
+        return None
+    return KeyedFact(key, None if value == RETRACTED else value, as_of, provenance, bad)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """A free observation line: its text and, if it carries one, its citation."""
+
+    text: str
+    provenance: Provenance | None = None
+
+
+def parse_observation(line: str) -> Observation | None:
+    bullet = _BULLET.match(line.rstrip("\r\n"))
+    if not bullet or not bullet.group("rest").strip():
+        return None
+    text, provenance = split_provenance(bullet.group("rest"))
+    return Observation(text.strip(), provenance)
+
+
+def render_current(key: str, value: str, first: Stamp, last: Stamp) -> str:
+    return f"- {key}: {value} ({_span(first, last)})"
+
+
+def render_superseded(key: str, value: str | None, first: Stamp, last: Stamp, to: str | None) -> str:
+    shown = RETRACTED if value is None else value
+    start = first.date or UNDATED
+    span = f"{start} to {to}" if to else start
+    tail = f"; confirmed {last.shown()}" if _confirmed(first, last) else ""
+    return f"- {key}: {shown} ({span}, {first.source}{tail})"
+
+
+def _span(first: Stamp, last: Stamp) -> str:
+    tail = f"; confirmed {last.shown()}" if _confirmed(first, last) else ""
+    return first.shown() + tail
+
+
+def _confirmed(first: Stamp, last: Stamp) -> bool:
+    return (last.date, last.source) != (first.date, first.source)
+
+
+def render_observation(text: str, date: str, sources: list[str]) -> str:
+    return f"- {text} ({date or UNDATED}, {'; '.join(sources)})"
+
+
+def slugify(name: str) -> str:
+    """A file name for a subject: `Adam Smith` -> `adam-smith` (accents dropped, other scripts kept)."""
+    folded = unicodedata.normalize("NFKD", name)
+    folded = "".join(c for c in folded if not unicodedata.combining(c)).lower()
+    slug = re.sub(r"[^\w]+", "-", folded).strip("-_")
+    return slug[:80].strip("-_") or "untitled"
+
+
+def with_seq(stamp: Stamp, seq: int) -> Stamp:
+    return replace(stamp, seq=seq)

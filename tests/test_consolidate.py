@@ -1,0 +1,353 @@
+"""fsmem consolidate on real files: supersession, retraction, near-duplicates, human edits, idempotence."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from fsmem import Memory
+from fsmem import consolidate as C
+from fsmem import consolidate_apply as CA
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples" / "memory"
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch):
+    for name in ("FSMEM_ROOT", "FSMEM_AGENT", "FSMEM_SESSION", C.KILL_ENV):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("FSMEM_NOW", "2026-12-01T08:00:00+00:00")
+
+
+@pytest.fixture
+def memory(tmp_path) -> Memory:
+    return Memory.init(tmp_path / "mem")
+
+
+@pytest.fixture
+def demo(tmp_path) -> Memory:
+    memory = Memory.init(tmp_path / "demo")
+    shutil.copytree(EXAMPLES, memory.root, dirs_exist_ok=True)
+    return memory
+
+
+def note(root: Path, date: str, session: str, body: str) -> Path:
+    y, m, d = date.split("-")
+    path = root / "sessions" / y / m / d / f"{session}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    head = f"---\ntitle: Session {session} {date}\ntype: episodic\nsession: {session}\ncreated: {date}T09:00:00+00:00\n---\n"
+    path.write_text(head + textwrap.dedent(body).lstrip("\n"), encoding="utf-8")
+    return path
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every memory file (hidden machine state left out) and its bytes."""
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+    }
+
+
+def body(memory: Memory, rel: str) -> str:
+    return (memory.root / rel).read_text(encoding="utf-8")
+
+
+ADAM_AFTER = """\
+# Adam Smith
+
+## Facts
+- employer: Globex (2026-11-20, sessions/2026/11/20/support-0140.md)
+- role: head of finance (2026-11-02, sessions/2026/11/02/support-0102.md)
+- timezone: Europe/London
+- preferred contact: email, never phone before 10:00
+
+## Notes
+- Prefers invoices as PDF attachments rather than portal links. (2026-11-02, sessions/2026/10/01/kickoff.md; sessions/2026/11/02/support-0102.md)
+- Asked twice about proration when seats change mid-cycle. (2026-10-28, sessions/2026/10/28/review.md)
+- Adam confirmed that Acme wants usage lines grouped by project on the invoice. (2026-11-02, sessions/2026/11/02/support-0102.md)
+- Adam introduced his successor at Acme, Priya Natarajan. (2026-11-20, sessions/2026/11/20/support-0140.md)
+
+## Superseded
+- role: finance lead (2026-10-01 to 2026-11-02, entities/people/adam-smith.md)
+- employer: Acme Corp (2026-10-01 to 2026-11-20, entities/people/adam-smith.md)
+"""
+
+
+def test_demo_supersedes_employer_and_role(demo):
+    before = body(demo, "entities/people/adam-smith.md")
+    report = demo.consolidate()
+    after = body(demo, "entities/people/adam-smith.md")
+    head_before, head_after = before.split("# Adam Smith")[0], after.split("# Adam Smith")[0]
+    assert head_after == head_before.replace("updated: 2026-10-28T16:20:00+00:00", "updated: 2026-11-20")
+    assert after.endswith(ADAM_AFTER)
+    assert report.counts["notes_consolidated"] == 2 and report.counts["superseded"] == 3
+    assert report.counts["observations_merged"] == 1
+    priya = body(demo, "entities/people/priya-natarajan.md")
+    assert priya.startswith("---\ntitle: Priya Natarajan\ntype: semantic\nentity: people/Priya Natarajan\ncreated: 2026-11-20\n")
+    assert "- role: finance lead (2026-11-20, sessions/2026/11/20/support-0140.md)\n" in priya
+    hits = demo.grep("Acme Corp", ["entities/people/adam-smith.md"])
+    assert hits.total_matches == 0
+    hits = demo.grep("Acme Corp", ["entities/people/adam-smith.md"], include_superseded=True)
+    assert hits.to_dict()["matches"][0]["superseded"] is True
+    shown = demo.read("entities/people/adam-smith.md").to_text()
+    assert "Globex" in shown and "Acme Corp (2026-10-01" not in shown
+    for rel in ("sessions/2026/11/02/support-0102.md", "sessions/2026/11/20/support-0140.md"):
+        assert "\nconsolidated: sha256-" in body(demo, rel)
+
+
+def test_second_run_changes_nothing(demo):
+    demo.consolidate()
+    first = snapshot(demo.root)
+    report = demo.consolidate()
+    assert snapshot(demo.root) == first
+    assert report.files_written == [] and report.empty
+    log = (demo.root / ".fsmem/logs/consolidate.jsonl").read_text().splitlines()
+    assert len(log) == 2 and json.loads(log[0])["notes_consolidated"] == 2 and json.loads(log[1])["notes_read"] == 0
+
+
+def test_same_inputs_same_bytes_whatever_the_file_order(tmp_path):
+    results = []
+    for name, order in (("a", [0, 1, 2]), ("b", [2, 0, 1])):
+        memory = Memory.init(tmp_path / name)
+        notes = [
+            ("2026-01-05", "s1", "## people/Ann Lee\n- employer: Acme\n- Likes tea.\n"),
+            ("2026-02-05", "s2", "## people/Ann Lee\n- employer: Globex\n- likes tea\n"),
+            ("2026-03-05", "s3", "## people/Ann Lee\n- role: cto\n- Moved to Berlin.\n"),
+        ]
+        for index in order:
+            note(memory.root, *notes[index])
+        memory.consolidate()
+        results.append(snapshot(memory.root))
+    assert results[0] == results[1]
+
+
+def test_older_note_consolidated_later_never_brings_the_old_value_back(tmp_path):
+    together = Memory.init(tmp_path / "together")
+    apart = Memory.init(tmp_path / "apart")
+    old = ("2026-01-05", "s1", "## people/Ann Lee\n- employer: Acme\n")
+    new = ("2026-03-05", "s3", "## people/Ann Lee\n- employer: Globex\n")
+    note(together.root, *old)
+    note(together.root, *new)
+    together.consolidate()
+    note(apart.root, *new)
+    apart.consolidate()
+    note(apart.root, *old)  # the older note turns up after the newer one was consolidated
+    apart.consolidate()
+    text = body(apart, "entities/people/ann-lee.md")
+    assert "## Facts\n- employer: Globex (2026-03-05, sessions/2026/03/05/s3.md)\n" in text
+    assert "## Superseded\n- employer: Acme (2026-01-05 to 2026-03-05, sessions/2026/01/05/s1.md)\n" in text
+    assert snapshot(apart.root) == snapshot(together.root)
+
+
+def test_explicit_date_beats_note_date_and_a_late_older_value_splits_a_run(memory):
+    note(memory.root, "2026-01-01", "a", "## topic/Office\n- address: 1 Main St\n")
+    note(memory.root, "2026-03-01", "c", "## topic/Office\n- address: 1 Main St\n")
+    memory.consolidate()
+    text = body(memory, "topics/office.md")
+    assert "- address: 1 Main St (2026-01-01, sessions/2026/01/01/a.md; confirmed 2026-03-01, sessions/2026/03/01/c.md)" in text
+    # written later, but dated between the two records of the current value: it must not become current
+    note(memory.root, "2026-04-01", "d", "## topic/Office\n- address: 9 Side St (as of 2026-02-01)\n")
+    memory.consolidate()
+    text = body(memory, "topics/office.md")
+    assert "## Facts\n- address: 1 Main St (2026-03-01, sessions/2026/03/01/c.md)\n" in text
+    assert text.endswith(
+        "## Superseded\n"
+        "- address: 1 Main St (2026-01-01 to 2026-02-01, sessions/2026/01/01/a.md)\n"
+        "- address: 9 Side St (2026-02-01 to 2026-03-01, sessions/2026/04/01/d.md)\n"
+    )
+
+
+def test_later_line_of_the_same_note_wins(memory):
+    note(memory.root, "2026-01-01", "a", "## topic/Build\n- status: red\n- status: green\n")
+    memory.consolidate()
+    text = body(memory, "topics/build.md")
+    assert "## Facts\n- status: green (2026-01-01, sessions/2026/01/01/a.md)\n" in text
+    assert "## Superseded\n- status: red (2026-01-01 to 2026-01-01, sessions/2026/01/01/a.md)\n" in text
+
+
+def test_retraction(memory):
+    note(memory.root, "2026-01-01", "a", "## people/Ann Lee\n- employer: Acme\n- role: cto\n")
+    note(memory.root, "2026-02-01", "b", "## people/Ann Lee\n- employer: ~\n")
+    memory.consolidate()
+    text = body(memory, "entities/people/ann-lee.md")
+    assert "## Facts\n- role: cto (2026-01-01, sessions/2026/01/01/a.md)\n" in text
+    assert text.endswith(
+        "## Superseded\n"
+        "- employer: Acme (2026-01-01 to 2026-02-01, sessions/2026/01/01/a.md)\n"
+        "- employer: ~ (2026-02-01, sessions/2026/02/01/b.md)\n"
+    )
+    assert memory.grep("employer", ["entities/people/ann-lee.md"]).total_matches == 0
+    # an older value arriving after the retraction stays retracted
+    note(memory.root, "2026-01-15", "late", "## people/Ann Lee\n- employer: Initech\n")
+    memory.consolidate()
+    assert memory.grep("employer", ["entities/people/ann-lee.md"]).total_matches == 0
+    assert "- employer: Initech (2026-01-15 to 2026-02-01, sessions/2026/01/15/late.md)\n" in body(memory, "entities/people/ann-lee.md")
+
+
+def test_observation_is_not_a_fact_and_near_duplicates_merge(memory):
+    note(memory.root, "2026-01-01", "a", "## people/Ann Lee\n- Wow: that trip sounds amazing!\n- Prefers email over phone.\n")
+    note(memory.root, "2026-01-09", "b", "## people/Ann Lee\n- prefers email over phone\n- Prefers e-mail over phone!\n")
+    memory.consolidate()
+    text = body(memory, "entities/people/ann-lee.md")
+    assert "## Facts" not in text and "## Superseded" not in text
+    assert text.endswith(
+        "## Notes\n"
+        "- Wow: that trip sounds amazing! (2026-01-01, sessions/2026/01/01/a.md)\n"
+        "- Prefers email over phone. (2026-01-09, sessions/2026/01/01/a.md; sessions/2026/01/09/b.md)\n"
+    )
+
+
+def test_human_edits_between_runs_are_kept(demo):
+    demo.consolidate()
+    path = demo.root / "entities/people/adam-smith.md"
+    edited = path.read_text().replace(
+        "- timezone: Europe/London\n", "- timezone: Europe/London\n\nHuman prose  with odd   spacing.\n"
+    ).replace("- role: head of finance (2026-11-02", "- role: Head of Finance, EMEA (2026-11-02")
+    path.write_text(edited)
+    note(demo.root, "2026-11-25", "support-0150", "## people/Adam Smith\n- phone: +44 20 7946 0000\n")
+    # the edited note also grows, so the one whose value the human changed is read again: the human still wins
+    with open(demo.root / "sessions/2026/11/02/support-0102.md", "a") as handle:
+        handle.write("- Asked for a call next week.\n")
+    demo.consolidate()
+    after = path.read_text()
+    assert "Human prose  with odd   spacing.\n" in after
+    assert "- role: Head of Finance, EMEA (2026-11-02, sessions/2026/11/02/support-0102.md)\n" in after
+    assert "- role: head of finance" not in after
+    assert "- phone: +44 20 7946 0000 (2026-11-25, sessions/2026/11/25/support-0150.md)\n" in after
+    assert after.count("Adam confirmed that Acme wants usage lines") == 1
+    billing = body(demo, "topics/billing.md")  # the appended line falls under the note's last heading
+    assert "- Asked for a call next week. (2026-11-02, sessions/2026/11/02/support-0102.md)\n" in billing
+
+
+def test_note_appended_after_consolidation_is_consolidated_next_run(memory):
+    memory.note("- employer: Acme", session="s", subject="people/Ann Lee")
+    memory.consolidate()
+    memory.note("- employer: Globex", session="s", subject="people/Ann Lee")
+    memory.note("- role: cto", session="s", subject="people/Ann Lee")
+    report = memory.consolidate()
+    text = body(memory, "entities/people/ann-lee.md")
+    assert "- employer: Globex (2026-12-01, sessions/2026/12/01/s.md)\n" in text
+    assert "- employer: Acme (2026-12-01 to 2026-12-01, sessions/2026/12/01/s.md)\n" in text
+    assert "- role: cto (2026-12-01, sessions/2026/12/01/s.md)\n" in text
+    assert report.counts["facts_added"] == 2 and report.counts["superseded"] == 1
+
+
+def test_change_between_read_and_write_is_never_overwritten(demo):
+    settings = C.Settings.from_section(demo.config.section("consolidate"))
+    extractors = C.ex.load(settings.extractors)
+    plan = C.plan(C.gather(demo.root, settings, extractors), settings)
+    path = demo.root / "entities/people/adam-smith.md"
+    path.write_text(path.read_text() + "\nA human wrote this while the consolidator was thinking.\n")
+    human = path.read_bytes()
+    report = CA.ConsolidationReport()
+    CA.apply(demo.root, plan, report, CA._Writes(), None)
+    assert report.conflicts == ["entities/people/adam-smith.md"]
+    assert path.read_bytes() == human
+    assert "consolidated:" not in body(demo, "sessions/2026/11/20/support-0140.md")  # feeds the conflicted file
+    again = demo.consolidate()  # the next run merges into the human's version
+    assert again.conflicts == []
+    text = path.read_text()
+    assert "A human wrote this while the consolidator was thinking." in text and "- employer: Globex (" in text
+
+
+def test_malformed_note_and_document_are_reported_and_skipped(memory):
+    bad = memory.root / "sessions/2026/01/01/broken.md"
+    bad.parent.mkdir(parents=True)
+    bad.write_text("---\ntitle: [unclosed\n---\n## topic/X\n- a: b\n")
+    note(memory.root, "2026-01-02", "dated", "## topic/X\n- when: soon (as of 2026-02-31)\n- size: 3\n")
+    doc = memory.root / "topics/broken-doc.md"
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    doc.write_text("---\ntitle: Broken: doc: here\n---\n")
+    note(memory.root, "2026-01-03", "feeds-broken", "## topic/Broken Doc\n- a: b\n")
+    report = memory.consolidate()
+    problems = {(p, line) for p, line, _ in report.problems}
+    assert ("sessions/2026/01/01/broken.md", 3) in problems
+    assert ("sessions/2026/01/02/dated.md", 8) in problems
+    assert ("topics/broken-doc.md", 2) in problems
+    assert "- size: 3 (2026-01-02" in body(memory, "topics/x.md")
+    assert "when" not in body(memory, "topics/x.md")
+    assert doc.read_text() == "---\ntitle: Broken: doc: here\n---\n"
+    assert "consolidated:" not in body(memory, "sessions/2026/01/03/feeds-broken.md")
+    assert "consolidated:" in body(memory, "sessions/2026/01/02/dated.md")
+
+
+def test_dry_run_prints_a_diff_and_writes_nothing(demo):
+    before = snapshot(demo.root)
+    report = demo.consolidate(dry_run=True)
+    assert snapshot(demo.root) == before
+    assert not (demo.root / ".fsmem/logs/consolidate.jsonl").exists()
+    assert "--- a/entities/people/adam-smith.md\n+++ b/entities/people/adam-smith.md\n" in report.diff
+    assert "+- employer: Globex (2026-11-20, sessions/2026/11/20/support-0140.md)\n" in report.diff
+    assert "--- /dev/null\n+++ b/entities/people/priya-natarajan.md\n" in report.diff
+    assert report.to_dict()["diff"] == report.diff
+
+
+def test_subjects_without_kind_and_default_subject(demo):
+    note(demo.root, "2026-11-21", "x", "- Loose line with no subject.\n\n## A. Smith\n- shoe size: 44\n\n## Zebra Crossing\n- colour: white\n")
+    demo.consolidate()
+    assert "- shoe size: 44 (2026-11-21" in body(demo, "entities/people/adam-smith.md")
+    assert "- colour: white (2026-11-21" in body(demo, "topics/zebra-crossing.md")
+    inbox = body(demo, "topics/inbox.md")
+    assert "topic: Inbox" in inbox and "- Loose line with no subject. (2026-11-21, sessions/2026/11/21/x.md)" in inbox
+
+
+def test_archive_moves_consolidated_notes(memory):
+    config = memory.root / "fsmem.yaml"
+    config.write_text(config.read_text().replace("archive: false", "archive: true"))
+    memory = Memory(memory.root)
+    note(memory.root, "2026-01-01", "a", "## topic/X\n- a: b\n")
+    report = memory.consolidate()
+    assert report.notes_archived == ["sessions/2026/01/01/a.md"]
+    assert not (memory.root / "sessions/2026/01/01/a.md").exists()
+    assert "consolidated: sha256-" in (memory.root / "archive/sessions/2026/01/01/a.md").read_text()
+
+
+def test_extractor_plugin_through_entry_points(memory, tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    (site / "shouting_extractor-1.0.dist-info").mkdir(parents=True)
+    (site / "shouting_extractor-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: shouting-extractor\nVersion: 1.0\n")
+    (site / "shouting_extractor-1.0.dist-info" / "entry_points.txt").write_text(
+        "[fsmem.extractors]\nshouting = shouting_extractor:extract\n"
+    )
+    (site / "shouting_extractor.py").write_text(textwrap.dedent('''
+        from fsmem.extractors import Item
+
+        def extract(note):
+            """Free text 'X works at Y.' becomes the fact employer: Y about people/X."""
+            for number, line in enumerate(note.body.splitlines(), start=note.body_start_line):
+                if " works at " in line:
+                    who, _, where = line.rstrip(".").partition(" works at ")
+                    yield Item(subject="people/" + who.strip(), line=number, key="employer", value=where.strip())
+    '''))
+    monkeypatch.syspath_prepend(str(site))
+    config = memory.root / "fsmem.yaml"
+    config.write_text(config.read_text().replace("extractors: [rules]", "extractors: [rules, shouting]"))
+    memory = Memory(memory.root)
+    note(memory.root, "2026-01-01", "a", "Bo Diaz works at Initech.\n")
+    memory.consolidate()
+    assert "- employer: Initech (2026-01-01, sessions/2026/01/01/a.md)\n" in body(memory, "entities/people/bo-diaz.md")
+    assert "- Bo Diaz works at Initech. (2026-01-01" in body(memory, "topics/inbox.md")
+    config.write_text(config.read_text().replace("[rules, shouting]", "[nope]"))
+    with pytest.raises(C.ex.ConfigError, match="no extractor 'nope'"):
+        Memory(memory.root).consolidate()
+
+
+def test_note_appended_while_a_run_is_in_progress_is_not_lost(memory):
+    memory.note("- employer: Acme", session="s", subject="people/Ann Lee")
+    settings = C.Settings.from_section(memory.config.section("consolidate"))
+    plan = C.plan(C.gather(memory.root, settings, C.ex.load(settings.extractors)), settings)
+    memory.note("- role: cto", session="s", subject="people/Ann Lee")  # lands between plan and apply
+    CA.apply(memory.root, plan, CA.ConsolidationReport(), CA._Writes(), None)
+    note_text = body(memory, "sessions/2026/12/01/s.md")
+    assert "- role: cto\n" in note_text and "consolidated: sha256-" in note_text
+    assert "role" not in body(memory, "entities/people/ann-lee.md")
+    report = memory.consolidate()
+    assert report.counts["facts_added"] == 1
+    assert "- role: cto (2026-12-01, sessions/2026/12/01/s.md)\n" in body(memory, "entities/people/ann-lee.md")
+    assert memory.consolidate().empty

@@ -1,0 +1,128 @@
+"""Faults: SIGKILL at every write, an overlapping run, and the CLI's exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from fsmem import Memory
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples" / "memory"
+FSMEM = [str(Path(sys.executable).parent / "fsmem")]
+NOW = "2026-12-01T08:00:00+00:00"
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env.update(FSMEM_NOW=NOW, **extra)
+    return env
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+    }
+
+
+def consolidate(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*FSMEM, "--root", str(root), "consolidate", *args], capture_output=True, text=True,
+                          env=_env(**env), timeout=60)
+
+
+@pytest.fixture
+def base(tmp_path) -> Path:
+    memory = Memory.init(tmp_path / "base")
+    shutil.copytree(EXAMPLES, memory.root, dirs_exist_ok=True)
+    extra = memory.root / "sessions/2026/11/25/ops-7.md"
+    extra.parent.mkdir(parents=True)
+    extra.write_text(textwrap.dedent("""\
+        ---
+        title: Session ops-7 2026-11-25
+        created: 2026-11-25T09:00:00+00:00
+        ---
+        ## people/Adam Smith
+        - role: ~
+        - Asked twice about proration when seats change mid-cycle!
+
+        ## topic/Deployments
+        - deploy window: Monday to Wednesday, 09:00-15:00 UTC
+        - approver: ~
+        """))
+    return memory.root
+
+
+@pytest.mark.slow
+def test_sigkill_after_every_write_then_rerun_reaches_the_same_bytes(base, tmp_path):
+    reference = tmp_path / "reference"
+    shutil.copytree(base, reference)
+    done = consolidate(reference, "--json")
+    assert done.returncode == 0, done.stderr
+    writes = len(json.loads(done.stdout)["files_written"]) + 1  # and INDEX.md
+    expected = snapshot(reference)
+    original = snapshot(base)
+    assert writes >= 8
+    for n in range(1, writes + 1):
+        work = tmp_path / f"killed-{n}"
+        shutil.copytree(base, work)
+        killed = consolidate(work, FSMEM_CONSOLIDATE_KILL_AFTER=str(n))
+        assert killed.returncode == -signal.SIGKILL, (n, killed.stderr)
+        state = snapshot(work)
+        for rel, data in state.items():  # every file is as it was or as it will be
+            assert data in (original.get(rel), expected.get(rel)), (n, rel)
+        assert sum(state.get(rel) != original.get(rel) for rel in expected) == n
+        again = consolidate(work)
+        assert again.returncode in (0, 1), again.stderr  # 1: the kill came after the last note was marked
+        assert snapshot(work) == expected, n
+
+
+def test_overlapping_run_exits_2_with_a_clear_message(base):
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""\
+            import sys, time
+            from pathlib import Path
+            from fsmem.store import file_lock
+            with file_lock(Path({str(base)!r}), "consolidate"):
+                print("held", flush=True)
+                time.sleep(60)
+            """)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        before = snapshot(base)
+        second = consolidate(base)
+        assert second.returncode == 2
+        assert second.stderr.startswith("fsmem: error: another 'fsmem consolidate' is running on this memory")
+        assert second.stderr.count("\n") == 1
+        assert snapshot(base) == before
+    finally:
+        os.kill(holder.pid, signal.SIGTERM)
+        holder.wait()
+    assert consolidate(base).returncode == 0
+
+
+def test_cli_json_report_and_exit_codes(base):
+    first = consolidate(base, "--json")
+    assert first.returncode == 0
+    report = json.loads(first.stdout)
+    assert report["notes_consolidated"] == 3 and report["conflicts"] == [] and report["index_changed"] is True
+    assert "entities/people/adam-smith.md" in report["files_written"]
+    second = consolidate(base)
+    assert second.returncode == 1
+    assert second.stdout.startswith("consolidated 0 of 0 note(s)")
+    dry = consolidate(base, "--dry-run")
+    assert dry.returncode == 1 and dry.stdout.startswith("(nothing would change)")
+    text = (base / "topics/deployments.md").read_text()
+    assert "## Facts\n- deploy window: Monday to Wednesday, 09:00-15:00 UTC (2026-11-25, sessions/2026/11/25/ops-7.md)\n" in text
+    assert "- approver: the on-call SRE lead" not in text.split("## Superseded")[0]

@@ -1,0 +1,210 @@
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fsmem import Memory
+from fsmem.retrieval_log import records
+
+GOALTENDER = """---
+title: Goaltender
+topic: Goaltender
+importance: 0.9
+updated: 2026-01-01
+---
+# Goaltender
+
+## Facts
+- sport: pesäpallo
+- club: Kouvolan Pallonlyöjät
+
+## Superseded
+- sport: ice hockey
+"""
+
+BILLING = """---
+title: Billing
+topic: Billing
+type: semantic
+tags: [finance]
+updated: 2026-01-01
+---
+# Billing
+
+## Facts
+- billing cycle: monthly, on the 1st
+- proration: daily, for seat changes mid-cycle
+- invoice format: PDF, emailed to the billing contact
+"""
+
+NOTE = """---
+title: Session support 2026-01-02
+type: episodic
+updated: 2026-01-02
+---
+## people/Adam Smith
+- Asked about invoices twice.
+"""
+
+
+@pytest.fixture
+def memory(tmp_path, monkeypatch):
+    monkeypatch.setenv("FSMEM_NOW", "2026-01-10T00:00:00+00:00")
+    root = tmp_path / "mem"
+    Memory.init(root)
+    (root / "topics").mkdir()
+    (root / "topics" / "goaltender.md").write_text(GOALTENDER, encoding="utf-8")
+    (root / "topics" / "billing.md").write_text(BILLING, encoding="utf-8")
+    (root / "sessions").mkdir()
+    (root / "sessions" / "s.md").write_text(NOTE, encoding="utf-8")
+    return Memory(root)
+
+
+def locations(result):
+    return [h.location for h in result.hits]
+
+
+def test_fact_is_found_through_its_context(memory):
+    result = memory.search("what sport does the goaltender play", k=1)
+    assert locations(result) == ["topics/goaltender.md:10"]
+    hit = result.hits[0]
+    assert hit.text == "- sport: pesäpallo" and hit.kind == "fact"
+    assert hit.title == "Goaltender" and hit.headings == ["Facts"]
+    assert "topics/goaltender.md\n[Facts]\n10: - sport: pesäpallo" in result.to_text()
+
+
+def test_superseded_rows_are_left_out_unless_asked(memory):
+    plain = memory.search("goaltender ice hockey", k=10)
+    assert "topics/goaltender.md:14" not in locations(plain)
+    wider = memory.search("goaltender ice hockey", k=10, include_superseded=True)
+    assert locations(wider)[0] == "topics/goaltender.md:14"
+    assert wider.hits[0].superseded and "[superseded]" in wider.to_text()
+
+
+def test_threshold_gives_an_empty_answer_not_near_misses(memory):
+    result = memory.search("quantum chromodynamics lattice")
+    assert result.empty and result.to_dict()["results"] == []
+    assert result.to_text().startswith("no relevant memory for 'quantum chromodynamics lattice'")
+    strict = memory.search("proration", min_score=50)
+    assert strict.empty and strict.best_score is not None and strict.best_score < 50
+
+
+def test_budget_fits_whole_rows_and_counts_left_out(memory):
+    full = memory.search("billing", k=50)
+    assert len(full.hits) >= 4
+    small = memory.search("billing", k=50, max_tokens=full.hits[0].tokens + full.hits[1].tokens)
+    assert len(small.hits) == 2 and small.truncated and small.left_out == len(full.hits) - 2
+    assert small.cut_by == "tokens"
+    assert [h.text for h in small.hits] == [h.text for h in full.hits[:2]]  # never a row cut
+    assert memory.tokens.count("\n".join(small.body_lines())) <= small.tokens
+    capped = memory.search("billing", k=1)
+    assert len(capped.hits) == 1 and capped.left_out == len(full.hits) - 1 and capped.cut_by == "k"
+    assert "left out by the row limit (--k)" in capped.to_text()
+
+
+def test_front_matter_filters_apply_before_ranking(memory):
+    assert {h.path for h in memory.search("billing invoices", type="episodic").hits} == {"sessions/s.md"}
+    assert {h.path for h in memory.search("billing invoices", tag="finance").hits} == {"topics/billing.md"}
+    assert {h.path for h in memory.search("billing invoices", updated_after="2026-01-01T12:00").hits} == {"sessions/s.md"}
+
+
+def test_near_spelling_matches_with_rapidfuzz(memory):
+    assert locations(memory.search("prorration", k=1)) == ["topics/billing.md:12"]
+
+
+def test_index_follows_writes_human_edits_and_deletion(memory):
+    assert memory.search("zeppelin").empty
+    memory.write("topics/airships.md", "---\ntitle: Airships\n---\n# Airships\n\n- favourite: zeppelin\n")
+    assert locations(memory.search("zeppelin")) == ["topics/airships.md:6"]
+    path = memory.root / "topics" / "airships.md"
+    path.write_text(path.read_text().replace("zeppelin", "blimp"))  # a human edit, same second
+    assert memory.search("zeppelin").empty
+    assert locations(memory.search("blimp")) == ["topics/airships.md:6"]
+    path.unlink()
+    assert memory.search("blimp").empty
+    cache = memory.root / ".fsmem" / "search" / "index.json"
+    from fsmem.search_index import INDEX_VERSION
+
+    assert json.loads(cache.read_text())["version"] == INDEX_VERSION
+
+
+def test_index_is_rebuilt_when_deleted_or_corrupt(memory):
+    first = locations(memory.search("proration"))
+    cache = memory.root / ".fsmem" / "search" / "index.json"
+    cache.write_text("{not json")
+    assert locations(Memory(memory.root).search("proration")) == first
+    assert json.loads(cache.read_text())["files"]
+    import shutil
+
+    shutil.rmtree(memory.root / ".fsmem")
+    assert locations(Memory(memory.root).search("proration")) == first
+
+
+def test_generated_index_and_consolidated_notes_are_not_ranked_twice(memory):
+    memory.note("- The walrus colony moved to the north pier.", session="s1", subject="topic/Wildlife")
+    before = [h.path for h in memory.search("walrus colony pier").hits]
+    assert before and before[0].startswith("sessions/")
+    memory.consolidate()
+    assert (memory.root / "INDEX.md").exists()
+    after = [h.path for h in memory.search("walrus colony pier", k=10).hits]
+    assert after[0] == "topics/wildlife.md"
+    assert not any(p.startswith("sessions/") or p == "INDEX.md" for p in after)
+    memory.note("- A second walrus colony appeared at the south pier.", session="s1", subject="topic/Wildlife")
+    grown = [h.path for h in memory.search("second walrus colony south", k=10).hits]
+    assert grown[0].startswith("sessions/")  # a note that grew after consolidation is searched again
+
+
+def test_importance_salience_breaks_a_tie(memory):
+    for name, importance in (("a", 0.1), ("b", 0.9)):
+        (memory.root / "topics" / f"{name}.md").write_text(
+            f"---\ntitle: Note\nimportance: {importance}\nupdated: 2026-01-01\n---\n- walrus sighting at the pier\n"
+        )
+    assert [h.path for h in memory.search("walrus sighting").hits] == ["topics/b.md", "topics/a.md"]
+
+
+def test_usage_from_the_retrieval_log_breaks_a_tie(memory):
+    for name in ("a", "b"):
+        (memory.root / "topics" / f"{name}.md").write_text("---\ntitle: Note\nupdated: 2026-01-01\n---\n- walrus sighting\n")
+    from fsmem import retrieval_log
+
+    for _ in range(3):
+        retrieval_log.append(memory.root, {"tool": "search", "paths": ["topics/b.md:5"]})
+    assert [h.path for h in memory.search("walrus sighting").hits] == ["topics/b.md", "topics/a.md"]
+
+
+def test_each_search_is_logged_with_the_shared_fields(memory):
+    result = Memory(memory.root, agent="researcher").search("proration", k=2)
+    record = list(records(memory.root))[-1]
+    assert set(record) == {"time", "agent", "tool", "arguments", "paths", "rows", "tokens", "latency_ms", "truncated", "empty"}
+    assert record["agent"] == "researcher" and record["tool"] == "search"
+    assert record["arguments"]["query"] == "proration" and record["arguments"]["k"] == 2
+    assert record["paths"] == locations(result) and record["rows"] == len(result.hits)
+    assert record["tokens"] == result.tokens and record["empty"] is False
+
+
+def test_agent_budget_caps_k(memory):
+    reviewer = Memory(memory.root, agent="reviewer")  # max_results 20, max_tokens 1000
+    assert reviewer.search("billing", k=500).tokens <= 1000
+
+
+def run_cli(root, *args, input=None):
+    return subprocess.run([sys.executable, "-c", "from fsmem.cli import main; main()", "--root", str(root), *args],
+                          capture_output=True, text=True, input=input, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+
+
+def test_cli_search_json_text_and_exit_codes(memory):
+    done = run_cli(memory.root, "search", "proration", "--k", "1", "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert set(data) >= {"results", "tokens", "truncated", "left_out"}
+    assert {"path", "line", "text", "score"} <= set(data["results"][0])
+    assert data["results"][0]["path"] == "topics/billing.md" and data["results"][0]["line"] == 12
+    missing = run_cli(memory.root, "search", "quantum chromodynamics")
+    assert missing.returncode == 1 and missing.stdout.startswith("no relevant memory")
+    bad = run_cli(memory.root, "search", "x", "--updated-after", "yesterday")
+    assert bad.returncode == 2 and bad.stderr.startswith("fsmem: error: --updated-after") and "Traceback" not in bad.stderr
+    bad_k = run_cli(memory.root, "search", "x", "--k", "0")
+    assert bad_k.returncode == 2 and "max_results must be at least 1" in bad_k.stderr
