@@ -325,19 +325,27 @@ class Memory:
         log: Any = None,
         stop: Any = None,
         ready: Any = None,
+        consolidate: bool = False,
+        consolidate_after: float | None = None,
     ):
-        """Keep the metadata cache current as files change, until `stop` (a threading.Event) is set.
+        """Keep the metadata cache and INDEX.md current as files change, until `stop` (a threading.Event) is set.
 
         `quiet` (seconds, default `watch.quiet_seconds` in fsmem.yaml, else 0.5)
         is how long the memory must be still before a burst of events is acted on.
+        `consolidate` also consolidates once session notes have been still for
+        `consolidate_after` seconds (default `watch.consolidate_after_seconds`, else 60).
         """
         from . import watch as _watch
 
+        section = self.config.section("watch")
         if quiet is None:
-            quiet = float(self.config.section("watch").get("quiet_seconds", _watch.DEFAULT_QUIET_SECONDS))
-        if quiet < 0:
-            raise InvalidArgument("--quiet must be 0 or more seconds")
-        return _watch.watch(self, quiet=quiet, log=log, stop=stop, ready=ready)
+            quiet = float(section.get("quiet_seconds", _watch.DEFAULT_QUIET_SECONDS))
+        if consolidate_after is None:
+            consolidate_after = float(section.get("consolidate_after_seconds", _watch.DEFAULT_CONSOLIDATE_AFTER))
+        if quiet < 0 or consolidate_after < 0:
+            raise InvalidArgument("--quiet and --consolidate-after must be 0 or more seconds")
+        return _watch.watch(self, quiet=quiet, log=log, stop=stop, ready=ready,
+                            consolidate=consolidate, consolidate_after=consolidate_after)
 
     # -- agent surface: retrieval statistics and the pre-injected context (fsmem.stats, fsmem.context) --
     def stats(self, since: str | None = None, agent: str | None = None):

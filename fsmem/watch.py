@@ -1,4 +1,4 @@
-"""`watch`: keep the metadata cache current while humans and agents edit the files.
+"""`watch`: keep the metadata cache and INDEX.md current while humans and agents edit the files.
 
 watchdog (imported here only) reports file events; bursts are coalesced until
 the memory has been quiet for `quiet` seconds, then the files named are
@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from .memory import Memory
 
 DEFAULT_QUIET_SECONDS = 0.5
+DEFAULT_CONSOLIDATE_AFTER = 60.0
+INDEX_FILE = "INDEX.md"
+SESSIONS_DIR = "sessions/"
 _SWAP_SUFFIXES = (".swp", ".swo", ".swx", ".tmp", "~", ".bak", ".orig")
 _IGNORED_EVENTS = {"opened", "closed_no_write"}
 _POLL_SECONDS = 0.1
@@ -53,6 +56,8 @@ class WatchStats:
     refreshed: int = 0
     removed: int = 0
     rescans: int = 0
+    index_writes: int = 0
+    consolidations: int = 0
     last_flush: float = 0.0
     errors: list[str] = field(default_factory=list)
 
@@ -66,6 +71,7 @@ class _Changes:
         self.files: set[str] = set()
         self.rescan = False
         self.last_event = 0.0
+        self.last_session_change: float | None = None  # for --consolidate
 
     def add(self, raw_path: str | bytes, is_directory: bool) -> None:
         path = os.fsdecode(raw_path)
@@ -82,6 +88,16 @@ class _Changes:
             else:
                 self.files.add(rel)
             self.last_event = time.monotonic()
+            if rel.startswith(SESSIONS_DIR) or (is_directory and SESSIONS_DIR.startswith(rel + "/")):
+                self.last_session_change = self.last_event
+
+    def take_sessions(self, after: float) -> bool:
+        """True once session notes changed and then stayed still for `after` seconds."""
+        with self.lock:
+            if self.last_session_change is None or time.monotonic() - self.last_session_change < after:
+                return False
+            self.last_session_change = None
+            return True
 
     def retry(self, files: list[str], *, after: float, quiet: float) -> None:
         """Look at `files` again in `after` seconds (they were too fresh to cache)."""
@@ -108,14 +124,26 @@ def watch(
     log: Callable[[str], None] | None = None,
     stop: threading.Event | None = None,
     ready: threading.Event | None = None,
+    consolidate: bool = False,
+    consolidate_after: float = DEFAULT_CONSOLIDATE_AFTER,
 ) -> WatchStats:
     """Watch `memory` until `stop` is set; returns what was done.
+
+    After each burst of changes INDEX.md is regenerated (when the memory is
+    writable for this agent). With `consolidate`, a consolidation runs once
+    session notes have changed and then stayed still for `consolidate_after`
+    seconds.
 
     `ready` is set once the observer runs and the cache has been brought up to
     date, so a caller (or a test) knows that later edits will be seen.
     """
+    import warnings
+
     from watchdog.events import FileSystemEventHandler
     from watchdog.observers import Observer
+
+    # watchdog's inotify backend warns when folders appear faster than it registers them; the events still arrive.
+    warnings.filterwarnings("ignore", message="Callback with id", category=RuntimeWarning)
 
     say = log or (lambda message: None)
     stop = stop or threading.Event()
@@ -139,7 +167,11 @@ def watch(
     observer.start()
     try:
         files = memory.catalog.entries()
-        say(f"watching {root} ({len(files)} memory files; quiet period {quiet:g} s)")
+        writable = not memory.budget.read_only
+        extra = f"; consolidating {consolidate_after:g} s after session notes change" if consolidate else ""
+        say(f"watching {root} ({len(files)} memory files; quiet period {quiet:g} s{extra})")
+        if writable:
+            _write_index(memory, stats, say)
         if ready is not None:
             ready.set()
         while not stop.wait(_POLL_SECONDS):
@@ -150,6 +182,10 @@ def watch(
                 racy = _flush(memory, *pending, stats=stats, say=say)
                 if racy:
                     changes.retry(racy, after=RACY_NS / 1e9, quiet=quiet)
+                if writable and (pending[1] or pending[0] - {INDEX_FILE}):
+                    _write_index(memory, stats, say)
+            if consolidate and writable and changes.take_sessions(consolidate_after):
+                _consolidate(memory, stats, say, changes)
     finally:
         observer.stop()
         observer.join(timeout=5)
@@ -193,6 +229,35 @@ def _flush(memory: "Memory", files: set[str], rescan: bool, *, stats: WatchStats
         stats.errors.append(str(exc))
         say(f"error while updating the cache: {exc}")
         return []
+
+
+def _write_index(memory: "Memory", stats: WatchStats, say: Callable[[str], None]) -> None:
+    try:
+        if memory.write_index():
+            stats.index_writes += 1
+            say("INDEX.md regenerated")
+    except Exception as exc:  # a bad file must not stop the watcher; say what happened
+        stats.errors.append(str(exc))
+        say(f"could not regenerate INDEX.md: {exc}")
+
+
+def _consolidate(memory: "Memory", stats: WatchStats, say: Callable[[str], None], changes: _Changes) -> None:
+    from .errors import LockTimeout
+
+    try:
+        report = memory.consolidate()
+    except LockTimeout as exc:
+        say(f"consolidation deferred: {exc}")
+        with changes.lock:  # try again after another quiet spell
+            changes.last_session_change = time.monotonic()
+        return
+    except Exception as exc:
+        stats.errors.append(str(exc))
+        say(f"consolidation failed: {exc}")
+        return
+    stats.consolidations += 1
+    summary = report.to_text().splitlines()[-1] if hasattr(report, "to_text") else "done"
+    say(f"consolidated: {summary}")
 
 
 def _too_recent(memory: "Memory", rels) -> list[str]:

@@ -150,3 +150,45 @@ def test_cli_watch_exits_cleanly_on_sigterm_and_ctrl_c(tmp_path):
         _, err = proc.communicate(timeout=TIMEOUT)
         assert proc.returncode == 0, err
         assert "stopped:" in err and "Traceback" not in err
+
+
+def _start(memory, **kwargs):
+    stop, ready = threading.Event(), threading.Event()
+    log: list[str] = []
+    thread = threading.Thread(
+        target=lambda: Memory(memory.root).watch(quiet=0.1, log=log.append, stop=stop, ready=ready, **kwargs),
+        daemon=True,
+    )
+    thread.start()
+    assert ready.wait(TIMEOUT)
+    return stop, thread, log
+
+
+def test_index_md_follows_new_and_removed_documents(tmp_path):
+    memory = Memory.init(tmp_path / "mem")
+    stop, thread, log = _start(memory)
+    try:
+        index = memory.root / "INDEX.md"
+        write_file(memory.root, "topics/zebra-crossings.md",
+                   "---\ntitle: Zebra crossings\ndescription: where to cross\ntype: semantic\ntopic: zebra\n---\n# Zebra\n")
+        _eventually(lambda: index.is_file() and "Zebra crossings" in index.read_text())
+        (memory.root / "topics/zebra-crossings.md").unlink()
+        _eventually(lambda: "Zebra crossings" not in index.read_text())
+        assert any("INDEX.md regenerated" in line for line in log)
+    finally:
+        stop.set()
+        thread.join(TIMEOUT)
+
+
+def test_consolidate_runs_once_session_notes_go_still(tmp_path):
+    memory = Memory.init(tmp_path / "mem")
+    stop, thread, log = _start(memory, consolidate=True, consolidate_after=0.3)
+    try:
+        memory.note("- employer: Globex", session="s1", subject="people/Ada Quill")
+        target = memory.root / "entities" / "people" / "ada-quill.md"
+        _eventually(lambda: target.is_file() and "Globex" in target.read_text())
+        _eventually(lambda: any(line.startswith("consolidated") for line in log))
+        assert "Ada Quill" in (memory.root / "INDEX.md").read_text()
+    finally:
+        stop.set()
+        thread.join(TIMEOUT)
