@@ -28,6 +28,13 @@ _LINE_NUMBER = re.compile(rb'"line_number":(\d+)')
 _MATCH_PREFIX = b'{"type":"match"'
 _BEGIN_PREFIX = b'{"type":"begin"'
 _CONTEXT_PREFIX = b'{"type":"context"'
+_END_PREFIX = b'{"type":"end"'
+_LINE_NUMBER_KEY = b'"line_number":'
+_DIGITS = re.compile(rb"\d+")
+_MATCHED_LINES = re.compile(rb'"matched_lines":(\d+)')
+_CHUNK = 1 << 20
+# Bytes of rg output kept for decoding later; past this only the first files in path order are kept.
+_KEEP_BYTES = 64 << 20
 # Arguments per rg invocation when an explicit file list is passed.
 _ARGS_PER_CALL = 2000
 
@@ -143,7 +150,6 @@ def build_args(
         "--glob", "*.md",
         "--glob", "*.markdown",
         "--glob", f"!{STATE_DIR}/",
-        "--sort", "path",
         "--max-columns", "2000",
         "--max-columns-preview",
     ]
@@ -181,14 +187,19 @@ def run(
     max_results: int,
     max_tokens: int,
     count_tokens: Callable[[str], int],
-    superseded_ranges: Callable[[str], list[tuple[int, int]]],
+    superseded_ranges: Callable[[list[str]], dict[str, list[tuple[int, int]]]],
     include_superseded: bool = False,
     timeout: float = 10.0,
 ) -> GrepResult:
     """Run rg over `targets` (memory-relative paths; None = the whole memory).
 
-    `superseded_ranges(path)` names the line ranges of superseded facts in a
-    file; matches there are dropped (and not counted) unless
+    rg runs multi-threaded and unsorted; its output is cut into per-file
+    segments, counted from each file's `end` statistics, then ordered by path
+    in Python, so paging is deterministic without `--sort path` (which makes rg
+    single-threaded). Only the segments that fall inside the page are decoded.
+
+    `superseded_ranges(paths)` maps files to the line ranges of superseded
+    facts; matches there are dropped (and not counted) unless
     `include_superseded`. It is consulted only for files that have matches.
     """
     if not pattern:
@@ -204,51 +215,90 @@ def run(
     batches = [["./"]] if target_list is None else [
         target_list[i:i + _ARGS_PER_CALL] for i in range(0, len(target_list), _ARGS_PER_CALL)
     ]
-    state = _Collector(
+    deadline = time.monotonic() + timeout
+    store = _Segments(need=offset + max_results, superseded_ranges=superseded_ranges, include_superseded=include_superseded)
+    for batch in batches:
+        _run_batch(root, base + ["--"] + batch, store.feed, deadline, timeout, pattern, chunked=True)
+        store.end_of_stream()
+    paths = sorted(store.counts, key=path_order)
+    ranges = store.resolve_ranges(paths) if paths else {}
+    collector = _Collector(
         offset=offset,
         max_results=max_results,
         max_tokens=max_tokens,
         count_tokens=count_tokens,
-        superseded_ranges=superseded_ranges,
+        ranges=ranges,
         include_superseded=include_superseded,
         context=context,
     )
-    deadline = time.monotonic() + timeout
-    for batch in batches:
-        _run_batch(root, base + ["--"] + batch, state, deadline, timeout, pattern)
-    state.finish_pending()
+    for path in paths:
+        count = store.visible_count(path)
+        if count is not None and (collector.full or collector.total + count <= offset):
+            collector.total += count  # wholly before or after the page: counted, never decoded
+            continue
+        segment = store.segments.get(path)
+        if segment is not None:
+            for raw in segment.splitlines(keepends=True):
+                collector.feed(raw)
+        else:  # dropped to bound memory, or superseded lines not known: stream this one file again
+            _run_batch(root, base + ["--", path], collector.feed, deadline, timeout, pattern)
+        collector.finish_pending()
     return GrepResult(
         pattern=pattern,
-        matches=state.shown,
-        total_matches=state.total,
+        matches=collector.shown,
+        total_matches=collector.total,
         offset=offset,
-        tokens=state.tokens,
-        truncated=state.total > offset + len(state.shown),
-        cut_by=state.cut_by,
+        tokens=collector.tokens,
+        truncated=collector.total > offset + len(collector.shown),
+        cut_by=collector.cut_by,
     )
 
 
-def _run_batch(root: Path, argv: list[str], state: "_Collector", deadline: float, timeout: float, pattern: str) -> None:
-    process = subprocess.Popen(argv, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    timed_out = threading.Event()
+def _run_batch(
+    root: Path,
+    argv: list[str],
+    feed: Callable[[bytes], None],
+    deadline: float,
+    timeout: float,
+    pattern: str,
+    *,
+    chunked: bool = False,
+) -> None:
+    """Run rg, handing its stdout to `feed` in large chunks (`chunked`) or line by line."""
+    import tempfile
 
-    def kill_on_deadline() -> None:
-        timed_out.set()
-        process.kill()
+    with tempfile.TemporaryFile() as errors:
+        process = subprocess.Popen(argv, cwd=root, stdout=subprocess.PIPE, stderr=errors)
+        timed_out = threading.Event()
 
-    timer = threading.Timer(max(0.0, deadline - time.monotonic()), kill_on_deadline)
-    timer.start()
-    try:
-        assert process.stdout is not None
-        for raw in process.stdout:
-            state.feed(raw)
-        stderr = process.stderr.read() if process.stderr else b""
-        code = process.wait()
-    finally:
-        timer.cancel()
-        if process.poll() is None:
+        def kill_on_deadline() -> None:
+            timed_out.set()
             process.kill()
-            process.wait()
+
+        timer = threading.Timer(max(0.0, deadline - time.monotonic()), kill_on_deadline)
+        timer.start()
+        try:
+            assert process.stdout is not None
+            if chunked:
+                fd = process.stdout.fileno()
+                while True:
+                    chunk = os.read(fd, _CHUNK)
+                    if not chunk:
+                        break
+                    feed(chunk)
+            else:
+                for raw in process.stdout:
+                    feed(raw)
+            code = process.wait()
+        finally:
+            timer.cancel()
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+            if process.stdout is not None:
+                process.stdout.close()
+        errors.seek(0)
+        stderr = errors.read()
     if timed_out.is_set():
         raise PatternTimeout(
             f"grep stopped after {timeout:g} s: the pattern {pattern!r} is too slow on this memory; "
@@ -259,22 +309,154 @@ def _run_batch(root: Path, argv: list[str], state: "_Collector", deadline: float
         if "regex" in message.lower() or "parse error" in message.lower():
             first = " ".join(message.split())
             raise InvalidArgument(f"invalid regular expression {pattern!r}: {first}; use -F to search for the text as is")
-        if message and not state.total:
+        lines = [ln for ln in message.splitlines() if ln.strip()]
+        if lines and not all("Permission denied" in ln or "No such file" in ln for ln in lines):
             # Unreadable files are reported by rg but do not make the search fail.
-            lines = [ln for ln in message.splitlines() if ln.strip()]
-            if not all("Permission denied" in ln or "No such file" in ln for ln in lines):
-                raise FsmemError(f"ripgrep failed: {lines[0] if lines else message}")
+            raise FsmemError(f"ripgrep failed: {lines[0]}")
 
+
+def _path_of(begin_line: bytes) -> str:
+    data = json.loads(begin_line)["data"]["path"]
+    path = data.get("text")
+    if path is None:
+        import base64
+
+        path = base64.b64decode(data.get("bytes", "")).decode("utf-8", "replace")
+    return path[2:] if path.startswith("./") else path
+
+
+class _Segments:
+    """rg's unsorted output cut into per-file segments (begin .. end), with match counts.
+
+    Segments are kept for decoding later, but only up to `_KEEP_BYTES`: past
+    that, only the segments of the first files in path order that can hold the
+    page (`need` matches) are kept; the others keep just their count, reduced
+    by their superseded matches (looked up at that moment).
+    """
+
+    def __init__(self, *, need: int, superseded_ranges, include_superseded: bool):
+        self.need = need
+        self.superseded_ranges = superseded_ranges
+        self.include_superseded = include_superseded
+        self.counts: dict[str, int] = {}
+        self.visible: dict[str, int] = {}  # exact visible counts of dropped segments
+        self.ranges: dict[str, list[tuple[int, int]]] = {}
+        self.segments: dict[str, bytes] = {}
+        self.kept = 0
+        self._rest = b""
+        self._open: str | None = None  # path of a segment too large to hold, being skipped
+
+    def feed(self, chunk: bytes) -> None:
+        data = self._rest + chunk if self._rest else chunk
+        pos = 0
+        while True:
+            end = data.find(_END_PREFIX, pos)
+            newline = data.find(b"\n", end) if end >= 0 else -1
+            if newline < 0:
+                break
+            self._close(data[pos:newline + 1])
+            pos = newline + 1
+        self._rest = data[pos:]
+        if len(self._rest) > _CHUNK * 4:
+            # One very large file: keep only its count (from its end line); it is streamed if shown.
+            if self._open is None and self._rest.startswith(_BEGIN_PREFIX):
+                self._open = _path_of(self._rest[: self._rest.find(b"\n") + 1])
+            self._rest = self._rest[self._rest.rfind(b"\n") + 1:]
+
+    def _close(self, segment: bytes) -> None:
+        end = segment.rfind(_END_PREFIX)
+        found = _MATCHED_LINES.search(segment, end)
+        if self._open is not None:
+            path, self._open = self._open, None
+            self.counts[path] = int(found.group(1)) if found else 0
+            return
+        if not segment.startswith(_BEGIN_PREFIX):
+            return
+        path = _path_of(segment[: segment.find(b"\n") + 1])
+        self.counts[path] = int(found.group(1)) if found else segment.count(b"\n" + _MATCH_PREFIX)
+        self.segments[path] = segment
+        self.kept += len(segment)
+        if self.kept > _KEEP_BYTES:
+            self._prune()
+
+    def _prune(self) -> None:
+        total = 0
+        keep: set[str] = set()
+        for path in sorted(self.segments, key=path_order):
+            if total >= self.need:
+                break
+            keep.add(path)
+            total += self.counts[path]
+        dropped = [p for p in self.segments if p not in keep]
+        if not self.include_superseded:
+            self.ranges.update(self.superseded_ranges(dropped))
+        for path in dropped:
+            segment = self.segments.pop(path)
+            self.kept -= len(segment)
+            ranges = self.ranges.get(path)
+            if ranges:
+                self.visible[path] = self.counts[path] - _superseded_hits(segment, ranges)
+
+    def end_of_stream(self) -> None:
+        self._rest = b""
+        self._open = None
+
+    def resolve_ranges(self, paths: list[str]) -> dict[str, list[tuple[int, int]]]:
+        missing = [p for p in paths if p not in self.ranges]
+        if missing:
+            self.ranges.update(self.superseded_ranges(missing))
+        return self.ranges
+
+    def visible_count(self, path: str) -> int | None:
+        """Matches in `path` outside superseded ranges; None when only streaming the file again can tell."""
+        count = self.counts[path]
+        ranges = self.ranges.get(path)
+        if self.include_superseded or not ranges:
+            return count
+        if path in self.visible:
+            return self.visible[path]
+        if path in self.segments:
+            return count - _superseded_hits(self.segments[path], ranges)
+        return None
+
+
+def path_order(path: str) -> tuple[str, ...]:
+    """Paths compared folder by folder, as `rg --sort path` orders them."""
+    return tuple(path.split("/"))
+
+
+def _superseded_hits(segment: bytes, ranges: list[tuple[int, int]]) -> int:
+    """Match lines of one file segment that fall inside `ranges`.
+
+    Line numbers rise through a segment and superseded sections sit late in a
+    file, so the segment is read backwards and only down to the first range.
+    """
+    lowest = min(start for start, _ in ranges)
+    hits = 0
+    pos = len(segment)
+    while True:
+        pos = segment.rfind(_LINE_NUMBER_KEY, 0, pos)
+        if pos < 0:
+            return hits
+        line_start = segment.rfind(b"\n", 0, pos) + 1
+        digits = _DIGITS.match(segment, pos + len(_LINE_NUMBER_KEY))
+        if digits:
+            number = int(digits.group(0))
+            if number < lowest:
+                return hits
+            if segment.startswith(_MATCH_PREFIX, line_start) and _in(number, ranges):
+                hits += 1
+        pos = line_start
 
 class _Collector:
     """Consumes rg's JSON lines; decodes only what may be shown."""
 
-    def __init__(self, *, offset, max_results, max_tokens, count_tokens, superseded_ranges, include_superseded, context):
+    def __init__(self, *, offset, max_results, max_tokens, count_tokens, ranges, include_superseded, context):
         self.offset = offset
         self.max_results = max_results
         self.max_tokens = max_tokens
         self.count_tokens = count_tokens
-        self.superseded_ranges = superseded_ranges
+        self.ranges_of = ranges
         self.include_superseded = include_superseded
         self.context = context
         self.total = 0
@@ -315,7 +497,7 @@ class _Collector:
             data = json.loads(raw)["data"]
             path = data["path"].get("text") or ""
             self.path = path[2:] if path.startswith("./") else path
-            self.ranges = self.superseded_ranges(self.path)
+            self.ranges = self.ranges_of.get(self.path, [])
 
     def _take(self, data: dict[str, Any]) -> None:
         self.finish_pending()

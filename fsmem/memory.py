@@ -232,7 +232,7 @@ class Memory:
             max_results=budget.max_results,
             max_tokens=budget.max_tokens,
             count_tokens=self.tokens.count,
-            superseded_ranges=self.superseded_ranges,
+            superseded_ranges=self.catalog.superseded,
             include_superseded=include_superseded,
             timeout=timeout,
         )
@@ -316,6 +316,36 @@ class Memory:
         src, dst = self.path(source), self.path(target)
         with file_lock(self.root):
             return writing.move(self.root, src, dst)
+
+    # -- watch and cache (perf) ---------------------------------------------------
+    def watch(
+        self,
+        *,
+        quiet: float | None = None,
+        log: Any = None,
+        stop: Any = None,
+        ready: Any = None,
+        consolidate: bool = False,
+        consolidate_after: float | None = None,
+    ):
+        """Keep the metadata cache and INDEX.md current as files change, until `stop` (a threading.Event) is set.
+
+        `quiet` (seconds, default `watch.quiet_seconds` in fsmem.yaml, else 0.5)
+        is how long the memory must be still before a burst of events is acted on.
+        `consolidate` also consolidates once session notes have been still for
+        `consolidate_after` seconds (default `watch.consolidate_after_seconds`, else 60).
+        """
+        from . import watch as _watch
+
+        section = self.config.section("watch")
+        if quiet is None:
+            quiet = float(section.get("quiet_seconds", _watch.DEFAULT_QUIET_SECONDS))
+        if consolidate_after is None:
+            consolidate_after = float(section.get("consolidate_after_seconds", _watch.DEFAULT_CONSOLIDATE_AFTER))
+        if quiet < 0 or consolidate_after < 0:
+            raise InvalidArgument("--quiet and --consolidate-after must be 0 or more seconds")
+        return _watch.watch(self, quiet=quiet, log=log, stop=stop, ready=ready,
+                            consolidate=consolidate, consolidate_after=consolidate_after)
 
     # -- agent surface: retrieval statistics and the pre-injected context (fsmem.stats, fsmem.context) --
     def stats(self, since: str | None = None, agent: str | None = None):

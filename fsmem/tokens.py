@@ -15,6 +15,8 @@ from .errors import ConfigError
 
 _lock = threading.Lock()
 _encodings: dict[str, object] = {}
+# Strings up to this length go through the persistent memo when there is one.
+MEMO_MAX_CHARS = 4096
 
 
 def get_encoding(name: str):
@@ -40,8 +42,11 @@ def get_encoding(name: str):
 class TokenCounter:
     """Counts tokens for one encoding; `count` is memoised for short repeated strings."""
 
-    def __init__(self, encoding_name: str):
+    def __init__(self, encoding_name: str, memo=None):
         self.encoding_name = encoding_name
+        # Optional persistent memo (`count_of(text)`, `add_count(text, n)`), e.g. the metadata
+        # cache: a count found there never loads the encoding.
+        self.memo = memo
 
     @functools.cached_property
     def _encoding(self):
@@ -52,11 +57,27 @@ class TokenCounter:
             return 0
         if len(text) <= 512:
             return self._count_cached(text)
+        if self.memo is not None and len(text) <= MEMO_MAX_CHARS:
+            return self._count_memo(text)
         return len(self._encoding.encode(text, disallowed_special=()))
 
     @functools.lru_cache(maxsize=65536)
     def _count_cached(self, text: str) -> int:
+        if self.memo is not None:
+            return self._count_memo(text)
         return len(self._encoding.encode(text, disallowed_special=()))
+
+    def _count_memo(self, text: str) -> int:
+        tokens = self.memo.count_of(text)
+        if tokens is None:
+            tokens = len(self._encoding.encode(text, disallowed_special=()))
+            self.memo.add_count(text, tokens)
+        return tokens
+
+    @property
+    def loaded(self) -> bool:
+        """True once the encoding has been loaded in this process (start-up audits use it)."""
+        return "_encoding" in self.__dict__
 
     def truncate(self, text: str, max_tokens: int) -> str:
         """The longest prefix of `text` that fits `max_tokens` (cut on a token boundary)."""

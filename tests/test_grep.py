@@ -130,3 +130,47 @@ def test_grep_stops_a_pattern_that_runs_too_long(empty_memory):
     memory = Memory(empty_memory.root)
     with pytest.raises(PatternTimeout, match="too slow"):
         memory.grep(r"\w+\d", ignore_case=True, max_tokens=100)
+
+
+def _many_files(memory, count=40, per_file=7):
+    for i in range(count):
+        lines = "".join(f"- line {j}: needle {i}-{j}\n" for j in range(per_file))
+        superseded = "\n## Superseded\n- old: needle stale\n" if i % 3 == 0 else ""
+        write_file(memory.root, f"d{i % 4}/f{i:02d}.md", "---\ntitle: f\n---\n" + lines + superseded)
+
+
+def _pages(memory, **kwargs):
+    shown, offset = [], 0
+    while offset is not None:
+        page = memory.grep("needle", offset=offset, max_results=9, max_tokens=100_000, **kwargs)
+        shown += [(m.path, m.line) for m in page.matches]
+        offset = page.next_offset
+    return page.total_matches, shown
+
+
+def test_grep_order_is_path_order_and_pages_are_exact_without_rg_sorting(empty_memory):
+    _many_files(empty_memory)
+    total, shown = _pages(empty_memory)
+    assert total == 40 * 7 == len(shown)  # superseded lines are neither counted nor shown
+    assert shown == sorted(shown, key=lambda item: (item[0].split("/"), item[1]))
+    total_all, shown_all = _pages(empty_memory, include_superseded=True)
+    assert total_all == 40 * 7 + 14 == len(shown_all)
+
+
+def test_grep_bounded_memory_path_gives_the_same_answer(empty_memory, monkeypatch):
+    import fsmem.grep as grep_module
+
+    _many_files(empty_memory)
+    expected = [empty_memory.grep("needle", offset=o, max_results=9).to_dict() for o in (0, 100, 275)]
+    monkeypatch.setattr(grep_module, "_KEEP_BYTES", 2000)  # drop most segments as they arrive
+    monkeypatch.setattr(grep_module, "_CHUNK", 512)  # and treat every file as "too large to hold"
+    got = [empty_memory.grep("needle", offset=o, max_results=9).to_dict() for o in (0, 100, 275)]
+    assert got == expected
+    assert expected[0]["total_matches"] == 280
+
+
+def test_grep_context_lines_survive_client_side_ordering(empty_memory):
+    _many_files(empty_memory, count=6)
+    result = empty_memory.grep("needle 5-3", context=1)
+    assert [(m.line, m.before, m.after) for m in result.matches] == [
+        (7, [(6, "- line 2: needle 5-2")], [(8, "- line 4: needle 5-4")])]

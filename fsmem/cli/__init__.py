@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "rm": "core:rm_cmd",
     "mv": "core:mv_cmd",
     "check": "core:check_cmd",
+    "watch": "watch:watch_cmd",
     "tools": "agent:tools_cmd",
     "mcp": "agent:mcp_cmd",
     "stats": "agent:stats_cmd",

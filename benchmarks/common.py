@@ -1,0 +1,96 @@
+"""Shared helpers for the benchmark scripts: where corpora live, how to time a command, how to print a table.
+
+Timings are wall-clock medians of several runs of real subprocesses with all
+output drained through a pipe (rg stops early when it sees /dev/null). The
+baseline and fsmem alternate run by run in the same process, so a busy machine
+slows both, and results are reported as ratios.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+OUT = REPO / "bench-out"
+sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO))
+
+
+def fsmem_bin() -> str:
+    candidate = Path(sys.executable).with_name("fsmem")
+    return str(candidate) if candidate.exists() else "fsmem"
+
+
+def rg_bin() -> str:
+    from fsmem.grep import find_rg
+
+    return find_rg()
+
+
+def run_drained(argv: list[str], cwd: Path | None = None, env: dict | None = None) -> tuple[float, int, bytes]:
+    """Seconds to run `argv` to completion with stdout read through a pipe."""
+    started = time.perf_counter()
+    proc = subprocess.run(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    elapsed = time.perf_counter() - started
+    if proc.returncode not in (0, 1) or b"Traceback" in proc.stderr:
+        raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr.decode()[:500]}")
+    return elapsed, len(proc.stdout), proc.stdout
+
+
+def side_by_side(commands: dict[str, tuple[list[str], Path | None]], runs: int, before_each=None) -> dict[str, float]:
+    """Median seconds of each command, alternating them run by run after one warm-up each."""
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for name, (argv, cwd) in commands.items():
+        if before_each:
+            before_each(name)
+        run_drained(argv, cwd)
+    for _ in range(runs):
+        for name, (argv, cwd) in commands.items():
+            if before_each:
+                before_each(name)
+            times[name].append(run_drained(argv, cwd)[0])
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def table(title: str, header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
+    line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
+    out = [f"\n{title}", line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    out += [line(row) for row in rows]
+    return "\n".join(out)
+
+
+def sizes_from(argv: list[str], default: str) -> list[int]:
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default=os.environ.get("BENCH_SIZES", default))
+    parser.add_argument("--runs", type=int, default=int(os.environ.get("BENCH_RUNS", "7")))
+    args, _ = parser.parse_known_args(argv)
+    global RUNS
+    RUNS = args.runs
+    return [int(s) for s in args.sizes.split(",") if s]
+
+
+RUNS = 7
+
+
+def corpus(files: int) -> Path:
+    from corpus import build
+
+    label = f"{files // 1000}k" if files >= 1000 else str(files)
+    started = time.perf_counter()
+    root = build(OUT / f"corpus-{label}", files)
+    took = time.perf_counter() - started
+    if took > 1:
+        print(f"(built the {label} corpus in {took:.0f} s)", file=sys.stderr)
+    return root
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms"

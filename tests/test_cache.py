@@ -1,0 +1,185 @@
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import write_file
+from fsmem import Memory
+from fsmem.cache import RACY_NS, MetaCache, cache_path
+
+DOC = "---\ntitle: {title}\ntype: semantic\ntags: [a]\n---\n# {title}\n\n- fact: {title}\n"
+
+
+def _age(path, seconds=5):
+    """Move a file's mtime out of the racy window, as if it was written a while ago."""
+    old = time.time_ns() - seconds * 1_000_000_000
+    os.utime(path, ns=(old, old))
+
+
+def _rows(memory):
+    with sqlite3.connect(cache_path(memory.root)) as conn:
+        return {p: (m, s) for p, m, s in conn.execute("SELECT path, mtime_ns, size FROM files")}
+
+
+def _memory_with(tmp_path, titles):
+    memory = Memory.init(tmp_path / "mem")
+    for name in titles:
+        _age(write_file(memory.root, f"topics/{name}.md", DOC.format(title=name)))
+    for path in memory.root.rglob("*.md"):
+        _age(path)
+    return Memory(memory.root)
+
+
+def test_entries_fill_the_cache_and_a_warm_call_parses_nothing(tmp_path):
+    memory = _memory_with(tmp_path, ["alpha", "beta"])
+    first = [m.to_dict() for m in memory.catalog.entries()]
+    memory.ls("topics")
+    memory.catalog.cache.flush_counts()  # the CLI flushes at exit
+    assert "topics/alpha.md" in _rows(memory)
+    warm = Memory(memory.root)
+    again = [m.to_dict() for m in warm.catalog.entries()]
+    assert again == first
+    listing = warm.ls("topics")
+    assert [e.title for e in listing.entries] == ["alpha", "beta"]
+    assert not warm.tokens.loaded  # titles, counts and ls row costs all came from the cache
+
+
+def test_a_changed_file_is_reread_without_a_watcher(tmp_path):
+    memory = _memory_with(tmp_path, ["alpha"])
+    memory.ls()
+    path = memory.root / "topics/alpha.md"
+    path.write_text(DOC.format(title="renamed and longer"))
+    _age(path, 3)
+    fresh = Memory(memory.root)
+    assert fresh.meta("topics/alpha.md").title == "renamed and longer"
+    assert _rows(fresh)["topics/alpha.md"] == (path.stat().st_mtime_ns, path.stat().st_size)
+
+
+def test_same_size_same_mtime_but_replaced_file_is_reread(tmp_path):
+    memory = _memory_with(tmp_path, ["alpha"])
+    memory.ls()
+    path = memory.root / "topics/alpha.md"
+    stat = path.stat()
+    replacement = path.with_name("new.tmp")
+    replacement.write_text(DOC.format(title="ALPHA"))  # same length, new inode
+    os.utime(replacement, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    os.replace(replacement, path)
+    assert Memory(memory.root).meta("topics/alpha.md").title == "ALPHA"
+
+
+def test_deleted_files_leave_the_cache_on_the_next_full_listing(tmp_path):
+    memory = _memory_with(tmp_path, ["alpha", "beta"])
+    memory.ls()
+    (memory.root / "topics/beta.md").unlink()
+    assert [e.path for e in Memory(memory.root).ls("topics").entries] == ["topics/alpha.md"]
+    Memory(memory.root).ls()
+    assert "topics/beta.md" not in _rows(memory)
+
+
+def test_files_inside_the_racy_window_are_used_but_not_stored(tmp_path):
+    memory = _memory_with(tmp_path, ["alpha"])
+    write_file(memory.root, "topics/new.md", DOC.format(title="new"))
+    assert "topics/new.md" in [e.path for e in memory.ls().entries]
+    assert "topics/new.md" not in _rows(memory)
+    assert RACY_NS >= 1_000_000_000
+
+
+def test_garbage_cache_file_is_detected_and_rebuilt(tmp_path):
+    memory = _memory_with(tmp_path, ["alpha"])
+    memory.ls()
+    db = cache_path(memory.root)
+    for suffix in ("-wal", "-shm"):
+        if os.path.exists(str(db) + suffix):
+            os.unlink(str(db) + suffix)
+    db.write_bytes(b"this is not a database" * 100)
+    fresh = Memory(memory.root)
+    assert [e.title for e in fresh.ls("topics").entries] == ["alpha"]
+    assert fresh.catalog.cache.rebuilt
+    assert "topics/alpha.md" in _rows(fresh)
+
+
+def test_a_tampered_row_is_never_trusted(tmp_path):
+    memory = _memory_with(tmp_path, ["alpha"])
+    memory.ls()
+    with sqlite3.connect(cache_path(memory.root)) as conn:
+        conn.execute("UPDATE files SET data = replace(data, '\"alpha\"', '\"WRONG\"') WHERE path = 'topics/alpha.md'")
+    assert Memory(memory.root).meta("topics/alpha.md").title == "alpha"
+    with sqlite3.connect(cache_path(memory.root)) as conn:
+        conn.execute("UPDATE files SET data = '{not json', crc = 0 WHERE path = 'topics/alpha.md'")
+    assert Memory(memory.root).meta("topics/alpha.md").title == "alpha"
+
+
+def test_deleting_the_state_folder_loses_nothing(tmp_path):
+    memory = _memory_with(tmp_path, ["alpha", "beta"])
+    before = memory.ls().to_dict()
+    import shutil
+
+    shutil.rmtree(memory.root / ".fsmem")
+    assert Memory(memory.root).ls().to_dict() == before
+
+
+def test_a_cache_written_for_another_tokenizer_is_discarded(tmp_path):
+    memory = _memory_with(tmp_path, ["alpha"])
+    memory.ls()
+    other = MetaCache(memory.root, "o200k_base")
+    assert other.rows() == {}
+    assert _rows(memory) == {}
+    assert Memory(memory.root).meta("topics/alpha.md").title == "alpha"
+
+
+def test_a_read_only_state_folder_degrades_to_no_cache(tmp_path):
+    if os.geteuid() == 0:
+        pytest.skip("root ignores file permissions")
+    memory = _memory_with(tmp_path, ["alpha"])
+    (memory.root / ".fsmem").mkdir(exist_ok=True)
+    os.chmod(memory.root / ".fsmem", 0o500)
+    try:
+        assert [e.title for e in Memory(memory.root).ls("topics").entries] == ["alpha"]
+    finally:
+        os.chmod(memory.root / ".fsmem", 0o700)
+
+
+SCRIPT = """
+import sys
+from fsmem import Memory
+m = Memory(sys.argv[1])
+for _ in range(15):
+    assert len(m.catalog.entries()) == int(sys.argv[2])
+    m.catalog.cache.close()
+"""
+
+
+@pytest.mark.slow
+def test_several_processes_share_one_cache(tmp_path):
+    memory = _memory_with(tmp_path, [f"t{i}" for i in range(30)])
+    count = len(memory.catalog.entries())
+    (memory.root / ".fsmem" / "cache.sqlite").unlink()
+    procs = [
+        subprocess.Popen([sys.executable, "-c", SCRIPT, str(memory.root), str(count)], stderr=subprocess.PIPE)
+        for _ in range(4)
+    ]
+    for proc in procs:
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err.decode()
+    assert len(_rows(memory)) == count
+
+
+@pytest.mark.parametrize("text", [
+    "---\ntitle: t\n---\n# T\n- a: 1\n\n## Superseded\n- a: 0\n\n## Later\n- b\n",
+    "---\ntitle: [broken\n---\n# T\n## Superseded\n- old\n",
+    "---\n# comment\n## Superseded\n---\n## Superseded\n- x\n",
+    "no front matter\n## Superseded\n- x\n## Next\n",
+    "---\ntitle: never closed\n## Superseded\n- x\n",
+    "\ufeff---\r\ntitle: crlf\r\n---\r\n## superseded\r\n- x\r\n",
+    "---\ntitle: t\n---\n```\n## Superseded\n```\n## Superseded\n- y\n",
+])
+def test_light_superseded_scan_agrees_with_the_parser(tmp_path, text):
+    from fsmem import format as fmt
+    from fsmem.catalog import superseded_of
+
+    path = tmp_path / "x.md"
+    path.write_bytes(text.encode())
+    assert superseded_of(path) == fmt.superseded_ranges(fmt.split(fmt.decode(text.encode())[0]))
