@@ -162,7 +162,7 @@ class Snapshot:
     rows: list[Row]
     files: list[FileEntry]
     file_of_row: list[int]  # index into `files`
-    group_of_row: list[int] = field(default_factory=list)  # index of the row's group: its file, or its source within a file
+    group_of_row: list[int] = field(default_factory=list)  # the row's document: its cited source, else its file
     models: dict[str, Any] = field(default_factory=dict)  # "rows" | "neighbours" | "files" -> (bm25, df, n)
 
 
@@ -257,7 +257,7 @@ class SearchIndex:
         rows: list[Row] = []
         file_of_row: list[int] = []
         group_of_row: list[int] = []
-        groups: dict[tuple[int, str | None], int] = {}
+        groups: dict[object, int] = {}  # a cited source, across files; else the file itself
         row_docs: list[list[str]] = []
         neighbour_docs: list[list[str]] = []
         group_docs: list[list[str]] = []
@@ -266,7 +266,7 @@ class SearchIndex:
             for i, row in enumerate(entry.rows):
                 rows.append(row)
                 file_of_row.append(number)
-                group = groups.setdefault((number, sources[i]), len(group_docs))
+                group = groups.setdefault(sources[i] or number, len(group_docs))
                 if group == len(group_docs):
                     group_docs.append([])
                 group_of_row.append(group)
@@ -288,10 +288,12 @@ class SearchIndex:
 
 
 def source_of(row: Row) -> str | None:
-    """The session note a consolidated row cites first, so rows from one conversation score as one document.
+    """The session note a consolidated row cites first, so rows from one session score as one document.
 
-    A consolidated entity file gathers many sessions; scored whole, every row
-    would share one document score. Rows without a citation group as their file.
+    A consolidated entity file gathers many sessions, and one session feeds many
+    files; scored per file, every row of a speaker would share one document
+    score. Rows citing the same note form one document, across files; rows
+    without a citation form their file's.
     """
     _text, provenance = split_provenance(row.text)
     return provenance.sources[0] if provenance and provenance.sources else None
