@@ -100,8 +100,8 @@ def test_knee_and_d_prime():
     assert stats.d_prime() == pytest.approx(4.0)  # means 2.5 vs 0.5, each sd 0.5
 
 
-def run_cli(root, *args):
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+def run_cli(root, *args, pythonpath=()):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*map(str, pythonpath), str(REPO)])}
     return subprocess.run([sys.executable, "-c", "from fsmem.cli import main; main()", "--root", str(root), *args],
                           capture_output=True, text=True, env=env)
 
@@ -113,13 +113,17 @@ def test_eval_cli_json_and_plot(memory, tmp_path):
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert [row["k"] for row in data["per_k"]] == [1, 2] and data["empty_gold_correct"] == 1.0
-    plot = run_cli(memory.root, "eval", str(path), "--plot", str(tmp_path / "p.png"))
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        assert plot.returncode == 2 and "pip install matplotlib" in plot.stderr
-    else:
-        assert plot.returncode == 0 and (tmp_path / "p.png").stat().st_size > 0
+    plot = run_cli(memory.root, "eval", str(path), "--k", "1,2,4", "--plot", str(tmp_path / "p.png"))
+    assert plot.returncode == 0, plot.stderr
+    png = (tmp_path / "p.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000  # a drawn figure, not an empty file
+    # Without matplotlib (shadowed by a module that fails to import) --plot says how to get it.
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "matplotlib.py").write_text("raise ImportError('no matplotlib here')\n")
+    without = run_cli(memory.root, "eval", str(path), "--plot", str(tmp_path / "q.png"), pythonpath=[shadow])
+    assert without.returncode == 2 and "pip install matplotlib" in without.stderr
+    assert not (tmp_path / "q.png").exists()
     missing = run_cli(memory.root, "eval", str(tmp_path / "nope.yaml"))
     assert missing.returncode == 2 and "does not exist" in missing.stderr
 
