@@ -125,18 +125,20 @@ def test_index_follows_writes_human_edits_and_deletion(memory):
     assert locations(memory.search("blimp")) == ["topics/airships.md:6"]
     path.unlink()
     assert memory.search("blimp").empty
-    cache = memory.root / ".fsmem" / "search" / "index.json"
-    from fsmem.search_index import INDEX_VERSION
+    from fsmem.search_index import load_columns
 
-    assert json.loads(cache.read_text())["version"] == INDEX_VERSION
+    stored = load_columns(memory.root / ".fsmem" / "search" / "index.npz")
+    assert stored is not None and "topics/airships.md" not in [f.path for f in stored.files]
 
 
 def test_index_is_rebuilt_when_deleted_or_corrupt(memory):
     first = locations(memory.search("proration"))
-    cache = memory.root / ".fsmem" / "search" / "index.json"
+    cache = memory.root / ".fsmem" / "search" / "index.npz"
     cache.write_text("{not json")
     assert locations(Memory(memory.root).search("proration")) == first
-    assert json.loads(cache.read_text())["files"]
+    from fsmem.search_index import load_columns
+
+    assert load_columns(cache).files
     import shutil
 
     shutil.rmtree(memory.root / ".fsmem")
