@@ -273,13 +273,13 @@ def relevance_scores(snapshot: Snapshot, analyzer: Analyzer, query: str, setting
     if not terms or n == 0:
         return total
     rows_model = snapshot.models["rows"]
-    exact = [t for t in terms if t in rows_model.df]
+    exact = [t for t in terms if rows_model.knows(t)]
     fuzzy: dict[str, str] = {}
-    missing = [t for t in terms if t not in rows_model.df]
+    missing = [t for t in terms if not rows_model.knows(t)]
     if missing and settings.weights["fuzzy"] > 0:
         from rapidfuzz import fuzz, process
 
-        vocabulary = [t for t in rows_model.df if len(t) >= 3]
+        vocabulary = [t for t in rows_model.vocabulary() if len(t) >= 3]
         for term in missing:
             if len(term) < 4:
                 continue
@@ -324,7 +324,7 @@ def salience(snapshot: Snapshot, settings: SearchSettings, usage: dict[str, int]
     boost = np.asarray(per_file, dtype=np.float64)[np.asarray(snapshot.file_of_row, dtype=np.int64)] if per_file else np.zeros(0)
     if usage and w["usage"] > 0 and len(boost):
         top = max(usage.values())
-        used = np.array([usage.get(f"{r.path}:{r.line}", 0) for r in snapshot.rows], dtype=np.float64)
+        used = snapshot.usage_per_row(usage)
         boost = boost + w["usage"] * np.log1p(used) / math.log1p(top)
     return 1.0 + boost
 
@@ -353,7 +353,7 @@ def rank(
     n = len(snapshot.rows)
     keep = keep_file[np.asarray(snapshot.file_of_row, dtype=np.int64)] if n else np.zeros(0, dtype=bool)
     if not include_superseded and n:
-        keep &= ~np.array([r.superseded for r in snapshot.rows], dtype=bool)
+        keep &= ~np.asarray(snapshot.superseded, dtype=bool)
     relevance = relevance_scores(snapshot, analyzer, query, settings)
     scores = relevance * salience(snapshot, settings, usage or {}, now) if n else relevance
     scores = np.where(keep, scores, -1.0)

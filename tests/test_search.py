@@ -125,18 +125,20 @@ def test_index_follows_writes_human_edits_and_deletion(memory):
     assert locations(memory.search("blimp")) == ["topics/airships.md:6"]
     path.unlink()
     assert memory.search("blimp").empty
-    cache = memory.root / ".fsmem" / "search" / "index.json"
-    from fsmem.search_index import INDEX_VERSION
+    from fsmem.search_index import load_columns
 
-    assert json.loads(cache.read_text())["version"] == INDEX_VERSION
+    stored = load_columns(memory.root / ".fsmem" / "search" / "index.npz")
+    assert stored is not None and "topics/airships.md" not in [f.path for f in stored.files]
 
 
 def test_index_is_rebuilt_when_deleted_or_corrupt(memory):
     first = locations(memory.search("proration"))
-    cache = memory.root / ".fsmem" / "search" / "index.json"
+    cache = memory.root / ".fsmem" / "search" / "index.npz"
     cache.write_text("{not json")
     assert locations(Memory(memory.root).search("proration")) == first
-    assert json.loads(cache.read_text())["files"]
+    from fsmem.search_index import load_columns
+
+    assert load_columns(cache).files
     import shutil
 
     shutil.rmtree(memory.root / ".fsmem")
@@ -213,3 +215,22 @@ def test_cli_search_json_text_and_exit_codes(memory):
     assert bad.returncode == 2 and bad.stderr.startswith("fsmem: error: --updated-after") and "Traceback" not in bad.stderr
     bad_k = run_cli(memory.root, "search", "x", "--k", "0")
     assert bad_k.returncode == 2 and "max_results must be at least 1" in bad_k.stderr
+
+
+def test_an_edit_spliced_into_the_index_scores_as_a_fresh_build(memory):
+    import numpy as np
+    import shutil
+
+    from fsmem.search import search
+
+    def scores(m):
+        return np.asarray(search(m.search_index, m.tokens, m.search_settings, "proration invoice walrus", k=5, max_tokens=500)[2].scores)
+
+    scores(memory)
+    path = memory.root / "topics" / "billing.md"
+    path.write_text(path.read_text() + "\n- The walrus invoice needs proration.\n")
+    spliced = scores(memory)
+    shutil.rmtree(memory.root / ".fsmem")
+    fresh = Memory(memory.root)
+    fresh._search_index = __import__("fsmem.search_index", fromlist=["SearchIndex"]).SearchIndex(memory.root.resolve())
+    assert np.array_equal(spliced, scores(fresh)) and spliced.max() > 0
