@@ -211,36 +211,11 @@ def run(
     counts = _match_line_counts(rg, target_list)
     paths = sorted(counts, key=path_order)
     ranges: dict[str, list[tuple[int, int]]] = {}
-    blocks: dict[str, bytes] = {}
+    visible = counts
     if paths and not include_superseded:
-        hinted = set(superseded_hint()) if superseded_hint is not None else set()
-        likely = [p for p in paths if p in hinted]
-        numbering = _Job(lambda: _match_lines(rg, likely)) if likely else None
-        try:
-            ranges = superseded_ranges(paths)  # verified, while rg numbers the likely files' matches
-        finally:
-            if numbering is not None:
-                blocks = numbering.outcome()
-    missed = [p for p in paths if ranges.get(p) and p not in blocks]
-    if missed:
-        blocks.update(_match_lines(rg, missed))
-    visible = dict(counts)
-    for path, block in blocks.items():
-        if path in visible and ranges.get(path):
-            visible[path] -= _superseded_hits(block, ranges[path])
+        visible, ranges = _visible_counts(rg, counts, paths, superseded_ranges, superseded_hint)
     total = sum(visible.values())
-
-    before = 0  # visible matches in the files wholly before the page
-    reached = 0  # ... and up to the end of the page's last file
-    page: list[str] = []
-    for path in paths:
-        reached += visible[path]
-        if not page and reached <= offset:
-            before = reached
-            continue
-        page.append(path)
-        if reached >= offset + max_results:
-            break
+    before, page = _page_files(paths, visible, offset, offset + max_results)
     if include_superseded:
         ranges = superseded_ranges(page) if page else {}  # only to mark the shown superseded lines
     collector = _Collector(
@@ -261,15 +236,57 @@ def run(
         if collector.full:
             break
     collector.finish_pending()
+    truncated = total > offset + len(collector.shown)
     return GrepResult(
         pattern=pattern,
         matches=collector.shown,
         total_matches=total,
         offset=offset,
         tokens=collector.tokens,
-        truncated=total > offset + len(collector.shown),
-        cut_by=collector.cut_by,
+        truncated=truncated,
+        # rg stops at the page's last file, so a page filled exactly never sees the match that overflows it
+        cut_by=collector.cut_by or ("results" if truncated else None),
     )
+
+
+def _visible_counts(
+    rg: "_Rg",
+    counts: dict[str, int],
+    paths: list[str],
+    superseded_ranges: Callable[[list[str]], dict[str, list[tuple[int, int]]]],
+    superseded_hint: Callable[[], list[str]] | None,
+) -> tuple[dict[str, int], dict[str, list[tuple[int, int]]]]:
+    """Match lines per file less those inside superseded ranges, and the (verified) ranges."""
+    hinted = set(superseded_hint()) if superseded_hint is not None else set()
+    likely = [p for p in paths if p in hinted]
+    numbering = _Job(lambda: _match_lines(rg, likely)) if likely else None
+    try:
+        ranges = superseded_ranges(paths)  # verified, while rg numbers the likely files' matches
+    finally:
+        blocks = numbering.outcome() if numbering is not None else {}
+    missed = [p for p in paths if ranges.get(p) and p not in blocks]
+    if missed:
+        blocks.update(_match_lines(rg, missed))
+    visible = dict(counts)
+    for path, spans in ranges.items():
+        if spans and path in visible and path in blocks:
+            visible[path] = max(0, visible[path] - _superseded_hits(blocks[path], spans))
+    return visible, ranges
+
+
+def _page_files(paths: list[str], visible: dict[str, int], offset: int, wanted: int) -> tuple[int, list[str]]:
+    """The files (in path order) holding visible matches `offset` .. `wanted`, and the count before them."""
+    before = reached = 0
+    page: list[str] = []
+    for path in paths:
+        reached += visible[path]
+        if not page and reached <= offset:
+            before = reached
+            continue
+        page.append(path)
+        if reached >= wanted:
+            break
+    return before, page
 
 
 def _batches(paths: list[str]) -> list[list[str]]:

@@ -197,7 +197,7 @@ def test_grep_page_starts_inside_a_file_after_superseded_ones(empty_memory):
     page = empty_memory.grep("needle", offset=9, max_results=4)
     # d0/f00 (7 visible, its superseded needle left out), then d0/f04 from its 3rd match
     assert [(m.path, m.line) for m in page.matches] == [("d0/f04.md", 6), ("d0/f04.md", 7), ("d0/f04.md", 8), ("d0/f04.md", 9)]
-    assert page.total_matches == 8 * 7 and page.next_offset == 13
+    assert page.total_matches == 8 * 7 and page.next_offset == 13 and page.cut_by == "results"
 
 
 def test_grep_explicit_file_lists_are_split_across_rg_calls(empty_memory, monkeypatch):
