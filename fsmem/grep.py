@@ -9,6 +9,7 @@ says exactly how many exist.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -30,6 +31,8 @@ _MATCH_PREFIX = b'{"type":"match"'
 _BEGIN_PREFIX = b'{"type":"begin"'
 _CONTEXT_PREFIX = b'{"type":"context"'
 _CHUNK = 1 << 20
+# A first `rg --json` pass answers alone when its whole output is at most this long.
+_SMALL_OUTPUT = 128 << 10
 # Arguments per rg invocation when an explicit file list is passed.
 _ARGS_PER_CALL = 2000
 
@@ -208,6 +211,26 @@ def run(
         return GrepResult(pattern, [], 0, offset, 0, False)
     rg = _Rg(root, [find_rg()] + build_args(pattern, ignore_case=ignore_case, fixed_strings=fixed_strings, word=word),
              pattern, timeout)
+    json_args = ["--json", "--max-columns", "2000", "--max-columns-preview"]
+    if context:
+        json_args += ["--context", str(context)]
+    collect = functools.partial(
+        _Collector, offset=offset, max_results=max_results, max_tokens=max_tokens, count_tokens=count_tokens,
+        include_superseded=include_superseded, context=context,
+    )
+    if target_list is None or len(target_list) <= _ARGS_PER_CALL:
+        # Most answers are small: one `rg --json` pass, given up once its output is large.
+        small = rg.output(json_args + ["--"] + (target_list or ["./"]), limit=_SMALL_OUTPUT)
+        if small is not None:
+            segments = _segments(small)
+            paths = sorted(segments, key=path_order)
+            collector = collect(ranges=superseded_ranges(paths) if paths else {})
+            for path in paths:
+                for raw in segments[path]:
+                    collector.feed(raw)
+                collector.finish_pending()
+            return _result(pattern, collector, collector.total, offset)
+
     counts = _match_line_counts(rg, target_list)
     paths = sorted(counts, key=path_order)
     ranges: dict[str, list[tuple[int, int]]] = {}
@@ -218,24 +241,17 @@ def run(
     before, page = _page_files(paths, visible, offset, offset + max_results)
     if include_superseded:
         ranges = superseded_ranges(page) if page else {}  # only to mark the shown superseded lines
-    collector = _Collector(
-        offset=offset,
-        max_results=max_results,
-        max_tokens=max_tokens,
-        count_tokens=count_tokens,
-        ranges=ranges,
-        include_superseded=include_superseded,
-        context=context,
-    )
+    collector = collect(ranges=ranges)
     collector.total = before
-    json_args = ["--json", "--sort", "path", "--max-columns", "2000", "--max-columns-preview"]
-    if context:
-        json_args += ["--context", str(context)]
     for batch in _batches(page):
-        rg.stream(json_args + ["--"] + batch, collector.feed, stop=lambda: collector.full)
+        rg.stream(json_args + ["--sort", "path", "--"] + batch, collector.feed, stop=lambda: collector.full)
         if collector.full:
             break
     collector.finish_pending()
+    return _result(pattern, collector, total, offset)
+
+
+def _result(pattern: str, collector: "_Collector", total: int, offset: int) -> GrepResult:
     truncated = total > offset + len(collector.shown)
     return GrepResult(
         pattern=pattern,
@@ -247,6 +263,28 @@ def run(
         # rg stops at the page's last file, so a page filled exactly never sees the match that overflows it
         cut_by=collector.cut_by or ("results" if truncated else None),
     )
+
+
+def _segments(output: bytes) -> dict[str, list[bytes]]:
+    """rg's unsorted `--json` output cut into each file's lines (begin .. end), keyed by path."""
+    segments: dict[str, list[bytes]] = {}
+    current: list[bytes] | None = None
+    for raw in output.splitlines(keepends=True):
+        if raw.startswith(_BEGIN_PREFIX):
+            current = segments.setdefault(_path_of(raw), [])
+        if current is not None:
+            current.append(raw)
+    return segments
+
+
+def _path_of(begin_line: bytes) -> str:
+    data = json.loads(begin_line)["data"]["path"]
+    path = data.get("text")
+    if path is None:
+        import base64
+
+        path = base64.b64decode(data.get("bytes", "")).decode("utf-8", "surrogateescape")
+    return path[2:] if path.startswith("./") else path
 
 
 def _visible_counts(
@@ -297,7 +335,7 @@ def _match_line_counts(rg: "_Rg", targets: list[str] | None) -> dict[str, int]:
     """Files with matches -> their number of match lines (what `rg --json` would send as `match` messages)."""
     counts: dict[str, int] = {}
     for batch in [["./"]] if targets is None else _batches(targets):
-        output = rg.output(["--count", "--with-filename", "--null", "--"] + batch)
+        output = rg.output(["--count", "--with-filename", "--null", "--"] + batch) or b""
         for line in output.split(b"\n"):
             name, sep, number = line.rpartition(b"\0")
             if sep:
@@ -310,7 +348,7 @@ def _match_lines(rg: "_Rg", paths: list[str]) -> dict[str, bytes]:
     """Per file with matches, the line numbers of its match lines as rg lists them (`12:...` lines)."""
     blocks: dict[str, bytes] = {}
     for batch in _batches(paths):
-        output = rg.output(["--heading", "--with-filename", "--line-number", "--null", "--max-columns", "1", "--"] + batch)
+        output = rg.output(["--heading", "--with-filename", "--line-number", "--null", "--max-columns", "1", "--"] + batch) or b""
         for block in output.split(b"\n\n"):
             name, sep, lines = block.partition(b"\0")
             if sep:
@@ -380,16 +418,25 @@ class _Rg:
         self.timeout = timeout
         self.deadline = time.monotonic() + timeout
 
-    def output(self, args: list[str]) -> bytes:
+    def output(self, args: list[str], *, limit: int | None = None) -> bytes | None:
+        """rg's whole output; None (and rg stopped) once it grows past `limit` bytes."""
         chunks: list[bytes] = []
-        self._run(args, chunks.append, chunked=True)
-        return b"".join(chunks)
+        size = 0
+
+        def keep(chunk: bytes) -> None:
+            nonlocal size
+            chunks.append(chunk)
+            size += len(chunk)
+
+        too_long = (lambda: size > limit) if limit is not None else None
+        return None if self._run(args, keep, chunked=True, stop=too_long) else b"".join(chunks)
 
     def stream(self, args: list[str], feed: Callable[[bytes], None], *, stop: Callable[[], bool]) -> None:
         """Hand rg's output to `feed` line by line; stop rg as soon as `stop()` says so."""
         self._run(args, feed, chunked=False, stop=stop)
 
-    def _run(self, args, feed, *, chunked: bool, stop: Callable[[], bool] | None = None) -> None:
+    def _run(self, args, feed, *, chunked: bool, stop: Callable[[], bool] | None = None) -> bool:
+        """Run rg, handing its output to `feed` in large chunks or line by line; True when `stop()` ended it."""
         import tempfile
 
         with tempfile.TemporaryFile() as errors:
@@ -409,6 +456,9 @@ class _Rg:
                     fd = process.stdout.fileno()
                     while chunk := os.read(fd, _CHUNK):
                         feed(chunk)
+                        if stop is not None and stop():
+                            stopped = True
+                            break
                 else:
                     for raw in process.stdout:
                         feed(raw)
@@ -432,6 +482,7 @@ class _Rg:
             )
         if code == 2:
             _raise_rg_error(stderr, self.pattern)
+        return stopped
 
 
 def _raise_rg_error(stderr: bytes, pattern: str) -> None:
