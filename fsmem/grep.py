@@ -1,7 +1,8 @@
 """`grep`: ripgrep underneath, an honest total, and only as much parsing as the budget can show.
 
-`rg --count` counts the match lines of every file; `rg --json` runs only on
-the few files that hold the page shown, and only its match lines inside
+A small answer comes from one `rg --json` pass. For a large one, `rg --count`
+counts the match lines of every file and `rg --json` runs only on the few
+files that hold the page shown; either way only the match lines inside
 `offset .. offset + budget` are decoded with `json.loads`. A pattern with a
 million matches thus stays close to bare `rg` speed while the answer still
 says exactly how many exist.
@@ -187,11 +188,13 @@ def run(
 ) -> GrepResult:
     """Run rg over `targets` (memory-relative paths; None = the whole memory).
 
-    Two passes, so that nothing the budget will never show is serialised as
+    A first `rg --json` pass answers alone when its output is small; its files
+    are put in path order in Python (deterministic `--offset` paging without
+    single-threaded `rg --sort path`). Past `_SMALL_OUTPUT` it is stopped for
+    two passes, so that nothing the budget will never show is serialised as
     JSON or parsed: `rg --count` gives every file's number of match lines
-    (multi-threaded, a few bytes per file); the files are put in path order in
-    Python, which makes `--offset` paging deterministic; then `rg --json` runs
-    only on the few files that hold the requested page.
+    (multi-threaded, a few bytes per file), then `rg --json` runs only on the
+    few files, in path order, that hold the requested page.
 
     `superseded_ranges(paths)` maps files to the line ranges of superseded
     facts. Unless `include_superseded`, matches there are neither shown nor
