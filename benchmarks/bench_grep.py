@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import sys
 
-from common import corpus, fsmem_bin, ms, rg_bin, run_drained, side_by_side, sizes_from, table
+from common import compiled, corpus, fsmem_bin, load, ms, rg_bin, run_drained, side_by_side, sizes_from, table
 
 from corpus import COMMON_WORD, RARE_WORD
 
@@ -17,6 +17,8 @@ def main() -> None:
     sizes = sizes_from(sys.argv[1:], "10000,100000")
     import common
 
+    compiled()
+    before = load()
     rows = []
     for files in sizes:
         root = corpus(files)
@@ -31,6 +33,7 @@ def main() -> None:
             total = json.loads(run_drained(commands["fsmem"][0])[2])["total_matches"]
             rows.append([f"{files:,}", label, f"{total:,}", ms(medians["rg"]), ms(medians["fsmem"]),
                          f"{medians['fsmem'] / medians['rg']:.2f}x"])
+    print(f"({before} before, {load()} after)")
     print(table("grep: fsmem grep --json vs bare rg --json (median of %d runs)" % common.RUNS,
                 ["files", "pattern", "total (fsmem)", "rg --json", "fsmem grep --json", "ratio"], rows))
 

@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import sys
 
-from common import OUT, REPO, fsmem_bin, ms, side_by_side, sizes_from, table
+from common import OUT, REPO, compiled, fsmem_bin, load, ms, side_by_side, sizes_from, table
 
 HEAVY = ("tiktoken", "rapidfuzz", "watchdog", "mcp", "bm25s", "numpy", "anthropic")
 PROBE = """
@@ -32,6 +32,9 @@ finally:
 def main() -> None:
     sizes_from(sys.argv[1:], "")
     import common
+
+    compiled()
+    before = load()
 
     root = OUT / "startup-memory"
     if not root.exists():
@@ -54,6 +57,7 @@ def main() -> None:
             heavy = probe.stderr.strip().rsplit("HEAVY:", 1)[-1] or "none"
         rows.append([name, ms(medians[name]), f"+{ms(medians[name] - base)}" if name != "python -c pass" else "",
                      heavy])
+    print(f"({before} before, {load()} after)")
     print(table("start-up on a small memory (warm cache)", ["command", "median", "over python -c pass", "heavy imports"], rows))
 
 

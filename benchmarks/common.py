@@ -57,6 +57,17 @@ def side_by_side(commands: dict[str, tuple[list[str], Path | None]], runs: int, 
     return {name: statistics.median(values) for name, values in times.items()}
 
 
+def compiled() -> None:
+    """Write fsmem's bytecode first: with PYTHONDONTWRITEBYTECODE set, every run would compile it again."""
+    import compileall
+
+    compileall.compile_dir(REPO / "fsmem", quiet=1)
+
+
+def load() -> str:
+    return "load average %.2f %.2f %.2f" % os.getloadavg()
+
+
 def table(title: str, header: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
     line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731

@@ -53,6 +53,8 @@ CREATE TABLE IF NOT EXISTS files (
     crc INTEGER NOT NULL,
     data TEXT NOT NULL
 );
+-- what grep reads for every file with matches, without the wide data column
+CREATE INDEX IF NOT EXISTS files_superseded ON files (path, mtime_ns, size, ino, superseded);
 CREATE TABLE IF NOT EXISTS counts (text TEXT PRIMARY KEY, tokens INTEGER NOT NULL);
 """
 
@@ -211,6 +213,10 @@ class MetaCache:
         if wanted is not None and not wanted:
             return {}
         return self._guard(action, {})
+
+    def paths_with_superseded(self) -> list[str]:
+        """Paths whose row holds superseded ranges (stamps unchecked)."""
+        return self._guard(lambda conn: [r[0] for r in conn.execute("SELECT path FROM files WHERE superseded != '[]'")], [])
 
     def store(self, metas: Iterable[tuple[Stamp, dict[str, Any]]], *, prune_except: set[str] | None = None) -> None:
         """Upsert rows (skipping files inside the racy window); with `prune_except`, drop every other row."""

@@ -222,6 +222,11 @@ class Catalog:
         return out
 
 
+    def superseded_hint(self) -> list[str]:
+        """Files the cache last saw with superseded ranges: a quick guess that `superseded` verifies."""
+        return self.cache.paths_with_superseded() if self.cache is not None else []
+
+
 def walk_stats(root: Path, start: Path | None = None) -> Iterator[tuple[str, str, os.stat_result]]:
     """(relative path, absolute path, stat) of every memory file, in `walk` order.
 

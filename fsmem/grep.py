@@ -1,13 +1,16 @@
 """`grep`: ripgrep underneath, an honest total, and only as much parsing as the budget can show.
 
-ripgrep's `--json` stream is read line by line. Match lines that will be shown
-(those inside `offset .. offset + budget`) are decoded with `json.loads`; the
-rest are only counted, which keeps a pattern with hundreds of thousands of
-matches close to bare `rg` speed while the answer still says how many exist.
+A small answer comes from one `rg --json` pass. For a large one, `rg --count`
+counts the match lines of every file and `rg --json` runs only on the few
+files that hold the page shown; either way only the match lines inside
+`offset .. offset + budget` are decoded with `json.loads`. A pattern with a
+million matches thus stays close to bare `rg` speed while the answer still
+says exactly how many exist.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -28,13 +31,9 @@ _LINE_NUMBER = re.compile(rb'"line_number":(\d+)')
 _MATCH_PREFIX = b'{"type":"match"'
 _BEGIN_PREFIX = b'{"type":"begin"'
 _CONTEXT_PREFIX = b'{"type":"context"'
-_END_PREFIX = b'{"type":"end"'
-_LINE_NUMBER_KEY = b'"line_number":'
-_DIGITS = re.compile(rb"\d+")
-_MATCHED_LINES = re.compile(rb'"matched_lines":(\d+)')
 _CHUNK = 1 << 20
-# Bytes of rg output kept for decoding later; past this only the first files in path order are kept.
-_KEEP_BYTES = 64 << 20
+# A first `rg --json` pass answers alone when its whole output is at most this long.
+_SMALL_OUTPUT = 128 << 10
 # Arguments per rg invocation when an explicit file list is passed.
 _ARGS_PER_CALL = 2000
 
@@ -141,17 +140,14 @@ def build_args(
     ignore_case: bool = False,
     fixed_strings: bool = False,
     word: bool = False,
-    context: int = 0,
 ) -> list[str]:
+    """The rg options every pass shares: which files, how to match."""
     args = [
-        "--json",
         "--no-config",
         "--no-ignore",
         "--glob", "*.md",
         "--glob", "*.markdown",
         "--glob", f"!{STATE_DIR}/",
-        "--max-columns", "2000",
-        "--max-columns-preview",
     ]
     if ignore_case:
         args.append("--ignore-case")
@@ -159,8 +155,6 @@ def build_args(
         args.append("--fixed-strings")
     if word:
         args.append("--word-regexp")
-    if context:
-        args.extend(["--context", str(context)])
     args.extend(["--regexp", pattern])
     return args
 
@@ -188,19 +182,28 @@ def run(
     max_tokens: int,
     count_tokens: Callable[[str], int],
     superseded_ranges: Callable[[list[str]], dict[str, list[tuple[int, int]]]],
+    superseded_hint: Callable[[], list[str]] | None = None,
     include_superseded: bool = False,
     timeout: float = 10.0,
 ) -> GrepResult:
     """Run rg over `targets` (memory-relative paths; None = the whole memory).
 
-    rg runs multi-threaded and unsorted; its output is cut into per-file
-    segments, counted from each file's `end` statistics, then ordered by path
-    in Python, so paging is deterministic without `--sort path` (which makes rg
-    single-threaded). Only the segments that fall inside the page are decoded.
+    A first `rg --json` pass answers alone when its output is small; its files
+    are put in path order in Python (deterministic `--offset` paging without
+    single-threaded `rg --sort path`). Past `_SMALL_OUTPUT` it is stopped for
+    two passes, so that nothing the budget will never show is serialised as
+    JSON or parsed: `rg --count` gives every file's number of match lines
+    (multi-threaded, a few bytes per file), then `rg --json` runs only on the
+    few files, in path order, that hold the requested page.
 
     `superseded_ranges(paths)` maps files to the line ranges of superseded
-    facts; matches there are dropped (and not counted) unless
-    `include_superseded`. It is consulted only for files that have matches.
+    facts. Unless `include_superseded`, matches there are neither shown nor
+    counted: the line numbers of matches are asked of rg only for the files
+    that have matches and such ranges. `superseded_hint()` names the files
+    likely to have them (the cache's last word, unverified), so that this pass
+    runs while `superseded_ranges` verifies; files it missed get a pass of
+    their own. If files change between the passes, the total is the count
+    pass's.
     """
     if not pattern:
         raise InvalidArgument("the pattern is empty; give a word or a regular expression to look for")
@@ -209,110 +212,72 @@ def run(
     target_list = list(targets) if targets is not None else None
     if target_list is not None and not target_list:
         return GrepResult(pattern, [], 0, offset, 0, False)
-    base = [find_rg()] + build_args(
-        pattern, ignore_case=ignore_case, fixed_strings=fixed_strings, word=word, context=context
+    rg = _Rg(root, [find_rg()] + build_args(pattern, ignore_case=ignore_case, fixed_strings=fixed_strings, word=word),
+             pattern, timeout)
+    json_args = ["--json", "--max-columns", "2000", "--max-columns-preview"]
+    if context:
+        json_args += ["--context", str(context)]
+    collect = functools.partial(
+        _Collector, offset=offset, max_results=max_results, max_tokens=max_tokens, count_tokens=count_tokens,
+        include_superseded=include_superseded, context=context,
     )
-    batches = [["./"]] if target_list is None else [
-        target_list[i:i + _ARGS_PER_CALL] for i in range(0, len(target_list), _ARGS_PER_CALL)
-    ]
-    deadline = time.monotonic() + timeout
-    store = _Segments(need=offset + max_results, superseded_ranges=superseded_ranges, include_superseded=include_superseded)
-    for batch in batches:
-        _run_batch(root, base + ["--"] + batch, store.feed, deadline, timeout, pattern, chunked=True)
-        store.end_of_stream()
-    paths = sorted(store.counts, key=path_order)
-    ranges = store.resolve_ranges(paths) if paths else {}
-    collector = _Collector(
-        offset=offset,
-        max_results=max_results,
-        max_tokens=max_tokens,
-        count_tokens=count_tokens,
-        ranges=ranges,
-        include_superseded=include_superseded,
-        context=context,
-    )
-    for path in paths:
-        count = store.visible_count(path)
-        if count is not None and (collector.full or collector.total + count <= offset):
-            collector.total += count  # wholly before or after the page: counted, never decoded
-            continue
-        segment = store.segments.get(path)
-        if segment is not None:
-            for raw in segment.splitlines(keepends=True):
-                collector.feed(raw)
-        else:  # dropped to bound memory, or superseded lines not known: stream this one file again
-            _run_batch(root, base + ["--", path], collector.feed, deadline, timeout, pattern)
-        collector.finish_pending()
+    if target_list is None or len(target_list) <= _ARGS_PER_CALL:
+        # Most answers are small: one `rg --json` pass, given up once its output is large.
+        small = rg.output(json_args + ["--"] + (target_list or ["./"]), limit=_SMALL_OUTPUT)
+        if small is not None:
+            segments = _segments(small)
+            paths = sorted(segments, key=path_order)
+            collector = collect(ranges=superseded_ranges(paths) if paths else {})
+            for path in paths:
+                for raw in segments[path]:
+                    collector.feed(raw)
+                collector.finish_pending()
+            return _result(pattern, collector, collector.total, offset)
+
+    counts = _match_line_counts(rg, target_list)
+    paths = sorted(counts, key=path_order)
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    visible = counts
+    if paths and not include_superseded:
+        visible, ranges = _visible_counts(rg, counts, paths, superseded_ranges, superseded_hint)
+    total = sum(visible.values())
+    before, page = _page_files(paths, visible, offset, offset + max_results)
+    if include_superseded:
+        ranges = superseded_ranges(page) if page else {}  # only to mark the shown superseded lines
+    collector = collect(ranges=ranges)
+    collector.total = before
+    for batch in _batches(page):
+        rg.stream(json_args + ["--sort", "path", "--"] + batch, collector.feed, stop=lambda: collector.full)
+        if collector.full:
+            break
+    collector.finish_pending()
+    return _result(pattern, collector, total, offset)
+
+
+def _result(pattern: str, collector: "_Collector", total: int, offset: int) -> GrepResult:
+    truncated = total > offset + len(collector.shown)
     return GrepResult(
         pattern=pattern,
         matches=collector.shown,
-        total_matches=collector.total,
+        total_matches=total,
         offset=offset,
         tokens=collector.tokens,
-        truncated=collector.total > offset + len(collector.shown),
-        cut_by=collector.cut_by,
+        truncated=truncated,
+        # rg stops at the page's last file, so a page filled exactly never sees the match that overflows it
+        cut_by=collector.cut_by or ("results" if truncated else None),
     )
 
 
-def _run_batch(
-    root: Path,
-    argv: list[str],
-    feed: Callable[[bytes], None],
-    deadline: float,
-    timeout: float,
-    pattern: str,
-    *,
-    chunked: bool = False,
-) -> None:
-    """Run rg, handing its stdout to `feed` in large chunks (`chunked`) or line by line."""
-    import tempfile
-
-    with tempfile.TemporaryFile() as errors:
-        process = subprocess.Popen(argv, cwd=root, stdout=subprocess.PIPE, stderr=errors)
-        timed_out = threading.Event()
-
-        def kill_on_deadline() -> None:
-            timed_out.set()
-            process.kill()
-
-        timer = threading.Timer(max(0.0, deadline - time.monotonic()), kill_on_deadline)
-        timer.start()
-        try:
-            assert process.stdout is not None
-            if chunked:
-                fd = process.stdout.fileno()
-                while True:
-                    chunk = os.read(fd, _CHUNK)
-                    if not chunk:
-                        break
-                    feed(chunk)
-            else:
-                for raw in process.stdout:
-                    feed(raw)
-            code = process.wait()
-        finally:
-            timer.cancel()
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-            if process.stdout is not None:
-                process.stdout.close()
-        errors.seek(0)
-        stderr = errors.read()
-    if timed_out.is_set():
-        raise PatternTimeout(
-            f"grep stopped after {timeout:g} s: the pattern {pattern!r} is too slow on this memory; "
-            "use a simpler pattern, -F for a fixed string, or a narrower PATH"
-        )
-    if code == 2:
-        message = stderr.decode("utf-8", "replace").strip()
-        if "regex" in message.lower() or "parse error" in message.lower():
-            first = " ".join(message.split())
-            raise InvalidArgument(f"invalid regular expression {pattern!r}: {first}; use -F to search for the text as is")
-        lines = [ln for ln in message.splitlines() if ln.strip()]
-        if lines and not all("Permission denied" in ln or "No such file" in ln for ln in lines):
-            # Unreadable files are reported by rg but do not make the search fail.
-            raise FsmemError(f"ripgrep failed: {lines[0]}")
+def _segments(output: bytes) -> dict[str, list[bytes]]:
+    """rg's unsorted `--json` output cut into each file's lines (begin .. end), keyed by path."""
+    segments: dict[str, list[bytes]] = {}
+    current: list[bytes] | None = None
+    for raw in output.splitlines(keepends=True):
+        if raw.startswith(_BEGIN_PREFIX):
+            current = segments.setdefault(_path_of(raw), [])
+        if current is not None:
+            current.append(raw)
+    return segments
 
 
 def _path_of(begin_line: bytes) -> str:
@@ -321,132 +286,223 @@ def _path_of(begin_line: bytes) -> str:
     if path is None:
         import base64
 
-        path = base64.b64decode(data.get("bytes", "")).decode("utf-8", "replace")
+        path = base64.b64decode(data.get("bytes", "")).decode("utf-8", "surrogateescape")
     return path[2:] if path.startswith("./") else path
 
 
-class _Segments:
-    """rg's unsorted output cut into per-file segments (begin .. end), with match counts.
+def _visible_counts(
+    rg: "_Rg",
+    counts: dict[str, int],
+    paths: list[str],
+    superseded_ranges: Callable[[list[str]], dict[str, list[tuple[int, int]]]],
+    superseded_hint: Callable[[], list[str]] | None,
+) -> tuple[dict[str, int], dict[str, list[tuple[int, int]]]]:
+    """Match lines per file less those inside superseded ranges, and the (verified) ranges."""
+    hinted = set(superseded_hint()) if superseded_hint is not None else set()
+    likely = [p for p in paths if p in hinted]
+    numbering = _Job(lambda: _match_lines(rg, likely)) if likely else None
+    try:
+        ranges = superseded_ranges(paths)  # verified, while rg numbers the likely files' matches
+    finally:
+        blocks = numbering.outcome() if numbering is not None else {}
+    missed = [p for p in paths if ranges.get(p) and p not in blocks]
+    if missed:
+        blocks.update(_match_lines(rg, missed))
+    visible = dict(counts)
+    for path, spans in ranges.items():
+        if spans and path in visible and path in blocks:
+            visible[path] = max(0, visible[path] - _superseded_hits(blocks[path], spans))
+    return visible, ranges
 
-    Segments are kept for decoding later, but only up to `_KEEP_BYTES`: past
-    that, only the segments of the first files in path order that can hold the
-    page (`need` matches) are kept; the others keep just their count, reduced
-    by their superseded matches (looked up at that moment).
+
+def _page_files(paths: list[str], visible: dict[str, int], offset: int, wanted: int) -> tuple[int, list[str]]:
+    """The files (in path order) holding visible matches `offset` .. `wanted`, and the count before them."""
+    before = reached = 0
+    page: list[str] = []
+    for path in paths:
+        reached += visible[path]
+        if not page and reached <= offset:
+            before = reached
+            continue
+        page.append(path)
+        if reached >= wanted:
+            break
+    return before, page
+
+
+def _batches(paths: list[str]) -> list[list[str]]:
+    return [paths[i:i + _ARGS_PER_CALL] for i in range(0, len(paths), _ARGS_PER_CALL)]
+
+
+def _match_line_counts(rg: "_Rg", targets: list[str] | None) -> dict[str, int]:
+    """Files with matches -> their number of match lines (what `rg --json` would send as `match` messages)."""
+    counts: dict[str, int] = {}
+    for batch in [["./"]] if targets is None else _batches(targets):
+        output = rg.output(["--count", "--with-filename", "--null", "--"] + batch) or b""
+        for line in output.split(b"\n"):
+            name, sep, number = line.rpartition(b"\0")
+            if sep:
+                path = _decode_path(name)
+                counts[path] = counts.get(path, 0) + int(number)
+    return counts
+
+
+def _match_lines(rg: "_Rg", paths: list[str]) -> dict[str, bytes]:
+    """Per file with matches, the line numbers of its match lines as rg lists them (`12:...` lines)."""
+    blocks: dict[str, bytes] = {}
+    for batch in _batches(paths):
+        output = rg.output(["--heading", "--with-filename", "--line-number", "--null", "--max-columns", "1", "--"] + batch) or b""
+        for block in output.split(b"\n\n"):
+            name, sep, lines = block.partition(b"\0")
+            if sep:
+                blocks[_decode_path(name)] = lines
+    return blocks
+
+
+def _superseded_hits(lines: bytes, ranges: list[tuple[int, int]]) -> int:
+    """Match lines among `lines` (one file's `_match_lines`) inside `ranges`.
+
+    Superseded sections sit late in a file, so the list is read backwards,
+    down to the first range only.
     """
-
-    def __init__(self, *, need: int, superseded_ranges, include_superseded: bool):
-        self.need = need
-        self.superseded_ranges = superseded_ranges
-        self.include_superseded = include_superseded
-        self.counts: dict[str, int] = {}
-        self.visible: dict[str, int] = {}  # exact visible counts of dropped segments
-        self.ranges: dict[str, list[tuple[int, int]]] = {}
-        self.segments: dict[str, bytes] = {}
-        self.kept = 0
-        self._rest = b""
-        self._open: str | None = None  # path of a segment too large to hold, being skipped
-
-    def feed(self, chunk: bytes) -> None:
-        data = self._rest + chunk if self._rest else chunk
-        pos = 0
-        while True:
-            end = data.find(_END_PREFIX, pos)
-            newline = data.find(b"\n", end) if end >= 0 else -1
-            if newline < 0:
+    lowest = min(start for start, _ in ranges)
+    found = 0
+    end = len(lines)
+    while end > 0:
+        start = lines.rfind(b"\n", 0, end - 1) + 1
+        number, colon, _ = lines[start:end].partition(b":")
+        if colon and number.isdigit():
+            line = int(number)
+            if line < lowest:
                 break
-            self._close(data[pos:newline + 1])
-            pos = newline + 1
-        self._rest = data[pos:]
-        if len(self._rest) > _CHUNK * 4:
-            # One very large file: keep only its count (from its end line); it is streamed if shown.
-            if self._open is None and self._rest.startswith(_BEGIN_PREFIX):
-                self._open = _path_of(self._rest[: self._rest.find(b"\n") + 1])
-            self._rest = self._rest[self._rest.rfind(b"\n") + 1:]
+            if _in(line, ranges):
+                found += 1
+        end = start
+    return found
 
-    def _close(self, segment: bytes) -> None:
-        end = segment.rfind(_END_PREFIX)
-        found = _MATCHED_LINES.search(segment, end)
-        if self._open is not None:
-            path, self._open = self._open, None
-            self.counts[path] = int(found.group(1)) if found else 0
-            return
-        if not segment.startswith(_BEGIN_PREFIX):
-            return
-        path = _path_of(segment[: segment.find(b"\n") + 1])
-        self.counts[path] = int(found.group(1)) if found else segment.count(b"\n" + _MATCH_PREFIX)
-        self.segments[path] = segment
-        self.kept += len(segment)
-        if self.kept > _KEEP_BYTES:
-            self._prune()
 
-    def _prune(self) -> None:
-        total = 0
-        keep: set[str] = set()
-        for path in sorted(self.segments, key=path_order):
-            if total >= self.need:
-                break
-            keep.add(path)
-            total += self.counts[path]
-        dropped = [p for p in self.segments if p not in keep]
-        if not self.include_superseded:
-            self.ranges.update(self.superseded_ranges(dropped))
-        for path in dropped:
-            segment = self.segments.pop(path)
-            self.kept -= len(segment)
-            ranges = self.ranges.get(path)
-            if ranges:
-                self.visible[path] = self.counts[path] - _superseded_hits(segment, ranges)
+class _Job(threading.Thread):
+    """Work run beside the main thread (rg passes that wait on a pipe); `outcome()` joins it."""
 
-    def end_of_stream(self) -> None:
-        self._rest = b""
-        self._open = None
+    def __init__(self, work: Callable[[], Any]):
+        super().__init__(daemon=True)
+        self.work = work
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.start()
 
-    def resolve_ranges(self, paths: list[str]) -> dict[str, list[tuple[int, int]]]:
-        missing = [p for p in paths if p not in self.ranges]
-        if missing:
-            self.ranges.update(self.superseded_ranges(missing))
-        return self.ranges
+    def run(self) -> None:
+        try:
+            self.result = self.work()
+        except BaseException as exc:  # handed to the caller by outcome()
+            self.error = exc
 
-    def visible_count(self, path: str) -> int | None:
-        """Matches in `path` outside superseded ranges; None when only streaming the file again can tell."""
-        count = self.counts[path]
-        ranges = self.ranges.get(path)
-        if self.include_superseded or not ranges:
-            return count
-        if path in self.visible:
-            return self.visible[path]
-        if path in self.segments:
-            return count - _superseded_hits(self.segments[path], ranges)
-        return None
+    def outcome(self) -> Any:
+        self.join()
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+def _decode_path(raw: bytes) -> str:
+    """A path as rg prints it, memory-relative (bytes that are not UTF-8 survive the round trip to rg)."""
+    if raw.startswith(b"\n"):
+        raw = raw[1:]
+    return (raw[2:] if raw.startswith(b"./") else raw).decode("utf-8", "surrogateescape")
+
+
+class _Rg:
+    """ripgrep with the options every pass shares, run in the memory root under one deadline."""
+
+    def __init__(self, root: Path, base: list[str], pattern: str, timeout: float):
+        self.root = root
+        self.base = base
+        self.pattern = pattern
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout
+
+    def output(self, args: list[str], *, limit: int | None = None) -> bytes | None:
+        """rg's whole output; None (and rg stopped) once it grows past `limit` bytes."""
+        chunks: list[bytes] = []
+        size = 0
+
+        def keep(chunk: bytes) -> None:
+            nonlocal size
+            chunks.append(chunk)
+            size += len(chunk)
+
+        too_long = (lambda: size > limit) if limit is not None else None
+        return None if self._run(args, keep, chunked=True, stop=too_long) else b"".join(chunks)
+
+    def stream(self, args: list[str], feed: Callable[[bytes], None], *, stop: Callable[[], bool]) -> None:
+        """Hand rg's output to `feed` line by line; stop rg as soon as `stop()` says so."""
+        self._run(args, feed, chunked=False, stop=stop)
+
+    def _run(self, args, feed, *, chunked: bool, stop: Callable[[], bool] | None = None) -> bool:
+        """Run rg, handing its output to `feed` in large chunks or line by line; True when `stop()` ended it."""
+        import tempfile
+
+        with tempfile.TemporaryFile() as errors:
+            process = subprocess.Popen(self.base + args, cwd=self.root, stdout=subprocess.PIPE, stderr=errors)
+            timed_out = threading.Event()
+
+            def kill_on_deadline() -> None:
+                timed_out.set()
+                process.kill()
+
+            timer = threading.Timer(max(0.0, self.deadline - time.monotonic()), kill_on_deadline)
+            timer.start()
+            stopped = False
+            try:
+                assert process.stdout is not None
+                if chunked:
+                    fd = process.stdout.fileno()
+                    while chunk := os.read(fd, _CHUNK):
+                        feed(chunk)
+                        if stop is not None and stop():
+                            stopped = True
+                            break
+                else:
+                    for raw in process.stdout:
+                        feed(raw)
+                        if stop is not None and stop():
+                            stopped = True
+                            break
+                code = process.wait() if not stopped else 0
+            finally:
+                timer.cancel()
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
+                if process.stdout is not None:
+                    process.stdout.close()
+            errors.seek(0)
+            stderr = errors.read()
+        if timed_out.is_set():
+            raise PatternTimeout(
+                f"grep stopped after {self.timeout:g} s: the pattern {self.pattern!r} is too slow on this memory; "
+                "use a simpler pattern, -F for a fixed string, or a narrower PATH"
+            )
+        if code == 2:
+            _raise_rg_error(stderr, self.pattern)
+        return stopped
+
+
+def _raise_rg_error(stderr: bytes, pattern: str) -> None:
+    message = stderr.decode("utf-8", "replace").strip()
+    if "regex" in message.lower() or "parse error" in message.lower():
+        first = " ".join(message.split())
+        raise InvalidArgument(f"invalid regular expression {pattern!r}: {first}; use -F to search for the text as is")
+    lines = [ln for ln in message.splitlines() if ln.strip()]
+    if lines and not all("Permission denied" in ln or "No such file" in ln for ln in lines):
+        # Unreadable (or since vanished) files are reported by rg but do not make the search fail.
+        raise FsmemError(f"ripgrep failed: {lines[0]}")
 
 
 def path_order(path: str) -> tuple[str, ...]:
     """Paths compared folder by folder, as `rg --sort path` orders them."""
     return tuple(path.split("/"))
 
-
-def _superseded_hits(segment: bytes, ranges: list[tuple[int, int]]) -> int:
-    """Match lines of one file segment that fall inside `ranges`.
-
-    Line numbers rise through a segment and superseded sections sit late in a
-    file, so the segment is read backwards and only down to the first range.
-    """
-    lowest = min(start for start, _ in ranges)
-    hits = 0
-    pos = len(segment)
-    while True:
-        pos = segment.rfind(_LINE_NUMBER_KEY, 0, pos)
-        if pos < 0:
-            return hits
-        line_start = segment.rfind(b"\n", 0, pos) + 1
-        digits = _DIGITS.match(segment, pos + len(_LINE_NUMBER_KEY))
-        if digits:
-            number = int(digits.group(0))
-            if number < lowest:
-                return hits
-            if segment.startswith(_MATCH_PREFIX, line_start) and _in(number, ranges):
-                hits += 1
-        pos = line_start
 
 class _Collector:
     """Consumes rg's JSON lines; decodes only what may be shown."""

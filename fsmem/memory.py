@@ -233,6 +233,7 @@ class Memory:
             max_tokens=budget.max_tokens,
             count_tokens=self.tokens.count,
             superseded_ranges=self.catalog.superseded,
+            superseded_hint=self.catalog.superseded_hint,
             include_superseded=include_superseded,
             timeout=timeout,
         )

@@ -6,6 +6,16 @@ from conftest import write_file
 from fsmem.errors import InvalidArgument, NotFound, PathEscape, PatternTimeout
 
 
+@pytest.fixture(autouse=True, params=["one pass", "count pass then page pass"])
+def passes(request, monkeypatch):
+    """Every test runs with both strategies: small answers in one rg --json pass, large ones in two."""
+    import fsmem.grep as grep_module
+
+    if request.param != "one pass":
+        monkeypatch.setattr(grep_module, "_SMALL_OUTPUT", 0)
+    return request.param
+
+
 def test_grep_finds_lines_grouped_by_file_with_line_numbers(demo_memory):
     result = demo_memory.grep("proration", ignore_case=True)
     assert [(m.path, m.line) for m in result.matches] == [
@@ -157,13 +167,12 @@ def test_grep_order_is_path_order_and_pages_are_exact_without_rg_sorting(empty_m
     assert total_all == 40 * 7 + 14 == len(shown_all)
 
 
-def test_grep_bounded_memory_path_gives_the_same_answer(empty_memory, monkeypatch):
+def test_grep_small_read_chunks_give_the_same_answer(empty_memory, monkeypatch):
     import fsmem.grep as grep_module
 
     _many_files(empty_memory)
     expected = [empty_memory.grep("needle", offset=o, max_results=9).to_dict() for o in (0, 100, 275)]
-    monkeypatch.setattr(grep_module, "_KEEP_BYTES", 2000)  # drop most segments as they arrive
-    monkeypatch.setattr(grep_module, "_CHUNK", 512)  # and treat every file as "too large to hold"
+    monkeypatch.setattr(grep_module, "_CHUNK", 7)  # rg's count and line-number output cut mid-line
     got = [empty_memory.grep("needle", offset=o, max_results=9).to_dict() for o in (0, 100, 275)]
     assert got == expected
     assert expected[0]["total_matches"] == 280
@@ -174,3 +183,63 @@ def test_grep_context_lines_survive_client_side_ordering(empty_memory):
     result = empty_memory.grep("needle 5-3", context=1)
     assert [(m.line, m.before, m.after) for m in result.matches] == [
         (7, [(6, "- line 2: needle 5-2")], [(8, "- line 4: needle 5-4")])]
+
+
+def test_grep_totals_follow_superseded_sections_the_cache_has_not_seen(empty_memory):
+    _many_files(empty_memory, count=12)
+    assert empty_memory.grep("needle").total_matches == 12 * 7  # warms the cache: its hint names f00, f03, ...
+    write_file(empty_memory.root, "d1/f01.md", "---\ntitle: f\n---\n- a: needle\n## Superseded\n- b: needle\n- c: needle\n")
+    write_file(empty_memory.root, "d0/f00.md", "---\ntitle: f\n---\n- a: needle\n## Notes\n- b: needle\n")
+    result = empty_memory.grep("needle", ["d0", "d1"], max_results=50)
+    assert [(m.path, m.line) for m in result.matches][:4] == [
+        ("d0/f00.md", 4), ("d0/f00.md", 6), ("d0/f04.md", 4), ("d0/f04.md", 5)]
+    assert ("d1/f01.md", 4) in [(m.path, m.line) for m in result.matches]
+    assert ("d1/f01.md", 6) not in [(m.path, m.line) for m in result.matches]
+    # d0: f00 (now 2, none superseded), f04 and f08 (7 each);
+    # d1: f01 (now 1 visible of 3), f05 and f09 (7 each; f09's superseded needle left out)
+    assert result.total_matches == 2 + 7 + 7 + 1 + 7 + 7
+    everything = empty_memory.grep("needle", ["d0", "d1"], include_superseded=True, max_results=50)
+    assert everything.total_matches == result.total_matches + 2 + 1
+
+
+def test_grep_page_starts_inside_a_file_after_superseded_ones(empty_memory):
+    _many_files(empty_memory, count=8)
+    page = empty_memory.grep("needle", offset=9, max_results=4)
+    # d0/f00 (7 visible, its superseded needle left out), then d0/f04 from its 3rd match
+    assert [(m.path, m.line) for m in page.matches] == [("d0/f04.md", 6), ("d0/f04.md", 7), ("d0/f04.md", 8), ("d0/f04.md", 9)]
+    assert page.total_matches == 8 * 7 and page.next_offset == 13 and page.cut_by == "results"
+
+
+def test_grep_explicit_file_lists_are_split_across_rg_calls(empty_memory, monkeypatch):
+    import fsmem.grep as grep_module
+
+    _many_files(empty_memory, count=10)
+    expected = empty_memory.grep("needle", max_results=50).to_dict()
+    monkeypatch.setattr(grep_module, "_ARGS_PER_CALL", 3)
+    files = sorted(str(p.relative_to(empty_memory.root)) for p in empty_memory.root.rglob("f*.md"))
+    got = empty_memory.grep("needle", files, max_results=50).to_dict()
+    assert got == expected and got["total_matches"] == 70
+
+
+def test_grep_survives_files_changing_between_its_passes(empty_memory, passes):
+    import fsmem.grep as grep_module
+
+    if passes == "one pass":
+        pytest.skip("one pass reads every file before the ranges are looked up")
+
+    _many_files(empty_memory, count=6)
+    memory = empty_memory
+
+    def ranges_then_edit(paths):
+        ranges = memory.catalog.superseded(paths)
+        (memory.root / "d1/f01.md").unlink()  # gone before the page is read
+        write_file(memory.root, "d1/f05.md", "---\ntitle: f\n---\nno match left\n")
+        return ranges
+
+    result = grep_module.run(
+        memory.root, "needle", None, max_results=20, max_tokens=100_000, count_tokens=memory.tokens.count,
+        superseded_ranges=ranges_then_edit, superseded_hint=memory.catalog.superseded_hint,
+    )
+    assert result.total_matches == 6 * 7  # as counted before the files changed
+    assert [m.path for m in result.matches] == ["d0/f00.md"] * 7 + ["d0/f04.md"] * 7
+    assert result.next_offset == 14 and result.left_out == 28
