@@ -68,31 +68,11 @@ def walk(root: Path, start: Path | None = None) -> Iterator[Path]:
     """Memory files under `start` (default: the root), in a stable sorted order.
 
     Hidden files and folders (`.fsmem/`, `.git/`, editor swap files) are skipped;
-    symlinked folders are not followed.
+    symlinked folders are not followed, and a symlinked file is listed only when
+    its target lies inside the root.
     """
-    start = start or root
-    if start.is_file():
-        yield start
-        return
-    stack = [start]
-    while stack:
-        folder = stack.pop()
-        try:
-            with os.scandir(folder) as it:
-                items = sorted(it, key=lambda e: e.name)
-        except (FileNotFoundError, NotADirectoryError, PermissionError):
-            continue
-        subfolders = []
-        for item in items:
-            if item.name.startswith(".") or item.name == STATE_DIR:
-                continue
-            if item.is_dir(follow_symlinks=False):
-                subfolders.append(Path(item.path))
-            elif is_memory_file(item.name) and item.is_file():
-                if item.is_symlink() and not _inside(root, item.path):
-                    continue  # a link that leads out of the memory is never followed
-                yield Path(item.path)
-        stack.extend(reversed(subfolders))
+    for _rel, full, _stat in walk_stats(root, start):
+        yield Path(full)
 
 
 def _inside(root: Path, path: str) -> bool:
@@ -235,8 +215,8 @@ def walk_stats(root: Path, start: Path | None = None) -> Iterator[tuple[str, str
     """
     start = start or root
     if not os.path.isdir(start):
-        for path in walk(root, start):
-            yield relative(root, path), os.fspath(path), path.stat()
+        if os.path.isfile(start) and _inside(root, os.fspath(start)):
+            yield relative(root, Path(start)), os.fspath(start), os.stat(start)
         return
     real_root = os.path.realpath(root)
     base_len = len(os.fspath(root).rstrip(os.sep)) + 1
