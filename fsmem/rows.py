@@ -13,12 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import format as fmt
+from .facts import parse_fact
 
 ROW_KINDS = ("fact", "bullet", "paragraph")
 
 _BULLET = re.compile(r"^([ \t]*)(?:[-*+]|\d{1,3}[.)])[ \t]+(\S.*)$")
-# The README's keyed-fact rule: one to four lowercase words (letters, digits, _ or -), at most 40 characters.
-_FACT = re.compile(r"^[-*+][ \t]+([a-z0-9_\-]+(?: [a-z0-9_\-]+){0,3})[ \t]*:[ \t]*(\S.*)$")
 _COMMENT_ONLY = re.compile(r"^\s*<!--.*-->\s*$")
 _FENCE = re.compile(r"^[ \t]{0,3}(```|~~~)")
 
@@ -70,9 +69,8 @@ class Row:
 
 
 def is_fact(line: str) -> bool:
-    """A keyed fact `- key: value` (the key lowercase, one to four words, at most 40 characters)."""
-    match = _FACT.match(line.strip())
-    return bool(match) and len(match.group(1)) <= 40
+    """A keyed fact `- key: value`, by the one rule the consolidator uses too (fsmem.facts)."""
+    return parse_fact(line.strip()) is not None
 
 
 def subject_of(heading: str) -> str | None:

@@ -40,7 +40,7 @@ INDEX_FILE = "index.npz"
 LEGACY_FILES = ("index.json",)  # caches of older versions, removed when the new one is written
 GENERATED_INDEX = "INDEX.md"  # written by consolidate; a table of contents, not memory to rank
 # Bump when rows, terms or the file layout change: an older cache is then rebuilt.
-INDEX_VERSION = 4
+INDEX_VERSION = 5
 BM25_K1, BM25_B = 1.5, 0.75  # bm25s's defaults, which the LoCoMo figures were measured with
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Question words carry no topic; bm25s's English list keeps some of them.
