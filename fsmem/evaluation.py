@@ -314,6 +314,7 @@ def plot(report: EvalReport, path: str | Path) -> None:
     right = left.twinx()
     right.plot(ks, [row["p95_latency_ms"] for row in report.per_k], marker="s", color="tab:red", label="p95 latency")
     right.set_ylabel("p95 latency (ms)", color="tab:red")
+    right.set_ylim(bottom=0)  # from zero, so run-to-run noise does not look like a trend
     d = "-" if report.d_prime is None else f"{report.d_prime:.2f}"
     left.set_title(f"{report.questions} questions, {report.max_tokens} tokens, d'={d}")
     figure.tight_layout()
