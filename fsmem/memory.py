@@ -395,7 +395,7 @@ class Memory:
 
         return index_md.write_index(self)
 
-    # -- search, recall and evaluation (issue 5) ----------------------------
+    # -- search, recall and evaluation ----------------------------------------
     @property
     def search_index(self):
         """The row index under .fsmem/search/ (created on first use, kept in step with the files)."""
