@@ -48,7 +48,9 @@ def read_text(path: Path) -> str:
         data = handle.read()
     text, problems = fmt.decode(data)
     if problems:
-        raise InvalidArgument(f"{path.name} is not valid UTF-8 ({problems[0].message}); it is left unchanged")
+        raise InvalidArgument(
+            f"{path.name} is not valid UTF-8 (line {problems[0].line}); fsmem edits only UTF-8 text, so it is left unchanged"
+        )
     return text
 
 
