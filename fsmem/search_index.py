@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .catalog import EXACT_COUNT_LIMIT, FileMeta, walk
+from .catalog import EXACT_COUNT_LIMIT, FileMeta, walk_stats
 from .errors import MissingDependency
 from .format import decode, is_consolidated, split
 from .paths import relative
@@ -489,16 +489,11 @@ class SearchIndex:
         known = {f.path: f for f in old.files} if old else {}
         files: list[FileInfo] = []
         fresh: dict[str, FileEntry] = {}
-        for path in walk(self.root):
-            try:
-                st = path.stat()
-            except FileNotFoundError:
-                continue
-            rel = relative(self.root, path)
+        for rel, full, st in walk_stats(self.root):
             info = known.get(rel)
             if info is None or info.mtime_ns != st.st_mtime_ns or info.size != st.st_size:
                 try:
-                    entry = read_entry(self.root, path, st, self.analyzer)
+                    entry = read_entry(self.root, Path(full), st, self.analyzer)
                 except FileNotFoundError:
                     continue
                 fresh[rel] = entry
