@@ -1,18 +1,21 @@
-"""The search index: every file's rows and their analysed terms, cached in `.fsmem/search/index.npz`.
+"""The search index: every file's rows and their analysed terms, cached in `.fsmem/search/`.
 
 Files are the truth and the index is derived. Each search stats every memory
 file (cheap) and re-reads only those whose mtime or size changed, so the index is
 never stale after a write through fsmem or a human edit. A missing, corrupt or
 out-of-date cache is rebuilt from the files; deleting `.fsmem/` loses nothing.
 
-The cache is flat numpy arrays (one .npz, no pickle): per row its file, line,
-lengths and JSON; per (row, term) the term frequency. Each file's rows are one
-contiguous span, so an edit re-reads one file and splices its span in. BM25 is
-scored from these postings at query time, three ways (rows with their context,
-each row's neighbours in its section, whole documents), with bm25s's formula, so a new process or an edit never rebuilds a model. At 10k files a
-JSON cache with in-memory bm25s models cost ~30 s per new process (see README,
-"Latency at 10k files"). PyStemmer and bm25s's stop words are imported here
-only, on first search.
+The cache is flat numpy arrays (no pickle): per row its file, line, lengths and
+JSON; per (row, term) the term frequency, plus a term directory (postings sorted
+by term, each term's start) so a query reads only its own terms' postings. Each
+file's rows are one contiguous span, so an edit re-reads one file and splices
+its span in. The arrays are saved as a generation folder of .npy files with a
+JSON manifest, published by replacing the `current` pointer, and memory-mapped
+when read: a new process touches only the pages its query needs. BM25 is scored
+from the postings at query time, three ways (rows with their context, each
+row's neighbours in its section, whole documents), with bm25s's formula, so a
+new process or an edit never rebuilds a model (see README, "Latency at 10k
+files"). PyStemmer and bm25s's stop words are imported here only, on first search.
 """
 
 from __future__ import annotations
@@ -160,7 +163,7 @@ _POSTING_ARRAYS = ("text_row", "text_term", "text_tf", "context_row", "context_t
 
 @dataclass
 class Columns:
-    """The whole index as flat arrays, in file order then row order: what `.fsmem/search/index.npz` holds.
+    """The whole index as flat arrays, in file order then row order: what a generation folder of `.fsmem/search/v6/` holds.
 
     Each file's rows are one contiguous span (`file_start`), and so are their
     postings, so a changed file is spliced in without touching the others.
@@ -519,7 +522,7 @@ class Snapshot:
 
 
 class SearchIndex:
-    """Keeps `.fsmem/search/index.npz` in step with the files; hands out snapshots to score."""
+    """Keeps `.fsmem/search/` in step with the files; hands out snapshots to score."""
 
     def __init__(self, root: Path):
         self.root = root
