@@ -286,3 +286,16 @@ def test_an_edit_spliced_into_the_index_scores_as_a_fresh_build(memory):
     fresh = Memory(memory.root)
     fresh._search_index = __import__("fsmem.search_index", fromlist=["SearchIndex"]).SearchIndex(memory.root.resolve())
     assert np.array_equal(spliced, scores(fresh)) and spliced.max() > 0
+
+
+def test_top_rows_are_the_head_of_the_full_order_ties_included():
+    import numpy as np
+
+    from fsmem.search import Ranking
+
+    scores = np.array([0.5, 0.0, 0.9, 0.5, -1.0, 0.5, 0.2, 0.9, 0.0, 0.5])
+    ranking = Ranking(scores=scores, relevance=scores, keep=scores >= 0)
+    assert ranking.candidates.tolist() == [2, 7, 0, 3, 5, 9, 6, 1, 8]
+    assert ranking.top(4, 0.3) == ([2, 7, 0, 3], 6)  # the 0.5 tie is cut in row order, as the full order does
+    assert ranking.top(10, 0.3) == ([2, 7, 0, 3, 5, 9], 6)
+    assert ranking.top(0, 0.0) == ([], 7) and ranking.best() == 0.9
