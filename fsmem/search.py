@@ -20,6 +20,7 @@ reached, and says how many rows above `min_score` it left out.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import math
 import os
 from dataclasses import dataclass, field
@@ -246,7 +247,35 @@ class Ranking:
 
     scores: Any  # numpy array, one per snapshot row
     relevance: Any
-    candidates: Any  # row indices passing the filters, best first
+    keep: Any  # bool per row: passes the filters
+
+    @functools.cached_property
+    def candidates(self):
+        """Row indices passing the filters, best first (ties in row order): every row, for the evaluation harness."""
+        import numpy as np
+
+        return _best_first(self.scores, np.flatnonzero(self.keep))
+
+    def best(self) -> float | None:
+        """The top candidate's score, or None when no row passes the filters."""
+        return float(self.scores[self.keep].max()) if self.keep.any() else None
+
+    def top(self, limit: int, min_score: float) -> tuple[list[int], int]:
+        """The first `limit` rows of `candidates` scoring at least `min_score` (and above 0), and how many do.
+
+        Only the rows that can be returned are sorted: at 10k files a query's
+        positive rows can be a few hundred thousand.
+        """
+        import numpy as np
+
+        above = np.flatnonzero((self.scores >= min_score) & (self.scores > 0))
+        count = len(above)
+        if count > limit:
+            chosen = self.scores[above]
+            threshold = np.partition(chosen, count - limit)[count - limit] if limit > 0 else np.inf
+            above = above[chosen >= threshold]
+        order = np.argsort(-self.scores[above], kind="stable")
+        return above[order[:limit]].tolist(), count
 
 
 def query_terms(analyzer: Analyzer, query: str) -> tuple[list[str], list[str]]:
@@ -306,27 +335,63 @@ def relevance_scores(snapshot: Snapshot, analyzer: Analyzer, query: str, setting
     return total / weight_sum
 
 
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_MICROSECOND = _dt.timedelta(microseconds=1)
+
+
+def _file_stamps(snapshot: Snapshot):
+    """Per file: (importance 0..1, its `updated` stamp or mtime in whole microseconds since 1970), parsed once per snapshot."""
+    import numpy as np
+
+    cached = getattr(snapshot, "_salience_inputs", None)
+    if cached is None:
+        importance, micros = [], []
+        for entry in snapshot.files:
+            value = entry.meta.get("importance")
+            importance.append(0.5 if value is None else min(max(float(value), 0.0), 1.0))
+            stamp = fmt.parse_timestamp(entry.meta["updated"]) if entry.meta.get("updated") else None
+            if stamp is None:
+                stamp = _dt.datetime.fromtimestamp(entry.mtime_ns / 1e9, tz=_dt.timezone.utc)
+            micros.append((stamp - _EPOCH) // _MICROSECOND)
+        cached = (np.asarray(importance, dtype=np.float64), np.asarray(micros, dtype=np.int64))
+        snapshot._salience_inputs = cached
+    return cached
+
+
 def salience(snapshot: Snapshot, settings: SearchSettings, usage: dict[str, int], now: _dt.datetime):
     """The boost factor of every row: 1 + weighted importance, recency and usage (each 0..1)."""
     import numpy as np
 
     w = settings.weights
-    per_file = []
-    for entry in snapshot.files:
-        importance = entry.meta.get("importance")
-        importance = 0.5 if importance is None else min(max(float(importance), 0.0), 1.0)
-        stamp = fmt.parse_timestamp(entry.meta["updated"]) if entry.meta.get("updated") else None
-        if stamp is None:
-            stamp = _dt.datetime.fromtimestamp(entry.mtime_ns / 1e9, tz=_dt.timezone.utc)
-        age_days = max((now - stamp).total_seconds() / 86400.0, 0.0)
-        recency = 0.5 ** (age_days / settings.recency_half_life_days)
-        per_file.append(w["importance"] * importance + w["recency"] * recency)
-    boost = np.asarray(per_file, dtype=np.float64)[np.asarray(snapshot.file_of_row, dtype=np.int64)] if per_file else np.zeros(0)
+    importance, micros = _file_stamps(snapshot)
+    if len(importance):
+        # (now - stamp) in exact microseconds, then seconds and days as timedelta.total_seconds() computes them
+        age_days = np.maximum(((now - _EPOCH) // _MICROSECOND - micros) / 1e6 / 86400.0, 0.0)
+        # Python's ** per file: numpy's vectorised power can differ in the last bit, and ties must not move
+        recency = np.array([0.5 ** x for x in (age_days / settings.recency_half_life_days).tolist()], dtype=np.float64)
+        per_file = w["importance"] * importance + w["recency"] * recency
+        boost = per_file[np.asarray(snapshot.file_of_row, dtype=np.int64)]
+    else:
+        boost = np.zeros(0)
     if usage and w["usage"] > 0 and len(boost):
         top = max(usage.values())
         used = snapshot.usage_per_row(usage)
         boost = boost + w["usage"] * np.log1p(used) / math.log1p(top)
     return 1.0 + boost
+
+
+def _best_first(scores, candidates):
+    """`candidates` by descending score, ties in row order: a stable sort of the positive scores only,
+    since the rest (the zeros, most rows) are already in row order."""
+    import numpy as np
+
+    chosen = scores[candidates]
+    positive = chosen > 0
+    if np.any(chosen[~positive] != 0):  # not expected (scores are >= 0); keep the plain stable sort
+        return candidates[np.argsort(-chosen, kind="stable")]
+    top = candidates[positive]
+    top = top[np.argsort(-scores[top], kind="stable")]
+    return np.concatenate([top, candidates[~positive]])
 
 
 def rank(
@@ -346,10 +411,13 @@ def rank(
     import numpy as np
 
     now = now or fmt.parse_timestamp(fmt.now_iso())
-    keep_file = np.array(
-        [matches_filters(e.file_meta(), type=type, tag=tag, updated_after=updated_after) for e in snapshot.files],
-        dtype=bool,
-    )
+    if type is None and not tag and updated_after is None:
+        keep_file = np.ones(len(snapshot.files), dtype=bool)
+    else:
+        keep_file = np.array(
+            [matches_filters(e.file_meta(), type=type, tag=tag, updated_after=updated_after) for e in snapshot.files],
+            dtype=bool,
+        )
     n = len(snapshot.rows)
     keep = keep_file[np.asarray(snapshot.file_of_row, dtype=np.int64)] if n else np.zeros(0, dtype=bool)
     if not include_superseded and n:
@@ -357,9 +425,7 @@ def rank(
     relevance = relevance_scores(snapshot, analyzer, query, settings)
     scores = relevance * salience(snapshot, settings, usage or {}, now) if n else relevance
     scores = np.where(keep, scores, -1.0)
-    candidates = np.flatnonzero(keep)
-    candidates = candidates[np.argsort(-scores[candidates], kind="stable")]
-    return Ranking(scores=scores, relevance=relevance, candidates=candidates)
+    return Ranking(scores=scores, relevance=relevance, keep=keep)
 
 
 def fit(
@@ -373,9 +439,8 @@ def fit(
     min_score: float,
 ) -> SearchResult:
     """Whole rows, best first, until `k` rows or `max_tokens` tokens; never a row cut in the middle."""
-    scores = ranking.scores
-    best = float(scores[ranking.candidates[0]]) if len(ranking.candidates) else None
-    above = [int(i) for i in ranking.candidates if scores[i] >= min_score and scores[i] > 0]
+    best = ranking.best()
+    above, above_count = ranking.top(k, min_score)
     hits: list[SearchHit] = []
     spent = 0
     cut_by = None
@@ -388,7 +453,7 @@ def fit(
         row = snapshot.rows[index]
         text, sources = compact_citation(row.text)
         hit = SearchHit(
-            path=row.path, line=row.line, end_line=row.end_line, text=text, score=float(scores[index]),
+            path=row.path, line=row.line, end_line=row.end_line, text=text, score=float(ranking.scores[index]),
             kind=row.kind, title=row.title, subject=row.subject, headings=list(row.headings),
             superseded=row.superseded, sources=sources,
         )
@@ -407,17 +472,19 @@ def fit(
         open_files.add(hit.path)
         open_headings.add((hit.path, heading))
         hits.append(hit)
+    if cut_by is None and len(hits) >= k and above_count > len(hits):
+        cut_by = "k"
     note = None
-    if not above and best is None:
+    if not above_count and best is None:
         note = f"no relevant memory for {query!r}: no rows to search (the memory is empty or the filters exclude every file)"
-    elif above and not hits:
+    elif above_count and not hits:
         note = (
-            f"{len(above)} relevant row(s) for {query!r}, but not even the best one fits the budget of "
+            f"{above_count} relevant row(s) for {query!r}, but not even the best one fits the budget of "
             f"{max_tokens} tokens; ask with a larger max_tokens, or grep for its words"
         )
     return SearchResult(
-        query=query, hits=hits, tokens=spent, left_out=len(above) - len(hits), min_score=min_score,
-        best_score=best, cut_by=cut_by if len(hits) < len(above) else None, note=note,
+        query=query, hits=hits, tokens=spent, left_out=above_count - len(hits), min_score=min_score,
+        best_score=best, cut_by=cut_by if len(hits) < above_count else None, note=note,
     )
 
 

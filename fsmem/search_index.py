@@ -1,18 +1,21 @@
-"""The search index: every file's rows and their analysed terms, cached in `.fsmem/search/index.npz`.
+"""The search index: every file's rows and their analysed terms, cached in `.fsmem/search/`.
 
 Files are the truth and the index is derived. Each search stats every memory
 file (cheap) and re-reads only those whose mtime or size changed, so the index is
 never stale after a write through fsmem or a human edit. A missing, corrupt or
 out-of-date cache is rebuilt from the files; deleting `.fsmem/` loses nothing.
 
-The cache is flat numpy arrays (one .npz, no pickle): per row its file, line,
-lengths and JSON; per (row, term) the term frequency. Each file's rows are one
-contiguous span, so an edit re-reads one file and splices its span in. BM25 is
-scored from these postings at query time, three ways (rows with their context,
-each row's neighbours in its section, whole documents), with bm25s's formula, so a new process or an edit never rebuilds a model. At 10k files a
-JSON cache with in-memory bm25s models cost ~30 s per new process (see README,
-"Latency at 10k files"). PyStemmer and bm25s's stop words are imported here
-only, on first search.
+The cache is flat numpy arrays (no pickle): per row its file, line, lengths and
+JSON; per (row, term) the term frequency, plus a term directory (postings sorted
+by term, each term's start) so a query reads only its own terms' postings. Each
+file's rows are one contiguous span, so an edit re-reads one file and splices
+its span in. The arrays are saved as a generation folder of .npy files with a
+JSON manifest, published by replacing the `current` pointer, and memory-mapped
+when read: a new process touches only the pages its query needs. BM25 is scored
+from the postings at query time, three ways (rows with their context, each
+row's neighbours in its section, whole documents), with bm25s's formula, so a
+new process or an edit never rebuilds a model (see README, "Latency at 10k
+files"). PyStemmer and bm25s's stop words are imported here only, on first search.
 """
 
 from __future__ import annotations
@@ -22,25 +25,26 @@ import json
 import math
 import os
 import re
-import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .catalog import EXACT_COUNT_LIMIT, FileMeta, walk
-from .errors import MissingDependency
+from .catalog import EXACT_COUNT_LIMIT, FileMeta, walk_stats
+from .errors import LockTimeout, MissingDependency
 from .format import decode, is_consolidated, split
 from .paths import relative
 from .facts import split_provenance
 from .rows import Row, split_rows
-from .store import TEMP_PREFIX
+from .store import TEMP_PREFIX, atomic_write, file_lock
 
-INDEX_FILE = "index.npz"
-LEGACY_FILES = ("index.json",)  # caches of older versions, removed when the new one is written
+POINTER = "current"  # names the generation folder readers use; replaced atomically
+GENERATIONS = "v6"
+MANIFEST = "manifest.json"
+LEGACY_FILES = ("index.json", "index.npz")  # caches of older versions, removed when the new one is written
 GENERATED_INDEX = "INDEX.md"  # written by consolidate; a table of contents, not memory to rank
 # Bump when rows, terms or the file layout change: an older cache is then rebuilt.
-INDEX_VERSION = 5
+INDEX_VERSION = 6
 BM25_K1, BM25_B = 1.5, 0.75  # bm25s's defaults, which the LoCoMo figures were measured with
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Question words carry no topic; bm25s's English list keeps some of them.
@@ -159,7 +163,7 @@ _POSTING_ARRAYS = ("text_row", "text_term", "text_tf", "context_row", "context_t
 
 @dataclass
 class Columns:
-    """The whole index as flat arrays, in file order then row order: what `.fsmem/search/index.npz` holds.
+    """The whole index as flat arrays, in file order then row order: what a generation folder of `.fsmem/search/v6/` holds.
 
     Each file's rows are one contiguous span (`file_start`), and so are their
     postings, so a changed file is spliced in without touching the others.
@@ -313,47 +317,106 @@ def splice(old: Columns | None, files: list[FileInfo], fresh: dict[str, FileEntr
     return Columns(files=files, vocabulary=vocabulary, sources=sources_list, arrays=arrays)
 
 
-def save_columns(path: Path, columns: Columns) -> None:
-    """Write the columns as one .npz (numpy arrays only, no pickle), replaced atomically."""
+def _term_directory(term_ids, size: int):
+    """(posting numbers sorted by term, each term's start in them): a term's postings are one slice."""
+    import numpy as np
+
+    order = np.argsort(term_ids, kind="stable").astype(np.int32)  # a radix sort for int32 ids
+    starts = np.zeros(size + 1, dtype=np.int64)
+    np.cumsum(np.bincount(term_ids, minlength=size), out=starts[1:])
+    return order, starts
+
+
+def with_term_directory(columns: Columns) -> Columns:
+    """`columns` with the term-sorted views (`text_by_term`, `text_term_start`, likewise context) for its vocabulary."""
+    size = len(columns.vocabulary)
+    for kind in ("text", "context"):
+        a = columns.arrays
+        if len(a.get(f"{kind}_term_start", ())) != size + 1:
+            a[f"{kind}_by_term"], a[f"{kind}_term_start"] = _term_directory(a[f"{kind}_term"], size)
+    return columns
+
+
+def save_columns(folder: Path, columns: Columns) -> None:
+    """Write the columns as a new generation folder of .npy files and a manifest, then point `current` at it.
+
+    Readers open the generation `current` names and map its arrays, so they see a
+    whole old or a whole new index, never half a write; superseded generations
+    are removed (a reader that loses the race reads `current` again).
+    """
+    import shutil
     import tempfile
 
     import numpy as np
 
-    header = {
+    manifest = {
         "version": INDEX_VERSION,
         "files": [[f.path, f.mtime_ns, f.size, f.meta] for f in columns.files],
         "vocabulary": columns.vocabulary,
         "sources": columns.sources,
+        "arrays": sorted(columns.arrays),
     }
-    payload = np.frombuffer(json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode("utf-8"), dtype=np.uint8)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=".npz", dir=path.parent)
+    generations = folder / GENERATIONS
+    generations.mkdir(parents=True, exist_ok=True)
+    temp = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=generations))
     try:
-        with os.fdopen(fd, "wb") as handle:
-            np.savez(handle, header=payload, **columns.arrays)
-        os.replace(temp, path)
+        for name, array in columns.arrays.items():
+            np.save(temp / f"{name}.npy", np.ascontiguousarray(array), allow_pickle=False)
+        (temp / MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
+        final = generations / f"g{os.getpid()}-{os.urandom(6).hex()}"
+        # One writer at a time publishes and cleans up, so no writer removes a generation another just published.
+        with file_lock(folder.parent.parent, "search-index"):
+            os.rename(temp, final)
+            atomic_write(folder / POINTER, f"{GENERATIONS}/{final.name}\n".encode("ascii"))
+            for old in generations.iterdir():
+                if old.name.startswith(TEMP_PREFIX) and _age(old) < 3600:
+                    continue  # another writer's generation, still being written
+                if old.name != final.name:
+                    shutil.rmtree(old, ignore_errors=True)
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
+        shutil.rmtree(temp, ignore_errors=True)
         raise
+    for name in LEGACY_FILES:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(folder / name)
 
 
-def load_columns(path: Path) -> Columns | None:
-    """The columns in `path`, or None when it is missing, from another version or inconsistent in any way."""
+def _age(path: Path) -> float:
+    import time
+
+    try:
+        return time.time() - path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def load_columns(folder: Path) -> Columns | None:
+    """The columns `folder/current` points at, memory-mapped, or None when missing, of another version or inconsistent."""
+    for _attempt in range(3):
+        try:
+            generation = (folder / POINTER).read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+        try:
+            return _load_generation(folder / generation)
+        except FileNotFoundError:
+            continue  # replaced by another process between reading `current` and opening its files
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, EOFError, UnicodeDecodeError):
+            return None  # damaged: rebuilt from the files
+    return None
+
+
+def _load_generation(path: Path) -> Columns | None:
     import numpy as np
 
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {name: data[name] for name in data.files}
-        header = json.loads(arrays.pop("header").tobytes().decode("utf-8"))
-        if header.get("version") != INDEX_VERSION:
-            return None
-        files = [FileInfo(str(p), int(m), int(s), dict(meta)) for p, m, s, meta in header["files"]]
-        columns = Columns(files, list(header["vocabulary"]), list(header["sources"]), arrays)
-        _check(columns)
-        return columns
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, EOFError, zipfile.BadZipFile, UnicodeDecodeError):
-        return None  # missing or damaged: rebuilt from the files
+    header = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+    if header.get("version") != INDEX_VERSION:
+        return None
+    arrays = {str(name): np.load(path / f"{name}.npy", mmap_mode="r", allow_pickle=False) for name in header["arrays"]}
+    files = [FileInfo(str(p), int(m), int(s), dict(meta)) for p, m, s, meta in header["files"]]
+    columns = Columns(files, list(header["vocabulary"]), list(header["sources"]), arrays)
+    _check(columns)
+    return columns
 
 
 def _check(columns: Columns) -> None:
@@ -375,6 +438,13 @@ def _check(columns: Columns) -> None:
         if len(rows) and (rows.min() < 0 or rows.max() >= n or np.any(np.diff(rows) < 0)
                           or term_ids.min() < 0 or term_ids.max() >= len(columns.vocabulary)):
             raise ValueError("postings out of range")
+        order, starts = a[f"{kind}_by_term"], a[f"{kind}_term_start"]
+        if len(order) != len(rows) or len(starts) != len(columns.vocabulary) + 1:
+            raise ValueError("term directory does not match the postings")
+        if starts[0] != 0 or starts[-1] != len(rows) or np.any(np.diff(starts) < 0):
+            raise ValueError("term directory out of order")
+        if len(order) and (order.min() < 0 or order.max() >= len(rows)):
+            raise ValueError("term directory out of range")
     if n and (a["row_file"].min() < 0 or a["row_file"].max() >= len(columns.files) or a["row_source"].max() >= len(columns.sources)):
         raise ValueError("row references out of range")
 
@@ -452,7 +522,7 @@ class Snapshot:
 
 
 class SearchIndex:
-    """Keeps `.fsmem/search/index.npz` in step with the files; hands out snapshots to score."""
+    """Keeps `.fsmem/search/` in step with the files; hands out snapshots to score."""
 
     def __init__(self, root: Path):
         self.root = root
@@ -468,12 +538,12 @@ class SearchIndex:
         return self._analyzer
 
     @property
-    def cache_path(self) -> Path:
-        return Path(self.root, ".fsmem", "search", INDEX_FILE)
+    def cache_dir(self) -> Path:
+        return Path(self.root, ".fsmem", "search")
 
     def _stat_cache(self) -> tuple[int, int, int] | None:
         try:
-            st = self.cache_path.stat()
+            st = (self.cache_dir / POINTER).stat()
         except FileNotFoundError:
             return None
         return (st.st_mtime_ns, st.st_size, st.st_ino)
@@ -483,22 +553,17 @@ class SearchIndex:
         stat = self._stat_cache()
         if self._columns is None or stat is None or stat != self._cache_stat:
             # first use, deleted, or rewritten by another process (or damaged): read it again
-            self._columns = load_columns(self.cache_path) if stat is not None else None
+            self._columns = load_columns(self.cache_dir) if stat is not None else None
             self._cache_stat = stat if self._columns is not None else None
         old = self._columns
         known = {f.path: f for f in old.files} if old else {}
         files: list[FileInfo] = []
         fresh: dict[str, FileEntry] = {}
-        for path in walk(self.root):
-            try:
-                st = path.stat()
-            except FileNotFoundError:
-                continue
-            rel = relative(self.root, path)
+        for rel, full, st in walk_stats(self.root):
             info = known.get(rel)
             if info is None or info.mtime_ns != st.st_mtime_ns or info.size != st.st_size:
                 try:
-                    entry = read_entry(self.root, path, st, self.analyzer)
+                    entry = read_entry(self.root, Path(full), st, self.analyzer)
                 except FileNotFoundError:
                     continue
                 fresh[rel] = entry
@@ -507,15 +572,12 @@ class SearchIndex:
         files.sort(key=lambda f: f.path)
         changed = bool(fresh) or old is None or len(files) != len(old.files)
         if changed:
-            self._columns = splice(old, files, fresh)
+            self._columns = with_term_directory(splice(old, files, fresh))
         if changed or self._cache_stat is None:
             try:
-                save_columns(self.cache_path, self._columns)
+                save_columns(self.cache_dir, self._columns)
                 self._cache_stat = self._stat_cache()
-                for name in LEGACY_FILES:
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(self.cache_path.with_name(name))
-            except OSError:
+            except (OSError, LockTimeout):
                 self._cache_stat = None  # a read-only .fsmem/: search still works from memory
         return changed
 
@@ -591,10 +653,10 @@ class Model:
         if tid is None:
             found = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
         else:
-            hits = np.flatnonzero(a["text_term"] == tid)
+            hits = _term_postings(a, "text", tid)
             rows, tf = a["text_row"][hits].astype(np.int64), a["text_tf"][hits].astype(np.int64)
             if self.kind == "rows":
-                more = np.flatnonzero(a["context_term"] == tid)
+                more = _term_postings(a, "context", tid)
                 rows = np.concatenate([rows, a["context_row"][more]])
                 tf = np.concatenate([tf, a["context_tf"][more]])
             elif self.kind == "neighbours":
@@ -621,8 +683,7 @@ class Model:
 
         if self._vocabulary is None:
             a = self.snapshot.columns.arrays
-            size = len(self.snapshot.columns.vocabulary)
-            used = np.bincount(a["text_term"], minlength=size) + np.bincount(a["context_term"], minlength=size)
+            used = np.diff(a["text_term_start"]) + np.diff(a["context_term_start"])
             self._vocabulary = sorted(t for t, c in zip(self.snapshot.columns.vocabulary, used) if c)
         return self._vocabulary
 
@@ -644,6 +705,11 @@ class Model:
             tfc = tf / (BM25_K1 * ((1 - BM25_B) + BM25_B * self.lengths[docs] / self.avgdl) + tf)
             total[docs] += (np.float64(idf) * tfc).astype(np.float32)
         return total
+
+
+def _term_postings(arrays: dict[str, Any], kind: str, tid: int):
+    """The posting numbers of term `tid` (ascending), from the term directory."""
+    return arrays[f"{kind}_by_term"][arrays[f"{kind}_term_start"][tid]:arrays[f"{kind}_term_start"][tid + 1]]
 
 
 def _sum_by(keys, values):

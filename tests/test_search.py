@@ -127,22 +127,74 @@ def test_index_follows_writes_human_edits_and_deletion(memory):
     assert memory.search("blimp").empty
     from fsmem.search_index import load_columns
 
-    stored = load_columns(memory.root / ".fsmem" / "search" / "index.npz")
+    stored = load_columns(memory.root / ".fsmem" / "search")
     assert stored is not None and "topics/airships.md" not in [f.path for f in stored.files]
 
 
-def test_index_is_rebuilt_when_deleted_or_corrupt(memory):
-    first = locations(memory.search("proration"))
-    cache = memory.root / ".fsmem" / "search" / "index.npz"
-    cache.write_text("{not json")
-    assert locations(Memory(memory.root).search("proration")) == first
+def _new_process_memory(root):
+    """A Memory with its own SearchIndex, as a new process would have (not this process's shared one)."""
+    from fsmem.search_index import SearchIndex
+
+    fresh = Memory(root)
+    fresh._search_index = SearchIndex(Path(root).resolve())
+    return fresh
+
+
+def _generation(memory):
+    folder = memory.root / ".fsmem" / "search"
+    return folder / (folder / "current").read_text().strip()
+
+
+@pytest.mark.parametrize("damage", ["manifest", "pointer", "array", "version"])
+def test_index_is_rebuilt_when_deleted_or_corrupt(memory, damage):
+    import numpy as np
+
     from fsmem.search_index import load_columns
 
-    assert load_columns(cache).files
+    first = locations(memory.search("proration"))
+    folder = memory.root / ".fsmem" / "search"
+    generation = _generation(memory)
+    if damage == "manifest":
+        (generation / "manifest.json").write_text("{not json")
+    elif damage == "pointer":
+        (folder / "current").write_text("v6/no-such-generation\n")
+    elif damage == "array":  # right file, wrong length: caught by the consistency check
+        np.save(generation / "text_by_term.npy", np.zeros(3, dtype=np.int32))
+    else:
+        manifest = json.loads((generation / "manifest.json").read_text())
+        (generation / "manifest.json").write_text(json.dumps({**manifest, "version": manifest["version"] - 1}))
+    assert load_columns(folder) is None
+    assert locations(_new_process_memory(memory.root).search("proration")) == first
+    assert load_columns(folder).files and _generation(memory) != generation
+    assert [p.name for p in (folder / "v6").iterdir()] == [_generation(memory).name]  # the damaged one is gone
     import shutil
 
     shutil.rmtree(memory.root / ".fsmem")
     assert locations(Memory(memory.root).search("proration")) == first
+
+
+def test_an_older_npz_cache_is_replaced(memory):
+    folder = memory.root / ".fsmem" / "search"
+    folder.mkdir(parents=True)
+    (folder / "index.npz").write_bytes(b"PK old cache")
+    assert locations(memory.search("proration"))
+    assert sorted(p.name for p in folder.iterdir()) == ["current", "v6"]
+
+
+def test_a_cache_replaced_by_another_process_between_searches(memory):
+    """This process maps one generation; another process edits a file and writes a new one (removing the old)."""
+    assert memory.search("gondola").empty
+    before = _generation(memory)
+    script = (
+        "import sys; from fsmem import Memory; m = Memory(sys.argv[1]); "
+        "p = m.root / 'topics' / 'billing.md'; p.write_text(p.read_text() + '\\n- The gondola fee is prorated.\\n'); "
+        "assert m.search('gondola').hits"
+    )
+    subprocess.run([sys.executable, "-c", script, str(memory.root)], check=True)
+    assert _generation(memory) != before and not before.exists()
+    last = len((memory.root / "topics" / "billing.md").read_text().splitlines())
+    assert locations(memory.search("gondola"))[0] == f"topics/billing.md:{last}"
+    assert _generation(memory).name == [p.name for p in (memory.root / ".fsmem" / "search" / "v6").iterdir()][0]
 
 
 def test_generated_index_and_consolidated_notes_are_not_ranked_twice(memory):
@@ -234,3 +286,16 @@ def test_an_edit_spliced_into_the_index_scores_as_a_fresh_build(memory):
     fresh = Memory(memory.root)
     fresh._search_index = __import__("fsmem.search_index", fromlist=["SearchIndex"]).SearchIndex(memory.root.resolve())
     assert np.array_equal(spliced, scores(fresh)) and spliced.max() > 0
+
+
+def test_top_rows_are_the_head_of_the_full_order_ties_included():
+    import numpy as np
+
+    from fsmem.search import Ranking
+
+    scores = np.array([0.5, 0.0, 0.9, 0.5, -1.0, 0.5, 0.2, 0.9, 0.0, 0.5])
+    ranking = Ranking(scores=scores, relevance=scores, keep=scores >= 0)
+    assert ranking.candidates.tolist() == [2, 7, 0, 3, 5, 9, 6, 1, 8]
+    assert ranking.top(4, 0.3) == ([2, 7, 0, 3], 6)  # the 0.5 tie is cut in row order, as the full order does
+    assert ranking.top(10, 0.3) == ([2, 7, 0, 3, 5, 9], 6)
+    assert ranking.top(0, 0.0) == ([], 7) and ranking.best() == 0.9
