@@ -148,6 +148,7 @@ def build_args(
         "--glob", "*.md",
         "--glob", "*.markdown",
         "--glob", f"!{STATE_DIR}/",
+        "--text",  # memory files are text: a stray NUL byte must not make rg skip a whole file as binary
     ]
     if ignore_case:
         args.append("--ignore-case")

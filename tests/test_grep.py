@@ -259,3 +259,10 @@ def test_grep_match_longer_than_the_budget_is_shown_cut_and_pages_on(empty_memor
     assert only.total_matches == 2
     tiny = empty_memory.grep("needle", max_tokens=5)
     assert tiny.matches == [] and tiny.tokens == 0 and tiny.truncated
+
+
+def test_grep_searches_a_file_with_a_nul_byte_as_text(empty_memory):
+    write_file(empty_memory.root, "entities/people/a.md", "- employer: Acme\n- car: a\x00b\n")
+    result = empty_memory.grep("Acme", ["entities"])
+    assert [(m.path, m.line, m.text) for m in result.matches] == [("entities/people/a.md", 1, "- employer: Acme")]
+    assert result.total_matches == 1
