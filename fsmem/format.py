@@ -22,6 +22,21 @@ except AttributeError:  # pragma: no cover - depends on how pyyaml was built
     _SafeLoader = yaml.SafeLoader
     _SafeDumper = yaml.SafeDumper
 
+
+class _FrontMatterLoader(_SafeLoader):  # type: ignore[misc, valid-type]
+    """The safe loader, except that a timestamp-shaped value that is no real date
+    (`created: 2026-13-45`) stays the string it is, for `validate` to report."""
+
+
+def _timestamp_or_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+    try:
+        return loader.construct_yaml_timestamp(node)
+    except ValueError:
+        return loader.construct_scalar(node)
+
+
+_FrontMatterLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_or_text)
+
 BOM = "\ufeff"
 FENCE = "---"
 _CLOSING_FENCES = ("---", "...")
@@ -125,7 +140,7 @@ def split(text: str) -> Document:
         return doc
     raw = "".join(lines[1:closing])
     try:
-        loaded = yaml.load(raw, Loader=_SafeLoader) if raw.strip() else {}
+        loaded = yaml.load(raw, Loader=_FrontMatterLoader) if raw.strip() else {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = (mark.line + 2) if mark is not None else 1

@@ -148,6 +148,7 @@ def build_args(
         "--glob", "*.md",
         "--glob", "*.markdown",
         "--glob", f"!{STATE_DIR}/",
+        "--text",  # memory files are text: a stray NUL byte must not make rg skip a whole file as binary
     ]
     if ignore_case:
         args.append("--ignore-case")
@@ -255,7 +256,7 @@ def run(
 
 
 def _result(pattern: str, collector: "_Collector", total: int, offset: int) -> GrepResult:
-    truncated = total > offset + len(collector.shown)
+    truncated = total > offset + len(collector.shown) or collector.line_cut
     return GrepResult(
         pattern=pattern,
         matches=collector.shown,
@@ -524,6 +525,7 @@ class _Collector:
         self.ranges: list[tuple[int, int]] = []
         self.before: list[tuple[int, str]] = []
         self.pending: GrepMatch | None = None  # a shown match still collecting after-context
+        self.line_cut = False  # the one match shown had to be cut to fit
 
     def feed(self, raw: bytes) -> None:
         if raw.startswith(_MATCH_PREFIX):
@@ -572,10 +574,26 @@ class _Collector:
             return
         if self.tokens + cost > self.max_tokens:
             self.full, self.cut_by = True, "tokens"
+            cut = None if self.shown else self._cut(match)
+            if cut is not None:  # a page that could never show its first match would never page on
+                self.shown.append(cut)
+                self.tokens += self.count_tokens(_render_cost(cut))
+                self.line_cut = True
             return
         self.tokens += cost
         self.shown.append(match)
         self.pending = match if self.context else None
+
+    def _cut(self, match: GrepMatch) -> GrepMatch | None:
+        """The match alone, its line cut to the budget and marked (None if not even the mark fits)."""
+        marker = f" … [line cut by the token budget: {len(match.text)} characters; read {match.path} --lines {match.line}:{match.line}]"
+        allowance = self.max_tokens - self.count_tokens(f"{match.path}:{match.line}:{marker}")
+        if allowance < 1:
+            return None
+        text = match.text[: max(0, allowance) * 4]
+        while text and self.count_tokens(text) > allowance:
+            text = text[: len(text) * 3 // 4]
+        return GrepMatch(path=match.path, line=match.line, text=text + marker, superseded=match.superseded)
 
     def finish_pending(self) -> None:
         self.pending = None

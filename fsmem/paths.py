@@ -52,6 +52,8 @@ def _check_physical(root: Path, path: Path, raw: str) -> None:
     real = os.path.realpath(probe)
     if real != real_root and not real.startswith(real_root + os.sep):
         raise PathEscape(f"path {raw!r} leads outside the memory root through a symbolic link")
+    if os.path.relpath(real, real_root).split(os.sep)[0] == STATE_DIR:
+        raise PathEscape(f"path {raw!r} leads into {STATE_DIR}/ through a symbolic link; that folder holds machine state, not memory")
     if os.path.islink(path) and not os.path.exists(path):
         raise PathEscape(f"path {raw!r} is a dangling symbolic link")
 

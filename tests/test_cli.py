@@ -130,3 +130,11 @@ def test_grep_json_offset_paging_via_cli(empty_memory):
     assert first["total_matches"] == 120 and first["truncated"] and first["next_offset"] == 50
     last = json.loads(fsmem("--root", str(empty_memory.root), "grep", "needle", "--offset", "100", "--json").stdout)
     assert [m["line"] for m in last["matches"]] == list(range(101, 121)) and not last["truncated"]
+
+
+def test_write_set_with_an_impossible_date_is_kept_as_text_not_a_traceback(demo_memory):
+    root = demo_memory.root
+    result = fsmem("--root", str(root), "write", "topics/billing.md", "--set", "review=2026-13-45", input="")
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "\nreview: 2026-13-45\n" in (root / "topics" / "billing.md").read_text()

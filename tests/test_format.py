@@ -99,3 +99,14 @@ def test_parse_timestamp_accepts_dates_and_zulu():
 def test_now_iso_honours_fsmem_now(monkeypatch):
     monkeypatch.setenv("FSMEM_NOW", "2026-03-04T05:06:07+01:00")
     assert fmt.now_iso() == "2026-03-04T05:06:07+01:00"
+
+
+def test_impossible_date_in_front_matter_is_a_problem_not_a_crash():
+    text = "---\ntitle: x\ncreated: 2026-13-45\nupdated: 2026-02-30T10:00:00Z\n---\nbody\n"
+    doc = fmt.split(text)
+    assert doc.has_front_matter
+    assert doc.front_matter["title"] == "x"
+    assert doc.front_matter["created"] == "2026-13-45"
+    assert doc.front_matter["updated"] == "2026-02-30T10:00:00Z"
+    problems = fmt.validate(doc)
+    assert [(p.line, p.message.split(" must ")[0]) for p in problems] == [(3, "created"), (4, "updated")]

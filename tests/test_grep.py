@@ -243,3 +243,26 @@ def test_grep_survives_files_changing_between_its_passes(empty_memory, passes):
     assert result.total_matches == 6 * 7  # as counted before the files changed
     assert [m.path for m in result.matches] == ["d0/f00.md"] * 7 + ["d0/f04.md"] * 7
     assert result.next_offset == 14 and result.left_out == 28
+
+
+def test_grep_match_longer_than_the_budget_is_shown_cut_and_pages_on(empty_memory):
+    write_file(empty_memory.root, "a.md", "needle " + "word " * 20000 + "\nneedle two\n")
+    first = empty_memory.grep("needle", max_tokens=100)
+    assert [m.line for m in first.matches] == [1]
+    assert first.tokens <= 100 and first.truncated and first.cut_by == "tokens"
+    assert first.matches[0].text.startswith("needle word")
+    assert first.matches[0].text.endswith("[line cut by the token budget: 100007 characters; read a.md --lines 1:1]")
+    assert first.next_offset == 1
+    second = empty_memory.grep("needle", max_tokens=100, offset=1)
+    assert [(m.line, m.text) for m in second.matches] == [(2, "needle two")]
+    only = empty_memory.grep("needle", ["a.md"], max_tokens=100)
+    assert only.total_matches == 2
+    tiny = empty_memory.grep("needle", max_tokens=5)
+    assert tiny.matches == [] and tiny.tokens == 0 and tiny.truncated
+
+
+def test_grep_searches_a_file_with_a_nul_byte_as_text(empty_memory):
+    write_file(empty_memory.root, "entities/people/a.md", "- employer: Acme\n- car: a\x00b\n")
+    result = empty_memory.grep("Acme", ["entities"])
+    assert [(m.path, m.line, m.text) for m in result.matches] == [("entities/people/a.md", 1, "- employer: Acme")]
+    assert result.total_matches == 1

@@ -61,3 +61,13 @@ def test_symlink_inside_the_root_is_allowed(root):
     (root / "topics" / "real.md").write_text("x")
     os.symlink(root / "topics" / "real.md", root / "alias.md")
     assert resolve(root, "alias.md") == root / "alias.md"
+
+
+def test_symlink_into_the_state_folder_is_refused(root):
+    (root / ".fsmem" / "logs").mkdir(parents=True)
+    (root / ".fsmem" / "logs" / "retrieval.jsonl").write_text("{}\n")
+    os.symlink(root / ".fsmem", root / "topics" / "state")
+    os.symlink(root / ".fsmem" / "logs" / "retrieval.jsonl", root / "topics" / "log.md")
+    for bad in ("topics/state", "topics/state/x.md", "topics/state/logs/retrieval.jsonl", "topics/log.md"):
+        with pytest.raises(PathEscape, match=".fsmem"):
+            resolve(root, bad)

@@ -125,7 +125,7 @@ def _parse_sets(pairs: tuple[str, ...]) -> dict:
             raise InvalidArgument(f"--set: {key!r} is not a valid field name")
         try:
             parsed = yaml.safe_load(value) if value.strip() else ""
-        except yaml.YAMLError:
+        except (yaml.YAMLError, ValueError):  # ValueError: a date-shaped value that is no date, 2026-13-45
             parsed = value
         if isinstance(parsed, dict):
             parsed = value  # 'a: b' is meant as text, not a nested mapping
