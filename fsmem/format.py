@@ -99,14 +99,22 @@ def normalize_tags(value: Any) -> list[str]:
 
 
 def decode(data: bytes) -> tuple[str, list[Problem]]:
-    """Bytes to text without ever failing: invalid UTF-8 is replaced and reported."""
+    """Bytes to text without ever failing: invalid UTF-8 is replaced and reported, and so is a NUL byte.
+
+    A NUL is valid UTF-8 but not text: tools treat such a file as binary, so a
+    note carrying one must not be copied into the documents agents read.
+    """
+    problems: list[Problem] = []
     try:
-        return data.decode("utf-8"), []
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        return data.decode("utf-8", errors="replace"), [
-            Problem(line, f"not valid UTF-8 (byte {exc.start}); shown with replacement characters")
-        ]
+        text = data.decode("utf-8", errors="replace")
+        problems.append(Problem(line, f"not valid UTF-8 (byte {exc.start}); shown with replacement characters"))
+    nul = data.find(b"\x00")
+    if nul != -1:
+        problems.append(Problem(data[:nul].count(b"\n") + 1, f"contains a NUL byte (byte {nul}); not text"))
+    return text, problems
 
 
 def _strip_eol(line: str) -> str:

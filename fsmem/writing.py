@@ -48,8 +48,10 @@ def read_text(path: Path) -> str:
         data = handle.read()
     text, problems = fmt.decode(data)
     if problems:
+        problem = problems[0]
         raise InvalidArgument(
-            f"{path.name} is not valid UTF-8 (line {problems[0].line}); fsmem edits only UTF-8 text, so it is left unchanged"
+            f"{path.name} line {problem.line}: {problem.message.split(';')[0]}; "
+            "fsmem edits only UTF-8 text, so it is left unchanged"
         )
     return text
 

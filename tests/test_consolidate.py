@@ -277,6 +277,18 @@ def test_malformed_note_and_document_are_reported_and_skipped(memory):
     assert "consolidated:" in body(memory, "sessions/2026/01/02/dated.md")
 
 
+def test_note_with_a_nul_byte_is_reported_and_never_copied_into_a_document(memory):
+    nul = note(memory.root, "2026-01-02", "nul", "## people/Adam Smith\n- car: blue\n")
+    nul.write_bytes(nul.read_bytes().replace(b"blue", b"bl\x00ue"))
+    note(memory.root, "2026-01-03", "clean", "## people/Adam Smith\n- role: lead\n")
+    report = memory.consolidate()
+    assert [(p, m) for p, _, m in report.problems] == [
+        ("sessions/2026/01/02/nul.md", "contains a NUL byte (byte 131); not text; note skipped")]
+    adam = (memory.root / "entities/people/adam-smith.md").read_bytes()
+    assert b"\x00" not in adam and b"- role: lead" in adam and b"car" not in adam
+    assert b"consolidated:" not in nul.read_bytes()
+
+
 def test_dry_run_prints_a_diff_and_writes_nothing(demo):
     before = snapshot(demo.root)
     report = demo.consolidate(dry_run=True)

@@ -110,3 +110,9 @@ def test_impossible_date_in_front_matter_is_a_problem_not_a_crash():
     assert doc.front_matter["updated"] == "2026-02-30T10:00:00Z"
     problems = fmt.validate(doc)
     assert [(p.line, p.message.split(" must ")[0]) for p in problems] == [(3, "created"), (4, "updated")]
+
+
+def test_decode_reports_a_nul_byte_at_its_line():
+    text, problems = fmt.decode(b"ok\nfine\nbad\x00here\n")
+    assert text == "ok\nfine\nbad\x00here\n"
+    assert [(p.line, p.message) for p in problems] == [(3, "contains a NUL byte (byte 11); not text")]

@@ -175,6 +175,6 @@ def test_write_refuses_non_markdown_and_folders(empty_memory):
 def test_edit_of_a_file_that_is_not_utf8_is_refused_and_left_as_is(empty_memory):
     path = empty_memory.root / "latin1.md"
     path.write_bytes(b"caf\xe9 au lait\n")
-    with pytest.raises(InvalidArgument, match=r"not valid UTF-8 \(line 1\); fsmem edits only UTF-8 text"):
+    with pytest.raises(InvalidArgument, match=r"latin1.md line 1: not valid UTF-8 \(byte 3\); fsmem edits only UTF-8 text"):
         empty_memory.edit("latin1.md", old="au lait", new="noir")
     assert path.read_bytes() == b"caf\xe9 au lait\n"
