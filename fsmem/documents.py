@@ -9,7 +9,6 @@ observations) and `## Superseded` (history, hidden from grep/read/search).
 from __future__ import annotations
 
 import datetime as _dt
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +18,6 @@ from . import format as fmt
 FACTS = "Facts"
 NOTES = "Notes"
 SUPERSEDED = fmt.SUPERSEDED_HEADING
-_FENCE = re.compile(r"^[ \t]{0,3}(```|~~~)")
 UNREADABLE: Any = object()  # stands for a document that is not valid UTF-8 (reported, never rewritten)
 
 
@@ -83,7 +81,7 @@ class EntityDocument:
     def _code_lines(self) -> set[int]:
         inside, result = False, set()
         for index in range(self.body_start, len(self.lines)):
-            if _FENCE.match(self.lines[index]):
+            if fmt.FENCED_CODE.match(self.lines[index]):
                 inside = not inside
                 result.add(index)
             elif inside:

@@ -20,7 +20,6 @@ from . import format as fmt
 from .errors import ConfigError
 
 ENTRY_POINT_GROUP = "fsmem.extractors"
-_FENCE = re.compile(r"^[ \t]{0,3}(```|~~~)")
 _LIST_ITEM = re.compile(r"^(?:[-*+]|\d{1,3}[.)])[ \t]+")
 
 
@@ -89,13 +88,13 @@ def rules(note: SessionNote) -> Extraction:
         pending = []
 
     for number, line in enumerate(note.body.splitlines(), start=note.body_start_line):
-        if _FENCE.match(line):
+        if fmt.FENCED_CODE.match(line):
             flush()
             in_code = not in_code
             continue
         if in_code:
             continue
-        heading = fmt._HEADING.match(line)
+        heading = fmt.HEADING.match(line)
         if heading:
             flush()
             if len(heading.group(1)) == 2:

@@ -44,8 +44,8 @@ MEMORY_TYPES = ("semantic", "episodic", "procedural")
 SUPERSEDED_HEADING = "Superseded"
 CONSOLIDATED_FIELD = "consolidated"
 
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
-_FENCED_CODE = re.compile(r"^[ \t]{0,3}(```|~~~)")
+HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
+FENCED_CODE = re.compile(r"^[ \t]{0,3}(```|~~~)")
 
 
 @dataclass
@@ -341,12 +341,12 @@ def headings(text: str, first_line: int = 1) -> list[Heading]:
     in_code = False
     number = first_line - 1
     for number, line in enumerate(text.splitlines(), start=first_line):
-        if _FENCED_CODE.match(line):
+        if FENCED_CODE.match(line):
             in_code = not in_code
             continue
         if in_code:
             continue
-        match = _HEADING.match(line)
+        match = HEADING.match(line)
         if match:
             found.append((len(match.group(1)), match.group(2).strip(), number))
     last_line = number

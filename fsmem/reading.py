@@ -212,10 +212,10 @@ def outline(path: Path, rel: str, counter: TokenCounter, *, exact_limit: int) ->
         with open(path, "rb") as handle:
             for total, (raw, length) in enumerate(_iter_lines(handle, 8192), start=1):
                 line = raw.decode("utf-8", "replace")
-                if fmt._FENCED_CODE.match(line):
+                if fmt.FENCED_CODE.match(line):
                     in_code = not in_code
                 elif not in_code:
-                    match = fmt._HEADING.match(line)
+                    match = fmt.HEADING.match(line)
                     if match:
                         found.append((len(match.group(1)), match.group(2).strip(), total, offset))
                 offset += length + 1

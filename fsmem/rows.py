@@ -19,7 +19,6 @@ ROW_KINDS = ("fact", "bullet", "paragraph")
 
 _BULLET = re.compile(r"^([ \t]*)(?:[-*+]|\d{1,3}[.)])[ \t]+(\S.*)$")
 _COMMENT_ONLY = re.compile(r"^\s*<!--.*-->\s*$")
-_FENCE = re.compile(r"^[ \t]{0,3}(```|~~~)")
 
 
 @dataclass
@@ -143,7 +142,7 @@ def split_rows(path: str, text: str) -> list[Row]:
     lines = doc.body.splitlines()
     for number, raw in enumerate(lines, start=doc.body_start_line):
         line = raw.rstrip("\r\n")
-        if _FENCE.match(line):
+        if fmt.FENCED_CODE.match(line):
             if not in_code:
                 flush()
                 pending, pending_start, pending_kind = [line], number, "paragraph"
