@@ -54,7 +54,9 @@ def generate(root: Path, notes: int, documents: int, seed: int = 1) -> None:
 def write_note(root: Path, day: _dt.date, session: str, rng: random.Random, documents: int) -> None:
     lines = [f"---\ntitle: Session {session}\ntype: episodic\nsession: {session}\ncreated: {day}T10:00:00+00:00\n---\n"]
     for _ in range(10):
-        lines.append(f"\n## people/{person(rng.randrange(documents))}\n- {rng.choice(KEYS)}: {rng.choice(WORDS)} {rng.randint(1, 99)}\n")
+        lines.append(
+            f"\n## people/{person(rng.randrange(documents))}\n- {rng.choice(KEYS)}: {rng.choice(WORDS)} {rng.randint(1, 99)}\n"
+        )
     path = root / "sessions" / f"{day:%Y/%m/%d}" / f"{session}.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(lines), encoding="utf-8")
@@ -94,11 +96,16 @@ def main(argv: list[str] | None = None) -> int:
         one = memory.consolidate()
         one_seconds = time.perf_counter() - started
         result = {
-            "notes": args.notes, "documents": args.documents, "generate_seconds": round(generated, 2),
+            "notes": args.notes,
+            "documents": args.documents,
+            "generate_seconds": round(generated, 2),
             "baseline_read_all_seconds": round(baseline, 3),
-            "full_seconds": round(full_seconds, 2), "full_documents_read": full.counts["documents_read"],
-            "full_facts_added": full.counts["facts_added"], "full_superseded": full.counts["superseded"],
-            "incremental_seconds": round(one_seconds, 3), "incremental_documents_read": one.counts["documents_read"],
+            "full_seconds": round(full_seconds, 2),
+            "full_documents_read": full.counts["documents_read"],
+            "full_facts_added": full.counts["facts_added"],
+            "full_superseded": full.counts["superseded"],
+            "incremental_seconds": round(one_seconds, 3),
+            "incremental_documents_read": one.counts["documents_read"],
             "incremental_vs_baseline": round(one_seconds / baseline, 2) if baseline else None,
         }
     if args.json:
@@ -107,8 +114,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"store: {args.documents} documents, {args.notes} notes of 10 facts (generated in {generated:.1f} s)")
         print(f"{'run':<36}{'seconds':>10}{'documents read':>16}{'x baseline':>12}")
         print(f"{'baseline: read + split every document':<36}{baseline:>10.2f}{args.documents:>16}{1:>12.2f}")
-        print(f"{'consolidate 1,000 notes':<36}{full_seconds:>10.2f}{result['full_documents_read']:>16}{full_seconds / baseline:>12.2f}")
-        print(f"{'consolidate 1 more note':<36}{one_seconds:>10.3f}{result['incremental_documents_read']:>16}{one_seconds / baseline:>12.2f}")
+        print(
+            f"{'consolidate 1,000 notes':<36}{full_seconds:>10.2f}{result['full_documents_read']:>16}{full_seconds / baseline:>12.2f}"
+        )
+        print(
+            f"{'consolidate 1 more note':<36}{one_seconds:>10.3f}{result['incremental_documents_read']:>16}{one_seconds / baseline:>12.2f}"
+        )
     return 0
 
 

@@ -39,7 +39,7 @@ def write_notes(rows: list[dict]) -> list[tuple[str, str]]:
     start = _dt.date(2020, 1, 1)
     notes = []
     for number in range(0, len(rows), FACTS_PER_NOTE):
-        chunk = sorted(rows[number:number + FACTS_PER_NOTE], key=lambda r: r["serial"])
+        chunk = sorted(rows[number : number + FACTS_PER_NOTE], key=lambda r: r["serial"])
         day = start + _dt.timedelta(days=number // FACTS_PER_NOTE)
         lines = [f"---\ntitle: Facts {day}\ntype: episodic\ncreated: {day}T12:00:00+00:00\n---\n"]
         for row in chunk:
@@ -69,8 +69,8 @@ def consolidate_shuffled(root: Path, rows: list[dict], runs: int, seed: int) -> 
 
 def evaluate(root: Path, rows: list[dict]) -> dict:
     """Slots with exactly the current value visible and every older value superseded."""
-    from fsmem.documents import EntityDocument
-    from fsmem.facts import normalize_value, slugify
+    from fsmem.consolidate.documents import EntityDocument
+    from fsmem.format.facts import normalize_value, slugify
 
     slots: dict[tuple[str, str], list[dict]] = {}
     for row in rows:
@@ -93,8 +93,13 @@ def evaluate(root: Path, rows: list[dict]) -> dict:
         correct += ok
         if not ok:
             wrong.append({"subject": subject, "relation": relation, "visible": visible})
-    return {"slots": len(slots), "slots_correct": correct, "superseded_facts": superseded_facts,
-            "superseded_marked": marked, "wrong": wrong[:10]}
+    return {
+        "slots": len(slots),
+        "slots_correct": correct,
+        "superseded_facts": superseded_facts,
+        "superseded_marked": marked,
+        "wrong": wrong[:10],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,6 @@
 """`fsmem grep --json` (the CLI, end to end, honest total) against bare `rg --json PATTERN`, output drained.
 
-    python benchmarks/bench_grep.py [--sizes 10000,100000] [--runs 7]
+python benchmarks/bench_grep.py [--sizes 10000,100000] [--runs 7]
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ import json
 import sys
 
 from common import compiled, corpus, fsmem_bin, load, ms, rg_bin, run_drained, side_by_side, sizes_from, table
-
 from corpus import COMMON_WORD, RARE_WORD
 
 
@@ -31,11 +30,24 @@ def main() -> None:
             }
             medians = side_by_side(commands, common.RUNS)
             total = json.loads(run_drained(commands["fsmem"][0])[2])["total_matches"]
-            rows.append([f"{files:,}", label, f"{total:,}", ms(medians["rg"]), ms(medians["fsmem"]),
-                         f"{medians['fsmem'] / medians['rg']:.2f}x"])
+            rows.append(
+                [
+                    f"{files:,}",
+                    label,
+                    f"{total:,}",
+                    ms(medians["rg"]),
+                    ms(medians["fsmem"]),
+                    f"{medians['fsmem'] / medians['rg']:.2f}x",
+                ]
+            )
     print(f"({before} before, {load()} after)")
-    print(table("grep: fsmem grep --json vs bare rg --json (median of %d runs)" % common.RUNS,
-                ["files", "pattern", "total (fsmem)", "rg --json", "fsmem grep --json", "ratio"], rows))
+    print(
+        table(
+            f"grep: fsmem grep --json vs bare rg --json (median of {common.RUNS} runs)",
+            ["files", "pattern", "total (fsmem)", "rg --json", "fsmem grep --json", "ratio"],
+            rows,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ KS = (1, 2, 4, 8, 12, 20, 30, 50)
 
 
 def raw_turns(sample):
-    from fsmem.locomo import sessions_of
+    from fsmem.evaluation.locomo import sessions_of
 
     conversation = sample["conversation"]
     turns = []
@@ -51,7 +51,7 @@ def bm25_baseline(sample, questions, counter):
     tokenized = bm25s.tokenize([q.question for q in questions], stopwords="en", show_progress=False)
     order, _ = model.retrieve(tokenized, k=len(docs), show_progress=False)
     found = {b: [] for b in BUDGETS}
-    for question, ranked in zip(questions, np.asarray(order)):
+    for question, ranked in zip(questions, np.asarray(order), strict=False):
         gold = {g["text"].strip("[]") for g in question.gold}
         for budget in BUDGETS:
             spent, hit = 0, False
@@ -85,16 +85,17 @@ def grep_keywords(memory, analyzer, questions):
 
 
 def fsmem_search(memory, questions):
-    from fsmem.evaluation import is_gold
-    from fsmem.search import search
+    from fsmem.evaluation.harness import is_gold
+    from fsmem.search.ranking import search
 
     found = {b: [] for b in BUDGETS}
     latency = []
     for question in questions:
         for budget in BUDGETS:
             started = time.perf_counter()
-            result, _s, _r = search(memory.search_index, memory.tokens, memory.search_settings, question.question,
-                                    k=500, max_tokens=budget)
+            result, _s, _r = search(
+                memory.search_index, memory.tokens, memory.search_settings, question.question, k=500, max_tokens=budget
+            )
             latency.append((time.perf_counter() - started) * 1000)
             found[budget].append(any(is_gold(h.path, h.line, h.end_line, h.text, question.gold) for h in result.hits))
     return found, latency
@@ -112,8 +113,8 @@ def main() -> int:
     import numpy as np
 
     from fsmem import Memory
-    from fsmem.evaluation import EvalReport, ScoreStats, load_evalset, plot, run_questions
-    from fsmem.locomo import import_locomo, load
+    from fsmem.evaluation.harness import EvalReport, ScoreStats, load_evalset, plot, run_questions
+    from fsmem.evaluation.locomo import import_locomo, load
 
     samples = load(args.data)
     totals = {name: {b: [] for b in BUDGETS} for name in ("fsmem search", "fsmem grep (keywords)", "BM25 raw turns")}
@@ -122,7 +123,7 @@ def main() -> int:
         started = time.perf_counter()
         imported = import_locomo(args.data, tmp)
         import_seconds = time.perf_counter() - started
-        for sample, root, evalset in zip(samples, imported.memories, imported.evalsets):
+        for sample, root, evalset in zip(samples, imported.memories, imported.evalsets, strict=False):
             memory = Memory(root)
             questions = load_evalset(evalset)
             analyzer = memory.search_index.analyzer
@@ -146,13 +147,18 @@ def main() -> int:
         "questions": questions_total,
         "import_seconds": round(import_seconds, 1),
         "recall_at_budget": table,
-        "search_latency_ms": {"p50": round(float(np.percentile(latency_all, 50)), 2), "p95": round(float(np.percentile(latency_all, 95)), 2)},
+        "search_latency_ms": {
+            "p50": round(float(np.percentile(latency_all, 50)), 2),
+            "p95": round(float(np.percentile(latency_all, 95)), 2),
+        },
         "k_sweep_2000_tokens": report.to_dict(),
     }
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
-        print(f"LoCoMo: {len(samples)} conversations, {questions_total} questions (categories 1-4), imported in {import_seconds:.1f} s")
+        print(
+            f"LoCoMo: {len(samples)} conversations, {questions_total} questions (categories 1-4), imported in {import_seconds:.1f} s"
+        )
         print("| retriever | 500 tokens | 1,000 tokens | 2,000 tokens |")
         print("| --- | --- | --- | --- |")
         for name, per in table.items():
@@ -160,7 +166,9 @@ def main() -> int:
         base = table["BM25 raw turns"]
         gain = " / ".join(f"{table['fsmem search'][b] - base[b]:+.3f}" for b in BUDGETS)
         print(f"fsmem search vs BM25 raw turns: {gain} (500 / 1,000 / 2,000 tokens)")
-        print(f"fsmem search latency: p50 {summary['search_latency_ms']['p50']} ms, p95 {summary['search_latency_ms']['p95']} ms")
+        print(
+            f"fsmem search latency: p50 {summary['search_latency_ms']['p50']} ms, p95 {summary['search_latency_ms']['p95']} ms"
+        )
         print()
         print("k sweep of fsmem search at 2,000 tokens:")
         print(report.to_text())

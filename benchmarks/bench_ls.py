@@ -1,6 +1,6 @@
 """`fsmem ls --json` over a memory: cold cache (`.fsmem/` deleted before each run) against warm cache.
 
-    BENCH_LS_SIZES=10000 python benchmarks/bench_ls.py [--runs 7]
+BENCH_LS_SIZES=10000 python benchmarks/bench_ls.py [--runs 7]
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from pathlib import Path
 
 from common import corpus, fsmem_bin, ms, side_by_side, sizes_from, table
 
@@ -23,12 +24,14 @@ def main() -> None:
         root = corpus(files)
         argv = [fsmem_bin(), "--root", str(root), "ls", "--json"]
 
-        def before(name: str) -> None:
+        def before(name: str, root: Path = root) -> None:
             if name == "cold":
                 shutil.rmtree(root / ".fsmem", ignore_errors=True)
 
         medians = side_by_side({"cold": (argv, None), "warm": (argv, None)}, max(3, common.RUNS // 2), before)
-        rows.append([f"{files:,}", ms(medians["cold"]), ms(medians["warm"]), f"{medians['cold'] / medians['warm']:.1f}x"])
+        rows.append(
+            [f"{files:,}", ms(medians["cold"]), ms(medians["warm"]), f"{medians['cold'] / medians['warm']:.1f}x"]
+        )
     print(table("ls --json: cold cache vs warm cache", ["files", "cold", "warm", "cold / warm"], rows))
 
 

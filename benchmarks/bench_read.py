@@ -1,6 +1,6 @@
 """`fsmem read --max-tokens 1000` of a 1 GB file against the same read of a 10 KB file.
 
-    python benchmarks/bench_read.py [--big-mb 1024] [--runs 7]
+python benchmarks/bench_read.py [--big-mb 1024] [--runs 7]
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ import argparse
 import sys
 
 from common import OUT, fsmem_bin, ms, side_by_side, sizes_from, table
-
 from corpus import big_file
 
 
@@ -27,8 +26,13 @@ def main() -> None:
     big_file(root / "logs" / "small.md", 10 * 1024)
     command = lambda rel: ([fsmem_bin(), "--root", str(root), "read", rel, "--max-tokens", "1000"], None)  # noqa: E731
     medians = side_by_side({"small": command("logs/small.md"), "big": command("logs/big.md")}, common.RUNS)
-    print(table("read --max-tokens 1000: a huge file vs a small one", ["10 KB file", f"{args.big_mb:,} MB file", "ratio"],
-                [[ms(medians["small"]), ms(medians["big"]), f"{medians['big'] / medians['small']:.2f}x"]]))
+    print(
+        table(
+            "read --max-tokens 1000: a huge file vs a small one",
+            ["10 KB file", f"{args.big_mb:,} MB file", "ratio"],
+            [[ms(medians["small"]), ms(medians["big"]), f"{medians['big'] / medians['small']:.2f}x"]],
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ import os
 import re
 import shutil
 import statistics
-import sys
 import time
 
 from common import corpus, fsmem_bin, rg_bin, run_drained, table
@@ -53,9 +52,17 @@ def measure(files: int, runs: int, cold_runs: int) -> list[list[str]]:
 
     root = corpus(files)
     fsmem = fsmem_bin()
-    samples: dict[str, list[float]] = {name: [] for name in
-                                       ("rg --json", "fsmem grep --json", "search in-process", "search CLI warm",
-                                        "search CLI after 1 edit", "search CLI cold")}
+    samples: dict[str, list[float]] = {
+        name: []
+        for name in (
+            "rg --json",
+            "fsmem grep --json",
+            "search in-process",
+            "search CLI warm",
+            "search CLI after 1 edit",
+            "search CLI cold",
+        )
+    }
     shutil.rmtree(root / ".fsmem", ignore_errors=True)
     started = time.perf_counter()
     memory = Memory(root)
@@ -69,7 +76,8 @@ def measure(files: int, runs: int, cold_runs: int) -> list[list[str]]:
                 words = pattern_of(query)
                 samples["rg --json"].append(run_drained([rg_bin(), "--json", "-i", words], root)[0])
                 samples["fsmem grep --json"].append(
-                    run_drained([fsmem, "--root", str(root), "grep", "-i", "--json", words])[0])
+                    run_drained([fsmem, "--root", str(root), "grep", "-i", "--json", words])[0]
+                )
                 began = time.perf_counter()
                 memory.search(query)
                 samples["search in-process"].append(time.perf_counter() - began)
@@ -80,30 +88,50 @@ def measure(files: int, runs: int, cold_runs: int) -> list[list[str]]:
                 samples["search CLI after 1 edit"].append(run_drained(argv)[0])
         for run in range(cold_runs):
             shutil.rmtree(root / ".fsmem", ignore_errors=True)
-            samples["search CLI cold"].append(run_drained([fsmem, "--root", str(root), "search", QUERIES[run % len(QUERIES)], "--json"])[0])
+            samples["search CLI cold"].append(
+                run_drained([fsmem, "--root", str(root), "search", QUERIES[run % len(QUERIES)], "--json"])[0]
+            )
     finally:
         edited.write_bytes(original)
     base = percentiles(samples["rg --json"])[0]
     rows = []
     for name, values in samples.items():
         p50, p95 = percentiles(values)
-        rows.append([f"{files:,}", name, str(len(values)), f"{p50 * 1000:.0f} ms", f"{p95 * 1000:.0f} ms", f"{p50 / base:.1f}x"])
-    rows.append([f"{files:,}", "(first Memory.search, no .fsmem/)", "1", f"{first_build * 1000:.0f} ms", "", f"{first_build / base:.1f}x"])
+        rows.append(
+            [f"{files:,}", name, str(len(values)), f"{p50 * 1000:.0f} ms", f"{p95 * 1000:.0f} ms", f"{p50 / base:.1f}x"]
+        )
+    rows.append(
+        [
+            f"{files:,}",
+            "(first Memory.search, no .fsmem/)",
+            "1",
+            f"{first_build * 1000:.0f} ms",
+            "",
+            f"{first_build / base:.1f}x",
+        ]
+    )
     return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default=os.environ.get("BENCH_SEARCH_SIZES", "1000,10000"))
-    parser.add_argument("--runs", type=int, default=3, help="passes over the queries (each pass: %d queries)" % len(QUERIES))
+    parser.add_argument(
+        "--runs", type=int, default=3, help=f"passes over the queries (each pass: {len(QUERIES)} queries)"
+    )
     parser.add_argument("--cold-runs", type=int, default=2)
     args, _ = parser.parse_known_args()
     rows = []
     for files in [int(s) for s in args.sizes.split(",") if s]:
         rows += measure(files, args.runs, args.cold_runs)
     load = os.getloadavg()[0]
-    print(table(f"search latency ({os.cpu_count()} cores, load {load:.1f}); ratio = p50 / rg --json p50",
-                ["files", "case", "n", "p50", "p95", "x rg"], rows))
+    print(
+        table(
+            f"search latency ({os.cpu_count()} cores, load {load:.1f}); ratio = p50 / rg --json p50",
+            ["files", "case", "n", "p50", "p95", "x rg"],
+            rows,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ def main() -> int:
         print(f"skipped: {args.data} not found (see ../shared/data/README.md)")
         return 0
     from fsmem import Memory
-    from fsmem.locomo import import_locomo
+    from fsmem.evaluation.locomo import import_locomo
 
     with tempfile.TemporaryDirectory() as tmp:
         imported = import_locomo(args.data, Path(tmp) / "parts")
@@ -64,7 +64,9 @@ def main() -> int:
             memory.search("walrus", k=20)
 
         edit_ms = timed(after_edit)
-        grep_ms = statistics.median(timed(lambda q=q: memory.grep(q, ignore_case=True, max_results=20)) for q in QUERIES)
+        grep_ms = statistics.median(
+            timed(lambda q=q: memory.grep(q, ignore_case=True, max_results=20)) for q in QUERIES
+        )
         rows = len(memory.search_index.snapshot().rows)
         files = len(list(root.rglob("*.md")))
     print(f"memory: {rows} rows in {files} files")

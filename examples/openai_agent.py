@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import sys
 
-from fsmem import Memory, tools
+from fsmem import Memory
+from fsmem.agents import tools
 
 SYSTEM = "You answer from the team's shared memory. Cite the memory file you used.\n\n"
 
@@ -33,14 +34,20 @@ def run(client, memory: Memory, question: str, *, model: str = "gpt-4.1-mini", m
         message = response.choices[0].message
         if not message.tool_calls:
             return message.content or ""
-        messages.append({
-            "role": "assistant",
-            "content": message.content,
-            "tool_calls": [
-                {"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}}
-                for c in message.tool_calls
-            ],
-        })
+        messages.append(
+            {
+                "role": "assistant",
+                "content": message.content,
+                "tool_calls": [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.function.name, "arguments": c.function.arguments},
+                    }
+                    for c in message.tool_calls
+                ],
+            }
+        )
         for tool_call in message.tool_calls:
             # arguments is the JSON text the model wrote; the dispatcher parses and validates it.
             answer = tools.call(memory, tool_call.function.name, tool_call.function.arguments)

@@ -5,8 +5,8 @@ The memory is a plain directory of Markdown files with YAML front matter;
 token budget.
 """
 
-from .errors import FsmemError
-from .memory import Memory
+from fsmem.errors import FsmemError
+from fsmem.memory import Memory
 
 __version__ = "0.1.0"
 __all__ = ["Memory", "FsmemError", "__version__"]

@@ -1,5 +1,5 @@
 """`python -m fsmem`: the same command as `fsmem`, for harnesses that only know the interpreter."""
 
-from .cli import main
+from fsmem.cli import main
 
 main()

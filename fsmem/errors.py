@@ -57,5 +57,7 @@ class ChangedOnDisk(FsmemError):
 
 class MemoryToolError(FsmemError):
     """A `memory_20250818` command refused, with the reference backend's exact message for the model."""
+
+
 class MissingDependency(FsmemError):
     """An optional package a command needs (bm25s for search, matplotlib for plots) is not installed."""

@@ -9,20 +9,21 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
-from . import format as fmt
-from . import grep as _grep
-from . import reading, writing
-from .catalog import EXACT_COUNT_LIMIT, Catalog, FileMeta, matches_filters, walk
-from .config import CONFIG_FILE, Budget, Config
-from .errors import AlreadyExists, InvalidArgument, NotFound, ReadOnly, RootNotFound
-from .listing import Listing, ListEntry, format_entry, within_depth
-from .paths import relative, resolve
-from .store import file_lock
-from .tokens import TokenCounter
+from fsmem import format as fmt
+from fsmem.config import CONFIG_FILE, Budget, Config
+from fsmem.errors import AlreadyExists, InvalidArgument, NotFound, ReadOnly, RootNotFound
+from fsmem.query import grep as _grep, reading
+from fsmem.query.listing import ListEntry, Listing, format_entry, within_depth
+from fsmem.store import writing
+from fsmem.store.catalog import EXACT_COUNT_LIMIT, Catalog, FileMeta, matches_filters, walk
+from fsmem.store.files import file_lock
+from fsmem.store.paths import relative, resolve
+from fsmem.tokens import TokenCounter
 
 ROOT_ENV = "FSMEM_ROOT"
 SESSION_ENV = "FSMEM_SESSION"
@@ -89,7 +90,7 @@ class Memory:
 
     # -- creation ---------------------------------------------------------
     @classmethod
-    def init(cls, directory: str | os.PathLike[str]) -> "Memory":
+    def init(cls, directory: str | os.PathLike[str]) -> Memory:
         """Create a new memory from the template; refuse to touch an existing one."""
         target = Path(directory).expanduser()
         if (target / CONFIG_FILE).exists():
@@ -114,7 +115,9 @@ class Memory:
 
     def _require_writable(self) -> None:
         if self.budget.read_only:
-            raise ReadOnly(f"agent {self.agent!r} is read-only in {CONFIG_FILE}; it may list, grep, read and search, not write")
+            raise ReadOnly(
+                f"agent {self.agent!r} is read-only in {CONFIG_FILE}; it may list, grep, read and search, not write"
+            )
 
     def _existing(self, user_path: str) -> Path:
         path = self.path(user_path)
@@ -284,8 +287,11 @@ class Memory:
     def note(self, text: str, *, session: str | None = None, subject: str | None = None) -> writing.WriteResult:
         """Append to the current session note (today's file of `session`)."""
         self._require_writable()
-        session = session or os.environ.get(SESSION_ENV) or self.agent or str(
-            self.config.section("notes").get("default_session", "default")
+        session = (
+            session
+            or os.environ.get(SESSION_ENV)
+            or self.agent
+            or str(self.config.section("notes").get("default_session", "default"))
         )
         with file_lock(self.root):
             return writing.note(self.root, text, session=session, subject=subject)
@@ -336,7 +342,7 @@ class Memory:
         `consolidate` also consolidates once session notes have been still for
         `consolidate_after` seconds (default `watch.consolidate_after_seconds`, else 60).
         """
-        from . import watch as _watch
+        from fsmem import watch as _watch
 
         section = self.config.section("watch")
         if quiet is None:
@@ -345,19 +351,26 @@ class Memory:
             consolidate_after = float(section.get("consolidate_after_seconds", _watch.DEFAULT_CONSOLIDATE_AFTER))
         if quiet < 0 or consolidate_after < 0:
             raise InvalidArgument("--quiet and --consolidate-after must be 0 or more seconds")
-        return _watch.watch(self, quiet=quiet, log=log, stop=stop, ready=ready,
-                            consolidate=consolidate, consolidate_after=consolidate_after)
+        return _watch.watch(
+            self,
+            quiet=quiet,
+            log=log,
+            stop=stop,
+            ready=ready,
+            consolidate=consolidate,
+            consolidate_after=consolidate_after,
+        )
 
     # -- agent surface: retrieval statistics and the pre-injected context (fsmem.stats, fsmem.context) --
     def stats(self, since: str | None = None, agent: str | None = None):
         """Per-tool figures from the retrieval log: calls, p50/p95 latency, mean tokens, shares."""
-        from . import stats as _stats
+        from fsmem.query import stats as _stats
 
         return _stats.stats(self.root, since=since, agent=agent)
 
     def context(self, max_tokens: int | None = None):
         """The block to pre-inject at the start of a turn: profile/ first, then INDEX.md, within the budget."""
-        from . import context as _context
+        from fsmem.query import context as _context
 
         return _context.build(self, max_tokens=max_tokens)
 
@@ -368,8 +381,8 @@ class Memory:
         Answers are capped at this agent's budget; writes honour its read-only
         flag; every call is logged to `.fsmem/logs/retrieval.jsonl`.
         """
-        from .memory_tool import MemoryTool
-        from .paths import STATE_DIR
+        from fsmem.agents.memory_tool import MemoryTool
+        from fsmem.store.paths import STATE_DIR
 
         return MemoryTool(
             memory_root=self.root,
@@ -384,14 +397,14 @@ class Memory:
         """Merge new session notes into entity and topic documents; `dry_run` returns the diff and writes nothing."""
         if not dry_run:
             self._require_writable()
-        from . import consolidate_apply
+        from fsmem.consolidate import apply as consolidate_apply
 
         return consolidate_apply.run(self, dry_run=dry_run, progress=progress)
 
     def write_index(self) -> bool:
         """Regenerate INDEX.md (the table of contents of entities and topics); True if it changed."""
         self._require_writable()
-        from . import index_md
+        from fsmem.consolidate import index_md
 
         return index_md.write_index(self)
 
@@ -400,14 +413,14 @@ class Memory:
     def search_index(self):
         """The row index under .fsmem/search/ (created on first use, kept in step with the files)."""
         if getattr(self, "_search_index", None) is None:
-            from .search_index import shared_index
+            from fsmem.search.index import shared_index
 
             self._search_index = shared_index(self.root)
         return self._search_index
 
     @property
     def search_settings(self):
-        from .search import SearchSettings
+        from fsmem.search.ranking import SearchSettings
 
         return SearchSettings.from_section(self.config.section("search"))
 
@@ -424,22 +437,29 @@ class Memory:
         include_superseded: bool = False,
     ):
         """Rows ranked for `query` (facts, bullets, paragraphs with their context), fitted to the budget."""
-        from .search import logged_search
+        from fsmem.search.ranking import logged_search
 
         return logged_search(
-            self, query, k=k, max_tokens=max_tokens, min_score=min_score, type=type, tag=tag,
-            updated_after=updated_after, include_superseded=include_superseded,
+            self,
+            query,
+            k=k,
+            max_tokens=max_tokens,
+            min_score=min_score,
+            type=type,
+            tag=tag,
+            updated_after=updated_after,
+            include_superseded=include_superseded,
         )
 
     def recall(self, query: str, *, context: str | None = None, max_tokens: int | None = None):
         """Search for pre-injection, or skip cheaply (budget spent, already in context, nothing new)."""
-        from .recall import recall
+        from fsmem.search.recall import recall
 
         return recall(self, query, context=context, max_tokens=max_tokens)
 
     def evaluate(self, evalset, *, ks: Iterable[int] | None = None, max_tokens: int | None = None):
         """Recall, tokens and latency per k, the knee, d' and the empty-gold share on an eval set."""
-        from .evaluation import evaluate
+        from fsmem.evaluation.harness import evaluate
 
         return evaluate(self, evalset, ks=ks, max_tokens=max_tokens)
 

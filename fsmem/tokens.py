@@ -11,7 +11,7 @@ import functools
 import os
 import threading
 
-from .errors import ConfigError
+from fsmem.errors import ConfigError
 
 _lock = threading.Lock()
 _encodings: dict[str, object] = {}
@@ -24,7 +24,9 @@ def get_encoding(name: str):
     with _lock:
         if name not in _encodings:
             # Refuse the network even if an encoding without bundled data is named.
-            os.environ.setdefault("TIKTOKEN_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "fsmem-tiktoken"))
+            os.environ.setdefault(
+                "TIKTOKEN_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "fsmem-tiktoken")
+            )
             import tiktoken
 
             try:
@@ -47,6 +49,8 @@ class TokenCounter:
         # Optional persistent memo (`count_of(text)`, `add_count(text, n)`), e.g. the metadata
         # cache: a count found there never loads the encoding.
         self.memo = memo
+        # Per instance, so the memo dies with the counter (a cache on the method would keep every counter alive).
+        self._count_cached = functools.lru_cache(maxsize=65536)(self._count_short)
 
     @functools.cached_property
     def _encoding(self):
@@ -61,8 +65,7 @@ class TokenCounter:
             return self._count_memo(text)
         return len(self._encoding.encode(text, disallowed_special=()))
 
-    @functools.lru_cache(maxsize=65536)
-    def _count_cached(self, text: str) -> int:
+    def _count_short(self, text: str) -> int:
         if self.memo is not None:
             return self._count_memo(text)
         return len(self._encoding.encode(text, disallowed_special=()))

@@ -14,17 +14,18 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
-from .cache import RACY_NS
-from .catalog import is_memory_file
-from .errors import RootNotFound
-from .paths import STATE_DIR
-from .store import TEMP_PREFIX
+from fsmem.errors import RootNotFound
+from fsmem.store.cache import RACY_NS
+from fsmem.store.catalog import is_memory_file
+from fsmem.store.files import TEMP_PREFIX
+from fsmem.store.paths import STATE_DIR
 
 if TYPE_CHECKING:
-    from .memory import Memory
+    from fsmem.memory import Memory
 
 DEFAULT_QUIET_SECONDS = 0.5
 DEFAULT_CONSOLIDATE_AFTER = 60.0
@@ -42,9 +43,7 @@ def is_ignored(rel: str) -> bool:
         return True
     name = parts[-1]
     return (
-        name.startswith((TEMP_PREFIX, "#", "~"))
-        or name.endswith(_SWAP_SUFFIXES)
-        or name == "4913"  # vim's probe file
+        name.startswith((TEMP_PREFIX, "#", "~")) or name.endswith(_SWAP_SUFFIXES) or name == "4913"  # vim's probe file
     )
 
 
@@ -77,7 +76,7 @@ class _Changes:
         path = os.fsdecode(raw_path)
         if not path.startswith(self.root):
             return
-        rel = path[len(self.root):].replace(os.sep, "/")
+        rel = path[len(self.root) :].replace(os.sep, "/")
         if not rel or is_ignored(rel):
             return
         if not is_directory and not is_memory_file(rel.rsplit("/", 1)[-1]):
@@ -118,7 +117,7 @@ class _Changes:
 
 
 def watch(
-    memory: "Memory",
+    memory: Memory,
     *,
     quiet: float = DEFAULT_QUIET_SECONDS,
     log: Callable[[str], None] | None = None,
@@ -193,7 +192,9 @@ def watch(
     return stats
 
 
-def _flush(memory: "Memory", files: set[str], rescan: bool, *, stats: WatchStats, say: Callable[[str], None]) -> list[str]:
+def _flush(
+    memory: Memory, files: set[str], rescan: bool, *, stats: WatchStats, say: Callable[[str], None]
+) -> list[str]:
     """Bring the cache up to date for the changed paths; returns those too recent to be stored yet."""
     catalog = memory.catalog
     stats.flushes += 1
@@ -231,7 +232,7 @@ def _flush(memory: "Memory", files: set[str], rescan: bool, *, stats: WatchStats
         return []
 
 
-def _write_index(memory: "Memory", stats: WatchStats, say: Callable[[str], None]) -> None:
+def _write_index(memory: Memory, stats: WatchStats, say: Callable[[str], None]) -> None:
     try:
         if memory.write_index():
             stats.index_writes += 1
@@ -241,8 +242,8 @@ def _write_index(memory: "Memory", stats: WatchStats, say: Callable[[str], None]
         say(f"could not regenerate INDEX.md: {exc}")
 
 
-def _consolidate(memory: "Memory", stats: WatchStats, say: Callable[[str], None], changes: _Changes) -> None:
-    from .errors import LockTimeout
+def _consolidate(memory: Memory, stats: WatchStats, say: Callable[[str], None], changes: _Changes) -> None:
+    from fsmem.errors import LockTimeout
 
     try:
         report = memory.consolidate()
@@ -260,7 +261,7 @@ def _consolidate(memory: "Memory", stats: WatchStats, say: Callable[[str], None]
     say(f"consolidated: {summary}")
 
 
-def _too_recent(memory: "Memory", rels) -> list[str]:
+def _too_recent(memory: Memory, rels) -> list[str]:
     """Files modified inside the cache's racy window: stored only once they are older."""
     threshold = time.time_ns() - RACY_NS
     recent = []

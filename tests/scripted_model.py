@@ -10,9 +10,10 @@ the last step it answers with `final`.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any
 
 
 @dataclass
@@ -45,7 +46,8 @@ class ScriptedChatModel:
             step = self.steps[turn]
             arguments = step.arguments if isinstance(step.arguments, str) else json.dumps(step.arguments)
             call = SimpleNamespace(
-                id=f"call_{turn}", type="function",
+                id=f"call_{turn}",
+                type="function",
                 function=SimpleNamespace(name=step.tool, arguments=arguments),
             )
             message = SimpleNamespace(role="assistant", content=None, tool_calls=[call])

@@ -5,10 +5,10 @@ import sys
 import time
 
 import pytest
-
 from conftest import write_file
+
 from fsmem import Memory
-from fsmem.cache import RACY_NS, MetaCache, cache_path
+from fsmem.store.cache import RACY_NS, MetaCache, cache_path
 
 DOC = "---\ntitle: {title}\ntype: semantic\ntags: [a]\n---\n# {title}\n\n- fact: {title}\n"
 
@@ -167,18 +167,21 @@ def test_several_processes_share_one_cache(tmp_path):
     assert len(_rows(memory)) == count
 
 
-@pytest.mark.parametrize("text", [
-    "---\ntitle: t\n---\n# T\n- a: 1\n\n## Superseded\n- a: 0\n\n## Later\n- b\n",
-    "---\ntitle: [broken\n---\n# T\n## Superseded\n- old\n",
-    "---\n# comment\n## Superseded\n---\n## Superseded\n- x\n",
-    "no front matter\n## Superseded\n- x\n## Next\n",
-    "---\ntitle: never closed\n## Superseded\n- x\n",
-    "\ufeff---\r\ntitle: crlf\r\n---\r\n## superseded\r\n- x\r\n",
-    "---\ntitle: t\n---\n```\n## Superseded\n```\n## Superseded\n- y\n",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "---\ntitle: t\n---\n# T\n- a: 1\n\n## Superseded\n- a: 0\n\n## Later\n- b\n",
+        "---\ntitle: [broken\n---\n# T\n## Superseded\n- old\n",
+        "---\n# comment\n## Superseded\n---\n## Superseded\n- x\n",
+        "no front matter\n## Superseded\n- x\n## Next\n",
+        "---\ntitle: never closed\n## Superseded\n- x\n",
+        "\ufeff---\r\ntitle: crlf\r\n---\r\n## superseded\r\n- x\r\n",
+        "---\ntitle: t\n---\n```\n## Superseded\n```\n## Superseded\n- y\n",
+    ],
+)
 def test_light_superseded_scan_agrees_with_the_parser(tmp_path, text):
     from fsmem import format as fmt
-    from fsmem.catalog import superseded_of
+    from fsmem.store.catalog import superseded_of
 
     path = tmp_path / "x.md"
     path.write_bytes(text.encode())

@@ -59,17 +59,20 @@ def test_root_is_found_from_the_working_directory_and_env(demo_memory, tmp_path)
     assert "fsmem init" in outside.stderr and "Traceback" not in outside.stderr
 
 
-@pytest.mark.parametrize("args, message", [
-    (["read", "../../etc/passwd"], "escapes the memory root"),
-    (["read", "/etc/passwd"], "is absolute"),
-    (["grep", "(oops"], "invalid regular expression"),
-    (["read", "topics/billing.md", "--lines", "9:1"], "not a valid range"),
-    (["edit", "topics/billing.md", "--old", "billing contact", "--new", "x"], "matches 2 times"),
-    (["--agent", "nobody", "ls"], "unknown agent 'nobody'"),
-    (["--agent", "reviewer", "note", "x"], "read-only"),
-    (["ls", "--depth", "0"], "--depth must be at least 1"),
-    (["write", "x.md", "--set", "novalue"], "key=value"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["read", "../../etc/passwd"], "escapes the memory root"),
+        (["read", "/etc/passwd"], "is absolute"),
+        (["grep", "(oops"], "invalid regular expression"),
+        (["read", "topics/billing.md", "--lines", "9:1"], "not a valid range"),
+        (["edit", "topics/billing.md", "--old", "billing contact", "--new", "x"], "matches 2 times"),
+        (["--agent", "nobody", "ls"], "unknown agent 'nobody'"),
+        (["--agent", "reviewer", "note", "x"], "read-only"),
+        (["ls", "--depth", "0"], "--depth must be at least 1"),
+        (["write", "x.md", "--set", "novalue"], "key=value"),
+    ],
+)
 def test_bad_input_exits_2_with_one_clear_line(demo_memory, args, message):
     before = {p: p.read_bytes() for p in demo_memory.root.rglob("*.md")}
     result = fsmem("--root", str(demo_memory.root), *args)
@@ -92,11 +95,31 @@ def test_init_then_note_write_edit_mv_rm_round_trip(tmp_path):
     again = fsmem("init", str(root))
     assert again.returncode == 2 and "already holds a memory" in again.stderr
     env = {"FSMEM_NOW": "2026-11-30T09:00:00+00:00"}
-    noted = fsmem("--root", str(root), "note", "-", "--session", "s1", "--subject", "topic/Billing",
-                  input="- cycle: monthly\n", env_extra=env)
+    noted = fsmem(
+        "--root",
+        str(root),
+        "note",
+        "-",
+        "--session",
+        "s1",
+        "--subject",
+        "topic/Billing",
+        input="- cycle: monthly\n",
+        env_extra=env,
+    )
     assert noted.returncode == 0 and "sessions/2026/11/30/s1.md" in noted.stdout
-    wrote = fsmem("--root", str(root), "write", "topics/billing.md", "--set", "type=semantic", "--set", "importance=0.5",
-                  input="# Billing\n- cycle: monthly\n", env_extra=env)
+    wrote = fsmem(
+        "--root",
+        str(root),
+        "write",
+        "topics/billing.md",
+        "--set",
+        "type=semantic",
+        "--set",
+        "importance=0.5",
+        input="# Billing\n- cycle: monthly\n",
+        env_extra=env,
+    )
     assert wrote.returncode == 0, wrote.stderr
     text = (root / "topics/billing.md").read_text()
     assert "type: semantic\n" in text and "importance: 0.5\n" in text and text.endswith("- cycle: monthly\n")
@@ -126,7 +149,9 @@ def test_check_reports_path_line_message(empty_memory):
 
 def test_grep_json_offset_paging_via_cli(empty_memory):
     (empty_memory.root / "many.md").write_text("".join(f"needle {i}\n" for i in range(120)))
-    first = json.loads(fsmem("--root", str(empty_memory.root), "grep", "needle", "--max-results", "50", "--json").stdout)
+    first = json.loads(
+        fsmem("--root", str(empty_memory.root), "grep", "needle", "--max-results", "50", "--json").stdout
+    )
     assert first["total_matches"] == 120 and first["truncated"] and first["next_offset"] == 50
     last = json.loads(fsmem("--root", str(empty_memory.root), "grep", "needle", "--offset", "100", "--json").stdout)
     assert [m["line"] for m in last["matches"]] == list(range(101, 121)) and not last["truncated"]

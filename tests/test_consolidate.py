@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from fsmem import Memory
-from fsmem import consolidate as C
-from fsmem import consolidate_apply as CA
+from fsmem.consolidate import apply as CA, plan as C
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples" / "memory"
@@ -89,7 +88,9 @@ def test_demo_supersedes_employer_and_role(demo):
     assert report.counts["notes_consolidated"] == 2 and report.counts["superseded"] == 3
     assert report.counts["observations_merged"] == 1
     priya = body(demo, "entities/people/priya-natarajan.md")
-    assert priya.startswith("---\ntitle: Priya Natarajan\ntype: semantic\nentity: people/Priya Natarajan\ncreated: 2026-11-20\n")
+    assert priya.startswith(
+        "---\ntitle: Priya Natarajan\ntype: semantic\nentity: people/Priya Natarajan\ncreated: 2026-11-20\n"
+    )
     assert "- role: finance lead (2026-11-20, sessions/2026/11/20/support-0140.md)\n" in priya
     hits = demo.grep("Acme Corp", ["entities/people/adam-smith.md"])
     assert hits.total_matches == 0
@@ -150,7 +151,10 @@ def test_explicit_date_beats_note_date_and_a_late_older_value_splits_a_run(memor
     note(memory.root, "2026-03-01", "c", "## topic/Office\n- address: 1 Main St\n")
     memory.consolidate()
     text = body(memory, "topics/office.md")
-    assert "- address: 1 Main St (2026-01-01, sessions/2026/01/01/a.md; confirmed 2026-03-01, sessions/2026/03/01/c.md)" in text
+    assert (
+        "- address: 1 Main St (2026-01-01, sessions/2026/01/01/a.md; confirmed 2026-03-01, sessions/2026/03/01/c.md)"
+        in text
+    )
     # written later, but dated between the two records of the current value: it must not become current
     note(memory.root, "2026-04-01", "d", "## topic/Office\n- address: 9 Side St (as of 2026-02-01)\n")
     memory.consolidate()
@@ -187,12 +191,21 @@ def test_retraction(memory):
     note(memory.root, "2026-01-15", "late", "## people/Ann Lee\n- employer: Initech\n")
     memory.consolidate()
     assert memory.grep("employer", ["entities/people/ann-lee.md"]).total_matches == 0
-    assert "- employer: Initech (2026-01-15 to 2026-02-01, sessions/2026/01/15/late.md)\n" in body(memory, "entities/people/ann-lee.md")
+    assert "- employer: Initech (2026-01-15 to 2026-02-01, sessions/2026/01/15/late.md)\n" in body(
+        memory, "entities/people/ann-lee.md"
+    )
 
 
 def test_observation_is_not_a_fact_and_near_duplicates_merge(memory):
-    note(memory.root, "2026-01-01", "a", "## people/Ann Lee\n- Wow: that trip sounds amazing!\n- Prefers email over phone.\n")
-    note(memory.root, "2026-01-09", "b", "## people/Ann Lee\n- prefers email over phone\n- Prefers e-mail over phone!\n")
+    note(
+        memory.root,
+        "2026-01-01",
+        "a",
+        "## people/Ann Lee\n- Wow: that trip sounds amazing!\n- Prefers email over phone.\n",
+    )
+    note(
+        memory.root, "2026-01-09", "b", "## people/Ann Lee\n- prefers email over phone\n- Prefers e-mail over phone!\n"
+    )
     memory.consolidate()
     text = body(memory, "entities/people/ann-lee.md")
     assert "## Facts" not in text and "## Superseded" not in text
@@ -206,9 +219,11 @@ def test_observation_is_not_a_fact_and_near_duplicates_merge(memory):
 def test_human_edits_between_runs_are_kept(demo):
     demo.consolidate()
     path = demo.root / "entities/people/adam-smith.md"
-    edited = path.read_text().replace(
-        "- timezone: Europe/London\n", "- timezone: Europe/London\n\nHuman prose  with odd   spacing.\n"
-    ).replace("- role: head of finance (2026-11-02", "- role: Head of Finance, EMEA (2026-11-02")
+    edited = (
+        path.read_text()
+        .replace("- timezone: Europe/London\n", "- timezone: Europe/London\n\nHuman prose  with odd   spacing.\n")
+        .replace("- role: head of finance (2026-11-02", "- role: Head of Finance, EMEA (2026-11-02")
+    )
     path.write_text(edited)
     note(demo.root, "2026-11-25", "support-0150", "## people/Adam Smith\n- phone: +44 20 7946 0000\n")
     # the edited note also grows, so the one whose value the human changed is read again: the human still wins
@@ -283,7 +298,8 @@ def test_note_with_a_nul_byte_is_reported_and_never_copied_into_a_document(memor
     note(memory.root, "2026-01-03", "clean", "## people/Adam Smith\n- role: lead\n")
     report = memory.consolidate()
     assert [(p, m) for p, _, m in report.problems] == [
-        ("sessions/2026/01/02/nul.md", "contains a NUL byte (byte 131); not text; note skipped")]
+        ("sessions/2026/01/02/nul.md", "contains a NUL byte (byte 131); not text; note skipped")
+    ]
     adam = (memory.root / "entities/people/adam-smith.md").read_bytes()
     assert b"\x00" not in adam and b"- role: lead" in adam and b"car" not in adam
     assert b"consolidated:" not in nul.read_bytes()
@@ -301,7 +317,12 @@ def test_dry_run_prints_a_diff_and_writes_nothing(demo):
 
 
 def test_subjects_without_kind_and_default_subject(demo):
-    note(demo.root, "2026-11-21", "x", "- Loose line with no subject.\n\n## A. Smith\n- shoe size: 44\n\n## Zebra Crossing\n- colour: white\n")
+    note(
+        demo.root,
+        "2026-11-21",
+        "x",
+        "- Loose line with no subject.\n\n## A. Smith\n- shoe size: 44\n\n## Zebra Crossing\n- colour: white\n",
+    )
     demo.consolidate()
     assert "- shoe size: 44 (2026-11-21" in body(demo, "entities/people/adam-smith.md")
     assert "- colour: white (2026-11-21" in body(demo, "topics/zebra-crossing.md")
@@ -323,12 +344,15 @@ def test_archive_moves_consolidated_notes(memory):
 def test_extractor_plugin_through_entry_points(memory, tmp_path, monkeypatch):
     site = tmp_path / "site"
     (site / "shouting_extractor-1.0.dist-info").mkdir(parents=True)
-    (site / "shouting_extractor-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: shouting-extractor\nVersion: 1.0\n")
+    (site / "shouting_extractor-1.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: shouting-extractor\nVersion: 1.0\n"
+    )
     (site / "shouting_extractor-1.0.dist-info" / "entry_points.txt").write_text(
         "[fsmem.extractors]\nshouting = shouting_extractor:extract\n"
     )
-    (site / "shouting_extractor.py").write_text(textwrap.dedent('''
-        from fsmem.extractors import Item
+    (site / "shouting_extractor.py").write_text(
+        textwrap.dedent('''
+        from fsmem.consolidate.extractors import Item
 
         def extract(note):
             """Free text 'X works at Y.' becomes the fact employer: Y about people/X."""
@@ -336,7 +360,8 @@ def test_extractor_plugin_through_entry_points(memory, tmp_path, monkeypatch):
                 if " works at " in line:
                     who, _, where = line.rstrip(".").partition(" works at ")
                     yield Item(subject="people/" + who.strip(), line=number, key="employer", value=where.strip())
-    '''))
+    ''')
+    )
     monkeypatch.syspath_prepend(str(site))
     config = memory.root / "fsmem.yaml"
     config.write_text(config.read_text().replace("extractors: [rules]", "extractors: [rules, shouting]"))

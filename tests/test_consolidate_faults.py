@@ -36,8 +36,9 @@ def snapshot(root: Path) -> dict[str, bytes]:
 
 
 def consolidate(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*FSMEM, "--root", str(root), "consolidate", *args], capture_output=True, text=True,
-                          env=_env(**env), timeout=60)
+    return subprocess.run(
+        [*FSMEM, "--root", str(root), "consolidate", *args], capture_output=True, text=True, env=_env(**env), timeout=60
+    )
 
 
 @pytest.fixture
@@ -46,7 +47,8 @@ def base(tmp_path) -> Path:
     shutil.copytree(EXAMPLES, memory.root, dirs_exist_ok=True)
     extra = memory.root / "sessions/2026/11/25/ops-7.md"
     extra.parent.mkdir(parents=True)
-    extra.write_text(textwrap.dedent("""\
+    extra.write_text(
+        textwrap.dedent("""\
         ---
         title: Session ops-7 2026-11-25
         created: 2026-11-25T09:00:00+00:00
@@ -58,7 +60,8 @@ def base(tmp_path) -> Path:
         ## topic/Deployments
         - deploy window: Monday to Wednesday, 09:00-15:00 UTC
         - approver: ~
-        """))
+        """)
+    )
     return memory.root
 
 
@@ -88,15 +91,20 @@ def test_sigkill_after_every_write_then_rerun_reaches_the_same_bytes(base, tmp_p
 
 def test_overlapping_run_exits_2_with_a_clear_message(base):
     holder = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(f"""\
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""\
             import sys, time
             from pathlib import Path
-            from fsmem.store import file_lock
+            from fsmem.store.files import file_lock
             with file_lock(Path({str(base)!r}), "consolidate"):
                 print("held", flush=True)
                 time.sleep(60)
-            """)],
-        stdout=subprocess.PIPE, text=True,
+            """),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout.readline().strip() == "held"
@@ -124,5 +132,8 @@ def test_cli_json_report_and_exit_codes(base):
     dry = consolidate(base, "--dry-run")
     assert dry.returncode == 1 and dry.stdout.startswith("(nothing would change)")
     text = (base / "topics/deployments.md").read_text()
-    assert "## Facts\n- deploy window: Monday to Wednesday, 09:00-15:00 UTC (2026-11-25, sessions/2026/11/25/ops-7.md)\n" in text
+    assert (
+        "## Facts\n- deploy window: Monday to Wednesday, 09:00-15:00 UTC (2026-11-25, sessions/2026/11/25/ops-7.md)\n"
+        in text
+    )
     assert "- approver: the on-call SRE lead" not in text.split("## Superseded")[0]

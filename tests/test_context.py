@@ -6,9 +6,9 @@ import subprocess
 import sys
 
 import pytest
+from test_tools import build_memory
 
 from fsmem import Memory
-from test_tools import build_memory
 
 INDEX = """---
 title: Index
@@ -33,7 +33,10 @@ def root(tmp_path):
 def test_profile_first_then_the_catalog_when_there_is_no_index(root):
     block = Memory(root).context()
     lines = block.text.splitlines()
-    assert lines[:2] == ["# Memory", "Shared memory files. Look things up with list, grep and read; save what you learn with note."]
+    assert lines[:2] == [
+        "# Memory",
+        "Shared memory files. Look things up with list, grep and read; save what you learn with note.",
+    ]
     headings = [line for line in lines if line.startswith(("## profile/", "## Entities"))]
     assert headings == [
         "## profile/identity.md (Identity)",
@@ -90,7 +93,10 @@ def test_trimmed_to_the_budget_in_whole_lines_with_a_note(root):
 def test_cut_note_names_the_line_to_continue_from(root):
     block = Memory(root).context(max_tokens=120)
     assert block.cut[0] == "profile/identity.md from line 12 (read it with lines '12:')"
-    assert block.cut[1:] == ["profile/team.md (read it)", "6 of 6 entity/topic rows (list entities and topics to see them)"]
+    assert block.cut[1:] == [
+        "profile/team.md (read it)",
+        "6 of 6 entity/topic rows (list entities and topics to see them)",
+    ]
     assert block.text.splitlines()[-2] == "- tone: (how answers should sound)"  # line 11 of profile/identity.md
 
 
@@ -101,10 +107,16 @@ def test_agent_budget_caps_the_block(root):
 
 
 def test_cli(root):
-    done = subprocess.run([sys.executable, "-m", "fsmem", "--root", str(root), "context", "--agent", "tiny"],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "fsmem", "--root", str(root), "context", "--agent", "tiny"],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0
     assert done.stdout == Memory(root, agent="tiny").context().text + "\n"
-    bad = subprocess.run([sys.executable, "-m", "fsmem", "--root", str(root), "context", "--max-tokens", "0"],
-                         capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "fsmem", "--root", str(root), "context", "--max-tokens", "0"],
+        capture_output=True,
+        text=True,
+    )
     assert (bad.returncode, bad.stderr) == (2, "fsmem: error: --max-tokens must be at least 1\n")

@@ -8,8 +8,8 @@ import pytest
 
 from fsmem import Memory
 from fsmem.errors import InvalidArgument
-from fsmem.evaluation import ScoreStats, knee, load_evalset, parse_ks
-from fsmem.retrieval_log import records
+from fsmem.evaluation.harness import ScoreStats, knee, load_evalset, parse_ks
+from fsmem.store.retrieval_log import records
 
 REPO = Path(__file__).resolve().parents[1]
 LOCOMO = Path(os.environ.get("FSMEM_LOCOMO", REPO.parent / "shared" / "data" / "locomo10.json"))
@@ -102,8 +102,12 @@ def test_knee_and_d_prime():
 
 def run_cli(root, *args, pythonpath=()):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([*map(str, pythonpath), str(REPO)])}
-    return subprocess.run([sys.executable, "-c", "from fsmem.cli import main; main()", "--root", str(root), *args],
-                          capture_output=True, text=True, env=env)
+    return subprocess.run(
+        [sys.executable, "-c", "from fsmem.cli import main; main()", "--root", str(root), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
 
 
 def test_eval_cli_json_and_plot(memory, tmp_path):
@@ -128,29 +132,37 @@ def test_eval_cli_json_and_plot(memory, tmp_path):
     assert missing.returncode == 2 and "does not exist" in missing.stderr
 
 
-TINY_LOCOMO = [{
-    "sample_id": "tiny",
-    "conversation": {
-        "speaker_a": "Ann", "speaker_b": "Bob",
-        "session_1_date_time": "1:56 pm on 8 May, 2023",
-        "session_1": [
-            {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a greyhound called Comet."},
-            {"speaker": "Bob", "dia_id": "D1:2", "text": "Lovely! I started pottery classes.", "blip_caption": "a photo of a bowl"},
+TINY_LOCOMO = [
+    {
+        "sample_id": "tiny",
+        "conversation": {
+            "speaker_a": "Ann",
+            "speaker_b": "Bob",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a greyhound called Comet."},
+                {
+                    "speaker": "Bob",
+                    "dia_id": "D1:2",
+                    "text": "Lovely! I started pottery classes.",
+                    "blip_caption": "a photo of a bowl",
+                },
+            ],
+            "session_2_date_time": "9:00 am on 20 June, 2023",
+            "session_2": [{"speaker": "Bob", "dia_id": "D2:1", "text": "My pottery bowl won a prize at the fair."}],
+        },
+        "qa": [
+            {"question": "What is the name of Ann's dog?", "answer": "Comet", "evidence": ["D1:1"], "category": 4},
+            {"question": "What did Bob win?", "answer": "a prize", "evidence": ["D2:1; D1:2"], "category": 1},
+            {"question": "Adversarial", "adversarial_answer": "x", "evidence": ["D1:1"], "category": 5},
+            {"question": "No evidence", "answer": "x", "evidence": [], "category": 2},
         ],
-        "session_2_date_time": "9:00 am on 20 June, 2023",
-        "session_2": [{"speaker": "Bob", "dia_id": "D2:1", "text": "My pottery bowl won a prize at the fair."}],
-    },
-    "qa": [
-        {"question": "What is the name of Ann's dog?", "answer": "Comet", "evidence": ["D1:1"], "category": 4},
-        {"question": "What did Bob win?", "answer": "a prize", "evidence": ["D2:1; D1:2"], "category": 1},
-        {"question": "Adversarial", "adversarial_answer": "x", "evidence": ["D1:1"], "category": 5},
-        {"question": "No evidence", "answer": "x", "evidence": [], "category": 2},
-    ],
-}]
+    }
+]
 
 
 def test_locomo_importer_writes_dated_notes_and_an_eval_set_by_dialog_id(tmp_path):
-    from fsmem.locomo import import_locomo
+    from fsmem.evaluation.locomo import import_locomo
 
     source = tmp_path / "locomo.json"
     source.write_text(json.dumps(TINY_LOCOMO))
@@ -173,7 +185,7 @@ def test_locomo_importer_writes_dated_notes_and_an_eval_set_by_dialog_id(tmp_pat
 
 @pytest.mark.skipif(not LOCOMO.exists(), reason="../shared/data/locomo10.json is not beside the repository")
 def test_locomo_one_conversation_end_to_end(tmp_path):
-    from fsmem.locomo import import_locomo
+    from fsmem.evaluation.locomo import import_locomo
 
     result = import_locomo(LOCOMO, tmp_path, samples=["conv-26"])
     assert result.sessions == 19 and result.turns == 419 and result.questions == 150

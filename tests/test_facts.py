@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fsmem import facts as F
+from fsmem.format import facts as F
 
 
 @pytest.mark.parametrize(
@@ -67,7 +67,9 @@ def test_provenance_round_trip():
     assert line == "- role: cto (2026-03-01, sessions/a.md; confirmed 2026-05-02, sessions/b.md)"
     fact = F.parse_fact(line)
     assert fact.value == "cto"
-    assert fact.provenance == F.Provenance("2026-03-01", ("sessions/a.md",), None, F.Stamp("2026-05-02", "sessions/b.md"))
+    assert fact.provenance == F.Provenance(
+        "2026-03-01", ("sessions/a.md",), None, F.Stamp("2026-05-02", "sessions/b.md")
+    )
     old = F.render_superseded("employer", "Acme Corp", first, first, "2026-11-20")
     assert old == "- employer: Acme Corp (2026-03-01 to 2026-11-20, sessions/a.md)"
     parsed = F.parse_fact(old)

@@ -1,15 +1,15 @@
 import json
 
 import pytest
-
 from conftest import write_file
+
 from fsmem.errors import InvalidArgument, NotFound, PathEscape, PatternTimeout
 
 
 @pytest.fixture(autouse=True, params=["one pass", "count pass then page pass"])
 def passes(request, monkeypatch):
     """Every test runs with both strategies: small answers in one rg --json pass, large ones in two."""
-    import fsmem.grep as grep_module
+    import fsmem.query.grep as grep_module
 
     if request.param != "one pass":
         monkeypatch.setattr(grep_module, "_SMALL_OUTPUT", 0)
@@ -19,7 +19,10 @@ def passes(request, monkeypatch):
 def test_grep_finds_lines_grouped_by_file_with_line_numbers(demo_memory):
     result = demo_memory.grep("proration", ignore_case=True)
     assert [(m.path, m.line) for m in result.matches] == [
-        ("entities/people/adam-smith.md", 23), ("topics/billing.md", 3), ("topics/billing.md", 15)]
+        ("entities/people/adam-smith.md", 23),
+        ("topics/billing.md", 3),
+        ("topics/billing.md", 15),
+    ]
     assert result.matches[2].text == "- proration: daily, for seat changes mid-cycle"
     assert result.total_matches == 3 and not result.truncated and result.left_out == 0
     text = result.to_text()
@@ -82,7 +85,10 @@ def test_grep_context_lines(demo_memory):
 
 
 def test_grep_leaves_superseded_facts_out_unless_asked(empty_memory):
-    write_file(empty_memory.root, "entities/people/adam.md", """\
+    write_file(
+        empty_memory.root,
+        "entities/people/adam.md",
+        """\
         ---
         title: Adam
         ---
@@ -92,7 +98,8 @@ def test_grep_leaves_superseded_facts_out_unless_asked(empty_memory):
         - employer: Acme Corp (2026-10-01 to 2026-11-20)
         ## Notes
         - employer history is long
-        """)
+        """,
+    )
     default = empty_memory.grep("employer", ["entities"])
     assert [(m.line, m.superseded) for m in default.matches] == [(5, False), (9, False)]
     assert default.total_matches == 2
@@ -105,8 +112,9 @@ def test_grep_leaves_superseded_facts_out_unless_asked(empty_memory):
 def test_grep_json_document_shape(demo_memory):
     data = demo_memory.grep("Globex").to_dict()
     assert set(data) >= {"matches", "total_matches", "truncated", "tokens"}
-    assert data["matches"] == [{"path": "sessions/2026/11/20/support-0140.md", "line": 10,
-                                "text": "- employer: Globex", "superseded": False}]
+    assert data["matches"] == [
+        {"path": "sessions/2026/11/20/support-0140.md", "line": 10, "text": "- employer: Globex", "superseded": False}
+    ]
     json.dumps(data)
 
 
@@ -168,7 +176,7 @@ def test_grep_order_is_path_order_and_pages_are_exact_without_rg_sorting(empty_m
 
 
 def test_grep_small_read_chunks_give_the_same_answer(empty_memory, monkeypatch):
-    import fsmem.grep as grep_module
+    import fsmem.query.grep as grep_module
 
     _many_files(empty_memory)
     expected = [empty_memory.grep("needle", offset=o, max_results=9).to_dict() for o in (0, 100, 275)]
@@ -182,17 +190,24 @@ def test_grep_context_lines_survive_client_side_ordering(empty_memory):
     _many_files(empty_memory, count=6)
     result = empty_memory.grep("needle 5-3", context=1)
     assert [(m.line, m.before, m.after) for m in result.matches] == [
-        (7, [(6, "- line 2: needle 5-2")], [(8, "- line 4: needle 5-4")])]
+        (7, [(6, "- line 2: needle 5-2")], [(8, "- line 4: needle 5-4")])
+    ]
 
 
 def test_grep_totals_follow_superseded_sections_the_cache_has_not_seen(empty_memory):
     _many_files(empty_memory, count=12)
     assert empty_memory.grep("needle").total_matches == 12 * 7  # warms the cache: its hint names f00, f03, ...
-    write_file(empty_memory.root, "d1/f01.md", "---\ntitle: f\n---\n- a: needle\n## Superseded\n- b: needle\n- c: needle\n")
+    write_file(
+        empty_memory.root, "d1/f01.md", "---\ntitle: f\n---\n- a: needle\n## Superseded\n- b: needle\n- c: needle\n"
+    )
     write_file(empty_memory.root, "d0/f00.md", "---\ntitle: f\n---\n- a: needle\n## Notes\n- b: needle\n")
     result = empty_memory.grep("needle", ["d0", "d1"], max_results=50)
     assert [(m.path, m.line) for m in result.matches][:4] == [
-        ("d0/f00.md", 4), ("d0/f00.md", 6), ("d0/f04.md", 4), ("d0/f04.md", 5)]
+        ("d0/f00.md", 4),
+        ("d0/f00.md", 6),
+        ("d0/f04.md", 4),
+        ("d0/f04.md", 5),
+    ]
     assert ("d1/f01.md", 4) in [(m.path, m.line) for m in result.matches]
     assert ("d1/f01.md", 6) not in [(m.path, m.line) for m in result.matches]
     # d0: f00 (now 2, none superseded), f04 and f08 (7 each);
@@ -206,12 +221,17 @@ def test_grep_page_starts_inside_a_file_after_superseded_ones(empty_memory):
     _many_files(empty_memory, count=8)
     page = empty_memory.grep("needle", offset=9, max_results=4)
     # d0/f00 (7 visible, its superseded needle left out), then d0/f04 from its 3rd match
-    assert [(m.path, m.line) for m in page.matches] == [("d0/f04.md", 6), ("d0/f04.md", 7), ("d0/f04.md", 8), ("d0/f04.md", 9)]
+    assert [(m.path, m.line) for m in page.matches] == [
+        ("d0/f04.md", 6),
+        ("d0/f04.md", 7),
+        ("d0/f04.md", 8),
+        ("d0/f04.md", 9),
+    ]
     assert page.total_matches == 8 * 7 and page.next_offset == 13 and page.cut_by == "results"
 
 
 def test_grep_explicit_file_lists_are_split_across_rg_calls(empty_memory, monkeypatch):
-    import fsmem.grep as grep_module
+    import fsmem.query.grep as grep_module
 
     _many_files(empty_memory, count=10)
     expected = empty_memory.grep("needle", max_results=50).to_dict()
@@ -222,7 +242,7 @@ def test_grep_explicit_file_lists_are_split_across_rg_calls(empty_memory, monkey
 
 
 def test_grep_survives_files_changing_between_its_passes(empty_memory, passes):
-    import fsmem.grep as grep_module
+    import fsmem.query.grep as grep_module
 
     if passes == "one pass":
         pytest.skip("one pass reads every file before the ranges are looked up")
@@ -237,8 +257,14 @@ def test_grep_survives_files_changing_between_its_passes(empty_memory, passes):
         return ranges
 
     result = grep_module.run(
-        memory.root, "needle", None, max_results=20, max_tokens=100_000, count_tokens=memory.tokens.count,
-        superseded_ranges=ranges_then_edit, superseded_hint=memory.catalog.superseded_hint,
+        memory.root,
+        "needle",
+        None,
+        max_results=20,
+        max_tokens=100_000,
+        count_tokens=memory.tokens.count,
+        superseded_ranges=ranges_then_edit,
+        superseded_hint=memory.catalog.superseded_hint,
     )
     assert result.total_matches == 6 * 7  # as counted before the files changed
     assert [m.path for m in result.matches] == ["d0/f00.md"] * 7 + ["d0/f04.md"] * 7

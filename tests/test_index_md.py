@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from fsmem import Memory
-from fsmem import index_md
-from fsmem.subjects import DirectoryEntry
+from fsmem.consolidate import index_md
+from fsmem.consolidate.subjects import DirectoryEntry
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "memory"
 
@@ -46,16 +46,26 @@ def test_index_lists_entities_by_kind_then_topics(demo):
 
 def test_document_without_description_is_summarised_by_its_current_facts(demo):
     path = demo.root / "topics/office.md"
-    path.write_text("---\ntitle: Office\n---\n# Office\n\n## Facts\n- address: 1 Main St\n- floor: 3\n\n## Superseded\n- floor: 2 (2026-01-01 to 2026-02-01, sessions/a.md)\n")
+    path.write_text(
+        "---\ntitle: Office\n---\n# Office\n\n## Facts\n- address: 1 Main St\n- floor: 3\n\n## Superseded\n- floor: 2 (2026-01-01 to 2026-02-01, sessions/a.md)\n"
+    )
     demo.write_index()
     assert "- [Office](topics/office.md): address: 1 Main St; floor: 3\n" in (demo.root / "INDEX.md").read_text()
 
 
 def test_token_cap_keeps_the_most_important_and_says_what_was_left_out():
-    count = lambda text: len(text.split())  # a simple, exact stand-in tokenizer
+    def count(text: str) -> int:  # a simple, exact stand-in tokenizer
+        return len(text.split())
+
     entries = [
-        DirectoryEntry(path=f"topics/t{n:03d}.md", mtime_ns=0, size=0, title=f"T{n}", description="word " * 10,
-                       importance=1.0 if n == 150 else 0.0)
+        DirectoryEntry(
+            path=f"topics/t{n:03d}.md",
+            mtime_ns=0,
+            size=0,
+            title=f"T{n}",
+            description="word " * 10,
+            importance=1.0 if n == 150 else 0.0,
+        )
         for n in range(200)
     ]
     text = index_md.render(entries, 300, count)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,8 @@ import pytest
 
 anthropic = pytest.importorskip("anthropic")
 
-from anthropic.lib.tools import BetaAbstractMemoryTool, BetaAsyncAbstractMemoryTool, ToolError  # noqa: E402
-from anthropic.types.beta import (  # noqa: E402
+from anthropic.lib.tools import BetaAbstractMemoryTool, BetaAsyncAbstractMemoryTool, ToolError
+from anthropic.types.beta import (
     BetaMemoryTool20250818CreateCommand as Create,
     BetaMemoryTool20250818DeleteCommand as Delete,
     BetaMemoryTool20250818InsertCommand as Insert,
@@ -26,8 +27,8 @@ from anthropic.types.beta import (  # noqa: E402
     BetaMemoryTool20250818ViewCommand as View,
 )
 
-from fsmem.integrations.anthropic import AsyncFsmemMemoryTool, FsmemMemoryTool  # noqa: E402
-from fsmem.memory import Memory  # noqa: E402
+from fsmem.integrations.anthropic import AsyncFsmemMemoryTool, FsmemMemoryTool
+from fsmem.memory import Memory
 
 try:
     import httpx2 as httpx  # the HTTP client of current SDK releases
@@ -38,21 +39,60 @@ EDITED = "The memory file has been edited. Here is the snippet showing the chang
 
 # One scenario, every command and every kind of answer: (command, expected result or ("error", message)).
 SCENARIO: list[tuple[Any, Any]] = [
-    (Create(command="create", path="/memories/notes/a.txt", file_text="one\ntwo\n"), "File created successfully at: /memories/notes/a.txt"),
-    (Create(command="create", path="/memories/notes/a.txt", file_text="x"), ("error", "File /memories/notes/a.txt already exists")),
-    (View(command="view", path="/memories/notes/a.txt"), "Here's the content of /memories/notes/a.txt with line numbers:\n     1\tone\n     2\ttwo\n     3\t"),
-    (View(command="view", path="/memories/notes/a.txt", view_range=[2, 2]), "Here's the content of /memories/notes/a.txt with line numbers:\n     2\ttwo"),
-    (View(command="view", path="/memories/notes"), "Here're the files and directories up to 2 levels deep in /memories/notes, excluding hidden items:\n4K\t/memories/notes\n8B\t/memories/notes/a.txt"),
-    (View(command="view", path="/memories/nope"), ("error", "The path /memories/nope does not exist. Please provide a valid path.")),
-    (StrReplace(command="str_replace", path="/memories/notes/a.txt", old_str="two", new_str="2"), EDITED + "     1\tone\n     2\t2\n     3\t"),
-    (StrReplace(command="str_replace", path="/memories/notes/a.txt", old_str="zzz", new_str="2"), ("error", "No replacement was performed, old_str `zzz` did not appear verbatim in /memories/notes/a.txt.")),
-    (Insert(command="insert", path="/memories/notes/a.txt", insert_line=1, insert_text="1.5"), "The file /memories/notes/a.txt has been edited."),
-    (Insert(command="insert", path="/memories/notes/a.txt", insert_line=9, insert_text="x"), ("error", "Invalid `insert_line` parameter: 9. It should be within the range [0, 3].")),
-    (Rename(command="rename", old_path="/memories/notes/a.txt", new_path="/memories/b.txt"), "Successfully renamed /memories/notes/a.txt to /memories/b.txt"),
-    (Rename(command="rename", old_path="/memories", new_path="/memories/x"), ("error", "Cannot rename the /memories directory itself")),
+    (
+        Create(command="create", path="/memories/notes/a.txt", file_text="one\ntwo\n"),
+        "File created successfully at: /memories/notes/a.txt",
+    ),
+    (
+        Create(command="create", path="/memories/notes/a.txt", file_text="x"),
+        ("error", "File /memories/notes/a.txt already exists"),
+    ),
+    (
+        View(command="view", path="/memories/notes/a.txt"),
+        "Here's the content of /memories/notes/a.txt with line numbers:\n     1\tone\n     2\ttwo\n     3\t",
+    ),
+    (
+        View(command="view", path="/memories/notes/a.txt", view_range=[2, 2]),
+        "Here's the content of /memories/notes/a.txt with line numbers:\n     2\ttwo",
+    ),
+    (
+        View(command="view", path="/memories/notes"),
+        "Here're the files and directories up to 2 levels deep in /memories/notes, excluding hidden items:\n4K\t/memories/notes\n8B\t/memories/notes/a.txt",
+    ),
+    (
+        View(command="view", path="/memories/nope"),
+        ("error", "The path /memories/nope does not exist. Please provide a valid path."),
+    ),
+    (
+        StrReplace(command="str_replace", path="/memories/notes/a.txt", old_str="two", new_str="2"),
+        EDITED + "     1\tone\n     2\t2\n     3\t",
+    ),
+    (
+        StrReplace(command="str_replace", path="/memories/notes/a.txt", old_str="zzz", new_str="2"),
+        ("error", "No replacement was performed, old_str `zzz` did not appear verbatim in /memories/notes/a.txt."),
+    ),
+    (
+        Insert(command="insert", path="/memories/notes/a.txt", insert_line=1, insert_text="1.5"),
+        "The file /memories/notes/a.txt has been edited.",
+    ),
+    (
+        Insert(command="insert", path="/memories/notes/a.txt", insert_line=9, insert_text="x"),
+        ("error", "Invalid `insert_line` parameter: 9. It should be within the range [0, 3]."),
+    ),
+    (
+        Rename(command="rename", old_path="/memories/notes/a.txt", new_path="/memories/b.txt"),
+        "Successfully renamed /memories/notes/a.txt to /memories/b.txt",
+    ),
+    (
+        Rename(command="rename", old_path="/memories", new_path="/memories/x"),
+        ("error", "Cannot rename the /memories directory itself"),
+    ),
     (Delete(command="delete", path="/memories/notes"), "Successfully deleted /memories/notes"),
     (Delete(command="delete", path="/memories"), ("error", "Cannot delete the /memories directory itself")),
-    (View(command="view", path="/memories/../secret"), ("error", "Path /memories/../secret would escape /memories directory")),
+    (
+        View(command="view", path="/memories/../secret"),
+        ("error", "Path /memories/../secret would escape /memories directory"),
+    ),
     (View(command="view", path="/tmp/x"), ("error", "Path must start with /memories, got: /tmp/x")),
 ]
 FINAL_TREE = {"memories/b.txt": b"one\n1.5\n2\n"}
@@ -90,7 +130,10 @@ def test_sync_scenario_every_command_and_error(tmp_path: Path) -> None:
 
 def test_sync_call_takes_the_raw_input_the_runner_passes(tmp_path: Path) -> None:
     tool = FsmemMemoryTool(str(tmp_path))
-    assert tool.call({"command": "create", "path": "/memories/x.txt", "file_text": "x"}) == "File created successfully at: /memories/x.txt"
+    assert (
+        tool.call({"command": "create", "path": "/memories/x.txt", "file_text": "x"})
+        == "File created successfully at: /memories/x.txt"
+    )
     with pytest.raises(ToolError, match="^Path must start with /memories, got: x.txt$"):
         tool.call({"command": "view", "path": "x.txt"})
     assert tool.clear_all_memory() == "All memory cleared"
@@ -201,7 +244,11 @@ def check_runner_conversation(requests: list[dict[str, Any]], base: Path) -> Non
     assert requests[1]["messages"][-1] == {
         "role": "user",
         "content": [
-            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "File created successfully at: /memories/prefs.md"},
+            {
+                "type": "tool_result",
+                "tool_use_id": "toolu_1",
+                "content": "File created successfully at: /memories/prefs.md",
+            },
             {
                 "type": "tool_result",
                 "tool_use_id": "toolu_2",
@@ -223,10 +270,15 @@ def check_runner_conversation(requests: list[dict[str, Any]], base: Path) -> Non
 def test_sync_tool_runner_dispatches_to_fsmem(tmp_path: Path) -> None:
     requests, respond = scripted_api(RUNNER_REPLIES)
     client = anthropic.Anthropic(
-        api_key="test", base_url="http://api.test", max_retries=0, http_client=httpx.Client(transport=httpx.MockTransport(respond))
+        api_key="test",
+        base_url="http://api.test",
+        max_retries=0,
+        http_client=httpx.Client(transport=httpx.MockTransport(respond)),
     )
     runner = client.beta.messages.tool_runner(
-        model="claude-test", max_tokens=256, messages=[{"role": "user", "content": "I take my coffee black"}],
+        model="claude-test",
+        max_tokens=256,
+        messages=[{"role": "user", "content": "I take my coffee black"}],
         tools=[FsmemMemoryTool(str(tmp_path))],
     )
     final = runner.until_done()
@@ -238,11 +290,15 @@ def test_sync_tool_runner_dispatches_to_fsmem(tmp_path: Path) -> None:
 async def test_async_tool_runner_dispatches_to_fsmem(tmp_path: Path) -> None:
     requests, respond = scripted_api(RUNNER_REPLIES)
     client = anthropic.AsyncAnthropic(
-        api_key="test", base_url="http://api.test", max_retries=0,
+        api_key="test",
+        base_url="http://api.test",
+        max_retries=0,
         http_client=httpx.AsyncClient(transport=httpx.MockTransport(respond)),
     )
     runner = client.beta.messages.tool_runner(
-        model="claude-test", max_tokens=256, messages=[{"role": "user", "content": "I take my coffee black"}],
+        model="claude-test",
+        max_tokens=256,
+        messages=[{"role": "user", "content": "I take my coffee black"}],
         tools=[AsyncFsmemMemoryTool(str(tmp_path))],
     )
     final = await runner.until_done()
@@ -284,6 +340,6 @@ def test_same_answers_and_files_as_the_sdk_reference(tmp_path: Path) -> None:
 
     ours, theirs = FsmemMemoryTool(str(tmp_path / "ours")), BetaLocalFilesystemMemoryTool(str(tmp_path / "theirs"))
     for command, _ in DIFFERENTIAL:
-        mine, reference = outcome(lambda: ours.execute(command)), outcome(lambda: theirs.execute(command))
+        mine, reference = outcome(partial(ours.execute, command)), outcome(partial(theirs.execute, command))
         assert mine == reference, command
     assert tree(tmp_path / "ours") == tree(tmp_path / "theirs")

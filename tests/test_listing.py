@@ -1,8 +1,8 @@
 import os
 
 import pytest
-
 from conftest import write_file
+
 from fsmem import Memory
 from fsmem.errors import InvalidArgument, NotFound, PathEscape, RootNotFound
 
@@ -30,15 +30,25 @@ def test_ls_ignores_state_and_hidden_folders(demo_memory):
 
 def test_ls_filters_by_path_depth_type_tag_and_date(demo_memory):
     assert [e.path for e in demo_memory.ls("entities/people").entries] == [
-        "entities/people/adam-smith.md", "entities/people/maria-lopez.md"]
+        "entities/people/adam-smith.md",
+        "entities/people/maria-lopez.md",
+    ]
     assert demo_memory.ls("entities", depth=1).total == 0
     assert demo_memory.ls("entities", depth=2).total == 4
     assert {e.path for e in demo_memory.ls(type="procedural").entries} == {
-        "README.md", "profile/identity.md", "profile/team.md", "topics/deployments.md"}
+        "README.md",
+        "profile/identity.md",
+        "profile/team.md",
+        "topics/deployments.md",
+    }
     assert [e.path for e in demo_memory.ls(tag=["billing", "migration"]).entries] == ["entities/projects/atlas.md"]
     recent = [e.path for e in demo_memory.ls(updated_after="2026-11-01T10:00:00+00:00").entries]
-    assert recent == ["entities/projects/atlas.md", "sessions/2026/11/02/support-0102.md",
-                      "sessions/2026/11/20/support-0140.md", "topics/billing.md"]
+    assert recent == [
+        "entities/projects/atlas.md",
+        "sessions/2026/11/02/support-0102.md",
+        "sessions/2026/11/20/support-0140.md",
+        "topics/billing.md",
+    ]
 
 
 def test_ls_caps_rows_and_says_how_many_were_left_out(demo_memory):

@@ -6,9 +6,11 @@ import sys
 
 import anyio
 import pytest
-
-from fsmem import Memory, retrieval_log, tools
 from test_tools import NOW, build_memory, expected_names, snapshot
+
+from fsmem import Memory
+from fsmem.agents import tools
+from fsmem.store import retrieval_log
 
 mcp = pytest.importorskip("mcp")
 from mcp import ClientSession, StdioServerParameters  # noqa: E402
@@ -61,7 +63,7 @@ def test_list_and_call_every_tool_over_stdio(tmp_path):
     listed, results = run_session(root, actions=actions)
     memory = Memory(root)
     assert [t.name for t in listed.tools] == expected_names(memory)
-    for served, defined in zip(listed.tools, tools.definitions(memory)):
+    for served, defined in zip(listed.tools, tools.definitions(memory), strict=False):
         assert (served.description, served.input_schema) == (defined["description"], defined["parameters"])
 
     texts = [text_of(r) for r in results]
@@ -98,7 +100,10 @@ def test_read_only_server_offers_no_writes_and_changes_nothing(tmp_path):
     listed, write, escape, missing = run_session(root, "--read-only", actions=actions)
     readers = expected_names(Memory(root), writes=False)
     assert [t.name for t in listed.tools] == readers
-    assert write.is_error and text_of(write) == f"error: this agent is read-only; it may use {', '.join(readers)}, not write"
+    assert (
+        write.is_error
+        and text_of(write) == f"error: this agent is read-only; it may use {', '.join(readers)}, not write"
+    )
     assert escape.is_error and "is absolute; give a path relative to the memory root" in text_of(escape)
     assert missing.is_error and text_of(missing).startswith("error: grep needs the argument 'pattern'")
     assert snapshot(root) == before

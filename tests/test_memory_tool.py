@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from fsmem import Memory
+from fsmem.agents.memory_tool import MemoryTool, format_size, make_private_dirs
 from fsmem.errors import MemoryToolError, RootNotFound
-from fsmem.memory_tool import MemoryTool, format_size, make_private_dirs
 
 HEADER_DIR = "Here're the files and directories up to 2 levels deep in {}, excluding hidden items:"
 EDITED = "The memory file has been edited. Here is the snippet showing the change (with line numbers):\n"
@@ -49,8 +49,13 @@ def test_new_folders_are_0700_under_any_umask(tmp_path: Path, umask: int) -> Non
         tool.create("/memories/a/b/c.txt", "x")
     finally:
         os.umask(old)
-    for folder in (tmp_path / "nested", tmp_path / "nested" / "base", tool.memory_root, tool.memory_root / "a",
-                   tool.memory_root / "a" / "b"):
+    for folder in (
+        tmp_path / "nested",
+        tmp_path / "nested" / "base",
+        tool.memory_root,
+        tool.memory_root / "a",
+        tool.memory_root / "a" / "b",
+    ):
         assert mode_of(folder) == 0o700, folder
     assert mode_of(tool.memory_root / "a" / "b" / "c.txt") == 0o600
 
@@ -79,13 +84,24 @@ def test_attributes_match_the_reference(tmp_path: Path) -> None:
 
 def test_format_size() -> None:
     assert [format_size(n) for n in (0, 1, 1023, 1024, 1536, 4096, 1048576, 1572864, 5 * 1024**3, 3 * 1024**4)] == [
-        "0B", "1B", "1023B", "1K", "1.5K", "4K", "1M", "1.5M", "5G", "3072G",
+        "0B",
+        "1B",
+        "1023B",
+        "1K",
+        "1.5K",
+        "4K",
+        "1M",
+        "1.5M",
+        "5G",
+        "3072G",
     ]
 
 
 # -- create ---------------------------------------------------------------------
 def test_create_writes_exact_bytes_and_nothing_else(tool: MemoryTool) -> None:
-    assert tool.create("/memories/notes.txt", "Hello, ☃\r\nline 2") == "File created successfully at: /memories/notes.txt"
+    assert (
+        tool.create("/memories/notes.txt", "Hello, ☃\r\nline 2") == "File created successfully at: /memories/notes.txt"
+    )
     assert tree(tool.base_path) == {"memories/notes.txt": "Hello, ☃\r\nline 2".encode()}
     assert mode_of(tool.memory_root / "notes.txt") == 0o600
 
@@ -127,7 +143,9 @@ def test_view_empty_file(tool: MemoryTool) -> None:
 
 def test_view_keeps_carriage_returns(tool: MemoryTool) -> None:
     (tool.memory_root / "crlf.txt").write_bytes(b"one\r\ntwo\r\n")
-    assert tool.view("/memories/crlf.txt") == content_of("/memories/crlf.txt") + "     1\tone\r\n     2\ttwo\r\n     3\t"
+    assert (
+        tool.view("/memories/crlf.txt") == content_of("/memories/crlf.txt") + "     1\tone\r\n     2\ttwo\r\n     3\t"
+    )
 
 
 @pytest.mark.parametrize(
@@ -163,12 +181,16 @@ def test_view_refuses_non_utf8(tool: MemoryTool) -> None:
 
 def test_view_refuses_more_than_999999_lines_without_a_cap(tool: MemoryTool) -> None:
     (tool.memory_root / "huge.txt").write_text("\n".join(["line"] * 1_000_000))
-    with pytest.raises(MemoryToolError, match=r"^File /memories/huge.txt exceeds maximum line limit of 999,999 lines\.$"):
+    with pytest.raises(
+        MemoryToolError, match=r"^File /memories/huge.txt exceeds maximum line limit of 999,999 lines\.$"
+    ):
         tool.view("/memories/huge.txt")
 
 
 def test_view_missing_and_unsupported(tool: MemoryTool) -> None:
-    with pytest.raises(MemoryToolError, match=r"^The path /memories/nope does not exist\. Please provide a valid path\.$"):
+    with pytest.raises(
+        MemoryToolError, match=r"^The path /memories/nope does not exist\. Please provide a valid path\.$"
+    ):
         tool.view("/memories/nope")
     with pytest.raises(MemoryToolError, match="^The path /memories/nope/x does not exist"):
         tool.view("/memories/nope/x")
@@ -229,7 +251,8 @@ def test_str_replace_at_the_first_line(tool: MemoryTool) -> None:
 def test_str_replace_errors(tool: MemoryTool) -> None:
     tool.create("/memories/s.txt", "Hello\nMiddle\nHello")
     with pytest.raises(
-        MemoryToolError, match=r"^No replacement was performed, old_str `Bye` did not appear verbatim in /memories/s\.txt\.$"
+        MemoryToolError,
+        match=r"^No replacement was performed, old_str `Bye` did not appear verbatim in /memories/s\.txt\.$",
     ):
         tool.str_replace("/memories/s.txt", "Bye", "x")
     with pytest.raises(
@@ -238,7 +261,9 @@ def test_str_replace_errors(tool: MemoryTool) -> None:
         r"Please ensure it is unique$",
     ):
         tool.str_replace("/memories/s.txt", "Hello", "Hi")
-    with pytest.raises(MemoryToolError, match=r"^The path /memories/no\.txt does not exist\. Please provide a valid path\.$"):
+    with pytest.raises(
+        MemoryToolError, match=r"^The path /memories/no\.txt does not exist\. Please provide a valid path\.$"
+    ):
         tool.str_replace("/memories/no.txt", "a", "b")
     (tool.memory_root / "d").mkdir()
     with pytest.raises(MemoryToolError, match=r"^The path /memories/d is not a file\.$"):
@@ -282,10 +307,13 @@ def test_insert_errors(tool: MemoryTool) -> None:
     tool.create("/memories/i.txt", "L1\nL2")
     for line in (-1, 3, "1"):
         with pytest.raises(
-            MemoryToolError, match=rf"^Invalid `insert_line` parameter: {line}\. It should be within the range \[0, 2\]\.$"
+            MemoryToolError,
+            match=rf"^Invalid `insert_line` parameter: {line}\. It should be within the range \[0, 2\]\.$",
         ):
             tool.insert("/memories/i.txt", line, "x")  # type: ignore[arg-type]
-    with pytest.raises(MemoryToolError, match=r"^The path /memories/no\.txt does not exist\. Please provide a valid path\.$"):
+    with pytest.raises(
+        MemoryToolError, match=r"^The path /memories/no\.txt does not exist\. Please provide a valid path\.$"
+    ):
         tool.insert("/memories/no.txt", 0, "x")
     with pytest.raises(MemoryToolError, match=r"^The path /memories is not a file\.$"):
         tool.insert("/memories", 0, "x")
@@ -312,7 +340,10 @@ def test_delete_errors(tool: MemoryTool) -> None:
 
 def test_rename_moves_and_makes_private_parents(tool: MemoryTool) -> None:
     tool.create("/memories/a.txt", "content")
-    assert tool.rename("/memories/a.txt", "/memories/x/y/b.txt") == "Successfully renamed /memories/a.txt to /memories/x/y/b.txt"
+    assert (
+        tool.rename("/memories/a.txt", "/memories/x/y/b.txt")
+        == "Successfully renamed /memories/a.txt to /memories/x/y/b.txt"
+    )
     assert tree(tool.memory_root) == {"x/y/b.txt": b"content"}
     assert mode_of(tool.memory_root / "x") == mode_of(tool.memory_root / "x" / "y") == 0o700
 
@@ -397,11 +428,26 @@ def test_fsmem_state_folder_and_nul_bytes_are_refused(tool: MemoryTool) -> None:
 # -- execute: the dispatcher's entry point --------------------------------------------
 def test_execute_dispatches_every_command(tool: MemoryTool) -> None:
     calls = [
-        ({"command": "create", "path": "/memories/n.txt", "file_text": "a\nb"}, "File created successfully at: /memories/n.txt"),
-        ({"command": "view", "path": "/memories/n.txt", "view_range": [2, 2]}, content_of("/memories/n.txt") + "     2\tb"),
-        ({"command": "str_replace", "path": "/memories/n.txt", "old_str": "b", "new_str": "c"}, EDITED + "     1\ta\n     2\tc"),
-        ({"command": "insert", "path": "/memories/n.txt", "insert_line": 0, "insert_text": "z"}, "The file /memories/n.txt has been edited."),
-        ({"command": "rename", "old_path": "/memories/n.txt", "new_path": "/memories/m.txt"}, "Successfully renamed /memories/n.txt to /memories/m.txt"),
+        (
+            {"command": "create", "path": "/memories/n.txt", "file_text": "a\nb"},
+            "File created successfully at: /memories/n.txt",
+        ),
+        (
+            {"command": "view", "path": "/memories/n.txt", "view_range": [2, 2]},
+            content_of("/memories/n.txt") + "     2\tb",
+        ),
+        (
+            {"command": "str_replace", "path": "/memories/n.txt", "old_str": "b", "new_str": "c"},
+            EDITED + "     1\ta\n     2\tc",
+        ),
+        (
+            {"command": "insert", "path": "/memories/n.txt", "insert_line": 0, "insert_text": "z"},
+            "The file /memories/n.txt has been edited.",
+        ),
+        (
+            {"command": "rename", "old_path": "/memories/n.txt", "new_path": "/memories/m.txt"},
+            "Successfully renamed /memories/n.txt to /memories/m.txt",
+        ),
         ({"command": "delete", "path": "/memories/m.txt"}, "Successfully deleted /memories/m.txt"),
     ]
     for arguments, expected in calls:
@@ -438,7 +484,9 @@ def test_cap_cuts_a_huge_file_and_names_the_next_range(tmp_path: Path) -> None:
     shown = body.splitlines()[1:]
     last = len(shown)
     assert shown[0] == "     1\tline 1 of the log, with a few words of text" and shown[-1].startswith(f"{last:>6}\t")
-    assert trailer == f"[lines 1-{last} of 5000 shown: this view stops at 300 tokens; next: view_range [{last + 1}, 5000]]"
+    assert (
+        trailer == f"[lines 1-{last} of 5000 shown: this view stops at 300 tokens; next: view_range [{last + 1}, 5000]]"
+    )
     second = tool.view("/memories/log.txt", [last + 1, 5000])
     assert second.splitlines()[1] == f"{last + 1:>6}\tline {last + 1} of the log, with a few words of text"
     tail = tool.view("/memories/log.txt", [4999, -1])
@@ -450,7 +498,9 @@ def test_cap_lifts_the_line_limit_and_cuts_an_endless_line(tmp_path: Path) -> No
     (tool.memory_root / "huge.txt").write_text("\n".join(["line"] * 1_000_000))
     huge = tool.view("/memories/huge.txt")
     last = int(huge.splitlines()[-2].split("\t")[0])
-    assert huge.endswith(f"[lines 1-{last} of 1000000 shown: this view stops at 100 tokens; next: view_range [{last + 1}, 1000000]]")
+    assert huge.endswith(
+        f"[lines 1-{last} of 1000000 shown: this view stops at 100 tokens; next: view_range [{last + 1}, 1000000]]"
+    )
     assert 5 <= last < 100 and tool.tokens.count(huge) <= 100
     (tool.memory_root / "wide.txt").write_text("word " * 5000 + "\nsecond")
     answer = tool.view("/memories/wide.txt")
@@ -483,7 +533,13 @@ def test_state_goes_only_to_the_state_dir(tmp_path: Path) -> None:
     assert tree(tmp_path / "base") == {"memories/a.txt": b"one\nthree"}
     assert (state / "locks" / "write.lock").exists()
     records = [json.loads(line) for line in (state / "logs" / "retrieval.jsonl").read_text().splitlines()]
-    assert [r["tool"] for r in records] == ["memory.create", "memory.view", "memory.view", "memory.view", "memory.str_replace"]
+    assert [r["tool"] for r in records] == [
+        "memory.create",
+        "memory.view",
+        "memory.view",
+        "memory.view",
+        "memory.str_replace",
+    ]
     view = records[1]
     assert {k: view[k] for k in ("agent", "arguments", "paths", "rows", "truncated", "empty", "lines")} == {
         "agent": "claude",
@@ -497,7 +553,9 @@ def test_state_goes_only_to_the_state_dir(tmp_path: Path) -> None:
     assert view["tokens"] == tool.tokens.count(content_of("/memories/a.txt") + "     2\ttwo")
     assert isinstance(view["latency_ms"], float) and "time" in view
     assert records[2]["paths"] == ["a.txt"] and records[2]["rows"] == 1
-    assert records[3]["empty"] is True and records[3]["error"].startswith("The path /memories/missing.txt does not exist")
+    assert records[3]["empty"] is True and records[3]["error"].startswith(
+        "The path /memories/missing.txt does not exist"
+    )
 
 
 def test_logged_arguments_are_shortened(tmp_path: Path) -> None:
@@ -518,7 +576,10 @@ def test_read_only_agent_cannot_write(fsmem_memory: Path) -> None:
     before = tree(fsmem_memory)
     tool = MemoryTool(fsmem_memory, agent="reviewer")
     assert tool.budget is not None and tool.budget.read_only and tool.max_tokens == 1000
-    with pytest.raises(MemoryToolError, match=r"^The memory is read-only for agent 'reviewer' \(fsmem.yaml\); create was not performed\.$"):
+    with pytest.raises(
+        MemoryToolError,
+        match=r"^The memory is read-only for agent 'reviewer' \(fsmem.yaml\); create was not performed\.$",
+    ):
         tool.create("/memories/x.md", "x")
     with pytest.raises(MemoryToolError, match="read-only"):
         tool.delete("/memories/README.md")

@@ -3,7 +3,7 @@ import os
 import pytest
 
 from fsmem.errors import InvalidArgument, PathEscape
-from fsmem.paths import relative, resolve
+from fsmem.store.paths import relative, resolve
 
 
 @pytest.fixture
@@ -12,13 +12,16 @@ def root(tmp_path):
     return tmp_path / "root"
 
 
-@pytest.mark.parametrize("good, expected", [
-    ("topics/billing.md", "topics/billing.md"),
-    ("./topics/../topics/billing.md", "topics/billing.md"),
-    ("", "."),
-    (".", "."),
-    ("topics\\billing.md", "topics/billing.md"),
-])
+@pytest.mark.parametrize(
+    "good, expected",
+    [
+        ("topics/billing.md", "topics/billing.md"),
+        ("./topics/../topics/billing.md", "topics/billing.md"),
+        ("", "."),
+        (".", "."),
+        ("topics\\billing.md", "topics/billing.md"),
+    ],
+)
 def test_paths_inside_the_root_resolve(root, good, expected):
     assert relative(root, resolve(root, good)) == expected
 

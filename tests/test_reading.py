@@ -4,8 +4,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import write_file
+
 from fsmem.errors import InvalidArgument, NotFound, PathEscape
 
 
@@ -34,9 +34,12 @@ def test_read_cut_names_the_exact_next_range_and_paging_covers_the_file(demo_mem
 
 def test_read_lines_and_section(demo_memory):
     assert demo_memory.read("topics/billing.md", lines="14:15").lines == [
-        (14, "- billing cycle: monthly, on the 1st"), (15, "- proration: daily, for seat changes mid-cycle")]
+        (14, "- billing cycle: monthly, on the 1st"),
+        (15, "- proration: daily, for seat changes mid-cycle"),
+    ]
     assert demo_memory.read("topics/billing.md", lines="16").lines == [
-        (16, "- invoice format: PDF, emailed to the billing contact")]
+        (16, "- invoice format: PDF, emailed to the billing contact")
+    ]
     section = demo_memory.read("topics/billing.md", section="Procedures")
     assert [n for n, _ in section.lines] == list(range(19, 24))
     assert section.lines[-1] == (23, "")
@@ -46,13 +49,20 @@ def test_read_lines_and_section(demo_memory):
 def test_read_outline_lists_headings_with_ranges_and_tokens(demo_memory):
     outline = demo_memory.read("topics/billing.md", outline=True).outline
     assert [(o.level, o.title, o.start, o.end) for o in outline] == [
-        (1, "Billing", 11, 25), (2, "Facts", 13, 18), (2, "Procedures", 19, 23), (2, "Notes", 24, 25)]
+        (1, "Billing", 11, 25),
+        (2, "Facts", 13, 18),
+        (2, "Procedures", 19, 23),
+        (2, "Notes", 24, 25),
+    ]
     assert all(o.tokens > 0 for o in outline)
 
 
 def test_read_hides_superseded_facts_unless_asked(empty_memory):
-    write_file(empty_memory.root, "entities/people/a.md",
-               "---\ntitle: A\n---\n## Facts\n- employer: Globex\n## Superseded\n- employer: Acme (old)\n## Notes\n- n\n")
+    write_file(
+        empty_memory.root,
+        "entities/people/a.md",
+        "---\ntitle: A\n---\n## Facts\n- employer: Globex\n## Superseded\n- employer: Acme (old)\n## Notes\n- n\n",
+    )
     default = empty_memory.read("entities/people/a.md")
     assert [n for n, _ in default.lines] == [1, 2, 3, 4, 5, 8, 9]
     assert default.hidden_superseded == 2
@@ -110,7 +120,9 @@ def test_read_of_a_1gb_file_costs_what_a_small_read_costs(empty_memory):
         "print(json.dumps({'first': r.lines[0], 'end': r.end, 'next': r.next_lines, 'tokens': r.tokens,\n"
         "  'rss_mb': int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)) / 1024}))\n"
     )
-    out = subprocess.run([sys.executable, "-c", script, str(empty_memory.root)], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(empty_memory.root)], capture_output=True, text=True, check=True
+    )
     data = json.loads(out.stdout)
     assert data["first"] == [100, "line 99 of a very large memory file"]
     assert data["tokens"] <= 1000 and data["next"] == f"{data['end'] + 1}:"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from fsmem import Memory
-from fsmem.retrieval_log import records
+from fsmem.store.retrieval_log import records
 
 FACTS = "---\ntitle: Billing\nupdated: 2026-01-01\n---\n## Facts\n- proration: daily, for seat changes mid-cycle\n"
 
@@ -23,7 +23,9 @@ def memory(tmp_path, monkeypatch):
 
 def set_recall(memory, **settings):
     config = memory.root / "fsmem.yaml"
-    config.write_text(config.read_text() + "\nsearch:\n  recall:\n" + "".join(f"    {k}: {v}\n" for k, v in settings.items()))
+    config.write_text(
+        config.read_text() + "\nsearch:\n  recall:\n" + "".join(f"    {k}: {v}\n" for k, v in settings.items())
+    )
     return Memory(memory.root)
 
 
@@ -45,7 +47,9 @@ def test_skip_when_the_turn_budget_is_spent(memory):
     assert result.skipped and result.reason == "budget" and result.empty
     assert result.to_text() == "recall skipped: the token budget for this turn is spent"
     record = last_record(memory)
-    assert record["skipped"] is True and record["reason"] == "budget" and record["empty"] is True and record["paths"] == []
+    assert (
+        record["skipped"] is True and record["reason"] == "budget" and record["empty"] is True and record["paths"] == []
+    )
 
 
 def test_skip_when_the_query_is_already_in_context(memory):
@@ -72,10 +76,19 @@ def test_recall_cli_reads_the_context_file(memory, tmp_path):
     context.write_text("how is proration computed")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     cmd = [sys.executable, "-c", "from fsmem.cli import main; main()", "--root", str(memory.root), "recall"]
-    skipped = subprocess.run(cmd + ["how is proration computed", "--context-file", str(context), "--json"], capture_output=True, text=True, env=env)
+    skipped = subprocess.run(
+        cmd + ["how is proration computed", "--context-file", str(context), "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert skipped.returncode == 1, skipped.stderr
     assert json.loads(skipped.stdout)["reason"] == "in_context"
-    found = subprocess.run(cmd + ["proration", "--context-file", "-"], input="", capture_output=True, text=True, env=env)
+    found = subprocess.run(
+        cmd + ["proration", "--context-file", "-"], input="", capture_output=True, text=True, env=env
+    )
     assert found.returncode == 0 and "6: - proration: daily" in found.stdout
-    missing = subprocess.run(cmd + ["proration", "--context-file", str(tmp_path / "nope")], capture_output=True, text=True, env=env)
+    missing = subprocess.run(
+        cmd + ["proration", "--context-file", str(tmp_path / "nope")], capture_output=True, text=True, env=env
+    )
     assert missing.returncode == 2 and "does not exist" in missing.stderr

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pytest
-
-from fsmem import Memory, retrieval_log, tools
-from fsmem.errors import ConfigError
 from test_tools import build_memory
+
+from fsmem import Memory
+from fsmem.agents import tools
+from fsmem.errors import ConfigError
+from fsmem.store import retrieval_log
 
 
 def set_cap(root, value):

@@ -1,4 +1,4 @@
-from fsmem.rows import is_fact, split_rows, subject_of
+from fsmem.format.rows import is_fact, split_rows, subject_of
 
 DOC = """---
 title: Goaltender

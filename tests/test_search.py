@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from fsmem import Memory
-from fsmem.retrieval_log import records
+from fsmem.store.retrieval_log import records
 
 GOALTENDER = """---
 title: Goaltender
@@ -108,7 +108,9 @@ def test_budget_fits_whole_rows_and_counts_left_out(memory):
 def test_front_matter_filters_apply_before_ranking(memory):
     assert {h.path for h in memory.search("billing invoices", type="episodic").hits} == {"sessions/s.md"}
     assert {h.path for h in memory.search("billing invoices", tag="finance").hits} == {"topics/billing.md"}
-    assert {h.path for h in memory.search("billing invoices", updated_after="2026-01-01T12:00").hits} == {"sessions/s.md"}
+    assert {h.path for h in memory.search("billing invoices", updated_after="2026-01-01T12:00").hits} == {
+        "sessions/s.md"
+    }
 
 
 def test_near_spelling_matches_with_rapidfuzz(memory):
@@ -125,7 +127,7 @@ def test_index_follows_writes_human_edits_and_deletion(memory):
     assert locations(memory.search("blimp")) == ["topics/airships.md:6"]
     path.unlink()
     assert memory.search("blimp").empty
-    from fsmem.search_index import load_columns
+    from fsmem.search.index import load_columns
 
     stored = load_columns(memory.root / ".fsmem" / "search")
     assert stored is not None and "topics/airships.md" not in [f.path for f in stored.files]
@@ -133,7 +135,7 @@ def test_index_follows_writes_human_edits_and_deletion(memory):
 
 def _new_process_memory(root):
     """A Memory with its own SearchIndex, as a new process would have (not this process's shared one)."""
-    from fsmem.search_index import SearchIndex
+    from fsmem.search.index import SearchIndex
 
     fresh = Memory(root)
     fresh._search_index = SearchIndex(Path(root).resolve())
@@ -149,7 +151,7 @@ def _generation(memory):
 def test_index_is_rebuilt_when_deleted_or_corrupt(memory, damage):
     import numpy as np
 
-    from fsmem.search_index import load_columns
+    from fsmem.search.index import load_columns
 
     first = locations(memory.search("proration"))
     folder = memory.root / ".fsmem" / "search"
@@ -226,8 +228,10 @@ def test_importance_salience_breaks_a_tie(memory):
 
 def test_usage_from_the_retrieval_log_breaks_a_tie(memory):
     for name in ("a", "b"):
-        (memory.root / "topics" / f"{name}.md").write_text("---\ntitle: Note\nupdated: 2026-01-01\n---\n- walrus sighting\n")
-    from fsmem import retrieval_log
+        (memory.root / "topics" / f"{name}.md").write_text(
+            "---\ntitle: Note\nupdated: 2026-01-01\n---\n- walrus sighting\n"
+        )
+    from fsmem.store import retrieval_log
 
     for _ in range(3):
         retrieval_log.append(memory.root, {"tool": "search", "paths": ["topics/b.md:5"]})
@@ -237,7 +241,18 @@ def test_usage_from_the_retrieval_log_breaks_a_tie(memory):
 def test_each_search_is_logged_with_the_shared_fields(memory):
     result = Memory(memory.root, agent="researcher").search("proration", k=2)
     record = list(records(memory.root))[-1]
-    assert set(record) == {"time", "agent", "tool", "arguments", "paths", "rows", "tokens", "latency_ms", "truncated", "empty"}
+    assert set(record) == {
+        "time",
+        "agent",
+        "tool",
+        "arguments",
+        "paths",
+        "rows",
+        "tokens",
+        "latency_ms",
+        "truncated",
+        "empty",
+    }
     assert record["agent"] == "researcher" and record["tool"] == "search"
     assert record["arguments"]["query"] == "proration" and record["arguments"]["k"] == 2
     assert record["paths"] == locations(result) and record["rows"] == len(result.hits)
@@ -250,8 +265,13 @@ def test_agent_budget_caps_k(memory):
 
 
 def run_cli(root, *args, input=None):
-    return subprocess.run([sys.executable, "-c", "from fsmem.cli import main; main()", "--root", str(root), *args],
-                          capture_output=True, text=True, input=input, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    return subprocess.run(
+        [sys.executable, "-c", "from fsmem.cli import main; main()", "--root", str(root), *args],
+        capture_output=True,
+        text=True,
+        input=input,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
 
 
 def test_cli_search_json_text_and_exit_codes(memory):
@@ -264,19 +284,26 @@ def test_cli_search_json_text_and_exit_codes(memory):
     missing = run_cli(memory.root, "search", "quantum chromodynamics")
     assert missing.returncode == 1 and missing.stdout.startswith("no relevant memory")
     bad = run_cli(memory.root, "search", "x", "--updated-after", "yesterday")
-    assert bad.returncode == 2 and bad.stderr.startswith("fsmem: error: --updated-after") and "Traceback" not in bad.stderr
+    assert (
+        bad.returncode == 2 and bad.stderr.startswith("fsmem: error: --updated-after") and "Traceback" not in bad.stderr
+    )
     bad_k = run_cli(memory.root, "search", "x", "--k", "0")
     assert bad_k.returncode == 2 and "max_results must be at least 1" in bad_k.stderr
 
 
 def test_an_edit_spliced_into_the_index_scores_as_a_fresh_build(memory):
-    import numpy as np
     import shutil
 
-    from fsmem.search import search
+    import numpy as np
+
+    from fsmem.search.ranking import search
 
     def scores(m):
-        return np.asarray(search(m.search_index, m.tokens, m.search_settings, "proration invoice walrus", k=5, max_tokens=500)[2].scores)
+        return np.asarray(
+            search(m.search_index, m.tokens, m.search_settings, "proration invoice walrus", k=5, max_tokens=500)[
+                2
+            ].scores
+        )
 
     scores(memory)
     path = memory.root / "topics" / "billing.md"
@@ -284,14 +311,14 @@ def test_an_edit_spliced_into_the_index_scores_as_a_fresh_build(memory):
     spliced = scores(memory)
     shutil.rmtree(memory.root / ".fsmem")
     fresh = Memory(memory.root)
-    fresh._search_index = __import__("fsmem.search_index", fromlist=["SearchIndex"]).SearchIndex(memory.root.resolve())
+    fresh._search_index = __import__("fsmem.search.index", fromlist=["SearchIndex"]).SearchIndex(memory.root.resolve())
     assert np.array_equal(spliced, scores(fresh)) and spliced.max() > 0
 
 
 def test_top_rows_are_the_head_of_the_full_order_ties_included():
     import numpy as np
 
-    from fsmem.search import Ranking
+    from fsmem.search.ranking import Ranking
 
     scores = np.array([0.5, 0.0, 0.9, 0.5, -1.0, 0.5, 0.2, 0.9, 0.0, 0.5])
     ranking = Ranking(scores=scores, relevance=scores, keep=scores >= 0)

@@ -8,10 +8,12 @@ import subprocess
 import sys
 
 import pytest
-
-from fsmem import Memory, retrieval_log, tools
-from fsmem.stats import percentile
 from test_tools import build_memory
+
+from fsmem import Memory
+from fsmem.agents import tools
+from fsmem.query.stats import percentile
+from fsmem.store import retrieval_log
 
 
 @pytest.fixture
@@ -68,14 +70,30 @@ def test_stats_match_the_calls_made(root):
 
 
 def test_since_filter_and_skip_share_of_recall_records(root):
-    for time, skipped in [("2026-10-01T00:00:00+00:00", True), ("2026-11-02T00:00:00+00:00", True),
-                          ("2026-11-03T00:00:00+00:00", False), ("2026-11-04T00:00:00+00:00", True),
-                          ("2026-11-05T00:00:00+00:00", False)]:
-        retrieval_log.append(root, {
-            "time": time, "agent": "researcher", "tool": "recall", "arguments": {"query": "q"}, "paths": [],
-            "rows": 0, "tokens": 0 if skipped else 40, "latency_ms": 1.0, "truncated": False, "empty": skipped,
-            "skipped": skipped, "reason": "budget spent" if skipped else None,
-        })
+    for time, skipped in [
+        ("2026-10-01T00:00:00+00:00", True),
+        ("2026-11-02T00:00:00+00:00", True),
+        ("2026-11-03T00:00:00+00:00", False),
+        ("2026-11-04T00:00:00+00:00", True),
+        ("2026-11-05T00:00:00+00:00", False),
+    ]:
+        retrieval_log.append(
+            root,
+            {
+                "time": time,
+                "agent": "researcher",
+                "tool": "recall",
+                "arguments": {"query": "q"},
+                "paths": [],
+                "rows": 0,
+                "tokens": 0 if skipped else 40,
+                "latency_ms": 1.0,
+                "truncated": False,
+                "empty": skipped,
+                "skipped": skipped,
+                "reason": "budget spent" if skipped else None,
+            },
+        )
     memory = Memory(root)
     (recall,) = memory.stats(since="2026-11-01").tools
     assert (recall.calls, recall.skip_share, recall.mean_tokens, recall.empty_share) == (4, 0.5, 20.0, 0.5)
@@ -98,8 +116,20 @@ def test_cli_exit_codes_and_json(root):
     assert document["calls"] == 1 and document["agent"] == "researcher"
     assert document["tools"][0]["tool"] == "grep" and document["tools"][0]["calls"] == 1
     text = run_cli(root, "stats")
-    assert text.stdout.splitlines()[0].split() == ["tool", "calls", "p50", "ms", "p95", "ms", "mean", "tok",
-                                                   "empty", "cut", "errors", "skipped"]
+    assert text.stdout.splitlines()[0].split() == [
+        "tool",
+        "calls",
+        "p50",
+        "ms",
+        "p95",
+        "ms",
+        "mean",
+        "tok",
+        "empty",
+        "cut",
+        "errors",
+        "skipped",
+    ]
     bad = run_cli(root, "stats", "--since", "last tuesday")
     assert bad.returncode == 2
     assert bad.stderr == "fsmem: error: --since takes an ISO 8601 date or time such as 2026-11-01, not 'last tuesday'\n"

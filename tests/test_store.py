@@ -1,11 +1,10 @@
 import multiprocessing
 import os
-import time
 
 import pytest
 
 from fsmem.errors import LockTimeout
-from fsmem.store import atomic_write, file_lock
+from fsmem.store.files import atomic_write, file_lock
 
 
 def test_atomic_write_replaces_content_and_leaves_no_temp_files(tmp_path):

@@ -9,11 +9,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
-
-from fsmem import Memory, retrieval_log, tools
-from fsmem.errors import FsmemError
-from fsmem.tool_registry import Param, Reply, tool, unregister
 from scripted_model import ScriptedChatModel, Step
+
+from fsmem import Memory
+from fsmem.agents import tools
+from fsmem.agents.registry import Param, Reply, tool, unregister
+from fsmem.errors import FsmemError
+from fsmem.store import retrieval_log
 
 REPO = Path(__file__).resolve().parents[1]
 NOW = "2026-11-30T10:00:00+00:00"
@@ -68,9 +70,11 @@ def test_definitions_in_each_format(root):
     assert [d["name"] for d in neutral] == expected_names(memory)
     openai = tools.definitions(memory, format="openai")
     anthropic = tools.definitions(memory, format="anthropic")
-    for plain, oa, an in zip(neutral, openai, anthropic):
-        assert oa == {"type": "function", "function": {
-            "name": plain["name"], "description": plain["description"], "parameters": plain["parameters"]}}
+    for plain, oa, an in zip(neutral, openai, anthropic, strict=False):
+        assert oa == {
+            "type": "function",
+            "function": {"name": plain["name"], "description": plain["description"], "parameters": plain["parameters"]},
+        }
         assert an == {"name": plain["name"], "description": plain["description"], "input_schema": plain["parameters"]}
         schema = plain["parameters"]
         assert schema["type"] == "object" and schema["additionalProperties"] is False
@@ -92,11 +96,16 @@ def test_schemas_come_from_the_signatures(root):
     grep = tools.REGISTRY["grep"].parameters
     assert grep["required"] == ["pattern"]
     assert grep["properties"]["paths"] == {
-        "type": "array", "items": {"type": "string"},
+        "type": "array",
+        "items": {"type": "string"},
         "description": "Only these files or folders, relative to the memory root; omit for the whole memory",
     }
     assert grep["properties"]["offset"]["minimum"] == 0 and grep["properties"]["offset"]["default"] == 0
-    assert grep["properties"]["ignore_case"] == {"type": "boolean", "description": "Match regardless of case", "default": False}
+    assert grep["properties"]["ignore_case"] == {
+        "type": "boolean",
+        "description": "Match regardless of case",
+        "default": False,
+    }
     assert tools.REGISTRY["write"].parameters["properties"]["set"]["type"] == "object"
     assert "max_tokens" not in grep["properties"]  # supplied by the dispatcher, never by the model
 
@@ -114,6 +123,7 @@ def test_unknown_format_is_an_error(root):
 
 
 # -- every tool through the dispatcher ------------------------------------------------
+
 
 def test_list(root):
     answer = tools.call(Memory(root), "list", {"path": "entities/people"})
@@ -148,8 +158,15 @@ def test_note_write_edit(root):
     note_text = (root / "sessions/2026/11/30/default.md").read_text()
     assert note_text.endswith("## people/Adam Smith\n- employer: Globex\n")
 
-    written = tools.call(memory, "write", {"path": "topics/support.md", "body": "# Support\n\n- hours: 9-17 CET\n",
-                                           "set": {"description": "Support hours"}})
+    written = tools.call(
+        memory,
+        "write",
+        {
+            "path": "topics/support.md",
+            "body": "# Support\n\n- hours: 9-17 CET\n",
+            "set": {"description": "Support hours"},
+        },
+    )
     assert written.text == "wrote topics/support.md (new file)" and written.paths == ["topics/support.md"]
     assert "description: Support hours" in (root / "topics/support.md").read_text()
 
@@ -168,30 +185,60 @@ def test_session_defaults_to_the_agent_name(root):
 BAD_CALLS = [
     ("read", {"path": "../outside.md"}, "error: path '../outside.md' escapes the memory root"),
     ("write", {"path": "../../etc/x.md", "body": "x"}, "error: path '../../etc/x.md' escapes the memory root"),
-    ("edit", {"path": "/etc/passwd", "old": "a", "new": "b"},
-     "error: path '/etc/passwd' is absolute; give a path relative to the memory root, such as 'topics/billing.md'"),
-    ("read", {"path": ".fsmem/logs/retrieval.jsonl"},
-     "error: path '.fsmem/logs/retrieval.jsonl' is inside .fsmem/, which holds machine state, not memory"),
-    ("edit", {"path": "topics/billing.md", "old": "- ", "new": "* "},
-     "error: the old text matches 5 times in topics/billing.md; include more surrounding text so it matches once"),
-    ("edit", {"path": "topics/billing.md", "old": "net 90", "new": "net 45"},
-     "error: the old text was not found in topics/billing.md; read the file and copy the text exactly"),
+    (
+        "edit",
+        {"path": "/etc/passwd", "old": "a", "new": "b"},
+        "error: path '/etc/passwd' is absolute; give a path relative to the memory root, such as 'topics/billing.md'",
+    ),
+    (
+        "read",
+        {"path": ".fsmem/logs/retrieval.jsonl"},
+        "error: path '.fsmem/logs/retrieval.jsonl' is inside .fsmem/, which holds machine state, not memory",
+    ),
+    (
+        "edit",
+        {"path": "topics/billing.md", "old": "- ", "new": "* "},
+        "error: the old text matches 5 times in topics/billing.md; include more surrounding text so it matches once",
+    ),
+    (
+        "edit",
+        {"path": "topics/billing.md", "old": "net 90", "new": "net 45"},
+        "error: the old text was not found in topics/billing.md; read the file and copy the text exactly",
+    ),
     ("write", {"path": "topics/notes.txt", "body": "x"}, "error: 'topics/notes.txt': memory files end in .md"),
     ("read", {"path": "topics/nope.md"}, "error: topics/nope.md does not exist; list files with ls"),
-    ("grep", {}, "error: grep needs the argument 'pattern' (Regular expression (ripgrep syntax), or plain text with fixed_strings)"),
+    (
+        "grep",
+        {},
+        "error: grep needs the argument 'pattern' (Regular expression (ripgrep syntax), or plain text with fixed_strings)",
+    ),
     ("grep", {"pattern": 42}, "error: argument 'pattern' must be a string, not integer"),
     ("grep", {"pattern": "a", "offset": -1}, "error: argument 'offset' must be at least 0"),
     ("grep", {"pattern": "a", "offset": True}, "error: argument 'offset' must be an integer, not boolean"),
     ("grep", {"pattern": "a", "paths": "topics"}, "error: argument 'paths' must be an array, not string"),
     ("grep", {"pattern": "a", "paths": [1]}, "error: argument 'paths' must be an array of strings"),
     ("grep", {"pattern": "(unclosed"}, None),  # ripgrep's own message; checked below
-    ("list", {"folder": "topics"},
-     "error: unknown argument 'folder' for list; its arguments are: path, depth, type, tag, updated_after, max_results"),
-    ("note", {"text": "x", "subject": "a\nb"},
-     "error: --subject must be a single line, such as 'people/Adam Smith' or 'topic/Billing'"),
-    ("write", "{not json", "error: the arguments are not valid JSON (Expecting property name enclosed in double quotes "
-                           "at character 1); send one JSON object"),
-    ("edit", ["topics/billing.md"], 'error: the arguments must be a JSON object such as {"path": "topics/billing.md"}, not array'),
+    (
+        "list",
+        {"folder": "topics"},
+        "error: unknown argument 'folder' for list; its arguments are: path, depth, type, tag, updated_after, max_results",
+    ),
+    (
+        "note",
+        {"text": "x", "subject": "a\nb"},
+        "error: --subject must be a single line, such as 'people/Adam Smith' or 'topic/Billing'",
+    ),
+    (
+        "write",
+        "{not json",
+        "error: the arguments are not valid JSON (Expecting property name enclosed in double quotes "
+        "at character 1); send one JSON object",
+    ),
+    (
+        "edit",
+        ["topics/billing.md"],
+        'error: the arguments must be a JSON object such as {"path": "topics/billing.md"}, not array',
+    ),
     ("delete", {"path": "topics/billing.md"}, None),
 ]
 
@@ -220,12 +267,16 @@ def test_invalid_regex_and_unknown_tool_messages(root):
 
 # -- read-only agents ---------------------------------------------------------------------
 
+
 def test_read_only_agent_is_not_offered_write_tools_and_is_refused(root):
     reviewer = Memory(root, agent="reviewer")
     assert [d["name"] for d in tools.definitions(reviewer)] == expected_names(reviewer, writes=False)
     before = snapshot(root)
-    for name, arguments in [("note", {"text": "x"}), ("write", {"path": "a.md", "body": "x"}),
-                            ("edit", {"path": "topics/billing.md", "old": "net 30", "new": "net 45"})]:
+    for name, arguments in [
+        ("note", {"text": "x"}),
+        ("write", {"path": "a.md", "body": "x"}),
+        ("edit", {"path": "topics/billing.md", "old": "net 30", "new": "net 45"}),
+    ]:
         answer = tools.call(reviewer, name, arguments)
         readers = ", ".join(expected_names(reviewer, writes=False))
         assert answer.text == f"error: agent 'reviewer' is read-only; it may use {readers}, not {name}"
@@ -241,13 +292,17 @@ def test_read_only_switch_makes_memory_itself_refuse_writes(root):
 
 # -- budgets ----------------------------------------------------------------------------------
 
+
 def test_answers_never_exceed_the_agents_budget(root):
     (root / "topics" / "long.md").write_text(
         "---\ntitle: Long\n---\n" + "".join(f"- fact {i}: value number {i} with some more words\n" for i in range(3000))
     )
     calls = [
-        ("list", {}), ("grep", {"pattern": "fact"}), ("grep", {"pattern": "e", "context": 3}),
-        ("read", {"path": "topics/long.md"}), ("read", {"path": "topics/long.md", "outline": True}),
+        ("list", {}),
+        ("grep", {"pattern": "fact"}),
+        ("grep", {"pattern": "e", "context": 3}),
+        ("read", {"path": "topics/long.md"}),
+        ("read", {"path": "topics/long.md", "outline": True}),
         ("read", {"path": "topics/long.md", "lines": "2000:"}),
         ("grep", {"pattern": "fact", "offset": 2990}),
         ("edit", {"path": "topics/long.md", "old": "- fact", "new": "x"}),  # an error text, also bounded
@@ -281,6 +336,7 @@ def test_fit_cuts_whole_lines_and_says_so(root):
 
 # -- the retrieval log ------------------------------------------------------------------------
 
+
 def test_every_call_appends_one_record_with_the_agreed_fields(root):
     memory = Memory(root, agent="researcher")
     answers = [
@@ -290,9 +346,19 @@ def test_every_call_appends_one_record_with_the_agreed_fields(root):
     ]
     records = log_records(root)
     assert len(records) == 3
-    for answer, record in zip(answers, records):
-        assert set(record) - {"error"} == {"time", "agent", "tool", "arguments", "paths", "rows", "tokens",
-                                           "latency_ms", "truncated", "empty"}
+    for answer, record in zip(answers, records, strict=False):
+        assert set(record) - {"error"} == {
+            "time",
+            "agent",
+            "tool",
+            "arguments",
+            "paths",
+            "rows",
+            "tokens",
+            "latency_ms",
+            "truncated",
+            "empty",
+        }
         assert record["agent"] == "researcher" and record["tool"] == answer.tool
         assert (record["paths"], record["rows"], record["tokens"]) == (answer.paths, answer.rows, answer.tokens)
         assert (record["truncated"], record["empty"]) == (answer.truncated, answer.empty)
@@ -303,6 +369,7 @@ def test_every_call_appends_one_record_with_the_agreed_fields(root):
 
 
 # -- tools registered elsewhere: the path the search tool takes -------------------------------------
+
 
 @pytest.fixture
 def frobnicate_tool():
@@ -323,9 +390,19 @@ def test_a_tool_is_offered_only_where_memory_has_the_method_it_needs(root, frobn
     plain, frob = Memory(root), Frobnicating(root)
     assert "frobnicate" not in [d["name"] for d in tools.definitions(plain)]
     definition = [d for d in tools.definitions(frob) if d["name"] == "frobnicate"]
-    assert definition == [{"name": "frobnicate", "description": "Frobnicate the memory.", "writes": False, "parameters": {
-        "type": "object", "properties": {"times": {"type": "integer", "description": "How often", "minimum": 1}},
-        "required": ["times"], "additionalProperties": False}}]
+    assert definition == [
+        {
+            "name": "frobnicate",
+            "description": "Frobnicate the memory.",
+            "writes": False,
+            "parameters": {
+                "type": "object",
+                "properties": {"times": {"type": "integer", "description": "How often", "minimum": 1}},
+                "required": ["times"],
+                "additionalProperties": False,
+            },
+        }
+    ]
     assert tools.call(frob, "frobnicate", {"times": 2}).text == "frob frob "
     assert tools.call(frob, "frobnicate", {"times": 0}).text == "error: argument 'times' must be at least 1"
     assert tools.call(plain, "frobnicate", {"times": 2}).text.startswith("error: unknown tool 'frobnicate'")
@@ -353,6 +430,7 @@ def test_search_tool_says_when_the_budget_not_the_relevance_left_nothing(root):
 
 # -- the example agent loop, driven by a scripted model ------------------------------------------
 
+
 def load_example(name: str):
     spec = importlib.util.spec_from_file_location(name, REPO / "examples" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
@@ -365,6 +443,7 @@ def test_openai_example_loop_with_a_scripted_model(root):
         def check(text):
             for part in parts:
                 assert part in text, (part, text)
+
         return check
 
     model = ScriptedChatModel(
@@ -373,10 +452,16 @@ def test_openai_example_loop_with_a_scripted_model(root):
             Step("grep", '{"pattern": "payment terms"}', contains("topics/billing.md:", "17:- payment terms: net 30")),
             Step("read", {"path": "topics/billing.md", "lines": "14:17"}, contains("    17\t- payment terms: net 30")),
             Step("read", {"path": "../secrets.md"}, contains("error: path '../secrets.md' escapes the memory root")),
-            Step("note", {"text": "- payment terms: net 30 confirmed", "subject": "topic/Billing"},
-                 contains("noted in sessions/2026/11/30/researcher.md")),
-            Step("edit", {"path": "topics/billing.md", "old": "- ", "new": "* "},
-                 contains("error: the old text matches 5 times in topics/billing.md")),
+            Step(
+                "note",
+                {"text": "- payment terms: net 30 confirmed", "subject": "topic/Billing"},
+                contains("noted in sessions/2026/11/30/researcher.md"),
+            ),
+            Step(
+                "edit",
+                {"path": "topics/billing.md", "old": "- ", "new": "* "},
+                contains("error: the old text matches 5 times in topics/billing.md"),
+            ),
         ],
         final="Acme pays net 30 (topics/billing.md).",
     )

@@ -9,11 +9,11 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import write_file
+
 from fsmem import Memory
-from fsmem.cache import cache_path
 from fsmem.errors import RootNotFound
+from fsmem.store.cache import cache_path
 from fsmem.watch import is_ignored
 
 pytest.importorskip("watchdog")
@@ -142,7 +142,8 @@ def test_cli_watch_exits_cleanly_on_sigterm_and_ctrl_c(tmp_path):
     for sig in (signal.SIGTERM, signal.SIGINT):
         proc = subprocess.Popen(
             [str(Path(sys.executable).with_name("fsmem")), "--root", str(memory.root), "watch", "--quiet", "0.1"],
-            stderr=subprocess.PIPE, text=True,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         first = proc.stderr.readline()
         assert "watching" in first
@@ -169,8 +170,11 @@ def test_index_md_follows_new_and_removed_documents(tmp_path):
     stop, thread, log = _start(memory)
     try:
         index = memory.root / "INDEX.md"
-        write_file(memory.root, "topics/zebra-crossings.md",
-                   "---\ntitle: Zebra crossings\ndescription: where to cross\ntype: semantic\ntopic: zebra\n---\n# Zebra\n")
+        write_file(
+            memory.root,
+            "topics/zebra-crossings.md",
+            "---\ntitle: Zebra crossings\ndescription: where to cross\ntype: semantic\ntopic: zebra\n---\n# Zebra\n",
+        )
         _eventually(lambda: index.is_file() and "Zebra crossings" in index.read_text())
         (memory.root / "topics/zebra-crossings.md").unlink()
         _eventually(lambda: "Zebra crossings" not in index.read_text())

@@ -1,10 +1,9 @@
 import multiprocessing
 
 import pytest
-
 from conftest import write_file
-from fsmem import Memory
-from fsmem import format as fmt
+
+from fsmem import Memory, format as fmt
 from fsmem.errors import AlreadyExists, EditConflict, InvalidArgument, NotFound, PathEscape, ReadOnly
 
 
@@ -19,8 +18,13 @@ def test_note_creates_todays_session_file_with_front_matter(empty_memory, fixed_
     text = (empty_memory.root / result.path).read_text()
     doc = fmt.split(text)
     assert doc.front_matter == {
-        "title": "Session s1 2026-11-30", "description": "Session notes of s1 on 2026-11-30", "type": "episodic",
-        "session": "s1", "created": "2026-11-30T09:15:00+00:00", "updated": "2026-11-30T09:15:00+00:00"}
+        "title": "Session s1 2026-11-30",
+        "description": "Session notes of s1 on 2026-11-30",
+        "type": "episodic",
+        "session": "s1",
+        "created": "2026-11-30T09:15:00+00:00",
+        "updated": "2026-11-30T09:15:00+00:00",
+    }
     assert doc.body == "## people/Adam Smith\n- employer: Globex\n"
 
 
@@ -79,20 +83,26 @@ def test_write_creates_with_front_matter_and_replaces_body_keeping_fields(empty_
     created = empty_memory.write("topics/billing.md", "# Billing\n- cycle: monthly\n", set={"type": "semantic"})
     assert created.created
     text = (empty_memory.root / "topics/billing.md").read_text()
-    assert text == ("---\ntitle: Billing\ncreated: 2026-11-30T09:15:00+00:00\nupdated: 2026-11-30T09:15:00+00:00\n"
-                    "type: semantic\n---\n# Billing\n- cycle: monthly\n")
+    assert text == (
+        "---\ntitle: Billing\ncreated: 2026-11-30T09:15:00+00:00\nupdated: 2026-11-30T09:15:00+00:00\n"
+        "type: semantic\n---\n# Billing\n- cycle: monthly\n"
+    )
     empty_memory.write("topics/billing.md", "# Billing\n- cycle: yearly\n")
     assert (empty_memory.root / "topics/billing.md").read_text() == text.replace("monthly", "yearly")
 
 
 def test_write_with_only_fields_keeps_every_other_byte(empty_memory, monkeypatch):
-    original = ("---\n# human comment\ntitle: \"Adam\"   # keep\nweird_field: {a: [1, 2]}\nupdated: 2020-01-01\n---\r\n"
-                "Body with  double  spaces and CRLF\r\n\r\n- x: y\r\n")
+    original = (
+        '---\n# human comment\ntitle: "Adam"   # keep\nweird_field: {a: [1, 2]}\nupdated: 2020-01-01\n---\r\n'
+        "Body with  double  spaces and CRLF\r\n\r\n- x: y\r\n"
+    )
     path = write_file(empty_memory.root, "entities/people/adam.md", original, dedent=False)
     monkeypatch.setenv("FSMEM_NOW", "2026-11-30T09:15:00+00:00")
     empty_memory.write("entities/people/adam.md", None, set={"importance": 0.9})
     assert path.read_bytes().decode() == original.replace(
-        "weird_field: {a: [1, 2]}\nupdated: 2020-01-01\n", "weird_field: {a: [1, 2]}\nupdated: 2026-11-30T09:15:00+00:00\nimportance: 0.9\n")
+        "weird_field: {a: [1, 2]}\nupdated: 2020-01-01\n",
+        "weird_field: {a: [1, 2]}\nupdated: 2026-11-30T09:15:00+00:00\nimportance: 0.9\n",
+    )
 
 
 def test_edit_replaces_exactly_one_occurrence(demo_memory, fixed_now):
@@ -102,7 +112,8 @@ def test_edit_replaces_exactly_one_occurrence(demo_memory, fixed_now):
     assert result.line == 17
     after = path.read_text()
     assert after == before.replace("net 30", "net 45").replace(
-        "updated: 2026-11-01T12:00:00+00:00", "updated: 2026-11-30T09:15:00+00:00")
+        "updated: 2026-11-01T12:00:00+00:00", "updated: 2026-11-30T09:15:00+00:00"
+    )
 
 
 def test_edit_that_matches_twice_or_never_changes_nothing(demo_memory):
@@ -175,6 +186,8 @@ def test_write_refuses_non_markdown_and_folders(empty_memory):
 def test_edit_of_a_file_that_is_not_utf8_is_refused_and_left_as_is(empty_memory):
     path = empty_memory.root / "latin1.md"
     path.write_bytes(b"caf\xe9 au lait\n")
-    with pytest.raises(InvalidArgument, match=r"latin1.md line 1: not valid UTF-8 \(byte 3\); fsmem edits only UTF-8 text"):
+    with pytest.raises(
+        InvalidArgument, match=r"latin1.md line 1: not valid UTF-8 \(byte 3\); fsmem edits only UTF-8 text"
+    ):
         empty_memory.edit("latin1.md", old="au lait", new="noir")
     assert path.read_bytes() == b"caf\xe9 au lait\n"

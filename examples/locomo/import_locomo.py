@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from fsmem.locomo import import_locomo  # noqa: E402
+from fsmem.evaluation.locomo import import_locomo  # noqa: E402
 
 if __name__ == "__main__":
     if len(sys.argv) != 3:

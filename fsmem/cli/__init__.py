@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from ..errors import FsmemError
+from fsmem.errors import FsmemError
 
 # command name -> "module:attribute" under fsmem.cli
 COMMANDS: dict[str, str] = {
@@ -54,8 +54,18 @@ class LazyGroup(click.Group):
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option("--root", metavar="DIR", envvar="FSMEM_ROOT", help="Memory root (default: $FSMEM_ROOT, else the nearest folder above holding fsmem.yaml).")
-@click.option("--agent", metavar="NAME", envvar="FSMEM_AGENT", help="Agent whose budget (and read-only flag) from fsmem.yaml applies.")
+@click.option(
+    "--root",
+    metavar="DIR",
+    envvar="FSMEM_ROOT",
+    help="Memory root (default: $FSMEM_ROOT, else the nearest folder above holding fsmem.yaml).",
+)
+@click.option(
+    "--agent",
+    metavar="NAME",
+    envvar="FSMEM_AGENT",
+    help="Agent whose budget (and read-only flag) from fsmem.yaml applies.",
+)
 @click.version_option(package_name="fsmem")
 @click.pass_context
 def cli(ctx: click.Context, root: str | None, agent: str | None) -> None:

@@ -6,8 +6,8 @@ import json
 
 import click
 
-from .. import tools as agent_tools
-from .output import emit, json_option, open_memory
+from fsmem.agents import tools as agent_tools
+from fsmem.cli.output import emit, json_option, open_memory
 
 
 def _memory_for(ctx: click.Context, agent: str | None):
@@ -18,9 +18,17 @@ def _memory_for(ctx: click.Context, agent: str | None):
 
 
 @click.command("tools")
-@click.option("--format", "format_", type=click.Choice(agent_tools.FORMATS), default="json", show_default=True,
-              help="openai: Chat Completions `tools=`; anthropic: Messages `tools=`; json: fsmem's own form.")
-@click.option("--agent", metavar="NAME", help="Only the tools this agent may use (no write tools when it is read-only).")
+@click.option(
+    "--format",
+    "format_",
+    type=click.Choice(agent_tools.FORMATS),
+    default="json",
+    show_default=True,
+    help="openai: Chat Completions `tools=`; anthropic: Messages `tools=`; json: fsmem's own form.",
+)
+@click.option(
+    "--agent", metavar="NAME", help="Only the tools this agent may use (no write tools when it is read-only)."
+)
 @click.option("--read-only", is_flag=True, help="Leave out the write tools (note, write, edit).")
 @click.pass_context
 def tools_cmd(ctx, format_, agent, read_only):
@@ -41,7 +49,8 @@ def mcp_cmd(ctx, agent, read_only):
     if read_only:
         agent_tools.read_only(memory)
     try:
-        from .. import mcp_server
+        from fsmem.agents import mcp_server
+
         mcp_server.serve(memory)
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.split(".")[0] in ("mcp", "mcp_types", "anyio"):

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from .output import emit, json_option, open_memory
+from fsmem.cli.output import emit, json_option, open_memory
 
 
 class _Bar:

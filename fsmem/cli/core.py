@@ -6,12 +6,17 @@ import sys
 
 import click
 
-from ..errors import InvalidArgument
-from ..memory import Memory
-from .output import emit, json_option, open_memory
+from fsmem.cli.output import emit, json_option, open_memory
+from fsmem.errors import InvalidArgument
+from fsmem.memory import Memory
 
 _FILTERS = [
-    click.option("--type", "type_", metavar="T", help="Only files whose front matter says type: T (semantic, episodic, procedural)."),
+    click.option(
+        "--type",
+        "type_",
+        metavar="T",
+        help="Only files whose front matter says type: T (semantic, episodic, procedural).",
+    ),
     click.option("--tag", multiple=True, metavar="T", help="Only files tagged T (repeat to require several)."),
     click.option("--updated-after", metavar="DATE", help="Only files updated after this ISO 8601 date or time."),
 ]
@@ -24,8 +29,12 @@ def filter_options(function):
 
 
 def budget_options(function):
-    function = click.option("--max-tokens", type=int, metavar="N", help="Token cap for this answer (at most the agent's budget).")(function)
-    function = click.option("--max-results", type=int, metavar="N", help="Row cap for this answer (at most the agent's budget).")(function)
+    function = click.option(
+        "--max-tokens", type=int, metavar="N", help="Token cap for this answer (at most the agent's budget)."
+    )(function)
+    function = click.option(
+        "--max-results", type=int, metavar="N", help="Row cap for this answer (at most the agent's budget)."
+    )(function)
     return function
 
 
@@ -47,8 +56,13 @@ def init_cmd(directory: str) -> None:
 def ls_cmd(ctx, path, depth, type_, tag, updated_after, max_results, max_tokens, as_json):
     """List memory files: path, tokens, type, updated, title and description."""
     result = open_memory(ctx).ls(
-        path, depth=depth, type=type_, tag=list(tag), updated_after=updated_after,
-        max_results=max_results, max_tokens=max_tokens,
+        path,
+        depth=depth,
+        type=type_,
+        tag=list(tag),
+        updated_after=updated_after,
+        max_results=max_results,
+        max_tokens=max_tokens,
     )
     emit(result, as_json, empty=result.total == 0)
 
@@ -62,17 +76,44 @@ def ls_cmd(ctx, path, depth, type_, tag, updated_after, max_results, max_tokens,
 @click.option("-C", "--context", type=int, default=0, metavar="N", help="Show N lines around each match.")
 @filter_options
 @click.option("--include-superseded", is_flag=True, help="Also match facts that a newer fact superseded.")
-@click.option("--offset", type=int, default=0, metavar="N", help="Skip the first N matches (to page through a cut answer).")
+@click.option(
+    "--offset", type=int, default=0, metavar="N", help="Skip the first N matches (to page through a cut answer)."
+)
 @budget_options
 @json_option
 @click.pass_context
-def grep_cmd(ctx, pattern, paths, ignore_case, fixed_strings, word, context, type_, tag, updated_after,
-             include_superseded, offset, max_results, max_tokens, as_json):
+def grep_cmd(
+    ctx,
+    pattern,
+    paths,
+    ignore_case,
+    fixed_strings,
+    word,
+    context,
+    type_,
+    tag,
+    updated_after,
+    include_superseded,
+    offset,
+    max_results,
+    max_tokens,
+    as_json,
+):
     """Search memory files for PATTERN (ripgrep syntax); the answer says how many matches exist in all."""
     result = open_memory(ctx).grep(
-        pattern, list(paths), ignore_case=ignore_case, fixed_strings=fixed_strings, word=word,
-        context=context, type=type_, tag=list(tag), updated_after=updated_after,
-        include_superseded=include_superseded, offset=offset, max_results=max_results, max_tokens=max_tokens,
+        pattern,
+        list(paths),
+        ignore_case=ignore_case,
+        fixed_strings=fixed_strings,
+        word=word,
+        context=context,
+        type=type_,
+        tag=list(tag),
+        updated_after=updated_after,
+        include_superseded=include_superseded,
+        offset=offset,
+        max_results=max_results,
+        max_tokens=max_tokens,
     )
     emit(result, as_json, empty=result.total_matches == 0)
 
@@ -89,8 +130,12 @@ def grep_cmd(ctx, pattern, paths, ignore_case, fixed_strings, word, context, typ
 def read_cmd(ctx, path, lines, section, outline, include_superseded, max_tokens, as_json):
     """Show PATH with line numbers, cut at the token budget with the next range named."""
     result = open_memory(ctx).read(
-        path, lines=lines, section=section, outline=outline,
-        include_superseded=include_superseded, max_tokens=max_tokens,
+        path,
+        lines=lines,
+        section=section,
+        outline=outline,
+        include_superseded=include_superseded,
+        max_tokens=max_tokens,
     )
     emit(result, as_json)
 
@@ -103,8 +148,17 @@ def _text_argument(text: str) -> str:
 
 @click.command("note")
 @click.argument("text")
-@click.option("--session", metavar="ID", envvar="FSMEM_SESSION", help="Session id (default: $FSMEM_SESSION, the agent name, or 'default').")
-@click.option("--subject", metavar="SUBJECT", help="File the note under '## SUBJECT', e.g. 'people/Adam Smith' or 'topic/Billing'.")
+@click.option(
+    "--session",
+    metavar="ID",
+    envvar="FSMEM_SESSION",
+    help="Session id (default: $FSMEM_SESSION, the agent name, or 'default').",
+)
+@click.option(
+    "--subject",
+    metavar="SUBJECT",
+    help="File the note under '## SUBJECT', e.g. 'people/Adam Smith' or 'topic/Billing'.",
+)
 @json_option
 @click.pass_context
 def note_cmd(ctx, text, session, subject, as_json):
@@ -135,8 +189,14 @@ def _parse_sets(pairs: tuple[str, ...]) -> dict:
 
 @click.command("write")
 @click.argument("path")
-@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Set a front matter field (YAML value; repeatable).")
-@click.option("--keep-body", is_flag=True, help="Do not read stdin; only set fields (also the case when stdin is empty or a terminal).")
+@click.option(
+    "--set", "sets", multiple=True, metavar="KEY=VALUE", help="Set a front matter field (YAML value; repeatable)."
+)
+@click.option(
+    "--keep-body",
+    is_flag=True,
+    help="Do not read stdin; only set fields (also the case when stdin is empty or a terminal).",
+)
 @json_option
 @click.pass_context
 def write_cmd(ctx, path, sets, keep_body, as_json):

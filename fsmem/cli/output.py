@@ -6,11 +6,12 @@ Written once for all commands, and independent of whether stdout is a terminal.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import click
 
-from ..memory import Memory
+from fsmem.memory import Memory
 
 
 def json_option(function: Callable[..., Any]) -> Callable[..., Any]:

@@ -6,16 +6,21 @@ from pathlib import Path
 
 import click
 
-from ..errors import InvalidArgument
-from .core import filter_options
-from .output import emit, json_option, open_memory
+from fsmem.cli.core import filter_options
+from fsmem.cli.output import emit, json_option, open_memory
+from fsmem.errors import InvalidArgument
 
 
 @click.command("search")
 @click.argument("query")
 @click.option("--k", type=int, metavar="N", help="At most N rows (at most the agent's max_results).")
 @click.option("--max-tokens", type=int, metavar="N", help="Token cap for this answer (at most the agent's budget).")
-@click.option("--min-score", type=float, metavar="S", help="Rows scoring below S are not relevant (default: search.min_score in fsmem.yaml).")
+@click.option(
+    "--min-score",
+    type=float,
+    metavar="S",
+    help="Rows scoring below S are not relevant (default: search.min_score in fsmem.yaml).",
+)
 @filter_options
 @click.option("--include-superseded", is_flag=True, help="Also rank facts that a newer fact superseded.")
 @json_option
@@ -23,15 +28,26 @@ from .output import emit, json_option, open_memory
 def search_cmd(ctx, query, k, max_tokens, min_score, type_, tag, updated_after, include_superseded, as_json):
     """Rank facts, bullets and paragraphs for QUERY; whole rows within the budget (exit 1: nothing relevant)."""
     result = open_memory(ctx).search(
-        query, k=k, max_tokens=max_tokens, min_score=min_score, type=type_, tag=list(tag),
-        updated_after=updated_after, include_superseded=include_superseded,
+        query,
+        k=k,
+        max_tokens=max_tokens,
+        min_score=min_score,
+        type=type_,
+        tag=list(tag),
+        updated_after=updated_after,
+        include_superseded=include_superseded,
     )
     emit(result, as_json, empty=result.empty)
 
 
 @click.command("recall")
 @click.argument("query")
-@click.option("--context-file", type=click.Path(dir_okay=False), metavar="F", help="The agent's working context ('-' for stdin); recall skips when QUERY is already in it.")
+@click.option(
+    "--context-file",
+    type=click.Path(dir_okay=False),
+    metavar="F",
+    help="The agent's working context ('-' for stdin); recall skips when QUERY is already in it.",
+)
 @click.option("--max-tokens", type=int, metavar="N", help="Tokens left for this turn (0: spent, recall skips).")
 @json_option
 @click.pass_context
@@ -51,14 +67,22 @@ def recall_cmd(ctx, query, context_file, max_tokens, as_json):
 
 @click.command("eval")
 @click.argument("evalset", type=click.Path(dir_okay=False))
-@click.option("--k", "ks", default="1,2,4,8,12,20,30", show_default=True, metavar="1,2,4,...", help="Row caps to sweep.")
+@click.option(
+    "--k", "ks", default="1,2,4,8,12,20,30", show_default=True, metavar="1,2,4,...", help="Row caps to sweep."
+)
 @click.option("--max-tokens", type=int, metavar="N", help="Token budget of every answer (at most the agent's budget).")
-@click.option("--plot", "plot_file", type=click.Path(dir_okay=False), metavar="FILE.png", help="Draw recall and p95 latency against k (needs matplotlib).")
+@click.option(
+    "--plot",
+    "plot_file",
+    type=click.Path(dir_okay=False),
+    metavar="FILE.png",
+    help="Draw recall and p95 latency against k (needs matplotlib).",
+)
 @json_option
 @click.pass_context
 def eval_cmd(ctx, evalset, ks, max_tokens, plot_file, as_json):
     """Measure search on EVALSET (YAML or JSONL): recall, tokens and latency per k, knee, d'."""
-    from ..evaluation import plot, require_matplotlib
+    from fsmem.evaluation.harness import plot, require_matplotlib
 
     if plot_file:
         require_matplotlib()  # fail before the run, not after it
@@ -81,6 +105,6 @@ def import_group():
 @json_option
 def import_locomo_cmd(file, target, samples, no_consolidate, as_json):
     """Turn each LoCoMo conversation into a memory TARGET/<sample_id> of dated session notes, consolidated, plus an eval set."""
-    from ..locomo import import_locomo
+    from fsmem.evaluation.locomo import import_locomo
 
     emit(import_locomo(file, target, samples=list(samples) or None, consolidate=not no_consolidate), as_json)

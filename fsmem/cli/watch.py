@@ -8,15 +8,23 @@ import time
 
 import click
 
-from .output import open_memory
+from fsmem.cli.output import open_memory
 
 
 @click.command("watch")
-@click.option("--quiet", type=float, metavar="SECONDS",
-              help="Act once the memory has been still this long (default: watch.quiet_seconds, else 0.5).")
+@click.option(
+    "--quiet",
+    type=float,
+    metavar="SECONDS",
+    help="Act once the memory has been still this long (default: watch.quiet_seconds, else 0.5).",
+)
 @click.option("--consolidate", is_flag=True, help="Also consolidate once session notes have changed and gone still.")
-@click.option("--consolidate-after", type=float, metavar="SECONDS",
-              help="How long session notes must be still before consolidating (default: 60).")
+@click.option(
+    "--consolidate-after",
+    type=float,
+    metavar="SECONDS",
+    help="How long session notes must be still before consolidating (default: 60).",
+)
 @click.pass_context
 def watch_cmd(ctx: click.Context, quiet: float | None, consolidate: bool, consolidate_after: float | None) -> None:
     """Keep the metadata cache and INDEX.md current while files change; logs what it does to stderr."""

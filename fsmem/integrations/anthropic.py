@@ -15,8 +15,9 @@ that imports `anthropic` (install it with `pip install 'fsmem[anthropic]'`).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 try:
     import anyio
@@ -31,15 +32,13 @@ try:
         BetaMemoryTool20250818ViewCommand,
     )
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "fsmem.integrations.anthropic needs the Anthropic SDK: pip install 'fsmem[anthropic]'"
-    ) from exc
+    raise ImportError("fsmem.integrations.anthropic needs the Anthropic SDK: pip install 'fsmem[anthropic]'") from exc
 
-from ..errors import MemoryToolError
-from ..memory_tool import MemoryTool
+from fsmem.agents.memory_tool import MemoryTool
+from fsmem.errors import MemoryToolError
 
 if TYPE_CHECKING:
-    from ..memory import Memory
+    from fsmem.memory import Memory
 
 T = TypeVar("T")
 
@@ -79,7 +78,7 @@ class FsmemMemoryTool(BetaAbstractMemoryTool):
             self.base_path, agent=agent, max_tokens=max_tokens, state_dir=state_dir, create_root=True
         )
 
-    def fsmem(self, *, init: bool = False) -> "Memory":
+    def fsmem(self, *, init: bool = False) -> Memory:
         """`fsmem.Memory` over the memory folder (it must hold fsmem.yaml; `init=True` adds one)."""
         return self.backend.fsmem(init=init)
 
@@ -136,7 +135,7 @@ class AsyncFsmemMemoryTool(BetaAsyncAbstractMemoryTool):
     async def _run(self, call: Callable[..., T], *args: Any) -> T:
         return await anyio.to_thread.run_sync(_as_tool_error, call, *args)
 
-    async def fsmem(self, *, init: bool = False) -> "Memory":
+    async def fsmem(self, *, init: bool = False) -> Memory:
         """`fsmem.Memory` over the memory folder (it must hold fsmem.yaml; `init=True` adds one)."""
         return await anyio.to_thread.run_sync(lambda: self.backend.fsmem(init=init))
 

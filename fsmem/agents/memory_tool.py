@@ -1,0 +1,659 @@
+"""Claude's memory tool (`memory_20250818`) over a folder: view, create, str_replace, insert, delete, rename.
+
+The model names files as `/memories/...`; `MemoryTool` maps that prefix onto a
+folder (`base_path/memories`, like the Anthropic SDK's reference backend, or any
+`memory_root`, such as an fsmem memory) and answers with the reference's exact
+result strings and error messages, so a model trained on the reference sees no
+difference. It does not import `anthropic`: fsmem's own dispatcher uses it
+directly, and `fsmem.integrations.anthropic` wraps it for the SDK's tool runner.
+
+What fsmem adds is opt-in: a token cap on `view` (`max_tokens`, or the agent's
+budget in fsmem.yaml) that cuts a huge answer and names the next `view_range`;
+a retrieval log of every call when a `state_dir` is given; locks and atomic
+writes; and `fsmem()`, the full `fsmem.Memory` over the same folder. Without
+those arguments nothing but what the commands create appears under the folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+import stat
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fsmem.config import CONFIG_FILE, Budget, Config
+from fsmem.errors import FsmemError, InvalidArgument, MemoryToolError, PathEscape, RootNotFound
+from fsmem.store.files import atomic_write, file_lock, fsync_dir
+from fsmem.store.paths import STATE_DIR, resolve
+
+if TYPE_CHECKING:
+    from fsmem.memory import Memory
+    from fsmem.tokens import TokenCounter
+
+PREFIX = "/memories"
+COMMANDS = ("view", "create", "str_replace", "insert", "delete", "rename")
+MAX_LINES = 999_999
+LINE_NUMBER_WIDTH = len(str(MAX_LINES))
+DIR_MODE = 0o700  # memories are private: owner only, whatever the umask
+FILE_MODE = 0o600
+_TRAILER_RESERVE = 45  # tokens kept free for the line that says where a cut view goes on
+_LOGGED_ARGUMENT_CHARS = 200
+
+
+class _Missing(MemoryToolError):
+    """The path names nothing: logged as an empty answer."""
+
+
+def make_private_dirs(path: Path) -> None:
+    """Create `path` and its missing parents, each with mode 0o700 whatever the umask; existing ones are left alone."""
+    missing: list[Path] = []
+    current = Path(path)
+    while not current.exists() and current.parent != current:
+        missing.append(current)
+        current = current.parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, DIR_MODE)
+        except FileExistsError:
+            continue
+        os.chmod(folder, DIR_MODE)  # mkdir is subject to the umask, chmod is not
+
+
+def format_size(size: int) -> str:
+    """Sizes as the reference's directory view shows them: 0B, 42B, 4K, 1.5M."""
+    if size == 0:
+        return "0B"
+    unit = min((size.bit_length() - 1) // 10, 3)
+    value = size / 1024**unit
+    suffix = "BKMG"[unit]
+    return f"{int(value)}{suffix}" if value == int(value) else f"{value:.1f}{suffix}"
+
+
+def _number(line_number: int, text: str) -> str:
+    return f"{str(line_number).rjust(LINE_NUMBER_WIDTH)}\t{text}"
+
+
+@dataclass
+class _Answer:
+    """A command's text plus what the retrieval log records about it."""
+
+    text: str
+    paths: list[str] = field(default_factory=list)
+    rows: int = 0
+    truncated: bool = False
+    lines: list[int] | None = None
+
+
+class MemoryTool:
+    """The six `memory_20250818` commands over `memory_root`, which the model calls `/memories`.
+
+    `MemoryTool(base_path)` maps `/memories` onto `base_path/memories` (the
+    reference's layout, created at once with mode 0o700, or before each command
+    with `create_root="lazy"`); `memory_root=` maps it onto any folder instead.
+    Optional: `agent` (its budget and read-only flag from the folder's
+    fsmem.yaml, and its name in the log), `max_tokens` (a cap on `view`
+    answers), `state_dir` (where the retrieval log and write locks go; nothing
+    is logged or locked without it). Every command returns the answer text or
+    raises `MemoryToolError` with the message the model should read.
+    """
+
+    def __init__(
+        self,
+        base_path: str | os.PathLike[str] = "./memory",
+        *,
+        memory_root: str | os.PathLike[str] | None = None,
+        agent: str | None = None,
+        max_tokens: int | None = None,
+        state_dir: str | os.PathLike[str] | None = None,
+        create_root: bool | str = True,
+    ):
+        if max_tokens is not None and max_tokens < 1:
+            raise InvalidArgument("max_tokens must be at least 1")
+        self.base_path = Path(base_path)
+        self.memory_root = Path(memory_root) if memory_root is not None else self.base_path / "memories"
+        self.agent = agent
+        self.state_dir = Path(state_dir) if state_dir is not None else None
+        self._lazy_root = create_root == "lazy"
+        if create_root is True:
+            make_private_dirs(self.memory_root)
+        self._asked_max_tokens = max_tokens
+        self.budget: Budget | None = None
+        self.max_tokens: int | None = max_tokens
+        self._load_budget()
+        self._tokens: TokenCounter | None = None
+        self._memory: Memory | None = None
+
+    def _load_budget(self) -> None:
+        """The agent's budget from the folder's fsmem.yaml (none without an agent or a config); max_tokens may narrow it."""
+        if self.agent is not None and self.is_fsmem:
+            self.budget = Config.load(self.memory_root).budget_for(self.agent)
+        caps = [cap for cap in (self._asked_max_tokens, self.budget.max_tokens if self.budget else None) if cap]
+        self.max_tokens = min(caps) if caps else None
+
+    # -- fsmem over the same folder ------------------------------------------
+    @property
+    def is_fsmem(self) -> bool:
+        """True when the folder behind `/memories` is an fsmem memory (it holds fsmem.yaml)."""
+        return (self.memory_root / CONFIG_FILE).is_file()
+
+    def fsmem(self, *, init: bool = False) -> Memory:
+        """`fsmem.Memory` over the folder behind `/memories`, for grep, search, consolidate and the rest.
+
+        The folder must hold fsmem.yaml; `init=True` adds the template's
+        fsmem.yaml when it does not (the only file added; the model will see it
+        in `view /memories`; from then on the agent's budget in it applies to
+        this tool as well). The agent must be known to fsmem.yaml. The same
+        object is returned on later calls.
+        """
+        from fsmem.memory import Memory, template_dir
+
+        if not self.is_fsmem:
+            if not init:
+                raise RootNotFound(
+                    f"{self.memory_root} is not an fsmem memory (no {CONFIG_FILE}); "
+                    "call fsmem(init=True) to add one, or run 'fsmem init' on an empty folder"
+                )
+            make_private_dirs(self.memory_root)
+            with self._write_lock():
+                target = self.memory_root / CONFIG_FILE
+                if not target.exists():
+                    atomic_write(target, (template_dir() / CONFIG_FILE).read_bytes(), mode=FILE_MODE)
+            self._memory = None
+            self._tokens = None
+            self._load_budget()  # from now on the agent's budget in fsmem.yaml applies here too
+        if self._memory is None:
+            self._memory = Memory(self.memory_root, agent=self.agent)
+        return self._memory
+
+    # -- the commands ------------------------------------------------------------
+    def execute(self, arguments: Mapping[str, Any]) -> str:
+        """Run one command given as the model sends it: `{"command": "view", "path": "/memories", ...}`."""
+        if not isinstance(arguments, Mapping):
+            raise MemoryToolError("The memory tool takes an object of arguments with a `command` field")
+        command = arguments.get("command")
+        if command not in COMMANDS:
+            raise MemoryToolError(f"Unknown command: {command}. Use one of: {', '.join(COMMANDS)}")
+        required = {
+            "view": ("path",),
+            "create": ("path", "file_text"),
+            "str_replace": ("path", "old_str", "new_str"),
+            "insert": ("path", "insert_line", "insert_text"),
+            "delete": ("path",),
+            "rename": ("old_path", "new_path"),
+        }[command]
+        optional = ("view_range",) if command == "view" else ()
+        for name in required:
+            if name not in arguments:
+                raise MemoryToolError(f"Missing required parameter `{name}` for command `{command}`")
+        kwargs = {name: arguments[name] for name in required + optional if name in arguments}
+        return getattr(self, command)(**kwargs)
+
+    def view(self, path: str, view_range: Sequence[int] | None = None) -> str:
+        """A directory two levels deep (sizes, hidden items left out) or a file with line numbers."""
+        return self._run("view", {"path": path, "view_range": view_range}, lambda: self._view(path, view_range))
+
+    def create(self, path: str, file_text: str) -> str:
+        """A new file (parents created with mode 0o700); an existing path is never overwritten."""
+        return self._run("create", {"path": path, "file_text": file_text}, lambda: self._create(path, file_text))
+
+    def str_replace(self, path: str, old_str: str, new_str: str) -> str:
+        """Replace text that occurs exactly once; the answer shows the changed lines."""
+        arguments = {"path": path, "old_str": old_str, "new_str": new_str}
+        return self._run("str_replace", arguments, lambda: self._str_replace(path, old_str, new_str))
+
+    def insert(self, path: str, insert_line: int, insert_text: str) -> str:
+        """Insert a line after line `insert_line` (0 = at the top)."""
+        arguments = {"path": path, "insert_line": insert_line, "insert_text": insert_text}
+        return self._run("insert", arguments, lambda: self._insert(path, insert_line, insert_text))
+
+    def delete(self, path: str) -> str:
+        """Delete a file or a whole directory; `/memories` itself is refused."""
+        return self._run("delete", {"path": path}, lambda: self._delete(path))
+
+    def rename(self, old_path: str, new_path: str) -> str:
+        """Move a file or directory; an existing destination is never overwritten."""
+        arguments = {"old_path": old_path, "new_path": new_path}
+        return self._run("rename", arguments, lambda: self._rename(old_path, new_path))
+
+    def clear_all_memory(self) -> str:
+        """Delete everything under `/memories` (fsmem's state folder `.fsmem/` is kept)."""
+        return self._run("clear_all_memory", {}, self._clear_all)
+
+    def ensure_root(self) -> None:
+        make_private_dirs(self.memory_root)
+
+    def validate_path(self, path: str) -> Path:
+        """The real path that `path` (`/memories/...`) names inside the memory root, or a MemoryToolError.
+
+        Symbolic links are resolved first and the result must lie inside the
+        real root, so `..` and links that lead out are refused; the result is
+        the resolved path, so a link swapped after the check cannot redirect
+        the operation. fsmem's own check (`paths.resolve`) runs as well.
+        """
+        if not isinstance(path, str):
+            raise MemoryToolError(f"Path must be a string starting with /memories, got: {path!r}")
+        if not path.startswith(PREFIX):
+            raise MemoryToolError(f"Path must start with /memories, got: {path}")
+        if "\x00" in path:
+            raise MemoryToolError(f"Path {path!r} contains a NUL byte")
+        relative = path[len(PREFIX) :].lstrip("/")
+        full = self.memory_root / relative if relative else self.memory_root
+        real_root = os.path.realpath(self.memory_root)
+        real = os.path.realpath(full)
+        if real != real_root and not real.startswith(real_root + os.sep):
+            raise MemoryToolError(f"Path {path} would escape /memories directory")
+        inside = os.path.relpath(real, real_root)
+        if inside.split(os.sep)[0] == STATE_DIR:
+            raise MemoryToolError(f"Path {path} is inside /memories/{STATE_DIR}/, which holds fsmem's machine state")
+        try:
+            resolve(Path(real_root), inside)
+        except (PathEscape, InvalidArgument):
+            raise MemoryToolError(f"Path {path} would escape /memories directory") from None
+        return Path(real)
+
+    # -- how each command works -----------------------------------------------------
+    def _view(self, path: str, view_range: Sequence[int] | None) -> _Answer:
+        full = self.validate_path(path)
+        try:
+            leaf = os.lstat(full)
+        except (FileNotFoundError, NotADirectoryError):
+            raise _Missing(f"The path {path} does not exist. Please provide a valid path.") from None
+        if stat.S_ISDIR(leaf.st_mode):
+            return self._view_directory(path, full, leaf.st_size)
+        if stat.S_ISREG(leaf.st_mode):
+            return self._view_file(path, full, view_range)
+        raise MemoryToolError(f"Unsupported file type for {path}")
+
+    def _view_directory(self, path: str, full: Path, size: int) -> _Answer:
+        real_root = os.path.realpath(self.memory_root)
+        items: list[tuple[str, str]] = []
+
+        def collect(folder: Path, prefix: str, depth: int) -> None:
+            try:
+                children = sorted(folder.iterdir(), key=lambda child: child.name)
+            except OSError:
+                return
+            for child in children:
+                if child.name.startswith("."):
+                    continue
+                relative = f"{prefix}/{child.name}" if prefix else child.name
+                real = os.path.realpath(child)
+                if real != real_root and not real.startswith(real_root + os.sep):
+                    continue  # a link that leads out of the memory is not shown
+                try:
+                    info = child.stat()
+                except OSError:
+                    continue
+                if stat.S_ISDIR(info.st_mode):
+                    items.append((format_size(info.st_size), relative + "/"))
+                    if depth < 2:
+                        collect(child, relative, depth + 1)
+                elif stat.S_ISREG(info.st_mode):
+                    items.append((format_size(info.st_size), relative))
+
+        collect(full, "", 1)
+        header = f"Here're the files and directories up to 2 levels deep in {path}, excluding hidden items:"
+        rows = [f"{format_size(size)}\t{path}"] + [f"{item_size}\t{path}/{name}" for item_size, name in items]
+        text = header + "\n" + "\n".join(rows)
+        base = self._relative(full)
+        listed = [f"{base}/{name}" if base != "." else name for _, name in items]
+        answer = _Answer(text, paths=listed, rows=len(items))
+        if self.max_tokens is not None:
+            self._cap_directory(answer, header, rows)
+        return answer
+
+    def _view_file(self, path: str, full: Path, view_range: Sequence[int] | None) -> _Answer:
+        content = self._read_text(full, path)
+        lines = content.split("\n")
+        if self.max_tokens is None and len(lines) > MAX_LINES:
+            raise MemoryToolError(f"File {path} exceeds maximum line limit of 999,999 lines.")
+        shown, first = lines, 1
+        if view_range and not (
+            isinstance(view_range, (list, tuple))
+            and all(isinstance(bound, int) and not isinstance(bound, bool) for bound in view_range)
+        ):
+            raise MemoryToolError(
+                f"Invalid `view_range` parameter: {view_range!r}. It should be two line numbers [start, end]."
+            )
+        if view_range and len(view_range) == 2:
+            start = max(1, view_range[0]) - 1
+            end = len(lines) if view_range[1] == -1 else view_range[1]
+            shown, first = lines[start:end], start + 1
+        header = f"Here's the content of {path} with line numbers:\n"
+        numbered = [_number(first + offset, line) for offset, line in enumerate(shown)]
+        answer = _Answer(
+            header + "\n".join(numbered),
+            paths=[self._relative(full)],
+            rows=len(shown),
+            lines=[first, first + len(shown) - 1] if shown else None,
+        )
+        if self.max_tokens is not None:
+            self._cap_file(answer, header, numbered, first, total=len(lines))
+        return answer
+
+    def _create(self, path: str, file_text: str) -> _Answer:
+        self._require_writable("create")
+        full = self.validate_path(path)
+        data = self._text_argument("file_text", file_text).encode("utf-8")
+        make_private_dirs(full.parent)
+        with self._write_lock():
+            try:
+                atomic_write(full, data, mode=FILE_MODE, exclusive=True)
+            except FileExistsError:
+                raise MemoryToolError(f"File {path} already exists") from None
+        return _Answer(f"File created successfully at: {path}", paths=[self._relative(full)], rows=1)
+
+    def _existing_file(self, path: str) -> Path:
+        full = self.validate_path(path)
+        if not full.exists():
+            raise _Missing(f"The path {path} does not exist. Please provide a valid path.")
+        if not full.is_file():
+            raise MemoryToolError(f"The path {path} is not a file.")
+        return full
+
+    def _str_replace(self, path: str, old_str: str, new_str: str) -> _Answer:
+        self._require_writable("str_replace")
+        full = self._existing_file(path)
+        old_str = self._text_argument("old_str", old_str)
+        new_str = self._text_argument("new_str", new_str)
+        with self._write_lock():
+            content = self._read_text(full, path)
+            count = content.count(old_str)
+            if count == 0:
+                raise MemoryToolError(
+                    f"No replacement was performed, old_str `{old_str}` did not appear verbatim in {path}."
+                )
+            if count > 1:
+                found = [content[:at].count("\n") + 1 for at in _occurrences(content, old_str)]
+                raise MemoryToolError(
+                    f"No replacement was performed. Multiple occurrences of old_str `{old_str}` in lines: "
+                    f"{', '.join(map(str, found))}. Please ensure it is unique"
+                )
+            changed = content[: content.find(old_str)].count("\n")
+            updated = content.replace(old_str, new_str)
+            atomic_write(full, updated.encode("utf-8"))
+        new_lines = updated.split("\n")
+        start, end = max(0, changed - 2), min(len(new_lines), changed + 3)
+        snippet = [_number(number, new_lines[number - 1]) for number in range(start + 1, end + 1)]
+        text = "The memory file has been edited. Here is the snippet showing the change (with line numbers):\n"
+        return _Answer(text + "\n".join(snippet), paths=[self._relative(full)], rows=1, lines=[start + 1, end])
+
+    def _insert(self, path: str, insert_line: int, insert_text: str) -> _Answer:
+        self._require_writable("insert")
+        full = self._existing_file(path)
+        insert_text = self._text_argument("insert_text", insert_text)
+        with self._write_lock():
+            content = self._read_text(full, path)
+            lines = content.split("\n")  # split on LF only: a CR stays with its line
+            if lines[-1] == "":
+                lines.pop()
+            if isinstance(insert_line, bool) or not isinstance(insert_line, int) or not 0 <= insert_line <= len(lines):
+                raise MemoryToolError(
+                    f"Invalid `insert_line` parameter: {insert_line}. It should be within the range [0, {len(lines)}]."
+                )
+            lines.insert(insert_line, insert_text.rstrip("\n"))
+            updated = "\n".join(lines)
+            if not updated.endswith("\n"):
+                updated += "\n"
+            atomic_write(full, updated.encode("utf-8"))
+        return _Answer(f"The file {path} has been edited.", paths=[self._relative(full)], rows=1)
+
+    def _delete(self, path: str) -> _Answer:
+        self._require_writable("delete")
+        full = self.validate_path(path)
+        if str(full) == os.path.realpath(self.memory_root):
+            raise MemoryToolError("Cannot delete the /memories directory itself")
+        relative = self._relative(full)
+        with self._write_lock():
+            try:
+                if full.is_file():
+                    full.unlink()
+                elif full.is_dir():
+                    shutil.rmtree(full)
+                else:
+                    raise _Missing(f"The path {path} does not exist")
+            except FileNotFoundError:
+                raise _Missing(f"The path {path} does not exist") from None
+            fsync_dir(full.parent)
+        return _Answer(f"Successfully deleted {path}", paths=[relative], rows=1)
+
+    def _rename(self, old_path: str, new_path: str) -> _Answer:
+        self._require_writable("rename")
+        old = self.validate_path(old_path)
+        new = self.validate_path(new_path)
+        if str(old) == os.path.realpath(self.memory_root):
+            raise MemoryToolError("Cannot rename the /memories directory itself")
+        with self._write_lock():
+            if new.exists():
+                raise MemoryToolError(f"The destination {new_path} already exists")
+            if not os.path.lexists(old):  # checked before any folder is made, so a failed move leaves nothing
+                raise _Missing(f"The path {old_path} does not exist")
+            make_private_dirs(new.parent)
+            try:
+                os.rename(old, new)
+            except FileNotFoundError:
+                raise _Missing(f"The path {old_path} does not exist") from None
+            fsync_dir(new.parent)
+            fsync_dir(old.parent)
+        return _Answer(
+            f"Successfully renamed {old_path} to {new_path}", paths=[self._relative(old), self._relative(new)], rows=1
+        )
+
+    def _clear_all(self) -> _Answer:
+        self._require_writable("clear_all_memory")
+        make_private_dirs(self.memory_root)
+        with self._write_lock():
+            for child in self.memory_root.iterdir():
+                if child.name == STATE_DIR:
+                    continue
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child)
+                else:
+                    child.unlink()
+        return _Answer("All memory cleared")
+
+    # -- plumbing -----------------------------------------------------------------
+    def _run(self, command: str, arguments: dict[str, Any], action: Callable[[], _Answer]) -> str:
+        started = time.perf_counter()
+        try:
+            if self._lazy_root:
+                self.ensure_root()
+            answer = action()
+        except MemoryToolError as exc:
+            self._log(command, arguments, started, error=exc)
+            raise
+        except FsmemError as exc:  # a lock timeout or a config problem: still one message for the model
+            error = MemoryToolError(str(exc))
+            self._log(command, arguments, started, error=error)
+            raise error from exc
+        except (OSError, UnicodeError) as exc:
+            error = MemoryToolError(_os_error_message(command, arguments, exc))
+            self._log(command, arguments, started, error=error)
+            raise error from exc
+        self._log(command, arguments, started, answer=answer)
+        return answer.text
+
+    def _require_writable(self, command: str) -> None:
+        if self.budget is not None and self.budget.read_only:
+            raise MemoryToolError(
+                f"The memory is read-only for agent {self.agent!r} ({CONFIG_FILE}); {command} was not performed."
+            )
+
+    def _write_lock(self) -> contextlib.AbstractContextManager[None]:
+        if self.state_dir is None:
+            return contextlib.nullcontext()
+        return file_lock(self.memory_root, state=self.state_dir)
+
+    @staticmethod
+    def _text_argument(name: str, value: Any) -> str:
+        if not isinstance(value, str):
+            raise MemoryToolError(f"Invalid `{name}` parameter: it should be a string, got {type(value).__name__}")
+        return value
+
+    @staticmethod
+    def _read_text(full: Path, path: str) -> str:
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        try:
+            fd = os.open(full, flags)
+        except FileNotFoundError:
+            raise _Missing(
+                f"The file {path} no longer exists (may have been deleted or renamed concurrently)."
+            ) from None
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.EMLINK):
+                raise MemoryToolError(f"path {path!r} is a symlink") from None
+            raise
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise MemoryToolError(f"path {path!r} is not a regular file")
+            data = handle.read()
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise MemoryToolError(f"The file {path} is not a valid UTF-8 text file.") from None
+
+    def _relative(self, full: Path) -> str:
+        rel = os.path.relpath(full, os.path.realpath(self.memory_root))
+        return "." if rel == "." else Path(rel).as_posix()
+
+    @property
+    def tokens(self) -> TokenCounter:
+        """The token counter of the memory's tokenizer (fsmem.yaml's, or fsmem's default)."""
+        if self._tokens is None:
+            from fsmem.tokens import TokenCounter
+
+            config = Config.load(self.memory_root) if self.is_fsmem else Config()
+            self._tokens = TokenCounter(config.tokenizer)
+        return self._tokens
+
+    def _fits(self, text: str) -> bool:
+        assert self.max_tokens is not None
+        # A token is at least one byte, so a short answer fits without being counted.
+        return len(text.encode("utf-8")) <= self.max_tokens or self.tokens.count(text) <= self.max_tokens
+
+    def _cap_file(self, answer: _Answer, header: str, numbered: list[str], first: int, total: int) -> None:
+        """Cut a view that exceeds `max_tokens` after whole lines and name the view_range that goes on."""
+        cap = self.max_tokens
+        assert cap is not None
+        if len(answer.text.encode("utf-8")) <= cap:  # a token is at least one byte
+            return
+        budget = cap - self.tokens.count(header) - _TRAILER_RESERVE
+        kept: list[str] = []
+        spent = 0
+        for line in numbered:
+            cost = self.tokens.count(line + "\n")
+            if spent + cost > budget:
+                break
+            kept.append(line)
+            spent += cost
+        if len(kept) == len(numbered) and self._fits(answer.text):
+            return
+        last_asked = first + len(numbered) - 1
+        note = ""
+        if not kept:  # one line longer than the whole budget: show its start, so paging still moves on
+            kept = [self.tokens.truncate(numbered[0], max(budget, 1))]
+            note = f" (line {first} is longer than that and is shown cut)"
+
+        def render(lines: list[str]) -> str:
+            last = first + len(lines) - 1
+            more = f"view_range [{last + 1}, {last_asked}]" if last < last_asked else "nothing"
+            return (
+                header
+                + "\n".join(lines)
+                + f"\n[lines {first}-{last} of {total} shown: this view stops at {cap} tokens{note}; "
+                + f"next: {more}]"
+            )
+
+        text = render(kept)
+        while len(kept) > 1 and self.tokens.count(text) > cap:
+            kept.pop()
+            text = render(kept)
+        answer.text, answer.truncated, answer.rows = text, True, len(kept)
+        answer.lines = [first, first + len(kept) - 1]
+
+    def _cap_directory(self, answer: _Answer, header: str, rows: list[str]) -> None:
+        """Cut a directory view that exceeds `max_tokens` after whole entries and say how many were left out."""
+        if self._fits(answer.text):
+            return
+        cap = self.max_tokens
+        assert cap is not None
+        budget = cap - self.tokens.count(header + "\n") - _TRAILER_RESERVE
+        kept: list[str] = []
+        spent = 0
+        for row in rows:
+            cost = self.tokens.count(row + "\n")
+            if spent + cost > budget and kept:
+                break
+            kept.append(row)
+            spent += cost
+        entries = len(kept) - 1
+        answer.text = (
+            header
+            + "\n"
+            + "\n".join(kept)
+            + f"\n[{entries} of {len(rows) - 1} entries shown: this view stops at {cap} tokens; "
+            + "view a subdirectory to see the rest]"
+        )
+        answer.truncated, answer.rows, answer.paths = True, entries, answer.paths[:entries]
+
+    def _log(
+        self,
+        command: str,
+        arguments: dict[str, Any],
+        started: float,
+        *,
+        answer: _Answer | None = None,
+        error: MemoryToolError | None = None,
+    ) -> None:
+        if self.state_dir is None:
+            return
+        from fsmem.store import retrieval_log
+
+        text = answer.text if answer is not None else str(error)
+        record: dict[str, Any] = {
+            "agent": self.agent,
+            "tool": f"memory.{command}",
+            "arguments": {name: _shorten(value) for name, value in arguments.items() if value is not None},
+            "paths": answer.paths if answer is not None else [],
+            "rows": answer.rows if answer is not None else 0,
+            "tokens": self.tokens.count(text),
+            "latency_ms": round((time.perf_counter() - started) * 1000, 3),
+            "truncated": answer.truncated if answer is not None else False,
+            "empty": isinstance(error, _Missing) or (answer is not None and command == "view" and answer.rows == 0),
+        }
+        if answer is not None and answer.lines is not None:
+            record["lines"] = answer.lines
+        if error is not None:
+            record["error"] = str(error)
+        retrieval_log.append(self.memory_root, record, state=self.state_dir)
+
+
+def _occurrences(content: str, needle: str) -> Iterator[int]:
+    """Every position where `needle` starts, overlapping ones included (as the reference reports them)."""
+    at = content.find(needle)
+    while at != -1:
+        yield at
+        at = content.find(needle, at + 1)
+
+
+def _shorten(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > _LOGGED_ARGUMENT_CHARS:
+        return value[:_LOGGED_ARGUMENT_CHARS] + f"…({len(value)} chars)"
+    return value
+
+
+def _os_error_message(command: str, arguments: Mapping[str, Any], exc: BaseException) -> str:
+    target = arguments.get("path") or arguments.get("old_path") or "/memories"
+    if isinstance(exc, UnicodeError):
+        return f"The {command} of {target} failed: the text is not valid Unicode ({exc.reason})"
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return f"The {command} of {target} failed: {reason}"
+
+
+__all__ = ["MemoryTool", "MemoryToolError", "make_private_dirs", "format_size", "COMMANDS", "PREFIX"]

@@ -1,0 +1,223 @@
+"""The tool registry: a tool is a plain typed function whose name, description and schema are declared once.
+
+The description is the function's docstring (written for a model: what it
+does, its limits, when to use it, how to continue after a cut); the JSON
+schema is built from the signature, where each argument the model supplies is
+`Annotated[type, Param("what it is")]`. `validate` checks arguments against
+that schema and words every problem so a model can fix its next call.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from fsmem.errors import FsmemError
+
+if TYPE_CHECKING:
+    from fsmem.memory import Memory
+
+FORMATS = ("openai", "anthropic", "json")
+
+
+@dataclass(frozen=True)
+class Param:
+    """Schema facts about one tool argument: its description and simple constraints."""
+
+    description: str
+    minimum: int | None = None
+
+
+@dataclass
+class Reply:
+    """What a tool function hands back: the text for the model and what it showed."""
+
+    text: str
+    rows: int = 0
+    paths: list[str] = field(default_factory=list)
+    truncated: bool = False
+    empty: bool = False
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One registered tool: the function, and the definition a model sees."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    function: Callable[..., Reply]
+    writes: bool = False
+    requires: str | None = None  # a Memory method the tool needs; offered only where it exists
+
+    def available(self, memory: Memory) -> bool:
+        return self.requires is None or callable(getattr(memory, self.requires, None))
+
+    def definition(self, format: str = "json") -> dict[str, Any]:
+        """The definition as a plain dict, ready for the SDK named by `format`."""
+        schema = json.loads(json.dumps(self.parameters))  # a copy the caller may change
+        if format == "openai":
+            return {
+                "type": "function",
+                "function": {"name": self.name, "description": self.description, "parameters": schema},
+            }
+        if format == "anthropic":
+            return {"name": self.name, "description": self.description, "input_schema": schema}
+        if format == "json":
+            return {"name": self.name, "description": self.description, "parameters": schema, "writes": self.writes}
+        raise FsmemError(f"unknown tool format {format!r}; choose one of: {', '.join(FORMATS)}")
+
+
+REGISTRY: dict[str, Tool] = {}
+
+
+def tool(name: str | None = None, *, writes: bool = False, requires: str | None = None):
+    """Register a function as an agent tool.
+
+    The function takes `memory` first and `max_tokens` (the content budget the
+    dispatcher grants) as a keyword; every other argument must be
+    `Annotated[type, Param(...)]` and becomes a property of the JSON schema.
+    """
+
+    def register(function: Callable[..., Reply]) -> Callable[..., Reply]:
+        tool_name = name or function.__name__
+        REGISTRY[tool_name] = Tool(
+            name=tool_name,
+            description=inspect.cleandoc(function.__doc__ or ""),
+            parameters=schema_for(function),
+            function=function,
+            writes=writes,
+            requires=requires,
+        )
+        return function
+
+    return register
+
+
+def unregister(name: str) -> None:
+    REGISTRY.pop(name, None)
+
+
+# -- schemas ---------------------------------------------------------------------
+
+
+def schema_for(function: Callable[..., Any]) -> dict[str, Any]:
+    """A JSON schema (type object) built from the function's annotated arguments."""
+    hints = typing.get_type_hints(function, include_extras=True)
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for parameter in inspect.signature(function).parameters.values():
+        hint = hints.get(parameter.name)
+        if typing.get_origin(hint) is not Annotated:
+            continue  # memory and max_tokens: supplied by the dispatcher, not the model
+        base, *extras = typing.get_args(hint)
+        param = next((e for e in extras if isinstance(e, Param)), None)
+        if param is None:
+            continue
+        prop = _type_schema(base)
+        prop["description"] = param.description
+        if param.minimum is not None:
+            prop["minimum"] = param.minimum
+        if parameter.default not in (inspect.Parameter.empty, None):
+            prop["default"] = parameter.default
+        properties[parameter.name] = prop
+        if parameter.default is inspect.Parameter.empty:
+            required.append(parameter.name)
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+def _type_schema(hint: Any) -> dict[str, Any]:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in typing.get_args(hint) if a is not type(None)]
+        if len(inner) == 1:
+            return _type_schema(inner[0])
+    if origin is Literal:
+        return {"type": "string", "enum": list(typing.get_args(hint))}
+    if origin is list:
+        (item,) = typing.get_args(hint)
+        return {"type": "array", "items": _type_schema(item)}
+    if origin is dict or hint is dict:
+        return {"type": "object"}
+    simple = {str: "string", bool: "boolean", int: "integer", float: "number"}
+    if hint in simple:
+        return {"type": simple[hint]}
+    raise TypeError(f"no JSON schema for {hint!r}")
+
+
+_JSON_TYPES = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+}
+_ARTICLE = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+    "array": "an array",
+    "object": "an object",
+}
+
+
+def json_type_name(value: Any) -> str:
+    for name, kinds in (
+        ("null", (type(None),)),
+        ("boolean", (bool,)),
+        ("integer", (int,)),
+        ("number", (float,)),
+        ("string", (str,)),
+        ("array", (list,)),
+        ("object", (dict,)),
+    ):
+        if isinstance(value, kinds):
+            return name
+    return type(value).__name__
+
+
+def _check_value(name: str, value: Any, schema: dict[str, Any]) -> str | None:
+    expected = schema.get("type")
+    if expected is None:
+        return None
+    ok = isinstance(value, _JSON_TYPES[expected]) and not (
+        expected in ("integer", "number") and isinstance(value, bool)
+    )
+    if not ok:
+        return f"argument '{name}' must be {_ARTICLE[expected]}, not {json_type_name(value)}"
+    if "enum" in schema and value not in schema["enum"]:
+        return f"argument '{name}' must be one of: {', '.join(map(str, schema['enum']))}"
+    if "minimum" in schema and value < schema["minimum"]:
+        return f"argument '{name}' must be at least {schema['minimum']}"
+    if expected == "array":
+        item = schema["items"]
+        for value_item in value:
+            if _check_value(name, value_item, item):
+                return f"argument '{name}' must be an array of {item['type']}s"
+    return None
+
+
+def validate(tool_: Tool, arguments: dict[str, Any]) -> str | None:
+    """The first problem with `arguments` for this tool, worded for a model; None when valid."""
+    schema = tool_.parameters
+    properties = schema["properties"]
+    for name in schema["required"]:
+        if name not in arguments or arguments[name] is None:
+            return f"{tool_.name} needs the argument '{name}' ({properties[name]['description']})"
+    for name, value in arguments.items():
+        if name not in properties:
+            known = ", ".join(properties) or "none"
+            return f"unknown argument '{name}' for {tool_.name}; its arguments are: {known}"
+        if value is None:
+            continue  # an optional argument sent as null means "not given"
+        problem = _check_value(name, value, properties[name])
+        if problem:
+            return problem
+    return None

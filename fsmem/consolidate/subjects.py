@@ -1,0 +1,169 @@
+"""Subjects: from a session-note heading to the entity or topic document it names.
+
+`## people/Adam Smith` -> `entities/people/adam-smith.md`, `## topic/Billing`
+-> `topics/billing.md`. A heading without a kind (`## Adam Smith`) is matched
+against the titles, aliases and names of existing entity and topic documents
+(rapidfuzz), else it becomes a topic. The directory of those documents is read
+from their front matter and cached in `.fsmem/cache/` keyed on (mtime, size),
+so a run with nothing new re-reads nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fsmem import format as fmt
+from fsmem.format.facts import slugify
+from fsmem.store.catalog import HEAD_BYTES, walk
+from fsmem.store.files import atomic_write, state_dir
+from fsmem.store.paths import relative
+
+_KIND = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,40}$")
+TOPIC_KINDS = ("topic", "topics")
+CACHE_VERSION = 2
+
+
+@dataclass(frozen=True)
+class Target:
+    """The document a subject heading resolves to, and the fields a new document gets."""
+
+    path: str
+    field: str  # "entity" or "topic"
+    value: str  # e.g. "people/Adam Smith" or "Billing"
+    title: str
+
+
+@dataclass
+class DirectoryEntry:
+    """What INDEX.md and subject matching need from one entity or topic document."""
+
+    path: str
+    mtime_ns: int
+    size: int
+    title: str = ""
+    description: str = ""
+    importance: float = 0.0
+    names: list[str] = field(default_factory=list)  # title, aliases, entity/topic name
+    summary: str = ""  # first current facts, for documents without a description
+
+
+def kinded(heading: str) -> Target | None:
+    """The target of `kind/Name`, or None when the heading names no kind."""
+    kind, sep, name = heading.partition("/")
+    kind, name = kind.strip(), name.strip()
+    if not sep or not name or not _KIND.match(kind):
+        return None
+    if kind.lower() in TOPIC_KINDS:
+        return topic(name)
+    kind = kind.lower()
+    return Target(f"entities/{slugify(kind)}/{slugify(name)}.md", "entity", f"{kind}/{name}", name)
+
+
+def topic(name: str) -> Target:
+    return Target(f"topics/{slugify(name)}.md", "topic", name, name)
+
+
+def match(name: str, entries: list[DirectoryEntry], threshold: float) -> DirectoryEntry | None:
+    """The existing document whose title or alias best matches `name`, if it scores `threshold` or more."""
+    from rapidfuzz import fuzz, process
+
+    choices: list[str] = []
+    owners: list[DirectoryEntry] = []
+    for entry in sorted(entries, key=lambda e: e.path):
+        for alias in entry.names:
+            choices.append(alias.casefold())
+            owners.append(entry)
+    if not choices:
+        return None
+    best = process.extractOne(name.casefold().strip(), choices, scorer=fuzz.ratio, score_cutoff=threshold)
+    return owners[best[2]] if best else None
+
+
+def target_of(entry: DirectoryEntry) -> Target:
+    kind = "topic" if entry.path.startswith("topics/") else "entity"
+    return Target(entry.path, kind, entry.names[-1] if entry.names else entry.title, entry.title)
+
+
+def _names(front: dict, title: str) -> list[str]:
+    names = [title] if title else []
+    aliases = front.get("aliases")
+    if isinstance(aliases, str):
+        aliases = [a.strip() for a in aliases.split(",")]
+    for alias in aliases or []:
+        if str(alias).strip():
+            names.append(str(alias).strip())
+    for key in ("entity", "topic"):
+        value = front.get(key)
+        if value:
+            names.append(str(value).split("/", 1)[-1].strip())
+    return names
+
+
+def _read_entry(root: Path, path: Path, stat: os.stat_result) -> DirectoryEntry:
+    from fsmem.format.facts import parse_fact
+
+    with open(path, "rb") as handle:
+        data = handle.read(HEAD_BYTES)
+    text, _ = fmt.decode(data)
+    doc = fmt.split(text)
+    front = doc.front_matter
+    title = doc.title or next((h.title for h in fmt.headings(doc.body) if h.level == 1), "") or path.stem
+    importance = front.get("importance")
+    if isinstance(importance, bool) or not isinstance(importance, (int, float)):
+        importance = 0.0
+    summary = []
+    superseded = fmt.superseded_ranges(doc)
+    for number, line in enumerate(text.splitlines(), start=1):
+        if number < doc.body_start_line or fmt.in_ranges(number, superseded):
+            continue
+        fact = parse_fact(line)
+        if fact is not None and fact.value is not None:
+            summary.append(f"{fact.key}: {fact.value}")
+        if len(summary) == 3:
+            break
+    return DirectoryEntry(
+        path=relative(root, path),
+        mtime_ns=stat.st_mtime_ns,
+        size=stat.st_size,
+        title=str(title),
+        description=doc.description or "",
+        importance=float(importance),
+        names=_names(front, str(title)),
+        summary="; ".join(summary),
+    )
+
+
+def directory(root: Path) -> list[DirectoryEntry]:
+    """Every entity and topic document, from the cache where (mtime, size) still match."""
+    cache_path = state_dir(root, "cache") / "directory.json"
+    try:
+        cached = json.loads(cache_path.read_text(encoding="utf-8"))
+        if cached.get("version") != CACHE_VERSION:
+            cached = {}
+    except (OSError, ValueError):
+        cached = {}
+    known = {e["path"]: e for e in cached.get("entries", [])}
+    entries: list[DirectoryEntry] = []
+    dirty = False
+    prefix = len(str(root)) + 1
+    for folder in ("entities", "topics"):
+        for path in walk(root, root / folder) if (root / folder).is_dir() else []:
+            try:
+                stat = path.stat()
+            except FileNotFoundError:
+                continue
+            rel = str(path)[prefix:].replace(os.sep, "/")
+            old = known.get(rel)
+            if old and old["mtime_ns"] == stat.st_mtime_ns and old["size"] == stat.st_size:
+                entries.append(DirectoryEntry(**old))
+                continue
+            entries.append(_read_entry(root, path, stat))
+            dirty = True
+    if dirty or len(entries) != len(known):
+        payload = {"version": CACHE_VERSION, "entries": [dict(vars(e)) for e in entries]}
+        atomic_write(cache_path, json.dumps(payload, ensure_ascii=False).encode("utf-8"))
+    return entries

@@ -1,0 +1,185 @@
+"""Rows: the units search ranks. A keyed fact, a bullet or a paragraph, each with where it is and what it is about.
+
+A fact line such as `- sport: pesäpallo` does not repeat its subject; the file's
+title, its entity or topic and the headings above the line do. So every row
+carries that context, search scores the row together with it, and the answer
+shows it. Pure functions over text: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from fsmem import format as fmt
+from fsmem.format.facts import parse_fact
+
+ROW_KINDS = ("fact", "bullet", "paragraph")
+
+_BULLET = re.compile(r"^([ \t]*)(?:[-*+]|\d{1,3}[.)])[ \t]+(\S.*)$")
+_COMMENT_ONLY = re.compile(r"^\s*<!--.*-->\s*$")
+
+
+@dataclass
+class Row:
+    """One rankable unit of a memory file (lines `line`..`end_line`, 1-based)."""
+
+    path: str
+    line: int
+    end_line: int
+    text: str
+    kind: str
+    title: str | None = None
+    subject: str | None = None
+    headings: list[str] = field(default_factory=list)
+    superseded: bool = False
+
+    @property
+    def context(self) -> str:
+        """The words that say what the row is about, scored along with it."""
+        parts = [self.title or "", self.subject or "", *self.headings]
+        seen: list[str] = []
+        for part in parts:
+            if part and part not in seen:
+                seen.append(part)
+        return " ".join(seen)
+
+    @property
+    def heading_path(self) -> str:
+        return " > ".join(self.headings)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "end_line": self.end_line,
+            "text": self.text,
+            "kind": self.kind,
+            "title": self.title,
+            "subject": self.subject,
+            "headings": list(self.headings),
+            "superseded": self.superseded,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Row:
+        return cls(**{**data, "headings": list(data.get("headings") or [])})
+
+
+def is_fact(line: str) -> bool:
+    """A keyed fact `- key: value`, by the one rule the consolidator uses too (fsmem.facts)."""
+    return parse_fact(line.strip()) is not None
+
+
+def subject_of(heading: str) -> str | None:
+    """`people/Adam Smith` or `topic/Billing` as a session-note subject, else None."""
+    kind, sep, name = heading.partition("/")
+    if sep and kind.strip() and name.strip() and " " not in kind.strip():
+        return heading.strip()
+    return None
+
+
+def split_rows(path: str, text: str) -> list[Row]:
+    """Every row of one file, in file order; front matter and headings are context, not rows."""
+    doc = fmt.split(text)
+    fm = doc.front_matter
+    title = doc.title
+    file_subject = None
+    for key in ("entity", "topic"):
+        if fm.get(key) is not None:
+            file_subject = str(fm[key])
+            break
+    superseded = fmt.superseded_ranges(doc)
+    heading_list = fmt.headings(doc.body, doc.body_start_line)
+    heading_at = {h.line: h for h in heading_list}
+    if title is None:
+        title = next((h.title for h in heading_list if h.level == 1), None)
+
+    rows: list[Row] = []
+    stack: list[fmt.Heading] = []
+    pending: list[str] = []  # lines of the row being collected
+    pending_start = 0
+    pending_kind = ""
+    pending_indent = 0
+
+    def context_headings() -> list[str]:
+        # The level-1 heading usually repeats the title; keep it only when it says something else.
+        return [h.title for h in stack if not (h.level == 1 and h.title == title)]
+
+    def flush() -> None:
+        nonlocal pending, pending_kind
+        if not pending:
+            return
+        heads = context_headings()
+        subject = file_subject
+        for heading in stack:
+            found = subject_of(heading.title)
+            if found:
+                subject = found
+        body = "\n".join(pending).strip()
+        kind = pending_kind
+        if kind == "bullet" and is_fact(pending[0]):
+            kind = "fact"
+        end = pending_start + len(pending) - 1
+        rows.append(
+            Row(
+                path=path,
+                line=pending_start,
+                end_line=end,
+                text=body,
+                kind=kind,
+                title=title,
+                subject=subject,
+                headings=heads,
+                superseded=fmt.in_ranges(pending_start, superseded),
+            )
+        )
+        pending = []
+        pending_kind = ""
+
+    in_code = False
+    lines = doc.body.splitlines()
+    for number, raw in enumerate(lines, start=doc.body_start_line):
+        line = raw.rstrip("\r\n")
+        if fmt.FENCED_CODE.match(line):
+            if not in_code:
+                flush()
+                pending, pending_start, pending_kind = [line], number, "paragraph"
+                in_code = True
+            else:
+                pending.append(line)
+                in_code = False
+                flush()
+            continue
+        if in_code:
+            pending.append(line)
+            continue
+        heading = heading_at.get(number)
+        if heading is not None:
+            flush()
+            while stack and stack[-1].level >= heading.level:
+                stack.pop()
+            stack.append(heading)
+            continue
+        if not line.strip() or _COMMENT_ONLY.match(line):
+            flush()
+            continue
+        bullet = _BULLET.match(line)
+        if bullet:
+            flush()
+            pending, pending_start, pending_kind = [line.strip()], number, "bullet"
+            pending_indent = len(bullet.group(1).expandtabs(4))
+            continue
+        if pending_kind == "bullet":
+            indent = len(line) - len(line.lstrip())
+            if indent > pending_indent:  # a continuation line of the bullet above
+                pending.append(line.strip())
+                continue
+            flush()
+        if not pending:
+            pending, pending_start, pending_kind = [line], number, "paragraph"
+        else:
+            pending.append(line)
+    flush()
+    return rows

@@ -1,0 +1,169 @@
+"""`fsmem context`: the block a harness pre-injects at the start of a turn.
+
+The `profile/` core comes first (who the agents work for, standing rules),
+then the `INDEX.md` table of contents, so the agent knows what is worth asking
+for. When INDEX.md does not exist yet, the block says so and lists the entity
+and topic files from the catalog instead. The block is trimmed to the agent's
+token budget in whole lines, and ends with a note naming what was cut and how
+to read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from fsmem import format as fmt
+from fsmem.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from fsmem.memory import Memory
+
+INDEX_FILE = "INDEX.md"
+PROFILE_DIR = "profile"
+CATALOG_FOLDERS = ("entities/", "topics/")
+HEADER = "# Memory\nShared memory files. Look things up with list, grep and read; save what you learn with note."
+
+
+@dataclass
+class Part:
+    """One source of the block: its heading and its lines (file line numbers where it has them)."""
+
+    source: str
+    heading: str
+    lines: list[tuple[int | None, str]]
+    shown: int = 0
+
+
+@dataclass
+class ContextBlock:
+    text: str
+    tokens: int
+    max_tokens: int
+    index_exists: bool
+    sources: list[str] = field(default_factory=list)
+    cut: list[str] = field(default_factory=list)
+
+    @property
+    def truncated(self) -> bool:
+        return bool(self.cut)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "tokens": self.tokens,
+            "max_tokens": self.max_tokens,
+            "index_exists": self.index_exists,
+            "sources": self.sources,
+            "truncated": self.truncated,
+            "cut": self.cut,
+        }
+
+    def to_text(self) -> str:
+        return self.text
+
+
+def _body_lines(memory: Memory, rel: str) -> list[tuple[int | None, str]]:
+    """A file's body lines with their file line numbers; superseded facts and edge blank lines left out."""
+    text, _ = fmt.decode((memory.root / rel).read_bytes())
+    doc = fmt.split(text)
+    hidden = fmt.superseded_ranges(doc)
+    lines = [
+        (number, line)
+        for number, line in enumerate(doc.body.splitlines(), start=doc.body_start_line)
+        if not fmt.in_ranges(number, hidden)
+    ]
+    while lines and not lines[0][1].strip():
+        lines.pop(0)
+    while lines and not lines[-1][1].strip():
+        lines.pop()
+    return lines
+
+
+def gather(memory: Memory) -> tuple[list[Part], bool]:
+    """The parts of the block in order (profile first), and whether INDEX.md exists."""
+    parts: list[Part] = []
+    for meta in memory.catalog.entries(memory.root / PROFILE_DIR) if (memory.root / PROFILE_DIR).is_dir() else []:
+        title = f" ({meta.title})" if meta.title else ""
+        parts.append(Part(meta.path, f"## {meta.path}{title}", _body_lines(memory, meta.path)))
+    index = memory.root / INDEX_FILE
+    if index.is_file():
+        parts.append(Part(INDEX_FILE, f"## {INDEX_FILE}", _body_lines(memory, INDEX_FILE)))
+        return parts, True
+    rows: list[tuple[int | None, str]] = []
+    for meta in memory.catalog.entries():
+        if meta.path.startswith(CATALOG_FOLDERS):
+            about = f": {meta.description}" if meta.description else ""
+            rows.append((None, f"- {meta.path} — {meta.title or meta.path}{about}"))
+    heading = f"## Entities and topics ({INDEX_FILE} does not exist yet; `fsmem consolidate` writes it)"
+    parts.append(Part("catalog", heading, rows))
+    return parts, False
+
+
+def _cut_note(parts: list[Part]) -> list[str]:
+    cut = []
+    for part in parts:
+        left = len(part.lines) - part.shown
+        if not left:
+            continue
+        if part.source == "catalog":
+            cut.append(f"{left} of {len(part.lines)} entity/topic rows (list entities and topics to see them)")
+        elif part.shown == 0:
+            cut.append(f"{part.source} (read it)")
+        else:
+            first = part.lines[part.shown][0]
+            cut.append(f"{part.source} from line {first} (read it with lines '{first}:')")
+    return cut
+
+
+def _render(entries: list[tuple[Part | None, str]], cut: list[str], budget: int) -> str:
+    lines = [line for _, line in entries]
+    if cut:
+        lines.append(f"[context cut at the {budget}-token budget; left out: {'; '.join(cut)}]")
+    return "\n".join(lines)
+
+
+def build(memory: Memory, max_tokens: int | None = None) -> ContextBlock:
+    """The pre-injection block for `memory`'s agent, at most `max_tokens` (never above its budget)."""
+    if max_tokens is not None and max_tokens < 1:
+        raise InvalidArgument("--max-tokens must be at least 1")
+    budget = memory.budget.narrowed(max_tokens).max_tokens
+    count = memory.tokens.count
+    parts, index_exists = gather(memory)
+    # Fill greedily, keeping room for a note that names every part as cut ...
+    room = budget - count(_render([], _cut_note(parts), budget))
+    entries: list[tuple[Part | None, str]] = []  # (the part a content line belongs to, the line)
+    spent = 0
+    lines = [(None, HEADER)] + [
+        item for each in parts for item in [(None, ""), (None, each.heading)] + [(each, text) for _, text in each.lines]
+    ]
+    for part, line in lines:
+        cost = count(line + "\n")
+        if spent + cost > room:
+            break
+        entries.append((part, line))
+        spent += cost
+        if part is not None:
+            part.shown += 1
+    # ... then give back whole lines until the block with its real note fits.
+    while True:
+        _drop_bare_headings(entries, parts)
+        cut = _cut_note(parts)
+        text = _render(entries, cut, budget)
+        if count(text) <= budget or not entries:
+            break
+        part, _ = entries.pop()
+        if part is not None:
+            part.shown -= 1
+    if count(text) > budget:
+        text = ""  # a budget smaller than the note itself: nothing fits
+    sources = [p.source for p in parts if p.shown]
+    return ContextBlock(text, count(text), budget, index_exists, sources, cut)
+
+
+def _drop_bare_headings(entries: list[tuple[Part | None, str]], parts: list[Part]) -> None:
+    """A heading (or blank line) at the end of a cut block, with nothing under it, says nothing."""
+    while len(entries) > 1 and (not entries[-1][1].strip() or entries[-1][1].lstrip().startswith("#")):
+        part, _ = entries.pop()
+        if part is not None:
+            part.shown -= 1

@@ -1,0 +1,153 @@
+"""Recall: search wrapped in a read policy, for harnesses that inject memory before each turn.
+
+Reading memory every turn costs tokens and dilutes the context, so recall skips,
+cheaply and before any ranking, when:
+
+- `budget`: the tokens left for this turn (`max_tokens`) are below `recall.min_tokens`;
+- `in_context`: the query already appears in the working context (rapidfuzz
+  partial match at or above `recall.context_similarity`, 0-100);
+- `nothing_new`: `recall.horizon_days` is set and no file was written within
+  that horizon, or none of the relevant rows lies in such a file.
+
+Otherwise it searches with the threshold and fits the budget. Every call is
+logged with `skipped` and `reason`, so `fsmem stats` can report the skip share.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from fsmem import format as fmt
+from fsmem.config import CONFIG_FILE
+from fsmem.errors import ConfigError, InvalidArgument
+from fsmem.search.ranking import SearchResult, log_call, search, usage_counts
+
+SKIP_REASONS = ("budget", "in_context", "nothing_new")
+
+
+@dataclass(frozen=True)
+class RecallSettings:
+    min_tokens: int = 64
+    context_similarity: float = 90.0
+    horizon_days: float | None = None
+
+    @classmethod
+    def from_section(cls, section: dict[str, Any]) -> RecallSettings:
+        section = section.get("recall") or {}
+        if not isinstance(section, dict):
+            raise ConfigError(f"{CONFIG_FILE}: search.recall must be a mapping")
+        min_tokens = section.get("min_tokens", cls.min_tokens)
+        similarity = section.get("context_similarity", cls.context_similarity)
+        horizon = section.get("horizon_days", cls.horizon_days)
+        if isinstance(min_tokens, bool) or not isinstance(min_tokens, int) or min_tokens < 1:
+            raise ConfigError(f"{CONFIG_FILE}: search.recall.min_tokens must be a whole number of at least 1")
+        if isinstance(similarity, bool) or not isinstance(similarity, (int, float)) or not 0 <= similarity <= 100:
+            raise ConfigError(f"{CONFIG_FILE}: search.recall.context_similarity must be a number from 0 to 100")
+        if horizon is not None and (isinstance(horizon, bool) or not isinstance(horizon, (int, float)) or horizon <= 0):
+            raise ConfigError(f"{CONFIG_FILE}: search.recall.horizon_days must be a positive number or null")
+        return cls(min_tokens, float(similarity), None if horizon is None else float(horizon))
+
+
+@dataclass
+class RecallResult:
+    """Either a skip with its reason, or the search answer."""
+
+    query: str
+    skipped: bool
+    reason: str | None
+    result: SearchResult | None
+
+    @property
+    def empty(self) -> bool:
+        return self.result is None or self.result.empty
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"query": self.query, "skipped": self.skipped, "reason": self.reason}
+        if self.result is not None:
+            data.update(self.result.to_dict())
+        else:
+            data.update({"results": [], "tokens": 0, "truncated": False, "left_out": 0})
+        return data
+
+    def to_text(self) -> str:
+        if self.skipped:
+            why = {
+                "budget": "the token budget for this turn is spent",
+                "in_context": "the query is already in the working context",
+                "nothing_new": "nothing relevant was written within the recall horizon",
+            }[self.reason or "budget"]
+            return f"recall skipped: {why}"
+        assert self.result is not None
+        return self.result.to_text()
+
+
+def _in_context(query: str, context: str, similarity: float) -> bool:
+    from rapidfuzz import fuzz
+
+    needle = " ".join(query.lower().split())
+    haystack = " ".join(context.lower().split())
+    if not needle or not haystack:
+        return False
+    if needle in haystack:
+        return True
+    return fuzz.partial_ratio(needle, haystack) >= similarity
+
+
+def _written_since(memory: Any, horizon: _dt.datetime) -> set[str]:
+    """Files written (per their mtime) after `horizon`."""
+    from fsmem.store.catalog import walk
+    from fsmem.store.paths import relative
+
+    limit = horizon.timestamp()
+    fresh = set()
+    for path in walk(memory.root):
+        try:
+            if path.stat().st_mtime > limit:
+                fresh.add(relative(memory.root, path))
+        except FileNotFoundError:
+            continue
+    return fresh
+
+
+def recall(memory: Any, query: str, *, context: str | None = None, max_tokens: int | None = None) -> RecallResult:
+    started = time.perf_counter()
+    if not query or not query.strip():
+        raise InvalidArgument("the recall query is empty")
+    if max_tokens is not None and max_tokens < 0:
+        raise InvalidArgument("max_tokens must be 0 or more (0 means the turn's budget is spent)")
+    section = memory.config.section("search")
+    settings = RecallSettings.from_section(section)
+    arguments = {"query": query, "max_tokens": max_tokens, "context_chars": len(context or "")}
+
+    def skip(reason: str) -> RecallResult:
+        log_call(memory, "recall", arguments, None, (time.perf_counter() - started) * 1000, skipped=True, reason=reason)
+        return RecallResult(query, True, reason, None)
+
+    left = memory.budget.max_tokens if max_tokens is None else min(max_tokens, memory.budget.max_tokens)
+    if left < settings.min_tokens:
+        return skip("budget")
+    if context and _in_context(query, context, settings.context_similarity):
+        return skip("in_context")
+    fresh: set[str] | None = None
+    if settings.horizon_days is not None:
+        now = fmt.parse_timestamp(fmt.now_iso()) or _dt.datetime.now(_dt.UTC)
+        fresh = _written_since(memory, now - _dt.timedelta(days=settings.horizon_days))
+        if not fresh:
+            return skip("nothing_new")
+    budget = memory._budget(left, None)
+    result, _snapshot, _ranking = search(
+        memory.search_index,
+        memory.tokens,
+        memory.search_settings,
+        query,
+        k=budget.max_results,
+        max_tokens=budget.max_tokens,
+        usage=usage_counts(memory.root),
+    )
+    if fresh is not None and result.hits and not any(h.path in fresh for h in result.hits):
+        return skip("nothing_new")
+    log_call(memory, "recall", arguments, result, (time.perf_counter() - started) * 1000, skipped=False, reason=None)
+    return RecallResult(query, False, None, result)

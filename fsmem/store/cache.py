@@ -1,0 +1,327 @@
+"""The metadata cache under `.fsmem/cache.sqlite`: disposable, shared, never trusted blindly.
+
+One row per memory file holds its `FileMeta` as JSON, keyed on path and
+checked against the file's mtime_ns, size and inode, so a changed file is
+re-read on the next call whether or not a watcher runs. A second table
+memoises token counts of short strings (ls rows, grep rows, read lines), so a
+warm `ls` never loads the tokenizer.
+
+Why SQLite rather than one JSON file replaced atomically: a 10k-file JSON blob
+costs ~80 ms to load and must be rewritten whole for a one-file change, while
+SQLite (WAL mode, busy timeout) lets several processes read while one writes,
+updates rows in place, and lets `grep` fetch only the columns it needs.
+
+Every failure degrades to "no cache": a database that will not open or query
+is deleted and rebuilt, a row whose checksum or shape is wrong is a miss, and a
+read-only or locked store simply stores nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import time
+import zlib
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from fsmem.store.paths import STATE_DIR
+
+CACHE_FILE = "cache.sqlite"
+SCHEMA_VERSION = 3
+# A file modified this recently may change again within the same mtime tick:
+# its metadata is used but not stored (the "racy" window, as in git's index).
+RACY_NS = 1_000_000_000
+BUSY_TIMEOUT_S = 5.0
+# Token counts of strings up to this length are memoised; the memo is dropped when it grows past MEMO_ROWS.
+MEMO_MAX_CHARS = 4096
+MEMO_ROWS = 200_000
+_MEMO_FLUSH_EVERY = 512
+
+Stamp = tuple[int, int, int]  # mtime_ns, size, inode
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    path TEXT PRIMARY KEY,
+    mtime_ns INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    ino INTEGER NOT NULL,
+    superseded TEXT NOT NULL,
+    crc INTEGER NOT NULL,
+    data TEXT NOT NULL
+);
+-- what grep reads for every file with matches, without the wide data column
+CREATE INDEX IF NOT EXISTS files_superseded ON files (path, mtime_ns, size, ino, superseded);
+CREATE TABLE IF NOT EXISTS counts (text TEXT PRIMARY KEY, tokens INTEGER NOT NULL);
+"""
+
+
+def stamp_of(stat: os.stat_result) -> Stamp:
+    return (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+
+
+def cache_path(root: Path) -> Path:
+    return Path(root, STATE_DIR, CACHE_FILE)
+
+
+class MetaCache:
+    """Rows of per-file metadata for one memory, valid for one tokenizer (`fingerprint`).
+
+    The connection is opened on first use, so commands that never touch
+    metadata (`read` of a line range) pay nothing.
+    """
+
+    def __init__(self, root: Path, fingerprint: str):
+        self.root = Path(root)
+        self.fingerprint = f"{SCHEMA_VERSION}:{fingerprint}"
+        self.path = cache_path(self.root)
+        self._conn: sqlite3.Connection | None = None
+        self._disabled = False
+        self._pending_counts: dict[str, int] = {}
+        self.rebuilt = False  # set when a corrupt or foreign cache was thrown away
+
+    # -- connection ---------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection | None:
+        if self._conn is not None or self._disabled:
+            return self._conn
+        for attempt in (1, 2):
+            try:
+                self._conn = self._open()
+                return self._conn
+            except sqlite3.DatabaseError:
+                self.close()
+                if attempt == 2 or not self._discard():
+                    break
+            except OSError:
+                break
+        self._disabled = True
+        return None
+
+    def _open(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version not in (0, SCHEMA_VERSION):
+                raise sqlite3.DatabaseError(f"cache schema {version}, expected {SCHEMA_VERSION}")
+            conn.executescript(_SCHEMA)
+            row = conn.execute("SELECT value FROM settings WHERE key = 'fingerprint'").fetchone()
+            if row is None or row[0] != self.fingerprint:
+                with _transaction(conn):
+                    conn.execute("DELETE FROM files")
+                    conn.execute("DELETE FROM counts")
+                    conn.execute("INSERT OR REPLACE INTO settings VALUES ('fingerprint', ?)", (self.fingerprint,))
+                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _discard(self) -> bool:
+        """Delete a cache that cannot be trusted; True when it is gone."""
+        self.rebuilt = True
+        try:
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(str(self.path) + suffix)
+            return True
+        except OSError:
+            return False
+
+    def _guard(self, action, default):
+        """Run `action(conn)`; on corruption throw the cache away (once) and answer `default`."""
+        conn = self._connect()
+        if conn is None:
+            return default
+        try:
+            return action(conn)
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc) or "readonly" in str(exc):
+                return default
+            self._reset()
+            return default
+        except sqlite3.DatabaseError:
+            self._reset()
+            return default
+
+    def _reset(self) -> None:
+        self.close()
+        if not self._discard():
+            self._disabled = True
+
+    def close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()
+            self._conn = None
+
+    # -- file rows ------------------------------------------------------------
+    def rows(self, paths: Iterable[str] | None = None) -> dict[str, tuple[Stamp, int, str]]:
+        """path -> (stamp, crc, data JSON) for the given paths (None: every row)."""
+        wanted = None if paths is None else list(paths)
+
+        def action(conn: sqlite3.Connection):
+            if wanted is None:
+                cursor = conn.execute("SELECT path, mtime_ns, size, ino, crc, data FROM files")
+                return {r[0]: ((r[1], r[2], r[3]), r[4], r[5]) for r in cursor}
+            found = {}
+            for chunk in _chunks(wanted, 500):
+                marks = ",".join("?" * len(chunk))
+                cursor = conn.execute(
+                    f"SELECT path, mtime_ns, size, ino, crc, data FROM files WHERE path IN ({marks})", chunk
+                )
+                found.update({r[0]: ((r[1], r[2], r[3]), r[4], r[5]) for r in cursor})
+            return found
+
+        if wanted is not None and not wanted:
+            return {}
+        return self._guard(action, {})
+
+    def superseded(self, paths: Iterable[str] | None = None) -> dict[str, tuple[Stamp, list[tuple[int, int]]]]:
+        """path -> (stamp, superseded ranges) without decoding whole rows (what grep needs)."""
+        wanted = None if paths is None else list(paths)
+        if wanted is not None and len(wanted) > 500:
+            wanted = None  # one scan of the table beats many IN queries
+
+        def decode(cursor) -> dict[str, tuple[Stamp, list[tuple[int, int]]]]:
+            out = {}
+            for path, mtime, size, ino, ranges in cursor:
+                if ranges == "[]":
+                    out[path] = ((mtime, size, ino), [])
+                    continue
+                try:
+                    parsed = [(int(a), int(b)) for a, b in json.loads(ranges)]
+                except (ValueError, TypeError):
+                    continue  # a damaged row is a miss
+                out[path] = ((mtime, size, ino), parsed)
+            return out
+
+        def action(conn: sqlite3.Connection):
+            if wanted is None:
+                return decode(conn.execute("SELECT path, mtime_ns, size, ino, superseded FROM files"))
+            found = {}
+            for chunk in _chunks(wanted, 500):
+                marks = ",".join("?" * len(chunk))
+                found.update(
+                    decode(
+                        conn.execute(
+                            f"SELECT path, mtime_ns, size, ino, superseded FROM files WHERE path IN ({marks})", chunk
+                        )
+                    )
+                )
+            return found
+
+        if wanted is not None and not wanted:
+            return {}
+        return self._guard(action, {})
+
+    def paths_with_superseded(self) -> list[str]:
+        """Paths whose row holds superseded ranges (stamps unchecked)."""
+        return self._guard(
+            lambda conn: [r[0] for r in conn.execute("SELECT path FROM files WHERE superseded != '[]'")], []
+        )
+
+    def store(self, metas: Iterable[tuple[Stamp, dict[str, Any]]], *, prune_except: set[str] | None = None) -> None:
+        """Upsert rows (skipping files inside the racy window); with `prune_except`, drop every other row."""
+        now = time.time_ns()
+        records = []
+        for stamp, data in metas:
+            if stamp[0] >= now - RACY_NS:
+                continue
+            text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+            ranges = json.dumps(data.get("superseded") or [])
+            records.append((data["path"], stamp[0], stamp[1], stamp[2], ranges, zlib.crc32(text.encode()), text))
+        if not records and prune_except is None:
+            return
+
+        def action(conn: sqlite3.Connection) -> None:
+            with _transaction(conn):
+                conn.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?)", records)
+                if prune_except is not None:
+                    stale = [(p,) for (p,) in conn.execute("SELECT path FROM files") if p not in prune_except]
+                    conn.executemany("DELETE FROM files WHERE path = ?", stale)
+
+        self._guard(action, None)
+
+    def forget(self, paths: Iterable[str]) -> None:
+        items = [(p,) for p in paths]
+        if items:
+            self._guard(lambda conn: _run_many(conn, "DELETE FROM files WHERE path = ?", items), None)
+
+    # -- token-count memo -----------------------------------------------------
+    def count_of(self, text: str) -> int | None:
+        if text in self._pending_counts:
+            return self._pending_counts[text]
+
+        def action(conn: sqlite3.Connection):
+            row = conn.execute("SELECT tokens FROM counts WHERE text = ?", (text,)).fetchone()
+            return row[0] if row else None
+
+        return self._guard(action, None)
+
+    def add_count(self, text: str, tokens: int) -> None:
+        if not self._pending_counts:
+            import atexit
+
+            atexit.register(self.flush_counts)
+        self._pending_counts[text] = tokens
+        if len(self._pending_counts) >= _MEMO_FLUSH_EVERY:
+            self.flush_counts()
+
+    def flush_counts(self) -> None:
+        if not self._pending_counts:
+            return
+        items = list(self._pending_counts.items())
+        self._pending_counts.clear()
+
+        def action(conn: sqlite3.Connection) -> None:
+            with _transaction(conn):
+                top = conn.execute("SELECT max(rowid) FROM counts").fetchone()[0] or 0
+                if top > MEMO_ROWS:
+                    conn.execute("DELETE FROM counts")
+                conn.executemany("INSERT OR REPLACE INTO counts VALUES (?, ?)", items)
+
+        self._guard(action, None)
+
+
+def decode_row(path: str, stamp: Stamp, row: tuple[Stamp, int, str] | None) -> dict[str, Any] | None:
+    """The stored dict when `row` is fresh for `stamp` and intact; None means re-read the file."""
+    if row is None or row[0] != stamp:
+        return None
+    _, crc, text = row
+    if zlib.crc32(text.encode()) != crc:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get("path") != path:
+        return None
+    return data
+
+
+@contextlib.contextmanager
+def _transaction(conn: sqlite3.Connection):
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _run_many(conn: sqlite3.Connection, sql: str, items: list[tuple]) -> None:
+    with _transaction(conn):
+        conn.executemany(sql, items)
+
+
+def _chunks(items: list[str], size: int):
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

@@ -1,0 +1,172 @@
+"""Durable writes: atomic replacement and inter-process locks.
+
+A write goes to a temporary file in the same folder, is flushed to disk and
+renamed over the target, so a reader (or a crash) only ever sees the old bytes
+or the new ones. Writers take an exclusive `flock` on a lock file under
+`.fsmem/locks/`, which also serialises fsmem processes against each other.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from fsmem.errors import LockTimeout
+from fsmem.store.paths import STATE_DIR
+
+TEMP_PREFIX = ".fsmem-tmp-"
+
+
+def state_dir(root: Path, *parts: str, state: Path | None = None) -> Path:
+    """A folder under `.fsmem/` (or under `state`, a state folder the caller chose), created on first use."""
+    path = Path(state, *parts) if state is not None else Path(root, STATE_DIR, *parts)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def atomic_write(path: Path, data: bytes, *, mode: int | None = None, exclusive: bool = False) -> None:
+    """Replace `path` with `data` so that readers see either the old or the new bytes.
+
+    With `exclusive=True` the file is published only if `path` does not exist
+    yet (FileExistsError otherwise), even against a writer racing outside fsmem.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if mode is None:
+        mode = os.stat(path).st_mode & 0o777 if path.exists() else _default_file_mode()
+    fd, temp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=path.parent)
+    try:
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.chmod(temp, mode)
+        if exclusive:
+            _publish_new(temp, path)
+        else:
+            os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        raise
+    fsync_dir(path.parent)
+
+
+def _publish_new(temp: str, path: Path) -> None:
+    """Give the finished temporary file its name only if the name is free: link() never overwrites."""
+    try:
+        os.link(temp, path)
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.EXDEV):
+            raise
+        if os.path.lexists(path):  # a filesystem without hard links: check, then rename
+            raise FileExistsError(errno.EEXIST, "File exists", str(path)) from None
+        os.replace(temp, path)
+        return
+    os.unlink(temp)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write every byte: `os.write` may write fewer than asked (signals, pipes, some filesystems)."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if written <= 0:
+            raise OSError(errno.EIO, "os.write wrote nothing")
+        view = view[written:]
+
+
+def fsync_dir(folder: Path) -> None:
+    """Make a rename durable: fsync the folder that holds it (best effort)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _default_file_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+@contextlib.contextmanager
+def file_lock(
+    root: Path, name: str = "write", *, timeout: float = 30.0, wait: bool = True, state: Path | None = None
+) -> Iterator[None]:
+    """Hold an exclusive lock named `name` for the memory at `root`.
+
+    With `wait=False` the call fails at once when another process holds it
+    (what a second, overlapping cron run wants); otherwise it waits up to
+    `timeout` seconds. `state` puts the lock file under that folder instead of
+    `root/.fsmem/` (for callers that must leave nothing in the root).
+    """
+    lock_path = state_dir(root, "locks", state=state) / f"{name}.lock"
+    key = os.path.realpath(lock_path)
+    local = _thread_locks.setdefault(key, threading.RLock())
+    if not local.acquire(timeout=timeout if wait else 0):
+        raise LockTimeout(f"another thread holds the {name!r} lock ({lock_path})")
+    try:
+        if _held.get(key):  # re-entered by the same thread: the flock is already ours
+            _held[key] += 1
+            try:
+                yield
+            finally:
+                _held[key] -= 1
+            return
+        with _flock(lock_path, name, timeout, wait):
+            _held[key] = 1
+            try:
+                yield
+            finally:
+                _held[key] = 0
+    finally:
+        local.release()
+
+
+_thread_locks: dict[str, threading.RLock] = {}
+_held: dict[str, int] = {}
+
+
+@contextlib.contextmanager
+def _flock(lock_path: Path, name: str, timeout: float, wait: bool) -> Iterator[None]:
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+                if not wait or time.monotonic() >= deadline:
+                    raise LockTimeout(
+                        f"another fsmem process holds the {name!r} lock ({lock_path}); try again when it has finished"
+                    ) from None
+                time.sleep(0.05)
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, str(os.getpid()).encode())
+        except OSError:
+            pass
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def is_temp_file(name: str) -> bool:
+    return name.startswith(TEMP_PREFIX)

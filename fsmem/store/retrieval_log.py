@@ -1,0 +1,101 @@
+"""The retrieval log: one JSON line per agent-facing call, under `.fsmem/logs/retrieval.jsonl`.
+
+Budgets are tuned from data, so every tool call (and every recall, skipped or
+not) records what it returned and what it cost. The log is capped: when it
+would pass `max_bytes` (fsmem.yaml `logs: max_bytes`, 8 MiB by default) it is
+rotated to `retrieval.jsonl.1` (one generation kept), so the two files never
+hold more than twice the cap.
+
+Field names every writer uses: agent, tool, arguments, paths ("path:line" or
+paths), rows, tokens, latency_ms, truncated, empty; recall records add skipped
+and reason; a call that failed adds error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from fsmem import format as fmt
+from fsmem.config import CONFIG_FILE, Config
+from fsmem.errors import ConfigError
+from fsmem.store.files import file_lock, state_dir
+
+LOG_NAME = "retrieval.jsonl"
+DEFAULT_MAX_BYTES = 8 * 1024 * 1024
+
+
+def log_path(root: Path, *, state: Path | None = None) -> Path:
+    """The log file; `state` is a state folder given explicitly, used instead of `root/.fsmem/`."""
+    return state_dir(root, "logs", state=state) / LOG_NAME
+
+
+_caps: dict[Path, tuple[tuple[int, int], int]] = {}  # root -> ((mtime_ns, size) of fsmem.yaml, max_bytes)
+
+
+def max_bytes_for(root: Path) -> int:
+    """The cap from fsmem.yaml (`logs: max_bytes`), re-read only when the file changes."""
+    root = Path(root)
+    try:
+        stat = (root / CONFIG_FILE).stat()
+    except FileNotFoundError:
+        return DEFAULT_MAX_BYTES
+    stamp = (stat.st_mtime_ns, stat.st_size)
+    cached = _caps.get(root)
+    if cached and cached[0] == stamp:
+        return cached[1]
+    value = Config.load(root).section("logs").get("max_bytes", DEFAULT_MAX_BYTES)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1024:
+        raise ConfigError(f"{CONFIG_FILE}: logs.max_bytes must be a whole number of bytes, at least 1024")
+    _caps[root] = (stamp, value)
+    return value
+
+
+def append(root: Path, record: dict[str, Any], *, max_bytes: int | None = None, state: Path | None = None) -> None:
+    """Append one record (a `time` field is added when missing); rotate before passing the cap.
+
+    `max_bytes` defaults to the memory's configured cap; `state` is a state
+    folder given explicitly, used instead of `root/.fsmem/`.
+    """
+    if max_bytes is None:
+        max_bytes = max_bytes_for(root)
+    record = {"time": fmt.now_iso(), **record}
+    data = (json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str) + "\n").encode("utf-8")
+    path = log_path(root, state=state)
+    with file_lock(root, "retrieval-log", state=state):
+        try:
+            if path.stat().st_size + len(data) > max_bytes:
+                os.replace(path, path.with_name(LOG_NAME + ".1"))
+        except FileNotFoundError:
+            pass
+        with open(path, "ab") as handle:
+            handle.write(data)
+
+
+def records(
+    root: Path, *, since: str | None = None, agent: str | None = None, state: Path | None = None
+) -> Iterator[dict[str, Any]]:
+    """Logged records, oldest first (the rotated generation included), filtered by time and agent."""
+    threshold = fmt.parse_timestamp(since) if since else None
+    folder = Path(state, "logs") if state is not None else Path(root, ".fsmem", "logs")
+    for path in (folder / (LOG_NAME + ".1"), folder / LOG_NAME):
+        try:
+            handle = open(path, encoding="utf-8")
+        except FileNotFoundError:
+            continue
+        with handle:
+            for line in handle:
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a torn last line after a crash is skipped, not fatal
+                if agent is not None and record.get("agent") != agent:
+                    continue
+                if threshold is not None:
+                    stamp = fmt.parse_timestamp(str(record.get("time", "")))
+                    if stamp is None or stamp < threshold:
+                        continue
+                yield record
