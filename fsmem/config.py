@@ -7,12 +7,12 @@ that reads: `budget_for(agent)` merges the defaults with that agent's entry.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from fsmem.budget import Budget
 from fsmem.errors import ConfigError
 
 CONFIG_FILE = "fsmem.yaml"
@@ -29,23 +29,6 @@ DEFAULTS: dict[str, Any] = {
     "notes": {"default_session": "default"},
     "logs": {"max_bytes": 8 * 1024 * 1024},
 }
-
-
-@dataclass(frozen=True)
-class Budget:
-    """What one answer may cost the agent that asked: tokens and rows."""
-
-    max_tokens: int
-    max_results: int
-    read_only: bool = False
-
-    def narrowed(self, max_tokens: int | None = None, max_results: int | None = None) -> Budget:
-        """A caller may ask for less than its budget, never for more."""
-        return Budget(
-            max_tokens=min(self.max_tokens, max_tokens) if max_tokens is not None else self.max_tokens,
-            max_results=min(self.max_results, max_results) if max_results is not None else self.max_results,
-            read_only=self.read_only,
-        )
 
 
 def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:

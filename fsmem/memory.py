@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from fsmem import format as fmt
-from fsmem.config import CONFIG_FILE, Budget, Config
+from fsmem.budget import Budget, check_offset
+from fsmem.config import CONFIG_FILE, Config
 from fsmem.errors import AlreadyExists, InvalidArgument, NotFound, ReadOnly, RootNotFound
 from fsmem.query import grep as _grep, reading
-from fsmem.query.listing import ListEntry, Listing, format_entry, within_depth
+from fsmem.query.listing import Listing, list_entries, within_depth
 from fsmem.store import writing
 from fsmem.store.catalog import EXACT_COUNT_LIMIT, Catalog, FileMeta, matches_filters, walk
 from fsmem.store.files import file_lock
@@ -107,12 +108,6 @@ class Memory:
         """Resolve an agent- or user-supplied path inside the root (or raise PathEscape)."""
         return resolve(self.root, user_path)
 
-    def _budget(self, max_tokens: int | None, max_results: int | None) -> Budget:
-        for name, value in (("max_tokens", max_tokens), ("max_results", max_results)):
-            if value is not None and value < 1:
-                raise InvalidArgument(f"{name} must be at least 1")
-        return self.budget.narrowed(max_tokens, max_results)
-
     def _require_writable(self) -> None:
         if self.budget.read_only:
             raise ReadOnly(
@@ -165,31 +160,24 @@ class Memory:
         type: str | None = None,
         tag: str | Iterable[str] | None = None,
         updated_after: str | None = None,
+        offset: int = 0,
         max_results: int | None = None,
         max_tokens: int | None = None,
     ) -> Listing:
         """One row per file (path, title, type, updated, tokens, description), within the budget."""
         if depth is not None and depth < 1:
             raise InvalidArgument("--depth must be at least 1")
-        budget = self._budget(max_tokens, max_results)
+        check_offset(offset)
+        budget = self.budget.narrowed(max_tokens, max_results)
         base = relative(self.root, self.path(path)) if path else "."
         metas = [
             m
             for m in self.files(path, type=type, tag=tag, updated_after=updated_after)
             if within_depth(m.path, base, depth)
         ]
-        shown: list[ListEntry] = []
-        spent = 0
-        for meta in metas:
-            if len(shown) >= budget.max_results:
-                break
-            entry = ListEntry.from_meta(meta)
-            cost = self.tokens.count(format_entry(entry))
-            if spent + cost > budget.max_tokens:
-                break
-            spent += cost
-            shown.append(entry)
-        return Listing(entries=shown, total=len(metas), left_out=len(metas) - len(shown), tokens=spent)
+        return list_entries(
+            metas, self.tokens.count, offset=offset, max_results=budget.max_results, max_tokens=budget.max_tokens
+        )
 
     def grep(
         self,
@@ -211,7 +199,7 @@ class Memory:
         """Lines matching `pattern` (ripgrep syntax), grouped by file, with an honest total."""
         if context < 0:
             raise InvalidArgument("--context must be 0 or more")
-        budget = self._budget(max_tokens, max_results)
+        budget = self.budget.narrowed(max_tokens, max_results)
         paths = list(paths or [])
         filtered = type is not None or bool(tag) or updated_after is not None
         if filtered:
@@ -239,6 +227,7 @@ class Memory:
             superseded_hint=self.catalog.superseded_hint,
             include_superseded=include_superseded,
             timeout=timeout,
+            max_line_chars=int(self.config.section("read").get("max_line_chars", 2000)),
         )
 
     def read(
@@ -256,12 +245,22 @@ class Memory:
         if target.is_dir():
             raise InvalidArgument(f"{path} is a folder; use ls to see its files")
         rel = relative(self.root, target)
-        budget = self._budget(max_tokens, None)
-        if outline:
-            return reading.outline(target, rel, self.tokens, exact_limit=EXACT_COUNT_LIMIT)
+        budget = self.budget.narrowed(max_tokens, None)
         if lines and section:
             raise InvalidArgument("give --lines or --section, not both")
         start, end = reading.parse_range(lines) if lines else (1, None)
+        if outline:
+            if section:
+                start, end = reading.find_section(target, section, exact_limit=EXACT_COUNT_LIMIT)
+            return reading.outline(
+                target,
+                rel,
+                self.tokens,
+                exact_limit=EXACT_COUNT_LIMIT,
+                max_tokens=budget.max_tokens,
+                start=start,
+                end=end,
+            )
         if section:
             start, end = reading.find_section(target, section, exact_limit=EXACT_COUNT_LIMIT)
         hide = [] if include_superseded else self.superseded_ranges(rel)
@@ -387,7 +386,7 @@ class Memory:
         return MemoryTool(
             memory_root=self.root,
             agent=self.agent,
-            max_tokens=self._budget(max_tokens, None).max_tokens,
+            max_tokens=self.budget.narrowed(max_tokens, None).max_tokens,
             state_dir=self.root / STATE_DIR,
             create_root=False,
         )

@@ -51,7 +51,7 @@ def test_ls_grep_read_through_the_installed_script(demo_memory):
 def test_root_is_found_from_the_working_directory_and_env(demo_memory, tmp_path):
     inside = fsmem("ls", "--max-results", "1", cwd=demo_memory.root / "topics")
     assert inside.returncode == 0
-    assert "10 of 11 files left out" in inside.stdout
+    assert "files 1-1 of 11; 10 left out by the result limit" in inside.stdout
     via_env = fsmem("ls", "topics", cwd=tmp_path, env_extra={"FSMEM_ROOT": str(demo_memory.root)})
     assert via_env.returncode == 0 and "topics/billing.md" in via_env.stdout
     outside = fsmem("ls", cwd=tmp_path)

@@ -277,7 +277,7 @@ def test_grep_match_longer_than_the_budget_is_shown_cut_and_pages_on(empty_memor
     assert [m.line for m in first.matches] == [1]
     assert first.tokens <= 100 and first.truncated and first.cut_by == "tokens"
     assert first.matches[0].text.startswith("needle word")
-    assert first.matches[0].text.endswith("[line cut by the token budget: 100007 characters; read a.md --lines 1:1]")
+    assert first.matches[0].text.endswith("[line cut by the token budget; read a.md --lines 1:1]")
     assert first.next_offset == 1
     second = empty_memory.grep("needle", max_tokens=100, offset=1)
     assert [(m.line, m.text) for m in second.matches] == [(2, "needle two")]

@@ -54,7 +54,7 @@ def test_ls_filters_by_path_depth_type_tag_and_date(demo_memory):
 def test_ls_caps_rows_and_says_how_many_were_left_out(demo_memory):
     listing = demo_memory.ls(max_results=3)
     assert len(listing.entries) == 3 and listing.left_out == 8 and listing.truncated
-    assert "8 of 11 files left out" in listing.to_text()
+    assert "files 1-3 of 11; 8 left out by the result limit. Continue with --offset 3" in listing.to_text()
 
 
 def test_ls_caps_tokens(demo_memory):

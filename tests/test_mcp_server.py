@@ -69,7 +69,7 @@ def test_list_and_call_every_tool_over_stdio(tmp_path):
     texts = [text_of(r) for r in results]
     errors = [r.is_error for r in results]
     assert errors == [False] * 6 + [True] * 3
-    assert texts[0].splitlines()[-1] == "[2 files]"
+    assert texts[0].splitlines()[-1] == "[files 1-2 of 2]"
     assert texts[1].splitlines()[-2:] == ["15:- proration: daily, for seat changes mid-cycle", "[matches 1-3 of 3]"]
     assert "    17\t- payment terms: net 30" in texts[2]
     assert texts[3] == "noted in sessions/2026/11/30/default.md at line 10 (new file)"

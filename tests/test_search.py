@@ -288,7 +288,7 @@ def test_cli_search_json_text_and_exit_codes(memory):
         bad.returncode == 2 and bad.stderr.startswith("fsmem: error: --updated-after") and "Traceback" not in bad.stderr
     )
     bad_k = run_cli(memory.root, "search", "x", "--k", "0")
-    assert bad_k.returncode == 2 and "max_results must be at least 1" in bad_k.stderr
+    assert bad_k.returncode == 2 and "max_results must be a whole number of at least 1" in bad_k.stderr
 
 
 def test_an_edit_spliced_into_the_index_scores_as_a_fresh_build(memory):

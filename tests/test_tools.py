@@ -130,7 +130,7 @@ def test_list(root):
     assert not answer.is_error
     assert answer.paths == ["entities/people/adam-smith.md", "entities/people/maria-lopez.md"]
     assert answer.rows == 2 and not answer.empty and not answer.truncated
-    assert answer.text.splitlines()[-1] == "[2 files]"
+    assert answer.text.splitlines()[-1] == "[files 1-2 of 2]"
 
 
 def test_grep(root):
@@ -448,7 +448,7 @@ def test_openai_example_loop_with_a_scripted_model(root):
 
     model = ScriptedChatModel(
         steps=[
-            Step("list", {"path": "entities/people"}, contains("entities/people/adam-smith.md", "[2 files]")),
+            Step("list", {"path": "entities/people"}, contains("entities/people/adam-smith.md", "[files 1-2 of 2]")),
             Step("grep", '{"pattern": "payment terms"}', contains("topics/billing.md:", "17:- payment terms: net 30")),
             Step("read", {"path": "topics/billing.md", "lines": "14:17"}, contains("    17\t- payment terms: net 30")),
             Step("read", {"path": "../secrets.md"}, contains("error: path '../secrets.md' escapes the memory root")),

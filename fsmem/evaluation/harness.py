@@ -268,10 +268,10 @@ def run_questions(
     stats = ScoreStats()
     usage = usage_counts(memory.root)
     runs: list[Run] = []
-    budget_tokens = memory._budget(max_tokens, None).max_tokens
+    budget_tokens = memory.budget.narrowed(max_tokens, None).max_tokens
     for question in questions:
         for position, k in enumerate(ks):
-            budget = memory._budget(max_tokens, k)
+            budget = memory.budget.narrowed(max_tokens, k)
             started = time.perf_counter()
             result, snapshot, ranking = search(
                 memory.search_index,

@@ -30,6 +30,7 @@ from fsmem.format.markdown import (
     Heading,
     headings,
     in_ranges,
+    section_ends,
     superseded_ranges,
 )
 
@@ -57,5 +58,6 @@ __all__ = [
     "Heading",
     "headings",
     "in_ranges",
+    "section_ends",
     "superseded_ranges",
 ]

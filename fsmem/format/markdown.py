@@ -43,16 +43,23 @@ def headings(text: str, first_line: int = 1) -> list[Heading]:
         match = HEADING.match(line)
         if match:
             found.append((len(match.group(1)), match.group(2).strip(), number))
-    last_line = number
-    result = []
-    for index, (level, title, line) in enumerate(found):
-        end = last_line
-        for later_level, _, later_line in found[index + 1 :]:
-            if later_level <= level:
-                end = later_line - 1
-                break
-        result.append(Heading(level, title, line, end))
-    return result
+    ends = section_ends([(level, line) for level, _, line in found], number)
+    return [Heading(level, title, line, end) for (level, title, line), end in zip(found, ends, strict=True)]
+
+
+def section_ends(starts: list[tuple[int, int]], last_line: int) -> list[int]:
+    """The last line of each heading's section, given (level, line) in file order: one pass with a stack.
+
+    A section runs to the line before the next heading of the same or a higher
+    level (a smaller number), or to the end of the file.
+    """
+    ends = [last_line] * len(starts)
+    open_sections: list[int] = []  # indices of headings whose section is still open
+    for index, (level, line) in enumerate(starts):
+        while open_sections and starts[open_sections[-1]][0] >= level:
+            ends[open_sections.pop()] = line - 1
+        open_sections.append(index)
+    return ends
 
 
 def superseded_ranges(doc: Document) -> list[tuple[int, int]]:

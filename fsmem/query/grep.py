@@ -1,9 +1,9 @@
 """`grep`: ripgrep underneath, an honest total, and only as much parsing as the budget can show.
 
-A small answer comes from one `rg --json` pass. For a large one, `rg --count`
-counts the match lines of every file and `rg --json` runs only on the few
+A small answer comes from one rg pass. For a large one, `rg --count`
+counts the match lines of every file and a second pass runs only on the few
 files that hold the page shown; either way only the match lines inside
-`offset .. offset + budget` are decoded with `json.loads`. A pattern with a
+`offset .. offset + budget` are decoded and counted in tokens. A pattern with a
 million matches thus stays close to bare `rg` speed while the answer still
 says exactly how many exist.
 """
@@ -11,7 +11,6 @@ says exactly how many exist.
 from __future__ import annotations
 
 import functools
-import json
 import os
 import re
 import shutil
@@ -25,15 +24,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fsmem.budget import CUT_BY_RESULTS, CUT_BY_TOKENS, Meter, Page, check_offset
 from fsmem.errors import FsmemError, InvalidArgument, PatternTimeout
 from fsmem.store.paths import STATE_DIR
 
-_LINE_NUMBER = re.compile(rb'"line_number":(\d+)')
-_MATCH_PREFIX = b'{"type":"match"'
-_BEGIN_PREFIX = b'{"type":"begin"'
-_CONTEXT_PREFIX = b'{"type":"context"'
+# rg's standard output with --null: `PATH\0NUMBER:TEXT` for a match line, `PATH\0NUMBER-TEXT` for context.
+_NUMBERED = re.compile(rb"(\d+)([:-])")
+_PREVIEW_MARK = " [... omitted end of long line]"
 _CHUNK = 1 << 20
-# A first `rg --json` pass answers alone when its whole output is at most this long.
+# A first rg pass answers alone when its whole output is at most this long.
 _SMALL_OUTPUT = 128 << 10
 # Arguments per rg invocation when an explicit file list is passed.
 _ARGS_PER_CALL = 2000
@@ -73,34 +72,48 @@ class GrepMatch:
 
 @dataclass
 class GrepResult:
-    """Matches shown, plus the honest count of all matches and how to page on."""
+    """Matches shown, the honest count of all matches (`page.total`) and how to page on."""
 
     pattern: str
     matches: list[GrepMatch]
-    total_matches: int
-    offset: int
+    page: Page
     tokens: int
-    truncated: bool
-    cut_by: str | None = None  # "tokens" or "results" when truncated
+    line_cut: bool = False  # the one match shown had to be cut to fit the budget
+
+    @property
+    def total(self) -> int:
+        return self.page.total
+
+    @property
+    def total_matches(self) -> int:
+        """Deprecated spelling of `total` (0.1); kept for one release."""
+        return self.page.total
+
+    @property
+    def offset(self) -> int:
+        return self.page.offset
 
     @property
     def left_out(self) -> int:
-        return max(0, self.total_matches - self.offset - len(self.matches))
+        return self.page.left_out
 
     @property
     def next_offset(self) -> int | None:
-        return self.offset + len(self.matches) if self.left_out else None
+        return self.page.next_offset
+
+    @property
+    def truncated(self) -> bool:
+        return self.page.truncated or self.line_cut
+
+    @property
+    def cut_by(self) -> str | None:
+        return self.page.cut_by if self.truncated else None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "matches": [m.to_dict() for m in self.matches],
-            "total_matches": self.total_matches,
-            "offset": self.offset,
-            "left_out": self.left_out,
-            "next_offset": self.next_offset,
-            "truncated": self.truncated,
-            "tokens": self.tokens,
-        }
+        data = {"matches": [m.to_dict() for m in self.matches], **self.page.to_dict(), "tokens": self.tokens}
+        data["truncated"] = self.truncated
+        data["total_matches"] = self.page.total  # deprecated spelling of total, kept for one release
+        return data
 
     def to_text(self) -> str:
         out: list[str] = []
@@ -117,21 +130,10 @@ class GrepResult:
             out.append(f"{match.line}:{match.text}{mark}")
             for number, text in match.after:
                 out.append(f"{number}-{text}")
-        if not self.matches:
-            if self.total_matches:
-                out.append(f"(no matches at offset {self.offset}; there are {self.total_matches} in all)")
-            else:
-                out.append("(no matches)")
-        first = self.offset + 1
-        last = self.offset + len(self.matches)
-        if self.left_out:
-            reason = "token budget" if self.cut_by == "tokens" else "result limit"
-            out.append(
-                f"[matches {first}-{last} of {self.total_matches}; {self.left_out} left out by the {reason}. "
-                f"Continue with --offset {self.next_offset}, or narrow the pattern or PATH]"
-            )
-        elif self.matches:
-            out.append(f"[matches {first}-{last} of {self.total_matches}]")
+        if not self.matches and not self.total:
+            out.append("(no matches)")
+        else:
+            out.append(self.page.trailer("matches", narrow=", or narrow the pattern or PATH"))
         return "\n".join(out)
 
 
@@ -164,15 +166,6 @@ def build_args(
     return args
 
 
-def _text_of(data: dict[str, Any]) -> str:
-    value = data.get("lines", {})
-    if "text" in value:
-        return value["text"].rstrip("\r\n")
-    import base64
-
-    return base64.b64decode(value.get("bytes", "")).decode("utf-8", "replace").rstrip("\r\n")
-
-
 def run(
     root: Path,
     pattern: str,
@@ -190,15 +183,16 @@ def run(
     superseded_hint: Callable[[], list[str]] | None = None,
     include_superseded: bool = False,
     timeout: float = 10.0,
+    max_line_chars: int = 2000,
 ) -> GrepResult:
     """Run rg over `targets` (memory-relative paths; None = the whole memory).
 
-    A first `rg --json` pass answers alone when its output is small; its files
+    A first rg pass answers alone when its output is small; its files
     are put in path order in Python (deterministic `--offset` paging without
     single-threaded `rg --sort path`). Past `_SMALL_OUTPUT` it is stopped for
-    two passes, so that nothing the budget will never show is serialised as
-    JSON or parsed: `rg --count` gives every file's number of match lines
-    (multi-threaded, a few bytes per file), then `rg --json` runs only on the
+    two passes, so that nothing the budget will never show is printed or
+    parsed: `rg --count` gives every file's number of match lines
+    (multi-threaded, a few bytes per file), then rg prints only the
     few files, in path order, that hold the requested page.
 
     `superseded_ranges(paths)` maps files to the line ranges of superseded
@@ -212,20 +206,24 @@ def run(
     """
     if not pattern:
         raise InvalidArgument("the pattern is empty; give a word or a regular expression to look for")
-    if offset < 0:
-        raise InvalidArgument("--offset must be 0 or more")
+    check_offset(offset)
     target_list = list(targets) if targets is not None else None
     if target_list is not None and not target_list:
-        return GrepResult(pattern, [], 0, offset, 0, False)
+        return GrepResult(pattern, [], Page(offset, 0, 0), 0)
     rg = _Rg(
         root,
         [find_rg()] + build_args(pattern, ignore_case=ignore_case, fixed_strings=fixed_strings, word=word),
         pattern,
         timeout,
     )
-    json_args = ["--json", "--max-columns", "2000", "--max-columns-preview"]
+    # Lines come as rg prints them (not --json, whose lines and submatch lists are never shortened: a 10 MB
+    # line matching `.` would be hundreds of MB of JSON); --max-columns cuts a long line to a preview.
+    line_args = [
+        "--null", "--with-filename", "--line-number", "--no-heading", "--no-context-separator",
+        "--max-columns", str(max(16, max_line_chars)), "--max-columns-preview",
+    ]  # fmt: skip
     if context:
-        json_args += ["--context", str(context)]
+        line_args += ["--context", str(context)]
     collect = functools.partial(
         _Collector,
         offset=offset,
@@ -234,10 +232,11 @@ def run(
         count_tokens=count_tokens,
         include_superseded=include_superseded,
         context=context,
+        max_line_chars=max_line_chars,
     )
     if target_list is None or len(target_list) <= _ARGS_PER_CALL:
-        # Most answers are small: one `rg --json` pass, given up once its output is large.
-        small = rg.output(json_args + ["--"] + (target_list or ["./"]), limit=_SMALL_OUTPUT)
+        # Most answers are small: one pass, given up once its output is large.
+        small = rg.output(line_args + ["--"] + (target_list or ["./"]), limit=_SMALL_OUTPUT)
         if small is not None:
             segments = _segments(small)
             paths = sorted(segments, key=path_order)
@@ -261,7 +260,7 @@ def run(
     collector = collect(ranges=ranges)
     collector.total = before
     for batch in _batches(page):
-        rg.stream(json_args + ["--sort", "path", "--"] + batch, collector.feed, stop=lambda: collector.full)
+        rg.stream(line_args + ["--sort", "path", "--"] + batch, collector.feed, stop=lambda: collector.full)
         if collector.full:
             break
     collector.finish_pending()
@@ -269,39 +268,21 @@ def run(
 
 
 def _result(pattern: str, collector: _Collector, total: int, offset: int) -> GrepResult:
-    truncated = total > offset + len(collector.shown) or collector.line_cut
-    return GrepResult(
-        pattern=pattern,
-        matches=collector.shown,
-        total_matches=total,
-        offset=offset,
-        tokens=collector.tokens,
-        truncated=truncated,
-        # rg stops at the page's last file, so a page filled exactly never sees the match that overflows it
-        cut_by=collector.cut_by or ("results" if truncated else None),
-    )
+    shown = len(collector.shown)
+    # rg stops at the page's last file, so a page filled exactly never sees the match that overflows it
+    cut_by = collector.meter.cut_by or (CUT_BY_RESULTS if total > offset + shown else None)
+    page = Page(offset=offset, shown=shown, total=total, cut_by=cut_by)
+    return GrepResult(pattern, collector.shown, page, collector.meter.tokens, line_cut=collector.line_cut)
 
 
 def _segments(output: bytes) -> dict[str, list[bytes]]:
-    """rg's unsorted `--json` output cut into each file's lines (begin .. end), keyed by path."""
+    """rg's unsorted output cut into each file's lines, keyed by path (a file's lines stay in order)."""
     segments: dict[str, list[bytes]] = {}
-    current: list[bytes] | None = None
     for raw in output.splitlines(keepends=True):
-        if raw.startswith(_BEGIN_PREFIX):
-            current = segments.setdefault(_path_of(raw), [])
-        if current is not None:
-            current.append(raw)
+        name, sep, _ = raw.partition(b"\0")
+        if sep:
+            segments.setdefault(_decode_path(name), []).append(raw)
     return segments
-
-
-def _path_of(begin_line: bytes) -> str:
-    data = json.loads(begin_line)["data"]["path"]
-    path = data.get("text")
-    if path is None:
-        import base64
-
-        path = base64.b64decode(data.get("bytes", "")).decode("utf-8", "surrogateescape")
-    return path[2:] if path.startswith("./") else path
 
 
 def _visible_counts(
@@ -349,7 +330,7 @@ def _batches(paths: list[str]) -> list[list[str]]:
 
 
 def _match_line_counts(rg: _Rg, targets: list[str] | None) -> dict[str, int]:
-    """Files with matches -> their number of match lines (what `rg --json` would send as `match` messages)."""
+    """Files with matches -> their number of match lines (what the page pass prints as `N:` lines)."""
     counts: dict[str, int] = {}
     for batch in [["./"]] if targets is None else _batches(targets):
         output = rg.output(["--count", "--with-filename", "--null", "--"] + batch) or b""
@@ -522,97 +503,106 @@ def path_order(path: str) -> tuple[str, ...]:
 
 
 class _Collector:
-    """Consumes rg's JSON lines; decodes only what may be shown."""
+    """Consumes rg's JSON lines; decodes only what may be shown, and fills the page through one `Meter`."""
 
-    def __init__(self, *, offset, max_results, max_tokens, count_tokens, ranges, include_superseded, context):
+    def __init__(
+        self, *, offset, max_results, max_tokens, count_tokens, ranges, include_superseded, context, max_line_chars
+    ):
         self.offset = offset
-        self.max_results = max_results
-        self.max_tokens = max_tokens
+        self.meter = Meter(count_tokens, max_tokens=max_tokens, max_results=max_results)
         self.count_tokens = count_tokens
         self.ranges_of = ranges
         self.include_superseded = include_superseded
         self.context = context
+        self.max_line_chars = max_line_chars
         self.total = 0
         self.shown: list[GrepMatch] = []
-        self.tokens = 0
-        self.full = False
-        self.cut_by: str | None = None
         self.path: str | None = None
         self.ranges: list[tuple[int, int]] = []
         self.before: list[tuple[int, str]] = []
         self.pending: GrepMatch | None = None  # a shown match still collecting after-context
         self.line_cut = False  # the one match shown had to be cut to fit
 
+    @property
+    def full(self) -> bool:
+        return self.meter.full
+
     def feed(self, raw: bytes) -> None:
-        if raw.startswith(_MATCH_PREFIX):
-            if self.ranges and not self.include_superseded:
-                number = _LINE_NUMBER.search(raw)
-                if number and _in(int(number.group(1)), self.ranges):
-                    return
+        name, sep, rest = raw.partition(b"\0")
+        numbered = _NUMBERED.match(rest) if sep else None
+        if numbered is None:
+            return
+        path = _decode_path(name)
+        if path != self.path:
+            self.finish_pending()
+            self.before = []
+            self.path = path
+            self.ranges = self.ranges_of.get(path, [])
+        number = int(numbered.group(1))
+        if numbered.group(2) == b":":
+            if self.ranges and not self.include_superseded and _in(number, self.ranges):
+                return
             self.total += 1
             if self.full or self.total <= self.offset:
                 self.pending, self.before = None, []
                 return
-            self._take(json.loads(raw)["data"])
-        elif raw.startswith(_CONTEXT_PREFIX):
-            if self.context and not self.full:
-                data = json.loads(raw)["data"]
-                item = (data["line_number"], _text_of(data))
-                if self.pending and item[0] - self.pending.line <= self.context:
-                    cost = self.count_tokens(f"{item[0]}-{item[1]}")
-                    if self.tokens + cost <= self.max_tokens:
-                        self.pending.after.append(item)
-                        self.tokens += cost
-                else:
-                    self.before = (self.before + [item])[-self.context :]
-        elif raw.startswith(_BEGIN_PREFIX):
-            self.finish_pending()
-            self.before = []
-            data = json.loads(raw)["data"]
-            path = data["path"].get("text") or ""
-            self.path = path[2:] if path.startswith("./") else path
-            self.ranges = self.ranges_of.get(self.path, [])
+            self._take(number, _line_text(rest[numbered.end() :]))
+        elif self.context and not self.full:
+            item = (number, self._shorten(_line_text(rest[numbered.end() :])))
+            if self.pending and item[0] - self.pending.line <= self.context:
+                if self.meter.add_to_last(self.count_tokens(f"{item[0]}-{item[1]}")):
+                    self.pending.after.append(item)
+            else:
+                self.before = (self.before + [item])[-self.context :]
 
-    def _take(self, data: dict[str, Any]) -> None:
+    def _shorten(self, text: str) -> str:
+        """A line longer than `max_line_chars` is shown cut, as `read` shows it, before any token is counted."""
+        if text.endswith(_PREVIEW_MARK):
+            text = text[: -len(_PREVIEW_MARK)]
+        elif len(text) <= self.max_line_chars:
+            return text
+        return text[: self.max_line_chars] + f" … [line cut: longer than {self.max_line_chars} characters]"
+
+    def _take(self, line: int, full: str) -> None:
         self.finish_pending()
-        line = data["line_number"]
         match = GrepMatch(
             path=self.path or "",
             line=line,
-            text=_text_of(data),
+            text=self._shorten(full),
             superseded=_in(line, self.ranges),
             before=[b for b in self.before if b[0] < line],
         )
         self.before = []
-        cost = self.count_tokens(_render_cost(match))
-        if len(self.shown) >= self.max_results:
-            self.full, self.cut_by = True, "results"
+        if self.meter.take(self.count_tokens(_render_cost(match))):
+            self.shown.append(match)
+            self.pending = match if self.context else None
             return
-        if self.tokens + cost > self.max_tokens:
-            self.full, self.cut_by = True, "tokens"
-            cut = None if self.shown else self._cut(match)
-            if cut is not None:  # a page that could never show its first match would never page on
+        if self.meter.cut_by == CUT_BY_TOKENS and not self.shown:
+            cut = self._cut(match, full)  # a page that could never show its first match would never page on
+            if cut is not None:
                 self.shown.append(cut)
-                self.tokens += self.count_tokens(_render_cost(cut))
+                self.meter.tokens += self.count_tokens(_render_cost(cut))
                 self.line_cut = True
-            return
-        self.tokens += cost
-        self.shown.append(match)
-        self.pending = match if self.context else None
 
-    def _cut(self, match: GrepMatch) -> GrepMatch | None:
+    def _cut(self, match: GrepMatch, full: str) -> GrepMatch | None:
         """The match alone, its line cut to the budget and marked (None if not even the mark fits)."""
-        marker = f" … [line cut by the token budget: {len(match.text)} characters; read {match.path} --lines {match.line}:{match.line}]"
-        allowance = self.max_tokens - self.count_tokens(f"{match.path}:{match.line}:{marker}")
+        if full.endswith(_PREVIEW_MARK):
+            full = full[: -len(_PREVIEW_MARK)]
+        marker = f" … [line cut by the token budget; read {match.path} --lines {match.line}:{match.line}]"
+        allowance = self.meter.room - self.count_tokens(f"{match.path}:{match.line}:{marker}")
         if allowance < 1:
             return None
-        text = match.text[: max(0, allowance) * 4]
+        text = full[: min(self.max_line_chars, max(0, allowance) * 4)]
         while text and self.count_tokens(text) > allowance:
             text = text[: len(text) * 3 // 4]
         return GrepMatch(path=match.path, line=match.line, text=text + marker, superseded=match.superseded)
 
     def finish_pending(self) -> None:
         self.pending = None
+
+
+def _line_text(raw: bytes) -> str:
+    return raw.rstrip(b"\r\n").decode("utf-8", "replace")
 
 
 def _render_cost(match: GrepMatch) -> str:

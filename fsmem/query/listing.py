@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from fsmem.budget import Count, Meter, Page
 from fsmem.store.catalog import FileMeta
 
 
@@ -25,38 +26,46 @@ class ListEntry:
 
 @dataclass
 class Listing:
-    """The answer to `ls`: the rows shown, and how many matching files were left out."""
+    """The answer to `ls`: the rows shown, and where they stand among all matching files (`page`)."""
 
     entries: list[ListEntry]
-    total: int
-    left_out: int
+    page: Page
     tokens: int = 0
 
     @property
+    def total(self) -> int:
+        return self.page.total
+
+    @property
+    def left_out(self) -> int:
+        return self.page.left_out
+
+    @property
     def truncated(self) -> bool:
-        return self.left_out > 0
+        return self.page.truncated
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "entries": [vars(e) for e in self.entries],
-            "total": self.total,
-            "left_out": self.left_out,
-            "truncated": self.truncated,
-            "tokens": self.tokens,
-        }
+        return {"entries": [vars(e) for e in self.entries], **self.page.to_dict(), "tokens": self.tokens}
 
     def to_text(self) -> str:
         lines = [format_entry(e) for e in self.entries]
-        if not self.entries:
+        if not self.entries and not self.total:
             lines.append("(no memory files match)")
-        if self.left_out:
-            lines.append(
-                f"[{self.left_out} of {self.total} files left out; narrow with PATH, --type, --tag or "
-                f"--updated-after, or raise --max-results]"
-            )
-        else:
-            lines.append(f"[{self.total} files]")
+        lines.append(self.page.trailer("files", narrow=", or narrow with PATH, --type, --tag or --updated-after"))
         return "\n".join(lines)
+
+
+def list_entries(metas: list[FileMeta], count: Count, *, offset: int, max_results: int, max_tokens: int) -> Listing:
+    """Rows from `offset` on, whole, until the row or token cap; the page says what was left out."""
+    meter = Meter(count, max_tokens=max_tokens, max_results=max_results)
+    shown: list[ListEntry] = []
+    for meta in metas[offset:]:
+        entry = ListEntry.from_meta(meta)
+        if not meter.take_text(format_entry(entry)):
+            break
+        shown.append(entry)
+    page = Page(offset=offset, shown=len(shown), total=len(metas), cut_by=meter.cut_by)
+    return Listing(entries=shown, page=page, tokens=meter.tokens)
 
 
 def format_entry(entry: ListEntry) -> str:

@@ -8,11 +8,16 @@ answer advances by at least one line and paging always terminates.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import stat
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from fsmem import format as fmt
+from fsmem.budget import Meter
 from fsmem.errors import InvalidArgument
 from fsmem.tokens import TokenCounter
 
@@ -63,24 +68,53 @@ class ReadResult:
 
     def to_text(self) -> str:
         if self.outline is not None:
-            rows = [f"{'#' * o.level} {o.title}  (lines {o.start}-{o.end}, {o.tokens} tok)" for o in self.outline]
-            if not rows:
+            rows = [outline_row(o) for o in self.outline]
+            if not rows and not self.truncated:
                 rows = ["(no headings)"]
+            rows.extend(self.notes)
             total = f" of {self.total_lines} lines" if self.total_lines is not None else ""
-            rows.append(f"[outline of {self.path}{total}; read a section with --section HEADING or --lines A:B]")
+            if self.truncated and self.next_lines:
+                rows.append(
+                    f"[outline of {self.path}{total}: {len(self.outline)} headings shown, cut by the token budget; "
+                    f"next: --outline --lines {self.next_lines}]"
+                )
+            elif not self.truncated:
+                rows.append(f"[outline of {self.path}{total}; read a section with --section HEADING or --lines A:B]")
             return "\n".join(rows)
         out = [f"{number:>6}\t{text}" for number, text in self.lines]
         out.extend(self.notes)
-        if not self.lines:
+        if not self.lines and not self.truncated:
             out.append("(no lines in this range)")
-        if self.truncated:
+        if self.truncated and self.next_lines:
             total = f" of {self.total_lines}" if self.total_lines is not None else ""
-            shown = f"lines {self.start}-{self.end}" if self.end is not None else "nothing"
-            out.append(f"[{self.path}: {shown}{total} shown, cut by the token budget; next: --lines {self.next_lines}]")
+            out.append(
+                f"[{self.path}: lines {self.start}-{self.end}{total} shown, cut by the token budget; "
+                f"next: --lines {self.next_lines}]"
+            )
         elif self.lines:
             total = f" of {self.total_lines}" if self.total_lines is not None else ""
             out.append(f"[{self.path}: lines {self.start}-{self.end}{total}]")
         return "\n".join(out)
+
+
+@contextlib.contextmanager
+def open_regular(path: Path) -> Iterator[BinaryIO]:
+    """Open a memory file for reading, refusing anything but a regular file without blocking on it.
+
+    A FIFO named `*.md` would block a plain `open` forever; O_NONBLOCK makes
+    the open return at once, and fstat then says what the file really is.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InvalidArgument(f"{path.name} is not a regular file; only regular files are memory")
+        os.set_blocking(fd, True)
+        handle = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with handle:
+        yield handle
 
 
 def parse_range(spec: str) -> tuple[int, int | None]:
@@ -132,11 +166,17 @@ def bounded_read(
     hide_ranges: list[tuple[int, int]] | None = None,
     total_lines: int | None = None,
 ) -> ReadResult:
-    """Read lines `start..end` of `path` until `max_tokens` is spent."""
+    """Read lines `start..end` of `path` until `max_tokens` is spent.
+
+    The first line shown is cut to fit when even it is too long, so the next
+    range always starts past it; when not even a cut line fits, the answer
+    says the budget is too small and names no next range.
+    """
     hide_ranges = hide_ranges or []
     result = ReadResult(path=rel, lines=[], start=start, end=None, tokens=0, truncated=False, total_lines=total_lines)
+    meter = Meter(counter.count, max_tokens=max_tokens)
     max_line_bytes = max_line_chars * 4 + 1
-    with open(path, "rb") as handle:
+    with open_regular(path) as handle:
         number = 0
         for number, (raw, length) in enumerate(_iter_lines(handle, max_line_bytes), start=1):
             if number < start:
@@ -152,25 +192,33 @@ def bounded_read(
                 text = text[1:]
             if len(text) > max_line_chars or length > len(raw):
                 text = text[:max_line_chars] + f" … [line cut: {length} bytes in all]"
-            cost = counter.count(f"{number:>6}\t{text}\n")
-            if result.tokens + cost > max_tokens:
-                if not result.lines:
-                    # Even one line does not fit: show the part of it that does.
-                    part, cost = _fit_line(counter, number, text, max_tokens)
-                    if part:
-                        result.lines.append((number, part))
-                        result.tokens += cost
-                        result.end = number
-                        number += 1
-                result.truncated = True
-                result.next_lines = f"{number}:{end if end is not None else ''}"
-                break
-            result.tokens += cost
-            result.lines.append((number, text))
-            result.end = number
+            if meter.take_text(numbered(number, text)):
+                result.lines.append((number, text))
+                result.end = number
+                continue
+            result.truncated = True
+            if not result.lines:  # even one line does not fit: show the part of it that does
+                line = meter.head_that_fits(
+                    text, lambda head, n=number: numbered(n, head + " …"), truncate=counter.truncate
+                )
+                if line is None:
+                    result.notes.append(
+                        f"[the budget of {max_tokens} tokens is too small to show line {number} of {rel}; "
+                        "ask again with a larger --max-tokens]"
+                    )
+                    break
+                meter.take_text(line)
+                result.lines.append((number, line.split("\t", 1)[1]))
+                result.end = number
+                number += 1
+            result.next_lines = f"{number}:{end if end is not None else ''}"
+            if end is not None and number > end:
+                result.truncated, result.next_lines = False, None
+            break
         else:
             if result.total_lines is None:
                 result.total_lines = number
+    result.tokens = meter.tokens
     if result.hidden_superseded:
         result.notes.append(
             f"[{result.hidden_superseded} superseded line(s) hidden; add --include-superseded to see them]"
@@ -178,57 +226,85 @@ def bounded_read(
     return result
 
 
-def _fit_line(counter: TokenCounter, number: int, text: str, max_tokens: int) -> tuple[str, int]:
-    """The longest head of one line (marked with …) whose rendered cost fits `max_tokens`."""
-    allowance = max_tokens
-    while allowance > 0:
-        part = counter.truncate(text, allowance) + " …"
-        cost = counter.count(f"{number:>6}\t{part}\n")
-        if cost <= max_tokens:
-            return part, cost
-        allowance -= max(1, cost - max_tokens)
-    return "", 0
+def numbered(number: int, text: str) -> str:
+    """A line as `read` shows it: its number, a tab, its text."""
+    return f"{number:>6}\t{text}"
 
 
-def outline(path: Path, rel: str, counter: TokenCounter, *, exact_limit: int) -> ReadResult:
-    """Headings with their line ranges and token counts (estimated for very large files)."""
-    size = path.stat().st_size
-    entries: list[OutlineEntry] = []
-    if size <= exact_limit:
-        text, _ = fmt.decode(path.read_bytes())
-        lines = text.splitlines()
-        for heading in fmt.headings(text):
-            body = "\n".join(lines[heading.line - 1 : heading.end_line])
-            entries.append(
-                OutlineEntry(heading.level, heading.title, heading.line, heading.end_line, counter.count(body))
-            )
-        total = len(lines)
-    else:
-        # Stream: byte offsets per heading give a token estimate without holding the file.
-        found: list[tuple[int, str, int, int]] = []
-        offset = 0
-        total = 0
-        in_code = False
-        with open(path, "rb") as handle:
-            for total, (raw, length) in enumerate(_iter_lines(handle, 8192), start=1):
-                line = raw.decode("utf-8", "replace")
-                if fmt.FENCED_CODE.match(line):
-                    in_code = not in_code
-                elif not in_code:
-                    match = fmt.HEADING.match(line)
-                    if match:
-                        found.append((len(match.group(1)), match.group(2).strip(), total, offset))
-                offset += length + 1
-        for index, (level, title, line, start_offset) in enumerate(found):
-            end_line, end_offset = total, offset
-            for later in found[index + 1 :]:
-                if later[0] <= level:
-                    end_line, end_offset = later[2] - 1, later[3]
-                    break
-            entries.append(OutlineEntry(level, title, line, end_line, (end_offset - start_offset) // 4))
-    return ReadResult(
-        path=rel, lines=[], start=1, end=None, tokens=0, truncated=False, total_lines=total, outline=entries
+def outline_row(entry: OutlineEntry) -> str:
+    return f"{'#' * entry.level} {entry.title}  (lines {entry.start}-{entry.end}, {entry.tokens} tok)"
+
+
+def outline(
+    path: Path,
+    rel: str,
+    counter: TokenCounter,
+    *,
+    exact_limit: int,
+    max_tokens: int,
+    start: int = 1,
+    end: int | None = None,
+) -> ReadResult:
+    """Headings (from line `start` to `end`) with their line ranges and token counts, within the budget.
+
+    Counts are estimated (bytes / 4) for very large files. A cut outline names
+    the line of the first heading it left out, so `--outline --lines N:` goes on.
+    """
+    found, total, size_of = _headings_of(path, counter, exact_limit)
+    result = ReadResult(
+        path=rel, lines=[], start=start, end=end, tokens=0, truncated=False, total_lines=total, outline=[]
     )
+    assert result.outline is not None
+    trailer = f"[outline of {rel} of {total} lines: {len(found)} headings shown, cut by the token budget; next: --outline --lines {total}:]"
+    meter = Meter(counter.count, max_tokens=max_tokens, reserve=counter.count(trailer))
+    for level, title, first, last in found:
+        if first < start or (end is not None and first > end):
+            continue
+        entry = OutlineEntry(level, title, first, last, size_of(first, last))
+        if not meter.take_text(outline_row(entry)):
+            result.truncated = True
+            if result.outline:
+                result.next_lines = f"{first}:{end if end is not None else ''}"
+            else:
+                result.notes.append(
+                    f"[the budget of {max_tokens} tokens is too small to show one heading of {rel}; "
+                    "ask again with a larger --max-tokens]"
+                )
+            break
+        result.outline.append(entry)
+    result.tokens = meter.tokens
+    return result
+
+
+def _headings_of(
+    path: Path, counter: TokenCounter, exact_limit: int
+) -> tuple[list[tuple[int, str, int, int]], int, Callable[[int, int], int]]:
+    """Every heading (level, title, first line, last line of its section), the file's line count, and
+    a function giving a section's tokens: counted exactly, or estimated from bytes for a very large file."""
+    if path.stat().st_size <= exact_limit:
+        with open_regular(path) as handle:
+            text, _ = fmt.decode(handle.read())
+        lines = text.splitlines()
+        found = [(h.level, h.title, h.line, h.end_line) for h in fmt.headings(text)]
+        return found, len(lines), lambda first, last: counter.count("\n".join(lines[first - 1 : last]))
+    # Stream: byte offsets per line give a token estimate without holding the file.
+    starts: list[tuple[int, str, int]] = []
+    offsets = [0]
+    in_code = False
+    with open_regular(path) as handle:
+        for number, (raw, length) in enumerate(_iter_lines(handle, 8192), start=1):
+            line = raw.decode("utf-8", "replace")
+            if fmt.FENCED_CODE.match(line):
+                in_code = not in_code
+            elif not in_code:
+                match = fmt.HEADING.match(line)
+                if match:
+                    starts.append((len(match.group(1)), match.group(2).strip(), number))
+            offsets.append(offsets[-1] + length + 1)
+    total = len(offsets) - 1
+    ends = fmt.section_ends([(level, first) for level, _, first in starts], total)
+    found = [(level, title, first, last) for (level, title, first), last in zip(starts, ends, strict=True)]
+    return found, total, lambda first, last: (offsets[last] - offsets[first - 1]) // 4
 
 
 def find_section(path: Path, heading: str, *, exact_limit: int) -> tuple[int, int]:
@@ -237,7 +313,8 @@ def find_section(path: Path, heading: str, *, exact_limit: int) -> tuple[int, in
         raise InvalidArgument(
             "--section needs the outline of the whole file; on a file this large use --outline, then --lines"
         )
-    text, _ = fmt.decode(path.read_bytes())
+    with open_regular(path) as handle:
+        text, _ = fmt.decode(handle.read())
     wanted = heading.strip().lstrip("#").strip().lower()
     all_headings = fmt.headings(text)
     for h in all_headings:

@@ -585,7 +585,7 @@ def logged_search(memory: Any, query: str, *, k: int | None, max_tokens: int | N
     import time
 
     started = time.perf_counter()
-    budget = memory._budget(max_tokens, k)
+    budget = memory.budget.narrowed(max_tokens, k)
     result, _snapshot, _ranking = search(
         memory.search_index,
         memory.tokens,

@@ -137,7 +137,7 @@ def recall(memory: Any, query: str, *, context: str | None = None, max_tokens: i
         fresh = _written_since(memory, now - _dt.timedelta(days=settings.horizon_days))
         if not fresh:
             return skip("nothing_new")
-    budget = memory._budget(left, None)
+    budget = memory.budget.narrowed(left, None)
     result, _snapshot, _ranking = search(
         memory.search_index,
         memory.tokens,

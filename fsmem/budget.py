@@ -1,0 +1,218 @@
+"""The one budget mechanism: every answer an agent gets is filled, cut and described here.
+
+A read budget has two dimensions, rows and tokens (`Budget`), and belongs to
+the agent that reads; a call may ask for less, never for more. An answer is
+filled item by item with `Meter`, which takes whole items only and says which
+cap stopped it. A list-shaped answer describes where it stands with `Page`: how
+many it showed, of how many, and the offset that shows the next ones. The rule
+every continuation follows: it moves forward, or there is none and the answer
+says the budget is too small for one item. `fit_text` is the last net under
+any text answer: cut in whole lines, marked, never over the cap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from fsmem.errors import InvalidArgument
+
+Count = Callable[[str], int]
+CUT_BY_TOKENS = "tokens"
+CUT_BY_RESULTS = "results"
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What one answer may cost the agent that asked: tokens and rows (and whether it may write)."""
+
+    max_tokens: int
+    max_results: int
+    read_only: bool = False
+
+    def narrowed(self, max_tokens: int | None = None, max_results: int | None = None) -> Budget:
+        """A caller may ask for less than its budget, never for more; a cap below 1 is an error."""
+        for name, value in (("max_tokens", max_tokens), ("max_results", max_results)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise InvalidArgument(f"{name} must be a whole number of at least 1, not {value!r}")
+        return replace(
+            self,
+            max_tokens=self.max_tokens if max_tokens is None else min(self.max_tokens, max_tokens),
+            max_results=self.max_results if max_results is None else min(self.max_results, max_results),
+        )
+
+
+class Meter:
+    """Fills one answer with whole items until its row cap or its token cap would be passed.
+
+    `take(cost)` adds an item of `cost` tokens when both caps allow it; the
+    first item that does not fit closes the meter (`full`) and names the cap
+    that stopped it (`cut_by`). Nothing is added after that, so an answer never
+    skips an item and shows a later, smaller one.
+    """
+
+    def __init__(self, count: Count, *, max_tokens: int, max_results: int | None = None, reserve: int = 0):
+        self.count = count
+        self.max_tokens = max_tokens
+        self.max_results = max_results
+        self.reserve = reserve  # tokens kept back for the trailer line
+        self.tokens = 0
+        self.items = 0
+        self.cut_by: str | None = None
+
+    @property
+    def full(self) -> bool:
+        return self.cut_by is not None
+
+    @property
+    def room(self) -> int:
+        """Tokens still free for content."""
+        return max(0, self.max_tokens - self.reserve - self.tokens)
+
+    def cost(self, pieces: str | Iterable[str]) -> int:
+        """Tokens of an item rendered as these lines (each with its newline)."""
+        if isinstance(pieces, str):
+            pieces = (pieces,)
+        return sum(self.count(piece + "\n") for piece in pieces)
+
+    def take(self, cost: int) -> bool:
+        """Spend `cost` tokens on one more item if both caps allow it; else close the meter."""
+        if self.full:
+            return False
+        if self.max_results is not None and self.items >= self.max_results:
+            self.cut_by = CUT_BY_RESULTS
+            return False
+        if cost > self.room:
+            self.cut_by = CUT_BY_TOKENS
+            return False
+        self.tokens += cost
+        self.items += 1
+        return True
+
+    def take_text(self, pieces: str | Iterable[str]) -> bool:
+        return self.take(self.cost(pieces))
+
+    def add_to_last(self, cost: int) -> bool:
+        """Grow the last item taken (a match's trailing context line) when the room allows it."""
+        if self.items == 0 or cost > self.room:
+            return False
+        self.tokens += cost
+        return True
+
+    def close(self, cut_by: str) -> None:
+        """Stop taking items: the caller knows more exist and why they are left out."""
+        if self.cut_by is None:
+            self.cut_by = cut_by
+
+    def head_that_fits(
+        self, text: str, render: Callable[[str], str], *, truncate: Callable[[str, int], str]
+    ) -> str | None:
+        """The longest head of `text` whose rendered line fits the room left (marked as cut), or None.
+
+        For the one item an answer must show even when it is longer than the
+        whole budget (a huge line), so that paging still moves past it.
+        """
+        room = self.room
+        allowance = room
+        while allowance > 0:
+            head = truncate(text, allowance)
+            line = render(head)
+            cost = self.count(line + "\n")
+            if cost <= room:
+                return line
+            allowance -= max(1, cost - room)
+        return None
+
+
+@dataclass(frozen=True)
+class Page:
+    """Where a list-shaped answer stands: `shown` items from `offset`, of `total`, and why it stopped.
+
+    `next_offset` is None both when nothing is left and when the budget could
+    not show even one item: a continuation that would ask for the same page
+    again is never offered (`too_small` says which).
+    """
+
+    offset: int
+    shown: int
+    total: int
+    cut_by: str | None = None
+
+    @property
+    def left_out(self) -> int:
+        return max(0, self.total - self.offset - self.shown)
+
+    @property
+    def truncated(self) -> bool:
+        return self.left_out > 0
+
+    @property
+    def too_small(self) -> bool:
+        """Items are left, but the budget could not show the first of them."""
+        return self.left_out > 0 and self.shown == 0 and self.offset < self.total
+
+    @property
+    def next_offset(self) -> int | None:
+        return self.offset + self.shown if self.left_out and self.shown else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "offset": self.offset,
+            "left_out": self.left_out,
+            "next_offset": self.next_offset,
+            "truncated": self.truncated,
+            "cut_by": self.cut_by if self.truncated else None,
+        }
+
+    def reason(self) -> str:
+        return "token budget" if self.cut_by == CUT_BY_TOKENS else "result limit"
+
+    def trailer(self, noun: str, *, narrow: str = "") -> str:
+        """The last line of a text answer: what was shown, what was left out, and how to get it."""
+        first, last = self.offset + 1, self.offset + self.shown
+        if self.too_small:
+            return (
+                f"[{self.left_out} {noun} left out: the token budget is too small to show even one; "
+                f"ask again with a larger --max-tokens{narrow}]"
+            )
+        if self.truncated:
+            return (
+                f"[{noun} {first}-{last} of {self.total}; {self.left_out} left out by the {self.reason()}. "
+                f"Continue with --offset {self.next_offset}{narrow}]"
+            )
+        if self.shown:
+            return f"[{noun} {first}-{last} of {self.total}]"
+        if self.offset and self.total:
+            return f"[no {noun} at offset {self.offset}; there are {self.total} in all]"
+        return f"[0 {noun}]"
+
+
+def fit_text(count: Count, truncate: Callable[[str, int], str], text: str, max_tokens: int) -> tuple[str, bool]:
+    """`text` within `max_tokens`: whole lines, then a note saying where it was cut; (text, was_cut).
+
+    The last net under every text answer: answers fit their budget by
+    construction, and this only catches what a renderer could not foresee.
+    """
+    if count(text) <= max_tokens:
+        return text, False
+    lines = text.split("\n")
+    template = "[answer cut at the {budget}-token budget after line {shown} of {total}; ask for less]"
+    note = template.format(budget=max_tokens, shown=len(lines), total=len(lines))
+    meter = Meter(count, max_tokens=max_tokens, reserve=count(note))
+    kept: list[str] = []
+    for line in lines:
+        if not meter.take_text(line):
+            break
+        kept.append(line)
+    if kept:
+        return "\n".join(kept + [template.format(budget=max_tokens, shown=len(kept), total=len(lines))]), True
+    return truncate(text, max_tokens), True
+
+
+def check_offset(offset: int) -> int:
+    """An offset is a whole number of items to skip, 0 or more."""
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise InvalidArgument(f"offset must be a whole number, 0 or more, not {offset!r}")
+    return offset
