@@ -55,13 +55,15 @@ def main() -> int:
 
         cold_ms = timed(cold, repeat=3)
         memory.search(QUERIES[0])
-        warm_ms = statistics.median(timed(lambda q=q: memory.search(q, k=20)) for q in QUERIES)
-        process_ms = timed(lambda: Memory(root).search(QUERIES[1], k=20))  # a new process's Memory, cache on disk
+        warm_ms = statistics.median(timed(lambda q=q: memory.search(q, max_results=20)) for q in QUERIES)
+        process_ms = timed(
+            lambda: Memory(root).search(QUERIES[1], max_results=20)
+        )  # a new process's Memory, cache on disk
         note = next(root.rglob("*.md"))
 
         def after_edit():
             note.write_text(note.read_text() + "\n- walrus sighting\n")
-            memory.search("walrus", k=20)
+            memory.search("walrus", max_results=20)
 
         edit_ms = timed(after_edit)
         grep_ms = statistics.median(

@@ -48,12 +48,17 @@ class Meter:
 
     `take(cost)` adds an item of `cost` tokens when both caps allow it; the
     first item that does not fit closes the meter (`full`) and names the cap
-    that stopped it (`cut_by`). Nothing is added after that, so an answer never
-    skips an item and shows a later, smaller one.
+    that stopped it (`cut_by`). Nothing is added after that, so a ranked or
+    paged answer never skips an item and shows a later, smaller one. A
+    selection that is no page (INDEX.md picks documents by importance) passes
+    `skip=True`: an item that does not fit is left out and the next is tried.
     """
 
-    def __init__(self, count: Count, *, max_tokens: int, max_results: int | None = None, reserve: int = 0):
+    def __init__(
+        self, count: Count, *, max_tokens: int, max_results: int | None = None, reserve: int = 0, skip: bool = False
+    ):
         self.count = count
+        self.skip = skip
         self.max_tokens = max_tokens
         self.max_results = max_results
         self.reserve = reserve  # tokens kept back for the trailer line
@@ -84,7 +89,8 @@ class Meter:
             self.cut_by = CUT_BY_RESULTS
             return False
         if cost > self.room:
-            self.cut_by = CUT_BY_TOKENS
+            if not self.skip:
+                self.cut_by = CUT_BY_TOKENS
             return False
         self.tokens += cost
         self.items += 1

@@ -9,22 +9,36 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fsmem import format as fmt
 from fsmem.budget import Budget, check_offset
 from fsmem.config import CONFIG_FILE, Config
+from fsmem.deprecated import renamed, warn
 from fsmem.errors import AlreadyExists, InvalidArgument, NotFound, ReadOnly, RootNotFound
 from fsmem.query import grep as _grep, reading
 from fsmem.query.listing import Listing, list_entries, within_depth
-from fsmem.store import writing
+from fsmem.store import retrieval_log, writing
 from fsmem.store.catalog import EXACT_COUNT_LIMIT, Catalog, FileMeta, matches_filters, walk
 from fsmem.store.files import file_lock
 from fsmem.store.paths import relative, resolve
 from fsmem.tokens import TokenCounter
+
+if TYPE_CHECKING:
+    import threading
+
+    from fsmem.agents.memory_tool import MemoryTool
+    from fsmem.consolidate.apply import ConsolidationReport
+    from fsmem.consolidate.plan import Progress
+    from fsmem.query.context import ContextBlock
+    from fsmem.query.stats import StatsResult
+    from fsmem.search.index import SearchIndex
+    from fsmem.search.ranking import SearchResult, SearchSettings
+    from fsmem.search.recall import RecallResult
+    from fsmem.watch import WatchStats
 
 ROOT_ENV = "FSMEM_ROOT"
 SESSION_ENV = "FSMEM_SESSION"
@@ -187,7 +201,7 @@ class Memory:
         ignore_case: bool = False,
         fixed_strings: bool = False,
         word: bool = False,
-        context: int = 0,
+        context_lines: int = 0,
         type: str | None = None,
         tag: str | Iterable[str] | None = None,
         updated_after: str | None = None,
@@ -195,10 +209,16 @@ class Memory:
         offset: int = 0,
         max_results: int | None = None,
         max_tokens: int | None = None,
+        context: int | None = None,
     ) -> _grep.GrepResult:
-        """Lines matching `pattern` (ripgrep syntax), grouped by file, with an honest total."""
-        if context < 0:
-            raise InvalidArgument("--context must be 0 or more")
+        """Lines matching `pattern` (ripgrep syntax), grouped by file, with an honest total.
+
+        `context_lines` lines before and after each match are shown with it;
+        `context` is its deprecated name.
+        """
+        context_lines = renamed("context", context, "context_lines", context_lines or None) or 0
+        if context_lines < 0:
+            raise InvalidArgument("--context-lines must be 0 or more")
         budget = self.budget.narrowed(max_tokens, max_results)
         paths = list(paths or [])
         filtered = type is not None or bool(tag) or updated_after is not None
@@ -218,7 +238,7 @@ class Memory:
             ignore_case=ignore_case,
             fixed_strings=fixed_strings,
             word=word,
-            context=context,
+            context=context_lines,
             offset=offset,
             max_results=budget.max_results,
             max_tokens=budget.max_tokens,
@@ -327,72 +347,69 @@ class Memory:
     def watch(
         self,
         *,
-        quiet: float | None = None,
-        log: Any = None,
-        stop: Any = None,
-        ready: Any = None,
+        settle: float | None = None,
+        log: Callable[[str], None] | None = None,
+        stop: threading.Event | None = None,
+        ready: threading.Event | None = None,
         consolidate: bool = False,
         consolidate_after: float | None = None,
-    ):
+        quiet: float | None = None,
+    ) -> WatchStats:
         """Keep the metadata cache and INDEX.md current as files change, until `stop` (a threading.Event) is set.
 
-        `quiet` (seconds, default `watch.quiet_seconds` in fsmem.yaml, else 0.5)
-        is how long the memory must be still before a burst of events is acted on.
-        `consolidate` also consolidates once session notes have been still for
-        `consolidate_after` seconds (default `watch.consolidate_after_seconds`, else 60).
+        `settle` (seconds, default `watch.settle_seconds` in fsmem.yaml, else
+        0.5) is how long the memory must be still before a burst of events is
+        acted on. `consolidate` also consolidates once session notes have been
+        still for `consolidate_after` seconds (default
+        `watch.consolidate_after_seconds`, else 60). `quiet` is the deprecated
+        name of `settle`.
         """
         from fsmem import watch as _watch
 
+        settle = renamed("quiet", quiet, "settle", settle)
         section = self.config.section("watch")
-        if quiet is None:
-            quiet = float(section.get("quiet_seconds", _watch.DEFAULT_QUIET_SECONDS))
+        if settle is None:
+            settle = float(section.get("settle_seconds", section.get("quiet_seconds", _watch.DEFAULT_SETTLE_SECONDS)))
         if consolidate_after is None:
             consolidate_after = float(section.get("consolidate_after_seconds", _watch.DEFAULT_CONSOLIDATE_AFTER))
-        if quiet < 0 or consolidate_after < 0:
-            raise InvalidArgument("--quiet and --consolidate-after must be 0 or more seconds")
+        if settle < 0 or consolidate_after < 0:
+            raise InvalidArgument("--settle and --consolidate-after must be 0 or more seconds")
+        writable = not self.budget.read_only
         return _watch.watch(
-            self,
-            quiet=quiet,
+            self.root,
+            self.catalog,
+            settle=settle,
             log=log,
             stop=stop,
             ready=ready,
-            consolidate=consolidate,
+            write_index=self.index if writable else None,
+            consolidate=self.consolidate if writable and consolidate else None,
             consolidate_after=consolidate_after,
         )
 
-    # -- agent surface: retrieval statistics and the pre-injected context (fsmem.stats, fsmem.context) --
-    def stats(self, since: str | None = None, agent: str | None = None):
+    # -- what agents get beyond files: statistics and the pre-injected context ---
+    def stats(self, since: str | None = None, agent: str | None = None) -> StatsResult:
         """Per-tool figures from the retrieval log: calls, p50/p95 latency, mean tokens, shares."""
         from fsmem.query import stats as _stats
 
         return _stats.stats(self.root, since=since, agent=agent)
 
-    def context(self, max_tokens: int | None = None):
+    def context(self, max_tokens: int | None = None) -> ContextBlock:
         """The block to pre-inject at the start of a turn: profile/ first, then INDEX.md, within the budget."""
         from fsmem.query import context as _context
 
-        return _context.build(self, max_tokens=max_tokens)
+        budget = self.budget.narrowed(max_tokens)
+        return _context.build(self.root, self.catalog, self.tokens, max_tokens=budget.max_tokens)
 
-    # -- Claude's memory tool (memory_20250818) --------------------------------
-    def memory_tool(self, *, max_tokens: int | None = None):
-        """The `memory_20250818` commands with `/memories` mapped onto this memory's root.
+    def memory_tool(self, *, max_tokens: int | None = None) -> MemoryTool:
+        """Deprecated (0.2): use `fsmem.agents.memory_tool.MemoryTool.over(memory)`; goes away in 0.3."""
+        from fsmem.agents.memory_tool import MemoryTool  # deprecated shim: the one import that points up
 
-        Answers are capped at this agent's budget; writes honour its read-only
-        flag; every call is logged to `.fsmem/logs/retrieval.jsonl`.
-        """
-        from fsmem.agents.memory_tool import MemoryTool
-        from fsmem.store.paths import STATE_DIR
-
-        return MemoryTool(
-            memory_root=self.root,
-            agent=self.agent,
-            max_tokens=self.budget.narrowed(max_tokens, None).max_tokens,
-            state_dir=self.root / STATE_DIR,
-            create_root=False,
-        )
+        warn("Memory.memory_tool()", "fsmem.agents.memory_tool.MemoryTool.over(memory)")
+        return MemoryTool.over(self, max_tokens=max_tokens)
 
     # -- consolidation (fsmem consolidate, INDEX.md) -------------------------
-    def consolidate(self, dry_run: bool = False, *, progress=None):
+    def consolidate(self, dry_run: bool = False, *, progress: Progress | None = None) -> ConsolidationReport:
         """Merge new session notes into entity and topic documents; `dry_run` returns the diff and writes nothing."""
         if not dry_run:
             self._require_writable()
@@ -400,17 +417,22 @@ class Memory:
 
         return consolidate_apply.run(self, dry_run=dry_run, progress=progress)
 
-    def write_index(self) -> bool:
-        """Regenerate INDEX.md (the table of contents of entities and topics); True if it changed."""
+    def index(self) -> IndexResult:
+        """Regenerate INDEX.md (the table of contents of entities and topics); says whether it changed."""
         self._require_writable()
         from fsmem.consolidate import index_md
 
-        return index_md.write_index(self)
+        return IndexResult(changed=index_md.write_index(self))
 
-    # -- search, recall and evaluation ----------------------------------------
+    def write_index(self) -> bool:
+        """Deprecated (0.2): use `index()`; goes away in 0.3."""
+        warn("Memory.write_index()", "Memory.index()")
+        return self.index().changed
+
+    # -- search and recall ----------------------------------------------------
     @property
-    def search_index(self):
-        """The row index under .fsmem/search/ (created on first use, kept in step with the files)."""
+    def search_index(self) -> SearchIndex:
+        """The row index under .fsmem/ (created on first use, kept in step with the files)."""
         if getattr(self, "_search_index", None) is None:
             from fsmem.search.index import shared_index
 
@@ -418,7 +440,7 @@ class Memory:
         return self._search_index
 
     @property
-    def search_settings(self):
+    def search_settings(self) -> SearchSettings:
         from fsmem.search.ranking import SearchSettings
 
         return SearchSettings.from_section(self.config.section("search"))
@@ -427,40 +449,111 @@ class Memory:
         self,
         query: str,
         *,
-        k: int | None = None,
-        max_tokens: int | None = None,
-        min_score: float | None = None,
         type: str | None = None,
         tag: str | Iterable[str] | None = None,
         updated_after: str | None = None,
         include_superseded: bool = False,
-    ):
-        """Rows ranked for `query` (facts, bullets, paragraphs with their context), fitted to the budget."""
-        from fsmem.search.ranking import logged_search
+        min_score: float | None = None,
+        offset: int = 0,
+        max_results: int | None = None,
+        max_tokens: int | None = None,
+        k: int | None = None,
+    ) -> SearchResult:
+        """Rows ranked for `query` (facts, bullets, paragraphs with their context), fitted to the budget.
 
-        return logged_search(
-            self,
-            query,
-            k=k,
-            max_tokens=max_tokens,
-            min_score=min_score,
-            type=type,
-            tag=tag,
-            updated_after=updated_after,
-            include_superseded=include_superseded,
-        )
+        `min_score` is the threshold below which a row is not relevant (an
+        empty answer says "no relevant memory"). `k` is the deprecated name of
+        `max_results`.
+        """
+        from fsmem.search.ranking import log_fields, search, usage_counts
 
-    def recall(self, query: str, *, context: str | None = None, max_tokens: int | None = None):
-        """Search for pre-injection, or skip cheaply (budget spent, already in context, nothing new)."""
-        from fsmem.search.recall import recall
+        max_results = renamed("k", k, "max_results", max_results)
+        budget = self.budget.narrowed(max_tokens, max_results)
+        arguments = {
+            "query": query,
+            "type": type,
+            "tag": tag,
+            "updated_after": updated_after,
+            "include_superseded": include_superseded or None,
+            "min_score": min_score,
+            "offset": offset or None,
+            "max_results": max_results,
+            "max_tokens": max_tokens,
+        }
+        given = {key: value for key, value in arguments.items() if value is not None}
+        with retrieval_log.LoggedCall(self.root, agent=self.agent, tool="search", arguments=given) as logged:
+            result, _snapshot, _ranking = search(
+                self.search_index,
+                self.tokens,
+                self.search_settings,
+                query,
+                k=budget.max_results,
+                max_tokens=budget.max_tokens,
+                min_score=min_score,
+                type=type,
+                tag=tag,
+                updated_after=updated_after,
+                include_superseded=include_superseded,
+                usage=usage_counts(self.root),
+                offset=offset,
+            )
+            logged.done(**log_fields(result))
+        return result
 
-        return recall(self, query, context=context, max_tokens=max_tokens)
+    def recall(
+        self,
+        query: str,
+        *,
+        seen: str | None = None,
+        max_tokens: int | None = None,
+        context: str | None = None,
+    ) -> RecallResult:
+        """Search for pre-injection, or skip cheaply (budget spent, already `seen` in the agent's context, nothing new).
 
-    def evaluate(self, evalset, *, ks: Iterable[int] | None = None, max_tokens: int | None = None):
-        """Recall, tokens and latency per k, the knee, d' and the empty-gold share on an eval set."""
-        from fsmem.evaluation.harness import evaluate
+        `context` is the deprecated name of `seen`.
+        """
+        from fsmem.search import recall as _recall
+        from fsmem.search.ranking import log_fields
 
-        return evaluate(self, evalset, ks=ks, max_tokens=max_tokens)
+        seen = renamed("context", context, "seen", seen)
+        if max_tokens is not None and (isinstance(max_tokens, bool) or max_tokens < 0):
+            raise InvalidArgument("max_tokens must be 0 or more (0 means the turn's budget is spent)")
+        left = self.budget.max_tokens if max_tokens is None else min(max_tokens, self.budget.max_tokens)
+        arguments = {"query": query, "max_tokens": max_tokens, "seen_chars": len(seen or "")}
+        with retrieval_log.LoggedCall(self.root, agent=self.agent, tool="recall", arguments=arguments) as logged:
+            outcome = _recall.recall(
+                query,
+                seen=seen,
+                tokens_left=left,
+                settings=_recall.RecallSettings.from_section(self.config.section("search")),
+                root=self.root,
+                search=lambda budget_tokens: self.search(query, max_tokens=budget_tokens),
+            )
+            logged.done(**log_fields(outcome.result), skipped=outcome.skipped, reason=outcome.reason)
+        return outcome
+
+    def evaluate(
+        self, evalset: Any, *, sweep: Iterable[int] | None = None, max_tokens: int | None = None, ks: Any = None
+    ) -> Any:
+        """Deprecated (0.2): use `fsmem.evaluation.evaluate(memory, evalset)`; goes away in 0.3."""
+        from fsmem.evaluation.harness import evaluate  # deprecated shim: the one import that points up
+
+        warn("Memory.evaluate()", "fsmem.evaluation.evaluate(memory, evalset)")
+        return evaluate(self, evalset, sweep=renamed("ks", ks, "sweep", sweep), max_tokens=max_tokens)
 
 
-__all__ = ["Memory", "discover_root", "CheckResult", "walk"]
+@dataclass
+class IndexResult:
+    """What `fsmem index` did: whether INDEX.md changed."""
+
+    changed: bool
+    path: str = "INDEX.md"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "changed": self.changed}
+
+    def to_text(self) -> str:
+        return f"{self.path} {'updated' if self.changed else 'unchanged'}"
+
+
+__all__ = ["Memory", "discover_root", "CheckResult", "IndexResult", "walk"]

@@ -1,7 +1,7 @@
 """`watch`: keep the metadata cache and INDEX.md current while humans and agents edit the files.
 
 watchdog (imported here only) reports file events; bursts are coalesced until
-the memory has been quiet for `quiet` seconds, then the files named are
+the memory has been still for `settle` seconds, then the files named are
 re-read into the cache (a folder event triggers a full rescan, which also
 forgets deleted files). Events under `.fsmem/`, hidden files, fsmem's own
 temporary files and editor swap and backup files are ignored. The loop ends
@@ -16,7 +16,8 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from fsmem.errors import RootNotFound
 from fsmem.store.cache import RACY_NS
@@ -25,9 +26,9 @@ from fsmem.store.files import TEMP_PREFIX
 from fsmem.store.paths import STATE_DIR
 
 if TYPE_CHECKING:
-    from fsmem.memory import Memory
+    from fsmem.store.catalog import Catalog
 
-DEFAULT_QUIET_SECONDS = 0.5
+DEFAULT_SETTLE_SECONDS = 0.5
 DEFAULT_CONSOLIDATE_AFTER = 60.0
 INDEX_FILE = "INDEX.md"
 SESSIONS_DIR = "sessions/"
@@ -117,21 +118,24 @@ class _Changes:
 
 
 def watch(
-    memory: Memory,
+    root: Path,
+    catalog: Catalog,
     *,
-    quiet: float = DEFAULT_QUIET_SECONDS,
+    settle: float = DEFAULT_SETTLE_SECONDS,
     log: Callable[[str], None] | None = None,
     stop: threading.Event | None = None,
     ready: threading.Event | None = None,
-    consolidate: bool = False,
+    write_index: Callable[[], bool] | None = None,
+    consolidate: Callable[[], Any] | None = None,
     consolidate_after: float = DEFAULT_CONSOLIDATE_AFTER,
 ) -> WatchStats:
-    """Watch `memory` until `stop` is set; returns what was done.
+    """Watch the memory at `root` until `stop` is set; returns what was done.
 
-    After each burst of changes INDEX.md is regenerated (when the memory is
-    writable for this agent). With `consolidate`, a consolidation runs once
-    session notes have changed and then stayed still for `consolidate_after`
-    seconds.
+    After each burst of changes, once the memory has been still for `settle`
+    seconds, the catalog re-reads the files named and `write_index` (None for
+    a read-only agent) regenerates INDEX.md. With `consolidate`, it is called
+    once session notes have changed and then stayed still for
+    `consolidate_after` seconds.
 
     `ready` is set once the observer runs and the cache has been brought up to
     date, so a caller (or a test) knows that later edits will be seen.
@@ -146,7 +150,8 @@ def watch(
 
     say = log or (lambda message: None)
     stop = stop or threading.Event()
-    root = str(memory.root)
+    root_path = Path(root)
+    root = str(root)
     changes = _Changes(root)
     stats = WatchStats()
 
@@ -165,26 +170,25 @@ def watch(
     observer.schedule(Handler(), root, recursive=True)
     observer.start()
     try:
-        files = memory.catalog.entries()
-        writable = not memory.budget.read_only
+        files = catalog.entries()
         extra = f"; consolidating {consolidate_after:g} s after session notes change" if consolidate else ""
-        say(f"watching {root} ({len(files)} memory files; quiet period {quiet:g} s{extra})")
-        if writable:
-            _write_index(memory, stats, say)
+        say(f"watching {root} ({len(files)} memory files; settle time {settle:g} s{extra})")
+        if write_index is not None:
+            _write_index(write_index, stats, say)
         if ready is not None:
             ready.set()
         while not stop.wait(_POLL_SECONDS):
             if not os.path.isdir(root):
                 raise RootNotFound(f"the memory root {root} disappeared (deleted, moved or unmounted); watch stopped")
-            pending = changes.take(quiet)
+            pending = changes.take(settle)
             if pending is not None:
-                racy = _flush(memory, *pending, stats=stats, say=say)
+                racy = _flush(root_path, catalog, *pending, stats=stats, say=say)
                 if racy:
-                    changes.retry(racy, after=RACY_NS / 1e9, quiet=quiet)
-                if writable and (pending[1] or pending[0] - {INDEX_FILE}):
-                    _write_index(memory, stats, say)
-            if consolidate and writable and changes.take_sessions(consolidate_after):
-                _consolidate(memory, stats, say, changes)
+                    changes.retry(racy, after=RACY_NS / 1e9, quiet=settle)
+                if write_index is not None and (pending[1] or pending[0] - {INDEX_FILE}):
+                    _write_index(write_index, stats, say)
+            if consolidate is not None and changes.take_sessions(consolidate_after):
+                _consolidate(consolidate, stats, say, changes)
     finally:
         observer.stop()
         observer.join(timeout=5)
@@ -193,10 +197,9 @@ def watch(
 
 
 def _flush(
-    memory: Memory, files: set[str], rescan: bool, *, stats: WatchStats, say: Callable[[str], None]
+    root: Path, catalog: Catalog, files: set[str], rescan: bool, *, stats: WatchStats, say: Callable[[str], None]
 ) -> list[str]:
     """Bring the cache up to date for the changed paths; returns those too recent to be stored yet."""
-    catalog = memory.catalog
     stats.flushes += 1
     stats.last_flush = time.monotonic()
     try:
@@ -205,14 +208,14 @@ def _flush(
             stats.rescans += 1
             stats.refreshed += len(files)
             say(f"folders changed: rescanned {total} memory files")
-            return _too_recent(memory, files)
+            return _too_recent(root, files)
         present, gone = [], []
         for rel in sorted(files):
-            path = memory.root / rel
+            path = root / rel
             (present if path.is_file() else gone).append(rel)
         for rel in present:
             try:
-                catalog.get(memory.root / rel)
+                catalog.get(root / rel)
             except FileNotFoundError:
                 gone.append(rel)
         if catalog.cache is not None and gone:
@@ -225,16 +228,16 @@ def _flush(
         if gone:
             parts.append(f"forgot {_names(gone)}")
         say("; ".join(parts))
-        return _too_recent(memory, present)
+        return _too_recent(root, present)
     except OSError as exc:
         stats.errors.append(str(exc))
         say(f"error while updating the cache: {exc}")
         return []
 
 
-def _write_index(memory: Memory, stats: WatchStats, say: Callable[[str], None]) -> None:
+def _write_index(write_index: Callable[[], bool], stats: WatchStats, say: Callable[[str], None]) -> None:
     try:
-        if memory.write_index():
+        if write_index():
             stats.index_writes += 1
             say("INDEX.md regenerated")
     except Exception as exc:  # a bad file must not stop the watcher; say what happened
@@ -242,11 +245,13 @@ def _write_index(memory: Memory, stats: WatchStats, say: Callable[[str], None]) 
         say(f"could not regenerate INDEX.md: {exc}")
 
 
-def _consolidate(memory: Memory, stats: WatchStats, say: Callable[[str], None], changes: _Changes) -> None:
+def _consolidate(
+    consolidate: Callable[[], Any], stats: WatchStats, say: Callable[[str], None], changes: _Changes
+) -> None:
     from fsmem.errors import LockTimeout
 
     try:
-        report = memory.consolidate()
+        report = consolidate()
     except LockTimeout as exc:
         say(f"consolidation deferred: {exc}")
         with changes.lock:  # try again after another quiet spell
@@ -261,13 +266,13 @@ def _consolidate(memory: Memory, stats: WatchStats, say: Callable[[str], None], 
     say(f"consolidated: {summary}")
 
 
-def _too_recent(memory: Memory, rels) -> list[str]:
+def _too_recent(root: Path, rels) -> list[str]:
     """Files modified inside the cache's racy window: stored only once they are older."""
     threshold = time.time_ns() - RACY_NS
     recent = []
     for rel in rels:
         try:
-            if os.stat(memory.root / rel).st_mtime_ns >= threshold:
+            if os.stat(root / rel).st_mtime_ns >= threshold:
                 recent.append(rel)
         except OSError:
             pass

@@ -8,6 +8,7 @@ import pytest
 
 from fsmem import Memory
 from fsmem.errors import InvalidArgument
+from fsmem.evaluation import evaluate
 from fsmem.evaluation.harness import ScoreStats, knee, load_evalset, parse_ks
 from fsmem.store.retrieval_log import records
 
@@ -53,7 +54,7 @@ def memory(tmp_path, monkeypatch):
 def test_small_eval_set_reports_recall_tokens_knee_dprime_and_empty_share(memory, tmp_path):
     path = tmp_path / "eval.yaml"
     path.write_text(EVALSET)
-    report = memory.evaluate(path, ks=[1, 2, 4])
+    report = evaluate(memory, path, sweep=[1, 2, 4])
     assert report.questions == 4 and report.gold_questions == 3 and report.empty_gold_questions == 1
     assert [row["k"] for row in report.per_k] == [1, 2, 4]
     assert [row["recall"] for row in report.per_k] == [1.0, 1.0, 1.0]
@@ -73,7 +74,7 @@ def test_jsonl_eval_set_and_a_miss(memory, tmp_path):
         {"question": "Who is the support engineer?", "gold": [{"text": "favourite food"}]},
     ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    report = memory.evaluate(path, ks=[1])
+    report = evaluate(memory, path, sweep=[1])
     assert report.per_k[0]["recall"] == 0.5 and report.empty_gold_correct is None
 
 
@@ -113,11 +114,11 @@ def run_cli(root, *args, pythonpath=()):
 def test_eval_cli_json_and_plot(memory, tmp_path):
     path = tmp_path / "eval.yaml"
     path.write_text(EVALSET)
-    done = run_cli(memory.root, "eval", str(path), "--k", "1,2", "--json")
+    done = run_cli(memory.root, "evaluate", str(path), "--sweep", "1,2", "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert [row["k"] for row in data["per_k"]] == [1, 2] and data["empty_gold_correct"] == 1.0
-    plot = run_cli(memory.root, "eval", str(path), "--k", "1,2,4", "--plot", str(tmp_path / "p.png"))
+    plot = run_cli(memory.root, "evaluate", str(path), "--sweep", "1,2,4", "--plot", str(tmp_path / "p.png"))
     assert plot.returncode == 0, plot.stderr
     png = (tmp_path / "p.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000  # a drawn figure, not an empty file
@@ -125,10 +126,10 @@ def test_eval_cli_json_and_plot(memory, tmp_path):
     shadow = tmp_path / "shadow"
     shadow.mkdir()
     (shadow / "matplotlib.py").write_text("raise ImportError('no matplotlib here')\n")
-    without = run_cli(memory.root, "eval", str(path), "--plot", str(tmp_path / "q.png"), pythonpath=[shadow])
+    without = run_cli(memory.root, "evaluate", str(path), "--plot", str(tmp_path / "q.png"), pythonpath=[shadow])
     assert without.returncode == 2 and "pip install matplotlib" in without.stderr
     assert not (tmp_path / "q.png").exists()
-    missing = run_cli(memory.root, "eval", str(tmp_path / "nope.yaml"))
+    missing = run_cli(memory.root, "evaluate", str(tmp_path / "nope.yaml"))
     assert missing.returncode == 2 and "does not exist" in missing.stderr
 
 
@@ -176,9 +177,9 @@ def test_locomo_importer_writes_dated_notes_and_an_eval_set_by_dialog_id(tmp_pat
     questions = [json.loads(line) for line in (tmp_path / "out" / "tiny.eval.jsonl").read_text().splitlines()]
     assert [q["gold"] for q in questions] == [[{"text": "[D1:1]"}], [{"text": "[D2:1]"}, {"text": "[D1:2]"}]]
     memory = Memory(tmp_path / "out" / "tiny")
-    report = memory.evaluate(tmp_path / "out" / "tiny.eval.jsonl", ks=[1, 2])
+    report = evaluate(memory, tmp_path / "out" / "tiny.eval.jsonl", sweep=[1, 2])
     assert report.per_k[-1]["recall"] == 1.0
-    hit = memory.search("Ann's dog name", k=1).hits[0]
+    hit = memory.search("Ann's dog name", max_results=1).hits[0]
     assert hit.path == "entities/people/ann.md"  # consolidated out of the session note
     assert hit.subject == "people/Ann" and "Comet. [D1:1]" in hit.text
 
@@ -189,5 +190,5 @@ def test_locomo_one_conversation_end_to_end(tmp_path):
 
     result = import_locomo(LOCOMO, tmp_path, samples=["conv-26"])
     assert result.sessions == 19 and result.turns == 419 and result.questions == 150
-    report = Memory(result.memories[0]).evaluate(result.evalsets[0], ks=[4, 30], max_tokens=2000)
+    report = evaluate(Memory(result.memories[0]), result.evalsets[0], sweep=[4, 30], max_tokens=2000)
     assert report.per_k[1]["recall"] > 0.75 and report.d_prime > 1.0

@@ -78,7 +78,7 @@ def test_grep_paths_and_front_matter_filters(demo_memory):
 
 
 def test_grep_context_lines(demo_memory):
-    result = demo_memory.grep("payment terms", context=1)
+    result = demo_memory.grep("payment terms", context_lines=1)
     match = result.matches[0]
     assert match.before == [(16, "- invoice format: PDF, emailed to the billing contact")]
     assert match.after == [(18, "")]
@@ -188,7 +188,7 @@ def test_grep_small_read_chunks_give_the_same_answer(empty_memory, monkeypatch):
 
 def test_grep_context_lines_survive_client_side_ordering(empty_memory):
     _many_files(empty_memory, count=6)
-    result = empty_memory.grep("needle 5-3", context=1)
+    result = empty_memory.grep("needle 5-3", context_lines=1)
     assert [(m.line, m.before, m.after) for m in result.matches] == [
         (7, [(6, "- line 2: needle 5-2")], [(8, "- line 4: needle 5-4")])
     ]

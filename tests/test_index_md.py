@@ -23,7 +23,7 @@ def demo(tmp_path, monkeypatch) -> Memory:
 
 
 def test_index_lists_entities_by_kind_then_topics(demo):
-    assert demo.write_index() is True
+    assert demo.index().changed is True
     text = (demo.root / "INDEX.md").read_text()
     assert text.startswith("---\ntitle: Index\n")
     body = text.split("overwritten.\n", 1)[1]
@@ -40,7 +40,7 @@ def test_index_lists_entities_by_kind_then_topics(demo):
         "- [Deployments](topics/deployments.md): When and how we deploy, freezes, and the rollback rule\n"
     )
     mtime = (demo.root / "INDEX.md").stat().st_mtime_ns
-    assert demo.write_index() is False
+    assert demo.index().changed is False
     assert (demo.root / "INDEX.md").stat().st_mtime_ns == mtime
 
 
@@ -49,7 +49,7 @@ def test_document_without_description_is_summarised_by_its_current_facts(demo):
     path.write_text(
         "---\ntitle: Office\n---\n# Office\n\n## Facts\n- address: 1 Main St\n- floor: 3\n\n## Superseded\n- floor: 2 (2026-01-01 to 2026-02-01, sessions/a.md)\n"
     )
-    demo.write_index()
+    demo.index()
     assert "- [Office](topics/office.md): address: 1 Main St; floor: 3\n" in (demo.root / "INDEX.md").read_text()
 
 

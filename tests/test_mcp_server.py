@@ -44,7 +44,7 @@ def text_of(result) -> str:
 def test_list_and_call_every_tool_over_stdio(tmp_path):
     root = build_memory(tmp_path)
     calls = [
-        ("list", {"path": "entities/people"}),
+        ("ls", {"path": "entities/people"}),
         ("grep", {"pattern": "proration", "ignore_case": True}),
         ("read", {"path": "topics/billing.md", "lines": "14:17"}),
         ("note", {"text": "- employer: Globex", "subject": "people/Adam Smith"}),

@@ -562,7 +562,7 @@ def test_logged_arguments_are_shortened(tmp_path: Path) -> None:
     tool = MemoryTool(tmp_path / "base", state_dir=tmp_path / "state")
     tool.create("/memories/big.txt", "x" * 5000)
     record = json.loads((tmp_path / "state" / "logs" / "retrieval.jsonl").read_text())
-    assert record["arguments"]["file_text"] == "x" * 200 + "…(5000 chars)"
+    assert record["arguments"]["file_text"] == "x" * 200 + "… (5000 chars)"
 
 
 # -- fsmem additions: agents and fsmem over the same folder ----------------------------
@@ -608,7 +608,7 @@ def test_fsmem_accessor(tmp_path: Path) -> None:
 
 def test_memory_method_maps_memories_onto_the_root(fsmem_memory: Path) -> None:
     memory = Memory(fsmem_memory / "memories", agent="researcher")
-    tool = memory.memory_tool()
+    tool = MemoryTool.over(memory)
     assert tool.memory_root == memory.root and tool.max_tokens == 4000
     assert tool.create("/memories/topics/x.md", "- fact: x\n") == "File created successfully at: /memories/topics/x.md"
     assert "/memories/topics/x.md" in tool.view("/memories")
@@ -618,7 +618,9 @@ def test_memory_method_maps_memories_onto_the_root(fsmem_memory: Path) -> None:
     records = (memory.root / ".fsmem" / "logs" / "retrieval.jsonl").read_text().splitlines()
     assert [json.loads(r)["tool"] for r in records] == ["memory.create", "memory.view", "memory.view", "memory.view"]
     assert {json.loads(r)["agent"] for r in records} == {"researcher"}
-    assert memory.memory_tool(max_tokens=50).max_tokens == 50
+    assert MemoryTool.over(memory, max_tokens=50).max_tokens == 50
+    with pytest.warns(DeprecationWarning, match=r"Memory.memory_tool\(\) is deprecated"):
+        assert memory.memory_tool(max_tokens=50).max_tokens == 50  # the 0.1 spelling, kept for one release
 
 
 def test_make_private_dirs_leaves_existing_folders(tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ def last_record(memory):
 
 
 def test_recall_searches_when_no_rule_applies(memory):
-    result = memory.recall("how is proration computed", context="we talked about the weather")
+    result = memory.recall("how is proration computed", seen="we talked about the weather")
     assert not result.skipped and result.reason is None
     assert [h.location for h in result.result.hits] == ["billing.md:6"]
     record = last_record(memory)
@@ -54,9 +54,9 @@ def test_skip_when_the_turn_budget_is_spent(memory):
 
 def test_skip_when_the_query_is_already_in_context(memory):
     context = "User: How is proration computed?\nAssistant: daily, for seat changes."
-    assert memory.recall("how is proration computed", context=context).reason == "in_context"
-    assert memory.recall("how is prorration computed", context=context).reason == "in_context"  # fuzzy
-    assert not memory.recall("seat change proration", context="unrelated chatter about lunch").skipped
+    assert memory.recall("how is proration computed", seen=context).reason == "in_context"
+    assert memory.recall("how is prorration computed", seen=context).reason == "in_context"  # fuzzy
+    assert not memory.recall("seat change proration", seen="unrelated chatter about lunch").skipped
 
 
 def test_skip_when_nothing_was_written_within_the_horizon(memory):

@@ -68,7 +68,7 @@ def locations(result):
 
 
 def test_fact_is_found_through_its_context(memory):
-    result = memory.search("what sport does the goaltender play", k=1)
+    result = memory.search("what sport does the goaltender play", max_results=1)
     assert locations(result) == ["topics/goaltender.md:10"]
     hit = result.hits[0]
     assert hit.text == "- sport: pesäpallo" and hit.kind == "fact"
@@ -77,9 +77,9 @@ def test_fact_is_found_through_its_context(memory):
 
 
 def test_superseded_rows_are_left_out_unless_asked(memory):
-    plain = memory.search("goaltender ice hockey", k=10)
+    plain = memory.search("goaltender ice hockey", max_results=10)
     assert "topics/goaltender.md:14" not in locations(plain)
-    wider = memory.search("goaltender ice hockey", k=10, include_superseded=True)
+    wider = memory.search("goaltender ice hockey", max_results=10, include_superseded=True)
     assert locations(wider)[0] == "topics/goaltender.md:14"
     assert wider.hits[0].superseded and "[superseded]" in wider.to_text()
 
@@ -93,16 +93,16 @@ def test_threshold_gives_an_empty_answer_not_near_misses(memory):
 
 
 def test_budget_fits_whole_rows_and_counts_left_out(memory):
-    full = memory.search("billing", k=50)
+    full = memory.search("billing", max_results=50)
     assert len(full.hits) >= 4
-    small = memory.search("billing", k=50, max_tokens=full.hits[0].tokens + full.hits[1].tokens)
+    small = memory.search("billing", max_results=50, max_tokens=full.hits[0].tokens + full.hits[1].tokens)
     assert len(small.hits) == 2 and small.truncated and small.left_out == len(full.hits) - 2
     assert small.cut_by == "tokens"
     assert [h.text for h in small.hits] == [h.text for h in full.hits[:2]]  # never a row cut
     assert memory.tokens.count("\n".join(small.body_lines())) <= small.tokens
-    capped = memory.search("billing", k=1)
-    assert len(capped.hits) == 1 and capped.left_out == len(full.hits) - 1 and capped.cut_by == "k"
-    assert "left out by the row limit (--k)" in capped.to_text()
+    capped = memory.search("billing", max_results=1)
+    assert len(capped.hits) == 1 and capped.left_out == len(full.hits) - 1 and capped.cut_by == "results"
+    assert "left out by the result limit. Continue with --offset 1" in capped.to_text()
 
 
 def test_front_matter_filters_apply_before_ranking(memory):
@@ -114,7 +114,7 @@ def test_front_matter_filters_apply_before_ranking(memory):
 
 
 def test_near_spelling_matches_with_rapidfuzz(memory):
-    assert locations(memory.search("prorration", k=1)) == ["topics/billing.md:12"]
+    assert locations(memory.search("prorration", max_results=1)) == ["topics/billing.md:12"]
 
 
 def test_index_follows_writes_human_edits_and_deletion(memory):
@@ -205,16 +205,16 @@ def test_generated_index_and_consolidated_notes_are_not_ranked_twice(memory):
     assert before and before[0].startswith("sessions/")
     memory.consolidate()
     assert (memory.root / "INDEX.md").exists()
-    after = [h.path for h in memory.search("walrus colony pier", k=10).hits]
+    after = [h.path for h in memory.search("walrus colony pier", max_results=10).hits]
     assert after[0] == "topics/wildlife.md"
     assert not any(p.startswith("sessions/") or p == "INDEX.md" for p in after)
-    hit = memory.search("walrus colony pier", k=1).hits[0]
+    hit = memory.search("walrus colony pier", max_results=1).hits[0]
     assert hit.text == "- The walrus colony moved to the north pier. (2026-01-10)"  # citation cut to its date
     assert hit.sources == ["sessions/2026/01/10/s1.md"]
     full = memory.read(hit.path, lines=str(hit.line)).lines[0][1]
     assert full == "- The walrus colony moved to the north pier. (2026-01-10, sessions/2026/01/10/s1.md)"
     memory.note("- A second walrus colony appeared at the south pier.", session="s1", subject="topic/Wildlife")
-    grown = [h.path for h in memory.search("second walrus colony south", k=10).hits]
+    grown = [h.path for h in memory.search("second walrus colony south", max_results=10).hits]
     assert grown[0].startswith("sessions/")  # a note that grew after consolidation is searched again
 
 
@@ -239,7 +239,7 @@ def test_usage_from_the_retrieval_log_breaks_a_tie(memory):
 
 
 def test_each_search_is_logged_with_the_shared_fields(memory):
-    result = Memory(memory.root, agent="researcher").search("proration", k=2)
+    result = Memory(memory.root, agent="researcher").search("proration", max_results=2)
     record = list(records(memory.root))[-1]
     assert set(record) == {
         "time",
@@ -254,14 +254,14 @@ def test_each_search_is_logged_with_the_shared_fields(memory):
         "empty",
     }
     assert record["agent"] == "researcher" and record["tool"] == "search"
-    assert record["arguments"]["query"] == "proration" and record["arguments"]["k"] == 2
+    assert record["arguments"]["query"] == "proration" and record["arguments"]["max_results"] == 2
     assert record["paths"] == locations(result) and record["rows"] == len(result.hits)
     assert record["tokens"] == result.tokens and record["empty"] is False
 
 
 def test_agent_budget_caps_k(memory):
     reviewer = Memory(memory.root, agent="reviewer")  # max_results 20, max_tokens 1000
-    assert reviewer.search("billing", k=500).tokens <= 1000
+    assert reviewer.search("billing", max_results=500).tokens <= 1000
 
 
 def run_cli(root, *args, input=None):

@@ -45,11 +45,11 @@ def test_stats_match_the_calls_made(root):
         tools.call(researcher, "grep", {"pattern": 5}),
         tools.call(researcher, "read", {"path": "topics/billing.md"}),
         tools.call(reviewer, "read", {"path": "topics/billing.md", "lines": "1:3"}),
-        tools.call(reviewer, "list", {}),
+        tools.call(reviewer, "ls", {}),
     ]
     result = researcher.stats()
     by_tool = {t.tool: t for t in result.tools}
-    assert [t.tool for t in result.tools] == ["grep", "read", "list"]
+    assert [t.tool for t in result.tools] == ["grep", "read", "ls"]
     assert result.calls == 7
     latencies = {name: [r["latency_ms"] for r in retrieval_log.records(root) if r["tool"] == name] for name in by_tool}
     for name, figures in by_tool.items():
@@ -66,7 +66,7 @@ def test_stats_match_the_calls_made(root):
     assert (grep.empty_share, grep.truncated_share, grep.error_share) == (0.25, 0.25, 0.25)
 
     only_reviewer = researcher.stats(agent="reviewer")
-    assert [(t.tool, t.calls) for t in only_reviewer.tools] == [("read", 1), ("list", 1)]
+    assert [(t.tool, t.calls) for t in only_reviewer.tools] == [("read", 1), ("ls", 1)]
 
 
 def test_since_filter_and_skip_share_of_recall_records(root):

@@ -54,11 +54,11 @@ def log_records(root: Path) -> list[dict[str, Any]]:
 
 # -- definitions ------------------------------------------------------------------
 
-EXPECTED = ["list", "grep", "read", "note", "write", "edit"]
+EXPECTED = ["ls", "grep", "read", "note", "write", "edit"]
 
 
 def expected_names(memory: Memory, writes: bool = True) -> list[str]:
-    names = EXPECTED if writes else ["list", "grep", "read"]
+    names = EXPECTED if writes else ["ls", "grep", "read"]
     if callable(getattr(memory, "search", None)):  # the search tool appears once Memory.search exists
         names = names[:3] + ["search"] + names[3:]
     return names
@@ -113,7 +113,7 @@ def test_schemas_come_from_the_signatures(root):
 def test_descriptions_say_how_to_continue_after_a_cut():
     assert "offset N" in tools.REGISTRY["grep"].description
     assert "lines 'A:'" in tools.REGISTRY["read"].description
-    assert "left out" in tools.REGISTRY["list"].description
+    assert "left out" in tools.REGISTRY["ls"].description
     assert "exactly once" in tools.REGISTRY["edit"].description
 
 
@@ -126,7 +126,7 @@ def test_unknown_format_is_an_error(root):
 
 
 def test_list(root):
-    answer = tools.call(Memory(root), "list", {"path": "entities/people"})
+    answer = tools.call(Memory(root), "ls", {"path": "entities/people"})
     assert not answer.is_error
     assert answer.paths == ["entities/people/adam-smith.md", "entities/people/maria-lopez.md"]
     assert answer.rows == 2 and not answer.empty and not answer.truncated
@@ -219,9 +219,9 @@ BAD_CALLS = [
     ("grep", {"pattern": "a", "paths": [1]}, "error: argument 'paths' must be an array of strings"),
     ("grep", {"pattern": "(unclosed"}, None),  # ripgrep's own message; checked below
     (
-        "list",
+        "ls",
         {"folder": "topics"},
-        "error: unknown argument 'folder' for list; its arguments are: path, depth, type, tag, updated_after, max_results",
+        "error: unknown argument 'folder' for ls; its arguments are: path, depth, type, tag, updated_after, offset, max_results",
     ),
     (
         "note",
@@ -298,7 +298,7 @@ def test_answers_never_exceed_the_agents_budget(root):
         "---\ntitle: Long\n---\n" + "".join(f"- fact {i}: value number {i} with some more words\n" for i in range(3000))
     )
     calls = [
-        ("list", {}),
+        ("ls", {}),
         ("grep", {"pattern": "fact"}),
         ("grep", {"pattern": "e", "context": 3}),
         ("read", {"path": "topics/long.md"}),
@@ -306,7 +306,7 @@ def test_answers_never_exceed_the_agents_budget(root):
         ("read", {"path": "topics/long.md", "lines": "2000:"}),
         ("grep", {"pattern": "fact", "offset": 2990}),
         ("edit", {"path": "topics/long.md", "old": "- fact", "new": "x"}),  # an error text, also bounded
-        ("list", {"folder": "x" * 500}),
+        ("ls", {"folder": "x" * 500}),
     ]
     for agent in ("tiny", "reviewer", None):
         memory = Memory(root, agent=agent)
@@ -314,7 +314,7 @@ def test_answers_never_exceed_the_agents_budget(root):
             answer = tools.call(memory, name, arguments)
             assert answer.tokens == memory.tokens.count(answer.text)
             assert answer.tokens <= memory.budget.max_tokens, (agent, name, answer.text)
-            if name in ("list", "grep") and not answer.is_error:
+            if name in ("ls", "grep") and not answer.is_error:
                 assert answer.rows <= memory.budget.max_results
     tiny = Memory(root, agent="tiny")
     page = tools.call(tiny, "read", {"path": "topics/long.md"})
@@ -448,7 +448,7 @@ def test_openai_example_loop_with_a_scripted_model(root):
 
     model = ScriptedChatModel(
         steps=[
-            Step("list", {"path": "entities/people"}, contains("entities/people/adam-smith.md", "[files 1-2 of 2]")),
+            Step("ls", {"path": "entities/people"}, contains("entities/people/adam-smith.md", "[files 1-2 of 2]")),
             Step("grep", '{"pattern": "payment terms"}', contains("topics/billing.md:", "17:- payment terms: net 30")),
             Step("read", {"path": "topics/billing.md", "lines": "14:17"}, contains("    17\t- payment terms: net 30")),
             Step("read", {"path": "../secrets.md"}, contains("error: path '../secrets.md' escapes the memory root")),
@@ -472,4 +472,4 @@ def test_openai_example_loop_with_a_scripted_model(root):
     first = model.requests[0]
     assert first["tools"] == tools.definitions(memory, format="openai")
     assert "## profile/team.md" in first["messages"][0]["content"]  # the pre-injected context
-    assert [r["tool"] for r in log_records(root)] == ["list", "grep", "read", "read", "note", "edit"]
+    assert [r["tool"] for r in log_records(root)] == ["ls", "grep", "read", "read", "note", "edit"]

@@ -51,7 +51,7 @@ def watching(tmp_path):
 
     def run():
         try:
-            outcome["stats"] = Memory(memory.root).watch(quiet=0.1, log=log.append, stop=stop, ready=ready)
+            outcome["stats"] = Memory(memory.root).watch(settle=0.1, log=log.append, stop=stop, ready=ready)
         except Exception as exc:  # handed to the test
             outcome["error"] = exc
 
@@ -123,7 +123,7 @@ def test_root_disappearing_stops_with_a_clear_error(tmp_path):
 
     def run():
         try:
-            memory.watch(quiet=0.1, stop=stop, ready=ready)
+            memory.watch(settle=0.1, stop=stop, ready=ready)
         except RootNotFound as exc:
             outcome["error"] = str(exc)
 
@@ -141,7 +141,7 @@ def test_cli_watch_exits_cleanly_on_sigterm_and_ctrl_c(tmp_path):
     memory = Memory.init(tmp_path / "mem")
     for sig in (signal.SIGTERM, signal.SIGINT):
         proc = subprocess.Popen(
-            [str(Path(sys.executable).with_name("fsmem")), "--root", str(memory.root), "watch", "--quiet", "0.1"],
+            [str(Path(sys.executable).with_name("fsmem")), "--root", str(memory.root), "watch", "--settle", "0.1"],
             stderr=subprocess.PIPE,
             text=True,
         )
@@ -157,7 +157,7 @@ def _start(memory, **kwargs):
     stop, ready = threading.Event(), threading.Event()
     log: list[str] = []
     thread = threading.Thread(
-        target=lambda: Memory(memory.root).watch(quiet=0.1, log=log.append, stop=stop, ready=ready, **kwargs),
+        target=lambda: Memory(memory.root).watch(settle=0.1, log=log.append, stop=stop, ready=ready, **kwargs),
         daemon=True,
     )
     thread.start()

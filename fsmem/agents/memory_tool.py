@@ -21,14 +21,15 @@ import errno
 import os
 import shutil
 import stat
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fsmem.config import CONFIG_FILE, Budget, Config
+from fsmem.budget import Budget, Meter
+from fsmem.config import CONFIG_FILE, Config
 from fsmem.errors import FsmemError, InvalidArgument, MemoryToolError, PathEscape, RootNotFound
+from fsmem.store import retrieval_log
 from fsmem.store.files import atomic_write, file_lock, fsync_dir
 from fsmem.store.paths import STATE_DIR, resolve
 
@@ -43,7 +44,6 @@ LINE_NUMBER_WIDTH = len(str(MAX_LINES))
 DIR_MODE = 0o700  # memories are private: owner only, whatever the umask
 FILE_MODE = 0o600
 _TRAILER_RESERVE = 45  # tokens kept free for the line that says where a cut view goes on
-_LOGGED_ARGUMENT_CHARS = 200
 
 
 class _Missing(MemoryToolError):
@@ -128,6 +128,22 @@ class MemoryTool:
         self._load_budget()
         self._tokens: TokenCounter | None = None
         self._memory: Memory | None = None
+
+    @classmethod
+    def over(cls, memory: Memory, *, max_tokens: int | None = None) -> MemoryTool:
+        """The commands with `/memories` mapped onto `memory`'s root.
+
+        Answers are capped at its agent's budget (or less, with `max_tokens`);
+        writes honour its read-only flag; every call is logged to
+        `.fsmem/logs/retrieval.jsonl`.
+        """
+        return cls(
+            memory_root=memory.root,
+            agent=memory.agent,
+            max_tokens=memory.budget.narrowed(max_tokens).max_tokens,
+            state_dir=memory.root / STATE_DIR,
+            create_root=False,
+        )
 
     def _load_budget(self) -> None:
         """The agent's budget from the folder's fsmem.yaml (none without an agent or a config); max_tokens may narrow it."""
@@ -460,23 +476,32 @@ class MemoryTool:
 
     # -- plumbing -----------------------------------------------------------------
     def _run(self, command: str, arguments: dict[str, Any], action: Callable[[], _Answer]) -> str:
-        started = time.perf_counter()
-        try:
-            if self._lazy_root:
-                self.ensure_root()
-            answer = action()
-        except MemoryToolError as exc:
-            self._log(command, arguments, started, error=exc)
-            raise
-        except FsmemError as exc:  # a lock timeout or a config problem: still one message for the model
-            error = MemoryToolError(str(exc))
-            self._log(command, arguments, started, error=error)
-            raise error from exc
-        except (OSError, UnicodeError) as exc:
-            error = MemoryToolError(_os_error_message(command, arguments, exc))
-            self._log(command, arguments, started, error=error)
-            raise error from exc
-        self._log(command, arguments, started, answer=answer)
+        logged = None
+        if self.state_dir is not None:  # nothing is logged without a state folder
+            logged = retrieval_log.LoggedCall(
+                self.memory_root,
+                agent=self.agent,
+                tool=f"memory.{command}",
+                arguments={name: value for name, value in arguments.items() if value is not None},
+                state=self.state_dir,
+            )
+        with logged if logged is not None else contextlib.nullcontext():
+            try:
+                if self._lazy_root:
+                    self.ensure_root()
+                answer = action()
+            except MemoryToolError as exc:
+                self._log(logged, command, error=exc)
+                raise
+            except FsmemError as exc:  # a lock timeout or a config problem: still one message for the model
+                error = MemoryToolError(str(exc))
+                self._log(logged, command, error=error)
+                raise error from exc
+            except (OSError, UnicodeError) as exc:
+                error = MemoryToolError(_os_error_message(command, arguments, exc))
+                self._log(logged, command, error=error)
+                raise error from exc
+            self._log(logged, command, answer=answer)
         return answer.text
 
     def _require_writable(self, command: str) -> None:
@@ -543,21 +568,26 @@ class MemoryTool:
         assert cap is not None
         if len(answer.text.encode("utf-8")) <= cap:  # a token is at least one byte
             return
-        budget = cap - self.tokens.count(header) - _TRAILER_RESERVE
+        meter = Meter(self.tokens.count, max_tokens=cap, reserve=self.tokens.count(header) + _TRAILER_RESERVE)
         kept: list[str] = []
-        spent = 0
         for line in numbered:
-            cost = self.tokens.count(line + "\n")
-            if spent + cost > budget:
+            if not meter.take_text(line):
                 break
             kept.append(line)
-            spent += cost
         if len(kept) == len(numbered) and self._fits(answer.text):
             return
         last_asked = first + len(numbered) - 1
         note = ""
         if not kept:  # one line longer than the whole budget: show its start, so paging still moves on
-            kept = [self.tokens.truncate(numbered[0], max(budget, 1))]
+            head = meter.head_that_fits(numbered[0], lambda part: part, truncate=self.tokens.truncate)
+            if head is None:
+                answer.text = header + (
+                    f"[this view stops at {cap} tokens, too few to show line {first}; "
+                    "ask again with a larger max_tokens]"
+                )
+                answer.truncated, answer.rows, answer.lines = True, 0, None
+                return
+            kept = [head]
             note = f" (line {first} is longer than that and is shown cut)"
 
         def render(lines: list[str]) -> str:
@@ -583,15 +613,13 @@ class MemoryTool:
             return
         cap = self.max_tokens
         assert cap is not None
-        budget = cap - self.tokens.count(header + "\n") - _TRAILER_RESERVE
-        kept: list[str] = []
-        spent = 0
-        for row in rows:
-            cost = self.tokens.count(row + "\n")
-            if spent + cost > budget and kept:
+        meter = Meter(self.tokens.count, max_tokens=cap, reserve=self.tokens.count(header + "\n") + _TRAILER_RESERVE)
+        kept = rows[:1]  # the folder itself is always named
+        meter.take_text(rows[0])
+        for row in rows[1:]:
+            if not meter.take_text(row):
                 break
             kept.append(row)
-            spent += cost
         entries = len(kept) - 1
         answer.text = (
             header
@@ -604,34 +632,25 @@ class MemoryTool:
 
     def _log(
         self,
+        logged: retrieval_log.LoggedCall | None,
         command: str,
-        arguments: dict[str, Any],
-        started: float,
         *,
         answer: _Answer | None = None,
         error: MemoryToolError | None = None,
     ) -> None:
-        if self.state_dir is None:
+        if logged is None:
             return
-        from fsmem.store import retrieval_log
-
         text = answer.text if answer is not None else str(error)
-        record: dict[str, Any] = {
-            "agent": self.agent,
-            "tool": f"memory.{command}",
-            "arguments": {name: _shorten(value) for name, value in arguments.items() if value is not None},
-            "paths": answer.paths if answer is not None else [],
-            "rows": answer.rows if answer is not None else 0,
-            "tokens": self.tokens.count(text),
-            "latency_ms": round((time.perf_counter() - started) * 1000, 3),
-            "truncated": answer.truncated if answer is not None else False,
-            "empty": isinstance(error, _Missing) or (answer is not None and command == "view" and answer.rows == 0),
-        }
-        if answer is not None and answer.lines is not None:
-            record["lines"] = answer.lines
-        if error is not None:
-            record["error"] = str(error)
-        retrieval_log.append(self.memory_root, record, state=self.state_dir)
+        extra: dict[str, Any] = {"lines": answer.lines} if answer is not None and answer.lines is not None else {}
+        logged.done(
+            paths=answer.paths if answer is not None else [],
+            rows=answer.rows if answer is not None else 0,
+            tokens=self.tokens.count(text),
+            truncated=answer.truncated if answer is not None else False,
+            empty=isinstance(error, _Missing) or (answer is not None and command == "view" and answer.rows == 0),
+            error=str(error) if error is not None else None,
+            **extra,
+        )
 
 
 def _occurrences(content: str, needle: str) -> Iterator[int]:
@@ -640,12 +659,6 @@ def _occurrences(content: str, needle: str) -> Iterator[int]:
     while at != -1:
         yield at
         at = content.find(needle, at + 1)
-
-
-def _shorten(value: Any) -> Any:
-    if isinstance(value, str) and len(value) > _LOGGED_ARGUMENT_CHARS:
-        return value[:_LOGGED_ARGUMENT_CHARS] + f"…({len(value)} chars)"
-    return value
 
 
 def _os_error_message(command: str, arguments: Mapping[str, Any], exc: BaseException) -> str:

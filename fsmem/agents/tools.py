@@ -13,18 +13,17 @@ good or bad, appends one record to the retrieval log.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any
 
 from fsmem.agents.registry import FORMATS, REGISTRY, Param, Reply, Tool, json_type_name, tool, validate
+from fsmem.budget import fit_text
 from fsmem.errors import FsmemError, InvalidArgument, ReadOnly
 from fsmem.memory import Memory
 from fsmem.store import retrieval_log
 
 # Tokens kept back from a tool's content for its trailer lines and the guard note.
 TRAILER_RESERVE = 48
-_LOGGED_STRING_CHARS = 200
 
 
 @dataclass
@@ -50,10 +49,21 @@ class ToolAnswer:
 # -- the tools ---------------------------------------------------------------------
 
 PathArg = Annotated[str, Param("Path of a memory file relative to the memory root, such as 'topics/billing.md'")]
+# One declaration per idea, shared by every tool that has it (the CLI's option groups say the same).
+TypeFilter = Annotated[
+    str | None, Param("Only files whose front matter type is this: semantic, episodic or procedural")
+]
+TagFilter = Annotated[list[str] | None, Param("Only files carrying all of these tags")]
+UpdatedAfter = Annotated[str | None, Param("Only files updated after this ISO 8601 date or time, such as '2026-11-01'")]
+IncludeSuperseded = Annotated[bool, Param("Also include facts that newer facts replaced (history)")]
+Offset = Annotated[
+    int, Param("Skip this many results: the next page of a cut answer, as its last line says", minimum=0)
+]
+MaxResults = Annotated[int | None, Param("At most this many results (your budget caps it anyway)", minimum=1)]
 
 
-@tool("list")
-def list_files(
+@tool("ls")
+def ls(
     memory: Memory,
     path: Annotated[
         str | None,
@@ -64,14 +74,11 @@ def list_files(
     depth: Annotated[
         int | None, Param("Only files at most this many folders below path (1 = directly in it)", minimum=1)
     ] = None,
-    type: Annotated[
-        str | None, Param("Only files whose front matter type is this: semantic, episodic or procedural")
-    ] = None,
-    tag: Annotated[list[str] | None, Param("Only files carrying all of these tags")] = None,
-    updated_after: Annotated[
-        str | None, Param("Only files updated after this ISO 8601 date or time, such as '2026-11-01'")
-    ] = None,
-    max_results: Annotated[int | None, Param("At most this many rows (your budget caps it anyway)", minimum=1)] = None,
+    type: TypeFilter = None,
+    tag: TagFilter = None,
+    updated_after: UpdatedAfter = None,
+    offset: Offset = 0,
+    max_results: MaxResults = None,
     *,
     max_tokens: int,
 ) -> Reply:
@@ -80,7 +87,8 @@ def list_files(
     Use it first, to see what the memory holds and which file to read: profile/ (the always-on core),
     entities/<kind>/<name>.md (people, projects, orgs...), topics/<name>.md, sessions/YYYY/MM/DD/ (dated notes).
     The answer is capped by your budget in rows and tokens; its last line says how many files were left out.
-    When files were left out, call list again with a narrower path, or with type, tag or updated_after.
+    When it says 'Continue with --offset N', call ls again with offset N, or narrow with path, type, tag or
+    updated_after.
     """
     listing = memory.ls(
         path,
@@ -88,6 +96,7 @@ def list_files(
         type=type,
         tag=tag,
         updated_after=updated_after,
+        offset=offset,
         max_results=max_results,
         max_tokens=max_tokens,
     )
@@ -110,17 +119,13 @@ def grep(
     ignore_case: Annotated[bool, Param("Match regardless of case")] = False,
     fixed_strings: Annotated[bool, Param("Take pattern as plain text, not a regular expression")] = False,
     word: Annotated[bool, Param("Match whole words only")] = False,
-    context: Annotated[int, Param("Also show this many lines before and after each match", minimum=0)] = 0,
-    type: Annotated[
-        str | None, Param("Only files whose front matter type is this: semantic, episodic or procedural")
-    ] = None,
-    tag: Annotated[list[str] | None, Param("Only files carrying all of these tags")] = None,
-    updated_after: Annotated[str | None, Param("Only files updated after this ISO 8601 date or time")] = None,
-    include_superseded: Annotated[bool, Param("Also match facts that newer facts replaced (history)")] = False,
-    offset: Annotated[int, Param("Skip this many matches: the next page of a cut answer", minimum=0)] = 0,
-    max_results: Annotated[
-        int | None, Param("At most this many matches (your budget caps it anyway)", minimum=1)
-    ] = None,
+    context_lines: Annotated[int, Param("Also show this many lines before and after each match", minimum=0)] = 0,
+    type: TypeFilter = None,
+    tag: TagFilter = None,
+    updated_after: UpdatedAfter = None,
+    include_superseded: IncludeSuperseded = False,
+    offset: Offset = 0,
+    max_results: MaxResults = None,
     *,
     max_tokens: int,
 ) -> Reply:
@@ -129,7 +134,7 @@ def grep(
     Use it when you can name what you look for: a name, a word, a key such as '- employer:'. Then read around
     a match (read with lines). The last line gives the true total of matches. When it says 'Continue with
     --offset N', call grep again with offset N for the next page, or narrow pattern or paths. '(no matches)'
-    means the memory holds no such text: try other words or list, rather than the same pattern again.
+    means the memory holds no such text: try other words or ls, rather than the same pattern again.
     Facts replaced by newer ones are left out unless include_superseded is true.
     """
     result = memory.grep(
@@ -138,7 +143,7 @@ def grep(
         ignore_case=ignore_case,
         fixed_strings=fixed_strings,
         word=word,
-        context=context,
+        context_lines=context_lines,
         type=type,
         tag=tag,
         updated_after=updated_after,
@@ -152,7 +157,7 @@ def grep(
         rows=len(result.matches),
         paths=[f"{m.path}:{m.line}" for m in result.matches],
         truncated=result.truncated,
-        empty=result.total_matches == 0,
+        empty=result.total == 0,
     )
 
 
@@ -162,8 +167,10 @@ def read(
     path: PathArg,
     lines: Annotated[str | None, Param("Only these lines: 'A:B', 'A:' (from A on) or 'A' (one line)")] = None,
     section: Annotated[str | None, Param("Only the section under this heading, such as 'Facts'")] = None,
-    outline: Annotated[bool, Param("Only the headings, with their line ranges and token counts")] = False,
-    include_superseded: Annotated[bool, Param("Also show facts that newer facts replaced (history)")] = False,
+    outline: Annotated[
+        bool, Param("Only the headings (within lines, if given), with their line ranges and token counts")
+    ] = False,
+    include_superseded: IncludeSuperseded = False,
     *,
     max_tokens: int,
 ) -> Reply:
@@ -190,36 +197,37 @@ def read(
 def search(
     memory: Memory,
     query: Annotated[str, Param("What you are looking for, in your own words")],
-    k: Annotated[int | None, Param("At most this many results (your budget caps it anyway)", minimum=1)] = None,
-    type: Annotated[
-        str | None, Param("Only files whose front matter type is this: semantic, episodic or procedural")
-    ] = None,
-    tag: Annotated[list[str] | None, Param("Only files carrying all of these tags")] = None,
-    updated_after: Annotated[str | None, Param("Only files updated after this ISO 8601 date or time")] = None,
-    include_superseded: Annotated[bool, Param("Also rank facts that newer facts replaced (history)")] = False,
+    type: TypeFilter = None,
+    tag: TagFilter = None,
+    updated_after: UpdatedAfter = None,
+    include_superseded: IncludeSuperseded = False,
+    offset: Offset = 0,
+    max_results: MaxResults = None,
     *,
     max_tokens: int,
 ) -> Reply:
     """Ranked search: the facts, bullets and paragraphs most relevant to a description, each with path and line.
 
     Use it when you cannot name the exact words for grep. Results are whole rows, best first, within your
-    token budget; the answer says how many were left out. An empty answer means nothing relevant is stored:
-    do not repeat the same query. Read around a result with read (path, lines).
+    token budget; the answer says how many were left out and the offset that shows them. An empty answer
+    means nothing relevant is stored: do not repeat the same query. Read around a result with read (path, lines).
     """
-    filters = {"k": k, "type": type, "tag": tag, "updated_after": updated_after}
     result = memory.search(
         query,
+        type=type,
+        tag=tag,
+        updated_after=updated_after,
         include_superseded=include_superseded,
+        offset=offset,
+        max_results=max_results,
         max_tokens=max_tokens,
-        **{key: value for key, value in filters.items() if value is not None},
     )
-    rows = result.to_dict().get("results") or []
     return Reply(
         result.to_text(),
-        rows=len(rows),
-        paths=[f"{r['path']}:{r['line']}" if r.get("line") else str(r["path"]) for r in rows],
-        truncated=bool(getattr(result, "truncated", False)),
-        empty=not rows,
+        rows=len(result.hits),
+        paths=[h.location for h in result.hits],
+        truncated=result.truncated,
+        empty=result.empty,
     )
 
 
@@ -316,34 +324,56 @@ def call(memory: Memory, name: str, arguments: dict[str, Any] | str | None = Non
 
     Bad input never raises: the answer is an error text (`is_error`) a model
     can act on, and nothing on disk changes. The answer fits the agent's token
-    budget, and the call is appended to the retrieval log.
+    budget, and the call is appended to the retrieval log once (a tool whose
+    `Memory` method logs too, such as search, is not logged twice).
     """
-    started = time.perf_counter()
-    is_error = False
-    try:
-        reply = _run(memory, name, arguments)
-    except FsmemError as exc:
-        reply, is_error = Reply(f"error: {exc}"), True
-    except OSError as exc:
-        where = f" ({exc.filename})" if exc.filename else ""
-        reply, is_error = Reply(f"error: {exc.strerror or exc}{where}"), True
-    text, cut = fit(memory, reply.text, memory.budget.max_tokens)
-    answer = ToolAnswer(
-        tool=name,
-        text=text,
-        tokens=memory.tokens.count(text),
-        rows=reply.rows,
-        paths=reply.paths,
-        truncated=reply.truncated or cut,
-        empty=reply.empty,
-        is_error=is_error,
-    )
-    _log(memory, answer, arguments, started)
+    name = RENAMED_TOOLS.get(name, name)
+    with retrieval_log.LoggedCall(memory.root, agent=memory.agent, tool=name, arguments=_decoded(arguments)) as logged:
+        is_error = False
+        try:
+            reply = _run(memory, name, arguments)
+        except FsmemError as exc:
+            reply, is_error = Reply(f"error: {exc}"), True
+        except OSError as exc:
+            where = f" ({exc.filename})" if exc.filename else ""
+            reply, is_error = Reply(f"error: {exc.strerror or exc}{where}"), True
+        text, cut = fit(memory, reply.text, memory.budget.max_tokens)
+        answer = ToolAnswer(
+            tool=name,
+            text=text,
+            tokens=memory.tokens.count(text),
+            rows=reply.rows,
+            paths=reply.paths,
+            truncated=reply.truncated or cut,
+            empty=reply.empty,
+            is_error=is_error,
+        )
+        logged.done(
+            paths=answer.paths,
+            rows=answer.rows,
+            tokens=answer.tokens,
+            truncated=answer.truncated,
+            empty=answer.empty,
+            error=answer.text if is_error else None,
+        )
     return answer
 
 
+# Renamed in 0.2, accepted until 0.3: a model prompted with the old names still gets its answer.
+RENAMED_TOOLS = {"list": "ls"}
+RENAMED_ARGUMENTS = {"grep": {"context": "context_lines"}, "search": {"k": "max_results"}}
+
+
+def _renamed(name: str, parsed: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    name = RENAMED_TOOLS.get(name, name)
+    for old, new in RENAMED_ARGUMENTS.get(name, {}).items():
+        if old in parsed and new not in parsed:
+            parsed = {(new if key == old else key): value for key, value in parsed.items()}
+    return name, parsed
+
+
 def _run(memory: Memory, name: str, arguments: dict[str, Any] | str | None) -> Reply:
-    parsed = _parse_arguments(arguments)
+    name, parsed = _renamed(name, _parse_arguments(arguments))
     tool_ = REGISTRY.get(name)
     if tool_ is None or not tool_.available(memory):
         names = ", ".join(t.name for t in offered(memory))
@@ -393,33 +423,7 @@ def _content_budget(max_tokens: int) -> int:
 
 def fit(memory: Memory, text: str, max_tokens: int) -> tuple[str, bool]:
     """`text` cut in whole lines to `max_tokens`, with a note saying so; (text, was_cut)."""
-    count = memory.tokens.count
-    if count(text) <= max_tokens:
-        return text, False
-    lines = text.split("\n")
-    note = f"[answer cut at the {max_tokens}-token budget after line {{shown}} of {len(lines)}; ask for less]"
-    room = max_tokens - count(note.format(shown=len(lines)))
-    kept: list[str] = []
-    spent = 0
-    for line in lines:
-        cost = count(line + "\n")
-        if spent + cost > room:
-            break
-        kept.append(line)
-        spent += cost
-    if kept:
-        return "\n".join(kept + [note.format(shown=len(kept))]), True
-    return memory.tokens.truncate(text, max_tokens), True
-
-
-def _loggable(value: Any) -> Any:
-    if isinstance(value, str) and len(value) > _LOGGED_STRING_CHARS:
-        return value[:_LOGGED_STRING_CHARS] + f"… ({len(value)} chars)"
-    if isinstance(value, dict):
-        return {k: _loggable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_loggable(v) for v in value]
-    return value
+    return fit_text(memory.tokens.count, memory.tokens.truncate, text, max_tokens)
 
 
 def _decoded(arguments: Any) -> Any:
@@ -429,23 +433,3 @@ def _decoded(arguments: Any) -> Any:
         except json.JSONDecodeError:
             return arguments
     return arguments
-
-
-def _log(memory: Memory, answer: ToolAnswer, arguments: Any, started: float) -> None:
-    record: dict[str, Any] = {
-        "agent": memory.agent,
-        "tool": answer.tool,
-        "arguments": _loggable(_decoded(arguments)),
-        "paths": answer.paths,
-        "rows": answer.rows,
-        "tokens": answer.tokens,
-        "latency_ms": round((time.perf_counter() - started) * 1000, 3),
-        "truncated": answer.truncated,
-        "empty": answer.empty,
-    }
-    if answer.is_error:
-        record["error"] = answer.text
-    try:
-        retrieval_log.append(memory.root, record)
-    except OSError:
-        pass  # a read-only or full disk must not cost the agent its answer

@@ -12,6 +12,7 @@ import sys
 
 import click
 
+from fsmem.cli.options import AGENT_HELP, ROOT_HELP
 from fsmem.errors import FsmemError
 
 # command name -> "module:attribute" under fsmem.cli
@@ -35,9 +36,13 @@ COMMANDS: dict[str, str] = {
     "index": "consolidate:index_cmd",
     "search": "search:search_cmd",
     "recall": "search:recall_cmd",
-    "eval": "search:eval_cmd",
+    "evaluate": "search:evaluate_cmd",
     "import": "search:import_group",
 }
+
+
+# old command name -> new one: still runs for one release, with a warning
+RENAMED_COMMANDS: dict[str, str] = {"eval": "evaluate"}
 
 
 class LazyGroup(click.Group):
@@ -45,6 +50,12 @@ class LazyGroup(click.Group):
         return sorted(COMMANDS)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in RENAMED_COMMANDS:
+            new = RENAMED_COMMANDS[name]
+            click.echo(
+                f"fsmem: warning: 'fsmem {name}' is deprecated and goes away in fsmem 0.3; use 'fsmem {new}'", err=True
+            )
+            name = new
         target = COMMANDS.get(name)
         if target is None:
             return None
@@ -58,13 +69,13 @@ class LazyGroup(click.Group):
     "--root",
     metavar="DIR",
     envvar="FSMEM_ROOT",
-    help="Memory root (default: $FSMEM_ROOT, else the nearest folder above holding fsmem.yaml).",
+    help=ROOT_HELP,
 )
 @click.option(
     "--agent",
     metavar="NAME",
     envvar="FSMEM_AGENT",
-    help="Agent whose budget (and read-only flag) from fsmem.yaml applies.",
+    help=AGENT_HELP,
 )
 @click.version_option(package_name="fsmem")
 @click.pass_context

@@ -1,4 +1,4 @@
-"""`fsmem consolidate` and `fsmem index`: thin adapters over Memory.consolidate and Memory.write_index."""
+"""`fsmem consolidate` and `fsmem index`: thin adapters over Memory.consolidate and Memory.index."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from fsmem.cli.output import emit, json_option, open_memory
+from fsmem.cli.options import command, emit, open_memory, output_option
 
 
 class _Bar:
@@ -14,8 +14,8 @@ class _Bar:
 
     def __init__(self, min_items: int):
         self.min_items = min_items
-        self.bar = None
-        self.stage = None
+        self.bar: click.progressbar | None = None  # type: ignore[valid-type]
+        self.stage: str | None = None
 
     def __call__(self, stage: str, done: int, total: int) -> None:
         if total < self.min_items or not sys.stderr.isatty():
@@ -25,6 +25,7 @@ class _Bar:
             self.stage = stage
             self.bar = click.progressbar(length=total, label=stage, file=sys.stderr)
             self.bar.__enter__()
+        assert self.bar is not None
         self.bar.update(done - self.bar.pos)
 
     def close(self) -> None:
@@ -33,9 +34,9 @@ class _Bar:
             self.bar = None
 
 
-@click.command("consolidate")
+@command("consolidate")
 @click.option("--dry-run", is_flag=True, help="Print a unified diff of what would change; write nothing.")
-@json_option
+@output_option
 @click.pass_context
 def consolidate_cmd(ctx, dry_run, as_json):
     """Merge new session notes into entity and topic documents, mark superseded facts, rebuild INDEX.md.
@@ -53,9 +54,9 @@ def consolidate_cmd(ctx, dry_run, as_json):
     emit(report, as_json, empty=report.empty)
 
 
-@click.command("index")
+@command("index")
+@output_option
 @click.pass_context
-def index_cmd(ctx):
-    """Regenerate INDEX.md (also done by every consolidate run)."""
-    changed = open_memory(ctx).write_index()
-    click.echo("INDEX.md updated" if changed else "INDEX.md unchanged")
+def index_cmd(ctx, as_json):
+    """Regenerate INDEX.md, the table of contents of entities and topics (also done by every consolidate run)."""
+    emit(open_memory(ctx).index(), as_json)

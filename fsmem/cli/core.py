@@ -6,54 +6,51 @@ import sys
 
 import click
 
-from fsmem.cli.output import emit, json_option, open_memory
+from fsmem.cli.options import (
+    command,
+    deprecated_option,
+    either,
+    emit,
+    filter_options,
+    include_superseded_option,
+    max_tokens_option,
+    open_memory,
+    output_option,
+    page_options,
+)
 from fsmem.errors import InvalidArgument
-from fsmem.memory import Memory
-
-_FILTERS = [
-    click.option(
-        "--type",
-        "type_",
-        metavar="T",
-        help="Only files whose front matter says type: T (semantic, episodic, procedural).",
-    ),
-    click.option("--tag", multiple=True, metavar="T", help="Only files tagged T (repeat to require several)."),
-    click.option("--updated-after", metavar="DATE", help="Only files updated after this ISO 8601 date or time."),
-]
 
 
-def filter_options(function):
-    for option in reversed(_FILTERS):
-        function = option(function)
-    return function
-
-
-def budget_options(function):
-    function = click.option(
-        "--max-tokens", type=int, metavar="N", help="Token cap for this answer (at most the agent's budget)."
-    )(function)
-    function = click.option(
-        "--max-results", type=int, metavar="N", help="Row cap for this answer (at most the agent's budget)."
-    )(function)
-    return function
-
-
-@click.command("init")
+@command("init")
 @click.argument("directory", default=".", type=click.Path(file_okay=False))
-def init_cmd(directory: str) -> None:
+@output_option
+def init_cmd(directory: str, as_json: bool) -> None:
     """Create a new memory in DIRECTORY from the template (never overwrites one)."""
+    from fsmem.memory import Memory
+
     memory = Memory.init(directory)
-    click.echo(f"created a memory in {memory.root}; try: fsmem --root {directory} ls")
+    emit(InitResult(str(memory.root), directory), as_json)
 
 
-@click.command("ls")
+class InitResult:
+    def __init__(self, root: str, given: str):
+        self.root, self.given = root, given
+
+    def to_dict(self) -> dict[str, str]:
+        return {"root": self.root}
+
+    def to_text(self) -> str:
+        return f"created a memory in {self.root}; try: fsmem --root {self.given} ls"
+
+
+@command("ls")
 @click.argument("path", required=False)
 @click.option("--depth", type=int, metavar="N", help="Only files at most N folders below PATH (1 = directly in it).")
 @filter_options
-@budget_options
-@json_option
+@page_options
+@output_option
 @click.pass_context
-def ls_cmd(ctx, path, depth, type_, tag, updated_after, max_results, max_tokens, as_json):
+def ls_cmd(ctx, path, depth, type_, tag, updated_after, offset, max_results, max_tokens, as_json):
     """List memory files: path, tokens, type, updated, title and description."""
     result = open_memory(ctx).ls(
         path,
@@ -61,26 +58,25 @@ def ls_cmd(ctx, path, depth, type_, tag, updated_after, max_results, max_tokens,
         type=type_,
         tag=list(tag),
         updated_after=updated_after,
+        offset=offset,
         max_results=max_results,
         max_tokens=max_tokens,
     )
     emit(result, as_json, empty=result.total == 0)
 
 
-@click.command("grep")
+@command("grep")
 @click.argument("pattern")
 @click.argument("paths", nargs=-1)
 @click.option("-i", "--ignore-case", is_flag=True, help="Match case-insensitively.")
 @click.option("-F", "--fixed-strings", is_flag=True, help="Treat PATTERN as plain text, not a regular expression.")
 @click.option("-w", "--word", is_flag=True, help="Match whole words only.")
-@click.option("-C", "--context", type=int, default=0, metavar="N", help="Show N lines around each match.")
+@click.option("-C", "--context-lines", type=int, metavar="N", help="Also show N lines before and after each match.")
+@deprecated_option("--context", "context_old", new="--context-lines (-C)", type=int)
 @filter_options
-@click.option("--include-superseded", is_flag=True, help="Also match facts that a newer fact superseded.")
-@click.option(
-    "--offset", type=int, default=0, metavar="N", help="Skip the first N matches (to page through a cut answer)."
-)
-@budget_options
-@json_option
+@include_superseded_option
+@page_options
+@output_option
 @click.pass_context
 def grep_cmd(
     ctx,
@@ -89,7 +85,8 @@ def grep_cmd(
     ignore_case,
     fixed_strings,
     word,
-    context,
+    context_lines,
+    context_old,
     type_,
     tag,
     updated_after,
@@ -106,7 +103,7 @@ def grep_cmd(
         ignore_case=ignore_case,
         fixed_strings=fixed_strings,
         word=word,
-        context=context,
+        context_lines=either(context_old, context_lines, "--context", "--context-lines") or 0,
         type=type_,
         tag=list(tag),
         updated_after=updated_after,
@@ -115,17 +112,17 @@ def grep_cmd(
         max_results=max_results,
         max_tokens=max_tokens,
     )
-    emit(result, as_json, empty=result.total_matches == 0)
+    emit(result, as_json, empty=result.total == 0)
 
 
-@click.command("read")
+@command("read")
 @click.argument("path")
 @click.option("--lines", metavar="A:B", help="Only lines A to B (A:, or a single line A).")
 @click.option("--section", metavar="HEADING", help="Only the section under this heading.")
-@click.option("--outline", is_flag=True, help="List the headings with their line ranges and token counts.")
-@click.option("--include-superseded", is_flag=True, help="Also show facts that a newer fact superseded.")
-@click.option("--max-tokens", type=int, metavar="N", help="Token cap for this answer (at most the agent's budget).")
-@json_option
+@click.option("--outline", is_flag=True, help="List the headings (within --lines) with their line ranges and tokens.")
+@include_superseded_option
+@max_tokens_option
+@output_option
 @click.pass_context
 def read_cmd(ctx, path, lines, section, outline, include_superseded, max_tokens, as_json):
     """Show PATH with line numbers, cut at the token budget with the next range named."""
@@ -146,7 +143,7 @@ def _text_argument(text: str) -> str:
     return text
 
 
-@click.command("note")
+@command("note")
 @click.argument("text")
 @click.option(
     "--session",
@@ -159,10 +156,10 @@ def _text_argument(text: str) -> str:
     metavar="SUBJECT",
     help="File the note under '## SUBJECT', e.g. 'people/Adam Smith' or 'topic/Billing'.",
 )
-@json_option
+@output_option
 @click.pass_context
 def note_cmd(ctx, text, session, subject, as_json):
-    """Append TEXT (or stdin, with -) to today's session note."""
+    """Append TEXT (or stdin, with -) to today's session note; write facts as "- key: value"."""
     emit(open_memory(ctx).note(_text_argument(text), session=session, subject=subject), as_json)
 
 
@@ -187,7 +184,7 @@ def _parse_sets(pairs: tuple[str, ...]) -> dict:
     return fields
 
 
-@click.command("write")
+@command("write")
 @click.argument("path")
 @click.option(
     "--set", "sets", multiple=True, metavar="KEY=VALUE", help="Set a front matter field (YAML value; repeatable)."
@@ -197,7 +194,7 @@ def _parse_sets(pairs: tuple[str, ...]) -> dict:
     is_flag=True,
     help="Do not read stdin; only set fields (also the case when stdin is empty or a terminal).",
 )
-@json_option
+@output_option
 @click.pass_context
 def write_cmd(ctx, path, sets, keep_body, as_json):
     """Create or replace PATH with the body read from stdin, setting front matter fields."""
@@ -207,39 +204,39 @@ def write_cmd(ctx, path, sets, keep_body, as_json):
     emit(open_memory(ctx).write(path, body, set=_parse_sets(sets)), as_json)
 
 
-@click.command("edit")
+@command("edit")
 @click.argument("path")
 @click.option("--old", required=True, metavar="TEXT", help="Exact text to replace; it must occur exactly once.")
 @click.option("--new", required=True, metavar="TEXT", help="Replacement text.")
-@json_option
+@output_option
 @click.pass_context
 def edit_cmd(ctx, path, old, new, as_json):
     """Replace the one occurrence of --old in PATH with --new."""
     emit(open_memory(ctx).edit(path, old=old, new=new), as_json)
 
 
-@click.command("rm")
+@command("rm")
 @click.argument("path")
-@json_option
+@output_option
 @click.pass_context
 def rm_cmd(ctx, path, as_json):
     """Remove a memory file (or an empty folder)."""
     emit(open_memory(ctx).rm(path), as_json)
 
 
-@click.command("mv")
+@command("mv")
 @click.argument("source")
 @click.argument("target")
-@json_option
+@output_option
 @click.pass_context
 def mv_cmd(ctx, source, target, as_json):
     """Move or rename a memory file; never overwrites."""
     emit(open_memory(ctx).mv(source, target), as_json)
 
 
-@click.command("check")
+@command("check")
 @click.argument("path", required=False)
-@json_option
+@output_option
 @click.pass_context
 def check_cmd(ctx, path, as_json):
     """Validate every file; print each problem as path:line: message (exit 1 if any)."""

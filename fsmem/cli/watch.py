@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import threading
 import time
 
 import click
 
-from fsmem.cli.output import open_memory
+from fsmem.cli.options import command, deprecated_option, either, emit, open_memory, output_option
 
 
-@click.command("watch")
+@command("watch")
 @click.option(
-    "--quiet",
+    "--settle",
     type=float,
     metavar="SECONDS",
-    help="Act once the memory has been still this long (default: watch.quiet_seconds, else 0.5).",
+    help="Act once the memory has been still this long (default: watch.settle_seconds, else 0.5).",
 )
+@deprecated_option("--quiet", "quiet", new="--settle", type=float)
 @click.option("--consolidate", is_flag=True, help="Also consolidate once session notes have changed and gone still.")
 @click.option(
     "--consolidate-after",
@@ -25,9 +27,10 @@ from fsmem.cli.output import open_memory
     metavar="SECONDS",
     help="How long session notes must be still before consolidating (default: 60).",
 )
+@output_option
 @click.pass_context
-def watch_cmd(ctx: click.Context, quiet: float | None, consolidate: bool, consolidate_after: float | None) -> None:
-    """Keep the metadata cache and INDEX.md current while files change; logs what it does to stderr."""
+def watch_cmd(ctx, settle, quiet, consolidate, consolidate_after, as_json) -> None:
+    """Keep the metadata cache and INDEX.md current while files change; logs to stderr, a summary at exit."""
     memory = open_memory(ctx)
     stop = threading.Event()
 
@@ -40,4 +43,23 @@ def watch_cmd(ctx: click.Context, quiet: float | None, consolidate: bool, consol
     def log(message: str) -> None:
         click.echo(f"{time.strftime('%H:%M:%S')} fsmem watch: {message}", err=True)
 
-    memory.watch(quiet=quiet, log=log, stop=stop, consolidate=consolidate, consolidate_after=consolidate_after)
+    stats = memory.watch(
+        settle=either(quiet, settle, "--quiet", "--settle"),
+        log=log,
+        stop=stop,
+        consolidate=consolidate,
+        consolidate_after=consolidate_after,
+    )
+    if as_json:
+        emit(_Summary(stats), True)
+
+
+@dataclasses.dataclass
+class _Summary:
+    stats: object
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self.stats)  # type: ignore[call-overload]
+
+    def to_text(self) -> str:
+        return str(self.stats)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fsmem import format as fmt
+from fsmem.budget import Meter
 from fsmem.consolidate.subjects import DirectoryEntry, directory
 from fsmem.store.files import atomic_write, file_lock
 
@@ -55,13 +56,11 @@ def _group(entry: DirectoryEntry) -> str:
 
 def render(entries: list[DirectoryEntry], max_tokens: int, count: Callable[[str], int]) -> str:
     """The text of INDEX.md for these documents, within `max_tokens` (as counted by `count`)."""
-    budget = max_tokens - count(_compose([], len(entries), max_tokens))
     chosen: list[DirectoryEntry] = []
-    spent = 0
+    # a shorter line of a less important document may still fit after a long one did not: skip=True
+    meter = Meter(count, max_tokens=max_tokens, reserve=count(_compose([], len(entries), max_tokens)), skip=True)
     for entry in sorted(entries, key=lambda e: (-e.importance, e.path)):
-        cost = count(_line(entry)) + 1
-        if spent + cost <= budget:
-            spent += cost
+        if meter.take_text(_line(entry)):
             chosen.append(entry)
     text = _compose(chosen, len(entries), max_tokens)
     while chosen and count(text) > max_tokens:  # group headings cost more than estimated

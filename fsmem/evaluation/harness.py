@@ -17,7 +17,10 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fsmem.memory import Memory
 
 from fsmem.errors import InvalidArgument, MissingDependency, NotFound
 
@@ -253,7 +256,7 @@ def parse_ks(text: str | Iterable[int] | None) -> list[int]:
     else:
         values = [int(v) for v in text]
     if not values or any(v < 1 for v in values):
-        raise InvalidArgument("--k needs at least one value, each 1 or more")
+        raise InvalidArgument("--sweep needs at least one row cap, each 1 or more")
     return sorted(set(values))
 
 
@@ -301,10 +304,15 @@ def run_questions(
 
 
 def evaluate(
-    memory: Any, evalset: str | Path | list[Any], *, ks: Iterable[int] | None = None, max_tokens: int | None = None
+    memory: Memory,
+    evalset: str | Path | list[Any],
+    *,
+    sweep: str | Iterable[int] | None = None,
+    max_tokens: int | None = None,
 ) -> EvalReport:
+    """Recall, tokens and latency at each row cap of `sweep` (k = max_results), the knee, d' and the empty-gold share."""
     questions = parse_questions(evalset) if isinstance(evalset, list) else load_evalset(evalset)
-    ks = parse_ks(ks if ks is None or isinstance(ks, str) else list(ks))
+    ks = parse_ks(sweep if sweep is None or isinstance(sweep, str) else list(sweep))
     runs, stats, budget_tokens = run_questions(memory, questions, ks, max_tokens)
     return EvalReport.from_runs(runs, ks, stats, budget_tokens)
 

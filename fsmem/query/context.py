@@ -11,13 +11,15 @@ to read it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fsmem import format as fmt
-from fsmem.errors import InvalidArgument
+from fsmem.budget import Meter
 
 if TYPE_CHECKING:
-    from fsmem.memory import Memory
+    from fsmem.store.catalog import Catalog
+    from fsmem.tokens import TokenCounter
 
 INDEX_FILE = "INDEX.md"
 PROFILE_DIR = "profile"
@@ -63,9 +65,9 @@ class ContextBlock:
         return self.text
 
 
-def _body_lines(memory: Memory, rel: str) -> list[tuple[int | None, str]]:
+def _body_lines(root: Path, rel: str) -> list[tuple[int | None, str]]:
     """A file's body lines with their file line numbers; superseded facts and edge blank lines left out."""
-    text, _ = fmt.decode((memory.root / rel).read_bytes())
+    text, _ = fmt.decode((root / rel).read_bytes())
     doc = fmt.split(text)
     hidden = fmt.superseded_ranges(doc)
     lines = [
@@ -80,18 +82,18 @@ def _body_lines(memory: Memory, rel: str) -> list[tuple[int | None, str]]:
     return lines
 
 
-def gather(memory: Memory) -> tuple[list[Part], bool]:
+def gather(root: Path, catalog: Catalog) -> tuple[list[Part], bool]:
     """The parts of the block in order (profile first), and whether INDEX.md exists."""
     parts: list[Part] = []
-    for meta in memory.catalog.entries(memory.root / PROFILE_DIR) if (memory.root / PROFILE_DIR).is_dir() else []:
+    for meta in catalog.entries(root / PROFILE_DIR) if (root / PROFILE_DIR).is_dir() else []:
         title = f" ({meta.title})" if meta.title else ""
-        parts.append(Part(meta.path, f"## {meta.path}{title}", _body_lines(memory, meta.path)))
-    index = memory.root / INDEX_FILE
+        parts.append(Part(meta.path, f"## {meta.path}{title}", _body_lines(root, meta.path)))
+    index = root / INDEX_FILE
     if index.is_file():
-        parts.append(Part(INDEX_FILE, f"## {INDEX_FILE}", _body_lines(memory, INDEX_FILE)))
+        parts.append(Part(INDEX_FILE, f"## {INDEX_FILE}", _body_lines(root, INDEX_FILE)))
         return parts, True
     rows: list[tuple[int | None, str]] = []
-    for meta in memory.catalog.entries():
+    for meta in catalog.entries():
         if meta.path.startswith(CATALOG_FOLDERS):
             about = f": {meta.description}" if meta.description else ""
             rows.append((None, f"- {meta.path} — {meta.title or meta.path}{about}"))
@@ -123,26 +125,21 @@ def _render(entries: list[tuple[Part | None, str]], cut: list[str], budget: int)
     return "\n".join(lines)
 
 
-def build(memory: Memory, max_tokens: int | None = None) -> ContextBlock:
-    """The pre-injection block for `memory`'s agent, at most `max_tokens` (never above its budget)."""
-    if max_tokens is not None and max_tokens < 1:
-        raise InvalidArgument("--max-tokens must be at least 1")
-    budget = memory.budget.narrowed(max_tokens).max_tokens
-    count = memory.tokens.count
-    parts, index_exists = gather(memory)
+def build(root: Path, catalog: Catalog, tokens: TokenCounter, *, max_tokens: int) -> ContextBlock:
+    """The pre-injection block of the memory at `root`, at most `max_tokens` (the agent's budget, already narrowed)."""
+    budget = max_tokens
+    count = tokens.count
+    parts, index_exists = gather(root, catalog)
     # Fill greedily, keeping room for a note that names every part as cut ...
-    room = budget - count(_render([], _cut_note(parts), budget))
+    meter = Meter(count, max_tokens=budget, reserve=count(_render([], _cut_note(parts), budget)))
     entries: list[tuple[Part | None, str]] = []  # (the part a content line belongs to, the line)
-    spent = 0
     lines = [(None, HEADER)] + [
         item for each in parts for item in [(None, ""), (None, each.heading)] + [(each, text) for _, text in each.lines]
     ]
     for part, line in lines:
-        cost = count(line + "\n")
-        if spent + cost > room:
+        if not meter.take_text(line):
             break
         entries.append((part, line))
-        spent += cost
         if part is not None:
             part.shown += 1
     # ... then give back whole lines until the block with its real note fits.

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from fsmem import format as fmt
+from fsmem.budget import CUT_BY_RESULTS, Meter, Page, check_offset
 from fsmem.config import CONFIG_FILE
 from fsmem.errors import ConfigError, InvalidArgument
 from fsmem.format.facts import split_provenance
@@ -127,20 +128,27 @@ class SearchHit:
 
 @dataclass
 class SearchResult:
-    """Rows in score order, the tokens they cost, and what the budget left out."""
+    """Rows in score order from `page.offset`, the tokens they cost, and what the budget left out (`page`)."""
 
     query: str
     hits: list[SearchHit]
     tokens: int
-    left_out: int
+    page: Page
     min_score: float
     best_score: float | None = None
-    cut_by: str | None = None  # "tokens" or "k" when rows were left out
     note: str | None = None
 
     @property
+    def left_out(self) -> int:
+        return self.page.left_out
+
+    @property
     def truncated(self) -> bool:
-        return self.left_out > 0
+        return self.page.truncated
+
+    @property
+    def cut_by(self) -> str | None:
+        return self.page.cut_by if self.page.truncated else None
 
     @property
     def empty(self) -> bool:
@@ -151,8 +159,7 @@ class SearchResult:
             "query": self.query,
             "results": [h.to_dict() for h in self.hits],
             "tokens": self.tokens,
-            "truncated": self.truncated,
-            "left_out": self.left_out,
+            **self.page.to_dict(),
             "min_score": self.min_score,
             "best_score": None if self.best_score is None else round(self.best_score, 4),
         }
@@ -165,21 +172,17 @@ class SearchResult:
         if not self.hits:
             return self.no_result_message()
         lines = self.body_lines()
-        shown = len(self.hits)
-        if self.left_out:
-            reason = "token budget" if self.cut_by == "tokens" else "row limit (--k)"
-            lines.append(
-                f"[{shown} rows, {self.tokens} tokens; {self.left_out} more rows above min_score {self.min_score:g} "
-                f"left out by the {reason}: raise --max-tokens or --k, or narrow with --type/--tag. "
-                "Read around a row with: fsmem read PATH --lines A:B]"
-            )
-        else:
-            lines.append(f"[{shown} rows, {self.tokens} tokens; read around a row with: fsmem read PATH --lines A:B]")
+        trailer = self.page.trailer(
+            f"rows above min_score {self.min_score:g}", narrow=", or narrow with --type/--tag"
+        ).rstrip("]")
+        lines.append(f"{trailer}; {self.tokens} tokens. Read around a row with: fsmem read PATH --lines A:B]")
         return "\n".join(lines)
 
     def no_result_message(self) -> str:
         if self.note:
             return self.note
+        if self.page.offset and self.page.total:
+            return self.page.trailer(f"rows above min_score {self.min_score:g}")
         best = "" if self.best_score is None else f" (best score {self.best_score:.3f} < min_score {self.min_score:g})"
         return (
             f"no relevant memory for {self.query!r}{best}. "
@@ -441,19 +444,20 @@ def fit(
     k: int,
     max_tokens: int,
     min_score: float,
+    offset: int = 0,
 ) -> SearchResult:
-    """Whole rows, best first, until `k` rows or `max_tokens` tokens; never a row cut in the middle."""
+    """Whole rows, best first from `offset`, until `k` rows or `max_tokens` tokens; never a row cut in the middle.
+
+    A row opens its file's header and its heading line the first time they
+    appear, and pays for them then.
+    """
     best = ranking.best()
-    above, above_count = ranking.top(k, min_score)
+    above, above_count = ranking.top(offset + k, min_score)
     hits: list[SearchHit] = []
-    spent = 0
-    cut_by = None
+    meter = Meter(counter.count, max_tokens=max_tokens, max_results=k)
     open_files: set[str] = set()
     open_headings: set[tuple[str, str | None]] = set()
-    for index in above:
-        if len(hits) >= k:
-            cut_by = "k"
-            break
+    for index in above[offset:]:
         row = snapshot.rows[index]
         text, sources = compact_citation(row.text)
         hit = SearchHit(
@@ -475,34 +479,24 @@ def fit(
             pieces.append(_file_header(hit))
         if heading is not None and (hit.path, heading) not in open_headings:
             pieces.append(heading)
-        cost = sum(counter.count(p + "\n") for p in pieces)
-        if spent + cost > max_tokens:
-            cut_by = "tokens"
+        cost = meter.cost(pieces)
+        if not meter.take(cost):
             break
         hit.tokens = cost
-        spent += cost
         open_files.add(hit.path)
         open_headings.add((hit.path, heading))
         hits.append(hit)
-    if cut_by is None and len(hits) >= k and above_count > len(hits):
-        cut_by = "k"
+    page = Page(offset=offset, shown=len(hits), total=above_count, cut_by=meter.cut_by or CUT_BY_RESULTS)
     note = None
     if not above_count and best is None:
         note = f"no relevant memory for {query!r}: no rows to search (the memory is empty or the filters exclude every file)"
-    elif above_count and not hits:
+    elif page.too_small:
         note = (
-            f"{above_count} relevant row(s) for {query!r}, but not even the best one fits the budget of "
+            f"{page.left_out} relevant row(s) for {query!r}, but not even the best one fits the budget of "
             f"{max_tokens} tokens; ask with a larger max_tokens, or grep for its words"
         )
     return SearchResult(
-        query=query,
-        hits=hits,
-        tokens=spent,
-        left_out=above_count - len(hits),
-        min_score=min_score,
-        best_score=best,
-        cut_by=cut_by if len(hits) < above_count else None,
-        note=note,
+        query=query, hits=hits, tokens=meter.tokens, page=page, min_score=min_score, best_score=best, note=note
     )
 
 
@@ -551,6 +545,7 @@ def search(
     updated_after: str | None = None,
     include_superseded: bool = False,
     usage: dict[str, int] | None = None,
+    offset: int = 0,
 ) -> tuple[SearchResult, Snapshot, Ranking]:
     """Rank and fit; returns the snapshot and full ranking too (the evaluation harness needs every score)."""
     if not query or not query.strip():
@@ -572,7 +567,16 @@ def search(
         include_superseded=include_superseded,
     )
     threshold = settings.min_score if min_score is None else min_score
-    result = fit(snapshot, ranking, counter, query=query, k=k, max_tokens=max_tokens, min_score=threshold)
+    result = fit(
+        snapshot,
+        ranking,
+        counter,
+        query=query,
+        k=k,
+        max_tokens=max_tokens,
+        min_score=threshold,
+        offset=check_offset(offset),
+    )
     if result.empty and result.note is None and not query_terms(index.analyzer, query)[0]:
         result.note = (
             f"no relevant memory for {query!r}: it holds only common words; describe the subject with its own words"
@@ -580,46 +584,13 @@ def search(
     return result, snapshot, ranking
 
 
-def logged_search(memory: Any, query: str, *, k: int | None, max_tokens: int | None, **options: Any) -> SearchResult:
-    """`Memory.search`: the agent's budget applies, and the call is written to the retrieval log."""
-    import time
-
-    started = time.perf_counter()
-    budget = memory.budget.narrowed(max_tokens, k)
-    result, _snapshot, _ranking = search(
-        memory.search_index,
-        memory.tokens,
-        memory.search_settings,
-        query,
-        k=budget.max_results,
-        max_tokens=budget.max_tokens,
-        usage=usage_counts(memory.root),
-        **options,
-    )
-    latency_ms = (time.perf_counter() - started) * 1000
-    arguments = {"query": query, "k": k, "max_tokens": max_tokens, **{key: v for key, v in options.items() if v}}
-    log_call(memory, "search", arguments, result, latency_ms)
-    return result
-
-
-def log_call(
-    memory: Any, tool: str, arguments: dict[str, Any], result: SearchResult | None, latency_ms: float, **extra: Any
-) -> None:
-    """One retrieval-log record with the fields `fsmem stats` reads."""
+def log_fields(result: SearchResult | None) -> dict[str, Any]:
+    """What the retrieval log records of a search answer (None: a skipped recall)."""
     hits = result.hits if result is not None else []
-    record = {
-        "agent": memory.agent,
-        "tool": tool,
-        "arguments": arguments,
+    return {
         "paths": [h.location for h in hits],
         "rows": len(hits),
         "tokens": result.tokens if result is not None else 0,
-        "latency_ms": round(latency_ms, 3),
         "truncated": result.truncated if result is not None else False,
         "empty": not hits,
-        **extra,
     }
-    try:
-        retrieval_log.append(memory.root, record)
-    except OSError:
-        pass  # a read-only .fsmem/ must not stop an agent from reading memory

@@ -4,7 +4,7 @@ Reading memory every turn costs tokens and dilutes the context, so recall skips,
 cheaply and before any ranking, when:
 
 - `budget`: the tokens left for this turn (`max_tokens`) are below `recall.min_tokens`;
-- `in_context`: the query already appears in the working context (rapidfuzz
+- `in_context`: the query already appears in what the agent has `seen` (rapidfuzz
   partial match at or above `recall.context_similarity`, 0-100);
 - `nothing_new`: `recall.horizon_days` is set and no file was written within
   that horizon, or none of the relevant rows lies in such a file.
@@ -16,14 +16,15 @@ logged with `skipped` and `reason`, so `fsmem stats` can report the skip share.
 from __future__ import annotations
 
 import datetime as _dt
-import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from fsmem import format as fmt
 from fsmem.config import CONFIG_FILE
 from fsmem.errors import ConfigError, InvalidArgument
-from fsmem.search.ranking import SearchResult, log_call, search, usage_counts
+from fsmem.search.ranking import SearchResult
 
 SKIP_REASONS = ("budget", "in_context", "nothing_new")
 
@@ -96,58 +97,37 @@ def _in_context(query: str, context: str, similarity: float) -> bool:
     return fuzz.partial_ratio(needle, haystack) >= similarity
 
 
-def _written_since(memory: Any, horizon: _dt.datetime) -> set[str]:
+def _written_since(root: Path, horizon: _dt.datetime) -> set[str]:
     """Files written (per their mtime) after `horizon`."""
-    from fsmem.store.catalog import walk
-    from fsmem.store.paths import relative
+    from fsmem.store.catalog import walk_stats
 
     limit = horizon.timestamp()
-    fresh = set()
-    for path in walk(memory.root):
-        try:
-            if path.stat().st_mtime > limit:
-                fresh.add(relative(memory.root, path))
-        except FileNotFoundError:
-            continue
-    return fresh
+    return {rel for rel, _full, stat in walk_stats(root) if stat.st_mtime > limit}
 
 
-def recall(memory: Any, query: str, *, context: str | None = None, max_tokens: int | None = None) -> RecallResult:
-    started = time.perf_counter()
+def recall(
+    query: str,
+    *,
+    seen: str | None,
+    tokens_left: int,
+    settings: RecallSettings,
+    root: Path,
+    search: Callable[[int], SearchResult],
+) -> RecallResult:
+    """Skip for a reason, or `search(tokens_left)` and keep the answer (see the module docstring)."""
     if not query or not query.strip():
         raise InvalidArgument("the recall query is empty")
-    if max_tokens is not None and max_tokens < 0:
-        raise InvalidArgument("max_tokens must be 0 or more (0 means the turn's budget is spent)")
-    section = memory.config.section("search")
-    settings = RecallSettings.from_section(section)
-    arguments = {"query": query, "max_tokens": max_tokens, "context_chars": len(context or "")}
-
-    def skip(reason: str) -> RecallResult:
-        log_call(memory, "recall", arguments, None, (time.perf_counter() - started) * 1000, skipped=True, reason=reason)
-        return RecallResult(query, True, reason, None)
-
-    left = memory.budget.max_tokens if max_tokens is None else min(max_tokens, memory.budget.max_tokens)
-    if left < settings.min_tokens:
-        return skip("budget")
-    if context and _in_context(query, context, settings.context_similarity):
-        return skip("in_context")
+    if tokens_left < settings.min_tokens:
+        return RecallResult(query, True, "budget", None)
+    if seen and _in_context(query, seen, settings.context_similarity):
+        return RecallResult(query, True, "in_context", None)
     fresh: set[str] | None = None
     if settings.horizon_days is not None:
         now = fmt.parse_timestamp(fmt.now_iso()) or _dt.datetime.now(_dt.UTC)
-        fresh = _written_since(memory, now - _dt.timedelta(days=settings.horizon_days))
+        fresh = _written_since(root, now - _dt.timedelta(days=settings.horizon_days))
         if not fresh:
-            return skip("nothing_new")
-    budget = memory.budget.narrowed(left, None)
-    result, _snapshot, _ranking = search(
-        memory.search_index,
-        memory.tokens,
-        memory.search_settings,
-        query,
-        k=budget.max_results,
-        max_tokens=budget.max_tokens,
-        usage=usage_counts(memory.root),
-    )
+            return RecallResult(query, True, "nothing_new", None)
+    result = search(tokens_left)
     if fresh is not None and result.hits and not any(h.path in fresh for h in result.hits):
-        return skip("nothing_new")
-    log_call(memory, "recall", arguments, result, (time.perf_counter() - started) * 1000, skipped=False, reason=None)
+        return RecallResult(query, True, "nothing_new", None)
     return RecallResult(query, False, None, result)

@@ -6,15 +6,21 @@ would pass `max_bytes` (fsmem.yaml `logs: max_bytes`, 8 MiB by default) it is
 rotated to `retrieval.jsonl.1` (one generation kept), so the two files never
 hold more than twice the cap.
 
-Field names every writer uses: agent, tool, arguments, paths ("path:line" or
-paths), rows, tokens, latency_ms, truncated, empty; recall records add skipped
-and reason; a call that failed adds error.
+Every record is built by `record()` (one rule for its fields and for how long
+arguments are shortened) and written by `LoggedCall`, which also makes sure a
+call is logged once: when a face that logs (the tool dispatcher, MCP through
+it) runs a method that logs too (`Memory.search`), only the outermost writes.
+Fields: time, agent, tool, arguments, paths ("path:line" or paths), rows,
+tokens, latency_ms, truncated, empty; recall records add skipped and reason; a
+call that failed adds error.
 """
 
 from __future__ import annotations
 
+import contextvars
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +32,96 @@ from fsmem.store.files import file_lock, state_dir
 
 LOG_NAME = "retrieval.jsonl"
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
+
+
+LOGGED_STRING_CHARS = 200
+
+
+def shorten(value: Any) -> Any:
+    """Arguments as logged: strings past LOGGED_STRING_CHARS are cut and say how long they were."""
+    if isinstance(value, str) and len(value) > LOGGED_STRING_CHARS:
+        return value[:LOGGED_STRING_CHARS] + f"… ({len(value)} chars)"
+    if isinstance(value, dict):
+        return {str(k): shorten(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [shorten(v) for v in value]
+    return value
+
+
+def record(
+    *,
+    agent: str | None,
+    tool: str,
+    arguments: Any,
+    paths: list[str],
+    rows: int,
+    tokens: int,
+    latency_ms: float,
+    truncated: bool,
+    empty: bool,
+    error: str | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """The one shape of a retrieval-log record, whatever face made the call."""
+    data: dict[str, Any] = {
+        "agent": agent,
+        "tool": tool,
+        "arguments": shorten(arguments),
+        "paths": list(paths),
+        "rows": rows,
+        "tokens": tokens,
+        "latency_ms": round(latency_ms, 3),
+        "truncated": truncated,
+        "empty": empty,
+        **extra,
+    }
+    if error is not None:
+        data["error"] = error
+    return data
+
+
+_inside_logged_call: contextvars.ContextVar[bool] = contextvars.ContextVar("fsmem_inside_logged_call", default=False)
+
+
+class LoggedCall:
+    """One agent-facing call, timed and logged once: `with LoggedCall(...) as call: ...; call.done(...)`.
+
+    Nested inside another LoggedCall (the dispatcher running `Memory.search`),
+    it writes nothing: the outermost face logs what the agent actually got.
+    A call that never reaches `done` (an exception) is logged by the face that
+    catches it, not here. A log that cannot be written never costs the caller
+    its answer.
+    """
+
+    def __init__(self, root: Path, *, agent: str | None, tool: str, arguments: Any, state: Path | None = None):
+        self.root = root
+        self.state = state
+        self.fields: dict[str, Any] = {"agent": agent, "tool": tool, "arguments": arguments}
+        self.outcome: dict[str, Any] | None = None
+        self.outermost = False
+        self._token: contextvars.Token[bool] | None = None
+
+    def __enter__(self) -> LoggedCall:
+        self.outermost = not _inside_logged_call.get()
+        self._token = _inside_logged_call.set(True)
+        self.started = time.perf_counter()
+        return self
+
+    def done(self, **outcome: Any) -> None:
+        """What the agent got: paths, rows, tokens, truncated, empty (and error or extra fields)."""
+        self.outcome = outcome
+
+    def __exit__(self, *exc_info: Any) -> None:
+        if self._token is not None:
+            _inside_logged_call.reset(self._token)
+        if not self.outermost or self.outcome is None:
+            return
+        latency_ms = (time.perf_counter() - self.started) * 1000
+        entry = record(**self.fields, latency_ms=latency_ms, **self.outcome)
+        try:
+            append(self.root, entry, state=self.state)
+        except (OSError, ConfigError):
+            pass  # a read-only or full disk (or a broken cap setting) must not cost the agent its answer
 
 
 def log_path(root: Path, *, state: Path | None = None) -> Path:

@@ -1,0 +1,181 @@
+"""The option groups every command shares, declared once, and the command class that applies them.
+
+sqlite-utils' pattern: one decorator per idea (`page_options`, `filter_options`,
+`output_option`), stacked on every command that has that idea, so `--max-tokens`
+or `--offset` means the same thing, with the same help, everywhere. `--root`
+and `--agent` are accepted before the subcommand and after it. Renamed options
+keep working for one release through `deprecated_option`, with a warning on
+stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+if TYPE_CHECKING:
+    from fsmem.memory import Memory
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# An argument such as "- employer: Globex" (the fact syntax) starts with '-' but is no option.
+_TEXT_ARGUMENT = re.compile(r"^-\s")
+_PROTECTED = "\x00fsmem-text-"  # argv can never hold a NUL, so this cannot clash with a real argument
+
+
+class FsmemCommand(click.Command):
+    """A command whose text arguments may start with '- ' (a Markdown bullet) without being read as options."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        kept: dict[str, str] = {}
+        protected = []
+        for arg in args:
+            if _TEXT_ARGUMENT.match(arg) or ("\n" in arg and arg.startswith("-")):
+                key = f"{_PROTECTED}{len(kept)}"
+                kept[key] = arg
+                protected.append(key)
+            else:
+                protected.append(arg)
+        rest = super().parse_args(ctx, protected)
+        if kept:
+            ctx.params = {name: _restore(value, kept) for name, value in ctx.params.items()}
+        return rest
+
+
+def _restore(value: Any, kept: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        return kept.get(value, value)
+    if isinstance(value, tuple):
+        return tuple(_restore(item, kept) for item in value)
+    if isinstance(value, list):
+        return [_restore(item, kept) for item in value]
+    return value
+
+
+def command(name: str, **kwargs: Any) -> Callable[[F], click.Command]:
+    """A subcommand: the fsmem command class, with --root and --agent accepted after its name too."""
+
+    def decorate(function: F) -> click.Command:
+        return click.command(name, cls=FsmemCommand, **kwargs)(global_options(function))
+
+    return decorate
+
+
+def _remember(name: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    def store(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value is not None:
+            obj = ctx.find_root().obj
+            if obj is None:
+                obj = ctx.find_root().obj = {}
+            obj[name] = value
+        return value
+
+    return store
+
+
+ROOT_HELP = "Memory root (default: $FSMEM_ROOT, else the nearest folder above holding fsmem.yaml)."
+AGENT_HELP = "The agent this command acts for: its budget and read-only flag from fsmem.yaml, and its name in logs."
+
+
+def global_options(function: F) -> F:
+    """--root and --agent, also after the subcommand (`fsmem ls --root X`), meaning what they mean before it."""
+    function = click.option(
+        "--agent", metavar="NAME", expose_value=False, is_eager=True, callback=_remember("agent"), help=AGENT_HELP
+    )(function)
+    function = click.option(
+        "--root", metavar="DIR", expose_value=False, is_eager=True, callback=_remember("root"), help=ROOT_HELP
+    )(function)
+    return function
+
+
+def output_option(function: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print a JSON document instead of text.")(function)
+
+
+def max_tokens_option(function: F) -> F:
+    return click.option(
+        "--max-tokens", type=int, metavar="N", help="Token cap for this answer (at most the agent's budget)."
+    )(function)
+
+
+def page_options(function: F) -> F:
+    """--offset, --max-results and --max-tokens: what a list-shaped answer may hold, and where it starts."""
+    function = max_tokens_option(function)
+    function = click.option(
+        "--max-results", type=int, metavar="N", help="Row cap for this answer (at most the agent's budget)."
+    )(function)
+    function = click.option(
+        "--offset",
+        type=int,
+        default=0,
+        metavar="N",
+        help="Skip the first N results: the next page of a cut answer, as its last line says.",
+    )(function)
+    return function
+
+
+def filter_options(function: F) -> F:
+    """The front-matter filters of ls, grep and search."""
+    function = click.option(
+        "--updated-after", metavar="DATE", help="Only files updated after this ISO 8601 date or time."
+    )(function)
+    function = click.option(
+        "--tag", multiple=True, metavar="T", help="Only files tagged T (repeat to require several)."
+    )(function)
+    function = click.option(
+        "--type",
+        "type_",
+        metavar="T",
+        help="Only files whose front matter says type: T (semantic, episodic, procedural).",
+    )(function)
+    return function
+
+
+def include_superseded_option(function: F) -> F:
+    return click.option(
+        "--include-superseded", is_flag=True, help="Also show facts that a newer fact superseded (history)."
+    )(function)
+
+
+def deprecated_option(*decls: str, new: str, **kwargs: Any) -> Callable[[F], F]:
+    """An old spelling kept for one release: hidden from --help, and a warning on stderr when used."""
+
+    def warn(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value not in (None, (), False):
+            old = max(decls, key=len)
+            click.echo(f"fsmem: warning: {old} is deprecated and goes away in fsmem 0.3; use {new}", err=True)
+        return value
+
+    return click.option(*decls, hidden=True, callback=warn, **kwargs)
+
+
+def either(old: Any, new: Any, old_name: str, new_name: str) -> Any:
+    """The value of a renamed option given under either spelling (both at once is an error)."""
+    from fsmem.errors import InvalidArgument
+
+    if old in (None, ()):
+        return new
+    if new not in (None, ()):
+        raise InvalidArgument(f"give {new_name} only ({old_name} is its deprecated spelling)")
+    return old
+
+
+def open_memory(ctx: click.Context) -> Memory:
+    from fsmem.memory import Memory
+
+    obj = ctx.find_root().obj or {}
+    return Memory(obj.get("root"), agent=obj.get("agent"))
+
+
+def emit(result: Any, as_json: bool, *, empty: bool = False) -> None:
+    """Print `result` and exit like grep: 0 when something was found, 1 when nothing was."""
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        click.echo(result.to_text())
+    if empty:
+        raise click.exceptions.Exit(1)

@@ -1,0 +1,51 @@
+"""Old spellings kept for one release: each still works and says, once per process, what replaced it.
+
+0.2 settled one name per idea across the CLI, the Python API, the tool
+schemas and JSON (see the README's vocabulary table). The names below were
+renamed then and go away in 0.3.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import TypeVar
+
+from fsmem.errors import InvalidArgument
+
+T = TypeVar("T")
+
+# (where, old spelling, new spelling): what 0.2 renamed; the vocabulary test checks each old one still works.
+RENAMED = (
+    ("search", "k", "max_results"),
+    ("grep", "context", "context_lines"),
+    ("recall", "context", "seen"),
+    ("watch", "quiet", "settle"),
+    ("evaluate", "ks", "sweep"),
+    ("Memory", "write_index", "index"),
+    ("cli", "eval", "evaluate"),
+    ("tools", "list", "ls"),
+    ("grep JSON", "total_matches", "total"),
+)
+
+_warned: set[str] = set()
+
+
+def warn(old: str, new: str, *, where: str = "") -> None:
+    """A DeprecationWarning naming the replacement (once per spelling and process)."""
+    key = f"{where}{old}"
+    if key in _warned:
+        return
+    _warned.add(key)
+    warnings.warn(
+        f"{where}{old} is deprecated since fsmem 0.2 and goes away in 0.3; use {new}", DeprecationWarning, stacklevel=3
+    )
+
+
+def renamed(old: str, old_value: T | None, new: str, new_value: T | None) -> T | None:
+    """The value given under either name; both at once is an error, the old one warns."""
+    if old_value is None:
+        return new_value
+    if new_value is not None:
+        raise InvalidArgument(f"give {new} only ({old} is its deprecated name)")
+    warn(old, new)
+    return old_value
