@@ -1,4 +1,4 @@
-"""Old spellings kept for one release: each still works and says, once per process, what replaced it.
+"""Old spellings kept for one release: each still works and says what replaced it.
 
 0.2 settled one name per idea across the CLI, the Python API, the tool
 schemas and JSON (see the README's vocabulary table). The names below were
@@ -27,17 +27,13 @@ RENAMED = (
     ("grep JSON", "total_matches", "total"),
 )
 
-_warned: set[str] = set()
 
-
-def warn(old: str, new: str, *, where: str = "") -> None:
-    """A DeprecationWarning naming the replacement (once per spelling and process)."""
-    key = f"{where}{old}"
-    if key in _warned:
-        return
-    _warned.add(key)
+def warn(old: str, new: str, *, stacklevel: int = 3) -> None:
+    """A DeprecationWarning naming the replacement, attributed to the caller's line (shown once per line)."""
     warnings.warn(
-        f"{where}{old} is deprecated since fsmem 0.2 and goes away in 0.3; use {new}", DeprecationWarning, stacklevel=3
+        f"{old} is deprecated since fsmem 0.2 and goes away in 0.3; use {new}",
+        DeprecationWarning,
+        stacklevel=stacklevel,
     )
 
 
@@ -47,5 +43,5 @@ def renamed(old: str, old_value: T | None, new: str, new_value: T | None) -> T |
         return new_value
     if new_value is not None:
         raise InvalidArgument(f"give {new} only ({old} is its deprecated name)")
-    warn(old, new)
+    warn(old, new, stacklevel=4)
     return old_value

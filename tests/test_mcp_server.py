@@ -128,3 +128,17 @@ def test_the_example_client_configuration_starts_a_working_server(tmp_path):
 
     listed = anyio.run(main)
     assert [t.name for t in listed.tools] == expected_names(Memory(root, agent="reviewer"), writes=False)
+
+
+def test_a_search_over_mcp_is_logged_once(tmp_path):
+    """Before 0.2 every MCP search was logged twice, so `fsmem stats` counted it double."""
+    root = build_memory(tmp_path)
+
+    async def actions(session):
+        return await session.call_tool("search", {"query": "proration"})
+
+    result = run_session(root, actions=actions)
+    assert not result.is_error
+    records = list(retrieval_log.records(root))
+    assert [r["tool"] for r in records] == ["search"]
+    assert Memory(root).stats().tools[0].calls == 1

@@ -473,3 +473,15 @@ def test_openai_example_loop_with_a_scripted_model(root):
     assert first["tools"] == tools.definitions(memory, format="openai")
     assert "## profile/team.md" in first["messages"][0]["content"]  # the pre-injected context
     assert [r["tool"] for r in log_records(root)] == ["ls", "grep", "read", "read", "note", "edit"]
+
+
+def test_a_search_through_the_dispatcher_is_logged_once(root):
+    """One call, one record: tools.call logs it and Memory.search, nested inside, does not log it again."""
+    memory = Memory(root)
+    answer = tools.call(memory, "search", {"query": "proration", "max_results": 2})
+    assert not answer.is_error and answer.rows >= 1
+    records = log_records(root)
+    assert [r["tool"] for r in records] == ["search"]
+    assert records[0]["rows"] == answer.rows and records[0]["tokens"] == answer.tokens
+    memory.search("proration")  # the Python API is a face of its own: logged once too
+    assert [r["tool"] for r in log_records(root)] == ["search", "search"]
