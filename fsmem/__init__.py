@@ -2,11 +2,127 @@
 
 The memory is a plain directory of Markdown files with YAML front matter;
 `fsmem.Memory(root)` lists, greps, reads, searches and writes it within a
-token budget.
+token budget. The public result types and errors are importable from here;
+each is loaded on first use, so `import fsmem` (and the CLI's start-up) costs
+only what is used.
 """
 
-from fsmem.errors import FsmemError
-from fsmem.memory import Memory
+from __future__ import annotations
 
-__version__ = "0.1.0"
-__all__ = ["Memory", "FsmemError", "__version__"]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.2.0"
+
+# public name -> module that defines it
+_EXPORTS = {
+    "Memory": "fsmem.memory",
+    "CheckResult": "fsmem.memory",
+    "IndexResult": "fsmem.memory",
+    "Budget": "fsmem.budget",
+    "Page": "fsmem.budget",
+    "Listing": "fsmem.query.listing",
+    "ListEntry": "fsmem.query.listing",
+    "GrepResult": "fsmem.query.grep",
+    "GrepMatch": "fsmem.query.grep",
+    "ReadResult": "fsmem.query.reading",
+    "ContextBlock": "fsmem.query.context",
+    "StatsResult": "fsmem.query.stats",
+    "WriteResult": "fsmem.store.writing",
+    "SearchResult": "fsmem.search.ranking",
+    "SearchHit": "fsmem.search.ranking",
+    "RecallResult": "fsmem.search.recall",
+    "ConsolidationReport": "fsmem.consolidate.apply",
+    "FsmemError": "fsmem.errors",
+    "RootNotFound": "fsmem.errors",
+    "PathEscape": "fsmem.errors",
+    "NotFound": "fsmem.errors",
+    "AlreadyExists": "fsmem.errors",
+    "InvalidArgument": "fsmem.errors",
+    "EditConflict": "fsmem.errors",
+    "ReadOnly": "fsmem.errors",
+    "LockTimeout": "fsmem.errors",
+    "PatternTimeout": "fsmem.errors",
+    "ConfigError": "fsmem.errors",
+    "ChangedOnDisk": "fsmem.errors",
+    "MemoryToolError": "fsmem.errors",
+    "MissingDependency": "fsmem.errors",
+}
+
+__all__ = [
+    "__version__",
+    "Memory",
+    "CheckResult",
+    "IndexResult",
+    "Budget",
+    "Page",
+    "Listing",
+    "ListEntry",
+    "GrepResult",
+    "GrepMatch",
+    "ReadResult",
+    "ContextBlock",
+    "StatsResult",
+    "WriteResult",
+    "SearchResult",
+    "SearchHit",
+    "RecallResult",
+    "ConsolidationReport",
+    "FsmemError",
+    "RootNotFound",
+    "PathEscape",
+    "NotFound",
+    "AlreadyExists",
+    "InvalidArgument",
+    "EditConflict",
+    "ReadOnly",
+    "LockTimeout",
+    "PatternTimeout",
+    "ConfigError",
+    "ChangedOnDisk",
+    "MemoryToolError",
+    "MissingDependency",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fsmem' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+if TYPE_CHECKING:
+    from fsmem.budget import Budget, Page
+    from fsmem.consolidate.apply import ConsolidationReport
+    from fsmem.errors import (
+        AlreadyExists,
+        ChangedOnDisk,
+        ConfigError,
+        EditConflict,
+        FsmemError,
+        InvalidArgument,
+        LockTimeout,
+        MemoryToolError,
+        MissingDependency,
+        NotFound,
+        PathEscape,
+        PatternTimeout,
+        ReadOnly,
+        RootNotFound,
+    )
+    from fsmem.memory import CheckResult, IndexResult, Memory
+    from fsmem.query.context import ContextBlock
+    from fsmem.query.grep import GrepMatch, GrepResult
+    from fsmem.query.listing import ListEntry, Listing
+    from fsmem.query.reading import ReadResult
+    from fsmem.query.stats import StatsResult
+    from fsmem.search.ranking import SearchHit, SearchResult
+    from fsmem.search.recall import RecallResult
+    from fsmem.store.writing import WriteResult

@@ -46,12 +46,18 @@ class Budget:
 class Meter:
     """Fills one answer with whole items until its row cap or its token cap would be passed.
 
-    `take(cost)` adds an item of `cost` tokens when both caps allow it; the
-    first item that does not fit closes the meter (`full`) and names the cap
-    that stopped it (`cut_by`). Nothing is added after that, so a ranked or
-    paged answer never skips an item and shows a later, smaller one. A
-    selection that is no page (INDEX.md picks documents by importance) passes
-    `skip=True`: an item that does not fit is left out and the next is tried.
+    `take_text(lines)` adds an item when both caps allow it; the first item
+    that does not fit closes the meter (`full`) and names the cap that stopped
+    it (`cut_by`). Nothing is added after that, so a ranked or paged answer
+    never skips an item and shows a later, smaller one. A selection that is no
+    page (INDEX.md picks documents by importance) passes `skip=True`: an item
+    that does not fit is left out and the next is tried.
+
+    Tokens are counted only when they matter. A token is at least one byte, so
+    while the bytes taken stay within the cap the answer certainly fits and
+    nothing is counted (a small `fsmem grep` never loads the tokenizer); near
+    the cap every decision is exact. `tokens` is always the exact count,
+    computed when first asked for.
     """
 
     def __init__(
@@ -62,9 +68,19 @@ class Meter:
         self.max_tokens = max_tokens
         self.max_results = max_results
         self.reserve = reserve  # tokens kept back for the trailer line
-        self.tokens = 0
         self.items = 0
         self.cut_by: str | None = None
+        self._taken: list[str] = []  # what was taken while only bytes were counted
+        self._bytes = 0
+        self._exact: int | None = None  # tokens spent, once counting started
+
+    @property
+    def tokens(self) -> int:
+        """Tokens spent so far, counted exactly."""
+        if self._exact is None:
+            self._exact = sum(self.count(text) for text in self._taken)
+            self._taken = []
+        return self._exact
 
     @property
     def full(self) -> bool:
@@ -81,30 +97,62 @@ class Meter:
             pieces = (pieces,)
         return sum(self.count(piece + "\n") for piece in pieces)
 
-    def take(self, cost: int) -> bool:
-        """Spend `cost` tokens on one more item if both caps allow it; else close the meter."""
-        if self.full:
-            return False
+    def _row_cap_reached(self) -> bool:
         if self.max_results is not None and self.items >= self.max_results:
             self.cut_by = CUT_BY_RESULTS
+            return True
+        return False
+
+    def take(self, cost: int) -> bool:
+        """Spend `cost` tokens on one more item if both caps allow it; else close the meter."""
+        if self.full or self._row_cap_reached():
             return False
         if cost > self.room:
             if not self.skip:
                 self.cut_by = CUT_BY_TOKENS
             return False
-        self.tokens += cost
+        self._exact = self.tokens + cost
         self.items += 1
         return True
 
     def take_text(self, pieces: str | Iterable[str]) -> bool:
-        return self.take(self.cost(pieces))
+        """Take an item rendered as these lines, counting its tokens only if its bytes might not fit."""
+        lines = (pieces,) if isinstance(pieces, str) else tuple(pieces)
+        if self.full or self._row_cap_reached():
+            return False
+        if self._exact is None:
+            text = "".join(line + "\n" for line in lines)
+            size = len(text.encode("utf-8"))
+            if self._bytes + size <= self.max_tokens - self.reserve:
+                self._bytes += size
+                self._taken.append(text)
+                self.items += 1
+                return True
+        return self.take(self.cost(lines))
 
     def add_to_last(self, cost: int) -> bool:
         """Grow the last item taken (a match's trailing context line) when the room allows it."""
         if self.items == 0 or cost > self.room:
             return False
-        self.tokens += cost
+        self._exact = self.tokens + cost
         return True
+
+    def add_text_to_last(self, line: str) -> bool:
+        """`add_to_last` for a rendered line, counted only when its bytes might not fit."""
+        if self.items == 0:
+            return False
+        if self._exact is None:
+            text = line + "\n"
+            size = len(text.encode("utf-8"))
+            if self._bytes + size <= self.max_tokens - self.reserve:
+                self._bytes += size
+                self._taken.append(text)
+                return True
+        return self.add_to_last(self.count(line + "\n"))
+
+    def spend(self, text: str) -> None:
+        """Count a line the answer shows outside its items (a cut head already checked against `room`)."""
+        self._exact = self.tokens + self.count(text)
 
     def close(self, cut_by: str) -> None:
         """Stop taking items: the caller knows more exist and why they are left out."""

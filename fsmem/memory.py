@@ -222,9 +222,11 @@ class Memory:
         budget = self.budget.narrowed(max_tokens, max_results)
         paths = list(paths or [])
         filtered = type is not None or bool(tag) or updated_after is not None
+        targets: list[str] | None
         if filtered:
-            targets: list[str] | None = []
-            for p in paths or [None]:
+            targets = []
+            starts: list[str | None] = list(paths) or [None]
+            for p in starts:
                 targets.extend(m.path for m in self.files(p, type=type, tag=tag, updated_after=updated_after))
         elif paths:
             targets = [relative(self.root, self._existing(p)) for p in paths]
@@ -382,7 +384,7 @@ class Memory:
             log=log,
             stop=stop,
             ready=ready,
-            write_index=self.index if writable else None,
+            write_index=(lambda: self.index().changed) if writable else None,
             consolidate=self.consolidate if writable and consolidate else None,
             consolidate_after=consolidate_after,
         )

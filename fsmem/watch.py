@@ -150,9 +150,8 @@ def watch(
 
     say = log or (lambda message: None)
     stop = stop or threading.Event()
-    root_path = Path(root)
-    root = str(root)
-    changes = _Changes(root)
+    root = Path(root)
+    changes = _Changes(str(root))
     stats = WatchStats()
 
     class Handler(FileSystemEventHandler):
@@ -167,7 +166,7 @@ def watch(
                 changes.add(dest, event.is_directory)
 
     observer = Observer()
-    observer.schedule(Handler(), root, recursive=True)
+    observer.schedule(Handler(), str(root), recursive=True)
     observer.start()
     try:
         files = catalog.entries()
@@ -182,7 +181,7 @@ def watch(
                 raise RootNotFound(f"the memory root {root} disappeared (deleted, moved or unmounted); watch stopped")
             pending = changes.take(settle)
             if pending is not None:
-                racy = _flush(root_path, catalog, *pending, stats=stats, say=say)
+                racy = _flush(root, catalog, *pending, stats=stats, say=say)
                 if racy:
                     changes.retry(racy, after=RACY_NS / 1e9, quiet=settle)
                 if write_index is not None and (pending[1] or pending[0] - {INDEX_FILE}):
@@ -209,7 +208,8 @@ def _flush(
             stats.refreshed += len(files)
             say(f"folders changed: rescanned {total} memory files")
             return _too_recent(root, files)
-        present, gone = [], []
+        present: list[str] = []
+        gone: list[str] = []
         for rel in sorted(files):
             path = root / rel
             (present if path.is_file() else gone).append(rel)

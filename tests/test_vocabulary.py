@@ -238,3 +238,17 @@ def test_old_spellings_still_work_with_a_warning(demo_memory, tmp_path):
     answer = tools.call(demo_memory, "search", {"query": "billing", "k": 1})
     assert not answer.is_error and answer.rows == 1
     assert demo_memory.grep("proration").to_dict()["total_matches"] == demo_memory.grep("proration").total
+
+
+def test_the_package_exports_its_public_types_and_errors_lazily():
+    import subprocess as sp
+
+    import fsmem
+
+    assert set(fsmem.__all__) == {"__version__", *fsmem._EXPORTS}
+    for name in fsmem._EXPORTS:
+        assert getattr(fsmem, name).__name__ == name
+    assert issubclass(fsmem.PathEscape, fsmem.FsmemError)
+    probe = "import sys, fsmem; print(sorted(m for m in sys.modules if m.startswith('fsmem')))"
+    loaded = sp.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "['fsmem']"  # importing the package loads nothing else until a name is used

@@ -12,6 +12,7 @@ import sys
 
 import click
 
+from fsmem import __version__
 from fsmem.cli.options import AGENT_HELP, ROOT_HELP
 from fsmem.errors import FsmemError
 
@@ -77,7 +78,7 @@ class LazyGroup(click.Group):
     envvar="FSMEM_AGENT",
     help=AGENT_HELP,
 )
-@click.version_option(package_name="fsmem")
+@click.version_option(version=__version__, prog_name="fsmem")
 @click.pass_context
 def cli(ctx: click.Context, root: str | None, agent: str | None) -> None:
     """Shared memory for agents and humans: Markdown files with YAML front matter.

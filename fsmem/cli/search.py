@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -57,7 +58,7 @@ def _read_seen(path: str | None) -> str | None:
     if path is None:
         return None
     if path == "-":
-        return click.get_text_stream("stdin").read()
+        return sys.stdin.read()
     try:
         return Path(path).read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -158,7 +158,7 @@ class Run:
     has_gold: bool
 
 
-def _percentile(values: list[float], q: float) -> float:
+def _percentile(values: Sequence[float], q: float) -> float:
     import numpy as np
 
     return float(np.percentile(values, q)) if values else 0.0
@@ -190,7 +190,7 @@ class EvalReport:
 
     @classmethod
     def from_runs(cls, runs: list[Run], ks: list[int], stats: ScoreStats, max_tokens: int) -> EvalReport:
-        per_k = []
+        per_k: list[dict[str, Any]] = []
         for k in ks:
             mine = [r for r in runs if r.k == k]
             gold = [r for r in mine if r.has_gold]
@@ -208,7 +208,7 @@ class EvalReport:
             )
         first = [r for r in runs if r.k == ks[0]]
         empties = [r for r in first if not r.has_gold]
-        curve = [(row["k"], row["recall"]) for row in per_k if row["recall"] is not None]
+        curve = [(int(row["k"]), float(row["recall"])) for row in per_k if row["recall"] is not None]
         d = stats.d_prime()
         return cls(
             questions=len(first),

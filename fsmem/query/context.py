@@ -70,7 +70,7 @@ def _body_lines(root: Path, rel: str) -> list[tuple[int | None, str]]:
     text, _ = fmt.decode((root / rel).read_bytes())
     doc = fmt.split(text)
     hidden = fmt.superseded_ranges(doc)
-    lines = [
+    lines: list[tuple[int | None, str]] = [
         (number, line)
         for number, line in enumerate(doc.body.splitlines(), start=doc.body_start_line)
         if not fmt.in_ranges(number, hidden)

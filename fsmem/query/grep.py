@@ -77,8 +77,12 @@ class GrepResult:
     pattern: str
     matches: list[GrepMatch]
     page: Page
-    tokens: int
+    meter: Meter | None = field(default=None, repr=False, compare=False)
     line_cut: bool = False  # the one match shown had to be cut to fit the budget
+
+    @property
+    def tokens(self) -> int:
+        return self.meter.tokens if self.meter is not None else 0
 
     @property
     def total(self) -> int:
@@ -209,7 +213,7 @@ def run(
     check_offset(offset)
     target_list = list(targets) if targets is not None else None
     if target_list is not None and not target_list:
-        return GrepResult(pattern, [], Page(offset, 0, 0), 0)
+        return GrepResult(pattern, [], Page(offset, 0, 0))
     rg = _Rg(
         root,
         [find_rg()] + build_args(pattern, ignore_case=ignore_case, fixed_strings=fixed_strings, word=word),
@@ -272,7 +276,7 @@ def _result(pattern: str, collector: _Collector, total: int, offset: int) -> Gre
     # rg stops at the page's last file, so a page filled exactly never sees the match that overflows it
     cut_by = collector.meter.cut_by or (CUT_BY_RESULTS if total > offset + shown else None)
     page = Page(offset=offset, shown=shown, total=total, cut_by=cut_by)
-    return GrepResult(pattern, collector.shown, page, collector.meter.tokens, line_cut=collector.line_cut)
+    return GrepResult(pattern, collector.shown, page, collector.meter, line_cut=collector.line_cut)
 
 
 def _segments(output: bytes) -> dict[str, list[bytes]]:
@@ -550,7 +554,7 @@ class _Collector:
         elif self.context and not self.full:
             item = (number, self._shorten(_line_text(rest[numbered.end() :])))
             if self.pending and item[0] - self.pending.line <= self.context:
-                if self.meter.add_to_last(self.count_tokens(f"{item[0]}-{item[1]}")):
+                if self.meter.add_text_to_last(f"{item[0]}-{item[1]}"):
                     self.pending.after.append(item)
             else:
                 self.before = (self.before + [item])[-self.context :]
@@ -573,7 +577,7 @@ class _Collector:
             before=[b for b in self.before if b[0] < line],
         )
         self.before = []
-        if self.meter.take(self.count_tokens(_render_cost(match))):
+        if self.meter.take_text(_render_lines(match)):
             self.shown.append(match)
             self.pending = match if self.context else None
             return
@@ -581,7 +585,7 @@ class _Collector:
             cut = self._cut(match, full)  # a page that could never show its first match would never page on
             if cut is not None:
                 self.shown.append(cut)
-                self.meter.tokens += self.count_tokens(_render_cost(cut))
+                self.meter.spend(_render_cost(cut))
                 self.line_cut = True
 
     def _cut(self, match: GrepMatch, full: str) -> GrepMatch | None:
@@ -605,10 +609,13 @@ def _line_text(raw: bytes) -> str:
     return raw.rstrip(b"\r\n").decode("utf-8", "replace")
 
 
+def _render_lines(match: GrepMatch) -> list[str]:
+    """What a match costs: its line with its path (a file header, counted once per match, is the bound) and its before-context."""
+    return [f"{match.path}:{match.line}:{match.text}"] + [f"{n}-{t}" for n, t in match.before]
+
+
 def _render_cost(match: GrepMatch) -> str:
-    parts = [f"{match.path}:{match.line}:{match.text}"]
-    parts += [f"{n}-{t}" for n, t in match.before]
-    return "\n".join(parts)
+    return "\n".join(_render_lines(match))
 
 
 def _in(line: int, ranges: list[tuple[int, int]]) -> bool:

@@ -30,7 +30,11 @@ class Listing:
 
     entries: list[ListEntry]
     page: Page
-    tokens: int = 0
+    meter: Meter | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def tokens(self) -> int:
+        return self.meter.tokens if self.meter is not None else 0
 
     @property
     def total(self) -> int:
@@ -65,7 +69,7 @@ def list_entries(metas: list[FileMeta], count: Count, *, offset: int, max_result
             break
         shown.append(entry)
     page = Page(offset=offset, shown=len(shown), total=len(metas), cut_by=meter.cut_by)
-    return Listing(entries=shown, page=page, tokens=meter.tokens)
+    return Listing(entries=shown, page=page, meter=meter)
 
 
 def format_entry(entry: ListEntry) -> str:

@@ -9,6 +9,7 @@ answer advances by at least one line and paging always terminates.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import stat
 from collections.abc import Callable, Iterator
@@ -41,13 +42,17 @@ class ReadResult:
     lines: list[tuple[int, str]]
     start: int
     end: int | None
-    tokens: int
     truncated: bool
     total_lines: int | None = None
     next_lines: str | None = None
     hidden_superseded: int = 0
     outline: list[OutlineEntry] | None = None
     notes: list[str] = field(default_factory=list)
+    meter: Meter | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def tokens(self) -> int:
+        return self.meter.tokens if self.meter is not None else 0
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -173,7 +178,7 @@ def bounded_read(
     says the budget is too small and names no next range.
     """
     hide_ranges = hide_ranges or []
-    result = ReadResult(path=rel, lines=[], start=start, end=None, tokens=0, truncated=False, total_lines=total_lines)
+    result = ReadResult(path=rel, lines=[], start=start, end=None, truncated=False, total_lines=total_lines)
     meter = Meter(counter.count, max_tokens=max_tokens)
     max_line_bytes = max_line_chars * 4 + 1
     with open_regular(path) as handle:
@@ -198,9 +203,7 @@ def bounded_read(
                 continue
             result.truncated = True
             if not result.lines:  # even one line does not fit: show the part of it that does
-                line = meter.head_that_fits(
-                    text, lambda head, n=number: numbered(n, head + " …"), truncate=counter.truncate
-                )
+                line = meter.head_that_fits(text, functools.partial(_numbered_cut, number), truncate=counter.truncate)
                 if line is None:
                     result.notes.append(
                         f"[the budget of {max_tokens} tokens is too small to show line {number} of {rel}; "
@@ -218,7 +221,7 @@ def bounded_read(
         else:
             if result.total_lines is None:
                 result.total_lines = number
-    result.tokens = meter.tokens
+    result.meter = meter
     if result.hidden_superseded:
         result.notes.append(
             f"[{result.hidden_superseded} superseded line(s) hidden; add --include-superseded to see them]"
@@ -229,6 +232,10 @@ def bounded_read(
 def numbered(number: int, text: str) -> str:
     """A line as `read` shows it: its number, a tab, its text."""
     return f"{number:>6}\t{text}"
+
+
+def _numbered_cut(number: int, head: str) -> str:
+    return numbered(number, head + " …")
 
 
 def outline_row(entry: OutlineEntry) -> str:
@@ -251,9 +258,7 @@ def outline(
     the line of the first heading it left out, so `--outline --lines N:` goes on.
     """
     found, total, size_of = _headings_of(path, counter, exact_limit)
-    result = ReadResult(
-        path=rel, lines=[], start=start, end=end, tokens=0, truncated=False, total_lines=total, outline=[]
-    )
+    result = ReadResult(path=rel, lines=[], start=start, end=end, truncated=False, total_lines=total, outline=[])
     assert result.outline is not None
     trailer = f"[outline of {rel} of {total} lines: {len(found)} headings shown, cut by the token budget; next: --outline --lines {total}:]"
     meter = Meter(counter.count, max_tokens=max_tokens, reserve=counter.count(trailer))
@@ -272,7 +277,7 @@ def outline(
                 )
             break
         result.outline.append(entry)
-    result.tokens = meter.tokens
+    result.meter = meter
     return result
 
 

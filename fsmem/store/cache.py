@@ -190,7 +190,7 @@ class MetaCache:
             wanted = None  # one scan of the table beats many IN queries
 
         def decode(cursor) -> dict[str, tuple[Stamp, list[tuple[int, int]]]]:
-            out = {}
+            out: dict[str, tuple[Stamp, list[tuple[int, int]]]] = {}
             for path, mtime, size, ino, ranges in cursor:
                 if ranges == "[]":
                     out[path] = ((mtime, size, ino), [])
