@@ -27,7 +27,7 @@ def fsmem_bin() -> str:
 
 
 def rg_bin() -> str:
-    from fsmem.query.grep import find_rg
+    from fsmem.store.rg import find_rg
 
     return find_rg()
 

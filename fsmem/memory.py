@@ -2,7 +2,11 @@
 
 Methods carry the same names and parameters as the CLI commands and return
 typed results with `to_dict()` (the `--json` form) and `to_text()` (what a
-human or a model reads).
+human or a model reads). Each method checks its arguments, narrows the
+agent's budget, and hands the work to the module below that owns it.
+
+This module is long because it is the whole public API in one place: one
+method per command, each a few lines of checks and delegation.
 """
 
 from __future__ import annotations

@@ -176,11 +176,11 @@ def test_grep_order_is_path_order_and_pages_are_exact_without_rg_sorting(empty_m
 
 
 def test_grep_small_read_chunks_give_the_same_answer(empty_memory, monkeypatch):
-    import fsmem.query.grep as grep_module
+    import fsmem.store.rg as rg_module
 
     _many_files(empty_memory)
     expected = [empty_memory.grep("needle", offset=o, max_results=9).to_dict() for o in (0, 100, 275)]
-    monkeypatch.setattr(grep_module, "_CHUNK", 7)  # rg's count and line-number output cut mid-line
+    monkeypatch.setattr(rg_module, "_CHUNK", 7)  # rg's count and line-number output cut mid-line
     got = [empty_memory.grep("needle", offset=o, max_results=9).to_dict() for o in (0, 100, 275)]
     assert got == expected
     assert expected[0]["total_matches"] == 280

@@ -6,51 +6,32 @@ files that hold the page shown; either way only the match lines inside
 `offset .. offset + budget` are decoded and counted in tokens. A pattern with a
 million matches thus stays close to bare `rg` speed while the answer still
 says exactly how many exist.
+
+This module is long because the passes, the exact subtraction of superseded
+lines and the collector that fills a page are one algorithm; running rg itself
+lives in `fsmem.store.rg`.
 """
 
 from __future__ import annotations
 
 import functools
-import os
 import re
-import shutil
-import subprocess
-import sys
-import sysconfig
-import threading
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fsmem.budget import CUT_BY_RESULTS, CUT_BY_TOKENS, Meter, Page, check_offset
-from fsmem.errors import FsmemError, InvalidArgument, PatternTimeout
-from fsmem.store.paths import STATE_DIR
+from fsmem.errors import InvalidArgument
+from fsmem.store.rg import Job, Rg, build_args, decode_path, find_rg
 
 # rg's standard output with --null: `PATH\0NUMBER:TEXT` for a match line, `PATH\0NUMBER-TEXT` for context.
 _NUMBERED = re.compile(rb"(\d+)([:-])")
 _PREVIEW_MARK = " [... omitted end of long line]"
-_CHUNK = 1 << 20
 # A first rg pass answers alone when its whole output is at most this long.
 _SMALL_OUTPUT = 128 << 10
 # Arguments per rg invocation when an explicit file list is passed.
 _ARGS_PER_CALL = 2000
-
-
-def find_rg() -> str:
-    """The `rg` binary: the one the `ripgrep` wheel installed beside this Python, else PATH."""
-    candidates = [
-        os.path.join(sysconfig.get_path("scripts"), "rg"),
-        os.path.join(os.path.dirname(sys.executable), "rg"),
-    ]
-    for candidate in candidates:
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    found = shutil.which("rg")
-    if found:
-        return found
-    raise FsmemError("ripgrep (rg) is not installed; install fsmem with pip, which brings the 'ripgrep' package")
 
 
 @dataclass
@@ -141,35 +122,6 @@ class GrepResult:
         return "\n".join(out)
 
 
-def build_args(
-    pattern: str,
-    *,
-    ignore_case: bool = False,
-    fixed_strings: bool = False,
-    word: bool = False,
-) -> list[str]:
-    """The rg options every pass shares: which files, how to match."""
-    args = [
-        "--no-config",
-        "--no-ignore",
-        "--glob",
-        "*.md",
-        "--glob",
-        "*.markdown",
-        "--glob",
-        f"!{STATE_DIR}/",
-        "--text",  # memory files are text: a stray NUL byte must not make rg skip a whole file as binary
-    ]
-    if ignore_case:
-        args.append("--ignore-case")
-    if fixed_strings:
-        args.append("--fixed-strings")
-    if word:
-        args.append("--word-regexp")
-    args.extend(["--regexp", pattern])
-    return args
-
-
 def run(
     root: Path,
     pattern: str,
@@ -214,7 +166,7 @@ def run(
     target_list = list(targets) if targets is not None else None
     if target_list is not None and not target_list:
         return GrepResult(pattern, [], Page(offset, 0, 0))
-    rg = _Rg(
+    rg = Rg(
         root,
         [find_rg()] + build_args(pattern, ignore_case=ignore_case, fixed_strings=fixed_strings, word=word),
         pattern,
@@ -285,12 +237,12 @@ def _segments(output: bytes) -> dict[str, list[bytes]]:
     for raw in output.splitlines(keepends=True):
         name, sep, _ = raw.partition(b"\0")
         if sep:
-            segments.setdefault(_decode_path(name), []).append(raw)
+            segments.setdefault(decode_path(name), []).append(raw)
     return segments
 
 
 def _visible_counts(
-    rg: _Rg,
+    rg: Rg,
     counts: dict[str, int],
     paths: list[str],
     superseded_ranges: Callable[[list[str]], dict[str, list[tuple[int, int]]]],
@@ -299,7 +251,7 @@ def _visible_counts(
     """Match lines per file less those inside superseded ranges, and the (verified) ranges."""
     hinted = set(superseded_hint()) if superseded_hint is not None else set()
     likely = [p for p in paths if p in hinted]
-    numbering = _Job(lambda: _match_lines(rg, likely)) if likely else None
+    numbering = Job(lambda: _match_lines(rg, likely)) if likely else None
     try:
         ranges = superseded_ranges(paths)  # verified, while rg numbers the likely files' matches
     finally:
@@ -333,7 +285,7 @@ def _batches(paths: list[str]) -> list[list[str]]:
     return [paths[i : i + _ARGS_PER_CALL] for i in range(0, len(paths), _ARGS_PER_CALL)]
 
 
-def _match_line_counts(rg: _Rg, targets: list[str] | None) -> dict[str, int]:
+def _match_line_counts(rg: Rg, targets: list[str] | None) -> dict[str, int]:
     """Files with matches -> their number of match lines (what the page pass prints as `N:` lines)."""
     counts: dict[str, int] = {}
     for batch in [["./"]] if targets is None else _batches(targets):
@@ -341,12 +293,12 @@ def _match_line_counts(rg: _Rg, targets: list[str] | None) -> dict[str, int]:
         for line in output.split(b"\n"):
             name, sep, number = line.rpartition(b"\0")
             if sep:
-                path = _decode_path(name)
+                path = decode_path(name)
                 counts[path] = counts.get(path, 0) + int(number)
     return counts
 
 
-def _match_lines(rg: _Rg, paths: list[str]) -> dict[str, bytes]:
+def _match_lines(rg: Rg, paths: list[str]) -> dict[str, bytes]:
     """Per file with matches, the line numbers of its match lines as rg lists them (`12:...` lines)."""
     blocks: dict[str, bytes] = {}
     for batch in _batches(paths):
@@ -357,7 +309,7 @@ def _match_lines(rg: _Rg, paths: list[str]) -> dict[str, bytes]:
         for block in output.split(b"\n\n"):
             name, sep, lines = block.partition(b"\0")
             if sep:
-                blocks[_decode_path(name)] = lines
+                blocks[decode_path(name)] = lines
     return blocks
 
 
@@ -381,124 +333,6 @@ def _superseded_hits(lines: bytes, ranges: list[tuple[int, int]]) -> int:
                 found += 1
         end = start
     return found
-
-
-class _Job(threading.Thread):
-    """Work run beside the main thread (rg passes that wait on a pipe); `outcome()` joins it."""
-
-    def __init__(self, work: Callable[[], Any]):
-        super().__init__(daemon=True)
-        self.work = work
-        self.result: Any = None
-        self.error: BaseException | None = None
-        self.start()
-
-    def run(self) -> None:
-        try:
-            self.result = self.work()
-        except BaseException as exc:  # handed to the caller by outcome()
-            self.error = exc
-
-    def outcome(self) -> Any:
-        self.join()
-        if self.error is not None:
-            raise self.error
-        return self.result
-
-
-def _decode_path(raw: bytes) -> str:
-    """A path as rg prints it, memory-relative (bytes that are not UTF-8 survive the round trip to rg)."""
-    if raw.startswith(b"\n"):
-        raw = raw[1:]
-    return (raw[2:] if raw.startswith(b"./") else raw).decode("utf-8", "surrogateescape")
-
-
-class _Rg:
-    """ripgrep with the options every pass shares, run in the memory root under one deadline."""
-
-    def __init__(self, root: Path, base: list[str], pattern: str, timeout: float):
-        self.root = root
-        self.base = base
-        self.pattern = pattern
-        self.timeout = timeout
-        self.deadline = time.monotonic() + timeout
-
-    def output(self, args: list[str], *, limit: int | None = None) -> bytes | None:
-        """rg's whole output; None (and rg stopped) once it grows past `limit` bytes."""
-        chunks: list[bytes] = []
-        size = 0
-
-        def keep(chunk: bytes) -> None:
-            nonlocal size
-            chunks.append(chunk)
-            size += len(chunk)
-
-        too_long = (lambda: size > limit) if limit is not None else None
-        return None if self._run(args, keep, chunked=True, stop=too_long) else b"".join(chunks)
-
-    def stream(self, args: list[str], feed: Callable[[bytes], None], *, stop: Callable[[], bool]) -> None:
-        """Hand rg's output to `feed` line by line; stop rg as soon as `stop()` says so."""
-        self._run(args, feed, chunked=False, stop=stop)
-
-    def _run(self, args, feed, *, chunked: bool, stop: Callable[[], bool] | None = None) -> bool:
-        """Run rg, handing its output to `feed` in large chunks or line by line; True when `stop()` ended it."""
-        import tempfile
-
-        with tempfile.TemporaryFile() as errors:
-            process = subprocess.Popen(self.base + args, cwd=self.root, stdout=subprocess.PIPE, stderr=errors)
-            timed_out = threading.Event()
-
-            def kill_on_deadline() -> None:
-                timed_out.set()
-                process.kill()
-
-            timer = threading.Timer(max(0.0, self.deadline - time.monotonic()), kill_on_deadline)
-            timer.start()
-            stopped = False
-            try:
-                assert process.stdout is not None
-                if chunked:
-                    fd = process.stdout.fileno()
-                    while chunk := os.read(fd, _CHUNK):
-                        feed(chunk)
-                        if stop is not None and stop():
-                            stopped = True
-                            break
-                else:
-                    for raw in process.stdout:
-                        feed(raw)
-                        if stop is not None and stop():
-                            stopped = True
-                            break
-                code = process.wait() if not stopped else 0
-            finally:
-                timer.cancel()
-                if process.poll() is None:
-                    process.kill()
-                    process.wait()
-                if process.stdout is not None:
-                    process.stdout.close()
-            errors.seek(0)
-            stderr = errors.read()
-        if timed_out.is_set():
-            raise PatternTimeout(
-                f"grep stopped after {self.timeout:g} s: the pattern {self.pattern!r} is too slow on this memory; "
-                "use a simpler pattern, -F for a fixed string, or a narrower PATH"
-            )
-        if code == 2:
-            _raise_rg_error(stderr, self.pattern)
-        return stopped
-
-
-def _raise_rg_error(stderr: bytes, pattern: str) -> None:
-    message = stderr.decode("utf-8", "replace").strip()
-    if "regex" in message.lower() or "parse error" in message.lower():
-        first = " ".join(message.split())
-        raise InvalidArgument(f"invalid regular expression {pattern!r}: {first}; use -F to search for the text as is")
-    lines = [ln for ln in message.splitlines() if ln.strip()]
-    if lines and not all("Permission denied" in ln or "No such file" in ln for ln in lines):
-        # Unreadable (or since vanished) files are reported by rg but do not make the search fail.
-        raise FsmemError(f"ripgrep failed: {lines[0]}")
 
 
 def path_order(path: str) -> tuple[str, ...]:
@@ -536,7 +370,7 @@ class _Collector:
         numbered = _NUMBERED.match(rest) if sep else None
         if numbered is None:
             return
-        path = _decode_path(name)
+        path = decode_path(name)
         if path != self.path:
             self.finish_pending()
             self.before = []

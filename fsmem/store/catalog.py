@@ -254,7 +254,7 @@ def _with_superseded_heading(root: Path, rels: list[str]) -> set[str]:
     """The files among `rels` with a line that may be a `## Superseded` heading (a superset)."""
     import subprocess
 
-    from fsmem.query.grep import find_rg
+    from fsmem.store.rg import find_rg
 
     found: set[str] = set()
     for start in range(0, len(rels), 2000):

