@@ -4,13 +4,12 @@ The memory is a plain directory of Markdown files with YAML front matter;
 `fsmem.Memory(root)` lists, greps, reads, searches and writes it within a
 token budget. The public result types and errors are importable from here;
 each is loaded on first use, so `import fsmem` (and the CLI's start-up) costs
-only what is used.
+only what is used. Type checkers read the same names from `__init__.pyi`.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
 __version__ = "0.2.0"
 
@@ -85,7 +84,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'fsmem' has no attribute {name!r}")
@@ -96,33 +95,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(__all__)
-
-
-if TYPE_CHECKING:
-    from fsmem.budget import Budget, Page
-    from fsmem.consolidate.apply import ConsolidationReport
-    from fsmem.errors import (
-        AlreadyExists,
-        ChangedOnDisk,
-        ConfigError,
-        EditConflict,
-        FsmemError,
-        InvalidArgument,
-        LockTimeout,
-        MemoryToolError,
-        MissingDependency,
-        NotFound,
-        PathEscape,
-        PatternTimeout,
-        ReadOnly,
-        RootNotFound,
-    )
-    from fsmem.memory import CheckResult, IndexResult, Memory
-    from fsmem.query.context import ContextBlock
-    from fsmem.query.grep import GrepMatch, GrepResult
-    from fsmem.query.listing import ListEntry, Listing
-    from fsmem.query.reading import ReadResult
-    from fsmem.query.stats import StatsResult
-    from fsmem.search.ranking import SearchHit, SearchResult
-    from fsmem.search.recall import RecallResult
-    from fsmem.store.writing import WriteResult

@@ -1,0 +1,65 @@
+"""Type stub of fsmem's lazy exports (see __init__.py)."""
+
+from fsmem.budget import Budget, Page
+from fsmem.consolidate.apply import ConsolidationReport
+from fsmem.errors import (
+    AlreadyExists,
+    ChangedOnDisk,
+    ConfigError,
+    EditConflict,
+    FsmemError,
+    InvalidArgument,
+    LockTimeout,
+    MemoryToolError,
+    MissingDependency,
+    NotFound,
+    PathEscape,
+    PatternTimeout,
+    ReadOnly,
+    RootNotFound,
+)
+from fsmem.memory import CheckResult, IndexResult, Memory
+from fsmem.query.context import ContextBlock
+from fsmem.query.grep import GrepMatch, GrepResult
+from fsmem.query.listing import ListEntry, Listing
+from fsmem.query.reading import ReadResult
+from fsmem.query.stats import StatsResult
+from fsmem.search.ranking import SearchHit, SearchResult
+from fsmem.search.recall import RecallResult
+from fsmem.store.writing import WriteResult
+
+__version__: str
+__all__ = [
+    "__version__",
+    "Memory",
+    "CheckResult",
+    "IndexResult",
+    "Budget",
+    "Page",
+    "Listing",
+    "ListEntry",
+    "GrepResult",
+    "GrepMatch",
+    "ReadResult",
+    "ContextBlock",
+    "StatsResult",
+    "WriteResult",
+    "SearchResult",
+    "SearchHit",
+    "RecallResult",
+    "ConsolidationReport",
+    "FsmemError",
+    "RootNotFound",
+    "PathEscape",
+    "NotFound",
+    "AlreadyExists",
+    "InvalidArgument",
+    "EditConflict",
+    "ReadOnly",
+    "LockTimeout",
+    "PatternTimeout",
+    "ConfigError",
+    "ChangedOnDisk",
+    "MemoryToolError",
+    "MissingDependency",
+]
