@@ -19,8 +19,9 @@ from typing import Annotated, Any
 
 from fsmem.agents.registry import FORMATS, REGISTRY, Param, Reply, Tool, json_type_name, tool, validate
 from fsmem.errors import FsmemError, InvalidArgument, ReadOnly
-from fsmem.memory import Memory
+from fsmem.memory import Memory, os_error_message
 from fsmem.store import retrieval_log
+from fsmem.store.paths import text_problem
 
 # Tokens kept back from a tool's content for its trailer lines and the guard note.
 TRAILER_RESERVE = 48
@@ -325,9 +326,11 @@ def call(memory: Memory, name: str, arguments: dict[str, Any] | str | None = Non
     except FsmemError as exc:
         reply, is_error = Reply(f"error: {exc}"), True
     except OSError as exc:
-        where = f" ({exc.filename})" if exc.filename else ""
-        reply, is_error = Reply(f"error: {exc.strerror or exc}{where}"), True
-    text, cut = fit(memory, reply.text, memory.budget.max_tokens)
+        reply, is_error = Reply(f"error: {os_error_message(exc, memory.root)}"), True
+    except Exception as exc:  # never raise to the model's harness: an answer it can read, always
+        reply, is_error = Reply(f"error: {name} failed: {type(exc).__name__}: {exc}"), True
+    # Whatever the input held, the answer is text that encodes as UTF-8 (a lone surrogate is escaped).
+    text, cut = fit(memory, reply.text.encode("utf-8", "backslashreplace").decode("utf-8"), memory.budget.max_tokens)
     answer = ToolAnswer(
         tool=name,
         text=text,
@@ -342,8 +345,26 @@ def call(memory: Memory, name: str, arguments: dict[str, Any] | str | None = Non
     return answer
 
 
+def _check_arguments(value: Any, where: str = "") -> None:
+    """Refuse, at the door, any string argument (or key) holding a NUL byte or a lone surrogate."""
+    if isinstance(value, str):
+        problem = text_problem(value)
+        if problem:
+            raise InvalidArgument(f"argument {where or 'text'!r} {problem}; send plain text")
+    elif isinstance(value, dict):
+        for key, inner in value.items():
+            _check_arguments(key, where)
+            _check_arguments(inner, where or (key if isinstance(key, str) and not text_problem(key) else ""))
+    elif isinstance(value, (list, tuple)):
+        for inner in value:
+            _check_arguments(inner, where)
+
+
 def _run(memory: Memory, name: str, arguments: dict[str, Any] | str | None) -> Reply:
+    if not isinstance(name, str) or text_problem(name):
+        raise InvalidArgument("the tool name must be plain text")
     parsed = _parse_arguments(arguments)
+    _check_arguments(parsed)
     tool_ = REGISTRY.get(name)
     if tool_ is None or not tool_.available(memory):
         names = ", ".join(t.name for t in offered(memory))
@@ -447,5 +468,5 @@ def _log(memory: Memory, answer: ToolAnswer, arguments: Any, started: float) -> 
         record["error"] = answer.text
     try:
         retrieval_log.append(memory.root, record)
-    except OSError:
+    except (OSError, FsmemError, ValueError):
         pass  # a read-only or full disk must not cost the agent its answer

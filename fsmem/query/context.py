@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fsmem import format as fmt
-from fsmem.errors import InvalidArgument
+from fsmem.errors import FsmemError, InvalidArgument
+from fsmem.store.paths import read_regular, resolve
 
 if TYPE_CHECKING:
     from fsmem.memory import Memory
@@ -64,8 +65,14 @@ class ContextBlock:
 
 
 def _body_lines(memory: Memory, rel: str) -> list[tuple[int | None, str]]:
-    """A file's body lines with their file line numbers; superseded facts and edge blank lines left out."""
-    text, _ = fmt.decode((memory.root / rel).read_bytes())
+    """A file's body lines with their file line numbers; superseded facts and edge blank lines left out.
+
+    A file that cannot be read (vanished, denied, not regular, a link out) gives no lines.
+    """
+    try:
+        text, _ = fmt.decode(read_regular(resolve(memory.root, rel, want="file")))
+    except (OSError, FsmemError):
+        return []
     doc = fmt.split(text)
     hidden = fmt.superseded_ranges(doc)
     lines = [
@@ -86,8 +93,7 @@ def gather(memory: Memory) -> tuple[list[Part], bool]:
     for meta in memory.catalog.entries(memory.root / PROFILE_DIR) if (memory.root / PROFILE_DIR).is_dir() else []:
         title = f" ({meta.title})" if meta.title else ""
         parts.append(Part(meta.path, f"## {meta.path}{title}", _body_lines(memory, meta.path)))
-    index = memory.root / INDEX_FILE
-    if index.is_file():
+    if _readable_index(memory):
         parts.append(Part(INDEX_FILE, f"## {INDEX_FILE}", _body_lines(memory, INDEX_FILE)))
         return parts, True
     rows: list[tuple[int | None, str]] = []
@@ -98,6 +104,13 @@ def gather(memory: Memory) -> tuple[list[Part], bool]:
     heading = f"## Entities and topics ({INDEX_FILE} does not exist yet; `fsmem consolidate` writes it)"
     parts.append(Part("catalog", heading, rows))
     return parts, False
+
+
+def _readable_index(memory: Memory) -> bool:
+    try:
+        return resolve(memory.root, INDEX_FILE, want="file").is_file()
+    except FsmemError:
+        return False  # a link out of the memory, a FIFO…: as if there were none
 
 
 def _cut_note(parts: list[Part]) -> list[str]:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from fsmem.errors import FsmemError, InvalidArgument, PatternTimeout
-from fsmem.store.paths import STATE_DIR
+from fsmem.store.paths import ROOT_README, STATE_DIR, is_memory_path
 
 _LINE_NUMBER = re.compile(rb'"line_number":(\d+)')
 _MATCH_PREFIX = b'{"type":"match"'
@@ -146,9 +146,9 @@ def build_args(
     args = [
         "--no-config",
         "--no-ignore",
-        "--glob",
+        "--iglob",
         "*.md",
-        "--glob",
+        "--iglob",
         "*.markdown",
         "--glob",
         f"!{STATE_DIR}/",
@@ -217,6 +217,13 @@ def run(
     target_list = list(targets) if targets is not None else None
     if target_list is not None and not target_list:
         return GrepResult(pattern, [], 0, offset, 0, False)
+    # rg walks folders itself: what it finds passes the containment rule here (names with control
+    # characters or non-UTF-8 bytes are not memory), and the root README.md only when named.
+    readme_named = target_list is not None and ROOT_README in target_list
+
+    def keep(path: str) -> bool:
+        return is_memory_path(path) and (readme_named or path != ROOT_README)
+
     rg = _Rg(
         root,
         [find_rg()] + build_args(pattern, ignore_case=ignore_case, fixed_strings=fixed_strings, word=word),
@@ -240,7 +247,7 @@ def run(
         small = rg.output(json_args + ["--"] + (target_list or ["./"]), limit=_SMALL_OUTPUT)
         if small is not None:
             segments = _segments(small)
-            paths = sorted(segments, key=path_order)
+            paths = sorted(filter(keep, segments), key=path_order)
             collector = collect(ranges=superseded_ranges(paths) if paths else {})
             for path in paths:
                 for raw in segments[path]:
@@ -248,7 +255,7 @@ def run(
                 collector.finish_pending()
             return _result(pattern, collector, collector.total, offset)
 
-    counts = _match_line_counts(rg, target_list)
+    counts = {path: n for path, n in _match_line_counts(rg, target_list).items() if keep(path)}
     paths = sorted(counts, key=path_order)
     ranges: dict[str, list[tuple[int, int]]] = {}
     visible = counts

@@ -31,6 +31,7 @@ class Listing:
     total: int
     left_out: int
     tokens: int = 0
+    skipped: list[str] = field(default_factory=list)  # memory-named files that could not be read
 
     @property
     def truncated(self) -> bool:
@@ -43,6 +44,7 @@ class Listing:
             "left_out": self.left_out,
             "truncated": self.truncated,
             "tokens": self.tokens,
+            "skipped": self.skipped,
         }
 
     def to_text(self) -> str:
@@ -56,6 +58,9 @@ class Listing:
             )
         else:
             lines.append(f"[{self.total} files]")
+        if self.skipped:
+            names = ", ".join(self.skipped[:3]) + (f" and {len(self.skipped) - 3} more" if len(self.skipped) > 3 else "")
+            lines.append(f"[{len(self.skipped)} file(s) left out, unreadable or not memory: {names}; fsmem check says why]")
         return "\n".join(lines)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from fsmem import format as fmt
 from fsmem.errors import InvalidArgument
+from fsmem.store.paths import open_regular, read_regular
 from fsmem.tokens import TokenCounter
 
 _READ_CHUNK = 1 << 16
@@ -136,7 +137,7 @@ def bounded_read(
     hide_ranges = hide_ranges or []
     result = ReadResult(path=rel, lines=[], start=start, end=None, tokens=0, truncated=False, total_lines=total_lines)
     max_line_bytes = max_line_chars * 4 + 1
-    with open(path, "rb") as handle:
+    with open_regular(path) as handle:
         number = 0
         for number, (raw, length) in enumerate(_iter_lines(handle, max_line_bytes), start=1):
             if number < start:
@@ -195,7 +196,7 @@ def outline(path: Path, rel: str, counter: TokenCounter, *, exact_limit: int) ->
     size = path.stat().st_size
     entries: list[OutlineEntry] = []
     if size <= exact_limit:
-        text, _ = fmt.decode(path.read_bytes())
+        text, _ = fmt.decode(read_regular(path))
         lines = text.splitlines()
         for heading in fmt.headings(text):
             body = "\n".join(lines[heading.line - 1 : heading.end_line])
@@ -209,7 +210,7 @@ def outline(path: Path, rel: str, counter: TokenCounter, *, exact_limit: int) ->
         offset = 0
         total = 0
         in_code = False
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:
             for total, (raw, length) in enumerate(_iter_lines(handle, 8192), start=1):
                 line = raw.decode("utf-8", "replace")
                 if fmt.FENCED_CODE.match(line):
@@ -237,7 +238,7 @@ def find_section(path: Path, heading: str, *, exact_limit: int) -> tuple[int, in
         raise InvalidArgument(
             "--section needs the outline of the whole file; on a file this large use --outline, then --lines"
         )
-    text, _ = fmt.decode(path.read_bytes())
+    text, _ = fmt.decode(read_regular(path))
     wanted = heading.strip().lstrip("#").strip().lower()
     all_headings = fmt.headings(text)
     for h in all_headings:

@@ -9,17 +9,20 @@ and size can sit behind this one class.
 
 from __future__ import annotations
 
+import errno
+import functools
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any
 
 from fsmem import format as fmt
-from fsmem.store.paths import STATE_DIR, relative
+from fsmem.errors import InvalidArgument
+from fsmem.store import paths
+from fsmem.store.paths import MEMORY_SUFFIXES, relative
 from fsmem.tokens import TokenCounter
-
-MEMORY_SUFFIXES = (".md", ".markdown")
 # Above this size a file's tokens are estimated (bytes / 4) rather than counted.
 EXACT_COUNT_LIMIT = 4 * 1024 * 1024
 # Front matter is only looked for in the first bytes of a file.
@@ -61,8 +64,7 @@ class FileMeta:
         return cls(**data)
 
 
-def is_memory_file(name: str) -> bool:
-    return name.lower().endswith(MEMORY_SUFFIXES) and not name.startswith(".")
+is_memory_file = paths.is_memory_name
 
 
 def walk(root: Path, start: Path | None = None) -> Iterator[Path]:
@@ -70,16 +72,10 @@ def walk(root: Path, start: Path | None = None) -> Iterator[Path]:
 
     Hidden files and folders (`.fsmem/`, `.git/`, editor swap files) are skipped;
     symlinked folders are not followed, and a symlinked file is listed only when
-    its target lies inside the root.
+    its real target is itself a memory file inside the root (`walk_stats`).
     """
     for _rel, full, _stat in walk_stats(root, start):
         yield Path(full)
-
-
-def _inside(root: Path, path: str) -> bool:
-    real_root = os.path.realpath(root)
-    real = os.path.realpath(path)
-    return real == real_root or real.startswith(real_root + os.sep)
 
 
 def read_meta(root: Path, path: Path, counter: TokenCounter, stat: os.stat_result | None = None) -> FileMeta:
@@ -87,8 +83,7 @@ def read_meta(root: Path, path: Path, counter: TokenCounter, stat: os.stat_resul
     stat = stat or path.stat()
     meta = FileMeta(path=relative(root, path), size=stat.st_size, mtime_ns=stat.st_mtime_ns)
     exact = stat.st_size <= EXACT_COUNT_LIMIT
-    with open(path, "rb") as handle:
-        data = handle.read() if exact else handle.read(HEAD_BYTES)
+    data = paths.read_regular(path, -1 if exact else HEAD_BYTES)
     text, problems = fmt.decode(data)
     doc = fmt.split(text)
     fm = doc.front_matter
@@ -140,12 +135,38 @@ class Catalog:
 
     def _meta_for(self, path: Path, stat: os.stat_result) -> FileMeta:
         rel = relative(self.root, path)
-        return self._metas([(rel, os.fspath(path), stat)])[0]
+        return self._metas([(rel, os.fspath(path), stat)], strict=True)[0]
 
-    def _metas(self, found: list[tuple[str, str, os.stat_result]], *, complete: bool = False) -> list[FileMeta]:
-        """Metadata for (relative path, absolute path, stat) triples, re-reading only stale files."""
+    def _read(self, full: str, stat: os.stat_result, rel: str, skipped: list[tuple[str, str]] | None) -> FileMeta | None:
+        """One file's metadata from disk; a file that cannot be read (vanished, denied, not regular) is None."""
+        try:
+            return read_meta(self.root, Path(full), self.counter, stat)
+        except FileNotFoundError:
+            return None
+        except (OSError, InvalidArgument) as exc:
+            if skipped is None:
+                raise
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            skipped.append((paths.shown(rel), f"skipped: {reason.lower()}"))
+            return None
+
+    def _metas(
+        self,
+        found: list[tuple[str, str, os.stat_result]],
+        *,
+        complete: bool = False,
+        strict: bool = False,
+        skipped: list[tuple[str, str]] | None = None,
+    ) -> list[FileMeta]:
+        """Metadata for (relative path, absolute path, stat) triples, re-reading only stale files.
+
+        A file that cannot be read is left out (and added to `skipped`), unless
+        `strict`: then the error is raised (one file asked for by name).
+        """
+        sink = None if strict else (skipped if skipped is not None else [])
         if self.cache is None:
-            return [read_meta(self.root, Path(full), self.counter, stat) for _, full, stat in found]
+            metas = (self._read(full, stat, rel, sink) for rel, full, stat in found)
+            return [meta for meta in metas if meta is not None]
         from fsmem.store.cache import decode_row, stamp_of
 
         rows = self.cache.rows(None if complete or len(found) > 500 else [rel for rel, _, _ in found])
@@ -161,16 +182,19 @@ class Catalog:
                 except (TypeError, ValueError):
                     meta = None
             if meta is None:
-                meta = read_meta(self.root, Path(full), self.counter, stat)
+                meta = self._read(full, stat, rel, sink)
+                if meta is None:
+                    continue
                 fresh.append((stamp, meta.to_dict()))
             result.append(meta)
         if fresh or complete:
-            self.cache.store(fresh, prune_except={rel for rel, _, _ in found} if complete else None)
+            self.cache.store(fresh, prune_except={m.path for m in result} if complete else None)
         return result
 
-    def entries(self, start: Path | None = None) -> list[FileMeta]:
-        found = list(walk_stats(self.root, start))
-        return self._metas(found, complete=start is None or Path(start) == self.root)
+    def entries(self, start: Path | None = None, skipped: list[tuple[str, str]] | None = None) -> list[FileMeta]:
+        """Every memory file under `start` (default: all); files that cannot be read go to `skipped`."""
+        found = list(walk_stats(self.root, start, skipped))
+        return self._metas(found, complete=start is None or Path(start) == self.root, skipped=skipped)
 
     def get(self, path: Path) -> FileMeta:
         return self._meta_for(path, path.stat())
@@ -208,46 +232,136 @@ class Catalog:
         return self.cache.paths_with_superseded() if self.cache is not None else []
 
 
-def walk_stats(root: Path, start: Path | None = None) -> Iterator[tuple[str, str, os.stat_result]]:
+def walk_stats(
+    root: Path, start: Path | None = None, skipped: list[tuple[str, str]] | None = None
+) -> Iterator[tuple[str, str, os.stat_result]]:
     """(relative path, absolute path, stat) of every memory file, in `walk` order.
 
-    The same rules as `walk`, on plain strings: at 10k files, Path objects
-    alone cost a tenth of a second.
+    The containment rule (`paths.is_memory_path`) on plain strings: at 10k
+    files, Path objects alone cost a tenth of a second. Only regular files the
+    process may read are yielded; a memory-named entry that cannot be (a link
+    that leads out of the memory or into a hidden folder, a loop, a FIFO, an
+    unreadable file or folder, a name with a control character) is left out
+    and, when `skipped` is given, appended to it as (path shown, reason).
     """
     start = start or root
-    if not os.path.isdir(start):
-        if os.path.isfile(start) and _inside(root, os.fspath(start)):
-            yield relative(root, Path(start)), os.fspath(start), os.stat(start)
-        return
+    note = skipped.append if skipped is not None else (lambda item: None)
     real_root = os.path.realpath(root)
     base_len = len(os.fspath(root).rstrip(os.sep)) + 1
+    if not os.path.isdir(start):
+        rel = relative(root, Path(start))
+        found = _memory_file(os.fspath(start), rel, real_root, note)
+        if found is not None:
+            yield rel, os.fspath(start), found
+        return
     stack = [os.fspath(start)]
     while stack:
         folder = stack.pop()
         try:
             with os.scandir(folder) as it:
                 items = sorted(it, key=lambda e: e.name)
-        except (FileNotFoundError, NotADirectoryError, PermissionError):
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as exc:
+            note((paths.shown(folder[base_len:] or "."), f"folder skipped: {exc.strerror or exc}"))
             continue
         subfolders = []
         for item in items:
             name = item.name
-            if name.startswith(".") or name == STATE_DIR:
+            if name.startswith("."):
                 continue
+            rel = item.path[base_len:]
+            if os.sep != "/":
+                rel = rel.replace(os.sep, "/")
             if item.is_dir(follow_symlinks=False):
-                subfolders.append(item.path)
-            elif is_memory_file(name) and item.is_file():
-                if item.is_symlink():
-                    real = os.path.realpath(item.path)
-                    if not (real == real_root or real.startswith(real_root + os.sep)):
-                        continue
-                try:
-                    stat = item.stat()
-                except OSError:
-                    continue
-                rel = item.path[base_len:]
-                yield (rel if os.sep == "/" else rel.replace(os.sep, "/")), item.path, stat
+                problem = paths.name_problem(name)
+                if problem is None:
+                    subfolders.append(item.path)
+                else:
+                    note((paths.shown(rel), f"folder skipped: its name {problem}"))
+                continue
+            if not name.lower().endswith(MEMORY_SUFFIXES):
+                continue
+            if item.is_symlink():
+                stat = _memory_file(item.path, rel, real_root, note)
+            elif not paths.is_memory_name(name):
+                note((paths.shown(rel), f"skipped: the name {paths.name_problem(name)}"))
+                continue
+            else:
+                stat = _regular_stat(item, rel, note)
+            if stat is not None:
+                yield rel, item.path, stat
         stack.extend(reversed(subfolders))
+
+
+def _readable(stat: os.stat_result) -> bool:
+    """Whether this process may read the file, from the mode bits alone (no extra system call)."""
+    uid, groups = _identity()
+    if uid == 0:
+        return True
+    if stat.st_uid == uid:
+        return bool(stat.st_mode & 0o400)
+    if stat.st_gid in groups:
+        return bool(stat.st_mode & 0o040)
+    return bool(stat.st_mode & 0o004)
+
+
+@functools.cache
+def _identity() -> tuple[int, frozenset[int]]:
+    return os.geteuid(), frozenset([os.getegid(), *os.getgroups()])
+
+
+def _regular_stat(item: os.DirEntry, rel: str, note) -> os.stat_result | None:
+    try:
+        stat = item.stat()
+    except OSError as exc:
+        if not isinstance(exc, FileNotFoundError):
+            note((paths.shown(rel), f"skipped: {_reason(exc)}"))
+        return None
+    if not S_ISREG(stat.st_mode):
+        note((paths.shown(rel), "skipped: not a regular file (a FIFO, socket or device)"))
+        return None
+    if not _readable(stat):
+        note((paths.shown(rel), "skipped: permission denied"))
+        return None
+    return stat
+
+
+def _memory_file(full: str, rel: str, real_root: str, note) -> os.stat_result | None:
+    """The stat of `full` if it is a memory file by the whole rule (its real target included), else None."""
+    if not paths.is_memory_path(rel):
+        if rel.lower().endswith(MEMORY_SUFFIXES):
+            note((paths.shown(rel), "skipped: not a memory path (hidden, or a name with a control character)"))
+        return None
+    real = os.path.realpath(full)
+    if real != real_root and not real.startswith(real_root + os.sep):
+        note((paths.shown(rel), "skipped: a symbolic link that leads outside the memory root"))
+        return None
+    inside = real[len(real_root) + 1 :].replace(os.sep, "/")
+    if not paths.is_memory_path(inside):
+        note((paths.shown(rel), "skipped: a symbolic link to a path that is not a memory file"))
+        return None
+    try:
+        stat = os.stat(full)
+    except OSError as exc:
+        if not isinstance(exc, FileNotFoundError) or os.path.islink(full):
+            note((paths.shown(rel), f"skipped: {_reason(exc)}"))
+        return None
+    if not S_ISREG(stat.st_mode):
+        note((paths.shown(rel), "skipped: not a regular file (a FIFO, socket or device)"))
+        return None
+    if not _readable(stat):
+        note((paths.shown(rel), "skipped: permission denied"))
+        return None
+    return stat
+
+
+def _reason(exc: OSError) -> str:
+    if exc.errno == errno.ELOOP:
+        return "a symbolic link loop"
+    if isinstance(exc, FileNotFoundError):
+        return "a dangling symbolic link"
+    return str(exc.strerror or exc).lower()
 
 
 def _with_superseded_heading(root: Path, rels: list[str]) -> set[str]:
@@ -292,8 +406,8 @@ def superseded_of(path: Path, stat: os.stat_result | None = None) -> list[tuple[
     if stat.st_size > EXACT_COUNT_LIMIT:
         return []
     try:
-        data = path.read_bytes()
-    except OSError:
+        data = paths.read_regular(path)
+    except (OSError, InvalidArgument):
         return []
     if fmt.SUPERSEDED_HEADING.lower().encode() not in data.lower():
         return []

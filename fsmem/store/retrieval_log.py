@@ -63,7 +63,9 @@ def append(root: Path, record: dict[str, Any], *, max_bytes: int | None = None, 
     if max_bytes is None:
         max_bytes = max_bytes_for(root)
     record = {"time": fmt.now_iso(), **record}
-    data = (json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str) + "\n").encode("utf-8")
+    # backslashreplace writes a lone surrogate (from a bad argument) as the JSON escape it is, never fails.
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
+    data = text.encode("utf-8", "backslashreplace")
     path = log_path(root, state=state)
     with file_lock(root, "retrieval-log", state=state):
         try:
