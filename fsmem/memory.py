@@ -28,10 +28,9 @@ from fsmem.errors import (
 )
 from fsmem.query import grep as _grep, reading
 from fsmem.query.listing import ListEntry, Listing, format_entry, within_depth
-from fsmem.store import writing
+from fsmem.store import paths as _paths, writing
 from fsmem.store.catalog import EXACT_COUNT_LIMIT, Catalog, FileMeta, matches_filters, walk
 from fsmem.store.files import file_lock
-from fsmem.store import paths as _paths
 from fsmem.store.paths import ROOT_README, check_text, relative, resolve
 from fsmem.tokens import TokenCounter
 

@@ -206,7 +206,6 @@ def _flush(
             return _too_recent(memory, files)
         present, gone = [], []
         for rel in sorted(files):
-            path = memory.root / rel
             (present if _is_memory_file(memory, rel) else gone).append(rel)
         for rel in list(present):
             try:

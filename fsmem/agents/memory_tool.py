@@ -280,7 +280,9 @@ class MemoryTool:
                 resolve(self.memory_root, relative, want=want)
             except (PathEscape, InvalidArgument) as exc:
                 reason = getattr(exc, "reason", str(exc))
-                raise MemoryToolError(f"Path {shown(path)} {reason}; this memory tool reaches only memory files") from None
+                raise MemoryToolError(
+                    f"Path {shown(path)} {reason}; this memory tool reaches only memory files"
+                ) from None
         return Path(real)
 
     # -- how each command works -----------------------------------------------------
@@ -693,7 +695,7 @@ def _memory_entry(real_root: str, real: str, name: str, is_dir: bool) -> bool:
 
 def _remove_empty_folders(root: Path) -> None:
     """Remove the visible folders left empty under `root` (deepest first); hidden ones are never touched."""
-    for current, folders, _files in os.walk(root, topdown=False):
+    for current, _folders, _files in os.walk(root, topdown=False):
         if current == os.fspath(root):
             continue
         relative = os.path.relpath(current, root).replace(os.sep, "/")

@@ -59,8 +59,12 @@ class Listing:
         else:
             lines.append(f"[{self.total} files]")
         if self.skipped:
-            names = ", ".join(self.skipped[:3]) + (f" and {len(self.skipped) - 3} more" if len(self.skipped) > 3 else "")
-            lines.append(f"[{len(self.skipped)} file(s) left out, unreadable or not memory: {names}; fsmem check says why]")
+            names = ", ".join(self.skipped[:3]) + (
+                f" and {len(self.skipped) - 3} more" if len(self.skipped) > 3 else ""
+            )
+            lines.append(
+                f"[{len(self.skipped)} file(s) left out, unreadable or not memory: {names}; fsmem check says why]"
+            )
         return "\n".join(lines)
 
 

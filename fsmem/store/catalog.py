@@ -23,6 +23,7 @@ from fsmem.errors import InvalidArgument
 from fsmem.store import paths
 from fsmem.store.paths import MEMORY_SUFFIXES, relative
 from fsmem.tokens import TokenCounter
+
 # Above this size a file's tokens are estimated (bytes / 4) rather than counted.
 EXACT_COUNT_LIMIT = 4 * 1024 * 1024
 # Front matter is only looked for in the first bytes of a file.
@@ -137,7 +138,9 @@ class Catalog:
         rel = relative(self.root, path)
         return self._metas([(rel, os.fspath(path), stat)], strict=True)[0]
 
-    def _read(self, full: str, stat: os.stat_result, rel: str, skipped: list[tuple[str, str]] | None) -> FileMeta | None:
+    def _read(
+        self, full: str, stat: os.stat_result, rel: str, skipped: list[tuple[str, str]] | None
+    ) -> FileMeta | None:
         """One file's metadata from disk; a file that cannot be read (vanished, denied, not regular) is None."""
         try:
             return read_meta(self.root, Path(full), self.counter, stat)
