@@ -257,9 +257,10 @@ def walk_stats(
         if found is not None:
             yield rel, os.fspath(start), found
         return
-    stack = [os.fspath(start)]
+    top = relative(root, Path(start))
+    stack = [(os.fspath(start), 0 if top == "." else top.count("/") + 1)]
     while stack:
-        folder = stack.pop()
+        folder, depth = stack.pop()
         try:
             with os.scandir(folder) as it:
                 items = sorted(it, key=lambda e: e.name)
@@ -278,10 +279,17 @@ def walk_stats(
                 rel = rel.replace(os.sep, "/")
             if item.is_dir(follow_symlinks=False):
                 problem = paths.name_problem(name)
-                if problem is None:
-                    subfolders.append(item.path)
+                if problem is not None:
+                    note((paths.shown(rel), f"folder skipped: it {problem}"))
+                elif depth + 1 >= paths.MAX_DEPTH:
+                    note(
+                        (
+                            paths.shown(rel),
+                            f"folder skipped: its files would be more than {paths.MAX_DEPTH} folders deep",
+                        )
+                    )
                 else:
-                    note((paths.shown(rel), f"folder skipped: its name {problem}"))
+                    subfolders.append((item.path, depth + 1))
                 continue
             if not name.lower().endswith(MEMORY_SUFFIXES):
                 continue
