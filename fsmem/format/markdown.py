@@ -43,16 +43,15 @@ def headings(text: str, first_line: int = 1) -> list[Heading]:
         match = HEADING.match(line)
         if match:
             found.append((len(match.group(1)), match.group(2).strip(), number))
-    last_line = number
-    result = []
-    for index, (level, title, line) in enumerate(found):
-        end = last_line
-        for later_level, _, later_line in found[index + 1 :]:
-            if later_level <= level:
-                end = later_line - 1
-                break
-        result.append(Heading(level, title, line, end))
-    return result
+    # A section ends before the next heading of the same or a higher level: one pass with a stack of
+    # the sections still open (linear, so a file of 100,000 headings costs what its size does).
+    ends = [number] * len(found)
+    still_open: list[int] = []
+    for index, (level, _title, line) in enumerate(found):
+        while still_open and found[still_open[-1]][0] >= level:
+            ends[still_open.pop()] = line - 1
+        still_open.append(index)
+    return [Heading(level, title, line, end) for (level, title, line), end in zip(found, ends, strict=True)]
 
 
 def superseded_ranges(doc: Document) -> list[tuple[int, int]]:
