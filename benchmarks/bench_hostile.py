@@ -29,6 +29,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -74,12 +75,21 @@ class Tally:
             self.state = (tree_state(self.root), tree_state(self.outside))
 
     def call(self, face: str, label: str, run: Callable[[], Any], refused_if: Callable[[Any], bool]) -> None:
+        """Run one in-process attempt in a worker thread, so that one that hangs is counted, not waited for."""
+        outcome: list[tuple[bool, str]] = []
+
+        def attempt() -> None:
+            try:
+                value = run()
+                outcome.append((refused_if(value), str(getattr(value, "text", value))))
+            except Exception as exc:  # the faces refuse by raising their own error types
+                outcome.append((_clear_error(face, exc), str(exc)))
+
         started = time.monotonic()
-        try:
-            value = run()
-            refused, text = refused_if(value), str(getattr(value, "text", value))
-        except Exception as exc:  # the faces refuse by raising their own error types
-            refused, text = _clear_error(face, exc), str(exc)
+        worker = threading.Thread(target=attempt, daemon=True)
+        worker.start()
+        worker.join(self.limit)
+        refused, text = outcome[0] if outcome else (False, "no answer")
         self.record(face, label, refused, text, time.monotonic() - started)
 
 
