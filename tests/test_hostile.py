@@ -360,6 +360,23 @@ def test_an_unreadable_file_does_not_fail_the_whole_answer(memory: Memory) -> No
         locked.chmod(0o644)
 
 
+def test_a_file_the_mode_bits_forbid_is_skipped_by_every_walk(memory: Memory, monkeypatch) -> None:
+    """Finding 10, as a user who is not root: the walk reads the mode bits it already has (no extra system
+    call), so a chmod 000 file is skipped and reported by ls, check, search, context, consolidate and index.
+    Running as root, the walk is shown the process identity of an ordinary user."""
+    from fsmem.store import catalog
+
+    locked = memory.root / "topics" / "locked.md"
+    locked.write_text("- secret: x\n")
+    locked.chmod(0)
+    owner = locked.stat().st_uid
+    monkeypatch.setattr(catalog, "_identity", lambda: (owner if owner else 1000, frozenset({12345})))
+    try:
+        _answers_everything(memory, "topics/locked.md", "skipped: permission denied")
+    finally:
+        locked.chmod(0o644)
+
+
 def test_a_file_whose_open_fails_does_not_fail_the_whole_answer(memory: Memory, monkeypatch) -> None:
     """Finding 10, also as root: a file whose every open fails with EACCES is skipped and reported by ls,
     check, search and context (which read file contents), and the rest of the answer still comes."""
