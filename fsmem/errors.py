@@ -59,5 +59,9 @@ class MemoryToolError(FsmemError):
     """A `memory_20250818` command refused, with the reference backend's exact message for the model."""
 
 
+class StorageError(FsmemError):
+    """The file system refused an operation (permission denied, no space left, a name too long…)."""
+
+
 class MissingDependency(FsmemError):
     """An optional package a command needs (bm25s for search, matplotlib for plots) is not installed."""

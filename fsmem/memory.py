@@ -11,6 +11,7 @@ method per command, each a few lines of checks and delegation.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 from collections.abc import Callable, Iterable
@@ -22,13 +23,21 @@ from fsmem import format as fmt
 from fsmem.budget import Budget, check_offset
 from fsmem.config import CONFIG_FILE, Config
 from fsmem.deprecated import renamed, warn
-from fsmem.errors import AlreadyExists, InvalidArgument, NotFound, ReadOnly, RootNotFound
+from fsmem.errors import (
+    AlreadyExists,
+    FsmemError,
+    InvalidArgument,
+    NotFound,
+    ReadOnly,
+    RootNotFound,
+    StorageError,
+)
 from fsmem.query import grep as _grep, reading
 from fsmem.query.listing import Listing, list_entries, within_depth
-from fsmem.store import retrieval_log, writing
+from fsmem.store import paths as _paths, retrieval_log, writing
 from fsmem.store.catalog import EXACT_COUNT_LIMIT, Catalog, FileMeta, matches_filters, walk
 from fsmem.store.files import file_lock
-from fsmem.store.paths import relative, resolve
+from fsmem.store.paths import ROOT_README, check_text, relative, resolve
 from fsmem.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -71,6 +80,48 @@ def discover_root(root: str | os.PathLike[str] | None = None, start: Path | None
     )
 
 
+def os_error_message(exc: OSError, root: Path | None = None) -> str:
+    """One line for an operating-system error: the reason, and the file it concerns (relative to the root)."""
+    where = ""
+    if exc.filename is not None:
+        name = os.fsdecode(exc.filename)
+        if root is not None and name.startswith(str(root) + os.sep):
+            name = name[len(str(root)) + 1 :]
+        where = f" ({_paths.quoted(name)})"
+    return f"{(exc.strerror or str(exc)).lower()}{where}"
+
+
+def _as_fsmem_error(method: Callable) -> Callable:
+    @functools.wraps(method)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except FsmemError:
+            raise
+        except OSError as exc:
+            owner = args[0] if args and isinstance(args[0], Memory) else None
+            raise StorageError(os_error_message(exc, owner.root if owner else None)) from exc
+        except UnicodeError as exc:
+            raise InvalidArgument(f"text that is not valid Unicode ({getattr(exc, 'reason', exc)})") from exc
+        except RecursionError:
+            raise InvalidArgument("the input is nested too deeply to handle") from None
+
+    return guarded
+
+
+def fsmem_errors(cls: type) -> type:
+    """Every public method of `cls` raises only FsmemError: OSError (ENAMETOOLONG, EACCES, ENOSPC…) and
+    non-text become StorageError and InvalidArgument here, the API's one boundary."""
+    for name, value in list(vars(cls).items()):
+        if name.startswith("_") and name != "__init__":
+            continue
+        if isinstance(value, classmethod):
+            setattr(cls, name, classmethod(_as_fsmem_error(value.__func__)))
+        elif callable(value) and not isinstance(value, type):
+            setattr(cls, name, _as_fsmem_error(value))
+    return cls
+
+
 @dataclass
 class CheckResult:
     problems: list[tuple[str, int, str]]
@@ -92,6 +143,7 @@ class CheckResult:
         return not self.problems
 
 
+@fsmem_errors
 class Memory:
     """A memory directory: list, grep, read, write and check it within a read budget.
 
@@ -122,9 +174,9 @@ class Memory:
         return cls(target)
 
     # -- helpers ------------------------------------------------------------
-    def path(self, user_path: str | os.PathLike[str] | None) -> Path:
-        """Resolve an agent- or user-supplied path inside the root (or raise PathEscape)."""
-        return resolve(self.root, user_path)
+    def path(self, user_path: str | os.PathLike[str] | None, *, want: str = "any") -> Path:
+        """Resolve an agent- or user-supplied path by the containment rule (`fsmem.store.paths.resolve`)."""
+        return resolve(self.root, user_path, want=want)
 
     def _require_writable(self) -> None:
         if self.budget.read_only:
@@ -132,14 +184,14 @@ class Memory:
                 f"agent {self.agent!r} is read-only in {CONFIG_FILE}; it may list, grep, read and search, not write"
             )
 
-    def _existing(self, user_path: str) -> Path:
-        path = self.path(user_path)
+    def _existing(self, user_path: str, want: str = "any") -> Path:
+        path = self.path(user_path, want=want)
         if not path.exists():
             raise NotFound(f"{relative(self.root, path)} does not exist; list files with ls")
         return path
 
     def meta(self, user_path: str) -> FileMeta:
-        return self.catalog.get(self._existing(user_path))
+        return self.catalog.get(self._existing(user_path, "file"))
 
     def superseded_ranges(self, rel: str) -> list[tuple[int, int]]:
         """Line ranges of superseded facts in one file (empty for files too large to parse)."""
@@ -158,14 +210,18 @@ class Memory:
         type: str | None = None,
         tag: str | Iterable[str] | None = None,
         updated_after: str | None = None,
+        skipped: list[tuple[str, str]] | None = None,
     ) -> list[FileMeta]:
-        """Metadata of the memory files under `path` that pass the front-matter filters."""
+        """Metadata of the memory files under `path` that pass the front-matter filters.
+
+        Files that cannot be read are left out and, given `skipped`, listed there as (path, reason).
+        """
         start = self._existing(path) if path else None
         if updated_after is not None and fmt.parse_timestamp(updated_after) is None:
             raise InvalidArgument(f"--updated-after takes an ISO 8601 date such as 2024-05-01, not {updated_after!r}")
         return [
             meta
-            for meta in self.catalog.entries(start)
+            for meta in self.catalog.entries(start, skipped)
             if matches_filters(meta, type=type, tag=tag, updated_after=updated_after)
         ]
 
@@ -188,14 +244,17 @@ class Memory:
         check_offset(offset)
         budget = self.budget.narrowed(max_tokens, max_results)
         base = relative(self.root, self.path(path)) if path else "."
+        skipped: list[tuple[str, str]] = []
         metas = [
             m
-            for m in self.files(path, type=type, tag=tag, updated_after=updated_after)
+            for m in self.files(path, type=type, tag=tag, updated_after=updated_after, skipped=skipped)
             if within_depth(m.path, base, depth)
         ]
-        return list_entries(
+        listing = list_entries(
             metas, self.tokens.count, offset=offset, max_results=budget.max_results, max_tokens=budget.max_tokens
         )
+        listing.skipped = [p for p, _ in skipped]
+        return listing
 
     def grep(
         self,
@@ -220,20 +279,26 @@ class Memory:
         `context_lines` lines before and after each match are shown with it;
         `context` is its deprecated name.
         """
+        check_text(pattern, "the pattern")
         context_lines = renamed("context", context, "context_lines", context_lines or None) or 0
         if context_lines < 0:
             raise InvalidArgument("--context-lines must be 0 or more")
         budget = self.budget.narrowed(max_tokens, max_results)
         paths = list(paths or [])
+        named = [relative(self.root, self._existing(p)) for p in paths]
         filtered = type is not None or bool(tag) or updated_after is not None
         targets: list[str] | None
         if filtered:
             targets = []
-            starts: list[str | None] = list(paths) or [None]
+            starts: list[str | None] = list(named) or [None]
             for p in starts:
-                targets.extend(m.path for m in self.files(p, type=type, tag=tag, updated_after=updated_after))
-        elif paths:
-            targets = [relative(self.root, self._existing(p)) for p in paths]
+                targets.extend(
+                    m.path
+                    for m in self.files(p, type=type, tag=tag, updated_after=updated_after)
+                    if m.path != ROOT_README or p == ROOT_README
+                )
+        elif named:
+            targets = named
         else:
             targets = None
         timeout = float(self.config.section("grep").get("timeout_seconds", 10.0))
@@ -267,9 +332,7 @@ class Memory:
         max_tokens: int | None = None,
     ) -> reading.ReadResult:
         """A line-numbered slice of one file, cut at the token budget with the next range named."""
-        target = self._existing(path)
-        if target.is_dir():
-            raise InvalidArgument(f"{path} is a folder; use ls to see its files")
+        target = self._existing(path, "file")
         rel = relative(self.root, target)
         budget = self.budget.narrowed(max_tokens, None)
         if lines and section:
@@ -303,10 +366,13 @@ class Memory:
         )
 
     def check(self, path: str | None = None) -> CheckResult:
-        """Every problem in every file, as (path, line, message)."""
-        metas = self.catalog.entries(self._existing(path) if path else None)
+        """Every problem in every file, as (path, line, message); files that cannot be read are problems too."""
+        skipped: list[tuple[str, str]] = []
+        metas = self.catalog.entries(self._existing(path) if path else None, skipped)
         problems = [(m.path, line, message) for m in metas for line, message in m.problems]
-        return CheckResult(problems=problems, files=len(metas))
+        problems += [(shown, 1, reason) for shown, reason in skipped]
+        problems.sort(key=lambda p: (p[0], p[1]))
+        return CheckResult(problems=problems, files=len(metas) + len(skipped))
 
     # -- writes -------------------------------------------------------------
     def note(self, text: str, *, session: str | None = None, subject: str | None = None) -> writing.WriteResult:
@@ -324,28 +390,29 @@ class Memory:
     def write(self, path: str, body: str | None = None, *, set: dict[str, Any] | None = None) -> writing.WriteResult:
         """Create or replace a file's body and set front-matter fields (`set`)."""
         self._require_writable()
-        target = self.path(path)
-        if not target.name.lower().endswith((".md", ".markdown")):
-            raise InvalidArgument(f"{path!r}: memory files end in .md")
+        target = self.path(path, want="file")
         with file_lock(self.root):
             return writing.write(self.root, target, body, dict(set or {}))
 
     def edit(self, path: str, *, old: str, new: str) -> writing.WriteResult:
         """Replace exactly one occurrence of `old` with `new`."""
         self._require_writable()
-        target = self.path(path)
+        target = self.path(path, want="file")
         with file_lock(self.root):
             return writing.edit(self.root, target, old, new)
 
     def rm(self, path: str) -> writing.WriteResult:
         self._require_writable()
         target = self.path(path)
+        _paths.check_folder_contents(self.root, target, path)
         with file_lock(self.root):
             return writing.remove(self.root, target)
 
     def mv(self, source: str, target: str) -> writing.WriteResult:
         self._require_writable()
-        src, dst = self.path(source), self.path(target)
+        src = self.path(source)
+        dst = self.path(target, want="any" if src.is_dir() else "file")
+        _paths.check_folder_contents(self.root, src, source)
         with file_lock(self.root):
             return writing.move(self.root, src, dst)
 
@@ -420,6 +487,10 @@ class Memory:
         if not dry_run:
             self._require_writable()
         from fsmem.consolidate import apply as consolidate_apply
+        from fsmem.consolidate.plan import DEFAULTS
+
+        section = self.config.section("consolidate")
+        _paths.config_dir(section.get("archive_dir", DEFAULTS["archive_dir"]), "consolidate.archive_dir", self.root)
 
         return consolidate_apply.run(self, dry_run=dry_run, progress=progress)
 
@@ -473,6 +544,8 @@ class Memory:
         """
         from fsmem.search.ranking import log_fields, search, usage_counts
 
+        check_text(query, "the query")
+
         max_results = renamed("k", k, "max_results", max_results)
         budget = self.budget.narrowed(max_tokens, max_results)
         arguments = {
@@ -522,6 +595,9 @@ class Memory:
         from fsmem.search.ranking import log_fields
 
         seen = renamed("context", context, "seen", seen)
+        check_text(query, "the query")
+        if seen is not None:
+            check_text(seen, "the text already seen")
         if max_tokens is not None and (isinstance(max_tokens, bool) or max_tokens < 0):
             raise InvalidArgument("max_tokens must be 0 or more (0 means the turn's budget is spent)")
         left = self.budget.max_tokens if max_tokens is None else min(max_tokens, self.budget.max_tokens)

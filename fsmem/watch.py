@@ -19,11 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fsmem.errors import RootNotFound
+from fsmem.errors import FsmemError, RootNotFound
 from fsmem.store.cache import RACY_NS
-from fsmem.store.catalog import is_memory_file
 from fsmem.store.files import TEMP_PREFIX
-from fsmem.store.paths import STATE_DIR
+from fsmem.store.paths import is_memory_path, is_visible_folder, resolve
 
 if TYPE_CHECKING:
     from fsmem.store.catalog import Catalog
@@ -38,11 +37,10 @@ _POLL_SECONDS = 0.1
 
 
 def is_ignored(rel: str) -> bool:
-    """True for paths watch never acts on: machine state, hidden files, temp and swap files."""
-    parts = rel.split("/")
-    if parts[0] == STATE_DIR or any(part.startswith(".") for part in parts):
+    """True for paths watch never acts on: machine state, hidden files, temp and swap files, names with control characters."""
+    if not is_visible_folder(rel):
         return True
-    name = parts[-1]
+    name = rel.rsplit("/", 1)[-1]
     return (
         name.startswith((TEMP_PREFIX, "#", "~")) or name.endswith(_SWAP_SUFFIXES) or name == "4913"  # vim's probe file
     )
@@ -80,7 +78,7 @@ class _Changes:
         rel = path[len(self.root) :].replace(os.sep, "/")
         if not rel or is_ignored(rel):
             return
-        if not is_directory and not is_memory_file(rel.rsplit("/", 1)[-1]):
+        if not is_directory and not is_memory_path(rel):
             return
         with self.lock:
             if is_directory:
@@ -211,12 +209,12 @@ def _flush(
         present: list[str] = []
         gone: list[str] = []
         for rel in sorted(files):
-            path = root / rel
-            (present if path.is_file() else gone).append(rel)
-        for rel in present:
+            (present if _is_memory_file(root, rel) else gone).append(rel)
+        for rel in list(present):
             try:
                 catalog.get(root / rel)
-            except FileNotFoundError:
+            except (OSError, FsmemError):  # vanished, or cannot be read: not in the cache
+                present.remove(rel)
                 gone.append(rel)
         if catalog.cache is not None and gone:
             catalog.cache.forget(gone)
@@ -233,6 +231,14 @@ def _flush(
         stats.errors.append(str(exc))
         say(f"error while updating the cache: {exc}")
         return []
+
+
+def _is_memory_file(root: Path, rel: str) -> bool:
+    """True when `rel` is a memory file by the whole containment rule (a link out of the memory is not)."""
+    try:
+        return resolve(root, rel, want="file").is_file()
+    except FsmemError:
+        return False
 
 
 def _write_index(write_index: Callable[[], bool], stats: WatchStats, say: Callable[[str], None]) -> None:

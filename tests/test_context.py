@@ -35,7 +35,7 @@ def test_profile_first_then_the_catalog_when_there_is_no_index(root):
     lines = block.text.splitlines()
     assert lines[:2] == [
         "# Memory",
-        "Shared memory files. Look things up with list, grep and read; save what you learn with note.",
+        "Shared memory files. Look things up with ls, grep, read and search; save what you learn with note.",
     ]
     headings = [line for line in lines if line.startswith(("## profile/", "## Entities"))]
     assert headings == [

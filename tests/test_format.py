@@ -116,3 +116,21 @@ def test_decode_reports_a_nul_byte_at_its_line():
     text, problems = fmt.decode(b"ok\nfine\nbad\x00here\n")
     assert text == "ok\nfine\nbad\x00here\n"
     assert [(p.line, p.message) for p in problems] == [(3, "contains a NUL byte (byte 11); not text")]
+
+
+def test_section_ends_match_the_rule_on_random_outlines():
+    """Each section ends before the next heading of the same or a higher level (computed in one pass, so
+    a file of 100,000 headings is read in linear time; the hostile benchmark has that file)."""
+    import random
+
+    from fsmem.format.markdown import headings
+
+    rng = random.Random(7)
+    for _ in range(200):
+        levels = [rng.randint(1, 6) for _ in range(rng.randint(0, 30))]
+        text = "".join("#" * level + f" h{n}\nbody\n" for n, level in enumerate(levels))
+        found = headings(text)
+        last = len(text.splitlines())
+        for index, heading in enumerate(found):
+            later = [h.line for h in found[index + 1 :] if h.level <= heading.level]
+            assert heading.end_line == (later[0] - 1 if later else last)

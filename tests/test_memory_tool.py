@@ -639,3 +639,66 @@ def test_making_the_folder_an_fsmem_memory_applies_the_agent_budget(tmp_path: Pa
     with pytest.raises(MemoryToolError, match="read-only for agent 'reviewer'"):
         tool.create("/memories/b.txt", "x")
     assert sorted(tree(tool.memory_root)) == ["a.txt", "fsmem.yaml"]
+
+
+# -- over an fsmem memory: the containment rule ------------------------------------------------
+def test_over_a_memory_only_memory_files_are_shown_and_reached(fsmem_memory: Path) -> None:
+    root = fsmem_memory / "memories"
+    (root / "notes.txt").write_text("private\n")
+    (root / ".git").mkdir()
+    (root / ".git" / "config").write_text("x\n")
+    (root / "topics").mkdir()
+    (root / "topics" / "a.md").write_text("- fact: a\n")
+    os.symlink(root / "notes.txt", root / "topics" / "notes.md")
+    tool = MemoryTool.over(Memory(root))
+    assert tool.view("/memories") == "\n".join(
+        [
+            HEADER_DIR.format("/memories"),
+            "4K\t/memories",
+            f"{format_size((root / 'README.md').stat().st_size)}\t/memories/README.md",
+            "4K\t/memories/profile/",
+            f"{format_size((root / 'profile' / 'identity.md').stat().st_size)}\t/memories/profile/identity.md",
+            "4K\t/memories/topics/",
+            "10B\t/memories/topics/a.md",
+        ]
+    )
+    for path in ("/memories/notes.txt", "/memories/topics/notes.md", "/memories/fsmem.yaml"):
+        with pytest.raises(MemoryToolError, match=r"this memory tool reaches only memory files$"):
+            tool.view(path)
+    with pytest.raises(MemoryToolError, match="^Cannot delete the /memories directory itself$"):
+        tool.delete("/memories")
+    (root / "topics" / ".draft.md").write_text("x\n")
+    with pytest.raises(MemoryToolError, match=r"holds \.draft\.md, which is not a memory file"):
+        tool.delete("/memories/topics")
+    assert (root / "topics" / "a.md").exists()
+
+
+def test_clear_all_over_a_memory_removes_only_memory_files(fsmem_memory: Path) -> None:
+    root = fsmem_memory / "memories"
+    (root / ".git").mkdir()
+    (root / ".git" / "config").write_text("x\n")
+    (root / "notes.txt").write_text("private\n")
+    (root / "topics").mkdir()
+    (root / "topics" / "a.md").write_text("- fact: a\n")
+    MemoryTool.over(Memory(root)).clear_all_memory()
+    assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if ".fsmem" not in p.parts) == [
+        ".git",
+        ".git/config",
+        "fsmem.yaml",
+        "notes.txt",
+    ]
+
+
+def test_a_plain_folder_keeps_the_reference_behaviour(tool: MemoryTool) -> None:
+    assert (
+        tool.create("/memories/.hidden/notes.txt", "a\x00b")
+        == "File created successfully at: /memories/.hidden/notes.txt"
+    )
+    assert tool.create("/memories/fsmem.yml", "x") == "File created successfully at: /memories/fsmem.yml"
+    assert (tool.memory_root / ".hidden" / "notes.txt").read_bytes() == b"a\x00b"
+    with pytest.raises(MemoryToolError, match="is deeper than 64 folders"):
+        tool.create("/memories/" + "/".join(["d"] * 100) + "/x.txt", "x")
+    with pytest.raises(MemoryToolError, match="has a name longer than 255 bytes"):
+        tool.view("/memories/" + "x" * 300)
+    with pytest.raises(MemoryToolError, match="is not valid text"):
+        tool.view("/memories/\ud800")

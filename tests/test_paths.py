@@ -1,9 +1,10 @@
 import os
+import re
 
 import pytest
 
-from fsmem.errors import InvalidArgument, PathEscape
-from fsmem.store.paths import relative, resolve
+from fsmem.errors import ConfigError, InvalidArgument, PathEscape
+from fsmem.store.paths import config_dir, is_memory_path, open_regular, relative, resolve, text_problem
 
 
 @pytest.fixture
@@ -74,3 +75,125 @@ def test_symlink_into_the_state_folder_is_refused(root):
     for bad in ("topics/state", "topics/state/x.md", "topics/state/logs/retrieval.jsonl", "topics/log.md"):
         with pytest.raises(PathEscape, match=".fsmem"):
             resolve(root, bad)
+
+
+# -- the containment rule: memory files only --------------------------------------------------
+@pytest.mark.parametrize(
+    "bad, error, reason",
+    [
+        ("fsmem.yaml", PathEscape, "is fsmem's configuration"),
+        ("FSMEM.YAML", PathEscape, "is fsmem's configuration"),
+        (".git/config", PathEscape, "is hidden (.git starts with '.')"),
+        (".GIT/config", PathEscape, "is hidden"),
+        ("topics/.secret.md", PathEscape, "is hidden"),
+        (".fsmem/cache.md", PathEscape, "is inside .fsmem/"),
+        (".FSMEM/x.md", PathEscape, "is inside .fsmem/"),
+        ("topics/a\nb.md", InvalidArgument, "holds a control character"),
+        ("a\rb.md", InvalidArgument, "holds a control character"),
+        ("a\x7fb.md", InvalidArgument, "holds a control character"),
+        ("\ud800.md", InvalidArgument, "is not valid text"),
+        ("/".join(["d"] * 65) + ".md", InvalidArgument, "is deeper than 64 folders"),
+        ("x" * 256 + ".md", InvalidArgument, "has a name longer than 255 bytes"),
+        ("é" * 130 + ".md", InvalidArgument, "has a name longer than 255 bytes"),  # 260 bytes in 134 characters
+        ("/".join(["p" * 200] * 21), InvalidArgument, "is longer than 4096 bytes"),
+    ],
+)
+def test_lexical_rule(root, bad, error, reason):
+    with pytest.raises(error, match=re.escape(reason)):
+        resolve(root, bad)
+
+
+def test_depth_and_length_limits_are_inclusive(root):
+    assert resolve(root, "/".join(["d"] * 63) + "/x.md", want="file").name == "x.md"
+    assert resolve(root, "x" * 252 + ".md", want="file").name == "x" * 252 + ".md"
+
+
+def test_a_file_must_be_a_regular_memory_file(root):
+    (root / "notes.txt").write_text("x")
+    os.mkfifo(root / "topics" / "pipe.md")
+    os.symlink("loop.md", root / "loop.md")
+    (root / "topics" / "real.md").write_text("x")
+    with pytest.raises(InvalidArgument, match="is not a memory file; memory files end in .md"):
+        resolve(root, "notes.txt")
+    with pytest.raises(InvalidArgument, match="is not a memory file"):
+        resolve(root, "topics/new.txt", want="file")
+    with pytest.raises(InvalidArgument, match="not a regular file"):
+        resolve(root, "topics/pipe.md")
+    with pytest.raises(InvalidArgument, match="symbolic link loop"):
+        resolve(root, "loop.md")
+    with pytest.raises(InvalidArgument, match="is a folder"):
+        resolve(root, "topics", want="file")
+    with pytest.raises(InvalidArgument, match="goes through a file as if it were a folder"):
+        resolve(root, "topics/real.md/x.md")
+    assert resolve(root, "topics") == root / "topics"
+    assert resolve(root, "topics/new.md", want="file") == root / "topics" / "new.md"
+
+
+def test_links_must_lead_to_a_memory_file_inside(root):
+    (root / ".git").mkdir()
+    (root / ".git" / "config").write_text("x")
+    (root / "fsmem.yaml").write_text("x")
+    (root / "notes.txt").write_text("x")
+    os.symlink(root / ".git" / "config", root / "git.md")
+    os.symlink(root / ".git", root / "gitdir")
+    os.symlink(root / "fsmem.yaml", root / "config.md")
+    os.symlink(root / "notes.txt", root / "notes.md")
+    os.symlink(root / "nowhere.md", root / "dangling.md")
+    for bad, reason in [
+        ("git.md", "leads to .git/config through a symbolic link"),
+        ("gitdir", "leads to .git through a symbolic link"),
+        ("gitdir/new.md", "leads to .git/new.md through a symbolic link"),
+        ("config.md", "leads to fsmem.yaml through a symbolic link"),
+        ("notes.md", "leads to notes.txt through a symbolic link"),
+        ("dangling.md", "is a dangling symbolic link"),
+    ]:
+        with pytest.raises(PathEscape, match=re.escape(reason)):
+            resolve(root, bad)
+
+
+def test_is_memory_path_is_the_lexical_rule():
+    for good in ("a.md", "topics/b.MARKDOWN", "entities/people/adam-smith.md", "Topics/X.MD"):
+        assert is_memory_path(good), good
+    for bad in ("a.txt", ".a.md", "topics/.git/a.md", ".fsmem/a.md", "a\nb.md", "a\x00.md", "\udcff.md", "fsmem.yaml"):
+        assert not is_memory_path(bad), bad
+
+
+@pytest.mark.parametrize(
+    "value, reason",
+    [
+        ("../x", "escapes the memory root"),
+        ("/srv/archive", "is absolute"),
+        (".archive", "is hidden"),
+        ("archive/.old", "is hidden"),
+        (".fsmem/archive", "is inside .fsmem/"),
+        ("", "must be a folder inside the memory"),
+        (7, "must be a folder inside the memory"),
+    ],
+)
+def test_configured_folders_stay_inside_and_visible(root, value, reason):
+    with pytest.raises(ConfigError, match=re.escape(reason)):
+        config_dir(value, "consolidate.archive_dir", root)
+
+
+def test_configured_folders_are_checked_where_they_really_are(root, tmp_path):
+    assert config_dir("archive/sessions/", "consolidate.archive_dir", root) == "archive/sessions"
+    (tmp_path / "elsewhere").mkdir()
+    os.symlink(tmp_path / "elsewhere", root / "archive")
+    assert config_dir("archive/sessions", "consolidate.archive_dir") == "archive/sessions"  # lexical only
+    with pytest.raises(ConfigError, match="leads outside the memory root"):
+        config_dir("archive/sessions", "consolidate.archive_dir", root)
+
+
+def test_open_regular_refuses_a_fifo_without_blocking(root):
+    os.mkfifo(root / "pipe.md")
+    with pytest.raises(InvalidArgument, match="not a regular file"):
+        open_regular(root / "pipe.md")
+    (root / "a.md").write_bytes(b"abc")
+    with open_regular(root / "a.md") as handle:
+        assert handle.read() == b"abc"
+
+
+def test_text_problems():
+    assert text_problem("plain text, tabs\tand\nnewlines") is None
+    assert text_problem("a\x00b") == "contains a NUL byte"
+    assert "lone surrogate" in text_problem("a\ud800b")

@@ -205,7 +205,11 @@ BAD_CALLS = [
         {"path": "topics/billing.md", "old": "net 90", "new": "net 45"},
         "error: the old text was not found in topics/billing.md; read the file and copy the text exactly",
     ),
-    ("write", {"path": "topics/notes.txt", "body": "x"}, "error: 'topics/notes.txt': memory files end in .md"),
+    (
+        "write",
+        {"path": "topics/notes.txt", "body": "x"},
+        "error: path 'topics/notes.txt' is not a memory file; memory files end in .md",
+    ),
     ("read", {"path": "topics/nope.md"}, "error: topics/nope.md does not exist; list files with ls"),
     (
         "grep",

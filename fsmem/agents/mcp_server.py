@@ -10,6 +10,9 @@ This is the only module that imports `mcp`.
 
 from __future__ import annotations
 
+import json
+import os
+import re
 from typing import Any
 
 from fsmem import __version__
@@ -17,6 +20,7 @@ from fsmem.agents import tools
 from fsmem.memory import Memory
 
 SERVER_NAME = "fsmem"
+_SURROGATE = re.compile("[\ud800-\udfff]")
 INSTRUCTIONS = (
     "fsmem is a shared memory of Markdown files. Start with list (or grep / search when you can name or "
     "describe what you need), read only the lines you need, and save what you learn with note. Every "
@@ -24,8 +28,13 @@ INSTRUCTIONS = (
 )
 
 
-def build_server(memory: Memory):
-    """An MCP `Server` whose tools are `fsmem.tools` over `memory`."""
+def build_server(memory: Memory, held: dict[Any, Any] | None = None):
+    """An MCP `Server` whose tools are `fsmem.tools` over `memory`.
+
+    `held` maps request ids to tool arguments the SDK could not carry (see
+    `TextLines`): the dispatcher gets those, so its door refuses them by name.
+    """
+    held = held if held is not None else {}
     import anyio
     import mcp.types as types
     from mcp.server.lowlevel import Server
@@ -40,7 +49,8 @@ def build_server(memory: Memory):
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         # The dispatcher is synchronous (ripgrep runs as a subprocess); keep the event loop free.
-        answer = await anyio.to_thread.run_sync(tools.call, memory, params.name, params.arguments)
+        arguments = held.pop(ctx.request_id, params.arguments) if ctx.request_id is not None else params.arguments
+        answer = await anyio.to_thread.run_sync(tools.call, memory, params.name, arguments)
         return types.CallToolResult(
             content=[types.TextContent(text=answer.text)],
             is_error=answer.is_error,
@@ -55,15 +65,84 @@ def build_server(memory: Memory):
     )
 
 
+class TextLines:
+    """The client's lines, each made one the SDK can parse, so that every request gets an answer.
+
+    JSON may escape a lone surrogate (`"\\ud800"`); the SDK's parser refuses
+    such a line and the request is dropped, leaving the client waiting for
+    ever. Such a `tools/call` is passed on with empty arguments and its own
+    are held for the dispatcher, whose door then refuses them with a clear
+    message; in any other message the surrogates become U+FFFD.
+    """
+
+    def __init__(self, lines: Any, held: dict[Any, Any]):
+        self.lines = lines
+        self.held = held
+
+    def __aiter__(self):
+        return self._each()
+
+    async def _each(self):
+        async for line in self.lines:
+            yield readable_line(line, self.held)
+
+
+def readable_line(line: str, held: dict[Any, Any]) -> str:
+    """`line` itself, or (when it holds an escaped lone surrogate) the same message the SDK can parse."""
+    if "\\u" not in line:
+        return line
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return line
+    if not _has_surrogate(message):
+        return line
+    params = message.get("params") if isinstance(message, dict) else None
+    if message.get("method") == "tools/call" and isinstance(params, dict) and not _has_surrogate(message.get("id")):
+        held[message["id"]] = params.get("arguments")
+        params["arguments"] = {}
+    return json.dumps(_scrubbed(message), ensure_ascii=False)
+
+
+def _has_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        return _SURROGATE.search(value) is not None
+    if isinstance(value, dict):
+        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_surrogate(v) for v in value)
+    return False
+
+
+def _scrubbed(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8") if _has_surrogate(value) else value
+    if isinstance(value, dict):
+        return {_scrubbed(k): _scrubbed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrubbed(v) for v in value]
+    return value
+
+
 def serve(memory: Memory) -> None:
     """Serve `memory`'s tools on stdin/stdout until the client closes the connection."""
+    import io
+
     import anyio
     from mcp.server.stdio import stdio_server
 
-    server = build_server(memory)
+    held: dict[Any, Any] = {}
+    server = build_server(memory, held)
+    # Our own reader of the client's lines (`TextLines`); fd 0 then points at the null device,
+    # as the SDK does, so that nothing run by a handler reads the protocol stream.
+    wire = os.fdopen(os.dup(0), "rb", closefd=True)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    lines = TextLines(anyio.wrap_file(io.TextIOWrapper(wire, encoding="utf-8", errors="replace")), held)
 
     async def run() -> None:
-        async with stdio_server() as (read_stream, write_stream):
+        async with stdio_server(stdin=lines) as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
     anyio.run(run)

@@ -31,7 +31,19 @@ from fsmem.config import CONFIG_FILE, Config
 from fsmem.errors import FsmemError, InvalidArgument, MemoryToolError, PathEscape, RootNotFound
 from fsmem.store import retrieval_log
 from fsmem.store.files import atomic_write, file_lock, fsync_dir
-from fsmem.store.paths import STATE_DIR, resolve
+from fsmem.store.paths import (
+    STATE_DIR,
+    check_folder_contents,
+    is_memory_name,
+    is_memory_path,
+    is_visible_folder,
+    name_problem,
+    quoted,
+    resolve,
+    shown,
+    size_problem,
+    text_problem,
+)
 
 if TYPE_CHECKING:
     from fsmem.memory import Memory
@@ -112,12 +124,14 @@ class MemoryTool:
         max_tokens: int | None = None,
         state_dir: str | os.PathLike[str] | None = None,
         create_root: bool | str = True,
+        read_only: bool = False,
     ):
         if max_tokens is not None and max_tokens < 1:
             raise InvalidArgument("max_tokens must be at least 1")
         self.base_path = Path(base_path)
         self.memory_root = Path(memory_root) if memory_root is not None else self.base_path / "memories"
         self.agent = agent
+        self.read_only = read_only
         self.state_dir = Path(state_dir) if state_dir is not None else None
         self._lazy_root = create_root == "lazy"
         if create_root is True:
@@ -143,6 +157,7 @@ class MemoryTool:
             max_tokens=memory.budget.narrowed(max_tokens).max_tokens,
             state_dir=memory.root / STATE_DIR,
             create_root=False,
+            read_only=memory.budget.read_only,
         )
 
     def _load_budget(self) -> None:
@@ -244,33 +259,47 @@ class MemoryTool:
     def ensure_root(self) -> None:
         make_private_dirs(self.memory_root)
 
-    def validate_path(self, path: str) -> Path:
+    def validate_path(self, path: str, *, want: str = "any") -> Path:
         """The real path that `path` (`/memories/...`) names inside the memory root, or a MemoryToolError.
 
         Symbolic links are resolved first and the result must lie inside the
         real root, so `..` and links that lead out are refused; the result is
         the resolved path, so a link swapped after the check cannot redirect
-        the operation. fsmem's own check (`paths.resolve`) runs as well.
+        the operation. Over an fsmem memory (the folder holds fsmem.yaml) the
+        containment rule (`paths.resolve`) applies as well: only memory files
+        (`want="file"`) and visible folders, never fsmem.yaml, `.git/`,
+        `.fsmem/` or any hidden path.
         """
         if not isinstance(path, str):
             raise MemoryToolError(f"Path must be a string starting with /memories, got: {path!r}")
         if not path.startswith(PREFIX):
-            raise MemoryToolError(f"Path must start with /memories, got: {path}")
+            raise MemoryToolError(f"Path must start with /memories, got: {shown(path)}")
         if "\x00" in path:
             raise MemoryToolError(f"Path {path!r} contains a NUL byte")
         relative = path[len(PREFIX) :].lstrip("/")
+        problem = size_problem(relative) or (
+            "is not valid text (a lone surrogate, or bytes that are not UTF-8)" if text_problem(relative) else None
+        )
+        if problem:
+            raise MemoryToolError(f"Path {quoted(path)} {problem}")
         full = self.memory_root / relative if relative else self.memory_root
         real_root = os.path.realpath(self.memory_root)
         real = os.path.realpath(full)
         if real != real_root and not real.startswith(real_root + os.sep):
-            raise MemoryToolError(f"Path {path} would escape /memories directory")
+            raise MemoryToolError(f"Path {shown(path)} would escape /memories directory")
         inside = os.path.relpath(real, real_root)
-        if inside.split(os.sep)[0] == STATE_DIR:
-            raise MemoryToolError(f"Path {path} is inside /memories/{STATE_DIR}/, which holds fsmem's machine state")
-        try:
-            resolve(Path(real_root), inside)
-        except (PathEscape, InvalidArgument):
-            raise MemoryToolError(f"Path {path} would escape /memories directory") from None
+        if inside.split(os.sep)[0].lower() == STATE_DIR:
+            raise MemoryToolError(
+                f"Path {shown(path)} is inside /memories/{STATE_DIR}/, which holds fsmem's machine state"
+            )
+        if self.is_fsmem:
+            try:
+                resolve(self.memory_root, relative, want=want)
+            except (PathEscape, InvalidArgument) as exc:
+                reason = getattr(exc, "reason", str(exc))
+                raise MemoryToolError(
+                    f"Path {shown(path)} {reason}; this memory tool reaches only memory files"
+                ) from None
         return Path(real)
 
     # -- how each command works -----------------------------------------------------
@@ -289,6 +318,7 @@ class MemoryTool:
     def _view_directory(self, path: str, full: Path, size: int) -> _Answer:
         real_root = os.path.realpath(self.memory_root)
         items: list[tuple[str, str]] = []
+        contained = self.is_fsmem
 
         def collect(folder: Path, prefix: str, depth: int) -> None:
             try:
@@ -306,6 +336,8 @@ class MemoryTool:
                     info = child.stat()
                 except OSError:
                     continue
+                if contained and not _memory_entry(real_root, real, child.name, stat.S_ISDIR(info.st_mode)):
+                    continue  # over an fsmem memory only memory files and their folders are shown
                 if stat.S_ISDIR(info.st_mode):
                     items.append((format_size(info.st_size), relative + "/"))
                     if depth < 2:
@@ -355,7 +387,7 @@ class MemoryTool:
 
     def _create(self, path: str, file_text: str) -> _Answer:
         self._require_writable("create")
-        full = self.validate_path(path)
+        full = self.validate_path(path, want="file")
         data = self._text_argument("file_text", file_text).encode("utf-8")
         make_private_dirs(full.parent)
         with self._write_lock():
@@ -366,7 +398,7 @@ class MemoryTool:
         return _Answer(f"File created successfully at: {path}", paths=[self._relative(full)], rows=1)
 
     def _existing_file(self, path: str) -> Path:
-        full = self.validate_path(path)
+        full = self.validate_path(path, want="file")
         if not full.exists():
             raise _Missing(f"The path {path} does not exist. Please provide a valid path.")
         if not full.is_file():
@@ -425,6 +457,7 @@ class MemoryTool:
         full = self.validate_path(path)
         if str(full) == os.path.realpath(self.memory_root):
             raise MemoryToolError("Cannot delete the /memories directory itself")
+        self._check_folder(full, path)
         relative = self._relative(full)
         with self._write_lock():
             try:
@@ -442,9 +475,10 @@ class MemoryTool:
     def _rename(self, old_path: str, new_path: str) -> _Answer:
         self._require_writable("rename")
         old = self.validate_path(old_path)
-        new = self.validate_path(new_path)
+        new = self.validate_path(new_path, want="any" if old.is_dir() or not old.exists() else "file")
         if str(old) == os.path.realpath(self.memory_root):
             raise MemoryToolError("Cannot rename the /memories directory itself")
+        self._check_folder(old, old_path)
         with self._write_lock():
             if new.exists():
                 raise MemoryToolError(f"The destination {new_path} already exists")
@@ -465,6 +499,13 @@ class MemoryTool:
         self._require_writable("clear_all_memory")
         make_private_dirs(self.memory_root)
         with self._write_lock():
+            if self.is_fsmem:  # only the memory files: fsmem.yaml, .git/, .fsmem/ and other files stay
+                from fsmem.store.catalog import walk_stats
+
+                for _rel, full, _stat in list(walk_stats(self.memory_root)):
+                    os.unlink(full)
+                _remove_empty_folders(self.memory_root)
+                return _Answer("All memory cleared")
             for child in self.memory_root.iterdir():
                 if child.name == STATE_DIR:
                     continue
@@ -504,8 +545,17 @@ class MemoryTool:
             self._log(logged, command, answer=answer)
         return answer.text
 
+    def _check_folder(self, full: Path, path: str) -> None:
+        """Over an fsmem memory, refuse to delete or move a folder holding anything but memory files."""
+        if not self.is_fsmem:
+            return
+        try:
+            check_folder_contents(self.memory_root, full, path)
+        except InvalidArgument as exc:
+            raise MemoryToolError(f"Path {shown(path)} {getattr(exc, 'reason', exc)}") from None
+
     def _require_writable(self, command: str) -> None:
-        if self.budget is not None and self.budget.read_only:
+        if self.read_only or (self.budget is not None and self.budget.read_only):
             raise MemoryToolError(
                 f"The memory is read-only for agent {self.agent!r} ({CONFIG_FILE}); {command} was not performed."
             )
@@ -515,10 +565,12 @@ class MemoryTool:
             return contextlib.nullcontext()
         return file_lock(self.memory_root, state=self.state_dir)
 
-    @staticmethod
-    def _text_argument(name: str, value: Any) -> str:
+    def _text_argument(self, name: str, value: Any) -> str:
         if not isinstance(value, str):
             raise MemoryToolError(f"Invalid `{name}` parameter: it should be a string, got {type(value).__name__}")
+        problem = text_problem(value)
+        if problem and (self.is_fsmem or "NUL" not in problem):  # a plain folder takes NUL bytes, as the reference does
+            raise MemoryToolError(f"Invalid `{name}` parameter: it {problem}; nothing was written")
         return value
 
     @staticmethod
@@ -651,6 +703,25 @@ class MemoryTool:
             error=str(error) if error is not None else None,
             **extra,
         )
+
+
+def _memory_entry(real_root: str, real: str, name: str, is_dir: bool) -> bool:
+    """Over an fsmem memory: is this directory entry (name as listed, real target) a memory file or folder?"""
+    inside = os.path.relpath(real, real_root).replace(os.sep, "/")
+    if is_dir:
+        return name_problem(name) is None and is_visible_folder(inside)
+    return is_memory_name(name) and is_memory_path(inside)
+
+
+def _remove_empty_folders(root: Path) -> None:
+    """Remove the visible folders left empty under `root` (deepest first); hidden ones are never touched."""
+    for current, _folders, _files in os.walk(root, topdown=False):
+        if current == os.fspath(root):
+            continue
+        relative = os.path.relpath(current, root).replace(os.sep, "/")
+        if is_visible_folder(relative):
+            with contextlib.suppress(OSError):
+                os.rmdir(current)
 
 
 def _occurrences(content: str, needle: str) -> Iterator[int]:

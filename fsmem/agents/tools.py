@@ -20,8 +20,9 @@ from fsmem.agents import builtin  # noqa: F401  (registers the built-in tools)
 from fsmem.agents.registry import FORMATS, REGISTRY, Reply, Tool, json_type_name, validate
 from fsmem.budget import fit_text
 from fsmem.errors import FsmemError, InvalidArgument, ReadOnly
-from fsmem.memory import Memory
+from fsmem.memory import Memory, os_error_message
 from fsmem.store import retrieval_log
+from fsmem.store.paths import text_problem
 
 # Tokens kept back from a tool's content for its trailer lines and the guard note.
 TRAILER_RESERVE = 48
@@ -77,19 +78,26 @@ def call(memory: Memory, name: str, arguments: dict[str, Any] | str | None = Non
     budget, and the call is appended to the retrieval log once (a tool whose
     `Memory` method logs too, such as search, is not logged twice).
     """
-    name = RENAMED_TOOLS.get(name, name)
-    with retrieval_log.LoggedCall(memory.root, agent=memory.agent, tool=name, arguments=_decoded(arguments)) as logged:
+    if isinstance(name, str):
+        name = RENAMED_TOOLS.get(name, name)
+    logged_name = name if isinstance(name, str) else repr(name)
+    with retrieval_log.LoggedCall(
+        memory.root, agent=memory.agent, tool=logged_name, arguments=_decoded(arguments)
+    ) as logged:
         is_error = False
         try:
             reply = _run(memory, name, arguments)
         except FsmemError as exc:
             reply, is_error = Reply(f"error: {exc}"), True
         except OSError as exc:
-            where = f" ({exc.filename})" if exc.filename else ""
-            reply, is_error = Reply(f"error: {exc.strerror or exc}{where}"), True
-        text, cut = fit(memory, reply.text, memory.budget.max_tokens)
+            reply, is_error = Reply(f"error: {os_error_message(exc, memory.root)}"), True
+        except Exception as exc:  # never raise to the model's harness: an answer it can read, always
+            reply, is_error = Reply(f"error: {logged_name} failed: {type(exc).__name__}: {exc}"), True
+        # Whatever the input held, the answer is text that encodes as UTF-8 (a lone surrogate is escaped).
+        safe = reply.text.encode("utf-8", "backslashreplace").decode("utf-8")
+        text, cut = fit(memory, safe, memory.budget.max_tokens)
         answer = ToolAnswer(
-            tool=name,
+            tool=logged_name,
             text=text,
             tokens=memory.tokens.count(text),
             rows=reply.rows,
@@ -122,8 +130,27 @@ def _renamed(name: str, parsed: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return name, parsed
 
 
+def _check_arguments(value: Any, where: str = "") -> None:
+    """Refuse, at the door, any string argument (or key) holding a NUL byte or a lone surrogate."""
+    if isinstance(value, str):
+        problem = text_problem(value)
+        if problem:
+            raise InvalidArgument(f"argument {where or 'text'!r} {problem}; send plain text")
+    elif isinstance(value, dict):
+        for key, inner in value.items():
+            _check_arguments(key, where)
+            _check_arguments(inner, where or (key if isinstance(key, str) and not text_problem(key) else ""))
+    elif isinstance(value, (list, tuple)):
+        for inner in value:
+            _check_arguments(inner, where)
+
+
 def _run(memory: Memory, name: str, arguments: dict[str, Any] | str | None) -> Reply:
-    name, parsed = _renamed(name, _parse_arguments(arguments))
+    if not isinstance(name, str) or text_problem(name):
+        raise InvalidArgument("the tool name must be plain text")
+    parsed = _parse_arguments(arguments)
+    _check_arguments(parsed)
+    name, parsed = _renamed(name, parsed)
     tool_ = REGISTRY.get(name)
     if tool_ is None or not tool_.available(memory):
         names = ", ".join(t.name for t in offered(memory))

@@ -77,4 +77,10 @@ def run(argv: list[str] | None = None) -> None:
         sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)
+    except UnicodeError as exc:  # stdin or an argument that is not text
+        click.echo(f"fsmem: error: input that is not valid UTF-8 text ({getattr(exc, 'reason', exc)})", err=True)
+        sys.exit(2)
+    except Exception as exc:  # the last resort of the one boundary: still one line, never a traceback
+        click.echo(f"fsmem: error: {type(exc).__name__}: {exc}", err=True)
+        sys.exit(2)
     sys.exit(code if isinstance(code, int) else 0)

@@ -59,6 +59,7 @@ class Settings:
     @classmethod
     def from_section(cls, section: dict[str, Any]) -> Settings:
         from fsmem.errors import ConfigError
+        from fsmem.store.paths import config_dir
 
         data = {**DEFAULTS, **(section or {})}
         unknown = sorted(set(data) - set(DEFAULTS))
@@ -74,7 +75,7 @@ class Settings:
                 near_duplicate_threshold=float(data["near_duplicate_threshold"]),
                 extractors=tuple(str(n) for n in names),
                 archive=bool(data["archive"]),
-                archive_dir=str(data["archive_dir"]).strip("/"),
+                archive_dir=config_dir(data["archive_dir"], "consolidate.archive_dir"),
                 index_max_tokens=int(data["index_max_tokens"]),
                 progress_min_notes=int(data["progress_min_notes"]),
                 max_attempts=max(1, int(data["max_attempts"])),

@@ -42,6 +42,8 @@ FENCE = "---"
 _CLOSING_FENCES = ("---", "...")
 MEMORY_TYPES = ("semantic", "episodic", "procedural")
 CONSOLIDATED_FIELD = "consolidated"
+# Front matter longer than this is reported and not parsed: a header is a few hundred bytes.
+MAX_FRONT_MATTER_CHARS = 64 * 1024
 
 
 @dataclass
@@ -143,13 +145,27 @@ def split(text: str) -> Document:
         doc.problems.append(Problem(1, "front matter opened with '---' but never closed"))
         return doc
     raw = "".join(lines[1:closing])
+    if len(raw) > MAX_FRONT_MATTER_CHARS:
+        doc.problems.append(
+            Problem(1, f"front matter is longer than {MAX_FRONT_MATTER_CHARS // 1024} KiB; not read as YAML")
+        )
+        return doc
     try:
+        alias = _first_alias(raw)
+        if alias is not None:
+            doc.problems.append(
+                Problem(alias + 2, "front matter uses a YAML anchor or alias (& or *); fsmem does not expand them")
+            )
+            return doc
         loaded = yaml.load(raw, Loader=_FrontMatterLoader) if raw.strip() else {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = (mark.line + 2) if mark is not None else 1
         reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         doc.problems.append(Problem(line, f"front matter is not valid YAML: {reason}"))
+        return doc
+    except RecursionError:
+        doc.problems.append(Problem(1, "front matter is nested too deeply to read"))
         return doc
     if loaded is None:
         loaded = {}
@@ -162,6 +178,21 @@ def split(text: str) -> Document:
     doc.body = "".join(lines[closing + 1 :])
     doc.body_start_line = closing + 2
     return doc
+
+
+def _first_alias(raw: str) -> int | None:
+    """The 0-based line of the first anchor or alias in `raw`, or None.
+
+    Aliases let a few lines stand for gigabytes ("billion laughs"): every
+    reader of the value would expand it. Only text holding '&' or '*' is
+    scanned, event by event, without building anything.
+    """
+    if "&" not in raw and "*" not in raw:
+        return None
+    for event in yaml.parse(raw, Loader=_SafeLoader):
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            return event.start_mark.line
+    return None
 
 
 def _plain(value: Any) -> Any:

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from fsmem import format as fmt
 from fsmem.budget import Meter
+from fsmem.errors import FsmemError
+from fsmem.store.paths import read_regular, resolve
 
 if TYPE_CHECKING:
     from fsmem.store.catalog import Catalog
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
 INDEX_FILE = "INDEX.md"
 PROFILE_DIR = "profile"
 CATALOG_FOLDERS = ("entities/", "topics/")
-HEADER = "# Memory\nShared memory files. Look things up with list, grep and read; save what you learn with note."
+HEADER = "# Memory\nShared memory files. Look things up with ls, grep, read and search; save what you learn with note."
 
 
 @dataclass
@@ -66,8 +68,14 @@ class ContextBlock:
 
 
 def _body_lines(root: Path, rel: str) -> list[tuple[int | None, str]]:
-    """A file's body lines with their file line numbers; superseded facts and edge blank lines left out."""
-    text, _ = fmt.decode((root / rel).read_bytes())
+    """A file's body lines with their file line numbers; superseded facts and edge blank lines left out.
+
+    A file that cannot be read (vanished, denied, not regular, a link out) gives no lines.
+    """
+    try:
+        text, _ = fmt.decode(read_regular(resolve(root, rel, want="file")))
+    except (OSError, FsmemError):
+        return []
     doc = fmt.split(text)
     hidden = fmt.superseded_ranges(doc)
     lines: list[tuple[int | None, str]] = [
@@ -88,8 +96,7 @@ def gather(root: Path, catalog: Catalog) -> tuple[list[Part], bool]:
     for meta in catalog.entries(root / PROFILE_DIR) if (root / PROFILE_DIR).is_dir() else []:
         title = f" ({meta.title})" if meta.title else ""
         parts.append(Part(meta.path, f"## {meta.path}{title}", _body_lines(root, meta.path)))
-    index = root / INDEX_FILE
-    if index.is_file():
+    if _readable_index(root):
         parts.append(Part(INDEX_FILE, f"## {INDEX_FILE}", _body_lines(root, INDEX_FILE)))
         return parts, True
     rows: list[tuple[int | None, str]] = []
@@ -100,6 +107,13 @@ def gather(root: Path, catalog: Catalog) -> tuple[list[Part], bool]:
     heading = f"## Entities and topics ({INDEX_FILE} does not exist yet; `fsmem consolidate` writes it)"
     parts.append(Part("catalog", heading, rows))
     return parts, False
+
+
+def _readable_index(root: Path) -> bool:
+    try:
+        return resolve(root, INDEX_FILE, want="file").is_file()
+    except FsmemError:
+        return False  # a link out of the memory, a FIFO…: as if there were none
 
 
 def _cut_note(parts: list[Part]) -> list[str]:

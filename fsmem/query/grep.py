@@ -23,6 +23,7 @@ from typing import Any
 
 from fsmem.budget import CUT_BY_RESULTS, CUT_BY_TOKENS, Meter, Page, check_offset
 from fsmem.errors import InvalidArgument
+from fsmem.store.paths import ROOT_README, is_memory_path
 from fsmem.store.rg import Job, Rg, build_args, decode_path, find_rg
 
 # rg's standard output with --null: `PATH\0NUMBER:TEXT` for a match line, `PATH\0NUMBER-TEXT` for context.
@@ -166,6 +167,13 @@ def run(
     target_list = list(targets) if targets is not None else None
     if target_list is not None and not target_list:
         return GrepResult(pattern, [], Page(offset, 0, 0))
+    # rg walks folders itself: what it finds passes the containment rule here (names with control
+    # characters or non-UTF-8 bytes are not memory), and the root README.md only when named.
+    readme_named = target_list is not None and ROOT_README in target_list
+
+    def keep(path: str) -> bool:
+        return is_memory_path(path) and (readme_named or path != ROOT_README)
+
     rg = Rg(
         root,
         [find_rg()] + build_args(pattern, ignore_case=ignore_case, fixed_strings=fixed_strings, word=word),
@@ -195,7 +203,7 @@ def run(
         small = rg.output(line_args + ["--"] + (target_list or ["./"]), limit=_SMALL_OUTPUT)
         if small is not None:
             segments = _segments(small)
-            paths = sorted(segments, key=path_order)
+            paths = sorted(filter(keep, segments), key=path_order)
             collector = collect(ranges=superseded_ranges(paths) if paths else {})
             for path in paths:
                 for raw in segments[path]:
@@ -203,7 +211,7 @@ def run(
                 collector.finish_pending()
             return _result(pattern, collector, collector.total, offset)
 
-    counts = _match_line_counts(rg, target_list)
+    counts = {path: n for path, n in _match_line_counts(rg, target_list).items() if keep(path)}
     paths = sorted(counts, key=path_order)
     ranges: dict[str, list[tuple[int, int]]] = {}
     visible = counts

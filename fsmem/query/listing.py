@@ -31,6 +31,7 @@ class Listing:
     entries: list[ListEntry]
     page: Page
     meter: Meter | None = field(default=None, repr=False, compare=False)
+    skipped: list[str] = field(default_factory=list)  # memory-named files that could not be read
 
     @property
     def tokens(self) -> int:
@@ -49,13 +50,25 @@ class Listing:
         return self.page.truncated
 
     def to_dict(self) -> dict[str, Any]:
-        return {"entries": [vars(e) for e in self.entries], **self.page.to_dict(), "tokens": self.tokens}
+        return {
+            "entries": [vars(e) for e in self.entries],
+            **self.page.to_dict(),
+            "tokens": self.tokens,
+            "skipped": self.skipped,
+        }
 
     def to_text(self) -> str:
         lines = [format_entry(e) for e in self.entries]
         if not self.entries and not self.total:
             lines.append("(no memory files match)")
         lines.append(self.page.trailer("files", narrow=", or narrow with PATH, --type, --tag or --updated-after"))
+        if self.skipped:
+            names = ", ".join(self.skipped[:3]) + (
+                f" and {len(self.skipped) - 3} more" if len(self.skipped) > 3 else ""
+            )
+            lines.append(
+                f"[{len(self.skipped)} file(s) left out, unreadable or not memory: {names}; fsmem check says why]"
+            )
         return "\n".join(lines)
 
 

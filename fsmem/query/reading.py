@@ -8,18 +8,16 @@ answer advances by at least one line and paging always terminates.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
-import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from fsmem import format as fmt
 from fsmem.budget import Meter
 from fsmem.errors import InvalidArgument
+from fsmem.store.paths import open_regular, read_regular
 from fsmem.tokens import TokenCounter
 
 _READ_CHUNK = 1 << 16
@@ -100,26 +98,6 @@ class ReadResult:
             total = f" of {self.total_lines}" if self.total_lines is not None else ""
             out.append(f"[{self.path}: lines {self.start}-{self.end}{total}]")
         return "\n".join(out)
-
-
-@contextlib.contextmanager
-def open_regular(path: Path) -> Iterator[BinaryIO]:
-    """Open a memory file for reading, refusing anything but a regular file without blocking on it.
-
-    A FIFO named `*.md` would block a plain `open` forever; O_NONBLOCK makes
-    the open return at once, and fstat then says what the file really is.
-    """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise InvalidArgument(f"{path.name} is not a regular file; only regular files are memory")
-        os.set_blocking(fd, True)
-        handle = os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-    with handle:
-        yield handle
 
 
 def parse_range(spec: str) -> tuple[int, int | None]:
@@ -287,8 +265,7 @@ def _headings_of(
     """Every heading (level, title, first line, last line of its section), the file's line count, and
     a function giving a section's tokens: counted exactly, or estimated from bytes for a very large file."""
     if path.stat().st_size <= exact_limit:
-        with open_regular(path) as handle:
-            text, _ = fmt.decode(handle.read())
+        text, _ = fmt.decode(read_regular(path))
         lines = text.splitlines()
         found = [(h.level, h.title, h.line, h.end_line) for h in fmt.headings(text)]
         return found, len(lines), lambda first, last: counter.count("\n".join(lines[first - 1 : last]))
@@ -318,8 +295,7 @@ def find_section(path: Path, heading: str, *, exact_limit: int) -> tuple[int, in
         raise InvalidArgument(
             "--section needs the outline of the whole file; on a file this large use --outline, then --lines"
         )
-    with open_regular(path) as handle:
-        text, _ = fmt.decode(handle.read())
+    text, _ = fmt.decode(read_regular(path))
     wanted = heading.strip().lstrip("#").strip().lower()
     all_headings = fmt.headings(text)
     for h in all_headings:

@@ -30,13 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fsmem.errors import LockTimeout, MissingDependency
+from fsmem.errors import InvalidArgument, LockTimeout, MissingDependency
 from fsmem.format.facts import split_provenance
 from fsmem.format.frontmatter import decode, is_consolidated, split
 from fsmem.format.rows import Row, split_rows
 from fsmem.store.catalog import EXACT_COUNT_LIMIT, FileMeta, walk_stats
 from fsmem.store.files import TEMP_PREFIX, atomic_write, file_lock
-from fsmem.store.paths import relative
+from fsmem.store.paths import ROOT_README, read_regular, relative
 
 POINTER = "current"  # names the generation folder readers use; replaced atomically
 GENERATIONS = "v6"
@@ -115,8 +115,7 @@ def read_entry(root: Path, path: Path, stat: os.stat_result, analyzer: Analyzer)
     rel = relative(root, path)
     if stat.st_size > EXACT_COUNT_LIMIT:
         return FileEntry(rel, stat.st_mtime_ns, stat.st_size, {}, [], [], [])
-    with open(path, "rb") as handle:
-        text, _problems = decode(handle.read())
+    text, _problems = decode(read_regular(path))
     if rel == GENERATED_INDEX or (rel.startswith("sessions/") and is_consolidated(text)):
         # INDEX.md only points at documents, and a consolidated note's content now lives in
         # its entity and topic documents: ranking them too would spend the budget on copies.
@@ -594,12 +593,14 @@ class SearchIndex:
         files: list[FileInfo] = []
         fresh: dict[str, FileEntry] = {}
         for rel, full, st in walk_stats(self.root):
+            if rel == ROOT_README:
+                continue  # the memory's conventions for humans, not memory to rank
             info = known.get(rel)
             if info is None or info.mtime_ns != st.st_mtime_ns or info.size != st.st_size:
                 try:
                     entry = read_entry(self.root, Path(full), st, self.analyzer)
-                except FileNotFoundError:
-                    continue
+                except (OSError, InvalidArgument):
+                    continue  # vanished, or cannot be read: the rest of the memory is still searched; check reports it
                 fresh[rel] = entry
                 info = FileInfo(rel, entry.mtime_ns, entry.size, entry.meta)
             files.append(info)

@@ -10,16 +10,18 @@ and size can sit behind this one class.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fsmem import format as fmt
-from fsmem.store.paths import STATE_DIR, relative
+from fsmem.errors import InvalidArgument
+from fsmem.store import paths
+from fsmem.store.paths import relative
+from fsmem.store.walk import walk, walk_stats  # noqa: F401  (the catalog's walk; imported from here by callers)
 from fsmem.tokens import TokenCounter
 
-MEMORY_SUFFIXES = (".md", ".markdown")
 # Above this size a file's tokens are estimated (bytes / 4) rather than counted.
 EXACT_COUNT_LIMIT = 4 * 1024 * 1024
 # Front matter is only looked for in the first bytes of a file.
@@ -61,25 +63,7 @@ class FileMeta:
         return cls(**data)
 
 
-def is_memory_file(name: str) -> bool:
-    return name.lower().endswith(MEMORY_SUFFIXES) and not name.startswith(".")
-
-
-def walk(root: Path, start: Path | None = None) -> Iterator[Path]:
-    """Memory files under `start` (default: the root), in a stable sorted order.
-
-    Hidden files and folders (`.fsmem/`, `.git/`, editor swap files) are skipped;
-    symlinked folders are not followed, and a symlinked file is listed only when
-    its target lies inside the root.
-    """
-    for _rel, full, _stat in walk_stats(root, start):
-        yield Path(full)
-
-
-def _inside(root: Path, path: str) -> bool:
-    real_root = os.path.realpath(root)
-    real = os.path.realpath(path)
-    return real == real_root or real.startswith(real_root + os.sep)
+is_memory_file = paths.is_memory_name
 
 
 def read_meta(root: Path, path: Path, counter: TokenCounter, stat: os.stat_result | None = None) -> FileMeta:
@@ -87,8 +71,7 @@ def read_meta(root: Path, path: Path, counter: TokenCounter, stat: os.stat_resul
     stat = stat or path.stat()
     meta = FileMeta(path=relative(root, path), size=stat.st_size, mtime_ns=stat.st_mtime_ns)
     exact = stat.st_size <= EXACT_COUNT_LIMIT
-    with open(path, "rb") as handle:
-        data = handle.read() if exact else handle.read(HEAD_BYTES)
+    data = paths.read_regular(path, -1 if exact else HEAD_BYTES)
     text, problems = fmt.decode(data)
     doc = fmt.split(text)
     fm = doc.front_matter
@@ -140,12 +123,40 @@ class Catalog:
 
     def _meta_for(self, path: Path, stat: os.stat_result) -> FileMeta:
         rel = relative(self.root, path)
-        return self._metas([(rel, os.fspath(path), stat)])[0]
+        return self._metas([(rel, os.fspath(path), stat)], strict=True)[0]
 
-    def _metas(self, found: list[tuple[str, str, os.stat_result]], *, complete: bool = False) -> list[FileMeta]:
-        """Metadata for (relative path, absolute path, stat) triples, re-reading only stale files."""
+    def _read(
+        self, full: str, stat: os.stat_result, rel: str, skipped: list[tuple[str, str]] | None
+    ) -> FileMeta | None:
+        """One file's metadata from disk; a file that cannot be read (vanished, denied, not regular) is None."""
+        try:
+            return read_meta(self.root, Path(full), self.counter, stat)
+        except FileNotFoundError:
+            return None
+        except (OSError, InvalidArgument) as exc:
+            if skipped is None:
+                raise
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            skipped.append((paths.shown(rel), f"skipped: {reason.lower()}"))
+            return None
+
+    def _metas(
+        self,
+        found: list[tuple[str, str, os.stat_result]],
+        *,
+        complete: bool = False,
+        strict: bool = False,
+        skipped: list[tuple[str, str]] | None = None,
+    ) -> list[FileMeta]:
+        """Metadata for (relative path, absolute path, stat) triples, re-reading only stale files.
+
+        A file that cannot be read is left out (and added to `skipped`), unless
+        `strict`: then the error is raised (one file asked for by name).
+        """
+        sink = None if strict else (skipped if skipped is not None else [])
         if self.cache is None:
-            return [read_meta(self.root, Path(full), self.counter, stat) for _, full, stat in found]
+            metas = (self._read(full, stat, rel, sink) for rel, full, stat in found)
+            return [meta for meta in metas if meta is not None]
         from fsmem.store.cache import decode_row, stamp_of
 
         rows = self.cache.rows(None if complete or len(found) > 500 else [rel for rel, _, _ in found])
@@ -161,16 +172,19 @@ class Catalog:
                 except (TypeError, ValueError):
                     meta = None
             if meta is None:
-                meta = read_meta(self.root, Path(full), self.counter, stat)
+                meta = self._read(full, stat, rel, sink)
+                if meta is None:
+                    continue
                 fresh.append((stamp, meta.to_dict()))
             result.append(meta)
         if fresh or complete:
-            self.cache.store(fresh, prune_except={rel for rel, _, _ in found} if complete else None)
+            self.cache.store(fresh, prune_except={m.path for m in result} if complete else None)
         return result
 
-    def entries(self, start: Path | None = None) -> list[FileMeta]:
-        found = list(walk_stats(self.root, start))
-        return self._metas(found, complete=start is None or Path(start) == self.root)
+    def entries(self, start: Path | None = None, skipped: list[tuple[str, str]] | None = None) -> list[FileMeta]:
+        """Every memory file under `start` (default: all); files that cannot be read go to `skipped`."""
+        found = list(walk_stats(self.root, start, skipped))
+        return self._metas(found, complete=start is None or Path(start) == self.root, skipped=skipped)
 
     def get(self, path: Path) -> FileMeta:
         return self._meta_for(path, path.stat())
@@ -206,48 +220,6 @@ class Catalog:
     def superseded_hint(self) -> list[str]:
         """Files the cache last saw with superseded ranges: a quick guess that `superseded` verifies."""
         return self.cache.paths_with_superseded() if self.cache is not None else []
-
-
-def walk_stats(root: Path, start: Path | None = None) -> Iterator[tuple[str, str, os.stat_result]]:
-    """(relative path, absolute path, stat) of every memory file, in `walk` order.
-
-    The same rules as `walk`, on plain strings: at 10k files, Path objects
-    alone cost a tenth of a second.
-    """
-    start = start or root
-    if not os.path.isdir(start):
-        if os.path.isfile(start) and _inside(root, os.fspath(start)):
-            yield relative(root, Path(start)), os.fspath(start), os.stat(start)
-        return
-    real_root = os.path.realpath(root)
-    base_len = len(os.fspath(root).rstrip(os.sep)) + 1
-    stack = [os.fspath(start)]
-    while stack:
-        folder = stack.pop()
-        try:
-            with os.scandir(folder) as it:
-                items = sorted(it, key=lambda e: e.name)
-        except (FileNotFoundError, NotADirectoryError, PermissionError):
-            continue
-        subfolders = []
-        for item in items:
-            name = item.name
-            if name.startswith(".") or name == STATE_DIR:
-                continue
-            if item.is_dir(follow_symlinks=False):
-                subfolders.append(item.path)
-            elif is_memory_file(name) and item.is_file():
-                if item.is_symlink():
-                    real = os.path.realpath(item.path)
-                    if not (real == real_root or real.startswith(real_root + os.sep)):
-                        continue
-                try:
-                    stat = item.stat()
-                except OSError:
-                    continue
-                rel = item.path[base_len:]
-                yield (rel if os.sep == "/" else rel.replace(os.sep, "/")), item.path, stat
-        stack.extend(reversed(subfolders))
 
 
 def _with_superseded_heading(root: Path, rels: list[str]) -> set[str]:
@@ -292,8 +264,8 @@ def superseded_of(path: Path, stat: os.stat_result | None = None) -> list[tuple[
     if stat.st_size > EXACT_COUNT_LIMIT:
         return []
     try:
-        data = path.read_bytes()
-    except OSError:
+        data = paths.read_regular(path)
+    except (OSError, InvalidArgument):
         return []
     if fmt.SUPERSEDED_HEADING.lower().encode() not in data.lower():
         return []

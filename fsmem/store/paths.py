@@ -1,63 +1,321 @@
-"""Paths inside the memory root: the one place where user- and agent-supplied paths are checked.
+"""THE containment rule: what a memory path is, checked in one place for every face.
 
-Every path that reaches the store goes through `resolve`, which refuses absolute
-paths, `..` that leaves the root, symlinks whose target lies outside it, and the
-machine-state folder `.fsmem/`.
+Agents and commands that take a path reach only memory files: `*.md` (and
+`*.markdown`) outside hidden folders, inside the root, and the folders that
+hold them. Never `fsmem.yaml`, `.git/`, `.fsmem/` or any other path with a
+component that starts with '.', in any letter case. A symbolic link is
+followed to its real target, which must itself pass the same rule. Names hold
+no control characters and are valid UTF-8; depth and length are checked
+before the file system sees the path; and only regular files are opened.
+
+Two halves, so that walkers stay fast: `is_memory_path` is the lexical
+predicate (strings only) that the catalog walk, grep and watch share, and
+`resolve` adds the physical checks (links, file types) for one given path.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import re
+import stat
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
-from fsmem.errors import InvalidArgument, PathEscape
+from fsmem.config import CONFIG_FILE
+from fsmem.errors import ConfigError, InvalidArgument, PathEscape
 
 STATE_DIR = ".fsmem"
+MEMORY_SUFFIXES = (".md", ".markdown")
+# The memory's own conventions file (from the template), for humans: listed and readable,
+# but not grepped or ranked as memory unless named.
+ROOT_README = "README.md"
+MAX_DEPTH = 64
+MAX_NAME_BYTES = 255
+MAX_PATH_BYTES = 4096
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_RESERVED = (STATE_DIR, CONFIG_FILE)
 
 
-def resolve(root: Path, user_path: str | os.PathLike[str] | None) -> Path:
-    """The absolute path that `user_path` names inside `root`, or a PathEscape.
+# -- text -------------------------------------------------------------------------------
+def text_problem(value: str) -> str | None:
+    """Why `value` cannot be stored as text (a NUL byte, a lone surrogate), or None."""
+    if "\x00" in value:
+        return "contains a NUL byte"
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return f"contains {value[exc.start]!r}, which is not text (a lone surrogate, or bytes that are not UTF-8)"
+    return None
 
-    The check is lexical first (no `..` above the root, nothing absolute) and
-    then physical (the real path of the deepest existing ancestor must still be
-    inside the real root), so a symlink planted inside the memory cannot lead out.
+
+def check_text(value: str, what: str) -> str:
+    """`value` if it can be stored as UTF-8 text; InvalidArgument naming `what` otherwise."""
+    if not isinstance(value, str):
+        raise InvalidArgument(f"{what} must be text, not {type(value).__name__}")
+    problem = text_problem(value)
+    if problem:
+        raise InvalidArgument(f"{what} {problem}; nothing was stored")
+    return value
+
+
+def shown(text: str) -> str:
+    """`text` as it may be printed on one line: quoted and escaped when it holds control characters or non-text."""
+    return text if _CONTROL.search(text) is None and text_problem(text) is None else ascii(text)
+
+
+# -- the lexical rule --------------------------------------------------------------------
+def name_problem(name: str) -> str | None:
+    """Why one component cannot be part of a memory path, or None."""
+    plain = name.isascii() and name.isprintable()  # the common case, checked at C speed: no control, valid text
+    if not plain and _CONTROL.search(name):
+        return "holds a control character (such as a newline or a tab)"
+    if not plain and text_problem(name):
+        return "is not valid text (not UTF-8)"
+    if name.startswith("."):
+        if name.lower() == STATE_DIR:
+            return f"is inside {STATE_DIR}/, which holds machine state, not memory"
+        return f"is hidden ({shown(name)} starts with '.'); hidden files and folders such as .git/ are not memory"
+    if len(name) > MAX_NAME_BYTES or (not plain and len(name.encode("utf-8")) > MAX_NAME_BYTES):
+        return f"has a name longer than {MAX_NAME_BYTES} bytes"
+    return None
+
+
+def is_memory_name(name: str) -> bool:
+    """True for a file name that may be a memory file: `*.md` or `*.markdown`, not hidden, plain text."""
+    return name.lower().endswith(MEMORY_SUFFIXES) and name_problem(name) is None
+
+
+def is_memory_path(rel: str) -> bool:
+    """The lexical rule for a memory-relative POSIX path (no `..`, no file system): a memory file.
+
+    Shared by the catalog walk, grep's output filter and watch; `resolve` adds
+    the physical checks for a path an agent or user gives.
     """
-    raw = "" if user_path is None else os.fspath(user_path)
+    parts = rel.split("/")
+    if len(parts) > MAX_DEPTH or len(rel) > MAX_PATH_BYTES:
+        return False
+    return is_memory_name(parts[-1]) and all(name_problem(part) is None for part in parts[:-1])
+
+
+def is_visible_folder(rel: str) -> bool:
+    """True for a memory-relative folder path that may hold memory files ('.' is the root)."""
+    if rel in ("", "."):
+        return True
+    parts = rel.split("/")
+    return len(parts) <= MAX_DEPTH and all(name_problem(part) is None for part in parts)
+
+
+def quoted(raw: str) -> str:
+    """A user-given path as error messages quote it: escaped, and shortened when very long."""
+    return repr(raw) if len(raw) <= 200 else repr(raw[:120]) + f"… ({len(raw)} characters)"
+
+
+def _refused(cls: type[Exception], raw: str, reason: str) -> Exception:
+    error = cls(f"path {quoted(raw)} {reason}")
+    error.reason = reason  # type: ignore[attr-defined]  # for faces that phrase the path their own way
+    return error
+
+
+def size_problem(raw: str) -> str | None:
+    """Why a path is too long or too deep to hand to the file system, or None (checked before any system call)."""
+    if len(raw.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
+        return f"is longer than {MAX_PATH_BYTES} bytes"
+    given = [part for part in raw.replace("\\", "/").split("/") if part not in ("", ".")]
+    if len(given) > MAX_DEPTH:
+        return f"is deeper than {MAX_DEPTH} folders"
+    if any(len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES for part in given):
+        return f"has a name longer than {MAX_NAME_BYTES} bytes"
+    return None
+
+
+def lexical_parts(raw: str) -> list[str]:
+    """The components of a user-given path after the lexical checks, with `.` and `..` folded.
+
+    Refuses (before any file system call): non-text, control characters, more
+    than MAX_DEPTH components or MAX_PATH_BYTES bytes, absolute paths, `..`
+    above the root, and hidden components (`.git`, `.fsmem`, any '.' name).
+    """
     if "\x00" in raw:
-        raise InvalidArgument("path contains a NUL byte")
+        raise _refused(InvalidArgument, raw, "contains a NUL byte")
+    if text_problem(raw):
+        raise _refused(InvalidArgument, raw, "is not valid text (a lone surrogate, or bytes that are not UTF-8)")
+    if _CONTROL.search(raw):
+        raise _refused(InvalidArgument, raw, "holds a control character (such as a newline or a tab)")
+    too_big = size_problem(raw)
+    if too_big:
+        raise _refused(InvalidArgument, raw, too_big)
     text = raw.replace("\\", "/").strip()
     if text.startswith("/") or (len(text) > 1 and text[1] == ":"):
-        raise PathEscape(
-            f"path {raw!r} is absolute; give a path relative to the memory root, such as 'topics/billing.md'"
+        raise _refused(
+            PathEscape, raw, "is absolute; give a path relative to the memory root, such as 'topics/billing.md'"
         )
-    parts = [part for part in PurePosixPath(text).parts if part not in ("", ".")]
-    depth = 0
-    for part in parts:
-        depth = depth - 1 if part == ".." else depth + 1
-        if depth < 0:
-            raise PathEscape(f"path {raw!r} escapes the memory root")
-    normalized = os.path.normpath(os.path.join(root, *parts)) if parts else os.path.normpath(root)
-    relative = os.path.relpath(normalized, root)
-    if relative.split(os.sep)[0] == STATE_DIR:
-        raise PathEscape(f"path {raw!r} is inside {STATE_DIR}/, which holds machine state, not memory")
-    _check_physical(root, Path(normalized), raw)
-    return Path(normalized)
+    given = [part for part in text.split("/") if part not in ("", ".")]
+    parts: list[str] = []
+    for part in given:
+        if part == "..":
+            if not parts:
+                raise _refused(PathEscape, raw, "escapes the memory root")
+            parts.pop()
+            continue
+        problem = name_problem(part)
+        if problem:
+            raise _refused(PathEscape if part.startswith(".") else InvalidArgument, raw, problem)
+        parts.append(part)
+    if parts and parts[0].lower() == CONFIG_FILE:
+        raise _refused(PathEscape, raw, f"is fsmem's configuration ({CONFIG_FILE}), not a memory file")
+    return parts
 
 
-def _check_physical(root: Path, path: Path, raw: str) -> None:
+# -- the physical rule -------------------------------------------------------------------
+def resolve(root: Path, user_path: str | os.PathLike[str] | None, *, want: str = "any") -> Path:
+    """The absolute path that `user_path` names inside `root`, or a PathEscape / InvalidArgument.
+
+    `want` is "file" (a memory file: read, write, edit) or "any" (a memory
+    file or a folder: ls, grep, rm, mv). The check is lexical first
+    (`lexical_parts`), then physical: the real path, with every symbolic link
+    followed, must lie inside the real root and pass the lexical rule itself;
+    an existing file must be a regular memory file. The path returned is the
+    lexical one (`root/topics/x.md`, even when that is a link).
+    """
+    raw = "" if user_path is None else os.fspath(user_path)
+    if not isinstance(raw, str):
+        raise InvalidArgument(f"path {raw!r} must be text, not bytes")
+    parts = lexical_parts(raw)
+    full = os.path.join(root, *parts) if parts else os.path.normpath(root)
+    name = parts[-1] if parts else ""
+    if want == "file" and not parts:
+        raise _refused(InvalidArgument, raw, "is the memory root, not a file; give a path such as 'topics/billing.md'")
+    _check_physical(root, full, raw, want, name)
+    return Path(full)
+
+
+def _check_physical(root: Path, full: str, raw: str, want: str, name: str) -> None:
     real_root = os.path.realpath(root)
-    probe = path
-    while not os.path.lexists(probe) and probe != probe.parent:
-        probe = probe.parent
-    real = os.path.realpath(probe)
+    real = os.path.realpath(full)
     if real != real_root and not real.startswith(real_root + os.sep):
-        raise PathEscape(f"path {raw!r} leads outside the memory root through a symbolic link")
-    if os.path.relpath(real, real_root).split(os.sep)[0] == STATE_DIR:
-        raise PathEscape(
-            f"path {raw!r} leads into {STATE_DIR}/ through a symbolic link; that folder holds machine state, not memory"
+        raise _refused(PathEscape, raw, "leads outside the memory root through a symbolic link")
+    inside = os.path.relpath(real, real_root).replace(os.sep, "/")
+    if not is_visible_folder(inside.rsplit("/", 1)[0] if "/" in inside else "."):
+        raise _link_refusal(raw, inside)
+    try:
+        info = os.stat(full)
+    except FileNotFoundError:
+        if os.path.islink(full):
+            raise _refused(PathEscape, raw, "is a dangling symbolic link") from None
+        _check_new(raw, want, name, inside)
+        return
+    except NotADirectoryError:
+        raise _refused(InvalidArgument, raw, "goes through a file as if it were a folder") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _refused(InvalidArgument, raw, "is a symbolic link loop") from None
+        raise _refused(InvalidArgument, raw, f"cannot be looked up: {exc.strerror}") from None
+    if stat.S_ISDIR(info.st_mode):
+        if want == "file":
+            raise _refused(InvalidArgument, raw, "is a folder; give the path of a file in it (ls lists them)")
+        if not is_visible_folder(inside):
+            raise _link_refusal(raw, inside)
+        return
+    if not stat.S_ISREG(info.st_mode):
+        raise _refused(InvalidArgument, raw, "is not a regular file (a FIFO, socket or device); fsmem opens only files")
+    if not is_memory_name(name):
+        raise _refused(InvalidArgument, raw, "is not a memory file; memory files end in .md")
+    if not is_memory_path(inside):
+        raise _link_refusal(raw, inside)
+
+
+def _check_new(raw: str, want: str, name: str, inside: str) -> None:
+    """A path that does not exist yet: a file to create must be named as a memory file, there and at its real place."""
+    if want != "file":
+        return
+    if not is_memory_name(name):
+        raise _refused(InvalidArgument, raw, "is not a memory file; memory files end in .md")
+    if not is_memory_path(inside):
+        raise _link_refusal(raw, inside)
+
+
+def _link_refusal(raw: str, inside: str) -> Exception:
+    first = inside.split("/")[0]
+    if first.lower() == STATE_DIR:
+        return _refused(
+            PathEscape,
+            raw,
+            f"leads into {STATE_DIR}/ through a symbolic link; that folder holds machine state, not memory",
         )
-    if os.path.islink(path) and not os.path.exists(path):
-        raise PathEscape(f"path {raw!r} is a dangling symbolic link")
+    return _refused(PathEscape, raw, f"leads to {shown(inside)} through a symbolic link, which is not a memory path")
+
+
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """Open a file for reading only if it is a regular file: a FIFO or device named `*.md` never blocks.
+
+    O_NONBLOCK makes the open of a FIFO return at once; fstat then refuses it
+    (InvalidArgument) before anything is read.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InvalidArgument(f"{shown(os.fspath(path))} is not a regular file (a FIFO, socket or device)")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: str | os.PathLike[str], limit: int = -1) -> bytes:
+    """The bytes of a regular file (at most `limit` of them), through `open_regular`."""
+    with open_regular(path) as handle:
+        return handle.read(limit)
+
+
+def check_folder_contents(root: Path, folder: Path, raw: str) -> None:
+    """Refuse to remove or move a folder that holds anything but memory files and visible folders.
+
+    Removing or moving such a folder would reach files that are not memory
+    (a nested `.git/`, a private `.env`, a link that leads elsewhere).
+    """
+    if not os.path.isdir(folder) or os.path.islink(folder):
+        return
+    base = len(os.fspath(folder).rstrip(os.sep)) + 1
+    for current, folders, files in os.walk(folder):
+        for name in folders + files:
+            full = os.path.join(current, name)
+            inner = full[base:].replace(os.sep, "/")
+            plain_folder = name in folders and not os.path.islink(full)
+            plain_file = name in files and not os.path.islink(full) and is_memory_name(name)
+            if name_problem(name) is not None or not (plain_folder or plain_file):
+                raise _refused(
+                    InvalidArgument,
+                    raw,
+                    f"holds {shown(inner)}, which is not a memory file; fsmem moves and removes only folders "
+                    "of memory files (a human can move or remove it by hand)",
+                )
+
+
+# -- configuration paths -------------------------------------------------------------------
+def config_dir(value: object, setting: str, root: Path | None = None) -> str:
+    """A folder named in fsmem.yaml (such as `consolidate.archive_dir`): relative, inside the root, not hidden.
+
+    Lexical without `root`; with it, the folder's real path (links followed)
+    must also stay inside the root and visible. ConfigError otherwise.
+    """
+    if not isinstance(value, str) or not value.strip().strip("/"):
+        raise ConfigError(f"{CONFIG_FILE}: {setting} must be a folder inside the memory, such as 'archive/sessions'")
+    try:
+        parts = lexical_parts(value.strip().rstrip("/"))
+        if not parts:
+            raise InvalidArgument("is the memory root itself")
+        if root is not None:
+            _check_physical(root, os.path.join(root, *parts), value, "any", parts[-1])
+    except (PathEscape, InvalidArgument) as exc:
+        reason = getattr(exc, "reason", str(exc))
+        raise ConfigError(
+            f"{CONFIG_FILE}: {setting} {value!r} {reason}; it must be a folder inside the memory that is not hidden"
+        ) from None
+    return "/".join(parts)
 
 
 def relative(root: Path, path: Path) -> str:
@@ -68,3 +326,29 @@ def relative(root: Path, path: Path) -> str:
 
 def is_hidden_state(rel: str) -> bool:
     return rel == STATE_DIR or rel.startswith(STATE_DIR + "/")
+
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_NAME_BYTES",
+    "MAX_PATH_BYTES",
+    "MEMORY_SUFFIXES",
+    "ROOT_README",
+    "STATE_DIR",
+    "check_folder_contents",
+    "check_text",
+    "config_dir",
+    "is_memory_name",
+    "is_memory_path",
+    "is_visible_folder",
+    "lexical_parts",
+    "name_problem",
+    "open_regular",
+    "quoted",
+    "read_regular",
+    "relative",
+    "resolve",
+    "shown",
+    "size_problem",
+    "text_problem",
+]

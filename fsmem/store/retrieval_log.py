@@ -27,7 +27,7 @@ from typing import Any
 
 from fsmem import format as fmt
 from fsmem.config import CONFIG_FILE, Config
-from fsmem.errors import ConfigError
+from fsmem.errors import ConfigError, FsmemError
 from fsmem.store.files import file_lock, state_dir
 
 LOG_NAME = "retrieval.jsonl"
@@ -120,7 +120,7 @@ class LoggedCall:
         entry = record(**self.fields, latency_ms=latency_ms, **self.outcome)
         try:
             append(self.root, entry, state=self.state)
-        except (OSError, ConfigError):
+        except (OSError, FsmemError, ValueError):
             pass  # a read-only or full disk (or a broken cap setting) must not cost the agent its answer
 
 
@@ -159,7 +159,9 @@ def append(root: Path, record: dict[str, Any], *, max_bytes: int | None = None, 
     if max_bytes is None:
         max_bytes = max_bytes_for(root)
     record = {"time": fmt.now_iso(), **record}
-    data = (json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str) + "\n").encode("utf-8")
+    # backslashreplace writes a lone surrogate (from a bad argument) as the JSON escape it is, never fails.
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
+    data = text.encode("utf-8", "backslashreplace")
     path = log_path(root, state=state)
     with file_lock(root, "retrieval-log", state=state):
         try:

@@ -54,10 +54,14 @@ def build_args(
     args = [
         "--no-config",
         "--no-ignore",
-        "--glob",
+        "--iglob",
         "*.md",
-        "--glob",
+        "--iglob",
         "*.markdown",
+        # a name with a control character is not memory, and a newline in it would forge output lines
+        # (a negation must be an --iglob too: rg applies --iglob after --glob)
+        "--iglob",
+        "!*[\x01-\x1f\x7f]*",
         "--glob",
         f"!{STATE_DIR}/",
         "--text",  # memory files are text: a stray NUL byte must not make rg skip a whole file as binary

@@ -17,7 +17,7 @@ from typing import Any
 from fsmem import format as fmt
 from fsmem.errors import AlreadyExists, EditConflict, InvalidArgument, NotFound
 from fsmem.store.files import atomic_write
-from fsmem.store.paths import relative
+from fsmem.store.paths import check_text, read_regular, relative
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
@@ -43,9 +43,8 @@ class WriteResult:
 
 
 def read_text(path: Path) -> str:
-    """Text of a file as stored (newlines untranslated)."""
-    with open(path, "rb") as handle:
-        data = handle.read()
+    """Text of a file as stored (newlines untranslated); only a regular file is opened."""
+    data = read_regular(path)
     text, problems = fmt.decode(data)
     if problems:
         problem = problems[0]
@@ -61,10 +60,30 @@ def _encode(text: str) -> bytes:
 
 
 def _touch_updated(text: str) -> str:
-    doc = fmt.split(text)
-    if doc.problems and not doc.has_front_matter:
-        return text  # broken front matter: never rewrite what we cannot parse
+    """Set `updated` only in a file that already has valid front matter: never add one, never rewrite broken YAML."""
+    if not fmt.split(text).has_front_matter:
+        return text
     return fmt.set_fields(text, {"updated": fmt.now_iso()})
+
+
+def check_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """Front matter fields to set; a name or value holding a NUL byte or non-text is refused at the door."""
+
+    def visit(value: Any, where: str) -> None:
+        if isinstance(value, str):
+            check_text(value, where)
+        elif isinstance(value, dict):
+            for key, inner in value.items():
+                visit(key, f"a field name in {where}")
+                visit(inner, where)
+        elif isinstance(value, (list, tuple)):
+            for inner in value:
+                visit(inner, where)
+
+    for key, value in fields.items():
+        visit(key, "a front matter field name")
+        visit(value, f"the front matter field {key!r}")
+    return fields
 
 
 def _title_from_path(path: Path) -> str:
@@ -81,11 +100,13 @@ def session_note_path(root: Path, session: str, when: _dt.datetime) -> Path:
 
 def note(root: Path, text: str, *, session: str, subject: str | None = None) -> WriteResult:
     """Append `text` to today's note of `session`, under `## subject` when given."""
-    text = text.strip("\n")
+    text = check_text(text, "the note text").strip("\n")
     if not text.strip():
         raise InvalidArgument("the note is empty")
-    if subject is not None and (not subject.strip() or "\n" in subject):
-        raise InvalidArgument("--subject must be a single line, such as 'people/Adam Smith' or 'topic/Billing'")
+    if subject is not None:
+        check_text(subject, "the subject")
+        if not subject.strip() or "\n" in subject or "\r" in subject:
+            raise InvalidArgument("--subject must be a single line, such as 'people/Adam Smith' or 'topic/Billing'")
     stamp = fmt.now_iso()
     when = fmt.parse_timestamp(stamp) or _dt.datetime.now().astimezone()
     path = session_note_path(root, session, when)
@@ -144,6 +165,9 @@ def write(root: Path, path: Path, body: str | None, fields: dict[str, Any]) -> W
 
     A body that carries its own front matter is taken as the whole file.
     """
+    if body is not None:
+        check_text(body, "the body")
+    check_fields(fields)
     created = not path.exists()
     if path.is_dir():
         raise InvalidArgument(f"{relative(root, path)} is a folder; give a file path ending in .md")
@@ -190,6 +214,8 @@ def edit(root: Path, path: Path, old: str, new: str) -> WriteResult:
     rel = relative(root, path)
     if not path.is_file():
         raise NotFound(f"{rel} does not exist; use write to create it")
+    check_text(old, "the old text")
+    check_text(new, "the new text")
     if not old:
         raise InvalidArgument("--old is empty; give the exact text to replace")
     text = read_text(path)
