@@ -65,3 +65,7 @@ class StorageError(FsmemError):
 
 class MissingDependency(FsmemError):
     """An optional package a command needs (bm25s for search, matplotlib for plots) is not installed."""
+
+
+class SecretFound(FsmemError):
+    """Text to be stored holds what looks like a secret, and fsmem.yaml's secrets.policy is 'refuse'."""

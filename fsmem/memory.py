@@ -32,6 +32,7 @@ from fsmem.errors import (
     RootNotFound,
     StorageError,
 )
+from fsmem.format import secrets
 from fsmem.query import grep as _grep, reading
 from fsmem.query.listing import Listing, list_entries, within_depth
 from fsmem.store import paths as _paths, retrieval_log, writing
@@ -183,6 +184,24 @@ class Memory:
             raise ReadOnly(
                 f"agent {self.agent!r} is read-only in {CONFIG_FILE}; it may list, grep, read and search, not write"
             )
+
+    @property
+    def secrets_policy(self) -> str:
+        """What happens to text that looks like a secret: refuse, redact or allow (fsmem.yaml `secrets.policy`)."""
+        return secrets.policy_of(self.config.section("secrets"))
+
+    def _screen(self, text: str, what: str) -> str:
+        """Text about to be stored, under the secrets policy (refused, redacted, or as it is)."""
+        if not isinstance(text, str):
+            return text
+        return secrets.screen(text, self.secrets_policy, what)
+
+    def _screen_value(self, value: Any, what: str) -> Any:
+        if isinstance(value, str):
+            return self._screen(value, what)
+        if isinstance(value, list):
+            return [self._screen_value(item, what) for item in value]
+        return value
 
     def _existing(self, user_path: str, want: str = "any") -> Path:
         path = self.path(user_path, want=want)
@@ -384,6 +403,9 @@ class Memory:
             or self.agent
             or str(self.config.section("notes").get("default_session", "default"))
         )
+        text = self._screen(text, "the note")
+        if subject is not None:
+            subject = self._screen(subject, "the subject")
         with file_lock(self.root):
             return writing.note(self.root, text, session=session, subject=subject)
 
@@ -391,13 +413,17 @@ class Memory:
         """Create or replace a file's body and set front-matter fields (`set`)."""
         self._require_writable()
         target = self.path(path, want="file")
+        if body is not None:
+            body = self._screen(body, "the body")
+        fields = {key: self._screen_value(value, f"field {key!r}") for key, value in (set or {}).items()}
         with file_lock(self.root):
-            return writing.write(self.root, target, body, dict(set or {}))
+            return writing.write(self.root, target, body, fields)
 
     def edit(self, path: str, *, old: str, new: str) -> writing.WriteResult:
         """Replace exactly one occurrence of `old` with `new`."""
         self._require_writable()
         target = self.path(path, want="file")
+        new = self._screen(new, "the new text")
         with file_lock(self.root):
             return writing.edit(self.root, target, old, new)
 

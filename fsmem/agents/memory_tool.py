@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from fsmem.budget import Budget, Meter
 from fsmem.config import CONFIG_FILE, Config
-from fsmem.errors import FsmemError, InvalidArgument, MemoryToolError, PathEscape, RootNotFound
+from fsmem.format import secrets
+from fsmem.errors import SecretFound, FsmemError, InvalidArgument, MemoryToolError, PathEscape, RootNotFound
 from fsmem.store import retrieval_log
 from fsmem.store.files import atomic_write, file_lock, fsync_dir
 from fsmem.store.paths import (
@@ -168,6 +169,15 @@ class MemoryTool:
         self.max_tokens = min(caps) if caps else None
 
     # -- fsmem over the same folder ------------------------------------------
+    def _screen(self, text: str, what: str) -> str:
+        """Over an fsmem memory, text to be stored obeys its secrets policy (a plain folder keeps the reference's)."""
+        if not self.is_fsmem:
+            return text
+        try:
+            return secrets.screen(text, secrets.policy_of(Config.load(self.memory_root).section("secrets")), what)
+        except SecretFound as exc:
+            raise MemoryToolError(str(exc)) from None
+
     @property
     def is_fsmem(self) -> bool:
         """True when the folder behind `/memories` is an fsmem memory (it holds fsmem.yaml)."""
@@ -388,7 +398,7 @@ class MemoryTool:
     def _create(self, path: str, file_text: str) -> _Answer:
         self._require_writable("create")
         full = self.validate_path(path, want="file")
-        data = self._text_argument("file_text", file_text).encode("utf-8")
+        data = self._screen(self._text_argument("file_text", file_text), "file_text").encode("utf-8")
         make_private_dirs(full.parent)
         with self._write_lock():
             try:
@@ -409,7 +419,7 @@ class MemoryTool:
         self._require_writable("str_replace")
         full = self._existing_file(path)
         old_str = self._text_argument("old_str", old_str)
-        new_str = self._text_argument("new_str", new_str)
+        new_str = self._screen(self._text_argument("new_str", new_str), "new_str")
         with self._write_lock():
             content = self._read_text(full, path)
             count = content.count(old_str)
@@ -435,7 +445,7 @@ class MemoryTool:
     def _insert(self, path: str, insert_line: int, insert_text: str) -> _Answer:
         self._require_writable("insert")
         full = self._existing_file(path)
-        insert_text = self._text_argument("insert_text", insert_text)
+        insert_text = self._screen(self._text_argument("insert_text", insert_text), "insert_text")
         with self._write_lock():
             content = self._read_text(full, path)
             lines = content.split("\n")  # split on LF only: a CR stays with its line

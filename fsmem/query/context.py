@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fsmem import format as fmt
+from fsmem.format import secrets
 from fsmem.budget import Meter
 from fsmem.errors import FsmemError
 from fsmem.store.paths import read_regular, resolve
@@ -78,8 +79,9 @@ def _body_lines(root: Path, rel: str) -> list[tuple[int | None, str]]:
         return []
     doc = fmt.split(text)
     hidden = fmt.superseded_ranges(doc)
+    # A secret in a file is never pre-injected, whatever the policy let into the file.
     lines: list[tuple[int | None, str]] = [
-        (number, line)
+        (number, secrets.redact(line) if secrets.scan(line) else line)
         for number, line in enumerate(doc.body.splitlines(), start=doc.body_start_line)
         if not fmt.in_ranges(number, hidden)
     ]

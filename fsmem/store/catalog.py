@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from fsmem import format as fmt
+from fsmem.format import secrets
 from fsmem.errors import InvalidArgument
 from fsmem.store import paths
 from fsmem.store.paths import relative
@@ -98,6 +99,14 @@ def read_meta(root: Path, path: Path, counter: TokenCounter, stat: os.stat_resul
     if meta.title is None:
         meta.title = next((h[1] for h in meta.headings if h[0] == 1), None)
     meta.problems = [(p.line, p.message) for p in problems + fmt.validate(doc)]
+    found = secrets.scan(text)
+    if found:
+        # reported by check, and never copied as such into the cache, ls rows or the context block
+        meta.problems += [(s.line, f"{s.describe()[len(f'line {s.line}: '):]}; secrets do not belong in memory") for s in found]
+        meta.problems.sort()
+        meta.front_matter = secrets.redact_value(meta.front_matter)
+        meta.title, meta.description = secrets.redact_value(meta.title), secrets.redact_value(meta.description)
+        meta.headings = [(level, secrets.redact_value(title), a, b) for level, title, a, b in meta.headings]
     return meta
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from fsmem import format as fmt
+from fsmem.format import secrets
 from fsmem.config import CONFIG_FILE, Config
 from fsmem.errors import ConfigError, FsmemError
 from fsmem.store.files import file_lock, state_dir
@@ -38,9 +39,13 @@ LOGGED_STRING_CHARS = 200
 
 
 def shorten(value: Any) -> Any:
-    """Arguments as logged: strings past LOGGED_STRING_CHARS are cut and say how long they were."""
-    if isinstance(value, str) and len(value) > LOGGED_STRING_CHARS:
-        return value[:LOGGED_STRING_CHARS] + f"… ({len(value)} chars)"
+    """Arguments as logged: secrets redacted, strings past LOGGED_STRING_CHARS cut (saying how long they were)."""
+    if isinstance(value, str):
+        if secrets.scan(value):  # a refused secret must not land in the log that records the refusal
+            value = secrets.redact(value)
+        if len(value) > LOGGED_STRING_CHARS:
+            return value[:LOGGED_STRING_CHARS] + f"… ({len(value)} chars)"
+        return value
     if isinstance(value, dict):
         return {str(k): shorten(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

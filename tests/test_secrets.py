@@ -1,0 +1,250 @@
+"""fsmem.format.secrets: fake secrets of every kind are found and redacted; hashes, ids and prose are not.
+
+Every secret here is generated from a fixed seed and none is a real credential;
+building them at run time keeps key-shaped literals out of the repository.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import string
+import threading
+from pathlib import Path
+
+import pytest
+
+from fsmem.format.secrets import redact, scan
+
+rng = random.Random(20261130)
+UP, DIGITS, HEX = string.ascii_uppercase, string.digits, "0123456789abcdef"
+AN = string.ascii_letters + string.digits
+
+
+def r(chars: str, n: int) -> str:
+    return "".join(rng.choice(chars) for _ in range(n))
+
+
+def _pem(kind: str) -> tuple[str, str]:
+    body = "\n".join(r(AN + "+/", 64) for _ in range(5)) + "\n" + r(AN + "+/", 40) + "=="
+    return f"-----BEGIN {kind}-----\n{body}\n-----END {kind}-----", body
+
+
+def positives() -> list[tuple[str, str, str]]:
+    """(kind expected, note text, the secret in it)."""
+    items = []
+
+    def add(kind: str, template: str, secret: str) -> None:
+        items.append((kind, template.format(s=secret), secret))
+
+    add("AWS access key id", "- aws access key id for the billing bot: {s}", "AKIA" + r(UP + "234567", 16))
+    add("AWS access key id", "Temporary STS key {s} expires tonight.", "ASIA" + r(UP + "234567", 16))
+    add("secret assignment", "- aws_secret_access_key = {s}", r(AN + "+/", 40))
+    add("GitHub token", "- GitHub token for the release workflow: {s}", "ghp_" + r(AN, 36))
+    add("GitHub token", "Maria pasted her OAuth token `{s}` in the ticket.", "gho_" + r(AN, 36))
+    add("GitHub token", "- fine-grained PAT: {s}", "github_pat_11" + r(UP + DIGITS, 20) + "_" + r(AN, 59))
+    add("Slack token", "- slack bot token: {s}", f"xoxb-{r(DIGITS, 11)}-{r(DIGITS, 13)}-{r(AN, 24)}")
+    add(
+        "Slack webhook",
+        "- incident webhook: {s}",
+        f"https://hooks.slack.com/services/T{r(UP, 8)}/B{r(UP, 10)}/{r(AN, 24)}",
+    )
+    add("Stripe key", "- stripe: {s}", "sk_live_" + r(AN, 24))
+    add("OpenAI API key", "- OPENAI_API_KEY={s}", "sk-" + r(AN, 20) + "T3BlbkFJ" + r(AN, 20))
+    add("OpenAI API key", "- openai key {s}", "sk-proj-" + r(AN + "-_", 48))
+    add("Anthropic API key", "- anthropic key: {s}", "sk-ant-api03-" + r(AN + "-_", 93) + "AA")
+    add("Google API key", "- maps api key: {s}", "AIza" + r(AN + "-_", 35))
+    add("GitLab token", "- gitlab: {s}", "glpat-" + r(AN + "-_", 20))
+    add("npm token", "//registry.npmjs.org/:_authToken={s}", "npm_" + r(AN, 36))
+    add("Hugging Face token", "- HF token {s}", "hf_" + r(AN, 34))
+    add("SendGrid API key", "- sendgrid key: {s}", "SG." + r(AN + "-_", 22) + "." + r(AN + "-_", 43))
+    add("Twilio API key", "Twilio API key {s}", "SK" + r(HEX, 32))
+    add("Telegram bot token", "- telegram bot: {s}", f"{r(DIGITS[1:], 1)}{r(DIGITS, 8)}:AA{r(AN + '-_', 33)}")
+    add("JSON web token", "- session JWT: {s}", f"eyJ{r(AN, 30)}.eyJ{r(AN, 40)}.{r(AN + '-_', 43)}")
+    add("URL password", "- db: postgres://billing:{s}@db.acme.internal:5432/billing", r(AN, 14))
+    add("URL password", "- [admin console](https://admin:{s}@console.globex.io/login)", r(AN, 20))
+    add("secret assignment", "- password: {s}", "hunter2")
+    add("secret assignment", 'PASSWORD="{s}"', "Spring2026!")
+    add("password", "Adam's VPN password is {s}", "Winter2025!x")
+    add("secret assignment", "- api_key = {s}", r(HEX, 32))
+    add("secret assignment", "export SERVICE_TOKEN={s}", r(AN, 32))
+    block, body = _pem("RSA PRIVATE KEY")
+    items.append(("private key", f"Deploy key for atlas-prod:\n\n```\n{block}\n```", body))
+    return items
+
+
+NEAR_MISSES = [
+    "- fixed in commit 11f6ad8ec52a2984abaafd7c3b516503785c2072",
+    "- request id 0d115c04-2652-4962-8573-82cfdbada795 failed twice",
+    "consolidated: sha256-0123abcd4567ef89",
+    "- artifact digest sha256:ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb",
+    "- md5 of the export: 4a8a08f09d37b73795649038408b5f33",
+    "created: 2026-11-20T10:00:00+00:00",
+    "- see [the runbook](https://wiki.acme.internal/ops/runbook#rollback)",
+    "- email adam.smith@acme.example when the invoice bounces",
+    "- clone git@github.com:acme/atlas.git",
+    "- api_key: <your-api-key>",
+    "- password: ${DB_PASSWORD}",
+    "- token: ****",
+    "AWS documents AKIAIOSFODNN7EXAMPLE as its sample key.",
+    "- Adam forgot his password again; reset it through the portal.",
+    "- The secret: practice every day.",
+    "- token budget: 4000",
+    "- employer: Globex (2026-11-20, sessions/2026/11/20/support-0140.md)",
+    "- ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx is the placeholder in the docs",
+]
+
+
+@pytest.mark.parametrize(
+    "kind, text, secret", positives(), ids=lambda v: v if isinstance(v, str) and len(v) < 30 else ""
+)
+def test_each_kind_of_secret_is_found_and_fully_redacted(kind, text, secret):
+    found = scan(text)
+    assert [s.kind for s in found] == [kind]
+    assert secret in text[found[0].start : found[0].end]
+    assert found[0].line == text.count("\n", 0, found[0].start) + 1
+    clean = redact(text)
+    assert f"[REDACTED:{kind}]" in clean
+    for line in secret.splitlines():
+        assert line not in clean
+    assert scan(clean) == []  # redacting twice changes nothing
+
+
+@pytest.mark.parametrize("text", NEAR_MISSES)
+def test_hashes_ids_placeholders_and_prose_are_not_secrets(text):
+    assert scan(text) == []
+
+
+def test_a_secret_says_where_it_is_but_never_what_it_is():
+    text = "line one\n- stripe: sk_live_" + r(AN, 24) + "\n"
+    (found,) = scan(text)
+    assert found.describe() == "line 2: looks like a Stripe key"
+    assert text[found.start : found.end].startswith("sk_live_")
+
+
+def test_the_example_memory_holds_no_secret():
+    for path in (Path(__file__).parent.parent / "examples" / "memory").rglob("*.md"):
+        assert scan(path.read_text()) == [], path
+
+
+LOCOMO = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "locomo10.json"
+
+
+@pytest.mark.skipif(not LOCOMO.exists(), reason="the shared LoCoMo data is not on this machine")
+def test_no_locomo_turn_is_a_secret():
+    samples = json.loads(LOCOMO.read_text())
+    turns = [
+        turn["text"]
+        for sample in samples
+        for key, session in sample["conversation"].items()
+        if key.startswith("session_") and isinstance(session, list)
+        for turn in session
+    ]
+    assert len(turns) > 5000
+    flagged = [text for text in turns if scan(text)]
+    assert flagged == []
+
+
+def test_adversarial_inputs_are_scanned_without_a_hang():
+    """Every quantifier is bounded: inputs that make naive patterns backtrack finish (the guard is generous)."""
+    inputs = [
+        "key_" * 20000,
+        "api_key-" * 20000,
+        "password is " * 10000,
+        "-----BEGIN RSA PRIVATE KEY-----\n" + "A" * 500_000,
+        "postgres://" + "u" * 100_000 + ":" * 50_000,
+        r(AN + "+/", 1_000_000),
+        "eyJ" + "a" * 200_000 + ".eyJ" + "b" * 200_000,
+    ]
+    done: list[int] = []
+
+    def work() -> None:
+        for text in inputs:
+            scan(text)
+            done.append(1)
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    worker.join(timeout=60)
+    assert len(done) == len(inputs)
+
+
+# -- the policy, through every face ------------------------------------------------------------
+
+from fsmem import Memory  # noqa: E402
+from fsmem.agents import tools  # noqa: E402
+from fsmem.agents.memory_tool import MemoryTool  # noqa: E402
+from fsmem.errors import MemoryToolError, SecretFound  # noqa: E402
+from fsmem.store import retrieval_log  # noqa: E402
+
+TOKEN = "ghp_" + r(AN, 36)
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*.md"))}
+
+
+def set_policy(memory: Memory, policy: str) -> Memory:
+    config = memory.root / "fsmem.yaml"
+    config.write_text(config.read_text().replace("policy: refuse", f"policy: {policy}"))
+    return Memory(memory.root, agent=memory.agent)
+
+
+def test_refuse_is_the_default_and_nothing_is_written_on_any_face(demo_memory, tmp_path):
+    """Finding 13: a key written in a note travelled note -> document -> INDEX.md -> context, silently."""
+    assert demo_memory.secrets_policy == "refuse"
+    before = tree(demo_memory.root)
+    with pytest.raises(SecretFound, match=r"the note, line 2: looks like a GitHub token; nothing was written"):
+        demo_memory.note(f"- deploy: friday\n- github token: {TOKEN}", subject="topic/Deploys")
+    with pytest.raises(SecretFound, match="the body"):
+        demo_memory.write("topics/keys.md", f"# Keys\n{TOKEN}\n")
+    with pytest.raises(SecretFound, match="field 'description'"):
+        demo_memory.write("topics/billing.md", None, set={"description": f"see {TOKEN}"})
+    with pytest.raises(SecretFound, match="the new text"):
+        demo_memory.edit("topics/billing.md", old="net 30", new=f"net 30, key {TOKEN}")
+    answer = tools.call(demo_memory, "note", {"text": f"- token: {TOKEN}"})
+    assert answer.is_error and "looks like a GitHub token" in answer.text and TOKEN not in answer.text
+    logged = json_lines(demo_memory)
+    assert TOKEN not in logged and "[REDACTED:GitHub token]" in logged
+    tool = MemoryTool.over(demo_memory)
+    with pytest.raises(MemoryToolError, match="file_text, line 1: looks like a GitHub token"):
+        tool.create("/memories/topics/k.md", f"{TOKEN}\n")
+    with pytest.raises(MemoryToolError, match="new_str"):
+        tool.str_replace("/memories/topics/billing.md", "net 30", TOKEN)
+    assert tree(demo_memory.root) == before
+
+
+def json_lines(memory: Memory) -> str:
+    return "\n".join(json.dumps(r) for r in retrieval_log.records(memory.root))
+
+
+def test_redact_writes_the_text_with_the_secret_replaced(demo_memory):
+    memory = set_policy(demo_memory, "redact")
+    done = memory.note(f"- github token: {TOKEN}", subject="topic/Deploys")
+    text = (memory.root / done.path).read_text()
+    assert "- github token: [REDACTED:GitHub token]" in text and TOKEN not in text
+
+
+def test_allow_writes_it_but_check_reports_it_and_context_never_shows_it(demo_memory):
+    memory = set_policy(demo_memory, "allow")
+    memory.write("profile/keys.md", f"---\ntitle: Keys\ndescription: the key is {TOKEN}\n---\n- token: {TOKEN}\n")
+    assert TOKEN in (memory.root / "profile/keys.md").read_text()
+    problems = [p for p in memory.check().problems if p[0] == "profile/keys.md"]
+    assert problems == [
+        ("profile/keys.md", 3, "looks like a GitHub token; secrets do not belong in memory"),
+        ("profile/keys.md", 5, "looks like a GitHub token; secrets do not belong in memory"),
+    ]
+    block = memory.context().text
+    assert TOKEN not in block and "[REDACTED:GitHub token]" in block
+    listing = memory.ls("profile").to_text()
+    assert TOKEN not in listing
+    cache = (memory.root / ".fsmem" / "cache.sqlite").read_bytes()
+    assert TOKEN.encode() not in cache
+
+
+def test_a_bad_policy_is_a_configuration_error(demo_memory):
+    from fsmem.errors import ConfigError
+
+    memory = set_policy(demo_memory, "maybe")
+    with pytest.raises(ConfigError, match="secrets.policy must be one of refuse, redact, allow"):
+        memory.note("- x: y")
