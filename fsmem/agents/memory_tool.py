@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from fsmem.budget import Budget, Meter
 from fsmem.config import CONFIG_FILE, Config
+from fsmem.errors import FsmemError, InvalidArgument, MemoryToolError, PathEscape, RootNotFound, SecretFound
 from fsmem.format import secrets
-from fsmem.errors import SecretFound, FsmemError, InvalidArgument, MemoryToolError, PathEscape, RootNotFound
 from fsmem.store import retrieval_log
 from fsmem.store.files import atomic_write, file_lock, fsync_dir
 from fsmem.store.paths import (

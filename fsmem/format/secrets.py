@@ -34,13 +34,21 @@ _E = r"(?![A-Za-z0-9_])"
 
 # (kind, pattern whose group 1 is the secret, literals one of which must occur for the rule to run)
 _FORMATS: list[tuple[str, str, tuple[str, ...]]] = [
-    ("AWS access key id", _B + r"((?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16})" + _E, ("AKIA", "ASIA", "ABIA", "ACCA", "A3T")),
+    (
+        "AWS access key id",
+        _B + r"((?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16})" + _E,
+        ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
+    ),
     ("GitHub token", _B + r"((?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,251})" + _E, ("gh",)),
     ("GitHub token", _B + r"(github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59})" + _E, ("github_pat_",)),
     ("GitLab token", _B + r"(gl(?:pat|dt|ft|soat|rt|cbt|ptt|oas)-[A-Za-z0-9_\-]{20,200})", ("gl",)),
     ("Slack token", _B + r"(xox[abposre]-[0-9]{6,20}-[A-Za-z0-9-]{8,200})", ("xox",)),
     ("Slack token", _B + r"(xapp-[0-9]-[A-Z0-9]{8,40}-[0-9]{8,20}-[a-f0-9]{32,128})", ("xapp-",)),
-    ("Slack webhook", r"(https://hooks\.slack\.com/(?:services|workflows)/T[A-Z0-9]{1,40}/[A-Z0-9]{1,40}/[A-Za-z0-9]{1,80})", ("hooks.slack.com",)),
+    (
+        "Slack webhook",
+        r"(https://hooks\.slack\.com/(?:services|workflows)/T[A-Z0-9]{1,40}/[A-Z0-9]{1,40}/[A-Za-z0-9]{1,80})",
+        ("hooks.slack.com",),
+    ),
     ("DigitalOcean token", _B + r"(do[opr]_v1_[a-f0-9]{64})" + _E, ("_v1_",)),
     ("Databricks token", _B + r"(dapi[a-f0-9]{32}(?:-[0-9])?)" + _E, ("dapi",)),
     ("Shopify token", _B + r"(shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32})" + _E, ("shp",)),
@@ -59,9 +67,17 @@ _FORMATS: list[tuple[str, str, tuple[str, ...]]] = [
     ("Twilio API key", _B + r"(SK[0-9a-f]{32})" + _E, ("SK",)),
     ("Telegram bot token", _B + r"([0-9]{8,10}:AA[A-Za-z0-9_\-]{33})" + _E, (":AA",)),
     ("Azure storage key", r"AccountKey=([A-Za-z0-9+/]{86}==)", ("AccountKey=",)),
-    ("JSON web token", _B + r"(eyJ[A-Za-z0-9_\-]{10,2000}\.eyJ[A-Za-z0-9_\-]{10,4000}\.[A-Za-z0-9_\-]{16,1000})", ("eyJ",)),
+    (
+        "JSON web token",
+        _B + r"(eyJ[A-Za-z0-9_\-]{10,2000}\.eyJ[A-Za-z0-9_\-]{10,4000}\.[A-Za-z0-9_\-]{16,1000})",
+        ("eyJ",),
+    ),
     # scheme://user:password@host: the password is the secret
-    ("URL password", r"\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://[^\s:/@\[\]()]{0,200}:([^\s/@\[\]()]{1,200})@[A-Za-z0-9.\-\[]", ("://",)),
+    (
+        "URL password",
+        r"\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://[^\s:/@\[\]()]{0,200}:([^\s/@\[\]()]{1,200})@[A-Za-z0-9.\-\[]",
+        ("://",),
+    ),
 ]
 _COMPILED = [(kind, re.compile(pattern), sniff) for kind, pattern, sniff in _FORMATS]
 

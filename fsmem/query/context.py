@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fsmem import format as fmt
-from fsmem.format import secrets
 from fsmem.budget import Meter
 from fsmem.errors import FsmemError
+from fsmem.format import secrets
 from fsmem.store.paths import read_regular, resolve
 
 if TYPE_CHECKING:

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from fsmem import format as fmt
-from fsmem.format import secrets
 from fsmem.errors import InvalidArgument
+from fsmem.format import secrets
 from fsmem.store import paths
 from fsmem.store.paths import relative
 from fsmem.store.walk import walk, walk_stats  # noqa: F401  (the catalog's walk; imported from here by callers)
@@ -102,7 +102,9 @@ def read_meta(root: Path, path: Path, counter: TokenCounter, stat: os.stat_resul
     found = secrets.scan(text)
     if found:
         # reported by check, and never copied as such into the cache, ls rows or the context block
-        meta.problems += [(s.line, f"{s.describe()[len(f'line {s.line}: '):]}; secrets do not belong in memory") for s in found]
+        meta.problems += [
+            (s.line, f"{s.describe()[len(f'line {s.line}: ') :]}; secrets do not belong in memory") for s in found
+        ]
         meta.problems.sort()
         meta.front_matter = secrets.redact_value(meta.front_matter)
         meta.title, meta.description = secrets.redact_value(meta.title), secrets.redact_value(meta.description)

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from fsmem import format as fmt
-from fsmem.format import secrets
 from fsmem.config import CONFIG_FILE, Config
 from fsmem.errors import ConfigError, FsmemError
+from fsmem.format import secrets
 from fsmem.store.files import file_lock, state_dir
 
 LOG_NAME = "retrieval.jsonl"
