@@ -7,10 +7,11 @@ that reads: `budget_for(agent)` merges the defaults with that agent's entry.
 from __future__ import annotations
 
 import copy
+import json
+import os
+import time
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from fsmem.budget import Budget
 from fsmem.errors import ConfigError
@@ -29,6 +30,40 @@ DEFAULTS: dict[str, Any] = {
     "notes": {"default_session": "default"},
     "logs": {"max_bytes": 8 * 1024 * 1024},
 }
+
+
+STATE_DIR = ".fsmem"  # machine state: caches, logs, locks; never memory
+PARSED_COPY = "config.json"  # fsmem.yaml as parsed, under STATE_DIR
+
+
+def _parse(path: Path) -> dict[str, Any]:
+    import yaml
+
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from None
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path} is not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} must be a mapping of settings")
+    return data
+
+
+def _store_copy(path: Path, payload: dict[str, Any]) -> None:
+    """Best effort: a value JSON cannot hold, or a state folder that cannot be written, just means no copy."""
+    try:
+        text = json.dumps(payload, ensure_ascii=False, allow_nan=False)
+        if json.loads(text)["data"] != payload["data"]:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        temp.write_text(text, encoding="utf-8")
+        os.replace(temp, path)
+    except (OSError, TypeError, ValueError):
+        pass
 
 
 def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -50,19 +85,29 @@ class Config:
 
     @classmethod
     def load(cls, root: Path) -> Config:
+        """fsmem.yaml of the memory at `root`, from the parsed copy in `.fsmem/` while the file is unchanged.
+
+        Every command reads the configuration; the copy spares the start-up of
+        a short command (a grep, a read) the import of PyYAML.
+        """
         path = Path(root, CONFIG_FILE)
         try:
-            text = path.read_text(encoding="utf-8-sig")
+            stat = os.stat(path)
         except FileNotFoundError:
             return cls({}, path)
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read {path}: {exc}") from None
+        except OSError as exc:
+            raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+        stamp = [stat.st_mtime_ns, stat.st_size, stat.st_ino]
+        copy_path = Path(root, STATE_DIR, PARSED_COPY)
         try:
-            data = yaml.safe_load(text) or {}
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{path} is not valid YAML: {exc}") from None
-        if not isinstance(data, dict):
-            raise ConfigError(f"{path} must be a mapping of settings")
+            stored = json.loads(copy_path.read_text(encoding="utf-8"))
+            if stored.get("stamp") == stamp and isinstance(stored.get("data"), dict):
+                return cls(stored["data"], path)
+        except (OSError, ValueError):
+            pass
+        data = _parse(path)
+        if stat.st_mtime_ns < time.time_ns() - 1_000_000_000:  # an edit within the same mtime tick would hide
+            _store_copy(copy_path, {"stamp": stamp, "data": data})
         return cls(data, path)
 
     def section(self, name: str) -> dict[str, Any]:

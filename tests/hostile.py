@@ -72,7 +72,7 @@ def build(tmp_path: Path) -> tuple[Path, Path, Path]:
     (outside / "secret.md").write_text("SECRET-OUTSIDE proration\n")
     (root / ".git").mkdir()
     (root / ".git" / "config").write_text('[remote "origin"]\n\turl = https://SECRET-GIT-token@example.com/x\n')
-    (root / ".fsmem").mkdir()
+    (root / ".fsmem").mkdir(exist_ok=True)
     (root / ".fsmem" / "state.md").write_text("SECRET-STATE proration\n")
     os.symlink(outside, root / "out")
     os.symlink(outside / "secret.md", root / "outlink.md")

@@ -163,3 +163,25 @@ def test_write_set_with_an_impossible_date_is_kept_as_text_not_a_traceback(demo_
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     assert "\nreview: 2026-13-45\n" in (root / "topics" / "billing.md").read_text()
+
+
+def test_configuration_is_read_again_when_fsmem_yaml_changes(demo_memory):
+    """The parsed copy under .fsmem/ spares short commands PyYAML, and never outlives an edit of fsmem.yaml."""
+    import os
+
+    from fsmem import Memory
+
+    assert Memory(demo_memory.root).budget.max_tokens == 2000
+    config = demo_memory.root / "fsmem.yaml"
+    old = os.stat(config)
+    os.utime(config, ns=(old.st_atime_ns, old.st_mtime_ns - 5_000_000_000))  # out of the racy window
+    assert Memory(demo_memory.root).budget.max_tokens == 2000
+    assert (demo_memory.root / ".fsmem" / "config.json").exists()
+    config.write_text(config.read_text().replace("max_tokens: 2000", "max_tokens: 1234"))
+    assert Memory(demo_memory.root).budget.max_tokens == 1234
+    (demo_memory.root / ".fsmem" / "config.json").write_text("{not json")
+    os.utime(config, ns=(old.st_atime_ns, old.st_mtime_ns - 4_000_000_000))
+    assert Memory(demo_memory.root).budget.max_tokens == 1234  # read again, and stored
+    probe = "import sys; from fsmem import Memory; Memory(sys.argv[1]).grep('proration'); print('yaml' in sys.modules)"
+    warm = subprocess.run([sys.executable, "-c", probe, str(demo_memory.root)], capture_output=True, text=True)
+    assert warm.stdout.strip() == "False", warm.stderr

@@ -9,33 +9,38 @@ reported and the whole text is treated as body.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import re
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
-import yaml
 
-try:  # the C loader is several times faster on large front matter
-    _SafeLoader = yaml.CSafeLoader
-    _SafeDumper = yaml.CSafeDumper
-except AttributeError:  # pragma: no cover - depends on how pyyaml was built
-    _SafeLoader = yaml.SafeLoader
-    _SafeDumper = yaml.SafeDumper
+@functools.cache
+def _yaml() -> SimpleNamespace:
+    """PyYAML and fsmem's loader, imported on first use: a warm grep or read parses no front matter.
 
+    The loader is the safe one (the C version, several times faster on large
+    front matter), except that a timestamp-shaped value that is no real date
+    (`created: 2026-13-45`) stays the string it is, for `validate` to report.
+    """
+    import yaml
 
-class _FrontMatterLoader(_SafeLoader):  # type: ignore[misc, valid-type]
-    """The safe loader, except that a timestamp-shaped value that is no real date
-    (`created: 2026-13-45`) stays the string it is, for `validate` to report."""
+    safe_loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    safe_dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
+    class FrontMatterLoader(safe_loader):  # type: ignore[misc, valid-type]
+        pass
 
-def _timestamp_or_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
-    try:
-        return loader.construct_yaml_timestamp(node)
-    except ValueError:
-        return loader.construct_scalar(node)
+    def timestamp_or_text(loader: Any, node: Any) -> Any:
+        try:
+            return loader.construct_yaml_timestamp(node)
+        except ValueError:
+            return loader.construct_scalar(node)
 
+    FrontMatterLoader.add_constructor("tag:yaml.org,2002:timestamp", timestamp_or_text)
+    return SimpleNamespace(module=yaml, loader=FrontMatterLoader, safe_loader=safe_loader, dumper=safe_dumper)
 
-_FrontMatterLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_or_text)
 
 BOM = "\ufeff"
 FENCE = "---"
@@ -150,6 +155,7 @@ def split(text: str) -> Document:
             Problem(1, f"front matter is longer than {MAX_FRONT_MATTER_CHARS // 1024} KiB; not read as YAML")
         )
         return doc
+    yaml = _yaml().module
     try:
         alias = _first_alias(raw)
         if alias is not None:
@@ -157,10 +163,10 @@ def split(text: str) -> Document:
                 Problem(alias + 2, "front matter uses a YAML anchor or alias (& or *); fsmem does not expand them")
             )
             return doc
-        loaded = yaml.load(raw, Loader=_FrontMatterLoader) if raw.strip() else {}
+        loaded = yaml.load(raw, Loader=_yaml().loader) if raw.strip() else {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        line = (mark.line + 2) if mark is not None else 1
+        line = (mark.line + 2) if mark is not None else 1  # type: ignore[union-attr]
         reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         doc.problems.append(Problem(line, f"front matter is not valid YAML: {reason}"))
         return doc
@@ -189,8 +195,9 @@ def _first_alias(raw: str) -> int | None:
     """
     if "&" not in raw and "*" not in raw:
         return None
-    for event in yaml.parse(raw, Loader=_SafeLoader):
-        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+    yaml = _yaml()
+    for event in yaml.module.parse(raw, Loader=yaml.safe_loader):
+        if isinstance(event, yaml.module.AliasEvent) or getattr(event, "anchor", None) is not None:
             return event.start_mark.line
     return None
 
@@ -297,17 +304,18 @@ def dump_field(key: str, value: Any) -> str:
     """One field as one YAML line: dates unquoted, lists and mappings in flow style."""
     if isinstance(value, str) and _ISO_STAMP.match(value):
         return f"{key}: {value}"
+    yaml = _yaml()
     if isinstance(value, (list, tuple, dict)):
-        flow = yaml.dump(
+        flow = yaml.module.dump(
             list(value) if isinstance(value, tuple) else value,
-            Dumper=_SafeDumper,
+            Dumper=yaml.dumper,
             default_flow_style=True,
             allow_unicode=True,
             width=10_000,
         )
         return f"{key}: {flow.strip()}"
-    dumped = yaml.dump(
-        {key: value}, Dumper=_SafeDumper, default_flow_style=False, allow_unicode=True, sort_keys=False, width=10_000
+    dumped = yaml.module.dump(
+        {key: value}, Dumper=yaml.dumper, default_flow_style=False, allow_unicode=True, sort_keys=False, width=10_000
     )
     return dumped.rstrip("\n")
 

@@ -22,10 +22,9 @@ import stat
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-from fsmem.config import CONFIG_FILE
+from fsmem.config import CONFIG_FILE, STATE_DIR
 from fsmem.errors import ConfigError, InvalidArgument, PathEscape
 
-STATE_DIR = ".fsmem"
 MEMORY_SUFFIXES = (".md", ".markdown")
 # The memory's own conventions file (from the template), for humans: listed and readable,
 # but not grepped or ranked as memory unless named.
