@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,6 +170,8 @@ class Memory:
             raise AlreadyExists(f"{target} exists and is not a folder")
         if target.exists() and any(p for p in target.iterdir() if p.name not in (".git",)):
             raise AlreadyExists(f"{target} is not empty; choose an empty or new folder")
+        import shutil
+
         shutil.copytree(template_dir(), target, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
         return cls(target)
 

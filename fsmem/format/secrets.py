@@ -19,9 +19,11 @@ every rule is gated on a literal, so no input makes a scan slow.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 from fsmem.errors import ConfigError, SecretFound
@@ -79,9 +81,7 @@ _FORMATS: list[tuple[str, str, tuple[str, ...]]] = [
         ("://",),
     ),
 ]
-_COMPILED = [(kind, re.compile(pattern), sniff) for kind, pattern, sniff in _FORMATS]
-
-_PRIVATE_KEY = re.compile(
+_PRIVATE_KEY = (
     r"-----BEGIN ((?:RSA |DSA |EC |OPENSSH |PGP |ENCRYPTED |SSH2 ENCRYPTED )?PRIVATE KEY(?: BLOCK)?)-----"
     r"[\s\S]*?(?:-----END \1-----|\Z)"
 )
@@ -90,27 +90,39 @@ _KEYWORD = (
     r"access[_\-]?key|private[_\-]?key|auth[_\-]?token|access[_\-]?token|api[_\-]?token|token|credentials?)"
 )
 # keyword = value, keyword: value (Markdown, YAML, .env, shell); bounded repeats (an unbounded prefix backtracks)
-_ASSIGNMENT = re.compile(
+_ASSIGNMENT = (
     r"(?i)(?<![A-Za-z0-9])((?:[A-Za-z0-9]{1,24}[_\-]){0,4}" + _KEYWORD + r"(?:[_\-][A-Za-z0-9]{1,24}){0,4})"
     r"[\"'`]?\s{0,3}(?::|=|:=)\s{0,3}[\"'`]?([^\s\"'`]{4,400})"
 )
 _KEYWORD_SNIFF = ("pass", "pwd", "pw", "secret", "key", "token", "credential")
-_PASSWORD_IS = re.compile(
-    r"(?i)\b(?:password|passphrase|passcode)\s{1,3}(?:is|was)\s{1,3}(?:now\s{1,3}|still\s{1,3})?[\"'`]?([^\s\"'`]{6,200})"
-)
-_LOGIN_SLASH = re.compile(
+_PASSWORD_IS = r"(?i)\b(?:password|passphrase|passcode)\s{1,3}(?:is|was)\s{1,3}(?:now\s{1,3}|still\s{1,3})?[\"'`]?([^\s\"'`]{6,200})"
+_LOGIN_SLASH = (
     r"(?i)\b(?:login|credentials?|creds|user(?:name)?/password)\s{0,3}:\s{0,3}[^\s/]{2,40}\s{0,3}/\s{0,3}([^\s]{6,200})"
 )
-_PASSWORD_KEY = re.compile(r"(?i)pass|pwd|(?:^|[_\-])pw$")
-_SECRET_KEY = re.compile(r"(?i)pass|pwd|(?:^|[_\-])pw$|secret")
-_PLACEHOLDER = re.compile(
-    r"^(?:<.*>|\$\{.*\}|\$[A-Z_]+|\{\{.*\}\}|%\(.*\)s|\*+|x{4,}|\.{3,}|…|"
-    r"(?:none|null|nil|true|false|todo|tbd|redacted|changeme|example|your[_\-].*|\[redacted.*))$",
-    re.IGNORECASE,
+_PASSWORD_KEY = r"(?i)pass|pwd|(?:^|[_\-])pw$"
+_SECRET_KEY = r"(?i)pass|pwd|(?:^|[_\-])pw$|secret"
+_PLACEHOLDER = (
+    r"(?i)^(?:<.*>|\$\{.*\}|\$[A-Z_]+|\{\{.*\}\}|%\(.*\)s|\*+|x{4,}|\.{3,}|…|"
+    r"(?:none|null|nil|true|false|todo|tbd|redacted|changeme|example|your[_\-].*|\[redacted.*))$"
 )
-_HEX = re.compile(r"[0-9a-fA-F]+")
-_TOKEN_CHARS = re.compile(r"[A-Za-z0-9+/_\-.~]+")
-_SYMBOL_OR_DIGIT = re.compile(r"[0-9!@#$%^&*()+=\-_.,;?~]")
+
+
+@functools.cache
+def _rules() -> SimpleNamespace:
+    """The compiled rules, built on the first scan (a command that writes nothing never pays for them)."""
+    return SimpleNamespace(
+        formats=[(kind, re.compile(pattern), sniff) for kind, pattern, sniff in _FORMATS],
+        private_key=re.compile(_PRIVATE_KEY),
+        assignment=re.compile(_ASSIGNMENT),
+        password_is=re.compile(_PASSWORD_IS),
+        login_slash=re.compile(_LOGIN_SLASH),
+        password_key=re.compile(_PASSWORD_KEY),
+        secret_key=re.compile(_SECRET_KEY),
+        placeholder=re.compile(_PLACEHOLDER),
+        hex=re.compile(r"[0-9a-fA-F]+"),
+        token_chars=re.compile(r"[A-Za-z0-9+/_\-.~]+"),
+        symbol_or_digit=re.compile(r"[0-9!@#$%^&*()+=\-_.,;?~]"),
+    )
 
 
 @dataclass(frozen=True)
@@ -137,9 +149,10 @@ def _looks_random(value: str) -> bool:
     core = value.rstrip("=")
     if len(core) < 16:
         return False
-    if _HEX.fullmatch(core):
+    rules = _rules()
+    if rules.hex.fullmatch(core):
         return len(core) >= 20 and _entropy(core) > 3.0
-    if not _TOKEN_CHARS.fullmatch(core):
+    if not rules.token_chars.fullmatch(core):
         return False
     classes = sum(bool(re.search(p, core)) for p in ("[a-z]", "[A-Z]", "[0-9]"))
     return classes >= 2 and _entropy(core) > 3.5
@@ -147,9 +160,10 @@ def _looks_random(value: str) -> bool:
 
 def _password_like(value: str) -> bool:
     """A value after a password keyword: anything but a placeholder, a plain word or a reference."""
-    if _PLACEHOLDER.match(value):
+    rules = _rules()
+    if rules.placeholder.match(value):
         return False
-    return bool(_SYMBOL_OR_DIGIT.search(value)) or _looks_random(value)
+    return bool(rules.symbol_or_digit.search(value)) or _looks_random(value)
 
 
 def scan(text: str) -> list[Secret]:
@@ -160,38 +174,39 @@ def scan(text: str) -> list[Secret]:
         if all(end <= a or start >= b for _, a, b in found):
             found.append((kind, start, end))
 
+    rules = _rules()
     if "PRIVATE KEY" in text:
-        for match in _PRIVATE_KEY.finditer(text):
+        for match in rules.private_key.finditer(text):
             add("private key", match.start(), match.end())
-    for kind, pattern, sniff in _COMPILED:
+    for kind, pattern, sniff in rules.formats:
         if not any(literal in text for literal in sniff):
             continue
         for match in pattern.finditer(text):
             value = match.group(1)
-            if kind == "URL password" and (_PLACEHOLDER.match(value) or value.startswith("$")):
+            if kind == "URL password" and (rules.placeholder.match(value) or value.startswith("$")):
                 continue
             if value.endswith("EXAMPLE") or len(set(value[-16:])) <= 3:  # documentation samples, ghp_xxxx…
                 continue
             add(kind, match.start(1), match.end(1))
     lowered = text.lower()
     if any(literal in lowered for literal in _KEYWORD_SNIFF):
-        for match in _ASSIGNMENT.finditer(text):
+        for match in rules.assignment.finditer(text):
             key, value = match.group(1), match.group(2).rstrip(".,;)")
-            if _PLACEHOLDER.match(value):
+            if rules.placeholder.match(value):
                 continue
-            if _SECRET_KEY.search(key) and not re.search(r"(?i)key", key):
-                ok = _password_like(value) if _PASSWORD_KEY.search(key) else _looks_random(value)
+            if rules.secret_key.search(key) and not re.search(r"(?i)key", key):
+                ok = _password_like(value) if rules.password_key.search(key) else _looks_random(value)
             else:
                 ok = _looks_random(value)
             if ok:
                 add("secret assignment", match.start(2), match.start(2) + len(value))
     if "/" in text:
-        for match in _LOGIN_SLASH.finditer(text):
+        for match in rules.login_slash.finditer(text):
             value = match.group(1).rstrip(".,;)")
             if _password_like(value):
                 add("password", match.start(1), match.start(1) + len(value))
     if "pass" in lowered:
-        for match in _PASSWORD_IS.finditer(text):
+        for match in rules.password_is.finditer(text):
             value = match.group(1).rstrip(".,;)")
             if _password_like(value):
                 add("password", match.start(1), match.start(1) + len(value))

@@ -11,11 +11,9 @@ configured `grep.timeout_seconds`.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import sysconfig
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -37,6 +35,8 @@ def find_rg() -> str:
     for candidate in candidates:
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
+    import shutil
+
     found = shutil.which("rg")
     if found:
         return found
@@ -134,43 +134,50 @@ class Rg:
         self._run(args, feed, chunked=False, stop=stop)
 
     def _run(self, args, feed, *, chunked: bool, stop: Callable[[], bool] | None = None) -> bool:
-        """Run rg, handing its output to `feed` in large chunks or line by line; True when `stop()` ended it."""
-        with tempfile.TemporaryFile() as errors:
-            process = subprocess.Popen(self.base + args, cwd=self.root, stdout=subprocess.PIPE, stderr=errors)
-            timed_out = threading.Event()
+        """Run rg, handing its output to `feed` in large chunks or line by line; True when `stop()` ended it.
 
-            def kill_on_deadline() -> None:
-                timed_out.set()
+        rg's stderr is drained by a thread of its own, so a flood of messages
+        (thousands of unreadable files) can never block it while stdout is read.
+        """
+        process = subprocess.Popen(self.base + args, cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert process.stdout is not None and process.stderr is not None
+        errors: list[bytes] = []
+        stderr_pipe = process.stderr
+        drain = threading.Thread(target=lambda: errors.append(stderr_pipe.read()), daemon=True)
+        drain.start()
+        timed_out = threading.Event()
+
+        def kill_on_deadline() -> None:
+            timed_out.set()
+            process.kill()
+
+        timer = threading.Timer(max(0.0, self.deadline - time.monotonic()), kill_on_deadline)
+        timer.start()
+        stopped = False
+        try:
+            if chunked:
+                fd = process.stdout.fileno()
+                while chunk := os.read(fd, _CHUNK):
+                    feed(chunk)
+                    if stop is not None and stop():
+                        stopped = True
+                        break
+            else:
+                for raw in process.stdout:
+                    feed(raw)
+                    if stop is not None and stop():
+                        stopped = True
+                        break
+            code = process.wait() if not stopped else 0
+        finally:
+            timer.cancel()
+            if process.poll() is None:
                 process.kill()
-
-            timer = threading.Timer(max(0.0, self.deadline - time.monotonic()), kill_on_deadline)
-            timer.start()
-            stopped = False
-            try:
-                assert process.stdout is not None
-                if chunked:
-                    fd = process.stdout.fileno()
-                    while chunk := os.read(fd, _CHUNK):
-                        feed(chunk)
-                        if stop is not None and stop():
-                            stopped = True
-                            break
-                else:
-                    for raw in process.stdout:
-                        feed(raw)
-                        if stop is not None and stop():
-                            stopped = True
-                            break
-                code = process.wait() if not stopped else 0
-            finally:
-                timer.cancel()
-                if process.poll() is None:
-                    process.kill()
-                    process.wait()
-                if process.stdout is not None:
-                    process.stdout.close()
-            errors.seek(0)
-            stderr = errors.read()
+                process.wait()
+            process.stdout.close()
+            drain.join()
+            stderr_pipe.close()
+        stderr = b"".join(errors)
         if timed_out.is_set():
             raise PatternTimeout(
                 f"grep stopped after {self.timeout:g} s: the pattern {self.pattern!r} is too slow on this memory; "
