@@ -279,8 +279,15 @@ class Memory:
 
     def check(self, path: str | None = None) -> CheckResult:
         """Every problem in every file, as (path, line, message)."""
+        from fsmem.consolidate.plan import future_note_problem, today
+
         metas = self.catalog.entries(self._existing(path) if path else None)
         problems = [(m.path, line, message) for m in metas for line, message in m.problems]
+        day = today()
+        for meta in metas:  # a note dated in the future: consolidate holds it back, so say so
+            message = future_note_problem(meta.path, meta.front_matter, day)
+            if message:
+                problems.append((meta.path, 1, message))
         return CheckResult(problems=problems, files=len(metas))
 
     # -- writes -------------------------------------------------------------
@@ -399,14 +406,17 @@ class Memory:
             self._require_writable()
         from fsmem.consolidate import apply as consolidate_apply
 
-        return consolidate_apply.run(self, dry_run=dry_run, progress=progress)
+        section = self.config.section("consolidate")
+        return consolidate_apply.run(self.root, section, self.tokens.count, dry_run=dry_run, progress=progress)
 
     def write_index(self) -> bool:
         """Regenerate INDEX.md (the table of contents of entities and topics); True if it changed."""
         self._require_writable()
         from fsmem.consolidate import index_md
+        from fsmem.consolidate.plan import Settings
 
-        return index_md.write_index(self)
+        settings = Settings.from_section(self.config.section("consolidate"))
+        return index_md.write_index(self.root, settings.index_max_tokens, self.tokens.count)
 
     # -- search, recall and evaluation ----------------------------------------
     @property

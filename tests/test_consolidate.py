@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fsmem import Memory
-from fsmem.consolidate import apply as CA, plan as C
+from fsmem.consolidate import apply as CA, extractors as ex, ledger as L, plan as C
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples" / "memory"
@@ -57,6 +57,15 @@ def body(memory: Memory, rel: str) -> str:
     return (memory.root / rel).read_text(encoding="utf-8")
 
 
+def planned(memory: Memory) -> tuple[C.Plan, L.Ledger]:
+    """Gather and plan as a run does, without applying: (plan, open ledger)."""
+    settings = C.Settings.from_section(memory.config.section("consolidate"))
+    ledger = L.Ledger(memory.root, L.signature(settings.extractors, settings.default_subject), settings.default_subject)
+    plan = C.plan(C.gather(memory.root, settings, ex.load(settings.extractors), ledger), settings)
+    ledger.commit()
+    return plan, ledger
+
+
 ADAM_AFTER = """\
 # Adam Smith
 
@@ -73,8 +82,8 @@ ADAM_AFTER = """\
 - Adam introduced his successor at Acme, Priya Natarajan. (2026-11-20, sessions/2026/11/20/support-0140.md)
 
 ## Superseded
-- role: finance lead (2026-10-01 to 2026-11-02, entities/people/adam-smith.md)
 - employer: Acme Corp (2026-10-01 to 2026-11-20, entities/people/adam-smith.md)
+- role: finance lead (2026-10-01 to 2026-11-02, entities/people/adam-smith.md)
 """
 
 
@@ -254,14 +263,13 @@ def test_note_appended_after_consolidation_is_consolidated_next_run(memory):
 
 
 def test_change_between_read_and_write_is_never_overwritten(demo):
-    settings = C.Settings.from_section(demo.config.section("consolidate"))
-    extractors = C.ex.load(settings.extractors)
-    plan = C.plan(C.gather(demo.root, settings, extractors), settings)
+    plan, ledger = planned(demo)
     path = demo.root / "entities/people/adam-smith.md"
     path.write_text(path.read_text() + "\nA human wrote this while the consolidator was thinking.\n")
     human = path.read_bytes()
     report = CA.ConsolidationReport()
-    CA.apply(demo.root, plan, report, CA._Writes(), None)
+    CA.apply(demo.root, plan, report, CA._Writes(), None, ledger)
+    ledger.close(True)
     assert report.conflicts == ["entities/people/adam-smith.md"]
     assert path.read_bytes() == human
     assert "consolidated:" not in body(demo, "sessions/2026/11/20/support-0140.md")  # feeds the conflicted file
@@ -371,16 +379,16 @@ def test_extractor_plugin_through_entry_points(memory, tmp_path, monkeypatch):
     assert "- employer: Initech (2026-01-01, sessions/2026/01/01/a.md)\n" in body(memory, "entities/people/bo-diaz.md")
     assert "- Bo Diaz works at Initech. (2026-01-01" in body(memory, "topics/inbox.md")
     config.write_text(config.read_text().replace("[rules, shouting]", "[nope]"))
-    with pytest.raises(C.ex.ConfigError, match="no extractor 'nope'"):
+    with pytest.raises(ex.ConfigError, match="no extractor 'nope'"):
         Memory(memory.root).consolidate()
 
 
 def test_note_appended_while_a_run_is_in_progress_is_not_lost(memory):
     memory.note("- employer: Acme", session="s", subject="people/Ann Lee")
-    settings = C.Settings.from_section(memory.config.section("consolidate"))
-    plan = C.plan(C.gather(memory.root, settings, C.ex.load(settings.extractors)), settings)
+    plan, ledger = planned(memory)
     memory.note("- role: cto", session="s", subject="people/Ann Lee")  # lands between plan and apply
-    CA.apply(memory.root, plan, CA.ConsolidationReport(), CA._Writes(), None)
+    CA.apply(memory.root, plan, CA.ConsolidationReport(), CA._Writes(), None, ledger)
+    ledger.close(True)
     note_text = body(memory, "sessions/2026/12/01/s.md")
     assert "- role: cto\n" in note_text and "consolidated: sha256-" in note_text
     assert "role" not in body(memory, "entities/people/ann-lee.md")

@@ -1,17 +1,17 @@
 """Consolidation: merge session notes into entity and topic documents, mark superseded facts.
 
-`gather` reads what is new (notes whose `consolidated:` hash differs from their
-body) and only the documents those notes name; `plan` is pure and
-deterministic (same inputs, same bytes, whatever order notes come in); `apply`
-writes documents first and marks notes last, each write under the memory's
-write lock and only if the file still holds the bytes that were planned from.
-A run killed at any point therefore leaves files old or new, and the next run
-redoes the unmarked notes, whose facts are then already present (a no-op).
+`gather` brings the ledger in step with the notes, finds what is new, and for
+every document a new item names collects *all* the records of the keys it
+touches (from every note, old or new) and reads the document once; `plan` is
+pure: from those inputs it computes each document's new bytes and the notes'
+`consolidated:` marks. A key's history is re-derived from all its records each
+time it changes (`history`), near-duplicate observations are placed as if every
+note had been read in date order (`observations`), so the result does not depend
+on how notes were batched, ordered or interrupted; `apply` writes it.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,15 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from fsmem import format as fmt
-from fsmem.consolidate import documents as docs, extractors as ex, subjects
-from fsmem.format import facts as F
+from fsmem.consolidate import documents as docs, subjects
+from fsmem.consolidate.history import RECORD, Record, merge_key
+from fsmem.consolidate.ledger import Ledger, NoteEntry, note_date, walk_notes
+from fsmem.consolidate.observations import merge_observations
 
 SESSIONS = "sessions"
 CONSOLIDATED_FIELD = fmt.CONSOLIDATED_FIELD
 body_digest = fmt.body_digest
-_marked_done = fmt.is_consolidated
 KILL_ENV = "FSMEM_CONSOLIDATE_KILL_AFTER"  # test hook: SIGKILL this process after its Nth file write
-_NOTE_PATH = re.compile(r"^sessions/(\d{4})/(\d{2})/(\d{2})/[^/]+$")
 
 DEFAULTS: dict[str, Any] = {
     "default_subject": "topic/Inbox",
@@ -83,112 +83,173 @@ class Settings:
             raise ConfigError(f"fsmem.yaml consolidate: {exc}") from None
 
 
+def today() -> str:
+    """The date consolidation runs on (FSMEM_NOW when set): notes dated later are held back."""
+    return fmt.now_iso()[:10]
+
+
+def future_note_problem(rel: str, front: dict[str, Any], day: str) -> str | None:
+    """`fsmem check`'s message for a session note dated after `day`, else None."""
+    if not rel.startswith(SESSIONS + "/"):
+        return None
+    date = note_date(rel, front)
+    if date and date > day:
+        return f"dated {date}, after today ({day}): consolidate holds it back until then"
+    return None
+
+
 # -- inputs -----------------------------------------------------------------
 @dataclass
-class ParsedNote:
-    """A session note that has something not yet consolidated."""
-
-    path: str
-    text: str
-    digest: str
-    date: str
-    items: list[ex.Item]
-
-
-@dataclass
 class Inputs:
-    notes: list[ParsedNote] = field(default_factory=list)
-    done_notes: list[str] = field(default_factory=list)  # fully consolidated, still under sessions/
-    documents: dict[str, str | None] = field(default_factory=dict)
-    targets: dict[str | None, subjects.Target] = field(default_factory=dict)
+    notes: list[NoteEntry] = field(default_factory=list)  # notes with something not yet consolidated
+    held_back: list[tuple[str, str]] = field(default_factory=list)  # (path, date) of notes dated after today
+    documents: dict[str, Any] = field(default_factory=dict)  # path -> text, None (new) or docs.UNREADABLE
+    targets: dict[str, subjects.Target] = field(default_factory=dict)  # document path -> its target
+    records: dict[str, list[Record]] = field(default_factory=dict)  # document path -> the records it needs
+    feeds: dict[str, set[str]] = field(default_factory=dict)  # document path -> notes with new items for it
     problems: list[tuple[str, int, str]] = field(default_factory=list)
+    dates: dict[str, str] = field(default_factory=dict)  # note source -> date
+    today: str = ""
 
 
-def note_date(rel: str, front: dict[str, Any]) -> str | None:
-    match = _NOTE_PATH.match(rel)
-    if match:
-        date = "-".join(match.groups())
-        if F.valid_date(date):
-            return date
-    created = str(front.get("created") or "")[:10]
-    return created if F.valid_date(created) else None
-
-
-def _read(path: Path) -> tuple[str | None, str | None]:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None, None
-    text, problems = fmt.decode(data)
-    return text, (f"{problems[0].line}: {problems[0].message}" if problems else None)
-
-
-def gather(root: Path, settings: Settings, extractors: list, progress: Progress | None = None) -> Inputs:
-    """Read the notes with something new, resolve their subjects, read the documents they name."""
-    from fsmem.store.catalog import walk
-    from fsmem.store.paths import relative
-
-    inputs = Inputs()
-    folder = root / SESSIONS
-    paths = list(walk(root, folder)) if folder.is_dir() else []
-    for number, path in enumerate(paths, start=1):
+def gather(
+    root: Path, settings: Settings, extractors: list, ledger: Ledger, progress: Progress | None = None
+) -> Inputs:
+    """Sync the ledger, find the new items, and collect every record and document they need."""
+    inputs = Inputs(today=today())
+    synced = ledger.sync(walk_notes(root, settings.archive_dir), settings.archive_dir, extractors)
+    inputs.problems.extend(synced.refused)
+    inputs.dates = synced.dates
+    for entry in synced.pending:
+        inputs.problems.extend((entry.path, line, message) for line, message in entry.problems)
+        if not entry.readable:
+            continue
+        if _held_back(entry, inputs.today):
+            inputs.held_back.append((entry.path, max(entry.date or "", entry.max_as_of or "")))
+            continue
+        if entry.text is None:
+            entry.text = _read_note_text(root, entry, inputs)
+            if entry.text is None:
+                continue
+        inputs.notes.append(entry)
+    resolver = _Resolver(root, settings, ledger)
+    wanted: dict[
+        str, tuple[set[str], str | None]
+    ] = {}  # document -> (keys with new facts, date of first new observation)
+    for number, entry in enumerate(inputs.notes, start=1):
         if progress:
-            progress("reading notes", number, len(paths))
-        rel = relative(root, path)
-        text, bad = _read(path)
-        if text is None:
-            continue
-        if not bad and _marked_done(text):
-            inputs.done_notes.append(rel)
-            continue
-        if bad:
-            line, message = bad.split(": ", 1)
-            inputs.problems.append((rel, int(line), message + "; note skipped"))
-            continue
-        doc = fmt.split(text)
-        if doc.problems:
-            inputs.problems.append((rel, doc.problems[0].line, doc.problems[0].message + "; note skipped"))
-            continue
-        digest = body_digest(text)
-        if doc.front_matter.get(CONSOLIDATED_FIELD) == digest:
-            inputs.done_notes.append(rel)
-            continue
-        date = note_date(rel, doc.front_matter)
-        if date is None:
-            inputs.problems.append(
-                (rel, 1, "cannot date this note: not under sessions/YYYY/MM/DD/ and no valid 'created'")
-            )
-            continue
-        note = ex.SessionNote(rel, date, text, doc.body, doc.body_start_line)
-        extraction = ex.run(extractors, note)
-        inputs.problems.extend((rel, line, message) for line, message in extraction.problems)
-        inputs.notes.append(ParsedNote(rel, text, digest, date, extraction.items))
-    _resolve(root, settings, inputs)
-    for target in sorted({t.path for t in inputs.targets.values()}):
-        text, bad = _read(root / target)
-        if bad:
-            line, message = bad.split(": ", 1)
-            inputs.problems.append((target, int(line), message + "; document skipped"))
-            inputs.documents[target] = docs.UNREADABLE
-            continue
-        inputs.documents[target] = text
+            progress("reading notes", number, len(inputs.notes))
+        for item in entry.new_items:
+            target = resolver.target(item.heading)
+            inputs.targets.setdefault(target.path, target)
+            inputs.feeds.setdefault(target.path, set()).add(entry.path)
+            keys, first = wanted.setdefault(target.path, (set(), None))
+            if item.key is not None:
+                keys.add(item.key)
+            elif first is None or entry.date < first:  # type: ignore[operator]
+                wanted[target.path] = (keys, entry.date)
+    for path in sorted(wanted):
+        keys, first_observation = wanted[path]
+        inputs.records[path] = _records(ledger, resolver, path, keys, first_observation, inputs.today)
+        inputs.documents[path] = _read_document(root, path, inputs)
     return inputs
 
 
-def _resolve(root: Path, settings: Settings, inputs: Inputs) -> None:
-    headings = sorted(
-        {item.subject for note in inputs.notes for item in note.items}, key=lambda s: (s is None, s or "")
-    )
-    directory: list[subjects.DirectoryEntry] | None = None
-    for heading in headings:
-        text = settings.default_subject if heading is None else heading
-        target = subjects.kinded(text)
-        if target is None:
-            if directory is None:  # only headings without a kind need the whole directory
-                directory = subjects.directory(root)
-            found = subjects.match(text, directory, settings.subject_match_threshold)
-            target = subjects.target_of(found) if found else subjects.topic(text)
-        inputs.targets[heading] = target
+def _held_back(entry: NoteEntry, day: str) -> bool:
+    return bool(entry.date and entry.date > day) or bool(entry.max_as_of and entry.max_as_of > day)
+
+
+def _read_note_text(root: Path, entry: NoteEntry, inputs: Inputs) -> str | None:
+    from fsmem.errors import FsmemError
+    from fsmem.store.paths import resolve
+
+    try:
+        data = resolve(root, entry.path).read_bytes()
+    except (FsmemError, OSError) as exc:
+        inputs.problems.append((entry.path, 1, f"{exc}; note skipped"))
+        return None
+    text, bad = fmt.decode(data)
+    return None if bad else text
+
+
+def _read_document(root: Path, path: str, inputs: Inputs) -> Any:
+    """A document's text (None: it does not exist yet), or UNREADABLE (reported) when it may not or cannot be read."""
+    from fsmem.errors import FsmemError
+    from fsmem.store.paths import resolve
+
+    try:
+        full = resolve(root, path)
+    except FsmemError as exc:
+        inputs.problems.append((path, 1, f"{exc}; document skipped"))
+        return docs.UNREADABLE
+    try:
+        data = full.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        inputs.problems.append((path, 1, f"cannot be read ({exc.strerror}); document skipped"))
+        return docs.UNREADABLE
+    text, bad = fmt.decode(data)
+    if bad:
+        inputs.problems.append((path, bad[0].line, bad[0].message + "; document skipped"))
+        return docs.UNREADABLE
+    return text
+
+
+class _Resolver:
+    """Headings to documents: `kind/Name` directly, other headings against the existing documents' names."""
+
+    def __init__(self, root: Path, settings: Settings, ledger: Ledger):
+        self.root, self.settings, self.ledger = root, settings, ledger
+        self.cache: dict[str | None, subjects.Target] = {}
+        self._directory: list[subjects.DirectoryEntry] | None = None
+        self._unkinded: dict[str, list[str | None]] | None = None
+
+    def target(self, heading: str | None) -> subjects.Target:
+        if heading not in self.cache:
+            text = self.settings.default_subject if heading is None else heading
+            found = subjects.kinded(text)
+            if found is None:
+                if self._directory is None:
+                    self._directory = subjects.directory(self.root)
+                entry = subjects.match(text, self._directory, self.settings.subject_match_threshold)
+                found = subjects.target_of(entry) if entry else subjects.topic(text)
+            self.cache[heading] = found
+        return self.cache[heading]
+
+    def unkinded_headings(self, path: str) -> list[str | None]:
+        """The headings without a kind, in any note, that lead to `path`."""
+        if self._unkinded is None:
+            self._unkinded = {}
+            for heading in self.ledger.unkinded_headings():
+                self._unkinded.setdefault(self.target(heading).path, []).append(heading)
+        return self._unkinded.get(path, [])
+
+
+def _records(
+    ledger: Ledger, resolver: _Resolver, path: str, keys: set[str], first_observation: str | None, day: str
+) -> list[Record]:
+    """Every record `path` needs: all records of the keys with new facts, and the observations from the first new one's date."""
+    headings = resolver.unkinded_headings(path)
+    notes = set(ledger.feeding(path, headings, sorted(keys))) if keys else set()
+    if first_observation is not None:
+        notes |= {p for p in ledger.feeding(path, headings, [""]) if (ledger.entry(p).date or "") >= first_observation}
+    records = []
+    for note_path in sorted(notes):
+        entry = ledger.entry(note_path)
+        if not entry.readable or _held_back(entry, day):
+            continue
+        for item in entry.items:
+            if item.key is None and (first_observation is None or entry.date < first_observation):  # type: ignore[operator]
+                continue
+            if item.key is not None and item.key not in keys:
+                continue
+            if resolver.target(item.heading).path != path:
+                continue
+            date = (item.as_of or entry.date) if item.key is not None else entry.date
+            order = (date, entry.source, RECORD, item.line, item.index, entry.path)
+            records.append(Record(item.key, item.value, item.text, date or "", entry.source, order, not item.old))
+    return records
 
 
 # -- plan ---------------------------------------------------------------------
@@ -203,294 +264,125 @@ class Change:
 @dataclass
 class Plan:
     changes: list[Change] = field(default_factory=list)
-    feeds: dict[str, set[str]] = field(default_factory=dict)  # document -> notes it takes items from
+    feeds: dict[str, set[str]] = field(default_factory=dict)  # document -> notes it takes new items from
+    notes: dict[str, NoteEntry] = field(default_factory=dict)  # note path -> what was read of it
+    held_back: list[tuple[str, str]] = field(default_factory=list)
     problems: list[tuple[str, int, str]] = field(default_factory=list)
     counts: Counter = field(default_factory=Counter)
-
-
-@dataclass
-class _Run:
-    value: str | None
-    first: F.Stamp
-    last: F.Stamp
-
-
-@dataclass(frozen=True)
-class _Record:
-    item: ex.Item
-    stamp: F.Stamp
-
-
-def _same(a: str | None, b: str | None) -> bool:
-    if a is None or b is None:
-        return a is b
-    return F.normalize_value(a) == F.normalize_value(b)
+    fronts: dict[str, tuple[dict, str]] = field(default_factory=dict)  # document -> (front matter, new text)
 
 
 def plan(inputs: Inputs, settings: Settings) -> Plan:
     """What consolidating `inputs` changes, as whole-file before/after texts. Pure and deterministic."""
-    result = Plan(problems=list(inputs.problems))
-    result.counts["documents_read"] = len(inputs.documents)
-    by_doc: dict[str, list[_Record]] = {}
-    targets: dict[str, subjects.Target] = {}
-    notes = sorted(inputs.notes, key=lambda n: (n.date, n.path))
-    for note in notes:
-        result.counts["notes_read"] += 1
-        for item in note.items:
-            target = inputs.targets[item.subject]
-            targets[target.path] = target
-            by_doc.setdefault(target.path, []).append(
-                _Record(item, F.Stamp(item.as_of or note.date, note.path, item.line))
-            )
-            result.feeds.setdefault(target.path, set()).add(note.path)
+    result = Plan(problems=list(inputs.problems), held_back=list(inputs.held_back), feeds=dict(inputs.feeds))
+    result.counts["documents_read"] = sum(1 for text in inputs.documents.values() if text is not docs.UNREADABLE)
+    result.counts["notes_read"] = len(inputs.notes)
+
+    def source_date(source: str) -> str:
+        return inputs.dates.get(source) or note_date(source, {}) or ""
+
     blocked: set[str] = set()
-    for path in sorted(by_doc):
+    for path in sorted(inputs.records):
         old = inputs.documents.get(path)
         if old is docs.UNREADABLE:
-            blocked |= result.feeds[path]
+            blocked |= inputs.feeds.get(path, set())
             continue
-        new, problem = plan_document(path, old, targets[path], by_doc[path], settings, result.counts)
+        new, problem, front = plan_document(
+            path, old, inputs.targets[path], inputs.records[path], settings, result.counts, source_date
+        )
         if problem:
             result.problems.append((path, problem[0], problem[1] + "; document skipped"))
-            blocked |= result.feeds[path]
+            blocked |= inputs.feeds.get(path, set())
         elif new is not None and new != old:
             result.changes.append(Change(path, old, new, "document"))
-    for note in notes:
-        if note.path in blocked:
+            result.fronts[path] = (front, new)
+    for entry in inputs.notes:
+        if entry.path in blocked or entry.text is None:
             continue
-        marked = fmt.set_fields(note.text, {CONSOLIDATED_FIELD: note.digest})
-        result.changes.append(Change(note.path, note.text, marked, "note"))
+        marked = mark_note(entry.text, entry.body_start_line, entry.digest)
+        result.changes.append(Change(entry.path, entry.text, marked, "note"))
+        result.notes[entry.path] = entry
         result.counts["notes_consolidated"] += 1
     return result
+
+
+def mark_note(text: str, body_start_line: int, digest: str) -> str:
+    """The note with `consolidated: <digest>` in its front matter; nothing else changes."""
+    if body_start_line < 3:
+        return fmt.set_fields(text, {CONSOLIDATED_FIELD: digest})
+    lines = text.splitlines(keepends=True)
+    newline = "\r\n" if lines[0].endswith("\r\n") else "\n"
+    head = docs.set_front_fields(
+        lines[: body_start_line - 1], body_start_line - 2, {CONSOLIDATED_FIELD: digest}, newline
+    )
+    return "".join(head + lines[body_start_line - 1 :])
 
 
 def plan_document(
     path: str,
     text: str | None,
     target: subjects.Target,
-    records: list[_Record],
+    records: list[Record],
     settings: Settings,
     counts: Counter,
-) -> tuple[str | None, tuple[int, str] | None]:
+    source_date: Callable[[str], str],
+) -> tuple[str | None, tuple[int, str] | None, dict]:
     """The new text of one document after merging `records` into it (None: nothing to write)."""
     if text is None:
-        dates = [r.stamp.date for r in records if r.stamp.date]
+        dates = [r.date for r in records if r.date]
         text = docs.new_document(path, target.field, target.value, target.title, min(dates) if dates else "")
     doc = docs.EntityDocument(path, text)
     if doc.problems:
-        return None, doc.problems[0]
-    by_key: dict[str, list[_Record]] = {}
-    for record in sorted(records, key=lambda r: r.stamp.key):
-        if record.item.is_fact:
-            by_key.setdefault(record.item.key or "", []).append(record)
-    applied: list[str] = []
-    for key in sorted(by_key, key=lambda k: (by_key[k][0].stamp.key, k)):
-        applied += _apply_key(doc, key, by_key[key], counts)
-    observations = sorted((r for r in records if not r.item.is_fact), key=lambda r: r.stamp.key)
-    applied += _apply_observations(doc, observations, settings.near_duplicate_threshold, counts)
-    if not doc.changed:
-        return None, None
-    dated = [d for d in applied if d]
-    if dated and doc.front_matter:
+        return None, doc.problems[0], {}
+    dates: list[str] = []
+    facts: list[tuple[str, list[str]]] = []
+    history: list[tuple[str, list[str]]] = []
+    by_key: dict[str, list[Record]] = {}
+    for record in records:
+        if record.key is not None:
+            by_key.setdefault(record.key, []).append(record)
+    for key in sorted(k for k, rs in by_key.items() if any(r.new for r in rs)):
+        merged = merge_key(doc, key, by_key[key])
+        dates += merged.dates
+        counts.update(merged.counts)
+        if merged.current:
+            facts.append((key, merged.current))
+        if merged.history:
+            history.append((key, merged.history))
+    if by_key:
+        doc.ensure_section(docs.FACTS)
+    notes = merge_observations(
+        doc, [r for r in records if r.key is None], settings.near_duplicate_threshold, source_date
+    )
+    dates += notes.dates
+    counts.update(notes.counts)
+    _place(doc, facts, history, notes.new_lines, notes.managed)
+    new = doc.text()
+    if new == doc.original:
+        return None, None, {}
+    dated = [d for d in dates if d]
+    if dated and doc.has_front_matter:
         doc.bump_updated(max(dated))
         doc.lower_created(min(dated))
-    return doc.text, None
+        new = doc.text()
+    return new, None, doc.front_matter
 
 
-def _apply_key(doc: docs.EntityDocument, key: str, records: list[_Record], counts: Counter) -> list[str]:
-    """Merge the records of one key into the document's history of that key; the dates that took effect."""
-    in_notes: dict[str, list[tuple[int, str | None]]] = {}
-    for record in records:
-        in_notes.setdefault(record.stamp.source, []).append((record.stamp.seq, record.item.value))
-    blocked: set[str] = set()
-    runs: list[_Run] = []
-    for line in doc.fact_lines(key):
-        first, last = line.first, line.last
-        if first.source in in_notes:
-            seq = _seq_of(in_notes[first.source], line.value, earliest=True)
-            if seq is None:
-                blocked.add(first.source)  # a human changed what that note said: the human wins
-            else:
-                first = F.with_seq(first, seq)
-        if last.source in in_notes:
-            seq = _seq_of(in_notes[last.source], line.value, earliest=False)
-            if seq is None:
-                blocked.add(last.source)
-            else:
-                last = F.with_seq(last, seq)
-        runs.append(_Run(line.value, first, last))
-    runs = _normalize(sorted(runs, key=lambda r: r.first.key))
-    before = _snapshot(runs)
-    history_before = len(runs) - (1 if runs and runs[-1].value is not None else 0)
-    dates = []
-    for record in records:
-        if record.stamp.source in blocked:
-            continue
-        effect = _insert(runs, record.item.value, record.stamp)
-        if effect == "new":
-            counts["retracted" if record.item.value is None else "facts_added"] += 1
-        elif effect == "confirm":
-            counts["facts_confirmed"] += 1
-        if effect != "none":
-            dates.append(record.stamp.date)
-    runs = _normalize(runs)
-    if _snapshot(runs) == before:
-        return []
-    history = len(runs) - (1 if runs[-1].value is not None else 0)
-    counts["superseded"] += max(0, history - history_before)
-    _render_key(doc, key, runs)
-    return dates
-
-
-def _seq_of(said: list[tuple[int, str | None]], value: str | None, earliest: bool) -> int | None:
-    seqs = [seq for seq, v in said if _same(v, value)]
-    if not seqs:
-        return None
-    return min(seqs) if earliest else max(seqs)
-
-
-def _normalize(runs: list[_Run]) -> list[_Run]:
-    merged: list[_Run] = []
-    for run in runs:
-        if merged and _same(merged[-1].value, run.value):
-            if run.last.key > merged[-1].last.key:
-                merged[-1].last = run.last
-            continue
-        merged.append(_Run(run.value, run.first, run.last))
-    return merged
-
-
-def _snapshot(runs: list[_Run]) -> list[tuple]:
-    return [
-        (
-            None if r.value is None else F.normalize_value(r.value),
-            r.first.date,
-            r.first.source,
-            r.last.date,
-            r.last.source,
-        )
-        for r in runs
-    ]
-
-
-def _insert(runs: list[_Run], value: str | None, stamp: F.Stamp) -> str:
-    """Place one record in a key's history (runs of equal values, oldest first): 'new', 'confirm' or 'none'."""
-    key = stamp.key
-    index = -1
-    for i, run in enumerate(runs):
-        if run.first.key <= key:
-            index = i
-    if index == -1:
-        if runs and _same(runs[0].value, value):
-            runs[0].first = stamp
-            return "confirm"
-        runs.insert(0, _Run(value, stamp, stamp))
-        return "new"
-    run = runs[index]
-    if _same(run.value, value):
-        if key > run.last.key:
-            run.last = stamp
-            return "confirm"
-        return "none"
-    if key >= run.last.key:
-        if index + 1 < len(runs) and _same(runs[index + 1].value, value):
-            runs[index + 1].first = stamp
-            return "confirm"
-        runs.insert(index + 1, _Run(value, stamp, stamp))
-        return "new"
-    # recorded while the older value was still being confirmed: split that run around it
-    runs[index : index + 1] = [
-        _Run(run.value, run.first, run.first),
-        _Run(value, stamp, stamp),
-        _Run(run.value, run.last, run.last),
-    ]
-    return "new"
-
-
-def _render_key(doc: docs.EntityDocument, key: str, runs: list[_Run]) -> None:
-    """Rewrite the lines of one key: the current value in place, the history under `## Superseded`."""
-    current = runs[-1] if runs[-1].value is not None else None
-    history = runs[:-1] if current else runs
-    wanted_current = F.render_current(key, current.value, current.first, current.last) if current else None
-    lines = [line for line in doc.fact_lines(key) if not line.superseded]
-    keep = next((line for line in lines if wanted_current and _shows(doc, line, wanted_current, current)), None)
-    for line in reversed(lines):
-        if line is keep:
-            continue
-        if wanted_current and keep is None and line is lines[0]:
-            doc.replace(line.index, wanted_current)
-        else:
-            doc.delete(line.index)
-    wanted = []
-    for index, run in enumerate(history):
-        to = runs[index + 1].first.date if index + 1 < len(runs) else None
-        wanted.append(F.render_superseded(key, run.value, run.first, run.last, to or None))
-    old = [line for line in doc.fact_lines(key) if line.superseded]
-    old_texts = [doc.lines[line.index].rstrip("\r\n") for line in old]
-    contiguous = all(b.index == a.index + 1 for a, b in zip(old, old[1:], strict=False))
-    if old_texts != wanted or not contiguous:
-        for line in reversed(old):
-            doc.delete(line.index)
-        if old:
-            doc.insert(old[0].index, wanted)
-        elif wanted:
-            doc.append_to_section(docs.SUPERSEDED, wanted)
-    if wanted_current and keep is None and not lines:
-        doc.append_to_section(docs.FACTS, [wanted_current], before=(docs.NOTES, docs.SUPERSEDED))
-
-
-def _shows(doc: docs.EntityDocument, line: docs.FactLine, wanted: str, run: _Run) -> bool:
-    """True when an existing line already says what `run` says (its bytes are then kept)."""
-    if doc.lines[line.index].rstrip("\r\n") == wanted:
-        return True
-    if not _same(line.value, run.value):
-        return False
-    return (line.first.date, line.first.source, line.last.date, line.last.source) == (
-        run.first.date,
-        run.first.source,
-        run.last.date,
-        run.last.source,
-    )
-
-
-def _apply_observations(
-    doc: docs.EntityDocument, records: list[_Record], threshold: float, counts: Counter
-) -> list[str]:
-    """Add observations under `## Notes`, merging near-duplicates into the line they repeat."""
-    if not records:
-        return []
-    from rapidfuzz import fuzz, process
-
-    dates = []
-    existing = doc.note_lines()
-    norms = [F.normalize_text(line.text) for line in existing]
-    for record in records:
-        text, stamp = record.item.text or "", record.stamp
-        best = (
-            process.extractOne(F.normalize_text(text), norms, scorer=fuzz.ratio, score_cutoff=threshold)
-            if norms
-            else None
-        )
-        if best is not None:
-            line = existing[best[2]]
-            if stamp.source in line.sources:
-                continue  # already consolidated from this note
-            sources = tuple(sorted(set(line.sources) | {stamp.source}))
-            date = max(line.date, stamp.date)
-            doc.replace(line.index, F.render_observation(line.text, date, list(sources)))
-            existing[best[2]] = docs.NoteLine(line.index, line.text, date, sources)
-            counts["observations_merged"] += 1
-        else:
-            rendered = F.render_observation(text, stamp.date, [stamp.source])
-            later = [
-                line for line in existing if line.date and (line.date, line.sources) > (stamp.date, (stamp.source,))
-            ]
-            if later:  # keep the section in date order, whatever order notes arrive in
-                doc.insert(later[0].index, [rendered])
-            else:
-                doc.append_to_section(docs.NOTES, [rendered], before=(docs.SUPERSEDED,))
-            existing = doc.note_lines()
-            norms = [F.normalize_text(line.text) for line in existing]
-            counts["observations_added"] += 1
-        dates.append(stamp.date)
-    return dates
+def _place(
+    doc: docs.EntityDocument,
+    facts: list[tuple[str, list[str]]],
+    history: list[tuple[str, list[str]]],
+    observations: list[tuple[tuple, str]],
+    kept_notes: list[int],
+) -> None:
+    """Put new lines at their sorted place among the consolidator's lines that stay in each section."""
+    staying = [line for line in doc.fact_lines() if line.cited and not doc.removed(line.index)]
+    current = [(line.index, line.key) for line in staying if not line.superseded and line.section == "facts"]
+    for key, lines in facts:
+        doc.place(docs.FACTS, lines, key, current)
+    old = [(line.index, line.key) for line in staying if line.superseded]
+    for key, lines in history:
+        doc.place(docs.SUPERSEDED, lines, key, old)
+    managed = [(index, (0,)) for index in kept_notes if not doc.removed(index)]
+    for order, line in sorted(observations):
+        doc.place(docs.NOTES, [line], (1, order), managed)
