@@ -67,11 +67,12 @@ def _current(path: Path) -> bytes | None:
         return None
 
 
-def _real(root: Path, rel: str) -> Path:
-    """Where a memory path's bytes live, checked by the memory's path rule: a link inside the root stays a link."""
+def _real(root: Path, change: C.Change) -> Path:
+    """Where a file's bytes live, checked by the memory's path rule (when it was read): a link stays a link."""
     from fsmem.store.paths import resolve
 
-    return Path(os.path.realpath(resolve(root, rel)))
+    full = change.full if change.full is not None else resolve(root, change.path)
+    return Path(os.path.realpath(full)) if os.path.islink(full) else full
 
 
 def apply(
@@ -102,7 +103,7 @@ def apply(
                 if progress:
                     progress("writing", number, total)
                 try:
-                    full = _real(root, change.path)
+                    full = _real(root, change)
                 except FsmemError as exc:
                     report.problems.append((change.path, 1, f"{exc}; document skipped"))
                     blocked |= plan.feeds.get(change.path, set())
@@ -143,7 +144,7 @@ def apply(
 def _marked_note(root: Path, change: C.Change, entry: L.NoteEntry) -> tuple[Path, bytes, bool] | None:
     """(where, bytes, grew) of the note with its mark set; it may have grown since it was read, and keeps what was added."""
     try:
-        full = _real(root, change.path)
+        full = _real(root, change)
     except FsmemError:
         return None
     data = _current(full)
@@ -177,8 +178,7 @@ def _write_batch(batch: list[tuple[Path, bytes, str]], writes: _Writes) -> list[
                 view = view[os.write(fd, view) :]
             os.fchmod(fd, mode)
         if staged:
-            with ThreadPoolExecutor(max_workers=min(8, len(staged))) as pool:
-                list(pool.map(lambda s: os.fsync(s[0]), staged))
+            list(_pool().map(lambda s: os.fsync(s[0]), staged))
         for fd, *_ in staged:
             os.close(fd)
         done = []
@@ -196,6 +196,17 @@ def _write_batch(batch: list[tuple[Path, bytes, str]], writes: _Writes) -> list[
             with contextlib.suppress(OSError):
                 os.unlink(temp)
         raise
+
+
+_fsync_pool: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    """Threads that fsync a batch of files at once (the disk then commits them together)."""
+    global _fsync_pool
+    if _fsync_pool is None:
+        _fsync_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="fsmem-fsync")
+    return _fsync_pool
 
 
 def _default_mode() -> int:

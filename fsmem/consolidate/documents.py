@@ -69,6 +69,7 @@ class EntityDocument:
         self._after: dict[int, list[str]] = {}
         self._created: dict[str, list[str]] = {}
         self._fields: dict[str, str] = {}
+        self._body: tuple[str, str] | None = None  # assembled once all body edits are planned
         self._index()
 
     def _index(self) -> None:
@@ -132,9 +133,11 @@ class EntityDocument:
     # -- planning edits (against the original line numbers) -------------------
     def replace(self, index: int, lines: list[str]) -> None:
         """Put `lines` where line `index` is (an empty list deletes it)."""
+        self._body = None
         self._replace[index] = lines
 
     def delete(self, index: int) -> None:
+        self._body = None
         self._replace[index] = []
 
     def removed(self, index: int) -> bool:
@@ -149,6 +152,7 @@ class EntityDocument:
         so the consolidator's lines stay sorted however they arrived, and human
         lines around them stay where they are.
         """
+        self._body = None
         for index, key in managed:
             if key > sort_key:
                 self._before.setdefault(index, []).extend(lines)
@@ -163,6 +167,7 @@ class EntityDocument:
             self._created.setdefault(title, []).extend(lines)
 
     def ensure_section(self, title: str) -> None:
+        self._body = None
         if self.section(title) is None:
             self._created.setdefault(title, [])
 
@@ -188,19 +193,29 @@ class EntityDocument:
 
     # -- assembling ---------------------------------------------------------------
     def text(self) -> str:
-        """The document with every planned edit applied, in one pass."""
+        """The document with every planned edit applied: the body in one pass (kept), the front matter lines after."""
+        head = self.lines[: self.body_start]
+        if self._body is None:
+            self._body = self._assemble(head[-1] if head else "")
+        sentinel, body = self._body
+        if head:
+            head = [*head[:-1], sentinel]
+        if self._fields and self.has_front_matter:
+            head = set_front_fields(head, self.body_start - 1, self._fields, self.newline)
+        text = "".join(head) + body
+        if self._fields and not self.has_front_matter:
+            text = fmt.set_fields(text, dict(self._fields))
+        return text
+
+    def _assemble(self, last_head_line: str) -> tuple[str, str]:
         nl = self.newline
-        out: list[str] = []
+        out: list[str] = [last_head_line]  # so that a line added after it can end it with a newline
 
         def emit(lines: list[str], eol: str = nl) -> None:
-            if lines and out and not out[-1].endswith("\n"):
+            if lines and out[-1] and not out[-1].endswith("\n"):
                 out[-1] += nl
             out.extend(line + eol for line in lines)
 
-        head = self.lines[: self.body_start]
-        if self._fields and self.has_front_matter:
-            head = set_front_fields(head, self.body_start - 1, self._fields, nl)
-        out.extend(head)
         created = dict(self._created)
         later = {self.sections[t.lower()][0] for t in SECTION_ORDER if t.lower() in self.sections}
         for index in range(self.body_start, len(self.lines)):
@@ -218,13 +233,10 @@ class EntityDocument:
             emit(self._after.get(index, []))
         for title in SECTION_ORDER:
             if title in created:
-                if out and out[-1].strip():
+                if out[-1].strip():
                     emit([""])
                 emit([f"## {title}", *created.pop(title)])
-        text = "".join(out)
-        if self._fields and not self.has_front_matter:
-            text = fmt.set_fields(text, dict(self._fields))
-        return text
+        return out[0], "".join(out[1:])
 
     def _next_section(self, title: str) -> int | None:
         """The heading index of the first existing section that a new `title` section goes before."""

@@ -44,6 +44,7 @@ CREATE TABLE IF NOT EXISTS feeds (path TEXT, target TEXT, heading TEXT, key TEXT
 CREATE INDEX IF NOT EXISTS feeds_target ON feeds (target, key);
 CREATE INDEX IF NOT EXISTS feeds_heading ON feeds (heading, key);
 CREATE INDEX IF NOT EXISTS feeds_path ON feeds (path);
+CREATE INDEX IF NOT EXISTS notes_date ON notes (date);
 """
 
 
@@ -76,6 +77,7 @@ class NoteEntry:
     problems: list[tuple[int, str]]
     items: list[NoteItem]
     text: str | None = None  # the text read this run, if it was read
+    full: Path | None = None  # where it was read from (checked by the path rule), if it was read
     body_start_line: int = 1
 
     @property
@@ -166,15 +168,16 @@ class Ledger:
         seen: set[str] = set()
         self.db.execute("BEGIN")
         for rel, _full, stat in walked:
-            try:
+            key = _stat_key(stat)
+            if known.get(rel) == key:
+                seen.add(rel)
+                continue
+            try:  # every note read goes through the memory's path rule
                 full = resolve(self.root, rel)
             except FsmemError as exc:
                 result.refused.append((rel, 1, f"{exc}; note skipped"))
                 continue
             seen.add(rel)
-            key = _stat_key(stat)
-            if known.get(rel) == key:
-                continue
             entry = read_note(full, rel, source_of(rel, archive_dir), extractors, self._snapshot(rel))
             self._store(entry, key)
             self._entries[rel] = entry
@@ -246,26 +249,25 @@ class Ledger:
     def unkinded_headings(self) -> list[str | None]:
         return [h for (h,) in self.db.execute("SELECT DISTINCT heading FROM feeds WHERE target IS NULL")]
 
-    def feeding(self, target: str, headings: list[str | None], keys: list[str]) -> list[str]:
-        """Paths of the notes with items for `target` under any of `keys` ('' stands for observations)."""
+    def feeding(self, target: str, headings: list[str | None], keys: list[str], since: str | None = None) -> list[str]:
+        """Paths of the notes with items for `target` under any of `keys` ('' stands for observations), dated `since` on."""
         found: set[str] = set()
+        dated = "" if since is None else " AND path IN (SELECT path FROM notes WHERE date >= ?)"
+        extra = () if since is None else (since,)
         for chunk in _chunks(keys, 400):
             marks = ",".join("?" * len(chunk))
-            found.update(
-                p
-                for (p,) in self.db.execute(
-                    f"SELECT path FROM feeds WHERE target = ? AND key IN ({marks})", (target, *chunk)
-                )
+            rows = self.db.execute(
+                f"SELECT path FROM feeds WHERE target = ? AND key IN ({marks}){dated}", (target, *chunk, *extra)
             )
+            found.update(p for (p,) in rows)
             for heading in headings:
-                query = "heading IS NULL" if heading is None else "heading = ?"
+                match = "heading IS NULL" if heading is None else "heading = ?"
                 args = () if heading is None else (heading,)
-                found.update(
-                    p
-                    for (p,) in self.db.execute(
-                        f"SELECT path FROM feeds WHERE target IS NULL AND {query} AND key IN ({marks})", (*args, *chunk)
-                    )
+                rows = self.db.execute(
+                    f"SELECT path FROM feeds WHERE target IS NULL AND {match} AND key IN ({marks}){dated}",
+                    (*args, *chunk, *extra),
                 )
+                found.update(p for (p,) in rows)
         return sorted(found)
 
     # -- after a note is marked ----------------------------------------------
@@ -304,8 +306,9 @@ def read_note(full: Path, rel: str, source: str, extractors: list, snapshot: tup
         entry.problems.append((doc.problems[0].line, doc.problems[0].message + "; note skipped"))
         return entry
     entry.text = text
+    entry.full = full
     entry.body_start_line = doc.body_start_line
-    entry.digest = fmt.body_digest(text)
+    entry.digest = "sha256-" + hashlib.sha256(doc.body.encode("utf-8")).hexdigest()[:16]  # = fmt.body_digest(text)
     mark = doc.front_matter.get(fmt.CONSOLIDATED_FIELD)
     entry.mark = str(mark) if mark else None
     entry.date = note_date(source, doc.front_matter)

@@ -83,13 +83,21 @@ def merge_observations(
     replay = [r for r in unplaced if r.new]  # an old record no line shows any more was deleted by a human
     for line in doc.note_lines:
         mine = sorted(members.get(line.index, []), key=lambda r: r.order)
+        known = {r.source for r in mine}
+        # all of the line's records were read again (none is older than t's date): the first one in its words
+        # started it; new ones before that one were never applied (they only share a note with it)
+        whole = bool(mine) and set(line.sources) <= known
+        derived = line.cited and not whole
+        if line.cited and whole:
+            starter = next((r for r in mine if r.text == line.text), None)
+            before = [r for r in mine if starter is None or r.order < starter.order]
+            derived = starter is not None and all(r.new for r in before)
+            if derived:
+                replay.extend(before)
+                mine = [r for r in mine if r not in before]
         released = [r for r in mine if r.order >= t]
         replay.extend(released)
         staying = {r.source for r in mine if r.order < t}
-        known = {r.source for r in mine}
-        # every record of the line was read again: its first one says whether the line is still in its words
-        whole = bool(mine) and set(line.sources) <= known
-        derived = line.cited and (not whole or mine[0].text == line.text)
         if derived and whole and not staying:
             doc.delete(line.index)  # it started at or after t: placed again from its records
             continue

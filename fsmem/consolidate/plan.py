@@ -12,6 +12,8 @@ on how notes were batched, ordered or interrupted; `apply` writes it.
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -109,6 +111,7 @@ class Inputs:
     feeds: dict[str, set[str]] = field(default_factory=dict)  # document path -> notes with new items for it
     problems: list[tuple[str, int, str]] = field(default_factory=list)
     dates: dict[str, str] = field(default_factory=dict)  # note source -> date
+    paths: dict[str, Path] = field(default_factory=dict)  # document -> where it is (checked by the path rule)
     today: str = ""
 
 
@@ -164,7 +167,8 @@ def _read_note_text(root: Path, entry: NoteEntry, inputs: Inputs) -> str | None:
     from fsmem.store.paths import resolve
 
     try:
-        data = resolve(root, entry.path).read_bytes()
+        entry.full = resolve(root, entry.path)
+        data = entry.full.read_bytes()
     except (FsmemError, OSError) as exc:
         inputs.problems.append((entry.path, 1, f"{exc}; note skipped"))
         return None
@@ -182,6 +186,7 @@ def _read_document(root: Path, path: str, inputs: Inputs) -> Any:
     except FsmemError as exc:
         inputs.problems.append((path, 1, f"{exc}; document skipped"))
         return docs.UNREADABLE
+    inputs.paths[path] = full
     try:
         data = full.read_bytes()
     except FileNotFoundError:
@@ -202,6 +207,7 @@ class _Resolver:
     def __init__(self, root: Path, settings: Settings, ledger: Ledger):
         self.root, self.settings, self.ledger = root, settings, ledger
         self.cache: dict[str | None, subjects.Target] = {}
+        self.aliases: dict[str, set[str]] = {}  # document -> the paths that lead to it (itself, symbolic links)
         self._directory: list[subjects.DirectoryEntry] | None = None
         self._unkinded: dict[str, list[str | None]] | None = None
 
@@ -214,7 +220,9 @@ class _Resolver:
                     self._directory = subjects.directory(self.root)
                 entry = subjects.match(text, self._directory, self.settings.subject_match_threshold)
                 found = subjects.target_of(entry) if entry else subjects.topic(text)
-            self.cache[heading] = found
+            real = _real_path(self.root, found.path)
+            self.aliases.setdefault(real, {real}).add(found.path)
+            self.cache[heading] = dataclasses.replace(found, path=real)
         return self.cache[heading]
 
     def unkinded_headings(self, path: str) -> list[str | None]:
@@ -226,14 +234,31 @@ class _Resolver:
         return self._unkinded.get(path, [])
 
 
+def _real_path(root: Path, rel: str) -> str:
+    """The memory path of the file `rel` leads to (itself unless a symbolic link inside the memory is on the way)."""
+    from fsmem.errors import FsmemError
+    from fsmem.store.paths import relative, resolve
+
+    if not os.path.islink(root / rel):  # the common case, one lstat; folders that are links are written through
+        return rel
+    try:
+        full = resolve(root, rel)
+    except FsmemError:
+        return rel  # refused: reported when the document is read
+    return relative(root, Path(os.path.realpath(full)))
+
+
 def _records(
     ledger: Ledger, resolver: _Resolver, path: str, keys: set[str], first_observation: str | None, day: str
 ) -> list[Record]:
     """Every record `path` needs: all records of the keys with new facts, and the observations from the first new one's date."""
     headings = resolver.unkinded_headings(path)
-    notes = set(ledger.feeding(path, headings, sorted(keys))) if keys else set()
-    if first_observation is not None:
-        notes |= {p for p in ledger.feeding(path, headings, [""]) if (ledger.entry(p).date or "") >= first_observation}
+    notes: set[str] = set()
+    for alias in sorted(resolver.aliases.get(path, {path})):
+        if keys:
+            notes.update(ledger.feeding(alias, headings, sorted(keys)))
+        if first_observation is not None:
+            notes.update(ledger.feeding(alias, headings, [""], since=first_observation))
     records = []
     for note_path in sorted(notes):
         entry = ledger.entry(note_path)
@@ -259,6 +284,7 @@ class Change:
     old: str | None  # None: the file does not exist yet
     new: str
     kind: str  # "document" or "note"
+    full: Path | None = None  # where to write it, as the path rule resolved it when it was read
 
 
 @dataclass
@@ -294,13 +320,13 @@ def plan(inputs: Inputs, settings: Settings) -> Plan:
             result.problems.append((path, problem[0], problem[1] + "; document skipped"))
             blocked |= inputs.feeds.get(path, set())
         elif new is not None and new != old:
-            result.changes.append(Change(path, old, new, "document"))
+            result.changes.append(Change(path, old, new, "document", inputs.paths.get(path)))
             result.fronts[path] = (front, new)
     for entry in inputs.notes:
         if entry.path in blocked or entry.text is None:
             continue
         marked = mark_note(entry.text, entry.body_start_line, entry.digest)
-        result.changes.append(Change(entry.path, entry.text, marked, "note"))
+        result.changes.append(Change(entry.path, entry.text, marked, "note", entry.full))
         result.notes[entry.path] = entry
         result.counts["notes_consolidated"] += 1
     return result
