@@ -121,14 +121,19 @@ def test_a_note_dated_in_the_future_is_held_back_reported_and_applied_once_its_d
     assert "future" not in read(memory, "topics/ops.md") and "2099" not in read(memory, "topics/ops.md")
     assert "consolidated:" not in future.read_text()
     problems = [(p, m) for p, _n, m in memory.check().problems]
-    assert ("sessions/2099/01/01/typo.md", "dated 2099-01-01, after today (2026-12-01): consolidate holds it back until then") in problems
+    assert (
+        "sessions/2099/01/01/typo.md",
+        "dated 2099-01-01, after today (2026-12-01): consolidate holds it back until then",
+    ) in problems
     note(memory.root, "2026-11-20", "b", "## topic/Ops\n- status: amber\n")
     memory.consolidate()
     assert "## Facts\n- status: amber (2026-11-20, sessions/2026/11/20/b.md)\n" in read(memory, "topics/ops.md")
     monkeypatch.setenv("FSMEM_NOW", "2099-01-02T08:00:00+00:00")
     report = memory.consolidate()
     assert report.held_back == [] and report.counts["notes_consolidated"] == 1
-    assert "## Facts\n- status: from the future (2099-01-01, sessions/2099/01/01/typo.md)\n" in read(memory, "topics/ops.md")
+    assert "## Facts\n- status: from the future (2099-01-01, sessions/2099/01/01/typo.md)\n" in read(
+        memory, "topics/ops.md"
+    )
     assert not [p for p, _n, _m in memory.check().problems if p.startswith("sessions/")]
 
 
