@@ -279,7 +279,7 @@ class Memory:
 
     def check(self, path: str | None = None) -> CheckResult:
         """Every problem in every file, as (path, line, message)."""
-        from fsmem.consolidate.plan import future_note_problem, today
+        from fsmem.consolidate.dates import future_note_problem, today
 
         metas = self.catalog.entries(self._existing(path) if path else None)
         problems = [(m.path, line, message) for m in metas for line, message in m.problems]

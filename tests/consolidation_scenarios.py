@@ -67,12 +67,37 @@ class Note:
         return "\n".join(parts)
 
 
+HUMAN_DOCUMENT = """\
+---
+title: Ann Lee
+entity: people/Ann Lee
+created: 2025-06-01T09:00:00+00:00
+updated: 2025-06-01T09:00:00+00:00
+---
+# Ann Lee
+
+Ann runs the Berlin office.
+
+## Facts
+- status: written by hand
+- Prefers tea in the morning.
+
+## Contact
+- city: Hamburg (as of 2025-12-01)
+
+## Notes
+- Prefers email over phone.
+- Met at the offsite.
+"""
+
+
 @dataclass
 class Scenario:
     notes: list[Note]
     steps: int
     crashes: dict[int, int] = field(default_factory=dict)  # step -> crash after this many writes
     strays: set[int] = field(default_factory=set)  # steps whose crash leaves a stray temporary file
+    human: bool = False  # start from a document written by hand (HUMAN_DOCUMENT)
 
 
 def fact_line(key: str, value: str, as_of: str | None) -> str:
@@ -101,7 +126,16 @@ def random_scenario(rng: random.Random, notes: int = 6, steps: int = 3, lines: i
         made.setdefault((date, session), Note(date, session, arrive, sections))
     crashes = {s: rng.randint(1, 12) for s in range(steps) if rng.random() < 0.5}
     strays = {s for s in crashes if rng.random() < 0.5}
-    return Scenario(list(made.values()), steps, crashes, strays)
+    return Scenario(list(made.values()), steps, crashes, strays, human=rng.random() < 0.3)
+
+
+def start(root: Path, scenario: Scenario) -> Memory:
+    memory = Memory.init(root)
+    if scenario.human:
+        path = root / "entities/people/ann-lee.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(HUMAN_DOCUMENT, encoding="utf-8")
+    return memory
 
 
 def write_notes(root: Path, scenario: Scenario, step: int) -> None:
@@ -134,7 +168,7 @@ def snapshot(root: Path) -> dict[str, bytes]:
 
 
 def reference(root: Path, scenario: Scenario) -> dict[str, bytes]:
-    memory = Memory.init(root)
+    memory = start(root, scenario)
     write_notes(root, scenario, scenario.steps)
     memory.consolidate()
     return snapshot(root)
@@ -145,7 +179,7 @@ def evolve(root: Path, scenario: Scenario) -> tuple[dict[str, bytes], int, int]:
 
     Returns the final tree, the number of crashes that happened, and how many were asked for.
     """
-    memory = Memory.init(root)
+    memory = start(root, scenario)
     crashed = 0
     for step in range(scenario.steps):
         write_notes(root, scenario, step)

@@ -318,6 +318,7 @@ def test_dry_run_prints_a_diff_and_writes_nothing(demo):
     report = demo.consolidate(dry_run=True)
     assert snapshot(demo.root) == before
     assert not (demo.root / ".fsmem/logs/consolidate.jsonl").exists()
+    assert not (demo.root / ".fsmem/consolidate").exists()  # not even the ledger
     assert "--- a/entities/people/adam-smith.md\n+++ b/entities/people/adam-smith.md\n" in report.diff
     assert "+- employer: Globex (2026-11-20, sessions/2026/11/20/support-0140.md)\n" in report.diff
     assert "--- /dev/null\n+++ b/entities/people/priya-natarajan.md\n" in report.diff

@@ -74,31 +74,53 @@ def test_an_older_note_consolidated_later_leaves_the_same_bytes_as_one_run(tmp_p
 
 
 def test_a_late_note_from_the_day_before_does_not_reopen_a_closed_ticket(tmp_path):
-    """Issue #10, finding 1 (the realistic case): open at 09:00, closed at 15:00 (appended to the same note), then
-    a laptop's note from the day before says escalated. The ticket stays closed; an intermediate confirmation
-    of an older value is kept exactly as one run over all notes keeps it."""
+    """Issue #10, finding 1 (the realistic case): a ticket is open at 09:00 and closed at 15:00 (appended to the
+    same note, consolidated in between), then a laptop's late note from the day before says escalated. The
+    ticket must stay closed, and the tree must be the tree of one run over the final notes."""
     memory, together = Memory.init(tmp_path / "m"), Memory.init(tmp_path / "together")
-    for m in (memory, together):
-        note(m.root, "2026-03-09", "desk", "## topic/Ticket 42\n- status: open\n")
+    support = note(memory.root, "2026-03-10", "support", "## topic/Ticket 42\n- status: open\n")
     memory.consolidate()
-    for m in (memory, together):
-        path = note(m.root, "2026-03-10", "support", "## topic/Ticket 42\n- status: open\n")
+    support.write_text(support.read_text() + "- status: closed\n")
     memory.consolidate()
-    for m in (memory, together):
-        path = m.root / "sessions/2026/03/10/support.md"
-        path.write_text(path.read_text() + "- status: closed\n")
+    note(memory.root, "2026-03-09", "laptop", "## topic/Ticket 42\n- status: escalated\n")
     memory.consolidate()
-    for m in (memory, together):
-        note(m.root, "2026-03-09", "laptop", "## topic/Ticket 42\n- status: escalated\n")
-    memory.consolidate()
+    note(together.root, "2026-03-10", "support", "## topic/Ticket 42\n- status: open\n- status: closed\n")
+    note(together.root, "2026-03-09", "laptop", "## topic/Ticket 42\n- status: escalated\n")
     together.consolidate()
     text = (memory.root / "topics/ticket-42.md").read_text()
     assert "## Facts\n- status: closed (2026-03-10, sessions/2026/03/10/support.md)\n" in text
     assert text.endswith(
         "## Superseded\n"
-        "- status: open (2026-03-09 to 2026-03-09, sessions/2026/03/09/desk.md)\n"
         "- status: escalated (2026-03-09 to 2026-03-10, sessions/2026/03/09/laptop.md)\n"
         "- status: open (2026-03-10 to 2026-03-10, sessions/2026/03/10/support.md)\n"
+    )
+    assert differences(S.snapshot(together.root), S.snapshot(memory.root)) == []
+
+
+def test_a_late_record_inside_a_confirmed_run_keeps_the_confirmation_before_it(tmp_path):
+    """Issue #10, finding 1 (exactness): records a@d1, a@d2, a@d4 are consolidated as one run a(d1..d4); then
+    b@d3 arrives. One run over all four notes gives a(d1..d2), b(d3), a(d4): the confirmation of d2, which no
+    citation named, must not be lost."""
+    memory, together = Memory.init(tmp_path / "m"), Memory.init(tmp_path / "together")
+    for m in (memory, together):
+        for day in ("01", "02", "04"):
+            note(m.root, f"2026-05-{day}", "desk", "## topic/Office\n- address: 1 Main St\n")
+    memory.consolidate()
+    assert (
+        "- address: 1 Main St (2026-05-01, sessions/2026/05/01/desk.md; confirmed 2026-05-04"
+        in (memory.root / "topics/office.md").read_text()
+    )
+    for m in (memory, together):
+        note(m.root, "2026-05-03", "laptop", "## topic/Office\n- address: 9 Side St\n")
+    memory.consolidate()
+    together.consolidate()
+    text = (memory.root / "topics/office.md").read_text()
+    assert "## Facts\n- address: 1 Main St (2026-05-04, sessions/2026/05/04/desk.md)\n" in text
+    assert text.endswith(
+        "## Superseded\n"
+        "- address: 1 Main St (2026-05-01 to 2026-05-03, sessions/2026/05/01/desk.md; "
+        "confirmed 2026-05-02, sessions/2026/05/02/desk.md)\n"
+        "- address: 9 Side St (2026-05-03 to 2026-05-04, sessions/2026/05/03/laptop.md)\n"
     )
     assert differences(S.snapshot(together.root), S.snapshot(memory.root)) == []
 

@@ -16,13 +16,15 @@ from typing import Any
 
 from fsmem import format as fmt
 from fsmem.consolidate import extractors as ex, ledger as L, plan as C, subjects
+from fsmem.consolidate.dates import SESSIONS
+from fsmem.consolidate.notes import NoteEntry
 from fsmem.consolidate.report import COUNT_NAMES, ConsolidationReport
 from fsmem.errors import FsmemError, LockTimeout
 from fsmem.store.files import TEMP_PREFIX, file_lock, fsync_dir, state_dir
 
 __all__ = ["COUNT_NAMES", "ConsolidationReport", "apply", "run", "unified_diff"]
 LOG_FILE = "consolidate.jsonl"
-CHUNK = 32  # files written per hold of the write lock, so Memory.write/note interleave
+CHUNK = 256  # files written per hold of the write lock (a fraction of a second), so Memory.write/note interleave
 
 
 class SimulatedCrash(BaseException):
@@ -141,7 +143,7 @@ def apply(
     return fresh
 
 
-def _marked_note(root: Path, change: C.Change, entry: L.NoteEntry) -> tuple[Path, bytes, bool] | None:
+def _marked_note(root: Path, change: C.Change, entry: NoteEntry) -> tuple[Path, bytes, bool] | None:
     """(where, bytes, grew) of the note with its mark set; it may have grown since it was read, and keeps what was added."""
     try:
         full = _real(root, change)
@@ -224,7 +226,7 @@ def remove_stray_temp_files(root: Path, settings: C.Settings) -> list[str]:
     from fsmem.store.paths import relative
 
     removed = []
-    folders = [root / name for name in ("entities", "topics", C.SESSIONS, settings.archive_dir)]
+    folders = [root / name for name in ("entities", "topics", SESSIONS, settings.archive_dir)]
     for name in sorted(os.listdir(root)):
         if name.startswith(TEMP_PREFIX) and os.path.isfile(root / name):
             removed.append(root / name)
@@ -243,9 +245,9 @@ def archive(root: Path, settings: C.Settings, report: ConsolidationReport) -> No
     from fsmem.store.catalog import walk_stats
     from fsmem.store.paths import resolve
 
-    folder = root / C.SESSIONS
+    folder = root / SESSIONS
     for rel, _full, _stat in walk_stats(root, folder) if folder.is_dir() else []:
-        archived = f"{settings.archive_dir}/{rel[len(C.SESSIONS) + 1 :]}"
+        archived = f"{settings.archive_dir}/{rel[len(SESSIONS) + 1 :]}"
         with file_lock(root):
             try:
                 source, target = resolve(root, rel), resolve(root, archived)
@@ -305,7 +307,8 @@ def run(
         if not dry_run:
             with file_lock(root):
                 report.temp_files_removed = remove_stray_temp_files(root, settings)
-        ledger = L.Ledger(root, L.signature(settings.extractors, settings.default_subject), settings.default_subject)
+        signature = L.signature(settings.extractors, settings.default_subject)
+        ledger = L.Ledger(root, signature, settings.default_subject, dry_run=dry_run)
         stack.callback(ledger.close, False)
         writes = _Writes()
         fresh: dict[str, subjects.DirectoryEntry] = {}

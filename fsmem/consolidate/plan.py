@@ -22,11 +22,12 @@ from typing import Any
 
 from fsmem import format as fmt
 from fsmem.consolidate import documents as docs, subjects
+from fsmem.consolidate.dates import note_date, today
 from fsmem.consolidate.history import RECORD, Record, merge_key
-from fsmem.consolidate.ledger import Ledger, NoteEntry, note_date, walk_notes
+from fsmem.consolidate.ledger import Ledger
+from fsmem.consolidate.notes import NoteEntry, walk_notes
 from fsmem.consolidate.observations import merge_observations
 
-SESSIONS = "sessions"
 CONSOLIDATED_FIELD = fmt.CONSOLIDATED_FIELD
 body_digest = fmt.body_digest
 KILL_ENV = "FSMEM_CONSOLIDATE_KILL_AFTER"  # test hook: SIGKILL this process after its Nth file write
@@ -83,21 +84,6 @@ class Settings:
             )
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"fsmem.yaml consolidate: {exc}") from None
-
-
-def today() -> str:
-    """The date consolidation runs on (FSMEM_NOW when set): notes dated later are held back."""
-    return fmt.now_iso()[:10]
-
-
-def future_note_problem(rel: str, front: dict[str, Any], day: str) -> str | None:
-    """`fsmem check`'s message for a session note dated after `day`, else None."""
-    if not rel.startswith(SESSIONS + "/"):
-        return None
-    date = note_date(rel, front)
-    if date and date > day:
-        return f"dated {date}, after today ({day}): consolidate holds it back until then"
-    return None
 
 
 # -- inputs -----------------------------------------------------------------

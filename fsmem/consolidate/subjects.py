@@ -24,6 +24,7 @@ from fsmem.store.files import atomic_write, state_dir
 _KIND = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,40}$")
 TOPIC_KINDS = ("topic", "topics")
 CACHE_VERSION = 2
+_INTERESTING = frozenset("-# `~")
 
 
 @dataclass(frozen=True)
@@ -127,13 +128,15 @@ def entry_from(rel: str, stat: os.stat_result, front: dict, text: str) -> Direct
     summary: list[str] = []
     in_superseded = in_code = False
     for line in body:
+        if line[:1] not in _INTERESTING:  # most lines: prose; only bullets, headings and fences matter here
+            continue
         if fmt.FENCED_CODE.match(line):
             in_code = not in_code
             continue
         heading = None if in_code else fmt.HEADING.match(line)
         if heading and len(heading.group(1)) <= 2:
             in_superseded = heading.group(2).strip().lower() == fmt.SUPERSEDED_HEADING.lower()
-        if in_superseded or not line.startswith("- "):
+        if in_superseded or in_code or not line.startswith("- "):
             continue
         fact = parse_fact(line)
         if fact is not None and fact.value is not None:
