@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import hashlib
 import json
 import os
 import signal
@@ -97,6 +98,7 @@ def apply(
     documents = [c for c in plan.changes if c.kind == "document"]
     notes = [c for c in plan.changes if c.kind == "note"]
     total, number = len(documents) + len(notes), 0
+    consolidated: set[str] = set()
     for chunk in _chunks(documents):
         with file_lock(root):
             batch = []
@@ -115,6 +117,10 @@ def apply(
                     blocked |= plan.feeds.get(change.path, set())
                     continue
                 batch.append((full, change.new.encode("utf-8"), change.path))
+            if ledger is not None and batch:
+                ledger.wrote(
+                    [(rel, hashlib.sha256(data).hexdigest(), plan.holds.get(rel, {})) for _f, data, rel in batch]
+                )
             for full, _data, rel in _write_batch(batch, writes):
                 report.files_written.append(rel)
                 if rel in plan.fronts:
@@ -133,6 +139,8 @@ def apply(
                     report.counts["notes_consolidated"] -= 1
                     continue
                 marks.append((marked[0], marked[1], change.path, entry, marked[2]))
+            if ledger is not None and marks:
+                ledger.will_mark([m[3] for m in marks])
             written = {rel for _full, _data, rel in _write_batch([m[:3] for m in marks], writes)}
             report.files_written += [m[2] for m in marks if m[2] in written]
             if ledger is not None:
@@ -140,6 +148,9 @@ def apply(
                     for full, _data, rel, entry, grew in marks:
                         if rel in written:
                             ledger.marked(entry, None if grew else full.stat())
+                            consolidated.add(rel)
+    if ledger is not None:
+        ledger.forget(sorted(d for d in plan.holds if plan.feeds.get(d, set()) <= consolidated))
     return fresh
 
 

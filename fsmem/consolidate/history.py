@@ -18,6 +18,7 @@ shows it, so a fact a human deleted stays deleted.
 from __future__ import annotations
 
 import bisect
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -38,6 +39,16 @@ class Record:
     source: str
     order: tuple  # (date, source, rank, line, index, note path): total, the same on every host
     new: bool  # not consolidated before
+    shown: bool = True  # the document may show it: consolidated before, or written by a run that then stopped
+
+    @property
+    def note(self) -> str:
+        return self.order[5]
+
+    @property
+    def identity(self) -> str:
+        """What the record says, to recognise it in a note that grew since."""
+        return json.dumps([self.key, self.value, self.text, self.date], ensure_ascii=False)
 
 
 @dataclass

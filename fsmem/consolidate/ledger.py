@@ -29,20 +29,21 @@ from fsmem.consolidate.notes import NoteEntry, NoteItem, as_old, read_note, sour
 from fsmem.store.files import state_dir
 from fsmem.store.paths import STATE_DIR as STATE
 
-VERSION = 1
+VERSION = 2
 FILE = "ledger.sqlite"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS notes (
     path TEXT PRIMARY KEY, source TEXT, stat TEXT, date TEXT, max_as_of TEXT, pending INTEGER,
-    digest TEXT, mark TEXT, problems TEXT, items TEXT, snapshot_mark TEXT, snapshot TEXT
+    digest TEXT, mark TEXT, problems TEXT, items TEXT, snapshots TEXT
 );
 CREATE TABLE IF NOT EXISTS feeds (path TEXT, target TEXT, heading TEXT, key TEXT);
 CREATE INDEX IF NOT EXISTS feeds_target ON feeds (target, key);
 CREATE INDEX IF NOT EXISTS feeds_heading ON feeds (heading, key);
 CREATE INDEX IF NOT EXISTS feeds_path ON feeds (path);
 CREATE INDEX IF NOT EXISTS notes_date ON notes (date);
+CREATE TABLE IF NOT EXISTS written (document TEXT PRIMARY KEY, digest TEXT, notes TEXT);
 """
 
 
@@ -51,6 +52,7 @@ class SyncResult:
     pending: list[NoteEntry] = field(default_factory=list)  # notes not wholly consolidated
     refused: list[tuple[str, int, str]] = field(default_factory=list)
     dates: dict[str, str] = field(default_factory=dict)  # source -> date, for every readable note
+    paths: dict[str, list[str]] = field(default_factory=dict)  # source -> the note files cited by it
 
 
 class Ledger:
@@ -74,7 +76,10 @@ class Ledger:
                 db.executescript(_SCHEMA)
                 found = dict(db.execute("SELECT name, value FROM meta").fetchall())
                 if found.get("version") != str(VERSION) or found.get("signature") != signature:
-                    db.executescript("BEGIN; DELETE FROM notes; DELETE FROM feeds; DELETE FROM meta; COMMIT;")
+                    db.executescript(
+                        "DROP TABLE IF EXISTS notes; DROP TABLE IF EXISTS feeds; DROP TABLE IF EXISTS written; "
+                        "DROP TABLE IF EXISTS meta;" + _SCHEMA
+                    )
                     db.executemany(
                         "INSERT INTO meta VALUES (?, ?)", [("version", str(VERSION)), ("signature", signature)]
                     )
@@ -125,35 +130,36 @@ class Ledger:
                 result.refused.append((rel, 1, f"{exc}; note skipped"))
                 continue
             seen.add(rel)
-            entry = read_note(full, rel, source_of(rel, archive_dir), extractors, self._snapshot(rel))
+            entry = read_note(full, rel, source_of(rel, archive_dir), extractors, self._snapshots(rel))
             self._store(entry, key)
             self._entries[rel] = entry
         gone = [path for path in known if path not in seen]
         for path in gone:
             self.db.execute("DELETE FROM notes WHERE path = ?", (path,))
             self.db.execute("DELETE FROM feeds WHERE path = ?", (path,))
-        for path, source, date in self.db.execute("SELECT path, source, date FROM notes WHERE date IS NOT NULL"):
-            if path in seen and date:
-                result.dates.setdefault(source, date)
+        for path, source, date in self.db.execute("SELECT path, source, date FROM notes ORDER BY path"):
+            if path in seen:
+                result.paths.setdefault(source, []).append(path)
+                if date:
+                    result.dates.setdefault(source, date)
         pending = [p for (p,) in self.db.execute("SELECT path FROM notes WHERE pending = 1 ORDER BY path")]
         result.pending = [self.entry(path) for path in pending if path in seen]
         return result
 
-    def _snapshot(self, rel: str) -> tuple[str | None, list[str]]:
-        row = self.db.execute("SELECT snapshot_mark, snapshot FROM notes WHERE path = ?", (rel,)).fetchone()
-        if not row or not row[0]:
-            return None, []
-        return row[0], json.loads(row[1] or "[]")
+    def _snapshots(self, rel: str) -> dict[str, list[str]]:
+        """`consolidated:` hash -> the identities of the items the note held when it was (or is being) marked so."""
+        row = self.db.execute("SELECT snapshots FROM notes WHERE path = ?", (rel,)).fetchone()
+        return json.loads(row[0]) if row and row[0] else {}
 
-    def _store(self, entry: NoteEntry, stat_key: str, snapshot: tuple[str, list[str]] | None = None) -> None:
-        if snapshot is None:
+    def _store(self, entry: NoteEntry, stat_key: str, snapshots: dict[str, list[str]] | None = None) -> None:
+        if snapshots is None:
             if entry.done:
-                snapshot = (entry.digest, [item.identity for item in entry.items])
+                snapshots = {entry.digest: [item.identity for item in entry.items]}
             else:
-                snapshot = self._snapshot(entry.path)  # type: ignore[assignment]
+                snapshots = self._snapshots(entry.path)
         items = [[i.heading, i.line, i.index, i.key, i.value, i.text, i.as_of, i.old] for i in entry.items]
         self.db.execute(
-            "INSERT OR REPLACE INTO notes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO notes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 entry.path,
                 entry.source,
@@ -165,8 +171,7 @@ class Ledger:
                 entry.mark,
                 json.dumps(entry.problems),
                 json.dumps(items, ensure_ascii=False),
-                snapshot[0],
-                json.dumps(snapshot[1], ensure_ascii=False),
+                json.dumps(snapshots, ensure_ascii=False),
             ),
         )
         self.db.execute("DELETE FROM feeds WHERE path = ?", (entry.path,))
@@ -217,22 +222,55 @@ class Ledger:
                 found.update(p for (p,) in rows)
         return sorted(found)
 
+    # -- documents written before their notes are marked ----------------------
+    def wrote(self, rows: list[tuple[str, str, dict[str, list[str]]]]) -> None:
+        """Before a batch of documents is renamed into place: (document, hash of its new bytes, note -> the
+        identities of that note's new records in it). A run that stops before it marks those notes leaves
+        the next run knowing exactly which of their records each document already shows."""
+        with self.transaction():
+            self.db.executemany(
+                "INSERT OR REPLACE INTO written VALUES (?, ?, ?)",
+                [(doc, digest, json.dumps(notes, ensure_ascii=False, sort_keys=True)) for doc, digest, notes in rows],
+            )
+
+    def shown(self, document: str, digest: str) -> dict[str, list[str]]:
+        """note -> identities of its records that `document` (whose bytes hash to `digest`) was written with."""
+        row = self.db.execute("SELECT digest, notes FROM written WHERE document = ?", (document,)).fetchone()
+        return json.loads(row[1]) if row and row[0] == digest else {}
+
+    def forget(self, documents: list[str]) -> None:
+        """The notes these documents were written from are marked: nothing is pending in them any more."""
+        with self.transaction():
+            self.db.executemany("DELETE FROM written WHERE document = ?", [(d,) for d in documents])
+
     # -- after a note is marked ----------------------------------------------
+    def will_mark(self, entries: list[NoteEntry]) -> None:
+        """Before notes are marked: remember what each held, under the hash it is about to be marked with, so a
+        run that stops between the two still knows it (the hash it was marked with before is kept too)."""
+        with self.transaction():
+            for entry in entries:
+                snapshots = self._snapshots(entry.path)
+                snapshots = {k: v for k, v in snapshots.items() if k == entry.mark}
+                snapshots[entry.digest] = [item.identity for item in entry.items]
+                self.db.execute(
+                    "UPDATE notes SET snapshots = ? WHERE path = ?",
+                    (json.dumps(snapshots, ensure_ascii=False), entry.path),
+                )
+
     def marked(self, entry: NoteEntry, stat: os.stat_result | None) -> None:
         """Remember that `entry`'s items are consolidated; `stat` is None when the note grew meanwhile (read again next run)."""
-        digest = entry.digest
-        snapshot = (digest, [item.identity for item in entry.items])
+        snapshots = {entry.digest: [item.identity for item in entry.items]}
         done = NoteEntry(
             entry.path,
             entry.source,
             entry.date,
             entry.max_as_of,
-            digest,
-            digest,
+            entry.digest,
+            entry.digest,
             [],
             [as_old(item) for item in entry.items],
         )
-        self._store(done, _stat_key(stat) if stat is not None else "", snapshot)
+        self._store(done, _stat_key(stat) if stat is not None else "", snapshots)
         self._entries[entry.path] = done
 
 

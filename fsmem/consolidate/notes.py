@@ -4,7 +4,7 @@ What a note contributed before comes from the note itself: its `consolidated:`
 field holds the hash of the body that was consolidated. A note that only grew
 at its end still starts with that body; one that grew in the middle (`fsmem
 note --subject` adds under an existing heading) is recognised by the list of
-items it held then, which the ledger keeps (`snapshot`).
+items it held then, which the ledger keeps (`snapshots`).
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def source_of(rel: str, archive_dir: str) -> str:
     return rel
 
 
-def read_note(full: Path, rel: str, source: str, extractors: list, snapshot: tuple[str | None, list[str]]) -> NoteEntry:
+def read_note(full: Path, rel: str, source: str, extractors: list, snapshots: dict[str, list[str]]) -> NoteEntry:
     """Read and extract one note; which of its items are already consolidated comes from its `consolidated:` mark."""
     entry = NoteEntry(rel, source, None, None, "", None, [], [])
     try:
@@ -108,28 +108,26 @@ def read_note(full: Path, rel: str, source: str, extractors: list, snapshot: tup
         NoteItem(i.subject, i.line - doc.body_start_line, n, i.key, i.value, i.text, i.as_of, False)
         for n, i in enumerate(extraction.items)
     ]
-    entry.items = _with_old(items, entry, doc.body, snapshot)
+    entry.items = _with_old(items, entry, doc.body, snapshots)
     dates = [i.as_of for i in entry.items if i.as_of and not i.old]
     entry.max_as_of = max(dates) if dates else None
     return entry
 
 
-def _with_old(
-    items: list[NoteItem], entry: NoteEntry, body: str, snapshot: tuple[str | None, list[str]]
-) -> list[NoteItem]:
+def _with_old(items: list[NoteItem], entry: NoteEntry, body: str, snapshots: dict[str, list[str]]) -> list[NoteItem]:
     """Flag the items that were already consolidated: all (mark matches), those in the snapshot, or those in the marked prefix."""
     if entry.mark is None:
         return items
     if entry.mark == entry.digest:
         return [as_old(item) for item in items]
-    if snapshot[0] == entry.mark:
-        old = _aligned(snapshot[1], [item.identity for item in items])
+    if entry.mark in snapshots:
+        old = aligned(snapshots[entry.mark], [item.identity for item in items])
         return [as_old(item) if index in old else item for index, item in enumerate(items)]
     lines = marked_prefix_lines(body, entry.mark)
     return [as_old(item) if item.line < lines else item for item in items]
 
 
-def _aligned(before: list[str], after: list[str]) -> set[int]:
+def aligned(before: list[str], after: list[str]) -> set[int]:
     """Positions in `after` of the items that were in `before`: a longest common subsequence, matched as early as possible.
 
     A note only grows by lines inserted somewhere (appended, or under an

@@ -44,7 +44,11 @@ class _Cluster:
 
 
 def merge_observations(
-    doc: docs.EntityDocument, records: list[Record], threshold: float, source_date: Callable[[str], str]
+    doc: docs.EntityDocument,
+    records: list[Record],
+    threshold: float,
+    source_date: Callable[[str], str],
+    said: Callable[[str, str], bool | None] = lambda source, text: None,
 ) -> NotesPlan:
     """Place the new observation records (and the old ones from the earliest new one on) under `## Notes`."""
     from rapidfuzz import fuzz, process
@@ -58,43 +62,29 @@ def merge_observations(
     for line in doc.note_lines:
         for source in line.sources:
             citing.setdefault(source, []).append(line)
+    # Which line shows each record: only a record the document can show (consolidated before, or written by a
+    # run that stopped before marking its note) is looked for, among the lines that cite its note.
     members: dict[int, list[Record]] = {}
-    unplaced: list[Record] = []
-    explained: set[tuple[int, str]] = set()  # (line, source) that an old record accounts for
-    # Old records first: a new record can only be what a line shows for its note when no old one is (the
-    # note was never marked: a run wrote the document, then stopped before marking it).
-    for record in sorted(records, key=lambda r: (r.new, r.order)):
+    replay = [r for r in records if r.new and not r.shown]
+    for record in sorted((r for r in records if r.shown), key=lambda r: r.order):
         norm = F.normalize_text(record.text or "")
         best, score = None, -1.0
         for line in citing.get(record.source, []):
-            if record.new and (line.index, record.source) in explained:
-                continue
             value = fuzz.ratio(norm, F.normalize_text(line.text))
             if value >= threshold and value > score:
                 best, score = line, value
-        if best is not None and not record.new:
-            explained.add((best.index, record.source))
-        if best is None:
-            unplaced.append(record)
-        else:
+        if best is not None:
             members.setdefault(best.index, []).append(record)
-    pinned: list[_Cluster] = []
-    kept: list[_Cluster] = []
-    replay = [r for r in unplaced if r.new]  # an old record no line shows any more was deleted by a human
+        elif record.new:
+            replay.append(record)  # (an old record no line shows any more was deleted by a human)
+    lines: list[tuple[_Cluster, str]] = []  # existing lines that stay, with "derived", "pinned" or "unread"
     for line in doc.note_lines:
         mine = sorted(members.get(line.index, []), key=lambda r: r.order)
         known = {r.source for r in mine}
-        # all of the line's records were read again (none is older than t's date): the first one in its words
-        # started it; new ones before that one were never applied (they only share a note with it)
+        # all of the line's records were read again (none is older than t's date): the line is the
+        # consolidator's if its first record is in its words, else a human's (reworded, or took a citation)
         whole = bool(mine) and set(line.sources) <= known
-        derived = line.cited and not whole
-        if line.cited and whole:
-            starter = next((r for r in mine if r.text == line.text), None)
-            before = [r for r in mine if starter is None or r.order < starter.order]
-            derived = starter is not None and all(r.new for r in before)
-            if derived:
-                replay.extend(before)
-                mine = [r for r in mine if r not in before]
+        derived = line.cited and whole and mine[0].text == line.text
         released = [r for r in mine if r.order >= t]
         replay.extend(released)
         staying = {r.source for r in mine if r.order < t}
@@ -103,9 +93,21 @@ def merge_observations(
             continue
         sources = {s for s in line.sources if s in staying or s not in known}
         cluster = _Cluster(line.text, F.normalize_text(line.text), sources, line, changed=bool(released))
-        (kept if derived else pinned).append(cluster)  # pinned: a human's line (uncited, or reworded)
-        if derived:
-            result.managed.append(line.index)
+        lines.append((cluster, "derived" if derived else "unread" if line.cited and not whole else "pinned"))
+    # A consolidated line whose first records were not read again is the consolidator's unless all its notes
+    # are there and none of them said it in its words (then it is a human's line that took a citation); only
+    # the last consolidator's line decides where new lines go, so lines are checked from the end until one is.
+    for number in range(len(lines) - 1, -1, -1):
+        cluster, kind = lines[number]
+        if kind == "unread" and cluster.line is not None:
+            answers = [said(s, cluster.text) for s in cluster.line.sources]
+            kind = "pinned" if answers and all(a is False for a in answers) else "derived"
+            lines[number] = (cluster, kind)
+        if kind == "derived":
+            break
+    pinned = [c for c, kind in lines if kind == "pinned"]
+    kept = [c for c, kind in lines if kind != "pinned"]
+    result.managed = [c.line.index for c in kept if c.line is not None]
     clusters = pinned + kept
     norms = [c.norm for c in clusters]
     for record in sorted(replay, key=lambda r: r.order):

@@ -13,6 +13,7 @@ on how notes were batched, ordered or interrupted; `apply` writes it.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 from collections import Counter
 from collections.abc import Callable
@@ -25,7 +26,7 @@ from fsmem.consolidate import documents as docs, subjects
 from fsmem.consolidate.dates import note_date, today
 from fsmem.consolidate.history import RECORD, Record, merge_key
 from fsmem.consolidate.ledger import Ledger
-from fsmem.consolidate.notes import NoteEntry, walk_notes
+from fsmem.consolidate.notes import NoteEntry, aligned, walk_notes
 from fsmem.consolidate.observations import merge_observations
 
 CONSOLIDATED_FIELD = fmt.CONSOLIDATED_FIELD
@@ -98,6 +99,7 @@ class Inputs:
     problems: list[tuple[str, int, str]] = field(default_factory=list)
     dates: dict[str, str] = field(default_factory=dict)  # note source -> date
     paths: dict[str, Path] = field(default_factory=dict)  # document -> where it is (checked by the path rule)
+    said: Callable[[str, str, str], bool | None] = lambda document, source, text: None  # noqa: E731
     today: str = ""
 
 
@@ -137,11 +139,17 @@ def gather(
                 keys.add(item.key)
             elif first is None or entry.date < first:  # type: ignore[operator]
                 wanted[target.path] = (keys, entry.date)
+    inputs.said = _Said(ledger, resolver, synced.paths, inputs.today)
     for path in sorted(wanted):
         keys, first_observation = wanted[path]
-        inputs.records[path] = _records(ledger, resolver, path, keys, first_observation, inputs.today)
-        inputs.documents[path] = _read_document(root, path, inputs)
+        text = inputs.documents[path] = _read_document(root, path, inputs)
+        shown = ledger.shown(path, _digest(text)) if isinstance(text, str) else {}
+        inputs.records[path] = _records(ledger, resolver, path, keys, first_observation, inputs.today, shown)
     return inputs
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _held_back(entry: NoteEntry, day: str) -> bool:
@@ -220,6 +228,25 @@ class _Resolver:
         return self._unkinded.get(path, [])
 
 
+class _Said:
+    """Whether a note said an observation, word for word, about a document (read from the ledger when asked)."""
+
+    def __init__(self, ledger: Ledger, resolver: _Resolver, paths: dict[str, list[str]], day: str):
+        self.ledger, self.resolver, self.paths, self.day = ledger, resolver, paths, day
+
+    def __call__(self, document: str, source: str, text: str) -> bool | None:
+        """True or False; None when `source` is no note there is (deleted, or never was): nobody can tell."""
+        if source not in self.paths:
+            return None
+        for path in self.paths[source]:
+            entry = self.ledger.entry(path)
+            if entry.readable and not _held_back(entry, self.day):
+                for item in entry.items:
+                    if item.key is None and item.text == text and self.resolver.target(item.heading).path == document:
+                        return True
+        return False
+
+
 def _real_path(root: Path, rel: str) -> str:
     """The memory path of the file `rel` leads to (itself unless a symbolic link inside the memory is on the way)."""
     from fsmem.errors import FsmemError
@@ -235,9 +262,18 @@ def _real_path(root: Path, rel: str) -> str:
 
 
 def _records(
-    ledger: Ledger, resolver: _Resolver, path: str, keys: set[str], first_observation: str | None, day: str
+    ledger: Ledger,
+    resolver: _Resolver,
+    path: str,
+    keys: set[str],
+    first_observation: str | None,
+    day: str,
+    shown: dict[str, list[str]],
 ) -> list[Record]:
-    """Every record `path` needs: all records of the keys with new facts, and the observations from the first new one's date."""
+    """Every record `path` needs: all records of the keys with new facts, and the observations from the first new one's date.
+
+    `shown` (note -> identities) lists the records of notes not marked yet that the document was written with
+    (by a run that stopped before it marked them)."""
     headings = resolver.unkinded_headings(path)
     notes: set[str] = set()
     for alias in sorted(resolver.aliases.get(path, {path})):
@@ -260,7 +296,15 @@ def _records(
             date = (item.as_of or entry.date) if item.key is not None else entry.date
             order = (date, entry.source, RECORD, item.line, item.index, entry.path)
             records.append(Record(item.key, item.value, item.text, date or "", entry.source, order, not item.old))
-    return records
+    if shown:
+        flagged = []
+        for note_path in sorted({r.note for r in records}):
+            mine = [r for r in records if r.note == note_path and r.new]
+            applied = aligned(shown.get(note_path, []), [r.identity for r in mine])
+            flagged += [dataclasses.replace(r, shown=i in applied) for i, r in enumerate(mine)]
+            flagged += [r for r in records if r.note == note_path and not r.new]
+        return flagged
+    return [dataclasses.replace(r, shown=False) if r.new else r for r in records]
 
 
 # -- plan ---------------------------------------------------------------------
@@ -282,6 +326,7 @@ class Plan:
     problems: list[tuple[str, int, str]] = field(default_factory=list)
     counts: Counter = field(default_factory=Counter)
     fronts: dict[str, tuple[dict, str]] = field(default_factory=dict)  # document -> (front matter, new text)
+    holds: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # document -> note -> new records in it
 
 
 def plan(inputs: Inputs, settings: Settings) -> Plan:
@@ -300,7 +345,7 @@ def plan(inputs: Inputs, settings: Settings) -> Plan:
             blocked |= inputs.feeds.get(path, set())
             continue
         new, problem, front = plan_document(
-            path, old, inputs.targets[path], inputs.records[path], settings, result.counts, source_date
+            path, old, inputs.targets[path], inputs.records[path], settings, result.counts, source_date, inputs.said
         )
         if problem:
             result.problems.append((path, problem[0], problem[1] + "; document skipped"))
@@ -308,6 +353,11 @@ def plan(inputs: Inputs, settings: Settings) -> Plan:
         elif new is not None and new != old:
             result.changes.append(Change(path, old, new, "document", inputs.paths.get(path)))
             result.fronts[path] = (front, new)
+            holds: dict[str, list[str]] = {}
+            for record in sorted(inputs.records[path], key=lambda r: (r.note, r.order[3], r.order[4])):
+                if record.new:
+                    holds.setdefault(record.note, []).append(record.identity)
+            result.holds[path] = holds
     for entry in inputs.notes:
         if entry.path in blocked or entry.text is None:
             continue
@@ -338,6 +388,7 @@ def plan_document(
     settings: Settings,
     counts: Counter,
     source_date: Callable[[str], str],
+    said: Callable[[str, str, str], bool | None] = lambda document, source, text: None,
 ) -> tuple[str | None, tuple[int, str] | None, dict]:
     """The new text of one document after merging `records` into it (None: nothing to write)."""
     if text is None:
@@ -364,7 +415,11 @@ def plan_document(
     if by_key:
         doc.ensure_section(docs.FACTS)
     notes = merge_observations(
-        doc, [r for r in records if r.key is None], settings.near_duplicate_threshold, source_date
+        doc,
+        [r for r in records if r.key is None],
+        settings.near_duplicate_threshold,
+        source_date,
+        lambda source, text: said(path, source, text),
     )
     dates += notes.dates
     counts.update(notes.counts)
