@@ -86,7 +86,7 @@ Ann runs the Berlin office.
 - city: Hamburg (as of 2025-12-01)
 
 ## Notes
-- Prefers email over phone.
+- Prefers email over the phone
 - Met at the offsite.
 """
 

@@ -199,7 +199,7 @@ def test_sigkill_in_a_later_batch_then_a_rerun_gives_the_bytes_of_one_run(tmp_pa
     scenario = S.random_scenario(random.Random(seed), notes=7, steps=2)
     expected = S.reference(tmp_path / "reference", scenario)
     base = tmp_path / "base"
-    Memory.init(base)
+    S.start(base, scenario)
     S.write_notes(base, scenario, 0)
     assert _cli(base).returncode in (0, 1)
     S.write_notes(base, scenario, scenario.steps)

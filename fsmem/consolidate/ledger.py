@@ -223,20 +223,20 @@ class Ledger:
         return sorted(found)
 
     # -- documents written before their notes are marked ----------------------
-    def wrote(self, rows: list[tuple[str, str, dict[str, list[str]]]]) -> None:
-        """Before a batch of documents is renamed into place: (document, hash of its new bytes, note -> the
-        identities of that note's new records in it). A run that stops before it marks those notes leaves
-        the next run knowing exactly which of their records each document already shows."""
+    def wrote(self, rows: list[tuple[str, str, dict[str, tuple[str, list[str]]]]]) -> None:
+        """Before a batch of documents is renamed into place: (document, hash of its new bytes, note -> (the hash
+        the note is to be marked with, the identities of its new records in it)). A run that stops before it
+        marks those notes leaves the next run knowing exactly which of their records each document shows."""
         with self.transaction():
             self.db.executemany(
                 "INSERT OR REPLACE INTO written VALUES (?, ?, ?)",
                 [(doc, digest, json.dumps(notes, ensure_ascii=False, sort_keys=True)) for doc, digest, notes in rows],
             )
 
-    def shown(self, document: str, digest: str) -> dict[str, list[str]]:
-        """note -> identities of its records that `document` (whose bytes hash to `digest`) was written with."""
+    def shown(self, document: str, digest: str) -> dict[str, tuple[str, list[str]]]:
+        """note -> (its hash-to-be, identities of its records) that `document` (its bytes hash to `digest`) holds."""
         row = self.db.execute("SELECT digest, notes FROM written WHERE document = ?", (document,)).fetchone()
-        return json.loads(row[1]) if row and row[0] == digest else {}
+        return {k: (v[0], v[1]) for k, v in json.loads(row[1]).items()} if row and row[0] == digest else {}
 
     def forget(self, documents: list[str]) -> None:
         """The notes these documents were written from are marked: nothing is pending in them any more."""

@@ -268,12 +268,12 @@ def _records(
     keys: set[str],
     first_observation: str | None,
     day: str,
-    shown: dict[str, list[str]],
+    shown: dict[str, tuple[str, list[str]]],
 ) -> list[Record]:
     """Every record `path` needs: all records of the keys with new facts, and the observations from the first new one's date.
 
-    `shown` (note -> identities) lists the records of notes not marked yet that the document was written with
-    (by a run that stopped before it marked them)."""
+    `shown` (note -> (the hash it was to be marked with, identities)) lists the records of notes not marked
+    yet that the document was written with (by a run that stopped before it marked them)."""
     headings = resolver.unkinded_headings(path)
     notes: set[str] = set()
     for alias in sorted(resolver.aliases.get(path, {path})):
@@ -300,7 +300,10 @@ def _records(
         flagged = []
         for note_path in sorted({r.note for r in records}):
             mine = [r for r in records if r.note == note_path and r.new]
-            applied = aligned(shown.get(note_path, []), [r.identity for r in mine])
+            digest, identities = shown.get(note_path, ("", []))
+            if ledger.entry(note_path).mark == digest:  # marked since: what it held is consolidated (old)
+                identities = []
+            applied = aligned(identities, [r.identity for r in mine])
             flagged += [dataclasses.replace(r, shown=i in applied) for i, r in enumerate(mine)]
             flagged += [r for r in records if r.note == note_path and not r.new]
         return flagged
@@ -326,7 +329,8 @@ class Plan:
     problems: list[tuple[str, int, str]] = field(default_factory=list)
     counts: Counter = field(default_factory=Counter)
     fronts: dict[str, tuple[dict, str]] = field(default_factory=dict)  # document -> (front matter, new text)
-    holds: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # document -> note -> new records in it
+    holds: dict[str, dict[str, tuple[str, list[str]]]] = field(default_factory=dict)  # document -> note -> (its
+    # hash-to-be, the new records of it the document holds)
 
 
 def plan(inputs: Inputs, settings: Settings) -> Plan:
@@ -353,10 +357,11 @@ def plan(inputs: Inputs, settings: Settings) -> Plan:
         elif new is not None and new != old:
             result.changes.append(Change(path, old, new, "document", inputs.paths.get(path)))
             result.fronts[path] = (front, new)
-            holds: dict[str, list[str]] = {}
+            holds: dict[str, tuple[str, list[str]]] = {}
+            digests = {entry.path: entry.digest for entry in inputs.notes}
             for record in sorted(inputs.records[path], key=lambda r: (r.note, r.order[3], r.order[4])):
                 if record.new:
-                    holds.setdefault(record.note, []).append(record.identity)
+                    holds.setdefault(record.note, (digests.get(record.note, ""), []))[1].append(record.identity)
             result.holds[path] = holds
     for entry in inputs.notes:
         if entry.path in blocked or entry.text is None:
