@@ -29,7 +29,7 @@ from fsmem.consolidate.notes import NoteEntry, NoteItem, as_old, read_note, sour
 from fsmem.store.files import state_dir
 from fsmem.store.paths import STATE_DIR as STATE
 
-VERSION = 2
+VERSION = 3
 FILE = "ledger.sqlite"
 
 _SCHEMA = """
@@ -43,7 +43,7 @@ CREATE INDEX IF NOT EXISTS feeds_target ON feeds (target, key);
 CREATE INDEX IF NOT EXISTS feeds_heading ON feeds (heading, key);
 CREATE INDEX IF NOT EXISTS feeds_path ON feeds (path);
 CREATE INDEX IF NOT EXISTS notes_date ON notes (date);
-CREATE TABLE IF NOT EXISTS written (document TEXT PRIMARY KEY, digest TEXT, notes TEXT);
+CREATE TABLE IF NOT EXISTS written (document TEXT, digest TEXT, notes TEXT, PRIMARY KEY (document, digest));
 """
 
 
@@ -235,8 +235,10 @@ class Ledger:
 
     def shown(self, document: str, digest: str) -> dict[str, tuple[str, list[str]]]:
         """note -> (its hash-to-be, identities of its records) that `document` (its bytes hash to `digest`) holds."""
-        row = self.db.execute("SELECT digest, notes FROM written WHERE document = ?", (document,)).fetchone()
-        return {k: (v[0], v[1]) for k, v in json.loads(row[1]).items()} if row and row[0] == digest else {}
+        row = self.db.execute(
+            "SELECT notes FROM written WHERE document = ? AND digest = ?", (document, digest)
+        ).fetchone()  # a row per version written: a run that stops before renaming keeps the last one's
+        return {k: (v[0], v[1]) for k, v in json.loads(row[0]).items()} if row else {}
 
     def forget(self, documents: list[str]) -> None:
         """The notes these documents were written from are marked: nothing is pending in them any more."""

@@ -124,9 +124,8 @@ def gather(
                 continue
         inputs.notes.append(entry)
     resolver = _Resolver(root, settings, ledger)
-    wanted: dict[
-        str, tuple[set[str], str | None]
-    ] = {}  # document -> (keys with new facts, date of first new observation)
+    # document -> (keys with new facts, date of the first new observation)
+    wanted: dict[str, tuple[set[str], str | None]] = {}
     for number, entry in enumerate(inputs.notes, start=1):
         if progress:
             progress("reading notes", number, len(inputs.notes))
@@ -296,18 +295,18 @@ def _records(
             date = (item.as_of or entry.date) if item.key is not None else entry.date
             order = (date, entry.source, RECORD, item.line, item.index, entry.path)
             records.append(Record(item.key, item.value, item.text, date or "", entry.source, order, not item.old))
-    if shown:
-        flagged = []
-        for note_path in sorted({r.note for r in records}):
-            mine = [r for r in records if r.note == note_path and r.new]
-            digest, identities = shown.get(note_path, ("", []))
-            if ledger.entry(note_path).mark == digest:  # marked since: what it held is consolidated (old)
-                identities = []
-            applied = aligned(identities, [r.identity for r in mine])
-            flagged += [dataclasses.replace(r, shown=i in applied) for i, r in enumerate(mine)]
-            flagged += [r for r in records if r.note == note_path and not r.new]
-        return flagged
-    return [dataclasses.replace(r, shown=False) if r.new else r for r in records]
+    flagged = [r for r in records if not r.new]
+    by_note: dict[str, list[Record]] = {}
+    for record in records:
+        if record.new:
+            by_note.setdefault(record.note, []).append(record)
+    for note_path, mine in sorted(by_note.items()):
+        digest, identities = shown.get(note_path, ("", []))
+        if identities and ledger.entry(note_path).mark == digest:  # marked since: what it held is old now
+            identities = []
+        applied = aligned(identities, [r.identity for r in mine]) if identities else set()
+        flagged += [dataclasses.replace(r, shown=i in applied) for i, r in enumerate(mine)]
+    return flagged
 
 
 # -- plan ---------------------------------------------------------------------
@@ -343,6 +342,7 @@ def plan(inputs: Inputs, settings: Settings) -> Plan:
         return inputs.dates.get(source) or note_date(source, {}) or ""
 
     blocked: set[str] = set()
+    digests = {entry.path: entry.digest for entry in inputs.notes}
     for path in sorted(inputs.records):
         old = inputs.documents.get(path)
         if old is docs.UNREADABLE:
@@ -358,7 +358,6 @@ def plan(inputs: Inputs, settings: Settings) -> Plan:
             result.changes.append(Change(path, old, new, "document", inputs.paths.get(path)))
             result.fronts[path] = (front, new)
             holds: dict[str, tuple[str, list[str]]] = {}
-            digests = {entry.path: entry.digest for entry in inputs.notes}
             for record in sorted(inputs.records[path], key=lambda r: (r.note, r.order[3], r.order[4])):
                 if record.new:
                     holds.setdefault(record.note, (digests.get(record.note, ""), []))[1].append(record.identity)
