@@ -79,10 +79,27 @@ def read_everything(root: Path) -> float:
     return time.perf_counter() - started
 
 
+def many_keys(keys: int) -> float:
+    """Seconds to consolidate a second note giving new values to `keys` keys of one subject (the first made them)."""
+    from fsmem import Memory
+
+    with tempfile.TemporaryDirectory() as folder:
+        memory = Memory.init(Path(folder) / "mem")
+        for day, word in (("01", "old"), ("02", "new")):
+            path = memory.root / f"sessions/2026/01/{day}/keys.md"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            body = "".join(f"- key {n}: {word} {n}\n" for n in range(keys))
+            path.write_text(f"---\ntitle: Keys\n---\n## topic/Many Keys\n{body}", encoding="utf-8")
+            started = time.perf_counter()
+            memory.consolidate()
+        return time.perf_counter() - started
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--notes", type=int, default=1000)
     parser.add_argument("--documents", type=int, default=10000)
+    parser.add_argument("--keys", default="1000,2000,4000,8000", help="keys of one subject, for the scaling runs")
     parser.add_argument("--json", action="store_true", help="print a JSON document instead of a table")
     args, _ = parser.parse_known_args(argv)  # run_all.py passes every script the same arguments
     os.environ.setdefault("FSMEM_NOW", "2026-12-01T00:00:00+00:00")
@@ -119,6 +136,9 @@ def main(argv: list[str] | None = None) -> int:
             "incremental_documents_read": one.counts["documents_read"],
             "incremental_vs_baseline": round(one_seconds / baseline, 2) if baseline else None,
         }
+    result["keys_of_one_subject_seconds"] = {
+        n: round(many_keys(n), 2) for n in map(int, args.keys.split(",") if args.keys else [])
+    }
     if args.json:
         print(json.dumps(result, indent=2))
     else:
@@ -133,6 +153,9 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{'consolidate 1 more note':<36}{one_seconds:>10.3f}{result['incremental_documents_read']:>16}{one_seconds / baseline:>12.2f}"
         )
+        print("one subject, N keys given new values in one run (linear: seconds grow like N):")
+        for keys, seconds in result["keys_of_one_subject_seconds"].items():
+            print(f"  {keys:>6} keys  {seconds:>7.2f} s")
     return 0
 
 

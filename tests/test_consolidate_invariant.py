@@ -155,7 +155,7 @@ def scenarios(draw) -> S.Scenario:
         notes.setdefault((date, session), S.Note(date, session, arrive, sections))
     crashes = draw(st.dictionaries(st.integers(0, STEPS - 1), st.integers(1, 10), max_size=2))
     strays = draw(st.sets(st.sampled_from(sorted(crashes)))) if crashes else set()
-    return S.Scenario(list(notes.values()), STEPS, crashes, strays)
+    return S.Scenario(list(notes.values()), STEPS, crashes, strays, human=draw(st.booleans()))
 
 
 @settings(max_examples=45, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
@@ -163,7 +163,8 @@ def scenarios(draw) -> S.Scenario:
 def test_batches_growth_and_crashes_give_the_bytes_of_one_run(scenario):
     """Random notes (subjects, keys, values, retractions, `as of` dates, near-duplicate observations, several
     notes a day) arriving in random batches, growing between runs (at their end or mid-section), runs crashing
-    after a random write with or without a stray temporary file: the final tree equals one run's."""
+    after a random write with or without a stray temporary file, starting from an empty memory or from a
+    document written by hand: the final tree equals one run's."""
     with tempfile.TemporaryDirectory() as folder:
         expected = S.reference(Path(folder) / "one-run", scenario)
         got, _crashed, _asked = S.evolve(Path(folder) / "evolved", scenario)
