@@ -13,7 +13,7 @@ next complete run leaves the same bytes as one uninterrupted run over all notes.
    `--kills` points spread over its writes) and at random moments (`--timed-kills`),
    then run again; every tree is compared with the uninterrupted one.
 
-    python benchmarks/bench_consolidate_invariant.py [--scenarios 200] [--notes 1500] [--kills 12] [--timed-kills 6] [--json]
+    python benchmarks/bench_consolidate_invariant.py [--scenarios 200] [--notes 1500] [--kills 24] [--timed-kills 8] [--json]
 """
 
 from __future__ import annotations
@@ -130,10 +130,11 @@ def sigkills(notes: int, kills: int, timed: int, seed: int, folder: Path) -> dic
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
     rng = random.Random(seed)
-    for path, _text, batch in rng.sample(written, len(written) // 20):  # notes that grow after consolidation
-        if batch == 1:
-            with open(path, "a", encoding="utf-8") as handle:
-                handle.write(f"- {rng.choice(KEYS)}: grown {rng.randint(1, 9)}\n- {rng.choice(OBSERVATIONS)}\n")
+    first = [path for path, _text, batch in written if batch == 1]
+    grown = rng.sample(first, len(written) // 30)  # notes that grow after they were consolidated
+    for path in grown:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(f"- {rng.choice(KEYS)}: grown {rng.randint(1, 9)}\n- {rng.choice(OBSERVATIONS)}\n")
     reference = folder / "reference"
     shutil.copytree(base, reference)
     started = time.perf_counter()
@@ -171,6 +172,7 @@ def sigkills(notes: int, kills: int, timed: int, seed: int, folder: Path) -> dic
         shutil.rmtree(work)
     return {
         "notes": notes,
+        "notes_grown": len(grown),
         "second_run_writes": writes,
         "second_run_seconds": round(seconds, 1),
         "kill_points_tried": tried,
@@ -184,8 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenarios", type=int, default=200)
     parser.add_argument("--notes", type=int, default=1500)
-    parser.add_argument("--kills", type=int, default=12)
-    parser.add_argument("--timed-kills", type=int, default=6)
+    parser.add_argument("--kills", type=int, default=24)
+    parser.add_argument("--timed-kills", type=int, default=8)
     parser.add_argument("--seed", type=int, default=10)
     parser.add_argument("--json", action="store_true", help="print a JSON document instead of a table")
     args, _ = parser.parse_known_args(argv)
