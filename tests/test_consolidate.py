@@ -348,6 +348,17 @@ def test_archive_moves_consolidated_notes(memory):
     assert report.notes_archived == ["sessions/2026/01/01/a.md"]
     assert not (memory.root / "sessions/2026/01/01/a.md").exists()
     assert "consolidated: sha256-" in (memory.root / "archive/sessions/2026/01/01/a.md").read_text()
+    # archived notes still count: a late note inside a confirmed run needs the archived confirmation
+    for day in ("02", "04"):
+        note(memory.root, f"2026-01-{day}", "a", "## topic/X\n- a: b\n")
+    memory.consolidate()
+    note(memory.root, "2026-01-03", "late", "## topic/X\n- a: c\n")
+    memory.consolidate()
+    assert body(memory, "topics/x.md").endswith(
+        "## Superseded\n"
+        "- a: b (2026-01-01 to 2026-01-03, sessions/2026/01/01/a.md; confirmed 2026-01-02, sessions/2026/01/02/a.md)\n"
+        "- a: c (2026-01-03 to 2026-01-04, sessions/2026/01/03/late.md)\n"
+    )
 
 
 def test_extractor_plugin_through_entry_points(memory, tmp_path, monkeypatch):
