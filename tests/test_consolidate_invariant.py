@@ -158,7 +158,10 @@ def scenarios(draw) -> S.Scenario:
     return S.Scenario(list(notes.values()), STEPS, crashes, strays, human=draw(st.booleans()))
 
 
-@settings(max_examples=45, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+EXAMPLES = int(os.environ.get("FSMEM_INVARIANT_EXAMPLES", "45"))  # about 25 s; raise it for a longer hunt
+
+
+@settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenario=scenarios())
 def test_batches_growth_and_crashes_give_the_bytes_of_one_run(scenario):
     """Random notes (subjects, keys, values, retractions, `as of` dates, near-duplicate observations, several
