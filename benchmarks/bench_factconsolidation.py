@@ -102,12 +102,21 @@ def evaluate(root: Path, rows: list[dict]) -> dict:
     }
 
 
+def tree(root: Path) -> dict[str, bytes]:
+    """Every file outside machine state (.fsmem/), with its bytes."""
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".fsmem" not in p.relative_to(root).parts
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="consolidation runs the shuffled notes are split over")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--json", action="store_true", help="print a JSON document instead of a table")
-    args = parser.parse_args(argv)
+    args, _ = parser.parse_known_args(argv)
     if not DATA.exists():
         print(f"skipped: {DATA} not found", file=sys.stderr)
         return 0
@@ -116,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         root = Path(folder) / "mem"
         run = consolidate_shuffled(root, rows, args.runs, args.seed)
         result = {**run, **evaluate(root, rows), "facts": len(rows)}
+        consolidate_shuffled(Path(folder) / "one-run", rows, 1, args.seed)
+        result["same_bytes_as_one_run"] = tree(root) == tree(Path(folder) / "one-run")
     if args.json:
         print(json.dumps(result, indent=2))
     else:
@@ -124,8 +135,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'slots correct':<28}{result['slots_correct']} / {result['slots']}")
         print(f"{'older facts superseded':<28}{result['superseded_marked']} / {result['superseded_facts']}")
         print(f"{'second run idempotent':<28}{result['idempotent']}")
+        print(f"{'same bytes as one run':<28}{result['same_bytes_as_one_run']}")
         print(f"{'consolidation time':<28}{result['seconds']:.2f} s")
-    return 0 if result["slots_correct"] == result["slots"] else 1
+    return 0 if result["slots_correct"] == result["slots"] and result["same_bytes_as_one_run"] else 1
 
 
 if __name__ == "__main__":

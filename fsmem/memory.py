@@ -387,10 +387,17 @@ class Memory:
 
     def check(self, path: str | None = None) -> CheckResult:
         """Every problem in every file, as (path, line, message); files that cannot be read are problems too."""
+        from fsmem.consolidate.dates import future_note_problem, today
+
         skipped: list[tuple[str, str]] = []
         metas = self.catalog.entries(self._existing(path) if path else None, skipped)
         problems = [(m.path, line, message) for m in metas for line, message in m.problems]
         problems += [(shown, 1, reason) for shown, reason in skipped]
+        day = today()
+        for meta in metas:  # a note dated in the future: consolidate holds it back, so say so
+            message = future_note_problem(meta.path, meta.front_matter, day)
+            if message:
+                problems.append((meta.path, 1, message))
         problems.sort(key=lambda p: (p[0], p[1]))
         return CheckResult(problems=problems, files=len(metas) + len(skipped))
 
@@ -518,15 +525,16 @@ class Memory:
 
         section = self.config.section("consolidate")
         _paths.config_dir(section.get("archive_dir", DEFAULTS["archive_dir"]), "consolidate.archive_dir", self.root)
-
-        return consolidate_apply.run(self, dry_run=dry_run, progress=progress)
+        return consolidate_apply.run(self.root, section, self.tokens.count, dry_run=dry_run, progress=progress)
 
     def index(self) -> IndexResult:
         """Regenerate INDEX.md (the table of contents of entities and topics); says whether it changed."""
         self._require_writable()
         from fsmem.consolidate import index_md
+        from fsmem.consolidate.plan import Settings
 
-        return IndexResult(changed=index_md.write_index(self))
+        settings = Settings.from_section(self.config.section("consolidate"))
+        return IndexResult(changed=index_md.write_index(self.root, settings.index_max_tokens, self.tokens.count))
 
     def write_index(self) -> bool:
         """Deprecated (0.2): use `index()`; goes away in 0.3."""

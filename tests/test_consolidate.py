@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fsmem import Memory
-from fsmem.consolidate import apply as CA, plan as C
+from fsmem.consolidate import apply as CA, extractors as ex, ledger as L, plan as C
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples" / "memory"
@@ -57,6 +57,15 @@ def body(memory: Memory, rel: str) -> str:
     return (memory.root / rel).read_text(encoding="utf-8")
 
 
+def planned(memory: Memory) -> tuple[C.Plan, L.Ledger]:
+    """Gather and plan as a run does, without applying: (plan, open ledger)."""
+    settings = C.Settings.from_section(memory.config.section("consolidate"))
+    ledger = L.Ledger(memory.root, L.signature(settings.extractors, settings.default_subject), settings.default_subject)
+    plan = C.plan(C.gather(memory.root, settings, ex.load(settings.extractors), ledger), settings)
+    ledger.commit()
+    return plan, ledger
+
+
 ADAM_AFTER = """\
 # Adam Smith
 
@@ -73,8 +82,8 @@ ADAM_AFTER = """\
 - Adam introduced his successor at Acme, Priya Natarajan. (2026-11-20, sessions/2026/11/20/support-0140.md)
 
 ## Superseded
-- role: finance lead (2026-10-01 to 2026-11-02, entities/people/adam-smith.md)
 - employer: Acme Corp (2026-10-01 to 2026-11-20, entities/people/adam-smith.md)
+- role: finance lead (2026-10-01 to 2026-11-02, entities/people/adam-smith.md)
 """
 
 
@@ -254,14 +263,13 @@ def test_note_appended_after_consolidation_is_consolidated_next_run(memory):
 
 
 def test_change_between_read_and_write_is_never_overwritten(demo):
-    settings = C.Settings.from_section(demo.config.section("consolidate"))
-    extractors = C.ex.load(settings.extractors)
-    plan = C.plan(C.gather(demo.root, settings, extractors), settings)
+    plan, ledger = planned(demo)
     path = demo.root / "entities/people/adam-smith.md"
     path.write_text(path.read_text() + "\nA human wrote this while the consolidator was thinking.\n")
     human = path.read_bytes()
     report = CA.ConsolidationReport()
-    CA.apply(demo.root, plan, report, CA._Writes(), None)
+    CA.apply(demo.root, plan, report, CA._Writes(), None, ledger)
+    ledger.close(True)
     assert report.conflicts == ["entities/people/adam-smith.md"]
     assert path.read_bytes() == human
     assert "consolidated:" not in body(demo, "sessions/2026/11/20/support-0140.md")  # feeds the conflicted file
@@ -310,6 +318,7 @@ def test_dry_run_prints_a_diff_and_writes_nothing(demo):
     report = demo.consolidate(dry_run=True)
     assert snapshot(demo.root) == before
     assert not (demo.root / ".fsmem/logs/consolidate.jsonl").exists()
+    assert not (demo.root / ".fsmem/consolidate").exists()  # not even the ledger
     assert "--- a/entities/people/adam-smith.md\n+++ b/entities/people/adam-smith.md\n" in report.diff
     assert "+- employer: Globex (2026-11-20, sessions/2026/11/20/support-0140.md)\n" in report.diff
     assert "--- /dev/null\n+++ b/entities/people/priya-natarajan.md\n" in report.diff
@@ -339,6 +348,17 @@ def test_archive_moves_consolidated_notes(memory):
     assert report.notes_archived == ["sessions/2026/01/01/a.md"]
     assert not (memory.root / "sessions/2026/01/01/a.md").exists()
     assert "consolidated: sha256-" in (memory.root / "archive/sessions/2026/01/01/a.md").read_text()
+    # archived notes still count: a late note inside a confirmed run needs the archived confirmation
+    for day in ("02", "04"):
+        note(memory.root, f"2026-01-{day}", "a", "## topic/X\n- a: b\n")
+    memory.consolidate()
+    note(memory.root, "2026-01-03", "late", "## topic/X\n- a: c\n")
+    memory.consolidate()
+    assert body(memory, "topics/x.md").endswith(
+        "## Superseded\n"
+        "- a: b (2026-01-01 to 2026-01-03, sessions/2026/01/01/a.md; confirmed 2026-01-02, sessions/2026/01/02/a.md)\n"
+        "- a: c (2026-01-03 to 2026-01-04, sessions/2026/01/03/late.md)\n"
+    )
 
 
 def test_extractor_plugin_through_entry_points(memory, tmp_path, monkeypatch):
@@ -371,16 +391,16 @@ def test_extractor_plugin_through_entry_points(memory, tmp_path, monkeypatch):
     assert "- employer: Initech (2026-01-01, sessions/2026/01/01/a.md)\n" in body(memory, "entities/people/bo-diaz.md")
     assert "- Bo Diaz works at Initech. (2026-01-01" in body(memory, "topics/inbox.md")
     config.write_text(config.read_text().replace("[rules, shouting]", "[nope]"))
-    with pytest.raises(C.ex.ConfigError, match="no extractor 'nope'"):
+    with pytest.raises(ex.ConfigError, match="no extractor 'nope'"):
         Memory(memory.root).consolidate()
 
 
 def test_note_appended_while_a_run_is_in_progress_is_not_lost(memory):
     memory.note("- employer: Acme", session="s", subject="people/Ann Lee")
-    settings = C.Settings.from_section(memory.config.section("consolidate"))
-    plan = C.plan(C.gather(memory.root, settings, C.ex.load(settings.extractors)), settings)
+    plan, ledger = planned(memory)
     memory.note("- role: cto", session="s", subject="people/Ann Lee")  # lands between plan and apply
-    CA.apply(memory.root, plan, CA.ConsolidationReport(), CA._Writes(), None)
+    CA.apply(memory.root, plan, CA.ConsolidationReport(), CA._Writes(), None, ledger)
+    ledger.close(True)
     note_text = body(memory, "sessions/2026/12/01/s.md")
     assert "- role: cto\n" in note_text and "consolidated: sha256-" in note_text
     assert "role" not in body(memory, "entities/people/ann-lee.md")

@@ -142,7 +142,7 @@ def serve(memory: Memory) -> None:
     lines = TextLines(anyio.wrap_file(io.TextIOWrapper(wire, encoding="utf-8", errors="replace")), held)
 
     async def run() -> None:
-        async with stdio_server(stdin=lines) as (read_stream, write_stream):
+        async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
     anyio.run(run)

@@ -745,7 +745,7 @@ def _occurrences(content: str, needle: str) -> Iterator[int]:
 def _os_error_message(command: str, arguments: Mapping[str, Any], exc: BaseException) -> str:
     target = arguments.get("path") or arguments.get("old_path") or "/memories"
     if isinstance(exc, UnicodeError):
-        return f"The {command} of {target} failed: the text is not valid Unicode ({exc.reason})"
+        return f"The {command} of {target} failed: the text is not valid Unicode ({getattr(exc, 'reason', exc)})"
     reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
     return f"The {command} of {target} failed: {reason}"
 

@@ -1,96 +1,49 @@
-"""Running a consolidation: the lock, `apply` (careful writes), retries, the report and the log line."""
+"""Running a consolidation: the locks, `apply` (careful writes), retries, the archive, INDEX.md and the log line."""
 
 from __future__ import annotations
 
 import contextlib
 import difflib
+import hashlib
 import json
 import os
 import signal
+import tempfile
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fsmem import format as fmt
-from fsmem.consolidate import extractors as ex, plan as C
-from fsmem.errors import LockTimeout
-from fsmem.store.files import atomic_write, file_lock, state_dir
+from fsmem.consolidate import extractors as ex, ledger as L, plan as C, subjects
+from fsmem.consolidate.dates import SESSIONS
+from fsmem.consolidate.notes import NoteEntry
+from fsmem.consolidate.report import COUNT_NAMES, ConsolidationReport
+from fsmem.errors import FsmemError, LockTimeout
+from fsmem.store.files import TEMP_PREFIX, file_lock, fsync_dir, state_dir
 
-if TYPE_CHECKING:
-    from fsmem.memory import Memory
-
-COUNT_NAMES = (
-    "notes_read",
-    "notes_consolidated",
-    "facts_added",
-    "facts_confirmed",
-    "superseded",
-    "retracted",
-    "observations_added",
-    "observations_merged",
-    "documents_read",
-)
+__all__ = ["COUNT_NAMES", "ConsolidationReport", "apply", "run", "unified_diff"]
 LOG_FILE = "consolidate.jsonl"
+CHUNK = 256  # files written per hold of the write lock (a fraction of a second), so Memory.write/note interleave
 
 
-@dataclass
-class ConsolidationReport:
-    """What one `fsmem consolidate` run did (or, with dry_run, would do)."""
+class SimulatedCrash(BaseException):
+    """Raised by the in-process crash hook (tests): like a SIGKILL, nothing after it runs and nothing is cleaned up."""
 
-    dry_run: bool = False
-    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNT_NAMES, 0))
-    files_written: list[str] = field(default_factory=list)
-    notes_archived: list[str] = field(default_factory=list)
-    conflicts: list[str] = field(default_factory=list)
-    problems: list[tuple[str, int, str]] = field(default_factory=list)
-    index_changed: bool = False
-    attempts: int = 0
-    diff: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"dry_run": self.dry_run, **self.counts}
-        data.update(
-            files_written=self.files_written,
-            notes_archived=self.notes_archived,
-            conflicts=self.conflicts,
-            problems=[{"path": p, "line": n, "message": m} for p, n, m in self.problems],
-            index_changed=self.index_changed,
-            attempts=self.attempts,
-        )
-        if self.dry_run:
-            data["diff"] = self.diff
-        return data
+_crash_after: int | None = None  # in-process counterpart of FSMEM_CONSOLIDATE_KILL_AFTER, for tests
 
-    def to_text(self) -> str:
-        c = self.counts
-        lines = []
-        if self.dry_run:
-            lines.append(self.diff.rstrip("\n") if self.diff else "(nothing would change)")
-        lines += [f"{p}:{n}: {m}" for p, n, m in self.problems]
-        lines += [f"{p}: changed on disk while consolidating; left as it is, retried next run" for p in self.conflicts]
-        verb = "would consolidate" if self.dry_run else "consolidated"
-        lines.append(
-            f"{verb} {c['notes_consolidated']} of {c['notes_read']} note(s): {c['facts_added']} fact(s) added, "
-            f"{c['facts_confirmed']} confirmed, {c['superseded']} superseded, {c['retracted']} retracted, "
-            f"{c['observations_added']} observation(s) added, {c['observations_merged']} merged"
-        )
-        if not self.dry_run:
-            index = "; INDEX.md updated" if self.index_changed else ""
-            archived = f"; {len(self.notes_archived)} note(s) archived" if self.notes_archived else ""
-            lines.append(f"{len(self.files_written)} file(s) written{archived}{index}")
-        return "\n".join(lines)
 
-    @property
-    def empty(self) -> bool:
-        return self.counts["notes_read"] == 0
-
-    def add(self, plan: C.Plan) -> None:
-        for name in COUNT_NAMES:
-            self.counts[name] += plan.counts.get(name, 0)
-        for problem in plan.problems:
-            if problem not in self.problems:
-                self.problems.append(problem)
+@contextlib.contextmanager
+def crash_after(writes: int | None) -> Iterator[None]:
+    """Within this block, a consolidation raises SimulatedCrash right after its `writes`-th file write."""
+    global _crash_after
+    saved, _crash_after = _crash_after, writes
+    try:
+        yield
+    finally:
+        _crash_after = saved
 
 
 class _Writes:
@@ -99,12 +52,15 @@ class _Writes:
     def __init__(self) -> None:
         raw = os.environ.get(C.KILL_ENV, "")
         self.kill_after = int(raw) if raw.isdigit() else None
+        self.crash_after = _crash_after
         self.count = 0
 
     def done(self) -> None:
         self.count += 1
         if self.kill_after is not None and self.count >= self.kill_after:
             os.kill(os.getpid(), signal.SIGKILL)
+        if self.crash_after is not None and self.count >= self.crash_after:
+            raise SimulatedCrash(self.count)
 
 
 def _current(path: Path) -> bytes | None:
@@ -114,94 +70,217 @@ def _current(path: Path) -> bytes | None:
         return None
 
 
-def apply(root: Path, plan: C.Plan, report: ConsolidationReport, writes: _Writes, progress: C.Progress | None) -> None:
+def _real(root: Path, change: C.Change) -> Path:
+    """Where a file's bytes live, checked by the memory's path rule (when it was read): a link stays a link."""
+    from fsmem.store.paths import resolve
+
+    full = change.full if change.full is not None else resolve(root, change.path)
+    return Path(os.path.realpath(full)) if os.path.islink(full) else full
+
+
+def apply(
+    root: Path,
+    plan: C.Plan,
+    report: ConsolidationReport,
+    writes: _Writes,
+    progress: C.Progress | None,
+    ledger: L.Ledger | None = None,
+) -> dict[str, subjects.DirectoryEntry]:
     """Write the plan: documents first, then the `consolidated:` marks of the notes they took nothing back from.
 
     Each file is replaced only if it still holds the bytes the plan was made
     from; otherwise it is left alone, reported as a conflict, and the notes
     feeding it stay unmarked so the next attempt (or run) merges them again.
+    Returns directory entries of the documents written, for INDEX.md.
     """
     blocked: set[str] = set()
+    fresh: dict[str, subjects.DirectoryEntry] = {}
     documents = [c for c in plan.changes if c.kind == "document"]
     notes = [c for c in plan.changes if c.kind == "note"]
-    total = len(documents) + len(notes)
-    number = 0
+    total, number = len(documents) + len(notes), 0
+    consolidated: set[str] = set()
     for chunk in _chunks(documents):
-        with file_lock(root):  # held for a few writes at a time, so Memory.write/note interleave
+        with file_lock(root):
+            batch = []
             for change in chunk:
                 number += 1
                 if progress:
                     progress("writing", number, total)
-                path = root / change.path
-                expected = None if change.old is None else change.old.encode("utf-8")
-                if _current(path) != expected:
+                try:
+                    full = _real(root, change)
+                except FsmemError as exc:
+                    report.problems.append((change.path, 1, f"{exc}; document skipped"))
+                    blocked |= plan.feeds.get(change.path, set())
+                    continue
+                if _current(full) != (None if change.old is None else change.old.encode("utf-8")):
                     report.conflicts.append(change.path)
                     blocked |= plan.feeds.get(change.path, set())
                     continue
-                atomic_write(path, change.new.encode("utf-8"))
-                writes.done()
-                report.files_written.append(change.path)
+                batch.append((full, change.new.encode("utf-8"), change.path))
+            if ledger is not None and batch:
+                ledger.wrote(
+                    [(rel, hashlib.sha256(data).hexdigest(), plan.holds.get(rel, {})) for _f, data, rel in batch]
+                )
+            for full, _data, rel in _write_batch(batch, writes):
+                report.files_written.append(rel)
+                if rel in plan.fronts:
+                    front, text = plan.fronts[rel]
+                    fresh[rel] = subjects.entry_from(rel, full.stat(), front, text)
     for chunk in _chunks(notes):
         with file_lock(root):
+            marks = []
             for change in chunk:
                 number += 1
                 if progress:
                     progress("writing", number, total)
-                if change.path in blocked:
+                entry = plan.notes[change.path]
+                marked = None if change.path in blocked else _marked_note(root, change, entry)
+                if marked is None:
                     report.counts["notes_consolidated"] -= 1
                     continue
-                if _mark_note(root / change.path, change):
-                    writes.done()
-                    report.files_written.append(change.path)
+                marks.append((marked[0], marked[1], change.path, entry, marked[2]))
+            if ledger is not None and marks:
+                ledger.will_mark([m[3] for m in marks])
+            written = {rel for _full, _data, rel in _write_batch([m[:3] for m in marks], writes)}
+            report.files_written += [m[2] for m in marks if m[2] in written]
+            if ledger is not None:
+                with ledger.transaction():
+                    for full, _data, rel, entry, grew in marks:
+                        if rel in written:
+                            ledger.marked(entry, None if grew else full.stat())
+                            consolidated.add(rel)
+    if ledger is not None:
+        ledger.forget(sorted(d for d in plan.holds if plan.feeds.get(d, set()) <= consolidated))
+    return fresh
 
 
-def _chunks(changes: list[C.Change], size: int = 32) -> list[list[C.Change]]:
+def _marked_note(root: Path, change: C.Change, entry: NoteEntry) -> tuple[Path, bytes, bool] | None:
+    """(where, bytes, grew) of the note with its mark set; it may have grown since it was read, and keeps what was added."""
+    try:
+        full = _real(root, change)
+    except FsmemError:
+        return None
+    data = _current(full)
+    if data is None:
+        return None
+    if change.old is not None and data == change.old.encode("utf-8"):
+        return full, change.new.encode("utf-8"), False
+    text, bad = fmt.decode(data)
+    if bad or fmt.split(text).problems:
+        return None
+    marked = fmt.set_fields(text, {C.CONSOLIDATED_FIELD: entry.digest})
+    return (full, marked.encode("utf-8"), True) if marked != text else None
+
+
+def _write_batch(batch: list[tuple[Path, bytes, str]], writes: _Writes) -> list[tuple[Path, bytes, str]]:
+    """Replace each file through a temporary file in its folder: all written, fsynced together, then renamed.
+
+    The same guarantee as one atomic write per file (a reader or a crash sees
+    old or new bytes, and new bytes are on disk before their name is), with
+    the fsyncs overlapped instead of one after another.
+    """
+    staged: list[tuple[int, str, Path, bytes, str]] = []
+    try:
+        for full, data, rel in batch:
+            full.parent.mkdir(parents=True, exist_ok=True)
+            mode = os.stat(full).st_mode & 0o777 if full.exists() else _default_mode()
+            fd, temp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=full.parent)
+            staged.append((fd, temp, full, data, rel))
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fchmod(fd, mode)
+        if staged:
+            list(_pool().map(lambda s: os.fsync(s[0]), staged))
+        for fd, *_ in staged:
+            os.close(fd)
+        done = []
+        for _fd, temp, full, data, rel in staged:
+            os.replace(temp, full)
+            done.append((full, data, rel))
+            writes.done()
+        for folder in sorted({full.parent for full, _d, _r in done}):
+            fsync_dir(folder)
+        return done
+    except Exception:
+        for fd, temp, *_ in staged:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+        raise
+
+
+_fsync_pool: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    """Threads that fsync a batch of files at once (the disk then commits them together)."""
+    global _fsync_pool
+    if _fsync_pool is None:
+        _fsync_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="fsmem-fsync")
+    return _fsync_pool
+
+
+def _default_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def _chunks(changes: list[C.Change], size: int = CHUNK) -> list[list[C.Change]]:
     return [changes[i : i + size] for i in range(0, len(changes), size)]
 
 
-def _mark_note(path: Path, change: C.Change) -> bool:
-    """Set `consolidated:` on the note as it is now; it may have grown since it was read, and keeps what was added."""
-    data = _current(path)
-    if data is None:
-        return False
-    text, bad = fmt.decode(data)
-    if bad or fmt.split(text).problems:
-        return False
-    marked = fmt.set_fields(text, {C.CONSOLIDATED_FIELD: C.body_digest(change.new)})
-    if marked == text:
-        return False
-    atomic_write(path, marked.encode("utf-8"))
-    return True
+def remove_stray_temp_files(root: Path, settings: C.Settings) -> list[str]:
+    """Delete the temporary files an interrupted write left in the folders consolidation writes (under the write lock)."""
+    from fsmem.store.paths import relative
+
+    removed = []
+    folders = [root / name for name in ("entities", "topics", SESSIONS, settings.archive_dir)]
+    for name in sorted(os.listdir(root)):
+        if name.startswith(TEMP_PREFIX) and os.path.isfile(root / name):
+            removed.append(root / name)
+    for folder in folders:
+        for current, dirs, files in os.walk(folder):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            removed += [Path(current, f) for f in sorted(files) if f.startswith(TEMP_PREFIX)]
+    for path in removed:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+    return [relative(root, path) for path in removed]
 
 
 def archive(root: Path, settings: C.Settings, report: ConsolidationReport) -> None:
     """Move fully consolidated notes to the archive folder (never overwriting anything there)."""
-    folder = root / C.SESSIONS
-    from fsmem.store.catalog import walk
-    from fsmem.store.paths import relative
+    from fsmem.store.catalog import walk_stats
+    from fsmem.store.paths import resolve
 
-    for path in walk(root, folder) if folder.is_dir() else []:
-        rel = relative(root, path)
+    folder = root / SESSIONS
+    for rel, _full, _stat in walk_stats(root, folder) if folder.is_dir() else []:
+        archived = f"{settings.archive_dir}/{rel[len(SESSIONS) + 1 :]}"
         with file_lock(root):
-            data = _current(path)
-            if data is None:
+            try:
+                source, target = resolve(root, rel), resolve(root, archived)
+            except FsmemError as exc:
+                report.problems.append((rel, 1, f"not archived: {exc}"))
+                continue
+            data = _current(source)
+            if data is None or os.path.islink(source):
                 continue
             text, bad = fmt.decode(data)
             if bad or fmt.split(text).front_matter.get(C.CONSOLIDATED_FIELD) != C.body_digest(text):
                 continue
-            target = root / settings.archive_dir / rel[len(C.SESSIONS) + 1 :]
-            if target.exists():
-                report.problems.append(
-                    (rel, 1, f"not archived: {settings.archive_dir}/{rel[len(C.SESSIONS) + 1 :]} exists")
-                )
+            if os.path.lexists(target):
+                report.problems.append((rel, 1, f"not archived: {archived} exists"))
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
-            os.rename(path, target)
+            os.rename(source, target)
         report.notes_archived.append(rel)
 
 
 def unified_diff(plan: C.Plan) -> str:
-    parts = []
+    parts: list[str] = []
     for change in sorted(plan.changes, key=lambda c: (c.kind != "document", c.path)):
         old = (change.old or "").splitlines(keepends=True)
         new = change.new.splitlines(keepends=True)
@@ -210,12 +289,21 @@ def unified_diff(plan: C.Plan) -> str:
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in parts)
 
 
-def run(memory: Memory, *, dry_run: bool = False, progress: C.Progress | None = None) -> ConsolidationReport:
-    """One consolidation of `memory`; refuses to overlap another one."""
+def run(
+    root: Path,
+    section: dict[str, Any],
+    count_tokens: Callable[[str], int],
+    *,
+    dry_run: bool = False,
+    progress: C.Progress | None = None,
+) -> ConsolidationReport:
+    """One consolidation of the memory at `root` (`section`: fsmem.yaml's `consolidate`); refuses to overlap another one.
+
+    `count_tokens` counts tokens for INDEX.md's cap.
+    """
     from fsmem.consolidate import index_md
 
-    root = memory.root
-    settings = C.Settings.from_section(memory.config.section("consolidate"))
+    settings = C.Settings.from_section(section)
     extractors = ex.load(settings.extractors)
     report = ConsolidationReport(dry_run=dry_run)
     started = time.monotonic()
@@ -227,24 +315,35 @@ def run(memory: Memory, *, dry_run: bool = False, progress: C.Progress | None = 
                 "another 'fsmem consolidate' is running on this memory; this run changed nothing "
                 "(notes written meanwhile are consolidated by the next run)"
             ) from None
+        if not dry_run:
+            with file_lock(root):
+                report.temp_files_removed = remove_stray_temp_files(root, settings)
+        signature = L.signature(settings.extractors, settings.default_subject)
+        ledger = L.Ledger(root, signature, settings.default_subject, dry_run=dry_run)
+        stack.callback(ledger.close, False)
         writes = _Writes()
+        fresh: dict[str, subjects.DirectoryEntry] = {}
         for attempt in range(1, settings.max_attempts + 1):
             report.attempts = attempt
-            inputs = C.gather(root, settings, extractors, progress)
+            inputs = C.gather(root, settings, extractors, ledger, progress)
             plan = C.plan(inputs, settings)
             report.add(plan)
             if dry_run:
                 report.diff = unified_diff(plan)
                 return report
+            ledger.commit()
             conflicts_before = len(report.conflicts)
-            apply(root, plan, report, writes, progress)
+            fresh.update(apply(root, plan, report, writes, progress, ledger))
             if len(report.conflicts) == conflicts_before:
                 break
             if attempt < settings.max_attempts:
                 report.conflicts = report.conflicts[:conflicts_before]  # retried: only a final conflict is reported
         if settings.archive:
             archive(root, settings, report)
-        report.index_changed = index_md.write_index(memory)
+        try:
+            report.index_changed = index_md.write_index(root, settings.index_max_tokens, count_tokens, fresh)
+        except FsmemError as exc:
+            report.problems.append((index_md.INDEX_FILE, 1, f"{exc}; not written"))
         if report.index_changed:
             writes.done()
         _log(root, report, time.monotonic() - started)
@@ -260,6 +359,7 @@ def _log(root: Path, report: ConsolidationReport, seconds: float) -> None:
         "files_written": len(report.files_written),
         "conflicts": report.conflicts,
         "problems": len(report.problems),
+        "held_back": len(report.held_back),
         "index_changed": report.index_changed,
     }
     path = state_dir(root, "logs") / LOG_FILE

@@ -122,12 +122,25 @@ def rules(note: SessionNote) -> Extraction:
 Extractor = Callable[[SessionNote], "Extraction | Iterable[Item]"]
 
 
-def load(names: Iterable[str]) -> list[tuple[str, Extractor]]:
-    """The extractors named in fsmem.yaml, looked up in the entry point group."""
+_found: dict[tuple[str, ...], dict] = {}
+
+
+def _entry_points() -> dict:
+    """The group's entry points, looked up once per `sys.path` (scanning every installed package takes tens of ms)."""
+    import sys
     from importlib.metadata import entry_points
 
-    found = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
-    chosen = []
+    key = tuple(sys.path)
+    if key not in _found:
+        _found.clear()
+        _found[key] = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    return _found[key]
+
+
+def load(names: Iterable[str]) -> list[tuple[str, Extractor]]:
+    """The extractors named in fsmem.yaml, looked up in the entry point group."""
+    found = _entry_points()
+    chosen: list[tuple[str, Extractor]] = []
     for name in names:
         if name == "rules" and name not in found:
             chosen.append((name, rules))  # running from a source tree without installed metadata

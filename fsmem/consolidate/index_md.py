@@ -10,17 +10,14 @@ INDEX.md untouched.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from fsmem import format as fmt
 from fsmem.budget import Meter
 from fsmem.consolidate.subjects import DirectoryEntry, directory
 from fsmem.store.files import atomic_write, file_lock
-
-if TYPE_CHECKING:
-    from fsmem.memory import Memory
 
 INDEX_FILE = "INDEX.md"
 DESCRIPTION_CHARS = 160
@@ -87,18 +84,23 @@ def _compose(chosen: list[DirectoryEntry], total: int, max_tokens: int) -> str:
     return "".join(parts)
 
 
-def write_index(memory: Memory) -> bool:
-    """Regenerate INDEX.md at the memory root; True if its bytes changed."""
-    from fsmem.consolidate.plan import Settings
+def write_index(
+    root: Path, max_tokens: int, count: Callable[[str], int], fresh: dict[str, DirectoryEntry] | None = None
+) -> bool:
+    """Regenerate INDEX.md at the memory root (under `max_tokens` as counted by `count`); True if its bytes changed.
 
-    settings = Settings.from_section(memory.config.section("consolidate"))
-    text = render(directory(memory.root), settings.index_max_tokens, memory.tokens.count)
-    return _write_if_changed(memory.root / INDEX_FILE, text)
+    `fresh` passes directory entries the caller built from documents it has just written.
+    """
+    from fsmem.store.paths import resolve
+
+    text = render(directory(root, fresh), max_tokens, count)
+    target = Path(os.path.realpath(resolve(root, INDEX_FILE)))  # a link to a memory file stays a link
+    return _write_if_changed(root, target, text)
 
 
-def _write_if_changed(path: Path, text: str) -> bool:
+def _write_if_changed(root: Path, path: Path, text: str) -> bool:
     data = text.encode("utf-8")
-    with file_lock(path.parent):
+    with file_lock(root):
         try:
             if path.read_bytes() == data:
                 return False

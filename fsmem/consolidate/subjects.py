@@ -18,13 +18,13 @@ from pathlib import Path
 
 from fsmem import format as fmt
 from fsmem.format.facts import slugify
-from fsmem.store.catalog import HEAD_BYTES, walk
+from fsmem.store.catalog import HEAD_BYTES, walk_stats
 from fsmem.store.files import atomic_write, state_dir
-from fsmem.store.paths import relative
 
 _KIND = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,40}$")
 TOPIC_KINDS = ("topic", "topics")
 CACHE_VERSION = 2
+_INTERESTING = frozenset("-# `~")
 
 
 @dataclass(frozen=True)
@@ -103,42 +103,69 @@ def _names(front: dict, title: str) -> list[str]:
     return names
 
 
-def _read_entry(root: Path, path: Path, stat: os.stat_result) -> DirectoryEntry:
-    from fsmem.format.facts import parse_fact
-
-    with open(path, "rb") as handle:
+def _read_entry(root: Path, rel: str, full: Path, stat: os.stat_result) -> DirectoryEntry:
+    with open(full, "rb") as handle:
         data = handle.read(HEAD_BYTES)
     text, _ = fmt.decode(data)
-    doc = fmt.split(text)
-    front = doc.front_matter
-    title = doc.title or next((h.title for h in fmt.headings(doc.body) if h.level == 1), "") or path.stem
+    return entry_from(rel, stat, fmt.split(text).front_matter, text)
+
+
+def entry_from(rel: str, stat: os.stat_result, front: dict, text: str) -> DirectoryEntry:
+    """A directory entry from a document's front matter (already parsed) and its text."""
+    from fsmem.format.facts import parse_fact
+
+    lines = text.splitlines()
+    body_start = 0
+    if lines and lines[0].lstrip(fmt.BOM).rstrip() == fmt.FENCE:
+        body_start = next((i + 1 for i in range(1, len(lines)) if lines[i].rstrip() in ("---", "...")), 0)
+    body = lines[body_start:]
+    title = "" if front.get("title") is None else str(front.get("title"))
+    title = title or next((h.title for h in fmt.headings("\n".join(body)) if h.level == 1), "") or Path(rel).stem
     importance = front.get("importance")
     if isinstance(importance, bool) or not isinstance(importance, (int, float)):
         importance = 0.0
-    summary = []
-    superseded = fmt.superseded_ranges(doc)
-    for number, line in enumerate(text.splitlines(), start=1):
-        if number < doc.body_start_line or fmt.in_ranges(number, superseded):
+    description = front.get("description")
+    summary: list[str] = []
+    in_superseded = in_code = False
+    for line in body:
+        if line[:1] not in _INTERESTING:  # most lines: prose; only bullets, headings and fences matter here
+            continue
+        if fmt.FENCED_CODE.match(line):
+            in_code = not in_code
+            continue
+        heading = None if in_code else fmt.HEADING.match(line)
+        if heading and len(heading.group(1)) <= 2:
+            in_superseded = heading.group(2).strip().lower() == fmt.SUPERSEDED_HEADING.lower()
+        if in_superseded or in_code or not line.startswith("- "):
             continue
         fact = parse_fact(line)
         if fact is not None and fact.value is not None:
             summary.append(f"{fact.key}: {fact.value}")
-        if len(summary) == 3:
-            break
+            if len(summary) == 3:
+                break
     return DirectoryEntry(
-        path=relative(root, path),
+        path=rel,
         mtime_ns=stat.st_mtime_ns,
         size=stat.st_size,
         title=str(title),
-        description=doc.description or "",
+        description=" ".join(str(description).split()) if description is not None else "",
         importance=float(importance),
         names=_names(front, str(title)),
         summary="; ".join(summary),
     )
 
 
-def directory(root: Path) -> list[DirectoryEntry]:
-    """Every entity and topic document, from the cache where (mtime, size) still match."""
+def directory(root: Path, fresh: dict[str, DirectoryEntry] | None = None) -> list[DirectoryEntry]:
+    """Every entity and topic document, from the cache where (mtime, size) still match.
+
+    `fresh` holds entries the caller built from texts it has just written (the
+    consolidator), used when their (mtime, size) match. A document the memory's
+    path rule refuses (a symbolic link out of the root or into `.fsmem/`) is
+    left out.
+    """
+    from fsmem.errors import FsmemError
+    from fsmem.store.paths import resolve
+
     cache_path = state_dir(root, "cache") / "directory.json"
     try:
         cached = json.loads(cache_path.read_text(encoding="utf-8"))
@@ -146,24 +173,27 @@ def directory(root: Path) -> list[DirectoryEntry]:
             cached = {}
     except (OSError, ValueError):
         cached = {}
-    known = {e["path"]: e for e in cached.get("entries", [])}
+    known = {e["path"]: DirectoryEntry(**e) for e in cached.get("entries", [])}
+    known.update(fresh or {})
     entries: list[DirectoryEntry] = []
-    dirty = False
-    prefix = len(str(root)) + 1
+    dirty = bool(fresh)
     for folder in ("entities", "topics"):
-        for path in walk(root, root / folder) if (root / folder).is_dir() else []:
-            try:
-                stat = path.stat()
-            except FileNotFoundError:
-                continue
-            rel = str(path)[prefix:].replace(os.sep, "/")
+        for rel, full, stat in walk_stats(root, root / folder) if (root / folder).is_dir() else []:
             old = known.get(rel)
-            if old and old["mtime_ns"] == stat.st_mtime_ns and old["size"] == stat.st_size:
-                entries.append(DirectoryEntry(**old))
+            if old and old.mtime_ns == stat.st_mtime_ns and old.size == stat.st_size and not os.path.islink(full):
+                entries.append(old)
                 continue
-            entries.append(_read_entry(root, path, stat))
+            try:
+                real = resolve(root, rel)
+            except FsmemError:
+                dirty = True
+                continue
+            if old and old.mtime_ns == stat.st_mtime_ns and old.size == stat.st_size:
+                entries.append(old)
+                continue
+            entries.append(_read_entry(root, rel, real, stat))
             dirty = True
-    if dirty or len(entries) != len(known):
+    if dirty or len(entries) != len(cached.get("entries", [])):
         payload = {"version": CACHE_VERSION, "entries": [dict(vars(e)) for e in entries]}
         atomic_write(cache_path, json.dumps(payload, ensure_ascii=False).encode("utf-8"))
     return entries

@@ -166,7 +166,7 @@ def split(text: str) -> Document:
         loaded = yaml.load(raw, Loader=_yaml().loader) if raw.strip() else {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        line = (mark.line + 2) if mark is not None else 1  # type: ignore[union-attr]
+        line = (mark.line + 2) if mark is not None else 1
         reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         doc.problems.append(Problem(line, f"front matter is not valid YAML: {reason}"))
         return doc

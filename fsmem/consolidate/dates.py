@@ -1,0 +1,36 @@
+"""When a session note counts from, and what "today" is for consolidation (FSMEM_NOW when set). Pure but for the clock."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fsmem.format import now_iso
+from fsmem.format.facts import valid_date
+
+SESSIONS = "sessions"
+
+
+def today() -> str:
+    """The date consolidation runs on (FSMEM_NOW when set): notes dated later are held back."""
+    return now_iso()[:10]
+
+
+def note_date(source: str, front: dict[str, Any]) -> str | None:
+    """A note's date: its folder (sessions/YYYY/MM/DD/), else its `created`."""
+    parts = source.split("/")
+    if len(parts) == 5 and parts[0] == SESSIONS:
+        date = "-".join(parts[1:4])
+        if valid_date(date):
+            return date
+    created = str(front.get("created") or "")[:10]
+    return created if valid_date(created) else None
+
+
+def future_note_problem(rel: str, front: dict[str, Any], day: str) -> str | None:
+    """`fsmem check`'s message for a session note dated after `day`, else None."""
+    if not rel.startswith(SESSIONS + "/"):
+        return None
+    date = note_date(rel, front)
+    if date and date > day:
+        return f"dated {date}, after today ({day}): consolidate holds it back until then"
+    return None

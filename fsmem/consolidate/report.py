@@ -1,0 +1,88 @@
+"""What one `fsmem consolidate` run did (or, with dry_run, would do): counts, files, problems, held-back notes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from fsmem.consolidate.plan import Plan
+
+COUNT_NAMES = (
+    "notes_read",
+    "notes_consolidated",
+    "facts_added",
+    "facts_confirmed",
+    "superseded",
+    "retracted",
+    "observations_added",
+    "observations_merged",
+    "documents_read",
+)
+
+
+@dataclass
+class ConsolidationReport:
+    """What one `fsmem consolidate` run did (or, with dry_run, would do)."""
+
+    dry_run: bool = False
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNT_NAMES, 0))
+    files_written: list[str] = field(default_factory=list)
+    notes_archived: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+    problems: list[tuple[str, int, str]] = field(default_factory=list)
+    held_back: list[tuple[str, str]] = field(default_factory=list)  # (note, its date) dated after today
+    temp_files_removed: list[str] = field(default_factory=list)
+    index_changed: bool = False
+    attempts: int = 0
+    diff: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"dry_run": self.dry_run, **self.counts}
+        data.update(
+            files_written=self.files_written,
+            notes_archived=self.notes_archived,
+            conflicts=self.conflicts,
+            problems=[{"path": p, "line": n, "message": m} for p, n, m in self.problems],
+            held_back=[{"path": p, "date": d} for p, d in self.held_back],
+            temp_files_removed=self.temp_files_removed,
+            index_changed=self.index_changed,
+            attempts=self.attempts,
+        )
+        if self.dry_run:
+            data["diff"] = self.diff
+        return data
+
+    def to_text(self) -> str:
+        c = self.counts
+        lines = []
+        if self.dry_run:
+            lines.append(self.diff.rstrip("\n") if self.diff else "(nothing would change)")
+        lines += [f"{p}:{n}: {m}" for p, n, m in self.problems]
+        lines += [f"{p}: changed on disk while consolidating; left as it is, retried next run" for p in self.conflicts]
+        lines += [f"{p}: dated {d}, after today: held back until then" for p, d in self.held_back]
+        if self.temp_files_removed:
+            lines.append(f"removed {len(self.temp_files_removed)} temporary file(s) left by an interrupted write")
+        verb = "would consolidate" if self.dry_run else "consolidated"
+        lines.append(
+            f"{verb} {c['notes_consolidated']} of {c['notes_read']} note(s): {c['facts_added']} fact(s) added, "
+            f"{c['facts_confirmed']} confirmed, {c['superseded']} superseded, {c['retracted']} retracted, "
+            f"{c['observations_added']} observation(s) added, {c['observations_merged']} merged"
+        )
+        if not self.dry_run:
+            index = "; INDEX.md updated" if self.index_changed else ""
+            archived = f"; {len(self.notes_archived)} note(s) archived" if self.notes_archived else ""
+            lines.append(f"{len(self.files_written)} file(s) written{archived}{index}")
+        return "\n".join(lines)
+
+    @property
+    def empty(self) -> bool:
+        return self.counts["notes_read"] == 0
+
+    def add(self, plan: Plan) -> None:
+        """Add one attempt's counts and findings (a retry only plans what the earlier attempts left)."""
+        for name in COUNT_NAMES:
+            self.counts[name] += plan.counts.get(name, 0)
+        for problem in plan.problems:
+            if problem not in self.problems:
+                self.problems.append(problem)
+        self.held_back = list(plan.held_back)

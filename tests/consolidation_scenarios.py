@@ -1,0 +1,198 @@
+"""Scenarios for the consolidation invariant: notes that arrive in batches, grow, and runs that crash.
+
+A scenario is a set of session notes whose lines appear over a few steps (a
+note arrives at some step; some of its lines appear later, at their final
+place, so a note grows at its end or in the middle of a section). `evolve`
+consolidates after every step, optionally crashing a run after its k-th file
+write and leaving a stray temporary file; `reference` consolidates the final
+notes once. The invariant: both trees hold the same bytes.
+
+Used by tests/test_consolidate_invariant.py (hypothesis) and by
+benchmarks/bench_consolidate_invariant.py (a larger seeded run).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fsmem import Memory
+from fsmem.consolidate import apply as CA
+
+DATES = ["2026-01-01", "2026-01-02", "2026-01-03", "2026-01-04"]
+SESSIONS = ["a", "b"]
+SUBJECTS = ["people/Ann Lee", "topic/Ops", None]  # None: lines before any heading (the default subject)
+KEYS = ["status", "role", "city"]
+VALUES = ["open", "closed", "escalated", "Open", "~"]
+OBSERVATIONS = [
+    "Prefers email over phone.",
+    "prefers email over phone",
+    "Prefers e-mail over phone!",
+    "Prefers e-mail over the phone.",
+    "Likes green tea.",
+    "Likes tea.",
+    "Moved to Berlin in March.",
+    "Moved to Berlin in May.",
+]
+
+
+@dataclass
+class Line:
+    text: str
+    step: int  # the step from which the line is in the note
+
+
+@dataclass
+class Note:
+    date: str
+    session: str
+    arrive: int
+    sections: list[tuple[str | None, list[Line]]]
+
+    @property
+    def rel(self) -> str:
+        return f"sessions/{self.date.replace('-', '/')}/{self.session}.md"
+
+    def body(self, step: int) -> str:
+        parts = []
+        preamble = [ln.text for subject, lines in self.sections if subject is None for ln in lines if ln.step <= step]
+        if preamble:
+            parts.append("\n".join(preamble) + "\n")
+        for subject, lines in self.sections:
+            shown = [ln.text for ln in lines if ln.step <= step]
+            if subject is not None and shown:
+                parts.append(f"## {subject}\n" + "\n".join(shown) + "\n")
+        return "\n".join(parts)
+
+
+HUMAN_DOCUMENT = """\
+---
+title: Ann Lee
+entity: people/Ann Lee
+created: 2025-06-01T09:00:00+00:00
+updated: 2025-06-01T09:00:00+00:00
+---
+# Ann Lee
+
+Ann runs the Berlin office.
+
+## Facts
+- status: written by hand
+- Prefers tea in the morning.
+
+## Contact
+- city: Hamburg (as of 2025-12-01)
+
+## Notes
+- Prefers email over the phone
+- Met at the offsite.
+"""
+
+
+@dataclass
+class Scenario:
+    notes: list[Note]
+    steps: int
+    crashes: dict[int, int] = field(default_factory=dict)  # step -> crash after this many writes
+    strays: set[int] = field(default_factory=set)  # steps whose crash leaves a stray temporary file
+    human: bool = False  # start from a document written by hand (HUMAN_DOCUMENT)
+
+
+def fact_line(key: str, value: str, as_of: str | None) -> str:
+    return f"- {key}: {value}" + (f" (as of {as_of})" if as_of else "")
+
+
+def random_scenario(rng: random.Random, notes: int = 6, steps: int = 3, lines: int = 4) -> Scenario:
+    """A seeded scenario, for runs larger than the property test's."""
+    made: dict[tuple[str, str], Note] = {}
+    for _ in range(notes):
+        date, session = rng.choice(DATES), rng.choice(SESSIONS + ["c", "d"])
+        arrive = rng.randrange(steps)
+        sections = []
+        for _ in range(rng.randint(1, 3)):
+            subject = rng.choice(SUBJECTS)
+            body = []
+            for _ in range(rng.randint(1, lines)):
+                step = arrive if rng.random() < 0.7 else rng.randint(arrive, steps - 1)
+                if rng.random() < 0.65:
+                    as_of = rng.choice(DATES) if rng.random() < 0.2 else None
+                    text = fact_line(rng.choice(KEYS), rng.choice(VALUES), as_of)
+                else:
+                    text = "- " + rng.choice(OBSERVATIONS)
+                body.append(Line(text, step))
+            sections.append((subject, body))
+        made.setdefault((date, session), Note(date, session, arrive, sections))
+    crashes = {s: rng.randint(1, 12) for s in range(steps) if rng.random() < 0.5}
+    strays = {s for s in crashes if rng.random() < 0.5}
+    return Scenario(list(made.values()), steps, crashes, strays, human=rng.random() < 0.3)
+
+
+def start(root: Path, scenario: Scenario) -> Memory:
+    memory = Memory.init(root)
+    if scenario.human:
+        path = root / "entities/people/ann-lee.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(HUMAN_DOCUMENT, encoding="utf-8")
+    return memory
+
+
+def write_notes(root: Path, scenario: Scenario, step: int) -> None:
+    """Every note as it is at `step`; a note already there keeps its front matter (the consolidator's mark too)."""
+    for note in scenario.notes:
+        if note.arrive > step:
+            continue
+        path = root / note.rel
+        body = note.body(step)
+        if path.exists():
+            text = path.read_text(encoding="utf-8")
+            head = text[: text.index("\n---\n", 3) + 5]
+            if text != head + body:
+                path.write_text(head + body, encoding="utf-8")
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        head = f"---\ntitle: Session {note.session} {note.date}\ntype: episodic\ncreated: {note.date}T09:00:00+00:00\n---\n"
+        path.write_text(head + body, encoding="utf-8")
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every file of the memory except machine state (.fsmem/), stray temporary files included."""
+    found = {}
+    for current, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != ".fsmem"]
+        for name in files:
+            path = Path(current, name)
+            found[path.relative_to(root).as_posix()] = path.read_bytes()
+    return dict(sorted(found.items()))
+
+
+def reference(root: Path, scenario: Scenario) -> dict[str, bytes]:
+    memory = start(root, scenario)
+    write_notes(root, scenario, scenario.steps)
+    memory.consolidate()
+    return snapshot(root)
+
+
+def evolve(root: Path, scenario: Scenario) -> tuple[dict[str, bytes], int, int]:
+    """Consolidate after every step (crashing where the scenario says), then once more uninterrupted.
+
+    Returns the final tree, the number of crashes that happened, and how many were asked for.
+    """
+    memory = start(root, scenario)
+    crashed = 0
+    for step in range(scenario.steps):
+        write_notes(root, scenario, step)
+        limit = scenario.crashes.get(step)
+        try:
+            with CA.crash_after(limit):
+                memory.consolidate()
+        except CA.SimulatedCrash:
+            crashed += 1
+            if step in scenario.strays:
+                folder = root / "entities" / "people"
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / ".fsmem-tmp-killed").write_bytes(b"half a docu")
+    write_notes(root, scenario, scenario.steps)
+    memory.consolidate()
+    return snapshot(root), crashed, len(scenario.crashes)
