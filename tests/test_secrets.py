@@ -248,3 +248,17 @@ def test_a_bad_policy_is_a_configuration_error(demo_memory):
     memory = set_policy(demo_memory, "maybe")
     with pytest.raises(ConfigError, match="secrets.policy must be one of refuse, redact, allow"):
         memory.note("- x: y")
+
+
+def test_a_secret_typed_into_a_note_goes_no_further(demo_memory):
+    """Finding 13, the whole path: note -> entity document -> INDEX.md -> context. The note keeps the only copy."""
+    memory = set_policy(demo_memory, "allow")  # as if a human had typed it into the note
+    note = memory.note(f"- api token: {TOKEN}\n- Likes green tea.", subject="people/Adam Smith").path
+    report = memory.consolidate()
+    assert any("looks like a GitHub token; consolidated with it redacted" in m for _, _, m in report.problems)
+    document = (memory.root / "entities/people/adam-smith.md").read_text()
+    assert TOKEN not in document and "- api token: [REDACTED:GitHub token]" in document
+    assert TOKEN not in (memory.root / "INDEX.md").read_text()
+    assert TOKEN not in memory.context().text
+    assert TOKEN in (memory.root / note).read_text()
+    assert [p for p in memory.check().problems if p[0] == note and "GitHub token" in p[2]]

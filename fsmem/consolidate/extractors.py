@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from fsmem import format as fmt
 from fsmem.errors import ConfigError
-from fsmem.format import facts as _facts
+from fsmem.format import facts as _facts, secrets
 
 ENTRY_POINT_GROUP = "fsmem.extractors"
 _LIST_ITEM = re.compile(r"^(?:[-*+]|\d{1,3}[.)])[ \t]+")
@@ -176,5 +176,21 @@ def run(extractors: list[tuple[str, Extractor]], note: SessionNote) -> Extractio
                 continue
             if not item.is_fact and not (item.text or "").strip():
                 continue
-            merged.items.append(item)
+            merged.items.append(_without_secrets(item, merged.problems))
     return merged
+
+
+def _without_secrets(item: Item, problems: list[tuple[int, str]]) -> Item:
+    """The item with any secret redacted: a secret stays in the note it was written in and goes no further.
+
+    Documents feed INDEX.md, `fsmem context` and every agent's answers; a key
+    a human typed into a note (or that `secrets.policy: allow` let in) is
+    never copied there, and the report says so.
+    """
+    for name in ("value", "text"):
+        value = getattr(item, name)
+        if value and secrets.scan(value):
+            kinds = ", ".join(sorted({s.kind for s in secrets.scan(value)}))
+            problems.append((item.line, f"looks like a {kinds}; consolidated with it redacted"))
+            item = replace(item, **{name: secrets.redact(value)})
+    return item

@@ -17,6 +17,7 @@ from pathlib import Path
 from fsmem import format as fmt
 from fsmem.budget import Meter
 from fsmem.consolidate.subjects import DirectoryEntry, directory
+from fsmem.format import secrets
 from fsmem.store.files import atomic_write, file_lock
 
 INDEX_FILE = "INDEX.md"
@@ -40,8 +41,10 @@ def _describe(entry: DirectoryEntry) -> str:
 
 
 def _line(entry: DirectoryEntry) -> str:
+    """One document's line; a secret in its title or description never reaches INDEX.md (it is redacted)."""
     description = _describe(entry)
-    return f"- [{entry.title}]({entry.path})" + (f": {description}" if description else "")
+    line = f"- [{entry.title}]({entry.path})" + (f": {description}" if description else "")
+    return secrets.redact(line) if secrets.scan(line) else line
 
 
 def _group(entry: DirectoryEntry) -> str:
