@@ -429,12 +429,22 @@ def bad_file_commands(work: Path, limit: float) -> tuple[dict[str, list[int]], l
 
 
 def kill_points() -> tuple[int, int] | None:
-    """Consolidation kill points (tried, converged): SIGKILL a run after each write, rerun, compare the bytes.
+    """Consolidation kill points (tried, converged): SIGKILL a run after a chosen write, rerun, compare the bytes.
 
-    Left for the consolidation work (another branch), which owns the kill hook;
-    None leaves its row out of the table.
+    The same harness as bench_consolidate_invariant.py (its `sigkills`), smaller:
+    300 notes, 12 kill points spread over the run's writes and 4 kills at random
+    moments, each rerun compared byte for byte with an uninterrupted run.
     """
-    return None
+    import tempfile
+
+    from bench_consolidate_invariant import NOW, sigkills
+
+    os.environ["FSMEM_NOW"] = NOW
+    with tempfile.TemporaryDirectory() as folder:
+        result = sigkills(300, 12, 4, 7, Path(folder))
+    tried = result["kill_points_tried"] + result["timed_kills_tried"]
+    converged = result["kill_points_converged"] + result["timed_kills_converged"]
+    return tried, converged
 
 
 def main() -> None:
@@ -477,6 +487,8 @@ def main() -> None:
     for failure in tally.failures + file_failures:
         print("FAILED " + failure.replace("\n", "\\n"))
     summary = {
+        "kill_points_tried": killed[0] if killed else 0,
+        "kill_points_converged": killed[1] if killed else 0,
         "escapes_tried": tried,
         "escapes_refused": refused,
         "bad_file_kinds": len(kinds),
@@ -484,7 +496,7 @@ def main() -> None:
         "bad_file_commands_answered": answered,
     }
     print(json.dumps(summary))
-    if tally.failures or file_failures:
+    if tally.failures or file_failures or (killed is not None and killed[0] != killed[1]):
         sys.exit(1)
 
 
