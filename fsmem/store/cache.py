@@ -14,6 +14,14 @@ updates rows in place, and lets `grep` fetch only the columns it needs.
 Every failure degrades to "no cache": a database that will not open or query
 is deleted and rebuilt, a row whose checksum or shape is wrong is a miss, and a
 read-only or locked store simply stores nothing.
+
+The search index keeps its tables in the same database (fsmem.search.index).
+Every connection to it goes through `connect()`, which uses apsw, a wrapper
+that bundles a current SQLite: search needs FTS5 `contentless_delete` (SQLite
+3.43 or later) and the stdlib module links whatever the system has (3.40 on
+Debian 12, 3.37 on Ubuntu 22.04). One library for the one file: two SQLite
+libraries in one process on the same database do not see each other's POSIX
+locks, which is one of SQLite's documented ways to corrupt a database.
 """
 
 from __future__ import annotations
@@ -21,14 +29,18 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sqlite3
 import time
 import zlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import apsw
+
 from fsmem.store.paths import STATE_DIR
+
+DatabaseError = apsw.Error
+Connection = apsw.Connection
 
 CACHE_FILE = "cache.sqlite"
 SCHEMA_VERSION = 3
@@ -60,6 +72,35 @@ CREATE TABLE IF NOT EXISTS counts (text TEXT PRIMARY KEY, tokens INTEGER NOT NUL
 """
 
 
+def connect(path: str | os.PathLike[str], *, timeout: float = BUSY_TIMEOUT_S) -> apsw.Connection:
+    """A WAL-mode connection to the cache database (created when missing) that waits `timeout` s for a lock."""
+    conn = apsw.Connection(os.fspath(path))
+    try:
+        conn.setbusytimeout(int(timeout * 1000))
+        conn.execute("PRAGMA journal_mode=WAL").fetchall()
+        conn.execute("PRAGMA synchronous=NORMAL")
+    except BaseException:
+        conn.close(True)
+        raise
+    return conn
+
+
+def is_transient(exc: BaseException) -> bool:
+    """A lock held too long or a read-only store: worth nothing now, but no sign of a damaged database."""
+    return isinstance(exc, (apsw.BusyError, apsw.LockedError, apsw.ReadOnlyError, apsw.CantOpenError))
+
+
+def discard(path: Path) -> bool:
+    """Delete a database (and its WAL files) that cannot be trusted; True when it is gone."""
+    try:
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(str(path) + suffix)
+        return True
+    except OSError:
+        return False
+
+
 def stamp_of(stat: os.stat_result) -> Stamp:
     return (stat.st_mtime_ns, stat.st_size, stat.st_ino)
 
@@ -79,38 +120,36 @@ class MetaCache:
         self.root = Path(root)
         self.fingerprint = f"{SCHEMA_VERSION}:{fingerprint}"
         self.path = cache_path(self.root)
-        self._conn: sqlite3.Connection | None = None
+        self._conn: apsw.Connection | None = None
         self._disabled = False
         self._pending_counts: dict[str, int] = {}
         self.rebuilt = False  # set when a corrupt or foreign cache was thrown away
 
     # -- connection ---------------------------------------------------------
-    def _connect(self) -> sqlite3.Connection | None:
+    def _connect(self) -> apsw.Connection | None:
         if self._conn is not None or self._disabled:
             return self._conn
         for attempt in (1, 2):
             try:
                 self._conn = self._open()
                 return self._conn
-            except sqlite3.DatabaseError:
+            except apsw.Error as exc:
                 self.close()
-                if attempt == 2 or not self._discard():
+                if is_transient(exc) or attempt == 2 or not self._discard():
                     break
             except OSError:
                 break
         self._disabled = True
         return None
 
-    def _open(self) -> sqlite3.Connection:
+    def _open(self) -> apsw.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+        conn = connect(self.path)
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version not in (0, SCHEMA_VERSION):
-                raise sqlite3.DatabaseError(f"cache schema {version}, expected {SCHEMA_VERSION}")
-            conn.executescript(_SCHEMA)
+                raise apsw.SQLError(f"cache schema {version}, expected {SCHEMA_VERSION}")
+            conn.execute(_SCHEMA)
             row = conn.execute("SELECT value FROM settings WHERE key = 'fingerprint'").fetchone()
             if row is None or row[0] != self.fingerprint:
                 with _transaction(conn):
@@ -119,20 +158,14 @@ class MetaCache:
                     conn.execute("INSERT OR REPLACE INTO settings VALUES ('fingerprint', ?)", (self.fingerprint,))
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except BaseException:
-            conn.close()
+            conn.close(True)
             raise
         return conn
 
     def _discard(self) -> bool:
         """Delete a cache that cannot be trusted; True when it is gone."""
         self.rebuilt = True
-        try:
-            for suffix in ("", "-wal", "-shm"):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(str(self.path) + suffix)
-            return True
-        except OSError:
-            return False
+        return discard(self.path)
 
     def _guard(self, action, default):
         """Run `action(conn)`; on corruption throw the cache away (once) and answer `default`."""
@@ -141,13 +174,9 @@ class MetaCache:
             return default
         try:
             return action(conn)
-        except sqlite3.OperationalError as exc:
-            if "locked" in str(exc) or "busy" in str(exc) or "readonly" in str(exc):
-                return default
-            self._reset()
-            return default
-        except sqlite3.DatabaseError:
-            self._reset()
+        except apsw.Error as exc:
+            if not is_transient(exc):
+                self._reset()
             return default
 
     def _reset(self) -> None:
@@ -157,8 +186,8 @@ class MetaCache:
 
     def close(self) -> None:
         if self._conn is not None:
-            with contextlib.suppress(sqlite3.Error):
-                self._conn.close()
+            with contextlib.suppress(apsw.Error):
+                self._conn.close(True)
             self._conn = None
 
     # -- file rows ------------------------------------------------------------
@@ -166,7 +195,7 @@ class MetaCache:
         """path -> (stamp, crc, data JSON) for the given paths (None: every row)."""
         wanted = None if paths is None else list(paths)
 
-        def action(conn: sqlite3.Connection):
+        def action(conn: apsw.Connection):
             if wanted is None:
                 cursor = conn.execute("SELECT path, mtime_ns, size, ino, crc, data FROM files")
                 return {r[0]: ((r[1], r[2], r[3]), r[4], r[5]) for r in cursor}
@@ -202,7 +231,7 @@ class MetaCache:
                 out[path] = ((mtime, size, ino), parsed)
             return out
 
-        def action(conn: sqlite3.Connection):
+        def action(conn: apsw.Connection):
             if wanted is None:
                 return decode(conn.execute("SELECT path, mtime_ns, size, ino, superseded FROM files"))
             found = {}
@@ -240,7 +269,7 @@ class MetaCache:
         if not records and prune_except is None:
             return
 
-        def action(conn: sqlite3.Connection) -> None:
+        def action(conn: apsw.Connection) -> None:
             with _transaction(conn):
                 conn.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?)", records)
                 if prune_except is not None:
@@ -259,7 +288,7 @@ class MetaCache:
         if text in self._pending_counts:
             return self._pending_counts[text]
 
-        def action(conn: sqlite3.Connection):
+        def action(conn: apsw.Connection):
             row = conn.execute("SELECT tokens FROM counts WHERE text = ?", (text,)).fetchone()
             return row[0] if row else None
 
@@ -280,7 +309,7 @@ class MetaCache:
         items = list(self._pending_counts.items())
         self._pending_counts.clear()
 
-        def action(conn: sqlite3.Connection) -> None:
+        def action(conn: apsw.Connection) -> None:
             with _transaction(conn):
                 top = conn.execute("SELECT max(rowid) FROM counts").fetchone()[0] or 0
                 if top > MEMO_ROWS:
@@ -307,17 +336,23 @@ def decode_row(path: str, stamp: Stamp, row: tuple[Stamp, int, str] | None) -> d
 
 
 @contextlib.contextmanager
-def _transaction(conn: sqlite3.Connection):
+def transaction(conn: apsw.Connection):
+    """A write transaction that takes the write lock first: a deferred one that reads and then writes
+    gets SQLITE_BUSY at once when another connection writes, whatever the busy timeout."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield
     except BaseException:
-        conn.execute("ROLLBACK")
+        with contextlib.suppress(apsw.Error):
+            conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
 
 
-def _run_many(conn: sqlite3.Connection, sql: str, items: list[tuple]) -> None:
+_transaction = transaction
+
+
+def _run_many(conn: apsw.Connection, sql: str, items: list[tuple]) -> None:
     with _transaction(conn):
         conn.executemany(sql, items)
 
