@@ -482,7 +482,7 @@ class Memory:
         }
         given = {key: value for key, value in arguments.items() if value is not None}
         with retrieval_log.LoggedCall(self.root, agent=self.agent, tool="search", arguments=given) as logged:
-            result, _snapshot, _ranking = search(
+            result, _ranking = search(
                 self.search_index,
                 self.tokens,
                 self.search_settings,

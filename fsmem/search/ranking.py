@@ -20,7 +20,7 @@ reached, and says how many rows above `min_score` it left out.
 from __future__ import annotations
 
 import datetime as _dt
-import functools
+import json
 import math
 import os
 from collections.abc import Iterable
@@ -33,13 +33,19 @@ from fsmem.budget import CUT_BY_RESULTS, Meter, Page, check_offset
 from fsmem.config import CONFIG_FILE
 from fsmem.errors import ConfigError, InvalidArgument
 from fsmem.format.facts import split_provenance
-from fsmem.search.index import Analyzer, SearchIndex, Snapshot
+from fsmem.format.rows import Row
+from fsmem.search.analyzer import Analyzer
+from fsmem.search.index import LINKED, MAX_ROWS, ROW_BITS, SUPERSEDED, SearchIndex
 from fsmem.store import retrieval_log
-from fsmem.store.catalog import matches_filters
+from fsmem.store.catalog import FileMeta, matches_filters
 from fsmem.tokens import TokenCounter
 
 DEFAULT_WEIGHTS = {
+    "text": 1.0,
+    "headings": 0.5,
+    "names": 1.0,
     "row": 1.0,
+    "subject": 0.0,
     "neighbours": 0.5,
     "document": 0.4,
     "fuzzy": 0.6,
@@ -70,6 +76,8 @@ class SearchSettings:
             weights[key] = _number(f"search.weights.{key}", value, minimum=0.0)
         if weights["row"] + weights["neighbours"] + weights["document"] <= 0:
             raise ConfigError(f"{CONFIG_FILE}: search.weights row, neighbours and document cannot all be 0")
+        if weights["text"] + weights["headings"] + weights["names"] <= 0:
+            raise ConfigError(f"{CONFIG_FILE}: search.weights text, headings and names cannot all be 0")
         return cls(
             min_score=_number("search.min_score", section.get("min_score", cls.min_score), minimum=0.0),
             weights=weights,
@@ -247,166 +255,113 @@ def render_lines(hits: list[SearchHit]) -> list[str]:
 
 # -- scoring ---------------------------------------------------------------
 
+POOL_MIN = 1000  # rows the engine returns best first (by the row part) before the rest of the score is added
+NEIGHBOUR_SEEDS = 200  # the best rows whose section neighbours join the pool even when they match nothing
+
+
+class StaleAnswer(Exception):
+    """A file changed between ranking and reading its rows back: rank again."""
+
 
 @dataclass
 class Ranking:
-    """Scores of every row of a snapshot for one query; rows filtered out have score -1."""
+    """Scores of the candidate rows of one query; every other row scores 0.
 
-    scores: Any  # numpy array, one per snapshot row
-    relevance: Any
-    keep: Any  # bool per row: passes the filters
+    Candidates are the rows the engine ranks best by the row part (at least
+    `POOL_MIN`), with their section neighbours: the neighbour and document
+    parts and the salience re-rank them.
+    """
 
-    @functools.cached_property
-    def candidates(self):
-        """Row indices passing the filters, best first (ties in row order): every row, for the evaluation harness."""
-        import numpy as np
+    ids: list[int]  # candidate row ids passing the filters, best first (ties by path, then line)
+    scores: dict[int, float]
+    relevance: dict[int, float]
+    paths: dict[int, str]  # row id -> path
+    lines: dict[int, int]  # row id -> line
+    searchable: int  # rows passing the filters (0: nothing to search)
 
-        return _best_first(self.scores, np.flatnonzero(self.keep))
+    @property
+    def candidates(self) -> list[int]:
+        return self.ids
 
     def best(self) -> float | None:
         """The top candidate's score, or None when no row passes the filters."""
-        return float(self.scores[self.keep].max()) if self.keep.any() else None
+        if self.ids:
+            return self.scores[self.ids[0]]
+        return 0.0 if self.searchable else None
 
     def top(self, limit: int, min_score: float) -> tuple[list[int], int]:
-        """The first `limit` rows of `candidates` scoring at least `min_score` (and above 0), and how many do.
-
-        Only the rows that can be returned are sorted: at 10k files a query's
-        positive rows can be a few hundred thousand.
-        """
-        import numpy as np
-
-        above = np.flatnonzero((self.scores >= min_score) & (self.scores > 0))
-        count = len(above)
-        if count > limit:
-            chosen = self.scores[above]
-            threshold = np.partition(chosen, count - limit)[count - limit] if limit > 0 else np.inf
-            above = above[chosen >= threshold]
-        order = np.argsort(-self.scores[above], kind="stable")
-        return above[order[:limit]].tolist(), count
+        """The first `limit` candidates scoring at least `min_score` (and above 0), and how many do."""
+        above = [i for i in self.ids if self.scores[i] >= min_score and self.scores[i] > 0]
+        return above[:limit], len(above)
 
 
 def query_terms(analyzer: Analyzer, query: str) -> tuple[list[str], list[str]]:
     """(stemmed terms, surface words), each once, in query order."""
-    words: list[str] = []
-    for word in analyzer.words(query):
-        if word not in words:
-            words.append(word)
-    terms: list[str] = []
-    for word in words:
-        term = analyzer.stem(word)
-        if term not in terms:
-            terms.append(term)
-    return terms, words
+    words = list(dict.fromkeys(analyzer.words(query)))
+    return list(dict.fromkeys(analyzer.stem(w) for w in words)), words
 
 
-def relevance_scores(snapshot: Snapshot, analyzer: Analyzer, query: str, settings: SearchSettings):
-    """Normalised relevance of every row (about 1.0 when every query word is in the row)."""
-    import numpy as np
-
-    n = len(snapshot.rows)
-    terms, _words = query_terms(analyzer, query)
-    total = np.zeros(n, dtype=np.float64)
-    if not terms or n == 0:
-        return total
-    rows_model = snapshot.models["rows"]
-    exact = [t for t in terms if rows_model.knows(t)]
-    fuzzy: dict[str, str] = {}
-    missing = [t for t in terms if not rows_model.knows(t)]
-    if missing and settings.weights["fuzzy"] > 0:
-        from rapidfuzz import fuzz, process
-
-        vocabulary = [t for t in rows_model.vocabulary() if len(t) >= 3]
-        for term in missing:
-            if len(term) < 4:
-                continue
-            found = process.extractOne(term, vocabulary, scorer=fuzz.ratio, score_cutoff=settings.fuzzy_cutoff)
-            if found is not None:
-                fuzzy[term] = found[0]
-    weights = settings.weights
-    parts = (("rows", weights["row"]), ("neighbours", weights["neighbours"]), ("files", weights["document"]))
-    weight_sum = sum(w for _, w in parts)
-    group_index = np.asarray(snapshot.group_of_row, dtype=np.int64)
-    for name, weight in parts:
-        if weight <= 0:
-            continue
-        model = snapshot.models[name]
-        denominator = sum(model.idf(fuzzy.get(t, t)) for t in terms)
-        if denominator <= 0:
-            continue
-        score = np.asarray(model.scores(exact), dtype=np.float64)
-        if fuzzy:
-            score = score + weights["fuzzy"] * np.asarray(model.scores(list(set(fuzzy.values()))), dtype=np.float64)
-        if name == "files":
-            score = score[group_index] if len(score) else np.zeros(n)
-        total += weight * score / denominator
-    return total / weight_sum
+def _idf(n: int, df: int) -> float:
+    """FTS5's own IDF, so a score and what the query could earn are on one scale."""
+    return max(math.log((n - df + 0.5) / (df + 0.5)), 1e-6)
 
 
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
-_MICROSECOND = _dt.timedelta(microseconds=1)
+def _quoted(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
 
 
-def _file_stamps(snapshot: Snapshot):
-    """Per file: (importance 0..1, its `updated` stamp or mtime in whole microseconds since 1970), parsed once per snapshot."""
-    import numpy as np
-
-    cached = getattr(snapshot, "_salience_inputs", None)
-    if cached is None:
-        importance, micros = [], []
-        for entry in snapshot.files:
-            value = entry.meta.get("importance")
-            importance.append(0.5 if value is None else min(max(float(value), 0.0), 1.0))
-            stamp = fmt.parse_timestamp(entry.meta["updated"]) if entry.meta.get("updated") else None
-            if stamp is None:
-                stamp = _dt.datetime.fromtimestamp(entry.mtime_ns / 1e9, tz=_dt.UTC)
-            micros.append((stamp - _EPOCH) // _MICROSECOND)
-        cached = (np.asarray(importance, dtype=np.float64), np.asarray(micros, dtype=np.int64))
-        snapshot._salience_inputs = cached
-    return cached
+def _json(values: Iterable[Any]) -> str:
+    return json.dumps(list(values))
 
 
-def salience(snapshot: Snapshot, settings: SearchSettings, usage: dict[str, int], now: _dt.datetime):
-    """The boost factor of every row: 1 + weighted importance, recency and usage (each 0..1)."""
-    import numpy as np
-
-    w = settings.weights
-    importance, micros = _file_stamps(snapshot)
-    if len(importance):
-        # (now - stamp) in exact microseconds, then seconds and days as timedelta.total_seconds() computes them
-        age_days = np.maximum(((now - _EPOCH) // _MICROSECOND - micros) / 1e6 / 86400.0, 0.0)
-        # Python's ** per file: numpy's vectorised power can differ in the last bit, and ties must not move
-        recency = np.array([0.5**x for x in (age_days / settings.recency_half_life_days).tolist()], dtype=np.float64)
-        per_file = w["importance"] * importance + w["recency"] * recency
-        boost = per_file[np.asarray(snapshot.file_of_row, dtype=np.int64)]
-    else:
-        boost = np.zeros(0)
-    if usage and w["usage"] > 0 and len(boost):
-        top = max(usage.values())
-        used = snapshot.usage_per_row(usage)
-        boost = boost + w["usage"] * np.log1p(used) / math.log1p(top)
-    return 1.0 + boost
+def _document_frequencies(conn, table: str, terms: list[str]) -> dict[str, int]:
+    if not terms:
+        return {}
+    marks = ",".join("?" * len(terms))
+    return dict(conn.execute(f"SELECT term, doc FROM {table} WHERE term IN ({marks})", terms).fetchall())
 
 
-def _best_first(scores, candidates):
-    """`candidates` by descending score, ties in row order: a stable sort of the positive scores only,
-    since the rest (the zeros, most rows) are already in row order."""
-    import numpy as np
+def _near_spellings(conn, missing: list[str], cutoff: float) -> dict[str, str]:
+    """Unknown query terms mapped to the closest term the memory has (rapidfuzz ratio >= cutoff)."""
+    candidates = [t for t in missing if len(t) >= 4]
+    if not candidates:
+        return {}
+    from rapidfuzz import fuzz, process
 
-    chosen = scores[candidates]
-    positive = chosen > 0
-    if np.any(chosen[~positive] != 0):  # not expected (scores are >= 0); keep the plain stable sort
-        return candidates[np.argsort(-chosen, kind="stable")]
-    top = candidates[positive]
-    top = top[np.argsort(-scores[top], kind="stable")]
-    return np.concatenate([top, candidates[~positive]])
+    vocabulary = [t for (t,) in conn.execute("SELECT term FROM search_terms WHERE length(term) >= 3")]
+    found: dict[str, str] = {}
+    for term in candidates:
+        for choice, _score, _i in process.extract(term, vocabulary, scorer=fuzz.ratio, score_cutoff=cutoff, limit=5):
+            if _document_frequencies(conn, "search_vocab", [choice]).get(choice):  # the vocabulary only grows
+                found[term] = choice
+                break
+    return found
+
+
+def _allowed_files(conn, type, tag, updated_after) -> tuple[list[int] | None, int]:
+    """File ids passing the front-matter filters (None: no filter) and how many rows they hold."""
+    if type is None and not tag and updated_after is None:
+        total = conn.execute("SELECT value FROM search_meta WHERE key = 'rows'").fetchone()
+        return None, int(total[0]) if total else 0
+    allowed, rows = [], 0
+    for fid, path, ftype, tags, updated, count in conn.execute(
+        "SELECT id, path, type, tags, updated, rows FROM search_files"
+    ):
+        meta = FileMeta(
+            path=path, size=0, mtime_ns=0, type=ftype, tags=json.loads(tags) if tags else [], updated=updated
+        )
+        if matches_filters(meta, type=type, tag=tag, updated_after=updated_after):
+            allowed.append(fid)
+            rows += count
+    return allowed, rows
 
 
 def rank(
-    snapshot: Snapshot,
-    analyzer: Analyzer,
+    index: SearchIndex,
     query: str,
     settings: SearchSettings,
     *,
+    limit: int = 0,
     usage: dict[str, int] | None = None,
     type: str | None = None,
     tag: str | Iterable[str] | None = None,
@@ -414,29 +369,214 @@ def rank(
     include_superseded: bool = False,
     now: _dt.datetime | None = None,
 ) -> Ranking:
-    """Filter by front matter and supersession, then score every remaining row."""
-    import numpy as np
-
+    """Filter by front matter and supersession, then score the candidate rows (see the module docstring)."""
     now = now or fmt.parse_timestamp(fmt.now_iso())
-    if type is None and not tag and updated_after is None:
-        keep_file = np.ones(len(snapshot.files), dtype=bool)
-    else:
-        keep_file = np.array(
-            [matches_filters(e.file_meta(), type=type, tag=tag, updated_after=updated_after) for e in snapshot.files],
-            dtype=bool,
+    terms, _words = query_terms(index.analyzer, query)
+    return index.guarded(
+        lambda conn: _rank(
+            conn,
+            terms,
+            settings,
+            max(POOL_MIN, 2 * limit),
+            usage or {},
+            type,
+            tag,
+            updated_after,
+            include_superseded,
+            now,
         )
-    n = len(snapshot.rows)
-    keep = keep_file[np.asarray(snapshot.file_of_row, dtype=np.int64)] if n else np.zeros(0, dtype=bool)
-    if not include_superseded and n:
-        keep &= ~np.asarray(snapshot.superseded, dtype=bool)
-    relevance = relevance_scores(snapshot, analyzer, query, settings)
-    scores = relevance * salience(snapshot, settings, usage or {}, now) if n else relevance
-    scores = np.where(keep, scores, -1.0)
-    return Ranking(scores=scores, relevance=relevance, keep=keep)
+    )
+
+
+def _rank(conn, terms, settings, pool_size, usage, type, tag, updated_after, include_superseded, now) -> Ranking:
+    w = settings.weights
+    allowed, searchable = _allowed_files(conn, type, tag, updated_after)
+    empty = Ranking([], {}, {}, {}, {}, searchable)
+    if not terms or not searchable:
+        return empty
+    meta = dict(conn.execute("SELECT key, value FROM search_meta").fetchall())
+    n_rows, n_docs = int(meta.get("rows") or 0), int(meta.get("docs") or 0)
+    df = _document_frequencies(conn, "search_vocab", terms)
+    missing = [t for t in terms if not df.get(t)]
+    fuzzy = _near_spellings(conn, missing, settings.fuzzy_cutoff) if missing and w["fuzzy"] > 0 else {}
+    df.update(_document_frequencies(conn, "search_vocab", list(set(fuzzy.values()))))
+    used = list(dict.fromkeys([t for t in terms if df.get(t)] + list(fuzzy.values())))
+    if not used:
+        return empty
+
+    # What the query could earn: every word once, at average length. A near-spelling earns `fuzzy` of a word.
+    def could_earn(n: int, frequencies: dict[str, int]) -> float:
+        total = 0.0
+        for term in terms:
+            if term in fuzzy:
+                total += _idf(n, frequencies.get(fuzzy[term], 0)) / w["fuzzy"]
+            else:
+                total += _idf(n, frequencies.get(term, 0))
+        return total
+
+    match = " OR ".join(_quoted(t) for t in used)
+    where = ["search_fts MATCH ?"]
+    args: list[Any] = [match]
+    if not include_superseded:
+        where.append("rowid NOT IN (SELECT id FROM search_superseded)")
+    if allowed is not None:
+        where.append(f"(rowid >> {ROW_BITS}) IN (SELECT value FROM json_each(?))")
+        args.append(_json(allowed))
+    fields = f"{w['text']}, {w['headings']}, {w['names']}"
+    row_raw = dict(
+        conn.execute(
+            f"SELECT rowid, -bm25(search_fts, {fields}) AS s FROM search_fts WHERE {' AND '.join(where)}"
+            " ORDER BY s DESC, rowid LIMIT ?",
+            (*args, pool_size),
+        ).fetchall()
+    )
+    if not row_raw:
+        return empty
+    seeds = list(row_raw)[:NEIGHBOUR_SEEDS]
+    wanted = set(row_raw) | {i + 1 for i in seeds} | {i - 1 for i in seeds}
+    info = {
+        rid: (line, flags, doc)
+        for rid, line, flags, doc in conn.execute(
+            "SELECT id, line, flags, doc FROM search_rows WHERE id IN (SELECT value FROM json_each(?))",
+            (_json(wanted),),
+        )
+    }
+    allowed_set = None if allowed is None else set(allowed)
+
+    def visible(rid: int) -> bool:
+        if rid not in info:
+            return False
+        if not include_superseded and info[rid][1] & SUPERSEDED:
+            return False
+        return allowed_set is None or (rid >> ROW_BITS) in allowed_set
+
+    pool = [rid for rid in row_raw if rid in info]
+    for rid in seeds:
+        for other in (rid - 1, rid + 1):
+            if other not in row_raw and visible(other) and _linked(info, rid, other):
+                row_raw[other] = 0.0
+                pool.append(other)
+
+    row_den = could_earn(n_rows, df)
+    files = {
+        fid: (path, importance, updated, mtime, names)
+        for fid, path, importance, updated, mtime, names in conn.execute(
+            "SELECT id, path, importance, updated, mtime_ns, names FROM search_files"
+            " WHERE id IN (SELECT value FROM json_each(?))",
+            (_json({rid >> ROW_BITS for rid in pool}),),
+        )
+    }
+    subject = {}
+    if w["subject"] > 0:
+        lucene = {t: math.log(1 + (n_rows - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
+        whole = sum(lucene.values())
+        for fid, (_p, _i, _u, _m, names) in files.items():
+            named = set(names.split()) if names else set()
+            subject[fid] = sum(v for t, v in lucene.items() if t in named) / whole if whole else 0.0
+    parts = w["row"] + w["neighbours"] + w["document"] + w["subject"]
+    document = _document_scores(conn, match, terms, fuzzy, w, n_docs, {info[r][2] for r in pool}, could_earn)
+    relevance: dict[int, float] = {}
+    for rid in pool:
+        neighbours = sum(row_raw.get(o, 0.0) for o in (rid - 1, rid + 1) if _linked(info, rid, o))
+        score = w["row"] * row_raw[rid] / row_den + w["neighbours"] * neighbours / row_den
+        score += w["document"] * document.get(info[rid][2], 0.0) + w["subject"] * subject.get(rid >> ROW_BITS, 0.0)
+        relevance[rid] = score / parts
+    boost = _file_boosts(files, settings, now)
+    top_use = max(usage.values()) if usage else 0
+    scores, paths, lines = {}, {}, {}
+    for rid in pool:
+        path = files[rid >> ROW_BITS][0]
+        line = info[rid][0]
+        factor = 1.0 + boost[rid >> ROW_BITS]
+        if top_use and w["usage"] > 0:
+            factor += w["usage"] * math.log1p(usage.get(f"{path}:{line}", 0)) / math.log1p(top_use)
+        scores[rid] = relevance[rid] * factor
+        paths[rid], lines[rid] = path, line
+    ids = sorted(pool, key=lambda r: (-scores[r], paths[r], lines[r]))
+    return Ranking(ids, scores, relevance, paths, lines, searchable)
+
+
+def _linked(info: dict[int, tuple[int, int, int]], rid: int, other: int) -> bool:
+    """Rows `rid` and `other` (one apart) are in the same section and cite the same note."""
+    upper = min(rid, other)
+    return upper in info and max(rid, other) in info and bool(info[upper][1] & LINKED)
+
+
+def _document_scores(conn, match, terms, fuzzy, w, n_docs, docs, could_earn) -> dict[int, float]:
+    """Normalised document score of each of `docs`: the BM25 of the rows of one file citing one session note,
+    summed over every file's rows citing that note (rows from one session score as one document)."""
+    if w["document"] <= 0 or not docs or not n_docs:
+        return {}
+    raw = dict(
+        conn.execute("SELECT rowid, -bm25(search_docs) FROM search_docs WHERE search_docs MATCH ?", (match,)).fetchall()
+    )
+    if not raw:
+        return {}
+    df = _document_frequencies(conn, "search_docs_vocab", list(dict.fromkeys(terms + list(fuzzy.values()))))
+    denominator = could_earn(n_docs, df)
+    cited = dict(
+        conn.execute(
+            "SELECT id, source FROM search_sources WHERE id IN (SELECT value FROM json_each(?))", (_json(docs),)
+        ).fetchall()
+    )
+    group: dict[str, float] = {}
+    if cited:
+        for doc, source in conn.execute(
+            "SELECT id, source FROM search_sources WHERE source IN (SELECT value FROM json_each(?))",
+            (_json(set(cited.values())),),
+        ):
+            group[source] = group.get(source, 0.0) + raw.get(doc, 0.0)
+    return {doc: (group[cited[doc]] if doc in cited else raw.get(doc, 0.0)) / denominator for doc in docs}
+
+
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+
+
+def _file_boosts(files: dict[int, tuple], settings: SearchSettings, now: _dt.datetime) -> dict[int, float]:
+    """Per file: weighted importance (0..1, 0.5 when absent) and recency of `updated` (else the mtime)."""
+    w = settings.weights
+    out = {}
+    for fid, (_path, importance, updated, mtime, _names) in files.items():
+        value = 0.5 if importance is None else min(max(float(importance), 0.0), 1.0)
+        stamp = fmt.parse_timestamp(updated) if updated else None
+        if stamp is None:
+            stamp = _dt.datetime.fromtimestamp(abs(mtime) / 1e9, tz=_dt.UTC)
+        age_days = max((now - stamp).total_seconds() / 86400.0, 0.0)
+        out[fid] = w["importance"] * value + w["recency"] * 0.5 ** (age_days / settings.recency_half_life_days)
+    return out
+
+
+def hit_rows(index: SearchIndex, ranking: Ranking, ids: list[int]) -> dict[int, Row]:
+    """The rows behind `ids`, read back from their files (the index stores no text)."""
+    out: dict[int, Row] = {}
+    by_file: dict[int, list[int]] = {}
+    for rid in ids:
+        by_file.setdefault(rid >> ROW_BITS, []).append(rid)
+    stored = index.guarded(
+        lambda conn: {
+            fid: (mtime, size, ino, ctime)
+            for fid, mtime, size, ino, ctime in conn.execute(
+                "SELECT id, abs(mtime_ns), size, ino, ctime_ns FROM search_files"
+                " WHERE id IN (SELECT value FROM json_each(?))",
+                (_json(by_file),),
+            )
+        }
+    )
+    for fid, rids in by_file.items():
+        found = index.rows_of(ranking.paths[rids[0]])
+        if found is None or stored.get(fid) != found[0]:
+            raise StaleAnswer(ranking.paths[rids[0]])
+        rows = found[1]
+        for rid in rids:
+            ordinal = rid & (MAX_ROWS - 1)
+            if ordinal >= len(rows) or rows[ordinal].line != ranking.lines[rid]:
+                raise StaleAnswer(ranking.paths[rid])
+            out[rid] = rows[ordinal]
+    return out
 
 
 def fit(
-    snapshot: Snapshot,
+    index: SearchIndex,
     ranking: Ranking,
     counter: TokenCounter,
     *,
@@ -453,19 +593,20 @@ def fit(
     """
     best = ranking.best()
     above, above_count = ranking.top(offset + k, min_score)
+    rows = hit_rows(index, ranking, above[offset:])
     hits: list[SearchHit] = []
     meter = Meter(counter.count, max_tokens=max_tokens, max_results=k)
     open_files: set[str] = set()
     open_headings: set[tuple[str, str | None]] = set()
-    for index in above[offset:]:
-        row = snapshot.rows[index]
+    for rid in above[offset:]:
+        row = rows[rid]
         text, sources = compact_citation(row.text)
         hit = SearchHit(
             path=row.path,
             line=row.line,
             end_line=row.end_line,
             text=text,
-            score=float(ranking.scores[index]),
+            score=float(ranking.scores[rid]),
             kind=row.kind,
             title=row.title,
             subject=row.subject,
@@ -546,42 +687,42 @@ def search(
     include_superseded: bool = False,
     usage: dict[str, int] | None = None,
     offset: int = 0,
-) -> tuple[SearchResult, Snapshot, Ranking]:
-    """Rank and fit; returns the snapshot and full ranking too (the evaluation harness needs every score)."""
+) -> tuple[SearchResult, Ranking]:
+    """Rank and fit; returns the ranking too (the evaluation harness needs every candidate's score)."""
     if not query or not query.strip():
         raise InvalidArgument("the search query is empty; describe what you are looking for")
     if min_score is not None and (min_score < 0 or not math.isfinite(min_score)):
         raise InvalidArgument("--min-score must be 0 or more")
     if updated_after is not None and fmt.parse_timestamp(updated_after) is None:
         raise InvalidArgument(f"--updated-after takes an ISO 8601 date such as 2024-05-01, not {updated_after!r}")
-    snapshot = index.snapshot()
-    ranking = rank(
-        snapshot,
-        index.analyzer,
-        query,
-        settings,
-        usage=usage,
-        type=type,
-        tag=tag,
-        updated_after=updated_after,
-        include_superseded=include_superseded,
-    )
+    offset = check_offset(offset)
     threshold = settings.min_score if min_score is None else min_score
-    result = fit(
-        snapshot,
-        ranking,
-        counter,
-        query=query,
-        k=k,
-        max_tokens=max_tokens,
-        min_score=threshold,
-        offset=check_offset(offset),
-    )
+    for attempt in range(3):
+        index.refresh()
+        ranking = rank(
+            index,
+            query,
+            settings,
+            limit=offset + k,
+            usage=usage,
+            type=type,
+            tag=tag,
+            updated_after=updated_after,
+            include_superseded=include_superseded,
+        )
+        try:
+            result = fit(
+                index, ranking, counter, query=query, k=k, max_tokens=max_tokens, min_score=threshold, offset=offset
+            )
+            break
+        except StaleAnswer:
+            if attempt == 2:
+                raise
     if result.empty and result.note is None and not query_terms(index.analyzer, query)[0]:
         result.note = (
             f"no relevant memory for {query!r}: it holds only common words; describe the subject with its own words"
         )
-    return result, snapshot, ranking
+    return result, ranking
 
 
 def log_fields(result: SearchResult | None) -> dict[str, Any]:
