@@ -25,6 +25,7 @@ import json
 import os
 import threading
 import time
+from array import array
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from typing import Any
 
 from fsmem import format as fmt
 from fsmem.format.facts import split_provenance
-from fsmem.format.rows import Row, document_rows
+from fsmem.format.rows import Row, document_rows, subject_of
 from fsmem.search.analyzer import ANALYZER_VERSION, Analyzer
 from fsmem.store import cache as _cache
 from fsmem.store.catalog import EXACT_COUNT_LIMIT, walk_stats
@@ -41,7 +42,7 @@ from fsmem.store.paths import STATE_DIR
 
 GENERATED_INDEX = "INDEX.md"  # written by consolidate; a table of contents, not memory to rank
 # Bump when the tables or what goes into them change: an older index is then dropped and rebuilt.
-INDEX_VERSION = 1
+INDEX_VERSION = 3
 ROW_BITS = 20  # row id = file id << ROW_BITS | ordinal (a file's first 1,048,576 rows are indexed)
 MAX_ROWS = 1 << ROW_BITS
 SUPERSEDED, LINKED = 1, 2  # row flags: hidden by default; same section and source as the next row
@@ -52,36 +53,32 @@ ROW_CACHE_FILES = 64  # parsed files kept per process for rendering answers
 
 Stamp = tuple[int, int, int, int]  # mtime_ns, size, inode, ctime_ns
 
-_TABLES = (
-    "search_files",
-    "search_rows",
-    "search_superseded",
-    "search_sources",
-    "search_terms",
-    "search_vocab",
-    "search_fts",
-    "search_docs_vocab",
-    "search_docs",
-    "search_meta",
-)
+_TABLES = ("search_files", "search_superseded", "search_sources", "search_terms", "search_meta")
+_FTS_TABLES = ("search_vocab", "search_names_vocab", "search_docs_vocab", "search_fts", "search_names", "search_docs")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS search_meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+-- one row per file: its stamp, what filters and salience need, and its rows packed:
+-- `lines` holds line << 2 | flags per row, `groups` the row's cited note (1-based in `sources`, 0: none)
 CREATE TABLE IF NOT EXISTS search_files (
     id INTEGER PRIMARY KEY,
     path TEXT UNIQUE NOT NULL,
     mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL, ino INTEGER NOT NULL, ctime_ns INTEGER NOT NULL,
     rows INTEGER NOT NULL, docs INTEGER NOT NULL,
-    type TEXT, tags TEXT, updated TEXT, importance REAL, names TEXT
+    type TEXT, tags TEXT, updated TEXT, importance REAL,
+    lines BLOB, groups BLOB, sources TEXT
 );
-CREATE TABLE IF NOT EXISTS search_rows (id INTEGER PRIMARY KEY, line INTEGER NOT NULL, flags INTEGER NOT NULL, doc INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS search_superseded (id INTEGER PRIMARY KEY);
+-- documents: the rows of one file citing one session note (its `groups` number), or citing none (0)
 CREATE TABLE IF NOT EXISTS search_sources (id INTEGER PRIMARY KEY, source TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS search_sources_source ON search_sources (source);
 CREATE TABLE IF NOT EXISTS search_terms (term TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE VIRTUAL TABLE IF NOT EXISTS search_fts USING fts5 (
-    text, context, names, content='', contentless_delete=1, detail=full, tokenize='ascii'
+    text, context, content='', contentless_delete=1, detail=full, tokenize='ascii'
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS search_vocab USING fts5vocab (search_fts, 'row');
+CREATE VIRTUAL TABLE IF NOT EXISTS search_names USING fts5 (
+    names, content='', contentless_delete=1, detail=full, tokenize='ascii'
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS search_names_vocab USING fts5vocab (search_names, 'row');
 CREATE VIRTUAL TABLE IF NOT EXISTS search_docs USING fts5 (
     body, content='', contentless_delete=1, detail=full, tokenize='ascii'
 );
@@ -139,10 +136,12 @@ class Parsed:
 
     path: str
     stamp: Stamp
-    meta: tuple[Any, ...]  # type, tags (JSON), updated, importance, names (terms)
-    rows: list[tuple[int, int, int, str, str, str]]  # line, flags, doc ordinal, text, context, names (terms)
-    docs: list[tuple[str | None, str]]  # cited source (or None), body terms
+    meta: tuple[Any, ...]  # type, tags (JSON), updated, importance
+    names: str  # the document's names, as terms
+    rows: list[tuple[int, int, int, str, str]]  # line, flags, group (1-based in `sources`, 0: none), text, context
+    sources: list[str]  # the session notes its rows cite
     terms: set[str]
+    docs: list[str] | None = None  # per group: the terms of its rows without their citations
 
 
 def is_ranked(rel: str, text: str) -> bool:
@@ -152,53 +151,49 @@ def is_ranked(rel: str, text: str) -> bool:
 
 
 def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
-    """The rows, documents and terms of one file's text."""
+    """The rows, names and terms of one file's text."""
     doc = fmt.split(text)
     meta = _meta_fields(doc.front_matter)
     if not is_ranked(rel, text):
-        return Parsed(rel, stamp, (*meta, None), [], [], set())
+        return Parsed(rel, stamp, meta, "", [], [], set())
     rows = document_rows(rel, doc)[:MAX_ROWS]
-    title = rows[0].title if rows else doc.title
+    title = (
+        rows[0].title if rows else doc.title or next((h.title for h in fmt.headings(doc.body) if h.level == 1), None)
+    )
     names = document_names(doc.front_matter, title)
     names_text = analyzer.text(" ".join(dict.fromkeys(names)))
     known_names = {n.lower() for n in names}
-    context_cache: dict[tuple[str | None, tuple[str, ...]], tuple[str, str]] = {}
-    sources = [source_of(r) for r in rows]
-    doc_of_source: dict[str | None, int] = {}
-    doc_bodies: list[list[str]] = []
+    context_cache: dict[tuple[str, ...], str] = {}
+    row_sources = [source_of(r) for r in rows]
+    group_of: dict[str | None, int] = {None: 0}
+    bodies: list[list[str]] = [[]]
     out_rows = []
     terms: set[str] = set(names_text.split())
     for index, row in enumerate(rows):
-        key = (row.subject, tuple(row.headings))
-        cached = context_cache.get(key)
-        if cached is None:
-            heads = [h for h in row.headings if h.lower() not in known_names]
-            subject_names = []
-            if row.subject:
-                name = row.subject.split("/", 1)[-1].strip()
-                if name.lower() not in known_names:
-                    subject_names.append(name)
-            cached = context_cache[key] = (
-                analyzer.text(" ".join(heads)),
-                " ".join(filter(None, [names_text, analyzer.text(" ".join(subject_names))])),
+        key = tuple(row.headings)
+        context_terms = context_cache.get(key)
+        if context_terms is None:
+            # the level-1 heading and a session note's `## people/Adam Smith` say what the row is about;
+            # the document's own names are indexed once, for the whole file
+            heads = [h.split("/", 1)[-1] if subject_of(h) else h for h in row.headings]
+            context_terms = context_cache[key] = analyzer.text(
+                " ".join(h for h in heads if h.lower() not in known_names)
             )
-        context_terms, row_names = cached
-        body, _provenance = split_provenance(row.text)
-        text_terms = analyzer.text(body)
-        source = sources[index]
-        number = doc_of_source.get(source)
-        if number is None:
-            number = doc_of_source[source] = len(doc_bodies)
-            doc_bodies.append([])
-        doc_bodies[number].append(text_terms)
+        text_terms = analyzer.text(row.text)  # with its citation, as grep and read show it
+        source = row_sources[index]
+        group = group_of.setdefault(source, len(group_of))
+        if group == len(bodies):
+            bodies.append([])
+        bodies[group].append(analyzer.text(split_provenance(row.text)[0]) if source else text_terms)
         flags = SUPERSEDED if row.superseded else 0
-        if index + 1 < len(rows) and rows[index + 1].headings == row.headings and sources[index + 1] == source:
+        if index + 1 < len(rows) and rows[index + 1].headings == row.headings and row_sources[index + 1] == source:
             flags |= LINKED
-        out_rows.append((row.line, flags, number, text_terms, context_terms, row_names))
+        out_rows.append((row.line, flags, group, text_terms, context_terms))
         terms.update(text_terms.split())
         terms.update(context_terms.split())
-    docs = [(source, " ".join(filter(None, body))) for source, body in zip(doc_of_source, doc_bodies, strict=True)]
-    return Parsed(rel, stamp, (*meta, names_text or None), out_rows, docs, terms)
+    sources = [s for s in group_of if s is not None]
+    docs = [" ".join(filter(None, body)) for body in bodies]
+    return Parsed(rel, stamp, meta, names_text, out_rows, sources, terms, docs)
 
 
 def read_file(root: Path, rel: str, full: str, analyzer: Analyzer) -> Parsed | None:
@@ -207,7 +202,7 @@ def read_file(root: Path, rel: str, full: str, analyzer: Analyzer) -> Parsed | N
         try:
             before = os.stat(full)
             if before.st_size > EXACT_COUNT_LIMIT:
-                return Parsed(rel, stamp_of(before), (None, None, None, None, None), [], [], set())
+                return Parsed(rel, stamp_of(before), (None, None, None, None), "", [], [], set())
             with open(full, "rb") as handle:
                 data = handle.read()
             after = os.stat(full)
@@ -443,9 +438,7 @@ class SearchIndex:
 
 
 def _drop_tables(conn) -> None:
-    for name in ("search_vocab", "search_docs_vocab", "search_fts", "search_docs"):
-        conn.execute(f"DROP TABLE IF EXISTS {name}")
-    for name in _TABLES:
+    for name in (*_FTS_TABLES, *_TABLES):
         conn.execute(f"DROP TABLE IF EXISTS {name}")
 
 
@@ -474,49 +467,68 @@ def _remove(conn, rel: str) -> int:
     lo, hi = fid << ROW_BITS, (fid << ROW_BITS) | (MAX_ROWS - 1)
     if n_rows:
         conn.execute("DELETE FROM search_fts WHERE rowid BETWEEN ? AND ?", (lo, hi))
-        conn.execute("DELETE FROM search_rows WHERE id BETWEEN ? AND ?", (lo, hi))
         conn.execute("DELETE FROM search_superseded WHERE id BETWEEN ? AND ?", (lo, hi))
-    if n_docs:
         conn.execute("DELETE FROM search_docs WHERE rowid BETWEEN ? AND ?", (lo, hi))
         conn.execute("DELETE FROM search_sources WHERE id BETWEEN ? AND ?", (lo, hi))
+        conn.execute("UPDATE search_meta SET value = value - ? WHERE key = 'docs'", (n_docs,))
+    conn.execute("DELETE FROM search_names WHERE rowid = ?", (fid,))
     conn.execute("DELETE FROM search_files WHERE id = ?", (fid,))
     conn.execute("UPDATE search_meta SET value = value - ? WHERE key = 'rows'", (n_rows,))
-    conn.execute("UPDATE search_meta SET value = value - ? WHERE key = 'docs'", (n_docs,))
     return 1
 
 
 def _insert(conn, item: Parsed, *, racy: bool) -> None:
     mtime = -item.stamp[0] if racy and item.stamp[0] > 0 else item.stamp[0]
+    lines = array("I", [min(line, 0x3FFFFFFF) << 2 | flags for line, flags, _g, _t, _c in item.rows])
+    groups = array("H", [min(group, 0xFFFF) for _l, _f, group, _t, _c in item.rows]) if item.sources else None
+    docs = [(n, body) for n, body in enumerate(item.docs or []) if body]
     conn.execute(
-        "INSERT INTO search_files"
-        " (path, mtime_ns, size, ino, ctime_ns, rows, docs, type, tags, updated, importance, names)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (item.path, mtime, *item.stamp[1:], len(item.rows), len(item.docs), *item.meta),
+        "INSERT INTO search_files (path, mtime_ns, size, ino, ctime_ns, rows, docs, type, tags, updated, importance,"
+        " lines, groups, sources) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            item.path,
+            mtime,
+            *item.stamp[1:],
+            len(item.rows),
+            len(docs),
+            *item.meta,
+            lines.tobytes() if item.rows else None,
+            groups.tobytes() if groups is not None else None,
+            json.dumps(item.sources, ensure_ascii=False) if item.sources else None,
+        ),
     )
     fid = conn.last_insert_rowid()
     base = fid << ROW_BITS
     if item.rows:
         conn.executemany(
-            "INSERT INTO search_rows VALUES (?, ?, ?, ?)",
-            [(base + n, line, flags, base + doc) for n, (line, flags, doc, _t, _c, _n) in enumerate(item.rows)],
-        )
-        conn.executemany(
-            "INSERT INTO search_fts (rowid, text, context, names) VALUES (?, ?, ?, ?)",
-            [(base + n, t, c, names) for n, (_l, _f, _d, t, c, names) in enumerate(item.rows)],
+            "INSERT INTO search_fts (rowid, text, context) VALUES (?, ?, ?)",
+            [(base + n, t, c) for n, (_l, _f, _g, t, c) in enumerate(item.rows)],
         )
         superseded = [(base + n,) for n, row in enumerate(item.rows) if row[1] & SUPERSEDED]
         if superseded:
             conn.executemany("INSERT INTO search_superseded VALUES (?)", superseded)
-    if item.docs:
+        conn.executemany("INSERT INTO search_docs (rowid, body) VALUES (?, ?)", [(base + n, b) for n, b in docs])
         conn.executemany(
-            "INSERT INTO search_docs (rowid, body) VALUES (?, ?)",
-            [(base + n, b) for n, (_s, b) in enumerate(item.docs)],
+            "INSERT INTO search_sources VALUES (?, ?)", [(base + n + 1, s) for n, s in enumerate(item.sources)]
         )
-        cited = [(base + n, s) for n, (s, _b) in enumerate(item.docs) if s is not None]
-        if cited:
-            conn.executemany("INSERT INTO search_sources VALUES (?, ?)", cited)
+        conn.execute("UPDATE search_meta SET value = value + ? WHERE key = 'docs'", (len(docs),))
+    if item.names:
+        conn.execute("INSERT INTO search_names (rowid, names) VALUES (?, ?)", (fid, item.names))
     conn.execute("UPDATE search_meta SET value = value + ? WHERE key = 'rows'", (len(item.rows),))
-    conn.execute("UPDATE search_meta SET value = value + ? WHERE key = 'docs'", (len(item.docs),))
+
+
+def unpack_rows(lines: bytes | None, groups: bytes | None, n: int) -> tuple[array, array | None]:
+    """A file's packed rows: (line << 2 | flags per row, cited-note number per row or None)."""
+    packed = array("I")
+    if lines:
+        packed.frombytes(lines)
+    cited = None
+    if groups:
+        cited = array("H")
+        cited.frombytes(groups)
+    if len(packed) != n or (cited is not None and len(cited) != n):
+        raise IndexDamaged("packed rows do not match the row count")
+    return packed, cited
 
 
 _shared: dict[Path, SearchIndex] = {}

@@ -35,7 +35,7 @@ from fsmem.errors import ConfigError, InvalidArgument
 from fsmem.format.facts import split_provenance
 from fsmem.format.rows import Row
 from fsmem.search.analyzer import Analyzer
-from fsmem.search.index import LINKED, MAX_ROWS, ROW_BITS, SUPERSEDED, SearchIndex
+from fsmem.search.index import LINKED, MAX_ROWS, ROW_BITS, SUPERSEDED, SearchIndex, unpack_rows
 from fsmem.store import retrieval_log
 from fsmem.store.catalog import FileMeta, matches_filters
 from fsmem.tokens import TokenCounter
@@ -43,9 +43,8 @@ from fsmem.tokens import TokenCounter
 DEFAULT_WEIGHTS = {
     "text": 1.0,
     "headings": 0.5,
-    "names": 1.0,
     "row": 1.0,
-    "subject": 0.0,
+    "subject": 3.0,
     "neighbours": 0.5,
     "document": 0.4,
     "fuzzy": 0.6,
@@ -74,10 +73,10 @@ class SearchSettings:
             if key not in DEFAULT_WEIGHTS:
                 raise ConfigError(f"{CONFIG_FILE}: unknown search weight {key!r} (known: {', '.join(DEFAULT_WEIGHTS)})")
             weights[key] = _number(f"search.weights.{key}", value, minimum=0.0)
-        if weights["row"] + weights["neighbours"] + weights["document"] <= 0:
-            raise ConfigError(f"{CONFIG_FILE}: search.weights row, neighbours and document cannot all be 0")
-        if weights["text"] + weights["headings"] + weights["names"] <= 0:
-            raise ConfigError(f"{CONFIG_FILE}: search.weights text, headings and names cannot all be 0")
+        if weights["row"] + weights["neighbours"] + weights["document"] + weights["subject"] <= 0:
+            raise ConfigError(f"{CONFIG_FILE}: search.weights row, neighbours, document and subject cannot all be 0")
+        if weights["text"] + weights["headings"] <= 0:
+            raise ConfigError(f"{CONFIG_FILE}: search.weights text and headings cannot both be 0")
         return cls(
             min_score=_number("search.min_score", section.get("min_score", cls.min_score), minimum=0.0),
             weights=weights,
@@ -257,6 +256,8 @@ def render_lines(hits: list[SearchHit]) -> list[str]:
 
 POOL_MIN = 1000  # rows the engine returns best first (by the row part) before the rest of the score is added
 NEIGHBOUR_SEEDS = 200  # the best rows whose section neighbours join the pool even when they match nothing
+NAMED_FILES = 20  # documents whose names match the query best: their rows join the pool
+NAMED_ROWS = 2000  # at most this many rows of each
 
 
 class StaleAnswer(Exception):
@@ -395,12 +396,15 @@ def _rank(conn, terms, settings, pool_size, usage, type, tag, updated_after, inc
     if not terms or not searchable:
         return empty
     meta = dict(conn.execute("SELECT key, value FROM search_meta").fetchall())
-    n_rows, n_docs = int(meta.get("rows") or 0), int(meta.get("docs") or 0)
+    n_rows = int(meta.get("rows") or 0)
     df = _document_frequencies(conn, "search_vocab", terms)
-    missing = [t for t in terms if not df.get(t)]
+    names_df = _document_frequencies(conn, "search_names_vocab", terms)
+    missing = [t for t in terms if not df.get(t) and not names_df.get(t)]
     fuzzy = _near_spellings(conn, missing, settings.fuzzy_cutoff) if missing and w["fuzzy"] > 0 else {}
-    df.update(_document_frequencies(conn, "search_vocab", list(set(fuzzy.values()))))
-    used = list(dict.fromkeys([t for t in terms if df.get(t)] + list(fuzzy.values())))
+    substitutes = list(dict.fromkeys(fuzzy.values()))
+    df.update(_document_frequencies(conn, "search_vocab", substitutes))
+    names_df.update(_document_frequencies(conn, "search_names_vocab", substitutes))
+    used = [t for t in dict.fromkeys(terms + substitutes) if df.get(t) or names_df.get(t)]
     if not used:
         return empty
 
@@ -415,118 +419,132 @@ def _rank(conn, terms, settings, pool_size, usage, type, tag, updated_after, inc
         return total
 
     match = " OR ".join(_quoted(t) for t in used)
-    where = ["search_fts MATCH ?"]
-    args: list[Any] = [match]
-    if not include_superseded:
-        where.append("rowid NOT IN (SELECT id FROM search_superseded)")
-    if allowed is not None:
-        where.append(f"(rowid >> {ROW_BITS}) IN (SELECT value FROM json_each(?))")
-        args.append(_json(allowed))
-    fields = f"{w['text']}, {w['headings']}, {w['names']}"
-    row_raw = dict(
-        conn.execute(
-            f"SELECT rowid, -bm25(search_fts, {fields}) AS s FROM search_fts WHERE {' AND '.join(where)}"
-            " ORDER BY s DESC, rowid LIMIT ?",
-            (*args, pool_size),
-        ).fetchall()
-    )
-    if not row_raw:
-        return empty
-    seeds = list(row_raw)[:NEIGHBOUR_SEEDS]
-    wanted = set(row_raw) | {i + 1 for i in seeds} | {i - 1 for i in seeds}
-    info = {
-        rid: (line, flags, doc)
-        for rid, line, flags, doc in conn.execute(
-            "SELECT id, line, flags, doc FROM search_rows WHERE id IN (SELECT value FROM json_each(?))",
-            (_json(wanted),),
-        )
-    }
     allowed_set = None if allowed is None else set(allowed)
 
+    # 1. The rows whose text or headings match, best first (BM25F: the columns weigh a term's frequency).
+    row_raw: dict[int, float] = {}
+    if any(df.get(t) for t in used):
+        where = ["search_fts MATCH ?"]
+        args: list[Any] = [match]
+        if not include_superseded:
+            where.append("rowid NOT IN (SELECT id FROM search_superseded)")
+        if allowed is not None:
+            where.append(f"(rowid >> {ROW_BITS}) IN (SELECT value FROM json_each(?))")
+            args.append(_json(allowed))
+        row_raw = dict(
+            conn.execute(
+                f"SELECT rowid, -bm25(search_fts, {w['text']}, {w['headings']}) AS s FROM search_fts"
+                f" WHERE {' AND '.join(where)} ORDER BY s DESC, rowid LIMIT ?",
+                (*args, pool_size),
+            ).fetchall()
+        )
+    # 2. The documents whose names (title, entity or topic, aliases) match: their rows are about the query's subject.
+    named: dict[int, float] = {}
+    if w["subject"] > 0 and any(names_df.get(t) for t in used):
+        n_named = int(conn.execute("SELECT count(*) FROM search_names").fetchone()[0])
+        names_den = could_earn(n_named, names_df)
+        for fid, raw in conn.execute(
+            "SELECT rowid, -bm25(search_names) AS s FROM search_names WHERE search_names MATCH ? ORDER BY s DESC LIMIT ?",
+            (match, NAMED_FILES),
+        ):
+            if allowed_set is None or fid in allowed_set:
+                named[fid] = raw / names_den
+    if not row_raw and not named:
+        return empty
+    seeds = list(row_raw)[:NEIGHBOUR_SEEDS]
+    wanted_files = {rid >> ROW_BITS for rid in row_raw} | set(named)
+    files: dict[int, tuple] = {}
+    for fid, path, n, lines, groups, sources, importance, updated, mtime in conn.execute(
+        "SELECT id, path, rows, lines, groups, sources, importance, updated, mtime_ns FROM search_files"
+        " WHERE id IN (SELECT value FROM json_each(?))",
+        (_json(wanted_files),),
+    ):
+        packed, cited = unpack_rows(lines, groups, n)
+        files[fid] = (path, packed, cited, json.loads(sources) if sources else [], importance, updated, mtime)
+
+    def row_info(rid: int) -> tuple[int, int] | None:
+        found = files.get(rid >> ROW_BITS)
+        ordinal = rid & (MAX_ROWS - 1)
+        if found is None or ordinal >= len(found[1]):
+            return None
+        value = found[1][ordinal]
+        return value >> 2, value & 3
+
     def visible(rid: int) -> bool:
-        if rid not in info:
-            return False
-        if not include_superseded and info[rid][1] & SUPERSEDED:
+        found = row_info(rid)
+        if found is None or (not include_superseded and found[1] & SUPERSEDED):
             return False
         return allowed_set is None or (rid >> ROW_BITS) in allowed_set
 
-    pool = [rid for rid in row_raw if rid in info]
-    for rid in seeds:
-        for other in (rid - 1, rid + 1):
-            if other not in row_raw and visible(other) and _linked(info, rid, other):
-                row_raw[other] = 0.0
-                pool.append(other)
+    def linked(upper: int) -> bool:
+        """Row `upper` and the next are in the same section and cite the same note."""
+        found = row_info(upper)
+        return found is not None and bool(found[1] & LINKED) and row_info(upper + 1) is not None
 
+    pool = [rid for rid in row_raw if rid >> ROW_BITS in files]
+    seen = set(pool)
+    for rid in seeds:
+        for other, upper in ((rid - 1, rid - 1), (rid + 1, rid)):
+            if other not in seen and visible(other) and linked(upper):
+                seen.add(other)
+                pool.append(other)
+    for fid in named:
+        base = fid << ROW_BITS
+        for ordinal in range(min(len(files[fid][1]), NAMED_ROWS)):
+            if base + ordinal not in seen and visible(base + ordinal):
+                seen.add(base + ordinal)
+                pool.append(base + ordinal)
+
+    # 3. Neighbours, documents (a row's cited session note, across files), subject and salience.
     row_den = could_earn(n_rows, df)
-    files = {
-        fid: (path, importance, updated, mtime, names)
-        for fid, path, importance, updated, mtime, names in conn.execute(
-            "SELECT id, path, importance, updated, mtime_ns, names FROM search_files"
-            " WHERE id IN (SELECT value FROM json_each(?))",
-            (_json({rid >> ROW_BITS for rid in pool}),),
-        )
-    }
-    subject = {}
-    if w["subject"] > 0:
-        lucene = {t: math.log(1 + (n_rows - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
-        whole = sum(lucene.values())
-        for fid, (_p, _i, _u, _m, names) in files.items():
-            named = set(names.split()) if names else set()
-            subject[fid] = sum(v for t, v in lucene.items() if t in named) / whole if whole else 0.0
-    parts = w["row"] + w["neighbours"] + w["document"] + w["subject"]
-    document = _document_scores(conn, match, terms, fuzzy, w, n_docs, {info[r][2] for r in pool}, could_earn)
-    relevance: dict[int, float] = {}
-    for rid in pool:
-        neighbours = sum(row_raw.get(o, 0.0) for o in (rid - 1, rid + 1) if _linked(info, rid, o))
-        score = w["row"] * row_raw[rid] / row_den + w["neighbours"] * neighbours / row_den
-        score += w["document"] * document.get(info[rid][2], 0.0) + w["subject"] * subject.get(rid >> ROW_BITS, 0.0)
-        relevance[rid] = score / parts
+    group_total = _document_scores(conn, match, terms, fuzzy, w, int(meta.get("docs") or 0), could_earn)
     boost = _file_boosts(files, settings, now)
     top_use = max(usage.values()) if usage else 0
-    scores, paths, lines = {}, {}, {}
+    parts = w["row"] + w["neighbours"] + w["document"] + w["subject"]
+    scores, relevance, paths, lines_of = {}, {}, {}, {}
     for rid in pool:
-        path = files[rid >> ROW_BITS][0]
-        line = info[rid][0]
+        neighbours = 0.0
+        if linked(rid - 1):
+            neighbours += row_raw.get(rid - 1, 0.0)
+        if linked(rid):
+            neighbours += row_raw.get(rid + 1, 0.0)
+        document = group_total.get(_group(files, rid), 0.0)
+        score = w["row"] * row_raw.get(rid, 0.0) / row_den + w["neighbours"] * neighbours / row_den
+        score += w["document"] * document + w["subject"] * named.get(rid >> ROW_BITS, 0.0)
+        relevance[rid] = score / parts
+        path, line = files[rid >> ROW_BITS][0], row_info(rid)[0]
         factor = 1.0 + boost[rid >> ROW_BITS]
         if top_use and w["usage"] > 0:
             factor += w["usage"] * math.log1p(usage.get(f"{path}:{line}", 0)) / math.log1p(top_use)
         scores[rid] = relevance[rid] * factor
-        paths[rid], lines[rid] = path, line
-    ids = sorted(pool, key=lambda r: (-scores[r], paths[r], lines[r]))
-    return Ranking(ids, scores, relevance, paths, lines, searchable)
+        paths[rid], lines_of[rid] = path, line
+    ids = sorted(pool, key=lambda r: (-scores[r], paths[r], lines_of[r]))
+    return Ranking(ids, scores, relevance, paths, lines_of, searchable)
 
 
-def _linked(info: dict[int, tuple[int, int, int]], rid: int, other: int) -> bool:
-    """Rows `rid` and `other` (one apart) are in the same section and cite the same note."""
-    upper = min(rid, other)
-    return upper in info and max(rid, other) in info and bool(info[upper][1] & LINKED)
+def _group(files: dict[int, tuple], rid: int) -> Any:
+    """A row's document: the session note it cites (rows from one session score as one), else its file's uncited rows."""
+    _path, _lines, cited, sources = files[rid >> ROW_BITS][:4]
+    number = cited[rid & (MAX_ROWS - 1)] if cited is not None else 0
+    return sources[number - 1] if number else (rid >> ROW_BITS) << ROW_BITS
 
 
-def _document_scores(conn, match, terms, fuzzy, w, n_docs, docs, could_earn) -> dict[int, float]:
-    """Normalised document score of each of `docs`: the BM25 of the rows of one file citing one session note,
-    summed over every file's rows citing that note (rows from one session score as one document)."""
-    if w["document"] <= 0 or not docs or not n_docs:
-        return {}
-    raw = dict(
-        conn.execute("SELECT rowid, -bm25(search_docs) FROM search_docs WHERE search_docs MATCH ?", (match,)).fetchall()
-    )
-    if not raw:
+def _document_scores(conn, match, terms, fuzzy, w, n_docs, could_earn) -> dict[Any, float]:
+    """Normalised score of every matching document: one file's rows citing one session note (or none), summed
+    over the files citing the same note, so a session split across speaker files scores as one."""
+    if w["document"] <= 0 or not n_docs:
         return {}
     df = _document_frequencies(conn, "search_docs_vocab", list(dict.fromkeys(terms + list(fuzzy.values()))))
     denominator = could_earn(n_docs, df)
-    cited = dict(
-        conn.execute(
-            "SELECT id, source FROM search_sources WHERE id IN (SELECT value FROM json_each(?))", (_json(docs),)
-        ).fetchall()
-    )
-    group: dict[str, float] = {}
-    if cited:
-        for doc, source in conn.execute(
-            "SELECT id, source FROM search_sources WHERE source IN (SELECT value FROM json_each(?))",
-            (_json(set(cited.values())),),
-        ):
-            group[source] = group.get(source, 0.0) + raw.get(doc, 0.0)
-    return {doc: (group[cited[doc]] if doc in cited else raw.get(doc, 0.0)) / denominator for doc in docs}
+    out: dict[Any, float] = {}
+    for doc, raw, source in conn.execute(
+        "SELECT d.rowid, -bm25(search_docs), s.source FROM search_docs AS d LEFT JOIN search_sources AS s"
+        " ON s.id = d.rowid WHERE search_docs MATCH ?",
+        (match,),
+    ):
+        key = source if source is not None else doc
+        out[key] = out.get(key, 0.0) + raw / denominator
+    return out
 
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
@@ -536,7 +554,7 @@ def _file_boosts(files: dict[int, tuple], settings: SearchSettings, now: _dt.dat
     """Per file: weighted importance (0..1, 0.5 when absent) and recency of `updated` (else the mtime)."""
     w = settings.weights
     out = {}
-    for fid, (_path, importance, updated, mtime, _names) in files.items():
+    for fid, (_path, _lines, _cited, _sources, importance, updated, mtime) in files.items():
         value = 0.5 if importance is None else min(max(float(importance), 0.0), 1.0)
         stamp = fmt.parse_timestamp(updated) if updated else None
         if stamp is None:
