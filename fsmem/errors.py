@@ -60,4 +60,4 @@ class MemoryToolError(FsmemError):
 
 
 class MissingDependency(FsmemError):
-    """An optional package a command needs (bm25s for search, matplotlib for plots) is not installed."""
+    """An optional package a command needs (matplotlib for plots, watchdog for watch) is not installed."""

@@ -18,7 +18,7 @@ from fsmem import format as fmt
 from fsmem.budget import Budget, check_offset
 from fsmem.config import CONFIG_FILE, Config
 from fsmem.deprecated import renamed, warn
-from fsmem.errors import AlreadyExists, InvalidArgument, NotFound, ReadOnly, RootNotFound
+from fsmem.errors import AlreadyExists, FsmemError, InvalidArgument, NotFound, ReadOnly, RootNotFound
 from fsmem.query import grep as _grep, reading
 from fsmem.query.listing import Listing, list_entries, within_depth
 from fsmem.store import retrieval_log, writing
@@ -313,7 +313,9 @@ class Memory:
             or str(self.config.section("notes").get("default_session", "default"))
         )
         with file_lock(self.root):
-            return writing.note(self.root, text, session=session, subject=subject)
+            result = writing.note(self.root, text, session=session, subject=subject)
+        self._search_changed([result.path])
+        return result
 
     def write(self, path: str, body: str | None = None, *, set: dict[str, Any] | None = None) -> writing.WriteResult:
         """Create or replace a file's body and set front-matter fields (`set`)."""
@@ -322,26 +324,35 @@ class Memory:
         if not target.name.lower().endswith((".md", ".markdown")):
             raise InvalidArgument(f"{path!r}: memory files end in .md")
         with file_lock(self.root):
-            return writing.write(self.root, target, body, dict(set or {}))
+            result = writing.write(self.root, target, body, dict(set or {}))
+        self._search_changed([result.path])
+        return result
 
     def edit(self, path: str, *, old: str, new: str) -> writing.WriteResult:
         """Replace exactly one occurrence of `old` with `new`."""
         self._require_writable()
         target = self.path(path)
         with file_lock(self.root):
-            return writing.edit(self.root, target, old, new)
+            result = writing.edit(self.root, target, old, new)
+        self._search_changed([result.path])
+        return result
 
     def rm(self, path: str) -> writing.WriteResult:
         self._require_writable()
         target = self.path(path)
         with file_lock(self.root):
-            return writing.remove(self.root, target)
+            result = writing.remove(self.root, target)
+        self._search_changed([result.path])
+        return result
 
     def mv(self, source: str, target: str) -> writing.WriteResult:
         self._require_writable()
         src, dst = self.path(source), self.path(target)
+        src_rel = relative(self.root, src)
         with file_lock(self.root):
-            return writing.move(self.root, src, dst)
+            result = writing.move(self.root, src, dst)
+        self._search_changed([src_rel, result.path])
+        return result
 
     # -- watch and cache (perf) ---------------------------------------------------
     def watch(
@@ -385,6 +396,7 @@ class Memory:
             write_index=self.index if writable else None,
             consolidate=self.consolidate if writable and consolidate else None,
             consolidate_after=consolidate_after,
+            on_change=lambda files: self._search_changed(None if files is None else sorted(files)),
         )
 
     # -- what agents get beyond files: statistics and the pre-injected context ---
@@ -415,7 +427,10 @@ class Memory:
             self._require_writable()
         from fsmem.consolidate import apply as consolidate_apply
 
-        return consolidate_apply.run(self, dry_run=dry_run, progress=progress)
+        report = consolidate_apply.run(self, dry_run=dry_run, progress=progress)
+        if not dry_run:
+            self._search_changed(list(report.files_written))
+        return report
 
     def index(self) -> IndexResult:
         """Regenerate INDEX.md (the table of contents of entities and topics); says whether it changed."""
@@ -438,6 +453,27 @@ class Memory:
 
             self._search_index = shared_index(self.root)
         return self._search_index
+
+    def _search_changed(self, paths: list[str] | None) -> None:
+        """Update the search index for files this process changed (None: any file may have changed).
+
+        Only an index that exists is updated (a memory never searched pays
+        nothing), and a failure here never fails the write: every search stats
+        the files and re-reads what changed anyway.
+        """
+        from fsmem.store.cache import cache_path
+
+        if not cache_path(self.root).exists():
+            return
+        from fsmem.store.cache import DatabaseError
+
+        try:
+            if paths is None or any(os.path.isdir(self.root / p) for p in paths):
+                self.search_index.refresh()
+            else:
+                self.search_index.update(paths)
+        except (OSError, DatabaseError, FsmemError):
+            pass
 
     @property
     def search_settings(self) -> SearchSettings:

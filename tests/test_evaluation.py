@@ -94,10 +94,8 @@ def test_eval_set_errors_are_plain(tmp_path):
 def test_knee_and_d_prime():
     assert knee([1, 2, 4, 8, 16, 32], [0.2, 0.5, 0.8, 0.85, 0.86, 0.86]) == 4
     assert knee([1, 2, 4], [0.5, 0.5, 0.5]) == 1
-    import numpy as np
-
     stats = ScoreStats()
-    stats.add(np.array([2.0, 3.0, 0.0, 1.0]), np.array([True, True, False, False]))
+    stats.add([2.0, 3.0, 0.0, 1.0], [True, True, False, False])
     assert stats.d_prime() == pytest.approx(4.0)  # means 2.5 vs 0.5, each sd 0.5
 
 

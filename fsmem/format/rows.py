@@ -85,8 +85,12 @@ def split_rows(path: str, text: str) -> list[Row]:
     return document_rows(path, fmt.split(text))
 
 
-def document_rows(path: str, doc: fmt.Document) -> list[Row]:
-    """`split_rows` of a document already split from its front matter (search parses it once for both)."""
+def document_rows(path: str, doc: fmt.Document, *, classify: bool = True) -> list[Row]:
+    """`split_rows` of a document already split from its front matter (search parses it once for both).
+
+    With `classify=False` a keyed fact is left as kind "bullet": the search index, which
+    never shows a row, skips parsing every bullet as a fact.
+    """
     fm = doc.front_matter
     title = doc.title
     file_subject = None
@@ -120,7 +124,7 @@ def document_rows(path: str, doc: fmt.Document) -> list[Row]:
             return
         body = "\n".join(pending).strip()
         kind = pending_kind
-        if kind == "bullet" and pending[0].startswith("- ") and ": " in pending[0] and is_fact(pending[0]):
+        if classify and kind == "bullet" and pending[0].startswith("- ") and ": " in pending[0] and is_fact(pending[0]):
             kind = "fact"
         rows.append(
             Row(

@@ -33,6 +33,7 @@ class Analyzer:
             raise MissingDependency("search needs PyStemmer; install it with: pip install PyStemmer") from None
         self._stem_word = Stemmer.Stemmer("english").stemWord
         self._cache: dict[str, str] = {}
+        self._table: dict[str, str] = {}  # word -> stem, "" for a stop word
 
     def words(self, text: str) -> list[str]:
         """Lowercase words without stop words (not stemmed): what fuzzy matching compares."""
@@ -47,15 +48,18 @@ class Analyzer:
         return stemmed
 
     def terms(self, text: str) -> list[str]:
-        cache = self._cache
-        out = []
-        for word in self.words(text):
-            stemmed = cache.get(word)
-            if stemmed is None:
-                stemmed = cache[word] = self._stem_word(word)
-            out.append(stemmed)
-        return out
+        return self.text(text).split()
 
     def text(self, text: str) -> str:
         """The terms of `text` as the index stores them: stems separated by spaces."""
-        return " ".join(self.terms(text))
+        if "[" in text:
+            text = _MARKER.sub(" ", text)
+        table = self._table
+        out = []
+        for word in _WORD.findall(text.lower()):
+            stemmed = table.get(word)
+            if stemmed is None:
+                stemmed = table[word] = "" if word in STOP_WORDS else self._stem_word(word)
+            if stemmed:
+                out.append(stemmed)
+        return " ".join(out)

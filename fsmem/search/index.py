@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import threading
 import time
 from array import array
@@ -40,6 +41,7 @@ from fsmem.store import cache as _cache
 from fsmem.store.catalog import EXACT_COUNT_LIMIT, walk_stats
 from fsmem.store.paths import STATE_DIR
 
+LEGACY_DIR = "search"  # .fsmem/search/: where the index lived before it moved into cache.sqlite
 GENERATED_INDEX = "INDEX.md"  # written by consolidate; a table of contents, not memory to rank
 # Bump when the tables or what goes into them change: an older index is then dropped and rebuilt.
 INDEX_VERSION = 3
@@ -156,7 +158,7 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
     meta = _meta_fields(doc.front_matter)
     if not is_ranked(rel, text):
         return Parsed(rel, stamp, meta, "", [], [], set())
-    rows = document_rows(rel, doc)[:MAX_ROWS]
+    rows = document_rows(rel, doc, classify=False)[:MAX_ROWS]
     title = (
         rows[0].title if rows else doc.title or next((h.title for h in fmt.headings(doc.body) if h.level == 1), None)
     )
@@ -164,7 +166,7 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
     names_text = analyzer.text(" ".join(dict.fromkeys(names)))
     known_names = {n.lower() for n in names}
     context_cache: dict[tuple[str, ...], str] = {}
-    row_sources = [source_of(r) for r in rows]
+    row_sources = [source_of(r) if r.text.endswith(")") else None for r in rows]
     group_of: dict[str | None, int] = {None: 0}
     bodies: list[list[str]] = [[]]
     out_rows = []
@@ -189,8 +191,8 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
         if index + 1 < len(rows) and rows[index + 1].headings == row.headings and row_sources[index + 1] == source:
             flags |= LINKED
         out_rows.append((row.line, flags, group, text_terms, context_terms))
-        terms.update(text_terms.split())
-        terms.update(context_terms.split())
+    terms.update(" ".join(r[3] for r in out_rows).split())
+    terms.update(" ".join(context_cache.values()).split())
     sources = [s for s in group_of if s is not None]
     docs = [" ".join(filter(None, body)) for body in bodies]
     return Parsed(rel, stamp, meta, names_text, out_rows, sources, terms, docs)
@@ -250,26 +252,35 @@ class SearchIndex:
         """The open connection, with the search tables of this version (created or rebuilt as needed)."""
         if self._conn is not None:
             return self._conn
+        legacy = Path(self.root, STATE_DIR, LEGACY_DIR)
+        if legacy.is_dir():  # the numpy index of fsmem before 0.2
+            shutil.rmtree(legacy, ignore_errors=True)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = _cache.connect(self.path, timeout=BUSY_TIMEOUT_S)
             try:
-                self._prepare(conn)
+                conn = self._open()
             except _cache.DatabaseError as exc:
-                conn.close(True)
                 if _cache.is_transient(exc):
                     raise
-                self.rebuilt = True
+                self.rebuilt = True  # not a database, or not one we can read: thrown away
                 if not _cache.discard(self.path):
                     raise
-                conn = _cache.connect(self.path, timeout=BUSY_TIMEOUT_S)
-                self._prepare(conn)
+                conn = self._open()
         except (OSError, _cache.DatabaseError):
             # a read-only or unusable .fsmem/: this process keeps its own index in memory
             conn = _cache.Connection(":memory:")
             self._prepare(conn)
             self._in_memory = True
         self._conn = conn
+        return conn
+
+    def _open(self):
+        conn = _cache.connect(self.path, timeout=BUSY_TIMEOUT_S)
+        try:
+            self._prepare(conn)
+        except BaseException:
+            conn.close(True)
+            raise
         return conn
 
     def _prepare(self, conn) -> None:
@@ -520,12 +531,15 @@ def _insert(conn, item: Parsed, *, racy: bool) -> None:
 def unpack_rows(lines: bytes | None, groups: bytes | None, n: int) -> tuple[array, array | None]:
     """A file's packed rows: (line << 2 | flags per row, cited-note number per row or None)."""
     packed = array("I")
-    if lines:
-        packed.frombytes(lines)
     cited = None
-    if groups:
-        cited = array("H")
-        cited.frombytes(groups)
+    try:
+        if lines:
+            packed.frombytes(lines)
+        if groups:
+            cited = array("H")
+            cited.frombytes(groups)
+    except (TypeError, ValueError):
+        raise IndexDamaged("packed rows of the wrong size") from None
     if len(packed) != n or (cited is not None and len(cited) != n):
         raise IndexDamaged("packed rows do not match the row count")
     return packed, cited
@@ -540,7 +554,3 @@ def shared_index(root: Path) -> SearchIndex:
     if key not in _shared:
         _shared[key] = SearchIndex(key)
     return _shared[key]
-
-
-def state_dir(root: Path) -> Path:
-    return Path(root, STATE_DIR)
