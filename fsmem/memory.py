@@ -143,9 +143,9 @@ class Memory:
         try:
             if path.stat().st_size > EXACT_COUNT_LIMIT:
                 return []
-            return self.catalog.get(path).superseded
         except FileNotFoundError:
             return []
+        return self.catalog.superseded([rel]).get(rel, [])
 
     def files(
         self,

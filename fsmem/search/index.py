@@ -21,6 +21,7 @@ the index a fresh build would give. A damaged index is dropped and rebuilt.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -40,11 +41,12 @@ from fsmem.search.analyzer import ANALYZER_VERSION, Analyzer
 from fsmem.store import cache as _cache
 from fsmem.store.catalog import EXACT_COUNT_LIMIT, walk_stats
 from fsmem.store.paths import STATE_DIR
+from fsmem.store.supersession import is_note, was_consolidated
 
 LEGACY_DIR = "search"  # .fsmem/search/: where the index lived before it moved into cache.sqlite
 GENERATED_INDEX = "INDEX.md"  # written by consolidate; a table of contents, not memory to rank
 # Bump when the tables or what goes into them change: an older index is then dropped and rebuilt.
-INDEX_VERSION = 3
+INDEX_VERSION = 4
 ROW_BITS = 20  # row id = file id << ROW_BITS | ordinal (a file's first 1,048,576 rows are indexed)
 MAX_ROWS = 1 << ROW_BITS
 SUPERSEDED, LINKED = 1, 2  # row flags: hidden by default; same section and source as the next row
@@ -67,7 +69,8 @@ CREATE TABLE IF NOT EXISTS search_files (
     mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL, ino INTEGER NOT NULL, ctime_ns INTEGER NOT NULL,
     rows INTEGER NOT NULL, docs INTEGER NOT NULL,
     type TEXT, tags TEXT, updated TEXT, importance REAL,
-    lines BLOB, groups BLOB, sources TEXT
+    lines BLOB, groups BLOB, sources TEXT,
+    cited INTEGER NOT NULL  -- a session note the consolidator has read: documents may supersede its facts
 );
 CREATE TABLE IF NOT EXISTS search_superseded (id INTEGER PRIMARY KEY);
 -- documents: the rows of one file citing one session note (its `groups` number), or citing none (0)
@@ -144,6 +147,7 @@ class Parsed:
     sources: list[str]  # the session notes its rows cite
     terms: set[str]
     docs: list[str] | None = None  # per group: the terms of its rows without their citations
+    cited: bool = False
 
 
 def is_ranked(rel: str, text: str) -> bool:
@@ -195,7 +199,8 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
     terms.update(" ".join(context_cache.values()).split())
     sources = [s for s in group_of if s is not None]
     docs = [" ".join(filter(None, body)) for body in bodies]
-    return Parsed(rel, stamp, meta, names_text, out_rows, sources, terms, docs)
+    cited = is_note(rel) and was_consolidated(text)
+    return Parsed(rel, stamp, meta, names_text, out_rows, sources, terms, docs, cited)
 
 
 def read_file(root: Path, rel: str, full: str, analyzer: Analyzer) -> Parsed | None:
@@ -366,8 +371,24 @@ class SearchIndex:
 
     def _refresh(self, conn) -> int:
         found = list(walk_stats(self.root))
+        # A digest of every (path, stamp) seen: equal to the one stored by the last refresh that left every
+        # file indexed (cleared by any later change), nothing changed, and 10k stamps need not be compared.
+        digest = hashlib.blake2b(
+            "\0".join(f"{rel}\1{stamp_of(st)}" for rel, _full, st in found).encode("utf-8", "surrogateescape"),
+            digest_size=16,
+        ).hexdigest()
+        stored = conn.execute("SELECT value FROM search_meta WHERE key = 'walk'").fetchone()
+        if stored is not None and stored[0] == digest:
+            return 0
         known = _stamps(conn, None)
-        return self._apply(conn, found, known, list(known), complete=True)
+        changed = self._apply(conn, found, known, list(known), complete=True)
+        with _cache.transaction(conn):
+            racy = conn.execute("SELECT 1 FROM search_files WHERE mtime_ns < 0 LIMIT 1").fetchone()
+            current = _stamps(conn, None)
+            settled = not racy and len(current) == len(found)
+            settled = settled and all(current.get(rel, ((),))[0] == stamp_of(st) for rel, _full, st in found)
+            conn.execute("INSERT OR REPLACE INTO search_meta VALUES ('walk', ?)", (digest if settled else None,))
+        return changed
 
     def _apply(self, conn, found, known: dict[str, tuple[Stamp, int]], candidates_gone: list[str], *, complete) -> int:
         now = time.time_ns()
@@ -471,6 +492,7 @@ def _stamps(conn, paths: list[str] | None) -> dict[str, tuple[Stamp, bool]]:
 
 
 def _remove(conn, rel: str) -> int:
+    conn.execute("DELETE FROM search_meta WHERE key = 'walk'")
     found = conn.execute("SELECT id, rows, docs FROM search_files WHERE path = ?", (rel,)).fetchone()
     if found is None:
         return 0
@@ -495,7 +517,7 @@ def _insert(conn, item: Parsed, *, racy: bool) -> None:
     docs = [(n, body) for n, body in enumerate(item.docs or []) if body]
     conn.execute(
         "INSERT INTO search_files (path, mtime_ns, size, ino, ctime_ns, rows, docs, type, tags, updated, importance,"
-        " lines, groups, sources) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " lines, groups, sources, cited) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             item.path,
             mtime,
@@ -506,6 +528,7 @@ def _insert(conn, item: Parsed, *, racy: bool) -> None:
             lines.tobytes() if item.rows else None,
             groups.tobytes() if groups is not None else None,
             json.dumps(item.sources, ensure_ascii=False) if item.sources else None,
+            int(item.cited),
         ),
     )
     fid = conn.last_insert_rowid()

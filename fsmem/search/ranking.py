@@ -256,6 +256,8 @@ def render_lines(hits: list[SearchHit]) -> list[str]:
 
 POOL_MIN = 1000  # rows the engine returns best first (by the row part) before the rest of the score is added
 NEIGHBOUR_SEEDS = 200  # the best rows whose section neighbours join the pool even when they match nothing
+TOP_DOCUMENTS = 300  # when more documents match, only the rows of the best ones are scored row by row
+DOCUMENT_POOL = 3000  # documents scored for the document part; deeper ones add nothing a candidate row can use
 NAMED_FILES = 20  # documents whose names match the query best: their rows join the pool
 NAMED_ROWS = 2000  # at most this many rows of each
 
@@ -279,6 +281,7 @@ class Ranking:
     paths: dict[int, str]  # row id -> path
     lines: dict[int, int]  # row id -> line
     searchable: int  # rows passing the filters (0: nothing to search)
+    stale: set[int] = field(default_factory=set)  # lines of session notes a document has superseded
 
     @property
     def candidates(self) -> list[int]:
@@ -385,11 +388,12 @@ def rank(
             updated_after,
             include_superseded,
             now,
+            index.root,
         )
     )
 
 
-def _rank(conn, terms, settings, pool_size, usage, type, tag, updated_after, include_superseded, now) -> Ranking:
+def _rank(conn, terms, settings, pool_size, usage, type, tag, updated_after, include_superseded, now, root) -> Ranking:
     w = settings.weights
     allowed, searchable = _allowed_files(conn, type, tag, updated_after)
     empty = Ranking([], {}, {}, {}, {}, searchable)
@@ -421,16 +425,25 @@ def _rank(conn, terms, settings, pool_size, usage, type, tag, updated_after, inc
     match = " OR ".join(_quoted(t) for t in used)
     allowed_set = None if allowed is None else set(allowed)
 
-    # 1. The rows whose text or headings match, best first (BM25F: the columns weigh a term's frequency).
+    # 1. Documents (a file's rows citing one session note, or none): their part of the score, and which
+    #    files are worth scoring row by row when very many match.
+    group_total, documents = _document_scores(conn, match, terms, fuzzy, w, int(meta.get("docs") or 0), could_earn)
+    scored_files = allowed
+    if len(documents) > TOP_DOCUMENTS:
+        best = sorted(documents, key=lambda d: (-documents[d], d))[:TOP_DOCUMENTS]
+        top = {d >> ROW_BITS for d in best}
+        scored_files = sorted(top if allowed_set is None else top & allowed_set)
+
+    # 2. The rows whose text or headings match, best first (BM25F: the columns weigh a term's frequency).
     row_raw: dict[int, float] = {}
     if any(df.get(t) for t in used):
         where = ["search_fts MATCH ?"]
         args: list[Any] = [match]
         if not include_superseded:
             where.append("rowid NOT IN (SELECT id FROM search_superseded)")
-        if allowed is not None:
+        if scored_files is not None:
             where.append(f"(rowid >> {ROW_BITS}) IN (SELECT value FROM json_each(?))")
-            args.append(_json(allowed))
+            args.append(_json(scored_files))
         row_raw = dict(
             conn.execute(
                 f"SELECT rowid, -bm25(search_fts, {w['text']}, {w['headings']}) AS s FROM search_fts"
@@ -438,7 +451,7 @@ def _rank(conn, terms, settings, pool_size, usage, type, tag, updated_after, inc
                 (*args, pool_size),
             ).fetchall()
         )
-    # 2. The documents whose names (title, entity or topic, aliases) match: their rows are about the query's subject.
+    # 3. The documents whose names (title, entity or topic, aliases) match: their rows are about the query's subject.
     named: dict[int, float] = {}
     if w["subject"] > 0 and any(names_df.get(t) for t in used):
         n_named = int(conn.execute("SELECT count(*) FROM search_names").fetchone()[0])
@@ -454,13 +467,17 @@ def _rank(conn, terms, settings, pool_size, usage, type, tag, updated_after, inc
     seeds = list(row_raw)[:NEIGHBOUR_SEEDS]
     wanted_files = {rid >> ROW_BITS for rid in row_raw} | set(named)
     files: dict[int, tuple] = {}
-    for fid, path, n, lines, groups, sources, importance, updated, mtime in conn.execute(
-        "SELECT id, path, rows, lines, groups, sources, importance, updated, mtime_ns FROM search_files"
+    notes: list[int] = []
+    for fid, path, n, lines, groups, sources, importance, updated, mtime, consolidated in conn.execute(
+        "SELECT id, path, rows, lines, groups, sources, importance, updated, mtime_ns, cited FROM search_files"
         " WHERE id IN (SELECT value FROM json_each(?))",
         (_json(wanted_files),),
     ):
         packed, cited = unpack_rows(lines, groups, n)
         files[fid] = (path, packed, cited, json.loads(sources) if sources else [], importance, updated, mtime)
+        if consolidated:
+            notes.append(fid)
+    stale = _stale_note_rows(root, files, notes)
 
     def row_info(rid: int) -> tuple[int, int] | None:
         found = files.get(rid >> ROW_BITS)
@@ -472,7 +489,7 @@ def _rank(conn, terms, settings, pool_size, usage, type, tag, updated_after, inc
 
     def visible(rid: int) -> bool:
         found = row_info(rid)
-        if found is None or (not include_superseded and found[1] & SUPERSEDED):
+        if found is None or (not include_superseded and (found[1] & SUPERSEDED or rid in stale)):
             return False
         return allowed_set is None or (rid >> ROW_BITS) in allowed_set
 
@@ -481,7 +498,7 @@ def _rank(conn, terms, settings, pool_size, usage, type, tag, updated_after, inc
         found = row_info(upper)
         return found is not None and bool(found[1] & LINKED) and row_info(upper + 1) is not None
 
-    pool = [rid for rid in row_raw if rid >> ROW_BITS in files]
+    pool = [rid for rid in row_raw if rid >> ROW_BITS in files and (include_superseded or rid not in stale)]
     seen = set(pool)
     for rid in seeds:
         for other, upper in ((rid - 1, rid - 1), (rid + 1, rid)):
@@ -495,9 +512,8 @@ def _rank(conn, terms, settings, pool_size, usage, type, tag, updated_after, inc
                 seen.add(base + ordinal)
                 pool.append(base + ordinal)
 
-    # 3. Neighbours, documents (a row's cited session note, across files), subject and salience.
+    # 4. Neighbours, documents (a row's cited session note, across files), subject and salience.
     row_den = could_earn(n_rows, df)
-    group_total = _document_scores(conn, match, terms, fuzzy, w, int(meta.get("docs") or 0), could_earn)
     boost = _file_boosts(files, settings, now)
     top_use = max(usage.values()) if usage else 0
     parts = w["row"] + w["neighbours"] + w["document"] + w["subject"]
@@ -519,7 +535,34 @@ def _rank(conn, terms, settings, pool_size, usage, type, tag, updated_after, inc
         scores[rid] = relevance[rid] * factor
         paths[rid], lines_of[rid] = path, line
     ids = sorted(pool, key=lambda r: (-scores[r], paths[r], lines_of[r]))
-    return Ranking(ids, scores, relevance, paths, lines_of, searchable)
+    return Ranking(ids, scores, relevance, paths, lines_of, searchable, stale)
+
+
+def _stale_note_rows(root, files: dict[int, tuple], notes: list[int]) -> set[int]:
+    """Row ids of keyed facts in consolidated session notes that a document has since superseded."""
+    if not notes:
+        return set()
+    from fsmem.store.catalog import superseded_of
+    from fsmem.store.supersession import superseded_note_lines
+
+    texts = {}
+    for fid in notes:
+        try:
+            with open(os.path.join(root, files[fid][0]), "rb") as handle:
+                texts[files[fid][0]] = fmt.decode(handle.read())[0]
+        except OSError:
+            continue
+    hidden = superseded_note_lines(
+        root, texts, lambda docs: {d: superseded_of(Path(root, d)) for d in docs if os.path.isfile(Path(root, d))}
+    )
+    stale = set()
+    for fid in notes:
+        spans = hidden.get(files[fid][0])
+        if spans:
+            for ordinal, value in enumerate(files[fid][1]):
+                if fmt.in_ranges(value >> 2, spans):
+                    stale.add(fid << ROW_BITS | ordinal)
+    return stale
 
 
 def _group(files: dict[int, tuple], rid: int) -> Any:
@@ -529,22 +572,24 @@ def _group(files: dict[int, tuple], rid: int) -> Any:
     return sources[number - 1] if number else (rid >> ROW_BITS) << ROW_BITS
 
 
-def _document_scores(conn, match, terms, fuzzy, w, n_docs, could_earn) -> dict[Any, float]:
-    """Normalised score of every matching document: one file's rows citing one session note (or none), summed
-    over the files citing the same note, so a session split across speaker files scores as one."""
+def _document_scores(conn, match, terms, fuzzy, w, n_docs, could_earn) -> tuple[dict[Any, float], dict[int, float]]:
+    """Normalised scores of the matching documents: by key (a cited note, summed over the files citing it,
+    so a session split across speaker files scores as one; else the document's id), and by document id."""
     if w["document"] <= 0 or not n_docs:
-        return {}
+        return {}, {}
     df = _document_frequencies(conn, "search_docs_vocab", list(dict.fromkeys(terms + list(fuzzy.values()))))
     denominator = could_earn(n_docs, df)
-    out: dict[Any, float] = {}
+    by_key: dict[Any, float] = {}
+    by_doc: dict[int, float] = {}
     for doc, raw, source in conn.execute(
-        "SELECT d.rowid, -bm25(search_docs), s.source FROM search_docs AS d LEFT JOIN search_sources AS s"
-        " ON s.id = d.rowid WHERE search_docs MATCH ?",
-        (match,),
+        "SELECT d.rowid, -bm25(search_docs) AS r, s.source FROM search_docs AS d LEFT JOIN search_sources AS s"
+        " ON s.id = d.rowid WHERE search_docs MATCH ? ORDER BY r DESC, d.rowid LIMIT ?",
+        (match, DOCUMENT_POOL),
     ):
-        key = source if source is not None else doc
-        out[key] = out.get(key, 0.0) + raw / denominator
-    return out
+        score = by_doc[doc] = raw / denominator
+        key = doc if source is None else source
+        by_key[key] = by_key.get(key, 0.0) + score
+    return by_key, by_doc
 
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
@@ -629,7 +674,7 @@ def fit(
             title=row.title,
             subject=row.subject,
             headings=list(row.headings),
-            superseded=row.superseded,
+            superseded=row.superseded or rid in ranking.stale,
             sources=sources,
         )
         pieces = list(_hit_lines(hit))
