@@ -69,7 +69,9 @@ def main() -> int:
         grep_ms = statistics.median(
             timed(lambda q=q: memory.grep(q, ignore_case=True, max_results=20)) for q in QUERIES
         )
-        rows = len(memory.search_index.snapshot().rows)
+        rows = memory.search_index.guarded(
+            lambda conn: conn.execute("SELECT value FROM search_meta WHERE key = 'rows'").fetchone()[0]
+        )
         files = len(list(root.rglob("*.md")))
     print(f"memory: {rows} rows in {files} files")
     print(f"{'case':<34} {'ms':>8} {'x grep':>8}")

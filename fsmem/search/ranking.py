@@ -2,19 +2,29 @@
 
 A row's score is its relevance times a salience boost:
 
-- relevance: BM25 (bm25s) of the query against the row with its context
-  (title, entity or topic, headings), against the row's neighbours in its
-  section, and against its whole file, mixed by the `search.weights` of
-  fsmem.yaml. Each part is divided by what the query's words could earn
-  (the sum of their IDFs), so 1.0 means "every query word is in the row, its neighbours and its file", and
-  `min_score` means the same thing for every query. A query word the memory
-  lacks may match a near-spelling (rapidfuzz) at a reduced weight.
+- relevance: a weighted mean (`search.weights` of fsmem.yaml) of four parts,
+  each divided by what the query's words could earn (the sum of their IDFs),
+  so 1.0 means "every query word, once", and `min_score` means the same thing
+  for every query:
+  - row: BM25F of the row's text and the headings above it (FTS5 bm25() with
+    column weights `text` and `headings`);
+  - subject: BM25 of the query against the row's document names (title,
+    entity or topic, aliases), over documents, so a fact is found by its
+    subject although its line never names it;
+  - neighbours: the row parts of the rows just above and below, in its section;
+  - document: BM25 of the rows of its file that cite the same session note (or
+    none), summed over every file citing that note.
+  A query word the memory lacks may match a near-spelling (rapidfuzz) at a
+  reduced weight.
 - salience: `1 + importance*w + recency*w + usage*w`, from the file's front
   matter (`importance`, `updated`) and from how often the retrieval log shows
   the row returned.
 
-The answer holds whole rows in score order until the token budget or `k` is
-reached, and says how many rows above `min_score` it left out.
+The engine returns the best rows by the row part (from the best documents when
+very many match) and the rows of the documents the query names; their section
+neighbours join them, and the other parts re-rank this pool. The answer holds
+whole rows in score order until the token budget or `max_results` is reached,
+and says how many rows above `min_score` it left out.
 """
 
 from __future__ import annotations
