@@ -382,6 +382,8 @@ class SearchIndex:
             return 0
         known = _stamps(conn, None)
         changed = self._apply(conn, found, known, list(known), complete=True)
+        if changed >= BATCH_FILES:  # a (re)build: give the pages its merges freed back to the file system
+            conn.execute("PRAGMA incremental_vacuum").fetchall()
         with _cache.transaction(conn):
             racy = conn.execute("SELECT 1 FROM search_files WHERE mtime_ns < 0 LIMIT 1").fetchone()
             current = _stamps(conn, None)

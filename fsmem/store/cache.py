@@ -77,7 +77,10 @@ def connect(path: str | os.PathLike[str], *, timeout: float = BUSY_TIMEOUT_S) ->
     conn = apsw.Connection(os.fspath(path))
     try:
         conn.setbusytimeout(int(timeout * 1000))
+        # a new database gives freed pages back to the file system when asked (PRAGMA incremental_vacuum)
+        conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
         conn.execute("PRAGMA journal_mode=WAL").fetchall()
+        conn.execute("PRAGMA journal_size_limit=4194304")
         conn.execute("PRAGMA synchronous=NORMAL")
     except BaseException:
         conn.close(True)
