@@ -484,3 +484,12 @@ def test_a_fact_is_found_by_its_subject(memory):
         "topics/windows-phone.md:8"
     ]
     assert locations(memory.search("seattle area", max_results=1)) == ["topics/msft.md:5"]  # an alias names it too
+
+
+def test_a_long_lived_process_survives_its_state_folder_being_deleted(memory):
+    import shutil
+
+    assert locations(memory.search("proration"))
+    shutil.rmtree(memory.root / ".fsmem")
+    assert locations(memory.search("proration"))  # the same SearchIndex object: it notices and rebuilds
+    assert "topics/billing.md" in _indexed(memory)

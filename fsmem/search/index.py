@@ -238,6 +238,7 @@ class SearchIndex:
         self._conn: Any = None
         self._analyzer: Analyzer | None = None
         self._in_memory = False
+        self._inode: int | None = None
         self._parsed: OrderedDict[tuple[str, Stamp], list[Row]] = OrderedDict()
         self.rebuilt = False  # set when a damaged index was thrown away
         self.stats = {"indexed": 0, "removed": 0, "skipped": 0}
@@ -256,7 +257,9 @@ class SearchIndex:
     def connection(self):
         """The open connection, with the search tables of this version (created or rebuilt as needed)."""
         if self._conn is not None:
-            return self._conn
+            if self._in_memory or self._same_file():
+                return self._conn
+            self.close()  # deleted or replaced under us (rm -rf .fsmem, or the metadata cache threw it away)
         legacy = Path(self.root, STATE_DIR, LEGACY_DIR)
         if legacy.is_dir():  # the numpy index of fsmem before 0.2
             shutil.rmtree(legacy, ignore_errors=True)
@@ -277,7 +280,11 @@ class SearchIndex:
             self._prepare(conn)
             self._in_memory = True
         self._conn = conn
+        self._inode = None if self._in_memory else _inode(self.path)
         return conn
+
+    def _same_file(self) -> bool:
+        return self._inode is not None and _inode(self.path) == self._inode
 
     def _open(self):
         conn = _cache.connect(self.path, timeout=BUSY_TIMEOUT_S)
@@ -407,7 +414,8 @@ class SearchIndex:
         for start in range(0, max(len(todo), 1), BATCH_FILES):
             batch = todo[start : start + BATCH_FILES]
             parsed = [p for p in (read_file(self.root, rel, full, self.analyzer) for rel, full in batch) if p]
-            vanished = [rel for rel, _ in batch if rel in known and rel not in {p.path for p in parsed}]
+            read = {p.path for p in parsed}
+            vanished = [rel for rel, _ in batch if rel in known and rel not in read]
             with _cache.transaction(conn):
                 if start == 0:
                     vanished += gone
@@ -448,6 +456,10 @@ class SearchIndex:
 
     def rows_of(self, rel: str) -> tuple[Stamp, list[Row]] | None:
         """The rows of one file as it is now (parsed once per version and cached), or None when it is gone."""
+        with self.lock:
+            return self._rows_of(rel)
+
+    def _rows_of(self, rel: str) -> tuple[Stamp, list[Row]] | None:
         full = os.path.join(self.root, rel)
         try:
             st = os.stat(full)
@@ -469,6 +481,13 @@ class SearchIndex:
         while len(self._parsed) > ROW_CACHE_FILES:
             self._parsed.popitem(last=False)
         return stamp, rows
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
 
 
 def _drop_tables(conn) -> None:
