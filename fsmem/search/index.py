@@ -381,7 +381,9 @@ class SearchIndex:
         # A digest of every (path, stamp) seen: equal to the one stored by the last refresh that left every
         # file indexed (cleared by any later change), nothing changed, and 10k stamps need not be compared.
         digest = hashlib.blake2b(
-            "\0".join(f"{rel}\1{stamp_of(st)}" for rel, _full, st in found).encode("utf-8", "surrogateescape"),
+            "\0".join(
+                f"{rel}\1{st.st_mtime_ns}\1{st.st_size}\1{st.st_ino}\1{st.st_ctime_ns}" for rel, _full, st in found
+            ).encode("utf-8", "surrogateescape"),
             digest_size=16,
         ).hexdigest()
         stored = conn.execute("SELECT value FROM search_meta WHERE key = 'walk'").fetchone()
