@@ -297,12 +297,10 @@ class SearchIndex:
 
     def _prepare(self, conn) -> None:
         version = f"{INDEX_VERSION}:{ANALYZER_VERSION}"
+        if _version(conn) == version:
+            return  # the common case, read without taking the write lock
         with _cache.transaction(conn):
-            found = None
-            with contextlib.suppress(_cache.DatabaseError):
-                row = conn.execute("SELECT value FROM search_meta WHERE key = 'version'").fetchone()
-                found = row[0] if row else None
-            if found != version:
+            if _version(conn) != version:
                 _drop_tables(conn)
                 conn.execute(_SCHEMA)
                 conn.executemany(
@@ -483,6 +481,16 @@ class SearchIndex:
         while len(self._parsed) > ROW_CACHE_FILES:
             self._parsed.popitem(last=False)
         return stamp, rows
+
+
+def _version(conn) -> str | None:
+    try:
+        row = conn.execute("SELECT value FROM search_meta WHERE key = 'version'").fetchone()
+    except _cache.DatabaseError as exc:
+        if _cache.is_transient(exc):
+            raise
+        return None  # no search tables yet (or not readable: they are rebuilt)
+    return row[0] if row else None
 
 
 def _inode(path: Path) -> int | None:
