@@ -489,24 +489,25 @@ def _rank(conn, terms, settings, pool_size, usage, type, tag, updated_after, inc
             notes.append(fid)
     stale = _stale_note_rows(root, files, notes)
 
-    def row_info(rid: int) -> tuple[int, int] | None:
-        found = files.get(rid >> ROW_BITS)
-        ordinal = rid & (MAX_ROWS - 1)
-        if found is None or ordinal >= len(found[1]):
-            return None
-        value = found[1][ordinal]
-        return value >> 2, value & 3
+    packed_of = {fid: found[1] for fid, found in files.items()}
+    mask = MAX_ROWS - 1
+
+    def packed(rid: int) -> int | None:
+        """The row's line << 2 | flags, or None when there is no such row."""
+        rows = packed_of.get(rid >> ROW_BITS)
+        ordinal = rid & mask
+        return rows[ordinal] if rows is not None and ordinal < len(rows) else None
 
     def visible(rid: int) -> bool:
-        found = row_info(rid)
-        if found is None or (not include_superseded and (found[1] & SUPERSEDED or rid in stale)):
+        value = packed(rid)
+        if value is None or (not include_superseded and (value & SUPERSEDED or rid in stale)):
             return False
         return allowed_set is None or (rid >> ROW_BITS) in allowed_set
 
     def linked(upper: int) -> bool:
         """Row `upper` and the next are in the same section and cite the same note."""
-        found = row_info(upper)
-        return found is not None and bool(found[1] & LINKED) and row_info(upper + 1) is not None
+        value = packed(upper)
+        return value is not None and bool(value & LINKED) and packed(upper + 1) is not None
 
     pool = [rid for rid in row_raw if rid >> ROW_BITS in files and (include_superseded or rid not in stale)]
     seen = set(pool)
@@ -526,20 +527,26 @@ def _rank(conn, terms, settings, pool_size, usage, type, tag, updated_after, inc
     row_den = could_earn(n_rows, df)
     boost = _file_boosts(files, settings, now)
     top_use = max(usage.values()) if usage else 0
-    parts = w["row"] + w["neighbours"] + w["document"] + w["subject"]
+    w_row, w_neighbours, w_document, w_subject = w["row"], w["neighbours"], w["document"], w["subject"]
+    parts = w_row + w_neighbours + w_document + w_subject
     scores, relevance, paths, lines_of = {}, {}, {}, {}
     for rid in pool:
+        fid = rid >> ROW_BITS
+        rows = packed_of[fid]
+        ordinal = rid & mask
+        value = rows[ordinal]
         neighbours = 0.0
-        if linked(rid - 1):
+        if ordinal and rows[ordinal - 1] & LINKED:
             neighbours += row_raw.get(rid - 1, 0.0)
-        if linked(rid):
+        if value & LINKED and ordinal + 1 < len(rows):
             neighbours += row_raw.get(rid + 1, 0.0)
-        document = group_total.get(_group(files, rid), 0.0)
-        score = w["row"] * row_raw.get(rid, 0.0) / row_den + w["neighbours"] * neighbours / row_den
-        score += w["document"] * document + w["subject"] * named.get(rid >> ROW_BITS, 0.0)
+        score = (w_row * row_raw.get(rid, 0.0) + w_neighbours * neighbours) / row_den
+        if w_document:
+            score += w_document * group_total.get(_group(files, rid), 0.0)
+        score += w_subject * named.get(fid, 0.0)
         relevance[rid] = score / parts
-        path, line = files[rid >> ROW_BITS][0], row_info(rid)[0]
-        factor = 1.0 + boost[rid >> ROW_BITS]
+        path, line = files[fid][0], value >> 2
+        factor = 1.0 + boost[fid]
         if top_use and w["usage"] > 0:
             factor += w["usage"] * math.log1p(usage.get(f"{path}:{line}", 0)) / math.log1p(top_use)
         scores[rid] = relevance[rid] * factor
