@@ -68,7 +68,7 @@ DEFAULT_WEIGHTS = {
 class SearchSettings:
     """The `search:` section of fsmem.yaml, checked."""
 
-    min_score: float = 0.08
+    min_score: float = 0.06
     weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
     recency_half_life_days: float = 30.0
     fuzzy_cutoff: float = 85.0
