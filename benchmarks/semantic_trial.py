@@ -87,7 +87,7 @@ def main() -> int:
                 for rid, place in dense_rank.items():
                     fused[rid] = fused.get(rid, 0.0) + args.dense_weight / (args.rrf_k + place)
 
-                def answer(scores, question=question, index=index, memory=memory):
+                def answer(scores, question=question, index=index, memory=memory, row_of=row_of):
                     order = sorted(scores, key=lambda rid: -scores[rid])
                     paths = {rid: row_of[rid].path for rid in order}
                     lines = {rid: row_of[rid].line for rid in order}
