@@ -13,7 +13,7 @@ from conftest import write_file
 
 from fsmem import Memory
 from fsmem.errors import RootNotFound
-from fsmem.store.cache import DatabaseError, cache_path, connect
+from fsmem.store.cache import DatabaseError, cache_path, connect, decode_data
 from fsmem.watch import is_ignored
 
 pytest.importorskip("watchdog")
@@ -27,7 +27,7 @@ def _titles(memory):
         rows = conn.execute("SELECT path, data FROM files").fetchall()
     import json
 
-    return {path: json.loads(data)["title"] for path, data in rows}
+    return {path: json.loads(decode_data(data))["title"] for path, data in rows}
 
 
 def _eventually(check, timeout=TIMEOUT):

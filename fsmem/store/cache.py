@@ -43,7 +43,7 @@ DatabaseError = apsw.Error
 Connection = apsw.Connection
 
 CACHE_FILE = "cache.sqlite"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # A file modified this recently may change again within the same mtime tick:
 # its metadata is used but not stored (the "racy" window, as in git's index).
 RACY_NS = 1_000_000_000
@@ -64,7 +64,7 @@ CREATE TABLE IF NOT EXISTS files (
     ino INTEGER NOT NULL,
     superseded TEXT NOT NULL,
     crc INTEGER NOT NULL,
-    data TEXT NOT NULL
+    data BLOB NOT NULL  -- the FileMeta as JSON, zlib-compressed (a fifth of its size); crc is of the JSON
 );
 -- what grep reads for every file with matches, without the wide data column
 CREATE INDEX IF NOT EXISTS files_superseded ON files (path, mtime_ns, size, ino, superseded);
@@ -266,9 +266,9 @@ class MetaCache:
         for stamp, data in metas:
             if stamp[0] >= now - RACY_NS:
                 continue
-            text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+            raw = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
             ranges = json.dumps(data.get("superseded") or [])
-            records.append((data["path"], stamp[0], stamp[1], stamp[2], ranges, zlib.crc32(text.encode()), text))
+            records.append((data["path"], stamp[0], stamp[1], stamp[2], ranges, zlib.crc32(raw), zlib.compress(raw, 1)))
         if not records and prune_except is None:
             return
 
@@ -322,15 +322,26 @@ class MetaCache:
         self._guard(action, None)
 
 
-def decode_row(path: str, stamp: Stamp, row: tuple[Stamp, int, str] | None) -> dict[str, Any] | None:
+def decode_data(value: Any) -> bytes | None:
+    """A row's stored JSON (bytes), or None when it does not decompress."""
+    if not isinstance(value, bytes):
+        return None
+    try:
+        return zlib.decompress(value)
+    except zlib.error:
+        return None
+
+
+def decode_row(path: str, stamp: Stamp, row: tuple[Stamp, int, Any] | None) -> dict[str, Any] | None:
     """The stored dict when `row` is fresh for `stamp` and intact; None means re-read the file."""
     if row is None or row[0] != stamp:
         return None
-    _, crc, text = row
-    if zlib.crc32(text.encode()) != crc:
+    _, crc, value = row
+    raw = decode_data(value)
+    if raw is None or zlib.crc32(raw) != crc:
         return None
     try:
-        data = json.loads(text)
+        data = json.loads(raw.decode("utf-8", "surrogatepass"))
     except ValueError:
         return None
     if not isinstance(data, dict) or data.get("path") != path:
