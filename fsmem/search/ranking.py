@@ -259,33 +259,41 @@ def render_lines(hits: list[SearchHit]) -> list[str]:
     return out
 
 
-def hit_rows(index: SearchIndex, ranking: Ranking, ids: list[int]) -> dict[int, Row]:
-    """The rows behind `ids`, read back from their files (the index stores no text)."""
-    out: dict[int, Row] = {}
-    by_file: dict[int, list[int]] = {}
-    for rid in ids:
-        by_file.setdefault(rid >> ROW_BITS, []).append(rid)
-    stored = index.guarded(
-        lambda conn: {
-            fid: (mtime, size, ino, ctime)
-            for fid, mtime, size, ino, ctime in conn.execute(
-                "SELECT id, abs(mtime_ns), size, ino, ctime_ns FROM search_files"
-                " WHERE id IN (SELECT value FROM json_each(?))",
-                (json_array(by_file),),
-            )
-        }
-    )
-    for fid, rids in by_file.items():
-        found = index.rows_of(ranking.paths[rids[0]])
-        if found is None or stored.get(fid) != found[0]:
-            raise StaleAnswer(ranking.paths[rids[0]])
-        rows = found[1]
-        for rid in rids:
-            ordinal = rid & (MAX_ROWS - 1)
-            if ordinal >= len(rows) or rows[ordinal].line != ranking.lines[rid]:
-                raise StaleAnswer(ranking.paths[rid])
-            out[rid] = rows[ordinal]
-    return out
+class HitRows:
+    """The rows behind a ranking's ids, read back from their files on first use (the index stores no text).
+
+    A file is read only when one of its rows is about to be shown, so an answer
+    cut by its token budget reads the files of the rows it shows, not of all
+    `max_results`. A file that changed since it was ranked raises StaleAnswer.
+    """
+
+    def __init__(self, index: SearchIndex, ranking: Ranking, ids: list[int]):
+        self.index, self.ranking = index, ranking
+        files = {rid >> ROW_BITS for rid in ids}
+        self.stored = index.guarded(
+            lambda conn: {
+                fid: (mtime, size, ino, ctime)
+                for fid, mtime, size, ino, ctime in conn.execute(
+                    "SELECT id, abs(mtime_ns), size, ino, ctime_ns FROM search_files"
+                    " WHERE id IN (SELECT value FROM json_each(?))",
+                    (json_array(files),),
+                )
+            }
+        )
+        self.rows: dict[int, list[Row]] = {}
+
+    def __getitem__(self, rid: int) -> Row:
+        fid, path = rid >> ROW_BITS, self.ranking.paths[rid]
+        rows = self.rows.get(fid)
+        if rows is None:
+            found = self.index.rows_of(path)
+            if found is None or self.stored.get(fid) != found[0]:
+                raise StaleAnswer(path)
+            rows = self.rows[fid] = found[1]
+        ordinal = rid & (MAX_ROWS - 1)
+        if ordinal >= len(rows) or rows[ordinal].line != self.ranking.lines[rid]:
+            raise StaleAnswer(path)
+        return rows[ordinal]
 
 
 def fit(
@@ -306,7 +314,7 @@ def fit(
     """
     best = ranking.best()
     above, above_count = ranking.top(offset + k, min_score)
-    rows = hit_rows(index, ranking, above[offset:])
+    rows = HitRows(index, ranking, above[offset:])
     hits: list[SearchHit] = []
     meter = Meter(counter.count, max_tokens=max_tokens, max_results=k)
     open_files: set[str] = set()
