@@ -26,6 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 # ../shared/data beside the repository (FSMEM_SHARED_DATA may point elsewhere, e.g. from a git worktree)
 SHARED = Path(os.environ.get("FSMEM_SHARED_DATA") or REPO.parent / "shared" / "data")
 DATA = SHARED / "factconsolidation" / "factconsolidation_6k_slots.jsonl"
+QUESTIONS = SHARED / "factconsolidation" / "factconsolidation_sh_6k_qmap.jsonl"
 FACTS_PER_NOTE = 5
 
 
@@ -111,6 +112,30 @@ def tree(root: Path) -> dict[str, bytes]:
     }
 
 
+def search_top1(root: Path) -> dict:
+    """Single-hop questions whose answer is in the top row of `fsmem search QUESTION` (no LLM)."""
+    from fsmem import Memory
+    from fsmem.format.facts import normalize_value
+
+    if not QUESTIONS.exists():
+        return {}
+    memory = Memory(root)
+    questions = load(QUESTIONS)
+    right, wrong = 0, []
+    started = time.perf_counter()
+    for item in questions:
+        hits = memory.search(item["question"], max_results=1).hits
+        text = normalize_value(hits[0].text) if hits else ""
+        if any(normalize_value(answer) in text for answer in item["answer"]):
+            right += 1
+        else:
+            wrong.append(
+                {"question": item["question"], "answer": item["answer"], "top": hits[0].text if hits else None}
+            )
+    seconds = time.perf_counter() - started
+    return {"search_questions": len(questions), "search_top1": right, "search_seconds": seconds, "search_wrong": wrong}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="consolidation runs the shuffled notes are split over")
@@ -124,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder) / "mem"
         run = consolidate_shuffled(root, rows, args.runs, args.seed)
-        result = {**run, **evaluate(root, rows), "facts": len(rows)}
+        result = {**run, **evaluate(root, rows), "facts": len(rows), **search_top1(root)}
         consolidate_shuffled(Path(folder) / "one-run", rows, 1, args.seed)
         result["same_bytes_as_one_run"] = tree(root) == tree(Path(folder) / "one-run")
     if args.json:
@@ -137,6 +162,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'second run idempotent':<28}{result['idempotent']}")
         print(f"{'same bytes as one run':<28}{result['same_bytes_as_one_run']}")
         print(f"{'consolidation time':<28}{result['seconds']:.2f} s")
+        if "search_top1" in result:
+            print(f"{'search top-1 right':<28}{result['search_top1']} / {result['search_questions']}")
+            for miss in result["search_wrong"]:
+                print(f"  missed: {miss['question']} -> {miss['top']!r} (answer {miss['answer'][0]!r})")
     return 0 if result["slots_correct"] == result["slots"] and result["same_bytes_as_one_run"] else 1
 
 

@@ -93,7 +93,7 @@ def fsmem_search(memory, questions):
     for question in questions:
         for budget in BUDGETS:
             started = time.perf_counter()
-            result, _s, _r = search(
+            result, _r = search(
                 memory.search_index, memory.tokens, memory.search_settings, question.question, k=500, max_tokens=budget
             )
             latency.append((time.perf_counter() - started) * 1000)
@@ -110,10 +110,8 @@ def main() -> int:
     if not args.data.exists():
         print(f"skipped: {args.data} not found (see ../shared/data/README.md)")
         return 0
-    import numpy as np
-
     from fsmem import Memory
-    from fsmem.evaluation.harness import EvalReport, ScoreStats, load_evalset, plot, run_questions
+    from fsmem.evaluation.harness import EvalReport, ScoreStats, _percentile, load_evalset, plot, run_questions
     from fsmem.evaluation.locomo import import_locomo, load
 
     samples = load(args.data)
@@ -148,8 +146,8 @@ def main() -> int:
         "import_seconds": round(import_seconds, 1),
         "recall_at_budget": table,
         "search_latency_ms": {
-            "p50": round(float(np.percentile(latency_all, 50)), 2),
-            "p95": round(float(np.percentile(latency_all, 95)), 2),
+            "p50": round(_percentile(latency_all, 50), 2),
+            "p95": round(_percentile(latency_all, 95), 2),
         },
         "k_sweep_2000_tokens": report.to_dict(),
     }

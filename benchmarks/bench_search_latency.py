@@ -3,7 +3,7 @@ as ratios against `fsmem grep` on the same memory in the same run.
 
     .venv/bin/python benchmarks/bench_search_latency.py [--data ../shared/data/locomo10.json]
 
-The memory is all ten LoCoMo conversations imported side by side (about 5,900 rows).
+The memory is all ten LoCoMo conversations imported and consolidated side by side (about 5,900 rows).
 """
 
 from __future__ import annotations
@@ -45,8 +45,9 @@ def main() -> int:
         imported = import_locomo(args.data, Path(tmp) / "parts")
         root = Path(tmp) / "all"
         Memory.init(root)
-        for part in imported.memories:
+        for part in imported.memories:  # the consolidated speaker files (one folder per conversation) and the notes
             shutil.copytree(Path(part) / "sessions", root / "sessions", dirs_exist_ok=True)
+            shutil.copytree(Path(part) / "entities" / "people", root / "entities" / Path(part).name)
         memory = Memory(root)
 
         def cold():
@@ -69,7 +70,9 @@ def main() -> int:
         grep_ms = statistics.median(
             timed(lambda q=q: memory.grep(q, ignore_case=True, max_results=20)) for q in QUERIES
         )
-        rows = len(memory.search_index.snapshot().rows)
+        rows = memory.search_index.guarded(
+            lambda conn: conn.execute("SELECT value FROM search_meta WHERE key = 'rows'").fetchone()[0]
+        )
         files = len(list(root.rglob("*.md")))
     print(f"memory: {rows} rows in {files} files")
     print(f"{'case':<34} {'ms':>8} {'x grep':>8}")

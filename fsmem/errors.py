@@ -64,7 +64,7 @@ class StorageError(FsmemError):
 
 
 class MissingDependency(FsmemError):
-    """An optional package a command needs (bm25s for search, matplotlib for plots) is not installed."""
+    """An optional package a command needs (matplotlib for plots) is not installed."""
 
 
 class SecretFound(FsmemError):

@@ -219,9 +219,9 @@ class Memory:
         try:
             if path.stat().st_size > EXACT_COUNT_LIMIT:
                 return []
-            return self.catalog.get(path).superseded
         except FileNotFoundError:
             return []
+        return self.catalog.superseded([rel]).get(rel, [])
 
     def files(
         self,
@@ -415,7 +415,9 @@ class Memory:
         if subject is not None:
             subject = self._screen(subject, "the subject")
         with file_lock(self.root):
-            return writing.note(self.root, text, session=session, subject=subject)
+            result = writing.note(self.root, text, session=session, subject=subject)
+        self._search_changed([result.path])
+        return result
 
     def write(self, path: str, body: str | None = None, *, set: dict[str, Any] | None = None) -> writing.WriteResult:
         """Create or replace a file's body and set front-matter fields (`set`)."""
@@ -425,7 +427,9 @@ class Memory:
             body = self._screen(body, "the body")
         fields = {key: self._screen_value(value, f"field {key!r}") for key, value in (set or {}).items()}
         with file_lock(self.root):
-            return writing.write(self.root, target, body, fields)
+            result = writing.write(self.root, target, body, fields)
+        self._search_changed([result.path])
+        return result
 
     def edit(self, path: str, *, old: str, new: str) -> writing.WriteResult:
         """Replace exactly one occurrence of `old` with `new`."""
@@ -433,22 +437,29 @@ class Memory:
         target = self.path(path, want="file")
         new = self._screen(new, "the new text")
         with file_lock(self.root):
-            return writing.edit(self.root, target, old, new)
+            result = writing.edit(self.root, target, old, new)
+        self._search_changed([result.path])
+        return result
 
     def rm(self, path: str) -> writing.WriteResult:
         self._require_writable()
         target = self.path(path)
         _paths.check_folder_contents(self.root, target, path)
         with file_lock(self.root):
-            return writing.remove(self.root, target)
+            result = writing.remove(self.root, target)
+        self._search_changed([result.path])
+        return result
 
     def mv(self, source: str, target: str) -> writing.WriteResult:
         self._require_writable()
         src = self.path(source)
         dst = self.path(target, want="any" if src.is_dir() else "file")
         _paths.check_folder_contents(self.root, src, source)
+        src_rel = relative(self.root, src)
         with file_lock(self.root):
-            return writing.move(self.root, src, dst)
+            result = writing.move(self.root, src, dst)
+        self._search_changed([src_rel, result.path])
+        return result
 
     # -- watch and cache (perf) ---------------------------------------------------
     def watch(
@@ -492,6 +503,7 @@ class Memory:
             write_index=(lambda: self.index().changed) if writable else None,
             consolidate=self.consolidate if writable and consolidate else None,
             consolidate_after=consolidate_after,
+            on_change=lambda files: self._search_changed(None if files is None else sorted(files)),
         )
 
     # -- what agents get beyond files: statistics and the pre-injected context ---
@@ -525,7 +537,10 @@ class Memory:
 
         section = self.config.section("consolidate")
         _paths.config_dir(section.get("archive_dir", DEFAULTS["archive_dir"]), "consolidate.archive_dir", self.root)
-        return consolidate_apply.run(self.root, section, self.tokens.count, dry_run=dry_run, progress=progress)
+        report = consolidate_apply.run(self.root, section, self.tokens.count, dry_run=dry_run, progress=progress)
+        if not dry_run:
+            self._search_changed(list(report.files_written))
+        return report
 
     def index(self) -> IndexResult:
         """Regenerate INDEX.md (the table of contents of entities and topics); says whether it changed."""
@@ -551,9 +566,30 @@ class Memory:
             self._search_index = shared_index(self.root)
         return self._search_index
 
+    def _search_changed(self, paths: list[str] | None) -> None:
+        """Update the search index for files this process changed (None: any file may have changed).
+
+        Only an index that exists is updated (a memory never searched pays
+        nothing), and a failure here never fails the write: every search stats
+        the files and re-reads what changed anyway.
+        """
+        from fsmem.store.cache import cache_path
+
+        if not cache_path(self.root).exists():
+            return
+        from fsmem.store.cache import DatabaseError
+
+        try:
+            if paths is None or any(os.path.isdir(self.root / p) for p in paths):
+                self.search_index.refresh()
+            else:
+                self.search_index.update(paths)
+        except (OSError, DatabaseError, FsmemError):
+            pass
+
     @property
     def search_settings(self) -> SearchSettings:
-        from fsmem.search.ranking import SearchSettings
+        from fsmem.search.settings import SearchSettings
 
         return SearchSettings.from_section(self.config.section("search"))
 
@@ -596,7 +632,7 @@ class Memory:
         }
         given = {key: value for key, value in arguments.items() if value is not None}
         with retrieval_log.LoggedCall(self.root, agent=self.agent, tool="search", arguments=given) as logged:
-            result, _snapshot, _ranking = search(
+            result, _ranking = search(
                 self.search_index,
                 self.tokens,
                 self.search_settings,

@@ -126,6 +126,7 @@ def watch(
     write_index: Callable[[], bool] | None = None,
     consolidate: Callable[[], Any] | None = None,
     consolidate_after: float = DEFAULT_CONSOLIDATE_AFTER,
+    on_change: Callable[[set[str] | None], Any] | None = None,
 ) -> WatchStats:
     """Watch the memory at `root` until `stop` is set; returns what was done.
 
@@ -137,6 +138,8 @@ def watch(
 
     `ready` is set once the observer runs and the cache has been brought up to
     date, so a caller (or a test) knows that later edits will be seen.
+    `on_change` is called with the changed files (None after a rescan) once the
+    cache has them: Memory keeps the search index in step through it.
     """
     import warnings
 
@@ -180,6 +183,8 @@ def watch(
             pending = changes.take(settle)
             if pending is not None:
                 racy = _flush(root, catalog, *pending, stats=stats, say=say)
+                if on_change is not None:
+                    _notify(on_change, None if pending[1] else set(pending[0]), stats, say)
                 if racy:
                     changes.retry(racy, after=RACY_NS / 1e9, quiet=settle)
                 if write_index is not None and (pending[1] or pending[0] - {INDEX_FILE}):
@@ -239,6 +244,14 @@ def _is_memory_file(root: Path, rel: str) -> bool:
         return resolve(root, rel, want="file").is_file()
     except FsmemError:
         return False
+
+
+def _notify(on_change: Callable[[set[str] | None], Any], files: set[str] | None, stats: WatchStats, say) -> None:
+    try:
+        on_change(files)
+    except Exception as exc:  # noqa: BLE001 - a failed index update must not stop the watcher; searches catch up
+        stats.errors.append(str(exc))
+        say(f"error while updating the search index: {exc}")
 
 
 def _write_index(write_index: Callable[[], bool], stats: WatchStats, say: Callable[[str], None]) -> None:

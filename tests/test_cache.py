@@ -1,14 +1,15 @@
+import contextlib
 import os
-import sqlite3
 import subprocess
 import sys
 import time
+import zlib
 
 import pytest
 from conftest import write_file
 
 from fsmem import Memory
-from fsmem.store.cache import RACY_NS, MetaCache, cache_path
+from fsmem.store.cache import RACY_NS, MetaCache, cache_path, connect, decode_data
 
 DOC = "---\ntitle: {title}\ntype: semantic\ntags: [a]\n---\n# {title}\n\n- fact: {title}\n"
 
@@ -20,7 +21,7 @@ def _age(path, seconds=5):
 
 
 def _rows(memory):
-    with sqlite3.connect(cache_path(memory.root)) as conn:
+    with contextlib.closing(connect(cache_path(memory.root))) as conn:
         return {p: (m, s) for p, m, s in conn.execute("SELECT path, mtime_ns, size FROM files")}
 
 
@@ -104,10 +105,12 @@ def test_garbage_cache_file_is_detected_and_rebuilt(tmp_path):
 def test_a_tampered_row_is_never_trusted(tmp_path):
     memory = _memory_with(tmp_path, ["alpha"])
     memory.ls()
-    with sqlite3.connect(cache_path(memory.root)) as conn:
-        conn.execute("UPDATE files SET data = replace(data, '\"alpha\"', '\"WRONG\"') WHERE path = 'topics/alpha.md'")
+    with contextlib.closing(connect(cache_path(memory.root))) as conn:
+        (stored,) = conn.execute("SELECT data FROM files WHERE path = 'topics/alpha.md'").fetchone()
+        tampered = decode_data(stored).replace(b'"alpha"', b'"WRONG"')
+        conn.execute("UPDATE files SET data = ? WHERE path = 'topics/alpha.md'", (zlib.compress(tampered),))
     assert Memory(memory.root).meta("topics/alpha.md").title == "alpha"
-    with sqlite3.connect(cache_path(memory.root)) as conn:
+    with contextlib.closing(connect(cache_path(memory.root))) as conn:
         conn.execute("UPDATE files SET data = '{not json', crc = 0 WHERE path = 'topics/alpha.md'")
     assert Memory(memory.root).meta("topics/alpha.md").title == "alpha"
 

@@ -238,8 +238,13 @@ def test_allow_writes_it_but_check_reports_it_and_context_never_shows_it(demo_me
     assert TOKEN not in block and "[REDACTED:GitHub token]" in block
     listing = memory.ls("profile").to_text()
     assert TOKEN not in listing
-    cache = (memory.root / ".fsmem" / "cache.sqlite").read_bytes()
-    assert TOKEN.encode() not in cache
+    assert memory.grep("token").total >= 1 and memory.read("profile/keys.md").lines  # counted, read, grepped
+    memory.search("the key token")
+    memory.consolidate()
+    for state in (memory.root / ".fsmem").rglob("*"):  # caches, ledger, search index, logs: no copy anywhere
+        if state.is_file():
+            data = state.read_bytes()
+            assert TOKEN.encode() not in data and TOKEN.lower().encode() not in data, state
 
 
 def test_a_bad_policy_is_a_configuration_error(demo_memory):

@@ -1,7 +1,7 @@
+import contextlib
 import os
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -13,7 +13,7 @@ from conftest import write_file
 
 from fsmem import Memory
 from fsmem.errors import RootNotFound
-from fsmem.store.cache import cache_path
+from fsmem.store.cache import DatabaseError, cache_path, connect, decode_data
 from fsmem.watch import is_ignored
 
 pytest.importorskip("watchdog")
@@ -23,11 +23,11 @@ TIMEOUT = 20.0
 
 
 def _titles(memory):
-    with sqlite3.connect(cache_path(memory.root)) as conn:
+    with contextlib.closing(connect(cache_path(memory.root))) as conn:
         rows = conn.execute("SELECT path, data FROM files").fetchall()
     import json
 
-    return {path: json.loads(data)["title"] for path, data in rows}
+    return {path: json.loads(decode_data(data))["title"] for path, data in rows}
 
 
 def _eventually(check, timeout=TIMEOUT):
@@ -36,7 +36,7 @@ def _eventually(check, timeout=TIMEOUT):
         try:
             if check():
                 return
-        except sqlite3.Error:
+        except DatabaseError:
             pass
         time.sleep(0.05)
     raise AssertionError(f"condition not met within {timeout} s")

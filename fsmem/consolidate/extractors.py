@@ -192,5 +192,9 @@ def _without_secrets(item: Item, problems: list[tuple[int, str]]) -> Item:
         if value and secrets.scan(value):
             kinds = ", ".join(sorted({s.kind for s in secrets.scan(value)}))
             problems.append((item.line, f"looks like a {kinds}; consolidated with it redacted"))
-            item = replace(item, **{name: secrets.redact(value)})
+            item = (
+                replace(item, value=secrets.redact(value))
+                if name == "value"
+                else replace(item, text=secrets.redact(value))
+            )
     return item

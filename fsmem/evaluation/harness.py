@@ -117,14 +117,12 @@ class ScoreStats:
     gold: list[float] = field(default_factory=lambda: [0, 0.0, 0.0])  # count, sum, sum of squares
     other: list[float] = field(default_factory=lambda: [0, 0.0, 0.0])
 
-    def add(self, scores, gold_mask) -> None:
-        import numpy as np
-
-        for bucket, values in ((self.gold, scores[gold_mask]), (self.other, scores[~gold_mask])):
-            values = np.asarray(values, dtype=np.float64)
-            bucket[0] += len(values)
-            bucket[1] += float(values.sum())
-            bucket[2] += float((values * values).sum())
+    def add(self, scores: Iterable[float], gold_mask: Iterable[bool]) -> None:
+        for value, gold in zip(scores, gold_mask, strict=True):
+            bucket = self.gold if gold else self.other
+            bucket[0] += 1
+            bucket[1] += value
+            bucket[2] += value * value
 
     def merge(self, other: ScoreStats) -> None:
         for mine, theirs in ((self.gold, other.gold), (self.other, other.other)):
@@ -159,9 +157,14 @@ class Run:
 
 
 def _percentile(values: Sequence[float], q: float) -> float:
-    import numpy as np
-
-    return float(np.percentile(values, q)) if values else 0.0
+    """numpy's default (linear) percentile, without numpy."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return float(ordered[low] + (ordered[high] - ordered[low]) * (position - low))
 
 
 def knee(ks: list[int], recalls: list[float]) -> int | None:
@@ -264,20 +267,19 @@ def run_questions(
     memory: Any, questions: list[Question], ks: list[int], max_tokens: int | None
 ) -> tuple[list[Run], ScoreStats, int]:
     """Answer every question at every k (unlogged: an evaluation is not agent traffic)."""
-    import numpy as np
-
     from fsmem.search.ranking import search, usage_counts
 
     stats = ScoreStats()
     usage = usage_counts(memory.root)
     runs: list[Run] = []
     budget_tokens = memory.budget.narrowed(max_tokens, None).max_tokens
+    index = memory.search_index
     for question in questions:
         for position, k in enumerate(ks):
             budget = memory.budget.narrowed(max_tokens, k)
             started = time.perf_counter()
-            result, snapshot, ranking = search(
-                memory.search_index,
+            result, ranking = search(
+                index,
                 memory.tokens,
                 memory.search_settings,
                 question.question,
@@ -289,17 +291,13 @@ def run_questions(
             found = any(is_gold(h.path, h.line, h.end_line, h.text, question.gold) for h in result.hits)
             runs.append(Run(k, found, result.tokens, latency, result.empty, bool(question.gold)))
             if position == 0 and question.gold:
-                candidates = ranking.candidates
-                rows = snapshot.rows
-                mask = np.array(
-                    [
-                        is_gold(rows[i].path, rows[i].line, rows[i].end_line, rows[i].text, question.gold)
-                        for i in candidates
-                    ],
-                    dtype=bool,
-                )
-                if mask.any():
-                    stats.add(np.asarray(ranking.scores)[candidates], mask)
+                score_of = {(ranking.paths[i], ranking.lines[i]): ranking.scores[i] for i in ranking.candidates}
+                scores, mask = [], []
+                for row in index.visible_rows():  # every other row scores 0
+                    scores.append(score_of.get((row.path, row.line), 0.0))
+                    mask.append(is_gold(row.path, row.line, row.end_line, row.text, question.gold))
+                if any(mask):
+                    stats.add(scores, mask)
     return runs, stats, budget_tokens
 
 

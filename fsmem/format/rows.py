@@ -82,7 +82,15 @@ def subject_of(heading: str) -> str | None:
 
 def split_rows(path: str, text: str) -> list[Row]:
     """Every row of one file, in file order; front matter and headings are context, not rows."""
-    doc = fmt.split(text)
+    return document_rows(path, fmt.split(text))
+
+
+def document_rows(path: str, doc: fmt.Document, *, classify: bool = True) -> list[Row]:
+    """`split_rows` of a document already split from its front matter (search parses it once for both).
+
+    With `classify=False` a keyed fact is left as kind "bullet": the search index, which
+    never shows a row, skips parsing every bullet as a fact.
+    """
     fm = doc.front_matter
     title = doc.title
     file_subject = None
@@ -90,8 +98,12 @@ def split_rows(path: str, text: str) -> list[Row]:
         if fm.get(key) is not None:
             file_subject = str(fm[key])
             break
-    superseded = fmt.superseded_ranges(doc)
     heading_list = fmt.headings(doc.body, doc.body_start_line)
+    superseded = [
+        (h.line, h.end_line)
+        for h in heading_list
+        if h.level == 2 and h.title.strip().lower() == fmt.SUPERSEDED_HEADING.lower()
+    ]
     heading_at = {h.line: h for h in heading_list}
     if title is None:
         title = next((h.title for h in heading_list if h.level == 1), None)
@@ -102,37 +114,29 @@ def split_rows(path: str, text: str) -> list[Row]:
     pending_start = 0
     pending_kind = ""
     pending_indent = 0
-
-    def context_headings() -> list[str]:
-        # The level-1 heading usually repeats the title; keep it only when it says something else.
-        return [h.title for h in stack if not (h.level == 1 and h.title == title)]
+    # what every row under the current heading stack shares; recomputed when the stack changes
+    heads: list[str] = []
+    subject = file_subject
 
     def flush() -> None:
         nonlocal pending, pending_kind
         if not pending:
             return
-        heads = context_headings()
-        subject = file_subject
-        for heading in stack:
-            found = subject_of(heading.title)
-            if found:
-                subject = found
         body = "\n".join(pending).strip()
         kind = pending_kind
-        if kind == "bullet" and is_fact(pending[0]):
+        if classify and kind == "bullet" and pending[0].startswith("- ") and ": " in pending[0] and is_fact(pending[0]):
             kind = "fact"
-        end = pending_start + len(pending) - 1
         rows.append(
             Row(
                 path=path,
                 line=pending_start,
-                end_line=end,
+                end_line=pending_start + len(pending) - 1,
                 text=body,
                 kind=kind,
                 title=title,
                 subject=subject,
-                headings=heads,
-                superseded=fmt.in_ranges(pending_start, superseded),
+                headings=list(heads),
+                superseded=bool(superseded) and fmt.in_ranges(pending_start, superseded),
             )
         )
         pending = []
@@ -161,6 +165,13 @@ def split_rows(path: str, text: str) -> list[Row]:
             while stack and stack[-1].level >= heading.level:
                 stack.pop()
             stack.append(heading)
+            # The level-1 heading usually repeats the title; keep it only when it says something else.
+            heads = [h.title for h in stack if not (h.level == 1 and h.title == title)]
+            subject = file_subject
+            for entry in stack:
+                found = subject_of(entry.title)
+                if found:
+                    subject = found
             continue
         if not line.strip() or _COMMENT_ONLY.match(line):
             flush()

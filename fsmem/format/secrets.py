@@ -89,12 +89,7 @@ _KEYWORD = (
     r"(?:password|passwd|passphrase|pwd|pw|secret|client[_\-]?secret|secret[_\-]?key|api[_\-]?key|apikey|"
     r"access[_\-]?key|private[_\-]?key|auth[_\-]?token|access[_\-]?token|api[_\-]?token|token|credentials?)"
 )
-# keyword = value, keyword: value (Markdown, YAML, .env, shell); bounded repeats (an unbounded prefix backtracks)
-_ASSIGNMENT = (
-    r"(?i)(?<![A-Za-z0-9])((?:[A-Za-z0-9]{1,24}[_\-]){0,4}" + _KEYWORD + r"(?:[_\-][A-Za-z0-9]{1,24}){0,4})"
-    r"[\"'`]?\s{0,3}(?::|=|:=)\s{0,3}[\"'`]?([^\s\"'`]{4,400})"
-)
-_KEYWORD_SNIFF = ("pass", "pwd", "pw", "secret", "key", "token", "credential")
+# keyword = value, keyword: value (Markdown, YAML, .env, shell): the key is a word around a keyword
 _PASSWORD_IS = r"(?i)\b(?:password|passphrase|passcode)\s{1,3}(?:is|was)\s{1,3}(?:now\s{1,3}|still\s{1,3})?[\"'`]?([^\s\"'`]{6,200})"
 _LOGIN_SLASH = (
     r"(?i)\b(?:login|credentials?|creds|user(?:name)?/password)\s{0,3}:\s{0,3}[^\s/]{2,40}\s{0,3}/\s{0,3}([^\s]{6,200})"
@@ -113,7 +108,6 @@ def _rules() -> SimpleNamespace:
     return SimpleNamespace(
         formats=[(kind, re.compile(pattern), sniff) for kind, pattern, sniff in _FORMATS],
         private_key=re.compile(_PRIVATE_KEY),
-        assignment=re.compile(_ASSIGNMENT),
         password_is=re.compile(_PASSWORD_IS),
         login_slash=re.compile(_LOGIN_SLASH),
         password_key=re.compile(_PASSWORD_KEY),
@@ -122,6 +116,12 @@ def _rules() -> SimpleNamespace:
         hex=re.compile(r"[0-9a-fA-F]+"),
         token_chars=re.compile(r"[A-Za-z0-9+/_\-.~]+"),
         symbol_or_digit=re.compile(r"[0-9!@#$%^&*()+=\-_.,;?~]"),
+        # where rules can match at all: every provider token is a run of 20+ token characters
+        long_run=re.compile(r"(?<![A-Za-z0-9_\-.:/+=])[A-Za-z0-9_\-.:/+=]{20,}"),
+        url_spans=re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{1,20}://[^\s]{1,400}@[^\s]{1,200}"),
+        keyword=re.compile(r"pass|pwd|pw|secret|key|token|credential|login|creds"),  # on the lowered text
+        key_shape=re.compile(r"(?i)(?:[A-Za-z0-9]{1,24}[_\-]){0,4}" + _KEYWORD + r"(?:[_\-][A-Za-z0-9]{1,24}){0,4}"),
+        after_key=re.compile(r"[\"'`]?\s{0,3}(?::|=|:=)\s{0,3}[\"'`]?([^\s\"'`]{4,400})"),
     )
 
 
@@ -167,7 +167,13 @@ def _password_like(value: str) -> bool:
 
 
 def scan(text: str) -> list[Secret]:
-    """Every secret in `text`, in order, spans not overlapping (the first rule to claim a span keeps it)."""
+    """Every secret in `text`, in order, spans not overlapping (the first rule to claim a span keeps it).
+
+    The rules run only where they can match, found at C speed first: provider
+    formats inside runs of 20+ token characters (prose has few), assignments
+    where a keyword word is followed by `:` or `=`, URL passwords in `://…@`
+    spans (about 0.3 ms for a 4.5 KB note).
+    """
     found: list[tuple[str, int, int]] = []
 
     def add(kind: str, start: int, end: int) -> None:
@@ -178,40 +184,69 @@ def scan(text: str) -> list[Secret]:
     if "PRIVATE KEY" in text:
         for match in rules.private_key.finditer(text):
             add("private key", match.start(), match.end())
-    for kind, pattern, sniff in rules.formats:
-        if not any(literal in text for literal in sniff):
+    spans = [(m.start(), m.end()) for m in rules.long_run.finditer(text)]
+    if "://" in text:
+        spans += [(m.start(), m.end()) for m in rules.url_spans.finditer(text)]
+    for start, end in spans:
+        piece = text[start:end]
+        for kind, pattern, sniff in rules.formats:
+            if not any(literal in piece for literal in sniff):
+                continue
+            for match in pattern.finditer(text, start, end):
+                value = match.group(1)
+                if kind == "URL password" and (rules.placeholder.match(value) or value.startswith("$")):
+                    continue
+                if value.endswith("EXAMPLE") or len(set(value[-16:])) <= 3:  # documentation samples, ghp_xxxx…
+                    continue
+                add(kind, match.start(1), match.end(1))
+    lowered = text.translate(_ASCII_LOWER)  # the same offsets as `text`
+    seen_lines: set[int] = set()
+    for keyword in rules.keyword.finditer(lowered):
+        # the word the keyword is part of (`db_password`, `API_KEY`) is the key; what follows `:` or `=` the value
+        start, end = _word_around(text, keyword.start(), keyword.end())
+        if rules.key_shape.fullmatch(text, start, end):
+            after = rules.after_key.match(text, end)
+            if after is not None and (start == 0 or not text[start - 1].isalnum()):
+                key, value = text[start:end], after.group(1).rstrip(".,;)")
+                if not rules.placeholder.match(value):
+                    if rules.secret_key.search(key) and not re.search(r"(?i)key", key):
+                        ok = _password_like(value) if rules.password_key.search(key) else _looks_random(value)
+                    else:
+                        ok = _looks_random(value)
+                    if ok:
+                        add("secret assignment", after.start(1), after.start(1) + len(value))
+        line = text.rfind("\n", 0, keyword.start()) + 1
+        if line in seen_lines:
             continue
-        for match in pattern.finditer(text):
-            value = match.group(1)
-            if kind == "URL password" and (rules.placeholder.match(value) or value.startswith("$")):
-                continue
-            if value.endswith("EXAMPLE") or len(set(value[-16:])) <= 3:  # documentation samples, ghp_xxxx…
-                continue
-            add(kind, match.start(1), match.end(1))
-    lowered = text.lower()
-    if any(literal in lowered for literal in _KEYWORD_SNIFF):
-        for match in rules.assignment.finditer(text):
-            key, value = match.group(1), match.group(2).rstrip(".,;)")
-            if rules.placeholder.match(value):
-                continue
-            if rules.secret_key.search(key) and not re.search(r"(?i)key", key):
-                ok = _password_like(value) if rules.password_key.search(key) else _looks_random(value)
-            else:
-                ok = _looks_random(value)
-            if ok:
-                add("secret assignment", match.start(2), match.start(2) + len(value))
-    if "/" in text:
-        for match in rules.login_slash.finditer(text):
-            value = match.group(1).rstrip(".,;)")
-            if _password_like(value):
-                add("password", match.start(1), match.start(1) + len(value))
-    if "pass" in lowered:
-        for match in rules.password_is.finditer(text):
-            value = match.group(1).rstrip(".,;)")
-            if _password_like(value):
-                add("password", match.start(1), match.start(1) + len(value))
+        seen_lines.add(line)
+        line_end = _line_end(text, keyword.end())
+        for pattern in (rules.login_slash, rules.password_is):
+            for match in pattern.finditer(text, line, line_end):
+                value = match.group(1).rstrip(".,;)")
+                if _password_like(value):
+                    add("password", match.start(1), match.start(1) + len(value))
     found.sort(key=lambda item: item[1])
     return [Secret(text.count("\n", 0, start) + 1, kind, start, end) for kind, start, end in found]
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+_WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def _word_around(text: str, start: int, end: int) -> tuple[int, int]:
+    """The span of the key-like word (letters, digits, `_`, `-`) holding text[start:end], at most 124 wide."""
+    low = max(0, start - 124)
+    while start > low and text[start - 1] in _WORD_CHARS:
+        start -= 1
+    high = min(len(text), end + 124)
+    while end < high and text[end] in _WORD_CHARS:
+        end += 1
+    return start, end
+
+
+def _line_end(text: str, at: int) -> int:
+    end = text.find("\n", at)
+    return len(text) if end == -1 else end
 
 
 def redact(text: str, secrets: list[Secret] | None = None) -> str:

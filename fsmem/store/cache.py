@@ -14,24 +14,37 @@ updates rows in place, and lets `grep` fetch only the columns it needs.
 Every failure degrades to "no cache": a database that will not open or query
 is deleted and rebuilt, a row whose checksum or shape is wrong is a miss, and a
 read-only or locked store simply stores nothing.
+
+The search index keeps its tables in the same database (fsmem.search.index).
+Every connection to it goes through `connect()`, which uses apsw, a wrapper
+that bundles a current SQLite: search needs FTS5 `contentless_delete` (SQLite
+3.43 or later) and the stdlib module links whatever the system has (3.40 on
+Debian 12, 3.37 on Ubuntu 22.04). One library for the one file: two SQLite
+libraries in one process on the same database do not see each other's POSIX
+locks, which is one of SQLite's documented ways to corrupt a database.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
-import sqlite3
 import time
 import zlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import apsw
+
 from fsmem.store.paths import STATE_DIR
 
+DatabaseError = apsw.Error
+Connection = apsw.Connection
+
 CACHE_FILE = "cache.sqlite"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 5
 # A file modified this recently may change again within the same mtime tick:
 # its metadata is used but not stored (the "racy" window, as in git's index).
 RACY_NS = 1_000_000_000
@@ -52,12 +65,46 @@ CREATE TABLE IF NOT EXISTS files (
     ino INTEGER NOT NULL,
     superseded TEXT NOT NULL,
     crc INTEGER NOT NULL,
-    data TEXT NOT NULL
+    data BLOB NOT NULL  -- the FileMeta as JSON, zlib-compressed (a fifth of its size); crc is of the JSON
 );
 -- what grep reads for every file with matches, without the wide data column
 CREATE INDEX IF NOT EXISTS files_superseded ON files (path, mtime_ns, size, ino, superseded);
-CREATE TABLE IF NOT EXISTS counts (text TEXT PRIMARY KEY, tokens INTEGER NOT NULL);
+-- keyed by a 128-bit digest of the string: storing the strings themselves (up to 4 KB, and again in the
+-- key's index) made the memo 44 MB after one `ls` of 10k files
+CREATE TABLE IF NOT EXISTS counts (digest BLOB PRIMARY KEY, tokens INTEGER NOT NULL);
 """
+
+
+def connect(path: str | os.PathLike[str], *, timeout: float = BUSY_TIMEOUT_S) -> apsw.Connection:
+    """A WAL-mode connection to the cache database (created when missing) that waits `timeout` s for a lock."""
+    conn = apsw.Connection(os.fspath(path))
+    try:
+        conn.setbusytimeout(int(timeout * 1000))
+        # a new database gives freed pages back to the file system when asked (PRAGMA incremental_vacuum)
+        conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+        conn.execute("PRAGMA journal_mode=WAL").fetchall()
+        conn.execute("PRAGMA journal_size_limit=4194304")
+        conn.execute("PRAGMA synchronous=NORMAL")
+    except BaseException:
+        conn.close(True)
+        raise
+    return conn
+
+
+def is_transient(exc: BaseException) -> bool:
+    """A lock held too long or a read-only store: worth nothing now, but no sign of a damaged database."""
+    return isinstance(exc, (apsw.BusyError, apsw.LockedError, apsw.ReadOnlyError, apsw.CantOpenError))
+
+
+def discard(path: Path) -> bool:
+    """Delete a database (and its WAL files) that cannot be trusted; True when it is gone."""
+    try:
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(str(path) + suffix)
+        return True
+    except OSError:
+        return False
 
 
 def stamp_of(stat: os.stat_result) -> Stamp:
@@ -79,38 +126,36 @@ class MetaCache:
         self.root = Path(root)
         self.fingerprint = f"{SCHEMA_VERSION}:{fingerprint}"
         self.path = cache_path(self.root)
-        self._conn: sqlite3.Connection | None = None
+        self._conn: apsw.Connection | None = None
         self._disabled = False
         self._pending_counts: dict[str, int] = {}
         self.rebuilt = False  # set when a corrupt or foreign cache was thrown away
 
     # -- connection ---------------------------------------------------------
-    def _connect(self) -> sqlite3.Connection | None:
+    def _connect(self) -> apsw.Connection | None:
         if self._conn is not None or self._disabled:
             return self._conn
         for attempt in (1, 2):
             try:
                 self._conn = self._open()
                 return self._conn
-            except sqlite3.DatabaseError:
+            except apsw.Error as exc:
                 self.close()
-                if attempt == 2 or not self._discard():
+                if is_transient(exc) or attempt == 2 or not self._discard():
                     break
             except OSError:
                 break
         self._disabled = True
         return None
 
-    def _open(self) -> sqlite3.Connection:
+    def _open(self) -> apsw.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+        conn = connect(self.path)
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            version = _first(conn.execute("PRAGMA user_version").fetchone())
             if version not in (0, SCHEMA_VERSION):
-                raise sqlite3.DatabaseError(f"cache schema {version}, expected {SCHEMA_VERSION}")
-            conn.executescript(_SCHEMA)
+                raise apsw.SQLError(f"cache schema {version}, expected {SCHEMA_VERSION}")
+            conn.execute(_SCHEMA)
             row = conn.execute("SELECT value FROM settings WHERE key = 'fingerprint'").fetchone()
             if row is None or row[0] != self.fingerprint:
                 with _transaction(conn):
@@ -119,20 +164,14 @@ class MetaCache:
                     conn.execute("INSERT OR REPLACE INTO settings VALUES ('fingerprint', ?)", (self.fingerprint,))
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except BaseException:
-            conn.close()
+            conn.close(True)
             raise
         return conn
 
     def _discard(self) -> bool:
         """Delete a cache that cannot be trusted; True when it is gone."""
         self.rebuilt = True
-        try:
-            for suffix in ("", "-wal", "-shm"):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(str(self.path) + suffix)
-            return True
-        except OSError:
-            return False
+        return discard(self.path)
 
     def _guard(self, action, default):
         """Run `action(conn)`; on corruption throw the cache away (once) and answer `default`."""
@@ -141,13 +180,9 @@ class MetaCache:
             return default
         try:
             return action(conn)
-        except sqlite3.OperationalError as exc:
-            if "locked" in str(exc) or "busy" in str(exc) or "readonly" in str(exc):
-                return default
-            self._reset()
-            return default
-        except sqlite3.DatabaseError:
-            self._reset()
+        except apsw.Error as exc:
+            if not is_transient(exc):
+                self._reset()
             return default
 
     def _reset(self) -> None:
@@ -157,8 +192,8 @@ class MetaCache:
 
     def close(self) -> None:
         if self._conn is not None:
-            with contextlib.suppress(sqlite3.Error):
-                self._conn.close()
+            with contextlib.suppress(apsw.Error):
+                self._conn.close(True)
             self._conn = None
 
     # -- file rows ------------------------------------------------------------
@@ -166,7 +201,7 @@ class MetaCache:
         """path -> (stamp, crc, data JSON) for the given paths (None: every row)."""
         wanted = None if paths is None else list(paths)
 
-        def action(conn: sqlite3.Connection):
+        def action(conn: apsw.Connection):
             if wanted is None:
                 cursor = conn.execute("SELECT path, mtime_ns, size, ino, crc, data FROM files")
                 return {r[0]: ((r[1], r[2], r[3]), r[4], r[5]) for r in cursor}
@@ -202,7 +237,7 @@ class MetaCache:
                 out[path] = ((mtime, size, ino), parsed)
             return out
 
-        def action(conn: sqlite3.Connection):
+        def action(conn: apsw.Connection):
             if wanted is None:
                 return decode(conn.execute("SELECT path, mtime_ns, size, ino, superseded FROM files"))
             found = {}
@@ -234,13 +269,13 @@ class MetaCache:
         for stamp, data in metas:
             if stamp[0] >= now - RACY_NS:
                 continue
-            text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+            raw = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
             ranges = json.dumps(data.get("superseded") or [])
-            records.append((data["path"], stamp[0], stamp[1], stamp[2], ranges, zlib.crc32(text.encode()), text))
+            records.append((data["path"], stamp[0], stamp[1], stamp[2], ranges, zlib.crc32(raw), zlib.compress(raw, 1)))
         if not records and prune_except is None:
             return
 
-        def action(conn: sqlite3.Connection) -> None:
+        def action(conn: apsw.Connection) -> None:
             with _transaction(conn):
                 conn.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?)", records)
                 if prune_except is not None:
@@ -259,8 +294,8 @@ class MetaCache:
         if text in self._pending_counts:
             return self._pending_counts[text]
 
-        def action(conn: sqlite3.Connection):
-            row = conn.execute("SELECT tokens FROM counts WHERE text = ?", (text,)).fetchone()
+        def action(conn: apsw.Connection):
+            row = conn.execute("SELECT tokens FROM counts WHERE digest = ?", (_digest(text),)).fetchone()
             return row[0] if row else None
 
         return self._guard(action, None)
@@ -277,12 +312,12 @@ class MetaCache:
     def flush_counts(self) -> None:
         if not self._pending_counts:
             return
-        items = list(self._pending_counts.items())
+        items = [(_digest(text), tokens) for text, tokens in self._pending_counts.items()]
         self._pending_counts.clear()
 
-        def action(conn: sqlite3.Connection) -> None:
+        def action(conn: apsw.Connection) -> None:
             with _transaction(conn):
-                top = conn.execute("SELECT max(rowid) FROM counts").fetchone()[0] or 0
+                top = _first(conn.execute("SELECT max(rowid) FROM counts").fetchone()) or 0
                 if top > MEMO_ROWS:
                     conn.execute("DELETE FROM counts")
                 conn.executemany("INSERT OR REPLACE INTO counts VALUES (?, ?)", items)
@@ -290,15 +325,30 @@ class MetaCache:
         self._guard(action, None)
 
 
-def decode_row(path: str, stamp: Stamp, row: tuple[Stamp, int, str] | None) -> dict[str, Any] | None:
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def decode_data(value: Any) -> bytes | None:
+    """A row's stored JSON (bytes), or None when it does not decompress."""
+    if not isinstance(value, bytes):
+        return None
+    try:
+        return zlib.decompress(value)
+    except zlib.error:
+        return None
+
+
+def decode_row(path: str, stamp: Stamp, row: tuple[Stamp, int, Any] | None) -> dict[str, Any] | None:
     """The stored dict when `row` is fresh for `stamp` and intact; None means re-read the file."""
     if row is None or row[0] != stamp:
         return None
-    _, crc, text = row
-    if zlib.crc32(text.encode()) != crc:
+    _, crc, value = row
+    raw = decode_data(value)
+    if raw is None or zlib.crc32(raw) != crc:
         return None
     try:
-        data = json.loads(text)
+        data = json.loads(raw.decode("utf-8", "surrogatepass"))
     except ValueError:
         return None
     if not isinstance(data, dict) or data.get("path") != path:
@@ -307,17 +357,23 @@ def decode_row(path: str, stamp: Stamp, row: tuple[Stamp, int, str] | None) -> d
 
 
 @contextlib.contextmanager
-def _transaction(conn: sqlite3.Connection):
+def transaction(conn: apsw.Connection):
+    """A write transaction that takes the write lock first: a deferred one that reads and then writes
+    gets SQLITE_BUSY at once when another connection writes, whatever the busy timeout."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield
     except BaseException:
-        conn.execute("ROLLBACK")
+        with contextlib.suppress(apsw.Error):
+            conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
 
 
-def _run_many(conn: sqlite3.Connection, sql: str, items: list[tuple]) -> None:
+_transaction = transaction
+
+
+def _run_many(conn: apsw.Connection, sql: str, items: list[tuple]) -> None:
     with _transaction(conn):
         conn.executemany(sql, items)
 
@@ -325,3 +381,8 @@ def _run_many(conn: sqlite3.Connection, sql: str, items: list[tuple]) -> None:
 def _chunks(items: list[str], size: int):
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+def _first(row: Any) -> Any:
+    """The first column of a row apsw returned (None for no row)."""
+    return row[0] if row is not None else None

@@ -203,9 +203,28 @@ class Catalog:
     def superseded(self, rels: list[str]) -> dict[str, list[tuple[int, int]]]:
         """Superseded line ranges of the given files (missing files are left out).
 
-        Fresh cache rows answer without parsing; other files get a light scan
-        that skips YAML and token counting unless the text mentions the heading.
+        A document's are its `## Superseded` sections; a session note's are its
+        keyed facts that a document has since superseded (fsmem.store.supersession).
         """
+        out = self._documents_superseded(rels)
+        notes = [rel for rel in rels if rel in out and rel.startswith("sessions/")]
+        if notes:
+            from fsmem.store.supersession import superseded_note_lines
+
+            texts = {}
+            for rel in notes:
+                try:
+                    with open(os.path.join(self.root, rel), "rb") as handle:
+                        texts[rel] = fmt.decode(handle.read(HEAD_BYTES * 16))[0]
+                except OSError:
+                    continue
+            for rel, lines in superseded_note_lines(self.root, texts, self._documents_superseded).items():
+                out[rel] = sorted(out[rel] + lines)
+        return out
+
+    def _documents_superseded(self, rels: list[str]) -> dict[str, list[tuple[int, int]]]:
+        """The `## Superseded` ranges of the given files: fresh cache rows answer without parsing; other files
+        get a light scan that skips YAML and token counting unless the text mentions the heading."""
 
         known = self.cache.superseded(rels) if self.cache is not None else {}
         out: dict[str, list[tuple[int, int]]] = {}

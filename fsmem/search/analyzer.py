@@ -1,0 +1,73 @@
+"""Text to index terms: lowercase words, English stop words removed, Snowball-stemmed.
+
+The index stores these terms (pre-stemmed, space separated) and the query is
+analysed the same way, so index, query, fuzzy vocabulary and IDF all speak
+one vocabulary. `_` separates words (`place_of_death` is three words, as a
+human reads it), and dialog-id markers such as `[D1:3]` are ids, not words.
+Nor is a machine token: a word of 20 or more characters that mixes letters
+and digits (an API key, a hash) is no term, so no key typed into a file ever
+sits in the index.
+"""
+
+from __future__ import annotations
+
+import re
+
+from fsmem.errors import MissingDependency
+
+# Bump when the terms of a text change: the index is then rebuilt.
+ANALYZER_VERSION = 3
+TOKEN_CHARS = 20  # a word this long, with letters and digits, is a machine token
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_MARKER = re.compile(r"\[[A-Za-z]*\d+:\d+\]")
+# Lucene's English stop words (what bm25s removes), and question words, which carry no topic.
+STOP_WORDS = frozenset(
+    "a an and are as at be but by for if in into is it no not of on or such that the their then there these "
+    "they this to was will with what when where who whom whose which why how".split()
+)
+
+
+class Analyzer:
+    """Words and their Snowball stems, each stem computed once per process."""
+
+    def __init__(self) -> None:
+        try:
+            import Stemmer
+        except ImportError:  # pragma: no cover - a core dependency
+            raise MissingDependency("search needs PyStemmer; install it with: pip install PyStemmer") from None
+        self._stem_word = Stemmer.Stemmer("english").stemWord
+        self._cache: dict[str, str] = {}
+        self._table: dict[str, str] = {}  # word -> stem, "" for a stop word
+
+    def words(self, text: str) -> list[str]:
+        """Lowercase words without stop words (not stemmed): what fuzzy matching compares."""
+        if "[" in text:
+            text = _MARKER.sub(" ", text)
+        return [w for w in _WORD.findall(text.lower()) if w not in STOP_WORDS and not _machine_token(w)]
+
+    def stem(self, word: str) -> str:
+        stemmed = self._cache.get(word)
+        if stemmed is None:
+            stemmed = self._cache[word] = self._stem_word(word)
+        return stemmed
+
+    def terms(self, text: str) -> list[str]:
+        return self.text(text).split()
+
+    def text(self, text: str) -> str:
+        """The terms of `text` as the index stores them: stems separated by spaces."""
+        if "[" in text:
+            text = _MARKER.sub(" ", text)
+        table = self._table
+        out = []
+        for word in _WORD.findall(text.lower()):
+            stemmed = table.get(word)
+            if stemmed is None:
+                stemmed = table[word] = "" if word in STOP_WORDS or _machine_token(word) else self._stem_word(word)
+            if stemmed:
+                out.append(stemmed)
+        return " ".join(out)
+
+
+def _machine_token(word: str) -> bool:
+    return len(word) >= TOKEN_CHARS and any(c.isdigit() for c in word) and not word.isdigit()

@@ -1,0 +1,162 @@
+"""One memory file as search sees it: its stamp, its rows and their analysed terms, its document's names.
+
+Pure of the index: `parse_file` turns a file's text into what the index
+stores (`Parsed`), `read_file` reads a file so that the stamp it records is
+the one its bytes had. The index (`fsmem.search.index`) keeps these in
+SQLite; nothing here knows SQL.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fsmem import format as fmt
+from fsmem.errors import FsmemError
+from fsmem.format.facts import split_provenance
+from fsmem.format.rows import Row, document_rows, subject_of
+from fsmem.search.analyzer import Analyzer
+from fsmem.store.catalog import EXACT_COUNT_LIMIT
+from fsmem.store.paths import ROOT_README, read_regular
+from fsmem.store.supersession import is_note, was_consolidated
+
+Stamp = tuple[int, int, int, int]  # mtime_ns, size, inode, ctime_ns
+GENERATED_INDEX = "INDEX.md"  # written by consolidate; a table of contents, not memory to rank
+ROW_BITS = 20  # row id = file id << ROW_BITS | ordinal (a file's first 1,048,576 rows are indexed)
+MAX_ROWS = 1 << ROW_BITS
+SUPERSEDED, LINKED = 1, 2  # row flags: hidden by default; same section and source as the next row
+
+
+def stamp_of(stat: os.stat_result) -> Stamp:
+    return (stat.st_mtime_ns, stat.st_size, stat.st_ino, stat.st_ctime_ns)
+
+
+def source_of(row: Row) -> str | None:
+    """The session note a consolidated row cites first, so rows from one session score as one document.
+
+    A consolidated entity file gathers many sessions, and one session feeds many
+    files; scored per file, every row of a speaker would share one document
+    score. Rows citing the same note form one document, across files; rows
+    without a citation form their file's.
+    """
+    _text, provenance = split_provenance(row.text)
+    return provenance.sources[0] if provenance and provenance.sources else None
+
+
+def document_names(front_matter: dict[str, Any], title: str | None) -> list[str]:
+    """What a document is called: its title, aliases and entity or topic name (without the kind)."""
+    names = [title] if title else []
+    aliases = front_matter.get("aliases")
+    if isinstance(aliases, str):
+        aliases = [a.strip() for a in aliases.split(",")]
+    if isinstance(aliases, list):
+        names.extend(str(a).strip() for a in aliases if a is not None and str(a).strip())
+    for key in ("entity", "topic"):
+        value = front_matter.get(key)
+        if value:
+            names.append(str(value).split("/", 1)[-1].strip())
+    return names
+
+
+def _meta_fields(front_matter: dict[str, Any]) -> tuple[Any, ...]:
+    importance = front_matter.get("importance")
+    if isinstance(importance, bool) or not isinstance(importance, (int, float)):
+        importance = None
+    tags = fmt.normalize_tags(front_matter.get("tags"))
+    return (
+        str(front_matter["type"]) if front_matter.get("type") is not None else None,
+        json.dumps(tags, ensure_ascii=False) if tags else None,
+        str(front_matter["updated"]) if front_matter.get("updated") is not None else None,
+        float(importance) if importance is not None else None,
+    )
+
+
+@dataclass
+class Parsed:
+    """One file as just read, ready to be written into the index."""
+
+    path: str
+    stamp: Stamp
+    meta: tuple[Any, ...]  # type, tags (JSON), updated, importance
+    names: str  # the document's names, as terms
+    rows: list[tuple[int, int, int, str, str]]  # line, flags, group (1-based in `sources`, 0: none), text, context
+    sources: list[str]  # the session notes its rows cite
+    terms: set[str]
+    docs: list[str] | None = None  # per group: the terms of its rows without their citations
+    cited: bool = False
+
+
+def is_ranked(rel: str, text: str) -> bool:
+    """INDEX.md only points at documents, and a consolidated note's content now lives in its entity and
+    topic documents: ranking them too would spend the budget on copies. The memory's own README.md holds
+    its conventions for humans, not memory."""
+    if rel in (GENERATED_INDEX, ROOT_README):
+        return False
+    return not (rel.startswith("sessions/") and fmt.is_consolidated(text))
+
+
+def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
+    """The rows, names and terms of one file's text."""
+    doc = fmt.split(text)
+    meta = _meta_fields(doc.front_matter)
+    if not is_ranked(rel, text):
+        return Parsed(rel, stamp, meta, "", [], [], set())
+    rows = document_rows(rel, doc, classify=False)[:MAX_ROWS]
+    title = (
+        rows[0].title if rows else doc.title or next((h.title for h in fmt.headings(doc.body) if h.level == 1), None)
+    )
+    names = document_names(doc.front_matter, title)
+    names_text = analyzer.text(" ".join(dict.fromkeys(names)))
+    known_names = {n.lower() for n in names}
+    context_cache: dict[tuple[str, ...], str] = {}
+    row_sources = [source_of(r) if r.text.endswith(")") else None for r in rows]
+    group_of: dict[str | None, int] = {None: 0}
+    bodies: list[list[str]] = [[]]
+    out_rows = []
+    terms: set[str] = set(names_text.split())
+    for index, row in enumerate(rows):
+        key = tuple(row.headings)
+        context_terms = context_cache.get(key)
+        if context_terms is None:
+            # the level-1 heading and a session note's `## people/Adam Smith` say what the row is about;
+            # the document's own names are indexed once, for the whole file
+            heads = [h.split("/", 1)[-1] if subject_of(h) else h for h in row.headings]
+            context_terms = context_cache[key] = analyzer.text(
+                " ".join(h for h in heads if h.lower() not in known_names)
+            )
+        text_terms = analyzer.text(row.text)  # with its citation, as grep and read show it
+        source = row_sources[index]
+        group = group_of.setdefault(source, len(group_of))
+        if group == len(bodies):
+            bodies.append([])
+        bodies[group].append(analyzer.text(split_provenance(row.text)[0]) if source else text_terms)
+        flags = SUPERSEDED if row.superseded else 0
+        if index + 1 < len(rows) and rows[index + 1].headings == row.headings and row_sources[index + 1] == source:
+            flags |= LINKED
+        out_rows.append((row.line, flags, group, text_terms, context_terms))
+    terms.update(" ".join(r[3] for r in out_rows).split())
+    terms.update(" ".join(context_cache.values()).split())
+    sources = [s for s in group_of if s is not None]
+    docs = [" ".join(filter(None, body)) for body in bodies]
+    cited = is_note(rel) and was_consolidated(text)
+    return Parsed(rel, stamp, meta, names_text, out_rows, sources, terms, docs, cited)
+
+
+def read_file(root: Path, rel: str, full: str, analyzer: Analyzer) -> Parsed | None:
+    """Parse one file, with the stamp taken before the read; None when it vanished or keeps changing."""
+    for _attempt in range(5):
+        try:
+            before = os.stat(full)
+            if before.st_size > EXACT_COUNT_LIMIT:
+                return Parsed(rel, stamp_of(before), (None, None, None, None), "", [], [], set())
+            data = read_regular(full)  # a FIFO named *.md never blocks the build
+            after = os.stat(full)
+        except (OSError, FsmemError):
+            return None
+        if stamp_of(before) == stamp_of(after):
+            text, _problems = fmt.decode(data)
+            return parse_file(rel, text, stamp_of(before), analyzer)
+    return None

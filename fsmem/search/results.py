@@ -1,0 +1,170 @@
+"""What a search answers: its rows (`SearchHit`), the answer with its page (`SearchResult`), and how it reads.
+
+Rows are grouped by file (files in order of their best row) and by heading; a
+consolidated row's citation is cut to its dates, its sources kept apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from fsmem.budget import Page
+from fsmem.format.facts import split_provenance
+
+
+@dataclass
+class SearchHit:
+    """One row of the answer: where it is, what it says, what it is about, and its score."""
+
+    path: str
+    line: int
+    end_line: int
+    text: str
+    score: float
+    kind: str
+    title: str | None = None
+    subject: str | None = None
+    headings: list[str] = field(default_factory=list)
+    superseded: bool = False
+    tokens: int = 0  # what this row added to the answer (its line, plus any header it opened)
+    sources: list[str] = field(default_factory=list)  # the notes a consolidated row cites
+
+    @property
+    def location(self) -> str:
+        return f"{self.path}:{self.line}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "end_line": self.end_line,
+            "text": self.text,
+            "score": round(self.score, 4),
+            "kind": self.kind,
+            "title": self.title,
+            "subject": self.subject,
+            "headings": list(self.headings),
+            "superseded": self.superseded,
+            "tokens": self.tokens,
+            "sources": list(self.sources),
+        }
+
+
+@dataclass
+class SearchResult:
+    """Rows in score order from `page.offset`, the tokens they cost, and what the budget left out (`page`)."""
+
+    query: str
+    hits: list[SearchHit]
+    tokens: int
+    page: Page
+    min_score: float
+    best_score: float | None = None
+    note: str | None = None
+
+    @property
+    def left_out(self) -> int:
+        return self.page.left_out
+
+    @property
+    def truncated(self) -> bool:
+        return self.page.truncated
+
+    @property
+    def cut_by(self) -> str | None:
+        return self.page.cut_by if self.page.truncated else None
+
+    @property
+    def empty(self) -> bool:
+        return not self.hits
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "results": [h.to_dict() for h in self.hits],
+            "tokens": self.tokens,
+            **self.page.to_dict(),
+            "min_score": self.min_score,
+            "best_score": None if self.best_score is None else round(self.best_score, 4),
+        }
+
+    def body_lines(self) -> list[str]:
+        """The rows as shown, grouped by file (files in order of their best row) and by heading."""
+        return render_lines(self.hits)
+
+    def to_text(self) -> str:
+        if not self.hits:
+            return self.no_result_message()
+        lines = self.body_lines()
+        trailer = self.page.trailer(
+            f"rows above min_score {self.min_score:g}", narrow=", or narrow with --type/--tag"
+        ).rstrip("]")
+        lines.append(f"{trailer}; {self.tokens} tokens. Read around a row with: fsmem read PATH --lines A:B]")
+        return "\n".join(lines)
+
+    def no_result_message(self) -> str:
+        if self.note:
+            return self.note
+        if self.page.offset and self.page.total:
+            return self.page.trailer(f"rows above min_score {self.min_score:g}")
+        best = "" if self.best_score is None else f" (best score {self.best_score:.3f} < min_score {self.min_score:g})"
+        return (
+            f"no relevant memory for {self.query!r}{best}. "
+            "Try other words, grep for a name you know, or lower --min-score"
+        )
+
+
+def compact_citation(text: str) -> tuple[str, list[str]]:
+    """A consolidated row's text with its citation cut to its dates, and the sources it cited.
+
+    `- Went hiking. (2023-05-08, sessions/2023/05/08/conv-26-s1.md)` costs about
+    twenty tokens more than `- Went hiking. (2023-05-08)`; the budget buys more
+    rows this way, and the agent reads the full line (or `sources`) when it
+    needs the provenance.
+    """
+    body, provenance = split_provenance(text)
+    if provenance is None:
+        return text, []
+    span = provenance.first
+    if provenance.to:
+        span = f"{span} to {provenance.to}"
+    if provenance.confirmed is not None and provenance.confirmed.date:
+        span = f"{span}; confirmed {provenance.confirmed.date}"
+    return (f"{body} ({span})" if span else body), list(provenance.sources)
+
+
+def _hit_lines(hit: SearchHit) -> list[str]:
+    text_lines = hit.text.splitlines() or [""]
+    mark = " [superseded]" if hit.superseded else ""
+    first = f"{hit.line}: {text_lines[0]}{mark if len(text_lines) == 1 else ''}"
+    rest = [f"    {t}" for t in text_lines[1:]]
+    if rest and mark:
+        rest[-1] += mark
+    return [first, *rest]
+
+
+def _file_header(hit: SearchHit) -> str:
+    """The path; the title too when no heading line will say what the row is about."""
+    return f"{hit.path} ({hit.title})" if hit.title and not hit.headings else hit.path
+
+
+def _heading_line(hit: SearchHit) -> str | None:
+    return f"[{' > '.join(hit.headings)}]" if hit.headings else None
+
+
+def render_lines(hits: list[SearchHit]) -> list[str]:
+    order: dict[str, list[SearchHit]] = {}
+    for hit in hits:
+        order.setdefault(hit.path, []).append(hit)
+    out: list[str] = []
+    for group in order.values():
+        out.append(_file_header(group[0]))
+        current = None
+        for hit in sorted(group, key=lambda h: h.line):
+            heading = _heading_line(hit)
+            if heading is not None and heading != current:
+                out.append(heading)
+            current = heading
+            out.extend(_hit_lines(hit))
+    return out

@@ -1,0 +1,386 @@
+"""Scoring: the candidate rows of one query and their scores, from the FTS5 tables (see fsmem.search.ranking).
+
+The engine returns the best rows by the row part (from the best documents when
+very many match) and the rows of the documents the query names; their section
+neighbours join them, and the other parts of the score re-rank this pool.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fsmem import format as fmt
+from fsmem.search.analyzer import Analyzer
+from fsmem.search.index import LINKED, MAX_ROWS, ROW_BITS, SUPERSEDED, SearchIndex, unpack_rows
+from fsmem.store.catalog import FileMeta, matches_filters
+
+if TYPE_CHECKING:
+    from fsmem.search.settings import SearchSettings
+
+POOL_MIN = 1000  # rows the engine returns best first (by the row part) before the rest of the score is added
+NEIGHBOUR_SEEDS = 200  # the best rows whose section neighbours join the pool even when they match nothing
+TOP_DOCUMENTS = 300  # when more documents match, only the rows of the best ones are scored row by row
+DOCUMENT_POOL = 3000  # documents scored for the document part; deeper ones add nothing a candidate row can use
+NAMED_FILES = 20  # documents whose names match the query best: their rows join the pool
+NAMED_ROWS = 2000  # at most this many rows of each
+
+
+class StaleAnswer(Exception):
+    """A file changed between ranking and reading its rows back: rank again."""
+
+
+@dataclass
+class Ranking:
+    """Scores of the candidate rows of one query; every other row scores 0.
+
+    Candidates are the rows the engine ranks best by the row part (at least
+    `POOL_MIN`), with their section neighbours: the neighbour and document
+    parts and the salience re-rank them.
+    """
+
+    ids: list[int]  # candidate row ids passing the filters, best first (ties by path, then line)
+    scores: dict[int, float]
+    relevance: dict[int, float]
+    paths: dict[int, str]  # row id -> path
+    lines: dict[int, int]  # row id -> line
+    searchable: int  # rows passing the filters (0: nothing to search)
+    stale: set[int] = field(default_factory=set)  # lines of session notes a document has superseded
+
+    @property
+    def candidates(self) -> list[int]:
+        return self.ids
+
+    def best(self) -> float | None:
+        """The top candidate's score, or None when no row passes the filters."""
+        if self.ids:
+            return self.scores[self.ids[0]]
+        return 0.0 if self.searchable else None
+
+    def top(self, limit: int, min_score: float) -> tuple[list[int], int]:
+        """The first `limit` candidates scoring at least `min_score` (and above 0), and how many do."""
+        above = [i for i in self.ids if self.scores[i] >= min_score and self.scores[i] > 0]
+        return above[:limit], len(above)
+
+
+def query_terms(analyzer: Analyzer, query: str) -> tuple[list[str], list[str]]:
+    """(stemmed terms, surface words), each once, in query order."""
+    words = list(dict.fromkeys(analyzer.words(query)))
+    return list(dict.fromkeys(analyzer.stem(w) for w in words)), words
+
+
+def _idf(n: int, df: int) -> float:
+    """FTS5's own IDF, so a score and what the query could earn are on one scale."""
+    return max(math.log((n - df + 0.5) / (df + 0.5)), 1e-6)
+
+
+def _quoted(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def json_array(values: Iterable[Any]) -> str:
+    return json.dumps(list(values))
+
+
+def _document_frequencies(conn, table: str, terms: list[str]) -> dict[str, int]:
+    if not terms:
+        return {}
+    marks = ",".join("?" * len(terms))
+    return dict(conn.execute(f"SELECT term, doc FROM {table} WHERE term IN ({marks})", terms).fetchall())
+
+
+def _near_spellings(conn, missing: list[str], cutoff: float) -> dict[str, str]:
+    """Unknown query terms mapped to the closest term the memory has (rapidfuzz ratio >= cutoff)."""
+    candidates = [t for t in missing if len(t) >= 4]
+    if not candidates:
+        return {}
+    from rapidfuzz import fuzz, process
+
+    vocabulary = [t for (t,) in conn.execute("SELECT term FROM search_terms WHERE length(term) >= 3")]
+    found: dict[str, str] = {}
+    for term in candidates:
+        for choice, _score, _i in process.extract(term, vocabulary, scorer=fuzz.ratio, score_cutoff=cutoff, limit=5):
+            if _document_frequencies(conn, "search_vocab", [choice]).get(choice):  # the vocabulary only grows
+                found[term] = choice
+                break
+    return found
+
+
+def _allowed_files(conn, type, tag, updated_after) -> tuple[list[int] | None, int]:
+    """File ids passing the front-matter filters (None: no filter) and how many rows they hold."""
+    if type is None and not tag and updated_after is None:
+        total = conn.execute("SELECT value FROM search_meta WHERE key = 'rows'").fetchone()
+        return None, int(total[0]) if total else 0
+    allowed, rows = [], 0
+    for fid, path, ftype, tags, updated, count in conn.execute(
+        "SELECT id, path, type, tags, updated, rows FROM search_files"
+    ):
+        meta = FileMeta(
+            path=path, size=0, mtime_ns=0, type=ftype, tags=json.loads(tags) if tags else [], updated=updated
+        )
+        if matches_filters(meta, type=type, tag=tag, updated_after=updated_after):
+            allowed.append(fid)
+            rows += count
+    return allowed, rows
+
+
+def rank(
+    index: SearchIndex,
+    query: str,
+    settings: SearchSettings,
+    *,
+    limit: int = 0,
+    usage: dict[str, int] | None = None,
+    type: str | None = None,
+    tag: str | Iterable[str] | None = None,
+    updated_after: str | None = None,
+    include_superseded: bool = False,
+    now: _dt.datetime | None = None,
+) -> Ranking:
+    """Filter by front matter and supersession, then score the candidate rows (see the module docstring)."""
+    now = now or fmt.parse_timestamp(fmt.now_iso())
+    terms, _words = query_terms(index.analyzer, query)
+    return index.guarded(
+        lambda conn: _rank(
+            conn,
+            terms,
+            settings,
+            max(POOL_MIN, 2 * limit),
+            usage or {},
+            type,
+            tag,
+            updated_after,
+            include_superseded,
+            now,
+            index.root,
+        )
+    )
+
+
+def _rank(conn, terms, settings, pool_size, usage, type, tag, updated_after, include_superseded, now, root) -> Ranking:
+    w = settings.weights
+    allowed, searchable = _allowed_files(conn, type, tag, updated_after)
+    empty = Ranking([], {}, {}, {}, {}, searchable)
+    if not terms or not searchable:
+        return empty
+    meta = dict(conn.execute("SELECT key, value FROM search_meta").fetchall())
+    n_rows = int(meta.get("rows") or 0)
+    df = _document_frequencies(conn, "search_vocab", terms)
+    names_df = _document_frequencies(conn, "search_names_vocab", terms)
+    missing = [t for t in terms if not df.get(t) and not names_df.get(t)]
+    fuzzy = _near_spellings(conn, missing, settings.fuzzy_cutoff) if missing and w["fuzzy"] > 0 else {}
+    substitutes = list(dict.fromkeys(fuzzy.values()))
+    df.update(_document_frequencies(conn, "search_vocab", substitutes))
+    names_df.update(_document_frequencies(conn, "search_names_vocab", substitutes))
+    used = [t for t in dict.fromkeys(terms + substitutes) if df.get(t) or names_df.get(t)]
+    if not used:
+        return empty
+
+    # What the query could earn: every word once, at average length. A near-spelling earns `fuzzy` of a word.
+    def could_earn(n: int, frequencies: dict[str, int]) -> float:
+        total = 0.0
+        for term in terms:
+            if term in fuzzy:
+                total += _idf(n, frequencies.get(fuzzy[term], 0)) / w["fuzzy"]
+            else:
+                total += _idf(n, frequencies.get(term, 0))
+        return total
+
+    match = " OR ".join(_quoted(t) for t in used)
+    allowed_set = None if allowed is None else set(allowed)
+
+    # 1. Documents (a file's rows citing one session note, or none): their part of the score, and which
+    #    files are worth scoring row by row when very many match.
+    group_total, documents = _document_scores(conn, match, terms, fuzzy, w, int(meta.get("docs") or 0), could_earn)
+    scored_files = allowed
+    if len(documents) > TOP_DOCUMENTS:
+        best = sorted(documents, key=lambda d: (-documents[d], d))[:TOP_DOCUMENTS]
+        top = {d >> ROW_BITS for d in best}
+        scored_files = sorted(top if allowed_set is None else top & allowed_set)
+
+    # 2. The rows whose text or headings match, best first (BM25F: the columns weigh a term's frequency).
+    row_raw: dict[int, float] = {}
+    if any(df.get(t) for t in used):
+        where = ["search_fts MATCH ?"]
+        args: list[Any] = [match]
+        if not include_superseded:
+            where.append("rowid NOT IN (SELECT id FROM search_superseded)")
+        if scored_files is not None:
+            where.append(f"(rowid >> {ROW_BITS}) IN (SELECT value FROM json_each(?))")
+            args.append(json_array(scored_files))
+        row_raw = dict(
+            conn.execute(
+                f"SELECT rowid, -bm25(search_fts, {w['text']}, {w['headings']}) AS s FROM search_fts"
+                f" WHERE {' AND '.join(where)} ORDER BY s DESC, rowid LIMIT ?",
+                (*args, pool_size),
+            ).fetchall()
+        )
+    # 3. The documents whose names (title, entity or topic, aliases) match: their rows are about the query's subject.
+    named: dict[int, float] = {}
+    if w["subject"] > 0 and any(names_df.get(t) for t in used):
+        n_named = int(conn.execute("SELECT count(*) FROM search_names").fetchone()[0])
+        names_den = could_earn(n_named, names_df)
+        for fid, raw in conn.execute(
+            "SELECT rowid, -bm25(search_names) AS s FROM search_names WHERE search_names MATCH ? ORDER BY s DESC LIMIT ?",
+            (match, NAMED_FILES),
+        ):
+            if allowed_set is None or fid in allowed_set:
+                named[fid] = raw / names_den
+    if not row_raw and not named:
+        return empty
+    seeds = list(row_raw)[:NEIGHBOUR_SEEDS]
+    wanted_files = {rid >> ROW_BITS for rid in row_raw} | set(named)
+    files: dict[int, tuple] = {}
+    notes: list[int] = []
+    for fid, path, n, lines, groups, sources, importance, updated, mtime, consolidated in conn.execute(
+        "SELECT id, path, rows, lines, groups, sources, importance, updated, mtime_ns, cited FROM search_files"
+        " WHERE id IN (SELECT value FROM json_each(?))",
+        (json_array(wanted_files),),
+    ):
+        packed_rows, cited = unpack_rows(lines, groups, n)
+        files[fid] = (path, packed_rows, cited, json.loads(sources) if sources else [], importance, updated, mtime)
+        if consolidated:
+            notes.append(fid)
+    stale = _stale_note_rows(root, files, notes)
+
+    packed_of = {fid: found[1] for fid, found in files.items()}
+    mask = MAX_ROWS - 1
+
+    def packed(rid: int) -> int | None:
+        """The row's line << 2 | flags, or None when there is no such row."""
+        rows = packed_of.get(rid >> ROW_BITS)
+        ordinal = rid & mask
+        return rows[ordinal] if rows is not None and ordinal < len(rows) else None
+
+    def visible(rid: int) -> bool:
+        value = packed(rid)
+        if value is None or (not include_superseded and (value & SUPERSEDED or rid in stale)):
+            return False
+        return allowed_set is None or (rid >> ROW_BITS) in allowed_set
+
+    def linked(upper: int) -> bool:
+        """Row `upper` and the next are in the same section and cite the same note."""
+        value = packed(upper)
+        return value is not None and bool(value & LINKED) and packed(upper + 1) is not None
+
+    pool = [rid for rid in row_raw if rid >> ROW_BITS in files and (include_superseded or rid not in stale)]
+    seen = set(pool)
+    for rid in seeds:
+        for other, upper in ((rid - 1, rid - 1), (rid + 1, rid)):
+            if other not in seen and visible(other) and linked(upper):
+                seen.add(other)
+                pool.append(other)
+    for fid in named:
+        base = fid << ROW_BITS
+        for ordinal in range(min(len(files[fid][1]), NAMED_ROWS)):
+            if base + ordinal not in seen and visible(base + ordinal):
+                seen.add(base + ordinal)
+                pool.append(base + ordinal)
+
+    # 4. Neighbours, documents (a row's cited session note, across files), subject and salience.
+    row_den = could_earn(n_rows, df)
+    boost = _file_boosts(files, settings, now)
+    top_use = max(usage.values()) if usage else 0
+    w_row, w_neighbours, w_document, w_subject = w["row"], w["neighbours"], w["document"], w["subject"]
+    parts = w_row + w_neighbours + w_document + w_subject
+    scores, relevance, paths, lines_of = {}, {}, {}, {}
+    for rid in pool:
+        fid = rid >> ROW_BITS
+        rows = packed_of[fid]
+        ordinal = rid & mask
+        value = rows[ordinal]
+        neighbours = 0.0
+        if ordinal and rows[ordinal - 1] & LINKED:
+            neighbours += row_raw.get(rid - 1, 0.0)
+        if value & LINKED and ordinal + 1 < len(rows):
+            neighbours += row_raw.get(rid + 1, 0.0)
+        score = (w_row * row_raw.get(rid, 0.0) + w_neighbours * neighbours) / row_den
+        if w_document:
+            score += w_document * group_total.get(_group(files, rid), 0.0)
+        score += w_subject * named.get(fid, 0.0)
+        relevance[rid] = score / parts
+        path, line = files[fid][0], value >> 2
+        factor = 1.0 + boost[fid]
+        if top_use and w["usage"] > 0:
+            factor += w["usage"] * math.log1p(usage.get(f"{path}:{line}", 0)) / math.log1p(top_use)
+        scores[rid] = relevance[rid] * factor
+        paths[rid], lines_of[rid] = path, line
+    ids = sorted(pool, key=lambda r: (-scores[r], paths[r], lines_of[r]))
+    return Ranking(ids, scores, relevance, paths, lines_of, searchable, stale)
+
+
+def _stale_note_rows(root, files: dict[int, tuple], notes: list[int]) -> set[int]:
+    """Row ids of keyed facts in consolidated session notes that a document has since superseded."""
+    if not notes:
+        return set()
+    from fsmem.store.catalog import superseded_of
+    from fsmem.store.supersession import superseded_note_lines
+
+    texts = {}
+    for fid in notes:
+        try:
+            with open(os.path.join(root, files[fid][0]), "rb") as handle:
+                texts[files[fid][0]] = fmt.decode(handle.read())[0]
+        except OSError:
+            continue
+    hidden = superseded_note_lines(
+        root, texts, lambda docs: {d: superseded_of(Path(root, d)) for d in docs if os.path.isfile(Path(root, d))}
+    )
+    stale = set()
+    for fid in notes:
+        spans = hidden.get(files[fid][0])
+        if spans:
+            for ordinal, value in enumerate(files[fid][1]):
+                if fmt.in_ranges(value >> 2, spans):
+                    stale.add(fid << ROW_BITS | ordinal)
+    return stale
+
+
+def _group(files: dict[int, tuple], rid: int) -> Any:
+    """A row's document: the session note it cites (rows from one session score as one), else its file's uncited rows."""
+    _path, _lines, cited, sources = files[rid >> ROW_BITS][:4]
+    number = cited[rid & (MAX_ROWS - 1)] if cited is not None else 0
+    return sources[number - 1] if number else (rid >> ROW_BITS) << ROW_BITS
+
+
+def _document_scores(conn, match, terms, fuzzy, w, n_docs, could_earn) -> tuple[dict[Any, float], dict[int, float]]:
+    """Normalised scores of the matching documents: by key (a cited note, summed over the files citing it,
+    so a session split across speaker files scores as one; else the document's id), and by document id."""
+    if w["document"] <= 0 or not n_docs:
+        return {}, {}
+    df = _document_frequencies(conn, "search_docs_vocab", list(dict.fromkeys(terms + list(fuzzy.values()))))
+    denominator = could_earn(n_docs, df)
+    by_key: dict[Any, float] = {}
+    by_doc: dict[int, float] = {}
+    for doc, raw, source in conn.execute(
+        "SELECT d.rowid, -bm25(search_docs) AS r, s.source FROM search_docs AS d LEFT JOIN search_sources AS s"
+        " ON s.id = d.rowid WHERE search_docs MATCH ? ORDER BY r DESC, d.rowid LIMIT ?",
+        (match, DOCUMENT_POOL),
+    ):
+        score = by_doc[doc] = raw / denominator
+        key = doc if source is None else source
+        by_key[key] = by_key.get(key, 0.0) + score
+    return by_key, by_doc
+
+
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+
+
+def _file_boosts(files: dict[int, tuple], settings: SearchSettings, now: _dt.datetime) -> dict[int, float]:
+    """Per file: weighted importance (0..1, 0.5 when absent) and recency of `updated` (else the mtime)."""
+    w = settings.weights
+    out = {}
+    for fid, (_path, _lines, _cited, _sources, importance, updated, mtime) in files.items():
+        value = 0.5 if importance is None else min(max(float(importance), 0.0), 1.0)
+        stamp = fmt.parse_timestamp(updated) if updated else None
+        if stamp is None:
+            stamp = _dt.datetime.fromtimestamp(abs(mtime) / 1e9, tz=_dt.UTC)
+        age_days = max((now - stamp).total_seconds() / 86400.0, 0.0)
+        out[fid] = w["importance"] * value + w["recency"] * 0.5 ** (age_days / settings.recency_half_life_days)
+    return out

@@ -1,0 +1,170 @@
+"""The search tables in `.fsmem/cache.sqlite`: their schema, and the statements that read and write one file's rows.
+
+`fsmem.search.index` decides when a file is (re)indexed; this module knows
+how: a file's row is its stamp and packed rows, its FTS5 postings are row ids
+`file_id << ROW_BITS | ordinal`, deleted as one range when it changes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from array import array
+from pathlib import Path
+
+from fsmem.search.parsing import LINKED, MAX_ROWS, ROW_BITS, SUPERSEDED, Parsed, Stamp  # noqa: F401
+from fsmem.store import cache as _cache
+
+
+class IndexDamaged(Exception):
+    """The search tables cannot be trusted; they are dropped and rebuilt."""
+
+
+_TABLES = ("search_files", "search_superseded", "search_sources", "search_terms", "search_meta")
+_FTS_TABLES = ("search_vocab", "search_names_vocab", "search_docs_vocab", "search_fts", "search_names", "search_docs")
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS search_meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+-- one row per file: its stamp, what filters and salience need, and its rows packed:
+-- `lines` holds line << 2 | flags per row, `groups` the row's cited note (1-based in `sources`, 0: none)
+CREATE TABLE IF NOT EXISTS search_files (
+    id INTEGER PRIMARY KEY,
+    path TEXT UNIQUE NOT NULL,
+    mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL, ino INTEGER NOT NULL, ctime_ns INTEGER NOT NULL,
+    rows INTEGER NOT NULL, docs INTEGER NOT NULL,
+    type TEXT, tags TEXT, updated TEXT, importance REAL,
+    lines BLOB, groups BLOB, sources TEXT,
+    cited INTEGER NOT NULL  -- a session note the consolidator has read: documents may supersede its facts
+);
+CREATE TABLE IF NOT EXISTS search_superseded (id INTEGER PRIMARY KEY);
+-- documents: the rows of one file citing one session note (its `groups` number), or citing none (0)
+CREATE TABLE IF NOT EXISTS search_sources (id INTEGER PRIMARY KEY, source TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS search_terms (term TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE VIRTUAL TABLE IF NOT EXISTS search_fts USING fts5 (
+    text, context, content='', contentless_delete=1, detail=full, tokenize='ascii'
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS search_vocab USING fts5vocab (search_fts, 'row');
+CREATE VIRTUAL TABLE IF NOT EXISTS search_names USING fts5 (
+    names, content='', contentless_delete=1, detail=full, tokenize='ascii'
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS search_names_vocab USING fts5vocab (search_names, 'row');
+CREATE VIRTUAL TABLE IF NOT EXISTS search_docs USING fts5 (
+    body, content='', contentless_delete=1, detail=full, tokenize='ascii'
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS search_docs_vocab USING fts5vocab (search_docs, 'row');
+"""
+
+
+def _version(conn) -> str | None:
+    try:
+        row = conn.execute("SELECT value FROM search_meta WHERE key = 'version'").fetchone()
+    except _cache.DatabaseError as exc:
+        if _cache.is_transient(exc):
+            raise
+        return None  # no search tables yet (or not readable: they are rebuilt)
+    return row[0] if row else None
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
+
+
+def _drop_tables(conn) -> None:
+    for name in (*_FTS_TABLES, *_TABLES):
+        conn.execute(f"DROP TABLE IF EXISTS {name}")
+
+
+def _has_files(conn) -> bool:
+    return conn.execute("SELECT 1 FROM search_files LIMIT 1").fetchone() is not None
+
+
+def _stamps(conn, paths: list[str] | None) -> dict[str, tuple[Stamp, bool]]:
+    """path -> (stamp, racy) as stored; racy files are read again at the next refresh."""
+    sql = "SELECT path, mtime_ns, size, ino, ctime_ns FROM search_files"
+    if paths is None:
+        rows = conn.execute(sql)
+    else:
+        rows = []
+        for start in range(0, len(paths), 500):
+            chunk = paths[start : start + 500]
+            rows += conn.execute(f"{sql} WHERE path IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+    return {p: ((abs(m), s, i, c), m < 0) for p, m, s, i, c in rows}
+
+
+def _remove(conn, rel: str) -> int:
+    conn.execute("DELETE FROM search_meta WHERE key = 'walk'")
+    found = conn.execute("SELECT id, rows, docs FROM search_files WHERE path = ?", (rel,)).fetchone()
+    if found is None:
+        return 0
+    fid, n_rows, n_docs = found
+    lo, hi = fid << ROW_BITS, (fid << ROW_BITS) | (MAX_ROWS - 1)
+    if n_rows:
+        conn.execute("DELETE FROM search_fts WHERE rowid BETWEEN ? AND ?", (lo, hi))
+        conn.execute("DELETE FROM search_superseded WHERE id BETWEEN ? AND ?", (lo, hi))
+        conn.execute("DELETE FROM search_docs WHERE rowid BETWEEN ? AND ?", (lo, hi))
+        conn.execute("DELETE FROM search_sources WHERE id BETWEEN ? AND ?", (lo, hi))
+        conn.execute("UPDATE search_meta SET value = value - ? WHERE key = 'docs'", (n_docs,))
+    conn.execute("DELETE FROM search_names WHERE rowid = ?", (fid,))
+    conn.execute("DELETE FROM search_files WHERE id = ?", (fid,))
+    conn.execute("UPDATE search_meta SET value = value - ? WHERE key = 'rows'", (n_rows,))
+    return 1
+
+
+def _insert(conn, item: Parsed, *, racy: bool) -> None:
+    mtime = -item.stamp[0] if racy and item.stamp[0] > 0 else item.stamp[0]
+    lines = array("I", [min(line, 0x3FFFFFFF) << 2 | flags for line, flags, _g, _t, _c in item.rows])
+    groups = array("H", [min(group, 0xFFFF) for _l, _f, group, _t, _c in item.rows]) if item.sources else None
+    docs = [(n, body) for n, body in enumerate(item.docs or []) if body]
+    conn.execute(
+        "INSERT INTO search_files (path, mtime_ns, size, ino, ctime_ns, rows, docs, type, tags, updated, importance,"
+        " lines, groups, sources, cited) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            item.path,
+            mtime,
+            *item.stamp[1:],
+            len(item.rows),
+            len(docs),
+            *item.meta,
+            lines.tobytes() if item.rows else None,
+            groups.tobytes() if groups is not None else None,
+            json.dumps(item.sources, ensure_ascii=False) if item.sources else None,
+            int(item.cited),
+        ),
+    )
+    fid = conn.last_insert_rowid()
+    base = fid << ROW_BITS
+    if item.rows:
+        conn.executemany(
+            "INSERT INTO search_fts (rowid, text, context) VALUES (?, ?, ?)",
+            [(base + n, t, c) for n, (_l, _f, _g, t, c) in enumerate(item.rows)],
+        )
+        superseded = [(base + n,) for n, row in enumerate(item.rows) if row[1] & SUPERSEDED]
+        if superseded:
+            conn.executemany("INSERT INTO search_superseded VALUES (?)", superseded)
+        conn.executemany("INSERT INTO search_docs (rowid, body) VALUES (?, ?)", [(base + n, b) for n, b in docs])
+        conn.executemany(
+            "INSERT INTO search_sources VALUES (?, ?)", [(base + n + 1, s) for n, s in enumerate(item.sources)]
+        )
+        conn.execute("UPDATE search_meta SET value = value + ? WHERE key = 'docs'", (len(docs),))
+    if item.names:
+        conn.execute("INSERT INTO search_names (rowid, names) VALUES (?, ?)", (fid, item.names))
+    conn.execute("UPDATE search_meta SET value = value + ? WHERE key = 'rows'", (len(item.rows),))
+
+
+def unpack_rows(lines: bytes | None, groups: bytes | None, n: int) -> tuple[array, array | None]:
+    """A file's packed rows: (line << 2 | flags per row, cited-note number per row or None)."""
+    packed = array("I")
+    cited = None
+    try:
+        if lines:
+            packed.frombytes(lines)
+        if groups:
+            cited = array("H")
+            cited.frombytes(groups)
+    except (TypeError, ValueError):
+        raise IndexDamaged("packed rows of the wrong size") from None
+    if len(packed) != n or (cited is not None and len(cited) != n):
+        raise IndexDamaged("packed rows do not match the row count")
+    return packed, cited

@@ -1,0 +1,136 @@
+"""Stale lines of session notes: keyed facts a document has since moved under `## Superseded`.
+
+The consolidator copies a note's keyed facts into entity and topic documents
+and leaves the note as it was. When a later fact replaces one, the document
+moves the old line under `## Superseded`, citing the note it came from; the
+note itself still says `- employer: US Navy`, unflagged. These lines are
+superseded too, and grep, read and search hide them by default.
+
+Contract of `superseded_note_lines` (the one place this rule lives, so a new
+citation format needs one change here):
+
+- in: note paths (relative, under `sessions/`) with their text, and a way to
+  get the superseded line ranges of documents; only notes that carry a
+  `consolidated:` field (the consolidator has read them) can be cited;
+- a note line is superseded when it is a keyed fact `- key: value` and a line
+  inside a document's superseded ranges is the same key with the same value
+  (case and spacing aside) and cites that note as a source (its first source,
+  any further one, or its `confirmed` source);
+- out: per note, the 1-based line ranges to hide (a note with none is left out).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from fsmem import format as fmt
+from fsmem.format.facts import normalize_value, parse_fact
+
+NOTES_FOLDER = "sessions/"
+Ranges = list[tuple[int, int]]
+
+
+def is_note(rel: str) -> bool:
+    return rel.startswith(NOTES_FOLDER)
+
+
+def was_consolidated(text: str) -> bool:
+    """The note carries a `consolidated:` field: its facts went into documents at least once."""
+    return f"\n{fmt.CONSOLIDATED_FIELD}:" in text[: text.find("\n---", 3) + 1] if text.startswith("---") else False
+
+
+def note_facts(text: str) -> list[tuple[int, str, str]]:
+    """(line, key, normalised value) of every keyed fact in a consolidated note's body, outside fenced code."""
+    if not was_consolidated(text):
+        return []
+    doc = fmt.split(text)
+    found = []
+    in_code = False
+    for number, line in enumerate(doc.body.splitlines(), start=doc.body_start_line):
+        if fmt.FENCED_CODE.match(line):
+            in_code = not in_code
+            continue
+        if in_code or not line.startswith("- ") or ": " not in line:
+            continue
+        fact = parse_fact(line)
+        if fact is not None and fact.value is not None:
+            found.append((number, fact.key, normalize_value(fact.value)))
+    return found
+
+
+def superseded_note_lines(
+    root: Path, notes: dict[str, str], document_ranges: Callable[[list[str]], dict[str, Ranges]]
+) -> dict[str, Ranges]:
+    """Per note, the lines of its keyed facts that a document cites from it under `## Superseded`."""
+    facts = {rel: note_facts(text) for rel, text in notes.items() if is_note(rel)}
+    facts = {rel: found for rel, found in facts.items() if found}
+    if not facts:
+        return {}
+    citing = _lines_citing(root, facts)
+    if not citing:
+        return {}
+    ranges = document_ranges(sorted(citing))
+    cited: set[tuple[str, str, str]] = set()
+    for doc, lines in citing.items():
+        spans = ranges.get(doc) or []
+        for number, text in lines:
+            if not fmt.in_ranges(number, spans):
+                continue
+            fact = parse_fact(text)
+            if fact is None or fact.value is None or fact.provenance is None:
+                continue
+            sources = set(fact.provenance.sources)
+            if fact.provenance.confirmed is not None:
+                sources.add(fact.provenance.confirmed.source)
+            for source in sources & facts.keys():
+                cited.add((source, fact.key, normalize_value(fact.value)))
+    out: dict[str, Ranges] = {}
+    for rel, found in facts.items():
+        hidden = [(number, number) for number, key, value in found if (rel, key, value) in cited]
+        if hidden:
+            out[rel] = hidden
+    return out
+
+
+def _lines_citing(root: Path, notes: Iterable[str]) -> dict[str, list[tuple[int, str]]]:
+    """(line number, text) of the lines of documents (memory files outside sessions/) that name a note."""
+    from fsmem.store.rg import find_rg
+
+    patterns: list[str] = []
+    for rel in notes:
+        patterns += ["--regexp", rel]
+    proc = subprocess.run(
+        [
+            find_rg(),
+            "--no-config",
+            "--no-ignore",
+            "--fixed-strings",
+            "--line-number",
+            "--with-filename",
+            "--null",
+            "--no-heading",
+            "--glob",
+            "*.md",
+            "--glob",
+            "*.markdown",
+            "--glob",
+            f"!/{NOTES_FOLDER}",
+            *patterns,
+            "--",
+            "./",
+        ],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    found: dict[str, list[tuple[int, str]]] = {}
+    for raw in proc.stdout.decode("utf-8", "replace").splitlines():
+        name, sep, rest = raw.partition("\0")
+        number, colon, text = rest.partition(":")
+        if not sep or not colon or not number.isdigit():
+            continue
+        rel = name[2:] if name.startswith("./") else name
+        found.setdefault(rel, []).append((int(number), text))
+    return found

@@ -1,0 +1,70 @@
+"""Stale lines of consolidated session notes: hidden by grep, read and search unless asked for."""
+
+from pathlib import Path
+
+import pytest
+from conftest import write_file
+
+from fsmem import Memory
+from fsmem.store.supersession import superseded_note_lines
+
+FIRST = "sessions/2026/10/01/kickoff.md"
+LATER = "sessions/2026/11/20/support.md"
+
+
+@pytest.fixture
+def consolidated(tmp_path, monkeypatch):
+    """Adam's employer was US Navy (first note), then Acme (a later note); both consolidated."""
+    monkeypatch.setenv("FSMEM_NOW", "2026-12-01T08:00:00+00:00")
+    memory = Memory.init(tmp_path / "mem")
+    write_file(
+        memory.root, FIRST, "---\ntitle: Kickoff\n---\n## people/Adam Smith\n- employer: US Navy\n- Likes boats.\n"
+    )
+    write_file(memory.root, LATER, "---\ntitle: Support\n---\n## people/Adam Smith\n- employer: Acme\n")
+    memory.consolidate()
+    document = (memory.root / "entities/people/adam-smith.md").read_text()
+    assert f"## Superseded\n- employer: US Navy (2026-10-01 to 2026-11-20, {FIRST})" in document
+    return memory
+
+
+def test_grep_hides_a_note_line_whose_fact_was_superseded(consolidated):
+    shown = [(m.path, m.line) for m in consolidated.grep("employer").matches]
+    assert (FIRST, 6) not in shown and (LATER, 6) in shown
+    assert consolidated.grep("employer").total == len(shown)
+    everything = consolidated.grep("employer", include_superseded=True)
+    flagged = {(m.path, m.line): m.superseded for m in everything.matches}
+    assert flagged[(FIRST, 6)] is True and flagged[(LATER, 6)] is False
+    boats = [(m.path, m.line) for m in consolidated.grep("boats").matches]
+    assert (FIRST, 7) in boats  # an observation of the same note is no superseded fact
+
+
+def test_read_hides_it_too(consolidated):
+    lines = [text for _number, text in consolidated.read(FIRST).lines]
+    assert "- employer: US Navy" not in lines and "- Likes boats." in lines
+    assert "- employer: US Navy" in [t for _n, t in consolidated.read(FIRST, include_superseded=True).lines]
+
+
+def test_search_hides_it_in_a_note_that_grew_after_consolidation(consolidated):
+    path = consolidated.root / FIRST
+    path.write_text(path.read_text() + "- The navy boats were grey.\n")  # ranked again: its body changed
+    hits = consolidated.search("employer US Navy", max_results=20).hits
+    assert (FIRST, 7) in [(h.path, h.line) for h in hits]  # the grown note is searched
+    assert (FIRST, 6) not in [(h.path, h.line) for h in hits]
+    wider = consolidated.search("employer US Navy", max_results=20, include_superseded=True).hits
+    assert any(h.path == FIRST and h.line == 6 and h.superseded for h in wider)
+
+
+def test_the_rule_itself(tmp_path):
+    root = tmp_path
+    note = "---\ntitle: n\nconsolidated: sha256-0\n---\n## topic/X\n- color: Blue\n- size: big\n- color: red\n"
+    write_file(root, "topics/x.md", "# X\n## Superseded\n- color: blue (2026-01-01 to 2026-02-01, sessions/a.md)\n")
+    write_file(root, "topics/y.md", "# Y\n## Facts\n- size: big (2026-01-01, sessions/a.md)\n")
+
+    def ranges(docs):
+        return {"topics/x.md": [(2, 3)], "topics/y.md": []}
+
+    assert superseded_note_lines(Path(root), {"sessions/a.md": note}, ranges) == {"sessions/a.md": [(6, 6)]}
+    # a note never consolidated cannot be cited; one cited only outside ## Superseded is current
+    unconsolidated = note.replace("consolidated: sha256-0\n", "")
+    assert superseded_note_lines(Path(root), {"sessions/a.md": unconsolidated}, ranges) == {}
+    assert superseded_note_lines(Path(root), {"sessions/b.md": note}, ranges) == {}
