@@ -65,3 +65,15 @@ class StorageError(FsmemError):
 
 class MissingDependency(FsmemError):
     """An optional package a command needs (bm25s for search, matplotlib for plots) is not installed."""
+
+
+class HistoryOff(FsmemError):
+    """A history command (log, show, diff, restore, revert, sync) on a memory that is not in a git work tree."""
+
+
+class HistoryError(FsmemError):
+    """git refused or failed (a revision that does not exist, a repository in a state fsmem cannot work in)."""
+
+
+class SyncFailed(FsmemError):
+    """`fsmem sync` could not finish (no network to the remote, a push refused too often); nothing is lost."""

@@ -31,7 +31,7 @@ from typing import Any
 from fsmem.store.paths import STATE_DIR
 
 CACHE_FILE = "cache.sqlite"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # A file modified this recently may change again within the same mtime tick:
 # its metadata is used but not stored (the "racy" window, as in git's index).
 RACY_NS = 1_000_000_000
