@@ -800,6 +800,7 @@ class Memory:
             settings=self.config.section("sync"),
             consolidate=lambda: self.consolidate(),
             index=lambda: self.index().changed,
+            threshold_of=lambda: float(self.config.section("consolidate").get("near_duplicate_threshold", 90)),
         )
 
     # -- search and recall ----------------------------------------------------

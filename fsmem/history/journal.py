@@ -149,7 +149,17 @@ def drain(repo: Repo, *, wait: bool = False) -> int:
         wait = False
 
 
-def drain_locked(repo: Repo) -> int:
+@dataclass
+class Gaps:
+    """Who made the changes found between two writes to these paths (say, a consolidation run that marked a
+    note an agent kept appending to), instead of "outside fsmem"."""
+
+    paths: set[str]
+    author: Author
+    message: str
+
+
+def drain_locked(repo: Repo, gaps: Gaps | None = None) -> int:
     """`drain` for a caller that holds the commit lock."""
     made = 0
     while True:
@@ -157,13 +167,13 @@ def drain_locked(repo: Repo) -> int:
         if not names:
             return made
         entries = [entry for entry in (_load(repo, name) for name in names) if entry is not None]
-        made += _commit_entries(repo, entries)
+        made += _commit_entries(repo, entries, gaps)
         for name in names:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(journal_dir(repo) / name)
 
 
-def _commit_entries(repo: Repo, entries: list[Entry]) -> int:
+def _commit_entries(repo: Repo, entries: list[Entry], gaps: Gaps | None = None) -> int:
     outside: list[Author] = []
 
     def build(editor: TreeEditor, parent: str | None, commit: Callable[..., str]) -> tuple[str | None, int]:
@@ -173,6 +183,13 @@ def _commit_entries(repo: Repo, entries: list[Entry]) -> int:
             if all(now[path] == after for path, _, after in entry.changes):
                 continue  # already in HEAD (committed before a crash, or by a human)
             changed = [(path, before) for path, before, _ in entry.changes if now[path] != before]
+            known = [(path, before) for path, before in changed if gaps is not None and path in gaps.paths]
+            if known and gaps is not None:
+                for path, before in known:
+                    editor.set(path, before)
+                parent = commit(editor, parent, gaps.author, entry.time, entry.offset, gaps.message)
+                count += 1
+            changed = [item for item in changed if item not in known]
             if changed:
                 if not outside:
                     outside.append(repo.outside_author())

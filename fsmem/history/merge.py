@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import sys
+from difflib import SequenceMatcher
 from pathlib import Path
 
 from fsmem import format as fmt
@@ -80,15 +81,6 @@ def merge_text(base: str, ours: str, theirs: str, *, path: str = "", threshold: 
     return "".join([o.fences[0], *front, o.fences[1], *body]), kept
 
 
-def _section_at(lines: list[str]) -> str:
-    for line in reversed(lines):
-        if line.startswith("## "):
-            return line[3:].strip().lower()
-        if line.startswith("# "):
-            return ""
-    return ""
-
-
 def _ended(lines: tuple[str, ...] | list[str], newline: str) -> list[str]:
     out = list(lines)
     if out and not out[-1].endswith("\n"):
@@ -96,31 +88,104 @@ def _ended(lines: tuple[str, ...] | list[str], newline: str) -> list[str]:
     return out
 
 
+def _sections(lines: list[str]) -> list[tuple[str, list[str]]]:
+    """The body as (key, lines): the part before the first level-2 heading (key ''), then one part per
+    level-2 section, keyed by its lowercased title (a repeated title gets '#2', '#3'…)."""
+    parts: list[tuple[str, list[str]]] = [("", [])]
+    seen: dict[str, int] = {}
+    starts = {start: title for title, start, _ in MF.sections(lines)}
+    for index, line in enumerate(lines):
+        if index in starts:
+            title = starts[index]
+            seen[title] = seen.get(title, 0) + 1
+            parts.append((title if seen[title] == 1 else f"{title}#{seen[title]}", []))
+        parts[-1][1].append(line)
+    return parts
+
+
+def _order(base: list[str], ours: list[str], theirs: list[str], kept: set[str]) -> list[str]:
+    """Section order: ours, with theirs' new sections after their predecessor; runs of new sections sorted."""
+    order = [key for key in ours if key in kept]
+    for number, key in enumerate(theirs):
+        if key in order or key not in kept:
+            continue
+        before = next((k for k in reversed(theirs[:number]) if k in order), None)
+        order.insert(order.index(before) + 1 if before is not None else len(order), key)
+    fresh = {key for key in order if key not in base}
+    out: list[str] = []
+    run: list[str] = []
+    for key in order + [None]:  # type: ignore[list-item]
+        if key is not None and key in fresh:
+            run.append(key)
+            continue
+        out.extend(sorted(run))
+        run = []
+        if key is not None:
+            out.append(key)
+    return out
+
+
+def _common(ours: list[str], theirs: list[str]) -> list[str]:
+    """A stand-in base for a section both sides created: the lines they share, in order."""
+    blocks = SequenceMatcher(None, ours, theirs, autojunk=False).get_matching_blocks()
+    return [line for a, _, size in blocks for line in ours[a : a + size]]
+
+
 def _merge_body(
     base: list[str], ours: list[str], theirs: list[str], path: str, threshold: float, dates: tuple[str, str], nl: str
+) -> tuple[list[str], int]:
+    b, o, t = (dict(_sections(part)) for part in (base, ours, theirs))
+    kept_keys = set()
+    for key in {*o, *t}:
+        if key in o and key in t:
+            kept_keys.add(key)
+        elif key not in b:
+            kept_keys.add(key)  # added on one side
+        elif (o.get(key) or t.get(key)) != b[key]:
+            kept_keys.add(key)  # deleted on one side, changed on the other: the change stays
+    out: list[str] = []
+    kept = 0
+    for key in _order(list(b), list(o), list(t), kept_keys):
+        mine, other = o.get(key), t.get(key)
+        if mine is None or other is None:
+            out.extend(_ended(mine if mine is not None else other or [], nl))
+            continue
+        old = b.get(key)
+        merged, conflicts = _merge_section(old if old is not None else _common(mine, other), mine, other, key, path, nl)
+        out.extend(merged)
+        kept += conflicts
+    out = _settle_facts(out, ours, theirs, path, dates, nl)
+    out = _merge_observations(out, set(base), set(ours), set(theirs), threshold, nl)
+    return out, kept
+
+
+def _merge_section(
+    base: list[str], ours: list[str], theirs: list[str], key: str, path: str, nl: str
 ) -> tuple[list[str], int]:
     out: list[str] = []
     kept = 0
     session = path.startswith("sessions/") or "/sessions/" in path
+    managed = key.split("#")[0] in (MF.FACTS, MF.SUPERSEDED, "notes")
     for region in regions(base, ours, theirs):
         if not region.conflict:
             out.extend(region.lines)
             continue
-        section = _section_at(out)
         listish = all(not line.strip() or line.startswith("- ") for line in region.base + region.ours + region.theirs)
-        if not region.base or (listish and (session or section in (MF.FACTS, MF.SUPERSEDED, "notes"))):
-            stay = [line for line in region.base if line in region.ours and line in region.theirs]
+        if not region.base or (listish and (session or managed)):
+            stay = [line for line in region.base if line in region.ours and line in region.theirs and line.strip()]
             first, second = sorted(
-                [[x for x in region.ours if x not in region.base], [x for x in region.theirs if x not in region.base]]
+                [
+                    [x for x in region.ours if x not in region.base and x.strip()],
+                    [x for x in region.theirs if x not in region.base and x.strip()],
+                ]
             )
-            out.extend(_ended(stay + first + [x for x in second if x not in first], nl))
+            blank = [nl] if any(side and not side[-1].strip() for side in (region.ours, region.theirs)) else []
+            out.extend(_ended(stay + first + [x for x in second if x not in first], nl) + blank)
         else:
             one, two = sorted([region.ours, region.theirs])
             out.extend([OPEN + nl, *_ended(one, nl), MIDDLE + nl, *_ended(two, nl), CLOSE + nl])
             kept += 1
-    out = _settle_facts(out, ours, theirs, path, dates, nl)
-    out = _merge_observations(out, set(base), set(ours), set(theirs), threshold, nl)
-    return out, kept
+    return _ended(out, nl), kept
 
 
 # -- facts ------------------------------------------------------------------------------------------
@@ -134,7 +199,7 @@ def _settle_facts(
         sides = [[(line, sup) for _, line, sup in found.get(key, [])] for found in (mine, other)]
         if merged in sides:
             continue
-        pooled = [(line, dates[0]) for line, _ in sides[0]] + [(line, dates[1]) for line, _ in sides[1]]
+        pooled = [(line, dates[0], sup) for line, sup in sides[0]] + [(line, dates[1], sup) for line, sup in sides[1]]
         current, history = MF.rebuild(key, pooled, path)
         out = _place(out, key, [line + nl for line in current], [line + nl for line in history], nl)
     return out
@@ -199,6 +264,11 @@ def _merge_observations(
 ) -> list[str]:
     """Two observations under `## Notes`, one new on each side, that are near-duplicates: one line."""
     drop: set[int] = set()
+    known = set()
+    for line in base:
+        obs = F.parse_observation(line) if line.startswith("- ") else None
+        if obs is not None:
+            known.add(obs.text)
     for title, start, end in MF.sections(out):
         if title != "notes":
             continue
@@ -227,7 +297,8 @@ def _merge_observations(
             assert a.provenance is not None and b.provenance is not None
             dates = [_obs_date(a.provenance), _obs_date(b.provenance)]
             sources = sorted(set(a.provenance.sources) | set(b.provenance.sources))
-            out[min(i, j)] = F.render_observation(min(a.text, b.text), max(dates), sources) + nl
+            words = [text for text in (a.text, b.text) if text in known] or [min(a.text, b.text)]
+            out[min(i, j)] = F.render_observation(min(words), max(dates), sources) + nl
             drop.add(max(i, j))
     return [line for index, line in enumerate(out) if index not in drop]
 

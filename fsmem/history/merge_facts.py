@@ -52,7 +52,7 @@ def merge_front(
 ) -> list[str]:
     """The merged lines between the fences."""
     b, o, t = field_blocks(base), field_blocks(ours), field_blocks(theirs)
-    _, ours_values, theirs_values = values
+    base_values, ours_values, theirs_values = values
     newer = _stamp(ours_values.get("updated")), _stamp(theirs_values.get("updated"))
     order = [name for name in b if name in o or name in t]
     order += sorted(name for name in {*o, *t} if name not in b)
@@ -66,19 +66,29 @@ def merge_front(
         elif oo is None or to is None:  # removed on one side, changed on the other: the change stays
             chosen = oo if oo is not None else to
         else:
-            chosen = _both_changed(name, oo, to, ours_values.get(name), theirs_values.get(name), newer, newline)
+            sides = (base_values.get(name), ours_values.get(name), theirs_values.get(name))
+            chosen = _both_changed(name, oo, to, sides, newer, newline)
         out.extend(chosen or ())
     return out
 
 
 def _both_changed(
-    name: str, ours: tuple[str, ...], theirs: tuple[str, ...], ov: Any, tv: Any, newer: tuple[str, str], newline: str
+    name: str,
+    ours: tuple[str, ...],
+    theirs: tuple[str, ...],
+    values: tuple[Any, Any, Any],
+    newer: tuple[str, str],
+    newline: str,
 ) -> tuple[str, ...]:
+    bv, ov, tv = values
     if name in ("updated", "created"):
         pair = sorted([(_stamp(ov), ours), (_stamp(tv), theirs)])
         return pair[-1][1] if name == "updated" else pair[0][1]
-    if isinstance(ov, list) and isinstance(tv, list):
-        union = list(ov) + [item for item in tv if item not in ov]
+    if isinstance(ov, list) and isinstance(tv, list):  # the union, less what one side removed
+        old = bv if isinstance(bv, list) else []
+        stay = [item for item in old if item in ov and item in tv]
+        added = [item for item in ov + tv if item not in old]
+        union = stay + sorted(dict.fromkeys(map(str, added)), key=str)
         return (fmt.dump_field(name, union) + newline,)
     if newer[0] != newer[1]:
         return ours if newer[0] > newer[1] else theirs
@@ -128,9 +138,10 @@ class _Run:
     first: F.Stamp
     last: F.Stamp
     line: str | None  # a hand-written current line, kept as written when it stays current
+    superseded: bool = False  # a side already has it under ## Superseded: it does not come back
 
 
-def _run_of(text: str, when: str, path: str) -> _Run | None:
+def _run_of(text: str, when: str, path: str, superseded: bool) -> _Run | None:
     """A fact line as a run of one value: its dates from its citation, its `(as of …)`, or `when`."""
     fact = F.parse_fact(text)
     if fact is None:
@@ -138,26 +149,33 @@ def _run_of(text: str, when: str, path: str) -> _Run | None:
     prov = fact.provenance
     if prov is None:
         stamp = F.Stamp(fact.as_of or when, path)
-        return _Run(fact.value, stamp, stamp, text.rstrip("\r\n"))
+        return _Run(fact.value, stamp, stamp, None if superseded else text.rstrip("\r\n"), superseded)
     first = F.Stamp(prov.first, prov.sources[0])
-    return _Run(fact.value, first, prov.confirmed or first, None)
+    return _Run(fact.value, first, prov.confirmed or first, None, superseded)
 
 
-def rebuild(key: str, lines: list[tuple[str, str]], path: str) -> tuple[list[str], list[str]]:
-    """(current lines, superseded lines) of `key` from all its lines on both sides, each (line, fallback date)."""
+def rebuild(key: str, lines: list[tuple[str, str, bool]], path: str) -> tuple[list[str], list[str]]:
+    """(current lines, superseded lines) of `key` from all its lines on both sides: (line, fallback date,
+    under ## Superseded)."""
     merged: dict[tuple, _Run] = {}
-    for text, when in lines:
-        run = _run_of(text, when, path)
+    for text, when, superseded in lines:
+        run = _run_of(text, when, path, superseded)
         if run is None:
             continue
         ident = (F.normalize_value(run.value) if run.value is not None else None, run.first.date, run.first.source)
         known = merged.get(ident)
-        if known is None or (run.last.date, run.last.source) > (known.last.date, known.last.source):
+        if known is None:
             merged[ident] = run
+            continue
+        if (run.last.date, run.last.source) > (known.last.date, known.last.source):
+            known.last = run.last
+        known.superseded = known.superseded or run.superseded
+        known.line = known.line or run.line
     if not merged:
         return [], []
     ordered = sorted(merged.values(), key=lambda r: (r.first.date, r.first.source, r.value or ""))
-    current = max(ordered, key=lambda r: (r.last.date, r.last.source, r.first.date, r.value or ""))
+    # the value recorded last; on a tie, not one a side already put under ## Superseded (it knew more)
+    current = max(ordered, key=lambda r: (r.last.date, r.last.source, not r.superseded, r.first.date, r.value or ""))
     history = []
     for run in ordered:
         if run is current:

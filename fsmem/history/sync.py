@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsmem import format as fmt
-from fsmem.errors import HistoryError, HistoryOff, LockTimeout, SyncFailed
+from fsmem.errors import HistoryOff, LockTimeout, SyncFailed
 from fsmem.history import TURN_ON, git_marker, journal, worktree
-from fsmem.history.git import MERGE_DRIVER_NAME, Git, driver_command, first_line
+from fsmem.history.git import MERGE_DRIVER_NAME, CatFile, Git, driver_command, first_line
+from fsmem.history.merge import GENERATED, merge_text
 from fsmem.history.repo import Repo, discover
-from fsmem.store.files import file_lock
+from fsmem.store.files import atomic_write, file_lock
 from fsmem.store.paths import is_memory_path
 
 SYNC_LOCK = "sync"
@@ -52,6 +52,10 @@ class SyncResult:
     kept_both: list[str] = field(default_factory=list)  # documents where two versions of lines were kept
     kept_ours: list[str] = field(default_factory=list)  # other files both sides changed: this clone's kept
     consolidated: str | None = None
+    seconds: dict[str, float] = field(default_factory=dict)  # time spent fetching, merging, consolidating, pushing
+
+    def add_time(self, phase: str, started: float) -> None:
+        self.seconds[phase] = round(self.seconds.get(phase, 0.0) + time.monotonic() - started, 3)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(vars(self))
@@ -119,6 +123,7 @@ def sync(
     settings: dict[str, Any],
     consolidate: Callable[[], Any],
     index: Callable[[], bool],
+    threshold_of: Callable[[], float] = lambda: 90.0,
 ) -> SyncResult:
     git = repo.git
     branch = git.text("symbolic-ref", "--short", "-q", "HEAD", check=False).strip()
@@ -128,6 +133,7 @@ def sync(
     if git.run("remote", "get-url", "--", remote, check=False).returncode:
         raise SyncFailed(f"no remote named {remote!r}; add one with: git -C {repo.root} remote add {remote} URL")
     attempts = int(settings.get("max_attempts", 20))
+    threshold = float(threshold_of())
     timeout = float(settings.get("timeout_seconds", 120))
     result = SyncResult(remote=remote, branch=branch)
     theirs = f"refs/remotes/{remote}/{branch}"
@@ -139,9 +145,10 @@ def sync(
     try:
         for attempt in range(attempts):
             result.attempts = attempt + 1
+            started = time.monotonic()
             with journal.commit_lock(repo):
-                journal.drain_locked(repo)
-                worktree.commit_outside(repo)
+                result.add_time("waiting", started)
+                started = time.monotonic()
                 fetched = git.run(
                     "fetch",
                     "--quiet",
@@ -151,13 +158,19 @@ def sync(
                     check=False,
                     timeout=timeout,
                 )
+                result.add_time("fetch", started)
                 if fetched.returncode and b"couldn't find remote ref" not in fetched.stderr:
+                    _commit_local(repo)
                     raise SyncFailed(_offline(remote, "fetch from", fetched.stderr))
-                if git.run("rev-parse", "--verify", "-q", theirs, check=False).returncode == 0:
-                    with file_lock(repo.root):
-                        _merge(repo, theirs, f"{remote}/{branch}", result)
+                started = time.monotonic()
+                with file_lock(repo.root):  # no fsmem write between committing what is here and merging
+                    _commit_local(repo)
+                    if git.run("rev-parse", "--verify", "-q", theirs, check=False).returncode == 0:
+                        _merge(repo, theirs, f"{remote}/{branch}", result, threshold)
                         if result.merged in ("fast-forward", "merged"):
                             index()
+                result.add_time("merge", started)
+            started = time.monotonic()
             try:
                 report = consolidate()
                 if not getattr(report, "empty", True):
@@ -165,9 +178,12 @@ def sync(
             except LockTimeout:
                 pass  # a consolidation is running already: it commits its own work; the next sync sends it
             journal.drain(repo, wait=True)
+            result.add_time("consolidate", started)
+            started = time.monotonic()
             pushed = git.run(
                 "push", "--porcelain", "--quiet", remote, f"HEAD:refs/heads/{branch}", check=False, timeout=timeout
             )
+            result.add_time("push", started)
             if pushed.returncode == 0:
                 result.pushed = True
                 return result
@@ -181,6 +197,12 @@ def sync(
         f"the push to {remote} lost the race {attempts} times (other hosts pushed first); nothing is lost, "
         "every change is committed here: run fsmem sync again"
     )
+
+
+def _commit_local(repo: Repo) -> None:
+    """Everything here into HEAD: fsmem's pending writes, then what changed outside fsmem."""
+    journal.drain_locked(repo)
+    worktree.commit_outside(repo)
 
 
 def _upstream(git: Git, branch: str) -> str:
@@ -199,8 +221,15 @@ def _rejected(output: bytes) -> bool:
     return any(line.startswith("!") for line in text.splitlines()) or "[rejected]" in text or "cannot lock ref" in text
 
 
-def _merge(repo: Repo, theirs: str, label: str, result: SyncResult) -> None:
-    """Merge `theirs` into HEAD (fast-forward when possible) and settle what git could not."""
+def _merge(repo: Repo, theirs: str, label: str, result: SyncResult, threshold: float) -> None:
+    """Merge `theirs` into HEAD (fast-forward when possible) and settle, in this process, what git left.
+
+    git is given a driver that defers every Markdown file both sides changed
+    (`false`: git then leaves its three versions staged), and each is merged here
+    with the driver's own function: one Python process for the whole merge, not
+    one per file. (A `git pull` by hand runs the driver per file, to the same
+    bytes; merges of several merge bases still use it for their inner merge.)
+    """
     git = repo.git
     head = git.text("rev-parse", "-q", "--verify", "HEAD", check=False).strip()
     other = git.text("rev-parse", theirs).strip()
@@ -209,9 +238,10 @@ def _merge(repo: Repo, theirs: str, label: str, result: SyncResult) -> None:
         return
     fast = git.run("merge-base", "--is-ancestor", "HEAD", other, check=False).returncode == 0 if head else True
     identity = ("-c", "user.name=fsmem sync", "-c", f"user.email=fsmem@{repo.host}")
-    proc = git.run(
-        *identity, "merge", "--no-edit", "--no-stat", "-q", "-m", f"fsmem sync: merge {label}", theirs, check=False
-    )
+    deferred = ("-c", "merge.fsmem.driver=false", "-c", "merge.fsmem.recursive=fsmem-inner")
+    deferred += ("-c", f"merge.fsmem-inner.driver={driver_command()}")
+    message = f"fsmem sync: merge {label}"
+    proc = git.run(*identity, *deferred, "merge", "--no-edit", "--no-stat", "-q", "-m", message, theirs, check=False)
     if proc.returncode:
         unmerged = [
             p.decode("utf-8", "surrogateescape")
@@ -221,42 +251,39 @@ def _merge(repo: Repo, theirs: str, label: str, result: SyncResult) -> None:
         if not unmerged:
             git.run("merge", "--abort", check=False)
             raise SyncFailed(f"git merge of {label} failed: {first_line(proc.stderr or proc.stdout)}")
-        for path in unmerged:
-            _settle(repo, path, result)
+        with CatFile(git) as cat:
+            for path in unmerged:
+                _settle(repo, cat, path, result, threshold)
         git.run(*identity, "commit", "--no-edit", "--no-verify", "-q")
     result.merged = "fast-forward" if fast else "merged"
-    changed = (
-        git.run("diff", "--name-only", "-z", head, "HEAD", "--", repo.prefix or ".", check=False).stdout
-        if head
-        else b""
-    )
-    for raw in filter(None, changed.split(b"\0")):
-        path = raw.decode("utf-8", "surrogateescape")
-        rel = repo.in_memory(path)
-        full = repo.top / path
-        if rel and is_memory_path(rel) and full.is_file() and not fast:
-            if fmt.MERGE_MARK in full.read_text(encoding="utf-8", errors="replace"):
-                result.kept_both.append(rel)
 
 
-def _settle(repo: Repo, path: str, result: SyncResult) -> None:
-    """A path git left unmerged: modify/delete keeps the modified file; a file the driver does not merge (not
-    Markdown) keeps this clone's version. Markdown content conflicts never get here: the driver settles them."""
+def _settle(repo: Repo, cat: CatFile, path: str, result: SyncResult, threshold: float) -> None:
+    """A path git left unmerged. A memory file both sides changed: merged by fsmem.history.merge. Changed on one
+    side, deleted on the other: the changed file stays. Any other file (fsmem.yaml): this clone's version stays."""
     git = repo.git
-    stages = {line.split()[2] for line in git.text("ls-files", "-u", "--", path).splitlines() if len(line.split()) > 2}
+    stages: dict[str, str] = {}
+    for line in git.text("ls-files", "-u", "--", path).splitlines():
+        fields = line.split("\t", 1)[0].split()
+        if len(fields) == 3:
+            stages[fields[2]] = fields[1]
     full = repo.top / path
     rel = repo.in_memory(path) or path
     markdown = is_memory_path(rel)
-    if markdown and full.is_file() and b"<<<<<<< " in full.read_bytes():
-        git.run("merge", "--abort", check=False)
-        raise HistoryError(f"{rel}: git left conflict markers although fsmem's merge driver was named; merge aborted")
-    if not markdown and "2" in stages:
+    if markdown and "2" in stages and "3" in stages:
+        texts = []
+        for stage in ("1", "2", "3"):
+            found = cat.get(stages[stage]) if stage in stages else None
+            texts.append(found[2].decode("utf-8", "surrogateescape") if found else "")
+        merged, kept = (texts[1], 0) if rel in GENERATED else merge_text(*texts, path=rel, threshold=threshold)
+        atomic_write(full, merged.encode("utf-8", "surrogateescape"))
+        if kept:
+            result.kept_both.append(rel)
+    elif not markdown and "2" in stages:
         git.run("checkout", "--ours", "--", path)
         result.kept_ours.append(rel)
-    elif not full.exists():
-        side = "--ours" if "2" in stages else "--theirs"
-        if "2" in stages or "3" in stages:
-            git.run("checkout", side, "--", path)
+    elif not full.exists() and ("2" in stages or "3" in stages):
+        git.run("checkout", "--ours" if "2" in stages else "--theirs", "--", path)
     if full.exists():
         git.run("add", "--", path)
     else:

@@ -12,9 +12,11 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Callable, Iterable
 
-from fsmem.history.journal import Author, _load, author_of, commit_with, pending
+from fsmem.history import journal
+from fsmem.history.journal import Author, author_of, commit_with
 from fsmem.history.repo import Repo
 from fsmem.history.trees import TreeEditor
+from fsmem.store.files import file_lock
 from fsmem.store.paths import is_memory_path
 
 # Files beside the memory files that history keeps (setup writes them; humans edit fsmem.yaml).
@@ -72,48 +74,42 @@ def commit_blobs(repo: Repo, blobs: dict[str, str | None], author: Author, messa
 
 
 def commit_outside(repo: Repo) -> int:
-    """Commit, as made outside fsmem, every change to the memory's files that no pending fsmem write explains.
-    Caller holds the commit lock and has drained the journal."""
-    waiting = {path for name in pending(repo) for entry in [_load(repo, name)] if entry for path, _, _ in entry.changes}
-    paths = [path for path in changed_on_disk(repo) if path not in waiting]
-    if not paths:
-        return 0
-    names = [repo.in_memory(path) or path for path in paths]
-    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-    return commit_files(repo, paths, repo.outside_author(), f"outside fsmem: {shown}")
-
-
-def before_pending(repo: Repo) -> dict[str, str | None]:
-    """For each path a pending write touches, the blob it held just before the earliest of them."""
-    found: dict[str, str | None] = {}
-    for name in pending(repo):
-        entry = _load(repo, name)
-        for path, before, _ in entry.changes if entry else []:
-            found.setdefault(path, before)
-    return found
+    """Commit, as made outside fsmem, every change to the memory's files that no fsmem write explains. Caller
+    holds the commit lock; the write lock is taken here, so that no fsmem write is half done (its file
+    written, its journal entry not yet) while `git status` looks."""
+    with file_lock(repo.root):
+        journal.drain_locked(repo)
+        paths = changed_on_disk(repo)
+        if not paths:
+            return 0
+        names = [repo.in_memory(path) or path for path in paths]
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        return commit_files(repo, paths, repo.outside_author(), f"outside fsmem: {shown}")
 
 
 def commit_consolidation(repo: Repo, report: object, *, archive_dir: str, agent: str | None) -> int:
-    """One commit of what a consolidation run changed, its report as the message. Caller holds the commit lock.
+    """Commit what a consolidation run changed, its report as the message. Caller holds the commit lock.
 
     The files are those the report names (documents and notes written, notes
-    archived, INDEX.md) and the archive folder. A file an agent wrote again
-    during the run is committed as the consolidator left it (the blob its
-    pending write recorded as "before"), so that write stays its own commit.
+    archived, INDEX.md) and the archive folder. Writes agents made meanwhile are
+    committed first, each on its own; where the run wrote a file between two of
+    them (a note marked while its agent kept appending), that change is a commit
+    of the consolidation, by the same author, rather than "outside fsmem". The
+    rest is then one commit.
     """
     names = [*getattr(report, "files_written", []), *getattr(report, "notes_archived", []), "INDEX.md"]
     paths = {repo.in_repo(name) for name in names}
     if getattr(report, "notes_archived", None):
         archive = repo.in_repo(archive_dir.strip("/") + "/")
         paths.update(path for path in changed_on_disk(repo) if path.startswith(archive))
-    waiting = before_pending(repo)
-    blobs: dict[str, str | None] = {}
-    for path in sorted(paths):
-        if path in waiting:
-            blobs[path] = waiting[path]
-        else:
-            data = on_disk(repo, path)
-            blobs[path] = repo.store.write("blob", data) if data is not None else None
     to_text = getattr(report, "to_text", None)
     message = to_text() if callable(to_text) else "consolidate"
-    return commit_blobs(repo, blobs, author_of(agent), message)
+    author = author_of(agent)
+    first = message.splitlines()[-2] if message.count("\n") else message
+    with file_lock(repo.root):  # no fsmem write half done (file written, entry not yet) while files are read
+        journal.drain_locked(repo, journal.Gaps(paths, author, f"consolidate (between two writes): {first}"))
+        blobs: dict[str, str | None] = {}
+        for path in sorted(paths):
+            data = on_disk(repo, path)
+            blobs[path] = repo.store.write("blob", data) if data is not None else None
+        return commit_blobs(repo, blobs, author, message)
