@@ -2,8 +2,10 @@
 
 The classic diff3 walk: lines of the base that both sides kept are
 synchronisation points; between two of them, a side that left the base alone
-yields to the other, two sides that made the same change agree, and two
-different changes are a conflict the caller resolves (`fsmem.history.merge`
+yields to the other, two sides that made the same change agree, changes to
+different lines of a stretch of equal length are taken line by line (git's
+diff3 calls two changed neighbours a conflict), and other different changes
+are a conflict the caller resolves (`fsmem.history.merge`
 knows facts, notes and front matter; `undo` refuses).
 """
 
@@ -62,11 +64,27 @@ def regions(base: list[str], ours: list[str], theirs: list[str]) -> list[Region]
             elif t_part == b_part:
                 out.append(Region(tuple(o_part)))
             else:
-                out.append(Region(conflict=True, base=tuple(b_part), ours=tuple(o_part), theirs=tuple(t_part)))
+                out.append(_line_by_line(b_part, o_part, t_part))
         if b_end > b_start:
             out.append(Region(tuple(base[b_start:b_end])))
         zb, zo, zt = b_end, o_end, t_end
     return out
+
+
+def _line_by_line(base: list[str], ours: list[str], theirs: list[str]) -> Region:
+    """Two changes next to each other (`- a` changed here, `- b` on the line below there) are no conflict when
+    the three parts have as many lines and each line changed on one side at most."""
+    if not len(base) == len(ours) == len(theirs):
+        return Region(conflict=True, base=tuple(base), ours=tuple(ours), theirs=tuple(theirs))
+    merged = []
+    for old, mine, other in zip(base, ours, theirs, strict=True):
+        if mine == other or other == old:
+            merged.append(mine)
+        elif mine == old:
+            merged.append(other)
+        else:
+            return Region(conflict=True, base=tuple(base), ours=tuple(ours), theirs=tuple(theirs))
+    return Region(tuple(merged))
 
 
 def merge_lines(base: list[str], ours: list[str], theirs: list[str]) -> tuple[list[str], int]:

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from fsmem import format as fmt
 from fsmem.errors import HistoryError, LockTimeout
 from fsmem.history.git import CatFile, clean_env
 from fsmem.history.repo import Repo
@@ -94,7 +95,7 @@ def record(repo: Repo, agent: str | None, message: str, changes: Iterable[Change
             items.append([repo.in_repo(change.path), before, after])
     if not items:
         return False
-    now = _dt.datetime.now().astimezone()
+    now = clock()
     offset = int((now.utcoffset() or _dt.timedelta()).total_seconds() // 60)
     entry = {"agent": author_of(agent)[0], "message": message, "time": int(now.timestamp()), "offset": offset}
     entry["changes"] = items
@@ -242,15 +243,19 @@ def _commit(
     repo: Repo, editor: TreeEditor, parent: str | None, author: Author, when: int, offset: int, message: str
 ) -> str:
     tree = editor.write()
-    now = int(time.time())
-    local = _dt.datetime.now().astimezone().utcoffset() or _dt.timedelta()
     lines = [f"tree {tree}"]
     if parent:
         lines.append(f"parent {parent}")
+    # committed when written: log --since and show --at DATE find a write by the time it was made
     lines.append(f"author {author[0]} <{author[1]}> {when} {_zone(offset)}")
-    lines.append(f"committer fsmem <fsmem@{repo.host}> {now} {_zone(int(local.total_seconds() // 60))}")
+    lines.append(f"committer fsmem <fsmem@{repo.host}> {when} {_zone(offset)}")
     body = "\n".join(lines) + "\n\n" + message.rstrip("\n") + "\n"
     return repo.store.write("commit", body.encode("utf-8"))
+
+
+def clock() -> _dt.datetime:
+    """Now, with its UTC offset; FSMEM_NOW fixes it (as for `updated`), for tests and reproducible runs."""
+    return fmt.parse_timestamp(fmt.now_iso()) or _dt.datetime.now().astimezone()
 
 
 def _zone(minutes: int) -> str:

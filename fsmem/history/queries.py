@@ -110,7 +110,7 @@ def log(
             "--name-only",
             "-z",
             f"--skip={offset}",
-            f"-n{max_results}",
+            f"-n{max_results + 1}",  # one more than fits: the meter then says which cap stopped it
             *filters,
             "HEAD",
             *where,

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from fsmem.errors import ChangedOnDisk, EditConflict, HistoryError, InvalidArgument, NotFound
-from fsmem.history.diff3 import merge_lines
 from fsmem.history.git import CatFile
+from fsmem.history.merge import merge_text
 from fsmem.history.repo import Repo
 from fsmem.store.files import atomic_write, version_of
 from fsmem.store.paths import is_memory_path, read_regular, relative
@@ -80,7 +80,7 @@ def plan_revert(repo: Repo, root: Path, rev: str, resolve: Callable[[str], Path]
             elif now == before:
                 continue  # already as it was before that commit
             else:
-                target = _merged(after, now, before)
+                target = _merged(after, now, before, rel)
                 if target is None:
                     refused.append(rel)
                     continue
@@ -97,16 +97,17 @@ def plan_revert(repo: Repo, root: Path, rev: str, resolve: Callable[[str], Path]
     return changes, f'revert {commit[:12]}: "{subject}"', label
 
 
-def _merged(base: bytes | None, ours: bytes | None, theirs: bytes | None) -> bytes | None:
-    """Undo (base -> theirs) on top of ours, line by line; None when that clashes with ours."""
+def _merged(base: bytes | None, ours: bytes | None, theirs: bytes | None, rel: str) -> bytes | None:
+    """Undo (base -> theirs) on top of ours, as sync merges (front matter by field: `updated` keeps the later
+    time); None when both touch the same lines."""
     if base is None or ours is None or theirs is None:
         return None
     try:
         texts = [data.decode("utf-8") for data in (base, ours, theirs)]
     except UnicodeDecodeError:
         return None
-    merged, conflicts = merge_lines(*(text.splitlines(keepends=True) for text in texts))
-    return None if conflicts else "".join(merged).encode("utf-8")
+    merged, kept = merge_text(*texts, path=rel)
+    return None if kept else merged.encode("utf-8")
 
 
 def apply(root: Path, action: str, path: str, changes: list[Change]) -> WriteResult:

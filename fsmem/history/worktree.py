@@ -60,7 +60,7 @@ def commit_blobs(repo: Repo, blobs: dict[str, str | None], author: Author, messa
     Returns 1, or 0 when HEAD already holds exactly that."""
     if not blobs:
         return 0
-    now = _dt.datetime.now().astimezone()
+    now = journal.clock()
     offset = int((now.utcoffset() or _dt.timedelta()).total_seconds() // 60)
 
     def build(editor: TreeEditor, parent: str | None, commit: Callable[..., str]) -> tuple[str | None, int]:
