@@ -21,7 +21,7 @@ import os
 import shlex
 import subprocess
 import sys
-import tempfile
+import threading
 import zlib
 from pathlib import Path
 
@@ -70,7 +70,6 @@ def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
         GIT_MERGE_AUTOEDIT="no",
         GIT_PAGER="cat",
         PAGER="cat",
-        GIT_OPTIONAL_LOCKS="0",
     )
     env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
     env.update(extra or {})
@@ -122,11 +121,16 @@ class CatFile:
     def __init__(self, git: Git):
         self.git = git
         self.proc: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()  # one request at a time (the MCP server runs tools in threads)
 
     def get(self, spec: str) -> tuple[str, str, bytes] | None:
         """(id, type, bytes) of the object `spec` names, or None when it names none."""
         if "\n" in spec or not spec:
             return None
+        with self._lock:
+            return self._get(spec)
+
+    def _get(self, spec: str) -> tuple[str, str, bytes] | None:
         if self.proc is None or self.proc.poll() is not None:
             self.proc = subprocess.Popen(
                 self.git.command("cat-file", "--batch"),
@@ -186,11 +190,16 @@ class ObjectStore:
         if target.exists():
             return oid
         folder.mkdir(exist_ok=True)
-        fd, temp = tempfile.mkstemp(dir=folder, prefix="tmp_obj_")
+        temp = os.fspath(folder / f"tmp_obj_{os.getpid()}_{threading.get_ident()}_{oid[:8]}")
         try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+            try:
+                fd = os.open(temp, flags, 0o444)
+            except FileExistsError:  # left by a process killed mid-write, whose pid this one reuses
+                os.unlink(temp)
+                fd = os.open(temp, flags, 0o444)
             with os.fdopen(fd, "wb") as handle:
                 handle.write(zlib.compress(f"{kind} {len(body)}\0".encode() + body, 1))
-            os.chmod(temp, 0o444)
             os.replace(temp, target)
         except BaseException:
             if os.path.exists(temp):

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from fsmem import format as fmt
 from fsmem.errors import HistoryError, LockTimeout
-from fsmem.history.git import CatFile, clean_env
+from fsmem.history.git import clean_env
 from fsmem.history.repo import Repo
 from fsmem.history.trees import TreeEditor
 from fsmem.store.files import atomic_write, file_lock
@@ -100,7 +100,9 @@ def record(repo: Repo, agent: str | None, message: str, changes: Iterable[Change
     entry = {"agent": author_of(agent)[0], "message": message, "time": int(now.timestamp()), "offset": offset}
     entry["changes"] = items
     name = f"{time.time_ns():020d}-{os.getpid()}-{next(_sequence):06d}"
-    atomic_write(journal_dir(repo) / name, json.dumps(entry, ensure_ascii=False).encode("utf-8"))
+    # not fsynced, as git fsyncs none of its objects or refs by default: atomic for readers and for a killed
+    # process; a power cut may lose it, and then the change is committed as one made outside fsmem
+    atomic_write(journal_dir(repo) / name, json.dumps(entry, ensure_ascii=False).encode("utf-8"), durable=False)
     return True
 
 
@@ -214,28 +216,20 @@ def commit_with(
 ) -> int:
     """Build commits on HEAD with `build` and move the branch to the last one (compare-and-swap, retried on a
     HEAD that moved); then point the index at what was committed for `paths`. Returns the commits made."""
-    with CatFile(repo.git) as cat:
-
-        def read_tree(oid: str) -> bytes:
-            found = cat.get(oid)
-            if found is None or found[1] != "tree":
-                raise HistoryError(f"tree {oid} is missing from the repository")
-            return found[2]
-
-        for attempt in range(MAX_ATTEMPTS):
-            head, tree = repo.head(cat)
-            editor = TreeEditor(read_tree, lambda body: repo.store.write("tree", body), tree, repo.id_bytes)
-            last, count = build(editor, head, lambda *args: _commit(repo, *args))
-            if last == head or count == 0:
-                return 0
-            moved = repo.git.run(
-                "update-ref", "-m", f"fsmem: {count} commit(s)", "HEAD", last, head or repo.store.zero, check=False
-            )
-            if moved.returncode == 0:
-                _point_index(repo, {path: editor.entry(path) for path in paths})
-                _count_commits(repo, count)
-                return count
-            time.sleep(random.uniform(0, min(0.5, 0.005 * 2**attempt)))
+    for attempt in range(MAX_ATTEMPTS):
+        head, tree = repo.head(repo.reader)
+        editor = TreeEditor(repo.read_tree, repo.write_tree, tree)
+        last, count = build(editor, head, lambda *args: _commit(repo, *args))
+        if last == head or count == 0:
+            return 0
+        moved = repo.git.run(
+            "update-ref", "-m", f"fsmem: {count} commit(s)", "HEAD", last, head or repo.store.zero, check=False
+        )
+        if moved.returncode == 0:
+            _point_index(repo, {path: editor.entry(path) for path in paths})
+            _count_commits(repo, count)
+            return count
+        time.sleep(random.uniform(0, min(0.5, 0.005 * 2**attempt)))
     raise HistoryError(f"HEAD kept moving while fsmem committed ({MAX_ATTEMPTS} attempts); the writes stay pending")
 
 

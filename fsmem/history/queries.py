@@ -17,7 +17,7 @@ from typing import Any
 
 from fsmem.budget import Count, Meter, Page
 from fsmem.errors import NotFound
-from fsmem.history.git import CatFile, clean_env
+from fsmem.history.git import clean_env
 from fsmem.history.repo import Repo
 from fsmem.query.reading import ReadResult, bounded_read_stream
 from fsmem.tokens import TokenCounter
@@ -166,8 +166,8 @@ def show(
     max_line_chars: int,
 ) -> ShowResult:
     commit = repo.commit(at)
-    with CatFile(repo.git) as cat:
-        data = repo.blob(cat, commit, rel)
+    cat = repo.reader
+    data = repo.blob(cat, commit, rel)
     info = repo.describe(commit)
     if data is None:
         raise NotFound(f"{rel} did not exist at {at} (commit {info['commit']}); fsmem log {rel} lists its changes")

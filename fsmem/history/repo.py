@@ -18,6 +18,9 @@ from typing import Any
 from fsmem.errors import HistoryError, InvalidArgument, NotFound
 from fsmem.history import git_marker
 from fsmem.history.git import CatFile, Git, ObjectStore
+from fsmem.history.trees import parse_tree, tree_body
+
+TREE_CACHE = 4096  # trees kept parsed in memory (the folders on recent paths)
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2})?(Z|[+-]\d{2}:?\d{2})?)?$")
 # What a revision may look like: no option (no leading '-'), no whitespace or control characters.
@@ -40,6 +43,30 @@ class Repo:
     def __post_init__(self) -> None:
         self.git = Git(self.top)
         self.store = ObjectStore(self.git_dir / "objects", self.algo)
+        self.reader = CatFile(self.git)  # one `git cat-file --batch` for as long as this object lives
+        self._trees: dict[str, dict[str, tuple[str, str]]] = {}
+
+    # -- trees, cached by id (an id names the same tree forever) -----------------------
+    def read_tree(self, oid: str) -> dict[str, tuple[str, str]]:
+        """A tree's entries (name -> (mode, id)), a fresh dict the caller may change."""
+        entries = self._trees.get(oid)
+        if entries is None:
+            found = self.reader.get(oid)
+            if found is None or found[1] != "tree":
+                raise HistoryError(f"tree {oid} is missing from the repository")
+            entries = self._remember(oid, parse_tree(found[2], self.id_bytes))
+        return dict(entries)
+
+    def write_tree(self, entries: dict[str, tuple[str, str]]) -> str:
+        oid = self.store.write("tree", tree_body(entries))
+        self._remember(oid, dict(entries))
+        return oid
+
+    def _remember(self, oid: str, entries: dict[str, tuple[str, str]]) -> dict[str, tuple[str, str]]:
+        if len(self._trees) >= TREE_CACHE:
+            self._trees.clear()
+        self._trees[oid] = entries
+        return entries
 
     @property
     def id_bytes(self) -> int:

@@ -80,14 +80,17 @@ def setup(root: Path, *, create: bool, host: str, agent: str | None) -> Repo:
     """Give a memory history: a repository if it has none (with `create`), `.fsmem/` ignored, `.gitattributes`
     naming the merge driver, the driver in the repository's config, and a commit of all that."""
     created = False
-    if git_marker(root) is None:
+    repo = discover(root, host, {}) if git_marker(root) is not None else None
+    if repo is None:  # no work tree around it, or one that ignores it: the memory gets its own repository
         if not create:
-            raise HistoryOff(f"{root} is not in a git work tree; " + TURN_ON.format(root=root))
+            raise HistoryOff(f"{root} is not in a git work tree (or one that ignores it); " + TURN_ON.format(root=root))
         Git(root).run("init", "-q", "--initial-branch=main")
+        for key, value in (("core.splitIndex", "true"), ("core.untrackedCache", "true")):
+            Git(root).run("config", key, value)  # small index writes per commit, a fast git status
         created = True
-    repo = discover(root, host, {})
+        repo = discover(root, host, {})
     if repo is None:
-        raise HistoryOff(f"{root} is ignored by the git repository around it, so it cannot have history there")
+        raise HistoryOff(f"{root}: git init did not make a work tree there")
     _ensure_lines(root / ".gitignore", IGNORED)
     _ensure_lines(root / ".gitattributes", ATTRIBUTES)
     repo.git.run("config", "merge.fsmem.name", MERGE_DRIVER_NAME)

@@ -48,11 +48,13 @@ class TreeEditor:
     """A root tree with pending changes: `get` and `set` paths, `write` the trees that changed."""
 
     def __init__(
-        self, read_tree: Callable[[str], bytes], write_tree: Callable[[bytes], str], root: str | None, id_bytes: int
+        self,
+        read_tree: Callable[[str], dict[str, Entry]],
+        write_tree: Callable[[dict[str, Entry]], str],
+        root: str | None,
     ):
-        self._read = read_tree
+        self._read = read_tree  # a tree's entries, as a dict this editor may change
         self._write = write_tree
-        self.id_bytes = id_bytes
         self.root = root
         self._folders: dict[str, dict[str, Entry]] = {}
         self._dirty: set[str] = set()
@@ -61,7 +63,7 @@ class TreeEditor:
         if folder in self._folders:
             return self._folders[folder]
         if folder == "":
-            entries = parse_tree(self._read(self.root), self.id_bytes) if self.root else {}
+            entries = self._read(self.root) if self.root else {}
         else:
             parent_name, _, name = folder.rpartition("/")
             parent = self._folder(parent_name, create)
@@ -69,7 +71,7 @@ class TreeEditor:
                 return None
             entry = parent.get(name)
             if entry is not None and entry[0] == TREE_MODE:
-                entries = parse_tree(self._read(entry[1]), self.id_bytes)
+                entries = self._read(entry[1])
             elif create:
                 entries = {}
             else:
@@ -116,9 +118,9 @@ class TreeEditor:
                 parent_name, _, name = folder.rpartition("/")
                 parent = self._folders[parent_name]
                 if entries:
-                    parent[name] = (TREE_MODE, self._write(tree_body(entries)))
+                    parent[name] = (TREE_MODE, self._write(entries))
                 else:
                     parent.pop(name, None)
         self._dirty.clear()
-        self.root = self._write(tree_body(self._folder("") or {}))
+        self.root = self._write(self._folder("") or {})
         return self.root

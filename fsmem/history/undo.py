@@ -14,7 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from fsmem.errors import ChangedOnDisk, EditConflict, HistoryError, InvalidArgument, NotFound
-from fsmem.history.git import CatFile
 from fsmem.history.merge import merge_text
 from fsmem.history.repo import Repo
 from fsmem.store.files import atomic_write, version_of
@@ -30,15 +29,14 @@ def _current(root: Path, rel: str) -> bytes | None:
 def plan_restore(repo: Repo, root: Path, rel: str, at: str) -> tuple[list[Change], str]:
     """The change that puts `rel` back as it was at `at` (a revision or a date), and its commit message."""
     commit = repo.commit(at)
-    with CatFile(repo.git) as cat:
-        old = repo.blob(cat, commit, rel)
+    cat = repo.reader
+    old = repo.blob(cat, commit, rel)
     if old is None:
         raise NotFound(f"{rel} did not exist at {at} (commit {commit[:12]}); nothing was changed (fsmem rm removes it)")
     now = _current(root, rel)
     changes = [] if now == old else [Change(rel, now, old)]
-    return changes, f"restore {rel} as of {commit[:12]} ({at})" if at[:12] != commit[
-        :12
-    ] else f"restore {rel} as of {at}"
+    named = at if commit.startswith(at) else f"{commit[:12]} ({at})"
+    return changes, f"restore {rel} as of {named}"
 
 
 def plan_revert(repo: Repo, root: Path, rev: str, resolve: Callable[[str], Path]) -> tuple[list[Change], str, str]:
@@ -66,26 +64,26 @@ def plan_revert(repo: Repo, root: Path, rev: str, resolve: Callable[[str], Path]
     subject = repo.describe(commit)["message"]
     changes: list[Change] = []
     refused: list[str] = []
-    with CatFile(repo.git) as cat:
-        for raw in filter(None, listed.split(b"\0")):
-            rel = repo.in_memory(raw.decode("utf-8", "surrogateescape"))
-            if rel is None or not is_memory_path(rel):
+    cat = repo.reader
+    for raw in filter(None, listed.split(b"\0")):
+        rel = repo.in_memory(raw.decode("utf-8", "surrogateescape"))
+        if rel is None or not is_memory_path(rel):
+            continue
+        rel = relative(root, resolve(rel))  # the containment rule, for paths that come from history too
+        before = repo.blob(cat, parent, rel) if parent else None
+        after = repo.blob(cat, commit, rel)
+        now = _current(root, rel)
+        if now == after:
+            target = before
+        elif now == before:
+            continue  # already as it was before that commit
+        else:
+            target = _merged(after, now, before, rel)
+            if target is None:
+                refused.append(rel)
                 continue
-            rel = relative(root, resolve(rel))  # the containment rule, for paths that come from history too
-            before = repo.blob(cat, parent, rel) if parent else None
-            after = repo.blob(cat, commit, rel)
-            now = _current(root, rel)
-            if now == after:
-                target = before
-            elif now == before:
-                continue  # already as it was before that commit
-            else:
-                target = _merged(after, now, before, rel)
-                if target is None:
-                    refused.append(rel)
-                    continue
-            if target != now:
-                changes.append(Change(rel, now, target))
+        if target != now:
+            changes.append(Change(rel, now, target))
     if refused:
         raise EditConflict(
             f"cannot revert {commit[:12]}: {', '.join(refused)} changed since on the same lines; nothing was changed. "

@@ -35,11 +35,15 @@ def state_dir(root: Path, *parts: str, state: Path | None = None) -> Path:
     return path
 
 
-def atomic_write(path: Path, data: bytes, *, mode: int | None = None, exclusive: bool = False) -> None:
+def atomic_write(
+    path: Path, data: bytes, *, mode: int | None = None, exclusive: bool = False, durable: bool = True
+) -> None:
     """Replace `path` with `data` so that readers see either the old or the new bytes.
 
     With `exclusive=True` the file is published only if `path` does not exist
     yet (FileExistsError otherwise), even against a writer racing outside fsmem.
+    With `durable=False` nothing is fsynced (machine state that git itself would
+    not fsync either): still atomic for readers and against a killed process.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     if mode is None:
@@ -48,7 +52,8 @@ def atomic_write(path: Path, data: bytes, *, mode: int | None = None, exclusive:
     try:
         try:
             _write_all(fd, data)
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.chmod(temp, mode)
@@ -60,7 +65,8 @@ def atomic_write(path: Path, data: bytes, *, mode: int | None = None, exclusive:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
         raise
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
 
 
 def _publish_new(temp: str, path: Path) -> None:
