@@ -72,7 +72,7 @@ def copies(files: int) -> tuple[Path, Path, Path]:
     git(porcelain, "init", "-q")
     (porcelain / "fsmem.yaml").write_text((porcelain / "fsmem.yaml").read_text() + "history: {enabled: false}\n")
     git(porcelain, "add", "-A")
-    git(porcelain, "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "-m", "corpus")
+    git(porcelain, "-c", "gc.auto=0", "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "-m", "corpus")
     git(porcelain, "gc", "-q")
     return off, on, porcelain
 

@@ -599,18 +599,39 @@ class Memory:
         archive_dir = section.get("archive_dir", DEFAULTS["archive_dir"])
         _paths.config_dir(archive_dir, "consolidate.archive_dir", self.root)
 
+        def run() -> ConsolidationReport:
+            return consolidate_apply.run(self, dry_run=dry_run, progress=progress)
+
         repo = None if dry_run else self.history
         if repo is None:
-            return consolidate_apply.run(self, dry_run=dry_run, progress=progress)
+            return run()
+        return self._consolidate_with_history(repo, run, str(archive_dir))
+
+    def _consolidate_with_history(
+        self, repo: Repo, run: Callable[[], ConsolidationReport], archive_dir: str
+    ) -> ConsolidationReport:
+        """One consolidation as one commit (fsmem.history.worktree): what fsmem and humans wrote before it is
+        committed first; writers keep writing during the run (their writes wait in the journal)."""
+        from fsmem.errors import LockTimeout
         from fsmem.history import worktree
 
         journal = _journal()
-        with journal.commit_lock(repo):  # writers keep writing meanwhile: their entries wait in the journal
-            journal.drain_locked(repo)
-            worktree.commit_outside(repo)
-            report = consolidate_apply.run(self, dry_run=dry_run, progress=progress)
-            worktree.commit_consolidation(repo, report, archive_dir=str(archive_dir), agent=self.agent)
-            journal.drain_locked(repo)
+        try:  # an overlapping run is refused at once, before waiting for the commit lock
+            overlap = file_lock(self.root, "consolidate", wait=False)
+            overlap.__enter__()
+        except LockTimeout:
+            raise LockTimeout(
+                "another 'fsmem consolidate' is running on this memory; this run changed nothing "
+                "(notes written meanwhile are consolidated by the next run)"
+            ) from None
+        try:
+            with journal.commit_lock(repo):
+                worktree.commit_outside(repo)
+                report = run()
+                worktree.commit_consolidation(repo, report, archive_dir=archive_dir, agent=self.agent)
+                journal.drain_locked(repo)
+        finally:
+            overlap.__exit__(None, None, None)
         return report
 
     def index(self) -> IndexResult:
@@ -646,9 +667,13 @@ class Memory:
             section = self.config.section("history")
             self._repo: Repo | None = None
             if may_have_history(self.root, section):
+                from fsmem.errors import HistoryError
                 from fsmem.history.repo import discover
 
-                self._repo = discover(self.root, self.host_id, section)
+                try:
+                    self._repo = discover(self.root, self.host_id, section)
+                except HistoryError as exc:  # no git command: the memory works, without history
+                    self._history_problem("discover", exc)
         return self._repo
 
     def _require_history(self) -> Repo:

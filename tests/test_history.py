@@ -81,7 +81,7 @@ def test_each_write_is_one_commit_of_exactly_its_files_by_its_agent(memory, fixe
         ("researcher", "edit topics/billing.md", ["topics/billing.md"]),
         ("default", "write topics/billing.md (new file)", ["topics/billing.md"]),
         ("researcher", f"note {note}: +1 line", [note]),
-        ("researcher", f"note {note}: +10 lines", [note]),
+        ("researcher", f"note {note}: +2 lines (new file)", [note]),
     ]
     assert git(root, "show", f"HEAD:{note}") == (root / note).read_text()
     assert clean(root) and not journal.pending(memory.history)

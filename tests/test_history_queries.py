@@ -47,7 +47,11 @@ def test_log_lists_who_changed_what_and_when_newest_first(dated):
     rows = [(e.agent, e.message, e.date[:10]) for e in log.entries]
     assert rows[:3] == [
         ("researcher", "edit topics/billing.md", "2026-11-20"),
-        ("researcher", "note sessions/2026/11/10/researcher-" + dated.host_id + ".md: +10 lines", "2026-11-10"),
+        (
+            "researcher",
+            "note sessions/2026/11/10/researcher-" + dated.host_id + ".md: +2 lines (new file)",
+            "2026-11-10",
+        ),
         ("default", "edit topics/billing.md", "2026-11-05"),
     ]
     assert log.total == 5 and log.entries[0].paths == ["topics/billing.md"]

@@ -150,8 +150,9 @@ def test_cli_and_python_name_every_parameter_alike(name):
         assert wanted in api, (name, param.name, sorted(api))
 
 
-def test_tool_schemas_use_the_python_names(tmp_path):
-    memory = Memory.init(tmp_path / "mem")
+@pytest.mark.parametrize("history", [False, True])
+def test_tool_schemas_use_the_python_names(tmp_path, history):
+    memory = Memory.init(tmp_path / "mem", git=history)  # with history, log and show are offered too
     for definition in tools.definitions(memory, format="json"):
         method = {"ls": "ls"}.get(definition["name"], definition["name"])
         api = method_parameters(method)

@@ -22,6 +22,7 @@ import shlex
 import subprocess
 import sys
 import threading
+import weakref
 import zlib
 from pathlib import Path
 
@@ -139,6 +140,7 @@ class CatFile:
                 stderr=subprocess.DEVNULL,
                 env=clean_env(),
             )
+            weakref.finalize(self, _shutdown, self.proc)  # when this object goes, or at exit
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.write(spec.encode("utf-8") + b"\n")
         self.proc.stdin.flush()
@@ -153,11 +155,7 @@ class CatFile:
 
     def close(self) -> None:
         if self.proc is not None:
-            if self.proc.stdin is not None:
-                self.proc.stdin.close()
-            self.proc.wait()
-            if self.proc.stdout is not None:
-                self.proc.stdout.close()
+            _shutdown(self.proc)
             self.proc = None
 
     def __enter__(self) -> CatFile:
@@ -165,6 +163,21 @@ class CatFile:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _shutdown(proc: subprocess.Popen[bytes]) -> None:
+    """End a `cat-file --batch` process: closing its input ends it."""
+    for stream in (proc.stdin, proc.stdout):
+        if stream is not None and not stream.closed:
+            try:
+                stream.close()
+            except OSError:
+                pass
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 class ObjectStore:

@@ -308,7 +308,11 @@ def describe(
 ) -> str:
     """A commit message that says what a write did: `note sessions/…/x.md: +3 lines`, `edit topics/billing.md`."""
     if action == "note" and changes:
-        before, after = changes[0].before or b"", changes[0].after or b""
+        before, after = changes[0].before, changes[0].after or b""
+        if before is None:  # a new note: its front matter does not count
+            body = fmt.split(after.decode("utf-8", "replace")).body
+            added = body.count("\n") - body.startswith("\n")
+            return f"note {path}: +{added} line{'s' if added != 1 else ''} (new file)"
         added = after.count(b"\n") - before.count(b"\n")
         return f"note {path}: +{added} line{'s' if added != 1 else ''}"
     if action == "write":
