@@ -255,3 +255,20 @@ def test_init_git_turns_history_on_for_an_existing_memory(demo_memory):
     Memory.init(demo_memory.root, git=True)
     [(_, subject, files)] = commits(demo_memory.root)
     assert subject == "init: a new fsmem memory with history" and "topics/billing.md" in files
+
+
+def test_an_entry_whose_blobs_were_lost_is_set_aside_and_the_change_committed_from_the_file(memory, monkeypatch):
+    monkeypatch.setattr(journal, "drain", lambda repo, **kw: 0)
+    memory.write("topics/a.md", "# A\n")
+    monkeypatch.undo()
+    repo = memory.history
+    [name] = journal.pending(repo)
+    entry = json.loads((journal.journal_dir(repo) / name).read_text())
+    blob = entry["changes"][0][2]
+    (repo.git_dir / "objects" / blob[:2] / blob[2:]).unlink()  # a power cut took the object, not the file
+    memory.write("topics/b.md", "# B\n")
+    assert not journal.pending(repo) and (repo.state("journal-damaged") / name).is_file()
+    memory.consolidate()  # commits what changed outside the journal first
+    subjects = [s for _, s, _ in commits(memory.root, 3)]
+    assert "outside fsmem: topics/a.md" in subjects
+    subprocess.run(["git", "-C", str(memory.root), "fsck", "--no-dangling"], check=True, capture_output=True)

@@ -112,3 +112,23 @@ def test_sync_setup_configures_a_fresh_clone(hosts):
     assert "fsmem.history.merge" in driver.stdout
     assert "*.md merge=fsmem" in (second / ".gitattributes").read_text()
     assert Memory(second).history is not None
+
+
+def test_prose_both_hosts_changed_is_kept_twice_marked_listed_by_sync_and_reported_by_check(hosts):
+    _, (first, second) = hosts
+    Memory(first).write("topics/plan.md", "# Plan\n\nWe ship in May.\n")
+    S.fsmem(first, "sync")
+    S.fsmem(second, "sync")
+    Memory(first).edit("topics/plan.md", old="in May", new="in June")
+    Memory(second).edit("topics/plan.md", old="in May", new="in July")
+    S.fsmem(first, "sync")
+    out = S.fsmem(second, "sync")
+    assert "topics/plan.md: both hosts changed the same lines; both versions kept" in out.stdout
+    S.fsmem(first, "sync")
+    text = (first / "topics/plan.md").read_text()
+    assert text == (second / "topics/plan.md").read_text() and "<<<<<<<" not in text
+    assert "We ship in July.\n" in text and "We ship in June.\n" in text and fmt.MERGE_MARK in text
+    check = S.fsmem(first, "check", check=False)
+    assert check.returncode == 1 and "topics/plan.md:" in check.stdout and "merge: two versions" in check.stdout
+    Memory(first).write("topics/plan.md", "# Plan\n\nWe ship in July.\n")  # a human or an agent keeps one
+    assert S.fsmem(first, "check", check=False).returncode == 0

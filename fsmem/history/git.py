@@ -196,6 +196,9 @@ class ObjectStore:
         digest.update(body)
         return digest.hexdigest()
 
+    def has_loose(self, oid: str) -> bool:
+        return (self.objects_dir / oid[:2] / oid[2:]).is_file()
+
     def write(self, kind: str, body: bytes) -> str:
         oid = self.id_of(kind, body)
         folder = self.objects_dir / oid[:2]

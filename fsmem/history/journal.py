@@ -170,10 +170,26 @@ def drain_locked(repo: Repo, gaps: Gaps | None = None) -> int:
         if not names:
             return made
         entries = [entry for entry in (_load(repo, name) for name in names) if entry is not None]
+        entries = [entry for entry in entries if _whole(repo, entry)]
         made += _commit_entries(repo, entries, gaps)
         for name in names:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(journal_dir(repo) / name)
+
+
+def _whole(repo: Repo, entry: Entry) -> bool:
+    """Every blob the entry names is in the repository; an entry whose blobs a power cut lost is set aside
+    (its change is then committed from the file, as made outside fsmem), never committed half."""
+    for _, before, after in entry.changes:
+        for oid in (before, after):
+            if oid is None or repo.store.has_loose(oid):
+                continue
+            found = repo.reader.get(oid)
+            if found is None or found[1] != "blob":
+                with contextlib.suppress(OSError):
+                    os.replace(journal_dir(repo) / entry.name, repo.state("journal-damaged") / entry.name)
+                return False
+    return True
 
 
 def _commit_entries(repo: Repo, entries: list[Entry], gaps: Gaps | None = None) -> int:
