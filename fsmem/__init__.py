@@ -46,6 +46,9 @@ _EXPORTS = {
     "ChangedOnDisk": "fsmem.errors",
     "MemoryToolError": "fsmem.errors",
     "MissingDependency": "fsmem.errors",
+    "HistoryOff": "fsmem.errors",
+    "HistoryError": "fsmem.errors",
+    "SyncFailed": "fsmem.errors",
 }
 
 __all__ = [
@@ -81,6 +84,9 @@ __all__ = [
     "ChangedOnDisk",
     "MemoryToolError",
     "MissingDependency",
+    "HistoryOff",
+    "HistoryError",
+    "SyncFailed",
 ]
 
 

@@ -8,6 +8,8 @@ from fsmem.errors import (
     ConfigError,
     EditConflict,
     FsmemError,
+    HistoryError,
+    HistoryOff,
     InvalidArgument,
     LockTimeout,
     MemoryToolError,
@@ -17,6 +19,7 @@ from fsmem.errors import (
     PatternTimeout,
     ReadOnly,
     RootNotFound,
+    SyncFailed,
 )
 from fsmem.memory import CheckResult, IndexResult, Memory
 from fsmem.query.context import ContextBlock
@@ -62,4 +65,7 @@ __all__ = [
     "ChangedOnDisk",
     "MemoryToolError",
     "MissingDependency",
+    "HistoryOff",
+    "HistoryError",
+    "SyncFailed",
 ]

@@ -69,3 +69,15 @@ class MissingDependency(FsmemError):
 
 class SecretFound(FsmemError):
     """Text to be stored holds what looks like a secret, and fsmem.yaml's secrets.policy is 'refuse'."""
+
+
+class HistoryOff(FsmemError):
+    """A history command (log, show, diff, restore, revert, sync) on a memory that is not in a git work tree."""
+
+
+class HistoryError(FsmemError):
+    """git refused or failed (a revision that does not exist, a repository in a state fsmem cannot work in)."""
+
+
+class SyncFailed(FsmemError):
+    """`fsmem sync` could not finish (no network to the remote, a push refused too often); nothing is lost."""

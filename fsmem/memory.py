@@ -36,7 +36,7 @@ from fsmem.query import grep as _grep, reading
 from fsmem.query.listing import Listing, list_entries, within_depth
 from fsmem.store import paths as _paths, retrieval_log, writing
 from fsmem.store.catalog import EXACT_COUNT_LIMIT, Catalog, FileMeta, matches_filters, walk
-from fsmem.store.files import file_lock
+from fsmem.store.files import file_lock, file_version
 from fsmem.store.paths import ROOT_README, check_text, relative, resolve
 from fsmem.tokens import TokenCounter
 
@@ -46,6 +46,9 @@ if TYPE_CHECKING:
     from fsmem.agents.memory_tool import MemoryTool
     from fsmem.consolidate.apply import ConsolidationReport
     from fsmem.consolidate.plan import Progress
+    from fsmem.history.queries import DiffResult, LogResult, ShowResult
+    from fsmem.history.repo import Repo
+    from fsmem.history.sync import SyncResult
     from fsmem.query.context import ContextBlock
     from fsmem.query.stats import StatsResult
     from fsmem.search.index import SearchIndex
@@ -161,9 +164,19 @@ class Memory:
 
     # -- creation ---------------------------------------------------------
     @classmethod
-    def init(cls, directory: str | os.PathLike[str]) -> Memory:
-        """Create a new memory from the template; refuse to touch an existing one."""
+    def init(cls, directory: str | os.PathLike[str], *, git: bool = False) -> Memory:
+        """Create a new memory from the template; refuse to touch an existing one.
+
+        With `git`, the memory gets history: a git repository (unless it already
+        lies in a git work tree, which is then used as it is), `.fsmem/` ignored,
+        fsmem's merge driver set up, and a first commit. An existing memory is
+        given history the same way, its files untouched.
+        """
         target = Path(directory).expanduser()
+        if git and (target / CONFIG_FILE).exists():
+            memory = cls(target)
+            memory._setup_history(create=True)
+            return memory
         if (target / CONFIG_FILE).exists():
             raise AlreadyExists(f"{target} already holds a memory ({CONFIG_FILE}); nothing was changed")
         if target.exists() and not target.is_dir():
@@ -173,7 +186,10 @@ class Memory:
         import shutil
 
         shutil.copytree(template_dir(), target, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
-        return cls(target)
+        memory = cls(target)
+        if git:
+            memory._setup_history(create=True)
+        return memory
 
     # -- helpers ------------------------------------------------------------
     def path(self, user_path: str | os.PathLike[str] | None, *, want: str = "any") -> Path:
@@ -322,7 +338,7 @@ class Memory:
         else:
             targets = None
         timeout = float(self.config.section("grep").get("timeout_seconds", 10.0))
-        return _grep.run(
+        result = _grep.run(
             self.root,
             pattern,
             targets,
@@ -340,6 +356,12 @@ class Memory:
             timeout=timeout,
             max_line_chars=int(self.config.section("read").get("max_line_chars", 2000)),
         )
+        for shown in dict.fromkeys(m.path for m in result.matches):
+            try:
+                result.versions[shown] = file_version(self.root / shown)
+            except (OSError, FsmemError):
+                result.versions[shown] = None
+        return result
 
     def read(
         self,
@@ -358,10 +380,11 @@ class Memory:
         if lines and section:
             raise InvalidArgument("give --lines or --section, not both")
         start, end = reading.parse_range(lines) if lines else (1, None)
+        version = file_version(target)  # before reading: a file that changes meanwhile fails a guarded write
         if outline:
             if section:
                 start, end = reading.find_section(target, section, exact_limit=EXACT_COUNT_LIMIT)
-            return reading.outline(
+            shown = reading.outline(
                 target,
                 rel,
                 self.tokens,
@@ -370,11 +393,13 @@ class Memory:
                 start=start,
                 end=end,
             )
+            shown.version = version
+            return shown
         if section:
             start, end = reading.find_section(target, section, exact_limit=EXACT_COUNT_LIMIT)
         hide = [] if include_superseded else self.superseded_ranges(rel)
         max_line_chars = int(self.config.section("read").get("max_line_chars", 2000))
-        return reading.bounded_read(
+        result = reading.bounded_read(
             target,
             rel,
             self.tokens,
@@ -384,6 +409,8 @@ class Memory:
             max_line_chars=max_line_chars,
             hide_ranges=hide,
         )
+        result.version = version
+        return result
 
     def check(self, path: str | None = None) -> CheckResult:
         """Every problem in every file, as (path, line, message); files that cannot be read are problems too."""
@@ -402,52 +429,84 @@ class Memory:
         return CheckResult(problems=problems, files=len(metas) + len(skipped))
 
     # -- writes -------------------------------------------------------------
+    # Each write runs under the write lock; with history on it records its exact bytes in the journal
+    # there, and commits once the lock is released (fsmem.history.journal).
+    @property
+    def host_id(self) -> str:
+        """This copy's id: default session notes are named after the agent and it (`researcher-1a2b3c4d`)."""
+        configured = self.config.section("notes").get("host_id")
+        return writing.host_id(self.root, str(configured) if configured else None)
+
     def note(self, text: str, *, session: str | None = None, subject: str | None = None) -> writing.WriteResult:
-        """Append to the current session note (today's file of `session`)."""
+        """Append to the current session note (today's file of `session`).
+
+        The default session is the agent (or `notes.default_session`) and this
+        host's id, so notes written on several hosts never share a file.
+        """
         self._require_writable()
-        session = (
-            session
-            or os.environ.get(SESSION_ENV)
-            or self.agent
-            or str(self.config.section("notes").get("default_session", "default"))
-        )
+        session = session or os.environ.get(SESSION_ENV)
+        if not session:
+            name = self.agent or str(self.config.section("notes").get("default_session", "default"))
+            session = f"{name}-{self.host_id}"
         text = self._screen(text, "the note")
         if subject is not None:
             subject = self._screen(subject, "the subject")
+        repo = self.history
         with file_lock(self.root):
             result = writing.note(self.root, text, session=session, subject=subject)
-        self._search_changed([result.path])
+            self._record(repo, result)
+        self._after_write(repo, [result.path])
         return result
 
-    def write(self, path: str, body: str | None = None, *, set: dict[str, Any] | None = None) -> writing.WriteResult:
-        """Create or replace a file's body and set front-matter fields (`set`)."""
+    def write(
+        self,
+        path: str,
+        body: str | None = None,
+        *,
+        set: dict[str, Any] | None = None,
+        expected_version: str | None = None,
+    ) -> writing.WriteResult:
+        """Create or replace a file's body and set front-matter fields (`set`).
+
+        With `expected_version` (the version read, ls or grep gave), nothing is
+        written when the file changed since: ChangedOnDisk names its current version.
+        """
         self._require_writable()
         target = self.path(path, want="file")
         if body is not None:
             body = self._screen(body, "the body")
         fields = {key: self._screen_value(value, f"field {key!r}") for key, value in (set or {}).items()}
+        repo = self.history
         with file_lock(self.root):
-            result = writing.write(self.root, target, body, fields)
-        self._search_changed([result.path])
+            result = writing.write(self.root, target, body, fields, expected_version=expected_version)
+            named = fields if body is None else {}
+            self._record(
+                repo, result, _journal().describe("write", result.path, [], created=result.created, fields=named)
+            )
+        self._after_write(repo, [result.path])
         return result
 
-    def edit(self, path: str, *, old: str, new: str) -> writing.WriteResult:
-        """Replace exactly one occurrence of `old` with `new`."""
+    def edit(self, path: str, *, old: str, new: str, expected_version: str | None = None) -> writing.WriteResult:
+        """Replace exactly one occurrence of `old` with `new` (guarded by `expected_version` like `write`)."""
         self._require_writable()
         target = self.path(path, want="file")
         new = self._screen(new, "the new text")
+        repo = self.history
         with file_lock(self.root):
-            result = writing.edit(self.root, target, old, new)
-        self._search_changed([result.path])
+            result = writing.edit(self.root, target, old, new, expected_version=expected_version)
+            self._record(repo, result)
+        self._after_write(repo, [result.path])
         return result
 
     def rm(self, path: str) -> writing.WriteResult:
         self._require_writable()
         target = self.path(path)
         _paths.check_folder_contents(self.root, target, path)
+        repo = self.history
         with file_lock(self.root):
-            result = writing.remove(self.root, target)
-        self._search_changed([result.path])
+            result = writing.remove(self.root, target, record=repo is not None)
+            self._record(repo, result)
+        self._after_write(repo, [result.path])
         return result
 
     def mv(self, source: str, target: str) -> writing.WriteResult:
@@ -456,10 +515,51 @@ class Memory:
         dst = self.path(target, want="any" if src.is_dir() else "file")
         _paths.check_folder_contents(self.root, src, source)
         src_rel = relative(self.root, src)
+        repo = self.history
         with file_lock(self.root):
-            result = writing.move(self.root, src, dst)
-        self._search_changed([src_rel, result.path])
+            result = writing.move(self.root, src, dst, record=repo is not None)
+            self._record(repo, result, f"mv {src_rel} -> {result.path}")
+        self._after_write(repo, [src_rel, result.path])
         return result
+
+    def _after_write(self, repo: Repo | None, paths: list[str]) -> None:
+        """What follows every write, outside the write lock: its commit (with history) and the search update."""
+        self._commit(repo)
+        self._search_changed(paths)
+
+    def _record(self, repo: Repo | None, result: writing.WriteResult, message: str | None = None) -> None:
+        """Journal what a write changed (caller holds the write lock); a failure is logged, never raised: the
+        write itself is done, and the change will be committed as made outside fsmem."""
+        if repo is None or not result.changes:
+            return
+        journal = _journal()
+        text = message or journal.describe(result.action, result.path, result.changes, created=result.created)
+        try:
+            journal.record(repo, self.agent, text, result.changes)
+        except (FsmemError, OSError) as exc:
+            self._history_problem("record", exc)
+
+    def _commit(self, repo: Repo | None) -> None:
+        """Commit what is pending, unless another process is already doing it (it will take ours too)."""
+        if repo is None:
+            return
+        try:
+            _journal().drain(repo)
+        except (FsmemError, OSError) as exc:
+            self._history_problem("commit", exc)
+
+    def _history_problem(self, stage: str, exc: BaseException) -> None:
+        import json
+        import time
+
+        try:
+            folder = self.root / ".fsmem" / "logs"
+            folder.mkdir(parents=True, exist_ok=True)
+            line = {"time": time.time(), "stage": stage, "agent": self.agent, "error": str(exc)}
+            with open(folder / "history.jsonl", "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(line) + "\n")
+        except OSError:
+            pass
 
     # -- watch and cache (perf) ---------------------------------------------------
     def watch(
@@ -536,10 +636,43 @@ class Memory:
         from fsmem.consolidate.plan import DEFAULTS
 
         section = self.config.section("consolidate")
-        _paths.config_dir(section.get("archive_dir", DEFAULTS["archive_dir"]), "consolidate.archive_dir", self.root)
-        report = consolidate_apply.run(self.root, section, self.tokens.count, dry_run=dry_run, progress=progress)
+        archive_dir = section.get("archive_dir", DEFAULTS["archive_dir"])
+        _paths.config_dir(archive_dir, "consolidate.archive_dir", self.root)
+
+        def run() -> ConsolidationReport:
+            return consolidate_apply.run(self.root, section, self.tokens.count, dry_run=dry_run, progress=progress)
+
+        repo = None if dry_run else self.history
+        report = run() if repo is None else self._consolidate_with_history(repo, run, str(archive_dir))
         if not dry_run:
             self._search_changed(list(report.files_written))
+        return report
+
+    def _consolidate_with_history(
+        self, repo: Repo, run: Callable[[], ConsolidationReport], archive_dir: str
+    ) -> ConsolidationReport:
+        """One consolidation as one commit (fsmem.history.worktree): what fsmem and humans wrote before it is
+        committed first; writers keep writing during the run (their writes wait in the journal)."""
+        from fsmem.errors import LockTimeout
+        from fsmem.history import worktree
+
+        journal = _journal()
+        try:  # an overlapping run is refused at once, before waiting for the commit lock
+            overlap = file_lock(self.root, "consolidate", wait=False)
+            overlap.__enter__()
+        except LockTimeout:
+            raise LockTimeout(
+                "another 'fsmem consolidate' is running on this memory; this run changed nothing "
+                "(notes written meanwhile are consolidated by the next run)"
+            ) from None
+        try:
+            with journal.commit_lock(repo):
+                worktree.commit_outside(repo)
+                report = run()
+                worktree.commit_consolidation(repo, report, archive_dir=archive_dir, agent=self.agent)
+                journal.drain_locked(repo)
+        finally:
+            overlap.__exit__(None, None, None)
         return report
 
     def index(self) -> IndexResult:
@@ -549,12 +682,196 @@ class Memory:
         from fsmem.consolidate.plan import Settings
 
         settings = Settings.from_section(self.config.section("consolidate"))
-        return IndexResult(changed=index_md.write_index(self.root, settings.index_max_tokens, self.tokens.count))
+        repo = self.history
+        index_path = self.root / "INDEX.md"
+        before = index_path.read_bytes() if repo is not None and index_path.is_file() else None
+        changed = index_md.write_index(self.root, settings.index_max_tokens, self.tokens.count)
+        if repo is not None and changed:
+            after = index_path.read_bytes() if index_path.is_file() else None
+            change = writing.Change("INDEX.md", before, after)
+            self._record(repo, writing.WriteResult("index", "INDEX.md", changes=[change]), "index INDEX.md")
+            self._commit(repo)
+        if changed:
+            self._search_changed(["INDEX.md"])
+        return IndexResult(changed=changed)
 
     def write_index(self) -> bool:
         """Deprecated (0.2): use `index()`; goes away in 0.3."""
         warn("Memory.write_index()", "Memory.index()")
         return self.index().changed
+
+    # -- history (git): fsmem.history -------------------------------------------
+    @property
+    def history(self) -> Repo | None:
+        """The git repository that versions this memory, or None: not in a git work tree, ignored by the one
+        it is in, or `history: {enabled: false}` in fsmem.yaml. Found once per object; no git process runs
+        for a memory without a `.git` above it."""
+        if not hasattr(self, "_repo"):
+            from fsmem.history import may_have_history
+
+            section = self.config.section("history")
+            self._repo: Repo | None = None
+            if may_have_history(self.root, section):
+                from fsmem.errors import HistoryError
+                from fsmem.history.repo import discover
+
+                try:
+                    self._repo = discover(self.root, self.host_id, section)
+                except HistoryError as exc:  # no git command: the memory works, without history
+                    self._history_problem("discover", exc)
+        return self._repo
+
+    def _require_history(self) -> Repo:
+        repo = self.history
+        if repo is None:
+            from fsmem.errors import HistoryOff
+            from fsmem.history import TURN_ON
+
+            raise HistoryOff(
+                f"this memory has no history (it is not in a git work tree, or history is off in {CONFIG_FILE}); "
+                + TURN_ON.format(root=self.root)
+            )
+        _journal().drain(repo, wait=True)  # what fsmem wrote is in the history before it is asked about
+        return repo
+
+    def _setup_history(self, *, create: bool) -> None:
+        from fsmem.history import sync as _sync
+
+        self.__dict__.pop("_repo", None)
+        _sync.setup(self.root, create=create, host=self.host_id, agent=self.agent)
+        self.__dict__.pop("_repo", None)
+        if self.history is None:
+            raise StorageError(f"{self.root}: history could not be turned on (is the folder ignored by git?)")
+
+    def log(
+        self,
+        path: str | None = None,
+        *,
+        since: str | None = None,
+        agent: str | None = None,
+        offset: int = 0,
+        max_results: int | None = None,
+        max_tokens: int | None = None,
+    ) -> LogResult:
+        """Who changed what, when, with what message: one row per commit, newest first, within the budget.
+
+        `path` narrows to one file or folder, `since` to commits at or after a
+        date, `agent` to that agent's commits.
+        """
+        from fsmem.history import queries
+
+        check_offset(offset)
+        budget = self.budget.narrowed(max_tokens, max_results)
+        rel = relative(self.root, self.path(path)) if path else None
+        if since is not None and fmt.parse_timestamp(since) is None:
+            raise InvalidArgument(f"--since takes an ISO 8601 date such as 2026-11-01, not {since!r}")
+        if agent is not None:
+            check_text(agent, "the agent")
+        return queries.log(
+            self._require_history(),
+            self.tokens.count,
+            rel,
+            since=since,
+            agent=agent,
+            offset=offset,
+            max_results=budget.max_results,
+            max_tokens=budget.max_tokens,
+        )
+
+    def show(self, path: str, *, at: str, lines: str | None = None, max_tokens: int | None = None) -> ShowResult:
+        """The file as it was at a revision or date (`at`), line-numbered and cut at the budget like `read`."""
+        from fsmem.history import queries
+
+        check_text(at, "--at")
+        rel = relative(self.root, self.path(path, want="file"))
+        start, end = reading.parse_range(lines) if lines else (1, None)
+        return queries.show(
+            self._require_history(),
+            self.tokens,
+            rel,
+            at,
+            start=start,
+            end=end,
+            max_tokens=self.budget.narrowed(max_tokens).max_tokens,
+            max_line_chars=int(self.config.section("read").get("max_line_chars", 2000)),
+        )
+
+    def diff(
+        self,
+        rev: str | None = None,
+        path: str | None = None,
+        *,
+        lines: str | None = None,
+        max_tokens: int | None = None,
+    ) -> DiffResult:
+        """What changed since `rev` (a revision, a date, or `A..B`; default: what is not committed yet), as a
+        unified diff cut at the budget, with the next `lines` to ask for."""
+        from fsmem.history import queries
+
+        if rev is not None:
+            check_text(rev, "the revision")
+        rel = relative(self.root, self.path(path)) if path else None
+        start, end = reading.parse_range(lines) if lines else (1, None)
+        return queries.diff(
+            self._require_history(),
+            self.tokens,
+            rev,
+            rel,
+            start=start,
+            end=end,
+            max_tokens=self.budget.narrowed(max_tokens).max_tokens,
+            max_line_chars=int(self.config.section("read").get("max_line_chars", 2000)),
+        )
+
+    def restore(self, path: str, *, at: str) -> writing.WriteResult:
+        """Put a file back as it was at a revision or date (`at`), as a new commit; nothing is rewritten."""
+        from fsmem.history import undo
+
+        self._require_writable()
+        check_text(at, "--at")
+        target = self.path(path, want="file")
+        repo = self._require_history()
+        with file_lock(self.root):
+            changes, message = undo.plan_restore(repo, self.root, relative(self.root, target), at)
+            result = undo.apply(self.root, "restore", relative(self.root, target), changes)
+            self._record(repo, result, message)
+        self._after_write(repo, [change.path for change in result.changes])
+        return result
+
+    def revert(self, rev: str) -> writing.WriteResult:
+        """Undo what one commit changed, as a new commit (a file changed since is merged, or the revert refused)."""
+        from fsmem.history import undo
+
+        self._require_writable()
+        check_text(rev, "the revision")
+        repo = self._require_history()
+        with file_lock(self.root):
+            changes, message, label = undo.plan_revert(repo, self.root, rev, lambda rel: self.path(rel, want="file"))
+            result = undo.apply(self.root, "revert", label, changes)
+            self._record(repo, result, message)
+        self._after_write(repo, [change.path for change in result.changes])
+        return result
+
+    def sync(self, remote: str | None = None, *, setup: bool = False) -> SyncResult:
+        """Fetch, merge, consolidate and push, until the push goes through (bounded); `setup` only sets up this
+        clone (merge driver, .gitattributes, .gitignore) and commits that."""
+        from fsmem.history import sync as _sync
+
+        self._require_writable()
+        if remote is not None:
+            check_text(remote, "the remote")
+        if setup:
+            self._setup_history(create=False)
+            return _sync.SyncResult(remote=remote or "", setup=True)
+        repo = self._require_history()
+        return _sync.sync(
+            repo,
+            remote,
+            settings=self.config.section("sync"),
+            consolidate=lambda: self.consolidate(),
+            index=lambda: self.index().changed,
+            threshold_of=lambda: float(self.config.section("consolidate").get("near_duplicate_threshold", 90)),
+        )
 
     # -- search and recall ----------------------------------------------------
     @property
@@ -693,6 +1010,13 @@ class Memory:
 
         warn("Memory.evaluate()", "fsmem.evaluation.evaluate(memory, evalset)")
         return evaluate(self, evalset, sweep=renamed("ks", ks, "sweep", sweep), max_tokens=max_tokens)
+
+
+def _journal() -> Any:
+    """fsmem.history.journal, imported when a memory has history (never at start-up)."""
+    from fsmem.history import journal
+
+    return journal
 
 
 @dataclass

@@ -72,14 +72,15 @@ def test_list_and_call_every_tool_over_stdio(tmp_path):
     assert texts[0].splitlines()[-1] == "[files 1-2 of 2]"
     assert texts[1].splitlines()[-2:] == ["15:- proration: daily, for seat changes mid-cycle", "[matches 1-3 of 3]"]
     assert "    17\t- payment terms: net 30" in texts[2]
-    assert texts[3] == "noted in sessions/2026/11/30/default.md at line 10 (new file)"
-    assert texts[4] == "wrote topics/support.md (new file)"
-    assert texts[5] == "edited topics/billing.md at line 17"
+    note = f"sessions/2026/11/30/default-{memory.host_id}.md"
+    assert texts[3] == f"noted in {note} at line 10 (new file)"
+    assert texts[4].startswith("wrote topics/support.md (new file); version ")
+    assert texts[5].startswith("edited topics/billing.md at line 17; version ")
     assert texts[6] == "error: argument 'pattern' must be a string, not integer"
     assert texts[7] == "error: path '../../etc/passwd' escapes the memory root"
     assert texts[8].startswith("error: the old text matches 5 times in topics/billing.md")
     assert "- payment terms: net 45" in (root / "topics/billing.md").read_text()
-    assert "- employer: Globex" in (root / "sessions/2026/11/30/default.md").read_text()
+    assert "- employer: Globex" in (root / note).read_text()
 
     logged = list(retrieval_log.records(root))
     assert [r["tool"] for r in logged] == [name for name, _ in calls]

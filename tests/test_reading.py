@@ -7,6 +7,7 @@ import pytest
 from conftest import write_file
 
 from fsmem.errors import InvalidArgument, NotFound, PathEscape
+from fsmem.store.files import file_version
 
 
 def test_read_shows_numbered_lines_and_the_whole_small_file(demo_memory):
@@ -15,7 +16,8 @@ def test_read_shows_numbered_lines_and_the_whole_small_file(demo_memory):
     assert result.lines[-1] == (19, "- The last failed deploy (2026-10-19) was rolled back in 6 minutes.")
     assert not result.truncated and result.total_lines == 19
     assert result.to_text().splitlines()[1] == "     2\ttitle: Deployments"
-    assert result.to_text().endswith("[topics/deployments.md: lines 1-19 of 19]")
+    assert result.version == file_version(demo_memory.root / "topics/deployments.md")
+    assert result.to_text().endswith(f"[topics/deployments.md: lines 1-19 of 19; version {result.version}]")
 
 
 def test_read_cut_names_the_exact_next_range_and_paging_covers_the_file(demo_memory):

@@ -16,6 +16,7 @@ from fsmem.agents import tools
 from fsmem.agents.registry import Param, Reply, tool, unregister
 from fsmem.errors import FsmemError
 from fsmem.store import retrieval_log
+from fsmem.store.files import file_version
 
 REPO = Path(__file__).resolve().parents[1]
 NOW = "2026-11-30T10:00:00+00:00"
@@ -154,8 +155,9 @@ def test_read_with_arguments_as_json_text(root):
 def test_note_write_edit(root):
     memory = Memory(root)
     noted = tools.call(memory, "note", {"text": "- employer: Globex", "subject": "people/Adam Smith"})
-    assert noted.text == "noted in sessions/2026/11/30/default.md at line 10 (new file)"
-    note_text = (root / "sessions/2026/11/30/default.md").read_text()
+    note = f"sessions/2026/11/30/default-{memory.host_id}.md"
+    assert noted.text == f"noted in {note} at line 10 (new file)"
+    note_text = (root / note).read_text()
     assert note_text.endswith("## people/Adam Smith\n- employer: Globex\n")
 
     written = tools.call(
@@ -167,17 +169,22 @@ def test_note_write_edit(root):
             "set": {"description": "Support hours"},
         },
     )
-    assert written.text == "wrote topics/support.md (new file)" and written.paths == ["topics/support.md"]
+    version = file_version(root / "topics/support.md")
+    assert written.text == f"wrote topics/support.md (new file); version {version}"
+    assert written.paths == ["topics/support.md"]
     assert "description: Support hours" in (root / "topics/support.md").read_text()
 
     edited = tools.call(memory, "edit", {"path": "topics/billing.md", "old": "net 30", "new": "net 45"})
-    assert edited.text == "edited topics/billing.md at line 17" and edited.paths == ["topics/billing.md:17"]
+    version = file_version(root / "topics/billing.md")
+    assert edited.text == f"edited topics/billing.md at line 17; version {version}"
+    assert edited.paths == ["topics/billing.md:17"]
     assert "- payment terms: net 45" in (root / "topics/billing.md").read_text()
 
 
 def test_session_defaults_to_the_agent_name(root):
-    answer = tools.call(Memory(root, agent="researcher"), "note", {"text": "checked billing"})
-    assert answer.paths == ["sessions/2026/11/30/researcher.md:9"]
+    memory = Memory(root, agent="researcher")
+    answer = tools.call(memory, "note", {"text": "checked billing"})
+    assert answer.paths == [f"sessions/2026/11/30/researcher-{memory.host_id}.md:9"]
 
 
 # -- bad input: a clear error and no change on disk --------------------------------------
@@ -459,7 +466,7 @@ def test_openai_example_loop_with_a_scripted_model(root):
             Step(
                 "note",
                 {"text": "- payment terms: net 30 confirmed", "subject": "topic/Billing"},
-                contains("noted in sessions/2026/11/30/researcher.md"),
+                contains("noted in sessions/2026/11/30/researcher-"),
             ),
             Step(
                 "edit",

@@ -25,8 +25,8 @@ from fsmem.deprecated import RENAMED
 
 FSMEM = str(Path(sys.executable).with_name("fsmem"))
 
-LIST_ANSWERS = {"ls", "grep", "search"}  # list-shaped: they page
-BUDGETED = LIST_ANSWERS | {"read", "context", "recall", "evaluate"}  # they answer within a token budget
+LIST_ANSWERS = {"ls", "grep", "search", "log"}  # list-shaped: they page
+BUDGETED = LIST_ANSWERS | {"read", "context", "recall", "evaluate", "show", "diff"}  # they answer within a token budget
 FILTERED = {"ls", "grep", "search"}
 HISTORY_AWARE = {"grep", "read", "search"}  # superseded facts hidden unless asked
 NO_OUTPUT = {"mcp"}  # a server speaks its protocol, not --json
@@ -52,6 +52,12 @@ METHOD_OF = {
     "watch": "watch",
     "stats": "stats",
     "context": "context",
+    "log": "log",
+    "show": "show",
+    "diff": "diff",
+    "restore": "restore",
+    "revert": "revert",
+    "sync": "sync",
 }
 
 
@@ -144,8 +150,9 @@ def test_cli_and_python_name_every_parameter_alike(name):
         assert wanted in api, (name, param.name, sorted(api))
 
 
-def test_tool_schemas_use_the_python_names(tmp_path):
-    memory = Memory.init(tmp_path / "mem")
+@pytest.mark.parametrize("history", [False, True])
+def test_tool_schemas_use_the_python_names(tmp_path, history):
+    memory = Memory.init(tmp_path / "mem", git=history)  # with history, log and show are offered too
     for definition in tools.definitions(memory, format="json"):
         method = {"ls": "ls"}.get(definition["name"], definition["name"])
         api = method_parameters(method)
@@ -188,7 +195,7 @@ def test_a_note_may_start_with_the_fact_syntax(demo_memory, tmp_path):
         "--root", str(demo_memory.root), "note", "- employer: Globex", "--subject", "people/Adam Smith", root=tmp_path
     )
     assert done.returncode == 0, done.stderr
-    note = next((demo_memory.root / "sessions").rglob("default.md")).read_text()
+    note = next((demo_memory.root / "sessions").rglob(f"default-{demo_memory.host_id}.md")).read_text()
     assert "## people/Adam Smith\n- employer: Globex\n" in note
     found = run("--root", str(demo_memory.root), "grep", "- employer: Globex", "-F", root=tmp_path)
     assert found.returncode == 0 and "- employer: Globex" in found.stdout

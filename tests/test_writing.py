@@ -42,8 +42,11 @@ def test_note_appends_under_an_existing_subject_and_adds_new_subjects(empty_memo
 
 
 def test_note_session_defaults_to_env_then_agent_then_config(empty_memory, fixed_now, monkeypatch):
-    assert empty_memory.note("x").path == "sessions/2026/11/30/default.md"
-    assert Memory(empty_memory.root, agent="researcher").note("x").path == "sessions/2026/11/30/researcher.md"
+    host = empty_memory.host_id
+    assert len(host) == 8 and host == Memory(empty_memory.root).host_id  # stable for one copy of the memory
+    assert empty_memory.note("x").path == f"sessions/2026/11/30/default-{host}.md"
+    assert Memory(empty_memory.root, agent="researcher").note("x").path == f"sessions/2026/11/30/researcher-{host}.md"
+    assert empty_memory.note("x", session="given").path == "sessions/2026/11/30/given.md"
     monkeypatch.setenv("FSMEM_SESSION", "envsess")
     assert empty_memory.note("x").path == "sessions/2026/11/30/envsess.md"
 

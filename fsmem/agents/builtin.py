@@ -1,4 +1,5 @@
-"""The built-in agent tools: ls, grep, read, search, note, write and edit, each a typed function over `Memory`.
+"""The built-in agent tools: ls, grep, read, search, note, write, edit, and (with history) log and show, each a
+typed function over `Memory`.
 
 They are registered through the same `@tool` hook a plugin would use, so the
 registry path is always exercised. A tool's description is its docstring,
@@ -25,6 +26,13 @@ Offset = Annotated[
     int, Param("Skip this many results: the next page of a cut answer, as its last line says", minimum=0)
 ]
 MaxResults = Annotated[int | None, Param("At most this many results (your budget caps it anyway)", minimum=1)]
+ExpectedVersion = Annotated[
+    str | None,
+    Param(
+        "The file's version as read last showed it ('version 1a2b3c4d5e6f' in its last line): nothing is written "
+        "if the file changed since"
+    ),
+]
 
 
 @tool("ls")
@@ -144,7 +152,8 @@ def read(
     Use it after list, grep or search pointed you at a file. For a large file, ask for the outline first,
     then a section or lines. The answer stops at your token budget; a cut answer ends with
     'next: --lines A:' -- call read again with lines 'A:' to continue. Line numbers are not part of the
-    text: leave them out when you copy text into edit.
+    text: leave them out when you copy text into edit. The last line gives the file's version: pass it to
+    write or edit as expected_version, so that you never overwrite a change you have not seen.
     """
     result = memory.read(
         path,
@@ -230,15 +239,19 @@ def write(
     set: Annotated[
         dict[str, Any] | None, Param('Front matter fields to set, such as {"description": "...", "tags": ["billing"]}')
     ] = None,
+    expected_version: ExpectedVersion = None,
     *,
     max_tokens: int,
 ) -> Reply:
     """Create a memory file, replace its body, or set front matter fields (omit body to change only fields).
 
-    Replacing a body overwrites what is there: read the file first. For a small change use edit; to record
-    a new fact use note. New files get a title, created and updated; every write sets updated.
+    Replacing a body overwrites what is there: read the file first, and pass the version read showed as
+    expected_version. If another agent or a human changed the file since, nothing is written and the answer
+    gives its current version: read it again, then retry. For a small change use edit; to record a new fact
+    use note. New files get a title, created and updated; every write sets updated. The answer gives the new
+    version, for a next write.
     """
-    result = memory.write(path, body, set=set)
+    result = memory.write(path, body, set=set, expected_version=expected_version)
     return Reply(result.to_text(), rows=1, paths=[result.path])
 
 
@@ -248,15 +261,67 @@ def edit(
     path: PathArg,
     old: Annotated[str, Param("The exact text to replace, copied from read without line numbers; it must occur once")],
     new: Annotated[str, Param("The text to put in its place")],
+    expected_version: ExpectedVersion = None,
     *,
     max_tokens: int,
 ) -> Reply:
     """Replace one exact piece of text in a memory file.
 
     old must occur exactly once in the file: when it occurs several times, include more of the surrounding
-    text; when it is not found, read the file again and copy the text exactly. Use it to correct a line;
-    to add a new fact, prefer note.
+    text; when it is not found, read the file again and copy the text exactly. Pass the version read showed
+    as expected_version: if the file changed since, nothing is changed and the answer gives the current
+    version (read again, then retry). Use it to correct a line; to add a new fact, prefer note.
     """
-    result = memory.edit(path, old=old, new=new)
+    result = memory.edit(path, old=old, new=new, expected_version=expected_version)
     where = f"{result.path}:{result.line}" if result.line else result.path
     return Reply(result.to_text(), rows=1, paths=[where])
+
+
+@tool("log", requires="history")
+def log(
+    memory: Memory,
+    path: Annotated[
+        str | None, Param("File or folder whose changes to list, such as 'topics/billing.md'; omit for all")
+    ] = None,
+    since: Annotated[str | None, Param("Only changes at or after this ISO 8601 date, such as '2026-11-01'")] = None,
+    agent: Annotated[str | None, Param("Only the changes this agent made")] = None,
+    offset: Offset = 0,
+    max_results: MaxResults = None,
+    *,
+    max_tokens: int,
+) -> Reply:
+    """The history of the memory or of one file: who changed what, when, with what message, newest first.
+
+    Use it to learn how a fact came to be, who wrote a file, or what changed since a date. Each row starts
+    with a commit id: give it to show (as at) to read a file as it was then. The answer is capped by your
+    budget; when it says 'Continue with --offset N', call log again with offset N, or narrow with path,
+    since or agent.
+    """
+    result = memory.log(path, since=since, agent=agent, offset=offset, max_results=max_results, max_tokens=max_tokens)
+    return Reply(
+        result.to_text(),
+        rows=len(result.entries),
+        paths=[entry.commit for entry in result.entries],
+        truncated=result.truncated,
+        empty=result.total == 0,
+    )
+
+
+@tool("show", requires="history")
+def show(
+    memory: Memory,
+    path: PathArg,
+    at: Annotated[str, Param("A commit id from log, or a date such as '2026-11-01' (the file as it was then)")],
+    lines: Annotated[str | None, Param("Only these lines: 'A:B', 'A:' (from A on) or 'A' (one line)")] = None,
+    *,
+    max_tokens: int,
+) -> Reply:
+    """Read a memory file as it was at a commit or on a date, with line numbers.
+
+    Use it after log, to see what a file said before a change (the current file is what read shows). The
+    answer stops at your token budget; a cut answer ends with 'next: --lines A:' -- call show again with
+    the same at and lines 'A:' to continue.
+    """
+    result = memory.show(path, at=at, lines=lines, max_tokens=max_tokens)
+    rows = len(result.read.lines)
+    return Reply(result.to_text(), rows=rows, paths=[result.read.path], truncated=result.truncated, empty=rows == 0)

@@ -45,6 +45,7 @@ from fsmem.store.paths import (
     size_problem,
     text_problem,
 )
+from fsmem.store.writing import Change
 
 if TYPE_CHECKING:
     from fsmem.memory import Memory
@@ -143,6 +144,7 @@ class MemoryTool:
         self._load_budget()
         self._tokens: TokenCounter | None = None
         self._memory: Memory | None = None
+        self._repo: Any = False  # the history repository, once looked for (None: no history)
 
     @classmethod
     def over(cls, memory: Memory, *, max_tokens: int | None = None) -> MemoryTool:
@@ -207,6 +209,7 @@ class MemoryTool:
                     atomic_write(target, (template_dir() / CONFIG_FILE).read_bytes(), mode=FILE_MODE)
             self._memory = None
             self._tokens = None
+            self._repo = False
             self._load_budget()  # from now on the agent's budget in fsmem.yaml applies here too
         if self._memory is None:
             self._memory = Memory(self.memory_root, agent=self.agent)
@@ -400,11 +403,14 @@ class MemoryTool:
         full = self.validate_path(path, want="file")
         data = self._screen(self._text_argument("file_text", file_text), "file_text").encode("utf-8")
         make_private_dirs(full.parent)
+        repo = self._history()
         with self._write_lock():
             try:
                 atomic_write(full, data, mode=FILE_MODE, exclusive=True)
             except FileExistsError:
                 raise MemoryToolError(f"File {path} already exists") from None
+            self._record(repo, "create", [Change(self._relative(full), None, data)])
+        self._commit(repo)
         return _Answer(f"File created successfully at: {path}", paths=[self._relative(full)], rows=1)
 
     def _existing_file(self, path: str) -> Path:
@@ -420,6 +426,7 @@ class MemoryTool:
         full = self._existing_file(path)
         old_str = self._text_argument("old_str", old_str)
         new_str = self._screen(self._text_argument("new_str", new_str), "new_str")
+        repo = self._history()
         with self._write_lock():
             content = self._read_text(full, path)
             count = content.count(old_str)
@@ -436,6 +443,8 @@ class MemoryTool:
             changed = content[: content.find(old_str)].count("\n")
             updated = content.replace(old_str, new_str)
             atomic_write(full, updated.encode("utf-8"))
+            self._record(repo, "str_replace", [Change(self._relative(full), content.encode(), updated.encode())])
+        self._commit(repo)
         new_lines = updated.split("\n")
         start, end = max(0, changed - 2), min(len(new_lines), changed + 3)
         snippet = [_number(number, new_lines[number - 1]) for number in range(start + 1, end + 1)]
@@ -446,6 +455,7 @@ class MemoryTool:
         self._require_writable("insert")
         full = self._existing_file(path)
         insert_text = self._screen(self._text_argument("insert_text", insert_text), "insert_text")
+        repo = self._history()
         with self._write_lock():
             content = self._read_text(full, path)
             lines = content.split("\n")  # split on LF only: a CR stays with its line
@@ -460,6 +470,8 @@ class MemoryTool:
             if not updated.endswith("\n"):
                 updated += "\n"
             atomic_write(full, updated.encode("utf-8"))
+            self._record(repo, "insert", [Change(self._relative(full), content.encode(), updated.encode())])
+        self._commit(repo)
         return _Answer(f"The file {path} has been edited.", paths=[self._relative(full)], rows=1)
 
     def _delete(self, path: str) -> _Answer:
@@ -469,7 +481,9 @@ class MemoryTool:
             raise MemoryToolError("Cannot delete the /memories directory itself")
         self._check_folder(full, path)
         relative = self._relative(full)
+        repo = self._history()
         with self._write_lock():
+            gone = self._contents(full) if repo is not None else []
             try:
                 if full.is_file():
                     full.unlink()
@@ -480,6 +494,8 @@ class MemoryTool:
             except FileNotFoundError:
                 raise _Missing(f"The path {path} does not exist") from None
             fsync_dir(full.parent)
+            self._record(repo, "delete", [Change(rel, data, None) for rel, data in gone])
+        self._commit(repo)
         return _Answer(f"Successfully deleted {path}", paths=[relative], rows=1)
 
     def _rename(self, old_path: str, new_path: str) -> _Answer:
@@ -489,9 +505,11 @@ class MemoryTool:
         if str(old) == os.path.realpath(self.memory_root):
             raise MemoryToolError("Cannot rename the /memories directory itself")
         self._check_folder(old, old_path)
+        repo = self._history()
         with self._write_lock():
             if new.exists():
                 raise MemoryToolError(f"The destination {new_path} already exists")
+            moved = self._contents(old) if repo is not None else []
             if not os.path.lexists(old):  # checked before any folder is made, so a failed move leaves nothing
                 raise _Missing(f"The path {old_path} does not exist")
             make_private_dirs(new.parent)
@@ -501,6 +519,12 @@ class MemoryTool:
                 raise _Missing(f"The path {old_path} does not exist") from None
             fsync_dir(new.parent)
             fsync_dir(old.parent)
+            base, target = self._relative(old), self._relative(new)
+            changes = []
+            for rel, data in moved:
+                changes += [Change(rel, data, None), Change(target + rel[len(base) :], None, data)]
+            self._record(repo, "rename", changes, f"memory.rename {base} -> {target}")
+        self._commit(repo)
         return _Answer(
             f"Successfully renamed {old_path} to {new_path}", paths=[self._relative(old), self._relative(new)], rows=1
         )
@@ -508,21 +532,26 @@ class MemoryTool:
     def _clear_all(self) -> _Answer:
         self._require_writable("clear_all_memory")
         make_private_dirs(self.memory_root)
+        repo = self._history()
         with self._write_lock():
             if self.is_fsmem:  # only the memory files: fsmem.yaml, .git/, .fsmem/ and other files stay
                 from fsmem.store.catalog import walk_stats
 
-                for _rel, full, _stat in list(walk_stats(self.memory_root)):
+                gone = []
+                for rel, full, _stat in list(walk_stats(self.memory_root)):
+                    gone.append(Change(rel, Path(full).read_bytes() if repo is not None else None, None))
                     os.unlink(full)
                 _remove_empty_folders(self.memory_root)
-                return _Answer("All memory cleared")
-            for child in self.memory_root.iterdir():
-                if child.name == STATE_DIR:
-                    continue
-                if child.is_dir() and not child.is_symlink():
-                    shutil.rmtree(child)
-                else:
-                    child.unlink()
+                self._record(repo, "clear_all_memory", gone, "memory.clear_all_memory")
+            else:
+                for child in self.memory_root.iterdir():
+                    if child.name == STATE_DIR:
+                        continue
+                    if child.is_dir() and not child.is_symlink():
+                        shutil.rmtree(child)
+                    else:
+                        child.unlink()
+        self._commit(repo)
         return _Answer("All memory cleared")
 
     # -- plumbing -----------------------------------------------------------------
@@ -555,6 +584,53 @@ class MemoryTool:
             self._log(logged, command, answer=answer)
         return answer.text
 
+    # -- history: over an fsmem memory in git, every command that changes a file is a commit --------
+    def _history(self) -> Any:
+        """The repository that versions this folder (an fsmem memory with history), else None; looked up once."""
+        if self._repo is False:
+            self._repo = None
+            if self.is_fsmem:
+                from fsmem.history import may_have_history
+
+                config = Config.load(self.memory_root)
+                section = config.section("history")
+                if may_have_history(self.memory_root, section):
+                    from fsmem.history.repo import discover
+                    from fsmem.store.writing import host_id
+
+                    configured = config.section("notes").get("host_id")
+                    host = host_id(self.memory_root, str(configured) if configured else None)
+                    self._repo = discover(self.memory_root, host, section)
+        return self._repo
+
+    def _contents(self, full: Path) -> list[tuple[str, bytes]]:
+        """(memory-relative path, bytes) of the regular files at or under `full`, before a delete or rename."""
+        if full.is_file() and not full.is_symlink():
+            return [(self._relative(full), full.read_bytes())]
+        found = []
+        for current, _folders, names in os.walk(full):
+            for name in sorted(names):
+                item = Path(current, name)
+                if item.is_file() and not item.is_symlink():
+                    found.append((self._relative(item), item.read_bytes()))
+        return found
+
+    def _record(self, repo: Any, command: str, changes: list[Change], message: str | None = None) -> None:
+        if repo is None or not changes:
+            return
+        from fsmem.history import journal
+
+        with contextlib.suppress(FsmemError, OSError):  # the command is done; its change is then committed later,
+            journal.record(repo, self.agent, message or f"memory.{command} {changes[0].path}", changes)  # as outside
+
+    def _commit(self, repo: Any) -> None:
+        if repo is None:
+            return
+        from fsmem.history import journal
+
+        with contextlib.suppress(FsmemError, OSError):  # the command is done; a failed commit is retried later
+            journal.drain(repo)
+
     def _check_folder(self, full: Path, path: str) -> None:
         """Over an fsmem memory, refuse to delete or move a folder holding anything but memory files."""
         if not self.is_fsmem:
@@ -572,6 +648,8 @@ class MemoryTool:
 
     def _write_lock(self) -> contextlib.AbstractContextManager[None]:
         if self.state_dir is None:
+            if self._history() is not None:  # history keeps its journal in .fsmem/: take fsmem's own lock
+                return file_lock(self.memory_root)
             return contextlib.nullcontext()
         return file_lock(self.memory_root, state=self.state_dir)
 

@@ -53,10 +53,13 @@ class Tool:
     parameters: dict[str, Any]
     function: Callable[..., Reply]
     writes: bool = False
-    requires: str | None = None  # a Memory method the tool needs; offered only where it exists
+    requires: str | None = None  # a Memory method the tool needs, or a property that must be set (history)
 
     def available(self, memory: Memory) -> bool:
-        return self.requires is None or callable(getattr(memory, self.requires, None))
+        if self.requires is None:
+            return True
+        needed = getattr(memory, self.requires, None)
+        return callable(needed) or needed is not None
 
     def definition(self, format: str = "json") -> dict[str, Any]:
         """The definition as a plain dict, ready for the SDK named by `format`."""

@@ -34,6 +34,12 @@ COMMANDS: dict[str, str] = {
     "recall": "search:recall_cmd",
     "evaluate": "search:evaluate_cmd",
     "import": "search:import_group",
+    "log": "history:log_cmd",
+    "show": "history:show_cmd",
+    "diff": "history:diff_cmd",
+    "restore": "history:restore_cmd",
+    "revert": "history:revert_cmd",
+    "sync": "history:sync_cmd",
 }
 
 

@@ -12,6 +12,7 @@ from fsmem.cli.options import (
     either,
     emit,
     filter_options,
+    if_version_option,
     include_superseded_option,
     max_tokens_option,
     open_memory,
@@ -23,24 +24,31 @@ from fsmem.errors import InvalidArgument
 
 @command("init")
 @click.argument("directory", default=".", type=click.Path(file_okay=False))
+@click.option(
+    "--git",
+    is_flag=True,
+    help="With history: a git repository (or the work tree DIRECTORY is in), every change a commit. "
+    "On an existing memory, turns history on.",
+)
 @output_option
-def init_cmd(directory: str, as_json: bool) -> None:
-    """Create a new memory in DIRECTORY from the template (never overwrites one)."""
+def init_cmd(directory: str, git: bool, as_json: bool) -> None:
+    """Create a new memory in DIRECTORY from the template (never overwrites one); --git gives it history."""
     from fsmem.memory import Memory
 
-    memory = Memory.init(directory)
-    emit(InitResult(str(memory.root), directory), as_json)
+    memory = Memory.init(directory, git=git)
+    emit(InitResult(str(memory.root), directory, git), as_json)
 
 
 class InitResult:
-    def __init__(self, root: str, given: str):
-        self.root, self.given = root, given
+    def __init__(self, root: str, given: str, git: bool = False):
+        self.root, self.given, self.git = root, given, git
 
-    def to_dict(self) -> dict[str, str]:
-        return {"root": self.root}
+    def to_dict(self) -> dict[str, object]:
+        return {"root": self.root, "git": self.git}
 
     def to_text(self) -> str:
-        return f"created a memory in {self.root}; try: fsmem --root {self.given} ls"
+        history = " with history (git)" if self.git else ""
+        return f"created a memory{history} in {self.root}; try: fsmem --root {self.given} ls"
 
 
 @command("ls")
@@ -194,25 +202,27 @@ def _parse_sets(pairs: tuple[str, ...]) -> dict:
     is_flag=True,
     help="Do not read stdin; only set fields (also the case when stdin is empty or a terminal).",
 )
+@if_version_option
 @output_option
 @click.pass_context
-def write_cmd(ctx, path, sets, keep_body, as_json):
+def write_cmd(ctx, path, sets, keep_body, expected_version, as_json):
     """Create or replace PATH with the body read from stdin, setting front matter fields."""
     body = None if keep_body or sys.stdin.isatty() else sys.stdin.read()
     if body == "":
         body = None  # an empty stdin never wipes a stored body
-    emit(open_memory(ctx).write(path, body, set=_parse_sets(sets)), as_json)
+    emit(open_memory(ctx).write(path, body, set=_parse_sets(sets), expected_version=expected_version), as_json)
 
 
 @command("edit")
 @click.argument("path")
 @click.option("--old", required=True, metavar="TEXT", help="Exact text to replace; it must occur exactly once.")
 @click.option("--new", required=True, metavar="TEXT", help="Replacement text.")
+@if_version_option
 @output_option
 @click.pass_context
-def edit_cmd(ctx, path, old, new, as_json):
+def edit_cmd(ctx, path, old, new, expected_version, as_json):
     """Replace the one occurrence of --old in PATH with --new."""
-    emit(open_memory(ctx).edit(path, old=old, new=new), as_json)
+    emit(open_memory(ctx).edit(path, old=old, new=new, expected_version=expected_version), as_json)
 
 
 @command("rm")

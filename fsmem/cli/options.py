@@ -135,6 +135,17 @@ def filter_options(function: F) -> F:
     return function
 
 
+def if_version_option(function: F) -> F:
+    """A guarded write: change nothing unless the file is still at the version read, ls or grep showed."""
+    return click.option(
+        "--if-version",
+        "expected_version",
+        metavar="V",
+        help="Only if the file is still at version V (as read, ls --json or grep --json showed it); "
+        "otherwise change nothing and say its current version.",
+    )(function)
+
+
 def include_superseded_option(function: F) -> F:
     return click.option(
         "--include-superseded", is_flag=True, help="Also show facts that a newer fact superseded (history)."

@@ -26,10 +26,12 @@ from fsmem.format.frontmatter import (
 from fsmem.format.markdown import (
     FENCED_CODE,
     HEADING,
+    MERGE_MARK,
     SUPERSEDED_HEADING,
     Heading,
     headings,
     in_ranges,
+    merge_marks,
     section_ends,
     superseded_ranges,
 )
@@ -54,10 +56,12 @@ __all__ = [
     "validate",
     "FENCED_CODE",
     "HEADING",
+    "MERGE_MARK",
     "SUPERSEDED_HEADING",
     "Heading",
     "headings",
     "in_ranges",
+    "merge_marks",
     "section_ends",
     "superseded_ranges",
 ]

@@ -15,6 +15,9 @@ if TYPE_CHECKING:
     from fsmem.format.frontmatter import Document
 
 SUPERSEDED_HEADING = "Superseded"
+# Where `fsmem sync` kept both versions of lines that two hosts changed alike (fsmem.history.merge writes them).
+MERGE_MARK = "<!-- fsmem merge:"
+_GIT_MARKERS = ("<<<<<<< ", ">>>>>>> ")
 HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
 FENCED_CODE = re.compile(r"^[ \t]{0,3}(```|~~~)")
 
@@ -77,3 +80,30 @@ def superseded_ranges(doc: Document) -> list[tuple[int, int]]:
 
 def in_ranges(line: int, ranges: list[tuple[int, int]]) -> bool:
     return any(start <= line <= end for start, end in ranges)
+
+
+def merge_marks(text: str) -> list[tuple[int, str]]:
+    """(line, message) for every place a merge left two versions in the text: fsmem's marked blocks, which
+    `fsmem check` reports until a human or an agent keeps one version, and raw git conflict markers."""
+    found: list[tuple[int, str]] = []
+    if MERGE_MARK not in text and "<<<<<<< " not in text and ">>>>>>> " not in text:
+        return found
+    opened = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.startswith(MERGE_MARK):
+            if opened is None:
+                opened = number
+            elif line[len(MERGE_MARK) :].strip().startswith("end"):
+                found.append(
+                    (
+                        opened,
+                        f"merge: two versions of lines {opened}-{number} were kept by 'fsmem sync' (both sides changed "
+                        "them); keep the right one and delete the 'fsmem merge' comment lines",
+                    )
+                )
+                opened = None
+        elif line.startswith(_GIT_MARKERS):
+            found.append((number, "merge: a raw git conflict marker; resolve the conflict and delete the marker"))
+    if opened is not None:
+        found.append((opened, "merge: an 'fsmem merge' block that is never closed; keep one version"))
+    return found

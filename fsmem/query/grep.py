@@ -61,6 +61,7 @@ class GrepResult:
     page: Page
     meter: Meter | None = field(default=None, repr=False, compare=False)
     line_cut: bool = False  # the one match shown had to be cut to fit the budget
+    versions: dict[str, str | None] = field(default_factory=dict)  # each file shown: its version (expected_version)
 
     @property
     def tokens(self) -> int:
@@ -99,6 +100,7 @@ class GrepResult:
         data = {"matches": [m.to_dict() for m in self.matches], **self.page.to_dict(), "tokens": self.tokens}
         data["truncated"] = self.truncated
         data["total_matches"] = self.page.total  # deprecated spelling of total, kept for one release
+        data["versions"] = self.versions
         return data
 
     def to_text(self) -> str:

@@ -18,10 +18,13 @@ class ListEntry:
     tokens: int
     description: str | None
     tags: list[str] = field(default_factory=list)
+    version: str | None = None  # pass it back as expected_version to write or edit only this version
 
     @classmethod
     def from_meta(cls, meta: FileMeta) -> ListEntry:
-        return cls(meta.path, meta.title, meta.type, meta.updated, meta.tokens, meta.description, list(meta.tags))
+        return cls(
+            meta.path, meta.title, meta.type, meta.updated, meta.tokens, meta.description, list(meta.tags), meta.version
+        )
 
 
 @dataclass

@@ -12,7 +12,7 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from fsmem import format as fmt
 from fsmem.budget import Meter
@@ -47,6 +47,7 @@ class ReadResult:
     outline: list[OutlineEntry] | None = None
     notes: list[str] = field(default_factory=list)
     meter: Meter | None = field(default=None, repr=False, compare=False)
+    version: str | None = None  # the file's version when read (pass it back as expected_version)
 
     @property
     def tokens(self) -> int:
@@ -63,6 +64,8 @@ class ReadResult:
             "next_lines": self.next_lines,
             "hidden_superseded": self.hidden_superseded,
         }
+        if self.version is not None:
+            data["version"] = self.version
         if self.outline is not None:
             data["outline"] = [vars(o) for o in self.outline]
         else:
@@ -88,15 +91,16 @@ class ReadResult:
         out.extend(self.notes)
         if not self.lines and not self.truncated:
             out.append("(no lines in this range)")
+        version = f"; version {self.version}" if self.version else ""
         if self.truncated and self.next_lines:
             total = f" of {self.total_lines}" if self.total_lines is not None else ""
             out.append(
                 f"[{self.path}: lines {self.start}-{self.end}{total} shown, cut by the token budget; "
-                f"next: --lines {self.next_lines}]"
+                f"next: --lines {self.next_lines}{version}]"
             )
         elif self.lines:
             total = f" of {self.total_lines}" if self.total_lines is not None else ""
-            out.append(f"[{self.path}: lines {self.start}-{self.end}{total}]")
+            out.append(f"[{self.path}: lines {self.start}-{self.end}{total}{version}]")
         return "\n".join(out)
 
 
@@ -155,50 +159,76 @@ def bounded_read(
     range always starts past it; when not even a cut line fits, the answer
     says the budget is too small and names no next range.
     """
+    with open_regular(path) as handle:
+        return bounded_read_stream(
+            handle,
+            rel,
+            counter,
+            start=start,
+            end=end,
+            max_tokens=max_tokens,
+            max_line_chars=max_line_chars,
+            hide_ranges=hide_ranges,
+            total_lines=total_lines,
+        )
+
+
+def bounded_read_stream(
+    handle: IO[bytes],
+    rel: str,
+    counter: TokenCounter,
+    *,
+    start: int = 1,
+    end: int | None = None,
+    max_tokens: int,
+    max_line_chars: int = 2000,
+    hide_ranges: list[tuple[int, int]] | None = None,
+    total_lines: int | None = None,
+) -> ReadResult:
+    """`bounded_read` over any binary stream: an old version of a file, a diff being produced."""
     hide_ranges = hide_ranges or []
     result = ReadResult(path=rel, lines=[], start=start, end=None, truncated=False, total_lines=total_lines)
     meter = Meter(counter.count, max_tokens=max_tokens)
     max_line_bytes = max_line_chars * 4 + 1
-    with open_regular(path) as handle:
-        number = 0
-        for number, (raw, length) in enumerate(_iter_lines(handle, max_line_bytes), start=1):
-            if number < start:
-                continue
-            if end is not None and number > end:
-                number -= 1
-                break
-            if fmt.in_ranges(number, hide_ranges):
-                result.hidden_superseded += 1
-                continue
-            text = raw.decode("utf-8", "replace")
-            if number == 1 and text.startswith(fmt.BOM):
-                text = text[1:]
-            if len(text) > max_line_chars or length > len(raw):
-                text = text[:max_line_chars] + f" … [line cut: {length} bytes in all]"
-            if meter.take_text(numbered(number, text)):
-                result.lines.append((number, text))
-                result.end = number
-                continue
-            result.truncated = True
-            if not result.lines:  # even one line does not fit: show the part of it that does
-                line = meter.head_that_fits(text, functools.partial(_numbered_cut, number), truncate=counter.truncate)
-                if line is None:
-                    result.notes.append(
-                        f"[the budget of {max_tokens} tokens is too small to show line {number} of {rel}; "
-                        "ask again with a larger --max-tokens]"
-                    )
-                    break
-                meter.take_text(line)
-                result.lines.append((number, line.split("\t", 1)[1]))
-                result.end = number
-                number += 1
-            result.next_lines = f"{number}:{end if end is not None else ''}"
-            if end is not None and number > end:
-                result.truncated, result.next_lines = False, None
+    number = 0
+    for number, (raw, length) in enumerate(_iter_lines(handle, max_line_bytes), start=1):
+        if number < start:
+            continue
+        if end is not None and number > end:
+            number -= 1
             break
-        else:
-            if result.total_lines is None:
-                result.total_lines = number
+        if fmt.in_ranges(number, hide_ranges):
+            result.hidden_superseded += 1
+            continue
+        text = raw.decode("utf-8", "replace")
+        if number == 1 and text.startswith(fmt.BOM):
+            text = text[1:]
+        if len(text) > max_line_chars or length > len(raw):
+            text = text[:max_line_chars] + f" … [line cut: {length} bytes in all]"
+        if meter.take_text(numbered(number, text)):
+            result.lines.append((number, text))
+            result.end = number
+            continue
+        result.truncated = True
+        if not result.lines:  # even one line does not fit: show the part of it that does
+            line = meter.head_that_fits(text, functools.partial(_numbered_cut, number), truncate=counter.truncate)
+            if line is None:
+                result.notes.append(
+                    f"[the budget of {max_tokens} tokens is too small to show line {number} of {rel}; "
+                    "ask again with a larger --max-tokens]"
+                )
+                break
+            meter.take_text(line)
+            result.lines.append((number, line.split("\t", 1)[1]))
+            result.end = number
+            number += 1
+        result.next_lines = f"{number}:{end if end is not None else ''}"
+        if end is not None and number > end:
+            result.truncated, result.next_lines = False, None
+        break
+    else:
+        if result.total_lines is None:
+            result.total_lines = number
     result.meter = meter
     if result.hidden_superseded:
         result.notes.append(

@@ -44,7 +44,7 @@ DatabaseError = apsw.Error
 Connection = apsw.Connection
 
 CACHE_FILE = "cache.sqlite"
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6  # 5: compressed rows, hashed count memo; 6: FileMeta carries the file's version
 # A file modified this recently may change again within the same mtime tick:
 # its metadata is used but not stored (the "racy" window, as in git's index).
 RACY_NS = 1_000_000_000

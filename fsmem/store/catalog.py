@@ -18,7 +18,7 @@ from typing import Any
 from fsmem import format as fmt
 from fsmem.errors import InvalidArgument
 from fsmem.format import secrets
-from fsmem.store import paths
+from fsmem.store import files, paths
 from fsmem.store.paths import relative
 from fsmem.store.walk import walk, walk_stats  # noqa: F401  (the catalog's walk; imported from here by callers)
 from fsmem.tokens import TokenCounter
@@ -51,6 +51,7 @@ class FileMeta:
     superseded: list[tuple[int, int]] = field(default_factory=list)
     front_matter: dict[str, Any] = field(default_factory=dict)
     problems: list[tuple[int, str]] = field(default_factory=list)
+    version: str | None = None  # what a guarded write (expected_version) compares: fsmem.store.files.version_of
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -73,6 +74,7 @@ def read_meta(root: Path, path: Path, counter: TokenCounter, stat: os.stat_resul
     meta = FileMeta(path=relative(root, path), size=stat.st_size, mtime_ns=stat.st_mtime_ns)
     exact = stat.st_size <= EXACT_COUNT_LIMIT
     data = paths.read_regular(path, -1 if exact else HEAD_BYTES)
+    meta.version = files.version_of(data, stat) if exact else files.stat_version(stat)
     text, problems = fmt.decode(data)
     doc = fmt.split(text)
     fm = doc.front_matter
@@ -99,6 +101,8 @@ def read_meta(root: Path, path: Path, counter: TokenCounter, stat: os.stat_resul
     if meta.title is None:
         meta.title = next((h[1] for h in meta.headings if h[0] == 1), None)
     meta.problems = [(p.line, p.message) for p in problems + fmt.validate(doc)]
+    if exact:
+        meta.problems += fmt.merge_marks(text)
     found = secrets.scan(text)
     if found:
         # reported by check, and never copied as such into the cache, ls rows or the context block

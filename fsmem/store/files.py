@@ -22,6 +22,10 @@ from fsmem.errors import LockTimeout
 from fsmem.store.paths import STATE_DIR
 
 TEMP_PREFIX = ".fsmem-tmp-"
+# Files up to this size get a content hash as their version; larger ones (read in bounded slices, never
+# whole) get a hash of their size, mtime and inode, so that showing a version never costs a full read.
+VERSION_HASH_LIMIT = 4 * 1024 * 1024
+VERSION_CHARS = 12
 
 
 def state_dir(root: Path, *parts: str, state: Path | None = None) -> Path:
@@ -31,11 +35,15 @@ def state_dir(root: Path, *parts: str, state: Path | None = None) -> Path:
     return path
 
 
-def atomic_write(path: Path, data: bytes, *, mode: int | None = None, exclusive: bool = False) -> None:
+def atomic_write(
+    path: Path, data: bytes, *, mode: int | None = None, exclusive: bool = False, durable: bool = True
+) -> None:
     """Replace `path` with `data` so that readers see either the old or the new bytes.
 
     With `exclusive=True` the file is published only if `path` does not exist
     yet (FileExistsError otherwise), even against a writer racing outside fsmem.
+    With `durable=False` nothing is fsynced (machine state that git itself would
+    not fsync either): still atomic for readers and against a killed process.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     if mode is None:
@@ -44,7 +52,8 @@ def atomic_write(path: Path, data: bytes, *, mode: int | None = None, exclusive:
     try:
         try:
             _write_all(fd, data)
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.chmod(temp, mode)
@@ -56,7 +65,8 @@ def atomic_write(path: Path, data: bytes, *, mode: int | None = None, exclusive:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
         raise
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
 
 
 def _publish_new(temp: str, path: Path) -> None:
@@ -166,6 +176,56 @@ def _flock(lock_path: Path, name: str, timeout: float, wait: bool) -> Iterator[N
         with contextlib.suppress(OSError):
             fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+def content_version(data: bytes) -> str:
+    """A file's version: the first hex digits of git's blob id of its bytes, with or without git.
+
+    With history on, the same digits name the blob in the repository, so a version an agent holds can be
+    looked up in `fsmem log` and `fsmem show`.
+    """
+    import hashlib
+
+    digest = hashlib.sha1(b"blob %d\0" % len(data))
+    digest.update(data)
+    return digest.hexdigest()[:VERSION_CHARS]
+
+
+def stat_version(stat: os.stat_result) -> str:
+    """The version of a file above VERSION_HASH_LIMIT: a hash of what `stat` says changed."""
+    import hashlib
+
+    stamp = f"stat {stat.st_size} {stat.st_mtime_ns} {stat.st_ino}".encode()
+    return "s" + hashlib.sha1(stamp).hexdigest()[: VERSION_CHARS - 1]
+
+
+def version_of(data: bytes | None, stat: os.stat_result | None = None) -> str | None:
+    """The version of a file given its bytes (and, for a very large file, its stat); None for no file."""
+    if data is None:
+        return None
+    if stat is not None and stat.st_size > VERSION_HASH_LIMIT:
+        return stat_version(stat)
+    return content_version(data)
+
+
+def file_version(path: Path) -> str | None:
+    """The version of the file at `path` now (None when it does not exist); reads it whole only when small."""
+    from fsmem.store.paths import open_regular
+
+    try:
+        with open_regular(path) as handle:
+            stat = os.fstat(handle.fileno())
+            if stat.st_size > VERSION_HASH_LIMIT:
+                return stat_version(stat)
+            return content_version(handle.read())
+    except FileNotFoundError:
+        return None
+
+
+def same_version(current: str | None, expected: str) -> bool:
+    """True when `expected` (as an agent passes it back: the shown digits, or a longer git id) names `current`."""
+    wanted = expected.strip().lower()
+    return current is not None and len(wanted) >= 7 and (wanted.startswith(current) or current.startswith(wanted))
 
 
 def is_temp_file(name: str) -> bool:

@@ -10,40 +10,88 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fsmem import format as fmt
-from fsmem.errors import AlreadyExists, EditConflict, InvalidArgument, NotFound
-from fsmem.store.files import atomic_write
+from fsmem.errors import AlreadyExists, ChangedOnDisk, EditConflict, InvalidArgument, NotFound
+from fsmem.store.files import atomic_write, same_version, version_of
 from fsmem.store.paths import check_text, read_regular, relative
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
+@dataclass(frozen=True)
+class Change:
+    """One file a write changed, with its exact bytes before and after (None: it did not exist / was removed).
+
+    History records these (fsmem.history), so that a commit holds exactly what this write wrote.
+    """
+
+    path: str  # relative to the memory root
+    before: bytes | None
+    after: bytes | None
+
+
 @dataclass
 class WriteResult:
-    """What a write did, for the CLI and for agents."""
+    """What a write did, for the CLI and for agents; `version` is the file's version after it."""
 
     action: str
     path: str
     created: bool = False
     changed: bool = True
     line: int | None = None
+    version: str | None = None
+    changes: list[Change] = field(default_factory=list, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(vars(self))
+        return {key: value for key, value in vars(self).items() if key != "changes"}
 
     def to_text(self) -> str:
-        verb = {"note": "noted in", "write": "wrote", "edit": "edited", "rm": "removed", "mv": "moved to"}[self.action]
+        verb = {
+            "note": "noted in",
+            "write": "wrote",
+            "edit": "edited",
+            "rm": "removed",
+            "mv": "moved to",
+            "restore": "restored",
+            "revert": "reverted",
+        }[self.action]
         where = f" at line {self.line}" if self.line else ""
         state = " (new file)" if self.created else ("" if self.changed else " (no change)")
-        return f"{verb} {self.path}{where}{state}"
+        version = f"; version {self.version}" if self.version and self.action in ("write", "edit") else ""
+        return f"{verb} {self.path}{where}{state}{version}"
+
+
+def check_version(root: Path, path: Path, current: bytes | None, expected: str | None) -> None:
+    """A guarded write: refuse (changing nothing) when the file is no longer at the version the caller read."""
+    if expected is None:
+        return
+    check_text(expected, "the expected version")
+    now = version_of(current, path.stat() if current is not None else None)
+    if same_version(now, expected):
+        return
+    rel = relative(root, path)
+    if now is None:
+        raise ChangedOnDisk(
+            f"{rel} has changed since version {expected.strip()}: it no longer exists; nothing was written. "
+            "List or read again before writing"
+        )
+    raise ChangedOnDisk(
+        f"{rel} has changed since version {expected.strip()}: its current version is {now}; nothing was written. "
+        f"Read it again, then retry with version {now}"
+    )
 
 
 def read_text(path: Path) -> str:
     """Text of a file as stored (newlines untranslated); only a regular file is opened."""
+    return _read(path)[1]
+
+
+def _read(path: Path) -> tuple[bytes, str]:
+    """Bytes and text of a file as stored; text that fsmem cannot edit (not UTF-8) is refused."""
     data = read_regular(path)
     text, problems = fmt.decode(data)
     if problems:
@@ -52,7 +100,7 @@ def read_text(path: Path) -> str:
             f"{path.name} line {problem.line}: {problem.message.split(';')[0]}; "
             "fsmem edits only UTF-8 text, so it is left unchanged"
         )
-    return text
+    return data, text
 
 
 def _encode(text: str) -> bytes:
@@ -90,6 +138,32 @@ def _title_from_path(path: Path) -> str:
     return path.stem.replace("-", " ").replace("_", " ").strip().title() or path.stem
 
 
+HOST_ID_ENV = "FSMEM_HOST_ID"
+
+
+def host_id(root: Path, configured: str | None = None) -> str:
+    """This copy of the memory's id, which makes default session note names unique to the host that writes them.
+
+    $FSMEM_HOST_ID, else `notes.host_id` in fsmem.yaml, else 8 hex digits derived from the machine's id and
+    the memory's absolute path: stable from run to run, and different for two clones on one machine.
+    """
+    import hashlib
+    import socket
+
+    chosen = os.environ.get(HOST_ID_ENV) or configured
+    if chosen:
+        return str(chosen)
+    machine = ""
+    for candidate in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
+        try:
+            machine = Path(candidate).read_text().strip()
+            break
+        except OSError:
+            continue
+    seed = f"{machine or socket.gethostname()}\0{os.path.realpath(root)}"
+    return hashlib.sha256(seed.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+
+
 def session_note_path(root: Path, session: str, when: _dt.datetime) -> Path:
     if not _SESSION_ID.match(session):
         raise InvalidArgument(
@@ -115,6 +189,7 @@ def note(root: Path, text: str, *, session: str, subject: str | None = None) -> 
         lines = [f"- {lines[0].strip()}"]
     block = "\n".join(lines) + "\n"
     created = not path.exists()
+    before = None
     if created:
         front = {
             "title": f"Session {session} {when:%Y-%m-%d}",
@@ -126,15 +201,17 @@ def note(root: Path, text: str, *, session: str, subject: str | None = None) -> 
         }
         existing = fmt.render(front, "")
     else:
-        existing = read_text(path)
+        before, existing = _read(path)
     newline = "\r\n" if "\r\n" in existing[:4096] else "\n"
     new_text, line = _append_under(existing, block, subject)
     if newline != "\n":
         new_text = new_text.replace("\r\n", "\n").replace("\n", "\r\n")
     if not created:
         new_text = _touch_updated(new_text)
-    atomic_write(path, _encode(new_text))
-    return WriteResult("note", relative(root, path), created=created, line=line)
+    data = _encode(new_text)
+    atomic_write(path, data)
+    rel = relative(root, path)
+    return WriteResult("note", rel, created=created, line=line, changes=[Change(rel, before, data)])
 
 
 def _append_under(text: str, block: str, subject: str | None) -> tuple[str, int]:
@@ -160,10 +237,13 @@ def _append_under(text: str, block: str, subject: str | None) -> tuple[str, int]
     return text + sep + f"## {wanted}\n" + block, heading_line + 1
 
 
-def write(root: Path, path: Path, body: str | None, fields: dict[str, Any]) -> WriteResult:
+def write(
+    root: Path, path: Path, body: str | None, fields: dict[str, Any], *, expected_version: str | None = None
+) -> WriteResult:
     """Create or replace a file's body (None keeps it) and set front matter fields.
 
-    A body that carries its own front matter is taken as the whole file.
+    A body that carries its own front matter is taken as the whole file. With
+    `expected_version`, nothing is written unless the file is still at that version.
     """
     if body is not None:
         check_text(body, "the body")
@@ -171,7 +251,9 @@ def write(root: Path, path: Path, body: str | None, fields: dict[str, Any]) -> W
     created = not path.exists()
     if path.is_dir():
         raise InvalidArgument(f"{relative(root, path)} is a folder; give a file path ending in .md")
+    before = None
     if created:
+        check_version(root, path, None, expected_version)
         if body is None:
             body = ""
         if fmt.split(body).has_front_matter:
@@ -182,7 +264,8 @@ def write(root: Path, path: Path, body: str | None, fields: dict[str, Any]) -> W
             text = fmt.render(front, body)
         old = None
     else:
-        old = read_text(path)
+        before, old = _read(path)
+        check_version(root, path, before, expected_version)
         if body is None:
             text = old
         elif fmt.split(body).has_front_matter:
@@ -201,16 +284,23 @@ def write(root: Path, path: Path, body: str | None, fields: dict[str, Any]) -> W
             text = fmt.set_fields(text, fields)
         except ValueError as exc:
             raise InvalidArgument(f"{relative(root, path)}: {exc}") from None
+    rel = relative(root, path)
     if old is not None and text == old:
-        return WriteResult("write", relative(root, path), changed=False)
+        return WriteResult("write", rel, changed=False, version=version_of(before, path.stat()))
     if not created and "updated" not in fields:
         text = _touch_updated(text)
-    atomic_write(path, _encode(text))
-    return WriteResult("write", relative(root, path), created=created)
+    data = _encode(text)
+    atomic_write(path, data)
+    return WriteResult(
+        "write", rel, created=created, version=version_of(data, path.stat()), changes=[Change(rel, before, data)]
+    )
 
 
-def edit(root: Path, path: Path, old: str, new: str) -> WriteResult:
-    """Replace the one occurrence of `old` with `new`; zero or several matches is an error."""
+def edit(root: Path, path: Path, old: str, new: str, *, expected_version: str | None = None) -> WriteResult:
+    """Replace the one occurrence of `old` with `new`; zero or several matches is an error.
+
+    With `expected_version`, nothing is changed unless the file is still at that version.
+    """
     rel = relative(root, path)
     if not path.is_file():
         raise NotFound(f"{rel} does not exist; use write to create it")
@@ -218,7 +308,8 @@ def edit(root: Path, path: Path, old: str, new: str) -> WriteResult:
     check_text(new, "the new text")
     if not old:
         raise InvalidArgument("--old is empty; give the exact text to replace")
-    text = read_text(path)
+    before, text = _read(path)
+    check_version(root, path, before, expected_version)
     count = text.count(old)
     if count == 0 and "\r\n" in text and "\n" in old:
         old = old.replace("\r\n", "\n").replace("\n", "\r\n")
@@ -234,12 +325,16 @@ def edit(root: Path, path: Path, old: str, new: str) -> WriteResult:
     line = text.count("\n", 0, index) + 1
     updated = text[:index] + new + text[index + len(old) :]
     if updated == text:
-        return WriteResult("edit", rel, changed=False, line=line)
-    atomic_write(path, _encode(_touch_updated(updated)))
-    return WriteResult("edit", rel, line=line)
+        return WriteResult("edit", rel, changed=False, line=line, version=version_of(before, path.stat()))
+    data = _encode(_touch_updated(updated))
+    atomic_write(path, data)
+    return WriteResult(
+        "edit", rel, line=line, version=version_of(data, path.stat()), changes=[Change(rel, before, data)]
+    )
 
 
-def remove(root: Path, path: Path) -> WriteResult:
+def remove(root: Path, path: Path, *, record: bool = False) -> WriteResult:
+    """Remove a file or an empty folder; with `record`, the result lists the removed bytes (for history)."""
     rel = relative(root, path)
     if path == root:
         raise InvalidArgument("refusing to remove the memory root")
@@ -249,13 +344,16 @@ def remove(root: Path, path: Path) -> WriteResult:
         except OSError:
             raise InvalidArgument(f"{rel} is a folder that is not empty; remove its files first") from None
     elif path.exists() or path.is_symlink():
+        before = read_regular(path) if record and path.is_file() and not path.is_symlink() else None
         os.unlink(path)
+        return WriteResult("rm", rel, changes=[Change(rel, before, None)] if before is not None else [])
     else:
         raise NotFound(f"{rel} does not exist")
     return WriteResult("rm", rel)
 
 
-def move(root: Path, source: Path, target: Path) -> WriteResult:
+def move(root: Path, source: Path, target: Path, *, record: bool = False) -> WriteResult:
+    """Move a file or folder, never over anything; with `record`, the result lists the files moved (for history)."""
     src_rel, dst_rel = relative(root, source), relative(root, target)
     if source == root or target == root:
         raise InvalidArgument("refusing to move the memory root")
@@ -263,6 +361,26 @@ def move(root: Path, source: Path, target: Path) -> WriteResult:
         raise NotFound(f"{src_rel} does not exist")
     if target.exists():
         raise AlreadyExists(f"{dst_rel} already exists; remove it first or choose another name")
+    moved = _files_under(source) if record else []
+    contents = [(inner, read_regular(source / inner) if inner else read_regular(source)) for inner in moved]
     target.parent.mkdir(parents=True, exist_ok=True)
     os.rename(source, target)
-    return WriteResult("mv", dst_rel)
+    changes: list[Change] = []
+    for inner, data in contents:
+        old_rel = f"{src_rel}/{inner}" if inner else src_rel
+        new_rel = f"{dst_rel}/{inner}" if inner else dst_rel
+        changes += [Change(old_rel, data, None), Change(new_rel, None, data)]
+    return WriteResult("mv", dst_rel, changes=changes)
+
+
+def _files_under(source: Path) -> list[str]:
+    """The regular files a move takes along: '' for a file itself, else their paths inside the folder."""
+    if not source.is_dir() or source.is_symlink():
+        return [""] if source.is_file() and not source.is_symlink() else []
+    found = []
+    for current, _folders, names in os.walk(source):
+        for name in names:
+            full = Path(current, name)
+            if full.is_file() and not full.is_symlink():
+                found.append(full.relative_to(source).as_posix())
+    return sorted(found)

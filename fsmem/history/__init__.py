@@ -1,0 +1,44 @@
+"""History on git: every change a commit, attributed; log, show, diff, restore, revert; sync between hosts.
+
+A memory has history when it lies in a git work tree (`fsmem init --git DIR`
+makes one) that does not ignore it, unless fsmem.yaml says
+`history: {enabled: false}`. This module only answers "might it?" with a few
+`stat` calls, so that nothing below imports git machinery or starts a git
+process for a memory without history, or for a read:
+
+- `fsmem.history.repo` finds the repository (one `git rev-parse`);
+- `journal` records each write (its exact bytes, as git objects) and commits
+  what is pending, several writes per git update when writers come in bursts;
+- `trees` edits only the trees on the changed paths; `git` runs git and writes
+  objects; `queries` answers log, show and diff within a budget; `undo` plans
+  restore and revert; `merge` is the merge driver; `sync` fetches, merges and
+  pushes.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+GIT_MARKER = ".git"
+
+
+def git_marker(root: Path) -> Path | None:
+    """The nearest `.git` (folder, or file for a linked work tree) at or above `root`; None when there is none."""
+    here = Path(os.path.realpath(root))
+    for folder in (here, *here.parents):
+        candidate = folder / GIT_MARKER
+        if os.path.lexists(candidate):
+            return candidate
+    return None
+
+
+def may_have_history(root: Path, section: dict[str, Any]) -> bool:
+    """A cheap guess (no git process): history is not switched off and a `.git` lies at or above the root."""
+    if section.get("enabled", True) is False:
+        return False
+    return git_marker(root) is not None
+
+
+TURN_ON = "turn it on with: fsmem init --git {root}"

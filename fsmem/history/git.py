@@ -1,0 +1,224 @@
+"""Running git for fsmem, and writing git objects without it.
+
+Every git process fsmem starts goes through `Git.run`: git's own command with
+fsmem's settings passed as `-c` (the merge driver is configured in each
+clone's `.git/config`, which is never committed, so fsmem names it on every
+call rather than trust that a clone was set up), no prompts, pagers or
+editors, and none of the `GIT_*` variables of a calling hook that would point
+git at another repository.
+
+Objects (blobs, trees, commits) are written by Python as loose objects, the
+way git writes them: zlib-deflated `type size\\0body` under
+`objects/xx/yyyy…`, through a temporary file and a rename, read-only. A commit
+then costs two git processes (`cat-file --batch` to read trees, `update-ref` to
+move the branch) whatever the size of the memory; see README "History and sync".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import subprocess
+import sys
+import threading
+import weakref
+import zlib
+from pathlib import Path
+
+from fsmem.errors import HistoryError
+
+# Variables a git hook may have set that would point our git elsewhere.
+_REDIRECTS = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+    "GIT_QUARANTINE_PATH",
+)
+MERGE_DRIVER_NAME = "fsmem: Markdown memory merge (facts, notes, front matter)"
+
+
+def driver_command() -> str:
+    """The merge driver command git runs for `merge=fsmem` files: this Python, fsmem's driver module."""
+    return f"{shlex.quote(sys.executable)} -m fsmem.history.merge %O %A %B %L %P"
+
+
+def settings() -> list[str]:
+    """The `-c` settings of every fsmem git call."""
+    pairs = {
+        "merge.fsmem.driver": driver_command(),
+        "merge.fsmem.name": MERGE_DRIVER_NAME,
+        "core.quotePath": "false",
+        "pull.rebase": "false",
+        "core.editor": "true",
+        "commit.gpgSign": "false",
+        "merge.autoStash": "false",
+        "gc.autoDetach": "false",
+    }
+    return [arg for key, value in pairs.items() for arg in ("-c", f"{key}={value}")]
+
+
+def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if key not in _REDIRECTS}
+    env.update(
+        GIT_TERMINAL_PROMPT="0",
+        GIT_EDITOR="true",
+        GIT_MERGE_AUTOEDIT="no",
+        GIT_PAGER="cat",
+        PAGER="cat",
+    )
+    env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
+    env.update(extra or {})
+    return env
+
+
+class Git:
+    """git, run in the work tree at `top` with fsmem's settings."""
+
+    def __init__(self, top: Path):
+        self.top = top
+
+    def command(self, *args: str) -> list[str]:
+        return ["git", "-C", os.fspath(self.top), *settings(), *args]
+
+    def run(
+        self,
+        *args: str,
+        input: bytes | None = None,
+        check: bool = True,
+        env: dict[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> subprocess.CompletedProcess[bytes]:
+        try:
+            proc = subprocess.run(
+                self.command(*args), input=input, capture_output=True, env=clean_env(env), timeout=timeout
+            )
+        except FileNotFoundError:
+            raise HistoryError("git is not installed (history needs the git command)") from None
+        except subprocess.TimeoutExpired:
+            raise HistoryError(f"git {args[0]} did not finish within {timeout:.0f} s") from None
+        if check and proc.returncode:
+            raise HistoryError(f"git {args[0]} failed: {first_line(proc.stderr or proc.stdout)}")
+        return proc
+
+    def text(self, *args: str, check: bool = True) -> str:
+        return self.run(*args, check=check).stdout.decode("utf-8", "replace")
+
+
+def first_line(output: bytes) -> str:
+    lines = [line.strip() for line in output.decode("utf-8", "replace").splitlines() if line.strip()]
+    fatal = [line for line in lines if line.startswith(("fatal:", "error:"))]
+    return (fatal or lines or ["(no message)"])[0]
+
+
+class CatFile:
+    """One `git cat-file --batch` process: object contents by id or by `rev:path`, many per process."""
+
+    def __init__(self, git: Git):
+        self.git = git
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()  # one request at a time (the MCP server runs tools in threads)
+
+    def get(self, spec: str) -> tuple[str, str, bytes] | None:
+        """(id, type, bytes) of the object `spec` names, or None when it names none."""
+        if "\n" in spec or not spec:
+            return None
+        with self._lock:
+            return self._get(spec)
+
+    def _get(self, spec: str) -> tuple[str, str, bytes] | None:
+        if self.proc is None or self.proc.poll() is not None:
+            self.proc = subprocess.Popen(
+                self.git.command("cat-file", "--batch"),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=clean_env(),
+            )
+            weakref.finalize(self, _shutdown, self.proc)  # when this object goes, or at exit
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(spec.encode("utf-8") + b"\n")
+        self.proc.stdin.flush()
+        header = self.proc.stdout.readline()
+        if not header:
+            raise HistoryError("git cat-file stopped answering")
+        parts = header.split()
+        if len(parts) != 3:  # "<spec> missing" or "<spec> ambiguous"
+            return None
+        data = self.proc.stdout.read(int(parts[2]) + 1)[:-1]
+        return parts[0].decode(), parts[1].decode(), data
+
+    def close(self) -> None:
+        if self.proc is not None:
+            _shutdown(self.proc)
+            self.proc = None
+
+    def __enter__(self) -> CatFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _shutdown(proc: subprocess.Popen[bytes]) -> None:
+    """End a `cat-file --batch` process: closing its input ends it."""
+    for stream in (proc.stdin, proc.stdout):
+        if stream is not None and not stream.closed:
+            try:
+                stream.close()
+            except OSError:
+                pass
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+class ObjectStore:
+    """Writes loose objects into `objects_dir` as git does; `algo` is the repository's (sha1 or sha256)."""
+
+    def __init__(self, objects_dir: Path, algo: str = "sha1"):
+        self.objects_dir = objects_dir
+        self.algo = algo
+
+    @property
+    def zero(self) -> str:
+        return "0" * (64 if self.algo == "sha256" else 40)
+
+    def id_of(self, kind: str, body: bytes) -> str:
+        digest = hashlib.new(self.algo, f"{kind} {len(body)}\0".encode())
+        digest.update(body)
+        return digest.hexdigest()
+
+    def has_loose(self, oid: str) -> bool:
+        return (self.objects_dir / oid[:2] / oid[2:]).is_file()
+
+    def write(self, kind: str, body: bytes) -> str:
+        oid = self.id_of(kind, body)
+        folder = self.objects_dir / oid[:2]
+        target = folder / oid[2:]
+        if target.exists():
+            return oid
+        folder.mkdir(exist_ok=True)
+        temp = os.fspath(folder / f"tmp_obj_{os.getpid()}_{threading.get_ident()}_{oid[:8]}")
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+            try:
+                fd = os.open(temp, flags, 0o444)
+            except FileExistsError:  # left by a process killed mid-write, whose pid this one reuses
+                os.unlink(temp)
+                fd = os.open(temp, flags, 0o444)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(zlib.compress(f"{kind} {len(body)}\0".encode() + body, 1))
+            os.replace(temp, target)
+        except BaseException:
+            if os.path.exists(temp):
+                os.unlink(temp)
+            raise
+        return oid

@@ -1,0 +1,341 @@
+"""Every change a commit: the journal of pending writes, and the committer that turns them into commits.
+
+A write, still under the write lock, stores what the file held just before
+and just after it as git blobs and adds one entry to
+`.fsmem/history/journal/`: the agent, the time, a message and those blob ids.
+Then, without waiting, the writer tries the commit lock. Whoever holds it
+commits every pending entry, one commit per write (author: the agent, dated
+when it wrote), on top of HEAD, moves the branch once for all of them with a
+compare-and-swap (`git update-ref HEAD NEW OLD`, so a commit made meanwhile by
+a human or a sync is never lost: the batch is rebuilt on it), points the index
+at the committed blobs (or `git status` would lie), and removes the entries. A
+writer that finds the lock taken returns at once; the holder looks at the
+journal again before it lets go. A burst of writes thus costs each writer one
+journal entry, and the repository one branch update per batch.
+
+Changes made outside fsmem are never folded into an agent's commit: when HEAD
+does not hold, at a path, what the file held just before fsmem wrote it, that
+difference is committed first, on its own, as made outside fsmem (by the
+clone's git user). `commit_outside` does the same for files no fsmem write
+touched, from `git status`, before consolidation and sync.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import itertools
+import json
+import os
+import random
+import re
+import subprocess
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from fsmem import format as fmt
+from fsmem.errors import HistoryError, LockTimeout
+from fsmem.history.git import clean_env
+from fsmem.history.repo import Repo
+from fsmem.history.trees import TreeEditor
+from fsmem.store.files import atomic_write, file_lock
+from fsmem.store.writing import Change
+
+COMMIT_LOCK = "commit"
+BATCH = 500  # entries per branch update
+MAX_ATTEMPTS = 40  # compare-and-swap attempts before giving up (the entries stay for the next writer)
+GC_EVERY = 256  # commits between two `git gc --auto` runs (plumbing never triggers it)
+DEFAULT_AGENT = "default"
+_UNSAFE = re.compile(r"[<>\n\r\x00-\x1f\x7f]")
+_sequence = itertools.count()
+
+Author = tuple[str, str]
+
+
+@dataclass
+class Entry:
+    """One pending write: who, when (unix seconds and UTC offset in minutes), what, and its blobs per path."""
+
+    name: str
+    agent: str
+    message: str
+    time: int
+    offset: int
+    changes: list[tuple[str, str | None, str | None]]  # repository path, blob before, blob after
+
+
+def journal_dir(repo: Repo) -> Path:
+    return repo.state("journal")
+
+
+def pending(repo: Repo) -> list[str]:
+    """Names of the entries waiting to be committed, oldest first."""
+    try:
+        return sorted(name for name in os.listdir(journal_dir(repo)) if not name.startswith("."))
+    except FileNotFoundError:
+        return []
+
+
+def author_of(agent: str | None) -> Author:
+    """A git identity for an agent name: the name as given (made safe), and a mail address made from it."""
+    name = _UNSAFE.sub(" ", agent or "").strip() or DEFAULT_AGENT
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.") or DEFAULT_AGENT
+    return name, f"{slug}@fsmem"
+
+
+def record(repo: Repo, agent: str | None, message: str, changes: Iterable[Change]) -> bool:
+    """Store one write's before and after bytes as blobs and add its journal entry; False when nothing changed."""
+    items: list[list[str | None]] = []
+    for change in changes:
+        before = repo.store.write("blob", change.before) if change.before is not None else None
+        after = repo.store.write("blob", change.after) if change.after is not None else None
+        if before != after:
+            items.append([repo.in_repo(change.path), before, after])
+    if not items:
+        return False
+    now = clock()
+    offset = int((now.utcoffset() or _dt.timedelta()).total_seconds() // 60)
+    entry = {"agent": author_of(agent)[0], "message": message, "time": int(now.timestamp()), "offset": offset}
+    entry["changes"] = items
+    name = f"{time.time_ns():020d}-{os.getpid()}-{next(_sequence):06d}"
+    # not fsynced, as git fsyncs none of its objects or refs by default: atomic for readers and for a killed
+    # process; a power cut may lose it, and then the change is committed as one made outside fsmem
+    atomic_write(journal_dir(repo) / name, json.dumps(entry, ensure_ascii=False).encode("utf-8"), durable=False)
+    return True
+
+
+def _load(repo: Repo, name: str) -> Entry | None:
+    try:
+        data = json.loads((journal_dir(repo) / name).read_bytes())
+        return Entry(
+            name,
+            str(data["agent"]),
+            str(data["message"]),
+            int(data["time"]),
+            int(data.get("offset", 0)),
+            [(str(p), b, a) for p, b, a in data["changes"]],
+        )
+    except FileNotFoundError:
+        return None
+    except (ValueError, KeyError, TypeError):  # a damaged entry: kept aside, never committed half-read
+        aside = repo.state("journal-damaged")
+        with contextlib.suppress(OSError):
+            os.replace(journal_dir(repo) / name, aside / name)
+        return None
+
+
+@contextlib.contextmanager
+def commit_lock(repo: Repo, wait: bool = True, timeout: float = 120.0):
+    with file_lock(repo.root, COMMIT_LOCK, wait=wait, timeout=timeout):
+        yield
+
+
+def drain(repo: Repo, *, wait: bool = False) -> int:
+    """Commit every pending write; returns the commits made.
+
+    Without `wait`, a caller that finds the commit lock taken returns 0 at
+    once (the holder commits its entry); with it, the caller waits its turn.
+    """
+    made = 0
+    while True:
+        try:
+            with commit_lock(repo, wait=wait):
+                made += drain_locked(repo)
+        except LockTimeout:
+            if wait:
+                raise
+            return made
+        if not pending(repo):  # an entry may have come while we held the lock, from a writer that left it to us
+            return made
+        wait = False
+
+
+@dataclass
+class Gaps:
+    """Who made the changes found between two writes to these paths (say, a consolidation run that marked a
+    note an agent kept appending to), instead of "outside fsmem"."""
+
+    paths: set[str]
+    author: Author
+    message: str
+
+
+def drain_locked(repo: Repo, gaps: Gaps | None = None) -> int:
+    """`drain` for a caller that holds the commit lock."""
+    made = 0
+    while True:
+        names = pending(repo)[:BATCH]
+        if not names:
+            return made
+        entries = [entry for entry in (_load(repo, name) for name in names) if entry is not None]
+        entries = [entry for entry in entries if _whole(repo, entry)]
+        made += _commit_entries(repo, entries, gaps)
+        for name in names:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(journal_dir(repo) / name)
+
+
+def _whole(repo: Repo, entry: Entry) -> bool:
+    """Every blob the entry names is in the repository; an entry whose blobs a power cut lost is set aside
+    (its change is then committed from the file, as made outside fsmem), never committed half."""
+    for _, before, after in entry.changes:
+        for oid in (before, after):
+            if oid is None or repo.store.has_loose(oid):
+                continue
+            found = repo.reader.get(oid)
+            if found is None or found[1] != "blob":
+                with contextlib.suppress(OSError):
+                    os.replace(journal_dir(repo) / entry.name, repo.state("journal-damaged") / entry.name)
+                return False
+    return True
+
+
+def _commit_entries(repo: Repo, entries: list[Entry], gaps: Gaps | None = None) -> int:
+    outside: list[Author] = []
+
+    def build(editor: TreeEditor, parent: str | None, commit: Callable[..., str]) -> tuple[str | None, int]:
+        count = 0
+        for entry in entries:
+            now = {path: editor.get(path) for path, _, _ in entry.changes}
+            if all(now[path] == after for path, _, after in entry.changes):
+                continue  # already in HEAD (committed before a crash, or by a human)
+            changed = [(path, before) for path, before, _ in entry.changes if now[path] != before]
+            known = [(path, before) for path, before in changed if gaps is not None and path in gaps.paths]
+            if known and gaps is not None:
+                for path, before in known:
+                    editor.set(path, before)
+                parent = commit(editor, parent, gaps.author, entry.time, entry.offset, gaps.message)
+                count += 1
+            changed = [item for item in changed if item not in known]
+            if changed:
+                if not outside:
+                    outside.append(repo.outside_author())
+                for path, before in changed:
+                    editor.set(path, before)
+                names = ", ".join(repo.in_memory(path) or path for path, _ in changed)
+                parent = commit(editor, parent, outside[0], entry.time, entry.offset, f"outside fsmem: {names}")
+                count += 1
+            for path, _, after in entry.changes:
+                editor.set(path, after)
+            parent = commit(editor, parent, author_of(entry.agent), entry.time, entry.offset, entry.message)
+            count += 1
+        return parent, count
+
+    paths = sorted({path for entry in entries for path, _, _ in entry.changes})
+    return commit_with(repo, build, paths)
+
+
+def commit_with(
+    repo: Repo, build: Callable[[TreeEditor, str | None, Callable[..., str]], tuple[str | None, int]], paths: list[str]
+) -> int:
+    """Build commits on HEAD with `build` and move the branch to the last one (compare-and-swap, retried on a
+    HEAD that moved); then point the index at what was committed for `paths`. Returns the commits made."""
+    for attempt in range(MAX_ATTEMPTS):
+        head, tree = repo.head(repo.reader)
+        editor = TreeEditor(repo.read_tree, repo.write_tree, tree)
+        last, count = build(editor, head, lambda *args: _commit(repo, *args))
+        if last == head or count == 0:
+            return 0
+        moved = repo.git.run(
+            "update-ref", "-m", f"fsmem: {count} commit(s)", "HEAD", str(last), head or repo.store.zero, check=False
+        )
+        if moved.returncode == 0:
+            _point_index(repo, {path: editor.entry(path) for path in paths})
+            _count_commits(repo, count)
+            return count
+        time.sleep(random.uniform(0, min(0.5, 0.005 * 2**attempt)))
+    raise HistoryError(f"HEAD kept moving while fsmem committed ({MAX_ATTEMPTS} attempts); the writes stay pending")
+
+
+def _commit(
+    repo: Repo, editor: TreeEditor, parent: str | None, author: Author, when: int, offset: int, message: str
+) -> str:
+    tree = editor.write()
+    lines = [f"tree {tree}"]
+    if parent:
+        lines.append(f"parent {parent}")
+    # committed when written: log --since and show --at DATE find a write by the time it was made
+    lines.append(f"author {author[0]} <{author[1]}> {when} {_zone(offset)}")
+    lines.append(f"committer fsmem <fsmem@{repo.host}> {when} {_zone(offset)}")
+    body = "\n".join(lines) + "\n\n" + message.rstrip("\n") + "\n"
+    return repo.store.write("commit", body.encode("utf-8"))
+
+
+def clock() -> _dt.datetime:
+    """Now, with its UTC offset; FSMEM_NOW fixes it (as for `updated`), for tests and reproducible runs."""
+    return fmt.parse_timestamp(fmt.now_iso()) or _dt.datetime.now().astimezone()
+
+
+def _zone(minutes: int) -> str:
+    sign = "+" if minutes >= 0 else "-"
+    return f"{sign}{abs(minutes) // 60:02d}{abs(minutes) % 60:02d}"
+
+
+def _point_index(repo: Repo, entries: dict[str, tuple[str, str] | None]) -> None:
+    """Set the index to the committed blobs of these paths, so `git status` and `git diff` tell the truth."""
+    if not entries:
+        return
+    lines = []
+    for path, entry in entries.items():
+        mode, oid = entry if entry is not None else ("0", repo.store.zero)
+        lines.append(f"{mode} {oid}\t{path}\0".encode("utf-8", "surrogateescape"))
+    data = b"".join(lines)
+    for attempt in range(5):  # a human's git may hold index.lock for a moment
+        if repo.git.run("update-index", "-z", "--index-info", input=data, check=False).returncode == 0:
+            return
+        time.sleep(0.01 * (attempt + 1))
+
+
+def _count_commits(repo: Repo, count: int) -> None:
+    """Run `git gc --auto` (and write the commit graph that path-limited log needs) every GC_EVERY commits."""
+    counter = repo.state() / "commits"
+    try:
+        before = int(counter.read_text() or 0)
+    except (OSError, ValueError):
+        before = 0
+    after = before + count
+    with contextlib.suppress(OSError):
+        counter.write_text(str(after))
+    if before // GC_EVERY != after // GC_EVERY:
+        maintain(repo)
+
+
+def maintain(repo: Repo) -> None:
+    """`git gc --auto` and a commit graph with changed-path filters, in the background (never waited for)."""
+    script = " && ".join(
+        " ".join(repo.git.command(*args))
+        for args in (("gc", "--auto", "--quiet"), ("commit-graph", "write", "--reachable", "--changed-paths"))
+    )
+    with contextlib.suppress(OSError):
+        subprocess.Popen(
+            ["sh", "-c", script],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=clean_env(),
+            start_new_session=True,
+        )
+
+
+def describe(
+    action: str, path: str, changes: list[Change], *, created: bool = False, fields: Iterable[str] = ()
+) -> str:
+    """A commit message that says what a write did: `note sessions/…/x.md: +3 lines`, `edit topics/billing.md`."""
+    if action == "note" and changes:
+        before, after = changes[0].before, changes[0].after or b""
+        if before is None:  # a new note: its front matter does not count
+            body = fmt.split(after.decode("utf-8", "replace")).body
+            added = body.count("\n") - body.startswith("\n")
+            return f"note {path}: +{added} line{'s' if added != 1 else ''} (new file)"
+        added = after.count(b"\n") - before.count(b"\n")
+        return f"note {path}: +{added} line{'s' if added != 1 else ''}"
+    if action == "write":
+        named = sorted(fields)
+        if created:
+            return f"write {path} (new file)"
+        return f"write {path}: set {', '.join(named)}" if named else f"write {path}"
+    if action == "mv" and changes:
+        return f"mv {changes[0].path} -> {path}"
+    return f"{action} {path}"

@@ -1,0 +1,254 @@
+"""What history answers, bounded like every answer: log (a page of commits), show (an old version, a
+bounded read), diff (cut at the budget with the next lines to ask for).
+
+`log` pages as `ls` does (`offset`, `max_results`, `max_tokens`, an honest
+total from `git rev-list --count`); `show` and `diff` read a stream line by
+line through the same reader as `read`, so an old 1 GB file or a diff of the
+whole memory costs what the budget costs.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import subprocess
+from dataclasses import dataclass, field
+from typing import Any
+
+from fsmem.budget import Count, Meter, Page
+from fsmem.errors import NotFound
+from fsmem.history.git import clean_env
+from fsmem.history.repo import Repo
+from fsmem.query.reading import ReadResult, bounded_read_stream
+from fsmem.tokens import TokenCounter
+
+MAX_PATHS = 10  # paths listed per commit in a log row's JSON
+
+
+@dataclass
+class LogEntry:
+    commit: str
+    date: str
+    agent: str
+    message: str
+    files: int
+    paths: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
+def log_row(entry: LogEntry) -> str:
+    date = entry.date[:16].replace("T", " ")
+    files = f"  [{entry.files} files]" if entry.files > 1 else ""
+    return f"{entry.commit}  {date}  {entry.agent}  {entry.message}{files}"
+
+
+@dataclass
+class LogResult:
+    """A page of commits, newest first, and where it stands among all that match (`page`)."""
+
+    entries: list[LogEntry]
+    page: Page
+    meter: Meter | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def tokens(self) -> int:
+        return self.meter.tokens if self.meter is not None else 0
+
+    @property
+    def total(self) -> int:
+        return self.page.total
+
+    @property
+    def truncated(self) -> bool:
+        return self.page.truncated
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"commits": [e.to_dict() for e in self.entries], **self.page.to_dict(), "tokens": self.tokens}
+
+    def to_text(self) -> str:
+        lines = [log_row(e) for e in self.entries]
+        if not self.entries and not self.total:
+            lines.append("(no commits match)")
+        lines.append(self.page.trailer("commits", narrow=", or narrow with PATH, --since or --agent"))
+        return "\n".join(lines)
+
+
+def _author_pattern(agent: str) -> str:
+    """A basic regular expression that matches exactly this author name (git matches `Name <email>`)."""
+    return "^" + re.sub(r"([\\.\[\]*^$])", r"\\\1", agent) + " <"
+
+
+def log(
+    repo: Repo,
+    count: Count,
+    rel: str | None,
+    *,
+    since: str | None,
+    agent: str | None,
+    offset: int,
+    max_results: int,
+    max_tokens: int,
+) -> LogResult:
+    """A page of the commits that changed the memory (or `rel`), newest first."""
+    filters = []
+    if since:
+        filters.append(f"--since={since}")
+    if agent:
+        filters.append(f"--author={_author_pattern(agent)}")
+    where = ["--", repo.in_repo(rel) if rel else (repo.prefix or ".")]
+    counted = repo.git.run("rev-list", "--count", *filters, "HEAD", *where, check=False)
+    total = int(counted.stdout or 0) if counted.returncode == 0 else 0
+    entries: list[LogEntry] = []
+    meter = Meter(count, max_tokens=max_tokens, max_results=max_results)
+    if total > offset:
+        out = repo.git.run(
+            "log",
+            "--no-color",
+            "--format=%x1e%H%x1f%an%x1f%aI%x1f%s",
+            "--name-only",
+            "-z",
+            f"--skip={offset}",
+            f"-n{max_results + 1}",  # one more than fits: the meter then says which cap stopped it
+            *filters,
+            "HEAD",
+            *where,
+        ).stdout
+        for chunk in out.split(b"\x1e")[1:]:
+            head, _, rest = chunk.partition(b"\0")
+            full, author, date, subject = (head.decode("utf-8", "replace").split("\x1f") + ["", "", ""])[:4]
+            names = [p.strip(b"\n").decode("utf-8", "replace") for p in rest.split(b"\0")]
+            paths = [inner for inner in (repo.in_memory(p) for p in names if p) if inner is not None]
+            entry = LogEntry(full[:12], date, author, subject, len(paths), paths[:MAX_PATHS])
+            if not meter.take_text(log_row(entry)):
+                break
+            entries.append(entry)
+    page = Page(offset=offset, shown=len(entries), total=total, cut_by=meter.cut_by)
+    return LogResult(entries, page, meter)
+
+
+@dataclass
+class ShowResult:
+    """A file as it was at a commit: a bounded read of that version, and which commit it is."""
+
+    at: dict[str, Any]
+    read: ReadResult
+
+    @property
+    def truncated(self) -> bool:
+        return self.read.truncated
+
+    @property
+    def tokens(self) -> int:
+        return self.read.tokens
+
+    def header(self) -> str:
+        at = self.at
+        return f"[{self.read.path} as of commit {at['commit']} ({at['date'][:16].replace('T', ' ')}, {at['agent']}: {at['message']})]"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.read.to_dict(), "at": self.at}
+
+    def to_text(self) -> str:
+        return self.header() + "\n" + self.read.to_text()
+
+
+def show(
+    repo: Repo,
+    tokens: TokenCounter,
+    rel: str,
+    at: str,
+    *,
+    start: int,
+    end: int | None,
+    max_tokens: int,
+    max_line_chars: int,
+) -> ShowResult:
+    commit = repo.commit(at)
+    cat = repo.reader
+    data = repo.blob(cat, commit, rel)
+    info = repo.describe(commit)
+    if data is None:
+        raise NotFound(f"{rel} did not exist at {at} (commit {info['commit']}); fsmem log {rel} lists its changes")
+    result = ShowResult(info, ReadResult(rel, [], start, None, False))
+    room = max(1, max_tokens - tokens.count(result.header() + "\n"))
+    result.read = bounded_read_stream(
+        io.BytesIO(data), rel, tokens, start=start, end=end, max_tokens=room, max_line_chars=max_line_chars
+    )
+    return result
+
+
+@dataclass
+class DiffResult:
+    """Part of a unified diff: its lines numbered, and the next lines to ask for when cut."""
+
+    label: str
+    read: ReadResult
+
+    @property
+    def truncated(self) -> bool:
+        return self.read.truncated
+
+    @property
+    def tokens(self) -> int:
+        return self.read.tokens
+
+    @property
+    def empty(self) -> bool:
+        return not self.read.lines and self.read.start == 1 and not self.read.truncated
+
+    def to_dict(self) -> dict[str, Any]:
+        data = self.read.to_dict()
+        data["path"] = None
+        data["diff"] = self.label
+        return data
+
+    def to_text(self) -> str:
+        if self.empty:
+            return f"[diff {self.label}: no differences]"
+        return self.read.to_text()
+
+
+def diff(
+    repo: Repo,
+    tokens: TokenCounter,
+    rev: str | None,
+    rel: str | None,
+    *,
+    start: int,
+    end: int | None,
+    max_tokens: int,
+    max_line_chars: int,
+) -> DiffResult:
+    """A unified diff: `rev` to the files now (default HEAD: what is not committed), or `A..B` between two."""
+    if rev and ".." in rev:
+        left, right = rev.split("..", 1)
+        old, new = repo.commit(left or "HEAD"), repo.commit(right or "HEAD")
+        sides, label = [old, new], f"{old[:12]}..{new[:12]}"
+    else:
+        old = repo.commit(rev or "HEAD")
+        sides, label = [old], f"{old[:12]}..now"
+    args = ["diff", "--no-color", "--no-ext-diff", "--no-renames"]
+    if repo.prefix:
+        args.append(f"--relative={repo.prefix}")
+    args += [*sides, "--", repo.in_repo(rel) if rel else (repo.prefix or ".")]
+    if rel:
+        label += f", {rel}"
+    proc = subprocess.Popen(repo.git.command(*args), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=clean_env())
+    assert proc.stdout is not None
+    try:
+        read = bounded_read_stream(
+            proc.stdout,
+            f"diff {label}",
+            tokens,
+            start=start,
+            end=end,
+            max_tokens=max_tokens,
+            max_line_chars=max_line_chars,
+        )
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+    return DiffResult(label, read)

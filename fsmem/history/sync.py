@@ -1,0 +1,293 @@
+"""`fsmem sync`: fetch, merge, consolidate, push, until the push goes through; and setting up a clone for it.
+
+Hosts that share one git remote converge: session notes never conflict (each
+host names its own), documents merge through fsmem's merge driver
+(`fsmem.history.merge`, named on every git call so a clone that was never set
+up cannot fall back to raw conflict markers), INDEX.md is regenerated rather
+than merged, and the merged memory is consolidated before it is pushed. A
+push that loses the race to another host's is retried after a jittered
+backoff, from a fresh fetch. Merges fast-forward when they can, so clones
+agree on the same commit once the writing stops.
+
+A sync holds its own lock (a second one exits at once), the commit lock while
+it moves HEAD, and the write lock while `git merge` rewrites files, so a write
+through fsmem waits for the merge rather than racing it. With no network to
+the remote it fails with exit 2 after the local commits are made: nothing is
+lost, the next sync sends it.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fsmem.errors import HistoryOff, LockTimeout, SyncFailed
+from fsmem.history import TURN_ON, git_marker, journal, worktree
+from fsmem.history.git import MERGE_DRIVER_NAME, CatFile, Git, driver_command, first_line
+from fsmem.history.merge import GENERATED, merge_text
+from fsmem.history.repo import Repo, discover
+from fsmem.store.files import atomic_write, file_lock
+from fsmem.store.paths import is_memory_path
+
+SYNC_LOCK = "sync"
+IGNORED = (".fsmem/", ".fsmem-tmp-*")
+ATTRIBUTES = ("*.md merge=fsmem", "*.markdown merge=fsmem")
+
+
+@dataclass
+class SyncResult:
+    """What one `fsmem sync` did."""
+
+    remote: str
+    branch: str = ""
+    setup: bool = False
+    merged: str = ""  # "up to date", "fast-forward", "merged"
+    pushed: bool = False
+    attempts: int = 0
+    rejected: int = 0
+    kept_both: list[str] = field(default_factory=list)  # documents where two versions of lines were kept
+    kept_ours: list[str] = field(default_factory=list)  # other files both sides changed: this clone's kept
+    consolidated: str | None = None
+    seconds: dict[str, float] = field(default_factory=dict)  # time spent fetching, merging, consolidating, pushing
+
+    def add_time(self, phase: str, started: float) -> None:
+        self.seconds[phase] = round(self.seconds.get(phase, 0.0) + time.monotonic() - started, 3)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+    def to_text(self) -> str:
+        if self.setup:
+            return "history set up: .gitignore, .gitattributes (merge=fsmem) and the merge driver in .git/config"
+        where = f"{self.remote}/{self.branch}"
+        lines = [f"{where}: {self.merged or 'nothing to merge'}; pushed after {self.attempts} attempt(s)"]
+        if self.rejected:
+            lines[0] += f" ({self.rejected} push(es) lost the race to another host and were retried)"
+        if self.consolidated:
+            lines.append(self.consolidated.splitlines()[-2] if "\n" in self.consolidated else self.consolidated)
+        for path in self.kept_both:
+            lines.append(f"{path}: both hosts changed the same lines; both versions kept, marked (see fsmem check)")
+        for path in self.kept_ours:
+            lines.append(f"{path}: both hosts changed it; this host's version kept (the other is in {where})")
+        return "\n".join(lines)
+
+
+def setup(root: Path, *, create: bool, host: str, agent: str | None) -> Repo:
+    """Give a memory history: a repository if it has none (with `create`), `.fsmem/` ignored, `.gitattributes`
+    naming the merge driver, the driver in the repository's config, and a commit of all that."""
+    created = False
+    repo = discover(root, host, {}) if git_marker(root) is not None else None
+    if repo is None:  # no work tree around it, or one that ignores it: the memory gets its own repository
+        if not create:
+            raise HistoryOff(f"{root} is not in a git work tree (or one that ignores it); " + TURN_ON.format(root=root))
+        Git(root).run("init", "-q", "--initial-branch=main")
+        for key, value in (("core.splitIndex", "true"), ("core.untrackedCache", "true")):
+            Git(root).run("config", key, value)  # small index writes per commit, a fast git status
+        created = True
+        repo = discover(root, host, {})
+    if repo is None:
+        raise HistoryOff(f"{root}: git init did not make a work tree there")
+    _ensure_lines(root / ".gitignore", IGNORED)
+    _ensure_lines(root / ".gitattributes", ATTRIBUTES)
+    repo.git.run("config", "merge.fsmem.name", MERGE_DRIVER_NAME)
+    repo.git.run("config", "merge.fsmem.driver", driver_command())
+    with journal.commit_lock(repo):
+        journal.drain_locked(repo)
+        author = journal.author_of(agent)
+        if created:
+            worktree.commit_files(repo, worktree.changed_on_disk(repo), author, "init: a new fsmem memory with history")
+        else:
+            kept = [repo.in_repo(name) for name in (".gitignore", ".gitattributes")]
+            worktree.commit_files(repo, kept, author, "history set up: .gitignore, .gitattributes (merge=fsmem)")
+            worktree.commit_outside(repo)
+    return repo
+
+
+def _ensure_lines(path: Path, wanted: tuple[str, ...]) -> None:
+    from fsmem.store.files import atomic_write
+
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    have = set(text.splitlines())
+    missing = [line for line in wanted if line not in have]
+    if missing:
+        if text and not text.endswith("\n"):
+            text += "\n"
+        atomic_write(path, (text + "\n".join(missing) + "\n").encode("utf-8"))
+
+
+def sync(
+    repo: Repo,
+    remote: str | None,
+    *,
+    settings: dict[str, Any],
+    consolidate: Callable[[], Any],
+    index: Callable[[], bool],
+    threshold_of: Callable[[], float] = lambda: 90.0,
+) -> SyncResult:
+    git = repo.git
+    branch = git.text("symbolic-ref", "--short", "-q", "HEAD", check=False).strip()
+    if not branch:
+        raise SyncFailed("HEAD is detached: check out a branch before fsmem sync")
+    remote = remote or str(settings.get("remote") or "") or _upstream(git, branch) or "origin"
+    if git.run("remote", "get-url", "--", remote, check=False).returncode:
+        raise SyncFailed(f"no remote named {remote!r}; add one with: git -C {repo.root} remote add {remote} URL")
+    attempts = int(settings.get("max_attempts", 20))
+    threshold = float(threshold_of())
+    timeout = float(settings.get("timeout_seconds", 120))
+    result = SyncResult(remote=remote, branch=branch)
+    theirs = f"refs/remotes/{remote}/{branch}"
+    try:
+        lock = file_lock(repo.root, SYNC_LOCK, wait=False)
+        lock.__enter__()
+    except LockTimeout:
+        raise LockTimeout("another 'fsmem sync' is running on this memory; this one changed nothing") from None
+    try:
+        for attempt in range(attempts):
+            result.attempts = attempt + 1
+            started = time.monotonic()
+            with journal.commit_lock(repo):
+                result.add_time("waiting", started)
+                started = time.monotonic()
+                fetched = git.run(
+                    "fetch",
+                    "--quiet",
+                    "--no-tags",
+                    remote,
+                    f"+refs/heads/{branch}:{theirs}",
+                    check=False,
+                    timeout=timeout,
+                )
+                result.add_time("fetch", started)
+                if fetched.returncode and b"couldn't find remote ref" not in fetched.stderr:
+                    _commit_local(repo)
+                    raise SyncFailed(_offline(remote, "fetch from", fetched.stderr))
+                started = time.monotonic()
+                with file_lock(repo.root):  # no fsmem write between committing what is here and merging
+                    _commit_local(repo)
+                    if git.run("rev-parse", "--verify", "-q", theirs, check=False).returncode == 0:
+                        _merge(repo, theirs, f"{remote}/{branch}", result, threshold)
+                        if result.merged in ("fast-forward", "merged"):
+                            index()
+                result.add_time("merge", started)
+            started = time.monotonic()
+            try:
+                report = consolidate()
+                if not getattr(report, "empty", True):
+                    result.consolidated = report.to_text()
+            except LockTimeout:
+                pass  # a consolidation is running already: it commits its own work; the next sync sends it
+            journal.drain(repo, wait=True)
+            result.add_time("consolidate", started)
+            started = time.monotonic()
+            pushed = git.run(
+                "push", "--porcelain", "--quiet", remote, f"HEAD:refs/heads/{branch}", check=False, timeout=timeout
+            )
+            result.add_time("push", started)
+            if pushed.returncode == 0:
+                result.pushed = True
+                return result
+            if not _rejected(pushed.stdout + pushed.stderr):
+                raise SyncFailed(_offline(remote, "push to", pushed.stderr))
+            result.rejected += 1
+            time.sleep(random.uniform(0, min(2.0, 0.05 * 2**attempt)))
+    finally:
+        lock.__exit__(None, None, None)
+    raise SyncFailed(
+        f"the push to {remote} lost the race {attempts} times (other hosts pushed first); nothing is lost, "
+        "every change is committed here: run fsmem sync again"
+    )
+
+
+def _commit_local(repo: Repo) -> None:
+    """Everything here into HEAD: fsmem's pending writes, then what changed outside fsmem."""
+    journal.drain_locked(repo)
+    worktree.commit_outside(repo)
+
+
+def _upstream(git: Git, branch: str) -> str:
+    return git.text("config", "--get", f"branch.{branch}.remote", check=False).strip()
+
+
+def _offline(remote: str, what: str, stderr: bytes) -> str:
+    return (
+        f"cannot {what} {remote}: {first_line(stderr)}; nothing is lost: every change is committed here "
+        "and goes out with the next fsmem sync"
+    )
+
+
+def _rejected(output: bytes) -> bool:
+    text = output.decode("utf-8", "replace")
+    return any(line.startswith("!") for line in text.splitlines()) or "[rejected]" in text or "cannot lock ref" in text
+
+
+def _merge(repo: Repo, theirs: str, label: str, result: SyncResult, threshold: float) -> None:
+    """Merge `theirs` into HEAD (fast-forward when possible) and settle, in this process, what git left.
+
+    git is given a driver that defers every Markdown file both sides changed
+    (`false`: git then leaves its three versions staged), and each is merged here
+    with the driver's own function: one Python process for the whole merge, not
+    one per file. (A `git pull` by hand runs the driver per file, to the same
+    bytes; merges of several merge bases still use it for their inner merge.)
+    """
+    git = repo.git
+    head = git.text("rev-parse", "-q", "--verify", "HEAD", check=False).strip()
+    other = git.text("rev-parse", theirs).strip()
+    if head == other or git.run("merge-base", "--is-ancestor", other, "HEAD", check=False).returncode == 0:
+        result.merged = result.merged or "up to date"
+        return
+    fast = git.run("merge-base", "--is-ancestor", "HEAD", other, check=False).returncode == 0 if head else True
+    identity = ("-c", "user.name=fsmem sync", "-c", f"user.email=fsmem@{repo.host}")
+    deferred: tuple[str, ...] = ("-c", "merge.fsmem.driver=false", "-c", "merge.fsmem.recursive=fsmem-inner")
+    deferred += ("-c", f"merge.fsmem-inner.driver={driver_command()}")
+    message = f"fsmem sync: merge {label}"
+    proc = git.run(*identity, *deferred, "merge", "--no-edit", "--no-stat", "-q", "-m", message, theirs, check=False)
+    if proc.returncode:
+        unmerged = [
+            p.decode("utf-8", "surrogateescape")
+            for p in git.run("diff", "--name-only", "--diff-filter=U", "-z").stdout.split(b"\0")
+            if p
+        ]
+        if not unmerged:
+            git.run("merge", "--abort", check=False)
+            raise SyncFailed(f"git merge of {label} failed: {first_line(proc.stderr or proc.stdout)}")
+        with CatFile(git) as cat:
+            for path in unmerged:
+                _settle(repo, cat, path, result, threshold)
+        git.run(*identity, "commit", "--no-edit", "--no-verify", "-q")
+    result.merged = "fast-forward" if fast else "merged"
+
+
+def _settle(repo: Repo, cat: CatFile, path: str, result: SyncResult, threshold: float) -> None:
+    """A path git left unmerged. A memory file both sides changed: merged by fsmem.history.merge. Changed on one
+    side, deleted on the other: the changed file stays. Any other file (fsmem.yaml): this clone's version stays."""
+    git = repo.git
+    stages: dict[str, str] = {}
+    for line in git.text("ls-files", "-u", "--", path).splitlines():
+        fields = line.split("\t", 1)[0].split()
+        if len(fields) == 3:
+            stages[fields[2]] = fields[1]
+    full = repo.top / path
+    rel = repo.in_memory(path) or path
+    markdown = is_memory_path(rel)
+    if markdown and "2" in stages and "3" in stages:
+        texts = []
+        for stage in ("1", "2", "3"):
+            found = cat.get(stages[stage]) if stage in stages else None
+            texts.append(found[2].decode("utf-8", "surrogateescape") if found else "")
+        merged, kept = (texts[1], 0) if rel in GENERATED else merge_text(*texts, path=rel, threshold=threshold)
+        atomic_write(full, merged.encode("utf-8", "surrogateescape"))
+        if kept:
+            result.kept_both.append(rel)
+    elif not markdown and "2" in stages:
+        git.run("checkout", "--ours", "--", path)
+        result.kept_ours.append(rel)
+    elif not full.exists() and ("2" in stages or "3" in stages):
+        git.run("checkout", "--ours" if "2" in stages else "--theirs", "--", path)
+    if full.exists():
+        git.run("add", "--", path)
+    else:
+        git.run("rm", "-q", "--cached", "--ignore-unmatch", "--", path, check=False)

@@ -1,0 +1,115 @@
+"""Commits of the files as they are: changes made outside fsmem, a consolidation run, the set-up of history.
+
+The journal (`fsmem.history.journal`) commits what fsmem wrote, from the bytes
+each write recorded. What no write recorded is found here with `git status`
+and committed from the work tree: before a consolidation or a sync, what a
+human changed is committed on its own, as made outside fsmem, so that it is
+never folded into the next fsmem commit.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Callable, Iterable
+
+from fsmem.history import journal
+from fsmem.history.journal import Author, author_of, commit_with
+from fsmem.history.repo import Repo
+from fsmem.history.trees import TreeEditor
+from fsmem.store.files import file_lock
+from fsmem.store.paths import is_memory_path
+
+# Files beside the memory files that history keeps (setup writes them; humans edit fsmem.yaml).
+KEPT_FILES = ("fsmem.yaml", ".gitattributes", ".gitignore")
+
+
+def changed_on_disk(repo: Repo) -> list[str]:
+    """Repository paths of the memory's files that differ from HEAD (`git status`): memory files and KEPT_FILES."""
+    proc = repo.git.run(
+        "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--", repo.prefix or "."
+    )
+    found = []
+    for item in proc.stdout.split(b"\0"):
+        if len(item) < 4:
+            continue
+        path = item[3:].decode("utf-8", "surrogateescape")
+        rel = repo.in_memory(path)
+        if rel is not None and (rel in KEPT_FILES or is_memory_path(rel)):
+            found.append(path)
+    return found
+
+
+def on_disk(repo: Repo, path: str) -> bytes | None:
+    full = repo.top / path
+    if full.is_symlink() or not full.is_file():
+        return None
+    return full.read_bytes()
+
+
+def commit_files(repo: Repo, paths: Iterable[str], author: Author, message: str) -> int:
+    """One commit of `paths` (repository paths) as they are on disk; see `commit_blobs`."""
+    blobs = {}
+    for path in sorted(set(paths)):
+        data = on_disk(repo, path)
+        blobs[path] = repo.store.write("blob", data) if data is not None else None
+    return commit_blobs(repo, blobs, author, message)
+
+
+def commit_blobs(repo: Repo, blobs: dict[str, str | None], author: Author, message: str) -> int:
+    """One commit setting each repository path to its blob (None: removed). Caller holds the commit lock.
+    Returns 1, or 0 when HEAD already holds exactly that."""
+    if not blobs:
+        return 0
+    now = journal.clock()
+    offset = int((now.utcoffset() or _dt.timedelta()).total_seconds() // 60)
+
+    def build(editor: TreeEditor, parent: str | None, commit: Callable[..., str]) -> tuple[str | None, int]:
+        if all(editor.get(path) == oid for path, oid in blobs.items()):
+            return parent, 0
+        for path, oid in blobs.items():
+            editor.set(path, oid)
+        return commit(editor, parent, author, int(now.timestamp()), offset, message), 1
+
+    return commit_with(repo, build, list(blobs))
+
+
+def commit_outside(repo: Repo) -> int:
+    """Commit, as made outside fsmem, every change to the memory's files that no fsmem write explains. Caller
+    holds the commit lock; the write lock is taken here, so that no fsmem write is half done (its file
+    written, its journal entry not yet) while `git status` looks."""
+    with file_lock(repo.root):
+        journal.drain_locked(repo)
+        paths = changed_on_disk(repo)
+        if not paths:
+            return 0
+        names = [repo.in_memory(path) or path for path in paths]
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        return commit_files(repo, paths, repo.outside_author(), f"outside fsmem: {shown}")
+
+
+def commit_consolidation(repo: Repo, report: object, *, archive_dir: str, agent: str | None) -> int:
+    """Commit what a consolidation run changed, its report as the message. Caller holds the commit lock.
+
+    The files are those the report names (documents and notes written, notes
+    archived, INDEX.md) and the archive folder. Writes agents made meanwhile are
+    committed first, each on its own; where the run wrote a file between two of
+    them (a note marked while its agent kept appending), that change is a commit
+    of the consolidation, by the same author, rather than "outside fsmem". The
+    rest is then one commit.
+    """
+    names = [*getattr(report, "files_written", []), *getattr(report, "notes_archived", []), "INDEX.md"]
+    paths = {repo.in_repo(name) for name in names}
+    if getattr(report, "notes_archived", None):
+        archive = repo.in_repo(archive_dir.strip("/") + "/")
+        paths.update(path for path in changed_on_disk(repo) if path.startswith(archive))
+    to_text = getattr(report, "to_text", None)
+    message = to_text() if callable(to_text) else "consolidate"
+    author = author_of(agent)
+    first = message.splitlines()[-2] if message.count("\n") else message
+    with file_lock(repo.root):  # no fsmem write half done (file written, entry not yet) while files are read
+        journal.drain_locked(repo, journal.Gaps(paths, author, f"consolidate (between two writes): {first}"))
+        blobs: dict[str, str | None] = {}
+        for path in sorted(paths):
+            data = on_disk(repo, path)
+            blobs[path] = repo.store.write("blob", data) if data is not None else None
+        return commit_blobs(repo, blobs, author, message)

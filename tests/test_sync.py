@@ -1,0 +1,134 @@
+"""`fsmem sync`: clones of one bare repository converge (byte-identical, nothing lost, no conflict marker,
+`fsmem check` clean); without network it fails cleanly and loses nothing; one sync at a time."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import sync_scenario as S
+
+from fsmem import Memory, format as fmt
+from fsmem.store.files import file_lock
+
+
+def git(root: Path, *args: str) -> str:
+    return S.git(*args, cwd=root)
+
+
+@pytest.fixture
+def hosts(tmp_path) -> tuple[Path, list[Path]]:
+    return S.make_hosts(tmp_path, hosts=2, writers=2)
+
+
+@pytest.mark.slow
+def test_two_clones_with_four_writers_each_converge_without_losing_anything(tmp_path):
+    seconds = float(os.environ.get("FSMEM_SYNC_SECONDS", "20"))
+    result = S.run(tmp_path, seconds=seconds, writers=4, hosts=2, every=3.0)
+    roots = result["roots"]
+    failed = [s for s in result["syncs"] if s["code"] != 0]
+    assert not failed, failed
+    # both clones hold byte-identical memories, at origin's commit
+    first, second = (S.files_of(root) for root in roots)
+    assert first.keys() == second.keys() and first == second
+    heads = {git(root, "rev-parse", "HEAD") for root in roots} | {git(result["origin"], "rev-parse", "main")}
+    assert len(heads) == 1
+    # every note any writer wrote is there; every fact is current or under ## Superseded
+    notes = "".join(text.decode() for rel, text in first.items() if rel.startswith("sessions/"))
+    written = result["written"]
+    assert len(written) > 50
+    for item in written:
+        if item["kind"] == "observation":
+            assert f"Observation {item['mark']} about" in notes, item
+        elif item["kind"] == "fact":
+            slug = item["person"].lower().replace(" ", "-")
+            document = first[f"entities/people/{slug}.md"].decode()
+            assert f"- {item['key']}: {item['value']} (" in document, item
+            assert f"- {item['key']}: {item['value']}" in notes, item
+    # one current value per key, and no conflict marker of any kind
+    for rel, data in first.items():
+        text = data.decode()
+        assert "<<<<<<< " not in text and ">>>>>>> " not in text and fmt.MERGE_MARK not in text, rel
+        if rel.startswith(("entities/", "topics/")) and "## Facts" in text:
+            facts = text.split("## Facts\n")[1].split("\n## ")[0]
+            keys = [line.split(":")[0] for line in facts.splitlines() if line.startswith("- ")]
+            assert len(keys) == len(set(keys)), (rel, facts)
+    for root in roots:
+        assert Memory(root).check().problems == []
+        assert git(root, "status", "--porcelain") == ""
+
+
+def test_without_network_sync_fails_cleanly_and_loses_nothing(hosts):
+    _, (first, _) = hosts
+    git(first, "remote", "set-url", "origin", str(first.parent / "gone.git"))
+    Memory(first, agent="w1").note("- city: Oslo", subject="people/Ann Lee")
+    out = S.fsmem(first, "sync", check=False)
+    assert out.returncode == 2 and "cannot fetch from origin" in out.stderr and "nothing is lost" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert "city: Oslo" in git(first, "show", "HEAD:" + git(first, "log", "-1", "--format=", "--name-only").strip())
+    assert git(first, "status", "--porcelain") == ""
+
+
+def test_one_sync_at_a_time_and_a_clear_message_without_a_remote(hosts, tmp_path):
+    _, (first, _) = hosts
+    with file_lock(first, "sync"):
+        out = S.fsmem(first, "sync", check=False)
+    assert out.returncode == 2 and "another 'fsmem sync' is running" in out.stderr
+    lonely = Memory.init(tmp_path / "lonely", git=True)
+    out = S.fsmem(lonely.root, "sync", check=False)
+    assert out.returncode == 2 and "no remote named 'origin'" in out.stderr and "git -C" in out.stderr
+    plain = Memory.init(tmp_path / "plain")
+    out = S.fsmem(plain.root, "sync", check=False)
+    assert out.returncode == 2 and "fsmem init --git" in out.stderr
+
+
+def test_a_file_changed_on_one_host_and_removed_on_the_other_stays_and_fsmem_yaml_keeps_this_hosts(hosts):
+    _, (first, second) = hosts
+    Memory(first).write("topics/plan.md", "# Plan\n\n- step: one\n")
+    S.fsmem(first, "sync")
+    S.fsmem(second, "sync")
+    Memory(first).edit("topics/plan.md", old="one", new="two")
+    Memory(second).rm("topics/plan.md")
+    for root, value in ((first, "6000"), (second, "7000")):
+        config = root / "fsmem.yaml"
+        config.write_text(config.read_text().replace("max_tokens: 2000", f"max_tokens: {value}", 1))
+    S.fsmem(first, "sync")
+    out = S.fsmem(second, "sync", "--json")
+    assert '"kept_ours": [\n    "fsmem.yaml"\n  ]' in out.stdout
+    S.fsmem(first, "sync")
+    assert (second / "topics/plan.md").read_text() == (first / "topics/plan.md").read_text()
+    assert "- step: two" in (second / "topics/plan.md").read_text()
+    assert (
+        "max_tokens: 7000" in (second / "fsmem.yaml").read_text()
+        and "<<<<<<<" not in (second / "fsmem.yaml").read_text()
+    )
+
+
+def test_sync_setup_configures_a_fresh_clone(hosts):
+    _, (_, second) = hosts
+    driver = subprocess.run(["git", "-C", str(second), "config", "merge.fsmem.driver"], capture_output=True, text=True)
+    assert "fsmem.history.merge" in driver.stdout
+    assert "*.md merge=fsmem" in (second / ".gitattributes").read_text()
+    assert Memory(second).history is not None
+
+
+def test_prose_both_hosts_changed_is_kept_twice_marked_listed_by_sync_and_reported_by_check(hosts):
+    _, (first, second) = hosts
+    Memory(first).write("topics/plan.md", "# Plan\n\nWe ship in May.\n")
+    S.fsmem(first, "sync")
+    S.fsmem(second, "sync")
+    Memory(first).edit("topics/plan.md", old="in May", new="in June")
+    Memory(second).edit("topics/plan.md", old="in May", new="in July")
+    S.fsmem(first, "sync")
+    out = S.fsmem(second, "sync")
+    assert "topics/plan.md: both hosts changed the same lines; both versions kept" in out.stdout
+    S.fsmem(first, "sync")
+    text = (first / "topics/plan.md").read_text()
+    assert text == (second / "topics/plan.md").read_text() and "<<<<<<<" not in text
+    assert "We ship in July.\n" in text and "We ship in June.\n" in text and fmt.MERGE_MARK in text
+    check = S.fsmem(first, "check", check=False)
+    assert check.returncode == 1 and "topics/plan.md:" in check.stdout and "merge: two versions" in check.stdout
+    Memory(first).write("topics/plan.md", "# Plan\n\nWe ship in July.\n")  # a human or an agent keeps one
+    assert S.fsmem(first, "check", check=False).returncode == 0
