@@ -327,3 +327,28 @@ def test_top_rows_are_the_head_of_the_full_order_ties_included():
     assert ranking.top(4, 0.3) == ([2, 7, 0, 3], 6)  # the 0.5 tie is cut in row order, as the full order does
     assert ranking.top(10, 0.3) == ([2, 7, 0, 3, 5, 9], 6)
     assert ranking.top(0, 0.0) == ([], 7) and ranking.best() == 0.9
+
+
+def test_threads_sharing_the_index_bring_it_up_to_date_once(memory, monkeypatch):
+    """A server's requests share one index per memory: after a write, one thread splices, the others wait."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from fsmem.search import index as index_module
+
+    memory.search("zeppelin")  # warm
+    memory.write("topics/airships.md", "---\ntitle: Airships\n---\n# Airships\n\n- favourite: zeppelin\n")
+    import time
+
+    splices = []
+    real_splice = index_module.splice
+
+    def slow_splice(*args):
+        splices.append(1)
+        time.sleep(0.3)  # long enough for every other thread to arrive meanwhile
+        return real_splice(*args)
+
+    monkeypatch.setattr(index_module, "splice", slow_splice)
+    with ThreadPoolExecutor(6) as pool:
+        found = list(pool.map(lambda _: locations(memory.search("zeppelin")), range(12)))
+    assert found == [["topics/airships.md:6"]] * 12
+    assert len(splices) == 1

@@ -25,6 +25,7 @@ import json
 import math
 import os
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -563,6 +564,7 @@ class SearchIndex:
         self._analyzer: Analyzer | None = None
         self._snapshot: Snapshot | None = None
         self._cache_stat: tuple[int, int, int] | None = None  # the cache file we last read or wrote
+        self._lock = threading.Lock()
 
     @property
     def analyzer(self) -> Analyzer:
@@ -617,11 +619,16 @@ class SearchIndex:
         return changed
 
     def snapshot(self) -> Snapshot:
-        """The current rows and models, rebuilt only when a file changed since the last call."""
-        self.refresh()
-        if self._snapshot is None or self._snapshot.columns is not self._columns:
-            self._snapshot = Snapshot(self._columns)
-        return self._snapshot
+        """The current rows and models, rebuilt only when a file changed since the last call.
+
+        One thread at a time brings the index up to date (threads of a server share it): the
+        others wait and then find it current, instead of each splicing its own copy of the arrays.
+        """
+        with self._lock:
+            self.refresh()
+            if self._snapshot is None or self._snapshot.columns is not self._columns:
+                self._snapshot = Snapshot(self._columns)
+            return self._snapshot
 
 
 def source_of(row: Row) -> str | None:
@@ -642,9 +649,10 @@ _shared: dict[Path, SearchIndex] = {}
 def shared_index(root: Path) -> SearchIndex:
     """One index per memory root and process, so a long-lived server builds its models once."""
     key = Path(root).resolve()
-    if key not in _shared:
-        _shared[key] = SearchIndex(key)
-    return _shared[key]
+    found = _shared.get(key)
+    if found is None:
+        found = _shared.setdefault(key, SearchIndex(key))  # two threads asking at once still share one
+    return found
 
 
 class Model:
