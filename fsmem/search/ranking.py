@@ -23,7 +23,7 @@ import datetime as _dt
 import functools
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -413,8 +413,9 @@ def rank(
     updated_after: str | None = None,
     include_superseded: bool = False,
     now: _dt.datetime | None = None,
+    within: Callable[[str], bool] | None = None,
 ) -> Ranking:
-    """Filter by front matter and supersession, then score every remaining row."""
+    """Filter by front matter, supersession and `within` (an agent's scope), then score every remaining row."""
     import numpy as np
 
     now = now or fmt.parse_timestamp(fmt.now_iso())
@@ -425,6 +426,8 @@ def rank(
             [matches_filters(e.file_meta(), type=type, tag=tag, updated_after=updated_after) for e in snapshot.files],
             dtype=bool,
         )
+    if within is not None:
+        keep_file &= np.array([within(e.path) for e in snapshot.files], dtype=bool)
     n = len(snapshot.rows)
     keep = keep_file[np.asarray(snapshot.file_of_row, dtype=np.int64)] if n else np.zeros(0, dtype=bool)
     if not include_superseded and n:
@@ -546,8 +549,12 @@ def search(
     include_superseded: bool = False,
     usage: dict[str, int] | None = None,
     offset: int = 0,
+    within: Callable[[str], bool] | None = None,
 ) -> tuple[SearchResult, Snapshot, Ranking]:
-    """Rank and fit; returns the snapshot and full ranking too (the evaluation harness needs every score)."""
+    """Rank and fit; returns the snapshot and full ranking too (the evaluation harness needs every score).
+
+    Rows of files outside `within` (an agent's scope) are dropped before anything is counted or fitted.
+    """
     if not query or not query.strip():
         raise InvalidArgument("the search query is empty; describe what you are looking for")
     if min_score is not None and (min_score < 0 or not math.isfinite(min_score)):
@@ -565,6 +572,7 @@ def search(
         tag=tag,
         updated_after=updated_after,
         include_superseded=include_superseded,
+        within=within,
     )
     threshold = settings.min_score if min_score is None else min_score
     result = fit(
