@@ -38,6 +38,8 @@ COMMANDS: dict[str, str] = {
     "recall": "search:recall_cmd",
     "evaluate": "search:evaluate_cmd",
     "import": "search:import_group",
+    "serve": "server:serve_cmd",
+    "token": "server:token_group",
 }
 
 

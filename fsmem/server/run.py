@@ -1,0 +1,95 @@
+"""Running the server: the listening socket, uvicorn, and a graceful stop on SIGTERM.
+
+On SIGTERM (or Ctrl-C) the server stops accepting connections, lets the
+requests in flight finish (writes always do; `shutdown_grace_seconds` bounds
+the wait for the others), closes the MCP session manager and exits 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import socket
+from typing import Any
+
+from fsmem.server.log import JsonLines, RequestLog
+from fsmem.server.settings import ServerSettings
+
+# On Linux an accepted socket inherits this from the listening one: data a client leaves unacknowledged
+# (a client that stops reading) for this long closes the connection, so its buffers are freed.
+_TCP_USER_TIMEOUT = getattr(socket, "TCP_USER_TIMEOUT", None)
+
+
+def listening_socket(host: str, port: int, user_timeout_ms: int | None = None) -> socket.socket:
+    """A bound, listening TCP socket on `host`:`port` (0: any free port)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if user_timeout_ms and _TCP_USER_TIMEOUT is not None:
+        sock.setsockopt(socket.IPPROTO_TCP, _TCP_USER_TIMEOUT, user_timeout_ms)
+    sock.bind((host, port))
+    sock.listen(1024)
+    sock.setblocking(False)
+    return sock
+
+
+def serve(settings: ServerSettings, *, log: RequestLog | None = None, ready: Any = None) -> int:
+    """Serve until SIGTERM or SIGINT; return the exit code (0 after a graceful stop)."""
+    import anyio
+    import uvicorn
+
+    from fsmem.server.app import create_app
+
+    log = log or RequestLog(settings.log)
+    for warning in settings.check():
+        log.write({"event": "warning", "message": warning})
+    app = create_app(settings, log=log)
+    limits = settings.limits
+    sock = listening_socket(settings.host, settings.port, int((limits.send_timeout_seconds + 20) * 1000))
+    host, port = sock.getsockname()[:2]
+    handler = JsonLines(log)
+    for name in ("uvicorn", "uvicorn.error", "mcp"):
+        logger = logging.getLogger(name)
+        logger.handlers[:] = [handler]
+        logger.setLevel(logging.WARNING)
+        logger.propagate = False
+    config = uvicorn.Config(
+        app,
+        lifespan="on",
+        log_config=None,
+        access_log=False,
+        timeout_keep_alive=int(max(1, limits.keep_alive_seconds)),
+        timeout_graceful_shutdown=int(max(1, limits.shutdown_grace_seconds)),
+        limit_concurrency=limits.max_connections,
+        server_header=False,
+    )
+    server = uvicorn.Server(config)
+    stopped: list[int] = []
+    # uvicorn re-raises the signal it stopped for once it is done; these handlers take it, so we exit 0.
+    previous = {sig: signal.signal(sig, lambda s, f: stopped.append(s)) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+    async def main() -> None:
+        log.write(
+            {
+                "event": "listening",
+                "url": f"http://{_url_host(host)}:{port}/mcp",
+                "memories": sorted(settings.memories),
+                "tokens": str(settings.tokens),
+            }
+        )
+        if ready is not None:
+            ready(host, port)
+        await server.serve(sockets=[sock])
+
+    try:
+        anyio.run(main)
+    finally:
+        for sig, handler_ in previous.items():
+            signal.signal(sig, handler_)
+        sock.close()
+    log.write({"event": "stopped", "signal": signal.Signals(stopped[0]).name if stopped else None})
+    return 0
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
