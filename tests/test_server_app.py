@@ -508,3 +508,83 @@ def test_serve_refuses_an_agent_and_a_token_store_inside_a_memory(tmp_path):
         timeout=60,
     )
     assert inside.returncode == 2 and "inside memory 'team'" in inside.stderr
+
+
+# -- in process: time limits of tools, many clients at once ---------------------------------------------
+
+
+def test_a_slow_read_is_given_up_but_a_slow_write_is_awaited(tmp_path, monkeypatch):
+    from fsmem.agents import tools as agent_tools
+    from fsmem.server.app import MemoryServer
+    from fsmem.server.log import RequestLog
+    from fsmem.server.settings import Limits, ServerSettings
+
+    root = _copy_memory(tmp_path, "team")
+    store = TokenStore(tmp_path / "tokens.json")
+    token = store.create(memory="team", agent="researcher").token
+    settings = ServerSettings(memories={"team": root}, tokens=store.path, limits=Limits(tool_timeout_seconds=0.3))
+    real_call = agent_tools.call
+
+    def slow_call(memory, name, arguments=None):
+        time.sleep(1.0)
+        return real_call(memory, name, arguments)
+
+    monkeypatch.setattr(agent_tools, "call", slow_call)
+    lines: list[str] = []
+
+    class Lines:
+        def write(self, text):
+            lines.append(text)
+
+        def flush(self):
+            pass
+
+    app = MemoryServer(settings, log=RequestLog(stream=Lines()))
+
+    async def main():
+        async with app.manager.run():
+            transport = httpx2.ASGITransport(app=app)
+            headers = dict(HEADERS, Authorization=f"Bearer {token}")
+            async with httpx2.AsyncClient(transport=transport, base_url="http://test", headers=headers) as http:
+                read = await http.post("/mcp", json=tool_call("grep", {"pattern": "proration"}))
+                write = await http.post("/mcp", json=tool_call("note", {"text": "- slow: but kept"}))
+                return read.json()["result"], write.json()["result"]
+
+    read, write = anyio.run(main)
+    assert read["isError"] and read["content"][0]["text"].startswith("error: grep took longer than 0.3 s")
+    assert not write["isError"] and write["content"][0]["text"].startswith("noted in sessions/")
+    assert "- slow: but kept" in (root / "sessions/2026/11/30/researcher.md").read_text()
+    assert '"reason":"tool timeout"' in lines[0]
+
+
+def test_many_clients_at_once_lose_no_note_and_see_no_error(team):
+    """The load test's promise in small: 16 clients mixing search, read, grep and note on one memory."""
+    url, root = team["server"].base + "/mcp", team["team"]
+    store = team["store"]
+    tokens = [store.create(memory="team", agent="researcher").token for _ in range(16)]  # within every rate
+    calls = [
+        ("search", {"query": "proration seats"}),
+        ("read", {"path": "topics/billing.md"}),
+        ("grep", {"pattern": "Acme"}),
+    ]
+
+    async def client(number: int, results: list):
+        headers = dict(HEADERS, Authorization=f"Bearer {tokens[number]}")
+        async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
+            for round_ in range(4):
+                name, arguments = calls[(number + round_) % 3]
+                for body in (tool_call(name, arguments), tool_call("note", {"text": f"- load {number}-{round_}: yes"})):
+                    answer = await http.post(url, json=body)
+                    results.append((answer.status_code, answer.json()["result"]["isError"]))
+
+    async def main():
+        results: list = []
+        async with anyio.create_task_group() as group:
+            for number in range(16):
+                group.start_soon(client, number, results)
+        return results
+
+    results = anyio.run(main)
+    assert len(results) == 16 * 4 * 2 and set(results) == {(200, False)}
+    notes = (root / "sessions/2026/11/30/researcher.md").read_text()
+    assert all(f"- load {n}-{r}: yes" in notes for n in range(16) for r in range(4))
