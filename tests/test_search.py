@@ -352,3 +352,41 @@ def test_threads_sharing_the_index_bring_it_up_to_date_once(memory, monkeypatch)
         found = list(pool.map(lambda _: locations(memory.search("zeppelin")), range(12)))
     assert found == [["topics/airships.md:6"]] * 12
     assert len(splices) == 1
+
+
+def test_a_search_that_waited_sees_a_write_made_during_the_refresh_it_waited_for(memory, monkeypatch):
+    """Taking another thread's refresh is allowed only when it began after the call: no write is missed."""
+    import threading
+    import time
+
+    from fsmem.search import index as index_module
+
+    memory.search("zeppelin")  # warm
+    memory.write("topics/a.md", "---\ntitle: A\n---\n# A\n\n- first: alpha\n")
+    real_splice = index_module.splice
+    slow = threading.Event()
+
+    def slow_splice(*args):
+        if not slow.is_set():
+            slow.set()
+            time.sleep(0.5)
+        return real_splice(*args)
+
+    monkeypatch.setattr(index_module, "splice", slow_splice)
+    first = threading.Thread(target=memory.search, args=("alpha",))
+    first.start()
+    slow.wait(5)  # the first refresh is under way; this write comes after its walk
+    memory.write("topics/b.md", "---\ntitle: B\n---\n# B\n\n- second: zeppelin\n")
+    assert locations(memory.search("zeppelin")) == ["topics/b.md:6"]
+    first.join()
+
+
+def test_after_a_splice_the_index_is_read_from_its_files_not_kept_in_memory(memory):
+    """A long-lived server splices after every write; keeping each new copy in memory made it grow by the index's size."""
+    import numpy as np
+
+    memory.search("zeppelin")
+    memory.write("topics/airships.md", "---\ntitle: Airships\n---\n# Airships\n\n- favourite: zeppelin\n")
+    assert locations(memory.search("zeppelin")) == ["topics/airships.md:6"]
+    arrays = memory.search_index._columns.arrays
+    assert all(isinstance(array, np.memmap) for array in arrays.values())

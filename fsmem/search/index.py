@@ -26,6 +26,7 @@ import math
 import os
 import re
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -360,7 +361,7 @@ def with_term_directory(columns: Columns) -> Columns:
     return columns
 
 
-def save_columns(folder: Path, columns: Columns) -> None:
+def save_columns(folder: Path, columns: Columns) -> Path:
     """Write the columns as a new generation folder of .npy files and a manifest, then point `current` at it.
 
     Readers open the generation `current` names and map its arrays, so they see a
@@ -402,6 +403,7 @@ def save_columns(folder: Path, columns: Columns) -> None:
     for name in LEGACY_FILES:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(folder / name)
+    return final
 
 
 def _age(path: Path) -> float:
@@ -429,7 +431,7 @@ def load_columns(folder: Path) -> Columns | None:
     return None
 
 
-def _load_generation(path: Path) -> Columns | None:
+def _load_generation(path: Path, *, check: bool = True) -> Columns | None:
     import numpy as np
 
     header = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
@@ -438,7 +440,8 @@ def _load_generation(path: Path) -> Columns | None:
     arrays = {str(name): np.load(path / f"{name}.npy", mmap_mode="r", allow_pickle=False) for name in header["arrays"]}
     files = [FileInfo(str(p), int(m), int(s), dict(meta)) for p, m, s, meta in header["files"]]
     columns = Columns(files, list(header["vocabulary"]), list(header["sources"]), arrays)
-    _check(columns)
+    if check:
+        _check(columns)
     return columns
 
 
@@ -565,6 +568,7 @@ class SearchIndex:
         self._snapshot: Snapshot | None = None
         self._cache_stat: tuple[int, int, int] | None = None  # the cache file we last read or wrote
         self._lock = threading.Lock()
+        self._fresh_since: int | None = None  # when the last refresh began (time.monotonic_ns)
 
     @property
     def analyzer(self) -> Analyzer:
@@ -612,8 +616,12 @@ class SearchIndex:
             self._columns = with_term_directory(splice(old, files, fresh))
         if changed or self._cache_stat is None:
             try:
-                save_columns(self.cache_dir, self._columns)
+                saved = save_columns(self.cache_dir, self._columns)
                 self._cache_stat = self._stat_cache()
+                with contextlib.suppress(OSError, ValueError, KeyError):
+                    # the same arrays, memory-mapped from the files just written (and checked as they were built):
+                    # the copy in memory is freed, so a long-lived process does not hold one per generation
+                    self._columns = _load_generation(saved, check=False) or self._columns
             except (OSError, LockTimeout):
                 self._cache_stat = None  # a read-only .fsmem/: search still works from memory
         return changed
@@ -621,11 +629,17 @@ class SearchIndex:
     def snapshot(self) -> Snapshot:
         """The current rows and models, rebuilt only when a file changed since the last call.
 
-        One thread at a time brings the index up to date (threads of a server share it): the
-        others wait and then find it current, instead of each splicing its own copy of the arrays.
+        One thread at a time brings the index up to date (threads of a server share it). A thread
+        that waited while another one's refresh ran takes that result when the refresh began after
+        this call did: its walk saw every write finished before the call, so the answer is as fresh
+        as a refresh of its own, and many searches at once cost one splice of the arrays, not one each.
         """
+        asked = time.monotonic_ns()
         with self._lock:
-            self.refresh()
+            if self._fresh_since is None or self._fresh_since <= asked:  # only a refresh begun after the call will do
+                began = time.monotonic_ns()
+                self.refresh()
+                self._fresh_since = began
             if self._snapshot is None or self._snapshot.columns is not self._columns:
                 self._snapshot = Snapshot(self._columns)
             return self._snapshot
