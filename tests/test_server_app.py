@@ -331,11 +331,33 @@ def test_a_path_token_sees_nothing_outside_its_prefix_through_any_tool(team):
     assert snapshot(team["team"]) == before
 
 
+def test_the_example_client_configuration_reaches_the_server(team):
+    config = json.loads((Path(__file__).resolve().parents[1] / "examples" / "mcp_http_config.json").read_text())
+    entry = config["mcpServers"]["fsmem-team"]
+    assert entry["type"] == "http" and entry["url"].endswith("/mcp")
+    headers = {k: v.replace("${FSMEM_TOKEN}", team["tokens"]["full"]) for k, v in entry["headers"].items()}
+    url = team["server"].base + "/mcp"
+
+    async def main():
+        async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
+            async with streamable_http_client(url, http_client=http) as (read, write):
+                async with ClientSession(read, write) as client:
+                    await client.initialize()
+                    return await client.call_tool("grep", {"pattern": "proration"})
+
+    assert "topics/billing.md" in text_of(anyio.run(main))
+
+
 def test_health_and_the_log_never_hold_a_token_or_memory_text(team):
     server = team["server"]
     health = httpx2.get(server.base + "/health", timeout=10)
     assert health.status_code == 200 and health.json()["status"] == "ok"
     assert httpx2.get(server.base + "/elsewhere", timeout=10).status_code == 404
+    with httpx2.Client(timeout=10) as one_connection:  # Nagle off: an answer does not wait for the client's delayed ACK
+        started = time.monotonic()
+        for _ in range(20):
+            assert one_connection.get(server.base + "/health").status_code == 200
+        assert time.monotonic() - started < 0.6  # 20 x 40 ms with Nagle on
     log = "".join(server.raw)
     for token in team["tokens"].values():
         assert token not in log and token.rsplit("_", 1)[1] not in log
