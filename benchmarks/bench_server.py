@@ -10,8 +10,10 @@ preceded by one untimed call of every tool:
 - server: `fsmem serve` in its own process, 32 MCP sessions of the SDK's own
   streamable HTTP client in this process, each with its own token, calling
   `call_tool` in a loop. The server runs with as many read workers as there
-  are clients (the baseline's parallelism) and with rate limits raised past
-  the load (they are tested elsewhere); everything else is its default.
+  are clients (the baseline's parallelism), rate limits raised past the load
+  (they are tested elsewhere) and 120 s for a read tool (the baseline has no
+  limit; searches wait for index splices under this load); everything else
+  is its default.
 
 Each client cycles through the four tools (searches from fixed queries, reads
 of seeded files, greps of names and words, notes of a unique fact). After each
@@ -149,6 +151,7 @@ def start_server(root: Path, clients: int, tmp: Path) -> tuple[subprocess.Popen,
     config.write_text(
         f"memories:\n  bench: {root}\ntokens: {store_path}\nlog: {log}\nport: 0\n"
         f"limits:\n  rate_per_second: 100000\n  burst: 100000\n  workers: {clients}\n  max_in_flight: {4 * clients}\n"
+        "  tool_timeout_seconds: 120\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
     proc = subprocess.Popen([fsmem_bin(), "serve", "--config", str(config)], env=env, stderr=subprocess.PIPE, text=True)

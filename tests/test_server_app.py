@@ -350,6 +350,8 @@ def test_the_example_client_configuration_reaches_the_server(team):
 
 def test_health_and_the_log_never_hold_a_token_or_memory_text(team):
     server = team["server"]
+    warned = [line["message"] for line in server.lines if line.get("event") == "warning"]
+    assert any(f"token {team['made']['ghost'].record.id} is refused" in w and "'ghost'" in w for w in warned)
     health = httpx2.get(server.base + "/health", timeout=10)
     assert health.status_code == 200 and health.json()["status"] == "ok"
     assert httpx2.get(server.base + "/elsewhere", timeout=10).status_code == 404
@@ -610,3 +612,25 @@ def test_many_clients_at_once_lose_no_note_and_see_no_error(team):
     assert len(results) == 16 * 4 * 2 and set(results) == {(200, False)}
     notes = (root / "sessions/2026/11/30/researcher.md").read_text()
     assert all(f"- load {n}-{r}: yes" in notes for n in range(16) for r in range(4))
+
+
+def test_tokens_granting_the_same_view_share_one_memory_and_few_are_kept(tmp_path, monkeypatch):
+    from fsmem.server import app as app_module
+    from fsmem.server.settings import ServerSettings
+
+    root = _copy_memory(tmp_path, "team")
+    store = TokenStore(tmp_path / "tokens.json")
+    same = [store.create(memory="team", agent="researcher").record for _ in range(2)]
+    others = [store.create(memory="team", agent="researcher", paths=[f"topics/t{n}"]).record for n in range(3)]
+    monkeypatch.setattr(app_module, "MEMORIES_KEPT", 2)
+    server = app_module.MemoryServer(ServerSettings(memories={"team": root}, tokens=store.path))
+
+    async def view(record):
+        return await server._memory(record, root.resolve())
+
+    first, second = anyio.run(view, same[0]), anyio.run(view, same[1])
+    assert first is second and first.agent == "researcher" and first.scope is None
+    assert first.budget.max_tokens == 4000  # researcher's budget, under the server's answer cap
+    for record in others:
+        assert anyio.run(view, record).scope.prefixes == tuple(record.paths)
+    assert len(server._memories) == 2

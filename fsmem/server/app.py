@@ -3,10 +3,10 @@
 Every request passes one door before the MCP SDK sees it, in this order:
 a valid, unexpired, unrevoked bearer token (401 otherwise: nothing is read,
 run or written), the token's memory (`/mcp` serves it, `/mcp/NAME` only if
-it is NAME: 403 otherwise), room in the server (503), the token's rate (429
-with Retry-After) and its share of requests in flight (429), then the body,
-read whole within a size cap (413) and a deadline (408). Only then does the
-SDK's `StreamableHTTPSessionManager` (stateless, JSON answers) parse it.
+it is NAME: 403 otherwise), room in the server (503), the token's share of
+requests in flight and its rate (429 with Retry-After), then the body, read
+whole within a size cap (413) and a deadline (408). Only then does the SDK's
+`StreamableHTTPSessionManager` (stateless, JSON answers) parse it.
 
 The agent a call acts for (budget, read-only flag, retrieval log) and the
 part of the memory it reaches come from the token's record, never from the
@@ -45,15 +45,8 @@ MCP_PATH = "/mcp"
 HEALTH_PATH = "/health"
 SEND_CHUNK = 64 << 10  # an answer goes out in pieces of at most this many bytes
 # JSON-RPC error codes of the door (the server-defined range).
-UNAUTHORIZED, FORBIDDEN, TOO_MANY, TOO_LARGE, TIMEOUT, BUSY, NOT_FOUND = (
-    -32001,
-    -32003,
-    -32029,
-    -32013,
-    -32008,
-    -32503,
-    -32004,
-)
+UNAUTHORIZED, FORBIDDEN, TOO_MANY, TOO_LARGE, TIMEOUT, BUSY = -32001, -32003, -32029, -32013, -32008, -32503
+MEMORIES_KEPT = 256  # views of memories (agent, read-only, scope) kept open; the oldest is closed past this
 
 
 class Refusal(Exception):
@@ -82,7 +75,7 @@ class MemoryServer:
         self.in_flight = InFlight(self.limits.concurrency, self.limits.max_in_flight)
         self.workers = anyio.CapacityLimiter(self.limits.workers)
         self.writers = anyio.CapacityLimiter(max(1, self.limits.workers // 2))
-        self._memories: dict[tuple[str, int], Memory] = {}
+        self._memories: dict[tuple, Memory] = {}
         self.mcp = build_server(self.limits, self.workers, self.writers)
         self.manager = StreamableHTTPSessionManager(
             self.mcp,
@@ -90,7 +83,6 @@ class MemoryServer:
             json_response=True,
             max_request_body_size=self.limits.max_request_bytes,
         )
-        self.stopping = False
 
     # -- ASGI ------------------------------------------------------------------------------------
     async def __call__(self, scope: dict[str, Any], receive, send) -> None:
@@ -111,7 +103,6 @@ class MemoryServer:
                     return
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
-                self.stopping = True
                 await stack.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
@@ -191,21 +182,28 @@ class MemoryServer:
         return record.id
 
     async def _memory(self, record: TokenRecord, root) -> Memory:
-        """The token's view of its memory: its agent, read-only flag and scope, the server's answer cap (cached)."""
+        """The token's view of its memory: its agent, read-only flag and scope, the server's answer cap.
+
+        Tokens that grant the same view share one `Memory` (and its cache connection); a change
+        of the memory's fsmem.yaml (budgets, agents) makes a new one.
+        """
         try:
             stamp = os.stat(root / CONFIG_FILE).st_mtime_ns
         except OSError:
             stamp = 0
-        key = (record.id, stamp)
-        memory = self._memories.get(key)
+        view = (str(root), record.agent, record.read_only, tuple(record.paths))
+        memory = self._memories.get((*view, stamp))
         if memory is None:
             try:
                 memory = await anyio.to_thread.run_sync(self._open_memory, record, root, limiter=self.workers)
             except FsmemError as exc:
                 raise Refusal(403, FORBIDDEN, f"this token's agent cannot use the memory: {exc}", "agent") from None
-            for old in [k for k in self._memories if k[0] == record.id]:
-                del self._memories[old]
-            self._memories[key] = memory
+            stale = [key for key in self._memories if key[:4] == view]
+            while len(self._memories) - len(stale) >= MEMORIES_KEPT:
+                stale.append(next(key for key in self._memories if key not in stale))
+            for key in stale:
+                _close(self._memories.pop(key))
+            self._memories[(*view, stamp)] = memory
         return memory
 
     def _open_memory(self, record: TokenRecord, root) -> Memory:
@@ -326,6 +324,13 @@ def create_app(settings: ServerSettings, **kwargs: Any) -> MemoryServer:
     """The ASGI app serving `settings.memories` behind the tokens of `settings.tokens` (run it with any ASGI server)."""
     settings.check()
     return MemoryServer(settings, **kwargs)
+
+
+def _close(memory: Memory) -> None:
+    """Close a view's cache connection (a request still using it reopens it)."""
+    if memory.catalog.cache is not None:
+        memory.catalog.cache.flush_counts()
+        memory.catalog.cache.close()
 
 
 def _bearer(scope: dict[str, Any]) -> str | None:

@@ -60,6 +60,28 @@ def tame_malloc() -> bool:
     return True
 
 
+def token_warnings(settings: ServerSettings) -> list[str]:
+    """Active tokens of served memories whose agent the memory's fsmem.yaml does not know (refused 403)."""
+    from fsmem.config import Config
+    from fsmem.errors import FsmemError
+    from fsmem.server.tokens import TokenStore
+
+    warnings = []
+    try:
+        records = TokenStore(settings.tokens).load()
+    except FsmemError as exc:
+        return [str(exc)]
+    for record in records:
+        root = settings.memories.get(record.memory)
+        if root is None or record.status() != "active":
+            continue
+        try:
+            Config.load(root).budget_for(record.agent)
+        except FsmemError as exc:
+            warnings.append(f"token {record.id} is refused until this is fixed: {exc}")
+    return warnings
+
+
 def serve(settings: ServerSettings, *, log: RequestLog | None = None, ready: Any = None) -> int:
     """Serve until SIGTERM or SIGINT; return the exit code (0 after a graceful stop)."""
     tame_malloc()
@@ -69,7 +91,7 @@ def serve(settings: ServerSettings, *, log: RequestLog | None = None, ready: Any
     from fsmem.server.app import create_app
 
     log = log or RequestLog(settings.log)
-    for warning in settings.check():
+    for warning in settings.check() + token_warnings(settings):
         log.write({"event": "warning", "message": warning})
     app = create_app(settings, log=log)
     limits = settings.limits
