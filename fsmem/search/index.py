@@ -431,7 +431,15 @@ def load_columns(folder: Path) -> Columns | None:
     return None
 
 
-def _load_generation(path: Path, *, check: bool = True) -> Columns | None:
+def _mapped(path: Path, columns: Columns) -> Columns:
+    """`columns` with its arrays memory-mapped from generation `path`, which was just written from them."""
+    import numpy as np
+
+    arrays = {name: np.load(path / f"{name}.npy", mmap_mode="r", allow_pickle=False) for name in columns.arrays}
+    return Columns(columns.files, columns.vocabulary, columns.sources, arrays)
+
+
+def _load_generation(path: Path) -> Columns | None:
     import numpy as np
 
     header = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
@@ -440,8 +448,7 @@ def _load_generation(path: Path, *, check: bool = True) -> Columns | None:
     arrays = {str(name): np.load(path / f"{name}.npy", mmap_mode="r", allow_pickle=False) for name in header["arrays"]}
     files = [FileInfo(str(p), int(m), int(s), dict(meta)) for p, m, s, meta in header["files"]]
     columns = Columns(files, list(header["vocabulary"]), list(header["sources"]), arrays)
-    if check:
-        _check(columns)
+    _check(columns)
     return columns
 
 
@@ -618,10 +625,10 @@ class SearchIndex:
             try:
                 saved = save_columns(self.cache_dir, self._columns)
                 self._cache_stat = self._stat_cache()
-                with contextlib.suppress(OSError, ValueError, KeyError):
-                    # the same arrays, memory-mapped from the files just written (and checked as they were built):
-                    # the copy in memory is freed, so a long-lived process does not hold one per generation
-                    self._columns = _load_generation(saved, check=False) or self._columns
+                with contextlib.suppress(OSError, ValueError):
+                    # the same arrays, memory-mapped from the files just written: the copy in memory is
+                    # freed, so a long-lived process does not hold one per generation
+                    self._columns = _mapped(saved, self._columns)
             except (OSError, LockTimeout):
                 self._cache_stat = None  # a read-only .fsmem/: search still works from memory
         return changed
