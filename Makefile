@@ -13,7 +13,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "installing fsmem and its dependencies into $(VENV) (log: $(VENV)/install.log)"
-	@$(PY) -m pip install --quiet -e '.[test,watch,mcp,anthropic,bench,plot]' > $(VENV)/install.log 2>&1 \
+	@$(PY) -m pip install --quiet -e '.[test,watch,mcp,server,anthropic,bench,plot]' > $(VENV)/install.log 2>&1 \
 		|| { cat $(VENV)/install.log; exit 1; }
 	touch $(STAMP)
 

@@ -23,6 +23,10 @@ class NotFound(FsmemError):
     """A path inside the memory that does not exist."""
 
 
+class OutOfScope(NotFound):
+    """A path outside the agent's scope: refused exactly as if nothing were there."""
+
+
 class AlreadyExists(FsmemError):
     """A create or move that would overwrite something already stored."""
 

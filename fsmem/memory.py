@@ -35,9 +35,10 @@ from fsmem.format import secrets
 from fsmem.query import grep as _grep, reading
 from fsmem.query.listing import Listing, list_entries, within_depth
 from fsmem.store import paths as _paths, retrieval_log, writing
-from fsmem.store.catalog import EXACT_COUNT_LIMIT, Catalog, FileMeta, matches_filters, walk
+from fsmem.store.catalog import EXACT_COUNT_LIMIT, Catalog, FileMeta, matches_filters, walk, walk_stats
 from fsmem.store.files import file_lock, file_version
 from fsmem.store.paths import ROOT_README, check_text, relative, resolve
+from fsmem.store.scope import Scope
 from fsmem.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -55,6 +56,8 @@ if TYPE_CHECKING:
     from fsmem.search.ranking import SearchResult, SearchSettings
     from fsmem.search.recall import RecallResult
     from fsmem.watch import WatchStats
+
+Prefixes = str | Iterable[str] | Scope | None
 
 ROOT_ENV = "FSMEM_ROOT"
 SESSION_ENV = "FSMEM_SESSION"
@@ -152,15 +155,19 @@ class Memory:
 
     `agent` selects that agent's budget (and read-only flag) from fsmem.yaml;
     per-call `max_tokens` / `max_results` may narrow it, never widen it.
+    `scope` (path prefixes such as `["topics/"]`) is the part of the memory
+    this agent reaches: everything outside behaves as if it did not exist, in
+    every answer, listing, total, search and context (`fsmem.store.scope`).
     """
 
-    def __init__(self, root: str | os.PathLike[str] | None = None, *, agent: str | None = None):
+    def __init__(self, root: str | os.PathLike[str] | None = None, *, agent: str | None = None, scope: Prefixes = None):
         self.root = discover_root(root)
         self.config = Config.load(self.root)
         self.agent = agent
         self.budget: Budget = self.config.budget_for(agent)
+        self.scope: Scope | None = Scope.of(scope)
         self.tokens = TokenCounter(self.config.tokenizer)
-        self.catalog = Catalog(self.root, self.tokens)
+        self.catalog = Catalog(self.root, self.tokens, scope=self.scope)
 
     # -- creation ---------------------------------------------------------
     @classmethod
@@ -193,8 +200,33 @@ class Memory:
 
     # -- helpers ------------------------------------------------------------
     def path(self, user_path: str | os.PathLike[str] | None, *, want: str = "any") -> Path:
-        """Resolve an agent- or user-supplied path by the containment rule (`fsmem.store.paths.resolve`)."""
-        return resolve(self.root, user_path, want=want)
+        """Resolve an agent- or user-supplied path by the containment rule (`fsmem.store.paths.resolve`) and the scope.
+
+        `want="any"` lets a folder above the scope pass (it is listed filtered); `want="file"` does not.
+        """
+        return resolve(self.root, user_path, want=want, scope=self.scope)
+
+    def _in_scope(self, target: Path, raw: str) -> None:
+        """Refuse a folder that is not wholly in scope (for rm and mv, which act on everything in it)."""
+        if self.scope is not None:
+            self.scope.check(relative(self.root, target), raw, "file")
+
+    def _whole_memory(self, what: str) -> None:
+        if self.scope is not None:
+            raise InvalidArgument(
+                f"{what} works on the whole memory; this agent's scope is {self.scope.describe()}. "
+                "Run it without a scope"
+            )
+
+    def visible(self) -> Callable[[str], bool] | None:
+        """For a scoped memory, the test a file path must pass to be seen (its link target in scope too); else None.
+
+        The set is one walk of the scope, taken when called.
+        """
+        if self.scope is None:
+            return None
+        seen = {rel for rel, _full, _stat in walk_stats(self.root, scope=self.scope)}
+        return seen.__contains__
 
     def _require_writable(self) -> None:
         if self.budget.read_only:
@@ -324,7 +356,11 @@ class Memory:
         named = [relative(self.root, self._existing(p)) for p in paths]
         filtered = type is not None or bool(tag) or updated_after is not None
         targets: list[str] | None
-        if filtered:
+        if self.scope is not None:
+            named = self._scope_roots(named or ["."])
+        if self.scope is not None and not named:
+            targets = []  # nothing in scope exists: no matches, rather than the whole memory
+        elif filtered:
             targets = []
             starts: list[str | None] = list(named) or [None]
             for p in starts:
@@ -355,6 +391,7 @@ class Memory:
             include_superseded=include_superseded,
             timeout=timeout,
             max_line_chars=int(self.config.section("read").get("max_line_chars", 2000)),
+            within=self.scope.contains if self.scope is not None else None,
         )
         for shown in dict.fromkeys(m.path for m in result.matches):
             try:
@@ -362,6 +399,20 @@ class Memory:
             except (OSError, FsmemError):
                 result.versions[shown] = None
         return result
+
+    def _scope_roots(self, named: list[str]) -> list[str]:
+        """The paths in scope under each named path, that exist and resolve in scope (links included)."""
+        assert self.scope is not None
+        roots: list[str] = []
+        for rel in named:
+            for inner in self.scope.roots_under(rel):
+                try:
+                    target = self.path(inner)
+                except FsmemError:
+                    continue  # a prefix that is a link out of scope, or no longer a memory path
+                if target.exists() and inner not in roots:
+                    roots.append(inner)
+        return roots
 
     def read(
         self,
@@ -451,9 +502,17 @@ class Memory:
         text = self._screen(text, "the note")
         if subject is not None:
             subject = self._screen(subject, "the subject")
+        check = None
+        if self.scope is not None:
+            scope = self.scope
+
+            def check(path: Path) -> None:
+                rel = relative(self.root, path)
+                scope.check(rel, rel, "file")
+
         repo = self.history
         with file_lock(self.root):
-            result = writing.note(self.root, text, session=session, subject=subject)
+            result = writing.note(self.root, text, session=session, subject=subject, check_path=check)
             self._record(repo, result)
         self._after_write(repo, [result.path])
         return result
@@ -501,6 +560,7 @@ class Memory:
     def rm(self, path: str) -> writing.WriteResult:
         self._require_writable()
         target = self.path(path)
+        self._in_scope(target, path)
         _paths.check_folder_contents(self.root, target, path)
         repo = self.history
         with file_lock(self.root):
@@ -512,7 +572,9 @@ class Memory:
     def mv(self, source: str, target: str) -> writing.WriteResult:
         self._require_writable()
         src = self.path(source)
+        self._in_scope(src, source)
         dst = self.path(target, want="any" if src.is_dir() else "file")
+        self._in_scope(dst, target)
         _paths.check_folder_contents(self.root, src, source)
         src_rel = relative(self.root, src)
         repo = self.history
@@ -592,6 +654,7 @@ class Memory:
             consolidate_after = float(section.get("consolidate_after_seconds", _watch.DEFAULT_CONSOLIDATE_AFTER))
         if settle < 0 or consolidate_after < 0:
             raise InvalidArgument("--settle and --consolidate-after must be 0 or more seconds")
+        self._whole_memory("watch")
         writable = not self.budget.read_only
         return _watch.watch(
             self.root,
@@ -618,18 +681,20 @@ class Memory:
         from fsmem.query import context as _context
 
         budget = self.budget.narrowed(max_tokens)
-        return _context.build(self.root, self.catalog, self.tokens, max_tokens=budget.max_tokens)
+        return _context.build(self.root, self.catalog, self.tokens, max_tokens=budget.max_tokens, within=self.visible())
 
     def memory_tool(self, *, max_tokens: int | None = None) -> MemoryTool:
         """Deprecated (0.2): use `fsmem.agents.memory_tool.MemoryTool.over(memory)`; goes away in 0.3."""
         from fsmem.agents.memory_tool import MemoryTool  # deprecated shim: the one import that points up
 
         warn("Memory.memory_tool()", "fsmem.agents.memory_tool.MemoryTool.over(memory)")
+        self._whole_memory("the memory tool")
         return MemoryTool.over(self, max_tokens=max_tokens)
 
     # -- consolidation (fsmem consolidate, INDEX.md) -------------------------
     def consolidate(self, dry_run: bool = False, *, progress: Progress | None = None) -> ConsolidationReport:
         """Merge new session notes into entity and topic documents; `dry_run` returns the diff and writes nothing."""
+        self._whole_memory("consolidate")
         if not dry_run:
             self._require_writable()
         from fsmem.consolidate import apply as consolidate_apply
@@ -677,6 +742,7 @@ class Memory:
 
     def index(self) -> IndexResult:
         """Regenerate INDEX.md (the table of contents of entities and topics); says whether it changed."""
+        self._whole_memory("index")
         self._require_writable()
         from fsmem.consolidate import index_md
         from fsmem.consolidate.plan import Settings
@@ -743,6 +809,15 @@ class Memory:
         if self.history is None:
             raise StorageError(f"{self.root}: history could not be turned on (is the folder ignored by git?)")
 
+    def _history_path(self, path: str | None, what: str) -> str | None:
+        """The memory path a history query narrows to; a scoped agent must name one wholly in its scope."""
+        if path is None:
+            self._whole_memory(f"{what} without a path")
+            return None
+        target = self.path(path)
+        self._in_scope(target, path)
+        return relative(self.root, target)
+
     def log(
         self,
         path: str | None = None,
@@ -762,7 +837,7 @@ class Memory:
 
         check_offset(offset)
         budget = self.budget.narrowed(max_tokens, max_results)
-        rel = relative(self.root, self.path(path)) if path else None
+        rel = self._history_path(path, "history log")
         if since is not None and fmt.parse_timestamp(since) is None:
             raise InvalidArgument(f"--since takes an ISO 8601 date such as 2026-11-01, not {since!r}")
         if agent is not None:
@@ -810,7 +885,7 @@ class Memory:
 
         if rev is not None:
             check_text(rev, "the revision")
-        rel = relative(self.root, self.path(path)) if path else None
+        rel = self._history_path(path, "history diff")
         start, end = reading.parse_range(lines) if lines else (1, None)
         return queries.diff(
             self._require_history(),
@@ -843,6 +918,7 @@ class Memory:
         from fsmem.history import undo
 
         self._require_writable()
+        self._whole_memory("history revert")
         check_text(rev, "the revision")
         repo = self._require_history()
         with file_lock(self.root):
@@ -858,6 +934,7 @@ class Memory:
         from fsmem.history import sync as _sync
 
         self._require_writable()
+        self._whole_memory("history sync")
         if remote is not None:
             check_text(remote, "the remote")
         if setup:
@@ -963,6 +1040,7 @@ class Memory:
                 include_superseded=include_superseded,
                 usage=usage_counts(self.root),
                 offset=offset,
+                within=self.visible(),
             )
             logged.done(**log_fields(result))
         return result
@@ -998,6 +1076,7 @@ class Memory:
                 settings=_recall.RecallSettings.from_section(self.config.section("search")),
                 root=self.root,
                 search=lambda budget_tokens: self.search(query, max_tokens=budget_tokens),
+                scope=self.scope,
             )
             logged.done(**log_fields(outcome.result), skipped=outcome.skipped, reason=outcome.reason)
         return outcome

@@ -189,3 +189,27 @@ def test_light_superseded_scan_agrees_with_the_parser(tmp_path, text):
     path = tmp_path / "x.md"
     path.write_bytes(text.encode())
     assert superseded_of(path) == fmt.superseded_ranges(fmt.split(fmt.decode(text.encode())[0]))
+
+
+def test_threads_sharing_one_cache_take_turns_and_never_discard_it(tmp_path):
+    """A server's requests share one Memory: transactions on one SQLite connection must not interleave."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    memory = _memory_with(tmp_path, [f"t{i}" for i in range(40)])
+    cache = memory.catalog.cache
+    stamp = (1, 2, 3)
+
+    def work(worker: int) -> int:
+        for round_ in range(30):
+            cache.store([(stamp, {"path": f"topics/w{worker}-{round_}.md", "superseded": []})])
+            cache.rows()
+            for n in range(20):
+                cache.add_count(f"text {worker} {round_} {n}", n)
+            cache.flush_counts()
+        return worker
+
+    with ThreadPoolExecutor(8) as pool:
+        assert sorted(pool.map(work, range(8))) == list(range(8))
+    assert not cache.rebuilt and not cache._disabled
+    assert len(_rows(memory)) == 8 * 30
+    assert cache.count_of("text 7 29 19") == 19

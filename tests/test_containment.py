@@ -1,7 +1,8 @@
 """Containment: every face that takes a path, the same hostile payloads, and nothing outside the memory files read or changed.
 
 The faces: `Memory` methods, the CLI (a real subprocess), `tools.call`, the MCP
-server (driven by the MCP SDK's own stdio client), `MemoryTool` mapped onto an
+server (driven by the MCP SDK's own stdio client), the memory server over HTTP
+(`fsmem serve`, raw JSON-RPC posts with a token), `MemoryTool` mapped onto an
 fsmem memory (`MemoryTool.over(memory)`), and the Anthropic SDK drop-in classes
 (sync and async) over a folder whose `memories/` is an fsmem memory. Each
 payload must get a clear refusal within a time limit; afterwards the tree
@@ -14,6 +15,7 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -220,6 +222,54 @@ def test_mcp_answers_every_payload_with_an_error(hostile, monkeypatch):
         text = result.content[0].text
         assert result.is_error and text.startswith("error: "), f"{name} {what}: {text}"
         assert_no_secret([text])
+
+
+# -- the memory server, over HTTP -------------------------------------------------------------------
+@pytest.mark.slow
+def test_the_server_answers_every_payload_with_an_error(hostile, tmp_path):
+    pytest.importorskip("uvicorn")
+    import httpx2
+
+    from fsmem.server.tokens import TokenStore
+
+    _base, root, outside = hostile
+    store = TokenStore(tmp_path / "server" / "tokens.json")
+    token = store.create(memory="hostile", agent="researcher").token
+    config = tmp_path / "server" / "server.yaml"
+    config.write_text(
+        f"memories:\n  hostile: {root}\ntokens: {store.path}\nport: 0\nlimits:\n  rate_per_second: 100000\n  burst: 100000\n"
+    )
+    server = subprocess.Popen(
+        [FSMEM, "serve", "--config", str(config)], stderr=subprocess.PIPE, text=True, env=_environment()
+    )
+    try:
+        url = None
+        while url is None:  # warnings may come first
+            url = json.loads(server.stderr.readline()).get("url")
+        headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
+        headers["Content-Type"] = "application/json"
+        with httpx2.Client(headers=headers, timeout=TIME_LIMIT) as http:
+            for number, (name, what, arguments) in enumerate(tool_calls(outside)):
+                message = {
+                    "jsonrpc": "2.0",
+                    "id": number,
+                    "method": "tools/call",
+                    "params": {"name": name, "arguments": arguments},
+                }
+                body = json.dumps(message, ensure_ascii=True).encode()  # a lone surrogate travels as a JSON escape
+                answer = http.post(url, content=body)
+                data = answer.json()
+                if answer.status_code == 400:  # the SDK's parser refuses a lone surrogate: answered, nothing run
+                    assert data["error"]["code"] == -32700, f"{name} {what}: {data}"
+                    continue
+                text = data["result"]["content"][0]["text"]
+                assert answer.status_code == 200 and data["result"]["isError"] and text.startswith("error: "), (
+                    f"{name} {what}: {text}"
+                )
+                assert_no_secret([text])
+    finally:
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(30) == 0
 
 
 # -- Claude's memory tool mapped onto the memory, and the SDK drop-in classes ------------------------

@@ -143,3 +143,21 @@ def test_a_search_over_mcp_is_logged_once(tmp_path):
     records = list(retrieval_log.records(root))
     assert [r["tool"] for r in records] == ["search"]
     assert Memory(root).stats().tools[0].calls == 1
+
+
+def test_a_scoped_server_sees_only_its_prefix(tmp_path):
+    root = build_memory(tmp_path)
+
+    async def actions(session):
+        return [
+            await session.call_tool("ls", {}),
+            await session.call_tool("read", {"path": "entities/orgs/acme.md"}),
+        ]
+
+    listed, refused = run_session(root, "--path", "topics/", actions=actions)
+    assert [line.split()[0] for line in text_of(listed).splitlines()] == [
+        "topics/billing.md",
+        "topics/deployments.md",
+        "[files",
+    ]
+    assert refused.is_error and "outside this agent's scope (topics/)" in text_of(refused)

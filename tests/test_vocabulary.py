@@ -29,7 +29,7 @@ LIST_ANSWERS = {"ls", "grep", "search", "log"}  # list-shaped: they page
 BUDGETED = LIST_ANSWERS | {"read", "context", "recall", "evaluate", "show", "diff"}  # they answer within a token budget
 FILTERED = {"ls", "grep", "search"}
 HISTORY_AWARE = {"grep", "read", "search"}  # superseded facts hidden unless asked
-NO_OUTPUT = {"mcp"}  # a server speaks its protocol, not --json
+NO_OUTPUT = {"mcp", "serve"}  # a server speaks its protocol, not --json
 # spellings that mean an idea fsmem names otherwise; none may appear as a visible option or argument
 BANNED = {"k", "limit", "top", "top_k", "max_rows", "rows", "budget", "quiet", "context_file", "page", "skip", "start"}
 # the CLI's names for Memory's parameters where Python cannot use the word (type_ is `type`)

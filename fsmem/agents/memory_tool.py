@@ -152,8 +152,13 @@ class MemoryTool:
 
         Answers are capped at its agent's budget (or less, with `max_tokens`);
         writes honour its read-only flag; every call is logged to
-        `.fsmem/logs/retrieval.jsonl`.
+        `.fsmem/logs/retrieval.jsonl`. A memory with a scope is refused: the
+        tool's commands reach the whole folder.
         """
+        if memory.scope is not None:
+            raise InvalidArgument(
+                f"Claude's memory tool reaches the whole memory; this agent's scope is {memory.scope.describe()}"
+            )
         return cls(
             memory_root=memory.root,
             agent=memory.agent,

@@ -40,6 +40,8 @@ COMMANDS: dict[str, str] = {
     "restore": "history:restore_cmd",
     "revert": "history:revert_cmd",
     "sync": "history:sync_cmd",
+    "serve": "server:serve_cmd",
+    "token": "server:token_group",
 }
 
 

@@ -35,12 +35,21 @@ def tools_cmd(ctx, format_, read_only, as_json):
 
 @command("mcp")
 @click.option("--read-only", is_flag=True, help="Offer and allow no write tools, whatever the agent's settings.")
+@click.option(
+    "--path",
+    "paths",
+    multiple=True,
+    metavar="PREFIX",
+    help="Reach only files under PREFIX, such as topics/ (repeatable); outside, nothing exists for this agent.",
+)
 @click.pass_context
-def mcp_cmd(ctx, read_only):
+def mcp_cmd(ctx, read_only, paths):
     """Serve the agent tools over stdio with the Model Context Protocol (needs fsmem[mcp]), with --agent's budget."""
     from fsmem.agents import tools as agent_tools
+    from fsmem.memory import Memory
 
-    memory = open_memory(ctx)
+    obj = ctx.find_root().obj or {}
+    memory = Memory(obj.get("root"), agent=obj.get("agent"), scope=list(paths) or None)
     if read_only:
         agent_tools.read_only(memory)
     try:

@@ -10,6 +10,8 @@ to read it.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,7 +20,7 @@ from fsmem import format as fmt
 from fsmem.budget import Meter
 from fsmem.errors import FsmemError
 from fsmem.format import secrets
-from fsmem.store.paths import read_regular, resolve
+from fsmem.store.paths import lexical_parts, read_regular, resolve
 
 if TYPE_CHECKING:
     from fsmem.store.catalog import Catalog
@@ -38,6 +40,7 @@ class Part:
     heading: str
     lines: list[tuple[int | None, str]]
     shown: int = 0
+    readable: bool = True  # the agent may read the source itself (INDEX.md is out of a scope's reach)
 
 
 @dataclass
@@ -92,14 +95,81 @@ def _body_lines(root: Path, rel: str) -> list[tuple[int | None, str]]:
     return lines
 
 
-def gather(root: Path, catalog: Catalog) -> tuple[list[Part], bool]:
-    """The parts of the block in order (profile first), and whether INDEX.md exists."""
+# What an INDEX.md line names: the target of a Markdown link, or a bare path ending in .md.
+_LINK = re.compile(r"\]\(\s*<?([^)>\s]+)>?[^)]*\)")
+_BARE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+\.(?:md|markdown))(?![\w/])", re.IGNORECASE)
+
+
+def _named_paths(line: str) -> list[str | None]:
+    """The memory paths a line names (None for a reference that is no memory path, such as a URL)."""
+    found: list[str | None] = []
+    for target in _LINK.findall(line) + _BARE.findall(_LINK.sub("]", line)):
+        target = target.split("#", 1)[0].split("?", 1)[0]
+        try:
+            found.append("/".join(lexical_parts(target)) if target and "://" not in target else None)
+        except FsmemError:
+            found.append(None)
+    return found
+
+
+def scoped_lines(lines: list[tuple[int | None, str]], within: Callable[[str], bool]) -> list[tuple[int | None, str]]:
+    """The lines of INDEX.md an agent with a scope may see: those naming only files `within` it.
+
+    A line that names nothing (generated prose, a count of documents) or names
+    any file out of scope is left out; a heading stays only when a kept line
+    follows it, so not even a group name speaks of what is out of scope.
+    """
+    kept: list[tuple[int | None, str]] = []
+    for number, line in lines:
+        if line.lstrip().startswith("#") or not line.strip():
+            kept.append((number, line))
+            continue
+        named = _named_paths(line)
+        if named and all(path is not None and within(path) for path in named):
+            kept.append((number, line))
+    out: list[tuple[int | None, str]] = []
+    for index, (number, line) in enumerate(kept):
+        level = _heading_level(line)
+        if level:
+            body = False
+            for _, after in kept[index + 1 :]:
+                after_level = _heading_level(after)
+                if after_level and after_level <= level:
+                    break
+                if after.strip() and not after_level:
+                    body = True
+                    break
+            if not body:
+                continue
+        elif not line.strip() and (not out or not out[-1][1].strip()):
+            continue
+        out.append((number, line))
+    while out and not out[-1][1].strip():
+        out.pop()
+    return out
+
+
+def _heading_level(line: str) -> int:
+    stripped = line.lstrip()
+    level = len(stripped) - len(stripped.lstrip("#"))
+    return level if level and stripped[level : level + 1] in (" ", "\t", "") else 0
+
+
+def gather(root: Path, catalog: Catalog, within: Callable[[str], bool] | None = None) -> tuple[list[Part], bool]:
+    """The parts of the block in order (profile first), and whether INDEX.md exists.
+
+    With `within` (an agent's scope; the catalog is scoped too), INDEX.md shows
+    only its lines that name files in scope (`scoped_lines`).
+    """
     parts: list[Part] = []
     for meta in catalog.entries(root / PROFILE_DIR) if (root / PROFILE_DIR).is_dir() else []:
         title = f" ({meta.title})" if meta.title else ""
         parts.append(Part(meta.path, f"## {meta.path}{title}", _body_lines(root, meta.path)))
     if _readable_index(root):
-        parts.append(Part(INDEX_FILE, f"## {INDEX_FILE}", _body_lines(root, INDEX_FILE)))
+        lines = _body_lines(root, INDEX_FILE)
+        if within is not None:
+            lines = scoped_lines(lines, within)
+        parts.append(Part(INDEX_FILE, f"## {INDEX_FILE}", lines, readable=within is None))
         return parts, True
     rows: list[tuple[int | None, str]] = []
     for meta in catalog.entries():
@@ -126,6 +196,8 @@ def _cut_note(parts: list[Part]) -> list[str]:
             continue
         if part.source == "catalog":
             cut.append(f"{left} of {len(part.lines)} entity/topic rows (list entities and topics to see them)")
+        elif not part.readable:
+            cut.append(f"{left} of {len(part.lines)} lines of {part.source} (list files with ls)")
         elif part.shown == 0:
             cut.append(f"{part.source} (read it)")
         else:
@@ -141,11 +213,21 @@ def _render(entries: list[tuple[Part | None, str]], cut: list[str], budget: int)
     return "\n".join(lines)
 
 
-def build(root: Path, catalog: Catalog, tokens: TokenCounter, *, max_tokens: int) -> ContextBlock:
-    """The pre-injection block of the memory at `root`, at most `max_tokens` (the agent's budget, already narrowed)."""
+def build(
+    root: Path,
+    catalog: Catalog,
+    tokens: TokenCounter,
+    *,
+    max_tokens: int,
+    within: Callable[[str], bool] | None = None,
+) -> ContextBlock:
+    """The pre-injection block of the memory at `root`, at most `max_tokens` (the agent's budget, already narrowed).
+
+    `within` is the agent's scope (with a catalog scoped alike): see `gather`.
+    """
     budget = max_tokens
     count = tokens.count
-    parts, index_exists = gather(root, catalog)
+    parts, index_exists = gather(root, catalog, within)
     # Fill greedily, keeping room for a note that names every part as cut ...
     meter = Meter(count, max_tokens=budget, reserve=count(_render([], _cut_note(parts), budget)))
     entries: list[tuple[Part | None, str]] = []  # (the part a content line belongs to, the line)

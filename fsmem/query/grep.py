@@ -143,8 +143,11 @@ def run(
     include_superseded: bool = False,
     timeout: float = 10.0,
     max_line_chars: int = 2000,
+    within: Callable[[str], bool] | None = None,
 ) -> GrepResult:
     """Run rg over `targets` (memory-relative paths; None = the whole memory).
+
+    `within(path)` (an agent's scope) must hold for every file shown or counted.
 
     A first rg pass answers alone when its output is small; its files
     are put in path order in Python (deterministic `--offset` paging without
@@ -174,7 +177,7 @@ def run(
     readme_named = target_list is not None and ROOT_README in target_list
 
     def keep(path: str) -> bool:
-        return is_memory_path(path) and (readme_named or path != ROOT_README)
+        return is_memory_path(path) and (readme_named or path != ROOT_README) and (within is None or within(path))
 
     rg = Rg(
         root,

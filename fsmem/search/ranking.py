@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -204,8 +204,12 @@ def search(
     include_superseded: bool = False,
     usage: dict[str, int] | None = None,
     offset: int = 0,
+    within: Callable[[str], bool] | None = None,
 ) -> tuple[SearchResult, Ranking]:
-    """Rank and fit; returns the ranking too (the evaluation harness needs every candidate's score)."""
+    """Rank and fit; returns the ranking too (the evaluation harness needs every candidate's score).
+
+    Rows of files outside `within` (an agent's scope) are dropped before anything is counted or fitted.
+    """
     if not query or not query.strip():
         raise InvalidArgument("the search query is empty; describe what you are looking for")
     if min_score is not None and (min_score < 0 or not math.isfinite(min_score)):
@@ -226,6 +230,7 @@ def search(
             tag=tag,
             updated_after=updated_after,
             include_superseded=include_superseded,
+            within=within,
         )
         try:
             result = fit(

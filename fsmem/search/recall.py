@@ -25,6 +25,7 @@ from fsmem import format as fmt
 from fsmem.config import CONFIG_FILE
 from fsmem.errors import ConfigError, InvalidArgument
 from fsmem.search.ranking import SearchResult
+from fsmem.store.scope import Scope
 
 SKIP_REASONS = ("budget", "in_context", "nothing_new")
 
@@ -97,12 +98,12 @@ def _in_context(query: str, context: str, similarity: float) -> bool:
     return fuzz.partial_ratio(needle, haystack) >= similarity
 
 
-def _written_since(root: Path, horizon: _dt.datetime) -> set[str]:
-    """Files written (per their mtime) after `horizon`."""
+def _written_since(root: Path, horizon: _dt.datetime, scope: Scope | None = None) -> set[str]:
+    """Files (in `scope`) written, per their mtime, after `horizon`."""
     from fsmem.store.catalog import walk_stats
 
     limit = horizon.timestamp()
-    return {rel for rel, _full, stat in walk_stats(root) if stat.st_mtime > limit}
+    return {rel for rel, _full, stat in walk_stats(root, scope=scope) if stat.st_mtime > limit}
 
 
 def recall(
@@ -113,6 +114,7 @@ def recall(
     settings: RecallSettings,
     root: Path,
     search: Callable[[int], SearchResult],
+    scope: Scope | None = None,
 ) -> RecallResult:
     """Skip for a reason, or `search(tokens_left)` and keep the answer (see the module docstring)."""
     if not query or not query.strip():
@@ -124,7 +126,7 @@ def recall(
     fresh: set[str] | None = None
     if settings.horizon_days is not None:
         now = fmt.parse_timestamp(fmt.now_iso()) or _dt.datetime.now(_dt.UTC)
-        fresh = _written_since(root, now - _dt.timedelta(days=settings.horizon_days))
+        fresh = _written_since(root, now - _dt.timedelta(days=settings.horizon_days), scope)
         if not fresh:
             return RecallResult(query, True, "nothing_new", None)
     result = search(tokens_left)

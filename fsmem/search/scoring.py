@@ -11,7 +11,7 @@ import datetime as _dt
 import json
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -112,15 +112,18 @@ def _near_spellings(conn, missing: list[str], cutoff: float) -> dict[str, str]:
     return found
 
 
-def _allowed_files(conn, type, tag, updated_after) -> tuple[list[int] | None, int]:
-    """File ids passing the front-matter filters (None: no filter) and how many rows they hold."""
-    if type is None and not tag and updated_after is None:
+def _allowed_files(conn, type, tag, updated_after, within=None) -> tuple[list[int] | None, int]:
+    """File ids passing the front-matter filters and `within` (an agent's scope), None when nothing filters,
+    and how many rows they hold: what is out of scope is never scored, counted or shown."""
+    if type is None and not tag and updated_after is None and within is None:
         total = conn.execute("SELECT value FROM search_meta WHERE key = 'rows'").fetchone()
         return None, int(total[0]) if total else 0
     allowed, rows = [], 0
     for fid, path, ftype, tags, updated, count in conn.execute(
         "SELECT id, path, type, tags, updated, rows FROM search_files"
     ):
+        if within is not None and not within(path):
+            continue
         meta = FileMeta(
             path=path, size=0, mtime_ns=0, type=ftype, tags=json.loads(tags) if tags else [], updated=updated
         )
@@ -142,8 +145,9 @@ def rank(
     updated_after: str | None = None,
     include_superseded: bool = False,
     now: _dt.datetime | None = None,
+    within: Callable[[str], bool] | None = None,
 ) -> Ranking:
-    """Filter by front matter and supersession, then score the candidate rows (see the module docstring)."""
+    """Filter by front matter, supersession and `within` (an agent's scope), then score the candidate rows."""
     now = now or fmt.parse_timestamp(fmt.now_iso())
     terms, _words = query_terms(index.analyzer, query)
     return index.guarded(
@@ -159,13 +163,16 @@ def rank(
             include_superseded,
             now,
             index.root,
+            within,
         )
     )
 
 
-def _rank(conn, terms, settings, pool_size, usage, type, tag, updated_after, include_superseded, now, root) -> Ranking:
+def _rank(
+    conn, terms, settings, pool_size, usage, type, tag, updated_after, include_superseded, now, root, within=None
+) -> Ranking:
     w = settings.weights
-    allowed, searchable = _allowed_files(conn, type, tag, updated_after)
+    allowed, searchable = _allowed_files(conn, type, tag, updated_after, within)
     empty = Ranking([], {}, {}, {}, {}, searchable)
     if not terms or not searchable:
         return empty

@@ -30,6 +30,7 @@ import contextlib
 import hashlib
 import json
 import os
+import threading
 import time
 import zlib
 from collections.abc import Iterable
@@ -119,7 +120,9 @@ class MetaCache:
     """Rows of per-file metadata for one memory, valid for one tokenizer (`fingerprint`).
 
     The connection is opened on first use, so commands that never touch
-    metadata (`read` of a line range) pay nothing.
+    metadata (`read` of a line range) pay nothing. Threads that share one
+    cache (a server's requests) take turns on its connection: SQLite's own
+    transactions on one connection must not interleave.
     """
 
     def __init__(self, root: Path, fingerprint: str):
@@ -129,6 +132,8 @@ class MetaCache:
         self._conn: apsw.Connection | None = None
         self._disabled = False
         self._pending_counts: dict[str, int] = {}
+        self._lock = threading.RLock()
+        self._flush_registered = False  # one atexit hook per cache, however often its memo empties
         self.rebuilt = False  # set when a corrupt or foreign cache was thrown away
 
     # -- connection ---------------------------------------------------------
@@ -175,15 +180,16 @@ class MetaCache:
 
     def _guard(self, action, default):
         """Run `action(conn)`; on corruption throw the cache away (once) and answer `default`."""
-        conn = self._connect()
-        if conn is None:
-            return default
-        try:
-            return action(conn)
-        except apsw.Error as exc:
-            if not is_transient(exc):
-                self._reset()
-            return default
+        with self._lock:
+            conn = self._connect()
+            if conn is None:
+                return default
+            try:
+                return action(conn)
+            except apsw.Error as exc:
+                if not is_transient(exc):
+                    self._reset()
+                return default
 
     def _reset(self) -> None:
         self.close()
@@ -191,10 +197,11 @@ class MetaCache:
             self._disabled = True
 
     def close(self) -> None:
-        if self._conn is not None:
-            with contextlib.suppress(apsw.Error):
-                self._conn.close(True)
-            self._conn = None
+        with self._lock:
+            if self._conn is not None:
+                with contextlib.suppress(apsw.Error):
+                    self._conn.close(True)
+                self._conn = None
 
     # -- file rows ------------------------------------------------------------
     def rows(self, paths: Iterable[str] | None = None) -> dict[str, tuple[Stamp, int, str]]:
@@ -291,8 +298,9 @@ class MetaCache:
 
     # -- token-count memo -----------------------------------------------------
     def count_of(self, text: str) -> int | None:
-        if text in self._pending_counts:
-            return self._pending_counts[text]
+        pending = self._pending_counts.get(text)
+        if pending is not None:
+            return pending
 
         def action(conn: apsw.Connection):
             row = conn.execute("SELECT tokens FROM counts WHERE digest = ?", (_digest(text),)).fetchone()
@@ -301,19 +309,22 @@ class MetaCache:
         return self._guard(action, None)
 
     def add_count(self, text: str, tokens: int) -> None:
-        if not self._pending_counts:
-            import atexit
+        with self._lock:
+            if not self._pending_counts and not self._flush_registered:
+                import atexit
 
-            atexit.register(self.flush_counts)
-        self._pending_counts[text] = tokens
-        if len(self._pending_counts) >= _MEMO_FLUSH_EVERY:
-            self.flush_counts()
+                atexit.register(self.flush_counts)
+                self._flush_registered = True
+            self._pending_counts[text] = tokens
+            if len(self._pending_counts) >= _MEMO_FLUSH_EVERY:
+                self.flush_counts()
 
     def flush_counts(self) -> None:
-        if not self._pending_counts:
-            return
-        items = [(_digest(text), tokens) for text, tokens in self._pending_counts.items()]
-        self._pending_counts.clear()
+        with self._lock:
+            if not self._pending_counts:
+                return
+            items = [(_digest(text), tokens) for text, tokens in self._pending_counts.items()]
+            self._pending_counts.clear()
 
         def action(conn: apsw.Connection) -> None:
             with _transaction(conn):

@@ -20,6 +20,7 @@ from fsmem.errors import InvalidArgument
 from fsmem.format import secrets
 from fsmem.store import files, paths
 from fsmem.store.paths import relative
+from fsmem.store.scope import Scope
 from fsmem.store.walk import walk, walk_stats  # noqa: F401  (the catalog's walk; imported from here by callers)
 from fsmem.tokens import TokenCounter
 
@@ -123,11 +124,13 @@ class Catalog:
     whose (mtime_ns, size, inode) differ from the cached row, so edits made
     while no watcher runs are seen on the next call. With `use_cache=False`
     every file is parsed every time (what the benchmarks call a cold run).
+    With a `scope`, only the files in it exist for this catalog.
     """
 
-    def __init__(self, root: Path, counter: TokenCounter, *, use_cache: bool = True):
+    def __init__(self, root: Path, counter: TokenCounter, *, use_cache: bool = True, scope: Scope | None = None):
         self.root = root
         self.counter = counter
+        self.scope = scope
         self.cache = None
         if use_cache:
             from fsmem.store.cache import MetaCache
@@ -198,8 +201,9 @@ class Catalog:
 
     def entries(self, start: Path | None = None, skipped: list[tuple[str, str]] | None = None) -> list[FileMeta]:
         """Every memory file under `start` (default: all); files that cannot be read go to `skipped`."""
-        found = list(walk_stats(self.root, start, skipped))
-        return self._metas(found, complete=start is None or Path(start) == self.root, skipped=skipped)
+        found = list(walk_stats(self.root, start, skipped, scope=self.scope))
+        whole = self.scope is None and (start is None or Path(start) == self.root)
+        return self._metas(found, complete=whole, skipped=skipped)
 
     def get(self, path: Path) -> FileMeta:
         return self._meta_for(path, path.stat())

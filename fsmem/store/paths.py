@@ -20,7 +20,7 @@ import os
 import re
 import stat
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 from fsmem.config import CONFIG_FILE, STATE_DIR
 from fsmem.errors import ConfigError, InvalidArgument, PathEscape
@@ -169,7 +169,15 @@ def lexical_parts(raw: str) -> list[str]:
 
 
 # -- the physical rule -------------------------------------------------------------------
-def resolve(root: Path, user_path: str | os.PathLike[str] | None, *, want: str = "any") -> Path:
+class ScopeCheck(Protocol):
+    """What `resolve` asks of a scope (`fsmem.store.scope.Scope`): refuse a memory-relative path outside it."""
+
+    def check(self, rel: str, raw: str, want: str = "file") -> None: ...
+
+
+def resolve(
+    root: Path, user_path: str | os.PathLike[str] | None, *, want: str = "any", scope: ScopeCheck | None = None
+) -> Path:
     """The absolute path that `user_path` names inside `root`, or a PathEscape / InvalidArgument.
 
     `want` is "file" (a memory file: read, write, edit) or "any" (a memory
@@ -178,25 +186,32 @@ def resolve(root: Path, user_path: str | os.PathLike[str] | None, *, want: str =
     followed, must lie inside the real root and pass the lexical rule itself;
     an existing file must be a regular memory file. The path returned is the
     lexical one (`root/topics/x.md`, even when that is a link).
+
+    With a `scope`, the path and its real target must both lie in it; the
+    refusal comes before the file system is asked whether anything is there.
     """
     raw = "" if user_path is None else os.fspath(user_path)
     if not isinstance(raw, str):
         raise InvalidArgument(f"path {raw!r} must be text, not bytes")
     parts = lexical_parts(raw)
+    if scope is not None:
+        scope.check("/".join(parts) or ".", raw, want)
     full = os.path.join(root, *parts) if parts else os.path.normpath(root)
     name = parts[-1] if parts else ""
     if want == "file" and not parts:
         raise _refused(InvalidArgument, raw, "is the memory root, not a file; give a path such as 'topics/billing.md'")
-    _check_physical(root, full, raw, want, name)
+    _check_physical(root, full, raw, want, name, scope)
     return Path(full)
 
 
-def _check_physical(root: Path, full: str, raw: str, want: str, name: str) -> None:
+def _check_physical(root: Path, full: str, raw: str, want: str, name: str, scope: ScopeCheck | None = None) -> None:
     real_root = os.path.realpath(root)
     real = os.path.realpath(full)
     if real != real_root and not real.startswith(real_root + os.sep):
         raise _refused(PathEscape, raw, "leads outside the memory root through a symbolic link")
     inside = os.path.relpath(real, real_root).replace(os.sep, "/")
+    if scope is not None:
+        scope.check(inside, raw, want)  # where links lead, before any message could name it
     if not is_visible_folder(inside.rsplit("/", 1)[0] if "/" in inside else "."):
         raise _link_refusal(raw, inside)
     try:
@@ -334,6 +349,7 @@ __all__ = [
     "MEMORY_SUFFIXES",
     "ROOT_README",
     "STATE_DIR",
+    "ScopeCheck",
     "check_folder_contents",
     "check_text",
     "config_dir",

@@ -18,6 +18,7 @@ from stat import S_ISREG
 
 from fsmem.store import paths
 from fsmem.store.paths import MEMORY_SUFFIXES, relative
+from fsmem.store.scope import Scope
 
 
 def walk(root: Path, start: Path | None = None) -> Iterator[Path]:
@@ -32,7 +33,11 @@ def walk(root: Path, start: Path | None = None) -> Iterator[Path]:
 
 
 def walk_stats(
-    root: Path, start: Path | None = None, skipped: list[tuple[str, str]] | None = None
+    root: Path,
+    start: Path | None = None,
+    skipped: list[tuple[str, str]] | None = None,
+    *,
+    scope: Scope | None = None,
 ) -> Iterator[tuple[str, str, os.stat_result]]:
     """(relative path, absolute path, stat) of every memory file, in `walk` order.
 
@@ -42,6 +47,10 @@ def walk_stats(
     that leads out of the memory or into a hidden folder, a loop, a FIFO, an
     unreadable file or folder, a name with a control character) is left out
     and, when `skipped` is given, appended to it as (path shown, reason).
+
+    With a `scope`, only what lies in it is walked, yielded or reported: folders
+    that cannot lead into it are not entered, and a link counts only when its
+    real target is in scope too.
     """
     start = start or root
     note = skipped.append if skipped is not None else (lambda item: None)
@@ -49,7 +58,9 @@ def walk_stats(
     base_len = len(os.fspath(root).rstrip(os.sep)) + 1
     if not os.path.isdir(start):
         rel = relative(root, Path(start))
-        found = _memory_file(os.fspath(start), rel, real_root, note)
+        if scope is not None and not scope.contains(rel):
+            return
+        found = _memory_file(os.fspath(start), rel, real_root, note, scope)
         if found is not None:
             yield rel, os.fspath(start), found
         return
@@ -73,6 +84,8 @@ def walk_stats(
             rel = item.path[base_len:]
             if os.sep != "/":
                 rel = rel.replace(os.sep, "/")
+            if scope is not None and not scope.reaches(rel):
+                continue
             if item.is_dir(follow_symlinks=False):
                 problem = paths.name_problem(name)
                 if problem is not None:
@@ -87,10 +100,10 @@ def walk_stats(
                 else:
                     subfolders.append((item.path, depth + 1))
                 continue
-            if not name.lower().endswith(MEMORY_SUFFIXES):
+            if not name.lower().endswith(MEMORY_SUFFIXES) or (scope is not None and not scope.contains(rel)):
                 continue
             if item.is_symlink():
-                stat = _memory_file(item.path, rel, real_root, note)
+                stat = _memory_file(item.path, rel, real_root, note, scope)
             elif not paths.is_memory_name(name):
                 note((paths.shown(rel), f"skipped: the name {paths.name_problem(name)}"))
                 continue
@@ -134,8 +147,11 @@ def _regular_stat(item: os.DirEntry, rel: str, note) -> os.stat_result | None:
     return stat
 
 
-def _memory_file(full: str, rel: str, real_root: str, note) -> os.stat_result | None:
-    """The stat of `full` if it is a memory file by the whole rule (its real target included), else None."""
+def _memory_file(full: str, rel: str, real_root: str, note, scope: Scope | None = None) -> os.stat_result | None:
+    """The stat of `full` if it is a memory file by the whole rule (its real target included), else None.
+
+    A link whose target lies outside `scope` is left out without a word (the note would name the target).
+    """
     if not paths.is_memory_path(rel):
         if rel.lower().endswith(MEMORY_SUFFIXES):
             note((paths.shown(rel), "skipped: not a memory path (hidden, or a name with a control character)"))
@@ -145,6 +161,8 @@ def _memory_file(full: str, rel: str, real_root: str, note) -> os.stat_result | 
         note((paths.shown(rel), "skipped: a symbolic link that leads outside the memory root"))
         return None
     inside = real[len(real_root) + 1 :].replace(os.sep, "/")
+    if scope is not None and not scope.contains(inside):
+        return None
     if not paths.is_memory_path(inside):
         note((paths.shown(rel), "skipped: a symbolic link to a path that is not a memory file"))
         return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -172,8 +173,18 @@ def session_note_path(root: Path, session: str, when: _dt.datetime) -> Path:
     return root / "sessions" / f"{when:%Y}" / f"{when:%m}" / f"{when:%d}" / f"{session}.md"
 
 
-def note(root: Path, text: str, *, session: str, subject: str | None = None) -> WriteResult:
-    """Append `text` to today's note of `session`, under `## subject` when given."""
+def note(
+    root: Path,
+    text: str,
+    *,
+    session: str,
+    subject: str | None = None,
+    check_path: Callable[[Path], None] | None = None,
+) -> WriteResult:
+    """Append `text` to today's note of `session`, under `## subject` when given.
+
+    `check_path(path)` may refuse the note's file (an agent's scope) before anything is written.
+    """
     text = check_text(text, "the note text").strip("\n")
     if not text.strip():
         raise InvalidArgument("the note is empty")
@@ -184,6 +195,8 @@ def note(root: Path, text: str, *, session: str, subject: str | None = None) -> 
     stamp = fmt.now_iso()
     when = fmt.parse_timestamp(stamp) or _dt.datetime.now().astimezone()
     path = session_note_path(root, session, when)
+    if check_path is not None:
+        check_path(path)
     lines = text.splitlines()
     if len(lines) == 1 and not lines[0].lstrip().startswith(("- ", "* ", "#")):
         lines = [f"- {lines[0].strip()}"]

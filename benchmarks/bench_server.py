@@ -1,0 +1,374 @@
+"""Load on `fsmem serve`: 32 clients mixing search, read, grep and note for 60 s on a 10k-file memory,
+beside the same calls in-process, in the same run.
+
+    python benchmarks/bench_server.py [--files 10000] [--clients 32] [--seconds 60]
+
+Two phases on one copy of the seeded corpus (`bench-out/server-10k/`), each
+preceded by one untimed call of every tool:
+- in-process: 32 threads, each with its own `Memory` (its own agent, as a token
+  gives it) calling `fsmem.agents.tools.call` in a loop: the baseline;
+- server: `fsmem serve` in its own process, 32 MCP sessions of the SDK's own
+  streamable HTTP client in this process, each with its own token, calling
+  `call_tool` in a loop. The server runs with as many read workers as there
+  are clients (the baseline's parallelism), rate limits raised past the load
+  (they are tested elsewhere) and 120 s for a read tool (the baseline has no
+  limit; searches wait for index splices under this load); everything else
+  is its default.
+
+Each client cycles through the four tools (searches from fixed queries, reads
+of seeded files, greps of names and words, notes of a unique fact). After each
+phase every note a client was told was saved is looked for in its session
+file. The server's resident memory (VmRSS, and its anonymous part: the index
+arrays it maps from `.fsmem/search/` are file-backed) is sampled every second.
+Reported: calls, errors, p50 and p95 per tool, and the ratios server/in-process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from common import OUT, compiled, corpus, fsmem_bin, load, table
+
+QUERIES = [
+    "renewal date for Acme Corp",
+    "who is the finance lead",
+    "rollback after the staging deploy",
+    "zephyrine account proration",
+    "Maria Lopez manager",
+    "budget EUR 40k contract",
+    "latency alert dashboard",
+    "preferred channel email",
+]
+PATTERNS = ["zephyrine", "Priya Patel", "proration", "Project Atlas", "Globex", "renewal date"]
+TOOLS = ("search", "read", "grep", "note")
+
+
+def prepare(files: int, clients: int) -> Path:
+    """A fresh copy of the seeded corpus (with its warm .fsmem/), with one agent per client."""
+    source = corpus(files)
+    label = f"{files // 1000}k" if files >= 1000 else str(files)
+    root = OUT / f"server-{label}"
+    if root.exists():
+        shutil.rmtree(root)
+    shutil.copytree(source, root, symlinks=True)
+    agents = "".join(f"    bench-{n:02d}: {{}}\n" for n in range(clients))
+    config = (root / "fsmem.yaml").read_text()
+    (root / "fsmem.yaml").write_text(config + f"budgets:\n  agents:\n{agents}")
+    return root
+
+
+def read_targets(root: Path, count: int = 400) -> list[str]:
+    from fsmem.store.walk import walk_stats
+
+    found = [rel for rel, _, _ in walk_stats(root) if rel.startswith(("entities/", "topics/"))]
+    return random.Random(3).sample(found, min(count, len(found)))
+
+
+class Plan:
+    """The calls one client makes, in order: the four tools in turn, arguments drawn from a seeded stream."""
+
+    def __init__(self, client: int, phase: str, targets: list[str]):
+        self.client, self.phase, self.targets = client, phase, targets
+        self.rng = random.Random(client)
+        self.n = 0
+
+    def next(self) -> tuple[str, dict]:
+        tool = TOOLS[(self.client + self.n) % 4]
+        self.n += 1
+        if tool == "search":
+            return tool, {"query": self.rng.choice(QUERIES)}
+        if tool == "read":
+            return tool, {"path": self.rng.choice(self.targets)}
+        if tool == "grep":
+            return tool, {"pattern": self.rng.choice(PATTERNS), "fixed_strings": True}
+        return tool, {"text": f"- bench {self.phase} {self.client}-{self.n}: ok", "subject": "topic/Bench load"}
+
+
+def percentiles(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    if not ordered:
+        return float("nan"), float("nan")
+    p95 = ordered[min(len(ordered) - 1, max(0, round(0.95 * len(ordered)) - 1))]
+    return statistics.median(ordered), p95
+
+
+# -- in process -------------------------------------------------------------------------------------
+
+
+def run_in_process(root: Path, clients: int, seconds: float, targets: list[str], phase: str = "inproc") -> dict:
+    from fsmem import Memory
+    from fsmem.agents import tools
+
+    memories = [Memory(root, agent=f"bench-{n:02d}") for n in range(clients)]
+    for tool, arguments in (Plan(0, "warm", targets).next() for _ in range(4)):
+        tools.call(memories[0], tool, arguments)  # untimed: loads the index and the tokenizer
+    records: list[tuple[str, float, bool, str | None]] = []
+    lock = threading.Lock()
+    deadline = time.monotonic() + seconds
+
+    def client(number: int) -> None:
+        plan = Plan(number, phase, targets)
+        while time.monotonic() < deadline:
+            tool, arguments = plan.next()
+            started = time.perf_counter()
+            answer = tools.call(memories[number], tool, arguments)
+            elapsed = time.perf_counter() - started
+            with lock:
+                records.append((tool, elapsed, answer.is_error, arguments.get("text") if tool == "note" else None))
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return {"records": records}
+
+
+# -- through the server ------------------------------------------------------------------------------
+
+
+def start_server(root: Path, clients: int, tmp: Path) -> tuple[subprocess.Popen, str, list[str], Path]:
+    from fsmem.server.tokens import TokenStore
+
+    store_path = tmp / "tokens.json"
+    store_path.unlink(missing_ok=True)
+    store = TokenStore(store_path)
+    tokens = [store.create(memory="bench", agent=f"bench-{n:02d}").token for n in range(clients)]
+    log = tmp / "requests.jsonl"
+    log.unlink(missing_ok=True)
+    config = tmp / "server.yaml"
+    config.write_text(
+        f"memories:\n  bench: {root}\ntokens: {store_path}\nlog: {log}\nport: 0\n"
+        f"limits:\n  rate_per_second: 100000\n  burst: 100000\n  workers: {clients}\n  max_in_flight: {4 * clients}\n"
+        "  tool_timeout_seconds: 120\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    proc = subprocess.Popen([fsmem_bin(), "serve", "--config", str(config)], env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if log.exists():
+            for line in log.read_text().splitlines():
+                record = json.loads(line)
+                if record.get("event") == "listening":
+                    return proc, record["url"], tokens, log
+        if proc.poll() is not None:
+            raise SystemExit(f"fsmem serve exited: {proc.stderr.read()}")
+        time.sleep(0.1)
+    proc.kill()
+    raise SystemExit("fsmem serve did not start within 60 s")
+
+
+class Sampler(threading.Thread):
+    """The server's VmRSS and RssAnon (KiB) every second, from /proc."""
+
+    def __init__(self, pid: int):
+        super().__init__(daemon=True)
+        self.pid = pid
+        self.samples: list[tuple[float, int, int]] = []
+        self.stop = threading.Event()
+        self.started_at = time.monotonic()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                status = Path(f"/proc/{self.pid}/status").read_text()
+            except OSError:
+                return
+            fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+            rss = int(fields.get("VmRSS", "0 kB").split()[0])
+            anon = int(fields.get("RssAnon", "0 kB").split()[0])
+            self.samples.append((time.monotonic() - self.started_at, rss, anon))
+            self.stop.wait(1.0)
+
+
+def run_server(url: str, tokens: list[str], seconds: float, targets: list[str], phase: str = "server") -> dict:
+    import anyio
+    import httpx2
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    records: list[tuple[str, float, bool, str | None]] = []
+    failures: list[str] = []
+
+    async def client(number: int, deadline: float) -> None:
+        plan = Plan(number, phase, targets)
+        headers = {"Authorization": f"Bearer {tokens[number]}"}
+        try:
+            async with httpx2.AsyncClient(headers=headers, timeout=120) as http:
+                async with streamable_http_client(url, http_client=http) as (read, write):
+                    async with ClientSession(read, write) as session:
+                        await session.initialize()
+                        await session.list_tools()
+                        while time.monotonic() < deadline:
+                            tool, arguments = plan.next()
+                            started = time.perf_counter()
+                            result = await session.call_tool(tool, arguments)
+                            elapsed = time.perf_counter() - started
+                            note = arguments.get("text") if tool == "note" else None
+                            records.append((tool, elapsed, bool(result.is_error), note))
+        except Exception as exc:  # a failed session is an error of the run, reported below
+            failures.append(f"client {number}: {type(exc).__name__}: {exc}")
+
+    async def warm() -> None:
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {tokens[0]}"}, timeout=120) as http:
+            async with streamable_http_client(url, http_client=http) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    plan = Plan(0, "warm", targets)
+                    for _ in range(4):
+                        await session.call_tool(*plan.next())
+
+    async def main() -> None:
+        await warm()
+        deadline = time.monotonic() + seconds
+        async with anyio.create_task_group() as group:
+            for number in range(len(tokens)):
+                group.start_soon(client, number, deadline)
+
+    anyio.run(main)
+    return {"records": records, "failures": failures}
+
+
+# -- checks and the report ------------------------------------------------------------------------------
+
+
+def lost_notes(root: Path, records: list[tuple[str, float, bool, str | None]]) -> int:
+    """Notes a client was told were saved that are not in any session file."""
+    saved = [note for tool, _, error, note in records if tool == "note" and not error and note]
+    text = "".join(path.read_text() for path in (root / "sessions").rglob("bench-*.md"))
+    return sum(1 for note in saved if note not in text)
+
+
+def summary(records) -> dict[str, dict]:
+    out = {}
+    for tool in TOOLS:
+        times = [elapsed for name, elapsed, _, _ in records if name == tool]
+        p50, p95 = percentiles(times)
+        out[tool] = {
+            "calls": len(times),
+            "errors": sum(1 for name, _, error, _ in records if name == tool and error),
+            "p50_ms": p50 * 1000,
+            "p95_ms": p95 * 1000,
+        }
+    return out
+
+
+def rows_of(a: dict, b: dict) -> list[list[str]]:
+    rows = []
+    for tool in TOOLS:
+        x, y = a[tool], b[tool]
+        rows.append(
+            [
+                tool,
+                f"{x['calls']} / {y['calls']}",
+                f"{x['errors']} / {y['errors']}",
+                f"{x['p50_ms']:.0f} / {x['p95_ms']:.0f} ms",
+                f"{y['p50_ms']:.0f} / {y['p95_ms']:.0f} ms",
+                f"{y['p50_ms'] / x['p50_ms']:.2f}x / {y['p95_ms'] / x['p95_ms']:.2f}x",
+            ]
+        )
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=int(os.environ.get("BENCH_SERVER_FILES", "10000")))
+    parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument("--seconds", type=float, default=float(os.environ.get("BENCH_SERVER_SECONDS", "60")))
+    parser.add_argument("--solo-seconds", type=float, default=15.0, help="one client alone first, for each side")
+    args, _ = parser.parse_known_args()
+    compiled()
+    root = prepare(args.files, args.clients)
+    targets = read_targets(root)
+    tmp = OUT / "server-run"
+    tmp.mkdir(parents=True, exist_ok=True)
+    print(f"{args.clients} clients, {args.seconds:g} s per phase, {args.files} files; {load()}", flush=True)
+
+    inproc_solo = run_in_process(root, 1, args.solo_seconds, targets, "inproc-solo")
+    inproc = run_in_process(root, args.clients, args.seconds, targets)
+    print(f"in-process phase done; {load()}", flush=True)
+
+    proc, url, tokens, log = start_server(root, args.clients, tmp)
+    sampler = Sampler(proc.pid)
+    sampler.start()
+    try:
+        served_solo = run_server(url, tokens[:1], args.solo_seconds, targets, "server-solo")
+        served = run_server(url, tokens, args.seconds, targets)
+    finally:
+        sampler.stop.set()
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(120)
+    print(f"server phase done (exit {code}); {load()}", flush=True)
+
+    header = [
+        "tool",
+        "calls in-process / server",
+        "errors",
+        "in-process p50 / p95",
+        "server p50 / p95",
+        "ratio p50 / p95",
+    ]
+    a1, b1 = summary(inproc_solo["records"]), summary(served_solo["records"])
+    print(table(f"one client for {args.solo_seconds:g} s on {args.files} files", header, rows_of(a1, b1)))
+    a, b = summary(inproc["records"]), summary(served["records"])
+    print(table(f"{args.clients} clients for {args.seconds:g} s on {args.files} files", header, rows_of(a, b)))
+    every = inproc_solo["records"] + inproc["records"], served_solo["records"] + served["records"]
+    lost = (lost_notes(root, every[0]), lost_notes(root, every[1]))
+    statuses: dict[int, int] = {}
+    for line in log.read_text().splitlines():
+        record = json.loads(line)
+        if record.get("event") == "request":
+            statuses[record["status"]] = statuses.get(record["status"], 0) + 1
+    samples = sampler.samples
+    settled = [s for s in samples if s[0] >= 10] or samples
+    half = [s for s in settled if s[0] >= settled[0][0] + (settled[-1][0] - settled[0][0]) / 2] or settled
+    mib = lambda kib: f"{kib / 1024:.0f} MiB"  # noqa: E731
+    series = ", ".join(f"{s[0]:.0f}s {mib(s[2])}" for s in samples[::10])
+    print(f"\nserver anonymous memory every 10 s: {series}")
+    print(f"notes lost: {lost[0]} in-process, {lost[1]} through the server")
+    print(f"server sessions that failed: {len(served['failures'])} {served['failures'][:3]}")
+    print(f"HTTP statuses in the server's log: {dict(sorted(statuses.items()))}")
+    if samples:
+        print(
+            "server memory (VmRSS, anonymous part): "
+            f"at 10 s {mib(settled[0][1])} ({mib(settled[0][2])}), "
+            f"at half time {mib(half[0][1])} ({mib(half[0][2])}), "
+            f"at the end {mib(samples[-1][1])} ({mib(samples[-1][2])}), "
+            f"highest {mib(max(s[1] for s in samples))} ({mib(max(s[2] for s in samples))}); "
+            f"second half, anonymous: {mib(min(s[2] for s in half))} to {mib(max(s[2] for s in half))}"
+        )
+    result = {
+        "clients": args.clients,
+        "seconds": args.seconds,
+        "files": args.files,
+        "in_process": a,
+        "server": b,
+        "in_process_one_client": a1,
+        "server_one_client": b1,
+        "lost_notes": lost,
+        "failures": served["failures"],
+        "statuses": statuses,
+        "memory_kib": samples,
+        "server_exit": code,
+    }
+    (tmp / "result.json").write_text(json.dumps(result, indent=1))
+    errors = sum(t["errors"] for part in (a, b, a1, b1) for t in part.values())
+    failures = served["failures"] + served_solo["failures"]
+    ok = not errors and not any(lost) and not failures and code == 0
+    print("\nOK" if ok else "\nFAILED: errors, lost notes, failed sessions or an unclean stop (see above)")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,152 @@
+"""`fsmem serve` (the memory server for a team) and `fsmem token create|list|revoke` (who may use it).
+
+The web stack is imported only when `fsmem serve` runs; the token commands
+need nothing beyond the standard library.
+"""
+
+from __future__ import annotations
+
+import click
+
+from fsmem.cli.options import command, emit, output_option
+
+TOKENS_HELP = (
+    "The token store (default: $FSMEM_TOKENS, else ~/.config/fsmem/tokens.json); keep it outside every memory."
+)
+
+
+def tokens_option(function):
+    return click.option("--tokens", "tokens_file", metavar="FILE", envvar="FSMEM_TOKENS", help=TOKENS_HELP)(function)
+
+
+def _store(tokens_file):
+    from fsmem.server.tokens import TokenStore
+
+    return TokenStore(tokens_file)
+
+
+@command("serve")
+@click.option(
+    "--memory",
+    "memories",
+    multiple=True,
+    metavar="NAME=PATH",
+    help="Serve the memory at PATH as NAME, at /mcp/NAME (repeatable). Default: the --root memory, as 'default'.",
+)
+@click.option("--config", "config_file", metavar="FILE", help="Server settings (YAML): memories, tokens, log, limits.")
+@tokens_option
+@click.option("--host", metavar="ADDRESS", help="Address to listen on (default 127.0.0.1: this machine only).")
+@click.option("--port", type=int, metavar="N", help="Port to listen on (default 8765; 0 picks a free one).")
+@click.option(
+    "--log", "log_file", metavar="FILE", help="Append the JSON request log to FILE instead of standard error."
+)
+@click.pass_context
+def serve_cmd(ctx, memories, config_file, tokens_file, host, port, log_file):
+    """Serve the agent tools over MCP streamable HTTP to the holders of tokens (needs fsmem[server]).
+
+    Each request's agent, read-only flag and reach come from its token (fsmem token create); the endpoint
+    is http://HOST:PORT/mcp. Stops gracefully on SIGTERM, finishing writes in flight.
+    """
+    from pathlib import Path
+
+    from fsmem.errors import InvalidArgument
+    from fsmem.server.settings import ServerSettings
+
+    obj = ctx.find_root().obj or {}
+    if obj.get("agent"):
+        raise InvalidArgument(
+            "fsmem serve takes no --agent: each request acts for the agent of its token (fsmem token create --agent)"
+        )
+    settings = ServerSettings.load(config_file)
+    for item in memories:
+        name, sep, path = item.partition("=")
+        if not sep or not path:
+            raise InvalidArgument(f"--memory takes NAME=PATH, such as team=/srv/memory/team, not {item!r}")
+        settings.add_memory(name.strip(), path.strip())
+    if not settings.memories:
+        from fsmem.memory import discover_root
+
+        settings.add_memory("default", discover_root(obj.get("root")))
+    if tokens_file:
+        settings.tokens = Path(tokens_file).expanduser()
+    if host:
+        settings.host = host
+    if port is not None:
+        settings.port = port
+    if log_file:
+        settings.log = Path(log_file).expanduser()
+    settings.check()  # before the web stack loads: a wrong setting is reported at once
+    try:
+        from fsmem.server import run
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.split(".")[0] in ("mcp", "mcp_types", "anyio", "uvicorn", "starlette"):
+            raise click.ClickException("the memory server needs the MCP SDK: pip install 'fsmem[server]'") from None
+        raise
+    ctx.exit(run.serve(settings))
+
+
+@click.group("token")
+def token_group():
+    """Create, list and revoke the tokens that let agents use a memory server (fsmem serve)."""
+
+
+@command("create")
+@click.option("--memory", required=True, metavar="NAME", help="The memory the token reaches (its name in fsmem serve).")
+@click.option("--read-only", is_flag=True, help="The token may list, grep, read and search, never write.")
+@click.option(
+    "--path",
+    "paths",
+    multiple=True,
+    metavar="PREFIX",
+    help="Reach only files under PREFIX, such as topics/ (repeatable); outside, nothing exists for this token.",
+)
+@click.option("--expires", metavar="DATE", help="ISO 8601 date (valid through that day, UTC) or date and time.")
+@tokens_option
+@output_option
+@click.pass_context
+def token_create_cmd(ctx, memory, read_only, paths, expires, tokens_file, as_json):
+    """Create a token for --agent on a memory and print it once (the store keeps only a salted hash)."""
+    from fsmem.errors import InvalidArgument
+
+    agent = (ctx.find_root().obj or {}).get("agent")
+    if not agent:
+        raise InvalidArgument("a token acts for one agent: fsmem token create --memory NAME --agent AGENT")
+    created = _store(tokens_file).create(
+        memory=memory, agent=agent, read_only=read_only, paths=list(paths), expires=expires
+    )
+    if not as_json:
+        reach = ", ".join(created.record.paths) or "the whole memory"
+        click.echo(
+            f"token {created.record.id} for agent {agent} on memory {memory} ({reach}"
+            f"{', read-only' if read_only else ''}), stored in {created.path}; it is shown only this once",
+            err=True,
+        )
+    emit(created, as_json)
+
+
+@command("list")
+@click.option("--memory", metavar="NAME", help="Only the tokens of this memory.")
+@tokens_option
+@output_option
+@click.pass_context
+def token_list_cmd(ctx, memory, tokens_file, as_json):
+    """List the tokens (id, status, memory, agent, read-only, reach, expiry), never their secrets; with --agent, that agent's."""
+    agent = (ctx.find_root().obj or {}).get("agent")
+    listing = _store(tokens_file).list(memory=memory, agent=agent)
+    emit(listing, as_json, empty=not listing.tokens)
+
+
+@command("revoke")
+@click.argument("token_id", metavar="ID")
+@tokens_option
+@output_option
+def token_revoke_cmd(token_id, tokens_file, as_json):
+    """Revoke a token by its id (fsmem token list): the server refuses it from its next request on."""
+    from fsmem.server.tokens import TokenList
+
+    record = _store(tokens_file).revoke(token_id)
+    emit(TokenList([record], _store(tokens_file).path), as_json)
+
+
+for _cmd in (token_create_cmd, token_list_cmd, token_revoke_cmd):
+    token_group.add_command(_cmd)

@@ -1,0 +1,366 @@
+"""The ASGI app of `fsmem serve`: the agent tools over MCP streamable HTTP, behind tokens and limits.
+
+Every request passes one door before the MCP SDK sees it, in this order:
+a valid, unexpired, unrevoked bearer token (401 otherwise: nothing is read,
+run or written), the token's memory (`/mcp` serves it, `/mcp/NAME` only if
+it is NAME: 403 otherwise), room in the server (503), the token's share of
+requests in flight and its rate (429 with Retry-After), then the body, read
+whole within a size cap (413) and a deadline (408). Only then does the SDK's
+`StreamableHTTPSessionManager` (stateless, JSON answers) parse it.
+
+The agent a call acts for (budget, read-only flag, retrieval log) and the
+part of the memory it reaches come from the token's record, never from the
+client. Tool calls run on a fixed pool of worker threads, so no request
+holds the event loop; a read tool that runs past its time limit is answered
+with an error (its thread finishes on its own), a write is always awaited.
+An answer a client does not take within `send_timeout_seconds` is dropped.
+One JSON line per request goes to the log: token id, agent, memory, tool,
+status, duration; never a token, an argument or a memory's text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import time
+from typing import Any
+
+import anyio
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+from fsmem import __version__
+from fsmem.agents import tools
+from fsmem.config import CONFIG_FILE
+from fsmem.errors import FsmemError
+from fsmem.memory import Memory
+from fsmem.server.handlers import STATE, Admitted, build_server
+from fsmem.server.limits import InFlight, RateLimiter
+from fsmem.server.log import RequestLog
+from fsmem.server.settings import ServerSettings
+from fsmem.server.tokens import TokenRecord, TokenStore
+
+MCP_PATH = "/mcp"
+HEALTH_PATH = "/health"
+SEND_CHUNK = 64 << 10  # an answer goes out in pieces of at most this many bytes
+# JSON-RPC error codes of the door (the server-defined range).
+UNAUTHORIZED, FORBIDDEN, TOO_MANY, TOO_LARGE, TIMEOUT, BUSY = -32001, -32003, -32029, -32013, -32008, -32503
+MEMORIES_KEPT = 256  # views of memories (agent, read-only, scope) kept open; the oldest is closed past this
+
+
+class Refusal(Exception):
+    def __init__(self, status: int, code: int, message: str, reason: str, headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.status, self.code, self.message, self.reason = status, code, message, reason
+        self.headers = headers or {}
+
+
+class _SendTimeout(Exception):
+    """The client did not take the answer in time."""
+
+    def __init__(self) -> None:
+        super().__init__("the client stopped reading; its answer was dropped")
+
+
+class MemoryServer:
+    """The ASGI application: the door, the MCP session manager behind it, `/health` beside it."""
+
+    def __init__(self, settings: ServerSettings, *, store: TokenStore | None = None, log: RequestLog | None = None):
+        self.settings = settings
+        self.limits = settings.limits
+        self.store = store or TokenStore(settings.tokens)
+        self.log = log or RequestLog(settings.log)
+        self.rate = RateLimiter(self.limits.rate_per_second, self.limits.burst)
+        self.in_flight = InFlight(self.limits.concurrency, self.limits.max_in_flight)
+        self.workers = anyio.CapacityLimiter(self.limits.workers)
+        self.writers = anyio.CapacityLimiter(max(1, self.limits.workers // 2))
+        self._memories: dict[tuple, Memory] = {}
+        self.mcp = build_server(self.limits, self.workers, self.writers)
+        self.manager = StreamableHTTPSessionManager(
+            self.mcp,
+            stateless=True,
+            json_response=True,
+            max_request_body_size=self.limits.max_request_bytes,
+        )
+
+    # -- ASGI ------------------------------------------------------------------------------------
+    async def __call__(self, scope: dict[str, Any], receive, send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+        elif scope["type"] == "http":
+            await self._http(scope, receive, send)
+
+    async def _lifespan(self, receive, send) -> None:
+        stack = contextlib.AsyncExitStack()
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                try:
+                    await stack.enter_async_context(self.manager.run())
+                except Exception as exc:  # pragma: no cover - the manager starts or the server cannot
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await stack.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _http(self, scope: dict[str, Any], receive, send) -> None:
+        path = scope["path"].rstrip("/") or "/"
+        if path == HEALTH_PATH:
+            await _json(send, 200, {"status": "ok", "version": __version__})
+            return
+        if path != MCP_PATH and not path.startswith(MCP_PATH + "/"):
+            await _json(send, 404, {"error": "not found; the MCP endpoint is /mcp (or /mcp/NAME)"})
+            return
+        started = time.perf_counter()
+        state = Admitted()
+        scope[STATE] = state
+        admitted_key = None
+        try:
+            admitted_key = await self._admit(scope, state, path)
+            body = await self._read_body(receive, state)
+            state.rpc, state.tool = _peek(body)
+            await self._serve(scope, body, receive, send, state)
+        except Refusal as refusal:
+            state.reason = refusal.reason
+            await self._refuse(send, state, refusal)
+        except _SendTimeout:
+            state.reason = "send timeout"
+        finally:
+            if admitted_key is not None:
+                self.in_flight.release(admitted_key)
+            self._log(scope, state, started)
+
+    # -- the door --------------------------------------------------------------------------------
+    async def _admit(self, scope: dict[str, Any], state: Admitted, path: str) -> str:
+        record, why = self.store.verify(_bearer(scope))
+        state.record = record if why in ("ok", "expired", "revoked") else None
+        if why != "ok":
+            message = {
+                "missing": "this server needs a token: send 'Authorization: Bearer <token>' (fsmem token create)",
+                "expired": "this token has expired; ask for a new one (fsmem token create)",
+                "revoked": "this token was revoked; ask for a new one (fsmem token create)",
+            }.get(why, "this token is not valid here")
+            raise Refusal(401, UNAUTHORIZED, message, f"token {why}", {"WWW-Authenticate": 'Bearer realm="fsmem"'})
+        assert record is not None
+        wanted = path[len(MCP_PATH) + 1 :] or record.memory
+        if wanted != record.memory:
+            raise Refusal(403, FORBIDDEN, f"this token is for another memory, not {wanted!r}", "other memory")
+        root = self.settings.memories.get(record.memory)
+        if root is None:
+            raise Refusal(403, FORBIDDEN, f"memory {record.memory!r} is not served here", "memory not served")
+        refused = self.in_flight.acquire(record.id)
+        if refused == "total":
+            raise Refusal(503, BUSY, "the server is busy; retry after 1 s", "busy", {"Retry-After": "1"})
+        if refused == "key":
+            n = self.limits.concurrency
+            raise Refusal(
+                429,
+                TOO_MANY,
+                f"this token already has {n} request(s) in flight (at most {n}); retry after 1 s",
+                "concurrency",
+                {"Retry-After": "1"},
+            )
+        try:
+            wait = self.rate.take(record.id)
+            if wait > 0:
+                raise Refusal(
+                    429,
+                    TOO_MANY,
+                    f"rate limit: at most {self.limits.rate_per_second:g} requests a second for this token "
+                    f"(bursts of {self.limits.burst}); retry after {wait:.2f} s",
+                    "rate",
+                    {"Retry-After": str(max(1, math.ceil(wait)))},
+                )
+            state.memory = await self._memory(record, root)
+        except BaseException:
+            self.in_flight.release(record.id)
+            raise
+        return record.id
+
+    async def _memory(self, record: TokenRecord, root) -> Memory:
+        """The token's view of its memory: its agent, read-only flag and scope, the server's answer cap.
+
+        Tokens that grant the same view share one `Memory` (and its cache connection); a change
+        of the memory's fsmem.yaml (budgets, agents) makes a new one.
+        """
+        try:
+            stamp = os.stat(root / CONFIG_FILE).st_mtime_ns
+        except OSError:
+            stamp = 0
+        view = (str(root), record.agent, record.read_only, tuple(record.paths))
+        memory = self._memories.get((*view, stamp))
+        if memory is None:
+            try:
+                memory = await anyio.to_thread.run_sync(self._open_memory, record, root, limiter=self.workers)
+            except FsmemError as exc:
+                raise Refusal(403, FORBIDDEN, f"this token's agent cannot use the memory: {exc}", "agent") from None
+            stale = [key for key in self._memories if key[:4] == view]
+            while len(self._memories) - len(stale) >= MEMORIES_KEPT:
+                stale.append(next(key for key in self._memories if key not in stale))
+            for key in stale:
+                _close(self._memories.pop(key))
+            self._memories[(*view, stamp)] = memory
+        return memory
+
+    def _open_memory(self, record: TokenRecord, root) -> Memory:
+        memory = Memory(root, agent=record.agent, scope=record.paths or None)
+        memory.budget = memory.budget.narrowed(self.limits.max_answer_tokens)
+        if record.read_only:
+            tools.read_only(memory)
+        return memory
+
+    async def _read_body(self, receive, state: Admitted) -> bytes:
+        cap = self.limits.max_request_bytes
+        chunks: list[bytes] = []
+        size = 0
+        with anyio.move_on_after(self.limits.read_timeout_seconds) as deadline:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise Refusal(499, TIMEOUT, "the client went away", "client gone")
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > cap:
+                    raise Refusal(413, TOO_LARGE, f"the request is larger than {cap} bytes", "too large")
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    break
+        if deadline.cancelled_caught:
+            raise Refusal(
+                408,
+                TIMEOUT,
+                f"the request body did not arrive within {self.limits.read_timeout_seconds:g} s",
+                "read timeout",
+            )
+        state.bytes_in = size
+        return b"".join(chunks)
+
+    # -- behind the door -------------------------------------------------------------------------
+    async def _serve(self, scope, body: bytes, receive, send, state: Admitted) -> None:
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        timeout = self.limits.send_timeout_seconds
+        dead = False
+
+        async def timed_send(message):
+            nonlocal dead
+            if dead:
+                raise _SendTimeout()
+            if message["type"] == "http.response.start":
+                state.status = message["status"]
+            pieces = [message]
+            body = message.get("body", b"") if message["type"] == "http.response.body" else b""
+            if len(body) > SEND_CHUNK:
+                # in pieces, so that a client that stops reading makes a send wait (and time out) instead
+                # of the whole answer piling up in the connection's buffer
+                more = message.get("more_body", False)
+                pieces = [
+                    {"type": "http.response.body", "body": body[i : i + SEND_CHUNK], "more_body": True}
+                    for i in range(0, len(body), SEND_CHUNK)
+                ]
+                pieces[-1]["more_body"] = more
+            for piece in pieces:
+                try:
+                    with anyio.fail_after(timeout):
+                        await send(piece)
+                except TimeoutError:
+                    dead = True
+                    raise _SendTimeout() from None
+                state.bytes_out += len(piece.get("body", b""))
+
+        try:
+            await self.manager.handle_request(scope, replay, timed_send)
+        except _SendTimeout:
+            raise
+        except Exception as exc:
+            if dead:
+                raise _SendTimeout() from None
+            raise Refusal(500, -32603, f"internal error: {type(exc).__name__}", "internal error") from exc
+        if dead:  # the SDK may catch the failed send itself
+            raise _SendTimeout()
+
+    async def _refuse(self, send, state: Admitted, refusal: Refusal) -> None:
+        state.status = refusal.status
+        if refusal.status == 499:
+            return  # nobody to answer
+        body = {"jsonrpc": "2.0", "id": None, "error": {"code": refusal.code, "message": refusal.message}}
+        with contextlib.suppress(Exception), anyio.fail_after(self.limits.send_timeout_seconds):
+            state.bytes_out = await _json(send, refusal.status, body, refusal.headers)
+
+    def _log(self, scope, state: Admitted, started: float) -> None:
+        record = state.record
+        self.log.write(
+            {
+                "event": "request",
+                "method": scope.get("method"),
+                "path": scope.get("path"),
+                "status": state.status,
+                "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+                "token": record.id if record is not None else None,
+                "agent": record.agent if record is not None else None,
+                "memory": record.memory if record is not None else None,
+                "rpc": state.rpc,
+                "tool": state.tool,
+                "tool_error": state.tool_error,
+                "reason": state.reason,
+                "bytes_in": state.bytes_in,
+                "bytes_out": state.bytes_out,
+            }
+        )
+
+
+def create_app(settings: ServerSettings, **kwargs: Any) -> MemoryServer:
+    """The ASGI app serving `settings.memories` behind the tokens of `settings.tokens` (run it with any ASGI server)."""
+    settings.check()
+    return MemoryServer(settings, **kwargs)
+
+
+def _close(memory: Memory) -> None:
+    """Close a view's cache connection (a request still using it reopens it)."""
+    if memory.catalog.cache is not None:
+        memory.catalog.cache.flush_counts()
+        memory.catalog.cache.close()
+
+
+def _bearer(scope: dict[str, Any]) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key == b"authorization":
+            text = value.decode("latin-1").strip()
+            if text[:7].lower() == "bearer ":
+                return text[7:].strip()
+            return None
+    return None
+
+
+def _peek(body: bytes) -> tuple[str | None, str | None]:
+    """The JSON-RPC method and tool name of a request body, for the log (never its arguments)."""
+    try:
+        message = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None, None
+    if not isinstance(message, dict):
+        return None, None
+    method = message.get("method") if isinstance(message.get("method"), str) else None
+    params = message.get("params")
+    tool = params.get("name") if method == "tools/call" and isinstance(params, dict) else None
+    return method, tool if isinstance(tool, str) and len(tool) <= 64 else None
+
+
+async def _json(send, status: int, data: dict[str, Any], headers: dict[str, str] | None = None) -> int:
+    body = json.dumps(data).encode("utf-8")
+    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    raw += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
+    return len(body)

@@ -1,0 +1,102 @@
+"""The MCP side of `fsmem serve`: the SDK's low-level `Server` whose tools are `fsmem.agents.tools`.
+
+The handlers find the memory a request may use in the state the door left
+in its ASGI scope (`Admitted`): the token's agent, read-only flag and scope,
+never anything the client says. Tool calls run on the server's worker
+threads: a read that runs past `tool_timeout_seconds` is answered with an
+error (its thread finishes on its own), a write is always awaited.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import mcp.types as types
+from mcp.server.lowlevel import Server
+
+from fsmem import __version__
+from fsmem.agents import tools
+from fsmem.agents.mcp_server import INSTRUCTIONS, SERVER_NAME
+from fsmem.agents.registry import REGISTRY
+from fsmem.memory import Memory
+from fsmem.server.settings import Limits
+from fsmem.server.tokens import TokenRecord
+
+STATE = "fsmem.request"  # the ASGI scope key of a request's `Admitted` state
+
+
+@dataclass
+class Admitted:
+    """What the door knows of one request, for the MCP handlers and the log line."""
+
+    record: TokenRecord | None = None
+    memory: Memory | None = None
+    rpc: str | None = None  # the JSON-RPC method
+    tool: str | None = None
+    tool_error: bool | None = None
+    reason: str | None = None  # why it was refused or cut short
+    status: int | None = None
+    bytes_in: int = 0
+    bytes_out: int = 0
+
+
+def build_server(limits: Limits, readers: anyio.CapacityLimiter, writers: anyio.CapacityLimiter) -> Server:
+    """An MCP server whose tool list and calls are those of each request's admitted memory.
+
+    Reads and writes run on separate thread pools: writes that wait for the memory's write
+    lock (another process consolidating, say) never keep a read from a thread.
+    """
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        _state, memory = _admitted(ctx)
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(name=d["name"], description=d["description"], input_schema=d["parameters"])
+                for d in tools.definitions(memory, format="json")
+            ]
+        )
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        state, memory = _admitted(ctx)
+        name = params.name
+        state.tool = name if isinstance(name, str) else None
+        chosen = REGISTRY.get(tools.RENAMED_TOOLS.get(name, name)) if isinstance(name, str) else None
+        answer: tools.ToolAnswer | None
+        if chosen is not None and chosen.writes:
+            # a write is always awaited: once begun, it finishes, even through a shutdown
+            answer = await anyio.to_thread.run_sync(tools.call, memory, name, params.arguments, limiter=writers)
+        else:
+            answer = None
+            with anyio.move_on_after(limits.tool_timeout_seconds):
+                answer = await anyio.to_thread.run_sync(
+                    tools.call, memory, name, params.arguments, limiter=readers, abandon_on_cancel=True
+                )
+            if answer is None:
+                state.tool_error = True
+                state.reason = "tool timeout"
+                text = (
+                    f"error: {name} took longer than {limits.tool_timeout_seconds:g} s and was given up; "
+                    "ask for less (a narrower pattern, path or query)"
+                )
+                return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+        assert answer is not None
+        state.tool_error = answer.is_error
+        return types.CallToolResult(content=[types.TextContent(text=answer.text)], is_error=answer.is_error)
+
+    return Server(
+        SERVER_NAME,
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def _admitted(ctx: Any) -> tuple[Admitted, Memory]:
+    request = getattr(ctx, "request", None)
+    state = request.scope.get(STATE) if request is not None else None
+    if not isinstance(state, Admitted) or state.memory is None:
+        raise RuntimeError("a request reached the tools without passing the door")  # never: the door comes first
+    return state, state.memory

@@ -1,0 +1,173 @@
+"""What `fsmem serve` serves and how: the address, the memories by name, the token store, and the limits.
+
+Read from a YAML file (`fsmem serve --config FILE`), then overridden by the
+command line. Nothing here imports the web stack, so a wrong setting is
+reported before any of it loads.
+
+```yaml
+host: 127.0.0.1            # any other address must be asked for, here or with --host
+port: 8765
+tokens: /etc/fsmem/tokens.json
+log: /var/log/fsmem/requests.jsonl   # one JSON line per request; default: standard error
+memories:
+  team: /srv/memory/team
+  research: /srv/memory/research
+limits:
+  max_request_bytes: 1048576
+  max_answer_tokens: 8000
+  rate_per_second: 10
+  burst: 20
+  concurrency: 4
+  ...
+```
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fsmem.config import CONFIG_FILE
+from fsmem.errors import ConfigError, FsmemError
+from fsmem.server.tokens import check_memory_name, default_path
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Caps that keep one caller from holding the server: sizes, rates, concurrency and time."""
+
+    max_request_bytes: int = 1 << 20  # a request body larger than this is refused (413)
+    max_answer_tokens: int = 8000  # no answer is longer, whatever an agent's budget says
+    rate_per_second: float = 10.0  # requests a token may make per second, on average ...
+    burst: int = 20  # ... and at once after a quiet spell (429 with Retry-After past it)
+    concurrency: int = 4  # requests of one token in flight at once (429 past it)
+    max_in_flight: int = 64  # requests in flight in all (503 past it)
+    workers: int = 8  # threads that run read tools (and half as many for writes); the rest wait their turn
+    read_timeout_seconds: float = 10.0  # to receive a request body (408 past it)
+    tool_timeout_seconds: float = 30.0  # a read tool's answer is awaited this long, then refused
+    send_timeout_seconds: float = 10.0  # to hand an answer to a client that does not read (then dropped)
+    keep_alive_seconds: float = 5.0  # an idle connection is closed after this
+    shutdown_grace_seconds: float = 30.0  # on SIGTERM, in-flight requests get this long to finish
+    max_connections: int = 256  # open connections in all (503 past it)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Limits:
+        known = {f.name: f for f in dataclasses.fields(cls)}
+        values: dict[str, Any] = {}
+        for key, value in data.items():
+            if key not in known:
+                raise ConfigError(f"unknown server limit {key!r}; the limits are: {', '.join(known)}")
+            kind = int if known[key].type in ("int", int) else float
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ConfigError(f"server limit {key} must be a number above 0, not {value!r}")
+            if kind is int and value != int(value):
+                raise ConfigError(f"server limit {key} must be a whole number, not {value!r}")
+            values[key] = kind(value)
+        limits = cls(**values)
+        if limits.burst < 1:
+            raise ConfigError("server limit burst must be at least 1")
+        return limits
+
+
+@dataclass
+class ServerSettings:
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    memories: dict[str, Path] = field(default_factory=dict)
+    tokens: Path = field(default_factory=default_path)
+    log: Path | None = None
+    limits: Limits = field(default_factory=Limits)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str] | None = None) -> ServerSettings:
+        """Settings from a YAML file (or the defaults); paths in it are relative to the file's folder."""
+        if path is None:
+            return cls()
+        file = Path(path).expanduser()
+        try:
+            data = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
+        except OSError as exc:
+            raise ConfigError(f"cannot read the server configuration {file}: {exc.strerror or exc}") from None
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{file} is not valid YAML: {exc}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{file} must be a mapping of settings")
+        known = {"host", "port", "memories", "tokens", "log", "limits"}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(
+                f"{file}: unknown setting(s) {', '.join(unknown)}; the settings are {', '.join(sorted(known))}"
+            )
+        base = file.resolve().parent
+        settings = cls()
+        if "host" in data:
+            settings.host = str(data["host"])
+        if "port" in data:
+            settings.port = _port(data["port"])
+        memories = data.get("memories") or {}
+        if not isinstance(memories, dict):
+            raise ConfigError(f"{file}: memories must map names to folders, such as 'team: /srv/memory/team'")
+        for name, folder in memories.items():
+            settings.add_memory(str(name), base / Path(str(folder)).expanduser())
+        if data.get("tokens"):
+            settings.tokens = base / Path(str(data["tokens"])).expanduser()
+        if data.get("log"):
+            settings.log = base / Path(str(data["log"])).expanduser()
+        limits = data.get("limits") or {}
+        if not isinstance(limits, dict):
+            raise ConfigError(f"{file}: limits must be a mapping")
+        settings.limits = Limits.from_dict(limits)
+        return settings
+
+    def add_memory(self, name: str, folder: str | os.PathLike[str]) -> None:
+        """Serve the memory at `folder` as `name` (at /mcp/NAME, and at /mcp for its tokens)."""
+        try:
+            check_memory_name(name)
+        except FsmemError as exc:
+            raise ConfigError(str(exc)) from None
+        root = Path(folder).expanduser().resolve()
+        if not (root / CONFIG_FILE).is_file():
+            raise ConfigError(f"memory {name!r}: {root} holds no {CONFIG_FILE}; create one with 'fsmem init {root}'")
+        if name in self.memories and self.memories[name] != root:
+            raise ConfigError(f"memory name {name!r} is given twice, for {self.memories[name]} and {root}")
+        self.memories[name] = root
+
+    def check(self) -> list[str]:
+        """Refuse what cannot be served safely; return warnings for what can but should not be."""
+        if not self.memories:
+            raise ConfigError("no memory to serve: give --memory NAME=PATH (repeatable) or memories: in --config FILE")
+        store = Path(os.path.realpath(self.tokens))
+        for name, root in self.memories.items():
+            if store == root or root in store.parents:
+                raise ConfigError(
+                    f"the token store {self.tokens} is inside memory {name!r} ({root}); keep it outside every memory"
+                )
+        warnings = []
+        try:
+            mode = os.stat(self.tokens).st_mode & 0o077
+        except FileNotFoundError:
+            warnings.append(
+                f"the token store {self.tokens} does not exist yet: every request is refused until 'fsmem token create'"
+            )
+        else:
+            if mode:
+                warnings.append(f"the token store {self.tokens} is readable by other users; chmod 600 it")
+        if self.host not in ("127.0.0.1", "localhost", "::1"):
+            warnings.append(
+                f"listening on {self.host}, not only this machine: put a reverse proxy with TLS in front (README, 'A memory server')"
+            )
+        return warnings
+
+
+def _port(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 65535:
+        raise ConfigError(f"port must be a number from 0 to 65535, not {value!r}")
+    return value

@@ -1,0 +1,641 @@
+"""`fsmem serve`: real server processes on 127.0.0.1, driven by the MCP SDK's streamable HTTP client and raw HTTP.
+
+Three servers per run: one for the tokens and scopes, one with tight limits,
+one that is stopped with SIGTERM while a write is in flight.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from test_tools import NOW, build_memory, snapshot
+
+from fsmem import Memory
+from fsmem.server.tokens import TokenStore
+from fsmem.store import retrieval_log
+from fsmem.store.files import file_lock
+
+pytest.importorskip("mcp")
+pytest.importorskip("uvicorn")
+import httpx2  # noqa: E402
+from mcp import ClientSession  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+
+pytestmark = pytest.mark.slow
+FSMEM = str(Path(sys.executable).with_name("fsmem"))
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+class ServerProcess:
+    """`fsmem serve ... --port 0`, its JSON log lines collected as they come."""
+
+    def __init__(self, *args: str, tokens: Path):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+        env.update(FSMEM_NOW=NOW, FSMEM_TOKENS=str(tokens))
+        self.proc = subprocess.Popen(
+            [FSMEM, "serve", *args, "--port", "0"],
+            stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            env=env,
+            text=True,
+        )
+        self.lines: list[dict] = []
+        self.raw: list[str] = []
+        self._listening = threading.Event()
+        threading.Thread(target=self._drain, daemon=True).start()
+        if not self._listening.wait(30):
+            self.proc.kill()
+            raise AssertionError(f"the server did not start: {self.raw}")
+        self.base = next(line["url"] for line in self.lines if line.get("event") == "listening").removesuffix("/mcp")
+
+    def _drain(self) -> None:
+        for line in self.proc.stderr:
+            self.raw.append(line)
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            self.lines.append(record)
+            if record.get("event") == "listening":
+                self._listening.set()
+
+    def requests(self) -> list[dict]:
+        return [line for line in self.lines if line.get("event") == "request"]
+
+    def wait_for(self, predicate, timeout: float = 15.0) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = [line for line in self.lines if predicate(line)]
+            if found:
+                return found[-1]
+            time.sleep(0.05)
+        raise AssertionError(f"no such log line in {self.lines[-5:]}")
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(20)
+
+
+def session(url: str, token: str | None, actions):
+    """Run `actions(session)` in an initialised MCP client session over streamable HTTP; its result, or the error."""
+
+    async def main():
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
+            async with streamable_http_client(url, http_client=http) as (read, write):
+                async with ClientSession(read, write) as client:
+                    await client.initialize()
+                    return await actions(client)
+
+    try:
+        return anyio.run(main)
+    except BaseException as exc:  # the SDK raises from inside its task group
+        return _innermost(exc)
+
+
+def _innermost(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    if isinstance(exc, BaseExceptionGroup):
+        return next((_innermost(e) for e in exc.exceptions if "MCPError" in type(_innermost(e)).__name__), exc)
+    return exc
+
+
+def call(url: str, token: str | None, name: str, arguments: dict):
+    async def actions(client):
+        return await client.call_tool(name, arguments)
+
+    return session(url, token, actions)
+
+
+def text_of(result) -> str:
+    assert not isinstance(result, BaseException), result
+    return result.content[0].text
+
+
+def post(url: str, token: str | None, body, **kwargs) -> httpx2.Response:
+    headers = dict(HEADERS, **({"Authorization": f"Bearer {token}"} if token else {}))
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return httpx2.post(url, content=data, headers=headers, timeout=30, **kwargs)
+
+
+def tool_call(name: str, arguments: dict, id_: int = 1) -> dict:
+    return {"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+
+
+LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+
+
+def _copy_memory(tmp: Path, name: str, extra_agents: str = "") -> Path:
+    root = build_memory(tmp / name, extra_agents)
+    return root
+
+
+# -- the tokens and scopes server ----------------------------------------------------------------------
+
+
+def researcher_note(root: Path) -> str:
+    """The researcher's session note today: named after the agent and this copy's host id."""
+    return f"sessions/2026/11/30/researcher-{Memory(root, agent='researcher').host_id}.md"
+
+
+@pytest.fixture(scope="module")
+def team(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("serve")
+    team_root = _copy_memory(tmp, "team")
+    os.symlink("../entities/people/adam-smith.md", team_root / "topics" / "link.md")
+    Memory(team_root).index()
+    lab_root = _copy_memory(tmp, "lab")
+    tokens = tmp / "secrets" / "tokens.json"
+    store = TokenStore(tokens)
+    made = {
+        "full": store.create(memory="team", agent="researcher"),
+        "read_only": store.create(memory="team", agent="researcher", read_only=True),
+        "topics": store.create(memory="team", agent="researcher", paths=["topics/"]),
+        "lab": store.create(memory="lab", agent="researcher"),
+        "ghost": store.create(memory="team", agent="ghost"),
+        "expired": store.create(memory="team", agent="researcher"),
+        "revoked": store.create(memory="team", agent="researcher"),
+        "later": store.create(memory="team", agent="researcher"),
+        "gone": store.create(memory="gone", agent="researcher"),
+    }
+    store.revoke(made["revoked"].record.id)
+    data = json.loads(tokens.read_text())
+    past = (dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)).isoformat(timespec="seconds")
+    for item in data["tokens"]:
+        if item["id"] == made["expired"].record.id:
+            item["expires"] = past
+    tokens.write_text(json.dumps(data))
+    server = ServerProcess(
+        "--memory", f"team={team_root}", "--memory", f"lab={lab_root}", "--tokens", str(tokens), tokens=tokens
+    )
+    yield {
+        "server": server,
+        "team": team_root,
+        "lab": lab_root,
+        "tokens": {k: v.token for k, v in made.items()},
+        "store": store,
+        "made": made,
+    }
+    assert server.stop() == 0
+
+
+def test_a_token_lists_greps_reads_searches_and_notes(team):
+    url, token = team["server"].base + "/mcp", team["tokens"]["full"]
+
+    async def actions(client):
+        listed = await client.list_tools()
+        calls = [
+            ("ls", {"path": "entities/people"}),
+            ("grep", {"pattern": "proration", "ignore_case": True}),
+            ("read", {"path": "topics/billing.md", "lines": "14:15"}),
+            ("search", {"query": "proration for seat changes"}),
+            ("note", {"text": "- employer: Globex", "subject": "people/Adam Smith"}),
+        ]
+        return listed, [await client.call_tool(name, arguments) for name, arguments in calls]
+
+    listed, results = session(url, token, actions)
+    assert [t.name for t in listed.tools] == ["ls", "grep", "read", "search", "note", "write", "edit"]
+    texts = [text_of(r) for r in results]
+    assert not any(r.is_error for r in results), texts
+    assert texts[0].splitlines()[-1] == "[files 1-2 of 2]"
+    total = Memory(team["team"]).grep("proration", ignore_case=True).total
+    assert texts[1].splitlines()[-1] == f"[matches 1-{total} of {total}]"
+    assert "    15\t- proration: daily, for seat changes mid-cycle" in texts[2]
+    assert "topics/billing.md" in texts[3]
+    # the agent is the token's: its session note, its name in the retrieval log
+    assert texts[4] == f"noted in {researcher_note(team['team'])} at line 10 (new file)"
+    assert "- employer: Globex" in (team["team"] / researcher_note(team["team"])).read_text()
+    logged = list(retrieval_log.records(team["team"]))[-5:]
+    assert [(r["tool"], r["agent"]) for r in logged] == [
+        (n, "researcher") for n in ("ls", "grep", "read", "search", "note")
+    ]
+    lines = team["server"].requests()
+    assert [line["rpc"] for line in lines[-8:]] == ["initialize", "notifications/initialized", "tools/list"] + [
+        "tools/call"
+    ] * 5
+    assert lines[-1]["tool"] == "note" and lines[-1]["agent"] == "researcher" and lines[-1]["status"] == 200
+    assert lines[-1]["token"] == team["made"]["full"].record.id
+
+
+def test_refused_without_a_valid_token_and_nothing_changes(team):
+    server, tokens = team["server"], team["tokens"]
+    before = (snapshot(team["team"]), snapshot(team["lab"]), len(list(retrieval_log.records(team["team"]))))
+    url = server.base + "/mcp"
+    cases = {
+        None: "this server needs a token",
+        "fsmem_nonsense": "this token is not valid here",
+        tokens["full"][:-4] + "0000": "this token is not valid here",
+        tokens["expired"]: "this token has expired",
+        tokens["revoked"]: "this token was revoked",
+    }
+    for token, message in cases.items():
+        refused = call(url, token, "note", {"text": "- employer: Initech"})
+        assert "MCPError" in type(refused).__name__ and message in str(refused), (token, refused)
+        raw = post(url, token, tool_call("write", {"path": "topics/x.md", "body": "x"}))
+        assert raw.status_code == 401 and raw.headers["www-authenticate"].startswith("Bearer")
+        assert message in raw.json()["error"]["message"]
+    # a token of another memory, at that memory's endpoint
+    other = call(server.base + "/mcp/lab", tokens["full"], "note", {"text": "- employer: Initech"})
+    assert "this token is for another memory, not 'lab'" in str(other)
+    assert post(server.base + "/mcp/team", tokens["lab"], tool_call("note", {"text": "x"})).status_code == 403
+    assert post(server.base + "/mcp/nowhere", tokens["full"], LIST).status_code == 403
+    assert post(url, tokens["gone"], LIST).status_code == 403  # a memory this server does not serve
+    ghost = post(url, tokens["ghost"], LIST)
+    assert ghost.status_code == 403 and "unknown agent 'ghost'" in ghost.json()["error"]["message"]
+    # revoked while the server runs: refused from the next request on
+    later = tokens["later"]
+    assert post(url, later, LIST).status_code == 200
+    team["store"].revoke(team["made"]["later"].record.id)
+    assert post(url, later, tool_call("note", {"text": "- employer: Initech"})).status_code == 401
+    after = (snapshot(team["team"]), snapshot(team["lab"]), len(list(retrieval_log.records(team["team"]))))
+    assert after == before
+    # the lab token works at its own endpoint and at /mcp, on its own memory only
+    assert not call(server.base + "/mcp/lab", tokens["lab"], "ls", {}).is_error
+    assert "entities/orgs/acme.md" in text_of(call(url, tokens["lab"], "ls", {"path": "entities"}))
+    refusals = [line for line in server.requests() if line["status"] in (401, 403)]
+    assert {line["reason"] for line in refusals} >= {
+        "token missing",
+        "token malformed",
+        "token wrong",
+        "token expired",
+        "token revoked",
+        "other memory",
+        "agent",
+        "memory not served",
+    }
+
+
+def test_a_read_only_token_cannot_write_through_any_tool(team):
+    url, token = team["server"].base + "/mcp", team["tokens"]["read_only"]
+    before = snapshot(team["team"])
+
+    async def actions(client):
+        listed = await client.list_tools()
+        writes = [
+            await client.call_tool("note", {"text": "- employer: Initech"}),
+            await client.call_tool("write", {"path": "topics/x.md", "body": "x"}),
+            await client.call_tool("edit", {"path": "topics/billing.md", "old": "net 30", "new": "net 60"}),
+        ]
+        return listed, writes
+
+    listed, writes = session(url, token, actions)
+    assert [t.name for t in listed.tools] == ["ls", "grep", "read", "search"]
+    for result in writes:
+        assert result.is_error and "is read-only; it may use ls, grep, read, search" in text_of(result)
+    assert snapshot(team["team"]) == before
+
+
+def test_a_path_token_sees_nothing_outside_its_prefix_through_any_tool(team):
+    url, token = team["server"].base + "/mcp", team["tokens"]["topics"]
+    before = snapshot(team["team"])
+
+    async def actions(client):
+        calls = [
+            ("ls", {}),
+            ("ls", {"path": "entities"}),
+            ("grep", {"pattern": "Adam|Acme|Atlas|Maria", "ignore_case": True}),
+            ("grep", {"pattern": "Adam", "paths": ["entities"]}),
+            ("grep", {"pattern": "a", "type": "semantic", "max_results": 200}),
+            ("read", {"path": "entities/people/adam-smith.md"}),
+            ("read", {"path": "topics/link.md"}),
+            ("read", {"path": "INDEX.md"}),
+            ("search", {"query": "Adam Smith finance lead Acme employer"}),
+            ("write", {"path": "entities/people/new.md", "body": "x"}),
+            ("edit", {"path": "entities/orgs/acme.md", "old": "Acme", "new": "X"}),
+            ("note", {"text": "- employer: Initech"}),
+        ]
+        return [await client.call_tool(name, arguments) for name, arguments in calls]
+
+    results = session(url, token, actions)
+    texts = [text_of(r) for r in results]
+    assert texts[0].splitlines() == [
+        line for line in texts[0].splitlines() if line.startswith("topics/") or line.startswith("[")
+    ]
+    assert texts[0].splitlines()[-1] == "[files 1-2 of 2]"
+    grep_total = Memory(team["team"]).grep("Adam|Acme|Atlas|Maria", ["topics"], ignore_case=True).total
+    assert texts[2].splitlines()[-1] == f"[matches 1-{grep_total} of {grep_total}]"
+    for text in texts:
+        assert "entities/" not in text.replace("'entities/", "").replace("'entities'", ""), text
+        assert "profile" not in text and "adam-smith.md:" not in text
+    for index in (1, 3, 5, 6, 7, 9, 10, 11):
+        assert results[index].is_error and "is outside this agent's scope (topics/)" in texts[index], texts[index]
+    assert not results[8].is_error or "no relevant memory" in texts[8]
+    assert snapshot(team["team"]) == before
+
+
+def test_the_example_client_configuration_reaches_the_server(team):
+    config = json.loads((Path(__file__).resolve().parents[1] / "examples" / "mcp_http_config.json").read_text())
+    entry = config["mcpServers"]["fsmem-team"]
+    assert entry["type"] == "http" and entry["url"].endswith("/mcp")
+    headers = {k: v.replace("${FSMEM_TOKEN}", team["tokens"]["full"]) for k, v in entry["headers"].items()}
+    url = team["server"].base + "/mcp"
+
+    async def main():
+        async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
+            async with streamable_http_client(url, http_client=http) as (read, write):
+                async with ClientSession(read, write) as client:
+                    await client.initialize()
+                    return await client.call_tool("grep", {"pattern": "proration"})
+
+    assert "topics/billing.md" in text_of(anyio.run(main))
+
+
+def test_health_and_the_log_never_hold_a_token_or_memory_text(team):
+    server = team["server"]
+    warned = [line["message"] for line in server.lines if line.get("event") == "warning"]
+    assert any(f"token {team['made']['ghost'].record.id} is refused" in w and "'ghost'" in w for w in warned)
+    health = httpx2.get(server.base + "/health", timeout=10)
+    assert health.status_code == 200 and health.json()["status"] == "ok"
+    assert httpx2.get(server.base + "/elsewhere", timeout=10).status_code == 404
+    with httpx2.Client(timeout=10) as one_connection:  # Nagle off: an answer does not wait for the client's delayed ACK
+        started = time.monotonic()
+        for _ in range(20):
+            assert one_connection.get(server.base + "/health").status_code == 200
+        assert time.monotonic() - started < 0.6  # 20 x 40 ms with Nagle on
+    log = "".join(server.raw)
+    for token in team["tokens"].values():
+        assert token not in log and token.rsplit("_", 1)[1] not in log
+    assert "Globex" not in log and "employer" not in log and "proration" not in log
+    for line in server.requests():
+        assert set(line) >= {"time", "token", "agent", "memory", "tool", "status", "duration_ms"}
+
+
+# -- limits ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tight(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("tight")
+    root = _copy_memory(tmp, "team", "    huge:\n      max_tokens: 2000000\n      max_results: 100000\n")
+    # one file whose whole text is a larger answer than a socket's buffers hold
+    rows = "".join(f"- row {n}: alpha beta gamma delta ledger invoice billing proration seat\n" for n in range(50000))
+    (root / "topics" / "big.md").write_text("---\ntitle: Big\n---\n# Big\n" + rows)
+    config = tmp / "server.yaml"
+    config.write_text(
+        f"memories:\n  team: {root}\ntokens: tokens.json\nlimits:\n"
+        "  max_request_bytes: 4096\n  rate_per_second: 2\n  burst: 3\n  concurrency: 1\n"
+        "  read_timeout_seconds: 1\n  send_timeout_seconds: 1\n  max_answer_tokens: 2000000\n"
+    )
+    store = TokenStore(tmp / "tokens.json")
+    names = ("big", "flood", "other", "holder", "stuck", "slow", "bystander")
+    made = {
+        name: store.create(memory="team", agent="huge" if name == "stuck" else "researcher").token for name in names
+    }
+    server = ServerProcess("--config", str(config), tokens=store.path)
+    yield {"server": server, "root": root, "tokens": made}
+    assert server.stop() == 0
+
+
+def test_an_oversized_request_is_refused_and_others_are_served(tight):
+    url, tokens = tight["server"].base + "/mcp", tight["tokens"]
+    before = snapshot(tight["root"])
+    big = tool_call("write", {"path": "topics/huge.md", "body": "x" * 5000})
+    refused = post(url, tokens["big"], big)
+    assert refused.status_code == 413 and "larger than 4096 bytes" in refused.json()["error"]["message"]
+
+    def chunks():
+        data = json.dumps(big).encode()
+        for i in range(0, len(data), 1000):
+            yield data[i : i + 1000]
+
+    chunked = httpx2.post(url, content=chunks(), headers=dict(HEADERS, Authorization=f"Bearer {tokens['big']}"))
+    assert chunked.status_code == 413
+    assert snapshot(tight["root"]) == before
+    served = post(url, tokens["other"], tool_call("ls", {"path": "topics"}))
+    assert served.status_code == 200 and not served.json()["result"]["isError"]
+
+
+def test_a_flood_past_the_rate_limit_is_told_when_to_retry(tight):
+    url, tokens = tight["server"].base + "/mcp", tight["tokens"]
+    answers = [post(url, tokens["flood"], LIST) for _ in range(6)]
+    statuses = [a.status_code for a in answers]
+    assert statuses[:3] == [200, 200, 200] and 429 in statuses[3:], statuses
+    limited = next(a for a in answers if a.status_code == 429)
+    assert limited.headers["retry-after"] == "1"
+    assert (
+        "rate limit: at most 2 requests a second for this token (bursts of 3); retry after"
+        in limited.json()["error"]["message"]
+    )
+    assert post(url, tokens["other"], LIST).status_code == 200  # another token is not slowed
+    time.sleep(1.6)
+    assert post(url, tokens["flood"], LIST).status_code == 200  # and the flooder may go on after the wait
+
+
+def test_one_token_has_a_bounded_share_of_requests_in_flight(tight):
+    url, tokens, root = tight["server"].base + "/mcp", tight["tokens"], tight["root"]
+    answers: dict[str, httpx2.Response] = {}
+    with file_lock(root):  # the server's write now waits for this process
+        writer = threading.Thread(
+            target=lambda: answers.setdefault(
+                "note", post(url, tokens["holder"], tool_call("note", {"text": "- held: yes"}))
+            )
+        )
+        writer.start()
+        time.sleep(1.0)
+        second = post(url, tokens["holder"], LIST)
+        assert second.status_code == 429 and "already has 1 request(s) in flight" in second.json()["error"]["message"]
+        assert post(url, tokens["other"], LIST).status_code == 200
+    writer.join(30)
+    assert answers["note"].status_code == 200 and "noted in sessions/" in answers["note"].text
+
+
+def test_a_slow_body_and_a_client_that_stops_reading_are_cut_off_and_others_are_served(tight):
+    server, tokens = tight["server"], tight["tokens"]
+    host, port = server.base.removeprefix("http://").split(":")
+
+    def raw_request(token: str, body: bytes, declared: int | None = None, rcvbuf: int | None = None) -> socket.socket:
+        sock = socket.socket()
+        if rcvbuf:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        sock.connect((host, int(port)))
+        head = (
+            f"POST /mcp HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n"
+            f"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+            f"Content-Length: {declared if declared is not None else len(body)}\r\n\r\n"
+        )
+        sock.sendall(head.encode() + body)
+        return sock
+
+    started = time.monotonic()
+    slow = raw_request(tokens["slow"], b'{"jsonrpc"', declared=200)
+    slow.settimeout(10)
+    assert slow.recv(100).startswith(b"HTTP/1.1 408")
+    assert time.monotonic() - started < 5
+    slow.close()
+
+    stuck = raw_request(tokens["stuck"], json.dumps(tool_call("read", {"path": "topics/big.md"})).encode(), rcvbuf=4096)
+    try:
+        time.sleep(0.5)  # the big read is running on a worker thread: others are still served
+        served = post(server.base + "/mcp", tokens["bystander"], tool_call("ls", {"path": "topics"}))
+        assert served.status_code == 200 and not served.json()["result"]["isError"]
+        line = server.wait_for(lambda r: r.get("event") == "request" and r.get("reason") == "send timeout", timeout=20)
+        assert line["tool"] == "read" and line["status"] == 200 and line["bytes_out"] < 3_000_000
+    finally:
+        stuck.close()
+    served = post(server.base + "/mcp", tokens["bystander"], tool_call("grep", {"pattern": "proration"}))
+    assert served.status_code == 200 and not served.json()["result"]["isError"]
+
+
+# -- shutdown ---------------------------------------------------------------------------------------
+
+
+def test_sigterm_lets_the_write_in_flight_finish_then_exits_0(tmp_path):
+    root = _copy_memory(tmp_path, "team")
+    store = TokenStore(tmp_path / "tokens.json")
+    token = store.create(memory="team", agent="researcher").token
+    server = ServerProcess("--memory", f"team={root}", tokens=store.path)
+    outcome: dict = {}
+    with file_lock(root):
+        # raw HTTP: the SDK's client asks for the tool list again after a call, and the server is gone by then
+        writer = threading.Thread(
+            target=lambda: outcome.setdefault(
+                "note", post(server.base + "/mcp", token, tool_call("note", {"text": "- during: shutdown"}))
+            )
+        )
+        writer.start()
+        time.sleep(1.5)  # the note is in flight, waiting for the write lock
+        server.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.5)
+        assert server.proc.poll() is None  # still finishing what it started
+    writer.join(30)
+    assert server.stop() == 0
+    answer = outcome["note"].json()["result"]
+    assert answer["content"][0]["text"] == f"noted in {researcher_note(root)} at line 9 (new file)"
+    assert "- during: shutdown" in (root / researcher_note(root)).read_text()
+    assert server.lines[-1]["event"] == "stopped" and server.lines[-1]["signal"] == "SIGTERM"
+
+
+def test_serve_refuses_an_agent_and_a_token_store_inside_a_memory(tmp_path):
+    root = _copy_memory(tmp_path, "team")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    agent = subprocess.run(
+        [FSMEM, "serve", "--memory", f"team={root}", "--agent", "researcher"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert agent.returncode == 2 and "takes no --agent" in agent.stderr
+    inside = subprocess.run(
+        [FSMEM, "serve", "--memory", f"team={root}", "--tokens", str(root / "tokens.json")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert inside.returncode == 2 and "inside memory 'team'" in inside.stderr
+
+
+# -- in process: time limits of tools, many clients at once ---------------------------------------------
+
+
+def test_a_slow_read_is_given_up_but_a_slow_write_is_awaited(tmp_path, monkeypatch):
+    from fsmem.agents import tools as agent_tools
+    from fsmem.server.app import MemoryServer
+    from fsmem.server.log import RequestLog
+    from fsmem.server.settings import Limits, ServerSettings
+
+    root = _copy_memory(tmp_path, "team")
+    store = TokenStore(tmp_path / "tokens.json")
+    token = store.create(memory="team", agent="researcher").token
+    settings = ServerSettings(memories={"team": root}, tokens=store.path, limits=Limits(tool_timeout_seconds=0.3))
+    real_call = agent_tools.call
+
+    def slow_call(memory, name, arguments=None):
+        time.sleep(1.0)
+        return real_call(memory, name, arguments)
+
+    monkeypatch.setattr(agent_tools, "call", slow_call)
+    lines: list[str] = []
+
+    class Lines:
+        def write(self, text):
+            lines.append(text)
+
+        def flush(self):
+            pass
+
+    app = MemoryServer(settings, log=RequestLog(stream=Lines()))
+
+    async def main():
+        async with app.manager.run():
+            transport = httpx2.ASGITransport(app=app)
+            headers = dict(HEADERS, Authorization=f"Bearer {token}")
+            async with httpx2.AsyncClient(transport=transport, base_url="http://test", headers=headers) as http:
+                read = await http.post("/mcp", json=tool_call("grep", {"pattern": "proration"}))
+                write = await http.post("/mcp", json=tool_call("note", {"text": "- slow: but kept"}))
+                return read.json()["result"], write.json()["result"]
+
+    read, write = anyio.run(main)
+    assert read["isError"] and read["content"][0]["text"].startswith("error: grep took longer than 0.3 s")
+    assert not write["isError"] and write["content"][0]["text"].startswith("noted in sessions/")
+    assert "- slow: but kept" in (root / researcher_note(root)).read_text()
+    assert '"reason":"tool timeout"' in lines[0]
+
+
+def test_many_clients_at_once_lose_no_note_and_see_no_error(team):
+    """The load test's promise in small: 16 clients mixing search, read, grep and note on one memory."""
+    url, root = team["server"].base + "/mcp", team["team"]
+    store = team["store"]
+    tokens = [store.create(memory="team", agent="researcher").token for _ in range(16)]  # within every rate
+    calls = [
+        ("search", {"query": "proration seats"}),
+        ("read", {"path": "topics/billing.md"}),
+        ("grep", {"pattern": "Acme"}),
+    ]
+
+    async def client(number: int, results: list):
+        headers = dict(HEADERS, Authorization=f"Bearer {tokens[number]}")
+        async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
+            for round_ in range(4):
+                name, arguments = calls[(number + round_) % 3]
+                for body in (tool_call(name, arguments), tool_call("note", {"text": f"- load {number}-{round_}: yes"})):
+                    answer = await http.post(url, json=body)
+                    results.append((answer.status_code, answer.json()["result"]["isError"]))
+
+    async def main():
+        results: list = []
+        async with anyio.create_task_group() as group:
+            for number in range(16):
+                group.start_soon(client, number, results)
+        return results
+
+    results = anyio.run(main)
+    assert len(results) == 16 * 4 * 2 and set(results) == {(200, False)}
+    notes = (root / researcher_note(root)).read_text()
+    assert all(f"- load {n}-{r}: yes" in notes for n in range(16) for r in range(4))
+
+
+def test_tokens_granting_the_same_view_share_one_memory_and_few_are_kept(tmp_path, monkeypatch):
+    from fsmem.server import app as app_module
+    from fsmem.server.settings import ServerSettings
+
+    root = _copy_memory(tmp_path, "team")
+    store = TokenStore(tmp_path / "tokens.json")
+    same = [store.create(memory="team", agent="researcher").record for _ in range(2)]
+    others = [store.create(memory="team", agent="researcher", paths=[f"topics/t{n}"]).record for n in range(3)]
+    monkeypatch.setattr(app_module, "MEMORIES_KEPT", 2)
+    server = app_module.MemoryServer(ServerSettings(memories={"team": root}, tokens=store.path))
+
+    async def view(record):
+        return await server._memory(record, root.resolve())
+
+    first, second = anyio.run(view, same[0]), anyio.run(view, same[1])
+    assert first is second and first.agent == "researcher" and first.scope is None
+    assert first.budget.max_tokens == 4000  # researcher's budget, under the server's answer cap
+    for record in others:
+        assert anyio.run(view, record).scope.prefixes == tuple(record.paths)
+    assert len(server._memories) == 2
