@@ -12,6 +12,11 @@ budget in fsmem.yaml) that cuts a huge answer and names the next `view_range`;
 a retrieval log of every call when a `state_dir` is given; locks and atomic
 writes; and `fsmem()`, the full `fsmem.Memory` over the same folder. Without
 those arguments nothing but what the commands create appears under the folder.
+
+This module is long because each of the six commands reproduces the reference's
+exact strings and errors and, over an fsmem memory, also applies containment,
+locks, the secrets policy and history; how a view looks and is cut lives in
+`memory_view`.
 """
 
 from __future__ import annotations
@@ -22,11 +27,11 @@ import os
 import shutil
 import stat
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fsmem.budget import Budget, Meter
+from fsmem.agents.memory_view import MAX_LINES, CommandAnswer, ViewCap, folder_entries, format_size, numbered_line
+from fsmem.budget import Budget
 from fsmem.config import CONFIG_FILE, Config
 from fsmem.errors import FsmemError, InvalidArgument, MemoryToolError, PathEscape, RootNotFound, SecretFound
 from fsmem.format import secrets
@@ -35,10 +40,7 @@ from fsmem.store.files import atomic_write, file_lock, fsync_dir
 from fsmem.store.paths import (
     STATE_DIR,
     check_folder_contents,
-    is_memory_name,
-    is_memory_path,
     is_visible_folder,
-    name_problem,
     quoted,
     resolve,
     shown,
@@ -53,11 +55,8 @@ if TYPE_CHECKING:
 
 PREFIX = "/memories"
 COMMANDS = ("view", "create", "str_replace", "insert", "delete", "rename")
-MAX_LINES = 999_999
-LINE_NUMBER_WIDTH = len(str(MAX_LINES))
 DIR_MODE = 0o700  # memories are private: owner only, whatever the umask
 FILE_MODE = 0o600
-_TRAILER_RESERVE = 45  # tokens kept free for the line that says where a cut view goes on
 
 
 class _Missing(MemoryToolError):
@@ -77,31 +76,6 @@ def make_private_dirs(path: Path) -> None:
         except FileExistsError:
             continue
         os.chmod(folder, DIR_MODE)  # mkdir is subject to the umask, chmod is not
-
-
-def format_size(size: int) -> str:
-    """Sizes as the reference's directory view shows them: 0B, 42B, 4K, 1.5M."""
-    if size == 0:
-        return "0B"
-    unit = min((size.bit_length() - 1) // 10, 3)
-    value = size / 1024**unit
-    suffix = "BKMG"[unit]
-    return f"{int(value)}{suffix}" if value == int(value) else f"{value:.1f}{suffix}"
-
-
-def _number(line_number: int, text: str) -> str:
-    return f"{str(line_number).rjust(LINE_NUMBER_WIDTH)}\t{text}"
-
-
-@dataclass
-class _Answer:
-    """A command's text plus what the retrieval log records about it."""
-
-    text: str
-    paths: list[str] = field(default_factory=list)
-    rows: int = 0
-    truncated: bool = False
-    lines: list[int] | None = None
 
 
 class MemoryTool:
@@ -321,7 +295,7 @@ class MemoryTool:
         return Path(real)
 
     # -- how each command works -----------------------------------------------------
-    def _view(self, path: str, view_range: Sequence[int] | None) -> _Answer:
+    def _view(self, path: str, view_range: Sequence[int] | None) -> CommandAnswer:
         full = self.validate_path(path)
         try:
             leaf = os.lstat(full)
@@ -333,48 +307,19 @@ class MemoryTool:
             return self._view_file(path, full, view_range)
         raise MemoryToolError(f"Unsupported file type for {path}")
 
-    def _view_directory(self, path: str, full: Path, size: int) -> _Answer:
-        real_root = os.path.realpath(self.memory_root)
-        items: list[tuple[str, str]] = []
-        contained = self.is_fsmem
-
-        def collect(folder: Path, prefix: str, depth: int) -> None:
-            try:
-                children = sorted(folder.iterdir(), key=lambda child: child.name)
-            except OSError:
-                return
-            for child in children:
-                if child.name.startswith("."):
-                    continue
-                relative = f"{prefix}/{child.name}" if prefix else child.name
-                real = os.path.realpath(child)
-                if real != real_root and not real.startswith(real_root + os.sep):
-                    continue  # a link that leads out of the memory is not shown
-                try:
-                    info = child.stat()
-                except OSError:
-                    continue
-                if contained and not _memory_entry(real_root, real, child.name, stat.S_ISDIR(info.st_mode)):
-                    continue  # over an fsmem memory only memory files and their folders are shown
-                if stat.S_ISDIR(info.st_mode):
-                    items.append((format_size(info.st_size), relative + "/"))
-                    if depth < 2:
-                        collect(child, relative, depth + 1)
-                elif stat.S_ISREG(info.st_mode):
-                    items.append((format_size(info.st_size), relative))
-
-        collect(full, "", 1)
+    def _view_directory(self, path: str, full: Path, size: int) -> CommandAnswer:
+        items = folder_entries(full, os.path.realpath(self.memory_root), memory_only=self.is_fsmem)
         header = f"Here're the files and directories up to 2 levels deep in {path}, excluding hidden items:"
         rows = [f"{format_size(size)}\t{path}"] + [f"{item_size}\t{path}/{name}" for item_size, name in items]
         text = header + "\n" + "\n".join(rows)
         base = self._relative(full)
         listed = [f"{base}/{name}" if base != "." else name for _, name in items]
-        answer = _Answer(text, paths=listed, rows=len(items))
+        answer = CommandAnswer(text, paths=listed, rows=len(items))
         if self.max_tokens is not None:
-            self._cap_directory(answer, header, rows)
+            ViewCap(self.max_tokens, self.tokens).cut_directory(answer, header, rows)
         return answer
 
-    def _view_file(self, path: str, full: Path, view_range: Sequence[int] | None) -> _Answer:
+    def _view_file(self, path: str, full: Path, view_range: Sequence[int] | None) -> CommandAnswer:
         content = self._read_text(full, path)
         lines = content.split("\n")
         if self.max_tokens is None and len(lines) > MAX_LINES:
@@ -392,18 +337,18 @@ class MemoryTool:
             end = len(lines) if view_range[1] == -1 else view_range[1]
             shown, first = lines[start:end], start + 1
         header = f"Here's the content of {path} with line numbers:\n"
-        numbered = [_number(first + offset, line) for offset, line in enumerate(shown)]
-        answer = _Answer(
+        numbered = [numbered_line(first + offset, line) for offset, line in enumerate(shown)]
+        answer = CommandAnswer(
             header + "\n".join(numbered),
             paths=[self._relative(full)],
             rows=len(shown),
             lines=[first, first + len(shown) - 1] if shown else None,
         )
         if self.max_tokens is not None:
-            self._cap_file(answer, header, numbered, first, total=len(lines))
+            ViewCap(self.max_tokens, self.tokens).cut_file(answer, header, numbered, first, total=len(lines))
         return answer
 
-    def _create(self, path: str, file_text: str) -> _Answer:
+    def _create(self, path: str, file_text: str) -> CommandAnswer:
         self._require_writable("create")
         full = self.validate_path(path, want="file")
         data = self._screen(self._text_argument("file_text", file_text), "file_text").encode("utf-8")
@@ -416,7 +361,7 @@ class MemoryTool:
                 raise MemoryToolError(f"File {path} already exists") from None
             self._record(repo, "create", [Change(self._relative(full), None, data)])
         self._commit(repo)
-        return _Answer(f"File created successfully at: {path}", paths=[self._relative(full)], rows=1)
+        return CommandAnswer(f"File created successfully at: {path}", paths=[self._relative(full)], rows=1)
 
     def _existing_file(self, path: str) -> Path:
         full = self.validate_path(path, want="file")
@@ -426,7 +371,7 @@ class MemoryTool:
             raise MemoryToolError(f"The path {path} is not a file.")
         return full
 
-    def _str_replace(self, path: str, old_str: str, new_str: str) -> _Answer:
+    def _str_replace(self, path: str, old_str: str, new_str: str) -> CommandAnswer:
         self._require_writable("str_replace")
         full = self._existing_file(path)
         old_str = self._text_argument("old_str", old_str)
@@ -452,11 +397,11 @@ class MemoryTool:
         self._commit(repo)
         new_lines = updated.split("\n")
         start, end = max(0, changed - 2), min(len(new_lines), changed + 3)
-        snippet = [_number(number, new_lines[number - 1]) for number in range(start + 1, end + 1)]
+        snippet = [numbered_line(number, new_lines[number - 1]) for number in range(start + 1, end + 1)]
         text = "The memory file has been edited. Here is the snippet showing the change (with line numbers):\n"
-        return _Answer(text + "\n".join(snippet), paths=[self._relative(full)], rows=1, lines=[start + 1, end])
+        return CommandAnswer(text + "\n".join(snippet), paths=[self._relative(full)], rows=1, lines=[start + 1, end])
 
-    def _insert(self, path: str, insert_line: int, insert_text: str) -> _Answer:
+    def _insert(self, path: str, insert_line: int, insert_text: str) -> CommandAnswer:
         self._require_writable("insert")
         full = self._existing_file(path)
         insert_text = self._screen(self._text_argument("insert_text", insert_text), "insert_text")
@@ -477,9 +422,9 @@ class MemoryTool:
             atomic_write(full, updated.encode("utf-8"))
             self._record(repo, "insert", [Change(self._relative(full), content.encode(), updated.encode())])
         self._commit(repo)
-        return _Answer(f"The file {path} has been edited.", paths=[self._relative(full)], rows=1)
+        return CommandAnswer(f"The file {path} has been edited.", paths=[self._relative(full)], rows=1)
 
-    def _delete(self, path: str) -> _Answer:
+    def _delete(self, path: str) -> CommandAnswer:
         self._require_writable("delete")
         full = self.validate_path(path)
         if str(full) == os.path.realpath(self.memory_root):
@@ -501,9 +446,9 @@ class MemoryTool:
             fsync_dir(full.parent)
             self._record(repo, "delete", [Change(rel, data, None) for rel, data in gone])
         self._commit(repo)
-        return _Answer(f"Successfully deleted {path}", paths=[relative], rows=1)
+        return CommandAnswer(f"Successfully deleted {path}", paths=[relative], rows=1)
 
-    def _rename(self, old_path: str, new_path: str) -> _Answer:
+    def _rename(self, old_path: str, new_path: str) -> CommandAnswer:
         self._require_writable("rename")
         old = self.validate_path(old_path)
         new = self.validate_path(new_path, want="any" if old.is_dir() or not old.exists() else "file")
@@ -530,11 +475,11 @@ class MemoryTool:
                 changes += [Change(rel, data, None), Change(target + rel[len(base) :], None, data)]
             self._record(repo, "rename", changes, f"memory.rename {base} -> {target}")
         self._commit(repo)
-        return _Answer(
+        return CommandAnswer(
             f"Successfully renamed {old_path} to {new_path}", paths=[self._relative(old), self._relative(new)], rows=1
         )
 
-    def _clear_all(self) -> _Answer:
+    def _clear_all(self) -> CommandAnswer:
         self._require_writable("clear_all_memory")
         make_private_dirs(self.memory_root)
         repo = self._history()
@@ -557,10 +502,10 @@ class MemoryTool:
                     else:
                         child.unlink()
         self._commit(repo)
-        return _Answer("All memory cleared")
+        return CommandAnswer("All memory cleared")
 
     # -- plumbing -----------------------------------------------------------------
-    def _run(self, command: str, arguments: dict[str, Any], action: Callable[[], _Answer]) -> str:
+    def _run(self, command: str, arguments: dict[str, Any], action: Callable[[], CommandAnswer]) -> str:
         logged = None
         if self.state_dir is not None:  # nothing is logged without a state folder
             logged = retrieval_log.LoggedCall(
@@ -702,85 +647,12 @@ class MemoryTool:
             self._tokens = TokenCounter(config.tokenizer)
         return self._tokens
 
-    def _fits(self, text: str) -> bool:
-        assert self.max_tokens is not None
-        # A token is at least one byte, so a short answer fits without being counted.
-        return len(text.encode("utf-8")) <= self.max_tokens or self.tokens.count(text) <= self.max_tokens
-
-    def _cap_file(self, answer: _Answer, header: str, numbered: list[str], first: int, total: int) -> None:
-        """Cut a view that exceeds `max_tokens` after whole lines and name the view_range that goes on."""
-        cap = self.max_tokens
-        assert cap is not None
-        if len(answer.text.encode("utf-8")) <= cap:  # a token is at least one byte
-            return
-        meter = Meter(self.tokens.count, max_tokens=cap, reserve=self.tokens.count(header) + _TRAILER_RESERVE)
-        kept: list[str] = []
-        for line in numbered:
-            if not meter.take_text(line):
-                break
-            kept.append(line)
-        if len(kept) == len(numbered) and self._fits(answer.text):
-            return
-        last_asked = first + len(numbered) - 1
-        note = ""
-        if not kept:  # one line longer than the whole budget: show its start, so paging still moves on
-            head = meter.head_that_fits(numbered[0], lambda part: part, truncate=self.tokens.truncate)
-            if head is None:
-                answer.text = header + (
-                    f"[this view stops at {cap} tokens, too few to show line {first}; "
-                    "ask again with a larger max_tokens]"
-                )
-                answer.truncated, answer.rows, answer.lines = True, 0, None
-                return
-            kept = [head]
-            note = f" (line {first} is longer than that and is shown cut)"
-
-        def render(lines: list[str]) -> str:
-            last = first + len(lines) - 1
-            more = f"view_range [{last + 1}, {last_asked}]" if last < last_asked else "nothing"
-            return (
-                header
-                + "\n".join(lines)
-                + f"\n[lines {first}-{last} of {total} shown: this view stops at {cap} tokens{note}; "
-                + f"next: {more}]"
-            )
-
-        text = render(kept)
-        while len(kept) > 1 and self.tokens.count(text) > cap:
-            kept.pop()
-            text = render(kept)
-        answer.text, answer.truncated, answer.rows = text, True, len(kept)
-        answer.lines = [first, first + len(kept) - 1]
-
-    def _cap_directory(self, answer: _Answer, header: str, rows: list[str]) -> None:
-        """Cut a directory view that exceeds `max_tokens` after whole entries and say how many were left out."""
-        if self._fits(answer.text):
-            return
-        cap = self.max_tokens
-        assert cap is not None
-        meter = Meter(self.tokens.count, max_tokens=cap, reserve=self.tokens.count(header + "\n") + _TRAILER_RESERVE)
-        kept = rows[:1]  # the folder itself is always named
-        meter.take_text(rows[0])
-        for row in rows[1:]:
-            if not meter.take_text(row):
-                break
-            kept.append(row)
-        entries = len(kept) - 1
-        answer.text = (
-            header
-            + "\n"
-            + "\n".join(kept)
-            + f"\n[{entries} of {len(rows) - 1} entries shown: this view stops at {cap} tokens; "
-            + "view a subdirectory to see the rest]"
-        )
-        answer.truncated, answer.rows, answer.paths = True, entries, answer.paths[:entries]
-
     def _log(
         self,
         logged: retrieval_log.LoggedCall | None,
         command: str,
         *,
-        answer: _Answer | None = None,
+        answer: CommandAnswer | None = None,
         error: MemoryToolError | None = None,
     ) -> None:
         if logged is None:
@@ -796,14 +668,6 @@ class MemoryTool:
             error=str(error) if error is not None else None,
             **extra,
         )
-
-
-def _memory_entry(real_root: str, real: str, name: str, is_dir: bool) -> bool:
-    """Over an fsmem memory: is this directory entry (name as listed, real target) a memory file or folder?"""
-    inside = os.path.relpath(real, real_root).replace(os.sep, "/")
-    if is_dir:
-        return name_problem(name) is None and is_visible_folder(inside)
-    return is_memory_name(name) and is_memory_path(inside)
 
 
 def _remove_empty_folders(root: Path) -> None:

@@ -1,0 +1,176 @@
+"""What the memory tool's `view` shows, in the reference's format, and how a view is cut to a token cap.
+
+The reference (`memory_20250818`) lists a folder two levels deep with sizes and
+shows a file with six-wide line numbers. fsmem keeps those strings exactly and
+adds one thing: over a cap, a view is cut after whole lines or entries, and its
+last line says what was left out and which `view_range` goes on.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from fsmem.budget import Meter
+from fsmem.store.paths import is_memory_name, is_memory_path, is_visible_folder, name_problem
+
+if TYPE_CHECKING:
+    from fsmem.tokens import TokenCounter
+
+MAX_LINES = 999_999
+LINE_NUMBER_WIDTH = len(str(MAX_LINES))
+_TRAILER_RESERVE = 45  # tokens kept free for the line that says where a cut view goes on
+
+
+@dataclass
+class CommandAnswer:
+    """A command's text plus what the retrieval log records about it."""
+
+    text: str
+    paths: list[str] = field(default_factory=list)
+    rows: int = 0
+    truncated: bool = False
+    lines: list[int] | None = None
+
+
+def format_size(size: int) -> str:
+    """Sizes as the reference's directory view shows them: 0B, 42B, 4K, 1.5M."""
+    if size == 0:
+        return "0B"
+    unit = min((size.bit_length() - 1) // 10, 3)
+    value = size / 1024**unit
+    suffix = "BKMG"[unit]
+    return f"{int(value)}{suffix}" if value == int(value) else f"{value:.1f}{suffix}"
+
+
+def numbered_line(line_number: int, text: str) -> str:
+    return f"{str(line_number).rjust(LINE_NUMBER_WIDTH)}\t{text}"
+
+
+def folder_entries(folder: Path, real_root: str, *, memory_only: bool) -> list[tuple[str, str]]:
+    """(size, relative name) of what `folder` holds, two levels deep, hidden items and outside links left out.
+
+    With `memory_only` (the folder is an fsmem memory) only memory files and
+    their folders are listed: never fsmem.yaml, `.git/` or a link into them.
+    """
+    items: list[tuple[str, str]] = []
+
+    def collect(current: Path, prefix: str, depth: int) -> None:
+        try:
+            children = sorted(current.iterdir(), key=lambda child: child.name)
+        except OSError:
+            return
+        for child in children:
+            if child.name.startswith("."):
+                continue
+            relative = f"{prefix}/{child.name}" if prefix else child.name
+            real = os.path.realpath(child)
+            if real != real_root and not real.startswith(real_root + os.sep):
+                continue  # a link that leads out of the memory is not shown
+            try:
+                info = child.stat()
+            except OSError:
+                continue
+            if memory_only and not _memory_entry(real_root, real, child.name, stat.S_ISDIR(info.st_mode)):
+                continue
+            if stat.S_ISDIR(info.st_mode):
+                items.append((format_size(info.st_size), relative + "/"))
+                if depth < 2:
+                    collect(child, relative, depth + 1)
+            elif stat.S_ISREG(info.st_mode):
+                items.append((format_size(info.st_size), relative))
+
+    collect(folder, "", 1)
+    return items
+
+
+class ViewCap:
+    """A cap of `max_tokens` on view answers, counted with `tokens`."""
+
+    def __init__(self, max_tokens: int, tokens: TokenCounter):
+        self.max_tokens = max_tokens
+        self.tokens = tokens
+
+    def fits(self, text: str) -> bool:
+        # A token is at least one byte, so a short answer fits without being counted.
+        return len(text.encode("utf-8")) <= self.max_tokens or self.tokens.count(text) <= self.max_tokens
+
+    def cut_file(self, answer: CommandAnswer, header: str, numbered: list[str], first: int, total: int) -> None:
+        """Cut a file view that exceeds the cap after whole lines and name the view_range that goes on."""
+        cap = self.max_tokens
+        if len(answer.text.encode("utf-8")) <= cap:
+            return
+        meter = Meter(self.tokens.count, max_tokens=cap, reserve=self.tokens.count(header) + _TRAILER_RESERVE)
+        kept: list[str] = []
+        for line in numbered:
+            if not meter.take_text(line):
+                break
+            kept.append(line)
+        if len(kept) == len(numbered) and self.fits(answer.text):
+            return
+        last_asked = first + len(numbered) - 1
+        note = ""
+        if not kept:  # one line longer than the whole budget: show its start, so paging still moves on
+            head = meter.head_that_fits(numbered[0], lambda part: part, truncate=self.tokens.truncate)
+            if head is None:
+                answer.text = header + (
+                    f"[this view stops at {cap} tokens, too few to show line {first}; "
+                    "ask again with a larger max_tokens]"
+                )
+                answer.truncated, answer.rows, answer.lines = True, 0, None
+                return
+            kept = [head]
+            note = f" (line {first} is longer than that and is shown cut)"
+
+        def render(lines: list[str]) -> str:
+            last = first + len(lines) - 1
+            more = f"view_range [{last + 1}, {last_asked}]" if last < last_asked else "nothing"
+            return (
+                header
+                + "\n".join(lines)
+                + f"\n[lines {first}-{last} of {total} shown: this view stops at {cap} tokens{note}; "
+                + f"next: {more}]"
+            )
+
+        text = render(kept)
+        while len(kept) > 1 and self.tokens.count(text) > cap:
+            kept.pop()
+            text = render(kept)
+        answer.text, answer.truncated, answer.rows = text, True, len(kept)
+        answer.lines = [first, first + len(kept) - 1]
+
+    def cut_directory(self, answer: CommandAnswer, header: str, rows: list[str]) -> None:
+        """Cut a directory view that exceeds the cap after whole entries and say how many were left out."""
+        if self.fits(answer.text):
+            return
+        cap = self.max_tokens
+        meter = Meter(self.tokens.count, max_tokens=cap, reserve=self.tokens.count(header + "\n") + _TRAILER_RESERVE)
+        kept = rows[:1]  # the folder itself is always named
+        meter.take_text(rows[0])
+        for row in rows[1:]:
+            if not meter.take_text(row):
+                break
+            kept.append(row)
+        entries = len(kept) - 1
+        answer.text = (
+            header
+            + "\n"
+            + "\n".join(kept)
+            + f"\n[{entries} of {len(rows) - 1} entries shown: this view stops at {cap} tokens; "
+            + "view a subdirectory to see the rest]"
+        )
+        answer.truncated, answer.rows, answer.paths = True, entries, answer.paths[:entries]
+
+
+def _memory_entry(real_root: str, real: str, name: str, is_dir: bool) -> bool:
+    """Over an fsmem memory: is this directory entry (name as listed, real target) a memory file or folder?"""
+    inside = os.path.relpath(real, real_root).replace(os.sep, "/")
+    if is_dir:
+        return name_problem(name) is None and is_visible_folder(inside)
+    return is_memory_name(name) and is_memory_path(inside)
+
+
+__all__ = ["CommandAnswer", "ViewCap", "folder_entries", "format_size", "numbered_line", "MAX_LINES"]
