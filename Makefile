@@ -6,7 +6,7 @@ FSMEM := $(VENV)/bin/fsmem
 STAMP := $(VENV)/.fsmem-installed
 DEMO := demo-memory
 
-.PHONY: demo test bench install clean
+.PHONY: demo test lint bench install clean
 
 install: $(STAMP)
 
@@ -26,7 +26,13 @@ demo: $(STAMP)
 	@echo; echo '$$ fsmem consolidate'; FSMEM_NOW=2026-12-01T08:00:00+00:00 $(FSMEM) --root $(DEMO) consolidate
 	@echo; echo '$$ fsmem read entities/people/adam-smith.md --include-superseded'; $(FSMEM) --root $(DEMO) read entities/people/adam-smith.md --include-superseded
 
-test: $(STAMP)
+# The quality gates (lint, format, types: seconds), then the suite.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check fsmem tests benchmarks examples
+	$(VENV)/bin/ruff format --check fsmem tests benchmarks examples
+	$(VENV)/bin/mypy fsmem
+
+test: lint
 	$(PY) -m pytest -q
 
 bench: $(STAMP)

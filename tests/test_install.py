@@ -1,0 +1,117 @@
+"""`pip install fsmem` without extras gives every core command: ls, grep, read, search, consolidate, watch.
+
+The package is built from this checkout and installed into a fresh virtual
+environment that sees none of the test environment's packages, so a core
+command that needs an optional package fails here. pip reuses the wheels its
+cache already holds from `make test`'s own install.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def fresh_venv(tmp_path_factory) -> Path:
+    venv = tmp_path_factory.mktemp("install") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    source = tmp_path_factory.mktemp("source") / "fsmem"
+    # a copy without the developer's .venv and caches: what a user's `pip install .` or sdist would see
+    shutil.copytree(
+        REPO,
+        source,
+        symlinks=True,
+        ignore=shutil.ignore_patterns(".venv", ".git", "*.egg-info", "__pycache__", ".*_cache", "build", "demo-memory"),
+    )
+    installed = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(source)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    return venv
+
+
+def run(venv: Path, *args: str, root: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [str(venv / "bin" / "fsmem"), "--root", str(root), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "FSMEM_NOW": "2026-11-30T12:00:00+00:00"},
+    )
+    if check:
+        assert done.returncode == 0, f"fsmem {' '.join(args)}: {done.stderr}"
+    return done
+
+
+def test_no_extras_means_no_sdks(fresh_venv):
+    probe = "import importlib.util as u; print([m for m in ('mcp', 'anthropic', 'matplotlib') if u.find_spec(m)])"
+    found = subprocess.run([str(fresh_venv / "bin" / "python"), "-c", probe], capture_output=True, text=True)
+    assert found.stdout.strip() == "[]", found.stdout + found.stderr
+
+
+def test_core_commands_work_without_extras(fresh_venv, tmp_path):
+    root = tmp_path / "mem"
+    subprocess.run([str(fresh_venv / "bin" / "fsmem"), "init", str(root)], check=True, capture_output=True)
+    run(fresh_venv, "note", "- employer: Globex", "--subject", "people/Ada Quill", "--session", "s1", root=root)
+    run(fresh_venv, "note", "- employer: Initech", "--subject", "people/Bo Chen", "--session", "s1", root=root)
+
+    consolidated = json.loads(run(fresh_venv, "consolidate", "--json", root=root).stdout)
+    assert consolidated["notes_consolidated"] == 1 and consolidated["facts_added"] == 2
+
+    listed = json.loads(run(fresh_venv, "ls", "entities", "--json", root=root).stdout)
+    assert [entry["path"] for entry in listed["entries"]] == [
+        "entities/people/ada-quill.md",
+        "entities/people/bo-chen.md",
+    ]
+
+    grepped = json.loads(run(fresh_venv, "grep", "Globex", "--json", root=root).stdout)
+    assert any(match["path"] == "entities/people/ada-quill.md" for match in grepped["matches"])
+
+    read = run(fresh_venv, "read", "entities/people/ada-quill.md", root=root).stdout
+    assert "employer: Globex" in read
+
+    found = json.loads(run(fresh_venv, "search", "Where does Ada work?", "--json", root=root).stdout)
+    assert found["results"][0]["path"] == "entities/people/ada-quill.md"
+    assert "Globex" in json.dumps(found["results"][0])
+
+
+def test_watch_runs_without_extras(fresh_venv, tmp_path):
+    root = tmp_path / "mem"
+    subprocess.run([str(fresh_venv / "bin" / "fsmem"), "init", str(root)], check=True, capture_output=True)
+    proc = subprocess.Popen(
+        [str(fresh_venv / "bin" / "fsmem"), "--root", str(root), "watch", "--settle", "0.1"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert "watching" in proc.stderr.readline()
+        (root / "topics").mkdir(exist_ok=True)
+        (root / "topics" / "zebra.md").write_text("---\ntitle: Zebra crossings\ntopic: zebra\n---\n# Zebra\n")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            index = root / "INDEX.md"
+            if index.is_file() and "Zebra crossings" in index.read_text():
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail("fsmem watch did not bring INDEX.md up to date")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
