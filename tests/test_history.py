@@ -111,7 +111,7 @@ def test_a_change_made_outside_fsmem_is_committed_on_its_own_before_the_agent_co
     assert "- cycle: weekly\n- seats: 12\n" in git(root, "show", "HEAD:topics/billing.md")
 
 
-def test_consolidate_is_one_commit_whose_message_is_its_report(memory, fixed_now):
+def test_consolidate_is_one_commit_whose_message_is_its_report_summary_first(memory, fixed_now):
     root = memory.root
     memory.note("- employer: Globex", subject="people/Adam Smith")
     write_file(root, "topics/hand.md", "---\ntitle: Hand\n---\nWritten by hand.\n")
@@ -119,7 +119,10 @@ def test_consolidate_is_one_commit_whose_message_is_its_report(memory, fixed_now
     (author, subject, files), (_, outside, _) = commits(root, 2)
     assert outside == "outside fsmem: topics/hand.md"
     assert author == "researcher"
-    assert git(root, "log", "-1", "--format=%B").strip() == report.to_text().strip()
+    # the subject is the summary line, which names no file; the report's other lines follow in the body
+    message = git(root, "log", "-1", "--format=%B").strip().splitlines()
+    assert message[0].startswith("consolidated 1 of 1 note(s)") and message[1] == ""
+    assert sorted(line for line in message if line) == sorted(report.to_text().strip().splitlines())
     assert set(files) == set(report.files_written) | {"INDEX.md"}
     assert clean(root)
 

@@ -233,3 +233,22 @@ def test_history_reaches_only_the_scope(root):
     ):
         with pytest.raises(OutOfScope):
             outside()
+
+
+def test_a_scoped_log_names_no_file_outside_the_scope(tmp_path, monkeypatch):
+    monkeypatch.setenv("FSMEM_NOW", NOW)
+    whole = Memory.init(tmp_path / "mem", git=True)
+    # one run consolidates a note into a topic and holds back another, dated in the future, which it names
+    whole.note("- owner: Dana", session="today", subject="topic/Billing")
+    future = whole.root / "sessions" / "2099" / "01" / "01" / "secret-plans.md"
+    future.parent.mkdir(parents=True)
+    future.write_text("## people/Zed Quorum\n- employer: Umbrella\n")
+    report = whole.consolidate()
+    assert report.held_back and "topics/billing.md" in report.files_written
+
+    scoped = Memory(whole.root, scope=["topics/"])
+    shown = scoped.log("topics")
+    assert shown.entries, "the consolidation commit touched topics/billing.md"
+    text = shown.to_text() + str(shown.to_dict())
+    assert "consolidated 1 of" in text
+    assert "secret-plans" not in text and "Zed" not in text and "sessions/" not in text

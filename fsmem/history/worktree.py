@@ -103,9 +103,13 @@ def commit_consolidation(repo: Repo, report: object, *, archive_dir: str, agent:
         archive = repo.in_repo(archive_dir.strip("/") + "/")
         paths.update(path for path in changed_on_disk(repo) if path.startswith(archive))
     to_text = getattr(report, "to_text", None)
-    message = to_text() if callable(to_text) else "consolidate"
+    lines = (to_text() if callable(to_text) else "consolidate").splitlines()
+    # The subject is the summary, which names no file; problems and held-back notes, which do, go in the
+    # body: `fsmem log PATH` shows subjects, and a scoped agent must not learn other files' names from them.
+    first = next((line for line in lines if line.startswith("consolidated")), "consolidate")
+    rest = [line for line in lines if line != first]
+    message = first + ("\n\n" + "\n".join(rest) if rest else "")
     author = author_of(agent)
-    first = message.splitlines()[-2] if message.count("\n") else message
     with file_lock(repo.root):  # no fsmem write half done (file written, entry not yet) while files are read
         journal.drain_locked(repo, journal.Gaps(paths, author, f"consolidate (between two writes): {first}"))
         blobs: dict[str, str | None] = {}
