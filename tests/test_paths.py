@@ -2,9 +2,21 @@ import os
 import re
 
 import pytest
+from hypothesis import given, strategies as st
 
 from fsmem.errors import ConfigError, InvalidArgument, PathEscape
-from fsmem.store.paths import config_dir, is_memory_path, open_regular, relative, resolve, text_problem
+from fsmem.store.paths import (
+    MAX_DEPTH,
+    MAX_PATH_BYTES,
+    config_dir,
+    is_memory_name,
+    is_memory_path,
+    name_problem,
+    open_regular,
+    relative,
+    resolve,
+    text_problem,
+)
 
 
 @pytest.fixture
@@ -156,6 +168,22 @@ def test_is_memory_path_is_the_lexical_rule():
         assert is_memory_path(good), good
     for bad in ("a.txt", ".a.md", "topics/.git/a.md", ".fsmem/a.md", "a\nb.md", "a\x00.md", "\udcff.md", "fsmem.yaml"):
         assert not is_memory_path(bad), bad
+
+
+# names built from the pieces that matter to the rule: dots, slashes, suffixes, control and non-ASCII characters
+_PIECES = st.sampled_from(["a", "Z", ".", "/", ".md", ".MD", ".markdown", "..", "\n", "\x7f", "é", "\udcff", " ", "-"])
+
+
+@given(st.lists(_PIECES, max_size=12).map("".join))
+def test_the_fast_path_of_is_memory_path_agrees_with_the_rule_per_component(rel):
+    parts = rel.split("/")
+    by_components = (
+        len(parts) <= MAX_DEPTH
+        and len(rel) <= MAX_PATH_BYTES
+        and is_memory_name(parts[-1])
+        and all(name_problem(part) is None for part in parts[:-1])
+    )
+    assert is_memory_path(rel) == by_components
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import pytest
 from conftest import write_file
 
 from fsmem import Memory
-from fsmem.store.supersession import superseded_note_lines
+from fsmem.store.supersession import may_be_consolidated, superseded_note_lines
 
 FIRST = "sessions/2026/10/01/kickoff.md"
 LATER = "sessions/2026/11/20/support.md"
@@ -68,3 +68,20 @@ def test_the_rule_itself(tmp_path):
     unconsolidated = note.replace("consolidated: sha256-0\n", "")
     assert superseded_note_lines(Path(root), {"sessions/a.md": unconsolidated}, ranges) == {}
     assert superseded_note_lines(Path(root), {"sessions/b.md": note}, ranges) == {}
+
+
+def test_a_note_whose_front_matter_outgrows_the_first_read_is_still_checked(consolidated):
+    path = consolidated.root / FIRST
+    text = path.read_text()
+    assert "\nconsolidated:" in text
+    path.write_text(text.replace("---\n", "---\npadding: " + "x" * 6000 + "\n", 1))  # one line longer
+    shown = [(m.path, m.line) for m in consolidated.grep("employer").matches]
+    assert (LATER, 6) in shown and (FIRST, 7) not in shown
+    assert (FIRST, 7) in [(m.path, m.line) for m in consolidated.grep("employer", include_superseded=True).matches]
+
+
+def test_only_a_front_matter_without_the_field_rules_a_note_out():
+    assert may_be_consolidated("---\ntitle: n\nconsolidated: sha256-0\n---\n- a: b\n")
+    assert not may_be_consolidated("---\ntitle: n\n---\n- a: b\nconsolidated: later\n")
+    assert may_be_consolidated("---\ntitle: n\n" + "x" * 100)  # the front matter goes on past what was read
+    assert not may_be_consolidated("# no front matter\n")

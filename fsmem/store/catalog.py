@@ -28,6 +28,7 @@ from fsmem.tokens import TokenCounter
 EXACT_COUNT_LIMIT = 4 * 1024 * 1024
 # Front matter is only looked for in the first bytes of a file.
 HEAD_BYTES = 64 * 1024
+NOTE_HEAD_BYTES = 4096  # enough for a session note's front matter, read first to see if it was consolidated
 
 
 @dataclass
@@ -217,13 +218,16 @@ class Catalog:
         out = self._documents_superseded(rels)
         notes = [rel for rel in rels if rel in out and rel.startswith("sessions/")]
         if notes:
-            from fsmem.store.supersession import superseded_note_lines
+            from fsmem.store.supersession import may_be_consolidated, superseded_note_lines
 
             texts = {}
             for rel in notes:
                 try:
                     with open(os.path.join(self.root, rel), "rb") as handle:
-                        texts[rel] = fmt.decode(handle.read(HEAD_BYTES * 16))[0]
+                        head = handle.read(NOTE_HEAD_BYTES)
+                        if not may_be_consolidated(fmt.decode(head)[0]):
+                            continue  # never consolidated: no document cites its facts
+                        texts[rel] = fmt.decode(head + handle.read(HEAD_BYTES * 16 - NOTE_HEAD_BYTES))[0]
                 except OSError:
                     continue
             for rel, lines in superseded_note_lines(self.root, texts, self._documents_superseded).items():

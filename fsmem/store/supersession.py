@@ -41,6 +41,17 @@ def was_consolidated(text: str) -> bool:
     return f"\n{fmt.CONSOLIDATED_FIELD}:" in text[: text.find("\n---", 3) + 1] if text.startswith("---") else False
 
 
+def may_be_consolidated(head: str) -> bool:
+    """False only when `head`, a note's first bytes, holds its whole front matter and no `consolidated:` field.
+
+    Most notes that match a grep were never consolidated; this spares reading the rest of them.
+    """
+    if not head.startswith("---"):
+        return False
+    end = head.find("\n---", 3)
+    return end == -1 or f"\n{fmt.CONSOLIDATED_FIELD}:" in head[: end + 1]
+
+
 def note_facts(text: str) -> list[tuple[int, str, str]]:
     """(line, key, normalised value) of every keyed fact in a consolidated note's body, outside fenced code."""
     if not was_consolidated(text):
