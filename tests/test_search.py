@@ -494,3 +494,38 @@ def test_a_long_lived_process_survives_its_state_folder_being_deleted(memory):
     shutil.rmtree(memory.root / ".fsmem")
     assert locations(memory.search("proration"))  # the same SearchIndex object: it notices and rebuilds
     assert "topics/billing.md" in _indexed(memory)
+
+
+def test_searches_at_once_share_one_walk_and_still_see_every_earlier_write(memory, monkeypatch):
+    import threading
+    import time
+
+    import fsmem.search.index as search_index
+
+    memory.search("proration")  # built
+    walks = []
+    real_walk = search_index.walk_stats
+
+    def slow_walk(root, *args, **kwargs):
+        walks.append(threading.get_ident())
+        time.sleep(0.2)  # long enough for every other search to be asked while this walk runs
+        yield from real_walk(root, *args, **kwargs)
+
+    monkeypatch.setattr(search_index, "walk_stats", slow_walk)
+    # written by hand, so only a walk can see it: every search asked after this must find it
+    (memory.root / "topics" / "walrus.md").write_text("# Walrus\n- walrus tusks: ivory, up to a metre\n")
+    memories = [Memory(memory.root) for _ in range(8)]
+    found: list[bool] = []
+    start = threading.Barrier(len(memories))
+
+    def search(each: Memory) -> None:
+        start.wait()
+        found.append(any(h.path == "topics/walrus.md" for h in each.search("walrus tusks").hits))
+
+    threads = [threading.Thread(target=search, args=(each,)) for each in memories]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert found == [True] * len(memories)
+    assert 1 <= len(walks) <= 2, f"{len(walks)} walks for {len(memories)} searches at once"

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import os
 import shutil
 import threading
@@ -93,6 +94,8 @@ class SearchIndex:
         self._inode: int | None = None
         self._parsed: OrderedDict[tuple[str, Stamp], list[Row]] = OrderedDict()
         self.rebuilt = False  # set when a damaged index was thrown away
+        self._ticket = itertools.count(1)  # orders asks and refresh starts (next() is atomic under the GIL)
+        self._refreshed_from = 0  # the ticket taken when the last finished refresh began
         self.stats = {"indexed": 0, "removed": 0, "skipped": 0}
 
     @property
@@ -201,8 +204,20 @@ class SearchIndex:
 
     # -- keeping in step with the files ---------------------------------------
     def refresh(self) -> int:
-        """Bring the index in step with every file; returns how many files were re-indexed or removed."""
-        return self.guarded(self._refresh)
+        """Bring the index in step with every file; returns how many files were re-indexed or removed.
+
+        Searches on many threads share the refresh: one that waited for the lock while a refresh begun after
+        it was asked ran takes that refresh as its own (its walk saw every write finished before the ask),
+        so N searches at once cost one walk, not N in a row.
+        """
+        asked = next(self._ticket)
+        with self.lock:
+            if self._refreshed_from > asked:
+                return 0
+            began = next(self._ticket)
+            changed = self.guarded(self._refresh)
+            self._refreshed_from = began  # only a refresh that finished counts for the searches waiting
+            return changed
 
     def update(self, paths: Iterable[str]) -> int:
         """Re-index just these files (relative paths; deleted ones are removed), when an index exists."""
