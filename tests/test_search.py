@@ -529,3 +529,22 @@ def test_searches_at_once_share_one_walk_and_still_see_every_earlier_write(memor
         thread.join(30)
     assert found == [True] * len(memories)
     assert 1 <= len(walks) <= 2, f"{len(walks)} walks for {len(memories)} searches at once"
+
+
+def test_a_file_removed_between_its_reading_and_its_rows_is_not_indexed(memory, monkeypatch):
+    import fsmem.search.index as search_index
+
+    memory.search("proration")  # built
+    doomed = memory.root / "topics" / "doomed.md"
+    doomed.write_text("# Doomed\n- walrus count: three\n")
+    real_read = search_index.read_file
+
+    def read_then_vanish(root, rel, full, analyzer):
+        parsed = real_read(root, rel, full, analyzer)
+        if rel == "topics/doomed.md":
+            doomed.unlink()  # another process removes it, and its own refresh is already over
+        return parsed
+
+    monkeypatch.setattr(search_index, "read_file", read_then_vanish)
+    memory.search_index.refresh()
+    assert "topics/doomed.md" not in _indexed(memory)

@@ -298,9 +298,13 @@ class SearchIndex:
                     if current is not None and tuple(current[:4]) == item.stamp and current[4]:
                         self.stats["skipped"] += 1
                         continue  # another process indexed this very version meanwhile
-                    with contextlib.suppress(OSError):
-                        if stamp_of(os.stat(os.path.join(self.root, item.path))) != item.stamp:
-                            continue  # changed again since it was read: the next refresh takes it
+                    try:
+                        now_stamp = stamp_of(os.stat(os.path.join(self.root, item.path)))
+                    except OSError:  # removed since it was read (by another process, whose refresh may be over)
+                        changed += _remove(conn, item.path)
+                        continue
+                    if now_stamp != item.stamp:
+                        continue  # changed again since it was read: the next refresh takes it
                     _remove(conn, item.path)
                     _insert(conn, item, racy=item.stamp[0] >= now - RACY_NS)
                     new_terms |= item.terms
