@@ -548,3 +548,17 @@ def test_a_file_removed_between_its_reading_and_its_rows_is_not_indexed(memory, 
     monkeypatch.setattr(search_index, "read_file", read_then_vanish)
     memory.search_index.refresh()
     assert "topics/doomed.md" not in _indexed(memory)
+
+
+def test_a_memory_of_one_entity_finds_its_fact_by_the_entity_name(tmp_path, monkeypatch):
+    # BM25's IDF of a name found in one of two named documents is 0: the subject part must still count
+    monkeypatch.setenv("FSMEM_NOW", "2026-11-30T12:00:00+00:00")
+    memory = Memory.init(tmp_path / "fresh")
+    memory.note("- employer: Globex", session="s1", subject="people/Ada Quill")
+    memory.consolidate()
+    for question in ("Ada employer", "Where does Ada work?"):
+        hits = memory.search(question).hits
+        assert hits and (hits[0].path, hits[0].text) == (
+            "entities/people/ada-quill.md",
+            "- employer: Globex (2026-11-30)",
+        )

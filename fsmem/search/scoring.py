@@ -30,6 +30,7 @@ TOP_DOCUMENTS = 300  # when more documents match, only the rows of the best ones
 DOCUMENT_POOL = 3000  # documents scored for the document part; deeper ones add nothing a candidate row can use
 NAMED_FILES = 20  # documents whose names match the query best: their rows join the pool
 NAMED_ROWS = 2000  # at most this many rows of each
+FEW_NAMED = 20  # below this many named documents, BM25's IDF of a name is about 0 (a name in 1 of 2): see _name_scores
 
 
 class StaleAnswer(Exception):
@@ -232,13 +233,20 @@ def _rank(
     named: dict[int, float] = {}
     if w["subject"] > 0 and any(names_df.get(t) for t in used):
         n_named = int(conn.execute("SELECT count(*) FROM search_names").fetchone()[0])
-        names_den = could_earn(n_named, names_df)
-        for fid, raw in conn.execute(
-            "SELECT rowid, -bm25(search_names) AS s FROM search_names WHERE search_names MATCH ? ORDER BY s DESC LIMIT ?",
-            (match, NAMED_FILES),
-        ):
-            if allowed_set is None or fid in allowed_set:
-                named[fid] = raw / names_den
+        best_named = [
+            (fid, raw)
+            for fid, raw in conn.execute(
+                "SELECT rowid, -bm25(search_names) AS s FROM search_names WHERE search_names MATCH ?"
+                " ORDER BY s DESC LIMIT ?",
+                (match, NAMED_FILES),
+            )
+            if allowed_set is None or fid in allowed_set
+        ]
+        if n_named < FEW_NAMED:
+            named = _name_scores(conn, terms, fuzzy, names_df, n_named, w["fuzzy"], [fid for fid, _ in best_named])
+        else:
+            names_den = could_earn(n_named, names_df)
+            named = {fid: raw / names_den for fid, raw in best_named}
     if not row_raw and not named:
         return empty
     seeds = list(row_raw)[:NEIGHBOUR_SEEDS]
@@ -354,6 +362,37 @@ def _group(files: dict[int, tuple], rid: int) -> Any:
     _path, _lines, cited, sources = files[rid >> ROW_BITS][:4]
     number = cited[rid & (MAX_ROWS - 1)] if cited is not None else 0
     return sources[number - 1] if number else (rid >> ROW_BITS) << ROW_BITS
+
+
+def _name_idf(n: int, df: int) -> float:
+    """Lucene's BM25 IDF, which stays positive: in a memory of two named documents a name in one of them must
+    still count (FTS5's IDF, log((n - df + 0.5) / (df + 0.5)), is 0 there)."""
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
+def _name_scores(conn, terms, fuzzy, names_df, n_named: int, fuzzy_weight: float, fids: list[int]) -> dict[int, float]:
+    """The subject part in a memory of few named documents: the share of what the query's words could earn
+    that each document's names (title, entity or topic, aliases) hold, every word once, weighted by its IDF
+    over the named documents; a near-spelling earns `fuzzy_weight` of a word. (With many named documents
+    FTS5's BM25 over the names does this, with term frequency and length normalisation.)"""
+    if not fids:
+        return {}
+    could = 0.0
+    earned = dict.fromkeys(fids, 0.0)
+    ids = json_array(fids)
+    for term in terms:
+        actual = fuzzy.get(term, term)
+        idf = _name_idf(n_named, names_df.get(actual, 0))
+        could += idf
+        if not names_df.get(actual):
+            continue
+        share = idf * (fuzzy_weight if term in fuzzy else 1.0)
+        for (fid,) in conn.execute(
+            "SELECT rowid FROM search_names WHERE search_names MATCH ? AND rowid IN (SELECT value FROM json_each(?))",
+            (_quoted(actual), ids),
+        ):
+            earned[fid] += share
+    return {fid: value / could for fid, value in earned.items() if value > 0} if could > 0 else {}
 
 
 def _document_scores(conn, match, terms, fuzzy, w, n_docs, could_earn) -> tuple[dict[Any, float], dict[int, float]]:
