@@ -18,6 +18,15 @@ from typing import TYPE_CHECKING, Any
 
 from fsmem import format as fmt
 from fsmem.search.analyzer import Analyzer
+from fsmem.search.documents import (
+    FEW_NAMED,
+    document_frequencies,
+    document_scores,
+    fts5_idf,
+    json_array,
+    name_scores,
+    quoted,
+)
 from fsmem.search.index import LINKED, MAX_ROWS, ROW_BITS, SUPERSEDED, SearchIndex, unpack_rows
 from fsmem.store.catalog import FileMeta, matches_filters
 
@@ -27,10 +36,8 @@ if TYPE_CHECKING:
 POOL_MIN = 1000  # rows the engine returns best first (by the row part) before the rest of the score is added
 NEIGHBOUR_SEEDS = 200  # the best rows whose section neighbours join the pool even when they match nothing
 TOP_DOCUMENTS = 300  # when more documents match, only the rows of the best ones are scored row by row
-DOCUMENT_POOL = 3000  # documents scored for the document part; deeper ones add nothing a candidate row can use
 NAMED_FILES = 20  # documents whose names match the query best: their rows join the pool
 NAMED_ROWS = 2000  # at most this many rows of each
-FEW_NAMED = 20  # below this many named documents, BM25's IDF of a name is about 0 (a name in 1 of 2): see _name_scores
 
 
 class StaleAnswer(Exception):
@@ -76,26 +83,6 @@ def query_terms(analyzer: Analyzer, query: str) -> tuple[list[str], list[str]]:
     return list(dict.fromkeys(analyzer.stem(w) for w in words)), words
 
 
-def _idf(n: int, df: int) -> float:
-    """FTS5's own IDF, so a score and what the query could earn are on one scale."""
-    return max(math.log((n - df + 0.5) / (df + 0.5)), 1e-6)
-
-
-def _quoted(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'
-
-
-def json_array(values: Iterable[Any]) -> str:
-    return json.dumps(list(values))
-
-
-def _document_frequencies(conn, table: str, terms: list[str]) -> dict[str, int]:
-    if not terms:
-        return {}
-    marks = ",".join("?" * len(terms))
-    return dict(conn.execute(f"SELECT term, doc FROM {table} WHERE term IN ({marks})", terms).fetchall())
-
-
 def _near_spellings(conn, missing: list[str], cutoff: float) -> dict[str, str]:
     """Unknown query terms mapped to the closest term the memory has (rapidfuzz ratio >= cutoff)."""
     candidates = [t for t in missing if len(t) >= 4]
@@ -107,7 +94,7 @@ def _near_spellings(conn, missing: list[str], cutoff: float) -> dict[str, str]:
     found: dict[str, str] = {}
     for term in candidates:
         for choice, _score, _i in process.extract(term, vocabulary, scorer=fuzz.ratio, score_cutoff=cutoff, limit=5):
-            if _document_frequencies(conn, "search_vocab", [choice]).get(choice):  # the vocabulary only grows
+            if document_frequencies(conn, "search_vocab", [choice]).get(choice):  # the vocabulary only grows
                 found[term] = choice
                 break
     return found
@@ -179,13 +166,13 @@ def _rank(
         return empty
     meta = dict(conn.execute("SELECT key, value FROM search_meta").fetchall())
     n_rows = int(meta.get("rows") or 0)
-    df = _document_frequencies(conn, "search_vocab", terms)
-    names_df = _document_frequencies(conn, "search_names_vocab", terms)
+    df = document_frequencies(conn, "search_vocab", terms)
+    names_df = document_frequencies(conn, "search_names_vocab", terms)
     missing = [t for t in terms if not df.get(t) and not names_df.get(t)]
     fuzzy = _near_spellings(conn, missing, settings.fuzzy_cutoff) if missing and w["fuzzy"] > 0 else {}
     substitutes = list(dict.fromkeys(fuzzy.values()))
-    df.update(_document_frequencies(conn, "search_vocab", substitutes))
-    names_df.update(_document_frequencies(conn, "search_names_vocab", substitutes))
+    df.update(document_frequencies(conn, "search_vocab", substitutes))
+    names_df.update(document_frequencies(conn, "search_names_vocab", substitutes))
     used = [t for t in dict.fromkeys(terms + substitutes) if df.get(t) or names_df.get(t)]
     if not used:
         return empty
@@ -195,17 +182,17 @@ def _rank(
         total = 0.0
         for term in terms:
             if term in fuzzy:
-                total += _idf(n, frequencies.get(fuzzy[term], 0)) / w["fuzzy"]
+                total += fts5_idf(n, frequencies.get(fuzzy[term], 0)) / w["fuzzy"]
             else:
-                total += _idf(n, frequencies.get(term, 0))
+                total += fts5_idf(n, frequencies.get(term, 0))
         return total
 
-    match = " OR ".join(_quoted(t) for t in used)
+    match = " OR ".join(quoted(t) for t in used)
     allowed_set = None if allowed is None else set(allowed)
 
     # 1. Documents (a file's rows citing one session note, or none): their part of the score, and which
     #    files are worth scoring row by row when very many match.
-    group_total, documents = _document_scores(conn, match, terms, fuzzy, w, int(meta.get("docs") or 0), could_earn)
+    group_total, documents = document_scores(conn, match, terms, fuzzy, w, int(meta.get("docs") or 0), could_earn)
     scored_files = allowed
     if len(documents) > TOP_DOCUMENTS:
         best = sorted(documents, key=lambda d: (-documents[d], d))[:TOP_DOCUMENTS]
@@ -243,7 +230,7 @@ def _rank(
             if allowed_set is None or fid in allowed_set
         ]
         if n_named < FEW_NAMED:
-            named = _name_scores(conn, terms, fuzzy, names_df, n_named, w["fuzzy"], [fid for fid, _ in best_named])
+            named = name_scores(conn, terms, fuzzy, names_df, n_named, w["fuzzy"], [fid for fid, _ in best_named])
         else:
             names_den = could_earn(n_named, names_df)
             named = {fid: raw / names_den for fid, raw in best_named}
@@ -362,57 +349,6 @@ def _group(files: dict[int, tuple], rid: int) -> Any:
     _path, _lines, cited, sources = files[rid >> ROW_BITS][:4]
     number = cited[rid & (MAX_ROWS - 1)] if cited is not None else 0
     return sources[number - 1] if number else (rid >> ROW_BITS) << ROW_BITS
-
-
-def _name_idf(n: int, df: int) -> float:
-    """Lucene's BM25 IDF, which stays positive: in a memory of two named documents a name in one of them must
-    still count (FTS5's IDF, log((n - df + 0.5) / (df + 0.5)), is 0 there)."""
-    return math.log(1 + (n - df + 0.5) / (df + 0.5))
-
-
-def _name_scores(conn, terms, fuzzy, names_df, n_named: int, fuzzy_weight: float, fids: list[int]) -> dict[int, float]:
-    """The subject part in a memory of few named documents: the share of what the query's words could earn
-    that each document's names (title, entity or topic, aliases) hold, every word once, weighted by its IDF
-    over the named documents; a near-spelling earns `fuzzy_weight` of a word. (With many named documents
-    FTS5's BM25 over the names does this, with term frequency and length normalisation.)"""
-    if not fids:
-        return {}
-    could = 0.0
-    earned = dict.fromkeys(fids, 0.0)
-    ids = json_array(fids)
-    for term in terms:
-        actual = fuzzy.get(term, term)
-        idf = _name_idf(n_named, names_df.get(actual, 0))
-        could += idf
-        if not names_df.get(actual):
-            continue
-        share = idf * (fuzzy_weight if term in fuzzy else 1.0)
-        for (fid,) in conn.execute(
-            "SELECT rowid FROM search_names WHERE search_names MATCH ? AND rowid IN (SELECT value FROM json_each(?))",
-            (_quoted(actual), ids),
-        ):
-            earned[fid] += share
-    return {fid: value / could for fid, value in earned.items() if value > 0} if could > 0 else {}
-
-
-def _document_scores(conn, match, terms, fuzzy, w, n_docs, could_earn) -> tuple[dict[Any, float], dict[int, float]]:
-    """Normalised scores of the matching documents: by key (a cited note, summed over the files citing it,
-    so a session split across speaker files scores as one; else the document's id), and by document id."""
-    if w["document"] <= 0 or not n_docs:
-        return {}, {}
-    df = _document_frequencies(conn, "search_docs_vocab", list(dict.fromkeys(terms + list(fuzzy.values()))))
-    denominator = could_earn(n_docs, df)
-    by_key: dict[Any, float] = {}
-    by_doc: dict[int, float] = {}
-    for doc, raw, source in conn.execute(
-        "SELECT d.rowid, -bm25(search_docs) AS r, s.source FROM search_docs AS d LEFT JOIN search_sources AS s"
-        " ON s.id = d.rowid WHERE search_docs MATCH ? ORDER BY r DESC, d.rowid LIMIT ?",
-        (match, DOCUMENT_POOL),
-    ):
-        score = by_doc[doc] = raw / denominator
-        key = doc if source is None else source
-        by_key[key] = by_key.get(key, 0.0) + score
-    return by_key, by_doc
 
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)

@@ -1,0 +1,88 @@
+"""The parts of a row's score that come from its document: its names (the subject part) and its text.
+
+A row is found by what it says and by what it is about: `- employer: Globex`
+answers "Where does Ada work?" because its document is named Ada Quill. The
+helpers here are the scale both parts share with the row part in
+`fsmem.search.scoring`: FTS5's IDF, and what a query could earn.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from typing import Any
+
+DOCUMENT_POOL = 3000  # documents scored for the document part; deeper ones add nothing a candidate row can use
+FEW_NAMED = 20  # below this many named documents, BM25's IDF of a name is about 0 (a name in 1 of 2): see name_scores
+
+
+def fts5_idf(n: int, df: int) -> float:
+    """FTS5's own IDF, so a score and what the query could earn are on one scale."""
+    return max(math.log((n - df + 0.5) / (df + 0.5)), 1e-6)
+
+
+def quoted(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def json_array(values: Iterable[Any]) -> str:
+    return json.dumps(list(values))
+
+
+def document_frequencies(conn, table: str, terms: list[str]) -> dict[str, int]:
+    if not terms:
+        return {}
+    marks = ",".join("?" * len(terms))
+    return dict(conn.execute(f"SELECT term, doc FROM {table} WHERE term IN ({marks})", terms).fetchall())
+
+
+def _name_idf(n: int, df: int) -> float:
+    """Lucene's BM25 IDF, which stays positive: in a memory of two named documents a name in one of them must
+    still count (FTS5's IDF, log((n - df + 0.5) / (df + 0.5)), is 0 there)."""
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
+def name_scores(conn, terms, fuzzy, names_df, n_named: int, fuzzy_weight: float, fids: list[int]) -> dict[int, float]:
+    """The subject part in a memory of few named documents: the share of what the query's words could earn
+    that each document's names (title, entity or topic, aliases) hold, every word once, weighted by its IDF
+    over the named documents; a near-spelling earns `fuzzy_weight` of a word. (With many named documents
+    FTS5's BM25 over the names does this, with term frequency and length normalisation.)"""
+    if not fids:
+        return {}
+    could = 0.0
+    earned = dict.fromkeys(fids, 0.0)
+    ids = json_array(fids)
+    for term in terms:
+        actual = fuzzy.get(term, term)
+        idf = _name_idf(n_named, names_df.get(actual, 0))
+        could += idf
+        if not names_df.get(actual):
+            continue
+        share = idf * (fuzzy_weight if term in fuzzy else 1.0)
+        for (fid,) in conn.execute(
+            "SELECT rowid FROM search_names WHERE search_names MATCH ? AND rowid IN (SELECT value FROM json_each(?))",
+            (quoted(actual), ids),
+        ):
+            earned[fid] += share
+    return {fid: value / could for fid, value in earned.items() if value > 0} if could > 0 else {}
+
+
+def document_scores(conn, match, terms, fuzzy, w, n_docs, could_earn) -> tuple[dict[Any, float], dict[int, float]]:
+    """Normalised scores of the matching documents: by key (a cited note, summed over the files citing it,
+    so a session split across speaker files scores as one; else the document's id), and by document id."""
+    if w["document"] <= 0 or not n_docs:
+        return {}, {}
+    df = document_frequencies(conn, "search_docs_vocab", list(dict.fromkeys(terms + list(fuzzy.values()))))
+    denominator = could_earn(n_docs, df)
+    by_key: dict[Any, float] = {}
+    by_doc: dict[int, float] = {}
+    for doc, raw, source in conn.execute(
+        "SELECT d.rowid, -bm25(search_docs) AS r, s.source FROM search_docs AS d LEFT JOIN search_sources AS s"
+        " ON s.id = d.rowid WHERE search_docs MATCH ? ORDER BY r DESC, d.rowid LIMIT ?",
+        (match, DOCUMENT_POOL),
+    ):
+        score = by_doc[doc] = raw / denominator
+        key = doc if source is None else source
+        by_key[key] = by_key.get(key, 0.0) + score
+    return by_key, by_doc
