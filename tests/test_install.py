@@ -33,7 +33,18 @@ def fresh_venv(tmp_path_factory) -> Path:
         REPO,
         source,
         symlinks=True,
-        ignore=shutil.ignore_patterns(".venv", ".git", "*.egg-info", "__pycache__", ".*_cache", "build", "demo-memory"),
+        ignore=shutil.ignore_patterns(
+            ".venv",
+            ".git",
+            "*.egg-info",
+            "__pycache__",
+            ".*_cache",
+            "build",
+            "dist",
+            "demo-memory",
+            "bench-out",
+            ".hypothesis",
+        ),
     )
     installed = subprocess.run(
         [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(source)],
