@@ -562,3 +562,32 @@ def test_a_memory_of_one_entity_finds_its_fact_by_the_entity_name(tmp_path, monk
             "entities/people/ada-quill.md",
             "- employer: Globex (2026-11-30)",
         )
+
+
+def test_ranking_reads_beside_a_thread_that_holds_the_index(memory):
+    import threading
+
+    from fsmem.search.scoring import rank
+    from fsmem.search.settings import SearchSettings
+
+    memory.search("proration")  # built, and this thread's connection is open
+    index = memory.search_index
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with index.lock:  # what a refresh or a write's index update holds
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert held.wait(5)
+    try:
+        ranked: list[list[int]] = []
+        reader = threading.Thread(target=lambda: ranked.append(rank(index, "proration", SearchSettings()).ids))
+        reader.start()
+        reader.join(5)
+        assert ranked and ranked[0], "ranking waited for the index lock"
+    finally:
+        release.set()
+        holder.join(10)

@@ -72,6 +72,7 @@ from fsmem.store.paths import STATE_DIR, read_regular
 LEGACY_DIR = "search"  # .fsmem/search/: where the index lived before it moved into cache.sqlite
 # Bump when the tables or what goes into them change: an older index is then dropped and rebuilt.
 INDEX_VERSION = 5
+READER_CACHE_KIB = 1024  # SQLite's page cache of each thread's read connection
 RACY_NS = _cache.RACY_NS  # a file written this recently is read again at the next refresh
 BATCH_FILES = 500  # files per write transaction of a large (re)build, so other writers are not starved
 BUSY_TIMEOUT_S = 60.0
@@ -96,6 +97,7 @@ class SearchIndex:
         self.rebuilt = False  # set when a damaged index was thrown away
         self._ticket = itertools.count(1)  # orders asks and refresh starts (next() is atomic under the GIL)
         self._refreshed_from = 0  # the ticket taken when the last finished refresh began
+        self._readers = threading.local()  # each thread's read connection (see `reading`)
         self.stats = {"indexed": 0, "removed": 0, "skipped": 0}
 
     @property
@@ -186,6 +188,38 @@ class SearchIndex:
         if not self._in_memory:
             _cache.discard(self.path)
         self._conn = None
+
+    def reading(self, action):
+        """Run `action(conn)`, which only reads, on this thread's own connection, in one read transaction.
+
+        Searches on many threads rank at once: SQLite lets readers run beside each other and beside the one
+        writer (WAL), and apsw releases the GIL while SQLite works. Anything unusual (an index in memory, a
+        connection that cannot be opened, damage) goes through `guarded`, which holds the lock and recovers.
+        """
+        if self._in_memory or self._conn is None:
+            return self.guarded(action)
+        local = self._readers.__dict__
+        conn = local.get("conn")
+        if conn is not None and local.get("inode") != self._inode:
+            with contextlib.suppress(_cache.DatabaseError):
+                conn.close(True)
+            conn = None
+        try:
+            if conn is None:
+                conn = _cache.connect(self.path, timeout=BUSY_TIMEOUT_S)
+                conn.execute(f"PRAGMA cache_size = -{READER_CACHE_KIB}")  # a bound per thread: 32 threads, 32 MiB
+                local["conn"], local["inode"] = conn, self._inode
+            conn.execute("BEGIN")
+            try:
+                return action(conn)
+            finally:
+                with contextlib.suppress(_cache.DatabaseError):
+                    conn.execute("COMMIT")
+        except (IndexDamaged, _cache.DatabaseError) as exc:
+            if isinstance(exc, _cache.DatabaseError) and _cache.is_transient(exc):
+                raise
+            local.pop("conn", None)
+            return self.guarded(action)
 
     def guarded(self, action):
         """Run `action(conn)`; when the index turns out damaged, rebuild it from the files and run it again."""

@@ -66,7 +66,7 @@ class HitRows:
     def __init__(self, index: SearchIndex, ranking: Ranking, ids: list[int]):
         self.index, self.ranking = index, ranking
         files = {rid >> ROW_BITS for rid in ids}
-        self.stored = index.guarded(
+        self.stored = index.reading(
             lambda conn: {
                 fid: (mtime, size, ino, ctime)
                 for fid, mtime, size, ino, ctime in conn.execute(

@@ -138,7 +138,7 @@ def rank(
     """Filter by front matter, supersession and `within` (an agent's scope), then score the candidate rows."""
     now = now or fmt.parse_timestamp(fmt.now_iso())
     terms, _words = query_terms(index.analyzer, query)
-    return index.guarded(
+    return index.reading(
         lambda conn: _rank(
             conn,
             terms,
