@@ -83,7 +83,8 @@ class SearchIndex:
     """Keeps the search tables of `.fsmem/cache.sqlite` in step with the files; answers term queries.
 
     One per memory root and process (`shared_index`). Thread-safe: every use of
-    the connection holds `lock`.
+    the shared connection (refreshes, updates, recovery) holds `lock`; ranking
+    reads on each thread's own connection (`reading`).
     """
 
     def __init__(self, root: Path):
