@@ -27,17 +27,9 @@ import time
 from pathlib import Path
 
 from common import corpus, load, table
+from corpus import SEARCH_QUERIES
 
-QUERIES = [
-    "renewal date for Acme Corp",
-    "who is the finance lead",
-    "rollback after the staging deploy",
-    "zephyrine account proration",
-    "Maria Lopez manager",
-    "budget EUR 40k contract",
-    "latency alert dashboard",
-    "preferred channel email",
-]
+QUERIES = SEARCH_QUERIES
 POOL = 1000
 
 

@@ -24,17 +24,9 @@ import sys
 import time
 
 from common import corpus, fsmem_bin, load, table
+from corpus import SEARCH_QUERIES
 
-QUERIES = [
-    "renewal date for Acme Corp",
-    "who is the finance lead",
-    "rollback after the staging deploy",
-    "zephyrine account proration",
-    "Maria Lopez manager",
-    "budget EUR 40k contract",
-    "latency alert dashboard",
-    "preferred channel email",
-]
+QUERIES = SEARCH_QUERIES
 
 BARE_BUILD = """
 import os, sys, time

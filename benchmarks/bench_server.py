@@ -39,17 +39,9 @@ import time
 from pathlib import Path
 
 from common import OUT, compiled, corpus, fsmem_bin, load, table
+from corpus import SEARCH_QUERIES
 
-QUERIES = [
-    "renewal date for Acme Corp",
-    "who is the finance lead",
-    "rollback after the staging deploy",
-    "zephyrine account proration",
-    "Maria Lopez manager",
-    "budget EUR 40k contract",
-    "latency alert dashboard",
-    "preferred channel email",
-]
+QUERIES = SEARCH_QUERIES
 PATTERNS = ["zephyrine", "Priya Patel", "proration", "Project Atlas", "Globex", "renewal date"]
 TOOLS = ("search", "read", "grep", "note")
 

