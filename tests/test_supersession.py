@@ -1,5 +1,6 @@
 """Stale lines of consolidated session notes: hidden by grep, read and search unless asked for."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -85,3 +86,26 @@ def test_only_a_front_matter_without_the_field_rules_a_note_out():
     assert not may_be_consolidated("---\ntitle: n\n---\n- a: b\nconsolidated: later\n")
     assert may_be_consolidated("---\ntitle: n\n" + "x" * 100)  # the front matter goes on past what was read
     assert not may_be_consolidated("# no front matter\n")
+
+
+def test_a_note_the_cache_knows_as_never_consolidated_is_not_opened_for_its_stale_lines(consolidated, monkeypatch):
+    import builtins
+
+    plain = "sessions/2026/11/25/plain.md"
+    write_file(consolidated.root, plain, "---\ntitle: Plain\n---\n- employer: Initech\n")
+    assert consolidated.grep("employer").total >= 2  # the metadata cache now knows both notes
+    os.utime(consolidated.root / plain, ns=(1, 1))  # out of the racy window, so its row is stored
+    os.utime(consolidated.root / FIRST, ns=(1, 1))
+    consolidated.ls("sessions", max_results=100)
+    opened: list[str] = []
+    real_open = builtins.open
+
+    def watching_open(file, *args, **kwargs):
+        opened.append(os.fspath(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", watching_open)
+    shown = [(m.path, m.line) for m in consolidated.grep("employer").matches]
+    assert (plain, 4) in shown and (FIRST, 6) not in shown  # the consolidated note's stale line is still hidden
+    assert not any(name.endswith("plain.md") for name in opened)
+    assert any(name.endswith("kickoff.md") for name in opened)

@@ -22,6 +22,10 @@ that bundles a current SQLite: search needs FTS5 `contentless_delete` (SQLite
 Debian 12, 3.37 on Ubuntu 22.04). One library for the one file: two SQLite
 libraries in one process on the same database do not see each other's POSIX
 locks, which is one of SQLite's documented ways to corrupt a database.
+
+This module is long because it is the one owner of that file: opening it,
+damage and recovery, both tables and their row codecs stay together, so one
+set of rules governs every access.
 """
 
 from __future__ import annotations
@@ -39,13 +43,14 @@ from typing import Any
 
 import apsw
 
+from fsmem.format.frontmatter import CONSOLIDATED_FIELD
 from fsmem.store.paths import STATE_DIR
 
 DatabaseError = apsw.Error
 Connection = apsw.Connection
 
 CACHE_FILE = "cache.sqlite"
-SCHEMA_VERSION = 6  # 5: compressed rows, hashed count memo; 6: FileMeta carries the file's version
+SCHEMA_VERSION = 7  # 5: compressed rows, hashed count memo; 6: FileMeta carries the file's version; 7: maybe_cited
 # A file modified this recently may change again within the same mtime tick:
 # its metadata is used but not stored (the "racy" window, as in git's index).
 RACY_NS = 1_000_000_000
@@ -65,11 +70,12 @@ CREATE TABLE IF NOT EXISTS files (
     size INTEGER NOT NULL,
     ino INTEGER NOT NULL,
     superseded TEXT NOT NULL,
+    maybe_cited INTEGER NOT NULL,  -- 0: front matter read and without `consolidated:`, so no document cites it
     crc INTEGER NOT NULL,
     data BLOB NOT NULL  -- the FileMeta as JSON, zlib-compressed (a fifth of its size); crc is of the JSON
 );
 -- what grep reads for every file with matches, without the wide data column
-CREATE INDEX IF NOT EXISTS files_superseded ON files (path, mtime_ns, size, ino, superseded);
+CREATE INDEX IF NOT EXISTS files_superseded ON files (path, mtime_ns, size, ino, superseded, maybe_cited);
 -- keyed by a 128-bit digest of the string: storing the strings themselves (up to 4 KB, and again in the
 -- key's index) made the memo 44 MB after one `ls` of 10k files
 CREATE TABLE IF NOT EXISTS counts (digest BLOB PRIMARY KEY, tokens INTEGER NOT NULL);
@@ -225,35 +231,39 @@ class MetaCache:
             return {}
         return self._guard(action, {})
 
-    def superseded(self, paths: Iterable[str] | None = None) -> dict[str, tuple[Stamp, list[tuple[int, int]]]]:
-        """path -> (stamp, superseded ranges) without decoding whole rows (what grep needs)."""
+    def superseded(self, paths: Iterable[str] | None = None) -> dict[str, tuple[Stamp, list[tuple[int, int]], bool]]:
+        """path -> (stamp, superseded ranges, maybe cited) without decoding whole rows (what grep needs).
+
+        "Maybe cited" is False for a file whose front matter was read and has no `consolidated:` field: no
+        document cites a line of it, so none of its lines can be superseded by one."""
         wanted = None if paths is None else list(paths)
         if wanted is not None and len(wanted) > 500:
             wanted = None  # one scan of the table beats many IN queries
 
-        def decode(cursor) -> dict[str, tuple[Stamp, list[tuple[int, int]]]]:
-            out: dict[str, tuple[Stamp, list[tuple[int, int]]]] = {}
-            for path, mtime, size, ino, ranges in cursor:
+        def decode(cursor) -> dict[str, tuple[Stamp, list[tuple[int, int]], bool]]:
+            out: dict[str, tuple[Stamp, list[tuple[int, int]], bool]] = {}
+            for path, mtime, size, ino, ranges, cited in cursor:
                 if ranges == "[]":
-                    out[path] = ((mtime, size, ino), [])
+                    out[path] = ((mtime, size, ino), [], bool(cited))
                     continue
                 try:
                     parsed = [(int(a), int(b)) for a, b in json.loads(ranges)]
                 except (ValueError, TypeError):
                     continue  # a damaged row is a miss
-                out[path] = ((mtime, size, ino), parsed)
+                out[path] = ((mtime, size, ino), parsed, bool(cited))
             return out
 
         def action(conn: apsw.Connection):
             if wanted is None:
-                return decode(conn.execute("SELECT path, mtime_ns, size, ino, superseded FROM files"))
+                return decode(conn.execute("SELECT path, mtime_ns, size, ino, superseded, maybe_cited FROM files"))
             found = {}
             for chunk in _chunks(wanted, 500):
                 marks = ",".join("?" * len(chunk))
                 found.update(
                     decode(
                         conn.execute(
-                            f"SELECT path, mtime_ns, size, ino, superseded FROM files WHERE path IN ({marks})", chunk
+                            f"SELECT path, mtime_ns, size, ino, superseded, maybe_cited FROM files WHERE path IN ({marks})",
+                            chunk,
                         )
                     )
                 )
@@ -278,13 +288,15 @@ class MetaCache:
                 continue
             raw = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
             ranges = json.dumps(data.get("superseded") or [])
-            records.append((data["path"], stamp[0], stamp[1], stamp[2], ranges, zlib.crc32(raw), zlib.compress(raw, 1)))
+            front = data.get("front_matter") or {}
+            maybe_cited = int(CONSOLIDATED_FIELD in front or not front or bool(data.get("problems")))
+            records.append((data["path"], *stamp, ranges, maybe_cited, zlib.crc32(raw), zlib.compress(raw, 1)))
         if not records and prune_except is None:
             return
 
         def action(conn: apsw.Connection) -> None:
             with _transaction(conn):
-                conn.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?)", records)
+                conn.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?)", records)
                 if prune_except is not None:
                     stale = [(p,) for (p,) in conn.execute("SELECT path FROM files") if p not in prune_except]
                     conn.executemany("DELETE FROM files WHERE path = ?", stale)

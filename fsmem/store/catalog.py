@@ -215,8 +215,9 @@ class Catalog:
         A document's are its `## Superseded` sections; a session note's are its
         keyed facts that a document has since superseded (fsmem.store.supersession).
         """
-        out = self._documents_superseded(rels)
-        notes = [rel for rel in rels if rel in out and rel.startswith("sessions/")]
+        never_cited: set[str] = set()
+        out = self._documents_superseded(rels, never_cited)
+        notes = [rel for rel in rels if rel in out and rel.startswith("sessions/") and rel not in never_cited]
         if notes:
             from fsmem.store.supersession import may_be_consolidated, superseded_note_lines
 
@@ -234,9 +235,12 @@ class Catalog:
                 out[rel] = sorted(out[rel] + lines)
         return out
 
-    def _documents_superseded(self, rels: list[str]) -> dict[str, list[tuple[int, int]]]:
+    def _documents_superseded(
+        self, rels: list[str], never_cited: set[str] | None = None
+    ) -> dict[str, list[tuple[int, int]]]:
         """The `## Superseded` ranges of the given files: fresh cache rows answer without parsing; other files
-        get a light scan that skips YAML and token counting unless the text mentions the heading."""
+        get a light scan that skips YAML and token counting unless the text mentions the heading. Files whose
+        fresh row says no document can cite them (never consolidated) go to `never_cited`."""
 
         known = self.cache.superseded(rels) if self.cache is not None else {}
         out: dict[str, list[tuple[int, int]]] = {}
@@ -251,6 +255,8 @@ class Catalog:
             row = known.get(rel)
             if row is not None and row[0] == (stat.st_mtime_ns, stat.st_size, stat.st_ino):
                 out[rel] = row[1]
+                if never_cited is not None and not row[2]:
+                    never_cited.add(rel)
             else:
                 stale.append((rel, full, stat))
         # Many unknown files (a cold cache): let rg find the few that have the heading at all.
