@@ -243,6 +243,46 @@ class Page:
         return f"[0 {noun}]"
 
 
+class Paged:
+    """What a paged answer says of itself, read off its `page`: one definition for ls, grep, search and log."""
+
+    page: Page
+
+    @property
+    def total(self) -> int:
+        return self.page.total
+
+    @property
+    def offset(self) -> int:
+        return self.page.offset
+
+    @property
+    def left_out(self) -> int:
+        return self.page.left_out
+
+    @property
+    def next_offset(self) -> int | None:
+        return self.page.next_offset
+
+    @property
+    def truncated(self) -> bool:
+        return self.page.truncated
+
+    @property
+    def cut_by(self) -> str | None:
+        return self.page.cut_by if self.truncated else None
+
+
+class Metered:
+    """An answer that kept the `meter` it was fitted with: the tokens it spent."""
+
+    meter: Meter | None
+
+    @property
+    def tokens(self) -> int:
+        return self.meter.tokens if self.meter is not None else 0
+
+
 def fit_text(count: Count, truncate: Callable[[str, int], str], text: str, max_tokens: int) -> tuple[str, bool]:
     """`text` within `max_tokens`: whole lines, then a note saying where it was cut; (text, was_cut).
 

@@ -15,7 +15,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsmem.budget import Count, Meter, Page
+from fsmem.budget import Count, Meter, Metered, Page, Paged
 from fsmem.errors import NotFound
 from fsmem.history.git import clean_env
 from fsmem.history.repo import Repo
@@ -45,24 +45,12 @@ def log_row(entry: LogEntry) -> str:
 
 
 @dataclass
-class LogResult:
+class LogResult(Paged, Metered):
     """A page of commits, newest first, and where it stands among all that match (`page`)."""
 
     entries: list[LogEntry]
     page: Page
     meter: Meter | None = field(default=None, repr=False, compare=False)
-
-    @property
-    def tokens(self) -> int:
-        return self.meter.tokens if self.meter is not None else 0
-
-    @property
-    def total(self) -> int:
-        return self.page.total
-
-    @property
-    def truncated(self) -> bool:
-        return self.page.truncated
 
     def to_dict(self) -> dict[str, Any]:
         return {"commits": [e.to_dict() for e in self.entries], **self.page.to_dict(), "tokens": self.tokens}

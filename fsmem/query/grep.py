@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsmem.budget import CUT_BY_RESULTS, CUT_BY_TOKENS, Meter, Page, check_offset
+from fsmem.budget import CUT_BY_RESULTS, CUT_BY_TOKENS, Meter, Metered, Page, Paged, check_offset
 from fsmem.errors import InvalidArgument
 from fsmem.store.paths import ROOT_README, is_memory_path
 from fsmem.store.rg import Job, Rg, build_args, decode_path, find_rg
@@ -53,7 +53,7 @@ class GrepMatch:
 
 
 @dataclass
-class GrepResult:
+class GrepResult(Paged, Metered):
     """Matches shown, the honest count of all matches (`page.total`) and how to page on."""
 
     pattern: str
@@ -64,37 +64,13 @@ class GrepResult:
     versions: dict[str, str | None] = field(default_factory=dict)  # each file shown: its version (expected_version)
 
     @property
-    def tokens(self) -> int:
-        return self.meter.tokens if self.meter is not None else 0
-
-    @property
-    def total(self) -> int:
-        return self.page.total
-
-    @property
     def total_matches(self) -> int:
         """Deprecated spelling of `total` (0.1); kept for one release."""
         return self.page.total
 
     @property
-    def offset(self) -> int:
-        return self.page.offset
-
-    @property
-    def left_out(self) -> int:
-        return self.page.left_out
-
-    @property
-    def next_offset(self) -> int | None:
-        return self.page.next_offset
-
-    @property
     def truncated(self) -> bool:
         return self.page.truncated or self.line_cut
-
-    @property
-    def cut_by(self) -> str | None:
-        return self.page.cut_by if self.truncated else None
 
     def to_dict(self) -> dict[str, Any]:
         data = {"matches": [m.to_dict() for m in self.matches], **self.page.to_dict(), "tokens": self.tokens}

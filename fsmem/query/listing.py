@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsmem.budget import Count, Meter, Page
+from fsmem.budget import Count, Meter, Metered, Page, Paged
 from fsmem.store.catalog import FileMeta
 
 
@@ -28,29 +28,13 @@ class ListEntry:
 
 
 @dataclass
-class Listing:
+class Listing(Paged, Metered):
     """The answer to `ls`: the rows shown, and where they stand among all matching files (`page`)."""
 
     entries: list[ListEntry]
     page: Page
     meter: Meter | None = field(default=None, repr=False, compare=False)
     skipped: list[str] = field(default_factory=list)  # memory-named files that could not be read
-
-    @property
-    def tokens(self) -> int:
-        return self.meter.tokens if self.meter is not None else 0
-
-    @property
-    def total(self) -> int:
-        return self.page.total
-
-    @property
-    def left_out(self) -> int:
-        return self.page.left_out
-
-    @property
-    def truncated(self) -> bool:
-        return self.page.truncated
 
     def to_dict(self) -> dict[str, Any]:
         return {

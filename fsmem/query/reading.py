@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from fsmem import format as fmt
-from fsmem.budget import Meter
+from fsmem.budget import Meter, Metered
 from fsmem.errors import InvalidArgument
 from fsmem.store.paths import open_regular, read_regular
 from fsmem.tokens import TokenCounter
@@ -33,7 +33,7 @@ class OutlineEntry:
 
 
 @dataclass
-class ReadResult:
+class ReadResult(Metered):
     """A slice of a file; `next_lines` is the exact range to ask for next when cut."""
 
     path: str
@@ -48,10 +48,6 @@ class ReadResult:
     notes: list[str] = field(default_factory=list)
     meter: Meter | None = field(default=None, repr=False, compare=False)
     version: str | None = None  # the file's version when read (pass it back as expected_version)
-
-    @property
-    def tokens(self) -> int:
-        return self.meter.tokens if self.meter is not None else 0
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsmem.budget import Page
+from fsmem.budget import Page, Paged
 from fsmem.format.facts import split_provenance
 
 
@@ -52,7 +52,7 @@ class SearchHit:
 
 
 @dataclass
-class SearchResult:
+class SearchResult(Paged):
     """Rows in score order from `page.offset`, the tokens they cost, and what the budget left out (`page`)."""
 
     query: str
@@ -62,18 +62,6 @@ class SearchResult:
     min_score: float
     best_score: float | None = None
     note: str | None = None
-
-    @property
-    def left_out(self) -> int:
-        return self.page.left_out
-
-    @property
-    def truncated(self) -> bool:
-        return self.page.truncated
-
-    @property
-    def cut_by(self) -> str | None:
-        return self.page.cut_by if self.page.truncated else None
 
     @property
     def empty(self) -> bool:
