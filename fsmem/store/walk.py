@@ -138,13 +138,7 @@ def _regular_stat(item: os.DirEntry, rel: str, note) -> os.stat_result | None:
         if not isinstance(exc, FileNotFoundError):
             note((paths.shown(rel), f"skipped: {_reason(exc)}"))
         return None
-    if not S_ISREG(stat.st_mode):
-        note((paths.shown(rel), "skipped: not a regular file (a FIFO, socket or device)"))
-        return None
-    if not _readable(stat):
-        note((paths.shown(rel), "skipped: permission denied"))
-        return None
-    return stat
+    return _usable(stat, rel, note)
 
 
 def _memory_file(full: str, rel: str, real_root: str, note, scope: Scope | None = None) -> os.stat_result | None:
@@ -172,6 +166,11 @@ def _memory_file(full: str, rel: str, real_root: str, note, scope: Scope | None 
         if not isinstance(exc, FileNotFoundError) or os.path.islink(full):
             note((paths.shown(rel), f"skipped: {_reason(exc)}"))
         return None
+    return _usable(stat, rel, note)
+
+
+def _usable(stat: os.stat_result, rel: str, note) -> os.stat_result | None:
+    """`stat` if it is of a regular file this process may read; else None, and the reason noted."""
     if not S_ISREG(stat.st_mode):
         note((paths.shown(rel), "skipped: not a regular file (a FIFO, socket or device)"))
         return None
