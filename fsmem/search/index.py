@@ -16,6 +16,10 @@ the changed files at once (`SearchIndex.update`). A file's rows are row ids
 `file_id << 20 | ordinal`, one range per file. Updates are compare-and-set per
 file inside `BEGIN IMMEDIATE`, so two processes updating at once both end with
 the index a fresh build would give. A damaged index is dropped and rebuilt.
+
+This module is long because it owns every connection to those tables: the
+shared writer with its lock and recovery, each thread's reader, the refresh
+that walks the files, and the parsed rows that answers are read back from.
 """
 
 from __future__ import annotations
@@ -167,8 +171,7 @@ class SearchIndex:
 
     def close(self) -> None:
         if self._conn is not None:
-            with contextlib.suppress(_cache.DatabaseError):
-                self._conn.close(True)
+            _close(self._conn)
             self._conn = None
 
     def _recover(self) -> None:
@@ -202,8 +205,7 @@ class SearchIndex:
         local = self._readers.__dict__
         conn = local.get("conn")
         if conn is not None and local.get("inode") != self._inode:
-            with contextlib.suppress(_cache.DatabaseError):
-                conn.close(True)
+            _close(conn)
             conn = None
         try:
             if conn is None:
@@ -219,7 +221,7 @@ class SearchIndex:
         except (IndexDamaged, _cache.DatabaseError) as exc:
             if isinstance(exc, _cache.DatabaseError) and _cache.is_transient(exc):
                 raise
-            local.pop("conn", None)
+            _close(local.pop("conn", None))
             return self.guarded(action)
 
     def guarded(self, action):
@@ -386,6 +388,13 @@ class SearchIndex:
         while len(self._parsed) > ROW_CACHE_FILES:
             self._parsed.popitem(last=False)
         return stamp, rows
+
+
+def _close(conn) -> None:
+    """Close a connection (if any) whatever state it is in (a damaged database may refuse even that)."""
+    if conn is not None:
+        with contextlib.suppress(_cache.DatabaseError):
+            conn.close(True)
 
 
 _shared: dict[Path, SearchIndex] = {}
