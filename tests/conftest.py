@@ -15,6 +15,32 @@ EXAMPLES = REPO / "examples" / "memory"
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--clock-day",
+        metavar="YYYY-MM-DD",
+        help="run every test with this process's clock moved to that day (time of day kept, still ticking): "
+        "a test that depends on today's date fails (tests/test_clock.py runs the dated tests so)",
+    )
+
+
+@pytest.fixture(autouse=True)
+def _moved_clock(request):
+    """With --clock-day, the whole test runs on another day (time-machine moves time, datetime and the C clock)."""
+    day = request.config.getoption("--clock-day")
+    if not day:
+        yield
+        return
+    import datetime as dt
+
+    import time_machine
+
+    now = dt.datetime.now().astimezone()
+    moved = dt.datetime.combine(dt.date.fromisoformat(day), now.timetz())
+    with time_machine.travel(moved, tick=True):
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _isolated_env(monkeypatch):
     """No test sees the developer's FSMEM_* settings or session."""

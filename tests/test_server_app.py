@@ -147,8 +147,9 @@ def _copy_memory(tmp: Path, name: str, extra_agents: str = "") -> Path:
 
 
 def researcher_note(root: Path) -> str:
-    """The researcher's session note today: named after the agent and this copy's host id."""
-    return f"sessions/2026/11/30/researcher-{Memory(root, agent='researcher').host_id}.md"
+    """The researcher's session note on the pinned day (NOW): named after the agent and this copy's host id."""
+    day = dt.datetime.fromisoformat(NOW)
+    return f"sessions/{day:%Y/%m/%d}/researcher-{Memory(root, agent='researcher').host_id}.md"
 
 
 @pytest.fixture(scope="module")
@@ -548,6 +549,7 @@ def test_a_slow_read_is_given_up_but_a_slow_write_is_awaited(tmp_path, monkeypat
     from fsmem.server.log import RequestLog
     from fsmem.server.settings import Limits, ServerSettings
 
+    monkeypatch.setenv("FSMEM_NOW", NOW)  # the note lands on the pinned day, whatever day the suite runs
     root = _copy_memory(tmp_path, "team")
     store = TokenStore(tmp_path / "tokens.json")
     token = store.create(memory="team", agent="researcher").token
