@@ -126,3 +126,13 @@ def test_watch_runs_without_extras(fresh_venv, tmp_path):
         _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert "Traceback" not in err
+
+
+def test_a_command_whose_extra_is_missing_says_which_and_exits_2(fresh_venv, tmp_path):
+    """`fsmem mcp` / `fsmem serve` without their extra: an error (exit 2, not grep's 1 "nothing found") naming it."""
+    root = tmp_path / "mem"
+    subprocess.run([str(fresh_venv / "bin" / "fsmem"), "init", str(root)], check=True, capture_output=True)
+    for args, extra in ((["mcp"], "fsmem[mcp]"), (["serve", "--port", "0"], "fsmem[server]")):
+        done = run(fresh_venv, *args, root=root, check=False)
+        assert done.returncode == 2, (args, done.stderr)
+        assert f"pip install '{extra}'" in done.stderr.splitlines()[-1] and "Traceback" not in done.stderr
