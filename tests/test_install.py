@@ -23,12 +23,8 @@ REPO = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def fresh_venv(tmp_path_factory) -> Path:
-    venv = tmp_path_factory.mktemp("install") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    source = tmp_path_factory.mktemp("source") / "fsmem"
-    # a copy without the developer's .venv and caches: what a user's `pip install .` or sdist would see
+def copy_source(source: Path) -> Path:
+    """A copy of this checkout without the developer's .venv and caches: what a user's `pip install .` would see."""
     shutil.copytree(
         REPO,
         source,
@@ -46,6 +42,14 @@ def fresh_venv(tmp_path_factory) -> Path:
             ".hypothesis",
         ),
     )
+    return source
+
+
+@pytest.fixture(scope="module")
+def fresh_venv(tmp_path_factory) -> Path:
+    venv = tmp_path_factory.mktemp("install") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    source = copy_source(tmp_path_factory.mktemp("source") / "fsmem")
     installed = subprocess.run(
         [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(source)],
         capture_output=True,
