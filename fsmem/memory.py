@@ -909,6 +909,7 @@ class Memory:
         with file_lock(self.root):
             changes, message = undo.plan_restore(repo, self.root, relative(self.root, target), at)
             result = undo.apply(self.root, "restore", relative(self.root, target), changes)
+            self._index_after_undo(result)
             self._record(repo, result, message)
         self._after_write(repo, [change.path for change in result.changes])
         return result
@@ -924,9 +925,38 @@ class Memory:
         with file_lock(self.root):
             changes, message, label = undo.plan_revert(repo, self.root, rev, lambda rel: self.path(rel, want="file"))
             result = undo.apply(self.root, "revert", label, changes)
+            self._index_after_undo(result)
             self._record(repo, result, message)
         self._after_write(repo, [change.path for change in result.changes])
         return result
+
+    def _index_after_undo(self, result: writing.WriteResult) -> None:
+        """Regenerate an existing INDEX.md after a restore or revert, as part of its commit (caller holds the lock).
+
+        Undoing can bring documents back, take them away or change their
+        descriptions wholesale, as a sync's merge can; INDEX.md follows at once,
+        as it does after consolidate, index and sync. A scoped memory writes only
+        inside its scope, and an undo of INDEX.md alone is left as asked.
+        """
+        index_path = self.root / "INDEX.md"
+        if self.scope is not None or not index_path.is_file():
+            return
+        if all(change.path == "INDEX.md" for change in result.changes):
+            return
+        from fsmem.consolidate import index_md
+        from fsmem.consolidate.plan import Settings
+
+        before: bytes | None = index_path.read_bytes()
+        settings = Settings.from_section(self.config.section("consolidate"))
+        if not index_md.write_index(self.root, settings.index_max_tokens, self.tokens.count):
+            return
+        after = index_path.read_bytes()
+        earlier = [change for change in result.changes if change.path == "INDEX.md"]
+        if earlier:  # the undo itself rewrote INDEX.md (a revert of a consolidation): one change from the first bytes
+            before = earlier[0].before
+            result.changes.remove(earlier[0])
+        if after != before:
+            result.changes.append(writing.Change("INDEX.md", before, after))
 
     def sync(self, remote: str | None = None, *, setup: bool = False) -> SyncResult:
         """Fetch, merge, consolidate and push, until the push goes through (bounded); `setup` only sets up this

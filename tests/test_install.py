@@ -23,12 +23,8 @@ REPO = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def fresh_venv(tmp_path_factory) -> Path:
-    venv = tmp_path_factory.mktemp("install") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    source = tmp_path_factory.mktemp("source") / "fsmem"
-    # a copy without the developer's .venv and caches: what a user's `pip install .` or sdist would see
+def copy_source(source: Path) -> Path:
+    """A copy of this checkout without the developer's .venv and caches: what a user's `pip install .` would see."""
     shutil.copytree(
         REPO,
         source,
@@ -46,6 +42,14 @@ def fresh_venv(tmp_path_factory) -> Path:
             ".hypothesis",
         ),
     )
+    return source
+
+
+@pytest.fixture(scope="module")
+def fresh_venv(tmp_path_factory) -> Path:
+    venv = tmp_path_factory.mktemp("install") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    source = copy_source(tmp_path_factory.mktemp("source") / "fsmem")
     installed = subprocess.run(
         [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(source)],
         capture_output=True,
@@ -126,3 +130,13 @@ def test_watch_runs_without_extras(fresh_venv, tmp_path):
         _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert "Traceback" not in err
+
+
+def test_a_command_whose_extra_is_missing_says_which_and_exits_2(fresh_venv, tmp_path):
+    """`fsmem mcp` / `fsmem serve` without their extra: an error (exit 2, not grep's 1 "nothing found") naming it."""
+    root = tmp_path / "mem"
+    subprocess.run([str(fresh_venv / "bin" / "fsmem"), "init", str(root)], check=True, capture_output=True)
+    for args, extra in ((["mcp"], "fsmem[mcp]"), (["serve", "--port", "0"], "fsmem[server]")):
+        done = run(fresh_venv, *args, root=root, check=False)
+        assert done.returncode == 2, (args, done.stderr)
+        assert f"pip install '{extra}'" in done.stderr.splitlines()[-1] and "Traceback" not in done.stderr

@@ -6,6 +6,7 @@ own in-memory transport: no network, the real runner code end to end.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import stat
@@ -30,10 +31,8 @@ from anthropic.types.beta import (
 from fsmem.integrations.anthropic import AsyncFsmemMemoryTool, FsmemMemoryTool
 from fsmem.memory import Memory
 
-try:
-    import httpx2 as httpx  # the HTTP client of current SDK releases
-except ImportError:  # pragma: no cover - older SDKs use httpx
-    import httpx  # type: ignore[no-redef]
+# the HTTP client package this SDK release is built on: httpx2 in current releases, httpx before
+httpx = importlib.import_module(anthropic.DefaultHttpxClient.__bases__[0].__module__.partition(".")[0])
 
 EDITED = "The memory file has been edited. Here is the snippet showing the change (with line numbers):\n"
 
@@ -336,7 +335,10 @@ def outcome(run: Any) -> tuple[str, str]:
 
 
 def test_same_answers_and_files_as_the_sdk_reference(tmp_path: Path) -> None:
-    from anthropic.lib.tools._beta_builtin_memory_tool import BetaLocalFilesystemMemoryTool
+    reference = importlib.import_module("anthropic.lib.tools._beta_builtin_memory_tool")
+    if not hasattr(reference, "BetaLocalFilesystemMemoryTool"):  # the extra's floor (0.84) predates the reference
+        pytest.skip(f"anthropic {anthropic.__version__} has no BetaLocalFilesystemMemoryTool to compare with")
+    BetaLocalFilesystemMemoryTool = reference.BetaLocalFilesystemMemoryTool
 
     ours, theirs = FsmemMemoryTool(str(tmp_path / "ours")), BetaLocalFilesystemMemoryTool(str(tmp_path / "theirs"))
     for command, _ in DIFFERENTIAL:

@@ -267,3 +267,55 @@ def test_a_secret_typed_into_a_note_goes_no_further(demo_memory):
     assert TOKEN not in memory.context().text
     assert TOKEN in (memory.root / note).read_text()
     assert [p for p in memory.check().problems if p[0] == note and "GitHub token" in p[2]]
+
+
+# Issue 19, finding 13: every kind, with the article it is said with ("looks like a Anthropic API key" was the bug).
+ARTICLES = {
+    "AWS access key id": "an",
+    "GitHub token": "a",
+    "GitLab token": "a",
+    "Slack token": "a",
+    "Slack webhook": "a",
+    "DigitalOcean token": "a",
+    "Databricks token": "a",
+    "Shopify token": "a",
+    "Mailchimp API key": "a",
+    "Discord bot token": "a",
+    "Stripe key": "a",
+    "Anthropic API key": "an",
+    "OpenAI API key": "an",
+    "Google API key": "a",
+    "Hugging Face token": "a",
+    "npm token": "an",
+    "PyPI token": "a",
+    "SendGrid API key": "a",
+    "Twilio API key": "a",
+    "Telegram bot token": "a",
+    "Azure storage key": "an",
+    "JSON web token": "a",
+    "URL password": "a",
+    "private key": "a",
+    "secret assignment": "a",
+    "password": "a",
+}
+
+
+def test_every_kind_of_secret_is_named_with_the_right_article():
+    from fsmem.format.secrets import _FORMATS, with_article
+
+    assert {kind for kind, _, _ in _FORMATS} | {"private key", "secret assignment", "password"} == set(ARTICLES)
+    assert {kind: with_article(kind) for kind in ARTICLES} == {k: f"{a} {k}" for k, a in ARTICLES.items()}
+
+
+@pytest.mark.parametrize("kind", ["Anthropic API key", "AWS access key id", "npm token", "URL password"])
+def test_refusals_and_check_say_an_where_it_is_said(kind, demo_memory):
+    text = next(text for k, text, _ in positives() if k == kind)
+    expected = f"looks like {ARTICLES[kind]} {kind}"
+    assert scan(text)[0].describe() == f"line 1: {expected}"
+    with pytest.raises(SecretFound, match=f"^the note, line 1: {expected};"):
+        demo_memory.note(text)
+    memory = set_policy(demo_memory, "allow")
+    note = memory.note(text, subject="topic/Keys").path
+    assert (note, 10, f"{expected}; secrets do not belong in memory") in memory.check().problems
+    report = memory.consolidate()
+    assert any(m == f"{expected}; consolidated with it redacted" for _, _, m in report.problems)

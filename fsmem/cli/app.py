@@ -3,19 +3,34 @@
 from __future__ import annotations
 
 import importlib
+import json
 import sys
+from typing import NoReturn
 
 import click
 
 from fsmem import __version__
 from fsmem.cli import COMMANDS, RENAMED_COMMANDS
-from fsmem.cli.options import AGENT_HELP, ROOT_HELP
+from fsmem.cli.options import AGENT_HELP, ROOT_HELP, did_you_mean, parse_suggesting
 from fsmem.errors import FsmemError
 
 
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return parse_suggesting(self, ctx, lambda: super(LazyGroup, self).parse_args(ctx, args))
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """An unknown command is answered with the commands it could have meant (`fsmem serach`: 'search')."""
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and name not in COMMANDS and name not in RENAMED_COMMANDS:
+            if not ctx.resilient_parsing:
+                raise click.UsageError(f"No such command {name!r}.{did_you_mean(name, sorted(COMMANDS))}", ctx=ctx)
+        return super().resolve_command(ctx, args)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name in RENAMED_COMMANDS:
@@ -56,31 +71,51 @@ def cli(ctx: click.Context, root: str | None, agent: str | None) -> None:
 
 
 def run(argv: list[str] | None = None) -> None:
-    """Run the command, turning every fsmem error into one line and exit 2: the one error boundary."""
+    """Run the command, turning every fsmem error into one line and exit 2: the one error boundary.
+
+    With --json the error is also a JSON document on stdout, `{"error": {"message": ..., "exit": 2}}`,
+    so a caller that parses stdout learns why there is no answer.
+    """
+    args = sys.argv[1:] if argv is None else argv
+    as_json = _asks_for_json(args)
     try:
-        code = cli.main(args=argv, prog_name="fsmem", standalone_mode=False)
+        code = cli.main(args=args, prog_name="fsmem", standalone_mode=False)
     except FsmemError as exc:
-        click.echo(f"fsmem: error: {exc}", err=True)
-        sys.exit(exc.exit_code)
+        _fail(str(exc), exc.exit_code, as_json)
     except click.exceptions.Abort:
-        click.echo("fsmem: aborted", err=True)
-        sys.exit(130)
-    except click.ClickException as exc:
+        _fail("aborted", 130, as_json, line="fsmem: aborted")
+    except click.ClickException as exc:  # usage errors, and a missing extra: never exit 1, which means "nothing found"
         exc.show()
-        sys.exit(2 if exc.exit_code not in (0, 1) else exc.exit_code)
+        _fail(exc.format_message(), max(exc.exit_code, 2), as_json, line=None)
     except BrokenPipeError:
         sys.stderr.close()
         sys.exit(0)
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""
-        click.echo(f"fsmem: error: {exc.strerror or exc}{where}", err=True)
-        sys.exit(2)
+        _fail(f"{exc.strerror or exc}{where}", 2, as_json)
     except KeyboardInterrupt:
-        sys.exit(130)
+        _fail("interrupted", 130, as_json, line=None)
     except UnicodeError as exc:  # stdin or an argument that is not text
-        click.echo(f"fsmem: error: input that is not valid UTF-8 text ({getattr(exc, 'reason', exc)})", err=True)
-        sys.exit(2)
+        _fail(f"input that is not valid UTF-8 text ({getattr(exc, 'reason', exc)})", 2, as_json)
     except Exception as exc:  # the last resort of the one boundary: still one line, never a traceback
-        click.echo(f"fsmem: error: {type(exc).__name__}: {exc}", err=True)
-        sys.exit(2)
+        _fail(f"{type(exc).__name__}: {exc}", 2, as_json)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _asks_for_json(args: list[str]) -> bool:
+    """Whether the command line holds the --json flag (before a `--` that ends the options)."""
+    for arg in args:
+        if arg == "--":
+            return False
+        if arg == "--json":
+            return True
+    return False
+
+
+def _fail(message: str, code: int, as_json: bool, *, line: str | None = "") -> NoReturn:
+    """End a failed command: its line on stderr (unless already shown), the JSON error on stdout with --json."""
+    if line is not None:
+        click.echo(line or f"fsmem: error: {message}", err=True)
+    if as_json:
+        click.echo(json.dumps({"error": {"message": message, "exit": code}}, ensure_ascii=False))
+    sys.exit(code)

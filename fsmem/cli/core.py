@@ -133,7 +133,7 @@ def grep_cmd(
 @output_option
 @click.pass_context
 def read_cmd(ctx, path, lines, section, outline, include_superseded, max_tokens, as_json):
-    """Show PATH with line numbers, cut at the token budget with the next range named."""
+    """Show PATH with line numbers, cut at the token budget with the next range named (exit 1: no line to show)."""
     result = open_memory(ctx).read(
         path,
         lines=lines,
@@ -142,7 +142,7 @@ def read_cmd(ctx, path, lines, section, outline, include_superseded, max_tokens,
         include_superseded=include_superseded,
         max_tokens=max_tokens,
     )
-    emit(result, as_json)
+    emit(result, as_json, empty=result.empty)
 
 
 def _text_argument(text: str) -> str:

@@ -40,7 +40,8 @@ def log_cmd(ctx, path, since, offset, max_results, max_tokens, as_json):
 @click.pass_context
 def show_cmd(ctx, path, at, lines, max_tokens, as_json):
     """Show PATH as it was at a revision or date, line-numbered and cut at the token budget like read."""
-    emit(open_memory(ctx).show(path, at=at, lines=lines, max_tokens=max_tokens), as_json)
+    result = open_memory(ctx).show(path, at=at, lines=lines, max_tokens=max_tokens)
+    emit(result, as_json, empty=result.read.empty)
 
 
 @command("diff")

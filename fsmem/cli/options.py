@@ -27,6 +27,46 @@ _TEXT_ARGUMENT = re.compile(r"^-\s")
 _PROTECTED = "\x00fsmem-text-"  # argv can never hold a NUL, so this cannot clash with a real argument
 
 
+def did_you_mean(word: str, choices: list[str]) -> str:
+    """The hint for a mistyped name (" Did you mean 'x'?", or ""): the names it starts, else the closest spellings.
+
+    click's own suggestion (difflib alone) offers '--tag' for '--max'; a prefix
+    of real names is what a user who stopped typing meant.
+    """
+    import difflib
+
+    stem = word.rstrip("-")
+    found = [c for c in choices if len(stem) >= 2 and c.startswith(word) and c != word]
+    found = sorted(found) if found else difflib.get_close_matches(word, choices, n=3)
+    if not found:
+        return ""
+    if len(found) == 1:
+        return f" Did you mean {found[0]!r}?"
+    return f" Did you mean one of: {', '.join(repr(c) for c in found)}?"
+
+
+def option_names(command: click.Command, ctx: click.Context) -> list[str]:
+    """The long options a user may type for `command` (hidden, deprecated spellings left out)."""
+    return [
+        name
+        for param in command.get_params(ctx)
+        if isinstance(param, click.Option) and not param.hidden
+        for name in (*param.opts, *param.secondary_opts)
+        if name.startswith("--")
+    ]
+
+
+def parse_suggesting(command: click.Command, ctx: click.Context, parse: Callable[[], list[str]]) -> list[str]:
+    """Run click's parse; an unknown option is answered with the options it could have meant."""
+    try:
+        return parse()
+    except click.NoSuchOption as exc:
+        if not exc.option_name.startswith("--"):
+            raise
+        hint = did_you_mean(exc.option_name, option_names(command, ctx))
+        raise click.NoSuchOption(exc.option_name, f"No such option {exc.option_name!r}.{hint}", ctx=ctx) from None
+
+
 class FsmemCommand(click.Command):
     """A command whose text arguments may start with '- ' (a Markdown bullet) without being read as options."""
 
@@ -40,7 +80,7 @@ class FsmemCommand(click.Command):
                 protected.append(key)
             else:
                 protected.append(arg)
-        rest = super().parse_args(ctx, protected)
+        rest = parse_suggesting(self, ctx, lambda: super(FsmemCommand, self).parse_args(ctx, protected))
         if kept:
             ctx.params = {name: _restore(value, kept) for name, value in ctx.params.items()}
         return rest

@@ -191,7 +191,7 @@ def _without_secrets(item: Item, problems: list[tuple[int, str]]) -> Item:
         value = getattr(item, name)
         if value and secrets.scan(value):
             kinds = ", ".join(sorted({s.kind for s in secrets.scan(value)}))
-            problems.append((item.line, f"looks like a {kinds}; consolidated with it redacted"))
+            problems.append((item.line, f"looks like {secrets.with_article(kinds)}; consolidated with it redacted"))
             item = (
                 replace(item, value=secrets.redact(value))
                 if name == "value"

@@ -136,7 +136,18 @@ class Secret:
 
     def describe(self) -> str:
         """What a message may say about it: never the value."""
-        return f"line {self.line}: looks like a {self.kind}"
+        return f"line {self.line}: looks like {with_article(self.kind)}"
+
+
+# Kinds read aloud with a vowel sound although spelled otherwise ("an npm token"); "a URL password" is the converse.
+_SPOKEN_VOWEL = ("npm ",)
+_SPOKEN_CONSONANT = ("URL ",)
+
+
+def with_article(kind: str) -> str:
+    """`kind` after "a" or "an", as it is said: "an Anthropic API key", "an AWS access key id", "a URL password"."""
+    vowel = kind[:1].lower() in "aeiou" and not kind.startswith(_SPOKEN_CONSONANT)
+    return f"{'an' if vowel or kind.startswith(_SPOKEN_VOWEL) else 'a'} {kind}"
 
 
 def _entropy(text: str) -> float:

@@ -68,6 +68,19 @@ class ReadResult(Metered):
             data["lines"] = [{"line": n, "text": t} for n, t in self.lines]
         return data
 
+    @property
+    def empty(self) -> bool:
+        """Nothing to show (a range past the end, an empty file, no headings): the CLI's exit 1, like grep's."""
+        return not self.truncated and not (self.outline if self.outline is not None else self.lines)
+
+    def nothing(self) -> str:
+        """Why there is nothing to show, with what the file holds, so the next call can ask for what is there."""
+        if self.total_lines == 0:
+            return f"({self.path} is empty)"
+        if self.total_lines is not None and self.start > self.total_lines:
+            return f"(no lines in this range: {self.path} has {self.total_lines} line{'s' if self.total_lines != 1 else ''})"
+        return "(no lines in this range)"
+
     def to_text(self) -> str:
         if self.outline is not None:
             rows = [outline_row(o) for o in self.outline]
@@ -86,7 +99,7 @@ class ReadResult(Metered):
         out = [f"{number:>6}\t{text}" for number, text in self.lines]
         out.extend(self.notes)
         if not self.lines and not self.truncated:
-            out.append("(no lines in this range)")
+            out.append(self.nothing())
         version = f"; version {self.version}" if self.version else ""
         if self.truncated and self.next_lines:
             total = f" of {self.total_lines}" if self.total_lines is not None else ""

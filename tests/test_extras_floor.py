@@ -1,0 +1,120 @@
+"""The extras' floors are true: `fsmem mcp`, `fsmem serve` and the Anthropic drop-in run at the lowest SDKs allowed.
+
+`fsmem[mcp]` once declared `mcp>=1.10` while the code needed the 2.x server
+API, so `pip install 'fsmem[mcp]'` could give an `fsmem mcp` that does not
+start (issue 19, finding 11). Here one fresh virtual environment takes fsmem
+with the mcp, server and anthropic extras and every SDK pinned to the floor
+that pyproject.toml declares (the extras agree on one floor per SDK, so one
+environment serves them all); the test modules that drive those faces with
+the SDKs' own clients (the MCP stdio and streamable HTTP clients, the
+Anthropic tool runner) then run there, against the installed package.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tomllib
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+import pytest
+from test_install import copy_source
+
+REPO = Path(__file__).resolve().parent.parent
+TESTS = REPO / "tests"
+SDK_EXTRAS = ("mcp", "server", "anthropic")
+MODULES = ("test_mcp_server.py", "test_server_app.py", "test_integrations_anthropic.py")
+# tests that may skip at a floor, and why
+MAY_SKIP = {"test_same_answers_and_files_as_the_sdk_reference"}  # the SDK's reference class came after 0.84
+
+
+def declared_floors() -> dict[str, str]:
+    """Each SDK's floor, from the SDK extras of pyproject.toml: `NAME>=VERSION` only, one floor per package."""
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    floors: dict[str, str] = {}
+    for extra in SDK_EXTRAS:
+        for requirement in extras[extra]:
+            match = re.fullmatch(r"([A-Za-z0-9_.-]+)\s*>=\s*([0-9]+(?:\.[0-9]+)*)", requirement)
+            assert match, f"fsmem[{extra}] requires {requirement!r}: say only its floor, as NAME>=VERSION"
+            name, version = match.groups()
+            assert floors.setdefault(name, version) == version, f"the extras declare two floors of {name}"
+    return floors
+
+
+def release(version: str) -> tuple[int, ...]:
+    parts = [int(part) for part in version.split(".")]
+    while parts and parts[-1] == 0:
+        parts.pop()
+    return tuple(parts)
+
+
+def test_each_sdk_has_one_floor_in_every_extra_that_needs_it():
+    floors = declared_floors()
+    assert set(floors) == {"mcp", "uvicorn", "anthropic"}
+    assert release(floors["mcp"]) >= (2,)  # fsmem.agents.mcp_server and fsmem.server use the 2.x server API
+
+
+@pytest.mark.slow
+def test_mcp_serve_and_the_anthropic_drop_in_work_at_their_floors(tmp_path):
+    floors = declared_floors()
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    source = copy_source(tmp_path / "source")
+    installed = subprocess.run(
+        [
+            python,
+            *("-m", "pip", "install", "--quiet", "--disable-pip-version-check"),
+            f"{source}[{','.join(SDK_EXTRAS)}]",
+            *(f"{name}=={version}" for name, version in floors.items()),
+            "pytest>=8",
+            "pytest-asyncio>=0.23",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    probe = "import importlib.metadata as m, json, fsmem; print(json.dumps([fsmem.__file__, {n: m.version(n) for n in %r}]))"
+    where, versions = json.loads(
+        subprocess.run(
+            [python, "-c", probe % sorted(floors)], capture_output=True, text=True, check=True, cwd=tmp_path, env=env
+        ).stdout
+    )
+    assert Path(where).is_relative_to(venv)  # the installed package, not this checkout
+    assert {name: release(v) for name, v in versions.items()} == {name: release(v) for name, v in floors.items()}
+
+    report = tmp_path / "report.xml"
+    ran = subprocess.run(
+        [
+            python,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={report}",
+            *(str(TESTS / m) for m in MODULES),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=600,
+    )
+    assert ran.returncode == 0, f"at the floors {floors}:\n{ran.stdout[-6000:]}\n{ran.stderr[-2000:]}"
+    cases = ElementTree.parse(report).getroot().iter("testcase")
+    outcomes: dict[str, list[tuple[str, str]]] = {}
+    for case in cases:
+        module = case.get("classname", "").rpartition(".")[2] + ".py"
+        state = next((child.tag for child in case if child.tag in ("skipped", "failure", "error")), "passed")
+        outcomes.setdefault(module, []).append((case.get("name", ""), state))
+    assert sorted(outcomes) == sorted(MODULES)  # no module skipped whole (an SDK that failed to import)
+    for module, results in outcomes.items():
+        assert any(state == "passed" for _, state in results), module
+        assert {name for name, state in results if state != "passed"} <= MAY_SKIP, (module, results)
