@@ -157,7 +157,7 @@ def split(text: str) -> Document:
         return doc
     yaml = _yaml().module
     try:
-        alias = _first_alias(raw)
+        alias = first_alias(raw)
         if alias is not None:
             doc.problems.append(
                 Problem(alias + 2, "front matter uses a YAML anchor or alias (& or *); fsmem does not expand them")
@@ -186,12 +186,13 @@ def split(text: str) -> Document:
     return doc
 
 
-def _first_alias(raw: str) -> int | None:
+def first_alias(raw: str) -> int | None:
     """The 0-based line of the first anchor or alias in `raw`, or None.
 
     Aliases let a few lines stand for gigabytes ("billion laughs"): every
     reader of the value would expand it. Only text holding '&' or '*' is
-    scanned, event by event, without building anything.
+    scanned, event by event, without building anything. fsmem.yaml is read
+    the same way (`fsmem.config`).
     """
     if "&" not in raw and "*" not in raw:
         return None

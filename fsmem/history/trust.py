@@ -1,0 +1,591 @@
+"""The trust boundary of `fsmem sync`: what a remote may change on this host, judged before anything is merged.
+
+A remote is another host's word, and that host may be buggy or hostile. After the fetch, and before
+`git merge` touches the work tree, the commits the fetch brought are read with plumbing (`git diff-tree`
+from the merge base to the fetched tip: each path with its mode and object) and judged here, once:
+
+- memory files, and the files the memory does not own (the rest of an enclosing repository,
+  `.obsidian/`, attachments), pass as git would pass them;
+- `.gitattributes` and `.gitignore` are fsmem's own: a remote's change to them is never taken (the
+  merge takes a commit on top of the remote's that holds them as fsmem writes them);
+- a change to fsmem.yaml is shown and held until a person accepts it (`fsmem.history.trust_config`);
+- refused, naming the commit and the file: anything under `.fsmem/`, a link that leads out of the
+  memory or to a control file, a submodule, a name fsmem refuses (`fsmem.store.paths`). `fsmem sync
+  --repair` then merges without them: a commit on top keeps this host's version of each.
+
+Whatever a tree says, `$GIT_DIR/info/attributes` (host-local, and above every `.gitattributes` in git's
+precedence) keeps memory files and fsmem's own files byte for byte, unfiltered, on fsmem's merge driver.
+`sync --setup` checks what `git clone` already put on disk the same way (`repair_clone`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fsmem.config import CONFIG_FILE, STATE_DIR, parse_config
+from fsmem.errors import ConfigError, ConfigHeld, HistoryError, SyncRefused
+from fsmem.history import journal, trust_config
+from fsmem.history.repo import Repo
+from fsmem.history.trees import FILE_MODE, TREE_MODE, Entry, TreeEditor
+from fsmem.store.files import atomic_write
+from fsmem.store.paths import MAX_DEPTH, MAX_PATH_BYTES, shown, stored_name_problem, text_problem
+
+IGNORED = (".fsmem/", ".fsmem-tmp-*")
+ATTRIBUTES = ("*.md merge=fsmem", "*.markdown merge=fsmem")
+CONTROL = {".gitignore": IGNORED, ".gitattributes": ATTRIBUTES}  # fsmem's own files at the memory's root
+LINK, SUBMODULE, GONE = "120000", "160000", "000000"
+BLOB_MODES = ("100644", "100755")
+MAX_LINK_BYTES = 4096
+MAX_HOPS = 40  # links followed in one target, as the kernel does
+RECORD = "trust.json"  # under .fsmem/history/: what the last sync held or refused, for `fsmem check`
+SHOWN_REFUSALS = 1
+# Attributes a tree could set to change a file's bytes, run a program on it, or merge it otherwise.
+NEUTRAL = "-text !eol !crlf !filter !ident !working-tree-encoding !diff !conflict-marker-size"
+
+
+def canonical(name: str) -> bytes:
+    return ("\n".join(CONTROL[name]) + "\n").encode()
+
+
+@dataclass(frozen=True)
+class Change:
+    """One path the incoming commits change: its new mode ('000000' when removed) and object."""
+
+    path: str
+    mode: str
+    oid: str
+    status: str
+
+
+@dataclass
+class Refusal:
+    path: str
+    shown: str
+    reason: str
+    status: str
+    commit: str = ""
+
+    def text(self) -> str:
+        verb = "adds" if self.status == "A" else "changes"
+        return f"commit {self.commit[:12]} {verb} {self.shown}, {self.reason}"
+
+
+@dataclass
+class Admitted:
+    """What a sync merges: the remote's tip, or a commit on top of it; and what the boundary did."""
+
+    tip: str
+    notes: list[str] = field(default_factory=list)
+
+
+# -- host-local rules -------------------------------------------------------------------------------------
+def host_rules(repo: Repo) -> None:
+    """fsmem's block in `$GIT_DIR/info/attributes`, written when missing or changed (one small read per sync)."""
+    base = repo.prefix
+    begin = f"# fsmem ({base or '/'}): memory files and fsmem's own, whatever a .gitattributes says; host-local"
+    lines = [
+        begin,
+        f"{base}**/*.[mM][dD] {NEUTRAL} merge=fsmem",
+        f"{base}**/*.[mM][aA][rR][kK][dD][oO][wW][nN] {NEUTRAL} merge=fsmem",
+        *(f"/{base}{name} {NEUTRAL} !merge" for name in (CONFIG_FILE, *CONTROL)),
+        f"# fsmem ({base or '/'}): end",
+    ]
+    block = "\n".join(lines) + "\n"
+    path = repo.git_dir / "info" / "attributes"
+    try:
+        text = path.read_text(encoding="utf-8", errors="surrogateescape") if path.is_file() else ""
+    except OSError:
+        text = ""
+    if block in text and text.endswith(block):
+        return
+    kept = text
+    if begin in text:  # an older block: taken out, the new one goes last (the last match wins in one file)
+        start = text.index(begin)
+        end = text.find(lines[-1], start)
+        kept = text[:start] + (text[end + len(lines[-1]) + 1 :] if end != -1 else "")
+    if kept and not kept.endswith("\n"):
+        kept += "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, (kept + block).encode("utf-8", "surrogateescape"))
+
+
+def write_control_files(root: Path, notes: list[str]) -> None:
+    """`.gitattributes` and `.gitignore` at the root as fsmem writes them; a link there is replaced, never read
+    or written through, and a file that says something else is rewritten (each said in `notes`)."""
+    for name in CONTROL:
+        path = root / name
+        want = canonical(name)
+        if os.path.islink(path):
+            notes.append(f"{name}: was a symbolic link (to {shown(os.readlink(path))}); replaced by fsmem's own")
+            os.unlink(path)
+        elif os.path.isdir(path):
+            raise HistoryError(
+                f"{path} is a folder where fsmem's own file goes: remove it, then run sync --setup again"
+            )
+        elif path.is_file():
+            have = path.read_bytes()
+            if have == want:
+                continue
+            extra = [line for line in have.decode("utf-8", "replace").splitlines() if line not in CONTROL[name]]
+            if extra:
+                info = "exclude" if name == ".gitignore" else "attributes"
+                notes.append(
+                    f"{name}: rewritten as fsmem writes it (it also said {shown(extra[0])}"
+                    f"{f' and {len(extra) - 1} more line(s)' if len(extra) > 1 else ''}); this host's own "
+                    f"patterns go in .git/info/{info}, which is never synced"
+                )
+        atomic_write(path, want)
+
+
+def remove_state_link(root: Path, notes: list[str]) -> None:
+    """A `.fsmem` that is a link (a clone checks out what a remote pushed) would keep this host's state elsewhere."""
+    path = root / STATE_DIR
+    if os.path.islink(path):
+        notes.append(
+            f"{STATE_DIR}: was a symbolic link (to {shown(os.readlink(path))}), which would have kept this "
+            "host's state outside the memory; removed"
+        )
+        os.unlink(path)
+
+
+# -- the boundary -----------------------------------------------------------------------------------------
+def admit(repo: Repo, theirs: str, label: str, *, accept_config: bool = False, repair: bool = False) -> Admitted:
+    """Judge what `theirs` brings (since the merge base with HEAD) and say what to merge: SyncRefused or
+    ConfigHeld when it crosses the boundary, nothing merged or pushed; otherwise the tip to merge."""
+    host_rules(repo)
+    found = repo.reader.get(theirs)
+    if found is None or found[1] != "commit":
+        raise HistoryError(f"{label} names no commit")
+    other = found[0]
+    head, head_tree = repo.head(repo.reader)
+    base = (repo.git.text("merge-base", head, other, check=False).strip() or None) if head else None
+    if head == other or base == other:
+        _clear(repo)
+        return Admitted(other)  # nothing new from the remote
+    judged = _Judgement(repo, label, (other, _tree_id(found[2])), (head, head_tree), base)
+    for change in _diff(repo, judged.base_tree, judged.other_tree):
+        judged.judge(change)
+    if judged.refused and not repair:
+        judged.name_commits()
+        _save(repo, {"remote": label, "refused": [vars(item) for item in judged.refused]})
+        first = judged.refused[0].text()
+        more = len(judged.refused) - 1
+        them = "it" if not more else "them"
+        raise SyncRefused(
+            f"{label} is refused: {first}{f' and {more} more (fsmem check lists them)' if more else ''}; "
+            f"nothing was merged or pushed. Repair: fsmem sync --repair merges it without {them} (a commit on top "
+            f"keeps this host's version; its push repairs the remote for every host)"
+        )
+    if judged.refused:
+        judged.repair()
+    if judged.config is not None:
+        judged.settle_config(accept_config)
+    _clear(repo)
+    if not judged.edits:
+        return Admitted(other, judged.notes)
+    return Admitted(judged.commit_on_top(), judged.notes)
+
+
+class _Judgement:
+    """The incoming changes judged one by one, and what follows: refusals, edits on top, a config change."""
+
+    def __init__(
+        self, repo: Repo, label: str, other: tuple[str, str], head: tuple[str | None, str | None], base: str | None
+    ):
+        self.repo, self.label, self.base = repo, label, base
+        self.other, self.other_tree = other
+        self.head = head[0]
+        base_commit = repo.reader.get(base) if base else None
+        self.base_tree = _tree_id(base_commit[2]) if base_commit else None
+        self.theirs = _Tree(repo, self.other_tree)
+        self.ours = _Tree(repo, head[1])
+        self.refused: list[Refusal] = []
+        self.edits: dict[str, Entry | None] = {}
+        self.notes: list[str] = []
+        self.config: Change | None = None
+        self.config_changes: list[trust_config.SettingChange] = []
+
+    def refuse(self, change: Change, rel: str | None, reason: str) -> None:
+        self.refused.append(Refusal(change.path, shown(rel if rel is not None else change.path), reason, change.status))
+
+    def judge(self, change: Change) -> None:
+        repo = self.repo
+        rel = repo.in_memory(change.path)
+        if rel is None:  # the rest of an enclosing repository: as git would take it, but for what git refuses
+            if change.mode != GONE and repo.prefix.startswith(change.path + "/"):
+                self.refuse(change, None, "a file, link or submodule where the folder that holds the memory is")
+            elif change.mode != GONE and any(_git_refuses(part) for part in change.path.split("/")):
+                self.refuse(change, None, "a name git itself refuses ('.', '..', or .git in any spelling)")
+            return
+        top = rel.split("/")[0].casefold()
+        if change.mode == GONE:
+            if rel == CONFIG_FILE:
+                self.read_config(change)
+            elif rel in CONTROL:
+                self.keep_control(rel, f"{rel}: {self.label} removes it; kept as fsmem makes it")
+            return
+        problem = _name_problem(rel)
+        if problem:
+            self.refuse(change, rel, problem)
+        elif any(part.casefold() == STATE_DIR for part in rel.split("/")):
+            self.refuse(change, rel, f"fsmem's machine state ({STATE_DIR}/ is never tracked)")
+        elif change.mode == SUBMODULE:
+            self.refuse(change, rel, "a submodule (a link to another repository), which a memory never holds")
+        elif change.mode == LINK and (problem := self.link_problem(change)):
+            self.refuse(change, rel, problem)
+        elif top == CONFIG_FILE and rel != CONFIG_FILE:
+            self.refuse(change, rel, f"{CONFIG_FILE} in another spelling or as a folder, which fsmem never takes")
+        elif rel == CONFIG_FILE:
+            if change.mode not in BLOB_MODES:
+                self.refuse(change, rel, f"{CONFIG_FILE} as something other than a plain file")
+            else:
+                self.read_config(change)
+        elif rel in CONTROL:
+            if self.theirs.entry(change.path) != (FILE_MODE, _canonical_id(repo, rel)):
+                self.keep_control(rel, f"{rel}: {self.label} changed it; kept as fsmem makes it (fsmem's own file)")
+        elif _is_control_name(rel):
+            self.edits[change.path] = None
+            self.notes.append(f"{shown(rel)}: {self.label} adds it; left out (fsmem writes its own at the root only)")
+
+    def keep_control(self, rel: str, note: str) -> None:
+        self.edits[self.repo.in_repo(rel)] = (FILE_MODE, self.repo.store.write("blob", canonical(rel)))
+        self.notes.append(note)
+
+    def link_problem(self, change: Change) -> str | None:
+        target = self.theirs.link(change.oid)
+        if target is None:
+            return "a symbolic link whose target is not a plain path"
+        where = _follow(self.theirs, change.path, target)
+        inside = None if where is None else self.repo.in_memory(where + "/")
+        if inside is None:
+            return f"a symbolic link that leads outside the memory (to {shown(target[:200])})"
+        inside = inside.rstrip("/")
+        if not inside:
+            return "a symbolic link to the memory's own folder"
+        if _is_control_target(inside):
+            return f"a symbolic link that leads to {shown(inside)}, which is fsmem's or git's own"
+        return None
+
+    def read_config(self, change: Change) -> None:
+        """Parse the remote's fsmem.yaml (a refusal when it cannot be read) and list the settings it changes."""
+        ours = self.ours.entry(change.path)
+        theirs = (change.mode, change.oid) if change.mode != GONE else None
+        if self.head is None or (theirs is not None and ours is not None and theirs[1] == ours[1]):
+            return  # the first commits a clone takes are the ones a person chose to clone; or no change
+        try:
+            new = parse_config(self.theirs.blob(change.oid), f"{self.label}'s {CONFIG_FILE}") if theirs else {}
+        except ConfigError as exc:
+            self.refuse(change, CONFIG_FILE, f"which cannot be read ({exc})")
+            return
+        old_tree = _Tree(self.repo, self.base_tree) if self.base else self.ours
+        old_entry = old_tree.entry(change.path)
+        try:
+            old = parse_config(old_tree.blob(old_entry[1]), CONFIG_FILE) if old_entry else {}
+        except ConfigError:
+            old = {}
+        self.config_changes = trust_config.changes(old, new)
+        self.config = change if self.config_changes else None
+
+    def settle_config(self, accept_config: bool) -> None:
+        """Take the remote's fsmem.yaml (said in the notes) or hold it: ConfigHeld, recorded for `fsmem check`."""
+        assert self.config is not None
+        found, blob = self.config_changes, self.config.oid
+        shown_before = (_load(self.repo).get("held") or {}).get("blob")
+        policy = self.repo.git.text("config", "--get", trust_config.ACCEPT_KEY, check=False).strip().lower()
+        decision = trust_config.decide(found, policy=policy, accepted=accept_config and shown_before == blob)
+        if decision.take:
+            self.notes.append(
+                f"{CONFIG_FILE}: took {self.label}'s change of {trust_config.listed(found)}, {decision.why}"
+            )
+            return
+        texts = [change.text() for change in found]
+        _save(self.repo, {"remote": self.label, "held": {"blob": blob, "commit": self.other, "changes": texts}})
+        again = accept_config and shown_before is not None
+        raise ConfigHeld(trust_config.held_message(self.label, str(self.repo.root), found, decision, again=again))
+
+    def name_commits(self) -> None:
+        """Each refused path gets the newest incoming commit that set it, from one walk of those commits."""
+        wanted = {item.path for item in self.refused}
+        found: dict[str, str] = {}
+        commits = self.repo.git.run("rev-list", self.other, *(["--not", self.head] if self.head else [])).stdout
+        proc = self.repo.git.run(
+            "diff-tree", "--stdin", "-r", "-z", "--raw", "--no-renames", "-m", "--root", input=commits
+        )
+        current = ""
+        for header, path in _raw_entries(proc.stdout):
+            if path is None:
+                current = header
+            elif path in wanted and path not in found:
+                found[path] = current
+        for item in self.refused:
+            item.commit = found.get(item.path, self.other)
+
+    def repair(self) -> None:
+        """--repair: each refused path as this host has it (gone when it has none), in the commit on top."""
+        for item in self.refused:
+            rel = self.repo.in_memory(item.path)
+            if rel in CONTROL:
+                self.keep_control(rel, f"{rel}: kept as fsmem makes it")
+            else:
+                self.edits[item.path] = self.ours.entry(item.path, folders=True)
+            if rel == CONFIG_FILE:
+                self.config = None
+        names = ", ".join(item.shown for item in self.refused[:5]) + (
+            f" and {len(self.refused) - 5} more" if len(self.refused) > 5 else ""
+        )
+        self.notes.append(
+            f"repaired {self.label}: {names} kept as this host has them, in a commit on top; the push sends it"
+        )
+
+    def commit_on_top(self) -> str:
+        editor = TreeEditor(self.repo.read_tree, self.repo.write_tree, self.other_tree)
+        done: list[str] = []
+        for path in sorted(self.edits):
+            if not any(path.startswith(folder + "/") for folder in done):
+                editor.put(path, self.edits[path])
+                done.append(path)
+        tree = editor.write()
+        now = journal.clock()
+        stamp = f"{int(now.timestamp())} {now.strftime('%z') or '+0000'}"
+        who = f"fsmem sync <fsmem@{self.repo.host}> {stamp}"
+        message = f"fsmem sync: {self.label} as this host takes it\n\n" + "\n".join(self.notes)
+        body = f"tree {tree}\nparent {self.other}\nauthor {who}\ncommitter {who}\n\n{message}\n"
+        return self.repo.store.write("commit", body.encode("utf-8", "surrogateescape"))
+
+
+# -- setup: what `git clone` put on disk ------------------------------------------------------------------------
+def repair_clone(repo: Repo, author: journal.Author, notes: list[str]) -> None:
+    """HEAD as `git clone` made it, judged as a remote's commits are; what is refused is removed from the history
+    (one commit) and from disk where it is as the clone wrote it. Caller holds the commit lock."""
+    from fsmem.history import worktree
+
+    head, tree = repo.head(repo.reader)
+    if head is None or tree is None:
+        return
+    judged = _Judgement(repo, "this clone", (head, tree), (None, tree), None)
+    for change in _diff(repo, None, tree):
+        judged.judge(change)
+    if not judged.refused:
+        return
+    blobs: dict[str, str | None] = {}
+    for item in judged.refused:
+        if repo.in_memory(item.path) in CONTROL:
+            continue  # rewritten on disk and committed by setup as fsmem's own
+        blobs[item.path] = None
+        full = repo.top / item.path
+        entry = judged.theirs.entry(item.path)
+        as_cloned = os.path.islink(full) or (
+            full.is_file() and entry is not None and repo.store.id_of("blob", full.read_bytes()) == entry[1]
+        )
+        if _name_problem(repo.in_memory(item.path) or item.path) is None and as_cloned:
+            os.unlink(full)  # what git clone wrote; a file this host has changed since stays, untracked
+        notes.append(f"{item.shown}: {item.reason}; removed from this clone's history and disk")
+    if not blobs:
+        return
+    removed = ", ".join(sorted(repo.in_memory(path) or path for path in blobs))
+    worktree.commit_blobs(
+        repo, blobs, author, f"history set up: removed what fsmem never takes from a remote: {removed}"
+    )
+    if not repo.git.run("ls-files", "-z").stdout:  # the clone's checkout failed on a name git refuses
+        repo.git.run("read-tree", "--reset", "-u", "HEAD")
+        notes.append("checked out the files the clone could not (its checkout had stopped at a refused name)")
+
+
+# -- what `fsmem check` reports ----------------------------------------------------------------------------------
+def recorded_problems(root: Path) -> list[tuple[str, int, str]]:
+    """What the last sync held or refused, as check's problems (path, line, message); cleared by the next sync
+    that gets past the boundary."""
+    data = _load_at(Path(root, STATE_DIR, "history", RECORD))
+    remote = str(data.get("remote") or "the remote")
+    problems = []
+    held = data.get("held") or {}
+    if held.get("changes"):
+        listed = ", ".join(str(text) for text in held["changes"][: trust_config.SHOWN_CHANGES])
+        problems.append(
+            (
+                CONFIG_FILE,
+                1,
+                f"the last fsmem sync held {remote}'s change of {listed}; review it, then run "
+                "fsmem sync --accept-config to take it",
+            )
+        )
+    for item in data.get("refused") or []:
+        problems.append(
+            (
+                str(item.get("shown")),
+                1,
+                f"the last fsmem sync refused it from {remote} (commit {str(item.get('commit'))[:12]}): "
+                f"{item.get('reason')}; fsmem sync --repair merges without it",
+            )
+        )
+    return problems
+
+
+def _record_path(repo: Repo) -> Path:
+    return repo.state() / RECORD
+
+
+def _save(repo: Repo, data: dict[str, object]) -> None:
+    atomic_write(_record_path(repo), json.dumps(data, ensure_ascii=False).encode("utf-8", "surrogateescape"))
+
+
+def _load(repo: Repo) -> dict[str, Any]:
+    return _load_at(_record_path(repo))
+
+
+def _load_at(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8", errors="surrogateescape"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _clear(repo: Repo) -> None:
+    try:
+        os.unlink(Path(repo.root, STATE_DIR, "history", RECORD))
+    except FileNotFoundError:
+        pass
+
+
+# -- trees and names ---------------------------------------------------------------------------------------------
+class _Tree:
+    """Entries of one commit's tree by path, read through the repository's cat-file (trees cached by id)."""
+
+    def __init__(self, repo: Repo, tree: str | None):
+        self.repo, self.tree = repo, tree
+
+    def entry(self, path: str, folders: bool = False) -> Entry | None:
+        if self.tree is None:
+            return None
+        current: Entry = (TREE_MODE, self.tree)
+        for part in path.split("/"):
+            if current[0] != TREE_MODE:
+                return None
+            found = self.repo.read_tree(current[1]).get(part)
+            if found is None:
+                return None
+            current = found
+        return current if folders or current[0] != TREE_MODE else None
+
+    def blob(self, oid: str, limit: int = 1 << 20) -> bytes:
+        size = int(self.repo.git.text("cat-file", "-s", oid).strip() or 0)
+        if size > limit:
+            return b"x" * (limit + 1)  # longer than any reader here takes: refused by its own size rule
+        found = self.repo.reader.get(oid)
+        return found[2] if found is not None else b""
+
+    def link(self, oid: str) -> str | None:
+        """A link's target, when it is a plain path (text, no control character, at most MAX_LINK_BYTES)."""
+        data = self.blob(oid, MAX_LINK_BYTES)
+        if len(data) > MAX_LINK_BYTES or not data:
+            return None
+        target = data.decode("utf-8", "surrogateescape")
+        if text_problem(target) or any(ord(char) < 32 or ord(char) == 127 for char in target):
+            return None
+        return target
+
+
+def _follow(tree: _Tree, path: str, target: str) -> str | None:
+    """The repository path a link at `path` leads to, following links in the same tree; None when it leads out
+    of the repository, is absolute, or loops."""
+    if target.startswith("/"):
+        return None
+    parts = path.split("/")[:-1]
+    pending = target.split("/")
+    hops = 0
+    while pending:
+        part = pending.pop(0)
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not parts:
+                return None
+            parts.pop()
+            continue
+        parts.append(part)
+        entry = tree.entry("/".join(parts))
+        if entry is not None and entry[0] == LINK:
+            hops += 1
+            inner = tree.link(entry[1])
+            if hops > MAX_HOPS or inner is None or inner.startswith("/"):
+                return None
+            parts.pop()
+            pending = inner.split("/") + pending
+    return "/".join(parts)
+
+
+def _git_refuses(part: str) -> bool:
+    return part in ("", ".", "..") or part.casefold().rstrip(". ") == ".git"
+
+
+def _name_problem(rel: str) -> str | None:
+    """Why a memory-relative path from a remote cannot be stored here: what `fsmem.store.paths` refuses in a name
+    (hidden names aside: a remote may send `.obsidian/`), and what git itself refuses."""
+    parts = rel.split("/")
+    if len(parts) > MAX_DEPTH or len(rel.encode("utf-8", "surrogateescape")) > MAX_PATH_BYTES:
+        return f"a path deeper than {MAX_DEPTH} folders or longer than {MAX_PATH_BYTES} bytes, which fsmem refuses"
+    for part in parts:
+        if part in ("", ".", ".."):
+            return "a name no file can have ('.', '..' or empty)"
+        if part.casefold().rstrip(". ") == ".git":
+            return "a name fsmem refuses (.git, in any spelling, is git's own folder)"
+        problem = stored_name_problem(part)
+        if problem:
+            return f"a name fsmem refuses (it {problem})"
+    return None
+
+
+def _is_control_name(rel: str) -> bool:
+    """A `.gitattributes` or `.gitignore` other than fsmem's own (another spelling, or in a folder of memory files)."""
+    parts = rel.split("/")
+    return parts[-1].casefold() in CONTROL and all(not part.startswith(".") for part in parts[:-1])
+
+
+def _is_control_target(inside: str) -> bool:
+    parts = [part.casefold() for part in inside.split("/")]
+    return parts[0] == CONFIG_FILE or any(
+        part.rstrip(". ") == ".git" or part == STATE_DIR or part in CONTROL for part in parts
+    )
+
+
+def _canonical_id(repo: Repo, rel: str) -> str:
+    return repo.store.id_of("blob", canonical(rel))
+
+
+def _tree_id(commit_body: bytes) -> str:
+    return commit_body.split(b"\n", 1)[0].split()[1].decode()
+
+
+def _diff(repo: Repo, old_tree: str | None, new_tree: str) -> list[Change]:
+    """Every path that differs between two trees (git diff-tree -r: files, links and submodules; not folders)."""
+    empty = repo.store.id_of("tree", b"")
+    proc = repo.git.run("diff-tree", "-r", "-z", "--raw", "--no-renames", old_tree or empty, new_tree)
+    changes = []
+    for header, path in _raw_entries(proc.stdout):
+        if path is not None:
+            fields = header.split()
+            changes.append(Change(path, fields[1], fields[3], fields[4][:1]))
+    return changes
+
+
+def _raw_entries(output: bytes) -> list[tuple[str, str | None]]:
+    """`git diff-tree -z --raw` output as (':modes ids status', path) pairs, and (commit id, None) where
+    `--stdin` names the commit that follows; read in order, so a path that looks like either is a path."""
+    items = output.split(b"\0")
+    out: list[tuple[str, str | None]] = []
+    index = 0
+    while index < len(items):
+        item = items[index]
+        if item.startswith(b":") and index + 1 < len(items):
+            out.append((item[1:].decode(), items[index + 1].decode("utf-8", "surrogateescape")))
+            index += 2
+            continue
+        if item:
+            out.append((item.decode("ascii", "replace").strip(), None))
+        index += 1
+    return out
