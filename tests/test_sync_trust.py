@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import sync_scenario as S
+from hostile_remote import FORGED, LAUGHS, clone, git, objects_hold, push, push_entries, tree_names
 
 from fsmem import Memory
 from fsmem.errors import ConfigError, SecretFound
@@ -24,10 +25,6 @@ from fsmem.errors import ConfigError, SecretFound
 SECRET = "PRIVATE-KEY-MATERIAL"
 TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 CANONICAL = {".gitattributes": "*.md merge=fsmem\n*.markdown merge=fsmem\n", ".gitignore": ".fsmem/\n.fsmem-tmp-*\n"}
-FORGED = (
-    '{"time":"2026-11-30T10:00:00+00:00","agent":"forged","tool":"read","arguments":{"path":"x.md"},'
-    '"paths":["x.md"],"rows":1,"tokens":9,"latency_ms":1.0,"truncated":false,"empty":false}\n'
-)
 
 
 @dataclass
@@ -39,19 +36,6 @@ class World:
     base: Path
 
 
-def git(root: Path, *args: str, input: str | None = None) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=root, check=True, capture_output=True, text=True, env=S.env(), input=input
-    ).stdout
-
-
-def clone(origin: Path, where: Path, user: str = "mallory") -> Path:
-    git(origin.parent, "clone", "-q", str(origin), str(where))
-    git(where, "config", "user.name", user)
-    git(where, "config", "user.email", f"{user}@example.com")
-    return where
-
-
 @pytest.fixture
 def world(tmp_path) -> World:
     origin, (victim,) = S.make_hosts(tmp_path, hosts=1, writers=1)
@@ -61,61 +45,12 @@ def world(tmp_path) -> World:
     return World(origin, victim, clone(origin, tmp_path / "hostile"), outside, tmp_path)
 
 
-def push(hostile: Path, message: str = "an innocent change") -> str:
-    """What the hostile clone has on disk, committed and pushed with plain git; the commit's id."""
-    git(hostile, "add", "-A", "-f")
-    git(hostile, "commit", "-q", "-m", message)
-    git(hostile, "push", "-q", "origin", "HEAD:main")
-    return git(hostile, "rev-parse", "HEAD").strip()
-
-
-def push_entries(hostile: Path, entries: dict[str, tuple[str, bytes]], folder: str = "") -> str:
-    """A commit whose tree (or `folder` in it) gains raw entries (name -> (mode, bytes)), which git's porcelain
-    would refuse to make ('.GIT', '..', names with a newline); pushed with plain git."""
-    git(hostile, "fetch", "-q", "origin")
-    git(hostile, "reset", "-q", "--hard", "origin/main")
-    spec = f"HEAD:{folder}" if folder else "HEAD^{tree}"
-    lines = [line for line in git(hostile, "ls-tree", "-z", spec).split("\0") if line]
-    for name, (mode, data) in entries.items():
-        if mode == "160000":  # a submodule: the commit it names lives in another repository
-            lines.append(f"{mode} commit {'1' * 40}\t{name}")
-            continue
-        blob = (
-            subprocess.run(
-                ["git", "hash-object", "-w", "--stdin"], cwd=hostile, input=data, capture_output=True, check=True
-            )
-            .stdout.decode()
-            .strip()
-        )
-        lines.append(f"{mode} blob {blob}\t{name}")
-    tree = git(hostile, "mktree", "-z", "--missing", input="\0".join(lines) + "\0").strip()
-    if folder:
-        top = [line for line in git(hostile, "ls-tree", "-z", "HEAD^{tree}").split("\0") if line]
-        top = [line for line in top if line.split("\t", 1)[1] != folder] + [f"040000 tree {tree}\t{folder}"]
-        tree = git(hostile, "mktree", "-z", input="\0".join(top) + "\0").strip()
-    commit = git(hostile, "commit-tree", tree, "-p", "HEAD", "-m", "an innocent change").strip()
-    git(hostile, "push", "-q", "origin", f"{commit}:refs/heads/main")
-    return commit
-
-
 def sync(root: Path, *args: str) -> subprocess.CompletedProcess:
     return S.fsmem(root, "sync", *args, check=False)
 
 
-def objects_hold(repo: Path, text: str) -> bool:
-    """True when any object in the repository (any commit, any tree, any blob) holds `text`."""
-    out = subprocess.run(
-        ["git", "cat-file", "--batch-all-objects", "--batch"], cwd=repo, capture_output=True, env=S.env()
-    )
-    return text.encode() in out.stdout
-
-
 def tip(repo: Path) -> str:
     return git(repo, "rev-parse", "main").strip()
-
-
-def tree_names(repo: Path, rev: str = "main") -> list[str]:
-    return [name for name in git(repo, "ls-tree", "-r", "-z", "--name-only", rev).split("\0") if name]
 
 
 def refused(out: subprocess.CompletedProcess, commit: str, name: str) -> None:
@@ -267,11 +202,6 @@ def test_comments_and_layout_of_fsmem_yaml_pass_without_asking(world):
     out = sync(world.victim)
     assert out.returncode == 0, out.stderr
     assert (world.victim / "fsmem.yaml").read_text().startswith("# edited by a colleague\n")
-
-
-LAUGHS = 'l0: &l0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
-    f"l{n}: &l{n} [" + ",".join([f"*l{n - 1}"] * 9) + "]\n" for n in range(1, 10)
-)
 
 
 def _limited() -> None:
