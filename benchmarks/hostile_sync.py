@@ -1,6 +1,7 @@
 """Sync attacks: what a hostile second clone pushes with plain git, and whether the victim's `fsmem sync` holds.
 
     python benchmarks/hostile_sync.py [--time-limit 30]        (bench_hostile.py runs it too)
+    python benchmarks/hostile_sync.py --cost 1000,10000        (what the boundary adds to a sync)
 
 Each attack runs on a fresh copy of one world: a bare remote, the victim
 (made with `fsmem init --git`, synced), a hostile clone that pushes with
@@ -401,10 +402,71 @@ def report(counts: dict[str, list[int]], seconds: float) -> str:
     return table(f"sync attacks from a hostile clone ({seconds:.0f} s)", ["", "tried", "held"], rows)
 
 
+def boundary_cost(files: int, notes: int = 100, runs: int = 15) -> list[str]:
+    """What the boundary adds to a sync that brings `notes` new notes into a memory of `files` files: the
+    median of `runs` calls of `trust.admit` on the fetched commits, beside one whole `fsmem sync` of them."""
+    import statistics
+
+    from common import corpus
+
+    from fsmem import Memory
+    from fsmem.history import trust
+
+    base = OUT / f"trust-cost-{files}"
+    shutil.rmtree(base, ignore_errors=True)
+    base.mkdir(parents=True)
+    victim = base / "victim"
+    shutil.copytree(corpus(files), victim, symlinks=True)
+    Memory.init(victim, git=True)
+    git(victim, "gc", "-q")
+    git(base, "init", "-q", "--bare", "--initial-branch=main", "origin.git")
+    git(victim, "remote", "add", "origin", "../origin.git")
+    S.fsmem(victim, "sync")
+    git(base, "clone", "-q", "origin.git", "hostile")
+    hostile = base / "hostile"
+    for number in range(notes):
+        _text(
+            hostile / "sessions" / "incoming" / f"note-{number}.md", f"## people/Person {number % 10}\n- k: {number}\n"
+        )
+    git(hostile, "config", "user.name", "bob")
+    git(hostile, "config", "user.email", "bob@example.com")
+    push(hostile)
+    git(victim, "fetch", "-q", "origin", "+refs/heads/main:refs/remotes/origin/main")
+    repo = Memory(victim).history
+    assert repo is not None
+    seconds = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        trust.admit(repo, "refs/remotes/origin/main", "origin/main")
+        seconds.append(time.perf_counter() - started)
+    started = time.perf_counter()
+    S.fsmem(victim, "sync")
+    whole = time.perf_counter() - started
+    idle = []
+    for _ in range(runs):  # nothing new: the boundary's cost on a sync that brings nothing
+        started = time.perf_counter()
+        trust.admit(repo, "refs/remotes/origin/main", "origin/main")
+        idle.append(time.perf_counter() - started)
+    admit, nothing = statistics.median(seconds), statistics.median(idle)
+    return [
+        f"{files:,} files",
+        f"{admit * 1000:.1f} ms",
+        f"{whole * 1000:.0f} ms",
+        f"{100 * admit / whole:.1f}%",
+        f"{nothing * 1000:.1f} ms",
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--time-limit", type=float, default=30.0, help="seconds a sync may take")
+    parser.add_argument("--cost", metavar="SIZES", help="instead: what the boundary adds to a sync, e.g. 1000,10000")
     args, _ = parser.parse_known_args()
+    if args.cost:
+        header = ["memory", "boundary, 100 notes in", "whole fsmem sync", "share", "boundary, nothing new"]
+        rows = [boundary_cost(int(size)) for size in args.cost.split(",")]
+        print(table("what the trust boundary adds to a sync (median of 15)", header, rows))
+        return
     started = time.monotonic()
     counts, failures = bench_sync_attacks(OUT / "hostile-sync", args.time_limit)
     print(report(counts, time.monotonic() - started))
