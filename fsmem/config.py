@@ -49,13 +49,29 @@ def _parse(path: Path) -> dict[str, Any]:
     return parse_config(data, str(path))
 
 
+def first_alias(raw: str) -> int | None:
+    """The 0-based line of the first YAML anchor or alias in `raw`, or None.
+
+    Aliases let a few lines stand for gigabytes ("billion laughs"): every
+    reader of the value would expand it. Only text holding '&' or '*' is
+    scanned, event by event, without building anything. Front matter
+    (`fsmem.format.frontmatter`) and fsmem.yaml are both read so.
+    """
+    if "&" not in raw and "*" not in raw:
+        return None
+    import yaml
+
+    for event in yaml.parse(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            return event.start_mark.line if event.start_mark is not None else 0
+    return None
+
+
 def parse_config(data: bytes, where: str) -> dict[str, Any]:
     """fsmem.yaml's settings from its bytes, bounded as front matter is (`fsmem.format.frontmatter`): at most
     MAX_CONFIG_BYTES, no anchors or aliases (a few lines of them stand for gigabytes), not nested past what
     the parser can hold. `where` names the file in messages (a path, or a file a remote sent)."""
     import yaml
-
-    from fsmem.format.frontmatter import first_alias
 
     if len(data) > MAX_CONFIG_BYTES:
         raise ConfigError(

@@ -96,6 +96,29 @@ def test_sync_setup_repairs_a_clone_whose_control_file_links_outside_and_says_so
     assert git(world.origin, "show", f"main:{name}") == CANONICAL[name]
 
 
+def test_sync_setup_repairs_a_clone_of_a_remote_that_tracks_state_and_names_git_refuses(world):
+    """git clone checks out a .fsmem link, or stops at '.GIT'; setup repairs each clone, says so, and the next
+    sync repairs the remote."""
+    os.symlink(world.outside, world.hostile / ".fsmem")
+    push(world.hostile)
+    first = clone(world.origin, world.base / "first", user="bob")
+    assert (first / ".fsmem").is_symlink()
+    out = S.fsmem(first, "sync", "--setup")
+    assert ".fsmem: was a symbolic link" in out.stdout and "removed" in out.stdout, out.stdout
+    assert ".fsmem: fsmem's machine state (.fsmem/ is never tracked); removed from this clone's history" in out.stdout
+    assert not (first / ".fsmem").is_symlink() and sorted(p.name for p in world.outside.iterdir()) == ["secret.txt"]
+    assert sync(first).returncode == 0 and ".fsmem" not in tree_names(world.origin)
+    push_entries(world.hostile, {".GIT": ("100644", b"gitdir: /tmp/elsewhere\n")})
+    second = world.base / "second"
+    cloned = subprocess.run(["git", "clone", "-q", str(world.origin), str(second)], capture_output=True, text=True)
+    assert "invalid path '.GIT'" in cloned.stderr and not (second / S.SHARED).exists()
+    out = S.fsmem(second, "sync", "--setup")
+    assert ".GIT: a name fsmem refuses" in out.stdout and "checked out the files the clone could not" in out.stdout
+    assert (second / S.SHARED).read_text() == S.SHARED_TEXT and git(second, "status", "--porcelain") == ""
+    assert sync(second).returncode == 0 and ".GIT" not in tree_names(world.origin)
+    assert sync(first).returncode == 0 and (first / S.SHARED).read_text() == S.SHARED_TEXT
+
+
 # -- findings 2 and 3: the host's own state ----------------------------------------------------------
 def test_a_pushed_fsmem_link_is_refused_and_the_host_keeps_its_state_where_it_is(world):
     os.symlink(world.outside, world.hostile / ".fsmem")

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from fsmem.errors import HistoryOff, LockTimeout, SyncFailed
-from fsmem.history import TURN_ON, git_marker, journal, trust, worktree
+from fsmem.history import TURN_ON, git_marker, host_rules, journal, trust, worktree
 from fsmem.history.git import MERGE_DRIVER_NAME, CatFile, Git, driver_command, first_line
 from fsmem.history.merge import GENERATED, merge_text
 from fsmem.history.repo import Repo, discover
@@ -84,7 +84,7 @@ def setup(root: Path, *, create: bool, host: str, agent: str | None, notes: list
     naming the merge driver, the driver in the repository's config, and a commit of all that. On a clone,
     what `git clone` put on disk is checked and repaired first (`trust.repair_clone`), said in `notes`."""
     notes = [] if notes is None else notes
-    trust.remove_state_link(root, notes)  # before anything writes state (a lock) through it
+    host_rules.remove_state_link(root, notes)  # before anything writes state (a lock) through it
     created = False
     repo = discover(root, host, {}) if git_marker(root) is not None else None
     if repo is None:  # no work tree around it, or one that ignores it: the memory gets its own repository
@@ -97,10 +97,10 @@ def setup(root: Path, *, create: bool, host: str, agent: str | None, notes: list
         repo = discover(root, host, {})
     if repo is None:
         raise HistoryOff(f"{root}: git init did not make a work tree there")
-    trust.write_control_files(root, notes)
+    host_rules.write_control_files(root, notes)
     repo.git.run("config", "merge.fsmem.name", MERGE_DRIVER_NAME)
     repo.git.run("config", "merge.fsmem.driver", driver_command())
-    trust.host_rules(repo)
+    host_rules.write_info_attributes(repo)
     with journal.commit_lock(repo):
         journal.drain_locked(repo)
         author = journal.author_of(agent)

@@ -26,39 +26,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsmem.config import CONFIG_FILE, STATE_DIR, parse_config
+from fsmem.config import CONFIG_FILE, MAX_CONFIG_BYTES, STATE_DIR, parse_config
 from fsmem.errors import ConfigError, ConfigHeld, HistoryError, SyncRefused
 from fsmem.history import journal, trust_config
+from fsmem.history.host_rules import CONTROL, canonical, canonical_id, write_info_attributes
+from fsmem.history.incoming import (
+    BLOB_MODES,
+    GONE,
+    LINK,
+    SUBMODULE,
+    Change,
+    Tree,
+    diff,
+    follow,
+    git_refuses,
+    is_control_name,
+    is_control_target,
+    name_problem,
+    raw_entries,
+    tree_id,
+)
 from fsmem.history.repo import Repo
-from fsmem.history.trees import FILE_MODE, TREE_MODE, Entry, TreeEditor
+from fsmem.history.trees import FILE_MODE, Entry, TreeEditor
 from fsmem.store.files import atomic_write
-from fsmem.store.paths import MAX_DEPTH, MAX_PATH_BYTES, shown, stored_name_problem, text_problem
+from fsmem.store.paths import shown
 
-IGNORED = (".fsmem/", ".fsmem-tmp-*")
-ATTRIBUTES = ("*.md merge=fsmem", "*.markdown merge=fsmem")
-CONTROL = {".gitignore": IGNORED, ".gitattributes": ATTRIBUTES}  # fsmem's own files at the memory's root
-LINK, SUBMODULE, GONE = "120000", "160000", "000000"
-BLOB_MODES = ("100644", "100755")
-MAX_LINK_BYTES = 4096
-MAX_HOPS = 40  # links followed in one target, as the kernel does
 RECORD = "trust.json"  # under .fsmem/history/: what the last sync held or refused, for `fsmem check`
-SHOWN_REFUSALS = 1
-# Attributes a tree could set to change a file's bytes, run a program on it, or merge it otherwise.
-NEUTRAL = "-text !eol !crlf !filter !ident !working-tree-encoding !diff !conflict-marker-size"
-
-
-def canonical(name: str) -> bytes:
-    return ("\n".join(CONTROL[name]) + "\n").encode()
-
-
-@dataclass(frozen=True)
-class Change:
-    """One path the incoming commits change: its new mode ('000000' when removed) and object."""
-
-    path: str
-    mode: str
-    oid: str
-    status: str
 
 
 @dataclass
@@ -82,81 +75,11 @@ class Admitted:
     notes: list[str] = field(default_factory=list)
 
 
-# -- host-local rules -------------------------------------------------------------------------------------
-def host_rules(repo: Repo) -> None:
-    """fsmem's block in `$GIT_DIR/info/attributes`, written when missing or changed (one small read per sync)."""
-    base = repo.prefix
-    begin = f"# fsmem ({base or '/'}): memory files and fsmem's own, whatever a .gitattributes says; host-local"
-    lines = [
-        begin,
-        f"{base}**/*.[mM][dD] {NEUTRAL} merge=fsmem",
-        f"{base}**/*.[mM][aA][rR][kK][dD][oO][wW][nN] {NEUTRAL} merge=fsmem",
-        *(f"/{base}{name} {NEUTRAL} !merge" for name in (CONFIG_FILE, *CONTROL)),
-        f"# fsmem ({base or '/'}): end",
-    ]
-    block = "\n".join(lines) + "\n"
-    path = repo.git_dir / "info" / "attributes"
-    try:
-        text = path.read_text(encoding="utf-8", errors="surrogateescape") if path.is_file() else ""
-    except OSError:
-        text = ""
-    if block in text and text.endswith(block):
-        return
-    kept = text
-    if begin in text:  # an older block: taken out, the new one goes last (the last match wins in one file)
-        start = text.index(begin)
-        end = text.find(lines[-1], start)
-        kept = text[:start] + (text[end + len(lines[-1]) + 1 :] if end != -1 else "")
-    if kept and not kept.endswith("\n"):
-        kept += "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, (kept + block).encode("utf-8", "surrogateescape"))
-
-
-def write_control_files(root: Path, notes: list[str]) -> None:
-    """`.gitattributes` and `.gitignore` at the root as fsmem writes them; a link there is replaced, never read
-    or written through, and a file that says something else is rewritten (each said in `notes`)."""
-    for name in CONTROL:
-        path = root / name
-        want = canonical(name)
-        if os.path.islink(path):
-            notes.append(f"{name}: was a symbolic link (to {shown(os.readlink(path))}); replaced by fsmem's own")
-            os.unlink(path)
-        elif os.path.isdir(path):
-            raise HistoryError(
-                f"{path} is a folder where fsmem's own file goes: remove it, then run sync --setup again"
-            )
-        elif path.is_file():
-            have = path.read_bytes()
-            if have == want:
-                continue
-            extra = [line for line in have.decode("utf-8", "replace").splitlines() if line not in CONTROL[name]]
-            if extra:
-                info = "exclude" if name == ".gitignore" else "attributes"
-                notes.append(
-                    f"{name}: rewritten as fsmem writes it (it also said {shown(extra[0])}"
-                    f"{f' and {len(extra) - 1} more line(s)' if len(extra) > 1 else ''}); this host's own "
-                    f"patterns go in .git/info/{info}, which is never synced"
-                )
-        atomic_write(path, want)
-
-
-def remove_state_link(root: Path, notes: list[str]) -> None:
-    """A `.fsmem` that is a link (a clone checks out what a remote pushed) would keep this host's state elsewhere."""
-    path = root / STATE_DIR
-    if os.path.islink(path):
-        notes.append(
-            f"{STATE_DIR}: was a symbolic link (to {shown(os.readlink(path))}), which would have kept this "
-            "host's state outside the memory; removed"
-        )
-        os.unlink(path)
-
-
 # -- the boundary -----------------------------------------------------------------------------------------
 def admit(repo: Repo, theirs: str, label: str, *, accept_config: bool = False, repair: bool = False) -> Admitted:
     """Judge what `theirs` brings (since the merge base with HEAD) and say what to merge: SyncRefused or
     ConfigHeld when it crosses the boundary, nothing merged or pushed; otherwise the tip to merge."""
-    host_rules(repo)
+    write_info_attributes(repo)
     found = repo.reader.get(theirs)
     if found is None or found[1] != "commit":
         raise HistoryError(f"{label} names no commit")
@@ -166,8 +89,8 @@ def admit(repo: Repo, theirs: str, label: str, *, accept_config: bool = False, r
     if head == other or base == other:
         _clear(repo)
         return Admitted(other)  # nothing new from the remote
-    judged = _Judgement(repo, label, (other, _tree_id(found[2])), (head, head_tree), base)
-    for change in _diff(repo, judged.base_tree, judged.other_tree):
+    judged = _Judgement(repo, label, (other, tree_id(found[2])), (head, head_tree), base)
+    for change in diff(repo, judged.base_tree, judged.other_tree):
         judged.judge(change)
     if judged.refused and not repair:
         judged.name_commits()
@@ -177,7 +100,7 @@ def admit(repo: Repo, theirs: str, label: str, *, accept_config: bool = False, r
         them = "it" if not more else "them"
         raise SyncRefused(
             f"{label} is refused: {first}{f' and {more} more (fsmem check lists them)' if more else ''}; "
-            f"nothing was merged or pushed. Repair: fsmem sync --repair merges it without {them} (a commit on top "
+            f"nothing was merged or pushed. Repair: fsmem sync --repair merges {label} without {them} (a commit on top "
             f"keeps this host's version; its push repairs the remote for every host)"
         )
     if judged.refused:
@@ -200,9 +123,9 @@ class _Judgement:
         self.other, self.other_tree = other
         self.head = head[0]
         base_commit = repo.reader.get(base) if base else None
-        self.base_tree = _tree_id(base_commit[2]) if base_commit else None
-        self.theirs = _Tree(repo, self.other_tree)
-        self.ours = _Tree(repo, head[1])
+        self.base_tree = tree_id(base_commit[2]) if base_commit else None
+        self.theirs = Tree(repo, self.other_tree)
+        self.ours = Tree(repo, head[1])
         self.refused: list[Refusal] = []
         self.edits: dict[str, Entry | None] = {}
         self.notes: list[str] = []
@@ -218,7 +141,7 @@ class _Judgement:
         if rel is None:  # the rest of an enclosing repository: as git would take it, but for what git refuses
             if change.mode != GONE and repo.prefix.startswith(change.path + "/"):
                 self.refuse(change, None, "a file, link or submodule where the folder that holds the memory is")
-            elif change.mode != GONE and any(_git_refuses(part) for part in change.path.split("/")):
+            elif change.mode != GONE and any(git_refuses(part) for part in change.path.split("/")):
                 self.refuse(change, None, "a name git itself refuses ('.', '..', or .git in any spelling)")
             return
         top = rel.split("/")[0].casefold()
@@ -228,7 +151,7 @@ class _Judgement:
             elif rel in CONTROL:
                 self.keep_control(rel, f"{rel}: {self.label} removes it; kept as fsmem makes it")
             return
-        problem = _name_problem(rel)
+        problem = name_problem(rel)
         if problem:
             self.refuse(change, rel, problem)
         elif any(part.casefold() == STATE_DIR for part in rel.split("/")):
@@ -245,9 +168,9 @@ class _Judgement:
             else:
                 self.read_config(change)
         elif rel in CONTROL:
-            if self.theirs.entry(change.path) != (FILE_MODE, _canonical_id(repo, rel)):
+            if self.theirs.entry(change.path) != (FILE_MODE, canonical_id(repo, rel)):
                 self.keep_control(rel, f"{rel}: {self.label} changed it; kept as fsmem makes it (fsmem's own file)")
-        elif _is_control_name(rel):
+        elif is_control_name(rel):
             self.edits[change.path] = None
             self.notes.append(f"{shown(rel)}: {self.label} adds it; left out (fsmem writes its own at the root only)")
 
@@ -259,32 +182,37 @@ class _Judgement:
         target = self.theirs.link(change.oid)
         if target is None:
             return "a symbolic link whose target is not a plain path"
-        where = _follow(self.theirs, change.path, target)
+        where = follow(self.theirs, change.path, target)
         inside = None if where is None else self.repo.in_memory(where + "/")
         if inside is None:
             return f"a symbolic link that leads outside the memory (to {shown(target[:200])})"
         inside = inside.rstrip("/")
         if not inside:
             return "a symbolic link to the memory's own folder"
-        if _is_control_target(inside):
+        if is_control_target(inside):
             return f"a symbolic link that leads to {shown(inside)}, which is fsmem's or git's own"
         return None
 
     def read_config(self, change: Change) -> None:
         """Parse the remote's fsmem.yaml (a refusal when it cannot be read) and list the settings it changes."""
         ours = self.ours.entry(change.path)
-        theirs = (change.mode, change.oid) if change.mode != GONE else None
-        if self.head is None or (theirs is not None and ours is not None and theirs[1] == ours[1]):
-            return  # the first commits a clone takes are the ones a person chose to clone; or no change
+        theirs = change.oid if change.mode != GONE else None
+        if self.head is None or theirs == (ours[1] if ours else None):
+            return  # the first commits a clone takes are the ones a person chose to clone; or nothing changes here
+        where = f"{self.label}'s {CONFIG_FILE}"
+        data = self.theirs.blob(theirs, MAX_CONFIG_BYTES) if theirs else b""
         try:
-            new = parse_config(self.theirs.blob(change.oid), f"{self.label}'s {CONFIG_FILE}") if theirs else {}
+            if data is None:
+                raise ConfigError(f"{where} is larger than {MAX_CONFIG_BYTES // 1024} KiB")
+            new = parse_config(data, where) if theirs else {}
         except ConfigError as exc:
             self.refuse(change, CONFIG_FILE, f"which cannot be read ({exc})")
             return
-        old_tree = _Tree(self.repo, self.base_tree) if self.base else self.ours
+        old_tree = Tree(self.repo, self.base_tree) if self.base else self.ours
         old_entry = old_tree.entry(change.path)
+        old_data = old_tree.blob(old_entry[1], MAX_CONFIG_BYTES) if old_entry else b""
         try:
-            old = parse_config(old_tree.blob(old_entry[1]), CONFIG_FILE) if old_entry else {}
+            old = parse_config(old_data, CONFIG_FILE) if old_data else {}
         except ConfigError:
             old = {}
         self.config_changes = trust_config.changes(old, new)
@@ -316,7 +244,7 @@ class _Judgement:
             "diff-tree", "--stdin", "-r", "-z", "--raw", "--no-renames", "-m", "--root", input=commits
         )
         current = ""
-        for header, path in _raw_entries(proc.stdout):
+        for header, path in raw_entries(proc.stdout):
             if path is None:
                 current = header
             elif path in wanted and path not in found:
@@ -367,7 +295,7 @@ def repair_clone(repo: Repo, author: journal.Author, notes: list[str]) -> None:
     if head is None or tree is None:
         return
     judged = _Judgement(repo, "this clone", (head, tree), (None, tree), None)
-    for change in _diff(repo, None, tree):
+    for change in diff(repo, None, tree):
         judged.judge(change)
     if not judged.refused:
         return
@@ -381,7 +309,7 @@ def repair_clone(repo: Repo, author: journal.Author, notes: list[str]) -> None:
         as_cloned = os.path.islink(full) or (
             full.is_file() and entry is not None and repo.store.id_of("blob", full.read_bytes()) == entry[1]
         )
-        if _name_problem(repo.in_memory(item.path) or item.path) is None and as_cloned:
+        if name_problem(repo.in_memory(item.path) or item.path) is None and as_cloned:
             os.unlink(full)  # what git clone wrote; a file this host has changed since stays, untracked
         notes.append(f"{item.shown}: {item.reason}; removed from this clone's history and disk")
     if not blobs:
@@ -450,142 +378,3 @@ def _clear(repo: Repo) -> None:
         os.unlink(Path(repo.root, STATE_DIR, "history", RECORD))
     except FileNotFoundError:
         pass
-
-
-# -- trees and names ---------------------------------------------------------------------------------------------
-class _Tree:
-    """Entries of one commit's tree by path, read through the repository's cat-file (trees cached by id)."""
-
-    def __init__(self, repo: Repo, tree: str | None):
-        self.repo, self.tree = repo, tree
-
-    def entry(self, path: str, folders: bool = False) -> Entry | None:
-        if self.tree is None:
-            return None
-        current: Entry = (TREE_MODE, self.tree)
-        for part in path.split("/"):
-            if current[0] != TREE_MODE:
-                return None
-            found = self.repo.read_tree(current[1]).get(part)
-            if found is None:
-                return None
-            current = found
-        return current if folders or current[0] != TREE_MODE else None
-
-    def blob(self, oid: str, limit: int = 1 << 20) -> bytes:
-        size = int(self.repo.git.text("cat-file", "-s", oid).strip() or 0)
-        if size > limit:
-            return b"x" * (limit + 1)  # longer than any reader here takes: refused by its own size rule
-        found = self.repo.reader.get(oid)
-        return found[2] if found is not None else b""
-
-    def link(self, oid: str) -> str | None:
-        """A link's target, when it is a plain path (text, no control character, at most MAX_LINK_BYTES)."""
-        data = self.blob(oid, MAX_LINK_BYTES)
-        if len(data) > MAX_LINK_BYTES or not data:
-            return None
-        target = data.decode("utf-8", "surrogateescape")
-        if text_problem(target) or any(ord(char) < 32 or ord(char) == 127 for char in target):
-            return None
-        return target
-
-
-def _follow(tree: _Tree, path: str, target: str) -> str | None:
-    """The repository path a link at `path` leads to, following links in the same tree; None when it leads out
-    of the repository, is absolute, or loops."""
-    if target.startswith("/"):
-        return None
-    parts = path.split("/")[:-1]
-    pending = target.split("/")
-    hops = 0
-    while pending:
-        part = pending.pop(0)
-        if part in ("", "."):
-            continue
-        if part == "..":
-            if not parts:
-                return None
-            parts.pop()
-            continue
-        parts.append(part)
-        entry = tree.entry("/".join(parts))
-        if entry is not None and entry[0] == LINK:
-            hops += 1
-            inner = tree.link(entry[1])
-            if hops > MAX_HOPS or inner is None or inner.startswith("/"):
-                return None
-            parts.pop()
-            pending = inner.split("/") + pending
-    return "/".join(parts)
-
-
-def _git_refuses(part: str) -> bool:
-    return part in ("", ".", "..") or part.casefold().rstrip(". ") == ".git"
-
-
-def _name_problem(rel: str) -> str | None:
-    """Why a memory-relative path from a remote cannot be stored here: what `fsmem.store.paths` refuses in a name
-    (hidden names aside: a remote may send `.obsidian/`), and what git itself refuses."""
-    parts = rel.split("/")
-    if len(parts) > MAX_DEPTH or len(rel.encode("utf-8", "surrogateescape")) > MAX_PATH_BYTES:
-        return f"a path deeper than {MAX_DEPTH} folders or longer than {MAX_PATH_BYTES} bytes, which fsmem refuses"
-    for part in parts:
-        if part in ("", ".", ".."):
-            return "a name no file can have ('.', '..' or empty)"
-        if part.casefold().rstrip(". ") == ".git":
-            return "a name fsmem refuses (.git, in any spelling, is git's own folder)"
-        problem = stored_name_problem(part)
-        if problem:
-            return f"a name fsmem refuses (it {problem})"
-    return None
-
-
-def _is_control_name(rel: str) -> bool:
-    """A `.gitattributes` or `.gitignore` other than fsmem's own (another spelling, or in a folder of memory files)."""
-    parts = rel.split("/")
-    return parts[-1].casefold() in CONTROL and all(not part.startswith(".") for part in parts[:-1])
-
-
-def _is_control_target(inside: str) -> bool:
-    parts = [part.casefold() for part in inside.split("/")]
-    return parts[0] == CONFIG_FILE or any(
-        part.rstrip(". ") == ".git" or part == STATE_DIR or part in CONTROL for part in parts
-    )
-
-
-def _canonical_id(repo: Repo, rel: str) -> str:
-    return repo.store.id_of("blob", canonical(rel))
-
-
-def _tree_id(commit_body: bytes) -> str:
-    return commit_body.split(b"\n", 1)[0].split()[1].decode()
-
-
-def _diff(repo: Repo, old_tree: str | None, new_tree: str) -> list[Change]:
-    """Every path that differs between two trees (git diff-tree -r: files, links and submodules; not folders)."""
-    empty = repo.store.id_of("tree", b"")
-    proc = repo.git.run("diff-tree", "-r", "-z", "--raw", "--no-renames", old_tree or empty, new_tree)
-    changes = []
-    for header, path in _raw_entries(proc.stdout):
-        if path is not None:
-            fields = header.split()
-            changes.append(Change(path, fields[1], fields[3], fields[4][:1]))
-    return changes
-
-
-def _raw_entries(output: bytes) -> list[tuple[str, str | None]]:
-    """`git diff-tree -z --raw` output as (':modes ids status', path) pairs, and (commit id, None) where
-    `--stdin` names the commit that follows; read in order, so a path that looks like either is a path."""
-    items = output.split(b"\0")
-    out: list[tuple[str, str | None]] = []
-    index = 0
-    while index < len(items):
-        item = items[index]
-        if item.startswith(b":") and index + 1 < len(items):
-            out.append((item[1:].decode(), items[index + 1].decode("utf-8", "surrogateescape")))
-            index += 2
-            continue
-        if item:
-            out.append((item.decode("ascii", "replace").strip(), None))
-        index += 1
-    return out
