@@ -290,6 +290,31 @@ def test_a_pushed_merge_union_is_not_taken_and_facts_still_merge_through_fsmems_
         assert (root / ".gitattributes").read_text() == CANONICAL[".gitattributes"]
 
 
+def test_a_gitignore_shared_with_a_vault_takes_a_remotes_lines_and_keeps_fsmems(world):
+    """A memory that is also an editor's vault: its .gitignore holds the vault's lines too. A remote's change to
+    them is taken as git takes it; fsmem's lines, which a remote drops, are added back; fsmem init --git on such
+    a folder keeps the lines it found."""
+    vault = Memory.init(world.base / "vault").root
+    (vault / ".gitignore").write_text(".obsidian/workspace.json\n")
+    Memory.init(vault, git=True)
+    assert (vault / ".gitignore").read_text() == ".obsidian/workspace.json\n" + CANONICAL[".gitignore"]
+    ignore = world.hostile / ".gitignore"
+    ignore.write_text(".obsidian/workspace.json\n" + CANONICAL[".gitignore"])
+    push(world.hostile, "the vault's own line")
+    assert sync(world.victim).returncode == 0  # fsmem's own file here: kept as fsmem writes it
+    assert (world.victim / ".gitignore").read_text() == CANONICAL[".gitignore"]
+    (world.victim / ".gitignore").write_text(".trash/\n" + CANONICAL[".gitignore"])  # now shared with a vault
+    assert sync(world.victim).returncode == 0
+    git(world.hostile, "pull", "-q", "--no-rebase", "origin", "main")
+    ignore.write_text(".trash/\n.obsidian/cache\n")  # a colleague's vault lines, and fsmem's dropped
+    push(world.hostile, "vault lines")
+    out = sync(world.victim)
+    assert out.returncode == 0, out.stderr
+    assert ".gitignore: origin/main dropped fsmem's lines from it; taken with them added back" in out.stdout
+    assert (world.victim / ".gitignore").read_text() == ".trash/\n.obsidian/cache\n" + CANONICAL[".gitignore"]
+    assert git(world.origin, "show", "main:.gitignore") == (world.victim / ".gitignore").read_text()
+
+
 def test_a_memory_in_a_larger_repository_stays_clean_whatever_the_projects_attributes_say(tmp_path):
     """The project's own .gitattributes lies outside the memory and passes as git has it; host-local rules
     ($GIT_DIR/info/attributes) keep the memory's files byte for byte all the same."""

@@ -1,7 +1,7 @@
 """Host-local rules: what fsmem writes on this host for git, never synced, whatever a remote sends.
 
-fsmem's own `.gitattributes` and `.gitignore` at the memory's root (the same
-bytes on every host, written without following a link), fsmem's block in
+fsmem's lines in `.gitattributes` and `.gitignore` at the memory's root
+(written without following a link), fsmem's block in
 `$GIT_DIR/info/attributes` (which git never syncs and which outranks every
 `.gitattributes`, so memory files stay byte for byte and on fsmem's merge
 driver whatever a tree says), and no `.fsmem` link. `fsmem.history.trust`
@@ -61,11 +61,11 @@ def write_info_attributes(repo: Repo) -> None:
 
 
 def write_control_files(root: Path, notes: list[str]) -> None:
-    """`.gitattributes` and `.gitignore` at the root as fsmem writes them; a link there is replaced, never read
-    or written through, and a file that says something else is rewritten (each said in `notes`)."""
+    """`.gitattributes` and `.gitignore` at the root with fsmem's lines: a link there is replaced (never read or
+    written through, and said in `notes`); a file is given the lines it lacks, its other lines kept."""
     for name in CONTROL:
         path = root / name
-        want = canonical(name)
+        have = b""
         if os.path.islink(path):
             notes.append(f"{name}: was a symbolic link (to {shown(os.readlink(path))}); replaced by fsmem's own")
             os.unlink(path)
@@ -75,17 +75,28 @@ def write_control_files(root: Path, notes: list[str]) -> None:
             )
         elif path.is_file():
             have = path.read_bytes()
-            if have == want:
-                continue
-            extra = [line for line in have.decode("utf-8", "replace").splitlines() if line not in CONTROL[name]]
-            if extra:
-                info = "exclude" if name == ".gitignore" else "attributes"
-                notes.append(
-                    f"{name}: rewritten as fsmem writes it (it also said {shown(extra[0])}"
-                    f"{f' and {len(extra) - 1} more line(s)' if len(extra) > 1 else ''}); this host's own "
-                    f"patterns go in .git/info/{info}, which is never synced"
-                )
-        atomic_write(path, want)
+        want = with_fsmem_lines(name, have)
+        if want != have:
+            atomic_write(path, want)
+
+
+def with_fsmem_lines(name: str, data: bytes) -> bytes:
+    """`data` with fsmem's lines that it lacks added at its end (fsmem's own bytes when it is empty)."""
+    text = data.decode("utf-8", "surrogateescape")
+    missing = [line for line in CONTROL[name] if line not in text.splitlines()]
+    if not missing:
+        return data
+    if text and not text.endswith("\n"):
+        text += "\n"
+    return (text + "\n".join(missing) + "\n").encode("utf-8", "surrogateescape")
+
+
+def is_fsmem_alone(data: bytes | None, name: str) -> bool:
+    """A control file that holds fsmem's lines and nothing else (or is not there): fsmem's own, kept exactly so.
+    One that also holds lines of a project or a vault around the memory is shared with them."""
+    return data is None or not [
+        line for line in data.decode("utf-8", "replace").splitlines() if line.strip() and line not in CONTROL[name]
+    ]
 
 
 def remove_state_link(root: Path, notes: list[str]) -> None:

@@ -29,7 +29,14 @@ from typing import Any
 from fsmem.config import CONFIG_FILE, MAX_CONFIG_BYTES, STATE_DIR, parse_config
 from fsmem.errors import ConfigError, ConfigHeld, HistoryError, SyncRefused
 from fsmem.history import journal, trust_config
-from fsmem.history.host_rules import CONTROL, canonical, canonical_id, write_info_attributes
+from fsmem.history.host_rules import (
+    CONTROL,
+    canonical,
+    canonical_id,
+    is_fsmem_alone,
+    with_fsmem_lines,
+    write_info_attributes,
+)
 from fsmem.history.incoming import (
     BLOB_MODES,
     GONE,
@@ -52,6 +59,7 @@ from fsmem.store.files import atomic_write
 from fsmem.store.paths import shown
 
 RECORD = "trust.json"  # under .fsmem/history/: what the last sync held or refused, for `fsmem check`
+MAX_CONTROL_BYTES = 1 << 20  # a .gitignore or .gitattributes larger than this is no one's rules
 
 
 @dataclass
@@ -131,6 +139,7 @@ class _Judgement:
         self.notes: list[str] = []
         self.config: Change | None = None
         self.config_changes: list[trust_config.SettingChange] = []
+        self._alone: dict[str, bool] = {}
 
     def refuse(self, change: Change, rel: str | None, reason: str) -> None:
         self.refused.append(Refusal(change.path, shown(rel if rel is not None else change.path), reason, change.status))
@@ -168,11 +177,37 @@ class _Judgement:
             else:
                 self.read_config(change)
         elif rel in CONTROL:
-            if self.theirs.entry(change.path) != (FILE_MODE, canonical_id(repo, rel)):
-                self.keep_control(rel, f"{rel}: {self.label} changed it; kept as fsmem makes it (fsmem's own file)")
-        elif is_control_name(rel):
+            self.judge_control(change, rel)
+        elif is_control_name(rel) and self.fsmem_alone(rel.rsplit("/", 1)[-1].lower()):
             self.edits[change.path] = None
             self.notes.append(f"{shown(rel)}: {self.label} adds it; left out (fsmem writes its own at the root only)")
+
+    def judge_control(self, change: Change, rel: str) -> None:
+        """A remote's `.gitattributes` or `.gitignore` at the root. Where this host's holds fsmem's lines alone
+        (a memory of its own), a change is never taken: it stays as fsmem writes it, the same bytes on every
+        host. Where it also holds a project's or a vault's lines, the remote's is taken as git takes it, with
+        fsmem's lines added back if it dropped them. Either way host_rules' info/attributes decides how
+        memory files are stored and merged."""
+        if self.fsmem_alone(rel):
+            if change.oid != canonical_id(self.repo, rel):
+                self.keep_control(rel, f"{rel}: {self.label} changed it; kept as fsmem makes it (fsmem's own file)")
+            return
+        theirs = self.theirs.blob(change.oid, MAX_CONTROL_BYTES)
+        if theirs is None:
+            self.refuse(change, rel, f"larger than {MAX_CONTROL_BYTES // 1024} KiB, which fsmem does not take")
+            return
+        kept = with_fsmem_lines(rel, theirs)
+        if kept != theirs:
+            self.edits[change.path] = (FILE_MODE, self.repo.store.write("blob", kept))
+            self.notes.append(f"{rel}: {self.label} dropped fsmem's lines from it; taken with them added back")
+
+    def fsmem_alone(self, name: str) -> bool:
+        """Whether this host's `name` at the root (HEAD's) holds fsmem's lines alone: a memory of its own."""
+        if name not in self._alone:
+            ours = self.ours.entry(self.repo.in_repo(name))
+            mine = self.ours.blob(ours[1], MAX_CONTROL_BYTES) if ours and ours[0] in BLOB_MODES else None
+            self._alone[name] = is_fsmem_alone(mine, name)
+        return self._alone[name]
 
     def keep_control(self, rel: str, note: str) -> None:
         self.edits[self.repo.in_repo(rel)] = (FILE_MODE, self.repo.store.write("blob", canonical(rel)))
@@ -256,7 +291,7 @@ class _Judgement:
         """--repair: each refused path as this host has it (gone when it has none), in the commit on top."""
         for item in self.refused:
             rel = self.repo.in_memory(item.path)
-            if rel in CONTROL:
+            if rel in CONTROL and self.fsmem_alone(rel):
                 self.keep_control(rel, f"{rel}: kept as fsmem makes it")
             else:
                 self.edits[item.path] = self.ours.entry(item.path, folders=True)
