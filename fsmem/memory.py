@@ -477,7 +477,7 @@ class Memory:
             if message:
                 problems.append((meta.path, 1, message))
         if path is None and os.path.exists(os.path.join(self.root, STATE_DIR, "history", "trust.json")):
-            from fsmem.history.trust import recorded_problems  # what the last sync held or refused
+            from fsmem.history.trust_record import recorded_problems  # what the last sync held or refused
 
             problems += recorded_problems(self.root)
         problems.sort(key=lambda p: (p[0], p[1]))

@@ -20,11 +20,8 @@ precedence) keeps memory files and fsmem's own files byte for byte, unfiltered, 
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 from fsmem.config import CONFIG_FILE, MAX_CONFIG_BYTES, STATE_DIR, parse_config
 from fsmem.errors import ConfigError, ConfigHeld, HistoryError, SyncRefused
@@ -55,10 +52,9 @@ from fsmem.history.incoming import (
 )
 from fsmem.history.repo import Repo
 from fsmem.history.trees import FILE_MODE, Entry, TreeEditor
-from fsmem.store.files import atomic_write
+from fsmem.history.trust_record import clear, load, save
 from fsmem.store.paths import shown
 
-RECORD = "trust.json"  # under .fsmem/history/: what the last sync held or refused, for `fsmem check`
 MAX_CONTROL_BYTES = 1 << 20  # a .gitignore or .gitattributes larger than this is no one's rules
 
 
@@ -95,14 +91,14 @@ def admit(repo: Repo, theirs: str, label: str, *, accept_config: bool = False, r
     head, head_tree = repo.head(repo.reader)
     base = (repo.git.text("merge-base", head, other, check=False).strip() or None) if head else None
     if head == other or base == other:
-        _clear(repo)
+        clear(repo)
         return Admitted(other)  # nothing new from the remote
     judged = _Judgement(repo, label, (other, tree_id(found[2])), (head, head_tree), base)
     for change in diff(repo, judged.base_tree, judged.other_tree):
         judged.judge(change)
     if judged.refused and not repair:
         judged.name_commits()
-        _save(repo, {"remote": label, "refused": [vars(item) for item in judged.refused]})
+        save(repo, {"remote": label, "refused": [vars(item) for item in judged.refused]})
         first = judged.refused[0].text()
         more = len(judged.refused) - 1
         them = "it" if not more else "them"
@@ -115,7 +111,7 @@ def admit(repo: Repo, theirs: str, label: str, *, accept_config: bool = False, r
         judged.repair()
     if judged.config is not None:
         judged.settle_config(accept_config)
-    _clear(repo)
+    clear(repo)
     if not judged.edits:
         return Admitted(other, judged.notes)
     return Admitted(judged.commit_on_top(), judged.notes)
@@ -257,7 +253,7 @@ class _Judgement:
         """Take the remote's fsmem.yaml (said in the notes) or hold it: ConfigHeld, recorded for `fsmem check`."""
         assert self.config is not None
         found, blob = self.config_changes, self.config.oid
-        shown_before = (_load(self.repo).get("held") or {}).get("blob")
+        shown_before = (load(self.repo).get("held") or {}).get("blob")
         policy = self.repo.git.text("config", "--get", trust_config.ACCEPT_KEY, check=False).strip().lower()
         decision = trust_config.decide(found, policy=policy, accepted=accept_config and shown_before == blob)
         if decision.take:
@@ -266,7 +262,7 @@ class _Judgement:
             )
             return
         texts = [change.text() for change in found]
-        _save(self.repo, {"remote": self.label, "held": {"blob": blob, "commit": self.other, "changes": texts}})
+        save(self.repo, {"remote": self.label, "held": {"blob": blob, "commit": self.other, "changes": texts}})
         again = accept_config and shown_before is not None
         raise ConfigHeld(trust_config.held_message(self.label, str(self.repo.root), found, decision, again=again))
 
@@ -356,60 +352,3 @@ def repair_clone(repo: Repo, author: journal.Author, notes: list[str]) -> None:
     if not repo.git.run("ls-files", "-z").stdout:  # the clone's checkout failed on a name git refuses
         repo.git.run("read-tree", "--reset", "-u", "HEAD")
         notes.append("checked out the files the clone could not (its checkout had stopped at a refused name)")
-
-
-# -- what `fsmem check` reports ----------------------------------------------------------------------------------
-def recorded_problems(root: Path) -> list[tuple[str, int, str]]:
-    """What the last sync held or refused, as check's problems (path, line, message); cleared by the next sync
-    that gets past the boundary."""
-    data = _load_at(Path(root, STATE_DIR, "history", RECORD))
-    remote = str(data.get("remote") or "the remote")
-    problems = []
-    held = data.get("held") or {}
-    if held.get("changes"):
-        listed = ", ".join(str(text) for text in held["changes"][: trust_config.SHOWN_CHANGES])
-        problems.append(
-            (
-                CONFIG_FILE,
-                1,
-                f"the last fsmem sync held {remote}'s change of {listed}; review it, then run "
-                "fsmem sync --accept-config to take it",
-            )
-        )
-    for item in data.get("refused") or []:
-        problems.append(
-            (
-                str(item.get("shown")),
-                1,
-                f"the last fsmem sync refused it from {remote} (commit {str(item.get('commit'))[:12]}): "
-                f"{item.get('reason')}; fsmem sync --repair merges without it",
-            )
-        )
-    return problems
-
-
-def _record_path(repo: Repo) -> Path:
-    return repo.state() / RECORD
-
-
-def _save(repo: Repo, data: dict[str, object]) -> None:
-    atomic_write(_record_path(repo), json.dumps(data, ensure_ascii=False).encode("utf-8", "surrogateescape"))
-
-
-def _load(repo: Repo) -> dict[str, Any]:
-    return _load_at(_record_path(repo))
-
-
-def _load_at(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8", errors="surrogateescape"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _clear(repo: Repo) -> None:
-    try:
-        os.unlink(Path(repo.root, STATE_DIR, "history", RECORD))
-    except FileNotFoundError:
-        pass
