@@ -484,6 +484,12 @@ def main() -> None:
                 "consolidation killed at each write", ["", "tried", "converged"], [["kill points", *map(str, killed)]]
             )
         )
+    from hostile_sync import bench_sync_attacks, report as sync_report  # what a hostile clone pushes (issue 18)
+
+    started = time.monotonic()
+    sync_counts, sync_failures = bench_sync_attacks(work / "sync", args.time_limit)
+    print(sync_report(sync_counts, time.monotonic() - started))
+    file_failures += sync_failures
     for failure in tally.failures + file_failures:
         print("FAILED " + failure.replace("\n", "\\n"))
     summary = {
@@ -494,6 +500,8 @@ def main() -> None:
         "bad_file_kinds": len(kinds),
         "bad_file_commands_tried": commands,
         "bad_file_commands_answered": answered,
+        "sync_attacks_tried": sum(tried for tried, _ in sync_counts.values()),
+        "sync_attacks_held": sum(held for _, held in sync_counts.values()),
     }
     print(json.dumps(summary))
     if tally.failures or file_failures or (killed is not None and killed[0] != killed[1]):

@@ -36,20 +36,70 @@ STATE_DIR = ".fsmem"  # machine state: caches, logs, locks; never memory
 PARSED_COPY = "config.json"  # fsmem.yaml as parsed, under STATE_DIR
 
 
+# fsmem.yaml longer than this is refused: a configuration is a few kilobytes, and PyYAML's time grows with it.
+MAX_CONFIG_BYTES = 64 * 1024
+
+
 def _parse(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return parse_config(data, str(path))
+
+
+def first_alias(raw: str) -> int | None:
+    """The 0-based line of the first YAML anchor or alias in `raw`, or None.
+
+    Aliases let a few lines stand for gigabytes ("billion laughs"): every
+    reader of the value would expand it. Only text holding '&' or '*' is
+    scanned, event by event, without building anything. Front matter
+    (`fsmem.format.frontmatter`) and fsmem.yaml are both read so.
+    """
+    if "&" not in raw and "*" not in raw:
+        return None
     import yaml
 
+    for event in yaml.parse(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            return event.start_mark.line if event.start_mark is not None else 0
+    return None
+
+
+def parse_config(data: bytes, where: str) -> dict[str, Any]:
+    """fsmem.yaml's settings from its bytes, bounded as front matter is (`fsmem.format.frontmatter`): at most
+    MAX_CONFIG_BYTES, no anchors or aliases (a few lines of them stand for gigabytes), not nested past what
+    the parser can hold. `where` names the file in messages (a path, or a file a remote sent)."""
+    import yaml
+
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(
+            f"{where} is larger than {MAX_CONFIG_BYTES // 1024} KiB; fsmem reads no configuration that long"
+        )
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {path}: {exc}") from None
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"cannot read {where}: not UTF-8 (byte {exc.start})") from None
     try:
-        data = yaml.safe_load(text) or {}
+        alias = first_alias(text)
+        if alias is not None:
+            raise ConfigError(
+                f"{where}, line {alias + 1}: a YAML anchor or alias (& or *); fsmem does not expand them in its configuration"
+            )
+        loaded = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path} is not valid YAML: {exc}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path} must be a mapping of settings")
-    return data
+        reason = " ".join((getattr(exc, "problem", None) or str(exc)).split())
+        if "nesting depth" in reason:
+            raise ConfigError(f"{where} is nested too deeply to read") from None
+        mark = getattr(exc, "problem_mark", None)
+        at = f", line {mark.line + 1}," if mark is not None else ""
+        raise ConfigError(f"{where}{at} is not valid YAML: {reason}") from None
+    except RecursionError:
+        raise ConfigError(f"{where} is nested too deeply to read") from None
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"{where} must be a mapping of settings")
+    return loaded
 
 
 def _store_copy(path: Path, payload: dict[str, Any]) -> None:

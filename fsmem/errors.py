@@ -85,3 +85,11 @@ class HistoryError(FsmemError):
 
 class SyncFailed(FsmemError):
     """`fsmem sync` could not finish (no network to the remote, a push refused too often); nothing is lost."""
+
+
+class SyncRefused(SyncFailed):
+    """What a remote sent crosses the trust boundary (`fsmem.history.trust`): nothing was merged or pushed."""
+
+
+class ConfigHeld(SyncFailed):
+    """A remote changes fsmem.yaml: shown and held, nothing merged or pushed, until `fsmem sync --accept-config`."""

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from fsmem import format as fmt
 from fsmem.budget import Budget, check_offset
-from fsmem.config import CONFIG_FILE, Config
+from fsmem.config import CONFIG_FILE, STATE_DIR, Config
 from fsmem.deprecated import renamed, warn
 from fsmem.errors import (
     AlreadyExists,
@@ -476,6 +476,10 @@ class Memory:
             message = future_note_problem(meta.path, meta.front_matter, day)
             if message:
                 problems.append((meta.path, 1, message))
+        if path is None and os.path.exists(os.path.join(self.root, STATE_DIR, "history", "trust.json")):
+            from fsmem.history.trust_record import recorded_problems  # what the last sync held or refused
+
+            problems += recorded_problems(self.root)
         problems.sort(key=lambda p: (p[0], p[1]))
         return CheckResult(problems=problems, files=len(metas) + len(skipped))
 
@@ -800,11 +804,11 @@ class Memory:
         _journal().drain(repo, wait=True)  # what fsmem wrote is in the history before it is asked about
         return repo
 
-    def _setup_history(self, *, create: bool) -> None:
+    def _setup_history(self, *, create: bool, notes: list[str] | None = None) -> None:
         from fsmem.history import sync as _sync
 
         self.__dict__.pop("_repo", None)
-        _sync.setup(self.root, create=create, host=self.host_id, agent=self.agent)
+        _sync.setup(self.root, create=create, host=self.host_id, agent=self.agent, notes=notes)
         self.__dict__.pop("_repo", None)
         if self.history is None:
             raise StorageError(f"{self.root}: history could not be turned on (is the folder ignored by git?)")
@@ -958,9 +962,13 @@ class Memory:
         if after != before:
             result.changes.append(writing.Change("INDEX.md", before, after))
 
-    def sync(self, remote: str | None = None, *, setup: bool = False) -> SyncResult:
+    def sync(
+        self, remote: str | None = None, *, setup: bool = False, accept_config: bool = False, repair: bool = False
+    ) -> SyncResult:
         """Fetch, merge, consolidate and push, until the push goes through (bounded); `setup` only sets up this
-        clone (merge driver, .gitattributes, .gitignore) and commits that."""
+        clone (merge driver, .gitattributes, .gitignore; what `git clone` put there checked and repaired) and
+        commits that. What the remote sends crosses fsmem.history.trust first: `accept_config` takes the
+        fsmem.yaml change the last sync held; `repair` merges without what it refused."""
         from fsmem.history import sync as _sync
 
         self._require_writable()
@@ -968,8 +976,9 @@ class Memory:
         if remote is not None:
             check_text(remote, "the remote")
         if setup:
-            self._setup_history(create=False)
-            return _sync.SyncResult(remote=remote or "", setup=True)
+            notes: list[str] = []
+            self._setup_history(create=False, notes=notes)
+            return _sync.SyncResult(remote=remote or "", setup=True, boundary=notes)
         repo = self._require_history()
         return _sync.sync(
             repo,
@@ -978,6 +987,8 @@ class Memory:
             consolidate=lambda: self.consolidate(),
             index=lambda: self.index().changed,
             threshold_of=lambda: float(self.config.section("consolidate").get("near_duplicate_threshold", 90)),
+            accept_config=accept_config,
+            repair=repair,
         )
 
     # -- search and recall ----------------------------------------------------

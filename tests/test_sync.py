@@ -95,9 +95,12 @@ def test_a_file_changed_on_one_host_and_removed_on_the_other_stays_and_fsmem_yam
         config = root / "fsmem.yaml"
         config.write_text(config.read_text().replace("max_tokens: 2000", f"max_tokens: {value}", 1))
     S.fsmem(first, "sync")
-    out = S.fsmem(second, "sync", "--json")
+    held = S.fsmem(second, "sync", check=False)  # a remote's fsmem.yaml waits for a person (test_sync_trust.py)
+    assert held.returncode == 2 and "budgets.default.max_tokens 2000 -> 6000" in held.stderr
+    out = S.fsmem(second, "sync", "--accept-config", "--json")
     assert '"kept_ours": [\n    "fsmem.yaml"\n  ]' in out.stdout
-    S.fsmem(first, "sync")
+    assert S.fsmem(first, "sync", check=False).returncode == 2  # now the first host is shown 6000 -> 7000
+    S.fsmem(first, "sync", "--accept-config")
     assert (second / "topics/plan.md").read_text() == (first / "topics/plan.md").read_text()
     assert "- step: two" in (second / "topics/plan.md").read_text()
     assert (

@@ -92,11 +92,25 @@ def revert_cmd(ctx, rev, as_json):
 @click.option(
     "--setup",
     is_flag=True,
-    help="Only set this clone up: .gitignore, .gitattributes (merge=fsmem) and the merge driver in .git/config.",
+    help="Only set this clone up: .gitignore, .gitattributes (merge=fsmem) and the merge driver in .git/config; "
+    "what git clone put on disk (links, fsmem's own files, tracked .fsmem/ state) is checked and repaired.",
+)
+@click.option(
+    "--accept-config",
+    is_flag=True,
+    help="Take the change to fsmem.yaml that the last sync showed and held (a person's approval; see README Safety).",
+)
+@click.option(
+    "--repair",
+    is_flag=True,
+    help="Merge the remote without what the trust boundary refused, keeping this host's version of each "
+    "(a commit on top, which the push sends: the remote is repaired for every host).",
 )
 @output_option
 @click.pass_context
-def sync_cmd(ctx, remote, setup, as_json):
+def sync_cmd(ctx, remote, setup, accept_config, repair, as_json):
     """Fetch from REMOTE (default: the branch's remote, else origin), merge, consolidate and push, retrying until
-    the push goes through. Exit 0 when synced; 2 on error (no network: nothing is lost; another sync running)."""
-    emit(open_memory(ctx).sync(remote, setup=setup), as_json)
+    the push goes through. What the remote sends is checked first: fsmem.yaml changes are held until
+    --accept-config; links out, tracked .fsmem/ state and names fsmem refuses are refused (--repair). Exit 0
+    when synced; 2 on error (no network: nothing is lost; another sync running; held or refused)."""
+    emit(open_memory(ctx).sync(remote, setup=setup, accept_config=accept_config, repair=repair), as_json)

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
+from fsmem.config import first_alias
+
 
 @functools.cache
 def _yaml() -> SimpleNamespace:
@@ -157,7 +159,7 @@ def split(text: str) -> Document:
         return doc
     yaml = _yaml().module
     try:
-        alias = _first_alias(raw)
+        alias = first_alias(raw)
         if alias is not None:
             doc.problems.append(
                 Problem(alias + 2, "front matter uses a YAML anchor or alias (& or *); fsmem does not expand them")
@@ -184,22 +186,6 @@ def split(text: str) -> Document:
     doc.body = "".join(lines[closing + 1 :])
     doc.body_start_line = closing + 2
     return doc
-
-
-def _first_alias(raw: str) -> int | None:
-    """The 0-based line of the first anchor or alias in `raw`, or None.
-
-    Aliases let a few lines stand for gigabytes ("billion laughs"): every
-    reader of the value would expand it. Only text holding '&' or '*' is
-    scanned, event by event, without building anything.
-    """
-    if "&" not in raw and "*" not in raw:
-        return None
-    yaml = _yaml()
-    for event in yaml.module.parse(raw, Loader=yaml.safe_loader):
-        if isinstance(event, yaml.module.AliasEvent) or getattr(event, "anchor", None) is not None:
-            return event.start_mark.line
-    return None
 
 
 def _plain(value: Any) -> Any:

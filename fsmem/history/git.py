@@ -59,6 +59,8 @@ def settings() -> list[str]:
         "commit.gpgSign": "false",
         "merge.autoStash": "false",
         "gc.autoDetach": "false",
+        "submodule.recurse": "false",  # a remote's .gitmodules never makes fsmem's git fetch or check out anything
+        "log.mailmap": "false",  # nor does its .mailmap make `fsmem log --agent` match someone else's commits
     }
     return [arg for key, value in pairs.items() for arg in ("-c", f"{key}={value}")]
 

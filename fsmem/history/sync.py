@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from fsmem.errors import HistoryOff, LockTimeout, SyncFailed
-from fsmem.history import TURN_ON, git_marker, journal, worktree
+from fsmem.history import TURN_ON, git_marker, host_rules, journal, trust, worktree
 from fsmem.history.git import MERGE_DRIVER_NAME, CatFile, Git, driver_command, first_line
 from fsmem.history.merge import GENERATED, merge_text
 from fsmem.history.repo import Repo, discover
@@ -34,8 +34,6 @@ from fsmem.store.files import atomic_write, file_lock
 from fsmem.store.paths import is_memory_path
 
 SYNC_LOCK = "sync"
-IGNORED = (".fsmem/", ".fsmem-tmp-*")
-ATTRIBUTES = ("*.md merge=fsmem", "*.markdown merge=fsmem")
 
 
 @dataclass
@@ -52,6 +50,9 @@ class SyncResult:
     kept_both: list[str] = field(default_factory=list)  # documents where two versions of lines were kept
     kept_ours: list[str] = field(default_factory=list)  # other files both sides changed: this clone's kept
     consolidated: str | None = None
+    boundary: list[str] = field(
+        default_factory=list
+    )  # what the trust boundary kept, took or repaired (fsmem.history.trust)
     seconds: dict[str, float] = field(default_factory=dict)  # time spent fetching, merging, consolidating, pushing
 
     def add_time(self, phase: str, started: float) -> None:
@@ -62,11 +63,13 @@ class SyncResult:
 
     def to_text(self) -> str:
         if self.setup:
-            return "history set up: .gitignore, .gitattributes (merge=fsmem) and the merge driver in .git/config"
+            done = "history set up: .gitignore, .gitattributes (merge=fsmem) and the merge driver in .git/config"
+            return "\n".join([done, *self.boundary])
         where = f"{self.remote}/{self.branch}"
         lines = [f"{where}: {self.merged or 'nothing to merge'}; pushed after {self.attempts} attempt(s)"]
         if self.rejected:
             lines[0] += f" ({self.rejected} push(es) lost the race to another host and were retried)"
+        lines.extend(self.boundary)
         if self.consolidated:
             lines.append(self.consolidated.splitlines()[-2] if "\n" in self.consolidated else self.consolidated)
         for path in self.kept_both:
@@ -76,9 +79,12 @@ class SyncResult:
         return "\n".join(lines)
 
 
-def setup(root: Path, *, create: bool, host: str, agent: str | None) -> Repo:
+def setup(root: Path, *, create: bool, host: str, agent: str | None, notes: list[str] | None = None) -> Repo:
     """Give a memory history: a repository if it has none (with `create`), `.fsmem/` ignored, `.gitattributes`
-    naming the merge driver, the driver in the repository's config, and a commit of all that."""
+    naming the merge driver, the driver in the repository's config, and a commit of all that. On a clone,
+    what `git clone` put on disk is checked and repaired first (`trust.repair_clone`), said in `notes`."""
+    notes = [] if notes is None else notes
+    host_rules.remove_state_link(root, notes)  # before anything writes state (a lock) through it
     created = False
     repo = discover(root, host, {}) if git_marker(root) is not None else None
     if repo is None:  # no work tree around it, or one that ignores it: the memory gets its own repository
@@ -91,32 +97,21 @@ def setup(root: Path, *, create: bool, host: str, agent: str | None) -> Repo:
         repo = discover(root, host, {})
     if repo is None:
         raise HistoryOff(f"{root}: git init did not make a work tree there")
-    _ensure_lines(root / ".gitignore", IGNORED)
-    _ensure_lines(root / ".gitattributes", ATTRIBUTES)
+    host_rules.write_control_files(root, notes)
     repo.git.run("config", "merge.fsmem.name", MERGE_DRIVER_NAME)
     repo.git.run("config", "merge.fsmem.driver", driver_command())
+    host_rules.write_info_attributes(repo)
     with journal.commit_lock(repo):
         journal.drain_locked(repo)
         author = journal.author_of(agent)
         if created:
             worktree.commit_files(repo, worktree.changed_on_disk(repo), author, "init: a new fsmem memory with history")
         else:
+            trust.repair_clone(repo, author, notes)
             kept = [repo.in_repo(name) for name in (".gitignore", ".gitattributes")]
             worktree.commit_files(repo, kept, author, "history set up: .gitignore, .gitattributes (merge=fsmem)")
             worktree.commit_outside(repo)
     return repo
-
-
-def _ensure_lines(path: Path, wanted: tuple[str, ...]) -> None:
-    from fsmem.store.files import atomic_write
-
-    text = path.read_text(encoding="utf-8") if path.is_file() else ""
-    have = set(text.splitlines())
-    missing = [line for line in wanted if line not in have]
-    if missing:
-        if text and not text.endswith("\n"):
-            text += "\n"
-        atomic_write(path, (text + "\n".join(missing) + "\n").encode("utf-8"))
 
 
 def sync(
@@ -127,6 +122,8 @@ def sync(
     consolidate: Callable[[], Any],
     index: Callable[[], bool],
     threshold_of: Callable[[], float] = lambda: 90.0,
+    accept_config: bool = False,
+    repair: bool = False,
 ) -> SyncResult:
     git = repo.git
     branch = git.text("symbolic-ref", "--short", "-q", "HEAD", check=False).strip()
@@ -169,7 +166,10 @@ def sync(
                 with file_lock(repo.root):  # no fsmem write between committing what is here and merging
                     _commit_local(repo)
                     if git.run("rev-parse", "--verify", "-q", theirs, check=False).returncode == 0:
-                        _merge(repo, theirs, f"{remote}/{branch}", result, threshold)
+                        label = f"{remote}/{branch}"
+                        admitted = trust.admit(repo, theirs, label, accept_config=accept_config, repair=repair)
+                        result.boundary += [note for note in admitted.notes if note not in result.boundary]
+                        _merge(repo, admitted.tip, label, result, threshold)
                         if result.merged in ("fast-forward", "merged"):
                             index()
                 result.add_time("merge", started)

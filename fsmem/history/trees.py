@@ -110,6 +110,25 @@ class TreeEditor:
                 break
             folder = folder.rpartition("/")[0]
 
+    def put(self, path: str, entry: Entry | None) -> None:
+        """Put `entry` (mode and id: a file, a link, a folder) at `path` as it is, or remove what is there (None)."""
+        folder, _, name = path.rpartition("/")
+        entries = self._folder(folder, create=entry is not None)
+        if entries is None or (entry is None and name not in entries):
+            return
+        if entry is None:
+            del entries[name]
+        else:
+            entries[name] = entry
+        for inner in [f for f in self._folders if f == path or f.startswith(path + "/")]:
+            self._folders.pop(inner)  # what was read or changed under this name is no longer what is there
+            self._dirty.discard(inner)
+        while True:
+            self._dirty.add(folder)
+            if not folder:
+                break
+            folder = folder.rpartition("/")[0]
+
     def write(self) -> str:
         """Write the changed trees, deepest first, and return the new root tree's id."""
         for folder in sorted(self._dirty, key=lambda f: (-f.count("/") if f else 1, f)):

@@ -68,16 +68,25 @@ def shown(text: str) -> str:
 # -- the lexical rule --------------------------------------------------------------------
 def name_problem(name: str) -> str | None:
     """Why one component cannot be part of a memory path, or None."""
+    if name.startswith("."):
+        problem = stored_name_problem(name, length=False)
+        if problem:
+            return problem
+        if name.lower() == STATE_DIR:
+            return f"is inside {STATE_DIR}/, which holds machine state, not memory"
+        return f"is hidden ({shown(name)} starts with '.'); hidden files and folders such as .git/ are not memory"
+    return stored_name_problem(name)
+
+
+def stored_name_problem(name: str, *, length: bool = True) -> str | None:
+    """Why a name cannot be stored at all, hidden or not: a control character, not UTF-8, longer than
+    MAX_NAME_BYTES (with `length`). What `fsmem sync` refuses in a name a remote sends, too."""
     plain = name.isascii() and name.isprintable()  # the common case, checked at C speed: no control, valid text
     if not plain and _CONTROL.search(name):
         return "holds a control character (such as a newline or a tab)"
     if not plain and text_problem(name):
         return "is not valid text (not UTF-8)"
-    if name.startswith("."):
-        if name.lower() == STATE_DIR:
-            return f"is inside {STATE_DIR}/, which holds machine state, not memory"
-        return f"is hidden ({shown(name)} starts with '.'); hidden files and folders such as .git/ are not memory"
-    if len(name) > MAX_NAME_BYTES or (not plain and len(name.encode("utf-8")) > MAX_NAME_BYTES):
+    if length and (len(name) > MAX_NAME_BYTES or (not plain and len(name.encode("utf-8")) > MAX_NAME_BYTES)):
         return f"has a name longer than {MAX_NAME_BYTES} bytes"
     return None
 
@@ -368,5 +377,6 @@ __all__ = [
     "resolve",
     "shown",
     "size_problem",
+    "stored_name_problem",
     "text_problem",
 ]

@@ -1,0 +1,354 @@
+"""The trust boundary of `fsmem sync`: what a remote may change on this host, judged before anything is merged.
+
+A remote is another host's word, and that host may be buggy or hostile. After the fetch, and before
+`git merge` touches the work tree, the commits the fetch brought are read with plumbing (`git diff-tree`
+from the merge base to the fetched tip: each path with its mode and object) and judged here, once:
+
+- memory files, and the files the memory does not own (the rest of an enclosing repository,
+  `.obsidian/`, attachments), pass as git would pass them;
+- `.gitattributes` and `.gitignore` are fsmem's own: a remote's change to them is never taken (the
+  merge takes a commit on top of the remote's that holds them as fsmem writes them);
+- a change to fsmem.yaml is shown and held until a person accepts it (`fsmem.history.trust_config`);
+- refused, naming the commit and the file: anything under `.fsmem/`, a link that leads out of the
+  memory or to a control file, a submodule, a name fsmem refuses (`fsmem.store.paths`). `fsmem sync
+  --repair` then merges without them: a commit on top keeps this host's version of each.
+
+Whatever a tree says, `$GIT_DIR/info/attributes` (host-local, and above every `.gitattributes` in git's
+precedence) keeps memory files and fsmem's own files byte for byte, unfiltered, on fsmem's merge driver.
+`sync --setup` checks what `git clone` already put on disk the same way (`repair_clone`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from fsmem.config import CONFIG_FILE, MAX_CONFIG_BYTES, STATE_DIR, parse_config
+from fsmem.errors import ConfigError, ConfigHeld, HistoryError, SyncRefused
+from fsmem.history import journal, trust_config
+from fsmem.history.host_rules import (
+    CONTROL,
+    canonical,
+    canonical_id,
+    is_fsmem_alone,
+    with_fsmem_lines,
+    write_info_attributes,
+)
+from fsmem.history.incoming import (
+    BLOB_MODES,
+    GONE,
+    LINK,
+    SUBMODULE,
+    Change,
+    Tree,
+    diff,
+    follow,
+    git_refuses,
+    is_control_name,
+    is_control_target,
+    name_problem,
+    raw_entries,
+    tree_id,
+)
+from fsmem.history.repo import Repo
+from fsmem.history.trees import FILE_MODE, Entry, TreeEditor
+from fsmem.history.trust_record import clear, load, save
+from fsmem.store.paths import shown
+
+MAX_CONTROL_BYTES = 1 << 20  # a .gitignore or .gitattributes larger than this is no one's rules
+
+
+@dataclass
+class Refusal:
+    path: str
+    shown: str
+    reason: str
+    status: str
+    commit: str = ""
+
+    def text(self) -> str:
+        verb = "adds" if self.status == "A" else "changes"
+        return f"commit {self.commit[:12]} {verb} {self.shown}, {self.reason}"
+
+
+@dataclass
+class Admitted:
+    """What a sync merges: the remote's tip, or a commit on top of it; and what the boundary did."""
+
+    tip: str
+    notes: list[str] = field(default_factory=list)
+
+
+# -- the boundary -----------------------------------------------------------------------------------------
+def admit(repo: Repo, theirs: str, label: str, *, accept_config: bool = False, repair: bool = False) -> Admitted:
+    """Judge what `theirs` brings (since the merge base with HEAD) and say what to merge: SyncRefused or
+    ConfigHeld when it crosses the boundary, nothing merged or pushed; otherwise the tip to merge."""
+    write_info_attributes(repo)
+    found = repo.reader.get(theirs)
+    if found is None or found[1] != "commit":
+        raise HistoryError(f"{label} names no commit")
+    other = found[0]
+    head, head_tree = repo.head(repo.reader)
+    base = (repo.git.text("merge-base", head, other, check=False).strip() or None) if head else None
+    if head == other or base == other:
+        clear(repo)
+        return Admitted(other)  # nothing new from the remote
+    judged = _Judgement(repo, label, (other, tree_id(found[2])), (head, head_tree), base)
+    for change in diff(repo, judged.base_tree, judged.other_tree):
+        judged.judge(change)
+    if judged.refused and not repair:
+        judged.name_commits()
+        save(repo, {"remote": label, "refused": [vars(item) for item in judged.refused]})
+        first = judged.refused[0].text()
+        more = len(judged.refused) - 1
+        them = "it" if not more else "them"
+        raise SyncRefused(
+            f"{label} is refused: {first}{f' and {more} more (fsmem check lists them)' if more else ''}; "
+            f"nothing was merged or pushed. Repair: fsmem sync --repair merges {label} without {them} (a commit on top "
+            f"keeps this host's version; its push repairs the remote for every host)"
+        )
+    if judged.refused:
+        judged.repair()
+    if judged.config is not None:
+        judged.settle_config(accept_config)
+    clear(repo)
+    if not judged.edits:
+        return Admitted(other, judged.notes)
+    return Admitted(judged.commit_on_top(), judged.notes)
+
+
+class _Judgement:
+    """The incoming changes judged one by one, and what follows: refusals, edits on top, a config change."""
+
+    def __init__(
+        self, repo: Repo, label: str, other: tuple[str, str], head: tuple[str | None, str | None], base: str | None
+    ):
+        self.repo, self.label, self.base = repo, label, base
+        self.other, self.other_tree = other
+        self.head = head[0]
+        base_commit = repo.reader.get(base) if base else None
+        self.base_tree = tree_id(base_commit[2]) if base_commit else None
+        self.theirs = Tree(repo, self.other_tree)
+        self.ours = Tree(repo, head[1])
+        self.refused: list[Refusal] = []
+        self.edits: dict[str, Entry | None] = {}
+        self.notes: list[str] = []
+        self.config: Change | None = None
+        self.config_changes: list[trust_config.SettingChange] = []
+        self._alone: dict[str, bool] = {}
+
+    def refuse(self, change: Change, rel: str | None, reason: str) -> None:
+        self.refused.append(Refusal(change.path, shown(rel if rel is not None else change.path), reason, change.status))
+
+    def judge(self, change: Change) -> None:
+        repo = self.repo
+        rel = repo.in_memory(change.path)
+        if rel is None:  # the rest of an enclosing repository: as git would take it, but for what git refuses
+            if change.mode != GONE and repo.prefix.startswith(change.path + "/"):
+                self.refuse(change, None, "a file, link or submodule where the folder that holds the memory is")
+            elif change.mode != GONE and any(git_refuses(part) for part in change.path.split("/")):
+                self.refuse(change, None, "a name git itself refuses ('.', '..', or .git in any spelling)")
+            return
+        top = rel.split("/")[0].casefold()
+        if change.mode == GONE:
+            if rel == CONFIG_FILE:
+                self.read_config(change)
+            elif rel in CONTROL:
+                self.keep_control(rel, f"{rel}: {self.label} removes it; kept as fsmem makes it")
+            return
+        problem = name_problem(rel)
+        if problem:
+            self.refuse(change, rel, problem)
+        elif any(part.casefold() == STATE_DIR for part in rel.split("/")):
+            self.refuse(change, rel, f"fsmem's machine state ({STATE_DIR}/ is never tracked)")
+        elif change.mode == SUBMODULE:
+            self.refuse(change, rel, "a submodule (a link to another repository), which a memory never holds")
+        elif change.mode == LINK and (problem := self.link_problem(change)):
+            self.refuse(change, rel, problem)
+        elif top == CONFIG_FILE and rel != CONFIG_FILE:
+            self.refuse(change, rel, f"{CONFIG_FILE} in another spelling or as a folder, which fsmem never takes")
+        elif rel == CONFIG_FILE:
+            if change.mode not in BLOB_MODES:
+                self.refuse(change, rel, f"{CONFIG_FILE} as something other than a plain file")
+            else:
+                self.read_config(change)
+        elif rel in CONTROL:
+            self.judge_control(change, rel)
+        elif is_control_name(rel) and self.fsmem_alone(rel.rsplit("/", 1)[-1].lower()):
+            self.edits[change.path] = None
+            self.notes.append(f"{shown(rel)}: {self.label} adds it; left out (fsmem writes its own at the root only)")
+
+    def judge_control(self, change: Change, rel: str) -> None:
+        """A remote's `.gitattributes` or `.gitignore` at the root. Where this host's holds fsmem's lines alone
+        (a memory of its own), a change is never taken: it stays as fsmem writes it, the same bytes on every
+        host. Where it also holds a project's or a vault's lines, the remote's is taken as git takes it, with
+        fsmem's lines added back if it dropped them. Either way host_rules' info/attributes decides how
+        memory files are stored and merged."""
+        if self.fsmem_alone(rel):
+            if change.oid != canonical_id(self.repo, rel):
+                self.keep_control(rel, f"{rel}: {self.label} changed it; kept as fsmem makes it (fsmem's own file)")
+            return
+        theirs = self.theirs.blob(change.oid, MAX_CONTROL_BYTES)
+        if theirs is None:
+            self.refuse(change, rel, f"larger than {MAX_CONTROL_BYTES // 1024} KiB, which fsmem does not take")
+            return
+        kept = with_fsmem_lines(rel, theirs)
+        if kept != theirs:
+            self.edits[change.path] = (FILE_MODE, self.repo.store.write("blob", kept))
+            self.notes.append(f"{rel}: {self.label} dropped fsmem's lines from it; taken with them added back")
+
+    def fsmem_alone(self, name: str) -> bool:
+        """Whether this host's `name` at the root (HEAD's) holds fsmem's lines alone: a memory of its own."""
+        if name not in self._alone:
+            ours = self.ours.entry(self.repo.in_repo(name))
+            mine = self.ours.blob(ours[1], MAX_CONTROL_BYTES) if ours and ours[0] in BLOB_MODES else None
+            self._alone[name] = is_fsmem_alone(mine, name)
+        return self._alone[name]
+
+    def keep_control(self, rel: str, note: str) -> None:
+        self.edits[self.repo.in_repo(rel)] = (FILE_MODE, self.repo.store.write("blob", canonical(rel)))
+        self.notes.append(note)
+
+    def link_problem(self, change: Change) -> str | None:
+        target = self.theirs.link(change.oid)
+        if target is None:
+            return "a symbolic link whose target is not a plain path"
+        where = follow(self.theirs, change.path, target)
+        inside = None if where is None else self.repo.in_memory(where + "/")
+        if inside is None:
+            return f"a symbolic link that leads outside the memory (to {shown(target[:200])})"
+        inside = inside.rstrip("/")
+        if not inside:
+            return "a symbolic link to the memory's own folder"
+        if is_control_target(inside):
+            return f"a symbolic link that leads to {shown(inside)}, which is fsmem's or git's own"
+        return None
+
+    def read_config(self, change: Change) -> None:
+        """Parse the remote's fsmem.yaml (a refusal when it cannot be read) and list the settings it changes."""
+        ours = self.ours.entry(change.path)
+        theirs = change.oid if change.mode != GONE else None
+        if self.head is None or theirs == (ours[1] if ours else None):
+            return  # the first commits a clone takes are the ones a person chose to clone; or nothing changes here
+        where = f"{self.label}'s {CONFIG_FILE}"
+        data = self.theirs.blob(theirs, MAX_CONFIG_BYTES) if theirs else b""
+        try:
+            if data is None:
+                raise ConfigError(f"{where} is larger than {MAX_CONFIG_BYTES // 1024} KiB")
+            new = parse_config(data, where) if theirs else {}
+        except ConfigError as exc:
+            self.refuse(change, CONFIG_FILE, f"which cannot be read ({exc})")
+            return
+        old_tree = Tree(self.repo, self.base_tree) if self.base else self.ours
+        old_entry = old_tree.entry(change.path)
+        old_data = old_tree.blob(old_entry[1], MAX_CONFIG_BYTES) if old_entry else b""
+        try:
+            old = parse_config(old_data, CONFIG_FILE) if old_data else {}
+        except ConfigError:
+            old = {}
+        self.config_changes = trust_config.changes(old, new)
+        self.config = change if self.config_changes else None
+
+    def settle_config(self, accept_config: bool) -> None:
+        """Take the remote's fsmem.yaml (said in the notes) or hold it: ConfigHeld, recorded for `fsmem check`."""
+        assert self.config is not None
+        found, blob = self.config_changes, self.config.oid
+        shown_before = (load(self.repo).get("held") or {}).get("blob")
+        policy = self.repo.git.text("config", "--get", trust_config.ACCEPT_KEY, check=False).strip().lower()
+        decision = trust_config.decide(found, policy=policy, accepted=accept_config and shown_before == blob)
+        if decision.take:
+            self.notes.append(
+                f"{CONFIG_FILE}: took {self.label}'s change of {trust_config.listed(found)}, {decision.why}"
+            )
+            return
+        texts = [change.text() for change in found]
+        save(self.repo, {"remote": self.label, "held": {"blob": blob, "commit": self.other, "changes": texts}})
+        again = accept_config and shown_before is not None
+        raise ConfigHeld(trust_config.held_message(self.label, str(self.repo.root), found, decision, again=again))
+
+    def name_commits(self) -> None:
+        """Each refused path gets the newest incoming commit that set it, from one walk of those commits."""
+        wanted = {item.path for item in self.refused}
+        found: dict[str, str] = {}
+        commits = self.repo.git.run("rev-list", self.other, *(["--not", self.head] if self.head else [])).stdout
+        proc = self.repo.git.run(
+            "diff-tree", "--stdin", "-r", "-z", "--raw", "--no-renames", "-m", "--root", input=commits
+        )
+        current = ""
+        for header, path in raw_entries(proc.stdout):
+            if path is None:
+                current = header
+            elif path in wanted and path not in found:
+                found[path] = current
+        for item in self.refused:
+            item.commit = found.get(item.path, self.other)
+
+    def repair(self) -> None:
+        """--repair: each refused path as this host has it (gone when it has none), in the commit on top."""
+        for item in self.refused:
+            rel = self.repo.in_memory(item.path)
+            if rel in CONTROL and self.fsmem_alone(rel):
+                self.keep_control(rel, f"{rel}: kept as fsmem makes it")
+            else:
+                self.edits[item.path] = self.ours.entry(item.path, folders=True)
+            if rel == CONFIG_FILE:
+                self.config = None
+        names = ", ".join(item.shown for item in self.refused[:5]) + (
+            f" and {len(self.refused) - 5} more" if len(self.refused) > 5 else ""
+        )
+        self.notes.append(
+            f"repaired {self.label}: {names} kept as this host has them, in a commit on top; the push sends it"
+        )
+
+    def commit_on_top(self) -> str:
+        editor = TreeEditor(self.repo.read_tree, self.repo.write_tree, self.other_tree)
+        done: list[str] = []
+        for path in sorted(self.edits):
+            if not any(path.startswith(folder + "/") for folder in done):
+                editor.put(path, self.edits[path])
+                done.append(path)
+        tree = editor.write()
+        now = journal.clock()
+        stamp = f"{int(now.timestamp())} {now.strftime('%z') or '+0000'}"
+        who = f"fsmem sync <fsmem@{self.repo.host}> {stamp}"
+        message = f"fsmem sync: {self.label} as this host takes it\n\n" + "\n".join(self.notes)
+        body = f"tree {tree}\nparent {self.other}\nauthor {who}\ncommitter {who}\n\n{message}\n"
+        return self.repo.store.write("commit", body.encode("utf-8", "surrogateescape"))
+
+
+# -- setup: what `git clone` put on disk ------------------------------------------------------------------------
+def repair_clone(repo: Repo, author: journal.Author, notes: list[str]) -> None:
+    """HEAD as `git clone` made it, judged as a remote's commits are; what is refused is removed from the history
+    (one commit) and from disk where it is as the clone wrote it. Caller holds the commit lock."""
+    from fsmem.history import worktree
+
+    head, tree = repo.head(repo.reader)
+    if head is None or tree is None:
+        return
+    judged = _Judgement(repo, "this clone", (head, tree), (None, tree), None)
+    for change in diff(repo, None, tree):
+        judged.judge(change)
+    if not judged.refused:
+        return
+    blobs: dict[str, str | None] = {}
+    for item in judged.refused:
+        if repo.in_memory(item.path) in CONTROL:
+            continue  # rewritten on disk and committed by setup as fsmem's own
+        blobs[item.path] = None
+        full = repo.top / item.path
+        entry = judged.theirs.entry(item.path)
+        as_cloned = os.path.islink(full) or (
+            full.is_file() and entry is not None and repo.store.id_of("blob", full.read_bytes()) == entry[1]
+        )
+        if name_problem(repo.in_memory(item.path) or item.path) is None and as_cloned:
+            os.unlink(full)  # what git clone wrote; a file this host has changed since stays, untracked
+        notes.append(f"{item.shown}: {item.reason}; removed from this clone's history and disk")
+    if not blobs:
+        return
+    removed = ", ".join(sorted(repo.in_memory(path) or path for path in blobs))
+    worktree.commit_blobs(
+        repo, blobs, author, f"history set up: removed what fsmem never takes from a remote: {removed}"
+    )
+    if not repo.git.run("ls-files", "-z").stdout:  # the clone's checkout failed on a name git refuses
+        repo.git.run("read-tree", "--reset", "-u", "HEAD")
+        notes.append("checked out the files the clone could not (its checkout had stopped at a refused name)")
