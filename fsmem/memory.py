@@ -800,14 +800,16 @@ class Memory:
         _journal().drain(repo, wait=True)  # what fsmem wrote is in the history before it is asked about
         return repo
 
-    def _setup_history(self, *, create: bool) -> None:
+    def _setup_history(self, *, create: bool) -> str:
+        """Set history up (fsmem.history.sync.setup); returns what was found of the remote's branches."""
         from fsmem.history import sync as _sync
 
         self.__dict__.pop("_repo", None)
-        _sync.setup(self.root, create=create, host=self.host_id, agent=self.agent)
+        _, found = _sync.setup(self.root, create=create, host=self.host_id, agent=self.agent)
         self.__dict__.pop("_repo", None)
         if self.history is None:
             raise StorageError(f"{self.root}: history could not be turned on (is the folder ignored by git?)")
+        return found
 
     def _history_path(self, path: str | None, what: str) -> str | None:
         """The memory path a history query narrows to; a scoped agent must name one wholly in its scope."""
@@ -938,8 +940,8 @@ class Memory:
         if remote is not None:
             check_text(remote, "the remote")
         if setup:
-            self._setup_history(create=False)
-            return _sync.SyncResult(remote=remote or "", setup=True)
+            found = self._setup_history(create=False)
+            return _sync.SyncResult(remote=remote or "", setup=True, found=found)
         repo = self._require_history()
         return _sync.sync(
             repo,
