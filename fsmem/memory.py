@@ -476,6 +476,10 @@ class Memory:
             message = future_note_problem(meta.path, meta.front_matter, day)
             if message:
                 problems.append((meta.path, 1, message))
+        if path is None and self.scope is None and self.history is not None:  # what a killed git or fsmem left
+            from fsmem.history import recovery
+
+            problems += recovery.problems(self.history)
         problems.sort(key=lambda p: (p[0], p[1]))
         return CheckResult(problems=problems, files=len(metas) + len(skipped))
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from fsmem.errors import HistoryOff, LockTimeout, SyncFailed
-from fsmem.history import TURN_ON, git_marker, journal, remote as remotes, worktree
+from fsmem.history import TURN_ON, git_marker, journal, recovery, remote as remotes, worktree
 from fsmem.history.git import MERGE_DRIVER_NAME, CatFile, Git, driver_command, first_line
 from fsmem.history.merge import GENERATED, merge_text
 from fsmem.history.repo import Repo, discover
@@ -34,6 +34,7 @@ from fsmem.store.files import atomic_write, file_lock
 from fsmem.store.paths import is_memory_path
 
 SYNC_LOCK = "sync"
+RECOVERY_WAIT = 10.0  # seconds a sync waits for a live git holding a lock it needs
 IGNORED = (".fsmem/", ".fsmem-tmp-*")
 ATTRIBUTES = ("*.md merge=fsmem", "*.markdown merge=fsmem")
 
@@ -147,6 +148,10 @@ def sync(
     except LockTimeout:
         raise LockTimeout("another 'fsmem sync' is running on this memory; this one changed nothing") from None
     try:
+        with journal.commit_lock(repo), file_lock(repo.root):  # what a killed fsmem or git left, cleared first
+            left = recovery.recover(repo, wait=RECOVERY_WAIT)
+        if left:
+            raise SyncFailed(recovery.refusal(repo, left, "fsmem sync changed nothing"))
         target = remotes.resolve(repo, remote, local, timeout=timeout)
         branch = target.branch  # the remote's branch: fetched, merged and pushed to
         result = SyncResult(remote=remote, branch=branch, found=target.found)
