@@ -917,6 +917,7 @@ class Memory:
             result = undo.apply(self.root, "restore", relative(self.root, target), changes)
             self._record(repo, result, message)
         self._after_write(repo, [change.path for change in result.changes])
+        undo.verify(repo, self.root, "restore", result.changes)
         return result
 
     def revert(self, rev: str) -> writing.WriteResult:
@@ -927,11 +928,19 @@ class Memory:
         self._whole_memory("history revert")
         check_text(rev, "the revision")
         repo = self._require_history()
+        from fsmem.consolidate.plan import DEFAULTS
+
+        archive = str(self.config.section("consolidate").get("archive_dir", DEFAULTS["archive_dir"]))
         with file_lock(self.root):
-            changes, message, label = undo.plan_revert(repo, self.root, rev, lambda rel: self.path(rel, want="file"))
+            changes, message, label, reindex = undo.plan_revert(
+                repo, self.root, rev, lambda rel: self.path(rel, want="file"), archive_dir=archive
+            )
             result = undo.apply(self.root, "revert", label, changes)
             self._record(repo, result, message)
         self._after_write(repo, [change.path for change in result.changes])
+        undo.verify(repo, self.root, "revert", result.changes)
+        if reindex:  # INDEX.md is regenerated from the documents, never reverted
+            self.index()
         return result
 
     def sync(self, remote: str | None = None, *, setup: bool = False) -> SyncResult:
