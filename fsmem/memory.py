@@ -477,9 +477,9 @@ class Memory:
             if message:
                 problems.append((meta.path, 1, message))
         if path is None and self.scope is None and self.history is not None:  # what a killed git or fsmem left
-            from fsmem.history import recovery
+            from fsmem.history import health
 
-            problems += recovery.problems(self.history)
+            problems += health.problems(self.history)
         problems.sort(key=lambda p: (p[0], p[1]))
         return CheckResult(problems=problems, files=len(metas) + len(skipped))
 
@@ -932,15 +932,13 @@ class Memory:
 
         archive = str(self.config.section("consolidate").get("archive_dir", DEFAULTS["archive_dir"]))
         with file_lock(self.root):
-            changes, message, label, reindex = undo.plan_revert(
+            changes, message, label = undo.plan_revert(
                 repo, self.root, rev, lambda rel: self.path(rel, want="file"), archive_dir=archive
             )
             result = undo.apply(self.root, "revert", label, changes)
             self._record(repo, result, message)
         self._after_write(repo, [change.path for change in result.changes])
         undo.verify(repo, self.root, "revert", result.changes)
-        if reindex:  # INDEX.md is regenerated from the documents, never reverted
-            self.index()
         return result
 
     def sync(self, remote: str | None = None, *, setup: bool = False) -> SyncResult:

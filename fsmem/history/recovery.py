@@ -9,11 +9,12 @@ leaves a merge half done (MERGE_HEAD, an index with conflicts).
 
 Nobody may remove a lock that a live process holds, and git's lock files do
 not say who holds them. fsmem can tell: the caller holds fsmem's own commit
-lock, so no fsmem process is in a git step (every step that takes these locks
-runs under it), and `/proc` shows whether any git process is running in this
-repository (a human's `git commit` waiting for its editor, or the git child of
-a killed fsmem that is still finishing). Only when neither is the case is a
-lock removed. Where that cannot be told (no `/proc`, a git process whose
+lock, so no fsmem process is in a step that takes the index, HEAD or branch
+locks (they all run under it), and `/proc` shows whether any git process is
+running in this repository: a human's `git commit` waiting for its editor,
+the git child of a killed fsmem that is still finishing, and fsmem's own
+steps that run outside the commit lock (a sync's push, its `git config`, the
+background `git gc`). Only when neither is the case is a lock removed. Where that cannot be told (no `/proc`, a git process whose
 folder cannot be read), nothing is removed and the message gives the command
 to run once no git is running. A half-done merge is aborted only when it is
 fsmem's own (its MERGE_MSG) and the caller also holds the write lock; one a
@@ -40,7 +41,6 @@ READ_ONLY = frozenset(
     ("cat-file", "rev-parse", "rev-list", "log", "show", "diff-tree", "merge-base", "ls-remote", "ls-files", "ls-tree")
     + ("for-each-ref", "check-ignore", "symbolic-ref", "blame", "grep", "version", "help")
 )
-JOURNAL_GRACE = 30.0  # seconds a journal entry may wait before check calls it stuck (its writer commits it at once)
 UNKNOWN = "?"
 
 
@@ -239,33 +239,6 @@ def _holder(leftover: Leftover) -> str:
 def refusal(repo: Repo, left: list[Leftover], what: str) -> str:
     """The one-line message of a command that cannot go on because of `left`."""
     return f"{what}: " + "; ".join(remedy(repo, leftover) for leftover in left)
-
-
-def problems(repo: Repo) -> list[tuple[str, int, str]]:
-    """What `fsmem check` reports: each leftover, and writes that wait in the journal for a commit."""
-    out = [(leftover.shown(repo), 1, "history: " + remedy(repo, leftover)) for leftover in find(repo)]
-    from fsmem.history import journal  # journal imports this module
-
-    folder = journal.journal_dir(repo)
-    now = time.time()
-    waiting = [name for name in journal.pending(repo) if _age(folder / name, now) > JOURNAL_GRACE]
-    if waiting and not journal.commit_lock_held(repo):
-        out.append(
-            (
-                ".fsmem/history/journal",
-                1,
-                f"history: {len(waiting)} write(s) are not committed yet ({last_error(repo)}); the next fsmem write "
-                "or sync commits them once that is fixed",
-            )
-        )
-    return out
-
-
-def _age(path: Path, now: float) -> float:
-    try:
-        return now - path.stat().st_mtime
-    except OSError:
-        return 0.0
 
 
 def last_error(repo: Repo) -> str:

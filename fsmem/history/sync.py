@@ -148,8 +148,11 @@ def sync(
     except LockTimeout:
         raise LockTimeout("another 'fsmem sync' is running on this memory; this one changed nothing") from None
     try:
-        with journal.commit_lock(repo), file_lock(repo.root):  # what a killed fsmem or git left, cleared first
-            left = recovery.recover(repo, wait=RECOVERY_WAIT)
+        with journal.commit_lock(repo):  # what a killed fsmem or git left, cleared first (writers keep writing)
+            left = recovery.clear_locks(repo, wait=RECOVERY_WAIT)
+            if not left:
+                with file_lock(repo.root):
+                    left = recovery.recover(repo)
         if left:
             raise SyncFailed(recovery.refusal(repo, left, "fsmem sync changed nothing"))
         target = remotes.resolve(repo, remote, local, timeout=timeout)
