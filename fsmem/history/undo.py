@@ -45,14 +45,14 @@ def plan_restore(repo: Repo, root: Path, rel: str, at: str) -> tuple[list[Change
 
 def plan_revert(
     repo: Repo, root: Path, rev: str, resolve: Callable[[str], Path], *, archive_dir: str = "archive/sessions"
-) -> tuple[list[Change], str, str, bool]:
-    """The changes that undo commit `rev` in the memory's files, its message, a label of what it touched, and
-    whether INDEX.md is to be regenerated (the commit changed it: it is never reverted).
+) -> tuple[list[Change], str, str]:
+    """The changes that undo commit `rev` in the memory's files, its message, and a label of what it touched.
 
     A file changed since is undone under the later changes only when they touched none of what `rev` touched
     (lines, fact keys, fields: `fsmem.history.touched`); otherwise nothing is changed and the later commit is
     named. What a consolidation did to its notes (their `consolidated:` marks, their move to `archive_dir`)
     stays: reverting a consolidation undoes what it wrote into documents, and the next run does not redo it.
+    INDEX.md is left out: it is regenerated from the documents, never reverted.
     """
     commit = repo.commit(rev)
     parents = repo.git.text("rev-list", "--parents", "-n", "1", commit).split()[1:]
@@ -63,8 +63,7 @@ def plan_revert(
     parent = parents[0] if parents else None
     cat = repo.reader
     versions: dict[str, tuple[bytes | None, bytes | None]] = {}
-    paths = _changed_paths(repo, parent, commit)
-    for rel in paths:
+    for rel in _changed_paths(repo, parent, commit):
         if rel in GENERATED or not is_memory_path(rel):
             continue
         rel = relative(root, resolve(rel))  # the containment rule, for paths that come from history too
@@ -84,7 +83,7 @@ def plan_revert(
     if not changes:
         raise HistoryError(f"nothing to revert: the files {commit[:12]} changed are already as they were before it")
     label = changes[0].path if len(changes) == 1 else f"{len(changes)} files"
-    return changes, f'revert {commit[:12]}: "{subject}"', label, any(rel in GENERATED for rel in paths)
+    return changes, f'revert {commit[:12]}: "{subject}"', label
 
 
 def _changed_paths(repo: Repo, parent: str | None, commit: str) -> list[str]:
