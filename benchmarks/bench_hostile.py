@@ -484,6 +484,9 @@ def main() -> None:
                 "consolidation killed at each write", ["", "tried", "converged"], [["kill points", *map(str, killed)]]
             )
         )
+    import hostile_kills  # fsmem killed at every git step of write, consolidate and sync (issue #18)
+
+    git_killed, git_failures = hostile_kills.run_and_print()
     for failure in tally.failures + file_failures:
         print("FAILED " + failure.replace("\n", "\\n"))
     summary = {
@@ -494,9 +497,10 @@ def main() -> None:
         "bad_file_kinds": len(kinds),
         "bad_file_commands_tried": commands,
         "bad_file_commands_answered": answered,
+        **git_killed,
     }
     print(json.dumps(summary))
-    if tally.failures or file_failures or (killed is not None and killed[0] != killed[1]):
+    if tally.failures or file_failures or git_failures or (killed is not None and killed[0] != killed[1]):
         sys.exit(1)
 
 

@@ -20,7 +20,9 @@ writes again, syncs both hosts and reports what does not hold: every
 acknowledged write on both hosts, identical files at one commit, nothing left
 of git's locks or merges, `git status` clean, `fsmem check` clean.
 
-Used by tests/test_history_kills.py and benchmarks/hostile_kills.py.
+`converge_timed` kills at a moment instead (wherever fsmem then is, in a git
+step or between two). Used by tests/test_history_kills.py and
+benchmarks/hostile_kills.py.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -217,20 +220,7 @@ def converge(
             outcome.same_as = seen[left]
             return outcome
         seen[left] = step
-    try:
-        hosts.note(hosts.a, "people/Bo Chen", "- role: after the kill", in_process=True)
-        for root in (hosts.a, hosts.b, hosts.a, hosts.b):  # a, which recovers, through the CLI; b in this process
-            if root == hosts.a:
-                fsmem(root, "sync")
-            else:
-                _sync_here(root)
-            if _heads(hosts) == 1:
-                break
-    except Exception as exc:  # a write or a sync that failed: the memory did not converge
-        outcome.problems.append(f"{type(exc).__name__}: {str(exc)[:600]}")
-        return outcome
-    outcome.problems += problems(hosts)
-    return outcome
+    return _recover(hosts, outcome)
 
 
 @contextlib.contextmanager
@@ -245,6 +235,46 @@ def pinned_clock() -> Iterator[None]:
             del os.environ["FSMEM_NOW"]
         else:
             os.environ["FSMEM_NOW"] = before
+
+
+def converge_timed(template: Hosts, work: Path, command: str, delay: float) -> Outcome:
+    """Kill `command` on host a `delay` seconds after it started (its process group, wherever it is: in a git
+    step or between two), then recover as `converge` does; a command that finished first is no kill."""
+    hosts = template.copy(work)
+    proc = subprocess.Popen(
+        [FSMEM, "--root", str(hosts.a), *COMMANDS[command]],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env(FSMEM_HOST_ID="a"),
+        start_new_session=True,
+    )
+    time.sleep(delay)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    outcome = Outcome(command, 0, f"{delay:.3f}s", "timed", [])
+    if proc.returncode != -signal.SIGKILL:
+        outcome.problems.append("finished before the kill")
+        return outcome
+    return _recover(hosts, outcome)
+
+
+def _recover(hosts: Hosts, outcome: Outcome) -> Outcome:
+    """Write again, sync both hosts until they and origin hold one commit, and say what does not hold."""
+    try:
+        hosts.note(hosts.a, "people/Bo Chen", "- role: after the kill", in_process=True)
+        for root in (hosts.a, hosts.b, hosts.a, hosts.b):  # a, which recovers, through the CLI; b in this process
+            if root == hosts.a:
+                fsmem(root, "sync")
+            else:
+                _sync_here(root)
+            if _heads(hosts) == 1:
+                break
+    except Exception as exc:  # a write or a sync that failed: the memory did not converge
+        outcome.problems.append(f"{type(exc).__name__}: {str(exc)[:600]}")
+        return outcome
+    outcome.problems += problems(hosts)
+    return outcome
 
 
 def _sync_here(root: Path) -> None:
