@@ -490,6 +490,9 @@ def main() -> None:
     sync_counts, sync_failures = bench_sync_attacks(work / "sync", args.time_limit)
     print(sync_report(sync_counts, time.monotonic() - started))
     file_failures += sync_failures
+    import hostile_kills  # fsmem killed at every git step of write, consolidate and sync (issue #18)
+
+    git_killed, git_failures = hostile_kills.run_and_print()
     for failure in tally.failures + file_failures:
         print("FAILED " + failure.replace("\n", "\\n"))
     summary = {
@@ -502,9 +505,10 @@ def main() -> None:
         "bad_file_commands_answered": answered,
         "sync_attacks_tried": sum(tried for tried, _ in sync_counts.values()),
         "sync_attacks_held": sum(held for _, held in sync_counts.values()),
+        **git_killed,
     }
     print(json.dumps(summary))
-    if tally.failures or file_failures or (killed is not None and killed[0] != killed[1]):
+    if tally.failures or file_failures or git_failures or (killed is not None and killed[0] != killed[1]):
         sys.exit(1)
 
 

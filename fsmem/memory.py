@@ -480,6 +480,10 @@ class Memory:
             from fsmem.history.trust_record import recorded_problems  # what the last sync held or refused
 
             problems += recorded_problems(self.root)
+        if path is None and self.scope is None and self.history is not None:  # what a killed git or fsmem left
+            from fsmem.history import health
+
+            problems += health.problems(self.history)
         problems.sort(key=lambda p: (p[0], p[1]))
         return CheckResult(problems=problems, files=len(metas) + len(skipped))
 
@@ -804,14 +808,16 @@ class Memory:
         _journal().drain(repo, wait=True)  # what fsmem wrote is in the history before it is asked about
         return repo
 
-    def _setup_history(self, *, create: bool, notes: list[str] | None = None) -> None:
+    def _setup_history(self, *, create: bool, notes: list[str] | None = None) -> str:
+        """Set history up (fsmem.history.sync.setup); returns what was found of the remote's branches."""
         from fsmem.history import sync as _sync
 
         self.__dict__.pop("_repo", None)
-        _sync.setup(self.root, create=create, host=self.host_id, agent=self.agent, notes=notes)
+        _, found = _sync.setup(self.root, create=create, host=self.host_id, agent=self.agent, notes=notes)
         self.__dict__.pop("_repo", None)
         if self.history is None:
             raise StorageError(f"{self.root}: history could not be turned on (is the folder ignored by git?)")
+        return found
 
     def _history_path(self, path: str | None, what: str) -> str | None:
         """The memory path a history query narrows to; a scoped agent must name one wholly in its scope."""
@@ -916,6 +922,7 @@ class Memory:
             self._index_after_undo(result)
             self._record(repo, result, message)
         self._after_write(repo, [change.path for change in result.changes])
+        undo.verify(repo, self.root, "restore", result.changes)
         return result
 
     def revert(self, rev: str) -> writing.WriteResult:
@@ -926,12 +933,18 @@ class Memory:
         self._whole_memory("history revert")
         check_text(rev, "the revision")
         repo = self._require_history()
+        from fsmem.consolidate.plan import DEFAULTS
+
+        archive = str(self.config.section("consolidate").get("archive_dir", DEFAULTS["archive_dir"]))
         with file_lock(self.root):
-            changes, message, label = undo.plan_revert(repo, self.root, rev, lambda rel: self.path(rel, want="file"))
+            changes, message, label = undo.plan_revert(
+                repo, self.root, rev, lambda rel: self.path(rel, want="file"), archive_dir=archive
+            )
             result = undo.apply(self.root, "revert", label, changes)
             self._index_after_undo(result)
             self._record(repo, result, message)
         self._after_write(repo, [change.path for change in result.changes])
+        undo.verify(repo, self.root, "revert", result.changes)
         return result
 
     def _index_after_undo(self, result: writing.WriteResult) -> None:
@@ -977,8 +990,8 @@ class Memory:
             check_text(remote, "the remote")
         if setup:
             notes: list[str] = []
-            self._setup_history(create=False, notes=notes)
-            return _sync.SyncResult(remote=remote or "", setup=True, boundary=notes)
+            found = self._setup_history(create=False, notes=notes)
+            return _sync.SyncResult(remote=remote or "", setup=True, found=found, boundary=notes)
         repo = self._require_history()
         return _sync.sync(
             repo,

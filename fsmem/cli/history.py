@@ -83,7 +83,8 @@ def restore_cmd(ctx, path, at, as_json):
 @output_option
 @click.pass_context
 def revert_cmd(ctx, rev, as_json):
-    """Undo what commit REV changed, as a new commit; refused when a file changed since on the same lines."""
+    """Undo what commit REV changed, as a new commit; refused, naming the later commit, when one changed the same
+    lines, facts or fields since."""
     emit(open_memory(ctx).revert(rev), as_json)
 
 

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from fsmem import format as fmt
 from fsmem.errors import HistoryError, LockTimeout
+from fsmem.history import recovery
 from fsmem.history.git import clean_env
 from fsmem.history.repo import Repo
 from fsmem.history.trees import TreeEditor
@@ -130,6 +131,15 @@ def _load(repo: Repo, name: str) -> Entry | None:
 def commit_lock(repo: Repo, wait: bool = True, timeout: float = 120.0):
     with file_lock(repo.root, COMMIT_LOCK, wait=wait, timeout=timeout):
         yield
+
+
+def commit_lock_held(repo: Repo) -> bool:
+    """Whether an fsmem process is committing (holds the commit lock) right now."""
+    try:
+        with commit_lock(repo, wait=False):
+            return False
+    except LockTimeout:
+        return True
 
 
 def drain(repo: Repo, *, wait: bool = False) -> int:
@@ -237,6 +247,8 @@ def commit_with(
         editor = TreeEditor(repo.read_tree, repo.write_tree, tree)
         last, count = build(editor, head, lambda *args: _commit(repo, *args))
         if last == head or count == 0:
+            # HEAD holds it already: committed by a run killed before it pointed the index (or git status lies)
+            _point_index(repo, {path: editor.entry(path) for path in paths})
             return 0
         moved = repo.git.run(
             "update-ref", "-m", f"fsmem: {count} commit(s)", "HEAD", str(last), head or repo.store.zero, check=False
@@ -245,8 +257,18 @@ def commit_with(
             _point_index(repo, {path: editor.entry(path) for path in paths})
             _count_commits(repo, count)
             return count
+        if b".lock': File exists" in moved.stderr and _locked_for_good(repo):
+            raise HistoryError(
+                recovery.refusal(repo, recovery.clear_locks(repo), "the writes stay pending, not committed")
+            )
         time.sleep(random.uniform(0, min(0.5, 0.005 * 2**attempt)))
     raise HistoryError(f"HEAD kept moving while fsmem committed ({MAX_ATTEMPTS} attempts); the writes stay pending")
+
+
+def _locked_for_good(repo: Repo) -> bool:
+    """A git lock stopped an update: remove it if it is stale (the caller holds the commit lock); True when it
+    cannot be removed because who holds it cannot be told (a live holder is waited for, by the retries)."""
+    return any(leftover.holder == recovery.UNKNOWN for leftover in recovery.clear_locks(repo))
 
 
 def _commit(
@@ -282,9 +304,11 @@ def _point_index(repo: Repo, entries: dict[str, tuple[str, str] | None]) -> None
         mode, oid = entry if entry is not None else ("0", repo.store.zero)
         lines.append(f"{mode} {oid}\t{path}\0".encode("utf-8", "surrogateescape"))
     data = b"".join(lines)
-    for attempt in range(5):  # a human's git may hold index.lock for a moment
+    for attempt in range(5):  # a human's git may hold index.lock for a moment; a killed one leaves it
         if repo.git.run("update-index", "-z", "--index-info", input=data, check=False).returncode == 0:
             return
+        if attempt == 0:
+            recovery.clear_locks(repo)
         time.sleep(0.01 * (attempt + 1))
 
 

@@ -202,7 +202,7 @@ def _settle_facts(
             continue
         pooled = [(line, dates[0], sup) for line, sup in sides[0]] + [(line, dates[1], sup) for line, sup in sides[1]]
         current, history = MF.rebuild(key, pooled, path)
-        out = _place(out, key, [line + nl for line in current], [line + nl for line in history], nl)
+        out = place_key(out, key, [line + nl for line in current], [line + nl for line in history], nl)
     return out
 
 
@@ -222,7 +222,9 @@ def _anchor(lines: list[str], section: tuple[str, int, int] | None, key: str, sk
     return last
 
 
-def _place(lines: list[str], key: str, current: list[str], history: list[str], nl: str) -> list[str]:
+def place_key(lines: list[str], key: str, current: list[str], history: list[str], nl: str) -> list[str]:
+    """Body lines with `key`'s lines replaced: `current` under `## Facts`, `history` under `## Superseded`, where
+    the key's lines were, else in key order (sections created when missing). Also used by `undo`."""
     entries = MF.fact_lines(lines).get(key, [])
     drop = {index for index, _, _ in entries}
     found = {title: (title, start, end) for title, start, end in reversed(MF.sections(lines))}

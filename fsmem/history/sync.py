@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from fsmem.errors import HistoryOff, LockTimeout, SyncFailed
-from fsmem.history import TURN_ON, git_marker, host_rules, journal, trust, worktree
+from fsmem.history import TURN_ON, git_marker, host_rules, journal, recovery, remote as remotes, trust, worktree
 from fsmem.history.git import MERGE_DRIVER_NAME, CatFile, Git, driver_command, first_line
 from fsmem.history.merge import GENERATED, merge_text
 from fsmem.history.repo import Repo, discover
@@ -34,6 +34,7 @@ from fsmem.store.files import atomic_write, file_lock
 from fsmem.store.paths import is_memory_path
 
 SYNC_LOCK = "sync"
+RECOVERY_WAIT = 10.0  # seconds a sync waits for a live git holding a lock it needs
 
 
 @dataclass
@@ -43,6 +44,7 @@ class SyncResult:
     remote: str
     branch: str = ""
     setup: bool = False
+    found: str = ""  # what was found of the remote's branches, when it was not the obvious
     merged: str = ""  # "up to date", "fast-forward", "merged"
     pushed: bool = False
     attempts: int = 0
@@ -62,13 +64,14 @@ class SyncResult:
         return dict(vars(self))
 
     def to_text(self) -> str:
+        found = [self.found] if self.found else []
         if self.setup:
             done = "history set up: .gitignore, .gitattributes (merge=fsmem) and the merge driver in .git/config"
-            return "\n".join([done, *self.boundary])
+            return "\n".join([*found, done, *self.boundary])
         where = f"{self.remote}/{self.branch}"
-        lines = [f"{where}: {self.merged or 'nothing to merge'}; pushed after {self.attempts} attempt(s)"]
+        lines = [*found, f"{where}: {self.merged or 'nothing to merge'}; pushed after {self.attempts} attempt(s)"]
         if self.rejected:
-            lines[0] += f" ({self.rejected} push(es) lost the race to another host and were retried)"
+            lines[-1] += f" ({self.rejected} push(es) lost the race to another host and were retried)"
         lines.extend(self.boundary)
         if self.consolidated:
             lines.append(self.consolidated.splitlines()[-2] if "\n" in self.consolidated else self.consolidated)
@@ -79,10 +82,14 @@ class SyncResult:
         return "\n".join(lines)
 
 
-def setup(root: Path, *, create: bool, host: str, agent: str | None, notes: list[str] | None = None) -> Repo:
+def setup(
+    root: Path, *, create: bool, host: str, agent: str | None, notes: list[str] | None = None
+) -> tuple[Repo, str]:
     """Give a memory history: a repository if it has none (with `create`), `.fsmem/` ignored, `.gitattributes`
     naming the merge driver, the driver in the repository's config, and a commit of all that. On a clone,
-    what `git clone` put on disk is checked and repaired first (`trust.repair_clone`), said in `notes`."""
+    what `git clone` put on disk is checked and repaired first (`trust.repair_clone`), said in `notes`; a
+    clone with no commit takes the remote's branch first. Returns the repository and what was found of the
+    remote's branches."""
     notes = [] if notes is None else notes
     host_rules.remove_state_link(root, notes)  # before anything writes state (a lock) through it
     created = False
@@ -97,6 +104,9 @@ def setup(root: Path, *, create: bool, host: str, agent: str | None, notes: list
         repo = discover(root, host, {})
     if repo is None:
         raise HistoryOff(f"{root}: git init did not make a work tree there")
+    found = "" if created else remotes.setup_clone(repo)  # an empty clone takes the remote's branch first
+    if found:
+        host_rules.remove_state_link(root, notes)  # the branch just checked out may hold one
     host_rules.write_control_files(root, notes)
     repo.git.run("config", "merge.fsmem.name", MERGE_DRIVER_NAME)
     repo.git.run("config", "merge.fsmem.driver", driver_command())
@@ -111,7 +121,7 @@ def setup(root: Path, *, create: bool, host: str, agent: str | None, notes: list
             kept = [repo.in_repo(name) for name in (".gitignore", ".gitattributes")]
             worktree.commit_files(repo, kept, author, "history set up: .gitignore, .gitattributes (merge=fsmem)")
             worktree.commit_outside(repo)
-    return repo
+    return repo, found
 
 
 def sync(
@@ -126,23 +136,30 @@ def sync(
     repair: bool = False,
 ) -> SyncResult:
     git = repo.git
-    branch = git.text("symbolic-ref", "--short", "-q", "HEAD", check=False).strip()
-    if not branch:
-        raise SyncFailed("HEAD is detached: check out a branch before fsmem sync")
-    remote = remote or str(settings.get("remote") or "") or _upstream(git, branch) or "origin"
+    local = remotes.local_branch(git)
+    remote = remote or str(settings.get("remote") or "") or remotes.upstream_remote(git, local) or "origin"
     if git.run("remote", "get-url", "--", remote, check=False).returncode:
         raise SyncFailed(f"no remote named {remote!r}; add one with: git -C {repo.root} remote add {remote} URL")
     attempts = int(settings.get("max_attempts", 20))
     threshold = float(threshold_of())
     timeout = float(settings.get("timeout_seconds", 120))
-    result = SyncResult(remote=remote, branch=branch)
-    theirs = f"refs/remotes/{remote}/{branch}"
     try:
         lock = file_lock(repo.root, SYNC_LOCK, wait=False)
         lock.__enter__()
     except LockTimeout:
         raise LockTimeout("another 'fsmem sync' is running on this memory; this one changed nothing") from None
     try:
+        with journal.commit_lock(repo):  # what a killed fsmem or git left, cleared first (writers keep writing)
+            left = recovery.clear_locks(repo, wait=RECOVERY_WAIT)
+            if not left:
+                with file_lock(repo.root):
+                    left = recovery.recover(repo)
+        if left:
+            raise SyncFailed(recovery.refusal(repo, left, "fsmem sync changed nothing"))
+        target = remotes.resolve(repo, remote, local, timeout=timeout, repair=repair)
+        branch = target.branch  # the remote's branch: fetched, merged and pushed to
+        result = SyncResult(remote=remote, branch=branch, found=target.found, boundary=list(target.notes))
+        theirs = target.ref
         for attempt in range(attempts):
             result.attempts = attempt + 1
             started = time.monotonic()
@@ -189,6 +206,7 @@ def sync(
             result.add_time("push", started)
             if pushed.returncode == 0:
                 result.pushed = True
+                remotes.remember(git, target)
                 return result
             if not _rejected(pushed.stdout + pushed.stderr):
                 raise SyncFailed(_offline(remote, "push to", pushed.stderr))
@@ -206,10 +224,6 @@ def _commit_local(repo: Repo) -> None:
     """Everything here into HEAD: fsmem's pending writes, then what changed outside fsmem."""
     journal.drain_locked(repo)
     worktree.commit_outside(repo)
-
-
-def _upstream(git: Git, branch: str) -> str:
-    return git.text("config", "--get", f"branch.{branch}.remote", check=False).strip()
 
 
 def _offline(remote: str, what: str, stderr: bytes) -> str:
@@ -253,6 +267,9 @@ def _merge(repo: Repo, theirs: str, label: str, result: SyncResult, threshold: f
         ]
         if not unmerged:
             git.run("merge", "--abort", check=False)
+            if b"unrelated histories" in proc.stderr:  # the remote's history was replaced since the last sync
+                target = remotes.Target(result.remote, result.branch, remotes.local_branch(git), remembered=True)
+                raise SyncFailed(remotes.unrelated(repo, target))
             raise SyncFailed(f"git merge of {label} failed: {first_line(proc.stderr or proc.stdout)}")
         with CatFile(git) as cat:
             for path in unmerged:

@@ -1,10 +1,12 @@
 """Undo without rewriting history: restore a file as it was, or revert one commit, each as a new commit.
 
 Both only plan: they return the changes (bytes before and after, per file) for
-the caller to write under the write lock, which commits them like any write.
-A revert of a file changed since the commit merges the undo into those later
-changes line by line; when both touch the same lines it is refused, naming the
-file, rather than guessing.
+the caller to write under the write lock, which commits them like any write,
+and `verify` checks, before either says it is done, that the files and HEAD
+hold what was planned. A revert of a file changed since takes the undo out of
+those later changes only when they touched none of its lines, fact keys or
+front matter fields (`fsmem.history.touched`); otherwise it is refused, naming
+the later commit, and nothing changes.
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 from fsmem.errors import ChangedOnDisk, EditConflict, HistoryError, InvalidArgument, NotFound
-from fsmem.history.merge import merge_text
+from fsmem.history import recovery, touched
+from fsmem.history.merge import GENERATED
 from fsmem.history.repo import Repo
 from fsmem.store.files import atomic_write, version_of
 from fsmem.store.paths import is_memory_path, read_regular, relative
@@ -39,8 +43,17 @@ def plan_restore(repo: Repo, root: Path, rel: str, at: str) -> tuple[list[Change
     return changes, f"restore {rel} as of {named}"
 
 
-def plan_revert(repo: Repo, root: Path, rev: str, resolve: Callable[[str], Path]) -> tuple[list[Change], str, str]:
-    """The changes that undo commit `rev` in the memory's files, its message, and a label of what it touched."""
+def plan_revert(
+    repo: Repo, root: Path, rev: str, resolve: Callable[[str], Path], *, archive_dir: str = "archive/sessions"
+) -> tuple[list[Change], str, str]:
+    """The changes that undo commit `rev` in the memory's files, its message, and a label of what it touched.
+
+    A file changed since is undone under the later changes only when they touched none of what `rev` touched
+    (lines, fact keys, fields: `fsmem.history.touched`); otherwise nothing is changed and the later commit is
+    named. What a consolidation did to its notes (their `consolidated:` marks, their move to `archive_dir`)
+    stays: reverting a consolidation undoes what it wrote into documents, and the next run does not redo it.
+    INDEX.md is left out: it is regenerated from the documents, never reverted.
+    """
     commit = repo.commit(rev)
     parents = repo.git.text("rev-list", "--parents", "-n", "1", commit).split()[1:]
     if len(parents) > 1:
@@ -48,6 +61,32 @@ def plan_revert(repo: Repo, root: Path, rev: str, resolve: Callable[[str], Path]
             f"{commit[:12]} is a merge (of a sync); revert the commits it merged, or restore files with --at"
         )
     parent = parents[0] if parents else None
+    cat = repo.reader
+    versions: dict[str, tuple[bytes | None, bytes | None]] = {}
+    for rel in _changed_paths(repo, parent, commit):
+        if rel in GENERATED or not is_memory_path(rel):
+            continue
+        rel = relative(root, resolve(rel))  # the containment rule, for paths that come from history too
+        versions[rel] = (repo.blob(cat, parent, rel) if parent else None, repo.blob(cat, commit, rel))
+    for rel in _archive_moves(versions, archive_dir):
+        versions.pop(rel)
+    subject = repo.describe(commit)["message"]
+    changes: list[Change] = []
+    for rel, (before, after) in versions.items():
+        old, new = _text(before), _text(after)
+        if old is not None and new is not None and touched.bookkeeping_only(old, new):
+            continue  # a consolidation's mark on a note: it stays, or the next run would redo the revert
+        now = _current(root, rel)
+        target = _undone(repo, commit, rel, before, after, now)
+        if target != now:
+            changes.append(Change(rel, now, target))
+    if not changes:
+        raise HistoryError(f"nothing to revert: the files {commit[:12]} changed are already as they were before it")
+    label = changes[0].path if len(changes) == 1 else f"{len(changes)} files"
+    return changes, f'revert {commit[:12]}: "{subject}"', label
+
+
+def _changed_paths(repo: Repo, parent: str | None, commit: str) -> list[str]:
     listed = repo.git.run(
         "diff-tree",
         "-r",
@@ -61,51 +100,107 @@ def plan_revert(repo: Repo, root: Path, rev: str, resolve: Callable[[str], Path]
         "--",
         repo.prefix or ".",
     ).stdout
-    subject = repo.describe(commit)["message"]
-    changes: list[Change] = []
-    refused: list[str] = []
-    cat = repo.reader
+    found = []
     for raw in filter(None, listed.split(b"\0")):
         rel = repo.in_memory(raw.decode("utf-8", "surrogateescape"))
-        if rel is None or not is_memory_path(rel):
-            continue
-        rel = relative(root, resolve(rel))  # the containment rule, for paths that come from history too
-        before = repo.blob(cat, parent, rel) if parent else None
-        after = repo.blob(cat, commit, rel)
-        now = _current(root, rel)
-        if now == after:
-            target = before
-        elif now == before:
-            continue  # already as it was before that commit
-        else:
-            target = _merged(after, now, before, rel)
-            if target is None:
-                refused.append(rel)
-                continue
-        if target != now:
-            changes.append(Change(rel, now, target))
-    if refused:
-        raise EditConflict(
-            f"cannot revert {commit[:12]}: {', '.join(refused)} changed since on the same lines; nothing was changed. "
-            f"Compare with fsmem diff {commit[:12]} and restore by hand"
-        )
-    if not changes:
-        raise HistoryError(f"nothing to revert: the files {commit[:12]} changed are already as they were before it")
-    label = changes[0].path if len(changes) == 1 else f"{len(changes)} files"
-    return changes, f'revert {commit[:12]}: "{subject}"', label
+        if rel is not None:
+            found.append(rel)
+    return found
 
 
-def _merged(base: bytes | None, ours: bytes | None, theirs: bytes | None, rel: str) -> bytes | None:
-    """Undo (base -> theirs) on top of ours, as sync merges (front matter by field: `updated` keeps the later
-    time); None when both touch the same lines."""
-    if base is None or ours is None or theirs is None:
+def _archive_moves(versions: dict[str, tuple[bytes | None, bytes | None]], archive_dir: str) -> list[str]:
+    """Both sides of each note a consolidation moved to the archive (removed from sessions/, added there)."""
+    prefix = archive_dir.strip("/") + "/"
+    out = []
+    for rel, (before, after) in versions.items():
+        if rel.startswith("sessions/") and before is not None and after is None:
+            archived = prefix + rel[len("sessions/") :]
+            if archived in versions and versions[archived][0] is None:
+                out += [rel, archived]
+    return out
+
+
+def _text(data: bytes | None) -> str | None:
+    if data is None:
         return None
     try:
-        texts = [data.decode("utf-8") for data in (base, ours, theirs)]
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    merged, kept = merge_text(*texts, path=rel)
-    return None if kept else merged.encode("utf-8")
+
+
+def _undone(
+    repo: Repo, commit: str, rel: str, before: bytes | None, after: bytes | None, now: bytes | None
+) -> bytes | None:
+    """What `rel` becomes with the commit's change taken out of it; EditConflict when a later change touched
+    the same lines, keys or fields (naming that later commit); what it is now when it is as before already."""
+    if now == after or _same_note(rel, now, after):
+        return before
+    if now == before:
+        return now
+    b, a, n = _text(before), _text(after), _text(now)
+    if b is None or a is None or n is None:  # created or removed by it (or not text), changed since
+        _refuse(repo, commit, rel, before, after, "the same lines")
+    what = touched.overlap(b, a, n)
+    if what:
+        _refuse(repo, commit, rel, before, after, what)
+    result = touched.undo(b, a, n)
+    wrong = touched.facts_as_in(result, b, touched.keys_changed(b, a))
+    if wrong:  # never print "reverted" over a result that does not hold what was there before
+        raise EditConflict(
+            f"cannot revert {commit[:12]}: in {rel} the facts {', '.join(wrong)} would not come out as they were "
+            f"before it; nothing was changed. Compare with fsmem diff {commit[:12]} and restore by hand"
+        )
+    return result.encode("utf-8")
+
+
+def _same_note(rel: str, one: bytes | None, two: bytes | None) -> bool:
+    """A session note as the commit left it, but for the mark a consolidation added since."""
+    if not rel.startswith("sessions/"):
+        return False
+    a, b = _text(one), _text(two)
+    return a is not None and b is not None and touched.without_mark(a) == touched.without_mark(b)
+
+
+def _refuse(repo: Repo, commit: str, rel: str, before: bytes | None, after: bytes | None, what: str) -> NoReturn:
+    later = _first_later(repo, commit, rel, before, after)
+    if later is None:
+        by = "by a change not committed yet (fsmem diff shows it)"
+    else:
+        info = repo.describe(later)
+        by = f'by {info["commit"]} ({info["agent"]}, {info["date"][:10]}: "{info["message"]}")'
+    place = f"{rel} changed since on the same lines" if what == "the same lines" else f"{what} in {rel} changed since"
+    raise EditConflict(
+        f"cannot revert {commit[:12]}: {place}, {by}; nothing was changed. Revert that commit first (the newest "
+        f"first), or compare with fsmem diff {commit[:12]} and restore by hand"
+    )
+
+
+def _first_later(repo: Repo, commit: str, rel: str, before: bytes | None, after: bytes | None) -> str | None:
+    """The first commit after `commit` whose version of `rel` touches what `commit` changed."""
+    listed = repo.git.text("rev-list", "--reverse", "--topo-order", f"{commit}..HEAD", "--", repo.in_repo(rel))
+    b, a = _text(before), _text(after)
+    for later in listed.split():
+        data = repo.blob(repo.reader, later, rel)
+        if data == after or _same_note(rel, data, after):
+            continue
+        text = _text(data)
+        if b is None or a is None or text is None or touched.overlap(b, a, text):
+            return later
+    return None
+
+
+def verify(repo: Repo, root: Path, action: str, changes: list[Change]) -> None:
+    """Before a restore or revert says it is done: the files hold what was planned, and HEAD holds them too."""
+    for change in changes:
+        if _current(root, change.path) != change.after:
+            raise ChangedOnDisk(f"{change.path} changed while the {action} was written; run fsmem diff to see it")
+    missing = [change.path for change in changes if repo.blob(repo.reader, "HEAD", change.path) != change.after]
+    if missing:
+        raise HistoryError(
+            f"the {action} is written to {', '.join(missing)} but not committed ({recovery.last_error(repo)}); "
+            "fsmem check says what stops the commit, and the next fsmem write or sync commits it"
+        )
 
 
 def apply(root: Path, action: str, path: str, changes: list[Change]) -> WriteResult:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Callable, Iterable
 
-from fsmem.history import journal
+from fsmem.errors import HistoryError
+from fsmem.history import journal, recovery
 from fsmem.history.journal import Author, author_of, commit_with
 from fsmem.history.repo import Repo
 from fsmem.history.trees import TreeEditor
@@ -78,6 +79,11 @@ def commit_outside(repo: Repo) -> int:
     holds the commit lock; the write lock is taken here, so that no fsmem write is half done (its file
     written, its journal entry not yet) while `git status` looks."""
     with file_lock(repo.root):
+        # what a killed fsmem left (git locks, its half-done merge) is cleared when nothing holds it; a merge a
+        # person started is theirs to finish: its conflicted files are never committed as changes made here
+        merges = [left for left in recovery.recover(repo) if left.merge]
+        if merges:
+            raise HistoryError(recovery.refusal(repo, merges, "nothing was committed or changed"))
         journal.drain_locked(repo)
         paths = changed_on_disk(repo)
         if not paths:
