@@ -500,6 +500,7 @@ class Memory:
             name = self.agent or str(self.config.section("notes").get("default_session", "default"))
             session = f"{name}-{self.host_id}"
         text = self._screen(text, "the note")
+        default = self._default_subject()
         if subject is not None:
             subject = self._screen(subject, "the subject")
         check = None
@@ -512,10 +513,18 @@ class Memory:
 
         repo = self.history
         with file_lock(self.root):
-            result = writing.note(self.root, text, session=session, subject=subject, check_path=check)
+            result = writing.note(
+                self.root, text, session=session, subject=subject, default_subject=default, check_path=check
+            )
             self._record(repo, result)
         self._after_write(repo, [result.path])
         return result
+
+    def _default_subject(self) -> str:
+        """Where consolidation files lines without a subject (`consolidate.default_subject`)."""
+        from fsmem.consolidate.settings import DEFAULTS
+
+        return str(self.config.section("consolidate").get("default_subject") or DEFAULTS["default_subject"])
 
     def write(
         self,

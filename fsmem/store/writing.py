@@ -17,6 +17,7 @@ from typing import Any
 
 from fsmem import format as fmt
 from fsmem.errors import AlreadyExists, ChangedOnDisk, EditConflict, InvalidArgument, NotFound
+from fsmem.format import notes as note_text
 from fsmem.store.files import atomic_write, same_version, version_of
 from fsmem.store.paths import check_text, read_regular, relative
 
@@ -179,11 +180,15 @@ def note(
     *,
     session: str,
     subject: str | None = None,
+    default_subject: str | None = None,
     check_path: Callable[[Path], None] | None = None,
 ) -> WriteResult:
     """Append `text` to today's note of `session`, under `## subject` when given.
 
-    `check_path(path)` may refuse the note's file (an agent's scope) before anything is written.
+    Each note is its own unit: text without a subject goes under
+    `## default_subject` when an earlier note left a heading open at the end
+    of the file (`fsmem.format.notes`). `check_path(path)` may refuse the
+    note's file (an agent's scope) before anything is written.
     """
     text = check_text(text, "the note text").strip("\n")
     if not text.strip():
@@ -216,7 +221,7 @@ def note(
     else:
         before, existing = _read(path)
     newline = "\r\n" if "\r\n" in existing[:4096] else "\n"
-    new_text, line = _append_under(existing, block, subject)
+    new_text, line = note_text.place(existing, block, subject, default_subject)
     if newline != "\n":
         new_text = new_text.replace("\r\n", "\n").replace("\n", "\r\n")
     if not created:
@@ -225,29 +230,6 @@ def note(
     atomic_write(path, data)
     rel = relative(root, path)
     return WriteResult("note", rel, created=created, line=line, changes=[Change(rel, before, data)])
-
-
-def _append_under(text: str, block: str, subject: str | None) -> tuple[str, int]:
-    """Insert `block` at the end of the `## subject` section (made if missing), or at the end."""
-    if not text.endswith("\n") and text:
-        text += "\n"
-    doc = fmt.split(text)
-    if subject is None:
-        sep = "" if text.endswith("\n\n") or not doc.body.strip() else "\n"
-        line = text.count("\n") + 1 + (1 if sep else 0)
-        return text + sep + block, line
-    wanted = subject.strip()
-    for heading in fmt.headings(doc.body, doc.body_start_line):
-        if heading.level == 2 and heading.title == wanted:
-            lines = text.splitlines(keepends=True)
-            end = heading.end_line
-            while end > heading.line and not lines[end - 1].strip():
-                end -= 1  # insert after the last non-blank line of the section
-            lines[end:end] = [block]
-            return "".join(lines), end + 1
-    sep = "\n" if doc.body.strip() and not text.endswith("\n\n") else ""
-    heading_line = text.count("\n") + 1 + (1 if sep else 0)
-    return text + sep + f"## {wanted}\n" + block, heading_line + 1
 
 
 def write(
