@@ -24,8 +24,10 @@ from fsmem.config import CONFIG_FILE, Config
 from fsmem.deprecated import renamed, warn
 from fsmem.errors import (
     AlreadyExists,
+    ConfigError,
     FsmemError,
     InvalidArgument,
+    NotAMemory,
     NotFound,
     ReadOnly,
     RootNotFound,
@@ -74,7 +76,13 @@ def discover_root(root: str | os.PathLike[str] | None = None, start: Path | None
     if chosen:
         path = Path(chosen).expanduser()
         if not path.is_dir():
-            raise RootNotFound(f"memory root {str(path)!r} is not a folder; create one with 'fsmem init {path}'")
+            what = "is not a folder" if os.path.lexists(path) else "does not exist"
+            raise RootNotFound(f"not an fsmem memory: {path} {what} ({_remedy(path)})")
+        config = path / CONFIG_FILE
+        if os.path.lexists(config) and not config.is_file():
+            raise ConfigError(f"{config} is not a regular file; fsmem reads its settings from a plain YAML file")
+        if not config.is_file():
+            raise NotAMemory(f"not an fsmem memory: {path} holds no {CONFIG_FILE} ({_remedy(path)})")
         return path.resolve()
     here = (start or Path.cwd()).resolve()
     for folder in [here, *here.parents]:
@@ -84,6 +92,12 @@ def discover_root(root: str | os.PathLike[str] | None = None, start: Path | None
         f"no memory found: no {CONFIG_FILE} in {here} or any folder above it. "
         "Create one with 'fsmem init DIR', or point to one with --root DIR or FSMEM_ROOT"
     )
+
+
+def _remedy(path: Path) -> str:
+    import shlex
+
+    return f"create one with: fsmem init {shlex.quote(str(path))}"
 
 
 def os_error_message(exc: OSError, root: Path | None = None) -> str:
@@ -172,27 +186,27 @@ class Memory:
     # -- creation ---------------------------------------------------------
     @classmethod
     def init(cls, directory: str | os.PathLike[str], *, git: bool = False) -> Memory:
-        """Create a new memory from the template; refuse to touch an existing one.
+        """Make `directory` a memory: a new folder gets the template; a folder that already holds files (an
+        Obsidian vault, a folder of notes) gets only the template files it lacks, and no file already there
+        changes. A folder that is already a memory is refused, unless `git` is asked for.
 
         With `git`, the memory gets history: a git repository (unless it already
         lies in a git work tree, which is then used as it is), `.fsmem/` ignored,
         fsmem's merge driver set up, and a first commit. An existing memory is
         given history the same way, its files untouched.
         """
+        from fsmem.store import template
+
         target = Path(directory).expanduser()
-        if git and (target / CONFIG_FILE).exists():
+        if git and (target / CONFIG_FILE).is_file():
             memory = cls(target)
             memory._setup_history(create=True)
             return memory
-        if (target / CONFIG_FILE).exists():
+        if os.path.lexists(target / CONFIG_FILE):
             raise AlreadyExists(f"{target} already holds a memory ({CONFIG_FILE}); nothing was changed")
-        if target.exists() and not target.is_dir():
+        if os.path.lexists(target) and not target.is_dir():
             raise AlreadyExists(f"{target} exists and is not a folder")
-        if target.exists() and any(p for p in target.iterdir() if p.name not in (".git",)):
-            raise AlreadyExists(f"{target} is not empty; choose an empty or new folder")
-        import shutil
-
-        shutil.copytree(template_dir(), target, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+        template.add_missing(template_dir(), target)
         memory = cls(target)
         if git:
             memory._setup_history(create=True)

@@ -135,7 +135,9 @@ class ServerSettings:
             raise ConfigError(str(exc)) from None
         root = Path(folder).expanduser().resolve()
         if not (root / CONFIG_FILE).is_file():
-            raise ConfigError(f"memory {name!r}: {root} holds no {CONFIG_FILE}; create one with 'fsmem init {root}'")
+            raise ConfigError(
+                f"memory {name!r}: not an fsmem memory: {root} holds no {CONFIG_FILE} (create one with: fsmem init {root})"
+            )
         if name in self.memories and self.memories[name] != root:
             raise ConfigError(f"memory name {name!r} is given twice, for {self.memories[name]} and {root}")
         self.memories[name] = root
