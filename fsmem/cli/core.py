@@ -20,6 +20,7 @@ from fsmem.cli.options import (
     page_options,
 )
 from fsmem.errors import InvalidArgument
+from fsmem.store import given
 
 
 @command("init")
@@ -163,9 +164,12 @@ def read_cmd(ctx, path, lines, section, outline, include_superseded, max_tokens,
     emit(result, as_json)
 
 
+STDIN_LIMIT = 64 * given.MiB  # a note or a body read from standard input
+
+
 def _text_argument(text: str) -> str:
     if text == "-":
-        return sys.stdin.read()
+        return given.read_stdin(what="the note", limit=STDIN_LIMIT)
     return text
 
 
@@ -225,7 +229,7 @@ def _parse_sets(pairs: tuple[str, ...]) -> dict:
 @click.pass_context
 def write_cmd(ctx, path, sets, keep_body, expected_version, as_json):
     """Create or replace PATH with the body read from stdin, setting front matter fields."""
-    body = None if keep_body or sys.stdin.isatty() else sys.stdin.read()
+    body = None if keep_body or sys.stdin.isatty() else given.read_stdin(what="the body", limit=STDIN_LIMIT)
     if body == "":
         body = None  # an empty stdin never wipes a stored body
     emit(open_memory(ctx).write(path, body, set=_parse_sets(sets), expected_version=expected_version), as_json)
