@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fsmem import format as fmt
-from fsmem.budget import Budget, check_offset
+from fsmem.budget import Budget, check_offset, echo
 from fsmem.config import CONFIG_FILE, Config
 from fsmem.deprecated import renamed, warn
 from fsmem.errors import (
@@ -300,7 +300,9 @@ class Memory:
         """
         start = self._existing(path) if path else None
         if updated_after is not None and fmt.parse_timestamp(updated_after) is None:
-            raise InvalidArgument(f"--updated-after takes an ISO 8601 date such as 2024-05-01, not {updated_after!r}")
+            raise InvalidArgument(
+                f"--updated-after takes an ISO 8601 date such as 2024-05-01, not {echo(updated_after)}"
+            )
         return [
             meta
             for meta in self.catalog.entries(start, skipped)
@@ -862,7 +864,7 @@ class Memory:
         budget = self.budget.narrowed(max_tokens, max_results)
         rel = self._history_path(path, "history log")
         if since is not None and fmt.parse_timestamp(since) is None:
-            raise InvalidArgument(f"--since takes an ISO 8601 date such as 2026-11-01, not {since!r}")
+            raise InvalidArgument(f"--since takes an ISO 8601 date such as 2026-11-01, not {echo(since)}")
         if agent is not None:
             check_text(agent, "the agent")
         return queries.log(

@@ -6,11 +6,13 @@ import sys
 
 import click
 
+from fsmem.budget import echo
 from fsmem.cli.options import (
     command,
     deprecated_option,
     either,
     emit,
+    emit_within,
     filter_options,
     if_version_option,
     include_superseded_option,
@@ -79,17 +81,23 @@ class InitResult:
 @click.pass_context
 def ls_cmd(ctx, path, depth, type_, tag, updated_after, offset, max_results, max_tokens, as_json):
     """List memory files: path, tokens, type, updated, title and description."""
-    result = open_memory(ctx).ls(
-        path,
-        depth=depth,
-        type=type_,
-        tag=list(tag),
-        updated_after=updated_after,
-        offset=offset,
-        max_results=max_results,
-        max_tokens=max_tokens,
+    memory = open_memory(ctx)
+    emit_within(
+        memory,
+        max_tokens,
+        lambda room: memory.ls(
+            path,
+            depth=depth,
+            type=type_,
+            tag=list(tag),
+            updated_after=updated_after,
+            offset=offset,
+            max_results=max_results,
+            max_tokens=room,
+        ),
+        as_json,
+        empty=lambda result: result.total == 0,
     )
-    emit(result, as_json, empty=result.total == 0)
 
 
 @command("grep")
@@ -124,22 +132,29 @@ def grep_cmd(
     as_json,
 ):
     """Search memory files for PATTERN (ripgrep syntax); the answer says how many matches exist in all."""
-    result = open_memory(ctx).grep(
-        pattern,
-        list(paths),
-        ignore_case=ignore_case,
-        fixed_strings=fixed_strings,
-        word=word,
-        context_lines=either(context_old, context_lines, "--context", "--context-lines") or 0,
-        type=type_,
-        tag=list(tag),
-        updated_after=updated_after,
-        include_superseded=include_superseded,
-        offset=offset,
-        max_results=max_results,
-        max_tokens=max_tokens,
+    memory = open_memory(ctx)
+    around = either(context_old, context_lines, "--context", "--context-lines") or 0
+    emit_within(
+        memory,
+        max_tokens,
+        lambda room: memory.grep(
+            pattern,
+            list(paths),
+            ignore_case=ignore_case,
+            fixed_strings=fixed_strings,
+            word=word,
+            context_lines=around,
+            type=type_,
+            tag=list(tag),
+            updated_after=updated_after,
+            include_superseded=include_superseded,
+            offset=offset,
+            max_results=max_results,
+            max_tokens=room,
+        ),
+        as_json,
+        empty=lambda result: result.total == 0,
     )
-    emit(result, as_json, empty=result.total == 0)
 
 
 @command("read")
@@ -153,15 +168,20 @@ def grep_cmd(
 @click.pass_context
 def read_cmd(ctx, path, lines, section, outline, include_superseded, max_tokens, as_json):
     """Show PATH with line numbers, cut at the token budget with the next range named."""
-    result = open_memory(ctx).read(
-        path,
-        lines=lines,
-        section=section,
-        outline=outline,
-        include_superseded=include_superseded,
-        max_tokens=max_tokens,
+    memory = open_memory(ctx)
+    emit_within(
+        memory,
+        max_tokens,
+        lambda room: memory.read(
+            path,
+            lines=lines,
+            section=section,
+            outline=outline,
+            include_superseded=include_superseded,
+            max_tokens=room,
+        ),
+        as_json,
     )
-    emit(result, as_json)
 
 
 STDIN_LIMIT = 64 * given.MiB  # a note or a body read from standard input
@@ -199,11 +219,11 @@ def _parse_sets(pairs: tuple[str, ...]) -> dict:
     fields = {}
     for pair in pairs:
         if "=" not in pair:
-            raise InvalidArgument(f"--set takes key=value, not {pair!r}")
+            raise InvalidArgument(f"--set takes key=value, not {echo(pair)}")
         key, value = pair.split("=", 1)
         key = key.strip()
         if not key.replace("_", "").replace("-", "").isalnum():
-            raise InvalidArgument(f"--set: {key!r} is not a valid field name")
+            raise InvalidArgument(f"--set: {echo(key)} is not a valid field name")
         try:
             parsed = yaml.safe_load(value) if value.strip() else ""
         except (yaml.YAMLError, ValueError):  # ValueError: a date-shaped value that is no date, 2026-13-45

@@ -9,6 +9,7 @@ from fsmem.cli.options import (
     deprecated_option,
     either,
     emit,
+    emit_within,
     filter_options,
     include_superseded_option,
     max_tokens_option,
@@ -37,18 +38,25 @@ def search_cmd(
     ctx, query, type_, tag, updated_after, include_superseded, min_score, offset, max_results, max_tokens, k, as_json
 ):
     """Rank facts, bullets and paragraphs for QUERY; whole rows within the budget (exit 1: nothing relevant)."""
-    result = open_memory(ctx).search(
-        query,
-        type=type_,
-        tag=list(tag),
-        updated_after=updated_after,
-        include_superseded=include_superseded,
-        min_score=min_score,
-        offset=offset,
-        max_results=either(k, max_results, "--k", "--max-results"),
-        max_tokens=max_tokens,
+    memory = open_memory(ctx)
+    rows = either(k, max_results, "--k", "--max-results")
+    emit_within(
+        memory,
+        max_tokens,
+        lambda room: memory.search(
+            query,
+            type=type_,
+            tag=list(tag),
+            updated_after=updated_after,
+            include_superseded=include_superseded,
+            min_score=min_score,
+            offset=offset,
+            max_results=rows,
+            max_tokens=room,
+        ),
+        as_json,
+        empty=lambda result: result.empty,
     )
-    emit(result, as_json, empty=result.empty)
 
 
 SEEN_LIMIT = 16 * given.MiB  # what an agent holds in its context is far smaller
@@ -75,8 +83,19 @@ def recall_cmd(ctx, query, seen_file, context_file, max_tokens, as_json):
     """Search for pre-injection, or skip cheaply (exit 1 when skipped or nothing relevant); --max-tokens 0: spent."""
     option = "--context-file" if context_file is not None else "--seen-file"
     seen = _read_seen(either(context_file, seen_file, "--context-file", "--seen-file"), option)
-    result = open_memory(ctx).recall(query, seen=seen, max_tokens=max_tokens)
-    emit(result, as_json, empty=result.empty)
+    memory = open_memory(ctx)
+    if max_tokens == 0:  # not a budget but a signal: the turn's budget is spent, and the answer says so
+        result = memory.recall(query, seen=seen, max_tokens=0)
+        emit(result, as_json, empty=result.empty)
+        return
+    emit_within(
+        memory,
+        max_tokens,
+        lambda room: memory.recall(query, seen=seen, max_tokens=room),
+        as_json,
+        empty=lambda result: result.empty,
+        reserve=False,
+    )
 
 
 @command("evaluate")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from fsmem import format as fmt
+from fsmem.budget import echo
 from fsmem.errors import AlreadyExists, ChangedOnDisk, EditConflict, InvalidArgument, NotFound
 from fsmem.format import notes as note_text
 from fsmem.store.files import atomic_write, same_version, version_of
@@ -169,7 +170,7 @@ def host_id(root: Path, configured: str | None = None) -> str:
 def session_note_path(root: Path, session: str, when: _dt.datetime) -> Path:
     if not _SESSION_ID.match(session):
         raise InvalidArgument(
-            f"session id {session!r} may hold only letters, digits, '.', '_' and '-' (at most 100 characters)"
+            f"session id {echo(session)} may hold only letters, digits, '.', '_' and '-' (at most 100 characters)"
         )
     return root / "sessions" / f"{when:%Y}" / f"{when:%m}" / f"{when:%d}" / f"{session}.md"
 
