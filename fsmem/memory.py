@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fsmem import format as fmt
+from fsmem.arguments import Door
 from fsmem.budget import Budget, check_offset, echo
 from fsmem.config import CONFIG_FILE, Config
 from fsmem.deprecated import renamed, warn
@@ -38,6 +39,7 @@ from fsmem.query import grep as _grep, reading
 from fsmem.query.listing import Listing, list_entries, within_depth
 from fsmem.store import paths as _paths, retrieval_log, writing
 from fsmem.store.catalog import EXACT_COUNT_LIMIT, Catalog, FileMeta, matches_filters, walk, walk_stats
+from fsmem.store.fields import check_fields
 from fsmem.store.files import file_lock, file_version
 from fsmem.store.paths import ROOT_README, check_text, relative, resolve
 from fsmem.store.scope import Scope
@@ -111,9 +113,12 @@ def os_error_message(exc: OSError, root: Path | None = None) -> str:
     return f"{(exc.strerror or str(exc)).lower()}{where}"
 
 
-def _as_fsmem_error(method: Callable) -> Callable:
+def _as_fsmem_error(method: Callable, where: str) -> Callable:
+    door = Door(method, where)
+
     @functools.wraps(method)
     def guarded(*args: Any, **kwargs: Any) -> Any:
+        args, kwargs = door(args, kwargs)  # arguments of the annotated types, or InvalidArgument
         try:
             return method(*args, **kwargs)
         except FsmemError:
@@ -135,10 +140,11 @@ def fsmem_errors(cls: type) -> type:
     for name, value in list(vars(cls).items()):
         if name.startswith("_") and name != "__init__":
             continue
+        where = f"{cls.__name__}()" if name == "__init__" else f"{cls.__name__}.{name}()"
         if isinstance(value, classmethod):
-            setattr(cls, name, classmethod(_as_fsmem_error(value.__func__)))
+            setattr(cls, name, classmethod(_as_fsmem_error(value.__func__, where)))
         elif callable(value) and not isinstance(value, type):
-            setattr(cls, name, _as_fsmem_error(value))
+            setattr(cls, name, _as_fsmem_error(value, where))
     return cls
 
 
@@ -277,7 +283,8 @@ class Memory:
 
     def superseded_ranges(self, rel: str) -> list[tuple[int, int]]:
         """Line ranges of superseded facts in one file (empty for files too large to parse)."""
-        path = self.root / rel
+        path = self.path(rel, want="file")  # the containment rule: a public method, whoever calls it
+        rel = relative(self.root, path)
         try:
             if path.stat().st_size > EXACT_COUNT_LIMIT:
                 return []
@@ -559,7 +566,8 @@ class Memory:
         target = self.path(path, want="file")
         if body is not None:
             body = self._screen(body, "the body")
-        fields = {key: self._screen_value(value, f"field {key!r}") for key, value in (set or {}).items()}
+        plain = check_fields(set or {})  # before the screen walks the values: a cycle is refused, not followed
+        fields = {key: self._screen_value(value, f"field {key!r}") for key, value in plain.items()}
         repo = self.history
         with file_lock(self.root):
             result = writing.write(self.root, target, body, fields, expected_version=expected_version)
@@ -1107,7 +1115,12 @@ class Memory:
         return outcome
 
     def evaluate(
-        self, evalset: Any, *, sweep: Iterable[int] | None = None, max_tokens: int | None = None, ks: Any = None
+        self,
+        evalset: str | Path | list[Any],
+        *,
+        sweep: Iterable[int] | None = None,
+        max_tokens: int | None = None,
+        ks: Iterable[int] | None = None,
     ) -> Any:
         """Deprecated (0.2): use `fsmem.evaluation.evaluate(memory, evalset)`; goes away in 0.3."""
         from fsmem.evaluation.harness import evaluate  # deprecated shim: the one import that points up

@@ -225,13 +225,28 @@ def _parse_sets(pairs: tuple[str, ...]) -> dict:
         if not key.replace("_", "").replace("-", "").isalnum():
             raise InvalidArgument(f"--set: {echo(key)} is not a valid field name")
         try:
+            if ("&" in value or "*" in value) and _has_alias(yaml, value):
+                raise InvalidArgument(
+                    f"--set {key}: YAML anchors and aliases (&name, *name) are not taken in a value; "
+                    f"to set it as text, quote it: --set '{key}=\"…\"'"
+                )
             parsed = yaml.safe_load(value) if value.strip() else ""
         except (yaml.YAMLError, ValueError):  # ValueError: a date-shaped value that is no date, 2026-13-45
             parsed = value
+        except RecursionError:
+            raise InvalidArgument(f"--set {key}: the value is nested too deeply; give a plain value") from None
         if isinstance(parsed, dict):
             parsed = value  # 'a: b' is meant as text, not a nested mapping
         fields[key] = parsed
     return fields
+
+
+def _has_alias(yaml, value: str) -> bool:
+    """True when the YAML value names an anchor or an alias: `&a [*a]` would be a list that holds itself."""
+    try:
+        return any(isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) for event in yaml.parse(value))
+    except yaml.YAMLError:
+        return False
 
 
 @command("write")

@@ -19,6 +19,7 @@ from fsmem import format as fmt
 from fsmem.budget import echo
 from fsmem.errors import AlreadyExists, ChangedOnDisk, EditConflict, InvalidArgument, NotFound
 from fsmem.format import notes as note_text
+from fsmem.store.fields import check_fields
 from fsmem.store.files import atomic_write, same_version, version_of
 from fsmem.store.paths import check_text, read_regular, relative
 
@@ -115,26 +116,6 @@ def _touch_updated(text: str) -> str:
     if not fmt.split(text).has_front_matter:
         return text
     return fmt.set_fields(text, {"updated": fmt.now_iso()})
-
-
-def check_fields(fields: dict[str, Any]) -> dict[str, Any]:
-    """Front matter fields to set; a name or value holding a NUL byte or non-text is refused at the door."""
-
-    def visit(value: Any, where: str) -> None:
-        if isinstance(value, str):
-            check_text(value, where)
-        elif isinstance(value, dict):
-            for key, inner in value.items():
-                visit(key, f"a field name in {where}")
-                visit(inner, where)
-        elif isinstance(value, (list, tuple)):
-            for inner in value:
-                visit(inner, where)
-
-    for key, value in fields.items():
-        visit(key, "a front matter field name")
-        visit(value, f"the front matter field {key!r}")
-    return fields
 
 
 def _title_from_path(path: Path) -> str:
@@ -243,7 +224,7 @@ def write(
     """
     if body is not None:
         check_text(body, "the body")
-    check_fields(fields)
+    fields = check_fields(fields)
     created = not path.exists()
     if path.is_dir():
         raise InvalidArgument(f"{relative(root, path)} is a folder; give a file path ending in .md")
