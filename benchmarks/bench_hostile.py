@@ -463,6 +463,9 @@ def main() -> None:
     (work / "files").mkdir()
     kinds, file_failures = bad_file_commands(work / "files", args.time_limit)
     files_seconds = time.monotonic() - started
+    from hostile_cli import run as cli_cases  # issue #19's CLI and API cases
+
+    cli_rows, cli_failures, cli_summary = cli_cases(work / "cli", args.time_limit)
 
     print(f"({before} before, {load()} after; time limit {args.time_limit:g} s per answer)")
     rows = [[face, str(tally.tried[face]), str(tally.refused[face])] for face in tally.tried]
@@ -477,6 +480,7 @@ def main() -> None:
         ["commands on them", str(commands), f"{answered} ({100 * answered / commands:.1f}%)"],
     ]
     print(table(f"bad files, every command on each ({files_seconds:.0f} s)", ["", "tried", "answered"], rows))
+    print(table("CLI and API cases (issue #19)", ["cases", "tried", "answered as they must"], cli_rows))
     killed = kill_points()
     if killed is not None:
         print(
@@ -484,7 +488,7 @@ def main() -> None:
                 "consolidation killed at each write", ["", "tried", "converged"], [["kill points", *map(str, killed)]]
             )
         )
-    for failure in tally.failures + file_failures:
+    for failure in tally.failures + file_failures + cli_failures:
         print("FAILED " + failure.replace("\n", "\\n"))
     summary = {
         "kill_points_tried": killed[0] if killed else 0,
@@ -494,9 +498,10 @@ def main() -> None:
         "bad_file_kinds": len(kinds),
         "bad_file_commands_tried": commands,
         "bad_file_commands_answered": answered,
+        **cli_summary,
     }
     print(json.dumps(summary))
-    if tally.failures or file_failures or (killed is not None and killed[0] != killed[1]):
+    if tally.failures or file_failures or cli_failures or (killed is not None and killed[0] != killed[1]):
         sys.exit(1)
 
 
