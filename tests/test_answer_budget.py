@@ -58,6 +58,7 @@ def test_the_issue_case_a_5000_word_query_at_50_tokens(root):
     assert wide.returncode == 1 and len(wide.stdout) < 400  # at the default budget of 2,000 too: no echo of it all
 
 
+@pytest.mark.slow
 def test_through_the_tools_and_mcp(root):
     small = Memory(root, agent="small")
     answer = tools.call(small, "search", {"query": WORDS_5000})
