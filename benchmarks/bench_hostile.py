@@ -463,6 +463,9 @@ def main() -> None:
     (work / "files").mkdir()
     kinds, file_failures = bad_file_commands(work / "files", args.time_limit)
     files_seconds = time.monotonic() - started
+    from hostile_cli import run as cli_cases  # issue #19's CLI and API cases
+
+    cli_rows, cli_failures, cli_summary = cli_cases(work / "cli", args.time_limit)
 
     print(f"({before} before, {load()} after; time limit {args.time_limit:g} s per answer)")
     rows = [[face, str(tally.tried[face]), str(tally.refused[face])] for face in tally.tried]
@@ -477,6 +480,7 @@ def main() -> None:
         ["commands on them", str(commands), f"{answered} ({100 * answered / commands:.1f}%)"],
     ]
     print(table(f"bad files, every command on each ({files_seconds:.0f} s)", ["", "tried", "answered"], rows))
+    print(table("CLI and API cases (issue #19)", ["cases", "tried", "answered as they must"], cli_rows))
     killed = kill_points()
     if killed is not None:
         print(
@@ -493,7 +497,7 @@ def main() -> None:
     import hostile_kills  # fsmem killed at every git step of write, consolidate and sync (issue #18)
 
     git_killed, git_failures = hostile_kills.run_and_print()
-    for failure in tally.failures + file_failures:
+    for failure in tally.failures + file_failures + cli_failures:
         print("FAILED " + failure.replace("\n", "\\n"))
     summary = {
         "kill_points_tried": killed[0] if killed else 0,
@@ -506,9 +510,16 @@ def main() -> None:
         "sync_attacks_tried": sum(tried for tried, _ in sync_counts.values()),
         "sync_attacks_held": sum(held for _, held in sync_counts.values()),
         **git_killed,
+        **cli_summary,
     }
     print(json.dumps(summary))
-    if tally.failures or file_failures or git_failures or (killed is not None and killed[0] != killed[1]):
+    if (
+        tally.failures
+        or file_failures
+        or git_failures
+        or cli_failures
+        or (killed is not None and killed[0] != killed[1])
+    ):
         sys.exit(1)
 
 

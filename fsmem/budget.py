@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from fsmem.errors import InvalidArgument
 
 Count = Callable[[str], int]
+T = TypeVar("T")
 CUT_BY_TOKENS = "tokens"
 CUT_BY_RESULTS = "results"
 
@@ -35,7 +36,7 @@ class Budget:
         """A caller may ask for less than its budget, never for more; a cap below 1 is an error."""
         for name, value in (("max_tokens", max_tokens), ("max_results", max_results)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise InvalidArgument(f"{name} must be a whole number of at least 1, not {value!r}")
+                raise InvalidArgument(f"{name} must be a whole number of at least 1, not {echo(value)}")
         return replace(
             self,
             max_tokens=self.max_tokens if max_tokens is None else min(self.max_tokens, max_tokens),
@@ -289,8 +290,8 @@ def fit_text(count: Count, truncate: Callable[[str, int], str], text: str, max_t
     The last net under every text answer: answers fit their budget by
     construction, and this only catches what a renderer could not foresee.
     """
-    if count(text) <= max_tokens:
-        return text, False
+    if len(text.encode("utf-8", "surrogatepass")) <= max_tokens or count(text) <= max_tokens:
+        return text, False  # a token is at least one byte: short text fits without the tokenizer
     lines = text.split("\n")
     template = "[answer cut at the {budget}-token budget after line {shown} of {total}; ask for less]"
     note = template.format(budget=max_tokens, shown=len(lines), total=len(lines))
@@ -305,8 +306,61 @@ def fit_text(count: Count, truncate: Callable[[str, int], str], text: str, max_t
     return truncate(text, max_tokens), True
 
 
+# Tokens kept back from an answer's content for its trailer lines (what was left out, how to go on).
+TRAILER_RESERVE = 48
+
+
+def content_budget(max_tokens: int) -> int:
+    """The tokens an answer's content may take so that its trailer still fits in `max_tokens`."""
+    return max(1, max_tokens - min(TRAILER_RESERVE, max_tokens // 4))
+
+
+def within(
+    ask: Callable[[int], T], render: Callable[[T], str], count: Count, max_tokens: int, *, reserve: bool = True
+) -> tuple[T, str]:
+    """An answer whose text fits `max_tokens`, trailer included: (the answer, its text).
+
+    `ask(room)` makes the answer with `room` tokens for its content. When the
+    text comes out over the budget, the answer is asked for again with less
+    room, so that its own hint of how to go on stays exact (a cut made
+    afterwards would skip lines silently); the caller's last net is `fit_text`.
+    An answer that counts its own trailer in its budget passes `reserve=False`.
+    """
+    room = content_budget(max_tokens) if reserve else max_tokens
+    for _ in range(4):
+        answer = ask(room)
+        text = render(answer)
+        over = (0 if len(text.encode("utf-8", "surrogatepass")) <= max_tokens else count(text)) - max_tokens
+        if over <= 0 or room <= 1:
+            break
+        room = max(1, room - max(over + 4, room // 4))
+    return answer, text
+
+
+ECHO_CHARS = 32
+
+
+def echo(value: object, chars: int = ECHO_CHARS) -> str:
+    """`value` as an answer or an error repeats what it was given: whole when short, else its start and its size.
+
+    A query of 5,000 words echoed whole made a "no relevant memory" answer of
+    29 KB; no input floods an answer this way.
+    """
+    if isinstance(value, str):
+        if len(value) <= chars:
+            return repr(value)
+        return f"{value[:chars]!r}… ({len(value):,} characters)"
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"a number of {value.bit_length()} bits"
+    try:
+        shown = repr(value)
+    except Exception:  # a repr that fails says nothing; its type does
+        shown = f"<{type(value).__name__}>"
+    return shown if len(shown) <= chars else f"{shown[:chars]}… ({type(value).__name__})"
+
+
 def check_offset(offset: int) -> int:
     """An offset is a whole number of items to skip, 0 or more."""
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise InvalidArgument(f"offset must be a whole number, 0 or more, not {offset!r}")
+        raise InvalidArgument(f"offset must be a whole number, 0 or more, not {echo(offset)}")
     return offset

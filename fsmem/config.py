@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -152,10 +154,10 @@ class Config:
         try:
             stored = json.loads(copy_path.read_text(encoding="utf-8"))
             if stored.get("stamp") == stamp and isinstance(stored.get("data"), dict):
-                return cls(stored["data"], path)
+                return cls(check_settings(stored["data"], path), path)
         except (OSError, ValueError):
             pass
-        data = _parse(path)
+        data = check_settings(_parse(path), path)
         if stat.st_mtime_ns < time.time_ns() - 1_000_000_000:  # an edit within the same mtime tick would hide
             _store_copy(copy_path, {"stamp": stamp, "data": data})
         return cls(data, path)
@@ -194,3 +196,129 @@ class Config:
         if budget.max_tokens < 1 or budget.max_results < 1:
             raise ConfigError(f"{CONFIG_FILE}: max_tokens and max_results must be at least 1")
         return budget
+
+
+# -- the settings' types, checked once per load: a wrong one is a ConfigError naming it, its value and its line --
+Rule = tuple[Callable[[Any], bool], str]
+
+
+def _whole(minimum: int) -> Rule:
+    return (
+        lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= minimum
+    ), f"a whole number of at least {minimum}"
+
+
+def _number(low: float, high: float | None = None, *, above: bool = False) -> Rule:
+    def ok(v: Any) -> bool:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            return False
+        return (v > low if above else v >= low) and (high is None or v <= high)
+
+    span = f"above {low:g}" if above else f"of at least {low:g}" if high is None else f"from {low:g} to {high:g}"
+    return ok, f"a number {span}"
+
+
+TEXT: Rule = (lambda v: isinstance(v, str) and "\n" not in v, "one line of text")
+FLAG: Rule = (lambda v: isinstance(v, bool), "true or false")
+MAPPING: Rule = (lambda v: v is None or isinstance(v, dict), "a mapping of settings")
+BUDGET = {"max_tokens": _whole(1), "max_results": _whole(1), "read_only": FLAG}
+SETTINGS: dict[str, Rule] = {
+    "tokenizer": TEXT,
+    "grep.timeout_seconds": _number(0, above=True),
+    "read.max_line_chars": _whole(1),
+    "notes.default_session": TEXT,
+    "notes.host_id": TEXT,
+    "consolidate.default_subject": TEXT,
+    "consolidate.subject_match_threshold": _number(0, 100),
+    "consolidate.near_duplicate_threshold": _number(0, 100),
+    "consolidate.extractors": (
+        lambda v: isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v)),
+        "an extractor name or a list of them",
+    ),
+    "consolidate.archive": FLAG,
+    "consolidate.archive_dir": TEXT,
+    "consolidate.index_max_tokens": _whole(1),
+    "consolidate.progress_min_notes": _whole(0),
+    "consolidate.max_attempts": _whole(1),
+    "search.min_score": _number(0),
+    "search.weights": MAPPING,
+    "search.recency_half_life_days": _number(0, above=True),
+    "search.fuzzy_cutoff": _number(0, 100),
+    "search.recall": MAPPING,
+    "search.recall.min_tokens": _whole(1),
+    "search.recall.context_similarity": _number(0, 100),
+    "search.recall.horizon_days": (lambda v: v is None or _number(0, above=True)[0](v), "a number above 0, or null"),
+    "watch.settle_seconds": _number(0),
+    "watch.quiet_seconds": _number(0),
+    "watch.consolidate_after_seconds": _number(0),
+    "history.enabled": FLAG,
+    "sync.remote": TEXT,
+    "sync.max_attempts": _whole(1),
+    "sync.timeout_seconds": _number(0, above=True),
+}
+SECTIONS = ("budgets", "grep", "read", "notes", "logs", "secrets", "consolidate", "search", "watch", "history", "sync")
+
+
+def check_settings(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """`data` if every known setting in it has its type; else a ConfigError naming the setting, value and line.
+
+    Unknown settings are left to the part that reads its section (consolidate
+    refuses them); a missing one takes its default. `logs.max_bytes` and
+    `secrets.policy` are checked where they are read, with their own messages.
+    """
+    for name in SECTIONS:
+        if not MAPPING[0](data.get(name)):
+            _refuse(path, [name], data.get(name), MAPPING[1])
+    for dotted, (ok, says) in SETTINGS.items():
+        keys = dotted.split(".")
+        value: Any = data
+        for key in keys:
+            value = value.get(key, _MISSING) if isinstance(value, dict) else _MISSING
+        if value is not _MISSING and not ok(value):
+            _refuse(path, keys, value, says)
+    budgets = data.get("budgets") or {}
+    entries = [(["budgets", "default"], budgets.get("default"))]
+    agents = budgets.get("agents")
+    if not MAPPING[0](agents):
+        _refuse(path, ["budgets", "agents"], agents, "a mapping of agent names to budgets")
+    entries += [(["budgets", "agents", str(name)], entry) for name, entry in (agents or {}).items()]
+    for keys, entry in entries:
+        if not MAPPING[0](entry):
+            _refuse(path, keys, entry, "a mapping of max_tokens, max_results and read_only")
+        for key, (ok, says) in BUDGET.items():
+            if isinstance(entry, dict) and key in entry and not ok(entry[key]):
+                _refuse(path, [*keys, key], entry[key], says)
+    weights = (data.get("search") or {}).get("weights") or {}
+    for key, value in weights.items():
+        if not _number(0)[0](value):
+            _refuse(path, ["search", "weights", str(key)], value, _number(0)[1])
+    return data
+
+
+_MISSING = object()
+
+
+def _refuse(path: Path, keys: list[str], value: Any, says: str) -> None:
+    from fsmem.budget import echo
+
+    line = _line_of(path, keys)
+    where = f"{path}:{line}" if line else str(path)
+    raise ConfigError(f"{where}: {'.'.join(keys)} must be {says}, not {echo(value)}")
+
+
+def _line_of(path: Path, keys: list[str]) -> int | None:
+    """The line of a setting in the YAML file (an error path only: PyYAML's node tree has the marks)."""
+    import yaml
+
+    try:
+        node: Any = yaml.compose(path.read_text(encoding="utf-8-sig"), Loader=yaml.SafeLoader)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
+        return None
+    for key in keys:
+        if not isinstance(node, yaml.MappingNode):
+            return None
+        found = [value for name, value in node.value if getattr(name, "value", None) == key]
+        if not found:
+            return None
+        node = found[-1]
+    return int(node.start_mark.line) + 1

@@ -15,6 +15,10 @@ class RootNotFound(FsmemError):
     """No memory directory could be found for this command."""
 
 
+class NotAMemory(RootNotFound):
+    """A folder given as a memory (`--root`, `$FSMEM_ROOT`, `Memory(path)`) that holds no fsmem.yaml."""
+
+
 class PathEscape(FsmemError):
     """An agent- or user-supplied path that would leave the memory root."""
 

@@ -19,13 +19,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fsmem import format as fmt
-from fsmem.budget import Budget, check_offset
+from fsmem.arguments import Door
+from fsmem.budget import Budget, check_offset, echo
 from fsmem.config import CONFIG_FILE, STATE_DIR, Config
 from fsmem.deprecated import renamed, warn
 from fsmem.errors import (
     AlreadyExists,
+    ConfigError,
     FsmemError,
     InvalidArgument,
+    NotAMemory,
     NotFound,
     ReadOnly,
     RootNotFound,
@@ -36,6 +39,7 @@ from fsmem.query import grep as _grep, reading
 from fsmem.query.listing import Listing, list_entries, within_depth
 from fsmem.store import paths as _paths, retrieval_log, writing
 from fsmem.store.catalog import EXACT_COUNT_LIMIT, Catalog, FileMeta, matches_filters, walk, walk_stats
+from fsmem.store.fields import check_fields
 from fsmem.store.files import file_lock, file_version
 from fsmem.store.paths import ROOT_README, check_text, relative, resolve
 from fsmem.store.scope import Scope
@@ -74,7 +78,13 @@ def discover_root(root: str | os.PathLike[str] | None = None, start: Path | None
     if chosen:
         path = Path(chosen).expanduser()
         if not path.is_dir():
-            raise RootNotFound(f"memory root {str(path)!r} is not a folder; create one with 'fsmem init {path}'")
+            what = "is not a folder" if os.path.lexists(path) else "does not exist"
+            raise RootNotFound(f"not an fsmem memory: {path} {what} ({_remedy(path)})")
+        config = path / CONFIG_FILE
+        if os.path.lexists(config) and not config.is_file():
+            raise ConfigError(f"{config} is not a regular file; fsmem reads its settings from a plain YAML file")
+        if not config.is_file():
+            raise NotAMemory(f"not an fsmem memory: {path} holds no {CONFIG_FILE} ({_remedy(path)})")
         return path.resolve()
     here = (start or Path.cwd()).resolve()
     for folder in [here, *here.parents]:
@@ -84,6 +94,12 @@ def discover_root(root: str | os.PathLike[str] | None = None, start: Path | None
         f"no memory found: no {CONFIG_FILE} in {here} or any folder above it. "
         "Create one with 'fsmem init DIR', or point to one with --root DIR or FSMEM_ROOT"
     )
+
+
+def _remedy(path: Path) -> str:
+    import shlex
+
+    return f"create one with: fsmem init {shlex.quote(str(path))}"
 
 
 def os_error_message(exc: OSError, root: Path | None = None) -> str:
@@ -97,9 +113,12 @@ def os_error_message(exc: OSError, root: Path | None = None) -> str:
     return f"{(exc.strerror or str(exc)).lower()}{where}"
 
 
-def _as_fsmem_error(method: Callable) -> Callable:
+def _as_fsmem_error(method: Callable, where: str) -> Callable:
+    door = Door(method, where)
+
     @functools.wraps(method)
     def guarded(*args: Any, **kwargs: Any) -> Any:
+        args, kwargs = door(args, kwargs)  # arguments of the annotated types, or InvalidArgument
         try:
             return method(*args, **kwargs)
         except FsmemError:
@@ -121,10 +140,11 @@ def fsmem_errors(cls: type) -> type:
     for name, value in list(vars(cls).items()):
         if name.startswith("_") and name != "__init__":
             continue
+        where = f"{cls.__name__}()" if name == "__init__" else f"{cls.__name__}.{name}()"
         if isinstance(value, classmethod):
-            setattr(cls, name, classmethod(_as_fsmem_error(value.__func__)))
+            setattr(cls, name, classmethod(_as_fsmem_error(value.__func__, where)))
         elif callable(value) and not isinstance(value, type):
-            setattr(cls, name, _as_fsmem_error(value))
+            setattr(cls, name, _as_fsmem_error(value, where))
     return cls
 
 
@@ -172,31 +192,54 @@ class Memory:
     # -- creation ---------------------------------------------------------
     @classmethod
     def init(cls, directory: str | os.PathLike[str], *, git: bool = False) -> Memory:
-        """Create a new memory from the template; refuse to touch an existing one.
+        """Make `directory` a memory: a new folder gets the template; a folder that already holds files (an
+        Obsidian vault, a folder of notes) gets only the template files it lacks, and no file already there
+        changes. A folder that is already a memory is refused, unless `git` is asked for.
 
         With `git`, the memory gets history: a git repository (unless it already
         lies in a git work tree, which is then used as it is), `.fsmem/` ignored,
         fsmem's merge driver set up, and a first commit. An existing memory is
         given history the same way, its files untouched.
         """
+        from fsmem.store import template
+
         target = Path(directory).expanduser()
-        if git and (target / CONFIG_FILE).exists():
+        if git and (target / CONFIG_FILE).is_file():
             memory = cls(target)
             memory._setup_history(create=True)
             return memory
-        if (target / CONFIG_FILE).exists():
+        if os.path.lexists(target / CONFIG_FILE):
             raise AlreadyExists(f"{target} already holds a memory ({CONFIG_FILE}); nothing was changed")
-        if target.exists() and not target.is_dir():
+        if os.path.lexists(target) and not target.is_dir():
             raise AlreadyExists(f"{target} exists and is not a folder")
-        if target.exists() and any(p for p in target.iterdir() if p.name not in (".git",)):
-            raise AlreadyExists(f"{target} is not empty; choose an empty or new folder")
-        import shutil
-
-        shutil.copytree(template_dir(), target, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+        template.add_missing(template_dir(), target)
         memory = cls(target)
         if git:
             memory._setup_history(create=True)
         return memory
+
+    @classmethod
+    def setup_clone(
+        cls, directory: str | os.PathLike[str] | None = None, *, agent: str | None = None, remote: str | None = None
+    ) -> SyncResult:
+        """`fsmem sync --setup` of a git clone: `sync(setup=True)`, and the one way a folder without fsmem.yaml
+        becomes a memory by sync. A clone of a bare remote whose HEAD names a branch it does not hold has no
+        commit and no file yet; it takes the remote's branch first, through the trust boundary, and must then
+        hold fsmem.yaml. `directory` defaults to $FSMEM_ROOT, else the current folder."""
+        from fsmem.history import remote as remotes
+
+        target = Path(directory or os.environ.get(ROOT_ENV) or ".").expanduser()
+        found = ""
+        if target.is_dir() and not os.path.lexists(target / CONFIG_FILE):
+            found = remotes.take_remote_branch(target.resolve(), writing.host_id(target.resolve()))
+            if not (target / CONFIG_FILE).is_file():
+                raise NotAMemory(
+                    f"not an fsmem memory: {target} holds no {CONFIG_FILE}, and neither does the branch of its "
+                    f"remote{' it took' if found else ''} ({_remedy(target)})"
+                )
+        result = cls(target, agent=agent).sync(remote, setup=True)
+        result.found = "\n".join(line for line in (found, result.found) if line)
+        return result
 
     # -- helpers ------------------------------------------------------------
     def path(self, user_path: str | os.PathLike[str] | None, *, want: str = "any") -> Path:
@@ -263,7 +306,8 @@ class Memory:
 
     def superseded_ranges(self, rel: str) -> list[tuple[int, int]]:
         """Line ranges of superseded facts in one file (empty for files too large to parse)."""
-        path = self.root / rel
+        path = self.path(rel, want="file")  # the containment rule: a public method, whoever calls it
+        rel = relative(self.root, path)
         try:
             if path.stat().st_size > EXACT_COUNT_LIMIT:
                 return []
@@ -286,7 +330,9 @@ class Memory:
         """
         start = self._existing(path) if path else None
         if updated_after is not None and fmt.parse_timestamp(updated_after) is None:
-            raise InvalidArgument(f"--updated-after takes an ISO 8601 date such as 2024-05-01, not {updated_after!r}")
+            raise InvalidArgument(
+                f"--updated-after takes an ISO 8601 date such as 2024-05-01, not {echo(updated_after)}"
+            )
         return [
             meta
             for meta in self.catalog.entries(start, skipped)
@@ -508,6 +554,7 @@ class Memory:
             name = self.agent or str(self.config.section("notes").get("default_session", "default"))
             session = f"{name}-{self.host_id}"
         text = self._screen(text, "the note")
+        default = self._default_subject()
         if subject is not None:
             subject = self._screen(subject, "the subject")
         check = None
@@ -520,10 +567,18 @@ class Memory:
 
         repo = self.history
         with file_lock(self.root):
-            result = writing.note(self.root, text, session=session, subject=subject, check_path=check)
+            result = writing.note(
+                self.root, text, session=session, subject=subject, default_subject=default, check_path=check
+            )
             self._record(repo, result)
         self._after_write(repo, [result.path])
         return result
+
+    def _default_subject(self) -> str:
+        """Where consolidation files lines without a subject (`consolidate.default_subject`)."""
+        from fsmem.consolidate.settings import DEFAULTS
+
+        return str(self.config.section("consolidate").get("default_subject") or DEFAULTS["default_subject"])
 
     def write(
         self,
@@ -542,7 +597,8 @@ class Memory:
         target = self.path(path, want="file")
         if body is not None:
             body = self._screen(body, "the body")
-        fields = {key: self._screen_value(value, f"field {key!r}") for key, value in (set or {}).items()}
+        plain = check_fields(set or {})  # before the screen walks the values: a cycle is refused, not followed
+        fields = {key: self._screen_value(value, f"field {key!r}") for key, value in plain.items()}
         repo = self.history
         with file_lock(self.root):
             result = writing.write(self.root, target, body, fields, expected_version=expected_version)
@@ -849,7 +905,7 @@ class Memory:
         budget = self.budget.narrowed(max_tokens, max_results)
         rel = self._history_path(path, "history log")
         if since is not None and fmt.parse_timestamp(since) is None:
-            raise InvalidArgument(f"--since takes an ISO 8601 date such as 2026-11-01, not {since!r}")
+            raise InvalidArgument(f"--since takes an ISO 8601 date such as 2026-11-01, not {echo(since)}")
         if agent is not None:
             check_text(agent, "the agent")
         return queries.log(
@@ -1136,7 +1192,12 @@ class Memory:
         return outcome
 
     def evaluate(
-        self, evalset: Any, *, sweep: Iterable[int] | None = None, max_tokens: int | None = None, ks: Any = None
+        self,
+        evalset: str | Path | list[Any],
+        *,
+        sweep: Iterable[int] | None = None,
+        max_tokens: int | None = None,
+        ks: Iterable[int] | None = None,
     ) -> Any:
         """Deprecated (0.2): use `fsmem.evaluation.evaluate(memory, evalset)`; goes away in 0.3."""
         from fsmem.evaluation.harness import evaluate  # deprecated shim: the one import that points up

@@ -17,7 +17,10 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "fsmem"
 LAYERS = [
-    ("foundation", ("fsmem.errors", "fsmem.budget", "fsmem.tokens", "fsmem.config", "fsmem.deprecated")),
+    (
+        "foundation",
+        ("fsmem.errors", "fsmem.budget", "fsmem.tokens", "fsmem.config", "fsmem.deprecated", "fsmem.arguments"),
+    ),
     ("format", ("fsmem.format",)),
     ("store", ("fsmem.store",)),
     ("queries", ("fsmem.query", "fsmem.search", "fsmem.consolidate", "fsmem.watch", "fsmem.history")),

@@ -37,7 +37,7 @@ def test_note_appends_under_an_existing_subject_and_adds_new_subjects(empty_memo
     assert body == (
         "## people/Adam Smith\n- role: lead\n- employer: Globex\n\n"
         "## topic/Billing\n- cycle: monthly\n\n"
-        "- A free observation without subject.\n"
+        "## topic/Inbox\n- A free observation without subject.\n"  # not under Billing: each note is its own unit
     )
 
 

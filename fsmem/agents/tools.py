@@ -18,14 +18,11 @@ from typing import Any
 
 from fsmem.agents import builtin  # noqa: F401  (registers the built-in tools)
 from fsmem.agents.registry import FORMATS, REGISTRY, Reply, Tool, json_type_name, validate
-from fsmem.budget import fit_text
+from fsmem.budget import content_budget, echo, fit_text, within
 from fsmem.errors import FsmemError, InvalidArgument, ReadOnly
 from fsmem.memory import Memory, os_error_message
 from fsmem.store import retrieval_log
 from fsmem.store.paths import text_problem
-
-# Tokens kept back from a tool's content for its trailer lines and the guard note.
-TRAILER_RESERVE = 48
 
 
 @dataclass
@@ -154,7 +151,7 @@ def _run(memory: Memory, name: str, arguments: dict[str, Any] | str | None) -> R
     tool_ = REGISTRY.get(name)
     if tool_ is None or not tool_.available(memory):
         names = ", ".join(t.name for t in offered(memory))
-        raise InvalidArgument(f"unknown tool {name!r}; the tools are: {names}")
+        raise InvalidArgument(f"unknown tool {echo(name)}; the tools are: {names}")
     if tool_.writes and memory.budget.read_only:
         who = f"agent {memory.agent!r}" if memory.agent else "this agent"
         readers = ", ".join(t.name for t in offered(memory))
@@ -164,15 +161,11 @@ def _run(memory: Memory, name: str, arguments: dict[str, Any] | str | None) -> R
         raise InvalidArgument(problem)
     given = {key: value for key, value in parsed.items() if value is not None}
     budget = memory.budget.max_tokens
-    room = _content_budget(budget)
-    for _ in range(4):
-        reply = tool_.function(memory, **given, max_tokens=room)
-        over = memory.tokens.count(reply.text) - budget
-        if over <= 0 or tool_.writes or room <= 1:
-            return reply
-        # The trailer did not fit: ask again for less content, so the tool's own hint of
-        # how to continue stays exact (a cut made afterwards would skip lines silently).
-        room = max(1, room - max(over + 4, room // 4))
+    if tool_.writes:  # a write is done once; its short answer is cut by the last net if need be
+        return tool_.function(memory, **given, max_tokens=content_budget(budget))
+    reply, _ = within(
+        lambda room: tool_.function(memory, **given, max_tokens=room), lambda r: r.text, memory.tokens.count, budget
+    )
     return reply
 
 
@@ -192,10 +185,6 @@ def _parse_arguments(arguments: dict[str, Any] | str | None) -> dict[str, Any]:
             f"not {json_type_name(arguments)}"
         )
     return arguments
-
-
-def _content_budget(max_tokens: int) -> int:
-    return max(1, max_tokens - min(TRAILER_RESERVE, max_tokens // 4))
 
 
 def fit(memory: Memory, text: str, max_tokens: int) -> tuple[str, bool]:

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from fsmem.cli.options import command, emit, max_tokens_option, open_memory, output_option
+from fsmem.cli.options import command, emit, emit_within, max_tokens_option, open_memory, output_option
 
 FORMATS = ("openai", "anthropic", "json")
 
@@ -82,4 +82,5 @@ def stats_cmd(ctx, since, as_json):
 @click.pass_context
 def context_cmd(ctx, max_tokens, as_json):
     """Print the block to pre-inject at the start of a turn: profile/ first, then INDEX.md, within the budget."""
-    emit(open_memory(ctx).context(max_tokens=max_tokens), as_json)
+    memory = open_memory(ctx)
+    emit_within(memory, max_tokens, lambda room: memory.context(max_tokens=room), as_json, reserve=False)

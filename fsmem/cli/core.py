@@ -6,11 +6,13 @@ import sys
 
 import click
 
+from fsmem.budget import echo
 from fsmem.cli.options import (
     command,
     deprecated_option,
     either,
     emit,
+    emit_within,
     filter_options,
     if_version_option,
     include_superseded_option,
@@ -20,6 +22,7 @@ from fsmem.cli.options import (
     page_options,
 )
 from fsmem.errors import InvalidArgument
+from fsmem.store import given
 
 
 @command("init")
@@ -32,23 +35,41 @@ from fsmem.errors import InvalidArgument
 )
 @output_option
 def init_cmd(directory: str, git: bool, as_json: bool) -> None:
-    """Create a new memory in DIRECTORY from the template (never overwrites one); --git gives it history."""
-    from fsmem.memory import Memory
+    """Make DIRECTORY a memory: a new folder gets the template; a folder of Markdown (an Obsidian vault) gets only
+    what it lacks, its files unchanged. Never overwrites a memory; --git gives it history."""
+    import os
+    from pathlib import Path
 
+    from fsmem.memory import Memory, template_dir
+    from fsmem.store import template
+
+    target = Path(directory).expanduser()
+    existing = target.is_dir() and any(name != ".git" for name in os.listdir(target))
+    adding = template.missing(template_dir(), target) if target.is_dir() else []
     memory = Memory.init(directory, git=git)
-    emit(InitResult(str(memory.root), directory, git), as_json)
+    emit(InitResult(str(memory.root), directory, git, added=adding if existing else None), as_json)
 
 
 class InitResult:
-    def __init__(self, root: str, given: str, git: bool = False):
+    def __init__(self, root: str, given: str, git: bool = False, added: list[str] | None = None):
         self.root, self.given, self.git = root, given, git
+        self.added = added  # None: a new memory from the template; else what a folder already in use was given
 
     def to_dict(self) -> dict[str, object]:
-        return {"root": self.root, "git": self.git}
+        return {"root": self.root, "git": self.git, "added": self.added}
 
     def to_text(self) -> str:
+        import shlex
+
         history = " with history (git)" if self.git else ""
-        return f"created a memory{history} in {self.root}; try: fsmem --root {self.given} ls"
+        hint = f"try: fsmem --root {shlex.quote(self.given)} ls"
+        if self.added is None:
+            return f"created a memory{history} in {self.root}; {hint}"
+        added = ", ".join(self.added) or "nothing"
+        kept = "no file already there was changed"
+        if self.git:
+            kept += " (history adds its lines to .gitignore and .gitattributes)"
+        return f"made {self.root} a memory{history}: added {added}; {kept}; {hint}"
 
 
 @command("ls")
@@ -60,17 +81,23 @@ class InitResult:
 @click.pass_context
 def ls_cmd(ctx, path, depth, type_, tag, updated_after, offset, max_results, max_tokens, as_json):
     """List memory files: path, tokens, type, updated, title and description."""
-    result = open_memory(ctx).ls(
-        path,
-        depth=depth,
-        type=type_,
-        tag=list(tag),
-        updated_after=updated_after,
-        offset=offset,
-        max_results=max_results,
-        max_tokens=max_tokens,
+    memory = open_memory(ctx)
+    emit_within(
+        memory,
+        max_tokens,
+        lambda room: memory.ls(
+            path,
+            depth=depth,
+            type=type_,
+            tag=list(tag),
+            updated_after=updated_after,
+            offset=offset,
+            max_results=max_results,
+            max_tokens=room,
+        ),
+        as_json,
+        empty=lambda result: result.total == 0,
     )
-    emit(result, as_json, empty=result.total == 0)
 
 
 @command("grep")
@@ -105,22 +132,29 @@ def grep_cmd(
     as_json,
 ):
     """Search memory files for PATTERN (ripgrep syntax); the answer says how many matches exist in all."""
-    result = open_memory(ctx).grep(
-        pattern,
-        list(paths),
-        ignore_case=ignore_case,
-        fixed_strings=fixed_strings,
-        word=word,
-        context_lines=either(context_old, context_lines, "--context", "--context-lines") or 0,
-        type=type_,
-        tag=list(tag),
-        updated_after=updated_after,
-        include_superseded=include_superseded,
-        offset=offset,
-        max_results=max_results,
-        max_tokens=max_tokens,
+    memory = open_memory(ctx)
+    around = either(context_old, context_lines, "--context", "--context-lines") or 0
+    emit_within(
+        memory,
+        max_tokens,
+        lambda room: memory.grep(
+            pattern,
+            list(paths),
+            ignore_case=ignore_case,
+            fixed_strings=fixed_strings,
+            word=word,
+            context_lines=around,
+            type=type_,
+            tag=list(tag),
+            updated_after=updated_after,
+            include_superseded=include_superseded,
+            offset=offset,
+            max_results=max_results,
+            max_tokens=room,
+        ),
+        as_json,
+        empty=lambda result: result.total == 0,
     )
-    emit(result, as_json, empty=result.total == 0)
 
 
 @command("read")
@@ -134,20 +168,29 @@ def grep_cmd(
 @click.pass_context
 def read_cmd(ctx, path, lines, section, outline, include_superseded, max_tokens, as_json):
     """Show PATH with line numbers, cut at the token budget with the next range named (exit 1: no line to show)."""
-    result = open_memory(ctx).read(
-        path,
-        lines=lines,
-        section=section,
-        outline=outline,
-        include_superseded=include_superseded,
-        max_tokens=max_tokens,
+    memory = open_memory(ctx)
+    emit_within(
+        memory,
+        max_tokens,
+        lambda room: memory.read(
+            path,
+            lines=lines,
+            section=section,
+            outline=outline,
+            include_superseded=include_superseded,
+            max_tokens=room,
+        ),
+        as_json,
+        empty=lambda result: result.empty,
     )
-    emit(result, as_json, empty=result.empty)
+
+
+STDIN_LIMIT = 64 * given.MiB  # a note or a body read from standard input
 
 
 def _text_argument(text: str) -> str:
     if text == "-":
-        return sys.stdin.read()
+        return given.read_stdin(what="the note", limit=STDIN_LIMIT)
     return text
 
 
@@ -177,19 +220,34 @@ def _parse_sets(pairs: tuple[str, ...]) -> dict:
     fields = {}
     for pair in pairs:
         if "=" not in pair:
-            raise InvalidArgument(f"--set takes key=value, not {pair!r}")
+            raise InvalidArgument(f"--set takes key=value, not {echo(pair)}")
         key, value = pair.split("=", 1)
         key = key.strip()
         if not key.replace("_", "").replace("-", "").isalnum():
-            raise InvalidArgument(f"--set: {key!r} is not a valid field name")
+            raise InvalidArgument(f"--set: {echo(key)} is not a valid field name")
         try:
+            if ("&" in value or "*" in value) and _has_alias(yaml, value):
+                raise InvalidArgument(
+                    f"--set {key}: YAML anchors and aliases (&name, *name) are not taken in a value; "
+                    f"to set it as text, quote it: --set '{key}=\"…\"'"
+                )
             parsed = yaml.safe_load(value) if value.strip() else ""
         except (yaml.YAMLError, ValueError):  # ValueError: a date-shaped value that is no date, 2026-13-45
             parsed = value
+        except RecursionError:
+            raise InvalidArgument(f"--set {key}: the value is nested too deeply; give a plain value") from None
         if isinstance(parsed, dict):
             parsed = value  # 'a: b' is meant as text, not a nested mapping
         fields[key] = parsed
     return fields
+
+
+def _has_alias(yaml, value: str) -> bool:
+    """True when the YAML value names an anchor or an alias: `&a [*a]` would be a list that holds itself."""
+    try:
+        return any(isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) for event in yaml.parse(value))
+    except yaml.YAMLError:
+        return False
 
 
 @command("write")
@@ -207,7 +265,7 @@ def _parse_sets(pairs: tuple[str, ...]) -> dict:
 @click.pass_context
 def write_cmd(ctx, path, sets, keep_body, expected_version, as_json):
     """Create or replace PATH with the body read from stdin, setting front matter fields."""
-    body = None if keep_body or sys.stdin.isatty() else sys.stdin.read()
+    body = None if keep_body or sys.stdin.isatty() else given.read_stdin(what="the body", limit=STDIN_LIMIT)
     if body == "":
         body = None  # an empty stdin never wipes a stored body
     emit(open_memory(ctx).write(path, body, set=_parse_sets(sets), expected_version=expected_version), as_json)

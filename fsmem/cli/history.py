@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import click
 
-from fsmem.cli.options import command, emit, max_tokens_option, open_memory, output_option, page_options
+from fsmem.cli.options import (
+    command,
+    emit,
+    emit_within,
+    max_tokens_option,
+    open_memory,
+    output_option,
+    page_options,
+)
 
 AT_HELP = "A revision (a commit id from fsmem log, HEAD~2, a branch) or a date: the last commit at or before it."
 
@@ -25,10 +33,15 @@ def log_cmd(ctx, path, since, offset, max_results, max_tokens, as_json):
     With --agent NAME, only the commits that agent made.
     """
     memory = open_memory(ctx)
-    result = memory.log(
-        path, since=since, agent=memory.agent, offset=offset, max_results=max_results, max_tokens=max_tokens
+    emit_within(
+        memory,
+        max_tokens,
+        lambda room: memory.log(
+            path, since=since, agent=memory.agent, offset=offset, max_results=max_results, max_tokens=room
+        ),
+        as_json,
+        empty=lambda result: result.total == 0,
     )
-    emit(result, as_json, empty=result.total == 0)
 
 
 @command("show")
@@ -40,8 +53,14 @@ def log_cmd(ctx, path, since, offset, max_results, max_tokens, as_json):
 @click.pass_context
 def show_cmd(ctx, path, at, lines, max_tokens, as_json):
     """Show PATH as it was at a revision or date, line-numbered and cut at the token budget like read."""
-    result = open_memory(ctx).show(path, at=at, lines=lines, max_tokens=max_tokens)
-    emit(result, as_json, empty=result.read.empty)
+    memory = open_memory(ctx)
+    emit_within(
+        memory,
+        max_tokens,
+        lambda room: memory.show(path, at=at, lines=lines, max_tokens=room),
+        as_json,
+        empty=lambda result: result.read.empty,
+    )
 
 
 @command("diff")
@@ -58,8 +77,13 @@ def diff_cmd(ctx, rev, path, lines, max_tokens, as_json):
     memory = open_memory(ctx)
     if rev is not None and path is None and _names_a_path(memory, rev):
         rev, path = None, rev
-    result = memory.diff(rev, path, lines=lines, max_tokens=max_tokens)
-    emit(result, as_json, empty=result.empty)
+    emit_within(
+        memory,
+        max_tokens,
+        lambda room: memory.diff(rev, path, lines=lines, max_tokens=room),
+        as_json,
+        empty=lambda result: result.empty,
+    )
 
 
 def _names_a_path(memory, argument: str) -> bool:
@@ -114,4 +138,10 @@ def sync_cmd(ctx, remote, setup, accept_config, repair, as_json):
     the push goes through. What the remote sends is checked first: fsmem.yaml changes are held until
     --accept-config; links out, tracked .fsmem/ state and names fsmem refuses are refused (--repair). Exit 0
     when synced; 2 on error (no network: nothing is lost; another sync running; held or refused)."""
+    if setup:  # a clone with no commit yet has no fsmem.yaml: it takes its remote's branch first
+        from fsmem.memory import Memory
+
+        obj = ctx.find_root().obj or {}
+        emit(Memory.setup_clone(obj.get("root"), agent=obj.get("agent"), remote=remote), as_json)
+        return
     emit(open_memory(ctx).sync(remote, setup=setup, accept_config=accept_config, repair=repair), as_json)

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import click
 
 from fsmem.cli.options import (
@@ -12,6 +9,7 @@ from fsmem.cli.options import (
     deprecated_option,
     either,
     emit,
+    emit_within,
     filter_options,
     include_superseded_option,
     max_tokens_option,
@@ -19,7 +17,7 @@ from fsmem.cli.options import (
     output_option,
     page_options,
 )
-from fsmem.errors import InvalidArgument
+from fsmem.store import given
 
 
 @command("search")
@@ -40,52 +38,68 @@ def search_cmd(
     ctx, query, type_, tag, updated_after, include_superseded, min_score, offset, max_results, max_tokens, k, as_json
 ):
     """Rank facts, bullets and paragraphs for QUERY; whole rows within the budget (exit 1: nothing relevant)."""
-    result = open_memory(ctx).search(
-        query,
-        type=type_,
-        tag=list(tag),
-        updated_after=updated_after,
-        include_superseded=include_superseded,
-        min_score=min_score,
-        offset=offset,
-        max_results=either(k, max_results, "--k", "--max-results"),
-        max_tokens=max_tokens,
+    memory = open_memory(ctx)
+    rows = either(k, max_results, "--k", "--max-results")
+    emit_within(
+        memory,
+        max_tokens,
+        lambda room: memory.search(
+            query,
+            type=type_,
+            tag=list(tag),
+            updated_after=updated_after,
+            include_superseded=include_superseded,
+            min_score=min_score,
+            offset=offset,
+            max_results=rows,
+            max_tokens=room,
+        ),
+        as_json,
+        empty=lambda result: result.empty,
     )
-    emit(result, as_json, empty=result.empty)
 
 
-def _read_seen(path: str | None) -> str | None:
+SEEN_LIMIT = 16 * given.MiB  # what an agent holds in its context is far smaller
+
+
+def _read_seen(path: str | None, option: str) -> str | None:
     if path is None:
         return None
-    if path == "-":
-        return sys.stdin.read()
-    try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        raise InvalidArgument(f"--seen-file {path} does not exist") from None
+    return given.read_bytes(path, what=option, limit=SEEN_LIMIT, stdin=True).decode("utf-8", "replace")
 
 
 @command("recall")
 @click.argument("query")
 @click.option(
     "--seen-file",
-    type=click.Path(dir_okay=False),
-    metavar="F",
+    metavar="FILE",
     help="What the agent already holds ('-' for stdin); recall skips when QUERY is already in it.",
 )
-@deprecated_option("--context-file", "context_file", new="--seen-file", type=click.Path(dir_okay=False))
+@deprecated_option("--context-file", "context_file", new="--seen-file", metavar="FILE")
 @max_tokens_option
 @output_option
 @click.pass_context
 def recall_cmd(ctx, query, seen_file, context_file, max_tokens, as_json):
     """Search for pre-injection, or skip cheaply (exit 1 when skipped or nothing relevant); --max-tokens 0: spent."""
-    seen = _read_seen(either(context_file, seen_file, "--context-file", "--seen-file"))
-    result = open_memory(ctx).recall(query, seen=seen, max_tokens=max_tokens)
-    emit(result, as_json, empty=result.empty)
+    option = "--context-file" if context_file is not None else "--seen-file"
+    seen = _read_seen(either(context_file, seen_file, "--context-file", "--seen-file"), option)
+    memory = open_memory(ctx)
+    if max_tokens == 0:  # not a budget but a signal: the turn's budget is spent, and the answer says so
+        result = memory.recall(query, seen=seen, max_tokens=0)
+        emit(result, as_json, empty=result.empty)
+        return
+    emit_within(
+        memory,
+        max_tokens,
+        lambda room: memory.recall(query, seen=seen, max_tokens=room),
+        as_json,
+        empty=lambda result: result.empty,
+        reserve=False,
+    )
 
 
 @command("evaluate")
-@click.argument("evalset", type=click.Path(dir_okay=False))
+@click.argument("evalset")
 @click.option(
     "--sweep",
     metavar="1,2,4,...",
@@ -96,7 +110,6 @@ def recall_cmd(ctx, query, seen_file, context_file, max_tokens, as_json):
 @click.option(
     "--plot",
     "plot_file",
-    type=click.Path(dir_okay=False),
     metavar="FILE.png",
     help="Draw recall and p95 latency against k (needs matplotlib).",
 )
@@ -107,7 +120,8 @@ def evaluate_cmd(ctx, evalset, sweep, k, max_tokens, plot_file, as_json):
     from fsmem.evaluation.harness import evaluate, plot, require_matplotlib
 
     if plot_file:
-        require_matplotlib()  # fail before the run, not after it
+        given.output_file(plot_file, what="--plot")  # fail before the run, not after it
+        require_matplotlib()
     report = evaluate(open_memory(ctx), evalset, sweep=either(k, sweep, "--k", "--sweep"), max_tokens=max_tokens)
     if plot_file:
         plot(report, plot_file)
@@ -120,8 +134,8 @@ def import_group():
 
 
 @import_group.command("locomo")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False))
-@click.argument("target", type=click.Path(file_okay=False))
+@click.argument("file")
+@click.argument("target")
 @click.option("--sample", "samples", multiple=True, metavar="ID", help="Only this sample_id (repeatable; default all).")
 @click.option("--no-consolidate", is_flag=True, help="Keep the session notes as written; do not run the consolidator.")
 @output_option

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from fsmem.memory import Memory
 
-from fsmem.errors import InvalidArgument, MissingDependency, NotFound
+from fsmem.errors import InvalidArgument, MissingDependency
+from fsmem.store import given
 
 DEFAULT_KS = (1, 2, 4, 8, 12, 20, 30)
 
@@ -63,15 +64,13 @@ def parse_questions(items: Iterable[Any], source: str = "eval set") -> list[Ques
     return questions
 
 
+EVALSET_LIMIT = 64 * given.MiB  # LoCoMo's ten eval sets together are 0.3 MB
+
+
 def load_evalset(path: str | Path) -> list[Question]:
     """Questions from a .jsonl file, or a YAML file (a list, or a mapping with `questions`)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise NotFound(f"eval set {path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidArgument(f"cannot read eval set {path}: {exc}") from None
+    text = given.read_text(path, what="the eval set", limit=EVALSET_LIMIT)
     if path.suffix.lower() == ".jsonl":
         items = []
         for number, line in enumerate(text.splitlines(), start=1):
@@ -328,6 +327,7 @@ def require_matplotlib():
 
 def plot(report: EvalReport, path: str | Path) -> None:
     """Recall and p95 latency against k, one PNG."""
+    path = given.output_file(path, what="the plot")
     plt = require_matplotlib()
     ks = [row["k"] for row in report.per_k]
     figure, left = plt.subplots(figsize=(6, 4))

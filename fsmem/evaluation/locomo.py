@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from fsmem.errors import InvalidArgument
+from fsmem.store import given
 
 QUESTION_CATEGORIES = (1, 2, 3, 4)  # 5 (adversarial) asks about things that were never said
 _DIA_ID = re.compile(r"D(\d+):(\d+)")
@@ -159,10 +160,14 @@ def import_sample(
     return memory, evalset, sessions, turns, len(questions)
 
 
+LOCOMO_LIMIT = 64 * given.MiB  # the public data set is 2.8 MB
+
+
 def load(file: str | Path) -> list[dict[str, Any]]:
+    text = given.read_text(file, what="the LoCoMo file", limit=LOCOMO_LIMIT)
     try:
-        data = json.loads(Path(file).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        data = json.loads(text)
+    except ValueError as exc:
         raise InvalidArgument(f"cannot read LoCoMo file {file}: {exc}") from None
     if not isinstance(data, list) or not all(isinstance(s, dict) and "conversation" in s for s in data):
         raise InvalidArgument(f"{file} is not the LoCoMo data set (a list of samples with 'conversation')")
@@ -178,6 +183,7 @@ def import_locomo(
     steps: Iterable[Callable[[Any], Any]] = (),
 ) -> ImportResult:
     """Import every conversation (or the `samples` named) into TARGET/<sample_id>, with TARGET/<sample_id>.eval.jsonl."""
+    target = given.folder(target, what="the import target")
     data = load(file)
     if samples:
         unknown = set(samples) - {str(s.get("sample_id")) for s in data}

@@ -15,6 +15,7 @@ remote's is refused, naming both, before anything is merged or pushed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from fsmem.errors import SyncFailed
 from fsmem.history import trust
@@ -240,3 +241,15 @@ def setup_clone(repo: Repo, *, timeout: float = 120.0) -> str:
     # set-up repairs what a clone brought (as trust.repair_clone does for a clone with commits): a commit on top
     target = _resolve_with(repo, remote, branch, heads, head, timeout, repair=True)
     return "\n".join(line for line in (target.found, *target.notes) if line)
+
+
+def take_remote_branch(root: Path, host: str) -> str:
+    """A git clone with no commit (nor fsmem.yaml) yet takes its remote's branch, as `setup_clone` does, so that it
+    becomes the memory that branch holds; '' when `root` is no such clone (no work tree, or commits already)."""
+    from fsmem.history import git_marker
+    from fsmem.history.repo import discover
+
+    repo = discover(root, host, {}) if git_marker(root) is not None else None
+    if repo is None or repo.top != root or has_commits(repo.git):
+        return ""
+    return setup_clone(repo)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fsmem.budget import echo
 from fsmem.errors import HistoryError, InvalidArgument, NotFound
 from fsmem.history import git_marker
 from fsmem.history.git import CatFile, Git, ObjectStore
@@ -108,10 +109,10 @@ class Repo:
                 raise NotFound(f"no commit at or before {at}; the history starts later (see fsmem log)")
             return found
         if not _REVISION.match(at):
-            raise InvalidArgument(f"{at!r} is neither a revision nor a date such as 2026-11-30")
+            raise InvalidArgument(f"{echo(at)} is neither a revision nor a date such as 2026-11-30")
         proc = self.git.run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{at}^{{commit}}", check=False)
         if proc.returncode:
-            raise NotFound(f"no commit {at!r} in this memory's history; fsmem log lists them")
+            raise NotFound(f"no commit {echo(at)} in this memory's history; fsmem log lists them")
         return proc.stdout.decode().strip()
 
     def blob(self, cat: CatFile, commit: str, rel: str) -> bytes | None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from fsmem import format as fmt
-from fsmem.budget import Meter, Metered
+from fsmem.budget import Meter, Metered, echo
 from fsmem.errors import InvalidArgument
 from fsmem.store.paths import open_regular, read_regular
 from fsmem.tokens import TokenCounter
@@ -124,9 +124,9 @@ def parse_range(spec: str) -> tuple[int, int | None]:
         else:
             start = end = int(text)
     except ValueError:
-        raise InvalidArgument(f"--lines takes A:B, A: or A with whole line numbers, not {spec!r}") from None
+        raise InvalidArgument(f"--lines takes A:B, A: or A with whole line numbers, not {echo(spec)}") from None
     if start < 1 or (end is not None and end < start):
-        raise InvalidArgument(f"--lines {spec!r} is not a valid range (lines count from 1, and B must be >= A)")
+        raise InvalidArgument(f"--lines {echo(spec)} is not a valid range (lines count from 1, and B must be >= A)")
     return start, end
 
 
@@ -223,7 +223,7 @@ def bounded_read_stream(
             line = meter.head_that_fits(text, functools.partial(_numbered_cut, number), truncate=counter.truncate)
             if line is None:
                 result.notes.append(
-                    f"[the budget of {max_tokens} tokens is too small to show line {number} of {rel}; "
+                    f"[the token budget is too small to show line {number} of {rel}; "
                     "ask again with a larger --max-tokens]"
                 )
                 break
@@ -289,7 +289,7 @@ def outline(
                 result.next_lines = f"{first}:{end if end is not None else ''}"
             else:
                 result.notes.append(
-                    f"[the budget of {max_tokens} tokens is too small to show one heading of {rel}; "
+                    f"[the token budget is too small to show one heading of {rel}; "
                     "ask again with a larger --max-tokens]"
                 )
             break
@@ -346,6 +346,6 @@ def find_section(path: Path, heading: str, *, exact_limit: int) -> tuple[int, in
     names = ", ".join(repr(h.title) for h in all_headings[:20]) or "none"
     if partial:
         raise InvalidArgument(
-            f"section {heading!r} is ambiguous; it matches {', '.join(repr(h.title) for h in partial)}"
+            f"section {echo(heading)} is ambiguous; it matches {', '.join(repr(h.title) for h in partial)}"
         )
-    raise InvalidArgument(f"no section {heading!r} in this file; its headings are: {names}")
+    raise InvalidArgument(f"no section {echo(heading)} in this file; its headings are: {names}")

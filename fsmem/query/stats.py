@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from fsmem import format as fmt
+from fsmem.budget import echo
 from fsmem.errors import InvalidArgument
 from fsmem.store import retrieval_log
 
@@ -119,6 +120,6 @@ def summarise(records: Iterable[dict[str, Any]]) -> list[ToolStats]:
 
 def stats(root: Path, *, since: str | None = None, agent: str | None = None) -> StatsResult:
     if since is not None and fmt.parse_timestamp(since) is None:
-        raise InvalidArgument(f"--since takes an ISO 8601 date or time such as 2026-11-01, not {since!r}")
+        raise InvalidArgument(f"--since takes an ISO 8601 date or time such as 2026-11-01, not {echo(since)}")
     records = retrieval_log.records(root, since=since, agent=agent)
     return StatsResult(since=since, agent=agent, tools=summarise(records))

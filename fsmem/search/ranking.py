@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from fsmem import format as fmt
-from fsmem.budget import CUT_BY_RESULTS, Meter, Page, check_offset
+from fsmem.budget import CUT_BY_RESULTS, Meter, Page, check_offset, echo
 from fsmem.errors import InvalidArgument
 from fsmem.format.rows import Row
 from fsmem.search.index import MAX_ROWS, ROW_BITS, SearchIndex
@@ -147,11 +147,11 @@ def fit(
     page = Page(offset=offset, shown=len(hits), total=above_count, cut_by=meter.cut_by or CUT_BY_RESULTS)
     note = None
     if not above_count and best is None:
-        note = f"no relevant memory for {query!r}: no rows to search (the memory is empty or the filters exclude every file)"
+        note = f"no relevant memory for {echo(query)}: no rows to search (the memory is empty or the filters exclude every file)"
     elif page.too_small:
         note = (
-            f"{page.left_out} relevant row(s) for {query!r}, but not even the best one fits the budget of "
-            f"{max_tokens} tokens; ask with a larger max_tokens, or grep for its words"
+            f"{page.left_out} relevant row(s) for {echo(query)}, but not even the best one fits the budget; "
+            "ask with a larger max_tokens, or grep for its words"
         )
     return SearchResult(
         query=query, hits=hits, tokens=meter.tokens, page=page, min_score=min_score, best_score=best, note=note
@@ -215,7 +215,7 @@ def search(
     if min_score is not None and (min_score < 0 or not math.isfinite(min_score)):
         raise InvalidArgument("--min-score must be 0 or more")
     if updated_after is not None and fmt.parse_timestamp(updated_after) is None:
-        raise InvalidArgument(f"--updated-after takes an ISO 8601 date such as 2024-05-01, not {updated_after!r}")
+        raise InvalidArgument(f"--updated-after takes an ISO 8601 date such as 2024-05-01, not {echo(updated_after)}")
     offset = check_offset(offset)
     threshold = settings.min_score if min_score is None else min_score
     for attempt in range(3):
@@ -242,7 +242,7 @@ def search(
                 raise
     if result.empty and result.note is None and not query_terms(index.analyzer, query)[0]:
         result.note = (
-            f"no relevant memory for {query!r}: it holds only common words; describe the subject with its own words"
+            f"no relevant memory for {echo(query)}: it holds only common words; describe the subject with its own words"
         )
     return result, ranking
 

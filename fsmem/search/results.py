@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsmem.budget import Page, Paged
+from fsmem.budget import Page, Paged, echo
 from fsmem.format.facts import split_provenance
 
 
@@ -98,8 +98,7 @@ class SearchResult(Paged):
             return self.page.trailer(f"rows above min_score {self.min_score:g}")
         best = "" if self.best_score is None else f" (best score {self.best_score:.3f} < min_score {self.min_score:g})"
         return (
-            f"no relevant memory for {self.query!r}{best}. "
-            "Try other words, grep for a name you know, or lower --min-score"
+            f"no relevant memory for {echo(self.query)}{best}; try other words, grep for a name, or lower --min-score"
         )
 
 

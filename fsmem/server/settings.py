@@ -35,9 +35,11 @@ import yaml
 from fsmem.config import CONFIG_FILE
 from fsmem.errors import ConfigError, FsmemError
 from fsmem.server.tokens import check_memory_name, default_path
+from fsmem.store import given
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
+CONFIG_LIMIT = given.MiB  # server.yaml: a few lines per memory
 
 
 @dataclass(frozen=True)
@@ -92,10 +94,9 @@ class ServerSettings:
         if path is None:
             return cls()
         file = Path(path).expanduser()
+        text = given.read_text(file, what="the server configuration", limit=CONFIG_LIMIT, error=ConfigError)
         try:
-            data = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
-        except OSError as exc:
-            raise ConfigError(f"cannot read the server configuration {file}: {exc.strerror or exc}") from None
+            data = yaml.safe_load(text) or {}
         except yaml.YAMLError as exc:
             raise ConfigError(f"{file} is not valid YAML: {exc}") from None
         if not isinstance(data, dict):
@@ -134,8 +135,12 @@ class ServerSettings:
         except FsmemError as exc:
             raise ConfigError(str(exc)) from None
         root = Path(folder).expanduser().resolve()
+        if os.path.lexists(root) and not root.is_dir():
+            raise ConfigError(f"memory {name!r}: not an fsmem memory: {root} is not a folder")
         if not (root / CONFIG_FILE).is_file():
-            raise ConfigError(f"memory {name!r}: {root} holds no {CONFIG_FILE}; create one with 'fsmem init {root}'")
+            raise ConfigError(
+                f"memory {name!r}: not an fsmem memory: {root} holds no {CONFIG_FILE} (create one with: fsmem init {root})"
+            )
         if name in self.memories and self.memories[name] != root:
             raise ConfigError(f"memory name {name!r} is given twice, for {self.memories[name]} and {root}")
         self.memories[name] = root
@@ -150,6 +155,10 @@ class ServerSettings:
                 raise ConfigError(
                     f"the token store {self.tokens} is inside memory {name!r} ({root}); keep it outside every memory"
                 )
+        if self.log is not None:
+            given.output_file(self.log, what="the request log", error=ConfigError)
+        if os.path.lexists(self.tokens):
+            given.output_file(self.tokens, what="the token store", error=ConfigError)
         warnings = []
         try:
             mode = os.stat(self.tokens).st_mode & 0o077

@@ -28,11 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from fsmem.errors import ConfigError, InvalidArgument, NotFound
+from fsmem.store import given
 from fsmem.store.files import atomic_write, file_lock
 from fsmem.store.scope import Scope
 
 TOKENS_ENV = "FSMEM_TOKENS"
 STORE_VERSION = 1
+TOKENS_LIMIT = 16 * given.MiB  # a token record is about 300 bytes
 _TOKEN = re.compile(r"^fsmem_([0-9a-f]{12})_([0-9a-f]{64})$")
 _ID = re.compile(r"^[0-9a-f]{12}$")
 _MEMORY_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
@@ -181,11 +183,9 @@ class TokenStore:
     def load(self) -> list[TokenRecord]:
         """Every record (none when the file does not exist yet); ConfigError when it cannot be read."""
         try:
-            text = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+            text = given.read_text(self.path, what="the token store", limit=TOKENS_LIMIT, error=ConfigError)
+        except NotFound:
             return []
-        except OSError as exc:
-            raise ConfigError(f"cannot read the token store {self.path}: {exc.strerror or exc}") from None
         try:
             data = json.loads(text)
             if not isinstance(data, dict) or data.get("version") != STORE_VERSION:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from fsmem.budget import echo
 from fsmem.errors import FsmemError, InvalidArgument, PatternTimeout
 from fsmem.store.paths import STATE_DIR
 
@@ -180,7 +181,7 @@ class Rg:
         stderr = b"".join(errors)
         if timed_out.is_set():
             raise PatternTimeout(
-                f"grep stopped after {self.timeout:g} s: the pattern {self.pattern!r} is too slow on this memory; "
+                f"grep stopped after {self.timeout:g} s: the pattern {echo(self.pattern)} is too slow on this memory; "
                 "use a simpler pattern, -F for a fixed string, or a narrower PATH"
             )
         if code == 2:
@@ -191,8 +192,13 @@ class Rg:
 def raise_rg_error(stderr: bytes, pattern: str) -> None:
     message = stderr.decode("utf-8", "replace").strip()
     if "regex" in message.lower() or "parse error" in message.lower():
-        first = " ".join(message.split())
-        raise InvalidArgument(f"invalid regular expression {pattern!r}: {first}; use -F to search for the text as is")
+        # rg repeats the pattern above its reason ("error: unclosed group"): say the reason, not the pattern again
+        reasons = [line.strip()[6:].strip() for line in message.splitlines() if line.strip().startswith("error:")]
+        said = " ".join(message.split())
+        first = "; ".join(reasons) if reasons else (said if len(said) <= 200 else said[:200] + "…")
+        raise InvalidArgument(
+            f"invalid regular expression {echo(pattern)}: {first}; use -F to search for the text as is"
+        )
     lines = [ln for ln in message.splitlines() if ln.strip()]
     if lines and not all("Permission denied" in ln or "No such file" in ln for ln in lines):
         # Unreadable (or since vanished) files are reported by rg but do not make the search fail.

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from fsmem.budget import echo
 from fsmem.errors import InvalidArgument, OutOfScope
 from fsmem.store.paths import MEMORY_SUFFIXES, lexical_parts, quoted
 
@@ -43,7 +44,7 @@ class Scope:
         prefixes: set[str] = set()
         for item in items:
             if not isinstance(item, str) or not item.strip():
-                raise InvalidArgument(f"a scope prefix must be a path such as 'topics/', not {item!r}")
+                raise InvalidArgument(f"a scope prefix must be a path such as 'topics/', not {echo(item)}")
             parts = lexical_parts(item)
             if not parts:
                 return None  # the root itself: everything

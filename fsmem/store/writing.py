@@ -16,7 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from fsmem import format as fmt
+from fsmem.budget import echo
 from fsmem.errors import AlreadyExists, ChangedOnDisk, EditConflict, InvalidArgument, NotFound
+from fsmem.format import notes as note_text
+from fsmem.store.fields import check_fields
 from fsmem.store.files import atomic_write, same_version, version_of
 from fsmem.store.paths import check_text, read_regular, relative
 
@@ -115,26 +118,6 @@ def _touch_updated(text: str) -> str:
     return fmt.set_fields(text, {"updated": fmt.now_iso()})
 
 
-def check_fields(fields: dict[str, Any]) -> dict[str, Any]:
-    """Front matter fields to set; a name or value holding a NUL byte or non-text is refused at the door."""
-
-    def visit(value: Any, where: str) -> None:
-        if isinstance(value, str):
-            check_text(value, where)
-        elif isinstance(value, dict):
-            for key, inner in value.items():
-                visit(key, f"a field name in {where}")
-                visit(inner, where)
-        elif isinstance(value, (list, tuple)):
-            for inner in value:
-                visit(inner, where)
-
-    for key, value in fields.items():
-        visit(key, "a front matter field name")
-        visit(value, f"the front matter field {key!r}")
-    return fields
-
-
 def _title_from_path(path: Path) -> str:
     return path.stem.replace("-", " ").replace("_", " ").strip().title() or path.stem
 
@@ -168,7 +151,7 @@ def host_id(root: Path, configured: str | None = None) -> str:
 def session_note_path(root: Path, session: str, when: _dt.datetime) -> Path:
     if not _SESSION_ID.match(session):
         raise InvalidArgument(
-            f"session id {session!r} may hold only letters, digits, '.', '_' and '-' (at most 100 characters)"
+            f"session id {echo(session)} may hold only letters, digits, '.', '_' and '-' (at most 100 characters)"
         )
     return root / "sessions" / f"{when:%Y}" / f"{when:%m}" / f"{when:%d}" / f"{session}.md"
 
@@ -179,11 +162,15 @@ def note(
     *,
     session: str,
     subject: str | None = None,
+    default_subject: str | None = None,
     check_path: Callable[[Path], None] | None = None,
 ) -> WriteResult:
     """Append `text` to today's note of `session`, under `## subject` when given.
 
-    `check_path(path)` may refuse the note's file (an agent's scope) before anything is written.
+    Each note is its own unit: text without a subject goes under
+    `## default_subject` when an earlier note left a heading open at the end
+    of the file (`fsmem.format.notes`). `check_path(path)` may refuse the
+    note's file (an agent's scope) before anything is written.
     """
     text = check_text(text, "the note text").strip("\n")
     if not text.strip():
@@ -216,7 +203,7 @@ def note(
     else:
         before, existing = _read(path)
     newline = "\r\n" if "\r\n" in existing[:4096] else "\n"
-    new_text, line = _append_under(existing, block, subject)
+    new_text, line = note_text.place(existing, block, subject, default_subject)
     if newline != "\n":
         new_text = new_text.replace("\r\n", "\n").replace("\n", "\r\n")
     if not created:
@@ -225,29 +212,6 @@ def note(
     atomic_write(path, data)
     rel = relative(root, path)
     return WriteResult("note", rel, created=created, line=line, changes=[Change(rel, before, data)])
-
-
-def _append_under(text: str, block: str, subject: str | None) -> tuple[str, int]:
-    """Insert `block` at the end of the `## subject` section (made if missing), or at the end."""
-    if not text.endswith("\n") and text:
-        text += "\n"
-    doc = fmt.split(text)
-    if subject is None:
-        sep = "" if text.endswith("\n\n") or not doc.body.strip() else "\n"
-        line = text.count("\n") + 1 + (1 if sep else 0)
-        return text + sep + block, line
-    wanted = subject.strip()
-    for heading in fmt.headings(doc.body, doc.body_start_line):
-        if heading.level == 2 and heading.title == wanted:
-            lines = text.splitlines(keepends=True)
-            end = heading.end_line
-            while end > heading.line and not lines[end - 1].strip():
-                end -= 1  # insert after the last non-blank line of the section
-            lines[end:end] = [block]
-            return "".join(lines), end + 1
-    sep = "\n" if doc.body.strip() and not text.endswith("\n\n") else ""
-    heading_line = text.count("\n") + 1 + (1 if sep else 0)
-    return text + sep + f"## {wanted}\n" + block, heading_line + 1
 
 
 def write(
@@ -260,7 +224,7 @@ def write(
     """
     if body is not None:
         check_text(body, "the body")
-    check_fields(fields)
+    fields = check_fields(fields)
     created = not path.exists()
     if path.is_dir():
         raise InvalidArgument(f"{relative(root, path)} is a folder; give a file path ending in .md")

