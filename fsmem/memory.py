@@ -96,6 +96,18 @@ def discover_root(root: str | os.PathLike[str] | None = None, start: Path | None
     )
 
 
+def _refuse_state_link(root: Path) -> None:
+    """A `.fsmem` that is a symbolic link (a clone checks out what a remote pushed) would put this host's cache,
+    locks and retrieval log wherever it points: refused before anything is read or written there."""
+    state = root / STATE_DIR
+    if os.path.islink(state):
+        raise StorageError(
+            f"{state} is a symbolic link (to {_paths.quoted(os.readlink(state))}): fsmem keeps its machine state "
+            f"only in a real folder of the memory, so nothing was read or written. Remove the link (rm {state}; "
+            "fsmem sync --setup removes it too) and run the command again"
+        )
+
+
 def _remedy(path: Path) -> str:
     import shlex
 
@@ -182,6 +194,7 @@ class Memory:
 
     def __init__(self, root: str | os.PathLike[str] | None = None, *, agent: str | None = None, scope: Prefixes = None):
         self.root = discover_root(root)
+        _refuse_state_link(self.root)
         self.config = Config.load(self.root)
         self.agent = agent
         self.budget: Budget = self.config.budget_for(agent)
@@ -226,9 +239,12 @@ class Memory:
         becomes a memory by sync. A clone of a bare remote whose HEAD names a branch it does not hold has no
         commit and no file yet; it takes the remote's branch first, through the trust boundary, and must then
         hold fsmem.yaml. `directory` defaults to $FSMEM_ROOT, else the current folder."""
-        from fsmem.history import remote as remotes
+        from fsmem.history import host_rules, remote as remotes
 
         target = Path(directory or os.environ.get(ROOT_ENV) or ".").expanduser()
+        notes: list[str] = []
+        if target.is_dir():
+            host_rules.remove_state_link(target, notes)  # what the clone checked out, before fsmem writes state
         found = ""
         if target.is_dir() and not os.path.lexists(target / CONFIG_FILE):
             found = remotes.take_remote_branch(target.resolve(), writing.host_id(target.resolve()))
@@ -239,6 +255,7 @@ class Memory:
                 )
         result = cls(target, agent=agent).sync(remote, setup=True)
         result.found = "\n".join(line for line in (found, result.found) if line)
+        result.boundary[:0] = notes
         return result
 
     # -- helpers ------------------------------------------------------------

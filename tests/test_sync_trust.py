@@ -445,3 +445,21 @@ def test_files_the_memory_does_not_own_pass_as_git_has_them(world):
     assert out.returncode == 0, out.stderr
     assert (world.victim / ".obsidian/app.json").read_text() == '{"theme": "dark"}\n'
     assert (world.victim / "attachments/diagram.png").read_bytes() == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_state_link_checked_out_by_git_clone_is_never_used_before_setup(world):
+    """Between `git clone` and `fsmem sync --setup`, a `.fsmem` link from the remote must not take this host's
+    state: every command refuses it, and `sync --setup` removes it and says so."""
+    os.symlink(world.outside, world.hostile / ".fsmem")
+    push(world.hostile)
+    fresh = clone(world.origin, world.base / "fresh", user="bob")
+    assert (fresh / ".fsmem").is_symlink()  # git clone put it there, before fsmem ran
+    before = sorted(p.name for p in world.outside.iterdir())
+    for args in (["ls"], ["grep", "Acme"], ["note", "- city: Oslo"], ["search", "Acme"], ["check"]):
+        done = S.fsmem(fresh, *args, check=False)
+        assert done.returncode == 2 and "is a symbolic link" in done.stderr and "fsmem sync --setup" in done.stderr
+    assert sorted(p.name for p in world.outside.iterdir()) == before
+    setup = S.fsmem(fresh, "sync", "--setup").stdout
+    assert ".fsmem: was a symbolic link" in setup and not (fresh / ".fsmem").is_symlink()
+    S.fsmem(fresh, "ls")
+    assert sorted(p.name for p in world.outside.iterdir()) == before
