@@ -244,12 +244,20 @@ def setup_clone(repo: Repo, *, timeout: float = 120.0) -> str:
 
 
 def take_remote_branch(root: Path, host: str) -> str:
-    """A git clone with no commit (nor fsmem.yaml) yet takes its remote's branch, as `setup_clone` does, so that it
-    becomes the memory that branch holds; '' when `root` is no such clone (no work tree, or commits already)."""
+    """A git clone without fsmem.yaml on disk, made a memory for `fsmem sync --setup`: one with no commit yet takes
+    its remote's branch, as `setup_clone` does; one whose checkout stopped (at a name git refuses) gets its
+    fsmem.yaml, a plain file in HEAD, so that set-up can judge and check out the rest (`trust.repair_clone`).
+    '' when `root` is no such clone."""
+    from fsmem.config import CONFIG_FILE
     from fsmem.history import git_marker
     from fsmem.history.repo import discover
 
     repo = discover(root, host, {}) if git_marker(root) is not None else None
-    if repo is None or repo.top != root or has_commits(repo.git):
+    if repo is None or repo.top != root:
         return ""
-    return setup_clone(repo)
+    if not has_commits(repo.git):
+        return setup_clone(repo)
+    entry = repo.git.text("ls-tree", "-z", "HEAD", "--", CONFIG_FILE, check=False).split("\t", 1)[0].split()
+    if entry[:2] in (["100644", "blob"], ["100755", "blob"]):  # never a link: it would be read where it points
+        repo.git.run("checkout", "-q", "HEAD", "--", CONFIG_FILE, check=False)
+    return ""

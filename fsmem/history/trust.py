@@ -349,6 +349,8 @@ def repair_clone(repo: Repo, author: journal.Author, notes: list[str]) -> None:
     worktree.commit_blobs(
         repo, blobs, author, f"history set up: removed what fsmem never takes from a remote: {removed}"
     )
-    if not repo.git.run("ls-files", "-z").stdout:  # the clone's checkout failed on a name git refuses
+    # the clone's checkout stopped at a name git refuses: its index lacks what HEAD holds (fsmem.yaml aside, which
+    # Memory.setup_clone checked out so that the clone could be opened at all)
+    if repo.git.run("diff-index", "--cached", "--quiet", "HEAD", "--", check=False).returncode:
         repo.git.run("read-tree", "--reset", "-u", "HEAD")
         notes.append("checked out the files the clone could not (its checkout had stopped at a refused name)")
