@@ -204,7 +204,9 @@ def gather(root: Path, catalog: Catalog, within: Callable[[str], bool] | None = 
             lines = scoped_lines(lines, within)
         parts.append(Part(INDEX_FILE, f"## {INDEX_FILE}", lines, readable=within is None))
         return parts, True
-    found = [catalog.listing(Selection.of(folder.rstrip("/"))) for folder in CATALOG_FOLDERS if (root / folder).is_dir()]
+    found = [
+        catalog.listing(Selection.of(folder.rstrip("/"))) for folder in CATALOG_FOLDERS if (root / folder).is_dir()
+    ]
     heading = f"## Entities and topics ({INDEX_FILE} does not exist yet; `fsmem consolidate` writes it)"
     parts.append(Part("catalog", heading, _CatalogRows(found)))
     return parts, False

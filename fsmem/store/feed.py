@@ -209,8 +209,8 @@ class Feed:
         except OSError as exc:
             self._distrust(f"the watcher failed ({_reason(exc)})")
 
-    # -- events (called by Inotify with its lock held) -----------------------------
-    def _event(self, wd: int, mask: int, name: str) -> None:
+    # -- events (called by the watcher, fsmem.store.inotify, with its lock held) ------
+    def on_event(self, wd: int, mask: int, name: str) -> None:
         folder = self._watches.get(wd)
         if folder is None:
             return
@@ -238,7 +238,7 @@ class Feed:
         elif name.lower().endswith(MEMORY_SUFFIXES):
             self._touch(files=[rel])
 
-    def _overflow(self) -> None:
+    def on_overflow(self) -> None:
         self.overflows += 1
         self.say(f"change feed for {self.root}: the event queue overflowed; walking the whole memory")
         with self._lock:

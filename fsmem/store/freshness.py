@@ -25,6 +25,8 @@ from fsmem.store.selection import region
 from fsmem.store.walk import FOLDER, Skipped, probe, skipped_key, walk_entries, walk_key
 from fsmem.tokens import TokenCounter
 
+PROBE_LIMIT = 4000  # more changed files than this at once: the whole memory is walked instead
+
 
 class Unstored(Exception):
     """The rows could not be written (a lock held past the busy timeout, a read-only file)."""
@@ -39,6 +41,7 @@ class Freshness:
         self.cache = cache
         self.watched = False  # a change feed drives this: rows stored racy get a second look later
         self.walked_whole = -1  # the cache generation last walked whole through the feed
+        self.walks = 0  # freshness walks taken (a folder's or the whole memory's), for tests and benchmarks
         self.settling: dict[str, float] = {}  # rows stored racy -> when a second look can store them settled
 
     def apply(self, delta: Any) -> None:
@@ -54,11 +57,14 @@ class Freshness:
         for folder in sorted(delta.folders):
             self.walk(folder, False, None)
         files = set(delta.files) | settled
-        if files:
+        if len(files) > PROBE_LIMIT:
+            self.walk(None, False, None)  # as cheap as that many stats, and one transaction
+        elif files:
             self.probe(files | self._links_to(files))
 
     def walk(self, start: str | None, start_is_file: bool, scope: Scope | None) -> None:
         """The freshness walk: scandir and stat under `start`; parse only files whose stamp is not the row's."""
+        self.walks += 1
         skipped = Skipped()
         targets: dict[str, str] = {}
         top = self.root / start if start else None

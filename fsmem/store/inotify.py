@@ -5,8 +5,8 @@ inotify_add_watch, inotify_rm_watch) open and arm it; the events are read
 here from a non-blocking descriptor, so `drain` returns as soon as the
 kernel's queue is empty, and answers exactly what was queued before it
 was called. Each event goes to the feeds (`fsmem.store.feed.Feed`) that own
-its watch descriptor, as `feed._event(wd, mask, name)`; a queue overflow goes
-to every feed as `feed._overflow()`.
+its watch descriptor, as `feed.on_event(wd, mask, name)`; a queue overflow goes
+to every feed as `feed.on_overflow()`.
 """
 
 from __future__ import annotations
@@ -15,10 +15,16 @@ import errno
 import os
 import struct
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from fsmem.store.feed import Feed
+
+class Feed(Protocol):
+    """What the watcher hands events to (`fsmem.store.feed.Feed`)."""
+
+    def on_event(self, wd: int, mask: int, name: str) -> None: ...
+
+    def on_overflow(self) -> None: ...
+
 
 IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE = 0x2, 0x4, 0x8
 IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE = 0x40, 0x80, 0x100, 0x200
@@ -146,9 +152,9 @@ class Inotify:
             at += 16 + length
             if mask & IN_Q_OVERFLOW:
                 for feed in list(self._attached):
-                    feed._overflow()
+                    feed.on_overflow()
                 continue
             for feed in list(self._feeds.get(wd, ())):
-                feed._event(wd, mask, name)
+                feed.on_event(wd, mask, name)
             if mask & IN_IGNORED:
                 self._feeds.pop(wd, None)
