@@ -1111,6 +1111,7 @@ class Memory:
                 root=self.root,
                 search=lambda budget_tokens: self.search(query, max_tokens=budget_tokens),
                 scope=self.scope,
+                written_since=self.catalog.written_since,
             )
             logged.done(**log_fields(outcome.result), skipped=outcome.skipped, reason=outcome.reason)
         return outcome

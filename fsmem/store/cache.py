@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import hashlib
 import json
 import os
 import threading
@@ -496,6 +495,8 @@ def timestamp_us(value: Any) -> int | None:
 
 
 def _digest(text: str) -> bytes:
+    import hashlib  # only when the memo is used: a call that counts no new string never loads it
+
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 

@@ -25,12 +25,12 @@ import weakref
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fsmem.errors import InvalidArgument
 from fsmem.store.cache import MetaCache, decode_data, stamp_of
-from fsmem.store.freshness import Freshness, Unstored
 from fsmem.store.meta import (  # noqa: F401  (the catalog's vocabulary; imported from here by callers)
     EXACT_COUNT_LIMIT,
     HEAD_BYTES,
@@ -57,6 +57,9 @@ from fsmem.store.walk import (  # noqa: F401  (the catalog's walk; imported from
     walk_stats,
 )
 from fsmem.tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from fsmem.store.freshness import Freshness
 
 PAGE_ROWS = 200  # rows fetched with the total, in the same read transaction; a longer answer fetches more
 
@@ -102,9 +105,18 @@ class Catalog:
         self._wants_feed = feed and use_cache
         self._feed: Any = None
         self._release: weakref.finalize | None = None
-        self.rows = Freshness(self.root, counter, self.cache)
+        self._rows: Freshness | None = None
 
     # -- keeping the rows in step with the files -----------------------------------
+    @property
+    def rows(self) -> Freshness:
+        """What keeps the rows fresh (fsmem.store.freshness), loaded by the first call that lists."""
+        if self._rows is None:
+            from fsmem.store.freshness import Freshness
+
+            self._rows = Freshness(self.root, self.counter, self.cache)
+        return self._rows
+
     def sync(self, start: str | None = None, start_is_file: bool = False) -> None:
         """Bring the rows under `start` (a memory path; None: all) in step with the files, before a query."""
         with self._lock:
@@ -112,6 +124,8 @@ class Catalog:
             self.cache.same_file()
             if self.cold:
                 self.cache.clear()
+            from fsmem.store.freshness import Unstored
+
             try:
                 self._sync(start, start_is_file)
             except Unstored:
@@ -195,6 +209,16 @@ class Catalog:
         sql, params = where(selection, self.scope)
         rows = self.cache.select(f"SELECT path FROM files INDEXED BY files_list WHERE {sql} ORDER BY key", params, [])
         return [row[0] for row in rows]
+
+    def written_since(self, horizon: datetime) -> set[str]:
+        """The paths (in scope) of files whose mtime is after `horizon` (what recall calls new)."""
+        self.sync()
+        sql, params = where(Selection(), self.scope)
+        limit_ns = int(horizon.timestamp() * 1_000_000_000)
+        rows = self.cache.select(
+            f"SELECT path FROM files INDEXED BY files_list WHERE {sql} AND mtime_ns > ?", [*params, limit_ns], []
+        )
+        return {row[0] for row in rows}
 
     def visible(self) -> set[str]:
         """The paths this catalog's scope sees (every memory file, for a catalog without one)."""
