@@ -271,7 +271,7 @@ class Memory:
         return path
 
     def meta(self, user_path: str) -> FileMeta:
-        return self.catalog.get(self._existing(user_path, "file"))
+        return self.catalog.get(self._existing(user_path, "file"), full=True)
 
     def superseded_ranges(self, rel: str) -> list[tuple[int, int]]:
         """Line ranges of superseded facts in one file (empty for files too large to parse)."""

@@ -52,7 +52,7 @@ Connection = apsw.Connection
 
 CACHE_FILE = "cache.sqlite"
 # 5: compressed rows, hashed count memo; 6: FileMeta carries the file's version; 7: maybe_cited;
-# 8: listings in SQL (walk-order keys, filter columns, skipped entries)
+# 8: listings in SQL (walk-order keys, filter columns, skipped entries), a row's fields as columns
 SCHEMA_VERSION = 8
 # A file modified this recently may change again within the same mtime tick: its row is stored marked
 # racy, and read again by the next stamp check (the "racy" window, as in git's index).
@@ -82,9 +82,21 @@ CREATE TABLE IF NOT EXISTS files (
     superseded TEXT NOT NULL,
     maybe_cited INTEGER NOT NULL,  -- 0: front matter read and without `consolidated:`, so no document cites it
     problems INTEGER NOT NULL,  -- how many problems `check` reports for it
+    -- what a row shows (the rest of its FileMeta); headings and the raw front matter are not kept:
+    -- `Memory.meta` reads them from the file
+    title TEXT,
+    description TEXT,
+    shown_tags TEXT,  -- the tags as written, when that is not `tags` (their case)
     created TEXT,
-    crc INTEGER NOT NULL,
-    data BLOB NOT NULL  -- the FileMeta as JSON, zlib-compressed (a fifth of its size); crc is of the JSON
+    updated TEXT,
+    importance REAL,
+    entity TEXT,
+    topic TEXT,
+    tokens INTEGER NOT NULL,
+    tokens_estimated INTEGER NOT NULL,
+    problem_list TEXT NOT NULL,  -- JSON [[line, message], ...]
+    version TEXT,
+    crc INTEGER NOT NULL  -- of what the row shows (`_shown`): a damaged or tampered row is read again
 );
 -- every column a listing filters, counts, orders or stamp-checks on, in walk order: `ls` and the freshness
 -- walk read this narrow index alone, and only the rows an answer shows are read from the table (one key, one row)
@@ -294,10 +306,10 @@ class MetaCache:
         )
         return None if rows is None else {path_of(k): ((m, s, i), bool(r)) for k, m, s, i, r in rows}
 
-    def rows(self, paths: Iterable[str] | None = None) -> dict[str, tuple[Stamp, int, bytes]]:
-        """path -> (stamp, crc, data) for the given paths (None: every row); racy rows have no stamp."""
+    def rows(self, paths: Iterable[str] | None = None) -> dict[str, tuple[Stamp, int]]:
+        """path -> (stamp, crc) for the given paths (None: every row); racy rows have no stamp."""
         wanted = None if paths is None else [walk_key(p) for p in paths]
-        sql = "SELECT key, mtime_ns, size, ino, racy, crc, data FROM files"
+        sql = "SELECT key, mtime_ns, size, ino, racy, crc FROM files"
 
         def action(conn: apsw.Connection):
             found: list[Any]
@@ -307,7 +319,7 @@ class MetaCache:
                 found = []
                 for chunk in _chunks(wanted, 500):
                     found += conn.execute(f"{sql} WHERE key IN ({','.join('?' * len(chunk))})", chunk).fetchall()
-            return {path_of(str(k)): (((m, s, i) if not r else (-1, -1, -1)), c, d) for k, m, s, i, r, c, d in found}
+            return {path_of(str(k)): (((m, s, i) if not r else (-1, -1, -1)), c) for k, m, s, i, r, c in found}
 
         if wanted is not None and not wanted:
             return {}
@@ -461,11 +473,12 @@ class MetaCache:
 
 
 def _record(path: str, stamp: Stamp, data: dict[str, Any], link: str | None, racy: bool) -> tuple:
-    """The `files` row of one FileMeta dict: the columns listings filter on, and the whole dict compressed."""
-    raw = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    """The `files` row of one FileMeta dict: the columns listings filter on, and what a row shows."""
     front = data.get("front_matter") or {}
     maybe_cited = int(CONSOLIDATED_FIELD in front or not front or bool(data.get("problems")))
-    tags = json.dumps(sorted({str(t).lower() for t in data.get("tags") or []}), ensure_ascii=False)
+    written = [str(t) for t in data.get("tags") or []]
+    lowered = [t.lower() for t in written]
+    shown = _shown(data, written if written != lowered else None)
     return (
         walk_key(path),
         path,
@@ -474,15 +487,69 @@ def _record(path: str, stamp: Stamp, data: dict[str, Any], link: str | None, rac
         path.count("/"),
         data.get("type"),
         timestamp_us(data.get("updated")),
-        tags,
+        json.dumps(lowered, ensure_ascii=False),
         link,
         json.dumps(data.get("superseded") or []),
         maybe_cited,
         len(data.get("problems") or []),
-        data.get("created"),
-        zlib.crc32(raw),
-        zlib.compress(raw, 1),
+        *shown,
+        zlib.crc32(json.dumps([path, *shown], ensure_ascii=False).encode("utf-8", "surrogatepass")),
     )
+
+
+# the columns `meta_of` reads, in its order
+META_COLUMNS = (
+    "path, mtime_ns, size, type, tags, superseded, title, description, shown_tags, created, updated, importance,"
+    " entity, topic, tokens, tokens_estimated, problem_list, version, crc"
+)
+
+
+def _shown(data: dict[str, Any], shown_tags: list[str] | None) -> tuple:
+    return (
+        data.get("title"),
+        data.get("description"),
+        json.dumps(shown_tags, ensure_ascii=False) if shown_tags is not None else None,
+        data.get("created"),
+        data.get("updated"),
+        data.get("importance"),
+        data.get("entity"),
+        data.get("topic"),
+        int(data.get("tokens") or 0),
+        int(bool(data.get("tokens_estimated"))),
+        json.dumps(data.get("problems") or [], ensure_ascii=False),
+        data.get("version"),
+    )
+
+
+def meta_of(row: tuple) -> dict[str, Any] | None:
+    """The FileMeta dict of a row (`META_COLUMNS`), or None when it fails its checksum or does not parse."""
+    path, mtime, size, kind, tags, superseded, *shown, crc = row
+    try:
+        if zlib.crc32(json.dumps([path, *shown], ensure_ascii=False).encode("utf-8", "surrogatepass")) != crc:
+            return None
+        title, description, shown_tags, created, updated, importance, entity, topic = shown[:8]
+        tokens, estimated, problems, version = shown[8:]
+        return {
+            "path": path,
+            "size": size,
+            "mtime_ns": mtime,
+            "title": title,
+            "description": description,
+            "type": kind,
+            "tags": json.loads(shown_tags if shown_tags is not None else tags),
+            "created": created,
+            "updated": updated,
+            "importance": importance,
+            "entity": entity,
+            "topic": topic,
+            "tokens": tokens,
+            "tokens_estimated": bool(estimated),
+            "superseded": [tuple(r) for r in json.loads(superseded)],
+            "problems": [tuple(p) for p in json.loads(problems)],
+            "version": version,
+        }
+    except (ValueError, TypeError):
+        return None
 
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
@@ -498,33 +565,6 @@ def _digest(text: str) -> bytes:
     import hashlib  # only when the memo is used: a call that counts no new string never loads it
 
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-
-
-def decode_data(value: Any) -> bytes | None:
-    """A row's stored JSON (bytes), or None when it does not decompress."""
-    if not isinstance(value, bytes):
-        return None
-    try:
-        return zlib.decompress(value)
-    except zlib.error:
-        return None
-
-
-def decode_row(path: str, stamp: Stamp, row: tuple[Stamp, int, Any] | None) -> dict[str, Any] | None:
-    """The stored dict when `row` is fresh for `stamp` and intact; None means re-read the file."""
-    if row is None or row[0] != stamp:
-        return None
-    _, crc, value = row
-    raw = decode_data(value)
-    if raw is None or zlib.crc32(raw) != crc:
-        return None
-    try:
-        data = json.loads(raw.decode("utf-8", "surrogatepass"))
-    except ValueError:
-        return None
-    if not isinstance(data, dict) or data.get("path") != path:
-        return None
-    return data
 
 
 @contextlib.contextmanager

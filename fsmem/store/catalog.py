@@ -18,11 +18,9 @@ says what they select).
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import weakref
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fsmem.errors import InvalidArgument
-from fsmem.store.cache import MetaCache, decode_data, stamp_of
+from fsmem.store.cache import META_COLUMNS, MetaCache, meta_of, stamp_of
 from fsmem.store.meta import (  # noqa: F401  (the catalog's vocabulary; imported from here by callers)
     EXACT_COUNT_LIMIT,
     HEAD_BYTES,
@@ -190,7 +188,7 @@ class Catalog:
 
         def read(conn) -> tuple[int, list, list, list]:
             total = conn.execute(f"SELECT count(*) FROM files INDEXED BY files_list WHERE {sql}", params).fetchone()
-            rows = conn.execute(f"SELECT path, crc, data FROM files WHERE {sql} AND problems > 0 ORDER BY key", params)
+            rows = conn.execute(f"SELECT {META_COLUMNS} FROM files WHERE {sql} AND problems > 0 ORDER BY key", params)
             low, high = folder_range("sessions")
             notes = conn.execute(
                 f"SELECT path, created FROM files WHERE {sql} AND key >= ? AND key < ? ORDER BY key",
@@ -233,19 +231,22 @@ class Catalog:
             skipped.extend(found.skipped)
         return list(found.metas)
 
-    def get(self, path: Path) -> FileMeta:
-        """One file's metadata, from its row when that is fresh (its stamp checked), else parsed and stored."""
+    def get(self, path: Path, *, full: bool = False) -> FileMeta:
+        """One file's metadata, from its row when that is fresh (its stamp checked), else parsed and stored.
+
+        A row keeps what listings show; `full` reads the file for the rest too (its headings and front matter)."""
         rel = relative(self.root, path)
         stat = path.stat()
         stamp = stamp_of(stat)
         with self._lock:
-            rows = self.cache.select(
-                "SELECT path, crc, data, mtime_ns, size, ino, racy FROM files WHERE key = ?", [walk_key(rel)], []
-            )
-            if rows and tuple(rows[0][3:6]) == stamp and not rows[0][6]:
-                meta = _decoded(rows[0])
-                if meta is not None:
-                    return meta
+            if not full:
+                rows = self.cache.select(
+                    f"SELECT {META_COLUMNS}, ino, racy FROM files WHERE key = ?", [walk_key(rel)], []
+                )
+                if rows and (rows[0][1], rows[0][2], rows[0][-2]) == stamp and not rows[0][-1]:
+                    meta = _decoded(rows[0][:-2])
+                    if meta is not None:
+                        return meta
             meta = read_meta(self.root, path, self.counter, stat)
             link = link_target(self.root, rel)
             self.cache.store([(stamp, meta.to_dict())], links={rel: link} if link else None, still=self.rows.still)
@@ -288,26 +289,17 @@ class Catalog:
 
 
 _PAGE = (
-    "SELECT path, crc, data FROM files WHERE rowid IN (SELECT rowid FROM files INDEXED BY files_list"
+    f"SELECT {META_COLUMNS} FROM files WHERE rowid IN (SELECT rowid FROM files INDEXED BY files_list"
     " WHERE {where} ORDER BY key LIMIT ? OFFSET ?) ORDER BY key"
 )
 
 
 def _page(conn, sql: str, params: list, offset: int, count: int) -> list:
-    """`count` rows (path, crc, data) of the selection from `offset` on, in walk order."""
+    """`count` rows (`META_COLUMNS`) of the selection from `offset` on, in walk order."""
     return conn.execute(_PAGE.format(where=sql), [*params, count, offset]).fetchall()
 
 
 def _decoded(row: tuple) -> FileMeta | None:
-    """The FileMeta of a row (path, crc, data, ...) when its data decompresses, matches its checksum and
-    names its path; else None (the file is read again)."""
-    raw = decode_data(row[2])
-    if raw is None or zlib.crc32(raw) != row[1]:
-        return None
-    try:
-        loaded = json.loads(raw.decode("utf-8", "surrogatepass"))
-        if isinstance(loaded, dict) and loaded.get("path") == row[0]:
-            return FileMeta.from_dict(loaded)
-    except (ValueError, TypeError):
-        pass
-    return None
+    """The FileMeta of a row (`META_COLUMNS`) when it matches its checksum; else None (the file is read again)."""
+    data = meta_of(row)
+    return FileMeta.from_dict(data) if data is not None else None
