@@ -1059,6 +1059,7 @@ class Memory:
             "max_tokens": max_tokens,
         }
         given = {key: value for key, value in arguments.items() if value is not None}
+        self.catalog.count_call()  # a Memory asked again holds the change feed: the index refreshes from it
         with retrieval_log.LoggedCall(self.root, agent=self.agent, tool="search", arguments=given) as logged:
             result, _ranking = search(
                 self.search_index,

@@ -266,3 +266,40 @@ def test_search_takes_the_feed_too(watched, monkeypatch):
     _truncate_and_write(watched.root / "topics" / "w.md", "# Seal\n- seal whiskers: long\n")
     assert watched.search("walrus tusks").hits == []
     assert walked == []
+
+
+def test_a_memory_that_only_searches_takes_the_feed_from_its_second_search(tmp_path, monkeypatch):
+    import fsmem.search.index as search_index
+
+    memory = Memory.init(tmp_path / "mem")
+    (memory.root / "topics").mkdir()
+    (memory.root / "topics" / "w.md").write_text("# Walrus\n- walrus tusks: ivory\n")
+    memory.search("walrus")
+    memory.search("walrus")
+    assert memory.catalog._feed is not None and memory.catalog._feed.trusted
+    memory.search("walrus")  # the search consumer has walked once; now only deltas
+    walked = []
+    real = search_index.SearchIndex._refresh
+    monkeypatch.setattr(search_index.SearchIndex, "_refresh", lambda self, conn: walked.append(1) or real(self, conn))
+    (memory.root / "topics" / "s.md").write_text("# Seal\n- seal whiskers: long\n")
+    assert [h.path for h in memory.search("seal whiskers").hits] == ["topics/s.md"]
+    assert walked == []
+    memory.close()
+    assert feeds.current(memory.root) is None
+
+
+def test_a_forked_child_walks_and_leaves_its_parents_feed_alone(watched):
+    pid = os.fork()
+    if pid == 0:  # the child: the shared queue is not its to read
+        try:
+            (watched.root / "topics" / "child.md").write_text(DOC.format(title="Child"))
+            ok = "topics/child.md" in _titles(watched) and not watched.catalog._feed.trusted
+            os._exit(0 if ok else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    (watched.root / "topics" / "parent.md").write_text(DOC.format(title="Parent"))
+    walks = _walks(watched)
+    assert {"topics/child.md", "topics/parent.md"} <= set(_titles(watched))
+    assert watched.catalog._feed.trusted and _walks(watched) == walks

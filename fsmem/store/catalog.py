@@ -138,6 +138,13 @@ class Catalog:
             self.rows.watched = True
             feed.catch_up(f"catalog:{self.cache.path}", self.rows.apply)
 
+    def count_call(self) -> None:
+        """A call that does not list (search) still counts: from the second on, this catalog holds the
+        memory's change feed, which the search index then catches up through (`SearchIndex.refresh`)."""
+        with self._lock:
+            self._calls += 1
+            self._feed_for_call()
+
     def _feed_for_call(self) -> Any:
         """The change feed, from the second call on (a catalog asked once never starts one)."""
         if self._feed is None and self._wants_feed and self._calls >= 2:

@@ -70,6 +70,7 @@ class Inotify:
         os.set_blocking(fd, False)
         os.set_inheritable(fd, False)  # rg and git, run by fsmem, do not get it
         self.fd = fd
+        self.pid = os.getpid()  # a forked child shares the queue: reading it would steal the parent's events
         self.lock = threading.RLock()
         self._feeds: dict[int, list[Feed]] = {}  # watch descriptor -> the feeds it serves
         self._attached: list[Feed] = []
@@ -125,7 +126,7 @@ class Inotify:
             owners.remove(feed)
             if not owners:
                 del self._feeds[wd]
-                if self.fd >= 0:
+                if self.fd >= 0 and os.getpid() == self.pid:  # a forked child must not disarm its parent's
                     self._rm_watch(self.fd, wd)
 
     def drain(self) -> None:
@@ -133,6 +134,8 @@ class Inotify:
         with self.lock:
             if self.fd < 0:
                 raise OSError(errno.EBADF, "the watcher is closed")
+            if os.getpid() != self.pid:
+                raise OSError(errno.ECHILD, "the watcher belongs to the parent process")
             while self.fd >= 0:  # a feed that stops while its events are handed out may close it
                 try:
                     data = os.read(self.fd, READ_BYTES)
