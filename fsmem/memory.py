@@ -712,7 +712,8 @@ class Memory:
         from fsmem.query import context as _context
 
         budget = self.budget.narrowed(max_tokens)
-        return _context.build(self.root, self.catalog, self.tokens, max_tokens=budget.max_tokens, within=self.visible())
+        within = self.catalog.visible_test() if self.scope is not None else None
+        return _context.build(self.root, self.catalog, self.tokens, max_tokens=budget.max_tokens, within=within)
 
     def memory_tool(self, *, max_tokens: int | None = None) -> MemoryTool:
         """Deprecated (0.2): use `fsmem.agents.memory_tool.MemoryTool.over(memory)`; goes away in 0.3."""

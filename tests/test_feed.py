@@ -303,3 +303,14 @@ def test_a_forked_child_walks_and_leaves_its_parents_feed_alone(watched):
     walks = _walks(watched)
     assert {"topics/child.md", "topics/parent.md"} <= set(_titles(watched))
     assert watched.catalog._feed.trusted and _walks(watched) == walks
+
+
+def test_context_is_kept_while_nothing_changed_and_made_again_after_an_edit(watched):
+    first = watched.context()
+    assert watched.context().text == first.text
+    profile = watched.root / "profile" / "identity.md"
+    _truncate_and_write(profile, profile.read_text() + "\n- standing rule: answer in French\n")
+    assert "answer in French" in watched.context().text
+    (watched.root / "INDEX.md").write_text("# Index\n\n- [A](topics/a.md): the letter\n")
+    text = watched.context().text
+    assert "the letter" in text and "answer in French" in text

@@ -10,6 +10,7 @@ to read it.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import threading
@@ -271,8 +272,37 @@ def build(
 ) -> ContextBlock:
     """The pre-injection block of the memory at `root`, at most `max_tokens` (the agent's budget, already narrowed).
 
-    `within` is the agent's scope (with a catalog scoped alike): see `gather`.
+    `within` is the agent's scope (with a catalog scoped alike): see `gather`. A block is made once per
+    state of the memory's rows (`Catalog.version`: INDEX.md and profile/ are memory files too), budget and
+    scope, and given again while none of them changed: a turn's context costs a lookup.
     """
+    key = (os.fspath(root), max_tokens, catalog.scope, catalog.version())
+    with _BLOCKS_LOCK:
+        kept = _BLOCKS.get(key) if key[-1] >= 0 else None
+    if kept is not None:
+        return dataclasses.replace(kept, sources=list(kept.sources), cut=list(kept.cut))
+    block = _build(root, catalog, tokens, max_tokens=max_tokens, within=within)
+    if key[-1] >= 0 and key[-1] == catalog.version():  # nothing changed while it was made
+        with _BLOCKS_LOCK:
+            _BLOCKS[key] = block
+            while len(_BLOCKS) > BLOCKS_KEPT:
+                _BLOCKS.popitem(last=False)
+    return dataclasses.replace(block, sources=list(block.sources), cut=list(block.cut))
+
+
+BLOCKS_KEPT = 32
+_BLOCKS: OrderedDict[tuple, ContextBlock] = OrderedDict()
+_BLOCKS_LOCK = threading.Lock()
+
+
+def _build(
+    root: Path,
+    catalog: Catalog,
+    tokens: TokenCounter,
+    *,
+    max_tokens: int,
+    within: Callable[[str], bool] | None = None,
+) -> ContextBlock:
     budget = max_tokens
     count = tokens.count
     parts, index_exists = gather(root, catalog, within)

@@ -230,12 +230,14 @@ class MetaCache:
             if version not in (0, SCHEMA_VERSION):
                 raise apsw.SQLError(f"cache schema {version}, expected {SCHEMA_VERSION}")
             conn.execute(_SCHEMA)
+            conn.execute("INSERT OR IGNORE INTO settings VALUES ('files_version', '0')")
             row = conn.execute("SELECT value FROM settings WHERE key = 'fingerprint'").fetchone()
             if row is None or row[0] != self.fingerprint:
                 with _transaction(conn):
                     conn.execute("DELETE FROM files")
                     conn.execute("DELETE FROM skipped")
                     conn.execute("DELETE FROM counts")
+                    _bump(conn)
                     conn.execute("INSERT OR REPLACE INTO settings VALUES ('fingerprint', ?)", (self.fingerprint,))
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except BaseException:
@@ -293,6 +295,11 @@ class MetaCache:
         with self._lock:
             self.close()
             self._disabled = True
+
+    def files_version(self, conn: apsw.Connection) -> int:
+        """How many times the file rows changed (any process): equal values, equal rows."""
+        row = conn.execute("SELECT value FROM settings WHERE key = 'files_version'").fetchone()
+        return int(row[0]) if row else -1
 
     def select(self, sql: str, params: Iterable[Any] = (), default: Any = None) -> Any:
         """The rows of one read query (a list), or `default` when the cache cannot answer."""
@@ -419,18 +426,19 @@ class MetaCache:
                     where, params, entries = skipped
                     conn.execute(f"DELETE FROM skipped WHERE {where}", params)
                     conn.executemany("INSERT OR REPLACE INTO skipped VALUES (?, ?, ?, ?)", entries)
+                _bump(conn)
             return True
 
         return bool(self._guard(action, False))
 
     def clear(self) -> None:
         """Drop every file row and skipped entry (a cold run parses everything again)."""
-        self._guard(lambda conn: conn.execute("DELETE FROM files; DELETE FROM skipped"), None)
+        self._guard(lambda conn: conn.execute(f"DELETE FROM files; DELETE FROM skipped; {_BUMP}"), None)
 
     def forget(self, paths: Iterable[str]) -> None:
         items = [(walk_key(p),) for p in paths]
         if items:
-            self._guard(lambda conn: _run_many(conn, "DELETE FROM files WHERE key = ?", items), None)
+            self._guard(lambda conn: _run_many(conn, "DELETE FROM files WHERE key = ?", items, bump=True), None)
 
     # -- token-count memo -----------------------------------------------------
     def count_of(self, text: str) -> int | None:
@@ -470,6 +478,15 @@ class MetaCache:
                 conn.executemany("INSERT OR REPLACE INTO counts VALUES (?, ?)", items)
 
         self._guard(action, None)
+
+
+_BUMP = "UPDATE settings SET value = CAST(value AS INTEGER) + 1 WHERE key = 'files_version'"
+
+
+def _bump(conn: apsw.Connection) -> None:
+    """Count one more change of the file rows (in the writer's transaction): counts cached against the
+    last value stay good until it moves (`Catalog.listing`)."""
+    conn.execute(_BUMP)
 
 
 def _record(path: str, stamp: Stamp, data: dict[str, Any], link: str | None, racy: bool) -> tuple:
@@ -584,9 +601,11 @@ def transaction(conn: apsw.Connection):
 _transaction = transaction
 
 
-def _run_many(conn: apsw.Connection, sql: str, items: list[tuple]) -> None:
+def _run_many(conn: apsw.Connection, sql: str, items: list[tuple], *, bump: bool = False) -> None:
     with _transaction(conn):
         conn.executemany(sql, items)
+        if bump:
+            _bump(conn)
 
 
 def _chunks(items: list[str], size: int):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -59,6 +59,7 @@ from fsmem.tokens import TokenCounter
 if TYPE_CHECKING:
     from fsmem.store.freshness import Freshness
 
+COUNTS_KEPT = 64
 PAGE_ROWS = 200  # rows fetched with the total, in the same read transaction; a longer answer fetches more
 
 
@@ -104,6 +105,7 @@ class Catalog:
         self._feed: Any = None
         self._release: weakref.finalize | None = None
         self._rows: Freshness | None = None
+        self._counts: dict[tuple[str, tuple], tuple[int, int]] = {}  # clause -> (files_version, total)
 
     # -- keeping the rows in step with the files -----------------------------------
     @property
@@ -164,10 +166,10 @@ class Catalog:
         gaps_sql, gaps_params = skipped_where(selection.start, selection.start_is_file, self.scope)
 
         def read(conn) -> tuple[int, list, list]:
-            total = conn.execute(f"SELECT count(*) FROM files INDEXED BY files_list WHERE {sql}", params).fetchone()
+            total = self._count(conn, sql, params)
             rows = _page(conn, sql, params, offset, first) if first else []
             gaps = conn.execute(f"SELECT shown, reason FROM skipped WHERE {gaps_sql} ORDER BY key", gaps_params)
-            return total[0], rows, [tuple(g) for g in gaps]
+            return total, rows, [tuple(g) for g in gaps]
 
         total, rows, gaps = self.cache.reading(read, (0, [], []))
 
@@ -185,6 +187,20 @@ class Catalog:
                 taken = self.cache.select(_PAGE.format(where=sql), [*params, left, at], [])
 
         return Found(total, metas(), gaps)
+
+    def _count(self, conn, sql: str, params: list) -> int:
+        """How many rows the clause selects; kept while the rows have not changed (`files_version`), so an
+        `ls` of 100k files does not count them again at every call."""
+        version = self.cache.files_version(conn)
+        key = (sql, tuple(params))
+        kept = self._counts.get(key)
+        if kept is not None and kept[0] == version and version >= 0:
+            return kept[1]
+        total = conn.execute(f"SELECT count(*) FROM files INDEXED BY files_list WHERE {sql}", params).fetchone()[0]
+        if len(self._counts) >= COUNTS_KEPT:
+            self._counts.pop(next(iter(self._counts)))
+        self._counts[key] = (version, total)
+        return total
 
     def problems(self, selection: Selection) -> Found:
         """For `check`: the files `selection` keeps that have problems (decoded), the total, the skipped
@@ -224,6 +240,22 @@ class Catalog:
             f"SELECT path FROM files INDEXED BY files_list WHERE {sql} AND mtime_ns > ?", [*params, limit_ns], []
         )
         return {row[0] for row in rows}
+
+    def version(self) -> int:
+        """The rows' state after catching up with the files: equal values, equal rows (-1: unknown)."""
+        self.sync()
+        return int(self.cache.reading(self.cache.files_version, -1))
+
+    def visible_test(self) -> Callable[[str], bool]:
+        """`visible().__contains__`, the set made on first use (an answer kept from before needs none)."""
+        made: list[set[str]] = []
+
+        def test(rel: str) -> bool:
+            if not made:
+                made.append(self.visible())
+            return rel in made[0]
+
+        return test
 
     def visible(self) -> set[str]:
         """The paths this catalog's scope sees (every memory file, for a catalog without one)."""
