@@ -271,6 +271,19 @@ def measure(files: int, runs: int, rows: list[list[str]], growth: dict[str, dict
         runs,
     )
     row("note", got["note"], "atomic write of the same bytes", got["write"])
+    after_note = []
+    walked = []
+    for _ in range(runs):  # a write moves the rows' state: the next context is made again, not kept
+        memory.note("the bench wrote this line")
+        after_note.append(timed(memory.context, 1))
+        walked.append(timed(lambda: stat_walk(root), 1))
+    row(
+        "context right after a note (made again)",
+        statistics.median(after_note),
+        "stat walk of the files",
+        statistics.median(walked),
+        "context",
+    )
     (root / note.path).unlink()
     scratch_note.unlink(missing_ok=True)
     memory.close()
