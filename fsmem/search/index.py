@@ -9,10 +9,12 @@ one document per (file, cited session note), for the document part of the
 score. Both are contentless (`contentless_delete=1`): no text is stored, and a
 file's rows are deleted by row id when it changes.
 
-Each search stats every memory file and re-reads only those whose mtime, size,
-inode or ctime changed, so a write through fsmem, a consolidation or a human
-edit is seen by the next search; fsmem's own writes and `fsmem watch` update
-the changed files at once (`SearchIndex.update`). A file's rows are row ids
+Each search re-reads only the files whose mtime, size, inode or ctime changed,
+so a write through fsmem, a consolidation or a human edit is seen by the next
+search: a process that holds the memory's change feed (`fsmem.store.feed`: a
+Memory asked more than once) looks only at the paths it names, any other
+stats every memory file. fsmem's own writes and `fsmem watch` update the
+changed files at once (`SearchIndex.update`). A file's rows are row ids
 `file_id << 20 | ordinal`, one range per file. Updates are compare-and-set per
 file inside `BEGIN IMMEDIATE`, so two processes updating at once both end with
 the index a fresh build would give. A damaged index is dropped and rebuilt.
