@@ -75,6 +75,49 @@ def heavy_imports(python: Path, argv: list[str]) -> str:
     return done.stderr.strip().rsplit("HEAVY:", 1)[-1] or "none"
 
 
+GROUPS = ("fsmem", "click", "apsw", "yaml", "tiktoken", "watchdog", "rapidfuzz", "Stemmer")
+COMMANDS = {
+    "ls": ["ls", "--max-results", "5"],
+    "grep": ["grep", RARE_WORD],
+    "read": ["read", "README.md", "--max-tokens", "500"],
+    "search": ["search", "renewal date"],
+    "note": ["note", "the start-up benchmark wrote this"],
+}
+
+
+def import_budget(python: Path, argv: list[str]) -> dict[str, float]:
+    """Milliseconds of imports a command makes (`python -X importtime`), summed by package (self times)."""
+    probe = PROBE.replace("set(HEAVY)", repr(set(HEAVY)))
+    done = subprocess.run([str(python), "-X", "importtime", "-c", probe, *argv], capture_output=True, text=True)
+    spent: dict[str, float] = {}
+    for line in done.stderr.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        own, _total, name = (part.strip() for part in line[len("import time:") :].split("|"))
+        top = name.split(".")[0]
+        group = top if top in GROUPS else "the standard library and the rest"
+        spent[group] = spent.get(group, 0.0) + int(own) / 1000
+    return spent
+
+
+def budget_rows(python: Path, root: Path) -> list[list[str]]:
+    import tempfile
+
+    rows = []
+    scratch = Path(tempfile.mkdtemp()) / "scratch"
+    subprocess.run([str(python), "-m", "fsmem", "init", str(scratch)], capture_output=True, check=True)
+    for command, args in COMMANDS.items():
+        where = scratch if command == "note" else root  # the note goes to a scratch memory, not the corpus
+        spent = import_budget(python, ["--root", str(where), *args])
+        total = sum(spent.values())
+        parts = ", ".join(
+            f"{name} {ms:.0f}" for name, ms in sorted(spent.items(), key=lambda item: -item[1]) if ms >= 1
+        )
+        rows.append([f"fsmem {command}", f"{total:.0f} ms", parts])
+    shutil.rmtree(scratch.parent, ignore_errors=True)
+    return rows
+
+
 def main() -> None:
     sizes = sizes_from(sys.argv[1:], "10000")
     import common
@@ -115,6 +158,15 @@ def main() -> None:
         )
     print(f"({before} before, {load()} after)")
     print(table("start-up of a regular install", ["command", "median", "against the baseline", "heavy imports"], rows))
+    for files in sizes:
+        root = corpus(files)
+        print(
+            table(
+                f"import budget of each command on {files:,} files (python -X importtime, self times in ms)",
+                ["command", "imports", "by package"],
+                budget_rows(python, root),
+            )
+        )
 
 
 if __name__ == "__main__":

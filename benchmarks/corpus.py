@@ -282,7 +282,9 @@ def build(root: Path, files: int, seed: int = 7) -> Path:
     stamp = root / STAMP_FILE
     wanted = f"{files} {seed} v2"
     if stamp.is_file() and stamp.read_text() == wanted:
-        (root / "fsmem.yaml").write_text(CONFIG)
+        config = root / "fsmem.yaml"
+        if not config.is_file() or config.read_text() != CONFIG:  # rewritten, it would be parsed again (YAML)
+            config.write_text(CONFIG)
         return root
     if root.exists():
         import shutil

@@ -36,13 +36,15 @@ from fsmem.errors import (
 )
 from fsmem.format import secrets
 from fsmem.query import grep as _grep, reading
-from fsmem.query.listing import Listing, list_entries, within_depth
+from fsmem.query.listing import Listing, list_entries
 from fsmem.store import paths as _paths, retrieval_log, writing
-from fsmem.store.catalog import EXACT_COUNT_LIMIT, Catalog, FileMeta, matches_filters, walk, walk_stats
+from fsmem.store.cache import timestamp_us
+from fsmem.store.catalog import EXACT_COUNT_LIMIT, Catalog, FileMeta, walk
 from fsmem.store.fields import check_fields
 from fsmem.store.files import file_lock, file_version
 from fsmem.store.paths import ROOT_README, check_text, relative, resolve
 from fsmem.store.scope import Scope
+from fsmem.store.selection import Selection
 from fsmem.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -202,6 +204,17 @@ class Memory:
         self.tokens = TokenCounter(self.config.tokenizer)
         self.catalog = Catalog(self.root, self.tokens, scope=self.scope)
 
+    def close(self) -> None:
+        """Give back this object's share of the change feed and close its cache connection (a later call
+        opens it again). A `Memory` that is dropped does the same when it is collected."""
+        self.catalog.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     # -- creation ---------------------------------------------------------
     @classmethod
     def init(cls, directory: str | os.PathLike[str], *, git: bool = False) -> Memory:
@@ -281,12 +294,11 @@ class Memory:
     def visible(self) -> Callable[[str], bool] | None:
         """For a scoped memory, the test a file path must pass to be seen (its link target in scope too); else None.
 
-        The set is one walk of the scope, taken when called.
+        The set is the catalog's rows in scope (`fsmem.store.selection`), brought up to date when called.
         """
         if self.scope is None:
             return None
-        seen = {rel for rel, _full, _stat in walk_stats(self.root, scope=self.scope)}
-        return seen.__contains__
+        return self.catalog.visible().__contains__
 
     def _require_writable(self) -> None:
         if self.budget.read_only:
@@ -319,7 +331,7 @@ class Memory:
         return path
 
     def meta(self, user_path: str) -> FileMeta:
-        return self.catalog.get(self._existing(user_path, "file"))
+        return self.catalog.get(self._existing(user_path, "file"), full=True)
 
     def superseded_ranges(self, rel: str) -> list[tuple[int, int]]:
         """Line ranges of superseded facts in one file (empty for files too large to parse)."""
@@ -345,16 +357,35 @@ class Memory:
 
         Files that cannot be read are left out and, given `skipped`, listed there as (path, reason).
         """
+        found = self.catalog.listing(self._selection(path, type=type, tag=tag, updated_after=updated_after))
+        if skipped is not None:
+            skipped.extend(found.skipped)
+        return list(found.metas)
+
+    def _selection(
+        self,
+        path: str | None,
+        *,
+        depth: int | None = None,
+        type: str | None = None,
+        tag: str | Iterable[str] | None = None,
+        updated_after: str | None = None,
+    ) -> Selection:
+        """What a listing under `path` with these filters asks the catalog (`fsmem.store.selection`)."""
         start = self._existing(path) if path else None
         if updated_after is not None and fmt.parse_timestamp(updated_after) is None:
             raise InvalidArgument(
                 f"--updated-after takes an ISO 8601 date such as 2024-05-01, not {echo(updated_after)}"
             )
-        return [
-            meta
-            for meta in self.catalog.entries(start, skipped)
-            if matches_filters(meta, type=type, tag=tag, updated_after=updated_after)
-        ]
+        rel = relative(self.root, start) if start is not None else None
+        return Selection.of(
+            rel,
+            start_is_file=start is not None and not start.is_dir(),
+            depth=depth,
+            type=type,
+            tag=tag,
+            updated_after_us=timestamp_us(updated_after),
+        )
 
     # -- queries ------------------------------------------------------------
     def ls(
@@ -374,17 +405,18 @@ class Memory:
             raise InvalidArgument("--depth must be at least 1")
         check_offset(offset)
         budget = self.budget.narrowed(max_tokens, max_results)
-        base = relative(self.root, self.path(path)) if path else "."
-        skipped: list[tuple[str, str]] = []
-        metas = [
-            m
-            for m in self.files(path, type=type, tag=tag, updated_after=updated_after, skipped=skipped)
-            if within_depth(m.path, base, depth)
-        ]
+        selection = self._selection(path, depth=depth, type=type, tag=tag, updated_after=updated_after)
+        # one row past the cap, so the page can say the result limit cut it
+        found = self.catalog.listing(selection, offset=offset, limit=budget.max_results + 1)
         listing = list_entries(
-            metas, self.tokens.count, offset=offset, max_results=budget.max_results, max_tokens=budget.max_tokens
+            found.metas,
+            self.tokens.count,
+            offset=offset,
+            max_results=budget.max_results,
+            max_tokens=budget.max_tokens,
+            total=found.total,
         )
-        listing.skipped = [p for p, _ in skipped]
+        listing.skipped = [p for p, _ in found.skipped]
         return listing
 
     def grep(
@@ -428,9 +460,9 @@ class Memory:
             starts: list[str | None] = list(named) or [None]
             for p in starts:
                 targets.extend(
-                    m.path
-                    for m in self.files(p, type=type, tag=tag, updated_after=updated_after)
-                    if m.path != ROOT_README or p == ROOT_README
+                    rel
+                    for rel in self.catalog.paths(self._selection(p, type=type, tag=tag, updated_after=updated_after))
+                    if rel != ROOT_README or p == ROOT_README
                 )
         elif named:
             targets = named
@@ -530,15 +562,14 @@ class Memory:
         """Every problem in every file, as (path, line, message); files that cannot be read are problems too."""
         from fsmem.consolidate.dates import future_note_problem, today
 
-        skipped: list[tuple[str, str]] = []
-        metas = self.catalog.entries(self._existing(path) if path else None, skipped)
-        problems = [(m.path, line, message) for m in metas for line, message in m.problems]
-        problems += [(shown, 1, reason) for shown, reason in skipped]
+        found = self.catalog.problems(self._selection(path))
+        problems = [(m.path, line, message) for m in found.metas for line, message in m.problems]
+        problems += [(shown, 1, reason) for shown, reason in found.skipped]
         day = today()
-        for meta in metas:  # a note dated in the future: consolidate holds it back, so say so
-            message = future_note_problem(meta.path, meta.front_matter, day)
+        for rel, created in found.created:  # a note dated in the future: consolidate holds it back, so say so
+            message = future_note_problem(rel, {"created": created}, day)
             if message:
-                problems.append((meta.path, 1, message))
+                problems.append((rel, 1, message))
         if path is None and os.path.exists(os.path.join(self.root, STATE_DIR, "history", "trust.json")):
             from fsmem.history.trust_record import recorded_problems  # what the last sync held or refused
 
@@ -548,7 +579,7 @@ class Memory:
 
             problems += health.problems(self.history)
         problems.sort(key=lambda p: (p[0], p[1]))
-        return CheckResult(problems=problems, files=len(metas) + len(skipped))
+        return CheckResult(problems=problems, files=found.total + len(found.skipped))
 
     # -- writes -------------------------------------------------------------
     # Each write runs under the write lock; with history on it records its exact bytes in the journal
@@ -762,7 +793,8 @@ class Memory:
         from fsmem.query import context as _context
 
         budget = self.budget.narrowed(max_tokens)
-        return _context.build(self.root, self.catalog, self.tokens, max_tokens=budget.max_tokens, within=self.visible())
+        within = self.catalog.visible_test() if self.scope is not None else None
+        return _context.build(self.root, self.catalog, self.tokens, max_tokens=budget.max_tokens, within=within)
 
     def memory_tool(self, *, max_tokens: int | None = None) -> MemoryTool:
         """Deprecated (0.2): use `fsmem.agents.memory_tool.MemoryTool.over(memory)`; goes away in 0.3."""
@@ -1088,7 +1120,8 @@ class Memory:
         return self._search_index
 
     def _search_changed(self, paths: list[str] | None) -> None:
-        """Update the search index for files this process changed (None: any file may have changed).
+        """Update the search index for files this process changed (None: any file may have changed), and
+        tell the change feed, if one runs, that the metadata cache must look at them.
 
         Only an index that exists is updated (a memory never searched pays
         nothing), and a failure here never fails the write: every search stats
@@ -1096,6 +1129,8 @@ class Memory:
         """
         from fsmem.store.cache import cache_path
 
+        if paths is not None:
+            self.catalog.changed(paths)
         if not cache_path(self.root).exists():
             return
         from fsmem.store.cache import DatabaseError
@@ -1152,6 +1187,7 @@ class Memory:
             "max_tokens": max_tokens,
         }
         given = {key: value for key, value in arguments.items() if value is not None}
+        self.catalog.count_call()  # a Memory asked again holds the change feed: the index refreshes from it
         with retrieval_log.LoggedCall(self.root, agent=self.agent, tool="search", arguments=given) as logged:
             result, _ranking = search(
                 self.search_index,
@@ -1204,6 +1240,7 @@ class Memory:
                 root=self.root,
                 search=lambda budget_tokens: self.search(query, max_tokens=budget_tokens),
                 scope=self.scope,
+                written_since=self.catalog.written_since,
             )
             logged.done(**log_fields(outcome.result), skipped=outcome.skipped, reason=outcome.reason)
         return outcome

@@ -13,7 +13,7 @@ from conftest import write_file
 
 from fsmem import Memory
 from fsmem.errors import RootNotFound
-from fsmem.store.cache import DatabaseError, cache_path, connect, decode_data
+from fsmem.store.cache import DatabaseError, cache_path, connect
 from fsmem.watch import is_ignored
 
 pytest.importorskip("watchdog")
@@ -24,10 +24,8 @@ TIMEOUT = 20.0
 
 def _titles(memory):
     with contextlib.closing(connect(cache_path(memory.root))) as conn:
-        rows = conn.execute("SELECT path, data FROM files").fetchall()
-    import json
-
-    return {path: json.loads(decode_data(data))["title"] for path, data in rows}
+        rows = conn.execute("SELECT path, title FROM files").fetchall()
+    return dict(rows)
 
 
 def _eventually(check, timeout=TIMEOUT):

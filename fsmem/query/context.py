@@ -10,8 +10,13 @@ to read it.
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import re
-from collections.abc import Callable
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +25,7 @@ from fsmem import format as fmt
 from fsmem.budget import Meter
 from fsmem.errors import FsmemError
 from fsmem.format import secrets
+from fsmem.store.cache import RACY_NS
 from fsmem.store.paths import lexical_parts, read_regular, resolve
 
 if TYPE_CHECKING:
@@ -38,7 +44,7 @@ class Part:
 
     source: str
     heading: str
-    lines: list[tuple[int | None, str]]
+    lines: Any  # a list of (line number or None, text), or the catalog's rows (_CatalogRows)
     shown: int = 0
     readable: bool = True  # the agent may read the source itself (INDEX.md is out of a scope's reach)
 
@@ -74,10 +80,23 @@ class ContextBlock:
 def _body_lines(root: Path, rel: str) -> list[tuple[int | None, str]]:
     """A file's body lines with their file line numbers; superseded facts and edge blank lines left out.
 
-    A file that cannot be read (vanished, denied, not regular, a link out) gives no lines.
+    A file that cannot be read (vanished, denied, not regular, a link out) gives no lines. The lines of
+    each version of a file are kept (`_SUMMARIES`): a turn's context reads INDEX.md and the profile again
+    only when they changed.
     """
     try:
-        text, _ = fmt.decode(read_regular(resolve(root, rel, want="file")))
+        path = resolve(root, rel, want="file")
+        stat = os.stat(path)
+    except (OSError, FsmemError):
+        return []
+    key = (os.fspath(path), stat.st_mtime_ns, stat.st_size, stat.st_ino)
+    with _SUMMARIES_LOCK:
+        kept = _SUMMARIES.get(key)
+        if kept is not None:
+            _SUMMARIES.move_to_end(key)
+            return kept
+    try:
+        text, _ = fmt.decode(read_regular(path))
     except (OSError, FsmemError):
         return []
     doc = fmt.split(text)
@@ -92,7 +111,17 @@ def _body_lines(root: Path, rel: str) -> list[tuple[int | None, str]]:
         lines.pop(0)
     while lines and not lines[-1][1].strip():
         lines.pop()
+    if stat.st_mtime_ns < time.time_ns() - RACY_NS:  # a file written this very second may change unseen
+        with _SUMMARIES_LOCK:
+            _SUMMARIES[key] = lines
+            while len(_SUMMARIES) > SUMMARIES_KEPT:
+                _SUMMARIES.popitem(last=False)
     return lines
+
+
+SUMMARIES_KEPT = 64
+_SUMMARIES: OrderedDict[tuple[str, int, int, int], list[tuple[int | None, str]]] = OrderedDict()
+_SUMMARIES_LOCK = threading.Lock()
 
 
 # What an INDEX.md line names: the target of a Markdown link, or a bare path ending in .md.
@@ -159,26 +188,46 @@ def gather(root: Path, catalog: Catalog, within: Callable[[str], bool] | None = 
     """The parts of the block in order (profile first), and whether INDEX.md exists.
 
     With `within` (an agent's scope; the catalog is scoped too), INDEX.md shows
-    only its lines that name files in scope (`scoped_lines`).
+    only its lines that name files in scope (`scoped_lines`). Without INDEX.md,
+    the entity and topic rows come from the catalog's SQL listing, decoded only
+    as far as the budget takes them.
     """
+    from fsmem.store.selection import Selection
+
     parts: list[Part] = []
-    for meta in catalog.entries(root / PROFILE_DIR) if (root / PROFILE_DIR).is_dir() else []:
-        title = f" ({meta.title})" if meta.title else ""
-        parts.append(Part(meta.path, f"## {meta.path}{title}", _body_lines(root, meta.path)))
+    if (root / PROFILE_DIR).is_dir():
+        for meta in catalog.listing(Selection.of(PROFILE_DIR)).metas:
+            title = f" ({meta.title})" if meta.title else ""
+            parts.append(Part(meta.path, f"## {meta.path}{title}", _body_lines(root, meta.path)))
     if _readable_index(root):
         lines = _body_lines(root, INDEX_FILE)
         if within is not None:
             lines = scoped_lines(lines, within)
         parts.append(Part(INDEX_FILE, f"## {INDEX_FILE}", lines, readable=within is None))
         return parts, True
-    rows: list[tuple[int | None, str]] = []
-    for meta in catalog.entries():
-        if meta.path.startswith(CATALOG_FOLDERS):
-            about = f": {meta.description}" if meta.description else ""
-            rows.append((None, f"- {meta.path} — {meta.title or meta.path}{about}"))
+    found = [
+        catalog.listing(Selection.of(folder.rstrip("/"))) for folder in CATALOG_FOLDERS if (root / folder).is_dir()
+    ]
     heading = f"## Entities and topics ({INDEX_FILE} does not exist yet; `fsmem consolidate` writes it)"
-    parts.append(Part("catalog", heading, rows))
+    parts.append(Part("catalog", heading, _CatalogRows(found)))
     return parts, False
+
+
+class _CatalogRows:
+    """The fallback list's lines, made from the catalog's rows as the block takes them; its length is the
+    rows' total, known without decoding them."""
+
+    def __init__(self, found: list[Any]):
+        self.found = found
+
+    def __len__(self) -> int:
+        return sum(each.total for each in self.found)
+
+    def __iter__(self) -> Iterator[tuple[int | None, str]]:
+        for each in self.found:
+            for meta in each.metas:
+                about = f": {meta.description}" if meta.description else ""
+                yield None, f"- {meta.path} — {meta.title or meta.path}{about}"
 
 
 def _readable_index(root: Path) -> bool:
@@ -223,18 +272,53 @@ def build(
 ) -> ContextBlock:
     """The pre-injection block of the memory at `root`, at most `max_tokens` (the agent's budget, already narrowed).
 
-    `within` is the agent's scope (with a catalog scoped alike): see `gather`.
+    `within` is the agent's scope (with a catalog scoped alike): see `gather`. A block is made once per
+    state of the memory's rows (`Catalog.version`: INDEX.md and profile/ are memory files too), budget and
+    scope, and given again while none of them changed: a turn's context costs a lookup.
     """
+    key = (os.fspath(root), max_tokens, catalog.scope, catalog.version())
+    with _BLOCKS_LOCK:
+        kept = _BLOCKS.get(key) if key[-1] >= 0 else None
+    if kept is not None:
+        return dataclasses.replace(kept, sources=list(kept.sources), cut=list(kept.cut))
+    block = _build(root, catalog, tokens, max_tokens=max_tokens, within=within)
+    if key[-1] >= 0 and key[-1] == catalog.version():  # nothing changed while it was made
+        with _BLOCKS_LOCK:
+            _BLOCKS[key] = block
+            while len(_BLOCKS) > BLOCKS_KEPT:
+                _BLOCKS.popitem(last=False)
+    return dataclasses.replace(block, sources=list(block.sources), cut=list(block.cut))
+
+
+BLOCKS_KEPT = 32
+_BLOCKS: OrderedDict[tuple, ContextBlock] = OrderedDict()
+_BLOCKS_LOCK = threading.Lock()
+
+
+def _build(
+    root: Path,
+    catalog: Catalog,
+    tokens: TokenCounter,
+    *,
+    max_tokens: int,
+    within: Callable[[str], bool] | None = None,
+) -> ContextBlock:
     budget = max_tokens
     count = tokens.count
     parts, index_exists = gather(root, catalog, within)
     # Fill greedily, keeping room for a note that names every part as cut ...
     meter = Meter(count, max_tokens=budget, reserve=count(_render([], _cut_note(parts), budget)))
     entries: list[tuple[Part | None, str]] = []  # (the part a content line belongs to, the line)
-    lines = [(None, HEADER)] + [
-        item for each in parts for item in [(None, ""), (None, each.heading)] + [(each, text) for _, text in each.lines]
-    ]
-    for part, line in lines:
+
+    def lines() -> Iterator[tuple[Part | None, str]]:
+        yield None, HEADER
+        for each in parts:
+            yield None, ""
+            yield None, each.heading
+            for _, text in each.lines:
+                yield each, text
+
+    for part, line in lines():
         if not meter.take_text(line):
             break
         entries.append((part, line))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,16 +60,31 @@ class Listing(Paged, Metered):
         return "\n".join(lines)
 
 
-def list_entries(metas: list[FileMeta], count: Count, *, offset: int, max_results: int, max_tokens: int) -> Listing:
-    """Rows from `offset` on, whole, until the row or token cap; the page says what was left out."""
+def list_entries(
+    metas: Iterable[FileMeta],
+    count: Count,
+    *,
+    offset: int,
+    max_results: int,
+    max_tokens: int,
+    total: int | None = None,
+) -> Listing:
+    """Rows, whole, until the row or token cap; the page says what was left out.
+
+    `metas` are every matching file (then `total` is None), or, with `total`, the matching files from
+    `offset` on, as the catalog's SQL listing gives them: only the rows taken are decoded."""
     meter = Meter(count, max_tokens=max_tokens, max_results=max_results)
     shown: list[ListEntry] = []
-    for meta in metas[offset:]:
+    if total is None:
+        metas = list(metas)
+        total = len(metas)
+        metas = metas[offset:]
+    for meta in metas:
         entry = ListEntry.from_meta(meta)
         if not meter.take_text(format_entry(entry)):
             break
         shown.append(entry)
-    page = Page(offset=offset, shown=len(shown), total=len(metas), cut_by=meter.cut_by)
+    page = Page(offset=offset, shown=len(shown), total=total, cut_by=meter.cut_by)
     return Listing(entries=shown, page=page, meter=meter)
 
 

@@ -9,10 +9,12 @@ one document per (file, cited session note), for the document part of the
 score. Both are contentless (`contentless_delete=1`): no text is stored, and a
 file's rows are deleted by row id when it changes.
 
-Each search stats every memory file and re-reads only those whose mtime, size,
-inode or ctime changed, so a write through fsmem, a consolidation or a human
-edit is seen by the next search; fsmem's own writes and `fsmem watch` update
-the changed files at once (`SearchIndex.update`). A file's rows are row ids
+Each search re-reads only the files whose mtime, size, inode or ctime changed,
+so a write through fsmem, a consolidation or a human edit is seen by the next
+search: a process that holds the memory's change feed (`fsmem.store.feed`: a
+Memory asked more than once) looks only at the paths it names, any other
+stats every memory file. fsmem's own writes and `fsmem watch` update the
+changed files at once (`SearchIndex.update`). A file's rows are row ids
 `file_id << 20 | ordinal`, one range per file. Updates are compare-and-set per
 file inside `BEGIN IMMEDIATE`, so two processes updating at once both end with
 the index a fresh build would give. A damaged index is dropped and rebuilt.
@@ -243,10 +245,20 @@ class SearchIndex:
     def refresh(self) -> int:
         """Bring the index in step with every file; returns how many files were re-indexed or removed.
 
-        Searches on many threads share the refresh: one that waited for the lock while a refresh begun after
-        it was asked ran takes that refresh as its own (its walk saw every write finished before the ask),
-        so N searches at once cost one walk, not N in a row.
+        Where this process holds the memory's change feed (`fsmem.store.feed`: a Memory asked more than
+        once), only the paths it names are looked at; else every file is statted. Searches on many
+        threads share a walk: one that waited for the lock while a walk begun after it was asked ran takes
+        that walk as its own (it saw every write finished before the ask), so N searches at once cost one
+        walk, not N in a row.
         """
+        from fsmem.store import feed as feeds
+
+        feed = feeds.current(self.root)
+        if feed is not None and feed.trusted:
+            return feed.catch_up("search", self._take)
+        return self._walk_all()
+
+    def _walk_all(self) -> int:
         asked = next(self._ticket)
         with self.lock:
             if self._refreshed_from > asked:
@@ -255,6 +267,44 @@ class SearchIndex:
             changed = self.guarded(self._refresh)
             self._refreshed_from = began  # only a refresh that finished counts for the searches waiting
             return changed
+
+    def _take(self, delta) -> int:
+        """One delta of the change feed: a walk of everything, or of the files and folders it names."""
+        if delta.full:
+            return self._walk_all()
+        paths = set(delta.files)
+        for folder in delta.folders:
+            paths.update(rel for rel, _full, _stat in walk_stats(self.root, self.root / folder))
+            low, high = folder + "/", folder + "0"  # every indexed path under the folder ('0' follows '/')
+            paths.update(
+                self.guarded(
+                    lambda conn, low=low, high=high: [
+                        p
+                        for (p,) in conn.execute(
+                            "SELECT path FROM search_files WHERE path >= ? AND path < ?", (low, high)
+                        )
+                    ]
+                )
+            )
+        paths.update(self._links_to(paths))
+        return self.update(paths) if paths else 0
+
+    def _links_to(self, paths: set[str]) -> list[str]:
+        """Links whose target is one of `paths` (the metadata cache knows them): their rows change with it."""
+        wanted = sorted(paths)
+
+        def action(conn) -> list[str]:
+            found: list[str] = []
+            try:
+                for at in range(0, len(wanted), 500):
+                    chunk = wanted[at : at + 500]
+                    marks = ",".join("?" * len(chunk))
+                    found += [p for (p,) in conn.execute(f"SELECT path FROM files WHERE link IN ({marks})", chunk)]
+            except _cache.DatabaseError:
+                return []  # no metadata rows in this database (yet)
+            return found
+
+        return self.guarded(action) if wanted else []
 
     def update(self, paths: Iterable[str]) -> int:
         """Re-index just these files (relative paths; deleted ones are removed), when an index exists."""

@@ -99,7 +99,7 @@ def _in_context(query: str, context: str, similarity: float) -> bool:
 
 
 def _written_since(root: Path, horizon: _dt.datetime, scope: Scope | None = None) -> set[str]:
-    """Files (in `scope`) written, per their mtime, after `horizon`."""
+    """Files (in `scope`) written, per their mtime, after `horizon` (a walk: for a caller without a catalog)."""
     from fsmem.store.catalog import walk_stats
 
     limit = horizon.timestamp()
@@ -115,8 +115,11 @@ def recall(
     root: Path,
     search: Callable[[int], SearchResult],
     scope: Scope | None = None,
+    written_since: Callable[[_dt.datetime], set[str]] | None = None,
 ) -> RecallResult:
-    """Skip for a reason, or `search(tokens_left)` and keep the answer (see the module docstring)."""
+    """Skip for a reason, or `search(tokens_left)` and keep the answer (see the module docstring).
+
+    `written_since(horizon)` names the files written after `horizon` (the catalog's SQL, in `scope`)."""
     if not query or not query.strip():
         raise InvalidArgument("the recall query is empty")
     if tokens_left < settings.min_tokens:
@@ -126,7 +129,8 @@ def recall(
     fresh: set[str] | None = None
     if settings.horizon_days is not None:
         now = fmt.parse_timestamp(fmt.now_iso()) or _dt.datetime.now(_dt.UTC)
-        fresh = _written_since(root, now - _dt.timedelta(days=settings.horizon_days), scope)
+        horizon = now - _dt.timedelta(days=settings.horizon_days)
+        fresh = written_since(horizon) if written_since is not None else _written_since(root, horizon, scope)
         if not fresh:
             return RecallResult(query, True, "nothing_new", None)
     result = search(tokens_left)

@@ -31,28 +31,31 @@ set of rules governs every access.
 from __future__ import annotations
 
 import contextlib
-import hashlib
+import datetime as _dt
 import json
 import os
 import threading
 import time
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import apsw
 
-from fsmem.format.frontmatter import CONSOLIDATED_FIELD
+from fsmem.format.frontmatter import CONSOLIDATED_FIELD, parse_timestamp
 from fsmem.store.paths import STATE_DIR
+from fsmem.store.walk import path_of, walk_key
 
 DatabaseError = apsw.Error
 Connection = apsw.Connection
 
 CACHE_FILE = "cache.sqlite"
-SCHEMA_VERSION = 7  # 5: compressed rows, hashed count memo; 6: FileMeta carries the file's version; 7: maybe_cited
-# A file modified this recently may change again within the same mtime tick:
-# its metadata is used but not stored (the "racy" window, as in git's index).
+# 5: compressed rows, hashed count memo; 6: FileMeta carries the file's version; 7: maybe_cited;
+# 8: listings in SQL (walk-order keys, filter columns, skipped entries), a row's fields as columns
+SCHEMA_VERSION = 8
+# A file modified this recently may change again within the same mtime tick: its row is stored marked
+# racy, and read again by the next stamp check (the "racy" window, as in git's index).
 RACY_NS = 1_000_000_000
 BUSY_TIMEOUT_S = 5.0
 # Token counts of strings up to this length are memoised; the memo is dropped when it grows past MEMO_ROWS.
@@ -65,17 +68,45 @@ Stamp = tuple[int, int, int]  # mtime_ns, size, inode
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (
-    path TEXT PRIMARY KEY,
+    key TEXT NOT NULL,  -- the path's walk-order key (fsmem.store.walk.walk_key): a listing is a range of it
+    path TEXT NOT NULL,
     mtime_ns INTEGER NOT NULL,
     size INTEGER NOT NULL,
     ino INTEGER NOT NULL,
+    racy INTEGER NOT NULL,  -- stored within RACY_NS of its mtime: a stamp check reads the file again
+    depth INTEGER NOT NULL,  -- folders above the file
+    type TEXT,
+    updated_us INTEGER,  -- `updated` in microseconds since 1970 UTC; NULL when missing or not a date
+    tags TEXT NOT NULL,  -- the tags, lower-cased, as a JSON list
+    link TEXT,  -- a symbolic link's real target relative to the root (a scope must hold it too)
     superseded TEXT NOT NULL,
     maybe_cited INTEGER NOT NULL,  -- 0: front matter read and without `consolidated:`, so no document cites it
-    crc INTEGER NOT NULL,
-    data BLOB NOT NULL  -- the FileMeta as JSON, zlib-compressed (a fifth of its size); crc is of the JSON
+    problems INTEGER NOT NULL,  -- how many problems `check` reports for it
+    -- what a row shows (the rest of its FileMeta); headings and the raw front matter are not kept:
+    -- `Memory.meta` reads them from the file
+    title TEXT,
+    description TEXT,
+    shown_tags TEXT,  -- the tags as written, when that is not `tags` (their case)
+    created TEXT,
+    updated TEXT,
+    importance REAL,
+    entity TEXT,
+    topic TEXT,
+    tokens INTEGER NOT NULL,
+    tokens_estimated INTEGER NOT NULL,
+    problem_list TEXT NOT NULL,  -- JSON [[line, message], ...]
+    version TEXT,
+    crc INTEGER NOT NULL  -- of what the row shows (`_shown`): a damaged or tampered row is read again
 );
--- what grep reads for every file with matches, without the wide data column
-CREATE INDEX IF NOT EXISTS files_superseded ON files (path, mtime_ns, size, ino, superseded, maybe_cited);
+-- every column a listing filters, counts, orders or stamp-checks on, in walk order: `ls` and the freshness
+-- walk read this narrow index alone, and only the rows an answer shows are read from the table (one key, one row)
+CREATE INDEX IF NOT EXISTS files_list
+    ON files (key, depth, type, updated_us, tags, link, mtime_ns, size, ino, racy, superseded, maybe_cited);
+-- the links to a file, refreshed with it (the few there are)
+CREATE INDEX IF NOT EXISTS files_link ON files (link) WHERE link IS NOT NULL;
+-- memory-named entries the last walk could not use (a link out, a FIFO, an unreadable file or folder)
+CREATE TABLE IF NOT EXISTS skipped (key TEXT PRIMARY KEY, shown TEXT NOT NULL, reason TEXT NOT NULL, link TEXT)
+    WITHOUT ROWID;
 -- keyed by a 128-bit digest of the string: storing the strings themselves (up to 4 KB, and again in the
 -- key's index) made the memo 44 MB after one `ls` of 10k files
 CREATE TABLE IF NOT EXISTS counts (digest BLOB PRIMARY KEY, tokens INTEGER NOT NULL);
@@ -122,6 +153,13 @@ def cache_path(root: Path) -> Path:
     return Path(root, STATE_DIR, CACHE_FILE)
 
 
+def _inode(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
+
+
 class MetaCache:
     """Rows of per-file metadata for one memory, valid for one tokenizer (`fingerprint`).
 
@@ -131,33 +169,58 @@ class MetaCache:
     transactions on one connection must not interleave.
     """
 
-    def __init__(self, root: Path, fingerprint: str):
+    def __init__(self, root: Path, fingerprint: str, *, in_memory: bool = False):
         self.root = Path(root)
         self.fingerprint = f"{SCHEMA_VERSION}:{fingerprint}"
         self.path = cache_path(self.root)
         self._conn: apsw.Connection | None = None
-        self._disabled = False
+        # the file cannot be used (or `in_memory`): rows live in a database in memory, for this object only
+        self._disabled = in_memory
+        self._inode: int | None = None
         self._pending_counts: dict[str, int] = {}
         self._lock = threading.RLock()
         self._flush_registered = False  # one atexit hook per cache, however often its memo empties
         self.rebuilt = False  # set when a corrupt or foreign cache was thrown away
+        self.generation = 0  # counts the databases opened: rows kept in a new one may not be all there are
 
     # -- connection ---------------------------------------------------------
-    def _connect(self) -> apsw.Connection | None:
-        if self._conn is not None or self._disabled:
+    def _connect(self) -> apsw.Connection:
+        if self._conn is not None:
             return self._conn
-        for attempt in (1, 2):
-            try:
-                self._conn = self._open()
-                return self._conn
-            except apsw.Error as exc:
-                self.close()
-                if is_transient(exc) or attempt == 2 or not self._discard():
+        if not self._disabled:
+            for attempt in (1, 2):
+                try:
+                    self._conn = self._open()
+                    self._inode = _inode(self.path)
+                    self.generation += 1
+                    return self._conn
+                except apsw.Error as exc:
+                    self.close()
+                    if is_transient(exc) or attempt == 2 or not self._discard():
+                        break
+                except OSError:
                     break
-            except OSError:
-                break
-        self._disabled = True
-        return None
+            self._disabled = True
+        # a read-only, locked or unusable .fsmem/: this object keeps its rows in memory
+        conn = apsw.Connection(":memory:")
+        conn.execute(_SCHEMA)
+        self._conn = conn
+        self._inode = None
+        self.generation += 1
+        return conn
+
+    def same_file(self) -> bool:
+        """False when the database this object has open was deleted or replaced (rm -rf .fsmem/, another
+        process rebuilt it): its connection is closed, and the next use opens the file that is there now."""
+        with self._lock:
+            if self._conn is None or self._inode is None or _inode(self.path) == self._inode:
+                return True
+            self.close()
+            return False
+
+    @property
+    def in_memory(self) -> bool:
+        return self._disabled
 
     def _open(self) -> apsw.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -167,11 +230,14 @@ class MetaCache:
             if version not in (0, SCHEMA_VERSION):
                 raise apsw.SQLError(f"cache schema {version}, expected {SCHEMA_VERSION}")
             conn.execute(_SCHEMA)
+            conn.execute("INSERT OR IGNORE INTO settings VALUES ('files_version', '0')")
             row = conn.execute("SELECT value FROM settings WHERE key = 'fingerprint'").fetchone()
             if row is None or row[0] != self.fingerprint:
                 with _transaction(conn):
                     conn.execute("DELETE FROM files")
+                    conn.execute("DELETE FROM skipped")
                     conn.execute("DELETE FROM counts")
+                    _bump(conn)
                     conn.execute("INSERT OR REPLACE INTO settings VALUES ('fingerprint', ?)", (self.fingerprint,))
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except BaseException:
@@ -188,18 +254,19 @@ class MetaCache:
         """Run `action(conn)`; on corruption throw the cache away (once) and answer `default`."""
         with self._lock:
             conn = self._connect()
-            if conn is None:
-                return default
             try:
                 return action(conn)
             except apsw.Error as exc:
-                if not is_transient(exc):
+                if isinstance(exc, apsw.ReadOnlyError) and not self._disabled:
+                    self.close()  # a database it may read but not write: rows in memory from now on
+                    self._disabled = True
+                elif not is_transient(exc):
                     self._reset()
                 return default
 
     def _reset(self) -> None:
         self.close()
-        if not self._discard():
+        if self._disabled or not self._discard():
             self._disabled = True
 
     def close(self) -> None:
@@ -210,22 +277,56 @@ class MetaCache:
                 self._conn = None
 
     # -- file rows ------------------------------------------------------------
-    def rows(self, paths: Iterable[str] | None = None) -> dict[str, tuple[Stamp, int, str]]:
-        """path -> (stamp, crc, data JSON) for the given paths (None: every row)."""
-        wanted = None if paths is None else list(paths)
+    def reading(self, action: Callable[[apsw.Connection], Any], default: Any = None) -> Any:
+        """`action(conn)` inside one read transaction (its queries see one state of the cache), or `default`."""
+
+        def run(conn: apsw.Connection) -> Any:
+            conn.execute("BEGIN")
+            try:
+                return action(conn)
+            finally:
+                with contextlib.suppress(apsw.Error):
+                    conn.execute("COMMIT")
+
+        return self._guard(run, default)
+
+    def to_memory(self) -> None:
+        """Keep this object's rows in memory from now on (the file could not be written)."""
+        with self._lock:
+            self.close()
+            self._disabled = True
+
+    def files_version(self, conn: apsw.Connection) -> int:
+        """How many times the file rows changed (any process): equal values, equal rows."""
+        row = conn.execute("SELECT value FROM settings WHERE key = 'files_version'").fetchone()
+        return int(row[0]) if row else -1
+
+    def select(self, sql: str, params: Iterable[Any] = (), default: Any = None) -> Any:
+        """The rows of one read query (a list), or `default` when the cache cannot answer."""
+        wanted = list(params)
+        return self._guard(lambda conn: conn.execute(sql, wanted).fetchall(), default)
+
+    def stamps(self, where: str = "1", params: Iterable[Any] = ()) -> dict[str, tuple[Stamp, bool]] | None:
+        """path -> (stamp, racy) of the rows `where` selects (read from the narrow index alone); None: no cache."""
+        rows = self.select(
+            f"SELECT key, mtime_ns, size, ino, racy FROM files INDEXED BY files_list WHERE {where}", params
+        )
+        return None if rows is None else {path_of(k): ((m, s, i), bool(r)) for k, m, s, i, r in rows}
+
+    def rows(self, paths: Iterable[str] | None = None) -> dict[str, tuple[Stamp, int]]:
+        """path -> (stamp, crc) for the given paths (None: every row); racy rows have no stamp."""
+        wanted = None if paths is None else [walk_key(p) for p in paths]
+        sql = "SELECT key, mtime_ns, size, ino, racy, crc FROM files"
 
         def action(conn: apsw.Connection):
+            found: list[Any]
             if wanted is None:
-                cursor = conn.execute("SELECT path, mtime_ns, size, ino, crc, data FROM files")
-                return {r[0]: ((r[1], r[2], r[3]), r[4], r[5]) for r in cursor}
-            found = {}
-            for chunk in _chunks(wanted, 500):
-                marks = ",".join("?" * len(chunk))
-                cursor = conn.execute(
-                    f"SELECT path, mtime_ns, size, ino, crc, data FROM files WHERE path IN ({marks})", chunk
-                )
-                found.update({r[0]: ((r[1], r[2], r[3]), r[4], r[5]) for r in cursor})
-            return found
+                found = conn.execute(sql).fetchall()
+            else:
+                found = []
+                for chunk in _chunks(wanted, 500):
+                    found += conn.execute(f"{sql} WHERE key IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+            return {path_of(str(k)): (((m, s, i) if not r else (-1, -1, -1)), c) for k, m, s, i, r, c in found}
 
         if wanted is not None and not wanted:
             return {}
@@ -235,39 +336,32 @@ class MetaCache:
         """path -> (stamp, superseded ranges, maybe cited) without decoding whole rows (what grep needs).
 
         "Maybe cited" is False for a file whose front matter was read and has no `consolidated:` field: no
-        document cites a line of it, so none of its lines can be superseded by one."""
-        wanted = None if paths is None else list(paths)
+        document cites a line of it, so none of its lines can be superseded by one. A racy row is left out."""
+        wanted = None if paths is None else [walk_key(p) for p in paths]
         if wanted is not None and len(wanted) > 500:
-            wanted = None  # one scan of the table beats many IN queries
+            wanted = None  # one scan of the index beats many IN queries
+        sql = "SELECT key, mtime_ns, size, ino, superseded, maybe_cited FROM files INDEXED BY files_list WHERE racy = 0"
 
-        def decode(cursor) -> dict[str, tuple[Stamp, list[tuple[int, int]], bool]]:
+        def decode(rows) -> dict[str, tuple[Stamp, list[tuple[int, int]], bool]]:
             out: dict[str, tuple[Stamp, list[tuple[int, int]], bool]] = {}
-            for path, mtime, size, ino, ranges, cited in cursor:
+            for key, mtime, size, ino, ranges, cited in rows:
                 if ranges == "[]":
-                    out[path] = ((mtime, size, ino), [], bool(cited))
+                    out[path_of(key)] = ((mtime, size, ino), [], bool(cited))
                     continue
                 try:
                     parsed = [(int(a), int(b)) for a, b in json.loads(ranges)]
                 except (ValueError, TypeError):
                     continue  # a damaged row is a miss
-                out[path] = ((mtime, size, ino), parsed, bool(cited))
+                out[path_of(key)] = ((mtime, size, ino), parsed, bool(cited))
             return out
 
         def action(conn: apsw.Connection):
             if wanted is None:
-                return decode(conn.execute("SELECT path, mtime_ns, size, ino, superseded, maybe_cited FROM files"))
-            found = {}
+                return decode(conn.execute(sql))
+            found: list = []
             for chunk in _chunks(wanted, 500):
-                marks = ",".join("?" * len(chunk))
-                found.update(
-                    decode(
-                        conn.execute(
-                            f"SELECT path, mtime_ns, size, ino, superseded, maybe_cited FROM files WHERE path IN ({marks})",
-                            chunk,
-                        )
-                    )
-                )
-            return found
+                found += conn.execute(f"{sql} AND key IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+            return decode(found)
 
         if wanted is not None and not wanted:
             return {}
@@ -276,37 +370,75 @@ class MetaCache:
     def paths_with_superseded(self) -> list[str]:
         """Paths whose row holds superseded ranges (stamps unchecked)."""
         return self._guard(
-            lambda conn: [r[0] for r in conn.execute("SELECT path FROM files WHERE superseded != '[]'")], []
+            lambda conn: [
+                path_of(k)
+                for (k,) in conn.execute("SELECT key FROM files INDEXED BY files_list WHERE superseded != '[]'")
+            ],
+            [],
         )
 
-    def store(self, metas: Iterable[tuple[Stamp, dict[str, Any]]], *, prune_except: set[str] | None = None) -> None:
-        """Upsert rows (skipping files inside the racy window); with `prune_except`, drop every other row."""
+    def store(
+        self,
+        metas: Iterable[tuple[Stamp, dict[str, Any]]],
+        *,
+        prune_except: set[str] | None = None,
+        links: dict[str, str] | None = None,
+        gone: Iterable[tuple[str, Stamp]] = (),
+        skipped: tuple[str, list[Any], list[tuple[str, str, str, str | None]]] | None = None,
+        still: Callable[[str, Stamp], bool] | None = None,
+    ) -> bool:
+        """Upsert rows (those inside the racy window marked so) in one transaction; True when it was committed.
+
+        `prune_except` drops every other row; `gone` drops rows whose stamp is still the one given (another
+        process may have stored a newer one meanwhile); `skipped` is (where, params, entries): the skipped
+        entries `where` selects are replaced by `entries` (key, shown, reason, link target). `still(path,
+        stamp)` is asked inside the transaction, with the write lock held: a row whose file changed since it
+        was read is not stored (compare-and-set, so a slower writer never overwrites a newer row).
+        """
         now = time.time_ns()
         records = []
         for stamp, data in metas:
-            if stamp[0] >= now - RACY_NS:
-                continue
-            raw = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
-            ranges = json.dumps(data.get("superseded") or [])
-            front = data.get("front_matter") or {}
-            maybe_cited = int(CONSOLIDATED_FIELD in front or not front or bool(data.get("problems")))
-            records.append((data["path"], *stamp, ranges, maybe_cited, zlib.crc32(raw), zlib.compress(raw, 1)))
-        if not records and prune_except is None:
-            return
+            path = data["path"]
+            records.append(_record(path, stamp, data, (links or {}).get(path), stamp[0] >= now - RACY_NS))
+        dropped = list(gone)
+        if not records and prune_except is None and not dropped and skipped is None:
+            return True
 
-        def action(conn: apsw.Connection) -> None:
+        def action(conn: apsw.Connection) -> bool:
             with _transaction(conn):
-                conn.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?)", records)
+                for record in records:
+                    if still is not None and not still(record[1], (record[2], record[3], record[4])):
+                        continue
+                    conn.execute("DELETE FROM files WHERE key = ?", (record[0],))
+                    conn.execute(f"INSERT INTO files VALUES ({','.join('?' * len(record))})", record)
+                for path, (mtime, size, ino) in dropped:
+                    conn.execute(
+                        "DELETE FROM files WHERE key = ? AND mtime_ns = ? AND size = ? AND ino = ?",
+                        (walk_key(path), mtime, size, ino),
+                    )
                 if prune_except is not None:
-                    stale = [(p,) for (p,) in conn.execute("SELECT path FROM files") if p not in prune_except]
-                    conn.executemany("DELETE FROM files WHERE path = ?", stale)
+                    keep = {walk_key(p) for p in prune_except}
+                    stale = [
+                        (k,) for (k,) in conn.execute("SELECT key FROM files INDEXED BY files_list") if k not in keep
+                    ]
+                    conn.executemany("DELETE FROM files WHERE key = ?", stale)
+                if skipped is not None:
+                    where, params, entries = skipped
+                    conn.execute(f"DELETE FROM skipped WHERE {where}", params)
+                    conn.executemany("INSERT OR REPLACE INTO skipped VALUES (?, ?, ?, ?)", entries)
+                _bump(conn)
+            return True
 
-        self._guard(action, None)
+        return bool(self._guard(action, False))
+
+    def clear(self) -> None:
+        """Drop every file row and skipped entry (a cold run parses everything again)."""
+        self._guard(lambda conn: conn.execute(f"DELETE FROM files; DELETE FROM skipped; {_BUMP}"), None)
 
     def forget(self, paths: Iterable[str]) -> None:
-        items = [(p,) for p in paths]
+        items = [(walk_key(p),) for p in paths]
         if items:
-            self._guard(lambda conn: _run_many(conn, "DELETE FROM files WHERE path = ?", items), None)
+            self._guard(lambda conn: _run_many(conn, "DELETE FROM files WHERE key = ?", items, bump=True), None)
 
     # -- token-count memo -----------------------------------------------------
     def count_of(self, text: str) -> int | None:
@@ -348,35 +480,108 @@ class MetaCache:
         self._guard(action, None)
 
 
+_BUMP = "UPDATE settings SET value = CAST(value AS INTEGER) + 1 WHERE key = 'files_version'"
+
+
+def _bump(conn: apsw.Connection) -> None:
+    """Count one more change of the file rows (in the writer's transaction): counts cached against the
+    last value stay good until it moves (`Catalog.listing`)."""
+    conn.execute(_BUMP)
+
+
+def _record(path: str, stamp: Stamp, data: dict[str, Any], link: str | None, racy: bool) -> tuple:
+    """The `files` row of one FileMeta dict: the columns listings filter on, and what a row shows."""
+    front = data.get("front_matter") or {}
+    maybe_cited = int(CONSOLIDATED_FIELD in front or not front or bool(data.get("problems")))
+    written = [str(t) for t in data.get("tags") or []]
+    lowered = [t.lower() for t in written]
+    shown = _shown(data, written if written != lowered else None)
+    return (
+        walk_key(path),
+        path,
+        *stamp,
+        int(racy),
+        path.count("/"),
+        data.get("type"),
+        timestamp_us(data.get("updated")),
+        json.dumps(lowered, ensure_ascii=False),
+        link,
+        json.dumps(data.get("superseded") or []),
+        maybe_cited,
+        len(data.get("problems") or []),
+        *shown,
+        zlib.crc32(json.dumps([path, *shown], ensure_ascii=False).encode("utf-8", "surrogatepass")),
+    )
+
+
+# the columns `meta_of` reads, in its order
+META_COLUMNS = (
+    "path, mtime_ns, size, type, tags, superseded, title, description, shown_tags, created, updated, importance,"
+    " entity, topic, tokens, tokens_estimated, problem_list, version, crc"
+)
+
+
+def _shown(data: dict[str, Any], shown_tags: list[str] | None) -> tuple:
+    return (
+        data.get("title"),
+        data.get("description"),
+        json.dumps(shown_tags, ensure_ascii=False) if shown_tags is not None else None,
+        data.get("created"),
+        data.get("updated"),
+        data.get("importance"),
+        data.get("entity"),
+        data.get("topic"),
+        int(data.get("tokens") or 0),
+        int(bool(data.get("tokens_estimated"))),
+        json.dumps(data.get("problems") or [], ensure_ascii=False),
+        data.get("version"),
+    )
+
+
+def meta_of(row: tuple) -> dict[str, Any] | None:
+    """The FileMeta dict of a row (`META_COLUMNS`), or None when it fails its checksum or does not parse."""
+    path, mtime, size, kind, tags, superseded, *shown, crc = row
+    try:
+        if zlib.crc32(json.dumps([path, *shown], ensure_ascii=False).encode("utf-8", "surrogatepass")) != crc:
+            return None
+        title, description, shown_tags, created, updated, importance, entity, topic = shown[:8]
+        tokens, estimated, problems, version = shown[8:]
+        return {
+            "path": path,
+            "size": size,
+            "mtime_ns": mtime,
+            "title": title,
+            "description": description,
+            "type": kind,
+            "tags": json.loads(shown_tags if shown_tags is not None else tags),
+            "created": created,
+            "updated": updated,
+            "importance": importance,
+            "entity": entity,
+            "topic": topic,
+            "tokens": tokens,
+            "tokens_estimated": bool(estimated),
+            "superseded": [tuple(r) for r in json.loads(superseded)],
+            "problems": [tuple(p) for p in json.loads(problems)],
+            "version": version,
+        }
+    except (ValueError, TypeError):
+        return None
+
+
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+
+
+def timestamp_us(value: Any) -> int | None:
+    """An ISO 8601 date or time as microseconds since 1970 UTC (exact: compares as the datetimes do), or None."""
+    parsed = parse_timestamp(value) if isinstance(value, str) else None
+    return None if parsed is None else (parsed - _EPOCH) // _dt.timedelta(microseconds=1)
+
+
 def _digest(text: str) -> bytes:
+    import hashlib  # only when the memo is used: a call that counts no new string never loads it
+
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-
-
-def decode_data(value: Any) -> bytes | None:
-    """A row's stored JSON (bytes), or None when it does not decompress."""
-    if not isinstance(value, bytes):
-        return None
-    try:
-        return zlib.decompress(value)
-    except zlib.error:
-        return None
-
-
-def decode_row(path: str, stamp: Stamp, row: tuple[Stamp, int, Any] | None) -> dict[str, Any] | None:
-    """The stored dict when `row` is fresh for `stamp` and intact; None means re-read the file."""
-    if row is None or row[0] != stamp:
-        return None
-    _, crc, value = row
-    raw = decode_data(value)
-    if raw is None or zlib.crc32(raw) != crc:
-        return None
-    try:
-        data = json.loads(raw.decode("utf-8", "surrogatepass"))
-    except ValueError:
-        return None
-    if not isinstance(data, dict) or data.get("path") != path:
-        return None
-    return data
 
 
 @contextlib.contextmanager
@@ -396,9 +601,11 @@ def transaction(conn: apsw.Connection):
 _transaction = transaction
 
 
-def _run_many(conn: apsw.Connection, sql: str, items: list[tuple]) -> None:
+def _run_many(conn: apsw.Connection, sql: str, items: list[tuple], *, bump: bool = False) -> None:
     with _transaction(conn):
         conn.executemany(sql, items)
+        if bump:
+            _bump(conn)
 
 
 def _chunks(items: list[str], size: int):

@@ -1,360 +1,344 @@
-"""What fsmem knows about each memory file without reading its body again: the catalog.
+"""What fsmem knows about each memory file without reading its body again: the catalog, answered in SQL.
 
-`Catalog.entries()` walks the memory (Markdown files outside hidden folders and
-`.fsmem/`) and returns one `FileMeta` per file: front matter, title, token
-count, headings and superseded ranges. `ls`, the front-matter filters of grep
-and search, and INDEX.md all read from here, so a cache keyed on path, mtime
-and size can sit behind this one class.
+Every memory file has one row in the metadata cache (`fsmem.store.cache`):
+its `FileMeta` (`fsmem.store.meta`) and the columns listings filter, count,
+order and page on. A call first brings the rows it will read in step with
+the files, then asks SQLite, and decodes only the rows it returns:
+
+- a process asked once (the CLI, a short script) walks the folders it lists
+  (scandir and stat; a file whose stamp is unchanged is not opened);
+- a catalog asked more than once takes the memory's change feed
+  (`fsmem.store.feed`) from its second call on, and refreshes only the
+  paths that changed — with a whole walk where events cannot be trusted.
+
+`ls`, `check`, `context`, grep's front-matter filters and a scope's view of
+the memory all go through `listing` and `paths` (`fsmem.store.selection`
+says what they select).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+import threading
+import weakref
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fsmem import format as fmt
 from fsmem.errors import InvalidArgument
-from fsmem.format import secrets
-from fsmem.store import files, paths
+from fsmem.store.cache import META_COLUMNS, MetaCache, meta_of, stamp_of
+from fsmem.store.meta import (  # noqa: F401  (the catalog's vocabulary; imported from here by callers)
+    EXACT_COUNT_LIMIT,
+    HEAD_BYTES,
+    NOTE_HEAD_BYTES,
+    FileMeta,
+    is_memory_file,
+    matches_filters,
+    read_meta,
+)
 from fsmem.store.paths import relative
 from fsmem.store.scope import Scope
-from fsmem.store.walk import walk, walk_stats  # noqa: F401  (the catalog's walk; imported from here by callers)
+from fsmem.store.selection import Selection, skipped_where, where
+from fsmem.store.superseded import superseded_of, superseded_ranges  # noqa: F401
+from fsmem.store.walk import (  # noqa: F401  (the catalog's walk; imported from here by callers)
+    FOLDER,
+    Skipped,
+    folder_range,
+    link_target,
+    probe,
+    skipped_key,
+    walk,
+    walk_entries,
+    walk_key,
+    walk_stats,
+)
 from fsmem.tokens import TokenCounter
 
-# Above this size a file's tokens are estimated (bytes / 4) rather than counted.
-EXACT_COUNT_LIMIT = 4 * 1024 * 1024
-# Front matter is only looked for in the first bytes of a file.
-HEAD_BYTES = 64 * 1024
-NOTE_HEAD_BYTES = 4096  # enough for a session note's front matter, read first to see if it was consolidated
+if TYPE_CHECKING:
+    from fsmem.store.freshness import Freshness
+
+COUNTS_KEPT = 64
+PAGE_ROWS = 200  # rows fetched with the total, in the same read transaction; a longer answer fetches more
 
 
 @dataclass
-class FileMeta:
-    """Per-file metadata, everything `ls` shows and the filters need."""
+class Found:
+    """A listing's rows: how many match, the matching files from the offset on (decoded as they are taken),
+    and the entries under the same folder and scope that could not be used (path shown, reason)."""
 
-    path: str
-    size: int
-    mtime_ns: int
-    title: str | None = None
-    description: str | None = None
-    type: str | None = None
-    tags: list[str] = field(default_factory=list)
-    created: str | None = None
-    updated: str | None = None
-    importance: float | None = None
-    entity: str | None = None
-    topic: str | None = None
-    tokens: int = 0
-    tokens_estimated: bool = False
-    headings: list[tuple[int, str, int, int]] = field(default_factory=list)  # level, title, line, end line
-    superseded: list[tuple[int, int]] = field(default_factory=list)
-    front_matter: dict[str, Any] = field(default_factory=dict)
-    problems: list[tuple[int, str]] = field(default_factory=list)
-    version: str | None = None  # what a guarded write (expected_version) compares: fsmem.store.files.version_of
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> FileMeta:
-        data = dict(data)
-        data["headings"] = [tuple(h) for h in data.get("headings", [])]
-        data["superseded"] = [tuple(r) for r in data.get("superseded", [])]
-        data["problems"] = [tuple(p) for p in data.get("problems", [])]
-        return cls(**data)
-
-
-is_memory_file = paths.is_memory_name
-
-
-def read_meta(root: Path, path: Path, counter: TokenCounter, stat: os.stat_result | None = None) -> FileMeta:
-    """Parse one file's metadata from disk (the slow path a cache avoids)."""
-    stat = stat or path.stat()
-    meta = FileMeta(path=relative(root, path), size=stat.st_size, mtime_ns=stat.st_mtime_ns)
-    exact = stat.st_size <= EXACT_COUNT_LIMIT
-    data = paths.read_regular(path, -1 if exact else HEAD_BYTES)
-    meta.version = files.version_of(data, stat) if exact else files.stat_version(stat)
-    text, problems = fmt.decode(data)
-    doc = fmt.split(text)
-    fm = doc.front_matter
-    meta.front_matter = fm
-    meta.title = doc.title
-    meta.description = doc.description
-    meta.type = str(fm["type"]) if fm.get("type") is not None else None
-    meta.tags = doc.tags
-    meta.created = str(fm["created"]) if fm.get("created") is not None else None
-    meta.updated = str(fm["updated"]) if fm.get("updated") is not None else None
-    importance = fm.get("importance")
-    meta.importance = (
-        float(importance) if isinstance(importance, (int, float)) and not isinstance(importance, bool) else None
-    )
-    meta.entity = str(fm["entity"]) if fm.get("entity") is not None else None
-    meta.topic = str(fm["topic"]) if fm.get("topic") is not None else None
-    if exact:
-        meta.tokens = counter.count(text)
-        meta.headings = [(h.level, h.title, h.line, h.end_line) for h in fmt.headings(doc.body, doc.body_start_line)]
-        meta.superseded = fmt.superseded_ranges(doc)
-    else:
-        meta.tokens = stat.st_size // 4
-        meta.tokens_estimated = True
-    if meta.title is None:
-        meta.title = next((h[1] for h in meta.headings if h[0] == 1), None)
-    meta.problems = [(p.line, p.message) for p in problems + fmt.validate(doc)]
-    if exact:
-        meta.problems += fmt.merge_marks(text)
-    found = secrets.scan(text)
-    if found:
-        # reported by check, and never copied as such into the cache, ls rows or the context block
-        meta.problems += [
-            (s.line, f"{s.describe()[len(f'line {s.line}: ') :]}; secrets do not belong in memory") for s in found
-        ]
-        meta.problems.sort()
-        meta.front_matter = secrets.redact_value(meta.front_matter)
-        meta.title, meta.description = secrets.redact_value(meta.title), secrets.redact_value(meta.description)
-        meta.headings = [(level, secrets.redact_value(title), a, b) for level, title, a, b in meta.headings]
-    return meta
+    total: int
+    metas: Iterator[FileMeta]
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    created: list[tuple[str, str | None]] = field(default_factory=list)  # session notes' `created` (check)
 
 
 class Catalog:
-    """The set of memory files and their metadata, served from the cache when fresh.
+    """The memory files and their metadata, kept in the metadata cache and answered in SQL.
 
-    Each call stats every file it returns (cheap) and re-parses only the files
-    whose (mtime_ns, size, inode) differ from the cached row, so edits made
-    while no watcher runs are seen on the next call. With `use_cache=False`
-    every file is parsed every time (what the benchmarks call a cold run).
-    With a `scope`, only the files in it exist for this catalog.
+    With `use_cache=False` the rows live in memory and every file is parsed
+    at every call (what the benchmarks call a cold run). With a `scope`, only
+    the files in it exist for this catalog. `feed=False` keeps it walking at
+    every call, however often it is asked.
     """
 
-    def __init__(self, root: Path, counter: TokenCounter, *, use_cache: bool = True, scope: Scope | None = None):
-        self.root = root
+    def __init__(
+        self,
+        root: Path,
+        counter: TokenCounter,
+        *,
+        use_cache: bool = True,
+        scope: Scope | None = None,
+        feed: bool = True,
+    ):
+        self.root = Path(root)
         self.counter = counter
         self.scope = scope
-        self.cache = None
-        if use_cache:
-            from fsmem.store.cache import MetaCache
+        self.cold = not use_cache
+        self.cache = MetaCache(self.root, counter.encoding_name, in_memory=self.cold)
+        if counter.memo is None:
+            counter.memo = self.cache
+        self._lock = threading.RLock()
+        self._calls = 0
+        self._wants_feed = feed and use_cache
+        self._feed: Any = None
+        self._release: weakref.finalize | None = None
+        self._rows: Freshness | None = None
+        self._counts: dict[tuple[str, tuple], tuple[int, int]] = {}  # clause -> (files_version, total)
 
-            self.cache = MetaCache(root, counter.encoding_name)
-            if counter.memo is None:
-                counter.memo = self.cache
+    # -- keeping the rows in step with the files -----------------------------------
+    @property
+    def rows(self) -> Freshness:
+        """What keeps the rows fresh (fsmem.store.freshness), loaded by the first call that lists."""
+        if self._rows is None:
+            from fsmem.store.freshness import Freshness
 
-    def _meta_for(self, path: Path, stat: os.stat_result) -> FileMeta:
-        rel = relative(self.root, path)
-        return self._metas([(rel, os.fspath(path), stat)], strict=True)[0]
+            self._rows = Freshness(self.root, self.counter, self.cache)
+        return self._rows
 
-    def _read(
-        self, full: str, stat: os.stat_result, rel: str, skipped: list[tuple[str, str]] | None
-    ) -> FileMeta | None:
-        """One file's metadata from disk; a file that cannot be read (vanished, denied, not regular) is None."""
-        try:
-            return read_meta(self.root, Path(full), self.counter, stat)
-        except FileNotFoundError:
-            return None
-        except (OSError, InvalidArgument) as exc:
-            if skipped is None:
-                raise
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            skipped.append((paths.shown(rel), f"skipped: {reason.lower()}"))
-            return None
+    def sync(self, start: str | None = None, start_is_file: bool = False) -> None:
+        """Bring the rows under `start` (a memory path; None: all) in step with the files, before a query."""
+        with self._lock:
+            self._calls += 1
+            self.cache.same_file()
+            if self.cold:
+                self.cache.clear()
+            from fsmem.store.freshness import Unstored
 
-    def _metas(
-        self,
-        found: list[tuple[str, str, os.stat_result]],
-        *,
-        complete: bool = False,
-        strict: bool = False,
-        skipped: list[tuple[str, str]] | None = None,
-    ) -> list[FileMeta]:
-        """Metadata for (relative path, absolute path, stat) triples, re-reading only stale files.
+            try:
+                self._sync(start, start_is_file)
+            except Unstored:
+                self.cache.to_memory()  # answers stay whole: this catalog's rows live in memory from now on
+                self._sync(start, start_is_file)
 
-        A file that cannot be read is left out (and added to `skipped`), unless
-        `strict`: then the error is raised (one file asked for by name).
-        """
-        sink = None if strict else (skipped if skipped is not None else [])
-        if self.cache is None:
-            metas = (self._read(full, stat, rel, sink) for rel, full, stat in found)
-            return [meta for meta in metas if meta is not None]
-        from fsmem.store.cache import decode_row, stamp_of
+    def _sync(self, start: str | None, start_is_file: bool) -> None:
+        feed = self._feed_for_call()
+        if feed is None or not feed.trusted or self.cache.in_memory:
+            self.rows.walk(start, start_is_file, self.scope)
+        else:
+            self.rows.watched = True
+            feed.catch_up(f"catalog:{self.cache.path}", self.rows.apply)
 
-        rows = self.cache.rows(None if complete or len(found) > 500 else [rel for rel, _, _ in found])
-        result: list[FileMeta] = []
-        fresh: list[tuple[tuple[int, int, int], dict[str, Any]]] = []
-        for rel, full, stat in found:
-            stamp = stamp_of(stat)
-            data = decode_row(rel, stamp, rows.get(rel))
-            meta = None
-            if data is not None:
-                try:
-                    meta = FileMeta.from_dict(data)
-                except (TypeError, ValueError):
-                    meta = None
-            if meta is None:
-                meta = self._read(full, stat, rel, sink)
-                if meta is None:
-                    continue
-                fresh.append((stamp, meta.to_dict()))
-            result.append(meta)
-        if fresh or complete:
-            self.cache.store(fresh, prune_except={m.path for m in result} if complete else None)
-        return result
+    def count_call(self) -> None:
+        """A call that does not list (search) still counts: from the second on, this catalog holds the
+        memory's change feed, which the search index then catches up through (`SearchIndex.refresh`)."""
+        with self._lock:
+            self._calls += 1
+            self._feed_for_call()
+
+    def _feed_for_call(self) -> Any:
+        """The change feed, from the second call on (a catalog asked once never starts one)."""
+        if self._feed is None and self._wants_feed and self._calls >= 2:
+            from fsmem.store import feed as feeds
+
+            self._feed = feeds.acquire(self.root)
+            self._release = weakref.finalize(self, feeds.release, self._feed)
+        return self._feed
+
+    # -- answers -------------------------------------------------------------------
+    def listing(self, selection: Selection, *, offset: int = 0, limit: int | None = None) -> Found:
+        """The files `selection` keeps (in this catalog's scope), in walk order from `offset`: the total and
+        the first rows in one read of the cache, further rows as they are taken (at most `limit`)."""
+        self.sync(selection.start, selection.start_is_file)
+        sql, params = where(selection, self.scope)
+        first = PAGE_ROWS if limit is None else max(0, min(limit, PAGE_ROWS))
+        gaps_sql, gaps_params = skipped_where(selection.start, selection.start_is_file, self.scope)
+
+        def read(conn) -> tuple[int, list, list]:
+            total = self._count(conn, sql, params)
+            rows = _page(conn, sql, params, offset, first) if first else []
+            gaps = conn.execute(f"SELECT shown, reason FROM skipped WHERE {gaps_sql} ORDER BY key", gaps_params)
+            return total, rows, [tuple(g) for g in gaps]
+
+        total, rows, gaps = self.cache.reading(read, (0, [], []))
+
+        def metas() -> Iterator[FileMeta]:
+            taken, at = rows, offset
+            while taken:
+                for row in taken:
+                    meta = self._decode(row)
+                    if meta is not None:
+                        yield meta
+                at += len(taken)
+                left = PAGE_ROWS if limit is None else min(PAGE_ROWS, limit - (at - offset))
+                if left <= 0 or len(taken) < PAGE_ROWS:
+                    return
+                taken = self.cache.select(_PAGE.format(where=sql), [*params, left, at], [])
+
+        return Found(total, metas(), gaps)
+
+    def _count(self, conn, sql: str, params: list) -> int:
+        """How many rows the clause selects; kept while the rows have not changed (`files_version`), so an
+        `ls` of 100k files does not count them again at every call."""
+        version = self.cache.files_version(conn)
+        key = (sql, tuple(params))
+        kept = self._counts.get(key)
+        if kept is not None and kept[0] == version and version >= 0:
+            return kept[1]
+        total = conn.execute(f"SELECT count(*) FROM files INDEXED BY files_list WHERE {sql}", params).fetchone()[0]
+        if len(self._counts) >= COUNTS_KEPT:
+            self._counts.pop(next(iter(self._counts)))
+        self._counts[key] = (version, total)
+        return total
+
+    def problems(self, selection: Selection) -> Found:
+        """For `check`: the files `selection` keeps that have problems (decoded), the total, the skipped
+        entries, and (path, created) of each session note among them (a note dated later is held back)."""
+        self.sync(selection.start, selection.start_is_file)
+        sql, params = where(selection, self.scope)
+        gaps_sql, gaps_params = skipped_where(selection.start, selection.start_is_file, self.scope)
+
+        def read(conn) -> tuple[int, list, list, list]:
+            total = conn.execute(f"SELECT count(*) FROM files INDEXED BY files_list WHERE {sql}", params).fetchone()
+            rows = conn.execute(f"SELECT {META_COLUMNS} FROM files WHERE {sql} AND problems > 0 ORDER BY key", params)
+            low, high = folder_range("sessions")
+            notes = conn.execute(
+                f"SELECT path, created FROM files WHERE {sql} AND key >= ? AND key < ? ORDER BY key",
+                [*params, low, high],
+            )
+            gaps = conn.execute(f"SELECT shown, reason FROM skipped WHERE {gaps_sql} ORDER BY key", gaps_params)
+            return total[0], rows.fetchall(), [tuple(n) for n in notes], [tuple(g) for g in gaps]
+
+        total, rows, notes, gaps = self.cache.reading(read, (0, [], [], []))
+        metas = [meta for meta in (self._decode(row) for row in rows) if meta is not None]
+        return Found(total, iter(metas), gaps, notes)
+
+    def paths(self, selection: Selection) -> list[str]:
+        """The paths `selection` keeps, in walk order, without decoding a row."""
+        self.sync(selection.start, selection.start_is_file)
+        sql, params = where(selection, self.scope)
+        rows = self.cache.select(f"SELECT path FROM files INDEXED BY files_list WHERE {sql} ORDER BY key", params, [])
+        return [row[0] for row in rows]
+
+    def written_since(self, horizon: datetime) -> set[str]:
+        """The paths (in scope) of files whose mtime is after `horizon` (what recall calls new)."""
+        self.sync()
+        sql, params = where(Selection(), self.scope)
+        limit_ns = int(horizon.timestamp() * 1_000_000_000)
+        rows = self.cache.select(
+            f"SELECT path FROM files INDEXED BY files_list WHERE {sql} AND mtime_ns > ?", [*params, limit_ns], []
+        )
+        return {row[0] for row in rows}
+
+    def version(self) -> int:
+        """The rows' state after catching up with the files: equal values, equal rows (-1: unknown)."""
+        self.sync()
+        return int(self.cache.reading(self.cache.files_version, -1))
+
+    def visible_test(self) -> Callable[[str], bool]:
+        """`visible().__contains__`, the set made on first use (an answer kept from before needs none)."""
+        made: list[set[str]] = []
+
+        def test(rel: str) -> bool:
+            if not made:
+                made.append(self.visible())
+            return rel in made[0]
+
+        return test
+
+    def visible(self) -> set[str]:
+        """The paths this catalog's scope sees (every memory file, for a catalog without one)."""
+        return set(self.paths(Selection()))
 
     def entries(self, start: Path | None = None, skipped: list[tuple[str, str]] | None = None) -> list[FileMeta]:
-        """Every memory file under `start` (default: all); files that cannot be read go to `skipped`."""
-        found = list(walk_stats(self.root, start, skipped, scope=self.scope))
-        whole = self.scope is None and (start is None or Path(start) == self.root)
-        return self._metas(found, complete=whole, skipped=skipped)
+        """Every memory file under `start` (default: all), decoded; files that cannot be read go to `skipped`."""
+        rel = relative(self.root, Path(start)) if start is not None else None
+        is_file = rel not in (None, ".") and not os.path.isdir(self.root / str(rel))
+        found = self.listing(Selection.of(rel, start_is_file=is_file))
+        if skipped is not None:
+            skipped.extend(found.skipped)
+        return list(found.metas)
 
-    def get(self, path: Path) -> FileMeta:
-        return self._meta_for(path, path.stat())
+    def get(self, path: Path, *, full: bool = False) -> FileMeta:
+        """One file's metadata, from its row when that is fresh (its stamp checked), else parsed and stored.
 
+        A row keeps what listings show; `full` reads the file for the rest too (its headings and front matter)."""
+        rel = relative(self.root, path)
+        stat = path.stat()
+        stamp = stamp_of(stat)
+        with self._lock:
+            if not full:
+                rows = self.cache.select(
+                    f"SELECT {META_COLUMNS}, ino, racy FROM files WHERE key = ?", [walk_key(rel)], []
+                )
+                if rows and (rows[0][1], rows[0][2], rows[0][-2]) == stamp and not rows[0][-1]:
+                    meta = _decoded(rows[0][:-2])
+                    if meta is not None:
+                        return meta
+            meta = read_meta(self.root, path, self.counter, stat)
+            link = link_target(self.root, rel)
+            self.cache.store([(stamp, meta.to_dict())], links={rel: link} if link else None, still=self.rows.still)
+            return meta
+
+    def _decode(self, row: tuple) -> FileMeta | None:
+        """A row's FileMeta; a row that fails its checksum is read again from the file (and stored)."""
+        meta = _decoded(row)
+        if meta is not None:
+            return meta
+        self.cache.forget([row[0]])
+        try:
+            return self.get(self.root / row[0])
+        except (OSError, InvalidArgument):
+            return None
+
+    def changed(self, rels: list[str]) -> None:
+        """fsmem wrote these paths: the next call refreshes them, whatever the events say."""
+        feed = self._feed
+        if feed is not None:
+            feed.mark(rels)
+
+    def close(self) -> None:
+        """Give the change feed back (when this was its last user) and close the cache's connection."""
+        with self._lock:
+            release, self._release, self._feed = self._release, None, None
+            if release is not None:
+                release()
+            self.cache.flush_counts()
+            self.cache.close()
+
+    # -- superseded ranges (grep and read): fsmem.store.superseded -------------------
     def superseded(self, rels: list[str]) -> dict[str, list[tuple[int, int]]]:
-        """Superseded line ranges of the given files (missing files are left out).
-
-        A document's are its `## Superseded` sections; a session note's are its
-        keyed facts that a document has since superseded (fsmem.store.supersession).
-        """
-        never_cited: set[str] = set()
-        out = self._documents_superseded(rels, never_cited)
-        notes = [rel for rel in rels if rel in out and rel.startswith("sessions/") and rel not in never_cited]
-        if notes:
-            from fsmem.store.supersession import may_be_consolidated, superseded_note_lines
-
-            texts = {}
-            for rel in notes:
-                try:
-                    with open(os.path.join(self.root, rel), "rb") as handle:
-                        head = handle.read(NOTE_HEAD_BYTES)
-                        if not may_be_consolidated(fmt.decode(head)[0]):
-                            continue  # never consolidated: no document cites its facts
-                        texts[rel] = fmt.decode(head + handle.read(HEAD_BYTES * 16 - NOTE_HEAD_BYTES))[0]
-                except OSError:
-                    continue
-            for rel, lines in superseded_note_lines(self.root, texts, self._documents_superseded).items():
-                out[rel] = sorted(out[rel] + lines)
-        return out
-
-    def _documents_superseded(
-        self, rels: list[str], never_cited: set[str] | None = None
-    ) -> dict[str, list[tuple[int, int]]]:
-        """The `## Superseded` ranges of the given files: fresh cache rows answer without parsing; other files
-        get a light scan that skips YAML and token counting unless the text mentions the heading. Files whose
-        fresh row says no document can cite them (never consolidated) go to `never_cited`."""
-
-        known = self.cache.superseded(rels) if self.cache is not None else {}
-        out: dict[str, list[tuple[int, int]]] = {}
-        stale: list[tuple[str, str, os.stat_result]] = []
-        base = os.fspath(self.root) + os.sep
-        for rel in rels:
-            full = base + rel
-            try:
-                stat = os.stat(full)
-            except OSError:
-                continue
-            row = known.get(rel)
-            if row is not None and row[0] == (stat.st_mtime_ns, stat.st_size, stat.st_ino):
-                out[rel] = row[1]
-                if never_cited is not None and not row[2]:
-                    never_cited.add(rel)
-            else:
-                stale.append((rel, full, stat))
-        # Many unknown files (a cold cache): let rg find the few that have the heading at all.
-        headed = _with_superseded_heading(self.root, [rel for rel, _, _ in stale]) if len(stale) > 64 else None
-        for rel, full, stat in stale:
-            out[rel] = superseded_of(Path(full), stat) if headed is None or rel in headed else []
-        return out
+        """Superseded line ranges of the given files (missing files are left out)."""
+        return superseded_ranges(self.root, self.cache, rels)
 
     def superseded_hint(self) -> list[str]:
         """Files the cache last saw with superseded ranges: a quick guess that `superseded` verifies."""
-        return self.cache.paths_with_superseded() if self.cache is not None else []
+        return self.cache.paths_with_superseded()
 
 
-def _with_superseded_heading(root: Path, rels: list[str]) -> set[str]:
-    """The files among `rels` with a line that may be a `## Superseded` heading (a superset)."""
-    import subprocess
-
-    from fsmem.store.rg import find_rg
-
-    found: set[str] = set()
-    for start in range(0, len(rels), 2000):
-        batch = rels[start : start + 2000]
-        proc = subprocess.run(
-            [
-                find_rg(),
-                "--no-config",
-                "--no-ignore",
-                "--files-with-matches",
-                "--ignore-case",
-                "--regexp",
-                rf"^##[ \t]+{fmt.SUPERSEDED_HEADING}",
-                "--",
-                *batch,
-            ],
-            cwd=root,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
-        found.update(
-            line[2:] if line.startswith("./") else line for line in proc.stdout.decode("utf-8", "replace").splitlines()
-        )
-    return found
+_PAGE = (
+    f"SELECT {META_COLUMNS} FROM files WHERE rowid IN (SELECT rowid FROM files INDEXED BY files_list"
+    " WHERE {where} ORDER BY key LIMIT ? OFFSET ?) ORDER BY key"
+)
 
 
-def superseded_of(path: Path, stat: os.stat_result | None = None) -> list[tuple[int, int]]:
-    """The `## Superseded` ranges of one file, without YAML or token counting when it can.
-
-    The body starts after the closing fence whether or not the YAML parses,
-    unless the front matter block itself holds heading or code-fence lines;
-    only then is the full parser needed to say where the body begins.
-    """
-    stat = stat or path.stat()
-    if stat.st_size > EXACT_COUNT_LIMIT:
-        return []
-    try:
-        data = paths.read_regular(path)
-    except (OSError, InvalidArgument):
-        return []
-    if fmt.SUPERSEDED_HEADING.lower().encode() not in data.lower():
-        return []
-    text, _ = fmt.decode(data)
-    lines = text.splitlines(keepends=True)
-    first = lines[0].rstrip("\r\n").lstrip(fmt.BOM).rstrip() if lines else ""
-    if first != fmt.FENCE:
-        return _ranges_in(fmt.headings(text, 1))
-    for index in range(1, len(lines)):
-        line = lines[index].rstrip("\r\n")
-        if line.rstrip() in ("---", "..."):
-            block = lines[1:index]
-            if any(b.lstrip(" \t").startswith(("#", "```", "~~~")) for b in block):
-                return fmt.superseded_ranges(fmt.split(text))
-            return _ranges_in(fmt.headings("".join(lines[index + 1 :]), index + 2))
-    return _ranges_in(fmt.headings(text, 1))
+def _page(conn, sql: str, params: list, offset: int, count: int) -> list:
+    """`count` rows (`META_COLUMNS`) of the selection from `offset` on, in walk order."""
+    return conn.execute(_PAGE.format(where=sql), [*params, count, offset]).fetchall()
 
 
-def _ranges_in(headings) -> list[tuple[int, int]]:
-    wanted = fmt.SUPERSEDED_HEADING.lower()
-    return [(h.line, h.end_line) for h in headings if h.level == 2 and h.title.strip().lower() == wanted]
-
-
-def matches_filters(
-    meta: FileMeta,
-    *,
-    type: str | None = None,
-    tag: str | Iterable[str] | None = None,
-    updated_after: str | None = None,
-) -> bool:
-    """Front-matter filters shared by ls, grep and search."""
-    if type is not None and meta.type != type:
-        return False
-    if tag:
-        wanted = [tag] if isinstance(tag, str) else list(tag)
-        have = {t.lower() for t in meta.tags}
-        if not all(t.lower() in have for t in wanted):
-            return False
-    if updated_after is not None:
-        threshold = fmt.parse_timestamp(updated_after)
-        stamp = fmt.parse_timestamp(meta.updated) if meta.updated else None
-        if threshold is None or stamp is None or stamp <= threshold:
-            return False
-    return True
+def _decoded(row: tuple) -> FileMeta | None:
+    """The FileMeta of a row (`META_COLUMNS`) when it matches its checksum; else None (the file is read again)."""
+    data = meta_of(row)
+    return FileMeta.from_dict(data) if data is not None else None

@@ -12,7 +12,6 @@ import contextlib
 import errno
 import fcntl
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -48,6 +47,8 @@ def atomic_write(
     path.parent.mkdir(parents=True, exist_ok=True)
     if mode is None:
         mode = os.stat(path).st_mode & 0o777 if path.exists() else _default_file_mode()
+    import tempfile  # here: `read` and `grep` never write, and need not import it
+
     fd, temp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=path.parent)
     try:
         try:

@@ -1,0 +1,146 @@
+"""Superseded line ranges of memory files, for grep and read: from the metadata cache when its row is fresh.
+
+A document's are its `## Superseded` sections; a session note's are its
+keyed facts that a document has since superseded (`fsmem.store.supersession`
+says which). A file the cache does not know yet gets a light scan
+(`superseded_of`) that skips YAML and token counting unless its text
+mentions the heading at all.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from fsmem import format as fmt
+from fsmem.errors import InvalidArgument
+from fsmem.store import paths
+from fsmem.store.cache import MetaCache
+from fsmem.store.meta import EXACT_COUNT_LIMIT, HEAD_BYTES, NOTE_HEAD_BYTES
+
+
+def superseded_ranges(root: Path, cache: MetaCache, rels: list[str]) -> dict[str, list[tuple[int, int]]]:
+    """Superseded line ranges of the given files (missing files are left out).
+
+    A document's are its `## Superseded` sections; a session note's are its
+    keyed facts that a document has since superseded (fsmem.store.supersession).
+    """
+    never_cited: set[str] = set()
+    out = _documents_superseded(root, cache, rels, never_cited)
+    notes = [rel for rel in rels if rel in out and rel.startswith("sessions/") and rel not in never_cited]
+    if notes:
+        from fsmem.store.supersession import may_be_consolidated, superseded_note_lines
+
+        texts = {}
+        for rel in notes:
+            try:
+                with open(os.path.join(root, rel), "rb") as handle:
+                    head = handle.read(NOTE_HEAD_BYTES)
+                    if not may_be_consolidated(fmt.decode(head)[0]):
+                        continue  # never consolidated: no document cites its facts
+                    texts[rel] = fmt.decode(head + handle.read(HEAD_BYTES * 16 - NOTE_HEAD_BYTES))[0]
+            except OSError:
+                continue
+        for rel, lines in superseded_note_lines(
+            root, texts, lambda paths: _documents_superseded(root, cache, paths)
+        ).items():
+            out[rel] = sorted(out[rel] + lines)
+    return out
+
+
+def _documents_superseded(
+    root: Path, cache: MetaCache, rels: list[str], never_cited: set[str] | None = None
+) -> dict[str, list[tuple[int, int]]]:
+    """The `## Superseded` ranges of the given files: fresh cache rows answer without parsing; other files
+    get a light scan that skips YAML and token counting unless the text mentions the heading. Files whose
+    fresh row says no document can cite them (never consolidated) go to `never_cited`."""
+
+    known = cache.superseded(rels)
+    out: dict[str, list[tuple[int, int]]] = {}
+    stale: list[tuple[str, str, os.stat_result]] = []
+    base = os.fspath(root) + os.sep
+    for rel in rels:
+        full = base + rel
+        try:
+            stat = os.stat(full)
+        except OSError:
+            continue
+        row = known.get(rel)
+        if row is not None and row[0] == (stat.st_mtime_ns, stat.st_size, stat.st_ino):
+            out[rel] = row[1]
+            if never_cited is not None and not row[2]:
+                never_cited.add(rel)
+        else:
+            stale.append((rel, full, stat))
+    # Many unknown files (a cold cache): let rg find the few that have the heading at all.
+    headed = _with_superseded_heading(root, [rel for rel, _, _ in stale]) if len(stale) > 64 else None
+    for rel, full, stat in stale:
+        out[rel] = superseded_of(Path(full), stat) if headed is None or rel in headed else []
+    return out
+
+
+def _with_superseded_heading(root: Path, rels: list[str]) -> set[str]:
+    """The files among `rels` with a line that may be a `## Superseded` heading (a superset)."""
+    import subprocess
+
+    from fsmem.store.rg import find_rg
+
+    found: set[str] = set()
+    for start in range(0, len(rels), 2000):
+        batch = rels[start : start + 2000]
+        proc = subprocess.run(
+            [
+                find_rg(),
+                "--no-config",
+                "--no-ignore",
+                "--files-with-matches",
+                "--ignore-case",
+                "--regexp",
+                rf"^##[ \t]+{fmt.SUPERSEDED_HEADING}",
+                "--",
+                *batch,
+            ],
+            cwd=root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        found.update(
+            line[2:] if line.startswith("./") else line for line in proc.stdout.decode("utf-8", "replace").splitlines()
+        )
+    return found
+
+
+def superseded_of(path: Path, stat: os.stat_result | None = None) -> list[tuple[int, int]]:
+    """The `## Superseded` ranges of one file, without YAML or token counting when it can.
+
+    The body starts after the closing fence whether or not the YAML parses,
+    unless the front matter block itself holds heading or code-fence lines;
+    only then is the full parser needed to say where the body begins.
+    """
+    stat = stat or path.stat()
+    if stat.st_size > EXACT_COUNT_LIMIT:
+        return []
+    try:
+        data = paths.read_regular(path)
+    except (OSError, InvalidArgument):
+        return []
+    if fmt.SUPERSEDED_HEADING.lower().encode() not in data.lower():
+        return []
+    text, _ = fmt.decode(data)
+    lines = text.splitlines(keepends=True)
+    first = lines[0].rstrip("\r\n").lstrip(fmt.BOM).rstrip() if lines else ""
+    if first != fmt.FENCE:
+        return _ranges_in(fmt.headings(text, 1))
+    for index in range(1, len(lines)):
+        line = lines[index].rstrip("\r\n")
+        if line.rstrip() in ("---", "..."):
+            block = lines[1:index]
+            if any(b.lstrip(" \t").startswith(("#", "```", "~~~")) for b in block):
+                return fmt.superseded_ranges(fmt.split(text))
+            return _ranges_in(fmt.headings("".join(lines[index + 1 :]), index + 2))
+    return _ranges_in(fmt.headings(text, 1))
+
+
+def _ranges_in(headings) -> list[tuple[int, int]]:
+    wanted = fmt.SUPERSEDED_HEADING.lower()
+    return [(h.line, h.end_line) for h in headings if h.level == 2 and h.title.strip().lower() == wanted]
