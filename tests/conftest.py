@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import textwrap
 from pathlib import Path
@@ -9,6 +10,17 @@ from pathlib import Path
 import pytest
 
 from fsmem import Memory
+
+# CI runs the same examples every time (a red CI must be reproducible, never a new draw's luck);
+# HYPOTHESIS_PROFILE=explore draws new ones, to look for what the fixed draw misses.
+try:
+    from hypothesis import settings
+except ImportError:  # a venv built for one purpose (tests/test_extras_floor.py) runs no property test
+    pass
+else:
+    settings.register_profile("default", derandomize=True, database=None)
+    settings.register_profile("explore", derandomize=False)
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples" / "memory"

@@ -116,8 +116,8 @@ budgets = st.integers(min_value=1, max_value=400)
 def test_any_query_any_budget_the_cli_answer_fits(root, query, budget):
     cap = ["--max-tokens", str(budget)]
     for args in (
-        ["search", query, *cap],
-        ["grep", "-F", query, *cap],
+        ["search", *cap, "--", query],  # a query such as '-0' is no option
+        ["grep", "-F", *cap, "--", query],
         ["ls", "--tag", query, *cap],
         ["ls", *cap],
         ["read", "topics/billing.md", *cap],

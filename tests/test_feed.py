@@ -45,7 +45,7 @@ def watched(tmp_path):
     (memory.root / "topics" / "a.md").write_text(DOC.format(title="A"))
     memory.ls()
     memory.ls()
-    assert memory.catalog._feed is not None and memory.catalog._feed.trusted
+    assert memory.catalog._feed is not None and memory.catalog._feed.trusted, memory.catalog._feed.reason
     yield memory
     memory.close()
 
@@ -276,7 +276,7 @@ def test_a_memory_that_only_searches_takes_the_feed_from_its_second_search(tmp_p
     (memory.root / "topics" / "w.md").write_text("# Walrus\n- walrus tusks: ivory\n")
     memory.search("walrus")
     memory.search("walrus")
-    assert memory.catalog._feed is not None and memory.catalog._feed.trusted
+    assert memory.catalog._feed is not None and memory.catalog._feed.trusted, memory.catalog._feed.reason
     memory.search("walrus")  # the search consumer has walked once; now only deltas
     walked = []
     real = search_index.SearchIndex._refresh

@@ -64,6 +64,8 @@ def read_bytes(
     if stdin and os.fspath(path) == STDIN:
         return _capped(sys.stdin.buffer, f"{what} (standard input)", limit, error)
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    if "\0" in os.fsdecode(path):
+        raise error(f"{what} {_name(path)} holds a NUL character, which no file name can")
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
