@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from fsmem.history.queries import DiffResult, LogResult, ShowResult
     from fsmem.history.repo import Repo
     from fsmem.history.sync import SyncResult
+    from fsmem.history.view import HistoryView
     from fsmem.query.context import ContextBlock
     from fsmem.query.stats import StatsResult
     from fsmem.search.index import SearchIndex
@@ -809,6 +810,12 @@ class Memory:
         if self.history is None:
             raise StorageError(f"{self.root}: history could not be turned on (is the folder ignored by git?)")
 
+    def _history_view(self, repo: Repo | None = None) -> HistoryView:
+        """The history as this agent may see it (`fsmem.history.view`); every history answer goes through it."""
+        from fsmem.history.view import HistoryView
+
+        return HistoryView(repo or self._require_history(), self.scope)
+
     def _history_path(self, path: str | None, what: str) -> str | None:
         """The memory path a history query narrows to; a scoped agent must name one wholly in its scope."""
         if path is None:
@@ -843,7 +850,7 @@ class Memory:
         if agent is not None:
             check_text(agent, "the agent")
         return queries.log(
-            self._require_history(),
+            self._history_view(),
             self.tokens.count,
             rel,
             since=since,
@@ -861,7 +868,7 @@ class Memory:
         rel = relative(self.root, self.path(path, want="file"))
         start, end = reading.parse_range(lines) if lines else (1, None)
         return queries.show(
-            self._require_history(),
+            self._history_view(),
             self.tokens,
             rel,
             at,
@@ -888,7 +895,7 @@ class Memory:
         rel = self._history_path(path, "history diff")
         start, end = reading.parse_range(lines) if lines else (1, None)
         return queries.diff(
-            self._require_history(),
+            self._history_view(),
             self.tokens,
             rev,
             rel,
@@ -907,7 +914,7 @@ class Memory:
         target = self.path(path, want="file")
         repo = self._require_history()
         with file_lock(self.root):
-            changes, message = undo.plan_restore(repo, self.root, relative(self.root, target), at)
+            changes, message = undo.plan_restore(self._history_view(repo), self.root, relative(self.root, target), at)
             result = undo.apply(self.root, "restore", relative(self.root, target), changes)
             self._record(repo, result, message)
         self._after_write(repo, [change.path for change in result.changes])
