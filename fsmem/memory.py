@@ -1066,6 +1066,7 @@ class Memory:
         """
         from fsmem.search import recall as _recall
         from fsmem.search.ranking import log_fields
+        from fsmem.search.scoring import first_terms
 
         seen = renamed("context", context, "seen", seen)
         check_text(query, "the query")
@@ -1082,7 +1083,9 @@ class Memory:
                 tokens_left=left,
                 settings=_recall.RecallSettings.from_section(self.config.section("search")),
                 root=self.root,
-                search=lambda budget_tokens: self.search(query, max_tokens=budget_tokens),
+                search=lambda budget_tokens: self.search(
+                    first_terms(self.search_index.analyzer, query), max_tokens=budget_tokens
+                ),
                 scope=self.scope,
             )
             logged.done(**log_fields(outcome.result), skipped=outcome.skipped, reason=outcome.reason)
