@@ -26,7 +26,6 @@ status, duration; never a token, an argument or a memory's text.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import time
@@ -49,11 +48,14 @@ from fsmem.server.door import (
     UNAUTHORIZED,
     Origins,
     Refusal,
+    bearer,
     checked_body,
     cors,
     header_values,
+    json_answer,
     peek,
     preflight,
+    with_headers,
 )
 from fsmem.server.handlers import STATE, Admitted, build_server
 from fsmem.server.limits import InFlight, RateLimiter, Slot
@@ -138,12 +140,12 @@ class MemoryServer:
                 await send({"type": "http.response.start", "status": 204, "headers": preflight(origin)})
                 await send({"type": "http.response.body", "body": b""})
                 return
-            send = _with_headers(send, cors(origin))
+            send = with_headers(send, cors(origin))
         if path == HEALTH_PATH:
-            await _json(send, 200, {"status": "ok", "version": __version__})
+            await json_answer(send, 200, {"status": "ok", "version": __version__})
             return
         if not mcp:
-            await _json(send, 404, {"error": "not found; the MCP endpoint is /mcp (or /mcp/NAME)"})
+            await json_answer(send, 404, {"error": "not found; the MCP endpoint is /mcp (or /mcp/NAME)"})
             return
         scope[STATE] = state
         try:
@@ -165,7 +167,7 @@ class MemoryServer:
 
     # -- the door --------------------------------------------------------------------------------
     async def _admit(self, scope: dict[str, Any], state: Admitted, path: str) -> None:
-        record, why = self.store.verify(_bearer(scope))
+        record, why = self.store.verify(bearer(scope))
         state.record = record if why in ("ok", "expired", "revoked") else None
         if why != "ok":
             message = {
@@ -343,7 +345,7 @@ class MemoryServer:
         body = {"jsonrpc": "2.0", "id": None, "error": {"code": refusal.code, "message": refusal.message}}
         headers = {**refusal.headers, "Connection": "close"}  # whatever else the client sends is not read
         with contextlib.suppress(Exception), anyio.fail_after(self.limits.send_timeout_seconds):
-            state.bytes_out = await _json(send, refusal.status, body, headers)
+            state.bytes_out = await json_answer(send, refusal.status, body, headers)
 
     def _log(self, scope, state: Admitted, started: float) -> None:
         record = state.record
@@ -378,33 +380,3 @@ def _close(memory: Memory) -> None:
     if memory.catalog.cache is not None:
         memory.catalog.cache.flush_counts()
         memory.catalog.cache.close()
-
-
-def _bearer(scope: dict[str, Any]) -> str | None:
-    for key, value in scope.get("headers", []):
-        if key == b"authorization":
-            text = value.decode("latin-1").strip()
-            if text[:7].lower() == "bearer ":
-                return text[7:].strip()
-            return None
-    return None
-
-
-def _with_headers(send, extra: list[tuple[bytes, bytes]]):
-    """`send` that adds `extra` headers to the start of every answer."""
-
-    async def sending(message: dict[str, Any]) -> None:
-        if message["type"] == "http.response.start":
-            message = {**message, "headers": [*message.get("headers", []), *extra]}
-        await send(message)
-
-    return sending
-
-
-async def _json(send, status: int, data: dict[str, Any], headers: dict[str, str] | None = None) -> int:
-    body = json.dumps(data).encode("utf-8")
-    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    raw += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
-    await send({"type": "http.response.start", "status": status, "headers": raw})
-    await send({"type": "http.response.body", "body": body})
-    return len(body)

@@ -1,4 +1,5 @@
-"""What a request must be to pass the door, beyond its token: where it comes from, and what its body holds.
+"""What a request must be to pass the door, beyond its token: where it comes from, and what its body holds;
+and the door's own answers.
 
 - `Host` and `Origin` (the MCP specification's defence against DNS rebinding:
   a web page whose name resolves to 127.0.0.1 must not drive a server on this
@@ -164,3 +165,35 @@ def peek(message: Any) -> tuple[str | None, str | None]:
     params = message.get("params")
     tool = params.get("name") if method == "tools/call" and isinstance(params, dict) else None
     return method, tool if isinstance(tool, str) and len(tool) <= 64 else None
+
+
+def bearer(scope: dict[str, Any]) -> str | None:
+    """The token of an `Authorization: Bearer` header, or None."""
+    for key, value in scope.get("headers", []):
+        if key == b"authorization":
+            text = value.decode("latin-1").strip()
+            if text[:7].lower() == "bearer ":
+                return text[7:].strip()
+            return None
+    return None
+
+
+def with_headers(send, extra: list[tuple[bytes, bytes]]):
+    """`send` that adds `extra` headers to the start of every answer."""
+
+    async def sending(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", []), *extra]}
+        await send(message)
+
+    return sending
+
+
+async def json_answer(send, status: int, data: dict[str, Any], headers: dict[str, str] | None = None) -> int:
+    """Send `data` as a JSON answer; the bytes of its body."""
+    body = json.dumps(data).encode("utf-8")
+    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    raw += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
+    return len(body)
