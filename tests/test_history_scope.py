@@ -227,3 +227,32 @@ def test_any_revision_is_a_version_in_scope_or_the_one_refusal(scoped, shared, b
         return
     clean(shown.to_text())
     assert shown.at["commit"] in [c[:12] for c in in_scope]
+
+
+@pytest.mark.slow
+def test_fsmem_mcp_with_a_path_says_the_same(shared):
+    """The stdio face (`fsmem mcp --path topics/`), through the MCP SDK's own client."""
+    pytest.importorskip("mcp")
+    import sys
+
+    import anyio
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    root, everything, _in_scope = shared
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    argv = ["-m", "fsmem", "--root", str(root), "--agent", "researcher", "mcp", "--path", "topics/"]
+    params = StdioServerParameters(command=sys.executable, args=argv, env=env)
+
+    async def main():
+        async with stdio_client(params) as (read_stream, write_stream):
+            async with ClientSession(read_stream, write_stream) as session:
+                await session.initialize()
+                calls = [("show", {"path": "topics/billing.md", "at": f"HEAD~{k}"}) for k in range(len(everything))]
+                calls.append(("log", {"path": "topics"}))
+                return [await session.call_tool(name, arguments) for name, arguments in calls]
+
+    results = anyio.run(main)
+    for result in results:
+        clean(result.content[0].text)
+    assert "message withheld" in results[-1].content[0].text
