@@ -106,7 +106,8 @@ class HistoryView:
     # -- commits ----------------------------------------------------------------------------------
     def describe(self, commit: str) -> Commit:
         """Commit `commit` (a full id) as this agent may see it."""
-        out = self.repo.git.run("log", "-1", "--no-color", LOG_FORMAT, *NAMES, commit).stdout
+        names = NAMES if self.scope is not None else ("-z",)  # the paths decide only what a scope may see
+        out = self.repo.git.run("log", "-1", "--no-color", LOG_FORMAT, *names, commit).stdout
         found = parse_log(self.repo, out)
         if not found:
             raise NotFound(f"no commit {commit[:12]} in this memory's history")
