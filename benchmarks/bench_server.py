@@ -374,11 +374,14 @@ def main() -> int:
     return 0 if ok else 1
 
 
-FAIR_BOUND_MS = 2000.0  # the delay one token may add to another's calls at p95, under the default limits
+# The delay one token may add to another's calls under the default limits, at p95 and at worst. Measured on
+# 10k files, two cores: 97 / 492 ms (busy with other work: 539 / 581 ms); before the bounds, 781 / 2270 ms.
+FAIR_BOUND_MS = 1000.0
+FAIR_WORST_MS = 1500.0
 
 
 def report_fairness(root: Path, tmp: Path, args, targets: list[str]) -> bool:
-    """Run the fairness scenario, print it, keep it in fairness.json; True when within FAIR_BOUND_MS."""
+    """Run the fairness scenario, print it, keep it in fairness.json; True when within the bounds."""
     print(f"fairness: {args.fairness_seconds:g} s alone, {args.fairness_seconds:g} s beside a heavy token; {load()}")
     result = fairness.run(root, tmp, args.fairness_seconds, targets)
     header = ["", "calls", "p50", "p95", "worst"]
@@ -387,8 +390,9 @@ def report_fairness(root: Path, tmp: Path, args, targets: list[str]) -> bool:
     added_p95, added_max = result["added_p95_ms"], result["added_max_ms"]
     print(f"delay the heavy token added to the light one: {added_p95:.0f} ms at p95, {added_max:.0f} ms at worst")
     (tmp / "fairness.json").write_text(json.dumps(result, indent=1))
-    ok = added_p95 <= FAIR_BOUND_MS and result["light_errors"] == 0
-    print(f"bound: {FAIR_BOUND_MS:.0f} ms at p95: {'held' if ok else 'NOT held'}; {load()}")
+    ok = added_p95 <= FAIR_BOUND_MS and added_max <= FAIR_WORST_MS and result["light_errors"] == 0
+    bound = f"{FAIR_BOUND_MS:.0f} ms at p95, {FAIR_WORST_MS:.0f} ms at worst"
+    print(f"bound: {bound}: {'held' if ok else 'NOT held'}; {load()}")
     return ok
 
 
