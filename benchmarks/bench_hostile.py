@@ -481,6 +481,15 @@ def main() -> None:
     ]
     print(table(f"bad files, every command on each ({files_seconds:.0f} s)", ["", "tried", "answered"], rows))
     print(table("CLI and API cases (issue #19)", ["cases", "tried", "answered as they must"], cli_rows))
+    import hostile_server  # the team server's door, from outside (hostile_server.py)
+
+    started = time.monotonic()
+    groups, server_failures = hostile_server.server_cases(work / "server", args.time_limit)
+    held, tried_server = sum(h for _, h in groups.values()), sum(t for t, _ in groups.values())
+    rows = [[group, str(t), str(h)] for group, (t, h) in groups.items()]
+    rows.append(["all cases", str(tried_server), f"{held} ({100 * held / max(1, tried_server):.1f}%)"])
+    print(table(f"fsmem serve, hostile requests ({time.monotonic() - started:.0f} s)", ["", "tried", "held"], rows))
+    file_failures += server_failures
     killed = kill_points()
     if killed is not None:
         print(
@@ -511,6 +520,8 @@ def main() -> None:
         "sync_attacks_held": sum(held for _, held in sync_counts.values()),
         **git_killed,
         **cli_summary,
+        "server_cases_tried": tried_server,
+        "server_cases_held": held,
     }
     print(json.dumps(summary))
     if (

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from fsmem.history.queries import DiffResult, LogResult, ShowResult
     from fsmem.history.repo import Repo
     from fsmem.history.sync import SyncResult
+    from fsmem.history.view import HistoryView
     from fsmem.query.context import ContextBlock
     from fsmem.query.stats import StatsResult
     from fsmem.search.index import SearchIndex
@@ -924,6 +925,12 @@ class Memory:
             raise StorageError(f"{self.root}: history could not be turned on (is the folder ignored by git?)")
         return found
 
+    def _history_view(self, repo: Repo | None = None) -> HistoryView:
+        """The history as this agent may see it (`fsmem.history.view`); every history answer goes through it."""
+        from fsmem.history.view import HistoryView
+
+        return HistoryView(repo or self._require_history(), self.scope)
+
     def _history_path(self, path: str | None, what: str) -> str | None:
         """The memory path a history query narrows to; a scoped agent must name one wholly in its scope."""
         if path is None:
@@ -958,7 +965,7 @@ class Memory:
         if agent is not None:
             check_text(agent, "the agent")
         return queries.log(
-            self._require_history(),
+            self._history_view(),
             self.tokens.count,
             rel,
             since=since,
@@ -976,7 +983,7 @@ class Memory:
         rel = relative(self.root, self.path(path, want="file"))
         start, end = reading.parse_range(lines) if lines else (1, None)
         return queries.show(
-            self._require_history(),
+            self._history_view(),
             self.tokens,
             rel,
             at,
@@ -1003,7 +1010,7 @@ class Memory:
         rel = self._history_path(path, "history diff")
         start, end = reading.parse_range(lines) if lines else (1, None)
         return queries.diff(
-            self._require_history(),
+            self._history_view(),
             self.tokens,
             rev,
             rel,
@@ -1022,7 +1029,7 @@ class Memory:
         target = self.path(path, want="file")
         repo = self._require_history()
         with file_lock(self.root):
-            changes, message = undo.plan_restore(repo, self.root, relative(self.root, target), at)
+            changes, message = undo.plan_restore(self._history_view(repo), self.root, relative(self.root, target), at)
             result = undo.apply(self.root, "restore", relative(self.root, target), changes)
             self._index_after_undo(result)
             self._record(repo, result, message)
@@ -1222,6 +1229,7 @@ class Memory:
         """
         from fsmem.search import recall as _recall
         from fsmem.search.ranking import log_fields
+        from fsmem.search.scoring import first_terms
 
         seen = renamed("context", context, "seen", seen)
         check_text(query, "the query")
@@ -1238,7 +1246,9 @@ class Memory:
                 tokens_left=left,
                 settings=_recall.RecallSettings.from_section(self.config.section("search")),
                 root=self.root,
-                search=lambda budget_tokens: self.search(query, max_tokens=budget_tokens),
+                search=lambda budget_tokens: self.search(
+                    first_terms(self.search_index.analyzer, query), max_tokens=budget_tokens
+                ),
                 scope=self.scope,
                 written_since=self.catalog.written_since,
             )

@@ -576,7 +576,7 @@ def test_a_slow_read_is_given_up_but_a_slow_write_is_awaited(tmp_path, monkeypat
         async with app.manager.run():
             transport = httpx2.ASGITransport(app=app)
             headers = dict(HEADERS, Authorization=f"Bearer {token}")
-            async with httpx2.AsyncClient(transport=transport, base_url="http://test", headers=headers) as http:
+            async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1", headers=headers) as http:
                 read = await http.post("/mcp", json=tool_call("grep", {"pattern": "proration"}))
                 write = await http.post("/mcp", json=tool_call("note", {"text": "- slow: but kept"}))
                 return read.json()["result"], write.json()["result"]

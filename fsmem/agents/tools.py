@@ -12,8 +12,14 @@ good or bad, appends one record to the retrieval log.
 
 from __future__ import annotations
 
+import functools
 import json
+import os
+import re
+import sys
+import sysconfig
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from fsmem.agents import builtin  # noqa: F401  (registers the built-in tools)
@@ -85,11 +91,12 @@ def call(memory: Memory, name: str, arguments: dict[str, Any] | str | None = Non
         try:
             reply = _run(memory, name, arguments)
         except FsmemError as exc:
-            reply, is_error = Reply(f"error: {exc}"), True
+            reply, is_error = Reply(f"error: {hide_host_paths(str(exc), memory.root)}"), True
         except OSError as exc:
-            reply, is_error = Reply(f"error: {os_error_message(exc, memory.root)}"), True
+            reply, is_error = Reply(f"error: {hide_host_paths(os_error_message(exc, memory.root), memory.root)}"), True
         except Exception as exc:  # never raise to the model's harness: an answer it can read, always
-            reply, is_error = Reply(f"error: {logged_name} failed: {type(exc).__name__}: {exc}"), True
+            text = f"{logged_name} failed: {type(exc).__name__}: {exc}"
+            reply, is_error = Reply(f"error: {hide_host_paths(text, memory.root)}"), True
         # Whatever the input held, the answer is text that encodes as UTF-8 (a lone surrogate is escaped).
         safe = reply.text.encode("utf-8", "backslashreplace").decode("utf-8")
         text, cut = fit(memory, safe, memory.budget.max_tokens)
@@ -112,6 +119,34 @@ def call(memory: Memory, name: str, arguments: dict[str, Any] | str | None = Non
             error=answer.text if is_error else None,
         )
     return answer
+
+
+@functools.cache
+def _host_places() -> tuple[str, ...]:
+    """Folders of this host that an error could name and an agent has no business knowing: where Python and
+    fsmem are installed, and the home folder. Longest first."""
+    found = {sys.prefix, sys.exec_prefix, sys.base_prefix, os.path.dirname(sys.executable)}
+    found |= {sysconfig.get_path(key) for key in ("scripts", "purelib", "platlib", "stdlib")}
+    found |= {str(Path(__file__).resolve().parents[1]), os.path.expanduser("~")}
+    kept = set()
+    for place in filter(None, found):
+        for spelling in (place, os.path.realpath(place)):
+            if spelling.count(os.sep) >= 1 and spelling.strip(os.sep):
+                kept.add(spelling.rstrip(os.sep))
+    return tuple(sorted(kept, key=len, reverse=True))
+
+
+def hide_host_paths(text: str, root: Path) -> str:
+    """`text` (an error for an agent) without a path of the host: paths in the memory become memory-relative,
+    the memory's own folder 'the memory', and a path in the install, home or temporary folder '<host path>'."""
+    for spelling in dict.fromkeys((str(root), os.path.realpath(root))):
+        if spelling.strip(os.sep) and spelling in text:
+            text = text.replace(spelling + os.sep, "")
+            text = re.sub(re.escape(spelling) + r"(?=$|[\s'\"),;:])", "the memory", text)
+    for place in _host_places():
+        if place in text:
+            text = re.sub(re.escape(place) + r"(?=$|[/\s'\"),;:])(?:/[^\s'\"),;]*)?", "<host path>", text)
+    return text
 
 
 # Renamed in 0.2, accepted until 0.3: a model prompted with the old names still gets its answer.

@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fsmem.budget import Count, Meter, Metered, Page, Paged
-from fsmem.errors import NotFound
 from fsmem.history.git import clean_env
-from fsmem.history.repo import Repo
+from fsmem.history.view import LOG_FORMAT, NAMES, HistoryView, parse_log
 from fsmem.query.reading import ReadResult, bounded_read_stream
 from fsmem.tokens import TokenCounter
 
@@ -68,8 +67,12 @@ def _author_pattern(agent: str) -> str:
     return "^" + re.sub(r"([\\.\[\]*^$])", r"\\\1", agent) + " <"
 
 
+def _under(path: str, rel: str | None) -> bool:
+    return rel is None or path == rel or path.startswith(rel.rstrip("/") + "/")
+
+
 def log(
-    repo: Repo,
+    view: HistoryView,
     count: Count,
     rel: str | None,
     *,
@@ -79,7 +82,12 @@ def log(
     max_results: int,
     max_tokens: int,
 ) -> LogResult:
-    """A page of the commits that changed the memory (or `rel`), newest first."""
+    """A page of the commits that changed the memory (or `rel`), newest first, each as `view` lets it be seen.
+
+    Every path a commit changed is read (`--full-diff`), so that the view can tell whether its message may
+    be shown; a row lists those under `rel`.
+    """
+    repo = view.repo
     filters = []
     if since:
         filters.append(f"--since={since}")
@@ -94,21 +102,19 @@ def log(
         out = repo.git.run(
             "log",
             "--no-color",
-            "--format=%x1e%H%x1f%an%x1f%aI%x1f%s",
-            "--name-only",
-            "-z",
+            LOG_FORMAT,
+            *NAMES,
+            "--full-diff",
             f"--skip={offset}",
             f"-n{max_results + 1}",  # one more than fits: the meter then says which cap stopped it
             *filters,
             "HEAD",
             *where,
         ).stdout
-        for chunk in out.split(b"\x1e")[1:]:
-            head, _, rest = chunk.partition(b"\0")
-            full, author, date, subject = (head.decode("utf-8", "replace").split("\x1f") + ["", "", ""])[:4]
-            names = [p.strip(b"\n").decode("utf-8", "replace") for p in rest.split(b"\0")]
-            paths = [inner for inner in (repo.in_memory(p) for p in names if p) if inner is not None]
-            entry = LogEntry(full[:12], date, author, subject, len(paths), paths[:MAX_PATHS])
+        for commit in parse_log(repo, out):
+            seen = view.visible(commit)
+            paths = [p for p in seen.paths if p is not None and _under(p, rel)]
+            entry = LogEntry(seen.id[:12], seen.date, seen.agent, seen.message, len(paths), paths[:MAX_PATHS])
             if not meter.take_text(log_row(entry)):
                 break
             entries.append(entry)
@@ -143,7 +149,7 @@ class ShowResult:
 
 
 def show(
-    repo: Repo,
+    view: HistoryView,
     tokens: TokenCounter,
     rel: str,
     at: str,
@@ -153,12 +159,12 @@ def show(
     max_tokens: int,
     max_line_chars: int,
 ) -> ShowResult:
-    commit = repo.commit(at)
-    cat = repo.reader
-    data = repo.blob(cat, commit, rel)
-    info = repo.describe(commit)
+    """`rel` as it was at `at`, under a header naming the commit as `view` lets it be seen."""
+    commit = view.commit(at, rel)
+    data = view.blob(commit, rel)
     if data is None:
-        raise NotFound(f"{rel} did not exist at {at} (commit {info['commit']}); fsmem log {rel} lists its changes")
+        raise view.absent(at, rel, commit)
+    info = view.describe(commit).info()
     result = ShowResult(info, ReadResult(rel, [], start, None, False))
     room = max(1, max_tokens - tokens.count(result.header() + "\n"))
     result.read = bounded_read_stream(
@@ -199,7 +205,7 @@ class DiffResult:
 
 
 def diff(
-    repo: Repo,
+    view: HistoryView,
     tokens: TokenCounter,
     rev: str | None,
     rel: str | None,
@@ -210,17 +216,20 @@ def diff(
     max_line_chars: int,
 ) -> DiffResult:
     """A unified diff: `rev` to the files now (default HEAD: what is not committed), or `A..B` between two."""
+    repo = view.repo
+    about = rel or "the memory"
     if rev and ".." in rev:
         left, right = rev.split("..", 1)
-        old, new = repo.commit(left or "HEAD"), repo.commit(right or "HEAD")
+        old, new = view.commit(left or "HEAD", about), view.commit(right or "HEAD", about)
         sides, label = [old, new], f"{old[:12]}..{new[:12]}"
     else:
-        old = repo.commit(rev or "HEAD")
+        old = view.commit(rev or "HEAD", about)
         sides, label = [old], f"{old[:12]}..now"
     args = ["diff", "--no-color", "--no-ext-diff", "--no-renames"]
     if repo.prefix:
         args.append(f"--relative={repo.prefix}")
-    args += [*sides, "--", repo.in_repo(rel) if rel else (repo.prefix or ".")]
+    where = repo.in_repo(rel) if rel else (repo.prefix or ".")
+    args += [*sides, "--", where, *view.links_left_out(sides, where)]
     if rel:
         label += f", {rel}"
     proc = subprocess.Popen(repo.git.command(*args), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=clean_env())

@@ -23,7 +23,7 @@ from fsmem.history.trees import parse_tree, tree_body
 
 TREE_CACHE = 4096  # trees kept parsed in memory (the folders on recent paths)
 
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2})?(Z|[+-]\d{2}:?\d{2})?)?$")
+DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2})?(Z|[+-]\d{2}:?\d{2})?)?$")
 # What a revision may look like: no option (no leading '-'), no whitespace or control characters.
 _REVISION = re.compile(r"^[^\s\x00-\x1f\x7f-][^\s\x00-\x1f\x7f]{0,255}$")
 
@@ -102,7 +102,7 @@ class Repo:
         if not isinstance(at, str) or not at.strip():
             raise InvalidArgument("give a revision (a commit id, HEAD~2, a branch) or a date such as 2026-11-30")
         at = at.strip()
-        if _DATE.match(at):
+        if DATE.match(at):
             when = at if "T" in at or " " in at else f"{at} 23:59:59"
             found = self.git.text("rev-list", "-1", f"--before={when}", "HEAD", check=False).strip()
             if not found:

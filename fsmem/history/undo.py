@@ -16,10 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
-from fsmem.errors import ChangedOnDisk, EditConflict, HistoryError, InvalidArgument, NotFound
+from fsmem.errors import ChangedOnDisk, EditConflict, HistoryError, InvalidArgument
 from fsmem.history import recovery, touched
 from fsmem.history.merge import GENERATED
 from fsmem.history.repo import Repo
+from fsmem.history.view import HistoryView
 from fsmem.store.files import atomic_write, version_of
 from fsmem.store.paths import is_memory_path, read_regular, relative
 from fsmem.store.writing import Change, WriteResult
@@ -30,13 +31,14 @@ def _current(root: Path, rel: str) -> bytes | None:
     return read_regular(full) if full.is_file() else None
 
 
-def plan_restore(repo: Repo, root: Path, rel: str, at: str) -> tuple[list[Change], str]:
-    """The change that puts `rel` back as it was at `at` (a revision or a date), and its commit message."""
-    commit = repo.commit(at)
-    cat = repo.reader
-    old = repo.blob(cat, commit, rel)
+def plan_restore(view: HistoryView, root: Path, rel: str, at: str) -> tuple[list[Change], str]:
+    """The change that puts `rel` back as it was at `at` (a revision or a date, as `view` resolves it), and its
+    commit message."""
+    hint = "; nothing was changed (fsmem rm removes it)"
+    commit = view.commit(at, rel, hint=hint)
+    old = view.blob(commit, rel)
     if old is None:
-        raise NotFound(f"{rel} did not exist at {at} (commit {commit[:12]}); nothing was changed (fsmem rm removes it)")
+        raise view.absent(at, rel, commit, hint=hint)
     now = _current(root, rel)
     changes = [] if now == old else [Change(rel, now, old)]
     named = at if commit.startswith(at) else f"{commit[:12]} ({at})"

@@ -49,7 +49,7 @@ from fsmem.search.results import (  # noqa: F401  (re-exported)
     compact_citation,
     render_lines,
 )
-from fsmem.search.scoring import Ranking, StaleAnswer, json_array, query_terms, rank
+from fsmem.search.scoring import MAX_QUERY_TERMS, Ranking, StaleAnswer, json_array, query_terms, rank
 from fsmem.search.settings import DEFAULT_WEIGHTS, SearchSettings  # noqa: F401  (re-exported)
 from fsmem.store import retrieval_log
 from fsmem.tokens import TokenCounter
@@ -212,6 +212,12 @@ def search(
     """
     if not query or not query.strip():
         raise InvalidArgument("the search query is empty; describe what you are looking for")
+    distinct = len(query_terms(index.analyzer, query)[0])
+    if distinct > MAX_QUERY_TERMS:
+        raise InvalidArgument(
+            f"the query has {distinct:,} distinct words; a search takes at most {MAX_QUERY_TERMS}: "
+            "ask with the words that name what you need"
+        )
     if min_score is not None and (min_score < 0 or not math.isfinite(min_score)):
         raise InvalidArgument("--min-score must be 0 or more")
     if updated_after is not None and fmt.parse_timestamp(updated_after) is None:

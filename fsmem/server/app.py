@@ -1,12 +1,17 @@
 """The ASGI app of `fsmem serve`: the agent tools over MCP streamable HTTP, behind tokens and limits.
 
 Every request passes one door before the MCP SDK sees it, in this order:
-a valid, unexpired, unrevoked bearer token (401 otherwise: nothing is read,
+its `Host` and `Origin` (`fsmem.server.door`: 421 and 403, DNS rebinding), a
+valid, unexpired, unrevoked bearer token (401 otherwise: nothing is read,
 run or written), the token's memory (`/mcp` serves it, `/mcp/NAME` only if
 it is NAME: 403 otherwise), room in the server (503), the token's share of
-requests in flight and its rate (429 with Retry-After), then the body, read
-whole within a size cap (413) and a deadline (408). Only then does the SDK's
-`StreamableHTTPSessionManager` (stateless, JSON answers) parse it.
+requests in flight, or of event streams for a GET, and its rate (429 with
+Retry-After), then the body: a declared length over the cap is refused at
+once (413), the rest read whole within the cap (413) and a deadline (408),
+and it must be UTF-8 JSON nested at most 32 deep (a JSON-RPC error
+otherwise). Only then does the SDK's `StreamableHTTPSessionManager`
+(stateless, JSON answers) parse it. Every refusal closes the connection.
+A request's head has its own deadline, in the protocol (`fsmem.server.protocol`).
 
 The agent a call acts for (budget, read-only flag, retrieval log) and the
 part of the memory it reaches come from the token's record, never from the
@@ -21,7 +26,6 @@ status, duration; never a token, an argument or a memory's text.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import time
@@ -35,8 +39,26 @@ from fsmem.agents import tools
 from fsmem.config import CONFIG_FILE
 from fsmem.errors import FsmemError
 from fsmem.memory import Memory
+from fsmem.server.door import (
+    BUSY,
+    FORBIDDEN,
+    TIMEOUT,
+    TOO_LARGE,
+    TOO_MANY,
+    UNAUTHORIZED,
+    Origins,
+    Refusal,
+    bearer,
+    checked_body,
+    cors,
+    header_values,
+    json_answer,
+    peek,
+    preflight,
+    with_headers,
+)
 from fsmem.server.handlers import STATE, Admitted, build_server
-from fsmem.server.limits import InFlight, RateLimiter
+from fsmem.server.limits import InFlight, RateLimiter, Slot
 from fsmem.server.log import RequestLog
 from fsmem.server.settings import ServerSettings
 from fsmem.server.tokens import TokenRecord, TokenStore
@@ -44,16 +66,7 @@ from fsmem.server.tokens import TokenRecord, TokenStore
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/health"
 SEND_CHUNK = 64 << 10  # an answer goes out in pieces of at most this many bytes
-# JSON-RPC error codes of the door (the server-defined range).
-UNAUTHORIZED, FORBIDDEN, TOO_MANY, TOO_LARGE, TIMEOUT, BUSY = -32001, -32003, -32029, -32013, -32008, -32503
 MEMORIES_KEPT = 256  # views of memories (agent, read-only, scope) kept open; the oldest is closed past this
-
-
-class Refusal(Exception):
-    def __init__(self, status: int, code: int, message: str, reason: str, headers: dict[str, str] | None = None):
-        super().__init__(message)
-        self.status, self.code, self.message, self.reason = status, code, message, reason
-        self.headers = headers or {}
 
 
 class _SendTimeout(Exception):
@@ -73,6 +86,8 @@ class MemoryServer:
         self.log = log or RequestLog(settings.log)
         self.rate = RateLimiter(self.limits.rate_per_second, self.limits.burst)
         self.in_flight = InFlight(self.limits.concurrency, self.limits.max_in_flight)
+        self.streams = InFlight(self.limits.streams, self.limits.max_streams)
+        self.origins = Origins(settings.hosts(), settings.allowed_origins)
         self.workers = anyio.CapacityLimiter(self.limits.workers)
         self.writers = anyio.CapacityLimiter(max(1, self.limits.workers // 2))
         self._memories: dict[tuple, Memory] = {}
@@ -109,20 +124,36 @@ class MemoryServer:
 
     async def _http(self, scope: dict[str, Any], receive, send) -> None:
         path = scope["path"].rstrip("/") or "/"
-        if path == HEALTH_PATH:
-            await _json(send, 200, {"status": "ok", "version": __version__})
-            return
-        if path != MCP_PATH and not path.startswith(MCP_PATH + "/"):
-            await _json(send, 404, {"error": "not found; the MCP endpoint is /mcp (or /mcp/NAME)"})
-            return
         started = time.perf_counter()
         state = Admitted()
+        mcp = path == MCP_PATH or path.startswith(MCP_PATH + "/")
+        foreign = self.origins.refusal(scope)
+        if foreign is not None:
+            state.reason = foreign.reason
+            await self._refuse(send, state, foreign)
+            if mcp:
+                self._log(scope, state, started)
+            return
+        origin = self.origins.allowed_origin(scope)
+        if origin is not None:
+            if scope["method"] == "OPTIONS":  # a browser's preflight for a page this server takes calls from
+                await send({"type": "http.response.start", "status": 204, "headers": preflight(origin)})
+                await send({"type": "http.response.body", "body": b""})
+                return
+            send = with_headers(send, cors(origin))
+        if path == HEALTH_PATH:
+            await json_answer(send, 200, {"status": "ok", "version": __version__})
+            return
+        if not mcp:
+            await json_answer(send, 404, {"error": "not found; the MCP endpoint is /mcp (or /mcp/NAME)"})
+            return
         scope[STATE] = state
-        admitted_key = None
         try:
-            admitted_key = await self._admit(scope, state, path)
-            body = await self._read_body(receive, state)
-            state.rpc, state.tool = _peek(body)
+            await self._admit(scope, state, path)
+            body = await self._read_body(scope, receive, state)
+            if scope["method"] == "POST":
+                body, message = checked_body(body, state.held)
+                state.rpc, state.tool = peek(message)
             await self._serve(scope, body, receive, send, state)
         except Refusal as refusal:
             state.reason = refusal.reason
@@ -130,13 +161,13 @@ class MemoryServer:
         except _SendTimeout:
             state.reason = "send timeout"
         finally:
-            if admitted_key is not None:
-                self.in_flight.release(admitted_key)
+            if state.slot is not None:
+                state.slot.drop()
             self._log(scope, state, started)
 
     # -- the door --------------------------------------------------------------------------------
-    async def _admit(self, scope: dict[str, Any], state: Admitted, path: str) -> str:
-        record, why = self.store.verify(_bearer(scope))
+    async def _admit(self, scope: dict[str, Any], state: Admitted, path: str) -> None:
+        record, why = self.store.verify(bearer(scope))
         state.record = record if why in ("ok", "expired", "revoked") else None
         if why != "ok":
             message = {
@@ -152,9 +183,20 @@ class MemoryServer:
         root = self.settings.memories.get(record.memory)
         if root is None:
             raise Refusal(403, FORBIDDEN, f"memory {record.memory!r} is not served here", "memory not served")
-        refused = self.in_flight.acquire(record.id)
+        stream = scope["method"] == "GET"  # an event stream: long-lived, counted apart from requests
+        pool = self.streams if stream else self.in_flight
+        refused = pool.acquire(record.id)
         if refused == "total":
             raise Refusal(503, BUSY, "the server is busy; retry after 1 s", "busy", {"Retry-After": "1"})
+        if refused == "key" and stream:
+            n = self.limits.streams
+            raise Refusal(
+                429,
+                TOO_MANY,
+                f"this token already has {n} event stream(s) open (GET /mcp, at most {n}); close one first",
+                "streams",
+                {"Retry-After": "1"},
+            )
         if refused == "key":
             n = self.limits.concurrency
             raise Refusal(
@@ -164,6 +206,7 @@ class MemoryServer:
                 "concurrency",
                 {"Retry-After": "1"},
             )
+        state.slot = Slot(lambda: pool.release(record.id))
         try:
             wait = self.rate.take(record.id)
             if wait > 0:
@@ -177,9 +220,9 @@ class MemoryServer:
                 )
             state.memory = await self._memory(record, root)
         except BaseException:
-            self.in_flight.release(record.id)
+            state.slot.drop()
+            state.slot = None
             raise
-        return record.id
 
     async def _memory(self, record: TokenRecord, root) -> Memory:
         """The token's view of its memory: its agent, read-only flag and scope, the server's answer cap.
@@ -197,7 +240,8 @@ class MemoryServer:
             try:
                 memory = await anyio.to_thread.run_sync(self._open_memory, record, root, limiter=self.workers)
             except FsmemError as exc:
-                raise Refusal(403, FORBIDDEN, f"this token's agent cannot use the memory: {exc}", "agent") from None
+                why = tools.hide_host_paths(str(exc), root)
+                raise Refusal(403, FORBIDDEN, f"this token's agent cannot use the memory: {why}", "agent") from None
             stale = [key for key in self._memories if key[:4] == view]
             while len(self._memories) - len(stale) >= MEMORIES_KEPT:
                 stale.append(next(key for key in self._memories if key not in stale))
@@ -213,8 +257,12 @@ class MemoryServer:
             tools.read_only(memory)
         return memory
 
-    async def _read_body(self, receive, state: Admitted) -> bytes:
+    async def _read_body(self, scope: dict[str, Any], receive, state: Admitted) -> bytes:
         cap = self.limits.max_request_bytes
+        declared = header_values(scope, b"content-length")
+        if declared and declared[0].strip().isdigit() and int(declared[0]) > cap:
+            state.bytes_in = int(declared[0])
+            raise Refusal(413, TOO_LARGE, f"the request is larger than {cap} bytes", "too large")
         chunks: list[bytes] = []
         size = 0
         with anyio.move_on_after(self.limits.read_timeout_seconds) as deadline:
@@ -295,8 +343,9 @@ class MemoryServer:
         if refusal.status == 499:
             return  # nobody to answer
         body = {"jsonrpc": "2.0", "id": None, "error": {"code": refusal.code, "message": refusal.message}}
+        headers = {**refusal.headers, "Connection": "close"}  # whatever else the client sends is not read
         with contextlib.suppress(Exception), anyio.fail_after(self.limits.send_timeout_seconds):
-            state.bytes_out = await _json(send, refusal.status, body, refusal.headers)
+            state.bytes_out = await json_answer(send, refusal.status, body, headers)
 
     def _log(self, scope, state: Admitted, started: float) -> None:
         record = state.record
@@ -331,36 +380,3 @@ def _close(memory: Memory) -> None:
     if memory.catalog.cache is not None:
         memory.catalog.cache.flush_counts()
         memory.catalog.cache.close()
-
-
-def _bearer(scope: dict[str, Any]) -> str | None:
-    for key, value in scope.get("headers", []):
-        if key == b"authorization":
-            text = value.decode("latin-1").strip()
-            if text[:7].lower() == "bearer ":
-                return text[7:].strip()
-            return None
-    return None
-
-
-def _peek(body: bytes) -> tuple[str | None, str | None]:
-    """The JSON-RPC method and tool name of a request body, for the log (never its arguments)."""
-    try:
-        message = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        return None, None
-    if not isinstance(message, dict):
-        return None, None
-    method = message.get("method") if isinstance(message.get("method"), str) else None
-    params = message.get("params")
-    tool = params.get("name") if method == "tools/call" and isinstance(params, dict) else None
-    return method, tool if isinstance(tool, str) and len(tool) <= 64 else None
-
-
-async def _json(send, status: int, data: dict[str, Any], headers: dict[str, str] | None = None) -> int:
-    body = json.dumps(data).encode("utf-8")
-    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    raw += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
-    await send({"type": "http.response.start", "status": status, "headers": raw})
-    await send({"type": "http.response.body", "body": body})
-    return len(body)

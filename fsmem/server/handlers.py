@@ -9,7 +9,9 @@ error (its thread finishes on its own), a write is always awaited.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import contextlib
+import threading
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -21,6 +23,7 @@ from fsmem.agents import tools
 from fsmem.agents.mcp_server import INSTRUCTIONS, SERVER_NAME
 from fsmem.agents.registry import REGISTRY
 from fsmem.memory import Memory
+from fsmem.server.limits import Slot
 from fsmem.server.settings import Limits
 from fsmem.server.tokens import TokenRecord
 
@@ -40,6 +43,8 @@ class Admitted:
     status: int | None = None
     bytes_in: int = 0
     bytes_out: int = 0
+    slot: Slot | None = None  # the token's share this request holds
+    held: dict[Any, Any] = field(default_factory=dict)  # tool arguments the SDK could not parse, by request id
 
 
 def build_server(limits: Limits, readers: anyio.CapacityLimiter, writers: anyio.CapacityLimiter) -> Server:
@@ -62,17 +67,14 @@ def build_server(limits: Limits, readers: anyio.CapacityLimiter, writers: anyio.
         state, memory = _admitted(ctx)
         name = params.name
         state.tool = name if isinstance(name, str) else None
+        arguments = state.held.pop(ctx.request_id, params.arguments)
         chosen = REGISTRY.get(tools.RENAMED_TOOLS.get(name, name)) if isinstance(name, str) else None
         answer: tools.ToolAnswer | None
         if chosen is not None and chosen.writes:
             # a write is always awaited: once begun, it finishes, even through a shutdown
-            answer = await anyio.to_thread.run_sync(tools.call, memory, name, params.arguments, limiter=writers)
+            answer = await anyio.to_thread.run_sync(tools.call, memory, name, arguments, limiter=writers)
         else:
-            answer = None
-            with anyio.move_on_after(limits.tool_timeout_seconds):
-                answer = await anyio.to_thread.run_sync(
-                    tools.call, memory, name, params.arguments, limiter=readers, abandon_on_cancel=True
-                )
+            answer = await _read(lambda: tools.call(memory, name, arguments), readers, state.slot, limits)
             if answer is None:
                 state.tool_error = True
                 state.reason = "tool timeout"
@@ -92,6 +94,47 @@ def build_server(limits: Limits, readers: anyio.CapacityLimiter, writers: anyio.
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+
+
+async def _read(work: Any, readers: anyio.CapacityLimiter, slot: Slot | None, limits: Limits) -> Any:
+    """`work()` on a reader thread, its answer awaited for `tool_timeout_seconds` (None past that).
+
+    The thread holds its reader and its token's slot until it ends, even when its answer is given up:
+    abandoned work never runs beyond the server's threads or the token's share of them.
+    """
+    borrower = object()
+    await readers.acquire_on_behalf_of(borrower)
+    if slot is not None:
+        slot.hold()
+    lock = threading.Lock()
+    phase = {"started": False, "skipped": False}
+
+    def release() -> None:
+        readers.release_on_behalf_of(borrower)
+        if slot is not None:
+            slot.drop()
+
+    def run() -> Any:
+        with lock:
+            if phase["skipped"]:
+                return None
+            phase["started"] = True
+        try:
+            return work()
+        finally:
+            with contextlib.suppress(Exception):  # the loop is gone at exit: nothing left to release
+                anyio.from_thread.run_sync(release)
+
+    answer = None
+    try:
+        with anyio.move_on_after(limits.tool_timeout_seconds):
+            answer = await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+    finally:
+        with lock:
+            if not phase["started"]:  # cancelled before a thread took it: it never runs
+                phase["skipped"] = True
+                release()
+    return answer
 
 
 def _admitted(ctx: Any) -> tuple[Admitted, Memory]:

@@ -59,3 +59,25 @@ class InFlight:
         else:
             self._counts.pop(key, None)
         self.count -= 1
+
+
+class Slot:
+    """One request's hold on its token's share (a request in flight, or an event stream).
+
+    It is released once the request and whatever work it left running are both
+    done: a read whose answer was given up at its time limit keeps its token's
+    slot (and its worker thread) until its thread ends, so a token cannot pile
+    up abandoned work beyond its share. Used from the event loop thread only.
+    """
+
+    def __init__(self, release: Callable[[], None]):
+        self._release = release
+        self.holders = 1
+
+    def hold(self) -> None:
+        self.holders += 1
+
+    def drop(self) -> None:
+        self.holders -= 1
+        if self.holders == 0:
+            self._release()

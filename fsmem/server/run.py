@@ -89,6 +89,7 @@ def serve(settings: ServerSettings, *, log: RequestLog | None = None, ready: Any
     import uvicorn
 
     from fsmem.server.app import create_app
+    from fsmem.server.protocol import HeadDeadline
 
     log = log or RequestLog(settings.log)
     for warning in settings.check() + token_warnings(settings):
@@ -105,6 +106,7 @@ def serve(settings: ServerSettings, *, log: RequestLog | None = None, ready: Any
         logger.propagate = False
     config = uvicorn.Config(
         app,
+        http=HeadDeadline.with_timeout(limits.header_timeout_seconds),
         lifespan="on",
         log_config=None,
         access_log=False,

@@ -12,6 +12,8 @@ log: /var/log/fsmem/requests.jsonl   # one JSON line per request; default: stand
 memories:
   team: /srv/memory/team
   research: /srv/memory/research
+allowed_origins: []        # web pages (scheme://host[:port]) whose scripts may call; none by default
+allowed_hosts: []          # Host names the server answers to besides 127.0.0.1, localhost and [::1]
 limits:
   max_request_bytes: 1048576
   max_answer_tokens: 8000
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +43,8 @@ from fsmem.store import given
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 CONFIG_LIMIT = given.MiB  # server.yaml: a few lines per memory
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")  # as a Host header names them (without the port)
 
 
 @dataclass(frozen=True)
@@ -54,11 +59,14 @@ class Limits:
     max_in_flight: int = 64  # requests in flight in all (503 past it)
     workers: int = 8  # threads that run read tools (and half as many for writes); the rest wait their turn
     read_timeout_seconds: float = 10.0  # to receive a request body (408 past it)
+    header_timeout_seconds: float = 10.0  # to receive a request's line and headers (the connection closed past it)
     tool_timeout_seconds: float = 30.0  # a read tool's answer is awaited this long, then refused
     send_timeout_seconds: float = 10.0  # to hand an answer to a client that does not read (then dropped)
     keep_alive_seconds: float = 5.0  # an idle connection is closed after this
     shutdown_grace_seconds: float = 30.0  # on SIGTERM, in-flight requests get this long to finish
     max_connections: int = 256  # open connections in all (503 past it)
+    streams: int = 1  # GET /mcp event streams one token may hold open (429 past it); not counted in concurrency
+    max_streams: int = 32  # event streams open in all (503 past it)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Limits:
@@ -81,12 +89,31 @@ class Limits:
 
 @dataclass
 class ServerSettings:
+    """Where the server listens, what it serves, who may call (tokens; browser origins and Host names) and its limits.
+
+    `allowed_origins`: a request with an `Origin` header (a browser's, on behalf of a web page) is refused
+    (403) unless its origin is listed, exactly as `scheme://host[:port]`; with none listed no page may
+    call, which is right for a server on this machine (the MCP specification's defence against DNS
+    rebinding). `allowed_hosts`: the `Host` header must name 127.0.0.1, localhost or [::1] (any port)
+    when the server listens on a loopback address, or one of these names (a reverse proxy's public
+    name); listening elsewhere without any, the Host is not checked.
+    """
+
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     memories: dict[str, Path] = field(default_factory=dict)
     tokens: Path = field(default_factory=default_path)
     log: Path | None = None
     limits: Limits = field(default_factory=Limits)
+    allowed_origins: list[str] = field(default_factory=list)
+    allowed_hosts: list[str] = field(default_factory=list)
+
+    def hosts(self) -> frozenset[str] | None:
+        """The Host names (lowercase, without a port) requests must name; None when any will do."""
+        named = {h.lower() for h in self.allowed_hosts}
+        if self.host in LOOPBACK:
+            return frozenset(named | set(LOOPBACK_HOSTS))
+        return frozenset(named) if named else None
 
     @classmethod
     def load(cls, path: str | os.PathLike[str] | None = None) -> ServerSettings:
@@ -101,7 +128,7 @@ class ServerSettings:
             raise ConfigError(f"{file} is not valid YAML: {exc}") from None
         if not isinstance(data, dict):
             raise ConfigError(f"{file} must be a mapping of settings")
-        known = {"host", "port", "memories", "tokens", "log", "limits"}
+        known = {"host", "port", "memories", "tokens", "log", "limits", "allowed_origins", "allowed_hosts"}
         unknown = sorted(set(data) - known)
         if unknown:
             raise ConfigError(
@@ -126,6 +153,8 @@ class ServerSettings:
         if not isinstance(limits, dict):
             raise ConfigError(f"{file}: limits must be a mapping")
         settings.limits = Limits.from_dict(limits)
+        settings.allowed_origins = [_origin(item, file) for item in _names(data, "allowed_origins", file)]
+        settings.allowed_hosts = [_host_name(item, file) for item in _names(data, "allowed_hosts", file)]
         return settings
 
     def add_memory(self, name: str, folder: str | os.PathLike[str]) -> None:
@@ -169,11 +198,39 @@ class ServerSettings:
         else:
             if mode:
                 warnings.append(f"the token store {self.tokens} is readable by other users; chmod 600 it")
-        if self.host not in ("127.0.0.1", "localhost", "::1"):
+        if self.host not in LOOPBACK:
             warnings.append(
                 f"listening on {self.host}, not only this machine: put a reverse proxy with TLS in front (README, 'A memory server')"
             )
         return warnings
+
+
+def _names(data: dict[str, Any], key: str, file: Path) -> list[str]:
+    value = data.get(key) or []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(item, str) and item.strip() for item in value):
+        raise ConfigError(f"{file}: {key} must be a list of names, such as [https://app.example.com]")
+    return [item.strip() for item in value]
+
+
+def _origin(value: str, file: Path) -> str:
+    """An origin as browsers send it: scheme://host[:port], lowercase, no path."""
+    origin = value.rstrip("/").lower()
+    if not re.fullmatch(r"https?://[a-z0-9.\-]+(:\d{1,5})?|https?://\[[0-9a-f:.]+\](:\d{1,5})?", origin):
+        raise ConfigError(
+            f"{file}: allowed_origins takes origins such as https://app.example.com or http://localhost:3000, "
+            f"not {value!r}"
+        )
+    return origin
+
+
+def _host_name(value: str, file: Path) -> str:
+    """A Host header's name without its port: memory.example.com, 10.0.0.5, [fd00::1]."""
+    name = value.lower()
+    if not re.fullmatch(r"[a-z0-9.\-]+|\[[0-9a-f:.]+\]", name):
+        raise ConfigError(f"{file}: allowed_hosts takes host names such as memory.example.com (no port), not {value!r}")
+    return name
 
 
 def _port(value: Any) -> int:

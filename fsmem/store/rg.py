@@ -25,6 +25,14 @@ from fsmem.errors import FsmemError, InvalidArgument, PatternTimeout
 from fsmem.store.paths import STATE_DIR
 
 _CHUNK = 1 << 20
+# A pattern's cost is bounded before rg runs: its length, and what rg may build from it. rg's memory
+# grows with the square of a regex's length (a 4 KB pattern of bounded repeats took 1.2 GB, a 30 KB one
+# asked for 6.5 GB; 1,000 characters stay under 100 MB and 0.2 s on 10k files), a fixed string's does
+# not (200 KB: 25 MB), and an argument past 128 KiB cannot be passed to a process at all.
+MAX_PATTERN_CHARS = 1000
+MAX_FIXED_CHARS = 10_000
+REGEX_SIZE_LIMIT = "16M"  # rg's cap on a compiled regex (its default, 100M, let 256 characters take 260 MB)
+DFA_SIZE_LIMIT = "64M"  # and on its lazy DFA's cache, per thread (default 1000M)
 
 
 def find_rg() -> str:
@@ -44,6 +52,18 @@ def find_rg() -> str:
     raise FsmemError("ripgrep (rg) is not installed; install fsmem with pip, which brings the 'ripgrep' package")
 
 
+def check_pattern(pattern: str, *, fixed_strings: bool = False) -> None:
+    """Refuse a pattern longer than rg may be given (InvalidArgument, with the bound)."""
+    bound = MAX_FIXED_CHARS if fixed_strings else MAX_PATTERN_CHARS
+    if len(pattern) > bound:
+        kind = "a fixed string (-F)" if fixed_strings else "a regular expression"
+        more = "" if fixed_strings else f", or search for a fixed string with -F (up to {MAX_FIXED_CHARS:,})"
+        raise InvalidArgument(
+            f"the pattern is {len(pattern):,} characters; {kind} may have at most {bound:,}: "
+            f"look for a shorter part of it{more}"
+        )
+
+
 def build_args(
     pattern: str,
     *,
@@ -51,7 +71,8 @@ def build_args(
     fixed_strings: bool = False,
     word: bool = False,
 ) -> list[str]:
-    """The rg options every pass shares: which files, how to match."""
+    """The rg options every pass shares: which files, how to match (the pattern checked by `check_pattern`)."""
+    check_pattern(pattern, fixed_strings=fixed_strings)
     args = [
         "--no-config",
         "--no-ignore",
@@ -66,6 +87,10 @@ def build_args(
         "--glob",
         f"!{STATE_DIR}/",
         "--text",  # memory files are text: a stray NUL byte must not make rg skip a whole file as binary
+        "--regex-size-limit",
+        REGEX_SIZE_LIMIT,
+        "--dfa-size-limit",
+        DFA_SIZE_LIMIT,
     ]
     if ignore_case:
         args.append("--ignore-case")
@@ -191,6 +216,11 @@ class Rg:
 
 def raise_rg_error(stderr: bytes, pattern: str) -> None:
     message = stderr.decode("utf-8", "replace").strip()
+    if "exceeds size limit" in message:
+        raise InvalidArgument(
+            f"the pattern {pattern!r} is too costly to run: compiled, it is larger than rg is allowed "
+            f"({REGEX_SIZE_LIMIT}B); use fewer or smaller repetitions such as {{1,20}}, or -F for a fixed string"
+        )
     if "regex" in message.lower() or "parse error" in message.lower():
         # rg repeats the pattern above its reason ("error: unclosed group"): say the reason, not the pattern again
         reasons = [line.strip()[6:].strip() for line in message.splitlines() if line.strip().startswith("error:")]

@@ -10,7 +10,10 @@ its real target are.
 
 The check is applied where paths are resolved (`fsmem.store.paths.resolve`)
 and where files are enumerated (`fsmem.store.walk.walk_stats`); the queries
-above take a `within` predicate built from it.
+above take a `within` predicate built from it. History (log, show, diff,
+restore) is seen through `fsmem.history.view`, which resolves revisions within
+the scope's own commits and withholds the messages of commits that reached
+outside it.
 """
 
 from __future__ import annotations
