@@ -446,6 +446,44 @@ def test_every_fsmem_import_the_docs_show_imports():
     assert len(statements) >= 4
 
 
+def test_no_page_takes_the_name_of_a_page_sphinx_writes_itself():
+    """docs/search.md would become search.html, which Sphinx's own search page overwrites without a warning."""
+    own = {"search", "genindex", "py-modindex"}
+    assert not own & {path.stem for path in DOCS if path.parent == REPO / "docs"}
+
+
+# dotted names the docs use that are not Python objects: an entry-point group, a logger, a git setting
+NOT_PYTHON = {"fsmem.extractors", "fsmem.feed", "fsmem.acceptConfig"}
+
+
+def test_every_file_and_python_name_the_docs_name_exists():
+    """`fsmem/store/paths.py`, `tests/test_sync_trust.py`, `fsmem.store.feed`, `fsmem.server.create_app`: all real."""
+    import importlib
+
+    files = names = 0
+    for path in DOCS:
+        text = path.read_text(encoding="utf-8")
+        for rel in set(re.findall(r"(?<![\w/.-])((?:fsmem|tests|benchmarks|examples|docs)/[\w./-]*\w/?)", text)):
+            if not rel.endswith("_"):  # `tests/test_<module>.py`, a pattern
+                assert (REPO / rel).exists(), f"{path.name} names {rel}, which does not exist"
+                files += 1
+        for dotted in set(re.findall(r"(?<![\w/.-])(fsmem(?:\.[A-Za-z_]\w*)+)", text)) - NOT_PYTHON:
+            if dotted.startswith(("fsmem.yaml", "fsmem.md")):
+                continue
+            parts = dotted.split(".")
+            for cut in range(len(parts), 0, -1):
+                try:
+                    found: object = importlib.import_module(".".join(parts[:cut]))
+                    break
+                except ImportError:
+                    continue
+            for attribute in parts[cut:]:
+                assert hasattr(found, attribute), f"{path.name} names {dotted}: no {attribute}"
+                found = getattr(found, attribute)
+            names += 1
+    assert files >= 30 and names >= 15
+
+
 def test_python_that_is_not_run_compiles_and_its_imports_work():
     checked = 0
     for block in all_blocks():
