@@ -6,14 +6,14 @@ FSMEM := $(VENV)/bin/fsmem
 STAMP := $(VENV)/.fsmem-installed
 DEMO := demo-memory
 
-.PHONY: demo test lint bench install clean
+.PHONY: demo test lint docs bench install clean
 
 install: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "installing fsmem and its dependencies into $(VENV) (log: $(VENV)/install.log)"
-	@$(PY) -m pip install --quiet -e '.[test,watch,mcp,server,anthropic,bench,plot]' > $(VENV)/install.log 2>&1 \
+	@$(PY) -m pip install --quiet -e '.[test,watch,mcp,server,anthropic,bench,plot,docs]' > $(VENV)/install.log 2>&1 \
 		|| { cat $(VENV)/install.log; exit 1; }
 	touch $(STAMP)
 
@@ -28,15 +28,19 @@ demo: $(STAMP)
 
 # The quality gates (lint, format, types: seconds), then the suite.
 lint: $(STAMP)
-	$(VENV)/bin/ruff check fsmem tests benchmarks examples
-	$(VENV)/bin/ruff format --check fsmem tests benchmarks examples
+	$(VENV)/bin/ruff check fsmem tests benchmarks examples docs/conf.py docs/_ext docs/check_moved.py
+	$(VENV)/bin/ruff format --check fsmem tests benchmarks examples docs/conf.py docs/_ext docs/check_moved.py
 	$(VENV)/bin/mypy fsmem
 
-test: lint
+# The documentation site, offline, with every warning an error (a broken link or anchor fails the build).
+docs: $(STAMP)
+	$(VENV)/bin/sphinx-build -W --keep-going -q -b html docs build/docs/html
+
+test: lint docs
 	$(PY) -m pytest -q
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) $(DEMO) .pytest_cache
+	rm -rf $(VENV) $(DEMO) .pytest_cache build/docs

@@ -1,7 +1,7 @@
 """Old spellings kept for one release: each still works and says what replaced it.
 
 0.2 settled one name per idea across the CLI, the Python API, the tool
-schemas and JSON (see the README's vocabulary table). The names below were
+schemas and JSON (see the vocabulary table in docs/guide.md). The names below were
 renamed then and go away in 0.3.
 """
 

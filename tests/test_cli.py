@@ -27,10 +27,11 @@ def test_every_command_has_help_text():
         assert command.help and len(command.help) > 20, name
 
 
-def test_every_command_is_documented_in_the_readme():
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+def test_every_command_is_documented_in_the_guide():
+    """The guide's command table names every command (the CLI reference lists them all, generated)."""
+    guide = (Path(__file__).resolve().parent.parent / "docs" / "guide.md").read_text()
     for name in COMMANDS:
-        assert f"fsmem {name}" in readme, name
+        assert f"fsmem {name}" in guide, name
 
 
 def test_ls_grep_read_through_the_installed_script(demo_memory):

@@ -1,7 +1,7 @@
-"""What the docs show runs: every snippet of README.md (and docs/*.md) is run here, or checked where it cannot run.
+"""What the docs show runs: every snippet of README.md and docs/**/*.md is run here, or checked where it cannot run.
 
-A fenced block belongs to the section of the heading above it. Each section
-runs in a folder of its own that holds `demo-memory` (what `make demo`
+A fenced block belongs to the section of the heading above it, on its page
+(two pages never share a section). Each section runs in a folder of its own that holds `demo-memory` (what `make demo`
 builds from examples/, or the same with a history, below), with the clock
 pinned (FSMEM_NOW), `$FSMEM_ROOT` pointing at that memory, a HOME of its own
 per shell block, and git told that `git@example.com:team/memory.git` is a
@@ -109,12 +109,28 @@ def blocks_of(path: Path) -> Iterator[Block]:
         kind = marker.group(1) if marker else ""
         kind = "not run" if kind.startswith("not run: ") else kind
         text = "\n".join(lines[index + 1 : end]) + "\n"
-        yield Block(path.name, index + 1, opened.group(1), text, section, kind)
+        yield Block(path.relative_to(REPO).as_posix(), index + 1, opened.group(1), text, section, kind)
         index = end + 1
 
 
 def all_blocks() -> list[Block]:
     return [block for path in DOCS for block in blocks_of(path)]
+
+
+def docs_text() -> str:
+    """README.md and every page of docs/, as one text (a sentence is found wherever it moved)."""
+    return "\n".join(path.read_text(encoding="utf-8") for path in DOCS)
+
+
+def prose_of(path: Path) -> str:
+    """A page's text outside its fenced blocks."""
+    kept, fenced = [], False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if FENCE.match(line) and (not fenced or line.rstrip() == "```"):
+            fenced = not fenced
+        elif not fenced:
+            kept.append(line)
+    return "\n".join(kept)
 
 
 def sections() -> list[Section]:
@@ -300,7 +316,7 @@ def test_every_marker_is_known_and_stands_before_a_block_it_applies_to():
         for number, line in enumerate(lines, start=1):
             if MARKER.match(line):
                 assert number < len(lines) and FENCE.match(lines[number]), (
-                    f"{path.name}:{number}: a marker with no fence"
+                    f"{path.relative_to(REPO)}:{number}: a marker with no fence"
                 )
     assert sum(b.lang in RUN and b.kind in ("", "history", "illustration") for b in blocks) >= 8
 
@@ -352,8 +368,6 @@ def command_of(words: list[str]) -> tuple[click.Command, list[str], list[str]]:
 
 
 def test_every_fsmem_line_that_is_not_run_names_real_commands_and_options():
-    from fsmem.cli import cli
-
     checked = 0
     for block in all_blocks():
         if block.lang not in ("sh", "console") or block.kind not in (
@@ -365,11 +379,7 @@ def test_every_fsmem_line_that_is_not_run_names_real_commands_and_options():
             continue
         for words in fsmem_calls(block.text):
             command, names, rest = command_of(words)
-            known = {
-                opt
-                for param in [*command.params, *cli.params]
-                for opt in (*getattr(param, "opts", ()), *getattr(param, "secondary_opts", ()))
-            } | {"--help", "-h"}
+            known = options_of(command)
             for word in rest:
                 for option in re.findall(r"(?<![\w-])(--?[A-Za-z][\w-]*)", word):
                     assert option in known, f"{block.where}: fsmem {' '.join(names)} has no option {option}"
@@ -379,6 +389,99 @@ def test_every_fsmem_line_that_is_not_run_names_real_commands_and_options():
             if script:
                 assert (REPO / script.group(1)).is_file(), f"{block.where}: no script {script.group(1)}"
     assert checked >= 10
+
+
+def options_of(command: click.Command) -> set[str]:
+    from fsmem.cli import cli
+
+    return {
+        opt
+        for param in [*command.params, *cli.params]
+        for opt in (*getattr(param, "opts", ()), *getattr(param, "secondary_opts", ()))
+    } | {"--help", "-h"}
+
+
+def test_every_fsmem_command_the_prose_names_exists_with_its_options():
+    """`fsmem grep PATTERN [-i]` in a sentence or a table names a real command, and options it really has."""
+    from fsmem.cli import cli
+
+    checked = 0
+    for path in DOCS:
+        for span in re.findall(r"`(fsmem [^`]+)`", prose_of(path)):
+            words = span.split()[1:]
+            if words[0].startswith("<"):  # `fsmem <fsmem@HOST-ID>`: the committer of history, not a command
+                continue
+            if words[0].startswith("-") and words[0] not in ("--root", "--agent"):
+                assert words[0] in options_of(cli), f"{path.name}: `{span}`: fsmem has no option {words[0]}"
+                continue
+            command, names, rest = command_of(words)
+            for word in rest:
+                for option in re.findall(r"(?<![\w-])(--?[A-Za-z][\w-]*)", word):
+                    assert option in options_of(command), (
+                        f"{path.name}: `{span}`: fsmem {' '.join(names)} has no option {option}"
+                    )
+            checked += 1
+    assert checked >= 100
+
+
+FSMEM_IMPORT = re.compile(r"^\s*(from fsmem(?:\.\w+)* import [\w, ]+?)\s*(?:#.*)?$")
+
+
+def test_every_fsmem_import_the_docs_show_imports():
+    """Every `from fsmem… import …` of the docs, in a block of any kind or in a sentence, imports as written."""
+    statements: dict[str, str] = {}
+    for path in DOCS:
+        text = path.read_text(encoding="utf-8")
+        for number, line in enumerate(text.splitlines(), start=1):
+            found = FSMEM_IMPORT.match(line.removeprefix(">>> "))
+            if found:
+                statements.setdefault(found.group(1), f"{path.relative_to(REPO)}:{number}")
+        for span in re.findall(r"`(from fsmem[\w.]* import [^`]+)`", prose_of(path)):
+            statements.setdefault(span, f"{path.relative_to(REPO)} (prose)")
+    for statement, where in statements.items():
+        try:
+            exec(compile(statement, where, "exec"), {})
+        except ImportError as exc:
+            pytest.fail(f"{where}: {statement}: {exc}")
+    assert len(statements) >= 4
+
+
+def test_no_page_takes_the_name_of_a_page_sphinx_writes_itself():
+    """docs/search.md would become search.html, which Sphinx's own search page overwrites without a warning."""
+    own = {"search", "genindex", "py-modindex"}
+    assert not own & {path.stem for path in DOCS if path.parent == REPO / "docs"}
+
+
+# dotted names the docs use that are not Python objects: an entry-point group, a logger, a git setting
+NOT_PYTHON = {"fsmem.extractors", "fsmem.feed", "fsmem.acceptConfig"}
+
+
+def test_every_file_and_python_name_the_docs_name_exists():
+    """`fsmem/store/paths.py`, `tests/test_sync_trust.py`, `fsmem.store.feed`, `fsmem.server.create_app`: all real."""
+    import importlib
+
+    files = names = 0
+    for path in DOCS:
+        text = path.read_text(encoding="utf-8")
+        for rel in set(re.findall(r"(?<![\w/.-])((?:fsmem|tests|benchmarks|examples|docs)/[\w./-]*\w/?)", text)):
+            if not rel.endswith("_"):  # `tests/test_<module>.py`, a pattern
+                assert (REPO / rel).exists(), f"{path.name} names {rel}, which does not exist"
+                files += 1
+        for dotted in set(re.findall(r"(?<![\w/.-])(fsmem(?:\.[A-Za-z_]\w*)+)", text)) - NOT_PYTHON:
+            if dotted.startswith(("fsmem.yaml", "fsmem.md")):
+                continue
+            parts = dotted.split(".")
+            for cut in range(len(parts), 0, -1):
+                try:
+                    found: object = importlib.import_module(".".join(parts[:cut]))
+                    break
+                except ImportError:
+                    continue
+            for attribute in parts[cut:]:
+                assert hasattr(found, attribute), f"{path.name} names {dotted}: no {attribute}"
+                found = getattr(found, attribute)
+            names += 1
+    assert files >= 30 and names >= 15
 
 
 def test_python_that_is_not_run_compiles_and_its_imports_work():
@@ -400,7 +503,8 @@ def test_every_python_snippet_type_checks(tmp_path):
     files = []
     for block in all_blocks():
         if block.lang == "python":
-            files.append(tmp_path / f"snippet_{block.doc.replace('.', '_')}_{block.line}.py")
+            name = re.sub(r"\W", "_", block.doc)
+            files.append(tmp_path / f"snippet_{name}_{block.line}.py")
             files[-1].write_text(block.text)
     checked = subprocess.run(
         [sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml"), *map(str, files)],
@@ -416,10 +520,9 @@ def test_every_python_snippet_type_checks(tmp_path):
 
 
 def test_the_files_said_not_to_parse_are_reported_by_check_and_crlf_and_a_bom_parse(tmp_path):
-    """README: 'A file that does not parse (...) is still listed, grepped and read; check reports the problem'."""
-    readme = (REPO / "README.md").read_text()
-    listed = re.search(r"A file that does not parse \(([^)]*)\)", readme)
-    assert listed, "the README's list of files that do not parse"
+    """The guide: 'A file that does not parse (...) is still listed, grepped and read; check reports the problem'."""
+    listed = re.search(r"A file that does not parse \(([^)]*)\)", docs_text())
+    assert listed, "the guide's list of files that do not parse"
     samples = {
         "broken YAML": "---\ntitle: [unclosed\n---\n# A\n",
         "YAML anchors or aliases": "---\na: &x 1\nb: *x\n---\n# A\n",
@@ -462,13 +565,12 @@ def test_the_files_said_not_to_parse_are_reported_by_check_and_crlf_and_a_bom_pa
 
 
 def test_the_server_note_is_where_the_security_model_says(tmp_path):
-    """README, Security model: a token's agent writes its session note `sessions/…/AGENT-HOSTID.md`.
+    """The server's security model: a token's agent writes its session note `sessions/…/AGENT-HOSTID.md`.
 
     The server writes through `Memory(root, agent=<the token's agent>)`; tests/test_server_app.py checks the
     same file name over HTTP.
     """
-    readme = (REPO / "README.md").read_text()
-    said = re.search(r"its session note \(`(sessions/[^`]+)`", readme)
+    said = re.search(r"its session note \(`(sessions/[^`]+)`", docs_text())
     assert said, "the Security model's sentence on the session note"
     pattern = re.escape(said.group(1)).replace("…", ".+").replace("AGENT", "researcher")
     memory = Memory(Memory.init(tmp_path / "mem").root, agent="researcher")

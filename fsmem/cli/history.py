@@ -123,7 +123,7 @@ def revert_cmd(ctx, rev, as_json):
 @click.option(
     "--accept-config",
     is_flag=True,
-    help="Take the change to fsmem.yaml that the last sync showed and held (a person's approval; see README Safety).",
+    help="Take the change to fsmem.yaml that the last sync showed and held (a person's approval; see docs/history.md).",
 )
 @click.option(
     "--repair",
