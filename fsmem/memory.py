@@ -22,7 +22,6 @@ from fsmem import format as fmt
 from fsmem.arguments import Door
 from fsmem.budget import Budget, check_offset, echo
 from fsmem.config import CONFIG_FILE, STATE_DIR, Config
-from fsmem.deprecated import renamed, warn
 from fsmem.errors import (
     AlreadyExists,
     ConfigError,
@@ -50,7 +49,6 @@ from fsmem.tokens import TokenCounter
 if TYPE_CHECKING:
     import threading
 
-    from fsmem.agents.memory_tool import MemoryTool
     from fsmem.consolidate.apply import ConsolidationReport
     from fsmem.consolidate.plan import Progress
     from fsmem.history.queries import DiffResult, LogResult, ShowResult
@@ -436,15 +434,12 @@ class Memory:
         offset: int = 0,
         max_results: int | None = None,
         max_tokens: int | None = None,
-        context: int | None = None,
     ) -> _grep.GrepResult:
         """Lines matching `pattern` (ripgrep syntax), grouped by file, with an honest total.
 
-        `context_lines` lines before and after each match are shown with it;
-        `context` is its deprecated name.
+        `context_lines` lines before and after each match are shown with it.
         """
         check_text(pattern, "the pattern")
-        context_lines = renamed("context", context, "context_lines", context_lines or None) or 0
         if context_lines < 0:
             raise InvalidArgument("--context-lines must be 0 or more")
         budget = self.budget.narrowed(max_tokens, max_results)
@@ -746,7 +741,6 @@ class Memory:
         ready: threading.Event | None = None,
         consolidate: bool = False,
         consolidate_after: float | None = None,
-        quiet: float | None = None,
     ) -> WatchStats:
         """Keep the metadata cache and INDEX.md current as files change, until `stop` (a threading.Event) is set.
 
@@ -754,12 +748,10 @@ class Memory:
         0.5) is how long the memory must be still before a burst of events is
         acted on. `consolidate` also consolidates once session notes have been
         still for `consolidate_after` seconds (default
-        `watch.consolidate_after_seconds`, else 60). `quiet` is the deprecated
-        name of `settle`.
+        `watch.consolidate_after_seconds`, else 60).
         """
         from fsmem import watch as _watch
 
-        settle = renamed("quiet", quiet, "settle", settle)
         section = self.config.section("watch")
         if settle is None:
             settle = float(section.get("settle_seconds", section.get("quiet_seconds", _watch.DEFAULT_SETTLE_SECONDS)))
@@ -796,14 +788,6 @@ class Memory:
         budget = self.budget.narrowed(max_tokens)
         within = self.catalog.visible_test() if self.scope is not None else None
         return _context.build(self.root, self.catalog, self.tokens, max_tokens=budget.max_tokens, within=within)
-
-    def memory_tool(self, *, max_tokens: int | None = None) -> MemoryTool:
-        """Deprecated (0.2): use `fsmem.agents.memory_tool.MemoryTool.over(memory)`; goes away in 0.3."""
-        from fsmem.agents.memory_tool import MemoryTool  # deprecated shim: the one import that points up
-
-        warn("Memory.memory_tool()", "fsmem.agents.memory_tool.MemoryTool.over(memory)")
-        self._whole_memory("the memory tool")
-        return MemoryTool.over(self, max_tokens=max_tokens)
 
     # -- consolidation (fsmem consolidate, INDEX.md) -------------------------
     def consolidate(self, dry_run: bool = False, *, progress: Progress | None = None) -> ConsolidationReport:
@@ -874,11 +858,6 @@ class Memory:
         if changed:
             self._search_changed(["INDEX.md"])
         return IndexResult(changed=changed)
-
-    def write_index(self) -> bool:
-        """Deprecated (0.2): use `index()`; goes away in 0.3."""
-        warn("Memory.write_index()", "Memory.index()")
-        return self.index().changed
 
     # -- history (git): fsmem.history -------------------------------------------
     @property
@@ -1168,19 +1147,15 @@ class Memory:
         offset: int = 0,
         max_results: int | None = None,
         max_tokens: int | None = None,
-        k: int | None = None,
     ) -> SearchResult:
         """Rows ranked for `query` (facts, bullets, paragraphs with their context), fitted to the budget.
 
         `min_score` is the threshold below which a row is not relevant (an
-        empty answer says "no relevant memory"). `k` is the deprecated name of
-        `max_results`.
+        empty answer says "no relevant memory").
         """
         from fsmem.search.ranking import log_fields, search, usage_counts
 
         check_text(query, "the query")
-
-        max_results = renamed("k", k, "max_results", max_results)
         budget = self.budget.narrowed(max_tokens, max_results)
         arguments = {
             "query": query,
@@ -1221,17 +1196,12 @@ class Memory:
         *,
         seen: str | None = None,
         max_tokens: int | None = None,
-        context: str | None = None,
     ) -> RecallResult:
-        """Search for pre-injection, or skip cheaply (budget spent, already `seen` in the agent's context, nothing new).
-
-        `context` is the deprecated name of `seen`.
-        """
+        """Search for pre-injection, or skip cheaply (budget spent, already `seen` in the agent's context, nothing new)."""
         from fsmem.search import recall as _recall
         from fsmem.search.ranking import log_fields
         from fsmem.search.scoring import first_terms
 
-        seen = renamed("context", context, "seen", seen)
         check_text(query, "the query")
         if seen is not None:
             check_text(seen, "the text already seen")
@@ -1254,20 +1224,6 @@ class Memory:
             )
             logged.done(**log_fields(outcome.result), skipped=outcome.skipped, reason=outcome.reason)
         return outcome
-
-    def evaluate(
-        self,
-        evalset: str | Path | list[Any],
-        *,
-        sweep: Iterable[int] | None = None,
-        max_tokens: int | None = None,
-        ks: Iterable[int] | None = None,
-    ) -> Any:
-        """Deprecated (0.2): use `fsmem.evaluation.evaluate(memory, evalset)`; goes away in 0.3."""
-        from fsmem.evaluation.harness import evaluate  # deprecated shim: the one import that points up
-
-        warn("Memory.evaluate()", "fsmem.evaluation.evaluate(memory, evalset)")
-        return evaluate(self, evalset, sweep=renamed("ks", ks, "sweep", sweep), max_tokens=max_tokens)
 
 
 def _journal() -> Any:

@@ -17,7 +17,6 @@ import os
 import subprocess
 import sys
 import threading
-import warnings
 from pathlib import Path
 
 import pytest
@@ -186,9 +185,7 @@ def test_every_public_method_raises_only_fsmem_errors_and_invalid_argument_for_a
     target = Memory if name in ("__init__", "init") else memory
     method = Memory if name == "__init__" else getattr(target, name)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)  # the 0.1 names still answer until 0.3
-            method(**arguments)
+        method(**arguments)
     except InvalidArgument:
         event(f"{name}: InvalidArgument")
         return

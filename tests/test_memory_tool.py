@@ -619,8 +619,6 @@ def test_memory_method_maps_memories_onto_the_root(fsmem_memory: Path) -> None:
     assert [json.loads(r)["tool"] for r in records] == ["memory.create", "memory.view", "memory.view", "memory.view"]
     assert {json.loads(r)["agent"] for r in records} == {"researcher"}
     assert MemoryTool.over(memory, max_tokens=50).max_tokens == 50
-    with pytest.warns(DeprecationWarning, match=r"Memory.memory_tool\(\) is deprecated"):
-        assert memory.memory_tool(max_tokens=50).max_tokens == 50  # the 0.1 spelling, kept for one release
 
 
 def test_make_private_dirs_leaves_existing_folders(tmp_path: Path) -> None:

@@ -81,8 +81,6 @@ def call(memory: Memory, name: str, arguments: dict[str, Any] | str | None = Non
     budget, and the call is appended to the retrieval log once (a tool whose
     `Memory` method logs too, such as search, is not logged twice).
     """
-    if isinstance(name, str):
-        name = RENAMED_TOOLS.get(name, name)
     logged_name = name if isinstance(name, str) else repr(name)
     with retrieval_log.LoggedCall(
         memory.root, agent=memory.agent, tool=logged_name, arguments=_decoded(arguments)
@@ -149,19 +147,6 @@ def hide_host_paths(text: str, root: Path) -> str:
     return text
 
 
-# Renamed in 0.2, accepted until 0.3: a model prompted with the old names still gets its answer.
-RENAMED_TOOLS = {"list": "ls"}
-RENAMED_ARGUMENTS = {"grep": {"context": "context_lines"}, "search": {"k": "max_results"}}
-
-
-def _renamed(name: str, parsed: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    name = RENAMED_TOOLS.get(name, name)
-    for old, new in RENAMED_ARGUMENTS.get(name, {}).items():
-        if old in parsed and new not in parsed:
-            parsed = {(new if key == old else key): value for key, value in parsed.items()}
-    return name, parsed
-
-
 def _check_arguments(value: Any, where: str = "") -> None:
     """Refuse, at the door, any string argument (or key) holding a NUL byte or a lone surrogate."""
     if isinstance(value, str):
@@ -182,7 +167,6 @@ def _run(memory: Memory, name: str, arguments: dict[str, Any] | str | None) -> R
         raise InvalidArgument("the tool name must be plain text")
     parsed = _parse_arguments(arguments)
     _check_arguments(parsed)
-    name, parsed = _renamed(name, parsed)
     tool_ = REGISTRY.get(name)
     if tool_ is None or not tool_.available(memory):
         names = ", ".join(t.name for t in offered(memory))

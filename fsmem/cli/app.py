@@ -10,7 +10,7 @@ from typing import NoReturn
 import click
 
 from fsmem import __version__
-from fsmem.cli import COMMANDS, RENAMED_COMMANDS
+from fsmem.cli import COMMANDS
 from fsmem.cli.options import AGENT_HELP, ROOT_HELP, did_you_mean, parse_suggesting
 from fsmem.errors import FsmemError
 
@@ -27,18 +27,12 @@ class LazyGroup(click.Group):
     ) -> tuple[str | None, click.Command | None, list[str]]:
         """An unknown command is answered with the commands it could have meant (`fsmem serach`: 'search')."""
         name = args[0] if args else ""
-        if name and not name.startswith("-") and name not in COMMANDS and name not in RENAMED_COMMANDS:
+        if name and not name.startswith("-") and name not in COMMANDS:
             if not ctx.resilient_parsing:
                 raise click.UsageError(f"No such command {name!r}.{did_you_mean(name, sorted(COMMANDS))}", ctx=ctx)
         return super().resolve_command(ctx, args)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        if name in RENAMED_COMMANDS:
-            new = RENAMED_COMMANDS[name]
-            click.echo(
-                f"fsmem: warning: 'fsmem {name}' is deprecated and goes away in fsmem 0.3; use 'fsmem {new}'", err=True
-            )
-            name = new
         target = COMMANDS.get(name)
         if target is None:
             return None

@@ -68,7 +68,7 @@ def build_server(limits: Limits, readers: anyio.CapacityLimiter, writers: anyio.
         name = params.name
         state.tool = name if isinstance(name, str) else None
         arguments = state.held.pop(ctx.request_id, params.arguments)
-        chosen = REGISTRY.get(tools.RENAMED_TOOLS.get(name, name)) if isinstance(name, str) else None
+        chosen = REGISTRY.get(name) if isinstance(name, str) else None
         answer: tools.ToolAnswer | None
         if chosen is not None and chosen.writes:
             # a write is always awaited: once begun, it finishes, even through a shutdown
