@@ -157,8 +157,9 @@ def fits(annotation: str, value) -> bool:
 
 
 def parameters(name: str) -> list[inspect.Parameter]:
+    """The arguments a caller gives (the first parameter is the memory, or its class)."""
     function = inspect.unwrap(getattr(Memory, name))
-    return [p for p in inspect.signature(function).parameters.values() if p.name not in ("self", "cls")]
+    return list(inspect.signature(function).parameters.values())[1:]
 
 
 @st.composite

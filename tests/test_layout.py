@@ -2,7 +2,8 @@
 
 Layers, bottom up (README, "Code map"): the foundation (errors, budget,
 tokens, config), format/ (pure), store/ (disk), the queries, search,
-consolidation and watch, then memory.py (the facade), then the faces: agents/,
+consolidation, watch and history, then operations/ (each operation one function,
+every write one transaction), then memory.py (the facade), then the faces: agents/,
 cli/, integrations/ and evaluation/ (tooling). A module may import its own
 layer and the ones below; every import is checked, including lazy ones inside
 functions and those under TYPE_CHECKING.
@@ -24,6 +25,7 @@ LAYERS = [
     ("format", ("fsmem.format",)),
     ("store", ("fsmem.store",)),
     ("queries", ("fsmem.query", "fsmem.search", "fsmem.consolidate", "fsmem.watch", "fsmem.history")),
+    ("operations", ("fsmem.operations",)),
     ("facade", ("fsmem.memory",)),
     (
         "faces",

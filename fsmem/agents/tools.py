@@ -25,8 +25,8 @@ from typing import Any
 from fsmem.agents import builtin  # noqa: F401  (registers the built-in tools)
 from fsmem.agents.registry import FORMATS, REGISTRY, Reply, Tool, json_type_name, validate
 from fsmem.budget import content_budget, echo, fit_text, within
-from fsmem.errors import FsmemError, InvalidArgument, ReadOnly
-from fsmem.memory import Memory, os_error_message
+from fsmem.errors import FsmemError, InvalidArgument, ReadOnly, translated
+from fsmem.memory import Memory
 from fsmem.store import retrieval_log
 from fsmem.store.paths import text_problem
 
@@ -88,12 +88,9 @@ def call(memory: Memory, name: str, arguments: dict[str, Any] | str | None = Non
         is_error = False
         try:
             reply = _run(memory, name, arguments)
-        except FsmemError as exc:
-            reply, is_error = Reply(f"error: {hide_host_paths(str(exc), memory.root)}"), True
-        except OSError as exc:
-            reply, is_error = Reply(f"error: {hide_host_paths(os_error_message(exc, memory.root), memory.root)}"), True
-        except Exception as exc:  # never raise to the model's harness: an answer it can read, always
-            text = f"{logged_name} failed: {type(exc).__name__}: {exc}"
+        except Exception as exc:  # the dispatcher's one boundary: never raise to the model's harness
+            error = translated(exc, memory.root)
+            text = str(error) if error is not None else f"{logged_name} failed: {type(exc).__name__}: {exc}"
             reply, is_error = Reply(f"error: {hide_host_paths(text, memory.root)}"), True
         # Whatever the input held, the answer is text that encodes as UTF-8 (a lone surrogate is escaped).
         safe = reply.text.encode("utf-8", "backslashreplace").decode("utf-8")
