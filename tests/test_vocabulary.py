@@ -265,6 +265,19 @@ def test_the_package_exports_its_public_types_and_errors_lazily():
     assert set(fsmem.__all__) == {"__version__", *fsmem._EXPORTS}
     for name in fsmem._EXPORTS:
         assert getattr(fsmem, name).__name__ == name
+    # what type checkers read (the imports under TYPE_CHECKING, each re-exported `as` itself) is the same list
+    import ast
+
+    tree = ast.parse(Path(fsmem.__file__).read_text())
+    block = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
+    typed = {
+        alias.name: node.module
+        for node in block.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+        if alias.asname == alias.name
+    }
+    assert typed == fsmem._EXPORTS
     assert issubclass(fsmem.PathEscape, fsmem.FsmemError)
     probe = "import sys, fsmem; print(sorted(m for m in sys.modules if m.startswith('fsmem')))"
     loaded = sp.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
