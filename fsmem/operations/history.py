@@ -8,7 +8,7 @@ operation that runs it, never by a read of the files.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fsmem import format as fmt
 from fsmem.budget import check_offset, echo
@@ -45,8 +45,15 @@ def _narrowed_to(memory: Core, path: str | None, what: str) -> str | None:
     return relative(memory.root, target)
 
 
-def _max_line_chars(memory: Core) -> int:
-    return int(memory.config.section("read").get("max_line_chars", 2000))
+def _cut(memory: Core, lines: str | None, max_tokens: int | None) -> dict[str, Any]:
+    """Which lines of a history answer to show and how much of them fits, as `read` cuts a file."""
+    start, end = reading.parse_range(lines) if lines else (1, None)
+    return {
+        "start": start,
+        "end": end,
+        "max_tokens": memory.budget.narrowed(max_tokens).max_tokens,
+        "max_line_chars": int(memory.config.section("read").get("max_line_chars", 2000)),
+    }
 
 
 def log(
@@ -91,17 +98,8 @@ def show(memory: Core, path: str, *, at: str, lines: str | None = None, max_toke
 
     check_text(at, "--at")
     rel = relative(memory.root, memory.path(path, want="file"))
-    start, end = reading.parse_range(lines) if lines else (1, None)
-    return queries.show(
-        _view(memory),
-        memory.tokens,
-        rel,
-        at,
-        start=start,
-        end=end,
-        max_tokens=memory.budget.narrowed(max_tokens).max_tokens,
-        max_line_chars=_max_line_chars(memory),
-    )
+    cut = _cut(memory, lines, max_tokens)
+    return queries.show(_view(memory), memory.tokens, rel, at, **cut)
 
 
 def diff(
@@ -119,17 +117,8 @@ def diff(
     if rev is not None:
         check_text(rev, "the revision")
     rel = _narrowed_to(memory, path, "history diff")
-    start, end = reading.parse_range(lines) if lines else (1, None)
-    return queries.diff(
-        _view(memory),
-        memory.tokens,
-        rev,
-        rel,
-        start=start,
-        end=end,
-        max_tokens=memory.budget.narrowed(max_tokens).max_tokens,
-        max_line_chars=_max_line_chars(memory),
-    )
+    cut = _cut(memory, lines, max_tokens)
+    return queries.diff(_view(memory), memory.tokens, rev, rel, **cut)
 
 
 def restore(memory: Core, path: str, *, at: str) -> writing.WriteResult:
