@@ -19,7 +19,6 @@ from fsmem.budget import Budget, echo
 from fsmem.config import CONFIG_FILE, Config
 from fsmem.errors import HistoryError, HistoryOff, InvalidArgument, NotFound
 from fsmem.format import secrets
-from fsmem.search.settings import SearchSettings
 from fsmem.store import logs, writing
 from fsmem.store.cache import timestamp_us
 from fsmem.store.catalog import Catalog
@@ -32,6 +31,7 @@ from fsmem.tokens import TokenCounter
 if TYPE_CHECKING:
     from fsmem.history.repo import Repo
     from fsmem.search.index import SearchIndex
+    from fsmem.search.settings import SearchSettings
 
 Prefixes = str | Iterable[str] | Scope | None
 
@@ -122,7 +122,9 @@ class Core:
 
     @property
     def search_settings(self) -> SearchSettings:
-        """How search ranks and cuts its answers (fsmem.yaml `search:`)."""
+        """How search ranks and cuts its answers (fsmem.yaml `search:`); loaded by the first search."""
+        from fsmem.search.settings import SearchSettings
+
         return SearchSettings.from_section(self.config.section("search"))
 
 

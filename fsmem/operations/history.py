@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 from fsmem import format as fmt
 from fsmem.budget import check_offset, echo
-from fsmem.consolidate.settings import DEFAULTS as CONSOLIDATE, Settings
 from fsmem.errors import InvalidArgument, StorageError
 from fsmem.operations import upkeep
 from fsmem.operations.core import Core, in_scope, require_history, whole_memory
@@ -146,6 +145,8 @@ def revert(memory: Core, rev: str) -> writing.WriteResult:
     whole_memory(memory, "history revert")
     check_text(rev, "the revision")
     repo = require_history(memory)
+    from fsmem.consolidate.settings import DEFAULTS as CONSOLIDATE
+
     archive = str(memory.config.section("consolidate").get("archive_dir", CONSOLIDATE["archive_dir"]))
     with transaction(memory) as tx:
         changes, message, label = undo.plan_revert(
@@ -163,6 +164,7 @@ def _index_follows(memory: Core, result: writing.WriteResult) -> None:
     if memory.scope is not None:
         return
     from fsmem.consolidate import index_md
+    from fsmem.consolidate.settings import Settings
 
     settings = Settings.from_section(memory.config.section("consolidate"))
     index_md.follow(memory.root, result.changes, settings.index_max_tokens, memory.tokens.count)

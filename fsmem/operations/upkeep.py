@@ -15,18 +15,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from fsmem.config import STATE_DIR
-from fsmem.consolidate.settings import DEFAULTS as CONSOLIDATE, Settings
 from fsmem.errors import InvalidArgument, guarded
 from fsmem.operations.core import Core, selection, whole_memory
 from fsmem.operations.transaction import after_change, require_writable, transaction
-from fsmem.query import context as _context, stats as _stats
-from fsmem.query.context import ContextBlock
-from fsmem.query.stats import StatsResult
 from fsmem.store import paths as _paths
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # and imported where used: a read (ls, grep, read) loads none of these
     from fsmem.consolidate.apply import ConsolidationReport
     from fsmem.consolidate.settings import Progress
+    from fsmem.query.context import ContextBlock
+    from fsmem.query.stats import StatsResult
     from fsmem.watch import WatchStats
 
 
@@ -100,6 +98,7 @@ def index(memory: Core) -> IndexResult:
     whole_memory(memory, "index")
     require_writable(memory)
     from fsmem.consolidate import index_md
+    from fsmem.consolidate.settings import Settings
 
     settings = Settings.from_section(memory.config.section("consolidate"))
     with transaction(memory) as tx:
@@ -115,6 +114,7 @@ def consolidate(memory: Core, dry_run: bool = False, *, progress: Progress | Non
     if not dry_run:
         require_writable(memory)
     from fsmem.consolidate import apply as consolidate_apply
+    from fsmem.consolidate.settings import DEFAULTS as CONSOLIDATE
 
     section = memory.config.section("consolidate")
     archive_dir = section.get("archive_dir", CONSOLIDATE["archive_dir"])
@@ -183,6 +183,8 @@ _consolidate = consolidate  # for watch, whose argument of that name is a flag
 
 def stats(memory: Core, since: str | None = None, agent: str | None = None) -> StatsResult:
     """Per-tool figures from the retrieval log: calls, p50/p95 latency, mean tokens, shares."""
+    from fsmem.query import stats as _stats
+
     return _stats.stats(memory.root, since=since, agent=agent)
 
 
@@ -190,4 +192,6 @@ def context(memory: Core, max_tokens: int | None = None) -> ContextBlock:
     """The block to pre-inject at the start of a turn: profile/ first, then INDEX.md, within the budget."""
     budget = memory.budget.narrowed(max_tokens)
     within = memory.catalog.visible_test() if memory.scope is not None else None
+    from fsmem.query import context as _context
+
     return _context.build(memory.root, memory.catalog, memory.tokens, max_tokens=budget.max_tokens, within=within)

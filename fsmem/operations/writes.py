@@ -13,7 +13,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-from fsmem.consolidate.settings import DEFAULTS as CONSOLIDATE
 from fsmem.operations.core import Core, in_scope
 from fsmem.operations.transaction import require_writable, screen, screen_value, transaction
 from fsmem.store import paths as _paths, writing
@@ -35,6 +34,8 @@ def note(memory: Core, text: str, *, session: str | None = None, subject: str | 
         name = memory.agent or str(memory.config.section("notes").get("default_session", "default"))
         session = f"{name}-{memory.host_id}"
     text = screen(memory, text, "the note")
+    from fsmem.consolidate.settings import DEFAULTS as CONSOLIDATE  # a read loads none of consolidation
+
     # where consolidation files lines without a subject (`consolidate.default_subject`)
     default = str(memory.config.section("consolidate").get("default_subject") or CONSOLIDATE["default_subject"])
     if subject is not None:

@@ -7,7 +7,6 @@ a `.fsmem` that is a symbolic link is refused at the same moment.
 from __future__ import annotations
 
 import os
-import shlex
 from pathlib import Path
 
 from fsmem.config import CONFIG_FILE, STATE_DIR
@@ -18,6 +17,8 @@ ROOT_ENV = "FSMEM_ROOT"
 
 def remedy(path: Path) -> str:
     """What to run to make `path` a memory (for the message that says it is none)."""
+    import shlex  # only when there is no memory to open
+
     return f"create one with: fsmem init {shlex.quote(str(path))}"
 
 
