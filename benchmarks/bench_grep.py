@@ -29,7 +29,7 @@ def main() -> None:
                 "fsmem": ([fsmem_bin(), "--root", str(root), "grep", "--json", pattern], None),
             }
             medians = side_by_side(commands, common.RUNS)
-            total = json.loads(run_drained(commands["fsmem"][0])[2])["total_matches"]
+            total = json.loads(run_drained(commands["fsmem"][0])[2])["total"]
             rows.append(
                 [
                     f"{files:,}",

@@ -106,6 +106,7 @@ def _clear_error(face: str, exc: Exception) -> bool:
 def escapes(work: Path, limit: float) -> Tally:
     from fsmem import Memory
     from fsmem.agents import tools
+    from fsmem.agents.memory_tool import MemoryTool
 
     base, root, outside = build(work)
     attempts = variants(outside)
@@ -127,7 +128,7 @@ def escapes(work: Path, limit: float) -> Tally:
                 continue
             tally.call("Memory", f"{name} {what}", lambda op=op, path=path: op(path), never)
         for name, arguments in _tool_calls(path):
-            if what.startswith("folder given as a file") and name in ("list", "grep"):
+            if what.startswith("folder given as a file") and name in ("ls", "grep"):
                 continue
             tally.call(
                 "tools.call",
@@ -135,7 +136,7 @@ def escapes(work: Path, limit: float) -> Tally:
                 lambda name=name, arguments=arguments: tools.call(memory, name, arguments),
                 lambda answer: answer.is_error,
             )
-    tool = memory.memory_tool()
+    tool = MemoryTool.over(memory)
     for what, path in attempts:
         for command, arguments in _memory_tool_commands(path):
             if what.startswith("folder given as a file") and command in ("view", "delete", "rename"):
@@ -150,7 +151,7 @@ def escapes(work: Path, limit: float) -> Tally:
 def _tool_calls(path: str) -> list[tuple[str, dict[str, Any]]]:
     return [
         ("read", {"path": path}),
-        ("list", {"path": path}),
+        ("ls", {"path": path}),
         ("grep", {"pattern": "SECRET", "paths": [path]}),
         ("write", {"path": path, "body": "SECRET-OVERWRITE\n"}),
         ("edit", {"path": path, "old": "proration", "new": "x"}),
@@ -214,7 +215,7 @@ def _mcp(tally: Tally, root: Path, attempts: list[tuple[str, str]]) -> None:
         (what, name, arguments)
         for what, path in attempts
         for name, arguments in _tool_calls(path)
-        if not (what.startswith("folder given as a file") and name in ("list", "grep"))
+        if not (what.startswith("folder given as a file") and name in ("ls", "grep"))
     ]
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
     params = StdioServerParameters(command=sys.executable, args=["-m", "fsmem", "--root", str(root), "mcp"], env=env)

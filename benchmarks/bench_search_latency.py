@@ -52,7 +52,7 @@ def main() -> int:
 
         def cold():
             shutil.rmtree(root / ".fsmem", ignore_errors=True)
-            Memory(root).search(QUERIES[0], k=20)
+            Memory(root).search(QUERIES[0], max_results=20)
 
         cold_ms = timed(cold, repeat=3)
         memory.search(QUERIES[0])

@@ -2,22 +2,25 @@
 
 The memory is a plain directory of Markdown files with YAML front matter;
 `fsmem.Memory(root)` lists, greps, reads, searches and writes it within a
-token budget. The public result types and errors are importable from here;
-each is loaded on first use, so `import fsmem` (and the CLI's start-up) costs
-only what is used. Type checkers read the same names from `__init__.pyi`.
+token budget. The public result types and every error fsmem raises are
+importable from here; each is loaded on first use, so `import fsmem` (and the
+CLI's start-up) costs only what is used. Type checkers read the same names
+from the imports under TYPE_CHECKING (`tests/test_vocabulary.py` holds the two
+lists equal).
 """
 
 from __future__ import annotations
 
 import importlib
 
-__version__ = "0.2.0"
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+__version__ = "0.3.0"
 
 # public name -> module that defines it
 _EXPORTS = {
     "Memory": "fsmem.memory",
-    "CheckResult": "fsmem.memory",
-    "IndexResult": "fsmem.memory",
+    "CheckResult": "fsmem.operations.upkeep",
+    "IndexResult": "fsmem.operations.upkeep",
     "Budget": "fsmem.budget",
     "Page": "fsmem.budget",
     "Listing": "fsmem.query.listing",
@@ -47,51 +50,56 @@ _EXPORTS = {
     "ConfigError": "fsmem.errors",
     "ChangedOnDisk": "fsmem.errors",
     "MemoryToolError": "fsmem.errors",
+    "StorageError": "fsmem.errors",
     "MissingDependency": "fsmem.errors",
+    "SecretFound": "fsmem.errors",
     "HistoryOff": "fsmem.errors",
     "HistoryError": "fsmem.errors",
     "SyncFailed": "fsmem.errors",
+    "SyncRefused": "fsmem.errors",
+    "ConfigHeld": "fsmem.errors",
 }
 
-__all__ = [
-    "__version__",
-    "Memory",
-    "CheckResult",
-    "IndexResult",
-    "Budget",
-    "Page",
-    "Listing",
-    "ListEntry",
-    "GrepResult",
-    "GrepMatch",
-    "ReadResult",
-    "ContextBlock",
-    "StatsResult",
-    "WriteResult",
-    "SearchResult",
-    "SearchHit",
-    "RecallResult",
-    "ConsolidationReport",
-    "FsmemError",
-    "RootNotFound",
-    "NotAMemory",
-    "PathEscape",
-    "NotFound",
-    "OutOfScope",
-    "AlreadyExists",
-    "InvalidArgument",
-    "EditConflict",
-    "ReadOnly",
-    "LockTimeout",
-    "PatternTimeout",
-    "ConfigError",
-    "ChangedOnDisk",
-    "MemoryToolError",
-    "MissingDependency",
-    "HistoryOff",
-    "HistoryError",
-    "SyncFailed",
-]
+__all__ = ["__version__", *_EXPORTS]
+
+if TYPE_CHECKING:  # what the type checker reads; at run time each name is loaded on first use
+    from fsmem.budget import Budget as Budget, Page as Page
+    from fsmem.consolidate.apply import ConsolidationReport as ConsolidationReport
+    from fsmem.errors import (
+        AlreadyExists as AlreadyExists,
+        ChangedOnDisk as ChangedOnDisk,
+        ConfigError as ConfigError,
+        ConfigHeld as ConfigHeld,
+        EditConflict as EditConflict,
+        FsmemError as FsmemError,
+        HistoryError as HistoryError,
+        HistoryOff as HistoryOff,
+        InvalidArgument as InvalidArgument,
+        LockTimeout as LockTimeout,
+        MemoryToolError as MemoryToolError,
+        MissingDependency as MissingDependency,
+        NotAMemory as NotAMemory,
+        NotFound as NotFound,
+        OutOfScope as OutOfScope,
+        PathEscape as PathEscape,
+        PatternTimeout as PatternTimeout,
+        ReadOnly as ReadOnly,
+        RootNotFound as RootNotFound,
+        SecretFound as SecretFound,
+        StorageError as StorageError,
+        SyncFailed as SyncFailed,
+        SyncRefused as SyncRefused,
+    )
+    from fsmem.memory import Memory as Memory
+    from fsmem.operations.upkeep import CheckResult as CheckResult, IndexResult as IndexResult
+    from fsmem.query.context import ContextBlock as ContextBlock
+    from fsmem.query.grep import GrepMatch as GrepMatch, GrepResult as GrepResult
+    from fsmem.query.listing import ListEntry as ListEntry, Listing as Listing
+    from fsmem.query.reading import ReadResult as ReadResult
+    from fsmem.query.stats import StatsResult as StatsResult
+    from fsmem.search.ranking import SearchHit as SearchHit, SearchResult as SearchResult
+    from fsmem.search.recall import RecallResult as RecallResult
+    from fsmem.store.writing import WriteResult as WriteResult
 
 
 def __getattr__(name: str) -> object:

@@ -1,8 +1,20 @@
-"""Typed errors raised by the library; the CLI maps each to one line and exit code 2.
+"""Typed errors raised by the library, and how an error from below them is worded at every face.
 
 Every message says what went wrong and, where there is one, what to do instead,
-because the reader is often a model that can only act on the text.
+because the reader is often a model that can only act on the text. Each face
+(`Memory`'s methods, the CLI, the tool dispatcher and through it MCP and the
+HTTP server, Claude's memory tool) has one boundary, and each turns what is not
+an `FsmemError` into one with `translated`: an operating-system error reads
+the same everywhere (`os_error_message`). The CLI exits with `exit_code`.
 """
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 class FsmemError(Exception):
@@ -97,3 +109,56 @@ class SyncRefused(SyncFailed):
 
 class ConfigHeld(SyncFailed):
     """A remote changes fsmem.yaml: shown and held, nothing merged or pushed, until `fsmem sync --accept-config`."""
+
+
+def quoted(raw: str) -> str:
+    """A user-given path as error messages quote it: escaped, and shortened when very long."""
+    return repr(raw) if len(raw) <= 200 else repr(raw[:120]) + f"… ({len(raw)} characters)"
+
+
+def os_error_message(exc: OSError, root: str | os.PathLike[str] | None = None, *, prefix: str = "") -> str:
+    """One line for an operating-system error: the reason, and the file it concerns.
+
+    A file inside `root` is named relative to it, after `prefix` (Claude's
+    memory tool names them `/memories/...`): `no space left on device
+    ('topics/billing.md')`.
+    """
+    where = ""
+    if exc.filename is not None:
+        name = os.fsdecode(exc.filename)
+        base = os.fspath(root) if root is not None else None
+        if base is not None and name.startswith(base.rstrip(os.sep) + os.sep):
+            name = prefix + name[len(base.rstrip(os.sep)) + 1 :]
+        where = f" ({quoted(name)})"
+    return f"{(exc.strerror or str(exc)).lower()}{where}"
+
+
+def translated(exc: BaseException, root: str | os.PathLike[str] | None = None) -> FsmemError | None:
+    """The typed error that an exception from below the library stands for at a face, or None (a bug, which
+    each face reports its own way). The same words at every face: an `OSError` is a `StorageError`
+    (`os_error_message`), text that is not Unicode and input nested past Python's limit are `InvalidArgument`."""
+    if isinstance(exc, FsmemError):
+        return exc
+    if isinstance(exc, OSError):
+        return StorageError(os_error_message(exc, root))
+    if isinstance(exc, UnicodeError):
+        return InvalidArgument(f"text that is not valid Unicode ({getattr(exc, 'reason', exc)})")
+    if isinstance(exc, RecursionError):
+        return InvalidArgument("the input is nested too deeply to handle")
+    return None
+
+
+def guarded(
+    call: Callable[[], T], root: str | os.PathLike[str] | Callable[[], str | os.PathLike[str] | None] | None = None
+) -> T:
+    """`call()`, letting only `FsmemError` out: what `translated` maps is raised as its typed error. `root` (or
+    what it returns, asked only on a failure) is the memory whose files the message names relative to it."""
+    try:
+        return call()
+    except FsmemError:
+        raise
+    except Exception as exc:
+        mapped = translated(exc, root() if callable(root) else root)
+        if mapped is None:
+            raise
+        raise mapped from (None if isinstance(exc, RecursionError) else exc)

@@ -42,7 +42,7 @@ def test_ls_grep_read_through_the_installed_script(demo_memory):
     assert data["total"] == 11 and data["left_out"] == 0
     found = fsmem("--root", root, "grep", "-i", "PRORATION", "--json")
     assert found.returncode == 0
-    assert json.loads(found.stdout)["total_matches"] == 3
+    assert json.loads(found.stdout)["total"] == 3
     none = fsmem("--root", root, "grep", "zebra-unicorn")
     assert none.returncode == 1 and "(no matches)" in none.stdout
     read = fsmem("--root", root, "read", "topics/billing.md", "--section", "Facts")
@@ -153,7 +153,7 @@ def test_grep_json_offset_paging_via_cli(empty_memory):
     first = json.loads(
         fsmem("--root", str(empty_memory.root), "grep", "needle", "--max-results", "50", "--json").stdout
     )
-    assert first["total_matches"] == 120 and first["truncated"] and first["next_offset"] == 50
+    assert first["total"] == 120 and first["truncated"] and first["next_offset"] == 50
     last = json.loads(fsmem("--root", str(empty_memory.root), "grep", "needle", "--offset", "100", "--json").stdout)
     assert [m["line"] for m in last["matches"]] == list(range(101, 121)) and not last["truncated"]
 

@@ -96,7 +96,7 @@ def test_a_mistyped_command_is_answered_with_the_one_it_meant(tmp_path):
     [
         (["search", "x", "--max"], "Did you mean one of: '--max-results', '--max-tokens'?"),  # click alone: '--tag'
         (["search", "x", "--max-token", "5"], "Did you mean '--max-tokens'?"),
-        (["grep", "x", "--contex", "2"], "Did you mean '--context-lines'?"),  # never the deprecated, hidden --context
+        (["grep", "x", "--contex", "2"], "Did you mean '--context-lines'?"),
         (["read", "x.md", "--outlin"], "Did you mean '--outline'?"),
         (["--rot", "x", "ls"], "Did you mean '--root'?"),
     ],
@@ -108,9 +108,11 @@ def test_a_mistyped_option_is_answered_with_the_options_it_could_mean(capsys, ar
     assert err.splitlines()[-1] == f"Error: No such option {option!r}. {hint}"
 
 
-def test_the_renamed_command_still_runs_without_a_suggestion(demo_memory, capsys):
-    code, _, err = in_process(capsys, "--root", str(demo_memory.root), "eval", "--help")
-    assert code == 0 and "'fsmem eval' is deprecated" in err
+def test_the_command_removed_in_0_3_is_answered_with_its_successor(demo_memory, capsys):
+    """`fsmem eval` (renamed `evaluate` in 0.2) is gone in 0.3: click's error, with the command it could mean."""
+    code, out, err = in_process(capsys, "--root", str(demo_memory.root), "eval", "--help")
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1] == "Error: No such command 'eval'. Did you mean 'evaluate'?"
 
 
 # -- --json errors: a JSON document on stdout as well as the line on stderr --------------------------------------

@@ -102,7 +102,7 @@ def test_demo_supersedes_employer_and_role(demo):
     )
     assert "- role: finance lead (2026-11-20, sessions/2026/11/20/support-0140.md)\n" in priya
     hits = demo.grep("Acme Corp", ["entities/people/adam-smith.md"])
-    assert hits.total_matches == 0
+    assert hits.total == 0
     hits = demo.grep("Acme Corp", ["entities/people/adam-smith.md"], include_superseded=True)
     assert hits.to_dict()["matches"][0]["superseded"] is True
     shown = demo.read("entities/people/adam-smith.md").to_text()
@@ -195,11 +195,11 @@ def test_retraction(memory):
         "- employer: Acme (2026-01-01 to 2026-02-01, sessions/2026/01/01/a.md)\n"
         "- employer: ~ (2026-02-01, sessions/2026/02/01/b.md)\n"
     )
-    assert memory.grep("employer", ["entities/people/ann-lee.md"]).total_matches == 0
+    assert memory.grep("employer", ["entities/people/ann-lee.md"]).total == 0
     # an older value arriving after the retraction stays retracted
     note(memory.root, "2026-01-15", "late", "## people/Ann Lee\n- employer: Initech\n")
     memory.consolidate()
-    assert memory.grep("employer", ["entities/people/ann-lee.md"]).total_matches == 0
+    assert memory.grep("employer", ["entities/people/ann-lee.md"]).total == 0
     assert "- employer: Initech (2026-01-15 to 2026-02-01, sessions/2026/01/15/late.md)\n" in body(
         memory, "entities/people/ann-lee.md"
     )

@@ -87,7 +87,7 @@ def test_the_global_options_are_documented_once(reference):
     assert all("`--root DIR`" not in text for name, text in page.items() if name != "Global options")
 
 
-def test_hidden_spellings_stay_out_of_the_reference(reference):
+def test_hidden_and_removed_spellings_stay_out_of_the_reference(reference):
     markdown = reference.cli_markdown()
     hidden = [
         name
@@ -96,10 +96,11 @@ def test_hidden_spellings_stay_out_of_the_reference(reference):
         if isinstance(param, click.Option) and param.hidden
         for name in param.opts
     ]
-    assert "--k" in hidden and "--quiet" in hidden  # what is hidden from --help: deprecated spellings
-    for name in hidden:
+    removed_in_0_3 = ["--k", "--quiet", "--context", "--context-file"]
+    assert not set(hidden) & set(removed_in_0_3)  # gone, not hidden: typing one is a usage error
+    for name in hidden + removed_in_0_3:
         assert f"`{name}`" not in markdown and f"`{name} " not in markdown, name
-    assert "## fsmem eval\n" not in markdown  # the renamed command is hidden too
+    assert "## fsmem eval\n" not in markdown  # the renamed command is gone too
 
 
 def test_every_tool_has_its_description_and_schema(reference):

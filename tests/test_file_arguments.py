@@ -48,7 +48,6 @@ class Case:
 
 FILE_ARGUMENTS: dict[tuple[str, str], Case] = {
     ("recall", "seen_file"): Case(("--root", "{root}", "recall", "alpha", "--seen-file", "{}"), limit=SEEN_LIMIT),
-    ("recall", "context_file"): Case(("--root", "{root}", "recall", "alpha", "--context-file", "{}"), limit=SEEN_LIMIT),
     ("evaluate", "evalset"): Case(("--root", "{root}", "evaluate", "{}"), limit=harness.EVALSET_LIMIT),
     ("evaluate", "plot_file"): Case(("--root", "{root}", "evaluate", "{evalset}", "--plot", "{}"), reads=False),
     ("import locomo", "file"): Case(("import", "locomo", "{}", "{out}"), limit=locomo.LOCOMO_LIMIT),

@@ -24,7 +24,7 @@ def test_grep_finds_lines_grouped_by_file_with_line_numbers(demo_memory):
         ("topics/billing.md", 15),
     ]
     assert result.matches[2].text == "- proration: daily, for seat changes mid-cycle"
-    assert result.total_matches == 3 and not result.truncated and result.left_out == 0
+    assert result.total == 3 and not result.truncated and result.left_out == 0
     text = result.to_text()
     assert text.splitlines()[0] == "entities/people/adam-smith.md:"
     assert "15:- proration: daily" in text
@@ -32,19 +32,19 @@ def test_grep_finds_lines_grouped_by_file_with_line_numbers(demo_memory):
 
 
 def test_grep_flags_fixed_strings_word_and_case(demo_memory):
-    assert demo_memory.grep("Proration").total_matches == 0
-    assert demo_memory.grep("net 3.", fixed_strings=True).total_matches == 0
-    assert demo_memory.grep("net 3.").total_matches == 1
-    assert demo_memory.grep("invoic", word=True, ignore_case=True).total_matches == 0
-    assert demo_memory.grep("invoic", ignore_case=True).total_matches > 0
-    assert demo_memory.grep("billing", word=True, ignore_case=True).total_matches > 0
+    assert demo_memory.grep("Proration").total == 0
+    assert demo_memory.grep("net 3.", fixed_strings=True).total == 0
+    assert demo_memory.grep("net 3.").total == 1
+    assert demo_memory.grep("invoic", word=True, ignore_case=True).total == 0
+    assert demo_memory.grep("invoic", ignore_case=True).total > 0
+    assert demo_memory.grep("billing", word=True, ignore_case=True).total > 0
 
 
 def test_grep_total_is_honest_when_cut_and_offset_pages_through(empty_memory):
     lines = "".join(f"- item {i}: needle number {i}\n" for i in range(300))
     write_file(empty_memory.root, "topics/many.md", "---\ntitle: many\n---\n" + lines)
     first = empty_memory.grep("needle", max_results=100, max_tokens=100_000)
-    assert first.total_matches == 300
+    assert first.total == 300
     assert len(first.matches) == 50  # the default budget's max_results caps the request
     assert first.truncated and first.left_out == 250 and first.next_offset == 50
     assert "Continue with --offset 50" in first.to_text()
@@ -52,7 +52,7 @@ def test_grep_total_is_honest_when_cut_and_offset_pages_through(empty_memory):
     offset = 0
     while offset is not None:
         page = empty_memory.grep("needle", offset=offset, max_tokens=300)
-        assert page.total_matches == 300
+        assert page.total == 300
         assert page.tokens <= 300
         seen.extend(m.line for m in page.matches)
         offset = page.next_offset
@@ -74,7 +74,7 @@ def test_grep_paths_and_front_matter_filters(demo_memory):
     assert "topics/deployments.md" not in {m.path for m in semantic.matches}
     tagged = demo_memory.grep("Facts", tag=["sre"])
     assert {m.path for m in tagged.matches} == {"entities/people/maria-lopez.md", "topics/deployments.md"}
-    assert demo_memory.grep("Facts", tag=["no-such-tag"]).total_matches == 0
+    assert demo_memory.grep("Facts", tag=["no-such-tag"]).total == 0
 
 
 def test_grep_context_lines(demo_memory):
@@ -102,7 +102,7 @@ def test_grep_leaves_superseded_facts_out_unless_asked(empty_memory):
     )
     default = empty_memory.grep("employer", ["entities"])
     assert [(m.line, m.superseded) for m in default.matches] == [(5, False), (9, False)]
-    assert default.total_matches == 2
+    assert default.total == 2
     everything = empty_memory.grep("employer", ["entities"], include_superseded=True)
     assert [(m.line, m.superseded) for m in everything.matches] == [(5, False), (7, True), (9, False)]
     assert everything.to_dict()["matches"][1]["superseded"] is True
@@ -111,7 +111,7 @@ def test_grep_leaves_superseded_facts_out_unless_asked(empty_memory):
 
 def test_grep_json_document_shape(demo_memory):
     data = demo_memory.grep("Globex").to_dict()
-    assert set(data) >= {"matches", "total_matches", "truncated", "tokens"}
+    assert set(data) >= {"matches", "total", "truncated", "tokens"} and "total_matches" not in data
     assert data["matches"] == [
         {"path": "sessions/2026/11/20/support-0140.md", "line": 10, "text": "- employer: Globex", "superseded": False}
     ]
@@ -163,7 +163,7 @@ def _pages(memory, **kwargs):
         page = memory.grep("needle", offset=offset, max_results=9, max_tokens=100_000, **kwargs)
         shown += [(m.path, m.line) for m in page.matches]
         offset = page.next_offset
-    return page.total_matches, shown
+    return page.total, shown
 
 
 def test_grep_order_is_path_order_and_pages_are_exact_without_rg_sorting(empty_memory):
@@ -183,7 +183,7 @@ def test_grep_small_read_chunks_give_the_same_answer(empty_memory, monkeypatch):
     monkeypatch.setattr(rg_module, "_CHUNK", 7)  # rg's count and line-number output cut mid-line
     got = [empty_memory.grep("needle", offset=o, max_results=9).to_dict() for o in (0, 100, 275)]
     assert got == expected
-    assert expected[0]["total_matches"] == 280
+    assert expected[0]["total"] == 280
 
 
 def test_grep_context_lines_survive_client_side_ordering(empty_memory):
@@ -196,7 +196,7 @@ def test_grep_context_lines_survive_client_side_ordering(empty_memory):
 
 def test_grep_totals_follow_superseded_sections_the_cache_has_not_seen(empty_memory):
     _many_files(empty_memory, count=12)
-    assert empty_memory.grep("needle").total_matches == 12 * 7  # warms the cache: its hint names f00, f03, ...
+    assert empty_memory.grep("needle").total == 12 * 7  # warms the cache: its hint names f00, f03, ...
     write_file(
         empty_memory.root, "d1/f01.md", "---\ntitle: f\n---\n- a: needle\n## Superseded\n- b: needle\n- c: needle\n"
     )
@@ -212,9 +212,9 @@ def test_grep_totals_follow_superseded_sections_the_cache_has_not_seen(empty_mem
     assert ("d1/f01.md", 6) not in [(m.path, m.line) for m in result.matches]
     # d0: f00 (now 2, none superseded), f04 and f08 (7 each);
     # d1: f01 (now 1 visible of 3), f05 and f09 (7 each; f09's superseded needle left out)
-    assert result.total_matches == 2 + 7 + 7 + 1 + 7 + 7
+    assert result.total == 2 + 7 + 7 + 1 + 7 + 7
     everything = empty_memory.grep("needle", ["d0", "d1"], include_superseded=True, max_results=50)
-    assert everything.total_matches == result.total_matches + 2 + 1
+    assert everything.total == result.total + 2 + 1
 
 
 def test_grep_page_starts_inside_a_file_after_superseded_ones(empty_memory):
@@ -227,7 +227,7 @@ def test_grep_page_starts_inside_a_file_after_superseded_ones(empty_memory):
         ("d0/f04.md", 8),
         ("d0/f04.md", 9),
     ]
-    assert page.total_matches == 8 * 7 and page.next_offset == 13 and page.cut_by == "results"
+    assert page.total == 8 * 7 and page.next_offset == 13 and page.cut_by == "results"
 
 
 def test_grep_explicit_file_lists_are_split_across_rg_calls(empty_memory, monkeypatch):
@@ -238,7 +238,7 @@ def test_grep_explicit_file_lists_are_split_across_rg_calls(empty_memory, monkey
     monkeypatch.setattr(grep_module, "_ARGS_PER_CALL", 3)
     files = sorted(str(p.relative_to(empty_memory.root)) for p in empty_memory.root.rglob("f*.md"))
     got = empty_memory.grep("needle", files, max_results=50).to_dict()
-    assert got == expected and got["total_matches"] == 70
+    assert got == expected and got["total"] == 70
 
 
 def test_grep_survives_files_changing_between_its_passes(empty_memory, passes):
@@ -266,7 +266,7 @@ def test_grep_survives_files_changing_between_its_passes(empty_memory, passes):
         superseded_ranges=ranges_then_edit,
         superseded_hint=memory.catalog.superseded_hint,
     )
-    assert result.total_matches == 6 * 7  # as counted before the files changed
+    assert result.total == 6 * 7  # as counted before the files changed
     assert [m.path for m in result.matches] == ["d0/f00.md"] * 7 + ["d0/f04.md"] * 7
     assert result.next_offset == 14 and result.left_out == 28
 
@@ -282,7 +282,7 @@ def test_grep_match_longer_than_the_budget_is_shown_cut_and_pages_on(empty_memor
     second = empty_memory.grep("needle", max_tokens=100, offset=1)
     assert [(m.line, m.text) for m in second.matches] == [(2, "needle two")]
     only = empty_memory.grep("needle", ["a.md"], max_tokens=100)
-    assert only.total_matches == 2
+    assert only.total == 2
     tiny = empty_memory.grep("needle", max_tokens=5)
     assert tiny.matches == [] and tiny.tokens == 0 and tiny.truncated
 
@@ -291,4 +291,4 @@ def test_grep_searches_a_file_with_a_nul_byte_as_text(empty_memory):
     write_file(empty_memory.root, "entities/people/a.md", "- employer: Acme\n- car: a\x00b\n")
     result = empty_memory.grep("Acme", ["entities"])
     assert [(m.path, m.line, m.text) for m in result.matches] == [("entities/people/a.md", 1, "- employer: Acme")]
-    assert result.total_matches == 1
+    assert result.total == 1

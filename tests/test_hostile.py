@@ -99,8 +99,8 @@ def test_ls_grep_and_search_leave_out_links_into_state_and_git(memory: Memory) -
     os.symlink(root / ".git", root / "topics" / "gitdir")
 
     assert [e.path for e in memory.ls().entries] == ["README.md", "profile/identity.md", "topics/billing.md"]
-    assert memory.grep("SECRET").total_matches == 0
-    assert memory.grep("globex", ["topics"], ignore_case=True).total_matches == 0
+    assert memory.grep("SECRET").total == 0
+    assert memory.grep("globex", ["topics"], ignore_case=True).total == 0
     hits = memory.search("globex employer SECRET").hits
     assert not [h for h in hits if "SECRET" in h.text or h.path.startswith("topics/")]
     problems = {(p, m) for p, _, m in memory.check().problems}
@@ -200,7 +200,7 @@ def test_read_and_grep_do_not_open_git_files(memory: Memory) -> None:
     ):
         with pytest.raises(PathEscape, match="hidden"):
             call()
-    assert memory.grep("SECRET").total_matches == 0
+    assert memory.grep("SECRET").total == 0
 
 
 @pytest.mark.parametrize(
@@ -330,7 +330,7 @@ def _answers_everything(memory: Memory, bad: str, reason: str, *, consolidate: b
     assert (bad, 1, reason) in memory.check().problems
     assert [h.path for h in memory.search("proration daily").hits][:1] == ["topics/billing.md"]
     assert "profile/identity.md" in memory.context().sources
-    assert memory.grep("proration").total_matches == 1
+    assert memory.grep("proration").total == 1
     if consolidate:
         report = memory.consolidate()
         assert report.counts["notes_consolidated"] == 1
@@ -536,8 +536,8 @@ def test_the_root_readme_is_listed_and_read_but_not_grepped_or_ranked(memory: Me
     but grep and search leave it out unless it is named."""
     assert "README.md" in [e.path for e in memory.ls().entries]
     assert memory.read("README.md", lines="1:1").lines == [(1, "---")]
-    assert memory.grep("conventions", ignore_case=True).total_matches == 0
-    assert memory.grep("conventions", ignore_case=True, type="procedural").total_matches == 0
-    assert memory.grep("conventions", ["README.md"], ignore_case=True).total_matches > 0
+    assert memory.grep("conventions", ignore_case=True).total == 0
+    assert memory.grep("conventions", ignore_case=True, type="procedural").total == 0
+    assert memory.grep("conventions", ["README.md"], ignore_case=True).total > 0
     pytest.importorskip("bm25s")
     assert all(h.path != "README.md" for h in memory.search("conventions of this memory for a human").hits)

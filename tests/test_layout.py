@@ -2,7 +2,8 @@
 
 Layers, bottom up (README, "Code map"): the foundation (errors, budget,
 tokens, config), format/ (pure), store/ (disk), the queries, search,
-consolidation and watch, then memory.py (the facade), then the faces: agents/,
+consolidation, watch and history, then operations/ (each operation one function,
+every write one transaction), then memory.py (the facade), then the faces: agents/,
 cli/, integrations/ and evaluation/ (tooling). A module may import its own
 layer and the ones below; every import is checked, including lazy ones inside
 functions and those under TYPE_CHECKING.
@@ -19,22 +20,18 @@ PACKAGE = Path(__file__).resolve().parent.parent / "fsmem"
 LAYERS = [
     (
         "foundation",
-        ("fsmem.errors", "fsmem.budget", "fsmem.tokens", "fsmem.config", "fsmem.deprecated", "fsmem.arguments"),
+        ("fsmem.errors", "fsmem.budget", "fsmem.tokens", "fsmem.config", "fsmem.arguments"),
     ),
     ("format", ("fsmem.format",)),
     ("store", ("fsmem.store",)),
     ("queries", ("fsmem.query", "fsmem.search", "fsmem.consolidate", "fsmem.watch", "fsmem.history")),
+    ("operations", ("fsmem.operations",)),
     ("facade", ("fsmem.memory",)),
     (
         "faces",
         ("fsmem.agents", "fsmem.cli", "fsmem.integrations", "fsmem.evaluation", "fsmem.server", "fsmem.__main__"),
     ),
 ]
-# Deprecated shims of 0.1's API, kept one release: the only imports that point up (they go in 0.3).
-SHIMS = {
-    ("fsmem.memory", "fsmem.agents.memory_tool"),  # Memory.memory_tool() -> MemoryTool.over(memory)
-    ("fsmem.memory", "fsmem.evaluation.harness"),  # Memory.evaluate() -> fsmem.evaluation.evaluate(memory, ...)
-}
 MAX_LINES = 400
 
 LONG_REASON = "This module is long because"
@@ -87,9 +84,7 @@ def test_imports_point_down(module):
     path = modules()[module]
     own = layer_of(module)
     assert own is not None
-    upward = sorted(
-        target for target in imports_of(path, module) if (layer_of(target) or 0) > own and (module, target) not in SHIMS
-    )
+    upward = sorted(target for target in imports_of(path, module) if (layer_of(target) or 0) > own)
     assert not upward, f"{module} ({LAYERS[own][0]}) imports from a higher layer: {upward}"
 
 
@@ -106,7 +101,6 @@ def test_nothing_below_the_facade_knows_memory():
 
 def test_no_import_cycles():
     graph = {module: imports_of(path, module) for module, path in modules().items()}
-    graph = {m: {t for t in targets if (m, t) not in SHIMS} for m, targets in graph.items()}
     state: dict[str, int] = {}
     stack: list[str] = []
 

@@ -123,4 +123,4 @@ def test_symlinked_file_leading_outside_is_not_listed(empty_memory, tmp_path):
     os.symlink(empty_memory.root / "README.md", empty_memory.root / "topics" / "alias.md")
     paths = {e.path for e in empty_memory.ls("topics").entries}
     assert paths == {"topics/alias.md"}
-    assert empty_memory.grep("SECRET").total_matches == 0
+    assert empty_memory.grep("SECRET").total == 0

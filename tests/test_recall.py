@@ -71,24 +71,22 @@ def test_skip_when_nothing_was_written_within_the_horizon(memory):
     assert not memory.recall("pizza lunch").skipped
 
 
-def test_recall_cli_reads_the_context_file(memory, tmp_path):
+def test_recall_cli_reads_the_seen_file(memory, tmp_path):
     context = tmp_path / "context.txt"
     context.write_text("how is proration computed")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     cmd = [sys.executable, "-c", "from fsmem.cli import main; main()", "--root", str(memory.root), "recall"]
     skipped = subprocess.run(
-        cmd + ["how is proration computed", "--context-file", str(context), "--json"],
+        cmd + ["how is proration computed", "--seen-file", str(context), "--json"],
         capture_output=True,
         text=True,
         env=env,
     )
     assert skipped.returncode == 1, skipped.stderr
     assert json.loads(skipped.stdout)["reason"] == "in_context"
-    found = subprocess.run(
-        cmd + ["proration", "--context-file", "-"], input="", capture_output=True, text=True, env=env
-    )
+    found = subprocess.run(cmd + ["proration", "--seen-file", "-"], input="", capture_output=True, text=True, env=env)
     assert found.returncode == 0 and "6: - proration: daily" in found.stdout
     missing = subprocess.run(
-        cmd + ["proration", "--context-file", str(tmp_path / "nope")], capture_output=True, text=True, env=env
+        cmd + ["proration", "--seen-file", str(tmp_path / "nope")], capture_output=True, text=True, env=env
     )
     assert missing.returncode == 2 and "does not exist" in missing.stderr

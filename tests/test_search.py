@@ -295,7 +295,7 @@ def run_cli(root, *args, input=None):
 
 
 def test_cli_search_json_text_and_exit_codes(memory):
-    done = run_cli(memory.root, "search", "proration", "--k", "1", "--json")
+    done = run_cli(memory.root, "search", "proration", "--max-results", "1", "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert set(data) >= {"results", "tokens", "truncated", "left_out"}
@@ -307,7 +307,7 @@ def test_cli_search_json_text_and_exit_codes(memory):
     assert (
         bad.returncode == 2 and bad.stderr.startswith("fsmem: error: --updated-after") and "Traceback" not in bad.stderr
     )
-    bad_k = run_cli(memory.root, "search", "x", "--k", "0")
+    bad_k = run_cli(memory.root, "search", "x", "--max-results", "0")
     assert bad_k.returncode == 2 and "max_results must be a whole number of at least 1" in bad_k.stderr
 
 

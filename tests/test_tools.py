@@ -311,7 +311,7 @@ def test_answers_never_exceed_the_agents_budget(root):
     calls = [
         ("ls", {}),
         ("grep", {"pattern": "fact"}),
-        ("grep", {"pattern": "e", "context": 3}),
+        ("grep", {"pattern": "e", "context_lines": 3}),
         ("read", {"path": "topics/long.md"}),
         ("read", {"path": "topics/long.md", "outline": True}),
         ("read", {"path": "topics/long.md", "lines": "2000:"}),
@@ -422,7 +422,7 @@ def test_a_tool_is_offered_only_where_memory_has_the_method_it_needs(root, frobn
 def test_search_tool_ranks_real_rows_within_the_budget_and_says_when_nothing_is_relevant(root):
     memory = Memory(root, agent="researcher")
     assert "search" in [d["name"] for d in tools.definitions(memory)]
-    found = tools.call(memory, "search", {"query": "payment terms", "k": 3})
+    found = tools.call(memory, "search", {"query": "payment terms", "max_results": 3})
     assert not found.is_error and not found.empty
     assert found.paths[0] == "topics/billing.md:17"
     assert "- payment terms: net 30" in found.text

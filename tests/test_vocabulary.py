@@ -3,7 +3,7 @@
 The walk fails when a command lacks an option its kind of answer needs, when
 the CLI, the Python API and a tool name the same parameter differently, when
 an old spelling reappears, or when a shared option's help text drifts from
-its one declaration. The old spellings of 0.1 must still work, with a warning.
+its one declaration. The spellings 0.2 renamed are gone in 0.3, refused where a user types them.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pytest
 from fsmem import Memory
 from fsmem.agents import tools
 from fsmem.cli import COMMANDS, cli
-from fsmem.deprecated import RENAMED
+from fsmem.errors import InvalidArgument
 
 FSMEM = str(Path(sys.executable).with_name("fsmem"))
 
@@ -76,7 +76,7 @@ def all_flags(cmd: click.Command) -> set[str]:
 
 
 def method_parameters(name: str) -> set[str]:
-    return set(inspect.signature(getattr(Memory, name)).parameters) - {"self"}
+    return set(list(inspect.signature(getattr(Memory, name)).parameters)[1:])  # after the memory itself
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
@@ -212,39 +212,49 @@ def test_ls_pages_with_offset_like_grep(demo_memory):
     assert seen == [m.path for m in demo_memory.files()] and len(seen) == 11
 
 
-def test_every_renamed_spelling_is_listed_and_documented():
-    guide = (Path(__file__).resolve().parent.parent / "docs" / "guide.md").read_text()  # its table of renames
-    for where, old, new in RENAMED:
-        assert f"`{old}`" in guide and f"`{new}`" in guide, (where, old, new)
+# The spellings 0.2 renamed, gone in 0.3: (what a user types, the last line of the answer). On the CLI click's own
+# error, with the options or commands it could mean (`fsmem.cli.options.did_you_mean`).
+REMOVED_OPTIONS = [
+    (("search", "billing", "--k", "1"), "Error: No such option '--k'."),
+    (("grep", "proration", "--context", "1"), "Error: No such option '--context'. Did you mean '--context-lines'?"),
+    (("recall", "x", "--context-file", "-"), "Error: No such option '--context-file'. Did you mean '--seen-file'?"),
+    (("watch", "--quiet", "1"), "Error: No such option '--quiet'."),
+    (("evaluate", "e.yaml", "--k", "1"), "Error: No such option '--k'."),
+    (("eval", "e.yaml"), "Error: No such command 'eval'. Did you mean 'evaluate'?"),
+]
 
 
-def test_old_spellings_still_work_with_a_warning(demo_memory, tmp_path):
-    root = str(demo_memory.root)
-    with pytest.warns(DeprecationWarning, match="k is deprecated"):
-        assert len(demo_memory.search("billing", k=1).hits) == 1
-    with pytest.warns(DeprecationWarning, match="context is deprecated"):
-        assert demo_memory.grep("proration", context=1).matches[0].before
-    with pytest.warns(DeprecationWarning, match="write_index"):
-        assert demo_memory.write_index() in (True, False)
-    with pytest.warns(DeprecationWarning, match="context is deprecated"):
-        assert demo_memory.recall("proration", context="nothing like it").reason is None
-    old_search = run("--root", root, "search", "billing", "--k", "1", "--json", root=tmp_path)
-    assert old_search.returncode == 0 and len(json.loads(old_search.stdout)["results"]) == 1
-    assert "--k is deprecated" in old_search.stderr and "--max-results" in old_search.stderr
-    old_grep = run("--root", root, "grep", "proration", "--context", "1", root=tmp_path)
-    assert old_grep.returncode == 0 and "--context-lines" in old_grep.stderr
-    both = run("--root", root, "search", "billing", "--k", "1", "--max-results", "2", root=tmp_path)
-    assert both.returncode == 2 and "give --max-results only" in both.stderr
-    evalset = tmp_path / "e.yaml"
-    evalset.write_text("- question: proration\n  gold: [{text: proration}]\n")
-    old_eval = run("--root", root, "eval", str(evalset), "--k", "1", "--json", root=tmp_path)
-    assert old_eval.returncode == 0 and "'fsmem eval' is deprecated" in old_eval.stderr
-    assert json.loads(old_eval.stdout)["per_k"][0]["k"] == 1
-    answer = tools.call(demo_memory, "list", {"path": "topics"})
-    assert not answer.is_error and answer.tool == "ls"
-    answer = tools.call(demo_memory, "search", {"query": "billing", "k": 1})
-    assert not answer.is_error and answer.rows == 1
-    assert demo_memory.grep("proration").to_dict()["total_matches"] == demo_memory.grep("proration").total
+@pytest.mark.parametrize("argv, last_line", REMOVED_OPTIONS, ids=[" ".join(a) for a, _ in REMOVED_OPTIONS])
+def test_a_spelling_removed_in_0_3_is_a_usage_error_on_the_cli(demo_memory, capsys, argv, last_line):
+    from fsmem.cli.app import run as run_in_process
+
+    with pytest.raises(SystemExit) as done:
+        run_in_process(["--root", str(demo_memory.root), *argv])
+    out, err = capsys.readouterr()
+    assert (done.value.code, out, err.splitlines()[-1]) == (2, "", last_line)
+
+
+def test_a_spelling_removed_in_0_3_is_refused_by_name_in_python_and_by_the_tools(demo_memory):
+    calls = {
+        "search": lambda: demo_memory.search("billing", k=1),
+        "grep": lambda: demo_memory.grep("proration", context=1),
+        "recall": lambda: demo_memory.recall("proration", context="x"),
+        "watch": lambda: demo_memory.watch(quiet=1.0),
+    }
+    for method, call in calls.items():
+        with pytest.raises(
+            InvalidArgument, match=rf"^Memory\.{method}\(\) has no argument named '(k|context|quiet)'; it takes "
+        ):
+            call()
+    for gone in ("write_index", "memory_tool", "evaluate"):  # Memory.index(), MemoryTool.over(), evaluation.evaluate()
+        assert not hasattr(demo_memory, gone), gone
+    assert "total_matches" not in demo_memory.grep("proration").to_dict()
+    listed = tools.call(demo_memory, "list", {"path": "topics"})
+    assert listed.is_error and listed.text.startswith("error: unknown tool 'list'; the tools are: ls, grep,")
+    searched = tools.call(demo_memory, "search", {"query": "billing", "k": 1})
+    assert searched.is_error and searched.text.startswith("error: unknown argument 'k' for search; its arguments are:")
+    grepped = tools.call(demo_memory, "grep", {"pattern": "billing", "context": 1})
+    assert grepped.is_error and "unknown argument 'context' for grep" in grepped.text
 
 
 def test_the_package_exports_its_public_types_and_errors_lazily():
@@ -255,6 +265,19 @@ def test_the_package_exports_its_public_types_and_errors_lazily():
     assert set(fsmem.__all__) == {"__version__", *fsmem._EXPORTS}
     for name in fsmem._EXPORTS:
         assert getattr(fsmem, name).__name__ == name
+    # what type checkers read (the imports under TYPE_CHECKING, each re-exported `as` itself) is the same list
+    import ast
+
+    tree = ast.parse(Path(fsmem.__file__).read_text())
+    block = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
+    typed = {
+        alias.name: node.module
+        for node in block.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+        if alias.asname == alias.name
+    }
+    assert typed == fsmem._EXPORTS
     assert issubclass(fsmem.PathEscape, fsmem.FsmemError)
     probe = "import sys, fsmem; print(sorted(m for m in sys.modules if m.startswith('fsmem')))"
     loaded = sp.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout

@@ -175,7 +175,7 @@ def test_read_only_agent_cannot_write(demo_memory):
         with pytest.raises(ReadOnly):
             call()
     assert {p: p.read_bytes() for p in demo_memory.root.rglob("*.md")} == before
-    assert reviewer.grep("net 30").total_matches == 1
+    assert reviewer.grep("net 30").total == 1
 
 
 def test_write_refuses_non_markdown_and_folders(empty_memory):

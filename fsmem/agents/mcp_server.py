@@ -2,10 +2,11 @@
 
 The low-level `mcp.server.lowlevel.Server` is used rather than `MCPServer`
 (the former FastMCP): the tool list and JSON schemas already exist in
-`fsmem.tools`, so the server only forwards `tools/list` and `tools/call` to
-the same registry and dispatcher the Python API uses. Errors are tool results
-with `isError` set, so the model sees the message and can correct its call.
-This is the only module that imports `mcp`.
+`fsmem.agents.tools`, so the server only forwards `tools/list` and
+`tools/call` to the same registry and dispatcher the Python API uses. Errors
+are tool results with `isError` set, so the model sees the message and can
+correct its call; the dispatcher is MCP's one error boundary, and `fsmem serve`
+(`fsmem.server`) answers with the same `tool_list` and `tool_result`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,26 @@ INSTRUCTIONS = (
 )
 
 
+def tool_list(memory: Memory) -> Any:
+    """The MCP `tools/list` answer: the tools `memory`'s agent may use, with their JSON schemas."""
+    import mcp.types as types
+
+    return types.ListToolsResult(
+        tools=[
+            types.Tool(name=d["name"], description=d["description"], input_schema=d["parameters"])
+            for d in tools.definitions(memory, format="json")
+        ]
+    )
+
+
+def tool_result(answer: tools.ToolAnswer) -> Any:
+    """The MCP `tools/call` answer: the dispatcher's text, with `isError` when it refused (its one boundary,
+    `fsmem.agents.tools.call`, has already worded the error)."""
+    import mcp.types as types
+
+    return types.CallToolResult(content=[types.TextContent(text=answer.text)], is_error=answer.is_error)
+
+
 def build_server(memory: Memory, held: dict[Any, Any] | None = None):
     """An MCP `Server` whose tools are `fsmem.tools` over `memory`.
 
@@ -37,31 +58,24 @@ def build_server(memory: Memory, held: dict[Any, Any] | None = None):
     held = held if held is not None else {}
     import anyio
     import mcp.types as types
-    from mcp.server.lowlevel import Server
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(
-            tools=[
-                types.Tool(name=d["name"], description=d["description"], input_schema=d["parameters"])
-                for d in tools.definitions(memory, format="json")
-            ]
-        )
+        return tool_list(memory)
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         # The dispatcher is synchronous (ripgrep runs as a subprocess); keep the event loop free.
         arguments = held.pop(ctx.request_id, params.arguments) if ctx.request_id is not None else params.arguments
-        answer = await anyio.to_thread.run_sync(tools.call, memory, params.name, arguments)
-        return types.CallToolResult(
-            content=[types.TextContent(text=answer.text)],
-            is_error=answer.is_error,
-        )
+        return tool_result(await anyio.to_thread.run_sync(tools.call, memory, params.name, arguments))
+
+    return server_of(list_tools, call_tool)
+
+
+def server_of(list_tools: Any, call_tool: Any) -> Any:
+    """fsmem's MCP server (its name, version and instructions) answering with these two handlers."""
+    from mcp.server.lowlevel import Server
 
     return Server(
-        SERVER_NAME,
-        version=__version__,
-        instructions=INSTRUCTIONS,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
+        SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool
     )
 
 

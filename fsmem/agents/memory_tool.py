@@ -7,16 +7,20 @@ result strings and error messages, so a model trained on the reference sees no
 difference. It does not import `anthropic`: fsmem's own dispatcher uses it
 directly, and `fsmem.integrations.anthropic` wraps it for the SDK's tool runner.
 
-What fsmem adds is opt-in: a token cap on `view` (`max_tokens`, or the agent's
-budget in fsmem.yaml) that cuts a huge answer and names the next `view_range`;
-a retrieval log of every call when a `state_dir` is given; locks and atomic
-writes; and `fsmem()`, the full `fsmem.Memory` over the same folder. Without
-those arguments nothing but what the commands create appears under the folder.
+Over a plain folder, what fsmem adds is opt-in: a token cap on `view`
+(`max_tokens`) that cuts a huge answer and names the next `view_range`; a
+retrieval log of every call and a write lock when a `state_dir` is given;
+atomic writes. Without those arguments nothing but what the commands create
+appears under the folder. Over an fsmem memory (the folder holds fsmem.yaml)
+the tool is one more face of `fsmem.Memory` (`fsmem()`): the agent's budget
+applies, every path obeys the containment rule, and every command that changes
+a file writes through the memory's own write path
+(`fsmem.operations.transaction`: its lock, the secrets policy, the history
+journal and commit, the search index and the change feed, the same logging).
 
 This module is long because each of the six commands reproduces the reference's
-exact strings and errors and, over an fsmem memory, also applies containment,
-locks, the secrets policy and history; how a view looks and is cut lives in
-`memory_view`.
+exact strings and errors, over a plain folder and over an fsmem memory alike;
+how a view looks and is cut lives in `memory_view`.
 """
 
 from __future__ import annotations
@@ -28,14 +32,25 @@ import shutil
 import stat
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fsmem.agents.memory_view import MAX_LINES, CommandAnswer, ViewCap, folder_entries, format_size, numbered_line
 from fsmem.budget import Budget
 from fsmem.config import CONFIG_FILE, Config
-from fsmem.errors import FsmemError, InvalidArgument, MemoryToolError, PathEscape, RootNotFound, SecretFound
-from fsmem.format import secrets
+from fsmem.errors import (
+    FsmemError,
+    InvalidArgument,
+    MemoryToolError,
+    PathEscape,
+    RootNotFound,
+    SecretFound,
+    os_error_message,
+    translated,
+)
+from fsmem.memory import Memory
+from fsmem.operations.transaction import Transaction, screen, transaction
 from fsmem.store import retrieval_log
+from fsmem.store.catalog import walk_stats
 from fsmem.store.files import atomic_write, file_lock, fsync_dir
 from fsmem.store.paths import (
     STATE_DIR,
@@ -47,11 +62,9 @@ from fsmem.store.paths import (
     size_problem,
     text_problem,
 )
+from fsmem.store.template import template_dir
 from fsmem.store.writing import Change
-
-if TYPE_CHECKING:
-    from fsmem.memory import Memory
-    from fsmem.tokens import TokenCounter
+from fsmem.tokens import TokenCounter
 
 PREFIX = "/memories"
 COMMANDS = ("view", "create", "str_replace", "insert", "delete", "rename")
@@ -86,9 +99,11 @@ class MemoryTool:
     with `create_root="lazy"`); `memory_root=` maps it onto any folder instead.
     Optional: `agent` (its budget and read-only flag from the folder's
     fsmem.yaml, and its name in the log), `max_tokens` (a cap on `view`
-    answers), `state_dir` (where the retrieval log and write locks go; nothing
-    is logged or locked without it). Every command returns the answer text or
-    raises `MemoryToolError` with the message the model should read.
+    answers), `state_dir` (where the retrieval log goes, and over a plain
+    folder the write lock; nothing is logged without it, and a plain folder is
+    not locked). Over an fsmem memory, writes take the memory's own lock and
+    write path whatever `state_dir` says. Every command returns the answer
+    text or raises `MemoryToolError` with the message the model should read.
     """
 
     def __init__(
@@ -118,7 +133,6 @@ class MemoryTool:
         self._load_budget()
         self._tokens: TokenCounter | None = None
         self._memory: Memory | None = None
-        self._repo: Any = False  # the history repository, once looked for (None: no history)
 
     @classmethod
     def over(cls, memory: Memory, *, max_tokens: int | None = None) -> MemoryTool:
@@ -126,14 +140,15 @@ class MemoryTool:
 
         Answers are capped at its agent's budget (or less, with `max_tokens`);
         writes honour its read-only flag; every call is logged to
-        `.fsmem/logs/retrieval.jsonl`. A memory with a scope is refused: the
-        tool's commands reach the whole folder.
+        `.fsmem/logs/retrieval.jsonl`; writes go through `memory`'s own write
+        path. A memory with a scope is refused: the tool's commands reach the
+        whole folder.
         """
         if memory.scope is not None:
             raise InvalidArgument(
                 f"Claude's memory tool reaches the whole memory; this agent's scope is {memory.scope.describe()}"
             )
-        return cls(
+        tool = cls(
             memory_root=memory.root,
             agent=memory.agent,
             max_tokens=memory.budget.narrowed(max_tokens).max_tokens,
@@ -141,6 +156,8 @@ class MemoryTool:
             create_root=False,
             read_only=memory.budget.read_only,
         )
+        tool._memory = memory
+        return tool
 
     def _load_budget(self) -> None:
         """The agent's budget from the folder's fsmem.yaml (none without an agent or a config); max_tokens may narrow it."""
@@ -155,7 +172,7 @@ class MemoryTool:
         if not self.is_fsmem:
             return text
         try:
-            return secrets.screen(text, secrets.policy_of(Config.load(self.memory_root).section("secrets")), what)
+            return screen(self.fsmem(), text, what)
         except SecretFound as exc:
             raise MemoryToolError(str(exc)) from None
 
@@ -173,8 +190,6 @@ class MemoryTool:
         this tool as well). The agent must be known to fsmem.yaml. The same
         object is returned on later calls.
         """
-        from fsmem.memory import Memory, template_dir
-
         if not self.is_fsmem:
             if not init:
                 raise RootNotFound(
@@ -182,13 +197,12 @@ class MemoryTool:
                     "call fsmem(init=True) to add one, or run 'fsmem init' on an empty folder"
                 )
             make_private_dirs(self.memory_root)
-            with self._write_lock():
+            with self._plain_lock():
                 target = self.memory_root / CONFIG_FILE
                 if not target.exists():
                     atomic_write(target, (template_dir() / CONFIG_FILE).read_bytes(), mode=FILE_MODE)
             self._memory = None
             self._tokens = None
-            self._repo = False
             self._load_budget()  # from now on the agent's budget in fsmem.yaml applies here too
         if self._memory is None:
             self._memory = Memory(self.memory_root, agent=self.agent)
@@ -353,14 +367,12 @@ class MemoryTool:
         full = self.validate_path(path, want="file")
         data = self._screen(self._text_argument("file_text", file_text), "file_text").encode("utf-8")
         make_private_dirs(full.parent)
-        repo = self._history()
-        with self._write_lock():
+        with self._writing() as tx:
             try:
                 atomic_write(full, data, mode=FILE_MODE, exclusive=True)
             except FileExistsError:
                 raise MemoryToolError(f"File {path} already exists") from None
-            self._record(repo, "create", [Change(self._relative(full), None, data)])
-        self._commit(repo)
+            self._record(tx, "create", [Change(self._relative(full), None, data)])
         return CommandAnswer(f"File created successfully at: {path}", paths=[self._relative(full)], rows=1)
 
     def _existing_file(self, path: str) -> Path:
@@ -376,8 +388,7 @@ class MemoryTool:
         full = self._existing_file(path)
         old_str = self._text_argument("old_str", old_str)
         new_str = self._screen(self._text_argument("new_str", new_str), "new_str")
-        repo = self._history()
-        with self._write_lock():
+        with self._writing() as tx:
             content = self._read_text(full, path)
             count = content.count(old_str)
             if count == 0:
@@ -393,8 +404,7 @@ class MemoryTool:
             changed = content[: content.find(old_str)].count("\n")
             updated = content.replace(old_str, new_str)
             atomic_write(full, updated.encode("utf-8"))
-            self._record(repo, "str_replace", [Change(self._relative(full), content.encode(), updated.encode())])
-        self._commit(repo)
+            self._record(tx, "str_replace", [Change(self._relative(full), content.encode(), updated.encode())])
         new_lines = updated.split("\n")
         start, end = max(0, changed - 2), min(len(new_lines), changed + 3)
         snippet = [numbered_line(number, new_lines[number - 1]) for number in range(start + 1, end + 1)]
@@ -405,8 +415,7 @@ class MemoryTool:
         self._require_writable("insert")
         full = self._existing_file(path)
         insert_text = self._screen(self._text_argument("insert_text", insert_text), "insert_text")
-        repo = self._history()
-        with self._write_lock():
+        with self._writing() as tx:
             content = self._read_text(full, path)
             lines = content.split("\n")  # split on LF only: a CR stays with its line
             if lines[-1] == "":
@@ -420,8 +429,7 @@ class MemoryTool:
             if not updated.endswith("\n"):
                 updated += "\n"
             atomic_write(full, updated.encode("utf-8"))
-            self._record(repo, "insert", [Change(self._relative(full), content.encode(), updated.encode())])
-        self._commit(repo)
+            self._record(tx, "insert", [Change(self._relative(full), content.encode(), updated.encode())])
         return CommandAnswer(f"The file {path} has been edited.", paths=[self._relative(full)], rows=1)
 
     def _delete(self, path: str) -> CommandAnswer:
@@ -431,21 +439,21 @@ class MemoryTool:
             raise MemoryToolError("Cannot delete the /memories directory itself")
         self._check_folder(full, path)
         relative = self._relative(full)
-        repo = self._history()
-        with self._write_lock():
-            gone = self._contents(full) if repo is not None else []
+        with self._writing() as tx:
+            gone = self._contents(full) if tx is not None and tx.keeps_history else []
             try:
                 if full.is_file():
                     full.unlink()
                 elif full.is_dir():
                     shutil.rmtree(full)
+                    if tx is not None:
+                        tx.changed_folder()
                 else:
                     raise _Missing(f"The path {path} does not exist")
             except FileNotFoundError:
                 raise _Missing(f"The path {path} does not exist") from None
             fsync_dir(full.parent)
-            self._record(repo, "delete", [Change(rel, data, None) for rel, data in gone])
-        self._commit(repo)
+            self._record(tx, "delete", [Change(rel, data, None) for rel, data in gone], paths=[relative])
         return CommandAnswer(f"Successfully deleted {path}", paths=[relative], rows=1)
 
     def _rename(self, old_path: str, new_path: str) -> CommandAnswer:
@@ -455,11 +463,10 @@ class MemoryTool:
         if str(old) == os.path.realpath(self.memory_root):
             raise MemoryToolError("Cannot rename the /memories directory itself")
         self._check_folder(old, old_path)
-        repo = self._history()
-        with self._write_lock():
+        with self._writing() as tx:
             if new.exists():
                 raise MemoryToolError(f"The destination {new_path} already exists")
-            moved = self._contents(old) if repo is not None else []
+            moved = self._contents(old) if tx is not None and tx.keeps_history else []
             if not os.path.lexists(old):  # checked before any folder is made, so a failed move leaves nothing
                 raise _Missing(f"The path {old_path} does not exist")
             make_private_dirs(new.parent)
@@ -473,8 +480,7 @@ class MemoryTool:
             changes = []
             for rel, data in moved:
                 changes += [Change(rel, data, None), Change(target + rel[len(base) :], None, data)]
-            self._record(repo, "rename", changes, f"memory.rename {base} -> {target}")
-        self._commit(repo)
+            self._record(tx, "rename", changes, f"memory.rename {base} -> {target}", paths=[base, target])
         return CommandAnswer(
             f"Successfully renamed {old_path} to {new_path}", paths=[self._relative(old), self._relative(new)], rows=1
         )
@@ -482,17 +488,15 @@ class MemoryTool:
     def _clear_all(self) -> CommandAnswer:
         self._require_writable("clear_all_memory")
         make_private_dirs(self.memory_root)
-        repo = self._history()
-        with self._write_lock():
-            if self.is_fsmem:  # only the memory files: fsmem.yaml, .git/, .fsmem/ and other files stay
-                from fsmem.store.catalog import walk_stats
-
+        with self._writing() as tx:
+            if tx is not None:  # an fsmem memory: only its memory files go; fsmem.yaml, .git/, .fsmem/ and others stay
                 gone = []
                 for rel, full, _stat in list(walk_stats(self.memory_root)):
-                    gone.append(Change(rel, Path(full).read_bytes() if repo is not None else None, None))
+                    gone.append(Change(rel, Path(full).read_bytes() if tx.keeps_history else None, None))
                     os.unlink(full)
                 _remove_empty_folders(self.memory_root)
-                self._record(repo, "clear_all_memory", gone, "memory.clear_all_memory")
+                tx.changed_folder()
+                self._record(tx, "clear_all_memory", gone, "memory.clear_all_memory", paths=[c.path for c in gone])
             else:
                 for child in self.memory_root.iterdir():
                     if child.name == STATE_DIR:
@@ -501,7 +505,6 @@ class MemoryTool:
                         shutil.rmtree(child)
                     else:
                         child.unlink()
-        self._commit(repo)
         return CommandAnswer("All memory cleared")
 
     # -- plumbing -----------------------------------------------------------------
@@ -528,30 +531,54 @@ class MemoryTool:
                 self._log(logged, command, error=error)
                 raise error from exc
             except (OSError, UnicodeError) as exc:
-                error = MemoryToolError(_os_error_message(command, arguments, exc))
+                error = MemoryToolError(self._failure(command, arguments, exc))
                 self._log(logged, command, error=error)
                 raise error from exc
             self._log(logged, command, answer=answer)
         return answer.text
 
-    # -- history: over an fsmem memory in git, every command that changes a file is a commit --------
-    def _history(self) -> Any:
-        """The repository that versions this folder (an fsmem memory with history), else None; looked up once."""
-        if self._repo is False:
-            self._repo = None
-            if self.is_fsmem:
-                from fsmem.history import may_have_history
+    # -- the write path: over an fsmem memory, its own (fsmem.operations.transaction) ----------------
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[Transaction | None]:
+        """The lock of one command that changes files, and over an fsmem memory its whole write path: the
+        memory's write lock, then its journal and commit, the search index and the change feed (`Memory`'s
+        transaction, with its logging). Over a plain folder: the state folder's lock, if any; None."""
+        if not self.is_fsmem:
+            with self._plain_lock():
+                yield None
+            return
+        with transaction(self.fsmem()) as tx:
+            yield tx
 
-                config = Config.load(self.memory_root)
-                section = config.section("history")
-                if may_have_history(self.memory_root, section):
-                    from fsmem.history.repo import discover
-                    from fsmem.store.writing import host_id
+    def _plain_lock(self) -> contextlib.AbstractContextManager[None]:
+        return (
+            file_lock(self.memory_root, state=self.state_dir)
+            if self.state_dir is not None
+            else contextlib.nullcontext()
+        )
 
-                    configured = config.section("notes").get("host_id")
-                    host = host_id(self.memory_root, str(configured) if configured else None)
-                    self._repo = discover(self.memory_root, host, section)
-        return self._repo
+    @staticmethod
+    def _record(
+        tx: Transaction | None,
+        command: str,
+        changes: list[Change],
+        message: str | None = None,
+        *,
+        paths: list[str] | None = None,
+    ) -> None:
+        """What the command changed, for the memory's history and index (nothing over a plain folder)."""
+        if tx is not None:
+            message = message or f"memory.{command} {changes[0].path if changes else ''}".rstrip()
+            tx.record(message, changes, [change.path for change in changes] if paths is None else paths)
+
+    def _failure(self, command: str, arguments: Mapping[str, Any], exc: OSError | UnicodeError) -> str:
+        """The message of a command the system refused, worded as every face words it (`fsmem.errors`)."""
+        target = arguments.get("path") or arguments.get("old_path") or PREFIX
+        if isinstance(exc, OSError):
+            reason = os_error_message(exc, os.path.realpath(self.memory_root), prefix=PREFIX + "/")
+        else:
+            reason = str(translated(exc))
+        return f"The {command} of {target} failed: {reason}"
 
     def _contents(self, full: Path) -> list[tuple[str, bytes]]:
         """(memory-relative path, bytes) of the regular files at or under `full`, before a delete or rename."""
@@ -564,22 +591,6 @@ class MemoryTool:
                 if item.is_file() and not item.is_symlink():
                     found.append((self._relative(item), item.read_bytes()))
         return found
-
-    def _record(self, repo: Any, command: str, changes: list[Change], message: str | None = None) -> None:
-        if repo is None or not changes:
-            return
-        from fsmem.history import journal
-
-        with contextlib.suppress(FsmemError, OSError):  # the command is done; its change is then committed later,
-            journal.record(repo, self.agent, message or f"memory.{command} {changes[0].path}", changes)  # as outside
-
-    def _commit(self, repo: Any) -> None:
-        if repo is None:
-            return
-        from fsmem.history import journal
-
-        with contextlib.suppress(FsmemError, OSError):  # the command is done; a failed commit is retried later
-            journal.drain(repo)
 
     def _check_folder(self, full: Path, path: str) -> None:
         """Over an fsmem memory, refuse to delete or move a folder holding anything but memory files."""
@@ -595,13 +606,6 @@ class MemoryTool:
             raise MemoryToolError(
                 f"The memory is read-only for agent {self.agent!r} ({CONFIG_FILE}); {command} was not performed."
             )
-
-    def _write_lock(self) -> contextlib.AbstractContextManager[None]:
-        if self.state_dir is None:
-            if self._history() is not None:  # history keeps its journal in .fsmem/: take fsmem's own lock
-                return file_lock(self.memory_root)
-            return contextlib.nullcontext()
-        return file_lock(self.memory_root, state=self.state_dir)
 
     def _text_argument(self, name: str, value: Any) -> str:
         if not isinstance(value, str):
@@ -640,9 +644,9 @@ class MemoryTool:
     @property
     def tokens(self) -> TokenCounter:
         """The token counter of the memory's tokenizer (fsmem.yaml's, or fsmem's default)."""
+        if self._memory is not None:
+            return self._memory.tokens
         if self._tokens is None:
-            from fsmem.tokens import TokenCounter
-
             config = Config.load(self.memory_root) if self.is_fsmem else Config()
             self._tokens = TokenCounter(config.tokenizer)
         return self._tokens
@@ -687,14 +691,6 @@ def _occurrences(content: str, needle: str) -> Iterator[int]:
     while at != -1:
         yield at
         at = content.find(needle, at + 1)
-
-
-def _os_error_message(command: str, arguments: Mapping[str, Any], exc: BaseException) -> str:
-    target = arguments.get("path") or arguments.get("old_path") or "/memories"
-    if isinstance(exc, UnicodeError):
-        return f"The {command} of {target} failed: the text is not valid Unicode ({getattr(exc, 'reason', exc)})"
-    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-    return f"The {command} of {target} failed: {reason}"
 
 
 __all__ = ["MemoryTool", "MemoryToolError", "make_private_dirs", "format_size", "COMMANDS", "PREFIX"]

@@ -25,8 +25,8 @@ from typing import Any
 from fsmem.agents import builtin  # noqa: F401  (registers the built-in tools)
 from fsmem.agents.registry import FORMATS, REGISTRY, Reply, Tool, json_type_name, validate
 from fsmem.budget import content_budget, echo, fit_text, within
-from fsmem.errors import FsmemError, InvalidArgument, ReadOnly
-from fsmem.memory import Memory, os_error_message
+from fsmem.errors import FsmemError, InvalidArgument, ReadOnly, translated
+from fsmem.memory import Memory
 from fsmem.store import retrieval_log
 from fsmem.store.paths import text_problem
 
@@ -81,8 +81,6 @@ def call(memory: Memory, name: str, arguments: dict[str, Any] | str | None = Non
     budget, and the call is appended to the retrieval log once (a tool whose
     `Memory` method logs too, such as search, is not logged twice).
     """
-    if isinstance(name, str):
-        name = RENAMED_TOOLS.get(name, name)
     logged_name = name if isinstance(name, str) else repr(name)
     with retrieval_log.LoggedCall(
         memory.root, agent=memory.agent, tool=logged_name, arguments=_decoded(arguments)
@@ -90,12 +88,9 @@ def call(memory: Memory, name: str, arguments: dict[str, Any] | str | None = Non
         is_error = False
         try:
             reply = _run(memory, name, arguments)
-        except FsmemError as exc:
-            reply, is_error = Reply(f"error: {hide_host_paths(str(exc), memory.root)}"), True
-        except OSError as exc:
-            reply, is_error = Reply(f"error: {hide_host_paths(os_error_message(exc, memory.root), memory.root)}"), True
-        except Exception as exc:  # never raise to the model's harness: an answer it can read, always
-            text = f"{logged_name} failed: {type(exc).__name__}: {exc}"
+        except Exception as exc:  # the dispatcher's one boundary: never raise to the model's harness
+            error = translated(exc, memory.root)
+            text = str(error) if error is not None else f"{logged_name} failed: {type(exc).__name__}: {exc}"
             reply, is_error = Reply(f"error: {hide_host_paths(text, memory.root)}"), True
         # Whatever the input held, the answer is text that encodes as UTF-8 (a lone surrogate is escaped).
         safe = reply.text.encode("utf-8", "backslashreplace").decode("utf-8")
@@ -149,19 +144,6 @@ def hide_host_paths(text: str, root: Path) -> str:
     return text
 
 
-# Renamed in 0.2, accepted until 0.3: a model prompted with the old names still gets its answer.
-RENAMED_TOOLS = {"list": "ls"}
-RENAMED_ARGUMENTS = {"grep": {"context": "context_lines"}, "search": {"k": "max_results"}}
-
-
-def _renamed(name: str, parsed: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    name = RENAMED_TOOLS.get(name, name)
-    for old, new in RENAMED_ARGUMENTS.get(name, {}).items():
-        if old in parsed and new not in parsed:
-            parsed = {(new if key == old else key): value for key, value in parsed.items()}
-    return name, parsed
-
-
 def _check_arguments(value: Any, where: str = "") -> None:
     """Refuse, at the door, any string argument (or key) holding a NUL byte or a lone surrogate."""
     if isinstance(value, str):
@@ -182,7 +164,6 @@ def _run(memory: Memory, name: str, arguments: dict[str, Any] | str | None) -> R
         raise InvalidArgument("the tool name must be plain text")
     parsed = _parse_arguments(arguments)
     _check_arguments(parsed)
-    name, parsed = _renamed(name, parsed)
     tool_ = REGISTRY.get(name)
     if tool_ is None or not tool_.available(memory):
         names = ", ".join(t.name for t in offered(memory))

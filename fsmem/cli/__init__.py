@@ -45,10 +45,6 @@ COMMANDS: dict[str, str] = {
 }
 
 
-# old command name -> new one: still runs for one release, with a warning
-RENAMED_COMMANDS: dict[str, str] = {"eval": "evaluate"}
-
-
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `fsmem` command."""
     args = sys.argv[1:] if argv is None else argv

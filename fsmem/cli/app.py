@@ -10,9 +10,9 @@ from typing import NoReturn
 import click
 
 from fsmem import __version__
-from fsmem.cli import COMMANDS, RENAMED_COMMANDS
+from fsmem.cli import COMMANDS
 from fsmem.cli.options import AGENT_HELP, ROOT_HELP, did_you_mean, parse_suggesting
-from fsmem.errors import FsmemError
+from fsmem.errors import FsmemError, translated
 
 
 class LazyGroup(click.Group):
@@ -27,18 +27,12 @@ class LazyGroup(click.Group):
     ) -> tuple[str | None, click.Command | None, list[str]]:
         """An unknown command is answered with the commands it could have meant (`fsmem serach`: 'search')."""
         name = args[0] if args else ""
-        if name and not name.startswith("-") and name not in COMMANDS and name not in RENAMED_COMMANDS:
+        if name and not name.startswith("-") and name not in COMMANDS:
             if not ctx.resilient_parsing:
                 raise click.UsageError(f"No such command {name!r}.{did_you_mean(name, sorted(COMMANDS))}", ctx=ctx)
         return super().resolve_command(ctx, args)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        if name in RENAMED_COMMANDS:
-            new = RENAMED_COMMANDS[name]
-            click.echo(
-                f"fsmem: warning: 'fsmem {name}' is deprecated and goes away in fsmem 0.3; use 'fsmem {new}'", err=True
-            )
-            name = new
         target = COMMANDS.get(name)
         if target is None:
             return None
@@ -71,10 +65,13 @@ def cli(ctx: click.Context, root: str | None, agent: str | None) -> None:
 
 
 def run(argv: list[str] | None = None) -> None:
-    """Run the command, turning every fsmem error into one line and exit 2: the one error boundary.
+    """Run the command, turning every error into one line and exit 2: the CLI's one error boundary.
 
-    With --json the error is also a JSON document on stdout, `{"error": {"message": ..., "exit": 2}}`,
-    so a caller that parses stdout learns why there is no answer.
+    A library error is its own message; an error from below the library (an
+    OSError, input that is not text) is worded as every face words it
+    (`fsmem.errors.translated`). With --json the error is also a JSON document
+    on stdout, `{"error": {"message": ..., "exit": 2}}`, so a caller that
+    parses stdout learns why there is no answer.
     """
     args = sys.argv[1:] if argv is None else argv
     as_json = _asks_for_json(args)
@@ -90,15 +87,11 @@ def run(argv: list[str] | None = None) -> None:
     except BrokenPipeError:
         sys.stderr.close()
         sys.exit(0)
-    except OSError as exc:
-        where = f" ({exc.filename})" if exc.filename else ""
-        _fail(f"{exc.strerror or exc}{where}", 2, as_json)
     except KeyboardInterrupt:
         _fail("interrupted", 130, as_json, line=None)
-    except UnicodeError as exc:  # stdin or an argument that is not text
-        _fail(f"input that is not valid UTF-8 text ({getattr(exc, 'reason', exc)})", 2, as_json)
     except Exception as exc:  # the last resort of the one boundary: still one line, never a traceback
-        _fail(f"{type(exc).__name__}: {exc}", 2, as_json)
+        error = translated(exc)
+        _fail(str(error) if error is not None else f"{type(exc).__name__}: {exc}", 2, as_json)
     sys.exit(code if isinstance(code, int) else 0)
 
 

@@ -9,8 +9,6 @@ import click
 from fsmem.budget import echo
 from fsmem.cli.options import (
     command,
-    deprecated_option,
-    either,
     emit,
     emit_within,
     filter_options,
@@ -107,7 +105,6 @@ def ls_cmd(ctx, path, depth, type_, tag, updated_after, offset, max_results, max
 @click.option("-F", "--fixed-strings", is_flag=True, help="Treat PATTERN as plain text, not a regular expression.")
 @click.option("-w", "--word", is_flag=True, help="Match whole words only.")
 @click.option("-C", "--context-lines", type=int, metavar="N", help="Also show N lines before and after each match.")
-@deprecated_option("--context", "context_old", new="--context-lines (-C)", type=int)
 @filter_options
 @include_superseded_option
 @page_options
@@ -121,7 +118,6 @@ def grep_cmd(
     fixed_strings,
     word,
     context_lines,
-    context_old,
     type_,
     tag,
     updated_after,
@@ -133,7 +129,6 @@ def grep_cmd(
 ):
     """Search memory files for PATTERN (ripgrep syntax); the answer says how many matches exist in all."""
     memory = open_memory(ctx)
-    around = either(context_old, context_lines, "--context", "--context-lines") or 0
     emit_within(
         memory,
         max_tokens,
@@ -143,7 +138,7 @@ def grep_cmd(
             ignore_case=ignore_case,
             fixed_strings=fixed_strings,
             word=word,
-            context_lines=around,
+            context_lines=context_lines or 0,
             type=type_,
             tag=list(tag),
             updated_after=updated_after,

@@ -3,9 +3,7 @@
 sqlite-utils' pattern: one decorator per idea (`page_options`, `filter_options`,
 `output_option`), stacked on every command that has that idea, so `--max-tokens`
 or `--offset` means the same thing, with the same help, everywhere. `--root`
-and `--agent` are accepted before the subcommand and after it. Renamed options
-keep working for one release through `deprecated_option`, with a warning on
-stderr.
+and `--agent` are accepted before the subcommand and after it.
 """
 
 from __future__ import annotations
@@ -46,7 +44,7 @@ def did_you_mean(word: str, choices: list[str]) -> str:
 
 
 def option_names(command: click.Command, ctx: click.Context) -> list[str]:
-    """The long options a user may type for `command` (hidden, deprecated spellings left out)."""
+    """The long options a user may type for `command` (hidden ones left out)."""
     return [
         name
         for param in command.get_params(ctx)
@@ -190,29 +188,6 @@ def include_superseded_option(function: F) -> F:
     return click.option(
         "--include-superseded", is_flag=True, help="Also show facts that a newer fact superseded (history)."
     )(function)
-
-
-def deprecated_option(*decls: str, new: str, **kwargs: Any) -> Callable[[F], F]:
-    """An old spelling kept for one release: hidden from --help, and a warning on stderr when used."""
-
-    def warn(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-        if value not in (None, (), False):
-            old = max(decls, key=len)
-            click.echo(f"fsmem: warning: {old} is deprecated and goes away in fsmem 0.3; use {new}", err=True)
-        return value
-
-    return click.option(*decls, hidden=True, callback=warn, **kwargs)
-
-
-def either(old: Any, new: Any, old_name: str, new_name: str) -> Any:
-    """The value of a renamed option given under either spelling (both at once is an error)."""
-    from fsmem.errors import InvalidArgument
-
-    if old in (None, ()):
-        return new
-    if new not in (None, ()):
-        raise InvalidArgument(f"give {new_name} only ({old_name} is its deprecated spelling)")
-    return old
 
 
 def open_memory(ctx: click.Context) -> Memory:

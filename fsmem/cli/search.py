@@ -1,4 +1,4 @@
-"""Commands: search, recall, evaluate (alias eval) and import (LoCoMo)."""
+"""Commands: search, recall, evaluate and import (LoCoMo)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,6 @@ import click
 
 from fsmem.cli.options import (
     command,
-    deprecated_option,
-    either,
     emit,
     emit_within,
     filter_options,
@@ -31,15 +29,13 @@ from fsmem.store import given
     help="Rows scoring below S are not relevant (default: search.min_score in fsmem.yaml).",
 )
 @page_options
-@deprecated_option("--k", "k", new="--max-results", type=int)
 @output_option
 @click.pass_context
 def search_cmd(
-    ctx, query, type_, tag, updated_after, include_superseded, min_score, offset, max_results, max_tokens, k, as_json
+    ctx, query, type_, tag, updated_after, include_superseded, min_score, offset, max_results, max_tokens, as_json
 ):
     """Rank facts, bullets and paragraphs for QUERY; whole rows within the budget (exit 1: nothing relevant)."""
     memory = open_memory(ctx)
-    rows = either(k, max_results, "--k", "--max-results")
     emit_within(
         memory,
         max_tokens,
@@ -51,7 +47,7 @@ def search_cmd(
             include_superseded=include_superseded,
             min_score=min_score,
             offset=offset,
-            max_results=rows,
+            max_results=max_results,
             max_tokens=room,
         ),
         as_json,
@@ -75,14 +71,12 @@ def _read_seen(path: str | None, option: str) -> str | None:
     metavar="FILE",
     help="What the agent already holds ('-' for stdin); recall skips when QUERY is already in it.",
 )
-@deprecated_option("--context-file", "context_file", new="--seen-file", metavar="FILE")
 @max_tokens_option
 @output_option
 @click.pass_context
-def recall_cmd(ctx, query, seen_file, context_file, max_tokens, as_json):
+def recall_cmd(ctx, query, seen_file, max_tokens, as_json):
     """Search for pre-injection, or skip cheaply (exit 1 when skipped or nothing relevant); --max-tokens 0: spent."""
-    option = "--context-file" if context_file is not None else "--seen-file"
-    seen = _read_seen(either(context_file, seen_file, "--context-file", "--seen-file"), option)
+    seen = _read_seen(seen_file, "--seen-file")
     memory = open_memory(ctx)
     if max_tokens == 0:  # not a budget but a signal: the turn's budget is spent, and the answer says so
         result = memory.recall(query, seen=seen, max_tokens=0)
@@ -105,7 +99,6 @@ def recall_cmd(ctx, query, seen_file, context_file, max_tokens, as_json):
     metavar="1,2,4,...",
     help="Row caps (max_results, the k of the recall-vs-k curve) to measure. [default: 1,2,4,8,12,20,30]",
 )
-@deprecated_option("--k", "k", new="--sweep")
 @max_tokens_option
 @click.option(
     "--plot",
@@ -115,14 +108,14 @@ def recall_cmd(ctx, query, seen_file, context_file, max_tokens, as_json):
 )
 @output_option
 @click.pass_context
-def evaluate_cmd(ctx, evalset, sweep, k, max_tokens, plot_file, as_json):
+def evaluate_cmd(ctx, evalset, sweep, max_tokens, plot_file, as_json):
     """Measure search on EVALSET (YAML or JSONL): recall, tokens and latency per k, knee, d'."""
     from fsmem.evaluation.harness import evaluate, plot, require_matplotlib
 
     if plot_file:
         given.output_file(plot_file, what="--plot")  # fail before the run, not after it
         require_matplotlib()
-    report = evaluate(open_memory(ctx), evalset, sweep=either(k, sweep, "--k", "--sweep"), max_tokens=max_tokens)
+    report = evaluate(open_memory(ctx), evalset, sweep=sweep, max_tokens=max_tokens)
     if plot_file:
         plot(report, plot_file)
     emit(report, as_json)

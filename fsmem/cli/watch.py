@@ -9,7 +9,7 @@ import time
 
 import click
 
-from fsmem.cli.options import command, deprecated_option, either, emit, open_memory, output_option
+from fsmem.cli.options import command, emit, open_memory, output_option
 
 
 @command("watch")
@@ -19,7 +19,6 @@ from fsmem.cli.options import command, deprecated_option, either, emit, open_mem
     metavar="SECONDS",
     help="Act once the memory has been still this long (default: watch.settle_seconds, else 0.5).",
 )
-@deprecated_option("--quiet", "quiet", new="--settle", type=float)
 @click.option("--consolidate", is_flag=True, help="Also consolidate once session notes have changed and gone still.")
 @click.option(
     "--consolidate-after",
@@ -29,7 +28,7 @@ from fsmem.cli.options import command, deprecated_option, either, emit, open_mem
 )
 @output_option
 @click.pass_context
-def watch_cmd(ctx, settle, quiet, consolidate, consolidate_after, as_json) -> None:
+def watch_cmd(ctx, settle, consolidate, consolidate_after, as_json) -> None:
     """Keep the metadata cache and INDEX.md current while files change; logs to stderr, a summary at exit."""
     memory = open_memory(ctx)
     stop = threading.Event()
@@ -44,7 +43,7 @@ def watch_cmd(ctx, settle, quiet, consolidate, consolidate_after, as_json) -> No
         click.echo(f"{time.strftime('%H:%M:%S')} fsmem watch: {message}", err=True)
 
     stats = memory.watch(
-        settle=either(quiet, settle, "--quiet", "--settle"),
+        settle=settle,
         log=log,
         stop=stop,
         consolidate=consolidate,

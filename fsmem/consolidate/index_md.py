@@ -19,6 +19,8 @@ from fsmem.budget import Meter
 from fsmem.consolidate.subjects import DirectoryEntry, directory
 from fsmem.format import secrets
 from fsmem.store.files import atomic_write, file_lock
+from fsmem.store.paths import resolve
+from fsmem.store.writing import Change
 
 INDEX_FILE = "INDEX.md"
 DESCRIPTION_CHARS = 160
@@ -94,11 +96,41 @@ def write_index(
 
     `fresh` passes directory entries the caller built from documents it has just written.
     """
-    from fsmem.store.paths import resolve
-
     text = render(directory(root, fresh), max_tokens, count)
     target = Path(os.path.realpath(resolve(root, INDEX_FILE)))  # a link to a memory file stays a link
     return _write_if_changed(root, target, text)
+
+
+def rewrite(root: Path, max_tokens: int, count: Callable[[str], int]) -> Change | None:
+    """`write_index`, saying what changed: INDEX.md's bytes before and after (for its commit), or None."""
+    path = root / INDEX_FILE
+    before = path.read_bytes() if path.is_file() else None
+    if not write_index(root, max_tokens, count):
+        return None
+    return Change(INDEX_FILE, before, path.read_bytes() if path.is_file() else None)
+
+
+def follow(root: Path, changes: list[Change], max_tokens: int, count: Callable[[str], int]) -> None:
+    """Regenerate an existing INDEX.md after `changes` (a restore or a revert), its change joining them.
+
+    Undoing can bring documents back, take them away or change their
+    descriptions wholesale, as a sync's merge can; INDEX.md follows at once,
+    as it does after consolidate, index and sync, in the same commit. An undo
+    of INDEX.md alone is left as asked; an undo that rewrote INDEX.md itself
+    (a revert of a consolidation) becomes one change from its first bytes.
+    """
+    if not (root / INDEX_FILE).is_file() or all(change.path == INDEX_FILE for change in changes):
+        return
+    made = rewrite(root, max_tokens, count)
+    if made is None:
+        return
+    before = made.before
+    earlier = [change for change in changes if change.path == INDEX_FILE]
+    if earlier:
+        before = earlier[0].before
+        changes.remove(earlier[0])
+    if made.after != before:
+        changes.append(Change(INDEX_FILE, before, made.after))
 
 
 def _write_if_changed(root: Path, path: Path, text: str) -> bool:

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from fsmem.history.git import first_line
 from fsmem.history.repo import Repo
+from fsmem.store import logs
 
 WORKTREE_LOCKS = ("index.lock", "HEAD.lock", "ORIG_HEAD.lock", "MERGE_HEAD.lock", "AUTO_MERGE.lock")
 COMMON_LOCKS = ("config.lock", "packed-refs.lock", "shallow.lock")
@@ -243,13 +244,4 @@ def refusal(repo: Repo, left: list[Leftover], what: str) -> str:
 
 def last_error(repo: Repo) -> str:
     """The last history problem fsmem logged (`.fsmem/logs/history.jsonl`), for a message."""
-    import json
-
-    try:
-        with open(repo.root / ".fsmem" / "logs" / "history.jsonl", "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, handle.tell() - 4096))
-            line = handle.read().splitlines()[-1]
-        return str(json.loads(line).get("error") or "no error was logged")
-    except (OSError, IndexError, ValueError, AttributeError):
-        return "no error was logged"
+    return logs.last_history_problem(repo.root)

@@ -9,16 +9,20 @@ never folded into the next fsmem commit.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 from collections.abc import Callable, Iterable
+from typing import TypeVar
 
-from fsmem.errors import HistoryError
+from fsmem.errors import HistoryError, LockTimeout
 from fsmem.history import journal, recovery
 from fsmem.history.journal import Author, author_of, commit_with
 from fsmem.history.repo import Repo
 from fsmem.history.trees import TreeEditor
 from fsmem.store.files import file_lock
 from fsmem.store.paths import is_memory_path
+
+T = TypeVar("T")
 
 # Files beside the memory files that history keeps (setup writes them; humans edit fsmem.yaml).
 KEPT_FILES = ("fsmem.yaml", ".gitattributes", ".gitignore")
@@ -123,3 +127,23 @@ def commit_consolidation(repo: Repo, report: object, *, archive_dir: str, agent:
             data = on_disk(repo, path)
             blobs[path] = repo.store.write("blob", data) if data is not None else None
         return commit_blobs(repo, blobs, author, message)
+
+
+def consolidation(repo: Repo, run: Callable[[], T], *, archive_dir: str, agent: str | None) -> T:
+    """One consolidation run as one commit: what fsmem and humans wrote before it is committed first; writers
+    keep writing during the run (their writes wait in the journal). An overlapping run is refused at once,
+    before it waits for the commit lock."""
+    with contextlib.ExitStack() as alone:
+        try:
+            alone.enter_context(file_lock(repo.root, "consolidate", wait=False))
+        except LockTimeout:
+            raise LockTimeout(
+                "another 'fsmem consolidate' is running on this memory; this run changed nothing "
+                "(notes written meanwhile are consolidated by the next run)"
+            ) from None
+        with journal.commit_lock(repo):
+            commit_outside(repo)
+            report = run()
+            commit_consolidation(repo, report, archive_dir=archive_dir, agent=agent)
+            journal.drain_locked(repo)
+    return report

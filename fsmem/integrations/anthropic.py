@@ -50,17 +50,12 @@ def _as_tool_error(call: Callable[..., T], *args: Any) -> T:
         raise ToolError(str(exc)) from exc
 
 
-class FsmemMemoryTool(BetaAbstractMemoryTool):
-    """Drop-in for `BetaLocalFilesystemMemoryTool`: `/memories` is `base_path/memories`, created with mode 0o700.
+class _Backed:
+    """The constructor both drop-ins share: the reference classes' (`base_path`, `.base_path`, `.memory_root`,
+    `cache_control`) plus fsmem's keyword arguments; the commands run in `self.backend`, a `MemoryTool`."""
 
-    fsmem's optional keyword arguments: `agent` (its budget and read-only flag
-    when the folder is an fsmem memory, and its name in the log), `max_tokens`
-    (a cap on `view` answers: a longer one is cut after whole lines and names
-    the next `view_range`), `state_dir` (the folder for fsmem's retrieval log
-    and locks; without it nothing but the memories is written under
-    `base_path`), `cache_control` (passed to the tool definition).
-    `fsmem()` returns `fsmem.Memory` over the same folder.
-    """
+    path_type: Callable[[str], Any] = Path
+    create_root: bool | str = True  # the sync reference makes the folder at once, the async one on first use
 
     def __init__(
         self,
@@ -71,12 +66,25 @@ class FsmemMemoryTool(BetaAbstractMemoryTool):
         state_dir: str | os.PathLike[str] | None = None,
         cache_control: BetaCacheControlEphemeralParam | None = None,
     ) -> None:
-        super().__init__(cache_control=cache_control)
-        self.base_path = Path(base_path)
+        super().__init__(cache_control=cache_control)  # type: ignore[call-arg]  # the SDK's base class, next in line
+        self.base_path = self.path_type(base_path)
         self.memory_root = self.base_path / "memories"
         self.backend = MemoryTool(
-            self.base_path, agent=agent, max_tokens=max_tokens, state_dir=state_dir, create_root=True
+            Path(base_path), agent=agent, max_tokens=max_tokens, state_dir=state_dir, create_root=self.create_root
         )
+
+
+class FsmemMemoryTool(_Backed, BetaAbstractMemoryTool):
+    """Drop-in for `BetaLocalFilesystemMemoryTool`: `/memories` is `base_path/memories`, created with mode 0o700.
+
+    fsmem's optional keyword arguments: `agent` (its budget and read-only flag
+    when the folder is an fsmem memory, and its name in the log), `max_tokens`
+    (a cap on `view` answers: a longer one is cut after whole lines and names
+    the next `view_range`), `state_dir` (the folder for fsmem's retrieval log
+    and locks; without it nothing but the memories is written under
+    `base_path`), `cache_control` (passed to the tool definition).
+    `fsmem()` returns `fsmem.Memory` over the same folder.
+    """
 
     def fsmem(self, *, init: bool = False) -> Memory:
         """`fsmem.Memory` over the memory folder (it must hold fsmem.yaml; `init=True` adds one)."""
@@ -108,7 +116,7 @@ class FsmemMemoryTool(BetaAbstractMemoryTool):
         return _as_tool_error(self.backend.clear_all_memory)
 
 
-class AsyncFsmemMemoryTool(BetaAsyncAbstractMemoryTool):
+class AsyncFsmemMemoryTool(_Backed, BetaAsyncAbstractMemoryTool):
     """Drop-in for `BetaAsyncLocalFilesystemMemoryTool`: the same commands, run in a worker thread.
 
     Like the reference, `.base_path` and `.memory_root` are `anyio.Path`s and
@@ -116,21 +124,8 @@ class AsyncFsmemMemoryTool(BetaAsyncAbstractMemoryTool):
     Takes the same fsmem keyword arguments as `FsmemMemoryTool`.
     """
 
-    def __init__(
-        self,
-        base_path: str = "./memory",
-        *,
-        agent: str | None = None,
-        max_tokens: int | None = None,
-        state_dir: str | os.PathLike[str] | None = None,
-        cache_control: BetaCacheControlEphemeralParam | None = None,
-    ) -> None:
-        super().__init__(cache_control=cache_control)
-        self.base_path = anyio.Path(base_path)
-        self.memory_root = self.base_path / "memories"
-        self.backend = MemoryTool(
-            Path(base_path), agent=agent, max_tokens=max_tokens, state_dir=state_dir, create_root="lazy"
-        )
+    path_type = anyio.Path
+    create_root = "lazy"
 
     async def _run(self, call: Callable[..., T], *args: Any) -> T:
         return await anyio.to_thread.run_sync(_as_tool_error, call, *args)

@@ -64,18 +64,12 @@ class GrepResult(Paged, Metered):
     versions: dict[str, str | None] = field(default_factory=dict)  # each file shown: its version (expected_version)
 
     @property
-    def total_matches(self) -> int:
-        """Deprecated spelling of `total` (0.1); kept for one release."""
-        return self.page.total
-
-    @property
     def truncated(self) -> bool:
         return self.page.truncated or self.line_cut
 
     def to_dict(self) -> dict[str, Any]:
         data = {"matches": [m.to_dict() for m in self.matches], **self.page.to_dict(), "tokens": self.tokens}
         data["truncated"] = self.truncated
-        data["total_matches"] = self.page.total  # deprecated spelling of total, kept for one release
         data["versions"] = self.versions
         return data
 

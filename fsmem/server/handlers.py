@@ -18,9 +18,8 @@ import anyio
 import mcp.types as types
 from mcp.server.lowlevel import Server
 
-from fsmem import __version__
 from fsmem.agents import tools
-from fsmem.agents.mcp_server import INSTRUCTIONS, SERVER_NAME
+from fsmem.agents.mcp_server import server_of, tool_list, tool_result
 from fsmem.agents.registry import REGISTRY
 from fsmem.memory import Memory
 from fsmem.server.limits import Slot
@@ -56,19 +55,14 @@ def build_server(limits: Limits, readers: anyio.CapacityLimiter, writers: anyio.
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         _state, memory = _admitted(ctx)
-        return types.ListToolsResult(
-            tools=[
-                types.Tool(name=d["name"], description=d["description"], input_schema=d["parameters"])
-                for d in tools.definitions(memory, format="json")
-            ]
-        )
+        return tool_list(memory)
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         state, memory = _admitted(ctx)
         name = params.name
         state.tool = name if isinstance(name, str) else None
         arguments = state.held.pop(ctx.request_id, params.arguments)
-        chosen = REGISTRY.get(tools.RENAMED_TOOLS.get(name, name)) if isinstance(name, str) else None
+        chosen = REGISTRY.get(name) if isinstance(name, str) else None
         answer: tools.ToolAnswer | None
         if chosen is not None and chosen.writes:
             # a write is always awaited: once begun, it finishes, even through a shutdown
@@ -85,15 +79,9 @@ def build_server(limits: Limits, readers: anyio.CapacityLimiter, writers: anyio.
                 return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
         assert answer is not None
         state.tool_error = answer.is_error
-        return types.CallToolResult(content=[types.TextContent(text=answer.text)], is_error=answer.is_error)
+        return tool_result(answer)
 
-    return Server(
-        SERVER_NAME,
-        version=__version__,
-        instructions=INSTRUCTIONS,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-    )
+    return server_of(list_tools, call_tool)
 
 
 async def _read(work: Any, readers: anyio.CapacityLimiter, slot: Slot | None, limits: Limits) -> Any:

@@ -23,7 +23,7 @@ from pathlib import Path, PurePosixPath
 from typing import BinaryIO, Protocol
 
 from fsmem.config import CONFIG_FILE, STATE_DIR
-from fsmem.errors import ConfigError, InvalidArgument, PathEscape
+from fsmem.errors import ConfigError, InvalidArgument, PathEscape, quoted
 
 MEMORY_SUFFIXES = (".md", ".markdown")
 # The memory's own conventions file (from the template), for humans: listed and readable,
@@ -117,11 +117,6 @@ def is_visible_folder(rel: str) -> bool:
         return True
     parts = rel.split("/")
     return len(parts) <= MAX_DEPTH and all(name_problem(part) is None for part in parts)
-
-
-def quoted(raw: str) -> str:
-    """A user-given path as error messages quote it: escaped, and shortened when very long."""
-    return repr(raw) if len(raw) <= 200 else repr(raw[:120]) + f"… ({len(raw)} characters)"
 
 
 def _refused(cls: type[Exception], raw: str, reason: str) -> Exception:

@@ -1,10 +1,9 @@
 """The retrieval log: one JSON line per agent-facing call, under `.fsmem/logs/retrieval.jsonl`.
 
 Budgets are tuned from data, so every tool call (and every recall, skipped or
-not) records what it returned and what it cost. The log is capped: when it
-would pass `max_bytes` (fsmem.yaml `logs: max_bytes`, 8 MiB by default) it is
-rotated to `retrieval.jsonl.1` (one generation kept), so the two files never
-hold more than twice the cap.
+not) records what it returned and what it cost. The log is capped like every
+log of fsmem (`fsmem.store.logs`): past `logs: max_bytes` of fsmem.yaml it is
+rotated to `retrieval.jsonl.1`.
 
 Every record is built by `record()` (one rule for its fields and for how long
 arguments are shortened) and written by `LoggedCall`, which also makes sure a
@@ -19,20 +18,20 @@ from __future__ import annotations
 
 import contextvars
 import json
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from fsmem import format as fmt
-from fsmem.config import CONFIG_FILE, Config
-from fsmem.errors import ConfigError, FsmemError
+from fsmem.errors import FsmemError
 from fsmem.format import secrets
-from fsmem.store.files import file_lock, state_dir
+from fsmem.store import logs
+from fsmem.store.files import state_dir
 
 LOG_NAME = "retrieval.jsonl"
-DEFAULT_MAX_BYTES = 8 * 1024 * 1024
+DEFAULT_MAX_BYTES = logs.DEFAULT_MAX_BYTES
+max_bytes_for = logs.max_bytes_for
 
 
 LOGGED_STRING_CHARS = 200
@@ -134,48 +133,13 @@ def log_path(root: Path, *, state: Path | None = None) -> Path:
     return state_dir(root, "logs", state=state) / LOG_NAME
 
 
-_caps: dict[Path, tuple[tuple[int, int], int]] = {}  # root -> ((mtime_ns, size) of fsmem.yaml, max_bytes)
-
-
-def max_bytes_for(root: Path) -> int:
-    """The cap from fsmem.yaml (`logs: max_bytes`), re-read only when the file changes."""
-    root = Path(root)
-    try:
-        stat = (root / CONFIG_FILE).stat()
-    except FileNotFoundError:
-        return DEFAULT_MAX_BYTES
-    stamp = (stat.st_mtime_ns, stat.st_size)
-    cached = _caps.get(root)
-    if cached and cached[0] == stamp:
-        return cached[1]
-    value = Config.load(root).section("logs").get("max_bytes", DEFAULT_MAX_BYTES)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1024:
-        raise ConfigError(f"{CONFIG_FILE}: logs.max_bytes must be a whole number of bytes, at least 1024")
-    _caps[root] = (stamp, value)
-    return value
-
-
 def append(root: Path, record: dict[str, Any], *, max_bytes: int | None = None, state: Path | None = None) -> None:
-    """Append one record (a `time` field is added when missing); rotate before passing the cap.
+    """Append one record (a `time` field is added when missing), the log capped (`fsmem.store.logs`).
 
     `max_bytes` defaults to the memory's configured cap; `state` is a state
     folder given explicitly, used instead of `root/.fsmem/`.
     """
-    if max_bytes is None:
-        max_bytes = max_bytes_for(root)
-    record = {"time": fmt.now_iso(), **record}
-    # backslashreplace writes a lone surrogate (from a bad argument) as the JSON escape it is, never fails.
-    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
-    data = text.encode("utf-8", "backslashreplace")
-    path = log_path(root, state=state)
-    with file_lock(root, "retrieval-log", state=state):
-        try:
-            if path.stat().st_size + len(data) > max_bytes:
-                os.replace(path, path.with_name(LOG_NAME + ".1"))
-        except FileNotFoundError:
-            pass
-        with open(path, "ab") as handle:
-            handle.write(data)
+    logs.append(root, LOG_NAME, record, max_bytes=max_bytes, state=state)
 
 
 def records(

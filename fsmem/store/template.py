@@ -18,6 +18,11 @@ from fsmem.config import CONFIG_FILE
 from fsmem.store.files import atomic_write
 
 
+def template_dir() -> Path:
+    """The memory template that `init` copies (shipped inside the package)."""
+    return Path(__file__).resolve().parents[1] / "memory_template"
+
+
 def template_files(template: Path) -> list[str]:
     """The template's files, relative and sorted, fsmem.yaml last."""
     found = []

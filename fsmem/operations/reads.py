@@ -1,0 +1,227 @@
+"""The queries over the files: ls, grep and read, each within the agent's budget and scope, and file metadata.
+
+Each checks its arguments, narrows the budget, and hands the work to the
+module that owns it (`fsmem.query.listing`, `grep`, `reading`; the catalog
+for what is known of each file without reading it again).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from fsmem.budget import check_offset
+from fsmem.errors import FsmemError, InvalidArgument
+from fsmem.operations.core import Core, existing, selection
+from fsmem.query import grep as _grep, reading
+from fsmem.query.listing import Listing, list_entries
+from fsmem.store.catalog import EXACT_COUNT_LIMIT, FileMeta
+from fsmem.store.files import file_version
+from fsmem.store.paths import ROOT_README, check_text, relative
+
+
+def ls(
+    memory: Core,
+    path: str | None = None,
+    *,
+    depth: int | None = None,
+    type: str | None = None,
+    tag: str | Iterable[str] | None = None,
+    updated_after: str | None = None,
+    offset: int = 0,
+    max_results: int | None = None,
+    max_tokens: int | None = None,
+) -> Listing:
+    """One row per file (path, title, type, updated, tokens, description), within the budget."""
+    if depth is not None and depth < 1:
+        raise InvalidArgument("--depth must be at least 1")
+    check_offset(offset)
+    budget = memory.budget.narrowed(max_tokens, max_results)
+    chosen = selection(memory, path, depth=depth, type=type, tag=tag, updated_after=updated_after)
+    # one row past the cap, so the page can say the result limit cut it
+    found = memory.catalog.listing(chosen, offset=offset, limit=budget.max_results + 1)
+    listing = list_entries(
+        found.metas,
+        memory.tokens.count,
+        offset=offset,
+        max_results=budget.max_results,
+        max_tokens=budget.max_tokens,
+        total=found.total,
+    )
+    listing.skipped = [p for p, _ in found.skipped]
+    return listing
+
+
+def grep(
+    memory: Core,
+    pattern: str,
+    paths: Iterable[str] | None = None,
+    *,
+    ignore_case: bool = False,
+    fixed_strings: bool = False,
+    word: bool = False,
+    context_lines: int = 0,
+    type: str | None = None,
+    tag: str | Iterable[str] | None = None,
+    updated_after: str | None = None,
+    include_superseded: bool = False,
+    offset: int = 0,
+    max_results: int | None = None,
+    max_tokens: int | None = None,
+) -> _grep.GrepResult:
+    """Lines matching `pattern` (ripgrep syntax), grouped by file, with an honest total.
+
+    `context_lines` lines before and after each match are shown with it.
+    """
+    check_text(pattern, "the pattern")
+    if context_lines < 0:
+        raise InvalidArgument("--context-lines must be 0 or more")
+    budget = memory.budget.narrowed(max_tokens, max_results)
+    named = [relative(memory.root, existing(memory, p)) for p in paths or []]
+    timeout = float(memory.config.section("grep").get("timeout_seconds", 10.0))
+    result = _grep.run(
+        memory.root,
+        pattern,
+        grep_targets(memory, named, type=type, tag=tag, updated_after=updated_after),
+        ignore_case=ignore_case,
+        fixed_strings=fixed_strings,
+        word=word,
+        context=context_lines,
+        offset=offset,
+        max_results=budget.max_results,
+        max_tokens=budget.max_tokens,
+        count_tokens=memory.tokens.count,
+        superseded_ranges=memory.catalog.superseded,
+        superseded_hint=memory.catalog.superseded_hint,
+        include_superseded=include_superseded,
+        timeout=timeout,
+        max_line_chars=int(memory.config.section("read").get("max_line_chars", 2000)),
+        within=memory.scope.contains if memory.scope is not None else None,
+    )
+    for shown in dict.fromkeys(m.path for m in result.matches):
+        try:
+            result.versions[shown] = file_version(memory.root / shown)
+        except (OSError, FsmemError):
+            result.versions[shown] = None
+    return result
+
+
+def grep_targets(
+    memory: Core,
+    named: list[str],
+    *,
+    type: str | None = None,
+    tag: str | Iterable[str] | None = None,
+    updated_after: str | None = None,
+) -> list[str] | None:
+    """What ripgrep searches: the named paths (None: the whole memory), narrowed to the agent's scope and, with
+    front-matter filters, to the files that pass them (the memory's README only when it is named)."""
+    if memory.scope is not None:
+        named = _scope_roots(memory, named or ["."])
+        if not named:
+            return []  # nothing in scope exists: no matches, rather than the whole memory
+    if type is None and not tag and updated_after is None:
+        return named or None
+    targets: list[str] = []
+    starts: list[str | None] = [*named] or [None]
+    for start in starts:
+        chosen = selection(memory, start, type=type, tag=tag, updated_after=updated_after)
+        targets.extend(rel for rel in memory.catalog.paths(chosen) if rel != ROOT_README or start == ROOT_README)
+    return targets
+
+
+def _scope_roots(memory: Core, named: list[str]) -> list[str]:
+    """The paths in scope under each named path, that exist and resolve in scope (links included)."""
+    assert memory.scope is not None
+    roots: list[str] = []
+    for rel in named:
+        for inner in memory.scope.roots_under(rel):
+            try:
+                target = memory.path(inner)
+            except FsmemError:
+                continue  # a prefix that is a link out of scope, or no longer a memory path
+            if target.exists() and inner not in roots:
+                roots.append(inner)
+    return roots
+
+
+def read(
+    memory: Core,
+    path: str,
+    *,
+    lines: str | None = None,
+    section: str | None = None,
+    outline: bool = False,
+    include_superseded: bool = False,
+    max_tokens: int | None = None,
+) -> reading.ReadResult:
+    """A line-numbered slice of one file, cut at the token budget with the next range named."""
+    target = existing(memory, path, "file")
+    rel = relative(memory.root, target)
+    budget = memory.budget.narrowed(max_tokens, None)
+    if lines and section:
+        raise InvalidArgument("give --lines or --section, not both")
+    start, end = reading.parse_range(lines) if lines else (1, None)
+    version = file_version(target)  # before reading: a file that changes meanwhile fails a guarded write
+    if section:
+        start, end = reading.find_section(target, section, exact_limit=EXACT_COUNT_LIMIT)
+    if outline:
+        shown = reading.outline(
+            target,
+            rel,
+            memory.tokens,
+            exact_limit=EXACT_COUNT_LIMIT,
+            max_tokens=budget.max_tokens,
+            start=start,
+            end=end,
+        )
+        shown.version = version
+        return shown
+    hide = [] if include_superseded else superseded_ranges(memory, rel)
+    result = reading.bounded_read(
+        target,
+        rel,
+        memory.tokens,
+        start=start,
+        end=end,
+        max_tokens=budget.max_tokens,
+        max_line_chars=int(memory.config.section("read").get("max_line_chars", 2000)),
+        hide_ranges=hide,
+    )
+    result.version = version
+    return result
+
+
+def files(
+    memory: Core,
+    path: str | None = None,
+    *,
+    type: str | None = None,
+    tag: str | Iterable[str] | None = None,
+    updated_after: str | None = None,
+    skipped: list[tuple[str, str]] | None = None,
+) -> list[FileMeta]:
+    """Metadata of the memory files under `path` that pass the front-matter filters.
+
+    Files that cannot be read are left out and, given `skipped`, listed there as (path, reason).
+    """
+    found = memory.catalog.listing(selection(memory, path, type=type, tag=tag, updated_after=updated_after))
+    if skipped is not None:
+        skipped.extend(found.skipped)
+    return list(found.metas)
+
+
+def meta(memory: Core, user_path: str) -> FileMeta:
+    """What the catalog knows of one file (title, type, tags, tokens, problems…)."""
+    return memory.catalog.get(existing(memory, user_path, "file"), full=True)
+
+
+def superseded_ranges(memory: Core, rel: str) -> list[tuple[int, int]]:
+    """Line ranges of superseded facts in one file (empty for files too large to parse)."""
+    path = memory.path(rel, want="file")  # the containment rule: a public method, whoever calls it
+    rel = relative(memory.root, path)
+    try:
+        if path.stat().st_size > EXACT_COUNT_LIMIT:
+            return []
+    except FileNotFoundError:
+        return []
+    return memory.catalog.superseded([rel]).get(rel, [])

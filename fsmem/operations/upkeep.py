@@ -1,0 +1,197 @@
+"""The upkeep of a memory: check it, regenerate INDEX.md, consolidate notes, watch it, and what agents get
+beyond files (the pre-injected context, the retrieval statistics).
+
+INDEX.md is written through the one write path; a consolidation with
+history is one commit of its own (`fsmem.history.worktree.consolidation`)
+and then tells the search index and the change feed like every write.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from fsmem.config import STATE_DIR
+from fsmem.errors import InvalidArgument, guarded
+from fsmem.operations.core import Core, selection, whole_memory
+from fsmem.operations.transaction import after_change, require_writable, transaction
+from fsmem.store import paths as _paths
+
+if TYPE_CHECKING:  # and imported where used: a read (ls, grep, read) loads none of these
+    from fsmem.consolidate.apply import ConsolidationReport
+    from fsmem.consolidate.settings import Progress
+    from fsmem.query.context import ContextBlock
+    from fsmem.query.stats import StatsResult
+    from fsmem.watch import WatchStats
+
+
+@dataclass
+class CheckResult:
+    """What `fsmem check` found: every problem as (path, line, message), and how many files it looked at."""
+
+    problems: list[tuple[str, int, str]]
+    files: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "files": self.files,
+            "problems": [{"path": p, "line": n, "message": m} for p, n, m in self.problems],
+        }
+
+    def to_text(self) -> str:
+        lines = [f"{p}:{n}: {m}" for p, n, m in self.problems]
+        lines.append(f"[{len(self.problems)} problem(s) in {self.files} files]")
+        return "\n".join(lines)
+
+    @property
+    def empty(self) -> bool:
+        return not self.problems
+
+
+@dataclass
+class IndexResult:
+    """What `fsmem index` did: whether INDEX.md changed."""
+
+    changed: bool
+    path: str = "INDEX.md"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "changed": self.changed}
+
+    def to_text(self) -> str:
+        return f"{self.path} {'updated' if self.changed else 'unchanged'}"
+
+
+def check(memory: Core, path: str | None = None) -> CheckResult:
+    """Every problem in every file, as (path, line, message); files that cannot be read are problems too.
+
+    Beside each file's own problems: a note dated in the future (consolidate holds it back), what the last
+    sync held or refused, and what a killed git or fsmem left in the history.
+    """
+    from fsmem.consolidate.dates import future_note_problem, today
+
+    found = memory.catalog.problems(selection(memory, path))
+    problems = [(m.path, line, message) for m in found.metas for line, message in m.problems]
+    problems += [(shown, 1, reason) for shown, reason in found.skipped]
+    day = today()
+    for rel, created in found.created:
+        message = future_note_problem(rel, {"created": created}, day)
+        if message:
+            problems.append((rel, 1, message))
+    if path is None and os.path.exists(os.path.join(memory.root, STATE_DIR, "history", "trust.json")):
+        from fsmem.history.trust_record import recorded_problems
+
+        problems += recorded_problems(memory.root)
+    if path is None and memory.scope is None and memory.history is not None:
+        from fsmem.history import health
+
+        problems += health.problems(memory.history)
+    problems.sort(key=lambda p: (p[0], p[1]))
+    return CheckResult(problems=problems, files=found.total + len(found.skipped))
+
+
+def index(memory: Core) -> IndexResult:
+    """Regenerate INDEX.md (the table of contents of entities and topics); says whether it changed."""
+    whole_memory(memory, "index")
+    require_writable(memory)
+    from fsmem.consolidate import index_md
+    from fsmem.consolidate.settings import Settings
+
+    settings = Settings.from_section(memory.config.section("consolidate"))
+    with transaction(memory) as tx:
+        change = index_md.rewrite(memory.root, settings.index_max_tokens, memory.tokens.count)
+        if change is not None:
+            tx.record("index INDEX.md", [change], [change.path])
+    return IndexResult(changed=change is not None)
+
+
+def consolidate(memory: Core, dry_run: bool = False, *, progress: Progress | None = None) -> ConsolidationReport:
+    """Merge new session notes into entity and topic documents; `dry_run` returns the diff and writes nothing."""
+    whole_memory(memory, "consolidate")
+    if not dry_run:
+        require_writable(memory)
+    from fsmem.consolidate import apply as consolidate_apply
+    from fsmem.consolidate.settings import DEFAULTS as CONSOLIDATE
+
+    section = memory.config.section("consolidate")
+    archive_dir = section.get("archive_dir", CONSOLIDATE["archive_dir"])
+    _paths.config_dir(archive_dir, "consolidate.archive_dir", memory.root)
+
+    def run() -> ConsolidationReport:
+        return consolidate_apply.run(memory.root, section, memory.tokens.count, dry_run=dry_run, progress=progress)
+
+    repo = None if dry_run else memory.history
+    if repo is None:
+        report = run()
+    else:
+        from fsmem.history import worktree
+
+        report = worktree.consolidation(repo, run, archive_dir=str(archive_dir), agent=memory.agent)
+    if not dry_run:
+        after_change(memory, list(report.files_written))
+    return report
+
+
+def watch(
+    memory: Core,
+    *,
+    settle: float | None = None,
+    log: Callable[[str], None] | None = None,
+    stop: threading.Event | None = None,
+    ready: threading.Event | None = None,
+    consolidate: bool = False,
+    consolidate_after: float | None = None,
+) -> WatchStats:
+    """Keep the metadata cache and INDEX.md current as files change, until `stop` (a threading.Event) is set.
+
+    `settle` (seconds, default `watch.settle_seconds` in fsmem.yaml, else
+    0.5) is how long the memory must be still before a burst of events is
+    acted on. `consolidate` also consolidates once session notes have been
+    still for `consolidate_after` seconds (default
+    `watch.consolidate_after_seconds`, else 60).
+    """
+    from fsmem import watch as _watch
+
+    section = memory.config.section("watch")
+    if settle is None:
+        settle = float(section.get("settle_seconds", section.get("quiet_seconds", _watch.DEFAULT_SETTLE_SECONDS)))
+    if consolidate_after is None:
+        consolidate_after = float(section.get("consolidate_after_seconds", _watch.DEFAULT_CONSOLIDATE_AFTER))
+    if settle < 0 or consolidate_after < 0:
+        raise InvalidArgument("--settle and --consolidate-after must be 0 or more seconds")
+    whole_memory(memory, "watch")
+    writable = not memory.budget.read_only
+    return _watch.watch(
+        memory.root,
+        memory.catalog,
+        settle=settle,
+        log=log,
+        stop=stop,
+        ready=ready,
+        write_index=(lambda: guarded(lambda: index(memory).changed, memory.root)) if writable else None,
+        consolidate=(lambda: guarded(lambda: _consolidate(memory), memory.root)) if writable and consolidate else None,
+        consolidate_after=consolidate_after,
+        on_change=lambda files: after_change(memory, None if files is None else sorted(files)),
+    )
+
+
+_consolidate = consolidate  # for watch, whose argument of that name is a flag
+
+
+def stats(memory: Core, since: str | None = None, agent: str | None = None) -> StatsResult:
+    """Per-tool figures from the retrieval log: calls, p50/p95 latency, mean tokens, shares."""
+    from fsmem.query import stats as _stats
+
+    return _stats.stats(memory.root, since=since, agent=agent)
+
+
+def context(memory: Core, max_tokens: int | None = None) -> ContextBlock:
+    """The block to pre-inject at the start of a turn: profile/ first, then INDEX.md, within the budget."""
+    budget = memory.budget.narrowed(max_tokens)
+    within = memory.catalog.visible_test() if memory.scope is not None else None
+    from fsmem.query import context as _context
+
+    return _context.build(memory.root, memory.catalog, memory.tokens, max_tokens=budget.max_tokens, within=within)

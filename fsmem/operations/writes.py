@@ -1,0 +1,112 @@
+"""The writes an agent or a person makes: note, write, edit, rm and mv, each one transaction.
+
+Each checks that the agent may write and what it was given (the containment
+rule, its scope, the secrets policy), then writes through the one write path
+(`fsmem.operations.transaction`): under the write lock, journalled with its
+exact bytes when the memory has history, committed, and the search index told.
+The bytes themselves are written by `fsmem.store.writing`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from fsmem.operations.core import Core, in_scope
+from fsmem.operations.transaction import require_writable, screen, screen_value, transaction
+from fsmem.store import paths as _paths, writing
+from fsmem.store.fields import check_fields
+from fsmem.store.paths import relative
+
+SESSION_ENV = "FSMEM_SESSION"
+
+
+def note(memory: Core, text: str, *, session: str | None = None, subject: str | None = None) -> writing.WriteResult:
+    """Append to the current session note (today's file of `session`).
+
+    The default session is the agent (or `notes.default_session`) and this
+    host's id, so notes written on several hosts never share a file.
+    """
+    require_writable(memory)
+    session = session or os.environ.get(SESSION_ENV)
+    if not session:
+        name = memory.agent or str(memory.config.section("notes").get("default_session", "default"))
+        session = f"{name}-{memory.host_id}"
+    text = screen(memory, text, "the note")
+    from fsmem.consolidate.settings import DEFAULTS as CONSOLIDATE  # a read loads none of consolidation
+
+    # where consolidation files lines without a subject (`consolidate.default_subject`)
+    default = str(memory.config.section("consolidate").get("default_subject") or CONSOLIDATE["default_subject"])
+    if subject is not None:
+        subject = screen(memory, subject, "the subject")
+    check = None
+    if memory.scope is not None:
+        scope = memory.scope
+
+        def check(path: Path) -> None:
+            rel = relative(memory.root, path)
+            scope.check(rel, rel, "file")
+
+    with transaction(memory) as tx:
+        result = writing.note(
+            memory.root, text, session=session, subject=subject, default_subject=default, check_path=check
+        )
+        return tx.wrote(result)
+
+
+def write(
+    memory: Core,
+    path: str,
+    body: str | None = None,
+    *,
+    set: dict[str, Any] | None = None,
+    expected_version: str | None = None,
+) -> writing.WriteResult:
+    """Create or replace a file's body and set front-matter fields (`set`).
+
+    With `expected_version` (the version read, ls or grep gave), nothing is
+    written when the file changed since: ChangedOnDisk names its current version.
+    """
+    require_writable(memory)
+    target = memory.path(path, want="file")
+    if body is not None:
+        body = screen(memory, body, "the body")
+    plain = check_fields(set or {})  # before the screen walks the values: a cycle is refused, not followed
+    fields = {key: screen_value(memory, value, f"field {key!r}") for key, value in plain.items()}
+    with transaction(memory) as tx:
+        result = writing.write(memory.root, target, body, fields, expected_version=expected_version)
+        return tx.wrote(result, fields=fields if body is None else ())
+
+
+def edit(memory: Core, path: str, *, old: str, new: str, expected_version: str | None = None) -> writing.WriteResult:
+    """Replace exactly one occurrence of `old` with `new` (guarded by `expected_version` like `write`)."""
+    require_writable(memory)
+    target = memory.path(path, want="file")
+    new = screen(memory, new, "the new text")
+    with transaction(memory) as tx:
+        return tx.wrote(writing.edit(memory.root, target, old, new, expected_version=expected_version))
+
+
+def rm(memory: Core, path: str) -> writing.WriteResult:
+    """Remove a file or an empty folder."""
+    require_writable(memory)
+    target = memory.path(path)
+    in_scope(memory, target, path)
+    _paths.check_folder_contents(memory.root, target, path)
+    with transaction(memory) as tx:
+        return tx.wrote(writing.remove(memory.root, target, record=tx.keeps_history))
+
+
+def mv(memory: Core, source: str, target: str) -> writing.WriteResult:
+    """Move a file or a folder, never over anything."""
+    require_writable(memory)
+    src = memory.path(source)
+    in_scope(memory, src, source)
+    dst = memory.path(target, want="any" if src.is_dir() else "file")
+    in_scope(memory, dst, target)
+    _paths.check_folder_contents(memory.root, src, source)
+    src_rel = relative(memory.root, src)
+    with transaction(memory) as tx:
+        result = writing.move(memory.root, src, dst, record=tx.keeps_history)
+        return tx.wrote(result, f"mv {src_rel} -> {result.path}", paths=[src_rel, result.path])

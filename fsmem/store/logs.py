@@ -1,0 +1,93 @@
+"""fsmem's own logs under `.fsmem/logs/`: one JSON line a record, each log capped.
+
+A log that would pass `max_bytes` (fsmem.yaml `logs: max_bytes`, 8 MiB by
+default) is first rotated to `NAME.1` (one generation kept), so a log never
+holds more than twice the cap, however long a memory lives. The retrieval log
+(`fsmem.store.retrieval_log`) and the history problem log (`HISTORY_LOG`: what
+a write's journal entry or commit could not do) are written here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from fsmem import format as fmt
+from fsmem.config import CONFIG_FILE, Config
+from fsmem.errors import ConfigError, FsmemError
+from fsmem.store.files import file_lock, state_dir
+
+DEFAULT_MAX_BYTES = 8 * 1024 * 1024
+HISTORY_LOG = "history.jsonl"
+
+_caps: dict[Path, tuple[tuple[int, int], int]] = {}  # root -> ((mtime_ns, size) of fsmem.yaml, max_bytes)
+
+
+def max_bytes_for(root: Path) -> int:
+    """The cap from fsmem.yaml (`logs: max_bytes`), re-read only when the file changes."""
+    root = Path(root)
+    try:
+        stat = (root / CONFIG_FILE).stat()
+    except FileNotFoundError:
+        return DEFAULT_MAX_BYTES
+    stamp = (stat.st_mtime_ns, stat.st_size)
+    cached = _caps.get(root)
+    if cached and cached[0] == stamp:
+        return cached[1]
+    value = Config.load(root).section("logs").get("max_bytes", DEFAULT_MAX_BYTES)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1024:
+        raise ConfigError(f"{CONFIG_FILE}: logs.max_bytes must be a whole number of bytes, at least 1024")
+    _caps[root] = (stamp, value)
+    return value
+
+
+def append(
+    root: Path, name: str, record: dict[str, Any], *, max_bytes: int | None = None, state: Path | None = None
+) -> None:
+    """Append one record to the log `name` (a `time` field is added when missing); rotate before passing the cap.
+
+    `max_bytes` defaults to the memory's configured cap; `state` is a state
+    folder given explicitly, used instead of `root/.fsmem/`.
+    """
+    if max_bytes is None:
+        max_bytes = max_bytes_for(root)
+    record = {"time": fmt.now_iso(), **record}
+    # backslashreplace writes a lone surrogate (from a bad argument) as the JSON escape it is, never fails.
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
+    data = text.encode("utf-8", "backslashreplace")
+    path = state_dir(root, "logs", state=state) / name
+    with file_lock(root, f"{name.split('.')[0]}-log", state=state):
+        try:
+            if path.stat().st_size + len(data) > max_bytes:
+                os.replace(path, path.with_name(name + ".1"))
+        except FileNotFoundError:
+            pass
+        with open(path, "ab") as handle:
+            handle.write(data)
+
+
+def history_problem(root: Path, stage: str, agent: str | None, exc: BaseException) -> None:
+    """Log what history could not do for a write that is done (`stage`: discover, record, commit); never raises.
+
+    The write's change is then committed later, as one made outside fsmem, and
+    `fsmem check` and a refused history command name this error
+    (`last_history_problem`).
+    """
+    try:
+        append(root, HISTORY_LOG, {"stage": stage, "agent": agent, "error": str(exc)})
+    except (OSError, FsmemError, ValueError):
+        pass  # a read-only or full disk must not fail the write that was made
+
+
+def last_history_problem(root: Path) -> str:
+    """The error of the last history problem logged, for a message ("no error was logged" when there is none)."""
+    try:
+        with open(Path(root, ".fsmem", "logs", HISTORY_LOG), "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 4096))
+            line = handle.read().splitlines()[-1]
+        return str(json.loads(line).get("error") or "no error was logged")
+    except (OSError, IndexError, ValueError, AttributeError):
+        return "no error was logged"

@@ -1,0 +1,133 @@
+"""The one write path (`fsmem.operations.transaction`): every writer, Claude's memory tool over an fsmem memory
+included, is screened, locked, journalled, committed, indexed for search, told to the change feed, and logged
+alike when history cannot keep up."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fsmem import Memory
+from fsmem.agents.memory_tool import MemoryTool
+from fsmem.errors import MemoryToolError
+from fsmem.history import journal
+
+TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+WALRUS = "---\ntitle: Walrus\ndescription: Tusked marine mammals\n---\n# Walrus\n\n- diet: clams, eaten by suction\n"
+
+
+def git(root: Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True, env=env).stdout
+
+
+def indexed(memory: Memory, rel: str) -> bool:
+    """Whether the search index holds `rel`, as it stands (no refresh: what the writer itself told it)."""
+    rows = memory.search_index.guarded(
+        lambda conn: conn.execute("SELECT path FROM search_files WHERE path = ?", (rel,)).fetchall()
+    )
+    return bool(rows)
+
+
+def history_log(root: Path) -> list[dict]:
+    path = root / ".fsmem" / "logs" / "history.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+@pytest.fixture
+def memory(tmp_path) -> Memory:
+    return Memory.init(tmp_path / "mem", git=True)
+
+
+def test_a_memory_tool_write_on_an_fsmem_memory_takes_memorys_write_path(memory):
+    """Issue 21: MemoryTool was a second write path: its own history lookup, and its writes never reached the
+    search index. Now a create is committed by its agent, screened, in the index at once (before any search
+    refreshes it), found by the next search, and seen by a held-open Memory's next ls."""
+    root = memory.root
+    held = Memory(root)
+    held.ls(), held.ls()  # asked twice: it holds the memory's change feed
+    assert held.search("proration").empty  # the index exists, so a write must keep it in step
+    tool = MemoryTool.over(Memory(root, agent="researcher"))
+
+    assert (
+        tool.create("/memories/topics/walrus.md", WALRUS) == "File created successfully at: /memories/topics/walrus.md"
+    )
+    assert git(root, "log", "-1", "--format=%an|%s").strip() == "researcher|memory.create topics/walrus.md"
+    assert git(root, "status", "--porcelain") == ""
+    assert indexed(held, "topics/walrus.md")
+    assert [hit.path for hit in held.search("walrus clams").hits][:1] == ["topics/walrus.md"]
+    assert "topics/walrus.md" in [entry.path for entry in held.ls("topics").entries]
+
+    tool.str_replace("/memories/topics/walrus.md", "clams", "clams and mussels")
+    assert git(root, "log", "-1", "--format=%an|%s").strip() == "researcher|memory.str_replace topics/walrus.md"
+    assert any("mussels" in hit.text for hit in held.search("mussels").hits)
+
+    with pytest.raises(MemoryToolError, match=r"line 2: looks like a GitHub token; nothing was written"):
+        tool.create("/memories/topics/keys.md", f"# Keys\n{TOKEN}\n")
+    assert not (root / "topics" / "keys.md").exists()
+
+    tool.delete("/memories/topics")
+    assert not indexed(held, "topics/walrus.md") and held.search("walrus clams").empty
+    assert "topics/walrus.md" not in [entry.path for entry in held.ls().entries]
+    # a folder's delete is named after its first file, as before
+    assert git(root, "log", "-1", "--format=%s").strip() == "memory.delete topics/walrus.md"
+
+
+def test_history_that_cannot_keep_up_is_logged_alike_for_memory_and_the_memory_tool(memory, monkeypatch):
+    """Issue 21: MemoryTool swallowed a failed journal entry or commit where Memory logged it; both now log to
+    .fsmem/logs/history.jsonl, and the write itself is done either way."""
+    root = memory.root
+    writer = Memory(root)
+    tool = MemoryTool.over(Memory(root, agent="researcher"))
+
+    def full_disk(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(journal, "record", full_disk)
+    writer.write("topics/a.md", "# A\n")
+    tool.create("/memories/topics/b.md", "# B\n")
+    monkeypatch.undo()
+    monkeypatch.setattr(journal, "drain", full_disk)
+    writer.write("topics/c.md", "# C\n")
+    tool.create("/memories/topics/d.md", "# D\n")
+    assert [(line["stage"], line["agent"], line["error"]) for line in history_log(root)] == [
+        ("record", None, "[Errno 28] No space left on device"),
+        ("record", "researcher", "[Errno 28] No space left on device"),
+        ("commit", None, "[Errno 28] No space left on device"),
+        ("commit", "researcher", "[Errno 28] No space left on device"),
+    ]
+    assert all((root / "topics" / name).is_file() for name in ("a.md", "b.md", "c.md", "d.md"))
+
+
+def test_the_drop_in_over_a_memory_without_history_takes_memorys_lock_and_index(tmp_path):
+    """`MemoryTool(memory_root=...)` over an fsmem memory (no state_dir, no history) took no lock at all, so it
+    raced Memory's writers; it now writes under the memory's own write lock, and keeps its search index."""
+    root = Memory.init(tmp_path / "mem").root
+    memory = Memory(root)
+    assert memory.search("anything").empty  # the index exists
+    plain = MemoryTool(memory_root=root, create_root=False)
+    plain.create("/memories/topics/walrus.md", WALRUS)
+    assert (root / ".fsmem" / "locks" / "write.lock").exists()
+    assert indexed(memory, "topics/walrus.md")
+    assert [hit.path for hit in memory.search("walrus clams").hits][:1] == ["topics/walrus.md"]
+
+
+def test_a_write_that_fails_after_it_wrote_still_commits_and_indexes_what_it_wrote(memory):
+    """The transaction ends the same way when its body fails after a change it recorded: that change is
+    committed and the index told, and the error still reaches the caller."""
+    from fsmem.operations.transaction import transaction
+    from fsmem.store import writing
+
+    root = memory.root
+    assert memory.search("anything").empty
+    with pytest.raises(RuntimeError, match="after the write"):
+        with transaction(memory) as tx:
+            tx.wrote(writing.write(root, root / "topics" / "walrus.md", WALRUS, {}))
+            raise RuntimeError("after the write")
+    assert git(root, "log", "-1", "--format=%s").strip() == "write topics/walrus.md (new file)"
+    assert indexed(memory, "topics/walrus.md")
