@@ -310,7 +310,7 @@ class Memory:
     @property
     def secrets_policy(self) -> str:
         """What happens to text that looks like a secret: refuse, redact or allow (fsmem.yaml `secrets.policy`)."""
-        return secrets.policy_of(self.config.section("secrets"))
+        return self.config.secrets.policy
 
     def _screen(self, text: str, what: str) -> str:
         """Text about to be stored, under the secrets policy (refused, redacted, or as it is)."""
@@ -469,7 +469,6 @@ class Memory:
             targets = named
         else:
             targets = None
-        timeout = float(self.config.section("grep").get("timeout_seconds", 10.0))
         result = _grep.run(
             self.root,
             pattern,
@@ -485,8 +484,8 @@ class Memory:
             superseded_ranges=self.catalog.superseded,
             superseded_hint=self.catalog.superseded_hint,
             include_superseded=include_superseded,
-            timeout=timeout,
-            max_line_chars=int(self.config.section("read").get("max_line_chars", 2000)),
+            timeout=self.config.grep.timeout_seconds,
+            max_line_chars=self.config.read.max_line_chars,
             within=self.scope.contains if self.scope is not None else None,
         )
         for shown in dict.fromkeys(m.path for m in result.matches):
@@ -545,7 +544,7 @@ class Memory:
         if section:
             start, end = reading.find_section(target, section, exact_limit=EXACT_COUNT_LIMIT)
         hide = [] if include_superseded else self.superseded_ranges(rel)
-        max_line_chars = int(self.config.section("read").get("max_line_chars", 2000))
+        max_line_chars = self.config.read.max_line_chars
         result = reading.bounded_read(
             target,
             rel,
@@ -588,8 +587,7 @@ class Memory:
     @property
     def host_id(self) -> str:
         """This copy's id: default session notes are named after the agent and it (`researcher-1a2b3c4d`)."""
-        configured = self.config.section("notes").get("host_id")
-        return writing.host_id(self.root, str(configured) if configured else None)
+        return writing.host_id(self.root, self.config.notes.host_id or None)
 
     def note(self, text: str, *, session: str | None = None, subject: str | None = None) -> writing.WriteResult:
         """Append to the current session note (today's file of `session`).
@@ -600,7 +598,7 @@ class Memory:
         self._require_writable()
         session = session or os.environ.get(SESSION_ENV)
         if not session:
-            name = self.agent or str(self.config.section("notes").get("default_session", "default"))
+            name = self.agent or self.config.notes.default_session
             session = f"{name}-{self.host_id}"
         text = self._screen(text, "the note")
         default = self._default_subject()
@@ -625,9 +623,7 @@ class Memory:
 
     def _default_subject(self) -> str:
         """Where consolidation files lines without a subject (`consolidate.default_subject`)."""
-        from fsmem.consolidate.settings import DEFAULTS
-
-        return str(self.config.section("consolidate").get("default_subject") or DEFAULTS["default_subject"])
+        return self.config.consolidate.default_subject
 
     def write(
         self,
@@ -760,11 +756,10 @@ class Memory:
         from fsmem import watch as _watch
 
         settle = renamed("quiet", quiet, "settle", settle)
-        section = self.config.section("watch")
         if settle is None:
-            settle = float(section.get("settle_seconds", section.get("quiet_seconds", _watch.DEFAULT_SETTLE_SECONDS)))
+            settle = self.config.watch.settle_seconds
         if consolidate_after is None:
-            consolidate_after = float(section.get("consolidate_after_seconds", _watch.DEFAULT_CONSOLIDATE_AFTER))
+            consolidate_after = self.config.watch.consolidate_after_seconds
         if settle < 0 or consolidate_after < 0:
             raise InvalidArgument("--settle and --consolidate-after must be 0 or more seconds")
         self._whole_memory("watch")
@@ -812,17 +807,16 @@ class Memory:
         if not dry_run:
             self._require_writable()
         from fsmem.consolidate import apply as consolidate_apply
-        from fsmem.consolidate.plan import DEFAULTS
 
-        section = self.config.section("consolidate")
-        archive_dir = section.get("archive_dir", DEFAULTS["archive_dir"])
+        settings = self.config.consolidate
+        archive_dir = settings.archive_dir
         _paths.config_dir(archive_dir, "consolidate.archive_dir", self.root)
 
         def run() -> ConsolidationReport:
-            return consolidate_apply.run(self.root, section, self.tokens.count, dry_run=dry_run, progress=progress)
+            return consolidate_apply.run(self.root, settings, self.tokens.count, dry_run=dry_run, progress=progress)
 
         repo = None if dry_run else self.history
-        report = run() if repo is None else self._consolidate_with_history(repo, run, str(archive_dir))
+        report = run() if repo is None else self._consolidate_with_history(repo, run, archive_dir)
         if not dry_run:
             self._search_changed(list(report.files_written))
         return report
@@ -859,9 +853,8 @@ class Memory:
         self._whole_memory("index")
         self._require_writable()
         from fsmem.consolidate import index_md
-        from fsmem.consolidate.plan import Settings
 
-        settings = Settings.from_section(self.config.section("consolidate"))
+        settings = self.config.consolidate
         repo = self.history
         index_path = self.root / "INDEX.md"
         before = index_path.read_bytes() if repo is not None and index_path.is_file() else None
@@ -889,14 +882,14 @@ class Memory:
         if not hasattr(self, "_repo"):
             from fsmem.history import may_have_history
 
-            section = self.config.section("history")
+            enabled = self.config.history.enabled
             self._repo: Repo | None = None
-            if may_have_history(self.root, section):
+            if may_have_history(self.root, enabled):
                 from fsmem.errors import HistoryError
                 from fsmem.history.repo import discover
 
                 try:
-                    self._repo = discover(self.root, self.host_id, section)
+                    self._repo = discover(self.root, self.host_id, enabled=enabled)
                 except HistoryError as exc:  # no git command: the memory works, without history
                     self._history_problem("discover", exc)
         return self._repo
@@ -990,7 +983,7 @@ class Memory:
             start=start,
             end=end,
             max_tokens=self.budget.narrowed(max_tokens).max_tokens,
-            max_line_chars=int(self.config.section("read").get("max_line_chars", 2000)),
+            max_line_chars=self.config.read.max_line_chars,
         )
 
     def diff(
@@ -1017,7 +1010,7 @@ class Memory:
             start=start,
             end=end,
             max_tokens=self.budget.narrowed(max_tokens).max_tokens,
-            max_line_chars=int(self.config.section("read").get("max_line_chars", 2000)),
+            max_line_chars=self.config.read.max_line_chars,
         )
 
     def restore(self, path: str, *, at: str) -> writing.WriteResult:
@@ -1045,9 +1038,7 @@ class Memory:
         self._whole_memory("history revert")
         check_text(rev, "the revision")
         repo = self._require_history()
-        from fsmem.consolidate.plan import DEFAULTS
-
-        archive = str(self.config.section("consolidate").get("archive_dir", DEFAULTS["archive_dir"]))
+        archive = self.config.consolidate.archive_dir
         with file_lock(self.root):
             changes, message, label = undo.plan_revert(
                 repo, self.root, rev, lambda rel: self.path(rel, want="file"), archive_dir=archive
@@ -1073,11 +1064,9 @@ class Memory:
         if all(change.path == "INDEX.md" for change in result.changes):
             return
         from fsmem.consolidate import index_md
-        from fsmem.consolidate.plan import Settings
 
         before: bytes | None = index_path.read_bytes()
-        settings = Settings.from_section(self.config.section("consolidate"))
-        if not index_md.write_index(self.root, settings.index_max_tokens, self.tokens.count):
+        if not index_md.write_index(self.root, self.config.consolidate.index_max_tokens, self.tokens.count):
             return
         after = index_path.read_bytes()
         earlier = [change for change in result.changes if change.path == "INDEX.md"]
@@ -1108,10 +1097,10 @@ class Memory:
         return _sync.sync(
             repo,
             remote,
-            settings=self.config.section("sync"),
+            settings=self.config.sync,
             consolidate=lambda: self.consolidate(),
             index=lambda: self.index().changed,
-            threshold_of=lambda: float(self.config.section("consolidate").get("near_duplicate_threshold", 90)),
+            threshold_of=lambda: self.config.consolidate.near_duplicate_threshold,
             accept_config=accept_config,
             repair=repair,
         )
@@ -1152,9 +1141,7 @@ class Memory:
 
     @property
     def search_settings(self) -> SearchSettings:
-        from fsmem.search.settings import SearchSettings
-
-        return SearchSettings.from_section(self.config.section("search"))
+        return self.config.search
 
     def search(
         self,
@@ -1244,7 +1231,7 @@ class Memory:
                 query,
                 seen=seen,
                 tokens_left=left,
-                settings=_recall.RecallSettings.from_section(self.config.section("search")),
+                settings=self.config.search.recall,
                 root=self.root,
                 search=lambda budget_tokens: self.search(
                     first_terms(self.search_index.analyzer, query), max_tokens=budget_tokens

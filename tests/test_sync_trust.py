@@ -214,7 +214,7 @@ def test_a_standing_policy_in_git_config_takes_other_settings_and_says_so(world)
     out = sync(world.victim)
     assert out.returncode == 0, out.stderr
     assert "grep.timeout_seconds 10 -> 20" in out.stdout and "fsmem.acceptConfig" in out.stdout
-    assert Memory(world.victim).config.section("grep")["timeout_seconds"] == 20
+    assert Memory(world.victim).config.grep.timeout_seconds == 20
     assert "fsmem.acceptConfig" not in (world.victim / "fsmem.yaml").read_text()
 
 

@@ -155,7 +155,7 @@ class MemoryTool:
         if not self.is_fsmem:
             return text
         try:
-            return secrets.screen(text, secrets.policy_of(Config.load(self.memory_root).section("secrets")), what)
+            return secrets.screen(text, Config.load(self.memory_root).secrets.policy, what)
         except SecretFound as exc:
             raise MemoryToolError(str(exc)) from None
 
@@ -543,14 +543,12 @@ class MemoryTool:
                 from fsmem.history import may_have_history
 
                 config = Config.load(self.memory_root)
-                section = config.section("history")
-                if may_have_history(self.memory_root, section):
+                if may_have_history(self.memory_root, config.history.enabled):
                     from fsmem.history.repo import discover
                     from fsmem.store.writing import host_id
 
-                    configured = config.section("notes").get("host_id")
-                    host = host_id(self.memory_root, str(configured) if configured else None)
-                    self._repo = discover(self.memory_root, host, section)
+                    host = host_id(self.memory_root, config.notes.host_id or None)
+                    self._repo = discover(self.memory_root, host, enabled=config.history.enabled)
         return self._repo
 
     def _contents(self, full: Path) -> list[tuple[str, bytes]]:
