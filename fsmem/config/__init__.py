@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -125,7 +125,7 @@ class Config(Section):
         return config
 
     @classmethod
-    def checked(cls, data: Mapping[Any, Any], where: str, source: Any = lambda: None) -> Config:
+    def checked(cls, data: Mapping[Any, Any], where: str, source: Callable[[], str | None] = lambda: None) -> Config:
         """The settings of `data` (fsmem.yaml as parsed), checked; `source()` gives the text a message's line is
         found in."""
         return build(cls, data, where, source)
