@@ -338,7 +338,7 @@ class HistorySettings(Section):
 
 
 class SyncSettings(Section):
-    """`sync:` fsmem sync fetches, merges, consolidates and pushes."""
+    """`sync:` how `fsmem sync` fetches, merges, consolidates and pushes."""
 
     remote: str | None = setting(
         default=None, rule=TEXT_OR_NULL, says="the remote to sync with (null: the branch's remote, else origin)"
