@@ -18,7 +18,7 @@ from fsmem import __version__  # noqa: E402
 project = "fsmem"
 author = "the fsmem authors"
 release = version = __version__
-extensions = ["myst_parser", "fsmem_reference"]
+extensions = ["myst_parser", "fsmem_reference", "fsmem_config_reference"]
 source_suffix = {".md": "markdown"}
 exclude_patterns = ["_build", "_ext"]
 root_doc = "index"

@@ -27,8 +27,6 @@ from fsmem.store.paths import is_memory_path, is_visible_folder, resolve
 if TYPE_CHECKING:
     from fsmem.store.catalog import Catalog
 
-DEFAULT_SETTLE_SECONDS = 0.5
-DEFAULT_CONSOLIDATE_AFTER = 60.0
 INDEX_FILE = "INDEX.md"
 SESSIONS_DIR = "sessions/"
 _SWAP_SUFFIXES = (".swp", ".swo", ".swx", ".tmp", "~", ".bak", ".orig")
@@ -119,13 +117,13 @@ def watch(
     root: Path,
     catalog: Catalog,
     *,
-    settle: float = DEFAULT_SETTLE_SECONDS,
+    settle: float,
     log: Callable[[str], None] | None = None,
     stop: threading.Event | None = None,
     ready: threading.Event | None = None,
     write_index: Callable[[], bool] | None = None,
     consolidate: Callable[[], Any] | None = None,
-    consolidate_after: float = DEFAULT_CONSOLIDATE_AFTER,
+    consolidate_after: float,
     on_change: Callable[[set[str] | None], Any] | None = None,
 ) -> WatchStats:
     """Watch the memory at `root` until `stop` is set; returns what was done.

@@ -59,7 +59,7 @@ def body(memory: Memory, rel: str) -> str:
 
 def planned(memory: Memory) -> tuple[C.Plan, L.Ledger]:
     """Gather and plan as a run does, without applying: (plan, open ledger)."""
-    settings = C.Settings.from_section(memory.config.section("consolidate"))
+    settings = memory.config.consolidate
     ledger = L.Ledger(memory.root, L.signature(settings.extractors, settings.default_subject), settings.default_subject)
     plan = C.plan(C.gather(memory.root, settings, ex.load(settings.extractors), ledger), settings)
     ledger.commit()

@@ -247,12 +247,17 @@ def test_allow_writes_it_but_check_reports_it_and_context_never_shows_it(demo_me
             assert TOKEN.encode() not in data and TOKEN.lower().encode() not in data, state
 
 
-def test_a_bad_policy_is_a_configuration_error(demo_memory):
+def test_a_bad_policy_is_a_configuration_error_when_the_memory_is_opened(demo_memory):
+    """Checked where fsmem.yaml is loaded (it was at the first write), with the line it stands on."""
     from fsmem.errors import ConfigError
 
-    memory = set_policy(demo_memory, "maybe")
-    with pytest.raises(ConfigError, match="secrets.policy must be one of refuse, redact, allow"):
-        memory.note("- x: y")
+    config = demo_memory.root / "fsmem.yaml"
+    line = config.read_text().splitlines().index("  policy: refuse") + 1
+    before = tree(demo_memory.root)
+    with pytest.raises(ConfigError) as raised:
+        set_policy(demo_memory, "maybe")
+    assert str(raised.value) == f"{config}:{line}: secrets.policy must be one of refuse, redact, allow, not 'maybe'"
+    assert tree(demo_memory.root) == before
 
 
 def test_a_secret_typed_into_a_note_goes_no_further(demo_memory):

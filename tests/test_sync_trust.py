@@ -214,8 +214,41 @@ def test_a_standing_policy_in_git_config_takes_other_settings_and_says_so(world)
     out = sync(world.victim)
     assert out.returncode == 0, out.stderr
     assert "grep.timeout_seconds 10 -> 20" in out.stdout and "fsmem.acceptConfig" in out.stdout
-    assert Memory(world.victim).config.section("grep")["timeout_seconds"] == 20
+    assert Memory(world.victim).config.grep.timeout_seconds == 20
     assert "fsmem.acceptConfig" not in (world.victim / "fsmem.yaml").read_text()
+
+
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        (
+            ("  timeout_seconds: 10 ", "  timeout_secnds: 20 "),
+            "grep.timeout_secnds is not a setting of fsmem; did you mean grep.timeout_seconds?",
+        ),
+        (
+            ("  timeout_seconds: 10 ", "  timeout_seconds: soon"),
+            "grep.timeout_seconds must be a number above 0, not 'soon'",
+        ),
+    ],
+)
+def test_a_pushed_fsmem_yaml_this_host_would_not_load_is_refused_even_under_a_standing_policy(world, change, says):
+    """Taken, a misspelt setting or a value of the wrong type would stop every command on this host, the sync
+    that could undo it included: it is refused where it crosses, named with its line, and --repair keeps ours."""
+    git(world.victim, "config", "fsmem.acceptConfig", "settings")
+    config = world.hostile / "fsmem.yaml"
+    config.write_text(config.read_text().replace(*change, 1))
+    line = next(i for i, text in enumerate(config.read_text().splitlines(), 1) if text.startswith(change[1].rstrip()))
+    commit = push(world.hostile)
+    head, ours = git(world.victim, "rev-parse", "HEAD"), (world.victim / "fsmem.yaml").read_bytes()
+    out = sync(world.victim)
+    refused(out, commit, "fsmem.yaml")
+    assert f"which this host's fsmem does not take (origin/main's fsmem.yaml:{line}: {says});" in out.stderr
+    assert git(world.victim, "rev-parse", "HEAD") == head and (world.victim / "fsmem.yaml").read_bytes() == ours
+    assert sync(world.victim, "--accept-config").returncode == 2  # not a held change: nothing to accept
+    assert sync(world.victim, "--repair").returncode == 0
+    assert (world.victim / "fsmem.yaml").read_bytes() == ours
+    assert git(world.origin, "show", "main:fsmem.yaml") == ours.decode()
+    assert Memory(world.victim).config.grep.timeout_seconds == 10
 
 
 def test_comments_and_layout_of_fsmem_yaml_pass_without_asking(world):

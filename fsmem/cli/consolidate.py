@@ -45,8 +45,7 @@ def consolidate_cmd(ctx, dry_run, as_json):
     (also when another consolidation is running).
     """
     memory = open_memory(ctx)
-    section = memory.config.section("consolidate")
-    bar = _Bar(int(section.get("progress_min_notes", 50)))
+    bar = _Bar(memory.config.consolidate.progress_min_notes)
     try:
         report = memory.consolidate(dry_run=dry_run, progress=bar)
     finally:

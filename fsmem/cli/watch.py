@@ -24,7 +24,7 @@ from fsmem.cli.options import command, emit, open_memory, output_option
     "--consolidate-after",
     type=float,
     metavar="SECONDS",
-    help="How long session notes must be still before consolidating (default: 60).",
+    help="How long session notes must be still before consolidating (default: watch.consolidate_after_seconds, else 60).",
 )
 @output_option
 @click.pass_context

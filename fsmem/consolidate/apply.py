@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import difflib
 import hashlib
 import json
@@ -13,7 +14,6 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 from fsmem import format as fmt
 from fsmem.consolidate import extractors as ex, ledger as L, plan as C, subjects
@@ -291,19 +291,21 @@ def unified_diff(plan: C.Plan) -> str:
 
 def run(
     root: Path,
-    section: dict[str, Any],
+    settings: C.Settings,
     count_tokens: Callable[[str], int],
     *,
     dry_run: bool = False,
     progress: C.Progress | None = None,
 ) -> ConsolidationReport:
-    """One consolidation of the memory at `root` (`section`: fsmem.yaml's `consolidate`); refuses to overlap another one.
+    """One consolidation of the memory at `root` (`settings`: fsmem.yaml's `consolidate`); refuses to overlap
+    another one.
 
     `count_tokens` counts tokens for INDEX.md's cap.
     """
     from fsmem.consolidate import index_md
+    from fsmem.store.paths import config_dir
 
-    settings = C.Settings.from_section(section)
+    settings = dataclasses.replace(settings, archive_dir=config_dir(settings.archive_dir, "consolidate.archive_dir"))
     extractors = ex.load(settings.extractors)
     report = ConsolidationReport(dry_run=dry_run)
     started = time.monotonic()

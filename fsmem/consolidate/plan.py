@@ -26,11 +26,10 @@ from fsmem.consolidate.gather import Inputs, gather
 from fsmem.consolidate.history import Record, merge_key
 from fsmem.consolidate.notes import NoteEntry
 from fsmem.consolidate.observations import merge_observations
-from fsmem.consolidate.settings import CONSOLIDATED_FIELD, DEFAULTS, KILL_ENV, Progress, Settings, body_digest
+from fsmem.consolidate.settings import CONSOLIDATED_FIELD, KILL_ENV, Progress, Settings, body_digest
 
 __all__ = [
     "CONSOLIDATED_FIELD",
-    "DEFAULTS",
     "KILL_ENV",
     "SESSIONS",
     "Change",

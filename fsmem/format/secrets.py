@@ -26,10 +26,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
-from fsmem.errors import ConfigError, SecretFound
-
-POLICIES = ("refuse", "redact", "allow")
-DEFAULT_POLICY = "refuse"
+from fsmem.errors import SecretFound
 
 _B = r"(?<![A-Za-z0-9_])"  # a token boundary that counts '_' as part of the token
 _E = r"(?![A-Za-z0-9_])"
@@ -266,14 +263,6 @@ def redact(text: str, secrets: list[Secret] | None = None) -> str:
     for secret in sorted(secrets, key=lambda s: s.start, reverse=True):
         text = text[: secret.start] + f"[REDACTED:{secret.kind}]" + text[secret.end :]
     return text
-
-
-def policy_of(section: dict[str, Any]) -> str:
-    """The `secrets:` section of fsmem.yaml, checked: refuse (the default), redact or allow."""
-    policy = section.get("policy", DEFAULT_POLICY)
-    if policy not in POLICIES:
-        raise ConfigError(f"fsmem.yaml: secrets.policy must be one of {', '.join(POLICIES)}, not {policy!r}")
-    return str(policy)
 
 
 def screen(text: str, policy: str, what: str) -> str:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 GIT_MARKER = ".git"
 
@@ -34,11 +33,10 @@ def git_marker(root: Path) -> Path | None:
     return None
 
 
-def may_have_history(root: Path, section: dict[str, Any]) -> bool:
-    """A cheap guess (no git process): history is not switched off and a `.git` lies at or above the root."""
-    if section.get("enabled", True) is False:
-        return False
-    return git_marker(root) is not None
+def may_have_history(root: Path, enabled: bool) -> bool:
+    """A cheap guess (no git process): history is not switched off (`history.enabled`) and a `.git` lies at or
+    above the root."""
+    return enabled and git_marker(root) is not None
 
 
 TURN_ON = "turn it on with: fsmem init --git {root}"

@@ -31,6 +31,7 @@ from difflib import SequenceMatcher
 from pathlib import Path
 
 from fsmem import format as fmt
+from fsmem.config import ConsolidateSettings
 from fsmem.format import facts as F
 from fsmem.history import merge_facts as MF
 from fsmem.history.diff3 import regions
@@ -63,7 +64,14 @@ class _Parts:
         return str(self.values.get("updated") or self.values.get("created") or "")[:10]
 
 
-def merge_text(base: str, ours: str, theirs: str, *, path: str = "", threshold: float = 90.0) -> tuple[str, int]:
+def merge_text(
+    base: str,
+    ours: str,
+    theirs: str,
+    *,
+    path: str = "",
+    threshold: float = ConsolidateSettings.near_duplicate_threshold,
+) -> tuple[str, int]:
     """The merged text, and in how many places both versions were kept (what `fsmem check` reports)."""
     if ours == theirs or theirs == base:
         return ours, 0
@@ -327,11 +335,11 @@ def main(argv: list[str]) -> int:
     rel = full.relative_to(root).as_posix() if root is not None else where
     if rel in GENERATED:
         return 0  # regenerated after the merge, never merged
-    threshold = 90.0
+    threshold = ConsolidateSettings.near_duplicate_threshold
     if root is not None:
         from fsmem.config import Config
 
-        threshold = float(Config.load(root).section("consolidate").get("near_duplicate_threshold", 90))
+        threshold = Config.load(root).consolidate.near_duplicate_threshold
     try:
         merged, _ = merge_text(*texts, path=rel, threshold=threshold)
     except Exception:  # never leave git a half merge: keep both whole versions, marked

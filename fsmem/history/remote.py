@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fsmem.config import SyncSettings
 from fsmem.errors import SyncFailed
 from fsmem.history import trust
 from fsmem.history.git import Git, first_line
@@ -218,7 +219,7 @@ def remember(git: Git, target: Target) -> None:
     git.run("config", f"branch.{target.local}.merge", f"refs/heads/{target.branch}", check=False)
 
 
-def setup_clone(repo: Repo, *, timeout: float = 120.0) -> str:
+def setup_clone(repo: Repo, *, timeout: float = SyncSettings.timeout_seconds) -> str:
     """For `fsmem sync --setup`: on a clone with no commit, take the remote's branch first (before set-up writes
     anything that would be in its way), and say what was found; '' when the clone has commits or no remote."""
     git = repo.git
@@ -252,7 +253,7 @@ def take_remote_branch(root: Path, host: str) -> str:
     from fsmem.history import git_marker
     from fsmem.history.repo import discover
 
-    repo = discover(root, host, {}) if git_marker(root) is not None else None
+    repo = discover(root, host) if git_marker(root) is not None else None
     if repo is None or repo.top != root:
         return ""
     if not has_commits(repo.git):

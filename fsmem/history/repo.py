@@ -134,9 +134,10 @@ class Repo:
         return (name or "outside fsmem", email or "outside@fsmem")
 
 
-def discover(root: Path, host: str, section: dict[str, Any]) -> Repo | None:
-    """The repository a memory lives in, or None when it has no history (no git, ignored, switched off)."""
-    if section.get("enabled", True) is False or git_marker(root) is None:
+def discover(root: Path, host: str, *, enabled: bool = True) -> Repo | None:
+    """The repository a memory lives in, or None when it has no history (no git, ignored, switched off with
+    `history.enabled`)."""
+    if not enabled or git_marker(root) is None:
         return None
     git = Git(root)
     asked = ("rev-parse", "--is-inside-work-tree", "--show-toplevel", "--git-common-dir", "--show-prefix")

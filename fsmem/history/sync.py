@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fsmem.config import SyncSettings
 from fsmem.errors import HistoryOff, LockTimeout, SyncFailed
 from fsmem.history import TURN_ON, git_marker, host_rules, journal, recovery, remote as remotes, trust, worktree
 from fsmem.history.git import MERGE_DRIVER_NAME, CatFile, Git, driver_command, first_line
@@ -93,7 +94,7 @@ def setup(
     notes = [] if notes is None else notes
     host_rules.remove_state_link(root, notes)  # before anything writes state (a lock) through it
     created = False
-    repo = discover(root, host, {}) if git_marker(root) is not None else None
+    repo = discover(root, host) if git_marker(root) is not None else None
     if repo is None:  # no work tree around it, or one that ignores it: the memory gets its own repository
         if not create:
             raise HistoryOff(f"{root} is not in a git work tree (or one that ignores it); " + TURN_ON.format(root=root))
@@ -101,7 +102,7 @@ def setup(
         for key, value in (("core.splitIndex", "true"), ("core.untrackedCache", "true")):
             Git(root).run("config", key, value)  # small index writes per commit, a fast git status
         created = True
-        repo = discover(root, host, {})
+        repo = discover(root, host)
     if repo is None:
         raise HistoryOff(f"{root}: git init did not make a work tree there")
     found = "" if created else remotes.setup_clone(repo)  # an empty clone takes the remote's branch first
@@ -128,21 +129,21 @@ def sync(
     repo: Repo,
     remote: str | None,
     *,
-    settings: dict[str, Any],
+    settings: SyncSettings,
     consolidate: Callable[[], Any],
     index: Callable[[], bool],
-    threshold_of: Callable[[], float] = lambda: 90.0,
+    threshold_of: Callable[[], float],
     accept_config: bool = False,
     repair: bool = False,
 ) -> SyncResult:
     git = repo.git
     local = remotes.local_branch(git)
-    remote = remote or str(settings.get("remote") or "") or remotes.upstream_remote(git, local) or "origin"
+    remote = remote or settings.remote or remotes.upstream_remote(git, local) or remotes.DEFAULT_REMOTE
     if git.run("remote", "get-url", "--", remote, check=False).returncode:
         raise SyncFailed(f"no remote named {remote!r}; add one with: git -C {repo.root} remote add {remote} URL")
-    attempts = int(settings.get("max_attempts", 20))
+    attempts = settings.max_attempts
     threshold = float(threshold_of())
-    timeout = float(settings.get("timeout_seconds", 120))
+    timeout = settings.timeout_seconds
     try:
         lock = file_lock(repo.root, SYNC_LOCK, wait=False)
         lock.__enter__()

@@ -23,7 +23,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from fsmem.config import CONFIG_FILE, MAX_CONFIG_BYTES, STATE_DIR, parse_config
+from fsmem.config import CONFIG_FILE, MAX_CONFIG_BYTES, STATE_DIR, Config, parse_config
+from fsmem.config.parse import decoded
 from fsmem.errors import ConfigError, ConfigHeld, HistoryError, SyncRefused
 from fsmem.history import journal, trust_config
 from fsmem.history.host_rules import (
@@ -238,6 +239,11 @@ class _Judgement:
             new = parse_config(data, where) if theirs else {}
         except ConfigError as exc:
             self.refuse(change, CONFIG_FILE, f"which cannot be read ({exc})")
+            return
+        try:  # a file this host would refuse to load would stop every command here once taken
+            Config.checked(new, where, lambda: decoded(data or b"", where))
+        except ConfigError as exc:
+            self.refuse(change, CONFIG_FILE, f"which this host's fsmem does not take ({exc})")
             return
         old_tree = Tree(self.repo, self.base_tree) if self.base else self.ours
         old_entry = old_tree.entry(change.path)

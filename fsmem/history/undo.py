@@ -46,7 +46,7 @@ def plan_restore(view: HistoryView, root: Path, rel: str, at: str) -> tuple[list
 
 
 def plan_revert(
-    repo: Repo, root: Path, rev: str, resolve: Callable[[str], Path], *, archive_dir: str = "archive/sessions"
+    repo: Repo, root: Path, rev: str, resolve: Callable[[str], Path], *, archive_dir: str
 ) -> tuple[list[Change], str, str]:
     """The changes that undo commit `rev` in the memory's files, its message, and a label of what it touched.
 

@@ -18,7 +18,6 @@ from fsmem import format as fmt
 from fsmem.budget import Budget, echo
 from fsmem.config import CONFIG_FILE, Config
 from fsmem.errors import HistoryError, HistoryOff, InvalidArgument, NotFound
-from fsmem.format import secrets
 from fsmem.store import logs, writing
 from fsmem.store.cache import timestamp_us
 from fsmem.store.catalog import Catalog
@@ -80,13 +79,12 @@ class Core:
     @property
     def host_id(self) -> str:
         """This copy's id: default session notes are named after the agent and it (`researcher-1a2b3c4d`)."""
-        configured = self.config.section("notes").get("host_id")
-        return writing.host_id(self.root, str(configured) if configured else None)
+        return writing.host_id(self.root, self.config.notes.host_id or None)
 
     @property
     def secrets_policy(self) -> str:
         """What happens to text that looks like a secret: refuse, redact or allow (fsmem.yaml `secrets.policy`)."""
-        return secrets.policy_of(self.config.section("secrets"))
+        return self.config.secrets.policy
 
     @property
     def history(self) -> Repo | None:
@@ -95,14 +93,14 @@ class Core:
         for a memory without a `.git` above it."""
         if not hasattr(self, "_repo"):
             self._repo: Repo | None = None
-            section = self.config.section("history")
+            enabled = self.config.history.enabled
             from fsmem.history import may_have_history  # a few stat calls; the git machinery only when it may
 
-            if may_have_history(self.root, section):
+            if may_have_history(self.root, enabled):
                 from fsmem.history.repo import discover
 
                 try:
-                    self._repo = discover(self.root, self.host_id, section)
+                    self._repo = discover(self.root, self.host_id, enabled=enabled)
                 except HistoryError as exc:  # no git command: the memory works, without history
                     logs.history_problem(self.root, "discover", self.agent, exc)
         return self._repo
@@ -123,9 +121,7 @@ class Core:
     @property
     def search_settings(self) -> SearchSettings:
         """How search ranks and cuts its answers (fsmem.yaml `search:`); loaded by the first search."""
-        from fsmem.search.settings import SearchSettings
-
-        return SearchSettings.from_section(self.config.section("search"))
+        return self.config.search
 
 
 # -- the rules every operation applies to what it is given -----------------------------------------------

@@ -51,7 +51,7 @@ def _cut(memory: Core, lines: str | None, max_tokens: int | None) -> dict[str, A
         "start": start,
         "end": end,
         "max_tokens": memory.budget.narrowed(max_tokens).max_tokens,
-        "max_line_chars": int(memory.config.section("read").get("max_line_chars", 2000)),
+        "max_line_chars": memory.config.read.max_line_chars,
     }
 
 
@@ -145,9 +145,8 @@ def revert(memory: Core, rev: str) -> writing.WriteResult:
     whole_memory(memory, "history revert")
     check_text(rev, "the revision")
     repo = require_history(memory)
-    from fsmem.consolidate.settings import DEFAULTS as CONSOLIDATE
 
-    archive = str(memory.config.section("consolidate").get("archive_dir", CONSOLIDATE["archive_dir"]))
+    archive = memory.config.consolidate.archive_dir
     with transaction(memory) as tx:
         changes, message, label = undo.plan_revert(
             repo, memory.root, rev, lambda rel: memory.path(rel, want="file"), archive_dir=archive
@@ -164,9 +163,8 @@ def _index_follows(memory: Core, result: writing.WriteResult) -> None:
     if memory.scope is not None:
         return
     from fsmem.consolidate import index_md
-    from fsmem.consolidate.settings import Settings
 
-    settings = Settings.from_section(memory.config.section("consolidate"))
+    settings = memory.config.consolidate
     index_md.follow(memory.root, result.changes, settings.index_max_tokens, memory.tokens.count)
 
 
@@ -196,10 +194,10 @@ def sync(
     return _sync.sync(
         repo,
         remote,
-        settings=memory.config.section("sync"),
+        settings=memory.config.sync,
         consolidate=lambda: upkeep.consolidate(memory),
         index=lambda: upkeep.index(memory).changed,
-        threshold_of=lambda: float(memory.config.section("consolidate").get("near_duplicate_threshold", 90)),
+        threshold_of=lambda: memory.config.consolidate.near_duplicate_threshold,
         accept_config=accept_config,
         repair=repair,
     )

@@ -77,7 +77,6 @@ def grep(
         raise InvalidArgument("--context-lines must be 0 or more")
     budget = memory.budget.narrowed(max_tokens, max_results)
     named = [relative(memory.root, existing(memory, p)) for p in paths or []]
-    timeout = float(memory.config.section("grep").get("timeout_seconds", 10.0))
     result = _grep.run(
         memory.root,
         pattern,
@@ -93,8 +92,8 @@ def grep(
         superseded_ranges=memory.catalog.superseded,
         superseded_hint=memory.catalog.superseded_hint,
         include_superseded=include_superseded,
-        timeout=timeout,
-        max_line_chars=int(memory.config.section("read").get("max_line_chars", 2000)),
+        timeout=memory.config.grep.timeout_seconds,
+        max_line_chars=memory.config.read.max_line_chars,
         within=memory.scope.contains if memory.scope is not None else None,
     )
     for shown in dict.fromkeys(m.path for m in result.matches):
@@ -184,7 +183,7 @@ def read(
         start=start,
         end=end,
         max_tokens=budget.max_tokens,
-        max_line_chars=int(memory.config.section("read").get("max_line_chars", 2000)),
+        max_line_chars=memory.config.read.max_line_chars,
         hide_ranges=hide,
     )
     result.version = version

@@ -101,7 +101,7 @@ def recall(
             query,
             seen=seen,
             tokens_left=left,
-            settings=_recall.RecallSettings.from_section(memory.config.section("search")),
+            settings=memory.config.search.recall,
             root=memory.root,
             search=lambda budget_tokens: search(
                 memory, first_terms(memory.search_index.analyzer, query), max_tokens=budget_tokens

@@ -98,9 +98,8 @@ def index(memory: Core) -> IndexResult:
     whole_memory(memory, "index")
     require_writable(memory)
     from fsmem.consolidate import index_md
-    from fsmem.consolidate.settings import Settings
 
-    settings = Settings.from_section(memory.config.section("consolidate"))
+    settings = memory.config.consolidate
     with transaction(memory) as tx:
         change = index_md.rewrite(memory.root, settings.index_max_tokens, memory.tokens.count)
         if change is not None:
@@ -114,14 +113,13 @@ def consolidate(memory: Core, dry_run: bool = False, *, progress: Progress | Non
     if not dry_run:
         require_writable(memory)
     from fsmem.consolidate import apply as consolidate_apply
-    from fsmem.consolidate.settings import DEFAULTS as CONSOLIDATE
 
-    section = memory.config.section("consolidate")
-    archive_dir = section.get("archive_dir", CONSOLIDATE["archive_dir"])
+    settings = memory.config.consolidate
+    archive_dir = settings.archive_dir
     _paths.config_dir(archive_dir, "consolidate.archive_dir", memory.root)
 
     def run() -> ConsolidationReport:
-        return consolidate_apply.run(memory.root, section, memory.tokens.count, dry_run=dry_run, progress=progress)
+        return consolidate_apply.run(memory.root, settings, memory.tokens.count, dry_run=dry_run, progress=progress)
 
     repo = None if dry_run else memory.history
     if repo is None:
@@ -129,7 +127,7 @@ def consolidate(memory: Core, dry_run: bool = False, *, progress: Progress | Non
     else:
         from fsmem.history import worktree
 
-        report = worktree.consolidation(repo, run, archive_dir=str(archive_dir), agent=memory.agent)
+        report = worktree.consolidation(repo, run, archive_dir=archive_dir, agent=memory.agent)
     if not dry_run:
         after_change(memory, list(report.files_written))
     return report
@@ -155,11 +153,10 @@ def watch(
     """
     from fsmem import watch as _watch
 
-    section = memory.config.section("watch")
     if settle is None:
-        settle = float(section.get("settle_seconds", section.get("quiet_seconds", _watch.DEFAULT_SETTLE_SECONDS)))
+        settle = memory.config.watch.settle_seconds
     if consolidate_after is None:
-        consolidate_after = float(section.get("consolidate_after_seconds", _watch.DEFAULT_CONSOLIDATE_AFTER))
+        consolidate_after = memory.config.watch.consolidate_after_seconds
     if settle < 0 or consolidate_after < 0:
         raise InvalidArgument("--settle and --consolidate-after must be 0 or more seconds")
     whole_memory(memory, "watch")

@@ -31,13 +31,12 @@ def note(memory: Core, text: str, *, session: str | None = None, subject: str | 
     require_writable(memory)
     session = session or os.environ.get(SESSION_ENV)
     if not session:
-        name = memory.agent or str(memory.config.section("notes").get("default_session", "default"))
+        name = memory.agent or memory.config.notes.default_session
         session = f"{name}-{memory.host_id}"
     text = screen(memory, text, "the note")
-    from fsmem.consolidate.settings import DEFAULTS as CONSOLIDATE  # a read loads none of consolidation
 
     # where consolidation files lines without a subject (`consolidate.default_subject`)
-    default = str(memory.config.section("consolidate").get("default_subject") or CONSOLIDATE["default_subject"])
+    default = memory.config.consolidate.default_subject
     if subject is not None:
         subject = screen(memory, subject, "the subject")
     check = None

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from fsmem.budget import CUT_BY_RESULTS, CUT_BY_TOKENS, Meter, Metered, Page, Paged, check_offset
+from fsmem.config import GrepSettings, ReadSettings
 from fsmem.errors import InvalidArgument
 from fsmem.store.paths import ROOT_README, is_memory_path
 from fsmem.store.rg import Job, Rg, build_args, decode_path, find_rg
@@ -111,8 +112,8 @@ def run(
     superseded_ranges: Callable[[list[str]], dict[str, list[tuple[int, int]]]],
     superseded_hint: Callable[[], list[str]] | None = None,
     include_superseded: bool = False,
-    timeout: float = 10.0,
-    max_line_chars: int = 2000,
+    timeout: float = GrepSettings.timeout_seconds,
+    max_line_chars: int = ReadSettings.max_line_chars,
     within: Callable[[str], bool] | None = None,
 ) -> GrepResult:
     """Run rg over `targets` (memory-relative paths; None = the whole memory).

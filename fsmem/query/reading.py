@@ -16,6 +16,7 @@ from typing import IO, Any
 
 from fsmem import format as fmt
 from fsmem.budget import Meter, Metered, echo
+from fsmem.config import ReadSettings
 from fsmem.errors import InvalidArgument
 from fsmem.store.paths import open_regular, read_regular
 from fsmem.tokens import TokenCounter
@@ -158,7 +159,7 @@ def bounded_read(
     start: int = 1,
     end: int | None = None,
     max_tokens: int,
-    max_line_chars: int = 2000,
+    max_line_chars: int = ReadSettings.max_line_chars,
     hide_ranges: list[tuple[int, int]] | None = None,
     total_lines: int | None = None,
 ) -> ReadResult:
@@ -190,7 +191,7 @@ def bounded_read_stream(
     start: int = 1,
     end: int | None = None,
     max_tokens: int,
-    max_line_chars: int = 2000,
+    max_line_chars: int = ReadSettings.max_line_chars,
     hide_ranges: list[tuple[int, int]] | None = None,
     total_lines: int | None = None,
 ) -> ReadResult:

@@ -22,35 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from fsmem import format as fmt
-from fsmem.config import CONFIG_FILE
-from fsmem.errors import ConfigError, InvalidArgument
+from fsmem.errors import InvalidArgument
 from fsmem.search.ranking import SearchResult
+from fsmem.search.settings import RecallSettings
 from fsmem.store.scope import Scope
 
 SKIP_REASONS = ("budget", "in_context", "nothing_new")
-
-
-@dataclass(frozen=True)
-class RecallSettings:
-    min_tokens: int = 64
-    context_similarity: float = 90.0
-    horizon_days: float | None = None
-
-    @classmethod
-    def from_section(cls, section: dict[str, Any]) -> RecallSettings:
-        section = section.get("recall") or {}
-        if not isinstance(section, dict):
-            raise ConfigError(f"{CONFIG_FILE}: search.recall must be a mapping")
-        min_tokens = section.get("min_tokens", cls.min_tokens)
-        similarity = section.get("context_similarity", cls.context_similarity)
-        horizon = section.get("horizon_days", cls.horizon_days)
-        if isinstance(min_tokens, bool) or not isinstance(min_tokens, int) or min_tokens < 1:
-            raise ConfigError(f"{CONFIG_FILE}: search.recall.min_tokens must be a whole number of at least 1")
-        if isinstance(similarity, bool) or not isinstance(similarity, (int, float)) or not 0 <= similarity <= 100:
-            raise ConfigError(f"{CONFIG_FILE}: search.recall.context_similarity must be a number from 0 to 100")
-        if horizon is not None and (isinstance(horizon, bool) or not isinstance(horizon, (int, float)) or horizon <= 0):
-            raise ConfigError(f"{CONFIG_FILE}: search.recall.horizon_days must be a positive number or null")
-        return cls(min_tokens, float(similarity), None if horizon is None else float(horizon))
 
 
 @dataclass

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from fsmem import format as fmt
-from fsmem.config import CONFIG_FILE, Config
-from fsmem.errors import ConfigError, FsmemError
+from fsmem.config import CONFIG_FILE, Config, LogSettings
+from fsmem.errors import FsmemError
 from fsmem.store.files import file_lock, state_dir
 
-DEFAULT_MAX_BYTES = 8 * 1024 * 1024
+DEFAULT_MAX_BYTES = LogSettings.max_bytes
 HISTORY_LOG = "history.jsonl"
 
 _caps: dict[Path, tuple[tuple[int, int], int]] = {}  # root -> ((mtime_ns, size) of fsmem.yaml, max_bytes)
@@ -36,9 +36,7 @@ def max_bytes_for(root: Path) -> int:
     cached = _caps.get(root)
     if cached and cached[0] == stamp:
         return cached[1]
-    value = Config.load(root).section("logs").get("max_bytes", DEFAULT_MAX_BYTES)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1024:
-        raise ConfigError(f"{CONFIG_FILE}: logs.max_bytes must be a whole number of bytes, at least 1024")
+    value = Config.load(root).logs.max_bytes
     _caps[root] = (stamp, value)
     return value
 
