@@ -11,6 +11,12 @@ Here each request's line and headers must arrive within `head_timeout`
 seconds of the connection opening or of the previous answer; past that the
 connection is closed (with a 408 when part of a head had come). The body has
 its own deadline in the app (`read_timeout_seconds`).
+
+A 408 is followed by a lingering close, as HTTP servers do it: the answer and
+a FIN go out, what the client still sends is read and dropped for up to
+`LINGER_SECONDS`, then the socket closes. Closing at once, with bytes of the
+client's unread, makes the kernel answer with a reset that can destroy the
+408 before the client reads it (seen under load: ECONNRESET instead of 408).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 _TIMEOUT = b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+LINGER_SECONDS = 2.0
 
 
 class HeadDeadline(H11Protocol):
@@ -33,6 +40,7 @@ class HeadDeadline(H11Protocol):
         super().__init__(*args, **kwargs)
         self._head_timer: asyncio.TimerHandle | None = None
         self._head_bytes = 0
+        self._lingering = False
 
     @classmethod
     def with_timeout(cls, seconds: float) -> type[HeadDeadline]:
@@ -55,15 +63,22 @@ class HeadDeadline(H11Protocol):
         self._head_timer = None
         if self.transport.is_closing() or not self._waiting_for_head():
             return
-        if self._head_bytes:
-            self.transport.write(_TIMEOUT)
-        self.transport.close()
+        if not self._head_bytes:
+            self.transport.close()
+            return
+        self.transport.write(_TIMEOUT)
+        self._lingering = True
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        self.loop.call_later(LINGER_SECONDS, self.transport.close)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._arm()
 
     def data_received(self, data: bytes) -> None:
+        if self._lingering:
+            return  # after a 408: read and dropped until the linger ends
         if self._head_timer is not None:
             self._head_bytes += len(data)
         super().data_received(data)
