@@ -28,6 +28,7 @@ from fsmem.search.documents import (
     quoted,
 )
 from fsmem.search.index import LINKED, MAX_ROWS, ROW_BITS, SUPERSEDED, SearchIndex, unpack_rows
+from fsmem.search.usage import Usage
 from fsmem.store.catalog import FileMeta, matches_filters
 
 if TYPE_CHECKING:
@@ -305,7 +306,7 @@ def _rank(
     # 4. Neighbours, documents (a row's cited session note, across files), subject and salience.
     row_den = could_earn(n_rows, df)
     boost = _file_boosts(files, settings, now)
-    top_use = max(usage.values()) if usage else 0
+    top_use = usage.top if isinstance(usage, Usage) else max(usage.values(), default=0)
     w_row, w_neighbours, w_document, w_subject = w["row"], w["neighbours"], w["document"], w["subject"]
     parts = w_row + w_neighbours + w_document + w_subject
     scores, relevance, paths, lines_of = {}, {}, {}, {}

@@ -19,6 +19,7 @@ says what they select).
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterator
@@ -103,6 +104,7 @@ class Catalog:
         self._calls = 0
         self._wants_feed = feed and use_cache
         self._feed: Any = None
+        self._consumer: str | None = None  # the feed's consumer these rows catch up as (`_sync`)
         self._release: weakref.finalize | None = None
         self._rows: Freshness | None = None
         self._counts: dict[tuple[str, tuple], tuple[int, int]] = {}  # clause -> (files_version, total)
@@ -134,11 +136,19 @@ class Catalog:
 
     def _sync(self, start: str | None, start_is_file: bool) -> None:
         feed = self._feed_for_call()
-        if feed is None or not feed.trusted or self.cache.in_memory:
+        rows_id = self.cache.rows_id() if feed is not None and feed.trusted else None
+        if rows_id is None:  # no feed, one that cannot be trusted, or rows in memory: the walk
             self.rows.walk(start, start_is_file, self.scope)
-        else:
-            self.rows.watched = True
-            feed.catch_up(f"catalog:{self.cache.path}", self.rows.apply)
+            return
+        # one consumer per database of rows, shared by every catalog of the memory in this process: what one
+        # of them caught up is caught up for all (32 views of a server walk once, not 32 times)
+        consumer = f"catalog:{rows_id}"
+        if self._consumer != consumer:
+            if self._consumer is not None:
+                feed.forget(self._consumer)
+            self._consumer = consumer
+            self.rows.remind = lambda rels, when: feed.later(consumer, rels, when)
+        feed.catch_up(consumer, self.rows.apply)
 
     def count_call(self) -> None:
         """A call that does not list (search) still counts: from the second on, this catalog holds the
@@ -148,8 +158,9 @@ class Catalog:
             self._feed_for_call()
 
     def _feed_for_call(self) -> Any:
-        """The change feed, from the second call on (a catalog asked once never starts one)."""
-        if self._feed is None and self._wants_feed and self._calls >= 2:
+        """The change feed, from the second call on (a catalog asked once never starts one), or from the first
+        when one already runs for this memory in this process (another `Memory` of it holds it)."""
+        if self._feed is None and self._wants_feed and (self._calls >= 2 or _feed_running(self.root)):
             from fsmem.store import feed as feeds
 
             self._feed = feeds.acquire(self.root)
@@ -312,6 +323,9 @@ class Catalog:
         """Give the change feed back (when this was its last user) and close the cache's connection."""
         with self._lock:
             release, self._release, self._feed = self._release, None, None
+            self._consumer = None
+            if self._rows is not None:
+                self._rows.remind = None
             if release is not None:
                 release()
             self.cache.flush_counts()
@@ -325,6 +339,12 @@ class Catalog:
     def superseded_hint(self) -> list[str]:
         """Files the cache last saw with superseded ranges: a quick guess that `superseded` verifies."""
         return self.cache.paths_with_superseded()
+
+
+def _feed_running(root: Path) -> bool:
+    """A feed of `root` runs in this process (never true in a process that has not imported the feed)."""
+    feeds = sys.modules.get("fsmem.store.feed")
+    return feeds is not None and feeds.running(root)
 
 
 _PAGE = (
