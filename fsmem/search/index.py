@@ -40,6 +40,7 @@ from typing import Any
 
 from fsmem.format.rows import Row
 from fsmem.search.analyzer import ANALYZER_VERSION, Analyzer
+from fsmem.search.documents import Kept
 from fsmem.search.parsed import ParsedRows
 from fsmem.search.parsing import (  # noqa: F401  (re-exported: the names other modules import from the index)
     GENERATED_INDEX,
@@ -76,7 +77,7 @@ from fsmem.store.paths import STATE_DIR
 
 LEGACY_DIR = "search"  # .fsmem/search/: where the index lived before it moved into cache.sqlite
 # Bump when the tables or what goes into them change: an older index is then dropped and rebuilt.
-INDEX_VERSION = 5
+INDEX_VERSION = 6
 READER_CACHE_KIB = 1024  # SQLite's page cache of each thread's read connection
 RACY_NS = _cache.RACY_NS  # a file written this recently is read again at the next refresh
 BATCH_FILES = 500  # files per write transaction of a large (re)build, so other writers are not starved
@@ -99,6 +100,7 @@ class SearchIndex:
         self._in_memory = False
         self._inode: int | None = None
         self.parsed = ParsedRows(self.root)  # the rows answers are read back from (fsmem.search.parsed)
+        self.kept = Kept()  # document frequencies and the like, while the tables do not change
         self.rebuilt = False  # set when a damaged index was thrown away
         self._ticket = itertools.count(1)  # orders asks and refresh starts (next() is atomic under the GIL)
         self._refreshed_from = 0  # the ticket taken when the last finished refresh began
@@ -166,7 +168,8 @@ class SearchIndex:
                 _drop_tables(conn)
                 conn.execute(_SCHEMA)
                 conn.executemany(
-                    "INSERT INTO search_meta VALUES (?, ?)", [("version", version), ("rows", 0), ("docs", 0)]
+                    "INSERT INTO search_meta VALUES (?, ?)",
+                    [("version", version), ("rows", 0), ("docs", 0), ("changes", 0)],
                 )
 
     def close(self) -> None:

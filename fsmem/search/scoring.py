@@ -20,6 +20,7 @@ from fsmem import format as fmt
 from fsmem.search.analyzer import Analyzer
 from fsmem.search.documents import (
     FEW_NAMED,
+    Kept,
     document_frequencies,
     document_scores,
     fts5_idf,
@@ -101,18 +102,22 @@ def first_terms(analyzer: Analyzer, query: str, limit: int = MAX_QUERY_TERMS) ->
     return " ".join(kept)
 
 
-def _near_spellings(conn, missing: list[str], cutoff: float) -> dict[str, str]:
+def _near_spellings(conn, missing: list[str], cutoff: float, kept: dict[Any, Any]) -> dict[str, str]:
     """Unknown query terms mapped to the closest term the memory has (rapidfuzz ratio >= cutoff)."""
     candidates = [t for t in missing if len(t) >= 4]
     if not candidates:
         return {}
     from rapidfuzz import fuzz, process
 
-    vocabulary = [t for (t,) in conn.execute("SELECT term FROM search_terms WHERE length(term) >= 3")]
+    vocabulary = kept.get("vocabulary")
+    if vocabulary is None:
+        vocabulary = kept["vocabulary"] = [
+            t for (t,) in conn.execute("SELECT term FROM search_terms WHERE length(term) >= 3")
+        ]
     found: dict[str, str] = {}
     for term in candidates:
         for choice, _score, _i in process.extract(term, vocabulary, scorer=fuzz.ratio, score_cutoff=cutoff, limit=5):
-            if document_frequencies(conn, "search_vocab", [choice]).get(choice):  # the vocabulary only grows
+            if document_frequencies(conn, "search_vocab", [choice], kept).get(choice):  # the vocabulary only grows
                 found[term] = choice
                 break
     return found
@@ -170,12 +175,25 @@ def rank(
             now,
             index.root,
             within,
+            index.kept,
         )
     )
 
 
 def _rank(
-    conn, terms, settings, pool_size, usage, type, tag, updated_after, include_superseded, now, root, within=None
+    conn,
+    terms,
+    settings,
+    pool_size,
+    usage,
+    type,
+    tag,
+    updated_after,
+    include_superseded,
+    now,
+    root,
+    within=None,
+    frequencies: Kept | None = None,
 ) -> Ranking:
     w = settings.weights
     allowed, searchable = _allowed_files(conn, type, tag, updated_after, within)
@@ -183,14 +201,15 @@ def _rank(
     if not terms or not searchable:
         return empty
     meta = dict(conn.execute("SELECT key, value FROM search_meta").fetchall())
+    kept = frequencies.at(meta.get("changes")) if frequencies is not None else {}
     n_rows = int(meta.get("rows") or 0)
-    df = document_frequencies(conn, "search_vocab", terms)
-    names_df = document_frequencies(conn, "search_names_vocab", terms)
+    df = document_frequencies(conn, "search_vocab", terms, kept)
+    names_df = document_frequencies(conn, "search_names_vocab", terms, kept)
     missing = [t for t in terms if not df.get(t) and not names_df.get(t)]
-    fuzzy = _near_spellings(conn, missing, settings.fuzzy_cutoff) if missing and w["fuzzy"] > 0 else {}
+    fuzzy = _near_spellings(conn, missing, settings.fuzzy_cutoff, kept) if missing and w["fuzzy"] > 0 else {}
     substitutes = list(dict.fromkeys(fuzzy.values()))
-    df.update(document_frequencies(conn, "search_vocab", substitutes))
-    names_df.update(document_frequencies(conn, "search_names_vocab", substitutes))
+    df.update(document_frequencies(conn, "search_vocab", substitutes, kept))
+    names_df.update(document_frequencies(conn, "search_names_vocab", substitutes, kept))
     used = [t for t in dict.fromkeys(terms + substitutes) if df.get(t) or names_df.get(t)]
     if not used:
         return empty
@@ -210,7 +229,7 @@ def _rank(
 
     # 1. Documents (a file's rows citing one session note, or none): their part of the score, and which
     #    files are worth scoring row by row when very many match.
-    group_total, documents = document_scores(conn, match, terms, fuzzy, w, int(meta.get("docs") or 0), could_earn)
+    group_total, documents = document_scores(conn, match, terms, fuzzy, w, int(meta.get("docs") or 0), could_earn, kept)
     scored_files = allowed
     if len(documents) > TOP_DOCUMENTS:
         best = sorted(documents, key=lambda d: (-documents[d], d))[:TOP_DOCUMENTS]
@@ -222,11 +241,11 @@ def _rank(
     if any(df.get(t) for t in used):
         where = ["search_fts MATCH ?"]
         args: list[Any] = [match]
-        if not include_superseded:
-            where.append("rowid NOT IN (SELECT id FROM search_superseded)")
         if scored_files is not None:
             where.append(f"(rowid >> {ROW_BITS}) IN (SELECT value FROM json_each(?))")
             args.append(json_array(scored_files))
+        if not include_superseded:  # after the files' filter: it looks rows up one by one (10k files: 26 -> 17 ms)
+            where.append("rowid NOT IN (SELECT id FROM search_superseded)")
         row_raw = dict(
             conn.execute(
                 f"SELECT rowid, -bm25(search_fts, {w['text']}, {w['headings']}) AS s FROM search_fts"
@@ -237,7 +256,9 @@ def _rank(
     # 3. The documents whose names (title, entity or topic, aliases) match: their rows are about the query's subject.
     named: dict[int, float] = {}
     if w["subject"] > 0 and any(names_df.get(t) for t in used):
-        n_named = int(conn.execute("SELECT count(*) FROM search_names").fetchone()[0])
+        n_named = kept.get("named")
+        if n_named is None:
+            n_named = kept["named"] = int(conn.execute("SELECT count(*) FROM search_names").fetchone()[0])
         best_named = [
             (fid, raw)
             for fid, raw in conn.execute(
