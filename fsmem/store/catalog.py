@@ -42,7 +42,7 @@ from fsmem.store.meta import (  # noqa: F401  (the catalog's vocabulary; importe
 from fsmem.store.paths import relative
 from fsmem.store.scope import Scope
 from fsmem.store.selection import Selection, skipped_where, where
-from fsmem.store.superseded import superseded_of, superseded_ranges  # noqa: F401
+from fsmem.store.superseded import Fresh, fresh_rows, superseded_of, superseded_ranges  # noqa: F401
 from fsmem.store.walk import (  # noqa: F401  (the catalog's walk; imported from here by callers)
     FOLDER,
     Skipped,
@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from fsmem.store.freshness import Freshness
 
 COUNTS_KEPT = 64
+FRESH_FROM = 64  # a grep's superseded ranges of more files than this come from rows caught up on the feed
 PAGE_ROWS = 200  # rows fetched with the total, in the same read transaction; a longer answer fetches more
 
 
@@ -334,11 +335,28 @@ class Catalog:
     # -- superseded ranges (grep and read): fsmem.store.superseded -------------------
     def superseded(self, rels: list[str]) -> dict[str, list[tuple[int, int]]]:
         """Superseded line ranges of the given files (missing files are left out)."""
-        return superseded_ranges(self.root, self.cache, rels)
+        fresh = self._fresh_rows() if len(rels) > FRESH_FROM else None
+        return superseded_ranges(self.root, self.cache, rels, fresh)
 
     def superseded_hint(self) -> list[str]:
         """Files the cache last saw with superseded ranges: a quick guess that `superseded` verifies."""
+        fresh = self._fresh_rows(count=False)
+        if fresh is not None:
+            return [rel for rel, (ranges, _cited, _racy) in fresh.special.items() if ranges]
         return self.cache.paths_with_superseded()
+
+    def _fresh_rows(self, *, count: bool = True) -> Fresh | None:
+        """On a trusted change feed, the rows caught up now, as `fsmem.store.superseded.Fresh`; else None.
+
+        A grep of many files asks this once: it counts as a call, so a `Memory` that greps again takes the
+        feed (a one-shot `fsmem grep` never starts one)."""
+        if count:
+            self.count_call()
+        feed = self._feed
+        if feed is None or not feed.trusted or self.cold:
+            return None
+        self.sync()
+        return fresh_rows(self.cache)
 
 
 def _feed_running(root: Path) -> bool:
