@@ -83,7 +83,7 @@ def superseded_ranges(
     """
     never_cited: set[str] = set()
     out = _documents_superseded(root, cache, rels, never_cited, fresh)
-    notes = [rel for rel in rels if rel in out and rel.startswith("sessions/") and rel not in never_cited]
+    notes = sorted(rel for rel in out.keys() - never_cited if rel.startswith("sessions/"))
     if notes:
         from fsmem.store.supersession import may_be_consolidated, superseded_note_lines
 
@@ -112,20 +112,19 @@ def _documents_superseded(
     fresh row says no document can cite them (never consolidated) go to `never_cited`."""
     out: dict[str, list[tuple[int, int]]] = {}
     if fresh is not None:
-        unknown = []
-        for rel in rels:
-            entry = fresh.special.get(rel)
-            if entry is None and rel in fresh.known:
-                out[rel] = []  # a row with no ranges, never cited
-                if never_cited is not None:
+        asked = set(rels)
+        special = asked.intersection(fresh.special)
+        plain = asked.intersection(fresh.known).difference(special)  # rows with no ranges, never cited
+        out = {rel: [] for rel in plain}
+        if never_cited is not None:
+            never_cited.update(plain)
+        for rel in special:
+            ranges, cited, racy = fresh.special[rel]
+            if not racy:
+                out[rel] = ranges
+                if never_cited is not None and not cited:
                     never_cited.add(rel)
-            elif entry is not None and not entry[2]:
-                out[rel] = entry[0]
-                if never_cited is not None and not entry[1]:
-                    never_cited.add(rel)
-            else:
-                unknown.append(rel)  # no row, or a racy one: looked at as below
-        rels = unknown
+        rels = [rel for rel in rels if rel not in out]  # no row, or a racy one: looked at as below
         if not rels:
             return out
 
