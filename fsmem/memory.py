@@ -779,7 +779,7 @@ class Memory:
             write_index=(lambda: self.index().changed) if writable else None,
             consolidate=self.consolidate if writable and consolidate else None,
             consolidate_after=consolidate_after,
-            on_change=lambda files: self._search_changed(None if files is None else sorted(files)),
+            on_change=lambda files: self._search_changed(None if files is None else sorted(files), mark=False),
         )
 
     # -- what agents get beyond files: statistics and the pre-injected context ---
@@ -1126,9 +1126,10 @@ class Memory:
             self._search_index = shared_index(self.root)
         return self._search_index
 
-    def _search_changed(self, paths: list[str] | None) -> None:
+    def _search_changed(self, paths: list[str] | None, *, mark: bool = True) -> None:
         """Update the search index for files this process changed (None: any file may have changed), and
-        tell the change feed, if one runs, that the metadata cache must look at them.
+        (`mark`) tell the change feed, if one runs, that the metadata cache must look at them: `fsmem watch`,
+        which learnt of them from the feed, does not tell it again.
 
         Only an index that exists is updated (a memory never searched pays
         nothing), and a failure here never fails the write: every search stats
@@ -1136,7 +1137,7 @@ class Memory:
         """
         from fsmem.store.cache import cache_path
 
-        if paths is not None:
+        if paths is not None and mark:
             self.catalog.changed(paths)
         if not cache_path(self.root).exists():
             return

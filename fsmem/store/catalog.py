@@ -158,6 +158,13 @@ class Catalog:
             self._calls += 1
             self._feed_for_call()
 
+    def hold_feed(self) -> Any:
+        """Take the memory's change feed now, as a process that keeps the memory does (`fsmem watch`); None
+        for a catalog that walks at every call (no cache, or made with `feed=False`)."""
+        with self._lock:
+            self._calls = max(self._calls, 2)
+            return self._feed_for_call()
+
     def _feed_for_call(self) -> Any:
         """The change feed, from the second call on (a catalog asked once never starts one), or from the first
         when one already runs for this memory in this process (another `Memory` of it holds it)."""
@@ -257,6 +264,24 @@ class Catalog:
         """The rows' state after catching up with the files: equal values, equal rows (-1: unknown)."""
         self.sync()
         return int(self.cache.reading(self.cache.files_version, -1))
+
+    def rescan(self) -> bool:
+        """Walk the whole memory into the rows, whatever the feed says; True when the walk changed them.
+
+        `fsmem watch`'s check after an overflow and every period, which must find a change no event reported
+        (and catching up on the feed first could take it as the feed's own walk, unseen)."""
+        from fsmem.store.freshness import Unstored
+
+        with self._lock:
+            self.cache.same_file()
+            before = self.cache.reading(self.cache.files_version, -1)
+            try:
+                self.rows.walk(None, False, self.scope)
+            except Unstored:
+                self.cache.to_memory()
+                self.rows.walk(None, False, self.scope)
+            after = self.cache.reading(self.cache.files_version, -1)
+        return after != before or after < 0
 
     def visible_test(self) -> Callable[[str], bool]:
         """`visible().__contains__`, the set made on first use (an answer kept from before needs none)."""
