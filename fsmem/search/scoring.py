@@ -20,7 +20,6 @@ from fsmem import format as fmt
 from fsmem.search.analyzer import Analyzer
 from fsmem.search.documents import (
     FEW_NAMED,
-    Kept,
     document_frequencies,
     document_scores,
     fts5_idf,
@@ -181,27 +180,15 @@ def rank(
 
 
 def _rank(
-    conn,
-    terms,
-    settings,
-    pool_size,
-    usage,
-    type,
-    tag,
-    updated_after,
-    include_superseded,
-    now,
-    root,
-    within=None,
-    frequencies: Kept | None = None,
+    conn, terms, settings, pool_size, usage, type, tag, after, superseded_too, now, root, within=None, held=None
 ) -> Ranking:
     w = settings.weights
-    allowed, searchable = _allowed_files(conn, type, tag, updated_after, within)
+    allowed, searchable = _allowed_files(conn, type, tag, after, within)
     empty = Ranking([], {}, {}, {}, {}, searchable)
     if not terms or not searchable:
         return empty
     meta = dict(conn.execute("SELECT key, value FROM search_meta").fetchall())
-    kept = frequencies.at(meta.get("changes")) if frequencies is not None else {}
+    kept = held.at(meta.get("changes")) if held is not None else {}  # held: the index's Kept
     n_rows = int(meta.get("rows") or 0)
     df = document_frequencies(conn, "search_vocab", terms, kept)
     names_df = document_frequencies(conn, "search_names_vocab", terms, kept)
@@ -244,7 +231,7 @@ def _rank(
         if scored_files is not None:
             where.append(f"(rowid >> {ROW_BITS}) IN (SELECT value FROM json_each(?))")
             args.append(json_array(scored_files))
-        if not include_superseded:  # after the files' filter: it looks rows up one by one (10k files: 26 -> 17 ms)
+        if not superseded_too:  # after the files' filter: it looks rows up one by one (10k files: 26 -> 17 ms)
             where.append("rowid NOT IN (SELECT id FROM search_superseded)")
         row_raw = dict(
             conn.execute(
@@ -301,7 +288,7 @@ def _rank(
 
     def visible(rid: int) -> bool:
         value = packed(rid)
-        if value is None or (not include_superseded and (value & SUPERSEDED or rid in stale)):
+        if value is None or (not superseded_too and (value & SUPERSEDED or rid in stale)):
             return False
         return allowed_set is None or (rid >> ROW_BITS) in allowed_set
 
@@ -310,7 +297,7 @@ def _rank(
         value = packed(upper)
         return value is not None and bool(value & LINKED) and packed(upper + 1) is not None
 
-    pool = [rid for rid in row_raw if rid >> ROW_BITS in files and (include_superseded or rid not in stale)]
+    pool = [rid for rid in row_raw if rid >> ROW_BITS in files and (superseded_too or rid not in stale)]
     seen = set(pool)
     for rid in seeds:
         for other, upper in ((rid - 1, rid - 1), (rid + 1, rid)):

@@ -127,13 +127,17 @@ class Catalog:
             self.cache.same_file()
             if self.cold:
                 self.cache.clear()
-            from fsmem.store.freshness import Unstored
+            self._storing(lambda: self._sync(start, start_is_file))
 
-            try:
-                self._sync(start, start_is_file)
-            except Unstored:
-                self.cache.to_memory()  # answers stay whole: this catalog's rows live in memory from now on
-                self._sync(start, start_is_file)
+    def _storing(self, action: Callable[[], None]) -> None:
+        """Run `action`; where the cache cannot store rows, again with them in memory (answers stay whole)."""
+        from fsmem.store.freshness import Unstored
+
+        try:
+            action()
+        except Unstored:
+            self.cache.to_memory()  # this catalog's rows live in memory from now on
+            action()
 
     def _sync(self, start: str | None, start_is_file: bool) -> None:
         feed = self._feed_for_call()
@@ -159,8 +163,7 @@ class Catalog:
             self._feed_for_call()
 
     def hold_feed(self) -> Any:
-        """Take the memory's change feed now, as a process that keeps the memory does (`fsmem watch`); None
-        for a catalog that walks at every call (no cache, or made with `feed=False`)."""
+        """Take the memory's change feed now, as `fsmem watch` does; None where this catalog walks every call."""
         with self._lock:
             self._calls = max(self._calls, 2)
             return self._feed_for_call()
@@ -186,7 +189,7 @@ class Catalog:
 
         def read(conn) -> tuple[int, list, list]:
             total = self._count(conn, sql, params)
-            rows = _page(conn, sql, params, offset, first) if first else []
+            rows = conn.execute(_PAGE.format(where=sql), [*params, first, offset]).fetchall() if first else []
             gaps = conn.execute(f"SELECT shown, reason FROM skipped WHERE {gaps_sql} ORDER BY key", gaps_params)
             return total, rows, [tuple(g) for g in gaps]
 
@@ -266,20 +269,12 @@ class Catalog:
         return int(self.cache.reading(self.cache.files_version, -1))
 
     def rescan(self) -> bool:
-        """Walk the whole memory into the rows, whatever the feed says; True when the walk changed them.
-
-        `fsmem watch`'s check after an overflow and every period, which must find a change no event reported
-        (and catching up on the feed first could take it as the feed's own walk, unseen)."""
-        from fsmem.store.freshness import Unstored
-
+        """Walk the whole memory into the rows whatever the feed says; True when that changed them (`fsmem
+        watch`'s check after an overflow and every period: a change no event reported)."""
         with self._lock:
             self.cache.same_file()
             before = self.cache.reading(self.cache.files_version, -1)
-            try:
-                self.rows.walk(None, False, self.scope)
-            except Unstored:
-                self.cache.to_memory()
-                self.rows.walk(None, False, self.scope)
+            self._storing(lambda: self.rows.walk(None, False, self.scope))
             after = self.cache.reading(self.cache.files_version, -1)
         return after != before or after < 0
 
@@ -394,11 +389,6 @@ _PAGE = (
     f"SELECT {META_COLUMNS} FROM files WHERE rowid IN (SELECT rowid FROM files INDEXED BY files_list"
     " WHERE {where} ORDER BY key LIMIT ? OFFSET ?) ORDER BY key"
 )
-
-
-def _page(conn, sql: str, params: list, offset: int, count: int) -> list:
-    """`count` rows (`META_COLUMNS`) of the selection from `offset` on, in walk order."""
-    return conn.execute(_PAGE.format(where=sql), [*params, count, offset]).fetchall()
 
 
 def _decoded(row: tuple) -> FileMeta | None:
