@@ -1,7 +1,19 @@
-"""Load on `fsmem serve`: 32 clients mixing search, read, grep and note for 60 s on a 10k-file memory,
+"""Load on `fsmem serve`: 32 clients mixing search, grep, ls and read for 20 s on a 10k-file memory,
 beside the same calls in-process, in the same run.
 
-    python benchmarks/bench_server.py [--files 10000] [--clients 32] [--seconds 60]
+    python benchmarks/bench_server.py [--files 10000] [--clients 32] [--seconds 20] [--tools search,grep,ls,read]
+
+Issue #20's target: no errors, search p99 at most 1 s, at least 80 calls a
+second in all. Measured on two cores shared with other engineers' test runs
+(`--seconds 20 --no-fairness`, the copy's caches warmed first), at a load
+average of 2.11 at the start: server 29.8 calls/s, search p99 2251 ms, no
+errors, beside 38.7 calls/s in-process (search p99 2447 ms); at 4.90: 28.9
+beside 28.5. Not met, and not for the server's sake (search and grep at
+0.99-1.01x of in-process at p50): the tools' own cost bounds it. One
+thread, 10k files: a search is ~46 ms of CPU (most of it in SQLite's FTS5
+queries), a grep ~49 ms (rg's pass, 46 ms), ls 2.3 ms and read 3.4 ms, so
+the mix costs ~25 ms of CPU a call and two idle cores give at most ~79
+calls/s before MCP and HTTP.
 
 Two phases on one copy of the seeded corpus (`bench-out/server-10k/`), each
 preceded by one untimed call of every tool:
@@ -50,7 +62,10 @@ from corpus import SEARCH_QUERIES
 
 QUERIES = SEARCH_QUERIES
 PATTERNS = ["zephyrine", "Priya Patel", "proration", "Project Atlas", "Globex", "renewal date"]
-TOOLS = ("search", "read", "grep", "note")
+TOOLS = ("search", "read", "grep", "ls", "note")
+MIX = "search,grep,ls,read"  # the issue's mix (#20); --tools adds note
+MIX_TOOLS = tuple(MIX.split(","))
+LS_FOLDERS = [None, "topics", "entities", "entities/people", "sessions"]
 
 
 def prepare(files: int, clients: int) -> Path:
@@ -64,7 +79,17 @@ def prepare(files: int, clients: int) -> Path:
     agents = "".join(f"    bench-{n:02d}: {{}}\n" for n in range(clients))
     config = (root / "fsmem.yaml").read_text()
     (root / "fsmem.yaml").write_text(config + f"budgets:\n  agents:\n{agents}")
+    warm_copy(root)
     return root
+
+
+def warm_copy(root: Path) -> None:
+    """Bring the copy's caches in step with the copy, untimed: a copied file has a new inode, so every row the
+    source's `.fsmem/` holds is stale and the server's first calls would rebuild both caches cold (at 10k
+    files, 7 s of metadata and 19 s of search index that a server restarted on its own memory never pays)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    for command in (["ls", "--max-results", "1"], ["search", QUERIES[0]]):
+        subprocess.run([fsmem_bin(), "--root", str(root), *command], env=env, capture_output=True, check=False)
 
 
 def read_targets(root: Path, count: int = 400) -> list[str]:
@@ -77,13 +102,15 @@ def read_targets(root: Path, count: int = 400) -> list[str]:
 class Plan:
     """The calls one client makes, in order: the four tools in turn, arguments drawn from a seeded stream."""
 
-    def __init__(self, client: int, phase: str, targets: list[str]):
-        self.client, self.phase, self.targets = client, phase, targets
+    def __init__(
+        self, client: int, phase: str, targets: list[str], tools: tuple[str, ...] = ("search", "read", "grep", "note")
+    ):
+        self.client, self.phase, self.targets, self.tools = client, phase, targets, tools
         self.rng = random.Random(client)
         self.n = 0
 
     def next(self) -> tuple[str, dict]:
-        tool = TOOLS[(self.client + self.n) % 4]
+        tool = self.tools[(self.client + self.n) % len(self.tools)]
         self.n += 1
         if tool == "search":
             return tool, {"query": self.rng.choice(QUERIES)}
@@ -91,33 +118,43 @@ class Plan:
             return tool, {"path": self.rng.choice(self.targets)}
         if tool == "grep":
             return tool, {"pattern": self.rng.choice(PATTERNS), "fixed_strings": True}
+        if tool == "ls":
+            folder = self.rng.choice(LS_FOLDERS)
+            return tool, ({"path": folder} if folder else {}) | {"max_results": 20}
         return tool, {"text": f"- bench {self.phase} {self.client}-{self.n}: ok", "subject": "topic/Bench load"}
+
+
+def percentile(ordered: list[float], q: float) -> float:
+    """The nearest-rank `q` quantile of sorted samples."""
+    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))] if ordered else float("nan")
 
 
 def percentiles(samples: list[float]) -> tuple[float, float]:
     ordered = sorted(samples)
     if not ordered:
         return float("nan"), float("nan")
-    p95 = ordered[min(len(ordered) - 1, max(0, round(0.95 * len(ordered)) - 1))]
-    return statistics.median(ordered), p95
+    return statistics.median(ordered), percentile(ordered, 0.95)
 
 
 # -- in process -------------------------------------------------------------------------------------
 
 
-def run_in_process(root: Path, clients: int, seconds: float, targets: list[str], phase: str = "inproc") -> dict:
+def run_in_process(
+    root: Path, clients: int, seconds: float, targets: list[str], phase: str = "inproc", tools_=MIX_TOOLS
+) -> dict:
     from fsmem import Memory
     from fsmem.agents import tools
 
     memories = [Memory(root, agent=f"bench-{n:02d}") for n in range(clients)]
-    for tool, arguments in (Plan(0, "warm", targets).next() for _ in range(4)):
+    warm = Plan(0, "warm", targets, tools_)
+    for tool, arguments in (warm.next() for _ in tools_):
         tools.call(memories[0], tool, arguments)  # untimed: loads the index and the tokenizer
     records: list[tuple[str, float, bool, str | None]] = []
     lock = threading.Lock()
     deadline = time.monotonic() + seconds
 
     def client(number: int) -> None:
-        plan = Plan(number, phase, targets)
+        plan = Plan(number, phase, targets, tools_)
         while time.monotonic() < deadline:
             tool, arguments = plan.next()
             started = time.perf_counter()
@@ -127,11 +164,12 @@ def run_in_process(root: Path, clients: int, seconds: float, targets: list[str],
                 records.append((tool, elapsed, answer.is_error, arguments.get("text") if tool == "note" else None))
 
     threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
+    began = time.monotonic()
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    return {"records": records}
+    return {"records": records, "wall": time.monotonic() - began}
 
 
 # -- through the server ------------------------------------------------------------------------------
@@ -191,7 +229,9 @@ class Sampler(threading.Thread):
             self.stop.wait(1.0)
 
 
-def run_server(url: str, tokens: list[str], seconds: float, targets: list[str], phase: str = "server") -> dict:
+def run_server(
+    url: str, tokens: list[str], seconds: float, targets: list[str], phase: str = "server", tools_=MIX_TOOLS
+) -> dict:
     import anyio
     import httpx2
     from mcp import ClientSession
@@ -201,7 +241,7 @@ def run_server(url: str, tokens: list[str], seconds: float, targets: list[str], 
     failures: list[str] = []
 
     async def client(number: int, deadline: float) -> None:
-        plan = Plan(number, phase, targets)
+        plan = Plan(number, phase, targets, tools_)
         headers = {"Authorization": f"Bearer {tokens[number]}"}
         try:
             async with httpx2.AsyncClient(headers=headers, timeout=120) as http:
@@ -224,19 +264,23 @@ def run_server(url: str, tokens: list[str], seconds: float, targets: list[str], 
             async with streamable_http_client(url, http_client=http) as (read, write):
                 async with ClientSession(read, write) as session:
                     await session.initialize()
-                    plan = Plan(0, "warm", targets)
-                    for _ in range(4):
+                    plan = Plan(0, "warm", targets, tools_)
+                    for _ in tools_:
                         await session.call_tool(*plan.next())
+
+    wall = {}
 
     async def main() -> None:
         await warm()
-        deadline = time.monotonic() + seconds
+        began = time.monotonic()
+        deadline = began + seconds
         async with anyio.create_task_group() as group:
             for number in range(len(tokens)):
                 group.start_soon(client, number, deadline)
+        wall["seconds"] = time.monotonic() - began
 
     anyio.run(main)
-    return {"records": records, "failures": failures}
+    return {"records": records, "failures": failures, "wall": wall["seconds"]}
 
 
 # -- checks and the report ------------------------------------------------------------------------------
@@ -249,46 +293,70 @@ def lost_notes(root: Path, records: list[tuple[str, float, bool, str | None]]) -
     return sum(1 for note in saved if note not in text)
 
 
-def summary(records) -> dict[str, dict]:
+def summary(records, tools_=TOOLS) -> dict[str, dict]:
     out = {}
-    for tool in TOOLS:
-        times = [elapsed for name, elapsed, _, _ in records if name == tool]
+    for tool in tools_:
+        times = sorted(elapsed for name, elapsed, _, _ in records if name == tool)
         p50, p95 = percentiles(times)
         out[tool] = {
             "calls": len(times),
             "errors": sum(1 for name, _, error, _ in records if name == tool and error),
             "p50_ms": p50 * 1000,
             "p95_ms": p95 * 1000,
+            "p99_ms": percentile(times, 0.99) * 1000,
         }
     return out
 
 
 def rows_of(a: dict, b: dict) -> list[list[str]]:
     rows = []
-    for tool in TOOLS:
-        x, y = a[tool], b[tool]
+    for tool in b:
+        x, y = a.get(tool), b[tool]
+        if x is None:  # no in-process phase
+            rows.append(
+                [
+                    tool,
+                    str(y["calls"]),
+                    str(y["errors"]),
+                    "",
+                    f"{y['p50_ms']:.0f} / {y['p95_ms']:.0f} / {y['p99_ms']:.0f} ms",
+                    "",
+                ]
+            )
+            continue
         rows.append(
             [
                 tool,
                 f"{x['calls']} / {y['calls']}",
                 f"{x['errors']} / {y['errors']}",
-                f"{x['p50_ms']:.0f} / {x['p95_ms']:.0f} ms",
-                f"{y['p50_ms']:.0f} / {y['p95_ms']:.0f} ms",
+                f"{x['p50_ms']:.0f} / {x['p95_ms']:.0f} / {x['p99_ms']:.0f} ms",
+                f"{y['p50_ms']:.0f} / {y['p95_ms']:.0f} / {y['p99_ms']:.0f} ms",
                 f"{y['p50_ms'] / x['p50_ms']:.2f}x / {y['p95_ms'] / x['p95_ms']:.2f}x",
             ]
         )
     return rows
 
 
+def rate(phase: dict) -> str:
+    """Calls a second over the phase's wall time (its last calls end after the deadline)."""
+    return f"{len(phase['records']) / phase['wall']:.1f} calls/s" if phase.get("wall") else ""
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=int(os.environ.get("BENCH_SERVER_FILES", "10000")))
     parser.add_argument("--clients", type=int, default=32)
-    parser.add_argument("--seconds", type=float, default=float(os.environ.get("BENCH_SERVER_SECONDS", "60")))
-    parser.add_argument("--solo-seconds", type=float, default=15.0, help="one client alone first, for each side")
+    parser.add_argument("--seconds", type=float, default=float(os.environ.get("BENCH_SERVER_SECONDS", "20")))
+    parser.add_argument("--solo-seconds", type=float, default=10.0, help="one client alone first, for each side")
     parser.add_argument("--fairness-seconds", type=float, default=20.0, help="each half of the fairness scenario")
-    parser.add_argument("--only", choices=["fairness"], help="run only this part")
+    parser.add_argument("--tools", default=MIX, help=f"the calls each client cycles through (default {MIX}; add note)")
+    parser.add_argument("--only", choices=["fairness", "server"], help="run only this part")
+    parser.add_argument("--no-fairness", action="store_true", help="skip the fair-sharing scenario")
     args, _ = parser.parse_known_args()
+    tools_ = tuple(t for t in args.tools.split(",") if t)
+    unknown = set(tools_) - set(TOOLS)
+    if unknown or not tools_:
+        raise SystemExit(f"--tools takes some of {', '.join(TOOLS)}")
     compiled()
     root = prepare(args.files, args.clients)
     targets = read_targets(root)
@@ -296,36 +364,44 @@ def main() -> int:
     tmp.mkdir(parents=True, exist_ok=True)
     if args.only == "fairness":
         return 0 if report_fairness(root, tmp, args, targets) else 1
-    print(f"{args.clients} clients, {args.seconds:g} s per phase, {args.files} files; {load()}", flush=True)
+    print(f"{args.clients} clients ({', '.join(tools_)}), {args.seconds:g} s, {args.files} files; {load()}", flush=True)
 
-    inproc_solo = run_in_process(root, 1, args.solo_seconds, targets, "inproc-solo")
-    inproc = run_in_process(root, args.clients, args.seconds, targets)
-    print(f"in-process phase done; {load()}", flush=True)
+    empty = {"records": [], "wall": 0.0}
+    inproc_solo, inproc = empty, empty
+    if args.only != "server":
+        inproc_solo = run_in_process(root, 1, args.solo_seconds, targets, "inproc-solo", tools_)
+        inproc = run_in_process(root, args.clients, args.seconds, targets, "inproc", tools_)
+        print(f"in-process phase done ({rate(inproc)}); {load()}", flush=True)
 
     proc, url, tokens, log = start_server(root, args.clients, tmp)
     sampler = Sampler(proc.pid)
     sampler.start()
     try:
-        served_solo = run_server(url, tokens[:1], args.solo_seconds, targets, "server-solo")
-        served = run_server(url, tokens, args.seconds, targets)
+        served_solo = run_server(url, tokens[:1], args.solo_seconds, targets, "server-solo", tools_)
+        served = run_server(url, tokens, args.seconds, targets, "server", tools_)
     finally:
         sampler.stop.set()
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(120)
-    print(f"server phase done (exit {code}); {load()}", flush=True)
+    print(f"server phase done ({rate(served)}, exit {code}); {load()}", flush=True)
 
     header = [
         "tool",
         "calls in-process / server",
         "errors",
-        "in-process p50 / p95",
-        "server p50 / p95",
+        "in-process p50 / p95 / p99",
+        "server p50 / p95 / p99",
         "ratio p50 / p95",
     ]
-    a1, b1 = summary(inproc_solo["records"]), summary(served_solo["records"])
+    a1, b1 = summary(inproc_solo["records"], tools_), summary(served_solo["records"], tools_)
+    if args.only == "server":
+        a1 = {}
     print(table(f"one client for {args.solo_seconds:g} s on {args.files} files", header, rows_of(a1, b1)))
-    a, b = summary(inproc["records"]), summary(served["records"])
-    print(table(f"{args.clients} clients for {args.seconds:g} s on {args.files} files", header, rows_of(a, b)))
+    a, b = summary(inproc["records"], tools_), summary(served["records"], tools_)
+    if args.only == "server":
+        a = {}
+    title = f"{args.clients} clients for {args.seconds:g} s on {args.files} files: in-process {rate(inproc)}, server {rate(served)}"
+    print(table(title, header, rows_of(a, b)))
     every = inproc_solo["records"] + inproc["records"], served_solo["records"] + served["records"]
     lost = (lost_notes(root, every[0]), lost_notes(root, every[1]))
     statuses: dict[int, int] = {}
@@ -351,13 +427,16 @@ def main() -> int:
             f"highest {mib(max(s[1] for s in samples))} ({mib(max(s[2] for s in samples))}); "
             f"second half, anonymous: {mib(min(s[2] for s in half))} to {mib(max(s[2] for s in half))}"
         )
-    fair_ok = report_fairness(root, tmp, args, targets)
+    fair_ok = True if args.no_fairness or args.only == "server" else report_fairness(root, tmp, args, targets)
     result = {
         "clients": args.clients,
         "seconds": args.seconds,
         "files": args.files,
+        "tools": tools_,
         "in_process": a,
         "server": b,
+        "in_process_calls_per_second": len(inproc["records"]) / inproc["wall"] if inproc["wall"] else None,
+        "server_calls_per_second": len(served["records"]) / served["wall"] if served["wall"] else None,
         "in_process_one_client": a1,
         "server_one_client": b1,
         "lost_notes": lost,

@@ -1,12 +1,17 @@
 """`watch`: keep the metadata cache and INDEX.md current while humans and agents edit the files.
 
-watchdog (imported here only) reports file events; bursts are coalesced until
-the memory has been still for `settle` seconds, then the files named are
-re-read into the cache (a folder event triggers a full rescan, which also
-forgets deleted files). Events under `.fsmem/`, hidden files, fsmem's own
-temporary files and editor swap and backup files are ignored. The loop ends
-cleanly when `stop` is set (the CLI sets it on Ctrl-C and SIGTERM) and raises
-RootNotFound when the memory root disappears.
+It runs on the memory's change feed (`fsmem.store.feed`), the one source of
+events of the process: the same feed a server or an MCP session in this
+process answers from. Bursts of changes are coalesced until the memory has
+been still for `settle` seconds; then the catalog catches up with exactly
+what changed (a folder made, moved or deleted is walked again), the search
+index likewise, and INDEX.md is regenerated. Events under `.fsmem/`, hidden
+files, fsmem's own temporary files and editor swap and backup files are
+ignored. Where the feed cannot be trusted (a network or FUSE file system, no
+inotify, a watcher that failed) the memory is walked every few seconds
+instead, and a change is whatever the walk finds. The loop ends cleanly when
+`stop` is set (the CLI sets it on Ctrl-C and SIGTERM) and raises RootNotFound
+when the memory root disappears.
 """
 
 from __future__ import annotations
@@ -22,16 +27,18 @@ from typing import TYPE_CHECKING, Any
 from fsmem.errors import FsmemError, RootNotFound
 from fsmem.store.cache import RACY_NS
 from fsmem.store.files import TEMP_PREFIX
-from fsmem.store.paths import is_memory_path, is_visible_folder, resolve
+from fsmem.store.paths import is_memory_path, is_visible_folder
 
 if TYPE_CHECKING:
     from fsmem.store.catalog import Catalog
+    from fsmem.store.feed import Delta
 
 INDEX_FILE = "INDEX.md"
 SESSIONS_DIR = "sessions/"
+CONSUMER = "watch"
 _SWAP_SUFFIXES = (".swp", ".swo", ".swx", ".tmp", "~", ".bak", ".orig")
-_IGNORED_EVENTS = {"opened", "closed_no_write"}
 _POLL_SECONDS = 0.1
+_WALK_SECONDS = 2.0  # without trusted events: the memory is walked this often at least (more when walks are slow)
 
 
 def is_ignored(rel: str) -> bool:
@@ -59,58 +66,51 @@ class WatchStats:
 
 
 class _Changes:
-    """Memory-relative paths reported since the last flush, and when the last one came."""
+    """What changed since the last flush (files, folders, or everything), and when the last change came."""
 
-    def __init__(self, root: str):
-        self.root = root.rstrip(os.sep) + os.sep
-        self.lock = threading.Lock()
+    def __init__(self) -> None:
         self.files: set[str] = set()
-        self.rescan = False
-        self.last_event = 0.0
+        self.folders: set[str] = set()
+        self.everything = False  # a walk found changes no event named
+        self.last_change = 0.0
         self.last_session_change: float | None = None  # for --consolidate
 
-    def add(self, raw_path: str | bytes, is_directory: bool) -> None:
-        path = os.fsdecode(raw_path)
-        if not path.startswith(self.root):
-            return
-        rel = path[len(self.root) :].replace(os.sep, "/")
-        if not rel or is_ignored(rel):
-            return
-        if not is_directory and not is_memory_path(rel):
-            return
-        with self.lock:
-            if is_directory:
-                self.rescan = True
-            else:
-                self.files.add(rel)
-            self.last_event = time.monotonic()
-            if rel.startswith(SESSIONS_DIR) or (is_directory and SESSIONS_DIR.startswith(rel + "/")):
-                self.last_session_change = self.last_event
+    def add(self, delta: Delta) -> bool:
+        """Take the changes of one delta of the feed (the paths watch acts on); True when there were any."""
+        files = {rel for rel in delta.files if is_memory_path(rel) and not is_ignored(rel)}
+        folders = {rel for rel in delta.folders if not is_ignored(rel)}
+        if not files and not folders:
+            return False
+        self.files |= files
+        self.folders |= folders
+        self.changed(any(_in_sessions(rel) for rel in files | folders))
+        return True
+
+    def changed(self, sessions: bool) -> None:
+        self.last_change = time.monotonic()
+        if sessions:
+            self.last_session_change = self.last_change
+
+    def take(self, quiet: float) -> tuple[set[str], set[str], bool] | None:
+        """(files, folders, everything) once `quiet` seconds have passed without a change, else None."""
+        if not self.files and not self.folders and not self.everything:
+            return None
+        if time.monotonic() - self.last_change < quiet:
+            return None
+        taken = (self.files, self.folders, self.everything)
+        self.files, self.folders, self.everything = set(), set(), False
+        return taken
 
     def take_sessions(self, after: float) -> bool:
         """True once session notes changed and then stayed still for `after` seconds."""
-        with self.lock:
-            if self.last_session_change is None or time.monotonic() - self.last_session_change < after:
-                return False
-            self.last_session_change = None
-            return True
+        if self.last_session_change is None or time.monotonic() - self.last_session_change < after:
+            return False
+        self.last_session_change = None
+        return True
 
-    def retry(self, files: list[str], *, after: float, quiet: float) -> None:
-        """Look at `files` again in `after` seconds (they were too fresh to cache)."""
-        with self.lock:
-            self.files.update(files)
-            self.last_event = max(self.last_event, time.monotonic() + after - quiet)
 
-    def take(self, quiet: float) -> tuple[set[str], bool] | None:
-        """The pending changes once `quiet` seconds have passed without a new one, else None."""
-        with self.lock:
-            if not self.files and not self.rescan:
-                return None
-            if time.monotonic() - self.last_event < quiet:
-                return None
-            files, rescan = self.files, self.rescan
-            self.files, self.rescan = set(), False
-            return files, rescan
+def _in_sessions(rel: str) -> bool:
+    return rel.startswith(SESSIONS_DIR) or SESSIONS_DIR.startswith(rel + "/")
 
 
 def watch(
@@ -129,115 +129,145 @@ def watch(
     """Watch the memory at `root` until `stop` is set; returns what was done.
 
     After each burst of changes, once the memory has been still for `settle`
-    seconds, the catalog re-reads the files named and `write_index` (None for
-    a read-only agent) regenerates INDEX.md. With `consolidate`, it is called
-    once session notes have changed and then stayed still for
+    seconds, the catalog catches up with what changed and `write_index` (None
+    for a read-only agent) regenerates INDEX.md. With `consolidate`, it is
+    called once session notes have changed and then stayed still for
     `consolidate_after` seconds.
 
-    `ready` is set once the observer runs and the cache has been brought up to
+    `ready` is set once the feed runs and the cache has been brought up to
     date, so a caller (or a test) knows that later edits will be seen.
-    `on_change` is called with the changed files (None after a rescan) once the
-    cache has them: Memory keeps the search index in step through it.
+    `on_change` is called with the changed files (None when folders changed,
+    or a walk found the changes) once the cache has them: Memory keeps the
+    search index in step through it.
     """
-    import warnings
-
-    from watchdog.events import FileSystemEventHandler
-    from watchdog.observers import Observer
-
-    # watchdog's inotify backend warns when folders appear faster than it registers them; the events still arrive.
-    warnings.filterwarnings("ignore", message="Callback with id", category=RuntimeWarning)
-
     say = log or (lambda message: None)
     stop = stop or threading.Event()
     root = Path(root)
-    changes = _Changes(str(root))
+    changes = _Changes()
     stats = WatchStats()
-
-    class Handler(FileSystemEventHandler):
-        def on_any_event(self, event) -> None:
-            if event.event_type in _IGNORED_EVENTS:
-                return
-            if event.is_directory and event.event_type == "modified":
-                return  # a file inside changed; its own event follows
-            changes.add(event.src_path, event.is_directory)
-            dest = getattr(event, "dest_path", "")
-            if dest:
-                changes.add(dest, event.is_directory)
-
-    observer = Observer()
-    observer.schedule(Handler(), str(root), recursive=True)
-    observer.start()
-    try:
-        files = catalog.entries()
-        extra = f"; consolidating {consolidate_after:g} s after session notes change" if consolidate else ""
-        say(f"watching {root} ({len(files)} memory files; settle time {settle:g} s{extra})")
-        if write_index is not None:
-            _write_index(write_index, stats, say)
-        if ready is not None:
-            ready.set()
-        while not stop.wait(_POLL_SECONDS):
-            if not os.path.isdir(root):
-                raise RootNotFound(f"the memory root {root} disappeared (deleted, moved or unmounted); watch stopped")
-            pending = changes.take(settle)
-            if pending is not None:
-                racy = _flush(root, catalog, *pending, stats=stats, say=say)
-                if on_change is not None:
-                    _notify(on_change, None if pending[1] else set(pending[0]), stats, say)
-                if racy:
-                    changes.retry(racy, after=RACY_NS / 1e9, quiet=settle)
-                if write_index is not None and (pending[1] or pending[0] - {INDEX_FILE}):
-                    _write_index(write_index, stats, say)
-            if consolidate is not None and changes.take_sessions(consolidate_after):
-                _consolidate(consolidate, stats, say, changes)
-    finally:
-        observer.stop()
-        observer.join(timeout=5)
+    feed = catalog.hold_feed()
+    if feed is not None:
+        feed.catch_up(CONSUMER, lambda delta: None)  # from now on, its deltas are what changed since this point
+    files = catalog.entries()
+    extra = f"; consolidating {consolidate_after:g} s after session notes change" if consolidate else ""
+    how = "" if feed is not None and feed.trusted else f"; walking every {_WALK_SECONDS:g} s ({_why(feed)})"
+    say(f"watching {root} ({len(files)} memory files; settle time {settle:g} s{extra}{how})")
+    if write_index is not None:
+        _write_index(write_index, stats, say)
+    if ready is not None:
+        ready.set()
+    walker = _Walker(catalog)
+    settle_again = 0.0  # when rows stored too fresh get their second look (the catalog asked the feed for it)
+    while not stop.wait(_POLL_SECONDS):
+        if not os.path.isdir(root):
+            raise RootNotFound(f"the memory root {root} disappeared (deleted, moved or unmounted); watch stopped")
+        if feed is not None and feed.trusted:
+            delta = feed.catch_up(CONSUMER, lambda delta: delta)
+            if delta.full:  # overflowed, or the period's check: a walk says whether anything changed
+                walker.walk_now(changes, whole=True)
+            else:
+                changes.add(delta)
+        else:
+            walker.maybe_walk(changes)
+        pending = changes.take(settle)
+        if pending is not None:
+            _flush(root, catalog, *pending, stats=stats, say=say)
+            settle_again = time.monotonic() + RACY_NS / 1e9 + _POLL_SECONDS
+            if on_change is not None:
+                folders_or_all = pending[1] or pending[2]
+                _notify(on_change, None if folders_or_all else set(pending[0]), stats, say)
+            if write_index is not None and (pending[1] or pending[2] or pending[0] - {INDEX_FILE}):
+                _write_index(write_index, stats, say)
+        elif settle_again and time.monotonic() >= settle_again:
+            settle_again = 0.0
+            _quietly(catalog.sync, stats, say)
+        if consolidate is not None and changes.take_sessions(consolidate_after):
+            _consolidate(consolidate, stats, say, changes)
     say(f"stopped: {stats.flushes} update(s), {stats.refreshed} file(s) re-read, {stats.removed} forgotten")
     return stats
 
 
+class _Walker:
+    """Changes found by walking: where events cannot be trusted, and after an overflow or a period's check."""
+
+    def __init__(self, catalog: Catalog):
+        self.catalog = catalog
+        self.next_walk = 0.0
+        self.version = catalog.version()
+
+    def walk_now(self, changes: _Changes, *, whole: bool = False) -> None:
+        """Walk and see whether the rows changed: `whole` walks even where the catalog trusts the feed (after
+        an overflow, or the period's check); otherwise the catalog catches up as it does (untrusted: a walk)."""
+        started = time.monotonic()
+        if whole:
+            found = self.catalog.rescan()
+            self.version = self.catalog.version()
+        else:
+            version = self.catalog.version()
+            found, self.version = version != self.version, version
+        took = time.monotonic() - started
+        self.next_walk = time.monotonic() + max(_WALK_SECONDS, 10 * took)
+        if found:
+            changes.everything = True
+            changes.changed(sessions=True)
+
+    def maybe_walk(self, changes: _Changes) -> None:
+        if time.monotonic() >= self.next_walk:
+            self.walk_now(changes)
+
+
+def _why(feed: Any) -> str:
+    return "no change feed" if feed is None else feed.reason
+
+
 def _flush(
-    root: Path, catalog: Catalog, files: set[str], rescan: bool, *, stats: WatchStats, say: Callable[[str], None]
-) -> list[str]:
-    """Bring the cache up to date for the changed paths; returns those too recent to be stored yet."""
+    root: Path,
+    catalog: Catalog,
+    files: set[str],
+    folders: set[str],
+    everything: bool,
+    *,
+    stats: WatchStats,
+    say: Callable[[str], None],
+) -> None:
+    """Bring the cache up to date with what changed (the catalog catches up with the feed), and say what."""
     stats.flushes += 1
     stats.last_flush = time.monotonic()
+    if not _quietly(catalog.sync, stats, say):
+        return
+    if folders or everything:
+        stats.rescans += 1
+        stats.refreshed += len(files)
+        where = ", ".join(sorted(folders)[:5]) + (f" and {len(folders) - 5} more" if len(folders) > 5 else "")
+        say(f"folders changed: rescanned {where}" if folders else "changes found by a walk: rescanned the memory")
+        if not files:
+            return
+    present = sorted(rel for rel in files if _is_memory_file(root, rel))
+    gone = sorted(files.difference(present))
+    stats.refreshed += len(present)
+    stats.removed += len(gone)
+    parts = []
+    if present:
+        parts.append(f"re-read {_names(present)}")
+    if gone:
+        parts.append(f"forgot {_names(gone)}")
+    say("; ".join(parts))
+
+
+def _quietly(action: Callable[[], Any], stats: WatchStats, say: Callable[[str], None]) -> bool:
     try:
-        if rescan:
-            total = len(catalog.entries())
-            stats.rescans += 1
-            stats.refreshed += len(files)
-            say(f"folders changed: rescanned {total} memory files")
-            return _too_recent(root, files)
-        present: list[str] = []
-        gone: list[str] = []
-        for rel in sorted(files):
-            (present if _is_memory_file(root, rel) else gone).append(rel)
-        for rel in list(present):
-            try:
-                catalog.get(root / rel)
-            except (OSError, FsmemError):  # vanished, or cannot be read: not in the cache
-                present.remove(rel)
-                gone.append(rel)
-        if catalog.cache is not None and gone:
-            catalog.cache.forget(gone)
-        stats.refreshed += len(present)
-        stats.removed += len(gone)
-        parts = []
-        if present:
-            parts.append(f"re-read {_names(present)}")
-        if gone:
-            parts.append(f"forgot {_names(gone)}")
-        say("; ".join(parts))
-        return _too_recent(root, present)
-    except OSError as exc:
+        action()
+        return True
+    except (OSError, FsmemError) as exc:
         stats.errors.append(str(exc))
         say(f"error while updating the cache: {exc}")
-        return []
+        return False
 
 
 def _is_memory_file(root: Path, rel: str) -> bool:
     """True when `rel` is a memory file by the whole containment rule (a link out of the memory is not)."""
+    from fsmem.store.paths import resolve
+
     try:
         return resolve(root, rel, want="file").is_file()
     except FsmemError:
@@ -271,8 +301,7 @@ def _consolidate(
         report = consolidate()
     except LockTimeout as exc:
         say(f"consolidation deferred: {exc}")
-        with changes.lock:  # try again after another quiet spell
-            changes.last_session_change = time.monotonic()
+        changes.last_session_change = time.monotonic()  # try again after another quiet spell
         return
     except Exception as exc:
         stats.errors.append(str(exc))
@@ -281,19 +310,6 @@ def _consolidate(
     stats.consolidations += 1
     summary = report.to_text().splitlines()[-1] if hasattr(report, "to_text") else "done"
     say(f"consolidated: {summary}")
-
-
-def _too_recent(root: Path, rels) -> list[str]:
-    """Files modified inside the cache's racy window: stored only once they are older."""
-    threshold = time.time_ns() - RACY_NS
-    recent = []
-    for rel in rels:
-        try:
-            if os.stat(root / rel).st_mtime_ns >= threshold:
-                recent.append(rel)
-        except OSError:
-            pass
-    return recent
 
 
 def _names(paths: list[str]) -> str:

@@ -314,3 +314,76 @@ def test_context_is_kept_while_nothing_changed_and_made_again_after_an_edit(watc
     (watched.root / "INDEX.md").write_text("# Index\n\n- [A](topics/a.md): the letter\n")
     text = watched.context().text
     assert "the letter" in text and "answer in French" in text
+
+
+# -- the catalogs of one memory in a process share the feed's work --------------------------------------
+
+
+def test_another_memory_of_the_root_takes_the_running_feed_at_its_first_call_and_walks_nothing(watched):
+    """A server holds one `Memory` per token's view: each of them walking the whole memory on its first
+    calls cost 32 walks of 10,000 files on a server's first seconds."""
+    views = [Memory(watched.root, agent=None) for _ in range(4)]
+    _atomic_rename(watched.root / "topics" / "a.md", DOC.format(title="Edited"))
+    for view in views:
+        assert _titles(view) == {"topics/a.md": "Edited"}
+        assert view.catalog._feed is watched.catalog._feed
+    (watched.root / "topics" / "b.md").write_text(DOC.format(title="B"))
+    assert _titles(views[-1]) == _titles(views[0]) == {"topics/a.md": "Edited", "topics/b.md": "B"}
+    assert [view.catalog.rows.walks for view in views] == [0, 0, 0, 0]
+    for view in views:
+        view.close()
+
+
+def test_a_row_stored_too_fresh_is_looked_at_again_by_whichever_view_is_asked_next(watched):
+    from fsmem.store.cache import cache_path, connect
+
+    other = Memory(watched.root)
+    other.ls()
+    (watched.root / "topics" / "fresh.md").write_text(DOC.format(title="Fresh"))
+    watched.ls()  # stores the new row marked racy (written within the racy window)
+
+    def racy() -> int:
+        with connect(cache_path(watched.root)) as conn:
+            return conn.execute("SELECT racy FROM files WHERE path = 'topics/fresh.md'").fetchone()[0]
+
+    assert racy() == 1
+    time.sleep(1.1)
+    other.ls()  # the other view takes the second look the first one asked for
+    assert racy() == 0
+    other.close()
+
+
+def test_a_cache_made_anew_under_a_running_feed_is_walked_whole(watched):
+    from fsmem.store.cache import cache_path
+
+    (watched.root / "topics" / "b.md").write_text(DOC.format(title="B"))
+    assert len(_titles(watched)) == 2
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{cache_path(watched.root)}{suffix}").unlink(missing_ok=True)
+    assert _titles(watched) == {"topics/a.md": "A", "topics/b.md": "B"}
+    assert _titles(Memory(watched.root)) == {"topics/a.md": "A", "topics/b.md": "B"}
+
+
+def test_a_grep_of_many_files_on_the_feed_subtracts_superseded_lines_without_a_stat_per_file(watched, monkeypatch):
+    """A grep of a common word matched 9,000 of 10,000 files, and checked each file's row against its stamp."""
+    from fsmem.store.cache import MetaCache
+
+    root = watched.root / "topics"
+    for n in range(80):
+        tail = "\n## Superseded\n- walrus: old value\n" if n % 4 == 0 else ""
+        (root / f"w{n}.md").write_text(f"---\ntitle: W{n}\n---\n# W{n}\n\n- walrus: seen {n}\n{tail}")
+
+    def totals(memory):
+        return memory.grep("walrus").total, memory.grep("walrus", include_superseded=True).total
+
+    watched.grep("walrus")
+    time.sleep(1.1)  # rows stored within a second of their file's write are checked again: settled now
+    checked: list[int] = []  # rows looked up to be checked against their files' stamps
+    real = MetaCache.superseded
+    monkeypatch.setattr(MetaCache, "superseded", lambda self, paths: checked.append(len(paths)) or real(self, paths))
+    assert totals(watched) == (80, 100)
+    assert not any(checked)
+    monkeypatch.undo()
+    _truncate_and_write(root / "w1.md", "---\ntitle: W1\n---\n# W1\n\n## Superseded\n- walrus: gone\n")
+    (root / "w0.md").unlink()
+    assert totals(watched) == totals(Memory(watched.root)) == (78, 98)

@@ -292,3 +292,32 @@ def test_grep_searches_a_file_with_a_nul_byte_as_text(empty_memory):
     result = empty_memory.grep("Acme", ["entities"])
     assert [(m.path, m.line, m.text) for m in result.matches] == [("entities/people/a.md", 1, "- employer: Acme")]
     assert result.total == 1
+
+
+def test_rg_beside_another_rg_of_the_process_runs_on_one_thread(tmp_path, monkeypatch):
+    """A busy server runs many greps at once: one thread each does the same work in less CPU time."""
+    import subprocess
+
+    from fsmem import Memory
+    from fsmem.store import rg
+
+    memory = Memory.init(tmp_path / "mem")
+    (memory.root / "topics").mkdir()
+    (memory.root / "topics" / "a.md").write_text("# A\n- walrus\n")
+    seen: list[list[str]] = []
+    real = subprocess.Popen
+
+    def popen(argv, *args, **kwargs):
+        seen.append(list(argv))
+        return real(argv, *args, **kwargs)
+
+    monkeypatch.setattr(rg.subprocess, "Popen", popen)
+    assert memory.grep("walrus").total == 1
+    alone, seen[:] = list(seen), []
+    monkeypatch.setattr(rg, "_running", [1])  # another grep's rg is running
+    assert memory.grep("walrus").total == 1
+    assert alone and len(seen) == len(alone)
+    for first, beside in zip(alone, seen, strict=True):
+        assert "--threads" not in first
+        assert beside[beside.index("--threads") + 1] == "1" and beside[0] == first[0]
+        assert [a for a in beside if a not in ("--threads", "1")] == first

@@ -591,3 +591,29 @@ def test_ranking_reads_beside_a_thread_that_holds_the_index(memory):
     finally:
         release.set()
         holder.join(10)
+
+
+def test_kept_frequencies_give_the_scores_a_fresh_index_gives_after_every_change(memory):
+    """Document frequencies, the vocabulary and the named documents are kept while the tables do not change."""
+    from fsmem.search.index import SearchIndex
+    from fsmem.search.scoring import rank
+
+    def scores(index, query):
+        ranking = rank(index, query, memory.search_settings, limit=20)
+        return {ranking.paths[r]: round(ranking.scores[r], 9) for r in ranking.ids}
+
+    queries = ["proration seat changes", "billing cycle", "pesapalo club", "walrus"]
+    for step in range(4):
+        memory.search("warm")
+        kept = memory.search_index
+        fresh = SearchIndex(memory.root)
+        fresh.kept.at = lambda state: {}  # nothing kept: every frequency asked of the tables
+        for query in queries:
+            assert scores(kept, query) == scores(fresh, query), (step, query)
+        fresh.close()
+        (memory.root / "topics" / f"extra{step}.md").write_text(
+            f"---\ntitle: Extra {step}\n---\n- proration: walrus seats {step}\n- billing cycle: yearly\n"
+        )
+    state = memory.search_index.kept._state
+    memory.search("proration")
+    assert memory.search_index.kept._state != state  # the new files moved it

@@ -98,9 +98,22 @@ def test_a_folder_moved_in_and_out(watching, tmp_path):
     write_file(outside, "deep/y.md", DOC.format(title="y"))
     shutil.move(str(outside), str(memory.root / "entities"))
     _eventually(lambda: {"entities/x.md", "entities/deep/y.md"} <= set(_titles(memory)))
+    shutil.rmtree(memory.root / "entities" / "deep")
+    _eventually(lambda: "entities/deep/y.md" not in _titles(memory) and "entities/x.md" in _titles(memory))
     shutil.move(str(memory.root / "entities"), str(tmp_path / "gone"))
     _eventually(lambda: not any(p.startswith("entities/") for p in _titles(memory)))
-    assert any("rescanned" in line for line in log)
+    _eventually(lambda: any("folders changed: rescanned entities" in line for line in log))
+
+
+def test_an_edit_in_place_is_seen(watching):
+    """An editor that truncates and writes the file itself (no rename): the feed's event for the write."""
+    memory, _, _ = watching
+    write_file(memory.root, "topics/a.md", DOC.format(title="first"))
+    _eventually(lambda: _titles(memory).get("topics/a.md") == "first")
+    with open(memory.root / "topics" / "a.md", "r+", encoding="utf-8") as handle:
+        handle.truncate(0)
+        handle.write(DOC.format(title="edited in place"))
+    _eventually(lambda: _titles(memory).get("topics/a.md") == "edited in place")
 
 
 def test_state_folder_and_temp_files_trigger_nothing(watching):
@@ -194,3 +207,150 @@ def test_consolidate_runs_once_session_notes_go_still(tmp_path):
     finally:
         stop.set()
         thread.join(TIMEOUT)
+
+
+# -- on the change feed: one source of events in the process -------------------------------------------
+
+
+def _inotify_fds() -> int:
+    count = 0
+    for name in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            count += os.readlink(f"/proc/self/fd/{name}") == "anon_inode:inotify"
+    return count
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the feed reads inotify")
+def test_watch_and_every_memory_of_the_process_share_one_feed(watching):
+    """watch ran its own watchdog observer (a thread, its own inotify instance) beside the feed the process's
+    other Memory objects answered from."""
+    from fsmem.store import feed as feeds
+
+    memory, log, _ = watching
+    feed = feeds.current(memory.root.resolve())
+    assert feed is not None and feed.trusted
+    other = Memory(memory.root)
+    write_file(memory.root, "topics/shared.md", DOC.format(title="shared"))
+    assert [e.path for e in other.ls("topics").entries] == ["topics/shared.md"]
+    assert other.catalog._feed is feed
+    _eventually(lambda: _titles(memory).get("topics/shared.md") == "shared")
+    assert _inotify_fds() == 1
+    assert not [t for t in threading.enumerate() if "observer" in type(t).__name__.lower()]
+    other.close()
+
+
+def test_watch_does_not_wake_itself_with_its_own_writes(tmp_path):
+    """INDEX.md, regenerated after a change, is a write the feed reports: it must not start another round."""
+    memory = Memory.init(tmp_path / "mem")
+    stop, thread, log = _start(memory)
+    try:
+        write_file(memory.root, "topics/a.md", "---\ntitle: Apples\ndescription: fruit\ntopic: apples\n---\n# A\n")
+        index = memory.root / "INDEX.md"
+        _eventually(lambda: index.is_file() and "Apples" in index.read_text())
+        time.sleep(1.5)  # the regeneration's own events, and the second look at fresh rows, have come and gone
+        settled = list(log)
+        time.sleep(1.0)
+        assert log == settled
+        assert sum(line == "INDEX.md regenerated" for line in log) == 2  # at start, and after the change
+    finally:
+        stop.set()
+        thread.join(TIMEOUT)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the feed reads inotify")
+def test_rows_stored_too_fresh_are_stored_settled_once_they_are_older(watching):
+    memory, _, _ = watching
+    write_file(memory.root, "topics/fresh.md", DOC.format(title="fresh"))
+
+    def racy():
+        with contextlib.closing(connect(cache_path(memory.root))) as conn:
+            found = conn.execute("SELECT racy FROM files WHERE path = 'topics/fresh.md'").fetchone()
+        return found[0] if found else None
+
+    _eventually(lambda: racy() is not None)
+    _eventually(lambda: racy() == 0)
+
+
+def test_where_events_cannot_be_trusted_watch_walks_and_still_follows_every_change(tmp_path, monkeypatch):
+    import fsmem.watch as watch_module
+    from fsmem.store import inotify
+
+    def refuse():
+        raise OSError(24, "inotify instance limit reached")
+
+    monkeypatch.setattr(inotify.Inotify, "shared", staticmethod(refuse))
+    monkeypatch.setattr(watch_module, "_WALK_SECONDS", 0.2)
+    memory = Memory.init(tmp_path / "mem")
+    stop, thread, log = _start(memory)
+    try:
+        assert "walking every 0.2 s (the watcher did not start (inotify instance limit reached))" in log[0]
+        write_file(memory.root, "topics/a.md", DOC.format(title="first"))
+        _eventually(lambda: _titles(memory).get("topics/a.md") == "first")
+        (memory.root / "topics" / "a.md").unlink()
+        _eventually(lambda: "topics/a.md" not in _titles(memory))
+        _eventually(lambda: any("changes found by a walk: rescanned the memory" in line for line in log))
+    finally:
+        stop.set()
+        thread.join(TIMEOUT)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the feed reads inotify")
+def test_an_overflowed_queue_is_covered_by_a_walk(watching):
+    memory, log, _ = watching
+    root = memory.root / "topics"
+    root.mkdir(exist_ok=True)
+    for name in ("p.md", "q.md"):
+        (root / name).write_text("x")
+    limit = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+    for _ in range(limit // 2 + 10):
+        os.utime(root / "p.md")
+        os.utime(root / "q.md")
+    write_file(memory.root, "topics/during.md", DOC.format(title="during"))
+    _eventually(lambda: _titles(memory).get("topics/during.md") == "during")
+    write_file(memory.root, "topics/after.md", DOC.format(title="after"))
+    _eventually(lambda: _titles(memory).get("topics/after.md") == "after")
+
+
+def test_watch_does_not_hand_the_feed_back_what_it_learnt_from_it(watching):
+    """watch told the search index of the files the feed named through Memory's write path, which marks them
+    on the feed for every consumer, watch included: each change came back as a new one, every settle time."""
+    memory, log, _ = watching
+    (memory.root / "areas").mkdir()
+    _eventually(lambda: any("rescanned areas" in line for line in log))
+    write_file(memory.root, "areas/once.md", DOC.format(title="once"))
+    _eventually(lambda: any("re-read areas/once.md" in line for line in log))
+    time.sleep(1.5)  # several settle times (0.1 s), and the second look at a row stored too fresh
+    assert sum("areas/once.md" in line for line in log) == 1
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the feed reads inotify")
+def test_the_periodic_walk_finds_a_change_no_event_reported(watching, tmp_path):
+    """A write through a hard link outside the memory sends the memory's folders no event: the period's walk
+    (every VERIFY_SECONDS; shortened here) finds it, and INDEX.md follows."""
+    from fsmem.store import feed as feeds
+
+    memory, log, _ = watching
+    outside = tmp_path / "outside.md"
+    doc = "---\ntitle: {title}\ndescription: d\ntopic: linked\n---\n# L\n"
+    outside.write_text(doc.format(title="Before the link"))
+    (memory.root / "topics").mkdir(exist_ok=True)
+    os.link(outside, memory.root / "topics" / "linked.md")
+    index = memory.root / "INDEX.md"
+    _eventually(lambda: _titles(memory).get("topics/linked.md") == "Before the link")
+    _eventually(lambda: "Before the link" in index.read_text())
+
+    def racy():
+        with contextlib.closing(connect(cache_path(memory.root))) as conn:
+            return conn.execute("SELECT racy FROM files WHERE path = 'topics/linked.md'").fetchone()[0]
+
+    _eventually(lambda: racy() == 0)  # its second look is over: what follows is the stamp's change alone
+    time.sleep(0.3)
+    feed = feeds.current(memory.root.resolve())
+    assert feed is not None and feed.trusted
+    outside.write_text(doc.format(title="Written from outside"))
+    time.sleep(0.5)
+    assert _titles(memory)["topics/linked.md"] == "Before the link"  # no event came
+    feed.verify_seconds = 0.3
+    _eventually(lambda: _titles(memory).get("topics/linked.md") == "Written from outside")
+    _eventually(lambda: "Written from outside" in index.read_text())
+    assert any("changes found by a walk: rescanned the memory" in line for line in log)

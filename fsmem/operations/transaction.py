@@ -141,15 +141,17 @@ def commit(memory: Core, repo: Repo | None) -> None:
         logs.history_problem(memory.root, "commit", memory.agent, exc)
 
 
-def after_change(memory: Core, paths: list[str] | None, *, folders: bool = False) -> None:
+def after_change(memory: Core, paths: list[str] | None, *, folders: bool = False, mark: bool = True) -> None:
     """Tell the change feed, if one runs, that the metadata cache must look at `paths` (None: any file may have
     changed), and update the search index for them (all of it with `folders`, when a folder went as a whole).
+    `fsmem watch`, which learnt of its changes from the feed, passes `mark=False`: told again, the feed would
+    hand them back as new ones every settle time, and watch would never go quiet.
 
     Only an index that exists is updated (a memory never searched pays
     nothing), and a failure here never fails the write: every search stats
     the files and re-reads what changed anyway.
     """
-    if paths is not None:
+    if paths is not None and mark:
         memory.catalog.changed(paths)
     if not cache_path(memory.root).exists():
         return

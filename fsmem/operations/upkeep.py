@@ -171,7 +171,7 @@ def watch(
         write_index=(lambda: guarded(lambda: index(memory).changed, memory.root)) if writable else None,
         consolidate=(lambda: guarded(lambda: _consolidate(memory), memory.root)) if writable and consolidate else None,
         consolidate_after=consolidate_after,
-        on_change=lambda files: after_change(memory, None if files is None else sorted(files)),
+        on_change=lambda files: after_change(memory, None if files is None else sorted(files), mark=False),
     )
 
 

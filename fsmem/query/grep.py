@@ -234,13 +234,13 @@ def _visible_counts(
 ) -> tuple[dict[str, int], dict[str, list[tuple[int, int]]]]:
     """Match lines per file less those inside superseded ranges, and the (verified) ranges."""
     hinted = set(superseded_hint()) if superseded_hint is not None else set()
-    likely = [p for p in paths if p in hinted]
+    likely = sorted(hinted.intersection(counts), key=path_order)
     numbering = Job(lambda: _match_lines(rg, likely)) if likely else None
     try:
         ranges = superseded_ranges(paths)  # verified, while rg numbers the likely files' matches
     finally:
         blocks = numbering.outcome() if numbering is not None else {}
-    missed = [p for p in paths if ranges.get(p) and p not in blocks]
+    missed = sorted((p for p, spans in ranges.items() if spans and p in counts and p not in blocks), key=path_order)
     if missed:
         blocks.update(_match_lines(rg, missed))
     visible = dict(counts)
@@ -319,9 +319,10 @@ def _superseded_hits(lines: bytes, ranges: list[tuple[int, int]]) -> int:
     return found
 
 
-def path_order(path: str) -> tuple[str, ...]:
-    """Paths compared folder by folder, as `rg --sort path` orders them."""
-    return tuple(path.split("/"))
+def path_order(path: str) -> str:
+    """Paths compared folder by folder, as `rg --sort path` orders them: '/' made the lowest character
+    orders them as their lists of names would, and sorting 9,000 paths makes no tuples."""
+    return path.replace("/", "\0")
 
 
 class _Collector:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from collections.abc import Iterable
 from typing import Any
 
@@ -30,11 +31,43 @@ def json_array(values: Iterable[Any]) -> str:
     return json.dumps(list(values))
 
 
-def document_frequencies(conn, table: str, terms: list[str]) -> dict[str, int]:
+class Kept:
+    """What ranking reads of one state of the index and asks again at every query: document frequencies, the
+    vocabulary near-spellings are looked for in, the number of named documents.
+
+    fts5vocab counts a term's documents by walking its postings (3.6 ms for the four words of a query on 10k
+    files), and the same words come back query after query; the tables change only when a file is indexed
+    or removed, which moves `changes` in search_meta, and then everything kept is let go.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state: Any = None
+        self._kept: dict[Any, Any] = {}
+
+    def at(self, state: Any) -> dict[Any, Any]:
+        """The things kept for the tables' `state` (a fresh dict for each unknown one; None keeps nothing)."""
+        if state is None:
+            return {}
+        with self._lock:
+            if state != self._state:
+                self._state, self._kept = state, {}
+            return self._kept
+
+
+def document_frequencies(conn, table: str, terms: list[str], kept: dict[Any, Any] | None = None) -> dict[str, int]:
+    """term -> the number of rows (documents) holding it, for the terms the table has; from `kept` when known."""
     if not terms:
         return {}
-    marks = ",".join("?" * len(terms))
-    return dict(conn.execute(f"SELECT term, doc FROM {table} WHERE term IN ({marks})", terms).fetchall())
+    if kept is None:
+        marks = ",".join("?" * len(terms))
+        return dict(conn.execute(f"SELECT term, doc FROM {table} WHERE term IN ({marks})", terms).fetchall())
+    asked = [t for t in dict.fromkeys(terms) if (table, t) not in kept]
+    if asked:
+        found = document_frequencies(conn, table, asked)
+        for term in asked:
+            kept[(table, term)] = found.get(term, 0)
+    return {t: kept[(table, t)] for t in terms if kept[(table, t)]}
 
 
 def _name_idf(n: int, df: int) -> float:
@@ -68,12 +101,14 @@ def name_scores(conn, terms, fuzzy, names_df, n_named: int, fuzzy_weight: float,
     return {fid: value / could for fid, value in earned.items() if value > 0} if could > 0 else {}
 
 
-def document_scores(conn, match, terms, fuzzy, w, n_docs, could_earn) -> tuple[dict[Any, float], dict[int, float]]:
+def document_scores(
+    conn, match, terms, fuzzy, w, n_docs, could_earn, kept: dict[Any, Any] | None = None
+) -> tuple[dict[Any, float], dict[int, float]]:
     """Normalised scores of the matching documents: by key (a cited note, summed over the files citing it,
     so a session split across speaker files scores as one; else the document's id), and by document id."""
     if w["document"] <= 0 or not n_docs:
         return {}, {}
-    df = document_frequencies(conn, "search_docs_vocab", list(dict.fromkeys(terms + list(fuzzy.values()))))
+    df = document_frequencies(conn, "search_docs_vocab", list(dict.fromkeys(terms + list(fuzzy.values()))), kept)
     denominator = could_earn(n_docs, df)
     by_key: dict[Any, float] = {}
     by_doc: dict[int, float] = {}

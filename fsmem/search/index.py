@@ -20,8 +20,9 @@ file inside `BEGIN IMMEDIATE`, so two processes updating at once both end with
 the index a fresh build would give. A damaged index is dropped and rebuilt.
 
 This module is long because it owns every connection to those tables: the
-shared writer with its lock and recovery, each thread's reader, the refresh
-that walks the files, and the parsed rows that answers are read back from.
+shared writer with its lock and recovery, each thread's reader, and the
+refresh that walks the files. The rows answers are read back from are kept
+parsed by `fsmem.search.parsed`.
 """
 
 from __future__ import annotations
@@ -33,15 +34,14 @@ import os
 import shutil
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from fsmem import format as fmt
-from fsmem.errors import FsmemError
-from fsmem.format.rows import Row, document_rows
+from fsmem.format.rows import Row
 from fsmem.search.analyzer import ANALYZER_VERSION, Analyzer
+from fsmem.search.documents import Kept
+from fsmem.search.parsed import ParsedRows
 from fsmem.search.parsing import (  # noqa: F401  (re-exported: the names other modules import from the index)
     GENERATED_INDEX,
     LINKED,
@@ -73,16 +73,15 @@ from fsmem.search.tables import (  # noqa: F401
 )
 from fsmem.store import cache as _cache
 from fsmem.store.catalog import walk_stats
-from fsmem.store.paths import STATE_DIR, read_regular
+from fsmem.store.paths import STATE_DIR
 
 LEGACY_DIR = "search"  # .fsmem/search/: where the index lived before it moved into cache.sqlite
 # Bump when the tables or what goes into them change: an older index is then dropped and rebuilt.
-INDEX_VERSION = 5
+INDEX_VERSION = 6
 READER_CACHE_KIB = 1024  # SQLite's page cache of each thread's read connection
 RACY_NS = _cache.RACY_NS  # a file written this recently is read again at the next refresh
 BATCH_FILES = 500  # files per write transaction of a large (re)build, so other writers are not starved
 BUSY_TIMEOUT_S = 60.0
-ROW_CACHE_FILES = 64  # parsed files kept per process for rendering answers
 
 
 class SearchIndex:
@@ -100,7 +99,8 @@ class SearchIndex:
         self._analyzer: Analyzer | None = None
         self._in_memory = False
         self._inode: int | None = None
-        self._parsed: OrderedDict[tuple[str, Stamp], list[Row]] = OrderedDict()
+        self.parsed = ParsedRows(self.root)  # the rows answers are read back from (fsmem.search.parsed)
+        self.kept = Kept()  # document frequencies and the like, while the tables do not change
         self.rebuilt = False  # set when a damaged index was thrown away
         self._ticket = itertools.count(1)  # orders asks and refresh starts (next() is atomic under the GIL)
         self._refreshed_from = 0  # the ticket taken when the last finished refresh began
@@ -168,7 +168,8 @@ class SearchIndex:
                 _drop_tables(conn)
                 conn.execute(_SCHEMA)
                 conn.executemany(
-                    "INSERT INTO search_meta VALUES (?, ?)", [("version", version), ("rows", 0), ("docs", 0)]
+                    "INSERT INTO search_meta VALUES (?, ?)",
+                    [("version", version), ("rows", 0), ("docs", 0), ("changes", 0)],
                 )
 
     def close(self) -> None:
@@ -179,7 +180,7 @@ class SearchIndex:
     def _recover(self) -> None:
         """Drop the search tables (or the whole database, when even that fails) after damage was seen."""
         self.rebuilt = True
-        self._parsed.clear()
+        self.parsed.clear()
         conn = self._conn
         if conn is not None:
             try:
@@ -413,31 +414,8 @@ class SearchIndex:
                     yield row
 
     def rows_of(self, rel: str) -> tuple[Stamp, list[Row]] | None:
-        """The rows of one file as it is now (parsed once per version and cached), or None when it is gone."""
-        with self.lock:
-            return self._rows_of(rel)
-
-    def _rows_of(self, rel: str) -> tuple[Stamp, list[Row]] | None:
-        full = os.path.join(self.root, rel)
-        try:
-            st = os.stat(full)
-        except OSError:
-            return None
-        stamp = stamp_of(st)
-        cached = self._parsed.get((rel, stamp))
-        if cached is not None:
-            self._parsed.move_to_end((rel, stamp))
-            return stamp, cached
-        try:
-            data = read_regular(full)
-        except (OSError, FsmemError):
-            return None
-        text, _ = fmt.decode(data)
-        rows = document_rows(rel, fmt.split(text)) if is_ranked(rel, text) else []
-        self._parsed[(rel, stamp)] = rows
-        while len(self._parsed) > ROW_CACHE_FILES:
-            self._parsed.popitem(last=False)
-        return stamp, rows
+        """The rows of one file as it is now (parsed once per version and kept), or None when it is gone."""
+        return self.parsed.rows_of(rel)
 
 
 def _close(conn) -> None:

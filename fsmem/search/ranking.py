@@ -30,9 +30,7 @@ and says how many rows above `min_score` it left out.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any
 
 from fsmem import format as fmt
@@ -51,7 +49,7 @@ from fsmem.search.results import (  # noqa: F401  (re-exported)
 )
 from fsmem.search.scoring import MAX_QUERY_TERMS, Ranking, StaleAnswer, json_array, query_terms, rank
 from fsmem.search.settings import DEFAULT_WEIGHTS, SearchSettings  # noqa: F401  (re-exported)
-from fsmem.store import retrieval_log
+from fsmem.search.usage import usage_counts  # noqa: F401  (re-exported: the retrieval log as a usage signal)
 from fsmem.tokens import TokenCounter
 
 
@@ -156,37 +154,6 @@ def fit(
     return SearchResult(
         query=query, hits=hits, tokens=meter.tokens, page=page, min_score=min_score, best_score=best, note=note
     )
-
-
-# -- the retrieval log as a usage signal -------------------------------------
-
-_usage_cache: dict[str, tuple[tuple, dict[str, int]]] = {}
-
-
-def usage_counts(root: Path) -> dict[str, int]:
-    """How often each `path:line` was returned by search or recall, from the retrieval log."""
-    folder = Path(root, ".fsmem", "logs")
-    stamp = []
-    for name in (retrieval_log.LOG_NAME + ".1", retrieval_log.LOG_NAME):
-        try:
-            st = os.stat(folder / name)
-            stamp.append((name, st.st_size, st.st_mtime_ns))
-        except FileNotFoundError:
-            pass
-    key = str(root)
-    cached = _usage_cache.get(key)
-    if cached is not None and cached[0] == tuple(stamp):
-        return cached[1]
-    counts: dict[str, int] = {}
-    if stamp:
-        for record in retrieval_log.records(root):
-            if record.get("tool") not in ("search", "recall"):
-                continue
-            for location in record.get("paths") or []:
-                if isinstance(location, str):
-                    counts[location] = counts.get(location, 0) + 1
-    _usage_cache[key] = (tuple(stamp), counts)
-    return counts
 
 
 def search(

@@ -23,6 +23,8 @@ class IndexDamaged(Exception):
 _TABLES = ("search_files", "search_superseded", "search_sources", "search_terms", "search_meta")
 _FTS_TABLES = ("search_vocab", "search_names_vocab", "search_docs_vocab", "search_fts", "search_names", "search_docs")
 _SCHEMA = """
+-- version, rows, docs, changes (counts every file indexed or removed: what is kept from one state of the
+-- tables, such as document frequencies, is kept while it does not move), walk (see SearchIndex._refresh)
 CREATE TABLE IF NOT EXISTS search_meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
 -- one row per file: its stamp, what filters and salience need, and its rows packed:
 -- `lines` holds line << 2 | flags per row, `groups` the row's cited note (1-based in `sources`, 0: none)
@@ -99,6 +101,7 @@ def _remove(conn, rel: str) -> int:
     if found is None:
         return 0
     fid, n_rows, n_docs = found
+    conn.execute("UPDATE search_meta SET value = value + 1 WHERE key = 'changes'")
     lo, hi = fid << ROW_BITS, (fid << ROW_BITS) | (MAX_ROWS - 1)
     if n_rows:
         conn.execute("DELETE FROM search_fts WHERE rowid BETWEEN ? AND ?", (lo, hi))
@@ -151,6 +154,7 @@ def _insert(conn, item: Parsed, *, racy: bool) -> None:
     if item.names:
         conn.execute("INSERT INTO search_names (rowid, names) VALUES (?, ?)", (fid, item.names))
     conn.execute("UPDATE search_meta SET value = value + ? WHERE key = 'rows'", (len(item.rows),))
+    conn.execute("UPDATE search_meta SET value = value + 1 WHERE key = 'changes'")
 
 
 def unpack_rows(lines: bytes | None, groups: bytes | None, n: int) -> tuple[array, array | None]:

@@ -181,7 +181,7 @@ class MetaCache:
         self._lock = threading.RLock()
         self._flush_registered = False  # one atexit hook per cache, however often its memo empties
         self.rebuilt = False  # set when a corrupt or foreign cache was thrown away
-        self.generation = 0  # counts the databases opened: rows kept in a new one may not be all there are
+        self._rows_id: str | None = None  # the open database's `rows_id` (see `rows_id`)
 
     # -- connection ---------------------------------------------------------
     def _connect(self) -> apsw.Connection:
@@ -192,7 +192,9 @@ class MetaCache:
                 try:
                     self._conn = self._open()
                     self._inode = _inode(self.path)
-                    self.generation += 1
+                    self._rows_id = _first(
+                        self._conn.execute("SELECT value FROM settings WHERE key = 'rows_id'").fetchone()
+                    )
                     return self._conn
                 except apsw.Error as exc:
                     self.close()
@@ -206,7 +208,7 @@ class MetaCache:
         conn.execute(_SCHEMA)
         self._conn = conn
         self._inode = None
-        self.generation += 1
+        self._rows_id = None
         return conn
 
     def same_file(self) -> bool:
@@ -222,6 +224,15 @@ class MetaCache:
     def in_memory(self) -> bool:
         return self._disabled
 
+    def rows_id(self) -> str | None:
+        """What names the rows of the database this object has open (connecting first), the same for every
+        process and connection: it is made anew with the database, and whenever its rows are emptied (another
+        tokenizer). A change feed keeps one consumer per value, so the catalogs of one memory in a process
+        share what they caught up. None when the rows live in memory, for this object alone."""
+        with self._lock:
+            self._connect()
+            return None if self._disabled else self._rows_id
+
     def _open(self) -> apsw.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = connect(self.path)
@@ -231,6 +242,7 @@ class MetaCache:
                 raise apsw.SQLError(f"cache schema {version}, expected {SCHEMA_VERSION}")
             conn.execute(_SCHEMA)
             conn.execute("INSERT OR IGNORE INTO settings VALUES ('files_version', '0')")
+            conn.execute("INSERT OR IGNORE INTO settings VALUES ('rows_id', ?)", (_new_rows_id(),))
             row = conn.execute("SELECT value FROM settings WHERE key = 'fingerprint'").fetchone()
             if row is None or row[0] != self.fingerprint:
                 with _transaction(conn):
@@ -239,6 +251,7 @@ class MetaCache:
                     conn.execute("DELETE FROM counts")
                     _bump(conn)
                     conn.execute("INSERT OR REPLACE INTO settings VALUES ('fingerprint', ?)", (self.fingerprint,))
+                    conn.execute("INSERT OR REPLACE INTO settings VALUES ('rows_id', ?)", (_new_rows_id(),))
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except BaseException:
             conn.close(True)
@@ -481,6 +494,10 @@ class MetaCache:
 
 
 _BUMP = "UPDATE settings SET value = CAST(value AS INTEGER) + 1 WHERE key = 'files_version'"
+
+
+def _new_rows_id() -> str:
+    return os.urandom(8).hex()
 
 
 def _bump(conn: apsw.Connection) -> None:

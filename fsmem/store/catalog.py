@@ -19,6 +19,7 @@ says what they select).
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterator
@@ -41,7 +42,7 @@ from fsmem.store.meta import (  # noqa: F401  (the catalog's vocabulary; importe
 from fsmem.store.paths import relative
 from fsmem.store.scope import Scope
 from fsmem.store.selection import Selection, skipped_where, where
-from fsmem.store.superseded import superseded_of, superseded_ranges  # noqa: F401
+from fsmem.store.superseded import Fresh, fresh_rows, superseded_of, superseded_ranges  # noqa: F401
 from fsmem.store.walk import (  # noqa: F401  (the catalog's walk; imported from here by callers)
     FOLDER,
     Skipped,
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
     from fsmem.store.freshness import Freshness
 
 COUNTS_KEPT = 64
+FRESH_FROM = 64  # a grep's superseded ranges of more files than this come from rows caught up on the feed
 PAGE_ROWS = 200  # rows fetched with the total, in the same read transaction; a longer answer fetches more
 
 
@@ -103,6 +105,7 @@ class Catalog:
         self._calls = 0
         self._wants_feed = feed and use_cache
         self._feed: Any = None
+        self._consumer: str | None = None  # the feed's consumer these rows catch up as (`_sync`)
         self._release: weakref.finalize | None = None
         self._rows: Freshness | None = None
         self._counts: dict[tuple[str, tuple], tuple[int, int]] = {}  # clause -> (files_version, total)
@@ -124,21 +127,33 @@ class Catalog:
             self.cache.same_file()
             if self.cold:
                 self.cache.clear()
-            from fsmem.store.freshness import Unstored
+            self._storing(lambda: self._sync(start, start_is_file))
 
-            try:
-                self._sync(start, start_is_file)
-            except Unstored:
-                self.cache.to_memory()  # answers stay whole: this catalog's rows live in memory from now on
-                self._sync(start, start_is_file)
+    def _storing(self, action: Callable[[], None]) -> None:
+        """Run `action`; where the cache cannot store rows, again with them in memory (answers stay whole)."""
+        from fsmem.store.freshness import Unstored
+
+        try:
+            action()
+        except Unstored:
+            self.cache.to_memory()  # this catalog's rows live in memory from now on
+            action()
 
     def _sync(self, start: str | None, start_is_file: bool) -> None:
         feed = self._feed_for_call()
-        if feed is None or not feed.trusted or self.cache.in_memory:
+        rows_id = self.cache.rows_id() if feed is not None and feed.trusted else None
+        if rows_id is None:  # no feed, one that cannot be trusted, or rows in memory: the walk
             self.rows.walk(start, start_is_file, self.scope)
-        else:
-            self.rows.watched = True
-            feed.catch_up(f"catalog:{self.cache.path}", self.rows.apply)
+            return
+        # one consumer per database of rows, shared by every catalog of the memory in this process: what one
+        # of them caught up is caught up for all (32 views of a server walk once, not 32 times)
+        consumer = f"catalog:{rows_id}"
+        if self._consumer != consumer:
+            if self._consumer is not None:
+                feed.forget(self._consumer)
+            self._consumer = consumer
+            self.rows.remind = lambda rels, when: feed.later(consumer, rels, when)
+        feed.catch_up(consumer, self.rows.apply)
 
     def count_call(self) -> None:
         """A call that does not list (search) still counts: from the second on, this catalog holds the
@@ -147,9 +162,16 @@ class Catalog:
             self._calls += 1
             self._feed_for_call()
 
+    def hold_feed(self) -> Any:
+        """Take the memory's change feed now, as `fsmem watch` does; None where this catalog walks every call."""
+        with self._lock:
+            self._calls = max(self._calls, 2)
+            return self._feed_for_call()
+
     def _feed_for_call(self) -> Any:
-        """The change feed, from the second call on (a catalog asked once never starts one)."""
-        if self._feed is None and self._wants_feed and self._calls >= 2:
+        """The change feed, from the second call on (a catalog asked once never starts one), or from the first
+        when one already runs for this memory in this process (another `Memory` of it holds it)."""
+        if self._feed is None and self._wants_feed and (self._calls >= 2 or _feed_running(self.root)):
             from fsmem.store import feed as feeds
 
             self._feed = feeds.acquire(self.root)
@@ -167,7 +189,7 @@ class Catalog:
 
         def read(conn) -> tuple[int, list, list]:
             total = self._count(conn, sql, params)
-            rows = _page(conn, sql, params, offset, first) if first else []
+            rows = conn.execute(_PAGE.format(where=sql), [*params, first, offset]).fetchall() if first else []
             gaps = conn.execute(f"SELECT shown, reason FROM skipped WHERE {gaps_sql} ORDER BY key", gaps_params)
             return total, rows, [tuple(g) for g in gaps]
 
@@ -246,6 +268,16 @@ class Catalog:
         self.sync()
         return int(self.cache.reading(self.cache.files_version, -1))
 
+    def rescan(self) -> bool:
+        """Walk the whole memory into the rows whatever the feed says; True when that changed them (`fsmem
+        watch`'s check after an overflow and every period: a change no event reported)."""
+        with self._lock:
+            self.cache.same_file()
+            before = self.cache.reading(self.cache.files_version, -1)
+            self._storing(lambda: self.rows.walk(None, False, self.scope))
+            after = self.cache.reading(self.cache.files_version, -1)
+        return after != before or after < 0
+
     def visible_test(self) -> Callable[[str], bool]:
         """`visible().__contains__`, the set made on first use (an answer kept from before needs none)."""
         made: list[set[str]] = []
@@ -312,6 +344,9 @@ class Catalog:
         """Give the change feed back (when this was its last user) and close the cache's connection."""
         with self._lock:
             release, self._release, self._feed = self._release, None, None
+            self._consumer = None
+            if self._rows is not None:
+                self._rows.remind = None
             if release is not None:
                 release()
             self.cache.flush_counts()
@@ -320,22 +355,40 @@ class Catalog:
     # -- superseded ranges (grep and read): fsmem.store.superseded -------------------
     def superseded(self, rels: list[str]) -> dict[str, list[tuple[int, int]]]:
         """Superseded line ranges of the given files (missing files are left out)."""
-        return superseded_ranges(self.root, self.cache, rels)
+        fresh = self._fresh_rows() if len(rels) > FRESH_FROM else None
+        return superseded_ranges(self.root, self.cache, rels, fresh)
 
     def superseded_hint(self) -> list[str]:
         """Files the cache last saw with superseded ranges: a quick guess that `superseded` verifies."""
+        fresh = self._fresh_rows(count=False)
+        if fresh is not None:
+            return [rel for rel, (ranges, _cited, _racy) in fresh.special.items() if ranges]
         return self.cache.paths_with_superseded()
+
+    def _fresh_rows(self, *, count: bool = True) -> Fresh | None:
+        """On a trusted change feed, the rows caught up now, as `fsmem.store.superseded.Fresh`; else None.
+
+        A grep of many files asks this once: it counts as a call, so a `Memory` that greps again takes the
+        feed (a one-shot `fsmem grep` never starts one)."""
+        if count:
+            self.count_call()
+        feed = self._feed
+        if feed is None or not feed.trusted or self.cold:
+            return None
+        self.sync()
+        return fresh_rows(self.cache)
+
+
+def _feed_running(root: Path) -> bool:
+    """A feed of `root` runs in this process (never true in a process that has not imported the feed)."""
+    feeds = sys.modules.get("fsmem.store.feed")
+    return feeds is not None and feeds.running(root)
 
 
 _PAGE = (
     f"SELECT {META_COLUMNS} FROM files WHERE rowid IN (SELECT rowid FROM files INDEXED BY files_list"
     " WHERE {where} ORDER BY key LIMIT ? OFFSET ?) ORDER BY key"
 )
-
-
-def _page(conn, sql: str, params: list, offset: int, count: int) -> list:
-    """`count` rows (`META_COLUMNS`) of the selection from `offset` on, in walk order."""
-    return conn.execute(_PAGE.format(where=sql), [*params, count, offset]).fetchall()
 
 
 def _decoded(row: tuple) -> FileMeta | None:

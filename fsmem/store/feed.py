@@ -85,6 +85,7 @@ class _Pending:
     delta: Delta
     last_full: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    later: dict[str, float] = field(default_factory=dict)  # path -> when (monotonic) to hand it over again
 
 
 class Feed:
@@ -166,6 +167,11 @@ class Feed:
             now = time.monotonic()
             with self._lock:
                 delta, pending.delta = pending.delta, Delta()
+                due = [rel for rel, when in pending.later.items() if when <= now]
+                for rel in due:
+                    del pending.later[rel]
+                if not delta.full:
+                    delta.files.update(due)
                 if not self.trusted:
                     delta = Delta(True, self.reason)
                 elif now - pending.last_full >= self.verify_seconds and not delta.full:
@@ -178,6 +184,19 @@ class Feed:
                 with self._lock:
                     pending.delta = Delta(True, "a refresh failed")
                 raise
+
+    def later(self, consumer: str, paths: Iterable[str], when: float) -> None:
+        """Hand `consumer` these paths again at its first catch-up from `when` (time.monotonic()) on, whatever
+        the events say: a row stored while its file was too fresh to trust gets its second look."""
+        pending = self._consumer(consumer)
+        with self._lock:
+            for rel in paths:
+                pending.later[rel] = max(when, pending.later.get(rel, when))
+
+    def forget(self, consumer: str) -> None:
+        """`consumer` will not ask again (the cache it kept was made anew under another name)."""
+        with self._lock:
+            self._consumers.pop(consumer, None)
 
     def _consumer(self, name: str) -> _Pending:
         with self._lock:
@@ -335,6 +354,12 @@ def current(root: Path) -> Feed | None:
     """The feed of `root` (a resolved path) if one runs in this process: a cache that does not hold it (the
     search index) may catch up through it while someone else does."""
     return _feeds.get(Path(root))
+
+
+def running(root: Path) -> bool:
+    """True when a feed of `root` (any spelling of it) runs in this process: another `Memory` of that root may
+    take it from its first call, since the feed, not the number of calls, is what keeps it fresh."""
+    return bool(_feeds) and Path(root).resolve() in _feeds
 
 
 def untrusted_file_system(root: Path, mountinfo: str | None = None) -> str | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,24 +40,18 @@ class Freshness:
         self.root = root
         self.counter = counter
         self.cache = cache
-        self.watched = False  # a change feed drives this: rows stored racy get a second look later
-        self.walked_whole = -1  # the cache generation last walked whole through the feed
         self.walks = 0  # freshness walks taken (a folder's or the whole memory's), for tests and benchmarks
-        self.settling: dict[str, float] = {}  # rows stored racy -> when a second look can store them settled
+        # with a change feed: rows stored racy are handed over again once a second look can store them settled
+        self.remind: Callable[[set[str], float], None] | None = None
 
     def apply(self, delta: Any) -> None:
         """Take one delta of the feed into the rows: a whole walk, or the files and folders it names."""
-        if delta.full or self.walked_whole != self.cache.generation:
+        if delta.full:
             self.walk(None, False, None)
-            self.walked_whole = self.cache.generation
             return
-        now = time.monotonic()
-        settled = {rel for rel, when in self.settling.items() if when <= now}
-        for rel in settled:
-            del self.settling[rel]
         for folder in sorted(delta.folders):
             self.walk(folder, False, None)
-        files = set(delta.files) | settled
+        files = set(delta.files)
         if len(files) > PROBE_LIMIT:
             self.walk(None, False, None)  # as cheap as that many stats, and one transaction
         elif files:
@@ -129,10 +124,11 @@ class Freshness:
         gaps = None if same_gaps else (gaps_area[0], gaps_area[1], entries)
         if not self.cache.store(fresh, links=links, gone=gone, skipped=gaps, still=self.still):
             raise Unstored()
-        if self.watched:
-            settle = time.monotonic() + RACY_NS / 1e9
+        if self.remind is not None:
             threshold = time.time_ns() - RACY_NS
-            self.settling.update({data["path"]: settle for stamp, data in fresh if stamp[0] >= threshold})
+            racy = {data["path"] for stamp, data in fresh if stamp[0] >= threshold}
+            if racy:
+                self.remind(racy, time.monotonic() + RACY_NS / 1e9)
 
     def still(self, rel: str, stamp: Stamp) -> bool:
         try:

@@ -25,6 +25,8 @@ from fsmem.errors import FsmemError, InvalidArgument, PatternTimeout
 from fsmem.store.paths import STATE_DIR
 
 _CHUNK = 1 << 20
+_running = [0]  # rg processes this process runs now
+_running_lock = threading.Lock()
 # A pattern's cost is bounded before rg runs: its length, and what rg may build from it. rg's memory
 # grows with the square of a regex's length (a 4 KB pattern of bounded repeats took 1.2 GB, a 30 KB one
 # asked for 6.5 GB; 1,000 characters stay under 100 MB and 0.2 s on 10k files), a fixed string's does
@@ -165,7 +167,25 @@ class Rg:
         rg's stderr is drained by a thread of its own, so a flood of messages
         (thousands of unreadable files) can never block it while stdout is read.
         """
-        process = subprocess.Popen(self.base + args, cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        with _running_lock:
+            alone = _running[0] == 0
+            _running[0] += 1
+        try:
+            return self._run_counted(args, feed, chunked=chunked, stop=stop, alone=alone)
+        finally:
+            with _running_lock:
+                _running[0] -= 1
+
+    def _run_counted(self, args, feed, *, chunked: bool, stop: Callable[[], bool] | None, alone: bool) -> bool:
+        # rg alone uses every core; beside another rg of this process (a busy server) one thread each does the
+        # same work in less CPU time (10k files: 46 against 55 ms), and the processes side by side use the cores
+        threads = [] if alone else ["--threads", "1"]
+        process = subprocess.Popen(
+            self.base[:1] + threads + self.base[1:] + args,
+            cwd=self.root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         assert process.stdout is not None and process.stderr is not None
         errors: list[bytes] = []
         stderr_pipe = process.stderr

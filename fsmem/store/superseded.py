@@ -9,7 +9,10 @@ mentions the heading at all.
 
 from __future__ import annotations
 
+import json
 import os
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 from fsmem import format as fmt
@@ -17,17 +20,70 @@ from fsmem.errors import InvalidArgument
 from fsmem.store import paths
 from fsmem.store.cache import MetaCache
 from fsmem.store.meta import EXACT_COUNT_LIMIT, HEAD_BYTES, NOTE_HEAD_BYTES
+from fsmem.store.walk import path_of
 
 
-def superseded_ranges(root: Path, cache: MetaCache, rels: list[str]) -> dict[str, list[tuple[int, int]]]:
+@dataclass(frozen=True)
+class Fresh:
+    """What the metadata rows say of superseded ranges, taken once per state of the rows: the memory files they
+    know, and those that are not simply 'none, never cited' (ranges, a note a document may cite, a racy row).
+
+    Only for rows caught up with the files just now (a catalog on a trusted change feed): an answer then
+    needs no stat per file. A grep of a common word matched 9,000 of 10,000 files, and checking each
+    file's row against its stamp, decoding every row, cost more than rg's own pass."""
+
+    known: frozenset[str]
+    special: dict[str, tuple[list[tuple[int, int]], bool, bool]]  # path -> (ranges, maybe cited, racy)
+
+
+_fresh: dict[str, tuple[tuple[str, int], Fresh]] = {}  # cache file -> ((rows id, files version), its Fresh)
+_fresh_lock = threading.Lock()
+
+
+def fresh_rows(cache: MetaCache) -> Fresh | None:
+    """The `Fresh` of the cache's rows as they are now, made once per state of them for the whole process."""
+    rows_id = cache.rows_id()
+    if rows_id is None:
+        return None
+
+    def read(conn):
+        version = cache.files_version(conn)
+        key = os.fspath(cache.path)
+        with _fresh_lock:
+            kept = _fresh.get(key)
+        if kept is not None and kept[0] == (rows_id, version):
+            return kept[1]
+        known = frozenset(path_of(k) for (k,) in conn.execute("SELECT key FROM files INDEXED BY files_list"))
+        special: dict[str, tuple[list[tuple[int, int]], bool, bool]] = {}
+        for key_, ranges, cited, racy in conn.execute(
+            "SELECT key, superseded, maybe_cited, racy FROM files INDEXED BY files_list"
+            " WHERE superseded != '[]' OR maybe_cited != 0 OR racy != 0"
+        ):
+            try:
+                parsed = [(int(a), int(b)) for a, b in json.loads(ranges)] if ranges != "[]" else []
+            except (ValueError, TypeError):
+                parsed, racy = [], 1  # a damaged row: the file is looked at
+            special[path_of(key_)] = (parsed, bool(cited), bool(racy))
+        made = Fresh(known, special)
+        with _fresh_lock:
+            _fresh[key] = ((rows_id, version), made)
+        return made
+
+    return cache.reading(read, None)
+
+
+def superseded_ranges(
+    root: Path, cache: MetaCache, rels: list[str], fresh: Fresh | None = None
+) -> dict[str, list[tuple[int, int]]]:
     """Superseded line ranges of the given files (missing files are left out).
 
     A document's are its `## Superseded` sections; a session note's are its
     keyed facts that a document has since superseded (fsmem.store.supersession).
+    `fresh` (rows just caught up with the files) spares the stat of every file it knows.
     """
     never_cited: set[str] = set()
-    out = _documents_superseded(root, cache, rels, never_cited)
-    notes = [rel for rel in rels if rel in out and rel.startswith("sessions/") and rel not in never_cited]
+    out = _documents_superseded(root, cache, rels, never_cited, fresh)
+    notes = sorted(rel for rel in out.keys() - never_cited if rel.startswith("sessions/"))
     if notes:
         from fsmem.store.supersession import may_be_consolidated, superseded_note_lines
 
@@ -49,14 +105,30 @@ def superseded_ranges(root: Path, cache: MetaCache, rels: list[str]) -> dict[str
 
 
 def _documents_superseded(
-    root: Path, cache: MetaCache, rels: list[str], never_cited: set[str] | None = None
+    root: Path, cache: MetaCache, rels: list[str], never_cited: set[str] | None = None, fresh: Fresh | None = None
 ) -> dict[str, list[tuple[int, int]]]:
     """The `## Superseded` ranges of the given files: fresh cache rows answer without parsing; other files
     get a light scan that skips YAML and token counting unless the text mentions the heading. Files whose
     fresh row says no document can cite them (never consolidated) go to `never_cited`."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    if fresh is not None:
+        asked = set(rels)
+        special = asked.intersection(fresh.special)
+        plain = asked.intersection(fresh.known).difference(special)  # rows with no ranges, never cited
+        out = {rel: [] for rel in plain}
+        if never_cited is not None:
+            never_cited.update(plain)
+        for rel in special:
+            ranges, cited, racy = fresh.special[rel]
+            if not racy:
+                out[rel] = ranges
+                if never_cited is not None and not cited:
+                    never_cited.add(rel)
+        rels = [rel for rel in rels if rel not in out]  # no row, or a racy one: looked at as below
+        if not rels:
+            return out
 
     known = cache.superseded(rels)
-    out: dict[str, list[tuple[int, int]]] = {}
     stale: list[tuple[str, str, os.stat_result]] = []
     base = os.fspath(root) + os.sep
     for rel in rels:

@@ -1,0 +1,70 @@
+"""The rows answers are read back from (`fsmem.search.parsed`): parsed once per version, never behind a lock."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from fsmem import Memory
+
+DOC = "---\ntitle: Walrus {n}\ntype: semantic\n---\n# Walrus {n}\n\n- walrus fact {n}: tusks of ivory\n"
+
+
+def test_a_file_is_parsed_once_however_many_answers_show_it(tmp_path):
+    """64 files were kept parsed: two searches that showed 50 files each parsed them again at every answer."""
+    memory = Memory.init(tmp_path / "mem")
+    (memory.root / "topics").mkdir()
+    for n in range(100):
+        text = DOC.format(n=n) if n < 50 else DOC.format(n=n).replace("walrus", "narwhal").replace("Walrus", "Narwhal")
+        (memory.root / "topics" / f"w{n:03d}.md").write_text(text)
+    parsed = memory.search_index.parsed
+    for _ in range(3):
+        for animal in ("walrus", "narwhal"):
+            shown = {h.path for h in memory.search(f"{animal} tusks", max_results=50, max_tokens=8000).hits}
+            assert len(shown) == 50
+    assert parsed.parses == 100
+    target = memory.root / "topics" / "w007.md"
+    target.write_text(DOC.format(n="seven"))
+    os.utime(target, ns=(1, 1))  # a new version, whatever the clock's grain
+    assert memory.search_index.rows_of("topics/w007.md")[1][0].title == "Walrus seven"
+    assert parsed.parses == 101
+
+
+def test_kept_files_are_bounded_by_their_bytes(tmp_path):
+    memory = Memory.init(tmp_path / "mem")
+    (memory.root / "topics").mkdir()
+    parsed = memory.search_index.parsed
+    parsed.max_bytes = 3 * len(DOC.format(n=100))
+    for n in range(100, 110):
+        (memory.root / "topics" / f"w{n}.md").write_text(DOC.format(n=n))
+        assert parsed.rows_of(f"topics/w{n}.md") is not None
+    assert len(parsed._files) == 3 and parsed.kept_bytes <= parsed.max_bytes
+    assert parsed.rows_of("topics/missing.md") is None
+
+
+def test_answers_are_read_back_while_the_index_is_being_refreshed(tmp_path):
+    """Rows were read back under the index's writer lock: every search waited for a refresh to finish."""
+    memory = Memory.init(tmp_path / "mem")
+    (memory.root / "topics").mkdir()
+    (memory.root / "topics" / "w.md").write_text(DOC.format(n=1))
+    index = memory.search_index
+    held, release = threading.Event(), threading.Event()
+
+    def refresh_holding_the_lock() -> None:
+        with index.lock:
+            held.set()
+            release.wait(10)
+
+    writer = threading.Thread(target=refresh_holding_the_lock)
+    writer.start()
+    assert held.wait(10)
+    got: list = []
+    reader = threading.Thread(target=lambda: got.append(index.rows_of("topics/w.md")))
+    reader.start()
+    reader.join(5)
+    finished = not reader.is_alive()
+    release.set()
+    writer.join(10)
+    reader.join(10)
+    assert finished
+    assert got[0][1][0].text == "- walrus fact 1: tusks of ivory"
