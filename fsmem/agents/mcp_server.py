@@ -22,7 +22,7 @@ from fsmem.memory import Memory
 SERVER_NAME = "fsmem"
 _SURROGATE = re.compile("[\ud800-\udfff]")
 INSTRUCTIONS = (
-    "fsmem is a shared memory of Markdown files. Start with list (or grep / search when you can name or "
+    "fsmem is a shared memory of Markdown files. Start with ls (or grep / search when you can name or "
     "describe what you need), read only the lines you need, and save what you learn with note. Every "
     "answer is capped in tokens and says when it was cut and how to get the rest."
 )
@@ -40,12 +40,7 @@ def build_server(memory: Memory, held: dict[Any, Any] | None = None):
     from mcp.server.lowlevel import Server
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(
-            tools=[
-                types.Tool(name=d["name"], description=d["description"], input_schema=d["parameters"])
-                for d in tools.definitions(memory, format="json")
-            ]
-        )
+        return types.ListToolsResult(tools=[types.Tool.model_validate(t) for t in tools.mcp_tools(memory)])
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         # The dispatcher is synchronous (ripgrep runs as a subprocess); keep the event loop free.

@@ -51,6 +51,10 @@ class LogResult(Paged, Metered):
     page: Page
     meter: Meter | None = field(default=None, repr=False, compare=False)
 
+    @property
+    def cited(self) -> list[str]:
+        return [entry.commit for entry in self.entries]
+
     def to_dict(self) -> dict[str, Any]:
         return {"commits": [e.to_dict() for e in self.entries], **self.page.to_dict(), "tokens": self.tokens}
 
@@ -136,6 +140,18 @@ class ShowResult:
     @property
     def tokens(self) -> int:
         return self.read.tokens
+
+    @property
+    def empty(self) -> bool:
+        return self.read.empty
+
+    @property
+    def rows(self) -> int:
+        return self.read.rows
+
+    @property
+    def cited(self) -> list[str]:
+        return self.read.cited
 
     def header(self) -> str:
         at = self.at

@@ -56,12 +56,7 @@ def build_server(limits: Limits, readers: anyio.CapacityLimiter, writers: anyio.
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         _state, memory = _admitted(ctx)
-        return types.ListToolsResult(
-            tools=[
-                types.Tool(name=d["name"], description=d["description"], input_schema=d["parameters"])
-                for d in tools.definitions(memory, format="json")
-            ]
-        )
+        return types.ListToolsResult(tools=[types.Tool.model_validate(t) for t in tools.mcp_tools(memory)])
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         state, memory = _admitted(ctx)

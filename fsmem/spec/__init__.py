@@ -152,7 +152,7 @@ class Operation:
         return self.summary + ("\n\n" + self.cli.note if self.cli.note else "")
 
 
-def operations() -> dict[str, Operation]:
+def declared() -> dict[str, Operation]:
     """Every declared operation, by name, in the order the tools are offered."""
     from fsmem.spec.operations import OPERATIONS
 
@@ -160,4 +160,4 @@ def operations() -> dict[str, Operation]:
 
 
 def tool_operations() -> list[Operation]:
-    return [op for op in operations().values() if op.tool]
+    return [op for op in declared().values() if op.tool]

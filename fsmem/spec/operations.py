@@ -127,7 +127,7 @@ _DECLARED = (
             MAX_TOKENS,
         ),
         "text",
-        guide="Use it after list, grep or search pointed you at a file. For a large file, ask for the outline first,\n"
+        guide="Use it after ls, grep or search pointed you at a file. For a large file, ask for the outline first,\n"
         "then a section or lines. The answer stops at your token budget; a cut answer ends with\n"
         "'next: --lines A:' -- call read again with lines 'A:' to continue. Line numbers are not part of the\n"
         "text: leave them out when you copy text into edit. The last line gives the file's version: pass it to\n"
@@ -254,8 +254,7 @@ _DECLARED = (
             Param(
                 "set",
                 "dict",
-                'Front matter fields to set, such as {"description": "...", "tags": ["billing"]}; on the command '
-                "line KEY=VALUE with a YAML value, repeatable",
+                'Front matter fields to set, such as {"description": "...", "tags": ["billing"]}',
                 default=None,
                 metavar="KEY=VALUE",
             ),

@@ -27,7 +27,7 @@ TYPE = Param(
 TAG = Param(
     "tag",
     "list",
-    "Only files carrying all of these tags (on the command line, repeat --tag)",
+    "Only files carrying all of these tags",
     default=None,
     metavar="T",
 )
