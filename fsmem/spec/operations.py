@@ -178,11 +178,12 @@ _DECLARED = (
                 flag="--seen-file",
                 metavar="FILE",
             ),
-            MAX_TOKENS.but(description="At most this many tokens in the answer; 0 means the turn's budget is spent"),
+            MAX_TOKENS,
         ),
         "text",
         cli=Cli(
-            note="--seen-file names a file ('-' for stdin). Exit 1 when skipped or nothing is relevant.",
+            note="--seen-file names a file ('-' for stdin); --max-tokens 0 says the turn's budget is spent. "
+            "Exit 1 when skipped or nothing is relevant.",
             inputs={"seen": "read_seen"},
             exit_1="empty",
             reserve=False,
