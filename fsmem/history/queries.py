@@ -126,11 +126,9 @@ def log(
     return LogResult(entries, page, meter)
 
 
-@dataclass
-class ShowResult:
-    """A file as it was at a commit: a bounded read of that version, and which commit it is."""
+class OverRead:
+    """An answer that is a bounded read of something else (a past version, a diff): its figures are the read's."""
 
-    at: dict[str, Any]
     read: ReadResult
 
     @property
@@ -142,16 +140,24 @@ class ShowResult:
         return self.read.tokens
 
     @property
-    def empty(self) -> bool:
-        return self.read.empty
-
-    @property
     def rows(self) -> int:
         return self.read.rows
 
     @property
     def cited(self) -> list[str]:
         return self.read.cited
+
+
+@dataclass
+class ShowResult(OverRead):
+    """A file as it was at a commit: a bounded read of that version, and which commit it is."""
+
+    at: dict[str, Any]
+    read: ReadResult
+
+    @property
+    def empty(self) -> bool:
+        return self.read.empty
 
     def header(self) -> str:
         at = self.at
@@ -190,19 +196,11 @@ def show(
 
 
 @dataclass
-class DiffResult:
+class DiffResult(OverRead):
     """Part of a unified diff: its lines numbered, and the next lines to ask for when cut."""
 
     label: str
     read: ReadResult
-
-    @property
-    def truncated(self) -> bool:
-        return self.read.truncated
-
-    @property
-    def tokens(self) -> int:
-        return self.read.tokens
 
     @property
     def empty(self) -> bool:

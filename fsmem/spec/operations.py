@@ -1,5 +1,8 @@
 """The declaration of every operation a memory has: the one list the faces are generated from.
 
+This module is long because it is that one list, in the order the tools are offered: split by concern,
+a reader would have to look in several places to see what a face offers.
+
 Sync, init and watch stay hand-written commands (`fsmem.cli.history`, `core`, `watch`): sync --setup
 runs before there is a memory to open, init creates one, and watch runs until stopped with callbacks
 no other face has. tools, mcp, serve, token, import and evaluate are not operations of a memory.
