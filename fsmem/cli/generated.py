@@ -67,8 +67,6 @@ def exits_1(op: Operation) -> Callable[[Any], bool]:
 
 def build(op: Operation) -> click.Command:
     """The click command of `op`."""
-    from fsmem.cli.inputs import INPUTS
-
     params = [p for p in op.params if p.on(CLI)] + list(op.cli.extra)
     lists = {p.name for p in params if p.kind == "list"}
     extra = {p.name for p in op.cli.extra}
@@ -77,8 +75,11 @@ def build(op: Operation) -> click.Command:
 
     def run(ctx: click.Context, as_json: bool, **given: Any) -> None:
         given = {name: list(value) if name in lists else value for name, value in given.items()}
-        for name, adapter in op.cli.inputs.items():
-            given[name] = INPUTS[adapter](given.get(name), given, ctx)
+        if op.cli.inputs:  # the shell's adapters load only for a command that has one
+            from fsmem.cli.inputs import INPUTS
+
+            for name, adapter in op.cli.inputs.items():
+                given[name] = INPUTS[adapter](given.get(name), given, ctx)
         arguments = {name: value for name, value in given.items() if name not in extra}
         memory = open_memory(ctx)
         method = getattr(memory, op.name)
