@@ -273,6 +273,20 @@ class Paged:
     def cut_by(self) -> str | None:
         return self.page.cut_by if self.truncated else None
 
+    @property
+    def empty(self) -> bool:
+        """Nothing matches at all (not: this page is past the end)."""
+        return self.page.total == 0
+
+    @property
+    def rows(self) -> int:
+        return len(self.cited)
+
+    @property
+    def cited(self) -> list[str]:
+        """What the rows shown point at (paths, path:line, commits): the retrieval log records them."""
+        raise NotImplementedError
+
 
 class Metered:
     """An answer that kept the `meter` it was fitted with: the tokens it spent."""

@@ -25,8 +25,7 @@ import pytest
 
 from fsmem import Memory
 from fsmem.cli import cli
-from fsmem.cli.core import STDIN_LIMIT
-from fsmem.cli.search import SEEN_LIMIT
+from fsmem.cli.inputs import SEEN_LIMIT, STDIN_LIMIT
 from fsmem.errors import InvalidArgument, NotFound
 from fsmem.evaluation import harness, locomo
 from fsmem.server.settings import CONFIG_LIMIT
@@ -47,7 +46,7 @@ class Case:
 
 
 FILE_ARGUMENTS: dict[tuple[str, str], Case] = {
-    ("recall", "seen_file"): Case(("--root", "{root}", "recall", "alpha", "--seen-file", "{}"), limit=SEEN_LIMIT),
+    ("recall", "seen"): Case(("--root", "{root}", "recall", "alpha", "--seen-file", "{}"), limit=SEEN_LIMIT),
     ("evaluate", "evalset"): Case(("--root", "{root}", "evaluate", "{}"), limit=harness.EVALSET_LIMIT),
     ("evaluate", "plot_file"): Case(("--root", "{root}", "evaluate", "{evalset}", "--plot", "{}"), reads=False),
     ("import locomo", "file"): Case(("import", "locomo", "{}", "{out}"), limit=locomo.LOCOMO_LIMIT),

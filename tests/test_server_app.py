@@ -318,9 +318,11 @@ def test_a_path_token_sees_nothing_outside_its_prefix_through_any_tool(team):
             ("edit", {"path": "entities/orgs/acme.md", "old": "Acme", "new": "X"}),
             ("note", {"text": "- employer: Initech"}),
         ]
-        return [await client.call_tool(name, arguments) for name, arguments in calls]
+        listed = await client.list_tools()
+        return listed, [await client.call_tool(name, arguments) for name, arguments in calls]
 
-    results = session(url, token, actions)
+    listed, results = session(url, token, actions)
+    assert [t.name for t in listed.tools] == ["ls", "grep", "read", "search", "write", "edit"]  # no note: sessions/
     texts = [text_of(r) for r in results]
     assert texts[0].splitlines() == [
         line for line in texts[0].splitlines() if line.startswith("topics/") or line.startswith("[")

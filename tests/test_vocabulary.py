@@ -1,9 +1,9 @@
-"""One name per idea: every command, Memory method and tool schema spells budget, paging, output and filters alike.
+"""One name per idea, and one list of them: the specs (`fsmem.spec`), checked against every face generated from them.
 
-The walk fails when a command lacks an option its kind of answer needs, when
-the CLI, the Python API and a tool name the same parameter differently, when
-an old spelling reappears, or when a shared option's help text drifts from
-its one declaration. The spellings 0.2 renamed are gone in 0.3, refused where a user types them.
+The walk fails when a command, a `Memory` method or a tool schema takes a parameter its operation's spec
+does not declare (or spells it, or describes it, otherwise), when a page-shaped answer lacks the options
+that page it, when an old spelling reappears, or when a shared option's help text drifts. The spellings
+0.2 renamed are gone in 0.3, refused where a user types them.
 """
 
 from __future__ import annotations
@@ -21,44 +21,19 @@ import pytest
 from fsmem import Memory
 from fsmem.agents import tools
 from fsmem.cli import COMMANDS, cli
+from fsmem.cli.generated import help_of
 from fsmem.errors import InvalidArgument
+from fsmem.spec import API, CLI, TOOL, declared
+from fsmem.spec.params import PAGE
 
 FSMEM = str(Path(sys.executable).with_name("fsmem"))
 
-LIST_ANSWERS = {"ls", "grep", "search", "log"}  # list-shaped: they page
-BUDGETED = LIST_ANSWERS | {"read", "context", "recall", "evaluate", "show", "diff"}  # they answer within a token budget
-FILTERED = {"ls", "grep", "search"}
-HISTORY_AWARE = {"grep", "read", "search"}  # superseded facts hidden unless asked
 NO_OUTPUT = {"mcp", "serve"}  # a server speaks its protocol, not --json
-# spellings that mean an idea fsmem names otherwise; none may appear as a visible option or argument
+# spellings that mean an idea fsmem names otherwise; none may appear as a visible option, argument or parameter
 BANNED = {"k", "limit", "top", "top_k", "max_rows", "rows", "budget", "quiet", "context_file", "page", "skip", "start"}
-# the CLI's names for Memory's parameters where Python cannot use the word (type_ is `type`)
-CLI_TO_API = {"type_": "type", "as_json": None, "sets": "set", "format_": None, "plot_file": None, "seen_file": "seen"}
-# command name -> Memory method, where the CLI is a skin over one method
-METHOD_OF = {
-    "ls": "ls",
-    "grep": "grep",
-    "read": "read",
-    "search": "search",
-    "recall": "recall",
-    "note": "note",
-    "write": "write",
-    "edit": "edit",
-    "rm": "rm",
-    "mv": "mv",
-    "check": "check",
-    "consolidate": "consolidate",
-    "index": "index",
-    "watch": "watch",
-    "stats": "stats",
-    "context": "context",
-    "log": "log",
-    "show": "show",
-    "diff": "diff",
-    "restore": "restore",
-    "revert": "revert",
-    "sync": "sync",
-}
+GLOBAL = {"root", "agent", "as_json", "help"}  # every command's, not an operation's
+# commands written by hand (not a declared operation) that are a skin over one Memory method
+HAND_WRITTEN = {"sync": "sync", "watch": "watch"}
 
 
 def command(name: str) -> click.Command:
@@ -75,8 +50,8 @@ def all_flags(cmd: click.Command) -> set[str]:
     return {flag for p in cmd.params if isinstance(p, click.Option) and not p.hidden for flag in p.opts}
 
 
-def method_parameters(name: str) -> set[str]:
-    return set(list(inspect.signature(getattr(Memory, name)).parameters)[1:])  # after the memory itself
+def method_parameters(name: str) -> list[str]:
+    return list(inspect.signature(getattr(Memory, name)).parameters)[1:]  # after the memory itself
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
@@ -89,78 +64,89 @@ def test_every_command_takes_the_global_options_after_its_name(name):
         assert "--json" in all_flags(cmd), name
 
 
-@pytest.mark.parametrize("name", sorted(COMMANDS))
-def test_each_kind_of_answer_has_its_options(name):
-    cmd = command(name)
-    if isinstance(cmd, click.Group):
-        pytest.skip("group")
-    flags = all_flags(cmd)
-    if name in LIST_ANSWERS:
-        assert {"--offset", "--max-results", "--max-tokens"} <= flags, name
-    if name in BUDGETED:
-        assert "--max-tokens" in flags, name
-    if name in FILTERED:
-        assert {"--type", "--tag", "--updated-after"} <= flags, name
-    if name in HISTORY_AWARE:
-        assert "--include-superseded" in flags, name
+def test_every_declared_operation_is_a_command_and_a_memory_method():
+    for name in declared():
+        assert COMMANDS[name] == f"generated:{name}", name
+        assert callable(getattr(Memory, name)), name
 
 
-@pytest.mark.parametrize("name", sorted(COMMANDS))
-def test_no_command_uses_a_spelling_fsmem_names_otherwise(name):
+@pytest.mark.parametrize("name", sorted(declared()))
+def test_the_command_carries_exactly_what_the_spec_declares(name):
+    op = declared()[name]
     cmd = command(name)
-    visible = {p.name for p in cmd.params if not getattr(p, "hidden", False)}
-    assert not visible & BANNED, (name, visible & BANNED)
+    taken = {p.name: p for p in cmd.params if p.name not in GLOBAL}
+    wanted = [*op.on(CLI), *op.cli.extra]
+    assert list(taken) == [p.name for p in wanted], name
+    for param in wanted:
+        made = taken[param.name]
+        assert made.required == param.required, (name, param.name)
+        if param.positional:
+            assert isinstance(made, click.Argument), (name, param.name)
+            continue
+        assert isinstance(made, click.Option) and made.help == help_of(param), (name, param.name)
+        assert made.opts == [f for f in (param.short, param.cli_flag) if f], (name, param.name)
+        assert made.multiple == (param.kind in ("list", "dict")) and made.is_flag == (param.kind == "bool")
+
+
+@pytest.mark.parametrize("name", sorted(declared()))
+def test_the_python_method_takes_exactly_what_the_spec_declares(name):
+    op = declared()[name]
+    assert method_parameters(name) == [p.name for p in op.params], name
+    assert all(p.on(API) for p in op.params), name  # Python takes every parameter; other faces take fewer
+
+
+@pytest.mark.parametrize("history", [False, True])
+def test_each_tool_schema_is_its_specs_tool_parameters(tmp_path, history):
+    memory = Memory.init(tmp_path / "mem", git=history)  # with history, log and show are offered too
+    offered = tools.definitions(memory, format="json")
+    assert [d["name"] for d in offered] == [
+        op.name for op in declared().values() if op.tool and (history or "history" not in op.needs)
+    ]
+    for definition in offered:
+        op = declared()[definition["name"]]
+        properties = definition["parameters"]["properties"]
+        assert list(properties) == [p.name for p in op.on(TOOL)], op.name
+        assert {name: prop["description"] for name, prop in properties.items()} == {
+            p.name: p.description for p in op.on(TOOL)
+        }
+        assert definition["description"] == op.description and definition["writes"] == (not op.read_only)
+
+
+@pytest.mark.parametrize("name", sorted(declared()))
+def test_a_page_shaped_answer_has_the_options_that_page_it_on_every_face(name):
+    op = declared()[name]
+    if op.answer == "page":
+        assert set(PAGE) <= set(op.params), name
+    if op.answer in ("page", "text"):
+        assert "max_tokens" in [p.name for p in op.on(CLI)], name  # a budgeted answer: a person may narrow it
+
+
+def test_no_face_uses_a_spelling_fsmem_names_otherwise():
+    for name in COMMANDS:
+        cmd = command(name)
+        visible = {p.name for p in cmd.params if not getattr(p, "hidden", False)}
+        assert not visible & BANNED, (name, visible & BANNED)
+    for op in declared().values():
+        assert not {p.name for p in op.params} & BANNED, op.name
 
 
 def test_shared_options_have_one_help_text_everywhere():
     helps: dict[str, set[str]] = {}
+    shared = ("offset", "max_results", "max_tokens", "type", "tag", "updated_after", "as_json", "include_superseded")
     for name in COMMANDS:
-        cmd = command(name)
-        for option in visible_options(cmd).values():
-            if option.name in (
-                "offset",
-                "max_results",
-                "max_tokens",
-                "type_",
-                "tag",
-                "updated_after",
-                "json",
-                "as_json",
-            ):
+        for option in visible_options(command(name)).values():
+            if option.name in shared:
                 helps.setdefault(option.name, set()).add(option.help or "")
-            if option.name in ("include_superseded",):
-                helps.setdefault(option.name, set()).add(option.help or "")
-    assert helps and all(len(texts) == 1 for texts in helps.values()), helps
+    assert set(helps) == set(shared) and all(len(texts) == 1 for texts in helps.values()), helps
 
 
-@pytest.mark.parametrize("name", sorted(METHOD_OF))
-def test_cli_and_python_name_every_parameter_alike(name):
-    cmd = command(name)
-    api = method_parameters(METHOD_OF[name])
-    for param in cmd.params:
-        if getattr(param, "hidden", False) or not param.expose_value or param.name is None:
+@pytest.mark.parametrize("name", sorted(HAND_WRITTEN))
+def test_a_hand_written_command_and_python_name_every_parameter_alike(name):
+    api = method_parameters(HAND_WRITTEN[name])
+    for param in command(name).params:
+        if getattr(param, "hidden", False) or not param.expose_value or param.name in GLOBAL:
             continue
-        wanted = CLI_TO_API.get(param.name, param.name)
-        if wanted is None:
-            continue
-        if name == "write" and param.name == "keep_body":
-            continue  # how the CLI reads the body from stdin, not an idea of the API
-        if name == "note" and param.name == "text":
-            continue
-        assert wanted in api, (name, param.name, sorted(api))
-
-
-@pytest.mark.parametrize("history", [False, True])
-def test_tool_schemas_use_the_python_names(tmp_path, history):
-    memory = Memory.init(tmp_path / "mem", git=history)  # with history, log and show are offered too
-    for definition in tools.definitions(memory, format="json"):
-        method = {"ls": "ls"}.get(definition["name"], definition["name"])
-        api = method_parameters(method)
-        for parameter in definition["parameters"]["properties"]:
-            assert parameter in api, (definition["name"], parameter)
-            assert parameter not in BANNED, (definition["name"], parameter)
-        if definition["name"] in LIST_ANSWERS:
-            assert {"offset", "max_results"} <= set(definition["parameters"]["properties"]), definition["name"]
+        assert param.name in api, (name, param.name, api)
 
 
 def test_list_answers_share_their_json_fields(demo_memory):

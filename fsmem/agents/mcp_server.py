@@ -23,7 +23,7 @@ from fsmem.memory import Memory
 SERVER_NAME = "fsmem"
 _SURROGATE = re.compile("[\ud800-\udfff]")
 INSTRUCTIONS = (
-    "fsmem is a shared memory of Markdown files. Start with list (or grep / search when you can name or "
+    "fsmem is a shared memory of Markdown files. Start with ls (or grep / search when you can name or "
     "describe what you need), read only the lines you need, and save what you learn with note. Every "
     "answer is capped in tokens and says when it was cut and how to get the rest."
 )
@@ -33,12 +33,7 @@ def tool_list(memory: Memory) -> Any:
     """The MCP `tools/list` answer: the tools `memory`'s agent may use, with their JSON schemas."""
     import mcp.types as types
 
-    return types.ListToolsResult(
-        tools=[
-            types.Tool(name=d["name"], description=d["description"], input_schema=d["parameters"])
-            for d in tools.definitions(memory, format="json")
-        ]
-    )
+    return types.ListToolsResult(tools=[types.Tool.model_validate(t) for t in tools.mcp_tools(memory)])
 
 
 def tool_result(answer: tools.ToolAnswer) -> Any:

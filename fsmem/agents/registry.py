@@ -1,10 +1,13 @@
-"""The tool registry: a tool is a plain typed function whose name, description and schema are declared once.
+"""The tool registry: every tool's name, description and schema, declared once, and the check of its arguments.
 
-The description is the function's docstring (written for a model: what it
-does, its limits, when to use it, how to continue after a cut); the JSON
-schema is built from the signature, where each argument the model supplies is
-`Annotated[type, Param("what it is")]`. `validate` checks arguments against
-that schema and words every problem so a model can fix its next call.
+fsmem's own tools are generated from the operation declarations
+(`fsmem.agents.builtin`) and registered with `register`; a plugin's tool is a
+plain typed function, registered with `@tool`: its description is the
+docstring (written for a model: what it does, its limits, when to use it, how
+to continue after a cut) and its JSON schema comes from the signature, where
+each argument the model supplies is `Annotated[type, Param("what it is")]`.
+`validate` checks arguments against the schema and words every problem so a
+model can fix its next call.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
 from fsmem.errors import FsmemError
 
@@ -33,6 +36,20 @@ class Param:
     minimum: int | None = None
 
 
+class Answer(Protocol):
+    """What every answer of an operation says of itself, whatever its kind: the figures a tool call logs."""
+
+    @property
+    def rows(self) -> int: ...  # rows (lines, files, commits) shown
+    @property
+    def cited(self) -> list[str]: ...  # what they point at: paths, path:line, commits
+    @property
+    def truncated(self) -> bool: ...  # the budget or the row cap cut it
+    @property
+    def empty(self) -> bool: ...  # nothing was found
+    def to_text(self) -> str: ...
+
+
 @dataclass
 class Reply:
     """What a tool function hands back: the text for the model and what it showed."""
@@ -42,6 +59,10 @@ class Reply:
     paths: list[str] = field(default_factory=list)
     truncated: bool = False
     empty: bool = False
+
+    @classmethod
+    def of(cls, answer: Answer) -> Reply:
+        return cls(answer.to_text(), answer.rows, answer.cited, answer.truncated, answer.empty)
 
 
 @dataclass(frozen=True)
@@ -54,6 +75,8 @@ class Tool:
     function: Callable[..., Reply]
     writes: bool = False
     requires: str | None = None  # a Memory method the tool needs, or a property that must be set (history)
+    needs: frozenset[str] = frozenset()  # what its operation needs (`fsmem.spec.NEEDS`): the scope it must reach
+    annotations: dict[str, bool] | None = None  # MCP's hints: read-only, destructive, idempotent
 
     def available(self, memory: Memory) -> bool:
         if self.requires is None:
@@ -87,19 +110,26 @@ def tool(name: str | None = None, *, writes: bool = False, requires: str | None 
     `Annotated[type, Param(...)]` and becomes a property of the JSON schema.
     """
 
-    def register(function: Callable[..., Reply]) -> Callable[..., Reply]:
-        tool_name = name or function.__name__
-        REGISTRY[tool_name] = Tool(
-            name=tool_name,
-            description=inspect.cleandoc(function.__doc__ or ""),
-            parameters=schema_for(function),
-            function=function,
-            writes=writes,
-            requires=requires,
+    def decorate(function: Callable[..., Reply]) -> Callable[..., Reply]:
+        register(
+            Tool(
+                name=name or function.__name__,
+                description=inspect.cleandoc(function.__doc__ or ""),
+                parameters=schema_for(function),
+                function=function,
+                writes=writes,
+                requires=requires,
+            )
         )
         return function
 
-    return register
+    return decorate
+
+
+def register(entry: Tool) -> Tool:
+    """Add a tool to the registry (the hook `@tool` and fsmem's own tools both use)."""
+    REGISTRY[entry.name] = entry
+    return entry
 
 
 def unregister(name: str) -> None:

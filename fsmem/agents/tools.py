@@ -1,8 +1,10 @@
 """The agent-facing tools: their definitions for each SDK, and the dispatcher that runs them.
 
-The tools themselves (ls, grep, read, search, note, write, edit) are declared
-once, in `fsmem.agents.builtin`; the OpenAI and Anthropic exports, `fsmem
-tools` and the MCP server all read the same registry.
+The tools themselves (ls, grep, read, search, note, write, edit, log, show)
+are declared once, with every other operation, in `fsmem.spec`, and made
+tools by `fsmem.agents.builtin`; the OpenAI and Anthropic exports, `fsmem
+tools`, the MCP server and `fsmem serve` all read the same registry, and offer
+a caller only the tools that can succeed for it (`offered`).
 
 `call(memory, name, arguments)` validates the arguments and never raises on
 bad input: a model gets an error text it can act on, and nothing on disk
@@ -55,8 +57,42 @@ class ToolAnswer:
 
 
 def offered(memory: Memory) -> list[Tool]:
-    """The tools this memory's agent may use: no write tools for a read-only agent."""
-    return [t for t in REGISTRY.values() if t.available(memory) and not (t.writes and memory.budget.read_only)]
+    """The tools that can succeed for this memory's agent: no writer for a read-only agent or token, no tool
+    whose operation works on the whole memory for a scoped one, and no note when today's sessions/ folder is
+    out of its scope (`--path topics/`)."""
+    return [t for t in REGISTRY.values() if t.available(memory) and can_succeed(t, memory)]
+
+
+def can_succeed(tool_: Tool, memory: Memory) -> bool:
+    """Whether what `tool_`'s operation needs (`fsmem.spec.NEEDS`) is within this agent's rights and scope."""
+    if tool_.writes and memory.budget.read_only:
+        return False
+    scope = memory.scope
+    if scope is None:
+        return True
+    if "whole" in tool_.needs:
+        return False
+    return "sessions" not in tool_.needs or scope.contains(todays_sessions())
+
+
+def todays_sessions() -> str:
+    """The folder today's session notes go to (`sessions/YYYY/MM/DD`), by fsmem's clock."""
+    from fsmem import format as fmt
+
+    when = fmt.parse_timestamp(fmt.now_iso())
+    assert when is not None
+    return f"sessions/{when:%Y}/{when:%m}/{when:%d}"
+
+
+def mcp_tools(memory: Memory) -> list[dict[str, Any]]:
+    """The offered tools as MCP lists them: name, description, input schema and annotations (MCP's spelling)."""
+    listed = []
+    for entry in offered(memory):
+        tool_ = {"name": entry.name, "description": entry.description, "inputSchema": entry.parameters}
+        if entry.annotations is not None:
+            tool_["annotations"] = entry.annotations
+        listed.append(tool_)
+    return listed
 
 
 def definitions(memory: Memory, format: str = "json") -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""Commands for agent harnesses: tools (definitions), mcp (the stdio server), stats (the retrieval log), context."""
+"""Commands for agent harnesses: tools (definitions) and mcp (the stdio server)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import click
 
-from fsmem.cli.options import command, emit, emit_within, max_tokens_option, open_memory, output_option
+from fsmem.cli.options import command, open_memory, output_option
 
 FORMATS = ("openai", "anthropic", "json")
 
@@ -60,27 +60,3 @@ def mcp_cmd(ctx, read_only, paths):
         if exc.name and exc.name.split(".")[0] in ("mcp", "mcp_types", "anyio"):
             raise click.ClickException("the MCP server needs the mcp package: pip install 'fsmem[mcp]'") from None
         raise
-
-
-@command("stats")
-@click.option("--since", metavar="DATE", help="Only calls at or after this ISO 8601 date or time.")
-@output_option
-@click.pass_context
-def stats_cmd(ctx, since, as_json):
-    """Per tool, from the retrieval log: calls, p50/p95 latency, mean tokens, empty, cut, error and skip shares.
-
-    With --agent NAME, only the calls that agent made.
-    """
-    memory = open_memory(ctx)
-    result = memory.stats(since=since, agent=memory.agent)
-    emit(result, as_json, empty=result.calls == 0)
-
-
-@command("context")
-@max_tokens_option
-@output_option
-@click.pass_context
-def context_cmd(ctx, max_tokens, as_json):
-    """Print the block to pre-inject at the start of a turn: profile/ first, then INDEX.md, within the budget."""
-    memory = open_memory(ctx)
-    emit_within(memory, max_tokens, lambda room: memory.context(max_tokens=room), as_json, reserve=False)

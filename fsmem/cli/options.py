@@ -1,9 +1,9 @@
-"""The option groups every command shares, declared once, and the command class that applies them.
+"""The options every command shares, the command class that applies them, and how an answer is printed.
 
-sqlite-utils' pattern: one decorator per idea (`page_options`, `filter_options`,
-`output_option`), stacked on every command that has that idea, so `--max-tokens`
-or `--offset` means the same thing, with the same help, everywhere. `--root`
-and `--agent` are accepted before the subcommand and after it.
+The options of a declared operation come from its spec (`fsmem.cli.generated`): a parameter that several
+operations share is one `fsmem.spec.params` declaration, so `--max-tokens` or `--offset` means the same
+thing, with the same help, everywhere. `--root` and `--agent` are accepted before the subcommand and after
+it; `--json` is one `output_option`.
 """
 
 from __future__ import annotations
@@ -135,66 +135,21 @@ def output_option(function: F) -> F:
 
 
 def max_tokens_option(function: F) -> F:
-    return click.option(
-        "--max-tokens", type=int, metavar="N", help="Token cap for this answer (at most the agent's budget)."
-    )(function)
+    """--max-tokens for a command that is not a declared operation (evaluate): the spec's words for it."""
+    from fsmem.spec.params import MAX_TOKENS
 
-
-def page_options(function: F) -> F:
-    """--offset, --max-results and --max-tokens: what a list-shaped answer may hold, and where it starts."""
-    function = max_tokens_option(function)
-    function = click.option(
-        "--max-results", type=int, metavar="N", help="Row cap for this answer (at most the agent's budget)."
-    )(function)
-    function = click.option(
-        "--offset",
-        type=int,
-        default=0,
-        metavar="N",
-        help="Skip the first N results: the next page of a cut answer, as its last line says.",
-    )(function)
-    return function
-
-
-def filter_options(function: F) -> F:
-    """The front-matter filters of ls, grep and search."""
-    function = click.option(
-        "--updated-after", metavar="DATE", help="Only files updated after this ISO 8601 date or time."
-    )(function)
-    function = click.option(
-        "--tag", multiple=True, metavar="T", help="Only files tagged T (repeat to require several)."
-    )(function)
-    function = click.option(
-        "--type",
-        "type_",
-        metavar="T",
-        help="Only files whose front matter says type: T (semantic, episodic, procedural).",
-    )(function)
-    return function
-
-
-def if_version_option(function: F) -> F:
-    """A guarded write: change nothing unless the file is still at the version read, ls or grep showed."""
-    return click.option(
-        "--if-version",
-        "expected_version",
-        metavar="V",
-        help="Only if the file is still at version V (as read, ls --json or grep --json showed it); "
-        "otherwise change nothing and say its current version.",
-    )(function)
-
-
-def include_superseded_option(function: F) -> F:
-    return click.option(
-        "--include-superseded", is_flag=True, help="Also show facts that a newer fact superseded (history)."
-    )(function)
+    return click.option("--max-tokens", type=int, metavar="N", help=MAX_TOKENS.description + ".")(function)
 
 
 def open_memory(ctx: click.Context) -> Memory:
+    """The memory the command acts on (--root, --agent), opened once per command."""
     from fsmem.memory import Memory
 
-    obj = ctx.find_root().obj or {}
-    return Memory(obj.get("root"), agent=obj.get("agent"))
+    opened = ctx.meta.get("fsmem.memory")
+    if opened is None:
+        obj = ctx.find_root().obj or {}
+        opened = ctx.meta["fsmem.memory"] = Memory(obj.get("root"), agent=obj.get("agent"))
+    return opened
 
 
 def emit_within(

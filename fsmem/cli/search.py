@@ -1,95 +1,11 @@
-"""Commands: search, recall, evaluate and import (LoCoMo)."""
+"""Commands: evaluate and import (LoCoMo). search and recall are built from their specs (`fsmem.cli.generated`)."""
 
 from __future__ import annotations
 
 import click
 
-from fsmem.cli.options import (
-    command,
-    emit,
-    emit_within,
-    filter_options,
-    include_superseded_option,
-    max_tokens_option,
-    open_memory,
-    output_option,
-    page_options,
-)
+from fsmem.cli.options import command, emit, max_tokens_option, open_memory, output_option
 from fsmem.store import given
-
-
-@command("search")
-@click.argument("query")
-@filter_options
-@include_superseded_option
-@click.option(
-    "--min-score",
-    type=float,
-    metavar="S",
-    help="Rows scoring below S are not relevant (default: search.min_score in fsmem.yaml).",
-)
-@page_options
-@output_option
-@click.pass_context
-def search_cmd(
-    ctx, query, type_, tag, updated_after, include_superseded, min_score, offset, max_results, max_tokens, as_json
-):
-    """Rank facts, bullets and paragraphs for QUERY; whole rows within the budget (exit 1: nothing relevant)."""
-    memory = open_memory(ctx)
-    emit_within(
-        memory,
-        max_tokens,
-        lambda room: memory.search(
-            query,
-            type=type_,
-            tag=list(tag),
-            updated_after=updated_after,
-            include_superseded=include_superseded,
-            min_score=min_score,
-            offset=offset,
-            max_results=max_results,
-            max_tokens=room,
-        ),
-        as_json,
-        empty=lambda result: result.empty,
-    )
-
-
-SEEN_LIMIT = 16 * given.MiB  # what an agent holds in its context is far smaller
-
-
-def _read_seen(path: str | None, option: str) -> str | None:
-    if path is None:
-        return None
-    return given.read_bytes(path, what=option, limit=SEEN_LIMIT, stdin=True).decode("utf-8", "replace")
-
-
-@command("recall")
-@click.argument("query")
-@click.option(
-    "--seen-file",
-    metavar="FILE",
-    help="What the agent already holds ('-' for stdin); recall skips when QUERY is already in it.",
-)
-@max_tokens_option
-@output_option
-@click.pass_context
-def recall_cmd(ctx, query, seen_file, max_tokens, as_json):
-    """Search for pre-injection, or skip cheaply (exit 1 when skipped or nothing relevant); --max-tokens 0: spent."""
-    seen = _read_seen(seen_file, "--seen-file")
-    memory = open_memory(ctx)
-    if max_tokens == 0:  # not a budget but a signal: the turn's budget is spent, and the answer says so
-        result = memory.recall(query, seen=seen, max_tokens=0)
-        emit(result, as_json, empty=result.empty)
-        return
-    emit_within(
-        memory,
-        max_tokens,
-        lambda room: memory.recall(query, seen=seen, max_tokens=room),
-        as_json,
-        empty=lambda result: result.empty,
-        reserve=False,
-    )
 
 
 @command("evaluate")

@@ -51,6 +51,10 @@ class LogResult(Paged, Metered):
     page: Page
     meter: Meter | None = field(default=None, repr=False, compare=False)
 
+    @property
+    def cited(self) -> list[str]:
+        return [entry.commit for entry in self.entries]
+
     def to_dict(self) -> dict[str, Any]:
         return {"commits": [e.to_dict() for e in self.entries], **self.page.to_dict(), "tokens": self.tokens}
 
@@ -122,11 +126,9 @@ def log(
     return LogResult(entries, page, meter)
 
 
-@dataclass
-class ShowResult:
-    """A file as it was at a commit: a bounded read of that version, and which commit it is."""
+class OverRead:
+    """An answer that is a bounded read of something else (a past version, a diff): its figures are the read's."""
 
-    at: dict[str, Any]
     read: ReadResult
 
     @property
@@ -136,6 +138,26 @@ class ShowResult:
     @property
     def tokens(self) -> int:
         return self.read.tokens
+
+    @property
+    def rows(self) -> int:
+        return self.read.rows
+
+    @property
+    def cited(self) -> list[str]:
+        return self.read.cited
+
+
+@dataclass
+class ShowResult(OverRead):
+    """A file as it was at a commit: a bounded read of that version, and which commit it is."""
+
+    at: dict[str, Any]
+    read: ReadResult
+
+    @property
+    def empty(self) -> bool:
+        return self.read.empty
 
     def header(self) -> str:
         at = self.at
@@ -174,19 +196,11 @@ def show(
 
 
 @dataclass
-class DiffResult:
+class DiffResult(OverRead):
     """Part of a unified diff: its lines numbered, and the next lines to ask for when cut."""
 
     label: str
     read: ReadResult
-
-    @property
-    def truncated(self) -> bool:
-        return self.read.truncated
-
-    @property
-    def tokens(self) -> int:
-        return self.read.tokens
 
     @property
     def empty(self) -> bool:

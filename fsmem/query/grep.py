@@ -68,6 +68,10 @@ class GrepResult(Paged, Metered):
     def truncated(self) -> bool:
         return self.page.truncated or self.line_cut
 
+    @property
+    def cited(self) -> list[str]:
+        return [f"{m.path}:{m.line}" for m in self.matches]
+
     def to_dict(self) -> dict[str, Any]:
         data = {"matches": [m.to_dict() for m in self.matches], **self.page.to_dict(), "tokens": self.tokens}
         data["truncated"] = self.truncated

@@ -37,6 +37,10 @@ class Listing(Paged, Metered):
     meter: Meter | None = field(default=None, repr=False, compare=False)
     skipped: list[str] = field(default_factory=list)  # memory-named files that could not be read
 
+    @property
+    def cited(self) -> list[str]:
+        return [e.path for e in self.entries]
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "entries": [vars(e) for e in self.entries],

@@ -74,6 +74,14 @@ class ReadResult(Metered):
         """Nothing to show (a range past the end, an empty file, no headings): the CLI's exit 1, like grep's."""
         return not self.truncated and not (self.outline if self.outline is not None else self.lines)
 
+    @property
+    def rows(self) -> int:
+        return len(self.outline) if self.outline is not None else len(self.lines)
+
+    @property
+    def cited(self) -> list[str]:
+        return [self.path]
+
     def nothing(self) -> str:
         """Why there is nothing to show, with what the file holds, so the next call can ask for what is there."""
         if self.total_lines == 0:

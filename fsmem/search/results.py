@@ -67,6 +67,10 @@ class SearchResult(Paged):
     def empty(self) -> bool:
         return not self.hits
 
+    @property
+    def cited(self) -> list[str]:
+        return [h.location for h in self.hits]
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "query": self.query,

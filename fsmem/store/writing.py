@@ -50,6 +50,14 @@ class WriteResult:
     version: str | None = None
     changes: list[Change] = field(default_factory=list, repr=False, compare=False)
 
+    rows = 1
+    truncated = False
+    empty = False
+
+    @property
+    def cited(self) -> list[str]:
+        return [f"{self.path}:{self.line}" if self.line else self.path]
+
     def to_dict(self) -> dict[str, Any]:
         return {key: value for key, value in vars(self).items() if key != "changes"}
 

@@ -1,0 +1,116 @@
+"""The commands of the declared operations, each built from its spec (`fsmem.spec`) when it is first asked for.
+
+A parameter becomes an argument or an option spelled as its spec says, with
+its one description as help; the command opens the memory, runs the inputs'
+adapters (`fsmem.cli.inputs`), calls the `Memory` method of the same name
+and prints the answer: within the token budget for an answer that has one
+(`emit_within`), with exit code 1 when its spec's `exit_1` holds (grep's
+convention). Only the command asked for is built, so `fsmem read` builds
+one command, and imports no other operation's machinery.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from fsmem.cli.options import command as fsmem_command, emit, emit_within, open_memory, output_option
+from fsmem.spec import CLI, REQUIRED, Operation, Param, declared
+
+CLICK_TYPES: dict[str, Any] = {"int": int, "float": float}
+
+
+def help_of(param: Param) -> str:
+    """The option's help: its one description, with how the command line repeats a list or a mapping."""
+    text = param.description
+    if param.kind == "list":
+        text += " (repeat the option for several)"
+    elif param.kind == "dict":
+        text += " (KEY=VALUE, the value read as YAML; repeat the option for several)"
+    return text if text.endswith(".") else text + "."
+
+
+def decorator(param: Param) -> Callable[[Any], Any]:
+    """The click argument or option of one parameter."""
+    if param.positional:
+        if param.kind == "list":
+            return click.argument(param.name, nargs=-1)
+        return click.argument(param.name, required=param.required)
+    names = [param.short, param.cli_flag] if param.short else [param.cli_flag]
+    settings: dict[str, Any] = {"help": help_of(param), "required": param.required}
+    if param.kind == "bool":
+        settings["is_flag"] = True
+    elif param.kind in ("list", "dict"):
+        settings["multiple"] = True
+    else:
+        settings["type"] = CLICK_TYPES.get(param.kind)
+    if param.metavar:
+        settings["metavar"] = param.metavar
+    if param.envvar:
+        settings["envvar"] = param.envvar
+    if param.default is not REQUIRED and param.default is not None and param.kind != "bool":
+        settings["default"] = param.default
+    return click.option(*names, param.name, **settings)
+
+
+def exits_1(op: Operation) -> Callable[[Any], bool]:
+    """Whether an answer makes the exit code 1: its spec's `exit_1` attribute holds (`!name`: does not)."""
+    rule = op.cli.exit_1
+    if rule is None:
+        return lambda result: False
+    name = rule.lstrip("!")
+    wanted = not rule.startswith("!")
+    return lambda result: bool(getattr(result, name)) == wanted
+
+
+def build(op: Operation) -> click.Command:
+    """The click command of `op`."""
+    params = [p for p in op.params if p.on(CLI)] + list(op.cli.extra)
+    lists = {p.name for p in params if p.kind == "list"}
+    extra = {p.name for p in op.cli.extra}
+    budgeted = op.answer in ("page", "text") and any(p.name == "max_tokens" for p in params)
+    empty = exits_1(op)
+
+    def run(ctx: click.Context, as_json: bool, **given: Any) -> None:
+        given = {name: list(value) if name in lists else value for name, value in given.items()}
+        if op.cli.inputs:  # the shell's adapters load only for a command that has one
+            from fsmem.cli.inputs import INPUTS
+
+            for name, adapter in op.cli.inputs.items():
+                given[name] = INPUTS[adapter](given.get(name), given, ctx)
+        arguments = {name: value for name, value in given.items() if name not in extra}
+        memory = open_memory(ctx)
+        method = getattr(memory, op.name)
+        max_tokens = arguments.get("max_tokens")
+        if budgeted and not (op.cli.spent_at_zero and max_tokens == 0):
+            emit_within(
+                memory,
+                max_tokens,
+                lambda room: method(**{**arguments, "max_tokens": room}),
+                as_json,
+                empty=empty,
+                reserve=op.cli.reserve,
+            )
+            return
+        result = method(**arguments)
+        emit(result, as_json, empty=empty(result))
+
+    function: Any = output_option(run)
+    for param in reversed(params):
+        function = decorator(param)(function)
+    return fsmem_command(op.name, help=op.cli_help)(click.pass_context(function))
+
+
+_BUILT: dict[str, click.Command] = {}
+
+
+def __getattr__(name: str) -> click.Command:
+    """`fsmem.cli.generated.ls` and so on: the command, built on first use (`fsmem.cli.COMMANDS`)."""
+    if name not in _BUILT:
+        op = declared().get(name)
+        if op is None:
+            raise AttributeError(f"module 'fsmem.cli.generated' has no attribute {name!r}")
+        _BUILT[name] = build(op)
+    return _BUILT[name]

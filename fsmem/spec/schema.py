@@ -1,0 +1,52 @@
+"""JSON schemas from the declarations: the input schema of a tool, and its MCP annotations. Pure data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fsmem.spec import REQUIRED, TOOL, Operation, Param
+
+JSON_TYPES: dict[str, dict[str, Any]] = {
+    "str": {"type": "string"},
+    "int": {"type": "integer"},
+    "float": {"type": "number"},
+    "bool": {"type": "boolean"},
+    "list": {"type": "array", "items": {"type": "string"}},
+    "dict": {"type": "object"},
+}
+
+
+def property_of(param: Param) -> dict[str, Any]:
+    """One parameter as a JSON schema property: its type, its description, its minimum and default."""
+    prop: dict[str, Any] = {**JSON_TYPES[param.kind], "description": param.description}
+    if param.minimum is not None:
+        prop["minimum"] = param.minimum
+    if param.default is not REQUIRED and param.default is not None:
+        prop["default"] = param.default
+    return prop
+
+
+def input_schema(op: Operation) -> dict[str, Any]:
+    """The object a model sends to call `op` as a tool: the parameters the tool face carries."""
+    params = op.on(TOOL)
+    return {
+        "type": "object",
+        "properties": {p.name: property_of(p) for p in params},
+        "required": [p.name for p in params if p.required],
+        "additionalProperties": False,
+    }
+
+
+def mcp_annotations(op: Operation) -> dict[str, bool]:
+    """MCP's tool annotations: a read-only tool says so; a writer says whether it destroys and repeats safely.
+
+    Every tool acts on this memory alone, never on an open world.
+    """
+    if op.read_only:
+        return {"readOnlyHint": True, "openWorldHint": False}
+    return {
+        "readOnlyHint": False,
+        "destructiveHint": op.destructive,
+        "idempotentHint": op.idempotent,
+        "openWorldHint": False,
+    }
