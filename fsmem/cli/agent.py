@@ -6,7 +6,7 @@ import json
 
 import click
 
-from fsmem.cli.options import command, open_memory, output_option
+from fsmem.cli.options import command, open_memory, output_option, scope_option
 
 FORMATS = ("openai", "anthropic", "json")
 
@@ -35,13 +35,7 @@ def tools_cmd(ctx, format_, read_only, as_json):
 
 @command("mcp")
 @click.option("--read-only", is_flag=True, help="Offer and allow no write tools, whatever the agent's settings.")
-@click.option(
-    "--path",
-    "paths",
-    multiple=True,
-    metavar="PREFIX",
-    help="Reach only files under PREFIX, such as topics/ (repeatable); outside, nothing exists for this agent.",
-)
+@scope_option("agent")
 @click.pass_context
 def mcp_cmd(ctx, read_only, paths):
     """Serve the agent tools over stdio with the Model Context Protocol (needs fsmem[mcp]), with --agent's budget."""

@@ -130,6 +130,17 @@ def global_options(function: F) -> F:
     return function
 
 
+def scope_option(holder: str) -> Callable[[F], F]:
+    """--path PREFIX (repeatable): the part of the memory the agent (or token) reaches; `holder` names it."""
+    return click.option(
+        "--path",
+        "paths",
+        multiple=True,
+        metavar="PREFIX",
+        help=f"Reach only files under PREFIX, such as topics/ (repeatable); outside, nothing exists for this {holder}.",
+    )
+
+
 def output_option(function: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print a JSON document instead of text.")(function)
 

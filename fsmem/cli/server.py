@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from fsmem.cli.options import command, emit, output_option
+from fsmem.cli.options import command, emit, output_option, scope_option
 
 TOKENS_HELP = (
     "The token store (default: $FSMEM_TOKENS, else ~/.config/fsmem/tokens.json); keep it outside every memory."
@@ -95,13 +95,7 @@ def token_group():
 @command("create")
 @click.option("--memory", required=True, metavar="NAME", help="The memory the token reaches (its name in fsmem serve).")
 @click.option("--read-only", is_flag=True, help="The token may list, grep, read and search, never write.")
-@click.option(
-    "--path",
-    "paths",
-    multiple=True,
-    metavar="PREFIX",
-    help="Reach only files under PREFIX, such as topics/ (repeatable); outside, nothing exists for this token.",
-)
+@scope_option("token")
 @click.option("--expires", metavar="DATE", help="ISO 8601 date (valid through that day, UTC) or date and time.")
 @tokens_option
 @output_option

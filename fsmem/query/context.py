@@ -281,7 +281,7 @@ def build(
         kept = _BLOCKS.get(key) if key[-1] >= 0 else None
     if kept is not None:
         return dataclasses.replace(kept, sources=list(kept.sources), cut=list(kept.cut))
-    block = _build(root, catalog, tokens, max_tokens=max_tokens, within=within)
+    block = _fill(*gather(root, catalog, within), tokens.count, max_tokens)
     if key[-1] >= 0 and key[-1] == catalog.version():  # nothing changed while it was made
         with _BLOCKS_LOCK:
             _BLOCKS[key] = block
@@ -295,17 +295,8 @@ _BLOCKS: OrderedDict[tuple, ContextBlock] = OrderedDict()
 _BLOCKS_LOCK = threading.Lock()
 
 
-def _build(
-    root: Path,
-    catalog: Catalog,
-    tokens: TokenCounter,
-    *,
-    max_tokens: int,
-    within: Callable[[str], bool] | None = None,
-) -> ContextBlock:
-    budget = max_tokens
-    count = tokens.count
-    parts, index_exists = gather(root, catalog, within)
+def _fill(parts: list[Part], index_exists: bool, count: Callable[[str], int], budget: int) -> ContextBlock:
+    """The block of `parts` within `budget` tokens, with a note naming what was cut."""
     # Fill greedily, keeping room for a note that names every part as cut ...
     meter = Meter(count, max_tokens=budget, reserve=count(_render([], _cut_note(parts), budget)))
     entries: list[tuple[Part | None, str]] = []  # (the part a content line belongs to, the line)

@@ -215,12 +215,7 @@ class SearchIndex:
                 conn = _cache.connect(self.path, timeout=BUSY_TIMEOUT_S)
                 conn.execute(f"PRAGMA cache_size = -{READER_CACHE_KIB}")  # a bound per thread: 32 threads, 32 MiB
                 local["conn"], local["inode"] = conn, self._inode
-            conn.execute("BEGIN")
-            try:
-                return action(conn)
-            finally:
-                with contextlib.suppress(_cache.DatabaseError):
-                    conn.execute("COMMIT")
+            return _cache.read_transaction(conn, action)
         except (IndexDamaged, _cache.DatabaseError) as exc:
             if isinstance(exc, _cache.DatabaseError) and _cache.is_transient(exc):
                 raise

@@ -129,6 +129,16 @@ def connect(path: str | os.PathLike[str], *, timeout: float = BUSY_TIMEOUT_S) ->
     return conn
 
 
+def read_transaction(conn: apsw.Connection, action: Callable[[apsw.Connection], Any]) -> Any:
+    """`action(conn)` inside one read transaction, so that its queries see one state of the database."""
+    conn.execute("BEGIN")
+    try:
+        return action(conn)
+    finally:
+        with contextlib.suppress(apsw.Error):
+            conn.execute("COMMIT")
+
+
 def is_transient(exc: BaseException) -> bool:
     """A lock held too long or a read-only store: worth nothing now, but no sign of a damaged database."""
     return isinstance(exc, (apsw.BusyError, apsw.LockedError, apsw.ReadOnlyError, apsw.CantOpenError))
@@ -293,15 +303,7 @@ class MetaCache:
     def reading(self, action: Callable[[apsw.Connection], Any], default: Any = None) -> Any:
         """`action(conn)` inside one read transaction (its queries see one state of the cache), or `default`."""
 
-        def run(conn: apsw.Connection) -> Any:
-            conn.execute("BEGIN")
-            try:
-                return action(conn)
-            finally:
-                with contextlib.suppress(apsw.Error):
-                    conn.execute("COMMIT")
-
-        return self._guard(run, default)
+        return self._guard(lambda conn: read_transaction(conn, action), default)
 
     def to_memory(self) -> None:
         """Keep this object's rows in memory from now on (the file could not be written)."""
