@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
+from fsmem import faces
 from fsmem.errors import InvalidArgument
 
 Count = Callable[[str], int]
@@ -211,6 +212,11 @@ class Page:
     def next_offset(self) -> int | None:
         return self.offset + self.shown if self.left_out and self.shown else None
 
+    @property
+    def next_arguments(self) -> dict[str, Any] | None:
+        """What to send again for the next page, or None: the continuation as data."""
+        return None if self.next_offset is None else {"offset": self.next_offset}
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "total": self.total,
@@ -225,17 +231,19 @@ class Page:
         return "token budget" if self.cut_by == CUT_BY_TOKENS else "result limit"
 
     def trailer(self, noun: str, *, narrow: str = "") -> str:
-        """The last line of a text answer: what was shown, what was left out, and how to get it."""
+        """The last line of a text answer: what was shown, what was left out, and how to get it, in the words
+        of the face that asked (`narrow` comes from `faces.narrowing`)."""
         first, last = self.offset + 1, self.offset + self.shown
         if self.too_small:
+            larger = faces.larger_budget()
             return (
-                f"[{self.left_out} {noun} left out: the token budget is too small to show even one; "
-                f"ask again with a larger --max-tokens{narrow}]"
+                f"[{self.left_out} {noun} left out: the token budget is too small to show even one"
+                f"{larger}{narrow if larger else ''}]"
             )
         if self.truncated:
             return (
                 f"[{noun} {first}-{last} of {self.total}; {self.left_out} left out by the {self.reason()}. "
-                f"Continue with --offset {self.next_offset}{narrow}]"
+                f"Continue with {faces.ask(offset=self.next_offset)}{narrow}]"
             )
         if self.shown:
             return f"[{noun} {first}-{last} of {self.total}]"
@@ -264,6 +272,10 @@ class Paged:
     @property
     def next_offset(self) -> int | None:
         return self.page.next_offset
+
+    @property
+    def next_arguments(self) -> dict[str, Any] | None:
+        return self.page.next_arguments
 
     @property
     def truncated(self) -> bool:

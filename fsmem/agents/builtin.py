@@ -60,7 +60,7 @@ def ls(
     Use it first, to see what the memory holds and which file to read: profile/ (the always-on core),
     entities/<kind>/<name>.md (people, projects, orgs...), topics/<name>.md, sessions/YYYY/MM/DD/ (dated notes).
     The answer is capped by your budget in rows and tokens; its last line says how many files were left out.
-    When it says 'Continue with --offset N', call ls again with offset N, or narrow with path, type, tag or
+    When it says 'Continue with offset=N', call ls again with offset N, or narrow with path, type, tag or
     updated_after.
     """
     listing = memory.ls(
@@ -79,6 +79,7 @@ def ls(
         paths=[e.path for e in listing.entries],
         truncated=listing.truncated,
         empty=listing.total == 0,
+        next=listing.next_arguments,
     )
 
 
@@ -106,7 +107,7 @@ def grep(
 
     Use it when you can name what you look for: a name, a word, a key such as '- employer:'. Then read around
     a match (read with lines). The last line gives the true total of matches. When it says 'Continue with
-    --offset N', call grep again with offset N for the next page, or narrow pattern or paths. '(no matches)'
+    offset=N', call grep again with offset N for the next page, or narrow pattern or paths. '(no matches)'
     means the memory holds no such text: try other words or ls, rather than the same pattern again.
     Facts replaced by newer ones are left out unless include_superseded is true.
     """
@@ -131,6 +132,7 @@ def grep(
         paths=[f"{m.path}:{m.line}" for m in result.matches],
         truncated=result.truncated,
         empty=result.total == 0,
+        next=result.next_arguments,
     )
 
 
@@ -151,7 +153,7 @@ def read(
 
     Use it after list, grep or search pointed you at a file. For a large file, ask for the outline first,
     then a section or lines. The answer stops at your token budget; a cut answer ends with
-    'next: --lines A:' -- call read again with lines 'A:' to continue. Line numbers are not part of the
+    'next: lines="A:"' -- call read again with lines 'A:' to continue. Line numbers are not part of the
     text: leave them out when you copy text into edit. The last line gives the file's version: pass it to
     write or edit as expected_version, so that you never overwrite a change you have not seen.
     """
@@ -164,7 +166,14 @@ def read(
         max_tokens=max_tokens,
     )
     rows = len(result.outline) if result.outline is not None else len(result.lines)
-    return Reply(result.to_text(), rows=rows, paths=[result.path], truncated=result.truncated, empty=rows == 0)
+    return Reply(
+        result.to_text(),
+        rows=rows,
+        paths=[result.path],
+        truncated=result.truncated,
+        empty=rows == 0,
+        next=result.next_arguments,
+    )
 
 
 @tool("search", requires="search")
@@ -202,6 +211,7 @@ def search(
         paths=[h.location for h in result.hits],
         truncated=result.truncated,
         empty=result.empty,
+        next=result.next_arguments,
     )
 
 
@@ -294,7 +304,7 @@ def log(
 
     Use it to learn how a fact came to be, who wrote a file, or what changed since a date. Each row starts
     with a commit id: give it to show (as at) to read a file as it was then. The answer is capped by your
-    budget; when it says 'Continue with --offset N', call log again with offset N, or narrow with path,
+    budget; when it says 'Continue with offset=N', call log again with offset N, or narrow with path,
     since or agent.
     """
     result = memory.log(path, since=since, agent=agent, offset=offset, max_results=max_results, max_tokens=max_tokens)
@@ -304,6 +314,7 @@ def log(
         paths=[entry.commit for entry in result.entries],
         truncated=result.truncated,
         empty=result.total == 0,
+        next=result.next_arguments,
     )
 
 
@@ -319,9 +330,16 @@ def show(
     """Read a memory file as it was at a commit or on a date, with line numbers.
 
     Use it after log, to see what a file said before a change (the current file is what read shows). The
-    answer stops at your token budget; a cut answer ends with 'next: --lines A:' -- call show again with
+    answer stops at your token budget; a cut answer ends with 'next: lines="A:"' -- call show again with
     the same at and lines 'A:' to continue.
     """
     result = memory.show(path, at=at, lines=lines, max_tokens=max_tokens)
     rows = len(result.read.lines)
-    return Reply(result.to_text(), rows=rows, paths=[result.read.path], truncated=result.truncated, empty=rows == 0)
+    return Reply(
+        result.to_text(),
+        rows=rows,
+        paths=[result.read.path],
+        truncated=result.truncated,
+        empty=rows == 0,
+        next=result.next_arguments,
+    )

@@ -53,6 +53,7 @@ def build_server(memory: Memory, held: dict[Any, Any] | None = None):
         answer = await anyio.to_thread.run_sync(tools.call, memory, params.name, arguments)
         return types.CallToolResult(
             content=[types.TextContent(text=answer.text)],
+            structured_content=answer.structured(),
             is_error=answer.is_error,
         )
 

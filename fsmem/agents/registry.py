@@ -42,6 +42,7 @@ class Reply:
     paths: list[str] = field(default_factory=list)
     truncated: bool = False
     empty: bool = False
+    next: dict[str, Any] | None = None  # the arguments that change in the call that goes on (`{"offset": 20}`)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from fsmem import faces
+
 GIT_MARKER = ".git"
 
 
@@ -41,4 +43,6 @@ def may_have_history(root: Path, section: dict[str, Any]) -> bool:
     return git_marker(root) is not None
 
 
-TURN_ON = "turn it on with: fsmem init --git {root}"
+def turn_on(root: object) -> str:
+    """How to give a memory history, in the words of the face that asked."""
+    return f"turn it on with: {faces.call('init', directory=str(root), git=True)}"

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from fsmem.errors import HistoryOff, LockTimeout, SyncFailed
-from fsmem.history import TURN_ON, git_marker, host_rules, journal, recovery, remote as remotes, trust, worktree
+from fsmem.history import git_marker, host_rules, journal, recovery, remote as remotes, trust, turn_on, worktree
 from fsmem.history.git import MERGE_DRIVER_NAME, CatFile, Git, driver_command, first_line
 from fsmem.history.merge import GENERATED, merge_text
 from fsmem.history.repo import Repo, discover
@@ -96,7 +96,7 @@ def setup(
     repo = discover(root, host, {}) if git_marker(root) is not None else None
     if repo is None:  # no work tree around it, or one that ignores it: the memory gets its own repository
         if not create:
-            raise HistoryOff(f"{root} is not in a git work tree (or one that ignores it); " + TURN_ON.format(root=root))
+            raise HistoryOff(f"{root} is not in a git work tree (or one that ignores it); " + turn_on(root))
         Git(root).run("init", "-q", "--initial-branch=main")
         for key, value in (("core.splitIndex", "true"), ("core.untrackedCache", "true")):
             Git(root).run("config", key, value)  # small index writes per commit, a fast git status

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
+from fsmem import faces
 from fsmem.errors import ChangedOnDisk, EditConflict, HistoryError, InvalidArgument
 from fsmem.history import recovery, touched
 from fsmem.history.merge import GENERATED
@@ -60,7 +61,7 @@ def plan_revert(
     parents = repo.git.text("rev-list", "--parents", "-n", "1", commit).split()[1:]
     if len(parents) > 1:
         raise InvalidArgument(
-            f"{commit[:12]} is a merge (of a sync); revert the commits it merged, or restore files with --at"
+            f"{commit[:12]} is a merge (of a sync); revert the commits it merged, or restore files with {faces.arg('at')}"
         )
     parent = parents[0] if parents else None
     cat = repo.reader

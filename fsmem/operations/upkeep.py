@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from fsmem import faces
 from fsmem.config import STATE_DIR
 from fsmem.consolidate.settings import DEFAULTS as CONSOLIDATE, Settings
 from fsmem.errors import InvalidArgument, guarded
@@ -161,7 +162,7 @@ def watch(
     if consolidate_after is None:
         consolidate_after = float(section.get("consolidate_after_seconds", _watch.DEFAULT_CONSOLIDATE_AFTER))
     if settle < 0 or consolidate_after < 0:
-        raise InvalidArgument("--settle and --consolidate-after must be 0 or more seconds")
+        raise InvalidArgument(f"{faces.arg('settle')} and {faces.arg('consolidate_after')} must be 0 or more seconds")
     whole_memory(memory, "watch")
     writable = not memory.budget.read_only
     return _watch.watch(

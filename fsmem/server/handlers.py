@@ -85,7 +85,11 @@ def build_server(limits: Limits, readers: anyio.CapacityLimiter, writers: anyio.
                 return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
         assert answer is not None
         state.tool_error = answer.is_error
-        return types.CallToolResult(content=[types.TextContent(text=answer.text)], is_error=answer.is_error)
+        return types.CallToolResult(
+            content=[types.TextContent(text=answer.text)],
+            structured_content=answer.structured(),
+            is_error=answer.is_error,
+        )
 
     return Server(
         SERVER_NAME,
