@@ -197,12 +197,14 @@ def verify(repo: Repo, root: Path, action: str, changes: list[Change]) -> None:
     """Before a restore or revert says it is done: the files hold what was planned, and HEAD holds them too."""
     for change in changes:
         if _current(root, change.path) != change.after:
-            raise ChangedOnDisk(f"{change.path} changed while the {action} was written; run fsmem diff to see it")
+            raise ChangedOnDisk(
+                f"{change.path} changed while the {action} was written; run {faces.call('diff')} to see it"
+            )
     missing = [change.path for change in changes if repo.blob(repo.reader, "HEAD", change.path) != change.after]
     if missing:
         raise HistoryError(
             f"the {action} is written to {', '.join(missing)} but not committed ({recovery.last_error(repo)}); "
-            "fsmem check says what stops the commit, and the next fsmem write or sync commits it"
+            f"{faces.call('check')} says what stops the commit, and the next write or sync commits it"
         )
 
 
