@@ -108,7 +108,10 @@ def call(command: str, **arguments: Any) -> str:
     if kind == API:
         return f"{'Memory' if command == 'init' else 'memory'}.{command}({ask(**arguments)})"
     positional = [shlex.quote(str(arguments.pop(name))) for name in POSITIONAL.get(command, ()) if name in arguments]
-    return " ".join(["fsmem", command, *positional, *([ask(**arguments)] if arguments else [])])
+    switches = {name: value for name, value in arguments.items() if value is True}  # before the operands, as
+    options = {name: value for name, value in arguments.items() if value is not True}  # `fsmem init --git DIR`
+    words = [ask(**switches)] if switches else []
+    return " ".join(["fsmem", command, *words, *positional, *([ask(**options)] if options else [])])
 
 
 def narrowing(command: str, names: Collection[str]) -> str:

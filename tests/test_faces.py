@@ -95,6 +95,7 @@ def test_each_face_spells_a_continuation_and_a_call_its_own_way():
         assert faces.call("read", path="people/Ada Lovelace.md", lines="A:B") == (
             "fsmem read 'people/Ada Lovelace.md' --lines A:B"
         )
+        assert faces.call("init", directory="DIR", git=True) == "fsmem init --git DIR"
         assert faces.arg("max_tokens") == "--max-tokens" and faces.arg("path", "ls") == "PATH"
         assert faces.larger_budget() == "; ask again with a larger --max-tokens"
     with faces.speaking(faces.TOOLS, accepts=("query", "offset", "type")):

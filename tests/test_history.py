@@ -201,7 +201,7 @@ def test_without_git_nothing_changes_and_history_commands_say_how_to_turn_it_on(
     with pytest.raises(HistoryOff, match=re.escape(f'Memory.init(directory="{root}", git=True)')):
         empty_memory.log()
     out = subprocess.run([FSMEM, "--root", str(root), "log"], capture_output=True, text=True)
-    assert out.returncode == 2 and f"fsmem init {root} --git" in out.stderr and "Traceback" not in out.stderr
+    assert out.returncode == 2 and f"fsmem init --git {root}" in out.stderr and "Traceback" not in out.stderr
     assert "log" not in [d["name"] for d in tools.definitions(empty_memory)]
     on = Memory.init(tmp_path / "on", git=True)
     assert {"log", "show"} <= {d["name"] for d in tools.definitions(on)}

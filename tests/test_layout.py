@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "fsmem"
 LAYERS = [
     (
         "foundation",
-        ("fsmem.errors", "fsmem.budget", "fsmem.tokens", "fsmem.config", "fsmem.arguments"),
+        ("fsmem.errors", "fsmem.budget", "fsmem.tokens", "fsmem.config", "fsmem.arguments", "fsmem.faces"),
     ),
     ("format", ("fsmem.format",)),
     ("store", ("fsmem.store",)),
