@@ -26,11 +26,13 @@ API = "api"
 # The CLI's positional arguments, by command, in order; every other argument is an option (`--name VALUE`).
 POSITIONAL: dict[str, tuple[str, ...]] = {
     "check": ("path",),
+    "diff": ("rev", "path"),
     "grep": ("pattern", "paths"),
     "init": ("directory",),
     "log": ("path",),
     "ls": ("path",),
     "read": ("path",),
+    "rm": ("path",),
     "search": ("query",),
     "show": ("path",),
 }

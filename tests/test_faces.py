@@ -396,3 +396,17 @@ def test_the_http_server_answers_in_tool_words_with_the_continuation_as_structur
         assert server.stop() == 0
     assert not isinstance(answers, BaseException), answers
     check_mcp_answers(*answers)
+
+
+def test_history_refusals_over_a_tool_name_the_log_tool_not_the_command(root):
+    memory = Memory(root)
+    first = memory.log(max_results=100).entries[-1].commit  # the oldest: before the person's file was written
+    missing = tools.call(memory, "show", {"path": PERSON, "at": first})
+    assert missing.is_error and missing.text.endswith(f'; log(path="{PERSON}") lists its changes'), missing.text
+    unknown = tools.call(memory, "show", {"path": PERSON, "at": "deadbeef"})
+    assert unknown.text == "error: no commit 'deadbeef' in this memory's history; log() lists them"
+    early = tools.call(memory, "show", {"path": PERSON, "at": "2001-01-01"})
+    assert early.text == "error: no commit at or before 2001-01-01; the history starts later (see log())"
+    with faces.speaking(faces.CLI):
+        with pytest.raises(Exception, match=re.escape(f"; fsmem log {PERSON} lists its changes")):
+            memory.show(PERSON, at=first)

@@ -107,7 +107,7 @@ class Repo:
             when = at if "T" in at or " " in at else f"{at} 23:59:59"
             found = self.git.text("rev-list", "-1", f"--before={when}", "HEAD", check=False).strip()
             if not found:
-                raise NotFound(f"no commit at or before {at}; the history starts later (see fsmem log)")
+                raise NotFound(f"no commit at or before {at}; the history starts later (see {faces.call('log')})")
             return found
         if not _REVISION.match(at):
             raise InvalidArgument(f"{echo(at)} is neither a revision nor a date such as 2026-11-30")

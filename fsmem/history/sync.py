@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fsmem import faces
 from fsmem.errors import HistoryOff, LockTimeout, SyncFailed
 from fsmem.history import git_marker, host_rules, journal, recovery, remote as remotes, trust, turn_on, worktree
 from fsmem.history.git import MERGE_DRIVER_NAME, CatFile, Git, driver_command, first_line
@@ -76,7 +77,9 @@ class SyncResult:
         if self.consolidated:
             lines.append(self.consolidated.splitlines()[-2] if "\n" in self.consolidated else self.consolidated)
         for path in self.kept_both:
-            lines.append(f"{path}: both hosts changed the same lines; both versions kept, marked (see fsmem check)")
+            lines.append(
+                f"{path}: both hosts changed the same lines; both versions kept, marked (see {faces.call('check')})"
+            )
         for path in self.kept_ours:
             lines.append(f"{path}: both hosts changed it; this host's version kept (the other is in {where})")
         return "\n".join(lines)
@@ -216,7 +219,7 @@ def sync(
         lock.__exit__(None, None, None)
     raise SyncFailed(
         f"the push to {remote} lost the race {attempts} times (other hosts pushed first); nothing is lost, "
-        "every change is committed here: run fsmem sync again"
+        f"every change is committed here: run {faces.call('sync')} again"
     )
 
 
