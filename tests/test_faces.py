@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from fsmem import Memory, faces
 from fsmem.agents import tools
@@ -230,6 +230,7 @@ def keyword_next_add(text: str) -> dict:
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(max_tokens=st.integers(min_value=40, max_value=400), max_results=st.integers(min_value=1, max_value=9))
+@example(max_tokens=47, max_results=1)  # four tries of `within` left this grep over budget: the last net cut it
 def test_following_the_tool_continuation_yields_every_row_once(root, max_tokens, max_results):
     memory = Memory(root, agent="tiny")
     memory.budget = replace(memory.budget, max_tokens=max_tokens, max_results=max_results)
@@ -245,9 +246,8 @@ def test_following_the_tool_continuation_yields_every_row_once(root, max_tokens,
             assert follow == answer.next
             if follow is None:
                 break
-        if seen != whole:  # only a budget too small for the next row (or its trailer) stops short, and says so
-            assert seen == whole[: len(seen)], (name, answer.text)
-            assert "too small" in answer.text or "ask for less" in answer.text, (name, answer.text)
+        if seen != whole:  # only a budget too small for the next row stops short, and says so
+            assert seen == whole[: len(seen)] and "too small" in answer.text, (name, answer.text)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
