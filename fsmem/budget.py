@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
+from fsmem import faces
 from fsmem.errors import InvalidArgument
 
 Count = Callable[[str], int]
@@ -211,6 +212,11 @@ class Page:
     def next_offset(self) -> int | None:
         return self.offset + self.shown if self.left_out and self.shown else None
 
+    @property
+    def next_arguments(self) -> dict[str, Any] | None:
+        """What to send again for the next page, or None: the continuation as data."""
+        return None if self.next_offset is None else {"offset": self.next_offset}
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "total": self.total,
@@ -225,17 +231,19 @@ class Page:
         return "token budget" if self.cut_by == CUT_BY_TOKENS else "result limit"
 
     def trailer(self, noun: str, *, narrow: str = "") -> str:
-        """The last line of a text answer: what was shown, what was left out, and how to get it."""
+        """The last line of a text answer: what was shown, what was left out, and how to get it, in the words
+        of the face that asked (`narrow` comes from `faces.narrowing`)."""
         first, last = self.offset + 1, self.offset + self.shown
         if self.too_small:
+            larger = faces.larger_budget()
             return (
-                f"[{self.left_out} {noun} left out: the token budget is too small to show even one; "
-                f"ask again with a larger --max-tokens{narrow}]"
+                f"[{self.left_out} {noun} left out: the token budget is too small to show even one"
+                f"{larger}{narrow if larger else ''}]"
             )
         if self.truncated:
             return (
                 f"[{noun} {first}-{last} of {self.total}; {self.left_out} left out by the {self.reason()}. "
-                f"Continue with --offset {self.next_offset}{narrow}]"
+                f"Continue with {faces.ask(offset=self.next_offset)}{narrow}]"
             )
         if self.shown:
             return f"[{noun} {first}-{last} of {self.total}]"
@@ -264,6 +272,10 @@ class Paged:
     @property
     def next_offset(self) -> int | None:
         return self.page.next_offset
+
+    @property
+    def next_arguments(self) -> dict[str, Any] | None:
+        return self.page.next_arguments
 
     @property
     def truncated(self) -> bool:
@@ -339,9 +351,12 @@ def within(
     room, so that its own hint of how to go on stays exact (a cut made
     afterwards would skip lines silently); the caller's last net is `fit_text`.
     An answer that counts its own trailer in its budget passes `reserve=False`.
+    Eight tries: at a small budget a trailer is a third of it, and four tries
+    could stop with one row still over, whose text the last net then cut,
+    continuation and all (a grep at 47 tokens, found by test_faces).
     """
     room = content_budget(max_tokens) if reserve else max_tokens
-    for _ in range(4):
+    for _ in range(8):
         answer = ask(room)
         text = render(answer)
         over = (0 if len(text.encode("utf-8", "surrogatepass")) <= max_tokens else count(text)) - max_tokens

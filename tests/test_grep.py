@@ -47,7 +47,7 @@ def test_grep_total_is_honest_when_cut_and_offset_pages_through(empty_memory):
     assert first.total == 300
     assert len(first.matches) == 50  # the default budget's max_results caps the request
     assert first.truncated and first.left_out == 250 and first.next_offset == 50
-    assert "Continue with --offset 50" in first.to_text()
+    assert "Continue with offset=50" in first.to_text()
     seen = []
     offset = 0
     while offset is not None:
@@ -277,7 +277,7 @@ def test_grep_match_longer_than_the_budget_is_shown_cut_and_pages_on(empty_memor
     assert [m.line for m in first.matches] == [1]
     assert first.tokens <= 100 and first.truncated and first.cut_by == "tokens"
     assert first.matches[0].text.startswith("needle word")
-    assert first.matches[0].text.endswith("[line cut by the token budget; read a.md --lines 1:1]")
+    assert first.matches[0].text.endswith('[line cut by the token budget; memory.read(path="a.md", lines="1:1")]')
     assert first.next_offset == 1
     second = empty_memory.grep("needle", max_tokens=100, offset=1)
     assert [(m.line, m.text) for m in second.matches] == [(2, "needle two")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -197,10 +198,10 @@ def test_without_git_nothing_changes_and_history_commands_say_how_to_turn_it_on(
     root = empty_memory.root
     empty_memory.note("x")
     assert empty_memory.history is None and not (root / ".fsmem" / "history").exists()
-    with pytest.raises(HistoryOff, match=f"fsmem init --git {root}"):
+    with pytest.raises(HistoryOff, match=re.escape(f'Memory.init(directory="{root}", git=True)')):
         empty_memory.log()
     out = subprocess.run([FSMEM, "--root", str(root), "log"], capture_output=True, text=True)
-    assert out.returncode == 2 and "fsmem init --git" in out.stderr and "Traceback" not in out.stderr
+    assert out.returncode == 2 and f"fsmem init --git {root}" in out.stderr and "Traceback" not in out.stderr
     assert "log" not in [d["name"] for d in tools.definitions(empty_memory)]
     on = Memory.init(tmp_path / "on", git=True)
     assert {"log", "show"} <= {d["name"] for d in tools.definitions(on)}

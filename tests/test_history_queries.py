@@ -69,7 +69,7 @@ def test_log_lists_who_changed_what_and_when_newest_first(dated):
 def test_log_pages_with_offset_and_respects_the_token_budget(dated):
     first = dated.log(max_results=2)
     assert first.page.next_offset == 2 and first.truncated and first.to_dict()["cut_by"] == "results"
-    assert "Continue with --offset 2" in first.to_text()
+    assert "Continue with offset=2" in first.to_text()
     seen, offset = [], 0
     while offset is not None:
         page = dated.log(offset=offset, max_results=2)
@@ -105,7 +105,7 @@ def test_diff_since_a_revision_or_date_cut_at_the_budget_with_a_continuation(dat
     text = whole.to_text()
     assert "-- terms: net 30" in text and "+- terms: net 45" in text and "+- cycle: weekly" in text
     cut = dated.diff("2026-11-02", max_tokens=80)
-    assert cut.truncated and cut.tokens <= 80 and "next: --lines" in cut.to_text()
+    assert cut.truncated and cut.tokens <= 80 and 'next: lines="' in cut.to_text()
     rest = dated.diff("2026-11-02", lines=cut.read.next_lines, max_tokens=4000)
     assert [n for n, _ in rest.read.lines][0] == cut.read.end + 1
     between = dated.diff("HEAD~3..HEAD~2")
@@ -151,8 +151,8 @@ def test_history_through_the_cli_and_the_tools(dated):
     revert = cli(root, "revert", "HEAD")
     assert revert.returncode == 0 and "weekly" in (root / "topics/billing.md").read_text()
     log = tools.call(dated, "log", {"path": "topics/billing.md", "max_results": 2})
-    assert not log.is_error and "Continue with --offset 2" in log.text
+    assert not log.is_error and "Continue with offset=2" in log.text
     show = tools.call(dated, "show", {"path": "topics/billing.md", "at": "2026-11-03"})
     assert not show.is_error and "net 30" in show.text
     bad = tools.call(dated, "show", {"path": "topics/billing.md", "at": "no-such-rev"})
-    assert bad.is_error and "fsmem log lists them" in bad.text
+    assert bad.is_error and "; log() lists them" in bad.text

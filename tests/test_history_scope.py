@@ -36,9 +36,10 @@ def git(root: Path, *args: str) -> str:
 
 
 def absent(rel: str, at: str) -> str:
+    """The refusal as the Python API words it (the CLI says `fsmem log REL`, a tool `log(path="REL")`)."""
     return (
         f"no version of {rel} at {at!r} in the history of this agent's scope; "
-        f"fsmem log {rel} lists the commits that changed it"
+        f'memory.log(path="{rel}") lists the commits that changed it'
     )
 
 
@@ -185,7 +186,7 @@ def test_restore_from_outside_the_scopes_history_is_the_same_refusal(scoped, sha
         with pytest.raises(NotFound) as caught:
             scoped.restore("topics/billing.md", at=at)
         assert str(caught.value) == absent("topics/billing.md", at).replace(
-            "; fsmem log", "; nothing was changed (fsmem rm removes it); fsmem log"
+            "; memory.log", "; nothing was changed (memory.rm() removes it); memory.log"
         )
     assert (root / "topics" / "billing.md").read_bytes() == before
 

@@ -67,10 +67,20 @@ def test_list_and_call_every_tool_over_stdio(tmp_path):
         assert (served.description, served.input_schema) == (defined["description"], defined["parameters"])
     assert [t.name for t in listed.tools if t.annotations.read_only_hint] == ["ls", "grep", "read", "search"]
     assert [t.name for t in listed.tools if t.annotations.destructive_hint] == ["write", "edit"]
+    schemas = {t.name: t.output_schema for t in listed.tools}
+    assert all(s is not None and s["required"] == ["rows", "truncated"] for s in schemas.values())
+    assert "next_offset" in schemas["ls"]["properties"] and "next_lines" in schemas["read"]["properties"]
+    assert set(schemas["note"]["properties"]) == {"rows", "truncated"}
 
     texts = [text_of(r) for r in results]
     errors = [r.is_error for r in results]
     assert errors == [False] * 6 + [True] * 3
+    # the SDK client checked each answer's structured content against its tool's output schema
+    assert [r.structured_content for r in results[:2]] == [
+        {"rows": 2, "truncated": False},
+        {"rows": 3, "truncated": False},
+    ]
+    assert all(r.structured_content is None for r in results[6:])
     assert texts[0].splitlines()[-1] == "[files 1-2 of 2]"
     assert texts[1].splitlines()[-2:] == ["15:- proration: daily, for seat changes mid-cycle", "[matches 1-3 of 3]"]
     assert "    17\t- payment terms: net 30" in texts[2]

@@ -29,7 +29,7 @@ def test_read_cut_names_the_exact_next_range_and_paging_covers_the_file(demo_mem
         assert page.tokens <= 60
         seen.extend(text for _, text in page.lines)
         if page.truncated:
-            assert f"next: --lines {page.next_lines}" in page.to_text()
+            assert f'next: lines="{page.next_lines}"' in page.to_text()
         spec = page.next_lines
     assert seen == expected
 

@@ -104,7 +104,7 @@ def test_budget_fits_whole_rows_and_counts_left_out(memory):
     assert memory.tokens.count("\n".join(small.body_lines())) <= small.tokens
     capped = memory.search("billing invoices", max_results=1)
     assert len(capped.hits) == 1 and capped.left_out == len(full.hits) - 1 and capped.cut_by == "results"
-    assert "left out by the result limit. Continue with --offset 1" in capped.to_text()
+    assert "left out by the result limit. Continue with offset=1" in capped.to_text()
 
 
 def test_front_matter_filters_apply_before_ranking(memory):

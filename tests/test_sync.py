@@ -81,7 +81,7 @@ def test_one_sync_at_a_time_and_a_clear_message_without_a_remote(hosts, tmp_path
     assert out.returncode == 2 and "no remote named 'origin'" in out.stderr and "git -C" in out.stderr
     plain = Memory.init(tmp_path / "plain")
     out = S.fsmem(plain.root, "sync", check=False)
-    assert out.returncode == 2 and "fsmem init --git" in out.stderr
+    assert out.returncode == 2 and f"turn it on with: fsmem init --git {plain.root}" in out.stderr
 
 
 def test_a_file_changed_on_one_host_and_removed_on_the_other_stays_and_fsmem_yaml_keeps_this_hosts(hosts):

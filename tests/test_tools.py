@@ -237,7 +237,7 @@ BAD_CALLS = [
     (
         "note",
         {"text": "x", "subject": "a\nb"},
-        "error: --subject must be a single line, such as 'people/Adam Smith' or 'topic/Billing'",
+        "error: subject must be a single line, such as 'people/Adam Smith' or 'topic/Billing'",
     ),
     (
         "write",
@@ -329,9 +329,9 @@ def test_answers_never_exceed_the_agents_budget(root):
                 assert answer.rows <= memory.budget.max_results
     tiny = Memory(root, agent="tiny")
     page = tools.call(tiny, "read", {"path": "topics/long.md"})
-    assert page.truncated and "next: --lines" in page.text
+    assert page.truncated and 'next: lines="' in page.text and "--" not in page.text.splitlines()[-1]
     hits = tools.call(tiny, "grep", {"pattern": "fact [0-9]+:", "paths": ["topics/long.md"]})
-    assert hits.truncated and 1 <= hits.rows <= 3 and f"Continue with --offset {hits.rows}" in hits.text
+    assert hits.truncated and 1 <= hits.rows <= 3 and f"Continue with offset={hits.rows}," in hits.text
 
 
 def test_fit_cuts_whole_lines_and_says_so(root):

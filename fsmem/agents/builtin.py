@@ -17,7 +17,7 @@ from typing import Any
 from fsmem.agents.registry import Reply, Tool, register
 from fsmem.memory import Memory
 from fsmem.spec import Operation, tool_operations
-from fsmem.spec.schema import input_schema, mcp_annotations
+from fsmem.spec.schema import input_schema, mcp_annotations, output_schema
 
 
 def caller(op: Operation) -> Callable[..., Reply]:
@@ -44,6 +44,7 @@ def tool_of(op: Operation) -> Tool:
         requires="history" if "history" in op.needs else None,
         needs=op.needs,
         annotations=mcp_annotations(op),
+        output_schema=output_schema(op),
     )
 
 

@@ -38,10 +38,15 @@ def tool_list(memory: Memory) -> Any:
 
 def tool_result(answer: tools.ToolAnswer) -> Any:
     """The MCP `tools/call` answer: the dispatcher's text, with `isError` when it refused (its one boundary,
-    `fsmem.agents.tools.call`, has already worded the error)."""
+    `fsmem.agents.tools.call`, has already worded the error), and how to go on as structured content
+    (`next_offset`, `next_lines`)."""
     import mcp.types as types
 
-    return types.CallToolResult(content=[types.TextContent(text=answer.text)], is_error=answer.is_error)
+    return types.CallToolResult(
+        content=[types.TextContent(text=answer.text)],
+        structured_content=answer.structured(),
+        is_error=answer.is_error,
+    )
 
 
 def build_server(memory: Memory, held: dict[Any, Any] | None = None):

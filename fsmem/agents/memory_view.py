@@ -116,10 +116,7 @@ class ViewCap:
         if not kept:  # one line longer than the whole budget: show its start, so paging still moves on
             head = meter.head_that_fits(numbered[0], lambda part: part, truncate=self.tokens.truncate)
             if head is None:
-                answer.text = header + (
-                    f"[this view stops at {cap} tokens, too few to show line {first}; "
-                    "ask again with a larger max_tokens]"
-                )
+                answer.text = header + f"[this view stops at {cap} tokens, too few to show line {first}]"
                 answer.truncated, answer.rows, answer.lines = True, 0, None
                 return
             kept = [head]

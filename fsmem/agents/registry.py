@@ -59,10 +59,12 @@ class Reply:
     paths: list[str] = field(default_factory=list)
     truncated: bool = False
     empty: bool = False
+    next: dict[str, Any] | None = None  # the arguments that change in the call that goes on (`{"offset": 20}`)
 
     @classmethod
     def of(cls, answer: Answer) -> Reply:
-        return cls(answer.to_text(), answer.rows, answer.cited, answer.truncated, answer.empty)
+        next_arguments = getattr(answer, "next_arguments", None)  # a paged or cut answer's way on
+        return cls(answer.to_text(), answer.rows, answer.cited, answer.truncated, answer.empty, next_arguments)
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,7 @@ class Tool:
     requires: str | None = None  # a Memory method the tool needs, or a property that must be set (history)
     needs: frozenset[str] = frozenset()  # what its operation needs (`fsmem.spec.NEEDS`): the scope it must reach
     annotations: dict[str, bool] | None = None  # MCP's hints: read-only, destructive, idempotent
+    output_schema: dict[str, Any] | None = None  # MCP's outputSchema: what its structured content holds
 
     def available(self, memory: Memory) -> bool:
         if self.requires is None:

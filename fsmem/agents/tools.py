@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from fsmem import faces
 from fsmem.agents import builtin  # noqa: F401  (registers the built-in tools)
 from fsmem.agents.registry import FORMATS, REGISTRY, Reply, Tool, json_type_name, validate
 from fsmem.budget import content_budget, echo, fit_text, within
@@ -45,12 +46,22 @@ class ToolAnswer:
     truncated: bool = False
     empty: bool = False
     is_error: bool = False
+    next: dict[str, Any] | None = None  # the arguments to change for the next page (`{"offset": 20}`), or None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(vars(self))
 
     def to_text(self) -> str:
         return self.text
+
+    def structured(self) -> dict[str, Any] | None:
+        """The continuation as data, for MCP's `structuredContent`: `{"truncated": true, "next_offset": 20}`
+        (call again with the same arguments and `offset` 20); None for an error."""
+        if self.is_error:
+            return None
+        data: dict[str, Any] = {"rows": self.rows, "truncated": self.truncated}
+        data.update({f"next_{name}": value for name, value in (self.next or {}).items()})
+        return data
 
 
 # -- definitions and the dispatcher ---------------------------------------------
@@ -91,6 +102,8 @@ def mcp_tools(memory: Memory) -> list[dict[str, Any]]:
         tool_ = {"name": entry.name, "description": entry.description, "inputSchema": entry.parameters}
         if entry.annotations is not None:
             tool_["annotations"] = entry.annotations
+        if entry.output_schema is not None:
+            tool_["outputSchema"] = entry.output_schema
         listed.append(tool_)
     return listed
 
@@ -115,8 +128,14 @@ def call(memory: Memory, name: str, arguments: dict[str, Any] | str | None = Non
     Bad input never raises: the answer is an error text (`is_error`) a model
     can act on, and nothing on disk changes. The answer fits the agent's token
     budget, and the call is appended to the retrieval log once (a tool whose
-    `Memory` method logs too, such as search, is not logged twice).
+    `Memory` method logs too, such as search, is not logged twice). It speaks
+    the tools' words (`offset=20`), set here, in the thread that runs the call.
     """
+    with faces.speaking(faces.TOOLS, accepts=()):
+        return _call(memory, name, arguments)
+
+
+def _call(memory: Memory, name: str, arguments: dict[str, Any] | str | None) -> ToolAnswer:
     logged_name = name if isinstance(name, str) else repr(name)
     with retrieval_log.LoggedCall(
         memory.root, agent=memory.agent, tool=logged_name, arguments=_decoded(arguments)
@@ -140,6 +159,7 @@ def call(memory: Memory, name: str, arguments: dict[str, Any] | str | None = Non
             truncated=reply.truncated or cut,
             empty=reply.empty,
             is_error=is_error,
+            next=None if cut else reply.next,  # a text cut by the last net shows fewer rows than the reply
         )
         logged.done(
             paths=answer.paths,
@@ -213,11 +233,15 @@ def _run(memory: Memory, name: str, arguments: dict[str, Any] | str | None) -> R
         raise InvalidArgument(problem)
     given = {key: value for key, value in parsed.items() if value is not None}
     budget = memory.budget.max_tokens
-    if tool_.writes:  # a write is done once; its short answer is cut by the last net if need be
-        return tool_.function(memory, **given, max_tokens=content_budget(budget))
-    reply, _ = within(
-        lambda room: tool_.function(memory, **given, max_tokens=room), lambda r: r.text, memory.tokens.count, budget
-    )
+    with faces.speaking(faces.TOOLS, accepts=tool_.parameters.get("properties", {})):
+        if tool_.writes:  # a write is done once; its short answer is cut by the last net if need be
+            return tool_.function(memory, **given, max_tokens=content_budget(budget))
+        reply, _ = within(
+            lambda room: tool_.function(memory, **given, max_tokens=room),
+            lambda r: r.text,
+            memory.tokens.count,
+            budget,
+        )
     return reply
 
 

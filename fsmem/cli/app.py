@@ -9,7 +9,7 @@ from typing import NoReturn
 
 import click
 
-from fsmem import __version__
+from fsmem import __version__, faces
 from fsmem.cli import COMMANDS
 from fsmem.cli.options import AGENT_HELP, ROOT_HELP, did_you_mean, parse_suggesting
 from fsmem.errors import FsmemError, translated
@@ -62,6 +62,7 @@ def cli(ctx: click.Context, root: str | None, agent: str | None) -> None:
     Exit codes follow grep: 0 found, 1 nothing found, 2 error.
     """
     ctx.obj = {"root": root, "agent": agent}
+    ctx.with_resource(faces.speaking(faces.CLI))  # until the command ends, answers say how to go on in flags
 
 
 def run(argv: list[str] | None = None) -> None:

@@ -20,6 +20,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from fsmem import faces
+
 GIT_MARKER = ".git"
 
 
@@ -39,4 +41,6 @@ def may_have_history(root: Path, enabled: bool) -> bool:
     return enabled and git_marker(root) is not None
 
 
-TURN_ON = "turn it on with: fsmem init --git {root}"
+def turn_on(root: object) -> str:
+    """How to give a memory history, in the words of the face that asked."""
+    return f"turn it on with: {faces.call('init', directory=str(root), git=True)}"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from fsmem import faces
 from fsmem.config import CONFIG_FILE, STATE_DIR
 from fsmem.errors import HistoryError
 from fsmem.history.repo import Repo
@@ -71,7 +72,7 @@ def write_control_files(root: Path, notes: list[str]) -> None:
             os.unlink(path)
         elif os.path.isdir(path):
             raise HistoryError(
-                f"{path} is a folder where fsmem's own file goes: remove it, then run sync --setup again"
+                f"{path} is a folder where fsmem's own file goes: remove it, then run {faces.call('sync', setup=True)} again"
             )
         elif path.is_file():
             have = path.read_bytes()

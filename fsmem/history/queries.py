@@ -15,6 +15,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any
 
+from fsmem import faces
 from fsmem.budget import Count, Meter, Metered, Page, Paged
 from fsmem.history.git import clean_env
 from fsmem.history.view import LOG_FORMAT, NAMES, HistoryView, parse_log
@@ -62,7 +63,7 @@ class LogResult(Paged, Metered):
         lines = [log_row(e) for e in self.entries]
         if not self.entries and not self.total:
             lines.append("(no commits match)")
-        lines.append(self.page.trailer("commits", narrow=", or narrow with PATH, --since or --agent"))
+        lines.append(self.page.trailer("commits", narrow=faces.narrowing("log", ("path", "since", "agent"))))
         return "\n".join(lines)
 
 
@@ -146,6 +147,10 @@ class OverRead:
     @property
     def cited(self) -> list[str]:
         return self.read.cited
+
+    @property
+    def next_arguments(self) -> dict[str, Any] | None:
+        return self.read.next_arguments
 
 
 @dataclass

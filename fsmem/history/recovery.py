@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from fsmem import faces
 from fsmem.history.git import first_line
 from fsmem.history.repo import Repo
 from fsmem.store import logs
@@ -211,7 +212,7 @@ def remedy(repo: Repo, leftover: Leftover) -> str:
             return (
                 f"{shown}: a merge of a killed fsmem sync is half done and git would not abort it "
                 f"({leftover.refused}); keep the files it names aside, then: git -C {top} merge --abort, and run "
-                "fsmem sync again"
+                f"{faces.call('sync')} again"
             )
         if leftover.ours:
             running = "" if leftover.holder is None else f" once no git runs here ({_holder(leftover)})"

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fsmem import faces
 from fsmem.config import SyncSettings
 from fsmem.errors import SyncFailed
 from fsmem.history import trust
@@ -134,7 +135,7 @@ def _choose(repo: Repo, remote: str, local: str, heads: dict[str, str], head: st
     raise SyncFailed(
         f"{remote} holds several branches ({names}), none named {local}, and {pointed}; say which one this "
         f"clone syncs with: git -C {repo.root} fetch {remote} BRANCH && git -C {repo.root} branch "
-        f"--set-upstream-to={remote}/BRANCH, then run fsmem sync again"
+        f"--set-upstream-to={remote}/BRANCH, then run {faces.call('sync')} again"
     )
 
 
@@ -166,7 +167,7 @@ def adopt(repo: Repo, target: Target, *, timeout: float, repair: bool = False) -
             what = f"these files are in the way: {', '.join(blocked)}" if blocked else first_line(proc.stderr)
             raise SyncFailed(
                 f"this clone has no commit yet and {target.label} could not be checked out ({what}); nothing "
-                f"was changed: move those files aside and run fsmem sync --setup again"
+                f"was changed: move those files aside and run {faces.call('sync', setup=True)} again"
             )
     if target.local != target.branch:  # what `git clone` recorded for the branch that never existed
         git.run("config", "--remove-section", f"branch.{target.local}", check=False)
@@ -207,7 +208,7 @@ def unrelated(repo: Repo, target: Target) -> str:
         f"{target.local} here ({said('HEAD')}) and {target.label} ({said(target.ref)}) share no history; "
         f"nothing was merged or pushed. To take {target.label} and keep this clone's commits on {keep}: "
         f"git -C {root} branch {keep} && git -C {root} checkout -B {target.branch} {target.label}; to join the "
-        f"two instead: git -C {root} merge --allow-unrelated-histories {target.label}; then run fsmem sync again"
+        f"two instead: git -C {root} merge --allow-unrelated-histories {target.label}; then run {faces.call('sync')} again"
     )
 
 
@@ -234,8 +235,8 @@ def setup_clone(repo: Repo, *, timeout: float = SyncSettings.timeout_seconds) ->
     heads, head = _remote_heads(git, remote, timeout)
     if heads is None:
         raise SyncFailed(
-            f"this clone has no commit yet and {remote} does not answer; nothing was changed: run fsmem sync "
-            "--setup again once it does"
+            f"this clone has no commit yet and {remote} does not answer; nothing was changed: run "
+            f"{faces.call('sync', setup=True)} again once it does"
         )
     if not heads:
         return f"{remote} holds no branch yet: the first fsmem sync pushes {branch}"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fsmem import faces
 from fsmem.budget import echo
 from fsmem.errors import HistoryError, InvalidArgument, NotFound
 from fsmem.history import git_marker
@@ -106,13 +107,13 @@ class Repo:
             when = at if "T" in at or " " in at else f"{at} 23:59:59"
             found = self.git.text("rev-list", "-1", f"--before={when}", "HEAD", check=False).strip()
             if not found:
-                raise NotFound(f"no commit at or before {at}; the history starts later (see fsmem log)")
+                raise NotFound(f"no commit at or before {at}; the history starts later (see {faces.call('log')})")
             return found
         if not _REVISION.match(at):
             raise InvalidArgument(f"{echo(at)} is neither a revision nor a date such as 2026-11-30")
         proc = self.git.run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{at}^{{commit}}", check=False)
         if proc.returncode:
-            raise NotFound(f"no commit {echo(at)} in this memory's history; fsmem log lists them")
+            raise NotFound(f"no commit {echo(at)} in this memory's history; {faces.call('log')} lists them")
         return proc.stdout.decode().strip()
 
     def blob(self, cat: CatFile, commit: str, rel: str) -> bytes | None:

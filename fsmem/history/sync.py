@@ -25,9 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fsmem import faces
 from fsmem.config import SyncSettings
 from fsmem.errors import HistoryOff, LockTimeout, SyncFailed
-from fsmem.history import TURN_ON, git_marker, host_rules, journal, recovery, remote as remotes, trust, worktree
+from fsmem.history import git_marker, host_rules, journal, recovery, remote as remotes, trust, turn_on, worktree
 from fsmem.history.git import MERGE_DRIVER_NAME, CatFile, Git, driver_command, first_line
 from fsmem.history.merge import GENERATED, merge_text
 from fsmem.history.repo import Repo, discover
@@ -77,7 +78,9 @@ class SyncResult:
         if self.consolidated:
             lines.append(self.consolidated.splitlines()[-2] if "\n" in self.consolidated else self.consolidated)
         for path in self.kept_both:
-            lines.append(f"{path}: both hosts changed the same lines; both versions kept, marked (see fsmem check)")
+            lines.append(
+                f"{path}: both hosts changed the same lines; both versions kept, marked (see {faces.call('check')})"
+            )
         for path in self.kept_ours:
             lines.append(f"{path}: both hosts changed it; this host's version kept (the other is in {where})")
         return "\n".join(lines)
@@ -97,7 +100,7 @@ def setup(
     repo = discover(root, host) if git_marker(root) is not None else None
     if repo is None:  # no work tree around it, or one that ignores it: the memory gets its own repository
         if not create:
-            raise HistoryOff(f"{root} is not in a git work tree (or one that ignores it); " + TURN_ON.format(root=root))
+            raise HistoryOff(f"{root} is not in a git work tree (or one that ignores it); " + turn_on(root))
         Git(root).run("init", "-q", "--initial-branch=main")
         for key, value in (("core.splitIndex", "true"), ("core.untrackedCache", "true")):
             Git(root).run("config", key, value)  # small index writes per commit, a fast git status
@@ -217,7 +220,7 @@ def sync(
         lock.__exit__(None, None, None)
     raise SyncFailed(
         f"the push to {remote} lost the race {attempts} times (other hosts pushed first); nothing is lost, "
-        "every change is committed here: run fsmem sync again"
+        f"every change is committed here: run {faces.call('sync')} again"
     )
 
 

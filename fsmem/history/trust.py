@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from fsmem import faces
 from fsmem.config import CONFIG_FILE, MAX_CONFIG_BYTES, STATE_DIR, Config, parse_config
 from fsmem.config.parse import decoded
 from fsmem.errors import ConfigError, ConfigHeld, HistoryError, SyncRefused
@@ -103,9 +104,10 @@ def admit(repo: Repo, theirs: str, label: str, *, accept_config: bool = False, r
         first = judged.refused[0].text()
         more = len(judged.refused) - 1
         them = "it" if not more else "them"
+        checking = faces.call("check")
         raise SyncRefused(
-            f"{label} is refused: {first}{f' and {more} more (fsmem check lists them)' if more else ''}; "
-            f"nothing was merged or pushed. Repair: fsmem sync --repair merges {label} without {them} (a commit on top "
+            f"{label} is refused: {first}{f' and {more} more ({checking} lists them)' if more else ''}; "
+            f"nothing was merged or pushed. Repair: {faces.call('sync', repair=True)} merges {label} without {them} (a commit on top "
             f"keeps this host's version; its push repairs the remote for every host)"
         )
     if judged.refused:

@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from fsmem import faces
 from fsmem.store.paths import shown
 
 ACCEPT_KEY = "fsmem.acceptConfig"
@@ -111,6 +112,6 @@ def held_message(label: str, root: str, found: list[SettingChange], decision: De
     policy = f" ({decision.why})" if decision.why else ""
     return (
         f"{label} changes fsmem.yaml{since}: {listed(found)}{policy}; nothing was merged or pushed. "
-        f"Review it (git -C {shown(root)} diff HEAD {label} -- fsmem.yaml), then run fsmem sync --accept-config "
-        "to take it"
+        f"Review it (git -C {shown(root)} diff HEAD {label} -- fsmem.yaml), then run "
+        f"{faces.call('sync', accept_config=True)} to take it"
     )

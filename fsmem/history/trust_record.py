@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fsmem import faces
 from fsmem.config import CONFIG_FILE, STATE_DIR
 from fsmem.history.trust_config import SHOWN_CHANGES
 from fsmem.store.files import atomic_write
@@ -64,7 +65,7 @@ def recorded_problems(root: Path) -> list[tuple[str, int, str]]:
                 CONFIG_FILE,
                 1,
                 f"the last fsmem sync held {remote}'s change of {listed}; review it, then run "
-                "fsmem sync --accept-config to take it",
+                f"{faces.call('sync', accept_config=True)} to take it",
             )
         )
     for item in data.get("refused") or []:
@@ -73,7 +74,7 @@ def recorded_problems(root: Path) -> list[tuple[str, int, str]]:
                 str(item.get("shown")),
                 1,
                 f"the last fsmem sync refused it from {remote} (commit {str(item.get('commit'))[:12]}): "
-                f"{item.get('reason')}; fsmem sync --repair merges without it",
+                f"{item.get('reason')}; {faces.call('sync', repair=True)} merges without it",
             )
         )
     return problems

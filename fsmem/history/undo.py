@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
+from fsmem import faces
 from fsmem.errors import ChangedOnDisk, EditConflict, HistoryError, InvalidArgument
 from fsmem.history import recovery, touched
 from fsmem.history.merge import GENERATED
@@ -34,7 +35,7 @@ def _current(root: Path, rel: str) -> bytes | None:
 def plan_restore(view: HistoryView, root: Path, rel: str, at: str) -> tuple[list[Change], str]:
     """The change that puts `rel` back as it was at `at` (a revision or a date, as `view` resolves it), and its
     commit message."""
-    hint = "; nothing was changed (fsmem rm removes it)"
+    hint = f"; nothing was changed ({faces.call('rm')} removes it)"
     commit = view.commit(at, rel, hint=hint)
     old = view.blob(commit, rel)
     if old is None:
@@ -60,7 +61,7 @@ def plan_revert(
     parents = repo.git.text("rev-list", "--parents", "-n", "1", commit).split()[1:]
     if len(parents) > 1:
         raise InvalidArgument(
-            f"{commit[:12]} is a merge (of a sync); revert the commits it merged, or restore files with --at"
+            f"{commit[:12]} is a merge (of a sync); revert the commits it merged, or restore files with {faces.arg('at')}"
         )
     parent = parents[0] if parents else None
     cat = repo.reader
@@ -151,7 +152,7 @@ def _undone(
     if wrong:  # never print "reverted" over a result that does not hold what was there before
         raise EditConflict(
             f"cannot revert {commit[:12]}: in {rel} the facts {', '.join(wrong)} would not come out as they were "
-            f"before it; nothing was changed. Compare with fsmem diff {commit[:12]} and restore by hand"
+            f"before it; nothing was changed. Compare with {faces.call('diff', rev=commit[:12])} and restore by hand"
         )
     return result.encode("utf-8")
 
@@ -167,14 +168,14 @@ def _same_note(rel: str, one: bytes | None, two: bytes | None) -> bool:
 def _refuse(repo: Repo, commit: str, rel: str, before: bytes | None, after: bytes | None, what: str) -> NoReturn:
     later = _first_later(repo, commit, rel, before, after)
     if later is None:
-        by = "by a change not committed yet (fsmem diff shows it)"
+        by = f"by a change not committed yet ({faces.call('diff')} shows it)"
     else:
         info = repo.describe(later)
         by = f'by {info["commit"]} ({info["agent"]}, {info["date"][:10]}: "{info["message"]}")'
     place = f"{rel} changed since on the same lines" if what == "the same lines" else f"{what} in {rel} changed since"
     raise EditConflict(
         f"cannot revert {commit[:12]}: {place}, {by}; nothing was changed. Revert that commit first (the newest "
-        f"first), or compare with fsmem diff {commit[:12]} and restore by hand"
+        f"first), or compare with {faces.call('diff', rev=commit[:12])} and restore by hand"
     )
 
 
@@ -196,12 +197,14 @@ def verify(repo: Repo, root: Path, action: str, changes: list[Change]) -> None:
     """Before a restore or revert says it is done: the files hold what was planned, and HEAD holds them too."""
     for change in changes:
         if _current(root, change.path) != change.after:
-            raise ChangedOnDisk(f"{change.path} changed while the {action} was written; run fsmem diff to see it")
+            raise ChangedOnDisk(
+                f"{change.path} changed while the {action} was written; run {faces.call('diff')} to see it"
+            )
     missing = [change.path for change in changes if repo.blob(repo.reader, "HEAD", change.path) != change.after]
     if missing:
         raise HistoryError(
             f"the {action} is written to {', '.join(missing)} but not committed ({recovery.last_error(repo)}); "
-            "fsmem check says what stops the commit, and the next fsmem write or sync commits it"
+            f"{faces.call('check')} says what stops the commit, and the next write or sync commits it"
         )
 
 

@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+from fsmem import faces
 from fsmem.errors import InvalidArgument, NotFound
 from fsmem.history.repo import DATE, Repo
 from fsmem.history.trees import parse_tree
@@ -182,10 +183,10 @@ class HistoryView:
         if self.scope is not None:
             return NotFound(
                 f"no version of {rel} at {at!r} in the history of this agent's scope{hint}; "
-                f"fsmem log {rel} lists the commits that changed it"
+                f"{faces.call('log', path=rel)} lists the commits that changed it"
             )
         where = f" (commit {commit[:12]})" if commit else ""
-        return NotFound(f"{rel} did not exist at {at}{where}{hint}; fsmem log {rel} lists its changes")
+        return NotFound(f"{rel} did not exist at {at}{where}{hint}; {faces.call('log', path=rel)} lists its changes")
 
     def links_left_out(self, sides: list[str], where: str) -> list[str]:
         """Pathspecs that keep a scoped diff from showing symbolic links (their text names a path)."""

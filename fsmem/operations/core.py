@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fsmem import format as fmt
+from fsmem import faces, format as fmt
 from fsmem.budget import Budget, echo
 from fsmem.config import CONFIG_FILE, Config
 from fsmem.errors import HistoryError, HistoryOff, InvalidArgument, NotFound
@@ -159,7 +159,9 @@ def selection(
     """What a listing under `path` with these filters asks the catalog (`fsmem.store.selection`)."""
     start = existing(memory, path) if path else None
     if updated_after is not None and fmt.parse_timestamp(updated_after) is None:
-        raise InvalidArgument(f"--updated-after takes an ISO 8601 date such as 2024-05-01, not {echo(updated_after)}")
+        raise InvalidArgument(
+            f"{faces.arg('updated_after')} takes an ISO 8601 date such as 2024-05-01, not {echo(updated_after)}"
+        )
     rel = relative(memory.root, start) if start is not None else None
     return Selection.of(
         rel,
@@ -175,11 +177,11 @@ def require_history(memory: Core) -> Repo:
     """The repository, with what fsmem wrote committed; HistoryOff (saying how to turn it on) without one."""
     repo = memory.history
     if repo is None:
-        from fsmem.history import TURN_ON
+        from fsmem.history import turn_on
 
         raise HistoryOff(
             f"this memory has no history (it is not in a git work tree, or history is off in {CONFIG_FILE}); "
-            + TURN_ON.format(root=memory.root)
+            + turn_on(memory.root)
         )
     from fsmem.history import journal
 

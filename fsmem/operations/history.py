@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from fsmem import format as fmt
+from fsmem import faces, format as fmt
 from fsmem.budget import check_offset, echo
 from fsmem.errors import InvalidArgument, StorageError
 from fsmem.operations import upkeep
@@ -76,7 +76,7 @@ def log(
     budget = memory.budget.narrowed(max_tokens, max_results)
     rel = _narrowed_to(memory, path, "history log")
     if since is not None and fmt.parse_timestamp(since) is None:
-        raise InvalidArgument(f"--since takes an ISO 8601 date such as 2026-11-01, not {echo(since)}")
+        raise InvalidArgument(f"{faces.arg('since')} takes an ISO 8601 date such as 2026-11-01, not {echo(since)}")
     if agent is not None:
         check_text(agent, "the agent")
     return queries.log(
@@ -95,7 +95,7 @@ def show(memory: Core, path: str, *, at: str, lines: str | None = None, max_toke
     """The file as it was at a revision or date (`at`), line-numbered and cut at the budget like `read`."""
     from fsmem.history import queries
 
-    check_text(at, "--at")
+    check_text(at, faces.arg("at"))
     rel = relative(memory.root, memory.path(path, want="file"))
     cut = _cut(memory, lines, max_tokens)
     return queries.show(_view(memory), memory.tokens, rel, at, **cut)
@@ -125,7 +125,7 @@ def restore(memory: Core, path: str, *, at: str) -> writing.WriteResult:
     from fsmem.history import undo
 
     require_writable(memory)
-    check_text(at, "--at")
+    check_text(at, faces.arg("at"))
     rel = relative(memory.root, memory.path(path, want="file"))
     repo = require_history(memory)
     with transaction(memory) as tx:

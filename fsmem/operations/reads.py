@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from fsmem import faces
 from fsmem.budget import check_offset
 from fsmem.errors import FsmemError, InvalidArgument
 from fsmem.operations.core import Core, existing, selection
@@ -33,7 +34,7 @@ def ls(
 ) -> Listing:
     """One row per file (path, title, type, updated, tokens, description), within the budget."""
     if depth is not None and depth < 1:
-        raise InvalidArgument("--depth must be at least 1")
+        raise InvalidArgument(f"{faces.arg('depth')} must be at least 1")
     check_offset(offset)
     budget = memory.budget.narrowed(max_tokens, max_results)
     chosen = selection(memory, path, depth=depth, type=type, tag=tag, updated_after=updated_after)
@@ -74,7 +75,7 @@ def grep(
     """
     check_text(pattern, "the pattern")
     if context_lines < 0:
-        raise InvalidArgument("--context-lines must be 0 or more")
+        raise InvalidArgument(f"{faces.arg('context_lines')} must be 0 or more")
     budget = memory.budget.narrowed(max_tokens, max_results)
     named = [relative(memory.root, existing(memory, p)) for p in paths or []]
     result = _grep.run(
@@ -158,7 +159,7 @@ def read(
     rel = relative(memory.root, target)
     budget = memory.budget.narrowed(max_tokens, None)
     if lines and section:
-        raise InvalidArgument("give --lines or --section, not both")
+        raise InvalidArgument(f"give {faces.arg('lines')} or {faces.arg('section')}, not both")
     start, end = reading.parse_range(lines) if lines else (1, None)
     version = file_version(target)  # before reading: a file that changes meanwhile fails a guarded write
     if section:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from fsmem import faces
 from fsmem.config import STATE_DIR
 from fsmem.errors import InvalidArgument, guarded
 from fsmem.operations.core import Core, selection, whole_memory
@@ -158,7 +159,7 @@ def watch(
     if consolidate_after is None:
         consolidate_after = memory.config.watch.consolidate_after_seconds
     if settle < 0 or consolidate_after < 0:
-        raise InvalidArgument("--settle and --consolidate-after must be 0 or more seconds")
+        raise InvalidArgument(f"{faces.arg('settle')} and {faces.arg('consolidate_after')} must be 0 or more seconds")
     whole_memory(memory, "watch")
     writable = not memory.budget.read_only
     return _watch.watch(

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fsmem import faces
 from fsmem.budget import CUT_BY_RESULTS, CUT_BY_TOKENS, Meter, Metered, Page, Paged, check_offset
 from fsmem.config import GrepSettings, ReadSettings
 from fsmem.errors import InvalidArgument
@@ -96,7 +97,7 @@ class GrepResult(Paged, Metered):
         if not self.matches and not self.total:
             out.append("(no matches)")
         else:
-            out.append(self.page.trailer("matches", narrow=", or narrow the pattern or PATH"))
+            out.append(self.page.trailer("matches", narrow=f", or narrow the pattern or {faces.arg('paths', 'grep')}"))
         return "\n".join(out)
 
 
@@ -415,7 +416,8 @@ class _Collector:
         """The match alone, its line cut to the budget and marked (None if not even the mark fits)."""
         if full.endswith(_PREVIEW_MARK):
             full = full[: -len(_PREVIEW_MARK)]
-        marker = f" … [line cut by the token budget; read {match.path} --lines {match.line}:{match.line}]"
+        whole = faces.call("read", path=match.path, lines=f"{match.line}:{match.line}")
+        marker = f" … [line cut by the token budget; {whole}]"
         allowance = self.meter.room - self.count_tokens(f"{match.path}:{match.line}:{marker}")
         if allowance < 1:
             return None

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from fsmem import faces
 from fsmem.budget import Count, Meter, Metered, Page, Paged
 from fsmem.store.catalog import FileMeta
 
@@ -53,14 +54,13 @@ class Listing(Paged, Metered):
         lines = [format_entry(e) for e in self.entries]
         if not self.entries and not self.total:
             lines.append("(no memory files match)")
-        lines.append(self.page.trailer("files", narrow=", or narrow with PATH, --type, --tag or --updated-after"))
+        lines.append(self.page.trailer("files", narrow=faces.narrowing("ls", ("path", "type", "tag", "updated_after"))))
         if self.skipped:
             names = ", ".join(self.skipped[:3]) + (
                 f" and {len(self.skipped) - 3} more" if len(self.skipped) > 3 else ""
             )
-            lines.append(
-                f"[{len(self.skipped)} file(s) left out, unreadable or not memory: {names}; fsmem check says why]"
-            )
+            why = f"; {faces.call('check')} says why" if faces.current().kind != faces.TOOLS else ""
+            lines.append(f"[{len(self.skipped)} file(s) left out, unreadable or not memory: {names}{why}]")
         return "\n".join(lines)
 
 

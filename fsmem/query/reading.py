@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from fsmem import format as fmt
+from fsmem import faces, format as fmt
 from fsmem.budget import Meter, Metered, echo
 from fsmem.config import ReadSettings
 from fsmem.errors import InvalidArgument
@@ -70,6 +70,11 @@ class ReadResult(Metered):
         return data
 
     @property
+    def next_arguments(self) -> dict[str, Any] | None:
+        """What to send again (with the rest of the call unchanged) for the next part, or None."""
+        return None if not (self.truncated and self.next_lines) else {"lines": self.next_lines}
+
+    @property
     def empty(self) -> bool:
         """Nothing to show (a range past the end, an empty file, no headings): the CLI's exit 1, like grep's."""
         return not self.truncated and not (self.outline if self.outline is not None else self.lines)
@@ -100,10 +105,11 @@ class ReadResult(Metered):
             if self.truncated and self.next_lines:
                 rows.append(
                     f"[outline of {self.path}{total}: {len(self.outline)} headings shown, cut by the token budget; "
-                    f"next: --outline --lines {self.next_lines}]"
+                    f"next: {faces.ask(outline=True, lines=self.next_lines)}]"
                 )
             elif not self.truncated:
-                rows.append(f"[outline of {self.path}{total}; read a section with --section HEADING or --lines A:B]")
+                how = f"{faces.ask(section='HEADING')} or {faces.ask(lines='A:B')}"
+                rows.append(f"[outline of {self.path}{total}; read a section with {how}]")
             return "\n".join(rows)
         out = [f"{number:>6}\t{text}" for number, text in self.lines]
         out.extend(self.notes)
@@ -114,7 +120,7 @@ class ReadResult(Metered):
             total = f" of {self.total_lines}" if self.total_lines is not None else ""
             out.append(
                 f"[{self.path}: lines {self.start}-{self.end}{total} shown, cut by the token budget; "
-                f"next: --lines {self.next_lines}{version}]"
+                f"next: {faces.ask(lines=self.next_lines)}{version}]"
             )
         elif self.lines:
             total = f" of {self.total_lines}" if self.total_lines is not None else ""
@@ -133,9 +139,13 @@ def parse_range(spec: str) -> tuple[int, int | None]:
         else:
             start = end = int(text)
     except ValueError:
-        raise InvalidArgument(f"--lines takes A:B, A: or A with whole line numbers, not {echo(spec)}") from None
+        raise InvalidArgument(
+            f"{faces.arg('lines')} takes A:B, A: or A with whole line numbers, not {echo(spec)}"
+        ) from None
     if start < 1 or (end is not None and end < start):
-        raise InvalidArgument(f"--lines {echo(spec)} is not a valid range (lines count from 1, and B must be >= A)")
+        raise InvalidArgument(
+            f"{faces.arg('lines')} {echo(spec)} is not a valid range (lines count from 1, and B must be >= A)"
+        )
     return start, end
 
 
@@ -232,8 +242,7 @@ def bounded_read_stream(
             line = meter.head_that_fits(text, functools.partial(_numbered_cut, number), truncate=counter.truncate)
             if line is None:
                 result.notes.append(
-                    f"[the token budget is too small to show line {number} of {rel}; "
-                    "ask again with a larger --max-tokens]"
+                    f"[the token budget is too small to show line {number} of {rel}{faces.larger_budget()}]"
                 )
                 break
             meter.take_text(line)
@@ -249,9 +258,8 @@ def bounded_read_stream(
             result.total_lines = number
     result.meter = meter
     if result.hidden_superseded:
-        result.notes.append(
-            f"[{result.hidden_superseded} superseded line(s) hidden; add --include-superseded to see them]"
-        )
+        see = f"; add {faces.ask(include_superseded=True)} to see them" if faces.offers("include_superseded") else ""
+        result.notes.append(f"[{result.hidden_superseded} superseded line(s) hidden{see}]")
     return result
 
 
@@ -281,12 +289,15 @@ def outline(
     """Headings (from line `start` to `end`) with their line ranges and token counts, within the budget.
 
     Counts are estimated (bytes / 4) for very large files. A cut outline names
-    the line of the first heading it left out, so `--outline --lines N:` goes on.
+    the line of the first heading it left out, so asking again with `lines="N:"` goes on.
     """
     found, total, size_of = _headings_of(path, counter, exact_limit)
     result = ReadResult(path=rel, lines=[], start=start, end=end, truncated=False, total_lines=total, outline=[])
     assert result.outline is not None
-    trailer = f"[outline of {rel} of {total} lines: {len(found)} headings shown, cut by the token budget; next: --outline --lines {total}:]"
+    trailer = (
+        f"[outline of {rel} of {total} lines: {len(found)} headings shown, cut by the token budget; "
+        f"next: {faces.ask(outline=True, lines=f'{total}:')}]"
+    )
     meter = Meter(counter.count, max_tokens=max_tokens, reserve=counter.count(trailer))
     for level, title, first, last in found:
         if first < start or (end is not None and first > end):
@@ -298,8 +309,7 @@ def outline(
                 result.next_lines = f"{first}:{end if end is not None else ''}"
             else:
                 result.notes.append(
-                    f"[the token budget is too small to show one heading of {rel}; "
-                    "ask again with a larger --max-tokens]"
+                    f"[the token budget is too small to show one heading of {rel}{faces.larger_budget()}]"
                 )
             break
         result.outline.append(entry)
@@ -341,7 +351,8 @@ def find_section(path: Path, heading: str, *, exact_limit: int) -> tuple[int, in
     """The line range of the section whose heading matches `heading` (case-insensitive)."""
     if path.stat().st_size > exact_limit:
         raise InvalidArgument(
-            "--section needs the outline of the whole file; on a file this large use --outline, then --lines"
+            f"{faces.arg('section')} needs the outline of the whole file; on a file this large use "
+            f"{faces.ask(outline=True)}, then {faces.arg('lines')}"
         )
     text, _ = fmt.decode(read_regular(path))
     wanted = heading.strip().lstrip("#").strip().lower()

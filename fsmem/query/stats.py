@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from fsmem import format as fmt
+from fsmem import faces, format as fmt
 from fsmem.budget import echo
 from fsmem.errors import InvalidArgument
 from fsmem.store import retrieval_log
@@ -120,6 +120,8 @@ def summarise(records: Iterable[dict[str, Any]]) -> list[ToolStats]:
 
 def stats(root: Path, *, since: str | None = None, agent: str | None = None) -> StatsResult:
     if since is not None and fmt.parse_timestamp(since) is None:
-        raise InvalidArgument(f"--since takes an ISO 8601 date or time such as 2026-11-01, not {echo(since)}")
+        raise InvalidArgument(
+            f"{faces.arg('since')} takes an ISO 8601 date or time such as 2026-11-01, not {echo(since)}"
+        )
     records = retrieval_log.records(root, since=since, agent=agent)
     return StatsResult(since=since, agent=agent, tools=summarise(records))

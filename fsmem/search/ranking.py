@@ -33,7 +33,7 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from fsmem import format as fmt
+from fsmem import faces, format as fmt
 from fsmem.budget import CUT_BY_RESULTS, Meter, Page, check_offset, echo
 from fsmem.errors import InvalidArgument
 from fsmem.format.rows import Row
@@ -147,9 +147,10 @@ def fit(
     if not above_count and best is None:
         note = f"no relevant memory for {echo(query)}: no rows to search (the memory is empty or the filters exclude every file)"
     elif page.too_small:
+        larger = faces.larger_budget()
         note = (
-            f"{page.left_out} relevant row(s) for {echo(query)}, but not even the best one fits the budget; "
-            "ask with a larger max_tokens, or grep for its words"
+            f"{page.left_out} relevant row(s) for {echo(query)}, but not even the best one fits the budget"
+            f"{larger}{', or' if larger else ';'} grep for its words"
         )
     return SearchResult(
         query=query, hits=hits, tokens=meter.tokens, page=page, min_score=min_score, best_score=best, note=note
@@ -186,9 +187,11 @@ def search(
             "ask with the words that name what you need"
         )
     if min_score is not None and (min_score < 0 or not math.isfinite(min_score)):
-        raise InvalidArgument("--min-score must be 0 or more")
+        raise InvalidArgument(f"{faces.arg('min_score')} must be 0 or more")
     if updated_after is not None and fmt.parse_timestamp(updated_after) is None:
-        raise InvalidArgument(f"--updated-after takes an ISO 8601 date such as 2024-05-01, not {echo(updated_after)}")
+        raise InvalidArgument(
+            f"{faces.arg('updated_after')} takes an ISO 8601 date such as 2024-05-01, not {echo(updated_after)}"
+        )
     offset = check_offset(offset)
     threshold = settings.min_score if min_score is None else min_score
     for attempt in range(3):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from fsmem import faces
 from fsmem.budget import Page, Paged, echo
 from fsmem.format.facts import split_provenance
 
@@ -89,21 +90,31 @@ class SearchResult(Paged):
         if not self.hits:
             return self.no_result_message()
         lines = self.body_lines()
-        trailer = self.page.trailer(
-            f"rows above min_score {self.min_score:g}", narrow=", or narrow with --type/--tag"
-        ).rstrip("]")
-        lines.append(f"{trailer}; {self.tokens} tokens. Read around a row with: fsmem read PATH --lines A:B]")
+        trailer = self.page.trailer(self._noun(), narrow=faces.narrowing("search", ("type", "tag"))).rstrip("]")
+        around = faces.call("read", path="PATH", lines="A:B")
+        lines.append(f"{trailer}; {self.tokens} tokens. Read around a row with: {around}]")
         return "\n".join(lines)
+
+    def _noun(self) -> str:
+        """`rows above min_score 0.2`, named as the caller can set it (a tool without the argument: `score`)."""
+        name = faces.arg("min_score") if faces.offers("min_score") else "score"
+        return f"rows above {name} {self.min_score:g}"
 
     def no_result_message(self) -> str:
         if self.note:
             return self.note
         if self.page.offset and self.page.total:
-            return self.page.trailer(f"rows above min_score {self.min_score:g}")
-        best = "" if self.best_score is None else f" (best score {self.best_score:.3f} < min_score {self.min_score:g})"
-        return (
-            f"no relevant memory for {echo(self.query)}{best}; try other words, grep for a name, or lower --min-score"
+            return self.page.trailer(self._noun())
+        threshold = faces.arg("min_score") if faces.offers("min_score") else "the threshold"
+        best = (
+            "" if self.best_score is None else f" (best score {self.best_score:.3f} < {threshold} {self.min_score:g})"
         )
+        tries = (
+            f"try other words, grep for a name, or lower {faces.arg('min_score')}"
+            if faces.offers("min_score")
+            else "try other words, or grep for a name"
+        )
+        return f"no relevant memory for {echo(self.query)}{best}; {tries}"
 
 
 def compact_citation(text: str) -> tuple[str, list[str]]:

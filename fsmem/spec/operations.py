@@ -52,7 +52,7 @@ _DECLARED = (
         guide="Use it first, to see what the memory holds and which file to read: profile/ (the always-on core),\n"
         "entities/<kind>/<name>.md (people, projects, orgs...), topics/<name>.md, sessions/YYYY/MM/DD/ (dated notes).\n"
         "The answer is capped by your budget in rows and tokens; its last line says how many files were left out.\n"
-        "When it says 'Continue with --offset N', call ls again with offset N, or narrow with path, type, tag or\n"
+        "When it says 'Continue with offset=N', call ls again with offset N, or narrow with path, type, tag or\n"
         "updated_after.",
         tool=True,
         cli=Cli(exit_1="empty"),
@@ -100,7 +100,7 @@ _DECLARED = (
         "page",
         guide="Use it when you can name what you look for: a name, a word, a key such as '- employer:'. Then read around\n"
         "a match (read with lines). The last line gives the true total of matches. When it says 'Continue with\n"
-        "--offset N', call grep again with offset N for the next page, or narrow pattern or paths. '(no matches)'\n"
+        "offset=N', call grep again with offset N for the next page, or narrow pattern or paths. '(no matches)'\n"
         "means the memory holds no such text: try other words or ls, rather than the same pattern again.\n"
         "Facts replaced by newer ones are left out unless include_superseded is true.",
         tool=True,
@@ -132,7 +132,7 @@ _DECLARED = (
         "text",
         guide="Use it after ls, grep or search pointed you at a file. For a large file, ask for the outline first,\n"
         "then a section or lines. The answer stops at your token budget; a cut answer ends with\n"
-        "'next: --lines A:' -- call read again with lines 'A:' to continue. Line numbers are not part of the\n"
+        "'next: lines=\"A:\"' -- call read again with lines 'A:' to continue. Line numbers are not part of the\n"
         "text: leave them out when you copy text into edit. The last line gives the file's version: pass it to\n"
         "write or edit as expected_version, so that you never overwrite a change you have not seen.",
         tool=True,
@@ -408,7 +408,7 @@ _DECLARED = (
         "page",
         guide="Use it to learn how a fact came to be, who wrote a file, or what changed since a date. Each row starts\n"
         "with a commit id: give it to show (as at) to read a file as it was then. The answer is capped by your\n"
-        "budget; when it says 'Continue with --offset N', call log again with offset N, or narrow with path,\n"
+        "budget; when it says 'Continue with offset=N', call log again with offset N, or narrow with path,\n"
         "since or agent.",
         needs=frozenset({"history"}),
         tool=True,
@@ -425,7 +425,7 @@ _DECLARED = (
         (PATH, AT, LINES, MAX_TOKENS),
         "text",
         guide="Use it after log, to see what a file said before a change (the current file is what read shows). The\n"
-        "answer stops at your token budget; a cut answer ends with 'next: --lines A:' -- call show again with\n"
+        "answer stops at your token budget; a cut answer ends with 'next: lines=\"A:\"' -- call show again with\n"
         "the same at and lines 'A:' to continue.",
         needs=frozenset({"history"}),
         tool=True,

@@ -50,3 +50,24 @@ def mcp_annotations(op: Operation) -> dict[str, bool]:
         "idempotentHint": op.idempotent,
         "openWorldHint": False,
     }
+
+
+_ROWS = {"type": "integer", "minimum": 0, "description": "How many rows (files, matches, lines, results) it shows"}
+_TRUNCATED = {"type": "boolean", "description": "Whether the answer was cut; then next_* says how to go on"}
+_NEXT: dict[str, dict[str, Any]] = {
+    "page": {
+        "next_offset": {"type": "integer", "minimum": 0, "description": "Call again with this offset for the next page"}
+    },
+    "text": {"next_lines": {"type": "string", "description": "Call again with these lines ('A:') for the rest"}},
+}
+
+
+def output_schema(op: Operation) -> dict[str, Any]:
+    """The JSON schema of the tool's structured content (`fsmem.agents.tools.ToolAnswer.structured`): the
+    figures of the answer and, for a page or a cut text, how to go on as data."""
+    return {
+        "type": "object",
+        "properties": {"rows": _ROWS, "truncated": _TRUNCATED, **_NEXT.get(op.answer, {})},
+        "required": ["rows", "truncated"],
+        "additionalProperties": False,
+    }

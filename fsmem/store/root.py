@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from fsmem import faces
 from fsmem.config import CONFIG_FILE, STATE_DIR
 from fsmem.errors import ConfigError, NotAMemory, RootNotFound, StorageError, quoted
 
@@ -42,7 +43,8 @@ def discover_root(root: str | os.PathLike[str] | None = None, start: Path | None
             return folder
     raise RootNotFound(
         f"no memory found: no {CONFIG_FILE} in {here} or any folder above it. "
-        "Create one with 'fsmem init DIR', or point to one with --root DIR or FSMEM_ROOT"
+        f"Create one with {faces.call('init', directory='DIR')}, or point to one with "
+        f"{'--root DIR' if faces.current().kind == faces.CLI else 'Memory(DIR)'} or FSMEM_ROOT"
     )
 
 

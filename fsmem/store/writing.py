@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsmem import format as fmt
+from fsmem import faces, format as fmt
 from fsmem.budget import echo
 from fsmem.errors import AlreadyExists, ChangedOnDisk, EditConflict, InvalidArgument, NotFound
 from fsmem.format import notes as note_text
@@ -186,7 +186,9 @@ def note(
     if subject is not None:
         check_text(subject, "the subject")
         if not subject.strip() or "\n" in subject or "\r" in subject:
-            raise InvalidArgument("--subject must be a single line, such as 'people/Adam Smith' or 'topic/Billing'")
+            raise InvalidArgument(
+                f"{faces.arg('subject')} must be a single line, such as 'people/Adam Smith' or 'topic/Billing'"
+            )
     stamp = fmt.now_iso()
     when = fmt.parse_timestamp(stamp) or _dt.datetime.now().astimezone()
     path = session_note_path(root, session, when)
@@ -292,7 +294,7 @@ def edit(root: Path, path: Path, old: str, new: str, *, expected_version: str | 
     check_text(old, "the old text")
     check_text(new, "the new text")
     if not old:
-        raise InvalidArgument("--old is empty; give the exact text to replace")
+        raise InvalidArgument(f"{faces.arg('old')} is empty; give the exact text to replace")
     before, text = _read(path)
     check_version(root, path, before, expected_version)
     count = text.count(old)
