@@ -19,7 +19,7 @@ from fsmem import faces
 from fsmem.budget import Count, Meter, Metered, Page, Paged
 from fsmem.history.git import clean_env
 from fsmem.history.view import LOG_FORMAT, NAMES, HistoryView, parse_log
-from fsmem.query.reading import ReadResult, bounded_read_stream
+from fsmem.query.reading import ReadResult, bounded_read
 from fsmem.tokens import TokenCounter
 
 MAX_PATHS = 10  # paths listed per commit in a log row's JSON
@@ -194,7 +194,7 @@ def show(
     info = view.describe(commit).info()
     result = ShowResult(info, ReadResult(rel, [], start, None, False))
     room = max(1, max_tokens - tokens.count(result.header() + "\n"))
-    result.read = bounded_read_stream(
+    result.read = bounded_read(
         io.BytesIO(data), rel, tokens, start=start, end=end, max_tokens=room, max_line_chars=max_line_chars
     )
     return result
@@ -254,7 +254,7 @@ def diff(
     proc = subprocess.Popen(repo.git.command(*args), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=clean_env())
     assert proc.stdout is not None
     try:
-        read = bounded_read_stream(
+        read = bounded_read(
             proc.stdout,
             f"diff {label}",
             tokens,

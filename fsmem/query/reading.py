@@ -170,7 +170,7 @@ def _iter_lines(handle, max_line_bytes: int):
 
 
 def bounded_read(
-    path: Path,
+    source: Path | IO[bytes],
     rel: str,
     counter: TokenCounter,
     *,
@@ -181,39 +181,27 @@ def bounded_read(
     hide_ranges: list[tuple[int, int]] | None = None,
     total_lines: int | None = None,
 ) -> ReadResult:
-    """Read lines `start..end` of `path` until `max_tokens` is spent.
+    """Read lines `start..end` of `source` (a memory file, or any binary stream: an old version of a file, a
+    diff being produced) until `max_tokens` is spent.
 
     The first line shown is cut to fit when even it is too long, so the next
     range always starts past it; when not even a cut line fits, the answer
     says the budget is too small and names no next range.
     """
-    with open_regular(path) as handle:
-        return bounded_read_stream(
-            handle,
-            rel,
-            counter,
-            start=start,
-            end=end,
-            max_tokens=max_tokens,
-            max_line_chars=max_line_chars,
-            hide_ranges=hide_ranges,
-            total_lines=total_lines,
-        )
-
-
-def bounded_read_stream(
-    handle: IO[bytes],
-    rel: str,
-    counter: TokenCounter,
-    *,
-    start: int = 1,
-    end: int | None = None,
-    max_tokens: int,
-    max_line_chars: int = ReadSettings.max_line_chars,
-    hide_ranges: list[tuple[int, int]] | None = None,
-    total_lines: int | None = None,
-) -> ReadResult:
-    """`bounded_read` over any binary stream: an old version of a file, a diff being produced."""
+    if isinstance(source, Path):
+        with open_regular(source) as opened:
+            return bounded_read(
+                opened,
+                rel,
+                counter,
+                start=start,
+                end=end,
+                max_tokens=max_tokens,
+                max_line_chars=max_line_chars,
+                hide_ranges=hide_ranges,
+                total_lines=total_lines,
+            )
+    handle = source
     hide_ranges = hide_ranges or []
     result = ReadResult(path=rel, lines=[], start=start, end=None, truncated=False, total_lines=total_lines)
     meter = Meter(counter.count, max_tokens=max_tokens)
