@@ -12,22 +12,14 @@ from typing import Any
 from fsmem import faces
 from fsmem.budget import Page, Paged, echo
 from fsmem.format.facts import split_provenance
+from fsmem.format.rows import Row
 
 
 @dataclass
-class SearchHit:
-    """One row of the answer: where it is, what it says, what it is about, and its score."""
+class SearchHit(Row):
+    """One row of the answer: the row (where it is, what it says, what it is about), and its score."""
 
-    path: str
-    line: int
-    end_line: int
-    text: str
-    score: float
-    kind: str
-    title: str | None = None
-    subject: str | None = None
-    headings: list[str] = field(default_factory=list)
-    superseded: bool = False
+    score: float = 0.0
     tokens: int = 0  # what this row added to the answer (its line, plus any header it opened)
     sources: list[str] = field(default_factory=list)  # the notes a consolidated row cites
 
@@ -37,16 +29,8 @@ class SearchHit:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "path": self.path,
-            "line": self.line,
-            "end_line": self.end_line,
-            "text": self.text,
+            **super().to_dict(),
             "score": round(self.score, 4),
-            "kind": self.kind,
-            "title": self.title,
-            "subject": self.subject,
-            "headings": list(self.headings),
-            "superseded": self.superseded,
             "tokens": self.tokens,
             "sources": list(self.sources),
         }
