@@ -99,6 +99,28 @@ def test_list_and_call_every_tool_over_stdio(tmp_path):
     assert [bool(r.get("error")) for r in logged] == errors
 
 
+def test_the_context_is_a_resource_and_an_unknown_one_is_a_clear_error(tmp_path):
+    from mcp.shared.exceptions import MCPError
+
+    root = build_memory(tmp_path)
+
+    async def actions(session):
+        listed = await session.list_resources()
+        context = await session.read_resource("fsmem://context")
+        try:
+            await session.read_resource("fsmem://nothing")
+        except MCPError as exc:
+            return listed, context, exc
+        return listed, context, None
+
+    listed, context, refused = run_session(root, actions=actions)
+    assert [(r.name, str(r.uri), r.mime_type) for r in listed.resources] == [
+        ("context", "fsmem://context", "text/markdown")
+    ]
+    assert context.contents[0].text == Memory(root).context().to_text()
+    assert refused is not None and str(refused) == "no resource 'fsmem://nothing'; fsmem offers fsmem://context"
+
+
 def test_read_only_server_offers_no_writes_and_changes_nothing(tmp_path):
     root = build_memory(tmp_path)
     before = snapshot(root)

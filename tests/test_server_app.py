@@ -339,6 +339,23 @@ def test_a_path_token_sees_nothing_outside_its_prefix_through_any_tool(team):
     assert snapshot(team["team"]) == before
 
 
+def test_the_context_resource_is_the_tokens_own_view(team):
+    """resources/read of fsmem://context gives what `fsmem context` gives the token's agent, in its scope."""
+    url = team["server"].base + "/mcp"
+
+    async def actions(client):
+        listed = await client.list_resources()
+        return listed, await client.read_resource("fsmem://context")
+
+    whole_listed, whole = session(url, team["tokens"]["full"], actions)
+    assert [(r.name, str(r.uri)) for r in whole_listed.resources] == [("context", "fsmem://context")]
+    assert whole.contents[0].text == Memory(team["team"], agent="researcher").context().to_text()
+    _, scoped = session(url, team["tokens"]["topics"], actions)
+    expected = Memory(team["team"], agent="researcher", scope=["topics/"]).context().to_text()
+    assert scoped.contents[0].text == expected and "entities/" not in expected and "profile" not in expected
+    assert expected != whole.contents[0].text
+
+
 def test_the_example_client_configuration_reaches_the_server(team):
     config = json.loads((Path(__file__).resolve().parents[1] / "examples" / "mcp_http_config.json").read_text())
     entry = config["mcpServers"]["fsmem-team"]

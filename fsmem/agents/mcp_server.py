@@ -7,6 +7,10 @@ The low-level `mcp.server.lowlevel.Server` is used rather than `MCPServer`
 are tool results with `isError` set, so the model sees the message and can
 correct its call; the dispatcher is MCP's one error boundary, and `fsmem serve`
 (`fsmem.server`) answers with the same `tool_list` and `tool_result`.
+
+The pre-injected context (`fsmem context`: profile/ and INDEX.md within the
+agent's budget and scope) is offered as one resource, `fsmem://context`,
+which clients read at the start of a session.
 """
 
 from __future__ import annotations
@@ -67,15 +71,62 @@ def build_server(memory: Memory, held: dict[Any, Any] | None = None):
         arguments = held.pop(ctx.request_id, params.arguments) if ctx.request_id is not None else params.arguments
         return tool_result(await anyio.to_thread.run_sync(tools.call, memory, params.name, arguments))
 
-    return server_of(list_tools, call_tool)
+    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        return await anyio.to_thread.run_sync(read_context, memory, params.uri)
+
+    return server_of(list_tools, call_tool, read_resource)
 
 
-def server_of(list_tools: Any, call_tool: Any) -> Any:
-    """fsmem's MCP server (its name, version and instructions) answering with these two handlers."""
+CONTEXT_URI = "fsmem://context"
+CONTEXT_DESCRIPTION = (
+    "What to know at the start of a turn: the memory's profile and INDEX.md (what it holds), within your budget"
+)
+
+
+def resource_list() -> Any:
+    """The MCP `resources/list` answer: the pre-injected context, the one resource."""
+    import mcp.types as types
+
+    context = types.Resource(
+        name="context", uri=CONTEXT_URI, description=CONTEXT_DESCRIPTION, mime_type="text/markdown"
+    )
+    return types.ListResourcesResult(resources=[context])
+
+
+def read_context(memory: Memory, uri: str) -> Any:
+    """The MCP `resources/read` answer for `uri` (synchronous: run it on a thread); an unknown resource or a
+    failure of the memory is a JSON-RPC error with the message every face gives."""
+    import mcp.types as types
+    from mcp.shared.exceptions import MCPError
+
+    from fsmem.errors import FsmemError
+
+    if uri != CONTEXT_URI:
+        raise MCPError(types.INVALID_PARAMS, f"no resource {uri!r}; fsmem offers {CONTEXT_URI}")
+    try:
+        block = memory.context()
+    except FsmemError as exc:
+        raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
+    return types.ReadResourceResult(
+        contents=[types.TextResourceContents(uri=CONTEXT_URI, mime_type="text/markdown", text=block.to_text())]
+    )
+
+
+def server_of(list_tools: Any, call_tool: Any, read_resource: Any) -> Any:
+    """fsmem's MCP server (its name, version and instructions) answering with these handlers."""
     from mcp.server.lowlevel import Server
 
+    async def list_resources(ctx: Any, params: Any) -> Any:
+        return resource_list()
+
     return Server(
-        SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool
+        SERVER_NAME,
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
     )
 
 

@@ -17,9 +17,10 @@ from typing import Any
 import anyio
 import mcp.types as types
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
 
 from fsmem.agents import tools
-from fsmem.agents.mcp_server import server_of, tool_list, tool_result
+from fsmem.agents.mcp_server import read_context, server_of, tool_list, tool_result
 from fsmem.agents.registry import REGISTRY
 from fsmem.memory import Memory
 from fsmem.server.limits import Slot
@@ -81,7 +82,16 @@ def build_server(limits: Limits, readers: anyio.CapacityLimiter, writers: anyio.
         state.tool_error = answer.is_error
         return tool_result(answer)
 
-    return server_of(list_tools, call_tool)
+    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        state, memory = _admitted(ctx)
+        uri = params.uri
+        answer = await _read(lambda: read_context(memory, uri), readers, state.slot, limits)
+        if answer is None:
+            state.reason = "resource timeout"
+            raise MCPError(types.INTERNAL_ERROR, f"the context took longer than {limits.tool_timeout_seconds:g} s")
+        return answer
+
+    return server_of(list_tools, call_tool, read_resource)
 
 
 async def _read(work: Any, readers: anyio.CapacityLimiter, slot: Slot | None, limits: Limits) -> Any:
