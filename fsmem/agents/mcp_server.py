@@ -119,15 +119,10 @@ def server_of(list_tools: Any, call_tool: Any, read_resource: Any) -> Any:
     async def list_resources(ctx: Any, params: Any) -> Any:
         return resource_list()
 
-    return Server(
-        SERVER_NAME,
-        version=__version__,
-        instructions=INSTRUCTIONS,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        on_list_resources=list_resources,
-        on_read_resource=read_resource,
-    )
+    handlers = {"list_tools": list_tools, "call_tool": call_tool, "list_resources": list_resources}
+    handlers["read_resource"] = read_resource
+    on = {f"on_{name}": handler for name, handler in handlers.items()}
+    return Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, **on)
 
 
 class TextLines:
