@@ -8,6 +8,7 @@ answer advances by at least one line and paging always terminates.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -188,67 +189,57 @@ def bounded_read(
     range always starts past it; when not even a cut line fits, the answer
     says the budget is too small and names no next range.
     """
-    if isinstance(source, Path):
-        with open_regular(source) as opened:
-            return bounded_read(
-                opened,
-                rel,
-                counter,
-                start=start,
-                end=end,
-                max_tokens=max_tokens,
-                max_line_chars=max_line_chars,
-                hide_ranges=hide_ranges,
-                total_lines=total_lines,
-            )
-    handle = source
-    hide_ranges = hide_ranges or []
-    result = ReadResult(path=rel, lines=[], start=start, end=None, truncated=False, total_lines=total_lines)
-    meter = Meter(counter.count, max_tokens=max_tokens)
-    max_line_bytes = max_line_chars * 4 + 1
-    number = 0
-    for number, (raw, length) in enumerate(_iter_lines(handle, max_line_bytes), start=1):
-        if number < start:
-            continue
-        if end is not None and number > end:
-            number -= 1
-            break
-        if fmt.in_ranges(number, hide_ranges):
-            result.hidden_superseded += 1
-            continue
-        text = raw.decode("utf-8", "replace")
-        if number == 1 and text.startswith(fmt.BOM):
-            text = text[1:]
-        if len(text) > max_line_chars or length > len(raw):
-            text = text[:max_line_chars] + f" … [line cut: {length} bytes in all]"
-        if meter.take_text(numbered(number, text)):
-            result.lines.append((number, text))
-            result.end = number
-            continue
-        result.truncated = True
-        if not result.lines:  # even one line does not fit: show the part of it that does
-            line = meter.head_that_fits(text, functools.partial(_numbered_cut, number), truncate=counter.truncate)
-            if line is None:
-                result.notes.append(
-                    f"[the token budget is too small to show line {number} of {rel}{faces.larger_budget()}]"
-                )
+    opened = open_regular(source) if isinstance(source, Path) else contextlib.nullcontext(source)
+    with opened as handle:
+        hide_ranges = hide_ranges or []
+        result = ReadResult(path=rel, lines=[], start=start, end=None, truncated=False, total_lines=total_lines)
+        meter = Meter(counter.count, max_tokens=max_tokens)
+        max_line_bytes = max_line_chars * 4 + 1
+        number = 0
+        for number, (raw, length) in enumerate(_iter_lines(handle, max_line_bytes), start=1):
+            if number < start:
+                continue
+            if end is not None and number > end:
+                number -= 1
                 break
-            meter.take_text(line)
-            result.lines.append((number, line.split("\t", 1)[1]))
-            result.end = number
-            number += 1
-        result.next_lines = f"{number}:{end if end is not None else ''}"
-        if end is not None and number > end:
-            result.truncated, result.next_lines = False, None
-        break
-    else:
-        if result.total_lines is None:
-            result.total_lines = number
-    result.meter = meter
-    if result.hidden_superseded:
-        see = f"; add {faces.ask(include_superseded=True)} to see them" if faces.offers("include_superseded") else ""
-        result.notes.append(f"[{result.hidden_superseded} superseded line(s) hidden{see}]")
-    return result
+            if fmt.in_ranges(number, hide_ranges):
+                result.hidden_superseded += 1
+                continue
+            text = raw.decode("utf-8", "replace")
+            if number == 1 and text.startswith(fmt.BOM):
+                text = text[1:]
+            if len(text) > max_line_chars or length > len(raw):
+                text = text[:max_line_chars] + f" … [line cut: {length} bytes in all]"
+            if meter.take_text(numbered(number, text)):
+                result.lines.append((number, text))
+                result.end = number
+                continue
+            result.truncated = True
+            if not result.lines:  # even one line does not fit: show the part of it that does
+                line = meter.head_that_fits(text, functools.partial(_numbered_cut, number), truncate=counter.truncate)
+                if line is None:
+                    result.notes.append(
+                        f"[the token budget is too small to show line {number} of {rel}{faces.larger_budget()}]"
+                    )
+                    break
+                meter.take_text(line)
+                result.lines.append((number, line.split("\t", 1)[1]))
+                result.end = number
+                number += 1
+            result.next_lines = f"{number}:{end if end is not None else ''}"
+            if end is not None and number > end:
+                result.truncated, result.next_lines = False, None
+            break
+        else:
+            if result.total_lines is None:
+                result.total_lines = number
+        result.meter = meter
+        if result.hidden_superseded:
+            see = (
+                f"; add {faces.ask(include_superseded=True)} to see them" if faces.offers("include_superseded") else ""
+            )
+            result.notes.append(f"[{result.hidden_superseded} superseded line(s) hidden{see}]")
+        return result
 
 
 def numbered(number: int, text: str) -> str:
