@@ -187,6 +187,12 @@ def read(
         hide_ranges=hide,
     )
     result.version = version
+    if any("[[" in text for _, text in result.lines):  # a read without links asks nothing more
+        numbers = {number for number, _ in result.lines}
+        memory.catalog.get(target)
+        memory.catalog.sync()
+        rows = _links.Resolver(memory.catalog).links_in(rel, lines=(min(numbers), max(numbers)))[1]
+        result.links = [{k: v for k, v in row.to_dict().items() if k != "path"} for row in rows if row.line in numbers]
     return result
 
 

@@ -160,13 +160,17 @@ class Resolver:
                 self._known[name] = _outcome(found.get(name, []))
         return {n: self._known[n] for n in names}
 
-    def links_in(self, rel: str, offset: int = 0, limit: int | None = None) -> tuple[int, list[LinkRow]]:
-        """How many links `rel` holds, and those from `offset` (at most `limit`), resolved, in line order."""
-        key = walk_key(rel)
-        total = self.catalog.cache.select("SELECT count(*) FROM wikilinks WHERE key = ?", [key], [(0,)])[0][0]
+    def links_in(
+        self, rel: str, offset: int = 0, limit: int | None = None, *, lines: tuple[int, int] = (1, 2**62)
+    ) -> tuple[int, list[LinkRow]]:
+        """How many links `rel` holds (on `lines`, first and last), and those from `offset` (at most `limit`),
+        resolved, in line order."""
+        among = "FROM wikilinks WHERE key = ? AND line BETWEEN ? AND ?"
+        params = [walk_key(rel), *lines]
+        total = self.catalog.cache.select(f"SELECT count(*) {among}", params, [(0,)])[0][0]
         rows = self.catalog.cache.select(
-            "SELECT line, target, label, name FROM wikilinks WHERE key = ? ORDER BY line, rowid LIMIT ? OFFSET ?",
-            [key, -1 if limit is None else limit, offset],
+            f"SELECT line, target, label, name {among} ORDER BY line, rowid LIMIT ? OFFSET ?",
+            [*params, -1 if limit is None else limit, offset],
             [],
         )
         outcomes = self.resolve(row[3] for row in rows)
