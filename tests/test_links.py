@@ -145,7 +145,10 @@ def test_cli_json_and_paging(linked):
 def test_cli_exit_codes(linked):
     alone = fsmem(linked.root, "links", "profile/identity.md")
     assert alone.returncode == 1
-    assert alone.stdout.splitlines() == ["(profile/identity.md holds no [[links]], and no file links to it)", "[0 links]"]
+    assert alone.stdout.splitlines() == [
+        "(profile/identity.md holds no [[links]], and no file links to it)",
+        "[0 links]",
+    ]
     missing = fsmem(linked.root, "links", "topics/nothing.md")
     assert missing.returncode == 2 and missing.stdout == ""
     assert missing.stderr.strip() == "fsmem: error: topics/nothing.md does not exist; list files with ls"
@@ -336,7 +339,9 @@ def test_resolution_is_deterministic_and_stays_in_the_memory(tmp_path_factory, t
     os.symlink(outside, root / "topics-link.md")  # a link out of the memory answers to nothing
     for n, title in enumerate(titles):
         front = {"title": title, "aliases": aliases[n % len(aliases) :][:1] if aliases else []}
-        write_file(root, f"topics/t{n}.md", "---\n" + "\n".join(f"{k}: {json.dumps(v)}" for k, v in front.items()) + "\n---\n")
+        write_file(
+            root, f"topics/t{n}.md", "---\n" + "\n".join(f"{k}: {json.dumps(v)}" for k, v in front.items()) + "\n---\n"
+        )
     body = " ".join(f"[[{name}]]" for name in asked) + "\n"
     write_file(root, "links.md", body)
     files = {str(p.relative_to(root)) for p in root.rglob("*.md") if not p.is_symlink()}
