@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import write_file
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fsmem import Memory
@@ -18,7 +19,6 @@ from fsmem.agents import tools
 from fsmem.consolidate import index_md
 from fsmem.errors import OutOfScope
 from fsmem.format.links import fold, heading_link, links_of
-from tests.conftest import write_file
 
 FSMEM = str(Path(sys.executable).with_name("fsmem"))
 NOW = {"FSMEM_NOW": "2026-12-01T10:00:00+00:00"}
@@ -253,6 +253,7 @@ def test_tool_answers_and_is_read_only(linked):
     answer = tools.call(linked, "links", {"path": "topics/billing.md"})
     assert not answer.is_error
     assert answer.text == BILLING_TEXT
+    assert (answer.rows, answer.truncated, answer.empty) == (8, False, False)
     assert "links" in [t.name for t in tools.offered(tools.read_only(Memory(linked.root)))]
     bad = tools.call(linked, "links", {"path": "../etc/passwd"})
     assert bad.is_error

@@ -89,6 +89,10 @@ class LinksResult(Paged, Metered):
     meter: Meter | None = field(default=None, repr=False, compare=False)
 
     @property
+    def rows(self) -> int:
+        return len(self.links) + len(self.backlinks)
+
+    @property
     def cited(self) -> list[str]:
         return [self.path, *(r.outcome.path for r in self.links if r.outcome.path)] + [
             f"{r.path}:{r.line}" for r in self.backlinks
