@@ -356,3 +356,24 @@ def test_resolution_is_deterministic_and_stays_in_the_memory(tmp_path_factory, t
         assert (status == "ambiguous") == (len(paths) > 1)
     memory.close()
     again.close()
+
+
+def test_hostile_targets_and_links_inside_the_memory(tmp_path):
+    memory = Memory.init(tmp_path / "mem")
+    write_file(memory.root, "entities/people/rosa.md", "---\ntitle: Rosa Diaz\n---\n")
+    os.symlink("rosa.md", memory.root / "entities/people/rosa-link.md")  # the same file under a second name
+    (tmp_path / "outside.md").write_text("---\ntitle: Outside\n---\n")
+    os.symlink(tmp_path / "outside.md", memory.root / "topics-out.md")  # a link out of the memory
+    write_file(
+        memory.root,
+        "topics/t.md",
+        "[[Rosa Diaz]] [[../../etc/passwd]] [[/etc/hosts]] [[Outside]] [[topics-out]] [[.fsmem/cache.sqlite]]\n",
+    )
+    assert _targets(memory, "topics/t.md") == {
+        "Rosa Diaz": "entities/people/rosa.md",  # not ambiguous: the link inside the memory is the same file
+        "../../etc/passwd": None,
+        "/etc/hosts": None,
+        "Outside": None,
+        "topics-out": None,
+        ".fsmem/cache.sqlite": None,
+    }
