@@ -93,6 +93,7 @@ class Memory(Core):
     ls = reads.ls
     grep = reads.grep
     read = reads.read
+    links = reads.links
     files = reads.files
     meta = reads.meta
     superseded_ranges = reads.superseded_ranges

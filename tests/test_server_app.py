@@ -208,7 +208,7 @@ def test_a_token_lists_greps_reads_searches_and_notes(team):
         return listed, [await client.call_tool(name, arguments) for name, arguments in calls]
 
     listed, results = session(url, token, actions)
-    assert [t.name for t in listed.tools] == ["ls", "grep", "read", "search", "note", "write", "edit"]
+    assert [t.name for t in listed.tools] == ["ls", "grep", "read", "search", "links", "note", "write", "edit"]
     texts = [text_of(r) for r in results]
     assert not any(r.is_error for r in results), texts
     assert texts[0].splitlines()[-1] == "[files 1-2 of 2]"
@@ -293,9 +293,9 @@ def test_a_read_only_token_cannot_write_through_any_tool(team):
         return listed, writes
 
     listed, writes = session(url, token, actions)
-    assert [t.name for t in listed.tools] == ["ls", "grep", "read", "search"]
+    assert [t.name for t in listed.tools] == ["ls", "grep", "read", "search", "links"]
     for result in writes:
-        assert result.is_error and "is read-only; it may use ls, grep, read, search" in text_of(result)
+        assert result.is_error and "is read-only; it may use ls, grep, read, search, links" in text_of(result)
     assert snapshot(team["team"]) == before
 
 
@@ -317,12 +317,14 @@ def test_a_path_token_sees_nothing_outside_its_prefix_through_any_tool(team):
             ("write", {"path": "entities/people/new.md", "body": "x"}),
             ("edit", {"path": "entities/orgs/acme.md", "old": "Acme", "new": "X"}),
             ("note", {"text": "- employer: Initech"}),
+            ("links", {"path": "entities/people/adam-smith.md"}),
+            ("links", {"path": "topics/billing.md"}),
         ]
         listed = await client.list_tools()
         return listed, [await client.call_tool(name, arguments) for name, arguments in calls]
 
     listed, results = session(url, token, actions)
-    assert [t.name for t in listed.tools] == ["ls", "grep", "read", "search", "write", "edit"]  # no note: sessions/
+    assert [t.name for t in listed.tools] == ["ls", "grep", "read", "search", "links", "write", "edit"]  # no note
     texts = [text_of(r) for r in results]
     assert texts[0].splitlines() == [
         line for line in texts[0].splitlines() if line.startswith("topics/") or line.startswith("[")
@@ -333,9 +335,10 @@ def test_a_path_token_sees_nothing_outside_its_prefix_through_any_tool(team):
     for text in texts:
         assert "entities/" not in text.replace("'entities/", "").replace("'entities'", ""), text
         assert "profile" not in text and "adam-smith.md:" not in text
-    for index in (1, 3, 5, 6, 7, 9, 10, 11):
+    for index in (1, 3, 5, 6, 7, 9, 10, 11, 12):
         assert results[index].is_error and "is outside this agent's scope (topics/)" in texts[index], texts[index]
     assert not results[8].is_error or "no relevant memory" in texts[8]
+    assert not results[13].is_error and texts[13].splitlines()[-1] == "[0 links]"
     assert snapshot(team["team"]) == before
 
 

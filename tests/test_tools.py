@@ -61,7 +61,7 @@ EXPECTED = ["ls", "grep", "read", "note", "write", "edit"]
 def expected_names(memory: Memory, writes: bool = True) -> list[str]:
     names = EXPECTED if writes else ["ls", "grep", "read"]
     if callable(getattr(memory, "search", None)):  # the search tool appears once Memory.search exists
-        names = names[:3] + ["search"] + names[3:]
+        names = names[:3] + ["search", "links"] + names[3:]
     return names
 
 

@@ -17,6 +17,7 @@ COMMANDS: dict[str, str] = {
     "ls": "generated:ls",
     "grep": "generated:grep",
     "read": "generated:read",
+    "links": "generated:links",
     "note": "generated:note",
     "write": "generated:write",
     "edit": "generated:edit",

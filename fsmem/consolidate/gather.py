@@ -20,6 +20,7 @@ from fsmem.consolidate.history import RECORD, Record
 from fsmem.consolidate.ledger import Ledger
 from fsmem.consolidate.notes import NoteEntry, aligned, walk_notes
 from fsmem.consolidate.settings import Progress, Settings
+from fsmem.format.links import heading_link
 
 
 @dataclass
@@ -141,16 +142,25 @@ class _Resolver:
     def target(self, heading: str | None) -> subjects.Target:
         if heading not in self.cache:
             text = self.settings.default_subject if heading is None else heading
-            found = subjects.kinded(text)
+            found = None
+            link = heading_link(text)
+            if link is not None:  # `## [[Rosa Diaz]]`: the document the link leads to, else the name as a heading
+                entry = subjects.linked(link, self.directory())
+                found = subjects.target_of(entry) if entry else None
+                text = link
+            found = found or subjects.kinded(text)
             if found is None:
-                if self._directory is None:
-                    self._directory = subjects.directory(self.root)
-                entry = subjects.match(text, self._directory, self.settings.subject_match_threshold)
+                entry = subjects.match(text, self.directory(), self.settings.subject_match_threshold)
                 found = subjects.target_of(entry) if entry else subjects.topic(text)
             real = _real_path(self.root, found.path)
             self.aliases.setdefault(real, {real}).add(found.path)
             self.cache[heading] = dataclasses.replace(found, path=real)
         return self.cache[heading]
+
+    def directory(self) -> list[subjects.DirectoryEntry]:
+        if self._directory is None:
+            self._directory = subjects.directory(self.root)
+        return self._directory
 
     def unkinded_headings(self, path: str) -> list[str | None]:
         """The headings without a kind, in any note, that lead to `path`."""

@@ -42,10 +42,26 @@ def _describe(entry: DirectoryEntry) -> str:
     return text
 
 
+# what would end a link's text or make it something else (a nested link, code, emphasis, HTML)
+_TEXT_ESCAPES = str.maketrans({c: "\\" + c for c in "\\[]`*_<>"})
+# what would end a link's destination: spaces, parentheses, angle brackets (and % itself, since the rest is encoded)
+_PATH_ESCAPES = str.maketrans({c: f"%{ord(c):02X}" for c in "% ()<>"})
+
+
+def link_text(title: str) -> str:
+    """A title as the text of a Markdown link, shown as written whatever it holds (`[[Rosa Diaz]]` included)."""
+    return " ".join(title.split()).translate(_TEXT_ESCAPES)
+
+
+def link_path(path: str) -> str:
+    """A memory path as a Markdown link's destination, which stays one however the path is named."""
+    return path.translate(_PATH_ESCAPES)
+
+
 def _line(entry: DirectoryEntry) -> str:
     """One document's line; a secret in its title or description never reaches INDEX.md (it is redacted)."""
     description = _describe(entry)
-    line = f"- [{entry.title}]({entry.path})" + (f": {description}" if description else "")
+    line = f"- [{link_text(entry.title)}]({link_path(entry.path)})" + (f": {description}" if description else "")
     return secrets.redact(line) if secrets.scan(line) else line
 
 

@@ -23,7 +23,7 @@ from fsmem.store.files import atomic_write, state_dir
 
 _KIND = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,40}$")
 TOPIC_KINDS = ("topic", "topics")
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 _INTERESTING = frozenset("-# `~")
 
 
@@ -49,6 +49,7 @@ class DirectoryEntry:
     importance: float = 0.0
     names: list[str] = field(default_factory=list)  # title, aliases, entity/topic name
     summary: str = ""  # first current facts, for documents without a description
+    subject: str = ""  # its entity or topic name as a note subject says it (`people/Adam Smith`, `topic/Billing`)
 
 
 def kinded(heading: str) -> Target | None:
@@ -81,6 +82,28 @@ def match(name: str, entries: list[DirectoryEntry], threshold: float) -> Directo
         return None
     best = process.extractOne(name.casefold().strip(), choices, scorer=fuzz.ratio, score_cutoff=threshold)
     return owners[best[2]] if best else None
+
+
+def linked(name: str, entries: list[DirectoryEntry]) -> DirectoryEntry | None:
+    """The document a `[[name]]` heading leads to, by the rules of links (`fsmem.format.links`); None when
+    no document, or several, answer to it."""
+    from fsmem.format.links import RESOLVED, choose, fold, names_of
+
+    wanted = fold(name)
+    by_path = {entry.path: entry for entry in entries}
+    candidates = []
+    for entry in entries:
+        is_topic = entry.subject.startswith("topic/")
+        names = names_of(
+            entry.path,
+            title=entry.title,
+            aliases=entry.names,
+            entity=entry.subject or None if not is_topic else None,
+            topic=entry.subject[len("topic/") :] if is_topic else None,
+        )
+        candidates += [(tier, entry.path) for tier, found in names if found == wanted]
+    status, paths = choose(candidates)
+    return by_path[paths[0]] if status == RESOLVED else None
 
 
 def target_of(entry: DirectoryEntry) -> Target:
@@ -152,7 +175,14 @@ def entry_from(rel: str, stat: os.stat_result, front: dict, text: str) -> Direct
         importance=float(importance),
         names=_names(front, str(title)),
         summary="; ".join(summary),
+        subject=_subject(front),
     )
+
+
+def _subject(front: dict) -> str:
+    if front.get("entity"):
+        return str(front["entity"]).strip()
+    return f"topic/{str(front['topic']).strip()}" if front.get("topic") else ""
 
 
 def directory(root: Path, fresh: dict[str, DirectoryEntry] | None = None) -> list[DirectoryEntry]:

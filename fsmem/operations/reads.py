@@ -13,7 +13,7 @@ from fsmem import faces
 from fsmem.budget import check_offset
 from fsmem.errors import FsmemError, InvalidArgument
 from fsmem.operations.core import Core, existing, selection
-from fsmem.query import grep as _grep, reading
+from fsmem.query import grep as _grep, links as _links, reading
 from fsmem.query.listing import Listing, list_entries
 from fsmem.store.catalog import EXACT_COUNT_LIMIT, FileMeta
 from fsmem.store.files import file_version
@@ -188,7 +188,39 @@ def read(
         hide_ranges=hide,
     )
     result.version = version
+    if any("[[" in text for _, text in result.lines):  # a read without links asks nothing more
+        numbers = {number for number, _ in result.lines}
+        memory.catalog.get(target)
+        memory.catalog.sync()
+        rows = _links.Resolver(memory.catalog).links_in(rel, lines=(min(numbers), max(numbers)))[1]
+        result.links = [{k: v for k, v in row.to_dict().items() if k != "path"} for row in rows if row.line in numbers]
     return result
+
+
+def links(
+    memory: Core,
+    path: str,
+    *,
+    offset: int = 0,
+    max_results: int | None = None,
+    max_tokens: int | None = None,
+) -> _links.LinksResult:
+    """What a file's [[wikilinks]] lead to (resolved, to nothing, or ambiguous), then what links to it, each
+    with its line: one page within the budget and the scope (`fsmem.query.links`)."""
+    check_offset(offset)
+    target = existing(memory, path, "file")
+    rel = relative(memory.root, target)
+    budget = memory.budget.narrowed(max_tokens, max_results)
+    memory.catalog.get(target)  # its own row, whatever the walk's scope
+    memory.catalog.sync()
+    return _links.page_of(
+        _links.Resolver(memory.catalog),
+        rel,
+        offset=offset,
+        max_results=budget.max_results,
+        max_tokens=budget.max_tokens,
+        count=memory.tokens.count,
+    )
 
 
 def files(

@@ -17,9 +17,12 @@ from typing import TYPE_CHECKING, Any
 from fsmem import faces
 from fsmem.config import STATE_DIR
 from fsmem.errors import InvalidArgument, guarded
+from fsmem.format.links import UNRESOLVED
 from fsmem.operations.core import Core, selection, whole_memory
 from fsmem.operations.transaction import after_change, require_writable, transaction
+from fsmem.query.links import SHOWN_CANDIDATES, Resolver
 from fsmem.store import paths as _paths
+from fsmem.store.selection import Selection
 
 if TYPE_CHECKING:  # and imported where used: a read (ls, grep, read) loads none of these
     from fsmem.consolidate.apply import ConsolidationReport
@@ -74,8 +77,10 @@ def check(memory: Core, path: str | None = None) -> CheckResult:
     """
     from fsmem.consolidate.dates import future_note_problem, today
 
-    found = memory.catalog.problems(selection(memory, path))
+    chosen = selection(memory, path)
+    found = memory.catalog.problems(chosen)
     problems = [(m.path, line, message) for m in found.metas for line, message in m.problems]
+    problems += link_problems(memory, chosen)
     problems += [(shown, 1, reason) for shown, reason in found.skipped]
     day = today()
     for rel, created in found.created:
@@ -92,6 +97,26 @@ def check(memory: Core, path: str | None = None) -> CheckResult:
         problems += health.problems(memory.history)
     problems.sort(key=lambda p: (p[0], p[1]))
     return CheckResult(problems=problems, files=found.total + len(found.skipped))
+
+
+def link_problems(memory: Core, chosen: Selection) -> list[tuple[str, int, str]]:
+    """A problem per [[link]] that leads to no memory file or to several (`fsmem.query.links`)."""
+    found = []
+    for row in Resolver(memory.catalog).broken(chosen):
+        if row.outcome.status == UNRESOLVED:
+            found.append((row.path, row.line, f"link {row.written} leads to no memory file"))
+        else:
+            names = ", ".join(row.outcome.paths[:SHOWN_CANDIDATES])
+            more = len(row.outcome.paths) - SHOWN_CANDIDATES
+            names += f" and {more} more" if more > 0 else ""
+            found.append(
+                (
+                    row.path,
+                    row.line,
+                    f"link {row.written} is ambiguous: {len(row.outcome.paths)} files answer to it ({names})",
+                )
+            )
+    return found
 
 
 def index(memory: Core) -> IndexResult:

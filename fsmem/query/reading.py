@@ -50,6 +50,7 @@ class ReadResult(Metered):
     notes: list[str] = field(default_factory=list)
     meter: Meter | None = field(default=None, repr=False, compare=False)
     version: str | None = None  # the file's version when read (pass it back as expected_version)
+    links: list[dict[str, Any]] = field(default_factory=list)  # the [[links]] on the lines shown, resolved
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -68,6 +69,7 @@ class ReadResult(Metered):
             data["outline"] = [vars(o) for o in self.outline]
         else:
             data["lines"] = [{"line": n, "text": t} for n, t in self.lines]
+            data["links"] = self.links
         return data
 
     @property

@@ -167,6 +167,23 @@ _DECLARED = (
         cli=Cli(note="Whole rows within the budget; exit 1 when nothing is relevant.", exit_1="empty"),
     ),
     Operation(
+        "links",
+        "What a memory file's [[links]] lead to (a file, nothing, or several files), then which files link to it, "
+        "each with its line.",
+        "reads:links",
+        (
+            PATH.but(description="The file whose links and backlinks to list, such as 'entities/people/rosa-diaz.md'"),
+            *PAGE,
+        ),
+        "page",
+        guide="A link is [[Title]], [[kind/Name]] ('[[people/Rosa Diaz]]'), [[path]] or [[...|label]]; it leads to the\n"
+        "file with that path, else that entity or topic name, else that title or alias, else that file name (any\n"
+        "case). Use it to follow what a document refers to, or to find every note that mentions it. A cut answer\n"
+        "names the offset of its next page: call links again with that offset.",
+        tool=True,
+        cli=Cli(note="Exit 1 when the file holds no link and none leads to it.", exit_1="empty"),
+    ),
+    Operation(
         "recall",
         "Search for pre-injection, or skip cheaply: the budget is spent, the query is already in what the agent "
         "holds, or nothing new was written.",

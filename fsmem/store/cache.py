@@ -44,6 +44,7 @@ from typing import Any
 import apsw
 
 from fsmem.format.frontmatter import CONSOLIDATED_FIELD, parse_timestamp
+from fsmem.format.links import fold, names_of
 from fsmem.store.paths import STATE_DIR
 from fsmem.store.walk import path_of, walk_key
 
@@ -52,8 +53,9 @@ Connection = apsw.Connection
 
 CACHE_FILE = "cache.sqlite"
 # 5: compressed rows, hashed count memo; 6: FileMeta carries the file's version; 7: maybe_cited;
-# 8: listings in SQL (walk-order keys, filter columns, skipped entries), a row's fields as columns
-SCHEMA_VERSION = 8
+# 8: listings in SQL (walk-order keys, filter columns, skipped entries), a row's fields as columns;
+# 9: each file's wikilinks and the names links resolve by (fsmem.format.links)
+SCHEMA_VERSION = 9
 # A file modified this recently may change again within the same mtime tick: its row is stored marked
 # racy, and read again by the next stamp check (the "racy" window, as in git's index).
 RACY_NS = 1_000_000_000
@@ -107,6 +109,24 @@ CREATE INDEX IF NOT EXISTS files_link ON files (link) WHERE link IS NOT NULL;
 -- memory-named entries the last walk could not use (a link out, a FIFO, an unreadable file or folder)
 CREATE TABLE IF NOT EXISTS skipped (key TEXT PRIMARY KEY, shown TEXT NOT NULL, reason TEXT NOT NULL, link TEXT)
     WITHOUT ROWID;
+-- the wikilinks of each file (`fsmem.format.links`), and the names each file answers to: what `fsmem links`,
+-- `check` and `read` resolve over (`fsmem.query.links`); kept with the file's row, gone with it
+CREATE TABLE IF NOT EXISTS wikilinks (
+    key TEXT NOT NULL,  -- the linking file's walk-order key
+    line INTEGER NOT NULL,
+    target TEXT NOT NULL,  -- as written, before `|` and `#`
+    name TEXT NOT NULL,  -- the target folded, as `names.name`
+    label TEXT
+);
+CREATE INDEX IF NOT EXISTS wikilinks_from ON wikilinks (key, line);
+CREATE INDEX IF NOT EXISTS wikilinks_to ON wikilinks (name, key, line);
+CREATE TABLE IF NOT EXISTS names (name TEXT NOT NULL, tier INTEGER NOT NULL, key TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS names_name ON names (name, tier);
+CREATE INDEX IF NOT EXISTS names_key ON names (key);
+CREATE TRIGGER IF NOT EXISTS files_gone AFTER DELETE ON files BEGIN
+    DELETE FROM wikilinks WHERE key = old.key;
+    DELETE FROM names WHERE key = old.key;
+END;
 -- keyed by a 128-bit digest of the string: storing the strings themselves (up to 4 KB, and again in the
 -- key's index) made the memo 44 MB after one `ls` of 10k files
 CREATE TABLE IF NOT EXISTS counts (digest BLOB PRIMARY KEY, tokens INTEGER NOT NULL);
@@ -412,9 +432,11 @@ class MetaCache:
         """
         now = time.time_ns()
         records = []
+        named: dict[str, tuple[list[tuple], list[tuple]]] = {}
         for stamp, data in metas:
             path = data["path"]
             records.append(_record(path, stamp, data, (links or {}).get(path), stamp[0] >= now - RACY_NS))
+            named[path] = _link_rows(path, data)
         dropped = list(gone)
         if not records and prune_except is None and not dropped and skipped is None:
             return True
@@ -424,8 +446,11 @@ class MetaCache:
                 for record in records:
                     if still is not None and not still(record[1], (record[2], record[3], record[4])):
                         continue
-                    conn.execute("DELETE FROM files WHERE key = ?", (record[0],))
+                    conn.execute("DELETE FROM files WHERE key = ?", (record[0],))  # its links and names too
                     conn.execute(f"INSERT INTO files VALUES ({','.join('?' * len(record))})", record)
+                    wikilinks, names = named[record[1]]
+                    conn.executemany("INSERT INTO wikilinks VALUES (?, ?, ?, ?, ?)", wikilinks)
+                    conn.executemany("INSERT INTO names VALUES (?, ?, ?)", names)
                 for path, (mtime, size, ino) in dropped:
                     conn.execute(
                         "DELETE FROM files WHERE key = ? AND mtime_ns = ? AND size = ? AND ino = ?",
@@ -531,6 +556,20 @@ def _record(path: str, stamp: Stamp, data: dict[str, Any], link: str | None, rac
         *shown,
         zlib.crc32(json.dumps([path, *shown], ensure_ascii=False).encode("utf-8", "surrogatepass")),
     )
+
+
+def _link_rows(path: str, data: dict[str, Any]) -> tuple[list[tuple], list[tuple]]:
+    """The `wikilinks` and `names` rows of one FileMeta dict."""
+    key = walk_key(path)
+    wikilinks = [(key, line, target, fold(target), label) for line, target, label in data.get("wikilinks") or []]
+    names = names_of(
+        path,
+        title=data.get("title"),
+        aliases=data.get("aliases") or [],
+        entity=data.get("entity"),
+        topic=data.get("topic"),
+    )
+    return wikilinks, [(name, tier, key) for tier, name in names]
 
 
 # the columns `meta_of` reads, in its order

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from fsmem import format as fmt
-from fsmem.format import secrets
+from fsmem.format import links, secrets
 from fsmem.store import files, paths
 from fsmem.store.paths import relative
 from fsmem.tokens import TokenCounter
@@ -52,6 +52,8 @@ class FileMeta:
     front_matter: dict[str, Any] = field(default_factory=dict)
     problems: list[tuple[int, str]] = field(default_factory=list)
     version: str | None = None  # what a guarded write (expected_version) compares: fsmem.store.files.version_of
+    aliases: list[str] = field(default_factory=list)  # front matter `aliases:`, names links resolve by
+    wikilinks: list[tuple[int, str, str | None]] = field(default_factory=list)  # line, target, label
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -62,6 +64,7 @@ class FileMeta:
         data["headings"] = [tuple(h) for h in data.get("headings", [])]
         data["superseded"] = [tuple(r) for r in data.get("superseded", [])]
         data["problems"] = [tuple(p) for p in data.get("problems", [])]
+        data["wikilinks"] = [tuple(w) for w in data.get("wikilinks", [])]
         return cls(**data)
 
 
@@ -95,9 +98,11 @@ def read_meta(root: Path, path: Path, counter: TokenCounter, stat: os.stat_resul
         meta.tokens = counter.count(text)
         meta.headings = [(h.level, h.title, h.line, h.end_line) for h in fmt.headings(doc.body, doc.body_start_line)]
         meta.superseded = fmt.superseded_ranges(doc)
+        meta.wikilinks = [(w.line, w.target, w.label) for w in links.links_of(doc.body, doc.body_start_line)]
     else:
         meta.tokens = stat.st_size // 4
         meta.tokens_estimated = True
+    meta.aliases = links.aliases_of(fm)
     if meta.title is None:
         meta.title = next((h[1] for h in meta.headings if h[0] == 1), None)
     meta.problems = [(p.line, p.message) for p in problems + fmt.validate(doc)]
@@ -113,6 +118,9 @@ def read_meta(root: Path, path: Path, counter: TokenCounter, stat: os.stat_resul
         meta.front_matter = secrets.redact_value(meta.front_matter)
         meta.title, meta.description = secrets.redact_value(meta.title), secrets.redact_value(meta.description)
         meta.headings = [(level, secrets.redact_value(title), a, b) for level, title, a, b in meta.headings]
+        meta.aliases = [secrets.redact_value(alias) for alias in meta.aliases]
+        secret_lines = {s.line for s in found}
+        meta.wikilinks = [w for w in meta.wikilinks if w[0] not in secret_lines]
     return meta
 
 
