@@ -52,11 +52,9 @@ def mcp_cmd(ctx, read_only, paths):
     memory = Memory(obj.get("root"), agent=obj.get("agent"), scope=list(paths) or None)
     if read_only:
         agent_tools.read_only(memory)
-    try:
+    from fsmem.extras import needs_extra
+
+    with needs_extra("mcp", "fsmem mcp"):
         from fsmem.agents import mcp_server
 
         mcp_server.serve(memory)
-    except ModuleNotFoundError as exc:
-        if exc.name and exc.name.split(".")[0] in ("mcp", "mcp_types", "anyio"):
-            raise click.ClickException("the MCP server needs the mcp package: pip install 'fsmem[mcp]'") from None
-        raise

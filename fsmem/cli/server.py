@@ -76,14 +76,12 @@ def serve_cmd(ctx, memories, config_file, tokens_file, host, port, log_file):
     if log_file:
         settings.log = Path(log_file).expanduser()
     settings.check()  # before the web stack loads: a wrong setting is reported at once
-    try:
+    from fsmem.extras import needs_extra
+
+    with needs_extra("server", "fsmem serve"):
         from fsmem.server import run
 
         code = run.serve(settings)  # imports the web stack (anyio, uvicorn) itself
-    except ModuleNotFoundError as exc:
-        if exc.name and exc.name.split(".")[0] in ("mcp", "mcp_types", "anyio", "uvicorn", "starlette"):
-            raise click.ClickException("the memory server needs the MCP SDK: pip install 'fsmem[server]'") from None
-        raise
     ctx.exit(code)
 
 
