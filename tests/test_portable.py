@@ -180,3 +180,14 @@ def test_with_a_machine_id_the_host_id_needs_no_state(tmp_path, monkeypatch):
     first = host.host_id(root)
     assert first == host.host_id(root) and len(first) == 8
     assert not (root / ".fsmem").exists()
+
+
+def test_the_package_claims_only_the_operating_system_it_is_tested_on():
+    import tomllib
+
+    from hidden_modules import REPO
+
+    classifiers = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["classifiers"]
+    assert [c for c in classifiers if c.startswith("Operating System")] == ["Operating System :: POSIX :: Linux"]
+    guide = (REPO / "docs" / "guide.md").read_text()
+    assert "declares only `Operating System :: POSIX :: Linux`" in guide
