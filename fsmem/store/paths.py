@@ -24,6 +24,7 @@ from typing import BinaryIO, Protocol
 
 from fsmem.config import CONFIG_FILE, STATE_DIR
 from fsmem.errors import ConfigError, InvalidArgument, PathEscape, quoted
+from fsmem.format.portable import portable_problem
 
 MEMORY_SUFFIXES = (".md", ".markdown")
 # The memory's own conventions file (from the template), for humans: listed and readable,
@@ -91,6 +92,22 @@ def stored_name_problem(name: str, *, length: bool = True) -> str | None:
     return None
 
 
+def case_twin(folder: str | os.PathLike[str], name: str) -> str | None:
+    """Another entry of `folder` whose name differs from `name` only by letter case, or None.
+
+    A case-insensitive file system (macOS, Windows) holds one of the two: the other is lost on checkout.
+    """
+    folded = name.casefold()
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name != name and entry.name.casefold() == folded:
+                    return entry.name
+    except OSError:
+        return None
+    return None
+
+
 def is_memory_name(name: str) -> bool:
     """True for a file name that may be a memory file: `*.md` or `*.markdown`, not hidden, plain text."""
     return name.lower().endswith(MEMORY_SUFFIXES) and name_problem(name) is None
@@ -154,7 +171,9 @@ def lexical_parts(raw: str) -> list[str]:
     if too_big:
         raise _refused(InvalidArgument, raw, too_big)
     text = raw.replace("\\", "/").strip()
-    if text.startswith("/") or (len(text) > 1 and text[1] == ":"):
+    # `C:/x` or `C:` anywhere; on Windows also `C:x` (relative to that drive's own folder), and any ':' (a stream)
+    drive = len(text) > 1 and text[1] == ":" and (os.name == "nt" or len(text) == 2 or text[2] == "/")
+    if text.startswith("/") or drive or (os.name == "nt" and ":" in text):
         raise _refused(
             PathEscape, raw, "is absolute; give a path relative to the memory root, such as 'topics/billing.md'"
         )
@@ -226,6 +245,7 @@ def _check_physical(root: Path, full: str, raw: str, want: str, name: str, scope
     except FileNotFoundError:
         if os.path.islink(full):
             raise _refused(PathEscape, raw, "is a dangling symbolic link") from None
+        check_portable(real_root, inside, raw)
         _check_new(raw, want, name, inside)
         return
     except NotADirectoryError:
@@ -246,6 +266,36 @@ def _check_physical(root: Path, full: str, raw: str, want: str, name: str, scope
         raise _refused(InvalidArgument, raw, "is not a memory file; memory files end in .md")
     if not is_memory_path(inside):
         raise _link_refusal(raw, inside)
+
+
+def check_portable(real_root: str, inside: str, raw: str) -> None:
+    """Refuse a path that does not exist yet if a name it would create is one Windows or macOS cannot hold.
+
+    Only the names it would create are checked (from the first that does not exist on): what is already
+    stored stays reachable, so that `fsmem mv` can rename it.
+    """
+    folder: str | None = real_root  # the existing folder that the next name goes into; None once under a new one
+    parts = inside.split("/")
+    for number, part in enumerate(parts):
+        if folder is not None:
+            here = os.path.join(folder, part)
+            if os.path.lexists(here):
+                folder = here
+                continue
+        problem = portable_problem(part)
+        if problem is None and folder is not None:
+            twin = case_twin(folder, part)
+            if twin is not None:
+                problem = (
+                    f"differs only by letter case from {shown('/'.join([*parts[:number], twin]))}, which a macOS "
+                    "or Windows copy of this memory cannot hold beside it; use that name, or another"
+                )
+        if problem is not None:
+            where = f"has a folder {quoted(part)} that " if number < len(parts) - 1 else ""
+            error = _refused(InvalidArgument, raw, where + problem)
+            error.portable = True  # type: ignore[attr-defined]  # a name, not a place: faces need not add where to go
+            raise error
+        folder = None
 
 
 def _check_new(raw: str, want: str, name: str, inside: str) -> None:
@@ -358,6 +408,7 @@ __all__ = [
     "STATE_DIR",
     "ScopeCheck",
     "check_folder_contents",
+    "check_portable",
     "check_text",
     "config_dir",
     "is_memory_name",
@@ -366,6 +417,8 @@ __all__ = [
     "lexical_parts",
     "name_problem",
     "open_regular",
+    "portable_problem",
+    "case_twin",
     "quoted",
     "read_regular",
     "relative",

@@ -19,6 +19,7 @@ from fsmem import format as fmt
 from fsmem.budget import echo
 from fsmem.errors import AlreadyExists, ChangedOnDisk, EditConflict, InvalidArgument, NotFound
 from fsmem.format import notes as note_text
+from fsmem.format.portable import portable_problem
 from fsmem.store.fields import check_fields
 from fsmem.store.files import atomic_write, same_version, version_of
 from fsmem.store.paths import check_text, read_regular, relative
@@ -134,6 +135,11 @@ def session_note_path(root: Path, session: str, when: _dt.datetime) -> Path:
     if not _SESSION_ID.match(session):
         raise InvalidArgument(
             f"session id {echo(session)} may hold only letters, digits, '.', '_' and '-' (at most 100 characters)"
+        )
+    unportable = portable_problem(f"{session}.md")
+    if unportable:
+        raise InvalidArgument(
+            f"session id {echo(session)} {unportable}; choose another (the note file is named after it)"
         )
     return root / "sessions" / f"{when:%Y}" / f"{when:%m}" / f"{when:%d}" / f"{session}.md"
 
