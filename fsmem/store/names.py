@@ -21,14 +21,14 @@ def unportable(rels: Iterable[str]) -> list[tuple[str, str]]:
     found: dict[str, str] = {}
     renamed: dict[str, str] = {}  # path -> its path once everything reported above it is renamed
     taken: dict[str, set[str]] = {}  # parent path -> the case-folded names in it
-    names: dict[str, list[str]] = {}
+    names: dict[str, set[str]] = {}
     for rel in rels:
-        parts = rel.split("/")
-        for depth in range(1, len(parts) + 1):
-            parent, name = "/".join(parts[: depth - 1]), parts[depth - 1]
-            if name not in names.setdefault(parent, []):
-                names[parent].append(name)
-                taken.setdefault(parent, set()).add(name.casefold())
+        parent = ""
+        for name in rel.split("/"):
+            names.setdefault(parent, set()).add(name)
+            parent = f"{parent}/{name}" if parent else name
+    for parent, held in names.items():
+        taken[parent] = {name.casefold() for name in held}
     for parent in sorted(names, key=lambda p: (p.count("/") if p else -1, p)):
         seen: dict[str, str] = {}
         for name in sorted(names[parent], key=lambda n: (n != n.lower(), n)):  # of two twins, keep a lower-case one
