@@ -6,11 +6,8 @@ Each command runs in a subprocess where the extra's package cannot be imported
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
-from hidden_modules import BOOTSTRAP, REPO, run_fsmem
+from hidden_modules import run_fsmem
 
 from fsmem import Memory
 
@@ -58,19 +55,12 @@ def test_evaluate_plot_without_matplotlib_names_the_plot_extra(root, tmp_path):
 
 
 def test_the_anthropic_drop_in_without_its_sdk_names_the_extra():
-    script = BOOTSTRAP.replace("from fsmem.cli import main\nmain()", "import fsmem.integrations.anthropic")
-    done = subprocess.run(
-        [sys.executable, "-c", script, "anthropic", ""],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=60,
-    )
+    done = run_fsmem(["-c", "import fsmem.integrations.anthropic"], hide=["anthropic"])
     assert done.returncode == 1
     assert (
         "ImportError: fsmem.integrations.anthropic needs the fsmem[anthropic] extra; "
         "install it with: pip install 'fsmem[anthropic]'" in done.stderr
-    )
+    ), done.stderr
 
 
 def test_the_core_commands_need_no_extra(root):

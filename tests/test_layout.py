@@ -20,7 +20,15 @@ PACKAGE = Path(__file__).resolve().parent.parent / "fsmem"
 LAYERS = [
     (
         "foundation",
-        ("fsmem.errors", "fsmem.budget", "fsmem.tokens", "fsmem.config", "fsmem.arguments", "fsmem.spec"),
+        (
+            "fsmem.errors",
+            "fsmem.extras",
+            "fsmem.budget",
+            "fsmem.tokens",
+            "fsmem.config",
+            "fsmem.arguments",
+            "fsmem.spec",
+        ),
     ),
     ("format", ("fsmem.format",)),
     ("store", ("fsmem.store",)),

@@ -8,7 +8,8 @@ followed to its real target, which must itself pass the same rule. Names hold
 no control characters and are valid UTF-8; depth and length are checked
 before the file system sees the path; and only regular files are opened.
 
-Two halves, so that walkers stay fast: `is_memory_path` is the lexical
+This module is long because it is the one rule: split, a reader would have to hold several modules to
+know what a path may be. Two halves, so that walkers stay fast: `is_memory_path` is the lexical
 predicate (strings only) that the catalog walk, grep and watch share, and
 `resolve` adds the physical checks (links, file types) for one given path.
 """
@@ -89,22 +90,6 @@ def stored_name_problem(name: str, *, length: bool = True) -> str | None:
         return "is not valid text (not UTF-8)"
     if length and (len(name) > MAX_NAME_BYTES or (not plain and len(name.encode("utf-8")) > MAX_NAME_BYTES)):
         return f"has a name longer than {MAX_NAME_BYTES} bytes"
-    return None
-
-
-def case_twin(folder: str | os.PathLike[str], name: str) -> str | None:
-    """Another entry of `folder` whose name differs from `name` only by letter case, or None.
-
-    A case-insensitive file system (macOS, Windows) holds one of the two: the other is lost on checkout.
-    """
-    folded = name.casefold()
-    try:
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                if entry.name != name and entry.name.casefold() == folded:
-                    return entry.name
-    except OSError:
-        return None
     return None
 
 
@@ -268,6 +253,22 @@ def _check_physical(root: Path, full: str, raw: str, want: str, name: str, scope
         raise _link_refusal(raw, inside)
 
 
+def case_twin(folder: str | os.PathLike[str], name: str) -> str | None:
+    """Another entry of `folder` whose name differs from `name` only by letter case, or None.
+
+    A case-insensitive file system (macOS, Windows) holds one of the two: the other is lost on checkout.
+    """
+    folded = name.casefold()
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name != name and entry.name.casefold() == folded:
+                    return entry.name
+    except OSError:
+        return None
+    return None
+
+
 def check_portable(real_root: str, inside: str, raw: str) -> None:
     """Refuse a path that does not exist yet if a name it would create is one Windows or macOS cannot hold.
 
@@ -407,6 +408,7 @@ __all__ = [
     "ROOT_README",
     "STATE_DIR",
     "ScopeCheck",
+    "case_twin",
     "check_folder_contents",
     "check_portable",
     "check_text",
@@ -417,8 +419,6 @@ __all__ = [
     "lexical_parts",
     "name_problem",
     "open_regular",
-    "portable_problem",
-    "case_twin",
     "quoted",
     "read_regular",
     "relative",
