@@ -250,7 +250,7 @@ def arguments(cases: Cases, root: Path) -> None:
     config.write_text(config.read_text().replace("  timeout_seconds: 10 ", "  timeout_seconds: abc", 1))
     done = cases.cli(["--root", str(bad), "grep", "x"])
     ok, why = _refused(done)
-    ok = ok and done is not None and "fsmem.yaml:24: grep.timeout_seconds" in done.stderr
+    ok = ok and done is not None and "fsmem.yaml:26: grep.timeout_seconds" in done.stderr
     cases.count("arguments (12)", "fsmem.yaml with a wrong type", ok, why)
 
 

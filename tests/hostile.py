@@ -52,6 +52,12 @@ PAYLOADS: list[tuple[str, str]] = [
     ("FIFO named .md", "fifo.md"),
     ("symbolic link loop", "loop.md"),
     ("file given as a folder", "topics/billing.md/x.md"),
+    # names a Windows or macOS copy cannot hold (fsmem.format.portable): refused wherever fsmem would create them
+    ("Windows device name", "topics/con.md"),
+    ("Windows device name, in a folder", "Aux/x.md"),
+    ("character Windows refuses", "topics/a:b.md"),
+    ("trailing dot in a folder", "topics./x.md"),
+    ("case twin of an existing file", "topics/Billing.md"),
 ]
 # Refused where a file is wanted (read, write, edit); a folder is fine for ls and grep.
 FOLDER_AS_FILE = ("folder given as a file", "topics")

@@ -263,7 +263,7 @@ def test_the_cli_says_which_setting_and_set_with_an_alias_is_refused_clearly(tmp
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
     done = subprocess.run([FSMEM, "--root", str(memory.root), "grep", "x"], capture_output=True, text=True, env=env)
     assert done.returncode == 2
-    assert done.stderr == f"fsmem: error: {config}:24: grep.timeout_seconds must be a number above 0, not 'abc'\n"
+    assert done.stderr == f"fsmem: error: {config}:26: grep.timeout_seconds must be a number above 0, not 'abc'\n"
     other = Memory.init(tmp_path / "n")
     for value, says in (
         ("title=&a [*a]", "--set title: YAML anchors and aliases (&name, *name) are not taken in a value"),

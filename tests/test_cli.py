@@ -68,7 +68,6 @@ def test_root_is_found_from_the_working_directory_and_env(demo_memory, tmp_path)
         (["grep", "(oops"], "invalid regular expression"),
         (["read", "topics/billing.md", "--lines", "9:1"], "not a valid range"),
         (["edit", "topics/billing.md", "--old", "billing contact", "--new", "x"], "matches 2 times"),
-        (["--agent", "nobody", "ls"], "unknown agent 'nobody'"),
         (["--agent", "reviewer", "note", "x"], "read-only"),
         (["ls", "--depth", "0"], "--depth must be at least 1"),
         (["write", "x.md", "--set", "novalue"], "key=value"),

@@ -363,15 +363,29 @@ def test_the_old_name_of_settle_seconds_is_still_read(tmp_path):
         Config.load(tmp_path)
 
 
-def test_an_agent_entry_is_merged_over_the_default_and_an_unknown_agent_is_refused(tmp_path):
+def test_an_agent_entry_is_merged_over_the_default_and_an_unknown_agent_gets_the_default(tmp_path):
     (tmp_path / CONFIG_FILE).write_text(
         "budgets:\n  agents:\n    bot: {max_results: 5}\n    idle:\n  default: {max_tokens: 300, read_only: true}\n"
     )
     config = Config.load(tmp_path)
     assert config.budget_for("bot") == config.budget_for(None).narrowed(max_results=5)
     assert (config.budget_for("bot").max_tokens, config.budget_for("idle")) == (300, config.budget_for())
-    with pytest.raises(ConfigError, match=r"^unknown agent 'other' in fsmem.yaml \(known agents: bot, idle\)$"):
+    assert config.budget_for("newcomer") == config.budget_for(None)
+
+
+def test_a_closed_list_refuses_an_unknown_agent_and_says_where_to_declare_it(tmp_path):
+    (tmp_path / CONFIG_FILE).write_text("budgets:\n  closed: true\n  agents:\n    bot: {max_results: 5}\n    idle:\n")
+    config = Config.load(tmp_path)
+    assert config.budget_for("bot").max_results == 5
+    with pytest.raises(ConfigError) as refused:
         config.budget_for("other")
+    assert str(refused.value) == (
+        "unknown agent 'other': this memory admits only the agents its fsmem.yaml names "
+        "(budgets.closed: true; known agents: bot, idle); declare it with: fsmem agent add other"
+    )
+    (tmp_path / CONFIG_FILE).write_text("budgets:\n  closed: maybe\n")
+    with pytest.raises(ConfigError, match="budgets.closed must be"):
+        Config.load(tmp_path)
 
 
 def test_a_parsed_copy_is_checked_as_the_file_is(tmp_path):
@@ -385,7 +399,7 @@ def test_a_parsed_copy_is_checked_as_the_file_is(tmp_path):
     assert copy.is_file()
     copy.write_text(copy.read_text().replace('"timeout_seconds": 10', '"timeout_seconds": -1'))
     with pytest.raises(
-        ConfigError, match=rf"^{re.escape(str(config))}:24: grep.timeout_seconds must be a number above 0, not -1$"
+        ConfigError, match=rf"^{re.escape(str(config))}:26: grep.timeout_seconds must be a number above 0, not -1$"
     ):
         Config.load(memory.root)
 
@@ -399,5 +413,5 @@ def test_the_cli_names_a_misspelt_setting_and_exits_2(tmp_path):
         done = subprocess.run([FSMEM, "--root", str(memory.root), *argv], capture_output=True, text=True, env=env)
         assert (done.returncode, done.stdout) == (2, "")
         assert done.stderr == (
-            f"fsmem: error: {config}:24: grep.timeout_secnds is not a setting of fsmem; did you mean grep.timeout_seconds?\n"
+            f"fsmem: error: {config}:26: grep.timeout_secnds is not a setting of fsmem; did you mean grep.timeout_seconds?\n"
         )

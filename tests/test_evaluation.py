@@ -125,7 +125,7 @@ def test_eval_cli_json_and_plot(memory, tmp_path):
     shadow.mkdir()
     (shadow / "matplotlib.py").write_text("raise ImportError('no matplotlib here')\n")
     without = run_cli(memory.root, "evaluate", str(path), "--plot", str(tmp_path / "q.png"), pythonpath=[shadow])
-    assert without.returncode == 2 and "pip install matplotlib" in without.stderr
+    assert without.returncode == 2 and "pip install 'fsmem[plot]'" in without.stderr
     assert not (tmp_path / "q.png").exists()
     missing = run_cli(memory.root, "evaluate", str(tmp_path / "nope.yaml"))
     assert missing.returncode == 2 and "does not exist" in missing.stderr

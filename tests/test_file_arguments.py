@@ -59,6 +59,9 @@ FILE_ARGUMENTS: dict[tuple[str, str], Case] = {
     ("token create", "tokens_file"): Case(
         ("--agent", "a", "token", "create", "--memory", "m", "--tokens", "{}"), limit=TOKENS_LIMIT
     ),
+    ("token create", "config_file"): Case(
+        ("--agent", "a", "token", "create", "--memory", "m", "--config", "{}"), limit=CONFIG_LIMIT
+    ),
     ("token list", "tokens_file"): Case(("token", "list", "--tokens", "{}"), limit=TOKENS_LIMIT),
     ("token revoke", "tokens_file"): Case(("token", "revoke", "0123456789ab", "--tokens", "{}"), limit=TOKENS_LIMIT),
 }

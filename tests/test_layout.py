@@ -22,6 +22,7 @@ LAYERS = [
         "foundation",
         (
             "fsmem.errors",
+            "fsmem.extras",
             "fsmem.budget",
             "fsmem.tokens",
             "fsmem.config",

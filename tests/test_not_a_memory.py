@@ -42,6 +42,7 @@ ON_A_MEMORY: dict[str, list[str]] = {
     "watch": [],
     "tools": [],
     "mcp": [],
+    "agent": ["add", "bot"],
     "stats": [],
     "context": [],
     "consolidate": [],

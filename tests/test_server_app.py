@@ -156,6 +156,8 @@ def researcher_note(root: Path) -> str:
 def team(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("serve")
     team_root = _copy_memory(tmp, "team")
+    config = team_root / "fsmem.yaml"  # a closed list of agents: a token for an undeclared one is refused
+    config.write_text(config.read_text().replace("  closed: false", "  closed: true", 1))
     os.symlink("../entities/people/adam-smith.md", team_root / "topics" / "link.md")
     Memory(team_root).index()
     lab_root = _copy_memory(tmp, "lab")

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -135,3 +137,44 @@ def test_prose_both_hosts_changed_is_kept_twice_marked_listed_by_sync_and_report
     assert check.returncode == 1 and "topics/plan.md:" in check.stdout and "merge: two versions" in check.stdout
     Memory(first).write("topics/plan.md", "# Plan\n\nWe ship in July.\n")  # a human or an agent keeps one
     assert S.fsmem(first, "check", check=False).returncode == 0
+
+
+def test_sync_records_the_merge_driver_again_when_the_environment_moved(hosts):
+    """A venv moved or rebuilt leaves .git/config naming a Python that is gone; a plain `git merge` then fails."""
+    _, (first, second) = hosts
+    moved = "'/gone/venv/bin/python' -m fsmem.history.merge %O %A %B %L %P"
+    git(second, "config", "merge.fsmem.driver", moved)
+    out = S.fsmem(second, "sync").stdout
+    assert f"merge driver in .git/config recorded again for this Python (was: {moved})" in out.splitlines()
+    recorded = git(second, "config", "merge.fsmem.driver").strip()
+    assert recorded == f"{shlex.quote(sys.executable)} -m fsmem.history.merge %O %A %B %L %P"
+    assert "recorded again" not in S.fsmem(second, "sync").stdout  # said once, when it changed
+    # and a plain `git merge` of two edits to one list runs that driver: both facts kept, no conflict
+    Memory(first).write("topics/plan.md", "# Plan\n\n- step: one\n")
+    S.fsmem(first, "sync")
+    S.fsmem(second, "sync")
+    Memory(first).edit("topics/plan.md", old="- step: one\n", new="- step: one\n- owner: Ann\n")
+    S.fsmem(first, "sync")
+    Memory(second).edit("topics/plan.md", old="- step: one\n", new="- step: one\n- due: May\n")
+    git(second, "fetch", "-q", "origin")
+    done = subprocess.run(
+        [
+            "git",
+            "-C",
+            str(second),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "merge",
+            "-q",
+            "--no-edit",
+            "origin/main",
+        ],
+        capture_output=True,
+        text=True,
+        env=S.env(),
+    )
+    assert done.returncode == 0, done.stderr
+    merged = (second / "topics/plan.md").read_text()
+    assert "- owner: Ann" in merged and "- due: May" in merged and "<<<<<<<" not in merged

@@ -191,6 +191,8 @@ def test_a_pushed_fsmem_yaml_is_shown_and_held_until_a_person_accepts_it(world):
         (("      read_only: true\n", "      read_only: false\n"), "budgets.agents.reviewer.read_only true -> false"),
         (("  enabled: true ", "  enabled: false"), "history.enabled true -> false"),
         (("  agents:\n", "  agents:\n    mallory:\n      max_tokens: 9000\n"), "budgets.agents.mallory (not set) ->"),
+        (("  agents:\n", "  agents:\n    mallory: {}\n"), "budgets.agents.mallory (not set) -> {}"),
+        (("  closed: false", "  closed: true"), "budgets.closed false -> true"),
     ],
 )
 def test_every_security_setting_from_a_remote_is_held_even_under_a_standing_policy(world, change, named):

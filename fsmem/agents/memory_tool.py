@@ -55,6 +55,7 @@ from fsmem.store.files import atomic_write, file_lock, fsync_dir
 from fsmem.store.paths import (
     STATE_DIR,
     check_folder_contents,
+    check_portable,
     is_visible_folder,
     quoted,
     resolve,
@@ -303,9 +304,16 @@ class MemoryTool:
                 resolve(self.memory_root, relative, want=want)
             except (PathEscape, InvalidArgument) as exc:
                 reason = getattr(exc, "reason", str(exc))
+                if getattr(exc, "portable", False):
+                    raise MemoryToolError(f"Path {shown(path)} {reason}") from None
                 raise MemoryToolError(
                     f"Path {shown(path)} {reason}; this memory tool reaches only memory files"
                 ) from None
+        elif not os.path.lexists(real):  # a plain folder: still no name that a Windows or macOS copy cannot hold
+            try:
+                check_portable(real_root, inside.replace(os.sep, "/"), relative)
+            except InvalidArgument as exc:
+                raise MemoryToolError(f"Path {shown(path)} {getattr(exc, 'reason', exc)}") from None
         return Path(real)
 
     # -- how each command works -----------------------------------------------------

@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "watch": "watch:watch_cmd",
     "tools": "agent:tools_cmd",
     "mcp": "agent:mcp_cmd",
+    "agent": "agent:agent_group",
     "stats": "generated:stats",
     "context": "generated:context",
     "consolidate": "generated:consolidate",

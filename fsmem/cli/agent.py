@@ -1,4 +1,4 @@
-"""Commands for agent harnesses: tools (definitions) and mcp (the stdio server)."""
+"""Commands for agent harnesses: tools (definitions), mcp (the stdio server) and agent add (declare one)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import click
 
-from fsmem.cli.options import command, open_memory, output_option, scope_option
+from fsmem.cli.options import command, emit, open_memory, output_option, scope_option
 
 FORMATS = ("openai", "anthropic", "json")
 
@@ -46,11 +46,46 @@ def mcp_cmd(ctx, read_only, paths):
     memory = Memory(obj.get("root"), agent=obj.get("agent"), scope=list(paths) or None)
     if read_only:
         agent_tools.read_only(memory)
-    try:
+    from fsmem.extras import needs_extra
+
+    with needs_extra("mcp", "fsmem mcp"):
         from fsmem.agents import mcp_server
 
         mcp_server.serve(memory)
-    except ModuleNotFoundError as exc:
-        if exc.name and exc.name.split(".")[0] in ("mcp", "mcp_types", "anyio"):
-            raise click.ClickException("the MCP server needs the mcp package: pip install 'fsmem[mcp]'") from None
-        raise
+
+
+@click.group("agent")
+def agent_group():
+    """Declare the agents of this memory in its fsmem.yaml (comments and the rest of the file kept as written)."""
+
+
+@command("add")
+@click.argument("name")
+@click.option("--read-only", is_flag=True, default=None, help="The agent may list, grep, read and search, never write.")
+@click.option(
+    "--max-tokens-budget",
+    "max_tokens",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Tokens in one answer to this agent (its budget; default: budgets.default). A call may still ask for fewer.",
+)
+@click.option(
+    "--max-results-budget",
+    "max_results",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Rows in one answer to this agent (its budget; default: budgets.default).",
+)
+@output_option
+@click.pass_context
+def agent_add_cmd(ctx, name, read_only, max_tokens, max_results, as_json):
+    """Declare agent NAME under budgets.agents in fsmem.yaml; needed only where budgets.closed is true or to
+    give it a budget of its own."""
+    from fsmem.operations.agents import add_agent
+
+    obj = ctx.find_root().obj or {}
+    added = add_agent(obj.get("root"), name, read_only=read_only, max_tokens=max_tokens, max_results=max_results)
+    emit(added, as_json)
+
+
+agent_group.add_command(agent_add_cmd)

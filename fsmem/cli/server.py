@@ -76,14 +76,12 @@ def serve_cmd(ctx, memories, config_file, tokens_file, host, port, log_file):
     if log_file:
         settings.log = Path(log_file).expanduser()
     settings.check()  # before the web stack loads: a wrong setting is reported at once
-    try:
+    from fsmem.extras import needs_extra
+
+    with needs_extra("server", "fsmem serve"):
         from fsmem.server import run
 
         code = run.serve(settings)  # imports the web stack (anyio, uvicorn) itself
-    except ModuleNotFoundError as exc:
-        if exc.name and exc.name.split(".")[0] in ("mcp", "mcp_types", "anyio", "uvicorn", "starlette"):
-            raise click.ClickException("the memory server needs the MCP SDK: pip install 'fsmem[server]'") from None
-        raise
     ctx.exit(code)
 
 
@@ -97,16 +95,29 @@ def token_group():
 @click.option("--read-only", is_flag=True, help="The token may list, grep, read and search, never write.")
 @scope_option("token")
 @click.option("--expires", metavar="DATE", help="ISO 8601 date (valid through that day, UTC) or date and time.")
+@click.option(
+    "--config",
+    "config_file",
+    metavar="FILE",
+    help="The server's settings (as fsmem serve --config): where --memory lives, so that an agent it refuses is "
+    "refused here. Without it, the --root (or $FSMEM_ROOT) memory is checked.",
+)
 @tokens_option
 @output_option
 @click.pass_context
-def token_create_cmd(ctx, memory, read_only, paths, expires, tokens_file, as_json):
+def token_create_cmd(ctx, memory, read_only, paths, expires, config_file, tokens_file, as_json):
     """Create a token for --agent on a memory and print it once (the store keeps only a salted hash)."""
     from fsmem.errors import InvalidArgument
 
-    agent = (ctx.find_root().obj or {}).get("agent")
+    obj = ctx.find_root().obj or {}
+    agent = obj.get("agent")
     if not agent:
         raise InvalidArgument("a token acts for one agent: fsmem token create --memory NAME --agent AGENT")
+    root = _memory_of(memory, config_file, obj.get("root"))
+    if root is not None:  # a token the server would refuse on every request is not made
+        from fsmem.config import Config
+
+        Config.load(root).budget_for(agent)
     created = _store(tokens_file).create(
         memory=memory, agent=agent, read_only=read_only, paths=list(paths), expires=expires
     )
@@ -118,6 +129,28 @@ def token_create_cmd(ctx, memory, read_only, paths, expires, tokens_file, as_jso
             err=True,
         )
     emit(created, as_json)
+
+
+def _memory_of(name: str, config_file: str | None, root: str | None):
+    """The folder of memory `name`: from the server's settings, else the memory --root or $FSMEM_ROOT names."""
+    import os
+
+    from fsmem.errors import InvalidArgument
+
+    if config_file:
+        from fsmem.server.settings import ServerSettings
+
+        settings = ServerSettings.load(config_file)
+        if name not in settings.memories:
+            served = ", ".join(sorted(settings.memories)) or "none"
+            raise InvalidArgument(f"{config_file} serves no memory named {name!r} (it serves: {served})")
+        return settings.memories[name]
+    given = root or os.environ.get("FSMEM_ROOT")
+    if not given:
+        return None
+    from fsmem.memory import discover_root
+
+    return discover_root(given)
 
 
 @command("list")
@@ -133,11 +166,11 @@ def token_list_cmd(ctx, memory, tokens_file, as_json):
 
 
 @command("revoke")
-@click.argument("token_id", metavar="ID")
+@click.argument("token_id", metavar="ID_OR_TOKEN")
 @tokens_option
 @output_option
 def token_revoke_cmd(token_id, tokens_file, as_json):
-    """Revoke a token by its id (fsmem token list): the server refuses it from its next request on."""
+    """Revoke a token by its id (fsmem token list) or by the token itself: the server refuses it from its next request on."""
     from fsmem.server.tokens import TokenList
 
     record = _store(tokens_file).revoke(token_id)

@@ -136,14 +136,19 @@ class Config(Section):
         return cls.checked(parse_config(data, where), where, lambda: decoded(data, where))
 
     def budget_for(self, agent: str | None = None) -> Budget:
-        """The read budget of `agent` (its entry merged over the default); an agent fsmem.yaml does not name is refused."""
+        """The read budget of `agent`: its entry merged over the default; the default for an agent fsmem.yaml
+        does not name, unless `budgets.closed` refuses it."""
         chosen = self.budgets.default
         if agent:
             agents = self.budgets.agents
-            if agent not in agents:
+            if agent in agents:
+                chosen = agents[agent]
+            elif self.budgets.closed:
                 known = ", ".join(sorted(agents)) or "none"
-                raise ConfigError(f"unknown agent {agent!r} in {CONFIG_FILE} (known agents: {known})")
-            chosen = agents[agent]
+                raise ConfigError(
+                    f"unknown agent {agent!r}: this memory admits only the agents its {CONFIG_FILE} names "
+                    f"(budgets.closed: true; known agents: {known}); declare it with: fsmem agent add {agent}"
+                )
         return Budget(max_tokens=chosen.max_tokens, max_results=chosen.max_results, read_only=chosen.read_only)
 
 

@@ -163,7 +163,12 @@ class BudgetsSettings(Section):
         of=BudgetSettings,
         over="default",
         what="a mapping of agent names to budgets",
-        says="per agent (--agent NAME or FSMEM_AGENT), merged over the default; an agent not named here is refused",
+        says="per agent (--agent NAME or FSMEM_AGENT), merged over the default; an agent not named here gets the default",
+    )
+    closed: bool = setting(
+        default=False,
+        rule=FLAG,
+        says="true: an agent not named under agents is refused (declare one with: fsmem agent add NAME)",
     )
 
 

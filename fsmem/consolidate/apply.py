@@ -189,7 +189,7 @@ def _write_batch(batch: list[tuple[Path, bytes, str]], writes: _Writes) -> list[
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
-            os.fchmod(fd, mode)
+            os.chmod(temp, mode)  # by name: Windows has no fchmod before Python 3.13
         if staged:
             list(_pool().map(lambda s: os.fsync(s[0]), staged))
         for fd, *_ in staged:

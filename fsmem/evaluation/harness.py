@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from fsmem.memory import Memory
 
-from fsmem.errors import InvalidArgument, MissingDependency
+from fsmem.errors import InvalidArgument
 from fsmem.store import given
 
 DEFAULT_KS = (1, 2, 4, 8, 12, 20, 30)
@@ -315,13 +315,13 @@ def evaluate(
 
 
 def require_matplotlib():
-    try:
+    from fsmem.extras import needs_extra
+
+    with needs_extra("plot", "fsmem evaluate --plot"):
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-    except ImportError:
-        raise MissingDependency("--plot needs matplotlib; install it with: pip install matplotlib") from None
     return plt
 
 

@@ -22,6 +22,8 @@ import re
 import unicodedata
 from dataclasses import dataclass, replace
 
+from fsmem.format.portable import DEVICE_NAMES
+
 RETRACTED = "~"
 MAX_KEY_CHARS = 40
 MAX_KEY_WORDS = 4
@@ -213,7 +215,8 @@ def slugify(name: str) -> str:
     folded = unicodedata.normalize("NFKD", name)
     folded = "".join(c for c in folded if not unicodedata.combining(c)).lower()
     slug = re.sub(r"[^\w]+", "-", folded).strip("-_")
-    return slug[:80].strip("-_") or "untitled"
+    slug = slug[:80].strip("-_") or "untitled"
+    return slug + "_" if slug in DEVICE_NAMES else slug  # a subject named Con gets topics/con_.md, which Windows holds
 
 
 def with_seq(stamp: Stamp, seq: int) -> Stamp:

@@ -44,8 +44,27 @@ MERGE_DRIVER_NAME = "fsmem: Markdown memory merge (facts, notes, front matter)"
 
 
 def driver_command() -> str:
-    """The merge driver command git runs for `merge=fsmem` files: this Python, fsmem's driver module."""
+    """The merge driver command git runs for `merge=fsmem` files: this Python, fsmem's driver module.
+
+    git runs it through a POSIX shell on every platform (Git for Windows brings its own), hence the quoting.
+    fsmem's own git calls pass it with `-c` each time; the copy in `.git/config`, for a plain `git merge`,
+    is recorded again by `record_driver` when this Python has moved.
+    """
     return f"{shlex.quote(sys.executable)} -m fsmem.history.merge %O %A %B %L %P"
+
+
+def record_driver(git: Git) -> str | None:
+    """Put this Python's merge driver in the repository's config; the command it replaced, if it differed."""
+    recorded = git.run("config", "--local", "--get", "merge.fsmem.driver", check=False).stdout.decode(
+        "utf-8", "surrogateescape"
+    )
+    recorded = recorded.strip()
+    wanted = driver_command()
+    if recorded == wanted:
+        return None
+    git.run("config", "--local", "merge.fsmem.name", MERGE_DRIVER_NAME)
+    git.run("config", "--local", "merge.fsmem.driver", wanted)
+    return recorded
 
 
 def settings() -> list[str]:

@@ -106,7 +106,9 @@ def git_refuses(part: str) -> bool:
 
 def name_problem(rel: str) -> str | None:
     """Why a memory-relative path from a remote cannot be stored here: what `fsmem.store.paths` refuses in a name
-    (hidden names aside: a remote may send `.obsidian/`), and what git itself refuses."""
+    (hidden names aside: a remote may send `.obsidian/`), and what git itself refuses. A name that only Windows
+    or macOS cannot hold (`con.md`, `a:b.md`, two names that differ by case) is taken: it is already in the
+    memory on the host that sent it, and `fsmem check` reports it with its rename; a sync never stops for it."""
     parts = rel.split("/")
     if len(parts) > MAX_DEPTH or len(rel.encode("utf-8", "surrogateescape")) > MAX_PATH_BYTES:
         return f"a path deeper than {MAX_DEPTH} folders or longer than {MAX_PATH_BYTES} bytes, which fsmem refuses"

@@ -29,7 +29,7 @@ from fsmem import faces
 from fsmem.config import SyncSettings
 from fsmem.errors import HistoryOff, LockTimeout, SyncFailed
 from fsmem.history import git_marker, host_rules, journal, recovery, remote as remotes, trust, turn_on, worktree
-from fsmem.history.git import MERGE_DRIVER_NAME, CatFile, Git, driver_command, first_line
+from fsmem.history.git import CatFile, Git, driver_command, first_line, record_driver
 from fsmem.history.merge import GENERATED, merge_text
 from fsmem.history.repo import Repo, discover
 from fsmem.store.files import atomic_write, file_lock
@@ -112,8 +112,7 @@ def setup(
     if found:
         host_rules.remove_state_link(root, notes)  # the branch just checked out may hold one
     host_rules.write_control_files(root, notes)
-    repo.git.run("config", "merge.fsmem.name", MERGE_DRIVER_NAME)
-    repo.git.run("config", "merge.fsmem.driver", driver_command())
+    record_driver(repo.git)
     host_rules.write_info_attributes(repo)
     with journal.commit_lock(repo):
         journal.drain_locked(repo)
@@ -163,6 +162,9 @@ def sync(
         target = remotes.resolve(repo, remote, local, timeout=timeout, repair=repair)
         branch = target.branch  # the remote's branch: fetched, merged and pushed to
         result = SyncResult(remote=remote, branch=branch, found=target.found, boundary=list(target.notes))
+        moved = record_driver(git)
+        if moved:  # the environment moved (or was rebuilt) since the set-up: a plain `git merge` needs the new one
+            result.boundary.append(f"merge driver in .git/config recorded again for this Python (was: {moved})")
         theirs = target.ref
         for attempt in range(attempts):
             result.attempts = attempt + 1

@@ -21,9 +21,9 @@ ACCEPT_KEY = "fsmem.acceptConfig"
 ACCEPT_SETTINGS = "settings"  # the one standing policy: take changes that touch no security setting
 MISSING: Any = type("Missing", (), {"__repr__": lambda self: "(not set)"})()
 # What guards this host: what may be stored (secrets), whether changes are recorded (history), where sync
-# sends them (sync), which installed code runs (extractors); and, under budgets, read_only anywhere and
-# the agent list (an agent it does not name is refused).
-SECURITY = (("secrets",), ("history",), ("sync",), ("consolidate", "extractors"))
+# sends them (sync), which installed code runs (extractors); and, under budgets, read_only anywhere, the
+# agent list (who gets more than the default, or any access once closed) and whether it is closed.
+SECURITY = (("secrets",), ("history",), ("sync",), ("consolidate", "extractors"), ("budgets", "closed"))
 AGENTS = ("budgets", "agents")
 SHOWN_CHANGES = 6
 SHOWN_VALUE_CHARS = 60

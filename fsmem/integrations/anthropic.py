@@ -32,7 +32,9 @@ try:
         BetaMemoryTool20250818ViewCommand,
     )
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("fsmem.integrations.anthropic needs the Anthropic SDK: pip install 'fsmem[anthropic]'") from exc
+    raise ImportError(
+        "fsmem.integrations.anthropic needs the fsmem[anthropic] extra; install it with: pip install 'fsmem[anthropic]'"
+    ) from exc
 
 from fsmem.agents.memory_tool import MemoryTool
 from fsmem.errors import MemoryToolError

@@ -18,7 +18,7 @@ from fsmem import faces, format as fmt
 from fsmem.budget import Budget, echo
 from fsmem.config import CONFIG_FILE, Config
 from fsmem.errors import HistoryError, HistoryOff, InvalidArgument, NotFound
-from fsmem.store import logs, writing
+from fsmem.store import host, logs
 from fsmem.store.cache import timestamp_us
 from fsmem.store.catalog import Catalog
 from fsmem.store.paths import relative, resolve
@@ -79,7 +79,7 @@ class Core:
     @property
     def host_id(self) -> str:
         """This copy's id: default session notes are named after the agent and it (`researcher-1a2b3c4d`)."""
-        return writing.host_id(self.root, self.config.notes.host_id or None)
+        return host.host_id(self.root, self.config.notes.host_id or None)
 
     @property
     def secrets_policy(self) -> str:

@@ -14,7 +14,7 @@ from fsmem.config import CONFIG_FILE
 from fsmem.errors import AlreadyExists, NotAMemory
 from fsmem.operations.core import Core
 from fsmem.operations.history import setup_history, sync
-from fsmem.store import template, writing
+from fsmem.store import host, template
 from fsmem.store.root import ROOT_ENV, remedy
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ def setup_clone(
         host_rules.remove_state_link(target, notes)  # what the clone checked out, before fsmem writes state
     found = ""
     if target.is_dir() and not os.path.lexists(target / CONFIG_FILE):
-        found = remotes.take_remote_branch(target.resolve(), writing.host_id(target.resolve()))
+        found = remotes.take_remote_branch(target.resolve(), host.host_id(target.resolve()))
         if not (target / CONFIG_FILE).is_file():
             raise NotAMemory(
                 f"not an fsmem memory: {target} holds no {CONFIG_FILE}, and neither does the branch of its "

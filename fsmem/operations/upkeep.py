@@ -72,7 +72,7 @@ class IndexResult:
 def check(memory: Core, path: str | None = None) -> CheckResult:
     """Every problem in every file, as (path, line, message); files that cannot be read are problems too.
 
-    Beside each file's own problems: a note dated in the future (consolidate holds it back), what the last
+    Beside each file's own problems: a name a Windows or macOS copy cannot hold (with the rename), a note dated in the future (consolidate holds it back), what the last
     sync held or refused, and what a killed git or fsmem left in the history.
     """
     from fsmem.consolidate.dates import future_note_problem, today
@@ -82,6 +82,9 @@ def check(memory: Core, path: str | None = None) -> CheckResult:
     problems = [(m.path, line, message) for m in found.metas for line, message in m.problems]
     problems += link_problems(memory, chosen)
     problems += [(shown, 1, reason) for shown, reason in found.skipped]
+    from fsmem.store.names import unportable
+
+    problems += [(rel, 1, message) for rel, message in unportable(memory.catalog.paths(selection(memory, path)))]
     day = today()
     for rel, created in found.created:
         message = future_note_problem(rel, {"created": created}, day)

@@ -272,12 +272,19 @@ class TokenStore:
         return CreatedToken(f"fsmem_{token_id}_{secret}", record, self.path)
 
     def revoke(self, token_id: str) -> TokenRecord:
-        """Mark a token revoked (kept in the store, for the record); NotFound for an unknown id."""
+        """Mark a token revoked (kept in the store, for the record), named by its id or by the token itself
+        (`fsmem_<id>_<secret>`, whose secret must match); NotFound otherwise."""
+        whole = _TOKEN.match(token_id.strip())
         with self._lock():
             records = self.load()
-            found = next((r for r in records if r.id == token_id), None)
+            wanted = whole.group(1) if whole else token_id
+            found = next((r for r in records if r.id == wanted), None)
+            if found is not None and whole is not None:
+                if not hmac.compare_digest(_digest(bytes.fromhex(found.salt), whole.group(2)), found.hash):
+                    found = None
             if found is None:
-                raise NotFound(f"no token {token_id!r} in {self.path}; fsmem token list shows their ids")
+                what = "token (its secret matches none stored)" if whole else f"token {token_id!r}"
+                raise NotFound(f"no such {what} in {self.path}; fsmem token list shows their ids")
             if not found.revoked:
                 found.revoked = _iso(_now())
                 self._save(records)

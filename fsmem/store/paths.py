@@ -8,7 +8,8 @@ followed to its real target, which must itself pass the same rule. Names hold
 no control characters and are valid UTF-8; depth and length are checked
 before the file system sees the path; and only regular files are opened.
 
-Two halves, so that walkers stay fast: `is_memory_path` is the lexical
+This module is long because it is the one rule: split, a reader would have to hold several modules to
+know what a path may be. Two halves, so that walkers stay fast: `is_memory_path` is the lexical
 predicate (strings only) that the catalog walk, grep and watch share, and
 `resolve` adds the physical checks (links, file types) for one given path.
 """
@@ -24,6 +25,7 @@ from typing import BinaryIO, Protocol
 
 from fsmem.config import CONFIG_FILE, STATE_DIR
 from fsmem.errors import ConfigError, InvalidArgument, PathEscape, quoted
+from fsmem.format.portable import portable_problem
 
 MEMORY_SUFFIXES = (".md", ".markdown")
 # The memory's own conventions file (from the template), for humans: listed and readable,
@@ -154,7 +156,9 @@ def lexical_parts(raw: str) -> list[str]:
     if too_big:
         raise _refused(InvalidArgument, raw, too_big)
     text = raw.replace("\\", "/").strip()
-    if text.startswith("/") or (len(text) > 1 and text[1] == ":"):
+    # `C:/x` or `C:` anywhere; on Windows also `C:x` (relative to that drive's own folder), and any ':' (a stream)
+    drive = len(text) > 1 and text[1] == ":" and (os.name == "nt" or len(text) == 2 or text[2] == "/")
+    if text.startswith("/") or drive or (os.name == "nt" and ":" in text):
         raise _refused(
             PathEscape, raw, "is absolute; give a path relative to the memory root, such as 'topics/billing.md'"
         )
@@ -226,6 +230,7 @@ def _check_physical(root: Path, full: str, raw: str, want: str, name: str, scope
     except FileNotFoundError:
         if os.path.islink(full):
             raise _refused(PathEscape, raw, "is a dangling symbolic link") from None
+        check_portable(real_root, inside, raw)
         _check_new(raw, want, name, inside)
         return
     except NotADirectoryError:
@@ -246,6 +251,52 @@ def _check_physical(root: Path, full: str, raw: str, want: str, name: str, scope
         raise _refused(InvalidArgument, raw, "is not a memory file; memory files end in .md")
     if not is_memory_path(inside):
         raise _link_refusal(raw, inside)
+
+
+def case_twin(folder: str | os.PathLike[str], name: str) -> str | None:
+    """Another entry of `folder` whose name differs from `name` only by letter case, or None.
+
+    A case-insensitive file system (macOS, Windows) holds one of the two: the other is lost on checkout.
+    """
+    folded = name.casefold()
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name != name and entry.name.casefold() == folded:
+                    return entry.name
+    except OSError:
+        return None
+    return None
+
+
+def check_portable(real_root: str, inside: str, raw: str) -> None:
+    """Refuse a path that does not exist yet if a name it would create is one Windows or macOS cannot hold.
+
+    Only the names it would create are checked (from the first that does not exist on): what is already
+    stored stays reachable, so that `fsmem mv` can rename it.
+    """
+    folder: str | None = real_root  # the existing folder that the next name goes into; None once under a new one
+    parts = inside.split("/")
+    for number, part in enumerate(parts):
+        if folder is not None:
+            here = os.path.join(folder, part)
+            if os.path.lexists(here):
+                folder = here
+                continue
+        problem = portable_problem(part)
+        if problem is None and folder is not None:
+            twin = case_twin(folder, part)
+            if twin is not None:
+                problem = (
+                    f"differs only by letter case from {shown('/'.join([*parts[:number], twin]))}, which a macOS "
+                    "or Windows copy of this memory cannot hold beside it; use that name, or another"
+                )
+        if problem is not None:
+            where = f"has a folder {quoted(part)} that " if number < len(parts) - 1 else ""
+            error = _refused(InvalidArgument, raw, where + problem)
+            error.portable = True  # type: ignore[attr-defined]  # a name, not a place: faces need not add where to go
+            raise error
+        folder = None
 
 
 def _check_new(raw: str, want: str, name: str, inside: str) -> None:
@@ -357,7 +408,9 @@ __all__ = [
     "ROOT_README",
     "STATE_DIR",
     "ScopeCheck",
+    "case_twin",
     "check_folder_contents",
+    "check_portable",
     "check_text",
     "config_dir",
     "is_memory_name",

@@ -252,8 +252,14 @@ def skipped_key(rel: str, reason: str) -> str:
 
 
 def _readable(stat: os.stat_result) -> bool:
-    """Whether this process may read the file, from the mode bits alone (no extra system call)."""
-    uid, groups = _identity()
+    """Whether this process may read the file, from the mode bits alone (no extra system call).
+
+    Where there are no POSIX users (Windows: every file's mode shows it readable), the open that follows decides.
+    """
+    identity = _identity()
+    if identity is None:
+        return True
+    uid, groups = identity
     if uid == 0:
         return True
     if stat.st_uid == uid:
@@ -264,7 +270,9 @@ def _readable(stat: os.stat_result) -> bool:
 
 
 @functools.cache
-def _identity() -> tuple[int, frozenset[int]]:
+def _identity() -> tuple[int, frozenset[int]] | None:
+    if not hasattr(os, "geteuid"):
+        return None
     return os.geteuid(), frozenset([os.getegid(), *os.getgroups()])
 
 

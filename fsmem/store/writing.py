@@ -19,6 +19,7 @@ from fsmem import faces, format as fmt
 from fsmem.budget import echo
 from fsmem.errors import AlreadyExists, ChangedOnDisk, EditConflict, InvalidArgument, NotFound
 from fsmem.format import notes as note_text
+from fsmem.format.portable import portable_problem
 from fsmem.store.fields import check_fields
 from fsmem.store.files import atomic_write, same_version, version_of
 from fsmem.store.paths import check_text, read_regular, relative
@@ -130,36 +131,15 @@ def _title_from_path(path: Path) -> str:
     return path.stem.replace("-", " ").replace("_", " ").strip().title() or path.stem
 
 
-HOST_ID_ENV = "FSMEM_HOST_ID"
-
-
-def host_id(root: Path, configured: str | None = None) -> str:
-    """This copy of the memory's id, which makes default session note names unique to the host that writes them.
-
-    $FSMEM_HOST_ID, else `notes.host_id` in fsmem.yaml, else 8 hex digits derived from the machine's id and
-    the memory's absolute path: stable from run to run, and different for two clones on one machine.
-    """
-    import hashlib
-    import socket
-
-    chosen = os.environ.get(HOST_ID_ENV) or configured
-    if chosen:
-        return str(chosen)
-    machine = ""
-    for candidate in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
-        try:
-            machine = Path(candidate).read_text().strip()
-            break
-        except OSError:
-            continue
-    seed = f"{machine or socket.gethostname()}\0{os.path.realpath(root)}"
-    return hashlib.sha256(seed.encode("utf-8", "surrogateescape")).hexdigest()[:8]
-
-
 def session_note_path(root: Path, session: str, when: _dt.datetime) -> Path:
     if not _SESSION_ID.match(session):
         raise InvalidArgument(
             f"session id {echo(session)} may hold only letters, digits, '.', '_' and '-' (at most 100 characters)"
+        )
+    unportable = portable_problem(f"{session}.md")
+    if unportable:
+        raise InvalidArgument(
+            f"session id {echo(session)} {unportable}; choose another (the note file is named after it)"
         )
     return root / "sessions" / f"{when:%Y}" / f"{when:%m}" / f"{when:%d}" / f"{session}.md"
 
