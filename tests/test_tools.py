@@ -158,7 +158,7 @@ def test_note_write_edit(root):
     note = f"sessions/2026/11/30/default-{memory.host_id}.md"
     assert noted.text == f"noted in {note} at line 10 (new file)"
     note_text = (root / note).read_text()
-    assert note_text.endswith("## people/Adam Smith\n- employer: Globex\n")
+    assert note_text.endswith("## people/Adam Smith\n- employer: Globex (as of 2026-11-30T10:00:00Z)\n")
 
     written = tools.call(
         memory,
