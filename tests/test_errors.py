@@ -125,7 +125,7 @@ def test_an_os_error_that_reaches_the_cli_itself_is_worded_alike(memory, monkeyp
     def broken(ctx):
         raise OSError(errno.ENOSPC, "No space left on device", "/var/spool/x")
 
-    monkeypatch.setattr("fsmem.cli.core.open_memory", broken)
+    monkeypatch.setattr("fsmem.cli.generated.open_memory", broken)
     with pytest.raises(SystemExit) as done:
         run(["--root", str(memory.root), "ls", "--json"])
     out, err = capsys.readouterr()
@@ -168,7 +168,7 @@ def test_an_error_from_below_that_reaches_the_dispatcher_or_the_cli_itself_is_wo
     finally:
         unregister("lookup")
     assert answer.is_error and answer.text == f"error: {message}"
-    monkeypatch.setattr("fsmem.cli.core.open_memory", undecodable)
+    monkeypatch.setattr("fsmem.cli.generated.open_memory", undecodable)
     with pytest.raises(SystemExit) as done:
         run(["--root", str(memory.root), "ls"])
     assert (done.value.code, capsys.readouterr().err) == (2, f"fsmem: error: {message}\n")
