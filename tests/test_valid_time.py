@@ -128,6 +128,11 @@ def test_read_as_of_with_superseded_shows_what_was_replaced_by_then_and_nothing_
     assert sorted(values) == ["Acme", "Globex"]  # Initech came later: never shown
 
 
+def test_read_as_of_says_what_it_left_out(history):
+    out = fsmem(history, "read", DOC, "--as-of", "2026-04-15").stdout.splitlines()
+    assert out[-2] == "[2 line(s) hidden as of 2026-04-15: recorded later or replaced by then]"  # Initech, Globex
+
+
 def test_read_as_of_a_time_on_the_day_of_a_change(history):
     before = fsmem(history, "read", DOC, "--as-of", "2026-05-01T09:59:59Z").stdout
     after = fsmem(history, "read", DOC, "--as-of", "2026-05-01T10:00:00Z").stdout

@@ -215,6 +215,14 @@ def read(
         max_line_chars=memory.config.read.max_line_chars,
         hide_ranges=hide,
     )
+    if as_of is not None and result.hidden_superseded:  # not only superseded lines: values recorded later too
+        said = "recorded later" if include_superseded else "recorded later or replaced by then"
+        result.notes = [
+            f"[{result.hidden_superseded} line(s) hidden as of {as_of}: {said}]"
+            if "superseded line(s) hidden" in n
+            else n
+            for n in result.notes
+        ]
     result.version = version
     return result
 
