@@ -20,6 +20,7 @@ from fsmem.arguments import Door
 from fsmem.errors import guarded
 from fsmem.operations import creation, history as history_ops, reads, search as searching, upkeep, writes
 from fsmem.operations.core import Core
+from fsmem.operations.timeline import timeline as _timeline
 from fsmem.operations.upkeep import CheckResult, IndexResult
 from fsmem.store.catalog import walk
 from fsmem.store.root import ROOT_ENV, discover_root
@@ -97,6 +98,7 @@ class Memory(Core):
     files = reads.files
     meta = reads.meta
     superseded_ranges = reads.superseded_ranges
+    timeline = _timeline
 
     # -- writes, each one transaction: fsmem.operations.writes --------------------------------------
     note = writes.note

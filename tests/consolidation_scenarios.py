@@ -22,6 +22,8 @@ from fsmem import Memory
 from fsmem.consolidate import apply as CA
 
 DATES = ["2026-01-01", "2026-01-02", "2026-01-03", "2026-01-04"]
+# times of writes as `fsmem note` stamps them: two seconds apart on one day, the day's last second
+TIMES = ["2026-01-02T08:00:00Z", "2026-01-02T08:00:02Z", "2026-01-03T23:59:59Z"]
 SESSIONS = ["a", "b"]
 SUBJECTS = ["people/Ann Lee", "topic/Ops", None]  # None: lines before any heading (the default subject)
 KEYS = ["status", "role", "city"]

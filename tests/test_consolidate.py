@@ -256,9 +256,10 @@ def test_note_appended_after_consolidation_is_consolidated_next_run(memory):
     memory.note("- role: cto", session="s", subject="people/Ann Lee")
     report = memory.consolidate()
     text = body(memory, "entities/people/ann-lee.md")
-    assert "- employer: Globex (2026-12-01, sessions/2026/12/01/s.md)\n" in text
-    assert "- employer: Acme (2026-12-01 to 2026-12-01, sessions/2026/12/01/s.md)\n" in text
-    assert "- role: cto (2026-12-01, sessions/2026/12/01/s.md)\n" in text
+    # fsmem note stamps each fact with the time of the write: the same second here, so the later line wins
+    assert "- employer: Globex (2026-12-01T08:00:00Z, sessions/2026/12/01/s.md)\n" in text
+    assert "- employer: Acme (2026-12-01T08:00:00Z to 2026-12-01T08:00:00Z, sessions/2026/12/01/s.md)\n" in text
+    assert "- role: cto (2026-12-01T08:00:00Z, sessions/2026/12/01/s.md)\n" in text
     assert report.counts["facts_added"] == 2 and report.counts["superseded"] == 1
 
 
@@ -402,9 +403,11 @@ def test_note_appended_while_a_run_is_in_progress_is_not_lost(memory):
     CA.apply(memory.root, plan, CA.ConsolidationReport(), CA._Writes(), None, ledger)
     ledger.close(True)
     note_text = body(memory, "sessions/2026/12/01/s.md")
-    assert "- role: cto\n" in note_text and "consolidated: sha256-" in note_text
+    assert "- role: cto (as of 2026-12-01T08:00:00Z)\n" in note_text and "consolidated: sha256-" in note_text
     assert "role" not in body(memory, "entities/people/ann-lee.md")
     report = memory.consolidate()
     assert report.counts["facts_added"] == 1
-    assert "- role: cto (2026-12-01, sessions/2026/12/01/s.md)\n" in body(memory, "entities/people/ann-lee.md")
+    assert "- role: cto (2026-12-01T08:00:00Z, sessions/2026/12/01/s.md)\n" in body(
+        memory, "entities/people/ann-lee.md"
+    )
     assert memory.consolidate().empty

@@ -132,7 +132,7 @@ lines = st.one_of(
         S.fact_line,
         st.sampled_from(S.KEYS),
         st.sampled_from(S.VALUES),
-        st.one_of(st.none(), st.none(), st.sampled_from(S.DATES)),
+        st.one_of(st.none(), st.none(), st.sampled_from(S.DATES), st.sampled_from(S.TIMES)),
     ),
     st.sampled_from(S.OBSERVATIONS).map(lambda text: "- " + text),
 )
@@ -164,8 +164,9 @@ EXAMPLES = int(os.environ.get("FSMEM_INVARIANT_EXAMPLES", "45"))  # about 25 s; 
 @settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenario=scenarios())
 def test_batches_growth_and_crashes_give_the_bytes_of_one_run(scenario):
-    """Random notes (subjects, keys, values, retractions, `as of` dates, near-duplicate observations, several
-    notes a day) arriving in random batches, growing between runs (at their end or mid-section), runs crashing
+    """Random notes (subjects, keys, values, retractions, `as of` dates and UTC times, near-duplicate
+    observations, several notes a day) arriving in random batches, growing between runs (at their end or
+    mid-section), runs crashing
     after a random write with or without a stray temporary file, starting from an empty memory or from a
     document written by hand: the final tree equals one run's."""
     with tempfile.TemporaryDirectory() as folder:

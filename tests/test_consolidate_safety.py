@@ -59,7 +59,7 @@ def test_a_fact_a_human_deleted_does_not_come_back_when_its_note_grows(memory):
     report = memory.consolidate()
     text = read(memory, "entities/people/ann-lee.md")
     assert "employer" not in text and "Likes tea" not in text
-    assert "- role: cto (2026-12-01, sessions/2026/12/01/s.md)\n" in text
+    assert "- role: cto (2026-12-01T08:00:00Z, sessions/2026/12/01/s.md)\n" in text  # the time fsmem note wrote
     assert report.counts["facts_added"] == 1
 
 
@@ -75,7 +75,7 @@ def test_a_deleted_fact_stays_deleted_when_the_note_grows_in_the_middle(memory):
     memory.consolidate()
     text = read(memory, "entities/people/ann-lee.md")
     assert "employer" not in text and "- role: cto (" in text
-    assert "- status: open (2026-12-01, sessions/2026/12/01/s.md)\n" in read(memory, "topics/ops.md")
+    assert "- status: open (2026-12-01T08:00:00Z, sessions/2026/12/01/s.md)\n" in read(memory, "topics/ops.md")
 
 
 def test_a_deleted_fact_stays_deleted_without_the_ledger(memory):

@@ -48,6 +48,7 @@ ON_A_MEMORY: dict[str, list[str]] = {
     "consolidate": [],
     "index": [],
     "search": ["alpha"],
+    "timeline": ["people/Alpha"],
     "recall": ["alpha"],
     "evaluate": ["{evalset}"],
     "log": [],

@@ -39,7 +39,10 @@ def test_a_note_without_subject_after_one_with_a_subject_goes_to_the_default_sub
     empty_memory.note("- cycle: monthly", session="s1", subject="topic/Billing")
     empty_memory.note("The office moves in March.", session="s1")
     body = fmt.split((empty_memory.root / NOTE).read_text()).body
-    assert body == "## topic/Billing\n- cycle: monthly\n\n## topic/Inbox\n- The office moves in March.\n"
+    assert (
+        body
+        == "## topic/Billing\n- cycle: monthly (as of 2026-11-30T09:15:00Z)\n\n## topic/Inbox\n- The office moves in March.\n"
+    )
     report = empty_memory.consolidate()
     assert not report.empty
     billing = (empty_memory.root / "topics/billing.md").read_text()

@@ -560,7 +560,7 @@ def test_a_memory_of_one_entity_finds_its_fact_by_the_entity_name(tmp_path, monk
         hits = memory.search(question).hits
         assert hits and (hits[0].path, hits[0].text) == (
             "entities/people/ada-quill.md",
-            "- employer: Globex (2026-11-30)",
+            "- employer: Globex (2026-11-30T12:00:00Z)",  # the citation cut to its stamp
         )
 
 

@@ -210,7 +210,7 @@ def test_a_token_lists_greps_reads_searches_and_notes(team):
         return listed, [await client.call_tool(name, arguments) for name, arguments in calls]
 
     listed, results = session(url, token, actions)
-    assert [t.name for t in listed.tools] == ["ls", "grep", "read", "search", "links", "note", "write", "edit"]
+    assert [t.name for t in listed.tools] == ["ls", "grep", "read", "search", "links", "timeline", "note", "write", "edit"]
     texts = [text_of(r) for r in results]
     assert not any(r.is_error for r in results), texts
     assert texts[0].splitlines()[-1] == "[files 1-2 of 2]"
@@ -219,7 +219,7 @@ def test_a_token_lists_greps_reads_searches_and_notes(team):
     assert "    15\t- proration: daily, for seat changes mid-cycle" in texts[2]
     assert "topics/billing.md" in texts[3]
     # the agent is the token's: its session note, its name in the retrieval log
-    assert texts[4] == f"noted in {researcher_note(team['team'])} at line 10 (new file)"
+    assert texts[4] == f"noted in {researcher_note(team['team'])} at line 11 (new file)"  # agent: in its front matter
     assert "- employer: Globex" in (team["team"] / researcher_note(team["team"])).read_text()
     logged = list(retrieval_log.records(team["team"]))[-5:]
     assert [(r["tool"], r["agent"]) for r in logged] == [
@@ -295,9 +295,9 @@ def test_a_read_only_token_cannot_write_through_any_tool(team):
         return listed, writes
 
     listed, writes = session(url, token, actions)
-    assert [t.name for t in listed.tools] == ["ls", "grep", "read", "search", "links"]
+    assert [t.name for t in listed.tools] == ["ls", "grep", "read", "search", "links", "timeline"]
     for result in writes:
-        assert result.is_error and "is read-only; it may use ls, grep, read, search, links" in text_of(result)
+        assert result.is_error and "is read-only; it may use ls, grep, read, search, links, timeline" in text_of(result)
     assert snapshot(team["team"]) == before
 
 
@@ -326,7 +326,7 @@ def test_a_path_token_sees_nothing_outside_its_prefix_through_any_tool(team):
         return listed, [await client.call_tool(name, arguments) for name, arguments in calls]
 
     listed, results = session(url, token, actions)
-    assert [t.name for t in listed.tools] == ["ls", "grep", "read", "search", "links", "write", "edit"]  # no note
+    assert [t.name for t in listed.tools] == ["ls", "grep", "read", "search", "links", "timeline", "write", "edit"]  # no note
     texts = [text_of(r) for r in results]
     assert texts[0].splitlines() == [
         line for line in texts[0].splitlines() if line.startswith("topics/") or line.startswith("[")
@@ -538,7 +538,9 @@ def test_sigterm_lets_the_write_in_flight_finish_then_exits_0(tmp_path):
     writer.join(30)
     assert server.stop() == 0
     answer = outcome["note"].json()["result"]
-    assert answer["content"][0]["text"] == f"noted in {researcher_note(root)} at line 9 (new file)"
+    assert (
+        answer["content"][0]["text"] == f"noted in {researcher_note(root)} at line 10 (new file)"
+    )  # agent: in its front matter
     assert "- during: shutdown" in (root / researcher_note(root)).read_text()
     assert server.lines[-1]["event"] == "stopped" and server.lines[-1]["signal"] == "SIGTERM"
 

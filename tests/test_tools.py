@@ -61,7 +61,7 @@ EXPECTED = ["ls", "grep", "read", "note", "write", "edit"]
 def expected_names(memory: Memory, writes: bool = True) -> list[str]:
     names = EXPECTED if writes else ["ls", "grep", "read"]
     if callable(getattr(memory, "search", None)):  # the search tool appears once Memory.search exists
-        names = names[:3] + ["search", "links"] + names[3:]
+        names = names[:3] + ["search", "links", "timeline"] + names[3:]
     return names
 
 
@@ -158,7 +158,7 @@ def test_note_write_edit(root):
     note = f"sessions/2026/11/30/default-{memory.host_id}.md"
     assert noted.text == f"noted in {note} at line 10 (new file)"
     note_text = (root / note).read_text()
-    assert note_text.endswith("## people/Adam Smith\n- employer: Globex\n")
+    assert note_text.endswith("## people/Adam Smith\n- employer: Globex (as of 2026-11-30T10:00:00Z)\n")
 
     written = tools.call(
         memory,
@@ -184,7 +184,8 @@ def test_note_write_edit(root):
 def test_session_defaults_to_the_agent_name(root):
     memory = Memory(root, agent="researcher")
     answer = tools.call(memory, "note", {"text": "checked billing"})
-    assert answer.paths == [f"sessions/2026/11/30/researcher-{memory.host_id}.md:9"]
+    assert answer.paths == [f"sessions/2026/11/30/researcher-{memory.host_id}.md:10"]  # after agent: researcher
+    assert "\nagent: researcher\n" in (root / f"sessions/2026/11/30/researcher-{memory.host_id}.md").read_text()
 
 
 # -- bad input: a clear error and no change on disk --------------------------------------

@@ -108,7 +108,9 @@ def test_revert_of_a_consolidation_makes_the_old_value_current_and_the_next_cons
     out = cli(memory.root, "revert", c)
     assert out.returncode == 0 and out.stdout.startswith(f"reverted {PERSON}")
     text = (memory.root / PERSON).read_text()
-    assert facts(text) == [f"- employer: Acme Corp (2026-11-28, sessions/2026/11/28/default-{memory.host_id}.md)"]
+    assert facts(text) == [
+        f"- employer: Acme Corp (2026-11-28T09:00:00Z, sessions/2026/11/28/default-{memory.host_id}.md)"
+    ]
     assert "ACME" not in text and "Superseded" not in text
     assert "consolidated: " in (memory.root / f"sessions/2026/11/29/default-{memory.host_id}.md").read_text()
     assert git(memory.root, "status", "--porcelain") == ""

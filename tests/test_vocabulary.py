@@ -182,7 +182,7 @@ def test_a_note_may_start_with_the_fact_syntax(demo_memory, tmp_path):
     )
     assert done.returncode == 0, done.stderr
     note = next((demo_memory.root / "sessions").rglob(f"default-{demo_memory.host_id}.md")).read_text()
-    assert "## people/Adam Smith\n- employer: Globex\n" in note
+    assert "## people/Adam Smith\n- employer: Globex (as of " in note  # stamped with the time of the write
     found = run("--root", str(demo_memory.root), "grep", "- employer: Globex", "-F", root=tmp_path)
     assert found.returncode == 0 and "- employer: Globex" in found.stdout
     typo = run("--root", str(demo_memory.root), "note", "x", "--sesion", "y", root=tmp_path)

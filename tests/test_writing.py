@@ -25,7 +25,9 @@ def test_note_creates_todays_session_file_with_front_matter(empty_memory, fixed_
         "created": "2026-11-30T09:15:00+00:00",
         "updated": "2026-11-30T09:15:00+00:00",
     }
-    assert doc.body == "## people/Adam Smith\n- employer: Globex\n"
+    assert (
+        doc.body == "## people/Adam Smith\n- employer: Globex (as of 2026-11-30T09:15:00Z)\n"
+    )  # the time of the write
 
 
 def test_note_appends_under_an_existing_subject_and_adds_new_subjects(empty_memory, fixed_now):
@@ -35,8 +37,8 @@ def test_note_appends_under_an_existing_subject_and_adds_new_subjects(empty_memo
     empty_memory.note("A free observation without subject.", session="s1")
     body = fmt.split((empty_memory.root / "sessions/2026/11/30/s1.md").read_text()).body
     assert body == (
-        "## people/Adam Smith\n- role: lead\n- employer: Globex\n\n"
-        "## topic/Billing\n- cycle: monthly\n\n"
+        "## people/Adam Smith\n- role: lead (as of 2026-11-30T09:15:00Z)\n- employer: Globex (as of 2026-11-30T09:15:00Z)\n\n"
+        "## topic/Billing\n- cycle: monthly (as of 2026-11-30T09:15:00Z)\n\n"
         "## topic/Inbox\n- A free observation without subject.\n"  # not under Billing: each note is its own unit
     )
 

@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "index": "generated:index",
     "search": "generated:search",
     "recall": "generated:recall",
+    "timeline": "generated:timeline",
     "evaluate": "search:evaluate_cmd",
     "import": "search:import_group",
     "log": "generated:log",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fsmem.format import now_iso
-from fsmem.format.facts import valid_date
+from fsmem.format.valid_time import note_date
 
 SESSIONS = "sessions"
 
@@ -13,17 +13,6 @@ SESSIONS = "sessions"
 def today() -> str:
     """The date consolidation runs on (FSMEM_NOW when set): notes dated later are held back."""
     return now_iso()[:10]
-
-
-def note_date(source: str, front: dict[str, Any]) -> str | None:
-    """A note's date: its folder (sessions/YYYY/MM/DD/), else its `created`."""
-    parts = source.split("/")
-    if len(parts) == 5 and parts[0] == SESSIONS:
-        date = "-".join(parts[1:4])
-        if valid_date(date):
-            return date
-    created = str(front.get("created") or "")[:10]
-    return created if valid_date(created) else None
 
 
 def future_note_problem(rel: str, front: dict[str, Any], day: str) -> str | None:

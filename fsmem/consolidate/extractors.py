@@ -41,7 +41,7 @@ class Item:
     `subject` is the heading text (`people/Adam Smith`, `topic/Billing`,
     `Adam Smith`) or None for the configured default. A fact has `key` and
     `value` (None: retracted); an observation has only `text`. `as_of` dates a
-    fact explicitly (YYYY-MM-DD); `line` is the note line it came from.
+    fact explicitly (YYYY-MM-DD, or a UTC time YYYY-MM-DDTHH:MM:SSZ); `line` is the note line it came from.
     """
 
     subject: str | None
@@ -78,7 +78,10 @@ def rules(note: SessionNote) -> Extraction:
         fact = _facts.parse_fact(first) if len(pending) == 1 else None
         if fact is not None and fact.bad_date:
             result.problems.append(
-                (pending_line, f"'(as of {fact.bad_date})' is not a date (YYYY-MM-DD); line skipped")
+                (
+                    pending_line,
+                    f"'(as of {fact.bad_date})' is not a date (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ); line skipped",
+                )
             )
         elif fact is not None:
             result.items.append(Item(subject, pending_line, key=fact.key, value=fact.value, as_of=fact.as_of))
@@ -171,7 +174,7 @@ def run(extractors: list[tuple[str, Extractor]], note: SessionNote) -> Extractio
             if item.is_fact and not _facts.is_key(item.key or ""):
                 merged.problems.append((item.line, f"extractor {name!r}: {item.key!r} is not a valid key; skipped"))
                 continue
-            if item.as_of is not None and not _facts.valid_date(item.as_of):
+            if item.as_of is not None and not _facts.valid_stamp(item.as_of):
                 merged.problems.append((item.line, f"extractor {name!r}: as_of {item.as_of!r} is not a date; skipped"))
                 continue
             if not item.is_fact and not (item.text or "").strip():

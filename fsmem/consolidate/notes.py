@@ -110,7 +110,7 @@ def read_note(full: Path, rel: str, source: str, extractors: list, snapshots: di
     ]
     entry.items = _with_old(items, entry, doc.body, snapshots)
     dates = [i.as_of for i in entry.items if i.as_of and not i.old]
-    entry.max_as_of = max(dates) if dates else None
+    entry.max_as_of = max(dates)[:10] if dates else None  # the day: held back until then
     return entry
 
 

@@ -132,7 +132,7 @@ def plan_document(
     """The new text of one document after merging `records` into it (None: nothing to write)."""
     if text is None:
         known = [r.date for r in records if r.date]
-        text = docs.new_document(path, target.field, target.value, target.title, min(known) if known else "")
+        text = docs.new_document(path, target.field, target.value, target.title, min(known)[:10] if known else "")
     doc = docs.EntityDocument(path, text)
     if doc.problems:
         return None, doc.problems[0], {}
@@ -168,8 +168,8 @@ def plan_document(
         return None, None, {}
     dated = [d for d in dates if d]
     if dated and doc.has_front_matter:
-        doc.bump_updated(max(dated))
-        doc.lower_created(min(dated))
+        doc.bump_updated(max(dated)[:10])  # dates, as before stamps had times: the same bytes on every host
+        doc.lower_created(min(dated)[:10])
         new = doc.text()
     return new, None, doc.front_matter
 

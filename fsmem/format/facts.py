@@ -14,6 +14,11 @@ Provenance is a trailing parenthesis that a human reads as a citation:
     - Prefers PDF invoices. (2026-11-02, sessions/x.md; sessions/y.md)
 
 and a note may date a fact explicitly: `- role: cto (as of 2024-03-01)`.
+
+A date may carry a UTC time, `2026-12-01T15:32:09Z` (a *stamp*): `fsmem note`
+writes one on every fact, so that two writes of one day are ordered by when
+they were made. A stamp without a time counts as the start of its day, so
+stamps compare as strings.
 """
 
 from __future__ import annotations
@@ -30,14 +35,15 @@ MAX_KEY_WORDS = 4
 UNDATED = "undated"
 
 _DATE = r"\d{4}-\d{2}-\d{2}"
-_DAY = rf"(?:{_DATE}|{UNDATED})"
+_STAMP = rf"{_DATE}(?:T\d{{2}}:\d{{2}}:\d{{2}}Z)?"
+_DAY = rf"(?:{_STAMP}|{UNDATED})"
 _SOURCE = r"[^\s;(),]+"
 _BULLET = re.compile(r"^- (?P<rest>.*?)[ \t]*$")
 _FACT = re.compile(r"^(?P<key>[^:]{1,40}): (?P<value>.*\S)$")
 _KEY_CHAR = re.compile(r"^[a-z0-9_\-]+$")
-_AS_OF = re.compile(rf" \(as of (?P<date>{_DATE})\)$")
+_AS_OF = re.compile(rf" \(as of (?P<date>{_STAMP})\)$")
 _PROVENANCE = re.compile(
-    rf" \((?P<first>{_DAY})(?: to (?P<to>{_DATE}))?, (?P<sources>{_SOURCE}(?:; {_SOURCE})*)"
+    rf" \((?P<first>{_DAY})(?: to (?P<to>{_STAMP}))?, (?P<sources>{_SOURCE}(?:; {_SOURCE})*)"
     rf"(?:; confirmed (?P<cdate>{_DAY}), (?P<csource>{_SOURCE}))?\)$"
 )
 
@@ -51,6 +57,30 @@ def valid_date(text: str) -> bool:
     except ValueError:
         return False
     return bool(re.fullmatch(_DATE, text))
+
+
+def valid_stamp(text: str) -> bool:
+    """A real date, YYYY-MM-DD, or a real UTC time of one, YYYY-MM-DDTHH:MM:SSZ."""
+    import datetime as _dt
+
+    if not valid_date(text[:10]):
+        return False
+    if len(text) == 10:
+        return True
+    if not re.fullmatch(rf"{_DATE}T\d{{2}}:\d{{2}}:\d{{2}}Z", text):
+        return False
+    try:
+        _dt.time.fromisoformat(text[11:19])
+    except ValueError:
+        return False
+    return True
+
+
+def utc_stamp(when) -> str:
+    """`when` (an aware datetime) as the stamp fsmem writes: UTC, to the second, `YYYY-MM-DDTHH:MM:SSZ`."""
+    import datetime as _dt
+
+    return when.astimezone(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def is_key(text: str) -> bool:
@@ -86,7 +116,7 @@ def normalize_text(text: str) -> str:
 class Stamp:
     """When and where a value was recorded; `seq` orders records of one source on one day."""
 
-    date: str  # YYYY-MM-DD, or "" when unknown
+    date: str  # YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ, or "" when unknown
     source: str
     seq: int = 0
 
@@ -116,7 +146,7 @@ def split_provenance(text: str) -> tuple[str, Provenance | None]:
     first = match.group("first")
     to = match.group("to")
     dates = [d for d in (first, to, match.group("cdate")) if d and d != UNDATED]
-    if not all(valid_date(d) for d in dates):
+    if not all(valid_stamp(d) for d in dates):
         return text, None
     confirmed = None
     if match.group("cdate"):
@@ -158,7 +188,7 @@ def parse_fact(line: str) -> KeyedFact | None:
     as_of = bad = None
     dated = _AS_OF.search(value)
     if dated:
-        if valid_date(dated.group("date")):
+        if valid_stamp(dated.group("date")):
             as_of = dated.group("date")
         else:
             bad = dated.group("date")

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import re
 
+from fsmem.format.facts import parse_fact
 from fsmem.format.frontmatter import split
-from fsmem.format.markdown import HEADING, headings
+from fsmem.format.markdown import FENCED_CODE, HEADING, headings
 
 
 def place(text: str, block: str, subject: str | None, default_subject: str | None) -> tuple[str, int]:
@@ -62,3 +63,29 @@ def append_under(text: str, block: str, subject: str | None) -> tuple[str, int]:
     sep = "\n" if doc.body.strip() and not text.endswith("\n\n") else ""
     heading_line = text.count("\n") + 1 + (1 if sep else 0)
     return text + sep + f"## {wanted}\n" + block, heading_line + 1
+
+
+def stamp_facts(lines: list[str], stamp: str) -> list[str]:
+    """`lines` with `(as of STAMP)` after each keyed fact that carries no date or citation of its own.
+
+    The time of the write goes into the note itself, so consolidation orders two facts of one day by when
+    they were written, not by the names of their notes, and stays a function of the notes. A fact is one
+    line (a line after it indented is a continuation: then it is not a fact, and is left as it is); lines in
+    fenced code are never facts.
+    """
+    out = list(lines)
+    in_code = False
+    for index, line in enumerate(lines):
+        if FENCED_CODE.match(line):
+            in_code = not in_code
+            continue
+        if in_code:
+            continue
+        following = lines[index + 1] if index + 1 < len(lines) else ""
+        if following[:1] in (" ", "\t") and following.strip():
+            continue
+        fact = parse_fact(line)
+        if fact is None or fact.as_of is not None or fact.bad_date is not None or fact.provenance is not None:
+            continue
+        out[index] = f"{line.rstrip()} (as of {stamp})"
+    return out

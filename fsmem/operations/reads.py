@@ -7,13 +7,13 @@ for what is known of each file without reading it again).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from fsmem import faces
 from fsmem.budget import check_offset
 from fsmem.errors import FsmemError, InvalidArgument
 from fsmem.operations.core import Core, existing, selection
-from fsmem.query import grep as _grep, links as _links, reading
+from fsmem.query import as_of as _as_of, grep as _grep, links as _links, reading
 from fsmem.query.listing import Listing, list_entries
 from fsmem.store.catalog import EXACT_COUNT_LIMIT, FileMeta
 from fsmem.store.files import file_version
@@ -65,19 +65,34 @@ def grep(
     tag: str | Iterable[str] | None = None,
     updated_after: str | None = None,
     include_superseded: bool = False,
+    as_of: str | None = None,
     offset: int = 0,
     max_results: int | None = None,
     max_tokens: int | None = None,
 ) -> _grep.GrepResult:
     """Lines matching `pattern` (ripgrep syntax), grouped by file, with an honest total.
 
-    `context_lines` lines before and after each match are shown with it.
+    `context_lines` lines before and after each match are shown with it. With `as_of`, the keyed facts
+    are those that held on that date (`fsmem.query.as_of`): every matched file is read to tell.
     """
     check_text(pattern, "the pattern")
     if context_lines < 0:
         raise InvalidArgument(f"{faces.arg('context_lines')} must be 0 or more")
     budget = memory.budget.narrowed(max_tokens, max_results)
     named = [relative(memory.root, existing(memory, p)) for p in paths or []]
+    ranges = memory.catalog.superseded
+    hint: Callable[[], list[str]] | None = memory.catalog.superseded_hint
+    superseded_too = include_superseded
+    seen: dict[str, _as_of.Lines] = {}
+    if as_of is not None:
+        stamp = _as_of.bound(as_of)
+
+        def ranges(rels: list[str]) -> dict[str, list[tuple[int, int]]]:
+            wanted = [rel for rel in rels if rel not in seen]
+            seen.update(_as_of.lines_as_of(memory.root, wanted, stamp, include_superseded=include_superseded))
+            return {rel: seen[rel].hidden for rel in rels if rel in seen}
+
+        hint, superseded_too = None, False  # what is left out is the view's; the marks are added below
     result = _grep.run(
         memory.root,
         pattern,
@@ -90,13 +105,17 @@ def grep(
         max_results=budget.max_results,
         max_tokens=budget.max_tokens,
         count_tokens=memory.tokens.count,
-        superseded_ranges=memory.catalog.superseded,
-        superseded_hint=memory.catalog.superseded_hint,
-        include_superseded=include_superseded,
+        superseded_ranges=ranges,
+        superseded_hint=hint,
+        include_superseded=superseded_too,
         timeout=memory.config.grep.timeout_seconds,
         max_line_chars=memory.config.read.max_line_chars,
         within=memory.scope.contains if memory.scope is not None else None,
     )
+    if as_of is not None:
+        for match in result.matches:
+            known = seen.get(match.path)
+            match.superseded = known is not None and _as_of.in_ranges(match.line, known.superseded)
     for shown in dict.fromkeys(m.path for m in result.matches):
         try:
             result.versions[shown] = file_version(memory.root / shown)
@@ -152,9 +171,14 @@ def read(
     section: str | None = None,
     outline: bool = False,
     include_superseded: bool = False,
+    as_of: str | None = None,
     max_tokens: int | None = None,
 ) -> reading.ReadResult:
-    """A line-numbered slice of one file, cut at the token budget with the next range named."""
+    """A line-numbered slice of one file, cut at the token budget with the next range named.
+
+    With `as_of`, the file as the memory stood on that date: the keyed facts recorded later are left out,
+    the value that held then is shown where it stands (`fsmem.query.as_of`).
+    """
     target = existing(memory, path, "file")
     rel = relative(memory.root, target)
     budget = memory.budget.narrowed(max_tokens, None)
@@ -176,7 +200,12 @@ def read(
         )
         shown.version = version
         return shown
-    hide = [] if include_superseded else superseded_ranges(memory, rel)
+    if as_of is not None:
+        stamp = _as_of.bound(as_of)
+        at = _as_of.lines_as_of(memory.root, [rel], stamp, include_superseded=include_superseded).get(rel)
+        hide = at.hidden if at is not None else []
+    else:
+        hide = [] if include_superseded else superseded_ranges(memory, rel)
     result = reading.bounded_read(
         target,
         rel,
@@ -187,6 +216,14 @@ def read(
         max_line_chars=memory.config.read.max_line_chars,
         hide_ranges=hide,
     )
+    if as_of is not None and result.hidden_superseded:  # not only superseded lines: values recorded later too
+        said = "recorded later" if include_superseded else "recorded later or replaced by then"
+        result.notes = [
+            f"[{result.hidden_superseded} line(s) hidden as of {as_of}: {said}]"
+            if "superseded line(s) hidden" in n
+            else n
+            for n in result.notes
+        ]
     result.version = version
     if any("[[" in text for _, text in result.lines):  # a read without links asks nothing more
         numbers = {number for number, _ in result.lines}

@@ -29,6 +29,7 @@ def search(
     tag: str | Iterable[str] | None = None,
     updated_after: str | None = None,
     include_superseded: bool = False,
+    as_of: str | None = None,
     min_score: float | None = None,
     offset: int = 0,
     max_results: int | None = None,
@@ -37,18 +38,25 @@ def search(
     """Rows ranked for `query` (facts, bullets, paragraphs with their context), fitted to the budget.
 
     `min_score` is the threshold below which a row is not relevant (an
-    empty answer says "no relevant memory").
+    empty answer says "no relevant memory"). With `as_of`, the keyed facts
+    are those that held on that date (`fsmem.query.as_of`).
     """
     from fsmem.search.ranking import log_fields, search as ranked, usage_counts
 
     check_text(query, "the query")
     budget = memory.budget.narrowed(max_tokens, max_results)
+    view = None
+    if as_of is not None:
+        from fsmem.query import as_of as _as_of
+
+        view = _as_of.ranking_view(memory.root, _as_of.bound(as_of), include_superseded=include_superseded)
     arguments = {
         "query": query,
         "type": type,
         "tag": tag,
         "updated_after": updated_after,
         "include_superseded": include_superseded or None,
+        "as_of": as_of,
         "min_score": min_score,
         "offset": offset or None,
         "max_results": max_results,
@@ -68,10 +76,11 @@ def search(
             type=type,
             tag=tag,
             updated_after=updated_after,
-            include_superseded=include_superseded,
+            include_superseded=include_superseded or as_of is not None,
             usage=usage_counts(memory.root),
             offset=offset,
             within=memory.visible(),
+            view=view,
         )
         logged.done(**log_fields(result))
     return result

@@ -214,10 +214,16 @@ def stats(memory: Core, since: str | None = None, agent: str | None = None) -> S
     return _stats.stats(memory.root, since=since, agent=agent)
 
 
-def context(memory: Core, max_tokens: int | None = None) -> ContextBlock:
-    """The block to pre-inject at the start of a turn: profile/ first, then INDEX.md, within the budget."""
+def context(memory: Core, *, as_of: str | None = None, max_tokens: int | None = None) -> ContextBlock:
+    """The block to pre-inject at the start of a turn: profile/ first, then INDEX.md, within the budget.
+
+    With `as_of`, the profile's keyed facts as they held on that date (INDEX.md is shown as it is).
+    """
+    from fsmem.query import as_of as _as_of, context as _context
+
+    stamp = _as_of.bound(as_of) if as_of is not None else None
     budget = memory.budget.narrowed(max_tokens)
     within = memory.catalog.visible_test() if memory.scope is not None else None
-    from fsmem.query import context as _context
-
-    return _context.build(memory.root, memory.catalog, memory.tokens, max_tokens=budget.max_tokens, within=within)
+    return _context.build(
+        memory.root, memory.catalog, memory.tokens, max_tokens=budget.max_tokens, within=within, as_of=stamp
+    )

@@ -49,7 +49,13 @@ def note(memory: Core, text: str, *, session: str | None = None, subject: str | 
 
     with transaction(memory) as tx:
         result = writing.note(
-            memory.root, text, session=session, subject=subject, default_subject=default, check_path=check
+            memory.root,
+            text,
+            session=session,
+            subject=subject,
+            default_subject=default,
+            check_path=check,
+            agent=memory.agent,
         )
         return tx.wrote(result)
 

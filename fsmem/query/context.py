@@ -77,8 +77,9 @@ class ContextBlock:
         return self.text
 
 
-def _body_lines(root: Path, rel: str) -> list[tuple[int | None, str]]:
-    """A file's body lines with their file line numbers; superseded facts and edge blank lines left out.
+def _body_lines(root: Path, rel: str, as_of: str | None = None) -> list[tuple[int | None, str]]:
+    """A file's body lines with their file line numbers; superseded facts and edge blank lines left out
+    (with `as_of`, a stamp: the facts that did not hold then, `fsmem.query.as_of`).
 
     A file that cannot be read (vanished, denied, not regular, a link out) gives no lines. The lines of
     each version of a file are kept (`_SUMMARIES`): a turn's context reads INDEX.md and the profile again
@@ -89,7 +90,7 @@ def _body_lines(root: Path, rel: str) -> list[tuple[int | None, str]]:
         stat = os.stat(path)
     except (OSError, FsmemError):
         return []
-    key = (os.fspath(path), stat.st_mtime_ns, stat.st_size, stat.st_ino)
+    key = (os.fspath(path), stat.st_mtime_ns, stat.st_size, stat.st_ino, as_of)
     with _SUMMARIES_LOCK:
         kept = _SUMMARIES.get(key)
         if kept is not None:
@@ -100,7 +101,13 @@ def _body_lines(root: Path, rel: str) -> list[tuple[int | None, str]]:
     except (OSError, FsmemError):
         return []
     doc = fmt.split(text)
-    hidden = fmt.superseded_ranges(doc)
+    if as_of is None:
+        hidden = fmt.superseded_ranges(doc)
+    else:
+        from fsmem.query.as_of import lines_as_of
+
+        at = lines_as_of(root, [rel], as_of, include_superseded=False).get(rel)
+        hidden = at.hidden if at is not None else fmt.superseded_ranges(doc)
     # A secret in a file is never pre-injected, whatever the policy let into the file.
     lines: list[tuple[int | None, str]] = [
         (number, secrets.redact(line) if secrets.scan(line) else line)
@@ -120,7 +127,7 @@ def _body_lines(root: Path, rel: str) -> list[tuple[int | None, str]]:
 
 
 SUMMARIES_KEPT = 64
-_SUMMARIES: OrderedDict[tuple[str, int, int, int], list[tuple[int | None, str]]] = OrderedDict()
+_SUMMARIES: OrderedDict[tuple[str, int, int, int, str | None], list[tuple[int | None, str]]] = OrderedDict()
 _SUMMARIES_LOCK = threading.Lock()
 
 
@@ -184,8 +191,12 @@ def _heading_level(line: str) -> int:
     return level if level and stripped[level : level + 1] in (" ", "\t", "") else 0
 
 
-def gather(root: Path, catalog: Catalog, within: Callable[[str], bool] | None = None) -> tuple[list[Part], bool]:
+def gather(
+    root: Path, catalog: Catalog, within: Callable[[str], bool] | None = None, as_of: str | None = None
+) -> tuple[list[Part], bool]:
     """The parts of the block in order (profile first), and whether INDEX.md exists.
+
+    With `as_of` (a stamp), the profile's keyed facts are those that held then; INDEX.md is shown as it is.
 
     With `within` (an agent's scope; the catalog is scoped too), INDEX.md shows
     only its lines that name files in scope (`scoped_lines`). Without INDEX.md,
@@ -198,7 +209,7 @@ def gather(root: Path, catalog: Catalog, within: Callable[[str], bool] | None = 
     if (root / PROFILE_DIR).is_dir():
         for meta in catalog.listing(Selection.of(PROFILE_DIR)).metas:
             title = f" ({meta.title})" if meta.title else ""
-            parts.append(Part(meta.path, f"## {meta.path}{title}", _body_lines(root, meta.path)))
+            parts.append(Part(meta.path, f"## {meta.path}{title}", _body_lines(root, meta.path, as_of)))
     if _readable_index(root):
         lines = _body_lines(root, INDEX_FILE)
         if within is not None:
@@ -269,6 +280,7 @@ def build(
     *,
     max_tokens: int,
     within: Callable[[str], bool] | None = None,
+    as_of: str | None = None,
 ) -> ContextBlock:
     """The pre-injection block of the memory at `root`, at most `max_tokens` (the agent's budget, already narrowed).
 
@@ -276,12 +288,12 @@ def build(
     state of the memory's rows (`Catalog.version`: INDEX.md and profile/ are memory files too), budget and
     scope, and given again while none of them changed: a turn's context costs a lookup.
     """
-    key = (os.fspath(root), max_tokens, catalog.scope, catalog.version())
+    key = (os.fspath(root), max_tokens, catalog.scope, as_of, catalog.version())
     with _BLOCKS_LOCK:
         kept = _BLOCKS.get(key) if key[-1] >= 0 else None
     if kept is not None:
         return dataclasses.replace(kept, sources=list(kept.sources), cut=list(kept.cut))
-    block = _fill(*gather(root, catalog, within), tokens.count, max_tokens)
+    block = _fill(*gather(root, catalog, within, as_of), tokens.count, max_tokens)
     if key[-1] >= 0 and key[-1] == catalog.version():  # nothing changed while it was made
         with _BLOCKS_LOCK:
             _BLOCKS[key] = block

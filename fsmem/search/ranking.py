@@ -126,7 +126,7 @@ def fit(
             title=row.title,
             subject=row.subject,
             headings=list(row.headings),
-            superseded=row.superseded or rid in ranking.stale,
+            superseded=(row.superseded and rid not in ranking.current) or rid in ranking.stale,
             sources=sources,
         )
         pieces = list(_hit_lines(hit))
@@ -173,10 +173,12 @@ def search(
     usage: dict[str, int] | None = None,
     offset: int = 0,
     within: Callable[[str], bool] | None = None,
+    view: Callable[[Ranking], None] | None = None,
 ) -> tuple[SearchResult, Ranking]:
     """Rank and fit; returns the ranking too (the evaluation harness needs every candidate's score).
 
-    Rows of files outside `within` (an agent's scope) are dropped before anything is counted or fitted.
+    Rows of files outside `within` (an agent's scope) are dropped before anything is counted or fitted;
+    `view` may drop or mark candidates before they are fitted (an `as_of` answer: `fsmem.query.as_of`).
     """
     if not query or not query.strip():
         raise InvalidArgument("the search query is empty; describe what you are looking for")
@@ -208,6 +210,8 @@ def search(
             include_superseded=include_superseded,
             within=within,
         )
+        if view is not None:
+            view(ranking)
         try:
             result = fit(
                 index, ranking, counter, query=query, k=k, max_tokens=max_tokens, min_score=threshold, offset=offset

@@ -65,6 +65,7 @@ class Ranking:
     lines: dict[int, int]  # row id -> line
     searchable: int  # rows passing the filters (0: nothing to search)
     stale: set[int] = field(default_factory=set)  # lines of session notes a document has superseded
+    current: set[int] = field(default_factory=set)  # rows under `## Superseded` that held at an `as_of` date
 
     @property
     def candidates(self) -> list[int]:

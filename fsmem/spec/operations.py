@@ -13,6 +13,7 @@ from __future__ import annotations
 from fsmem.spec import API, CLI, NOT_TOOLS, Cli, Operation, Param
 from fsmem.spec.params import (
     AGENT,
+    AS_OF,
     AT,
     EXPECTED_VERSION,
     FILTERS,
@@ -95,6 +96,7 @@ _DECLARED = (
             ),
             *FILTERS,
             INCLUDE_SUPERSEDED,
+            AS_OF,
             *PAGE,
         ),
         "page",
@@ -127,6 +129,7 @@ _DECLARED = (
                 default=False,
             ),
             INCLUDE_SUPERSEDED,
+            AS_OF,
             MAX_TOKENS,
         ),
         "text",
@@ -149,6 +152,7 @@ _DECLARED = (
             QUERY,
             *FILTERS,
             INCLUDE_SUPERSEDED,
+            AS_OF,
             Param(
                 "min_score",
                 "float",
@@ -184,6 +188,34 @@ _DECLARED = (
         cli=Cli(note="Exit 1 when the file holds no link and none leads to it.", exit_1="empty"),
     ),
     Operation(
+        "timeline",
+        "Every value each key of a subject has had, oldest first: its dates, its source note and who wrote it.",
+        "timeline:timeline",
+        (
+            Param(
+                "subject",
+                "str",
+                "Who or what: as a note heading names it ('people/Nadia Okafor', 'topic/Build'), or the "
+                "document's path",
+                positional=True,
+            ),
+            Param(
+                "key",
+                "str",
+                "Only this key, such as 'employer'; omit for every key",
+                default=None,
+                positional=True,
+            ),
+            *PAGE,
+        ),
+        "page",
+        guide="Use it to learn how a fact changed: each value with the date it was recorded, until when it held, the\n"
+        "note it came from and who wrote it. For what was true on one date, read, grep or search with as_of. When\n"
+        "the answer says 'Continue with offset=N', call timeline again with offset N, or name one key.",
+        tool=True,
+        cli=Cli(note="Exit 1 when the document holds no keyed fact.", exit_1="empty"),
+    ),
+    Operation(
         "recall",
         "Search for pre-injection, or skip cheaply: the budget is spent, the query is already in what the agent "
         "holds, or nothing new was written.",
@@ -214,7 +246,7 @@ _DECLARED = (
         "context",
         "The block to pre-inject at the start of a turn: profile/ first, then INDEX.md, within the budget.",
         "upkeep:context",
-        (MAX_TOKENS,),
+        (AS_OF.but(description="The profile's facts as they stood on this date, such as '2026-04-30'"), MAX_TOKENS),
         "text",
         cli=Cli(reserve=False),
     ),

@@ -42,6 +42,14 @@ FILTERS = (TYPE, TAG, UPDATED_AFTER)
 INCLUDE_SUPERSEDED = Param(
     "include_superseded", "bool", "Also include facts that newer facts replaced (history)", default=False
 )
+AS_OF = Param(
+    "as_of",
+    "str",
+    "Answer as the memory stood on this date, such as '2026-04-30' (or at a UTC time, '2026-04-30T12:00:00Z'): "
+    "the value each fact had then is shown as current, values recorded later are left out",
+    default=None,
+    metavar="DATE",
+)
 OFFSET = Param(
     "offset",
     "int",

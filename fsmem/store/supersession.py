@@ -16,7 +16,9 @@ citation format needs one change here):
   inside a document's superseded ranges is the same key with the same value
   (case and spacing aside) and cites that note as a source (its first source,
   any further one, or its `confirmed` source);
-- out: per note, the 1-based line ranges to hide (a note with none is left out).
+- out: per note, the 1-based line ranges to hide (a note with none is left out);
+- with `ended_by` (a stamp: an `as_of` answer), only the lines whose value the document says was replaced by
+  then (its `to` at or before it) count.
 """
 
 from __future__ import annotations
@@ -72,7 +74,10 @@ def note_facts(text: str) -> list[tuple[int, str, str]]:
 
 
 def superseded_note_lines(
-    root: Path, notes: dict[str, str], document_ranges: Callable[[list[str]], dict[str, Ranges]]
+    root: Path,
+    notes: dict[str, str],
+    document_ranges: Callable[[list[str]], dict[str, Ranges]],
+    ended_by: str | None = None,
 ) -> dict[str, Ranges]:
     """Per note, the lines of its keyed facts that a document cites from it under `## Superseded`."""
     facts = {rel: note_facts(text) for rel, text in notes.items() if is_note(rel)}
@@ -91,6 +96,8 @@ def superseded_note_lines(
                 continue
             fact = parse_fact(text)
             if fact is None or fact.value is None or fact.provenance is None:
+                continue
+            if ended_by is not None and not (fact.provenance.to and fact.provenance.to <= ended_by):
                 continue
             sources = set(fact.provenance.sources)
             if fact.provenance.confirmed is not None:

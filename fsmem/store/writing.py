@@ -19,6 +19,7 @@ from fsmem import faces, format as fmt
 from fsmem.budget import echo
 from fsmem.errors import AlreadyExists, ChangedOnDisk, EditConflict, InvalidArgument, NotFound
 from fsmem.format import notes as note_text
+from fsmem.format.facts import utc_stamp
 from fsmem.format.portable import portable_problem
 from fsmem.store.fields import check_fields
 from fsmem.store.files import atomic_write, same_version, version_of
@@ -152,8 +153,12 @@ def note(
     subject: str | None = None,
     default_subject: str | None = None,
     check_path: Callable[[Path], None] | None = None,
+    agent: str | None = None,
 ) -> WriteResult:
     """Append `text` to today's note of `session`, under `## subject` when given.
+
+    Each keyed fact gets `(as of TIME)`, the UTC time of this write (`fsmem.format.notes.stamp_facts`); a new
+    note records the `agent` that made it (timeline's "who wrote it").
 
     Each note is its own unit: text without a subject goes under
     `## default_subject` when an earlier note left a heading open at the end
@@ -177,6 +182,7 @@ def note(
     lines = text.splitlines()
     if len(lines) == 1 and not lines[0].lstrip().startswith(("- ", "* ", "#")):
         lines = [f"- {lines[0].strip()}"]
+    lines = note_text.stamp_facts(lines, utc_stamp(when))
     block = "\n".join(lines) + "\n"
     created = not path.exists()
     before = None
@@ -186,6 +192,7 @@ def note(
             "description": f"Session notes of {session} on {when:%Y-%m-%d}",
             "type": "episodic",
             "session": session,
+            **({"agent": agent} if agent else {}),
             "created": stamp,
             "updated": stamp,
         }

@@ -1,0 +1,115 @@
+"""`timeline`: every value of a subject's keys in time order, with its date, its source and who wrote it.
+
+The subject is named as a note heading names it (`people/Nadia Okafor`, `topic/Build`), by
+a title or alias of an existing document, or by the document's path. The values are the
+document's own lines (`fsmem.query.timeline`), so the answer needs no history, and a
+value whose source note is outside the caller's scope is left out.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fsmem import format as fmt
+from fsmem.budget import check_offset, echo
+from fsmem.errors import FsmemError, InvalidArgument, NotFound
+from fsmem.format import facts as F
+from fsmem.format.valid_time import file_facts
+from fsmem.operations.core import Core, existing
+from fsmem.query.timeline import TimelineResult, entries_of, page_of
+from fsmem.store import paths
+from fsmem.store.catalog import EXACT_COUNT_LIMIT
+from fsmem.store.paths import check_text, relative
+
+
+def timeline(
+    memory: Core,
+    subject: str,
+    key: str | None = None,
+    *,
+    offset: int = 0,
+    max_results: int | None = None,
+    max_tokens: int | None = None,
+) -> TimelineResult:
+    """Every value each key (or `key` alone) of `subject`'s document has had, oldest first, within the budget."""
+    check_text(subject, "the subject")
+    check_offset(offset)
+    if key is not None:
+        check_text(key, "the key")
+        if not F.is_key(key):
+            raise InvalidArgument(f"{echo(key)} is not a key: one to four lowercase words, such as 'employer'")
+    budget = memory.budget.narrowed(max_tokens, max_results)
+    target = _document(memory, subject)
+    rel = relative(memory.root, target)
+    if target.stat().st_size > EXACT_COUNT_LIMIT:
+        raise InvalidArgument(f"{rel} is too large to read its facts; read it in parts with read")
+    text = fmt.decode(paths.read_regular(target))[0]
+    scope = memory.scope
+    writers: dict[str, str | None] = {}
+
+    def writer(source: str) -> str | None:
+        if source not in writers:
+            writers[source] = _writer(memory, source)
+        return writers[source]
+
+    entries = entries_of(
+        file_facts(text, rel), key, writer, (lambda source: scope.contains(source)) if scope is not None else _always
+    )
+    return page_of(
+        subject,
+        rel,
+        entries,
+        memory.tokens.count,
+        offset=offset,
+        max_results=budget.max_results,
+        max_tokens=budget.max_tokens,
+    )
+
+
+def _always(_source: str) -> bool:
+    return True
+
+
+def _document(memory: Core, subject: str) -> Path:
+    """The document `subject` names: a heading's `kind/Name`, a path, or a title or alias it matches."""
+    from fsmem.consolidate import subjects
+
+    named = subject.strip()
+    if not named:
+        raise InvalidArgument("the subject is empty; name it as a note heading does, such as 'people/Ann Lee'")
+    if named.endswith((".md", ".markdown")):
+        return existing(memory, named, "file")
+    kinded = subjects.kinded(named)
+    if kinded is not None:
+        try:
+            return existing(memory, kinded.path, "file")
+        except NotFound:
+            raise NotFound(
+                f"no document for {echo(named)} ({kinded.path} does not exist); list files with ls"
+            ) from None
+    threshold = memory.config.consolidate.subject_match_threshold
+    found = subjects.match(named, subjects.directory(memory.root), threshold)
+    if found is None:
+        raise NotFound(f"no entity or topic document is named {echo(named)}; list files with ls")
+    return existing(memory, found.path, "file")
+
+
+def _writer(memory: Core, source: str) -> str | None:
+    """Who wrote a note: its `agent` field, else its `session` (the note as archived too); None for a document."""
+    if not source.startswith("sessions/"):
+        return None
+    archive = memory.config.consolidate.archive_dir.strip("/")
+    for rel in (source, f"{archive}/{source[len('sessions/') :]}"):
+        try:
+            path = paths.resolve(memory.root, rel, want="file")
+            with open(path, "rb") as handle:
+                head = fmt.decode(handle.read(16384))[0]
+        except (OSError, FsmemError):
+            continue
+        front = fmt.split(head).front_matter
+        for name in ("agent", "session"):
+            value = front.get(name)
+            if isinstance(value, str) and value.strip():
+                return value.strip()
+        return None
+    return None

@@ -1,0 +1,54 @@
+"""Two same-day writes on two hosts order by their time through `fsmem sync`'s merge, whichever host syncs first
+and whoever's note path sorts first (issue #22): two clones of one bare remote, the CLI with the clock pinned."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import sync_scenario as S
+
+NADIA = "people/Nadia Okafor"
+DOC = "entities/people/nadia-okafor.md"
+
+
+def run(root: Path, *args: str, now: str, session: str | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FSMEM_", "GIT_"))}
+    env["FSMEM_NOW"] = now
+    if session:
+        env["FSMEM_SESSION"] = session
+    proc = subprocess.run([S.FSMEM, "--root", str(root), *args], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode in (0, 1), f"fsmem {' '.join(args)}: exit {proc.returncode}: {proc.stderr}"
+    return proc
+
+
+def facts_of(root: Path) -> tuple[str, str]:
+    text = (root / DOC).read_text()
+    facts, _, superseded = text.partition("## Superseded\n")
+    return facts.split("## Facts\n")[1], superseded
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("first", ["zed's host", "alice's host"])
+def test_same_day_writes_on_two_hosts_order_by_time_through_sync(tmp_path, first):
+    _, (zed_host, alice_host) = S.make_hosts(tmp_path, hosts=2, writers=0)
+    run(zed_host, "note", "- employer: Acme", "--subject", NADIA, now="2026-12-01T15:32:07Z", session="zed")
+    run(alice_host, "note", "- employer: Globex", "--subject", NADIA, now="2026-12-01T15:32:09Z", session="alice")
+    later = "2026-12-01T16:00:00Z"
+    for root in (zed_host, alice_host):  # each host files its own note first: the documents then conflict
+        run(root, "consolidate", now=later)
+    assert "employer: Acme" in facts_of(zed_host)[0] and "employer: Globex" in facts_of(alice_host)[0]
+    order = [zed_host, alice_host] if first == "zed's host" else [alice_host, zed_host]
+    for root in [*order, order[0]]:
+        run(root, "sync", now=later)
+    for root in (zed_host, alice_host):
+        facts, superseded = facts_of(root)
+        assert facts.strip() == "- employer: Globex (2026-12-01T15:32:09Z, sessions/2026/12/01/alice.md)"
+        assert superseded.strip() == (
+            "- employer: Acme (2026-12-01T15:32:07Z to 2026-12-01T15:32:09Z, sessions/2026/12/01/zed.md)"
+        )
+    assert (zed_host / DOC).read_bytes() == (alice_host / DOC).read_bytes()
+    timeline = run(zed_host, "timeline", NADIA, "employer", now=later).stdout.splitlines()
+    assert [row.split("  ")[0] for row in timeline[1:-1]] == ["employer: Acme", "employer: Globex"]
