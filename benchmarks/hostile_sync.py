@@ -198,7 +198,7 @@ def attacks() -> list[Attack]:
         Attack("4", "fsmem.yaml: budgets 100x", config("max_tokens: 2000", "max_tokens: 200000"), "held"),
         Attack("4", "fsmem.yaml: a new agent in the closed list", config("  agents:\n", "  agents:\n    mallory: {}\n"), "held"),
         Attack("4", "fsmem.yaml: removed", _pushed(lambda w: (w.hostile / "fsmem.yaml").unlink()), "held"),
-        Attack("4", "fsmem.yaml: sync sends to another remote", config("  # remote: origin", "  remote: mallory"), "held"),
+        Attack("4", "fsmem.yaml: sync sends to another remote", config("  remote: null", "  remote: mallory"), "held"),
         Attack("5", "fsmem.yaml: a YAML alias bomb", bomb, "refused", "fsmem.yaml"),
         Attack("5", "fsmem.yaml: 1 MB", text("fsmem.yaml", "# x\n" * 250_000), "refused", "fsmem.yaml"),
         Attack("6", ".gitattributes: *.md merge=union", text(".gitattributes", "*.md merge=union\n"), "merged", "", _one_owner),
