@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import click
 
-from fsmem.cli.options import command, emit, open_memory, output_option, scope_option
+from fsmem.cli.options import F, command, emit, open_memory, output_option, scope_option
 
 FORMATS = ("openai", "anthropic", "json")
 
@@ -54,6 +55,11 @@ def mcp_cmd(ctx, read_only, paths):
         mcp_server.serve(memory)
 
 
+def budget_option(unit: str, help: str) -> Callable[[F], F]:
+    """--max-UNIT-budget N: a standing budget of the agent, named apart from the per-call --max-UNIT."""
+    return click.option(f"--max-{unit}-budget", f"max_{unit}", type=click.IntRange(min=1), metavar="N", help=help)
+
+
 @click.group("agent")
 def agent_group():
     """Declare the agents of this memory in its fsmem.yaml (comments and the rest of the file kept as written)."""
@@ -62,20 +68,11 @@ def agent_group():
 @command("add")
 @click.argument("name")
 @click.option("--read-only", is_flag=True, default=None, help="The agent may list, grep, read and search, never write.")
-@click.option(
-    "--max-tokens-budget",
-    "max_tokens",
-    type=click.IntRange(min=1),
-    metavar="N",
-    help="Tokens in one answer to this agent (its budget; default: budgets.default). A call may still ask for fewer.",
+@budget_option(
+    "tokens",
+    "Tokens in one answer to this agent (its budget; default: budgets.default). A call may still ask for fewer.",
 )
-@click.option(
-    "--max-results-budget",
-    "max_results",
-    type=click.IntRange(min=1),
-    metavar="N",
-    help="Rows in one answer to this agent (its budget; default: budgets.default).",
-)
+@budget_option("results", "Rows in one answer to this agent (its budget; default: budgets.default).")
 @output_option
 @click.pass_context
 def agent_add_cmd(ctx, name, read_only, max_tokens, max_results, as_json):
