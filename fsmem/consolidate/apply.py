@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import difflib
 import hashlib
+import itertools
 import json
 import os
 import signal
@@ -97,15 +98,13 @@ def apply(
     fresh: dict[str, subjects.DirectoryEntry] = {}
     documents = [c for c in plan.changes if c.kind == "document"]
     notes = [c for c in plan.changes if c.kind == "note"]
-    total, number = len(documents) + len(notes), 0
+    tick = _ticker(progress, len(documents) + len(notes))
     consolidated: set[str] = set()
     for chunk in _chunks(documents):
         with file_lock(root):
             batch = []
             for change in chunk:
-                number += 1
-                if progress:
-                    progress("writing", number, total)
+                tick()
                 try:
                     full = _real(root, change)
                 except FsmemError as exc:
@@ -130,9 +129,7 @@ def apply(
         with file_lock(root):
             marks = []
             for change in chunk:
-                number += 1
-                if progress:
-                    progress("writing", number, total)
+                tick()
                 entry = plan.notes[change.path]
                 marked = None if change.path in blocked else _marked_note(root, change, entry)
                 if marked is None:
@@ -226,6 +223,12 @@ def _default_mode() -> int:
     umask = os.umask(0)
     os.umask(umask)
     return 0o666 & ~umask
+
+
+def _ticker(progress: C.Progress | None, total: int) -> Callable[[], None]:
+    """What counts one more file written, for the progress bar (nothing without one)."""
+    done = itertools.count(1)
+    return (lambda: progress("writing", next(done), total)) if progress else (lambda: None)
 
 
 def _chunks(changes: list[C.Change], size: int = CHUNK) -> list[list[C.Change]]:
