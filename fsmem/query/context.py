@@ -63,15 +63,7 @@ class ContextBlock:
         return bool(self.cut)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "text": self.text,
-            "tokens": self.tokens,
-            "max_tokens": self.max_tokens,
-            "index_exists": self.index_exists,
-            "sources": self.sources,
-            "truncated": self.truncated,
-            "cut": self.cut,
-        }
+        return {**dataclasses.asdict(self), "truncated": self.truncated}
 
     def to_text(self) -> str:
         return self.text
