@@ -13,10 +13,10 @@ from pathlib import Path
 import click
 
 from fsmem import connect
-from fsmem.cli.options import did_you_mean
+from fsmem.cli.options import command, did_you_mean
 
 
-@click.command("connect")
+@command("connect")
 @click.argument("client", metavar="CLIENT")
 @click.option(
     "--scope",
