@@ -28,6 +28,7 @@ from fsmem.errors import FsmemError
 
 SERVER_NAME = "fsmem"
 TOKEN_ENV = "FSMEM_TOKEN"
+CONFIG_LIMIT = 4 << 20  # a client's config file larger than this is not one
 CLIENTS = ("claude-code", "claude-desktop", "codex", "cursor")
 # the scopes each client has, its default first
 SCOPES: dict[str, tuple[str, ...]] = {
@@ -278,9 +279,20 @@ def _without_table(text: str) -> str:
     return "".join(kept).rstrip("\n") + "\n" if kept else ""
 
 
+def read_config(path: Path) -> bytes | None:
+    """The bytes of the config file `path` (None: there is none yet), refused at once if it is a FIFO or a device."""
+    from fsmem.errors import NotFound
+    from fsmem.store import given
+
+    try:
+        return given.read_bytes(path, what="config file", limit=CONFIG_LIMIT, error=ConnectError)
+    except NotFound:
+        return None
+
+
 def plan(path: Path, entry: dict[str, Any], *, force: bool) -> Plan | None:
     """What writing `entry` into the config file `path` changes (None: nothing to change)."""
-    before = path.read_bytes() if path.exists() else None
+    before = read_config(path)
     merge = merged_toml if path.suffix == ".toml" else merged_json
     after = merge(path, before, entry, force=force)
     return None if after is None else Plan(path, before, after)
@@ -305,7 +317,6 @@ def apply(change: Plan) -> None:
     from fsmem.store.files import atomic_write
 
     path = change.path.resolve() if change.path.is_symlink() else change.path
-    now = path.read_bytes() if path.exists() else None
-    if now != change.before:
+    if read_config(path) != change.before:
         raise ConnectError(f"{change.path} changed while fsmem was reading it; nothing was changed: run again")
     atomic_write(path, change.after)

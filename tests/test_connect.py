@@ -271,7 +271,7 @@ def test_write_claude_desktop_with_file_and_claude_code_user_scope_refused(memor
     assert json.loads(target.read_text())["mcpServers"]["fsmem"]["command"] == FSMEM
     code = run("--root", str(memory.root), "connect", "claude-code", "--write", home=tmp_path, cwd=tmp_path)
     assert code.returncode == 2
-    assert "run the `claude mcp add` line above" in code.stderr
+    assert "run the `claude mcp add` line (fsmem connect claude-code)" in code.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["desktop.json", "mem"]
 
 

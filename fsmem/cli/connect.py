@@ -66,6 +66,9 @@ def connect_cmd(ctx, client, scope, url, write, force, file_):
         if file_
         else connect.config_path(client, scope, home, cwd, dict(os.environ))
     )
+    if write and target is None:
+        raise connect.ConnectError(_no_file(client))
+    change = connect.plan(target, entry, force=force) if write and target is not None else None
     if client == "claude-code" and scope != "project":
         click.echo(connect.claude_code_line(scope, root=root, agent=agent, url=url))
     elif client == "codex":
@@ -75,9 +78,6 @@ def connect_cmd(ctx, client, scope, url, write, force, file_):
     if not write:
         _say_where(client, scope, target)
         return
-    if target is None:
-        raise connect.ConnectError(_no_file(client))
-    change = connect.plan(target, entry, force=force)
     if change is None:
         click.echo(f"{target} already has this entry; nothing was changed", err=True)
         return
@@ -90,11 +90,11 @@ def _no_file(client: str) -> str:
     if client == "claude-code":
         return (
             "Claude Code keeps user and local servers in ~/.claude.json, which it writes itself: run the "
-            "`claude mcp add` line above, or use --scope project to write this folder's .mcp.json"
+            "`claude mcp add` line (fsmem connect claude-code), or use --scope project to write this folder's .mcp.json"
         )
     return (
         "Claude Desktop has no official app for Linux, so there is no config file to write here; "
-        "name one with --file, or copy the block above"
+        "name one with --file, or copy the block that fsmem connect claude-desktop prints"
     )
 
 
