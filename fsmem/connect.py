@@ -290,10 +290,10 @@ def read_config(path: Path) -> bytes | None:
         return None
 
 
-def plan(path: Path, entry: dict[str, Any], *, force: bool) -> Plan | None:
-    """What writing `entry` into the config file `path` changes (None: nothing to change)."""
+def plan(client: str, path: Path, entry: dict[str, Any], *, force: bool) -> Plan | None:
+    """What writing `entry` into `client`'s config file `path` changes (None: nothing to change)."""
     before = read_config(path)
-    merge = merged_toml if path.suffix == ".toml" else merged_json
+    merge = merged_toml if client == "codex" else merged_json
     after = merge(path, before, entry, force=force)
     return None if after is None else Plan(path, before, after)
 

@@ -11,6 +11,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from hypothesis import given, strategies as st
 
 from fsmem import Memory, connect
 
@@ -353,9 +354,22 @@ def test_server_refusals(tmp_path, args, message):
     assert result.stdout == ""
 
 
-def test_toml_string_round_trips_every_character():
-    value = 'C:\\Users\\a "b"\x00\x1f\x7f\u00e9\U0001f600'
+@given(st.text())
+def test_toml_string_round_trips_every_character(value):
     assert tomllib.loads(f"v = {connect.toml_string(value)}")["v"] == value
+
+
+def test_codex_file_is_toml_whatever_its_name_and_desktop_on_linux_needs_file(memory, tmp_path):
+    target = tmp_path / "codex.json"
+    result = run(
+        "--root", str(memory.root), "connect", "codex", "--write", "--file", str(target), home=tmp_path, cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert tomllib.loads(target.read_text())["mcp_servers"]["fsmem"]["command"] == FSMEM
+    desktop = run("--root", str(memory.root), "connect", "claude-desktop", "--write", home=tmp_path, cwd=tmp_path)
+    assert desktop.returncode == 2
+    assert "Claude Desktop has no official app for Linux" in desktop.stderr
+    assert desktop.stdout == ""
 
 
 def test_desktop_config_paths_on_each_system(tmp_path):
@@ -367,3 +381,24 @@ def test_desktop_config_paths_on_each_system(tmp_path):
         "/appdata/Claude/claude_desktop_config.json"
     )
     assert [connect.system_name(p) for p in ("darwin", "win32", "linux")] == ["macOS", "Windows", "Linux"]
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(
+    st.dictionaries(st.text(max_size=5).filter(lambda k: k != "mcpServers"), JSON_VALUES, max_size=3),
+    st.dictionaries(st.text(max_size=5).filter(lambda k: k != "fsmem"), JSON_VALUES, max_size=3),
+)
+def test_merged_json_keeps_every_other_key_and_server(others, servers):
+    document = {**others, "mcpServers": servers}
+    before = json.dumps(document, indent=2).encode() + b"\n"
+    entry = {"command": "/abs/fsmem", "args": ["--root", "/abs/memory", "mcp"]}
+    after = connect.merged_json(Path("mcp.json"), before, entry, force=False)
+    assert after is not None
+    assert json.loads(after) == {**others, "mcpServers": {**servers, "fsmem": entry}}
+    assert connect.merged_json(Path("mcp.json"), after, entry, force=False) is None

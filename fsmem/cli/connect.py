@@ -68,7 +68,7 @@ def connect_cmd(ctx, client, scope, url, write, force, file_):
     )
     if write and target is None:
         raise connect.ConnectError(_no_file(client))
-    change = connect.plan(target, entry, force=force) if write and target is not None else None
+    change = connect.plan(client, target, entry, force=force) if write and target is not None else None
     if client == "claude-code" and scope != "project":
         click.echo(connect.claude_code_line(scope, root=root, agent=agent, url=url))
     elif client == "codex":
