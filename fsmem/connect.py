@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fsmem.errors import FsmemError
+from fsmem.errors import InvalidArgument
 
 SERVER_NAME = "fsmem"
 TOKEN_ENV = "FSMEM_TOKEN"
@@ -37,10 +37,6 @@ SCOPES: dict[str, tuple[str, ...]] = {
     "codex": ("user", "project"),
     "cursor": ("user", "project"),
 }
-
-
-class ConnectError(FsmemError):
-    """A client configuration that cannot be built or written as asked (nothing was changed)."""
 
 
 @dataclass(frozen=True)
@@ -88,19 +84,19 @@ def http_entry(client: str, url: str) -> dict[str, Any]:
         return {"url": url, "headers": {"Authorization": f"Bearer ${{env:{TOKEN_ENV}}}"}}
     if client == "claude-code":
         return {"type": "http", "url": url, "headers": {"Authorization": f"Bearer ${{{TOKEN_ENV}}}"}}
-    raise ConnectError(
+    raise InvalidArgument(
         "Claude Desktop adds remote servers in its Settings (Connectors), not in claude_desktop_config.json; "
         "connect it to a local memory instead (fsmem connect claude-desktop without --server)"
     )
 
 
 def check_url(url: str) -> str:
-    """`url` if it is an http(s) address, else a ConnectError."""
+    """`url` if it is an http(s) address, else a InvalidArgument."""
     from urllib.parse import urlsplit
 
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConnectError(
+        raise InvalidArgument(
             f"--server needs an http:// or https:// address, such as https://memory.example/mcp, not {url!r}"
         )
     return url
@@ -186,7 +182,7 @@ def _text(path: Path, before: bytes) -> str:
     try:
         return before.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise ConnectError(f"{path} is not UTF-8 text (byte {exc.start}); nothing was changed") from None
+        raise InvalidArgument(f"{path} is not UTF-8 text (byte {exc.start}); nothing was changed") from None
 
 
 def merged_json(path: Path, before: bytes | None, entry: dict[str, Any], *, force: bool) -> bytes | None:
@@ -201,18 +197,18 @@ def merged_json(path: Path, before: bytes | None, entry: dict[str, Any], *, forc
         try:
             document = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ConnectError(
+            raise InvalidArgument(
                 f"{path} is not valid JSON ({exc.msg}, line {exc.lineno}); nothing was changed"
             ) from None
     if not isinstance(document, dict):
-        raise ConnectError(f"{path} does not hold a JSON object; nothing was changed")
+        raise InvalidArgument(f"{path} does not hold a JSON object; nothing was changed")
     servers = document.setdefault("mcpServers", {})
     if not isinstance(servers, dict):
-        raise ConnectError(f"{path}: mcpServers is not a JSON object; nothing was changed")
+        raise InvalidArgument(f"{path}: mcpServers is not a JSON object; nothing was changed")
     if servers.get(SERVER_NAME) == entry:
         return None
     if SERVER_NAME in servers and not force:
-        raise ConnectError(
+        raise InvalidArgument(
             f"{path} already has an {SERVER_NAME!r} server, different from this one; nothing was changed "
             "(--force replaces it)"
         )
@@ -233,15 +229,15 @@ def merged_toml(path: Path, before: bytes | None, entry: dict[str, Any], *, forc
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConnectError(f"{path} is not valid TOML ({exc}); nothing was changed") from None
+        raise InvalidArgument(f"{path} is not valid TOML ({exc}); nothing was changed") from None
     servers = document.get("mcp_servers", {})
     if not isinstance(servers, dict):
-        raise ConnectError(f"{path}: mcp_servers is not a table; nothing was changed")
+        raise InvalidArgument(f"{path}: mcp_servers is not a table; nothing was changed")
     if servers.get(SERVER_NAME) == entry:
         return None
     if SERVER_NAME in servers:
         if not force:
-            raise ConnectError(
+            raise InvalidArgument(
                 f"{path} already has an [mcp_servers.{SERVER_NAME}] server, different from this one; "
                 "nothing was changed (--force replaces it)"
             )
@@ -255,7 +251,7 @@ def merged_toml(path: Path, before: bytes | None, entry: dict[str, Any], *, forc
     except tomllib.TOMLDecodeError:
         parsed = None
     if parsed != expected:
-        raise ConnectError(
+        raise InvalidArgument(
             f"{path} defines mcp_servers in a form fsmem cannot extend as text (an inline table, or "
             f"[mcp_servers.{SERVER_NAME}] written another way); nothing was changed: add this table by hand:\n"
             + toml_table(entry).rstrip("\n")
@@ -285,7 +281,7 @@ def read_config(path: Path) -> bytes | None:
     from fsmem.store import given
 
     try:
-        return given.read_bytes(path, what="config file", limit=CONFIG_LIMIT, error=ConnectError)
+        return given.read_bytes(path, what="config file", limit=CONFIG_LIMIT, error=InvalidArgument)
     except NotFound:
         return None
 
@@ -318,5 +314,5 @@ def apply(change: Plan) -> None:
 
     path = change.path.resolve() if change.path.is_symlink() else change.path
     if read_config(path) != change.before:
-        raise ConnectError(f"{change.path} changed while fsmem was reading it; nothing was changed: run again")
+        raise InvalidArgument(f"{change.path} changed while fsmem was reading it; nothing was changed: run again")
     atomic_write(path, change.after)

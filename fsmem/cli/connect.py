@@ -14,6 +14,7 @@ import click
 
 from fsmem import connect
 from fsmem.cli.options import command, did_you_mean
+from fsmem.errors import InvalidArgument
 
 
 @command("connect")
@@ -67,7 +68,7 @@ def connect_cmd(ctx, client, scope, url, write, force, file_):
         else connect.config_path(client, scope, home, cwd, dict(os.environ))
     )
     if write and target is None:
-        raise connect.ConnectError(_no_file(client))
+        raise InvalidArgument(_no_file(client))
     change = connect.plan(client, target, entry, force=force) if write and target is not None else None
     if client == "claude-code" and scope != "project":
         click.echo(connect.claude_code_line(scope, root=root, agent=agent, url=url))
