@@ -23,7 +23,7 @@ from pathlib import Path
 import click
 import pytest
 
-from fsmem import Memory
+from fsmem import Memory, connect
 from fsmem.cli import cli
 from fsmem.cli.inputs import SEEN_LIMIT, STDIN_LIMIT
 from fsmem.errors import InvalidArgument, NotFound
@@ -61,6 +61,9 @@ FILE_ARGUMENTS: dict[tuple[str, str], Case] = {
     ),
     ("token create", "config_file"): Case(
         ("--agent", "a", "token", "create", "--memory", "m", "--config", "{}"), limit=CONFIG_LIMIT
+    ),
+    ("connect", "file_"): Case(
+        ("--root", "{root}", "connect", "cursor", "--write", "--file", "{}"), limit=connect.CONFIG_LIMIT
     ),
     ("token list", "tokens_file"): Case(("token", "list", "--tokens", "{}"), limit=TOKENS_LIMIT),
     ("token revoke", "tokens_file"): Case(("token", "revoke", "0123456789ab", "--tokens", "{}"), limit=TOKENS_LIMIT),

@@ -41,6 +41,7 @@ ON_A_MEMORY: dict[str, list[str]] = {
     "check": [],
     "watch": [],
     "tools": [],
+    "connect": ["cursor"],
     "mcp": [],
     "agent": ["add", "bot"],
     "stats": [],

@@ -28,7 +28,7 @@ from fsmem.spec.params import PAGE
 
 FSMEM = str(Path(sys.executable).with_name("fsmem"))
 
-NO_OUTPUT = {"mcp", "serve"}  # a server speaks its protocol, not --json
+NO_OUTPUT = {"mcp", "serve", "connect"}  # a server speaks its protocol, connect the client's format: not --json
 # spellings that mean an idea fsmem names otherwise; none may appear as a visible option, argument or parameter
 BANNED = {"k", "limit", "top", "top_k", "max_rows", "rows", "budget", "quiet", "context_file", "page", "skip", "start"}
 GLOBAL = {"root", "agent", "as_json", "help"}  # every command's, not an operation's

@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "mv": "generated:mv",
     "check": "generated:check",
     "watch": "watch:watch_cmd",
+    "connect": "connect:connect_cmd",
     "tools": "agent:tools_cmd",
     "mcp": "agent:mcp_cmd",
     "agent": "agent:agent_group",

@@ -1,0 +1,114 @@
+"""`fsmem connect CLIENT`: the configuration an MCP client needs to start this fsmem, printed or written.
+
+Not an operation on a memory's contents, so a hand-written command over
+`fsmem.connect`; it imports neither mcp nor the server.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from fsmem import connect
+from fsmem.cli.options import command, did_you_mean
+from fsmem.errors import InvalidArgument
+
+
+@command("connect")
+@click.argument("client", metavar="CLIENT")
+@click.option(
+    "--scope",
+    metavar="SCOPE",
+    help="Where the client keeps it: user (every project; the default), project (this folder's config "
+    "file), or local (Claude Code only: you, in this project).",
+)
+@click.option("--server", "url", metavar="URL", help="Connect to `fsmem serve` at URL (the token from $FSMEM_TOKEN).")
+@click.option("--write", is_flag=True, help="Add the entry to the client's config file (the change is shown first).")
+@click.option("--force", is_flag=True, help="With --write: replace an fsmem entry that is already there.")
+@click.option(
+    "--file", "file_", metavar="FILE", help="With --write: the config file to change (default: the client's)."
+)
+@click.pass_context
+def connect_cmd(ctx, client, scope, url, write, force, file_):
+    """Print the configuration that connects CLIENT (claude-code, claude-desktop, codex, cursor) to this memory.
+
+    The entry names this installation's fsmem and the memory by absolute paths,
+    since a desktop app starts it without your PATH. With --server it names
+    the URL instead, and the token by $FSMEM_TOKEN, never its value.
+    """
+    if client not in connect.CLIENTS:
+        raise click.UsageError(
+            f"No such client {client!r}.{did_you_mean(client, list(connect.CLIENTS))} "
+            f"The clients are: {', '.join(connect.CLIENTS)}."
+        )
+    scopes = connect.SCOPES[client]
+    scope = scope or scopes[0]
+    if scope not in scopes:
+        raise click.UsageError(f"{client} has no scope {scope!r}; its scopes are: {', '.join(scopes)}.")
+    obj = ctx.find_root().obj or {}
+    agent = obj.get("agent")
+    if url is not None:
+        if agent:
+            raise click.UsageError("--agent goes with a local memory: with --server, the token names the agent.")
+        entry = connect.http_entry(client, connect.check_url(url))
+        root = None
+    else:
+        from fsmem.store.root import discover_root
+
+        root = discover_root(obj.get("root"))
+        entry = connect.stdio_entry(root, agent)
+
+    home, cwd = Path.home(), Path.cwd()
+    target = (
+        Path(file_).expanduser().absolute()
+        if file_
+        else connect.config_path(client, scope, home, cwd, dict(os.environ))
+    )
+    if write and target is None:
+        raise InvalidArgument(_no_file(client))
+    change = connect.plan(client, target, entry, force=force) if write and target is not None else None
+    if client == "claude-code" and scope != "project":
+        click.echo(connect.claude_code_line(scope, root=root, agent=agent, url=url))
+    elif client == "codex":
+        click.echo(connect.toml_table(entry), nl=False)
+    else:
+        click.echo(connect.json_block(entry), nl=False)
+    if not write:
+        _say_where(client, scope, target)
+        return
+    if change is None:
+        click.echo(f"{target} already has this entry; nothing was changed", err=True)
+        return
+    click.echo(connect.diff(change), err=True, nl=False)
+    connect.apply(change)
+    click.echo(f"wrote {target}", err=True)
+
+
+def _no_file(client: str) -> str:
+    if client == "claude-code":
+        return (
+            "Claude Code keeps user and local servers in ~/.claude.json, which it writes itself: run the "
+            "`claude mcp add` line (fsmem connect claude-code), or use --scope project to write this folder's .mcp.json"
+        )
+    return (
+        "Claude Desktop has no official app for Linux, so there is no config file to write here; "
+        "name one with --file, or copy the block that fsmem connect claude-desktop prints"
+    )
+
+
+def _say_where(client: str, scope: str, target: Path | None) -> None:
+    """Where the printed entry goes, on stderr (stdout holds only the configuration itself)."""
+    if client == "claude-code" and scope != "project":
+        click.echo("# run this line in a shell; Claude Code stores the server itself", err=True)
+        return
+    if client == "claude-desktop":
+        paths = connect.desktop_config_paths(Path("~"), "%APPDATA%")
+        click.echo(f"# add to mcpServers in {paths['macOS']} (macOS)", err=True)
+        click.echo(f"# or {str(paths['Windows']).replace('/', chr(92))} (Windows);", err=True)
+        click.echo("# Claude Desktop has no official Linux app. Restart it afterwards.", err=True)
+        if sys.platform not in ("darwin", "win32"):
+            return
+    click.echo(f"# goes in {target}; --write adds it there", err=True)
