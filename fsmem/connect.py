@@ -196,10 +196,8 @@ def merged_json(path: Path, before: bytes | None, entry: dict[str, Any], *, forc
         text = _text(path, before)
         try:
             document = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InvalidArgument(
-                f"{path} is not valid JSON ({exc.msg}, line {exc.lineno}); nothing was changed"
-            ) from None
+        except json.JSONDecodeError as e:
+            raise InvalidArgument(f"{path} is not valid JSON ({e.msg}, line {e.lineno}); nothing was changed") from None
     if not isinstance(document, dict):
         raise InvalidArgument(f"{path} does not hold a JSON object; nothing was changed")
     servers = document.setdefault("mcpServers", {})
