@@ -130,17 +130,13 @@ def _run(ctx: click.Context, state: dict[str, Any]) -> None:
     from fsmem.memory import Memory
     from fsmem.store.given import read_stdin
 
-    text = read_stdin(what="the hook's input", limit=cc.STDIN_LIMIT)
-    try:
-        event = cc.parse_event(text)
-    except Exception:
-        try:  # the memory's log is still the place for the error, when there is a memory
-            state["root"] = _root_of(ctx, None)
-        except Exception:  # noqa: BLE001
-            pass
-        raise
+    try:  # known before stdin is read, so that an error there (or the time limit) is logged in the memory
+        state["root"] = _root_of(ctx, None)
+    except Exception:  # noqa: BLE001 - the event's cwd may still lead to one
+        pass
+    event = cc.parse_event(read_stdin(what="the hook's input", limit=cc.STDIN_LIMIT))
     state["event"] = event.name
-    state["root"] = root = _root_of(ctx, event.cwd)
+    state["root"] = root = state["root"] or _root_of(ctx, event.cwd)
     if event.name not in cc.EVENTS:
         _log(root, {"event": event.name, "error": f"not an event fsmem handles ({', '.join(cc.EVENTS)}); ignored"})
         return
