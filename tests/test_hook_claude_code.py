@@ -307,3 +307,17 @@ def test_session_names_are_valid_note_names():
     assert cc.session_name("0b7e-11aa") == "claude-code-0b7e-11aa"
     odd = cc.session_name("../../etc/passwd")
     assert odd.startswith("claude-code-etc-passwd-") and "/" not in odd
+
+
+def test_a_folder_without_fsmem_yaml_gets_nothing_written(tmp_path):
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    transcript = write_transcript(tmp_path / "s-1.jsonl", USER)
+    for name in ("SessionStart", "SessionEnd", "PreCompact"):
+        done = hook(folder, event(name, transcript))
+        assert (done.returncode, done.stdout) == (0, "")
+        assert (
+            done.stderr
+            == f"fsmem hook: not an fsmem memory: {folder} holds no fsmem.yaml (create one with: fsmem init {folder})\n"
+        )
+    assert list(folder.iterdir()) == []

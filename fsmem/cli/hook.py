@@ -24,7 +24,7 @@ import click
 from fsmem.cli.options import command
 
 HOOK_LOG = "hooks.jsonl"
-DEFAULT_TIMEOUT = 10.0  # seconds; Claude Code's own limit for a command hook is 60 by default
+DEFAULT_TIMEOUT = 10.0  # seconds; the printed block gives Claude Code's `timeout` 5 more, so fsmem stops first
 
 
 @click.group("hook")
