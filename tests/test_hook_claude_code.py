@@ -278,7 +278,15 @@ def test_print_config_is_the_settings_hooks_block(root):
         [group] = groups
         [entry] = group["hooks"]
         assert entry["type"] == "command" and entry["timeout"] == 15
-        assert shlex.split(entry["command"]) == [FSMEM, "--root", str(root), "hook", "claude-code", "--timeout", "10"]
+        assert shlex.split(entry["command"]) == [
+            os.path.abspath(FSMEM),
+            "--root",
+            str(root),
+            "hook",
+            "claude-code",
+            "--timeout",
+            "10",
+        ]
     registered = subprocess.run(
         shlex.split(block["hooks"]["SessionStart"][0]["hooks"][0]["command"]),
         input=event("SessionStart", None),
@@ -321,3 +329,10 @@ def test_a_folder_without_fsmem_yaml_gets_nothing_written(tmp_path):
             == f"fsmem hook: not an fsmem memory: {folder} holds no fsmem.yaml (create one with: fsmem init {folder})\n"
         )
     assert list(folder.iterdir()) == []
+
+
+def test_a_line_longer_than_a_chunk_is_skipped_not_waited_for():
+    assert cc.new_part(b"x" * 64, 100, chunk=64) == cc.NewPart([], 164, 1)
+    assert cc.new_part(b"x" * 63, 100, chunk=64) == cc.NewPart([], 100, 0)
+    whole = (json.dumps(USER) + "\n").encode()
+    assert cc.new_part(whole + b"{partial", 0) == cc.NewPart([SUMMARY[0]], len(whole), 0)

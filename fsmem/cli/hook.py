@@ -59,10 +59,8 @@ def _root_of(ctx: click.Context, cwd: str | None) -> Path:
 def _fsmem_command() -> str:
     """The absolute path of this installation's `fsmem` (beside the interpreter, else on PATH)."""
     beside = Path(sys.executable).parent / ("fsmem.exe" if os.name == "nt" else "fsmem")
-    if beside.is_file():
-        return str(beside.absolute())
-    found = shutil.which("fsmem")
-    return str(Path(found).absolute()) if found else str(beside.absolute())
+    found = str(beside) if beside.is_file() else shutil.which("fsmem") or str(beside)
+    return os.path.abspath(found)  # absolute and without `..`, symlinks kept: a venv's python links elsewhere
 
 
 def hooks_config(root: Path, timeout: float) -> dict[str, Any]:

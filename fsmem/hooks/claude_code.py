@@ -145,13 +145,16 @@ class NewPart:
     bad_lines: int
 
 
-def new_part(data: bytes, start: int) -> NewPart:
+def new_part(data: bytes, start: int, *, chunk: int = TRANSCRIPT_CHUNK) -> NewPart:
     """The summary of the complete lines in `data` (the transcript's bytes from offset `start`).
 
     A last line without its newline is still being written: it is left for the next event. A line that
-    is not JSON is counted and skipped.
+    is not JSON is counted and skipped, and so is a line longer than a whole `chunk`, which would
+    otherwise hold the offset where it is for ever.
     """
     end = data.rfind(b"\n") + 1
+    if end == 0 and len(data) >= chunk:
+        return NewPart([], start + len(data), 1)
     lines: list[str] = []
     bad = 0
     for raw in data[:end].splitlines():
