@@ -65,7 +65,14 @@ def test_list_and_call_every_tool_over_stdio(tmp_path):
     assert [t.name for t in listed.tools] == expected_names(memory)
     for served, defined in zip(listed.tools, tools.definitions(memory), strict=False):
         assert (served.description, served.input_schema) == (defined["description"], defined["parameters"])
-    assert [t.name for t in listed.tools if t.annotations.read_only_hint] == ["ls", "grep", "read", "search", "links", "timeline"]
+    assert [t.name for t in listed.tools if t.annotations.read_only_hint] == [
+        "ls",
+        "grep",
+        "read",
+        "search",
+        "links",
+        "timeline",
+    ]
     assert [t.name for t in listed.tools if t.annotations.destructive_hint] == ["write", "edit"]
     schemas = {t.name: t.output_schema for t in listed.tools}
     assert all(s is not None and s["required"] == ["rows", "truncated"] for s in schemas.values())

@@ -210,7 +210,17 @@ def test_a_token_lists_greps_reads_searches_and_notes(team):
         return listed, [await client.call_tool(name, arguments) for name, arguments in calls]
 
     listed, results = session(url, token, actions)
-    assert [t.name for t in listed.tools] == ["ls", "grep", "read", "search", "links", "timeline", "note", "write", "edit"]
+    assert [t.name for t in listed.tools] == [
+        "ls",
+        "grep",
+        "read",
+        "search",
+        "links",
+        "timeline",
+        "note",
+        "write",
+        "edit",
+    ]
     texts = [text_of(r) for r in results]
     assert not any(r.is_error for r in results), texts
     assert texts[0].splitlines()[-1] == "[files 1-2 of 2]"
@@ -326,7 +336,16 @@ def test_a_path_token_sees_nothing_outside_its_prefix_through_any_tool(team):
         return listed, [await client.call_tool(name, arguments) for name, arguments in calls]
 
     listed, results = session(url, token, actions)
-    assert [t.name for t in listed.tools] == ["ls", "grep", "read", "search", "links", "timeline", "write", "edit"]  # no note
+    assert [t.name for t in listed.tools] == [
+        "ls",
+        "grep",
+        "read",
+        "search",
+        "links",
+        "timeline",
+        "write",
+        "edit",
+    ]  # no note
     texts = [text_of(r) for r in results]
     assert texts[0].splitlines() == [
         line for line in texts[0].splitlines() if line.startswith("topics/") or line.startswith("[")

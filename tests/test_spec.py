@@ -67,7 +67,16 @@ def memory(tmp_path, monkeypatch):
 def test_a_caller_is_offered_only_the_tools_that_can_succeed_for_it(memory):
     everything = ["ls", "grep", "read", "search", "links", "timeline", "note", "write", "edit", "log", "show"]
     assert names(memory) == everything
-    assert names(tools.read_only(Memory(memory.root))) == ["ls", "grep", "read", "search", "links", "timeline", "log", "show"]
+    assert names(tools.read_only(Memory(memory.root))) == [
+        "ls",
+        "grep",
+        "read",
+        "search",
+        "links",
+        "timeline",
+        "log",
+        "show",
+    ]
     assert names(Memory(memory.root, scope=["topics/"])) == [n for n in everything if n != "note"]
     for reaching in (["topics/", "sessions/"], ["sessions/2026/11/30"], ["sessions/2026"]):
         assert "note" in names(Memory(memory.root, scope=reaching)), reaching
@@ -84,9 +93,9 @@ def test_a_tool_left_out_for_a_scope_still_answers_why_when_called(memory):
 def test_mcp_lists_each_tool_with_what_it_changes(memory):
     listed = {t["name"]: t.get("annotations") for t in tools.mcp_tools(memory)}
     reads = {"readOnlyHint": True, "openWorldHint": False}
-    assert {name: listed[name] for name in ("ls", "grep", "read", "search", "links", "timeline", "log", "show")} == dict.fromkeys(
-        ("ls", "grep", "read", "search", "links", "timeline", "log", "show"), reads
-    )
+    assert {
+        name: listed[name] for name in ("ls", "grep", "read", "search", "links", "timeline", "log", "show")
+    } == dict.fromkeys(("ls", "grep", "read", "search", "links", "timeline", "log", "show"), reads)
     writer = {"readOnlyHint": False, "openWorldHint": False}
     assert listed["note"] == {**writer, "destructiveHint": False, "idempotentHint": False}
     assert listed["write"] == {**writer, "destructiveHint": True, "idempotentHint": True}
