@@ -38,7 +38,15 @@ LAYERS = [
     ("facade", ("fsmem.memory",)),
     (
         "faces",
-        ("fsmem.agents", "fsmem.cli", "fsmem.integrations", "fsmem.evaluation", "fsmem.server", "fsmem.__main__"),
+        (
+            "fsmem.agents",
+            "fsmem.cli",
+            "fsmem.hooks",
+            "fsmem.integrations",
+            "fsmem.evaluation",
+            "fsmem.server",
+            "fsmem.__main__",
+        ),
     ),
 ]
 MAX_LINES = 400

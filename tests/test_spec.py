@@ -81,7 +81,7 @@ def test_a_caller_is_offered_only_the_tools_that_can_succeed_for_it(memory):
     for reaching in (["topics/", "sessions/"], ["sessions/2026/11/30"], ["sessions/2026"]):
         assert "note" in names(Memory(memory.root, scope=reaching)), reaching
     assert "note" not in names(Memory(memory.root, scope=["sessions/2026/11/29"]))
-    assert names(Memory.init(memory.root.parent / "plain")) == everything[:8]  # no history: no log, no show
+    assert names(Memory.init(memory.root.parent / "plain")) == everything[:9]  # no history: no log, no show
 
 
 def test_a_tool_left_out_for_a_scope_still_answers_why_when_called(memory):
