@@ -42,6 +42,7 @@ LAYERS = [
             "fsmem.agents",
             "fsmem.cli",
             "fsmem.connect",
+            "fsmem.hooks",
             "fsmem.integrations",
             "fsmem.evaluation",
             "fsmem.server",

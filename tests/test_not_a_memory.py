@@ -44,6 +44,7 @@ ON_A_MEMORY: dict[str, list[str]] = {
     "connect": ["cursor"],
     "mcp": [],
     "agent": ["add", "bot"],
+    "hook": ["claude-code", "--print-config"],  # the hook itself exits 0 (tests/test_hook_claude_code.py)
     "stats": [],
     "context": [],
     "consolidate": [],

@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "timeline": "generated:timeline",
     "evaluate": "search:evaluate_cmd",
     "import": "search:import_group",
+    "hook": "hook:hook_group",
     "log": "generated:log",
     "show": "generated:show",
     "diff": "generated:diff",

@@ -63,6 +63,24 @@ def read_bytes(
     """
     if stdin and os.fspath(path) == STDIN:
         return _capped(sys.stdin.buffer, f"{what} (standard input)", limit, error)
+    fd, info = open_regular(path, what=what, error=error)
+    try:
+        if info.st_size > limit:
+            raise error(f"{what} {_name(path)} is larger than {_size(limit)}; give a smaller file")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return _capped(handle, f"{what} {_name(path)}", limit, error)
+    finally:
+        os.close(fd)
+
+
+def open_regular(
+    path: str | os.PathLike[str], *, what: str, error: type[FsmemError] = InvalidArgument
+) -> tuple[int, os.stat_result]:
+    """A blocking descriptor of the regular file `path`, and its stat; the caller closes it.
+
+    Opened without blocking (a FIFO never hangs the open) and without taking a terminal; a path that is not a
+    regular file is refused with `error` naming `what`, one that does not exist is NotFound.
+    """
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
     if "\0" in os.fsdecode(path):
         raise error(f"{what} {_name(path)} holds a NUL character, which no file name can")
@@ -78,13 +96,11 @@ def read_bytes(
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise error(f"{what} {_name(path)} is {kind_of(info.st_mode)}, not a regular file; give a file")
-        if info.st_size > limit:
-            raise error(f"{what} {_name(path)} is larger than {_size(limit)}; give a smaller file")
         os.set_blocking(fd, True)
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            return _capped(handle, f"{what} {_name(path)}", limit, error)
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    return fd, info
 
 
 def _capped(handle: BinaryIO, what: str, limit: int, error: type[FsmemError]) -> bytes:
