@@ -57,7 +57,7 @@ import time
 from pathlib import Path
 
 import fairness
-from common import OUT, compiled, corpus, fsmem_bin, load, table
+from common import OUT, compiled, corpus, fsmem_bin, load, serve_until_listening, table
 from corpus import SEARCH_QUERIES
 
 QUERIES = SEARCH_QUERIES
@@ -183,27 +183,14 @@ def start_server(root: Path, clients: int, tmp: Path) -> tuple[subprocess.Popen,
     store = TokenStore(store_path)
     tokens = [store.create(memory="bench", agent=f"bench-{n:02d}").token for n in range(clients)]
     log = tmp / "requests.jsonl"
-    log.unlink(missing_ok=True)
     config = tmp / "server.yaml"
     config.write_text(
         f"memories:\n  bench: {root}\ntokens: {store_path}\nlog: {log}\nport: 0\n"
         f"limits:\n  rate_per_second: 100000\n  burst: 100000\n  workers: {clients}\n  max_in_flight: {4 * clients}\n"
         "  tool_timeout_seconds: 120\n"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
-    proc = subprocess.Popen([fsmem_bin(), "serve", "--config", str(config)], env=env, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if log.exists():
-            for line in log.read_text().splitlines():
-                record = json.loads(line)
-                if record.get("event") == "listening":
-                    return proc, record["url"], tokens, log
-        if proc.poll() is not None:
-            raise SystemExit(f"fsmem serve exited: {proc.stderr.read()}")
-        time.sleep(0.1)
-    proc.kill()
-    raise SystemExit("fsmem serve did not start within 60 s")
+    proc, url = serve_until_listening(config, log)
+    return proc, url, tokens, log
 
 
 class Sampler(threading.Thread):

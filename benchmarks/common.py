@@ -8,6 +8,7 @@ slows both, and results are reported as ratios.
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import subprocess
@@ -24,6 +25,26 @@ sys.path.insert(0, str(REPO))
 def fsmem_bin() -> str:
     candidate = Path(sys.executable).with_name("fsmem")
     return str(candidate) if candidate.exists() else "fsmem"
+
+
+def serve_until_listening(config: Path, log: Path) -> tuple[subprocess.Popen, str]:
+    """`fsmem serve --config CONFIG` started with no FSMEM_ variable of this process, and its URL, read from
+    the "listening" record of its JSON log `log` (which CONFIG names); exits the benchmark if it does not start."""
+    log.unlink(missing_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    proc = subprocess.Popen([fsmem_bin(), "serve", "--config", str(config)], env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if log.exists():
+            for line in log.read_text().splitlines():
+                record = json.loads(line)
+                if record.get("event") == "listening":
+                    return proc, record["url"]
+        if proc.poll() is not None:
+            raise SystemExit(f"fsmem serve exited: {proc.stderr.read() if proc.stderr else ''}")
+        time.sleep(0.1)
+    proc.kill()
+    raise SystemExit("fsmem serve did not start within 60 s")
 
 
 def rg_bin() -> str:

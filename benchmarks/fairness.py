@@ -18,14 +18,13 @@ the added delay at p95 and at worst (bench_server.py holds it under 1 s and
 from __future__ import annotations
 
 import json
-import os
 import random
 import subprocess
 import threading
 import time
 from pathlib import Path
 
-from common import fsmem_bin
+from common import serve_until_listening
 
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 HEAVY_CLIENTS = 8
@@ -45,22 +44,10 @@ def _start(root: Path, tmp: Path) -> tuple[subprocess.Popen, str, str, str]:
     heavy = store.create(memory="bench", agent="bench-00").token
     light = store.create(memory="bench", agent="bench-01").token
     log = tmp / "fair-requests.jsonl"
-    log.unlink(missing_ok=True)
     config = tmp / "fair-server.yaml"
     config.write_text(f"memories:\n  bench: {root}\ntokens: {store_path}\nlog: {log}\nport: 0\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
-    proc = subprocess.Popen([fsmem_bin(), "serve", "--config", str(config)], env=env, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if log.exists():
-            for line in log.read_text().splitlines():
-                if json.loads(line).get("event") == "listening":
-                    return proc, json.loads(line)["url"], heavy, light
-        if proc.poll() is not None:
-            raise SystemExit(f"fsmem serve exited: {proc.stderr.read() if proc.stderr else ''}")
-        time.sleep(0.1)
-    proc.kill()
-    raise SystemExit("fsmem serve did not start within 60 s")
+    proc, url = serve_until_listening(config, log)
+    return proc, url, heavy, light
 
 
 def heavy_calls(root: Path) -> list[tuple[str, dict]]:
