@@ -24,17 +24,30 @@ TOOLS = "tools"
 API = "api"
 
 # The CLI's positional arguments, by command, in order; every other argument is an option (`--name VALUE`).
+# tests/test_faces.py holds this table to the click commands, so a new argument cannot drift from it.
 POSITIONAL: dict[str, tuple[str, ...]] = {
     "check": ("path",),
+    "connect": ("client",),
     "diff": ("rev", "path"),
+    "edit": ("path",),
+    "evaluate": ("evalset",),
     "grep": ("pattern", "paths"),
     "init": ("directory",),
+    "links": ("path",),
     "log": ("path",),
     "ls": ("path",),
+    "mv": ("source", "target"),
+    "note": ("text",),
     "read": ("path",),
+    "recall": ("query",),
+    "restore": ("path",),
+    "revert": ("rev",),
     "rm": ("path",),
     "search": ("query",),
     "show": ("path",),
+    "sync": ("remote",),
+    "timeline": ("subject", "key"),
+    "write": ("path",),
 }
 
 

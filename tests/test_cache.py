@@ -8,7 +8,7 @@ import pytest
 from conftest import write_file
 
 from fsmem import Memory
-from fsmem.store.cache import RACY_NS, MetaCache, cache_path, connect
+from fsmem.store.cache import RACY_NS, MetaCache, cache_path, connect, discard
 
 DOC = "---\ntitle: {title}\ntype: semantic\ntags: [a]\n---\n# {title}\n\n- fact: {title}\n"
 
@@ -170,7 +170,10 @@ for _ in range(15):
 def test_several_processes_share_one_cache(tmp_path):
     memory = _memory_with(tmp_path, [f"t{i}" for i in range(30)])
     count = len(memory.catalog.entries())
-    (memory.root / ".fsmem" / "cache.sqlite").unlink()
+    # deleted as an operator would: closed first, and with its WAL files (a database unlinked under an open
+    # connection leaves a -shm that new connections trust, and they read the old file's pages: no table)
+    memory.close()
+    assert discard(cache_path(memory.root))
     procs = [
         subprocess.Popen([sys.executable, "-c", SCRIPT, str(memory.root), str(count)], stderr=subprocess.PIPE)
         for _ in range(4)

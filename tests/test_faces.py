@@ -410,3 +410,20 @@ def test_history_refusals_over_a_tool_name_the_log_tool_not_the_command(root):
     with faces.speaking(faces.CLI):
         with pytest.raises(Exception, match=re.escape(f"; fsmem log {PERSON} lists its changes")):
             memory.show(PERSON, at=first)
+
+
+def test_the_positional_table_is_the_clis_arguments():
+    """`faces.call` spells a CLI call from POSITIONAL: every command's arguments, in order, and nothing else."""
+    import click
+
+    from fsmem.cli.app import cli
+    from fsmem.faces import POSITIONAL
+
+    context = click.Context(cli)
+    arguments = {}
+    for name in cli.list_commands(context):
+        command = cli.get_command(context, name)
+        names = tuple(p.name for p in command.params if isinstance(p, click.Argument))
+        if names:
+            arguments[name] = names
+    assert arguments == POSITIONAL
