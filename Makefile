@@ -36,8 +36,10 @@ lint: $(STAMP)
 docs: $(STAMP)
 	$(VENV)/bin/sphinx-build -W --keep-going -q -b html docs build/docs/html
 
+# The suite on every core (pytest-xdist): most tests wait on git, rg and subprocesses, and the longest run
+# side by side; `--dist worksteal` hands a worker's queued tests to one that has finished its own.
 test: lint docs
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --dist worksteal
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py

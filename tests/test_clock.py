@@ -44,12 +44,20 @@ def test_the_dated_modules_are_found():
     assert "test_server_app.py" in found and "test_cli.py" in found and "test_history_queries.py" in found
 
 
+# The dated modules run in this many pytests of their own, so that a parallel run (pytest -n) spreads them
+# over its workers; one pytest of all of them was the longest single test of the suite (150 s quiet).
+SHARES = 4
+
+
 @pytest.mark.slow
-def test_dated_tests_pass_on_another_day():
+@pytest.mark.parametrize("share", range(SHARES), ids=lambda share: f"share {share + 1} of {SHARES}")
+def test_dated_tests_pass_on_another_day(share):
     pytest.importorskip("time_machine")
+    modules = dated_modules()[share::SHARES]
     env = {key: value for key, value in os.environ.items() if not key.startswith("FSMEM_")}
-    command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "--clock-day", MOVED_DAY]
-    proc = subprocess.run([*command, *dated_modules()], cwd=TESTS, env=env, capture_output=True, text=True, timeout=600)
+    command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider"]
+    command += ["--clock-day", MOVED_DAY]
+    proc = subprocess.run([*command, *modules], cwd=TESTS, env=env, capture_output=True, text=True, timeout=600)
     tail = "\n".join(proc.stdout.splitlines()[-30:])
     assert proc.returncode == 0, f"with the clock moved to {MOVED_DAY}:\n{tail}\n{proc.stderr[-2000:]}"
     assert " passed" in tail
