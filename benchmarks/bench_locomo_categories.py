@@ -5,10 +5,13 @@
 Each fsmem is measured by a worker process of its own (this script with
 `--worker`, the old package first on PYTHONPATH, taken from git with `git
 archive REV fsmem`): it imports the ten conversations as that fsmem's
-importer does and asks `Memory.search` every question with evidence
+importer does and asks fsmem's search every question with evidence
 (categories 1-5; 5, adversarial, asks about something said of someone else,
 and its evidence is the turn that was said). A question is found when one of
-its evidence turns is in the answer within the budget. "before" is the commit
+its evidence turns is in the answer within the budget. The search is
+`Memory.search`'s ranked search without the retrieval log: logged, each
+answer would weigh the next through usage counts, and the order of the
+questions would change the figures. "before" is the commit
 before issue #22's first merge (links, b43a622), so the column holds fsmem
 without links and valid time. The current code is asked twice: as before, and
 with `as_of` when the question's own words name a date ("in July 2023", "on 1
@@ -101,6 +104,7 @@ def worker(data: Path, mode: str) -> int:
     import fsmem
     from fsmem import Memory
     from fsmem.evaluation.locomo import import_locomo, load
+    from fsmem.search.ranking import search
 
     samples = load(data)
     out = {"fsmem": str(Path(fsmem.__file__).resolve().parent), "questions": []}
@@ -112,14 +116,29 @@ def worker(data: Path, mode: str) -> int:
         for sample, root in zip(samples, imported.memories, strict=True):
             memory = Memory(root)
             for q in questions_of(sample):
-                extra = {}
-                if mode == "as_of" and (date := question_date(q["question"])):
-                    extra["as_of"] = date
+                extra, date = {}, question_date(q["question"]) if mode == "as_of" else None
+                if date:  # as fsmem.operations.search does with as_of (the API of the current code only)
+                    from fsmem.query.as_of import bound, ranking_view
+
+                    extra = {
+                        "include_superseded": True,
+                        "view": ranking_view(memory.root, bound(date), include_superseded=False),
+                    }
                 found = []
                 for budget in BUDGETS:
-                    result = memory.search(q["question"], max_tokens=budget, max_results=500, **extra)
+                    result, _ranking = search(
+                        memory.search_index,
+                        memory.tokens,
+                        memory.search_settings,
+                        q["question"],
+                        k=500,
+                        max_tokens=budget,
+                        **extra,
+                    )
                     found.append(any(f"[{g}]" in hit.text for hit in result.hits for g in q["gold"]))
-                out["questions"].append({"id": q["id"], "category": q["category"], "found": found, **extra})
+                out["questions"].append(
+                    {"id": q["id"], "category": q["category"], "found": found, **({"as_of": date} if date else {})}
+                )
         out["search_seconds"] = round(time.perf_counter() - started, 1)
     print(json.dumps(out))
     return 0
@@ -216,6 +235,7 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--before", action="append", help=f"a commit to measure as well (default: {BEFORE_22})")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--details", type=Path, help="write every question's answers per column to this JSON file")
     parser.add_argument("--worker", choices=("plain", "as_of"), help=argparse.SUPPRESS)
     args, _rest = parser.parse_known_args()  # run_all.py passes every benchmark the same arguments
     if not args.data.exists():
@@ -247,6 +267,8 @@ def main() -> int:
             if mode == "as_of":
                 dated = sum("as_of" in q for q in result["questions"])
     columns["BM25 raw turns"] = bm25_found(args.data)
+    if args.details:
+        args.details.write_text(json.dumps({"categories": categories, "found": columns}), encoding="utf-8")
     rows = table(columns, categories)
     names = list(columns)
     first, now, as_of = names[0], "now", "now, as_of from the question"
