@@ -37,7 +37,8 @@ from io import BytesIO
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = REPO.parent / "shared" / "data" / "locomo10.json"
+# ../shared/data beside the repository (FSMEM_SHARED_DATA may point elsewhere, e.g. from a git worktree)
+DEFAULT_DATA = Path(os.environ.get("FSMEM_SHARED_DATA") or REPO.parent / "shared" / "data") / "locomo10.json"
 BEFORE_22 = "2c337f5"  # main before b43a622, the first merge of issue #22's work (links; then valid-time)
 BUDGETS = (500, 1000, 2000)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
