@@ -180,14 +180,15 @@ def checkout(rev: str, into: Path) -> Path:
     return target
 
 
-def run_worker(data: Path, mode: str, package_root: Path) -> dict:
+def run_worker(data: Path, mode: str, package_root: Path, cwd: Path) -> dict:
+    """One worker, in CWD (a folder of this run's own: never /tmp itself, where a memory would be found)."""
     env = dict(os.environ, PYTHONPATH=str(package_root))
     done = subprocess.run(
         [sys.executable, str(Path(__file__).resolve()), "--worker", mode, "--data", str(data)],
         env=env,
         capture_output=True,
         text=True,
-        cwd=tempfile.gettempdir(),
+        cwd=cwd,
     )
     if done.returncode != 0:
         raise SystemExit(f"the {mode} worker on {package_root} failed:\n{done.stderr[-3000:]}")
@@ -261,7 +262,7 @@ def main() -> int:
                 return 0
         sources += [("now", "plain", REPO), ("now, as_of from the question", "as_of", REPO)]
         for name, mode, root in sources:
-            result = run_worker(args.data, mode, root)
+            result = run_worker(args.data, mode, root, Path(tmp))
             columns[name] = {q["id"]: q["found"] for q in result["questions"]}
             categories.update({q["id"]: q["category"] for q in result["questions"]})
             seconds[name] = result["search_seconds"]
