@@ -16,7 +16,7 @@ import re
 from fsmem.errors import MissingDependency
 
 # Bump when the terms of a text change: the index is then rebuilt.
-ANALYZER_VERSION = 3
+ANALYZER_VERSION = 4
 TOKEN_CHARS = 20  # a word this long, with letters and digits, is a machine token
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _MARKER = re.compile(r"\[[A-Za-z]*\d+:\d+\]")

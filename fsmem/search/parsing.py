@@ -16,8 +16,9 @@ from typing import Any
 
 from fsmem import format as fmt
 from fsmem.errors import FsmemError
-from fsmem.format.facts import split_provenance
-from fsmem.format.rows import Row, document_rows, subject_of
+from fsmem.format.facts import Provenance, split_provenance
+from fsmem.format.rows import document_rows, subject_of
+from fsmem.format.valid_time import note_date
 from fsmem.search.analyzer import Analyzer
 from fsmem.store.catalog import EXACT_COUNT_LIMIT
 from fsmem.store.paths import ROOT_README, read_regular
@@ -28,13 +29,16 @@ GENERATED_INDEX = "INDEX.md"  # written by consolidate; a table of contents, not
 ROW_BITS = 20  # row id = file id << ROW_BITS | ordinal (a file's first 1,048,576 rows are indexed)
 MAX_ROWS = 1 << ROW_BITS
 SUPERSEDED, LINKED = 1, 2  # row flags: hidden by default; same section and source as the next row
+MONTHS = (
+    "January February March April May June July August September October November December".split()
+)  # English, as the analyzer's stemmer and stop words are
 
 
 def stamp_of(stat: os.stat_result) -> Stamp:
     return (stat.st_mtime_ns, stat.st_size, stat.st_ino, stat.st_ctime_ns)
 
 
-def source_of(row: Row) -> str | None:
+def source_of(provenance: Provenance | None) -> str | None:
     """The session note a consolidated row cites first, so rows from one session score as one document.
 
     A consolidated entity file gathers many sessions, and one session feeds many
@@ -42,8 +46,16 @@ def source_of(row: Row) -> str | None:
     score. Rows citing the same note form one document, across files; rows
     without a citation form their file's.
     """
-    _text, provenance = split_provenance(row.text)
     return provenance.sources[0] if provenance and provenance.sources else None
+
+
+def date_words(date: str | None, *, year: bool) -> str:
+    """A row's date as a question names it: "in July", "on 8 May, 2023". Its citation writes 2023-07-15,
+    whose year and day are terms already; a session note's rows have their note's date and no digits of it."""
+    if not date or len(date) < 10 or not date[5:7].isdigit() or not 1 <= int(date[5:7]) <= 12:
+        return ""
+    month = MONTHS[int(date[5:7]) - 1]
+    return f"{month} {int(date[8:10])} {date[:4]}" if year else month
 
 
 def document_names(front_matter: dict[str, Any], title: str | None) -> list[str]:
@@ -112,7 +124,11 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
     names_text = analyzer.text(" ".join(dict.fromkeys(names)))
     known_names = {n.lower() for n in names}
     context_cache: dict[tuple[str, ...], str] = {}
-    row_sources = [source_of(r) if r.text.endswith(")") else None for r in rows]
+    provenances = [split_provenance(r.text)[1] if r.text.endswith(")") else None for r in rows]
+    row_sources = [source_of(p) for p in provenances]
+    dated_note = (
+        note_date(rel, doc.front_matter if isinstance(doc.front_matter, dict) else {}) if is_note(rel) else None
+    )
     group_of: dict[str | None, int] = {None: 0}
     bodies: list[list[str]] = [[]]
     out_rows = []
@@ -128,10 +144,14 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
                 " ".join(h for h in heads if h.lower() not in known_names)
             )
         text_terms = analyzer.text(row.text)  # with its citation, as grep and read show it
+        provenance = provenances[index]
+        when = date_words(provenance.first, year=False) if provenance else date_words(dated_note, year=True)
+        if when:
+            text_terms = f"{text_terms} {analyzer.text(when)}".strip()
         source = row_sources[index]
         group = group_of.setdefault(source, len(group_of))
         if group == len(bodies):
-            bodies.append([])
+            bodies.append([analyzer.text(when)] if source and when else [])
         bodies[group].append(analyzer.text(split_provenance(row.text)[0]) if source else text_terms)
         flags = SUPERSEDED if row.superseded else 0
         if index + 1 < len(rows) and rows[index + 1].headings == row.headings and row_sources[index + 1] == source:
