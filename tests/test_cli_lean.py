@@ -7,9 +7,9 @@ import sys
 
 import click
 import pytest
+from conftest import write_file
 
 from fsmem.cli import generated, lean, main
-from tests.conftest import write_file
 
 
 def run(argv, capsys, *, use_click):
