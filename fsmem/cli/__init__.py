@@ -60,11 +60,11 @@ def main(argv: list[str] | None = None) -> None:
         print(f"fsmem, version {__version__}")
         sys.exit(0)
     if "grep" in args:  # a plain grep runs without click (`fsmem.cli.lean`); any other goes to click
-        from fsmem.cli import lean
+        from fsmem.cli.lean import parse, run as run_lean
 
-        grep = lean.parse(args)
+        grep = parse(args)
         if grep is not None:
-            lean.run(grep)
+            run_lean(grep)
     from fsmem.cli.app import run
 
     run(args)
