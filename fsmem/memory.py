@@ -12,24 +12,31 @@ boundary: arguments are checked at the door against the annotations
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from fsmem.arguments import Door
 from fsmem.errors import guarded
-from fsmem.operations import creation, history as history_ops, reads, search as searching, upkeep, writes
 from fsmem.operations.core import Core
-from fsmem.operations.timeline import timeline as _timeline
-from fsmem.operations.upkeep import CheckResult, IndexResult
-from fsmem.store.catalog import walk
 from fsmem.store.root import ROOT_ENV, discover_root
 from fsmem.store.template import template_dir
 
 if TYPE_CHECKING:
     from fsmem.history.sync import SyncResult
+    from fsmem.operations import history as history_ops, reads, search as searching, upkeep, writes
+    from fsmem.operations.timeline import timeline as _timeline
+    from fsmem.operations.upkeep import CheckResult, IndexResult
+    from fsmem.store.catalog import walk
 
-SESSION_ENV = writes.SESSION_ENV
+SESSION_ENV = "FSMEM_SESSION"  # the session a note goes to (fsmem.operations.writes holds the same name)
+# names this module exports from where they are defined, loaded on first use
+_EXPORTS = {
+    "CheckResult": "fsmem.operations.upkeep",
+    "IndexResult": "fsmem.operations.upkeep",
+    "walk": "fsmem.store.catalog",
+}
 
 
 def _public(method: Callable[..., Any], where: str) -> Callable[..., Any]:
@@ -60,6 +67,29 @@ def fsmem_errors(cls: type) -> type:
     return cls
 
 
+class _Operation:
+    """A method of `Memory` whose operation module is imported on its first use, then checked at the door as
+    `fsmem_errors` checks every method: `fsmem grep` imports grep's machinery, not consolidation's or git's."""
+
+    def __init__(self, target: str):
+        self.target = target  # "module:function" under fsmem.operations
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.owner, self.name = owner, name
+
+    def load(self) -> Callable[..., Any]:
+        """The checked method, put on the class in place of this placeholder."""
+        module, attribute = self.target.split(":")
+        function = getattr(importlib.import_module(f"fsmem.operations.{module}"), attribute)
+        checked = _public(function, f"{self.owner.__name__}.{self.name}()")
+        setattr(self.owner, self.name, checked)
+        return checked
+
+    def __get__(self, obj: object, owner: type | None = None) -> Any:
+        checked = self.load()
+        return checked if obj is None else checked.__get__(obj, owner)
+
+
 @fsmem_errors
 class Memory(Core):
     """A memory directory: list, grep, read, write and check it within a read budget.
@@ -81,6 +111,8 @@ class Memory(Core):
     @classmethod
     def init(cls, directory: str | os.PathLike[str], *, git: bool = False) -> Memory:
         """Make `directory` a memory, with history given `git` (`fsmem.operations.creation.init`)."""
+        from fsmem.operations import creation
+
         return creation.init(cls, directory, git=git)
 
     @classmethod
@@ -88,44 +120,91 @@ class Memory(Core):
         cls, directory: str | os.PathLike[str] | None = None, *, agent: str | None = None, remote: str | None = None
     ) -> SyncResult:
         """`fsmem sync --setup` of a git clone (`fsmem.operations.creation.setup_clone`)."""
+        from fsmem.operations import creation
+
         return creation.setup_clone(cls, directory, agent=agent, remote=remote)
 
-    # -- queries: fsmem.operations.reads ------------------------------------------------------------
-    ls = reads.ls
-    grep = reads.grep
-    read = reads.read
-    links = reads.links
-    files = reads.files
-    meta = reads.meta
-    superseded_ranges = reads.superseded_ranges
-    timeline = _timeline
+    # The operations, each from the module of its concern; the type checker reads the functions themselves
+    if TYPE_CHECKING:
+        # -- queries: fsmem.operations.reads ------------------------------------------------------------
+        ls = reads.ls
+        grep = reads.grep
+        read = reads.read
+        links = reads.links
+        files = reads.files
+        meta = reads.meta
+        superseded_ranges = reads.superseded_ranges
+        timeline = _timeline
 
-    # -- writes, each one transaction: fsmem.operations.writes --------------------------------------
-    note = writes.note
-    write = writes.write
-    edit = writes.edit
-    rm = writes.rm
-    mv = writes.mv
+        # -- writes, each one transaction: fsmem.operations.writes --------------------------------------
+        note = writes.note
+        write = writes.write
+        edit = writes.edit
+        rm = writes.rm
+        mv = writes.mv
 
-    # -- upkeep, and what agents get beyond files: fsmem.operations.upkeep --------------------------
-    check = upkeep.check
-    index = upkeep.index
-    consolidate = upkeep.consolidate
-    watch = upkeep.watch
-    stats = upkeep.stats
-    context = upkeep.context
+        # -- upkeep, and what agents get beyond files: fsmem.operations.upkeep --------------------------
+        check = upkeep.check
+        index = upkeep.index
+        consolidate = upkeep.consolidate
+        watch = upkeep.watch
+        stats = upkeep.stats
+        context = upkeep.context
 
-    # -- history (git): fsmem.operations.history ----------------------------------------------------
-    log = history_ops.log
-    show = history_ops.show
-    diff = history_ops.diff
-    restore = history_ops.restore
-    revert = history_ops.revert
-    sync = history_ops.sync
+        # -- history (git): fsmem.operations.history ----------------------------------------------------
+        log = history_ops.log
+        show = history_ops.show
+        diff = history_ops.diff
+        restore = history_ops.restore
+        revert = history_ops.revert
+        sync = history_ops.sync
 
-    # -- search and recall: fsmem.operations.search -------------------------------------------------
-    search = searching.search
-    recall = searching.recall
+        # -- search and recall: fsmem.operations.search -------------------------------------------------
+        search = searching.search
+        recall = searching.recall
+    else:
+        # -- queries: fsmem.operations.reads ------------------------------------------------------------
+        ls = _Operation("reads:ls")
+        grep = _Operation("reads:grep")
+        read = _Operation("reads:read")
+        links = _Operation("reads:links")
+        files = _Operation("reads:files")
+        meta = _Operation("reads:meta")
+        superseded_ranges = _Operation("reads:superseded_ranges")
+        timeline = _Operation("timeline:timeline")
+
+        # -- writes, each one transaction: fsmem.operations.writes --------------------------------------
+        note = _Operation("writes:note")
+        write = _Operation("writes:write")
+        edit = _Operation("writes:edit")
+        rm = _Operation("writes:rm")
+        mv = _Operation("writes:mv")
+
+        # -- upkeep, and what agents get beyond files: fsmem.operations.upkeep --------------------------
+        check = _Operation("upkeep:check")
+        index = _Operation("upkeep:index")
+        consolidate = _Operation("upkeep:consolidate")
+        watch = _Operation("upkeep:watch")
+        stats = _Operation("upkeep:stats")
+        context = _Operation("upkeep:context")
+
+        # -- history (git): fsmem.operations.history ----------------------------------------------------
+        log = _Operation("history:log")
+        show = _Operation("history:show")
+        diff = _Operation("history:diff")
+        restore = _Operation("history:restore")
+        revert = _Operation("history:revert")
+        sync = _Operation("history:sync")
+
+        # -- search and recall: fsmem.operations.search -------------------------------------------------
+        search = _Operation("search:search")
+        recall = _Operation("search:recall")
 
 
 __all__ = ["Memory", "discover_root", "template_dir", "CheckResult", "IndexResult", "walk", "ROOT_ENV", "SESSION_ENV"]
+
+
+def __getattr__(name: str) -> object:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'fsmem.memory' has no attribute {name!r}")

@@ -2,7 +2,8 @@
 
 Commands are loaded lazily from their modules (`COMMANDS`), so `fsmem read`
 pays neither for MCP, watchdog nor the search index at start-up, and
-`fsmem --version` answers before click is imported. The click group and the
+`fsmem --version` answers before click is imported, and so does a plain
+`fsmem grep` (`fsmem.cli.lean`). The click group and the
 one error boundary (library errors become one line on stderr and exit code 2)
 are in `fsmem.cli.app`.
 """
@@ -58,6 +59,12 @@ def main(argv: list[str] | None = None) -> None:
 
         print(f"fsmem, version {__version__}")
         sys.exit(0)
+    if "grep" in args:  # a plain grep runs without click (`fsmem.cli.lean`); any other goes to click
+        from fsmem.cli.lean import parse, run as run_lean
+
+        grep = parse(args)
+        if grep is not None:
+            run_lean(grep)
     from fsmem.cli.app import run
 
     run(args)

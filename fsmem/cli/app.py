@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import json
 import sys
 from typing import NoReturn
 
@@ -12,6 +11,7 @@ import click
 from fsmem import __version__, faces
 from fsmem.cli import COMMANDS
 from fsmem.cli.options import AGENT_HELP, ROOT_HELP, did_you_mean, parse_suggesting
+from fsmem.cli.printing import json_error
 from fsmem.errors import FsmemError, translated
 
 
@@ -111,5 +111,5 @@ def _fail(message: str, code: int, as_json: bool, *, line: str | None = "") -> N
     if line is not None:
         click.echo(line or f"fsmem: error: {message}", err=True)
     if as_json:
-        click.echo(json.dumps({"error": {"message": message, "exit": code}}, ensure_ascii=False))
+        click.echo(json_error(message, code))
     sys.exit(code)

@@ -8,12 +8,13 @@ it; `--json` is one `output_option`.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+
+from fsmem.cli.printing import print_answer, print_within
 
 if TYPE_CHECKING:
     from fsmem.memory import Memory
@@ -172,35 +173,12 @@ def emit_within(
     empty: Callable[[Any], bool] = lambda result: False,
     reserve: bool = True,
 ) -> None:
-    """Print the answer of `ask(max_tokens)` and exit like grep; as text, it fits the token budget whole.
-
-    The budget (the agent's, or less with --max-tokens) caps what is printed,
-    the lines that say what was left out and how to go on included, as it does
-    for a tool: the content is asked for with room left for them, then asked
-    again with less when the text still comes out over (`fsmem.budget.within`),
-    and `fit_text` is the last net. An answer that fits its trailer in by
-    itself (context, recall) passes `reserve=False`. A JSON document carries
-    the same rows with its content within the budget; its keys are not counted.
-    """
-    if as_json:
-        result = ask(max_tokens)
-        emit(result, True, empty=empty(result))
-        return
-    from fsmem.budget import fit_text, within
-
-    budget = memory.budget.narrowed(max_tokens).max_tokens
-    result, text = within(ask, lambda answer: answer.to_text(), memory.tokens.count, budget, reserve=reserve)
-    text, _ = fit_text(memory.tokens.count, memory.tokens.truncate, text, budget)
-    click.echo(text)
-    if empty(result):
+    """Print the answer of `ask(max_tokens)` within the budget and exit like grep (`fsmem.cli.printing.print_within`)."""
+    if print_within(memory, max_tokens, ask, as_json, echo=click.echo, empty=empty, reserve=reserve):
         raise click.exceptions.Exit(1)
 
 
 def emit(result: Any, as_json: bool, *, empty: bool = False) -> None:
     """Print `result` and exit like grep: 0 when something was found, 1 when nothing was."""
-    if as_json:
-        click.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
-    else:
-        click.echo(result.to_text())
-    if empty:
+    if print_answer(result, as_json, echo=click.echo, empty=empty):
         raise click.exceptions.Exit(1)

@@ -8,16 +8,20 @@ for what is known of each file without reading it again).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from fsmem import faces
 from fsmem.budget import check_offset
 from fsmem.errors import FsmemError, InvalidArgument
 from fsmem.operations.core import Core, existing, selection
-from fsmem.query import as_of as _as_of, grep as _grep, links as _links, reading
-from fsmem.query.listing import Listing, list_entries
+from fsmem.query import grep as _grep
 from fsmem.store.catalog import EXACT_COUNT_LIMIT, FileMeta
 from fsmem.store.files import file_version
 from fsmem.store.paths import ROOT_README, check_text, relative
+
+if TYPE_CHECKING:  # each is imported by the operations that use it, so a grep loads neither links nor listings
+    from fsmem.query import as_of as _as_of, links as _links, reading
+    from fsmem.query.listing import Listing
 
 
 def ls(
@@ -35,6 +39,8 @@ def ls(
     """One row per file (path, title, type, updated, tokens, description), within the budget."""
     if depth is not None and depth < 1:
         raise InvalidArgument(f"{faces.arg('depth')} must be at least 1")
+    from fsmem.query.listing import list_entries
+
     check_offset(offset)
     budget = memory.budget.narrowed(max_tokens, max_results)
     chosen = selection(memory, path, depth=depth, type=type, tag=tag, updated_after=updated_after)
@@ -85,6 +91,8 @@ def grep(
     superseded_too = include_superseded
     seen: dict[str, _as_of.Lines] = {}
     if as_of is not None:
+        from fsmem.query import as_of as _as_of
+
         stamp = _as_of.bound(as_of)
 
         def ranges(rels: list[str]) -> dict[str, list[tuple[int, int]]]:
@@ -179,6 +187,8 @@ def read(
     With `as_of`, the file as the memory stood on that date: the keyed facts recorded later are left out,
     the value that held then is shown where it stands (`fsmem.query.as_of`).
     """
+    from fsmem.query import as_of as _as_of, reading
+
     target = existing(memory, path, "file")
     rel = relative(memory.root, target)
     budget = memory.budget.narrowed(max_tokens, None)
@@ -229,6 +239,8 @@ def read(
         numbers = {number for number, _ in result.lines}
         memory.catalog.get(target)
         memory.catalog.sync()
+        from fsmem.query import links as _links
+
         rows = _links.Resolver(memory.catalog).links_in(rel, lines=(min(numbers), max(numbers)))[1]
         result.links = [{k: v for k, v in row.to_dict().items() if k != "path"} for row in rows if row.line in numbers]
     return result
@@ -244,6 +256,8 @@ def links(
 ) -> _links.LinksResult:
     """What a file's [[wikilinks]] lead to (resolved, to nothing, or ambiguous), then what links to it, each
     with its line: one page within the budget and the scope (`fsmem.query.links`)."""
+    from fsmem.query import links as _links
+
     check_offset(offset)
     target = existing(memory, path, "file")
     rel = relative(memory.root, target)

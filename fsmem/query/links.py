@@ -143,7 +143,7 @@ class Resolver:
 
     def _files(self, columns: str) -> str:
         """The files in scope, as a subquery (its WHERE names the columns of `files` alone)."""
-        return f"(SELECT key AS file_key, {columns} FROM files WHERE {self.sql})"
+        return f"(SELECT key AS file_key, id AS file_id, {columns} FROM files WHERE {self.sql})"
 
     def resolve(self, names: Iterable[str]) -> dict[str, Outcome]:
         """Folded name -> where it leads, for every name given (each asked of SQLite once per resolver)."""
@@ -153,7 +153,7 @@ class Resolver:
             chunk = wanted[at : at + CHUNK]
             rows = self.catalog.cache.select(
                 f"SELECT n.name, n.tier, f.path, f.link FROM names n JOIN {self._files('path, link')} f"
-                f" ON f.file_key = n.key WHERE n.name IN ({','.join('?' * len(chunk))})",
+                f" ON f.file_id = n.file WHERE n.name IN ({','.join('?' * len(chunk))})",
                 [*self.params, *chunk],
                 [],
             )
@@ -183,7 +183,10 @@ class Resolver:
     def names_to(self, rel: str) -> list[str]:
         """The names of `rel` that lead to it (not to another file, nor ambiguously)."""
         names = [
-            row[0] for row in self.catalog.cache.select("SELECT name FROM names WHERE key = ?", [walk_key(rel)], [])
+            row[0]
+            for row in self.catalog.cache.select(
+                "SELECT name FROM names WHERE file IN (SELECT id FROM files WHERE key = ?)", [walk_key(rel)], []
+            )
         ]
         return [name for name, outcome in self.resolve(names).items() if outcome.path == rel]
 

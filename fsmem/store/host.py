@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import sys
 from pathlib import Path
 
@@ -64,6 +63,8 @@ def kept_id(root: Path) -> str:
         kept = path.read_text().strip()
         if kept:
             return kept
+    import secrets  # hmac and OpenSSL: loaded only the one time the id is drawn
+
     drawn = secrets.token_hex(16)
     try:
         atomic_write(path, drawn.encode() + b"\n", exclusive=True)

@@ -1,0 +1,184 @@
+"""`fsmem grep` from the shell without click: the command agents call most, started with only what it uses.
+
+At 10k files rg's own pass takes ~50 ms, and importing click and building the command from its spec cost
+a third of that again (docs/performance.md, the import budget). `fsmem.cli.main` gives a grep command line
+to `parse` first: one that names only grep's own options, spelled out, with plain values, is run here;
+anything else (--help, a typo, `--`, combined short flags, a value that starts with '-' or that click would
+reject) returns None and goes to click, so help, usage errors and their words stay click's. What runs
+is what the generated command runs (`fsmem.cli.generated`): the same `Memory.grep` call, within the same
+budget, printed as `click.echo` prints (`fsmem.cli.printing`), behind the same error boundary as
+`fsmem.cli.app.run`. tests/test_cli_lean.py holds `parse` equal to click's parse of the same line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from typing import Any, NoReturn
+
+# grep's options as its spec declares them (fsmem.spec.operations); tests/test_cli_lean.py checks them against it
+FLAGS = {
+    "-i": "ignore_case",
+    "--ignore-case": "ignore_case",
+    "-F": "fixed_strings",
+    "--fixed-strings": "fixed_strings",
+    "-w": "word",
+    "--word": "word",
+    "--include-superseded": "include_superseded",
+}
+VALUES = {  # option -> (parameter, kind)
+    "-C": ("context_lines", "int"),
+    "--context-lines": ("context_lines", "int"),
+    "--type": ("type", "str"),
+    "--tag": ("tag", "list"),
+    "--updated-after": ("updated_after", "str"),
+    "--as-of": ("as_of", "str"),
+    "--offset": ("offset", "int"),
+    "--max-results": ("max_results", "int"),
+    "--max-tokens": ("max_tokens", "int"),
+}
+DEFAULTS: dict[str, Any] = {
+    "paths": [],
+    "ignore_case": False,
+    "fixed_strings": False,
+    "word": False,
+    "context_lines": 0,
+    "type": None,
+    "tag": [],
+    "updated_after": None,
+    "include_superseded": False,
+    "as_of": None,
+    "offset": 0,
+    "max_results": None,
+    "max_tokens": None,
+}
+GLOBAL = {"--root": "root", "--agent": "agent"}  # before the command or after it, as `fsmem.cli.options`
+ENV = {"root": "FSMEM_ROOT", "agent": "FSMEM_AGENT"}  # the group's envvars, used when the option is not given
+_TEXT_ARGUMENT = re.compile(r"^-\s")  # a Markdown bullet is an argument, not an option (FsmemCommand)
+_WHOLE = re.compile(r"[0-9]+")
+
+
+class Grep:
+    """A grep command line, parsed: the memory it opens, --json, and the arguments of `Memory.grep`."""
+
+    def __init__(self, root: str | None, agent: str | None, as_json: bool, arguments: dict[str, Any]):
+        self.root, self.agent, self.as_json, self.arguments = root, agent, as_json, arguments
+
+
+def parse(argv: list[str]) -> Grep | None:
+    """The grep that `argv` (the words after `fsmem`) asks for, or None when click should read it."""
+    chosen: dict[str, str | None] = {}
+    words = iter(argv)
+    at_command = False
+    for word in words:  # the group's options, then the command's name
+        name, value = _split(word)
+        if name in GLOBAL:
+            value = value if value is not None else next(words, None)
+            if not _plain(value):
+                return None
+            chosen[GLOBAL[name]] = value
+            continue
+        at_command = word == "grep"
+        break
+    if not at_command:
+        return None
+    arguments: dict[str, Any] = {
+        "pattern": None,
+        **{k: list(v) if isinstance(v, list) else v for k, v in DEFAULTS.items()},
+    }
+    as_json = False
+    positional: list[str] = []
+    for word in words:
+        if word.startswith("-") and len(word) > 1 and not (_TEXT_ARGUMENT.match(word) or "\n" in word):
+            name, value = _split(word)
+            if name in FLAGS or name == "--json":
+                if value is not None:
+                    return None  # click: "does not take a value"
+                if name == "--json":
+                    as_json = True
+                else:
+                    arguments[FLAGS[name]] = True
+                continue
+            if name in GLOBAL or name in VALUES:
+                value = value if value is not None else next(words, None)
+                if not _plain(value):
+                    return None
+                assert value is not None
+                if name in GLOBAL:
+                    chosen[GLOBAL[name]] = value
+                    continue
+                parameter, kind = VALUES[name]
+                if kind == "int":
+                    if not _WHOLE.fullmatch(value):
+                        return None
+                    arguments[parameter] = int(value)
+                elif kind == "list":
+                    arguments[parameter].append(value)
+                else:
+                    arguments[parameter] = value
+                continue
+            return None  # --help, `--`, combined flags, a typo: click's to answer
+        if word == "-":
+            return None
+        positional.append(word)
+    if not positional:
+        return None  # click: "Missing argument 'PATTERN'"
+    arguments["pattern"], arguments["paths"] = positional[0], positional[1:]
+    for key, variable in ENV.items():
+        if key not in chosen:
+            chosen[key] = os.environ.get(variable) or None
+    return Grep(chosen["root"], chosen["agent"], as_json, arguments)
+
+
+def _split(word: str) -> tuple[str, str | None]:
+    """`--name=value` as its name and value; any other word as itself, without a value."""
+    if word.startswith("--") and "=" in word:
+        name, value = word.split("=", 1)
+        return name, value
+    return word, None
+
+
+def _plain(value: str | None) -> bool:
+    """A value click takes as it is (one that starts with '-' is left to click's judgement)."""
+    return value is not None and not value.startswith("-")
+
+
+def run(grep: Grep) -> NoReturn:
+    """Run the grep and exit as the click command does: 0 found, 1 nothing found, 2 (or 130) an error."""
+    from fsmem import faces
+    from fsmem.cli.printing import echo, json_error, print_within
+    from fsmem.errors import FsmemError, translated
+
+    def fail(message: str, code: int, *, line: str | None = "") -> NoReturn:
+        if line is not None:
+            echo(line or f"fsmem: error: {message}", err=True)
+        if grep.as_json:
+            echo(json_error(message, code))
+        sys.exit(code)
+
+    try:
+        with faces.speaking(faces.CLI):
+            from fsmem.memory import Memory
+
+            memory = Memory(grep.root, agent=grep.agent)
+            arguments = grep.arguments
+            empty = print_within(
+                memory,
+                arguments["max_tokens"],
+                lambda room: memory.grep(**{**arguments, "max_tokens": room}),
+                grep.as_json,
+                echo=echo,
+                empty=lambda result: bool(result.empty),
+            )
+    except FsmemError as exc:
+        fail(str(exc), exc.exit_code)
+    except BrokenPipeError:
+        sys.stderr.close()
+        sys.exit(0)
+    except KeyboardInterrupt:
+        fail("interrupted", 130, line=None)
+    except Exception as exc:  # the last resort of the one boundary: still one line, never a traceback
+        error = translated(exc)
+        fail(str(error) if error is not None else f"{type(exc).__name__}: {exc}", 2)
+    sys.exit(1 if empty else 0)

@@ -1,0 +1,180 @@
+"""`fsmem grep` without click (`fsmem.cli.lean`): the same answer, errors and exit code as the click command,
+and the import budget of the commands agents call most, checked by the modules a run loads (never by time)."""
+
+import os
+import subprocess
+import sys
+
+import click
+import pytest
+from conftest import write_file
+
+from fsmem.cli import generated, lean, main
+
+
+def run(argv, capsys, *, use_click):
+    """stdout, stderr and the exit code of `fsmem ARGV`, through click's command or the lean one."""
+    from fsmem.cli.app import run as click_run
+
+    with pytest.raises(SystemExit) as done:
+        if use_click:
+            click_run(argv)
+        else:
+            parsed = lean.parse(argv)
+            assert parsed is not None, argv
+            lean.run(parsed)
+    out, err = capsys.readouterr()
+    return out, err, done.value.code
+
+
+@pytest.fixture
+def memory(empty_memory):
+    root = empty_memory.root
+    write_file(
+        root,
+        "topics/billing.md",
+        "---\ntitle: Billing\ntags: [money]\n---\n# Billing\n\n- plan: gold\n- the zephyr plan\n",
+    )
+    write_file(
+        root,
+        "entities/acme.md",
+        "---\ntitle: Acme\ntype: entity\n---\n- Acme asked about the \x1b[31mzephyr\x1b[0m plan\n",
+    )
+    return empty_memory
+
+
+PLAIN = [
+    ["grep", "zephyr"],
+    ["grep", "zephyr", "--json"],
+    ["grep", "-i", "ZEPHYR", "topics"],
+    ["grep", "--fixed-strings", "plan:", "--max-results", "1"],
+    ["grep", "-w", "plan", "-C", "1", "--offset", "1"],
+    ["grep", "zephyr", "--tag", "money", "--tag", "other", "--json"],
+    ["grep", "zephyr", "--type=entity", "--max-tokens", "40"],
+    ["grep", "- plan:", "--include-superseded", "--as-of", "2030-01-01"],
+    ["grep", "nothing-like-this"],
+    ["grep", "(", "--json"],  # an error, with its JSON document
+    ["grep", "zephyr", "missing/folder"],
+    ["grep", "zephyr", "--as-of", "not a date", "--json"],
+    ["grep", "zephyr", "--updated-after", "2020-01-01", "--max-results", "0"],
+]
+
+
+@pytest.mark.parametrize("argv", PLAIN, ids=" ".join)
+def test_a_plain_grep_answers_as_the_click_command_does(memory, capsys, argv):
+    argv = ["--root", str(memory.root), *argv]
+    assert run(argv, capsys, use_click=False) == run(argv, capsys, use_click=True)
+
+
+def test_the_root_and_agent_come_from_either_side_of_the_command_and_the_environment(memory, capsys, monkeypatch):
+    after = ["grep", "zephyr", "--root", str(memory.root), "--agent", "bot"]
+    assert run(after, capsys, use_click=False) == run(after, capsys, use_click=True)
+    monkeypatch.setenv("FSMEM_ROOT", str(memory.root))
+    assert lean.parse(["grep", "x"]).root == str(memory.root)
+    assert run(["grep", "zephyr"], capsys, use_click=False) == run(["grep", "zephyr"], capsys, use_click=True)
+    monkeypatch.setenv("FSMEM_ROOT", "")  # click reads an empty variable as unset
+    assert lean.parse(["grep", "x"]).root is None
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["grep", "--help"],
+        ["grep"],  # missing PATTERN
+        ["grep", "x", "--max-result", "3"],  # a typo: click suggests the option
+        ["grep", "-iw", "x"],
+        ["grep", "--", "-x"],
+        ["grep", "x", "--offset", "-1"],
+        ["grep", "x", "--offset", "two"],
+        ["grep", "x", "--json=yes"],
+        ["grep", "x", "--type"],
+        ["--version", "grep"],
+        ["ls", "grep"],
+        ["--root", "--agent", "grep", "x"],
+    ],
+    ids=" ".join,
+)
+def test_anything_else_is_left_to_click(argv):
+    assert lean.parse(argv) is None
+
+
+def test_a_line_left_to_click_gets_clicks_answer(memory, capsys):
+    argv = ["--root", str(memory.root), "grep", "x", "--max-result", "3"]
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    assert done.value.code == 2
+    assert "No such option '--max-result'. Did you mean '--max-results'?" in capsys.readouterr().err
+
+
+def test_the_lean_options_are_the_spec_options_of_grep():
+    """A parameter added to grep's spec must be added here too, or a grep using it would be refused or misread."""
+    command = generated.grep
+    seen = {}
+    for param in command.params:
+        if param.name in ("root", "agent", "pattern", "paths", "as_json"):
+            continue
+        assert isinstance(param, click.Option), param.name
+        for opt in param.opts:
+            if param.is_flag:
+                assert lean.FLAGS[opt] == param.name, opt
+            else:
+                kind = "list" if param.multiple else ("int" if param.type is click.INT else "str")
+                assert lean.VALUES[opt] == (param.name, kind), opt
+        seen[param.name] = [] if param.multiple else (False if param.is_flag else param.default)
+        if seen[param.name] is not None and not isinstance(seen[param.name], (bool, int, list)):
+            seen[param.name] = None  # click's "no default"
+    assert set(lean.FLAGS) | set(lean.VALUES) == {o for p in command.params for o in p.opts} - {
+        "--root",
+        "--agent",
+        "--json",
+        "pattern",
+        "paths",
+    }
+    assert {k: v for k, v in lean.DEFAULTS.items() if k != "paths"} == seen
+
+
+# -- the import budget: what each command loads (docs/performance.md) ----------------------------------------
+PROBE = """
+import sys
+from fsmem.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print("MODULES:" + " ".join(sorted(sys.modules)), file=sys.stderr)
+"""
+# never loaded by the command, whatever the memory holds (a warm cache)
+HEAVY = ["yaml", "tiktoken", "rapidfuzz", "watchdog", "mcp", "numpy", "fsmem.consolidate", "fsmem.history"]
+NOT_LOADED = {
+    "grep": [*HEAVY, "click", "fsmem.spec", "fsmem.search", "fsmem.query.links", "fsmem.query.listing", "secrets"],
+    "ls": [*HEAVY, "fsmem.search", "fsmem.query.links", "fsmem.operations.writes", "fsmem.operations.upkeep"],
+    "read": [*HEAVY, "fsmem.search", "fsmem.query.listing", "fsmem.operations.writes", "fsmem.operations.upkeep"],
+    # a note writes front matter (yaml) and brings the search index up to date with it, when there is one
+    "note": ["tiktoken", "rapidfuzz", "watchdog", "mcp", "numpy", "fsmem.consolidate", "fsmem.operations.upkeep"],
+}
+
+
+def loaded(root, *argv):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, "--root", str(root), *argv], capture_output=True, text=True, env=env, timeout=60
+    )
+    return done.stderr.rsplit("MODULES:", 1)[-1].split()
+
+
+def test_the_commands_agents_call_most_import_only_what_they_use(memory):
+    past = (memory.root / "fsmem.yaml").stat().st_mtime - 10
+    for path in memory.root.rglob("*"):  # older than a second, as in any memory: their parsed copies are kept
+        if path.is_file() and ".fsmem" not in path.parts:
+            os.utime(path, (past, past))
+    loaded(memory.root, "ls")  # a warm metadata cache and that copy, as after the memory's first command
+    for command, argv in {
+        "grep": ["grep", "zephyr"],
+        "ls": ["ls", "--max-results", "5"],
+        "read": ["read", "topics/billing.md"],
+        "note": ["note", "the import budget test wrote this"],
+    }.items():
+        modules = loaded(memory.root, *argv)
+        assert "fsmem.memory" in modules, command  # the command ran
+        wrong = [m for m in modules if any(m == h or m.startswith(h + ".") for h in NOT_LOADED[command])]
+        assert not wrong, f"fsmem {command} imported {wrong}"
