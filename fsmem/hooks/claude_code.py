@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,12 +69,16 @@ def parse_event(text: str) -> HookEvent:
     )
 
 
-def session_name(session_id: str) -> str:
-    """The note's session name: `claude-code-` and the id in the letters a session name may hold."""
+def session_name(session_id: str, prefix: str = "claude-code") -> str:
+    """The note's session name: `prefix-` and the id in the letters a session name may hold.
+
+    An id that had to be changed to fit gets a digest of the whole id, so two ids never share a note.
+    """
     cleaned = re.sub(r"[^A-Za-z0-9_-]+", "-", session_id).strip("-")[:60]
     if cleaned != session_id or not cleaned:
-        cleaned = f"{cleaned[:48]}-{hashlib.sha256(session_id.encode()).hexdigest()[:10]}".strip("-")
-    return f"claude-code-{cleaned}"
+        digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+        cleaned = f"{cleaned[:48]}-{digest}".strip("-")
+    return f"{prefix}-{cleaned}"
 
 
 def _one_line(text: str, limit: int = LINE_CHARS) -> str:
@@ -105,17 +110,25 @@ def _tool_input(value: Any) -> str:
     return _one_line(", ".join(parts), 200)
 
 
-def summarise(record: Any) -> list[str]:
-    """The lines one transcript record contributes: a line per text, tool call and tool result; none for the rest."""
+def summarise(record: Any, *, text_chars: int = LINE_CHARS) -> list[str]:
+    """The lines one transcript record contributes: a line per text, tool call and tool result; none for the rest.
+
+    A text is cut at `text_chars`; a tool call or result always at a short line. Every line starts with
+    its role (`user:`, `assistant:`, `tool call`, `tool result`), so none can close the note's fence.
+    """
     if not isinstance(record, dict) or record.get("isMeta") or record.get("type") not in ("user", "assistant"):
         return []
     message = record.get("message")
     if not isinstance(message, dict):
         return []
     role = "user" if record.get("type") == "user" else "assistant"
-    content = message.get("content")
+    return content_lines(role, message.get("content"), text_chars=text_chars)
+
+
+def content_lines(role: str, content: Any, *, text_chars: int = LINE_CHARS) -> list[str]:
+    """The lines of one message's content (a string, or Anthropic's blocks: text, tool_use, tool_result)."""
     if isinstance(content, str):
-        return [f"{role}: {_one_line(content)}"] if content.strip() else []
+        return [f"{role}: {_one_line(content, text_chars)}"] if content.strip() else []
     if not isinstance(content, list):
         return []
     lines = []
@@ -124,7 +137,7 @@ def summarise(record: Any) -> list[str]:
             continue
         kind = block.get("type")
         if kind == "text" and isinstance(block.get("text"), str) and block["text"].strip():
-            lines.append(f"{role}: {_one_line(block['text'])}")
+            lines.append(f"{role}: {_one_line(block['text'], text_chars)}")
         elif kind == "tool_use":
             lines.append(f"tool call {_one_line(str(block.get('name') or '?'), 60)}: {_tool_input(block.get('input'))}")
         elif kind == "tool_result":
@@ -157,16 +170,29 @@ def new_part(data: bytes, start: int, *, chunk: int = TRANSCRIPT_CHUNK) -> NewPa
         return NewPart([], start + len(data), 1)
     lines: list[str] = []
     bad = 0
-    for raw in data[:end].splitlines():
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw)
-        except ValueError:
+    for _, record in records(data[:end].splitlines()):
+        if record is NOT_JSON:
             bad += 1
             continue
         lines.extend(summarise(record))
     return NewPart(lines, start + end, bad)
+
+
+NOT_JSON: Any = object()  # what `records` gives for a line that is not JSON
+
+
+def records(lines: Iterable[bytes], first: int = 1) -> Iterator[tuple[int, Any]]:
+    """(line number, record) of each line of a transcript that is not blank; NOT_JSON for one that is not JSON.
+
+    The one reader of transcripts: the hook skips a bad line, `fsmem import claude-code` refuses the file.
+    """
+    for number, raw in enumerate(lines, start=first):
+        if not raw.strip():
+            continue
+        try:
+            yield number, json.loads(raw)
+        except ValueError:  # not JSON, not UTF-8, or a number too long to convert
+            yield number, NOT_JSON
 
 
 def read_from(path: str, offset: int) -> tuple[bytes, int]:
