@@ -18,7 +18,15 @@ from typing import TYPE_CHECKING, Any
 
 from fsmem.arguments import Door
 from fsmem.errors import guarded
-from fsmem.operations import creation, history as history_ops, reads, search as searching, upkeep, writes
+from fsmem.operations import (
+    creation,
+    history as history_ops,
+    importing,
+    reads,
+    search as searching,
+    upkeep,
+    writes,
+)
 from fsmem.operations.core import Core
 from fsmem.operations.timeline import timeline as _timeline
 from fsmem.operations.upkeep import CheckResult, IndexResult
@@ -126,6 +134,9 @@ class Memory(Core):
     # -- search and recall: fsmem.operations.search -------------------------------------------------
     search = searching.search
     recall = searching.recall
+
+    # -- history from outside the memory (never a tool): fsmem.operations.importing -----------------
+    import_from = importing.import_from
 
 
 __all__ = ["Memory", "discover_root", "template_dir", "CheckResult", "IndexResult", "walk", "ROOT_ENV", "SESSION_ENV"]
