@@ -81,7 +81,7 @@ def session_name(session_id: str, prefix: str = "claude-code") -> str:
     return f"{prefix}-{cleaned}"
 
 
-def _one_line(text: str, limit: int = LINE_CHARS) -> str:
+def one_line(text: str, limit: int = LINE_CHARS) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
@@ -102,12 +102,12 @@ def _text_of(content: Any) -> str:
 def _tool_input(value: Any) -> str:
     """A tool call's input in one line of `key=value` pairs (strings shown as they are), never raw JSON."""
     if not isinstance(value, dict):
-        return _one_line(str(value), 160)
+        return one_line(str(value), 160)
     parts = []
     for key, item in value.items():
         shown = item if isinstance(item, str) else json.dumps(item, ensure_ascii=False, default=str)
-        parts.append(f"{key}={_one_line(shown, 120)}")
-    return _one_line(", ".join(parts), 200)
+        parts.append(f"{key}={one_line(shown, 120)}")
+    return one_line(", ".join(parts), 200)
 
 
 def summarise(record: Any, *, text_chars: int = LINE_CHARS) -> list[str]:
@@ -128,7 +128,7 @@ def summarise(record: Any, *, text_chars: int = LINE_CHARS) -> list[str]:
 def content_lines(role: str, content: Any, *, text_chars: int = LINE_CHARS) -> list[str]:
     """The lines of one message's content (a string, or Anthropic's blocks: text, tool_use, tool_result)."""
     if isinstance(content, str):
-        return [f"{role}: {_one_line(content, text_chars)}"] if content.strip() else []
+        return [f"{role}: {one_line(content, text_chars)}"] if content.strip() else []
     if not isinstance(content, list):
         return []
     lines = []
@@ -137,15 +137,15 @@ def content_lines(role: str, content: Any, *, text_chars: int = LINE_CHARS) -> l
             continue
         kind = block.get("type")
         if kind == "text" and isinstance(block.get("text"), str) and block["text"].strip():
-            lines.append(f"{role}: {_one_line(block['text'], text_chars)}")
+            lines.append(f"{role}: {one_line(block['text'], text_chars)}")
         elif kind == "tool_use":
-            lines.append(f"tool call {_one_line(str(block.get('name') or '?'), 60)}: {_tool_input(block.get('input'))}")
+            lines.append(f"tool call {one_line(str(block.get('name') or '?'), 60)}: {_tool_input(block.get('input'))}")
         elif kind == "tool_result":
             text = _text_of(block.get("content"))
             rows = len(text.splitlines())
             outcome = "tool error" if block.get("is_error") else "tool result"
             more = f" ({rows} lines)" if rows > 1 else ""
-            lines.append(f"{outcome}{more}: {_one_line(text, 200) or '(empty)'}")
+            lines.append(f"{outcome}{more}: {one_line(text, 200) or '(empty)'}")
     return lines
 
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from fsmem.hooks.claude_code import _one_line, content_lines
+from fsmem.hooks.claude_code import content_lines, one_line
 from fsmem.importers import TEXT_CHARS, Conversation, ImportFault, utc
 from fsmem.importers.jsonstream import ArrayReader, Item, JSONFault
 
@@ -59,7 +59,7 @@ def chatgpt(path: Path) -> Iterator[Conversation]:
             if message is None:
                 continue
             if not isinstance(message, dict):
-                raise ImportFault(where, f"node {_one_line(str(node.get('id')), 40)}: the message is not an object")
+                raise ImportFault(where, f"node {one_line(str(node.get('id')), 40)}: the message is not an object")
             lines.extend(_chatgpt_lines(message))
             when = utc(message.get("create_time"))
             if when is not None:
@@ -69,7 +69,7 @@ def chatgpt(path: Path) -> Iterator[Conversation]:
         yield Conversation(
             source="chatgpt",
             key=key if isinstance(key, str) and key.strip() else _fallback_key(value),
-            title=_one_line(title, 120) if isinstance(title, str) and title.strip() else "Untitled",
+            title=one_line(title, 120) if isinstance(title, str) and title.strip() else "Untitled",
             started=utc(value.get("create_time")) or min(times, default=None),
             ended=utc(value.get("update_time")) or max(times, default=None),
             lines=tuple(lines),
@@ -87,7 +87,7 @@ def _shown_chain(mapping: dict[str, Any], current: Any, where: str) -> list[dict
         seen.add(current)
         node = mapping[current]
         if not isinstance(node, dict):
-            raise ImportFault(where, f"node {_one_line(current, 40)} is not an object")
+            raise ImportFault(where, f"node {one_line(current, 40)} is not an object")
         chain.append(node)
         current = node.get("parent")
     chain.reverse()
@@ -129,13 +129,13 @@ def _chatgpt_lines(message: dict[str, Any]) -> list[str]:
         return []
     if role == "tool":
         name = author.get("name") or "tool"
-        return [f"tool result ({_one_line(str(name), 40)}): {_one_line(text, 200)}"]
+        return [f"tool result ({one_line(str(name), 40)}): {one_line(text, 200)}"]
     recipient = message.get("recipient")
     if role == "assistant" and isinstance(recipient, str) and recipient not in ("all", ""):
-        return [f"tool call {_one_line(recipient, 60)}: {_one_line(text, 200)}"]
+        return [f"tool call {one_line(recipient, 60)}: {one_line(text, 200)}"]
     if role not in ("user", "assistant"):
         return []
-    return [f"{role}: {_one_line(text, TEXT_CHARS)}"]
+    return [f"{role}: {one_line(text, TEXT_CHARS)}"]
 
 
 def claude(path: Path) -> Iterator[Conversation]:
@@ -167,7 +167,7 @@ def claude(path: Path) -> Iterator[Conversation]:
         yield Conversation(
             source="claude",
             key=key if isinstance(key, str) and key.strip() else _fallback_key(value),
-            title=_one_line(name, 120) if isinstance(name, str) and name.strip() else "Untitled",
+            title=one_line(name, 120) if isinstance(name, str) and name.strip() else "Untitled",
             started=utc(value.get("created_at")) or min(times, default=None),
             ended=max(times, default=None) or utc(value.get("updated_at")),
             lines=tuple(lines),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 
 from fsmem import format as fmt
-from fsmem.hooks import claude_code as cc
+from fsmem.hooks.claude_code import session_name
 from fsmem.importers import Conversation
 
 SOURCES = {"claude-code": "Claude Code session", "chatgpt": "ChatGPT conversation", "claude": "Claude conversation"}
@@ -20,7 +20,7 @@ SOURCES = {"claude-code": "Claude Code session", "chatgpt": "ChatGPT conversatio
 
 def session_of(conversation: Conversation) -> str:
     """The note's session name: the hook's for a Claude Code session (one note either way), else `chatgpt-<id>`."""
-    return cc.session_name(conversation.key, prefix=conversation.source)
+    return session_name(conversation.key, prefix=conversation.source)
 
 
 def digest(lines: tuple[str, ...] | list[str]) -> str:

@@ -10,7 +10,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from fsmem.hooks import claude_code as cc
+from fsmem.hooks.claude_code import NOT_JSON, one_line, records, summarise
 from fsmem.importers import TEXT_CHARS, Conversation, ImportFault, utc
 
 
@@ -41,8 +41,8 @@ def _conversation(path: Path) -> Conversation | None:
     session = summary = first_text = None
     started = ended = None
     with open(path, "rb") as stream:
-        for number, record in cc.records(stream):
-            if record is cc.NOT_JSON:
+        for number, record in records(stream):
+            if record is NOT_JSON:
                 raise ImportFault(f"{path} line {number}", "not a JSON record of a Claude Code transcript")
             if not isinstance(record, dict):
                 raise ImportFault(f"{path} line {number}", "not a JSON object")
@@ -54,7 +54,7 @@ def _conversation(path: Path) -> Conversation | None:
             if when is not None:
                 started = when if started is None else min(started, when)
                 ended = when if ended is None else max(ended, when)
-            said = cc.summarise(record, text_chars=TEXT_CHARS)
+            said = summarise(record, text_chars=TEXT_CHARS)
             if first_text is None:
                 first_text = next((line[len("user: ") :] for line in said if line.startswith("user: ")), None)
             lines.extend(said)
@@ -65,7 +65,7 @@ def _conversation(path: Path) -> Conversation | None:
     return Conversation(
         source="claude-code",
         key=session or path.stem,
-        title=cc._one_line(title, 120),
+        title=one_line(title, 120),
         started=started,
         ended=ended,
         lines=tuple(lines),
