@@ -219,7 +219,8 @@ def read_from(path: str, offset: int) -> tuple[bytes, int]:
 
 
 def note_text(lines: list[str], *, first: bool) -> str:
-    """The note block for `lines`: in a fenced block, so consolidation files none of it, within NOTE_CHARS."""
+    """The note block for `lines`: a heading, then the lines in a fenced block, so that consolidation files none
+    of it into a document, within NOTE_CHARS."""
     kept: list[str] = []
     size = 0
     for line in lines:
@@ -229,7 +230,8 @@ def note_text(lines: list[str], *, first: bool) -> str:
         size += len(line) + 1
     if len(kept) < len(lines):
         kept.append(f"… {len(lines) - len(kept)} more lines of this part left out")
-    heading = "Claude Code session (transcript summary)" if first else "Claude Code session, continued"
+    # a level-1 heading: consolidation takes a line of prose as an observation for topic/Inbox, a heading never
+    heading = "# Claude Code session (transcript summary)" if first else "# Claude Code session, continued"
     return "\n".join([heading, "", "```text", *kept, "```"])
 
 
