@@ -1,8 +1,8 @@
 """An imported conversation as a session note: its text when new, and what a longer copy adds to it. Pure.
 
 The note is an episode, dated by the conversation's own start (`sessions/YYYY/MM/DD/<session>.md`, UTC),
-and holds what was said in one fenced block per import, as the Claude Code hook writes it, so that
-consolidation files none of it into a document while search still finds it. Its front matter names the
+and holds what was said in fenced blocks of FENCE_LINES lines, as the Claude Code hook writes its part, so
+that consolidation files none of it into a document while search still finds it, a few exchanges a row. Its front matter names the
 conversation (`source`, `conversation`) and how many of its lines the memory holds (`imported_lines`,
 with a digest of them): importing the same conversation again adds only the lines after those.
 """
@@ -15,6 +15,7 @@ from fsmem import format as fmt
 from fsmem.hooks.claude_code import session_name
 from fsmem.importers import Conversation
 
+FENCE_LINES = 8  # lines per fenced block: each block is one row of a search answer, a few exchanges long
 SOURCES = {"claude-code": "Claude Code session", "chatgpt": "ChatGPT conversation", "claude": "Claude conversation"}
 
 
@@ -38,10 +39,14 @@ def _stamp(conversation: Conversation, which: str) -> str:
 
 
 def block(conversation: Conversation, lines: tuple[str, ...] | list[str], *, first: bool) -> str:
-    """One import's part of the note: a line of prose naming it, then its lines in a fenced block."""
+    """One import's part of the note: a level-1 heading naming it (a line of prose would be an observation for
+    topic/Inbox), then its lines in a fenced block (consolidation reads none of it)."""
     what = SOURCES[conversation.source]
-    heading = f"{what}: {conversation.title}" if first else f"{what}, continued"
-    return "\n".join([heading, "", "```text", *lines, "```"]) + "\n"
+    heading = f"# {what}: {conversation.title}" if first else f"# {what}, continued"
+    out = [heading]
+    for start in range(0, len(lines), FENCE_LINES):
+        out += ["", "```text", *lines[start : start + FENCE_LINES], "```"]
+    return "\n".join(out) + "\n"
 
 
 def new_note(conversation: Conversation, lines: tuple[str, ...]) -> str:
