@@ -25,7 +25,7 @@ from import_samples import (
 
 from fsmem import Memory
 from fsmem.agents import tools
-from fsmem.errors import InvalidArgument
+from fsmem.errors import InvalidArgument, ReadOnly
 from fsmem.hooks import claude_code as cc, runner
 from fsmem.importers.jsonstream import ArrayReader, JSONFault
 from fsmem.importers.notes import digest
@@ -286,6 +286,15 @@ def test_a_note_whose_front_matter_does_not_parse_is_named_and_nothing_is_writte
         memory.import_from("markdown", str(source))
     assert str(caught.value).startswith(f"{source / 'Broken.md'} line ") and "not valid YAML" in str(caught.value)
     assert files(memory) == before
+
+
+def test_an_agent_with_a_scope_or_read_only_cannot_import(memory, tmp_path):
+    export = chatgpt_export(tmp_path, CHATGPT)
+    with pytest.raises(InvalidArgument, match="import works on the whole memory"):
+        Memory(memory.root, scope=["topics/"]).import_from("chatgpt", str(export))
+    with pytest.raises(ReadOnly):
+        Memory(memory.root, agent="reviewer").import_from("chatgpt", str(export))  # read-only in the template
+    assert not (memory.root / "sessions").exists()
 
 
 def test_an_input_inside_the_memory_is_refused(memory):
