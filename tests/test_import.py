@@ -297,6 +297,18 @@ def test_an_agent_with_a_scope_or_read_only_cannot_import(memory, tmp_path):
     assert not (memory.root / "sessions").exists()
 
 
+def test_a_fifo_is_never_opened_and_an_unzipped_export_folder_is_read(memory, tmp_path):
+    source = vault(tmp_path)
+    os.mkfifo(source / "pipe.md")
+    os.mkfifo(tmp_path / "s-1.jsonl")
+    report = memory.import_from("markdown", str(source))  # would hang on opening the FIFO
+    assert ("Vault/pipe.md", "not a regular file (a FIFO or a device is never opened)") in report.skipped
+    with pytest.raises(InvalidArgument, match="neither a transcript"):
+        memory.import_from("claude-code", str(tmp_path / "s-1.jsonl"))
+    export = chatgpt_export(tmp_path / "chatgpt-export-2025-01-02", CHATGPT)
+    assert memory.import_from("chatgpt", str(export.parent)).created_count == 2
+
+
 def test_an_input_inside_the_memory_is_refused(memory):
     with pytest.raises(InvalidArgument, match="inside the memory"):
         memory.import_from("markdown", str(memory.root / "profile"))

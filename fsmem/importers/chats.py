@@ -21,8 +21,21 @@ from fsmem.importers.jsonstream import ArrayReader, Item, JSONFault
 ENCODING_ERRORS = "strict"
 
 
+EXPORT_FILE = "conversations.json"
+
+
+def export_file(path: Path) -> Path:
+    """The export's conversations.json: `path` itself, or the file of that name in the unzipped export `path`."""
+    if path.is_dir() and (path / EXPORT_FILE).is_file():
+        return path / EXPORT_FILE
+    return path
+
+
 def items(path: Path) -> Iterator[Item]:
     """The conversations of the export at `path`, one at a time; ImportFault at the first fault."""
+    path = export_file(path)
+    if not path.is_file():  # a folder without the file, a FIFO, a device: never opened
+        raise ImportFault(str(path), f"not an export's {EXPORT_FILE} (nor a folder holding one)")
     try:
         with open(path, encoding="utf-8", errors=ENCODING_ERRORS, newline="") as stream:
             yield from ArrayReader(stream)
@@ -30,10 +43,12 @@ def items(path: Path) -> Iterator[Item]:
         raise ImportFault(f"{path} line {exc.line} column {exc.column}", exc.message) from None
     except UnicodeDecodeError as exc:
         raise ImportFault(str(path), f"not UTF-8 (byte {exc.start} of a read)") from None
+    except OSError as exc:
+        raise ImportFault(str(path), f"cannot be read ({exc.strerror or exc})") from None
 
 
 def _where(path: Path, item: Item) -> str:
-    return f"{path} line {item.line} (conversation {item.index + 1})"
+    return f"{export_file(path)} line {item.line} (conversation {item.index + 1})"
 
 
 def _fallback_key(conversation: dict[str, Any]) -> str:

@@ -10,6 +10,7 @@ given a front matter of its title (its name), so that it lists like any memory f
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -49,14 +50,17 @@ def walk(folder: Path, tally: Tally) -> Iterator[NoteFile]:
             if name.startswith("."):
                 continue
             path = Path(parent) / name
-            rel = PurePosixPath(*path.relative_to(folder).parts).as_posix()
+            rel = PurePosixPath(*path.relative_to(folder).parts).as_posix()  # may hold surrogates: memory refuses
             if not name.lower().endswith(".md"):
                 tally.other_files += 1
                 continue
-            if path.is_symlink():
+            kind = os.lstat(path).st_mode
+            if stat.S_ISLNK(kind):
                 yield NoteFile(rel, skipped="a symlink; not followed")
-                continue
-            yield _read(path, rel)
+            elif not stat.S_ISREG(kind):
+                yield NoteFile(rel, skipped="not a regular file (a FIFO or a device is never opened)")
+            else:
+                yield _read(path, rel)
 
 
 def _read(path: Path, rel: str) -> NoteFile:

@@ -7,6 +7,7 @@ a long one is never held whole; a line that is not JSON stops the import, naming
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,8 +16,8 @@ from fsmem.importers import TEXT_CHARS, Conversation, ImportFault, utc
 
 
 def transcripts(path: Path) -> list[Path]:
-    """The transcripts at `path`: the file itself, or the `.jsonl` files of a folder and of its sub-folders
-    (a projects folder holds `<project>/<session>.jsonl`), in a stable order; symlinks are not followed."""
+    """The transcripts at `path`: the file itself, or the regular `.jsonl` files of a folder and of its
+    sub-folders (a projects folder holds `<project>/<session>.jsonl`), in a stable order."""
     if path.is_file():
         return [path]
     if not path.is_dir():
@@ -25,7 +26,7 @@ def transcripts(path: Path) -> list[Path]:
     for folder, dirs, files in os.walk(path):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         found += [Path(folder) / name for name in sorted(files) if name.endswith(".jsonl")]
-    return [p for p in found if not p.is_symlink()]
+    return [p for p in found if stat.S_ISREG(os.lstat(p).st_mode)]  # no symlink, FIFO or device is opened
 
 
 def read(path: Path) -> Iterator[Conversation]:

@@ -323,7 +323,7 @@ def _markdown(memory: Core, source: Path, into: str | None) -> ImportReport:
     batches = Batches(memory)
     try:
         for note in walk(source, tally):
-            shown = f"{source.name}/{note.relative}"
+            shown = f"{source.name}/{note.relative}".encode("utf-8", "backslashreplace").decode("utf-8")
             if note.skipped:
                 report.add("skipped", (shown, note.skipped))
                 continue
