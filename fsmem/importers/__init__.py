@@ -1,7 +1,7 @@
 """History people already have, read as conversations or notes for `fsmem import` (`fsmem.operations.importing`).
 
 Each reader turns one format into `Conversation`s (claude-code, chatgpt, claude) or Markdown files
-(markdown), one at a time, and raises `ImportFault` naming the file and the line that is wrong. They read
+(markdown), one at a time, and raises `fault(...)`, an InvalidArgument naming the file and the line that is wrong. They read
 only what they are given; writing into the memory is the operation's.
 """
 
@@ -17,12 +17,9 @@ FORMATS = tuple(IMPORT_FORMATS)
 TEXT_CHARS = 2_000  # one message's text in an imported note; a tool call or result is always one short line
 
 
-class ImportFault(InvalidArgument):
-    """An input that is not what its format says: `where` names the file and the line (or position)."""
-
-    def __init__(self, where: str, problem: str):
-        super().__init__(f"{where}: {problem}; nothing was imported")
-        self.where, self.problem = where, problem
+def fault(where: str, problem: str) -> InvalidArgument:
+    """The error for an input that is not what its format says: `where` names the file and the line (or position)."""
+    return InvalidArgument(f"{where}: {problem}; nothing was imported")
 
 
 @dataclass(frozen=True)

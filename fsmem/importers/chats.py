@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from fsmem.hooks.claude_code import content_lines, one_line
-from fsmem.importers import TEXT_CHARS, Conversation, ImportFault, utc
+from fsmem.importers import TEXT_CHARS, Conversation, fault, utc
 from fsmem.importers.jsonstream import ArrayReader, Item, JSONFault
 
 ENCODING_ERRORS = "strict"
@@ -32,19 +32,19 @@ def export_file(path: Path) -> Path:
 
 
 def items(path: Path) -> Iterator[Item]:
-    """The conversations of the export at `path`, one at a time; ImportFault at the first fault."""
+    """The conversations of the export at `path`, one at a time; fault at the first fault."""
     path = export_file(path)
     if not path.is_file():  # a folder without the file, a FIFO, a device: never opened
-        raise ImportFault(str(path), f"not an export's {EXPORT_FILE} (nor a folder holding one)")
+        raise fault(str(path), f"not an export's {EXPORT_FILE} (nor a folder holding one)")
     try:
         with open(path, encoding="utf-8", errors=ENCODING_ERRORS, newline="") as stream:
             yield from ArrayReader(stream)
     except JSONFault as exc:
-        raise ImportFault(f"{path} line {exc.line} column {exc.column}", exc.message) from None
+        raise fault(f"{path} line {exc.line} column {exc.column}", exc.message) from None
     except UnicodeDecodeError as exc:
-        raise ImportFault(str(path), f"not UTF-8 (byte {exc.start} of a read)") from None
+        raise fault(str(path), f"not UTF-8 (byte {exc.start} of a read)") from None
     except OSError as exc:
-        raise ImportFault(str(path), f"cannot be read ({exc.strerror or exc})") from None
+        raise fault(str(path), f"cannot be read ({exc.strerror or exc})") from None
 
 
 def _where(path: Path, item: Item) -> str:
@@ -62,10 +62,10 @@ def chatgpt(path: Path) -> Iterator[Conversation]:
         where = _where(path, item)
         value = item.value
         if not isinstance(value, dict):
-            raise ImportFault(where, "a conversation is not a JSON object")
+            raise fault(where, "a conversation is not a JSON object")
         mapping = value.get("mapping")
         if not isinstance(mapping, dict):
-            raise ImportFault(where, "the conversation has no mapping of messages")
+            raise fault(where, "the conversation has no mapping of messages")
         chain = _shown_chain(mapping, value.get("current_node"), where)
         lines: list[str] = []
         times = []
@@ -74,7 +74,7 @@ def chatgpt(path: Path) -> Iterator[Conversation]:
             if message is None:
                 continue
             if not isinstance(message, dict):
-                raise ImportFault(where, f"node {one_line(str(node.get('id')), 40)}: the message is not an object")
+                raise fault(where, f"node {one_line(str(node.get('id')), 40)}: the message is not an object")
             lines.extend(_chatgpt_lines(message))
             when = utc(message.get("create_time"))
             if when is not None:
@@ -102,7 +102,7 @@ def _shown_chain(mapping: dict[str, Any], current: Any, where: str) -> list[dict
         seen.add(current)
         node = mapping[current]
         if not isinstance(node, dict):
-            raise ImportFault(where, f"node {one_line(current, 40)} is not an object")
+            raise fault(where, f"node {one_line(current, 40)} is not an object")
         chain.append(node)
         current = node.get("parent")
     chain.reverse()
@@ -159,15 +159,15 @@ def claude(path: Path) -> Iterator[Conversation]:
         where = _where(path, item)
         value = item.value
         if not isinstance(value, dict):
-            raise ImportFault(where, "a conversation is not a JSON object")
+            raise fault(where, "a conversation is not a JSON object")
         messages = value.get("chat_messages")
         if not isinstance(messages, list):
-            raise ImportFault(where, "the conversation has no chat_messages list")
+            raise fault(where, "the conversation has no chat_messages list")
         lines: list[str] = []
         times = []
         for number, message in enumerate(messages, start=1):
             if not isinstance(message, dict):
-                raise ImportFault(where, f"message {number} is not an object")
+                raise fault(where, f"message {number} is not an object")
             role = "user" if message.get("sender") == "human" else "assistant"
             content = message.get("content")
             found = content_lines(role, content, text_chars=TEXT_CHARS) if isinstance(content, list) else []

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from fsmem import format as fmt
-from fsmem.importers import ImportFault
+from fsmem.importers import fault
 
 FILE_LIMIT = 8 << 20  # a note larger than this is not a note; it is skipped and named
 
@@ -43,7 +43,7 @@ class Tally:
 def walk(folder: Path, tally: Tally) -> Iterator[NoteFile]:
     """Each Markdown file below `folder`, in a stable order."""
     if not folder.is_dir():
-        raise ImportFault(str(folder), "not a folder of Markdown notes")
+        raise fault(str(folder), "not a folder of Markdown notes")
     for parent, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not os.path.islink(os.path.join(parent, d)))
         for name in sorted(files):
@@ -71,13 +71,13 @@ def _read(path: Path, rel: str) -> NoteFile:
         with open(path, "rb") as handle:
             data = handle.read(FILE_LIMIT + 1)
     except OSError as exc:
-        raise ImportFault(str(path), f"cannot be read ({exc.strerror or exc})") from None
+        raise fault(str(path), f"cannot be read ({exc.strerror or exc})") from None
     text, problems = fmt.decode(data)
     if problems:
-        raise ImportFault(f"{path} line {problems[0].line}", problems[0].message.split(";")[0])
+        raise fault(f"{path} line {problems[0].line}", problems[0].message.split(";")[0])
     doc = fmt.split(text)
     if doc.problems:
-        raise ImportFault(f"{path} line {doc.problems[0].line}", doc.problems[0].message)
+        raise fault(f"{path} line {doc.problems[0].line}", doc.problems[0].message)
     if not doc.has_front_matter:
         text = fmt.render({"title": Path(rel).stem}, text.removeprefix(fmt.BOM))
     if text and not text.endswith("\n"):

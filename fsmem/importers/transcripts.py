@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from fsmem.hooks.claude_code import NOT_JSON, one_line, records, summarise
-from fsmem.importers import TEXT_CHARS, Conversation, ImportFault, utc
+from fsmem.importers import TEXT_CHARS, Conversation, fault, utc
 
 
 def transcripts(path: Path) -> list[Path]:
@@ -21,7 +21,7 @@ def transcripts(path: Path) -> list[Path]:
     if path.is_file():
         return [path]
     if not path.is_dir():
-        raise ImportFault(str(path), "neither a transcript (.jsonl) nor a folder of them")
+        raise fault(str(path), "neither a transcript (.jsonl) nor a folder of them")
     found = []
     for folder, dirs, files in os.walk(path):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
@@ -44,9 +44,9 @@ def _conversation(path: Path) -> Conversation | None:
     with open(path, "rb") as stream:
         for number, record in records(stream):
             if record is NOT_JSON:
-                raise ImportFault(f"{path} line {number}", "not a JSON record of a Claude Code transcript")
+                raise fault(f"{path} line {number}", "not a JSON record of a Claude Code transcript")
             if not isinstance(record, dict):
-                raise ImportFault(f"{path} line {number}", "not a JSON object")
+                raise fault(f"{path} line {number}", "not a JSON object")
             if session is None and isinstance(record.get("sessionId"), str) and record["sessionId"].strip():
                 session = record["sessionId"].strip()
             if record.get("type") == "summary" and isinstance(record.get("summary"), str):

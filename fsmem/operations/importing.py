@@ -23,7 +23,7 @@ from typing import Any
 
 from fsmem.errors import FsmemError, InvalidArgument, NotFound, SecretFound
 from fsmem.format import secrets
-from fsmem.importers import FORMATS, Conversation, ImportFault
+from fsmem.importers import FORMATS, Conversation
 from fsmem.operations.core import Core, whole_memory
 from fsmem.operations.transaction import Transaction, require_writable, transaction
 from fsmem.store.writing import Change, WriteResult
@@ -352,4 +352,4 @@ def _markdown(memory: Core, source: Path, into: str | None) -> ImportReport:
     return report
 
 
-__all__ = ["ImportFault", "ImportReport", "import_from"]
+__all__ = ["ImportReport", "import_from"]
