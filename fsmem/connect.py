@@ -9,8 +9,8 @@ parse. A token for `fsmem serve` is never written: each entry names the
 environment variable `FSMEM_TOKEN` in the client's own syntax.
 
 Claude Code's hooks (`fsmem hook claude-code`) are a second block for the same
-client; `fsmem connect claude-code --hooks` is to print them beside the
-`claude mcp add` line once that block's format is settled.
+client, in its settings.json: `fsmem connect claude-code --hooks` prints it, and
+with `--write` adds it there (`merged_hooks`), every other hook kept.
 """
 
 from __future__ import annotations
@@ -314,3 +314,67 @@ def apply(change: Plan) -> None:
     if read_config(path) != change.before:
         raise InvalidArgument(f"{change.path} changed while fsmem was reading it; nothing was changed: run again")
     atomic_write(path, change.after)
+
+
+HOOK_MARK = " hook claude-code"  # what every fsmem hook command holds, whatever fsmem's path
+
+
+def hooks_settings_path(scope: str, home: Path, cwd: Path) -> Path:
+    """Claude Code's settings file for `scope`: the user's, the project's shared one, or the project's local one."""
+    if scope == "project":
+        return cwd / ".claude" / "settings.json"
+    if scope == "local":
+        return cwd / ".claude" / "settings.local.json"
+    return home / ".claude" / "settings.json"
+
+
+def _is_fsmem_hook(hook: Any) -> bool:
+    return isinstance(hook, dict) and isinstance(hook.get("command"), str) and HOOK_MARK in hook["command"]
+
+
+def merged_hooks(path: Path, before: bytes | None, block: dict[str, Any], *, force: bool) -> bytes | None:
+    """Claude Code's settings `path` with fsmem's hook on each event of `block` (None: already there).
+
+    Every other hook, matcher and setting is kept; an fsmem hook that runs another command (an older
+    install) is replaced only with `force`.
+    """
+    document: Any = {}
+    if before is not None and before.strip():
+        try:
+            document = json.loads(_text(path, before))
+        except json.JSONDecodeError as e:
+            raise InvalidArgument(f"{path} is not valid JSON ({e.msg}, line {e.lineno}); nothing was changed") from None
+    if not isinstance(document, dict):
+        raise InvalidArgument(f"{path} does not hold a JSON object; nothing was changed")
+    hooks = document.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise InvalidArgument(f"{path}: hooks is not a JSON object; nothing was changed")
+    changed = False
+    for event, groups in block["hooks"].items():
+        ours = groups[0]["hooks"][0]
+        present = hooks.setdefault(event, [])
+        if not isinstance(present, list) or not all(isinstance(g, dict) for g in present):
+            raise InvalidArgument(f"{path}: hooks.{event} is not a list of matcher groups; nothing was changed")
+        found = [h for g in present for h in g.get("hooks") or [] if _is_fsmem_hook(h)]
+        if any(h == ours for h in found) and len(found) == 1:
+            continue
+        if found and not force:
+            raise InvalidArgument(
+                f"{path} already runs another fsmem hook on {event}; nothing was changed (--force replaces it)"
+            )
+        for group in present:
+            if isinstance(group.get("hooks"), list):
+                group["hooks"] = [h for h in group["hooks"] if not _is_fsmem_hook(h)]
+        present[:] = [g for g in present if g.get("hooks") or not isinstance(g.get("hooks"), list)]
+        present.append({"hooks": [ours]})
+        changed = True
+    if not changed:
+        return None
+    return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def plan_hooks(path: Path, block: dict[str, Any], *, force: bool) -> Plan | None:
+    """What adding fsmem's hooks to Claude Code's settings `path` changes (None: nothing to change)."""
+    before = read_config(path)
+    after = merged_hooks(path, before, block, force=force)
+    return None if after is None else Plan(path, before, after)

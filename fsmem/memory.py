@@ -25,7 +25,7 @@ from fsmem.store.template import template_dir
 
 if TYPE_CHECKING:
     from fsmem.history.sync import SyncResult
-    from fsmem.operations import history as history_ops, reads, search as searching, upkeep, writes
+    from fsmem.operations import history as history_ops, importing, reads, search as searching, upkeep, writes
     from fsmem.operations.timeline import timeline as _timeline
     from fsmem.operations.upkeep import CheckResult, IndexResult
     from fsmem.store.catalog import walk
@@ -162,6 +162,9 @@ class Memory(Core):
         # -- search and recall: fsmem.operations.search -------------------------------------------------
         search = searching.search
         recall = searching.recall
+
+        # -- history from outside the memory (never a tool): fsmem.operations.importing -----------------
+        import_from = importing.import_from
     else:
         # -- queries: fsmem.operations.reads ------------------------------------------------------------
         ls = _Operation("reads:ls")
@@ -199,6 +202,9 @@ class Memory(Core):
         # -- search and recall: fsmem.operations.search -------------------------------------------------
         search = _Operation("search:search")
         recall = _Operation("search:recall")
+
+        # -- history from outside the memory (never a tool): fsmem.operations.importing -----------------
+        import_from = _Operation("importing:import_from")
 
 
 __all__ = ["Memory", "discover_root", "template_dir", "CheckResult", "IndexResult", "walk", "ROOT_ENV", "SESSION_ENV"]

@@ -402,3 +402,61 @@ def test_merged_json_keeps_every_other_key_and_server(others, servers):
     assert after is not None
     assert json.loads(after) == {**others, "mcpServers": {**servers, "fsmem": entry}}
     assert connect.merged_json(Path("mcp.json"), after, entry, force=False) is None
+
+
+# -- claude-code --hooks ---------------------------------------------------------------------------------------
+
+
+def test_hooks_prints_the_hook_block_as_json(memory, tmp_path):
+    from fsmem.cli.hook import DEFAULT_TIMEOUT, hooks_config
+
+    done = run("--root", str(memory.root), "connect", "claude-code", "--hooks", home=tmp_path, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    block = json.loads(done.stdout)
+    assert block == hooks_config(memory.root, DEFAULT_TIMEOUT)
+    assert sorted(block["hooks"]) == ["PreCompact", "SessionEnd", "SessionStart"]
+    argv = shlex.split(block["hooks"]["SessionEnd"][0]["hooks"][0]["command"])
+    assert argv == [FSMEM, "--root", str(memory.root), "hook", "claude-code", "--timeout", "10"]
+    assert str(tmp_path / ".claude" / "settings.json") in done.stderr
+
+
+def test_hooks_write_keeps_other_hooks_and_settings_and_a_second_write_changes_nothing(memory, tmp_path):
+    settings = tmp_path / "proj" / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    theirs = {"type": "command", "command": "echo started"}
+    settings.write_text(
+        json.dumps({"model": "opus", "hooks": {"SessionStart": [{"matcher": "startup", "hooks": [theirs]}]}})
+    )
+    args = ("--root", str(memory.root), "connect", "claude-code", "--hooks", "--scope", "project", "--write")
+    done = run(*args, home=tmp_path, cwd=tmp_path / "proj")
+    assert done.returncode == 0, done.stderr
+    assert f"+++ {settings}" in done.stderr and f"wrote {settings}" in done.stderr
+    written = json.loads(settings.read_text())
+    ours = json.loads(done.stdout)["hooks"]["SessionStart"][0]
+    assert written["model"] == "opus"
+    assert written["hooks"]["SessionStart"] == [{"matcher": "startup", "hooks": [theirs]}, ours]
+    assert written["hooks"]["SessionEnd"] == written["hooks"]["PreCompact"] == [ours]
+    before = settings.read_bytes()
+    again = run(*args, home=tmp_path, cwd=tmp_path / "proj")
+    assert again.returncode == 0 and "already runs these hooks; nothing was changed" in again.stderr
+    assert settings.read_bytes() == before
+
+
+def test_hooks_write_replaces_another_fsmem_hook_only_with_force(memory, tmp_path):
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    old = {"type": "command", "command": "/old/venv/bin/fsmem --root /m hook claude-code"}
+    settings.write_text(json.dumps({"hooks": {"SessionEnd": [{"hooks": [old]}]}}))
+    args = ("--root", str(memory.root), "connect", "claude-code", "--hooks", "--write")
+    refused = run(*args, home=tmp_path, cwd=tmp_path)
+    assert refused.returncode == 2 and "already runs another fsmem hook on SessionEnd" in refused.stderr
+    assert json.loads(settings.read_text()) == {"hooks": {"SessionEnd": [{"hooks": [old]}]}}
+    forced = run(*args, "--force", home=tmp_path, cwd=tmp_path)
+    assert forced.returncode == 0, forced.stderr
+    [group] = json.loads(settings.read_text())["hooks"]["SessionEnd"]
+    assert group == json.loads(forced.stdout)["hooks"]["SessionEnd"][0]
+
+
+def test_hooks_is_for_claude_code_only(memory, tmp_path):
+    done = run("--root", str(memory.root), "connect", "cursor", "--hooks", home=tmp_path, cwd=tmp_path)
+    assert done.returncode == 2 and "--hooks is for claude-code" in done.stderr

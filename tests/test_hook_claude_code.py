@@ -120,7 +120,9 @@ def test_an_ending_event_saves_the_session_as_one_note_of_summary_lines(root, tm
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
     [note] = session_notes(root)
     assert note.relative_to(root).as_posix() == "sessions/2026/05/04/claude-code-s-1.md"
-    assert body(note) == "\n".join(["Claude Code session (transcript summary)", "", "```text", *SUMMARY, "```"]) + "\n"
+    assert (
+        body(note) == "\n".join(["# Claude Code session (transcript summary)", "", "```text", *SUMMARY, "```"]) + "\n"
+    )
     assert "type: episodic" in note.read_text()
     assert log_lines(root)[-1] == {
         "time": "2026-05-04T10:00:00+00:00",
@@ -146,8 +148,21 @@ def test_a_second_event_adds_nothing_twice_and_a_longer_transcript_only_its_new_
     text = body(note)
     assert text.count("user: Fix the proration bug in billing") == 1
     assert text.endswith(
-        "Claude Code session, continued\n\n```text\nassistant: The proration rounds down; fixed.\n```\n"
+        "# Claude Code session, continued\n\n```text\nassistant: The proration rounds down; fixed.\n```\n"
     )
+
+
+def test_consolidation_files_nothing_of_a_saved_session(root, tmp_path):
+    transcript = write_transcript(tmp_path / "s-1.jsonl", USER, ASSISTANT, RESULT)
+    assert hook(root, event("SessionEnd", transcript)).returncode == 0
+    Memory(root).consolidate()
+    assert not (root / "topics" / "inbox.md").exists()  # not even the note's heading, as an observation
+    assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*.md") if ".fsmem" not in p.parts) == [
+        "INDEX.md",
+        "README.md",
+        "profile/identity.md",
+        "sessions/2026/05/04/claude-code-s-1.md",
+    ]
 
 
 def test_a_line_still_being_written_waits_for_the_next_event(root, tmp_path):

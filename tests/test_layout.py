@@ -33,7 +33,18 @@ LAYERS = [
     ),
     ("format", ("fsmem.format",)),
     ("store", ("fsmem.store",)),
-    ("queries", ("fsmem.query", "fsmem.search", "fsmem.consolidate", "fsmem.watch", "fsmem.history")),
+    (
+        "queries",
+        (
+            "fsmem.query",
+            "fsmem.search",
+            "fsmem.consolidate",
+            "fsmem.watch",
+            "fsmem.history",
+            "fsmem.importers",  # read what is outside the memory; written by operations.importing
+            "fsmem.hooks.claude_code",  # the transcript reader the hook and the importer share
+        ),
+    ),
     ("operations", ("fsmem.operations",)),
     ("facade", ("fsmem.memory",)),
     (

@@ -42,6 +42,20 @@ def command(name: str) -> click.Command:
     return found
 
 
+def commands_of(name: str) -> list[tuple[click.Command, list[str]]]:
+    """The commands of a declared operation, and the parameters each gives itself: one, or under its group
+    (`Cli.group`) one per value of its first parameter, which that subcommand's name gives."""
+    op = declared()[name]
+    if op.cli.group is None:
+        return [(command(name), [])]
+    group = command(op.cli.group)
+    assert isinstance(group, click.Group), name
+    first = op.on(CLI)[0].name
+    found = [group.get_command(click.Context(group), value) for value in op.cli.values]
+    assert all(found), name
+    return [(sub, [first]) for sub in found if sub is not None]
+
+
 def visible_options(cmd: click.Command) -> dict[str, click.Option]:
     return {p.name: p for p in cmd.params if isinstance(p, click.Option) and not p.hidden and p.name}
 
@@ -65,17 +79,24 @@ def test_every_command_takes_the_global_options_after_its_name(name):
 
 
 def test_every_declared_operation_is_a_command_and_a_memory_method():
-    for name in declared():
-        assert COMMANDS[name] == f"generated:{name}", name
+    for name, op in declared().items():
+        if op.cli.group is None:
+            assert COMMANDS[name] == f"generated:{name}", name
+        else:
+            assert op.cli.group in COMMANDS and name not in COMMANDS, name
         assert callable(getattr(Memory, name)), name
 
 
 @pytest.mark.parametrize("name", sorted(declared()))
 def test_the_command_carries_exactly_what_the_spec_declares(name):
     op = declared()[name]
-    cmd = command(name)
+    for cmd, given in commands_of(name):
+        _carries_exactly(name, op, cmd, given)
+
+
+def _carries_exactly(name, op, cmd, given):
     taken = {p.name: p for p in cmd.params if p.name not in GLOBAL}
-    wanted = [*op.on(CLI), *op.cli.extra]
+    wanted = [p for p in [*op.on(CLI), *op.cli.extra] if p.name not in given]
     assert list(taken) == [p.name for p in wanted], name
     for param in wanted:
         made = taken[param.name]

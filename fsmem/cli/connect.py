@@ -31,8 +31,14 @@ from fsmem.errors import InvalidArgument
 @click.option(
     "--file", "file_", metavar="FILE", help="With --write: the config file to change (default: the client's)."
 )
+@click.option(
+    "--hooks",
+    is_flag=True,
+    help="claude-code: the hooks block for its settings.json instead (fsmem hook claude-code on SessionStart, "
+    "PreCompact and SessionEnd).",
+)
 @click.pass_context
-def connect_cmd(ctx, client, scope, url, write, force, file_):
+def connect_cmd(ctx, client, scope, url, write, force, file_, hooks):
     """Print the configuration that connects CLIENT (claude-code, claude-desktop, codex, cursor) to this memory.
 
     The entry names this installation's fsmem and the memory by absolute paths,
@@ -50,6 +56,9 @@ def connect_cmd(ctx, client, scope, url, write, force, file_):
         raise click.UsageError(f"{client} has no scope {scope!r}; its scopes are: {', '.join(scopes)}.")
     obj = ctx.find_root().obj or {}
     agent = obj.get("agent")
+    if hooks:
+        _hooks(ctx, client, scope, url, write, force, file_)
+        return
     if url is not None:
         if agent:
             raise click.UsageError("--agent goes with a local memory: with --server, the token names the agent.")
@@ -81,6 +90,34 @@ def connect_cmd(ctx, client, scope, url, write, force, file_):
         return
     if change is None:
         click.echo(f"{target} already has this entry; nothing was changed", err=True)
+        return
+    click.echo(connect.diff(change), err=True, nl=False)
+    connect.apply(change)
+    click.echo(f"wrote {target}", err=True)
+
+
+def _hooks(ctx, client, scope, url, write, force, file_):
+    """--hooks: Claude Code's hooks block, printed, or added to its settings file after showing the change."""
+    if client != "claude-code":
+        raise click.UsageError(f"--hooks is for claude-code; {client} runs no fsmem hook.")
+    if url is not None:
+        raise click.UsageError("--hooks runs fsmem on this machine: it takes no --server.")
+    import json
+
+    from fsmem.cli.hook import DEFAULT_TIMEOUT, hooks_config
+    from fsmem.store.root import discover_root
+
+    block = hooks_config(discover_root((ctx.find_root().obj or {}).get("root")), DEFAULT_TIMEOUT)
+    target = (
+        Path(file_).expanduser().absolute() if file_ else connect.hooks_settings_path(scope, Path.home(), Path.cwd())
+    )
+    change = connect.plan_hooks(target, block, force=force) if write else None
+    click.echo(json.dumps(block, indent=2))
+    if not write:
+        click.echo(f"# merge into {target} (scope {scope}); --write adds it there, keeping other hooks", err=True)
+        return
+    if change is None:
+        click.echo(f"{target} already runs these hooks; nothing was changed", err=True)
         return
     click.echo(connect.diff(change), err=True, nl=False)
     connect.apply(change)

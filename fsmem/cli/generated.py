@@ -16,7 +16,14 @@ from typing import Any
 
 import click
 
-from fsmem.cli.options import command as fsmem_command, emit, emit_within, open_memory, output_option
+from fsmem.cli.options import (
+    FsmemCommand,
+    command as fsmem_command,
+    emit,
+    emit_within,
+    open_memory,
+    output_option,
+)
 from fsmem.spec import CLI, REQUIRED, Operation, Param, declared
 
 CLICK_TYPES: dict[str, Any] = {"int": int, "float": float}
@@ -101,6 +108,39 @@ def build(op: Operation) -> click.Command:
     for param in reversed(params):
         function = decorator(param)(function)
     return fsmem_command(op.name, help=op.cli_help)(click.pass_context(function))
+
+
+def build_under(op: Operation, value: str) -> click.Command:
+    """The subcommand `value` of `op`'s group (`Cli.group`): `op`'s command with its first parameter given."""
+    whole = build(op)
+    first = next(p for p in op.params if p.on(CLI))
+    callback = whole.callback
+    assert callback is not None
+
+    def run(**given: Any) -> Any:
+        return callback(**{first.name: value}, **given)
+
+    params = [p for p in whole.params if p.name != first.name]
+    return FsmemCommand(value, callback=run, params=params, help=whole.help, short_help=op.cli.values[value])
+
+
+class OperationGroup(click.Group):
+    """A hand-written group whose other subcommands are a declared operation's, one per value (`Cli.group`)."""
+
+    def _grouped(self) -> dict[str, Operation]:
+        return {value: op for op in declared().values() if op.cli.group == self.name for value in op.cli.values}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*self._grouped(), *super().list_commands(ctx)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        op = self._grouped().get(cmd_name)
+        if op is None:
+            return super().get_command(ctx, cmd_name)
+        key = f"{op.name}:{cmd_name}"
+        if key not in _BUILT:
+            _BUILT[key] = build_under(op, cmd_name)
+        return _BUILT[key]
 
 
 _BUILT: dict[str, click.Command] = {}

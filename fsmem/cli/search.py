@@ -1,9 +1,11 @@
-"""Commands: evaluate and import (LoCoMo). search and recall are built from their specs (`fsmem.cli.generated`)."""
+"""Commands: evaluate and import locomo; search, recall and import's other subcommands are built from their specs
+(`fsmem.cli.generated`)."""
 
 from __future__ import annotations
 
 import click
 
+from fsmem.cli.generated import OperationGroup
 from fsmem.cli.options import command, emit, max_tokens_option, open_memory, output_option
 from fsmem.store import given
 
@@ -37,9 +39,9 @@ def evaluate_cmd(ctx, evalset, sweep, max_tokens, plot_file, as_json):
     emit(report, as_json)
 
 
-@click.group("import")
+@click.group("import", cls=OperationGroup)
 def import_group():
-    """Import public data sets into a memory."""
+    """Import history into this memory (claude-code, chatgpt, claude, markdown), or LoCoMo into new memories."""
 
 
 @import_group.command("locomo")

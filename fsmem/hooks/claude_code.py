@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,15 +69,19 @@ def parse_event(text: str) -> HookEvent:
     )
 
 
-def session_name(session_id: str) -> str:
-    """The note's session name: `claude-code-` and the id in the letters a session name may hold."""
+def session_name(session_id: str, prefix: str = "claude-code") -> str:
+    """The note's session name: `prefix-` and the id in the letters a session name may hold.
+
+    An id that had to be changed to fit gets a digest of the whole id, so two ids never share a note.
+    """
     cleaned = re.sub(r"[^A-Za-z0-9_-]+", "-", session_id).strip("-")[:60]
     if cleaned != session_id or not cleaned:
-        cleaned = f"{cleaned[:48]}-{hashlib.sha256(session_id.encode()).hexdigest()[:10]}".strip("-")
-    return f"claude-code-{cleaned}"
+        digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+        cleaned = f"{cleaned[:48]}-{digest}".strip("-")
+    return f"{prefix}-{cleaned}"
 
 
-def _one_line(text: str, limit: int = LINE_CHARS) -> str:
+def one_line(text: str, limit: int = LINE_CHARS) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
@@ -97,25 +102,33 @@ def _text_of(content: Any) -> str:
 def _tool_input(value: Any) -> str:
     """A tool call's input in one line of `key=value` pairs (strings shown as they are), never raw JSON."""
     if not isinstance(value, dict):
-        return _one_line(str(value), 160)
+        return one_line(str(value), 160)
     parts = []
     for key, item in value.items():
         shown = item if isinstance(item, str) else json.dumps(item, ensure_ascii=False, default=str)
-        parts.append(f"{key}={_one_line(shown, 120)}")
-    return _one_line(", ".join(parts), 200)
+        parts.append(f"{key}={one_line(shown, 120)}")
+    return one_line(", ".join(parts), 200)
 
 
-def summarise(record: Any) -> list[str]:
-    """The lines one transcript record contributes: a line per text, tool call and tool result; none for the rest."""
+def summarise(record: Any, *, text_chars: int = LINE_CHARS) -> list[str]:
+    """The lines one transcript record contributes: a line per text, tool call and tool result; none for the rest.
+
+    A text is cut at `text_chars`; a tool call or result always at a short line. Every line starts with
+    its role (`user:`, `assistant:`, `tool call`, `tool result`), so none can close the note's fence.
+    """
     if not isinstance(record, dict) or record.get("isMeta") or record.get("type") not in ("user", "assistant"):
         return []
     message = record.get("message")
     if not isinstance(message, dict):
         return []
     role = "user" if record.get("type") == "user" else "assistant"
-    content = message.get("content")
+    return content_lines(role, message.get("content"), text_chars=text_chars)
+
+
+def content_lines(role: str, content: Any, *, text_chars: int = LINE_CHARS) -> list[str]:
+    """The lines of one message's content (a string, or Anthropic's blocks: text, tool_use, tool_result)."""
     if isinstance(content, str):
-        return [f"{role}: {_one_line(content)}"] if content.strip() else []
+        return [f"{role}: {one_line(content, text_chars)}"] if content.strip() else []
     if not isinstance(content, list):
         return []
     lines = []
@@ -124,15 +137,15 @@ def summarise(record: Any) -> list[str]:
             continue
         kind = block.get("type")
         if kind == "text" and isinstance(block.get("text"), str) and block["text"].strip():
-            lines.append(f"{role}: {_one_line(block['text'])}")
+            lines.append(f"{role}: {one_line(block['text'], text_chars)}")
         elif kind == "tool_use":
-            lines.append(f"tool call {_one_line(str(block.get('name') or '?'), 60)}: {_tool_input(block.get('input'))}")
+            lines.append(f"tool call {one_line(str(block.get('name') or '?'), 60)}: {_tool_input(block.get('input'))}")
         elif kind == "tool_result":
             text = _text_of(block.get("content"))
             rows = len(text.splitlines())
             outcome = "tool error" if block.get("is_error") else "tool result"
             more = f" ({rows} lines)" if rows > 1 else ""
-            lines.append(f"{outcome}{more}: {_one_line(text, 200) or '(empty)'}")
+            lines.append(f"{outcome}{more}: {one_line(text, 200) or '(empty)'}")
     return lines
 
 
@@ -157,16 +170,29 @@ def new_part(data: bytes, start: int, *, chunk: int = TRANSCRIPT_CHUNK) -> NewPa
         return NewPart([], start + len(data), 1)
     lines: list[str] = []
     bad = 0
-    for raw in data[:end].splitlines():
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw)
-        except ValueError:
+    for _, record in records(data[:end].splitlines()):
+        if record is NOT_JSON:
             bad += 1
             continue
         lines.extend(summarise(record))
     return NewPart(lines, start + end, bad)
+
+
+NOT_JSON: Any = object()  # what `records` gives for a line that is not JSON
+
+
+def records(lines: Iterable[bytes], first: int = 1) -> Iterator[tuple[int, Any]]:
+    """(line number, record) of each line of a transcript that is not blank; NOT_JSON for one that is not JSON.
+
+    The one reader of transcripts: the hook skips a bad line, `fsmem import claude-code` refuses the file.
+    """
+    for number, raw in enumerate(lines, start=first):
+        if not raw.strip():
+            continue
+        try:
+            yield number, json.loads(raw)
+        except ValueError:  # not JSON, not UTF-8, or a number too long to convert
+            yield number, NOT_JSON
 
 
 def read_from(path: str, offset: int) -> tuple[bytes, int]:
@@ -193,7 +219,8 @@ def read_from(path: str, offset: int) -> tuple[bytes, int]:
 
 
 def note_text(lines: list[str], *, first: bool) -> str:
-    """The note block for `lines`: in a fenced block, so consolidation files none of it, within NOTE_CHARS."""
+    """The note block for `lines`: a heading, then the lines in a fenced block, so that consolidation files none
+    of it into a document, within NOTE_CHARS."""
     kept: list[str] = []
     size = 0
     for line in lines:
@@ -203,7 +230,8 @@ def note_text(lines: list[str], *, first: bool) -> str:
         size += len(line) + 1
     if len(kept) < len(lines):
         kept.append(f"… {len(lines) - len(kept)} more lines of this part left out")
-    heading = "Claude Code session (transcript summary)" if first else "Claude Code session, continued"
+    # a level-1 heading: consolidation takes a line of prose as an observation for topic/Inbox, a heading never
+    heading = "# Claude Code session (transcript summary)" if first else "# Claude Code session, continued"
     return "\n".join([heading, "", "```text", *kept, "```"])
 
 

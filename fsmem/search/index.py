@@ -77,7 +77,7 @@ from fsmem.store.paths import STATE_DIR
 
 LEGACY_DIR = "search"  # .fsmem/search/: where the index lived before it moved into cache.sqlite
 # Bump when the tables or what goes into them change: an older index is then dropped and rebuilt.
-INDEX_VERSION = 6
+INDEX_VERSION = 7  # 7: a consolidated note's fenced blocks are ranked
 READER_CACHE_KIB = 1024  # SQLite's page cache of each thread's read connection
 RACY_NS = _cache.RACY_NS  # a file written this recently is read again at the next refresh
 BATCH_FILES = 500  # files per write transaction of a large (re)build, so other writers are not starved

@@ -20,7 +20,7 @@ from pathlib import Path
 from fsmem import format as fmt
 from fsmem.errors import FsmemError
 from fsmem.format.rows import Row, document_rows
-from fsmem.search.parsing import Stamp, is_ranked, stamp_of
+from fsmem.search.parsing import Stamp, is_ranked, ranked_rows, stamp_of
 from fsmem.store.paths import read_regular
 
 MAX_BYTES = 8 << 20  # of the files' text kept parsed (their rows take about 3.5 times as much memory)
@@ -55,7 +55,7 @@ class ParsedRows:
         except (OSError, FsmemError):
             return None
         text, _ = fmt.decode(data)
-        rows = document_rows(rel, fmt.split(text)) if is_ranked(rel, text) else []
+        rows = ranked_rows(rel, text, document_rows(rel, fmt.split(text))) if is_ranked(rel, text) else []
         with self._lock:
             self.parses += 1
             if key not in self._files:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 from fsmem import format as fmt
 from fsmem.errors import FsmemError
 from fsmem.format.facts import Provenance, split_provenance
-from fsmem.format.rows import document_rows, subject_of
+from fsmem.format.rows import Row, document_rows, subject_of
 from fsmem.format.valid_time import note_date
 from fsmem.search.analyzer import Analyzer
 from fsmem.store.catalog import EXACT_COUNT_LIMIT
@@ -103,11 +104,27 @@ class Parsed:
 
 def is_ranked(rel: str, text: str) -> bool:
     """INDEX.md only points at documents, and a consolidated note's content now lives in its entity and
-    topic documents: ranking them too would spend the budget on copies. The memory's own README.md holds
-    its conventions for humans, not memory."""
+    topic documents: ranking them too would spend the budget on copies, except for its fenced blocks,
+    which consolidation never files (a saved or imported conversation: `ranked_rows`). The memory's own
+    README.md holds its conventions for humans, not memory."""
     if rel in (GENERATED_INDEX, ROOT_README):
         return False
-    return not (rel.startswith("sessions/") and fmt.is_consolidated(text))
+    return not (_consolidated_note(rel, text) and not _FENCE_LINE.search(text))
+
+
+_FENCE_LINE = re.compile(r"^[ \t]{0,3}(```|~~~)", re.M)
+
+
+def _consolidated_note(rel: str, text: str) -> bool:
+    return rel.startswith("sessions/") and fmt.is_consolidated(text)
+
+
+def ranked_rows(rel: str, text: str, rows: list[Row]) -> list[Row]:
+    """The rows of a ranked file that search ranks: all of them, but of a consolidated note only its fenced
+    blocks, the part that lives nowhere else. parse_file and the rows read back agree on it, row for row."""
+    if not _consolidated_note(rel, text):
+        return rows
+    return [row for row in rows if fmt.FENCED_CODE.match(row.text)]
 
 
 def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
@@ -116,7 +133,7 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
     meta = _meta_fields(doc.front_matter)
     if not is_ranked(rel, text):
         return Parsed(rel, stamp, meta, "", [], [], set())
-    rows = document_rows(rel, doc, classify=False)[:MAX_ROWS]
+    rows = ranked_rows(rel, text, document_rows(rel, doc, classify=False))[:MAX_ROWS]
     title = (
         rows[0].title if rows else doc.title or next((h.title for h in fmt.headings(doc.body) if h.level == 1), None)
     )

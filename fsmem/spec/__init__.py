@@ -92,7 +92,9 @@ class Cli:
     alone (write's --keep-body); `exit_1` is the answer's attribute whose truth makes the exit code 1
     (grep's convention: nothing found; `!calls`: when it is false), and `reserve` says whether the answer
     needs room kept for its trailer (`fsmem.cli.options.emit_within`); `spent_at_zero`, that
-    --max-tokens 0 is no budget but the signal that the turn's budget is spent (recall).
+    --max-tokens 0 is no budget but the signal that the turn's budget is spent (recall). `group` puts
+    the command under a group of that name, as one subcommand per value of its first parameter
+    (`values`): `fsmem import chatgpt PATH` is import_from(format="chatgpt", path=PATH).
     """
 
     note: str = ""
@@ -101,6 +103,8 @@ class Cli:
     exit_1: str | None = None
     reserve: bool = True
     spent_at_zero: bool = False
+    group: str | None = None
+    values: dict[str, str] = field(default_factory=dict)  # each subcommand, and its line in the group's help
 
 
 @dataclass(frozen=True)

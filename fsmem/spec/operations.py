@@ -5,7 +5,8 @@ a reader would have to look in several places to see what a face offers.
 
 Sync, init and watch stay hand-written commands (`fsmem.cli.history`, `core`, `watch`): sync --setup
 runs before there is a memory to open, init creates one, and watch runs until stopped with callbacks
-no other face has. tools, mcp, serve, token, import and evaluate are not operations of a memory.
+no other face has. tools, mcp, serve, token, import locomo and evaluate are not operations of a memory.
+import_from is one, but never a tool: it reads a path outside the memory, on the operator's machine.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from fsmem.spec.params import (
     EXPECTED_VERSION,
     FILTERS,
     FOLDER,
+    IMPORT_FORMATS,
     INCLUDE_SUPERSEDED,
     LINES,
     MAX_TOKENS,
@@ -530,4 +532,37 @@ _DECLARED = (
     ),
 )
 
-OPERATIONS: dict[str, Operation] = {op.name: op for op in _DECLARED}
+IMPORT_FROM = Operation(
+    "import_from",
+    "Import history from outside the memory: Claude Code transcripts, a ChatGPT or Claude.ai export "
+    "(conversations.json), or a folder of Markdown notes.",
+    "importing:import_from",
+    (
+        Param("format", "str", f"What PATH holds: {', '.join(IMPORT_FORMATS)}", positional=True),
+        Param(
+            "path",
+            "str",
+            "The transcript, the projects folder, the export's conversations.json, or the notes' folder",
+            positional=True,
+        ),
+        Param(
+            "into",
+            "str",
+            "markdown: the memory folder the notes go in, their relative paths kept (default: topics/<folder name>)",
+            default=None,
+            metavar="FOLDER",
+        ),
+    ),
+    "report",
+    needs=frozenset({"write", "whole"}),
+    read_only=False,
+    tool=False,  # it reads the operator's files: no agent, MCP client or server token is offered it
+    cli=Cli(
+        note="Conversations become session notes dated by their own start, one per conversation; importing "
+        "again adds only what is new. A malformed file exits 2 naming its line, and nothing is written.",
+        group="import",
+        values=IMPORT_FORMATS,
+    ),
+)
+
+OPERATIONS: dict[str, Operation] = {op.name: op for op in (*_DECLARED, IMPORT_FROM)}

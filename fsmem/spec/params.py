@@ -98,3 +98,11 @@ SINCE = Param(
 )
 # on the command line the agent is the global --agent; a tool and Python name it
 AGENT = Param("agent", "str", "Only the changes this agent made", default=None, faces=frozenset({API, "tool"}))
+
+# what `fsmem import` reads (fsmem.importers.FORMATS): one subcommand of `fsmem import` each
+IMPORT_FORMATS = {
+    "claude-code": "Import Claude Code transcripts: one <session>.jsonl, or a projects folder of them.",
+    "chatgpt": "Import a ChatGPT export's conversations.json.",
+    "claude": "Import a Claude.ai export's conversations.json.",
+    "markdown": "Import a folder of Markdown notes (an Obsidian vault...), their relative paths kept.",
+}

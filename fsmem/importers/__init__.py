@@ -1,0 +1,59 @@
+"""History people already have, read as conversations or notes for `fsmem import` (`fsmem.operations.importing`).
+
+Each reader turns one format into `Conversation`s (claude-code, chatgpt, claude) or Markdown files
+(markdown), one at a time, and raises `fault(...)`, an InvalidArgument naming the file and the line that is wrong. They read
+only what they are given; writing into the memory is the operation's.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass
+
+from fsmem.errors import InvalidArgument
+from fsmem.spec.params import IMPORT_FORMATS
+
+FORMATS = tuple(IMPORT_FORMATS)
+TEXT_CHARS = 2_000  # one message's text in an imported note; a tool call or result is always one short line
+
+
+def fault(where: str, problem: str) -> InvalidArgument:
+    """The error for an input that is not what its format says: `where` names the file and the line (or position)."""
+    return InvalidArgument(f"{where}: {problem}; nothing was imported")
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """One conversation as an imported note holds it.
+
+    `key` is the format's own id of it (stable across exports), `started` and `ended` its own times (UTC),
+    `lines` what was said, one line per message, tool call and tool result; `where` says where it was read.
+    """
+
+    source: str
+    key: str
+    title: str
+    started: _dt.datetime | None
+    ended: _dt.datetime | None
+    lines: tuple[str, ...]
+    where: str
+    transcript: str | None = None  # a Claude Code transcript's absolute path (the hook's offsets know it by it)
+    transcript_end: int = 0  # and the byte offset after its last complete line
+
+
+def utc(value: object) -> _dt.datetime | None:
+    """A timestamp as exports write it (unix seconds, or ISO 8601 with Z or an offset) in UTC; None if not one."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        try:
+            return _dt.datetime.fromtimestamp(value, _dt.UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+    if isinstance(value, str) and value.strip():
+        try:
+            when = _dt.datetime.fromisoformat(value.strip())
+        except ValueError:
+            return None
+        return when.replace(tzinfo=_dt.UTC) if when.tzinfo is None else when.astimezone(_dt.UTC)
+    return None

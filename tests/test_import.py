@@ -1,0 +1,402 @@
+"""`fsmem import`: each format on small real-shaped samples, re-import, faults, secrets, and what stays out of faces."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+from import_samples import (
+    CHATGPT,
+    CLAUDE,
+    TURNS,
+    chatgpt_conversation,
+    chatgpt_export,
+    claude_export,
+    transcript_records,
+    write_jsonl,
+)
+
+from fsmem import Memory
+from fsmem.agents import tools
+from fsmem.errors import InvalidArgument, ReadOnly
+from fsmem.hooks import claude_code as cc, runner
+from fsmem.importers.jsonstream import ArrayReader, JSONFault
+from fsmem.importers.notes import digest
+
+FSMEM = str(Path(sys.executable).with_name("fsmem"))
+TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Memory:
+    return Memory.init(tmp_path / "mem")
+
+
+def files(memory: Memory) -> dict[str, bytes]:
+    """Every file of the memory but its machine state, with its bytes."""
+    return {
+        p.relative_to(memory.root).as_posix(): p.read_bytes()
+        for p in sorted(memory.root.rglob("*"))
+        if p.is_file() and ".fsmem" not in p.parts and ".git" not in p.parts
+    }
+
+
+def body(text: str) -> str:
+    return text.split("\n---\n", 1)[1]
+
+
+def commit_count(memory: Memory) -> int:
+    done = subprocess.run(["git", "rev-list", "--count", "HEAD"], cwd=memory.root, capture_output=True, text=True)
+    return int(done.stdout)
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    return subprocess.run([FSMEM, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=False)
+
+
+# -- chatgpt ------------------------------------------------------------------------------------------------
+
+
+def test_a_chatgpt_export_becomes_one_dated_episode_per_conversation(memory, tmp_path):
+    export = chatgpt_export(tmp_path / "export", CHATGPT)
+    report = memory.import_from("chatgpt", str(export))
+    assert (report.created_count, report.extended_count, report.unchanged, report.skipped_count) == (2, 0, 0, 0)
+    note = memory.root / "sessions/2025/01/01/chatgpt-6781a0c2-1111.md"
+    assert report.created == [
+        "sessions/2025/01/01/chatgpt-6781a0c2-1111.md",
+        "sessions/2025/01/01/chatgpt-6781a0c2-2222.md",
+    ]
+    said = [
+        "user: We move billing to Stripe in March.",
+        "assistant: Noted: billing moves to Stripe in March.",
+        "tool call python: import pandas as pd print(pd.__version__)",
+        "tool result (python): 2.2.1",
+        "assistant: pandas 2.2.1 is installed.",
+    ]
+    assert note.read_text() == (
+        "---\n"
+        "title: Billing migration\n"
+        "description: ChatGPT conversation imported by fsmem import chatgpt\n"
+        "type: episodic\n"
+        "session: chatgpt-6781a0c2-1111\n"
+        "source: chatgpt\n"
+        "conversation: 6781a0c2-1111\n"
+        "created: 2025-01-01T10:00:00Z\n"
+        "updated: 2025-01-01T10:01:00Z\n"
+        "imported_lines: 5\n"
+        f"imported_digest: {digest(said)}\n"
+        "---\n"
+        "# ChatGPT conversation: Billing migration\n"
+        "\n"
+        "```text\n" + "".join(line + "\n" for line in said) + "```\n"
+    )
+    assert "the dropped answer" not in note.read_text()  # only the branch current_node shows
+
+
+def test_importing_the_same_export_again_changes_nothing_and_a_longer_one_adds_only_its_new_lines(tmp_path):
+    memory = Memory.init(tmp_path / "mem", git=True)
+    export = chatgpt_export(tmp_path / "export", CHATGPT)
+    memory.import_from("chatgpt", str(export))
+    before, commits = files(memory), commit_count(memory)
+    again = memory.import_from("chatgpt", str(export))
+    assert (again.created_count, again.extended_count, again.unchanged) == (0, 0, 2)
+    assert files(memory) == before and commit_count(memory) == commits
+    longer = copy.deepcopy(CHATGPT)
+    turns = [("user", "Book a hotel in Alfama."), ("assistant", "Done."), ("user", "And a table at Zé da Mouraria.")]
+    longer[1] = chatgpt_conversation("6781a0c2-2222", "Trip to Lisbon", turns)
+    grown = memory.import_from("chatgpt", str(chatgpt_export(tmp_path / "export2", longer)))
+    assert (grown.created_count, grown.extended, grown.unchanged) == (
+        0,
+        ["sessions/2025/01/01/chatgpt-6781a0c2-2222.md"],
+        1,
+    )
+    text = (memory.root / grown.extended[0]).read_text()
+    assert body(text).endswith(
+        "```text\nuser: Book a hotel in Alfama.\nassistant: Done.\n```\n\n"
+        "# ChatGPT conversation, continued\n\n```text\nuser: And a table at Zé da Mouraria.\n```\n"
+    )
+    assert "imported_lines: 3\n" in text and "updated: 2025-01-01T10:00:40Z\n" in text
+
+
+def test_a_malformed_export_exits_2_naming_its_line_and_writes_nothing(memory, tmp_path):
+    good = json.dumps(CHATGPT[0], indent=1)
+    broken = tmp_path / "conversations.json"
+    broken.write_text("[" + good + ',\n {"title": "x",, "mapping": {}}\n]', encoding="utf-8")
+    with pytest.raises(json.JSONDecodeError) as plain:
+        json.loads(broken.read_text())
+    where = f"line {plain.value.lineno} column {plain.value.colno}"
+    assert plain.value.lineno == good.count("\n") + 2
+    before = files(memory)
+    done = run("--root", str(memory.root), "import", "chatgpt", str(broken), cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"fsmem: error: {broken} {where}: Expecting property name enclosed in double quotes; nothing was imported\n"
+    )
+    assert files(memory) == before  # the first, well-formed conversation was not written either
+
+
+def test_a_conversation_of_the_wrong_shape_is_named_and_nothing_is_written(memory, tmp_path):
+    export = chatgpt_export(tmp_path, [CHATGPT[0], {"title": "no mapping", "create_time": 1.0}])
+    before = files(memory)
+    with pytest.raises(InvalidArgument) as caught:
+        memory.import_from("chatgpt", str(export))
+    assert str(caught.value).endswith(
+        "(conversation 2): the conversation has no mapping of messages; nothing was imported"
+    )
+    assert files(memory) == before
+
+
+def test_a_conversation_holding_a_secret_is_skipped_and_named_and_the_rest_come_in(memory, tmp_path):
+    leaky = chatgpt_conversation("leak-1", "Deploy keys", [("user", f"the token is {TOKEN}"), ("assistant", "ok")])
+    report = memory.import_from("chatgpt", str(chatgpt_export(tmp_path, [*CHATGPT, leaky])))
+    assert report.created_count == 2 and report.skipped_count == 1
+    ((what, why),) = report.skipped
+    assert what.startswith("'Deploy keys' (") and "(conversation 3)" in what
+    assert why.startswith("its line 1, ") and "GitHub token" in why and TOKEN not in why
+    assert not any(TOKEN in text.decode() for text in files(memory).values())
+    assert "skipped: 'Deploy keys'" in report.to_text()
+
+
+# -- claude.ai ------------------------------------------------------------------------------------------------
+
+
+def test_a_claude_export_becomes_episodes_with_tool_use_summarised(memory, tmp_path):
+    export = claude_export(tmp_path / "claude", CLAUDE)
+    report = memory.import_from("claude", str(export))
+    assert report.created == [
+        "sessions/2025/02/03/claude-0b9e6c1d-aaaa.md",
+        "sessions/2025/02/04/claude-0b9e6c1d-bbbb.md",
+    ]
+    first = (memory.root / report.created[0]).read_text()
+    assert body(first) == (
+        "# Claude conversation: Atlas launch plan\n\n```text\n"
+        "user: The Atlas launch is on April 2.\n"
+        "assistant: Let me look at the calendar.\n"
+        "tool call calendar: day=2025-04-02\n"
+        "tool result: free\n"
+        "assistant: April 2 is free.\n```\n"
+    )
+    second = (memory.root / report.created[1]).read_text()
+    assert "title: Untitled\n" in second and "user: Plain text only." in second  # the text when content is empty
+    assert memory.import_from("claude", str(export)).unchanged == 2
+
+
+# -- claude code ----------------------------------------------------------------------------------------------
+
+
+def test_a_projects_folder_of_transcripts_shares_the_hooks_reader_and_its_offset(memory, tmp_path):
+    projects = tmp_path / "projects"
+    transcript = write_jsonl(projects / "-home-ada-atlas" / "s-1.jsonl", transcript_records("s-1", TURNS))
+    write_jsonl(projects / "-home-ada-site" / "s-2.jsonl", transcript_records("s-2", TURNS[:1], day="2025-03-11"))
+    report = memory.import_from("claude-code", str(projects))
+    assert report.created == ["sessions/2025/03/10/claude-code-s-1.md", "sessions/2025/03/11/claude-code-s-2.md"]
+    assert body((memory.root / report.created[0]).read_text()) == (
+        "# Claude Code session: Fix the flaky sync test\n\n```text\n"
+        "user: Why does test_sync fail?\n"
+        "assistant: Let me run it.\n"
+        "tool call Bash: command=pytest -q tests/test_sync.py\n"
+        "tool result (2 lines): 1 failed E assert 2 == 3\n"
+        "assistant: The clock is not pinned; pin it with FSMEM_NOW.\n```\n"
+    )
+    # the hook's next event in that session saves nothing twice
+    event = cc.HookEvent("SessionEnd", "s-1", str(transcript), None)
+    assert runner.save_session(memory, event).note is None
+    more = {"type": "user", "sessionId": "s-1", "message": {"role": "user", "content": "Thanks!"}}
+    with transcript.open("a") as out:
+        out.write(json.dumps(more) + "\n")
+    grown = memory.import_from("claude-code", str(transcript))
+    assert grown.extended == ["sessions/2025/03/10/claude-code-s-1.md"]
+    assert body((memory.root / grown.extended[0]).read_text()).endswith(
+        "# Claude Code session, continued\n\n```text\nuser: Thanks!\n```\n"
+    )
+
+
+def test_a_session_the_hook_saved_is_left_to_it(memory, tmp_path):
+    transcript = write_jsonl(tmp_path / "s-9.jsonl", transcript_records("s-9", TURNS))
+    saved = runner.save_session(memory, cc.HookEvent("SessionEnd", "s-9", str(transcript), None))
+    assert saved.note == "claude-code-s-9"
+    report = memory.import_from("claude-code", str(transcript))
+    ((what, why),) = report.skipped
+    assert report.created_count == 0 and why.startswith("the Claude Code hook saved this session already in sessions/")
+
+
+def test_a_transcript_line_that_is_not_json_is_named_and_nothing_is_written(memory, tmp_path):
+    good = write_jsonl(tmp_path / "projects" / "a" / "s-1.jsonl", transcript_records("s-1", TURNS))
+    bad = tmp_path / "projects" / "b" / "s-2.jsonl"
+    bad.parent.mkdir()
+    bad.write_text(good.read_text() + '{"type": "user", "message": \n', encoding="utf-8")
+    with pytest.raises(InvalidArgument) as caught:
+        memory.import_from("claude-code", str(tmp_path / "projects"))
+    assert str(caught.value) == (f"{bad} line 6: not a JSON record of a Claude Code transcript; nothing was imported")
+    assert not (memory.root / "sessions").exists() or not list((memory.root / "sessions").rglob("*.md"))
+
+
+# -- markdown -------------------------------------------------------------------------------------------------
+
+
+def vault(tmp_path: Path) -> Path:
+    root = tmp_path / "Vault"
+    (root / ".obsidian").mkdir(parents=True)
+    (root / ".obsidian" / "app.json").write_text("{}")
+    (root / "People").mkdir()
+    (root / "People" / "Adam Smith.md").write_text(
+        "---\ntags: [person]\naliases: [Adam]\n---\n# Adam Smith\n\nWorks with [[Atlas]] at Globex.\n"
+    )
+    (root / "Atlas.md").write_text("# Atlas\n\nLaunch on April 2. See [[People/Adam Smith|Adam]].\n")
+    (root / "con.md").write_text("A name Windows cannot hold.\n")
+    (root / "Keys.md").write_text(f"the token is {TOKEN}\n")
+    (root / "diagram.png").write_bytes(b"\x89PNG\r\n")
+    return root
+
+
+def test_a_vault_comes_in_under_one_folder_with_its_paths_links_and_front_matter(memory, tmp_path):
+    source = vault(tmp_path)
+    report = memory.import_from("markdown", str(source))
+    assert report.created == ["topics/Vault/Atlas.md", "topics/Vault/People/Adam Smith.md"]
+    assert report.other_files == 1 and report.unchanged == 0
+    assert [what for what, _ in report.skipped] == ["Vault/Keys.md", "Vault/con.md"]
+    assert "GitHub token" in report.skipped[0][1] and "device name" in report.skipped[1][1]
+    adam = memory.root / "topics/Vault/People/Adam Smith.md"
+    assert adam.read_bytes() == (source / "People" / "Adam Smith.md").read_bytes()  # byte for byte
+    assert (memory.root / "topics/Vault/Atlas.md").read_text() == (
+        "---\ntitle: Atlas\n---\n# Atlas\n\nLaunch on April 2. See [[People/Adam Smith|Adam]].\n"
+    )
+    assert not (memory.root / "topics/Vault/.obsidian").exists()
+    again = memory.import_from("markdown", str(source))
+    assert (again.created_count, again.unchanged, again.skipped_count) == (0, 2, 2)
+    adam.write_text(adam.read_text() + "Edited in the memory.\n")
+    edited = memory.import_from("markdown", str(source), into="topics/Vault")
+    assert "topics/Vault/People/Adam Smith.md is already in the memory, with other text" in edited.to_text()
+    assert adam.read_text().endswith("Edited in the memory.\n")
+
+
+def test_a_note_whose_front_matter_does_not_parse_is_named_and_nothing_is_written(memory, tmp_path):
+    source = vault(tmp_path)
+    (source / "Broken.md").write_text("---\ntitle: [unclosed\n---\ntext\n")
+    before = files(memory)
+    with pytest.raises(InvalidArgument) as caught:
+        memory.import_from("markdown", str(source))
+    assert str(caught.value).startswith(f"{source / 'Broken.md'} line ") and "not valid YAML" in str(caught.value)
+    assert files(memory) == before
+
+
+def test_an_agent_with_a_scope_or_read_only_cannot_import(memory, tmp_path):
+    export = chatgpt_export(tmp_path, CHATGPT)
+    with pytest.raises(InvalidArgument, match="import works on the whole memory"):
+        Memory(memory.root, scope=["topics/"]).import_from("chatgpt", str(export))
+    with pytest.raises(ReadOnly):
+        Memory(memory.root, agent="reviewer").import_from("chatgpt", str(export))  # read-only in the template
+    assert not (memory.root / "sessions").exists()
+
+
+def test_a_fifo_is_never_opened_and_an_unzipped_export_folder_is_read(memory, tmp_path):
+    source = vault(tmp_path)
+    os.mkfifo(source / "pipe.md")
+    os.mkfifo(tmp_path / "s-1.jsonl")
+    report = memory.import_from("markdown", str(source))  # would hang on opening the FIFO
+    assert ("Vault/pipe.md", "not a regular file (a FIFO or a device is never opened)") in report.skipped
+    with pytest.raises(InvalidArgument, match="neither a transcript"):
+        memory.import_from("claude-code", str(tmp_path / "s-1.jsonl"))
+    export = chatgpt_export(tmp_path / "chatgpt-export-2025-01-02", CHATGPT)
+    assert memory.import_from("chatgpt", str(export.parent)).created_count == 2
+
+
+def test_an_input_inside_the_memory_is_refused(memory):
+    with pytest.raises(InvalidArgument, match="inside the memory"):
+        memory.import_from("markdown", str(memory.root / "profile"))
+
+
+# -- what the rest of fsmem does with imported episodes ----------------------------------------------------------
+
+
+def test_consolidation_files_no_imported_line_and_search_finds_the_episode(memory, tmp_path):
+    memory.import_from("chatgpt", str(chatgpt_export(tmp_path, CHATGPT)))
+    memory.import_from("claude", str(claude_export(tmp_path / "c", CLAUDE)))
+    memory.note("- employer: Globex", subject="people/Adam Smith")
+    memory.consolidate()
+    documents = {rel: data.decode() for rel, data in files(memory).items() if not rel.startswith("sessions/")}
+    assert not (memory.root / "topics/inbox.md").exists()
+    for phrase in ("Stripe", "pandas", "Alfama", "calendar", "Atlas launch"):
+        assert not any(phrase in text for rel, text in documents.items() if rel != "INDEX.md"), phrase
+    found = memory.search("hotel in Alfama")
+    assert [hit.path for hit in found.hits][:1] == ["sessions/2025/01/01/chatgpt-6781a0c2-2222.md"]
+    assert "user: Book a hotel in Alfama." in found.hits[0].text
+    assert [hit.path for hit in memory.search("Globex employer").hits][:1] == ["entities/people/adam-smith.md"]
+    assert "sessions/" not in " ".join(h.path for h in memory.search("Globex employer").hits)  # filed: not twice
+
+
+def test_a_long_conversation_is_kept_in_blocks_a_search_row_each(memory, tmp_path):
+    turns = [("user" if n % 2 else "assistant", f"message number {n} about topic{n}") for n in range(19)]
+    report = memory.import_from("chatgpt", str(chatgpt_export(tmp_path, [chatgpt_conversation("long", "Long", turns)])))
+    text = (memory.root / report.created[0]).read_text()
+    assert text.count("```text\n") == 3 and text.count("\n```\n") == 3  # 8 + 8 + 3 lines
+    memory.consolidate()
+    hits = memory.search("topic17").hits
+    assert any("user: message number 17 about topic17" in hit.text for hit in hits)
+    assert not any("topic3" in hit.text for hit in hits)  # the first block is not part of the answer
+
+
+def test_import_is_offered_to_no_agent_and_no_mcp_client(memory):
+    assert "import_from" not in [t.name for t in tools.offered(memory)]
+    assert "import_from" not in [t["name"] for t in tools.mcp_tools(memory)]
+    answer = tools.call(memory, "import_from", {"format": "markdown", "path": "/etc"})
+    assert answer.is_error and "import_from" in answer.text
+
+
+# -- the streaming reader -----------------------------------------------------------------------------------------
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(JSON, max_size=5), st.sampled_from([1, 2, 5, 64]), st.sampled_from([None, 1]))
+def test_the_streaming_reader_reads_what_json_reads_whatever_the_buffer(items, chunk, indent):
+    text = json.dumps(items, indent=indent)
+    assert [item.value for item in ArrayReader(io.StringIO(text), chunk=chunk)] == json.loads(text)
+
+
+@pytest.mark.parametrize(
+    "text, line, column",
+    [('[1,\n {"a": 1,}\n]', 2, 10), ("[1 2]", 1, 4), ("[1,]", 1, 4), ('["abc', 1, 2), ("[\n1,\n\n  x]", 4, 3)],
+)
+def test_the_streaming_reader_names_a_fault_where_json_does(text, line, column):
+    for chunk in (1, 3, 100):
+        with pytest.raises(JSONFault) as caught:
+            list(ArrayReader(io.StringIO(text), chunk=chunk))
+        assert (caught.value.line, caught.value.column) == (line, column)
+    with pytest.raises(json.JSONDecodeError) as plain:
+        json.loads(text)
+    assert (plain.value.lineno, plain.value.colno) == (line, column)
+
+
+def test_an_item_larger_than_the_limit_is_refused_not_held():
+    text = '[{"a": "' + "x" * 5000 + '"}]'
+    with pytest.raises(JSONFault, match="an item larger than"):
+        list(ArrayReader(io.StringIO(text), chunk=64, item_limit=1000))
+
+
+def test_the_cli_report_is_json_with_counts_and_bounded_lists(memory, tmp_path):
+    export = chatgpt_export(tmp_path, CHATGPT)
+    done = run("--root", str(memory.root), "import", "chatgpt", str(export), "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert {k: report[k] for k in ("format", "created", "extended", "unchanged", "skipped")} == {
+        "format": "chatgpt",
+        "created": 2,
+        "extended": 0,
+        "unchanged": 0,
+        "skipped": 0,
+    }
+    assert report["left_out"] == {"created_paths": 0, "extended_paths": 0, "skipped_items": 0}
