@@ -16,7 +16,7 @@ DOC = "---\ntitle: {title}\n---\n- walrus: {text}\n"
 
 
 def _kept(memory: Memory) -> int:
-    outputs = grep_kept._kept.get(memory.root.resolve())
+    outputs = grep_kept.kept_for(memory.root)
     return len(outputs.entries) if outputs is not None else 0
 
 
@@ -134,6 +134,19 @@ def test_an_output_made_before_a_change_is_not_kept_after_it():
     assert outputs.get(("rg", "x"), outputs.generation) == (False, None)
     outputs.put(("rg", "x"), outputs.generation, None)  # "too long" is an answer too
     assert outputs.get(("rg", "x"), outputs.generation) == (True, None)
+
+
+def test_what_a_root_kept_goes_with_its_feed(tmp_path):
+    import gc
+
+    memory = Memory.init(tmp_path / "mem")
+    (memory.root / "a.md").write_text(DOC.format(title="A", text="one"))
+    memory.ls()
+    memory.ls()
+    assert _lines(memory) and _kept(memory) == 1
+    memory.close()  # the root's last Memory: its feed stops
+    gc.collect()
+    assert not [feed for feed in grep_kept._kept if feed.root == memory.root.resolve()]
 
 
 def test_what_is_kept_is_bounded(monkeypatch):

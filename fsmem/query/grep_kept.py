@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +33,6 @@ class Outputs:
     """One memory root's kept outputs, and the generation they belong to (moved by every change)."""
 
     lock: threading.Lock = field(default_factory=threading.Lock)
-    feed: Any = None
     generation: int = 0
     entries: OrderedDict[tuple, bytes | None] = field(default_factory=OrderedDict)
     size: int = 0
@@ -86,7 +86,8 @@ class Kept:
         self.rg.stream(args, feed, stop=stop)
 
 
-_kept: dict[Path, Outputs] = {}
+# by feed: what a feed's root kept goes with the feed (the last `Memory` of the root closed, the feed collected)
+_kept: weakref.WeakKeyDictionary[Any, Outputs] = weakref.WeakKeyDictionary()
 _kept_lock = threading.Lock()
 
 
@@ -101,19 +102,28 @@ def caught_up(root: Path) -> tuple[Outputs, int] | None:
     if feed is None or not feed.trusted:
         return None
     with _kept_lock:
-        outputs = _kept.get(key)
+        outputs = _kept.get(feed)
         if outputs is None:
-            outputs = _kept[key] = Outputs()
+            outputs = _kept[feed] = Outputs()
     changed = feed.catch_up(CONSUMER, bool)  # a whole walk (start, overflow, the periodic check) counts too
     with outputs.lock:
-        if changed or outputs.feed is not feed or not feed.trusted:
-            outputs.feed = feed
+        if changed or not feed.trusted:
             outputs.generation += 1
             outputs.clear()
         return outputs, outputs.generation
 
 
-def forget(root: Path) -> None:
-    """Let go of everything kept for `root` (tests; a memory no longer served)."""
+def kept_for(root: Path) -> Outputs | None:
+    """What is kept for `root` now (None: nothing, or no feed of it runs)."""
+    feeds = sys.modules.get("fsmem.store.feed")
+    feed = feeds.current(Path(root).resolve()) if feeds is not None else None
     with _kept_lock:
-        _kept.pop(Path(root).resolve(), None)
+        return _kept.get(feed) if feed is not None else None
+
+
+def forget(root: Path) -> None:
+    """Let go of everything kept for `root` (whichever feed of it kept it)."""
+    key = Path(root).resolve()
+    with _kept_lock:
+        for feed in [feed for feed in _kept if feed.root == key]:
+            del _kept[feed]
