@@ -3,6 +3,12 @@
 The engine returns the best rows by the row part (from the best documents when
 very many match) and the rows of the documents the query names; their section
 neighbours join them, and the other parts of the score re-rank this pool.
+What the index alone decides (`_candidates`) is kept per state of the index;
+the salience (importance, recency, usage) is applied at every call.
+
+This module is long because the candidates' four steps are one algorithm over
+shared state (terms, frequencies, the pool, the files' packed rows), and
+their kept result and the salience applied to it are read together.
 """
 
 from __future__ import annotations
