@@ -238,6 +238,52 @@ def test_generated_index_and_consolidated_notes_are_not_ranked_twice(memory):
     assert grown[0].startswith("sessions/")  # a note that grew after consolidation is searched again
 
 
+def test_kept_candidates_give_a_fresh_ranking_whatever_the_clock_the_log_or_the_scope(memory):
+    """A query's candidates are kept per state of the index; the clock, the retrieval log and a scope
+    still count at every call, and a write lets them go."""
+    import datetime as dt
+
+    from fsmem.search.index import SearchIndex
+    from fsmem.search.scoring import rank
+    from fsmem.store import retrieval_log
+
+    for name in ("a", "b"):
+        (memory.root / "topics" / f"{name}.md").write_text(
+            f"---\ntitle: Note {name}\nupdated: 2026-01-0{1 if name == 'a' else 2}\n---\n- walrus sighting\n"
+        )
+    memory.search("walrus")
+    kept = memory.search_index
+    fresh = SearchIndex(memory.root)
+    fresh.kept.at = lambda state: {}  # nothing kept
+
+    def order(index, **kw):
+        ranking = rank(index, "walrus sighting", memory.search_settings, limit=20, **kw)
+        return [(ranking.paths[r], round(ranking.scores[r], 9)) for r in ranking.ids]
+
+    early, late = dt.datetime(2026, 1, 3, tzinfo=dt.UTC), dt.datetime(2027, 6, 1, tzinfo=dt.UTC)
+    for now in (early, late, early):
+        assert order(kept, now=now) == order(fresh, now=now)
+    assert order(kept, now=early) != order(kept, now=late)  # recency moved the scores
+    assert order(kept, now=early)[0][0] == "topics/b.md"
+    for _ in range(3):
+        retrieval_log.append(memory.root, {"tool": "search", "paths": ["topics/a.md:5"]})
+    from fsmem.search.ranking import usage_counts
+
+    assert order(kept, now=early, usage=usage_counts(memory.root)) == order(
+        fresh, now=early, usage=usage_counts(memory.root)
+    )
+    assert order(kept, now=early, usage=usage_counts(memory.root))[0][0] == "topics/a.md"
+    # a scope's ranking is never kept: it sees only its own files, and the next unscoped one sees both
+    only_a = order(kept, now=early, within=lambda path: path == "topics/a.md")
+    assert [path for path, _ in only_a] == ["topics/a.md"]
+    assert {path for path, _ in order(kept, now=early)} == {"topics/a.md", "topics/b.md"}
+    (memory.root / "topics" / "c.md").write_text("---\ntitle: Note c\n---\n- walrus sighting walrus\n")
+    memory.search("walrus")  # the index takes the new file, which lets the kept candidates go
+    assert order(kept, now=early) == order(fresh, now=early)
+    assert "topics/c.md" in {path for path, _ in order(kept, now=early)}
+    fresh.close()
+
+
 def test_importance_salience_breaks_a_tie(memory):
     for name, importance in (("a", 0.1), ("b", 0.9)):
         (memory.root / "topics" / f"{name}.md").write_text(

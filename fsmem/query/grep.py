@@ -25,6 +25,7 @@ from fsmem import faces
 from fsmem.budget import CUT_BY_RESULTS, CUT_BY_TOKENS, Meter, Metered, Page, Paged, check_offset
 from fsmem.config import GrepSettings, ReadSettings
 from fsmem.errors import InvalidArgument
+from fsmem.query import grep_kept
 from fsmem.store.paths import ROOT_README, is_memory_path
 from fsmem.store.rg import Job, Rg, build_args, decode_path, find_rg
 
@@ -155,12 +156,8 @@ def run(
     def keep(path: str) -> bool:
         return is_memory_path(path) and (readme_named or path != ROOT_README) and (within is None or within(path))
 
-    rg = Rg(
-        root,
-        [find_rg()] + build_args(pattern, ignore_case=ignore_case, fixed_strings=fixed_strings, word=word),
-        pattern,
-        timeout,
-    )
+    command = [find_rg()] + build_args(pattern, ignore_case=ignore_case, fixed_strings=fixed_strings, word=word)
+    rg = grep_kept.Kept.of(Rg(root, command, pattern, timeout), root, command)  # outputs kept while no file changes
     # Lines come as rg prints them (not --json, whose lines and submatch lists are never shortened: a 10 MB
     # line matching `.` would be hundreds of MB of JSON); --max-columns cuts a long line to a preview.
     line_args = [

@@ -11,9 +11,12 @@ from __future__ import annotations
 import json
 import math
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
+RECENT_KEPT = 32  # candidate pools of recent queries kept per state of the index (`Kept.remember`)
+_RECENT = ("recent",)
 DOCUMENT_POOL = 3000  # documents scored for the document part; deeper ones add nothing a candidate row can use
 FEW_NAMED = 20  # below this many named documents, BM25's IDF of a name is about 0 (a name in 1 of 2): see name_scores
 
@@ -33,7 +36,8 @@ def json_array(values: Iterable[Any]) -> str:
 
 class Kept:
     """What ranking reads of one state of the index and asks again at every query: document frequencies, the
-    vocabulary near-spellings are looked for in, the number of named documents.
+    vocabulary near-spellings are looked for in, the number of named documents, and the candidates of the
+    latest queries (most of a search's time is their SQL; a team's agents ask the same things).
 
     fts5vocab counts a term's documents by walking its postings (3.6 ms for the four words of a query on 10k
     files), and the same words come back query after query; the tables change only when a file is indexed
@@ -53,6 +57,25 @@ class Kept:
             if state != self._state:
                 self._state, self._kept = state, {}
             return self._kept
+
+    def recall(self, kept: dict[Any, Any], key: Any) -> Any:
+        """What `remember` kept under `key` in `kept` (a dict `at` gave), or None; the latest asked is kept longest."""
+        with self._lock:
+            lru = kept.get(_RECENT)
+            if lru is None or key not in lru:
+                return None
+            lru.move_to_end(key)
+            return lru[key]
+
+    def remember(self, kept: dict[Any, Any], key: Any, value: Any) -> None:
+        """Keep `value` under `key` in `kept` (a dict `at` gave), and at most `RECENT_KEPT` such values there:
+        a query's candidates are some 100 KB, and a server asked many different questions must not grow."""
+        with self._lock:
+            lru = kept.setdefault(_RECENT, OrderedDict())
+            lru[key] = value
+            lru.move_to_end(key)
+            while len(lru) > RECENT_KEPT:
+                lru.popitem(last=False)
 
 
 def document_frequencies(conn, table: str, terms: list[str], kept: dict[Any, Any] | None = None) -> dict[str, int]:

@@ -3,6 +3,12 @@
 The engine returns the best rows by the row part (from the best documents when
 very many match) and the rows of the documents the query names; their section
 neighbours join them, and the other parts of the score re-rank this pool.
+What the index alone decides (`_candidates`) is kept per state of the index;
+the salience (importance, recency, usage) is applied at every call.
+
+This module is long because the candidates' four steps are one algorithm over
+shared state (terms, frequencies, the pool, the files' packed rows), and
+their kept result and the salience applied to it are read together.
 """
 
 from __future__ import annotations
@@ -183,13 +189,45 @@ def rank(
 def _rank(
     conn, terms, settings, pool_size, usage, type, tag, after, superseded_too, now, root, within=None, held=None
 ) -> Ranking:
-    w = settings.weights
-    allowed, searchable = _allowed_files(conn, type, tag, after, within)
-    empty = Ranking([], {}, {}, {}, {}, searchable)
-    if not terms or not searchable:
-        return empty
     meta = dict(conn.execute("SELECT key, value FROM search_meta").fetchall())
     kept = held.at(meta.get("changes")) if held is not None else {}  # held: the index's Kept
+    key = None
+    if within is None and held is not None:  # a scope's candidates are its own: never kept, never shared
+        tags = (tag,) if isinstance(tag, str) or tag is None else tuple(tag)
+        weights = (tuple(settings.weights.items()), settings.fuzzy_cutoff)
+        key = ("candidates", tuple(terms), type, tags, after, superseded_too, pool_size, weights)
+        found = held.recall(kept, key)
+        if found is not None:
+            return _salience(found, settings, usage, now)
+    found = _candidates(conn, meta, kept, terms, settings, pool_size, type, tag, after, superseded_too, root, within)
+    if key is not None:
+        held.remember(kept, key, found)
+    return _salience(found, settings, usage, now)
+
+
+@dataclass
+class _Candidates:
+    """What a query's ranking owes to the index alone (not to the clock or the retrieval log): the pool of
+    candidate rows, best first by the row part, each row's relevance, and the files' salience inputs."""
+
+    pool: list[int]
+    relevance: dict[int, float]
+    paths: dict[int, str]
+    lines: dict[int, int]
+    salience: dict[int, tuple[float, _dt.datetime | None, int]]  # file id -> (importance, updated, mtime_ns)
+    searchable: int
+    stale: set[int]
+
+
+def _candidates(
+    conn, meta, kept, terms, settings, pool_size, type, tag, after, superseded_too, root, within
+) -> _Candidates:
+    """Steps 1 to 3 of the ranking and the relevance of each candidate (what `Kept` may keep per state)."""
+    w = settings.weights
+    allowed, searchable = _allowed_files(conn, type, tag, after, within)
+    empty = _Candidates([], {}, {}, {}, {}, searchable, set())
+    if not terms or not searchable:
+        return empty
     n_rows = int(meta.get("rows") or 0)
     df = document_frequencies(conn, "search_vocab", terms, kept)
     names_df = document_frequencies(conn, "search_names_vocab", terms, kept)
@@ -312,13 +350,11 @@ def _rank(
                 seen.add(base + ordinal)
                 pool.append(base + ordinal)
 
-    # 4. Neighbours, documents (a row's cited session note, across files), subject and salience.
+    # 4. Neighbours, documents (a row's cited session note, across files) and subject; salience comes after.
     row_den = could_earn(n_rows, df)
-    boost = _file_boosts(files, settings, now)
-    top_use = usage.top if isinstance(usage, Usage) else max(usage.values(), default=0)
     w_row, w_neighbours, w_document, w_subject = w["row"], w["neighbours"], w["document"], w["subject"]
     parts = w_row + w_neighbours + w_document + w_subject
-    scores, relevance, paths, lines_of = {}, {}, {}, {}
+    relevance, paths, lines_of = {}, {}, {}
     for rid in pool:
         fid = rid >> ROW_BITS
         rows = packed_of[fid]
@@ -334,14 +370,30 @@ def _rank(
             score += w_document * group_total.get(_group(files, rid), 0.0)
         score += w_subject * named.get(fid, 0.0)
         relevance[rid] = score / parts
-        path, line = files[fid][0], value >> 2
-        factor = 1.0 + boost[fid]
-        if top_use and w["usage"] > 0:
-            factor += w["usage"] * math.log1p(usage.get(f"{path}:{line}", 0)) / math.log1p(top_use)
+        paths[rid], lines_of[rid] = files[fid][0], value >> 2
+    salience = {}
+    for fid, (_path, _lines, _cited, _sources, importance, updated, mtime) in files.items():
+        stamp = fmt.parse_timestamp(updated) if updated else None
+        salience[fid] = (0.5 if importance is None else min(max(float(importance), 0.0), 1.0), stamp, mtime)
+    return _Candidates(pool, relevance, paths, lines_of, salience, searchable, stale)
+
+
+def _salience(found: _Candidates, settings: SearchSettings, usage, now: _dt.datetime) -> Ranking:
+    """The ranking of `found` at `now` with the retrieval log's `usage`: each relevance times its salience
+    (importance, recency, usage). The answer owns everything it holds: `found` may be kept and shared."""
+    w = settings.weights
+    boost = _file_boosts(found.salience, settings, now)
+    top_use = usage.top if isinstance(usage, Usage) else max(usage.values(), default=0)
+    w_usage = w["usage"]
+    relevance, paths, lines_of = found.relevance, found.paths, found.lines
+    scores = {}
+    for rid in found.pool:
+        factor = 1.0 + boost[rid >> ROW_BITS]
+        if top_use and w_usage > 0:
+            factor += w_usage * math.log1p(usage.get(f"{paths[rid]}:{lines_of[rid]}", 0)) / math.log1p(top_use)
         scores[rid] = relevance[rid] * factor
-        paths[rid], lines_of[rid] = path, line
-    ids = sorted(pool, key=lambda r: (-scores[r], paths[r], lines_of[r]))
-    return Ranking(ids, scores, relevance, paths, lines_of, searchable, stale)
+    ids = sorted(found.pool, key=lambda r: (-scores[r], paths[r], lines_of[r]))
+    return Ranking(ids, scores, dict(relevance), dict(paths), dict(lines_of), found.searchable, set(found.stale))
 
 
 def _stale_note_rows(root, files: dict[int, tuple], notes: list[int]) -> set[int]:
@@ -381,13 +433,13 @@ def _group(files: dict[int, tuple], rid: int) -> Any:
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 
 
-def _file_boosts(files: dict[int, tuple], settings: SearchSettings, now: _dt.datetime) -> dict[int, float]:
+def _file_boosts(
+    files: dict[int, tuple[float, _dt.datetime | None, int]], settings: SearchSettings, now: _dt.datetime
+) -> dict[int, float]:
     """Per file: weighted importance (0..1, 0.5 when absent) and recency of `updated` (else the mtime)."""
     w = settings.weights
     out = {}
-    for fid, (_path, _lines, _cited, _sources, importance, updated, mtime) in files.items():
-        value = 0.5 if importance is None else min(max(float(importance), 0.0), 1.0)
-        stamp = fmt.parse_timestamp(updated) if updated else None
+    for fid, (value, stamp, mtime) in files.items():
         if stamp is None:
             stamp = _dt.datetime.fromtimestamp(abs(mtime) / 1e9, tz=_dt.UTC)
         age_days = max((now - stamp).total_seconds() / 86400.0, 0.0)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +49,10 @@ def append(
     """Append one record to the log `name` (a `time` field is added when missing); rotate before passing the cap.
 
     `max_bytes` defaults to the memory's configured cap; `state` is a state
-    folder given explicitly, used instead of `root/.fsmem/`.
+    folder given explicitly, used instead of `root/.fsmem/`. The record is
+    written when this returns. Threads appending to one log at once share one
+    write (`_Group`): a server's 32 workers each took the log's lock in turn,
+    and under load most of their time went to waiting for it.
     """
     if max_bytes is None:
         max_bytes = max_bytes_for(root)
@@ -55,6 +60,15 @@ def append(
     # backslashreplace writes a lone surrogate (from a bad argument) as the JSON escape it is, never fails.
     text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
     data = text.encode("utf-8", "backslashreplace")
+    key = (os.fspath(root), name, max_bytes, os.fspath(state) if state is not None else None)
+    with _groups_lock:
+        group = _groups.get(key)
+        if group is None:
+            group = _groups[key] = _Group()
+    group.append(data, lambda batch: _write(root, name, batch, max_bytes, state))
+
+
+def _write(root: Path, name: str, data: bytes, max_bytes: int, state: Path | None) -> None:
     path = state_dir(root, "logs", state=state) / name
     with file_lock(root, f"{name.split('.')[0]}-log", state=state):
         try:
@@ -64,6 +78,52 @@ def append(
             pass
         with open(path, "ab") as handle:
             handle.write(data)
+
+
+class _Batch:
+    """Records written together, and how their write ended."""
+
+    def __init__(self) -> None:
+        self.records: list[bytes] = []
+        self.done = False
+        self.error: BaseException | None = None
+
+
+class _Group:
+    """The records threads of this process are appending to one log: a thread that finds no write under way
+    writes every record waiting, under the log's lock, in one write; the others wait for it (group commit).
+    Each record is written, or its caller sees the error of its batch's write, before `append` returns."""
+
+    def __init__(self) -> None:
+        self.ready = threading.Condition()
+        self.open = _Batch()
+        self.writing = False
+
+    def append(self, data: bytes, write: Callable[[bytes], None]) -> None:
+        with self.ready:
+            batch = self.open
+            batch.records.append(data)
+            while not batch.done:
+                if self.writing:
+                    self.ready.wait()
+                    continue
+                # no write under way, so ours is the open batch (a batch taken is done before `writing` drops)
+                self.open, self.writing = _Batch(), True
+                self.ready.release()
+                try:
+                    write(b"".join(batch.records))
+                except BaseException as exc:
+                    batch.error = exc
+                finally:
+                    self.ready.acquire()
+                    batch.done, self.writing = True, False
+                    self.ready.notify_all()
+        if batch.error is not None:
+            raise batch.error
+
+
+_groups: dict[tuple, _Group] = {}
+_groups_lock = threading.Lock()
 
 
 def history_problem(root: Path, stage: str, agent: str | None, exc: BaseException) -> None:
