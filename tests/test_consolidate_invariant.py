@@ -155,7 +155,8 @@ def scenarios(draw) -> S.Scenario:
         notes.setdefault((date, session), S.Note(date, session, arrive, sections))
     crashes = draw(st.dictionaries(st.integers(0, STEPS - 1), st.integers(1, 10), max_size=2))
     strays = draw(st.sets(st.sampled_from(sorted(crashes)))) if crashes else set()
-    return S.Scenario(list(notes.values()), STEPS, crashes, strays, human=draw(st.booleans()))
+    kept = draw(st.sampled_from([None, 0, 1]))  # bounded documents: 0 and 1 move lines to history files
+    return S.Scenario(list(notes.values()), STEPS, crashes, strays, human=draw(st.booleans()), kept=kept)
 
 
 EXAMPLES = int(os.environ.get("FSMEM_INVARIANT_EXAMPLES", "45"))  # about 25 s; raise it for a longer hunt
@@ -168,7 +169,8 @@ def test_batches_growth_and_crashes_give_the_bytes_of_one_run(scenario):
     observations, several notes a day) arriving in random batches, growing between runs (at their end or
     mid-section), runs crashing
     after a random write with or without a stray temporary file, starting from an empty memory or from a
-    document written by hand: the final tree equals one run's."""
+    document written by hand, documents bounded to 0, 1 or 10 superseded values per key (the rest in history
+    files): the final tree equals one run's."""
     with tempfile.TemporaryDirectory() as folder:
         expected = S.reference(Path(folder) / "one-run", scenario)
         got, _crashed, _asked = S.evolve(Path(folder) / "evolved", scenario)
