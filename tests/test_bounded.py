@@ -69,11 +69,13 @@ def test_a_key_changed_40_times_keeps_10_superseded_lines_and_all_39_in_its_hist
     shown = superseded_lines(text, "employer")
     assert [line.split(" (")[0] for line in shown] == [f"- employer: E{n}" for n in range(30, 40)]
     assert (
-        "## Facts\n- city: Lagos (2026-01-01, sessions/2026/01/01/s1.md)\n"
-        "- employer: E40 (2026-04-28, sessions/2026/04/28/s40.md)\n"
+        "## Facts\n- city: Lagos ([2026-01-01](../../sessions/2026/01/01/s1.md))\n"
+        "- employer: E40 ([2026-04-28](../../sessions/2026/04/28/s40.md))\n"
     ) in text
     history = (changed / HISTORY).read_text()
-    assert history.startswith("---\ntype: semantic\n---\n## Superseded\n- employer: E1 (2026-01-01 to 2026-01-04, ")
+    assert history.startswith(
+        "---\ntype: semantic\n---\n## Superseded\n- employer: E1 ([2026-01-01](../../sessions/2026/01/01/s1.md) to 2026-01-04)\n"
+    )
     assert [line.split(" (")[0] for line in superseded_lines(history, "employer")] == [
         f"- employer: E{n}" for n in range(1, 40)
     ]
@@ -119,7 +121,7 @@ def test_as_of_a_date_whose_value_lives_only_in_the_history_file_answers_it(chan
     answer = tools.call(memory, "grep", {"pattern": "employer: E", "paths": [HISTORY], "as_of": when})
     assert not answer.is_error and "- employer: E5 (" in answer.text and "E6 (" not in answer.text
     out = cli(changed, "grep", "employer: E", HISTORY, "--as-of", when).stdout
-    assert "- employer: E5 (2026-01-13 to 2026-01-16" in out and "E4 (" not in out
+    assert "- employer: E5 ([2026-01-13](../../sessions/2026/01/13/s5.md) to 2026-01-16)" in out and "E4 (" not in out
 
 
 def test_ls_search_grep_and_index_keep_the_history_file_out_unless_superseded_facts_are_asked_for(changed):

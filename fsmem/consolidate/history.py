@@ -27,6 +27,7 @@ from __future__ import annotations
 import bisect
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fsmem.consolidate import documents as docs
@@ -65,8 +66,8 @@ class _Point:
     source: str
     order: tuple
 
-    def stamp(self) -> F.Stamp:
-        return F.Stamp(self.date, self.source)
+    def stamp(self, located: Callable[[str], str] = str) -> F.Stamp:
+        return F.Stamp(self.date, located(self.source))
 
 
 @dataclass
@@ -93,9 +94,11 @@ def merge_key(
     records: list[Record],
     kept: int | None = None,
     archive: docs.EntityDocument | None = None,
+    located: Callable[[str], str] = str,
 ) -> KeyPlan:
     """Re-derive `key` from `records` (all of them, old and new) and the lines of it in the document and its
-    history file; the document keeps the newest `kept` superseded values (all when None), the history all."""
+    history file; the document keeps the newest `kept` superseded values (all when None), the history all.
+    `located(source)` is where a source's citation links to (the archive, once notes are moved there)."""
     result = KeyPlan()
     lines = doc.fact_lines(key)
     archived = archive.fact_lines(key) if archive is not None else []
@@ -123,14 +126,15 @@ def merge_key(
     before = max(sum(1 for line in lines if line.superseded), len(archived))
     result.counts["superseded"] += max(0, len(history) - before)
     wanted_current = (
-        F.render_current(key, current.value, current.first.stamp(), current.last.stamp())
+        F.render_current(key, current.value, current.first.stamp(located), current.last.stamp(located), doc.path)
         if current and current.value is not None
         else None
     )
     wanted_history = []
     for index, run in enumerate(history):
         to = runs[index + 1].first.date if index + 1 < len(runs) else None
-        wanted_history.append(F.render_superseded(key, run.value, run.first.stamp(), run.last.stamp(), to or None))
+        first, last = run.first.stamp(located), run.last.stamp(located)
+        wanted_history.append(F.render_superseded(key, run.value, first, last, to or None, doc.path))
     result.current = _lay_out(doc, [line for line in lines if not line.superseded], wanted_current)
     window = wanted_history
     if kept is not None and archive is not None:

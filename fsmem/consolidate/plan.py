@@ -24,7 +24,7 @@ from fsmem.consolidate import documents as docs, subjects
 from fsmem.consolidate.dates import SESSIONS, note_date
 from fsmem.consolidate.gather import Inputs, gather
 from fsmem.consolidate.history import Record, merge_key
-from fsmem.consolidate.notes import NoteEntry
+from fsmem.consolidate.notes import NoteEntry, source_of
 from fsmem.consolidate.observations import merge_observations
 from fsmem.consolidate.settings import CONSOLIDATED_FIELD, KILL_ENV, Progress, Settings, body_digest
 from fsmem.format.history_file import history_path, new_history_text
@@ -88,7 +88,9 @@ def plan(inputs: Inputs, settings: Settings) -> Plan:
         if old_history is docs.UNREADABLE:
             blocked |= inputs.feeds.get(path, set())
             continue
-        history = docs.EntityDocument(history_path(path), old_history or new_history_text())
+        history = docs.EntityDocument(
+            history_path(path), old_history or new_history_text(), citation_paths(settings)[1]
+        )
         new, problem, front = plan_document(
             path,
             old,
@@ -159,7 +161,8 @@ def plan_document(
     if text is None:
         known = [r.date for r in records if r.date]
         text = docs.new_document(path, target.field, target.value, target.title, min(known)[:10] if known else "")
-    doc = docs.EntityDocument(path, text)
+    located, canonical = citation_paths(settings)
+    doc = docs.EntityDocument(path, text, canonical)
     if doc.problems:
         return None, doc.problems[0], {}
     dates: list[str] = []
@@ -171,7 +174,7 @@ def plan_document(
         if record.key is not None:
             by_key.setdefault(record.key, []).append(record)
     for key in sorted(k for k, rs in by_key.items() if any(r.new for r in rs)):
-        merged = merge_key(doc, key, by_key[key], settings.superseded_in_document, history)
+        merged = merge_key(doc, key, by_key[key], settings.superseded_in_document, history, located)
         dates += merged.dates
         counts.update(merged.counts)
         if merged.current:
@@ -188,6 +191,7 @@ def plan_document(
         settings.near_duplicate_threshold,
         source_date,
         lambda source, text: said(path, source, text),
+        located,
     )
     dates += notes.dates
     counts.update(notes.counts)
@@ -203,6 +207,19 @@ def plan_document(
         doc.lower_created(min(dated)[:10])
         new = doc.text()
     return new, None, doc.front_matter
+
+
+def citation_paths(settings: Settings) -> tuple[Callable[[str], str], Callable[[str], str]]:
+    """(where a source's citation links to, the source a linked path stands for). With `archive`, a note is
+    linked where the archive puts it (this run moves it there), so the link resolves once it is moved."""
+    folder = settings.archive_dir.strip("/")
+
+    def located(source: str) -> str:
+        if settings.archive and source.startswith(SESSIONS + "/"):
+            return folder + source[len(SESSIONS) :]
+        return source
+
+    return located, lambda linked: source_of(linked, folder)
 
 
 def _place(

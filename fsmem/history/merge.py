@@ -164,7 +164,7 @@ def _merge_body(
         out.extend(merged)
         kept += conflicts
     out = _settle_facts(out, ours, theirs, path, dates, nl)
-    out = _merge_observations(out, set(base), set(ours), set(theirs), threshold, nl)
+    out = _merge_observations(out, set(base), set(ours), set(theirs), threshold, nl, path)
     return out, kept
 
 
@@ -271,7 +271,7 @@ def _new_section(lines: list[str], title: str, body: list[str], nl: str) -> list
 
 # -- observations -----------------------------------------------------------------------------------
 def _merge_observations(
-    out: list[str], base: set[str], ours: set[str], theirs: set[str], threshold: float, nl: str
+    out: list[str], base: set[str], ours: set[str], theirs: set[str], threshold: float, nl: str, path: str
 ) -> list[str]:
     """Two observations under `## Notes`, one new on each side, that are near-duplicates: one line."""
     drop: set[int] = set()
@@ -309,7 +309,7 @@ def _merge_observations(
             dates = [_obs_date(a.provenance), _obs_date(b.provenance)]
             sources = sorted(set(a.provenance.sources) | set(b.provenance.sources))
             words = [text for text in (a.text, b.text) if text in known] or [min(a.text, b.text)]
-            out[min(i, j)] = F.render_observation(min(words), max(dates), sources) + nl
+            out[min(i, j)] = F.render_observation(min(words), max(dates), sources, path) + nl
             drop.add(max(i, j))
     return [line for index, line in enumerate(out) if index not in drop]
 
