@@ -180,3 +180,18 @@ def test_history_paths_name_the_document_beside_them():
     assert history_path(DOC) == HISTORY and document_of(HISTORY) == DOC
     assert is_history_path(HISTORY) and not is_history_path(DOC)
     assert not is_history_path("topics/history.md")
+
+
+def test_sync_s_merge_of_a_history_file_pools_its_values_and_makes_none_current():
+    from fsmem.history.merge import merge_text
+
+    head = "---\ntype: semantic\n---\n## Superseded\n"
+    e1 = "- employer: E1 ([2026-01-01](../../sessions/2026/01/01/a.md) to 2026-01-02)\n"
+    city = "- city: Oslo ([2026-01-01](../../sessions/2026/01/01/a.md) to 2026-01-05)\n"
+    e2 = "- employer: E2 ([2026-01-02](../../sessions/2026/01/02/b.md) to 2026-01-03)\n"
+    e5 = "- employer: E5 ([2026-01-02](../../sessions/2026/01/02/c.md) to 2026-01-04)\n"
+    base = head + city + e1
+    ours, theirs = base + e2, head + e1 + e5  # theirs forgot the city by hand
+    merged, kept = merge_text(base, ours, theirs, path=HISTORY)
+    assert (merged, kept) == (head + e1 + e2 + e5, 0)
+    assert merge_text(base, theirs, ours, path=HISTORY) == (merged, 0)

@@ -262,9 +262,7 @@ def render_current(key: str, value: str, first: Stamp, last: Stamp, document: st
     return f"- {key}: {value} ({_cite(first.date, first.source, document)}{_tail(first, last, document)})"
 
 
-def render_superseded(
-    key: str, value: str | None, first: Stamp, last: Stamp, to: str | None, document: str
-) -> str:
+def render_superseded(key: str, value: str | None, first: Stamp, last: Stamp, to: str | None, document: str) -> str:
     """A superseded value as `document` shows it: its first record linked, `to` when the next value came."""
     shown = RETRACTED if value is None else value
     span = _cite(first.date, first.source, document) + (f" to {to}" if to else "")
