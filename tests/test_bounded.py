@@ -195,3 +195,13 @@ def test_sync_s_merge_of_a_history_file_pools_its_values_and_makes_none_current(
     merged, kept = merge_text(base, ours, theirs, path=HISTORY)
     assert (merged, kept) == (head + e1 + e2 + e5, 0)
     assert merge_text(base, theirs, ours, path=HISTORY) == (merged, 0)
+
+
+def test_context_without_index_md_lists_documents_not_their_history_files(changed, tmp_path):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(changed, copy)
+    (copy / "INDEX.md").unlink()
+    text = Memory(copy).context().to_text()
+    assert f"- {DOC} — Nadia Okafor" in text and "history" not in text

@@ -41,8 +41,7 @@ def ls(
     check_offset(offset)
     budget = memory.budget.narrowed(max_tokens, max_results)
     chosen = selection(memory, path, depth=depth, type=type, tag=tag, updated_after=updated_after)
-    if not include_superseded:
-        chosen = dataclasses.replace(chosen, history_files=False)
+    chosen = dataclasses.replace(chosen, history_files=include_superseded)
     # one row past the cap, so the page can say the result limit cut it
     found = memory.catalog.listing(chosen, offset=offset, limit=budget.max_results + 1)
     listing = list_entries(

@@ -45,10 +45,11 @@ class Selection:
         type: str | None = None,
         tag: str | Iterable[str] | None = None,
         updated_after_us: int | None = None,
+        history_files: bool = True,
     ) -> Selection:
         tags = () if not tag else ((tag,) if isinstance(tag, str) else tuple(tag))
         top = None if start in (None, "", ".") else start
-        return cls(top, start_is_file and top is not None, depth, type, tags, updated_after_us)
+        return cls(top, start_is_file and top is not None, depth, type, tags, updated_after_us, history_files)
 
 
 def where(selection: Selection, scope: Scope | None) -> Clause:
