@@ -24,7 +24,7 @@ def consolidated(tmp_path, monkeypatch):
     write_file(memory.root, LATER, "---\ntitle: Support\n---\n## people/Adam Smith\n- employer: Acme\n")
     memory.consolidate()
     document = (memory.root / "entities/people/adam-smith.md").read_text()
-    assert f"## Superseded\n- employer: US Navy (2026-10-01 to 2026-11-20, {FIRST})" in document
+    assert f"## Superseded\n- employer: US Navy ([2026-10-01](../../{FIRST}) to 2026-11-20)" in document
     return memory
 
 
