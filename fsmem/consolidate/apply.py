@@ -20,6 +20,7 @@ from fsmem import format as fmt
 from fsmem.consolidate import extractors as ex, ledger as L, plan as C, subjects
 from fsmem.consolidate.dates import SESSIONS
 from fsmem.consolidate.notes import NoteEntry
+from fsmem.consolidate.relink import relink
 from fsmem.consolidate.report import COUNT_NAMES, ConsolidationReport
 from fsmem.errors import FsmemError, LockTimeout
 from fsmem.store.files import TEMP_PREFIX, file_lock, fsync_dir, state_dir
@@ -282,38 +283,6 @@ def archive(root: Path, settings: C.Settings, report: ConsolidationReport) -> No
         report.notes_archived.append(rel)
 
 
-def relink(root: Path, settings: C.Settings, report: ConsolidationReport, writes: _Writes) -> None:
-    """Citations that link a note the archive has just moved, rewritten to link where it is now.
-
-    A document consolidated with `archive` on links its notes where the archive puts them; this keeps
-    the links of documents written before (archive off, or citations a human copied) resolving too.
-    """
-    from fsmem.format.facts import UP
-    from fsmem.store.paths import resolve
-    from fsmem.store.supersession import lines_citing
-
-    moved = {rel: f"{settings.archive_dir}/{rel[len(SESSIONS) + 1 :]}" for rel in report.notes_archived}
-    if not moved:
-        return
-    batch = []
-    with file_lock(root):
-        for doc in sorted(lines_citing(root, moved)):
-            try:
-                full = resolve(root, doc)
-            except FsmemError:
-                continue
-            data = _current(full)
-            if data is None or os.path.islink(full):
-                continue
-            up = UP * doc.count("/")
-            new = data
-            for rel, archived in moved.items():
-                new = new.replace(f"]({up}{rel})".encode(), f"]({up}{archived})".encode())
-            if new != data:
-                batch.append((full, new, doc))
-        report.files_written += [rel for _full, _data, rel in _write_batch(batch, writes)]
-
-
 def unified_diff(plan: C.Plan) -> str:
     parts: list[str] = []
     for change in sorted(plan.changes, key=lambda c: (c.kind != "document", c.path)):
@@ -377,7 +346,7 @@ def run(
                 report.conflicts = report.conflicts[:conflicts_before]  # retried: only a final conflict is reported
         if settings.archive:
             archive(root, settings, report)
-            relink(root, settings, report, writes)
+            relink(root, settings, report, lambda batch: [rel for _f, _d, rel in _write_batch(batch, writes)])
         try:
             report.index_changed = index_md.write_index(root, settings.index_max_tokens, count_tokens, fresh)
         except FsmemError as exc:
