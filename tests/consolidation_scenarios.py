@@ -100,6 +100,7 @@ class Scenario:
     crashes: dict[int, int] = field(default_factory=dict)  # step -> crash after this many writes
     strays: set[int] = field(default_factory=set)  # steps whose crash leaves a stray temporary file
     human: bool = False  # start from a document written by hand (HUMAN_DOCUMENT)
+    kept: int | None = None  # consolidate.superseded_in_document (None: the default, 10)
 
 
 def fact_line(key: str, value: str, as_of: str | None) -> str:
@@ -128,11 +129,19 @@ def random_scenario(rng: random.Random, notes: int = 6, steps: int = 3, lines: i
         made.setdefault((date, session), Note(date, session, arrive, sections))
     crashes = {s: rng.randint(1, 12) for s in range(steps) if rng.random() < 0.5}
     strays = {s for s in crashes if rng.random() < 0.5}
-    return Scenario(list(made.values()), steps, crashes, strays, human=rng.random() < 0.3)
+    kept = rng.choice([None, 0, 1])
+    return Scenario(list(made.values()), steps, crashes, strays, human=rng.random() < 0.3, kept=kept)
 
 
 def start(root: Path, scenario: Scenario) -> Memory:
     memory = Memory.init(root)
+    if scenario.kept is not None:  # a small bound, so that history files take lines in every run
+        config = root / "fsmem.yaml"
+        text = config.read_text(encoding="utf-8")
+        wanted = text.replace("  superseded_in_document: 10 ", f"  superseded_in_document: {scenario.kept}  ", 1)
+        assert wanted != text
+        config.write_text(wanted, encoding="utf-8")
+        memory = Memory(root)
     if scenario.human:
         path = root / "entities/people/ann-lee.md"
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -70,20 +70,20 @@ ADAM_AFTER = """\
 # Adam Smith
 
 ## Facts
-- employer: Globex (2026-11-20, sessions/2026/11/20/support-0140.md)
-- role: head of finance (2026-11-02, sessions/2026/11/02/support-0102.md)
+- employer: Globex ([2026-11-20](../../sessions/2026/11/20/support-0140.md))
+- role: head of finance ([2026-11-02](../../sessions/2026/11/02/support-0102.md))
 - timezone: Europe/London
 - preferred contact: email, never phone before 10:00
 
 ## Notes
-- Prefers invoices as PDF attachments rather than portal links. (2026-11-02, sessions/2026/10/01/kickoff.md; sessions/2026/11/02/support-0102.md)
+- Prefers invoices as PDF attachments rather than portal links. ([2026-11-02](../../sessions/2026/10/01/kickoff.md); [support-0102](../../sessions/2026/11/02/support-0102.md))
 - Asked twice about proration when seats change mid-cycle. (2026-10-28, sessions/2026/10/28/review.md)
-- Adam confirmed that Acme wants usage lines grouped by project on the invoice. (2026-11-02, sessions/2026/11/02/support-0102.md)
-- Adam introduced his successor at Acme, Priya Natarajan. (2026-11-20, sessions/2026/11/20/support-0140.md)
+- Adam confirmed that Acme wants usage lines grouped by project on the invoice. ([2026-11-02](../../sessions/2026/11/02/support-0102.md))
+- Adam introduced his successor at Acme, Priya Natarajan. ([2026-11-20](../../sessions/2026/11/20/support-0140.md))
 
 ## Superseded
-- employer: Acme Corp (2026-10-01 to 2026-11-20, entities/people/adam-smith.md)
-- role: finance lead (2026-10-01 to 2026-11-02, entities/people/adam-smith.md)
+- employer: Acme Corp ([2026-10-01](../../entities/people/adam-smith.md) to 2026-11-20)
+- role: finance lead ([2026-10-01](../../entities/people/adam-smith.md) to 2026-11-02)
 """
 
 
@@ -100,13 +100,13 @@ def test_demo_supersedes_employer_and_role(demo):
     assert priya.startswith(
         "---\ntitle: Priya Natarajan\ntype: semantic\nentity: people/Priya Natarajan\ncreated: 2026-11-20\n"
     )
-    assert "- role: finance lead (2026-11-20, sessions/2026/11/20/support-0140.md)\n" in priya
+    assert "- role: finance lead ([2026-11-20](../../sessions/2026/11/20/support-0140.md))\n" in priya
     hits = demo.grep("Acme Corp", ["entities/people/adam-smith.md"])
     assert hits.total == 0
     hits = demo.grep("Acme Corp", ["entities/people/adam-smith.md"], include_superseded=True)
     assert hits.to_dict()["matches"][0]["superseded"] is True
     shown = demo.read("entities/people/adam-smith.md").to_text()
-    assert "Globex" in shown and "Acme Corp (2026-10-01" not in shown
+    assert "Globex" in shown and "Acme Corp (" not in shown
     for rel in ("sessions/2026/11/02/support-0102.md", "sessions/2026/11/20/support-0140.md"):
         assert "\nconsolidated: sha256-" in body(demo, rel)
 
@@ -150,8 +150,8 @@ def test_older_note_consolidated_later_never_brings_the_old_value_back(tmp_path)
     note(apart.root, *old)  # the older note turns up after the newer one was consolidated
     apart.consolidate()
     text = body(apart, "entities/people/ann-lee.md")
-    assert "## Facts\n- employer: Globex (2026-03-05, sessions/2026/03/05/s3.md)\n" in text
-    assert "## Superseded\n- employer: Acme (2026-01-05 to 2026-03-05, sessions/2026/01/05/s1.md)\n" in text
+    assert "## Facts\n- employer: Globex ([2026-03-05](../../sessions/2026/03/05/s3.md))\n" in text
+    assert "## Superseded\n- employer: Acme ([2026-01-05](../../sessions/2026/01/05/s1.md) to 2026-03-05)\n" in text
     assert snapshot(apart.root) == snapshot(together.root)
 
 
@@ -161,18 +161,18 @@ def test_explicit_date_beats_note_date_and_a_late_older_value_splits_a_run(memor
     memory.consolidate()
     text = body(memory, "topics/office.md")
     assert (
-        "- address: 1 Main St (2026-01-01, sessions/2026/01/01/a.md; confirmed 2026-03-01, sessions/2026/03/01/c.md)"
+        "- address: 1 Main St ([2026-01-01](../sessions/2026/01/01/a.md); confirmed [2026-03-01](../sessions/2026/03/01/c.md))"
         in text
     )
     # written later, but dated between the two records of the current value: it must not become current
     note(memory.root, "2026-04-01", "d", "## topic/Office\n- address: 9 Side St (as of 2026-02-01)\n")
     memory.consolidate()
     text = body(memory, "topics/office.md")
-    assert "## Facts\n- address: 1 Main St (2026-03-01, sessions/2026/03/01/c.md)\n" in text
+    assert "## Facts\n- address: 1 Main St ([2026-03-01](../sessions/2026/03/01/c.md))\n" in text
     assert text.endswith(
         "## Superseded\n"
-        "- address: 1 Main St (2026-01-01 to 2026-02-01, sessions/2026/01/01/a.md)\n"
-        "- address: 9 Side St (2026-02-01 to 2026-03-01, sessions/2026/04/01/d.md)\n"
+        "- address: 1 Main St ([2026-01-01](../sessions/2026/01/01/a.md) to 2026-02-01)\n"
+        "- address: 9 Side St ([2026-02-01](../sessions/2026/04/01/d.md) to 2026-03-01)\n"
     )
 
 
@@ -180,8 +180,8 @@ def test_later_line_of_the_same_note_wins(memory):
     note(memory.root, "2026-01-01", "a", "## topic/Build\n- status: red\n- status: green\n")
     memory.consolidate()
     text = body(memory, "topics/build.md")
-    assert "## Facts\n- status: green (2026-01-01, sessions/2026/01/01/a.md)\n" in text
-    assert "## Superseded\n- status: red (2026-01-01 to 2026-01-01, sessions/2026/01/01/a.md)\n" in text
+    assert "## Facts\n- status: green ([2026-01-01](../sessions/2026/01/01/a.md))\n" in text
+    assert "## Superseded\n- status: red ([2026-01-01](../sessions/2026/01/01/a.md) to 2026-01-01)\n" in text
 
 
 def test_retraction(memory):
@@ -189,18 +189,18 @@ def test_retraction(memory):
     note(memory.root, "2026-02-01", "b", "## people/Ann Lee\n- employer: ~\n")
     memory.consolidate()
     text = body(memory, "entities/people/ann-lee.md")
-    assert "## Facts\n- role: cto (2026-01-01, sessions/2026/01/01/a.md)\n" in text
+    assert "## Facts\n- role: cto ([2026-01-01](../../sessions/2026/01/01/a.md))\n" in text
     assert text.endswith(
         "## Superseded\n"
-        "- employer: Acme (2026-01-01 to 2026-02-01, sessions/2026/01/01/a.md)\n"
-        "- employer: ~ (2026-02-01, sessions/2026/02/01/b.md)\n"
+        "- employer: Acme ([2026-01-01](../../sessions/2026/01/01/a.md) to 2026-02-01)\n"
+        "- employer: ~ ([2026-02-01](../../sessions/2026/02/01/b.md))\n"
     )
     assert memory.grep("employer", ["entities/people/ann-lee.md"]).total == 0
     # an older value arriving after the retraction stays retracted
     note(memory.root, "2026-01-15", "late", "## people/Ann Lee\n- employer: Initech\n")
     memory.consolidate()
     assert memory.grep("employer", ["entities/people/ann-lee.md"]).total == 0
-    assert "- employer: Initech (2026-01-15 to 2026-02-01, sessions/2026/01/15/late.md)\n" in body(
+    assert "- employer: Initech ([2026-01-15](../../sessions/2026/01/15/late.md) to 2026-02-01)\n" in body(
         memory, "entities/people/ann-lee.md"
     )
 
@@ -220,8 +220,8 @@ def test_observation_is_not_a_fact_and_near_duplicates_merge(memory):
     assert "## Facts" not in text and "## Superseded" not in text
     assert text.endswith(
         "## Notes\n"
-        "- Wow: that trip sounds amazing! (2026-01-01, sessions/2026/01/01/a.md)\n"
-        "- Prefers email over phone. (2026-01-09, sessions/2026/01/01/a.md; sessions/2026/01/09/b.md)\n"
+        "- Wow: that trip sounds amazing! ([2026-01-01](../../sessions/2026/01/01/a.md))\n"
+        "- Prefers email over phone. ([2026-01-09](../../sessions/2026/01/01/a.md); [b](../../sessions/2026/01/09/b.md))\n"
     )
 
 
@@ -231,7 +231,7 @@ def test_human_edits_between_runs_are_kept(demo):
     edited = (
         path.read_text()
         .replace("- timezone: Europe/London\n", "- timezone: Europe/London\n\nHuman prose  with odd   spacing.\n")
-        .replace("- role: head of finance (2026-11-02", "- role: Head of Finance, EMEA (2026-11-02")
+        .replace("- role: head of finance ([2026-11-02]", "- role: Head of Finance, EMEA ([2026-11-02]")
     )
     path.write_text(edited)
     note(demo.root, "2026-11-25", "support-0150", "## people/Adam Smith\n- phone: +44 20 7946 0000\n")
@@ -241,12 +241,12 @@ def test_human_edits_between_runs_are_kept(demo):
     demo.consolidate()
     after = path.read_text()
     assert "Human prose  with odd   spacing.\n" in after
-    assert "- role: Head of Finance, EMEA (2026-11-02, sessions/2026/11/02/support-0102.md)\n" in after
+    assert "- role: Head of Finance, EMEA ([2026-11-02](../../sessions/2026/11/02/support-0102.md))\n" in after
     assert "- role: head of finance" not in after
-    assert "- phone: +44 20 7946 0000 (2026-11-25, sessions/2026/11/25/support-0150.md)\n" in after
+    assert "- phone: +44 20 7946 0000 ([2026-11-25](../../sessions/2026/11/25/support-0150.md))\n" in after
     assert after.count("Adam confirmed that Acme wants usage lines") == 1
     billing = body(demo, "topics/billing.md")  # the appended line falls under the note's last heading
-    assert "- Asked for a call next week. (2026-11-02, sessions/2026/11/02/support-0102.md)\n" in billing
+    assert "- Asked for a call next week. ([2026-11-02](../sessions/2026/11/02/support-0102.md))\n" in billing
 
 
 def test_note_appended_after_consolidation_is_consolidated_next_run(memory):
@@ -257,9 +257,9 @@ def test_note_appended_after_consolidation_is_consolidated_next_run(memory):
     report = memory.consolidate()
     text = body(memory, "entities/people/ann-lee.md")
     # fsmem note stamps each fact with the time of the write: the same second here, so the later line wins
-    assert "- employer: Globex (2026-12-01T08:00:00Z, sessions/2026/12/01/s.md)\n" in text
-    assert "- employer: Acme (2026-12-01T08:00:00Z to 2026-12-01T08:00:00Z, sessions/2026/12/01/s.md)\n" in text
-    assert "- role: cto (2026-12-01T08:00:00Z, sessions/2026/12/01/s.md)\n" in text
+    assert "- employer: Globex ([2026-12-01T08:00:00Z](../../sessions/2026/12/01/s.md))\n" in text
+    assert "- employer: Acme ([2026-12-01T08:00:00Z](../../sessions/2026/12/01/s.md) to 2026-12-01T08:00:00Z)\n" in text
+    assert "- role: cto ([2026-12-01T08:00:00Z](../../sessions/2026/12/01/s.md))\n" in text
     assert report.counts["facts_added"] == 2 and report.counts["superseded"] == 1
 
 
@@ -294,7 +294,7 @@ def test_malformed_note_and_document_are_reported_and_skipped(memory):
     assert ("sessions/2026/01/01/broken.md", 3) in problems
     assert ("sessions/2026/01/02/dated.md", 8) in problems
     assert ("topics/broken-doc.md", 2) in problems
-    assert "- size: 3 (2026-01-02" in body(memory, "topics/x.md")
+    assert "- size: 3 ([2026-01-02]" in body(memory, "topics/x.md")
     assert "when" not in body(memory, "topics/x.md")
     assert doc.read_text() == "---\ntitle: Broken: doc: here\n---\n"
     assert "consolidated:" not in body(memory, "sessions/2026/01/03/feeds-broken.md")
@@ -321,7 +321,7 @@ def test_dry_run_prints_a_diff_and_writes_nothing(demo):
     assert not (demo.root / ".fsmem/logs/consolidate.jsonl").exists()
     assert not (demo.root / ".fsmem/consolidate").exists()  # not even the ledger
     assert "--- a/entities/people/adam-smith.md\n+++ b/entities/people/adam-smith.md\n" in report.diff
-    assert "+- employer: Globex (2026-11-20, sessions/2026/11/20/support-0140.md)\n" in report.diff
+    assert "+- employer: Globex ([2026-11-20](../../sessions/2026/11/20/support-0140.md))\n" in report.diff
     assert "--- /dev/null\n+++ b/entities/people/priya-natarajan.md\n" in report.diff
     assert report.to_dict()["diff"] == report.diff
 
@@ -334,10 +334,12 @@ def test_subjects_without_kind_and_default_subject(demo):
         "- Loose line with no subject.\n\n## A. Smith\n- shoe size: 44\n\n## Zebra Crossing\n- colour: white\n",
     )
     demo.consolidate()
-    assert "- shoe size: 44 (2026-11-21" in body(demo, "entities/people/adam-smith.md")
-    assert "- colour: white (2026-11-21" in body(demo, "topics/zebra-crossing.md")
+    assert "- shoe size: 44 ([2026-11-21]" in body(demo, "entities/people/adam-smith.md")
+    assert "- colour: white ([2026-11-21]" in body(demo, "topics/zebra-crossing.md")
     inbox = body(demo, "topics/inbox.md")
-    assert "topic: Inbox" in inbox and "- Loose line with no subject. (2026-11-21, sessions/2026/11/21/x.md)" in inbox
+    assert (
+        "topic: Inbox" in inbox and "- Loose line with no subject. ([2026-11-21](../sessions/2026/11/21/x.md))" in inbox
+    )
 
 
 def test_archive_moves_consolidated_notes(memory):
@@ -357,8 +359,9 @@ def test_archive_moves_consolidated_notes(memory):
     memory.consolidate()
     assert body(memory, "topics/x.md").endswith(
         "## Superseded\n"
-        "- a: b (2026-01-01 to 2026-01-03, sessions/2026/01/01/a.md; confirmed 2026-01-02, sessions/2026/01/02/a.md)\n"
-        "- a: c (2026-01-03 to 2026-01-04, sessions/2026/01/03/late.md)\n"
+        "- a: b ([2026-01-01](../archive/sessions/2026/01/01/a.md) to 2026-01-03; "
+        "confirmed [2026-01-02](../archive/sessions/2026/01/02/a.md))\n"
+        "- a: c ([2026-01-03](../archive/sessions/2026/01/03/late.md) to 2026-01-04)\n"
     )
 
 
@@ -389,8 +392,10 @@ def test_extractor_plugin_through_entry_points(memory, tmp_path, monkeypatch):
     memory = Memory(memory.root)
     note(memory.root, "2026-01-01", "a", "Bo Diaz works at Initech.\n")
     memory.consolidate()
-    assert "- employer: Initech (2026-01-01, sessions/2026/01/01/a.md)\n" in body(memory, "entities/people/bo-diaz.md")
-    assert "- Bo Diaz works at Initech. (2026-01-01" in body(memory, "topics/inbox.md")
+    assert "- employer: Initech ([2026-01-01](../../sessions/2026/01/01/a.md))\n" in body(
+        memory, "entities/people/bo-diaz.md"
+    )
+    assert "- Bo Diaz works at Initech. ([2026-01-01]" in body(memory, "topics/inbox.md")
     config.write_text(config.read_text().replace("[rules, shouting]", "[nope]"))
     with pytest.raises(ex.ConfigError, match="no extractor 'nope'"):
         Memory(memory.root).consolidate()
@@ -407,7 +412,7 @@ def test_note_appended_while_a_run_is_in_progress_is_not_lost(memory):
     assert "role" not in body(memory, "entities/people/ann-lee.md")
     report = memory.consolidate()
     assert report.counts["facts_added"] == 1
-    assert "- role: cto (2026-12-01T08:00:00Z, sessions/2026/12/01/s.md)\n" in body(
+    assert "- role: cto ([2026-12-01T08:00:00Z](../../sessions/2026/12/01/s.md))\n" in body(
         memory, "entities/people/ann-lee.md"
     )
     assert memory.consolidate().empty

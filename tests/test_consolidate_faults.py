@@ -133,7 +133,7 @@ def test_cli_json_report_and_exit_codes(base):
     assert dry.returncode == 1 and dry.stdout.startswith("(nothing would change)")
     text = (base / "topics/deployments.md").read_text()
     assert (
-        "## Facts\n- deploy window: Monday to Wednesday, 09:00-15:00 UTC (2026-11-25, sessions/2026/11/25/ops-7.md)\n"
+        "## Facts\n- deploy window: Monday to Wednesday, 09:00-15:00 UTC ([2026-11-25](../sessions/2026/11/25/ops-7.md))\n"
         in text
     )
     assert "- approver: the on-call SRE lead" not in text.split("## Superseded")[0]

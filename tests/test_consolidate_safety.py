@@ -59,7 +59,7 @@ def test_a_fact_a_human_deleted_does_not_come_back_when_its_note_grows(memory):
     report = memory.consolidate()
     text = read(memory, "entities/people/ann-lee.md")
     assert "employer" not in text and "Likes tea" not in text
-    assert "- role: cto (2026-12-01T08:00:00Z, sessions/2026/12/01/s.md)\n" in text  # the time fsmem note wrote
+    assert "- role: cto ([2026-12-01T08:00:00Z](../../sessions/2026/12/01/s.md))\n" in text  # the time fsmem note wrote
     assert report.counts["facts_added"] == 1
 
 
@@ -75,7 +75,7 @@ def test_a_deleted_fact_stays_deleted_when_the_note_grows_in_the_middle(memory):
     memory.consolidate()
     text = read(memory, "entities/people/ann-lee.md")
     assert "employer" not in text and "- role: cto (" in text
-    assert "- status: open (2026-12-01T08:00:00Z, sessions/2026/12/01/s.md)\n" in read(memory, "topics/ops.md")
+    assert "- status: open ([2026-12-01T08:00:00Z](../sessions/2026/12/01/s.md))\n" in read(memory, "topics/ops.md")
 
 
 def test_a_deleted_fact_stays_deleted_without_the_ledger(memory):
@@ -88,7 +88,7 @@ def test_a_deleted_fact_stays_deleted_without_the_ledger(memory):
     path.write_text(path.read_text() + "- role: cto\n")
     memory.consolidate()
     text = read(memory, "entities/people/ann-lee.md")
-    assert "employer" not in text and "- role: cto (2026-11-02" in text and "- city: Paris (" in text
+    assert "employer" not in text and "- role: cto ([2026-11-02]" in text and "- city: Paris (" in text
 
 
 def test_a_human_edit_of_a_value_still_wins_over_the_note_it_came_from(memory):
@@ -99,13 +99,13 @@ def test_a_human_edit_of_a_value_still_wins_over_the_note_it_came_from(memory):
     path.write_text(path.read_text() + "- city: Paris\n")
     memory.consolidate()
     text = doc.read_text()
-    assert "- role: Head of Finance, EMEA (2026-11-02, sessions/2026/11/02/s.md)\n" in text
+    assert "- role: Head of Finance, EMEA ([2026-11-02](../../sessions/2026/11/02/s.md))\n" in text
     assert "head of finance" not in text and "## Superseded" not in text
     note(memory.root, "2026-11-20", "t", "## people/Ann Lee\n- role: cfo\n")
     memory.consolidate()
     text = doc.read_text()
-    assert "- role: cfo (2026-11-20, sessions/2026/11/20/t.md)\n" in text
-    assert "- role: Head of Finance, EMEA (2026-11-02 to 2026-11-20, sessions/2026/11/02/s.md)\n" in text
+    assert "- role: cfo ([2026-11-20](../../sessions/2026/11/20/t.md))\n" in text
+    assert "- role: Head of Finance, EMEA ([2026-11-02](../../sessions/2026/11/02/s.md) to 2026-11-20)\n" in text
 
 
 # -- finding 4: notes dated in the future ----------------------------------------------
@@ -127,11 +127,11 @@ def test_a_note_dated_in_the_future_is_held_back_reported_and_applied_once_its_d
     ) in problems
     note(memory.root, "2026-11-20", "b", "## topic/Ops\n- status: amber\n")
     memory.consolidate()
-    assert "## Facts\n- status: amber (2026-11-20, sessions/2026/11/20/b.md)\n" in read(memory, "topics/ops.md")
+    assert "## Facts\n- status: amber ([2026-11-20](../sessions/2026/11/20/b.md))\n" in read(memory, "topics/ops.md")
     monkeypatch.setenv("FSMEM_NOW", "2099-01-02T08:00:00+00:00")
     report = memory.consolidate()
     assert report.held_back == [] and report.counts["notes_consolidated"] == 1
-    assert "## Facts\n- status: from the future (2099-01-01, sessions/2099/01/01/typo.md)\n" in read(
+    assert "## Facts\n- status: from the future ([2099-01-01](../sessions/2099/01/01/typo.md))\n" in read(
         memory, "topics/ops.md"
     )
     assert not [p for p, _n, _m in memory.check().problems if p.startswith("sessions/")]
@@ -182,8 +182,8 @@ def test_a_document_that_links_to_another_memory_file_is_written_through_and_sta
     memory.consolidate()
     assert os.path.islink(memory.root / "topics/invoices.md")
     text = read(memory, "topics/billing.md")
-    assert "- cycle: yearly (2026-11-02, sessions/2026/11/02/b.md)\n" in text
-    assert "- format: pdf (2026-11-02, sessions/2026/11/02/b.md)\n" in text
+    assert "- cycle: yearly ([2026-11-02](../sessions/2026/11/02/b.md))\n" in text
+    assert "- format: pdf ([2026-11-02](../sessions/2026/11/02/b.md))\n" in text
     assert memory.consolidate().empty
 
 

@@ -63,20 +63,32 @@ def test_explicit_date_and_bad_date():
 
 def test_provenance_round_trip():
     first, last = F.Stamp("2026-03-01", "sessions/a.md"), F.Stamp("2026-05-02", "sessions/b.md")
-    line = F.render_current("role", "cto", first, last)
-    assert line == "- role: cto (2026-03-01, sessions/a.md; confirmed 2026-05-02, sessions/b.md)"
+    line = F.render_current("role", "cto", first, last, "entities/people/ann.md")
+    assert line == "- role: cto ([2026-03-01](../../sessions/a.md); confirmed [2026-05-02](../../sessions/b.md))"
     fact = F.parse_fact(line)
     assert fact.value == "cto"
     assert fact.provenance == F.Provenance(
         "2026-03-01", ("sessions/a.md",), None, F.Stamp("2026-05-02", "sessions/b.md")
     )
-    old = F.render_superseded("employer", "Acme Corp", first, first, "2026-11-20")
-    assert old == "- employer: Acme Corp (2026-03-01 to 2026-11-20, sessions/a.md)"
+    old = F.render_superseded("employer", "Acme Corp", first, first, "2026-11-20", "topics/x.md")
+    assert old == "- employer: Acme Corp ([2026-03-01](../sessions/a.md) to 2026-11-20)"
     parsed = F.parse_fact(old)
     assert (parsed.value, parsed.provenance.first, parsed.provenance.to) == ("Acme Corp", "2026-03-01", "2026-11-20")
-    gone = F.render_superseded("employer", None, F.Stamp("", "entities/x.md"), F.Stamp("", "entities/x.md"), None)
-    assert gone == "- employer: ~ (undated, entities/x.md)"
-    assert F.parse_fact(gone).retracted
+    assert parsed.provenance.sources == ("sessions/a.md",)
+    gone = F.render_superseded(
+        "employer", None, F.Stamp("", "entities/x.md"), F.Stamp("", "entities/x.md"), None, "entities/x.md"
+    )
+    assert gone == "- employer: ~ ([undated](../entities/x.md))"
+    assert F.parse_fact(gone).retracted and F.parse_fact(gone).provenance.sources == ("entities/x.md",)
+
+
+def test_citations_written_before_links_are_still_read():
+    fact = F.parse_fact("- role: cto (2026-03-01, sessions/a.md; confirmed 2026-05-02, sessions/b.md)")
+    assert fact.value == "cto" and fact.provenance == F.Provenance(
+        "2026-03-01", ("sessions/a.md",), None, F.Stamp("2026-05-02", "sessions/b.md")
+    )
+    old = F.parse_fact("- employer: Acme Corp (2026-03-01 to 2026-11-20, sessions/a.md)")
+    assert (old.value, old.provenance.to, old.provenance.sources) == ("Acme Corp", "2026-11-20", ("sessions/a.md",))
 
 
 def test_value_with_ordinary_parentheses_keeps_them():
@@ -84,14 +96,18 @@ def test_value_with_ordinary_parentheses_keeps_them():
     assert (fact.value, fact.provenance) == ("Town Hall (second floor)", None)
     not_a_date = F.parse_fact("- x: y (2026-02-30, sessions/a.md)")
     assert not_a_date.value == "y (2026-02-30, sessions/a.md)"
+    not_a_link = F.parse_fact("- x: y ([2026-02-30](../sessions/a.md))")
+    assert not_a_link.value == "y ([2026-02-30](../sessions/a.md))"
+    a_link_in_a_value = F.parse_fact("- site: [docs](https://example.com/docs)")
+    assert (a_link_in_a_value.value, a_link_in_a_value.provenance) == ("[docs](https://example.com/docs)", None)
 
 
 def test_observation_provenance_lists_sources():
     obs = F.parse_observation("- Prefers PDF. (2026-11-02, sessions/a.md; sessions/b.md)")
     assert obs.text == "Prefers PDF." and obs.provenance.sources == ("sessions/a.md", "sessions/b.md")
-    assert F.render_observation("Prefers PDF.", "2026-11-02", ["sessions/a.md", "sessions/b.md"]) == (
-        "- Prefers PDF. (2026-11-02, sessions/a.md; sessions/b.md)"
-    )
+    line = F.render_observation("Prefers PDF.", "2026-11-02", ["sessions/a.md", "sessions/b.md"], "topics/t.md")
+    assert line == "- Prefers PDF. ([2026-11-02](../sessions/a.md); [b](../sessions/b.md))"
+    assert F.parse_observation(line).provenance.sources == ("sessions/a.md", "sessions/b.md")
 
 
 def test_slugify():

@@ -26,11 +26,11 @@ tags: [customer, billing]
 Finance lead at the customer.
 
 ## Facts
-- employer: Acme (2026-10-01, sessions/2026/10/01/a.md)
-- role: lead (2026-10-01, sessions/2026/10/01/a.md)
+- employer: Acme ([2026-10-01](../../sessions/2026/10/01/a.md))
+- role: lead ([2026-10-01](../../sessions/2026/10/01/a.md))
 
 ## Notes
-- Likes tea. (2026-10-01, sessions/2026/10/01/a.md)
+- Likes tea. ([2026-10-01](../../sessions/2026/10/01/a.md))
 """
 
 
@@ -41,7 +41,10 @@ def side(text: str, *changes: tuple[str, str]) -> str:
     return text
 
 
-def both_ways(base: str, ours: str, theirs: str, path: str = "entities/people/adam-smith.md") -> tuple[str, int]:
+DOC = "entities/people/adam-smith.md"
+
+
+def both_ways(base: str, ours: str, theirs: str, path: str = DOC) -> tuple[str, int]:
     one = merge_text(base, ours, theirs, path=path)
     two = merge_text(base, theirs, ours, path=path)
     assert one == two, "the merge depends on which side is ours"
@@ -53,31 +56,37 @@ def test_a_fact_set_on_both_sides_keeps_the_newer_and_supersedes_the_other_with_
     ours = side(
         BASE,
         ("updated: 2026-10-01", "updated: 2026-11-20"),
-        ("- employer: Acme (2026-10-01, sessions/2026/10/01/a.md)", "- employer: Globex (2026-11-20, sessions/x.md)"),
+        (
+            "- employer: Acme ([2026-10-01](../../sessions/2026/10/01/a.md))",
+            "- employer: Globex ([2026-11-20](../../sessions/x.md))",
+        ),
     )
-    ours += "\n## Superseded\n- employer: Acme (2026-10-01 to 2026-11-20, sessions/2026/10/01/a.md)\n"
+    ours += "\n## Superseded\n- employer: Acme ([2026-10-01](../../sessions/2026/10/01/a.md) to 2026-11-20)\n"
     theirs = side(
         BASE,
         ("updated: 2026-10-01", "updated: 2026-11-21"),
-        ("- employer: Acme (2026-10-01, sessions/2026/10/01/a.md)", "- employer: Initech (2026-11-21, sessions/y.md)"),
+        (
+            "- employer: Acme ([2026-10-01](../../sessions/2026/10/01/a.md))",
+            "- employer: Initech ([2026-11-21](../../sessions/y.md))",
+        ),
     )
-    theirs += "\n## Superseded\n- employer: Acme (2026-10-01 to 2026-11-21, sessions/2026/10/01/a.md)\n"
+    theirs += "\n## Superseded\n- employer: Acme ([2026-10-01](../../sessions/2026/10/01/a.md) to 2026-11-21)\n"
     merged, kept = both_ways(BASE, ours, theirs)
     assert kept == 0
-    assert "## Facts\n- employer: Initech (2026-11-21, sessions/y.md)\n- role: lead" in merged
+    assert "## Facts\n- employer: Initech ([2026-11-21](../../sessions/y.md))\n- role: lead" in merged
     assert merged.endswith(
         "## Superseded\n"
-        "- employer: Acme (2026-10-01 to 2026-11-20, sessions/2026/10/01/a.md)\n"
-        "- employer: Globex (2026-11-20 to 2026-11-21, sessions/x.md)\n"
+        "- employer: Acme ([2026-10-01](../../sessions/2026/10/01/a.md) to 2026-11-20)\n"
+        "- employer: Globex ([2026-11-20](../../sessions/x.md) to 2026-11-21)\n"
     )
     assert "updated: 2026-11-21\n" in merged
 
 
 def test_a_change_on_one_side_takes_that_side_and_changes_on_different_lines_combine():
-    ours = side(BASE, ("- role: lead (2026-10-01", "- role: cfo (2026-11-02"))
+    ours = side(BASE, ("- role: lead ([2026-10-01]", "- role: cfo ([2026-11-02]"))
     theirs = side(BASE, ("Finance lead at the customer.", "Finance lead at the customer, since 2019."))
     merged, kept = both_ways(BASE, ours, theirs)
-    assert kept == 0 and "- role: cfo (2026-11-02" in merged and "since 2019." in merged
+    assert kept == 0 and "- role: cfo ([2026-11-02]" in merged and "since 2019." in merged
     assert merge_text(BASE, ours, BASE) == (ours, 0) and merge_text(BASE, BASE, theirs) == (theirs, 0)
 
 
@@ -85,23 +94,23 @@ def test_observations_are_the_union_and_near_duplicates_become_one_line_with_bot
     ours = side(
         BASE,
         (
-            "- Likes tea. (2026-10-01, sessions/2026/10/01/a.md)",
-            "- Likes tea. (2026-11-20, sessions/2026/10/01/a.md; sessions/x.md)\n- Plays chess. (2026-11-20, sessions/x.md)",
+            "- Likes tea. ([2026-10-01](../../sessions/2026/10/01/a.md))",
+            "- Likes tea. ([2026-11-20](../../sessions/2026/10/01/a.md); [x](../../sessions/x.md))\n- Plays chess. ([2026-11-20](../../sessions/x.md))",
         ),
     )
     theirs = side(
         BASE,
         (
-            "- Likes tea. (2026-10-01, sessions/2026/10/01/a.md)",
-            "- Likes tea! (2026-11-21, sessions/2026/10/01/a.md; sessions/y.md)",
+            "- Likes tea. ([2026-10-01](../../sessions/2026/10/01/a.md))",
+            "- Likes tea! ([2026-11-21](../../sessions/2026/10/01/a.md); [y](../../sessions/y.md))",
         ),
     )
     merged, kept = both_ways(BASE, ours, theirs)
     assert kept == 0
     notes = merged.split("## Notes\n")[1]
     assert notes == (
-        "- Likes tea. (2026-11-21, sessions/2026/10/01/a.md; sessions/x.md; sessions/y.md)\n"
-        "- Plays chess. (2026-11-20, sessions/x.md)\n"
+        "- Likes tea. ([2026-11-21](../../sessions/2026/10/01/a.md); [x](../../sessions/x.md); [y](../../sessions/y.md))\n"
+        "- Plays chess. ([2026-11-20](../../sessions/x.md))\n"
     )
 
 
@@ -135,7 +144,7 @@ def test_hand_written_facts_set_on_both_sides_keep_the_side_updated_last():
     merged, kept = both_ways(base, ours, theirs, "topics/shared.md")
     assert kept == 0
     assert "## Facts\n- owner: bo\n- status: open\n" in merged
-    assert merged.endswith("## Superseded\n- owner: ann (2026-11-03 to 2026-11-04, topics/shared.md)\n")
+    assert merged.endswith("## Superseded\n- owner: ann ([2026-11-03](../topics/shared.md) to 2026-11-04)\n")
 
 
 def test_prose_both_sides_changed_keeps_both_versions_marked_and_check_reports_it(tmp_path):
@@ -159,15 +168,19 @@ def test_prose_both_sides_changed_keeps_both_versions_marked_and_check_reports_i
 
 def test_a_retraction_on_one_side_against_a_change_on_the_other_goes_by_date():
     ours = side(
-        BASE, ("- role: lead (2026-10-01, sessions/2026/10/01/a.md)", "- role: cto (2026-11-02, sessions/x.md)")
+        BASE,
+        (
+            "- role: lead ([2026-10-01](../../sessions/2026/10/01/a.md))",
+            "- role: cto ([2026-11-02](../../sessions/x.md))",
+        ),
     )
-    theirs = side(BASE, ("- role: lead (2026-10-01, sessions/2026/10/01/a.md)\n", ""))
-    theirs += "\n## Superseded\n- role: lead (2026-10-01 to 2026-11-09, sessions/2026/10/01/a.md)\n- role: ~ (2026-11-09, sessions/y.md)\n"
+    theirs = side(BASE, ("- role: lead ([2026-10-01](../../sessions/2026/10/01/a.md))\n", ""))
+    theirs += "\n## Superseded\n- role: lead ([2026-10-01](../../sessions/2026/10/01/a.md) to 2026-11-09)\n- role: ~ ([2026-11-09](../../sessions/y.md))\n"
     merged, _ = both_ways(BASE, ours, theirs)
     assert "- role: cto" not in merged.split("## Facts")[1].split("##")[0]
     assert (
-        "- role: cto (2026-11-02 to 2026-11-09, sessions/x.md)" in merged
-        and "- role: ~ (2026-11-09, sessions/y.md)" in merged
+        "- role: cto ([2026-11-02](../../sessions/x.md) to 2026-11-09)" in merged
+        and "- role: ~ ([2026-11-09](../../sessions/y.md))" in merged
     )
 
 
@@ -217,8 +230,8 @@ SOURCES = ("sessions/a.md", "sessions/b.md", "sessions/c.md")
 def render(facts: dict, history: list, notes: list, prose: list, updated: str) -> str:
     lines = ["---", "title: P", "entity: people/P", "created: 2026-10-01", f"updated: {updated}", "---", "# P", ""]
     lines += prose + ["", "## Facts"]
-    lines += [F.render_current(k, v, F.Stamp(d, s), F.Stamp(d, s)) for k, (v, d, s) in sorted(facts.items())]
-    lines += ["", "## Notes"] + [F.render_observation(text, d, [s]) for text, d, s in notes]
+    lines += [F.render_current(k, v, F.Stamp(d, s), F.Stamp(d, s), DOC) for k, (v, d, s) in sorted(facts.items())]
+    lines += ["", "## Notes"] + [F.render_observation(text, d, [s], DOC) for text, d, s in notes]
     if history:
         lines += ["", "## Superseded"] + history
     return "\n".join(lines) + "\n"
@@ -258,11 +271,12 @@ def edited(base: dict, data) -> tuple[dict, list, str]:
             continue
         if old is not None and old[1] > date:  # an older record: straight under ## Superseded
             stamp = F.Stamp(date, source)
-            history.append(F.render_superseded(key, value, stamp, stamp, old[1]))
+            history.append(F.render_superseded(key, value, stamp, stamp, old[1], DOC))
             continue
         if old is not None:
             to = None if old[1] == date else date
-            history.append(F.render_superseded(key, old[0], F.Stamp(old[1], old[2]), F.Stamp(old[1], old[2]), to))
+            first = F.Stamp(old[1], old[2])
+            history.append(F.render_superseded(key, old[0], first, first, to, DOC))
         facts[key] = (value, date, source)
     notes = list(base["notes"]) + data.draw(
         st.lists(

@@ -47,7 +47,7 @@ def test_index_lists_entities_by_kind_then_topics(demo):
 def test_document_without_description_is_summarised_by_its_current_facts(demo):
     path = demo.root / "topics/office.md"
     path.write_text(
-        "---\ntitle: Office\n---\n# Office\n\n## Facts\n- address: 1 Main St\n- floor: 3\n\n## Superseded\n- floor: 2 (2026-01-01 to 2026-02-01, sessions/a.md)\n"
+        "---\ntitle: Office\n---\n# Office\n\n## Facts\n- address: 1 Main St\n- floor: 3\n\n## Superseded\n- floor: 2 ([2026-01-01](../sessions/a.md) to 2026-02-01)\n"
     )
     demo.index()
     assert "- [Office](topics/office.md): address: 1 Main St; floor: 3\n" in (demo.root / "INDEX.md").read_text()

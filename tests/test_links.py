@@ -276,8 +276,8 @@ def test_note_headings_and_subjects_that_are_links_file_under_the_entity(tmp_pat
     done = fsmem(root, "consolidate", env={"FSMEM_NOW": "2026-12-01T11:00:00+00:00"})
     assert done.returncode == 0, done.stderr
     rosa = (root / "entities/people/rosa.md").read_text()
-    assert "- employer: Acme (2026-12-01T10:00:00Z, sessions/2026/12/01/" in rosa
-    assert "- role: cfo (2026-12-01T10:00:00Z, sessions/2026/12/01/s2.md)" in rosa
+    assert "- employer: Acme ([2026-12-01T10:00:00Z](../../sessions/2026/12/01/" in rosa
+    assert "- role: cfo ([2026-12-01T10:00:00Z](../../sessions/2026/12/01/s2.md))" in rosa
     assert not (root / "entities/people/rosa-diaz.md").exists()
     assert sorted(p.name for p in (root / "topics").iterdir()) == ["sam-lee.md"]
     assert (root / "topics/sam-lee.md").read_text().startswith("---\ntitle: Sam Lee\n")

@@ -40,7 +40,7 @@ def test_the_core_commands_run_without_posix_only_modules_and_calls(tmp_path):
     assert consolidated.startswith("consolidated 1 of 1 note(s): 1 fact(s) added")
     assert "topics/billing.md:\n11:- cycle: monthly" in fsmem(root, "grep", "monthly")
     assert fsmem(root, "search", "cycle").startswith("topics/billing.md\n")
-    assert "- cycle: monthly (2026-11-30" in fsmem(root, "read", "topics/billing.md")
+    assert "- cycle: monthly ([2026-11-30" in fsmem(root, "read", "topics/billing.md")
     assert fsmem(root, "write", "topics/plan.md", input="# Plan\n\nship it\n").startswith("wrote topics/plan.md")
     assert fsmem(root, "edit", "topics/plan.md", "--old", "ship it", "--new", "ship it on Friday").startswith(
         "edited topics/plan.md"

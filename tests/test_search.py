@@ -232,7 +232,7 @@ def test_generated_index_and_consolidated_notes_are_not_ranked_twice(memory):
     assert hit.text == "- The walrus colony moved to the north pier. (2026-01-10)"  # citation cut to its date
     assert hit.sources == ["sessions/2026/01/10/s1.md"]
     full = memory.read(hit.path, lines=str(hit.line)).lines[0][1]
-    assert full == "- The walrus colony moved to the north pier. (2026-01-10, sessions/2026/01/10/s1.md)"
+    assert full == "- The walrus colony moved to the north pier. ([2026-01-10](../sessions/2026/01/10/s1.md))"
     memory.note("- A second walrus colony appeared at the south pier.", session="s1", subject="topic/Wildlife")
     grown = [h.path for h in memory.search("second walrus colony south", max_results=10).hits]
     assert grown[0].startswith("sessions/")  # a note that grew after consolidation is searched again
@@ -504,10 +504,10 @@ topic: Microsoft
 # Microsoft
 
 ## Facts
-- ceo: Steve Jobs (2020-02-07, sessions/2020/02/07/facts-037.md)
+- ceo: Steve Jobs ([2020-02-07](../../sessions/2020/02/07/facts-037.md))
 
 ## Superseded
-- ceo: Satya Nadella (2020-01-18 to 2020-02-07, sessions/2020/01/18/facts-017.md)
+- ceo: Satya Nadella ([2020-01-18](../../sessions/2020/01/18/facts-017.md) to 2020-02-07)
 """
 
 WINDOWS_PHONE = """---
@@ -517,7 +517,7 @@ topic: Windows Phone
 # Windows Phone
 
 ## Facts
-- developer: Microsoft (2020-02-14, sessions/2020/02/14/facts-045.md)
+- developer: Microsoft ([2020-02-14](../../sessions/2020/02/14/facts-045.md))
 """
 
 

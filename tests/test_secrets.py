@@ -90,7 +90,7 @@ NEAR_MISSES = [
     "- Adam forgot his password again; reset it through the portal.",
     "- The secret: practice every day.",
     "- token budget: 4000",
-    "- employer: Globex (2026-11-20, sessions/2026/11/20/support-0140.md)",
+    "- employer: Globex ([2026-11-20](../../sessions/2026/11/20/support-0140.md))",
     "- ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx is the placeholder in the docs",
 ]
 

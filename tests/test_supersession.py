@@ -24,7 +24,7 @@ def consolidated(tmp_path, monkeypatch):
     write_file(memory.root, LATER, "---\ntitle: Support\n---\n## people/Adam Smith\n- employer: Acme\n")
     memory.consolidate()
     document = (memory.root / "entities/people/adam-smith.md").read_text()
-    assert f"## Superseded\n- employer: US Navy (2026-10-01 to 2026-11-20, {FIRST})" in document
+    assert f"## Superseded\n- employer: US Navy ([2026-10-01](../../{FIRST}) to 2026-11-20)" in document
     return memory
 
 
@@ -58,8 +58,10 @@ def test_search_hides_it_in_a_note_that_grew_after_consolidation(consolidated):
 def test_the_rule_itself(tmp_path):
     root = tmp_path
     note = "---\ntitle: n\nconsolidated: sha256-0\n---\n## topic/X\n- color: Blue\n- size: big\n- color: red\n"
-    write_file(root, "topics/x.md", "# X\n## Superseded\n- color: blue (2026-01-01 to 2026-02-01, sessions/a.md)\n")
-    write_file(root, "topics/y.md", "# Y\n## Facts\n- size: big (2026-01-01, sessions/a.md)\n")
+    write_file(
+        root, "topics/x.md", "# X\n## Superseded\n- color: blue ([2026-01-01](../sessions/a.md) to 2026-02-01)\n"
+    )
+    write_file(root, "topics/y.md", "# Y\n## Facts\n- size: big ([2026-01-01](../sessions/a.md))\n")
 
     def ranges(docs):
         return {"topics/x.md": [(2, 3)], "topics/y.md": []}

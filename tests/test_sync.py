@@ -37,7 +37,8 @@ def test_two_clones_with_four_writers_each_converge_without_losing_anything(tmp_
     assert first.keys() == second.keys() and first == second
     heads = {git(root, "rev-parse", "HEAD") for root in roots} | {git(result["origin"], "rev-parse", "main")}
     assert len(heads) == 1
-    # every note any writer wrote is there; every fact is current or under ## Superseded
+    # every note any writer wrote is there; every fact is current or under ## Superseded (of the document, or of
+    # its history file once the document shows the newest ten)
     notes = "".join(text.decode() for rel, text in first.items() if rel.startswith("sessions/"))
     written = result["written"]
     assert len(written) > 50
@@ -47,6 +48,7 @@ def test_two_clones_with_four_writers_each_converge_without_losing_anything(tmp_
         elif item["kind"] == "fact":
             slug = item["person"].lower().replace(" ", "-")
             document = first[f"entities/people/{slug}.md"].decode()
+            document += first.get(f"entities/people/{slug}.history.md", b"").decode()
             assert f"- {item['key']}: {item['value']} (" in document, item
             assert f"- {item['key']}: {item['value']}" in notes, item
     # one current value per key, and no conflict marker of any kind

@@ -233,7 +233,7 @@ BAD_CALLS = [
     (
         "ls",
         {"folder": "topics"},
-        "error: unknown argument 'folder' for ls; its arguments are: path, depth, type, tag, updated_after, offset, max_results",
+        "error: unknown argument 'folder' for ls; its arguments are: path, depth, type, tag, updated_after, include_superseded, offset, max_results",
     ),
     (
         "note",

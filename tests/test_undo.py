@@ -106,10 +106,10 @@ def test_revert_of_a_consolidation_makes_the_old_value_current_and_the_next_cons
     memory, c = consolidated(monkeypatch, tmp_path)
     at(monkeypatch, "2026-11-30")
     out = cli(memory.root, "revert", c)
-    assert out.returncode == 0 and out.stdout.startswith(f"reverted {PERSON}")
+    assert out.returncode == 0 and out.stdout.startswith("reverted 2 files")  # the document and its history file
     text = (memory.root / PERSON).read_text()
     assert facts(text) == [
-        f"- employer: Acme Corp (2026-11-28T09:00:00Z, sessions/2026/11/28/default-{memory.host_id}.md)"
+        f"- employer: Acme Corp ([2026-11-28T09:00:00Z](../../sessions/2026/11/28/default-{memory.host_id}.md))"
     ]
     assert "ACME" not in text and "Superseded" not in text
     assert "consolidated: " in (memory.root / f"sessions/2026/11/29/default-{memory.host_id}.md").read_text()

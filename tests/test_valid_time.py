@@ -65,8 +65,8 @@ def test_the_later_write_of_one_day_is_current_whoever_s_note_path_sorts_first(t
     fsmem(root, "consolidate", now="2026-12-01T16:00:00Z")
     text = (root / DOC).read_text()
     facts, superseded = text.split("## Superseded\n")
-    assert "- employer: Globex (2026-12-01T15:32:09Z, sessions/2026/12/01/alice-" in facts
-    assert "- employer: Acme (2026-12-01T15:32:07Z to 2026-12-01T15:32:09Z, sessions/2026/12/01/zed-" in superseded
+    assert "- employer: Globex ([2026-12-01T15:32:09Z](../../sessions/2026/12/01/alice-" in facts
+    assert "- employer: Acme ([2026-12-01T15:32:07Z](../../sessions/2026/12/01/zed-" in superseded
     assert "Acme" not in facts
 
 
@@ -78,7 +78,7 @@ def test_the_earlier_write_loses_even_when_its_note_path_sorts_last(tmp_path):
     fsmem(root, "--agent", "zed", "note", "- employer: Acme", "--subject", NADIA, now="2026-12-01T15:32:09Z")
     fsmem(root, "consolidate", now="2026-12-01T16:00:00Z")
     facts = (root / DOC).read_text().split("## Superseded\n")[0]
-    assert "- employer: Acme (2026-12-01T15:32:09Z" in facts and "Globex" not in facts
+    assert "- employer: Acme ([2026-12-01T15:32:09Z]" in facts and "Globex" not in facts
 
 
 def test_notes_without_a_time_still_order_a_day_by_note_path(tmp_path):
@@ -90,7 +90,7 @@ def test_notes_without_a_time_still_order_a_day_by_note_path(tmp_path):
         path.write_text(f"---\ntitle: {name}\n---\n## {NADIA}\n- employer: {employer}\n")
     fsmem(root, "consolidate", now="2026-12-01T16:00:00Z")
     facts = (root / DOC).read_text().split("## Superseded\n")[0]
-    assert "- employer: Acme (2026-12-01, sessions/2026/12/01/zed.md)" in facts  # zed.md sorts after alice.md
+    assert "- employer: Acme ([2026-12-01](../../sessions/2026/12/01/zed.md))" in facts  # zed.md sorts after alice.md
 
 
 def test_a_note_records_the_time_of_each_write_in_utc(tmp_path):
@@ -184,8 +184,8 @@ def test_context_as_of_shows_the_profile_s_facts_as_they_held(history):
     profile = history / "profile/identity.md"
     profile.write_text(
         "---\ntitle: Identity\ncreated: 2026-01-01\n---\n# Identity\n\n## Facts\n"
-        "- team lead: Rosa (2026-01-01, profile/identity.md)\n\n## Superseded\n"
-        "- team lead: Ana (2025-06-01 to 2026-01-01, profile/identity.md)\n"
+        "- team lead: Rosa ([2026-01-01](../profile/identity.md))\n\n## Superseded\n"
+        "- team lead: Ana ([2025-06-01](../profile/identity.md) to 2026-01-01)\n"
     )
     now = fsmem(history, "context").stdout
     then = fsmem(history, "context", "--as-of", "2025-12-31").stdout

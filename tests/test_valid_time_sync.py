@@ -45,9 +45,9 @@ def test_same_day_writes_on_two_hosts_order_by_time_through_sync(tmp_path, first
         run(root, "sync", now=later)
     for root in (zed_host, alice_host):
         facts, superseded = facts_of(root)
-        assert facts.strip() == "- employer: Globex (2026-12-01T15:32:09Z, sessions/2026/12/01/alice.md)"
+        assert facts.strip() == "- employer: Globex ([2026-12-01T15:32:09Z](../../sessions/2026/12/01/alice.md))"
         assert superseded.strip() == (
-            "- employer: Acme (2026-12-01T15:32:07Z to 2026-12-01T15:32:09Z, sessions/2026/12/01/zed.md)"
+            "- employer: Acme ([2026-12-01T15:32:07Z](../../sessions/2026/12/01/zed.md) to 2026-12-01T15:32:09Z)"
         )
     assert (zed_host / DOC).read_bytes() == (alice_host / DOC).read_bytes()
     timeline = run(zed_host, "timeline", NADIA, "employer", now=later).stdout.splitlines()

@@ -237,6 +237,11 @@ class ConsolidateSettings(Section):
         rule=number(0, 100),
         says="rapidfuzz ratio (0-100) above which an observation merges into an existing line",
     )
+    superseded_in_document: int = setting(
+        default=10,
+        rule=whole(0),
+        says="superseded values of each key a document shows; all of them are in its history file (NAME.history.md)",
+    )
     extractors: tuple[str, ...] = setting(
         default=("rules",), rule=NAMES, says="entry points of group fsmem.extractors, run in this order"
     )

@@ -20,6 +20,7 @@ from fsmem import format as fmt
 from fsmem.consolidate import extractors as ex, ledger as L, plan as C, subjects
 from fsmem.consolidate.dates import SESSIONS
 from fsmem.consolidate.notes import NoteEntry
+from fsmem.consolidate.relink import relink
 from fsmem.consolidate.report import COUNT_NAMES, ConsolidationReport
 from fsmem.errors import FsmemError, LockTimeout
 from fsmem.store.files import TEMP_PREFIX, file_lock, fsync_dir, state_dir
@@ -345,6 +346,7 @@ def run(
                 report.conflicts = report.conflicts[:conflicts_before]  # retried: only a final conflict is reported
         if settings.archive:
             archive(root, settings, report)
+            relink(root, settings, report, lambda batch: [rel for _f, _d, rel in _write_batch(batch, writes)])
         try:
             report.index_changed = index_md.write_index(root, settings.index_max_tokens, count_tokens, fresh)
         except FsmemError as exc:

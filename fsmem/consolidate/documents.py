@@ -14,6 +14,7 @@ document costs one parse, not one per key.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,8 +53,10 @@ class NoteLine:
 class EntityDocument:
     """One entity or topic file: its lines, what they hold, and the edits planned on them."""
 
-    def __init__(self, path: str, text: str):
+    def __init__(self, path: str, text: str, canonical: Callable[[str], str] = str):
+        """`canonical(path)` is the source a citation's path stands for (an archived note: its sessions/ path)."""
         self.path = path
+        self.canonical = canonical
         self.original = text
         self.lines = text.splitlines(keepends=True)
         self.newline = "\r\n" if "\r\n" in text[:4096] else "\n"
@@ -99,7 +102,7 @@ class EntityDocument:
                 if obs is not None:
                     prov = obs.provenance
                     date = "" if prov is None else (prov.confirmed.date if prov.confirmed else prov.first)
-                    sources = () if prov is None else prov.sources
+                    sources = () if prov is None else tuple(self.canonical(s) for s in prov.sources)
                     self.note_lines.append(NoteLine(index, obs.text, date, sources, prov is not None))
                 continue
             fact = _facts.parse_fact(line)
@@ -117,9 +120,9 @@ class EntityDocument:
         if prov is None:  # written by hand: dated by `(as of ...)`, else by the document's `created`
             stamp = _facts.Stamp(fact.as_of or self.created, self.path, index)
             return stamp, stamp
-        first = _facts.Stamp(prov.first, prov.sources[0], index)
+        first = _facts.Stamp(prov.first, self.canonical(prov.sources[0]), index)
         last = prov.confirmed or first
-        return first, _facts.Stamp(last.date, last.source, index)
+        return first, _facts.Stamp(last.date, self.canonical(last.source), index)
 
     def fact_lines(self, key: str | None = None) -> list[FactLine]:
         """Keyed facts anywhere in the body except `## Notes`; those under `## Superseded` are history."""

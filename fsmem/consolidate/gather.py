@@ -20,6 +20,7 @@ from fsmem.consolidate.history import RECORD, Record
 from fsmem.consolidate.ledger import Ledger
 from fsmem.consolidate.notes import NoteEntry, aligned, walk_notes
 from fsmem.consolidate.settings import Progress, Settings
+from fsmem.format.history_file import history_path
 from fsmem.format.links import heading_link
 
 
@@ -28,6 +29,7 @@ class Inputs:
     notes: list[NoteEntry] = field(default_factory=list)  # notes with something not yet consolidated
     held_back: list[tuple[str, str]] = field(default_factory=list)  # (path, date) of notes dated after today
     documents: dict[str, Any] = field(default_factory=dict)  # path -> text, None (new) or docs.UNREADABLE
+    histories: dict[str, Any] = field(default_factory=dict)  # document path -> its history file's, the same way
     targets: dict[str, subjects.Target] = field(default_factory=dict)  # document path -> its target
     records: dict[str, list[Record]] = field(default_factory=dict)  # document path -> the records it needs
     feeds: dict[str, set[str]] = field(default_factory=dict)  # document path -> notes with new items for it
@@ -77,6 +79,9 @@ def gather(
     for path in sorted(wanted):
         keys, first_observation = wanted[path]
         text = inputs.documents[path] = _read_document(root, path, inputs)
+        inputs.histories[path] = (
+            _read_document(root, history_path(path), inputs) if text is not docs.UNREADABLE else None
+        )
         shown = ledger.shown(path, _digest(text)) if isinstance(text, str) else {}
         inputs.records[path] = _records(ledger, resolver, path, keys, first_observation, inputs.today, shown)
     return inputs

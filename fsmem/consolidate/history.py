@@ -13,6 +13,13 @@ line of the key (written by hand, or a consolidated line a human edited) is
 kept as a *seed*: a run with the dates it shows, which the records then merge
 into. A record that was already consolidated counts only if some line still
 shows it, so a fact a human deleted stays deleted.
+
+The document's history file (`fsmem.format.history_file`) takes part the same way:
+its lines are the key's lines too, every superseded run is laid out there, and the
+document keeps only the newest few. A superseded line a human removes from the
+document is still shown by the history file, so it stays in the key's history
+(and comes back into the document's window the next time the key changes); one
+removed from both is gone.
 """
 
 from __future__ import annotations
@@ -20,12 +27,14 @@ from __future__ import annotations
 import bisect
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fsmem.consolidate import documents as docs
 from fsmem.format import facts as F
 
 RECORD, SEED_OLD, SEED_CURRENT = 1, 0, 2  # ranks: on one date and source, history seeds < records < current seeds
+ARCHIVED = 1 << 40  # a history file's line numbers, shifted past any document's in the order of seeds
 
 
 @dataclass(frozen=True)
@@ -57,8 +66,8 @@ class _Point:
     source: str
     order: tuple
 
-    def stamp(self) -> F.Stamp:
-        return F.Stamp(self.date, self.source)
+    def stamp(self, located: Callable[[str], str] = str) -> F.Stamp:
+        return F.Stamp(self.date, located(self.source))
 
 
 @dataclass
@@ -75,20 +84,32 @@ class KeyPlan:
     dates: list[str] = field(default_factory=list)
     current: list[str] = field(default_factory=list)  # a current line to place under `## Facts`
     history: list[str] = field(default_factory=list)  # history lines to place under `## Superseded`
+    archived: list[str] = field(default_factory=list)  # every history line, to place in the history file
     counts: Counter = field(default_factory=Counter)
 
 
-def merge_key(doc: docs.EntityDocument, key: str, records: list[Record]) -> KeyPlan:
-    """Re-derive `key` from `records` (all of them, old and new) and the document's lines of it."""
+def merge_key(
+    doc: docs.EntityDocument,
+    key: str,
+    records: list[Record],
+    kept: int | None = None,
+    archive: docs.EntityDocument | None = None,
+    located: Callable[[str], str] = str,
+) -> KeyPlan:
+    """Re-derive `key` from `records` (all of them, old and new) and the lines of it in the document and its
+    history file; the document keeps the newest `kept` superseded values (all when None), the history all.
+    `located(source)` is where a source's citation links to (the archive, once notes are moved there)."""
     result = KeyPlan()
     lines = doc.fact_lines(key)
+    archived = archive.fact_lines(key) if archive is not None else []
     said: dict[tuple[str, str], list[Record]] = {}
     for record in records:
         said.setdefault((record.date, record.source), []).append(record)
-    seeds = [line for line in lines if not _explained(line, said)]
-    shown = _Shown(lines)
+    seeds = [_seed_run(line) for line in lines if not _explained(line, said)]
+    seeds += [_seed_run(line, ARCHIVED) for line in archived if not _explained(line, said)]
+    shown = _Shown(lines + archived)
     included = [r for r in records if r.new or shown.covers(r)]
-    runs = _normalize(sorted((_seed_run(line) for line in seeds), key=lambda r: r.first.order))
+    runs = _normalize(sorted(seeds, key=lambda r: r.first.order))
     for record in sorted(included, key=lambda r: r.order):
         effect = _insert(runs, record.value, _Point(record.date, record.source, record.order))
         if record.new and effect != "none":
@@ -102,19 +123,25 @@ def merge_key(doc: docs.EntityDocument, key: str, records: list[Record]) -> KeyP
         return result
     current = runs[-1] if runs[-1].value is not None else None
     history = runs[:-1] if current else runs
-    before = sum(1 for line in lines if line.superseded)
+    before = max(sum(1 for line in lines if line.superseded), len(archived))
     result.counts["superseded"] += max(0, len(history) - before)
     wanted_current = (
-        F.render_current(key, current.value, current.first.stamp(), current.last.stamp())
+        F.render_current(key, current.value, current.first.stamp(located), current.last.stamp(located), doc.path)
         if current and current.value is not None
         else None
     )
     wanted_history = []
     for index, run in enumerate(history):
         to = runs[index + 1].first.date if index + 1 < len(runs) else None
-        wanted_history.append(F.render_superseded(key, run.value, run.first.stamp(), run.last.stamp(), to or None))
+        first, last = run.first.stamp(located), run.last.stamp(located)
+        wanted_history.append(F.render_superseded(key, run.value, first, last, to or None, doc.path))
     result.current = _lay_out(doc, [line for line in lines if not line.superseded], wanted_current)
-    result.history = _lay_out_group(doc, [line for line in lines if line.superseded], wanted_history)
+    window = wanted_history
+    if kept is not None and archive is not None:
+        window = wanted_history[max(0, len(wanted_history) - kept) :]
+    result.history = _lay_out_group(doc, [line for line in lines if line.superseded], window)
+    if archive is not None:
+        result.archived = _lay_out_group(archive, archived, wanted_history)
     return result
 
 
@@ -175,10 +202,12 @@ class _Shown:
         return any(last >= point for _first, last in spans[:upto])
 
 
-def _seed_run(line: docs.FactLine) -> _Run:
-    rank = SEED_OLD if line.superseded else SEED_CURRENT
-    first = _Point(line.first.date, line.first.source, (line.first.date, line.first.source, rank, line.index, 0, ""))
-    last = _Point(line.last.date, line.last.source, (line.last.date, line.last.source, rank, line.index, 0, ""))
+def _seed_run(line: docs.FactLine, offset: int = 0) -> _Run:
+    """A run for a line the records do not explain; `offset` sets a history file's lines after the document's."""
+    rank = SEED_OLD if line.superseded or offset else SEED_CURRENT
+    at = line.index + offset
+    first = _Point(line.first.date, line.first.source, (line.first.date, line.first.source, rank, at, 0, ""))
+    last = _Point(line.last.date, line.last.source, (line.last.date, line.last.source, rank, at, 0, ""))
     if last.order < first.order:
         last = first
     return _Run(line.value, first, last)

@@ -49,8 +49,10 @@ def merge_observations(
     threshold: float,
     source_date: Callable[[str], str],
     said: Callable[[str, str], bool | None] = lambda source, text: None,
+    located: Callable[[str], str] = str,
 ) -> NotesPlan:
-    """Place the new observation records (and the old ones from the earliest new one on) under `## Notes`."""
+    """Place the new observation records (and the old ones from the earliest new one on) under `## Notes`;
+    `located(source)` is where a source's citation links to."""
     from rapidfuzz import fuzz, process
 
     result = NotesPlan()
@@ -132,7 +134,7 @@ def merge_observations(
             continue
         dates = [source_date(s) for s in cluster.sources]
         date = max((d for d in dates if d), default=cluster.line.date if cluster.line else "")
-        rendered = F.render_observation(cluster.text, date, sorted(cluster.sources))
+        rendered = F.render_observation(cluster.text, date, [located(s) for s in sorted(cluster.sources)], doc.path)
         if cluster.line is not None:
             doc.replace(cluster.line.index, [rendered])
         else:

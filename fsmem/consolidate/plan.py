@@ -24,9 +24,10 @@ from fsmem.consolidate import documents as docs, subjects
 from fsmem.consolidate.dates import SESSIONS, note_date
 from fsmem.consolidate.gather import Inputs, gather
 from fsmem.consolidate.history import Record, merge_key
-from fsmem.consolidate.notes import NoteEntry
+from fsmem.consolidate.notes import NoteEntry, source_of
 from fsmem.consolidate.observations import merge_observations
 from fsmem.consolidate.settings import CONSOLIDATED_FIELD, KILL_ENV, Progress, Settings, body_digest
+from fsmem.format.history_file import history_path, new_history_text
 
 __all__ = [
     "CONSOLIDATED_FIELD",
@@ -83,13 +84,36 @@ def plan(inputs: Inputs, settings: Settings) -> Plan:
         if old is docs.UNREADABLE:
             blocked |= inputs.feeds.get(path, set())
             continue
-        new, problem, front = plan_document(
-            path, old, inputs.targets[path], inputs.records[path], settings, result.counts, source_date, inputs.said
+        old_history = inputs.histories.get(path)
+        if old_history is docs.UNREADABLE:
+            blocked |= inputs.feeds.get(path, set())
+            continue
+        history = docs.EntityDocument(
+            history_path(path), old_history or new_history_text(), citation_paths(settings)[1]
         )
+        new, problem, front = plan_document(
+            path,
+            old,
+            inputs.targets[path],
+            inputs.records[path],
+            settings,
+            result.counts,
+            source_date,
+            inputs.said,
+            history,
+        )
+        if problem is None and history.problems:
+            problem = history.problems[0]
         if problem:
             result.problems.append((path, problem[0], problem[1] + "; document skipped"))
             blocked |= inputs.feeds.get(path, set())
-        elif new is not None and new != old:
+            continue
+        new_history = history.text()
+        if new_history != (old_history or new_history_text()):
+            where = history_path(path)
+            result.changes.append(Change(where, old_history, new_history, "document", inputs.paths.get(where)))
+            result.feeds[where] = set(inputs.feeds.get(path, set()))  # a conflict there holds the notes back too
+        if new is not None and new != old:
             result.changes.append(Change(path, old, new, "document", inputs.paths.get(path)))
             result.fronts[path] = (front, new)
             holds: dict[str, tuple[str, list[str]]] = {}
@@ -128,29 +152,37 @@ def plan_document(
     counts: Counter,
     source_date: Callable[[str], str],
     said: Callable[[str, str, str], bool | None] = lambda document, source, text: None,
+    history: docs.EntityDocument | None = None,
 ) -> tuple[str | None, tuple[int, str] | None, dict]:
-    """The new text of one document after merging `records` into it (None: nothing to write)."""
+    """The new text of one document after merging `records` into it (None: nothing to write).
+
+    `history` is the document's history file (`fsmem.format.history_file`): every superseded value of the keys
+    merged is laid out there too, and the document keeps the newest `settings.superseded_in_document` of each."""
     if text is None:
         known = [r.date for r in records if r.date]
         text = docs.new_document(path, target.field, target.value, target.title, min(known)[:10] if known else "")
-    doc = docs.EntityDocument(path, text)
+    located, canonical = citation_paths(settings)
+    doc = docs.EntityDocument(path, text, canonical)
     if doc.problems:
         return None, doc.problems[0], {}
     dates: list[str] = []
     facts: list[tuple[str, list[str]]] = []
-    history: list[tuple[str, list[str]]] = []
+    shown: list[tuple[str, list[str]]] = []  # superseded lines the document shows
+    archived: list[tuple[str, list[str]]] = []  # every superseded line, for the history file
     by_key: dict[str, list[Record]] = {}
     for record in records:
         if record.key is not None:
             by_key.setdefault(record.key, []).append(record)
     for key in sorted(k for k, rs in by_key.items() if any(r.new for r in rs)):
-        merged = merge_key(doc, key, by_key[key])
+        merged = merge_key(doc, key, by_key[key], settings.superseded_in_document, history, located)
         dates += merged.dates
         counts.update(merged.counts)
         if merged.current:
             facts.append((key, merged.current))
         if merged.history:
-            history.append((key, merged.history))
+            shown.append((key, merged.history))
+        if merged.archived:
+            archived.append((key, merged.archived))
     if by_key:
         doc.ensure_section(docs.FACTS)
     notes = merge_observations(
@@ -159,10 +191,13 @@ def plan_document(
         settings.near_duplicate_threshold,
         source_date,
         lambda source, text: said(path, source, text),
+        located,
     )
     dates += notes.dates
     counts.update(notes.counts)
-    _place(doc, facts, history, notes.new_lines, notes.managed)
+    _place(doc, facts, shown, notes.new_lines, notes.managed)
+    if history is not None and archived:
+        _place_history(history, archived)
     new = doc.text()
     if new == doc.original:
         return None, None, {}
@@ -172,6 +207,19 @@ def plan_document(
         doc.lower_created(min(dated)[:10])
         new = doc.text()
     return new, None, doc.front_matter
+
+
+def citation_paths(settings: Settings) -> tuple[Callable[[str], str], Callable[[str], str]]:
+    """(where a source's citation links to, the source a linked path stands for). With `archive`, a note is
+    linked where the archive puts it (this run moves it there), so the link resolves once it is moved."""
+    folder = settings.archive_dir.strip("/")
+
+    def located(source: str) -> str:
+        if settings.archive and source.startswith(SESSIONS + "/"):
+            return folder + source[len(SESSIONS) :]
+        return source
+
+    return located, lambda linked: source_of(linked, folder)
 
 
 def _place(
@@ -192,3 +240,11 @@ def _place(
     managed = [(index, (0,)) for index in kept_notes if not doc.removed(index)]
     for order, line in sorted(observations):
         doc.place(docs.NOTES, [line], (1, order), managed)
+
+
+def _place_history(history: docs.EntityDocument, archived: list[tuple[str, list[str]]]) -> None:
+    """Put each key's superseded lines at their sorted place among the history file's lines that stay."""
+    staying = [line for line in history.fact_lines() if line.cited and not history.removed(line.index)]
+    old = [(line.index, line.key) for line in staying]
+    for key, lines in archived:
+        history.place(docs.SUPERSEDED, lines, key, old)

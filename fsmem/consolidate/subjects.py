@@ -18,6 +18,7 @@ from pathlib import Path
 
 from fsmem import format as fmt
 from fsmem.format.facts import slugify
+from fsmem.format.history_file import is_history_path
 from fsmem.store.catalog import HEAD_BYTES, walk_stats
 from fsmem.store.files import atomic_write, state_dir
 
@@ -186,7 +187,7 @@ def _subject(front: dict) -> str:
 
 
 def directory(root: Path, fresh: dict[str, DirectoryEntry] | None = None) -> list[DirectoryEntry]:
-    """Every entity and topic document, from the cache where (mtime, size) still match.
+    """Every entity and topic document (not their history files), from the cache where (mtime, size) still match.
 
     `fresh` holds entries the caller built from texts it has just written (the
     consolidator), used when their (mtime, size) match. A document the memory's
@@ -209,6 +210,8 @@ def directory(root: Path, fresh: dict[str, DirectoryEntry] | None = None) -> lis
     dirty = bool(fresh)
     for folder in ("entities", "topics"):
         for rel, full, stat in walk_stats(root, root / folder) if (root / folder).is_dir() else []:
+            if is_history_path(rel):  # a document's history, not a subject of its own (nor a line of INDEX.md)
+                continue
             old = known.get(rel)
             if old and old.mtime_ns == stat.st_mtime_ns and old.size == stat.st_size and not os.path.islink(full):
                 entries.append(old)

@@ -6,12 +6,19 @@ lowercase letters, digits, `_` or `-` (at most 40 characters), followed by
 ("- Wow: that trip sounds amazing!") is a free observation, because a misread
 key would silently supersede unrelated text.
 
-Provenance is a trailing parenthesis that a human reads as a citation:
+Provenance is a trailing parenthesis that a human reads as a citation, each
+source a Markdown link relative to the document (editors, Obsidian and Git hosts
+follow it): up to the memory's root, then the source's path from there, so the
+path it names is read without knowing where the document is.
 
-    - employer: Globex (2026-11-20, sessions/2026/11/20/support-0140.md)
-    - employer: Acme Corp (2026-10-01 to 2026-11-20, sessions/2026/10/01/kickoff.md)
-    - role: cto (2026-03-01, sessions/a.md; confirmed 2026-05-02, sessions/b.md)
-    - Prefers PDF invoices. (2026-11-02, sessions/x.md; sessions/y.md)
+    - employer: Globex ([2026-11-20](../../sessions/2026/11/20/support-0140.md))
+    - employer: Acme Corp ([2026-10-01](../../sessions/2026/10/01/kickoff.md) to 2026-11-20)
+    - role: cto ([2026-03-01](../a.md); confirmed [2026-05-02](../b.md))
+    - Prefers PDF invoices. ([2026-11-02](../x.md); [y](../y.md))
+
+Citations written before links (`(2026-11-20, sessions/2026/11/20/support-0140.md)`,
+`(2026-10-01 to 2026-11-20, SOURCE)`, `; confirmed DATE, SOURCE`) are still read;
+a line the consolidator rewrites is written with links.
 
 and a note may date a fact explicitly: `- role: cto (as of 2024-03-01)`.
 
@@ -46,6 +53,14 @@ _PROVENANCE = re.compile(
     rf" \((?P<first>{_DAY})(?: to (?P<to>{_STAMP}))?, (?P<sources>{_SOURCE}(?:; {_SOURCE})*)"
     rf"(?:; confirmed (?P<cdate>{_DAY}), (?P<csource>{_SOURCE}))?\)$"
 )
+_TARGET = r"[^\s;(),\[\]<>]+"
+_LINK = rf"\[[^\]\s]*\]\({_TARGET}\)"
+_LINKED = re.compile(
+    rf" \(\[(?P<first>{_DAY})\]\((?P<source>{_TARGET})\)(?: to (?P<to>{_STAMP}))?(?P<more>(?:; {_LINK})*)"
+    rf"(?:; confirmed \[(?P<cdate>{_DAY})\]\((?P<csource>{_TARGET})\))?\)$"
+)
+_LINK_TARGET = re.compile(rf"\[[^\]\s]*\]\(({_TARGET})\)")
+UP = "../"
 
 
 def valid_date(text: str) -> bool:
@@ -124,9 +139,6 @@ class Stamp:
     def key(self) -> tuple[str, str, int]:
         return (self.date, self.source, self.seq)
 
-    def shown(self) -> str:
-        return f"{self.date or UNDATED}, {self.source}"
-
 
 @dataclass(frozen=True)
 class Provenance:
@@ -139,8 +151,10 @@ class Provenance:
 
 
 def split_provenance(text: str) -> tuple[str, Provenance | None]:
-    """`text` without its trailing citation, and the citation (None if there is none)."""
-    match = _PROVENANCE.search(text)
+    """`text` without its trailing citation, and the citation (None if there is none); its sources are paths
+    from the memory's root, whether the citation links them or names them as text."""
+    linked = text.endswith(")") and _LINKED.search(text)
+    match = linked or _PROVENANCE.search(text)
     if not match:
         return text, None
     first = match.group("first")
@@ -148,16 +162,44 @@ def split_provenance(text: str) -> tuple[str, Provenance | None]:
     dates = [d for d in (first, to, match.group("cdate")) if d and d != UNDATED]
     if not all(valid_stamp(d) for d in dates):
         return text, None
+    if linked:
+        sources = [match.group("source"), *_LINK_TARGET.findall(match.group("more") or "")]
+        sources = [root_path(s) for s in sources]
+    else:
+        sources = match.group("sources").split("; ")
     confirmed = None
     if match.group("cdate"):
         cdate = match.group("cdate")
-        confirmed = Stamp("" if cdate == UNDATED else cdate, match.group("csource"))
+        csource = root_path(match.group("csource")) if linked else match.group("csource")
+        confirmed = Stamp("" if cdate == UNDATED else cdate, csource)
     return text[: match.start()], Provenance(
         first="" if first == UNDATED else first,
-        sources=tuple(match.group("sources").split("; ")),
+        sources=tuple(sources),
         to=to,
         confirmed=confirmed,
     )
+
+
+def root_path(target: str) -> str:
+    """The memory path a citation link leads to: the link climbs to the root, then names the path from there."""
+    while target.startswith((UP, "./")):
+        target = target[3:] if target.startswith(UP) else target[2:]
+    return target
+
+
+def link_to(path: str, document: str) -> str:
+    """The link from `document` to memory path `path`, as citations write it: up to the root, then `path`."""
+    return UP * document.count("/") + path
+
+
+def _cite(date: str, source: str, document: str) -> str:
+    return f"[{date or UNDATED}]({link_to(source, document)})"
+
+
+def _label(source: str) -> str:
+    """The text of a further source's link: the note's name."""
+    name = source.rsplit("/", 1)[-1]
+    return name[:-3] if name.endswith(".md") else name
 
 
 @dataclass(frozen=True)
@@ -215,29 +257,30 @@ def parse_observation(line: str) -> Observation | None:
     return Observation(text.strip(), provenance)
 
 
-def render_current(key: str, value: str, first: Stamp, last: Stamp) -> str:
-    return f"- {key}: {value} ({_span(first, last)})"
+def render_current(key: str, value: str, first: Stamp, last: Stamp, document: str) -> str:
+    """A current fact as `document` shows it: its first record linked, and its last confirmation."""
+    return f"- {key}: {value} ({_cite(first.date, first.source, document)}{_tail(first, last, document)})"
 
 
-def render_superseded(key: str, value: str | None, first: Stamp, last: Stamp, to: str | None) -> str:
+def render_superseded(key: str, value: str | None, first: Stamp, last: Stamp, to: str | None, document: str) -> str:
+    """A superseded value as `document` shows it: its first record linked, `to` when the next value came."""
     shown = RETRACTED if value is None else value
-    start = first.date or UNDATED
-    span = f"{start} to {to}" if to else start
-    tail = f"; confirmed {last.shown()}" if _confirmed(first, last) else ""
-    return f"- {key}: {shown} ({span}, {first.source}{tail})"
+    span = _cite(first.date, first.source, document) + (f" to {to}" if to else "")
+    return f"- {key}: {shown} ({span}{_tail(first, last, document)})"
 
 
-def _span(first: Stamp, last: Stamp) -> str:
-    tail = f"; confirmed {last.shown()}" if _confirmed(first, last) else ""
-    return first.shown() + tail
+def _tail(first: Stamp, last: Stamp, document: str) -> str:
+    return f"; confirmed {_cite(last.date, last.source, document)}" if _confirmed(first, last) else ""
 
 
 def _confirmed(first: Stamp, last: Stamp) -> bool:
     return (last.date, last.source) != (first.date, first.source)
 
 
-def render_observation(text: str, date: str, sources: list[str]) -> str:
-    return f"- {text} ({date or UNDATED}, {'; '.join(sources)})"
+def render_observation(text: str, date: str, sources: list[str], document: str) -> str:
+    """An observation as `document` shows it: its date linked to its first source, the others by name."""
+    links = [_cite(date, sources[0], document)] + [f"[{_label(s)}]({link_to(s, document)})" for s in sources[1:]]
+    return f"- {text} ({'; '.join(links)})"
 
 
 def slugify(name: str) -> str:

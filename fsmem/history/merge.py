@@ -16,6 +16,8 @@ memory file, where an agent would read them as memory. What merges how:
   as the consolidator merges them; in a session note, bullets are the union;
 - other lines both sides changed: both versions are kept, in a block between
   `<!-- fsmem merge: … -->` comments that `fsmem check` reports until one is chosen;
+- a history file (`NAME.history.md`): its values pooled, none current
+  (`fsmem.history.merge_history_file`);
 - INDEX.md is left as this side has it: `fsmem sync` regenerates it.
 
 The result depends only on the three texts, not on which side is "ours"
@@ -33,8 +35,10 @@ from pathlib import Path
 from fsmem import format as fmt
 from fsmem.config import ConsolidateSettings
 from fsmem.format import facts as F
+from fsmem.format.history_file import is_history_path
 from fsmem.history import merge_facts as MF
 from fsmem.history.diff3 import regions
+from fsmem.history.merge_history_file import merge_history
 
 GENERATED = ("INDEX.md",)
 OPEN = fmt.MERGE_MARK + " both sides changed the lines below; version 1 of 2 -->"
@@ -77,6 +81,8 @@ def merge_text(
         return ours, 0
     if ours == base:
         return theirs, 0
+    if is_history_path(path):
+        return merge_history(base, ours, theirs), 0
     b, o, t = _Parts(base), _Parts(ours), _Parts(theirs)
     if o.front is None or t.front is None or (b.front is None and base.strip()):
         for part in (b, o, t):
@@ -164,7 +170,7 @@ def _merge_body(
         out.extend(merged)
         kept += conflicts
     out = _settle_facts(out, ours, theirs, path, dates, nl)
-    out = _merge_observations(out, set(base), set(ours), set(theirs), threshold, nl)
+    out = _merge_observations(out, set(base), set(ours), set(theirs), threshold, nl, path)
     return out, kept
 
 
@@ -271,7 +277,7 @@ def _new_section(lines: list[str], title: str, body: list[str], nl: str) -> list
 
 # -- observations -----------------------------------------------------------------------------------
 def _merge_observations(
-    out: list[str], base: set[str], ours: set[str], theirs: set[str], threshold: float, nl: str
+    out: list[str], base: set[str], ours: set[str], theirs: set[str], threshold: float, nl: str, path: str
 ) -> list[str]:
     """Two observations under `## Notes`, one new on each side, that are near-duplicates: one line."""
     drop: set[int] = set()
@@ -309,7 +315,7 @@ def _merge_observations(
             dates = [_obs_date(a.provenance), _obs_date(b.provenance)]
             sources = sorted(set(a.provenance.sources) | set(b.provenance.sources))
             words = [text for text in (a.text, b.text) if text in known] or [min(a.text, b.text)]
-            out[min(i, j)] = F.render_observation(min(words), max(dates), sources) + nl
+            out[min(i, j)] = F.render_observation(min(words), max(dates), sources, path) + nl
             drop.add(max(i, j))
     return [line for index, line in enumerate(out) if index not in drop]
 

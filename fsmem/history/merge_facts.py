@@ -182,10 +182,12 @@ def rebuild(key: str, lines: list[tuple[str, str, bool]], path: str) -> tuple[li
             continue
         later = [r.first.date for r in ordered if r.first.date > run.first.date]
         to = min(later) if later else (current.first.date or None)
-        history.append(F.render_superseded(key, run.value, run.first, run.last, None if to == run.first.date else to))
+        history.append(
+            F.render_superseded(key, run.value, run.first, run.last, None if to == run.first.date else to, path)
+        )
     if current.value is None:
-        history.append(F.render_superseded(key, None, current.first, current.last, None))
+        history.append(F.render_superseded(key, None, current.first, current.last, None, path))
         return [], history
     if current.line is not None:
         return [current.line], history
-    return [F.render_current(key, current.value, current.first, current.last)], history
+    return [F.render_current(key, current.value, current.first, current.last, path)], history

@@ -7,6 +7,7 @@ for what is known of each file without reading it again).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
@@ -32,11 +33,13 @@ def ls(
     type: str | None = None,
     tag: str | Iterable[str] | None = None,
     updated_after: str | None = None,
+    include_superseded: bool = False,
     offset: int = 0,
     max_results: int | None = None,
     max_tokens: int | None = None,
 ) -> Listing:
-    """One row per file (path, title, type, updated, tokens, description), within the budget."""
+    """One row per file (path, title, type, updated, tokens, description), within the budget; history files
+    (`fsmem.format.history_file`) only with `include_superseded` or when `path` names one."""
     if depth is not None and depth < 1:
         raise InvalidArgument(f"{faces.arg('depth')} must be at least 1")
     from fsmem.query.listing import list_entries
@@ -44,6 +47,7 @@ def ls(
     check_offset(offset)
     budget = memory.budget.narrowed(max_tokens, max_results)
     chosen = selection(memory, path, depth=depth, type=type, tag=tag, updated_after=updated_after)
+    chosen = dataclasses.replace(chosen, history_files=include_superseded)
     # one row past the cap, so the page can say the result limit cut it
     found = memory.catalog.listing(chosen, offset=offset, limit=budget.max_results + 1)
     listing = list_entries(

@@ -2,7 +2,8 @@
 
 The subject is named as a note heading names it (`people/Nadia Okafor`, `topic/Build`), by
 a title or alias of an existing document, or by the document's path. The values are the
-document's own lines (`fsmem.query.timeline`), so the answer needs no history, and a
+lines of the document and of its history file (`fsmem.format.history_file`, which holds
+every superseded value the document no longer shows), so the answer needs no git, and a
 value whose source note is outside the caller's scope is left out.
 """
 
@@ -14,6 +15,7 @@ from fsmem import format as fmt
 from fsmem.budget import check_offset, echo
 from fsmem.errors import FsmemError, InvalidArgument, NotFound
 from fsmem.format import facts as F
+from fsmem.format.history_file import history_path
 from fsmem.format.valid_time import file_facts
 from fsmem.operations.core import Core, existing
 from fsmem.query.timeline import TimelineResult, entries_of, page_of
@@ -45,6 +47,8 @@ def timeline(
         raise InvalidArgument(f"{rel} is too large to read its facts; read it in parts with read")
     text = fmt.decode(paths.read_regular(target))[0]
     scope = memory.scope
+    facts = [(rel, fact) for fact in file_facts(text, rel)]
+    facts += [(history_path(rel), fact) for fact in _history_facts(memory, rel)]
     writers: dict[str, str | None] = {}
 
     def writer(source: str) -> str | None:
@@ -52,9 +56,7 @@ def timeline(
             writers[source] = _writer(memory, source)
         return writers[source]
 
-    entries = entries_of(
-        file_facts(text, rel), key, writer, (lambda source: scope.contains(source)) if scope is not None else _always
-    )
+    entries = entries_of(facts, key, writer, (lambda source: scope.contains(source)) if scope is not None else _always)
     return page_of(
         subject,
         rel,
@@ -64,6 +66,21 @@ def timeline(
         max_results=budget.max_results,
         max_tokens=budget.max_tokens,
     )
+
+
+def _history_facts(memory: Core, rel: str) -> list:
+    """The keyed facts of the document's history file (none when there is none, or it lies outside the scope)."""
+    where = history_path(rel)
+    if rel == where or (memory.scope is not None and not memory.scope.contains(where)):
+        return []
+    try:
+        path = paths.resolve(memory.root, where, want="file")
+        if path.stat().st_size > EXACT_COUNT_LIMIT:
+            raise InvalidArgument(f"{where} is too large to read its facts; read it in parts with read")
+        text = fmt.decode(paths.read_regular(path))[0]
+    except (FileNotFoundError, NotFound):
+        return []
+    return file_facts(text, where)
 
 
 def _always(_source: str) -> bool:

@@ -209,7 +209,9 @@ def gather(
         parts.append(Part(INDEX_FILE, f"## {INDEX_FILE}", lines, readable=within is None))
         return parts, True
     found = [
-        catalog.listing(Selection.of(folder.rstrip("/"))) for folder in CATALOG_FOLDERS if (root / folder).is_dir()
+        catalog.listing(Selection.of(folder.rstrip("/"), history_files=False))
+        for folder in CATALOG_FOLDERS
+        if (root / folder).is_dir()
     ]
     heading = f"## Entities and topics ({INDEX_FILE} does not exist yet; `fsmem consolidate` writes it)"
     parts.append(Part("catalog", heading, _CatalogRows(found)))

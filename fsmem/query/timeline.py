@@ -26,7 +26,8 @@ class TimelineEntry:
     until: str | None
     source: str
     writer: str | None
-    line: int  # where the document shows it
+    line: int  # where `path` shows it
+    path: str  # the document, or its history file when only that holds the value
 
     @property
     def current(self) -> bool:
@@ -57,7 +58,7 @@ class TimelineResult(Paged, Metered):
 
     @property
     def cited(self) -> list[str]:
-        return [f"{self.path}:{entry.line}" for entry in self.entries]
+        return [f"{entry.path}:{entry.line}" for entry in self.entries]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -77,13 +78,26 @@ class TimelineResult(Paged, Metered):
 
 
 def entries_of(
-    facts: list[ValidFact], key: str | None, writer: Callable[[str], str | None], shown: Callable[[str], bool]
+    facts: list[tuple[str, ValidFact]],
+    key: str | None,
+    writer: Callable[[str], str | None],
+    shown: Callable[[str], bool],
 ) -> list[TimelineEntry]:
     """Every value of `key` (all keys when None), keys in order, each key's values oldest first; a value whose
-    source `shown` refuses (outside the caller's scope) is left out."""
-    chosen = [f for f in facts if (key is None or f.key == key) and shown(f.source)]
-    chosen.sort(key=lambda f: (f.key, f.start, f.end is None, f.line))
-    return [TimelineEntry(f.key, f.value, f.start, f.end, f.source, writer(f.source), f.line) for f in chosen]
+    source `shown` refuses (outside the caller's scope) is left out. `facts` are (file, fact), the document's
+    first: a value both a document and its history file show is listed once, where the document shows it."""
+    seen: set[tuple] = set()
+    chosen: list[tuple[str, ValidFact]] = []
+    for path, f in facts:
+        same = (f.key, None if f.value is None else F.normalize_value(f.value), f.start, f.end, f.source)
+        if (key is None or f.key == key) and shown(f.source) and same not in seen:
+            seen.add(same)
+            chosen.append((path, f))
+    order = {path: rank for rank, path in enumerate(dict.fromkeys(path for path, _ in facts))}
+    chosen.sort(key=lambda pf: (pf[1].key, pf[1].start, pf[1].end is None, order[pf[0]], pf[1].line))
+    return [
+        TimelineEntry(f.key, f.value, f.start, f.end, f.source, writer(f.source), f.line, path) for path, f in chosen
+    ]
 
 
 def page_of(

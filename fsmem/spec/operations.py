@@ -49,6 +49,7 @@ _DECLARED = (
                 metavar="N",
             ),
             *FILTERS,
+            INCLUDE_SUPERSEDED,
             *PAGE,
         ),
         "page",
@@ -56,7 +57,8 @@ _DECLARED = (
         "entities/<kind>/<name>.md (people, projects, orgs...), topics/<name>.md, sessions/YYYY/MM/DD/ (dated notes).\n"
         "The answer is capped by your budget in rows and tokens; its last line says how many files were left out.\n"
         "When it says 'Continue with offset=N', call ls again with offset N, or narrow with path, type, tag or\n"
-        "updated_after.",
+        "updated_after. History files (NAME.history.md: every superseded value of the document NAME.md) are\n"
+        "listed only with include_superseded.",
         tool=True,
         cli=Cli(exit_1="empty"),
     ),

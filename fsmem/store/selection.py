@@ -15,6 +15,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from fsmem.format.history_file import SUFFIX as HISTORY_SUFFIX
 from fsmem.store.scope import Scope
 from fsmem.store.walk import folder_range, walk_key
 
@@ -32,6 +33,7 @@ class Selection:
     type: str | None = None
     tags: tuple[str, ...] = ()
     updated_after_us: int | None = None
+    history_files: bool = True  # False: leave out `*.history.md` (fsmem.format.history_file), unless start is one
 
     @classmethod
     def of(
@@ -43,10 +45,11 @@ class Selection:
         type: str | None = None,
         tag: str | Iterable[str] | None = None,
         updated_after_us: int | None = None,
+        history_files: bool = True,
     ) -> Selection:
         tags = () if not tag else ((tag,) if isinstance(tag, str) else tuple(tag))
         top = None if start in (None, "", ".") else start
-        return cls(top, start_is_file and top is not None, depth, type, tags, updated_after_us)
+        return cls(top, start_is_file and top is not None, depth, type, tags, updated_after_us, history_files)
 
 
 def where(selection: Selection, scope: Scope | None) -> Clause:
@@ -68,6 +71,9 @@ def where(selection: Selection, scope: Scope | None) -> Clause:
     if selection.updated_after_us is not None:
         parts.append("updated_us > ?")
         values.append(selection.updated_after_us)
+    if not selection.history_files and not selection.start_is_file:
+        parts.append("substr(path, -?) != ?")  # exact and case-sensitive, as `is_history_path`
+        values += [len(HISTORY_SUFFIX), HISTORY_SUFFIX]
     if scope is not None:
         link, link_values = _within("link", scope)
         parts.append(f"(link IS NULL OR {link})")

@@ -84,7 +84,7 @@ def superseded_note_lines(
     facts = {rel: found for rel, found in facts.items() if found}
     if not facts:
         return {}
-    citing = _lines_citing(root, facts)
+    citing = lines_citing(root, facts)
     if not citing:
         return {}
     ranges = document_ranges(sorted(citing))
@@ -112,7 +112,7 @@ def superseded_note_lines(
     return out
 
 
-def _lines_citing(root: Path, notes: Iterable[str]) -> dict[str, list[tuple[int, str]]]:
+def lines_citing(root: Path, notes: Iterable[str]) -> dict[str, list[tuple[int, str]]]:
     """(line number, text) of the lines of documents (memory files outside sessions/) that name a note."""
     from fsmem.store.rg import find_rg
 
