@@ -415,3 +415,36 @@ def test_the_cli_names_a_misspelt_setting_and_exits_2(tmp_path):
         assert done.stderr == (
             f"fsmem: error: {config}:26: grep.timeout_secnds is not a setting of fsmem; did you mean grep.timeout_seconds?\n"
         )
+
+
+@pytest.mark.parametrize(
+    "added, key, twice, once",
+    [  # the lines counted back from the end of the file: 1 is the last
+        (
+            "budgets:\n  default:\n    max_results: 7\n",
+            "'budgets'",
+            3,
+            None,
+        ),  # a second section: the first is the template's
+        ("extra:\n  x: 1\n  x: 2\n", "'x'", 1, 2),
+        ("extra: {a: 1, a: 2}\n", "'a'", 1, 1),  # both on one line
+    ],
+)
+def test_a_key_set_twice_is_refused_with_both_lines(tmp_path, added, key, twice, once):
+    """YAML keeps the last of two equal keys: a second `budgets:` pasted at the end would drop every agent."""
+    memory = Memory.init(tmp_path / "m")
+    config = memory.root / CONFIG_FILE
+    before = config.read_text()
+    config.write_text(before + added)
+    total = len(config.read_text().splitlines())
+    first = total - once + 1 if once else before.splitlines().index("budgets:") + 1
+    expected = (
+        f"{config}, line {total - twice + 1}: {key} is set twice in one mapping (first on line {first}); "
+        "YAML would keep only the last, so fsmem refuses it"
+    )
+    with pytest.raises(ConfigError) as refused:
+        Config.load(memory.root)
+    assert str(refused.value) == expected
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    done = subprocess.run([FSMEM, "--root", str(memory.root), "ls"], capture_output=True, text=True, env=env)
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", f"fsmem: error: {expected}\n")

@@ -49,7 +49,7 @@ def parse_config(data: bytes, where: str) -> dict[str, Any]:
             raise ConfigError(
                 f"{where}, line {alias + 1}: a YAML anchor or alias (& or *); fsmem does not expand them in its configuration"
             )
-        loaded = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
+        loaded = yaml.load(text, Loader=_strict_loader(where)) or {}
     except yaml.YAMLError as exc:
         reason = " ".join((getattr(exc, "problem", None) or str(exc)).split())
         if "nesting depth" in reason:
@@ -62,6 +62,35 @@ def parse_config(data: bytes, where: str) -> dict[str, Any]:
     if not isinstance(loaded, dict):
         raise ConfigError(f"{where} must be a mapping of settings")
     return loaded
+
+
+def _strict_loader(where: str) -> Any:
+    """PyYAML's safe loader (C where built), refusing a key set twice in one mapping: YAML keeps the last
+    silently, so a second `budgets:` pasted at the end of the file would drop every agent of the first."""
+    import yaml
+
+    base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class StrictLoader(base):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: dict[Any, int] = {}
+            for key_node, _value in node.value:
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    first = seen.get(key)
+                except TypeError:  # an unhashable key: the base constructor says so
+                    continue
+                if first is None:
+                    seen[key] = key_node.start_mark.line
+                else:
+                    name = repr(key) if len(repr(key)) <= 60 else repr(key)[:57] + "..."
+                    raise ConfigError(
+                        f"{where}, line {key_node.start_mark.line + 1}: {name} is set twice in one mapping "
+                        f"(first on line {first + 1}); YAML would keep only the last, so fsmem refuses it"
+                    )
+            return super().construct_mapping(node, deep)
+
+    return StrictLoader
 
 
 def decoded(data: bytes, where: str) -> str:
