@@ -78,3 +78,23 @@ def write_file(root: Path, rel: str, text: str, *, dedent: bool = True) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes((textwrap.dedent(text) if dedent else text).encode("utf-8"))
     return path
+
+
+def configure(root: Path, settings: dict) -> None:
+    """Set `settings` (nested as fsmem.yaml nests them) in the memory's fsmem.yaml, keeping every other one.
+
+    A second section appended at the end is refused (a key set twice), so a test edits the file's mapping."""
+    import yaml
+
+    config = Path(root) / "fsmem.yaml"
+    data = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+
+    def merge(into: dict, new: dict) -> None:
+        for key, value in new.items():
+            if isinstance(value, dict) and isinstance(into.get(key), dict):
+                merge(into[key], value)
+            else:
+                into[key] = value
+
+    merge(data, settings)
+    config.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import write_file
+from conftest import configure, write_file
 
 from fsmem import HistoryOff, Memory
 from fsmem.agents import tools
@@ -251,8 +251,7 @@ def test_a_memory_inside_an_existing_work_tree_is_used_as_it_is(tmp_path):
 
 
 def test_history_can_be_switched_off_in_fsmem_yaml(memory):
-    config = memory.root / "fsmem.yaml"
-    config.write_text(config.read_text() + "\nhistory:\n  enabled: false\n")
+    configure(memory.root, {"history": {"enabled": False}})
     before = git(memory.root, "rev-parse", "HEAD")
     Memory(memory.root).write("topics/a.md", "# A\n")
     assert git(memory.root, "rev-parse", "HEAD") == before

@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import configure
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fsmem import Memory, format as fmt
@@ -78,8 +79,7 @@ def test_later_notes_without_subject_join_the_default_section_and_text_with_its_
 
 def test_the_configured_default_subject_is_used(empty_memory, monkeypatch):
     monkeypatch.setenv("FSMEM_NOW", NOW)
-    config = empty_memory.root / "fsmem.yaml"
-    config.write_text(config.read_text() + "\nconsolidate:\n  default_subject: topic/Journal\n")
+    configure(empty_memory.root, {"consolidate": {"default_subject": "topic/Journal"}})
     memory = Memory(empty_memory.root)
     memory.note("- cycle: monthly", session="s1", subject="topic/Billing")
     memory.note("free text", session="s1")

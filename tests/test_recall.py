@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import configure
 
 from fsmem import Memory
 from fsmem.store.retrieval_log import records
@@ -22,10 +23,7 @@ def memory(tmp_path, monkeypatch):
 
 
 def set_recall(memory, **settings):
-    config = memory.root / "fsmem.yaml"
-    config.write_text(
-        config.read_text() + "\nsearch:\n  recall:\n" + "".join(f"    {k}: {v}\n" for k, v in settings.items())
-    )
+    configure(memory.root, {"search": {"recall": settings}})
     return Memory(memory.root)
 
 
