@@ -185,24 +185,30 @@ def _text(path: Path, before: bytes) -> str:
         raise InvalidArgument(f"{path} is not UTF-8 text (byte {exc.start}); nothing was changed") from None
 
 
+def _json_with_object(path: Path, before: bytes | None, key: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A client's JSON config (empty when there is none) and its object at `key`, made when missing; a file
+    that is not a JSON object, or whose `key` is not one, is refused with nothing changed."""
+    document: Any = {}
+    if before is not None and before.strip():
+        try:
+            document = json.loads(_text(path, before))
+        except json.JSONDecodeError as e:
+            raise InvalidArgument(f"{path} is not valid JSON ({e.msg}, line {e.lineno}); nothing was changed") from None
+    if not isinstance(document, dict):
+        raise InvalidArgument(f"{path} does not hold a JSON object; nothing was changed")
+    found = document.setdefault(key, {})
+    if not isinstance(found, dict):
+        raise InvalidArgument(f"{path}: {key} is not a JSON object; nothing was changed")
+    return document, found
+
+
 def merged_json(path: Path, before: bytes | None, entry: dict[str, Any], *, force: bool) -> bytes | None:
     """The config file `path` with `entry` as its `mcpServers.fsmem` (None: already so), every other key kept.
 
     The file is rewritten with two-space indents in its own key order: a file
     already so written changes only by the entry's lines.
     """
-    document: Any = {}
-    if before is not None and before.strip():
-        text = _text(path, before)
-        try:
-            document = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise InvalidArgument(f"{path} is not valid JSON ({e.msg}, line {e.lineno}); nothing was changed") from None
-    if not isinstance(document, dict):
-        raise InvalidArgument(f"{path} does not hold a JSON object; nothing was changed")
-    servers = document.setdefault("mcpServers", {})
-    if not isinstance(servers, dict):
-        raise InvalidArgument(f"{path}: mcpServers is not a JSON object; nothing was changed")
+    document, servers = _json_with_object(path, before, "mcpServers")
     if servers.get(SERVER_NAME) == entry:
         return None
     if SERVER_NAME in servers and not force:
@@ -338,17 +344,7 @@ def merged_hooks(path: Path, before: bytes | None, block: dict[str, Any], *, for
     Every other hook, matcher and setting is kept; an fsmem hook that runs another command (an older
     install) is replaced only with `force`.
     """
-    document: Any = {}
-    if before is not None and before.strip():
-        try:
-            document = json.loads(_text(path, before))
-        except json.JSONDecodeError as e:
-            raise InvalidArgument(f"{path} is not valid JSON ({e.msg}, line {e.lineno}); nothing was changed") from None
-    if not isinstance(document, dict):
-        raise InvalidArgument(f"{path} does not hold a JSON object; nothing was changed")
-    hooks = document.setdefault("hooks", {})
-    if not isinstance(hooks, dict):
-        raise InvalidArgument(f"{path}: hooks is not a JSON object; nothing was changed")
+    document, hooks = _json_with_object(path, before, "hooks")
     changed = False
     for event, groups in block["hooks"].items():
         ours = groups[0]["hooks"][0]

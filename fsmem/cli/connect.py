@@ -85,15 +85,10 @@ def connect_cmd(ctx, client, scope, url, write, force, file_, hooks):
         click.echo(connect.toml_table(entry), nl=False)
     else:
         click.echo(connect.json_block(entry), nl=False)
-    if not write:
+    if not write or target is None:
         _say_where(client, scope, target)
         return
-    if change is None:
-        click.echo(f"{target} already has this entry; nothing was changed", err=True)
-        return
-    click.echo(connect.diff(change), err=True, nl=False)
-    connect.apply(change)
-    click.echo(f"wrote {target}", err=True)
+    _apply(change, target, "already has this entry")
 
 
 def _hooks(ctx, client, scope, url, write, force, file_):
@@ -116,12 +111,7 @@ def _hooks(ctx, client, scope, url, write, force, file_):
     if not write:
         click.echo(f"# merge into {target} (scope {scope}); --write adds it there, keeping other hooks", err=True)
         return
-    if change is None:
-        click.echo(f"{target} already runs these hooks; nothing was changed", err=True)
-        return
-    click.echo(connect.diff(change), err=True, nl=False)
-    connect.apply(change)
-    click.echo(f"wrote {target}", err=True)
+    _apply(change, target, "already runs these hooks")
 
 
 def _no_file(client: str) -> str:
@@ -149,3 +139,13 @@ def _say_where(client: str, scope: str, target: Path | None) -> None:
         if sys.platform not in ("darwin", "win32"):
             return
     click.echo(f"# goes in {target}; --write adds it there", err=True)
+
+
+def _apply(change: connect.Plan | None, target: Path, already: str) -> None:
+    """Write a planned change after showing it (on stderr, so stdout stays the block), or say there is none."""
+    if change is None:
+        click.echo(f"{target} {already}; nothing was changed", err=True)
+        return
+    click.echo(connect.diff(change), err=True, nl=False)
+    connect.apply(change)
+    click.echo(f"wrote {target}", err=True)

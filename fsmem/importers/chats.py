@@ -47,8 +47,13 @@ def items(path: Path) -> Iterator[Item]:
         raise fault(str(path), f"cannot be read ({exc.strerror or exc})") from None
 
 
-def _where(path: Path, item: Item) -> str:
-    return f"{export_file(path)} line {item.line} (conversation {item.index + 1})"
+def _conversations(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(where it stands, the object) of each conversation of the export: the file, its line and its number."""
+    for item in items(path):
+        where = f"{export_file(path)} line {item.line} (conversation {item.index + 1})"
+        if not isinstance(item.value, dict):
+            raise fault(where, "a conversation is not a JSON object")
+        yield where, item.value
 
 
 def _fallback_key(conversation: dict[str, Any]) -> str:
@@ -58,11 +63,7 @@ def _fallback_key(conversation: dict[str, Any]) -> str:
 
 def chatgpt(path: Path) -> Iterator[Conversation]:
     """Each conversation of a ChatGPT export, its shown branch in order."""
-    for item in items(path):
-        where = _where(path, item)
-        value = item.value
-        if not isinstance(value, dict):
-            raise fault(where, "a conversation is not a JSON object")
+    for where, value in _conversations(path):
         mapping = value.get("mapping")
         if not isinstance(mapping, dict):
             raise fault(where, "the conversation has no mapping of messages")
@@ -155,11 +156,7 @@ def _chatgpt_lines(message: dict[str, Any]) -> list[str]:
 
 def claude(path: Path) -> Iterator[Conversation]:
     """Each conversation of a Claude.ai export, its messages in order."""
-    for item in items(path):
-        where = _where(path, item)
-        value = item.value
-        if not isinstance(value, dict):
-            raise fault(where, "a conversation is not a JSON object")
+    for where, value in _conversations(path):
         messages = value.get("chat_messages")
         if not isinstance(messages, list):
             raise fault(where, "the conversation has no chat_messages list")

@@ -132,13 +132,10 @@ class Batches:
         if not paths:
             return
         # each file, then each folder, in a row: the first fsync's journal commit carries most of the others
+        from fsmem.store.files import fsync_dir
+
         for path in [*paths, *dict.fromkeys(p.parent for p in paths)]:
-            with contextlib.suppress(OSError):
-                fd = os.open(path, os.O_RDONLY)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
+            fsync_dir(path)
 
     def current(self) -> Transaction:
         if self.tx is not None and time.monotonic() - self.since > HOLD:

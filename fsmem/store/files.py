@@ -99,7 +99,8 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def fsync_dir(folder: Path) -> None:
-    """Make a rename durable: fsync the folder that holds it (best effort)."""
+    """Make a rename durable: fsync the folder that holds it (best effort). A file's path works too (its
+    bytes made durable), as a batch written with `durable=False` needs."""
     with contextlib.suppress(OSError):
         fd = os.open(folder, os.O_RDONLY)
         try:
