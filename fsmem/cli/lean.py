@@ -149,7 +149,10 @@ def run(grep: Grep) -> NoReturn:
     from fsmem.cli import early
     from fsmem.store import rg_command
 
-    early.start(grep.root, grep.arguments)  # rg runs on the other core while the rest is imported
+    try:
+        early.start(grep.root, grep.arguments)  # rg runs on the other core while the rest is imported
+    except Exception:  # only a head start: whatever stops it, the pass below runs rg and says what is wrong
+        rg_command.discard()
     try:
         _run(grep)
     finally:
