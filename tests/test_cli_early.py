@@ -1,0 +1,77 @@
+"""A plain grep's first rg pass started before the imports (`fsmem.cli.early`): adopted only when it is exactly
+the pass the grep runs, stopped otherwise, and the answer the same either way."""
+
+import pytest
+from conftest import write_file
+
+from fsmem import Memory
+from fsmem.cli import early
+from fsmem.config import ReadSettings
+from fsmem.store import rg_command
+
+ARGUMENTS = {
+    "pattern": "zephyr",
+    "paths": [],
+    "ignore_case": False,
+    "fixed_strings": False,
+    "word": False,
+    "context_lines": 0,
+    "type": None,
+    "tag": [],
+    "updated_after": None,
+}
+
+
+@pytest.fixture
+def root(empty_memory):
+    write_file(empty_memory.root, "topics/billing.md", "# Billing\n\n- the zephyr plan\n- " + "zephyr " * 40 + "\n")
+    write_file(empty_memory.root, "notes/other.md", "- no match here\n")
+    return empty_memory.root
+
+
+def started():
+    assert len(rg_command._started) == 1
+    return rg_command._started[0][2]
+
+
+def test_the_guessed_line_length_is_the_settings_default():
+    assert early.MAX_LINE_CHARS == ReadSettings.max_line_chars
+
+
+def test_the_first_pass_adopts_the_process_started_for_it(root):
+    expected = Memory(root).grep("zephyr").to_text()
+    early.start(str(root), ARGUMENTS)
+    process = started()
+    assert Memory(root).grep("zephyr").to_text() == expected
+    assert rg_command._started == [] and process.returncode == 0  # claimed and run to its end
+
+
+def test_a_pass_with_another_command_line_stops_the_early_one(root):
+    (root / "fsmem.yaml").write_text((root / "fsmem.yaml").read_text() + "\nread:\n  max_line_chars: 20\n")
+    expected = Memory(root).grep("zephyr").to_text()
+    assert "line cut" in expected
+    early.start(str(root), ARGUMENTS)
+    process = started()
+    assert Memory(root).grep("zephyr").to_text() == expected
+    assert rg_command._started == [] and process.returncode is not None and process.returncode < 0  # killed
+
+
+@pytest.mark.parametrize("narrowed", [{"paths": ["topics"]}, {"type": "entity"}, {"tag": ["money"]}])
+def test_named_paths_and_filters_start_nothing(root, narrowed):
+    early.start(str(root), {**ARGUMENTS, **narrowed})
+    assert rg_command._started == []
+
+
+def test_no_memory_and_a_refused_pattern_start_nothing(root, tmp_path):
+    early.start(str(tmp_path), ARGUMENTS)  # no fsmem.yaml there
+    early.start(str(root), {**ARGUMENTS, "pattern": "x" * (rg_command.MAX_PATTERN_CHARS + 1)})
+    assert rg_command._started == []
+
+
+def test_the_root_is_found_as_memory_finds_it(root, monkeypatch):
+    monkeypatch.delenv("FSMEM_ROOT", raising=False)
+    monkeypatch.chdir(root / "topics")
+    early.start(None, ARGUMENTS)
+    assert rg_command._started[0][1] == str(Memory().root)
+    rg_command.discard()
+    assert rg_command._started == []
