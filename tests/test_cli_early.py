@@ -2,7 +2,7 @@
 the pass the grep runs, stopped otherwise, and the answer the same either way."""
 
 import pytest
-from conftest import write_file
+from conftest import configure, write_file
 
 from fsmem import Memory
 from fsmem.cli import early
@@ -47,7 +47,7 @@ def test_the_first_pass_adopts_the_process_started_for_it(root):
 
 
 def test_a_pass_with_another_command_line_stops_the_early_one(root):
-    (root / "fsmem.yaml").write_text((root / "fsmem.yaml").read_text() + "\nread:\n  max_line_chars: 20\n")
+    configure(root, {"read": {"max_line_chars": 20}})
     expected = Memory(root).grep("zephyr").to_text()
     assert "line cut" in expected
     early.start(str(root), ARGUMENTS)
