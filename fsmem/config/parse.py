@@ -6,6 +6,7 @@ configuration comes from the parsed copy in `.fsmem/` never imports it.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from fsmem.errors import ConfigError
@@ -49,7 +50,14 @@ def parse_config(data: bytes, where: str) -> dict[str, Any]:
             raise ConfigError(
                 f"{where}, line {alias + 1}: a YAML anchor or alias (& or *); fsmem does not expand them in its configuration"
             )
-        loaded = yaml.load(text, Loader=_strict_loader(where)) or {}
+        loaded = yaml.load(text, Loader=_strict_loader()) or {}
+    except _KeyTwice as twice:
+        key, first, again = twice.args
+        name = repr(key) if len(repr(key)) <= 60 else repr(key)[:57] + "..."
+        raise ConfigError(
+            f"{where}, line {again + 1}: {name} is set twice in one mapping (first on line {first + 1}); "
+            "YAML would keep only the last, so fsmem refuses it"
+        ) from None
     except yaml.YAMLError as exc:
         reason = " ".join((getattr(exc, "problem", None) or str(exc)).split())
         if "nesting depth" in reason:
@@ -64,9 +72,15 @@ def parse_config(data: bytes, where: str) -> dict[str, Any]:
     return loaded
 
 
-def _strict_loader(where: str) -> Any:
+class _KeyTwice(Exception):
+    """A key set twice in one mapping: (the key, its first line, its second line), 0-based."""
+
+
+@functools.cache
+def _strict_loader() -> Any:
     """PyYAML's safe loader (C where built), refusing a key set twice in one mapping: YAML keeps the last
-    silently, so a second `budgets:` pasted at the end of the file would drop every agent of the first."""
+    silently, so a second `budgets:` pasted at the end of the file would drop every agent of the first.
+    Made once, on the first parse (PyYAML is imported only then)."""
     import yaml
 
     base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -80,14 +94,9 @@ def _strict_loader(where: str) -> Any:
                     first = seen.get(key)
                 except TypeError:  # an unhashable key: the base constructor says so
                     continue
-                if first is None:
-                    seen[key] = key_node.start_mark.line
-                else:
-                    name = repr(key) if len(repr(key)) <= 60 else repr(key)[:57] + "..."
-                    raise ConfigError(
-                        f"{where}, line {key_node.start_mark.line + 1}: {name} is set twice in one mapping "
-                        f"(first on line {first + 1}); YAML would keep only the last, so fsmem refuses it"
-                    )
+                if first is not None:
+                    raise _KeyTwice(key, first, key_node.start_mark.line)
+                seen[key] = key_node.start_mark.line
             return super().construct_mapping(node, deep)
 
     return StrictLoader
