@@ -103,6 +103,14 @@ class Scenario:
     kept: int | None = None  # consolidate.superseded_in_document (None: the default, 10)
 
 
+def session_note(root: Path, date: str, session: str, body: str) -> Path:
+    """A hand-placed session note of `date` (YYYY-MM-DD) named `session`, created at 09:00 that day."""
+    path = root / "sessions" / date.replace("-", "/") / f"{session}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"---\ntitle: Session {session}\ncreated: {date}T09:00:00+00:00\n---\n{body}", encoding="utf-8")
+    return path
+
+
 def fact_line(key: str, value: str, as_of: str | None) -> str:
     return f"- {key}: {value}" + (f" (as of {as_of})" if as_of else "")
 

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+from consolidation_scenarios import session_note
 
 from fsmem import Memory
 
@@ -18,15 +19,7 @@ LINK = re.compile(r"\]\(([^()\s]+)\)")
 
 @pytest.fixture(autouse=True)
 def _env(monkeypatch):
-    for name in ("FSMEM_ROOT", "FSMEM_AGENT", "FSMEM_SESSION"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("FSMEM_NOW", NOW)
-
-
-def note(root: Path, date: str, session: str, body: str) -> None:
-    path = root / "sessions" / date.replace("-", "/") / f"{session}.md"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"---\ntitle: Session {session}\ncreated: {date}T09:00:00+00:00\n---\n{body}", encoding="utf-8")
+    monkeypatch.setenv("FSMEM_NOW", NOW)  # after conftest's _isolated_env, which clears the other FSMEM_* names
 
 
 def citation_links(root: Path) -> dict[str, list[str]]:
@@ -54,7 +47,7 @@ def unresolved(root: Path) -> list[tuple[str, str]]:
 def a_week_of_notes(root: Path, start: int = 1) -> None:
     for day in range(start, start + 4):
         date = f"2026-03-{day:02d}"
-        note(
+        session_note(
             root,
             date,
             f"s{day}",
@@ -117,7 +110,7 @@ def test_citations_still_resolve_after_the_archive_moves_the_notes(tmp_path):
 
 def test_plain_citations_are_read_and_a_rewritten_line_moves_to_the_linked_form(tmp_path):
     memory = Memory.init(tmp_path / "m")
-    note(memory.root, "2026-03-01", "a", "## people/Nadia Okafor\n- employer: Acme\n- city: Lagos\n")
+    session_note(memory.root, "2026-03-01", "a", "## people/Nadia Okafor\n- employer: Acme\n- city: Lagos\n")
     memory.consolidate()
     path = memory.root / "entities/people/nadia-okafor.md"
     linked = path.read_text()
@@ -130,7 +123,7 @@ def test_plain_citations_are_read_and_a_rewritten_line_moves_to_the_linked_form(
     )
     path.write_text(plain)  # as a document written before citations were links
     assert [e.source for e in memory.timeline("people/Nadia Okafor").entries] == ["sessions/2026/03/01/a.md"] * 2
-    note(memory.root, "2026-03-02", "b", "## people/Nadia Okafor\n- employer: Globex\n")
+    session_note(memory.root, "2026-03-02", "b", "## people/Nadia Okafor\n- employer: Globex\n")
     memory.consolidate()
     text = path.read_text()
     assert "- city: Lagos (2026-03-01, sessions/2026/03/01/a.md)\n" in text  # a key not merged keeps its bytes

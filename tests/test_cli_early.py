@@ -5,21 +5,11 @@ import pytest
 from conftest import configure, write_file
 
 from fsmem import Memory
-from fsmem.cli import early
+from fsmem.cli import early, lean
 from fsmem.config import ReadSettings
 from fsmem.store import rg_command
 
-ARGUMENTS = {
-    "pattern": "zephyr",
-    "paths": [],
-    "ignore_case": False,
-    "fixed_strings": False,
-    "word": False,
-    "context_lines": 0,
-    "type": None,
-    "tag": [],
-    "updated_after": None,
-}
+ARGUMENTS = {**lean.DEFAULTS, "pattern": "zephyr"}  # a plain grep, as fsmem.cli.lean parses one
 
 
 @pytest.fixture

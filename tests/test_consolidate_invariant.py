@@ -37,13 +37,6 @@ def _env(monkeypatch):
     monkeypatch.setenv("FSMEM_NOW", NOW)
 
 
-def note(root: Path, date: str, session: str, body: str) -> Path:
-    path = root / "sessions" / date.replace("-", "/") / f"{session}.md"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"---\ntitle: Session {session}\ncreated: {date}T09:00:00+00:00\n---\n{body}", encoding="utf-8")
-    return path
-
-
 def differences(expected: dict[str, bytes], got: dict[str, bytes]) -> list[str]:
     return [path for path in sorted(set(expected) | set(got)) if expected.get(path) != got.get(path)]
 
@@ -57,10 +50,10 @@ def test_an_older_note_consolidated_later_leaves_the_same_bytes_as_one_run(tmp_p
     """
     apart, together = Memory.init(tmp_path / "apart"), Memory.init(tmp_path / "together")
     for memory in (apart, together):
-        note(memory.root, "2026-01-03", "s3", "## topic/Build\n- x: 1\n- x: 2\n")
+        S.session_note(memory.root, "2026-01-03", "s3", "## topic/Build\n- x: 1\n- x: 2\n")
     apart.consolidate()
     for memory in (apart, together):
-        note(memory.root, "2026-01-01", "s1", "## topic/Build\n- x: 5\n")
+        S.session_note(memory.root, "2026-01-01", "s1", "## topic/Build\n- x: 5\n")
     apart.consolidate()
     together.consolidate()
     text = (apart.root / "topics/build.md").read_text()
@@ -78,14 +71,14 @@ def test_a_late_note_from_the_day_before_does_not_reopen_a_closed_ticket(tmp_pat
     same note, consolidated in between), then a laptop's late note from the day before says escalated. The
     ticket must stay closed, and the tree must be the tree of one run over the final notes."""
     memory, together = Memory.init(tmp_path / "m"), Memory.init(tmp_path / "together")
-    support = note(memory.root, "2026-03-10", "support", "## topic/Ticket 42\n- status: open\n")
+    support = S.session_note(memory.root, "2026-03-10", "support", "## topic/Ticket 42\n- status: open\n")
     memory.consolidate()
     support.write_text(support.read_text() + "- status: closed\n")
     memory.consolidate()
-    note(memory.root, "2026-03-09", "laptop", "## topic/Ticket 42\n- status: escalated\n")
+    S.session_note(memory.root, "2026-03-09", "laptop", "## topic/Ticket 42\n- status: escalated\n")
     memory.consolidate()
-    note(together.root, "2026-03-10", "support", "## topic/Ticket 42\n- status: open\n- status: closed\n")
-    note(together.root, "2026-03-09", "laptop", "## topic/Ticket 42\n- status: escalated\n")
+    S.session_note(together.root, "2026-03-10", "support", "## topic/Ticket 42\n- status: open\n- status: closed\n")
+    S.session_note(together.root, "2026-03-09", "laptop", "## topic/Ticket 42\n- status: escalated\n")
     together.consolidate()
     text = (memory.root / "topics/ticket-42.md").read_text()
     assert "## Facts\n- status: closed ([2026-03-10](../sessions/2026/03/10/support.md))\n" in text
@@ -104,14 +97,14 @@ def test_a_late_record_inside_a_confirmed_run_keeps_the_confirmation_before_it(t
     memory, together = Memory.init(tmp_path / "m"), Memory.init(tmp_path / "together")
     for m in (memory, together):
         for day in ("01", "02", "04"):
-            note(m.root, f"2026-05-{day}", "desk", "## topic/Office\n- address: 1 Main St\n")
+            S.session_note(m.root, f"2026-05-{day}", "desk", "## topic/Office\n- address: 1 Main St\n")
     memory.consolidate()
     assert (
         "- address: 1 Main St ([2026-05-01](../sessions/2026/05/01/desk.md); confirmed [2026-05-04]"
         in (memory.root / "topics/office.md").read_text()
     )
     for m in (memory, together):
-        note(m.root, "2026-05-03", "laptop", "## topic/Office\n- address: 9 Side St\n")
+        S.session_note(m.root, "2026-05-03", "laptop", "## topic/Office\n- address: 9 Side St\n")
     memory.consolidate()
     together.consolidate()
     text = (memory.root / "topics/office.md").read_text()
