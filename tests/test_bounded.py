@@ -205,3 +205,15 @@ def test_context_without_index_md_lists_documents_not_their_history_files(change
     (copy / "INDEX.md").unlink()
     text = Memory(copy).context().to_text()
     assert f"- {DOC} — Nadia Okafor" in text and "history" not in text
+
+
+def test_reading_the_document_as_of_a_date_whose_value_it_no_longer_shows_names_the_history_file(changed):
+    memory = Memory(changed)
+    early = memory.read(DOC, as_of=day(5))  # E5 held then: bounded out of the document, kept in its history
+    assert not any("employer: E" in text for _, text in early.lines)
+    assert early.notes[-1] == f"[the value that held on {day(5)} of employer is kept in {HISTORY}: read it with as_of]"
+    late = memory.read(DOC, as_of=day(35))  # E35 is among the superseded values the document still shows
+    assert not any("is kept in" in n for n in late.notes)
+    assert not any("is kept in" in n for n in memory.read(HISTORY, as_of=day(5)).notes)
+    out = cli(changed, "read", DOC, "--as-of", day(5)).stdout
+    assert f"is kept in {HISTORY}: read it with --as-of]" in out

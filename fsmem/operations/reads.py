@@ -238,6 +238,16 @@ def read(
             else n
             for n in result.notes
         ]
+    if as_of is not None:
+        elsewhere = _as_of.kept_in_history(memory.root, rel, stamp)
+        if elsewhere:
+            from fsmem.format.history_file import history_path
+
+            named = ", ".join(elsewhere[:5]) + (f" and {len(elsewhere) - 5} more" if len(elsewhere) > 5 else "")
+            result.notes.append(
+                f"[the value that held on {as_of} of {named} is kept in {history_path(rel)}:"
+                f" read it with {faces.arg('as_of')}]"
+            )
     result.version = version
     if any("[[" in text for _, text in result.lines):  # a read without links asks nothing more
         numbers = {number for number, _ in result.lines}

@@ -77,6 +77,26 @@ def lines_as_of(root: Path, rels: list[str], stamp: str, *, include_superseded: 
     return out
 
 
+def kept_in_history(root: Path, rel: str, stamp: str) -> list[str]:
+    """The keys of document `rel` whose value at `stamp` is kept only in its history file now (bounded out of
+    the document by `consolidate.superseded_in_document`): a read of the document says where they are."""
+    from fsmem.format.history_file import history_path, is_history_path
+
+    if is_history_path(rel) or rel.startswith(V.SESSIONS + "/"):
+        return []
+    history = history_path(rel)
+    text, older = _text(root, rel), _text(root, history)
+    if text is None or older is None:
+        return []
+    answered = {fact.key for fact in V.file_facts(text, rel) if V.recorded_by(fact, stamp)}
+    keys: list[str] = []
+    for fact in V.file_facts(older, history):  # every value in it is older than the document's own
+        held = fact.value is not None and V.recorded_by(fact, stamp) and not V.ended_by(fact, stamp)
+        if held and fact.key not in answered and fact.key not in keys:
+            keys.append(fact.key)
+    return keys
+
+
 def _text(root: Path, rel: str) -> str | None:
     try:
         path = paths.resolve(root, rel, want="file")
