@@ -152,6 +152,24 @@ def test_a_second_event_adds_nothing_twice_and_a_longer_transcript_only_its_new_
     )
 
 
+def test_a_long_event_is_saved_in_blocks_of_eight_lines_each_a_row_of_search(root, tmp_path):
+    said = [f"user: question {n} about topic{n}" for n in range(1, 21)]
+    records = [{"type": "user", "sessionId": "s-1", "message": {"role": "user", "content": s[6:]}} for s in said]
+    transcript = write_transcript(tmp_path / "s-1.jsonl", *records)
+    assert hook(root, event("SessionEnd", transcript)).returncode == 0
+    [note] = session_notes(root)
+    blocks = [said[0:8], said[8:16], said[16:20]]
+    assert (
+        body(note)
+        == "\n".join(
+            ["# Claude Code session (transcript summary)"] + [x for b in blocks for x in ["", "```text", *b, "```"]]
+        )
+        + "\n"
+    )
+    best = Memory(root).search("topic17").hits[0]  # the block that says it, not the whole session
+    assert best.text == "\n".join(["```text", *blocks[2], "```"])
+
+
 def test_consolidation_files_nothing_of_a_saved_session(root, tmp_path):
     transcript = write_transcript(tmp_path / "s-1.jsonl", USER, ASSISTANT, RESULT)
     assert hook(root, event("SessionEnd", transcript)).returncode == 0

@@ -30,6 +30,7 @@ STDIN_LIMIT = 1 << 20  # the event object is small; a megabyte is ample
 TRANSCRIPT_CHUNK = 8 << 20  # at most this much of a transcript is read per event; the rest comes next time
 LINE_CHARS = 300  # one summary line
 NOTE_CHARS = 24_000  # one event's part of the session note
+FENCE_LINES = 8  # lines per fenced block: each block is one row of a search answer, a few exchanges long
 STATE = ("hooks", "claude-code")
 
 
@@ -232,7 +233,16 @@ def note_text(lines: list[str], *, first: bool) -> str:
         kept.append(f"… {len(lines) - len(kept)} more lines of this part left out")
     # a level-1 heading: consolidation takes a line of prose as an observation for topic/Inbox, a heading never
     heading = "# Claude Code session (transcript summary)" if first else "# Claude Code session, continued"
-    return "\n".join([heading, "", "```text", *kept, "```"])
+    return "\n".join([heading, *fenced(kept)])
+
+
+def fenced(lines: list[str] | tuple[str, ...]) -> list[str]:
+    """`lines` in fenced blocks of FENCE_LINES, each after a blank line: search ranks a block as one row, so a long
+    session is many rows a few exchanges long, not one row of the whole event."""
+    out: list[str] = []
+    for start in range(0, len(lines), FENCE_LINES):
+        out += ["", "```text", *lines[start : start + FENCE_LINES], "```"]
+    return out
 
 
 class Offsets:

@@ -12,10 +12,9 @@ from __future__ import annotations
 import hashlib
 
 from fsmem import format as fmt
-from fsmem.hooks.claude_code import session_name
+from fsmem.hooks.claude_code import fenced, session_name
 from fsmem.importers import Conversation
 
-FENCE_LINES = 8  # lines per fenced block: each block is one row of a search answer, a few exchanges long
 SOURCES = {"claude-code": "Claude Code session", "chatgpt": "ChatGPT conversation", "claude": "Claude conversation"}
 
 
@@ -43,10 +42,7 @@ def block(conversation: Conversation, lines: tuple[str, ...] | list[str], *, fir
     topic/Inbox), then its lines in a fenced block (consolidation reads none of it)."""
     what = SOURCES[conversation.source]
     heading = f"# {what}: {conversation.title}" if first else f"# {what}, continued"
-    out = [heading]
-    for start in range(0, len(lines), FENCE_LINES):
-        out += ["", "```text", *lines[start : start + FENCE_LINES], "```"]
-    return "\n".join(out) + "\n"
+    return "\n".join([heading, *fenced(lines)]) + "\n"
 
 
 def new_note(conversation: Conversation, lines: tuple[str, ...]) -> str:
