@@ -116,7 +116,9 @@ def _rules() -> SimpleNamespace:
         # where rules can match at all: every provider token is a run of 20+ token characters
         long_run=re.compile(r"(?<![A-Za-z0-9_\-.:/+=])[A-Za-z0-9_\-.:/+=]{20,}"),
         url_spans=re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{1,20}://[^\s]{1,400}@[^\s]{1,200}"),
-        keyword=re.compile(r"pass|pwd|pw|secret|key|token|credential|login|creds"),  # on the lowered text
+        # ASCII letters only, either case: str.lower() could move offsets, and translating a non-ASCII text
+        # to lower its ASCII letters cost more than every rule together
+        keyword=re.compile(r"pass|pwd|pw|secret|key|token|credential|login|creds", re.IGNORECASE | re.ASCII),
         key_shape=re.compile(r"(?i)(?:[A-Za-z0-9]{1,24}[_\-]){0,4}" + _KEYWORD + r"(?:[_\-][A-Za-z0-9]{1,24}){0,4}"),
         after_key=re.compile(r"[\"'`]?\s{0,3}(?::|=|:=)\s{0,3}[\"'`]?([^\s\"'`]{4,400})"),
     )
@@ -207,9 +209,9 @@ def scan(text: str) -> list[Secret]:
                 if value.endswith("EXAMPLE") or len(set(value[-16:])) <= 3:  # documentation samples, ghp_xxxx…
                     continue
                 add(kind, match.start(1), match.end(1))
-    lowered = text.translate(_ASCII_LOWER)  # the same offsets as `text`
     seen_lines: set[int] = set()
-    for keyword in rules.keyword.finditer(lowered):
+    line, searched = 0, 0  # the start of the line the last keyword was on; text before `searched` is done
+    for keyword in rules.keyword.finditer(text):
         # the word the keyword is part of (`db_password`, `API_KEY`) is the key; what follows `:` or `=` the value
         start, end = _word_around(text, keyword.start(), keyword.end())
         if rules.key_shape.fullmatch(text, start, end):
@@ -223,7 +225,8 @@ def scan(text: str) -> list[Secret]:
                         ok = _looks_random(value)
                     if ok:
                         add("secret assignment", after.start(1), after.start(1) + len(value))
-        line = text.rfind("\n", 0, keyword.start()) + 1
+        newline = text.rfind("\n", searched, keyword.start())  # keywords come in order: never look back twice
+        line, searched = (newline + 1 if newline >= 0 else line), keyword.start()
         if line in seen_lines:
             continue
         seen_lines.add(line)
@@ -237,7 +240,6 @@ def scan(text: str) -> list[Secret]:
     return [Secret(text.count("\n", 0, start) + 1, kind, start, end) for kind, start, end in found]
 
 
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 
 
