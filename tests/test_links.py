@@ -213,6 +213,39 @@ def test_resolution_order_path_then_subject_then_title_then_file_name(tmp_path):
     }
 
 
+def test_the_end_of_a_path_resolves_last_as_an_imported_vault_writes_it(tmp_path):
+    memory = Memory.init(tmp_path / "mem")
+    write_file(memory.root, "topics/vault/People/Bob.md", "# Bob\n\nSee [[Ada]].\n")
+    write_file(memory.root, "topics/vault/Clients/Bob.md", "# Bob\n\nOf Acme.\n")
+    write_file(memory.root, "topics/vault/People/Ada.md", "# Ada\n\n[[People/Bob|Bob]] [[people/bob.md]] [[Bob]]\n")
+    write_file(memory.root, "topics/vault/Atlas.md", "[[vault/People/Ada]] [[Clients/Bob]] [[opl/Bob]] [[Ada]]\n")
+    assert _targets(memory, "topics/vault/People/Ada.md") == {
+        "People/Bob": "topics/vault/People/Bob.md",
+        "people/bob.md": "topics/vault/People/Bob.md",
+        "Bob": None,  # two files are named Bob: ambiguous, as before
+    }
+    assert _targets(memory, "topics/vault/Atlas.md") == {
+        "vault/People/Ada": "topics/vault/People/Ada.md",
+        "Clients/Bob": "topics/vault/Clients/Bob.md",
+        "opl/Bob": None,  # an end of a path at a folder's boundary, not inside a folder's name
+        "Ada": "topics/vault/People/Ada.md",
+    }
+    back = memory.links("topics/vault/People/Bob.md").backlinks
+    assert [(r.path, r.target) for r in back] == [
+        ("topics/vault/People/Ada.md", "People/Bob"),
+        ("topics/vault/People/Ada.md", "people/bob.md"),
+    ]
+    problems = [p for p in memory.check().problems if "link" in str(p)]
+    assert len(problems) == 2 and all("[[Bob]]" in str(p) or "[[opl/Bob]]" in str(p) for p in problems)
+    write_file(memory.root, "topics/Clients/Bob.md", "# Bob's clients\n")  # two paths end with Clients/Bob now
+    assert _targets(memory, "topics/vault/Atlas.md")["Clients/Bob"] is None
+    write_file(memory.root, "topics/x.md", "---\ntitle: Clients/Bob\n---\n")  # a title comes before path ends
+    assert _targets(memory, "topics/vault/Atlas.md")["Clients/Bob"] == "topics/x.md"
+    memory.note("## [[People/Bob]]\n- phone: 555-0101\n", session="s1")  # a note heading follows the same rules
+    memory.consolidate()
+    assert "- phone: 555-0101" in (memory.root / "topics/vault/People/Bob.md").read_text()
+
+
 def test_a_long_lived_memory_follows_edits_without_walking(linked):
     linked.links("topics/billing.md")
     linked.links("topics/billing.md")

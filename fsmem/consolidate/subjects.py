@@ -88,7 +88,7 @@ def match(name: str, entries: list[DirectoryEntry], threshold: float) -> Directo
 def linked(name: str, entries: list[DirectoryEntry]) -> DirectoryEntry | None:
     """The document a `[[name]]` heading leads to, by the rules of links (`fsmem.format.links`); None when
     no document, or several, answer to it."""
-    from fsmem.format.links import RESOLVED, choose, fold, names_of
+    from fsmem.format.links import PATH_END, RESOLVED, choose, ends_path, fold, names_of
 
     wanted = fold(name)
     by_path = {entry.path: entry for entry in entries}
@@ -103,6 +103,8 @@ def linked(name: str, entries: list[DirectoryEntry]) -> DirectoryEntry | None:
             topic=entry.subject[len("topic/") :] if is_topic else None,
         )
         candidates += [(tier, entry.path) for tier, found in names if found == wanted]
+        if ends_path(wanted, entry.path):
+            candidates.append((PATH_END, entry.path))
     status, paths = choose(candidates)
     return by_path[paths[0]] if status == RESOLVED else None
 

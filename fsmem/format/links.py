@@ -4,7 +4,9 @@ Pure, no I/O. A link names its target in one of four ways, tried in this order
 (`TIERS`): a memory path (`topics/billing.md`, with or without `.md`), an entity
 or topic name as a note subject says it (`people/Rosa Diaz`, `topic/Billing`), a
 title or an alias in front matter (or the name of the entity or topic alone),
-and last a file name without its folder (`rosa-diaz`, as Obsidian writes it).
+a file name without its folder (`rosa-diaz`, as Obsidian writes it), and last
+the end of a path (`People/Rosa`, as Obsidian writes a link whose name is not
+unique: an imported vault's links keep leading where they led in the vault).
 Names compare case-insensitively, spaces collapsed. The first way that names
 any file decides: one file is the target, several make the link ambiguous, and
 a link that no way names leads to nothing. The catalog keeps each file's links
@@ -19,8 +21,14 @@ from dataclasses import dataclass
 
 from fsmem.format.markdown import FENCED_CODE
 
-PATH, SUBJECT, TITLE, FILE_NAME = 1, 2, 3, 4
-TIERS = {PATH: "path", SUBJECT: "entity or topic name", TITLE: "title or alias", FILE_NAME: "file name"}
+PATH, SUBJECT, TITLE, FILE_NAME, PATH_END = 1, 2, 3, 4, 5
+TIERS = {
+    PATH: "path",
+    SUBJECT: "entity or topic name",
+    TITLE: "title or alias",
+    FILE_NAME: "file name",
+    PATH_END: "end of a path",
+}
 MAX_TARGET_CHARS = 300  # a longer "[[...]]" is no link a human wrote
 SUFFIXES = (".md", ".markdown")
 TOPIC_KINDS = ("topic", "topics")
@@ -123,10 +131,7 @@ def names_of(
         if name and fold(name) and (tier, fold(name)) not in names:
             names.append((tier, fold(name)))
 
-    stem = path
-    for suffix in SUFFIXES:
-        if path.lower().endswith(suffix):
-            stem = path[: -len(suffix)]
+    stem = _stem(path)
     add(PATH, path)
     add(PATH, stem)
     if entity:
@@ -146,6 +151,30 @@ def names_of(
     add(FILE_NAME, file_name)
     add(FILE_NAME, stem.rsplit("/", 1)[-1])
     return names
+
+
+def _stem(path: str) -> str:
+    for suffix in SUFFIXES:
+        if path.lower().endswith(suffix):
+            return path[: -len(suffix)]
+    return path
+
+
+def path_ends(path: str) -> list[str]:
+    """The folded names of the PATH_END tier of `path`: every end of it, with and without `.md`, of at least
+    two parts and shorter than the path (`topics/v/people/bob.md` -> `v/people/bob.md`, `people/bob`, ...).
+    Not stored with a file's names: asked of a link that names nothing else (`fsmem.query.links`)."""
+    folded = fold(path)
+    ends: list[str] = []
+    for whole in (folded, _stem(folded)):
+        parts = whole.split("/")
+        ends += ["/".join(parts[at:]) for at in range(1, len(parts) - 1)]
+    return ends
+
+
+def ends_path(name: str, path: str) -> bool:
+    """A folded `name` of two parts or more is an end of `path` (the PATH_END tier)."""
+    return "/" in name and name in path_ends(path)
 
 
 def aliases_of(front: dict) -> list[str]:

@@ -1,7 +1,7 @@
 """Links between memories: what a file's `[[wikilinks]]` lead to, what links to it, and the links to nothing.
 
-Resolution follows `fsmem.format.links` (path, then entity or topic name, then
-title or alias, then file name; a name several files answer to is ambiguous).
+Resolution follows `fsmem.format.links` (path, entity or topic name, title or alias,
+file name, then the end of a path; a name several files answer to is ambiguous).
 It is answered in SQL over the rows of the metadata cache, which keep each
 file's links and names with its row (`fsmem.store.cache`): after the catalog
 caught up with the files, an answer costs the links it shows and the names it
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fsmem.budget import Count, Meter, Metered, Page, Paged
-from fsmem.format.links import AMBIGUOUS, RESOLVED, UNRESOLVED, choose
+from fsmem.format.links import AMBIGUOUS, FILE_NAME, PATH_END, RESOLVED, UNRESOLVED, choose, ends_path, path_ends
 from fsmem.store.catalog import Catalog
 from fsmem.store.selection import Selection, where
 from fsmem.store.walk import walk_key
@@ -160,9 +160,31 @@ class Resolver:
             found: dict[str, list[tuple[int, str, str | None]]] = {}
             for name, tier, path, link in rows:
                 found.setdefault(name, []).append((tier, path, link))
+            for name, candidates in self._path_ends([n for n in chunk if n not in found]).items():
+                found[name] = candidates
             for name in chunk:
                 self._known[name] = _outcome(found.get(name, []))
         return {n: self._known[n] for n in names}
+
+    def _path_ends(self, names: list[str]) -> dict[str, list[tuple[int, str, str | None]]]:
+        """The files whose path ends with a name that no other tier answered (`[[People/Bob]]`): among the
+        files whose file name is the name's last part, those whose path ends with the whole name."""
+        ends = [n for n in names if "/" in n]
+        last = sorted({n.rsplit("/", 1)[-1] for n in ends})
+        if not last:
+            return {}
+        rows = self.catalog.cache.select(
+            f"SELECT n.name, f.path, f.link FROM names n JOIN {self._files('path, link')} f"
+            f" ON f.file_id = n.file WHERE n.tier = ? AND n.name IN ({','.join('?' * len(last))})",
+            [*self.params, FILE_NAME, *last],
+            [],
+        )
+        found: dict[str, list[tuple[int, str, str | None]]] = {}
+        for name in ends:
+            for file_name, path, link in rows:
+                if file_name == name.rsplit("/", 1)[-1] and ends_path(name, path):
+                    found.setdefault(name, []).append((PATH_END, path, link))
+        return found
 
     def links_in(
         self, rel: str, offset: int = 0, limit: int | None = None, *, lines: tuple[int, int] = (1, 2**62)
@@ -188,6 +210,7 @@ class Resolver:
                 "SELECT name FROM names WHERE file IN (SELECT id FROM files WHERE key = ?)", [walk_key(rel)], []
             )
         ]
+        names += path_ends(rel)  # asked, not stored: a link `[[People/Bob]]` names no stored name of it
         return [name for name, outcome in self.resolve(names).items() if outcome.path == rel]
 
     def links_to(self, rel: str, offset: int = 0, limit: int | None = None) -> tuple[int, list[LinkRow]]:
