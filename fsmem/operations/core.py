@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fsmem import faces, format as fmt
+from fsmem import faces
 from fsmem.budget import Budget, echo
 from fsmem.config import CONFIG_FILE, Config
 from fsmem.errors import HistoryError, HistoryOff, InvalidArgument, NotFound
@@ -157,6 +157,8 @@ def selection(
     updated_after: str | None = None,
 ) -> Selection:
     """What a listing under `path` with these filters asks the catalog (`fsmem.store.selection`)."""
+    from fsmem import format as fmt
+
     start = existing(memory, path) if path else None
     if updated_after is not None and fmt.parse_timestamp(updated_after) is None:
         raise InvalidArgument(

@@ -43,8 +43,6 @@ from typing import Any
 
 import apsw
 
-from fsmem.format.frontmatter import CONSOLIDATED_FIELD, parse_timestamp
-from fsmem.format.links import fold, names_of
 from fsmem.store.paths import STATE_DIR
 from fsmem.store.walk import path_of, walk_key
 
@@ -542,6 +540,8 @@ def _bump(conn: apsw.Connection) -> None:
 
 def _record(path: str, stamp: Stamp, data: dict[str, Any], link: str | None, racy: bool) -> tuple:
     """The `files` row of one FileMeta dict: the columns listings filter on, and what a row shows."""
+    from fsmem.format.frontmatter import CONSOLIDATED_FIELD
+
     front = data.get("front_matter") or {}
     maybe_cited = int(CONSOLIDATED_FIELD in front or not front or bool(data.get("problems")))
     written = [str(t) for t in data.get("tags") or []]
@@ -567,6 +567,8 @@ def _record(path: str, stamp: Stamp, data: dict[str, Any], link: str | None, rac
 
 def _link_rows(path: str, data: dict[str, Any]) -> tuple[list[tuple], list[tuple]]:
     """The `wikilinks` rows of one FileMeta dict, and its names as (name, tier) (`names` rows without the file's id)."""
+    from fsmem.format.links import fold, names_of
+
     key = walk_key(path)
     wikilinks = [(key, line, target, fold(target), label) for line, target, label in data.get("wikilinks") or []]
     names = names_of(
@@ -639,6 +641,8 @@ _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 
 def timestamp_us(value: Any) -> int | None:
     """An ISO 8601 date or time as microseconds since 1970 UTC (exact: compares as the datetimes do), or None."""
+    from fsmem.format.frontmatter import parse_timestamp
+
     parsed = parse_timestamp(value) if isinstance(value, str) else None
     return None if parsed is None else (parsed - _EPOCH) // _dt.timedelta(microseconds=1)
 

@@ -15,7 +15,6 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from fsmem import format as fmt
 from fsmem.errors import InvalidArgument
 from fsmem.store import paths
 from fsmem.store.cache import MetaCache
@@ -85,6 +84,7 @@ def superseded_ranges(
     out = _documents_superseded(root, cache, rels, never_cited, fresh)
     notes = sorted(rel for rel in out.keys() - never_cited if rel.startswith("sessions/"))
     if notes:
+        from fsmem import format as fmt
         from fsmem.store.supersession import may_be_consolidated, superseded_note_lines
 
         texts = {}
@@ -155,6 +155,7 @@ def _with_superseded_heading(root: Path, rels: list[str]) -> set[str]:
     """The files among `rels` with a line that may be a `## Superseded` heading (a superset)."""
     import subprocess
 
+    from fsmem import format as fmt
     from fsmem.store.rg import find_rg
 
     found: set[str] = set()
@@ -189,6 +190,8 @@ def superseded_of(path: Path, stat: os.stat_result | None = None) -> list[tuple[
     unless the front matter block itself holds heading or code-fence lines;
     only then is the full parser needed to say where the body begins.
     """
+    from fsmem import format as fmt
+
     stat = stat or path.stat()
     if stat.st_size > EXACT_COUNT_LIMIT:
         return []
@@ -214,5 +217,7 @@ def superseded_of(path: Path, stat: os.stat_result | None = None) -> list[tuple[
 
 
 def _ranges_in(headings) -> list[tuple[int, int]]:
+    from fsmem import format as fmt
+
     wanted = fmt.SUPERSEDED_HEADING.lower()
     return [(h.line, h.end_line) for h in headings if h.level == 2 and h.title.strip().lower() == wanted]
