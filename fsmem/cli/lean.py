@@ -15,7 +15,10 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import Any, NoReturn
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing (2 ms) is imported after rg has started (fsmem.cli.early)
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 # grep's options as its spec declares them (fsmem.spec.operations); tests/test_cli_lean.py checks them against it
 FLAGS = {
