@@ -152,7 +152,7 @@ NOT_LOADED = {
         *("click", "fsmem.spec", "fsmem.search", "fsmem.query.links", "fsmem.query.listing", "secrets"),
         # no file is parsed (a warm cache), and a version's SHA-1 needs no OpenSSL (fsmem.store.files._sha1)
         *("fsmem.format.frontmatter", "fsmem.format.markdown", "fsmem.format.links", "fsmem.format.secrets"),
-        *("hashlib", "_hashlib"),
+        *("hashlib", "_hashlib", "datetime"),
     ],
     "ls": [*HEAVY, "fsmem.search", "fsmem.query.links", "fsmem.operations.writes", "fsmem.operations.upkeep"],
     "read": [*HEAVY, "fsmem.search", "fsmem.query.listing", "fsmem.operations.writes", "fsmem.operations.upkeep"],

@@ -31,7 +31,6 @@ set of rules governs every access.
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import json
 import os
 import threading
@@ -639,15 +638,15 @@ def meta_of(row: tuple) -> dict[str, Any] | None:
         return None
 
 
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
-
-
 def timestamp_us(value: Any) -> int | None:
     """An ISO 8601 date or time as microseconds since 1970 UTC (exact: compares as the datetimes do), or None."""
+    import datetime as _dt  # with the parser: a plain grep needs neither
+
     from fsmem.format.frontmatter import parse_timestamp
 
     parsed = parse_timestamp(value) if isinstance(value, str) else None
-    return None if parsed is None else (parsed - _EPOCH) // _dt.timedelta(microseconds=1)
+    epoch = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+    return None if parsed is None else (parsed - epoch) // _dt.timedelta(microseconds=1)
 
 
 def _digest(text: str) -> bytes:

@@ -24,7 +24,6 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +57,8 @@ from fsmem.store.walk import (  # noqa: F401  (the catalog's walk; imported from
 from fsmem.tokens import TokenCounter
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from fsmem.store.freshness import Freshness
 
 COUNTS_KEPT = 64
