@@ -190,10 +190,10 @@ def test_the_commands_agents_call_most_import_only_what_they_use(memory):
 # Every fsmem module a plain grep imports (a warm cache, matches in two files): one more is a decision, made here.
 GREP_MODULES = """fsmem fsmem.arguments fsmem.budget fsmem.cli fsmem.cli.early fsmem.cli.lean fsmem.cli.printing
 fsmem.config fsmem.config.check fsmem.config.parse fsmem.config.sections fsmem.errors fsmem.faces fsmem.format
-fsmem.format.history_file fsmem.format.portable fsmem.memory fsmem.names fsmem.operations fsmem.operations.core
+fsmem.format.portable fsmem.memory fsmem.names fsmem.operations fsmem.operations.core
 fsmem.operations.reads fsmem.query fsmem.query.grep fsmem.query.grep_kept fsmem.store fsmem.store.cache
 fsmem.store.catalog fsmem.store.files fsmem.store.host fsmem.store.logs fsmem.store.meta fsmem.store.paths
-fsmem.store.rg fsmem.store.rg_command fsmem.store.root fsmem.store.scope fsmem.store.selection
+fsmem.store.rg fsmem.store.rg_command fsmem.store.root fsmem.store.scope
 fsmem.store.superseded fsmem.store.template fsmem.store.walk fsmem.tokens""".split()
 
 

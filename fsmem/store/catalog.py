@@ -40,7 +40,6 @@ from fsmem.store.meta import (  # noqa: F401  (the catalog's vocabulary; importe
 )
 from fsmem.store.paths import relative
 from fsmem.store.scope import Scope
-from fsmem.store.selection import Selection, skipped_where, where
 from fsmem.store.superseded import Fresh, fresh_rows, superseded_of, superseded_ranges  # noqa: F401
 from fsmem.store.walk import (  # noqa: F401  (the catalog's walk; imported from here by callers)
     FOLDER,
@@ -60,6 +59,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from fsmem.store.freshness import Freshness
+    from fsmem.store.selection import Selection
 
 COUNTS_KEPT = 64
 FRESH_FROM = 64  # a grep's superseded ranges of more files than this come from rows caught up on the feed
@@ -183,6 +183,8 @@ class Catalog:
     def listing(self, selection: Selection, *, offset: int = 0, limit: int | None = None) -> Found:
         """The files `selection` keeps (in this catalog's scope), in walk order from `offset`: the total and
         the first rows in one read of the cache, further rows as they are taken (at most `limit`)."""
+        from fsmem.store.selection import skipped_where, where
+
         self.sync(selection.start, selection.start_is_file)
         sql, params = where(selection, self.scope)
         first = PAGE_ROWS if limit is None else max(0, min(limit, PAGE_ROWS))
@@ -228,6 +230,8 @@ class Catalog:
     def problems(self, selection: Selection) -> Found:
         """For `check`: the files `selection` keeps that have problems (decoded), the total, the skipped
         entries, and (path, created) of each session note among them (a note dated later is held back)."""
+        from fsmem.store.selection import skipped_where, where
+
         self.sync(selection.start, selection.start_is_file)
         sql, params = where(selection, self.scope)
         gaps_sql, gaps_params = skipped_where(selection.start, selection.start_is_file, self.scope)
@@ -249,6 +253,8 @@ class Catalog:
 
     def paths(self, selection: Selection) -> list[str]:
         """The paths `selection` keeps, in walk order, without decoding a row."""
+        from fsmem.store.selection import where
+
         self.sync(selection.start, selection.start_is_file)
         sql, params = where(selection, self.scope)
         rows = self.cache.select(f"SELECT path FROM files INDEXED BY files_list WHERE {sql} ORDER BY key", params, [])
@@ -256,6 +262,8 @@ class Catalog:
 
     def written_since(self, horizon: datetime) -> set[str]:
         """The paths (in scope) of files whose mtime is after `horizon` (what recall calls new)."""
+        from fsmem.store.selection import Selection, where
+
         self.sync()
         sql, params = where(Selection(), self.scope)
         limit_ns = int(horizon.timestamp() * 1_000_000_000)
@@ -292,10 +300,14 @@ class Catalog:
 
     def visible(self) -> set[str]:
         """The paths this catalog's scope sees (every memory file, for a catalog without one)."""
+        from fsmem.store.selection import Selection
+
         return set(self.paths(Selection()))
 
     def entries(self, start: Path | None = None, skipped: list[tuple[str, str]] | None = None) -> list[FileMeta]:
         """Every memory file under `start` (default: all), decoded; files that cannot be read go to `skipped`."""
+        from fsmem.store.selection import Selection
+
         rel = relative(self.root, Path(start)) if start is not None else None
         is_file = rel not in (None, ".") and not os.path.isdir(self.root / str(rel))
         found = self.listing(Selection.of(rel, start_is_file=is_file))
