@@ -192,7 +192,7 @@ GREP_MODULES = """fsmem fsmem.arguments fsmem.budget fsmem.cli fsmem.cli.early f
 fsmem.config fsmem.config.check fsmem.config.parse fsmem.config.sections fsmem.errors fsmem.faces fsmem.format
 fsmem.format.portable fsmem.memory fsmem.names fsmem.operations fsmem.operations.core
 fsmem.operations.reads fsmem.query fsmem.query.grep fsmem.query.grep_kept fsmem.store fsmem.store.cache
-fsmem.store.catalog fsmem.store.files fsmem.store.host fsmem.store.logs fsmem.store.meta fsmem.store.paths
+fsmem.store.catalog fsmem.store.files fsmem.store.host fsmem.store.logs fsmem.store.paths
 fsmem.store.rg fsmem.store.rg_command fsmem.store.root fsmem.store.scope
 fsmem.store.superseded fsmem.store.template fsmem.store.walk fsmem.tokens""".split()
 

@@ -29,15 +29,6 @@ from typing import TYPE_CHECKING, Any
 
 from fsmem.errors import InvalidArgument
 from fsmem.store.cache import META_COLUMNS, MetaCache, meta_of, stamp_of
-from fsmem.store.meta import (  # noqa: F401  (the catalog's vocabulary; imported from here by callers)
-    EXACT_COUNT_LIMIT,
-    HEAD_BYTES,
-    NOTE_HEAD_BYTES,
-    FileMeta,
-    is_memory_file,
-    matches_filters,
-    read_meta,
-)
 from fsmem.store.paths import relative
 from fsmem.store.scope import Scope
 from fsmem.store.superseded import Fresh, fresh_rows, superseded_of, superseded_ranges  # noqa: F401
@@ -59,6 +50,15 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from fsmem.store.freshness import Freshness
+    from fsmem.store.meta import (  # the catalog's vocabulary, imported from here by callers
+        EXACT_COUNT_LIMIT as EXACT_COUNT_LIMIT,
+        HEAD_BYTES as HEAD_BYTES,
+        NOTE_HEAD_BYTES as NOTE_HEAD_BYTES,
+        FileMeta as FileMeta,
+        is_memory_file as is_memory_file,
+        matches_filters as matches_filters,
+        read_meta as read_meta,
+    )
     from fsmem.store.selection import Selection
 
 COUNTS_KEPT = 64
@@ -331,6 +331,8 @@ class Catalog:
                     meta = _decoded(rows[0][:-2])
                     if meta is not None:
                         return meta
+            from fsmem.store.meta import read_meta
+
             meta = read_meta(self.root, path, self.counter, stat)
             link = link_target(self.root, rel)
             self.cache.store([(stamp, meta.to_dict())], links={rel: link} if link else None, still=self.rows.still)
@@ -406,5 +408,28 @@ _PAGE = (
 
 def _decoded(row: tuple) -> FileMeta | None:
     """The FileMeta of a row (`META_COLUMNS`) when it matches its checksum; else None (the file is read again)."""
+    from fsmem.store.meta import FileMeta
+
     data = meta_of(row)
     return FileMeta.from_dict(data) if data is not None else None
+
+
+# fsmem.store.meta's names, the catalog's vocabulary: loaded on first use (`FileMeta`'s dataclass is made then),
+# so that a command that lists nothing (a plain grep) does not make it
+_META = (
+    "EXACT_COUNT_LIMIT",
+    "HEAD_BYTES",
+    "NOTE_HEAD_BYTES",
+    "FileMeta",
+    "is_memory_file",
+    "matches_filters",
+    "read_meta",
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _META:
+        from fsmem.store import meta
+
+        return getattr(meta, name)
+    raise AttributeError(f"module 'fsmem.store.catalog' has no attribute {name!r}")

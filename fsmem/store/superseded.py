@@ -18,7 +18,6 @@ from pathlib import Path
 from fsmem.errors import InvalidArgument
 from fsmem.store import paths
 from fsmem.store.cache import MetaCache
-from fsmem.store.meta import EXACT_COUNT_LIMIT, HEAD_BYTES, NOTE_HEAD_BYTES
 from fsmem.store.walk import path_of
 
 
@@ -85,6 +84,7 @@ def superseded_ranges(
     notes = sorted(rel for rel in out.keys() - never_cited if rel.startswith("sessions/"))
     if notes:
         from fsmem import format as fmt
+        from fsmem.store.meta import HEAD_BYTES, NOTE_HEAD_BYTES
         from fsmem.store.supersession import may_be_consolidated, superseded_note_lines
 
         texts = {}
@@ -191,6 +191,7 @@ def superseded_of(path: Path, stat: os.stat_result | None = None) -> list[tuple[
     only then is the full parser needed to say where the body begins.
     """
     from fsmem import format as fmt
+    from fsmem.store.meta import EXACT_COUNT_LIMIT
 
     stat = stat or path.stat()
     if stat.st_size > EXACT_COUNT_LIMIT:
