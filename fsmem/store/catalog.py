@@ -23,7 +23,6 @@ import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -66,15 +65,24 @@ FRESH_FROM = 64  # a grep's superseded ranges of more files than this come from 
 PAGE_ROWS = 200  # rows fetched with the total, in the same read transaction; a longer answer fetches more
 
 
-@dataclass
 class Found:
     """A listing's rows: how many match, the matching files from the offset on (decoded as they are taken),
-    and the entries under the same folder and scope that could not be used (path shown, reason)."""
+    and the entries under the same folder and scope that could not be used (path shown, reason).
 
-    total: int
-    metas: Iterator[FileMeta]
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-    created: list[tuple[str, str | None]] = field(default_factory=list)  # session notes' `created` (check)
+    A plain record, not a dataclass: making one costs every command 0.2 ms at import, listing or not."""
+
+    __slots__ = ("total", "metas", "skipped", "created")
+
+    def __init__(
+        self,
+        total: int,
+        metas: Iterator[FileMeta],
+        skipped: list[tuple[str, str]] | None = None,
+        created: list[tuple[str, str | None]] | None = None,  # session notes' `created` (check)
+    ):
+        self.total, self.metas = total, metas
+        self.skipped = skipped if skipped is not None else []
+        self.created = created if created is not None else []
 
 
 class Catalog:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 
 from fsmem.errors import InvalidArgument
@@ -21,7 +20,6 @@ from fsmem.store.cache import MetaCache
 from fsmem.store.walk import path_of
 
 
-@dataclass(frozen=True)
 class Fresh:
     """What the metadata rows say of superseded ranges, taken once per state of the rows: the memory files they
     know, and those that are not simply 'none, never cited' (ranges, a note a document may cite, a racy row).
@@ -30,8 +28,11 @@ class Fresh:
     needs no stat per file. A grep of a common word matched 9,000 of 10,000 files, and checking each
     file's row against its stamp, decoding every row, cost more than rg's own pass."""
 
-    known: frozenset[str]
-    special: dict[str, tuple[list[tuple[int, int]], bool, bool]]  # path -> (ranges, maybe cited, racy)
+    __slots__ = ("known", "special")  # a plain record, never changed once made (a dataclass: 0.3 ms at import)
+
+    def __init__(self, known: frozenset[str], special: dict[str, tuple[list[tuple[int, int]], bool, bool]]):
+        self.known = known
+        self.special = special  # path -> (ranges, maybe cited, racy)
 
 
 _fresh: dict[str, tuple[tuple[str, int], Fresh]] = {}  # cache file -> ((rows id, files version), its Fresh)
