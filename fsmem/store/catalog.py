@@ -14,6 +14,11 @@ the files, then asks SQLite, and decodes only the rows it returns:
 `ls`, `check`, `context`, grep's front-matter filters and a scope's view of
 the memory all go through `listing` and `paths` (`fsmem.store.selection`
 says what they select).
+
+This module is long because every query of the catalog is here, and each
+imports what it decodes (`Selection`, `FileMeta`) itself: a plain grep, which
+asks only for superseded ranges, loads neither (docs/performance.md, the
+import cuts).
 """
 
 from __future__ import annotations
@@ -59,7 +64,6 @@ if TYPE_CHECKING:
         read_meta as read_meta,
     )
     from fsmem.store.selection import Selection
-
 COUNTS_KEPT = 64
 FRESH_FROM = 64  # a grep's superseded ranges of more files than this come from rows caught up on the feed
 PAGE_ROWS = 200  # rows fetched with the total, in the same read transaction; a longer answer fetches more
@@ -71,18 +75,12 @@ class Found:
 
     A plain record, not a dataclass: making one costs every command 0.2 ms at import, listing or not."""
 
-    __slots__ = ("total", "metas", "skipped", "created")
+    __slots__ = ("total", "metas", "skipped", "created")  # created: session notes' `created` (check)
 
-    def __init__(
-        self,
-        total: int,
-        metas: Iterator[FileMeta],
-        skipped: list[tuple[str, str]] | None = None,
-        created: list[tuple[str, str | None]] | None = None,  # session notes' `created` (check)
-    ):
+    def __init__(self, total: int, metas: Iterator[FileMeta], skipped: list | None = None, created: list | None = None):
         self.total, self.metas = total, metas
-        self.skipped = skipped if skipped is not None else []
-        self.created = created if created is not None else []
+        self.skipped: list[tuple[str, str]] = [] if skipped is None else skipped
+        self.created: list[tuple[str, str | None]] = [] if created is None else created
 
 
 class Catalog:
@@ -422,21 +420,12 @@ def _decoded(row: tuple) -> FileMeta | None:
     return FileMeta.from_dict(data) if data is not None else None
 
 
-# fsmem.store.meta's names, the catalog's vocabulary: loaded on first use (`FileMeta`'s dataclass is made then),
-# so that a command that lists nothing (a plain grep) does not make it
-_META = (
-    "EXACT_COUNT_LIMIT",
-    "HEAD_BYTES",
-    "NOTE_HEAD_BYTES",
-    "FileMeta",
-    "is_memory_file",
-    "matches_filters",
-    "read_meta",
-)
+_META = ("EXACT_COUNT_LIMIT", "HEAD_BYTES", "NOTE_HEAD_BYTES", "FileMeta", "is_memory_file", "matches_filters")
 
 
 def __getattr__(name: str) -> Any:
-    if name in _META:
+    """fsmem.store.meta's names, the catalog's vocabulary, loaded on first use: a plain grep makes no FileMeta."""
+    if name in _META or name == "read_meta":
         from fsmem.store import meta
 
         return getattr(meta, name)
