@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TypeVar
 
-T = TypeVar("T")
+TYPE_CHECKING = False  # typing.TYPE_CHECKING: a plain grep starts rg before typing is imported (fsmem.cli.early)
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    T = TypeVar("T")
 
 
 class FsmemError(Exception):

@@ -55,15 +55,17 @@ def fsmem_errors(cls: type) -> type:
     """Every public method of `cls` (its own and those it inherits) raises only FsmemError: an OSError
     (ENAMETOOLONG, EACCES, ENOSPC…) becomes StorageError and non-text InvalidArgument here, the API's one
     boundary (`fsmem.errors.translated`)."""
+    found: dict[str, Any] = {}  # each name once, as the class resolves it: a wrapper is never wrapped again
     for owner in reversed([base for base in cls.__mro__ if base is not object]):
-        for name, value in vars(owner).items():
-            if (name.startswith("_") and name != "__init__") or isinstance(value, (property, type)):
-                continue
-            where = f"{cls.__name__}()" if name == "__init__" else f"{cls.__name__}.{name}()"
-            if isinstance(value, classmethod):
-                setattr(cls, name, classmethod(_public(value.__func__, where)))
-            elif callable(value):
-                setattr(cls, name, _public(value, where))
+        found.update(vars(owner))
+    for name, value in found.items():
+        if (name.startswith("_") and name != "__init__") or isinstance(value, (property, type)):
+            continue
+        where = f"{cls.__name__}()" if name == "__init__" else f"{cls.__name__}.{name}()"
+        if isinstance(value, classmethod):
+            setattr(cls, name, classmethod(_public(value.__func__, where)))
+        elif callable(value):
+            setattr(cls, name, _public(value, where))
     return cls
 
 

@@ -267,3 +267,19 @@ def test_a_cache_of_another_schema_is_made_again(tmp_path):
     with contextlib.closing(connect(cache_path(memory.root))) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 10
         assert conn.execute("SELECT count(*) FROM names").fetchone()[0] > 0
+
+
+def test_opening_an_existing_database_writes_nothing(tmp_path):
+    """Every open set `PRAGMA auto_vacuum=INCREMENTAL` again, which is a write: a WAL frame, its fdatasync and a
+    checkpoint into the database at close, 5-20 ms of each one-shot command. A new database still gets it."""
+    path = tmp_path / "c.sqlite"
+    conn = connect(path)
+    conn.execute("CREATE TABLE t (x)")
+    conn.close(True)
+    past = 1_000_000_000 * 1_000_000_000
+    os.utime(path, ns=(past, past))
+    conn = connect(path)
+    assert conn.execute("PRAGMA auto_vacuum").fetchall() == [(2,)]  # INCREMENTAL, set when it was made
+    assert conn.execute("SELECT x FROM t").fetchall() == []
+    conn.close(True)
+    assert path.stat().st_mtime_ns == past and not os.path.exists(f"{path}-wal")

@@ -147,7 +147,13 @@ print("MODULES:" + " ".join(sorted(sys.modules)), file=sys.stderr)
 # never loaded by the command, whatever the memory holds (a warm cache)
 HEAVY = ["yaml", "tiktoken", "rapidfuzz", "watchdog", "mcp", "numpy", "fsmem.consolidate", "fsmem.history"]
 NOT_LOADED = {
-    "grep": [*HEAVY, "click", "fsmem.spec", "fsmem.search", "fsmem.query.links", "fsmem.query.listing", "secrets"],
+    "grep": [
+        *HEAVY,
+        *("click", "fsmem.spec", "fsmem.search", "fsmem.query.links", "fsmem.query.listing", "secrets"),
+        # no file is parsed (a warm cache), and a version's SHA-1 needs no OpenSSL (fsmem.store.files._sha1)
+        *("fsmem.format.frontmatter", "fsmem.format.markdown", "fsmem.format.links", "fsmem.format.secrets"),
+        *("hashlib", "_hashlib", "datetime"),
+    ],
     "ls": [*HEAVY, "fsmem.search", "fsmem.query.links", "fsmem.operations.writes", "fsmem.operations.upkeep"],
     "read": [*HEAVY, "fsmem.search", "fsmem.query.listing", "fsmem.operations.writes", "fsmem.operations.upkeep"],
     # a note writes front matter (yaml) and brings the search index up to date with it, when there is one
@@ -179,3 +185,50 @@ def test_the_commands_agents_call_most_import_only_what_they_use(memory):
         assert "fsmem.memory" in modules, command  # the command ran
         wrong = [m for m in modules if any(m == h or m.startswith(h + ".") for h in NOT_LOADED[command])]
         assert not wrong, f"fsmem {command} imported {wrong}"
+
+
+# Every fsmem module a plain grep imports (a warm cache, matches in two files): one more is a decision, made here.
+GREP_MODULES = """fsmem fsmem.arguments fsmem.budget fsmem.cli fsmem.cli.early fsmem.cli.lean fsmem.cli.printing
+fsmem.config fsmem.config.check fsmem.config.parse fsmem.config.sections fsmem.errors fsmem.faces fsmem.format
+fsmem.format.portable fsmem.memory fsmem.names fsmem.operations fsmem.operations.core
+fsmem.operations.reads fsmem.query fsmem.query.grep fsmem.query.grep_kept fsmem.store fsmem.store.cache
+fsmem.store.catalog fsmem.store.files fsmem.store.host fsmem.store.logs fsmem.store.paths
+fsmem.store.rg fsmem.store.rg_command fsmem.store.root fsmem.store.scope
+fsmem.store.superseded fsmem.store.template fsmem.store.walk fsmem.tokens""".split()
+
+
+def test_a_plain_grep_imports_these_fsmem_modules_and_starts_rg_after_only_a_few(memory):
+    past = (memory.root / "fsmem.yaml").stat().st_mtime - 10
+    for path in memory.root.rglob("*.md"):  # older than a second: their rows need no second look
+        os.utime(path, (past, past))
+    loaded(memory.root, "ls")
+    assert sorted(m for m in loaded(memory.root, "grep", "zephyr") if m.split(".")[0] == "fsmem") == GREP_MODULES
+    # rg starts once fsmem.cli.lean and fsmem.cli.early are in (fsmem.cli.main): nothing more is imported first
+    probe = (
+        "import sys; before = set(sys.modules); from fsmem.cli import early, lean; print(*set(sys.modules) - before)"
+    )
+    first = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+    assert sorted(m for m in first if m.split(".")[0] == "fsmem") == [
+        "fsmem",
+        "fsmem.cli",
+        "fsmem.cli.early",
+        "fsmem.cli.lean",
+        "fsmem.errors",
+        "fsmem.names",
+        "fsmem.store",
+        "fsmem.store.rg_command",
+    ]
+    assert not {"typing", "pathlib", "dataclasses", "json"} & set(first)
+
+
+@pytest.mark.parametrize(
+    "argv", [["grep", "zephyr"], ["grep", "zephyr", "--json"], ["grep", "(", "--json"]], ids=" ".join
+)
+def test_a_grep_that_is_the_whole_process_answers_as_the_click_command_does(memory, capsys, argv):
+    """`fsmem grep` from the shell leaves the collector out of its imports and its exit (`fsmem.cli.lean._settled`):
+    the same bytes, and its memory closed (no WAL left beside the cache)."""
+    argv = ["--root", str(memory.root), *argv]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    done = subprocess.run([sys.executable, "-m", "fsmem", *argv], capture_output=True, text=True, env=env, timeout=60)
+    assert not [p.name for p in (memory.root / ".fsmem").glob("cache.sqlite-*")]
+    assert (done.stdout, done.stderr, done.returncode) == run(argv, capsys, use_click=True)

@@ -130,3 +130,24 @@ def test_two_processes_racing_on_one_file_one_wins_the_other_changes_nothing(tmp
         assert f"its current version is {winner_version}" in lost[0], (round_, outcomes)
         text = (memory.root / "topics/race.md").read_text()
         assert text.count("- owner: p") == 1 and "- owner: start" not in text
+
+
+def test_a_version_is_gits_blob_id_whichever_sha1_makes_it(monkeypatch):
+    """A one-shot command hashes its first 256 KB with Python's own SHA-1, not OpenSSL's (importing hashlib
+    cost a grep 2.5 ms); past that, and whenever hashlib is already loaded, with hashlib. Same digits."""
+    import hashlib
+
+    from fsmem.store import files
+
+    def git(data: bytes) -> str:
+        return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()[:12]
+
+    monkeypatch.delitem(sys.modules, "hashlib")
+    monkeypatch.setattr(files, "_builtin_hashed", [0])
+    small, large = b"- owner: Ann\n" * 10, os.urandom(200 << 10)
+    assert files.content_version(small) == git(small) and "hashlib" not in sys.modules
+    assert files.content_version(large) == git(large) and "hashlib" not in sys.modules
+    assert files._builtin_hashed[0] == len(b"blob 130\0") + len(small) + len(b"blob 204800\0") + len(large)
+    assert files.content_version(large) == git(large) and "hashlib" in sys.modules  # past the 256 KB
+    assert files._builtin_hashed[0] < 256 << 10
+    assert files.content_version(small) == git(small)

@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> None:
 
         grep = parse(args)
         if grep is not None:
-            run_lean(grep)
+            run_lean(grep, whole_process=argv is None)  # the process's own command line
     from fsmem.cli.app import run
 
     run(args)

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import os
 import subprocess
-from typing import Any
 
 from fsmem.errors import FsmemError
 from fsmem.names import CONFIG_FILE
 from fsmem.store import rg_command
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing (2 ms) is imported after rg has started
+if TYPE_CHECKING:
+    from typing import Any
 
 # ReadSettings.max_line_chars's default (fsmem.config.sections); tests/test_cli_early.py holds them equal
 MAX_LINE_CHARS = 2000

@@ -2,66 +2,90 @@
 
 `from fsmem import format as fmt` gives the names most callers need from
 `frontmatter` and `markdown` in one place; `facts` and `rows` are imported by name.
+Each name loads its module on first use, so that a command that only reaches
+`fsmem.format.portable` (every path check does) does not pay for the parsers:
+a plain `fsmem grep` never parses a file.
 """
 
-from fsmem.format.frontmatter import (
-    BOM,
-    CONSOLIDATED_FIELD,
-    FENCE,
-    MEMORY_TYPES,
-    Document,
-    Problem,
-    body_digest,
-    decode,
-    dump_field,
-    is_consolidated,
-    normalize_tags,
-    now_iso,
-    parse_timestamp,
-    render,
-    set_fields,
-    split,
-    validate,
-)
-from fsmem.format.markdown import (
-    FENCED_CODE,
-    HEADING,
-    MERGE_MARK,
-    SUPERSEDED_HEADING,
-    Heading,
-    headings,
-    in_ranges,
-    merge_marks,
-    section_ends,
-    superseded_ranges,
-)
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing here
 
-__all__ = [
-    "BOM",
-    "CONSOLIDATED_FIELD",
-    "FENCE",
-    "MEMORY_TYPES",
-    "Document",
-    "Problem",
-    "body_digest",
-    "decode",
-    "dump_field",
-    "is_consolidated",
-    "normalize_tags",
-    "now_iso",
-    "parse_timestamp",
-    "render",
-    "set_fields",
-    "split",
-    "validate",
-    "FENCED_CODE",
-    "HEADING",
-    "MERGE_MARK",
-    "SUPERSEDED_HEADING",
-    "Heading",
-    "headings",
-    "in_ranges",
-    "merge_marks",
-    "section_ends",
-    "superseded_ranges",
-]
+# name -> the module under fsmem.format that defines it
+_EXPORTS = {
+    "BOM": "frontmatter",
+    "CONSOLIDATED_FIELD": "frontmatter",
+    "FENCE": "frontmatter",
+    "MEMORY_TYPES": "frontmatter",
+    "Document": "frontmatter",
+    "Problem": "frontmatter",
+    "body_digest": "frontmatter",
+    "decode": "frontmatter",
+    "dump_field": "frontmatter",
+    "is_consolidated": "frontmatter",
+    "normalize_tags": "frontmatter",
+    "now_iso": "frontmatter",
+    "parse_timestamp": "frontmatter",
+    "render": "frontmatter",
+    "set_fields": "frontmatter",
+    "split": "frontmatter",
+    "validate": "frontmatter",
+    "FENCED_CODE": "markdown",
+    "HEADING": "markdown",
+    "MERGE_MARK": "markdown",
+    "SUPERSEDED_HEADING": "markdown",
+    "Heading": "markdown",
+    "headings": "markdown",
+    "in_ranges": "markdown",
+    "merge_marks": "markdown",
+    "section_ends": "markdown",
+    "superseded_ranges": "markdown",
+}
+
+__all__ = list(_EXPORTS)
+
+if TYPE_CHECKING:  # what the type checker reads; at run time each name is loaded on first use
+    from fsmem.format.frontmatter import (
+        BOM as BOM,
+        CONSOLIDATED_FIELD as CONSOLIDATED_FIELD,
+        FENCE as FENCE,
+        MEMORY_TYPES as MEMORY_TYPES,
+        Document as Document,
+        Problem as Problem,
+        body_digest as body_digest,
+        decode as decode,
+        dump_field as dump_field,
+        is_consolidated as is_consolidated,
+        normalize_tags as normalize_tags,
+        now_iso as now_iso,
+        parse_timestamp as parse_timestamp,
+        render as render,
+        set_fields as set_fields,
+        split as split,
+        validate as validate,
+    )
+    from fsmem.format.markdown import (
+        FENCED_CODE as FENCED_CODE,
+        HEADING as HEADING,
+        MERGE_MARK as MERGE_MARK,
+        SUPERSEDED_HEADING as SUPERSEDED_HEADING,
+        Heading as Heading,
+        headings as headings,
+        in_ranges as in_ranges,
+        merge_marks as merge_marks,
+        section_ends as section_ends,
+        superseded_ranges as superseded_ranges,
+    )
+
+
+def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fsmem.format' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"fsmem.format.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

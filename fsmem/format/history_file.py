@@ -11,8 +11,6 @@ are asked for, and `ls` leaves it out of a listing of its folder.
 
 from __future__ import annotations
 
-from fsmem.format.markdown import SUPERSEDED_HEADING
-
 SUFFIX = ".history.md"
 _DOCUMENT_SUFFIX = ".md"
 
@@ -36,4 +34,6 @@ def document_of(history: str) -> str:
 def new_history_text() -> str:
     """The bytes of a history file before its first lines: front matter without a title or a name (nothing in
     it is current, so nothing that a default grep or search could find), then one section."""
+    from fsmem.format.markdown import SUPERSEDED_HEADING  # the rest of this module is read by every listing
+
     return f"---\ntype: semantic\n---\n## {SUPERSEDED_HEADING}\n"

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fsmem import faces, format as fmt
+from fsmem import faces
 from fsmem.budget import Budget, echo
 from fsmem.config import CONFIG_FILE, Config
 from fsmem.errors import HistoryError, HistoryOff, InvalidArgument, NotFound
@@ -24,13 +24,13 @@ from fsmem.store.catalog import Catalog
 from fsmem.store.paths import relative, resolve
 from fsmem.store.root import discover_root, refuse_state_link
 from fsmem.store.scope import Scope
-from fsmem.store.selection import Selection
 from fsmem.tokens import TokenCounter
 
 if TYPE_CHECKING:
     from fsmem.history.repo import Repo
     from fsmem.search.index import SearchIndex
     from fsmem.search.settings import SearchSettings
+    from fsmem.store.selection import Selection
 
 Prefixes = str | Iterable[str] | Scope | None
 
@@ -157,6 +157,9 @@ def selection(
     updated_after: str | None = None,
 ) -> Selection:
     """What a listing under `path` with these filters asks the catalog (`fsmem.store.selection`)."""
+    from fsmem import format as fmt
+    from fsmem.store.selection import Selection
+
     start = existing(memory, path) if path else None
     if updated_after is not None and fmt.parse_timestamp(updated_after) is None:
         raise InvalidArgument(

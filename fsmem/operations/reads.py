@@ -16,13 +16,13 @@ from fsmem.budget import check_offset
 from fsmem.errors import FsmemError, InvalidArgument
 from fsmem.operations.core import Core, existing, selection
 from fsmem.query import grep as _grep
-from fsmem.store.catalog import EXACT_COUNT_LIMIT, FileMeta
 from fsmem.store.files import file_version
 from fsmem.store.paths import ROOT_README, check_text, relative
 
 if TYPE_CHECKING:  # each is imported by the operations that use it, so a grep loads neither links nor listings
     from fsmem.query import as_of as _as_of, links as _links, reading
     from fsmem.query.listing import Listing
+    from fsmem.store.meta import FileMeta
 
 
 def ls(
@@ -192,6 +192,7 @@ def read(
     the value that held then is shown where it stands (`fsmem.query.as_of`).
     """
     from fsmem.query import as_of as _as_of, reading
+    from fsmem.store.meta import EXACT_COUNT_LIMIT
 
     target = existing(memory, path, "file")
     rel = relative(memory.root, target)
@@ -314,6 +315,8 @@ def meta(memory: Core, user_path: str) -> FileMeta:
 
 def superseded_ranges(memory: Core, rel: str) -> list[tuple[int, int]]:
     """Line ranges of superseded facts in one file (empty for files too large to parse)."""
+    from fsmem.store.meta import EXACT_COUNT_LIMIT
+
     path = memory.path(rel, want="file")  # the containment rule: a public method, whoever calls it
     rel = relative(memory.root, path)
     try:

@@ -19,7 +19,6 @@ import sys
 import threading
 import weakref
 from collections import OrderedDict
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +27,18 @@ MAX_BYTES = 16 << 20  # of outputs kept per memory root
 MAX_OUTPUT = 4 << 20  # a longer output is not kept (at 100k files a count pass prints about 4 MB)
 
 
-@dataclass
 class Outputs:
-    """One memory root's kept outputs, and the generation they belong to (moved by every change)."""
+    """One memory root's kept outputs, and the generation they belong to (moved by every change).
 
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    generation: int = 0
-    entries: OrderedDict[tuple, bytes | None] = field(default_factory=OrderedDict)
-    size: int = 0
+    A plain class, not a dataclass: making one cost each `fsmem grep` 0.25 ms before it printed."""
+
+    __slots__ = ("lock", "generation", "entries", "size", "__weakref__")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.generation = 0
+        self.entries: OrderedDict[tuple, bytes | None] = OrderedDict()
+        self.size = 0
 
     def get(self, key: tuple, generation: int) -> tuple[bool, bytes | None]:
         """(found, output): None is a kept answer too (the output passed its limit)."""

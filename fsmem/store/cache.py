@@ -31,7 +31,6 @@ set of rules governs every access.
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import json
 import os
 import threading
@@ -43,8 +42,6 @@ from typing import Any
 
 import apsw
 
-from fsmem.format.frontmatter import CONSOLIDATED_FIELD, parse_timestamp
-from fsmem.format.links import fold, names_of
 from fsmem.store.paths import STATE_DIR
 from fsmem.store.walk import path_of, walk_key
 
@@ -61,6 +58,7 @@ SCHEMA_VERSION = 10
 # racy, and read again by the next stamp check (the "racy" window, as in git's index).
 RACY_NS = 1_000_000_000
 BUSY_TIMEOUT_S = 5.0
+_INCREMENTAL = 2  # PRAGMA auto_vacuum's value for INCREMENTAL
 # Token counts of strings up to this length are memoised; the memo is dropped when it grows past MEMO_ROWS.
 MEMO_MAX_CHARS = 4096
 MEMO_ROWS = 200_000
@@ -144,8 +142,10 @@ def connect(path: str | os.PathLike[str], *, timeout: float = BUSY_TIMEOUT_S) ->
     conn = apsw.Connection(os.fspath(path))
     try:
         conn.setbusytimeout(int(timeout * 1000))
-        # a new database gives freed pages back to the file system when asked (PRAGMA incremental_vacuum)
-        conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+        # a new database gives freed pages back to the file system when asked (PRAGMA incremental_vacuum);
+        # setting it again is a write (a WAL frame, fdatasync, a checkpoint at close): 5-20 ms of each command
+        if _first(conn.execute("PRAGMA auto_vacuum").fetchone()) != _INCREMENTAL:
+            conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
         conn.execute("PRAGMA journal_mode=WAL").fetchall()
         conn.execute("PRAGMA journal_size_limit=4194304")
         conn.execute("PRAGMA synchronous=NORMAL")
@@ -542,6 +542,8 @@ def _bump(conn: apsw.Connection) -> None:
 
 def _record(path: str, stamp: Stamp, data: dict[str, Any], link: str | None, racy: bool) -> tuple:
     """The `files` row of one FileMeta dict: the columns listings filter on, and what a row shows."""
+    from fsmem.format.frontmatter import CONSOLIDATED_FIELD
+
     front = data.get("front_matter") or {}
     maybe_cited = int(CONSOLIDATED_FIELD in front or not front or bool(data.get("problems")))
     written = [str(t) for t in data.get("tags") or []]
@@ -567,6 +569,8 @@ def _record(path: str, stamp: Stamp, data: dict[str, Any], link: str | None, rac
 
 def _link_rows(path: str, data: dict[str, Any]) -> tuple[list[tuple], list[tuple]]:
     """The `wikilinks` rows of one FileMeta dict, and its names as (name, tier) (`names` rows without the file's id)."""
+    from fsmem.format.links import fold, names_of
+
     key = walk_key(path)
     wikilinks = [(key, line, target, fold(target), label) for line, target, label in data.get("wikilinks") or []]
     names = names_of(
@@ -634,13 +638,15 @@ def meta_of(row: tuple) -> dict[str, Any] | None:
         return None
 
 
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
-
-
 def timestamp_us(value: Any) -> int | None:
     """An ISO 8601 date or time as microseconds since 1970 UTC (exact: compares as the datetimes do), or None."""
+    import datetime as _dt  # with the parser: a plain grep needs neither
+
+    from fsmem.format.frontmatter import parse_timestamp
+
     parsed = parse_timestamp(value) if isinstance(value, str) else None
-    return None if parsed is None else (parsed - _EPOCH) // _dt.timedelta(microseconds=1)
+    epoch = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+    return None if parsed is None else (parsed - epoch) // _dt.timedelta(microseconds=1)
 
 
 def _digest(text: str) -> bytes:

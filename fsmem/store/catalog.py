@@ -14,6 +14,11 @@ the files, then asks SQLite, and decodes only the rows it returns:
 `ls`, `check`, `context`, grep's front-matter filters and a scope's view of
 the memory all go through `listing` and `paths` (`fsmem.store.selection`
 says what they select).
+
+This module is long because every query of the catalog is here, and each
+imports what it decodes (`Selection`, `FileMeta`) itself: a plain grep, which
+asks only for superseded ranges, loads neither (docs/performance.md, the
+import cuts).
 """
 
 from __future__ import annotations
@@ -23,25 +28,13 @@ import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fsmem.errors import InvalidArgument
 from fsmem.store.cache import META_COLUMNS, MetaCache, meta_of, stamp_of
-from fsmem.store.meta import (  # noqa: F401  (the catalog's vocabulary; imported from here by callers)
-    EXACT_COUNT_LIMIT,
-    HEAD_BYTES,
-    NOTE_HEAD_BYTES,
-    FileMeta,
-    is_memory_file,
-    matches_filters,
-    read_meta,
-)
 from fsmem.store.paths import relative
 from fsmem.store.scope import Scope
-from fsmem.store.selection import Selection, skipped_where, where
 from fsmem.store.superseded import Fresh, fresh_rows, superseded_of, superseded_ranges  # noqa: F401
 from fsmem.store.walk import (  # noqa: F401  (the catalog's walk; imported from here by callers)
     FOLDER,
@@ -58,22 +51,36 @@ from fsmem.store.walk import (  # noqa: F401  (the catalog's walk; imported from
 from fsmem.tokens import TokenCounter
 
 if TYPE_CHECKING:
-    from fsmem.store.freshness import Freshness
+    from datetime import datetime
 
+    from fsmem.store.freshness import Freshness
+    from fsmem.store.meta import (  # the catalog's vocabulary, imported from here by callers
+        EXACT_COUNT_LIMIT as EXACT_COUNT_LIMIT,
+        HEAD_BYTES as HEAD_BYTES,
+        NOTE_HEAD_BYTES as NOTE_HEAD_BYTES,
+        FileMeta as FileMeta,
+        is_memory_file as is_memory_file,
+        matches_filters as matches_filters,
+        read_meta as read_meta,
+    )
+    from fsmem.store.selection import Selection
 COUNTS_KEPT = 64
 FRESH_FROM = 64  # a grep's superseded ranges of more files than this come from rows caught up on the feed
 PAGE_ROWS = 200  # rows fetched with the total, in the same read transaction; a longer answer fetches more
 
 
-@dataclass
 class Found:
     """A listing's rows: how many match, the matching files from the offset on (decoded as they are taken),
-    and the entries under the same folder and scope that could not be used (path shown, reason)."""
+    and the entries under the same folder and scope that could not be used (path shown, reason).
 
-    total: int
-    metas: Iterator[FileMeta]
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-    created: list[tuple[str, str | None]] = field(default_factory=list)  # session notes' `created` (check)
+    A plain record, not a dataclass: making one costs every command 0.2 ms at import, listing or not."""
+
+    __slots__ = ("total", "metas", "skipped", "created")  # created: session notes' `created` (check)
+
+    def __init__(self, total: int, metas: Iterator[FileMeta], skipped: list | None = None, created: list | None = None):
+        self.total, self.metas = total, metas
+        self.skipped: list[tuple[str, str]] = [] if skipped is None else skipped
+        self.created: list[tuple[str, str | None]] = [] if created is None else created
 
 
 class Catalog:
@@ -182,6 +189,8 @@ class Catalog:
     def listing(self, selection: Selection, *, offset: int = 0, limit: int | None = None) -> Found:
         """The files `selection` keeps (in this catalog's scope), in walk order from `offset`: the total and
         the first rows in one read of the cache, further rows as they are taken (at most `limit`)."""
+        from fsmem.store.selection import skipped_where, where
+
         self.sync(selection.start, selection.start_is_file)
         sql, params = where(selection, self.scope)
         first = PAGE_ROWS if limit is None else max(0, min(limit, PAGE_ROWS))
@@ -227,6 +236,8 @@ class Catalog:
     def problems(self, selection: Selection) -> Found:
         """For `check`: the files `selection` keeps that have problems (decoded), the total, the skipped
         entries, and (path, created) of each session note among them (a note dated later is held back)."""
+        from fsmem.store.selection import skipped_where, where
+
         self.sync(selection.start, selection.start_is_file)
         sql, params = where(selection, self.scope)
         gaps_sql, gaps_params = skipped_where(selection.start, selection.start_is_file, self.scope)
@@ -248,6 +259,8 @@ class Catalog:
 
     def paths(self, selection: Selection) -> list[str]:
         """The paths `selection` keeps, in walk order, without decoding a row."""
+        from fsmem.store.selection import where
+
         self.sync(selection.start, selection.start_is_file)
         sql, params = where(selection, self.scope)
         rows = self.cache.select(f"SELECT path FROM files INDEXED BY files_list WHERE {sql} ORDER BY key", params, [])
@@ -255,6 +268,8 @@ class Catalog:
 
     def written_since(self, horizon: datetime) -> set[str]:
         """The paths (in scope) of files whose mtime is after `horizon` (what recall calls new)."""
+        from fsmem.store.selection import Selection, where
+
         self.sync()
         sql, params = where(Selection(), self.scope)
         limit_ns = int(horizon.timestamp() * 1_000_000_000)
@@ -291,10 +306,14 @@ class Catalog:
 
     def visible(self) -> set[str]:
         """The paths this catalog's scope sees (every memory file, for a catalog without one)."""
+        from fsmem.store.selection import Selection
+
         return set(self.paths(Selection()))
 
     def entries(self, start: Path | None = None, skipped: list[tuple[str, str]] | None = None) -> list[FileMeta]:
         """Every memory file under `start` (default: all), decoded; files that cannot be read go to `skipped`."""
+        from fsmem.store.selection import Selection
+
         rel = relative(self.root, Path(start)) if start is not None else None
         is_file = rel not in (None, ".") and not os.path.isdir(self.root / str(rel))
         found = self.listing(Selection.of(rel, start_is_file=is_file))
@@ -318,6 +337,8 @@ class Catalog:
                     meta = _decoded(rows[0][:-2])
                     if meta is not None:
                         return meta
+            from fsmem.store.meta import read_meta
+
             meta = read_meta(self.root, path, self.counter, stat)
             link = link_target(self.root, rel)
             self.cache.store([(stamp, meta.to_dict())], links={rel: link} if link else None, still=self.rows.still)
@@ -393,5 +414,19 @@ _PAGE = (
 
 def _decoded(row: tuple) -> FileMeta | None:
     """The FileMeta of a row (`META_COLUMNS`) when it matches its checksum; else None (the file is read again)."""
+    from fsmem.store.meta import FileMeta
+
     data = meta_of(row)
     return FileMeta.from_dict(data) if data is not None else None
+
+
+_META = ("EXACT_COUNT_LIMIT", "HEAD_BYTES", "NOTE_HEAD_BYTES", "FileMeta", "is_memory_file", "matches_filters")
+
+
+def __getattr__(name: str) -> Any:
+    """fsmem.store.meta's names, the catalog's vocabulary, loaded on first use: a plain grep makes no FileMeta."""
+    if name in _META or name == "read_meta":
+        from fsmem.store import meta
+
+        return getattr(meta, name)
+    raise AttributeError(f"module 'fsmem.store.catalog' has no attribute {name!r}")

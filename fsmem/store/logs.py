@@ -16,7 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fsmem import format as fmt
 from fsmem.config import CONFIG_FILE, Config, LogSettings
 from fsmem.errors import FsmemError
 from fsmem.store.files import file_lock, state_dir
@@ -54,6 +53,8 @@ def append(
     write (`_Group`): a server's 32 workers each took the log's lock in turn,
     and under load most of their time went to waiting for it.
     """
+    from fsmem import format as fmt
+
     if max_bytes is None:
         max_bytes = max_bytes_for(root)
     record = {"time": fmt.now_iso(), **record}

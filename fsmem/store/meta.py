@@ -16,8 +16,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsmem import format as fmt
-from fsmem.format import links, secrets
 from fsmem.store import files, paths
 from fsmem.store.paths import relative
 from fsmem.tokens import TokenCounter
@@ -73,6 +71,9 @@ is_memory_file = paths.is_memory_name
 
 def read_meta(root: Path, path: Path, counter: TokenCounter, stat: os.stat_result | None = None) -> FileMeta:
     """Parse one file's metadata from disk (the slow path a cache avoids)."""
+    from fsmem import format as fmt
+    from fsmem.format import links, secrets
+
     stat = stat or path.stat()
     meta = FileMeta(path=relative(root, path), size=stat.st_size, mtime_ns=stat.st_mtime_ns)
     exact = stat.st_size <= EXACT_COUNT_LIMIT
@@ -132,6 +133,8 @@ def matches_filters(
     updated_after: str | None = None,
 ) -> bool:
     """Front-matter filters shared by ls, grep and search."""
+    from fsmem import format as fmt
+
     if type is not None and meta.type != type:
         return False
     if tag:

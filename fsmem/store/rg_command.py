@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 import sys
 import sysconfig
-from typing import TYPE_CHECKING
 
 from fsmem.errors import FsmemError, InvalidArgument
 from fsmem.names import STATE_DIR
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing before rg starts
 if TYPE_CHECKING:
     from subprocess import Popen
 
