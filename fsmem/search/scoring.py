@@ -343,11 +343,14 @@ def _candidates(
                 seen.add(other)
                 pool.append(other)
     for fid in named:
-        base = fid << ROW_BITS
-        for ordinal in range(min(len(files[fid][1]), NAMED_ROWS)):
-            if base + ordinal not in seen and visible(base + ordinal):
-                seen.add(base + ordinal)
-                pool.append(base + ordinal)
+        if allowed_set is not None and fid not in allowed_set:
+            continue
+        base, rows = fid << ROW_BITS, packed_of[fid]
+        for ordinal in range(min(len(rows), NAMED_ROWS)):  # `visible`, for each row of one file
+            rid = base + ordinal
+            if rid not in seen and (superseded_too or not (rows[ordinal] & SUPERSEDED or rid in stale)):
+                seen.add(rid)
+                pool.append(rid)
 
     # 4. Neighbours, documents (a row's cited session note, across files) and subject; salience comes after.
     row_den = could_earn(n_rows, df)
@@ -356,7 +359,7 @@ def _candidates(
     relevance, paths, lines_of = {}, {}, {}
     for rid in pool:
         fid = rid >> ROW_BITS
-        rows = packed_of[fid]
+        path, rows, cited, sources = files[fid][:4]
         ordinal = rid & mask
         value = rows[ordinal]
         neighbours = 0.0
@@ -366,10 +369,12 @@ def _candidates(
             neighbours += row_raw.get(rid + 1, 0.0)
         score = (w_row * row_raw.get(rid, 0.0) + w_neighbours * neighbours) / row_den
         if w_document:
-            score += w_document * group_total.get(_group(files, rid), 0.0)
+            # the row's document: the session note it cites (a session's rows score as one), else its file's uncited rows
+            number = cited[ordinal] if cited is not None else 0
+            score += w_document * group_total.get(sources[number - 1] if number else fid << ROW_BITS, 0.0)
         score += w_subject * named.get(fid, 0.0)
         relevance[rid] = score / parts
-        paths[rid], lines_of[rid] = files[fid][0], value >> 2
+        paths[rid], lines_of[rid] = path, value >> 2
     salience = {}
     for fid, (_path, _lines, _cited, _sources, importance, updated, mtime) in files.items():
         stamp = fmt.parse_timestamp(updated) if updated else None
@@ -458,13 +463,6 @@ def _stale_note_rows(root, files: dict[int, tuple], notes: list[int]) -> set[int
                 if fmt.in_ranges(value >> 2, spans):
                     stale.add(fid << ROW_BITS | ordinal)
     return stale
-
-
-def _group(files: dict[int, tuple], rid: int) -> Any:
-    """A row's document: the session note it cites (rows from one session score as one), else its file's uncited rows."""
-    _path, _lines, cited, sources = files[rid >> ROW_BITS][:4]
-    number = cited[rid & (MAX_ROWS - 1)] if cited is not None else 0
-    return sources[number - 1] if number else (rid >> ROW_BITS) << ROW_BITS
 
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
