@@ -13,8 +13,9 @@ answer fitted to the default budget) must be equal, the floats to the last bit. 
 `--root` (a scratch copy of a benchmark corpus, asked bench_server's `Unique` questions, no two alike)
 and the ten LoCoMo conversations, asked their own questions. The old code ranks first, on the index as
 its refresh leaves it; this tree then merges the index's segments as its builds do
-(`fsmem.search.tables.merge_segments`), and ranks. Each process reports its CPU per search: first-time
-searches, since no question comes twice.
+(`fsmem.search.tables.merge_segments`), and ranks; with `--rounds N` the two alternate N times, each from
+the index the old side's first refresh left. Each process reports its CPU per search: first-time searches,
+since no question comes twice.
 """
 
 from __future__ import annotations
@@ -89,8 +90,33 @@ def locomo_memories(data: Path, folder: Path) -> list[tuple[Path, list[str]]]:
     return found
 
 
-def compare(old_tree: Path, roots: list[Path], data: Path, queries: int) -> int:
-    """Old and new rankings of the same questions on the same memories: equal, or the first difference."""
+def _cache_files(root: Path) -> list[Path]:
+    base = root / ".fsmem" / "cache.sqlite"
+    return [base, base.with_name("cache.sqlite-wal"), base.with_name("cache.sqlite-shm")]
+
+
+def _snapshot(root: Path, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in _cache_files(root):
+        if path.exists():
+            shutil.copy2(path, folder / path.name)
+
+
+def _restore(root: Path, folder: Path) -> None:
+    """The cache database as the old side's first refresh left it (the files are untouched: no rebuild)."""
+    for path in _cache_files(root):
+        path.unlink(missing_ok=True)
+        if (folder / path.name).exists():
+            shutil.copy2(folder / path.name, path)
+
+
+def compare(old_tree: Path, roots: list[Path], data: Path, queries: int, rounds: int) -> int:
+    """Old and new rankings of the same questions on the same memories: equal, or the first difference.
+
+    Each round runs the old side, then the new, each from the index the old side's first refresh left (a
+    snapshot of the cache database put back before every run), so a busy machine slows both sides alike
+    and the new side always merges the index itself. CPU per search is the median over the rounds' medians.
+    """
     from bench_server import Unique
 
     env = dict(os.environ, FSMEM_NOW=os.environ.get("FSMEM_NOW", "2026-12-01T12:00:00Z"))
@@ -105,38 +131,35 @@ def compare(old_tree: Path, roots: list[Path], data: Path, queries: int) -> int:
             print(f"LoCoMo skipped: {data} not found (see ../shared/data/README.md)")
         failures = 0
         for number, (root, questions) in enumerate(cases):
-            dumps = {}
-            for side, tree in (("old", old_tree), ("new", REPO)):
-                asked = Path(tmp) / f"questions-{number}.json"
-                asked.write_text(json.dumps(questions))
-                dumps[side] = Path(tmp) / f"{side}-{number}.json"
-                subprocess.run(
-                    [
-                        sys.executable,
-                        __file__,
-                        "--dump",
-                        str(dumps[side]),
-                        "--root",
-                        str(root),
-                        "--questions",
-                        str(asked),
-                    ]
-                    + (["--merge-segments"] if side == "new" else []),
-                    env=dict(env, PYTHONPATH=str(tree)),
-                    check=True,
-                )
-            old, new = (json.loads(dumps[side].read_text()) for side in ("old", "new"))
-            differ = [(a, b) for a, b in zip(old["answers"], new["answers"], strict=True) if a != b]
+            asked = Path(tmp) / f"questions-{number}.json"
+            asked.write_text(json.dumps(questions))
+            snapshot = Path(tmp) / f"index-{number}"
+            cpu: dict[str, list[float]] = {"old": [], "new": []}
+            differ = []
+            for round_ in range(rounds):
+                dumps = {}
+                for side, tree in (("old", old_tree), ("new", REPO)):
+                    if round_ or side == "new":
+                        _restore(root, snapshot)
+                    dumps[side] = Path(tmp) / f"{side}-{number}.json"
+                    command = [sys.executable, __file__, "--dump", str(dumps[side]), "--root", str(root)]
+                    command += ["--questions", str(asked)] + (["--merge-segments"] if side == "new" else [])
+                    subprocess.run(command, env=dict(env, PYTHONPATH=str(tree)), check=True)
+                    if not round_ and side == "old":
+                        _snapshot(root, snapshot)
+                old, new = (json.loads(dumps[side].read_text()) for side in ("old", "new"))
+                for side, found in (("old", old), ("new", new)):
+                    cpu[side].append(statistics.median(found["cpu"]))
+                differ += [(a, b) for a, b in zip(old["answers"], new["answers"], strict=True) if a != b]
             rows = sum(len(a["pool"]) for a in old["answers"])
-            print(f"{root.name}: {len(questions)} questions, {rows:,} candidate rows: {len(differ)} answers differ")
+            print(f"{root.name}: {len(questions)} questions, {rows:,} candidate rows, {rounds} round(s): ", end="")
+            print(f"{len(differ)} answers differ")
             if differ:
                 a, b = differ[0]
                 print(f"  first: {a['query']!r}: old {a['pool'][:3]} ... new {b['pool'][:3]} ...")
             failures += len(differ)
-            old_ms, new_ms = (1000 * statistics.median(side["cpu"]) for side in (old, new))
-            print(
-                f"  CPU per first-time search, median: old {old_ms:.1f} ms, new {new_ms:.1f} ms ({new_ms / old_ms:.2f}x)"
-            )
+            old_ms, new_ms = (1000 * statistics.median(cpu[side]) for side in ("old", "new"))
+            print(f"  CPU per first-time search: old {old_ms:.1f} ms, new {new_ms:.1f} ms ({new_ms / old_ms:.2f}x)")
     print("the same answers" if not failures else f"{failures} answers differ")
     return 1 if failures else 0
 
@@ -149,6 +172,7 @@ def main() -> int:
         "--root", type=Path, action="append", default=[], help="a memory to compare on (a scratch copy)"
     )
     parser.add_argument("--queries", type=int, default=300, help="Unique questions per --root")
+    parser.add_argument("--rounds", type=int, default=1, help="old and new runs, alternating, per memory")
     parser.add_argument("--dump", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--questions", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--merge-segments", action="store_true", help=argparse.SUPPRESS)
@@ -157,7 +181,7 @@ def main() -> int:
         dump_rankings(args.root[0], json.loads(args.questions.read_text()), args.dump, args.merge_segments)
         return 0
     if args.compare is not None:
-        return compare(args.compare.resolve(), [r.resolve() for r in args.root], args.data, args.queries)
+        return compare(args.compare.resolve(), [r.resolve() for r in args.root], args.data, args.queries, args.rounds)
     if not args.data.exists():
         print(f"skipped: {args.data} not found (see ../shared/data/README.md)")
         return 0
