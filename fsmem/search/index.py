@@ -69,6 +69,7 @@ from fsmem.search.tables import (  # noqa: F401
     _remove,
     _stamps,
     _version,
+    merge_segments,
     unpack_rows,
 )
 from fsmem.store import cache as _cache
@@ -339,7 +340,8 @@ class SearchIndex:
             return 0
         known = _stamps(conn, None)
         changed = self._apply(conn, found, known, list(known), complete=True)
-        if changed >= BATCH_FILES:  # a (re)build: give the pages its merges freed back to the file system
+        if changed >= BATCH_FILES:  # a (re)build: one segment per table, and the pages freed given back
+            merge_segments(conn)
             conn.execute("PRAGMA incremental_vacuum").fetchall()
         with _cache.transaction(conn):
             racy = conn.execute("SELECT 1 FROM search_files WHERE mtime_ns < 0 LIMIT 1").fetchone()

@@ -258,8 +258,7 @@ def _candidates(
     group_total, documents = document_scores(conn, match, terms, fuzzy, w, int(meta.get("docs") or 0), could_earn, kept)
     scored_files = allowed
     if len(documents) > TOP_DOCUMENTS:
-        best = sorted(documents, key=lambda d: (-documents[d], d))[:TOP_DOCUMENTS]
-        top = {d >> ROW_BITS for d in best}
+        top = {d >> ROW_BITS for d in best_documents(documents, TOP_DOCUMENTS)}
         scored_files = sorted(top if allowed_set is None else top & allowed_set)
 
     # 2. The rows whose text or headings match, best first (BM25F: the columns weigh a term's frequency).
@@ -344,11 +343,14 @@ def _candidates(
                 seen.add(other)
                 pool.append(other)
     for fid in named:
-        base = fid << ROW_BITS
-        for ordinal in range(min(len(files[fid][1]), NAMED_ROWS)):
-            if base + ordinal not in seen and visible(base + ordinal):
-                seen.add(base + ordinal)
-                pool.append(base + ordinal)
+        if allowed_set is not None and fid not in allowed_set:
+            continue
+        base, rows = fid << ROW_BITS, packed_of[fid]
+        for ordinal in range(min(len(rows), NAMED_ROWS)):  # `visible`, for each row of one file
+            rid = base + ordinal
+            if rid not in seen and (superseded_too or not (rows[ordinal] & SUPERSEDED or rid in stale)):
+                seen.add(rid)
+                pool.append(rid)
 
     # 4. Neighbours, documents (a row's cited session note, across files) and subject; salience comes after.
     row_den = could_earn(n_rows, df)
@@ -357,7 +359,7 @@ def _candidates(
     relevance, paths, lines_of = {}, {}, {}
     for rid in pool:
         fid = rid >> ROW_BITS
-        rows = packed_of[fid]
+        path, rows, cited, sources = files[fid][:4]
         ordinal = rid & mask
         value = rows[ordinal]
         neighbours = 0.0
@@ -367,10 +369,12 @@ def _candidates(
             neighbours += row_raw.get(rid + 1, 0.0)
         score = (w_row * row_raw.get(rid, 0.0) + w_neighbours * neighbours) / row_den
         if w_document:
-            score += w_document * group_total.get(_group(files, rid), 0.0)
+            # the row's document: the session note it cites (a session's rows score as one), else its file's uncited rows
+            number = cited[ordinal] if cited is not None else 0
+            score += w_document * group_total.get(sources[number - 1] if number else fid << ROW_BITS, 0.0)
         score += w_subject * named.get(fid, 0.0)
         relevance[rid] = score / parts
-        paths[rid], lines_of[rid] = files[fid][0], value >> 2
+        paths[rid], lines_of[rid] = path, value >> 2
     salience = {}
     for fid, (_path, _lines, _cited, _sources, importance, updated, mtime) in files.items():
         stamp = fmt.parse_timestamp(updated) if updated else None
@@ -378,22 +382,60 @@ def _candidates(
     return _Candidates(pool, relevance, paths, lines_of, salience, searchable, stale)
 
 
+def best_documents(documents: dict[int, float], count: int) -> set[int]:
+    """The `count` documents first by (score descending, id), as a set, without sorting them all.
+
+    `documents` comes from SQL best first by raw score, and a score is the raw one over one positive number,
+    so the order holds except where two raw scores round to one score: the documents scoring above the
+    `count`-th are the ones before it, and those tied with it are taken by id. Any other order is sorted.
+    """
+    ranked = list(documents)
+    if len(ranked) <= count:
+        return set(ranked)
+    scores = [documents[d] for d in ranked]
+    if any(later > earlier for earlier, later in zip(scores, scores[1:], strict=False)):
+        return set(sorted(ranked, key=lambda d: (-documents[d], d))[:count])
+    cut = scores[count - 1]
+    above = 0
+    while scores[above] > cut:
+        above += 1
+    tied = above
+    while tied < len(ranked) and scores[tied] == cut:
+        tied += 1
+    return set(ranked[:above]) | set(sorted(ranked[above:tied])[: count - above])
+
+
 def _salience(found: _Candidates, settings: SearchSettings, usage, now: _dt.datetime) -> Ranking:
     """The ranking of `found` at `now` with the retrieval log's `usage`: each relevance times its salience
     (importance, recency, usage). The answer owns everything it holds: `found` may be kept and shared."""
     w = settings.weights
-    boost = _file_boosts(found.salience, settings, now)
+    base = {fid: 1.0 + boost for fid, boost in _file_boosts(found.salience, settings, now).items()}
     top_use = usage.top if isinstance(usage, Usage) else max(usage.values(), default=0)
     w_usage = w["usage"]
     relevance, paths, lines_of = found.relevance, found.paths, found.lines
     scores = {}
-    for rid in found.pool:
-        factor = 1.0 + boost[rid >> ROW_BITS]
-        if top_use and w_usage > 0:
-            factor += w_usage * math.log1p(usage.get(f"{paths[rid]}:{lines_of[rid]}", 0)) / math.log1p(top_use)
-        scores[rid] = relevance[rid] * factor
-    ids = sorted(found.pool, key=lambda r: (-scores[r], paths[r], lines_of[r]))
+    if top_use and w_usage > 0:
+        most = math.log1p(top_use)
+        for rid in found.pool:
+            factor = base[rid >> ROW_BITS]
+            used = usage.get(f"{paths[rid]}:{lines_of[rid]}", 0)
+            if used:  # a row never returned adds w_usage * log1p(0) / most: 0.0
+                factor += w_usage * math.log1p(used) / most
+            scores[rid] = relevance[rid] * factor
+    else:
+        for rid in found.pool:
+            scores[rid] = relevance[rid] * base[rid >> ROW_BITS]
+    ids = _best_first(found.pool, scores, paths, lines_of)
     return Ranking(ids, scores, dict(relevance), dict(paths), dict(lines_of), found.searchable, set(found.stale))
+
+
+def _best_first(pool: list[int], scores: dict[int, float], paths: dict[int, str], lines: dict[int, int]) -> list[int]:
+    """`pool` by (score descending, path, line), as a key of those three would sort it: three stable sorts,
+    the last key first, each by a dict's own lookup (no key tuple per row: 2,500 rows, 2.5 -> 1.9 ms)."""
+    ids = sorted(pool, key=lines.__getitem__)
+    ids.sort(key=paths.__getitem__)
+    ids.sort(key=scores.__getitem__, reverse=True)  # reverse keeps equal scores in their order
+    return ids
 
 
 def _stale_note_rows(root, files: dict[int, tuple], notes: list[int]) -> set[int]:
@@ -421,13 +463,6 @@ def _stale_note_rows(root, files: dict[int, tuple], notes: list[int]) -> set[int
                 if fmt.in_ranges(value >> 2, spans):
                     stale.add(fid << ROW_BITS | ordinal)
     return stale
-
-
-def _group(files: dict[int, tuple], rid: int) -> Any:
-    """A row's document: the session note it cites (rows from one session score as one), else its file's uncited rows."""
-    _path, _lines, cited, sources = files[rid >> ROW_BITS][:4]
-    number = cited[rid & (MAX_ROWS - 1)] if cited is not None else 0
-    return sources[number - 1] if number else (rid >> ROW_BITS) << ROW_BITS
 
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)

@@ -1,0 +1,112 @@
+"""The shortcuts of fsmem.search.scoring's ranking give what the full sorts they replace give, and a rebuild
+leaves the FTS5 tables in one segment each, scoring as before."""
+
+import math
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from fsmem import Memory
+from fsmem.search.scoring import _best_first, best_documents
+
+# Raw scores with neighbours that one denominator rounds to one score: 1.95 and the next float over 3.0,
+# 5e-300 and 6e-300 over 1e24 (both the least subnormal); and plain ties.
+RAW = st.sampled_from([0.0, 5e-300, 6e-300, 1.0, 1.95, math.nextafter(1.95, 2.0)])
+
+
+@st.composite
+def documents_from_sql(draw):
+    """Document scores as document_scores builds them: raw scores in SQL's order (raw descending, then id),
+    each over one positive denominator, which may round two raw scores to one score."""
+    raws = draw(st.lists(st.tuples(RAW, st.integers(0, 60)), max_size=30, unique_by=lambda pair: pair[1]))
+    denominator = draw(st.sampled_from([3.0, 1e24, 1.0]))
+    return {doc: raw / denominator for raw, doc in sorted(raws, key=lambda pair: (-pair[0], pair[1]))}
+
+
+def _full_sort(documents, count):
+    return set(sorted(documents, key=lambda d: (-documents[d], d))[:count])
+
+
+@settings(max_examples=200)
+@given(documents_from_sql(), st.integers(1, 32))
+def test_best_documents_are_the_head_of_the_full_sort(documents, count):
+    assert best_documents(documents, count) == _full_sort(documents, count)
+
+
+@settings(max_examples=100)
+@given(st.dictionaries(st.integers(0, 400), RAW, max_size=40), st.integers(1, 45))
+def test_best_documents_in_any_order_are_the_head_of_the_full_sort(documents, count):
+    assert best_documents(documents, count) == _full_sort(documents, count)
+
+
+def test_documents_tied_at_the_cut_are_taken_by_id():
+    # SQL's order (by raw score) put 9 before 4, but both score 1.0: the full sort takes the lower id
+    documents = {7: 2.0, 9: 1.0, 4: 1.0, 1: 0.5}
+    assert best_documents(documents, 2) == {7, 4}
+    assert best_documents(documents, 3) == {7, 9, 4}
+    assert best_documents(documents, 9) == {7, 9, 4, 1}
+
+
+@settings(max_examples=100)
+@given(
+    st.dictionaries(
+        st.integers(0, 300),
+        st.tuples(RAW, st.sampled_from(["a.md", "b.md", "topics/c.md"]), st.integers(1, 5)),
+        max_size=40,
+    )
+)
+def test_best_first_orders_as_the_three_part_key(rows):
+    pool = list(rows)
+    scores = {r: rows[r][0] for r in pool}
+    paths = {r: rows[r][1] for r in pool}
+    lines = {r: rows[r][2] for r in pool}
+    expected = sorted(pool, key=lambda r: (-scores[r], paths[r], lines[r]))
+    assert _best_first(pool, scores, paths, lines) == expected
+
+
+def _segments(memory, table):
+    return memory.search_index.guarded(
+        lambda conn: conn.execute(f"SELECT count(DISTINCT segid) FROM {table}_idx").fetchone()[0]
+    )
+
+
+def _ranked(memory, query):
+    from fsmem.search.ranking import search
+
+    _result, ranking = search(memory.search_index, memory.tokens, memory.search_settings, query, k=5, max_tokens=500)
+    return [(ranking.paths[i], ranking.lines[i], ranking.scores[i]) for i in ranking.candidates]
+
+
+@pytest.fixture
+def memory(tmp_path, monkeypatch):
+    monkeypatch.setenv("FSMEM_NOW", "2026-01-10T00:00:00+00:00")
+    root = tmp_path / "mem"
+    Memory.init(root)
+    for n in range(7):
+        (root / f"topic-{n}.md").write_text(
+            f"---\ntitle: Topic {n}\n---\n# Topic {n}\n- owner: Ada {n}\n- billing cycle: monthly {n}\n- plan {n}: gold\n",
+            encoding="utf-8",
+        )
+    return Memory(root)
+
+
+def test_a_rebuild_leaves_each_fts5_table_one_segment(memory, monkeypatch):
+    import fsmem.search.index as index
+
+    monkeypatch.setattr(index, "BATCH_FILES", 2)  # a build of 7 files commits 4 times: 4 segments a table
+    memory.search("billing")
+    assert [_segments(memory, t) for t in ("search_fts", "search_docs", "search_names")] == [1, 1, 1]
+
+
+def test_merged_segments_score_every_row_as_before(memory):
+    from fsmem.search.tables import merge_segments
+
+    memory.search("billing")
+    for n in range(4):  # each write is a transaction of its own: a new segment
+        memory.write(f"notes-{n}.md", f"- billing for Ada {n}: yearly plan\n- the walrus {n} owns a monthly plan\n")
+    assert _segments(memory, "search_fts") > 1
+    queries = ["billing plan", "Ada walrus monthly", "gold owner topic"]
+    before = [_ranked(memory, q) for q in queries]
+    memory.search_index.guarded(merge_segments)
+    assert _segments(memory, "search_fts") == 1
+    assert [_ranked(memory, q) for q in queries] == before and all(before)
