@@ -15,6 +15,8 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
+from fsmem.search.tables import file_of, rank_id
+
 RECENT_KEPT = 32  # candidate pools of recent queries kept per state of the index (`Kept.remember`)
 _RECENT = ("recent",)
 DOCUMENT_POOL = 3000  # documents scored for the document part; deeper ones add nothing a candidate row can use
@@ -135,11 +137,13 @@ def document_scores(
     denominator = could_earn(n_docs, df)
     by_key: dict[Any, float] = {}
     by_doc: dict[int, float] = {}
-    for doc, raw, source in conn.execute(
-        "SELECT d.rowid, -bm25(search_docs) AS r, s.source FROM search_docs AS d LEFT JOIN search_sources AS s"
-        " ON s.id = d.rowid WHERE search_docs MATCH ? ORDER BY r DESC, d.rowid LIMIT ?",
+    for fid, rowid, raw, source in conn.execute(
+        f"SELECT {file_of('m.rowid')}, m.rowid, m.r, m.source FROM (SELECT d.rowid AS rowid,"
+        " -bm25(search_docs) AS r, s.source AS source FROM search_docs AS d LEFT JOIN search_sources AS s"
+        " ON s.id = d.rowid WHERE search_docs MATCH ? ORDER BY r DESC, d.rowid LIMIT ?) AS m ORDER BY m.r DESC, m.rowid",
         (match, DOCUMENT_POOL),
     ):
+        doc = rank_id(fid, rowid)  # a file's document n has the id its row n has
         score = by_doc[doc] = raw / denominator
         key = doc if source is None else source
         by_key[key] = by_key.get(key, 0.0) + score

@@ -2,7 +2,14 @@
 
 `fsmem.search.index` decides when a file is (re)indexed; this module knows
 how: a file's row is its stamp and packed rows, its FTS5 postings are row ids
-`file_id << ROW_BITS | ordinal`, deleted as one range when it changes.
+`file_id << BLOCK_BITS | ordinal`, deleted as one range when it changes.
+
+A file's id is the first of the blocks of `1 << BLOCK_BITS` FTS5 row ids its
+rows take, and files take blocks one after another: FTS5 stores each posting's
+row id as the varint of its distance from the previous one, so packed ids keep
+the distances small (10k files: 4.3 MB less than ids `file_id << 20`, for the
+same postings). Ranking works in row ids `file_id << ROW_BITS | ordinal`
+(`fsmem.search.parsing`); `rank_id` turns a stored id into one.
 """
 
 from __future__ import annotations
@@ -20,14 +27,18 @@ class IndexDamaged(Exception):
     """The search tables cannot be trusted; they are dropped and rebuilt."""
 
 
+BLOCK_BITS = 6  # a file's rows take (rows >> BLOCK_BITS) + 1 blocks of 64 row ids: most take one
+
 _TABLES = ("search_files", "search_superseded", "search_sources", "search_terms", "search_meta")
 _FTS_TABLES = ("search_vocab", "search_names_vocab", "search_docs_vocab", "search_fts", "search_names", "search_docs")
 _SCHEMA = """
 -- version, rows, docs, changes (counts every file indexed or removed: what is kept from one state of the
--- tables, such as document frequencies, is kept while it does not move), walk (see SearchIndex._refresh)
+-- tables, such as document frequencies, is kept while it does not move), walk (see SearchIndex._refresh),
+-- blocks (the next file's id: the first block no file has taken)
 CREATE TABLE IF NOT EXISTS search_meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
 -- one row per file: its stamp, what filters and salience need, and its rows packed:
--- `lines` holds line << 2 | flags per row, `groups` the row's cited note (1-based in `sources`, 0: none)
+-- `lines` holds line << 2 | flags per row, `groups` the row's cited note (1-based in `sources`, 0: none),
+-- each in 2 or 4 bytes a row (1 or 2 for `groups`), the fewest that hold every value of the file
 CREATE TABLE IF NOT EXISTS search_files (
     id INTEGER PRIMARY KEY,
     path TEXT UNIQUE NOT NULL,
@@ -102,7 +113,7 @@ def _remove(conn, rel: str) -> int:
         return 0
     fid, n_rows, n_docs = found
     conn.execute("UPDATE search_meta SET value = value + 1 WHERE key = 'changes'")
-    lo, hi = fid << ROW_BITS, (fid << ROW_BITS) | (MAX_ROWS - 1)
+    lo, hi = fid << BLOCK_BITS, (fid << BLOCK_BITS) + n_rows  # rows, documents and sources: see _insert
     if n_rows:
         conn.execute("DELETE FROM search_fts WHERE rowid BETWEEN ? AND ?", (lo, hi))
         conn.execute("DELETE FROM search_superseded WHERE id BETWEEN ? AND ?", (lo, hi))
@@ -117,13 +128,18 @@ def _remove(conn, rel: str) -> int:
 
 def _insert(conn, item: Parsed, *, racy: bool) -> None:
     mtime = -item.stamp[0] if racy and item.stamp[0] > 0 else item.stamp[0]
-    lines = array("I", [min(line, 0x3FFFFFFF) << 2 | flags for line, flags, _g, _t, _c in item.rows])
-    groups = array("H", [min(group, 0xFFFF) for _l, _f, group, _t, _c in item.rows]) if item.sources else None
+    lines = _narrow([min(line, 0x3FFFFFFF) << 2 | flags for line, flags, _g, _t, _c in item.rows], "HI")
+    groups = _narrow([min(group, 0xFFFF) for _l, _f, group, _t, _c in item.rows], "BH") if item.sources else None
     docs = [(n, body) for n, body in enumerate(item.docs or []) if body]
+    # The file takes the next free blocks: row n is stored as base + n, document n (at most one per cited
+    # note, and the uncited rows) as base + n, cited note n (from 1) as base + n: base to base + rows.
+    fid = int(conn.execute("SELECT value FROM search_meta WHERE key = 'blocks'").fetchone()[0])
+    conn.execute("UPDATE search_meta SET value = ? WHERE key = 'blocks'", (fid + (len(item.rows) >> BLOCK_BITS) + 1,))
     conn.execute(
-        "INSERT INTO search_files (path, mtime_ns, size, ino, ctime_ns, rows, docs, type, tags, updated, importance,"
-        " lines, groups, sources, cited) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO search_files (id, path, mtime_ns, size, ino, ctime_ns, rows, docs, type, tags, updated,"
+        " importance, lines, groups, sources, cited) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
+            fid,
             item.path,
             mtime,
             *item.stamp[1:],
@@ -136,8 +152,7 @@ def _insert(conn, item: Parsed, *, racy: bool) -> None:
             int(item.cited),
         ),
     )
-    fid = conn.last_insert_rowid()
-    base = fid << ROW_BITS
+    base = fid << BLOCK_BITS
     if item.rows:
         conn.executemany(
             "INSERT INTO search_fts (rowid, text, context) VALUES (?, ?, ?)",
@@ -157,18 +172,44 @@ def _insert(conn, item: Parsed, *, racy: bool) -> None:
     conn.execute("UPDATE search_meta SET value = value + 1 WHERE key = 'changes'")
 
 
+def file_of(rowid: str) -> str:
+    """SQL for the file (its id) of the stored row id that the SQL `rowid` gives: the last file whose first
+    block is at or before the id's."""
+    return f"(SELECT max(id) FROM search_files WHERE id <= ({rowid}) >> {BLOCK_BITS})"
+
+
+def rank_id(fid: int, rowid: int) -> int:
+    """Ranking's row id of the FTS5 row id `rowid` of file `fid` (found by `file_of`)."""
+    return fid << ROW_BITS | (rowid - (fid << BLOCK_BITS))
+
+
+def stored_blocks(files: dict[int, int]) -> list[int]:
+    """The blocks of FTS5 row ids of these files (file id -> its rows): a row is in one of the files when its
+    id `>> BLOCK_BITS` is in the list."""
+    return [block for fid, rows in files.items() for block in range(fid, fid + (rows >> BLOCK_BITS) + 1)]
+
+
+def _narrow(values: list[int], codes: str) -> array:
+    """`values` in the narrower of two array types (`codes`) that holds them all; their length tells which."""
+    narrow = array(codes[0]).itemsize * 8
+    return array(codes[0] if all(v >> narrow == 0 for v in values) else codes[1], values)
+
+
+def _unpack(data: bytes | None, n: int, codes: str) -> array:
+    for code in codes:
+        if data is not None and len(data) == n * array(code).itemsize:
+            found = array(code)
+            found.frombytes(data)
+            return found
+    raise IndexDamaged("packed rows do not match the row count")
+
+
 def unpack_rows(lines: bytes | None, groups: bytes | None, n: int) -> tuple[array, array | None]:
     """A file's packed rows: (line << 2 | flags per row, cited-note number per row or None)."""
-    packed = array("I")
-    cited = None
-    try:
-        if lines:
-            packed.frombytes(lines)
-        if groups:
-            cited = array("H")
-            cited.frombytes(groups)
-    except (TypeError, ValueError):
-        raise IndexDamaged("packed rows of the wrong size") from None
-    if len(packed) != n or (cited is not None and len(cited) != n):
-        raise IndexDamaged("packed rows do not match the row count")
-    return packed, cited
+    if not n:
+        if lines or groups:
+            raise IndexDamaged("packed rows of a file without rows")
+        return array("I"), None
+    if not isinstance(lines, bytes) or (groups is not None and not isinstance(groups, bytes)):
+        raise IndexDamaged("packed rows of the wrong type")
+    return _unpack(lines, n, "HI"), _unpack(groups, n, "BH") if groups else None
