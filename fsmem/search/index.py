@@ -169,7 +169,7 @@ class SearchIndex:
                 conn.execute(_SCHEMA)
                 conn.executemany(
                     "INSERT INTO search_meta VALUES (?, ?)",
-                    [("version", version), ("rows", 0), ("docs", 0), ("changes", 0), ("blocks", 1)],
+                    [("version", version), ("rows", 0), ("docs", 0), ("changes", 0)],
                 )
 
     def close(self) -> None:

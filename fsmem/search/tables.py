@@ -2,14 +2,15 @@
 
 `fsmem.search.index` decides when a file is (re)indexed; this module knows
 how: a file's row is its stamp and packed rows, its FTS5 postings are row ids
-`file_id << BLOCK_BITS | ordinal`, deleted as one range when it changes.
+`(file_id << BLOCK_BITS) + ordinal`, deleted as one range when it changes.
 
 A file's id is the first of the blocks of `1 << BLOCK_BITS` FTS5 row ids its
-rows take, and files take blocks one after another: FTS5 stores each posting's
-row id as the varint of its distance from the previous one, so packed ids keep
-the distances small (10k files: 4.3 MB less than ids `file_id << 20`, for the
-same postings). Ranking works in row ids `file_id << ROW_BITS | ordinal`
-(`fsmem.search.parsing`); `rank_id` turns a stored id into one.
+rows take, and a file indexed takes the blocks after the last file's: FTS5
+stores each posting's row id as the varint of its distance from the previous
+one, so packed ids keep the distances small (10k files: 4.3 MB less than ids
+`file_id << 20 | ordinal`, for the same postings). Ranking works in row ids
+`file_id << ROW_BITS | ordinal` (`fsmem.search.parsing`); `rank_id` turns a
+stored id into one.
 """
 
 from __future__ import annotations
@@ -33,8 +34,7 @@ _TABLES = ("search_files", "search_superseded", "search_sources", "search_terms"
 _FTS_TABLES = ("search_vocab", "search_names_vocab", "search_docs_vocab", "search_fts", "search_names", "search_docs")
 _SCHEMA = """
 -- version, rows, docs, changes (counts every file indexed or removed: what is kept from one state of the
--- tables, such as document frequencies, is kept while it does not move), walk (see SearchIndex._refresh),
--- blocks (the next file's id: the first block no file has taken)
+-- tables, such as document frequencies, is kept while it does not move), walk (see SearchIndex._refresh)
 CREATE TABLE IF NOT EXISTS search_meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
 -- one row per file: its stamp, what filters and salience need, and its rows packed:
 -- `lines` holds line << 2 | flags per row, `groups` the row's cited note (1-based in `sources`, 0: none),
@@ -131,10 +131,10 @@ def _insert(conn, item: Parsed, *, racy: bool) -> None:
     lines = _narrow([min(line, 0x3FFFFFFF) << 2 | flags for line, flags, _g, _t, _c in item.rows], "HI")
     groups = _narrow([min(group, 0xFFFF) for _l, _f, group, _t, _c in item.rows], "BH") if item.sources else None
     docs = [(n, body) for n, body in enumerate(item.docs or []) if body]
-    # The file takes the next free blocks: row n is stored as base + n, document n (at most one per cited
-    # note, and the uncited rows) as base + n, cited note n (from 1) as base + n: base to base + rows.
-    fid = int(conn.execute("SELECT value FROM search_meta WHERE key = 'blocks'").fetchone()[0])
-    conn.execute("UPDATE search_meta SET value = ? WHERE key = 'blocks'", (fid + (len(item.rows) >> BLOCK_BITS) + 1,))
+    # The file takes the blocks after the last file's: row n is stored as base + n, document n (at most one
+    # per cited note, and the uncited rows) as base + n, cited note n (from 1) as base + n: base to base + rows.
+    last = conn.execute("SELECT id, rows FROM search_files ORDER BY id DESC LIMIT 1").fetchone()
+    fid = last[0] + (last[1] >> BLOCK_BITS) + 1 if last else 1
     conn.execute(
         "INSERT INTO search_files (id, path, mtime_ns, size, ino, ctime_ns, rows, docs, type, tags, updated,"
         " importance, lines, groups, sources, cited) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
