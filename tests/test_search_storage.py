@@ -104,3 +104,19 @@ def test_lines_take_two_bytes_a_row_unless_one_needs_four(memory):
     assert hits[0].line > 1 << 14  # line << 2 | flags needs more than 16 bits
     widths = dict(_query(memory, "SELECT path, length(lines) / rows FROM search_files WHERE path LIKE 'topics/%'"))
     assert widths == {"topics/a.md": 2, "topics/b.md": 2, "topics/c.md": 2, "topics/far.md": 4}
+
+
+def test_a_document_past_a_files_first_block_leads_to_its_file(memory, monkeypatch):
+    """Document n of a file is stored at its first row id + n: a file citing 70 session notes has documents
+    in its second block, and the document part must still lead to the file's rows."""
+    facts = "".join(f"- fact {n}: plain value (2026-01-01, sessions/n{n}.md)\n" for n in range(69))
+    cited = facts + "- fact 69: walrus walrus walrus value (2026-01-01, sessions/n69.md)\n"
+    (memory.root / "topics" / "cited.md").write_text(
+        f"---\ntitle: Cited\nupdated: 2026-01-01\n---\n# Cited\n\n## Facts\n{cited}", encoding="utf-8"
+    )
+    monkeypatch.setattr(scoring, "TOP_DOCUMENTS", 1)  # only the best document's rows are scored row by row
+    where = ("topics/cited.md", _line_of(memory, "topics/cited.md", "- fact 69: walrus"))
+    assert (memory.search("walrus").hits[0].path, memory.search("walrus").hits[0].line) == where
+    fid, rows = _query(memory, "SELECT id, rows FROM search_files WHERE path = 'topics/cited.md'")[0]
+    documents = [i for (i,) in _query(memory, f"SELECT id FROM search_docs_docsize WHERE id >> 6 >= {fid}")]
+    assert rows == 70 and (fid << BLOCK_BITS) + 70 in documents  # the walrus fact's note is the 70th

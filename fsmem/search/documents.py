@@ -15,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
-from fsmem.search.tables import file_of, rank_id
+from fsmem.search.tables import continued_blocks, rank_id
 
 RECENT_KEPT = 32  # candidate pools of recent queries kept per state of the index (`Kept.remember`)
 _RECENT = ("recent",)
@@ -137,13 +137,13 @@ def document_scores(
     denominator = could_earn(n_docs, df)
     by_key: dict[Any, float] = {}
     by_doc: dict[int, float] = {}
-    for fid, rowid, raw, source in conn.execute(
-        f"SELECT {file_of('m.rowid')}, m.rowid, m.r, m.source FROM (SELECT d.rowid AS rowid,"
-        " -bm25(search_docs) AS r, s.source AS source FROM search_docs AS d LEFT JOIN search_sources AS s"
-        " ON s.id = d.rowid WHERE search_docs MATCH ? ORDER BY r DESC, d.rowid LIMIT ?) AS m ORDER BY m.r DESC, m.rowid",
+    continued = continued_blocks(conn, kept)
+    for rowid, raw, source in conn.execute(
+        "SELECT d.rowid, -bm25(search_docs) AS r, s.source FROM search_docs AS d LEFT JOIN search_sources AS s"
+        " ON s.id = d.rowid WHERE search_docs MATCH ? ORDER BY r DESC, d.rowid LIMIT ?",
         (match, DOCUMENT_POOL),
     ):
-        doc = rank_id(fid, rowid)  # a file's document n has the id its row n has
+        doc = rank_id(rowid, continued)  # a file's document n has the id its row n has
         score = by_doc[doc] = raw / denominator
         key = doc if source is None else source
         by_key[key] = by_key.get(key, 0.0) + score

@@ -48,6 +48,8 @@ CREATE TABLE IF NOT EXISTS search_files (
     lines BLOB, groups BLOB, sources TEXT,
     cited INTEGER NOT NULL  -- a session note the consolidator has read: documents may supersede its facts
 );
+-- the files that take more than one block (`continued_blocks`); most take one
+CREATE INDEX IF NOT EXISTS search_files_long ON search_files (rows) WHERE rows >= 64;
 CREATE TABLE IF NOT EXISTS search_superseded (id INTEGER PRIMARY KEY);
 -- documents: the rows of one file citing one session note (its `groups` number), or citing none (0)
 CREATE TABLE IF NOT EXISTS search_sources (id INTEGER PRIMARY KEY, source TEXT NOT NULL);
@@ -172,14 +174,28 @@ def _insert(conn, item: Parsed, *, racy: bool) -> None:
     conn.execute("UPDATE search_meta SET value = value + 1 WHERE key = 'changes'")
 
 
-def file_of(rowid: str) -> str:
-    """SQL for the file (its id) of the stored row id that the SQL `rowid` gives: the last file whose first
-    block is at or before the id's."""
-    return f"(SELECT max(id) FROM search_files WHERE id <= ({rowid}) >> {BLOCK_BITS})"
+_CONTINUED = ("continued blocks",)
 
 
-def rank_id(fid: int, rowid: int) -> int:
-    """Ranking's row id of the FTS5 row id `rowid` of file `fid` (found by `file_of`)."""
+def continued_blocks(conn, kept: dict | None = None) -> dict[int, int]:
+    """block -> its file's id, for every block after a file's first (any other block is its file's id), kept
+    in `kept` (what `Kept.at` gives for the tables' state): the files of 64 rows or more, by their index."""
+    found = kept.get(_CONTINUED) if kept is not None else None
+    if found is None:
+        found = {
+            fid + more: fid
+            for fid, rows in conn.execute(f"SELECT id, rows FROM search_files WHERE rows >= {1 << BLOCK_BITS}")
+            for more in range(1, (rows >> BLOCK_BITS) + 1)
+        }
+        if kept is not None:
+            kept[_CONTINUED] = found
+    return found
+
+
+def rank_id(rowid: int, continued: dict[int, int]) -> int:
+    """Ranking's row id of the FTS5 row id `rowid` (`continued`: what `continued_blocks` gives)."""
+    block = rowid >> BLOCK_BITS
+    fid = continued.get(block, block)
     return fid << ROW_BITS | (rowid - (fid << BLOCK_BITS))
 
 
