@@ -15,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
-from fsmem.search.tables import continued_blocks, rank_id
+from fsmem.search.tables import ROW_BITS, continued_blocks, corrected, rank_id_sql
 
 RECENT_KEPT = 32  # candidate pools of recent queries kept per state of the index (`Kept.remember`)
 _RECENT = ("recent",)
@@ -138,12 +138,13 @@ def document_scores(
     by_key: dict[Any, float] = {}
     by_doc: dict[int, float] = {}
     continued = continued_blocks(conn, kept)
-    for rowid, raw, source in conn.execute(
-        "SELECT d.rowid, -bm25(search_docs) AS r, s.source FROM search_docs AS d LEFT JOIN search_sources AS s"
-        " ON s.id = d.rowid WHERE search_docs MATCH ? ORDER BY r DESC, d.rowid LIMIT ?",
+    for doc, raw, source in conn.execute(
+        f"SELECT {rank_id_sql('d.rowid')}, -bm25(search_docs) AS r, s.source FROM search_docs AS d"
+        " LEFT JOIN search_sources AS s ON s.id = d.rowid WHERE search_docs MATCH ? ORDER BY r DESC, d.rowid LIMIT ?",
         (match, DOCUMENT_POOL),
     ):
-        doc = rank_id(rowid, continued)  # a file's document n has the id its row n has
+        if doc >> ROW_BITS in continued:  # a file's document n has the id its row n has
+            doc = corrected(doc, continued)
         score = by_doc[doc] = raw / denominator
         key = doc if source is None else source
         by_key[key] = by_key.get(key, 0.0) + score

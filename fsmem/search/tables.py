@@ -9,8 +9,8 @@ rows take, and a file indexed takes the blocks after the last file's: FTS5
 stores each posting's row id as the varint of its distance from the previous
 one, so packed ids keep the distances small (10k files: 4.3 MB less than ids
 `file_id << 20 | ordinal`, for the same postings). Ranking works in row ids
-`file_id << ROW_BITS | ordinal` (`fsmem.search.parsing`); `rank_id` turns a
-stored id into one.
+`file_id << ROW_BITS | ordinal` (`fsmem.search.parsing`); `rank_id_sql` and
+`corrected` turn a stored id into one.
 """
 
 from __future__ import annotations
@@ -192,11 +192,17 @@ def continued_blocks(conn, kept: dict | None = None) -> dict[int, int]:
     return found
 
 
-def rank_id(rowid: int, continued: dict[int, int]) -> int:
-    """Ranking's row id of the FTS5 row id `rowid` (`continued`: what `continued_blocks` gives)."""
-    block = rowid >> BLOCK_BITS
-    fid = continued.get(block, block)
-    return fid << ROW_BITS | (rowid - (fid << BLOCK_BITS))
+def rank_id_sql(rowid: str) -> str:
+    """SQL for ranking's row id of the FTS5 row id `rowid` when its block is its file's first (most are):
+    `corrected` puts right those that `continued_blocks` names."""
+    return f"((({rowid}) >> {BLOCK_BITS}) << {ROW_BITS} | (({rowid}) & {(1 << BLOCK_BITS) - 1}))"
+
+
+def corrected(rid: int, continued: dict[int, int]) -> int:
+    """Ranking's row id, from what `rank_id_sql` gave for a row in a block that continues a file."""
+    block = rid >> ROW_BITS
+    fid = continued[block]
+    return fid << ROW_BITS | (((block - fid) << BLOCK_BITS) + (rid & (MAX_ROWS - 1)))
 
 
 def stored_blocks(files: dict[int, int]) -> list[int]:
