@@ -130,15 +130,13 @@ def _near_spellings(conn, missing: list[str], cutoff: float, kept: dict[Any, Any
     return found
 
 
-def _allowed_files(conn, type, tag, updated_after, within=None) -> tuple[dict[int, int] | None, int]:
-    """File ids passing the front-matter filters and `within` (an agent's scope), each with its row count,
-    None when nothing filters, and how many rows they hold: what is out of scope is never scored, counted or
-    shown."""
+def _allowed_files(conn, type, tag, updated_after, within=None) -> tuple[list[int] | None, int]:
+    """File ids passing the front-matter filters and `within` (an agent's scope), None when nothing filters,
+    and how many rows they hold: what is out of scope is never scored, counted or shown."""
     if type is None and not tag and updated_after is None and within is None:
         total = conn.execute("SELECT value FROM search_meta WHERE key = 'rows'").fetchone()
         return None, int(total[0]) if total else 0
-    allowed: dict[int, int] = {}
-    rows = 0
+    allowed, rows = [], 0
     for fid, path, ftype, tags, updated, count in conn.execute(
         "SELECT id, path, type, tags, updated, rows FROM search_files"
     ):
@@ -148,7 +146,7 @@ def _allowed_files(conn, type, tag, updated_after, within=None) -> tuple[dict[in
             path=path, size=0, mtime_ns=0, type=ftype, tags=json.loads(tags) if tags else [], updated=updated
         )
         if matches_filters(meta, type=type, tag=tag, updated_after=updated_after):
-            allowed[fid] = count
+            allowed.append(fid)
             rows += count
     return allowed, rows
 
@@ -263,7 +261,7 @@ def _candidates(
     if len(documents) > TOP_DOCUMENTS:
         best = sorted(documents, key=lambda d: (-documents[d], d))[:TOP_DOCUMENTS]
         top = {d >> ROW_BITS for d in best}
-        scored_files = _row_counts(conn, sorted(top if allowed_set is None else top & allowed_set))
+        scored_files = sorted(top if allowed_set is None else top & allowed_set)
 
     # 2. The rows whose text or headings match, best first (BM25F: the columns weigh a term's frequency).
     row_raw: dict[int, float] = {}
@@ -272,7 +270,7 @@ def _candidates(
         args: list[Any] = [match]
         if scored_files is not None:
             where.append(f"(rowid >> {BLOCK_BITS}) IN (SELECT value FROM json_each(?))")
-            args.append(json_array(stored_blocks(scored_files)))
+            args.append(json_array(stored_blocks(conn, scored_files, kept)))
         if not superseded_too:  # after the files' filter: it looks rows up one by one (10k files: 26 -> 17 ms)
             where.append("rowid NOT IN (SELECT id FROM search_superseded)")
         found = conn.execute(
@@ -399,15 +397,6 @@ def _salience(found: _Candidates, settings: SearchSettings, usage, now: _dt.date
         scores[rid] = relevance[rid] * factor
     ids = sorted(found.pool, key=lambda r: (-scores[r], paths[r], lines_of[r]))
     return Ranking(ids, scores, dict(relevance), dict(paths), dict(lines_of), found.searchable, set(found.stale))
-
-
-def _row_counts(conn, fids: list[int]) -> dict[int, int]:
-    """file id -> its row count, for these files (the blocks of row ids they take: `stored_blocks`)."""
-    return dict(
-        conn.execute(
-            "SELECT id, rows FROM search_files WHERE id IN (SELECT value FROM json_each(?))", (json_array(fids),)
-        ).fetchall()
-    )
 
 
 def _stale_note_rows(root, files: dict[int, tuple], notes: list[int]) -> set[int]:

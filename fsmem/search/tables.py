@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 from array import array
+from collections.abc import Iterable
 from pathlib import Path
 
 from fsmem.search.parsing import LINKED, MAX_ROWS, ROW_BITS, SUPERSEDED, Parsed, Stamp  # noqa: F401
@@ -174,7 +175,7 @@ def _insert(conn, item: Parsed, *, racy: bool) -> None:
     conn.execute("UPDATE search_meta SET value = value + 1 WHERE key = 'changes'")
 
 
-_CONTINUED = ("continued blocks",)
+_CONTINUED, _EXTRA = ("continued blocks",), ("blocks continuing each file",)
 
 
 def continued_blocks(conn, kept: dict | None = None) -> dict[int, int]:
@@ -205,10 +206,20 @@ def corrected(rid: int, continued: dict[int, int]) -> int:
     return fid << ROW_BITS | (((block - fid) << BLOCK_BITS) + (rid & (MAX_ROWS - 1)))
 
 
-def stored_blocks(files: dict[int, int]) -> list[int]:
-    """The blocks of FTS5 row ids of these files (file id -> its rows): a row is in one of the files when its
-    id `>> BLOCK_BITS` is in the list."""
-    return [block for fid, rows in files.items() for block in range(fid, fid + (rows >> BLOCK_BITS) + 1)]
+def stored_blocks(conn, fids: Iterable[int], kept: dict | None = None) -> list[int]:
+    """The blocks of FTS5 row ids these files take: a row is in one of the files when its id `>> BLOCK_BITS`
+    is in the list (each file's id, and the blocks that continue it, from `continued_blocks`)."""
+    more = kept.get(_EXTRA) if kept is not None else None
+    if more is None:
+        more = {}
+        for block, fid in continued_blocks(conn, kept).items():
+            more.setdefault(fid, []).append(block)
+        if kept is not None:
+            kept[_EXTRA] = more
+    blocks = list(fids)
+    for fid in blocks[:]:
+        blocks += more.get(fid, ())
+    return blocks
 
 
 def _narrow(values: list[int], codes: str) -> array:
