@@ -15,6 +15,8 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
+from fsmem.search.tables import ROW_BITS, continued_blocks, corrected, rank_id_sql
+
 RECENT_KEPT = 32  # candidate pools of recent queries kept per state of the index (`Kept.remember`)
 _RECENT = ("recent",)
 DOCUMENT_POOL = 3000  # documents scored for the document part; deeper ones add nothing a candidate row can use
@@ -135,11 +137,14 @@ def document_scores(
     denominator = could_earn(n_docs, df)
     by_key: dict[Any, float] = {}
     by_doc: dict[int, float] = {}
+    continued = continued_blocks(conn, kept)
     for doc, raw, source in conn.execute(
-        "SELECT d.rowid, -bm25(search_docs) AS r, s.source FROM search_docs AS d LEFT JOIN search_sources AS s"
-        " ON s.id = d.rowid WHERE search_docs MATCH ? ORDER BY r DESC, d.rowid LIMIT ?",
+        f"SELECT {rank_id_sql('d.rowid')}, -bm25(search_docs) AS r, s.source FROM search_docs AS d"
+        " LEFT JOIN search_sources AS s ON s.id = d.rowid WHERE search_docs MATCH ? ORDER BY r DESC, d.rowid LIMIT ?",
         (match, DOCUMENT_POOL),
     ):
+        if doc >> ROW_BITS in continued:  # a file's document n has the id its row n has
+            doc = corrected(doc, continued)
         score = by_doc[doc] = raw / denominator
         key = doc if source is None else source
         by_key[key] = by_key.get(key, 0.0) + score

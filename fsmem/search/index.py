@@ -14,8 +14,8 @@ so a write through fsmem, a consolidation or a human edit is seen by the next
 search: a process that holds the memory's change feed (`fsmem.store.feed`: a
 Memory asked more than once) looks only at the paths it names, any other
 stats every memory file. fsmem's own writes and `fsmem watch` update the
-changed files at once (`SearchIndex.update`). A file's rows are row ids
-`file_id << 20 | ordinal`, one range per file. Updates are compare-and-set per
+changed files at once (`SearchIndex.update`). A file's rows are one range of
+FTS5 row ids, packed after the previous file's (`fsmem.search.tables`). Updates are compare-and-set per
 file inside `BEGIN IMMEDIATE`, so two processes updating at once both end with
 the index a fresh build would give. A damaged index is dropped and rebuilt.
 
@@ -78,7 +78,7 @@ from fsmem.store.paths import STATE_DIR
 
 LEGACY_DIR = "search"  # .fsmem/search/: where the index lived before it moved into cache.sqlite
 # Bump when the tables or what goes into them change: an older index is then dropped and rebuilt.
-INDEX_VERSION = 7  # 7: a consolidated note's fenced blocks are ranked
+INDEX_VERSION = 8  # 8: FTS5 row ids in packed blocks, rows packed in the fewest bytes (tables.py)
 READER_CACHE_KIB = 1024  # SQLite's page cache of each thread's read connection
 RACY_NS = _cache.RACY_NS  # a file written this recently is read again at the next refresh
 BATCH_FILES = 500  # files per write transaction of a large (re)build, so other writers are not starved

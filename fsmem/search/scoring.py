@@ -34,6 +34,7 @@ from fsmem.search.documents import (
     quoted,
 )
 from fsmem.search.index import LINKED, MAX_ROWS, ROW_BITS, SUPERSEDED, SearchIndex, unpack_rows
+from fsmem.search.tables import BLOCK_BITS, continued_blocks, corrected, rank_id_sql, stored_blocks
 from fsmem.search.usage import Usage
 from fsmem.store.catalog import FileMeta, matches_filters
 
@@ -267,17 +268,19 @@ def _candidates(
         where = ["search_fts MATCH ?"]
         args: list[Any] = [match]
         if scored_files is not None:
-            where.append(f"(rowid >> {ROW_BITS}) IN (SELECT value FROM json_each(?))")
-            args.append(json_array(scored_files))
+            where.append(f"(rowid >> {BLOCK_BITS}) IN (SELECT value FROM json_each(?))")
+            args.append(json_array(stored_blocks(conn, scored_files, kept)))
         if not superseded_too:  # after the files' filter: it looks rows up one by one (10k files: 26 -> 17 ms)
             where.append("rowid NOT IN (SELECT id FROM search_superseded)")
-        row_raw = dict(
-            conn.execute(
-                f"SELECT rowid, -bm25(search_fts, {w['text']}, {w['headings']}) AS s FROM search_fts"
-                f" WHERE {' AND '.join(where)} ORDER BY s DESC, rowid LIMIT ?",
-                (*args, pool_size),
-            ).fetchall()
-        )
+        found = conn.execute(
+            f"SELECT {rank_id_sql('rowid')}, -bm25(search_fts, {w['text']}, {w['headings']}) AS s FROM search_fts"
+            f" WHERE {' AND '.join(where)} ORDER BY s DESC, rowid LIMIT ?",
+            (*args, pool_size),
+        ).fetchall()
+        continued = continued_blocks(conn, kept)
+        if continued:
+            found = [(corrected(r, continued), s) if r >> ROW_BITS in continued else (r, s) for r, s in found]
+        row_raw = dict(found)
     # 3. The documents whose names (title, entity or topic, aliases) match: their rows are about the query's subject.
     named: dict[int, float] = {}
     if w["subject"] > 0 and any(names_df.get(t) for t in used):

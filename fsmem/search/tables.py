@@ -2,7 +2,15 @@
 
 `fsmem.search.index` decides when a file is (re)indexed; this module knows
 how: a file's row is its stamp and packed rows, its FTS5 postings are row ids
-`file_id << ROW_BITS | ordinal`, deleted as one range when it changes.
+`(file_id << BLOCK_BITS) + ordinal`, deleted as one range when it changes.
+
+A file's id is the first of the blocks of `1 << BLOCK_BITS` FTS5 row ids its
+rows take, and a file indexed takes the blocks after the last file's: FTS5
+stores each posting's row id as the varint of its distance from the previous
+one, so packed ids keep the distances small (10k files: 4.3 MB less than ids
+`file_id << 20 | ordinal`, for the same postings). Ranking works in row ids
+`file_id << ROW_BITS | ordinal` (`fsmem.search.parsing`); `rank_id_sql` and
+`corrected` turn a stored id into one.
 """
 
 from __future__ import annotations
@@ -10,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 from array import array
+from collections.abc import Iterable
 from pathlib import Path
 
 from fsmem.search.parsing import LINKED, MAX_ROWS, ROW_BITS, SUPERSEDED, Parsed, Stamp  # noqa: F401
@@ -20,6 +29,8 @@ class IndexDamaged(Exception):
     """The search tables cannot be trusted; they are dropped and rebuilt."""
 
 
+BLOCK_BITS = 6  # a file's rows take (rows >> BLOCK_BITS) + 1 blocks of 64 row ids: most take one
+
 _TABLES = ("search_files", "search_superseded", "search_sources", "search_terms", "search_meta")
 _FTS_TABLES = ("search_vocab", "search_names_vocab", "search_docs_vocab", "search_fts", "search_names", "search_docs")
 _SCHEMA = """
@@ -27,7 +38,8 @@ _SCHEMA = """
 -- tables, such as document frequencies, is kept while it does not move), walk (see SearchIndex._refresh)
 CREATE TABLE IF NOT EXISTS search_meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
 -- one row per file: its stamp, what filters and salience need, and its rows packed:
--- `lines` holds line << 2 | flags per row, `groups` the row's cited note (1-based in `sources`, 0: none)
+-- `lines` holds line << 2 | flags per row, `groups` the row's cited note (1-based in `sources`, 0: none),
+-- each in 2 or 4 bytes a row (1 or 2 for `groups`), the fewest that hold every value of the file
 CREATE TABLE IF NOT EXISTS search_files (
     id INTEGER PRIMARY KEY,
     path TEXT UNIQUE NOT NULL,
@@ -37,6 +49,8 @@ CREATE TABLE IF NOT EXISTS search_files (
     lines BLOB, groups BLOB, sources TEXT,
     cited INTEGER NOT NULL  -- a session note the consolidator has read: documents may supersede its facts
 );
+-- the files that take more than one block (`continued_blocks`); most take one
+CREATE INDEX IF NOT EXISTS search_files_long ON search_files (rows) WHERE rows >= 64;
 CREATE TABLE IF NOT EXISTS search_superseded (id INTEGER PRIMARY KEY);
 -- documents: the rows of one file citing one session note (its `groups` number), or citing none (0)
 CREATE TABLE IF NOT EXISTS search_sources (id INTEGER PRIMARY KEY, source TEXT NOT NULL);
@@ -102,7 +116,7 @@ def _remove(conn, rel: str) -> int:
         return 0
     fid, n_rows, n_docs = found
     conn.execute("UPDATE search_meta SET value = value + 1 WHERE key = 'changes'")
-    lo, hi = fid << ROW_BITS, (fid << ROW_BITS) | (MAX_ROWS - 1)
+    lo, hi = fid << BLOCK_BITS, (fid << BLOCK_BITS) + n_rows  # rows, documents and sources: see _insert
     if n_rows:
         conn.execute("DELETE FROM search_fts WHERE rowid BETWEEN ? AND ?", (lo, hi))
         conn.execute("DELETE FROM search_superseded WHERE id BETWEEN ? AND ?", (lo, hi))
@@ -117,13 +131,18 @@ def _remove(conn, rel: str) -> int:
 
 def _insert(conn, item: Parsed, *, racy: bool) -> None:
     mtime = -item.stamp[0] if racy and item.stamp[0] > 0 else item.stamp[0]
-    lines = array("I", [min(line, 0x3FFFFFFF) << 2 | flags for line, flags, _g, _t, _c in item.rows])
-    groups = array("H", [min(group, 0xFFFF) for _l, _f, group, _t, _c in item.rows]) if item.sources else None
+    lines = _narrow([min(line, 0x3FFFFFFF) << 2 | flags for line, flags, _g, _t, _c in item.rows], "HI")
+    groups = _narrow([min(group, 0xFFFF) for _l, _f, group, _t, _c in item.rows], "BH") if item.sources else None
     docs = [(n, body) for n, body in enumerate(item.docs or []) if body]
+    # The file takes the blocks after the last file's: row n is stored as base + n, document n (at most one
+    # per cited note, and the uncited rows) as base + n, cited note n (from 1) as base + n: base to base + rows.
+    last = conn.execute("SELECT id, rows FROM search_files ORDER BY id DESC LIMIT 1").fetchone()
+    fid = last[0] + (last[1] >> BLOCK_BITS) + 1 if last else 1
     conn.execute(
-        "INSERT INTO search_files (path, mtime_ns, size, ino, ctime_ns, rows, docs, type, tags, updated, importance,"
-        " lines, groups, sources, cited) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO search_files (id, path, mtime_ns, size, ino, ctime_ns, rows, docs, type, tags, updated,"
+        " importance, lines, groups, sources, cited) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
+            fid,
             item.path,
             mtime,
             *item.stamp[1:],
@@ -136,8 +155,7 @@ def _insert(conn, item: Parsed, *, racy: bool) -> None:
             int(item.cited),
         ),
     )
-    fid = conn.last_insert_rowid()
-    base = fid << ROW_BITS
+    base = fid << BLOCK_BITS
     if item.rows:
         conn.executemany(
             "INSERT INTO search_fts (rowid, text, context) VALUES (?, ?, ?)",
@@ -166,18 +184,74 @@ def merge_segments(conn) -> None:
             conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
 
 
+_CONTINUED, _EXTRA = ("continued blocks",), ("blocks continuing each file",)
+
+
+def continued_blocks(conn, kept: dict | None = None) -> dict[int, int]:
+    """block -> its file's id, for every block after a file's first (any other block is its file's id), kept
+    in `kept` (what `Kept.at` gives for the tables' state): the files of 64 rows or more, by their index."""
+    found = kept.get(_CONTINUED) if kept is not None else None
+    if found is None:
+        found = {
+            fid + more: fid
+            for fid, rows in conn.execute(f"SELECT id, rows FROM search_files WHERE rows >= {1 << BLOCK_BITS}")
+            for more in range(1, (rows >> BLOCK_BITS) + 1)
+        }
+        if kept is not None:
+            kept[_CONTINUED] = found
+    return found
+
+
+def rank_id_sql(rowid: str) -> str:
+    """SQL for ranking's row id of the FTS5 row id `rowid` when its block is its file's first (most are):
+    `corrected` puts right those that `continued_blocks` names."""
+    return f"((({rowid}) >> {BLOCK_BITS}) << {ROW_BITS} | (({rowid}) & {(1 << BLOCK_BITS) - 1}))"
+
+
+def corrected(rid: int, continued: dict[int, int]) -> int:
+    """Ranking's row id, from what `rank_id_sql` gave for a row in a block that continues a file."""
+    block = rid >> ROW_BITS
+    fid = continued[block]
+    return fid << ROW_BITS | (((block - fid) << BLOCK_BITS) + (rid & (MAX_ROWS - 1)))
+
+
+def stored_blocks(conn, fids: Iterable[int], kept: dict | None = None) -> list[int]:
+    """The blocks of FTS5 row ids these files take: a row is in one of the files when its id `>> BLOCK_BITS`
+    is in the list (each file's id, and the blocks that continue it, from `continued_blocks`)."""
+    more = kept.get(_EXTRA) if kept is not None else None
+    if more is None:
+        more = {}
+        for block, fid in continued_blocks(conn, kept).items():
+            more.setdefault(fid, []).append(block)
+        if kept is not None:
+            kept[_EXTRA] = more
+    blocks = list(fids)
+    for fid in blocks[:]:
+        blocks += more.get(fid, ())
+    return blocks
+
+
+def _narrow(values: list[int], codes: str) -> array:
+    """`values` in the narrower of two array types (`codes`) that holds them all; their length tells which."""
+    narrow = array(codes[0]).itemsize * 8
+    return array(codes[0] if all(v >> narrow == 0 for v in values) else codes[1], values)
+
+
+def _unpack(data: bytes | None, n: int, codes: str) -> array:
+    for code in codes:
+        if data is not None and len(data) == n * array(code).itemsize:
+            found = array(code)
+            found.frombytes(data)
+            return found
+    raise IndexDamaged("packed rows do not match the row count")
+
+
 def unpack_rows(lines: bytes | None, groups: bytes | None, n: int) -> tuple[array, array | None]:
     """A file's packed rows: (line << 2 | flags per row, cited-note number per row or None)."""
-    packed = array("I")
-    cited = None
-    try:
-        if lines:
-            packed.frombytes(lines)
-        if groups:
-            cited = array("H")
-            cited.frombytes(groups)
-    except (TypeError, ValueError):
-        raise IndexDamaged("packed rows of the wrong size") from None
-    if len(packed) != n or (cited is not None and len(cited) != n):
-        raise IndexDamaged("packed rows do not match the row count")
-    return packed, cited
+    if not n:
+        if lines or groups:
+            raise IndexDamaged("packed rows of a file without rows")
+        return array("I"), None
+    if not isinstance(lines, bytes) or (groups is not None and not isinstance(groups, bytes)):
+        raise IndexDamaged("packed rows of the wrong type")
+    return _unpack(lines, n, "HI"), _unpack(groups, n, "BH") if groups else None
