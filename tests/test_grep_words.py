@@ -197,6 +197,8 @@ def test_prefiltered_grep_answers_as_rg_over_every_file(watched, data):
             st.sampled_from([None, ["topics"], ["a.md"], ["topics/b.md", "README.md"], ["linked"], ["topics/l.md"]])
         ),
         "max_results": data.draw(st.sampled_from([1, 3, 50])),
+        "offset": data.draw(st.sampled_from([0, 0, 1, 2])),
+        "context_lines": data.draw(st.sampled_from([0, 0, 1])),
     }
     if options["paths"] and not all((watched.root / p).exists() for p in options["paths"]):
         options["paths"] = None
@@ -295,3 +297,15 @@ def test_a_one_shot_grep_never_loads_the_index(tmp_path):
     )
     done = subprocess.run([sys.executable, "-c", code, str(memory.root)], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["1", "False"]
+
+
+def test_an_index_file_that_is_not_a_database_is_made_again(tmp_path):
+    memory = Memory.init(tmp_path / "mem")
+    memory.write("topics/a.md", DOC.format(title="A", text="one"))
+    (memory.root / ".fsmem" / grep_words.INDEX_FILE).write_bytes(b"not a database\n" * 100)
+    memory.ls()
+    memory.ls()
+    try:
+        assert _paths(memory, "walrus: one") == ["topics/a.md"]
+    finally:
+        memory.close()

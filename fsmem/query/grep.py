@@ -128,6 +128,9 @@ def run(
 
     `within(path)` (an agent's scope) must hold for every file shown or counted.
 
+    In a long-lived process on a trusted change feed, `fsmem.query.grep_words` may first narrow the files
+    to those whose words can hold a match; rg then searches those alone, and the rest is the same.
+
     A first rg pass answers alone when its output is small; its files
     are put in path order in Python (deterministic `--offset` paging without
     single-threaded `rg --sort path`). Past `_SMALL_OUTPUT` it is stopped for

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fsmem.store.cache import RACY_NS, connect, stamp_of
+from fsmem.store.cache import RACY_NS, Connection, DatabaseError, connect, discard, is_transient, stamp_of
 from fsmem.store.paths import STATE_DIR, is_memory_path, is_visible_folder
 from fsmem.store.walk import FOLDER, probe, walk_entries
 
@@ -109,8 +109,7 @@ class WordIndex:
     def __init__(self, root: Path):
         self.root = Path(root)
         self.lock = threading.Lock()
-        self.conn = connect(self.root / STATE_DIR / INDEX_FILE)
-        self.conn.execute(_SCHEMA)
+        self.conn = _open(self.root / STATE_DIR / INDEX_FILE)
         self._vocabulary: str | None = None  # "\nterm\nterm\n", while `_version` holds
         self._version: tuple[int, int] | None = None
         self._changes = 0
@@ -250,6 +249,30 @@ class WordIndex:
         return self._vocabulary
 
 
+def _open(path: Path) -> Connection:
+    """The index's database; one that is not a database is thrown away, and where `.fsmem/` cannot hold one
+    (read-only) this process keeps its index in memory, as the search index does."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            return _prepared(connect(path))
+        except DatabaseError as exc:
+            if is_transient(exc) or not discard(path):
+                raise
+            return _prepared(connect(path))
+    except (OSError, DatabaseError):
+        return _prepared(Connection(":memory:"))
+
+
+def _prepared(conn: Connection) -> Connection:
+    try:
+        conn.execute(_SCHEMA)
+    except BaseException:
+        conn.close(True)
+        raise
+    return conn
+
+
 # by feed: an index goes with its feed (the last `Memory` of the root closed, the feed collected)
 _indexes: weakref.WeakKeyDictionary[Any, WordIndex] = weakref.WeakKeyDictionary()
 _indexes_lock = threading.Lock()
@@ -282,13 +305,16 @@ def narrowed(
     wanted = needs(pattern, fixed_strings=fixed_strings, word=word)
     if not wanted:
         return None
-    index = caught_up(root)
-    if index is None:
-        return None
-    found = index.candidates(wanted)
-    if found is None or targets is None:
-        return found
-    return _within(root, index, found, targets)
+    try:
+        index = caught_up(root)
+        if index is None:
+            return None
+        found = index.candidates(wanted)
+        if found is None or targets is None:
+            return found
+        return _within(root, index, found, targets)
+    except DatabaseError:
+        return None  # a lock held past the busy timeout: rg walks (and the feed walks the index again next time)
 
 
 def _within(root: Path, index: WordIndex, found: list[str], targets: list[str]) -> list[str] | None:
