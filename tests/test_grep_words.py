@@ -309,3 +309,17 @@ def test_an_index_file_that_is_not_a_database_is_made_again(tmp_path):
         assert _paths(memory, "walrus: one") == ["topics/a.md"]
     finally:
         memory.close()
+
+
+def test_a_memory_that_only_greps_takes_the_feed_from_its_second_call(tmp_path):
+    memory = Memory.init(tmp_path / "mem")
+    memory.write("topics/a.md", DOC.format(title="A", text="one"))
+    memory.close()
+    memory = Memory(tmp_path / "mem")
+    try:
+        with Counted() as counted:
+            for _ in range(2):
+                assert [m.path for m in memory.grep("walrus: one", fixed_strings=True).matches] == ["topics/a.md"]
+        assert counted.calls == 2 and counted.narrowed == 1
+    finally:
+        memory.close()
