@@ -199,6 +199,7 @@ def test_prefiltered_grep_answers_as_rg_over_every_file(watched, data):
         "max_results": data.draw(st.sampled_from([1, 3, 50])),
         "offset": data.draw(st.sampled_from([0, 0, 1, 2])),
         "context_lines": data.draw(st.sampled_from([0, 0, 1])),
+        "type": data.draw(st.sampled_from([None, None, "semantic"])),  # the files a front-matter filter keeps
     }
     if options["paths"] and not all((watched.root / p).exists() for p in options["paths"]):
         options["paths"] = None
@@ -323,3 +324,10 @@ def test_a_memory_that_only_greps_takes_the_feed_from_its_second_call(tmp_path):
         assert counted.calls == 2 and counted.narrowed == 1
     finally:
         memory.close()
+
+
+def test_a_file_too_large_to_read_for_its_words_is_searched_for_every_pattern(watched, monkeypatch):
+    monkeypatch.setattr(grep_words, "MAX_FILE_BYTES", 64)
+    _rewrite(watched, {"a.md": b"kelp " * 20 + b"walrus: big\n", "b.md": b"walrus: small\n"})
+    assert _paths(watched, "walrus: big") == ["a.md"]
+    assert _paths(watched, "walrus: small") == ["b.md"]

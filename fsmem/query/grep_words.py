@@ -20,7 +20,8 @@ non-ASCII letters fold to ASCII ones: U+212A KELVIN SIGN to k, U+017F LONG S
 to s. The index reads them as those letters, so a file spelling a word with
 them holds the ASCII word too (a superset, which costs a case-sensitive grep
 nothing but a candidate). A file starting with a UTF-16 byte-order mark (rg
-reads it transcoded) is a candidate for every pattern.
+reads it transcoded) is a candidate for every pattern, and so is one larger
+than `MAX_FILE_BYTES` (never read whole for its words).
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ INDEX_FILE = "grep-words.sqlite"
 MAX_CANDIDATES = 2000
 SHORTEST_PART = 3  # a shorter start, end or inner part of words narrows little and costs a long lookup
 MAX_TERMS = 64  # words of the memory holding a pattern's inner word: more, and that word says too little
-ANY = "-1"  # the stamp column's mark of a file that is a candidate for every pattern (UTF-16)
+ANY = "-1"  # the stamp column's mark of a file that is a candidate for every pattern (UTF-16, or too large)
+MAX_FILE_BYTES = 8 << 20  # a larger file is not read for its words (a 1 GB log would be read whole): always searched
 
 _WORD_BYTES = re.compile(rb"[a-z0-9]+")
 _WORD = re.compile(r"[A-Za-z0-9]+")
@@ -111,6 +113,7 @@ class WordIndex:
         self.lock = threading.Lock()
         self.conn = _open(self.root / STATE_DIR / INDEX_FILE)
         self._vocabulary: str | None = None  # "\nterm\nterm\n", while `_version` holds
+        self._paths: frozenset[str] | None = None  # the files held, while `_version` holds
         self._version: tuple[int, int] | None = None
         self._changes = 0
 
@@ -165,13 +168,16 @@ class WordIndex:
             stamp = ":".join(map(str, stamp_of(stat)))
             if stored.get(rel) == stamp:
                 continue
+            if stat.st_size > MAX_FILE_BYTES:
+                rows.append((rel, ANY, None))
+                continue
             try:
                 with open(self.root / rel, "rb") as handle:
-                    data = handle.read()
+                    data = handle.read(MAX_FILE_BYTES + 1)
             except OSError:
                 gone.append(rel)  # rg cannot read it either
                 continue
-            text = words_of(data)
+            text = words_of(data) if len(data) <= MAX_FILE_BYTES else None
             racy = stat.st_mtime_ns >= now - RACY_NS  # written within the clock's tick: read again at a walk
             rows.append((rel, None if racy else stamp, text))
         if not rows and not gone:
@@ -239,14 +245,26 @@ class WordIndex:
         return found
 
     def _words(self) -> str:
-        """Every word of the index, one a line; read again once this process or another changed the index."""
-        changed: Any = self.conn.execute("PRAGMA data_version").fetchall()[0][0]
-        version = (self._changes, int(changed))
-        if self._vocabulary is None or version != self._version:
+        """Every word of the index, one a line."""
+        if self._changed() or self._vocabulary is None:
             terms = [str(term) for (term,) in self.conn.execute("SELECT term FROM vocabulary")]
             self._vocabulary = "\n" + "\n".join(terms) + "\n"
-            self._version = version
         return self._vocabulary
+
+    def paths(self) -> frozenset[str]:
+        """Every file the index holds."""
+        if self._changed() or self._paths is None:
+            self._paths = frozenset(str(path) for (path,) in self.conn.execute("SELECT path FROM files"))
+        return self._paths
+
+    def _changed(self) -> bool:
+        """True (and what was read of the index let go) once this process or another changed the index."""
+        changed: Any = self.conn.execute("PRAGMA data_version").fetchall()[0][0]
+        version = (self._changes, int(changed))
+        if version == self._version:
+            return False
+        self._version, self._vocabulary, self._paths = version, None, None
+        return True
 
 
 def _open(path: Path) -> Connection:
@@ -322,9 +340,8 @@ def _within(root: Path, index: WordIndex, found: list[str], targets: list[str]) 
     match, each other file as given (rg decides), the found files under each target folder; a target rg
     would walk otherwise (a linked or hidden folder) leaves the prefilter out."""
     with index.lock:
-        known = {
-            path for path in targets if index.conn.execute("SELECT 1 FROM files WHERE path = ?", (path,)).fetchone()
-        }
+        held = index.paths()
+    known = held.intersection(targets)
     hits = set(found)
     real_root = os.path.realpath(root)
     out: list[str] = []
