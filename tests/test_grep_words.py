@@ -331,3 +331,10 @@ def test_a_file_too_large_to_read_for_its_words_is_searched_for_every_pattern(wa
     _rewrite(watched, {"a.md": b"kelp " * 20 + b"walrus: big\n", "b.md": b"walrus: small\n"})
     assert _paths(watched, "walrus: big") == ["a.md"]
     assert _paths(watched, "walrus: small") == ["b.md"]
+
+
+def test_a_long_fixed_string_looks_up_its_longest_words_only(watched):
+    words = [f"w{n:04d}" for n in range(1600)]
+    _rewrite(watched, {"a.md": (" ".join(words) + "\n").encode(), "b.md": b"w0001 w0002\n"})
+    pattern = " ".join(words[1:-1])
+    assert _paths(watched, pattern) == ["a.md"]

@@ -46,6 +46,7 @@ INDEX_FILE = "grep-words.sqlite"
 # More candidates than this and rg walks the memory: one rg call's arguments (grep's batch; ~120 KB of paths, far
 # below ARG_MAX), and at 10k files a fifth of them, where reading the rest is rg's whole saving (~5 us a file)
 MAX_CANDIDATES = 2000
+MAX_NEEDS = 8  # words of one pattern looked up (any of them narrows soundly; the longest narrow most)
 SHORTEST_PART = 3  # a shorter start, end or inner part of words narrows little and costs a long lookup
 MAX_TERMS = 64  # words of the memory holding a pattern's inner word: more, and that word says too little
 ANY = "-1"  # the stamp column's mark of a file that is a candidate for every pattern (UTF-16, or too large)
@@ -203,6 +204,7 @@ class WordIndex:
     # -- answering --------------------------------------------------------------------------------------------
     def candidates(self, wanted: list[Need]) -> list[str] | None:
         """The files that can hold a match (in no order), or None: no word narrows it, or too many files do."""
+        wanted = sorted(wanted, key=lambda n: -len(n.word))[:MAX_NEEDS]  # a 10,000-character -F: the longest words
         terms = [f'"{n.word}"' for n in wanted if n.kind == "exact"]
         terms += [f'"{n.word}"*' for n in wanted if n.kind == "prefix" and len(n.word) >= SHORTEST_PART]
         with self.lock:
