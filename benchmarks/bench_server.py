@@ -110,6 +110,9 @@ def warm_copy(root: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
     for command in (["ls", "--max-results", "1"], ["search", QUERIES[0]]):
         subprocess.run([fsmem_bin(), "--root", str(root), *command], env=env, capture_output=True, check=False)
+    # grep's word index is built by a long-lived process (a Memory asked twice), as the server keeps it on disk
+    warm = "import sys; from fsmem import Memory; m = Memory(sys.argv[1]); m.ls(); m.ls(); m.grep('warm up', fixed_strings=True)"
+    subprocess.run([sys.executable, "-c", warm, str(root)], env=env, capture_output=True, check=False)
 
 
 def read_targets(root: Path, count: int = 400) -> list[str]:

@@ -115,7 +115,7 @@ def test_nothing_is_kept_without_a_trusted_feed(tmp_path):
     memory = Memory.init(tmp_path / "mem")
     (memory.root / "topics").mkdir()
     (memory.root / "topics" / "a.md").write_text(DOC.format(title="A", text="one"))
-    assert _lines(memory) and _lines(memory)  # a one-shot process: no feed
+    assert _lines(memory)  # a one-shot process: no feed
     assert memory.catalog._feed is None and _kept(memory) == 0
     memory.ls()
     memory.ls()

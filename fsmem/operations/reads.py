@@ -89,6 +89,7 @@ def grep(
     if context_lines < 0:
         raise InvalidArgument(f"{faces.arg('context_lines')} must be 0 or more")
     budget = memory.budget.narrowed(max_tokens, max_results)
+    memory.catalog.count_call()  # a memory that greps again holds the change feed: kept outputs, the word index
     named = [relative(memory.root, existing(memory, p)) for p in paths or []]
     ranges = memory.catalog.superseded
     hint: Callable[[], list[str]] | None = memory.catalog.superseded_hint

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -127,6 +128,9 @@ def run(
 
     `within(path)` (an agent's scope) must hold for every file shown or counted.
 
+    In a long-lived process on a trusted change feed, `fsmem.query.grep_words` may first narrow the files
+    to those whose words can hold a match; rg then searches those alone, and the rest is the same.
+
     A first rg pass answers alone when its output is small; its files
     are put in path order in Python (deterministic `--offset` paging without
     single-threaded `rg --sort path`). Past `_SMALL_OUTPUT` it is stopped for
@@ -158,6 +162,12 @@ def run(
         return is_memory_path(path) and (readme_named or path != ROOT_README) and (within is None or within(path))
 
     command = [find_rg()] + build_args(pattern, ignore_case=ignore_case, fixed_strings=fixed_strings, word=word)
+    if "fsmem.store.feed" in sys.modules:  # a long-lived process: only the files that can match are searched
+        from fsmem.query import grep_words
+
+        narrowed = grep_words.narrowed(root, pattern, target_list, fixed_strings=fixed_strings, word=word)
+        if narrowed is not None:
+            target_list = narrowed
     rg = grep_kept.Kept.of(Rg(root, command, pattern, timeout), root, command)  # outputs kept while no file changes
     line_args = rg_command.line_args(max_line_chars, context)
     collect = functools.partial(
@@ -172,7 +182,8 @@ def run(
     )
     if target_list is None or len(target_list) <= _ARGS_PER_CALL:
         # Most answers are small: one pass, given up once its output is large.
-        small = rg.output(line_args + ["--"] + (target_list or ["./"]), limit=_SMALL_OUTPUT)
+        searched = ["./"] if target_list is None else target_list
+        small = rg.output(line_args + ["--"] + searched, limit=_SMALL_OUTPUT) if searched else b""
         if small is not None:
             segments = _segments(small)
             paths = sorted(filter(keep, segments), key=path_order)

@@ -381,18 +381,16 @@ class Catalog:
 
     def superseded_hint(self) -> list[str]:
         """Files the cache last saw with superseded ranges: a quick guess that `superseded` verifies."""
-        fresh = self._fresh_rows(count=False)
+        fresh = self._fresh_rows()
         if fresh is not None:
             return [rel for rel, (ranges, _cited, _racy) in fresh.special.items() if ranges]
         return self.cache.paths_with_superseded()
 
-    def _fresh_rows(self, *, count: bool = True) -> Fresh | None:
+    def _fresh_rows(self) -> Fresh | None:
         """On a trusted change feed, the rows caught up now, as `fsmem.store.superseded.Fresh`; else None.
 
-        A grep of many files asks this once: it counts as a call, so a `Memory` that greps again takes the
-        feed (a one-shot `fsmem grep` never starts one)."""
-        if count:
-            self.count_call()
+        A grep counts as a call when it starts (`count_call`), so a `Memory` that greps again holds the feed
+        (a one-shot `fsmem grep` never starts one)."""
         feed = self._feed
         if feed is None or not feed.trusted or self.cold:
             return None

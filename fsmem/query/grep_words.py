@@ -1,0 +1,364 @@
+"""Which files a grep can match at all: a word index of every file grep searches, so rg reads only those.
+
+A new grep of a 10k-file memory costs ~49 ms of CPU, nearly all of it rg
+opening and reading every file. For a pattern whose matches must contain
+some word (`needs`), a small index of each file's words names the few files
+that can match, and rg is given those files alone. The index holds, per file
+rg would search, the set of its ASCII alphanumeric words, lowercased, in a
+contentless FTS5 table (`detail=none`: document ids only, ~0.06x of the
+Markdown) in `.fsmem/grep-words.sqlite`.
+
+It is used only where it is as fresh as grep's answers must be: in a process
+whose change feed (`fsmem.store.feed`) is trusted, caught up at every call
+like the other caches (a file re-read when its stamp changed). A pattern the
+index cannot reason about exactly (a regular expression with operators, any
+character outside printable ASCII) gets no prefilter, nor one whose files
+would be too many to gain anything (`MAX_CANDIDATES`): rg walks the memory.
+
+With `--ignore-case`, rg folds case as Unicode's simple folding does, and two
+non-ASCII letters fold to ASCII ones: U+212A KELVIN SIGN to k, U+017F LONG S
+to s. The index reads them as those letters, so a file spelling a word with
+them holds the ASCII word too (a superset, which costs a case-sensitive grep
+nothing but a candidate). A file starting with a UTF-16 byte-order mark (rg
+reads it transcoded) is a candidate for every pattern, and so is one larger
+than `MAX_FILE_BYTES` (never read whole for its words).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fsmem.store.cache import RACY_NS, Connection, DatabaseError, connect, discard, is_transient, stamp_of
+from fsmem.store.paths import STATE_DIR, is_memory_path, is_visible_folder
+from fsmem.store.walk import FOLDER, probe, walk_entries
+
+CONSUMER = "grep-words"  # the feed's name for this index
+INDEX_FILE = "grep-words.sqlite"
+# More candidates than this and rg walks the memory: one rg call's arguments (grep's batch; ~120 KB of paths, far
+# below ARG_MAX), and at 10k files a fifth of them, where reading the rest is rg's whole saving (~5 us a file)
+MAX_CANDIDATES = 2000
+MAX_NEEDS = 8  # words of one pattern looked up (any of them narrows soundly; the longest narrow most)
+SHORTEST_PART = 3  # a shorter start, end or inner part of words narrows little and costs a long lookup
+MAX_TERMS = 64  # words of the memory holding a pattern's inner word: more, and that word says too little
+ANY = "-1"  # the stamp column's mark of a file that is a candidate for every pattern (UTF-16, or too large)
+MAX_FILE_BYTES = 8 << 20  # a larger file is not read for its words (a 1 GB log would be read whole): always searched
+
+_WORD_BYTES = re.compile(rb"[a-z0-9]+")
+_WORD = re.compile(r"[A-Za-z0-9]+")
+_REGEX_OPERATORS = frozenset("\\.+*?()|[]{}^$")
+_UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
+_FOLDED = (("\u212a".encode(), b"k"), ("\u017f".encode(), b"s"))  # what rg -i matches to an ASCII letter
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS files (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, stamp TEXT);
+CREATE INDEX IF NOT EXISTS files_any ON files (stamp) WHERE stamp = '-1';
+CREATE VIRTUAL TABLE IF NOT EXISTS words USING fts5(
+    text, content='', contentless_delete=1, detail=none, tokenize='ascii'
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS vocabulary USING fts5vocab(words, 'row');
+"""
+
+
+@dataclass(frozen=True)
+class Need:
+    """A word every match holds: as a whole word of the file (`exact`), or as its start (`prefix`), its end
+    (`suffix`) or anywhere in it (`inner`)."""
+
+    word: str
+    kind: str
+
+
+def needs(pattern: str, *, fixed_strings: bool, word: bool) -> list[Need] | None:
+    """The words every match of `pattern` holds (lowercased), or None where the pattern is not one this
+    module reasons about exactly: a regular expression with operators, or a character outside printable
+    ASCII (a newline, or a letter whose case rg folds beyond ASCII)."""
+    if not pattern or not all(" " <= c <= "~" for c in pattern):
+        return None
+    if not fixed_strings and not _REGEX_OPERATORS.isdisjoint(pattern):
+        return None
+    found = []
+    for run in _WORD.finditer(pattern):
+        start = run.start() > 0 or word  # a pattern's non-alphanumeric neighbour, or -w's boundary, ends the word
+        end = run.end() < len(pattern) or word
+        kind = "exact" if start and end else "prefix" if start else "suffix" if end else "inner"
+        found.append(Need(run.group().lower(), kind))
+    return found
+
+
+def words_of(data: bytes) -> str | None:
+    """A file's distinct words, lowercased, space-separated (what the `ascii` tokenizer splits back); None
+    for a file rg would transcode (UTF-16), which every pattern may match."""
+    if data.startswith(_UTF16_MARKS):
+        return None
+    data = data.lower()  # ASCII letters only, as the index's words are
+    for letter, ascii_letter in _FOLDED:
+        if letter in data:
+            data = data.replace(letter, ascii_letter)
+    return b" ".join(set(_WORD_BYTES.findall(data))).decode("ascii")
+
+
+class WordIndex:
+    """One memory root's word index, kept by the change feed's deltas; `candidates` answers a pattern."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.lock = threading.Lock()
+        self.conn = _open(self.root / STATE_DIR / INDEX_FILE)
+        self._vocabulary: str | None = None  # "\nterm\nterm\n", while `_version` holds
+        self._paths: frozenset[str] | None = None  # the files held, while `_version` holds
+        self._version: tuple[int, int] | None = None
+        self._changes = 0
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- keeping it fresh ---------------------------------------------------------------------------------
+    def apply(self, delta: Any) -> None:
+        """Take one delta of the feed: a whole walk (every file whose stamp changed is read again) or the
+        files and folders it names."""
+        with self.lock:
+            seen: dict[str, os.stat_result] = {}
+            gone: list[str] = []
+            if delta.full:
+                stored = {str(path): stamp for path, stamp in self.conn.execute("SELECT path, stamp FROM files")}
+                seen = self._walk(self.root)
+                gone = [path for path in stored if path not in seen]
+            else:
+                for rel in delta.files:
+                    found = probe(self.root, rel)
+                    if isinstance(found, tuple) and found[1] is None and is_memory_path(rel):
+                        seen[rel] = found[0]
+                    else:
+                        gone.append(rel)
+                for folder in delta.folders:
+                    inside = self._walk(self.root / folder) if probe(self.root, folder) == FOLDER else {}
+                    seen.update(inside)
+                    prefix = folder.rstrip("/") + "/"
+                    rows = self.conn.execute(
+                        "SELECT path FROM files WHERE path >= ? AND path < ?", (prefix, prefix[:-1] + "0")
+                    )
+                    gone.extend(str(path) for (path,) in rows if path not in inside)
+                stored = self._stamps(seen)
+            self._store(seen, stored, [path for path in gone if path not in seen])
+
+    def _walk(self, start: Path) -> dict[str, os.stat_result]:
+        """What rg's walk of `start` searches and grep keeps: memory files that are not links."""
+        return {rel: stat for rel, _full, stat, link in walk_entries(self.root, start) if link is None}
+
+    def _stamps(self, paths: Iterable[str]) -> dict[str, str | None]:
+        stamps: dict[str, str | None] = {}
+        for rel in paths:
+            row = self.conn.execute("SELECT stamp FROM files WHERE path = ?", (rel,)).fetchone()
+            if row is not None:
+                stamps[rel] = None if row[0] is None else str(row[0])
+        return stamps
+
+    def _store(self, seen: dict[str, os.stat_result], stored: dict[str, Any], gone: list[str]) -> None:
+        now = time.time_ns()
+        rows: list[tuple[str, str | None, str | None]] = []
+        for rel, stat in seen.items():
+            stamp = ":".join(map(str, stamp_of(stat)))
+            if stored.get(rel) == stamp:
+                continue
+            if stat.st_size > MAX_FILE_BYTES:
+                rows.append((rel, ANY, None))
+                continue
+            try:
+                with open(self.root / rel, "rb") as handle:
+                    data = handle.read(MAX_FILE_BYTES + 1)
+            except OSError:
+                gone.append(rel)  # rg cannot read it either
+                continue
+            text = words_of(data) if len(data) <= MAX_FILE_BYTES else None
+            racy = stat.st_mtime_ns >= now - RACY_NS  # written within the clock's tick: read again at a walk
+            rows.append((rel, None if racy else stamp, text))
+        if not rows and not gone:
+            return
+        with self.conn:
+            for rel in gone:
+                self._delete(rel)
+            for rel, kept, text in rows:
+                self._delete(rel)
+                self.conn.execute("INSERT INTO files (path, stamp) VALUES (?, ?)", (rel, ANY if text is None else kept))
+                if text is not None:
+                    self.conn.execute(
+                        "INSERT INTO words (rowid, text) VALUES (?, ?)", (self.conn.last_insert_rowid(), text)
+                    )
+        self._changes += 1
+
+    def _delete(self, rel: str) -> None:
+        row = self.conn.execute("SELECT id FROM files WHERE path = ?", (rel,)).fetchone()
+        if row is not None:
+            self.conn.execute("DELETE FROM words WHERE rowid = ?", row)
+            self.conn.execute("DELETE FROM files WHERE id = ?", row)
+
+    # -- answering --------------------------------------------------------------------------------------------
+    def candidates(self, wanted: list[Need]) -> list[str] | None:
+        """The files that can hold a match (in no order), or None: no word narrows it, or too many files do."""
+        wanted = sorted(wanted, key=lambda n: -len(n.word))[:MAX_NEEDS]  # a 10,000-character -F: the longest words
+        terms = [f'"{n.word}"' for n in wanted if n.kind == "exact"]
+        terms += [f'"{n.word}"*' for n in wanted if n.kind == "prefix" and len(n.word) >= SHORTEST_PART]
+        with self.lock:
+            for need in wanted:
+                if need.kind not in ("suffix", "inner") or len(need.word) < SHORTEST_PART:
+                    continue
+                holding = self._holding(need.word, suffix=need.kind == "suffix")
+                if holding is None:
+                    continue  # too common a part of words to narrow anything
+                if not holding:
+                    return self._any()  # no file has a word holding it
+                terms.append("(" + " OR ".join(f'"{t}"' for t in holding) + ")")
+            if not terms:
+                return None
+            bound = MAX_CANDIDATES
+            rows = self.conn.execute(
+                "SELECT files.path FROM files JOIN (SELECT rowid FROM words WHERE words MATCH ? LIMIT ?) AS hit "
+                "ON files.id = hit.rowid",
+                (" AND ".join(terms), bound + 1),
+            ).fetchall()
+            found = [str(path) for (path,) in rows] + self._any()
+            return None if len(found) > bound else found
+
+    def _any(self) -> list[str]:
+        return [str(path) for (path,) in self.conn.execute("SELECT path FROM files WHERE stamp = '-1'")]  # ANY
+
+    def _holding(self, word: str, *, suffix: bool) -> list[str] | None:
+        """The memory's words that end with `word` (or hold it anywhere); None if more than MAX_TERMS."""
+        text = self._words()
+        key = word + "\n" if suffix else word
+        found: list[str] = []
+        at = 0
+        while (at := text.find(key, at)) >= 0:
+            start = text.rfind("\n", 0, at) + 1
+            end = text.find("\n", at + len(word))
+            found.append(text[start:end])
+            if len(found) > MAX_TERMS:
+                return None
+            at = end
+        return found
+
+    def _words(self) -> str:
+        """Every word of the index, one a line."""
+        if self._changed() or self._vocabulary is None:
+            terms = [str(term) for (term,) in self.conn.execute("SELECT term FROM vocabulary")]
+            self._vocabulary = "\n" + "\n".join(terms) + "\n"
+        return self._vocabulary
+
+    def paths(self) -> frozenset[str]:
+        """Every file the index holds."""
+        if self._changed() or self._paths is None:
+            self._paths = frozenset(str(path) for (path,) in self.conn.execute("SELECT path FROM files"))
+        return self._paths
+
+    def _changed(self) -> bool:
+        """True (and what was read of the index let go) once this process or another changed the index."""
+        changed: Any = self.conn.execute("PRAGMA data_version").fetchall()[0][0]
+        version = (self._changes, int(changed))
+        if version == self._version:
+            return False
+        self._version, self._vocabulary, self._paths = version, None, None
+        return True
+
+
+def _open(path: Path) -> Connection:
+    """The index's database; one that is not a database is thrown away, and where `.fsmem/` cannot hold one
+    (read-only) this process keeps its index in memory, as the search index does."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            return _prepared(connect(path))
+        except DatabaseError as exc:
+            if is_transient(exc) or not discard(path):
+                raise
+            return _prepared(connect(path))
+    except (OSError, DatabaseError):
+        return _prepared(Connection(":memory:"))
+
+
+def _prepared(conn: Connection) -> Connection:
+    try:
+        conn.execute(_SCHEMA)
+    except BaseException:
+        conn.close(True)
+        raise
+    return conn
+
+
+# by feed: an index goes with its feed (the last `Memory` of the root closed, the feed collected)
+_indexes: weakref.WeakKeyDictionary[Any, WordIndex] = weakref.WeakKeyDictionary()
+_indexes_lock = threading.Lock()
+
+
+def caught_up(root: Path) -> WordIndex | None:
+    """`root`'s word index with the feed's changes taken, or None where no trusted feed of `root` runs in
+    this process (a one-shot `fsmem grep`, a network file system): rg walks the memory."""
+    feeds = sys.modules.get("fsmem.store.feed")
+    if feeds is None:
+        return None
+    feed = feeds.current(Path(root).resolve())
+    if feed is None or not feed.trusted:
+        return None
+    with _indexes_lock:
+        index = _indexes.get(feed)
+        if index is None:
+            index = _indexes[feed] = WordIndex(feed.root)
+            weakref.finalize(feed, index.close)
+    feed.catch_up(CONSUMER, index.apply)
+    return index if feed.trusted else None
+
+
+def narrowed(
+    root: Path, pattern: str, targets: list[str] | None, *, fixed_strings: bool, word: bool
+) -> list[str] | None:
+    """The files rg need search for `pattern` over `targets` (None: the whole memory), or None where the
+    prefilter does not apply (rg searches `targets` as given). Case is folded either way: the index's words
+    are lowercased, so a case-sensitive grep gets the case-insensitive candidates, a superset."""
+    wanted = needs(pattern, fixed_strings=fixed_strings, word=word)
+    if not wanted:
+        return None
+    try:
+        index = caught_up(root)
+        if index is None:
+            return None
+        found = index.candidates(wanted)
+        if found is None or targets is None:
+            return found
+        return _within(root, index, found, targets)
+    except DatabaseError:
+        return None  # a lock held past the busy timeout: rg walks (and the feed walks the index again next time)
+
+
+def _within(root: Path, index: WordIndex, found: list[str], targets: list[str]) -> list[str] | None:
+    """`found` narrowed to what rg would search of `targets`: each target file the index holds if it can
+    match, each other file as given (rg decides), the found files under each target folder; a target rg
+    would walk otherwise (a linked or hidden folder) leaves the prefilter out."""
+    with index.lock:
+        held = index.paths()
+    known = held.intersection(targets)
+    hits = set(found)
+    real_root = os.path.realpath(root)
+    out: list[str] = []
+    for target in targets:
+        if target in known:
+            if target in hits:
+                out.append(target)
+            continue
+        folder = "" if target in ("", ".", "./") else target.rstrip("/")
+        full = os.path.join(root, folder) if folder else os.fspath(root)
+        if not os.path.isdir(full):
+            out.append(target)
+            continue
+        if folder and (not is_visible_folder(folder) or os.path.realpath(full) != os.path.join(real_root, folder)):
+            return None
+        prefix = folder + "/" if folder else ""
+        out.extend(path for path in found if path.startswith(prefix))
+    return out

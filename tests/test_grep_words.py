@@ -1,0 +1,340 @@
+"""The word index that lets grep search only the files that can match (fsmem.query.grep_words): the same answer
+as rg over every file, byte for byte, whatever the files and the pattern; as fresh as the feed; off without it."""
+
+import os
+import subprocess
+import sys
+from contextlib import contextmanager
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from fsmem import Memory
+from fsmem.query import grep_kept, grep_words
+from fsmem.query.grep_words import Need, needs, words_of
+
+KELVIN, LONG_S = "\u212a", "\u017f"
+DOC = "---\ntitle: {title}\n---\n- walrus: {text}\n"
+
+
+@pytest.fixture(scope="module")
+def watched(tmp_path_factory):
+    """A Memory on a trusted feed (it answered twice), shared by the tests that rewrite its files."""
+    memory = Memory.init(tmp_path_factory.mktemp("words") / "mem")
+    memory.ls()
+    memory.ls()
+    assert memory.catalog._feed is not None and memory.catalog._feed.trusted
+    yield memory
+    memory.close()
+    grep_kept.forget(memory.root)
+
+
+@contextmanager
+def plain():
+    """grep as it runs without the index: rg over every file it is given."""
+    narrowed = grep_words.narrowed
+    grep_words.narrowed = lambda *args, **kwargs: None
+    try:
+        yield
+    finally:
+        grep_words.narrowed = narrowed
+
+
+class Counted:
+    """How often the prefilter narrowed the files (so that a property is not met by never applying it)."""
+
+    def __init__(self):
+        self.narrowed = self.calls = 0
+
+    def __enter__(self):
+        self.original = original = grep_words.narrowed
+
+        def counting(*args, **kwargs):
+            found = original(*args, **kwargs)
+            self.calls += 1
+            self.narrowed += found is not None
+            return found
+
+        grep_words.narrowed = counting
+        return self
+
+    def __exit__(self, *exc):
+        grep_words.narrowed = self.original
+
+
+def _answer(memory, pattern, **kwargs):
+    result = memory.grep(pattern, **kwargs)
+    return result.to_dict(), result.to_text()
+
+
+def _rewrite(memory, files):
+    """The memory's files made exactly `files` (path -> bytes), as an editor would leave them."""
+    root = memory.root
+    for folder, _dirs, names in os.walk(root, topdown=False):
+        rel = os.path.relpath(folder, root)
+        if rel.split(os.sep)[0] in (".fsmem", ".git"):
+            continue
+        for name in names:
+            path = os.path.join(rel, name) if rel != "." else name
+            if path.replace(os.sep, "/") not in files and (name.endswith((".md", ".MD", ".markdown")) or rel != "."):
+                os.unlink(os.path.join(folder, name))
+    for rel, data in files.items():
+        full = root / rel
+        full.parent.mkdir(parents=True, exist_ok=True)
+        if not full.exists() or full.read_bytes() != data:
+            full.write_bytes(data)
+
+
+# -- what a pattern says ------------------------------------------------------------------------------------
+def test_needs_bounds_each_word_by_the_pattern_or_word_regexp():
+    assert needs("Ada Lovelace", fixed_strings=True, word=False) == [Need("ada", "suffix"), Need("lovelace", "prefix")]
+    assert needs("the Ada Lovelace.", fixed_strings=True, word=False) == [
+        Need("the", "suffix"),
+        Need("ada", "exact"),
+        Need("lovelace", "exact"),
+    ]
+    assert needs("Lovelace", fixed_strings=True, word=False) == [Need("lovelace", "inner")]
+    assert needs("Lovelace", fixed_strings=False, word=True) == [Need("lovelace", "exact")]
+    assert needs("-a_b", fixed_strings=True, word=False) == [Need("a", "exact"), Need("b", "prefix")]
+    assert needs("--", fixed_strings=True, word=False) == []
+
+
+@pytest.mark.parametrize(
+    "pattern, fixed",
+    [("Ada.Lovelace", False), ("a+", False), ("(x)", False), ("caf\u00e9 bar", True), ("a\tb", True), (KELVIN, True)],
+)
+def test_needs_refuses_what_it_cannot_reason_about(pattern, fixed):
+    assert needs(pattern, fixed_strings=fixed, word=False) is None
+
+
+def test_words_of_reads_the_letters_rg_folds_to_ascii_and_leaves_utf16_to_rg():
+    assert sorted(words_of(f"{KELVIN}elvin Mi{LONG_S}{LONG_S} caf\u00e9 x_y2".encode()).split()) == [
+        "caf",
+        "kelvin",
+        "miss",
+        "x",
+        "y2",
+    ]
+    assert words_of("\ufeffwalrus".encode("utf-16")) is None
+
+
+# -- the invariant --------------------------------------------------------------------------------------------
+# words made of pieces: ASCII, spelt with the letters rg -i folds to ASCII ones, non-ASCII; and separators
+PIECES = ["kelp", "Kelp", KELVIN + "elp", "sea", "SEA", LONG_S + "ea", "ab", "0", "k", "s", KELVIN, LONG_S, "\u00e9"]
+SEPARATORS = [" ", " ", "-", ".", "_", "\n"]
+NAMES = [
+    "a.md",
+    "README.md",
+    "topics/b.md",
+    "topics/C.MD",
+    "topics/b.history.md",
+    "topics/deep/d.markdown",
+    ".hidden.md",
+    "topics/.h/e.md",
+    "notes.txt",
+]
+word = st.lists(st.sampled_from(PIECES), min_size=1, max_size=2).map("".join)
+text = st.lists(st.tuples(word, st.sampled_from(SEPARATORS)).map("".join), max_size=8).map("".join)
+
+
+@st.composite
+def files(draw):
+    chosen = draw(st.lists(st.sampled_from(NAMES), unique=True, min_size=1, max_size=6))
+    out = {}
+    for name in chosen:
+        body = draw(text)
+        if draw(st.booleans()):
+            title = draw(text).replace("\n", " ").strip() or "x"
+            body = f"---\ntitle: '{title}'\n---\n{body}"
+        if name.endswith(".history.md"):
+            body = f"---\ntype: semantic\n---\n## Superseded\n- {body}\n"
+        data = body.encode()
+        if draw(st.integers(0, 9)) == 0:
+            data = body.encode("utf-16")  # with its byte-order mark: rg reads it transcoded
+        out[name] = data
+    return out
+
+
+ASCII_WORDS = st.lists(st.sampled_from(["kelp", "sea", "ab", "0", "k", "s"]), min_size=1, max_size=2).map("".join)
+
+
+@st.composite
+def patterns(draw, contents):
+    """A part of a file (matches), words of the files in ASCII (matches under -i), or any text."""
+    kind = draw(st.integers(0, 4))
+    if kind < 2 and contents:
+        source = draw(st.sampled_from(sorted(contents.values()))).decode("utf-8", "replace")
+        start = draw(st.integers(0, len(source)))
+        pattern = source[start : start + draw(st.integers(1, 14))]
+    elif kind < 4:  # ASCII words of the files, in any case
+        words = draw(st.lists(ASCII_WORDS, min_size=1, max_size=3))
+        pattern = draw(st.sampled_from([" ", "-", "_"])).join(words)
+        pattern = draw(st.sampled_from([pattern, pattern.upper(), pattern.title()]))
+        if draw(st.booleans()):  # a word cut at either end
+            pattern = pattern[draw(st.integers(0, 2)) : len(pattern) - draw(st.integers(0, 2))] or pattern
+    else:
+        pattern = draw(text)
+    return pattern.replace("\n", " ") or "k"
+
+
+@settings(max_examples=70, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_prefiltered_grep_answers_as_rg_over_every_file(watched, data):
+    contents = data.draw(files())
+    _rewrite(watched, contents)
+    for link, target in [("topics/l.md", "../a.md"), ("linked", "topics")]:
+        if os.path.lexists(watched.root / link):
+            os.unlink(watched.root / link)
+        if data.draw(st.booleans()) and (watched.root / link).parent.is_dir():
+            os.symlink(target, watched.root / link)  # rg's walk follows neither; named, rg reads through it
+    pattern = data.draw(patterns(contents))
+    options = {
+        "fixed_strings": data.draw(st.booleans()),
+        "word": data.draw(st.booleans()),
+        "ignore_case": data.draw(st.booleans()),
+        "include_superseded": data.draw(st.booleans()),
+        "paths": data.draw(
+            st.sampled_from([None, ["topics"], ["a.md"], ["topics/b.md", "README.md"], ["linked"], ["topics/l.md"]])
+        ),
+        "max_results": data.draw(st.sampled_from([1, 3, 50])),
+        "offset": data.draw(st.sampled_from([0, 0, 1, 2])),
+        "context_lines": data.draw(st.sampled_from([0, 0, 1])),
+        "type": data.draw(st.sampled_from([None, None, "semantic"])),  # the files a front-matter filter keeps
+    }
+    if options["paths"] and not all((watched.root / p).exists() for p in options["paths"]):
+        options["paths"] = None
+    try:
+        with plain():
+            expected = _answer(watched, pattern, **options)
+    except Exception as exc:  # an invalid
+        with pytest.raises(type(exc)):
+            _answer(watched, pattern, **options)
+        return
+    assert _answer(watched, pattern, **options) == expected
+
+
+TRICKY = {
+    "a.md": f"kelpsea SEA-kelp x{KELVIN}elp0 {LONG_S}ea_ab \u00e9kelp kelp\u00e9 0kelp\n".encode(),
+    "topics/b.md": b"---\ntitle: seakelp\n---\nab-sea.kelp\n",
+    "topics/b.history.md": b"---\ntype: semantic\n---\n## Superseded\n- kelpsea: old\n",
+    "topics/u.md": "kelp abkelp".encode("utf-16"),
+}
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["kelp", "sea", "elp", "kelp0", "sea-kelp", "kelp ", " kelp", "-sea.", "xkelp", "ab-sea", "sea kelp", "Kelp"],
+)
+@pytest.mark.parametrize("word, ignore_case", [(False, False), (False, True), (True, False), (True, True)])
+def test_each_kind_of_word_bound_answers_as_rg(watched, pattern, word, ignore_case):
+    """A word the pattern bounds on neither side, one side (a start or an end of a file's word) or both."""
+    _rewrite(watched, TRICKY)
+    options = {"fixed_strings": True, "word": word, "ignore_case": ignore_case, "include_superseded": True}
+    with plain():
+        expected = _answer(watched, pattern, **options)
+    with Counted() as counted:
+        assert _answer(watched, pattern, **options) == expected
+    assert counted.narrowed == 1
+
+
+def test_the_property_exercises_the_prefilter(watched):
+    """The cases the property draws do get narrowed (not a property met by rg walking every time)."""
+    _rewrite(watched, {"a.md": b"walrus kelp", "topics/b.md": f"wal{KELVIN} {LONG_S}eal".encode()})
+    with Counted() as counted:
+        assert [m.path for m in watched.grep("walk", ignore_case=True, fixed_strings=True).matches] == ["topics/b.md"]
+        assert [m.path for m in watched.grep("seal", ignore_case=True).matches] == ["topics/b.md"]
+        assert watched.grep("seal").matches == []
+        assert [m.path for m in watched.grep("rus kel", word=False).matches] == ["a.md"]
+    assert counted.narrowed == counted.calls == 4
+
+
+# -- freshness ------------------------------------------------------------------------------------------------
+def _paths(memory, pattern):
+    with Counted() as counted:
+        found = [m.path for m in memory.grep(pattern, fixed_strings=True).matches]
+    assert counted.narrowed == 1
+    return found
+
+
+def test_an_editors_write_rename_and_delete_are_seen_by_the_next_grep(watched):
+    _rewrite(watched, {"topics/a.md": DOC.format(title="A", text="one").encode()})
+    assert _paths(watched, "walrus: one") == ["topics/a.md"]
+    with open(watched.root / "topics" / "a.md", "r+") as handle:  # same size, same second: only the event tells
+        handle.write(DOC.format(title="A", text="two"))
+    assert _paths(watched, "walrus: one") == []
+    assert _paths(watched, "walrus: two") == ["topics/a.md"]
+    os.rename(watched.root / "topics", watched.root / "places")
+    assert _paths(watched, "walrus: two") == ["places/a.md"]
+    os.unlink(watched.root / "places" / "a.md")
+    assert _paths(watched, "walrus: two") == []
+    watched.write("places/b.md", DOC.format(title="B", text="three"))
+    assert _paths(watched, "walrus: three") == ["places/b.md"]
+
+
+def test_an_untrusted_feed_turns_the_prefilter_off(tmp_path):
+    memory = Memory.init(tmp_path / "mem")
+    memory.write("topics/a.md", DOC.format(title="A", text="one"))
+    memory.ls()
+    memory.ls()
+    feed = memory.catalog._feed
+    assert feed is not None and grep_words.caught_up(memory.root) is not None
+    feed._distrust("the test says so")
+    try:
+        assert grep_words.caught_up(memory.root) is None
+        with Counted() as counted:
+            assert [m.path for m in memory.grep("walrus: one", fixed_strings=True).matches] == ["topics/a.md"]
+        assert counted.calls == 1 and counted.narrowed == 0
+    finally:
+        memory.close()
+
+
+def test_a_one_shot_grep_never_loads_the_index(tmp_path):
+    memory = Memory.init(tmp_path / "mem")
+    memory.write("topics/a.md", DOC.format(title="A", text="one"))
+    memory.close()
+    code = (
+        "import sys; from fsmem import Memory; m = Memory(sys.argv[1]);"
+        "print(len(m.grep('walrus: one', fixed_strings=True).matches), 'fsmem.query.grep_words' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(memory.root)], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["1", "False"]
+
+
+def test_an_index_file_that_is_not_a_database_is_made_again(tmp_path):
+    memory = Memory.init(tmp_path / "mem")
+    memory.write("topics/a.md", DOC.format(title="A", text="one"))
+    (memory.root / ".fsmem" / grep_words.INDEX_FILE).write_bytes(b"not a database\n" * 100)
+    memory.ls()
+    memory.ls()
+    try:
+        assert _paths(memory, "walrus: one") == ["topics/a.md"]
+    finally:
+        memory.close()
+
+
+def test_a_memory_that_only_greps_takes_the_feed_from_its_second_call(tmp_path):
+    memory = Memory.init(tmp_path / "mem")
+    memory.write("topics/a.md", DOC.format(title="A", text="one"))
+    memory.close()
+    memory = Memory(tmp_path / "mem")
+    try:
+        with Counted() as counted:
+            for _ in range(2):
+                assert [m.path for m in memory.grep("walrus: one", fixed_strings=True).matches] == ["topics/a.md"]
+        assert counted.calls == 2 and counted.narrowed == 1
+    finally:
+        memory.close()
+
+
+def test_a_file_too_large_to_read_for_its_words_is_searched_for_every_pattern(watched, monkeypatch):
+    monkeypatch.setattr(grep_words, "MAX_FILE_BYTES", 64)
+    _rewrite(watched, {"a.md": b"kelp " * 20 + b"walrus: big\n", "b.md": b"walrus: small\n"})
+    assert _paths(watched, "walrus: big") == ["a.md"]
+    assert _paths(watched, "walrus: small") == ["b.md"]
+
+
+def test_a_long_fixed_string_looks_up_its_longest_words_only(watched):
+    words = [f"w{n:04d}" for n in range(1600)]
+    _rewrite(watched, {"a.md": (" ".join(words) + "\n").encode(), "b.md": b"w0001 w0002\n"})
+    pattern = " ".join(words[1:-1])
+    assert _paths(watched, pattern) == ["a.md"]
