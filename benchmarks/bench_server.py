@@ -138,11 +138,12 @@ class Unique:
 
     def _fresh(self, make) -> str:
         with self.lock:
-            while True:
+            for _ in range(100_000):  # the space of each kind is finite (greps: ~1,600): say so, never spin
                 value = make()
                 if value not in self.seen:
                     self.seen.add(value)
                     return value
+        raise SystemExit(f"the unique mix ran out of new arguments after {len(self.seen)}: run it for fewer seconds")
 
     def query(self) -> str:
         r = self.rng
