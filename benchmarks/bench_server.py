@@ -143,7 +143,7 @@ class Unique:
                 if value not in self.seen:
                     self.seen.add(value)
                     return value
-        raise SystemExit(f"the unique mix ran out of new arguments after {len(self.seen)}: run it for fewer seconds")
+        raise RuntimeError(f"the unique mix ran out of new arguments after {len(self.seen)}: run it for fewer seconds")
 
     def query(self) -> str:
         r = self.rng
