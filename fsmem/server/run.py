@@ -125,6 +125,7 @@ def serve(settings: ServerSettings, *, log: RequestLog | None = None, ready: Any
         timeout_graceful_shutdown=int(max(1, limits.shutdown_grace_seconds)),
         limit_concurrency=limits.max_connections,
         server_header=False,
+        proxy_headers=False,  # nothing here reads a client's address or scheme: no X-Forwarded-* rewriting per request
     )
     server = uvicorn.Server(config)
     stopped: list[int] = []
