@@ -2,7 +2,7 @@
 beside the same calls in-process, in the same run.
 
     python benchmarks/bench_server.py [--files 10000] [--clients 32] [--seconds 20] [--tools search,grep,ls,read]
-        [--mixes repeated,unique] [--workers N] [--keep DIR] [--py-spy FILE] [--no-fairness]
+        [--mixes repeated,unique] [--workers N] [--keep DIR] [--py-spy FILE [--py-spy-gil]] [--no-fairness]
 
 Issue #20's target: no errors, search p99 at most 1 s, at least 80 calls a
 second in all, at 10k files; the same at 100k measured. Two mixes, each in
@@ -478,6 +478,11 @@ def main() -> int:
         help="a folder outside the repository where the corpus and the warmed copy are made once and kept",
     )
     parser.add_argument("--py-spy", type=Path, help="record the server with py-spy (raw format) into this file")
+    parser.add_argument(
+        "--py-spy-gil",
+        action="store_true",
+        help="with --py-spy: sample only the thread holding the GIL (what the one Python thread at a time spends)",
+    )
     args, _ = parser.parse_known_args()
     tools_ = tuple(t for t in args.tools.split(",") if t)
     unknown = set(tools_) - set(TOOLS)
@@ -560,8 +565,10 @@ def measure(root: Path, tmp: Path, args, tools_: tuple[str, ...], targets: list[
         served_solo = run_server(url, tokens[:1], args.solo_seconds, targets, "server-solo", tools_, fresh())
         if args.py_spy:
             spy = subprocess.Popen(
-                [str(Path(sys.executable).with_name("py-spy")), "record", "-p", str(proc.pid), "-r", "40"]
-                + ["-d", str(int(args.seconds)), "-f", "raw", "-o", f"{args.py_spy}.{mix}", "--threads", "--idle"],
+                [str(Path(sys.executable).with_name("py-spy")), "record", "-p", str(proc.pid)]
+                + ["-r", "200" if args.py_spy_gil else "40"]
+                + ["-d", str(int(args.seconds)), "-f", "raw", "-o", f"{args.py_spy}.{mix}", "--threads"]
+                + (["--gil"] if args.py_spy_gil else ["--idle"]),
                 stdout=subprocess.DEVNULL,
             )
         served = run_server(url, tokens, args.seconds, targets, "server", tools_, fresh(), proc.pid)

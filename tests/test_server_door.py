@@ -244,6 +244,39 @@ def test_idle_and_header_drip_connections_are_closed_by_the_head_deadline(door):
             time.sleep(0.6)
 
 
+def test_a_head_over_the_cap_is_refused_with_a_431_whether_it_comes_whole_or_never_ends(door):
+    """httptools sets no bound on a request's head (h11 did): a head of more than 16 KiB, sent whole or sent
+    on and on without its end, is answered 431 and the connection closed, before the app or the token."""
+    big = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " + b"a" * (20 << 10) + b"\r\ncontent-length: 0\r\n\r\n"
+    endless = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " + b"a" * (40 << 10)
+    for head in (big, endless):
+        sock = raw(door, head)
+        try:
+            data, took = answer_of(sock)
+        finally:
+            sock.close()
+        assert data.startswith(b"HTTP/1.1 431 ") and data.endswith(b"\r\n\r\n") and took < 4
+    # a head just under the cap is served as any other
+    pad = b"a" * (15 << 10)
+    with httpx2.Client(headers=dict(HEADERS, Authorization=f"Bearer {door['tokens']['bystander']}")) as http:
+        assert http.post(door["server"].base + "/mcp", json=LIST, headers={"X-Pad": pad.decode()}).status_code == 200
+
+
+def test_pipelined_requests_are_answered_in_order_and_the_next_head_has_its_deadline(door):
+    body = json.dumps(LIST).encode()
+    head = (
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Accept: application/json, text/event-stream\r\nAuthorization: Bearer {door['tokens']['bystander']}\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    sock = raw(door, (head + body) * 2)
+    try:
+        data, took = answer_of(sock)  # both answers, then the head deadline (1 s) closes the idle connection
+    finally:
+        sock.close()
+    assert data.count(b"HTTP/1.1 200 ") == 2 and data.count(b'"tools"') == 2 and 0.9 < took < 4
+
+
 def test_event_streams_have_their_own_limit(door):
     token = door["tokens"]["streams"]
     headers = {"Authorization": f"Bearer {token}", "Accept": "text/event-stream"}

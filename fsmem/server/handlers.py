@@ -9,6 +9,7 @@ error (its thread finishes on its own), a write is always awaited.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 from dataclasses import dataclass, field
@@ -98,14 +99,18 @@ async def _read(work: Any, readers: anyio.CapacityLimiter, slot: Slot | None, li
     """`work()` on a reader thread, its answer awaited for `tool_timeout_seconds` (None past that).
 
     The thread holds its reader and its token's slot until it ends, even when its answer is given up:
-    abandoned work never runs beyond the server's threads or the token's share of them.
+    abandoned work never runs beyond the server's threads or the token's share of them. The event loop
+    releases them when the answer comes back; only a thread whose answer was given up hands its release
+    to the loop itself, without waiting for it (a thread that waited for the loop on every call cost the
+    loop a second wake-up per call).
     """
     borrower = object()
     await readers.acquire_on_behalf_of(borrower)
     if slot is not None:
         slot.hold()
+    loop = asyncio.get_running_loop()
     lock = threading.Lock()
-    phase = {"started": False, "skipped": False}
+    phase = {"started": False, "skipped": False, "finished": False, "abandoned": False}
 
     def release() -> None:
         readers.release_on_behalf_of(borrower)
@@ -120,8 +125,12 @@ async def _read(work: Any, readers: anyio.CapacityLimiter, slot: Slot | None, li
         try:
             return work()
         finally:
-            with contextlib.suppress(Exception):  # the loop is gone at exit: nothing left to release
-                anyio.from_thread.run_sync(release)
+            with lock:
+                phase["finished"] = True
+                abandoned = phase["abandoned"]
+            if abandoned:
+                with contextlib.suppress(RuntimeError):  # the loop is gone at exit: nothing left to release
+                    loop.call_soon_threadsafe(release)
 
     answer = None
     try:
@@ -132,6 +141,10 @@ async def _read(work: Any, readers: anyio.CapacityLimiter, slot: Slot | None, li
             if not phase["started"]:  # cancelled before a thread took it: it never runs
                 phase["skipped"] = True
                 release()
+            elif phase["finished"]:
+                release()
+            else:  # given up while it runs: the thread releases when it ends
+                phase["abandoned"] = True
     return answer
 
 
