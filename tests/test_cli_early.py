@@ -42,8 +42,9 @@ def test_a_pass_with_another_command_line_stops_the_early_one(root):
     assert "line cut" in expected
     early.start(str(root), ARGUMENTS)
     process = started()
-    assert Memory(root).grep("zephyr").to_text() == expected
-    assert rg_command._started == [] and process.returncode is not None and process.returncode < 0  # killed
+    assert Memory(root).grep("zephyr").to_text() == expected  # its uncut lines were not taken
+    # stopped and reaped: killed, unless it had finished first (a tiny memory, a loaded machine: exit 0)
+    assert rg_command._started == [] and process.returncode is not None and process.returncode in (0, -9)
 
 
 @pytest.mark.parametrize("narrowed", [{"paths": ["topics"]}, {"type": "entity"}, {"tag": ["money"]}])
