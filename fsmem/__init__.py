@@ -63,6 +63,8 @@ _EXPORTS = {
 __all__ = ["__version__", *_EXPORTS]
 
 if TYPE_CHECKING:  # what the type checker reads; at run time each name is loaded on first use
+    from collections.abc import Callable
+
     from fsmem.budget import Budget as Budget, Page as Page
     from fsmem.consolidate.apply import ConsolidationReport as ConsolidationReport
     from fsmem.errors import (
@@ -102,13 +104,23 @@ if TYPE_CHECKING:  # what the type checker reads; at run time each name is loade
     from fsmem.store.writing import WriteResult as WriteResult
 
 
-def __getattr__(name: str) -> object:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'fsmem' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+def _lazy_names(package: str, exports: dict[str, str], namespace: dict[str, object]) -> Callable[[str], object]:
+    """A package's `__getattr__` (PEP 562) for names loaded on first use: `exports` maps each name to the module
+    that defines it (relative to `package` when it starts with a dot); a name once loaded is kept in `namespace`,
+    so it is looked up here only once."""
+
+    def load(name: str) -> object:
+        module = exports.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module, package), name)
+        namespace[name] = value
+        return value
+
+    return load
+
+
+__getattr__ = _lazy_names("fsmem", _EXPORTS, globals())
 
 
 def __dir__() -> list[str]:

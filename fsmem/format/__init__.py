@@ -7,37 +7,39 @@ Each name loads its module on first use, so that a command that only reaches
 a plain `fsmem grep` never parses a file.
 """
 
+from fsmem import _lazy_names
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing here
 
-# name -> the module under fsmem.format that defines it
+# name -> the module under fsmem.format that defines it (`fsmem._lazy_names`)
 _EXPORTS = {
-    "BOM": "frontmatter",
-    "CONSOLIDATED_FIELD": "frontmatter",
-    "FENCE": "frontmatter",
-    "MEMORY_TYPES": "frontmatter",
-    "Document": "frontmatter",
-    "Problem": "frontmatter",
-    "body_digest": "frontmatter",
-    "decode": "frontmatter",
-    "dump_field": "frontmatter",
-    "is_consolidated": "frontmatter",
-    "normalize_tags": "frontmatter",
-    "now_iso": "frontmatter",
-    "parse_timestamp": "frontmatter",
-    "render": "frontmatter",
-    "set_fields": "frontmatter",
-    "split": "frontmatter",
-    "validate": "frontmatter",
-    "FENCED_CODE": "markdown",
-    "HEADING": "markdown",
-    "MERGE_MARK": "markdown",
-    "SUPERSEDED_HEADING": "markdown",
-    "Heading": "markdown",
-    "headings": "markdown",
-    "in_ranges": "markdown",
-    "merge_marks": "markdown",
-    "section_ends": "markdown",
-    "superseded_ranges": "markdown",
+    "BOM": ".frontmatter",
+    "CONSOLIDATED_FIELD": ".frontmatter",
+    "FENCE": ".frontmatter",
+    "MEMORY_TYPES": ".frontmatter",
+    "Document": ".frontmatter",
+    "Problem": ".frontmatter",
+    "body_digest": ".frontmatter",
+    "decode": ".frontmatter",
+    "dump_field": ".frontmatter",
+    "is_consolidated": ".frontmatter",
+    "normalize_tags": ".frontmatter",
+    "now_iso": ".frontmatter",
+    "parse_timestamp": ".frontmatter",
+    "render": ".frontmatter",
+    "set_fields": ".frontmatter",
+    "split": ".frontmatter",
+    "validate": ".frontmatter",
+    "FENCED_CODE": ".markdown",
+    "HEADING": ".markdown",
+    "MERGE_MARK": ".markdown",
+    "SUPERSEDED_HEADING": ".markdown",
+    "Heading": ".markdown",
+    "headings": ".markdown",
+    "in_ranges": ".markdown",
+    "merge_marks": ".markdown",
+    "section_ends": ".markdown",
+    "superseded_ranges": ".markdown",
 }
 
 __all__ = list(_EXPORTS)
@@ -76,15 +78,7 @@ if TYPE_CHECKING:  # what the type checker reads; at run time each name is loade
     )
 
 
-def __getattr__(name: str) -> object:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'fsmem.format' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"fsmem.format.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_names("fsmem.format", _EXPORTS, globals())
 
 
 def __dir__() -> list[str]:
