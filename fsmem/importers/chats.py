@@ -61,6 +61,15 @@ def _fallback_key(conversation: dict[str, Any]) -> str:
     return hashlib.sha256(seed.encode()).hexdigest()[:16]
 
 
+def _named(conversation: dict[str, Any], key: Any, title: Any) -> tuple[str, str]:
+    """A conversation's key and title as the export gives them, or, where it gives none, its fallback key and
+    "Untitled"."""
+    return (
+        key if isinstance(key, str) and key.strip() else _fallback_key(conversation),
+        one_line(title, 120) if isinstance(title, str) and title.strip() else "Untitled",
+    )
+
+
 def chatgpt(path: Path) -> Iterator[Conversation]:
     """Each conversation of a ChatGPT export, its shown branch in order."""
     for where, value in _conversations(path):
@@ -80,12 +89,11 @@ def chatgpt(path: Path) -> Iterator[Conversation]:
             when = utc(message.get("create_time"))
             if when is not None:
                 times.append(when)
-        key = value.get("conversation_id") or value.get("id")
-        title = value.get("title")
+        key, title = _named(value, value.get("conversation_id") or value.get("id"), value.get("title"))
         yield Conversation(
             source="chatgpt",
-            key=key if isinstance(key, str) and key.strip() else _fallback_key(value),
-            title=one_line(title, 120) if isinstance(title, str) and title.strip() else "Untitled",
+            key=key,
+            title=title,
             started=utc(value.get("create_time")) or min(times, default=None),
             ended=utc(value.get("update_time")) or max(times, default=None),
             lines=tuple(lines),
@@ -174,12 +182,11 @@ def claude(path: Path) -> Iterator[Conversation]:
             when = utc(message.get("created_at"))
             if when is not None:
                 times.append(when)
-        key = value.get("uuid")
-        name = value.get("name")
+        key, title = _named(value, value.get("uuid"), value.get("name"))
         yield Conversation(
             source="claude",
-            key=key if isinstance(key, str) and key.strip() else _fallback_key(value),
-            title=one_line(name, 120) if isinstance(name, str) and name.strip() else "Untitled",
+            key=key,
+            title=title,
             started=utc(value.get("created_at")) or min(times, default=None),
             ended=max(times, default=None) or utc(value.get("updated_at")),
             lines=tuple(lines),
