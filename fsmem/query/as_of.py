@@ -85,7 +85,8 @@ def kept_in_history(root: Path, rel: str, stamp: str) -> list[str]:
     if is_history_path(rel) or rel.startswith(V.SESSIONS + "/"):
         return []
     history = history_path(rel)
-    text, older = _text(root, rel), _text(root, history)
+    older = _text(root, history)  # first: most documents have none, and then the document is not read again
+    text = _text(root, rel) if older is not None else None
     if text is None or older is None:
         return []
     answered = {fact.key for fact in V.file_facts(text, rel) if V.recorded_by(fact, stamp)}
