@@ -110,3 +110,28 @@ def test_merged_segments_score_every_row_as_before(memory):
     memory.search_index.guarded(merge_segments)
     assert _segments(memory, "search_fts") == 1
     assert [_ranked(memory, q) for q in queries] == before and all(before)
+
+
+def test_usage_looked_up_by_path_and_line_scores_as_by_location(memory):
+    from fsmem.search.ranking import search, usage_counts
+
+    for query in ["billing", "owner Ada", "gold plan", "billing cycle"]:
+        memory.search(query)  # the retrieval log: the rows shown gain usage
+    usage = usage_counts(memory.root)
+    assert usage.top > 0 and usage.by_path
+
+    def ranked(counts):
+        found = search(
+            memory.search_index,
+            memory.tokens,
+            memory.search_settings,
+            "billing plan owner",
+            k=5,
+            max_tokens=500,
+            usage=counts,
+        )[1]
+        return [(found.paths[i], found.lines[i], found.scores[i]) for i in found.candidates]
+
+    without = ranked({})
+    with_usage = ranked(usage)
+    assert with_usage == ranked(dict(usage)) and with_usage != without  # a plain dict is looked up by location

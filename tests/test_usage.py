@@ -21,10 +21,24 @@ def recount(root) -> dict[str, int]:
     return counts
 
 
+def by_path(usage: dict[str, int]) -> dict[str, dict[int, int]]:
+    """The counts of the locations a ranking can spell (`f"{path}:{line}"`), as path -> {line: count}."""
+    found: dict[str, dict[int, int]] = {}
+    for location, count in usage.items():
+        path, _colon, line = location.rpartition(":")
+        if _colon and line.isdigit() and f"{path}:{int(line)}" == location:
+            found.setdefault(path, {})[int(line)] = count
+    return found
+
+
+# Locations a search logs, and some it never does (a hand-written log): a colon in the path, no line, a line
+# with a leading zero (a ranking's "topics/c.md:5" must not find the count of "topics/c.md:05").
+LOCATIONS = [f"topics/{c}.md:{n}" for c in "abc" for n in (1, 5)] + ["a:b.md:2", "topics/c.md", "topics/c.md:05"]
+
 calls = st.lists(
     st.tuples(
         st.sampled_from(["search", "recall", "grep", "ls"]),
-        st.lists(st.sampled_from([f"topics/{c}.md:{n}" for c in "abc" for n in (1, 5)]), max_size=4),
+        st.lists(st.sampled_from(LOCATIONS), max_size=4),
         st.booleans(),  # count now (a search between the calls)
     ),
     min_size=1,
@@ -42,8 +56,10 @@ def test_counts_equal_a_recount_through_appends_and_rotations(tmp_path_factory, 
         if look:
             usage = usage_counts(root)
             assert dict(usage) == recount(root)
+            assert usage.by_path == by_path(recount(root))
             assert usage.top == max(recount(root).values(), default=0)
     assert dict(usage_counts(root)) == recount(root)
+    assert usage_counts(root).by_path == by_path(recount(root))
 
 
 def test_a_line_still_being_written_is_counted_once_it_ends(tmp_path):

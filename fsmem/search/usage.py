@@ -25,12 +25,45 @@ TOOLS = ("search", "recall")
 
 
 class Usage(dict[str, int]):
-    """`path:line` -> how often it was returned, and `top`, the highest count (0 when empty).
+    """`path:line` -> how often it was returned, and `top`, the highest count (0 when empty); `by_path` holds
+    the same counts as path -> {line: count}, so a ranking looks a row up by its path and line without
+    spelling its location (a pool of 2,500 rows, most of whose files were never returned).
 
     The one object of a memory is updated in place by later searches; readers only look up keys and
     `top` (both safe beside an update), and never iterate it."""
 
     top: int = 0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.by_path: dict[str, dict[int, int]] = {}
+
+    def put(self, location: str, count: int) -> None:
+        """Set `location`'s count (0 or less: drop it), in both spellings."""
+        if count > 0:
+            self[location] = count
+        else:
+            self.pop(location, None)
+        place = _place(location)
+        if place is None:
+            return
+        path, line = place
+        if count > 0:
+            self.by_path.setdefault(path, {})[line] = count
+        else:
+            lines = self.by_path.get(path)
+            if lines is not None:
+                lines.pop(line, None)
+                if not lines:
+                    self.by_path.pop(path, None)
+
+
+def _place(location: str) -> tuple[str, int] | None:
+    """(path, line) of a location as a ranking spells one (`f"{path}:{line}"`), else None: no row's."""
+    path, colon, line = location.rpartition(":")
+    if not colon or not (line.isascii() and line.isdigit()) or str(int(line)) != line:
+        return None
+    return path, int(line)
 
 
 @dataclass
@@ -94,7 +127,8 @@ class _Tally:
             for location in record.get("paths") or []:
                 if isinstance(location, str):
                     part.counts[location] = part.counts.get(location, 0) + 1
-                    total = usage[location] = usage.get(location, 0) + 1
+                    total = usage.get(location, 0) + 1
+                    usage.put(location, total)
                     if total > usage.top:
                         usage.top = total
 
@@ -104,11 +138,7 @@ class _Tally:
             return
         usage = self.usage
         for location, count in part.counts.items():
-            left = usage.get(location, 0) - count
-            if left > 0:
-                usage[location] = left
-            else:
-                usage.pop(location, None)
+            usage.put(location, usage.get(location, 0) - count)
         usage.top = max(usage.values(), default=0)
 
 
