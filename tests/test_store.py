@@ -49,6 +49,19 @@ def test_lock_excludes_another_process(tmp_path):
         pass  # free again once the holder is gone
 
 
+def test_a_lock_file_names_its_holder_and_is_written_only_when_another_named_it(tmp_path):
+    lock = tmp_path / ".fsmem" / "locks" / "write.lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_bytes(b"4194304999")  # a longer pid, of a process gone
+    with file_lock(tmp_path):
+        pass
+    assert lock.read_bytes() == str(os.getpid()).encode()
+    os.utime(lock, ns=(10**9, 10**9))
+    with file_lock(tmp_path):
+        pass  # the file already names this process: not truncated and written again (a log's every record)
+    assert lock.read_bytes() == str(os.getpid()).encode() and lock.stat().st_mtime_ns == 10**9
+
+
 def test_lock_is_reentrant_in_one_thread(tmp_path):
     with file_lock(tmp_path):
         with file_lock(tmp_path, timeout=0.1):

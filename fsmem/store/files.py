@@ -212,8 +212,13 @@ def _flock(lock_path: Path, name: str, timeout: float, wait: bool) -> Iterator[N
                     ) from None
                 time.sleep(0.05)
         with contextlib.suppress(OSError):  # who holds it, for a human who looks (best effort)
-            os.ftruncate(fd, 0)
-            os.write(fd, str(os.getpid()).encode())
+            holder = str(os.getpid()).encode()
+            # written only when another process wrote it last: a truncate costs ~1 ms (a log's every record)
+            os.lseek(fd, 0, os.SEEK_SET)
+            if os.read(fd, len(holder) + 1) != holder:
+                os.ftruncate(fd, 0)
+                os.lseek(fd, 0, os.SEEK_SET)
+                os.write(fd, holder)
         yield
     finally:
         with contextlib.suppress(OSError):
