@@ -138,9 +138,12 @@ def document_scores(
     by_key: dict[Any, float] = {}
     by_doc: dict[int, float] = {}
     continued = continued_blocks(conn, kept)
+    # The best documents first, then their sources: joined before the sort, every match (~9,700 of a first
+    # question at 10k files) looked its source up (12.9 -> 12.1 ms CPU; the same rows in the same order).
     for doc, raw, source in conn.execute(
-        f"SELECT {rank_id_sql('d.rowid')}, -bm25(search_docs) AS r, s.source FROM search_docs AS d"
-        " LEFT JOIN search_sources AS s ON s.id = d.rowid WHERE search_docs MATCH ? ORDER BY r DESC, d.rowid LIMIT ?",
+        f"SELECT {rank_id_sql('d.rowid')}, d.r, s.source FROM (SELECT rowid, -bm25(search_docs) AS r"
+        " FROM search_docs WHERE search_docs MATCH ? ORDER BY r DESC, rowid LIMIT ?) AS d"
+        " LEFT JOIN search_sources AS s ON s.id = d.rowid ORDER BY d.r DESC, d.rowid",
         (match, DOCUMENT_POOL),
     ):
         if doc >> ROW_BITS in continued:  # a file's document n has the id its row n has
