@@ -135,3 +135,16 @@ def test_usage_looked_up_by_path_and_line_scores_as_by_location(memory):
     without = ranked({})
     with_usage = ranked(usage)
     assert with_usage == ranked(dict(usage)) and with_usage != without  # a plain dict is looked up by location
+
+
+def test_the_files_a_filter_lets_through_follow_every_change(memory):
+    def found(**filters):
+        return sorted({h.path for h in memory.search("billing cycle", **filters).hits})
+
+    assert found(type="semantic") == [] and found(tag="money") == []
+    assert found(type="semantic") == []  # asked again: what the filter let through is kept
+    memory.write("topics/billing.md", "---\ntype: semantic\ntags: [money]\n---\n- billing cycle: yearly\n")
+    assert found(type="semantic") == ["topics/billing.md"] == found(tag="money") == found(tag=["Money"])
+    memory.write("topics/billing.md", "---\ntype: episodic\n---\n- billing cycle: yearly\n")
+    assert found(type="semantic") == [] and found(type="episodic") == ["topics/billing.md"]
+    assert found(tag="money") == []
