@@ -13,6 +13,7 @@ again from the start.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
@@ -40,24 +41,25 @@ class Usage(dict[str, int]):
 
     def put(self, location: str, count: int) -> None:
         """Set `location`'s count (0 or less: drop it), in both spellings."""
+        place = _place(location)
         if count > 0:
             self[location] = count
-        else:
-            self.pop(location, None)
-        place = _place(location)
-        if place is None:
+            if place is not None:
+                lines = self.by_path.get(place[0])
+                if lines is None:
+                    lines = self.by_path[place[0]] = {}
+                lines[place[1]] = count
             return
-        path, line = place
-        if count > 0:
-            self.by_path.setdefault(path, {})[line] = count
-        else:
-            lines = self.by_path.get(path)
+        self.pop(location, None)
+        if place is not None:
+            lines = self.by_path.get(place[0])
             if lines is not None:
-                lines.pop(line, None)
+                lines.pop(place[1], None)
                 if not lines:
-                    self.by_path.pop(path, None)
+                    del self.by_path[place[0]]
 
 
+@functools.lru_cache(maxsize=65536)  # a busy log names the same rows again and again
 def _place(location: str) -> tuple[str, int] | None:
     """(path, line) of a location as a ranking spells one (`f"{path}:{line}"`), else None: no row's."""
     path, colon, line = location.rpartition(":")
