@@ -2,6 +2,7 @@
 leaves the FTS5 tables in one segment each, scoring as before."""
 
 import math
+import os
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -148,3 +149,21 @@ def test_the_files_a_filter_lets_through_follow_every_change(memory):
     memory.write("topics/billing.md", "---\ntype: episodic\n---\n- billing cycle: yearly\n")
     assert found(type="semantic") == [] and found(type="episodic") == ["topics/billing.md"]
     assert found(tag="money") == []
+
+
+def test_an_index_made_again_never_answers_from_what_was_kept_of_the_one_before(tmp_path, monkeypatch):
+    monkeypatch.setenv("FSMEM_NOW", "2026-01-10T00:00:00+00:00")
+    root = tmp_path / "mem"
+    Memory.init(root)
+    (root / "a.md").write_text("# A\n- the walrus sleeps on the ice\n")
+    (root / "b.md").write_text("# B\n- beta plan is gold\n")
+    memory = Memory(root)  # one long-lived memory, as a server holds it
+    assert [(h.path, h.line) for h in memory.search("walrus").hits] == [("a.md", 2)]
+    for name in os.listdir(root / ".fsmem"):
+        if name.startswith("cache.sqlite"):
+            os.remove(root / ".fsmem" / name)  # rm .fsmem/cache.sqlite: the index is built again, as many changes
+    (root / "a.md").write_text("# A\n- alpha plan is silver\n")
+    (root / "b.md").write_text("# B\n\n\n- the walrus swims in the sea\n")
+    assert [(h.path, h.line, h.text) for h in memory.search("walrus").hits] == [
+        ("b.md", 4, "- the walrus swims in the sea")
+    ]  # not a.md:2, the row the walrus was kept at, which says something else now

@@ -43,7 +43,9 @@ class Kept:
 
     fts5vocab counts a term's documents by walking its postings (3.6 ms for the four words of a query on 10k
     files), and the same words come back query after query; the tables change only when a file is indexed
-    or removed, which moves `changes` in search_meta, and then everything kept is let go.
+    or removed, which moves `changes` in search_meta, and then everything kept is let go; an index made
+    again (its database deleted, or damaged and rebuilt) draws a new `built`, so its counts starting again
+    from 0 never meet what was kept of the one before.
     """
 
     def __init__(self) -> None:

@@ -170,7 +170,7 @@ class SearchIndex:
                 conn.execute(_SCHEMA)
                 conn.executemany(
                     "INSERT INTO search_meta VALUES (?, ?)",
-                    [("version", version), ("rows", 0), ("docs", 0), ("changes", 0)],
+                    [("version", version), ("rows", 0), ("docs", 0), ("changes", 0), ("built", os.urandom(8).hex())],
                 )
 
     def close(self) -> None:

@@ -222,7 +222,9 @@ def _rank(
     conn, terms, settings, pool_size, usage, type, tag, after, superseded_too, now, root, within=None, held=None
 ) -> Ranking:
     meta = dict(conn.execute("SELECT key, value FROM search_meta").fetchall())
-    kept = held.at(meta.get("changes")) if held is not None else {}  # held: the index's Kept
+    # held: the index's Kept, for one state of the tables (`built` tells a rebuilt index from the one before)
+    state = None if meta.get("changes") is None else (meta.get("built"), meta.get("changes"))
+    kept = held.at(state) if held is not None else {}
     key = None
     if within is None and held is not None:  # a scope's candidates are its own: never kept, never shared
         tags = (tag,) if isinstance(tag, str) or tag is None else tuple(tag)
