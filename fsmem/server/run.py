@@ -1,4 +1,4 @@
-"""Running the server: the listening socket, uvicorn, and a graceful stop on SIGTERM.
+"""Running the server: the listening socket, uvicorn, and a graceful stop on SIGTERM (one process, or N).
 
 On SIGTERM (or Ctrl-C) the server stops accepting connections, lets the
 requests in flight finish (writes always do; `shutdown_grace_seconds` bounds
@@ -93,31 +93,26 @@ def token_warnings(settings: ServerSettings) -> list[str]:
     return warnings
 
 
-def serve(settings: ServerSettings, *, log: RequestLog | None = None, ready: Any = None) -> int:
-    """Serve until SIGTERM or SIGINT; return the exit code (0 after a graceful stop)."""
-    tame_malloc()
-    import anyio
-    import uvicorn
-
-    from fsmem.server.app import create_app
-    from fsmem.server.protocol import HeadDeadline
-
-    log = log or RequestLog(settings.log)
-    for warning in settings.check() + token_warnings(settings):
-        log.write({"event": "warning", "message": warning})
-    app = create_app(settings, log=log)
-    limits = settings.limits
-    sock = listening_socket(settings.host, settings.port, int((limits.send_timeout_seconds + 20) * 1000))
-    host, port = sock.getsockname()[:2]
+def quiet_loggers(log: RequestLog) -> None:
+    """uvicorn's and the SDK's warnings go to the request log as JSON lines; their chatter goes nowhere."""
     handler = JsonLines(log)
     for name in ("uvicorn", "uvicorn.error", "mcp"):
         logger = logging.getLogger(name)
         logger.handlers[:] = [handler]
         logger.setLevel(logging.WARNING)
         logger.propagate = False
-    config = uvicorn.Config(
+
+
+def uvicorn_config(app: Any, settings: ServerSettings, protocol: Any = None) -> Any:
+    """uvicorn's configuration for `app` under `settings.limits` (`protocol`: the HTTP protocol class)."""
+    import uvicorn
+
+    from fsmem.server.protocol import HeadDeadline
+
+    limits = settings.limits
+    return uvicorn.Config(
         app,
-        http=HeadDeadline.with_timeout(limits.header_timeout_seconds),
+        http=protocol or HeadDeadline.with_timeout(limits.header_timeout_seconds),
         lifespan="on",
         log_config=None,
         access_log=False,
@@ -127,20 +122,53 @@ def serve(settings: ServerSettings, *, log: RequestLog | None = None, ready: Any
         server_header=False,
         proxy_headers=False,  # nothing here reads a client's address or scheme: no X-Forwarded-* rewriting per request
     )
-    server = uvicorn.Server(config)
+
+
+def server_socket(settings: ServerSettings) -> socket.socket:
+    """The listening socket `settings` asks for, with the kernel's send deadline of its limits."""
+    return listening_socket(settings.host, settings.port, int((settings.limits.send_timeout_seconds + 20) * 1000))
+
+
+def listening_record(settings: ServerSettings, host: str, port: int) -> dict[str, Any]:
+    return {
+        "event": "listening",
+        "url": f"http://{_url_host(host)}:{port}/mcp",
+        "memories": sorted(settings.memories),
+        "tokens": str(settings.tokens),
+        **({"processes": settings.processes} if settings.processes > 1 else {}),
+    }
+
+
+def serve(settings: ServerSettings, *, log: RequestLog | None = None, ready: Any = None) -> int:
+    """Serve until SIGTERM or SIGINT; return the exit code (0 after a graceful stop).
+
+    With `settings.processes` above 1 a parent process hands connections to that many workers
+    (`fsmem.server.parent`); with 1 this process serves them itself.
+    """
+    log = log or RequestLog(settings.log)
+    for warning in settings.check() + token_warnings(settings):
+        log.write({"event": "warning", "message": warning})
+    if settings.processes > 1:
+        from fsmem.server.parent import Parent
+
+        return Parent(settings, log).run(ready)
+    tame_malloc()
+    import anyio
+    import uvicorn
+
+    from fsmem.server.app import create_app
+
+    app = create_app(settings, log=log)
+    sock = server_socket(settings)
+    host, port = sock.getsockname()[:2]
+    quiet_loggers(log)
+    server = uvicorn.Server(uvicorn_config(app, settings))
     stopped: list[int] = []
     # uvicorn re-raises the signal it stopped for once it is done; these handlers take it, so we exit 0.
     previous = {sig: signal.signal(sig, lambda s, f: stopped.append(s)) for sig in (signal.SIGTERM, signal.SIGINT)}
 
     async def main() -> None:
-        log.write(
-            {
-                "event": "listening",
-                "url": f"http://{_url_host(host)}:{port}/mcp",
-                "memories": sorted(settings.memories),
-                "tokens": str(settings.tokens),
-            }
-        )
+        log.write(listening_record(settings, host, port))
         if ready is not None:
             ready(host, port)
         await server.serve(sockets=[sock])
