@@ -34,6 +34,7 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,8 +76,10 @@ class Waiting:
 class Parent:
     """Accepts connections, hands each to the worker of its token, and keeps N workers running."""
 
-    def __init__(self, settings: ServerSettings, log: RequestLog):
+    def __init__(self, settings: ServerSettings, log: RequestLog, serve_one: Callable[..., int] | None = None):
+        """`serve_one(settings, index, count, channel, log)` is what a worker runs (`worker.run_worker`)."""
         self.settings = settings
+        self.serve_one = serve_one
         self.log = log
         self.count = settings.processes
         self.head_seconds = settings.limits.header_timeout_seconds
@@ -225,7 +228,7 @@ class Parent:
                 self._close_in_child()
                 from fsmem.server.worker import run_worker
 
-                code = run_worker(self.settings, index, self.count, theirs, self.log)
+                code = (self.serve_one or run_worker)(self.settings, index, self.count, theirs, self.log)
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else 1
             except BaseException as exc:
