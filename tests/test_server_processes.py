@@ -45,8 +45,10 @@ def tokens_for(store: TokenStore, per_worker: int, count: int = 2) -> list[list[
 
 
 def served_by(server: ServerProcess, token: str) -> set[int]:
-    """The workers whose log lines show requests of `token`."""
+    """The workers whose log lines show requests of `token` (a line is written just after its answer is sent)."""
     token_id = token.split("_")[1]
+    server.wait_for(lambda line: line.get("event") == "request" and line.get("token") == token_id)
+    time.sleep(0.2)
     return {line["worker"] for line in server.requests() if line.get("token") == token_id}
 
 
