@@ -321,6 +321,16 @@ def _cpu_of_all(pids: list[int]) -> tuple[float, float]:
     return sum(own for own, _ in spent), sum(children for _, children in spent)
 
 
+def tokens_per_worker(tokens: list[str], processes: int) -> tuple[list[int], list[str]]:
+    """How many of `tokens` each server process serves, and one token of each (to warm them all)."""
+    from fsmem.server.pinning import worker_for
+
+    owners = [worker_for(token.encode(), processes) for token in tokens]
+    return [owners.count(n) for n in range(processes)], [
+        tokens[owners.index(n)] for n in range(processes) if n in owners
+    ]
+
+
 def calls_per_worker(log: Path) -> dict[int, int]:
     counts: dict[int, int] = {}
     for line in log.read_text().splitlines():
@@ -364,6 +374,7 @@ def run_server(
     tools_=MIX_TOOLS,
     unique: Unique | None = None,
     pids: list[int] | None = None,
+    warm_tokens: list[str] | None = None,
 ) -> dict:
     import anyio
     import httpx2
@@ -392,8 +403,8 @@ def run_server(
         except Exception as exc:  # a failed session is an error of the run, reported below
             failures.append(f"client {number}: {type(exc).__name__}: {exc}")
 
-    async def warm() -> None:
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {tokens[0]}"}, timeout=120) as http:
+    async def warm(token: str) -> None:
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120) as http:
             async with streamable_http_client(url, http_client=http) as (read, write):
                 async with ClientSession(read, write) as session:
                     await session.initialize()
@@ -404,7 +415,8 @@ def run_server(
     wall = {}
 
     async def main() -> None:
-        await warm()
+        for token in warm_tokens or tokens[:1]:  # one of each server process, whose caches open on first use
+            await warm(token)
         began = time.monotonic()
         before = (_cpu_of(os.getpid()), _cpu_of_all(pids) if pids else (0.0, 0.0))
         deadline = began + seconds
@@ -596,12 +608,19 @@ def measure(root: Path, tmp: Path, args, tools_: tuple[str, ...], targets: list[
     proc, url, tokens, log = start_server(root, args.clients, tmp, args.workers, args.processes)
     pids = server_pids(proc.pid, log)
     default = "fsmem serve's default" if args.processes == ServerSettings().processes else "--processes"
-    print(f"server processes: {args.processes} ({default}; {usable_cores()} usable cores here)", flush=True)
+    pinned = tokens_per_worker(tokens, args.processes)
+    print(
+        f"server processes: {args.processes} ({default}; {usable_cores()} usable cores here); "
+        f"clients per process (each token pinned to one): {pinned[0]}",
+        flush=True,
+    )
     sampler = Sampler(pids)
     sampler.start()
     spy = None
     try:
-        served_solo = run_server(url, tokens[:1], args.solo_seconds, targets, "server-solo", tools_, fresh())
+        served_solo = run_server(
+            url, tokens[:1], args.solo_seconds, targets, "server-solo", tools_, fresh(), warm_tokens=pinned[1]
+        )
         if args.py_spy:
             spy = subprocess.Popen(
                 [str(Path(sys.executable).with_name("py-spy")), "record", "-p", str(proc.pid)]
@@ -611,7 +630,7 @@ def measure(root: Path, tmp: Path, args, tools_: tuple[str, ...], targets: list[
                 + (["--subprocesses"] if args.processes > 1 else []),
                 stdout=subprocess.DEVNULL,
             )
-        served = run_server(url, tokens, args.seconds, targets, "server", tools_, fresh(), pids)
+        served = run_server(url, tokens, args.seconds, targets, "server", tools_, fresh(), pids, pinned[1])
     finally:
         sampler.stop.set()
         if spy is not None:
