@@ -331,9 +331,10 @@ def tokens_per_worker(tokens: list[str], processes: int) -> tuple[list[int], lis
     ]
 
 
-def calls_per_worker(log: Path) -> dict[int, int]:
+def calls_per_worker(log: Path, skip: int = 0) -> dict[int, int]:
+    """Tool calls each server process answered, in the log's lines after the first `skip`."""
     counts: dict[int, int] = {}
-    for line in log.read_text().splitlines():
+    for line in log.read_text().splitlines()[skip:]:
         record = json.loads(line)
         if record.get("event") == "request" and record.get("tool"):
             counts[record.get("worker", 0)] = counts.get(record.get("worker", 0), 0) + 1
@@ -630,6 +631,7 @@ def measure(root: Path, tmp: Path, args, tools_: tuple[str, ...], targets: list[
                 + (["--subprocesses"] if args.processes > 1 else []),
                 stdout=subprocess.DEVNULL,
             )
+        solo_lines = len(log.read_text().splitlines())
         served = run_server(url, tokens, args.seconds, targets, "server", tools_, fresh(), pids, pinned[1])
     finally:
         sampler.stop.set()
@@ -679,7 +681,9 @@ def measure(root: Path, tmp: Path, args, tools_: tuple[str, ...], targets: list[
     print(f"server sessions that failed: {len(served['failures'])} {served['failures'][:3]}")
     print(f"HTTP statuses in the server's log: {dict(sorted(statuses.items()))}")
     if args.processes > 1:
-        print(f"tool calls per worker (each token pinned to one): {calls_per_worker(log)}")
+        print(
+            f"tool calls per worker, {args.clients} clients (each token pinned to one): {calls_per_worker(log, solo_lines)}"
+        )
     if samples:
         print(
             f"server memory (VmRSS, anonymous part): highest {mib(max(s[1] for s in samples))} "
