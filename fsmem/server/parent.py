@@ -32,6 +32,7 @@ import os
 import selectors
 import signal
 import socket
+import struct
 import sys
 import time
 from collections.abc import Callable
@@ -44,6 +45,8 @@ from fsmem.server.protocol import MAX_HEAD_BYTES
 from fsmem.server.run import listening_record, server_socket
 from fsmem.server.settings import ServerSettings
 
+HANDOVER = struct.Struct("!d")  # what comes with a socket: the seconds left for its request's head
+READY = b"ready"  # what a worker says once it serves
 START_FAILURES = 3  # a worker that exits before it serves this many times in a row stops the server
 FIRST_LOOK, LAST_LOOK = 0.01, 0.1  # seconds between looks at a head not yet complete: doubling, capped
 _PEEK = MAX_HEAD_BYTES + 5
@@ -203,8 +206,6 @@ class Parent:
         if index is None:
             index, self.next_worker = self.next_worker, (self.next_worker + 1) % self.count
         worker = self.workers[index]
-        from fsmem.server.worker import HANDOVER
-
         left = max(0.0, waiting.deadline - time.monotonic())
         try:
             if worker is None:

@@ -15,17 +15,14 @@ import asyncio
 import contextlib
 import signal
 import socket
-import struct
 from typing import Any
 
 from fsmem.server.log import RequestLog
+from fsmem.server.parent import HANDOVER, READY
 from fsmem.server.pinning import Pinned
 from fsmem.server.protocol import HeadDeadline
 from fsmem.server.run import has_uvloop, quiet_loggers, tame_malloc, uvicorn_config
 from fsmem.server.settings import ServerSettings
-
-HANDOVER = struct.Struct("!d")  # what comes with a socket: the seconds left for its request's head
-READY = b"ready"
 
 
 class HandedOver(HeadDeadline):
