@@ -234,6 +234,7 @@ def test_a_killed_worker_is_replaced_and_sigterm_lets_writes_in_flight_finish(tm
         assert outcome[token].status_code == 200 and f"- during {token[6:18]}" in text
     assert served_by(server, first) == {0} and served_by(server, second) == {1}
     assert [line["event"] for line in server.lines].count("listening") == 1
+    assert len(server.lines) == len(server.raw)  # three processes wrote to one standard error: whole lines only
     assert server.lines[-1]["event"] == "stopped" and server.lines[-1]["signal"] == "SIGTERM"
 
 
