@@ -202,40 +202,44 @@ def test_a_killed_worker_is_replaced_and_sigterm_lets_writes_in_flight_finish(tm
     store = TokenStore(tmp_path / "tokens.json")
     (first,), (second,) = tokens_for(store, 1)
     server = ServerProcess("--memory", f"team={root}", "--processes", "2", tokens=store.path)
-    url = server.base + "/mcp"
-    pids = {line["worker"]: line["pid"] for line in server.lines if line.get("event") == "worker started"}
-    os.kill(pids[1], signal.SIGKILL)
-    exited = server.wait_for(lambda line: line.get("event") == "worker exited")
-    assert exited == {**exited, "worker": 1, "pid": pids[1], "how": "signal SIGKILL"}
-    again = server.wait_for(lambda line: line.get("event") == "worker started" and line["pid"] != pids[1])
-    assert again["worker"] == 1
-    assert post(url, second, LIST).status_code == 200  # served by the new worker 1
-    outcome: dict = {}
-    with file_lock(root):  # both workers' notes wait for the write lock
-        writers = [
-            threading.Thread(
-                target=lambda t=token: outcome.setdefault(
-                    t, post(url, t, tool_call("note", {"text": f"- during {t[6:18]}"}))
+    try:
+        url = server.base + "/mcp"
+        pids = {line["worker"]: line["pid"] for line in server.lines if line.get("event") == "worker started"}
+        os.kill(pids[1], signal.SIGKILL)
+        exited = server.wait_for(lambda line: line.get("event") == "worker exited")
+        assert exited == {**exited, "worker": 1, "pid": pids[1], "how": "signal SIGKILL"}
+        again = server.wait_for(lambda line: line.get("event") == "worker started" and line["pid"] != pids[1])
+        assert again["worker"] == 1
+        assert post(url, second, LIST).status_code == 200  # served by the new worker 1
+        outcome: dict = {}
+        with file_lock(root):  # both workers' notes wait for the write lock
+            writers = [
+                threading.Thread(
+                    target=lambda t=token: outcome.setdefault(
+                        t, post(url, t, tool_call("note", {"text": f"- during {t[6:18]}"}))
+                    )
                 )
-            )
-            for token in (first, second)
-        ]
+                for token in (first, second)
+            ]
+            for writer in writers:
+                writer.start()
+            time.sleep(1.5)
+            server.proc.send_signal(signal.SIGTERM)
+            time.sleep(0.5)
+            assert server.proc.poll() is None  # still finishing what its workers started
         for writer in writers:
-            writer.start()
-        time.sleep(1.5)
-        server.proc.send_signal(signal.SIGTERM)
-        time.sleep(0.5)
-        assert server.proc.poll() is None  # still finishing what its workers started
-    for writer in writers:
-        writer.join(30)
-    assert server.stop() == 0
-    text = (root / researcher_note(root)).read_text()
-    for token in (first, second):
-        assert outcome[token].status_code == 200 and f"- during {token[6:18]}" in text
-    assert served_by(server, first) == {0} and served_by(server, second) == {1}
-    assert [line["event"] for line in server.lines].count("listening") == 1
-    assert len(server.lines) == len(server.raw)  # three processes wrote to one standard error: whole lines only
-    assert server.lines[-1]["event"] == "stopped" and server.lines[-1]["signal"] == "SIGTERM"
+            writer.join(30)
+        assert server.stop() == 0
+        text = (root / researcher_note(root)).read_text()
+        for token in (first, second):
+            assert outcome[token].status_code == 200 and f"- during {token[6:18]}" in text
+        assert served_by(server, first) == {0} and served_by(server, second) == {1}
+        assert [line["event"] for line in server.lines].count("listening") == 1
+        assert len(server.lines) == len(server.raw)  # three processes wrote to one standard error: whole lines only
+        assert server.lines[-1]["event"] == "stopped" and server.lines[-1]["signal"] == "SIGTERM"
+    finally:
+        if server.proc.poll() is None:  # a failed assertion above: stop it all the same
+            server.stop()
 
 
 def test_a_worker_that_cannot_start_stops_the_server_with_an_error(tmp_path):
