@@ -677,6 +677,11 @@ def measure(root: Path, tmp: Path, args, tools_: tuple[str, ...], targets: list[
         f"{inproc['cpu'][0] / n_inproc * 1000:.1f} ({inproc['cpu'][1] / n_inproc * 1000:.1f}) ms"
     )
     print(f"CPU per call, server (its rg) / the benchmark's clients / in-process (its rg): {cpu}")
+    if served["wall"]:  # what the machine gave each side: one process's Python runs on at most about one core
+        print(
+            f"cores used (CPU seconds / wall seconds): server {sum(served['cpu']) / served['wall']:.2f}, "
+            f"clients {served['client_cpu'] / served['wall']:.2f}"
+        )
     print(f"notes lost: {lost[0]} in-process, {lost[1]} through the server")
     print(f"server sessions that failed: {len(served['failures'])} {served['failures'][:3]}")
     print(f"HTTP statuses in the server's log: {dict(sorted(statuses.items()))}")
@@ -704,6 +709,7 @@ def measure(root: Path, tmp: Path, args, tools_: tuple[str, ...], targets: list[
         "in_process_one_client": a1,
         "server_one_client": b1,
         "cpu_per_call": cpu,
+        "server_cores": sum(served["cpu"]) / served["wall"] if served["wall"] else None,
         "processes": args.processes,
         "errors": errors + len(failures),
         "lost_notes": lost,

@@ -36,7 +36,7 @@ import struct
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from fsmem.server.log import RequestLog
@@ -73,7 +73,6 @@ class Waiting:
     pause: float = FIRST_LOOK
     look_at: float | None = None  # when to look again (None: the selector watches it)
     done: bool = False
-    order: int = field(default_factory=itertools.count().__next__)
 
 
 class Parent:
@@ -89,7 +88,8 @@ class Parent:
         self.most_waiting = settings.limits.max_connections
         self.workers: list[Worker | None] = [None] * self.count
         self.waiting: dict[int, Waiting] = {}  # by file descriptor, oldest first
-        self.timers: list[tuple[float, int, Waiting]] = []
+        self.timers: list[tuple[float, int, Waiting]] = []  # (when, the push's number, whose)
+        self._pushes = itertools.count()
         self.next_worker = 0  # for requests without a token
         self.selector = selectors.DefaultSelector()
         self.sock: socket.socket | None = None
@@ -128,6 +128,8 @@ class Parent:
             self.signal = sig
 
     def _turn(self, ready: Any) -> None:
+        while self.timers and self.timers[0][2].done:  # a connection handed on: its deadline wakes nobody
+            heapq.heappop(self.timers)
         timeout = max(0.0, self.timers[0][0] - time.monotonic()) if self.timers else None
         for key, _mask in self.selector.select(timeout):
             what = key.data
@@ -161,7 +163,7 @@ class Parent:
             waiting = Waiting(conn, time.monotonic() + self.head_seconds)
             self.waiting[conn.fileno()] = waiting
             self.selector.register(conn, selectors.EVENT_READ, waiting)
-            heapq.heappush(self.timers, (waiting.deadline, waiting.order, waiting))
+            self._at(waiting.deadline, waiting)
 
     def _look(self, waiting: Waiting) -> None:
         """Peek at a connection's first bytes: hand it on once its head is whole (or too long), else wait."""
@@ -180,7 +182,10 @@ class Parent:
             self.selector.unregister(waiting.sock)
             waiting.look_at = time.monotonic() + waiting.pause
             waiting.pause = min(LAST_LOOK, waiting.pause * 2)
-            heapq.heappush(self.timers, (waiting.look_at, waiting.order, waiting))
+            self._at(waiting.look_at, waiting)
+
+    def _at(self, when: float, waiting: Waiting) -> None:
+        heapq.heappush(self.timers, (when, next(self._pushes), waiting))
 
     def _timers(self) -> None:
         now = time.monotonic()
