@@ -32,7 +32,6 @@ import os
 import selectors
 import signal
 import socket
-import struct
 import sys
 import time
 from collections.abc import Callable
@@ -40,13 +39,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from fsmem.server.log import RequestLog
-from fsmem.server.pinning import head_complete, head_token, worker_for
+from fsmem.server.pinning import HANDOVER, head_complete, head_token, worker_for
 from fsmem.server.protocol import MAX_HEAD_BYTES
-from fsmem.server.run import listening_record, server_socket
+from fsmem.server.serving import listening_record, server_socket
 from fsmem.server.settings import ServerSettings
 
-HANDOVER = struct.Struct("!d")  # what comes with a socket: the seconds left for its request's head
-READY = b"ready"  # what a worker says once it serves
 START_FAILURES = 3  # a worker that exits before it serves this many times in a row stops the server
 FIRST_LOOK, LAST_LOOK = 0.01, 0.1  # seconds between looks at a head not yet complete: doubling, capped
 _PEEK = MAX_HEAD_BYTES + 5

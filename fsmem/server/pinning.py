@@ -12,6 +12,7 @@ a token goes to any process, which refuses it as one process does.
 
 from __future__ import annotations
 
+import struct
 import time
 import zlib
 from typing import Any
@@ -20,6 +21,8 @@ from fsmem.server.door import FORBIDDEN, bearer, json_answer
 from fsmem.server.log import RequestLog
 
 HEAD_END = b"\r\n\r\n"
+HANDOVER = struct.Struct("!d")  # what comes with a socket from the parent: the seconds left for its request's head
+READY = b"ready"  # what a worker tells the parent once it serves
 
 
 def worker_for(token: bytes | None, count: int) -> int | None:

@@ -18,10 +18,9 @@ import socket
 from typing import Any
 
 from fsmem.server.log import RequestLog
-from fsmem.server.parent import HANDOVER, READY
-from fsmem.server.pinning import Pinned
+from fsmem.server.pinning import HANDOVER, READY, Pinned
 from fsmem.server.protocol import HeadDeadline
-from fsmem.server.run import has_uvloop, quiet_loggers, tame_malloc, uvicorn_config
+from fsmem.server.serving import has_uvloop, quiet_loggers, tame_malloc, uvicorn_config
 from fsmem.server.settings import ServerSettings
 
 
