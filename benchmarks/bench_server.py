@@ -2,7 +2,8 @@
 beside the same calls in-process, in the same run.
 
     python benchmarks/bench_server.py [--files 10000] [--clients 32] [--seconds 20] [--tools search,grep,ls,read]
-        [--mixes repeated,unique] [--workers N] [--keep DIR] [--py-spy FILE [--py-spy-gil]] [--no-fairness]
+        [--mixes repeated,unique] [--workers N] [--processes N] [--keep DIR] [--py-spy FILE [--py-spy-gil]]
+        [--no-fairness]
 
 Issue #20's target: no errors, search p99 at most 1 s, at least 80 calls a
 second in all, at 10k files; the same at 100k measured. Two mixes, each in
@@ -13,8 +14,9 @@ words drawn without repeats, reads of files not read yet, listings at new
 offsets), since a server that keeps answers gains nothing from the second.
 The last table gives, per mix, the server's calls a second beside the
 in-process rate of the same mix in the same run (the limit), search p99,
-errors, and CPU per call: the server's own (with its rg children), the
-benchmark's clients' (they share the two cores) and in-process's.
+errors, and CPU per call: the server's own (with its rg children; with
+`--processes N`, the parent's and every worker's), the benchmark's clients'
+(they share the two cores) and in-process's.
 `--keep DIR` (outside the repository) builds the corpus and the warmed copy
 there once and uses them again (at 100k files: 455 MB of Markdown and minutes
 of cold caches); `--py-spy FILE` records the server during each mix.
@@ -63,6 +65,8 @@ from pathlib import Path
 import fairness
 from common import OUT, compiled, corpus, fsmem_bin, load, serve_until_listening, table
 from corpus import _FIRST, _KEYS, _LAST, _ORGS, _PROJECTS, _TOPICS, _WORDS, SEARCH_QUERIES
+
+from fsmem.server.settings import ServerSettings, usable_cores
 
 QUERIES = SEARCH_QUERIES
 PATTERNS = ["zephyrine", "Priya Patel", "proration", "Project Atlas", "Globex", "renewal date"]
@@ -283,7 +287,7 @@ def _cpu_of(pid: int) -> tuple[float, float]:
 
 
 def start_server(
-    root: Path, clients: int, tmp: Path, workers: int | None = None
+    root: Path, clients: int, tmp: Path, workers: int | None = None, processes: int = 1
 ) -> tuple[subprocess.Popen, str, list[str], Path]:
     from fsmem.server.tokens import TokenStore
 
@@ -294,7 +298,7 @@ def start_server(
     log = tmp / "requests.jsonl"
     config = tmp / "server.yaml"
     config.write_text(
-        f"memories:\n  bench: {root}\ntokens: {store_path}\nlog: {log}\nport: 0\n"
+        f"memories:\n  bench: {root}\ntokens: {store_path}\nlog: {log}\nport: 0\nprocesses: {processes}\n"
         f"limits:\n  rate_per_second: 100000\n  burst: 100000\n  workers: {workers or clients}\n  max_in_flight: {4 * clients}\n"
         "  tool_timeout_seconds: 120\n"
     )
@@ -302,25 +306,62 @@ def start_server(
     return proc, url, tokens, log
 
 
-class Sampler(threading.Thread):
-    """The server's VmRSS and RssAnon (KiB) every second, from /proc."""
+def server_pids(pid: int, log: Path) -> list[int]:
+    """The server's processes: `pid`, and with `processes` above 1 its workers (the last started of each)."""
+    workers: dict[int, int] = {}
+    for line in log.read_text().splitlines():
+        record = json.loads(line)
+        if record.get("event") == "worker started":
+            workers[record["worker"]] = record["pid"]
+    return [pid, *workers.values()]
 
-    def __init__(self, pid: int):
+
+def _cpu_of_all(pids: list[int]) -> tuple[float, float]:
+    spent = [_cpu_of(pid) for pid in pids]
+    return sum(own for own, _ in spent), sum(children for _, children in spent)
+
+
+def tokens_per_worker(tokens: list[str], processes: int) -> tuple[list[int], list[str]]:
+    """How many of `tokens` each server process serves, and one token of each (to warm them all)."""
+    from fsmem.server.pinning import worker_for
+
+    owners = [worker_for(token.encode(), processes) for token in tokens]
+    return [owners.count(n) for n in range(processes)], [
+        tokens[owners.index(n)] for n in range(processes) if n in owners
+    ]
+
+
+def calls_per_worker(log: Path, skip: int = 0) -> dict[int, int]:
+    """Tool calls each server process answered, in the log's lines after the first `skip`."""
+    counts: dict[int, int] = {}
+    for line in log.read_text().splitlines()[skip:]:
+        record = json.loads(line)
+        if record.get("event") == "request" and record.get("tool"):
+            counts[record.get("worker", 0)] = counts.get(record.get("worker", 0), 0) + 1
+    return dict(sorted(counts.items()))
+
+
+class Sampler(threading.Thread):
+    """The server's VmRSS and RssAnon (KiB) every second, from /proc: summed over its processes."""
+
+    def __init__(self, pids: list[int]):
         super().__init__(daemon=True)
-        self.pid = pid
+        self.pids = pids
         self.samples: list[tuple[float, int, int]] = []
         self.stop = threading.Event()
         self.started_at = time.monotonic()
 
     def run(self) -> None:
         while not self.stop.is_set():
-            try:
-                status = Path(f"/proc/{self.pid}/status").read_text()
-            except OSError:
-                return
-            fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-            rss = int(fields.get("VmRSS", "0 kB").split()[0])
-            anon = int(fields.get("RssAnon", "0 kB").split()[0])
+            rss = anon = 0
+            for pid in self.pids:
+                try:
+                    status = Path(f"/proc/{pid}/status").read_text()
+                except OSError:
+                    return
+                fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+                rss += int(fields.get("VmRSS", "0 kB").split()[0])
+                anon += int(fields.get("RssAnon", "0 kB").split()[0])
             self.samples.append((time.monotonic() - self.started_at, rss, anon))
             self.stop.wait(1.0)
 
@@ -333,7 +374,8 @@ def run_server(
     phase: str = "server",
     tools_=MIX_TOOLS,
     unique: Unique | None = None,
-    pid: int | None = None,
+    pids: list[int] | None = None,
+    warm_tokens: list[str] | None = None,
 ) -> dict:
     import anyio
     import httpx2
@@ -362,8 +404,8 @@ def run_server(
         except Exception as exc:  # a failed session is an error of the run, reported below
             failures.append(f"client {number}: {type(exc).__name__}: {exc}")
 
-    async def warm() -> None:
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {tokens[0]}"}, timeout=120) as http:
+    async def warm(token: str) -> None:
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120) as http:
             async with streamable_http_client(url, http_client=http) as (read, write):
                 async with ClientSession(read, write) as session:
                     await session.initialize()
@@ -374,15 +416,16 @@ def run_server(
     wall = {}
 
     async def main() -> None:
-        await warm()
+        for token in warm_tokens or tokens[:1]:  # one of each server process, whose caches open on first use
+            await warm(token)
         began = time.monotonic()
-        before = (_cpu_of(os.getpid()), _cpu_of(pid) if pid else (0.0, 0.0))
+        before = (_cpu_of(os.getpid()), _cpu_of_all(pids) if pids else (0.0, 0.0))
         deadline = began + seconds
         async with anyio.create_task_group() as group:
             for number in range(len(tokens)):
                 group.start_soon(client, number, deadline)
         wall["seconds"] = time.monotonic() - began
-        after = (_cpu_of(os.getpid()), _cpu_of(pid) if pid else (0.0, 0.0))
+        after = (_cpu_of(os.getpid()), _cpu_of_all(pids) if pids else (0.0, 0.0))
         wall["client_cpu"] = after[0][0] - before[0][0]
         wall["cpu"] = [b - a for a, b in zip(before[1], after[1], strict=True)]
 
@@ -472,6 +515,12 @@ def main() -> int:
     )
     parser.add_argument("--workers", type=int, help="the server's read workers (default: one per client)")
     parser.add_argument(
+        "--processes",
+        type=int,
+        default=ServerSettings().processes,
+        help="the server's processes (default: fsmem serve's, which the output says)",
+    )
+    parser.add_argument(
         "--keep",
         type=Path,
         default=os.environ.get("BENCH_SERVER_KEEP"),
@@ -517,7 +566,7 @@ def main() -> int:
 def target_rows(results: dict[str, dict]) -> tuple[list[str], list[list[str]]]:
     """One row per mix: calls a second beside the in-process limit, search p99, errors, CPU per call."""
     header = [
-        "mix",
+        "mix (server processes)",
         "server calls/s",
         "in-process calls/s (the limit)",
         "server / in-process",
@@ -531,7 +580,7 @@ def target_rows(results: dict[str, dict]) -> tuple[list[str], list[list[str]]]:
         ratio = f"{server / inproc:.2f}x" if server and inproc else ""
         rows.append(
             [
-                mix,
+                f"{mix} ({r.get('processes', 1)})",
                 f"{server:.1f}" if server else "",
                 f"{inproc:.1f}" if inproc else "",
                 ratio,
@@ -557,21 +606,33 @@ def measure(root: Path, tmp: Path, args, tools_: tuple[str, ...], targets: list[
         inproc = run_in_process(root, args.clients, args.seconds, targets, "inproc", tools_, fresh())
         print(f"in-process phase done ({rate(inproc)}); {load()}", flush=True)
 
-    proc, url, tokens, log = start_server(root, args.clients, tmp, args.workers)
-    sampler = Sampler(proc.pid)
+    proc, url, tokens, log = start_server(root, args.clients, tmp, args.workers, args.processes)
+    pids = server_pids(proc.pid, log)
+    default = "fsmem serve's default" if args.processes == ServerSettings().processes else "--processes"
+    pinned = tokens_per_worker(tokens, args.processes)
+    print(
+        f"server processes: {args.processes} ({default}; {usable_cores()} usable cores here); "
+        f"clients per process (each token pinned to one): {pinned[0]}",
+        flush=True,
+    )
+    sampler = Sampler(pids)
     sampler.start()
     spy = None
     try:
-        served_solo = run_server(url, tokens[:1], args.solo_seconds, targets, "server-solo", tools_, fresh())
+        served_solo = run_server(
+            url, tokens[:1], args.solo_seconds, targets, "server-solo", tools_, fresh(), warm_tokens=pinned[1]
+        )
         if args.py_spy:
             spy = subprocess.Popen(
                 [str(Path(sys.executable).with_name("py-spy")), "record", "-p", str(proc.pid)]
                 + ["-r", "200" if args.py_spy_gil else "40"]
                 + ["-d", str(int(args.seconds)), "-f", "raw", "-o", f"{args.py_spy}.{mix}", "--threads"]
-                + (["--gil"] if args.py_spy_gil else ["--idle"]),
+                + (["--gil"] if args.py_spy_gil else ["--idle"])
+                + (["--subprocesses"] if args.processes > 1 else []),
                 stdout=subprocess.DEVNULL,
             )
-        served = run_server(url, tokens, args.seconds, targets, "server", tools_, fresh(), proc.pid)
+        solo_lines = len(log.read_text().splitlines())
+        served = run_server(url, tokens, args.seconds, targets, "server", tools_, fresh(), pids, pinned[1])
     finally:
         sampler.stop.set()
         if spy is not None:
@@ -616,9 +677,18 @@ def measure(root: Path, tmp: Path, args, tools_: tuple[str, ...], targets: list[
         f"{inproc['cpu'][0] / n_inproc * 1000:.1f} ({inproc['cpu'][1] / n_inproc * 1000:.1f}) ms"
     )
     print(f"CPU per call, server (its rg) / the benchmark's clients / in-process (its rg): {cpu}")
+    if served["wall"]:  # what the machine gave each side: one process's Python runs on at most about one core
+        print(
+            f"cores used (CPU seconds / wall seconds): server {sum(served['cpu']) / served['wall']:.2f}, "
+            f"clients {served['client_cpu'] / served['wall']:.2f}"
+        )
     print(f"notes lost: {lost[0]} in-process, {lost[1]} through the server")
     print(f"server sessions that failed: {len(served['failures'])} {served['failures'][:3]}")
     print(f"HTTP statuses in the server's log: {dict(sorted(statuses.items()))}")
+    if args.processes > 1:
+        print(
+            f"tool calls per worker, {args.clients} clients (each token pinned to one): {calls_per_worker(log, solo_lines)}"
+        )
     if samples:
         print(
             f"server memory (VmRSS, anonymous part): highest {mib(max(s[1] for s in samples))} "
@@ -639,6 +709,8 @@ def measure(root: Path, tmp: Path, args, tools_: tuple[str, ...], targets: list[
         "in_process_one_client": a1,
         "server_one_client": b1,
         "cpu_per_call": cpu,
+        "server_cores": sum(served["cpu"]) / served["wall"] if served["wall"] else None,
+        "processes": args.processes,
         "errors": errors + len(failures),
         "lost_notes": lost,
         "failures": served["failures"],

@@ -44,7 +44,7 @@ def _call(name: str, arguments: dict, number: int = 1) -> dict:
 class Door:
     """The server under test, its tokens, and what no answer may hold."""
 
-    def __init__(self, work: Path):
+    def __init__(self, work: Path, processes: int = 1):
         import shutil
 
         from fsmem import Memory
@@ -67,6 +67,7 @@ class Door:
         config = work / "server.yaml"
         config.write_text(
             f"memories:\n  team: {self.root}\n  other: {other.root}\ntokens: {store.path}\nport: 0\n"
+            f"processes: {processes}\n"
             f"limits:\n  header_timeout_seconds: {HEAD_TIMEOUT}\n  rate_per_second: 1000\n  burst: 1000\n"
         )
         env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
@@ -245,12 +246,12 @@ def cases(door: Door) -> list[tuple[str, str, Callable[[], bool]]]:
     return out
 
 
-def server_cases(work: Path, limit: float) -> tuple[dict[str, list[int]], list[str]]:
-    """Per group of cases: [tried, held]; and the cases that did not hold."""
+def server_cases(work: Path, limit: float, processes: int = 1) -> tuple[dict[str, list[int]], list[str]]:
+    """Per group of cases: [tried, held]; and the cases that did not hold (`processes`: the server's)."""
     work.mkdir(parents=True, exist_ok=True)
     os.environ["FSMEM_NOW"] = "2026-11-30T10:00:00+00:00"
     try:
-        door = Door(work)
+        door = Door(work, processes)
     finally:
         del os.environ["FSMEM_NOW"]
     groups: dict[str, list[int]] = {}

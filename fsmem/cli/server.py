@@ -40,8 +40,14 @@ def _store(tokens_file):
 @click.option(
     "--log", "log_file", metavar="FILE", help="Append the JSON request log to FILE instead of standard error."
 )
+@click.option(
+    "--processes",
+    "process_count",
+    metavar="N|auto",
+    help="Server processes (default 1; auto: one per core); each token's requests are all served by one.",
+)
 @click.pass_context
-def serve_cmd(ctx, memories, config_file, tokens_file, host, port, log_file):
+def serve_cmd(ctx, memories, config_file, tokens_file, host, port, log_file, process_count):
     """Serve the agent tools over MCP streamable HTTP to the holders of tokens (needs fsmem[server]).
 
     Each request's agent, read-only flag and reach come from its token (fsmem token create); the endpoint
@@ -50,7 +56,7 @@ def serve_cmd(ctx, memories, config_file, tokens_file, host, port, log_file):
     from pathlib import Path
 
     from fsmem.errors import InvalidArgument
-    from fsmem.server.settings import ServerSettings
+    from fsmem.server.settings import ServerSettings, processes
 
     obj = ctx.find_root().obj or {}
     if obj.get("agent"):
@@ -75,6 +81,8 @@ def serve_cmd(ctx, memories, config_file, tokens_file, host, port, log_file):
         settings.port = port
     if log_file:
         settings.log = Path(log_file).expanduser()
+    if process_count is not None:
+        settings.processes = processes(process_count)
     settings.check()  # before the web stack loads: a wrong setting is reported at once
     from fsmem.extras import needs_extra
 

@@ -3,6 +3,9 @@
 Request lines carry ids, names, figures and reasons only (token id, agent,
 memory, tool, status, duration, sizes): never a token, a tool's arguments or
 a memory's text. The web server's own messages are written the same way.
+With several server processes every one appends to the same file: each line
+goes out in one `write` on a file opened for appending, so lines are never
+cut or interleaved, and a worker's lines name it (`"worker": N`).
 """
 
 from __future__ import annotations
@@ -24,24 +27,29 @@ class RequestLog:
         self.path = Path(path) if path is not None else None
         self._lock = threading.Lock()
         self._stream = stream
+        self._fd: int | None = None
+        self.fields: dict[str, Any] = {}  # added to every line (a worker process's number)
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            self._stream = os.fdopen(fd, "a", encoding="utf-8", buffering=1)
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
 
     def write(self, record: dict[str, Any]) -> None:
-        line = json.dumps({"time": _now(), **record}, ensure_ascii=False, separators=(",", ":"))
+        line = json.dumps({"time": _now(), **self.fields, **record}, ensure_ascii=False, separators=(",", ":"))
         with self._lock:
-            stream = self._stream or sys.stderr
             try:
+                if self._fd is not None:
+                    os.write(self._fd, (line + "\n").encode("utf-8"))
+                    return
+                stream = self._stream or sys.stderr
                 stream.write(line + "\n")
                 stream.flush()
             except (OSError, ValueError):
                 pass  # a log that cannot be written never stops a request
 
     def close(self) -> None:
-        if self.path is not None and self._stream is not None:
-            self._stream.close()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 class JsonLines(logging.Handler):

@@ -1,4 +1,4 @@
-"""Running the server: the listening socket, uvicorn, and a graceful stop on SIGTERM.
+"""Running the server: the listening socket, uvicorn, and a graceful stop on SIGTERM (one process, or N).
 
 On SIGTERM (or Ctrl-C) the server stops accepting connections, lets the
 requests in flight finish (writes always do; `shutdown_grace_seconds` bounds
@@ -7,68 +7,12 @@ the wait for the others), closes the MCP session manager and exits 0.
 
 from __future__ import annotations
 
-import ctypes
-import importlib.util
-import logging
-import os
 import signal
-import socket
 from typing import Any
 
-from fsmem.server.log import JsonLines, RequestLog
+from fsmem.server.log import RequestLog
+from fsmem.server.serving import has_uvloop, listening_record, quiet_loggers, server_socket, tame_malloc, uvicorn_config
 from fsmem.server.settings import ServerSettings
-
-# On Linux an accepted socket inherits this from the listening one: data a client leaves unacknowledged
-# (a client that stops reading) for this long closes the connection, so its buffers are freed.
-_TCP_USER_TIMEOUT = getattr(socket, "TCP_USER_TIMEOUT", None)
-
-
-def listening_socket(host: str, port: int, user_timeout_ms: int | None = None) -> socket.socket:
-    """A bound, listening TCP socket on `host`:`port` (0: any free port)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # proto given, so asyncio recognises accepted sockets as TCP and turns Nagle off on them (with proto 0
-    # it does not, and every answer's body waited for the client's delayed ACK: 40 ms a request)
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    if user_timeout_ms and _TCP_USER_TIMEOUT is not None:
-        sock.setsockopt(socket.IPPROTO_TCP, _TCP_USER_TIMEOUT, user_timeout_ms)
-    sock.bind((host, port))
-    sock.listen(1024)
-    sock.setblocking(False)
-    return sock
-
-
-def tame_malloc() -> bool:
-    """Keep a long-lived, many-threaded process from holding on to memory it has freed (glibc only).
-
-    glibc gives each thread that allocates its own arena and raises its mmap
-    threshold after large frees, so the numpy arrays of searches (megabytes
-    each, on many worker threads) end up in arenas that never shrink: under
-    load the server held about twice the memory. Two arenas and a fixed 1 MiB
-    threshold (large arrays are mapped and returned when freed) keep it
-    flat; `MALLOC_ARENA_MAX` / `MALLOC_MMAP_THRESHOLD_` in the environment win.
-    """
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
-        return False
-    m_mmap_threshold, m_arena_max = -3, -8  # from <malloc.h>
-    if "MALLOC_ARENA_MAX" not in os.environ:
-        libc.mallopt(m_arena_max, 2)
-    if "MALLOC_MMAP_THRESHOLD_" not in os.environ:
-        libc.mallopt(m_mmap_threshold, 1 << 20)
-    return True
-
-
-def has_uvloop() -> bool:
-    """Whether uvloop (libuv's event loop, in C) is installed: the server runs on it when it is.
-
-    The event loop's thread frames every request; on uvloop its own scheduling, sockets and timers
-    cost the server about 0.1 ms of CPU less a call (`benchmarks/bench_server_call.py`). It has no
-    Windows build, where asyncio's loop serves.
-    """
-    return importlib.util.find_spec("uvloop") is not None
 
 
 def token_warnings(settings: ServerSettings) -> list[str]:
@@ -94,53 +38,35 @@ def token_warnings(settings: ServerSettings) -> list[str]:
 
 
 def serve(settings: ServerSettings, *, log: RequestLog | None = None, ready: Any = None) -> int:
-    """Serve until SIGTERM or SIGINT; return the exit code (0 after a graceful stop)."""
+    """Serve until SIGTERM or SIGINT; return the exit code (0 after a graceful stop).
+
+    With `settings.processes` above 1 a parent process hands connections to that many workers
+    (`fsmem.server.parent`); with 1 this process serves them itself.
+    """
     tame_malloc()
-    import anyio
+    import anyio  # the web stack, before anything is written: without fsmem[server] the one line says so
     import uvicorn
 
     from fsmem.server.app import create_app
-    from fsmem.server.protocol import HeadDeadline
 
     log = log or RequestLog(settings.log)
     for warning in settings.check() + token_warnings(settings):
         log.write({"event": "warning", "message": warning})
+    if settings.processes > 1:  # forked after these imports, every worker shares their pages
+        from fsmem.server.parent import Parent
+
+        return Parent(settings, log).run(ready)
     app = create_app(settings, log=log)
-    limits = settings.limits
-    sock = listening_socket(settings.host, settings.port, int((limits.send_timeout_seconds + 20) * 1000))
+    sock = server_socket(settings)
     host, port = sock.getsockname()[:2]
-    handler = JsonLines(log)
-    for name in ("uvicorn", "uvicorn.error", "mcp"):
-        logger = logging.getLogger(name)
-        logger.handlers[:] = [handler]
-        logger.setLevel(logging.WARNING)
-        logger.propagate = False
-    config = uvicorn.Config(
-        app,
-        http=HeadDeadline.with_timeout(limits.header_timeout_seconds),
-        lifespan="on",
-        log_config=None,
-        access_log=False,
-        timeout_keep_alive=int(max(1, limits.keep_alive_seconds)),
-        timeout_graceful_shutdown=int(max(1, limits.shutdown_grace_seconds)),
-        limit_concurrency=limits.max_connections,
-        server_header=False,
-        proxy_headers=False,  # nothing here reads a client's address or scheme: no X-Forwarded-* rewriting per request
-    )
-    server = uvicorn.Server(config)
+    quiet_loggers(log)
+    server = uvicorn.Server(uvicorn_config(app, settings))
     stopped: list[int] = []
     # uvicorn re-raises the signal it stopped for once it is done; these handlers take it, so we exit 0.
     previous = {sig: signal.signal(sig, lambda s, f: stopped.append(s)) for sig in (signal.SIGTERM, signal.SIGINT)}
 
     async def main() -> None:
-        log.write(
-            {
-                "event": "listening",
-                "url": f"http://{_url_host(host)}:{port}/mcp",
-                "memories": sorted(settings.memories),
-                "tokens": str(settings.tokens),
-            }
-        )
+        log.write(listening_record(settings, host, port))
         if ready is not None:
             ready(host, port)
         await server.serve(sockets=[sock])
@@ -153,7 +79,3 @@ def serve(settings: ServerSettings, *, log: RequestLog | None = None, ready: Any
         sock.close()
     log.write({"event": "stopped", "signal": signal.Signals(stopped[0]).name if stopped else None})
     return 0
-
-
-def _url_host(host: str) -> str:
-    return f"[{host}]" if ":" in host else host

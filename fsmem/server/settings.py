@@ -14,6 +14,7 @@ memories:
   research: /srv/memory/research
 allowed_origins: []        # web pages (scheme://host[:port]) whose scripts may call; none by default
 allowed_hosts: []          # Host names the server answers to besides 127.0.0.1, localhost and [::1]
+processes: 1               # server processes (auto: one per usable core); each token is served by one of them
 limits:
   max_request_bytes: 1048576
   max_answer_tokens: 8000
@@ -29,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -107,6 +109,7 @@ class ServerSettings:
     limits: Limits = field(default_factory=Limits)
     allowed_origins: list[str] = field(default_factory=list)
     allowed_hosts: list[str] = field(default_factory=list)
+    processes: int = 1  # see `processes()`: 1 unless asked, since each process holds its own caches and views
 
     def hosts(self) -> frozenset[str] | None:
         """The Host names (lowercase, without a port) requests must name; None when any will do."""
@@ -128,7 +131,7 @@ class ServerSettings:
             raise ConfigError(f"{file} is not valid YAML: {exc}") from None
         if not isinstance(data, dict):
             raise ConfigError(f"{file} must be a mapping of settings")
-        known = {"host", "port", "memories", "tokens", "log", "limits", "allowed_origins", "allowed_hosts"}
+        known = {"host", "port", "memories", "tokens", "log", "limits", "allowed_origins", "allowed_hosts", "processes"}
         unknown = sorted(set(data) - known)
         if unknown:
             raise ConfigError(
@@ -155,6 +158,8 @@ class ServerSettings:
         settings.limits = Limits.from_dict(limits)
         settings.allowed_origins = [_origin(item, file) for item in _names(data, "allowed_origins", file)]
         settings.allowed_hosts = [_host_name(item, file) for item in _names(data, "allowed_hosts", file)]
+        if "processes" in data:
+            settings.processes = processes(data["processes"])
         return settings
 
     def add_memory(self, name: str, folder: str | os.PathLike[str]) -> None:
@@ -178,6 +183,11 @@ class ServerSettings:
         """Refuse what cannot be served safely; return warnings for what can but should not be."""
         if not self.memories:
             raise ConfigError("no memory to serve: give --memory NAME=PATH (repeatable) or memories: in --config FILE")
+        if self.processes > 1 and not hasattr(socket, "send_fds"):
+            raise ConfigError(
+                f"processes: {self.processes} needs a system that passes sockets between processes (SCM_RIGHTS), "
+                "which this one (Windows) does not; serve with processes: 1"
+            )
         store = Path(os.path.realpath(self.tokens))
         for name, root in self.memories.items():
             if store == root or root in store.parents:
@@ -231,6 +241,32 @@ def _host_name(value: str, file: Path) -> str:
     if not re.fullmatch(r"[a-z0-9.\-]+|\[[0-9a-f:.]+\]", name):
         raise ConfigError(f"{file}: allowed_hosts takes host names such as memory.example.com (no port), not {value!r}")
     return name
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system tells it), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def processes(value: Any) -> int:
+    """A `processes` setting: a whole number from 1, or "auto" (`usable_cores()`).
+
+    The default is 1, today's one process: every server process opens its own views of the memories and
+    maps its own search index (resident memory grows with each), and a test or a laptop's server gains
+    nothing from more; an operator who wants every core says `auto`. Where sockets cannot be passed
+    between processes (Windows), `auto` is 1 and a number above 1 is refused by `check()`: a server
+    quietly running one process where several were asked for would hide why it is slower.
+    """
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return usable_cores() if hasattr(socket, "send_fds") else 1
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 64:
+        raise ConfigError(f"processes must be a whole number from 1 to 64, or auto, not {value!r}")
+    return value
 
 
 def _port(value: Any) -> int:

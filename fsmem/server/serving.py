@@ -1,0 +1,120 @@
+"""What every serving process sets up: the listening socket, uvicorn's configuration, its loggers, malloc.
+
+`fsmem.server.run` serves in one process with these; with `processes` above
+1 the parent (`fsmem.server.parent`) makes the socket and each worker
+(`fsmem.server.worker`) the rest.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import logging
+import os
+import socket
+from typing import Any
+
+from fsmem.server.log import JsonLines, RequestLog
+from fsmem.server.settings import ServerSettings
+
+# On Linux an accepted socket inherits this from the listening one: data a client leaves unacknowledged
+# (a client that stops reading) for this long closes the connection, so its buffers are freed.
+_TCP_USER_TIMEOUT = getattr(socket, "TCP_USER_TIMEOUT", None)
+
+
+def listening_socket(host: str, port: int, user_timeout_ms: int | None = None) -> socket.socket:
+    """A bound, listening TCP socket on `host`:`port` (0: any free port)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # proto given, so asyncio recognises accepted sockets as TCP and turns Nagle off on them (with proto 0
+    # it does not, and every answer's body waited for the client's delayed ACK: 40 ms a request)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if user_timeout_ms and _TCP_USER_TIMEOUT is not None:
+        sock.setsockopt(socket.IPPROTO_TCP, _TCP_USER_TIMEOUT, user_timeout_ms)
+    sock.bind((host, port))
+    sock.listen(1024)
+    sock.setblocking(False)
+    return sock
+
+
+def tame_malloc() -> bool:
+    """Keep a long-lived, many-threaded process from holding on to memory it has freed (glibc only).
+
+    glibc gives each thread that allocates its own arena and raises its mmap
+    threshold after large frees, so the numpy arrays of searches (megabytes
+    each, on many worker threads) end up in arenas that never shrink: under
+    load the server held about twice the memory. Two arenas and a fixed 1 MiB
+    threshold (large arrays are mapped and returned when freed) keep it
+    flat; `MALLOC_ARENA_MAX` / `MALLOC_MMAP_THRESHOLD_` in the environment win.
+    """
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return False
+    m_mmap_threshold, m_arena_max = -3, -8  # from <malloc.h>
+    if "MALLOC_ARENA_MAX" not in os.environ:
+        libc.mallopt(m_arena_max, 2)
+    if "MALLOC_MMAP_THRESHOLD_" not in os.environ:
+        libc.mallopt(m_mmap_threshold, 1 << 20)
+    return True
+
+
+def has_uvloop() -> bool:
+    """Whether uvloop (libuv's event loop, in C) is installed: the server runs on it when it is.
+
+    The event loop's thread frames every request; on uvloop its own scheduling, sockets and timers
+    cost the server about 0.1 ms of CPU less a call (`benchmarks/bench_server_call.py`). It has no
+    Windows build, where asyncio's loop serves.
+    """
+    return importlib.util.find_spec("uvloop") is not None
+
+
+def quiet_loggers(log: RequestLog) -> None:
+    """uvicorn's and the SDK's warnings go to the request log as JSON lines; their chatter goes nowhere."""
+    handler = JsonLines(log)
+    for name in ("uvicorn", "uvicorn.error", "mcp"):
+        logger = logging.getLogger(name)
+        logger.handlers[:] = [handler]
+        logger.setLevel(logging.WARNING)
+        logger.propagate = False
+
+
+def uvicorn_config(app: Any, settings: ServerSettings, protocol: Any = None) -> Any:
+    """uvicorn's configuration for `app` under `settings.limits` (`protocol`: the HTTP protocol class)."""
+    import uvicorn
+
+    from fsmem.server.protocol import HeadDeadline
+
+    limits = settings.limits
+    return uvicorn.Config(
+        app,
+        http=protocol or HeadDeadline.with_timeout(limits.header_timeout_seconds),
+        lifespan="on",
+        log_config=None,
+        access_log=False,
+        timeout_keep_alive=int(max(1, limits.keep_alive_seconds)),
+        timeout_graceful_shutdown=int(max(1, limits.shutdown_grace_seconds)),
+        limit_concurrency=limits.max_connections,
+        server_header=False,
+        proxy_headers=False,  # nothing here reads a client's address or scheme: no X-Forwarded-* rewriting per request
+    )
+
+
+def server_socket(settings: ServerSettings) -> socket.socket:
+    """The listening socket `settings` asks for, with the kernel's send deadline of its limits."""
+    return listening_socket(settings.host, settings.port, int((settings.limits.send_timeout_seconds + 20) * 1000))
+
+
+def listening_record(settings: ServerSettings, host: str, port: int) -> dict[str, Any]:
+    return {
+        "event": "listening",
+        "url": f"http://{_url_host(host)}:{port}/mcp",
+        "memories": sorted(settings.memories),
+        "tokens": str(settings.tokens),
+        **({"processes": settings.processes} if settings.processes > 1 else {}),
+    }
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
