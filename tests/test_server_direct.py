@@ -107,14 +107,19 @@ def pair(tmp_path_factory):
     mp.undo()
 
 
-def both(pair, body, *, token: str = "full", headers: dict | None = None, method: str = "POST"):
-    """The answers of both servers to the same request, compared; the direct server's answer and path."""
-    sent = {"Accept": ACCEPT, "Content-Type": "application/json", "Authorization": f"Bearer {pair['tokens'][token]}"}
+def both(pair, body, *, token: str = "full", headers: dict | None = None, method: str = "POST", twice=()):
+    """The answers of both servers to the same request, compared: the direct server's answer, whether the
+    direct server answered it itself (and the other through its SDK), whether the door answered it on both.
+
+    `twice`: (name, value) headers sent after the others, so that a header may come twice.
+    """
+    named = {"Accept": ACCEPT, "Content-Type": "application/json", "Authorization": f"Bearer {pair['tokens'][token]}"}
     for name, value in (headers or {}).items():
         if value is None:
-            sent.pop(name, None)
+            named.pop(name, None)
         else:
-            sent[name] = value
+            named[name] = value
+    sent = [*named.items(), *twice]
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
     answers, logged, took = [], [], []
     for side in (pair["direct"], pair["sdk"]):
@@ -185,6 +190,11 @@ PLAIN = {
     "Accept: */*": (rpc("ping"), {"headers": {"Accept": "*/*"}}),
     "Accept: application/json only": (rpc("ping"), {"headers": {"Accept": "application/json"}}),
     "a charset in the content type": (rpc("ping"), {"headers": {"Content-Type": "application/json; charset=utf-8"}}),
+    "a second content type (the first counts)": (rpc("ping"), {"twice": [("Content-Type", "text/plain")]}),
+    "a second version header (the first counts)": (
+        rpc("ping"),
+        {"headers": {"MCP-Protocol-Version": "2025-06-18"}, "twice": [("MCP-Protocol-Version", "2026-07-28")]},
+    ),
 }
 
 # requests left to the SDK: (body, keyword arguments of `both`)
@@ -204,6 +214,14 @@ TO_SDK = {
     "an upper-case content type": (rpc("ping"), {"headers": {"Content-Type": "Application/JSON"}}),
     "a longer media type": (rpc("ping"), {"headers": {"Content-Type": "application/json-seq"}}),
     "the 2026 wire": (rpc("ping"), {"headers": {"MCP-Protocol-Version": "2026-07-28"}}),
+    "the 2026 wire first, then a handshake-era version": (
+        rpc("ping"),
+        {"headers": {"MCP-Protocol-Version": "2026-07-28"}, "twice": [("MCP-Protocol-Version", "2025-06-18")]},
+    ),
+    "a wrong content type first": (
+        rpc("ping"),
+        {"headers": {"Content-Type": "text/plain"}, "twice": [("Content-Type", "application/json")]},
+    ),
     "an unknown version header": (rpc("ping"), {"headers": {"MCP-Protocol-Version": "1999-01-01"}}),
     "DELETE": (b"", {"method": "DELETE"}),
     "PUT": (rpc("ping"), {"method": "PUT"}),

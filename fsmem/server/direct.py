@@ -43,6 +43,8 @@ logger = logging.getLogger("mcp.server.direct")
 
 _JSON = "application/json"
 _TRANSPORT = TransportContext(kind="streamable-http", can_send_request=False)
+_READ = (b"mcp-protocol-version", b"content-type")
+Plain = types.JSONRPCRequest | types.JSONRPCNotification
 
 
 @dataclass
@@ -69,19 +71,26 @@ class _Exchange:
         return None
 
 
-def _first(scope: Mapping[str, Any], name: bytes) -> str | None:
-    return next((value.decode("latin-1") for key, value in scope["headers"] if key == name), None)
+def _headers(scope: Mapping[str, Any]) -> dict[bytes, str]:
+    """The first value of each header the choice reads (as the SDK reads them: the first one counts)."""
+    found: dict[bytes, str] = {}
+    for key, value in scope["headers"]:
+        if key in _READ and key not in found:
+            found[key] = value.decode("latin-1")
+    return found
 
 
-def plain_message(request: Request, body: bytes) -> types.JSONRPCRequest | types.JSONRPCNotification | None:
-    """The message of a POST this module answers, or None for one the session manager must answer."""
+def plain_message(request: Request, body: bytes) -> tuple[Plain, str | None] | None:
+    """The message of a POST this module answers and its protocol version header, or None for one the
+    session manager must answer."""
     scope = request.scope
     if scope["method"] != "POST":
         return None
-    version = _first(scope, b"mcp-protocol-version")
+    headers = _headers(scope)
+    version = headers.get(b"mcp-protocol-version")
     if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
         return None  # the 2026 wire (or a version the SDK must refuse): the manager's own entry
-    content_type = _first(scope, b"content-type")
+    content_type = headers.get(b"content-type")
     # the transport's two checks: its security middleware's prefix, then an exact media type
     if content_type is None or not content_type.lower().startswith(_JSON):
         return None
@@ -95,7 +104,7 @@ def plain_message(request: Request, body: bytes) -> types.JSONRPCRequest | types
     except (ValueError, ValidationError):
         return None
     if isinstance(message, types.JSONRPCRequest | types.JSONRPCNotification):
-        return message
+        return message, version
     return None
 
 
@@ -109,12 +118,12 @@ class DirectPath:
     async def answer(self, scope: dict[str, Any], body: bytes, receive, send) -> bool:
         """Answer the POST if it is plain (True); False, with nothing sent, if the SDK must."""
         request = Request(scope, receive)
-        message = plain_message(request, body)
-        if message is None:
+        plain = plain_message(request, body)
+        if plain is None:
             return False
-        version = _first(scope, b"mcp-protocol-version") or types.DEFAULT_NEGOTIATED_VERSION
+        message, version = plain
         metadata = ServerMessageMetadata(request_context=request, can_send_request=False)
-        connection = Connection.from_envelope(version, None, None)
+        connection = Connection.from_envelope(version or types.DEFAULT_NEGOTIATED_VERSION, None, None)
         if isinstance(message, types.JSONRPCNotification):
             await Response(None, status_code=202, headers={"Content-Type": _JSON})(scope, receive, send)
             runner = ServerRunner(self.server, connection, self.lifespan_state)
