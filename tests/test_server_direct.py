@@ -32,6 +32,7 @@ from fsmem.server.protocol import HeadDeadline  # noqa: E402
 from fsmem.server.run import listening_socket  # noqa: E402
 from fsmem.server.settings import Limits, ServerSettings  # noqa: E402
 
+pytestmark = pytest.mark.slow  # two real servers, though in this process: about 4 s
 ACCEPT = "application/json, text/event-stream"
 MATTER = ("content-type", "content-length", "mcp-session-id", "allow", "www-authenticate", "retry-after", "connection")
 LOGGED = ("method", "path", "status", "rpc", "tool", "tool_error", "reason", "bytes_in", "bytes_out")
@@ -70,7 +71,7 @@ class Served:
 
     def logged_after(self, lines: int) -> dict:
         """The request's log line (written once the answer is sent: it may come just after it)."""
-        for _ in range(400):
+        for _ in range(1000):
             text = self.log.read_text().splitlines()
             if len(text) > lines:
                 record = json.loads(text[lines])
