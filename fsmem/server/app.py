@@ -80,7 +80,8 @@ class _SendTimeout(Exception):
 
 
 class MemoryServer:
-    """The ASGI application: the door, the MCP session manager behind it, `/health` beside it."""
+    """The ASGI application: the door, the MCP SDK behind it (its runner directly, or its session manager),
+    `/health` beside it."""
 
     def __init__(
         self,
