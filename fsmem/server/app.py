@@ -80,8 +80,7 @@ class _SendTimeout(Exception):
 
 
 class MemoryServer:
-    """The ASGI application: the door, the MCP SDK behind it (its runner directly, or its session manager),
-    `/health` beside it."""
+    """The ASGI application: the door, the MCP SDK behind it (directly or by its session manager), `/health`."""
 
     def __init__(
         self,
