@@ -9,8 +9,10 @@ requests in flight, or of event streams for a GET, and its rate (429 with
 Retry-After), then the body: a declared length over the cap is refused at
 once (413), the rest read whole within the cap (413) and a deadline (408),
 and it must be UTF-8 JSON nested at most 32 deep (a JSON-RPC error
-otherwise). Only then does the SDK's `StreamableHTTPSessionManager`
-(stateless, JSON answers) parse it. Every refusal closes the connection.
+otherwise). Only then does the MCP SDK parse it: a POST of one plain request
+or notification goes to the SDK's `ServerRunner` in the request's own task
+(`fsmem.server.direct`), anything else to its `StreamableHTTPSessionManager`
+(stateless, JSON answers). Every refusal closes the connection.
 A request's head has its own deadline, in the protocol (`fsmem.server.protocol`).
 
 The agent a call acts for (budget, read-only flag, retrieval log) and the
@@ -39,6 +41,7 @@ from fsmem.agents import tools
 from fsmem.config import CONFIG_FILE
 from fsmem.errors import FsmemError
 from fsmem.memory import Memory
+from fsmem.server.direct import DirectPath
 from fsmem.server.door import (
     BUSY,
     FORBIDDEN,
@@ -77,9 +80,17 @@ class _SendTimeout(Exception):
 
 
 class MemoryServer:
-    """The ASGI application: the door, the MCP session manager behind it, `/health` beside it."""
+    """The ASGI application: the door, the MCP SDK behind it (directly or by its session manager), `/health`."""
 
-    def __init__(self, settings: ServerSettings, *, store: TokenStore | None = None, log: RequestLog | None = None):
+    def __init__(
+        self,
+        settings: ServerSettings,
+        *,
+        store: TokenStore | None = None,
+        log: RequestLog | None = None,
+        direct: bool = True,
+    ):
+        """`direct=False` sends every request through the SDK's session manager (the direct path's reference)."""
         self.settings = settings
         self.limits = settings.limits
         self.store = store or TokenStore(settings.tokens)
@@ -98,6 +109,8 @@ class MemoryServer:
             json_response=True,
             max_request_body_size=self.limits.max_request_bytes,
         )
+        self._direct_wanted = direct
+        self.direct: DirectPath | None = None  # from the manager's start, which enters the server's lifespan
 
     # -- ASGI ------------------------------------------------------------------------------------
     async def __call__(self, scope: dict[str, Any], receive, send) -> None:
@@ -116,8 +129,11 @@ class MemoryServer:
                 except Exception as exc:  # pragma: no cover - the manager starts or the server cannot
                     await send({"type": "lifespan.startup.failed", "message": str(exc)})
                     return
+                if self._direct_wanted:
+                    self.direct = DirectPath(self.mcp, self.manager._lifespan_state)
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
+                self.direct = None
                 await stack.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
@@ -328,7 +344,9 @@ class MemoryServer:
                 state.bytes_out += len(piece.get("body", b""))
 
         try:
-            await self.manager.handle_request(scope, replay, timed_send)
+            direct = self.direct
+            if direct is None or not await direct.answer(scope, body, replay, timed_send):
+                await self.manager.handle_request(scope, replay, timed_send)
         except _SendTimeout:
             raise
         except Exception as exc:
