@@ -29,7 +29,7 @@ import httpx2  # noqa: E402
 from fsmem.server.app import create_app  # noqa: E402
 from fsmem.server.log import RequestLog  # noqa: E402
 from fsmem.server.protocol import HeadDeadline  # noqa: E402
-from fsmem.server.run import listening_socket  # noqa: E402
+from fsmem.server.serving import listening_socket  # noqa: E402
 from fsmem.server.settings import Limits, ServerSettings  # noqa: E402
 
 pytestmark = pytest.mark.slow  # two real servers, though in this process: about 4 s
