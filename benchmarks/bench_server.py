@@ -66,7 +66,7 @@ import fairness
 from common import OUT, compiled, corpus, fsmem_bin, load, serve_until_listening, table
 from corpus import _FIRST, _KEYS, _LAST, _ORGS, _PROJECTS, _TOPICS, _WORDS, SEARCH_QUERIES
 
-from fsmem.server.settings import ServerSettings, usable_cores
+from fsmem.server.settings import ServerSettings
 
 QUERIES = SEARCH_QUERIES
 PATTERNS = ["zephyrine", "Priya Patel", "proration", "Project Atlas", "Globex", "renewal date"]
@@ -610,6 +610,8 @@ def measure(root: Path, tmp: Path, args, tools_: tuple[str, ...], targets: list[
     pids = server_pids(proc.pid, log)
     default = "fsmem serve's default" if args.processes == ServerSettings().processes else "--processes"
     pinned = tokens_per_worker(tokens, args.processes)
+    from fsmem.server.settings import usable_cores  # here: bench_mix_cpu imports this module beside an older fsmem
+
     print(
         f"server processes: {args.processes} ({default}; {usable_cores()} usable cores here); "
         f"clients per process (each token pinned to one): {pinned[0]}",
