@@ -68,18 +68,6 @@ def _worker(package: str, root: str, calls: int, threads_seconds: float, out: st
     Path(out).write_text(json.dumps({"fsmem": fsmem.__file__, "cpu": cpu, "texts": texts, "threads": threads}))
 
 
-def _package(old: str, into: Path) -> Path:
-    """A folder whose `fsmem` package is `old`'s (a revision, by git archive, or a folder holding one)."""
-    if Path(old, "fsmem", "__init__.py").is_file():
-        return Path(old)
-    archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", old, "fsmem", "memory_template"], check=True, capture_output=True
-    )
-    into.mkdir(parents=True)
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
-    return into
-
-
 def _restore(logs: Path, kept: Path) -> None:
     shutil.rmtree(logs, ignore_errors=True)
     shutil.copytree(kept, logs)
@@ -96,10 +84,6 @@ def _run(package: Path, root: Path, args, out: Path) -> dict:
     return found
 
 
-def _load() -> str:
-    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         _worker(sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]), sys.argv[6])
@@ -111,14 +95,17 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads-seconds", type=float, default=0.0, help="the 32-thread phase, per run (0: none)")
     args = parser.parse_args()
+    sys.path.insert(0, str(REPO / "benchmarks"))  # here, not at the top: the workers import the old fsmem
+    from common import load, old_package
+
     root = args.root.resolve()
     logs = root / ".fsmem" / "logs"
     work = Path(tempfile.mkdtemp(prefix="mix-cpu-"))
     try:
         kept = work / "logs"
         shutil.copytree(logs, kept) if logs.is_dir() else kept.mkdir()
-        sides = {"old": _package(args.old, work / "old"), "new": REPO}
-        print(f"{args.calls} calls a run, {args.rounds} rounds, old {args.old} / new {REPO}; {_load()}", flush=True)
+        sides = {"old": old_package(args.old, work / "old"), "new": REPO}
+        print(f"{args.calls} calls a run, {args.rounds} rounds, old {args.old} / new {REPO}; {load()}", flush=True)
         found: dict[str, list[dict]] = {"old": [], "new": []}
         differences = 0
         for number in range(args.rounds):
@@ -133,7 +120,7 @@ def main() -> int:
                     differences += 1
                     if differences <= 3:
                         print(f"round {number}, call {n} ({a[0]} {a[1]}): the answers differ", flush=True)
-            print(f"round {number} done; {_load()}", flush=True)
+            print(f"round {number} done; {load()}", flush=True)
         _restore(logs, kept)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -157,7 +144,7 @@ def main() -> int:
             cpus = " ".join(f"{1000 * r['cpu_per_call']:.2f}" for r in runs)
             print(f"{side}: {rates} calls/s; CPU {cpus} ms a call")
     calls = args.rounds * args.calls
-    print(f"\nanswers: {calls} calls a side, {differences} differ byte for byte; {_load()}")
+    print(f"\nanswers: {calls} calls a side, {differences} differ byte for byte; {load()}")
     return 1 if differences else 0
 
 

@@ -116,18 +116,6 @@ def _difference(old: dict, new: dict) -> str | None:
     return None
 
 
-def _old_package(old: str, into: Path) -> Path:
-    """A folder whose `fsmem` package is the old revision's."""
-    if Path(old, "fsmem", "__init__.py").is_file():
-        return Path(old)
-    into.mkdir(parents=True, exist_ok=True)
-    archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", old, "fsmem", "memory_template"], check=True, capture_output=True
-    )
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
-    return into
-
-
 def _copy_memory(source: Path, target: Path) -> None:
     shutil.copytree(source, target, ignore=shutil.ignore_patterns(".fsmem", ".git"))
 
@@ -199,12 +187,12 @@ def main() -> int:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="search-same-", dir=args.work))
     try:
-        if args.corpus is None:
-            sys.path.insert(0, str(REPO / "benchmarks"))
-            from common import corpus
+        sys.path.insert(0, str(REPO / "benchmarks"))  # here, not at the top: the workers import the old fsmem
+        from common import corpus, old_package as unpacked
 
+        if args.corpus is None:
             args.corpus = corpus(args.files)
-        old_package = _old_package(args.old, work / "old-package")
+        old_package = unpacked(args.old, work / "old-package")
         asked = _corpus_queries(args.corpus, args.queries)
         bases = [args.corpus]
         locomo = bool(args.samples and args.data.exists())

@@ -124,5 +124,18 @@ def corpus(files: int) -> Path:
     return root
 
 
+def old_package(old: str, into: Path) -> Path:
+    """A folder whose `fsmem` package is `old`'s: `old` itself when it holds one, else revision `old` unpacked
+    into `into` by `git archive` (with the template its package links to; nothing of this checkout touched)."""
+    if Path(old, "fsmem", "__init__.py").is_file():
+        return Path(old)
+    into.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", old, "fsmem", "memory_template"], check=True, capture_output=True
+    )
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return into
+
+
 def ms(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms"
