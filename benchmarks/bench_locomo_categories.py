@@ -30,10 +30,8 @@ import os
 import re
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
-from io import BytesIO
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -168,16 +166,10 @@ def bm25_found(data: Path) -> dict[str, list[bool]]:
 
 def checkout(rev: str, into: Path) -> Path:
     """fsmem's package as it was at REV, unpacked under INTO with the template it links to (no worktree, nothing of this checkout touched)."""
-    archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", "--format=tar", rev, "fsmem", "memory_template"],
-        capture_output=True,
-        check=True,
-    ).stdout
-    target = into / rev
-    target.mkdir(parents=True)
-    with tarfile.open(fileobj=BytesIO(archive)) as tar:
-        tar.extractall(target, filter="data")
-    return target
+    sys.path.insert(0, str(REPO / "benchmarks"))  # here, not at the top: the workers import the old fsmem
+    from common import old_package
+
+    return old_package(rev, into / rev)
 
 
 def run_worker(data: Path, mode: str, package_root: Path, cwd: Path) -> dict:
