@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from fsmem import format as fmt
 from fsmem.search.analyzer import Analyzer
@@ -340,9 +340,9 @@ def _candidates(
         return empty
     seeds = list(row_raw)[:NEIGHBOUR_SEEDS]
     files = _files_of(conn, {rid >> ROW_BITS for rid in row_raw} | set(named), kept)
-    stale = _stale_note_rows(root, files, [fid for fid, found in files.items() if found[7]])
+    stale = _stale_note_rows(root, files, [fid for fid, found in files.items() if found.consolidated])
 
-    packed_of = {fid: found[1] for fid, found in files.items()}
+    packed_of = {fid: found.rows for fid, found in files.items()}
     mask = MAX_ROWS - 1
 
     def packed(rid: int) -> int | None:
@@ -392,7 +392,15 @@ def _candidates(
     relevance, paths, lines_of = {}, {}, {}
     # per file, what each of its rows looks up: (path, rows, how many, cited, sources, own document, subject part)
     of_file = {
-        fid: (found[0], found[1], len(found[1]), found[2], found[3], fid << ROW_BITS, w_subject * named.get(fid, 0.0))
+        fid: (
+            found.path,
+            found.rows,
+            len(found.rows),
+            found.cited,
+            found.sources,
+            fid << ROW_BITS,
+            w_subject * named.get(fid, 0.0),
+        )
         for fid, found in files.items()
     }
     raw, document_of = row_raw.get, group_total.get
@@ -414,23 +422,32 @@ def _candidates(
         relevance[rid] = score / parts
         paths[rid] = path
         lines_of[rid] = value >> 2
-    salience = {fid: found[8] for fid, found in files.items()}
+    salience = {fid: found.salience for fid, found in files.items()}
     return _Candidates(pool, relevance, paths, lines_of, salience, searchable, stale)
 
 
 _FILES = ("files' packed rows",)
 
 
-def _files_of(conn, wanted: set[int], kept: dict[Any, Any]) -> dict[int, tuple]:
-    """file id -> (path, packed rows, cited-note numbers, sources, importance, updated, mtime_ns, consolidated,
-    salience inputs), in file id order (as SQL gives them), for the `wanted` files the index holds.
+class _File(NamedTuple):
+    """What ranking reads of one indexed file."""
+
+    path: str
+    rows: Any  # line << 2 | flags per row (`unpack_rows`)
+    cited: Any  # each row's cited-note number (1-based in `sources`, 0: none), or None when no row cites one
+    sources: list[str]
+    consolidated: bool  # a session note the consolidator has read: documents may supersede its facts
+    salience: tuple[float, _dt.datetime | None, int]  # importance (0..1, 0.5 when absent), updated, mtime_ns
+
+
+def _files_of(conn, wanted: set[int], kept: dict[Any, Any]) -> dict[int, _File]:
+    """file id -> what ranking reads of it, in file id order (as SQL gives them), for the `wanted` files the
+    index holds.
 
     Each file is read from search_files and decoded once per state of the tables (`kept`): a first
     question's pool spans some 300 files, most of which earlier questions read (10k files: 1.9 -> 0.3 ms).
     """
-    known = kept.get(_FILES)
-    if known is None:
-        known = kept.setdefault(_FILES, {})
+    known = kept.setdefault(_FILES, {})
     missing = [fid for fid in wanted if fid not in known]
     if missing:
         for fid, path, n, lines, groups, sources, importance, updated, mtime, consolidated in conn.execute(
@@ -441,14 +458,11 @@ def _files_of(conn, wanted: set[int], kept: dict[Any, Any]) -> dict[int, tuple]:
             packed_rows, cited = unpack_rows(lines, groups, n)
             stamp = fmt.parse_timestamp(updated) if updated else None
             weight = 0.5 if importance is None else min(max(float(importance), 0.0), 1.0)
-            known[fid] = (
+            known[fid] = _File(
                 path,
                 packed_rows,
                 cited,
                 json.loads(sources) if sources else [],
-                importance,
-                updated,
-                mtime,
                 bool(consolidated),
                 (weight, stamp, mtime),
             )
@@ -525,7 +539,7 @@ def _best_first(pool: list[int], scores: dict[int, float], paths: dict[int, str]
     return ids
 
 
-def _stale_note_rows(root, files: dict[int, tuple], notes: list[int]) -> set[int]:
+def _stale_note_rows(root, files: dict[int, _File], notes: list[int]) -> set[int]:
     """Row ids of keyed facts in consolidated session notes that a document has since superseded."""
     if not notes:
         return set()
@@ -535,8 +549,8 @@ def _stale_note_rows(root, files: dict[int, tuple], notes: list[int]) -> set[int
     texts = {}
     for fid in notes:
         try:
-            with open(os.path.join(root, files[fid][0]), "rb") as handle:
-                texts[files[fid][0]] = fmt.decode(handle.read())[0]
+            with open(os.path.join(root, files[fid].path), "rb") as handle:
+                texts[files[fid].path] = fmt.decode(handle.read())[0]
         except OSError:
             continue
     hidden = superseded_note_lines(
@@ -544,9 +558,9 @@ def _stale_note_rows(root, files: dict[int, tuple], notes: list[int]) -> set[int
     )
     stale = set()
     for fid in notes:
-        spans = hidden.get(files[fid][0])
+        spans = hidden.get(files[fid].path)
         if spans:
-            for ordinal, value in enumerate(files[fid][1]):
+            for ordinal, value in enumerate(files[fid].rows):
                 if fmt.in_ranges(value >> 2, spans):
                     stale.add(fid << ROW_BITS | ordinal)
     return stale
