@@ -57,8 +57,8 @@ class TokenCounter:
         # cache: a count found there never loads the encoding.
         self.memo = memo
         # Per instance, so the memo dies with the counter (a cache on the method would keep every counter alive).
-        self._count_cached = functools.lru_cache(maxsize=65536)(self._count_short)
-        self._count_kept = functools.lru_cache(maxsize=LONG_KEPT)(self._count_long)
+        self._count_cached = functools.lru_cache(maxsize=65536)(self._count_fresh)
+        self._count_kept = functools.lru_cache(maxsize=LONG_KEPT)(self._count_fresh)
 
     @functools.cached_property
     def _encoding(self):
@@ -73,12 +73,8 @@ class TokenCounter:
             return self._count_kept(text)
         return len(self._encoding.encode(text, disallowed_special=()))
 
-    def _count_short(self, text: str) -> int:
-        if self.memo is not None:
-            return self._count_memo(text)
-        return len(self._encoding.encode(text, disallowed_special=()))
-
-    def _count_long(self, text: str) -> int:
+    def _count_fresh(self, text: str) -> int:
+        """The count of a text neither in-process cache holds: from the persistent memo when it may hold it."""
         if self.memo is not None and len(text) <= MEMO_MAX_CHARS:
             return self._count_memo(text)  # a lookup costs less than encoding 4 KB, loaded or not
         return len(self._encoding.encode(text, disallowed_special=()))
