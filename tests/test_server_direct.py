@@ -28,8 +28,7 @@ import httpx2  # noqa: E402
 
 from fsmem.server.app import create_app  # noqa: E402
 from fsmem.server.log import RequestLog  # noqa: E402
-from fsmem.server.protocol import HeadDeadline  # noqa: E402
-from fsmem.server.serving import listening_socket  # noqa: E402
+from fsmem.server.serving import listening_socket, uvicorn_config  # noqa: E402
 from fsmem.server.settings import Limits, ServerSettings  # noqa: E402
 
 pytestmark = pytest.mark.slow  # two real servers, though in this process: about 4 s
@@ -54,10 +53,7 @@ class Served:
         self.app.manager.handle_request = counted  # type: ignore[method-assign]
         sock = listening_socket("127.0.0.1", 0)
         self.url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-        config = uvicorn.Config(
-            self.app, http=HeadDeadline.with_timeout(5), lifespan="on", log_config=None, access_log=False
-        )
-        self.server = uvicorn.Server(config)
+        self.server = uvicorn.Server(uvicorn_config(self.app, settings))  # as `fsmem serve` configures it
         self.thread = threading.Thread(target=lambda: anyio.run(self.server.serve, [sock]), daemon=True)
         self.thread.start()
         for _ in range(200):
@@ -66,13 +62,17 @@ class Served:
             threading.Event().wait(0.05)
         assert self.server.started
 
+    def complete_lines(self) -> list[str]:
+        """The log's whole lines: one being written has no newline yet."""
+        return self.log.read_text().split("\n")[:-1]
+
     def lines(self) -> int:
-        return len(self.log.read_text().splitlines())
+        return len(self.complete_lines())
 
     def logged_after(self, lines: int) -> dict:
         """The request's log line (written once the answer is sent: it may come just after it)."""
         for _ in range(1000):
-            text = self.log.read_text().splitlines()
+            text = self.complete_lines()
             if len(text) > lines:
                 record = json.loads(text[lines])
                 return {key: record[key] for key in LOGGED}
