@@ -18,7 +18,16 @@ from fsmem import Memory
 from fsmem.agents import tools
 from fsmem.consolidate import index_md
 from fsmem.errors import OutOfScope
-from fsmem.format.links import fold, heading_link, links_of
+from fsmem.format.links import (
+    TIERS,
+    answered_names,
+    choose,
+    fold,
+    heading_link,
+    links_of,
+    names_of,
+    stored_names,
+)
 
 FSMEM = str(Path(sys.executable).with_name("fsmem"))
 NOW = {"FSMEM_NOW": "2026-12-01T10:00:00+00:00"}
@@ -389,6 +398,55 @@ def test_resolution_is_deterministic_and_stays_in_the_memory(tmp_path_factory, t
         assert (status == "ambiguous") == (len(paths) > 1)
     memory.close()
     again.close()
+
+
+TWINNED = st.sampled_from(["a", "a.md", "a.md.md", "A.MD", "a .md", "b.markdown", "b", "b.md", ".md", "x/a.md", "x/a"])
+
+
+@given(st.lists(st.tuples(st.sampled_from(sorted(TIERS)[:4]), TWINNED), unique=True, max_size=12))
+def test_a_name_and_its_twin_with_md_are_one_stored_row_and_give_back_exactly_the_names(names):
+    """The cache keeps `x` and `x.md` of one tier as one row (MD_TWIN); what the rows answer to is the names."""
+    stored = stored_names(names)
+    answered = [pair for tier, name in stored for pair in answered_names(tier, name)]
+    assert sorted(answered) == sorted(names)
+    assert len(stored) == len(names) - sum(len(answered_names(t, n)) - 1 for t, n in stored)
+
+
+FILE_PARTS = st.sampled_from(["ada", "Ada", "ada.md", "ada .md", "bob", "ada.markdown", "ADA.MD"])
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    files=st.lists(
+        st.tuples(st.sampled_from(["", "people/", "x/people/"]), FILE_PARTS, FILE_PARTS), min_size=1, max_size=5
+    ),
+    asked=st.lists(
+        st.sampled_from(["ada", "ada.md", "ada.md.md", "people/ada.md", "people/ada", "bob.md", "ada .md"]),
+        min_size=1,
+        max_size=5,
+    ),
+)
+def test_links_resolve_as_the_names_each_file_answers_to_say(tmp_path_factory, files, asked):
+    """Resolution over the stored rows (twins folded into one) equals `choose` over every file's `names_of`."""
+    root = tmp_path_factory.mktemp("twins") / "mem"
+    memory = Memory.init(root)
+    made: dict[str, str] = {}
+    for folder, stem, title in files:
+        path = f"topics/{folder}{stem}" + ("" if stem.lower().endswith((".md", ".markdown")) else ".md")
+        if fold(path) in {fold(p) for p in made}:
+            continue  # one file per folded path: a case-insensitive file system would hold one
+        made[path] = title
+        write_file(root, path, f"---\ntitle: {json.dumps(title)}\n---\n")
+    write_file(root, "links.md", " ".join(f"[[{name}]]" for name in asked) + "\n")
+    found = {r.target: (r.outcome.status, r.outcome.paths) for r in memory.links("links.md").links}
+    for name in asked:
+        candidates = [
+            (tier, path) for path, title in made.items() for tier, n in names_of(path, title=title) if n == fold(name)
+        ]
+        if candidates or "/" not in name:  # the end of a path, the fifth tier, is asked of no stored name
+            status, paths = choose(candidates)
+            assert found[name] == (status, tuple(paths)), (name, made)
+    memory.close()
 
 
 def test_hostile_targets_and_links_inside_the_memory(tmp_path):

@@ -17,7 +17,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fsmem.budget import Count, Meter, Metered, Page, Paged
-from fsmem.format.links import AMBIGUOUS, FILE_NAME, PATH_END, RESOLVED, UNRESOLVED, choose, ends_path, path_ends
+from fsmem.format.links import (
+    AMBIGUOUS,
+    FILE_NAME,
+    MD_TWIN,
+    PATH_END,
+    RESOLVED,
+    UNRESOLVED,
+    answered_names,
+    asked_names,
+    choose,
+    ends_path,
+    path_ends,
+)
 from fsmem.store.catalog import Catalog
 from fsmem.store.selection import Selection, where
 from fsmem.store.walk import walk_key
@@ -151,15 +163,19 @@ class Resolver:
         wanted = sorted({n for n in names if n not in self._known})
         for at in range(0, len(wanted), CHUNK):
             chunk = wanted[at : at + CHUNK]
+            asked = asked_names(chunk)
             rows = self.catalog.cache.select(
                 f"SELECT n.name, n.tier, f.path, f.link FROM names n JOIN {self._files('path, link')} f"
-                f" ON f.file_id = n.file WHERE n.name IN ({','.join('?' * len(chunk))})",
-                [*self.params, *chunk],
+                f" ON f.file_id = n.file WHERE n.name IN ({','.join('?' * len(asked))})",
+                [*self.params, *asked],
                 [],
             )
+            in_chunk = set(chunk)
             found: dict[str, list[tuple[int, str, str | None]]] = {}
-            for name, tier, path, link in rows:
-                found.setdefault(name, []).append((tier, path, link))
+            for stored, code, path, link in rows:
+                for tier, name in answered_names(code, stored):
+                    if name in in_chunk:
+                        found.setdefault(name, []).append((tier, path, link))
             for name, candidates in self._path_ends([n for n in chunk if n not in found]).items():
                 found[name] = candidates
             for name in chunk:
@@ -173,12 +189,14 @@ class Resolver:
         last = sorted({n.rsplit("/", 1)[-1] for n in ends})
         if not last:
             return {}
-        rows = self.catalog.cache.select(
-            f"SELECT n.name, f.path, f.link FROM names n JOIN {self._files('path, link')} f"
-            f" ON f.file_id = n.file WHERE n.tier = ? AND n.name IN ({','.join('?' * len(last))})",
-            [*self.params, FILE_NAME, *last],
+        asked = asked_names(last)
+        stored = self.catalog.cache.select(
+            f"SELECT n.name, n.tier, f.path, f.link FROM names n JOIN {self._files('path, link')} f"
+            f" ON f.file_id = n.file WHERE n.tier IN (?, ?) AND n.name IN ({','.join('?' * len(asked))})",
+            [*self.params, FILE_NAME, FILE_NAME | MD_TWIN, *asked],
             [],
         )
+        rows = [(name, path, link) for stem, code, path, link in stored for _tier, name in answered_names(code, stem)]
         found: dict[str, list[tuple[int, str, str | None]]] = {}
         for name in ends:
             for file_name, path, link in rows:
@@ -205,10 +223,11 @@ class Resolver:
     def names_to(self, rel: str) -> list[str]:
         """The names of `rel` that lead to it (not to another file, nor ambiguously)."""
         names = [
-            row[0]
-            for row in self.catalog.cache.select(
-                "SELECT name FROM names WHERE file IN (SELECT id FROM files WHERE key = ?)", [walk_key(rel)], []
+            name
+            for stored, code in self.catalog.cache.select(
+                "SELECT name, tier FROM names WHERE file IN (SELECT id FROM files WHERE key = ?)", [walk_key(rel)], []
             )
+            for _tier, name in answered_names(code, stored)
         ]
         names += path_ends(rel)  # asked, not stored: a link `[[People/Bob]]` names no stored name of it
         return [name for name, outcome in self.resolve(names).items() if outcome.path == rel]

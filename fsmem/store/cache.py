@@ -52,8 +52,9 @@ CACHE_FILE = "cache.sqlite"
 # 5: compressed rows, hashed count memo; 6: FileMeta carries the file's version; 7: maybe_cited;
 # 8: listings in SQL (walk-order keys, filter columns, skipped entries), a row's fields as columns;
 # 9: each file's wikilinks and the names links resolve by (fsmem.format.links); 10: names by the file's id, not
-# its key (7.3 of 55.7 MB at 10k files: the key, ~33 bytes, stood in each of 53,000 rows and again in an index)
-SCHEMA_VERSION = 10
+# its key (7.3 of 55.7 MB at 10k files: the key, ~33 bytes, stood in each of 53,000 rows and again in an index);
+# 11: a name and its twin with `.md` one row (MD_TWIN), the count memo without rowids (its digest stood twice)
+SCHEMA_VERSION = 11
 # A file modified this recently may change again within the same mtime tick: its row is stored marked
 # racy, and read again by the next stamp check (the "racy" window, as in git's index).
 RACY_NS = 1_000_000_000
@@ -122,7 +123,7 @@ CREATE INDEX IF NOT EXISTS wikilinks_from ON wikilinks (key, line);
 CREATE INDEX IF NOT EXISTS wikilinks_to ON wikilinks (name, key, line);
 CREATE TABLE IF NOT EXISTS names (
     name TEXT NOT NULL,
-    tier INTEGER NOT NULL,
+    tier INTEGER NOT NULL,  -- fsmem.format.links' tier; with MD_TWIN, the name with `.md` after it too
     file INTEGER NOT NULL,  -- files.id
     PRIMARY KEY (name, tier, file)
 ) WITHOUT ROWID;
@@ -132,8 +133,9 @@ CREATE TRIGGER IF NOT EXISTS files_gone AFTER DELETE ON files BEGIN
     DELETE FROM names WHERE file = old.id;
 END;
 -- keyed by a 128-bit digest of the string: storing the strings themselves (up to 4 KB, and again in the
--- key's index) made the memo 44 MB after one `ls` of 10k files
-CREATE TABLE IF NOT EXISTS counts (digest BLOB PRIMARY KEY, tokens INTEGER NOT NULL);
+-- key's index) made the memo 44 MB after one `ls` of 10k files; WITHOUT ROWID, the digest is stored once, not
+-- again in a key index (10k files: 3.83 -> 1.7 MB)
+CREATE TABLE IF NOT EXISTS counts (digest BLOB PRIMARY KEY, tokens INTEGER NOT NULL) WITHOUT ROWID;
 """
 
 
@@ -285,6 +287,7 @@ class MetaCache:
                     conn.execute("DELETE FROM files")
                     conn.execute("DELETE FROM skipped")
                     conn.execute("DELETE FROM counts")
+                    conn.execute(f"DELETE FROM settings WHERE key = '{_ADDED}'")
                     _bump(conn)
                     conn.execute("INSERT OR REPLACE INTO settings VALUES ('fingerprint', ?)", (self.fingerprint,))
                     conn.execute("INSERT OR REPLACE INTO settings VALUES ('rows_id', ?)", (_new_rows_id(),))
@@ -519,14 +522,18 @@ class MetaCache:
 
         def action(conn: apsw.Connection) -> None:
             with _transaction(conn):
-                top = _first(conn.execute("SELECT max(rowid) FROM counts").fetchone()) or 0
-                if top > MEMO_ROWS:
+                # rows written since the memo was last dropped (a rowid's max counted them): one row, not a count
+                added = int(_first(conn.execute(f"SELECT value FROM settings WHERE key = '{_ADDED}'").fetchone()) or 0)
+                if added > MEMO_ROWS:
                     conn.execute("DELETE FROM counts")
+                    added = 0
                 conn.executemany("INSERT OR REPLACE INTO counts VALUES (?, ?)", items)
+                conn.execute("INSERT OR REPLACE INTO settings VALUES (?, ?)", (_ADDED, str(added + len(items))))
 
         self._guard(action, None)
 
 
+_ADDED = "counts_added"
 _BUMP = "UPDATE settings SET value = CAST(value AS INTEGER) + 1 WHERE key = 'files_version'"
 
 
@@ -569,7 +576,7 @@ def _record(path: str, stamp: Stamp, data: dict[str, Any], link: str | None, rac
 
 def _link_rows(path: str, data: dict[str, Any]) -> tuple[list[tuple], list[tuple]]:
     """The `wikilinks` rows of one FileMeta dict, and its names as (name, tier) (`names` rows without the file's id)."""
-    from fsmem.format.links import fold, names_of
+    from fsmem.format.links import fold, names_of, stored_names
 
     key = walk_key(path)
     wikilinks = [(key, line, target, fold(target), label) for line, target, label in data.get("wikilinks") or []]
@@ -580,7 +587,7 @@ def _link_rows(path: str, data: dict[str, Any]) -> tuple[list[tuple], list[tuple
         entity=data.get("entity"),
         topic=data.get("topic"),
     )
-    return wikilinks, [(name, tier) for tier, name in names]
+    return wikilinks, [(name, tier) for tier, name in stored_names(names)]
 
 
 # the columns `meta_of` reads, in its order
