@@ -15,7 +15,8 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
-from fsmem.search.tables import ROW_BITS, continued_blocks, corrected, rank_id_sql
+from fsmem.search import postings
+from fsmem.search.tables import BLOCK_BITS, ROW_BITS, continued_blocks, corrected
 
 RECENT_KEPT = 32  # candidate pools of recent queries kept per state of the index (`Kept.remember`)
 _RECENT = ("recent",)
@@ -129,28 +130,32 @@ def name_scores(conn, terms, fuzzy, names_df, n_named: int, fuzzy_weight: float,
 
 
 def document_scores(
-    conn, match, terms, fuzzy, w, n_docs, could_earn, kept: dict[Any, Any] | None = None
+    conn, phrases, terms, fuzzy, w, n_docs, could_earn, kept: dict[Any, Any] | None = None
 ) -> tuple[dict[Any, float], dict[int, float]]:
-    """Normalised scores of the matching documents: by key (a cited note, summed over the files citing it,
-    so a session split across speaker files scores as one; else the document's id), and by document id."""
+    """Normalised scores of the documents matching any of `phrases` (the query's terms, in its order): by key
+    (a cited note, summed over the files citing it, so a session split across speaker files scores as one;
+    else the document's id), and by document id, best first."""
     if w["document"] <= 0 or not n_docs:
         return {}, {}
-    df = document_frequencies(conn, "search_docs_vocab", list(dict.fromkeys(terms + list(fuzzy.values()))), kept)
+    df = postings.frequencies(conn, list(dict.fromkeys(terms + list(fuzzy.values()))), kept)
     denominator = could_earn(n_docs, df)
+    best = postings.bm25(conn, phrases, DOCUMENT_POOL, kept)
+    # a document n of a file cites the file's note n (1-based), stored at the same id: see tables._insert
+    sources = dict(
+        conn.execute(
+            "SELECT id, source FROM search_sources WHERE id IN (SELECT value FROM json_each(?))",
+            (json_array(doc for doc, _raw in best),),
+        )
+    )
     by_key: dict[Any, float] = {}
     by_doc: dict[int, float] = {}
     continued = continued_blocks(conn, kept)
-    # The best documents first, then their sources: joined before the sort, every match (~9,700 of a first
-    # question at 10k files) looked its source up (12.9 -> 12.1 ms CPU; the same rows in the same order).
-    for doc, raw, source in conn.execute(
-        f"SELECT {rank_id_sql('d.rowid')}, d.r, s.source FROM (SELECT rowid, -bm25(search_docs) AS r"
-        " FROM search_docs WHERE search_docs MATCH ? ORDER BY r DESC, rowid LIMIT ?) AS d"
-        " LEFT JOIN search_sources AS s ON s.id = d.rowid ORDER BY d.r DESC, d.rowid",
-        (match, DOCUMENT_POOL),
-    ):
+    for stored, raw in best:
+        doc = (stored >> BLOCK_BITS) << ROW_BITS | (stored & ((1 << BLOCK_BITS) - 1))  # tables.rank_id_sql
         if doc >> ROW_BITS in continued:  # a file's document n has the id its row n has
             doc = corrected(doc, continued)
         score = by_doc[doc] = raw / denominator
+        source = sources.get(stored)
         key = doc if source is None else source
         by_key[key] = by_key.get(key, 0.0) + score
     return by_key, by_doc

@@ -21,6 +21,7 @@ from array import array
 from collections.abc import Iterable
 from pathlib import Path
 
+from fsmem.search import postings
 from fsmem.search.parsing import LINKED, MAX_ROWS, ROW_BITS, SUPERSEDED, Parsed, Stamp  # noqa: F401
 from fsmem.store import cache as _cache
 
@@ -31,10 +32,11 @@ class IndexDamaged(Exception):
 
 BLOCK_BITS = 6  # a file's rows take (rows >> BLOCK_BITS) + 1 blocks of 64 row ids: most take one
 
-_TABLES = ("search_files", "search_superseded", "search_sources", "search_terms", "search_meta")
+_TABLES = ("search_files", "search_superseded", "search_sources", "search_terms", "search_meta", *postings.TABLES)
+# search_docs (and its vocabulary) held the documents before fsmem.search.postings: dropped with an old index
 _FTS_TABLES = ("search_vocab", "search_names_vocab", "search_docs_vocab", "search_fts", "search_names", "search_docs")
 _SCHEMA = """
--- version, rows, docs, changes (counts every file indexed or removed: what is kept from one state of the
+-- version, rows, docs, next (the next file id: ids only grow, see fsmem.search.postings), changes (counts every file indexed or removed: what is kept from one state of the
 -- tables, such as document frequencies, is kept while it does not move), built (drawn when the tables are
 -- made: a state is its `built` and `changes`, since a rebuilt index counts its changes again from 0), walk
 -- (see SearchIndex._refresh)
@@ -49,6 +51,7 @@ CREATE TABLE IF NOT EXISTS search_files (
     rows INTEGER NOT NULL, docs INTEGER NOT NULL,
     type TEXT, tags TEXT, updated TEXT, importance REAL,
     lines BLOB, groups BLOB, sources TEXT,
+    lengths BLOB,  -- its documents' lengths in terms, 4 bytes each, by ordinal (0: none): fsmem.search.postings
     cited INTEGER NOT NULL  -- a session note the consolidator has read: documents may supersede its facts
 );
 -- the files that take more than one block (`continued_blocks`); most take one
@@ -65,11 +68,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS search_names USING fts5 (
     names, content='', contentless_delete=1, detail=full, tokenize='ascii'
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS search_names_vocab USING fts5vocab (search_names, 'row');
-CREATE VIRTUAL TABLE IF NOT EXISTS search_docs USING fts5 (
-    body, content='', contentless_delete=1, detail=full, tokenize='ascii'
-);
-CREATE VIRTUAL TABLE IF NOT EXISTS search_docs_vocab USING fts5vocab (search_docs, 'row');
 """
+_SCHEMA += postings.SCHEMA
 
 
 def _version(conn) -> str | None:
@@ -122,7 +122,7 @@ def _remove(conn, rel: str) -> int:
     if n_rows:
         conn.execute("DELETE FROM search_fts WHERE rowid BETWEEN ? AND ?", (lo, hi))
         conn.execute("DELETE FROM search_superseded WHERE id BETWEEN ? AND ?", (lo, hi))
-        conn.execute("DELETE FROM search_docs WHERE rowid BETWEEN ? AND ?", (lo, hi))
+        postings.removed(conn, fid, n_docs)
         conn.execute("DELETE FROM search_sources WHERE id BETWEEN ? AND ?", (lo, hi))
         conn.execute("UPDATE search_meta SET value = value - ? WHERE key = 'docs'", (n_docs,))
     conn.execute("DELETE FROM search_names WHERE rowid = ?", (fid,))
@@ -131,18 +131,22 @@ def _remove(conn, rel: str) -> int:
     return 1
 
 
-def _insert(conn, item: Parsed, *, racy: bool) -> None:
+def _insert(conn, item: Parsed, pending: postings.Pending, *, racy: bool) -> None:
     mtime = -item.stamp[0] if racy and item.stamp[0] > 0 else item.stamp[0]
     lines = _narrow([min(line, 0x3FFFFFFF) << 2 | flags for line, flags, _g, _t, _c in item.rows], "HI")
     groups = _narrow([min(group, 0xFFFF) for _l, _f, group, _t, _c in item.rows], "BH") if item.sources else None
     docs = [(n, body) for n, body in enumerate(item.docs or []) if body]
     # The file takes the blocks after the last file's: row n is stored as base + n, document n (at most one
     # per cited note, and the uncited rows) as base + n, cited note n (from 1) as base + n: base to base + rows.
-    last = conn.execute("SELECT id, rows FROM search_files ORDER BY id DESC LIMIT 1").fetchone()
-    fid = last[0] + (last[1] >> BLOCK_BITS) + 1 if last else 1
+    # Ids only grow (`next`): when the last file is removed its id is not taken again, so nothing stale of
+    # it (a posting of fsmem.search.postings) can be read as another's.
+    fid = int(conn.execute("SELECT value FROM search_meta WHERE key = 'next'").fetchone()[0])
+    conn.execute("UPDATE search_meta SET value = ? WHERE key = 'next'", (fid + (len(item.rows) >> BLOCK_BITS) + 1,))
+    lengths, tokens = postings.document_lengths(docs)
     conn.execute(
         "INSERT INTO search_files (id, path, mtime_ns, size, ino, ctime_ns, rows, docs, type, tags, updated,"
-        " importance, lines, groups, sources, cited) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " importance, lines, groups, sources, cited, lengths)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             fid,
             item.path,
@@ -155,6 +159,7 @@ def _insert(conn, item: Parsed, *, racy: bool) -> None:
             groups.tobytes() if groups is not None else None,
             json.dumps(item.sources, ensure_ascii=False) if item.sources else None,
             int(item.cited),
+            lengths,
         ),
     )
     base = fid << BLOCK_BITS
@@ -166,7 +171,7 @@ def _insert(conn, item: Parsed, *, racy: bool) -> None:
         superseded = [(base + n,) for n, row in enumerate(item.rows) if row[1] & SUPERSEDED]
         if superseded:
             conn.executemany("INSERT INTO search_superseded VALUES (?)", superseded)
-        conn.executemany("INSERT INTO search_docs (rowid, body) VALUES (?, ?)", [(base + n, b) for n, b in docs])
+        pending.add(fid, docs)
         conn.executemany(
             "INSERT INTO search_sources VALUES (?, ?)", [(base + n + 1, s) for n, s in enumerate(item.sources)]
         )
@@ -182,7 +187,7 @@ def merge_segments(conn) -> None:
     term up, and merges its postings, in each segment (10k files rebuilt: 17; the row query 23 -> 18 ms CPU).
     The postings, row sizes and totals bm25() reads are the same, so every score is."""
     with _cache.transaction(conn):
-        for table in ("search_fts", "search_names", "search_docs"):
+        for table in ("search_fts", "search_names"):
             conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
 
 

@@ -1,0 +1,302 @@
+"""The document index: per term the documents holding it and how often, per document its length in terms.
+
+The document part of the score is BM25 over documents (a file's rows citing one session note, or none).
+FTS5 stored every position of every term of them (10k files: 6.7 million occurrences, 10.3 MB) where
+BM25 needs only each term's count per document and each document's length: fsmem keeps those itself,
+in the same cache.sqlite and transactions as the other search tables, and computes FTS5's very float.
+
+A term's postings are rows of `search_postings`, one per range of `1 << CHUNK_BITS` file ids: a file
+written adds to the last range's row of each of its terms, never to every posting of a common term.
+Document ids are FTS5's were (`file_id << BLOCK_BITS) + n`), each row's as the gaps between them, and
+file ids only grow (`next` in search_meta), so a posting of a removed document is never read as a newer
+one's: it is skipped while its file's row is gone, and dropped when its range is rewritten.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from array import array
+from collections import OrderedDict
+from itertools import accumulate
+from typing import Any
+
+BLOCK_BITS = 6  # fsmem.search.tables: a file's documents are its id << BLOCK_BITS + n
+CHUNK_BITS = 8  # a term's postings are one row per 256 file ids (10k files: some 40 rows for a common term)
+PURGE_DEAD = 64  # a range's rows are rewritten without dead postings once this many of its documents died
+MAX_TOKEN_BYTES = 32768  # FTS5 cuts a longer token to its first 32,768 bytes (FTS5_MAX_TOKEN_SIZE)
+KEPT_POSTINGS = 400_000  # decoded postings kept per state of the index (some 30 MB at most)
+K1, B = 1.2, 0.75  # FTS5's bm25() constants
+
+SCHEMA = """
+-- the document index (fsmem.search.postings): per term and range of file ids (`chunk`), how many documents
+-- hold it (`n`), their ids as gaps from the range's first id (`docs`) and the term's count in each (`counts`),
+-- each in the fewest bytes per value that hold every value of the row
+CREATE TABLE IF NOT EXISTS search_postings (
+    term TEXT NOT NULL, chunk INTEGER NOT NULL, n INTEGER NOT NULL, docs BLOB NOT NULL, counts BLOB NOT NULL,
+    PRIMARY KEY (term, chunk)
+) WITHOUT ROWID;
+-- documents removed from each range since its rows were last rewritten (their postings are skipped)
+CREATE TABLE IF NOT EXISTS search_dead (chunk INTEGER PRIMARY KEY, dead INTEGER NOT NULL);
+"""
+TABLES = ("search_postings", "search_dead")
+
+
+def token_key(term: str) -> str:
+    """The term as FTS5 would store it: its first MAX_TOKEN_BYTES bytes (a cut character's bytes in hex after
+    U+FFFD), so two terms are one here exactly when they are one token there."""
+    if len(term) * 4 <= MAX_TOKEN_BYTES:
+        return term
+    data = term.encode("utf-8")
+    if len(data) <= MAX_TOKEN_BYTES:
+        return term
+    whole = MAX_TOKEN_BYTES
+    while whole > 0 and data[whole] & 0xC0 == 0x80:  # the byte after the cut continues a character
+        whole -= 1
+    cut = data[whole:MAX_TOKEN_BYTES]
+    return data[:whole].decode("utf-8") + ("\ufffd" + cut.hex() if cut else "")
+
+
+def _packed(values: list[int]) -> array:
+    """`values` in the narrowest of 1, 2 or 4 bytes a value that holds them all."""
+    top = max(values)
+    return array("B" if top < 1 << 8 else "H" if top < 1 << 16 else "I", values)
+
+
+def _unpacked(data: bytes, n: int) -> array:
+    code = {1: "B", 2: "H", 4: "I"}.get(len(data) // n if n else 0)
+    if code is None or len(data) != n * array(code).itemsize:
+        from fsmem.search.tables import IndexDamaged
+
+        raise IndexDamaged("a posting row does not match its count")
+    found = array(code)
+    found.frombytes(data)
+    return found
+
+
+def _first_id(chunk: int) -> int:
+    return chunk << (CHUNK_BITS + BLOCK_BITS)
+
+
+def _decode(chunk: int, n: int, docs: bytes, counts: bytes) -> tuple[list[int], array]:
+    ids = list(accumulate(_unpacked(docs, n), initial=_first_id(chunk)))[1:]
+    return ids, _unpacked(counts, n)
+
+
+def _encode(chunk: int, ids: list[int], counts: list[int]) -> tuple[int, bytes, bytes]:
+    gaps = [b - a for a, b in zip([_first_id(chunk), *ids], ids, strict=False)]
+    return len(ids), _packed(gaps).tobytes(), _packed(counts).tobytes()
+
+
+def document_lengths(docs: list[tuple[int, str]]) -> tuple[bytes | None, int]:
+    """A file's documents' lengths packed by ordinal (0: no document there), for `search_files.lengths`, and
+    their total; each term of a body is one token of FTS5's `ascii` tokenizer (tests/test_postings.py)."""
+    if not docs:
+        return None, 0
+    lengths = array("I", bytes(4 * (docs[-1][0] + 1)))  # 4 bytes each: 10k files, 40 KB
+    for n, body in docs:
+        lengths[n] = len(body.split())
+    return lengths.tobytes(), sum(lengths)
+
+
+class Pending:
+    """The postings of the documents written in one transaction, added to their rows once, at `flush`: a
+    build writes each term's row of each range once per batch of files, not once per file."""
+
+    def __init__(self) -> None:
+        self._rows: dict[tuple[str, int], tuple[list[int], list[int]]] = {}
+
+    def add(self, fid: int, docs: list[tuple[int, str]]) -> None:
+        chunk = fid >> CHUNK_BITS
+        base = fid << BLOCK_BITS
+        rows = self._rows
+        for n, body in docs:
+            counts: dict[str, int] = {}
+            for term in body.split():
+                counts[term] = counts.get(term, 0) + 1
+            for term, count in counts.items():
+                key = (token_key(term), chunk)
+                found = rows.get(key)
+                if found is None:
+                    found = rows[key] = ([], [])
+                found[0].append(base + n)
+                found[1].append(count)
+
+    def flush(self, conn) -> None:
+        """Append the pending postings to their rows (ids only grow, so they go last), and rewrite the ranges
+        where many documents died."""
+        dead = {c for (c,) in conn.execute("SELECT chunk FROM search_dead WHERE dead >= ?", (PURGE_DEAD,))}
+        fresh: dict[int, dict[str, tuple[list[int], list[int]]]] = {}
+        for (term, chunk), (ids, counts) in self._rows.items():
+            fresh.setdefault(chunk, {})[term] = (ids, counts)
+        self._rows = {}
+        for chunk in sorted(dead):
+            _rewrite(conn, chunk, fresh.pop(chunk, {}))
+        for chunk, terms in sorted(fresh.items()):
+            # bulk: one read of the terms' rows of this range (most are new terms, or the range is new)
+            have = (
+                {
+                    term: (n, docs, counts)
+                    for term, n, docs, counts in conn.execute(
+                        "SELECT term, n, docs, counts FROM search_postings WHERE chunk = ? AND term IN"
+                        " (SELECT value FROM json_each(?))",
+                        (chunk, _json(list(terms))),
+                    )
+                }
+                if _has_chunk(conn, chunk)
+                else {}
+            )
+            out = []
+            for term, (ids, counts) in terms.items():
+                old = have.get(term)
+                if old is not None:
+                    old_ids, old_counts = _decode(chunk, *old)
+                    ids, counts = old_ids + ids, [*old_counts, *counts]
+                out.append((term, chunk, *_encode(chunk, ids, counts)))
+            conn.executemany("INSERT OR REPLACE INTO search_postings VALUES (?, ?, ?, ?, ?)", out)
+
+
+def _json(values: list[str]) -> str:
+    import json
+
+    return json.dumps(values, ensure_ascii=False)
+
+
+def _has_chunk(conn, chunk: int) -> bool:
+    return conn.execute("SELECT 1 FROM search_postings WHERE chunk = ? LIMIT 1", (chunk,)).fetchone() is not None
+
+
+def _rewrite(conn, chunk: int, fresh: dict[str, tuple[list[int], list[int]]]) -> None:
+    """Every row of one range again, with only live documents' postings (and `fresh`'s added)."""
+    live = _live_documents(conn, chunk)
+    rows = list(conn.execute("SELECT term, n, docs, counts FROM search_postings WHERE chunk = ?", (chunk,)))
+    conn.execute("DELETE FROM search_postings WHERE chunk = ?", (chunk,))
+    out = []
+    for term, n, docs, counts in rows:
+        ids, found = _decode(chunk, n, docs, counts)
+        kept = [(d, c) for d, c in zip(ids, found, strict=True) if d in live]
+        more = fresh.pop(term, ([], []))
+        if kept or more[0]:
+            out.append((term, chunk, *_encode(chunk, [d for d, _ in kept] + more[0], [c for _, c in kept] + more[1])))
+    out += [(term, chunk, *_encode(chunk, ids, counts)) for term, (ids, counts) in fresh.items()]
+    conn.executemany("INSERT INTO search_postings VALUES (?, ?, ?, ?, ?)", out)
+    conn.execute("DELETE FROM search_dead WHERE chunk = ?", (chunk,))
+
+
+def _live_documents(conn, chunk: int) -> set[int]:
+    lo = chunk << CHUNK_BITS
+    live: set[int] = set()
+    for fid, lengths in conn.execute(
+        "SELECT id, lengths FROM search_files WHERE id >= ? AND id < ? AND lengths IS NOT NULL",
+        (lo, lo + (1 << CHUNK_BITS)),
+    ):
+        live.update((fid << BLOCK_BITS) + n for n, length in enumerate(_lengths(lengths)) if length)
+    return live
+
+
+def _lengths(data: bytes) -> array:
+    found = array("I")
+    if len(data) % found.itemsize:
+        from fsmem.search.tables import IndexDamaged
+
+        raise IndexDamaged("packed document lengths of the wrong size")
+    found.frombytes(data)
+    return found
+
+
+def removed(conn, fid: int, n_docs: int) -> None:
+    """A file's `n_docs` documents are gone: their postings are dead, and count towards rewriting the range."""
+    if n_docs:
+        conn.execute(
+            "INSERT INTO search_dead VALUES (?, ?) ON CONFLICT (chunk) DO UPDATE SET dead = dead + excluded.dead",
+            (fid >> CHUNK_BITS, n_docs),
+        )
+
+
+class _Decoded:
+    """What one state of the index answers BM25 from: each document's length normaliser, and the postings of
+    the latest terms asked with their part of the score (it depends only on the term, the document and the
+    state), at most KEPT_POSTINGS of them: a server asked many different questions must not grow."""
+
+    def __init__(self, conn) -> None:
+        rows = tokens = 0
+        norm: dict[int, float] = {}
+        for fid, packed in conn.execute("SELECT id, lengths FROM search_files WHERE lengths IS NOT NULL"):
+            base = fid << BLOCK_BITS
+            for n, length in enumerate(_lengths(packed)):
+                if length:
+                    norm[base + n] = length
+                    tokens += length
+        rows = len(norm)
+        self.rows = rows
+        avgdl = (tokens / rows) if rows else 1.0  # FTS5: (double)nToken / (double)nRow
+        for doc, length in norm.items():
+            norm[doc] = K1 * (1 - B + B * length / avgdl)  # FTS5's k1 * (1 - b + b * D / avgdl)
+        self.norm = norm
+        self._lock = threading.Lock()
+        self._terms: OrderedDict[str, tuple[list[int], list[float]]] = OrderedDict()
+        self._held = 0
+
+    def postings(self, conn, term: str) -> tuple[list[int], list[float]]:
+        """The live documents holding `term`, by id, and the term's part of each one's BM25."""
+        with self._lock:
+            found = self._terms.get(term)
+            if found is not None:
+                self._terms.move_to_end(term)
+                return found
+        norm = self.norm
+        live: list[tuple[int, int]] = []
+        for chunk, n, docs, counts in conn.execute(
+            "SELECT chunk, n, docs, counts FROM search_postings WHERE term = ? ORDER BY chunk", (term,)
+        ):
+            ids, freqs = _decode(chunk, n, docs, counts)
+            live += [(d, f) for d, f in zip(ids, freqs, strict=True) if d in norm]  # a dead document's are skipped
+        hits = len(live)
+        idf = math.log((self.rows - hits + 0.5) / (hits + 0.5))
+        if idf <= 0.0:
+            idf = 1e-6  # FTS5's floor, for a term in half the documents or more
+        k = K1 + 1.0
+        found = ([d for d, _f in live], [idf * ((f * k) / (f + norm[d])) for d, f in live])
+        with self._lock:
+            if term not in self._terms:
+                self._terms[term] = found
+                self._held += hits
+                while self._held > KEPT_POSTINGS and len(self._terms) > 1:
+                    self._held -= len(self._terms.popitem(last=False)[1][0])
+        return found
+
+
+_DECODED = ("decoded document index",)
+
+
+def decoded(conn, kept: dict[Any, Any] | None) -> _Decoded:
+    """The document index of this state (`Kept.at`), decoded once."""
+    if kept is None:
+        return _Decoded(conn)
+    found = kept.get(_DECODED)
+    if found is None:
+        found = kept.setdefault(_DECODED, _Decoded(conn))
+    return found
+
+
+def frequencies(conn, terms: list[str], kept: dict[Any, Any] | None = None) -> dict[str, int]:
+    """term -> the number of live documents holding it, for the terms some document holds."""
+    index = decoded(conn, kept)
+    found = {t: len(index.postings(conn, token_key(t))[0]) for t in dict.fromkeys(terms)}
+    return {t: found[t] for t in terms if found[t]}
+
+
+def bm25(conn, phrases: list[str], limit: int, kept: dict[Any, Any] | None = None) -> list[tuple[int, float]]:
+    """The `limit` best documents for the OR of `phrases` (document id, score), by score descending, then id:
+    FTS5's `-bm25()` to the bit, a phrase's parts added in the query's order as FTS5 adds them (a phrase a
+    document lacks adds 0.0 there, which changes no float)."""
+    index = decoded(conn, kept)
+    scores: dict[int, float] = {}
+    for phrase in phrases:
+        ids, parts = index.postings(conn, token_key(phrase))
+        get = scores.get
+        for doc, part in zip(ids, parts, strict=True):
+            scores[doc] = get(doc, 0.0) + part
+    ranked = sorted(scores)  # ties by id: a stable sort by score keeps this order among equals
+    ranked.sort(key=scores.__getitem__, reverse=True)
+    return [(doc, scores[doc]) for doc in ranked[:limit]]
