@@ -19,13 +19,15 @@ import threading
 from array import array
 from collections import OrderedDict
 from itertools import accumulate
+from operator import add
 from typing import Any
 
 BLOCK_BITS = 6  # fsmem.search.tables: a file's documents are its id << BLOCK_BITS + n
 CHUNK_BITS = 8  # a term's postings are one row per 256 file ids (10k files: some 40 rows for a common term)
 PURGE_DEAD = 64  # a range's rows are rewritten without dead postings once this many of its documents died
 MAX_TOKEN_BYTES = 32768  # FTS5 cuts a longer token to its first 32,768 bytes (FTS5_MAX_TOKEN_SIZE)
-KEPT_POSTINGS = 400_000  # decoded postings kept per state of the index (some 30 MB at most)
+KEPT_POSTINGS = 2_000_000  # values kept per state of the index (some 40 MB at most): see _Decoded
+DENSE = 8  # a term in an eighth of the documents or more is kept as one value per document
 K1, B = 1.2, 0.75  # FTS5's bm25() constants
 
 SCHEMA = """
@@ -214,56 +216,78 @@ def removed(conn, fid: int, n_docs: int) -> None:
 
 
 class _Decoded:
-    """What one state of the index answers BM25 from: each document's length normaliser, and the postings of
-    the latest terms asked with their part of the score (it depends only on the term, the document and the
-    state), at most KEPT_POSTINGS of them: a server asked many different questions must not grow."""
+    """What one state of the index answers BM25 from: its live documents in id order (a document is its
+    position there), each one's length normaliser, and the latest terms asked with their part of each
+    document's score (it depends only on the term, the document and the state), at most KEPT_POSTINGS
+    values of them: a server asked many different questions must not grow without end."""
 
     def __init__(self, conn) -> None:
-        rows = tokens = 0
-        norm: dict[int, float] = {}
-        for fid, packed in conn.execute("SELECT id, lengths FROM search_files WHERE lengths IS NOT NULL"):
+        ids: list[int] = []
+        lengths: list[int] = []
+        for fid, packed in conn.execute("SELECT id, lengths FROM search_files WHERE lengths IS NOT NULL ORDER BY id"):
             base = fid << BLOCK_BITS
             for n, length in enumerate(_lengths(packed)):
                 if length:
-                    norm[base + n] = length
-                    tokens += length
-        rows = len(norm)
-        self.rows = rows
-        avgdl = (tokens / rows) if rows else 1.0  # FTS5: (double)nToken / (double)nRow
-        for doc, length in norm.items():
-            norm[doc] = K1 * (1 - B + B * length / avgdl)  # FTS5's k1 * (1 - b + b * D / avgdl)
-        self.norm = norm
+                    ids.append(base + n)
+                    lengths.append(length)
+        self.ids = ids
+        self.position = {doc: n for n, doc in enumerate(ids)}
+        self.rows = rows = len(ids)
+        avgdl = sum(lengths) / rows if rows else 1.0  # FTS5: (double)nToken / (double)nRow
+        self.norm = [K1 * (1 - B + B * length / avgdl) for length in lengths]  # FTS5's k1 * (1 - b + b * D / avgdl)
         self._lock = threading.Lock()
-        self._terms: OrderedDict[str, tuple[list[int], list[float]]] = OrderedDict()
+        self._terms: OrderedDict[str, _Term] = OrderedDict()
         self._held = 0
 
-    def postings(self, conn, term: str) -> tuple[list[int], list[float]]:
-        """The live documents holding `term`, by id, and the term's part of each one's BM25."""
+    def term(self, conn, term: str) -> _Term:
+        """The live documents holding `term` and the term's part of each one's BM25."""
         with self._lock:
             found = self._terms.get(term)
             if found is not None:
                 self._terms.move_to_end(term)
                 return found
-        norm = self.norm
+        position, norm = self.position, self.norm
         live: list[tuple[int, int]] = []
         for chunk, n, docs, counts in conn.execute(
             "SELECT chunk, n, docs, counts FROM search_postings WHERE term = ? ORDER BY chunk", (term,)
         ):
             ids, freqs = _decode(chunk, n, docs, counts)
-            live += [(d, f) for d, f in zip(ids, freqs, strict=True) if d in norm]  # a dead document's are skipped
+            for doc, freq in zip(ids, freqs, strict=True):
+                at = position.get(doc)
+                if at is not None:  # a dead document's postings are skipped
+                    live.append((at, freq))
         hits = len(live)
         idf = math.log((self.rows - hits + 0.5) / (hits + 0.5))
         if idf <= 0.0:
             idf = 1e-6  # FTS5's floor, for a term in half the documents or more
         k = K1 + 1.0
-        found = ([d for d, _f in live], [idf * ((f * k) / (f + norm[d])) for d, f in live])
+        found = _Term([at for at, _f in live], [idf * ((f * k) / (f + norm[at])) for at, f in live])
+        if hits * DENSE >= self.rows:  # a common term: its parts for every document, 0.0 where it is absent
+            found.dense = array("d", bytes(8 * self.rows))
+            for at, part in zip(found.positions, found.parts, strict=True):
+                found.dense[at] = part
         with self._lock:
             if term not in self._terms:
                 self._terms[term] = found
-                self._held += hits
+                self._held += found.size
                 while self._held > KEPT_POSTINGS and len(self._terms) > 1:
-                    self._held -= len(self._terms.popitem(last=False)[1][0])
+                    self._held -= self._terms.popitem(last=False)[1].size
         return found
+
+
+class _Term:
+    """One term's live documents (positions, ascending) and its part of each one's score; a common term's
+    also as one value per document (`dense`), which a query adds at C speed."""
+
+    __slots__ = ("positions", "parts", "dense")
+
+    def __init__(self, positions: list[int], parts: list[float]) -> None:
+        self.positions, self.parts = positions, parts
+        self.dense: array | None = None
+
+    @property
+    def size(self) -> int:
+        return len(self.positions) * 2 + (len(self.dense) if self.dense is not None else 0)
 
 
 _DECODED = ("decoded document index",)
@@ -282,21 +306,34 @@ def decoded(conn, kept: dict[Any, Any] | None) -> _Decoded:
 def frequencies(conn, terms: list[str], kept: dict[Any, Any] | None = None) -> dict[str, int]:
     """term -> the number of live documents holding it, for the terms some document holds."""
     index = decoded(conn, kept)
-    found = {t: len(index.postings(conn, token_key(t))[0]) for t in dict.fromkeys(terms)}
+    found = {t: len(index.term(conn, token_key(t)).positions) for t in dict.fromkeys(terms)}
     return {t: found[t] for t in terms if found[t]}
 
 
 def bm25(conn, phrases: list[str], limit: int, kept: dict[Any, Any] | None = None) -> list[tuple[int, float]]:
     """The `limit` best documents for the OR of `phrases` (document id, score), by score descending, then id:
-    FTS5's `-bm25()` to the bit, a phrase's parts added in the query's order as FTS5 adds them (a phrase a
-    document lacks adds 0.0 there, which changes no float)."""
+    FTS5's `-bm25()` to the bit, each phrase's part added in the query's order as FTS5 adds them (a phrase
+    a document lacks adds 0.0 there, which changes no float: every part is positive)."""
     index = decoded(conn, kept)
-    scores: dict[int, float] = {}
-    for phrase in phrases:
-        ids, parts = index.postings(conn, token_key(phrase))
-        get = scores.get
-        for doc, part in zip(ids, parts, strict=True):
-            scores[doc] = get(doc, 0.0) + part
-    ranked = sorted(scores)  # ties by id: a stable sort by score keeps this order among equals
-    ranked.sort(key=scores.__getitem__, reverse=True)
-    return [(doc, scores[doc]) for doc in ranked[:limit]]
+    terms = [index.term(conn, token_key(p)) for p in phrases]
+    ids = index.ids
+    if sum(len(t.positions) for t in terms) * DENSE < index.rows:  # few matches: only theirs are added up
+        scores: dict[int, float] = {}
+        for term in terms:
+            get = scores.get
+            for at, part in zip(term.positions, term.parts, strict=True):
+                scores[at] = get(at, 0.0) + part
+        ranked = sorted(scores)  # ties by id (positions are in id order): the sort by score is stable
+        ranked.sort(key=scores.__getitem__, reverse=True)
+        return [(ids[at], scores[at]) for at in ranked[:limit]]
+    dense = [0.0] * index.rows
+    for term in terms:
+        if term.dense is not None:
+            dense = list(map(add, dense, term.dense))
+        else:
+            for at, part in zip(term.positions, term.parts, strict=True):
+                dense[at] += part
+    ranked = sorted(range(index.rows), key=dense.__getitem__, reverse=True)[:limit]
+    if ranked and not dense[ranked[-1]]:  # fewer matches than `limit`: the rest scored 0.0
+        ranked = [at for at in ranked if dense[at]]
+    return [(ids[at], dense[at]) for at in ranked]
