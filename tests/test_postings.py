@@ -120,7 +120,9 @@ def _compare(conn, queries: list[list[str]], kept, vocabulary: list[str] = WORDS
                 "SELECT rowid, -bm25(docs) AS r FROM docs WHERE docs MATCH ? ORDER BY r DESC, rowid LIMIT ?",
                 (match, limit),
             ).fetchall()
-            assert postings.bm25(conn, query, limit, kept) == [tuple(r) for r in fts]  # every float to the bit
+            best, scores = postings.bm25(conn, query, limit, kept)
+            ids = postings.decoded(conn, kept).ids
+            assert list(zip([ids[at] for at in best], scores)) == [tuple(r) for r in fts]  # every float to the bit
     asked = [*vocabulary, "absent"]
     vocab = dict(conn.execute("SELECT term, doc FROM docs_vocab").fetchall())
     assert set(vocab) <= set(asked)

@@ -310,13 +310,12 @@ def frequencies(conn, terms: list[str], kept: dict[Any, Any] | None = None) -> d
     return {t: found[t] for t in terms if found[t]}
 
 
-def bm25(conn, phrases: list[str], limit: int, kept: dict[Any, Any] | None = None) -> list[tuple[int, float]]:
-    """The `limit` best documents for the OR of `phrases` (document id, score), by score descending, then id:
-    FTS5's `-bm25()` to the bit, each phrase's part added in the query's order as FTS5 adds them (a phrase
-    a document lacks adds 0.0 there, which changes no float: every part is positive)."""
+def bm25(conn, phrases: list[str], limit: int, kept: dict[Any, Any] | None = None) -> tuple[list[int], list[float]]:
+    """The `limit` best documents for the OR of `phrases`, by score descending, then id: their positions in
+    `decoded(conn, kept).ids`, and their scores, FTS5's `-bm25()` to the bit: each phrase's part is added
+    in the query's order as FTS5 adds them (a phrase a document lacks adds 0.0, which changes no float)."""
     index = decoded(conn, kept)
     terms = [index.term(conn, token_key(p)) for p in phrases]
-    ids = index.ids
     if sum(len(t.positions) for t in terms) * DENSE < index.rows:  # few matches: only theirs are added up
         scores: dict[int, float] = {}
         for term in terms:
@@ -325,7 +324,8 @@ def bm25(conn, phrases: list[str], limit: int, kept: dict[Any, Any] | None = Non
                 scores[at] = get(at, 0.0) + part
         ranked = sorted(scores)  # ties by id (positions are in id order): the sort by score is stable
         ranked.sort(key=scores.__getitem__, reverse=True)
-        return [(ids[at], scores[at]) for at in ranked[:limit]]
+        del ranked[limit:]
+        return ranked, [scores[at] for at in ranked]
     dense = [0.0] * index.rows
     for term in terms:
         if term.dense is not None:
@@ -333,7 +333,8 @@ def bm25(conn, phrases: list[str], limit: int, kept: dict[Any, Any] | None = Non
         else:
             for at, part in zip(term.positions, term.parts, strict=True):
                 dense[at] += part
-    ranked = sorted(range(index.rows), key=dense.__getitem__, reverse=True)[:limit]
+    ranked = sorted(range(index.rows), key=dense.__getitem__, reverse=True)
+    del ranked[limit:]
     if ranked and not dense[ranked[-1]]:  # fewer matches than `limit`: the rest scored 0.0
         ranked = [at for at in ranked if dense[at]]
-    return [(ids[at], dense[at]) for at in ranked]
+    return ranked, [dense[at] for at in ranked]
