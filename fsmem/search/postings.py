@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import threading
 from array import array
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from itertools import accumulate
 from operator import add
 from typing import Any
@@ -106,32 +106,29 @@ class Pending:
     build writes each term's row of each range once per batch of files, not once per file."""
 
     def __init__(self) -> None:
-        self._rows: dict[tuple[str, int], tuple[list[int], list[int]]] = {}
+        self._rows: dict[int, dict[str, tuple[list[int], list[int]]]] = {}  # chunk -> term -> (ids, counts)
 
     def add(self, fid: int, docs: list[tuple[int, str]]) -> None:
-        chunk = fid >> CHUNK_BITS
+        rows = self._rows.setdefault(fid >> CHUNK_BITS, {})
         base = fid << BLOCK_BITS
-        rows = self._rows
         for n, body in docs:
-            counts: dict[str, int] = {}
-            for term in body.split():
-                counts[term] = counts.get(term, 0) + 1
-            for term, count in counts.items():
-                key = (token_key(term), chunk)
-                found = rows.get(key)
+            doc = base + n
+            terms = body.split()
+            if len(body) * 4 > MAX_TOKEN_BYTES:  # a term may be past FTS5's limit: counted as FTS5 cuts it
+                terms = [token_key(t) for t in terms]
+            for term, count in Counter(terms).items():
+                found = rows.get(term)
                 if found is None:
-                    found = rows[key] = ([], [])
-                found[0].append(base + n)
-                found[1].append(count)
+                    rows[term] = ([doc], [count])
+                else:
+                    found[0].append(doc)
+                    found[1].append(count)
 
     def flush(self, conn) -> None:
         """Append the pending postings to their rows (ids only grow, so they go last), and rewrite the ranges
         where many documents died."""
         dead = {c for (c,) in conn.execute("SELECT chunk FROM search_dead WHERE dead >= ?", (PURGE_DEAD,))}
-        fresh: dict[int, dict[str, tuple[list[int], list[int]]]] = {}
-        for (term, chunk), (ids, counts) in self._rows.items():
-            fresh.setdefault(chunk, {})[term] = (ids, counts)
-        self._rows = {}
+        fresh, self._rows = self._rows, {}
         for chunk in sorted(dead):
             _rewrite(conn, chunk, fresh.pop(chunk, {}))
         for chunk, terms in sorted(fresh.items()):
