@@ -32,8 +32,8 @@ K1, B = 1.2, 0.75  # FTS5's bm25() constants
 
 SCHEMA = """
 -- the document index (fsmem.search.postings): per term and range of file ids (`chunk`), how many documents
--- hold it (`n`), their ids as gaps from the range's first id (`docs`) and the term's count in each (`counts`),
--- each in the fewest bytes per value that hold every value of the row
+-- hold it (`n`), their ids as gaps (`docs`: one byte each, larger ones in 4 bytes after them) and the term's
+-- count in each (`counts`, in the fewest bytes per value that hold every count of the row)
 CREATE TABLE IF NOT EXISTS search_postings (
     term TEXT NOT NULL, chunk INTEGER NOT NULL, n INTEGER NOT NULL, docs BLOB NOT NULL, counts BLOB NOT NULL,
     PRIMARY KEY (term, chunk)
@@ -76,18 +76,43 @@ def _unpacked(data: bytes, n: int) -> array:
     return found
 
 
-def _first_id(chunk: int) -> int:
-    return chunk << (CHUNK_BITS + BLOCK_BITS)
+def _before(chunk: int) -> int:
+    """The id before the range's first document's: the first gap of a row, like every other, is at least 1."""
+    return (chunk << (CHUNK_BITS + BLOCK_BITS)) - 1
 
 
 def _decode(chunk: int, n: int, docs: bytes, counts: bytes) -> tuple[list[int], array]:
-    ids = list(accumulate(_unpacked(docs, n), initial=_first_id(chunk)))[1:]
-    return ids, _unpacked(counts, n)
+    return list(accumulate(_gaps(docs, n), initial=_before(chunk)))[1:], _unpacked(counts, n)
 
 
 def _encode(chunk: int, ids: list[int], counts: list[int]) -> tuple[int, bytes, bytes]:
-    gaps = [b - a for a, b in zip([_first_id(chunk), *ids], ids, strict=False)]
-    return len(ids), _packed(gaps).tobytes(), _packed(counts).tobytes()
+    gaps = [b - a for a, b in zip([_before(chunk), *ids], ids, strict=False)]
+    return len(ids), _patched(gaps), _packed(counts).tobytes()
+
+
+def _patched(gaps: list[int]) -> bytes:
+    """Gaps (each at least 1) one byte each, a gap of 256 or more as 0 there and in 4 bytes after them all
+    (10k files: 1 gap in 20; every gap in 2 bytes took 0.4 MB more)."""
+    large = [g for g in gaps if g > 0xFF]
+    if not large:
+        return bytes(gaps)
+    return bytes(g if g <= 0xFF else 0 for g in gaps) + array("I", large).tobytes()
+
+
+def _gaps(data: bytes, n: int) -> list[int]:
+    gaps = list(data[:n])
+    if len(data) > n:
+        large = array("I")
+        if len(gaps) != n or (len(data) - n) % large.itemsize:
+            from fsmem.search.tables import IndexDamaged
+
+            raise IndexDamaged("a posting row's gaps do not match its count")
+        large.frombytes(data[n:])
+        at = -1
+        for gap in large:
+            at = data.index(0, at + 1, n)  # noqa: B909 (data is bytes: nothing changes under the loop)
+            gaps[at] = gap
+    return gaps
 
 
 def document_lengths(docs: list[tuple[int, str]]) -> tuple[bytes | None, int]:
@@ -201,6 +226,14 @@ def _lengths(data: bytes) -> array:
         raise IndexDamaged("packed document lengths of the wrong size")
     found.frombytes(data)
     return found
+
+
+def pack(conn) -> None:
+    """Write every posting row again in key order, after a (re)build: rows added range by range, term by
+    term, leave the B-tree's pages part empty (10k files: 0.58 of 2.98 MB)."""
+    rows = conn.execute("SELECT term, chunk, n, docs, counts FROM search_postings ORDER BY term, chunk").fetchall()
+    conn.execute("DELETE FROM search_postings")
+    conn.executemany("INSERT INTO search_postings VALUES (?, ?, ?, ?, ?)", rows)
 
 
 def removed(conn, fid: int, n_docs: int) -> None:
