@@ -14,6 +14,7 @@ one's: it is skipped while its file's row is gone, and dropped when its range is
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 from array import array
@@ -26,7 +27,7 @@ BLOCK_BITS = 6  # fsmem.search.tables: a file's documents are its id << BLOCK_BI
 CHUNK_BITS = 8  # a term's postings are one row per 256 file ids (10k files: some 40 rows for a common term)
 PURGE_DEAD = 64  # a range's rows are rewritten without dead postings once this many of its documents died
 MAX_TOKEN_BYTES = 32768  # FTS5 cuts a longer token to its first 32,768 bytes (FTS5_MAX_TOKEN_SIZE)
-KEPT_POSTINGS = 2_000_000  # values kept per state of the index (some 40 MB at most): see _Decoded
+KEPT_POSTINGS = 1_000_000  # values kept per state of the index, some 35 bytes each at most (_Term.size)
 DENSE = 8  # a term in an eighth of the documents or more is kept as one value per document
 K1, B = 1.2, 0.75  # FTS5's bm25() constants
 
@@ -158,18 +159,14 @@ class Pending:
             _rewrite(conn, chunk, fresh.pop(chunk, {}))
         for chunk, terms in sorted(fresh.items()):
             # bulk: one read of the terms' rows of this range (most are new terms, or the range is new)
-            have = (
-                {
-                    term: (n, docs, counts)
-                    for term, n, docs, counts in conn.execute(
-                        "SELECT term, n, docs, counts FROM search_postings WHERE chunk = ? AND term IN"
-                        " (SELECT value FROM json_each(?))",
-                        (chunk, _json(list(terms))),
-                    )
-                }
-                if _has_chunk(conn, chunk)
-                else {}
-            )
+            have = {
+                term: (n, docs, counts)
+                for term, n, docs, counts in conn.execute(
+                    "SELECT term, n, docs, counts FROM search_postings WHERE term IN (SELECT value FROM json_each(?))"
+                    " AND chunk = ?",
+                    (json.dumps(list(terms), ensure_ascii=False), chunk),
+                )
+            }
             out = []
             for term, (ids, counts) in terms.items():
                 old = have.get(term)
@@ -178,16 +175,6 @@ class Pending:
                     ids, counts = old_ids + ids, [*old_counts, *counts]
                 out.append((term, chunk, *_encode(chunk, ids, counts)))
             conn.executemany("INSERT OR REPLACE INTO search_postings VALUES (?, ?, ?, ?, ?)", out)
-
-
-def _json(values: list[str]) -> str:
-    import json
-
-    return json.dumps(values, ensure_ascii=False)
-
-
-def _has_chunk(conn, chunk: int) -> bool:
-    return conn.execute("SELECT 1 FROM search_postings WHERE chunk = ? LIMIT 1", (chunk,)).fetchone() is not None
 
 
 def _rewrite(conn, chunk: int, fresh: dict[str, tuple[list[int], list[int]]]) -> None:
@@ -291,11 +278,12 @@ class _Decoded:
         if idf <= 0.0:
             idf = 1e-6  # FTS5's floor, for a term in half the documents or more
         k = K1 + 1.0
-        found = _Term([at for at, _f in live], [idf * ((f * k) / (f + norm[at])) for at, f in live])
+        found = _Term(hits, [at for at, _f in live], [idf * ((f * k) / (f + norm[at])) for at, f in live])
         if hits * DENSE >= self.rows:  # a common term: its parts for every document, 0.0 where it is absent
-            found.dense = array("d", bytes(8 * self.rows))
+            dense = array("d", bytes(8 * self.rows))
             for at, part in zip(found.positions, found.parts, strict=True):
-                found.dense[at] = part
+                dense[at] = part
+            found = _Term(hits, [], [], dense)
         with self._lock:
             if term not in self._terms:
                 self._terms[term] = found
@@ -306,18 +294,18 @@ class _Decoded:
 
 
 class _Term:
-    """One term's live documents (positions, ascending) and its part of each one's score; a common term's
-    also as one value per document (`dense`), which a query adds at C speed."""
+    """How many live documents hold one term, and its part of each one's score: by position (ascending) for a
+    rare term, as one value per document (`dense`, 8 bytes each) for a common one, which a query adds at C
+    speed. `size` is what it holds, in values (a position and a part in lists: some 70 bytes together)."""
 
-    __slots__ = ("positions", "parts", "dense")
+    __slots__ = ("hits", "positions", "parts", "dense")
 
-    def __init__(self, positions: list[int], parts: list[float]) -> None:
-        self.positions, self.parts = positions, parts
-        self.dense: array | None = None
+    def __init__(self, hits: int, positions: list[int], parts: list[float], dense: array | None = None) -> None:
+        self.hits, self.positions, self.parts, self.dense = hits, positions, parts, dense
 
     @property
     def size(self) -> int:
-        return len(self.positions) * 2 + (len(self.dense) if self.dense is not None else 0)
+        return len(self.dense) // 4 if self.dense is not None else len(self.positions) * 2
 
 
 _DECODED = ("decoded document index",)
@@ -336,7 +324,7 @@ def decoded(conn, kept: dict[Any, Any] | None) -> _Decoded:
 def frequencies(conn, terms: list[str], kept: dict[Any, Any] | None = None) -> dict[str, int]:
     """term -> the number of live documents holding it, for the terms some document holds."""
     index = decoded(conn, kept)
-    found = {t: len(index.term(conn, token_key(t)).positions) for t in dict.fromkeys(terms)}
+    found = {t: index.term(conn, token_key(t)).hits for t in dict.fromkeys(terms)}
     return {t: found[t] for t in terms if found[t]}
 
 
@@ -346,7 +334,7 @@ def bm25(conn, phrases: list[str], limit: int, kept: dict[Any, Any] | None = Non
     in the query's order as FTS5 adds them (a phrase a document lacks adds 0.0, which changes no float)."""
     index = decoded(conn, kept)
     terms = [index.term(conn, token_key(p)) for p in phrases]
-    if sum(len(t.positions) for t in terms) * DENSE < index.rows:  # few matches: only theirs are added up
+    if sum(t.hits for t in terms) * DENSE < index.rows:  # few matches (no common term): only theirs are added up
         scores: dict[int, float] = {}
         for term in terms:
             get = scores.get
