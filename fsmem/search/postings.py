@@ -116,17 +116,6 @@ def _gaps(data: bytes, n: int) -> list[int]:
     return gaps
 
 
-def document_lengths(docs: list[tuple[int, str]]) -> tuple[bytes | None, int]:
-    """A file's documents' lengths packed by ordinal (0: no document there), for `search_files.lengths`, and
-    their total; each term of a body is one token of FTS5's `ascii` tokenizer (tests/test_postings.py)."""
-    if not docs:
-        return None, 0
-    lengths = array("I", bytes(4 * (docs[-1][0] + 1)))  # 4 bytes each: 10k files, 40 KB
-    for n, body in docs:
-        lengths[n] = len(body.split())
-    return lengths.tobytes(), sum(lengths)
-
-
 class Pending:
     """The postings of the documents written in one transaction, added to their rows once, at `flush`: a
     build writes each term's row of each range once per batch of files, not once per file."""
@@ -134,14 +123,21 @@ class Pending:
     def __init__(self) -> None:
         self._rows: dict[int, dict[str, tuple[list[int], list[int]]]] = {}  # chunk -> term -> (ids, counts)
 
-    def add(self, fid: int, docs: list[tuple[int, str]]) -> None:
+    def add(self, fid: int, docs: list[tuple[int, str]]) -> bytes | None:
+        """Take one file's documents (ordinal, body); return their lengths packed for `search_files.lengths`
+        (4 bytes each, by ordinal, 0 where there is none): each body term is one token of FTS5's `ascii`
+        tokenizer (tests/test_postings.py)."""
+        if not docs:
+            return None
         rows = self._rows.setdefault(fid >> CHUNK_BITS, {})
         base = fid << BLOCK_BITS
+        lengths = array("I", bytes(4 * (docs[-1][0] + 1)))  # 10k files: 40 KB
         for n, body in docs:
             doc = base + n
             terms = body.split()
-            if len(body) * 4 > MAX_TOKEN_BYTES:  # a term may be past FTS5's limit: counted as FTS5 cuts it
-                terms = [token_key(t) for t in terms]
+            lengths[n] = len(terms)
+            if len(body) * 4 > MAX_TOKEN_BYTES and max(map(len, terms)) * 4 > MAX_TOKEN_BYTES:
+                terms = [token_key(t) for t in terms]  # a term may be past FTS5's limit: counted as FTS5 cuts it
             for term, count in Counter(terms).items():
                 found = rows.get(term)
                 if found is None:
@@ -149,6 +145,7 @@ class Pending:
                 else:
                     found[0].append(doc)
                     found[1].append(count)
+        return lengths.tobytes()
 
     def flush(self, conn) -> None:
         """Append the pending postings to their rows (ids only grow, so they go last), and rewrite the ranges

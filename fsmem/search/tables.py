@@ -142,7 +142,7 @@ def _insert(conn, item: Parsed, pending: postings.Pending, *, racy: bool) -> Non
     # it (a posting of fsmem.search.postings) can be read as another's.
     fid = int(conn.execute("SELECT value FROM search_meta WHERE key = 'next'").fetchone()[0])
     conn.execute("UPDATE search_meta SET value = ? WHERE key = 'next'", (fid + (len(item.rows) >> BLOCK_BITS) + 1,))
-    lengths, tokens = postings.document_lengths(docs)
+    lengths = pending.add(fid, docs)
     conn.execute(
         "INSERT INTO search_files (id, path, mtime_ns, size, ino, ctime_ns, rows, docs, type, tags, updated,"
         " importance, lines, groups, sources, cited, lengths)"
@@ -171,7 +171,6 @@ def _insert(conn, item: Parsed, pending: postings.Pending, *, racy: bool) -> Non
         superseded = [(base + n,) for n, row in enumerate(item.rows) if row[1] & SUPERSEDED]
         if superseded:
             conn.executemany("INSERT INTO search_superseded VALUES (?)", superseded)
-        pending.add(fid, docs)
         conn.executemany(
             "INSERT INTO search_sources VALUES (?, ?)", [(base + n + 1, s) for n, s in enumerate(item.sources)]
         )
