@@ -1,15 +1,16 @@
 """The document index: per term the documents holding it and how often, per document its length in terms.
 
 The document part of the score is BM25 over documents (a file's rows citing one session note, or none).
-FTS5 stored every position of every term of them (10k files: 6.7 million occurrences, 10.3 MB) where
-BM25 needs only each term's count per document and each document's length: fsmem keeps those itself,
-in the same cache.sqlite and transactions as the other search tables, and computes FTS5's very float.
+An FTS5 table of them stored every position of every term (10k files: 6.7 million occurrences, 10.3 MB)
+where BM25 needs only each term's count per document and each document's length: fsmem keeps those
+(2.2 MB), in the same cache.sqlite and transactions as the other search tables, and computes from them
+the very float FTS5's bm25() gave.
 
 A term's postings are rows of `search_postings`, one per range of `1 << CHUNK_BITS` file ids: a file
 written adds to the last range's row of each of its terms, never to every posting of a common term.
-Document ids are FTS5's were (`file_id << BLOCK_BITS) + n`), each row's as the gaps between them, and
-file ids only grow (`next` in search_meta), so a posting of a removed document is never read as a newer
-one's: it is skipped while its file's row is gone, and dropped when its range is rewritten.
+A document's id is the one its FTS5 row had, `(file_id << BLOCK_BITS) + n`, stored as the gap from the
+one before; file ids only grow (`next` in search_meta), so a posting of a removed document is never read
+as a newer one's: it is skipped while its file's row is gone, and dropped when its range is rewritten.
 """
 
 from __future__ import annotations
@@ -60,6 +61,13 @@ def token_key(term: str) -> str:
     return data[:whole].decode("utf-8") + ("\ufffd" + cut.hex() if cut else "")
 
 
+def _damaged(why: str) -> Exception:
+    """The index's damage, for the index to drop and rebuild it (tables.py imports this module)."""
+    from fsmem.search.tables import IndexDamaged
+
+    return IndexDamaged(why)
+
+
 def _packed(values: list[int]) -> array:
     """`values` in the narrowest of 1, 2 or 4 bytes a value that holds them all."""
     top = max(values)
@@ -69,9 +77,7 @@ def _packed(values: list[int]) -> array:
 def _unpacked(data: bytes, n: int) -> array:
     code = {1: "B", 2: "H", 4: "I"}.get(len(data) // n if n else 0)
     if code is None or len(data) != n * array(code).itemsize:
-        from fsmem.search.tables import IndexDamaged
-
-        raise IndexDamaged("a posting row does not match its count")
+        raise _damaged("a posting row does not match its count")
     found = array(code)
     found.frombytes(data)
     return found
@@ -105,13 +111,13 @@ def _gaps(data: bytes, n: int) -> list[int]:
     if len(data) > n:
         large = array("I")
         if len(gaps) != n or (len(data) - n) % large.itemsize:
-            from fsmem.search.tables import IndexDamaged
-
-            raise IndexDamaged("a posting row's gaps do not match its count")
+            raise _damaged("a posting row's gaps do not match its count")
         large.frombytes(data[n:])
         at = -1
         for gap in large:
-            at = data.index(0, at + 1, n)  # noqa: B909 (data is bytes: nothing changes under the loop)
+            at = data.find(0, at + 1, n)
+            if at < 0 or gap <= 0xFF:
+                raise _damaged("a posting row's large gaps do not match its marks")
             gaps[at] = gap
     return gaps
 
@@ -205,9 +211,7 @@ def _live_documents(conn, chunk: int) -> set[int]:
 def _lengths(data: bytes) -> array:
     found = array("I")
     if len(data) % found.itemsize:
-        from fsmem.search.tables import IndexDamaged
-
-        raise IndexDamaged("packed document lengths of the wrong size")
+        raise _damaged("packed document lengths of the wrong size")
     found.frombytes(data)
     return found
 
