@@ -22,7 +22,7 @@ from array import array
 from collections import Counter, OrderedDict
 from itertools import accumulate
 from operator import add
-from typing import Any
+from typing import Any, cast
 
 BLOCK_BITS = 6  # fsmem.search.tables: a file's documents are its id << BLOCK_BITS + n
 CHUNK_BITS = 8  # a term's postings are one row per 256 file ids (10k files: some 40 rows for a common term)
@@ -243,6 +243,10 @@ class _Decoded:
         ids: list[int] = []
         lengths: list[int] = []
         for fid, packed in conn.execute("SELECT id, lengths FROM search_files WHERE lengths IS NOT NULL ORDER BY id"):
+            if len(packed) == 4:  # most files: one document, the first
+                ids.append(fid << BLOCK_BITS)
+                lengths.append(int.from_bytes(packed, "little"))
+                continue
             base = fid << BLOCK_BITS
             for n, length in enumerate(_lengths(packed)):
                 if length:
@@ -264,25 +268,29 @@ class _Decoded:
             if found is not None:
                 self._terms.move_to_end(term)
                 return found
-        position, norm = self.position, self.norm
-        live: list[tuple[int, int]] = []
+        found_at: list[int | None] = []
+        freqs: list[int] = []
         for chunk, n, docs, counts in conn.execute(
             "SELECT chunk, n, docs, counts FROM search_postings WHERE term = ? ORDER BY chunk", (term,)
         ):
-            ids, freqs = _decode(chunk, n, docs, counts)
-            for doc, freq in zip(ids, freqs, strict=True):
-                at = position.get(doc)
-                if at is not None:  # a dead document's postings are skipped
-                    live.append((at, freq))
-        hits = len(live)
+            ids, found_counts = _decode(chunk, n, docs, counts)
+            found_at += map(self.position.get, ids)
+            freqs += found_counts
+        if None in found_at:  # a dead document's postings are skipped
+            live = [(at, f) for at, f in zip(found_at, freqs, strict=True) if at is not None]
+            positions, freqs = [at for at, _f in live], [f for _at, f in live]
+        else:
+            positions = cast(list[int], found_at)
+        hits = len(positions)
         idf = math.log((self.rows - hits + 0.5) / (hits + 0.5))
         if idf <= 0.0:
             idf = 1e-6  # FTS5's floor, for a term in half the documents or more
-        k = K1 + 1.0
-        found = _Term(hits, [at for at, _f in live], [idf * ((f * k) / (f + norm[at])) for at, f in live])
+        k, norm = K1 + 1.0, self.norm
+        parts = [idf * ((f * k) / (f + norm[at])) for at, f in zip(positions, freqs, strict=True)]
+        found = _Term(hits, positions, parts)
         if hits * DENSE >= self.rows:  # a common term: its parts for every document, 0.0 where it is absent
             dense = array("d", bytes(8 * self.rows))
-            for at, part in zip(found.positions, found.parts, strict=True):
+            for at, part in zip(positions, parts, strict=True):
                 dense[at] = part
             found = _Term(hits, [], [], dense)
         with self._lock:
