@@ -177,7 +177,7 @@ def _damage_document_postings(memory):
 
 def _damage_document_lengths(memory):
     conn = connect(cache_path(memory.root))
-    conn.execute("UPDATE search_files SET lengths = x'010203' WHERE lengths IS NOT NULL")
+    conn.execute("UPDATE search_lengths SET lengths = x'010203'")
     conn.close()
 
 

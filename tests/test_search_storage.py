@@ -53,7 +53,7 @@ def _query(memory, sql):
 
 def _documents(memory) -> list[int]:
     """The ids of the documents the index holds: each file's ordinals with a length (fsmem.search.postings)."""
-    found = _query(memory, "SELECT id, lengths FROM search_files WHERE lengths IS NOT NULL")
+    found = _query(memory, "SELECT id, lengths FROM search_lengths")
     return sorted((fid << BLOCK_BITS) + n for fid, packed in found for n, size in enumerate(array("I", packed)) if size)
 
 

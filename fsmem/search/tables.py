@@ -51,7 +51,6 @@ CREATE TABLE IF NOT EXISTS search_files (
     rows INTEGER NOT NULL, docs INTEGER NOT NULL,
     type TEXT, tags TEXT, updated TEXT, importance REAL,
     lines BLOB, groups BLOB, sources TEXT,
-    lengths BLOB,  -- its documents' lengths in terms, 4 bytes each, by ordinal (0: none): fsmem.search.postings
     cited INTEGER NOT NULL  -- a session note the consolidator has read: documents may supersede its facts
 );
 -- the files that take more than one block (`continued_blocks`); most take one
@@ -142,11 +141,9 @@ def _insert(conn, item: Parsed, pending: postings.Pending, *, racy: bool) -> Non
     # it (a posting of fsmem.search.postings) can be read as another's.
     fid = int(conn.execute("SELECT value FROM search_meta WHERE key = 'next'").fetchone()[0])
     conn.execute("UPDATE search_meta SET value = ? WHERE key = 'next'", (fid + (len(item.rows) >> BLOCK_BITS) + 1,))
-    lengths = pending.add(fid, docs)
     conn.execute(
         "INSERT INTO search_files (id, path, mtime_ns, size, ino, ctime_ns, rows, docs, type, tags, updated,"
-        " importance, lines, groups, sources, cited, lengths)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " importance, lines, groups, sources, cited) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             fid,
             item.path,
@@ -159,9 +156,9 @@ def _insert(conn, item: Parsed, pending: postings.Pending, *, racy: bool) -> Non
             groups.tobytes() if groups is not None else None,
             json.dumps(item.sources, ensure_ascii=False) if item.sources else None,
             int(item.cited),
-            lengths,
         ),
     )
+    pending.add(conn, fid, docs)
     base = fid << BLOCK_BITS
     if item.rows:
         conn.executemany(
