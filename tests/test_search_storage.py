@@ -127,3 +127,20 @@ def test_a_document_past_a_files_first_block_leads_to_its_file(memory, monkeypat
     fid, rows = _query(memory, "SELECT id, rows FROM search_files WHERE path = 'topics/cited.md'")[0]
     documents = [i for i in _documents(memory) if i >> 6 >= fid]
     assert rows == 70 and (fid << BLOCK_BITS) + 70 in documents  # the walrus fact's note is the 70th
+
+
+def test_an_older_index_with_its_document_table_is_made_again_without_it(memory):
+    """Before fsmem.search.postings the documents were an FTS5 table (`search_docs`, and its vocabulary):
+    an index of that version is dropped whole, those tables with it, and the answers are the same."""
+    first = _ranking(memory, "walrus")
+    conn = connect(cache_path(memory.root))
+    conn.execute("CREATE VIRTUAL TABLE search_docs USING fts5 (body, content='', contentless_delete=1)")
+    conn.execute("CREATE VIRTUAL TABLE search_docs_vocab USING fts5vocab (search_docs, 'row')")
+    conn.execute("INSERT INTO search_docs (rowid, body) VALUES (64, 'walrus walrus')")
+    conn.execute("UPDATE search_meta SET value = '8:4' WHERE key = 'version'")
+    conn.close()
+    memory.search_index.close()
+    assert _ranking(Memory(memory.root), "walrus") == first
+    names = {n for (n,) in _query(memory, "SELECT name FROM sqlite_master")}
+    assert not {n for n in names if n.startswith("search_docs")}
+    assert {"search_postings", "search_lengths", "search_dead"} <= names

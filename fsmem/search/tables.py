@@ -33,8 +33,9 @@ class IndexDamaged(Exception):
 BLOCK_BITS = 6  # a file's rows take (rows >> BLOCK_BITS) + 1 blocks of 64 row ids: most take one
 
 _TABLES = ("search_files", "search_superseded", "search_sources", "search_terms", "search_meta", *postings.TABLES)
-# search_docs (and its vocabulary) held the documents before fsmem.search.postings: dropped with an old index
-_FTS_TABLES = ("search_vocab", "search_names_vocab", "search_docs_vocab", "search_fts", "search_names", "search_docs")
+_FTS_TABLES = ("search_vocab", "search_names_vocab", "search_fts", "search_names")
+# an older index's tables, dropped with it: search_docs held the documents before fsmem.search.postings
+_OLD_TABLES = ("search_docs_vocab", "search_docs")
 _SCHEMA = """
 -- version, rows, docs, next (the next file id: ids only grow, see fsmem.search.postings), changes (counts every file indexed or removed: what is kept from one state of the
 -- tables, such as document frequencies, is kept while it does not move), built (drawn when the tables are
@@ -89,7 +90,7 @@ def _inode(path: Path) -> int | None:
 
 
 def _drop_tables(conn) -> None:
-    for name in (*_FTS_TABLES, *_TABLES):
+    for name in (*_OLD_TABLES, *_FTS_TABLES, *_TABLES):
         conn.execute(f"DROP TABLE IF EXISTS {name}")
 
 
