@@ -8,12 +8,13 @@ sequence of files written and removed. Each property runs a real FTS5 table besi
 from __future__ import annotations
 
 import random
+import shutil
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fsmem.search import postings
+from fsmem.search import index as search_index, postings, scoring
 from fsmem.search.analyzer import Analyzer
 from fsmem.search.index import SearchIndex
 from fsmem.search.parsing import Parsed
@@ -186,3 +187,66 @@ def test_scores_on_a_larger_memory_are_fts5s_to_the_bit(monkeypatch, dense):
             _remove_both(conn, f"f{n - 2}.md")
     queries = [rng.sample(vocabulary, rng.randint(3, 8)) for _ in range(150)]
     _compare(conn, queries, {}, vocabulary)
+
+
+def _ranking(memory, query):
+    """Every candidate's path, line and score (without the retrieval log, which each search adds to)."""
+    memory.search_index.refresh()
+    found = scoring.rank(memory.search_index, query, memory.search_settings)
+    return [(found.paths[i], found.lines[i], found.scores[i]) for i in found.ids]
+
+
+def _rows_by_chunk(memory) -> dict[int, list[tuple]]:
+    conn = _cache.connect(_cache.cache_path(memory.root))
+    try:
+        found: dict[int, list[tuple]] = {}
+        for row in conn.execute("SELECT chunk, term, n, docs, counts FROM search_postings ORDER BY chunk, term"):
+            found.setdefault(row[0], []).append(tuple(row[1:]))
+        return found
+    finally:
+        conn.close()
+
+
+def test_a_file_written_touches_only_its_own_range_and_dead_postings_go_when_many(tmp_path, monkeypatch):
+    """A write adds to the last range's rows (a common term's other postings stay as they are); a changed
+    file's old postings are skipped, and dropped when its range has PURGE_DEAD dead documents."""
+    from fsmem import Memory
+
+    monkeypatch.setenv("FSMEM_NOW", "2026-01-10T00:00:00+00:00")
+    monkeypatch.setattr(postings, "CHUNK_BITS", 2)  # four file ids a range
+    monkeypatch.setattr(postings, "PURGE_DEAD", 3)
+    monkeypatch.setattr(search_index, "RACY_NS", 0)  # a file is indexed once, not again at the next search
+    root = tmp_path / "mem"
+    Memory.init(root)
+    (root / "topics").mkdir()
+    for n in range(12):
+        (root / "topics" / f"t{n:02}.md").write_text(f"# T{n}\n\n- walrus budget {n}: ledger\n", encoding="utf-8")
+    memory = Memory(root)
+    memory.search("walrus ledger")
+    before = _rows_by_chunk(memory)
+    last = max(before)
+    memory.note("a walrus on the ledger")
+    memory.search("walrus")
+    after = _rows_by_chunk(memory)
+    assert {c: r for c, r in after.items() if c < last} == {c: r for c, r in before.items() if c < last}
+    conn = _cache.connect(_cache.cache_path(root))
+    chunk = conn.execute("SELECT id FROM search_files WHERE path = 'topics/t05.md'").fetchone()[0] >> 2
+    paths = [p for (p,) in conn.execute("SELECT path FROM search_files WHERE id >> 2 = ? ORDER BY id", (chunk,))]
+    assert len(paths) >= 3
+    for path in paths[:2]:
+        (root / path).write_text("# Changed\n\n- walrus budget again: ledger\n", encoding="utf-8")
+        memory.search("walrus")
+    assert _rows_by_chunk(memory)[chunk] == before[chunk]  # two dead documents in its range: skipped, kept
+    assert {h.path for h in memory.search("walrus budget again").hits[:2]} == set(paths[:2])
+    (root / paths[2]).write_text("# Changed\n\n- walrus budget again: ledger\n", encoding="utf-8")
+    memory.search("walrus")
+    live = {fid << 6 for (fid,) in conn.execute("SELECT id FROM search_lengths")}  # one document each here
+    purged = _rows_by_chunk(memory)[chunk]  # the third: the range written again, without them
+    assert purged != before[chunk]
+    assert all(set(postings._decode(chunk, n, docs, counts)[0]) <= live for _t, n, docs, counts in purged)
+    assert conn.execute("SELECT count(*) FROM search_dead WHERE chunk = ?", (chunk,)).fetchone() == (0,)
+    conn.close()
+    found = _ranking(memory, "walrus ledger budget again")
+    memory.close()
+    shutil.rmtree(root / ".fsmem")
+    assert _ranking(Memory(root), "walrus ledger budget again") == found  # what a new index gives
