@@ -37,10 +37,10 @@ _FTS_TABLES = ("search_vocab", "search_names_vocab", "search_fts", "search_names
 # an older index's tables, dropped with it: search_docs held the documents before fsmem.search.postings
 _OLD_TABLES = ("search_docs_vocab", "search_docs")
 _SCHEMA = """
--- version, rows, docs, next (the next file id: ids only grow, see fsmem.search.postings), changes (counts every file indexed or removed: what is kept from one state of the
--- tables, such as document frequencies, is kept while it does not move), built (drawn when the tables are
--- made: a state is its `built` and `changes`, since a rebuilt index counts its changes again from 0), walk
--- (see SearchIndex._refresh)
+-- version, rows, docs, next (the next file's id: ids only grow, see fsmem.search.postings), changes (counts
+-- every file indexed or removed: what is kept from one state of the tables, such as document frequencies, is
+-- kept while it does not move), built (drawn when the tables are made: a state is its `built` and `changes`,
+-- since a rebuilt index counts its changes again from 0), walk (see SearchIndex._refresh)
 CREATE TABLE IF NOT EXISTS search_meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
 -- one row per file: its stamp, what filters and salience need, and its rows packed:
 -- `lines` holds line << 2 | flags per row, `groups` the row's cited note (1-based in `sources`, 0: none),
