@@ -63,10 +63,12 @@ def token_key(term: str) -> str:
     return data[:whole].decode("utf-8") + ("\ufffd" + cut.hex() if cut else "")
 
 
-def _damaged(why: str) -> Exception:
-    """The index's damage, for the index to drop and rebuild it (tables.py imports this module)."""
-    from fsmem.search.tables import IndexDamaged
+class IndexDamaged(Exception):
+    """The search tables cannot be trusted; they are dropped and rebuilt. (Here, where the lowest of the
+    modules that find damage can raise it; fsmem.search.tables, which imports this one, names it too.)"""
 
+
+def _damaged(why: str) -> Exception:
     return IndexDamaged(why)
 
 

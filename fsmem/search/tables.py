@@ -23,12 +23,8 @@ from pathlib import Path
 
 from fsmem.search import postings
 from fsmem.search.parsing import LINKED, MAX_ROWS, ROW_BITS, SUPERSEDED, Parsed, Stamp  # noqa: F401
+from fsmem.search.postings import IndexDamaged
 from fsmem.store import cache as _cache
-
-
-class IndexDamaged(Exception):
-    """The search tables cannot be trusted; they are dropped and rebuilt."""
-
 
 BLOCK_BITS = 6  # a file's rows take (rows >> BLOCK_BITS) + 1 blocks of 64 row ids: most take one
 
