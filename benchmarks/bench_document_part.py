@@ -133,7 +133,9 @@ def main() -> int:
                 for what, values in _run(packages[side], root, args, work / f"{side}-{number}.json").items():
                     samples[side].setdefault(what, []).extend(values)
                 shutil.rmtree(root)
-        print(f"CPU per call, ms (median), old {args.old} / new {REPO}; load {load} before, {os.getloadavg()} after")
+        after = os.getloadavg()
+        print(f"CPU per call, ms (median), old {args.old} / new {REPO}")
+        print(f"load average {' '.join(f'{x:.2f}' for x in load)} before, {' '.join(f'{x:.2f}' for x in after)} after")
         print(f"{'':32} {'old':>8} {'new':>8} {'new/old':>8}")
         for what in samples["old"]:
             old, new = (1000 * statistics.median(samples[side][what]) for side in ("old", "new"))
