@@ -96,7 +96,7 @@ def test_a_rebuild_leaves_each_fts5_table_one_segment(memory, monkeypatch):
 
     monkeypatch.setattr(index, "BATCH_FILES", 2)  # a build of 7 files commits 4 times: 4 segments a table
     memory.search("billing")
-    assert [_segments(memory, t) for t in ("search_fts", "search_docs", "search_names")] == [1, 1, 1]
+    assert [_segments(memory, t) for t in ("search_fts", "search_names")] == [1, 1]
 
 
 def test_merged_segments_score_every_row_as_before(memory):

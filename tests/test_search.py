@@ -169,13 +169,35 @@ def _damage_rows(memory):
     conn.close()
 
 
+def _damage_document_postings(memory):
+    conn = connect(cache_path(memory.root))
+    conn.execute("UPDATE search_postings SET docs = x'0102030405', counts = x'01'")  # n no longer matches
+    conn.close()
+
+
+def _damage_document_lengths(memory):
+    conn = connect(cache_path(memory.root))
+    conn.execute("UPDATE search_lengths SET lengths = x'010203'")
+    conn.close()
+
+
 def _damage_version(memory):
     conn = connect(cache_path(memory.root))
     conn.execute("UPDATE search_meta SET value = '0:0' WHERE key = 'version'")
     conn.close()
 
 
-@pytest.mark.parametrize("damage", [_damage_whole_file, _damage_postings, _damage_rows, _damage_version])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        _damage_whole_file,
+        _damage_postings,
+        _damage_rows,
+        _damage_document_postings,
+        _damage_document_lengths,
+        _damage_version,
+    ],
+)
 def test_a_damaged_index_is_rebuilt_never_trusted(memory, damage):
     for path in memory.root.rglob("*.md"):  # older than the racy window, so nothing is re-read anyway
         os.utime(path, ns=(path.stat().st_mtime_ns - 10**10,) * 2)

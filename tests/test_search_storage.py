@@ -8,6 +8,7 @@ rows past a file's first block are found, with the right line, through every pat
 from __future__ import annotations
 
 import shutil
+from array import array
 
 import pytest
 
@@ -50,6 +51,12 @@ def _query(memory, sql):
         conn.close()
 
 
+def _documents(memory) -> list[int]:
+    """The ids of the documents the index holds: each file's ordinals with a length (fsmem.search.postings)."""
+    found = _query(memory, "SELECT id, lengths FROM search_lengths")
+    return sorted((fid << BLOCK_BITS) + n for fid, packed in found for n, size in enumerate(array("I", packed)) if size)
+
+
 def test_each_file_takes_the_next_blocks_of_row_ids(memory):
     memory.search("walrus")
     files = _query(memory, "SELECT id, rows, docs FROM search_files ORDER BY id")
@@ -59,7 +66,7 @@ def test_each_file_takes_the_next_blocks_of_row_ids(memory):
         assert following == fid + (rows >> BLOCK_BITS) + 1  # no block left between two files
     wanted = sorted(fid * 64 + n for fid, rows, _docs in files for n in range(rows))
     assert [i for (i,) in _query(memory, "SELECT id FROM search_fts_docsize ORDER BY id")] == wanted
-    documents = [i for (i,) in _query(memory, "SELECT id FROM search_docs_docsize ORDER BY id")]
+    documents = _documents(memory)
     assert documents == [fid * 64 for fid, _rows, docs in files if docs]
 
 
@@ -118,5 +125,22 @@ def test_a_document_past_a_files_first_block_leads_to_its_file(memory, monkeypat
     where = ("topics/cited.md", _line_of(memory, "topics/cited.md", "- fact 69: walrus"))
     assert (memory.search("walrus").hits[0].path, memory.search("walrus").hits[0].line) == where
     fid, rows = _query(memory, "SELECT id, rows FROM search_files WHERE path = 'topics/cited.md'")[0]
-    documents = [i for (i,) in _query(memory, f"SELECT id FROM search_docs_docsize WHERE id >> 6 >= {fid}")]
+    documents = [i for i in _documents(memory) if i >> 6 >= fid]
     assert rows == 70 and (fid << BLOCK_BITS) + 70 in documents  # the walrus fact's note is the 70th
+
+
+def test_an_older_index_with_its_document_table_is_made_again_without_it(memory):
+    """Before fsmem.search.postings the documents were an FTS5 table (`search_docs`, and its vocabulary):
+    an index of that version is dropped whole, those tables with it, and the answers are the same."""
+    first = _ranking(memory, "walrus")
+    conn = connect(cache_path(memory.root))
+    conn.execute("CREATE VIRTUAL TABLE search_docs USING fts5 (body, content='', contentless_delete=1)")
+    conn.execute("CREATE VIRTUAL TABLE search_docs_vocab USING fts5vocab (search_docs, 'row')")
+    conn.execute("INSERT INTO search_docs (rowid, body) VALUES (64, 'walrus walrus')")
+    conn.execute("UPDATE search_meta SET value = '8:4' WHERE key = 'version'")
+    conn.close()
+    memory.search_index.close()
+    assert _ranking(Memory(memory.root), "walrus") == first
+    names = {n for (n,) in _query(memory, "SELECT name FROM sqlite_master")}
+    assert not {n for n in names if n.startswith("search_docs")}
+    assert {"search_postings", "search_lengths", "search_dead"} <= names

@@ -15,7 +15,8 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
-from fsmem.search.tables import ROW_BITS, continued_blocks, corrected, rank_id_sql
+from fsmem.search import postings
+from fsmem.search.tables import BLOCK_BITS, ROW_BITS, continued_blocks, corrected
 
 RECENT_KEPT = 32  # candidate pools of recent queries kept per state of the index (`Kept.remember`)
 _RECENT = ("recent",)
@@ -128,29 +129,61 @@ def name_scores(conn, terms, fuzzy, names_df, n_named: int, fuzzy_weight: float,
     return {fid: value / could for fid, value in earned.items() if value > 0} if could > 0 else {}
 
 
+_RANK_IDS, _SOURCES = ("documents' ranking ids",), ("documents' sources",)
+
+
+def _rank_ids(conn, kept: dict[Any, Any] | None) -> list[int]:
+    """Ranking's id of each document of `postings.decoded(...).ids`, kept per state: its file's row n has it."""
+    found = kept.get(_RANK_IDS) if kept is not None else None
+    if found is None:
+        continued = continued_blocks(conn, kept)
+        found = [
+            (d >> BLOCK_BITS) << ROW_BITS | (d & ((1 << BLOCK_BITS) - 1)) for d in postings.decoded(conn, kept).ids
+        ]
+        if continued:
+            found = [corrected(r, continued) if r >> ROW_BITS in continued else r for r in found]
+        if kept is not None:
+            kept[_RANK_IDS] = found
+    return found
+
+
+def _sources(conn, stored: list[int], kept: dict[Any, Any] | None) -> dict[int, str | None]:
+    """The session note each of these documents cites (None: the file's uncited rows), those asked before in
+    this state from `kept`: document n of a file is stored at the id of its cited note n (tables._insert)."""
+    known: dict[int, str | None] = kept.setdefault(_SOURCES, {}) if kept is not None else {}
+    asked = [d for d in stored if d not in known]
+    if asked:
+        found = dict.fromkeys(asked)
+        found.update(
+            conn.execute(
+                "SELECT id, source FROM search_sources WHERE id IN (SELECT value FROM json_each(?))",
+                (json_array(asked),),
+            )
+        )
+        known.update(found)
+    return known
+
+
 def document_scores(
-    conn, match, terms, fuzzy, w, n_docs, could_earn, kept: dict[Any, Any] | None = None
+    conn, phrases, terms, fuzzy, w, n_docs, could_earn, kept: dict[Any, Any] | None = None
 ) -> tuple[dict[Any, float], dict[int, float]]:
-    """Normalised scores of the matching documents: by key (a cited note, summed over the files citing it,
-    so a session split across speaker files scores as one; else the document's id), and by document id."""
+    """Normalised scores of the documents matching any of `phrases` (the query's terms, in its order): by key
+    (a cited note, summed over the files citing it, so a session split across speaker files scores as one;
+    else the document's id), and by document id, best first."""
     if w["document"] <= 0 or not n_docs:
         return {}, {}
-    df = document_frequencies(conn, "search_docs_vocab", list(dict.fromkeys(terms + list(fuzzy.values()))), kept)
+    df = postings.frequencies(conn, list(dict.fromkeys(terms + list(fuzzy.values()))), kept)
     denominator = could_earn(n_docs, df)
+    best, raw = postings.bm25(conn, phrases, DOCUMENT_POOL, kept)
+    stored, rank_ids = postings.decoded(conn, kept).ids, _rank_ids(conn, kept)
+    docs = [rank_ids[at] for at in best]
+    by_doc = dict(zip(docs, [r / denominator for r in raw], strict=True))
+    sources = _sources(conn, [stored[at] for at in best], kept)
+    cited = [sources[stored[at]] for at in best]
+    if not any(cited):
+        return dict(by_doc), by_doc  # each document its own key: 0.0 + its score is its score
     by_key: dict[Any, float] = {}
-    by_doc: dict[int, float] = {}
-    continued = continued_blocks(conn, kept)
-    # The best documents first, then their sources: joined before the sort, every match (~9,700 of a first
-    # question at 10k files) looked its source up (12.9 -> 12.1 ms CPU; the same rows in the same order).
-    for doc, raw, source in conn.execute(
-        f"SELECT {rank_id_sql('d.rowid')}, d.r, s.source FROM (SELECT rowid, -bm25(search_docs) AS r"
-        " FROM search_docs WHERE search_docs MATCH ? ORDER BY r DESC, rowid LIMIT ?) AS d"
-        " LEFT JOIN search_sources AS s ON s.id = d.rowid ORDER BY d.r DESC, d.rowid",
-        (match, DOCUMENT_POOL),
-    ):
-        if doc >> ROW_BITS in continued:  # a file's document n has the id its row n has
-            doc = corrected(doc, continued)
-        score = by_doc[doc] = raw / denominator
+    for doc, source in zip(docs, cited, strict=True):
         key = doc if source is None else source
-        by_key[key] = by_key.get(key, 0.0) + score
+        by_key[key] = by_key.get(key, 0.0) + by_doc[doc]
     return by_key, by_doc

@@ -4,10 +4,11 @@ Files are the only copy of the text. The index holds, per file, its stamp and
 the front-matter fields search filters and weighs on; per row, its line and
 flags; and the FTS5 postings of every row's analysed terms in three columns
 (the row's text, its headings, and its document's names: title, entity or
-topic, aliases), so a fact is found by its subject. A second FTS5 table holds
-one document per (file, cited session note), for the document part of the
-score. Both are contentless (`contentless_delete=1`): no text is stored, and a
-file's rows are deleted by row id when it changes.
+topic, aliases), so a fact is found by its subject. fsmem's own postings
+(`fsmem.search.postings`) hold one document per (file, cited session note), for
+the document part of the score. The FTS5 tables are contentless
+(`contentless_delete=1`): no text is stored, and a file's rows are deleted by
+row id when it changes.
 
 Each search re-reads only the files whose mtime, size, inode or ctime changed,
 so a write through fsmem, a consolidation or a human edit is seen by the next
@@ -57,6 +58,7 @@ from fsmem.search.parsing import (  # noqa: F401  (re-exported: the names other 
     source_of,
     stamp_of,
 )
+from fsmem.search.postings import Pending
 from fsmem.search.tables import (  # noqa: F401
     _FTS_TABLES,
     _SCHEMA,
@@ -78,7 +80,7 @@ from fsmem.store.paths import STATE_DIR
 
 LEGACY_DIR = "search"  # .fsmem/search/: where the index lived before it moved into cache.sqlite
 # Bump when the tables or what goes into them change: an older index is then dropped and rebuilt.
-INDEX_VERSION = 8  # 8: FTS5 row ids in packed blocks, rows packed in the fewest bytes (tables.py)
+INDEX_VERSION = 9  # 9: documents in fsmem's own postings, not FTS5 (postings.py); 8: row ids in packed blocks
 READER_CACHE_KIB = 1024  # SQLite's page cache of each thread's read connection
 RACY_NS = _cache.RACY_NS  # a file written this recently is read again at the next refresh
 BATCH_FILES = 500  # files per write transaction of a large (re)build, so other writers are not starved
@@ -170,7 +172,14 @@ class SearchIndex:
                 conn.execute(_SCHEMA)
                 conn.executemany(
                     "INSERT INTO search_meta VALUES (?, ?)",
-                    [("version", version), ("rows", 0), ("docs", 0), ("changes", 0), ("built", os.urandom(8).hex())],
+                    [
+                        ("version", version),
+                        ("rows", 0),
+                        ("docs", 0),
+                        ("next", 1),
+                        ("changes", 0),
+                        ("built", os.urandom(8).hex()),
+                    ],
                 )
 
     def close(self) -> None:
@@ -368,6 +377,7 @@ class SearchIndex:
             parsed = [p for p in (read_file(self.root, rel, full, self.analyzer) for rel, full in batch) if p]
             read = {p.path for p in parsed}
             vanished = [rel for rel, _ in batch if rel in known and rel not in read]
+            pending = Pending()  # the documents' postings, written once per batch (fsmem.search.postings)
             with _cache.transaction(conn):
                 if start == 0:
                     vanished += gone
@@ -391,11 +401,12 @@ class SearchIndex:
                     if now_stamp != item.stamp:
                         continue  # changed again since it was read: the next refresh takes it
                     _remove(conn, item.path)
-                    _insert(conn, item, racy=item.stamp[0] >= now - RACY_NS)
+                    _insert(conn, item, pending, racy=item.stamp[0] >= now - RACY_NS)
                     new_terms |= item.terms
                     changed += 1
                 if new_terms:
                     conn.executemany("INSERT OR IGNORE INTO search_terms VALUES (?)", ((t,) for t in new_terms))
+                pending.flush(conn)
         self.stats["indexed"] += changed
         return changed
 

@@ -291,7 +291,7 @@ def _candidates(
 
     # 1. Documents (a file's rows citing one session note, or none): their part of the score, and which
     #    files are worth scoring row by row when very many match.
-    group_total, documents = document_scores(conn, match, terms, fuzzy, w, int(meta.get("docs") or 0), could_earn, kept)
+    group_total, documents = document_scores(conn, used, terms, fuzzy, w, int(meta.get("docs") or 0), could_earn, kept)
     scored_files = allowed
     if len(documents) > TOP_DOCUMENTS:
         top = {d >> ROW_BITS for d in best_documents(documents, TOP_DOCUMENTS)}

@@ -21,23 +21,22 @@ from array import array
 from collections.abc import Iterable
 from pathlib import Path
 
+from fsmem.search import postings
 from fsmem.search.parsing import LINKED, MAX_ROWS, ROW_BITS, SUPERSEDED, Parsed, Stamp  # noqa: F401
+from fsmem.search.postings import IndexDamaged
 from fsmem.store import cache as _cache
-
-
-class IndexDamaged(Exception):
-    """The search tables cannot be trusted; they are dropped and rebuilt."""
-
 
 BLOCK_BITS = 6  # a file's rows take (rows >> BLOCK_BITS) + 1 blocks of 64 row ids: most take one
 
-_TABLES = ("search_files", "search_superseded", "search_sources", "search_terms", "search_meta")
-_FTS_TABLES = ("search_vocab", "search_names_vocab", "search_docs_vocab", "search_fts", "search_names", "search_docs")
+_TABLES = ("search_files", "search_superseded", "search_sources", "search_terms", "search_meta", *postings.TABLES)
+_FTS_TABLES = ("search_vocab", "search_names_vocab", "search_fts", "search_names")
+# an older index's tables, dropped with it: search_docs held the documents before fsmem.search.postings
+_OLD_TABLES = ("search_docs_vocab", "search_docs")
 _SCHEMA = """
--- version, rows, docs, changes (counts every file indexed or removed: what is kept from one state of the
--- tables, such as document frequencies, is kept while it does not move), built (drawn when the tables are
--- made: a state is its `built` and `changes`, since a rebuilt index counts its changes again from 0), walk
--- (see SearchIndex._refresh)
+-- version, rows, docs, next (the next file's id: ids only grow, see fsmem.search.postings), changes (counts
+-- every file indexed or removed: what is kept from one state of the tables, such as document frequencies, is
+-- kept while it does not move), built (drawn when the tables are made: a state is its `built` and `changes`,
+-- since a rebuilt index counts its changes again from 0), walk (see SearchIndex._refresh)
 CREATE TABLE IF NOT EXISTS search_meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
 -- one row per file: its stamp, what filters and salience need, and its rows packed:
 -- `lines` holds line << 2 | flags per row, `groups` the row's cited note (1-based in `sources`, 0: none),
@@ -65,11 +64,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS search_names USING fts5 (
     names, content='', contentless_delete=1, detail=full, tokenize='ascii'
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS search_names_vocab USING fts5vocab (search_names, 'row');
-CREATE VIRTUAL TABLE IF NOT EXISTS search_docs USING fts5 (
-    body, content='', contentless_delete=1, detail=full, tokenize='ascii'
-);
-CREATE VIRTUAL TABLE IF NOT EXISTS search_docs_vocab USING fts5vocab (search_docs, 'row');
 """
+_SCHEMA += postings.SCHEMA
 
 
 def _version(conn) -> str | None:
@@ -90,7 +86,7 @@ def _inode(path: Path) -> int | None:
 
 
 def _drop_tables(conn) -> None:
-    for name in (*_FTS_TABLES, *_TABLES):
+    for name in (*_OLD_TABLES, *_FTS_TABLES, *_TABLES):
         conn.execute(f"DROP TABLE IF EXISTS {name}")
 
 
@@ -122,7 +118,7 @@ def _remove(conn, rel: str) -> int:
     if n_rows:
         conn.execute("DELETE FROM search_fts WHERE rowid BETWEEN ? AND ?", (lo, hi))
         conn.execute("DELETE FROM search_superseded WHERE id BETWEEN ? AND ?", (lo, hi))
-        conn.execute("DELETE FROM search_docs WHERE rowid BETWEEN ? AND ?", (lo, hi))
+        postings.removed(conn, fid, n_docs)
         conn.execute("DELETE FROM search_sources WHERE id BETWEEN ? AND ?", (lo, hi))
         conn.execute("UPDATE search_meta SET value = value - ? WHERE key = 'docs'", (n_docs,))
     conn.execute("DELETE FROM search_names WHERE rowid = ?", (fid,))
@@ -131,15 +127,17 @@ def _remove(conn, rel: str) -> int:
     return 1
 
 
-def _insert(conn, item: Parsed, *, racy: bool) -> None:
+def _insert(conn, item: Parsed, pending: postings.Pending, *, racy: bool) -> None:
     mtime = -item.stamp[0] if racy and item.stamp[0] > 0 else item.stamp[0]
     lines = _narrow([min(line, 0x3FFFFFFF) << 2 | flags for line, flags, _g, _t, _c in item.rows], "HI")
     groups = _narrow([min(group, 0xFFFF) for _l, _f, group, _t, _c in item.rows], "BH") if item.sources else None
     docs = [(n, body) for n, body in enumerate(item.docs or []) if body]
     # The file takes the blocks after the last file's: row n is stored as base + n, document n (at most one
     # per cited note, and the uncited rows) as base + n, cited note n (from 1) as base + n: base to base + rows.
-    last = conn.execute("SELECT id, rows FROM search_files ORDER BY id DESC LIMIT 1").fetchone()
-    fid = last[0] + (last[1] >> BLOCK_BITS) + 1 if last else 1
+    # Ids only grow (`next`): when the last file is removed its id is not taken again, so nothing stale of
+    # it (a posting of fsmem.search.postings) can be read as another's.
+    fid = int(conn.execute("SELECT value FROM search_meta WHERE key = 'next'").fetchone()[0])
+    conn.execute("UPDATE search_meta SET value = ? WHERE key = 'next'", (fid + (len(item.rows) >> BLOCK_BITS) + 1,))
     conn.execute(
         "INSERT INTO search_files (id, path, mtime_ns, size, ino, ctime_ns, rows, docs, type, tags, updated,"
         " importance, lines, groups, sources, cited) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -157,6 +155,7 @@ def _insert(conn, item: Parsed, *, racy: bool) -> None:
             int(item.cited),
         ),
     )
+    pending.add(conn, fid, docs)
     base = fid << BLOCK_BITS
     if item.rows:
         conn.executemany(
@@ -166,7 +165,6 @@ def _insert(conn, item: Parsed, *, racy: bool) -> None:
         superseded = [(base + n,) for n, row in enumerate(item.rows) if row[1] & SUPERSEDED]
         if superseded:
             conn.executemany("INSERT INTO search_superseded VALUES (?)", superseded)
-        conn.executemany("INSERT INTO search_docs (rowid, body) VALUES (?, ?)", [(base + n, b) for n, b in docs])
         conn.executemany(
             "INSERT INTO search_sources VALUES (?, ?)", [(base + n + 1, s) for n, s in enumerate(item.sources)]
         )
@@ -180,10 +178,12 @@ def _insert(conn, item: Parsed, *, racy: bool) -> None:
 def merge_segments(conn) -> None:
     """Merge each FTS5 table's segments into one (FTS5's 'optimize'), after a (re)build: a query looks every
     term up, and merges its postings, in each segment (10k files rebuilt: 17; the row query 23 -> 18 ms CPU).
-    The postings, row sizes and totals bm25() reads are the same, so every score is."""
+    The postings, row sizes and totals bm25() reads are the same, so every score is. The documents' postings
+    are written again in order (`postings.pack`), their pages full."""
     with _cache.transaction(conn):
-        for table in ("search_fts", "search_names", "search_docs"):
+        for table in ("search_fts", "search_names"):
             conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+        postings.pack(conn)
 
 
 _CONTINUED, _EXTRA = ("continued blocks",), ("blocks continuing each file",)

@@ -1,0 +1,374 @@
+"""The document index: per term the documents holding it and how often, per document its length in terms.
+
+The document part of the score is BM25 over documents (a file's rows citing one session note, or none).
+An FTS5 table of them stored every position of every term (10k files: 6.7 million occurrences, 10.3 MB)
+where BM25 needs only each term's count per document and each document's length: fsmem keeps those
+(2.2 MB), in the same cache.sqlite and transactions as the other search tables, and computes from them
+the very float FTS5's bm25() gave.
+
+A term's postings are rows of `search_postings`, one per range of `1 << CHUNK_BITS` file ids: a file
+written adds to the last range's row of each of its terms, never to every posting of a common term.
+A document's id is the one its FTS5 row had, `(file_id << BLOCK_BITS) + n`, stored as the gap from the
+one before; file ids only grow (`next` in search_meta), so a posting of a removed document is never read
+as a newer one's: it is skipped while its file's row is gone, and dropped when its range is rewritten.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from array import array
+from collections import Counter, OrderedDict
+from itertools import accumulate
+from operator import add
+from typing import Any, cast
+
+BLOCK_BITS = 6  # fsmem.search.tables: a file's documents are its id << BLOCK_BITS + n
+CHUNK_BITS = 8  # a term's postings are one row per 256 file ids (10k files: some 40 rows for a common term)
+PURGE_DEAD = 64  # a range's rows are rewritten without dead postings once this many of its documents died
+MAX_TOKEN_BYTES = 32768  # FTS5 cuts a longer token to its first 32,768 bytes (FTS5_MAX_TOKEN_SIZE)
+KEPT_POSTINGS = 1_000_000  # values kept per state of the index, some 35 bytes each at most (_Term.size)
+DENSE = 8  # a term in an eighth of the documents or more is kept as one value per document
+K1, B = 1.2, 0.75  # FTS5's bm25() constants
+
+SCHEMA = """
+-- the document index (fsmem.search.postings): per term and range of file ids (`chunk`), how many documents
+-- hold it (`n`), their ids as gaps (`docs`: one byte each, larger ones in 4 bytes after them) and the term's
+-- count in each (`counts`, in the fewest bytes per value that hold every count of the row)
+CREATE TABLE IF NOT EXISTS search_postings (
+    term TEXT NOT NULL, chunk INTEGER NOT NULL, n INTEGER NOT NULL, docs BLOB NOT NULL, counts BLOB NOT NULL,
+    PRIMARY KEY (term, chunk)
+) WITHOUT ROWID;
+-- per file with documents, their lengths in terms, 4 bytes each, by ordinal (0: no document there)
+CREATE TABLE IF NOT EXISTS search_lengths (id INTEGER PRIMARY KEY, lengths BLOB NOT NULL);
+-- documents removed from each range since its rows were last rewritten (their postings are skipped)
+CREATE TABLE IF NOT EXISTS search_dead (chunk INTEGER PRIMARY KEY, dead INTEGER NOT NULL);
+"""
+TABLES = ("search_postings", "search_lengths", "search_dead")
+
+
+def token_key(term: str) -> str:
+    """The term as FTS5 would store it: its first MAX_TOKEN_BYTES bytes (a cut character's bytes in hex after
+    U+FFFD), so two terms are one here exactly when they are one token there."""
+    if len(term) * 4 <= MAX_TOKEN_BYTES:
+        return term
+    data = term.encode("utf-8")
+    if len(data) <= MAX_TOKEN_BYTES:
+        return term
+    whole = MAX_TOKEN_BYTES
+    while whole > 0 and data[whole] & 0xC0 == 0x80:  # the byte after the cut continues a character
+        whole -= 1
+    cut = data[whole:MAX_TOKEN_BYTES]
+    return data[:whole].decode("utf-8") + ("\ufffd" + cut.hex() if cut else "")
+
+
+class IndexDamaged(Exception):
+    """The search tables cannot be trusted; they are dropped and rebuilt. (Here, where the lowest of the
+    modules that find damage can raise it; fsmem.search.tables, which imports this one, names it too.)"""
+
+
+def _damaged(why: str) -> Exception:
+    return IndexDamaged(why)
+
+
+def _packed(values: list[int]) -> array:
+    """`values` in the narrowest of 1, 2 or 4 bytes a value that holds them all."""
+    top = max(values)
+    return array("B" if top < 1 << 8 else "H" if top < 1 << 16 else "I", values)
+
+
+def _unpacked(data: bytes, n: int) -> array:
+    code = {1: "B", 2: "H", 4: "I"}.get(len(data) // n if n else 0)
+    if code is None or len(data) != n * array(code).itemsize:
+        raise _damaged("a posting row does not match its count")
+    found = array(code)
+    found.frombytes(data)
+    return found
+
+
+def _before(chunk: int) -> int:
+    """The id before the range's first document's: the first gap of a row, like every other, is at least 1."""
+    return (chunk << (CHUNK_BITS + BLOCK_BITS)) - 1
+
+
+def _decode(chunk: int, n: int, docs: bytes, counts: bytes) -> tuple[list[int], array]:
+    return list(accumulate(_gaps(docs, n), initial=_before(chunk)))[1:], _unpacked(counts, n)
+
+
+def _encode(chunk: int, ids: list[int], counts: list[int]) -> tuple[int, bytes, bytes]:
+    gaps = [b - a for a, b in zip([_before(chunk), *ids], ids, strict=False)]
+    return len(ids), _patched(gaps), _packed(counts).tobytes()
+
+
+def _patched(gaps: list[int]) -> bytes:
+    """Gaps (each at least 1) one byte each, a gap of 256 or more as 0 there and in 4 bytes after them all
+    (10k files: 1 gap in 20; every gap in 2 bytes took 0.4 MB more)."""
+    large = [g for g in gaps if g > 0xFF]
+    if not large:
+        return bytes(gaps)
+    return bytes(g if g <= 0xFF else 0 for g in gaps) + array("I", large).tobytes()
+
+
+def _gaps(data: bytes, n: int) -> list[int]:
+    gaps = list(data[:n])
+    if len(data) > n:
+        large = array("I")
+        if len(gaps) != n or (len(data) - n) % large.itemsize:
+            raise _damaged("a posting row's gaps do not match its count")
+        large.frombytes(data[n:])
+        at = -1
+        for gap in large:
+            at = data.find(0, at + 1, n)
+            if at < 0 or gap <= 0xFF:
+                raise _damaged("a posting row's large gaps do not match its marks")
+            gaps[at] = gap
+    return gaps
+
+
+class Pending:
+    """The postings of the documents written in one transaction, added to their rows once, at `flush`: a
+    build writes each term's row of each range once per batch of files, not once per file."""
+
+    def __init__(self) -> None:
+        self._rows: dict[int, dict[str, tuple[list[int], list[int]]]] = {}  # chunk -> term -> (ids, counts)
+
+    def add(self, conn, fid: int, docs: list[tuple[int, str]]) -> None:
+        """Take one file's documents (ordinal, body), and write their lengths: each body term is one token of
+        FTS5's `ascii` tokenizer (tests/test_postings.py). A table of its own, read whole for each state of
+        the index: 10k files, 1 ms (from search_files, whose rows are wide, 4 ms)."""
+        if not docs:
+            return
+        rows = self._rows.setdefault(fid >> CHUNK_BITS, {})
+        base = fid << BLOCK_BITS
+        lengths = array("I", bytes(4 * (docs[-1][0] + 1)))  # 10k files: 40 KB
+        for n, body in docs:
+            doc = base + n
+            terms = body.split()
+            lengths[n] = len(terms)
+            if len(body) * 4 > MAX_TOKEN_BYTES and max(map(len, terms)) * 4 > MAX_TOKEN_BYTES:
+                terms = [token_key(t) for t in terms]  # a term may be past FTS5's limit: counted as FTS5 cuts it
+            for term, count in Counter(terms).items():
+                found = rows.get(term)
+                if found is None:
+                    rows[term] = ([doc], [count])
+                else:
+                    found[0].append(doc)
+                    found[1].append(count)
+        conn.execute("INSERT INTO search_lengths VALUES (?, ?)", (fid, lengths.tobytes()))
+
+    def flush(self, conn) -> None:
+        """Append the pending postings to their rows (ids only grow, so they go last), and rewrite the ranges
+        where many documents died."""
+        dead = {c for (c,) in conn.execute("SELECT chunk FROM search_dead WHERE dead >= ?", (PURGE_DEAD,))}
+        fresh, self._rows = self._rows, {}
+        for chunk in sorted(dead):
+            _rewrite(conn, chunk, fresh.pop(chunk, {}))
+        for chunk, terms in sorted(fresh.items()):
+            # bulk: one read of the terms' rows of this range (most are new terms, or the range is new)
+            have = {
+                term: (n, docs, counts)
+                for term, n, docs, counts in conn.execute(
+                    "SELECT term, n, docs, counts FROM search_postings WHERE term IN (SELECT value FROM json_each(?))"
+                    " AND chunk = ?",
+                    (json.dumps(list(terms), ensure_ascii=False), chunk),
+                )
+            }
+            out = []
+            for term, (ids, counts) in terms.items():
+                old = have.get(term)
+                if old is not None:
+                    old_ids, old_counts = _decode(chunk, *old)
+                    ids, counts = old_ids + ids, [*old_counts, *counts]
+                out.append((term, chunk, *_encode(chunk, ids, counts)))
+            conn.executemany("INSERT OR REPLACE INTO search_postings VALUES (?, ?, ?, ?, ?)", out)
+
+
+def _rewrite(conn, chunk: int, fresh: dict[str, tuple[list[int], list[int]]]) -> None:
+    """Every row of one range again, with only live documents' postings (and `fresh`'s added)."""
+    live = _live_documents(conn, chunk)
+    rows = list(conn.execute("SELECT term, n, docs, counts FROM search_postings WHERE chunk = ?", (chunk,)))
+    conn.execute("DELETE FROM search_postings WHERE chunk = ?", (chunk,))
+    out = []
+    for term, n, docs, counts in rows:
+        ids, found = _decode(chunk, n, docs, counts)
+        kept = [(d, c) for d, c in zip(ids, found, strict=True) if d in live]
+        more = fresh.pop(term, ([], []))
+        if kept or more[0]:
+            out.append((term, chunk, *_encode(chunk, [d for d, _ in kept] + more[0], [c for _, c in kept] + more[1])))
+    out += [(term, chunk, *_encode(chunk, ids, counts)) for term, (ids, counts) in fresh.items()]
+    conn.executemany("INSERT INTO search_postings VALUES (?, ?, ?, ?, ?)", out)
+    conn.execute("DELETE FROM search_dead WHERE chunk = ?", (chunk,))
+
+
+def _live_documents(conn, chunk: int) -> set[int]:
+    lo = chunk << CHUNK_BITS
+    live: set[int] = set()
+    for fid, lengths in conn.execute(
+        "SELECT id, lengths FROM search_lengths WHERE id >= ? AND id < ?",
+        (lo, lo + (1 << CHUNK_BITS)),
+    ):
+        live.update((fid << BLOCK_BITS) + n for n, length in enumerate(_lengths(lengths)) if length)
+    return live
+
+
+def _lengths(data: bytes) -> array:
+    found = array("I")
+    if len(data) % found.itemsize:
+        raise _damaged("packed document lengths of the wrong size")
+    found.frombytes(data)
+    return found
+
+
+def pack(conn) -> None:
+    """Write every posting row again in key order, after a (re)build: rows added range by range, term by
+    term, leave the B-tree's pages part empty (10k files: 0.58 of 2.98 MB)."""
+    rows = conn.execute("SELECT term, chunk, n, docs, counts FROM search_postings ORDER BY term, chunk").fetchall()
+    conn.execute("DELETE FROM search_postings")
+    conn.executemany("INSERT INTO search_postings VALUES (?, ?, ?, ?, ?)", rows)
+
+
+def removed(conn, fid: int, n_docs: int) -> None:
+    """A file's `n_docs` documents are gone: their postings are dead, and count towards rewriting the range."""
+    if n_docs:
+        conn.execute("DELETE FROM search_lengths WHERE id = ?", (fid,))
+        conn.execute(
+            "INSERT INTO search_dead VALUES (?, ?) ON CONFLICT (chunk) DO UPDATE SET dead = dead + excluded.dead",
+            (fid >> CHUNK_BITS, n_docs),
+        )
+
+
+class _Decoded:
+    """What one state of the index answers BM25 from: its live documents in id order (a document is its
+    position there), each one's length normaliser, and the latest terms asked with their part of each
+    document's score (it depends only on the term, the document and the state), at most KEPT_POSTINGS
+    values of them: a server asked many different questions must not grow without end."""
+
+    def __init__(self, conn) -> None:
+        found = conn.execute("SELECT id, lengths FROM search_lengths ORDER BY id").fetchall()
+        ids = [fid << BLOCK_BITS for fid, _packed in found]  # most files: one document, their first
+        lengths = _lengths(b"".join(packed for _fid, packed in found))
+        if len(lengths) != len(ids):  # and some of more
+            ids, lengths = [], array("I")
+            for fid, packed in found:
+                base = fid << BLOCK_BITS
+                for n, length in enumerate(_lengths(packed)):
+                    if length:
+                        ids.append(base + n)
+                        lengths.append(length)
+        if 0 in lengths:
+            raise _damaged("a document of no terms")
+        self.ids = ids
+        self.position = dict(zip(ids, range(len(ids)), strict=True))
+        self.rows = rows = len(ids)
+        avgdl = sum(lengths) / rows if rows else 1.0  # FTS5: (double)nToken / (double)nRow
+        self.norm = [K1 * (1 - B + B * length / avgdl) for length in lengths]  # FTS5's k1 * (1 - b + b * D / avgdl)
+        self._lock = threading.Lock()
+        self._terms: OrderedDict[str, _Term] = OrderedDict()
+        self._held = 0
+
+    def term(self, conn, term: str) -> _Term:
+        """The live documents holding `term` and the term's part of each one's BM25."""
+        with self._lock:
+            found = self._terms.get(term)
+            if found is not None:
+                self._terms.move_to_end(term)
+                return found
+        found_at: list[int | None] = []
+        freqs: list[int] = []
+        for chunk, n, docs, counts in conn.execute(
+            "SELECT chunk, n, docs, counts FROM search_postings WHERE term = ? ORDER BY chunk", (term,)
+        ):
+            ids, found_counts = _decode(chunk, n, docs, counts)
+            found_at += map(self.position.get, ids)
+            freqs += found_counts
+        if None in found_at:  # a dead document's postings are skipped
+            live = [(at, f) for at, f in zip(found_at, freqs, strict=True) if at is not None]
+            positions, freqs = [at for at, _f in live], [f for _at, f in live]
+        else:
+            positions = cast(list[int], found_at)
+        hits = len(positions)
+        idf = math.log((self.rows - hits + 0.5) / (hits + 0.5))
+        if idf <= 0.0:
+            idf = 1e-6  # FTS5's floor, for a term in half the documents or more
+        k, norm = K1 + 1.0, self.norm
+        if hits * DENSE >= self.rows:  # a common term: its parts for every document, 0.0 where it is absent
+            dense = array("d", bytes(8 * self.rows))
+            for at, f in zip(positions, freqs, strict=True):
+                dense[at] = idf * ((f * k) / (f + norm[at]))
+            found = _Term(hits, [], [], dense)
+        else:
+            parts = [idf * ((f * k) / (f + norm[at])) for at, f in zip(positions, freqs, strict=True)]
+            found = _Term(hits, positions, parts)
+        with self._lock:
+            if term not in self._terms:
+                self._terms[term] = found
+                self._held += found.size
+                while self._held > KEPT_POSTINGS and len(self._terms) > 1:
+                    self._held -= self._terms.popitem(last=False)[1].size
+        return found
+
+
+class _Term:
+    """How many live documents hold one term, and its part of each one's score: by position (ascending) for a
+    rare term, as one value per document (`dense`, 8 bytes each) for a common one, which a query adds at C
+    speed. `size` is what it holds, in values (a position and a part in lists: some 70 bytes together)."""
+
+    __slots__ = ("hits", "positions", "parts", "dense")
+
+    def __init__(self, hits: int, positions: list[int], parts: list[float], dense: array | None = None) -> None:
+        self.hits, self.positions, self.parts, self.dense = hits, positions, parts, dense
+
+    @property
+    def size(self) -> int:
+        return len(self.dense) // 4 if self.dense is not None else len(self.positions) * 2
+
+
+_DECODED = ("decoded document index",)
+
+
+def decoded(conn, kept: dict[Any, Any] | None) -> _Decoded:
+    """The document index of this state (`Kept.at`), decoded once."""
+    if kept is None:
+        return _Decoded(conn)
+    found = kept.get(_DECODED)
+    if found is None:
+        found = kept.setdefault(_DECODED, _Decoded(conn))
+    return found
+
+
+def frequencies(conn, terms: list[str], kept: dict[Any, Any] | None = None) -> dict[str, int]:
+    """term -> the number of live documents holding it, for the terms some document holds."""
+    index = decoded(conn, kept)
+    found = {t: index.term(conn, token_key(t)).hits for t in dict.fromkeys(terms)}
+    return {t: found[t] for t in terms if found[t]}
+
+
+def bm25(conn, phrases: list[str], limit: int, kept: dict[Any, Any] | None = None) -> tuple[list[int], list[float]]:
+    """The `limit` best documents for the OR of `phrases`, by score descending, then id: their positions in
+    `decoded(conn, kept).ids`, and their scores, FTS5's `-bm25()` to the bit: each phrase's part is added
+    in the query's order as FTS5 adds them (a phrase a document lacks adds 0.0, which changes no float)."""
+    index = decoded(conn, kept)
+    terms = [index.term(conn, token_key(p)) for p in phrases]
+    if sum(t.hits for t in terms) * DENSE < index.rows:  # few matches (no common term): only theirs are added up
+        scores: dict[int, float] = {}
+        for term in terms:
+            get = scores.get
+            for at, part in zip(term.positions, term.parts, strict=True):
+                scores[at] = get(at, 0.0) + part
+        ranked = sorted(scores)  # ties by id (positions are in id order): the sort by score is stable
+        ranked.sort(key=scores.__getitem__, reverse=True)
+        del ranked[limit:]
+        return ranked, [scores[at] for at in ranked]
+    dense = [0.0] * index.rows
+    for term in terms:
+        if term.dense is not None:
+            dense = list(map(add, dense, term.dense))
+        else:
+            for at, part in zip(term.positions, term.parts, strict=True):
+                dense[at] += part
+    ranked = sorted(range(index.rows), key=dense.__getitem__, reverse=True)
+    del ranked[limit:]
+    if ranked and not dense[ranked[-1]]:  # fewer matches than `limit`: the rest scored 0.0
+        ranked = [at for at in ranked if dense[at]]
+    return ranked, [dense[at] for at in ranked]
