@@ -146,6 +146,8 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
     dated_note = (
         note_date(rel, doc.front_matter if isinstance(doc.front_matter, dict) else {}) if is_note(rel) else None
     )
+    # (date, with its year) -> its words' terms: a file's rows share a few dates (a session note's, one)
+    dated: dict[tuple[str | None, bool], str] = {}
     group_of: dict[str | None, int] = {None: 0}
     bodies: list[list[str]] = [[]]
     out_rows = []
@@ -162,13 +164,16 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
             )
         text_terms = analyzer.text(row.text)  # with its citation, as grep and read show it
         provenance = provenances[index]
-        when = date_words(provenance.first, year=False) if provenance else date_words(dated_note, year=True)
+        date = (provenance.first, False) if provenance else (dated_note, True)
+        when = dated.get(date)
+        if when is None:
+            when = dated[date] = analyzer.text(date_words(date[0], year=date[1]))
         if when:
-            text_terms = f"{text_terms} {analyzer.text(when)}".strip()
+            text_terms = f"{text_terms} {when}".strip()
         source = row_sources[index]
         group = group_of.setdefault(source, len(group_of))
         if group == len(bodies):
-            bodies.append([analyzer.text(when)] if source and when else [])
+            bodies.append([when] if source and when else [])
         bodies[group].append(analyzer.text(split_provenance(row.text)[0]) if source else text_terms)
         flags = SUPERSEDED if row.superseded else 0
         if index + 1 < len(rows) and rows[index + 1].headings == row.headings and row_sources[index + 1] == source:
