@@ -24,7 +24,7 @@ from itertools import accumulate
 from operator import add
 from typing import Any, cast
 
-BLOCK_BITS = 6  # fsmem.search.tables: a file's documents are its id << BLOCK_BITS + n
+BLOCK_BITS = 6  # a file takes (rows >> BLOCK_BITS) + 1 blocks of 64 ids (fsmem.search.tables); document n: base + n
 CHUNK_BITS = 8  # a term's postings are one row per 256 file ids (10k files: some 40 rows for a common term)
 PURGE_DEAD = 64  # a range's rows are rewritten without dead postings once this many of its documents died
 MAX_TOKEN_BYTES = 32768  # FTS5 cuts a longer token to its first 32,768 bytes (FTS5_MAX_TOKEN_SIZE)
@@ -68,10 +68,6 @@ class IndexDamaged(Exception):
     modules that find damage can raise it; fsmem.search.tables, which imports this one, names it too.)"""
 
 
-def _damaged(why: str) -> Exception:
-    return IndexDamaged(why)
-
-
 def _packed(values: list[int]) -> array:
     """`values` in the narrowest of 1, 2 or 4 bytes a value that holds them all."""
     top = max(values)
@@ -81,7 +77,7 @@ def _packed(values: list[int]) -> array:
 def _unpacked(data: bytes, n: int) -> array:
     code = {1: "B", 2: "H", 4: "I"}.get(len(data) // n if n else 0)
     if code is None or len(data) != n * array(code).itemsize:
-        raise _damaged("a posting row does not match its count")
+        raise IndexDamaged("a posting row does not match its count")
     found = array(code)
     found.frombytes(data)
     return found
@@ -115,13 +111,13 @@ def _gaps(data: bytes, n: int) -> list[int]:
     if len(data) > n:
         large = array("I")
         if len(gaps) != n or (len(data) - n) % large.itemsize:
-            raise _damaged("a posting row's gaps do not match its count")
+            raise IndexDamaged("a posting row's gaps do not match its count")
         large.frombytes(data[n:])
         at = -1
         for gap in large:
             at = data.find(0, at + 1, n)
             if at < 0 or gap <= 0xFF:
-                raise _damaged("a posting row's large gaps do not match its marks")
+                raise IndexDamaged("a posting row's large gaps do not match its marks")
             gaps[at] = gap
     return gaps
 
@@ -215,7 +211,7 @@ def _live_documents(conn, chunk: int) -> set[int]:
 def _lengths(data: bytes) -> array:
     found = array("I")
     if len(data) % found.itemsize:
-        raise _damaged("packed document lengths of the wrong size")
+        raise IndexDamaged("packed document lengths of the wrong size")
     found.frombytes(data)
     return found
 
@@ -257,7 +253,7 @@ class _Decoded:
                         ids.append(base + n)
                         lengths.append(length)
         if 0 in lengths:
-            raise _damaged("a document of no terms")
+            raise IndexDamaged("a document of no terms")
         self.ids = ids
         self.position = dict(zip(ids, range(len(ids)), strict=True))
         self.rows = rows = len(ids)

@@ -23,10 +23,8 @@ from pathlib import Path
 
 from fsmem.search import postings
 from fsmem.search.parsing import LINKED, MAX_ROWS, ROW_BITS, SUPERSEDED, Parsed, Stamp  # noqa: F401
-from fsmem.search.postings import IndexDamaged
+from fsmem.search.postings import BLOCK_BITS, IndexDamaged  # defined there: postings is below this module
 from fsmem.store import cache as _cache
-
-BLOCK_BITS = 6  # a file's rows take (rows >> BLOCK_BITS) + 1 blocks of 64 row ids: most take one
 
 _TABLES = ("search_files", "search_superseded", "search_sources", "search_terms", "search_meta", *postings.TABLES)
 _FTS_TABLES = ("search_vocab", "search_names_vocab", "search_fts", "search_names")
