@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from fsmem.search import postings
-from fsmem.search.tables import BLOCK_BITS, ROW_BITS, continued_blocks, corrected
+from fsmem.search.tables import continued_blocks, rank_ids
 
 RECENT_KEPT = 32  # candidate pools of recent queries kept per state of the index (`Kept.remember`)
 _RECENT = ("recent",)
@@ -136,12 +136,7 @@ def _rank_ids(conn, kept: dict[Any, Any] | None) -> list[int]:
     """Ranking's id of each document of `postings.decoded(...).ids`, kept per state: its file's row n has it."""
     found = kept.get(_RANK_IDS) if kept is not None else None
     if found is None:
-        continued = continued_blocks(conn, kept)
-        found = [
-            (d >> BLOCK_BITS) << ROW_BITS | (d & ((1 << BLOCK_BITS) - 1)) for d in postings.decoded(conn, kept).ids
-        ]
-        if continued:
-            found = [corrected(r, continued) if r >> ROW_BITS in continued else r for r in found]
+        found = rank_ids(postings.decoded(conn, kept).ids, continued_blocks(conn, kept))
         if kept is not None:
             kept[_RANK_IDS] = found
     return found

@@ -208,6 +208,16 @@ def rank_id_sql(rowid: str) -> str:
     return f"((({rowid}) >> {BLOCK_BITS}) << {ROW_BITS} | (({rowid}) & {(1 << BLOCK_BITS) - 1}))"
 
 
+def rank_ids(stored: list[int], continued: dict[int, int]) -> list[int]:
+    """Ranking's row ids of these FTS5 row ids (or document ids, which are laid out alike), in Python: what
+    `rank_id_sql` and then `corrected` give, for a list at once."""
+    mask = (1 << BLOCK_BITS) - 1
+    found = [(d >> BLOCK_BITS) << ROW_BITS | (d & mask) for d in stored]
+    if continued:
+        found = [corrected(r, continued) if r >> ROW_BITS in continued else r for r in found]
+    return found
+
+
 def corrected(rid: int, continued: dict[int, int]) -> int:
     """Ranking's row id, from what `rank_id_sql` gave for a row in a block that continues a file."""
     block = rid >> ROW_BITS
