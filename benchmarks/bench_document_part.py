@@ -119,11 +119,11 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="document-part-", dir=args.work))
     try:
         sys.path.insert(0, str(REPO / "benchmarks"))  # here, not at the top: the workers import the old fsmem
-        from common import corpus, old_package
+        from common import corpus, load, old_package
 
         source = args.corpus or corpus(args.files)
         packages = {"old": old_package(args.old, work / "old-package"), "new": REPO}
-        load = os.getloadavg()
+        before = load()
         samples: dict[str, dict[str, list[float]]] = {"old": {}, "new": {}}
         for number in range(args.rounds):
             for side in ("old", "new") if number % 2 == 0 else ("new", "old"):
@@ -133,9 +133,8 @@ def main() -> int:
                 for what, values in _run(packages[side], root, args, work / f"{side}-{number}.json").items():
                     samples[side].setdefault(what, []).extend(values)
                 shutil.rmtree(root)
-        after = os.getloadavg()
         print(f"CPU per call, ms (median), old {args.old} / new {REPO}")
-        print(f"load average {' '.join(f'{x:.2f}' for x in load)} before, {' '.join(f'{x:.2f}' for x in after)} after")
+        print(f"{before} before, {load()} after")
         print(f"{'':32} {'old':>8} {'new':>8} {'new/old':>8}")
         for what in samples["old"]:
             old, new = (1000 * statistics.median(samples[side][what]) for side in ("old", "new"))
