@@ -20,6 +20,8 @@ from fsmem.format import facts as F
         ("- straße: Hauptstraße 1", "straße", "Hauptstraße 1"),
         ("- employer: ~", "employer", None),
         ("- employer:   Globex   ", "employer", "Globex"),
+        ("* employer: Globex", "employer", "Globex"),  # CommonMark's three bullets are one fact
+        ("+ employer: Globex", "employer", "Globex"),
     ],
 )
 def test_keyed_facts(line, key, value):
@@ -38,7 +40,11 @@ def test_keyed_facts(line, key, value):
         "- employer:Globex",  # no space after the colon
         "-employer: Globex",
         "  - employer: Globex",  # nested bullets are not facts
-        "* employer: Globex",
+        "  * employer: Globex",
+        "*employer: Globex",
+        "1. employer: Globex",  # a numbered item is not a fact
+        "* * *",  # a thematic break, not a bullet
+        "- - -",
         "- see http://example.com",
         "- Note that: x",
         "- key!: value",

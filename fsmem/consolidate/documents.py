@@ -39,6 +39,7 @@ class FactLine:
     superseded: bool  # under `## Superseded`
     cited: bool  # carries a provenance citation (written by the consolidator)
     section: str  # lowercased title of the level-2 section it is in ("" for none)
+    bullet: str = "-"  # `-`, `*` or `+`, kept when the line is rewritten
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class NoteLine:
     date: str
     sources: tuple[str, ...]
     cited: bool
+    bullet: str = "-"
 
 
 class EntityDocument:
@@ -94,7 +96,7 @@ class EntityDocument:
             if fmt.FENCED_CODE.match(line):
                 in_code = not in_code
                 continue
-            if in_code or not line.startswith("- "):
+            if in_code or not _facts.is_bullet(line):
                 continue
             where = owner[index]
             if where == NOTES.lower():
@@ -103,7 +105,7 @@ class EntityDocument:
                     prov = obs.provenance
                     date = "" if prov is None else (prov.confirmed.date if prov.confirmed else prov.first)
                     sources = () if prov is None else tuple(self.canonical(s) for s in prov.sources)
-                    self.note_lines.append(NoteLine(index, obs.text, date, sources, prov is not None))
+                    self.note_lines.append(NoteLine(index, obs.text, date, sources, prov is not None, obs.bullet))
                 continue
             fact = _facts.parse_fact(line)
             if fact is None:
@@ -112,7 +114,7 @@ class EntityDocument:
             cited = fact.provenance is not None
             superseded = where == SUPERSEDED.lower()
             self.facts.setdefault(fact.key, []).append(
-                FactLine(index, fact.key, fact.value, first, last, superseded, cited, where)
+                FactLine(index, fact.key, fact.value, first, last, superseded, cited, where, fact.bullet)
             )
 
     def _stamps(self, fact: _facts.KeyedFact, index: int) -> tuple[_facts.Stamp, _facts.Stamp]:

@@ -125,8 +125,17 @@ def merge_key(
     history = runs[:-1] if current else runs
     before = max(sum(1 for line in lines if line.superseded), len(archived))
     result.counts["superseded"] += max(0, len(history) - before)
+    bullets = _Bullets(lines + archived)
+    anchor = next((line for line in lines if line.cited and not line.superseded), None)
     wanted_current = (
-        F.render_current(key, current.value, current.first.stamp(located), current.last.stamp(located), doc.path)
+        F.render_current(
+            key,
+            current.value,
+            current.first.stamp(located),
+            current.last.stamp(located),
+            doc.path,
+            bullets.of(current, anchor.bullet if anchor is not None else "-"),
+        )
         if current and current.value is not None
         else None
     )
@@ -134,7 +143,7 @@ def merge_key(
     for index, run in enumerate(history):
         to = runs[index + 1].first.date if index + 1 < len(runs) else None
         first, last = run.first.stamp(located), run.last.stamp(located)
-        wanted_history.append(F.render_superseded(key, run.value, first, last, to or None, doc.path))
+        wanted_history.append(F.render_superseded(key, run.value, first, last, to or None, doc.path, bullets.of(run)))
     result.current = _lay_out(doc, [line for line in lines if not line.superseded], wanted_current)
     window = wanted_history
     if kept is not None and archive is not None:
@@ -177,6 +186,23 @@ def _explained(line: docs.FactLine, said: dict[tuple[str, str], list[Record]]) -
         return False
     lasts = said.get((line.last.date, line.last.source), [])
     return any(_same(r.value, line.value) for r in lasts)
+
+
+class _Bullets:
+    """The bullet each value was written with (`-`, `*`, `+`), so that a line keeps its own when it is rewritten
+    or superseded: a run takes the bullet of the line that shows the same value from the same first record."""
+
+    def __init__(self, lines: list[docs.FactLine]):
+        self.found: dict[tuple, str] = {}
+        for line in lines:
+            self.found.setdefault(self._ident(line.value, line.first.date, line.first.source), line.bullet)
+
+    @staticmethod
+    def _ident(value: str | None, date: str, source: str) -> tuple:
+        return (None if value is None else F.normalize_value(value), date, source)
+
+    def of(self, run: _Run, default: str = "-") -> str:
+        return self.found.get(self._ident(run.value, run.first.date, run.first.source), default)
 
 
 class _Shown:

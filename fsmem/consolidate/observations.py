@@ -134,7 +134,10 @@ def merge_observations(
             continue
         dates = [source_date(s) for s in cluster.sources]
         date = max((d for d in dates if d), default=cluster.line.date if cluster.line else "")
-        rendered = F.render_observation(cluster.text, date, [located(s) for s in sorted(cluster.sources)], doc.path)
+        bullet = cluster.line.bullet if cluster.line is not None else "-"
+        rendered = F.render_observation(
+            cluster.text, date, [located(s) for s in sorted(cluster.sources)], doc.path, bullet
+        )
         if cluster.line is not None:
             doc.replace(cluster.line.index, [rendered])
         else:

@@ -25,7 +25,7 @@ from fsmem.store.files import atomic_write, state_dir
 _KIND = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,40}$")
 TOPIC_KINDS = ("topic", "topics")
 CACHE_VERSION = 3
-_INTERESTING = frozenset("-# `~")
+_INTERESTING = frozenset("-*+# `~")
 
 
 @dataclass(frozen=True)
@@ -138,7 +138,7 @@ def _read_entry(root: Path, rel: str, full: Path, stat: os.stat_result) -> Direc
 
 def entry_from(rel: str, stat: os.stat_result, front: dict, text: str) -> DirectoryEntry:
     """A directory entry from a document's front matter (already parsed) and its text."""
-    from fsmem.format.facts import parse_fact
+    from fsmem.format.facts import is_bullet, parse_fact
 
     lines = text.splitlines()
     body_start = 0
@@ -162,7 +162,7 @@ def entry_from(rel: str, stat: os.stat_result, front: dict, text: str) -> Direct
         heading = None if in_code else fmt.HEADING.match(line)
         if heading and len(heading.group(1)) <= 2:
             in_superseded = heading.group(2).strip().lower() == fmt.SUPERSEDED_HEADING.lower()
-        if in_superseded or in_code or not line.startswith("- "):
+        if in_superseded or in_code or not is_bullet(line):
             continue
         fact = parse_fact(line)
         if fact is not None and fact.value is not None:

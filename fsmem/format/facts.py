@@ -1,6 +1,8 @@
 """Keyed facts and provenance: the line syntax the consolidator reads and writes. Pure, no I/O.
 
-A keyed fact is a bullet `- key: value`. The key is one to four words of
+A keyed fact is a bullet `- key: value`; `* key: value` and `+ key: value` are the
+same fact (CommonMark's three bullets, which editors write), and a line keeps the
+bullet it was written with when it is superseded or rewritten. The key is one to four words of
 lowercase letters, digits, `_` or `-` (at most 40 characters), followed by
 `: ` and a non-empty value; `- key: ~` retracts the key. Anything else
 ("- Wow: that trip sounds amazing!") is a free observation, because a misread
@@ -45,7 +47,9 @@ _DATE = r"\d{4}-\d{2}-\d{2}"
 _STAMP = rf"{_DATE}(?:T\d{{2}}:\d{{2}}:\d{{2}}Z)?"
 _DAY = rf"(?:{_STAMP}|{UNDATED})"
 _SOURCE = r"[^\s;(),]+"
-_BULLET = re.compile(r"^- (?P<rest>.*?)[ \t]*$")
+BULLETS = ("-", "*", "+")
+_BULLET = re.compile(r"^(?P<mark>[-*+]) (?P<rest>.*?)[ \t]*$")
+_THEMATIC_BREAK = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")  # `* * *`, `- - -`: a rule, not a bullet
 _FACT = re.compile(r"^(?P<key>[^:]{1,40}): (?P<value>.*\S)$")
 _KEY_CHAR = re.compile(r"^[a-z0-9_\-]+$")
 _AS_OF = re.compile(rf" \(as of (?P<date>{_STAMP})\)$")
@@ -61,6 +65,22 @@ _LINKED = re.compile(
 )
 _LINK_TARGET = re.compile(rf"\[[^\]\s]*\]\(({_TARGET})\)")
 UP = "../"
+
+
+def bullet_of(line: str) -> str | None:
+    """The bullet (`-`, `*` or `+`) of a top-level list item that may hold a fact or observation, else None.
+
+    The one rule every reader of facts uses (consolidation, the merge driver, the superseded filter,
+    timeline, as_of, search rows, check): a bullet at the start of the line followed by one space; an
+    indented item, a numbered one or a thematic break (`* * *`) is none."""
+    if line[:2] not in ("- ", "* ", "+ ") or _THEMATIC_BREAK.match(line):
+        return None
+    return line[0]
+
+
+def is_bullet(line: str) -> bool:
+    """`line` is a top-level `-`, `*` or `+` list item (`bullet_of`)."""
+    return bullet_of(line) is not None
 
 
 def valid_date(text: str) -> bool:
@@ -211,6 +231,7 @@ class KeyedFact:
     as_of: str | None = None  # explicit date written on the fact
     provenance: Provenance | None = None
     bad_date: str | None = None  # an `(as of ...)` that is not a real date
+    bullet: str = "-"  # the bullet it was written with, kept when the line is rewritten
 
     @property
     def retracted(self) -> bool:
@@ -219,7 +240,8 @@ class KeyedFact:
 
 def parse_fact(line: str) -> KeyedFact | None:
     """The keyed fact on this line, or None when the line is not one (then it is an observation)."""
-    bullet = _BULLET.match(line.rstrip("\r\n"))
+    line = line.rstrip("\r\n")
+    bullet = _BULLET.match(line) if bullet_of(line) else None
     if not bullet:
         return None
     match = _FACT.match(bullet.group("rest"))
@@ -238,7 +260,7 @@ def parse_fact(line: str) -> KeyedFact | None:
     value = value.strip()
     if not value:
         return None
-    return KeyedFact(key, None if value == RETRACTED else value, as_of, provenance, bad)
+    return KeyedFact(key, None if value == RETRACTED else value, as_of, provenance, bad, bullet.group("mark"))
 
 
 @dataclass(frozen=True)
@@ -247,26 +269,30 @@ class Observation:
 
     text: str
     provenance: Provenance | None = None
+    bullet: str = "-"
 
 
 def parse_observation(line: str) -> Observation | None:
-    bullet = _BULLET.match(line.rstrip("\r\n"))
+    line = line.rstrip("\r\n")
+    bullet = _BULLET.match(line) if bullet_of(line) else None
     if not bullet or not bullet.group("rest").strip():
         return None
     text, provenance = split_provenance(bullet.group("rest"))
-    return Observation(text.strip(), provenance)
+    return Observation(text.strip(), provenance, bullet.group("mark"))
 
 
-def render_current(key: str, value: str, first: Stamp, last: Stamp, document: str) -> str:
+def render_current(key: str, value: str, first: Stamp, last: Stamp, document: str, bullet: str = "-") -> str:
     """A current fact as `document` shows it: its first record linked, and its last confirmation."""
-    return f"- {key}: {value} ({_cite(first.date, first.source, document)}{_tail(first, last, document)})"
+    return f"{bullet} {key}: {value} ({_cite(first.date, first.source, document)}{_tail(first, last, document)})"
 
 
-def render_superseded(key: str, value: str | None, first: Stamp, last: Stamp, to: str | None, document: str) -> str:
+def render_superseded(
+    key: str, value: str | None, first: Stamp, last: Stamp, to: str | None, document: str, bullet: str = "-"
+) -> str:
     """A superseded value as `document` shows it: its first record linked, `to` when the next value came."""
     shown = RETRACTED if value is None else value
     span = _cite(first.date, first.source, document) + (f" to {to}" if to else "")
-    return f"- {key}: {shown} ({span}{_tail(first, last, document)})"
+    return f"{bullet} {key}: {shown} ({span}{_tail(first, last, document)})"
 
 
 def _tail(first: Stamp, last: Stamp, document: str) -> str:
@@ -277,10 +303,10 @@ def _confirmed(first: Stamp, last: Stamp) -> bool:
     return (last.date, last.source) != (first.date, first.source)
 
 
-def render_observation(text: str, date: str, sources: list[str], document: str) -> str:
+def render_observation(text: str, date: str, sources: list[str], document: str, bullet: str = "-") -> str:
     """An observation as `document` shows it: its date linked to its first source, the others by name."""
     links = [_cite(date, sources[0], document)] + [f"[{_label(s)}]({link_to(s, document)})" for s in sources[1:]]
-    return f"- {text} ({'; '.join(links)})"
+    return f"{bullet} {text} ({'; '.join(links)})"
 
 
 def slugify(name: str) -> str:

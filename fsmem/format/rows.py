@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fsmem import format as fmt
-from fsmem.format.facts import parse_fact
+from fsmem.format.facts import is_bullet, parse_fact
 
 ROW_KINDS = ("fact", "bullet", "paragraph")
 
@@ -71,7 +71,7 @@ class Row:
 
 
 def is_fact(line: str) -> bool:
-    """A keyed fact `- key: value`, by the one rule the consolidator uses too (fsmem.facts)."""
+    """A keyed fact `- key: value` (or `*`, `+`), by the one rule the consolidator uses too (fsmem.format.facts)."""
     return parse_fact(line.strip()) is not None
 
 
@@ -127,7 +127,7 @@ def document_rows(path: str, doc: fmt.Document, *, classify: bool = True) -> lis
             return
         body = "\n".join(pending).strip()
         kind = pending_kind
-        if classify and kind == "bullet" and pending[0].startswith("- ") and ": " in pending[0] and is_fact(pending[0]):
+        if classify and kind == "bullet" and is_bullet(pending[0]) and ": " in pending[0] and is_fact(pending[0]):
             kind = "fact"
         rows.append(
             Row(

@@ -73,7 +73,7 @@ def file_facts(text: str, rel: str) -> list[ValidFact]:
         if FENCED_CODE.match(line):
             in_code = not in_code
             continue
-        if in_code or not line.startswith("- "):
+        if in_code or not F.is_bullet(line):
             continue
         where = owner.get(number, "")
         if not note and where == NOTES_SECTION:

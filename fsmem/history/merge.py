@@ -185,7 +185,7 @@ def _merge_section(
         if not region.conflict:
             out.extend(region.lines)
             continue
-        listish = all(not line.strip() or line.startswith("- ") for line in region.base + region.ours + region.theirs)
+        listish = all(not line.strip() or F.is_bullet(line) for line in region.base + region.ours + region.theirs)
         if not region.base or (listish and (session or managed)):
             stay = [line for line in region.base if line in region.ours and line in region.theirs and line.strip()]
             first, second = sorted(
@@ -283,7 +283,7 @@ def _merge_observations(
     drop: set[int] = set()
     known = set()
     for line in base:
-        obs = F.parse_observation(line) if line.startswith("- ") else None
+        obs = F.parse_observation(line) if F.is_bullet(line) else None
         if obs is not None:
             known.add(obs.text)
     for title, start, end in MF.sections(out):
@@ -291,7 +291,7 @@ def _merge_observations(
             continue
         cited = {}
         for index in range(start + 1, end):
-            obs = F.parse_observation(out[index]) if out[index].startswith("- ") else None
+            obs = F.parse_observation(out[index]) if F.is_bullet(out[index]) else None
             if obs is not None and obs.provenance is not None and out[index] not in base:
                 cited[index] = obs
         mine = [i for i in cited if out[i] in ours and out[i] not in theirs]

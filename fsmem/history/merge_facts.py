@@ -139,6 +139,7 @@ class _Run:
     last: F.Stamp
     line: str | None  # a hand-written current line, kept as written when it stays current
     superseded: bool = False  # a side already has it under ## Superseded: it does not come back
+    bullet: str = "-"  # `-`, `*` or `+`: a line keeps the bullet it was written with
 
 
 def _run_of(text: str, when: str, path: str, superseded: bool) -> _Run | None:
@@ -149,9 +150,10 @@ def _run_of(text: str, when: str, path: str, superseded: bool) -> _Run | None:
     prov = fact.provenance
     if prov is None:
         stamp = F.Stamp(fact.as_of or when, path)
-        return _Run(fact.value, stamp, stamp, None if superseded else text.rstrip("\r\n"), superseded)
+        line = None if superseded else text.rstrip("\r\n")
+        return _Run(fact.value, stamp, stamp, line, superseded, fact.bullet)
     first = F.Stamp(prov.first, prov.sources[0])
-    return _Run(fact.value, first, prov.confirmed or first, None, superseded)
+    return _Run(fact.value, first, prov.confirmed or first, None, superseded, fact.bullet)
 
 
 def rebuild(key: str, lines: list[tuple[str, str, bool]], path: str) -> tuple[list[str], list[str]]:
@@ -182,12 +184,11 @@ def rebuild(key: str, lines: list[tuple[str, str, bool]], path: str) -> tuple[li
             continue
         later = [r.first.date for r in ordered if r.first.date > run.first.date]
         to = min(later) if later else (current.first.date or None)
-        history.append(
-            F.render_superseded(key, run.value, run.first, run.last, None if to == run.first.date else to, path)
-        )
+        to = None if to == run.first.date else to
+        history.append(F.render_superseded(key, run.value, run.first, run.last, to, path, run.bullet))
     if current.value is None:
-        history.append(F.render_superseded(key, None, current.first, current.last, None, path))
+        history.append(F.render_superseded(key, None, current.first, current.last, None, path, current.bullet))
         return [], history
     if current.line is not None:
         return [current.line], history
-    return [F.render_current(key, current.value, current.first, current.last, path)], history
+    return [F.render_current(key, current.value, current.first, current.last, path, current.bullet)], history

@@ -31,7 +31,7 @@ def _lines(text: str) -> list[str]:
 
 
 def _value(line: str) -> F.KeyedFact | None:
-    return F.parse_fact(line) if line.startswith("- ") else None
+    return F.parse_fact(line) if F.is_bullet(line) else None
 
 
 def _values(text: str) -> set[str]:

@@ -12,7 +12,7 @@ citation format needs one change here):
 - in: note paths (relative, under `sessions/`) with their text, and a way to
   get the superseded line ranges of documents; only notes that carry a
   `consolidated:` field (the consolidator has read them) can be cited;
-- a note line is superseded when it is a keyed fact `- key: value` and a line
+- a note line is superseded when it is a keyed fact `- key: value` (or `*`, `+`) and a line
   inside a document's superseded ranges is the same key with the same value
   (case and spacing aside) and cites that note as a source (its first source,
   any further one, or its `confirmed` source);
@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from fsmem import format as fmt
-from fsmem.format.facts import normalize_value, parse_fact
+from fsmem.format.facts import is_bullet, normalize_value, parse_fact
 
 NOTES_FOLDER = "sessions/"
 Ranges = list[tuple[int, int]]
@@ -65,7 +65,7 @@ def note_facts(text: str) -> list[tuple[int, str, str]]:
         if fmt.FENCED_CODE.match(line):
             in_code = not in_code
             continue
-        if in_code or not line.startswith("- ") or ": " not in line:
+        if in_code or not is_bullet(line) or ": " not in line:
             continue
         fact = parse_fact(line)
         if fact is not None and fact.value is not None:

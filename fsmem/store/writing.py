@@ -180,7 +180,7 @@ def note(
     if check_path is not None:
         check_path(path)
     lines = text.splitlines()
-    if len(lines) == 1 and not lines[0].lstrip().startswith(("- ", "* ", "#")):
+    if len(lines) == 1 and not lines[0].lstrip().startswith(("- ", "* ", "+ ", "#")):
         lines = [f"- {lines[0].strip()}"]
     lines = note_text.stamp_facts(lines, utc_stamp(when))
     block = "\n".join(lines) + "\n"
