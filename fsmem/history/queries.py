@@ -268,3 +268,46 @@ def diff(
         proc.wait()
         proc.stdout.close()
     return DiffResult(label, read)
+
+
+@dataclass(frozen=True)
+class LineAuthor:
+    """Who last changed one line of a file, and when (a UTC date); both None when no commit holds the change yet."""
+
+    agent: str | None
+    date: str | None
+
+
+def line_authors(view: HistoryView, rel: str, lines: list[int]) -> dict[int, LineAuthor]:
+    """Who last changed each of `lines` (1-based) of `rel` as it is on disk: one `git blame`. A line changed
+    since the last commit (an edit not yet committed) has no author; the answer is empty when blame fails."""
+    import datetime as _dt
+
+    if not lines:
+        return {}
+    repo = view.repo
+    ranges = [arg for line in sorted(set(lines)) for arg in ("-L", f"{line},{line}")]
+    proc = repo.git.run("blame", "--porcelain", *ranges, "--", repo.in_repo(rel), check=False)
+    if proc.returncode:
+        return {}
+    known: dict[str, dict[str, str]] = {}
+    found: dict[int, LineAuthor] = {}
+    commit = ""
+    final = 0
+    for raw in proc.stdout.decode("utf-8", "replace").splitlines():
+        head = raw.split(" ")
+        if len(head) >= 3 and len(head[0]) in (40, 64) and all(c in "0123456789abcdef" for c in head[0]):
+            commit, final = head[0], int(head[2])
+            known.setdefault(commit, {})
+        elif raw.startswith("\t"):
+            info = known.get(commit, {})
+            if commit.strip("0") and "author" in info:
+                stamp = int(info.get("author-time", "0"))
+                day = _dt.datetime.fromtimestamp(stamp, _dt.UTC).strftime("%Y-%m-%d")
+                found[final] = LineAuthor(info["author"], day)
+            else:
+                found[final] = LineAuthor(None, None)
+        elif " " in raw and commit:
+            name, _, value = raw.partition(" ")
+            known[commit].setdefault(name, value)
+    return found

@@ -4,7 +4,8 @@ The subject is named as a note heading names it (`people/Nadia Okafor`, `topic/B
 a title or alias of an existing document, or by the document's path. The values are the
 lines of the document and of its history file (`fsmem.format.history_file`, which holds
 every superseded value the document no longer shows), so the answer needs no git, and a
-value whose source note is outside the caller's scope is left out.
+value whose source note is outside the caller's scope is left out. A value its cited note
+no longer supports was edited by hand: git blame, where there is history, says who and when.
 """
 
 from __future__ import annotations
@@ -48,7 +49,9 @@ def timeline(
     text = fmt.decode(paths.read_regular(target))[0]
     scope = memory.scope
     facts = [(rel, fact) for fact in file_facts(text, rel)]
-    facts += [(history_path(rel), fact) for fact in _history_facts(memory, rel)]
+    older, older_text = _history_facts(memory, rel)
+    facts += [(history_path(rel), fact) for fact in older]
+    edits = _edits(memory, {rel: text, history_path(rel): older_text})
     writers: dict[str, str | None] = {}
 
     def writer(source: str) -> str | None:
@@ -56,7 +59,8 @@ def timeline(
             writers[source] = _writer(memory, source)
         return writers[source]
 
-    entries = entries_of(facts, key, writer, (lambda source: scope.contains(source)) if scope is not None else _always)
+    shown = (lambda source: scope.contains(source)) if scope is not None else _always
+    entries = entries_of(facts, key, writer, shown, edits)
     return page_of(
         subject,
         rel,
@@ -68,19 +72,48 @@ def timeline(
     )
 
 
-def _history_facts(memory: Core, rel: str) -> list:
-    """The keyed facts of the document's history file (none when there is none, or it lies outside the scope)."""
+def _history_facts(memory: Core, rel: str) -> tuple[list, str]:
+    """The keyed facts of the document's history file and its text (none when there is none, or it lies outside
+    the scope)."""
     where = history_path(rel)
     if rel == where or (memory.scope is not None and not memory.scope.contains(where)):
-        return []
+        return [], ""
     try:
         path = paths.resolve(memory.root, where, want="file")
         if path.stat().st_size > EXACT_COUNT_LIMIT:
             raise InvalidArgument(f"{where} is too large to read its facts; read it in parts with read")
         text = fmt.decode(paths.read_regular(path))[0]
     except (FileNotFoundError, NotFound):
-        return []
-    return file_facts(text, where)
+        return [], ""
+    return file_facts(text, where), text
+
+
+def _edits(memory: Core, texts: dict[str, str]) -> dict[tuple[str, int], tuple[str | None, str | None]]:
+    """(file, line) -> (who, when) of each fact line a person changed after its cited note; (None, None)
+    without history, or for an edit not committed yet. A cited note outside the scope is not read."""
+    from fsmem.query.fact_check import Notes, contradictions
+
+    notes = Notes(memory.root, memory.config.consolidate.archive_dir)
+    scope = memory.scope
+
+    def said(source: str):
+        return notes(source) if scope is None or scope.contains(source) else None
+
+    edits: dict[tuple[str, int], tuple[str | None, str | None]] = {}
+    for rel, text in texts.items():
+        lines = [c.line for c in contradictions(text, said)] if text else []
+        if not lines:
+            continue
+        authors = {}
+        if memory.history is not None:
+            from fsmem.history.queries import line_authors
+            from fsmem.history.view import HistoryView
+
+            authors = line_authors(HistoryView(memory.history, scope), rel, lines)
+        for line in lines:
+            found = authors.get(line)
+            edits[(rel, line)] = (found.agent, found.date) if found is not None else (None, None)
+    return edits
 
 
 def _always(_source: str) -> bool:

@@ -73,7 +73,8 @@ def check(memory: Core, path: str | None = None) -> CheckResult:
     """Every problem in every file, as (path, line, message); files that cannot be read are problems too.
 
     Beside each file's own problems: a name a Windows or macOS copy cannot hold (with the rename), a note dated in the future (consolidate holds it back), what the last
-    sync held or refused, and what a killed git or fsmem left in the history.
+    sync held or refused, what a killed git or fsmem left in the history, and keyed facts that cannot be read or
+    whose citation no longer supports their value (`fsmem.query.fact_check`).
     """
     from fsmem.consolidate.dates import future_note_problem, today
 
@@ -84,7 +85,11 @@ def check(memory: Core, path: str | None = None) -> CheckResult:
     problems += [(shown, 1, reason) for shown, reason in found.skipped]
     from fsmem.store.names import unportable
 
-    problems += [(rel, 1, message) for rel, message in unportable(memory.catalog.paths(selection(memory, path)))]
+    chosen_paths = memory.catalog.paths(selection(memory, path))
+    problems += [(rel, 1, message) for rel, message in unportable(chosen_paths)]
+    from fsmem.query import fact_check
+
+    problems += fact_check.problems(memory.root, chosen_paths, memory.config.consolidate.archive_dir)
     day = today()
     for rel, created in found.created:
         message = future_note_problem(rel, {"created": created}, day)

@@ -2,7 +2,9 @@
 
 Each value is read off the document's lines (`fsmem.format.valid_time`): when it was
 recorded, until when it held, the note its citation names and who wrote that note (the
-note's `agent`, else its `session`).
+note's `agent`, else its `session`). A value whose cited note gives the key another value
+(`fsmem.query.fact_check`) was edited by a person: it is shown as such, with who changed
+the line and when where history says so, not as what that note said.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ class TimelineEntry:
     writer: str | None
     line: int  # where `path` shows it
     path: str  # the document, or its history file when only that holds the value
+    edited: bool = False  # changed by hand after its note was consolidated: `source` is then `path`
+    edited_on: str | None = None  # the date of that change, where history has it
 
     @property
     def current(self) -> bool:
@@ -43,6 +47,9 @@ def entry_row(entry: TimelineEntry) -> str:
     if entry.value is None and not entry.until:
         span = entry.date or F.UNDATED
     writer = f" by {entry.writer}" if entry.writer else ""
+    if entry.edited:
+        by = f" by {entry.writer}" if entry.writer else " by hand"
+        writer = f" edited{by}" + (f" on {entry.edited_on}" if entry.edited_on else "")
     return f"{entry.key}: {value}  ({span})  {entry.source}{writer}"
 
 
@@ -82,10 +89,13 @@ def entries_of(
     key: str | None,
     writer: Callable[[str], str | None],
     shown: Callable[[str], bool],
+    edits: dict[tuple[str, int], tuple[str | None, str | None]] | None = None,
 ) -> list[TimelineEntry]:
     """Every value of `key` (all keys when None), keys in order, each key's values oldest first; a value whose
     source `shown` refuses (outside the caller's scope) is left out. `facts` are (file, fact), the document's
-    first: a value both a document and its history file show is listed once, where the document shows it."""
+    first: a value both a document and its history file show is listed once, where the document shows it.
+    `edits` names the lines (file, line) a person changed after their note, with who and when (None: unknown)."""
+    edits = edits or {}
     seen: set[tuple] = set()
     chosen: list[tuple[str, ValidFact]] = []
     for path, f in facts:
@@ -95,9 +105,14 @@ def entries_of(
             chosen.append((path, f))
     order = {path: rank for rank, path in enumerate(dict.fromkeys(path for path, _ in facts))}
     chosen.sort(key=lambda pf: (pf[1].key, pf[1].start, pf[1].end is None, order[pf[0]], pf[1].line))
-    return [
-        TimelineEntry(f.key, f.value, f.start, f.end, f.source, writer(f.source), f.line, path) for path, f in chosen
-    ]
+    out = []
+    for path, f in chosen:
+        if (path, f.line) in edits:
+            who, when = edits[(path, f.line)]
+            out.append(TimelineEntry(f.key, f.value, f.start, f.end, path, who, f.line, path, True, when))
+        else:
+            out.append(TimelineEntry(f.key, f.value, f.start, f.end, f.source, writer(f.source), f.line, path))
+    return out
 
 
 def page_of(
