@@ -135,3 +135,18 @@ def test_timeline_names_who_edited_it_and_when_from_history(tmp_path, monkeypatc
     assert (employer.source, employer.writer, employer.edited_on) == (ANN, "Ann Example", "2026-11-26")
     row = next(line for line in cli(memory.root, "timeline", "people/Ann Lee").stdout.splitlines() if "Initech" in line)
     assert row.endswith(f"{ANN} edited by Ann Example on 2026-11-26")
+
+
+def test_a_scoped_check_reads_no_note_outside_its_scope_and_the_cache_follows_edits(tmp_path):
+    memory = Memory.init(tmp_path / "mem")
+    source = consolidated(memory)
+    edit_by_hand(memory, "employer: Globex", "employer: Initech")
+    scoped = Memory(memory.root, scope=["entities"])
+    assert [m for _, _, m in scoped.check().problems if "cites" in m] == []  # the note would say its value
+    for path in [memory.root / ANN, memory.root / source]:  # written a while ago: not racy, so cached
+        os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns - 3_600_000_000_000))
+    assert [p[1] for p in memory.check().problems] == [11]
+    assert (memory.root / ".fsmem/cache/facts.json").is_file()
+    assert [p[1] for p in memory.check().problems] == [11]  # from the cache
+    edit_by_hand(memory, "employer: Initech", "employer: Globex")
+    assert memory.check().problems == []  # the edited document is read again, not taken from the cache

@@ -93,15 +93,11 @@ def _edits(memory: Core, texts: dict[str, str]) -> dict[tuple[str, int], tuple[s
     without history, or for an edit not committed yet. A cited note outside the scope is not read."""
     from fsmem.query.fact_check import Notes, contradictions
 
-    notes = Notes(memory.root, memory.config.consolidate.archive_dir)
     scope = memory.scope
-
-    def said(source: str):
-        return notes(source) if scope is None or scope.contains(source) else None
-
+    notes = Notes(memory.root, memory.config.consolidate.archive_dir, contains=scope.contains if scope else None)
     edits: dict[tuple[str, int], tuple[str | None, str | None]] = {}
     for rel, text in texts.items():
-        lines = [c.line for c in contradictions(text, said)] if text else []
+        lines = [c.line for c in contradictions(text, notes)] if text else []
         if not lines:
             continue
         authors = {}

@@ -89,7 +89,13 @@ def check(memory: Core, path: str | None = None) -> CheckResult:
     problems += [(rel, 1, message) for rel, message in unportable(chosen_paths)]
     from fsmem.query import fact_check
 
-    problems += fact_check.problems(memory.root, chosen_paths, memory.config.consolidate.archive_dir)
+    problems += fact_check.problems(
+        memory.root,
+        chosen_paths,
+        memory.config.consolidate.archive_dir,
+        contains=memory.scope.contains if memory.scope is not None else None,
+        whole=path is None and memory.scope is None,
+    )
     day = today()
     for rel, created in found.created:
         message = future_note_problem(rel, {"created": created}, day)

@@ -17,23 +17,32 @@ out of prose), so it is not reported.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from fsmem import format as fmt
 from fsmem.errors import FsmemError
 from fsmem.format import facts as F, secrets
-from fsmem.format.valid_time import SESSIONS, file_facts
+from fsmem.format.valid_time import SESSIONS
 from fsmem.store import paths
+from fsmem.store.cache import RACY_NS
+from fsmem.store.files import atomic_write, state_dir
 from fsmem.store.meta import EXACT_COUNT_LIMIT
+from fsmem.store.paths import STATE_DIR
 
 FACT_SECTIONS = ("facts", fmt.SUPERSEDED_HEADING.lower())
 _LABEL = re.compile(r"^[^:\s][^:]{0,59}:(?!//)")  # a fact's shape: a short label, then a colon (not a URL's)
 _CITATION_START = re.compile(rf"(?:^| )\(\[?(?:\d{{4}}-\d{{2}}-\d{{2}}|{F.UNDATED})\b.*\)$")
 _SHOWN = 80  # characters of a line a message quotes
+CACHE_FILE = "facts.json"
+CACHE_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -51,46 +60,76 @@ class Contradiction:
         return f"{self.key}: {F.RETRACTED if self.value is None else self.value}"
 
 
-def unreadable_lines(text: str) -> list[tuple[int, str]]:
-    """(line, message) of each fact line of a document that the fact rule cannot read (see the module's doc)."""
-    doc = fmt.split(text)
-    owner: dict[int, str] = {}
-    for heading in fmt.headings(doc.body, doc.body_start_line):
-        if heading.level == 2:
-            for number in range(heading.line + 1, heading.end_line + 1):
-                owner[number] = heading.title.strip().lower()
-    found: list[tuple[int, str]] = []
+def body_lines(text: str) -> list[tuple[int, str]]:
+    """(1-based line, text) of the body's lines outside fenced code, without parsing the YAML: a check of every
+    document in the memory reads each once, and the front matter says nothing about its facts."""
+    lines = text.splitlines()
+    start = 0
+    if lines and lines[0].lstrip(fmt.BOM).rstrip() == fmt.FENCE:
+        start = next((i + 1 for i in range(1, len(lines)) if lines[i].rstrip() in ("---", "...")), 0)
+    out = []
     in_code = False
-    for number, line in enumerate(doc.body.splitlines(), start=doc.body_start_line):
+    for index in range(start, len(lines)):
+        line = lines[index]
         if fmt.FENCED_CODE.match(line):
             in_code = not in_code
-            continue
-        section = owner.get(number)
-        if in_code or section not in FACT_SECTIONS or not F.is_bullet(line):
-            continue
-        message = _unreadable(line, section)
-        if message:
-            found.append((number, message))
-    return found
+        elif not in_code:
+            out.append((index + 1, line))
+    return out
 
 
-def _unreadable(line: str, section: str) -> str | None:
-    quoted = _quote(line)
-    heading = "## " + ("Facts" if section == "facts" else fmt.SUPERSEDED_HEADING)
-    fact = F.parse_fact(line)
+def scan(text: str) -> tuple[list[tuple[int, str]], list[tuple[int, str, str | None, list[str]]]]:
+    """One pass over a document: (line, message) of each fact line it cannot read (see the module's doc), and
+    (line, key, value, the notes it cites first and as last confirmation) of each cited keyed fact."""
+    unreadable: list[tuple[int, str]] = []
+    cited: list[tuple[int, str, str | None, list[str]]] = []
+    section = ""
+    for number, line in body_lines(text):
+        if line[:1] == "#":
+            heading = fmt.HEADING.match(line)
+            if heading and len(heading.group(1)) <= 2:
+                section = heading.group(2).strip().lower() if len(heading.group(1)) == 2 else ""
+            continue
+        if not F.is_bullet(line):
+            continue
+        fact = F.parse_fact(line) if ":" in line else None
+        if section in FACT_SECTIONS:
+            message = _unreadable(line, section, fact)
+            if message:
+                unreadable.append((number, message))
+        if fact is None or fact.provenance is None:
+            continue
+        sources = [fact.provenance.sources[0]]
+        confirmed = fact.provenance.confirmed
+        if confirmed is not None and confirmed.source not in sources:
+            sources.append(confirmed.source)
+        value = fact.value
+        if value is not None and secrets.scan(value):  # compared as the consolidator writes it, never kept as is
+            value = secrets.redact(value)
+        cited.append((number, fact.key, value, sources))
+    return unreadable, cited
+
+
+def unreadable_lines(text: str) -> list[tuple[int, str]]:
+    """(line, message) of each fact line of a document that the fact rule cannot read (see the module's doc)."""
+    return scan(text)[0]
+
+
+def _unreadable(line: str, section: str, fact: F.KeyedFact | None) -> str | None:
     if fact is None:
         if not _LABEL.match(line[2:].strip()):
             return None  # prose under the heading, not a fact gone wrong
+        heading = "## " + ("Facts" if section == "facts" else fmt.SUPERSEDED_HEADING)
         return (
-            f"{quoted} under {heading} is not a keyed fact, so consolidation, timeline and as_of pass it by: "
+            f"{_quote(line)} under {heading} is not a keyed fact, so consolidation, timeline and as_of pass it by: "
             "a key is one to four lowercase words (letters, digits, _ or -) followed by ': ' and a value, "
             "such as '- phone: 555 0100'"
         )
     if fact.bad_date:
-        return f"{quoted}: '(as of {fact.bad_date})' is not a date, so the fact is read undated; write YYYY-MM-DD"
+        return f"{_quote(line)}: '(as of {fact.bad_date})' is not a date, so the fact is read undated; write YYYY-MM-DD"
     if fact.provenance is None and fact.value is not None and _CITATION_START.search(fact.value):
         return (
-            f"{quoted}: its citation cannot be read (a date that is no calendar date, or a path with spaces), so "
+            f"{_quote(line)}: its citation cannot be read (a date that is no calendar date, or a path with spaces), so "
             "it is read as part of the value; write it as ([YYYY-MM-DD](path of the note)) or (as of YYYY-MM-DD)"
         )
     return None
@@ -98,76 +137,127 @@ def _unreadable(line: str, section: str) -> str | None:
 
 def _quote(line: str) -> str:
     line = line.rstrip("\r\n")
+    if secrets.scan(line):  # check reports the secret itself; its other messages never repeat it
+        line = secrets.redact(line)
     return repr(line if len(line) <= _SHOWN else line[: _SHOWN - 1] + "…")
 
 
 Said = dict[str, dict[str, str]]  # key -> normalised value -> the value as the note writes it
 
 
-def contradictions(text: str, note_values: Callable[[str], Said | None]) -> list[Contradiction]:
+def contradictions(
+    text: str, note_values: Callable[[str], Said | None], cited: list | None = None
+) -> list[Contradiction]:
     """The fact lines of a document whose cited note gives their key only other values.
 
-    `note_values(source)` is what a cited note (`sessions/…`) says (None: no such note, or it cannot be read).
+    `note_values(source)` is what a cited note (`sessions/…`) says (None: no such note, or it cannot be read);
+    `cited` is the document's cited facts when `scan` has read them already.
     """
-    if "](" not in text and "sessions/" not in text:
-        return []
+    if cited is None:
+        if "](" not in text and SESSIONS + "/" not in text:
+            return []
+        cited = scan(text)[1]
     found: list[Contradiction] = []
-    for fact in _cited_facts(text):
-        number, key, value, sources = fact
+    for number, key, value, sources in cited:
         for source in sources:
             said = note_values(source) if source.startswith(SESSIONS + "/") else None
             if said is None or key not in said:
                 continue
             wanted = F.RETRACTED if value is None else F.normalize_value(value)
-            if wanted not in said[key]:
+            if wanted not in said[key] and _digest(wanted) not in said[key]:
                 found.append(Contradiction(number, key, value, source, tuple(sorted(said[key].values()))))
                 break
     return found
 
 
-def _cited_facts(text: str) -> list[tuple[int, str, str | None, list[str]]]:
-    """(line, key, value, the notes it cites first and as last confirmation) of each cited keyed fact."""
-    doc = fmt.split(text)
-    out = []
-    in_code = False
-    for number, line in enumerate(doc.body.splitlines(), start=doc.body_start_line):
-        if fmt.FENCED_CODE.match(line):
-            in_code = not in_code
-            continue
-        if in_code or not F.is_bullet(line):
-            continue
-        fact = F.parse_fact(line)
-        if fact is None or fact.provenance is None:
-            continue
-        sources = [fact.provenance.sources[0]]
-        confirmed = fact.provenance.confirmed
-        if confirmed is not None and confirmed.source not in sources:
-            sources.append(confirmed.source)
-        out.append((number, fact.key, fact.value, sources))
-    return out
-
-
 def note_values(text: str, source: str) -> Said:
-    """What a session note gives each key (a secret also as the consolidator redacts it)."""
+    """What a session note gives each key. A secret is kept as the consolidator redacts it, and as a digest of
+    itself (never as it is): a document may show either, and this is cached on disk and quoted by `check`."""
     said: Said = {}
-    for fact in file_facts(text, source if source.startswith(SESSIONS + "/") else f"{SESSIONS}/{source}"):
+    for _number, line in body_lines(text):
+        fact = F.parse_fact(line) if ": " in line and F.is_bullet(line) else None
+        if fact is None:
+            continue
         values = said.setdefault(fact.key, {})
         if fact.value is None:
             values[F.RETRACTED] = F.RETRACTED
-            continue
-        shown = secrets.redact(fact.value) if secrets.scan(fact.value) else fact.value  # never quoted as it is
-        values.setdefault(F.normalize_value(fact.value), shown)
-        values.setdefault(F.normalize_value(shown), shown)
+        elif secrets.scan(fact.value):
+            shown = secrets.redact(fact.value)
+            values.setdefault(_digest(F.normalize_value(fact.value)), shown)
+            values.setdefault(F.normalize_value(shown), shown)
+        else:
+            values.setdefault(F.normalize_value(fact.value), fact.value)
     return said
+
+
+def _digest(value: str) -> str:
+    import hashlib
+
+    return "#" + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+class Scanned:
+    """Each file's scan (a document's `scan`, a note's `note_values`), kept in `.fsmem/cache/facts.json` by
+    (mtime, size, inode), so that a check of a memory whose files did not change parses none of them: at
+    5,000 documents and 2,000 notes the parse cost several times the rest of `check`."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.path = Path(root, STATE_DIR, "cache", CACHE_FILE)
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = {}
+        rows = data.get("files") if isinstance(data, dict) and data.get("version") == CACHE_VERSION else None
+        self.rows: dict[str, list] = rows if isinstance(rows, dict) else {}
+        self.seen: dict[str, list] = {}
+        self.changed = False
+
+    def get(self, rel: str, make: Callable[[str], Any]) -> Any:
+        """`make(text)` of file `rel`, from the cache while the file is unchanged; None when it cannot be read."""
+        try:
+            stat = os.lstat(os.path.join(self.root, rel))
+        except OSError:
+            return None
+        stamp = [stat.st_mtime_ns, stat.st_size, stat.st_ino]
+        row = self.rows.get(rel)
+        if isinstance(row, list) and len(row) == 2 and row[0] == stamp:
+            self.seen[rel] = row
+            return row[1]
+        text = read_text(self.root, rel)
+        if text is None:
+            return None
+        value = make(text)
+        if time.time_ns() - stat.st_mtime_ns > RACY_NS:  # a file written just now may change within its tick
+            self.seen[rel] = [stamp, value]
+            self.changed = True
+        return value
+
+    def save(self, whole: bool) -> None:
+        """Keep what was read; `whole` (every file was looked at) drops the rows of files gone since."""
+        if not self.changed and not (whole and len(self.seen) < len(self.rows)):
+            return
+        rows = self.seen if whole else {**self.rows, **self.seen}
+        payload = json.dumps({"version": CACHE_VERSION, "files": rows}, ensure_ascii=False)
+        with contextlib.suppress(OSError):
+            atomic_write(state_dir(self.root, "cache") / CACHE_FILE, payload.encode("utf-8"), durable=False)
 
 
 class Notes:
     """What the session notes a memory's documents cite say, each read once: at its `sessions/` path, else
-    where the archive keeps it."""
+    where the archive keeps it. A note `contains` refuses (outside the caller's scope) is not read."""
 
-    def __init__(self, root: Path, archive_dir: str):
+    def __init__(
+        self,
+        root: Path,
+        archive_dir: str,
+        scanned: Scanned | None = None,
+        contains: Callable[[str], bool] | None = None,
+    ):
         self.root = root
         self.archive = archive_dir.strip("/")
+        self.scanned = scanned
+        self.contains = contains
         self._said: dict[str, Said | None] = {}
 
     def __call__(self, source: str) -> Said | None:
@@ -177,9 +267,15 @@ class Notes:
 
     def _read(self, source: str) -> Said | None:
         for rel in (source, f"{self.archive}/{source[len(SESSIONS) + 1 :]}"):
-            text = read_text(self.root, rel)
-            if text is not None:
-                return note_values(text, source)
+            if self.contains is not None and not self.contains(rel):
+                continue
+            if self.scanned is not None:
+                said = self.scanned.get(rel, lambda text: note_values(text, source))
+            else:
+                text = read_text(self.root, rel)
+                said = None if text is None else note_values(text, source)
+            if said is not None:
+                return said
         return None
 
 
@@ -194,19 +290,29 @@ def read_text(root: Path, rel: str) -> str | None:
         return None
 
 
-def problems(root: Path, rels: list[str], archive_dir: str) -> list[tuple[str, int, str]]:
-    """`check`'s problems of keyed facts in the documents among `rels`: unreadable lines, unsupported citations."""
+def problems(
+    root: Path,
+    rels: list[str],
+    archive_dir: str,
+    *,
+    contains: Callable[[str], bool] | None = None,
+    whole: bool = False,
+) -> list[tuple[str, int, str]]:
+    """`check`'s problems of keyed facts in the documents among `rels`: unreadable lines, unsupported citations.
+    `contains` is the caller's scope (a note outside it is not read); `whole`: `rels` are every file."""
     archive = archive_dir.strip("/") + "/"
-    notes = Notes(root, archive_dir)
+    scanned = Scanned(root)
+    notes = Notes(root, archive_dir, scanned, contains)
     found: list[tuple[str, int, str]] = []
     for rel in rels:
         if rel.startswith((SESSIONS + "/", archive)) or not rel.endswith((".md", ".markdown")):
             continue
-        text = read_text(root, rel)
-        if text is None or not ("- " in text or "* " in text or "+ " in text):
+        result = scanned.get(rel, lambda text: list(scan(text)) if _may_hold_facts(text) else [[], []])
+        if not result:
             continue
-        found += [(rel, line, message) for line, message in unreadable_lines(text)]
-        for c in contradictions(text, notes):
+        unreadable, cited = result
+        found += [(rel, line, message) for line, message in unreadable]
+        for c in contradictions("", notes, cited):
             says = ", ".join(f"{c.key}: {value}" for value in c.says)
             found.append(
                 (
@@ -217,4 +323,9 @@ def problems(root: Path, rels: list[str], archive_dir: str) -> list[tuple[str, i
                     "the value the note gives",
                 )
             )
+    scanned.save(whole)
     return found
+
+
+def _may_hold_facts(text: str) -> bool:
+    return "- " in text or "* " in text or "+ " in text
