@@ -29,7 +29,7 @@ from fsmem.consolidate.notes import NoteEntry, NoteItem, as_old, read_note, sour
 from fsmem.store.files import state_dir
 from fsmem.store.paths import STATE_DIR as STATE
 
-VERSION = 4
+VERSION = 5  # 5: `*` and `+` bullets are facts: every note is extracted again
 FILE = "ledger.sqlite"
 
 _SCHEMA = """

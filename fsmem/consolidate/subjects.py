@@ -24,7 +24,7 @@ from fsmem.store.files import atomic_write, state_dir
 
 _KIND = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,40}$")
 TOPIC_KINDS = ("topic", "topics")
-CACHE_VERSION = 3
+CACHE_VERSION = 4  # 4: summaries read `*` and `+` facts too
 _INTERESTING = frozenset("-*+# `~")
 
 
