@@ -209,3 +209,11 @@ def test_the_three_bullets_give_the_same_facts_supersession_and_timeline(lines, 
             for f in docs.EntityDocument(ANN, new).fact_lines():
                 if (f.key, f.value, f.first.date, f.first.source) in written:
                     assert f.bullet == bullet
+
+
+def test_note_takes_a_plus_fact_as_it_is_and_stamps_it(tmp_path):
+    """`fsmem note "+ phone: 111"` is a fact already: not wrapped into `- + phone: 111`, and stamped like `-`."""
+    memory = Memory.init(tmp_path / "mem")
+    written = memory.note("+ phone: 111", subject="people/Ann Lee")
+    text = (memory.root / written.path).read_text()
+    assert "\n+ phone: 111 (as of 2026-12-01T08:00:00Z)\n" in text
