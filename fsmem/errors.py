@@ -66,6 +66,13 @@ class LockTimeout(FsmemError):
     """Another process holds the lock for longer than we are willing to wait."""
 
 
+class ConsolidationRunning(LockTimeout):
+    """Another `fsmem consolidate` holds the memory: this run changed nothing. Exit 75 (sysexits' EX_TEMPFAIL,
+    "try again later"), its own code, so a scheduler can accept an overlap without accepting every error."""
+
+    exit_code = 75
+
+
 class PatternTimeout(FsmemError):
     """A grep pattern that ran past the configured time limit."""
 

@@ -1,4 +1,4 @@
-"""Faults: SIGKILL at every write, an overlapping run, and the CLI's exit codes."""
+"""Faults: SIGKILL at every write, an overlapping run, a skipped document, and the CLI's exit codes."""
 
 from __future__ import annotations
 
@@ -89,20 +89,23 @@ def test_sigkill_after_every_write_then_rerun_reaches_the_same_bytes(base, tmp_p
         assert snapshot(work) == expected, n
 
 
-def test_overlapping_run_exits_2_with_a_clear_message(base):
+def test_overlapping_run_exits_75_with_a_clear_message_that_says_when(base):
+    """Issue 32, finding 5: an overlap exited 2, the code of every error, which the documented unit counts as a
+    failure. The lock is held by another process until this test closes its stdin: no sleep orders anything."""
     holder = subprocess.Popen(
         [
             sys.executable,
             "-c",
             textwrap.dedent(f"""\
-            import sys, time
+            import sys
             from pathlib import Path
             from fsmem.store.files import file_lock
             with file_lock(Path({str(base)!r}), "consolidate"):
                 print("held", flush=True)
-                time.sleep(60)
+                sys.stdin.read()
             """),
         ],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -110,14 +113,38 @@ def test_overlapping_run_exits_2_with_a_clear_message(base):
         assert holder.stdout.readline().strip() == "held"
         before = snapshot(base)
         second = consolidate(base)
-        assert second.returncode == 2
-        assert second.stderr.startswith("fsmem: error: another 'fsmem consolidate' is running on this memory")
-        assert second.stderr.count("\n") == 1
+        assert second.returncode == 75
+        assert second.stderr == (
+            f"fsmem: error: at {NOW} another 'fsmem consolidate' was running on this memory; this run changed "
+            "nothing (notes written meanwhile are consolidated by the next run)\n"
+        )
         assert snapshot(base) == before
+        as_json = consolidate(base, "--json")
+        assert as_json.returncode == 75 and json.loads(as_json.stdout)["error"]["exit"] == 75
     finally:
-        os.kill(holder.pid, signal.SIGTERM)
-        holder.wait()
+        holder.stdin.close()
+        holder.wait(timeout=30)
     assert consolidate(base).returncode == 0
+
+
+def test_a_run_that_skipped_a_document_exits_3_and_every_line_says_when(base):
+    """Issue 32, finding 5: a document with broken front matter was skipped and the run exited 0."""
+    document = base / "entities/people/adam-smith.md"
+    document.write_text(document.read_text().replace("aliases: [Adam, A. Smith]", "aliases: [Adam, A. Smith"))
+    done = consolidate(base)
+    assert done.returncode == 3, done.stderr
+    lines = done.stdout.splitlines()
+    assert all(line.startswith(f"{NOW} ") for line in lines), lines
+    assert any(
+        line.startswith(f"{NOW} entities/people/adam-smith.md:") and "document skipped" in line for line in lines
+    )
+    assert any(line.startswith(f"{NOW} consolidated ") for line in lines)
+    report = json.loads(consolidate(base, "--json").stdout)
+    assert report["time"] == NOW and report["skipped"] == ["entities/people/adam-smith.md"]
+    assert consolidate(base, "--json").returncode == 3  # its notes stay unmarked: told again until it is fixed
+    document.write_text(document.read_text().replace("aliases: [Adam, A. Smith\n", "aliases: [Adam, A. Smith]\n"))
+    assert consolidate(base).returncode == 0
+    assert consolidate(base).returncode == 1
 
 
 def test_cli_json_report_and_exit_codes(base):
@@ -128,9 +155,9 @@ def test_cli_json_report_and_exit_codes(base):
     assert "entities/people/adam-smith.md" in report["files_written"]
     second = consolidate(base)
     assert second.returncode == 1
-    assert second.stdout.startswith("consolidated 0 of 0 note(s)")
+    assert second.stdout.startswith(f"{NOW} consolidated 0 of 0 note(s)")
     dry = consolidate(base, "--dry-run")
-    assert dry.returncode == 1 and dry.stdout.startswith("(nothing would change)")
+    assert dry.returncode == 1 and dry.stdout.startswith(f"{NOW} (nothing would change)")
     text = (base / "topics/deployments.md").read_text()
     assert (
         "## Facts\n- deploy window: Monday to Wednesday, 09:00-15:00 UTC ([2026-11-25](../sessions/2026/11/25/ops-7.md))\n"

@@ -37,7 +37,7 @@ def test_the_core_commands_run_without_posix_only_modules_and_calls(tmp_path):
     assert noted.startswith("noted in sessions/2026/11/30/s1.md")
     assert "sessions/2026/11/30/s1.md" in fsmem(root, "ls")
     consolidated = fsmem(root, "consolidate")
-    assert consolidated.startswith("consolidated 1 of 1 note(s): 1 fact(s) added")
+    assert consolidated.startswith(f"{NOW} consolidated 1 of 1 note(s): 1 fact(s) added")
     assert "topics/billing.md:\n11:- cycle: monthly" in fsmem(root, "grep", "monthly")
     assert fsmem(root, "search", "cycle").startswith("topics/billing.md\n")
     assert "- cycle: monthly ([2026-11-30" in fsmem(root, "read", "topics/billing.md")

@@ -72,6 +72,13 @@ def exits_1(op: Operation) -> Callable[[Any], bool]:
     return lambda result: bool(getattr(result, name)) == wanted
 
 
+class _Shown:
+    """An answer whose text is printed by another of its methods than `to_text` (the spec's `Cli.text`)."""
+
+    def __init__(self, answer: Any, method: str) -> None:
+        self.to_text, self.to_dict = getattr(answer, method), answer.to_dict
+
+
 def build(op: Operation) -> click.Command:
     """The click command of `op`."""
     params = [p for p in op.params if p.on(CLI)] + list(op.cli.extra)
@@ -102,7 +109,14 @@ def build(op: Operation) -> click.Command:
             )
             return
         result = method(**arguments)
-        emit(result, as_json, empty=empty(result))
+        code = next((code for name, code in op.cli.exits if getattr(result, name)), 0)
+        emit(
+            _Shown(result, op.cli.text) if op.cli.text != "to_text" else result,
+            as_json,
+            empty=not code and empty(result),
+        )
+        if code:
+            raise click.exceptions.Exit(code)
 
     function: Any = output_option(run)
     for param in reversed(params):

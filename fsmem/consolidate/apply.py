@@ -22,7 +22,7 @@ from fsmem.consolidate.dates import SESSIONS
 from fsmem.consolidate.notes import NoteEntry
 from fsmem.consolidate.relink import relink
 from fsmem.consolidate.report import COUNT_NAMES, ConsolidationReport
-from fsmem.errors import FsmemError, LockTimeout
+from fsmem.errors import ConsolidationRunning, FsmemError, LockTimeout
 from fsmem.store.files import TEMP_PREFIX, file_lock, fsync_dir, state_dir
 
 __all__ = ["COUNT_NAMES", "ConsolidationReport", "apply", "run", "unified_diff"]
@@ -311,14 +311,14 @@ def run(
 
     settings = dataclasses.replace(settings, archive_dir=config_dir(settings.archive_dir, "consolidate.archive_dir"))
     extractors = ex.load(settings.extractors)
-    report = ConsolidationReport(dry_run=dry_run)
+    report = ConsolidationReport(dry_run=dry_run, time=fmt.now_iso())
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
         try:
             stack.enter_context(file_lock(root, "consolidate", wait=False))
         except LockTimeout:
-            raise LockTimeout(
-                "another 'fsmem consolidate' is running on this memory; this run changed nothing "
+            raise ConsolidationRunning(
+                f"at {report.time} another 'fsmem consolidate' was running on this memory; this run changed nothing "
                 "(notes written meanwhile are consolidated by the next run)"
             ) from None
         if not dry_run:

@@ -100,7 +100,9 @@ def read_note(full: Path, rel: str, source: str, extractors: list, snapshots: di
     entry.mark = str(mark) if mark else None
     entry.date = note_date(source, doc.front_matter)
     if entry.date is None:
-        entry.problems.append((1, "cannot date this note: not under sessions/YYYY/MM/DD/ and no valid 'created'"))
+        entry.problems.append(
+            (1, "cannot date this note: not under sessions/YYYY/MM/DD/ and no valid 'created'; note skipped")
+        )
         return entry
     extraction = ex.run(extractors, ex.SessionNote(source, entry.date, text, doc.body, doc.body_start_line))
     entry.problems.extend(extraction.problems)

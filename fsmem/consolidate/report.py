@@ -1,4 +1,10 @@
-"""What one `fsmem consolidate` run did (or, with dry_run, would do): counts, files, problems, held-back notes."""
+"""What one `fsmem consolidate` run did (or, with dry_run, would do): counts, files, problems, held-back notes.
+
+A run is told apart by what an operator must do about it (`fsmem consolidate`'s exit codes): nothing new,
+something consolidated, or something skipped that a person must fix (`skipped`). The command prints each
+line after the run's time (`to_log`), so a log that a scheduler appends to says when; `to_text` is the same
+report without it, for commit messages and tool answers, which carry their own time.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fsmem.consolidate.plan import Plan
+
+# How a problem that left a note or document out ends: it stays out, run after run, until a person fixes it.
+SKIPPED = ("; note skipped", "; document skipped")
 
 COUNT_NAMES = (
     "notes_read",
@@ -25,6 +34,7 @@ class ConsolidationReport:
     """What one `fsmem consolidate` run did (or, with dry_run, would do)."""
 
     dry_run: bool = False
+    time: str = ""  # when the run started, ISO 8601 with its UTC offset (FSMEM_NOW when set)
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNT_NAMES, 0))
     files_written: list[str] = field(default_factory=list)
     notes_archived: list[str] = field(default_factory=list)
@@ -37,12 +47,13 @@ class ConsolidationReport:
     diff: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"dry_run": self.dry_run, **self.counts}
+        data: dict[str, Any] = {"time": self.time, "dry_run": self.dry_run, **self.counts}
         data.update(
             files_written=self.files_written,
             notes_archived=self.notes_archived,
             conflicts=self.conflicts,
             problems=[{"path": p, "line": n, "message": m} for p, n, m in self.problems],
+            skipped=self.skipped,
             held_back=[{"path": p, "date": d} for p, d in self.held_back],
             temp_files_removed=self.temp_files_removed,
             index_changed=self.index_changed,
@@ -73,6 +84,20 @@ class ConsolidationReport:
             archived = f"; {len(self.notes_archived)} note(s) archived" if self.notes_archived else ""
             lines.append(f"{len(self.files_written)} file(s) written{archived}{index}")
         return "\n".join(lines)
+
+    def to_log(self) -> str:
+        """`to_text` with each line after the run's time, as `fsmem consolidate` prints it (a dry run's diff
+        stays as it is, so it still applies)."""
+        text = self.to_text()
+        diff = self.diff.rstrip("\n") if self.dry_run and self.diff else ""
+        head, rest = (diff, text[len(diff) :].lstrip("\n")) if diff else ("", text)
+        timed = "\n".join(f"{self.time} {line}" if self.time else line for line in rest.split("\n"))
+        return f"{head}\n{timed}" if head else timed
+
+    @property
+    def skipped(self) -> list[str]:
+        """The notes and documents this run left out for a problem a person must fix (exit 3 on the CLI)."""
+        return sorted({path for path, _, message in self.problems if message.endswith(SKIPPED)})
 
     @property
     def empty(self) -> bool:

@@ -15,6 +15,12 @@ passwords inside URLs, and `keyword = value` assignments whose value looks
 machine-made (or, after a password keyword, is no plain word). Entropy alone
 is not used: memory notes are full of hashes. Every quantifier is bounded and
 every rule is gated on a literal, so no input makes a scan slow.
+
+An assignment's value must be the secret itself, on the key's line: code and
+notes that say where a secret is (`os.environ.get('DB_PASSWORD')`,
+`settings.SECRET_KEY`, `${DB_PASSWORD}`, `env://…`, a placeholder, another
+key's name) are what a memory should hold instead, and are let through
+(`_reference`; measured in docs/safety.md, `benchmarks/bench_secrets.py`).
 """
 
 from __future__ import annotations
@@ -97,6 +103,20 @@ _PLACEHOLDER = (
     r"(?i)^(?:<.*>|\$\{.*\}|\$[A-Z_]+|\{\{.*\}\}|%\(.*\)s|\*+|x{4,}|\.{3,}|…|"
     r"(?:none|null|nil|true|false|todo|tbd|redacted|changeme|example|your[_\-].*|\[redacted.*))$"
 )
+# What stands where a secret would, but names or points at it (a value of an assignment that is one of these is
+# no secret): placeholders, variables and templates of every common language, a URI or a path to a secret store.
+_REFERENCE_START = (
+    r"(?i)^(?:<|\[|\{|\$(?:\{|\(|env:|[A-Z_][A-Z0-9_]*(?![a-z0-9])|[a-z_][a-z_]*(?![A-Za-z0-9]))|%[A-Z_][A-Z0-9_]*%|"
+    r"#\{|@@?[A-Za-z_]|![A-Za-z]+$|[a-z][a-z0-9+.\-]{1,20}:(?://|[a-z])|~?/|\.{1,2}/|"
+    r"x{3,}$|\*{3,}|(?:change|replace)[_\-]?me|.*[_\-](?:here|goes[_\-]here|placeholder)$|placeholder|dummy|"
+    r"(?:enter|insert|put|paste|add)[_\-]?your)"
+)
+# An identifier, then (optionally) more of them through `.`, `::`, `->` or `?.`, then optionally a call, an index
+# or a type's arguments: `settings.SECRET_KEY`, `os.environ.get(`, `ENV[`, `env::var(`, `Option<String>`.
+_IDENT = r"[A-Za-z_$][A-Za-z0-9_$]*"
+_CODE_REFERENCE = rf"^{_IDENT}(?:(?:(?:\.|::|->|\?\.){_IDENT})*(?:[(\[<{{]|!\().*|(?:(?:\.|::|->|\?\.){_IDENT})+)$"
+# a key's name as a value (`password_env: DB_PASSWORD`, `password = db_password`): letters joined by `_`
+_KEY_NAME = r"^(?:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[a-z]+(?:_[a-z]+)+|[a-z]+(?:[A-Z][a-z]+)+)$"
 
 
 @functools.cache
@@ -110,6 +130,9 @@ def _rules() -> SimpleNamespace:
         password_key=re.compile(_PASSWORD_KEY),
         secret_key=re.compile(_SECRET_KEY),
         placeholder=re.compile(_PLACEHOLDER),
+        reference_start=re.compile(_REFERENCE_START),
+        code_reference=re.compile(_CODE_REFERENCE),
+        key_name=re.compile(_KEY_NAME),
         hex=re.compile(r"[0-9a-fA-F]+"),
         token_chars=re.compile(r"[A-Za-z0-9+/_\-.~]+"),
         symbol_or_digit=re.compile(r"[0-9!@#$%^&*()+=\-_.,;?~]"),
@@ -119,8 +142,14 @@ def _rules() -> SimpleNamespace:
         # ASCII letters only, either case: str.lower() could move offsets, and translating a non-ASCII text
         # to lower its ASCII letters cost more than every rule together
         keyword=re.compile(r"pass|pwd|pw|secret|key|token|credential|login|creds", re.IGNORECASE | re.ASCII),
-        key_shape=re.compile(r"(?i)(?:[A-Za-z0-9]{1,24}[_\-]){0,4}" + _KEYWORD + r"(?:[_\-][A-Za-z0-9]{1,24}){0,4}"),
-        after_key=re.compile(r"[\"'`]?\s{0,3}(?::|=|:=)\s{0,3}[\"'`]?([^\s\"'`]{4,400})"),
+        # `db_password`, `API-KEY`, and camelCase `dbPassword`
+        key_shape=re.compile(
+            r"(?i)(?:(?:[A-Za-z0-9]{1,24}[_\-]){0,4}|(?-i:[a-z][a-z0-9]{0,23}(?=[A-Z])))"
+            + _KEYWORD
+            + r"(?:[_\-][A-Za-z0-9]{1,24}){0,4}"
+        ),
+        # the value stays on the key's line (`password:` ending a line is no assignment of the next line)
+        after_key=re.compile(r"[\"'`]?[ \t]{0,3}(?::|=|:=)[ \t]{0,3}([\"'`]?)([^\s\"'`]{4,400})"),
     )
 
 
@@ -162,9 +191,9 @@ def _looks_random(value: str) -> bool:
     rules = _rules()
     if rules.hex.fullmatch(core):
         return len(core) >= 20 and _entropy(core) > 3.0
-    if not rules.token_chars.fullmatch(core):
-        return False
     classes = sum(bool(re.search(p, core)) for p in ("[a-z]", "[A-Z]", "[0-9]"))
+    if not rules.token_chars.fullmatch(core):  # generated with punctuation too (Django's SECRET_KEY): longer, wilder
+        return len(core) >= 32 and classes == 3 and _entropy(core) > 4.5
     return classes >= 2 and _entropy(core) > 3.5
 
 
@@ -174,6 +203,26 @@ def _password_like(value: str) -> bool:
     if rules.placeholder.match(value):
         return False
     return bool(rules.symbol_or_digit.search(value)) or _looks_random(value)
+
+
+def _reference(value: str, *, quoted: bool) -> bool:
+    """Whether an assigned value names or points at a secret rather than being one.
+
+    Any value: a placeholder (`<your-password>`, `xxx`, `***`, `changeme`, `your_password_here`), a variable or
+    template (`${DB_PASSWORD}`, `$DB_PASS`, `%DB_PASSWORD%`, `{{ vault_pw }}`, `#{ENV['X']}`), a YAML tag
+    (`!secret`), a URI or a path (`env://POSTGRES_PASSWORD`, `vault:secret/db`, `/run/secrets/db`). Unquoted
+    only, as code: a call, an attribute or an index (`os.environ.get(`, `settings.SECRET_KEY`, `ENV[`), or a
+    key's name (`DB_PASSWORD`, `db_password`); quoted, such a value is a literal. A value that looks
+    machine-made in any part is a literal whatever its shape.
+    """
+    rules = _rules()
+    if rules.reference_start.match(value):
+        return not _looks_random(value.split("/")[-1].split(":")[-1])
+    if quoted:
+        return bool(rules.key_name.match(value)) and bool(rules.keyword.search(value))
+    if rules.code_reference.match(value) or rules.key_name.match(value):  # unless a part is a generated token
+        return not any(_looks_random(part) and re.search("[0-9]", part) for part in re.split(r"[^A-Za-z0-9_]+", value))
+    return False
 
 
 def scan(text: str) -> list[Secret]:
@@ -217,14 +266,14 @@ def scan(text: str) -> list[Secret]:
         if rules.key_shape.fullmatch(text, start, end):
             after = rules.after_key.match(text, end)
             if after is not None and (start == 0 or not text[start - 1].isalnum()):
-                key, value = text[start:end], after.group(1).rstrip(".,;)")
-                if not rules.placeholder.match(value):
+                key, value = text[start:end], after.group(2).rstrip(".,;)")
+                if not rules.placeholder.match(value) and not _reference(value, quoted=bool(after.group(1))):
                     if rules.secret_key.search(key) and not re.search(r"(?i)key", key):
                         ok = _password_like(value) if rules.password_key.search(key) else _looks_random(value)
                     else:
                         ok = _looks_random(value)
                     if ok:
-                        add("secret assignment", after.start(1), after.start(1) + len(value))
+                        add("secret assignment", after.start(2), after.start(2) + len(value))
         newline = text.rfind("\n", searched, keyword.start())  # keywords come in order: never look back twice
         line, searched = (newline + 1 if newline >= 0 else line), keyword.start()
         if line in seen_lines:
@@ -271,7 +320,9 @@ def screen(text: str, policy: str, what: str) -> str:
     """`text` as it may be stored under `policy`: unchanged, redacted, or refused with the line and kind.
 
     The refusal names where the secret is and what it looks like, never the
-    value: tool answers end up in transcripts and logs.
+    value: tool answers end up in transcripts and logs. A text of one line is
+    named by `what` alone (`its line 2 looks like a GitHub token`), a longer
+    one with the line (`the note, line 2: looks like a GitHub token`).
     """
     if policy == "allow" or not text:
         return text
@@ -281,8 +332,10 @@ def screen(text: str, policy: str, what: str) -> str:
     if policy == "redact":
         return redact(text, found)
     kinds = sorted({secret.kind for secret in found})
+    one_line = "\n" not in text.rstrip("\n")
+    where = f"{what} looks like {with_article(found[0].kind)}" if one_line else f"{what}, {found[0].describe()}"
     raise SecretFound(
-        f"{what}, {found[0].describe()}"
+        where
         + (f" ({len(found)} secrets in all: {', '.join(kinds)})" if len(found) > 1 else "")
         + "; nothing was written (fsmem.yaml secrets.policy: refuse). Store the secret in a secret manager "
         "and write where to find it instead, or set secrets.policy to redact"

@@ -14,7 +14,8 @@ import datetime as _dt
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
-from fsmem.errors import HistoryError, LockTimeout
+from fsmem.errors import ConsolidationRunning, HistoryError, LockTimeout
+from fsmem.format import now_iso
 from fsmem.history import journal, recovery
 from fsmem.history.journal import Author, author_of, commit_with
 from fsmem.history.repo import Repo
@@ -137,8 +138,8 @@ def consolidation(repo: Repo, run: Callable[[], T], *, archive_dir: str, agent: 
         try:
             alone.enter_context(file_lock(repo.root, "consolidate", wait=False))
         except LockTimeout:
-            raise LockTimeout(
-                "another 'fsmem consolidate' is running on this memory; this run changed nothing "
+            raise ConsolidationRunning(
+                f"at {now_iso()} another 'fsmem consolidate' was running on this memory; this run changed nothing "
                 "(notes written meanwhile are consolidated by the next run)"
             ) from None
         with journal.commit_lock(repo):

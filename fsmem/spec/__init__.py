@@ -90,7 +90,9 @@ class Cli:
     `inputs` names, per parameter, the adapter of `fsmem.cli.inputs` that turns what was typed into the
     value (a `-` that means stdin, `KEY=VALUE` pairs, a file to read); `extra` are options of the command
     alone (write's --keep-body); `exit_1` is the answer's attribute whose truth makes the exit code 1
-    (grep's convention: nothing found; `!calls`: when it is false), and `reserve` says whether the answer
+    (grep's convention: nothing found; `!calls`: when it is false), `exits` the attributes whose truth gives
+    a code of their own, checked first (consolidate's `skipped`: 3), `text` the answer's method whose text
+    the command prints (consolidate's `to_log`, each line after the run's time), and `reserve` says whether the answer
     needs room kept for its trailer (`fsmem.cli.options.emit_within`); `spent_at_zero`, that
     --max-tokens 0 is no budget but the signal that the turn's budget is spent (recall). `group` puts
     the command under a group of that name, as one subcommand per value of its first parameter
@@ -101,6 +103,8 @@ class Cli:
     inputs: dict[str, str] = field(default_factory=dict)
     extra: tuple[Param, ...] = ()
     exit_1: str | None = None
+    exits: tuple[tuple[str, int], ...] = ()
+    text: str = "to_text"
     reserve: bool = True
     spent_at_zero: bool = False
     group: str | None = None

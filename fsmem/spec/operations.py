@@ -426,10 +426,13 @@ _DECLARED = (
         read_only=False,
         idempotent=False,
         cli=Cli(
-            note="Exit 0 when notes were consolidated (or would be), 1 when there was nothing new, 2 on error "
-            "(also when another consolidation is running).",
+            note="Each line starts with the run's time. Exit 0 when notes were consolidated (or would be), 1 when "
+            "there was nothing new, 3 when a note or document was skipped for a problem to fix, 75 when another "
+            "consolidation is running (this one changed nothing), 2 on any other error.",
             inputs={"progress": "progress_bar"},
             exit_1="empty",
+            exits=(("skipped", 3),),
+            text="to_log",
         ),
     ),
     Operation(
