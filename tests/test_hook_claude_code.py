@@ -412,10 +412,10 @@ def test_a_long_session_is_saved_whole_by_one_event_then_import_adds_nothing(roo
     transcript = write_jsonl(tmp_path / "projects" / "-home-ada-atlas" / "s-long.jsonl", records)
     assert hook(root, event("SessionEnd", transcript, session="s-long")).returncode == 0
     [note] = session_notes(root)
-    assert note.relative_to(root).as_posix() == "sessions/2025/03/10/claude-code-s-long.md"  # its own start
+    assert "more lines of this part left out" not in note.read_text()
     assert fenced_lines(note) == rendered(records) and len(rendered(records)) == 980
     assert fenced_lines(note)[-1] == "assistant: Summary: parse_195 returns its value unchanged; all 196 steps done."
-    assert "more lines of this part left out" not in note.read_text()
+    assert note.relative_to(root).as_posix() == "sessions/2025/03/10/claude-code-s-long.md"  # its own start
     before = note.read_bytes()
     done = fsmem(root, "import", "claude-code", str(tmp_path / "projects"), "--json")
     assert done.returncode == 0, done.stderr
