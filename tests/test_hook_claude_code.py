@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
@@ -489,3 +490,20 @@ def test_a_session_with_a_refused_line_saved_by_the_hook_is_left_unchanged_by_im
     assert token not in note.read_text() and len(fenced_lines(note)) == len(rendered(records)) - 1
     report = json.loads(fsmem(root, "import", "claude-code", str(transcript), "--json").stdout)
     assert (report["unchanged"], report["skipped"]) == (1, 0)
+
+
+def test_a_note_the_hook_saved_before_it_kept_a_record_is_continued_from_its_old_offset(root, tmp_path, monkeypatch):
+    monkeypatch.setenv("FSMEM_NOW", "2026-05-04T09:00:00Z")
+    transcript = write_transcript(tmp_path / "s-1.jsonl", USER, ASSISTANT, RESULT)
+    old = "\n".join(["# Claude Code session (transcript summary)", "", "```text", *SUMMARY, "```"])
+    Memory(root).note(old, session="claude-code-s-1")  # as the hook wrote it, its offset kept beside it
+    digest = hashlib.sha256(b"s-1").hexdigest()[:32]
+    state = {"session_id": "s-1", "transcript": str(transcript), "offset": transcript.stat().st_size}
+    (root / ".fsmem" / "hooks" / "claude-code").mkdir(parents=True)
+    (root / ".fsmem" / "hooks" / "claude-code" / f"{digest}.json").write_text(json.dumps(state))
+    write_transcript(transcript, LATER)
+    assert hook(root, event("SessionEnd", transcript)).returncode == 0
+    [note] = session_notes(root)
+    assert fenced_lines(note) == [*SUMMARY, "assistant: The proration rounds down; fixed."]
+    assert "imported_lines: 5\n" in note.read_text() and "conversation: s-1\n" in note.read_text()
+    assert json.loads(fsmem(root, "import", "claude-code", str(transcript), "--json").stdout)["unchanged"] == 1

@@ -129,5 +129,10 @@ def extended(text: str, conversation: Conversation, lines: Sequence[str], held: 
     body = text if text.endswith("\n") else text + "\n"
     if lines:
         body += "\n" + block(conversation, lines, first=False)
-    fields: dict[str, Any] = {"updated": _stamp(conversation, "ended"), **held.fields()}
+    fields: dict[str, Any] = held.fields()
+    if conversation.ended or conversation.started:
+        fields = {"updated": _stamp(conversation, "ended"), **fields}
+    front = fmt.split(text).front_matter
+    if front.get("conversation") != conversation.key:  # a note the hook wrote before it kept this record
+        fields.update(source=conversation.source, conversation=conversation.key)
     return fmt.set_fields(body, fields)

@@ -238,17 +238,17 @@ def _one_conversation(
     from fsmem.store.writing import read_text, session_note_path
 
     named = f"{conv.title!r} ({conv.where})"
-    started = conv.started
-    if started is None:
-        report.add("skipped", (named, "it has no date"))
-        return
     if not conv.lines:
         report.add("skipped", (named, "nothing was said in it"))
         return
     session = notes.session_of(conv)
+    found = [p for p in sessions.get(session, []) if p.is_file()]
+    if conv.started is None and not found:  # a note is dated by its conversation's start
+        report.add("skipped", (named, "it has no date"))
+        return
     tx = batches.current()  # the lock is held from here: what is on disk is what this write sees
-    target = session_note_path(memory.root, session, started)
-    existing = [p for p in sessions.get(session, []) if p != target and p.is_file()]
+    target = found[0] if conv.started is None else session_note_path(memory.root, session, conv.started)
+    existing = [p for p in found if p != target]
     if target.is_file():
         existing.insert(0, target)
     rel = relative(memory.root, target)

@@ -21,7 +21,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fsmem.errors import FsmemError, NotFound, SecretFound
 from fsmem.format import secrets
@@ -29,7 +29,10 @@ from fsmem.hooks.claude_code import session_name
 from fsmem.importers import Conversation
 from fsmem.importers.notes import Held, held_in
 from fsmem.operations.core import Core
-from fsmem.operations.transaction import require_writable, transaction
+from fsmem.operations.transaction import Transaction, require_writable, transaction
+
+if TYPE_CHECKING:
+    from fsmem.importers.transcripts import Identity, Part
 
 PART = 1 << 20  # bytes of transcript read and written per write: a few hundred lines, one short transaction
 
@@ -124,7 +127,7 @@ def save_transcript(
 
 
 def _save_part(
-    memory: Core, tx: Any, transcript: str, who: Any, saved: TranscriptSaved, skip_to: int | None
+    memory: Core, tx: Transaction, transcript: str, who: Identity, saved: TranscriptSaved, skip_to: int | None
 ) -> int | None:
     """One part, under the write lock: the lines after the note's record, appended with the record moved on.
 
@@ -133,6 +136,7 @@ def _save_part(
     from fsmem import format as fmt
     from fsmem.importers import notes
     from fsmem.importers.transcripts import read_part
+    from fsmem.store.files import atomic_write
     from fsmem.store.paths import relative
     from fsmem.store.writing import Change, WriteResult, read_text
 
@@ -176,8 +180,6 @@ def _save_part(
         else:
             assert text is not None
             data = notes.extended(text, conv, kept, record).encode("utf-8")
-        from fsmem.store.files import atomic_write
-
         rel = relative(memory.root, note)
         atomic_write(note, data)
         tx.wrote(WriteResult("note", rel, created=before is None, changes=[Change(rel, before, data)]), f"save {rel}")
@@ -185,7 +187,7 @@ def _save_part(
     return None if part.at_end else part.end
 
 
-def _conversation(memory: Core, who: Any, part: Any, transcript: str, text: str | None) -> Conversation:
+def _conversation(memory: Core, who: Identity, part: Part, transcript: str, text: str | None) -> Conversation:
     """The conversation as a note's front matter and headings name it: its title and times from its records."""
     from fsmem import format as fmt
 
