@@ -124,7 +124,9 @@ def new_note(conversation: Conversation, lines: Sequence[str], held: Held) -> st
     return fmt.render(front, block(conversation, lines, first=True))
 
 
-def extended(text: str, conversation: Conversation, lines: Sequence[str], held: Held) -> str:
+def extended(
+    text: str, conversation: Conversation, lines: Sequence[str], held: Held, *, front: Mapping[str, Any] | None = None
+) -> str:
     """The note `text` with `lines` (those after the ones it holds) added, its record moved on to `held`."""
     body = text if text.endswith("\n") else text + "\n"
     if lines:
@@ -132,7 +134,8 @@ def extended(text: str, conversation: Conversation, lines: Sequence[str], held: 
     fields: dict[str, Any] = held.fields()
     if conversation.ended or conversation.started:
         fields = {"updated": _stamp(conversation, "ended"), **fields}
-    front = fmt.split(text).front_matter
+    if front is None:
+        front = fmt.split(text).front_matter
     if front.get("conversation") != conversation.key:  # a note the hook wrote before it kept this record
         fields.update(source=conversation.source, conversation=conversation.key)
     return fmt.set_fields(body, fields)

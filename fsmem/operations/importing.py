@@ -287,7 +287,7 @@ def _one_conversation(
         report.unchanged += 1
         _tell_the_hook(memory, conv)
         return
-    data = notes.extended(text, conv, lines, _record(conv)).encode("utf-8")
+    data = notes.extended(text, conv, lines, _record(conv), front=front).encode("utf-8")
     batches.write(note, data)
     tx.wrote(WriteResult("note", note_rel, changes=[Change(note_rel, before, data)]), f"import {note_rel}")
     if lines:

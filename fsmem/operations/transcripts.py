@@ -143,6 +143,7 @@ def _save_part(
     name = session_name(who.key)
     note = _find_note(memory.root, name)
     text = before = None
+    front: Mapping[str, Any] = {}
     held = Held()
     if note is not None:
         before = note.read_bytes()
@@ -170,7 +171,7 @@ def _save_part(
         except SecretFound as exc:
             saved.problems.append(f"{exc}; that line is left out")
     if part.lines or (note is not None and part.end != held.bytes):
-        conv = _conversation(memory, who, part, transcript, text)
+        conv = _conversation(memory, who, part, transcript, front.get("created"))
         record = held.after(part.lines, part.end)
         if note is None:
             if not kept:
@@ -179,7 +180,7 @@ def _save_part(
             data = notes.new_note(conv, kept, record).encode("utf-8")
         else:
             assert text is not None
-            data = notes.extended(text, conv, kept, record).encode("utf-8")
+            data = notes.extended(text, conv, kept, record, front=front).encode("utf-8")
         rel = relative(memory.root, note)
         atomic_write(note, data)
         tx.wrote(WriteResult("note", rel, created=before is None, changes=[Change(rel, before, data)]), f"save {rel}")
@@ -187,7 +188,7 @@ def _save_part(
     return None if part.at_end else part.end
 
 
-def _conversation(memory: Core, who: Identity, part: Part, transcript: str, text: str | None) -> Conversation:
+def _conversation(memory: Core, who: Identity, part: Part, transcript: str, created: Any) -> Conversation:
     """The conversation as a note's front matter and headings name it: its title and times from its records."""
     from fsmem import format as fmt
 
@@ -198,8 +199,8 @@ def _conversation(memory: Core, who: Identity, part: Part, transcript: str, text
     except SecretFound:
         title = who.key
     started = part.started or now.astimezone(_dt.UTC)
-    if text is not None:  # the note names its start already
-        started = fmt.parse_timestamp(str(fmt.split(text).front_matter.get("created"))) or started
+    if created is not None:  # the note names its start already
+        started = fmt.parse_timestamp(str(created)) or started
     return Conversation(
         "claude-code", who.key, title, started, part.ended or now, (), transcript, transcript, parent=who.parent
     )
