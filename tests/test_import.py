@@ -457,3 +457,30 @@ def test_the_cli_report_is_json_with_counts_and_bounded_lists(memory, tmp_path):
         "skipped": 0,
     }
     assert report["left_out"] == {"created_paths": 0, "extended_paths": 0, "skipped_items": 0}
+
+
+def test_a_note_imported_before_the_record_held_bytes_is_continued_by_the_hook(memory, tmp_path):
+    import hashlib
+
+    transcript = write_jsonl(tmp_path / "s-3.jsonl", transcript_records("s-3", TURNS[:2]))
+    [rel] = memory.import_from("claude-code", str(transcript)).created
+    note = memory.root / rel
+    said = [
+        "user: Why does test_sync fail?",
+        "assistant: Let me run it.",
+        "tool call Bash: command=pytest -q tests/test_sync.py",
+    ]
+    whole = hashlib.sha256("".join(line + "\n" for line in said).encode()).hexdigest()[:16]  # as import wrote it then
+    text = note.read_text()
+    old = text.replace(f"imported_digest: {digest(said)}\n", f"imported_digest: {whole}\n")
+    old = "".join(line for line in old.splitlines(keepends=True) if not line.startswith("imported_bytes:"))
+    assert old != text and "imported_bytes" not in old
+    note.write_text(old)
+    write_jsonl(transcript, transcript_records("s-3", TURNS))
+    outcome = runner.save_session(memory, cc.HookEvent("SessionEnd", "s-3", str(transcript), None))
+    assert (outcome.saved_lines, outcome.problems) == (2, [])
+    assert body(note.read_text()).count("user: Why does test_sync fail?") == 1
+    assert body(note.read_text()).endswith(
+        "tool result (2 lines): 1 failed E assert 2 == 3\nassistant: The clock is not pinned; pin it with FSMEM_NOW.\n```\n"
+    )
+    assert memory.import_from("claude-code", str(transcript)).unchanged == 1
