@@ -484,3 +484,13 @@ def test_a_note_imported_before_the_record_held_bytes_is_continued_by_the_hook(m
         "tool result (2 lines): 1 failed E assert 2 == 3\nassistant: The clock is not pinned; pin it with FSMEM_NOW.\n```\n"
     )
     assert memory.import_from("claude-code", str(transcript)).unchanged == 1
+
+
+def test_a_resumed_sessions_file_is_one_note_whoever_saves_it_first(memory, tmp_path):
+    earlier, now = "0b7e11aa-1111-4c4c-8d8d-000000000001", "0b7e11aa-2222-4c4c-8d8d-000000000002"
+    copied = long_session(earlier, 2)  # a resumed session's file starts with the records of the one it resumed
+    transcript = write_jsonl(tmp_path / f"{now}.jsonl", copied + long_session(now, 1, first=2))
+    runner.save_session(memory, cc.HookEvent("PreCompact", now, str(transcript), None))
+    report = memory.import_from("claude-code", str(transcript))
+    assert (report.created, report.unchanged, report.skipped) == ([], 1, [])
+    assert [p.name for p in (memory.root / "sessions").rglob("*.md")] == [f"claude-code-{now}.md"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -127,7 +128,8 @@ class Identity:
 
 
 def identity(path: str | os.PathLike[str], session: str | None = None) -> Identity:
-    """Whose transcript `path` is, from its first records (`session`, the hook event's, when they name none).
+    """Whose transcript `path` is: `session` (the hook event's), else the session id that names the file (Claude
+    Code names it so, and the hook's event carries it), else the one its first records name.
 
     A file under a `subagents/` folder whose records name no agent is its parent's subagent all the same,
     named by its file name.
@@ -144,7 +146,12 @@ def identity(path: str | os.PathLike[str], session: str | None = None) -> Identi
     agent = found.agent
     if agent is None and where.parent.name == "subagents":
         agent = where.stem.removeprefix("agent-")
+    if session is None and agent is None and _SESSION_FILE.match(where.stem):
+        session = where.stem  # a resumed session's file starts with records of the session it resumed
     return Identity(session or found.session or where.stem, agent)
+
+
+_SESSION_FILE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")  # <session id>.jsonl
 
 
 def record_is_main(record: Any) -> bool:
