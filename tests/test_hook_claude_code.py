@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
@@ -10,9 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from import_samples import long_session, slash_clear, write_jsonl
 
 from fsmem import Memory
 from fsmem.hooks import claude_code as cc
+from fsmem.importers.transcripts import read_part
 
 FSMEM = str(Path(sys.executable).with_name("fsmem"))
 
@@ -121,7 +124,8 @@ def test_an_ending_event_saves_the_session_as_one_note_of_summary_lines(root, tm
     [note] = session_notes(root)
     assert note.relative_to(root).as_posix() == "sessions/2026/05/04/claude-code-s-1.md"
     assert (
-        body(note) == "\n".join(["# Claude Code session (transcript summary)", "", "```text", *SUMMARY, "```"]) + "\n"
+        body(note)
+        == "\n".join(["# Claude Code session: Fix the proration bug in billing", "", "```text", *SUMMARY, "```"]) + "\n"
     )
     assert "type: episodic" in note.read_text()
     assert log_lines(root)[-1] == {
@@ -132,7 +136,8 @@ def test_an_ending_event_saves_the_session_as_one_note_of_summary_lines(root, tm
         "note": "claude-code-s-1",
         "lines": 4,
     }
-    assert list((root / ".fsmem" / "hooks" / "claude-code").iterdir())  # the offset is host-local state
+    assert "imported_lines: 4\n" in note.read_text()  # the record of what the memory holds is the note's own
+    assert cc.Pending(root).entries() == []  # nothing is left for the next command
 
 
 def test_a_second_event_adds_nothing_twice_and_a_longer_transcript_only_its_new_part(root, tmp_path):
@@ -162,7 +167,7 @@ def test_a_long_event_is_saved_in_blocks_of_eight_lines_each_a_row_of_search(roo
     assert (
         body(note)
         == "\n".join(
-            ["# Claude Code session (transcript summary)"] + [x for b in blocks for x in ["", "```text", *b, "```"]]
+            ["# Claude Code session: question 1 about topic1"] + [x for b in blocks for x in ["", "```text", *b, "```"]]
         )
         + "\n"
     )
@@ -192,7 +197,7 @@ def test_a_line_still_being_written_waits_for_the_next_event(root, tmp_path):
     transcript.write_text(json.dumps(USER) + "\n" + json.dumps(LATER) + "\n")
     assert hook(root, event("SessionEnd", transcript)).returncode == 0
     text = body(session_notes(root)[0])
-    assert text.count("Fix the proration") == 1 and "assistant: The proration rounds down; fixed." in text
+    assert text.count("user: Fix the proration") == 1 and "assistant: The proration rounds down; fixed." in text
 
 
 def test_a_broken_transcript_saves_what_it_can_exits_0_and_logs(root, tmp_path):
@@ -201,7 +206,7 @@ def test_a_broken_transcript_saves_what_it_can_exits_0_and_logs(root, tmp_path):
     done = hook(root, event("PreCompact", transcript))
     assert (done.returncode, done.stdout) == (0, "")
     assert "user: Fix the proration bug in billing" in body(session_notes(root)[0])
-    assert log_lines(root)[-1]["error"] == "1 transcript lines are not JSON; skipped"
+    assert log_lines(root)[-1]["error"] == "2 transcript lines are not JSON; skipped"  # nor is [1, 2] a record
 
 
 @pytest.mark.parametrize(
@@ -366,8 +371,139 @@ def test_a_folder_without_fsmem_yaml_gets_nothing_written(tmp_path):
     assert list(folder.iterdir()) == []
 
 
-def test_a_line_longer_than_a_chunk_is_skipped_not_waited_for():
-    assert cc.new_part(b"x" * 64, 100, chunk=64) == cc.NewPart([], 164, 1)
-    assert cc.new_part(b"x" * 63, 100, chunk=64) == cc.NewPart([], 100, 0)
-    whole = (json.dumps(USER) + "\n").encode()
-    assert cc.new_part(whole + b"{partial", 0) == cc.NewPart([SUMMARY[0]], len(whole), 0)
+def test_a_last_line_without_its_newline_is_taken_only_when_whole(tmp_path):
+    whole = json.dumps(USER) + "\n"
+    path = tmp_path / "t.jsonl"
+    path.write_text(whole + json.dumps(LATER)[:30])
+    part = read_part(path, 0)
+    assert (part.lines, part.end, part.at_end) == ([SUMMARY[0]], len(whole), True)
+    path.write_text(whole + json.dumps(LATER))  # written whole, its newline not yet
+    part = read_part(path, 0)
+    assert (
+        part.lines == [SUMMARY[0], "assistant: The proration rounds down; fixed."] and part.end == path.stat().st_size
+    )
+
+
+# -- every line once, whoever saves it (issue 32, finding 1) -------------------------------------------------------
+
+
+def fenced_lines(note: Path) -> list[str]:
+    """The transcript lines a session note holds: those inside its ```text blocks, in order."""
+    lines, inside = [], False
+    for line in body(note).splitlines():
+        if line in ("```text", "```"):
+            inside = line == "```text"
+        elif inside:
+            lines.append(line)
+    return lines
+
+
+def rendered(records: list[dict]) -> list[str]:
+    return [line for record in records for line in cc.summarise(record)]
+
+
+def fsmem(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env["FSMEM_NOW"] = "2026-05-04T10:00:00Z"
+    return subprocess.run([FSMEM, "--root", str(root), *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_a_long_session_is_saved_whole_by_one_event_then_import_adds_nothing(root, tmp_path):
+    records = long_session("s-long", 196)  # 980 lines, as long as the real session of the issue
+    transcript = write_jsonl(tmp_path / "projects" / "-home-ada-atlas" / "s-long.jsonl", records)
+    assert hook(root, event("SessionEnd", transcript, session="s-long")).returncode == 0
+    [note] = session_notes(root)
+    assert "more lines of this part left out" not in note.read_text()
+    assert fenced_lines(note) == rendered(records) and len(rendered(records)) == 980
+    assert fenced_lines(note)[-1] == "assistant: Summary: parse_195 returns its value unchanged; all 196 steps done."
+    assert note.relative_to(root).as_posix() == "sessions/2025/03/10/claude-code-s-long.md"  # its own start
+    before = note.read_bytes()
+    done = fsmem(root, "import", "claude-code", str(tmp_path / "projects"), "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert (report["created"], report["extended"], report["unchanged"], report["skipped"]) == (0, 0, 1, 0)
+    assert note.read_bytes() == before
+
+
+def test_an_imported_session_is_continued_by_the_hook_each_line_once(root, tmp_path):
+    first = long_session("s-2", 40)
+    transcript = write_jsonl(tmp_path / "s-2.jsonl", first)
+    assert fsmem(root, "import", "claude-code", str(transcript)).returncode == 0
+    later = long_session("s-2", 200, first=40, parent_uuid=first[-1]["uuid"])
+    with transcript.open("a") as out:
+        out.write("".join(json.dumps(r) + "\n" for r in later))
+    assert hook(root, event("PreCompact", transcript, session="s-2")).returncode == 0
+    [note] = session_notes(root)
+    assert fenced_lines(note) == rendered(first + later)
+    again = fsmem(root, "import", "claude-code", str(transcript), "--json")
+    assert json.loads(again.stdout)["unchanged"] == 1
+    assert fenced_lines(note) == rendered(first + later)
+
+
+@pytest.mark.parametrize("finisher", ["SessionEnd", "import", "consolidate"])
+def test_an_event_cut_short_by_its_time_budget_is_finished_by_the_next_command(root, tmp_path, finisher):
+    records = long_session("s-3", 400, file_chars=6_000)  # about 3 MB: three parts of a megabyte
+    transcript = write_jsonl(tmp_path / "s-3.jsonl", records)
+    assert transcript.stat().st_size > 2 * (1 << 20)
+    done = hook(root, event("PreCompact", transcript, session="s-3"), "--budget", "0")
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    [note] = session_notes(root)
+    saved = fenced_lines(note)
+    assert 0 < len(saved) < len(rendered(records)) and saved == rendered(records)[: len(saved)]
+    assert log_lines(root)[-1]["unfinished"].startswith("the time budget ran out")
+    assert [entry[0] for entry in cc.Pending(root).entries()] == [str(transcript)]
+    if finisher == "SessionEnd":
+        assert hook(root, event("SessionEnd", transcript, session="s-3")).returncode == 0
+    elif finisher == "import":
+        assert fsmem(root, "import", "claude-code", str(transcript)).returncode == 0
+    else:
+        assert fsmem(root, "consolidate").returncode in (0, 1)
+    assert fenced_lines(note) == rendered(records)
+    assert cc.Pending(root).entries() == []
+
+
+def test_the_hook_and_import_title_a_session_alike_and_never_by_a_slash_command(tmp_path):
+    records = slash_clear("s-4") + long_session("s-4", 3)
+    transcript = write_jsonl(tmp_path / "s-4.jsonl", records)
+    titles = []
+    for how in ("hook", "import"):
+        Memory.init(tmp_path / how)
+        if how == "hook":
+            assert hook(tmp_path / how, event("SessionEnd", transcript, session="s-4")).returncode == 0
+        else:
+            assert fsmem(tmp_path / how, "import", "claude-code", str(transcript)).returncode == 0
+        [note] = session_notes(tmp_path / how)
+        titles.append(note.read_text())
+    hooked, imported = titles
+    assert hooked == imported
+    assert "title: 'Step 0: look at module_0.py and say what its parse_0 function returns'" in hooked
+    assert "# Claude Code session: Step 0:" in hooked and "<command-name>" not in hooked.split("```")[0]
+
+
+def test_a_session_with_a_refused_line_saved_by_the_hook_is_left_unchanged_by_import(root, tmp_path):
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    records = long_session("s-5", 3)
+    records[4]["message"]["content"] = f"the token is {token}"
+    transcript = write_jsonl(tmp_path / "s-5.jsonl", records)
+    assert hook(root, event("SessionEnd", transcript, session="s-5")).returncode == 0
+    [note] = session_notes(root)
+    assert token not in note.read_text() and len(fenced_lines(note)) == len(rendered(records)) - 1
+    report = json.loads(fsmem(root, "import", "claude-code", str(transcript), "--json").stdout)
+    assert (report["unchanged"], report["skipped"]) == (1, 0)
+
+
+def test_a_note_the_hook_saved_before_it_kept_a_record_is_continued_from_its_old_offset(root, tmp_path, monkeypatch):
+    monkeypatch.setenv("FSMEM_NOW", "2026-05-04T09:00:00Z")
+    transcript = write_transcript(tmp_path / "s-1.jsonl", USER, ASSISTANT, RESULT)
+    old = "\n".join(["# Claude Code session (transcript summary)", "", "```text", *SUMMARY, "```"])
+    Memory(root).note(old, session="claude-code-s-1")  # as the hook wrote it, its offset kept beside it
+    digest = hashlib.sha256(b"s-1").hexdigest()[:32]
+    state = {"session_id": "s-1", "transcript": str(transcript), "offset": transcript.stat().st_size}
+    (root / ".fsmem" / "hooks" / "claude-code").mkdir(parents=True)
+    (root / ".fsmem" / "hooks" / "claude-code" / f"{digest}.json").write_text(json.dumps(state))
+    write_transcript(transcript, LATER)
+    assert hook(root, event("SessionEnd", transcript)).returncode == 0
+    [note] = session_notes(root)
+    assert fenced_lines(note) == [*SUMMARY, "assistant: The proration rounds down; fixed."]
+    assert "imported_lines: 5\n" in note.read_text() and "conversation: s-1\n" in note.read_text()
+    assert json.loads(fsmem(root, "import", "claude-code", str(transcript), "--json").stdout)["unchanged"] == 1

@@ -19,6 +19,7 @@ from import_samples import (
     chatgpt_conversation,
     chatgpt_export,
     claude_export,
+    long_session,
     transcript_records,
     write_jsonl,
 )
@@ -219,13 +220,69 @@ def test_a_projects_folder_of_transcripts_shares_the_hooks_reader_and_its_offset
     )
 
 
-def test_a_session_the_hook_saved_is_left_to_it(memory, tmp_path):
-    transcript = write_jsonl(tmp_path / "s-9.jsonl", transcript_records("s-9", TURNS))
+def test_a_session_the_hook_saved_is_continued_by_import_each_line_once(memory, tmp_path):
+    transcript = write_jsonl(tmp_path / "s-9.jsonl", transcript_records("s-9", TURNS[:2]))
     saved = runner.save_session(memory, cc.HookEvent("SessionEnd", "s-9", str(transcript), None))
     assert saved.note == "claude-code-s-9"
+    write_jsonl(transcript, transcript_records("s-9", TURNS))
     report = memory.import_from("claude-code", str(transcript))
-    ((what, why),) = report.skipped
-    assert report.created_count == 0 and why.startswith("the Claude Code hook saved this session already in sessions/")
+    assert (report.extended, report.skipped) == (["sessions/2025/03/10/claude-code-s-9.md"], [])
+    text = (memory.root / report.extended[0]).read_text()
+    assert body(text) == (
+        "# Claude Code session: Fix the flaky sync test\n\n```text\n"
+        "user: Why does test_sync fail?\n"
+        "assistant: Let me run it.\n"
+        "tool call Bash: command=pytest -q tests/test_sync.py\n```\n\n"
+        "# Claude Code session, continued\n\n```text\n"
+        "tool result (2 lines): 1 failed E assert 2 == 3\n"
+        "assistant: The clock is not pinned; pin it with FSMEM_NOW.\n```\n"
+    )
+    assert memory.import_from("claude-code", str(transcript)).unchanged == 1
+
+
+def test_a_subagents_transcript_is_its_own_episode_naming_its_parent(memory, tmp_path):
+    project = tmp_path / "projects" / "-home-ada-atlas"
+    parent = write_jsonl(project / "s-7.jsonl", long_session("s-7", 2))
+    write_jsonl(project / "s-7" / "subagents" / "agent-a3f9c1e.jsonl", long_session("s-7", 2, agent="a3f9c1e"))
+    write_jsonl(project / "s-7" / "subagents" / "agent-b77d2e0.jsonl", long_session("s-7", 1, agent="b77d2e0"))
+    report = memory.import_from("claude-code", str(tmp_path / "projects"))
+    assert report.skipped == []
+    assert report.created == [
+        "sessions/2025/03/10/claude-code-s-7.md",
+        "sessions/2025/03/10/claude-code-s-7-agent-a3f9c1e.md",
+        "sessions/2025/03/10/claude-code-s-7-agent-b77d2e0.md",
+    ]
+    sub = (memory.root / report.created[1]).read_text()
+    assert "conversation: s-7-agent-a3f9c1e\nparent_session: claude-code-s-7\n" in sub
+    assert body(sub).startswith("# Subagent of Claude Code session claude-code-s-7: Step 0: look at module_0.py")
+    assert "Step 1" not in body((memory.root / report.created[2]).read_text())
+    assert parent.exists() and memory.import_from("claude-code", str(tmp_path / "projects")).unchanged == 3
+
+
+def test_a_subagents_transcript_without_its_parent_is_not_taken_for_the_session(memory, tmp_path):
+    folder = tmp_path / "s-8" / "subagents"
+    write_jsonl(folder / "agent-c0ffee1.jsonl", long_session("s-8", 1, agent="c0ffee1"))
+    report = memory.import_from("claude-code", str(tmp_path / "s-8"))
+    assert report.created == ["sessions/2025/03/10/claude-code-s-8-agent-c0ffee1.md"]
+    assert "parent_session: claude-code-s-8\n" in (memory.root / report.created[0]).read_text()
+    assert not list((memory.root / "sessions").rglob("claude-code-s-8.md"))
+
+
+def test_the_hook_saves_a_sessions_subagents_and_import_then_adds_nothing(memory, tmp_path):
+    project = tmp_path / "projects" / "-home-ada-atlas"
+    transcript = write_jsonl(project / "s-6.jsonl", long_session("s-6", 2))
+    write_jsonl(project / "s-6" / "subagents" / "agent-d00d1e5.jsonl", long_session("s-6", 2, agent="d00d1e5"))
+    outcome = runner.save_session(memory, cc.HookEvent("SessionEnd", "s-6", str(transcript), None))
+    assert (outcome.note, outcome.saved_lines, outcome.subagent_lines, outcome.finished) == (
+        "claude-code-s-6",
+        10,
+        10,
+        True,
+    )
+    before = files(memory)
+    report = memory.import_from("claude-code", str(tmp_path / "projects"))
+    assert (report.created_count, report.extended_count, report.unchanged, report.skipped) == (0, 0, 2, [])
+    assert files(memory) == before
 
 
 def test_a_transcript_line_that_is_not_json_is_named_and_nothing_is_written(memory, tmp_path):
@@ -400,3 +457,40 @@ def test_the_cli_report_is_json_with_counts_and_bounded_lists(memory, tmp_path):
         "skipped": 0,
     }
     assert report["left_out"] == {"created_paths": 0, "extended_paths": 0, "skipped_items": 0}
+
+
+def test_a_note_imported_before_the_record_held_bytes_is_continued_by_the_hook(memory, tmp_path):
+    import hashlib
+
+    transcript = write_jsonl(tmp_path / "s-3.jsonl", transcript_records("s-3", TURNS[:2]))
+    [rel] = memory.import_from("claude-code", str(transcript)).created
+    note = memory.root / rel
+    said = [
+        "user: Why does test_sync fail?",
+        "assistant: Let me run it.",
+        "tool call Bash: command=pytest -q tests/test_sync.py",
+    ]
+    whole = hashlib.sha256("".join(line + "\n" for line in said).encode()).hexdigest()[:16]  # as import wrote it then
+    text = note.read_text()
+    old = text.replace(f"imported_digest: {digest(said)}\n", f"imported_digest: {whole}\n")
+    old = "".join(line for line in old.splitlines(keepends=True) if not line.startswith("imported_bytes:"))
+    assert old != text and "imported_bytes" not in old
+    note.write_text(old)
+    write_jsonl(transcript, transcript_records("s-3", TURNS))
+    outcome = runner.save_session(memory, cc.HookEvent("SessionEnd", "s-3", str(transcript), None))
+    assert (outcome.saved_lines, outcome.problems) == (2, [])
+    assert body(note.read_text()).count("user: Why does test_sync fail?") == 1
+    assert body(note.read_text()).endswith(
+        "tool result (2 lines): 1 failed E assert 2 == 3\nassistant: The clock is not pinned; pin it with FSMEM_NOW.\n```\n"
+    )
+    assert memory.import_from("claude-code", str(transcript)).unchanged == 1
+
+
+def test_a_resumed_sessions_file_is_one_note_whoever_saves_it_first(memory, tmp_path):
+    earlier, now = "0b7e11aa-1111-4c4c-8d8d-000000000001", "0b7e11aa-2222-4c4c-8d8d-000000000002"
+    copied = long_session(earlier, 2)  # a resumed session's file starts with the records of the one it resumed
+    transcript = write_jsonl(tmp_path / f"{now}.jsonl", copied + long_session(now, 1, first=2))
+    runner.save_session(memory, cc.HookEvent("PreCompact", now, str(transcript), None))
+    report = memory.import_from("claude-code", str(transcript))
+    assert (report.created, report.unchanged, report.skipped) == ([], 1, [])
+    assert [p.name for p in (memory.root / "sessions").rglob("*.md")] == [f"claude-code-{now}.md"]

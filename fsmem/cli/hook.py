@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -85,16 +86,24 @@ def hooks_config(root: Path, timeout: float) -> dict[str, Any]:
     show_default=True,
     help="Seconds after which the hook stops and exits 0, whatever it was doing.",
 )
+@click.option(
+    "--budget",
+    type=click.FloatRange(min=0.0, max=55.0),
+    default=None,
+    help="Seconds the hook spends saving before it stops between two parts and leaves the rest to the next "
+    "command (default: half of --timeout); each event saves at least one part.",
+)
 @click.option("--print-config", is_flag=True, help="Print the hooks block for Claude Code's settings.json and exit.")
 @click.pass_context
-def claude_code_cmd(ctx: click.Context, timeout: float, print_config: bool) -> None:
+def claude_code_cmd(ctx: click.Context, timeout: float, budget: float | None, print_config: bool) -> None:
     """Run as Claude Code's hook: the event's JSON on stdin; context on SessionStart, the session saved on
     SessionEnd and PreCompact. Always exits 0; problems go to .fsmem/logs/hooks.jsonl."""
     if print_config:
         root = _root_of(ctx, None)  # a missing memory is an error here: a person is asking
         click.echo(json.dumps(hooks_config(root, timeout), indent=2))
         return
-    state: dict[str, Any] = {"root": None, "event": None}
+    deadline = time.monotonic() + (timeout / 2 if budget is None else min(budget, timeout))
+    state: dict[str, Any] = {"root": None, "event": None, "deadline": deadline}
 
     def give_up() -> None:
         _log(state["root"], {"event": state["event"], "error": f"stopped after the {timeout:g} s time limit"})
@@ -143,13 +152,17 @@ def _run(ctx: click.Context, state: dict[str, Any]) -> None:
         if event.name == "SessionStart":
             outcome = runner.session_start(memory)
         else:
-            outcome = runner.save_session(memory, event)
+            outcome = runner.save_session(memory, event, deadline=state["deadline"])
     if outcome.stdout:
         sys.stdout.write(outcome.stdout + "\n")
         sys.stdout.flush()
     record: dict[str, Any] = {"event": event.name, "session_id": event.session_id}
     if outcome.note is not None:
         record.update(note=outcome.note, lines=outcome.saved_lines)
+    if outcome.subagent_lines:
+        record.update(subagent_lines=outcome.subagent_lines)
+    if not outcome.finished:
+        record.update(unfinished="the time budget ran out; the next event, import or consolidate saves the rest")
     for problem in outcome.problems:
         _log(root, {**record, "error": problem})
     if not outcome.problems:

@@ -7,11 +7,12 @@ anything raised here to a log line and exit 0 (`fsmem.cli.hook`).
 from __future__ import annotations
 
 import json
+import os
+import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fsmem.errors import SecretFound
-from fsmem.format import secrets
 from fsmem.hooks import claude_code as cc
 
 if TYPE_CHECKING:
@@ -26,6 +27,8 @@ class Outcome:
     saved_lines: int = 0
     note: str | None = None
     problems: list[str] = field(default_factory=list)
+    finished: bool = True  # False: the time budget ran out; the next command finishes the rest
+    subagent_lines: int = 0
 
 
 def session_start(memory: Memory) -> Outcome:
@@ -35,11 +38,15 @@ def session_start(memory: Memory) -> Outcome:
     return Outcome(stdout=json.dumps(answer, ensure_ascii=False))
 
 
-def save_session(memory: Memory, event: cc.HookEvent) -> Outcome:
-    """The transcript's lines after the saved offset, appended to the session's note; the offset moved past them.
+def save_session(memory: Memory, event: cc.HookEvent, *, deadline: float | None = None) -> Outcome:
+    """The transcript's lines that its session note does not hold yet, saved whatever their length, then those of
+    the session's subagents, then what earlier events left unfinished, until `deadline` (`time.monotonic()`).
 
-    A line that the secrets policy refuses is left out (and named in `problems`), the rest is saved.
+    What the deadline leaves is listed as pending for the next command; a line that the secrets policy refuses
+    is left out (and named in `problems`), the rest is saved.
     """
+    from fsmem.operations.transcripts import finish_pending, save_transcript
+
     outcome = Outcome()
     if not event.session_id:
         outcome.problems.append(f"{event.name}: the event has no session_id; nothing saved")
@@ -47,23 +54,31 @@ def save_session(memory: Memory, event: cc.HookEvent) -> Outcome:
     if event.transcript_path is None:
         outcome.problems.append(f"{event.name}: the event has no transcript_path; nothing saved")
         return outcome
-    offsets = cc.Offsets(memory.root)
-    with offsets.lock(event.session_id):
-        start = offsets.get(event.session_id, event.transcript_path)
-        data, start = cc.read_from(event.transcript_path, start)
-        part = cc.new_part(data, start)
-        if part.bad_lines:
-            outcome.problems.append(f"{part.bad_lines} transcript lines are not JSON; skipped")
-        kept = []
-        for number, line in enumerate(part.lines, start=1):
-            try:
-                kept.append(secrets.screen(line, memory.secrets_policy, f"transcript line {number}"))
-            except SecretFound as exc:
-                outcome.problems.append(f"{exc}; that line is left out")
-        if kept:
-            outcome.note = cc.session_name(event.session_id)
-            memory.note(cc.note_text(kept, first=start == 0), session=outcome.note)
-            outcome.saved_lines = len(kept)
-        if part.offset != start or start == 0:
-            offsets.put(event.session_id, event.transcript_path, part.offset)
+    saved = save_transcript(memory, event.transcript_path, session=event.session_id, deadline=deadline)
+    outcome.problems += saved.problems
+    if saved.note is not None:
+        outcome.note, outcome.saved_lines = Path(saved.note).stem, saved.lines
+    outcome.finished = saved.finished
+    pending = cc.Pending(memory.root)
+    for subagent in _subagents(event.transcript_path):
+        if deadline is not None and time.monotonic() >= deadline:
+            pending.add(os.path.abspath(subagent), event.session_id)
+            outcome.finished = False
+            continue
+        done = save_transcript(memory, str(subagent), session=event.session_id, deadline=deadline)
+        outcome.problems += done.problems
+        outcome.subagent_lines += done.lines
+        outcome.finished = outcome.finished and done.finished
+    if deadline is None or time.monotonic() < deadline:
+        for other in finish_pending(memory, deadline=deadline):
+            outcome.problems += other.problems
     return outcome
+
+
+def _subagents(transcript: str) -> list[Path]:
+    """The session's subagent transcripts: `<session>/subagents/*.jsonl` beside `<session>.jsonl`."""
+    folder = Path(transcript).with_suffix("") / "subagents"
+    try:
+        return sorted(p for p in folder.glob("*.jsonl") if p.is_file() and not p.is_symlink())
+    except OSError:
+        return []

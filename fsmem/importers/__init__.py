@@ -11,10 +11,11 @@ import datetime as _dt
 from dataclasses import dataclass
 
 from fsmem.errors import InvalidArgument
+from fsmem.hooks.claude_code import TEXT_CHARS
 from fsmem.spec.params import IMPORT_FORMATS
 
 FORMATS = tuple(IMPORT_FORMATS)
-TEXT_CHARS = 2_000  # one message's text in an imported note; a tool call or result is always one short line
+__all__ = ["FORMATS", "TEXT_CHARS", "Conversation", "fault", "utc"]
 
 
 def fault(where: str, problem: str) -> InvalidArgument:
@@ -39,6 +40,7 @@ class Conversation:
     where: str
     transcript: str | None = None  # a Claude Code transcript's absolute path (the hook's offsets know it by it)
     transcript_end: int = 0  # and the byte offset after its last complete line
+    parent: str | None = None  # a subagent's transcript: its parent session's note name
 
 
 def utc(value: object) -> _dt.datetime | None:

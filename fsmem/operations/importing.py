@@ -19,14 +19,17 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fsmem.errors import FsmemError, InvalidArgument, NotFound, SecretFound
+from fsmem.errors import InvalidArgument, NotFound, SecretFound
 from fsmem.format import secrets
 from fsmem.importers import FORMATS, Conversation
 from fsmem.operations.core import Core, whole_memory
 from fsmem.operations.transaction import Transaction, require_writable, transaction
 from fsmem.store.writing import Change, WriteResult
+
+if TYPE_CHECKING:
+    from fsmem.importers.notes import Held
 
 HOLD = 2.0  # seconds one transaction of an import holds the write lock
 SHOWN = 20  # items of each list that the text report shows
@@ -216,92 +219,102 @@ def _session_notes(root: Path) -> dict[str, list[Path]]:
     return found
 
 
-def _screened(memory: Core, conversation: Conversation) -> tuple[str, tuple[str, ...]]:
-    """The title and lines as the secrets policy lets them in (SecretFound: the conversation stays out)."""
+def _screened(memory: Core, lines: tuple[str, ...], first: int) -> tuple[str, ...]:
+    """Lines as the secrets policy lets them in (SecretFound: the conversation stays out); `first` numbers them."""
     policy = memory.secrets_policy
-    title = secrets.screen(conversation.title, policy, "its title")
-    lines = tuple(
-        secrets.screen(line, policy, f"its line {number}") for number, line in enumerate(conversation.lines, 1)
-    )
-    return title, lines
+    return tuple(secrets.screen(line, policy, f"its line {number}") for number, line in enumerate(lines, first))
 
 
 def _one_conversation(
     memory: Core, batches: Batches, sessions: dict[str, list[Path]], conv: Conversation, report: ImportReport
 ) -> None:
+    """Bring one conversation into its note: a new note, or the lines after those its record holds."""
     from dataclasses import replace
 
     from fsmem import format as fmt
     from fsmem.importers import notes
+    from fsmem.operations import transcripts as transcripts_op
     from fsmem.store.paths import relative
     from fsmem.store.writing import read_text, session_note_path
 
     named = f"{conv.title!r} ({conv.where})"
-    started = conv.started
-    if started is None:
-        report.add("skipped", (named, "it has no date"))
-        return
     if not conv.lines:
         report.add("skipped", (named, "nothing was said in it"))
         return
-    try:
-        title, lines = _screened(memory, conv)
-    except SecretFound as exc:
-        report.add("skipped", (named, str(exc).split(";")[0]))
-        return
-    conv = replace(conv, title=title)
     session = notes.session_of(conv)
+    found = [p for p in sessions.get(session, []) if p.is_file()]
+    if conv.started is None and not found:  # a note is dated by its conversation's start
+        report.add("skipped", (named, "it has no date"))
+        return
     tx = batches.current()  # the lock is held from here: what is on disk is what this write sees
-    target = session_note_path(memory.root, session, started)
-    existing = [p for p in sessions.get(session, []) if p != target and p.is_file()]
+    target = found[0] if conv.started is None else session_note_path(memory.root, session, conv.started)
+    existing = [p for p in found if p != target]
     if target.is_file():
         existing.insert(0, target)
     rel = relative(memory.root, target)
+    try:
+        if not existing:
+            title = secrets.screen(conv.title, memory.secrets_policy, "its title")
+            lines = _screened(memory, conv.lines, 1)
+        else:
+            note = existing[0]
+            note_rel = relative(memory.root, note)
+            before = note.read_bytes()
+            text = read_text(note)
+            front = fmt.split(text).front_matter
+            held = transcripts_op.held_of(memory.root, front, conv.key, session, conv.transcript)
+            if held is None:
+                why = f"{note_rel} holds other notes of this session, not saved by fsmem; left as it is"
+                report.add("skipped", (named, why))
+                return
+            if not held.holds_start_of(conv.lines):
+                report.add("skipped", (named, f"it changed since {note_rel} was imported (not only at its end)"))
+                return
+            lines = _screened(memory, conv.lines[held.lines :], held.lines + 1)
+    except SecretFound as exc:
+        report.add("skipped", (named, str(exc).split(";")[0]))
+        return
     if not existing:
-        data = notes.new_note(conv, lines).encode("utf-8")
+        data = notes.new_note(replace(conv, title=title), lines, _record(conv)).encode("utf-8")
         batches.write(target, data)
         sessions.setdefault(session, []).append(target)
         tx.wrote(WriteResult("note", rel, created=True, changes=[Change(rel, None, data)]), f"import {rel}")
         report.add("created", rel)
         _tell_the_hook(memory, conv)
         return
-    note = existing[0]
-    note_rel = relative(memory.root, note)
-    before = note.read_bytes()
-    text = read_text(note)
-    front = fmt.split(text).front_matter
-    held = front.get("imported_lines")
-    if not isinstance(held, int) or isinstance(held, bool) or front.get("conversation") != conv.key:
-        by = "the Claude Code hook saved this session already" if conv.source == "claude-code" else "a note"
-        report.add("skipped", (named, f"{by} in {note_rel}, which fsmem import did not write; left as it is"))
-        return
-    if held > len(conv.lines) or notes.digest(conv.lines[:held]) != front.get("imported_digest"):
-        report.add("skipped", (named, f"it changed since {note_rel} was imported (not only at its end)"))
-        return
-    if held == len(conv.lines):
+    assert held is not None
+    if held.lines == len(conv.lines) and held.bytes in (None, conv.transcript_end):
         report.unchanged += 1
+        _tell_the_hook(memory, conv)
         return
-    data = notes.extended(text, conv, lines[held:]).encode("utf-8")
+    data = notes.extended(text, conv, lines, _record(conv), front=front).encode("utf-8")
     batches.write(note, data)
     tx.wrote(WriteResult("note", note_rel, changes=[Change(note_rel, before, data)]), f"import {note_rel}")
-    report.add("extended", note_rel)
+    if lines:
+        report.add("extended", note_rel)
+    else:
+        report.unchanged += 1
     _tell_the_hook(memory, conv)
 
 
+def _record(conv: Conversation) -> Held:
+    """The record of a conversation whose every line the note now holds."""
+    from fsmem.importers import notes
+
+    end = conv.transcript_end if conv.transcript is not None else None
+    return notes.Held(len(conv.lines), notes.digest(conv.lines), end)
+
+
 def _tell_the_hook(memory: Core, conv: Conversation) -> None:
-    """Move the Claude Code hook's offset for this transcript past what the import saved, so the hook's next
-    event in that session saves only what comes after it."""
+    """The transcript is in the memory to its end: no command need finish it any more."""
     if conv.transcript is None:
         return
-    from fsmem.hooks.claude_code import Offsets
+    from fsmem.hooks.claude_code import Pending
 
-    offsets = Offsets(memory.root)
     try:
-        with offsets.lock(conv.key):
-            if offsets.get(conv.key, conv.transcript) < conv.transcript_end:
-                offsets.put(conv.key, conv.transcript, conv.transcript_end)
-    except (FsmemError, OSError):
-        pass  # the hook's own state: at worst its next event saves the session's lines once more
+        Pending(memory.root).done(conv.transcript)
+    except OSError:
+        pass  # the hook's own state: at worst the next command finds nothing more to save
 
 
 def _markdown(memory: Core, source: Path, into: str | None) -> ImportReport:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from fsmem import faces
 from fsmem.config import STATE_DIR
-from fsmem.errors import InvalidArgument, guarded
+from fsmem.errors import FsmemError, InvalidArgument, guarded
 from fsmem.format.links import UNRESOLVED
 from fsmem.operations.core import Core, selection, whole_memory
 from fsmem.operations.transaction import after_change, require_writable, transaction
@@ -161,6 +161,8 @@ def consolidate(memory: Core, dry_run: bool = False, *, progress: Progress | Non
     def run() -> ConsolidationReport:
         return consolidate_apply.run(memory.root, settings, memory.tokens.count, dry_run=dry_run, progress=progress)
 
+    if not dry_run:
+        _finish_transcripts(memory)
     repo = None if dry_run else memory.history
     if repo is None:
         report = run()
@@ -171,6 +173,16 @@ def consolidate(memory: Core, dry_run: bool = False, *, progress: Progress | Non
     if not dry_run:
         after_change(memory, list(report.files_written))
     return report
+
+
+def _finish_transcripts(memory: Core) -> None:
+    """What Claude Code hook events left unsaved (their time ran out) comes in first, so consolidation sees it."""
+    from fsmem.operations.transcripts import finish_pending
+
+    try:
+        finish_pending(memory)
+    except (FsmemError, OSError):
+        pass  # the hook's own work: the next event or import finishes it
 
 
 def watch(
