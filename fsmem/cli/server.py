@@ -9,6 +9,7 @@ from __future__ import annotations
 import click
 
 from fsmem.cli.options import command, emit, output_option, scope_option
+from fsmem.cli.printing import echo
 
 TOKENS_HELP = (
     "The token store (default: $FSMEM_TOKENS, else ~/.config/fsmem/tokens.json); keep it outside every memory."
@@ -131,7 +132,7 @@ def token_create_cmd(ctx, memory, read_only, paths, expires, config_file, tokens
     )
     if not as_json:
         reach = ", ".join(created.record.paths) or "the whole memory"
-        click.echo(
+        echo(
             f"token {created.record.id} for agent {agent} on memory {memory} ({reach}"
             f"{', read-only' if read_only else ''}), stored in {created.path}; it is shown only this once",
             err=True,
