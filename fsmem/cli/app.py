@@ -111,8 +111,11 @@ def _asks_for_json(args: list[str]) -> bool:
 
 def _fail(message: str, code: int, as_json: bool, *, line: str | None = "") -> NoReturn:
     """End a failed command: its line on stderr (unless already shown), the JSON error on stdout with --json."""
-    if line is not None:
-        echo(line or f"fsmem: error: {message}", err=True)
-    if as_json:
-        echo(json_error(message, code))
+    try:
+        if line is not None:
+            echo(line or f"fsmem: error: {message}", err=True)
+        if as_json:
+            echo(json_error(message, code))
+    except OSError:  # a closed stdout or stderr: the exit code still says it
+        pass
     sys.exit(code)
