@@ -379,6 +379,37 @@ def test_cli_search_json_text_and_exit_codes(memory):
     assert bad_k.returncode == 2 and "max_results must be a whole number of at least 1" in bad_k.stderr
 
 
+def test_a_file_too_large_to_index_is_named_by_search_and_check_never_skipped_in_silence(memory):
+    """A file over the index's limit (4 MiB) has no rows: a search says it did not look in it, as check does."""
+    from fsmem.store.meta import EXACT_COUNT_LIMIT
+
+    big = memory.root / "topics" / "big.md"
+    line = "- proration walrus: a line the index never holds\n"
+    big.write_text("---\ntitle: Big\n---\n# Big\n" + line * (EXACT_COUNT_LIMIT // len(line) + 10))
+    memory = Memory(memory.root)
+    found = memory.search("proration walrus")
+    assert "topics/big.md" not in {h.path for h in found.hits}
+    assert found.unsearched == [("topics/big.md", big.stat().st_size)]
+    assert found.to_text().splitlines()[-2] == (
+        f"(not searched: 1 file over {EXACT_COUNT_LIMIT:,} bytes, too large for the index: topics/big.md;"
+        " grep finds its lines)"
+    )
+    assert found.to_dict()["unsearched"] == [{"path": "topics/big.md", "bytes": big.stat().st_size}]
+    nothing = memory.search("quantum chromodynamics")
+    assert nothing.empty and "topics/big.md" in nothing.to_text()
+    scoped = Memory(memory.root, scope=["sessions/"])
+    assert scoped.search("proration walrus").unsearched == []  # outside a scope, it does not exist
+    problems = [(p[0], p[2]) for p in memory.check().problems if p[0] == "topics/big.md"]
+    assert problems == [
+        (
+            "topics/big.md",
+            f"too large to search ({big.stat().st_size:,} bytes, over {EXACT_COUNT_LIMIT:,}): search finds none"
+            " of its lines, grep does; split it into smaller files",
+        )
+    ]
+    assert memory.grep("proration walrus", paths=["topics/big.md"], max_results=1).matches
+
+
 def _scores(memory, query="proration invoice walrus billing"):
     from fsmem.search.ranking import search
 

@@ -135,6 +135,76 @@ def test_token_commands(tmp_path):
     assert none.returncode == 1
 
 
+def _create_into(stdout_fd: int, tokens: Path, *extra: str) -> subprocess.Popen:
+    """`fsmem token create` with `stdout_fd` as its stdout, its stderr a pipe to read."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env["FSMEM_TOKENS"] = str(tokens)
+    return subprocess.Popen(
+        [FSMEM, "token", "create", "--memory", "team", "--agent", "reviewer", *extra],
+        stdout=stdout_fd,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
+
+
+def _statuses(tokens: Path) -> list[str]:
+    return [record.status() for record in TokenStore(tokens).load()]
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_token_whose_secret_could_not_be_shown_never_becomes_active(tmp_path, as_json):
+    """stdout a pipe nobody reads from: the secret cannot be written, so the stored token stays pending."""
+    tokens = tmp_path / "tokens.json"
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # closed before the process starts: its first write to stdout fails (EPIPE)
+    proc = _create_into(write_end, tokens, *(["--json"] if as_json else []))
+    os.close(write_end)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in err and "Exception ignored" not in err, err
+    assert "was not shown (Broken pipe), so it was never activated; create another" in err
+    assert _statuses(tokens) == ["pending"]
+    listed = fsmem("token", "list", tokens=tokens)
+    assert " pending " in listed.stdout
+
+
+def test_a_token_create_killed_before_its_secret_is_shown_leaves_no_active_token(tmp_path):
+    """Killed between storing the token and writing its secret: stdout is a full pipe, so the write blocks
+    there; the line on stderr, printed after the token is stored, says when; then SIGKILL."""
+    tokens = tmp_path / "tokens.json"
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    try:
+        while True:
+            os.write(write_end, b"x" * 65536)
+    except BlockingIOError:
+        pass  # full: the next write blocks until someone reads, which nobody does before the kill
+    os.set_blocking(write_end, True)
+    proc = _create_into(write_end, tokens)
+    os.close(write_end)
+    try:
+        assert "it is shown only this once" in proc.stderr.readline()  # stored, and about to be printed
+        assert _statuses(tokens) == ["pending"]
+        proc.kill()
+        proc.wait(timeout=60)
+    finally:
+        os.close(read_end)
+        proc.stderr.close()
+    assert _statuses(tokens) == ["pending"]  # never active: nobody saw its secret
+
+
+def test_a_shown_token_is_active_and_a_pending_one_is_refused(tmp_path):
+    store = TokenStore(tmp_path / "tokens.json")
+    pending = store.create(memory="team", agent="a", active=False)
+    assert store.verify(pending.token) == (pending.record, "pending")
+    assert store.activate(pending.record.id).status() == "active"
+    assert store.verify(pending.token)[1] == "ok"
+    store.revoke(pending.record.id)
+    assert store.activate(pending.record.id).status() == "revoked"  # a revoked token stays revoked
+    with pytest.raises(NotFound):
+        store.activate("0" * 12)
+
+
 def test_the_token_commands_and_the_settings_load_no_web_stack():
     probe = (
         "import sys, fsmem.cli.server, fsmem.server, fsmem.server.settings, fsmem.server.tokens; "

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 
 import click
 
 from fsmem.cli.options import F, command, emit, open_memory, output_option, scope_option
+from fsmem.cli.printing import echo, json_text
 
 FORMATS = ("openai", "anthropic", "json")
 
@@ -31,7 +31,7 @@ def tools_cmd(ctx, format_, read_only, as_json):
     memory = open_memory(ctx)
     if read_only:
         agent_tools.read_only(memory)
-    click.echo(json.dumps(agent_tools.definitions(memory, format=format_), ensure_ascii=False, indent=2))
+    echo(json_text(agent_tools.definitions(memory, format=format_)))
 
 
 @command("mcp")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import io
 import sys
 from typing import NoReturn
 
@@ -11,7 +12,7 @@ import click
 from fsmem import __version__, faces
 from fsmem.cli import COMMANDS
 from fsmem.cli.options import AGENT_HELP, ROOT_HELP, did_you_mean, parse_suggesting
-from fsmem.cli.printing import json_error
+from fsmem.cli.printing import echo, json_error
 from fsmem.errors import FsmemError, translated
 
 
@@ -83,7 +84,9 @@ def run(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         _fail("aborted", 130, as_json, line="fsmem: aborted")
     except click.ClickException as exc:  # usage errors, and a missing extra: never exit 1, which means "nothing found"
-        exc.show()
+        shown = io.StringIO()  # click's words, with what was typed in them, printed through `visible` like the rest
+        exc.show(file=shown)
+        echo(shown.getvalue(), err=True, nl=False)
         _fail(exc.format_message(), max(exc.exit_code, 2), as_json, line=None)
     except BrokenPipeError:
         sys.stderr.close()
@@ -108,8 +111,11 @@ def _asks_for_json(args: list[str]) -> bool:
 
 def _fail(message: str, code: int, as_json: bool, *, line: str | None = "") -> NoReturn:
     """End a failed command: its line on stderr (unless already shown), the JSON error on stdout with --json."""
-    if line is not None:
-        click.echo(line or f"fsmem: error: {message}", err=True)
-    if as_json:
-        click.echo(json_error(message, code))
+    try:
+        if line is not None:
+            echo(line or f"fsmem: error: {message}", err=True)
+        if as_json:
+            echo(json_error(message, code))
+    except OSError:  # a closed stdout or stderr: the exit code still says it
+        pass
     sys.exit(code)

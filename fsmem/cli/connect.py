@@ -14,6 +14,7 @@ import click
 
 from fsmem import connect
 from fsmem.cli.options import command, did_you_mean
+from fsmem.cli.printing import echo
 from fsmem.errors import InvalidArgument
 
 
@@ -80,11 +81,11 @@ def connect_cmd(ctx, client, scope, url, write, force, file_, hooks):
         raise InvalidArgument(_no_file(client))
     change = connect.plan(client, target, entry, force=force) if write and target is not None else None
     if client == "claude-code" and scope != "project":
-        click.echo(connect.claude_code_line(scope, root=root, agent=agent, url=url))
+        echo(connect.claude_code_line(scope, root=root, agent=agent, url=url))
     elif client == "codex":
-        click.echo(connect.toml_table(entry), nl=False)
+        echo(connect.toml_table(entry), nl=False)
     else:
-        click.echo(connect.json_block(entry), nl=False)
+        echo(connect.json_block(entry), nl=False)
     if not write or target is None:
         _say_where(client, scope, target)
         return
@@ -107,9 +108,9 @@ def _hooks(ctx, client, scope, url, write, force, file_):
         Path(file_).expanduser().absolute() if file_ else connect.hooks_settings_path(scope, Path.home(), Path.cwd())
     )
     change = connect.plan_hooks(target, block, force=force) if write else None
-    click.echo(json.dumps(block, indent=2))
+    echo(json.dumps(block, indent=2))
     if not write:
-        click.echo(f"# merge into {target} (scope {scope}); --write adds it there, keeping other hooks", err=True)
+        echo(f"# merge into {target} (scope {scope}); --write adds it there, keeping other hooks", err=True)
         return
     _apply(change, target, "already runs these hooks")
 
@@ -129,23 +130,23 @@ def _no_file(client: str) -> str:
 def _say_where(client: str, scope: str, target: Path | None) -> None:
     """Where the printed entry goes, on stderr (stdout holds only the configuration itself)."""
     if client == "claude-code" and scope != "project":
-        click.echo("# run this line in a shell; Claude Code stores the server itself", err=True)
+        echo("# run this line in a shell; Claude Code stores the server itself", err=True)
         return
     if client == "claude-desktop":
         paths = connect.desktop_config_paths(Path("~"), "%APPDATA%")
-        click.echo(f"# add to mcpServers in {paths['macOS']} (macOS)", err=True)
-        click.echo(f"# or {str(paths['Windows']).replace('/', chr(92))} (Windows);", err=True)
-        click.echo("# Claude Desktop has no official Linux app. Restart it afterwards.", err=True)
+        echo(f"# add to mcpServers in {paths['macOS']} (macOS)", err=True)
+        echo(f"# or {str(paths['Windows']).replace('/', chr(92))} (Windows);", err=True)
+        echo("# Claude Desktop has no official Linux app. Restart it afterwards.", err=True)
         if sys.platform not in ("darwin", "win32"):
             return
-    click.echo(f"# goes in {target}; --write adds it there", err=True)
+    echo(f"# goes in {target}; --write adds it there", err=True)
 
 
 def _apply(change: connect.Plan | None, target: Path, already: str) -> None:
     """Write a planned change after showing it (on stderr, so stdout stays the block), or say there is none."""
     if change is None:
-        click.echo(f"{target} {already}; nothing was changed", err=True)
+        echo(f"{target} {already}; nothing was changed", err=True)
         return
-    click.echo(connect.diff(change), err=True, nl=False)
+    echo(connect.diff(change), err=True, nl=False)
     connect.apply(change)
-    click.echo(f"wrote {target}", err=True)
+    echo(f"wrote {target}", err=True)

@@ -23,6 +23,7 @@ from typing import Any
 import click
 
 from fsmem.cli.options import command
+from fsmem.cli.printing import echo
 
 HOOK_LOG = "hooks.jsonl"
 DEFAULT_TIMEOUT = 10.0  # seconds; the printed block gives Claude Code's `timeout` 5 more, so fsmem stops first
@@ -44,7 +45,7 @@ def _log(root: Path | None, record: dict[str, Any]) -> None:
         except Exception:  # noqa: BLE001 - an unwritable log falls back to stderr, never fails the hook
             pass
     try:
-        print(f"fsmem hook: {record.get('error') or record}", file=sys.stderr, flush=True)
+        echo(f"fsmem hook: {record.get('error') or record}", err=True)
     except (OSError, ValueError):
         pass
 
@@ -100,7 +101,7 @@ def claude_code_cmd(ctx: click.Context, timeout: float, budget: float | None, pr
     SessionEnd and PreCompact. Always exits 0; problems go to .fsmem/logs/hooks.jsonl."""
     if print_config:
         root = _root_of(ctx, None)  # a missing memory is an error here: a person is asking
-        click.echo(json.dumps(hooks_config(root, timeout), indent=2))
+        echo(json.dumps(hooks_config(root, timeout), indent=2))
         return
     deadline = time.monotonic() + (timeout / 2 if budget is None else min(budget, timeout))
     state: dict[str, Any] = {"root": None, "event": None, "deadline": deadline}

@@ -114,7 +114,9 @@ class ProgressBar:
         if stage != self.stage:
             self.close()
             self.stage = stage
-            self.bar = click.progressbar(length=total, label=stage, file=sys.stderr)
+            from fsmem.cli.printing import visible
+
+            self.bar = click.progressbar(length=total, label=visible(stage), file=sys.stderr)  # click writes it
             self.bar.__enter__()
         assert self.bar is not None
         self.bar.update(done - self.bar.pos)

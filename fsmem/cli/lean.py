@@ -6,7 +6,7 @@ to `parse` first: one that names only grep's own options, spelled out, with plai
 anything else (--help, a typo, `--`, combined short flags, a value that starts with '-' or that click would
 reject) returns None and goes to click, so help, usage errors and their words stay click's. What runs
 is what the generated command runs (`fsmem.cli.generated`): the same `Memory.grep` call, within the same
-budget, printed as `click.echo` prints (`fsmem.cli.printing`), behind the same error boundary as
+budget, printed as every command prints (`fsmem.cli.printing.echo`), behind the same error boundary as
 `fsmem.cli.app.run`. tests/test_cli_lean.py holds `parse` equal to click's parse of the same line.
 """
 
@@ -208,7 +208,6 @@ def _run(grep: Grep, whole_process: bool) -> NoReturn:
                     arguments["max_tokens"],
                     lambda room: memory.grep(**{**arguments, "max_tokens": room}),
                     grep.as_json,
-                    echo=echo,
                     empty=lambda result: bool(result.empty),
                 )
             finally:

@@ -174,11 +174,11 @@ def emit_within(
     reserve: bool = True,
 ) -> None:
     """Print the answer of `ask(max_tokens)` within the budget and exit like grep (`fsmem.cli.printing.print_within`)."""
-    if print_within(memory, max_tokens, ask, as_json, echo=click.echo, empty=empty, reserve=reserve):
+    if print_within(memory, max_tokens, ask, as_json, empty=empty, reserve=reserve):
         raise click.exceptions.Exit(1)
 
 
 def emit(result: Any, as_json: bool, *, empty: bool = False) -> None:
     """Print `result` and exit like grep: 0 when something was found, 1 when nothing was."""
-    if print_answer(result, as_json, echo=click.echo, empty=empty):
+    if print_answer(result, as_json, empty=empty):
         raise click.exceptions.Exit(1)

@@ -1,7 +1,12 @@
-"""How a command prints its answer within the token budget and exits like grep, whatever parsed its command line.
+"""How a command prints: every text it writes passes `visible`, within the token budget, exiting like grep.
 
-The click commands (`fsmem.cli.options`) print with `click.echo`; the lean `fsmem grep` (`fsmem.cli.lean`)
-prints with `echo` below, which writes a text as `click.echo` does, so both print the same bytes.
+A memory's text comes from anyone who can write a file or push a commit, and a
+terminal obeys what it is sent: `ESC]52` writes the clipboard, `ESC]0` the
+window's title, `ESC[2J` clears the screen, `\x9b` is a CSI on many terminals,
+and U+202E shows a line reversed. So the CLI writes nothing but through `echo`,
+whose one filter, `visible`, shows every such character as text, as `less` and
+`cat -v` do; the output is the same bytes whether or not it goes to a terminal.
+A `--json` document is escaped by `json_text`, which keeps its value whole.
 """
 
 from __future__ import annotations
@@ -15,19 +20,57 @@ from typing import IO, TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from fsmem.memory import Memory
 
-Echo = Callable[..., Any]
+# What a terminal may act on or hide: C0 controls but tab and newline (a CR only before a newline passes),
+# DEL, C1 controls, lone surrogates (bytes that were not UTF-8), line and paragraph separators, and the
+# invisible format characters: bidirectional embeddings, overrides, isolates and marks, zero-width
+# spaces and joiners that join nothing, word joiners, the BOM, interlinear annotations and tag characters.
+# ZWNJ and ZWJ (U+200C, U+200D) pass: scripts and emoji need them, and they move nothing.
+_HIDDEN = (
+    "\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\xad\u061c\u180e\u200b\u200e\u200f\u2028-\u202e"
+    "\u2060-\u2064\u2066-\u206f\ud800-\udfff\ufeff\ufff9-\ufffb\U000e0001\U000e0020-\U000e007f"
+)
+_UNSEEN = re.compile(f"[{_HIDDEN}]|\r(?!\n)")
+_ESCAPED_IN_JSON = re.compile(f"[{_HIDDEN}]")  # json.dumps escapes the rest of C0 itself
 
-_ANSI = re.compile(r"\033\[[0-?]*[ -/]*[@-~]")  # click's: a terminal's escape codes, dropped when not printing to one
+
+def _shown(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x20 or code == 0x7F:
+        return "^" + chr(code ^ 0x40)  # ^[ for ESC, ^M for CR, ^? for DEL: caret notation, as cat -v and less
+    if 0xDC80 <= code <= 0xDCFF:
+        return f"<{code - 0xDC00:02X}>"  # a byte that was not UTF-8, as less shows it
+    return f"<U+{code:04X}>"
 
 
-def echo(message: str, err: bool = False) -> None:
-    """Print `message` and a newline as `click.echo` does: escape codes stripped unless the stream is a terminal."""
+def visible(text: str) -> str:
+    """`text` with every character a terminal would act on, or that hides or reorders text, shown as text.
+
+    Newlines, tabs and CRLF line ends pass; ESC becomes `^[`, U+202E `<U+202E>`.
+    """
+    return _UNSEEN.sub(_shown, text)
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code > 0xFFFF:
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    return f"\\u{code:04x}"
+
+
+def json_text(value: Any, *, indent: int | None = 2) -> str:
+    """`value` as a JSON document in which every character `visible` would show is escaped (`\\u202e`).
+
+    Parsed, it is the same value: the escapes are JSON's own. json.dumps escapes C0, and
+    with ensure_ascii=False leaves the rest raw for a terminal to obey.
+    """
+    return _ESCAPED_IN_JSON.sub(_json_escape, json.dumps(value, ensure_ascii=False, indent=indent))
+
+
+def echo(message: str, err: bool = False, nl: bool = True) -> None:
+    """Write `message` (and a newline) to stdout or stderr as the CLI writes everything: through `visible`."""
     stream: IO[str] = sys.stderr if err else sys.stdout
-    try:
-        terminal = stream.isatty()
-    except Exception:  # a closed or odd stream: click counts it as no terminal
-        terminal = False
-    stream.write(message + "\n" if terminal else _ANSI.sub("", message + "\n"))
+    stream.write(visible(message + "\n" if nl else message))
     stream.flush()
 
 
@@ -37,7 +80,6 @@ def print_within(
     ask: Callable[[int | None], Any],
     as_json: bool,
     *,
-    echo: Echo,
     empty: Callable[[Any], bool] = lambda result: False,
     reserve: bool = True,
 ) -> bool:
@@ -53,7 +95,7 @@ def print_within(
     """
     if as_json:
         result = ask(max_tokens)
-        return print_answer(result, True, echo=echo, empty=empty(result))
+        return print_answer(result, True, empty=empty(result))
     from fsmem.budget import fit_text, within
 
     budget = memory.budget.narrowed(max_tokens).max_tokens
@@ -63,10 +105,10 @@ def print_within(
     return empty(result)
 
 
-def print_answer(result: Any, as_json: bool, *, echo: Echo, empty: bool = False) -> bool:
+def print_answer(result: Any, as_json: bool, *, empty: bool = False) -> bool:
     """Print `result`, as JSON or as text; returns `empty` (exit 1 when nothing was found)."""
     if as_json:
-        echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+        echo(json_text(result.to_dict()))
     else:
         echo(result.to_text())
     return empty
@@ -74,4 +116,4 @@ def print_answer(result: Any, as_json: bool, *, echo: Echo, empty: bool = False)
 
 def json_error(message: str, code: int) -> str:
     """The JSON document a failed command prints on stdout with --json."""
-    return json.dumps({"error": {"message": message, "exit": code}}, ensure_ascii=False)
+    return json_text({"error": {"message": message, "exit": code}}, indent=None)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import click
 
 from fsmem.cli.options import command, emit, output_option, scope_option
+from fsmem.cli.printing import echo
 
 TOKENS_HELP = (
     "The token store (default: $FSMEM_TOKENS, else ~/.config/fsmem/tokens.json); keep it outside every memory."
@@ -115,7 +116,7 @@ def token_group():
 @click.pass_context
 def token_create_cmd(ctx, memory, read_only, paths, expires, config_file, tokens_file, as_json):
     """Create a token for --agent on a memory and print it once (the store keeps only a salted hash)."""
-    from fsmem.errors import InvalidArgument
+    from fsmem.errors import InvalidArgument, StorageError
 
     obj = ctx.find_root().obj or {}
     agent = obj.get("agent")
@@ -126,17 +127,39 @@ def token_create_cmd(ctx, memory, read_only, paths, expires, config_file, tokens
         from fsmem.config import Config
 
         Config.load(root).budget_for(agent)
-    created = _store(tokens_file).create(
-        memory=memory, agent=agent, read_only=read_only, paths=list(paths), expires=expires
+    store = _store(tokens_file)
+    created = store.create(
+        memory=memory, agent=agent, read_only=read_only, paths=list(paths), expires=expires, active=False
     )
     if not as_json:
         reach = ", ".join(created.record.paths) or "the whole memory"
-        click.echo(
+        echo(
             f"token {created.record.id} for agent {agent} on memory {memory} ({reach}"
             f"{', read-only' if read_only else ''}), stored in {created.path}; it is shown only this once",
             err=True,
         )
-    emit(created, as_json)
+    try:
+        emit(created, as_json)  # the secret, on stdout: until it is written, the token stays pending
+    except OSError as exc:
+        _drop_stdout()  # what could not be written is never written later, at exit, either
+        raise StorageError(
+            f"token {created.record.id} was not shown ({exc.strerror or exc}), so it was never activated;"
+            " create another"
+        ) from None
+    store.activate(created.record.id)
+
+
+def _drop_stdout() -> None:
+    """Point stdout at the null device: the secret left in its buffer goes nowhere when Python flushes at exit."""
+    import os
+    import sys
+
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):
+        pass
 
 
 def _memory_of(name: str, config_file: str | None, root: str | None):

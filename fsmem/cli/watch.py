@@ -10,6 +10,7 @@ import time
 import click
 
 from fsmem.cli.options import command, emit, open_memory, output_option
+from fsmem.cli.printing import echo
 
 
 @command("watch")
@@ -40,7 +41,7 @@ def watch_cmd(ctx, settle, consolidate, consolidate_after, as_json) -> None:
     signal.signal(signal.SIGINT, request_stop)
 
     def log(message: str) -> None:
-        click.echo(f"{time.strftime('%H:%M:%S')} fsmem watch: {message}", err=True)
+        echo(f"{time.strftime('%H:%M:%S')} fsmem watch: {message}", err=True)
 
     stats = memory.watch(
         settle=settle,

@@ -117,7 +117,10 @@ def _always(_source: str) -> bool:
 
 
 def _document(memory: Core, subject: str) -> Path:
-    """The document `subject` names: a heading's `kind/Name`, a path, or a title or alias it matches."""
+    """The document `subject` names: a heading's `kind/Name`, a path, or a title or alias it matches.
+
+    A name (not a path) of a document outside the scope is answered as the name of no document.
+    """
     from fsmem.consolidate import subjects
 
     named = subject.strip()
@@ -129,12 +132,15 @@ def _document(memory: Core, subject: str) -> Path:
     if kinded is not None:
         try:
             return existing(memory, kinded.path, "file")
-        except NotFound:
+        except NotFound:  # OutOfScope too: a kinded name is a name, not a path
             raise NotFound(
                 f"no document for {echo(named)} ({kinded.path} does not exist); list files with ls"
             ) from None
     threshold = memory.config.consolidate.subject_match_threshold
-    found = subjects.match(named, subjects.directory(memory.root), threshold)
+    documents = subjects.directory(memory.root)
+    if memory.scope is not None:  # outside its scope nothing exists: no title or alias there is a match
+        documents = [entry for entry in documents if memory.scope.contains(entry.path)]
+    found = subjects.match(named, documents, threshold)
     if found is None:
         raise NotFound(f"no entity or topic document is named {echo(named)}; list files with ls")
     return existing(memory, found.path, "file")

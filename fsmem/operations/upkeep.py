@@ -22,6 +22,7 @@ from fsmem.operations.core import Core, selection, whole_memory
 from fsmem.operations.transaction import after_change, require_writable, transaction
 from fsmem.query.links import SHOWN_CANDIDATES, Resolver
 from fsmem.store import paths as _paths
+from fsmem.store.meta import EXACT_COUNT_LIMIT
 from fsmem.store.selection import Selection
 
 if TYPE_CHECKING:  # and imported where used: a read (ls, grep, read) loads none of these
@@ -83,6 +84,15 @@ def check(memory: Core, path: str | None = None) -> CheckResult:
     problems = [(m.path, line, message) for m in found.metas for line, message in m.problems]
     problems += link_problems(memory, chosen)
     problems += [(shown, 1, reason) for shown, reason in found.skipped]
+    problems += [
+        (
+            rel,
+            1,
+            f"too large to search ({size:,} bytes, over {EXACT_COUNT_LIMIT:,}): search finds none of its lines, "
+            "grep does; split it into smaller files",
+        )
+        for rel, size in memory.catalog.too_large(chosen)
+    ]
     from fsmem.store.names import unportable
 
     chosen_paths = memory.catalog.paths(selection(memory, path))

@@ -153,7 +153,14 @@ def fit(
             f"{larger}{', or' if larger else ';'} grep for its words"
         )
     return SearchResult(
-        query=query, hits=hits, tokens=meter.tokens, page=page, min_score=min_score, best_score=best, note=note
+        query=query,
+        hits=hits,
+        tokens=meter.tokens,
+        page=page,
+        min_score=min_score,
+        best_score=best,
+        note=note,
+        unsearched=list(ranking.unsearched),
     )
 
 

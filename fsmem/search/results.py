@@ -13,6 +13,9 @@ from fsmem import faces
 from fsmem.budget import Page, Paged, echo
 from fsmem.format.facts import split_provenance
 from fsmem.format.rows import Row
+from fsmem.store.meta import EXACT_COUNT_LIMIT
+
+UNSEARCHED_SHOWN = 5  # files too large for the index named in an answer; the rest counted
 
 
 @dataclass
@@ -47,6 +50,7 @@ class SearchResult(Paged):
     min_score: float
     best_score: float | None = None
     note: str | None = None
+    unsearched: list[tuple[str, int]] = field(default_factory=list)  # (path, bytes): too large for the index
 
     @property
     def empty(self) -> bool:
@@ -64,6 +68,7 @@ class SearchResult(Paged):
             **self.page.to_dict(),
             "min_score": self.min_score,
             "best_score": None if self.best_score is None else round(self.best_score, 4),
+            "unsearched": [{"path": path, "bytes": size} for path, size in self.unsearched],
         }
 
     def body_lines(self) -> list[str]:
@@ -72,12 +77,26 @@ class SearchResult(Paged):
 
     def to_text(self) -> str:
         if not self.hits:
-            return self.no_result_message()
+            return "\n".join(filter(None, [self.no_result_message(), self.unsearched_line()]))
         lines = self.body_lines()
+        if self.unsearched:
+            lines.append(self.unsearched_line())
         trailer = self.page.trailer(self._noun(), narrow=faces.narrowing("search", ("type", "tag"))).rstrip("]")
         around = faces.call("read", path="PATH", lines="A:B")
         lines.append(f"{trailer}; {self.tokens} tokens. Read around a row with: {around}]")
         return "\n".join(lines)
+
+    def unsearched_line(self) -> str:
+        """What the search could not look in: files too large for its index, named (a few) and counted."""
+        if not self.unsearched:
+            return ""
+        shown = ", ".join(path for path, _ in self.unsearched[:UNSEARCHED_SHOWN])
+        more = len(self.unsearched) - UNSEARCHED_SHOWN
+        count = f"{len(self.unsearched)} file{'s' if len(self.unsearched) > 1 else ''}"
+        return (
+            f"(not searched: {count} over {EXACT_COUNT_LIMIT:,} bytes, too large for the index: {shown}"
+            f"{f' and {more} more' if more > 0 else ''}; grep finds {'their' if len(self.unsearched) > 1 else 'its'} lines)"
+        )
 
     def _noun(self) -> str:
         """`rows above min_score 0.2`, named as the caller can set it (a tool without the argument: `score`)."""

@@ -38,6 +38,7 @@ from fsmem.search.index import LINKED, MAX_ROWS, ROW_BITS, SUPERSEDED, SearchInd
 from fsmem.search.tables import BLOCK_BITS, continued_blocks, corrected, rank_id_sql, stored_blocks
 from fsmem.search.usage import Usage
 from fsmem.store.catalog import FileMeta, matches_filters
+from fsmem.store.meta import EXACT_COUNT_LIMIT
 
 if TYPE_CHECKING:
     from fsmem.search.settings import SearchSettings
@@ -74,6 +75,7 @@ class Ranking:
     searchable: int  # rows passing the filters (0: nothing to search)
     stale: set[int] = field(default_factory=set)  # lines of session notes a document has superseded
     current: set[int] = field(default_factory=set)  # rows under `## Superseded` that held at an `as_of` date
+    unsearched: list[tuple[str, int]] = field(default_factory=list)  # (path, bytes) of files too large to index
 
     @property
     def candidates(self) -> list[int]:
@@ -230,15 +232,35 @@ def _rank(
         tags = (tag,) if isinstance(tag, str) or tag is None else tuple(tag)
         weights = (tuple(settings.weights.items()), settings.fuzzy_cutoff)
         key = ("candidates", tuple(terms), type, tags, after, superseded_too, pool_size, weights)
-        found = held.recall(kept, key)
-        if found is not None:
-            return _salience(found, settings, usage, now)
-    found = _candidates(
-        conn, meta, kept, terms, settings, pool_size, type, tag, after, superseded_too, root, within, held
-    )
-    if key is not None:
-        held.remember(kept, key, found)
-    return _salience(found, settings, usage, now)
+    unsearched = _too_large(conn, kept, within)
+    found = held.recall(kept, key) if key is not None and held is not None else None
+    if found is None:
+        found = _candidates(
+            conn, meta, kept, terms, settings, pool_size, type, tag, after, superseded_too, root, within, held
+        )
+        if key is not None and held is not None:
+            held.remember(kept, key, found)
+    ranking = _salience(found, settings, usage, now)
+    ranking.unsearched = unsearched
+    return ranking
+
+
+_TOO_LARGE = ("files too large to index",)
+
+
+def _too_large(conn, kept: dict[Any, Any], within: Callable[[str], bool] | None) -> list[tuple[str, int]]:
+    """(path, bytes) of the indexed files over EXACT_COUNT_LIMIT, in `within`: they have no rows
+    (`fsmem.search.parsing.read_file`), and an answer names them rather than skip them in silence.
+    Read once per state of the tables; whatever the filters, since the index holds no front matter of them."""
+    found = kept.get(_TOO_LARGE)
+    if found is None:
+        found = kept[_TOO_LARGE] = [
+            (path, size)
+            for path, size in conn.execute(
+                "SELECT path, size FROM search_files WHERE size > ? ORDER BY path", (EXACT_COUNT_LIMIT,)
+            )
+        ]
+    return [(path, size) for path, size in found if within is None or within(path)]
 
 
 @dataclass

@@ -2,6 +2,10 @@
 
 A token is printed once, when it is created: `fsmem_<id>_<secret>`, where
 the id (12 hex digits) names its record and the secret is 256 random bits.
+`fsmem token create` stores the record pending and activates it only once the
+secret is on stdout: a kill, a closed pipe or a full disk between the two
+leaves a pending record that no request is let through with, never a working
+token whose secret nobody saw.
 The store keeps only the record and a salted hash of the secret, in one JSON
 file outside every memory (`--tokens FILE`, `$FSMEM_TOKENS`, else
 `~/.config/fsmem/tokens.json`), replaced atomically with mode 0600.
@@ -106,11 +110,14 @@ class TokenRecord:
     revoked: str | None = None
     salt: str = ""
     hash: str = ""
+    pending: bool = False  # stored, its secret not yet shown (`TokenStore.activate`); older stores: never
 
     def status(self, now: _dt.datetime | None = None) -> str:
-        """active, expired or revoked."""
+        """active, expired, revoked, or pending (its secret was never shown: it never works)."""
         if self.revoked:
             return "revoked"
+        if self.pending:
+            return "pending"
         if self.expires and _dt.datetime.fromisoformat(self.expires) <= (now or _now()):
             return "expired"
         return "active"
@@ -165,7 +172,8 @@ class CreatedToken:
     path: Path
 
     def to_dict(self) -> dict[str, Any]:
-        return {"token": self.token, **self.record.to_dict(), "store": str(self.path)}
+        """The token and its record, with the status it has once this is shown (printing it activates it)."""
+        return {"token": self.token, **self.record.to_dict(), "status": "active", "store": str(self.path)}
 
     def to_text(self) -> str:
         return self.token
@@ -243,8 +251,13 @@ class TokenStore:
         read_only: bool = False,
         paths: Iterable[str] | None = None,
         expires: str | None = None,
+        active: bool = True,
     ) -> CreatedToken:
-        """A new token for `agent` on `memory` (its secret is returned once, never stored)."""
+        """A new token for `agent` on `memory` (its secret is returned once, never stored).
+
+        With `active=False` the record is stored pending, refused like a revoked one until `activate`:
+        a face that shows the secret (the CLI's stdout) activates it once the secret is shown.
+        """
         check_memory_name(memory)
         if not isinstance(agent, str) or not agent.strip():
             raise InvalidArgument("a token needs an agent: fsmem token create --memory NAME --agent AGENT")
@@ -267,9 +280,23 @@ class TokenStore:
                 expires=parse_expiry(expires),
                 salt=salt.hex(),
                 hash=_digest(salt, secret),
+                pending=not active,
             )
             self._save([*records, record])
         return CreatedToken(f"fsmem_{token_id}_{secret}", record, self.path)
+
+    def activate(self, token_id: str) -> TokenRecord:
+        """Make a pending token work, now that its secret has been shown; NotFound when no such token is stored
+        (a revoked one stays revoked)."""
+        with self._lock():
+            records = self.load()
+            found = next((r for r in records if r.id == token_id), None)
+            if found is None:
+                raise NotFound(f"no such token {token_id!r} in {self.path}; fsmem token list shows their ids")
+            if found.pending:
+                found.pending = False
+                self._save(records)
+        return found
 
     def revoke(self, token_id: str) -> TokenRecord:
         """Mark a token revoked (kept in the store, for the record), named by its id or by the token itself
