@@ -49,6 +49,7 @@ from fsmem.server.door import (
     TOO_LARGE,
     TOO_MANY,
     UNAUTHORIZED,
+    VOUCH,
     Origins,
     Refusal,
     bearer,
@@ -193,6 +194,9 @@ class MemoryServer:
             }.get(why, "this token is not valid here")
             raise Refusal(401, UNAUTHORIZED, message, f"token {why}", {"WWW-Authenticate": 'Bearer realm="fsmem"'})
         assert record is not None
+        vouch = scope.get(VOUCH)
+        if vouch is not None:
+            vouch()  # its connection is no stranger now (`fsmem.server.protocol.Strangers`)
         wanted = path[len(MCP_PATH) + 1 :] or record.memory
         if wanted != record.memory:
             raise Refusal(403, FORBIDDEN, f"this token is for another memory, not {wanted!r}", "other memory")

@@ -25,6 +25,7 @@ from fsmem.agents.mcp_server import readable_line
 UNAUTHORIZED, FORBIDDEN, TOO_MANY, TOO_LARGE, TIMEOUT, BUSY = -32001, -32003, -32029, -32013, -32008, -32503
 PARSE_ERROR, INVALID_REQUEST = -32700, -32600
 MAX_DEPTH = 32  # levels of arrays and objects in a request (a tool call needs about five)
+VOUCH = "fsmem.vouch"  # the ASGI scope key of what the door calls once a token checked out (`protocol.Strangers`)
 _SHOWN = 80  # characters of a header echoed in a refusal
 CORS_HEADERS = "authorization, content-type, accept, mcp-protocol-version, mcp-session-id, last-event-id"
 CORS_EXPOSED = "mcp-session-id, mcp-protocol-version, www-authenticate, retry-after"
