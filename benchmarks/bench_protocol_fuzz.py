@@ -1,6 +1,6 @@
 """The protocol fuzzer, long: every kind of message sent to a real `fsmem mcp` and a real `fsmem serve`.
 
-    python benchmarks/bench_protocol_fuzz.py [--examples 200] [--seed N]
+    python benchmarks/bench_protocol_fuzz.py [--examples 100] [--seed N]
 
 The run of tests/test_protocol_fuzz.py with more examples (tests/protocol_fuzz.py
 draws them: random JSON, wrong types, lone surrogates, batches, deep nesting,
@@ -28,7 +28,7 @@ from test_tools import build_memory  # noqa: E402
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--examples", type=int, default=200, help="draws of one message of every kind")
+    parser.add_argument("--examples", type=int, default=100, help="draws of one message of every kind")
     parser.add_argument("--seed", type=int, default=None, help="derandomise (the same draws every run)")
     args, _ = parser.parse_known_args()
     before = load()
