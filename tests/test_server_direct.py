@@ -171,8 +171,6 @@ PLAIN = {
     "an answer cut by its budget": (call("ls", {}), {"token": "tiny"}),
     "a huge id": (call("ls", {"path": "topics"}, 10**30), {}),
     "a negative id": (rpc("ping", None, -7), {}),
-    "an id of null is a notification to the SDK too": ({"jsonrpc": "2.0", "id": None, "method": "ping"}, {}),
-    "so is an id that is a fraction": (rpc("ping", None, 1.5), {}),
     "an unknown method": (rpc("no/such/method"), {}),
     "invalid params": (rpc("tools/call", {"arguments": {}}), {}),
     "params of the wrong type": (rpc("tools/call", {"name": 5}), {}),
@@ -200,13 +198,8 @@ PLAIN = {
 
 # requests left to the SDK: (body, keyword arguments of `both`)
 TO_SDK = {
-    "a wrong JSON-RPC version": ({"jsonrpc": "1.0", "id": 1, "method": "ping"}, {}),
-    "no JSON-RPC version": ({"id": 1, "method": "ping"}, {}),
-    "a batch": ([rpc("ping", None, 1), rpc("ping", None, 2)], {}),
-    "an empty batch": ([], {}),
     "a posted response": ({"jsonrpc": "2.0", "id": 1, "result": {}}, {}),
     "a posted error": ({"jsonrpc": "2.0", "id": 1, "error": {"code": 1, "message": "no"}}, {}),
-    "a bare string": ("ping", {}),
     "an empty Accept": (rpc("ping"), {"headers": {"Accept": ""}}),
     "Accept: text/event-stream only": (rpc("ping"), {"headers": {"Accept": "text/event-stream"}}),
     "Accept: text/html": (rpc("ping"), {"headers": {"Accept": "text/html"}}),
@@ -243,11 +236,29 @@ def test_anything_else_goes_to_the_sdk_and_is_answered_as_before(pair, case):
     assert not direct and not door
 
 
-def test_the_door_answers_before_either_path(pair):
-    for body in (b"{not json", b"\xff\xfe", b"[" * 40 + b"]" * 40):
-        answer, _direct, door = both(pair, body)
-        assert answer.status_code == 400 and answer.json()["error"]["code"] in (-32700, -32600)
-        assert door  # refused by the door: neither path was asked
+# messages the door's decoder answers (`fsmem.agents.jsonrpc`), before either path: the SDK took the first
+# two for notifications and dropped the others, leaving the client without an answer
+REFUSED = {
+    "an id of null": ({"jsonrpc": "2.0", "id": None, "method": "ping"}, -32600, None),
+    "an id that is a fraction": (rpc("ping", None, 1.5), -32600, None),
+    "a wrong JSON-RPC version": ({"jsonrpc": "1.0", "id": 1, "method": "ping"}, -32600, 1),
+    "no JSON-RPC version": ({"id": 1, "method": "ping"}, -32600, 1),
+    "a batch": ([rpc("ping", None, 1), rpc("ping", None, 2)], -32600, None),
+    "an empty batch": ([], -32600, None),
+    "a bare string": ("ping", -32600, None),
+    "params as a list": (rpc("tools/list", [], 4), -32602, 4),
+    "not JSON": (b"{not json", -32700, None),
+    "not UTF-8": (b"\xff\xfe", -32700, None),
+    "too deep": (b"[" * 40 + b"]" * 40, -32600, None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_the_door_answers_before_either_path(pair, case):
+    body, code, id_ = REFUSED[case]
+    answer, _direct, door = both(pair, body)
+    assert answer.status_code == 400 and answer.json()["error"]["code"] == code and answer.json()["id"] == id_
+    assert door  # refused by the door: neither path was asked
 
 
 def test_a_tool_call_answer_is_the_sdks_json(pair):

@@ -159,7 +159,7 @@ def test_a_body_that_is_not_json_or_too_deep_is_a_jsonrpc_error(door):
     assert refused_as_jsonrpc(post(door, token, deep_but_valid), 400, -32600) == too_deep
     assert refused_as_jsonrpc(post(door, token, b'{"jsonrpc": '), 400, -32700).startswith("Parse error: ")
     assert refused_as_jsonrpc(post(door, token, b'{"a": "\xff"}'), 400, -32700) == (
-        "Parse error: the request body is not UTF-8 text"
+        "Parse error: the message is not UTF-8 text"
     )
     assert refused_as_jsonrpc(post(door, token, b"1" * 5000), 400, -32700).startswith("Parse error: ")
     assert not any(line["status"] == 500 for line in door["server"].requests())

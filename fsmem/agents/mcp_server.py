@@ -15,17 +15,15 @@ which clients read at the start of a session.
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
-import re
 from typing import Any
 
 from fsmem import __version__
-from fsmem.agents import tools
+from fsmem.agents import jsonrpc, tools
 from fsmem.memory import Memory
 
 SERVER_NAME = "fsmem"
-_SURROGATE = re.compile("[\ud800-\udfff]")
 INSTRUCTIONS = (
     "fsmem is a shared memory of Markdown files. Start with ls (or grep / search when you can name or "
     "describe what you need), read only the lines you need, and save what you learn with note. Every "
@@ -126,62 +124,54 @@ def server_of(list_tools: Any, call_tool: Any, read_resource: Any) -> Any:
 
 
 class TextLines:
-    """The client's lines, each made one the SDK can parse, so that every request gets an answer.
+    """The client's lines, each decoded by `fsmem.agents.jsonrpc` before the SDK sees it.
 
-    JSON may escape a lone surrogate (`"\\ud800"`); the SDK's parser refuses
-    such a line and the request is dropped, leaving the client waiting for
-    ever. Such a `tools/call` is passed on with empty arguments and its own
-    are held for the dispatcher, whose door then refuses them with a clear
-    message; in any other message the surrogates become U+FFFD.
+    A line the SDK can parse is passed on (tool arguments that hold a lone
+    surrogate held for the dispatcher, by request id, in `held`); one it must
+    not get is answered here with its JSON-RPC error, written to the SDK's
+    own stream of answers, so that every message gets one answer and none
+    stops the server. Blank lines are skipped.
     """
 
     def __init__(self, lines: Any, held: dict[Any, Any]):
         self.lines = lines
         self.held = held
+        self._answers: Any = None
+        self._ready: Any = None
+
+    def answer_on(self, write_stream: Any) -> None:
+        """Where refusals go: the stream the server writes its answers to."""
+        self._answers = write_stream
+        if self._ready is not None:
+            self._ready.set()
 
     def __aiter__(self):
         return self._each()
 
     async def _each(self):
+        import anyio
+
+        self._ready = anyio.Event()
+        if self._answers is not None:
+            self._ready.set()
         async for line in self.lines:
-            yield readable_line(line, self.held)
+            if not line.strip():
+                continue
+            try:
+                yield jsonrpc.decode(line, self.held).text
+            except jsonrpc.Refused as refused:
+                await self._ready.wait()
+                await self._refuse(refused)
 
+    async def _refuse(self, refused: jsonrpc.Refused) -> None:
+        import anyio
+        import mcp.types as types
+        from mcp.shared.message import SessionMessage
 
-def readable_line(line: str, held: dict[Any, Any]) -> str:
-    """`line` itself, or (when it holds an escaped lone surrogate) the same message the SDK can parse."""
-    if "\\u" not in line:
-        return line
-    try:
-        message = json.loads(line)
-    except ValueError:
-        return line
-    if not _has_surrogate(message):
-        return line
-    params = message.get("params") if isinstance(message, dict) else None
-    if message.get("method") == "tools/call" and isinstance(params, dict) and not _has_surrogate(message.get("id")):
-        held[message["id"]] = params.get("arguments")
-        params["arguments"] = {}
-    return json.dumps(_scrubbed(message), ensure_ascii=False)
-
-
-def _has_surrogate(value: Any) -> bool:
-    if isinstance(value, str):
-        return _SURROGATE.search(value) is not None
-    if isinstance(value, dict):
-        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_surrogate(v) for v in value)
-    return False
-
-
-def _scrubbed(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.encode("utf-8", "replace").decode("utf-8") if _has_surrogate(value) else value
-    if isinstance(value, dict):
-        return {_scrubbed(k): _scrubbed(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_scrubbed(v) for v in value]
-    return value
+        error = types.ErrorData(code=refused.code, message=refused.message)
+        answer = types.JSONRPCError(jsonrpc="2.0", id=refused.id, error=error)
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await self._answers.send(SessionMessage(answer))
 
 
 def serve(memory: Memory) -> None:
@@ -203,6 +193,7 @@ def serve(memory: Memory) -> None:
 
     async def run() -> None:
         async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
+            lines.answer_on(write_stream)
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
     anyio.run(run)

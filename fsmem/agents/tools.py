@@ -25,7 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from fsmem import faces
-from fsmem.agents import builtin  # noqa: F401  (registers the built-in tools)
+from fsmem.agents import (
+    builtin,  # noqa: F401  (registers the built-in tools)
+    jsonrpc,
+)
 from fsmem.agents.registry import FORMATS, REGISTRY, Reply, Tool, json_type_name, validate
 from fsmem.budget import content_budget, echo, fit_text, within
 from fsmem.errors import FsmemError, InvalidArgument, ReadOnly, translated
@@ -137,11 +140,19 @@ def call(memory: Memory, name: str, arguments: dict[str, Any] | str | None = Non
 
 def _call(memory: Memory, name: str, arguments: dict[str, Any] | str | None) -> ToolAnswer:
     logged_name = name if isinstance(name, str) else repr(name)
+    decoded = _decoded(arguments)
+    deep = decoded is _TOO_DEEP or jsonrpc.nested_deeper_than(decoded, jsonrpc.MAX_DEPTH)
+    logged_arguments = {"arguments": f"nested more than {jsonrpc.MAX_DEPTH} levels"} if deep else decoded
     with retrieval_log.LoggedCall(
-        memory.root, agent=memory.agent, tool=logged_name, arguments=_decoded(arguments)
+        memory.root, agent=memory.agent, tool=logged_name, arguments=logged_arguments
     ) as logged:
         is_error = False
         try:
+            if deep:  # walked without recursion; nothing below (the checks, the log) may recurse through it
+                raise InvalidArgument(
+                    f"the arguments are nested more than {jsonrpc.MAX_DEPTH} levels of arrays and objects; "
+                    "send flatter values"
+                )
             reply = _run(memory, name, arguments)
         except Exception as exc:  # the dispatcher's one boundary: never raise to the model's harness
             error = translated(exc, memory.root)
@@ -255,6 +266,8 @@ def _parse_arguments(arguments: dict[str, Any] | str | None) -> dict[str, Any]:
             raise InvalidArgument(
                 f"the arguments are not valid JSON ({exc.msg} at character {exc.pos}); send one JSON object"
             ) from None
+        except ValueError as exc:  # a number of more digits than Python converts
+            raise InvalidArgument(f"the arguments are not valid JSON ({exc}); send one JSON object") from None
     if not isinstance(arguments, dict):
         raise InvalidArgument(
             f'the arguments must be a JSON object such as {{"path": "topics/billing.md"}}, '
@@ -268,10 +281,15 @@ def fit(memory: Memory, text: str, max_tokens: int) -> tuple[str, bool]:
     return fit_text(memory.tokens.count, memory.tokens.truncate, text, max_tokens)
 
 
+_TOO_DEEP = object()  # arguments given as JSON text too deep for Python's parser
+
+
 def _decoded(arguments: Any) -> Any:
     if isinstance(arguments, str):
         try:
             return json.loads(arguments)
-        except json.JSONDecodeError:
+        except RecursionError:
+            return _TOO_DEEP
+        except ValueError:  # not JSON, or a number of more digits than Python converts: refused by the checks
             return arguments
     return arguments

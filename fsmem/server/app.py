@@ -8,12 +8,12 @@ it is NAME: 403 otherwise), room in the server (503), the token's share of
 requests in flight, or of event streams for a GET, and its rate (429 with
 Retry-After), then the body: a declared length over the cap is refused at
 once (413), the rest read whole within the cap (413) and a deadline (408),
-and it must be UTF-8 JSON nested at most 32 deep (a JSON-RPC error
-otherwise). Only then does the MCP SDK parse it: a POST of one plain request
-or notification goes to the SDK's `ServerRunner` in the request's own task
-(`fsmem.server.direct`), anything else to its `StreamableHTTPSessionManager`
-(stateless, JSON answers). Every refusal closes the connection.
-A request's head has its own deadline, in the protocol (`fsmem.server.protocol`).
+and it must be one JSON-RPC message, decoded as `fsmem mcp` decodes a line
+(`fsmem.agents.jsonrpc`; a 400 with its JSON-RPC error otherwise). Then one
+plain request or notification goes to the SDK's `ServerRunner` in its own
+task (`fsmem.server.direct`), anything else to its session manager
+(stateless, JSON answers). Every refusal closes the connection. The protocol
+bounds heads, and connections without a valid token (`fsmem.server.protocol`).
 
 The agent a call acts for (budget, read-only flag, retrieval log) and the
 part of the memory it reaches come from the token's record, never from the
@@ -49,6 +49,7 @@ from fsmem.server.door import (
     TOO_LARGE,
     TOO_MANY,
     UNAUTHORIZED,
+    VOUCH,
     Origins,
     Refusal,
     bearer,
@@ -193,6 +194,8 @@ class MemoryServer:
             }.get(why, "this token is not valid here")
             raise Refusal(401, UNAUTHORIZED, message, f"token {why}", {"WWW-Authenticate": 'Bearer realm="fsmem"'})
         assert record is not None
+        if (vouch := scope.get(VOUCH)) is not None:
+            vouch()  # its connection is no stranger now (`fsmem.server.protocol.Strangers`)
         wanted = path[len(MCP_PATH) + 1 :] or record.memory
         if wanted != record.memory:
             raise Refusal(403, FORBIDDEN, f"this token is for another memory, not {wanted!r}", "other memory")
@@ -214,14 +217,9 @@ class MemoryServer:
                 {"Retry-After": "1"},
             )
         if refused == "key":
-            n = self.limits.concurrency
-            raise Refusal(
-                429,
-                TOO_MANY,
-                f"this token already has {n} request(s) in flight (at most {n}); retry after 1 s",
-                "concurrency",
-                {"Retry-After": "1"},
-            )
+            n, again = self.limits.concurrency, {"Retry-After": "1"}
+            message = f"this token already has {n} request(s) in flight (at most {n}); retry after 1 s"
+            raise Refusal(429, TOO_MANY, message, "concurrency", again)
         state.slot = Slot(lambda: pool.release(record.id))
         try:
             wait = self.rate.take(record.id)
@@ -360,7 +358,7 @@ class MemoryServer:
         state.status = refusal.status
         if refusal.status == 499:
             return  # nobody to answer
-        body = {"jsonrpc": "2.0", "id": None, "error": {"code": refusal.code, "message": refusal.message}}
+        body = {"jsonrpc": "2.0", "id": refusal.id, "error": {"code": refusal.code, "message": refusal.message}}
         headers = {**refusal.headers, "Connection": "close"}  # whatever else the client sends is not read
         with contextlib.suppress(Exception), anyio.fail_after(self.limits.send_timeout_seconds):
             state.bytes_out = await json_answer(send, refusal.status, body, headers)

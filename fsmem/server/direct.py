@@ -10,9 +10,10 @@ notification that the SDK's own `jsonrpc_message_adapter` validates) goes
 straight to the SDK's single-exchange driver `serve_one`, that is to the same
 `ServerRunner` (method and params validation, middleware, handlers, result
 serialisation) the session would have run, and its answer or error is written
-as the SDK's transport writes it. Anything else (GET, DELETE, a batch, a
-posted response, an invalid envelope, a wrong `Accept` or content type, the
-2026 wire) is left to the session manager, which answers it as before.
+as the SDK's transport writes it. Anything else (GET, DELETE, a posted
+response, a wrong `Accept` or content type, the 2026 wire) is left to the
+session manager, which answers it as before; batches and invalid envelopes
+never come this far (the door's decoder, `fsmem.agents.jsonrpc`, answers them).
 `tests/test_server_direct.py` posts the same requests to both paths.
 """
 

@@ -7,11 +7,12 @@ and the door's own answers.
   in `allowed_origins`; none by default, so no browser page may call a
   loopback server. Its `Host` must name the server (421 otherwise): on a
   loopback address 127.0.0.1, localhost or [::1], plus `allowed_hosts`.
-- The body: UTF-8 JSON (a JSON-RPC parse error otherwise, never a 500),
-  nested at most `MAX_DEPTH` levels. A tool call whose arguments hold an
-  escaped lone surrogate (`"\\ud800"`), which the SDK's parser refuses, is
-  passed on with empty arguments; its own are held for the dispatcher, whose
-  check then answers with the `isError` tool answer every face gives.
+- The body: one JSON-RPC message, decoded as `fsmem mcp` decodes a line
+  (`fsmem.agents.jsonrpc`: UTF-8 JSON nested at most 32 levels, no batch, an
+  object with a valid id, method and params), or a 400 with the JSON-RPC
+  error it calls for, never a 500. A tool call whose arguments hold an
+  escaped lone surrogate is passed on with empty arguments; its own are held
+  for the dispatcher, whose check answers with the tool answer every face gives.
 """
 
 from __future__ import annotations
@@ -19,12 +20,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from fsmem.agents.mcp_server import readable_line
+from fsmem.agents import jsonrpc
 
-# JSON-RPC error codes of the door (the server-defined range), and JSON-RPC's own.
+# JSON-RPC error codes of the door (the server-defined range); JSON-RPC's own are in `fsmem.agents.jsonrpc`.
 UNAUTHORIZED, FORBIDDEN, TOO_MANY, TOO_LARGE, TIMEOUT, BUSY = -32001, -32003, -32029, -32013, -32008, -32503
-PARSE_ERROR, INVALID_REQUEST = -32700, -32600
-MAX_DEPTH = 32  # levels of arrays and objects in a request (a tool call needs about five)
+VOUCH = "fsmem.vouch"  # the ASGI scope key of what the door calls once a token checked out (`protocol.Strangers`)
 _SHOWN = 80  # characters of a header echoed in a refusal
 CORS_HEADERS = "authorization, content-type, accept, mcp-protocol-version, mcp-session-id, last-event-id"
 CORS_EXPOSED = "mcp-session-id, mcp-protocol-version, www-authenticate, retry-after"
@@ -33,10 +33,19 @@ CORS_EXPOSED = "mcp-session-id, mcp-protocol-version, www-authenticate, retry-af
 class Refusal(Exception):
     """An answer of the door: an HTTP status and a JSON-RPC error (code, message); `reason` is for the log."""
 
-    def __init__(self, status: int, code: int, message: str, reason: str, headers: dict[str, str] | None = None):
+    def __init__(
+        self,
+        status: int,
+        code: int,
+        message: str,
+        reason: str,
+        headers: dict[str, str] | None = None,
+        id: Any = None,
+    ):
         super().__init__(message)
         self.status, self.code, self.message, self.reason = status, code, message, reason
         self.headers = headers or {}
+        self.id = id  # the request's, when the body named a valid one
 
 
 def header_values(scope: dict[str, Any], name: bytes) -> list[str]:
@@ -111,50 +120,17 @@ def preflight(origin: str) -> list[tuple[bytes, bytes]]:
     ]
 
 
-def _deeper_than(value: Any, limit: int) -> bool:
-    """True when `value` nests arrays and objects more than `limit` levels (walked without recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children)
-    return False
-
-
 def checked_body(body: bytes, held: dict[Any, Any]) -> tuple[bytes, Any]:
-    """The body the SDK may parse, and the message it holds; Refusal (a JSON-RPC error) for one it must not.
+    """The body the SDK may parse, and the message it holds; Refusal (400, its JSON-RPC error) for one it must
+    not get (`fsmem.agents.jsonrpc`, the decoder `fsmem mcp` shares).
 
     Tool arguments the SDK could not parse (a lone surrogate) go to `held`, by request id.
     """
-    too_deep = Refusal(
-        400, INVALID_REQUEST, f"Invalid request: JSON nested more than {MAX_DEPTH} levels deep", "too deep"
-    )
     try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError:
-        raise Refusal(400, PARSE_ERROR, "Parse error: the request body is not UTF-8 text", "not json") from None
-    try:
-        message = json.loads(text)
-    except RecursionError:
-        raise too_deep from None
-    except json.JSONDecodeError as exc:
-        raise Refusal(400, PARSE_ERROR, f"Parse error: {exc.msg} at character {exc.pos}", "not json") from None
-    except ValueError as exc:  # a number of more digits than Python converts
-        raise Refusal(400, PARSE_ERROR, f"Parse error: {exc}", "not json") from None
-    if _deeper_than(message, MAX_DEPTH):
-        raise too_deep
-    if "\\u" in text:
-        readable = readable_line(text, held)
-        if readable != text:
-            body, message = readable.encode("utf-8"), json.loads(readable)
-    return body, message
+        decoded = jsonrpc.decode(body, held)
+    except jsonrpc.Refused as refused:
+        raise Refusal(400, refused.code, refused.message, refused.reason, id=refused.id) from None
+    return (decoded.text.encode("utf-8") if decoded.changed else body), decoded.message
 
 
 def peek(message: Any) -> tuple[str | None, str | None]:

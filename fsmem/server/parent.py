@@ -11,7 +11,11 @@ request itself. The wait is bounded as one process bounds it: a head must
 come within `header_timeout_seconds` and 16 KiB (past either, a worker gets
 the connection and answers 408 or 431 as one process does), a silent client
 is looked at again after 10 to 100 ms, never polled hot, and at most
-`max_connections` connections wait at once (past it the oldest is handed on).
+`max_connections` connections wait at once: past it the oldest connection of
+the address with the most waiting is closed (it has not sent a whole head, so
+it carries no token), never handed on, so that a flood of half-sent requests
+closes its own connections and reaches no worker; the workers keep their
+own connections for tokens (`fsmem.server.protocol.Strangers`).
 
 It runs no event loop of its own, only a selector: accepting, peeking and
 passing a socket cost it a few system calls per connection (clients keep
@@ -34,6 +38,7 @@ import signal
 import socket
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -67,6 +72,7 @@ class Waiting:
 
     sock: socket.socket
     deadline: float
+    address: Any = None  # the client's host
     pause: float = FIRST_LOOK
     look_at: float | None = None  # when to look again (None: the selector watches it)
     done: bool = False
@@ -138,7 +144,7 @@ class Parent:
                         pass
             elif isinstance(what, Worker):
                 self._hear(what, ready)
-            elif isinstance(what, Waiting):
+            elif isinstance(what, Waiting) and not what.done:  # one closed by an earlier event of this turn is not
                 self._look(what)
         self._reap()
         self._timers()
@@ -148,7 +154,7 @@ class Parent:
         assert self.sock is not None
         for _ in range(64):  # then the others get their turn
             try:
-                conn, _address = self.sock.accept()
+                conn, address = self.sock.accept()
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as exc:  # out of file descriptors, say: the kernel keeps the rest queued
@@ -156,11 +162,19 @@ class Parent:
                 return
             conn.setblocking(False)
             if len(self.waiting) >= self.most_waiting:
-                self._hand(next(iter(self.waiting.values())), None)
-            waiting = Waiting(conn, time.monotonic() + self.head_seconds)
+                self._close_one()
+            waiting = Waiting(conn, time.monotonic() + self.head_seconds, address[0] if address else None)
             self.waiting[conn.fileno()] = waiting
             self.selector.register(conn, selectors.EVENT_READ, waiting)
             self._at(waiting.deadline, waiting)
+
+    def _close_one(self) -> None:
+        """Close the oldest waiting connection of the address that has the most waiting."""
+        held = Counter(w.address for w in self.waiting.values())
+        most = max(held, key=lambda address: held[address])
+        oldest = next(w for w in self.waiting.values() if w.address == most)
+        self._drop(oldest)
+        oldest.sock.close()
 
     def _look(self, waiting: Waiting) -> None:
         """Peek at a connection's first bytes: hand it on once its head is whole (or too long), else wait."""

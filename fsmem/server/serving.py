@@ -89,7 +89,7 @@ def uvicorn_config(app: Any, settings: ServerSettings, protocol: Any = None) -> 
     limits = settings.limits
     return uvicorn.Config(
         app,
-        http=protocol or HeadDeadline.with_timeout(limits.header_timeout_seconds),
+        http=protocol or HeadDeadline.serving(limits.header_timeout_seconds, limits.max_connections),
         lifespan="on",
         log_config=None,
         access_log=False,

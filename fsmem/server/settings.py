@@ -66,7 +66,7 @@ class Limits:
     send_timeout_seconds: float = 10.0  # to hand an answer to a client that does not read (then dropped)
     keep_alive_seconds: float = 5.0  # an idle connection is closed after this
     shutdown_grace_seconds: float = 30.0  # on SIGTERM, in-flight requests get this long to finish
-    max_connections: int = 256  # open connections in all (503 past it)
+    max_connections: int = 256  # open connections in all (503 past it); without a valid token, at most half
     streams: int = 1  # GET /mcp event streams one token may hold open (429 past it); not counted in concurrency
     max_streams: int = 32  # event streams open in all (503 past it)
 

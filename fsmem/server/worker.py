@@ -45,9 +45,10 @@ def run_worker(settings: ServerSettings, index: int, count: int, channel: socket
     from fsmem.server.app import create_app
 
     log.fields = {"worker": index}
+    limits = settings.limits
     app = Pinned(create_app(settings, log=log), index, count, log)
     quiet_loggers(log)
-    config = uvicorn_config(app, settings, HandedOver.with_timeout(settings.limits.header_timeout_seconds))
+    config = uvicorn_config(app, settings, HandedOver.serving(limits.header_timeout_seconds, limits.max_connections))
     server = uvicorn.Server(config)
     # uvicorn re-raises the signal it stopped for once it is done; these handlers take it, so we exit 0.
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -1,0 +1,120 @@
+"""Connections before a token (issue 31, finding 9): a token-less flood of half-sent requests, from 127.0.0.1
+like the honest client, cannot take the connections a valid token's calls need, with one process or two."""
+
+from __future__ import annotations
+
+import selectors
+import socket
+import threading
+import time
+from urllib.parse import urlsplit
+
+import pytest
+from test_server_app import LIST, ServerProcess, _copy_memory, post
+
+from fsmem.server.tokens import TokenStore
+
+pytest.importorskip("mcp")
+pytest.importorskip("uvicorn")
+
+pytestmark = pytest.mark.slow
+HALF = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"  # never ends
+
+
+class Flood:
+    """`count` connections that each send half a request head and wait, re-opened as the server closes them.
+
+    It runs in a thread for at most `seconds` (then stops by itself), or until `stop()`; `opened` counts
+    the connections it made, `closed` those the server closed.
+    """
+
+    def __init__(self, address: tuple[str, int], count: int = 300, seconds: float = 60.0):
+        self.address, self.count, self.seconds = address, count, seconds
+        self.opened = self.closed = 0
+        self.done = threading.Event()
+        self.held = threading.Event()  # set once all `count` are open at the same time
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Flood:
+        self.thread.start()
+        assert self.held.wait(30), "the flood could not open its connections"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        self.thread.join(30)
+
+    def _open(self, selector: selectors.BaseSelector) -> None:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setblocking(False)
+        sock.connect_ex(self.address)
+        selector.register(sock, selectors.EVENT_WRITE, "connecting")
+        self.opened += 1
+
+    def _run(self) -> None:
+        selector = selectors.DefaultSelector()
+        ends = time.monotonic() + self.seconds
+        try:
+            for _ in range(self.count):
+                self._open(selector)
+            while not self.done.is_set() and time.monotonic() < ends:
+                for key, _mask in selector.select(0.05):
+                    sock = key.fileobj
+                    assert isinstance(sock, socket.socket)
+                    if key.data == "connecting":
+                        try:
+                            sock.send(HALF)
+                        except OSError:
+                            self._reopen(selector, sock)
+                            continue
+                        selector.modify(sock, selectors.EVENT_READ, "sent")
+                        continue
+                    try:
+                        data = sock.recv(4096)
+                    except OSError:
+                        data = b""
+                    if not data:
+                        self._reopen(selector, sock)
+                if len(selector.get_map()) >= self.count + 1 or self.opened >= self.count:
+                    self.held.set()
+        finally:
+            for key in list(selector.get_map().values()):
+                key.fileobj.close()  # type: ignore[union-attr]
+            selector.close()
+
+    def _reopen(self, selector: selectors.BaseSelector, sock: socket.socket) -> None:
+        selector.unregister(sock)
+        sock.close()
+        self.closed += 1
+        self._open(selector)
+
+
+def served(processes: int, tmp_path) -> tuple[ServerProcess, str]:
+    root = _copy_memory(tmp_path, "team")
+    config = tmp_path / "server.yaml"
+    config.write_text(
+        f"memories:\n  team: {root}\ntokens: tokens.json\nprocesses: {processes}\n"
+        "limits:\n  header_timeout_seconds: 2\n  rate_per_second: 1000\n  burst: 1000\n"
+    )
+    store = TokenStore(tmp_path / "tokens.json")
+    token = store.create(memory="team", agent="researcher").token
+    return ServerProcess("--config", str(config), tokens=store.path), token
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_token_less_flood_of_half_sent_requests_leaves_a_valid_token_served(tmp_path, processes):
+    """Before: with one process every call was a 503 (uvicorn counts every open connection); with two the parent
+    died (`Invalid file descriptor: -1`, a connection closed earlier in the same turn looked at again)."""
+    server, token = served(processes, tmp_path)
+    address = urlsplit(server.base)
+    try:
+        with Flood((address.hostname or "127.0.0.1", address.port or 0)) as flood:
+            started = time.monotonic()
+            statuses = [post(server.base + "/mcp", token, LIST).status_code for _ in range(12)]  # a new connection each
+            took = time.monotonic() - started
+        assert statuses == [200] * 12, statuses
+        assert server.proc.poll() is None
+        # it held its 300 connections, and re-opened those the server closed, throughout the calls
+        assert flood.opened >= 600 and flood.closed >= 300 and took < 60
+    finally:
+        assert server.stop() == 0
