@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fsmem.errors import FsmemError
 from fsmem.hooks import claude_code as cc
 
 if TYPE_CHECKING:
@@ -65,7 +66,11 @@ def save_session(memory: Memory, event: cc.HookEvent, *, deadline: float | None 
             pending.add(os.path.abspath(subagent), event.session_id)
             outcome.finished = False
             continue
-        done = save_transcript(memory, str(subagent), session=event.session_id, deadline=deadline)
+        try:
+            done = save_transcript(memory, str(subagent), session=event.session_id, deadline=deadline)
+        except (FsmemError, OSError) as exc:  # one subagent's broken file keeps none of the others out
+            outcome.problems.append(f"{subagent.name}: {exc}")
+            continue
         outcome.problems += done.problems
         outcome.subagent_lines += done.lines
         outcome.finished = outcome.finished and done.finished
