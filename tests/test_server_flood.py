@@ -118,3 +118,35 @@ def test_a_token_less_flood_of_half_sent_requests_leaves_a_valid_token_served(tm
         assert flood.opened >= 600 and flood.closed >= 300 and took < 60
     finally:
         assert server.stop() == 0
+
+
+class FakeConnection:
+    """What `Strangers` reads of a connection: its address, whether closing it loses nothing, its transport."""
+
+    def __init__(self, address: str, closable: bool = True):
+        self.address, self._closable, self.closed = address, closable, False
+        self.transport = self
+
+    def closable(self) -> bool:
+        return self._closable
+
+    def abort(self) -> None:
+        self.closed = True
+
+
+def test_strangers_past_the_cap_lose_the_oldest_closable_connection_of_the_address_holding_most():
+    from fsmem.server.protocol import Strangers
+
+    strangers = Strangers(limit=4)
+    answering = FakeConnection("10.0.0.1", closable=False)  # its request is being answered: left alone
+    flood = [FakeConnection("10.0.0.1") for _ in range(3)]
+    other = FakeConnection("10.0.0.2")
+    for conn in [answering, *flood[:2], other, flood[2]]:
+        strangers.add(conn)  # type: ignore[arg-type]
+    assert [c.closed for c in (answering, *flood, other)] == [False, True, False, False, False]
+    newest = FakeConnection("10.0.0.1")  # an honest client's new connection, from the flood's own address
+    strangers.add(newest)  # type: ignore[arg-type]
+    assert [c.closed for c in (answering, *flood, other, newest)] == [False, True, True, False, False, False]
+    strangers.discard(flood[2])  # vouched for, or closed: it counts no more
+    strangers.add(FakeConnection("10.0.0.3"))  # type: ignore[arg-type]
+    assert strangers.count == 4 and not newest.closed and not other.closed

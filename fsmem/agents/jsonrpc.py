@@ -81,15 +81,23 @@ def decode(data: bytes | str, held: dict[Any, Any]) -> Decoded:
     id_ = _checked_id(message)
     _check_envelope(message, id_)
     if "\\u" in text and has_surrogate(message):
-        params = message.get("params")
-        if message.get("method") == "tools/call" and id_ is not None and isinstance(params, dict):
-            if has_surrogate(params.get("arguments")):
-                held[id_] = params.get("arguments")
-                params["arguments"] = {}
+        arguments = _call_arguments(message, id_)
+        if arguments is not None and has_surrogate(arguments):  # the SDK passes the call on; the handler takes them
+            held[id_] = arguments
+            message["params"]["arguments"] = {}
         message = scrubbed(message)
         text = json.dumps(message, ensure_ascii=False)
     _check_sdk(message, id_)
     return Decoded(text, message, changed=text is not given)
+
+
+def _call_arguments(message: dict[str, Any], id_: Any) -> dict[str, Any] | None:
+    """The arguments of a `tools/call` the SDK will hand to its handler, or None."""
+    params = message.get("params")
+    if message.get("method") != "tools/call" or id_ is None or not isinstance(params, dict):
+        return None
+    arguments = params.get("arguments")
+    return arguments if isinstance(params.get("name"), str) and isinstance(arguments, dict) else None
 
 
 def kind(value: Any) -> str:

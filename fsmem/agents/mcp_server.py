@@ -155,7 +155,7 @@ class TextLines:
         if self._answers is not None:
             self._ready.set()
         async for line in self.lines:
-            if not line.strip():
+            if not line.strip(" \t\r\n"):  # JSON's whitespace alone: no message
                 continue
             try:
                 yield jsonrpc.decode(line, self.held).text
