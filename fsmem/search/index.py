@@ -80,7 +80,8 @@ from fsmem.store.paths import STATE_DIR
 
 LEGACY_DIR = "search"  # .fsmem/search/: where the index lived before it moved into cache.sqlite
 # Bump when the tables or what goes into them change: an older index is then dropped and rebuilt.
-INDEX_VERSION = 9  # 9: documents in fsmem's own postings, not FTS5 (postings.py); 8: row ids in packed blocks
+# 10: "*" and "+" bullets are facts; 9: documents in fsmem's own postings, not FTS5 (postings.py); 8: row ids packed
+INDEX_VERSION = 10
 READER_CACHE_KIB = 1024  # SQLite's page cache of each thread's read connection
 RACY_NS = _cache.RACY_NS  # a file written this recently is read again at the next refresh
 BATCH_FILES = 500  # files per write transaction of a large (re)build, so other writers are not starved
