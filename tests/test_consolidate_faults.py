@@ -145,6 +145,11 @@ def test_a_run_that_skipped_a_document_exits_3_and_every_line_says_when(base):
     document.write_text(document.read_text().replace("aliases: [Adam, A. Smith\n", "aliases: [Adam, A. Smith]\n"))
     assert consolidate(base).returncode == 0
     assert consolidate(base).returncode == 1
+    note = base / "sessions/2026/11/26/ops-8.md"
+    note.parent.mkdir(parents=True)
+    note.write_text("---\ntitle: [ops-8\n---\n## topic/Deployments\n- freeze: December\n")  # a note's, too
+    broken = consolidate(base, "--json")
+    assert broken.returncode == 3 and json.loads(broken.stdout)["skipped"] == ["sessions/2026/11/26/ops-8.md"]
 
 
 def test_cli_json_report_and_exit_codes(base):

@@ -8,6 +8,7 @@ building them at run time keeps key-shaped literals out of the repository
 from __future__ import annotations
 
 import json
+import re
 import threading
 from pathlib import Path
 
@@ -43,6 +44,7 @@ def test_recall_is_whole_on_every_kind_refused_before():
     from fsmem.format.secrets import _FORMATS
 
     items = positives()
+    assert all(any(re.search(pattern, text) for _, text, _ in items) for _, pattern, _ in _FORMATS)  # each pattern
     assert {kind for kind, _, _ in items} == {k for k, _, _ in _FORMATS} | {
         "private key",
         "secret assignment",

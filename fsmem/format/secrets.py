@@ -107,16 +107,16 @@ _PLACEHOLDER = (
 # no secret): placeholders, variables and templates of every common language, a URI or a path to a secret store.
 _REFERENCE_START = (
     r"(?i)^(?:<|\[|\{|\$(?:\{|\(|env:|[A-Z_][A-Z0-9_]*(?![a-z0-9])|[a-z_][a-z_]*(?![A-Za-z0-9]))|%[A-Z_][A-Z0-9_]*%|"
-    r"#\{|@@?[A-Za-z_]|![A-Za-z]+$|[a-z][a-z0-9+.\-]{1,20}:(?://|[a-z])|~?/|\.{1,2}/|"
-    r"x{3,}$|\*{3,}|(?:change|replace)[_\-]?me|.*[_\-](?:here|goes[_\-]here|placeholder)$|placeholder|dummy|"
-    r"(?:enter|insert|put|paste|add)[_\-]?your)"
+    r"#\{|@@?[A-Za-z_]|![A-Za-z]+$|![01](?:[,;)}\]]|$)|&[A-Za-z_']|[()]|[?+][A-Za-z]|"
+    r"[a-z][a-z0-9+.\-]{1,20}:(?://|[a-z])|~?/|\.{1,2}/|x{3,}$|\*{3,}|(?:change|replace)[_\-]?me|"
+    r".*[_\-](?:here|placeholder|password|passwd|secret|token|key)$|placeholder|dummy|(?:enter|insert|put|paste|add)[_\-]?your)"
 )
 # An identifier, then (optionally) more of them through `.`, `::`, `->` or `?.`, then optionally a call, an index
 # or a type's arguments: `settings.SECRET_KEY`, `os.environ.get(`, `ENV[`, `env::var(`, `Option<String>`.
 _IDENT = r"[A-Za-z_$][A-Za-z0-9_$]*"
 _CODE_REFERENCE = rf"^{_IDENT}(?:(?:(?:\.|::|->|\?\.){_IDENT})*(?:[(\[<{{]|!\().*|(?:(?:\.|::|->|\?\.){_IDENT})+)$"
 # a key's name as a value (`password_env: DB_PASSWORD`, `password = db_password`): letters joined by `_`
-_KEY_NAME = r"^(?:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[a-z]+(?:_[a-z]+)+|[a-z]+(?:[A-Z][a-z]+)+)$"
+_KEY_NAME = r"^_?(?:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[a-z][a-z0-9]*(?:_[a-z][a-z0-9]*)+|[a-z]+(?:[A-Z][a-z]+)+)$"
 
 
 @functools.cache
@@ -134,6 +134,8 @@ def _rules() -> SimpleNamespace:
         code_reference=re.compile(_CODE_REFERENCE),
         key_name=re.compile(_KEY_NAME),
         hex=re.compile(r"[0-9a-fA-F]+"),
+        digit=re.compile(r"[0-9]"),
+        parts=re.compile(r"[^A-Za-z0-9_]+"),
         token_chars=re.compile(r"[A-Za-z0-9+/_\-.~]+"),
         symbol_or_digit=re.compile(r"[0-9!@#$%^&*()+=\-_.,;?~]"),
         # where rules can match at all: every provider token is a run of 20+ token characters
@@ -149,7 +151,8 @@ def _rules() -> SimpleNamespace:
             + r"(?:[_\-][A-Za-z0-9]{1,24}){0,4}"
         ),
         # the value stays on the key's line (`password:` ending a line is no assignment of the next line)
-        after_key=re.compile(r"[\"'`]?[ \t]{0,3}(?::|=|:=)[ \t]{0,3}([\"'`]?)([^\s\"'`]{4,400})"),
+        # (`:` and `=` alone: `::` is a path, `==` and `=>` are operators)
+        after_key=re.compile(r"[\"'`]?[ \t]{0,3}(?::(?!:)|=(?![=>])|:=)[ \t]{0,3}([\"'`]?)([^\s\"'`]{4,400})"),
     )
 
 
@@ -217,12 +220,13 @@ def _reference(value: str, *, quoted: bool) -> bool:
     """
     rules = _rules()
     if rules.reference_start.match(value):
-        return not _looks_random(value.split("/")[-1].split(":")[-1])
-    if quoted:
-        return bool(rules.key_name.match(value)) and bool(rules.keyword.search(value))
-    if rules.code_reference.match(value) or rules.key_name.match(value):  # unless a part is a generated token
-        return not any(_looks_random(part) and re.search("[0-9]", part) for part in re.split(r"[^A-Za-z0-9_]+", value))
-    return False
+        shaped = True
+    elif quoted:
+        shaped = bool(rules.key_name.match(value)) and bool(rules.keyword.search(value))
+    else:
+        shaped = bool(rules.code_reference.match(value) or rules.key_name.match(value))
+    # unless a part of it is a generated token (`env://Xk9…`, `key.ab12Cd…`)
+    return shaped and not any(_looks_random(part) and rules.digit.search(part) for part in rules.parts.split(value))
 
 
 def scan(text: str) -> list[Secret]:
@@ -266,7 +270,7 @@ def scan(text: str) -> list[Secret]:
         if rules.key_shape.fullmatch(text, start, end):
             after = rules.after_key.match(text, end)
             if after is not None and (start == 0 or not text[start - 1].isalnum()):
-                key, value = text[start:end], after.group(2).rstrip(".,;)")
+                key, value = text[start:end], after.group(2).rstrip(".,;:)]}")
                 if not rules.placeholder.match(value) and not _reference(value, quoted=bool(after.group(1))):
                     if rules.secret_key.search(key) and not re.search(r"(?i)key", key):
                         ok = _password_like(value) if rules.password_key.search(key) else _looks_random(value)
