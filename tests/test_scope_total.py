@@ -198,3 +198,21 @@ def test_scores_do_not_depend_on_words_outside_the_scope(memory_root, monkeypatc
     # the whole memory, where the word exists and counts: the same rows score lower
     whole = [row for row in search("billing plan Nightjar", None) if row[0] == "topics/billing.md"]
     assert [row[:2] for row in whole] == [row[:2] for row in secret] and whole != secret
+
+
+def test_links_inside_the_scope_to_names_outside_lead_to_nothing(memory_root, monkeypatch, tmp_path):
+    """links, read's links and check answer a link to a document outside as a link to nothing."""
+    monkeypatch.setenv("FSMEM_NOW", NOW)
+    root = tmp_path / "mem"
+    shutil.copytree(memory_root, root, symlinks=True)
+    names = ["Secret Merger", "Hidden Merger", "Project Nightjar", "orgs/Secret Merger", "entities/orgs/secret-merger"]
+    Memory(root).write("topics/links.md", "# Links\n\n- see " + ", ".join(f"[[{n}]]" for n in names) + "\n")
+    memory = Memory(root, scope=SCOPE)
+    assert [(r.target, r.outcome.status) for r in memory.links("topics/links.md").links] == [
+        (n, "unresolved") for n in names
+    ]
+    assert {link["status"] for link in memory.read("topics/links.md").to_dict()["links"]} == {"unresolved"}
+    assert [p[2] for p in memory.check("topics/links.md").problems] == [
+        f"link [[{n}]] leads to no memory file" for n in names
+    ]
+    assert Memory(root).links("topics/links.md").links[0].outcome.path == "entities/orgs/secret-merger.md"
