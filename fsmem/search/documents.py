@@ -160,14 +160,26 @@ def _sources(conn, stored: list[int], kept: dict[Any, Any] | None) -> dict[int, 
 
 
 def document_scores(
-    conn, phrases, terms, fuzzy, w, n_docs, could_earn, kept: dict[Any, Any] | None = None
+    conn,
+    phrases,
+    terms,
+    fuzzy,
+    w,
+    n_docs,
+    could_earn,
+    kept: dict[Any, Any] | None = None,
+    *,
+    absent: set[str] | frozenset[str] = frozenset(),
 ) -> tuple[dict[Any, float], dict[int, float]]:
     """Normalised scores of the documents matching any of `phrases` (the query's terms, in its order): by key
     (a cited note, summed over the files citing it, so a session split across speaker files scores as one;
-    else the document's id), and by document id, best first."""
+    else the document's id), and by document id, best first. `absent` terms count as the memory's lacking
+    them (within a scope, the words only files outside it hold)."""
     if w["document"] <= 0 or not n_docs:
         return {}, {}
     df = postings.frequencies(conn, list(dict.fromkeys(terms + list(fuzzy.values()))), kept)
+    if absent:
+        df = {term: count for term, count in df.items() if term not in absent}
     denominator = could_earn(n_docs, df)
     best, raw = postings.bm25(conn, phrases, DOCUMENT_POOL, kept)
     stored, rank_ids = postings.decoded(conn, kept).ids, _rank_ids(conn, kept)

@@ -52,6 +52,7 @@ NEIGHBOUR_SEEDS = 200  # the best rows whose section neighbours join the pool ev
 TOP_DOCUMENTS = 300  # when more documents match, only the rows of the best ones are scored row by row
 NAMED_FILES = 20  # documents whose names match the query best: their rows join the pool
 NAMED_ROWS = 2000  # at most this many rows of each
+IN_SCOPE_KEPT = 4096  # terms whose presence in one scope is kept per state of the index
 
 
 class StaleAnswer(Exception):
@@ -112,8 +113,11 @@ def first_terms(analyzer: Analyzer, query: str, limit: int = MAX_QUERY_TERMS) ->
     return " ".join(kept)
 
 
-def _near_spellings(conn, missing: list[str], cutoff: float, kept: dict[Any, Any]) -> dict[str, str]:
-    """Unknown query terms mapped to the closest term the memory has (rapidfuzz ratio >= cutoff)."""
+def _near_spellings(
+    conn, missing: list[str], cutoff: float, kept: dict[Any, Any], present: Callable[[str], bool] | None = None
+) -> dict[str, str]:
+    """Unknown query terms mapped to the closest term the memory has (rapidfuzz ratio >= cutoff); within a
+    scope, the closest term its files have (`present`)."""
     candidates = [t for t in missing if len(t) >= 4]
     if not candidates:
         return {}
@@ -128,9 +132,44 @@ def _near_spellings(conn, missing: list[str], cutoff: float, kept: dict[Any, Any
     for term in candidates:
         for choice, _score, _i in process.extract(term, vocabulary, scorer=fuzz.ratio, score_cutoff=cutoff, limit=5):
             if document_frequencies(conn, "search_vocab", [choice], kept).get(choice):  # the vocabulary only grows
+                if present is not None and not present(choice):
+                    continue
                 found[term] = choice
                 break
     return found
+
+
+def _in_scope(conn, allowed: list[int], kept: dict[Any, Any]) -> Callable[[str], bool]:
+    """Whether a term is in a row or in the names of one of the `allowed` files (a scope's); the answers kept
+    per state of the tables and set of files, as a scope's agent asks about the same words again."""
+    blocks, ids = json_array(stored_blocks(conn, allowed, kept)), json_array(allowed)
+    known: dict[str, bool] = kept.setdefault(("terms in scope", ids), {})
+
+    def present(term: str) -> bool:
+        if term not in known:
+            if len(known) >= IN_SCOPE_KEPT:
+                known.clear()
+            known[term] = _holds(term)
+        return known[term]
+
+    def _holds(term: str) -> bool:
+        match = quoted(term)
+        for sql, among in (
+            (
+                f"SELECT 1 FROM search_fts WHERE search_fts MATCH ? AND (rowid >> {BLOCK_BITS}) IN"
+                " (SELECT value FROM json_each(?)) LIMIT 1",
+                blocks,
+            ),
+            (
+                "SELECT 1 FROM search_names WHERE search_names MATCH ? AND rowid IN (SELECT value FROM json_each(?)) LIMIT 1",
+                ids,
+            ),
+        ):
+            if conn.execute(sql, (match, among)).fetchone() is not None:
+                return True
+        return False
+
+    return present
 
 
 _FILTER_FIELDS = ("files' filter fields",)
@@ -289,8 +328,15 @@ def _candidates(
     n_rows = int(meta.get("rows") or 0)
     df = document_frequencies(conn, "search_vocab", terms, kept)
     names_df = document_frequencies(conn, "search_names_vocab", terms, kept)
+    # within a scope, a word only files outside it hold is a word the memory lacks: no part of the score,
+    # not even what the query could earn, tells that it exists elsewhere
+    present = _in_scope(conn, allowed or [], kept) if within is not None else None
+    absent = {t for t in terms if (df.get(t) or names_df.get(t)) and not present(t)} if present else set()
+    for term in absent:
+        df.pop(term, None)
+        names_df.pop(term, None)
     missing = [t for t in terms if not df.get(t) and not names_df.get(t)]
-    fuzzy = _near_spellings(conn, missing, settings.fuzzy_cutoff, kept) if missing and w["fuzzy"] > 0 else {}
+    fuzzy = _near_spellings(conn, missing, settings.fuzzy_cutoff, kept, present) if missing and w["fuzzy"] > 0 else {}
     substitutes = list(dict.fromkeys(fuzzy.values()))
     df.update(document_frequencies(conn, "search_vocab", substitutes, kept))
     names_df.update(document_frequencies(conn, "search_names_vocab", substitutes, kept))
@@ -313,7 +359,9 @@ def _candidates(
 
     # 1. Documents (a file's rows citing one session note, or none): their part of the score, and which
     #    files are worth scoring row by row when very many match.
-    group_total, documents = document_scores(conn, used, terms, fuzzy, w, int(meta.get("docs") or 0), could_earn, kept)
+    group_total, documents = document_scores(
+        conn, used, terms, fuzzy, w, int(meta.get("docs") or 0), could_earn, kept, absent=absent
+    )
     scored_files = allowed
     if len(documents) > TOP_DOCUMENTS:
         top = {d >> ROW_BITS for d in best_documents(documents, TOP_DOCUMENTS)}
