@@ -110,7 +110,7 @@ def prepare(repo: Repo, agent: str | None, message: str, changes: Iterable[Chang
         if before != after:
             items.append([repo.in_repo(change.path), before, after])
     if not items:
-        return False
+        return None
     now = clock()
     offset = int((now.utcoffset() or _dt.timedelta()).total_seconds() // 60)
     entry = {"agent": author_of(agent)[0], "message": message, "time": int(now.timestamp()), "offset": offset}
