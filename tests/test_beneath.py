@@ -232,3 +232,17 @@ def test_state_files_are_never_opened_through_a_link(tmp_path):
     memory.write("topics/a.md", "# A again\n")
     assert (outside / "secret.md").read_bytes() == secret
     assert not lock.is_symlink()
+
+
+def test_a_move_never_makes_a_link_lead_out(tmp_path, walk):
+    """A link keeps its text when moved: `topics/deep/alias.md -> ../../topics/billing.md` moved to the root
+    would lead out of the memory, so the move is refused; a move after which it still leads inside is made."""
+    root, _ = build(tmp_path)
+    (root / "topics" / "deep").mkdir()
+    (root / "topics" / "deep" / "alias.md").symlink_to("../../topics/billing.md")
+    memory = Memory(root)
+    with pytest.raises(PathEscape, match="leads outside the memory from there"):
+        memory.mv("topics/deep/alias.md", "alias.md")
+    assert (root / "topics" / "deep" / "alias.md").is_symlink() and not (root / "alias.md").is_symlink()
+    memory.mv("topics/deep/alias.md", "entities/people/alias.md")
+    assert (root / "entities" / "people" / "alias.md").read_text() == (root / "topics" / "billing.md").read_text()

@@ -13,6 +13,10 @@ Two kinds of file, two rules:
 - a generated file (INDEX.md, a document's history file, what lives under `.fsmem/`): no link is followed at
   all; a final component that is a link is replaced by a regular file (the caller reports it), and a folder on
   the way that is a link is refused.
+
+This module is long because it is one walk: resolving a path, staging a file beside its target, publishing,
+removing and moving all act on the open folder the walk checked; split, a reader would have to hold several
+modules to know where a write lands.
 """
 
 from __future__ import annotations
@@ -25,9 +29,9 @@ from pathlib import Path
 
 from fsmem.config import STATE_DIR
 from fsmem.errors import InvalidArgument, PathEscape, quoted
-from fsmem.store.files import TEMP_PREFIX
 from fsmem.store.paths import is_memory_path, name_problem, shown
 
+TEMP_PREFIX = ".fsmem-tmp-"  # a write's temporary file, beside its target
 INDEX_FILE = "INDEX.md"
 HISTORY_SUFFIX = ".history.md"  # fsmem.format.history_file.SUFFIX
 LINK_HOPS = 40  # links followed in one path, as the kernel allows (ELOOP after)
@@ -146,7 +150,6 @@ def place(
     link is left for the caller to replace). With `create`, missing folders are made on the way. The caller
     closes `Place.folder`.
     """
-    real_root = os.path.realpath(root)
     top = open_root(root)
     entered: list[tuple[str, Folder]] = []
     pending = [part for part in rel.split("/") if part not in ("", ".")]
@@ -203,6 +206,7 @@ def place(
                 ended_in_link = ended_in_link or last
                 target = here().readlink(name)
                 if os.path.isabs(target):
+                    real_root = os.path.realpath(root)
                     real_target = os.path.normpath(target)
                     if real_target != real_root and not real_target.startswith(real_root + os.sep):
                         raise _refuse(rel, "leads outside the memory root through a symbolic link")
@@ -259,6 +263,14 @@ def _keep(folder: Folder, top: Folder, entered: list[tuple[str, Folder]]) -> Fol
     if top is not folder:
         top.close()
     return folder
+
+
+def _exists(target: Place) -> bool:
+    try:
+        target.folder.lstat(target.name)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def _is_link(folder: Folder, name: str) -> bool:
@@ -400,8 +412,10 @@ def write_file(
     """
     if generated is None:
         generated = is_generated(rel)
-    target = place(root, rel, generated=generated)
+    target = place(root, rel, generated=generated, file=not exclusive)
     try:
+        if exclusive and _exists(target):
+            raise FileExistsError(errno.EEXIST, "File exists", os.path.join(target.folder.path, target.name))
         replaced = target.link if generated and target.link is not None else None
         staged = Staged(target, data, mode=mode)
         if durable:
@@ -444,6 +458,7 @@ def rename(root: str | os.PathLike[str], source: str, target: str) -> None:
                 pass
             else:
                 raise FileExistsError(errno.EEXIST, "File exists", target)
+            _check_moved_link(src, dst, target)
             old, old_fd = src.folder.at(src.name)
             new, new_fd = dst.folder.at(dst.name)
             os.rename(old, new, src_dir_fd=old_fd, dst_dir_fd=new_fd)
@@ -451,6 +466,19 @@ def rename(root: str | os.PathLike[str], source: str, target: str) -> None:
             dst.folder.close()
     finally:
         src.folder.close()
+
+
+def _check_moved_link(src: Place, dst: Place, target: str) -> None:
+    """A link keeps its text when moved: refuse a move after which a relative link would lead out of the memory."""
+    if src.link is None:
+        return
+    text = src.folder.readlink(src.name)
+    if os.path.isabs(text):
+        return
+    folder = dst.inside.rsplit("/", 1)[0] if "/" in dst.inside else ""
+    landed = os.path.normpath(os.path.join(folder, text)).replace(os.sep, "/")
+    if landed == ".." or landed.startswith("../"):
+        raise _refuse(target, f"would hold a symbolic link to {shown(text)}, which leads outside the memory from there")
 
 
 def make_folder(root: str | os.PathLike[str], rel: str, *, generated: bool = True) -> Path:
@@ -483,21 +511,3 @@ def open_folder(root: str | os.PathLike[str], rel: str, *, generated: bool = Tru
             raise
     finally:
         holder.folder.close()
-
-
-def open_file(root: str | os.PathLike[str], rel: str, flags: int, mode: int = 0o666) -> tuple[int, str | None]:
-    """Open a generated file (a log, a lock, a counter) below the root for writing, never through a link.
-
-    A link where the file should be is removed and a regular file made in its place; returns the descriptor
-    and the memory path of the link replaced (None when there was none).
-    """
-    target = place(root, rel, generated=True)
-    try:
-        replaced = None
-        if target.link is not None:
-            where, fd = target.folder.at(target.name)
-            os.unlink(where, dir_fd=fd)
-            replaced = target.link
-        return target.folder.open(target.name, flags | _NOFOLLOW, mode), replaced
-    finally:
-        target.folder.close()

@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from fsmem.errors import LockTimeout
+from fsmem.store import beneath
+from fsmem.store.beneath import TEMP_PREFIX
 from fsmem.store.paths import STATE_DIR
 
-TEMP_PREFIX = ".fsmem-tmp-"
 # Files up to this size get a content hash as their version; larger ones (read in bounded slices, never
 # whole) get a hash of their size, mtime and inode, so that showing a version never costs a full read.
 VERSION_HASH_LIMIT = 4 * 1024 * 1024
@@ -42,8 +43,6 @@ def state_dir(root: Path, *parts: str, state: Path | None = None) -> Path:
         path = Path(state, *parts)
         path.mkdir(parents=True, exist_ok=True)
         return path
-    from fsmem.store import beneath
-
     return beneath.make_folder(root, "/".join((STATE_DIR, *parts)))
 
 
@@ -69,8 +68,6 @@ def atomic_write(
     With `durable=False` nothing is fsynced (machine state that git itself would
     not fsync either): still atomic for readers and against a killed process.
     """
-    from fsmem.store import beneath
-
     if root is None:
         path.parent.mkdir(parents=True, exist_ok=True)
         root, rel, generated = path.parent, path.name, True
