@@ -123,7 +123,17 @@ def test_a_name_git_refuses_to_check_out_is_refused_and_the_repair_gets_past_it(
     assert shown not in tree_names(world.origin)
     fresh = world.base / "fresh"
     cloned = subprocess.run(
-        ["git", "-c", "core.protectNTFS=true", "-c", "core.protectHFS=true", "clone", "-q", str(world.origin), str(fresh)],
+        [
+            "git",
+            "-c",
+            "core.protectNTFS=true",
+            "-c",
+            "core.protectHFS=true",
+            "clone",
+            "-q",
+            str(world.origin),
+            str(fresh),
+        ],
         capture_output=True,
         text=True,
     )
@@ -189,7 +199,7 @@ def test_a_backslash_name_already_on_this_host_never_stops_sync_and_check_report
     assert done.returncode == 0, done.stderr
     assert sync(world.victim).returncode == 0
     check = S.fsmem(world.victim, "check", check=False).stdout
-    assert "topics/x\\y.md:1: holds '\\'" in check and "rename it" in check
+    assert "topics/x\\y.md:1: skipped: the name holds '\\'" in check and "rename it outside fsmem" in check
 
 
 @pytest.mark.parametrize(
@@ -247,13 +257,16 @@ def test_a_document_the_remote_turns_into_a_folder_while_this_host_edits_it_stay
 def test_a_remote_cannot_set_this_hosts_id_whatever_the_policy(world):
     git(world.victim, "config", "fsmem.acceptConfig", "settings")
     config = world.hostile / "fsmem.yaml"
-    config.write_text(config.read_text() + "notes:\n  host_id: everyone\n")
+    config.write_text(config.read_text().replace("  host_id: null", "  host_id: everyone", 1))
     push(world.hostile)
-    sync(world.victim, "--accept-config")
-    sync(world.victim, "--accept-config")
+    taken = sync(world.victim)
+    assert taken.returncode == 0 and "notes.host_id" in taken.stdout, taken.stderr  # the standing policy took it
+    assert "host_id: everyone" in (world.victim / "fsmem.yaml").read_text()
     Memory(world.victim).note("- city: Oslo", subject="people/Ann Lee")
     notes = [p.name for p in (world.victim / "sessions").rglob("*.md")]
     assert notes and not any("everyone" in name for name in notes), notes
+    check = S.fsmem(world.victim, "check", check=False).stdout
+    assert "fsmem.yaml:1: notes.host_id is not read in a memory with history" in check
 
 
 def test_this_hosts_id_is_set_in_its_own_git_config(world):
