@@ -51,10 +51,11 @@ def _age(path: Path, now: float) -> float:
 EDITED_COPY = re.compile(r"^(?P<stem>.+) \(edited on (?P<who>[^()/]+)\)(?: (?P<n>[0-9]+))?(?P<suffix>\.md|\.markdown)$")
 
 
-def edited_copy_name(document: str, who: str, taken: Iterable[str]) -> str:
+def edited_copy_name(document: str, who: str, taken: Iterable[str], *, memory: bool = True) -> str:
     """The name under which sync keeps `document`'s edited text beside the folder that took its name: portable
-    (no character Windows refuses, whatever the host's id holds) and free in the folder."""
-    suffix = next((s for s in MEMORY_SUFFIXES if document.lower().endswith(s)), ".md")
+    (no character Windows refuses, whatever the host's id holds) and free in the folder; a memory file's keeps
+    its suffix."""
+    suffix = next((s for s in MEMORY_SUFFIXES if document.lower().endswith(s)), "") if memory else ""
     stem = document[: len(document) - len(suffix)]
     plain = "".join("-" if char in UNPORTABLE_CHARACTERS or char in "()/" or ord(char) < 32 else char for char in who)
     folded = {twin_key(name) for name in taken}

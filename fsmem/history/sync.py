@@ -35,7 +35,7 @@ from fsmem.history.health import edited_copy_name, edited_copy_problem
 from fsmem.history.merge import GENERATED, merge_text
 from fsmem.history.repo import Repo, discover
 from fsmem.store.files import atomic_write, file_lock
-from fsmem.store.paths import is_memory_path
+from fsmem.store.paths import is_memory_path, shown
 
 SYNC_LOCK = "sync"
 RECOVERY_WAIT = 10.0  # seconds a sync waits for a live git holding a lock it needs
@@ -324,25 +324,29 @@ def _settle(repo: Repo, cat: CatFile, path: str, result: SyncResult, threshold: 
 
 
 def _keep_beside_folder(repo: Repo, cat: CatFile, path: str, stages: dict[str, str], result: SyncResult) -> bool:
-    """A document one side edited while the other made a folder of its name: git leaves the edited text as
-    `topics/billing.md~HEAD`, which is no memory file. It is kept as `topics/billing (edited on HOST).md` beside
-    the folder, listed and searched like any document, and reported by `fsmem check` until a person merges it."""
-    document, tilde, _ = path.rpartition("~")
-    rel = repo.in_memory(document) if tilde else None
-    if rel is None or not is_memory_path(rel) or not (repo.top / document).is_dir():
+    """A file one side changed while the other made a folder of its name: git leaves the file as
+    `topics/billing.md~HEAD` (or `~` and the other commit), which is no memory file. A document is kept as
+    `topics/billing (edited on HOST).md` beside the folder, listed and searched like any, and reported by
+    `fsmem check` until a person merges it; another file likewise without the suffix; a link is dropped."""
+    document, tilde, side = path.rpartition("~")
+    ours_or_theirs = side == "HEAD" or (len(side) >= 7 and all(char in "0123456789abcdef" for char in side))
+    rel = repo.in_memory(document) if tilde and ours_or_theirs else None
+    if rel is None or not (repo.top / document).is_dir() or os.path.islink(repo.top / document):
         return False
     stage = "2" if "2" in stages else "3" if "3" in stages else None
+    mode = next((line.split()[0] for line in repo.git.text("ls-files", "-s", "--", path).splitlines()), "")
     found = cat.get(stages[stage]) if stage else None
-    if found is None:
-        return False
-    who = repo.host if stage == "2" else result.remote
-    taken = {p.name for p in (repo.top / document).parent.iterdir()}
-    name = edited_copy_name(document.rsplit("/", 1)[-1], who, taken)
-    kept = f"{document.rpartition('/')[0]}/{name}" if "/" in document else name
-    atomic_write(repo.top / kept, found[2])
     repo.git.run("rm", "-q", "--cached", "--ignore-unmatch", "--", path, check=False)
     if os.path.lexists(repo.top / path):
         os.unlink(repo.top / path)
+    if found is None or mode != "100644" and mode != "100755":
+        result.boundary.append(f"{shown(rel)}: a link where the other side made a folder; dropped")
+        return True
+    who = repo.host if stage == "2" else result.remote
+    taken = [p.name for p in (repo.top / document).parent.iterdir()]
+    name = edited_copy_name(document.rsplit("/", 1)[-1], who, taken, memory=is_memory_path(rel))
+    kept = f"{document.rpartition('/')[0]}/{name}" if "/" in document else name
+    atomic_write(repo.top / kept, found[2])
     repo.git.run("add", "--", kept)
     result.kept_beside.append(repo.in_memory(kept) or kept)
     return True

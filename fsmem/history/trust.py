@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from fsmem import faces
 from fsmem.config import CONFIG_FILE, MAX_CONFIG_BYTES, STATE_DIR, Config, parse_config
@@ -58,7 +59,7 @@ from fsmem.history.incoming import (
 from fsmem.history.repo import Repo
 from fsmem.history.trees import FILE_MODE, TREE_MODE, Entry, TreeEditor
 from fsmem.history.trust_record import clear, load, save
-from fsmem.store.paths import shown
+from fsmem.store.paths import is_memory_path, is_visible_folder, shown
 
 MAX_CONTROL_BYTES = 1 << 20  # a .gitignore or .gitattributes larger than this is no one's rules
 
@@ -114,14 +115,26 @@ def admit(repo: Repo, theirs: str, label: str, *, accept_config: bool = False, r
     judged.judge_whole(changes)
     if judged.refused and not repair:
         judged.name_commits()
-        save(repo, {"remote": label, "refused": [vars(item) for item in judged.refused]})
+        record: dict[str, object] = {"remote": label, "refused": [vars(item) for item in judged.refused]}
+        held = judged.held_too(accept_config)
+        if held:  # the refusal and the held fsmem.yaml in one message: one run of the repair takes both
+            record["held"] = held
+        save(repo, record)
         first = judged.refused[0].text()
         more = len(judged.refused) - 1
         them = "it" if not more else "them"
         checking = faces.call("check")
+        also = (
+            f"; it also changes {CONFIG_FILE} ({trust_config.listed(judged.config_changes)}), held until a person "
+            "accepts it"
+            if held
+            else ""
+        )
+        call = faces.call("sync", repair=True, accept_config=True) if held else faces.call("sync", repair=True)
         raise SyncRefused(
-            f"{label} is refused: {first}{f' and {more} more ({checking} lists them)' if more else ''}; "
-            f"nothing was merged or pushed. Repair: {faces.call('sync', repair=True)} merges {label} without {them} (a commit on top "
+            f"{label} is refused: {first}{f' and {more} more ({checking} lists them)' if more else ''}{also}; "
+            f"nothing was merged or pushed. Repair: {call} merges {label} without {them}"
+            f"{f' and takes its {CONFIG_FILE}' if held else ''} (a commit on top "
             f"keeps this host's version; its push repairs the remote for every host)"
         )
     if judged.refused:
@@ -180,10 +193,14 @@ class _Judgement:
             self.refuse(change, rel, f"fsmem's machine state ({STATE_DIR}/ is never tracked)")
         elif change.mode == SUBMODULE:
             self.refuse(change, rel, "a submodule (a link to another repository), which a memory never holds")
+        elif folder := next((f for f in _folders_of(rel) if is_generated(f) or f in CONTROL), None):
+            self.refuse(change, rel, f"{shown(folder)} as a folder: fsmem writes that file itself")
         elif change.mode == LINK and (rel in CONTROL or is_generated(rel) or top == CONFIG_FILE):
             self.refuse(change, rel, "as a symbolic link: fsmem writes this file itself, and never through a link")
         elif change.mode == LINK and self.theirs.link(change.oid) is None:
             self.refuse(change, rel, "a symbolic link whose target is not a plain path")
+        elif change.mode == LINK and (ours := self.ours.entry(change.path, folders=True)) and ours[0] == TREE_MODE:
+            self.refuse(change, rel, "a symbolic link where this host has a folder (it would hide the files in it)")
         elif top == CONFIG_FILE and rel != CONFIG_FILE:
             self.refuse(change, rel, f"{CONFIG_FILE} in another spelling or as a folder, which fsmem never takes")
         elif rel == CONFIG_FILE:
@@ -304,6 +321,13 @@ class _Judgement:
             return f"a symbolic link that leads to {shown(inside)}, which is fsmem's or git's own"
         if is_generated(inside):
             return f"a symbolic link that leads to {shown(inside)}, which fsmem generates"
+        found = tree.entry(where or "", folders=True) if where else None
+        if found is None:
+            return None  # leads to nothing (yet): check reports it; judged again when something is there
+        if found[0] == TREE_MODE and not is_visible_folder(inside):
+            return f"a symbolic link that leads to {shown(inside)}, a folder that holds no memory"
+        if found[0] != TREE_MODE and not is_memory_path(inside):
+            return f"a symbolic link that leads to {shown(inside)}, which is not a memory file"
         return None
 
     def read_config(self, change: Change) -> None:
@@ -335,6 +359,18 @@ class _Judgement:
             old = {}
         self.config_changes = trust_config.changes(old, new)
         self.config = change if self.config_changes else None
+
+    def held_too(self, accept_config: bool) -> dict[str, Any] | None:
+        """The remote's fsmem.yaml change, as a held record, when it would be held too (beside a refusal)."""
+        if self.config is None:
+            return None
+        found = self.config_changes
+        shown_before = (load(self.repo).get("held") or {}).get("blob")
+        policy = self.repo.git.text("config", "--get", trust_config.ACCEPT_KEY, check=False).strip().lower()
+        accepted = accept_config and shown_before == self.config.oid
+        if trust_config.decide(found, policy=policy, accepted=accepted).take:
+            return None
+        return {"blob": self.config.oid, "commit": self.other, "changes": [change.text() for change in found]}
 
     def settle_config(self, accept_config: bool) -> None:
         """Take the remote's fsmem.yaml (said in the notes) or hold it: ConfigHeld, recorded for `fsmem check`."""
@@ -403,6 +439,11 @@ class _Judgement:
         message = f"fsmem sync: {self.label} as this host takes it\n\n" + "\n".join(self.notes)
         body = f"tree {tree}\nparent {self.other}\nauthor {who}\ncommitter {who}\n\n{message}\n"
         return self.repo.store.write("commit", body.encode("utf-8", "surrogateescape"))
+
+
+def _folders_of(rel: str) -> list[str]:
+    parts = rel.split("/")
+    return ["/".join(parts[: number + 1]) for number in range(len(parts) - 1)]
 
 
 # -- setup: what `git clone` put on disk ------------------------------------------------------------------------
