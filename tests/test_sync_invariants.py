@@ -353,3 +353,20 @@ def test_a_folder_the_remote_turns_into_a_link_while_this_host_writes_in_it_is_r
     repaired(world)
     assert (world.victim / rel).is_dir() and not (world.victim / rel).is_symlink()
     assert not any("~" in name for name in tree_names(world.origin))
+
+
+def test_check_reports_every_link_of_the_committed_tree_that_breaks_the_invariant(tmp_path):
+    root = tmp_path / "m"
+    S.fsmem(root, "init", "--git", str(root))
+    (root / "topics/a/b").mkdir(parents=True)
+    (root / "topics/a/b/keep.md").write_text("---\ntitle: Keep\n---\n# Keep\n")
+    S.fsmem(root, "index")
+    os.symlink("a/b/../../../..", root / "topics/escape")  # leads out, though no .md name: the walk never sees it
+    os.symlink("../INDEX.md", root / "topics/index.md")  # a generated file
+    os.symlink("a", root / "topics/fine")  # a folder of memory: fine
+    S.git("add", "-A", cwd=root)
+    S.git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "links by hand", cwd=root)
+    check = S.fsmem(root, "check", check=False).stdout
+    assert "topics/escape:1: a symbolic link that leads outside the memory" in check
+    assert "topics/index.md:1: a symbolic link that leads to INDEX.md, which fsmem generates" in check
+    assert "topics/fine:" not in check

@@ -99,3 +99,25 @@ def shared_host_id(value: str) -> tuple[str, int, str]:
         f"notes.host_id is not read in a memory with history (every clone shares fsmem.yaml, and a remote could name "
         f"every host {shown(value)}); set this host's own id with: git config {HOST_ID_KEY} ID",
     )
+
+
+def link_problems(repo: Repo) -> list[tuple[str, int, str]]:
+    """Each link in HEAD's tree of the memory that leads out of it, to fsmem's or git's own or a generated file,
+    to something that is not memory, or to nothing, with its remedy. One `git ls-tree -r`."""
+    from fsmem.history.incoming import Tree, follow, link_problem, links
+
+    _, tree = repo.head(repo.reader)
+    found = []
+    whole = Tree(repo, tree)
+    for path, oid in links(repo, tree):
+        rel = repo.in_memory(path)
+        if rel is None:
+            continue
+        problem = link_problem(repo, whole, path, oid)
+        if problem is None:
+            where, _ = follow(whole, path, whole.link(oid) or "")
+            if where is None or whole.entry(where, folders=True) is not None:
+                continue
+            problem = "a symbolic link that leads to nothing"
+        found.append((shown(rel), 1, f"{problem}; remove the link or point it at a memory file"))
+    return found

@@ -46,11 +46,10 @@ from fsmem.history.incoming import (
     Change,
     Tree,
     diff,
-    follow,
     git_refuses,
     is_control_name,
-    is_control_target,
     is_generated,
+    link_problem,
     links,
     name_problem,
     raw_entries,
@@ -59,7 +58,7 @@ from fsmem.history.incoming import (
 from fsmem.history.repo import Repo
 from fsmem.history.trees import FILE_MODE, TREE_MODE, Entry, TreeEditor
 from fsmem.history.trust_record import clear, load, save
-from fsmem.store.paths import is_memory_path, is_visible_folder, shown
+from fsmem.store.paths import shown
 
 MAX_CONTROL_BYTES = 1 << 20  # a .gitignore or .gitattributes larger than this is no one's rules
 
@@ -305,30 +304,7 @@ class _Judgement:
                     return
 
     def link_problem(self, tree: Tree, path: str, oid: str) -> str | None:
-        target = tree.link(oid)
-        if target is None:
-            return "a symbolic link whose target is not a plain path"
-        where, why = follow(tree, path, target)
-        if where is None and why not in (None, "out", "absolute"):
-            return f"a symbolic link that climbs out of {shown(self.repo.in_memory(why) or why)}, which is not a folder of the memory"
-        inside = None if where is None else self.repo.in_memory(where + "/")
-        if inside is None:
-            return f"a symbolic link that leads outside the memory (to {shown(target[:200])})"
-        inside = inside.rstrip("/")
-        if not inside:
-            return "a symbolic link to the memory's own folder"
-        if is_control_target(inside):
-            return f"a symbolic link that leads to {shown(inside)}, which is fsmem's or git's own"
-        if is_generated(inside):
-            return f"a symbolic link that leads to {shown(inside)}, which fsmem generates"
-        found = tree.entry(where or "", folders=True) if where else None
-        if found is None:
-            return None  # leads to nothing (yet): check reports it; judged again when something is there
-        if found[0] == TREE_MODE and not is_visible_folder(inside):
-            return f"a symbolic link that leads to {shown(inside)}, a folder that holds no memory"
-        if found[0] != TREE_MODE and not is_memory_path(inside):
-            return f"a symbolic link that leads to {shown(inside)}, which is not a memory file"
-        return None
+        return link_problem(self.repo, tree, path, oid)
 
     def read_config(self, change: Change) -> None:
         """Parse the remote's fsmem.yaml (a refusal when it cannot be read) and list the settings it changes."""

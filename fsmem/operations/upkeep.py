@@ -102,6 +102,8 @@ def check(memory: Core, path: str | None = None) -> CheckResult:
         from fsmem.history import health
 
         problems += health.problems(memory.history)
+        reported = {problem[0] for problem in problems}  # a link the walk reports already is not said twice
+        problems += [found for found in health.link_problems(memory.history) if found[0] not in reported]
         if memory.config.notes.host_id:
             problems.append(health.shared_host_id(memory.config.notes.host_id))
     problems.sort(key=lambda p: (p[0], p[1]))
