@@ -9,9 +9,18 @@ from the merge base to the fetched tip: each path with its mode and object) and 
 - `.gitattributes` and `.gitignore` are fsmem's own: a remote's change to them is never taken (the
   merge takes a commit on top of the remote's that holds them as fsmem writes them);
 - a change to fsmem.yaml is shown and held until a person accepts it (`fsmem.history.trust_config`);
-- refused, naming the commit and the file: anything under `.fsmem/`, a link that leads out of the
-  memory or to a control file, a submodule, a name fsmem refuses (`fsmem.store.paths`). `fsmem sync
-  --repair` then merges without them: a commit on top keeps this host's version of each.
+- refused, naming the commit and the file: anything under `.fsmem/`, a submodule, a name fsmem or git
+  refuses (`fsmem.store.paths`, `incoming.git_refuses`), a name new to this host that a Windows or macOS
+  copy cannot hold, a generated or control file as a link or a folder. `fsmem sync --repair` then merges
+  without them: a commit on top keeps this host's version of each.
+
+Then the tree the merge would make (this host's, with every incoming change in it) is judged whole
+(`judge_whole`): every link in it, whichever commit last changed it, must lead inside the memory to
+memory (`incoming.link_problem`, which `fsmem check` uses too), and no new name may be a twin of another.
+
+This module is long because it is the one boundary: the judgement per path, the judgement of the whole
+tree, and the repair of both read the same state, and a reader must see every rule a remote meets in one
+place.
 
 Whatever a tree says, `$GIT_DIR/info/attributes` (host-local, and above every `.gitattributes` in git's
 precedence) keeps memory files and fsmem's own files byte for byte, unfiltered, on fsmem's merge driver.
