@@ -370,3 +370,15 @@ def test_check_reports_every_link_of_the_committed_tree_that_breaks_the_invarian
     assert "topics/escape:1: a symbolic link that leads outside the memory" in check
     assert "topics/index.md:1: a symbolic link that leads to INDEX.md, which fsmem generates" in check
     assert "topics/fine:" not in check
+
+
+def test_the_repair_of_a_document_the_remote_made_a_link_out_keeps_this_hosts_document(world):
+    """F9: the repair deleted this host's document while saying it kept it."""
+    (world.hostile / S.SHARED).unlink()
+    os.symlink("../../outside/secret.txt", world.hostile / S.SHARED)
+    commit = push(world.hostile)
+    refused(sync(world.victim), commit, S.SHARED)
+    repaired(world)
+    assert not (world.victim / S.SHARED).is_symlink()
+    assert (world.victim / S.SHARED).read_text() == S.SHARED_TEXT
+    assert git(world.origin, "show", f"main:{S.SHARED}") == S.SHARED_TEXT
