@@ -46,19 +46,22 @@ def repaired(world: World) -> None:
 
 # -- finding 1: a link judged again on the merged tree ---------------------------------------------------------
 def test_a_link_that_a_later_push_turns_outward_is_refused_on_the_merged_tree(world):
-    (world.hostile / "topics/a/b").mkdir(parents=True)
-    (world.hostile / "topics/a/b/keep.md").write_text("# Keep\n")
-    os.symlink("a/b/../../../outside/secret.txt", world.hostile / "topics/escape.md")  # topics/a/b: a folder
+    (world.hostile / "topics/a").mkdir()
+    (world.hostile / "topics/a/keep.md").write_text("# Keep\n")
+    (world.hostile / "topics/c/d").mkdir(parents=True)
+    (world.hostile / "topics/c/d/keep.md").write_text("# Keep\n")
+    os.symlink("../c/d", world.hostile / "topics/a/b")  # a folder of memory, two deep
+    os.symlink("a/b/../../../outside/secret.txt", world.hostile / "topics/escape.md")  # inside, and nothing there
     push(world.hostile)
-    assert sync(world.victim).returncode == 0  # where it leads today is inside the memory (and nothing is there)
+    assert sync(world.victim).returncode == 0
     git(world.hostile, "pull", "-q", "--no-rebase", "origin", "main")
-    shutil.rmtree(world.hostile / "topics/a/b")
+    (world.hostile / "topics/a/b").unlink()
     os.symlink(".", world.hostile / "topics/a/b")  # in-memory, alone harmless: topics/escape.md now leads out
     commit = push(world.hostile)
     out = sync(world.victim)
     refused(out, commit, "topics/escape.md")
     assert "leads outside the memory" in out.stderr
-    assert not (world.victim / "topics/a/b").is_symlink()
+    assert os.readlink(world.victim / "topics/a/b") == "../c/d"
     repaired(world)
     assert not os.path.lexists(world.victim / "topics/escape.md")
     assert "topics/escape.md" not in tree_names(world.origin)
