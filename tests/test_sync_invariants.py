@@ -153,8 +153,9 @@ def test_git_refuses_exactly_what_git_itself_refuses_to_check_out(tmp_path):
     ]  # fmt: skip
     git(tmp_path, "init", "-q")
     blob = git(tmp_path, "hash-object", "-w", "--stdin", input="x\n").strip()
-    for name in names:
-        tree = git(tmp_path, "mktree", input=f"100644 blob {blob}\t{name}\n").strip()
+    links = [".gitmodules", ".GITMODULES. ", "gitmod~1", "gi7eba~9", "gi7eb~12", ".gitmodulesx", "gitmod~5", "modules"]
+    for name, mode in [*((name, "100644") for name in names), *((name, "120000") for name in links)]:
+        tree = git(tmp_path, "mktree", input=f"{mode} blob {blob}\t{name}\n").strip()
         index = tmp_path / "index"
         index.unlink(missing_ok=True)
         git_says = subprocess.run(
@@ -163,7 +164,7 @@ def test_git_refuses_exactly_what_git_itself_refuses_to_check_out(tmp_path):
             capture_output=True,
             env={**S.env(), "GIT_INDEX_FILE": str(index)},
         )
-        assert git_refuses(name) == bool(git_says.returncode), (name, git_says.stderr)
+        assert git_refuses(name, mode) == bool(git_says.returncode), (name, mode, git_says.stderr)
 
 
 # -- finding 5: one portable-name rule, for local writes and remote trees --------------------------------------
