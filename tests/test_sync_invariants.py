@@ -386,3 +386,15 @@ def test_the_repair_of_a_document_the_remote_made_a_link_out_keeps_this_hosts_do
     assert not (world.victim / S.SHARED).is_symlink()
     assert (world.victim / S.SHARED).read_text() == S.SHARED_TEXT
     assert git(world.origin, "show", f"main:{S.SHARED}") == S.SHARED_TEXT
+
+
+def test_a_document_the_remote_makes_a_link_to_itself_is_refused_as_a_loop_and_the_repair_keeps_it(world):
+    """F9, as the fuzzer found it again: a note made a link to itself."""
+    (world.hostile / S.SHARED).unlink()
+    os.symlink("shared.md", world.hostile / S.SHARED)
+    commit = push(world.hostile)
+    out = sync(world.victim)
+    refused(out, commit, S.SHARED)
+    assert "a symbolic link that loops" in out.stderr
+    repaired(world)
+    assert (world.victim / S.SHARED).read_text() == S.SHARED_TEXT and not (world.victim / S.SHARED).is_symlink()

@@ -110,7 +110,9 @@ def follow(tree: Tree, path: str, target: str) -> tuple[str | None, str | None]:
         if entry is not None and entry[0] == LINK:
             hops += 1
             inner = tree.link(entry[1])
-            if hops > MAX_HOPS or inner is None or inner.startswith("/"):
+            if hops > MAX_HOPS:
+                return None, "loop"
+            if inner is None or inner.startswith("/"):
                 return None, "out"
             parts.pop()
             pending = inner.split("/") + pending
@@ -138,6 +140,8 @@ def link_problem(repo: Repo, tree: Tree, path: str, oid: str) -> str | None:
     if target is None:
         return "a symbolic link whose target is not a plain path"
     where, why = follow(tree, path, target)
+    if why == "loop":
+        return f"a symbolic link that loops (to {shown(target[:200])}, which leads back to itself)"
     if where is None and why not in (None, "out", "absolute"):
         climbed = shown(repo.in_memory(why or "") or why or "")
         return f"a symbolic link that climbs out of {climbed}, which is not a folder of the memory"
