@@ -119,16 +119,24 @@ def follow(tree: Tree, path: str, target: str) -> tuple[str | None, str | None]:
     return "/".join(parts), None
 
 
-def links(repo: Repo, tree: str | None) -> list[tuple[str, str]]:
-    """(path, object id) of every symbolic link in a tree, from one `git ls-tree -r`."""
+def links(repo: Repo, tree: str | None, refused: list[str] | None = None) -> list[tuple[str, str]]:
+    """(path, object id) of every symbolic link in a tree, from one `git ls-tree -r`; with `refused`, the paths
+    that hold a name git refuses to check out are added to it from the same listing."""
     if tree is None:
         return []
     out = repo.git.run("ls-tree", "-r", "-z", tree).stdout
     found = []
     for item in out.split(b"\0"):
+        if refused is not None and item:
+            header, _, raw = item.partition(b"\t")
+            path = raw.decode("utf-8", "surrogateescape")
+            parts = path.split("/")
+            mode = header.split()[0].decode()
+            if any(git_refuses(part, mode if n == len(parts) - 1 else TREE_MODE) for n, part in enumerate(parts)):
+                refused.append(path)
         if item.startswith(LINK.encode()):
-            header, _, path = item.partition(b"\t")
-            found.append((path.decode("utf-8", "surrogateescape"), header.split()[2].decode()))
+            header, _, path_bytes = item.partition(b"\t")
+            found.append((path_bytes.decode("utf-8", "surrogateescape"), header.split()[2].decode()))
     return found
 
 
