@@ -98,8 +98,10 @@ def check(memory: Core, path: str | None = None) -> CheckResult:
 
     chosen_paths = memory.catalog.paths(selection(memory, path))
     problems += [(rel, 1, message) for rel, message in unportable(chosen_paths)]
+    from fsmem.history.health import edited_copies
     from fsmem.query import fact_check
 
+    problems += edited_copies(memory.root, chosen_paths)
     problems += fact_check.problems(
         memory.root,
         chosen_paths,
@@ -120,6 +122,10 @@ def check(memory: Core, path: str | None = None) -> CheckResult:
         from fsmem.history import health
 
         problems += health.problems(memory.history)
+        reported = {problem[0] for problem in problems}  # a link the walk reports already is not said twice
+        problems += [found for found in health.link_problems(memory.history) if found[0] not in reported]
+        if memory.config.notes.host_id:
+            problems.append(health.shared_host_id(memory.config.notes.host_id))
     problems.sort(key=lambda p: (p[0], p[1]))
     return CheckResult(problems=problems, files=found.total + len(found.skipped))
 

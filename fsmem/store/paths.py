@@ -25,7 +25,7 @@ from typing import BinaryIO, Protocol
 
 from fsmem.config import CONFIG_FILE, STATE_DIR
 from fsmem.errors import ConfigError, InvalidArgument, PathEscape, quoted
-from fsmem.format.portable import portable_problem
+from fsmem.format.portable import portable_problem, twin_key, twin_problem
 
 MEMORY_SUFFIXES = (".md", ".markdown")
 # The memory's own conventions file (from the template), for humans: listed and readable,
@@ -77,6 +77,8 @@ def name_problem(name: str) -> str | None:
         if name.lower() == STATE_DIR:
             return f"is inside {STATE_DIR}/, which holds machine state, not memory"
         return f"is hidden ({shown(name)} starts with '.'); hidden files and folders such as .git/ are not memory"
+    if "\\" in name:  # a path given to fsmem reads it as a folder separator: this name could never be reached
+        return "holds '\\', which fsmem reads as a folder separator and Windows cannot hold in a name; rename it outside fsmem"
     return stored_name_problem(name)
 
 
@@ -107,7 +109,7 @@ def is_memory_path(rel: str) -> bool:
     parts = rel.split("/")
     if len(parts) > MAX_DEPTH or len(rel) > MAX_PATH_BYTES:
         return False
-    if rel.isascii() and rel.isprintable() and not rel.startswith(".") and "/." not in rel:
+    if rel.isascii() and rel.isprintable() and not rel.startswith(".") and "/." not in rel and "\\" not in rel:
         # the common case, at C speed: no control character, valid text, nothing hidden (what name_problem checks)
         return rel.lower().endswith(MEMORY_SUFFIXES) and all(len(part) <= MAX_NAME_BYTES for part in parts)
     return is_memory_name(parts[-1]) and all(name_problem(part) is None for part in parts[:-1])
@@ -254,15 +256,15 @@ def _check_physical(root: Path, full: str, raw: str, want: str, name: str, scope
 
 
 def case_twin(folder: str | os.PathLike[str], name: str) -> str | None:
-    """Another entry of `folder` whose name differs from `name` only by letter case, or None.
+    """Another entry of `folder` whose name differs from `name` only by letter case or Unicode normalisation, or None.
 
     A case-insensitive file system (macOS, Windows) holds one of the two: the other is lost on checkout.
     """
-    folded = name.casefold()
+    folded = twin_key(name)
     try:
         with os.scandir(folder) as entries:
             for entry in entries:
-                if entry.name != name and entry.name.casefold() == folded:
+                if entry.name != name and twin_key(entry.name) == folded:
                     return entry.name
     except OSError:
         return None
@@ -287,10 +289,8 @@ def check_portable(real_root: str, inside: str, raw: str) -> None:
         if problem is None and folder is not None:
             twin = case_twin(folder, part)
             if twin is not None:
-                problem = (
-                    f"differs only by letter case from {shown('/'.join([*parts[:number], twin]))}, which a macOS "
-                    "or Windows copy of this memory cannot hold beside it; use that name, or another"
-                )
+                where = shown("/".join([*parts[:number], twin]))
+                problem = twin_problem(part, twin, where, "copy of this memory") + "; use that name, or another"
         if problem is not None:
             where = f"has a folder {quoted(part)} that " if number < len(parts) - 1 else ""
             error = _refused(InvalidArgument, raw, where + problem)
