@@ -156,3 +156,28 @@ def test_history_through_the_cli_and_the_tools(dated):
     assert not show.is_error and "net 30" in show.text
     bad = tools.call(dated, "show", {"path": "topics/billing.md", "at": "no-such-rev"})
     assert bad.is_error and "; log() lists them" in bad.text
+
+
+def test_reads_and_log_work_on_a_read_only_mount(dated, tmp_path):
+    """Finding 11 (issue 31): `fsmem log` failed on a read-only mount (it made its state folders first). Reads
+    write nothing they need: on a real read-only mount, log, show, diff, ls, read, grep and search answer."""
+    from tests.mounts import read_only
+
+    root = dated.root
+    expected = cli(root, "log", "--json")
+    assert expected.returncode == 0, expected.stderr
+    with read_only(root, tmp_path / "ro") as mounted:
+        for args in (
+            ("log",),
+            ("log", "--json"),
+            ("show", "topics/billing.md", "--at", "HEAD~1"),
+            ("diff", "HEAD~1"),
+            ("ls",),
+            ("read", "topics/billing.md"),
+            ("grep", "net"),
+            ("search", "billing"),
+        ):
+            done = cli(mounted, *args)
+            assert done.returncode == 0, (args, done.stderr)
+            assert "Traceback" not in done.stderr
+        assert json.loads(cli(mounted, "log", "--json").stdout) == json.loads(expected.stdout)

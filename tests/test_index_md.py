@@ -75,3 +75,30 @@ def test_token_cap_keeps_the_most_important_and_says_what_was_left_out():
     assert 0 < listed < 200
     assert f"[{200 - listed} of 200 documents not listed (token cap 300); `fsmem ls entities`" in text
     assert index_md.render([], 300, count).endswith("No entity or topic documents yet.\n")
+
+
+def test_an_index_that_is_a_link_is_replaced_never_written_through(demo, tmp_path):
+    """Finding 2 (issue 31): INDEX.md arrived as a link to topics/billing.md; consolidate and `fsmem index`
+    regenerated the index through the link, and billing.md became the index. A generated file is never written
+    through a link: the link is replaced by a regular INDEX.md, billing.md keeps every byte, and the command
+    says what it replaced."""
+    from tests.test_cli import fsmem
+
+    root = demo.root
+    billing = (root / "topics" / "billing.md").read_bytes()
+    (root / "INDEX.md").unlink(missing_ok=True)
+    (root / "INDEX.md").symlink_to("topics/billing.md")
+    indexed = fsmem("--root", str(root), "index")
+    assert indexed.returncode == 0, indexed.stderr
+    assert "INDEX.md was a symbolic link to topics/billing.md" in indexed.stdout + indexed.stderr
+    assert (root / "topics" / "billing.md").read_bytes() == billing
+    assert not (root / "INDEX.md").is_symlink() and (root / "INDEX.md").read_text().startswith("---\ntitle: Index\n")
+
+    (root / "INDEX.md").unlink()
+    (root / "INDEX.md").symlink_to("topics/billing.md")
+    consolidated = fsmem("--root", str(root), "consolidate")
+    assert consolidated.returncode in (0, 1), consolidated.stderr
+    assert "INDEX.md:1: was a symbolic link to topics/billing.md" in consolidated.stdout + consolidated.stderr
+    kept = (root / "topics" / "billing.md").read_text()  # consolidated (its notes merged), never the index
+    assert kept.startswith("---\ntitle: Billing\n") and "# Index" not in kept
+    assert not (root / "INDEX.md").is_symlink()

@@ -16,6 +16,7 @@ from fsmem import Memory
 from fsmem.agents.memory_tool import MemoryTool
 from fsmem.errors import MemoryToolError
 from fsmem.history import journal
+from tests.test_cli import fsmem
 
 TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 WALRUS = "---\ntitle: Walrus\ndescription: Tusked marine mammals\n---\n# Walrus\n\n- diet: clams, eaten by suction\n"
@@ -78,9 +79,13 @@ def test_a_memory_tool_write_on_an_fsmem_memory_takes_memorys_write_path(memory)
     assert git(root, "log", "-1", "--format=%s").strip() == "memory.delete topics/walrus.md"
 
 
-def test_history_that_cannot_keep_up_is_logged_alike_for_memory_and_the_memory_tool(memory, monkeypatch):
-    """Issue 21: MemoryTool swallowed a failed journal entry or commit where Memory logged it; both now log to
-    .fsmem/logs/history.jsonl, and the write itself is done either way."""
+def test_history_that_cannot_keep_up_fails_the_write_or_is_logged_for_memory_and_the_memory_tool(memory, monkeypatch):
+    """Issue 21: MemoryTool swallowed a failed journal entry or commit where Memory logged it. Issue 31 (finding
+    10): a journal entry that cannot be written fails the command — Memory's writes journal first, so nothing is
+    changed; the memory tool's, journalled after, say the change was made. A commit that cannot be made leaves
+    the entry pending and is logged to .fsmem/logs/history.jsonl, the write done, for both."""
+    from fsmem.errors import StorageError
+
     root = memory.root
     writer = Memory(root)
     tool = MemoryTool.over(Memory(root, agent="researcher"))
@@ -88,20 +93,23 @@ def test_history_that_cannot_keep_up_is_logged_alike_for_memory_and_the_memory_t
     def full_disk(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(journal, "record", full_disk)
-    writer.write("topics/a.md", "# A\n")
-    tool.create("/memories/topics/b.md", "# B\n")
+    monkeypatch.setattr(journal, "prepare", full_disk)
+    with pytest.raises(StorageError, match=r"^topics/a.md: its history entry could not be written \(No space left"):
+        writer.write("topics/a.md", "# A\n")
+    assert not (root / "topics" / "a.md").exists()
+    with pytest.raises(MemoryToolError, match=r"topics/b.md was changed, but its history entry could not be written"):
+        tool.create("/memories/topics/b.md", "# B\n")
+    assert (root / "topics" / "b.md").is_file()
     monkeypatch.undo()
     monkeypatch.setattr(journal, "drain", full_disk)
     writer.write("topics/c.md", "# C\n")
     tool.create("/memories/topics/d.md", "# D\n")
     assert [(line["stage"], line["agent"], line["error"]) for line in history_log(root)] == [
-        ("record", None, "[Errno 28] No space left on device"),
         ("record", "researcher", "[Errno 28] No space left on device"),
         ("commit", None, "[Errno 28] No space left on device"),
         ("commit", "researcher", "[Errno 28] No space left on device"),
     ]
-    assert all((root / "topics" / name).is_file() for name in ("a.md", "b.md", "c.md", "d.md"))
+    assert all((root / "topics" / name).is_file() for name in ("b.md", "c.md", "d.md"))
 
 
 def test_the_drop_in_over_a_memory_without_history_takes_memorys_lock_and_index(tmp_path):
@@ -131,3 +139,35 @@ def test_a_write_that_fails_after_it_wrote_still_commits_and_indexes_what_it_wro
             raise RuntimeError("after the write")
     assert git(root, "log", "-1", "--format=%s").strip() == "write topics/walrus.md (new file)"
     assert indexed(memory, "topics/walrus.md")
+
+
+def test_a_move_on_a_full_disk_fails_with_its_history_and_changes_nothing(tmp_path):
+    """Finding 10 (issue 31): on a full disk `fsmem mv` renamed the file, reported success, and lost its journal
+    entry; `check` said nothing, and the next consolidate committed the move under the git user. A write and its
+    history now fail together: the command exits non-zero, says why, and the file stays where it was; once
+    there is room again the same move is committed under its agent."""
+    from tests.mounts import fill, small_disk
+
+    env = {"FSMEM_NOW": "2026-11-30T09:15:00+00:00"}
+    with small_disk(tmp_path / "disk") as disk:
+        root = Memory.init(disk / "mem", git=True).root
+        Memory(root, agent="planner").write("topics/billing.md", "# Billing\n\nNet 30.\n")
+        commits = git(root, "rev-list", "--count", "HEAD")
+        filler = fill(disk)
+
+        moved = fsmem(
+            "--root", str(root), "--agent", "planner", "mv", "topics/billing.md", "topics/invoices.md", env_extra=env
+        )
+        assert moved.returncode != 0, moved.stdout
+        assert "No space left on device" in moved.stderr and "nothing was changed" in moved.stderr, moved.stderr
+        assert "Traceback" not in moved.stderr
+        assert (root / "topics" / "billing.md").is_file() and not (root / "topics" / "invoices.md").exists()
+        assert git(root, "rev-list", "--count", "HEAD") == commits
+
+        filler.unlink()
+        again = fsmem(
+            "--root", str(root), "--agent", "planner", "mv", "topics/billing.md", "topics/invoices.md", env_extra=env
+        )
+        assert again.returncode == 0, again.stderr
+        assert git(root, "log", "-1", "--format=%an|%s").strip() == "planner|mv topics/billing.md -> topics/invoices.md"
+        assert git(root, "status", "--porcelain") == ""

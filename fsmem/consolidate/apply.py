@@ -10,7 +10,6 @@ import itertools
 import json
 import os
 import signal
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +22,8 @@ from fsmem.consolidate.notes import NoteEntry
 from fsmem.consolidate.relink import relink
 from fsmem.consolidate.report import COUNT_NAMES, ConsolidationReport
 from fsmem.errors import FsmemError, LockTimeout
-from fsmem.store.files import TEMP_PREFIX, file_lock, fsync_dir, state_dir
+from fsmem.store import beneath
+from fsmem.store.files import TEMP_PREFIX, file_lock, open_unlinked, state_dir
 
 __all__ = ["COUNT_NAMES", "ConsolidationReport", "apply", "run", "unified_diff"]
 LOG_FILE = "consolidate.jsonl"
@@ -121,7 +121,7 @@ def apply(
                 ledger.wrote(
                     [(rel, hashlib.sha256(data).hexdigest(), plan.holds.get(rel, {})) for _f, data, rel in batch]
                 )
-            for full, _data, rel in _write_batch(batch, writes):
+            for full, _data, rel in _write_batch(root, batch, writes, report.problems):
                 report.files_written.append(rel)
                 if rel in plan.fronts:
                     front, text = plan.fronts[rel]
@@ -139,7 +139,7 @@ def apply(
                 marks.append((marked[0], marked[1], change.path, entry, marked[2]))
             if ledger is not None and marks:
                 ledger.will_mark([m[3] for m in marks])
-            written = {rel for _full, _data, rel in _write_batch([m[:3] for m in marks], writes)}
+            written = {rel for _full, _data, rel in _write_batch(root, [m[:3] for m in marks], writes)}
             report.files_written += [m[2] for m in marks if m[2] in written]
             if ledger is not None:
                 with ledger.transaction():
@@ -170,43 +170,55 @@ def _marked_note(root: Path, change: C.Change, entry: NoteEntry) -> tuple[Path, 
     return (full, marked.encode("utf-8"), True) if marked != text else None
 
 
-def _write_batch(batch: list[tuple[Path, bytes, str]], writes: _Writes) -> list[tuple[Path, bytes, str]]:
+def _write_batch(
+    root: Path,
+    batch: list[tuple[Path, bytes, str]],
+    writes: _Writes,
+    replaced: list[tuple[str, int, str]] | None = None,
+) -> list[tuple[Path, bytes, str]]:
     """Replace each file through a temporary file in its folder: all written, fsynced together, then renamed.
 
     The same guarantee as one atomic write per file (a reader or a crash sees
     old or new bytes, and new bytes are on disk before their name is), with
-    the fsyncs overlapped instead of one after another.
+    the fsyncs overlapped instead of one after another. Each file is placed
+    below the root through no link that leaves it (`fsmem.store.beneath`): a
+    document's link in memory is written through, a generated file's (a
+    history file) is replaced by the file, and `replaced` told.
     """
-    staged: list[tuple[int, str, Path, bytes, str]] = []
+    staged: list[tuple[beneath.Staged, Path, bytes, str]] = []
     try:
         for full, data, rel in batch:
-            full.parent.mkdir(parents=True, exist_ok=True)
-            mode = os.stat(full).st_mode & 0o777 if full.exists() else _default_mode()
-            fd, temp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=full.parent)
-            staged.append((fd, temp, full, data, rel))
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.chmod(temp, mode)  # by name: Windows has no fchmod before Python 3.13
+            generated = beneath.is_generated(rel)
+            target = beneath.place(root, rel, generated=generated)
+            try:
+                staged.append((beneath.Staged(target, data), full, data, rel))
+            except BaseException:
+                target.folder.close()
+                raise
+            if generated and target.link is not None and replaced is not None:
+                replaced.append(
+                    (
+                        rel,
+                        1,
+                        "was a symbolic link; it is generated, so it was replaced by a regular file and the "
+                        "link's target left as it was",
+                    )
+                )
         if staged:
-            list(_pool().map(lambda s: os.fsync(s[0]), staged))
-        for fd, *_ in staged:
-            os.close(fd)
+            list(_pool().map(lambda s: s[0].sync(), staged))
         done = []
-        for _fd, temp, full, data, rel in staged:
-            os.replace(temp, full)
+        for stage, full, data, rel in staged:
+            stage.publish()
             done.append((full, data, rel))
             writes.done()
-        for folder in sorted({full.parent for full, _d, _r in done}):
-            fsync_dir(folder)
+        for stage, *_ in staged:
+            stage.place.folder.sync()
         return done
-    except Exception:
-        for fd, temp, *_ in staged:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-        raise
+    finally:
+        for stage, *_ in staged:
+            if stage.fd is not None:  # not published: an error came first
+                stage.discard()
+            stage.place.folder.close()
 
 
 _fsync_pool: ThreadPoolExecutor | None = None
@@ -278,8 +290,11 @@ def archive(root: Path, settings: C.Settings, report: ConsolidationReport) -> No
             if os.path.lexists(target):
                 report.problems.append((rel, 1, f"not archived: {archived} exists"))
                 continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.rename(source, target)
+            try:
+                beneath.rename(root, rel, archived)
+            except (FsmemError, FileExistsError) as exc:
+                report.problems.append((rel, 1, f"not archived: {exc}"))
+                continue
         report.notes_archived.append(rel)
 
 
@@ -346,9 +361,13 @@ def run(
                 report.conflicts = report.conflicts[:conflicts_before]  # retried: only a final conflict is reported
         if settings.archive:
             archive(root, settings, report)
-            relink(root, settings, report, lambda batch: [rel for _f, _d, rel in _write_batch(batch, writes)])
+            relink(root, settings, report, lambda batch: [rel for _f, _d, rel in _write_batch(root, batch, writes)])
+        replaced: list[str] = []
         try:
-            report.index_changed = index_md.write_index(root, settings.index_max_tokens, count_tokens, fresh)
+            report.index_changed = index_md.write_index(
+                root, settings.index_max_tokens, count_tokens, fresh, replaced=replaced
+            )
+            report.problems += [(index_md.INDEX_FILE, 1, line.split(" ", 1)[1]) for line in replaced]
         except FsmemError as exc:
             report.problems.append((index_md.INDEX_FILE, 1, f"{exc}; not written"))
         if report.index_changed:
@@ -370,5 +389,6 @@ def _log(root: Path, report: ConsolidationReport, seconds: float) -> None:
         "index_changed": report.index_changed,
     }
     path = state_dir(root, "logs") / LOG_FILE
-    with open(path, "a", encoding="utf-8") as handle:
+    fd = open_unlinked(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    with open(fd, "a", encoding="utf-8") as handle:
         handle.write(json.dumps(entry, ensure_ascii=False) + "\n")

@@ -5,7 +5,10 @@ kept under `consolidate.index_max_tokens`. When everything does not fit, the
 most important documents (front matter `importance`) are listed and the line
 at the end says how many were left out and how to list them. The bytes depend
 only on the documents, never on the clock, so an unchanged memory leaves
-INDEX.md untouched.
+INDEX.md untouched. INDEX.md is generated: it is never written through a
+symbolic link (one where INDEX.md should be is replaced by a regular file, and
+the caller told, `replaced`), so a link a remote sent cannot turn a document
+into the index.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from fsmem.budget import Meter
 from fsmem.consolidate.subjects import DirectoryEntry, directory
 from fsmem.format import secrets
 from fsmem.store.files import atomic_write, file_lock
-from fsmem.store.paths import resolve
+from fsmem.store.paths import read_regular, shown
 from fsmem.store.writing import Change
 
 INDEX_FILE = "INDEX.md"
@@ -106,24 +109,43 @@ def _compose(chosen: list[DirectoryEntry], total: int, max_tokens: int) -> str:
 
 
 def write_index(
-    root: Path, max_tokens: int, count: Callable[[str], int], fresh: dict[str, DirectoryEntry] | None = None
+    root: Path,
+    max_tokens: int,
+    count: Callable[[str], int],
+    fresh: dict[str, DirectoryEntry] | None = None,
+    *,
+    replaced: list[str] | None = None,
 ) -> bool:
     """Regenerate INDEX.md at the memory root (under `max_tokens` as counted by `count`); True if its bytes changed.
 
-    `fresh` passes directory entries the caller built from documents it has just written.
+    `fresh` passes directory entries the caller built from documents it has just written. A link where
+    INDEX.md should be is replaced by a regular file, never written through; `replaced` gets a line saying so.
     """
     text = render(directory(root, fresh), max_tokens, count)
-    target = Path(os.path.realpath(resolve(root, INDEX_FILE)))  # a link to a memory file stays a link
-    return _write_if_changed(root, target, text)
+    return _write_if_changed(root, text, replaced)
 
 
-def rewrite(root: Path, max_tokens: int, count: Callable[[str], int]) -> Change | None:
-    """`write_index`, saying what changed: INDEX.md's bytes before and after (for its commit), or None."""
+def rewrite(
+    root: Path, max_tokens: int, count: Callable[[str], int], *, replaced: list[str] | None = None
+) -> Change | None:
+    """`write_index`, saying what changed: INDEX.md's bytes before and after (for its commit), or None.
+
+    A link's "bytes" are its target, as git stores a link: its commit then replaces the link with the file."""
     path = root / INDEX_FILE
-    before = path.read_bytes() if path.is_file() else None
-    if not write_index(root, max_tokens, count):
+    before = _stored(path)
+    if not write_index(root, max_tokens, count, replaced=replaced):
         return None
-    return Change(INDEX_FILE, before, path.read_bytes() if path.is_file() else None)
+    return Change(INDEX_FILE, before, _stored(path))
+
+
+def _stored(path: Path) -> bytes | None:
+    """What git would store for INDEX.md: the bytes of the file, or the target of a link; None when absent."""
+    try:
+        if os.path.islink(path):
+            return os.fsencode(os.readlink(path))
+        return read_regular(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
 
 
 def follow(root: Path, changes: list[Change], max_tokens: int, count: Callable[[str], int]) -> None:
@@ -149,13 +171,20 @@ def follow(root: Path, changes: list[Change], max_tokens: int, count: Callable[[
         changes.append(Change(INDEX_FILE, before, made.after))
 
 
-def _write_if_changed(root: Path, path: Path, text: str) -> bool:
+def _write_if_changed(root: Path, text: str, replaced: list[str] | None) -> bool:
     data = text.encode("utf-8")
+    path = root / INDEX_FILE
     with file_lock(root):
-        try:
-            if path.read_bytes() == data:
-                return False
-        except FileNotFoundError:
-            pass
-        atomic_write(path, data)
+        link = os.readlink(path) if os.path.islink(path) else None
+        if link is None:
+            try:
+                if read_regular(path) == data:
+                    return False
+            except FileNotFoundError:
+                pass
+        if atomic_write(path, data, root=root, generated=True) is not None and replaced is not None:
+            replaced.append(
+                f"{INDEX_FILE} was a symbolic link to {shown(link or '?')}; it is generated, so it was replaced by "
+                "a regular file and the link's target left as it was"
+            )
     return True

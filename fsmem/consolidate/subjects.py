@@ -230,5 +230,6 @@ def directory(root: Path, fresh: dict[str, DirectoryEntry] | None = None) -> lis
             dirty = True
     if dirty or len(entries) != len(cached.get("entries", [])):
         payload = {"version": CACHE_VERSION, "entries": [dict(vars(e)) for e in entries]}
-        atomic_write(cache_path, json.dumps(payload, ensure_ascii=False).encode("utf-8"))
+        data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        atomic_write(cache_path, data, root=root, generated=True)  # a cache: never through a link
     return entries

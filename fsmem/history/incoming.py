@@ -3,8 +3,10 @@
 `diff` lists each path the fetched commits change (`git diff-tree -r`: files,
 links and submodules, with mode and object); `Tree` reads one commit's
 entries through the repository's cat-file; `follow` says where a link leads
-within the same tree; the name rules are `fsmem.store.paths`' own, with what
-git refuses besides. `fsmem.history.trust` judges with them.
+within the same tree, as the kernel would walk it; `links` lists every link of
+a tree; the name rules are `fsmem.store.paths`' own, with what git refuses to
+check out besides (`git_refuses`: its protectNTFS and protectHFS rules, on
+every platform). `fsmem.history.trust` judges with them.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fsmem.config import CONFIG_FILE, STATE_DIR
+from fsmem.format.history_file import is_history_path
 from fsmem.history.host_rules import CONTROL
+from fsmem.history.merge import GENERATED
 from fsmem.history.repo import Repo
 from fsmem.history.trees import TREE_MODE, Entry
 from fsmem.store.paths import MAX_DEPTH, MAX_PATH_BYTES, stored_name_problem, text_problem
@@ -71,11 +75,13 @@ class Tree:
         return target
 
 
-def follow(tree: Tree, path: str, target: str) -> str | None:
-    """The repository path a link at `path` leads to, following links in the same tree; None when it leads out
-    of the repository, is absolute, or loops."""
+def follow(tree: Tree, path: str, target: str) -> tuple[str | None, str | None]:
+    """Where a link at `path` leads in the same tree, as the kernel would walk it (links followed, `..` taken
+    only from a folder that is there): (repository path, None), or (None, why) when it leads out of the
+    repository, is absolute, loops, or climbs out of a folder the tree does not hold (where the walk would
+    depend on what a later change puts there)."""
     if target.startswith("/"):
-        return None
+        return None, "absolute"
     parts = path.split("/")[:-1]
     pending = target.split("/")
     hops = 0
@@ -85,7 +91,10 @@ def follow(tree: Tree, path: str, target: str) -> str | None:
             continue
         if part == "..":
             if not parts:
-                return None
+                return None, "out"
+            here = tree.entry("/".join(parts), folders=True)
+            if here is None or here[0] != TREE_MODE:
+                return None, "/".join(parts)
             parts.pop()
             continue
         parts.append(part)
@@ -94,33 +103,123 @@ def follow(tree: Tree, path: str, target: str) -> str | None:
             hops += 1
             inner = tree.link(entry[1])
             if hops > MAX_HOPS or inner is None or inner.startswith("/"):
-                return None
+                return None, "out"
             parts.pop()
             pending = inner.split("/") + pending
-    return "/".join(parts)
+    return "/".join(parts), None
 
 
-def git_refuses(part: str) -> bool:
-    return part in ("", ".", "..") or part.casefold().rstrip(". ") == ".git"
+def links(repo: Repo, tree: str | None) -> list[tuple[str, str]]:
+    """(path, object id) of every symbolic link in a tree, from one `git ls-tree -r`."""
+    if tree is None:
+        return []
+    out = repo.git.run("ls-tree", "-r", "-z", tree).stdout
+    found = []
+    for item in out.split(b"\0"):
+        if item.startswith(LINK.encode()):
+            header, _, path = item.partition(b"\t")
+            found.append((path.decode("utf-8", "surrogateescape"), header.split()[2].decode()))
+    return found
 
 
-def name_problem(rel: str) -> str | None:
+# Characters HFS+ ignores in a name (git's `next_hfs_char`): `.g\u200cit` is `.git` on a Mac.
+HFS_IGNORED = frozenset(
+    chr(code) for code in (*range(0x200C, 0x2010), *range(0x202A, 0x202F), *range(0x206A, 0x2070), 0xFEFF)
+)
+
+
+def git_refuses(part: str, mode: str = "100644") -> bool:
+    """Whether git refuses to check out a tree entry of this name (git's `verify_path`, with its protectNTFS and
+    protectHFS rules on, as they are on Windows and macOS): '.', '..', '.git' in any case, in NTFS's spellings
+    (`git~1`, `.git.`, `.git::$INDEX_ALLOCATION`, after a backslash) and with the characters HFS+ ignores;
+    and, as a link, `.gitmodules` in any of its spellings."""
+    if part in ("", ".", ".."):
+        return True
+    if _ntfs_dotgit(part) or (mode == LINK and _ntfs_dotgitmodules(part)):
+        return True
+    if "\\" in part and any(
+        _ntfs_dotgit(rest) or (mode == LINK and _ntfs_dotgitmodules(rest)) for rest in part.split("\\")[1:]
+    ):
+        return True
+    if part.isascii():
+        plain = part.lower()
+    else:
+        plain = "".join(char for char in part if char not in HFS_IGNORED)
+        plain = plain.lower() if plain.isascii() else ""
+    return plain == ".git" or (mode == LINK and plain == ".gitmodules")
+
+
+def _ntfs_dotgit(name: str) -> bool:
+    """git's `is_ntfs_dotgit`: `.git` or `git~1` (any case), then only dots and spaces up to the end or a ':'."""
+    head = name[:5]
+    if head[:4].isascii() and head[:4].lower() == ".git":
+        rest = name[4:]
+    elif head.isascii() and head.lower() == "git~1":
+        rest = name[5:]
+    else:
+        return False
+    for char in rest:
+        if char in "\\:":
+            return True
+        if char not in ". ":
+            return False
+    return True
+
+
+def _ntfs_dotgitmodules(name: str) -> bool:
+    """git's `is_ntfs_dotgitmodules`: `.gitmodules`, `gitmod~1`..`~4`, or an 8.3 fall-back name `gi7eba~N`, then
+    only dots and spaces up to the end or a ':'."""
+    if not name.isascii():
+        return False
+    lower = name.lower()
+
+    def then_dots_and_spaces(at: int) -> bool:
+        return all(char in ". " for char in lower[at:].split(":", 1)[0])
+
+    if lower.startswith(".gitmodules"):
+        return then_dots_and_spaces(11)
+    if lower[:6] == "gitmod" and lower[6:7] == "~" and lower[7:8] in ("1", "2", "3", "4"):
+        return then_dots_and_spaces(8)
+    at, tilde = 0, False
+    while at < 8:
+        if at >= len(lower):
+            return False
+        char = lower[at]
+        if tilde:
+            if not "0" <= char <= "9":
+                return False
+        elif char == "~":
+            at += 1
+            if at >= len(lower) or not "1" <= lower[at] <= "9":
+                return False
+            tilde = True
+        elif at >= 6 or char != "gi7eba"[at]:
+            return False
+        at += 1
+    return then_dots_and_spaces(at)
+
+
+def name_problem(rel: str, mode: str = "100644") -> str | None:
     """Why a memory-relative path from a remote cannot be stored here: what `fsmem.store.paths` refuses in a name
-    (hidden names aside: a remote may send `.obsidian/`), and what git itself refuses. A name that only Windows
-    or macOS cannot hold (`con.md`, `a:b.md`, two names that differ by case) is taken: it is already in the
-    memory on the host that sent it, and `fsmem check` reports it with its rename; a sync never stops for it."""
+    (hidden names aside: a remote may send `.obsidian/`), and what git itself refuses to check out. Names a
+    Windows or macOS copy cannot hold are judged by `fsmem.history.trust` (only those new to this host)."""
     parts = rel.split("/")
     if len(parts) > MAX_DEPTH or len(rel.encode("utf-8", "surrogateescape")) > MAX_PATH_BYTES:
         return f"a path deeper than {MAX_DEPTH} folders or longer than {MAX_PATH_BYTES} bytes, which fsmem refuses"
-    for part in parts:
+    for number, part in enumerate(parts):
         if part in ("", ".", ".."):
             return "a name no file can have ('.', '..' or empty)"
-        if part.casefold().rstrip(". ") == ".git":
-            return "a name fsmem refuses (.git, in any spelling, is git's own folder)"
+        if git_refuses(part, mode if number == len(parts) - 1 else TREE_MODE):
+            return "a name git refuses to check out (.git in one of its spellings on Windows or macOS)"
         problem = stored_name_problem(part)
         if problem:
             return f"a name fsmem refuses (it {problem})"
     return None
+
+
+def is_generated(rel: str) -> bool:
+    """A file fsmem writes itself (INDEX.md at the root, a document's history file): never a link."""
+    return rel in GENERATED or is_history_path(rel.casefold())
 
 
 def is_control_name(rel: str) -> bool:

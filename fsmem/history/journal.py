@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fsmem import format as fmt
-from fsmem.errors import HistoryError, LockTimeout
+from fsmem.config import STATE_DIR
+from fsmem.errors import FsmemError, HistoryError, LockTimeout
 from fsmem.history import recovery
 from fsmem.history.git import clean_env
 from fsmem.history.repo import Repo
@@ -72,10 +73,12 @@ def journal_dir(repo: Repo) -> Path:
 
 
 def pending(repo: Repo) -> list[str]:
-    """Names of the entries waiting to be committed, oldest first."""
+    """Names of the entries waiting to be committed, oldest first (an entry being prepared starts with '.').
+
+    Looked up without making the folder: a read on a read-only mount asks this too."""
     try:
-        return sorted(name for name in os.listdir(journal_dir(repo)) if not name.startswith("."))
-    except FileNotFoundError:
+        return sorted(name for name in os.listdir(Path(repo.root, STATE_DIR, "history", "journal")) if name[0] != ".")
+    except (FileNotFoundError, NotADirectoryError):
         return []
 
 
@@ -88,6 +91,18 @@ def author_of(agent: str | None) -> Author:
 
 def record(repo: Repo, agent: str | None, message: str, changes: Iterable[Change]) -> bool:
     """Store one write's before and after bytes as blobs and add its journal entry; False when nothing changed."""
+    name = prepare(repo, agent, message, changes)
+    if name is None:
+        return False
+    publish(repo, name)
+    return True
+
+
+def prepare(repo: Repo, agent: str | None, message: str, changes: Iterable[Change]) -> str | None:
+    """`record`, before the write it records: the entry is stored under a name the committer passes over,
+    and becomes pending only when `publish`ed after the write (`withdraw`n if the write fails). Returns that
+    name, or None when nothing changes. Raises what the disk refused (blobs or entry): then the write must not
+    be made, so that a write and its history fail together."""
     items: list[list[str | None]] = []
     for change in changes:
         before = repo.store.write("blob", change.before) if change.before is not None else None
@@ -95,7 +110,7 @@ def record(repo: Repo, agent: str | None, message: str, changes: Iterable[Change
         if before != after:
             items.append([repo.in_repo(change.path), before, after])
     if not items:
-        return False
+        return None
     now = clock()
     offset = int((now.utcoffset() or _dt.timedelta()).total_seconds() // 60)
     entry = {"agent": author_of(agent)[0], "message": message, "time": int(now.timestamp()), "offset": offset}
@@ -103,8 +118,21 @@ def record(repo: Repo, agent: str | None, message: str, changes: Iterable[Change
     name = f"{time.time_ns():020d}-{os.getpid()}-{next(_sequence):06d}"
     # not fsynced, as git fsyncs none of its objects or refs by default: atomic for readers and for a killed
     # process; a power cut may lose it, and then the change is committed as one made outside fsmem
-    atomic_write(journal_dir(repo) / name, json.dumps(entry, ensure_ascii=False).encode("utf-8"), durable=False)
-    return True
+    journal_dir(repo)
+    data = json.dumps(entry, ensure_ascii=False).encode("utf-8")
+    atomic_write(journal_dir(repo) / ("." + name), data, durable=False, root=repo.root, generated=True)
+    return name
+
+
+def publish(repo: Repo, name: str) -> None:
+    """Make a prepared entry pending: the write it records is done (a rename: it needs no room on the disk)."""
+    os.replace(journal_dir(repo) / ("." + name), journal_dir(repo) / name)
+
+
+def withdraw(repo: Repo, name: str) -> None:
+    """Drop a prepared entry whose write was not made."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(journal_dir(repo) / ("." + name))
 
 
 def _load(repo: Repo, name: str) -> Entry | None:
@@ -149,6 +177,8 @@ def drain(repo: Repo, *, wait: bool = False) -> int:
     once (the holder commits its entry); with it, the caller waits its turn.
     """
     made = 0
+    if not pending(repo):
+        return 0  # nothing to commit: no lock taken, so a read on a read-only mount works
     while True:
         try:
             with commit_lock(repo, wait=wait):
@@ -320,8 +350,8 @@ def _count_commits(repo: Repo, count: int) -> None:
     except (OSError, ValueError):
         before = 0
     after = before + count
-    with contextlib.suppress(OSError):
-        counter.write_text(str(after))
+    with contextlib.suppress(OSError, FsmemError):
+        atomic_write(counter, str(after).encode(), durable=False, root=repo.root, generated=True)
     if before // GC_EVERY != after // GC_EVERY:
         maintain(repo)
 

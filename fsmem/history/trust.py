@@ -27,6 +27,7 @@ from fsmem import faces
 from fsmem.config import CONFIG_FILE, MAX_CONFIG_BYTES, STATE_DIR, Config, parse_config
 from fsmem.config.parse import decoded
 from fsmem.errors import ConfigError, ConfigHeld, HistoryError, SyncRefused
+from fsmem.format.portable import portable_problem, twin_key, twin_problem
 from fsmem.history import journal, trust_config
 from fsmem.history.host_rules import (
     CONTROL,
@@ -48,12 +49,14 @@ from fsmem.history.incoming import (
     git_refuses,
     is_control_name,
     is_control_target,
+    is_generated,
+    links,
     name_problem,
     raw_entries,
     tree_id,
 )
 from fsmem.history.repo import Repo
-from fsmem.history.trees import FILE_MODE, Entry, TreeEditor
+from fsmem.history.trees import FILE_MODE, TREE_MODE, Entry, TreeEditor
 from fsmem.history.trust_record import clear, load, save
 from fsmem.store.paths import shown
 
@@ -62,15 +65,24 @@ MAX_CONTROL_BYTES = 1 << 20  # a .gitignore or .gitattributes larger than this i
 
 @dataclass
 class Refusal:
+    """One path refused, and why. `status` is git's (A added, M changed) or WHOLE: the merged tree breaks an
+    invariant there, whichever commit changed it; `drop`: the repair removes it rather than keep this host's."""
+
     path: str
     shown: str
     reason: str
     status: str
     commit: str = ""
+    drop: bool = False
 
     def text(self) -> str:
+        if self.status == WHOLE:
+            return f"with commit {self.commit[:12]}, {self.shown} would be {self.reason}"
         verb = "adds" if self.status == "A" else "changes"
         return f"commit {self.commit[:12]} {verb} {self.shown}, {self.reason}"
+
+
+WHOLE = "W"
 
 
 @dataclass
@@ -96,8 +108,10 @@ def admit(repo: Repo, theirs: str, label: str, *, accept_config: bool = False, r
         clear(repo)
         return Admitted(other)  # nothing new from the remote
     judged = _Judgement(repo, label, (other, tree_id(found[2])), (head, head_tree), base)
-    for change in diff(repo, judged.base_tree, judged.other_tree):
+    changes = diff(repo, judged.base_tree, judged.other_tree)
+    for change in changes:
         judged.judge(change)
+    judged.judge_whole(changes)
     if judged.refused and not repair:
         judged.name_commits()
         save(repo, {"remote": label, "refused": [vars(item) for item in judged.refused]})
@@ -149,8 +163,8 @@ class _Judgement:
         if rel is None:  # the rest of an enclosing repository: as git would take it, but for what git refuses
             if change.mode != GONE and repo.prefix.startswith(change.path + "/"):
                 self.refuse(change, None, "a file, link or submodule where the folder that holds the memory is")
-            elif change.mode != GONE and any(git_refuses(part) for part in change.path.split("/")):
-                self.refuse(change, None, "a name git itself refuses ('.', '..', or .git in any spelling)")
+            elif change.mode != GONE and any(git_refuses(part, change.mode) for part in change.path.split("/")):
+                self.refuse(change, None, "a name git refuses to check out (.git in one of its spellings)")
             return
         top = rel.split("/")[0].casefold()
         if change.mode == GONE:
@@ -159,15 +173,17 @@ class _Judgement:
             elif rel in CONTROL:
                 self.keep_control(rel, f"{rel}: {self.label} removes it; kept as fsmem makes it")
             return
-        problem = name_problem(rel)
+        problem = name_problem(rel, change.mode) or self.portable_problem(change.path, rel)
         if problem:
             self.refuse(change, rel, problem)
         elif any(part.casefold() == STATE_DIR for part in rel.split("/")):
             self.refuse(change, rel, f"fsmem's machine state ({STATE_DIR}/ is never tracked)")
         elif change.mode == SUBMODULE:
             self.refuse(change, rel, "a submodule (a link to another repository), which a memory never holds")
-        elif change.mode == LINK and (problem := self.link_problem(change)):
-            self.refuse(change, rel, problem)
+        elif change.mode == LINK and (rel in CONTROL or is_generated(rel) or top == CONFIG_FILE):
+            self.refuse(change, rel, "as a symbolic link: fsmem writes this file itself, and never through a link")
+        elif change.mode == LINK and self.theirs.link(change.oid) is None:
+            self.refuse(change, rel, "a symbolic link whose target is not a plain path")
         elif top == CONFIG_FILE and rel != CONFIG_FILE:
             self.refuse(change, rel, f"{CONFIG_FILE} in another spelling or as a folder, which fsmem never takes")
         elif rel == CONFIG_FILE:
@@ -212,11 +228,72 @@ class _Judgement:
         self.edits[self.repo.in_repo(rel)] = (FILE_MODE, self.repo.store.write("blob", canonical(rel)))
         self.notes.append(note)
 
-    def link_problem(self, change: Change) -> str | None:
-        target = self.theirs.link(change.oid)
+    def portable_problem(self, path: str, rel: str) -> str | None:
+        """Why a name new to this host cannot be held by a Windows or macOS copy (`fsmem.format.portable`); names
+        already here pass (`fsmem check` reports them with their rename)."""
+        parts, inside = path.split("/"), len(path.split("/")) - len(rel.split("/"))
+        for number in range(inside, len(parts)):
+            if self.ours.entry("/".join(parts[: number + 1]), folders=True) is not None:
+                continue
+            problem = portable_problem(parts[number])
+            if problem:
+                return f"a name a Windows or macOS copy cannot hold (it {problem})"
+        return None
+
+    def judge_whole(self, changes: list[Change]) -> None:
+        """The invariants of the tree the merge would make (this host's, with every incoming change in it),
+        checked whole: every link in the memory leads, inside it, to a memory file or folder; and no name new to
+        this host is a twin of another in its folder. A link already wrong on this host is `check`'s to report."""
+        editor = TreeEditor(self.repo.read_tree, self.repo.write_tree, self.ours.tree)
+        for change in changes:
+            editor.put(change.path, None if change.mode == GONE else (change.mode, change.oid))
+        merged = Tree(self.repo, editor.write())
+        judged = {item.path for item in self.refused}
+        for path, oid in links(self.repo, merged.tree):
+            rel = self.repo.in_memory(path)
+            if rel is None or path in judged:
+                continue
+            problem = self.link_problem(merged, path, oid)
+            if problem is None:
+                continue
+            ours = self.ours.entry(path)
+            if self.head and ours == (LINK, oid) and self.link_problem(self.ours, path, oid) is not None:
+                continue  # as wrong before this sync: check reports it
+            status = "A" if self.ours.entry(path) is None and self.theirs.entry(path) == (LINK, oid) else WHOLE
+            item = Refusal(path, shown(rel), problem, status, drop=True)
+            self.refused.append(item)
+        for change in changes:
+            if change.mode != GONE and self.repo.in_memory(change.path) is not None:
+                self.twin_check(merged, change)
+
+    def twin_check(self, merged: Tree, change: Change) -> None:
+        parts = change.path.split("/")
+        rel_parts = (self.repo.in_memory(change.path) or "").split("/")
+        for number in range(len(parts) - len(rel_parts), len(parts)):
+            here = "/".join(parts[: number + 1])
+            if self.ours.entry(here, folders=True) is not None:
+                continue
+            folder = "/".join(parts[:number])
+            entry = merged.entry(folder, folders=True) if folder else (TREE_MODE, merged.tree or "")
+            if entry is None or entry[0] != TREE_MODE:
+                return
+            key = twin_key(parts[number])
+            for name in self.repo.read_tree(entry[1]):
+                if name != parts[number] and twin_key(name) == key:
+                    where = self.repo.in_memory(f"{folder}/{name}" if folder else name) or name
+                    reason = "a name a Windows or macOS copy cannot hold (it " + twin_problem(
+                        parts[number], name, shown(where)
+                    )
+                    self.refused.append(Refusal(here, shown(self.repo.in_memory(here) or here), reason + ")", "A"))
+                    return
+
+    def link_problem(self, tree: Tree, path: str, oid: str) -> str | None:
+        target = tree.link(oid)
         if target is None:
             return "a symbolic link whose target is not a plain path"
-        where = follow(self.theirs, change.path, target)
+        where, why = follow(tree, path, target)
+        if where is None and why not in (None, "out", "absolute"):
+            return f"a symbolic link that climbs out of {shown(self.repo.in_memory(why) or why)}, which is not a folder of the memory"
         inside = None if where is None else self.repo.in_memory(where + "/")
         if inside is None:
             return f"a symbolic link that leads outside the memory (to {shown(target[:200])})"
@@ -225,6 +302,8 @@ class _Judgement:
             return "a symbolic link to the memory's own folder"
         if is_control_target(inside):
             return f"a symbolic link that leads to {shown(inside)}, which is fsmem's or git's own"
+        if is_generated(inside):
+            return f"a symbolic link that leads to {shown(inside)}, which fsmem generates"
         return None
 
     def read_config(self, change: Change) -> None:
@@ -297,6 +376,8 @@ class _Judgement:
             rel = self.repo.in_memory(item.path)
             if rel in CONTROL and self.fsmem_alone(rel):
                 self.keep_control(rel, f"{rel}: kept as fsmem makes it")
+            elif item.drop:
+                self.edits[item.path] = None
             else:
                 self.edits[item.path] = self.ours.entry(item.path, folders=True)
             if rel == CONFIG_FILE:
@@ -334,8 +415,10 @@ def repair_clone(repo: Repo, author: journal.Author, notes: list[str]) -> None:
     if head is None or tree is None:
         return
     judged = _Judgement(repo, "this clone", (head, tree), (None, tree), None)
-    for change in diff(repo, None, tree):
+    changes = diff(repo, None, tree)
+    for change in changes:
         judged.judge(change)
+    judged.judge_whole(changes)
     if not judged.refused:
         return
     blobs: dict[str, str | None] = {}

@@ -11,7 +11,6 @@ the later commit, and nothing changes.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
@@ -22,6 +21,7 @@ from fsmem.history import recovery, touched
 from fsmem.history.merge import GENERATED
 from fsmem.history.repo import Repo
 from fsmem.history.view import HistoryView
+from fsmem.store import beneath
 from fsmem.store.files import atomic_write, version_of
 from fsmem.store.paths import is_memory_path, read_regular, relative
 from fsmem.store.writing import Change, WriteResult
@@ -220,11 +220,10 @@ def apply(root: Path, action: str, path: str, changes: list[Change]) -> WriteRes
         if current != change.before:
             raise ChangedOnDisk(f"{change.path} changed while the {action} was planned; nothing was written, try again")
     for change in changes:
-        full = root / change.path
         if change.after is None:
-            os.unlink(full)
+            beneath.remove(root, change.path)
         else:
-            atomic_write(full, change.after)
+            atomic_write(root / change.path, change.after, root=root)  # through no link out (fsmem.store.beneath)
     if not changes:
         return WriteResult(action, path, changed=False)
     last = root / changes[-1].path

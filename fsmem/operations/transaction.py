@@ -9,10 +9,14 @@
 Claude's memory tool over an fsmem memory (`fsmem.agents.memory_tool`) all
 write this way; consolidation and sync keep their own commit (one commit for
 a whole run) and end the same way (`after_change`). Text is screened for
-secrets before the lock (`screen`). What history cannot do for a write that
-is done (record its entry, commit it) never fails the write: it is logged to
-`.fsmem/logs/history.jsonl` (`fsmem.store.logs`), and the change is committed
-later as one made outside fsmem.
+secrets before the lock (`screen`).
+
+A write and its history fail together. Where the write lets it (`ahead`: note, write, edit, rm, mv), the
+journal entry is stored before the file changes, so that an entry that cannot be written (a full disk)
+fails the command with nothing changed; an entry recorded after its write (`record`) that cannot be written
+fails the command, saying the change was made. A commit that cannot be made leaves the entry pending, for
+the next writer, and `fsmem check` reports it; both problems are logged to `.fsmem/logs/history.jsonl`
+(`fsmem.store.logs`).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from fsmem.config import CONFIG_FILE
-from fsmem.errors import FsmemError, ReadOnly
+from fsmem.errors import FsmemError, HistoryError, ReadOnly, StorageError
 from fsmem.format import secrets
 from fsmem.operations.core import Core
 from fsmem.store import logs
@@ -66,6 +70,7 @@ class Transaction:
         self.memory = memory
         self.repo = repo
         self.paths: list[str] = []
+        self.journaled: set[int] = set()  # results journalled `ahead` of their write
         self.folders = False  # a folder went as a whole: the search index looks at everything
 
     @property
@@ -76,7 +81,8 @@ class Transaction:
     def record(self, message: str | Callable[[], str], changes: list[Change], paths: Iterable[str]) -> None:
         """Journal `changes` under `message` (made only when there is history) and note `paths` as changed.
 
-        A journal that cannot be written is logged, never raised: the write itself is done.
+        A journal entry that cannot be written fails the command (HistoryError), after the write it records:
+        the message says that the change was made, and that it will be committed as made outside fsmem.
         """
         self.paths.extend(paths)
         if self.repo is None or not changes:
@@ -87,6 +93,47 @@ class Transaction:
             journal.record(self.repo, self.memory.agent, message if isinstance(message, str) else message(), changes)
         except (FsmemError, OSError) as exc:
             logs.history_problem(self.memory.root, "record", self.memory.agent, exc)
+            raise HistoryError(
+                f"{changes[0].path} was changed, but its history entry could not be written ({_reason(exc)}); "
+                "the change will be committed as one made outside fsmem"
+            ) from exc
+
+    @contextlib.contextmanager
+    def ahead(self, result: WriteResult, message: str | None = None, *, fields: Iterable[str] = ()) -> Iterator[None]:
+        """Journal `result` before the write it describes (the body of this block) is made: an entry that cannot
+        be stored fails the write with nothing changed (StorageError); a write that fails withdraws its entry.
+        `wrote` then journals it no more."""
+        if self.repo is None or not result.changes:
+            yield
+            return
+        from fsmem.history import journal
+
+        text = message or journal.describe(
+            result.action, result.path, result.changes, created=result.created, fields=fields
+        )
+        try:
+            name = journal.prepare(self.repo, self.memory.agent, text, result.changes)
+        except (FsmemError, OSError) as exc:
+            raise StorageError(
+                f"{result.path}: its history entry could not be written ({_reason(exc)}); nothing was changed"
+            ) from exc
+        if name is None:
+            yield
+            return
+        try:
+            yield
+        except BaseException:
+            journal.withdraw(self.repo, name)
+            raise
+        try:
+            journal.publish(self.repo, name)
+        except OSError as exc:
+            logs.history_problem(self.memory.root, "record", self.memory.agent, exc)
+            raise HistoryError(
+                f"{result.path} was changed, but its history entry could not be kept ({_reason(exc)}); "
+                "the change will be committed as one made outside fsmem"
+            ) from exc
+        self.journaled.add(id(result))
 
     def wrote(
         self,
@@ -104,7 +151,11 @@ class Transaction:
 
             return journal.describe(result.action, result.path, result.changes, created=result.created, fields=fields)
 
-        self.record(message or described, result.changes, [result.path] if paths is None else paths)
+        paths = [result.path] if paths is None else paths
+        if id(result) in self.journaled:
+            self.paths.extend(paths)
+            return result
+        self.record(message or described, result.changes, paths)
         return result
 
     def changed_folder(self) -> None:
@@ -127,6 +178,13 @@ def transaction(memory: Core) -> Iterator[Transaction]:
         if tx.paths:
             commit(memory, repo)
             after_change(memory, tx.paths, folders=tx.folders)
+
+
+def _reason(exc: BaseException) -> str:
+    """What the system said, without the path fsmem already names."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc)
 
 
 def commit(memory: Core, repo: Repo | None) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fsmem import faces
@@ -61,12 +61,13 @@ class IndexResult:
 
     changed: bool
     path: str = "INDEX.md"
+    replaced: list[str] = field(default_factory=list)  # a link where INDEX.md should be, replaced by the file
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "changed": self.changed}
+        return {"path": self.path, "changed": self.changed, **({"replaced": self.replaced} if self.replaced else {})}
 
     def to_text(self) -> str:
-        return f"{self.path} {'updated' if self.changed else 'unchanged'}"
+        return "\n".join([f"{self.path} {'updated' if self.changed else 'unchanged'}", *self.replaced])
 
 
 def check(memory: Core, path: str | None = None) -> CheckResult:
@@ -129,11 +130,12 @@ def index(memory: Core) -> IndexResult:
     from fsmem.consolidate import index_md
 
     settings = memory.config.consolidate
+    replaced: list[str] = []
     with transaction(memory) as tx:
-        change = index_md.rewrite(memory.root, settings.index_max_tokens, memory.tokens.count)
+        change = index_md.rewrite(memory.root, settings.index_max_tokens, memory.tokens.count, replaced=replaced)
         if change is not None:
             tx.record("index INDEX.md", [change], [change.path])
-    return IndexResult(changed=change is not None)
+    return IndexResult(changed=change is not None, replaced=replaced)
 
 
 def consolidate(memory: Core, dry_run: bool = False, *, progress: Progress | None = None) -> ConsolidationReport:

@@ -3,7 +3,8 @@
 Each checks that the agent may write and what it was given (the containment
 rule, its scope, the secrets policy), then writes through the one write path
 (`fsmem.operations.transaction`): under the write lock, journalled with its
-exact bytes when the memory has history, committed, and the search index told.
+exact bytes when the memory has history (before the file changes: a write and
+its history fail together), committed, and the search index told.
 The bytes themselves are written by `fsmem.store.writing`.
 """
 
@@ -56,6 +57,7 @@ def note(memory: Core, text: str, *, session: str | None = None, subject: str | 
             default_subject=default,
             check_path=check,
             agent=memory.agent,
+            ahead=tx.ahead,
         )
         return tx.wrote(result)
 
@@ -80,8 +82,16 @@ def write(
     plain = check_fields(set or {})  # before the screen walks the values: a cycle is refused, not followed
     fields = {key: screen_value(memory, value, f"field {key!r}") for key, value in plain.items()}
     with transaction(memory) as tx:
-        result = writing.write(memory.root, target, body, fields, expected_version=expected_version)
-        return tx.wrote(result, fields=fields if body is None else ())
+        named = fields if body is None else {}
+        result = writing.write(
+            memory.root,
+            target,
+            body,
+            fields,
+            expected_version=expected_version,
+            ahead=lambda made: tx.ahead(made, fields=named),
+        )
+        return tx.wrote(result, fields=named)
 
 
 def edit(memory: Core, path: str, *, old: str, new: str, expected_version: str | None = None) -> writing.WriteResult:
@@ -90,7 +100,7 @@ def edit(memory: Core, path: str, *, old: str, new: str, expected_version: str |
     target = memory.path(path, want="file")
     new = screen(memory, new, "the new text")
     with transaction(memory) as tx:
-        return tx.wrote(writing.edit(memory.root, target, old, new, expected_version=expected_version))
+        return tx.wrote(writing.edit(memory.root, target, old, new, expected_version=expected_version, ahead=tx.ahead))
 
 
 def rm(memory: Core, path: str) -> writing.WriteResult:
@@ -100,7 +110,7 @@ def rm(memory: Core, path: str) -> writing.WriteResult:
     in_scope(memory, target, path)
     _paths.check_folder_contents(memory.root, target, path)
     with transaction(memory) as tx:
-        return tx.wrote(writing.remove(memory.root, target, record=tx.keeps_history))
+        return tx.wrote(writing.remove(memory.root, target, record=tx.keeps_history, ahead=tx.ahead))
 
 
 def mv(memory: Core, source: str, target: str) -> writing.WriteResult:
@@ -113,5 +123,11 @@ def mv(memory: Core, source: str, target: str) -> writing.WriteResult:
     _paths.check_folder_contents(memory.root, src, source)
     src_rel = relative(memory.root, src)
     with transaction(memory) as tx:
-        result = writing.move(memory.root, src, dst, record=tx.keeps_history)
+        result = writing.move(
+            memory.root,
+            src,
+            dst,
+            record=tx.keeps_history,
+            ahead=lambda made: tx.ahead(made, f"mv {src_rel} -> {made.path}"),
+        )
         return tx.wrote(result, f"mv {src_rel} -> {result.path}", paths=[src_rel, result.path])

@@ -140,8 +140,13 @@ CREATE TABLE IF NOT EXISTS counts (digest BLOB PRIMARY KEY, tokens INTEGER NOT N
 
 
 def connect(path: str | os.PathLike[str], *, timeout: float = BUSY_TIMEOUT_S) -> apsw.Connection:
-    """A WAL-mode connection to the cache database (created when missing) that waits `timeout` s for a lock."""
-    conn = apsw.Connection(os.fspath(path))
+    """A WAL-mode connection to the cache database (created when missing) that waits `timeout` s for a lock.
+
+    A cache is never opened through a link: its folder is named by its real path and the file opened with
+    SQLITE_OPEN_NOFOLLOW (which refuses a link anywhere in the name), and a link where the database or its
+    WAL files should be is removed first, so that SQLite makes them anew."""
+    name, flags = _unlinked(os.fspath(path))
+    conn = apsw.Connection(name) if flags is None else apsw.Connection(name, flags=flags)
     try:
         conn.setbusytimeout(int(timeout * 1000))
         # a new database gives freed pages back to the file system when asked (PRAGMA incremental_vacuum);
@@ -155,6 +160,19 @@ def connect(path: str | os.PathLike[str], *, timeout: float = BUSY_TIMEOUT_S) ->
         conn.close(True)
         raise
     return conn
+
+
+def _unlinked(path: str) -> tuple[str, int | None]:
+    """(name, flags) to open the database at `path` through no link; links at its names are removed."""
+    if path in ("", ":memory:") or path.startswith("file:"):
+        return path, None
+    real = os.path.join(os.path.realpath(os.path.dirname(path) or "."), os.path.basename(path))
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        if os.path.islink(real + suffix):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(real + suffix)
+    flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE | getattr(apsw, "SQLITE_OPEN_NOFOLLOW", 0)
+    return real, flags
 
 
 def read_transaction(conn: apsw.Connection, action: Callable[[apsw.Connection], Any]) -> Any:

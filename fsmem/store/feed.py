@@ -40,6 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fsmem.errors import FsmemError
+from fsmem.store.files import open_unlinked, state_dir
 from fsmem.store.inotify import (
     IN_CREATE,
     IN_DELETE,
@@ -52,7 +54,7 @@ from fsmem.store.inotify import (
     IN_UNMOUNT,
     Inotify,
 )
-from fsmem.store.paths import MEMORY_SUFFIXES, STATE_DIR
+from fsmem.store.paths import MEMORY_SUFFIXES
 from fsmem.store.walk import folder_problem
 
 VERIFY_SECONDS = 60.0  # a consumer walks the whole memory at least this often, whatever the events say
@@ -149,11 +151,11 @@ class Feed:
         self._said.add(message)
         logger.warning(message)
         try:
-            folder = self.root / STATE_DIR / "logs"
-            folder.mkdir(parents=True, exist_ok=True)
-            with open(folder / LOG_FILE, "a", encoding="utf-8") as handle:
+            folder = state_dir(self.root, "logs")
+            fd = open_unlinked(folder / LOG_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            with open(fd, "a", encoding="utf-8") as handle:
                 handle.write(json.dumps({"time": time.time(), "pid": os.getpid(), "message": message}) + "\n")
-        except OSError:
+        except (OSError, FsmemError):
             pass
 
     # -- what consumers ask ------------------------------------------------------

@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from fsmem.errors import LockTimeout
+from fsmem.store import beneath
+from fsmem.store.beneath import TEMP_PREFIX
 from fsmem.store.paths import STATE_DIR
 
-TEMP_PREFIX = ".fsmem-tmp-"
 # Files up to this size get a content hash as their version; larger ones (read in bounded slices, never
 # whole) get a hash of their size, mtime and inode, so that showing a version never costs a full read.
 VERSION_HASH_LIMIT = 4 * 1024 * 1024
@@ -34,72 +35,45 @@ _builtin_hashed = [0]  # bytes hashed by the builtin SHA-1 in this process (`_sh
 
 
 def state_dir(root: Path, *parts: str, state: Path | None = None) -> Path:
-    """A folder under `.fsmem/` (or under `state`, a state folder the caller chose), created on first use."""
-    path = Path(state, *parts) if state is not None else Path(root, STATE_DIR, *parts)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    """A folder under `.fsmem/` (or under `state`, a state folder the caller chose), created on first use.
+
+    Under `.fsmem/` every folder is made and checked without following a link (PathEscape for one that is),
+    so that machine state is never written through one."""
+    if state is not None:
+        path = Path(state, *parts)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    return beneath.make_folder(root, "/".join((STATE_DIR, *parts)))
 
 
 def atomic_write(
-    path: Path, data: bytes, *, mode: int | None = None, exclusive: bool = False, durable: bool = True
-) -> None:
+    path: Path,
+    data: bytes,
+    *,
+    mode: int | None = None,
+    exclusive: bool = False,
+    durable: bool = True,
+    root: Path | None = None,
+    generated: bool | None = None,
+) -> str | None:
     """Replace `path` with `data` so that readers see either the old or the new bytes.
 
+    With `root` (the memory's), the path is resolved below it one component at a time and never through a
+    link that leaves the memory (`fsmem.store.beneath`): a memory file's in-memory link is written through, a
+    generated file's link (`generated`, by default INDEX.md, history files and `.fsmem/`) is replaced by a
+    regular file, and its memory path returned for the caller to report (None otherwise). Without `root`,
+    `path`'s folder is taken as it is and a link at `path` itself is replaced, never followed.
     With `exclusive=True` the file is published only if `path` does not exist
     yet (FileExistsError otherwise), even against a writer racing outside fsmem.
     With `durable=False` nothing is fsynced (machine state that git itself would
     not fsync either): still atomic for readers and against a killed process.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if mode is None:
-        mode = os.stat(path).st_mode & 0o777 if path.exists() else _default_file_mode()
-    import tempfile  # here: `read` and `grep` never write, and need not import it
-
-    fd, temp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=path.parent)
-    try:
-        try:
-            _write_all(fd, data)
-            if durable:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.chmod(temp, mode)
-        if exclusive:
-            _publish_new(temp, path)
-        else:
-            os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-        raise
-    if durable:
-        fsync_dir(path.parent)
-
-
-def _publish_new(temp: str, path: Path) -> None:
-    """Give the finished temporary file its name only if the name is free: link() never overwrites."""
-    try:
-        os.link(temp, path)
-    except FileExistsError:
-        raise
-    except OSError as exc:
-        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.EXDEV):
-            raise
-        if os.path.lexists(path):  # a filesystem without hard links: check, then rename
-            raise FileExistsError(errno.EEXIST, "File exists", str(path)) from None
-        os.replace(temp, path)
-        return
-    os.unlink(temp)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    """Write every byte: `os.write` may write fewer than asked (signals, pipes, some filesystems)."""
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        if written <= 0:
-            raise OSError(errno.EIO, "os.write wrote nothing")
-        view = view[written:]
+    if root is None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        root, rel, generated = path.parent, path.name, True
+    else:
+        rel = os.path.relpath(path, root).replace(os.sep, "/")
+    return beneath.write_file(root, rel, data, generated=generated, mode=mode, exclusive=exclusive, durable=durable)
 
 
 def fsync_dir(folder: Path) -> None:
@@ -113,10 +87,19 @@ def fsync_dir(folder: Path) -> None:
             os.close(fd)
 
 
-def _default_file_mode() -> int:
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
+def open_unlinked(path: str | os.PathLike[str], flags: int, mode: int = 0o666) -> int:
+    """Open a file fsmem keeps for itself (a lock, a log, a counter) for writing, never through a link at its
+    name: a link there is removed and a regular file made instead (its folder was made by `state_dir`)."""
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    for _ in range(3):
+        try:
+            return os.open(path, flags | nofollow | getattr(os, "O_CLOEXEC", 0), mode)
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.EMLINK) or not os.path.islink(path):
+                raise
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+    raise OSError(errno.ELOOP, "kept being replaced by a symbolic link", os.fspath(path))
 
 
 @contextlib.contextmanager
@@ -196,7 +179,7 @@ _LOCK_BUSY = (errno.EAGAIN, errno.EACCES, getattr(errno, "EDEADLOCK", errno.EDEA
 @contextlib.contextmanager
 def _flock(lock_path: Path, name: str, timeout: float, wait: bool) -> Iterator[None]:
     lock, unlock = _lock_calls()
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = open_unlinked(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         deadline = time.monotonic() + timeout
         while True:

@@ -15,6 +15,7 @@ import os
 import sys
 from pathlib import Path
 
+from fsmem.errors import FsmemError
 from fsmem.store.files import atomic_write
 from fsmem.store.paths import STATE_DIR
 
@@ -67,11 +68,11 @@ def kept_id(root: Path) -> str:
 
     drawn = secrets.token_hex(16)
     try:
-        atomic_write(path, drawn.encode() + b"\n", exclusive=True)
+        atomic_write(path, drawn.encode() + b"\n", exclusive=True, root=Path(root), generated=True)
     except FileExistsError:  # another process drew one first: take it
         with contextlib.suppress(OSError, UnicodeDecodeError):
             return path.read_text().strip() or drawn
-    except OSError:  # a read-only memory
+    except (OSError, FsmemError):  # a read-only memory, a .fsmem/ that is a link
         import socket
 
         return socket.gethostname()

@@ -1,18 +1,19 @@
 """Names already stored that a Windows or macOS copy of the memory cannot hold, and the `fsmem mv` for each.
 
-fsmem refuses to create such names (`fsmem.store.paths`), but a memory may
-hold them from before, from a human's editor or from another host's sync:
-they are reported by `fsmem check`, never hidden and never a reason for sync
-to stop. Each report carries a rename that fsmem would accept, in the order
+fsmem refuses to create such names (`fsmem.store.paths`) and `fsmem sync`
+refuses them from a remote (`fsmem.history.incoming`), but a memory may hold
+them from before or from a human's editor: they are reported by `fsmem check`,
+never hidden and never a reason for sync to stop. Each report carries a rename that fsmem would accept, in the order
 to run them (a folder before what it holds).
 """
 
 from __future__ import annotations
 
 import shlex
+import unicodedata
 from collections.abc import Iterable
 
-from fsmem.format.portable import DEVICE_NAMES, UNPORTABLE_CHARACTERS, portable_problem
+from fsmem.format.portable import DEVICE_NAMES, UNPORTABLE_CHARACTERS, portable_problem, twin_key, twin_problem
 from fsmem.store.paths import MEMORY_SUFFIXES, shown
 
 
@@ -28,15 +29,16 @@ def unportable(rels: Iterable[str]) -> list[tuple[str, str]]:
             names.setdefault(parent, set()).add(name)
             parent = f"{parent}/{name}" if parent else name
     for parent, held in names.items():
-        taken[parent] = {name.casefold() for name in held}
+        taken[parent] = {twin_key(name) for name in held}
     for parent in sorted(names, key=lambda p: (p.count("/") if p else -1, p)):
         seen: dict[str, str] = {}
-        for name in sorted(names[parent], key=lambda n: (n != n.lower(), n)):  # of two twins, keep a lower-case one
+        # of two twins, keep a lower-case one, and the composed (NFC) one
+        for name in sorted(names[parent], key=lambda n: (n != n.lower(), not n.isascii() and n != unicodedata.normalize("NFC", n), n)):
             path = f"{parent}/{name}" if parent else name
             problem = portable_problem(name)
-            twin = seen.setdefault(name.casefold(), name)
+            twin = seen.setdefault(twin_key(name), name)
             if problem is None and twin != name:
-                problem = f"differs only by letter case from {shown(_join(parent, twin))}, which a macOS or Windows copy cannot hold beside it"
+                problem = twin_problem(name, twin, shown(_join(parent, twin)))
             source = _join(renamed.get(parent, parent), name)
             if problem is None:
                 if source != path:
@@ -73,8 +75,8 @@ def _free(name: str, taken: set[str]) -> str:
     suffix = next((s for s in MEMORY_SUFFIXES if name.lower().endswith(s)), "")
     stem = name[: len(name) - len(suffix)] if suffix else name
     candidate, number = name, 1
-    while candidate.casefold() in taken:
+    while twin_key(candidate) in taken:
         number += 1
         candidate = f"{stem}-{number}{suffix}"
-    taken.add(candidate.casefold())
+    taken.add(twin_key(candidate))
     return candidate

@@ -25,7 +25,7 @@ from typing import BinaryIO, Protocol
 
 from fsmem.config import CONFIG_FILE, STATE_DIR
 from fsmem.errors import ConfigError, InvalidArgument, PathEscape, quoted
-from fsmem.format.portable import portable_problem
+from fsmem.format.portable import portable_problem, twin_key, twin_problem
 
 MEMORY_SUFFIXES = (".md", ".markdown")
 # The memory's own conventions file (from the template), for humans: listed and readable,
@@ -254,15 +254,15 @@ def _check_physical(root: Path, full: str, raw: str, want: str, name: str, scope
 
 
 def case_twin(folder: str | os.PathLike[str], name: str) -> str | None:
-    """Another entry of `folder` whose name differs from `name` only by letter case, or None.
+    """Another entry of `folder` whose name differs from `name` only by letter case or Unicode normalisation, or None.
 
     A case-insensitive file system (macOS, Windows) holds one of the two: the other is lost on checkout.
     """
-    folded = name.casefold()
+    folded = twin_key(name)
     try:
         with os.scandir(folder) as entries:
             for entry in entries:
-                if entry.name != name and entry.name.casefold() == folded:
+                if entry.name != name and twin_key(entry.name) == folded:
                     return entry.name
     except OSError:
         return None
@@ -287,10 +287,8 @@ def check_portable(real_root: str, inside: str, raw: str) -> None:
         if problem is None and folder is not None:
             twin = case_twin(folder, part)
             if twin is not None:
-                problem = (
-                    f"differs only by letter case from {shown('/'.join([*parts[:number], twin]))}, which a macOS "
-                    "or Windows copy of this memory cannot hold beside it; use that name, or another"
-                )
+                where = shown("/".join([*parts[:number], twin]))
+                problem = twin_problem(part, twin, where, "copy of this memory") + "; use that name, or another"
         if problem is not None:
             where = f"has a folder {quoted(part)} that " if number < len(parts) - 1 else ""
             error = _refused(InvalidArgument, raw, where + problem)

@@ -1,16 +1,21 @@
 """Writes: session notes, whole-file writes, exact edits, removal and moves.
 
-Each one runs under the memory's write lock and replaces files atomically. Only
+Each one runs under the memory's write lock and replaces files atomically, below the memory root one
+component at a time (`fsmem.store.beneath`): never through a link that leaves the memory. Only
 the bytes a change needs are touched: the `updated` field is set by rewriting
-its own line, and everything else in the file stays as the human left it.
+its own line, and everything else in the file stays as the human left it. `ahead`, when given, is entered
+around the change itself with what it will do (its history is journalled first: a write and its history
+fail together).
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import os
 import re
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,11 +26,17 @@ from fsmem.errors import AlreadyExists, ChangedOnDisk, EditConflict, InvalidArgu
 from fsmem.format import notes as note_text
 from fsmem.format.facts import utc_stamp
 from fsmem.format.portable import portable_problem
+from fsmem.store import beneath
 from fsmem.store.fields import check_fields
 from fsmem.store.files import atomic_write, same_version, version_of
 from fsmem.store.paths import check_text, read_regular, relative
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+Ahead = Callable[["WriteResult"], AbstractContextManager[None]]
+
+
+def _ahead(ahead: Ahead | None, result: WriteResult) -> AbstractContextManager[None]:
+    return contextlib.nullcontext() if ahead is None else ahead(result)
 
 
 @dataclass(frozen=True)
@@ -154,6 +165,7 @@ def note(
     default_subject: str | None = None,
     check_path: Callable[[Path], None] | None = None,
     agent: str | None = None,
+    ahead: Ahead | None = None,
 ) -> WriteResult:
     """Append `text` to today's note of `session`, under `## subject` when given.
 
@@ -206,13 +218,21 @@ def note(
     if not created:
         new_text = _touch_updated(new_text)
     data = _encode(new_text)
-    atomic_write(path, data)
     rel = relative(root, path)
-    return WriteResult("note", rel, created=created, line=line, changes=[Change(rel, before, data)])
+    result = WriteResult("note", rel, created=created, line=line, changes=[Change(rel, before, data)])
+    with _ahead(ahead, result):
+        atomic_write(path, data, root=root)
+    return result
 
 
 def write(
-    root: Path, path: Path, body: str | None, fields: dict[str, Any], *, expected_version: str | None = None
+    root: Path,
+    path: Path,
+    body: str | None,
+    fields: dict[str, Any],
+    *,
+    expected_version: str | None = None,
+    ahead: Ahead | None = None,
 ) -> WriteResult:
     """Create or replace a file's body (None keeps it) and set front matter fields.
 
@@ -264,13 +284,16 @@ def write(
     if not created and "updated" not in fields:
         text = _touch_updated(text)
     data = _encode(text)
-    atomic_write(path, data)
-    return WriteResult(
-        "write", rel, created=created, version=version_of(data, path.stat()), changes=[Change(rel, before, data)]
-    )
+    result = WriteResult("write", rel, created=created, changes=[Change(rel, before, data)])
+    with _ahead(ahead, result):
+        atomic_write(path, data, root=root)
+    result.version = version_of(data, path.stat())
+    return result
 
 
-def edit(root: Path, path: Path, old: str, new: str, *, expected_version: str | None = None) -> WriteResult:
+def edit(
+    root: Path, path: Path, old: str, new: str, *, expected_version: str | None = None, ahead: Ahead | None = None
+) -> WriteResult:
     """Replace the one occurrence of `old` with `new`; zero or several matches is an error.
 
     With `expected_version`, nothing is changed unless the file is still at that version.
@@ -301,32 +324,35 @@ def edit(root: Path, path: Path, old: str, new: str, *, expected_version: str | 
     if updated == text:
         return WriteResult("edit", rel, changed=False, line=line, version=version_of(before, path.stat()))
     data = _encode(_touch_updated(updated))
-    atomic_write(path, data)
-    return WriteResult(
-        "edit", rel, line=line, version=version_of(data, path.stat()), changes=[Change(rel, before, data)]
-    )
+    result = WriteResult("edit", rel, line=line, changes=[Change(rel, before, data)])
+    with _ahead(ahead, result):
+        atomic_write(path, data, root=root)
+    result.version = version_of(data, path.stat())
+    return result
 
 
-def remove(root: Path, path: Path, *, record: bool = False) -> WriteResult:
+def remove(root: Path, path: Path, *, record: bool = False, ahead: Ahead | None = None) -> WriteResult:
     """Remove a file or an empty folder; with `record`, the result lists the removed bytes (for history)."""
     rel = relative(root, path)
     if path == root:
         raise InvalidArgument("refusing to remove the memory root")
     if path.is_dir() and not path.is_symlink():
         try:
-            path.rmdir()
+            beneath.remove(root, rel)
         except OSError:
             raise InvalidArgument(f"{rel} is a folder that is not empty; remove its files first") from None
     elif path.exists() or path.is_symlink():
         before = read_regular(path) if record and path.is_file() and not path.is_symlink() else None
-        os.unlink(path)
-        return WriteResult("rm", rel, changes=[Change(rel, before, None)] if before is not None else [])
+        result = WriteResult("rm", rel, changes=[Change(rel, before, None)] if before is not None else [])
+        with _ahead(ahead, result):
+            beneath.remove(root, rel)
+        return result
     else:
         raise NotFound(f"{rel} does not exist")
     return WriteResult("rm", rel)
 
 
-def move(root: Path, source: Path, target: Path, *, record: bool = False) -> WriteResult:
+def move(root: Path, source: Path, target: Path, *, record: bool = False, ahead: Ahead | None = None) -> WriteResult:
     """Move a file or folder, never over anything; with `record`, the result lists the files moved (for history)."""
     src_rel, dst_rel = relative(root, source), relative(root, target)
     if source == root or target == root:
@@ -337,14 +363,18 @@ def move(root: Path, source: Path, target: Path, *, record: bool = False) -> Wri
         raise AlreadyExists(f"{dst_rel} already exists; remove it first or choose another name")
     moved = _files_under(source) if record else []
     contents = [(inner, read_regular(source / inner) if inner else read_regular(source)) for inner in moved]
-    target.parent.mkdir(parents=True, exist_ok=True)
-    os.rename(source, target)
     changes: list[Change] = []
     for inner, data in contents:
         old_rel = f"{src_rel}/{inner}" if inner else src_rel
         new_rel = f"{dst_rel}/{inner}" if inner else dst_rel
         changes += [Change(old_rel, data, None), Change(new_rel, None, data)]
-    return WriteResult("mv", dst_rel, changes=changes)
+    result = WriteResult("mv", dst_rel, changes=changes)
+    with _ahead(ahead, result):
+        try:
+            beneath.rename(root, src_rel, dst_rel)
+        except FileExistsError:
+            raise AlreadyExists(f"{dst_rel} already exists; remove it first or choose another name") from None
+    return result
 
 
 def _files_under(source: Path) -> list[str]:

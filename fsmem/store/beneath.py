@@ -1,0 +1,513 @@
+"""Writes that never follow a link out: every path resolved one component at a time, below the root's descriptor.
+
+`fsmem.store.paths.resolve` checks a path, then the writer uses it; a link swapped in between (by a sync, an
+editor, another process) would redirect a path-based write. Here a write opens the memory root as a folder
+descriptor and each folder below it with `O_NOFOLLOW` relative to the one before (`dir_fd`), so the folder a
+file is replaced in is the one that was checked, whatever the tree holds by then. Where a platform has no
+`O_NOFOLLOW` or no `dir_fd` (Windows), each component is checked with `lstat` instead, path by path.
+
+Two kinds of file, two rules:
+- a memory file: a link in memory to a memory file (or folder) is followed, by this walk and never by the
+  system, and its target is written (the link stays, as documented); a link that leaves the root, leads to a
+  control file (`fsmem.yaml`, anything hidden) or to a generated file, dangles or loops is refused;
+- a generated file (INDEX.md, a document's history file, what lives under `.fsmem/`): no link is followed at
+  all; a final component that is a link is replaced by a regular file (the caller reports it), and a folder on
+  the way that is a link is refused.
+
+This module is long because it is one walk: resolving a path, staging a file beside its target, publishing,
+removing and moving all act on the open folder the walk checked; split, a reader would have to hold several
+modules to know where a write lands.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from fsmem.config import STATE_DIR
+from fsmem.errors import InvalidArgument, PathEscape, quoted
+from fsmem.store.paths import is_memory_path, name_problem, shown
+
+TEMP_PREFIX = ".fsmem-tmp-"  # a write's temporary file, beside its target
+INDEX_FILE = "INDEX.md"
+HISTORY_SUFFIX = ".history.md"  # fsmem.format.history_file.SUFFIX
+LINK_HOPS = 40  # links followed in one path, as the kernel allows (ELOOP after)
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+# descriptors relative to a folder: POSIX has them; elsewhere every component is checked with lstat by path
+AT = bool(_NOFOLLOW and _DIRECTORY) and {os.open, os.stat, os.readlink, os.mkdir, os.rename, os.unlink} <= (
+    os.supports_dir_fd
+)
+
+
+def is_generated(rel: str) -> bool:
+    """Whether fsmem makes this file itself (never written through a link): INDEX.md, history files, `.fsmem/`."""
+    return rel == INDEX_FILE or rel.endswith(HISTORY_SUFFIX) or rel == STATE_DIR or rel.startswith(STATE_DIR + "/")
+
+
+def _refuse(rel: str, reason: str) -> PathEscape:
+    error = PathEscape(f"path {quoted(rel)} {reason}; nothing was written")
+    error.reason = reason  # type: ignore[attr-defined]
+    return error
+
+
+class Folder:
+    """An open folder of the memory: a descriptor where the platform has `dir_fd`, else its path (lstat-checked)."""
+
+    def __init__(self, path: str, fd: int | None):
+        self.path = path
+        self.fd = fd
+
+    def at(self, name: str) -> tuple[str, int | None]:
+        """(name, dir_fd) for a system call on `name` in this folder."""
+        return (name, self.fd) if self.fd is not None else (os.path.join(self.path, name), None)
+
+    def lstat(self, name: str) -> os.stat_result:
+        where, fd = self.at(name)
+        return os.stat(where, dir_fd=fd, follow_symlinks=False)
+
+    def open(self, name: str, flags: int, mode: int = 0o777) -> int:
+        where, fd = self.at(name)
+        return os.open(where, flags | _CLOEXEC, mode, dir_fd=fd)
+
+    def readlink(self, name: str) -> str:
+        where, fd = self.at(name)
+        return os.readlink(where, dir_fd=fd)
+
+    def child(self, name: str) -> Folder:
+        """The folder `name` in this one, opened without following a link (OSError ELOOP/ENOTDIR when it is one)."""
+        path = os.path.join(self.path, name)
+        if self.fd is None:
+            if stat.S_ISLNK(self.lstat(name).st_mode):
+                raise OSError(errno.ELOOP, "is a symbolic link", path)
+            if not os.path.isdir(path):
+                raise OSError(errno.ENOTDIR, "Not a directory", path)
+            return Folder(path, None)
+        return Folder(path, self.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW))
+
+    def sync(self) -> None:
+        """Make a rename in this folder durable (best effort)."""
+        try:
+            fd = self.fd if self.fd is not None else os.open(self.path, os.O_RDONLY)
+        except OSError:
+            return
+        try:
+            os.fsync(fd)
+        except OSError:
+            pass
+        finally:
+            if self.fd is None:
+                os.close(fd)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def __enter__(self) -> Folder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_root(root: str | os.PathLike[str]) -> Folder:
+    """The memory root as a folder (the root itself may be reached through links: a human chose it)."""
+    path = os.fspath(root)
+    if not AT:
+        return Folder(path, None)
+    return Folder(path, os.open(path, os.O_RDONLY | _DIRECTORY | _CLOEXEC))
+
+
+@dataclass
+class Place:
+    """Where a write lands: the open folder, the name in it, and the memory-relative path of that name."""
+
+    folder: Folder
+    name: str
+    inside: str
+    link: str | None = None  # the memory path of a link followed (memory) or found (generated) at the end
+
+
+def place(
+    root: str | os.PathLike[str],
+    rel: str,
+    *,
+    generated: bool,
+    follow: bool = True,
+    create: bool = True,
+    file: bool = True,
+) -> Place:
+    """Open the folder that holds `rel` (memory-relative, already checked lexically) below the root.
+
+    A memory path (`generated=False`) follows links that stay in memory and lead to memory folders, and with
+    `follow` its final link too, to a memory file that is not generated; a generated path follows none (a final
+    link is left for the caller to replace). With `create`, missing folders are made on the way. The caller
+    closes `Place.folder`.
+    """
+    top = open_root(root)
+    entered: list[tuple[str, Folder]] = []
+    pending = [part for part in rel.split("/") if part not in ("", ".")]
+    if not pending:
+        top.close()
+        raise InvalidArgument("the memory root is not a file; nothing was written")
+    hops = 0
+    link: str | None = None
+    ended_in_link = False  # the final name came from a link's target
+
+    def here() -> Folder:
+        return entered[-1][1] if entered else top
+
+    def inside(name: str | None = None) -> str:
+        return "/".join([part for part, _ in entered] + ([name] if name else []))
+
+    def leave_all() -> None:
+        while entered:
+            entered.pop()[1].close()
+
+    try:
+        while pending:
+            name = pending.pop(0)
+            if name in ("", "."):
+                continue
+            if name == "..":
+                if not entered:
+                    raise _refuse(rel, "leads outside the memory root through a symbolic link")
+                entered.pop()[1].close()
+                continue
+            last = not pending
+            if not generated and name_problem(name) is not None:
+                if link is not None:
+                    raise _refuse(rel, f"leads to {shown(inside(name))} through a symbolic link, not a memory path")
+                raise _refuse(rel, f"has {shown(name)}, which is not a memory path")
+            try:
+                info: os.stat_result | None = here().lstat(name)
+            except FileNotFoundError:
+                info = None
+            except NotADirectoryError:
+                raise InvalidArgument(f"path {quoted(rel)} goes through a file as if it were a folder") from None
+            if info is not None and stat.S_ISLNK(info.st_mode):
+                if last and (generated or not follow):
+                    return Place(_keep(here(), top, entered), name, inside(name), inside(name))
+                if generated:
+                    raise _refuse(
+                        rel,
+                        f"goes through {shown(inside(name))}, a symbolic link; fsmem writes its own files in real folders only",
+                    )
+                hops += 1
+                if hops > LINK_HOPS:
+                    raise _refuse(rel, "is a symbolic link loop")
+                link = link or inside(name)
+                ended_in_link = ended_in_link or last
+                target = here().readlink(name)
+                if os.path.isabs(target):
+                    real_root = os.path.realpath(root)
+                    real_target = os.path.normpath(target)
+                    if real_target != real_root and not real_target.startswith(real_root + os.sep):
+                        raise _refuse(rel, "leads outside the memory root through a symbolic link")
+                    leave_all()
+                    target = os.path.relpath(real_target, real_root)
+                pending = target.replace(os.sep, "/").split("/") + pending
+                continue
+            if last:
+                if info is None and ended_in_link:
+                    raise _refuse(rel, "is a dangling symbolic link")
+                if file and info is not None and not stat.S_ISREG(info.st_mode):
+                    if stat.S_ISDIR(info.st_mode):
+                        raise InvalidArgument(f"path {quoted(rel)} is a folder; nothing was written")
+                    raise InvalidArgument(f"path {quoted(rel)} is not a regular file; nothing was written")
+                where = inside(name)
+                if not generated and link is not None and (not is_memory_path(where) or is_generated(where)):
+                    raise _refuse(
+                        rel, f"leads to {shown(where)} through a symbolic link, not a memory file fsmem may write"
+                    )
+                return Place(_keep(here(), top, entered), name, where, link)
+            if info is None:
+                if not create:
+                    raise FileNotFoundError(errno.ENOENT, "No such file or directory", os.path.join(here().path, name))
+                try:
+                    mkdir_at(here(), name)
+                except FileExistsError:
+                    pass  # made meanwhile: looked at again
+                pending.insert(0, name)
+                continue
+            try:
+                entered.append((name, here().child(name)))
+            except OSError as exc:
+                if exc.errno == errno.ELOOP or (exc.errno == errno.ENOTDIR and _is_link(here(), name)):
+                    pending.insert(0, name)  # swapped for a link meanwhile: looked at again, as a link
+                    hops += 1
+                    if hops > LINK_HOPS:
+                        raise _refuse(rel, "is a symbolic link loop") from None
+                    continue
+                if exc.errno == errno.ENOTDIR:
+                    raise InvalidArgument(f"path {quoted(rel)} goes through a file as if it were a folder") from None
+                raise
+        raise AssertionError("unreachable")
+    except BaseException:
+        leave_all()
+        top.close()
+        raise
+
+
+def _keep(folder: Folder, top: Folder, entered: list[tuple[str, Folder]]) -> Folder:
+    """Close every folder opened on the way but `folder`, which the caller keeps."""
+    for _, other in entered:
+        if other is not folder:
+            other.close()
+    if top is not folder:
+        top.close()
+    return folder
+
+
+def _exists(target: Place) -> bool:
+    try:
+        target.folder.lstat(target.name)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _is_link(folder: Folder, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(folder.lstat(name).st_mode)
+    except OSError:
+        return False
+
+
+def mkdir_at(folder: Folder, name: str) -> None:
+    where, fd = folder.at(name)
+    os.mkdir(where, 0o777, dir_fd=fd)
+
+
+def default_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+class Staged:
+    """A new file's bytes written to a temporary file beside its target, not yet given its name.
+
+    `publish` renames it over the target (relative to the folder that was checked); `discard` removes it.
+    Several can be staged and fsynced together before any is published (consolidation's batches).
+    """
+
+    def __init__(self, target: Place, data: bytes, *, mode: int | None = None):
+        self.place = target
+        folder = target.folder
+        if mode is None:
+            try:
+                info = folder.lstat(target.name)
+                mode = info.st_mode & 0o777 if stat.S_ISREG(info.st_mode) else default_mode()
+            except FileNotFoundError:
+                mode = default_mode()
+        while True:
+            self.temp = TEMP_PREFIX + os.urandom(6).hex()
+            try:
+                self.fd: int | None = folder.open(
+                    self.temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_BINARY", 0), 0o600
+                )
+                break
+            except FileExistsError:
+                continue
+        try:
+            _write_all(self.fd, data)
+            if hasattr(os, "fchmod"):
+                os.fchmod(self.fd, mode)
+            else:  # pragma: no cover - Windows
+                os.chmod(os.path.join(folder.path, self.temp), mode)
+        except BaseException:
+            self.discard()
+            raise
+
+    def sync(self) -> None:
+        if self.fd is not None:
+            os.fsync(self.fd)
+
+    def publish(self, *, exclusive: bool = False) -> None:
+        """Give the temporary file the target's name (only if it is free, with `exclusive`)."""
+        folder, name = self.place.folder, self.place.name
+        self._close()
+        try:
+            if exclusive:
+                _publish_new(folder, self.temp, name)
+            else:
+                src, fd = folder.at(self.temp)
+                dst, _ = folder.at(name)
+                os.replace(src, dst, src_dir_fd=fd, dst_dir_fd=fd)
+        except BaseException:
+            self.discard()
+            raise
+
+    def discard(self) -> None:
+        self._close()
+        where, fd = self.place.folder.at(self.temp)
+        try:
+            os.unlink(where, dir_fd=fd)
+        except OSError:
+            pass
+
+    def _close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def _publish_new(folder: Folder, temp: str, name: str) -> None:
+    """link() never overwrites: the name is given only if it is free, even against a writer racing outside fsmem."""
+    src, fd = folder.at(temp)
+    dst, _ = folder.at(name)
+    try:
+        os.link(src, dst, src_dir_fd=fd, dst_dir_fd=fd, follow_symlinks=False)
+    except FileExistsError:
+        raise
+    except (OSError, NotImplementedError) as exc:
+        if isinstance(exc, OSError) and exc.errno not in (
+            errno.EPERM,
+            errno.ENOTSUP,
+            errno.EOPNOTSUPP,
+            errno.EMLINK,
+            errno.EXDEV,
+        ):
+            raise
+        try:
+            folder.lstat(name)
+        except FileNotFoundError:
+            os.replace(src, dst, src_dir_fd=fd, dst_dir_fd=fd)  # a filesystem without hard links: check, then rename
+            return
+        raise FileExistsError(errno.EEXIST, "File exists", os.path.join(folder.path, name)) from None
+    os.unlink(src, dir_fd=fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write every byte: `os.write` may write fewer than asked (signals, pipes, some filesystems)."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if written <= 0:
+            raise OSError(errno.EIO, "os.write wrote nothing")
+        view = view[written:]
+
+
+def write_file(
+    root: str | os.PathLike[str],
+    rel: str,
+    data: bytes,
+    *,
+    generated: bool | None = None,
+    mode: int | None = None,
+    exclusive: bool = False,
+    durable: bool = True,
+) -> str | None:
+    """Replace the file `rel` below `root` with `data`, atomically, through no link that leaves the memory.
+
+    `generated` (by default: what `is_generated` says of `rel`) writes the file itself, never a link's target;
+    returns the memory path of a link it replaced by a regular file, for the caller to report (None otherwise).
+    """
+    if generated is None:
+        generated = is_generated(rel)
+    target = place(root, rel, generated=generated, file=not exclusive)
+    try:
+        if exclusive and _exists(target):
+            raise FileExistsError(errno.EEXIST, "File exists", os.path.join(target.folder.path, target.name))
+        replaced = target.link if generated and target.link is not None else None
+        staged = Staged(target, data, mode=mode)
+        if durable:
+            try:
+                staged.sync()
+            except BaseException:
+                staged.discard()
+                raise
+        staged.publish(exclusive=exclusive)
+        if durable:
+            target.folder.sync()
+        return replaced
+    finally:
+        target.folder.close()
+
+
+def remove(root: str | os.PathLike[str], rel: str) -> None:
+    """Remove the file, link or empty folder `rel` (a final link is removed, never followed)."""
+    target = place(root, rel, generated=False, follow=False, create=False, file=False)
+    try:
+        where, fd = target.folder.at(target.name)
+        info = target.folder.lstat(target.name)
+        if stat.S_ISDIR(info.st_mode):
+            os.rmdir(where, dir_fd=fd)
+        else:
+            os.unlink(where, dir_fd=fd)
+    finally:
+        target.folder.close()
+
+
+def rename(root: str | os.PathLike[str], source: str, target: str) -> None:
+    """Move `source` to `target` (both memory-relative; a final link moves as a link), never over anything."""
+    src = place(root, source, generated=False, follow=False, create=False, file=False)
+    try:
+        dst = place(root, target, generated=False, follow=False, create=True, file=False)
+        try:
+            try:
+                dst.folder.lstat(dst.name)
+            except FileNotFoundError:
+                pass
+            else:
+                raise FileExistsError(errno.EEXIST, "File exists", target)
+            _check_moved_link(src, dst, target)
+            old, old_fd = src.folder.at(src.name)
+            new, new_fd = dst.folder.at(dst.name)
+            os.rename(old, new, src_dir_fd=old_fd, dst_dir_fd=new_fd)
+        finally:
+            dst.folder.close()
+    finally:
+        src.folder.close()
+
+
+def _check_moved_link(src: Place, dst: Place, target: str) -> None:
+    """A link keeps its text when moved: refuse a move after which a relative link would lead out of the memory."""
+    if src.link is None:
+        return
+    text = src.folder.readlink(src.name)
+    if os.path.isabs(text):
+        return
+    folder = dst.inside.rsplit("/", 1)[0] if "/" in dst.inside else ""
+    landed = os.path.normpath(os.path.join(folder, text)).replace(os.sep, "/")
+    if landed == ".." or landed.startswith("../"):
+        raise _refuse(target, f"would hold a symbolic link to {shown(text)}, which leads outside the memory from there")
+
+
+def make_folder(root: str | os.PathLike[str], rel: str, *, generated: bool = True) -> Path:
+    """Make the folder `rel` (and those above it) below the root, through no link; returns its path."""
+    folder = open_folder(root, rel, generated=generated, create=True)
+    folder.close()
+    return Path(root, rel)
+
+
+def open_folder(root: str | os.PathLike[str], rel: str, *, generated: bool = True, create: bool = True) -> Folder:
+    """The folder `rel` below the root, opened through no link (generated) or only links in memory."""
+    parts = [part for part in rel.split("/") if part not in ("", ".")]
+    if not parts:
+        return open_root(root)
+    holder = place(root, rel, generated=generated, follow=False, create=create, file=False)
+    try:
+        try:
+            return holder.folder.child(holder.name)
+        except FileNotFoundError:
+            if not create:
+                raise
+            try:
+                mkdir_at(holder.folder, holder.name)
+            except FileExistsError:
+                pass
+            return holder.folder.child(holder.name)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link(holder.folder, holder.name):
+                raise _refuse(rel, "is a symbolic link; fsmem keeps its own files in real folders only") from None
+            raise
+    finally:
+        holder.folder.close()

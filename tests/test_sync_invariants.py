@@ -1,0 +1,262 @@
+"""The memory's state checked whole at the sync boundary (issue 31): what the merged tree may hold, whatever the
+incoming diff says.
+
+Each test is an attack as issue 31 found it: a bare remote, the victim (a clone set up by fsmem) and a hostile
+second clone that pushes with plain git (and git plumbing, for trees git's porcelain would not make). After every
+sync the victim's tree holds only links that lead, inside the memory, to memory files; no name git would refuse to
+check out; no name a Windows or macOS copy cannot hold; and every file is visible to `ls` or reported by `check`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import unicodedata
+from pathlib import Path
+
+import pytest
+import sync_scenario as S
+from hostile_remote import clone, git, push, push_entries, tree_names
+from test_sync_trust import World, refused, sync
+
+from fsmem import Memory
+
+SECRET = "PRIVATE-KEY-MATERIAL"
+
+
+@pytest.fixture
+def world(tmp_path) -> World:
+    origin, (victim,) = S.make_hosts(tmp_path, hosts=1, writers=1)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text(SECRET + "\n")
+    return World(origin, victim, clone(origin, tmp_path / "hostile"), outside, tmp_path)
+
+
+def repaired(world: World) -> None:
+    """`sync --repair` gets past the refusal, and the next sync and check are clean of it."""
+    done = sync(world.victim, "--repair")
+    assert done.returncode == 0, done.stderr
+    assert "repaired origin/main" in done.stdout
+    again = sync(world.victim)
+    assert again.returncode == 0, again.stderr
+    assert "the last fsmem sync refused" not in S.fsmem(world.victim, "check", check=False).stdout
+
+
+# -- finding 1: a link judged again on the merged tree ---------------------------------------------------------
+def test_a_link_that_a_later_push_turns_outward_is_refused_on_the_merged_tree(world):
+    (world.hostile / "topics/a/b").mkdir(parents=True)
+    (world.hostile / "topics/a/b/keep.md").write_text("# Keep\n")
+    os.symlink("a/b/../../../outside/secret.txt", world.hostile / "topics/escape.md")  # topics/a/b: a folder
+    push(world.hostile)
+    assert sync(world.victim).returncode == 0  # where it leads today is inside the memory (and nothing is there)
+    git(world.hostile, "pull", "-q", "--no-rebase", "origin", "main")
+    shutil.rmtree(world.hostile / "topics/a/b")
+    os.symlink(".", world.hostile / "topics/a/b")  # in-memory, alone harmless: topics/escape.md now leads out
+    commit = push(world.hostile)
+    out = sync(world.victim)
+    refused(out, commit, "topics/escape.md")
+    assert "leads outside the memory" in out.stderr
+    assert not (world.victim / "topics/a/b").is_symlink()
+    repaired(world)
+    assert not os.path.lexists(world.victim / "topics/escape.md")
+    assert "topics/escape.md" not in tree_names(world.origin)
+    for path in Path(world.victim).rglob("*"):  # nothing on the victim leads out of its memory
+        if path.is_symlink() and ".git" not in path.parts:
+            assert os.path.realpath(path).startswith(os.path.realpath(world.victim) + os.sep), path
+
+
+def test_a_link_that_climbs_out_of_a_folder_that_is_not_there_is_refused(world):
+    os.symlink("a/b/../../../outside/secret.txt", world.hostile / "topics/escape.md")
+    commit = push(world.hostile)
+    out = sync(world.victim)
+    refused(out, commit, "topics/escape.md")
+    assert "climbs out of topics/a/b, which is not a folder of the memory" in out.stderr
+
+
+# -- finding 2 (the boundary's side): generated and control files as links ----------------------------------------
+@pytest.mark.parametrize("name", ["INDEX.md", "topics/shared.history.md", ".gitignore"])
+def test_a_generated_or_control_file_pushed_as_a_link_is_refused(world, name):
+    (world.hostile / name).unlink(missing_ok=True)
+    os.symlink(os.path.relpath(world.hostile / S.SHARED, (world.hostile / name).parent), world.hostile / name)
+    commit = push(world.hostile)
+    out = sync(world.victim)
+    refused(out, commit, name)
+    assert "as a symbolic link" in out.stderr
+    assert (world.victim / S.SHARED).read_text() == S.SHARED_TEXT
+    repaired(world)
+    assert not (world.victim / name).is_symlink()
+    assert (world.victim / S.SHARED).read_text() == S.SHARED_TEXT
+    assert git(world.origin, "show", f"main:{S.SHARED}") == S.SHARED_TEXT
+
+
+def test_a_link_to_a_generated_file_is_refused(world):
+    os.symlink("../INDEX.md", world.hostile / "topics/index.md")
+    commit = push(world.hostile)
+    out = sync(world.victim)
+    refused(out, commit, "topics/index.md")
+    assert "which fsmem generates" in out.stderr
+
+
+# -- finding 3: names git refuses to check out ----------------------------------------------------------------
+@pytest.mark.parametrize(
+    "name, folder",
+    [
+        ("GIT~1", "topics"),
+        ("git~1", "topics"),
+        (".git::$INDEX_ALLOCATION", "topics"),
+        (".git. ", "topics"),
+        (".g\u200cit", "topics"),  # HFS+ ignores the zero-width non-joiner: .git
+        ("\ufeff.git", ""),
+    ],
+)
+def test_a_name_git_refuses_to_check_out_is_refused_and_the_repair_gets_past_it(world, name, folder):
+    commit = push_entries(world.hostile, {name: ("100644", b"[core]\n\tfsmonitor = evil\n")}, folder)
+    out = sync(world.victim)
+    shown = f"{folder}/{name}" if folder else name
+    refused(out, commit, shown)
+    assert "git refuses" in out.stderr
+    check = S.fsmem(world.victim, "check", check=False)
+    assert check.returncode == 1 and "the last fsmem sync refused it" in check.stdout
+    repaired(world)
+    assert shown not in tree_names(world.origin)
+    fresh = world.base / "fresh"
+    cloned = subprocess.run(
+        ["git", "-c", "core.protectNTFS=true", "-c", "core.protectHFS=true", "clone", "-q", str(world.origin), str(fresh)],
+        capture_output=True,
+        text=True,
+    )
+    assert cloned.returncode == 0, cloned.stderr
+
+
+def test_git_refuses_exactly_what_git_itself_refuses_to_check_out(tmp_path):
+    from fsmem.history.incoming import git_refuses
+
+    names = [
+        "GIT~1", "git~1", "Git~1 ", "git~2", "git~10", ".git::$INDEX_ALLOCATION", ".git:x", ".git.", ".git ", ".GIT",
+        ".gIt", ".git\u200c", ".g\u200dit", "\u206a.git", ".git\ufeff", ".gitx", "git~1x", "gitx~1", ".git~1",
+        "a.git", "x\\.git", "x\\git~1", "notes.md", "café.md", ".obsidian", "..git", "git",
+    ]  # fmt: skip
+    git(tmp_path, "init", "-q")
+    blob = git(tmp_path, "hash-object", "-w", "--stdin", input="x\n").strip()
+    for name in names:
+        tree = git(tmp_path, "mktree", input=f"100644 blob {blob}\t{name}\n").strip()
+        index = tmp_path / "index"
+        index.unlink(missing_ok=True)
+        git_says = subprocess.run(
+            ["git", "-c", "core.protectNTFS=true", "-c", "core.protectHFS=true", "read-tree", tree],
+            cwd=tmp_path,
+            capture_output=True,
+            env={**S.env(), "GIT_INDEX_FILE": str(index)},
+        )
+        assert git_refuses(name) == bool(git_says.returncode), (name, git_says.stderr)
+
+
+# -- finding 5: one portable-name rule, for local writes and remote trees --------------------------------------
+NFC, NFD = unicodedata.normalize("NFC", "café.md"), unicodedata.normalize("NFD", "café.md")
+
+
+@pytest.mark.parametrize(
+    "entries, shown, says",
+    [
+        ({NFD: b"# Cafe\n"}, f"topics/{NFD}", "differs only by Unicode normalisation"),
+        ({"COM\u00b2.md": b"# Com\n"}, "topics/COM\u00b2.md", "a device name Windows reserves"),
+        ({"LPT\u00b9.md": b"# Lpt\n"}, "topics/LPT\u00b9.md", "a device name Windows reserves"),
+        ({"CONIN$.md": b"# Conin\n"}, "topics/CONIN$.md", "a device name Windows reserves"),
+        ({"conout$": b"# Conout\n"}, "topics/conout$", "a device name Windows reserves"),
+        ({"x\\y.md": b"# X y\n"}, "topics/x\\y.md", "which Windows cannot hold"),
+        ({"trailing.md.": b"# T\n"}, "topics/trailing.md.", "ends in a dot or a space"),
+        ({"Shared.md": b"# Shared twin\n"}, "topics/Shared.md", "differs only by letter case"),
+    ],
+)
+def test_a_name_a_windows_or_macos_copy_cannot_hold_is_refused_from_a_remote(world, entries, shown, says):
+    (world.victim / "topics" / NFC).write_text("# Café\n")
+    assert sync(world.victim).returncode == 0
+    commit = push_entries(world.hostile, {name: ("100644", data) for name, data in entries.items()}, "topics")
+    out = sync(world.victim)
+    refused(out, commit, shown)
+    assert says in out.stderr
+    repaired(world)
+    again = sync(world.victim)  # and every later sync goes through
+    assert again.returncode == 0, again.stderr
+    assert (world.victim / "topics" / NFC).read_text() == "# Café\n"
+
+
+def test_a_backslash_name_already_on_this_host_never_stops_sync_and_check_reports_it(world):
+    (world.victim / "topics" / "x\\y.md").write_text("# X y\n")
+    done = sync(world.victim)
+    assert done.returncode == 0, done.stderr
+    assert sync(world.victim).returncode == 0
+    check = S.fsmem(world.victim, "check", check=False).stdout
+    assert "topics/x\\y.md:1: holds '\\'" in check and "rename it" in check
+
+
+@pytest.mark.parametrize(
+    "path, says",
+    [
+        ("topics/COM\u00b2.md", "is named COM\u00b2, a device name"),
+        ("topics/lpt\u00b3.md", "is named LPT\u00b3, a device name"),
+        ("topics/CONIN$.md", "is named CONIN$, a device name"),
+        ("topics/conout$.notes.md", "is named CONOUT$, a device name"),
+        (f"topics/{NFD}", "differs only by Unicode normalisation from topics/café.md"),
+    ],
+)
+def test_memory_refuses_the_new_unportable_names_locally(tmp_path, path, says):
+    from fsmem.errors import InvalidArgument
+
+    memory = Memory.init(tmp_path / "m")
+    memory.write(f"topics/{NFC}", "# Café\n")
+    with pytest.raises(InvalidArgument) as refused_:
+        memory.write(path, "# New\n")
+    assert says in str(refused_.value)
+
+
+def test_check_reports_unicode_twins_already_stored_with_a_rename(tmp_path):
+    from fsmem.store.names import unportable
+
+    found = dict(unportable([f"topics/{NFC}", f"topics/{NFD}", "topics/CONIN$.md"]))
+    assert "differs only by Unicode normalisation" in found[f"topics/{NFD}"]
+    assert "rename it with: fsmem mv" in found[f"topics/{NFD}"]
+    assert found["topics/CONIN$.md"].endswith("rename it with: fsmem mv 'topics/CONIN$.md' 'topics/CONIN$_.md'")
+
+
+# -- finding 4: a document turned into a folder while this host edits it ----------------------------------------
+def test_a_document_the_remote_turns_into_a_folder_while_this_host_edits_it_stays_a_visible_memory_file(world):
+    (world.hostile / S.SHARED).unlink()
+    (world.hostile / S.SHARED).mkdir()
+    (world.hostile / S.SHARED / "part.md").write_text("# Part\n")
+    push(world.hostile)
+    memory = Memory(world.victim, agent="w1")
+    memory.edit(S.SHARED, old="- owner: nobody", new="- owner: the victim")
+    out = sync(world.victim)
+    assert out.returncode == 0, out.stderr
+    kept = [p for p in (world.victim / "topics").iterdir() if p.name.startswith("shared (edited on ")]
+    assert len(kept) == 1 and kept[0].name.endswith(").md"), sorted(p.name for p in (world.victim / "topics").iterdir())
+    rel = f"topics/{kept[0].name}"
+    assert "- owner: the victim" in kept[0].read_text()
+    assert rel in out.stdout
+    assert not any("~" in name for name in tree_names(world.origin))
+    assert rel in tree_names(world.origin)
+    assert any(entry.path == rel for entry in Memory(world.victim).ls("topics").entries)
+    check = S.fsmem(world.victim, "check", check=False).stdout
+    assert f"{rel}:1: " in check and "turned topics/shared.md into a folder" in check
+
+
+# -- finding 11 (its part): this host's id is this host's --------------------------------------------------------
+def test_a_remote_cannot_set_this_hosts_id_whatever_the_policy(world):
+    git(world.victim, "config", "fsmem.acceptConfig", "settings")
+    config = world.hostile / "fsmem.yaml"
+    config.write_text(config.read_text() + "notes:\n  host_id: everyone\n")
+    push(world.hostile)
+    sync(world.victim, "--accept-config")
+    sync(world.victim, "--accept-config")
+    Memory(world.victim).note("- city: Oslo", subject="people/Ann Lee")
+    notes = [p.name for p in (world.victim / "sessions").rglob("*.md")]
+    assert notes and not any("everyone" in name for name in notes), notes
+
+
+def test_this_hosts_id_is_set_in_its_own_git_config(world):
+    git(world.victim, "config", "fsmem.hostId", "laptop")
+    Memory(world.victim).note("- city: Oslo", subject="people/Ann Lee")
+    assert any(p.name == "default-laptop.md" for p in (world.victim / "sessions").rglob("*.md"))
