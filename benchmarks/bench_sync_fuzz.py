@@ -22,7 +22,8 @@ import time
 from common import OUT, REPO, load, table
 
 sys.path.insert(0, str(REPO / "tests"))
-from sync_fuzz import ACTIONS, NOW, fuzz  # noqa: E402
+from sync_fuzz import ACTIONS, fuzz  # noqa: E402
+from sync_fuzz_hostile import NOW  # noqa: E402
 from test_sync_fuzz import EXCLUDED  # noqa: E402
 
 

@@ -1,17 +1,18 @@
 """The sync fuzzer: two honest hosts and a hostile one share a remote; the honest hosts' state is checked whole.
 
-Used by tests/test_sync_fuzz.py (bounded: every hostile action once, 50+ syncs) and
-benchmarks/bench_sync_fuzz.py (longer, with a report per action). Long because it is one
-world and its one oracle, which read best together: the hostile host (`Hostile`, plain
-git plumbing, so it can push any tree, names git's porcelain refuses included), its
-actions (`ACTIONS`), the honest hosts (`Memory` in-process, the CLI for one sync in five),
-and the invariants (`Oracle`), written here from the documented rules rather than by
-calling fsmem's own checker:
+Used by tests/test_sync_fuzz.py (bounded: every hostile action at least once, 50+ syncs) and
+benchmarks/bench_sync_fuzz.py (longer, with a report per action). The hostile host and its
+actions are tests/sync_fuzz_hostile.py; here are the honest hosts (`Memory` in-process, one
+sync in CLI_EVERY through `fsmem sync`), the state machine, and the oracle. This module is long
+because the oracle is one piece: the invariants, written from the documented rules (docs/history.md,
+docs/safety.md, issue 31) rather than by calling fsmem's own checker, checked on each honest
+host after every sync and every write:
 
 - every link in the tree resolves, one component at a time and never through a link that
   leaves, inside the memory to a memory file or folder; never to a control or generated
   file (fsmem.yaml, INDEX.md, a history file, .git, .fsmem); a dangling link or a loop at
   least reported by `check`;
+- no write reaches the folder beside the memories or a control or generated file;
 - every regular file is a control file, listed by `ls`, or reported by `check` with a
   remedy; a file that is not a memory file is one the hostile host pushed by that name;
 - no name git refuses to check out, and no unportable name or twin, on disk or in HEAD;
@@ -28,7 +29,6 @@ import contextlib
 import hashlib
 import math
 import os
-import posixpath
 import resource
 import shutil
 import subprocess
@@ -41,418 +41,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import sync_scenario as S
+from sync_fuzz_hostile import ACTIONS, OUTSIDE_ABS, Hostile, Move, env, is_memory_name, run
 
-NOW = "2026-11-30T10:00:00+00:00"
 SECRET = "SECRET-FUZZ-OUTSIDE-7f3a"
-LINK, FILE, TREE, COMMIT = "120000", "100644", "040000", "160000"
 CONTROL = {"fsmem.yaml", ".gitattributes", ".gitignore", "INDEX.md"}
-MEMORY_SUFFIXES = (".md", ".markdown")
 DEVICES = {"con", "prn", "aux", "nul", "conin$", "conout$"} | {
     f"{kind}{n}" for kind in ("com", "lpt") for n in [*"123456789", "\u00b9", "\u00b2", "\u00b3"]
 }
 HFS_IGNORED = {0x200C, 0x200D, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x206A, 0x2070), 0xFEFF}
-
-
-def env() -> dict[str, str]:
-    return {**S.env(), "FSMEM_NOW": NOW}
-
-
-def run(cwd: Path, *args: str, data: bytes | None = None) -> bytes:
-    done = subprocess.run(args, cwd=cwd, input=data, capture_output=True, env=env())
-    if done.returncode:
-        raise RuntimeError(f"{' '.join(args)}: exit {done.returncode}: {done.stderr.decode(errors='replace')}")
-    return done.stdout
-
-
-# -- the hostile host: plain git, any tree -----------------------------------------------------------------
-class Hostile:
-    """A bare clone of the remote that pushes whatever tree it makes (mktree, commit-tree, push)."""
-
-    def __init__(self, origin: Path, where: Path):
-        self.repo = where
-        run(where.parent, "git", "clone", "-q", "--bare", str(origin), str(where))
-        self.pushed_names: set[str] = set()  # every path it ever pushed, as its tree names it
-        self.pushes = 0
-
-    def git(self, *args: str, data: bytes | None = None) -> bytes:
-        return run(self.repo, "git", *args, data=data)
-
-    def fetch(self) -> dict[str, tuple[str, str]]:
-        """The remote's tree now: path -> (mode, object id)."""
-        self.git("fetch", "-q", "origin", "+refs/heads/main:refs/hostile/base")
-        out = self.git("ls-tree", "-r", "-z", "--full-tree", "refs/hostile/base")
-        tree = {}
-        for line in out.split(b"\0"):
-            if line:
-                head, name = line.split(b"\t", 1)
-                mode, _, oid = head.decode().split(" ")
-                tree[name.decode("utf-8", "surrogateescape")] = (mode, oid)
-        return tree
-
-    def blob(self, data: bytes) -> str:
-        return self.git("hash-object", "-w", "--stdin", data=data).decode().strip()
-
-    def push(self, tree: dict[str, tuple[str, str]], message: str) -> str:
-        root = self._mktree(tree)
-        env_author = ["-c", "user.name=mallory", "-c", "user.email=mallory@example.com"]
-        commit = (
-            self.git(*env_author, "commit-tree", root, "-p", "refs/hostile/base", "-m", message, data=b"")
-            .decode()
-            .strip()
-        )
-        self.git("push", "-q", "origin", f"{commit}:refs/heads/main")
-        self.pushed_names.update(tree)
-        self.pushes += 1
-        return commit
-
-    def _mktree(self, tree: dict[str, tuple[str, str]]) -> str:
-        nested: dict = {}
-        for path, entry in tree.items():
-            *folders, name = path.split("/")
-            node = nested
-            for folder in folders:
-                child = node.setdefault(folder, {})
-                if not isinstance(child, dict):  # a file and a folder of one name: the folder wins
-                    child = node[folder] = {}
-                node = child
-            if not isinstance(node.get(name), dict):
-                node[name] = entry
-        return self._write(nested)
-
-    def _write(self, node: dict) -> str:
-        lines = []
-        for name, entry in node.items():
-            if isinstance(entry, dict):
-                lines.append(f"{TREE} tree {self._write(entry)}\t{name}")
-            else:
-                mode, oid = entry
-                lines.append(f"{mode} {'commit' if mode == COMMIT else 'blob'} {oid}\t{name}")
-        data = "".join(line + "\0" for line in lines).encode("utf-8", "surrogateescape")
-        return self.git("mktree", "-z", "--missing", data=data).decode().strip()
-
-
-# -- what the hostile host does --------------------------------------------------------------------------
-@dataclass
-class Move:
-    """One hostile push in the making: the tree it edits, the host's state, and a choice function."""
-
-    hostile: Hostile
-    tree: dict[str, tuple[str, str]]
-    choose: Callable[[list], object]
-    number: int
-    later: list[Callable[[Move], None]]
-
-    def text(self, path: str, text: str | bytes) -> None:
-        data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else text
-        self.drop(path)
-        self.tree[path] = (FILE, self.hostile.blob(data))
-
-    def link(self, path: str, target: str) -> None:
-        self.drop(path)
-        self.tree[path] = (LINK, self.hostile.blob(target.encode("utf-8", "surrogateescape")))
-
-    def drop(self, path: str) -> None:
-        """Nothing at `path`: no file, link or folder of that name."""
-        for name in [p for p in self.tree if p == path or p.startswith(path + "/")]:
-            del self.tree[name]
-
-    def read(self, path: str) -> str:
-        return self.hostile.git("cat-file", "blob", self.tree[path][1]).decode("utf-8", "replace")
-
-    def memory_files(self) -> list[str]:
-        """The documents and notes (generated files are the forged_* actions' alone)."""
-        found = sorted(
-            p
-            for p, (mode, _) in self.tree.items()
-            if mode == FILE and is_memory_name(p) and p != "INDEX.md" and not p.endswith(".history.md")
-        )
-        return found or ["topics/shared.md"]
-
-    def links(self) -> list[str]:
-        return sorted(p for p, (mode, _) in self.tree.items() if mode == LINK)
-
-    def folders(self) -> list[str]:
-        found = {p.rsplit("/", 1)[0] for p in self.tree if "/" in p}
-        return sorted(f for f in found if not f.startswith("."))
-
-    def up(self, path: str) -> str:
-        """The relative way from `path`'s folder to the memory root ('' at the root)."""
-        return "../" * path.count("/")
-
-
-def _n(move: Move) -> str:
-    return str(move.number)
-
-
-def link_in(m: Move) -> None:
-    target = str(m.choose(m.memory_files()))
-    at = f"topics/alias-{_n(m)}.md"
-    m.link(at, posixpath.relpath(target, "topics"))
-
-
-def link_in_folder(m: Move) -> None:
-    m.link(f"topics/folder-{_n(m)}", str(m.choose(["../entities", "../sessions", "../profile", "."])))
-
-
-def link_out(m: Move) -> None:
-    at = str(m.choose([f"topics/out-{_n(m)}.md", f"out-{_n(m)}.md", f"entities/out-{_n(m)}"]))
-    target = m.choose(["{up}../outside/secret.txt", "{abs}/secret.txt", "{up}../outside", "/etc/passwd"])
-    m.link(at, str(target).format(up=m.up(at), abs=OUTSIDE_ABS.get("path", "/nonexistent")))
-
-
-def link_out_in_two_pushes(m: Move) -> None:
-    """Issue 31 finding 1: a link through a folder that does not exist yet (inside, so far), then the folder."""
-    n = _n(m)
-    m.link(f"topics/escape-{n}.md", f"d{n}/b/../../../outside/secret.txt")
-    m.later.append(lambda second: second.link(f"topics/d{n}/b", "."))
-
-
-def link_through_link(m: Move) -> None:
-    """Each link lexically inside; followed, the second leaves through the first."""
-    n = _n(m)
-    m.link(f"deep-{n}/er/up", "../../topics")
-    m.link(f"topics/via-{n}.md", f"../deep-{n}/er/up/../../outside/secret.txt")
-
-
-def link_to_control(m: Move) -> None:
-    target = str(m.choose(["fsmem.yaml", ".git/config", ".fsmem", ".gitattributes", ".git", ".fsmem/cache.sqlite"]))
-    m.link(f"topics/control-{_n(m)}.md", "../" + target)
-
-
-def link_to_generated(m: Move) -> None:
-    """A link to INDEX.md or to a history file: generated files, which are never what a link may name."""
-    if m.choose(["index", "history"]) == "index":
-        m.link(f"topics/index-{_n(m)}.md", "../INDEX.md")
-    else:
-        m.text("topics/shared.history.md", "---\ntype: semantic\n---\n## Superseded\n")
-        m.link(f"topics/hist-{_n(m)}.md", "shared.history.md")
-
-
-def link_loop_or_dangling(m: Move) -> None:
-    n = _n(m)
-    if m.choose(["loop", "dangling"]) == "loop":
-        m.link(f"topics/loop-{n}.md", f"loop-{n}.md")
-    else:
-        m.link(f"topics/dangling-{n}.md", f"missing-{n}.md")
-
-
-def retarget_link(m: Move) -> None:
-    links = m.links()
-    if not links:
-        link_in(m)
-        links = m.links()
-    at = str(m.choose(links))
-    up = m.up(at)
-    target = m.choose([".", "..", f"{up}../outside/victim.md", f"{up}README.md", f"{up}fsmem.yaml", f"{up}topics"])
-    m.link(at, str(target))
-
-
-def file_to_folder(m: Move) -> None:
-    path = str(m.choose(m.memory_files()))
-    m.drop(path)
-    m.text(f"{path}/inner.md", "# Inner\n\nA folder where a document was.\n")
-
-
-def folder_to_file(m: Move) -> None:
-    folder = str(m.choose(m.folders() or ["topics"]))
-    m.drop(folder)
-    m.text(folder, "a file where a folder was\n")
-
-
-def file_to_link(m: Move) -> None:
-    path = str(m.choose(m.memory_files()))
-    target = m.choose(["{up}../outside/victim.md", "{up}topics/shared.md", "{up}profile/identity.md"])
-    m.link(path, str(target).format(up=m.up(path)))
-
-
-def link_to_file_or_folder(m: Move) -> None:
-    links = m.links()
-    if not links:
-        file_to_link(m)
-        return
-    at = str(m.choose(links))
-    if m.choose(["file", "folder"]) == "file":
-        m.text(at, "# Was a link\n")
-    else:
-        m.drop(at)
-        m.text(f"{at}/inside.md", "# A folder where a link was\n")
-
-
-def folder_to_link(m: Move) -> None:
-    folder = str(m.choose(m.folders() or ["topics"]))
-    m.drop(folder)
-    m.link(folder, str(m.choose([m.up(folder) + "../outside", ".", m.up(folder) + "entities"])))
-
-
-def unicode_twins(m: Move) -> None:
-    n = _n(m)
-    m.text(unicodedata.normalize("NFC", f"topics/café-{n}.md"), "# Café (NFC)\n")
-    m.text(unicodedata.normalize("NFD", f"topics/café-{n}.md"), "# Café (NFD)\n")
-
-
-def case_twins(m: Move) -> None:
-    path = str(m.choose(m.memory_files()))
-    folder, _, name = path.rpartition("/")
-    twin = name[:1].swapcase() + name[1:] if name[:1].isalpha() else name.upper()
-    m.text(f"{folder}/{twin}" if folder else twin, "# A twin by letter case\n")
-
-
-def device_names(m: Move) -> None:
-    name = m.choose(["CON.md", "aux.md", "com1.md", "LPT\u00b9.md", "COM\u00b2.md", "CONIN$.md", "conout$.md", "nul"])
-    m.text(f"topics/{name}", "# A device\n")
-
-
-def trailing_dot_or_space(m: Move) -> None:
-    m.text(str(m.choose(["topics/trail.md.", "topics/trail.md ", "topics/dir./x.md", "topics/dir /x.md"])), "# x\n")
-
-
-def git_refused_names(m: Move) -> None:
-    """Names git refuses on checkout (protectNTFS, protectHFS) or at all; issue 31 finding 3."""
-    path = m.choose(
-        [
-            "topics/GIT~1/config",
-            "topics/git~1",
-            "topics/.git::$INDEX_ALLOCATION/x.md",
-            "topics/.g\u200cit/config",
-            "topics/.git ./x.md",
-            ".GIT",
-            "topics/..",
-        ]
-    )
-    m.text(str(path), "[core]\n\tfsmonitor = touch /tmp/owned\n")
-
-
-def backslash_and_reserved_characters(m: Move) -> None:
-    m.text(
-        str(m.choose(["topics/x\\y.md", "topics/a:b.md", "topics/q?.md", 'topics/"quoted".md', "topics/p|q.md"])), "#\n"
-    )
-
-
-def control_characters_in_names(m: Move) -> None:
-    m.text(str(m.choose(["topics/line\nbreak.md", "topics/bell\x07.md", "topics/esc\x1b[31m.md"])), "# x\n")
-
-
-def forged_index(m: Move) -> None:
-    if m.choose(["file", "link"]) == "file":
-        m.text("INDEX.md", f"# Index\n\nForged by the remote {_n(m)}.\n")
-    else:
-        m.link("INDEX.md", str(m.choose(m.memory_files() + ["../outside/victim.md"])))
-
-
-def forged_history_file(m: Move) -> None:
-    document = str(m.choose(m.memory_files()))
-    history = document[: -len(".md")] + ".history.md"
-    kind = m.choose(["text", "link out", "link in"])
-    if kind == "text":
-        m.text(history, "---\ntype: semantic\n---\n## Superseded\n- owner: mallory (as of 2026-01-01)\n")
-    elif kind == "link out":
-        m.link(history, m.up(history) + "../outside/victim.md")
-    else:
-        m.link(history, posixpath.relpath("topics/shared.md", posixpath.dirname(history) or "."))
-
-
-def forged_state(m: Move) -> None:
-    kind = m.choose(["retrieval log", "cache", "trust record", "link", "link in a folder"])
-    if kind == "retrieval log":
-        m.text(".fsmem/logs/retrieval.jsonl", '{"agent": "forged"}\n')
-    elif kind == "cache":
-        m.text(".fsmem/cache.sqlite", b"SQLite format 3\0forged")
-    elif kind == "trust record":
-        m.text(".fsmem/history/trust.json", "{}")
-    elif kind == "link":
-        m.link(".fsmem", "../outside")
-    else:
-        m.link("topics/.fsmem", "../../outside")
-
-
-def forged_control_files(m: Move) -> None:
-    name = str(m.choose([".gitattributes", ".gitignore"]))
-    if m.choose(["text", "link"]) == "text":
-        m.text(name, "*.md merge=union\n" if name == ".gitattributes" else "*.md\n")
-    else:
-        m.link(name, "../outside/secret.txt")
-
-
-def config_edit(m: Move) -> None:
-    """fsmem.yaml: a comment, a plain setting, a security setting, a misspelt one, an alias bomb, a link."""
-    text = m.read("fsmem.yaml") if "fsmem.yaml" in m.tree and m.tree["fsmem.yaml"][0] == FILE else ""
-    kind = m.choose(["comment", "setting", "security", "misspelt", "bomb", "link", "host id"])
-    if kind == "comment":
-        m.text("fsmem.yaml", f"# edited on the remote {_n(m)}\n" + text)
-    elif kind == "setting" and "timeout_seconds: 10 " in text:
-        m.text("fsmem.yaml", text.replace("timeout_seconds: 10 ", "timeout_seconds: 11 ", 1))
-    elif kind == "security" and "policy: refuse" in text:
-        m.text("fsmem.yaml", text.replace("policy: refuse", "policy: redact", 1))
-    elif kind == "misspelt" and "timeout_seconds:" in text:
-        m.text("fsmem.yaml", text.replace("timeout_seconds:", "timeout_secnds:", 1))
-    elif kind == "bomb":
-        m.text("fsmem.yaml", text + 'l0: &l0 ["lol","lol"]\nl1: [*l0,*l0]\n')
-    elif kind == "link":
-        m.link("fsmem.yaml", "topics/shared.md")
-    elif kind == "host id" and "host_id:" in text:
-        m.text("fsmem.yaml", text.replace("host_id: null", "host_id: mallory", 1))
-    else:
-        m.text("fsmem.yaml", text + f"# another edit {_n(m)}\n")
-
-
-def edit_honest_files(m: Move) -> None:
-    """Ordinary hostile content: a shared fact changed, an honest note deleted or rewritten."""
-    kind = m.choose(["fact", "delete", "rewrite"])
-    files = m.memory_files()
-    if kind == "fact" and "topics/shared.md" in m.tree and m.tree["topics/shared.md"][0] == FILE:
-        m.text("topics/shared.md", m.read("topics/shared.md").replace("- status:", f"- status: mallory-{_n(m)}", 1))
-        return
-    path = str(m.choose(files))
-    if kind == "delete":
-        m.drop(path)
-    else:
-        m.text(path, f"# Rewritten by the remote {_n(m)}\n")
-
-
-def submodule(m: Move) -> None:
-    m.tree[f"topics/vendored-{_n(m)}"] = (COMMIT, "1" * 40)
-
-
-def files_the_memory_does_not_own(m: Move) -> None:
-    m.text(f"attachments/diagram-{_n(m)}.png", b"\x89PNG\r\n\x1a\n")
-    m.text(".obsidian/app.json", '{"theme": "dark"}\n')
-
-
-ACTIONS: dict[str, Callable[[Move], None]] = {
-    f.__name__: f
-    for f in (
-        link_in,
-        link_in_folder,
-        link_out,
-        link_out_in_two_pushes,
-        link_through_link,
-        link_to_control,
-        link_to_generated,
-        link_loop_or_dangling,
-        retarget_link,
-        file_to_folder,
-        folder_to_file,
-        file_to_link,
-        link_to_file_or_folder,
-        folder_to_link,
-        unicode_twins,
-        case_twins,
-        device_names,
-        trailing_dot_or_space,
-        git_refused_names,
-        backslash_and_reserved_characters,
-        control_characters_in_names,
-        forged_index,
-        forged_history_file,
-        forged_state,
-        forged_control_files,
-        config_edit,
-        edit_honest_files,
-        submodule,
-        files_the_memory_does_not_own,
-    )
-}
-OUTSIDE_ABS: dict[str, str] = {}  # the outside folder's absolute path, once the world is made
 
 
 # -- the oracle: the invariants, from the documented rules -----------------------------------------------
@@ -564,10 +160,6 @@ def generated_or_control(rel: str) -> bool:
     )
 
 
-def is_memory_name(rel: str) -> bool:
-    return rel.lower().endswith(MEMORY_SUFFIXES) and not any(p.startswith(".") for p in rel.split("/"))
-
-
 REMEDY_WORDS = ("fsmem ", "rename", "remove", "delete", "repair", "run ", "move", "replace", "keep")
 
 
@@ -663,6 +255,11 @@ class World:
                 memory.write(path, f"# {mark}\n\n- latest: {mark}\n")
                 self.owned[host].append(path)
                 self._noted(host, path, f"- latest: {mark}")
+            elif kind == "rewrite":  # an existing path, which the hostile host may have made a link or a folder
+                path = str(choose(self.owned[host] + [S.SHARED] + self._links(root)))
+                memory.write(path, f"# {mark}\n\n- rewritten: {mark}\n")
+                if path in self.owned[host]:
+                    self._noted(host, path, f"- rewritten: {mark}")
             elif kind == "edit":
                 page = memory.read(S.SHARED)
                 owner = next((t for _, t in page.lines if t.startswith("- owner: ")), None)
@@ -687,7 +284,18 @@ class World:
             self.fail("write", host, f"{kind} raised {type(crash).__name__}: {crash}")
         if tree_hash(self.outside) != self.outside_hash:
             self.fail("outside", host, f"the folder beside the memory changed after {kind}")
-        del root
+        for name in CONTROL:
+            path = root / name
+            if path.is_file() and not path.is_symlink() and mark.encode() in path.read_bytes():
+                self.fail("write", host, f"{kind} wrote into {name}, a control or generated file")
+
+    @staticmethod
+    def _links(root: Path) -> list[str]:
+        """The links under topics/ named like memory files (a write's way out, if any)."""
+        folder = root / "topics"
+        if not folder.is_dir() or folder.is_symlink():
+            return []
+        return sorted(f"topics/{p.name}" for p in folder.iterdir() if p.is_symlink() and is_memory_name(p.name))
 
     def _noted(self, host: int, path: str, text: str) -> None:
         repo = self.roots[host]
@@ -724,6 +332,9 @@ class World:
             self.tally.outcomes.setdefault(action, Counter())[outcome] += 1
         outputs = [out, message]
         remedy: dict[str, bool] = {}  # the remedies named so far, together (a refusal and a held fsmem.yaml)
+        ours = theirs = {}
+        if code != 0:  # what this host held, and what the remote's tip holds, before any remedy
+            ours, theirs = self._tree(host, "HEAD"), self._tree(host, "refs/remotes/origin/main")
         while code != 0:
             if code != 2 or message.count("\n") > 0 or "Traceback" in message or not message:
                 self.fail("sync", host, f"sync failed without one line and exit 2 (exit {code}): {message!r}")
@@ -748,7 +359,24 @@ class World:
             code, message, out = self._sync(host, cli, **remedy)
             outputs += [out, message]
             self.trail.append(f"host{host} sync{self._flags(remedy)}: {'ok' if code == 0 else message}")
+        if remedy.get("repair"):
+            now = self._tree(host, "HEAD")
+            for path, mode in ours.items():
+                if mode == "100644" and path in theirs and path not in now and is_memory_name(path):
+                    self.fail("repair", host, f"--repair deleted {path}, which this host held and the remote changed")
         return outputs
+
+    def _tree(self, host: int, rev: str) -> dict[str, str]:
+        """path -> mode of every entry of `rev` in this host's repository (empty when there is no such rev)."""
+        done = subprocess.run(
+            ["git", "ls-tree", "-r", "-z", "--full-tree", rev], cwd=self.roots[host], capture_output=True, env=env()
+        )
+        found = {}
+        for line in done.stdout.split(b"\0"):
+            if line:
+                head, name = line.split(b"\t", 1)
+                found[name.decode("utf-8", "surrogateescape")] = head.decode().split(" ")[0]
+        return found
 
     @staticmethod
     def _flags(remedy: dict[str, bool]) -> str:
@@ -817,6 +445,7 @@ class World:
         problems = names_problems(on_disk + self._head_names(root))
         if problems:
             self.fail("names", host, "; ".join(problems[:4]))
+        outputs += self._reads(memory, root)
         for text in outputs:
             if SECRET in text:
                 self.fail("secret", host, "an answer holds the secret planted outside")
@@ -829,6 +458,18 @@ class World:
         for path, text, commit in self.notes[host]:
             if commit not in history:
                 self.fail("notes", host, f"{path}: the commit of {text!r} ({commit[:12]}) left this host's history")
+
+    def _reads(self, memory, root: Path) -> list[str]:
+        """What fsmem answers when asked for the secret, and through every link named like a memory file."""
+        from fsmem.errors import FsmemError
+
+        answers = [memory.grep(SECRET, fixed_strings=True).to_text()]
+        for rel in self._links(root):
+            try:
+                answers.append(memory.read(rel).to_text())
+            except FsmemError as refused:
+                answers.append(str(refused))
+        return answers
 
     def _listed(self, memory) -> set[str]:
         listed: set[str] = set()
@@ -899,7 +540,7 @@ def make_world(base: Path, tally: Tally, skip: frozenset[str] = frozenset()) -> 
 
 
 # -- the state machine ---------------------------------------------------------------------------------------
-WRITES = ("note", "write", "edit", "mv", "rm", "consolidate")
+WRITES = ("note", "write", "rewrite", "edit", "mv", "rm", "consolidate")
 CLI_EVERY = 8  # one sync in so many runs as `fsmem sync` (exit code, one line on stderr); the others in-process
 
 

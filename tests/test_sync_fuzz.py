@@ -13,26 +13,16 @@ from __future__ import annotations
 
 import os
 
-from sync_fuzz import ACTIONS, NOW, fuzz
+from sync_fuzz import ACTIONS, fuzz
+from sync_fuzz_hostile import NOW
 
 ROUNDS = 25  # two syncs a round
 # An action whose finding is still open is left out of the asserted run, by name, with the finding it waits for.
 EXCLUDED: dict[str, str] = {
-    "link_out_in_two_pushes": "issue 31 finding 1 (sync-invariants): the first link is never judged again",
-    "forged_index": "issue 31 finding 2, FUZZ-FINDINGS F1 (sync-invariants): INDEX.md as a link or a folder",
-    "git_refused_names": "issue 31 finding 3 (sync-invariants): GIT~1 names block sync for good",
-    "file_to_folder": "issue 31 finding 4 (sync-invariants): a type change meets a local edit",
-    "folder_to_file": "issue 31 finding 4, FUZZ-FINDINGS F5 (sync-invariants): a type change meets a local edit",
-    "folder_to_link": "FUZZ-FINDINGS F4, F7 (sync-invariants): a link's target retyped; folder to link vs an edit",
-    "link_to_file_or_folder": "FUZZ-FINDINGS F4 (sync-invariants): a link's target retyped, never judged again",
-    "retarget_link": "FUZZ-FINDINGS F4 (sync-invariants): a link's target retyped, never judged again",
-    "unicode_twins": "issue 31 finding 5 (sync-invariants): unportable names taken",
-    "case_twins": "issue 31 finding 5 (sync-invariants): unportable names taken",
-    "device_names": "issue 31 finding 5 (sync-invariants): unportable names taken",
-    "trailing_dot_or_space": "issue 31 finding 5 (sync-invariants): unportable names taken",
-    "backslash_and_reserved_characters": "issue 31 finding 5 (sync-invariants): unportable names taken",
-    "link_to_generated": "FUZZ-FINDINGS F2 (sync-invariants): a link to INDEX.md or a history file is taken",
-    "forged_history_file": "FUZZ-FINDINGS F6 (sync-invariants): a history file pushed as a link is taken",
+    "folder_to_link": "FUZZ-FINDINGS F10 (write-nofollow): a note written through a folder link is committed beneath "
+    "it, and every later sync stops ('... is beyond a symbolic link')",
+    "config_edit_with_a_refused_file": "FUZZ-FINDINGS F3 (sync-invariants): --repair says run --accept-config, which "
+    "says run --repair; the two together only on a second try",
 }
 
 
