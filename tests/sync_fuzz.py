@@ -44,6 +44,7 @@ import sync_scenario as S
 from sync_fuzz_hostile import ACTIONS, OUTSIDE_ABS, Hostile, Move, env, is_memory_name, run
 
 SECRET = "SECRET-FUZZ-OUTSIDE-7f3a"
+WRITES_THROUGH_LINKS = "honest writes through links"  # a name `skip` may hold: honest writes avoid links
 CONTROL = {"fsmem.yaml", ".gitattributes", ".gitignore", "INDEX.md"}
 DEVICES = {"con", "prn", "aux", "nul", "conin$", "conout$"} | {
     f"{kind}{n}" for kind in ("com", "lpt") for n in [*"123456789", "\u00b9", "\u00b2", "\u00b3"]
@@ -244,6 +245,12 @@ class World:
         root = self.roots[host]
         mark = f"h{host}-{self.step}"
         self.trail.append(f"host{host} {kind}")
+        owned = self.owned[host]
+        if WRITES_THROUGH_LINKS in self.skip:  # an exclusion of tests/test_sync_fuzz.py, while its finding is open
+            owned = [p for p in owned if not self._through_link(root, p)]
+            if kind in ("edit", "rewrite", "mv", "rm") and (self._through_link(root, S.SHARED) or not owned):
+                self.tally.honest[f"{kind} left out"] += 1
+                return
         try:
             memory = self.memory(host)
             if kind == "note":
@@ -256,7 +263,8 @@ class World:
                 self.owned[host].append(path)
                 self._noted(host, path, f"- latest: {mark}")
             elif kind == "rewrite":  # an existing path, which the hostile host may have made a link or a folder
-                path = str(choose(self.owned[host] + [S.SHARED] + self._links(root)))
+                links = [] if WRITES_THROUGH_LINKS in self.skip else self._links(root)
+                path = str(choose(owned + [S.SHARED] + links))
                 memory.write(path, f"# {mark}\n\n- rewritten: {mark}\n")
                 if path in self.owned[host]:
                     self._noted(host, path, f"- rewritten: {mark}")
@@ -265,13 +273,13 @@ class World:
                 owner = next((t for _, t in page.lines if t.startswith("- owner: ")), None)
                 if owner is not None:
                     memory.edit(S.SHARED, old=owner, new=f"- owner: o-{mark}", expected_version=page.version)
-            elif kind == "mv" and self.owned[host]:
-                old = str(choose(self.owned[host]))
+            elif kind == "mv" and owned:
+                old = str(choose(owned))
                 new = f"topics/{mark}-moved.md"
                 memory.mv(old, new)
                 self.owned[host] = [new if p == old else p for p in self.owned[host]]
-            elif kind == "rm" and self.owned[host]:
-                old = str(choose(self.owned[host]))
+            elif kind == "rm" and owned:
+                old = str(choose(owned))
                 memory.rm(old)
                 self.owned[host].remove(old)
             elif kind == "consolidate":
@@ -288,6 +296,12 @@ class World:
             path = root / name
             if path.is_file() and not path.is_symlink() and mark.encode() in path.read_bytes():
                 self.fail("write", host, f"{kind} wrote into {name}, a control or generated file")
+
+    @staticmethod
+    def _through_link(root: Path, rel: str) -> bool:
+        """Whether a link stands anywhere on the way to `rel` (or at it)."""
+        parts = rel.split("/")
+        return any(os.path.islink(root.joinpath(*parts[: n + 1])) for n in range(len(parts)))
 
     @staticmethod
     def _links(root: Path) -> list[str]:
@@ -406,7 +420,7 @@ class World:
     # -- the invariants --------------------------------------------------------------------------------
     def fail(self, invariant: str, host: int, detail: str) -> None:
         text = f"[{invariant}] host{host}: {detail}"
-        trail = "\n  ".join(self.trail[-12:])
+        trail = "\n  ".join(self.trail[-24:])
         if not any(seen.startswith(text) for seen in self.tally.violations):
             self.tally.violations.append(f"{text}\n  the last steps:\n  {trail}")
         raise Violation(f"{text}\n  the last steps:\n  {trail}")
@@ -585,7 +599,7 @@ def machine(base: Path, tally: Tally, rounds: int, skip: frozenset[str], keep_go
             cli=st.integers(0, 7),
         )
         def round(self, pushes: list[int], picks: list[int], writes: list[tuple[int, int]], first: int, cli: int):
-            """The hostile host pushes, each honest host writes, then both sync (one sync in five on the CLI)."""
+            """The hostile host pushes, each honest host writes, then both sync (one in CLI_EVERY on the CLI)."""
             self.rounds += 1
             world = self.world
             allowed = [name for name in ACTIONS if name not in skip]
