@@ -246,3 +246,25 @@ def test_a_move_never_makes_a_link_lead_out(tmp_path, walk):
     assert (root / "topics" / "deep" / "alias.md").is_symlink() and not (root / "alias.md").is_symlink()
     memory.mv("topics/deep/alias.md", "entities/people/alias.md")
     assert (root / "entities" / "people" / "alias.md").read_text() == (root / "topics" / "billing.md").read_text()
+
+
+def test_caches_are_never_opened_through_a_link(tmp_path):
+    """The metadata cache (apsw) and consolidation's ledger (sqlite3) under .fsmem/: a link where the database
+    should be is removed and the database made anew, its target untouched (an empty file is one SQLite would
+    happily make a database of)."""
+    root, outside = build(tmp_path)
+    memory = Memory(root)
+    memory.ls()
+    memory.consolidate()
+    databases = [root / ".fsmem" / "cache.sqlite", next((root / ".fsmem" / "consolidate").glob("*.sqlite"))]
+    for number, database in enumerate(databases):
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{database}{suffix}").unlink(missing_ok=True)
+        (outside / f"empty-{number}").write_bytes(b"")
+        database.symlink_to(outside / f"empty-{number}")
+    Memory(root).ls()
+    Memory(root).note("- terms: net 60", subject="topic/Billing")
+    Memory(root).consolidate()
+    assert [(outside / f"empty-{number}").read_bytes() for number in range(2)] == [b"", b""]
+    assert sorted(path.name for path in outside.iterdir()) == ["empty-0", "empty-1", "notes", "secret.md"]
+    assert not any(database.is_symlink() for database in databases)

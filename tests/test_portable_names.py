@@ -3,8 +3,8 @@
 Each payload is refused through `Memory`, the CLI, the tool dispatcher and
 Claude's memory-tool drop-in with the reason, and nothing is created; a name
 already in the memory stays readable, `fsmem check` reports it with the
-`fsmem mv` that renames it (run here, as printed), and `fsmem sync` takes it
-from a remote without stopping.
+`fsmem mv` that renames it (run here, as printed), and `fsmem sync` refuses
+it from a remote as it refuses any name fsmem would not create.
 """
 
 from __future__ import annotations
@@ -187,18 +187,18 @@ def test_unportable_lists_a_folder_before_what_it_holds_and_keeps_the_lower_case
     ]
 
 
-def test_sync_takes_unportable_names_from_a_remote_and_check_reports_them(tmp_path):
+def test_sync_refuses_unportable_names_from_a_remote_and_check_reports_them_where_they_are(tmp_path):
     _origin, (first, second) = S.make_hosts(tmp_path, hosts=2, writers=1)
     (first / "topics" / "con.md").write_text("# Con\n")
     (first / "topics" / "a:b.md").write_text("# A b\n")
     S.git("add", "-A", cwd=first)
     S.git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "names from a Linux editor", cwd=first)
     S.fsmem(first, "sync")
-    done = S.fsmem(second, "sync")
-    assert done.returncode == 0
-    assert (second / "topics" / "con.md").read_text() == "# Con\n"
-    check = S.fsmem(second, "check", check=False).stdout
+    check = S.fsmem(first, "check", check=False).stdout  # where they are, with the rename
     assert "topics/con.md:1: is named CON" in check and "topics/a:b.md:1: holds ':'" in check
+    done = S.fsmem(second, "sync", check=False)
+    assert done.returncode == 2 and "a name a Windows or macOS copy cannot hold" in done.stderr
+    assert "fsmem sync --repair" in done.stderr and not (second / "topics" / "con.md").exists()
 
 
 NAME = st.text(

@@ -123,7 +123,17 @@ def test_a_name_git_refuses_to_check_out_is_refused_and_the_repair_gets_past_it(
     assert shown not in tree_names(world.origin)
     fresh = world.base / "fresh"
     cloned = subprocess.run(
-        ["git", "-c", "core.protectNTFS=true", "-c", "core.protectHFS=true", "clone", "-q", str(world.origin), str(fresh)],
+        [
+            "git",
+            "-c",
+            "core.protectNTFS=true",
+            "-c",
+            "core.protectHFS=true",
+            "clone",
+            "-q",
+            str(world.origin),
+            str(fresh),
+        ],
         capture_output=True,
         text=True,
     )
@@ -189,7 +199,7 @@ def test_a_backslash_name_already_on_this_host_never_stops_sync_and_check_report
     assert done.returncode == 0, done.stderr
     assert sync(world.victim).returncode == 0
     check = S.fsmem(world.victim, "check", check=False).stdout
-    assert "topics/x\\y.md:1: holds '\\'" in check and "rename it" in check
+    assert "topics/x\\y.md:1: skipped: the name holds '\\'" in check and "rename it outside fsmem" in check
 
 
 @pytest.mark.parametrize(
@@ -247,16 +257,116 @@ def test_a_document_the_remote_turns_into_a_folder_while_this_host_edits_it_stay
 def test_a_remote_cannot_set_this_hosts_id_whatever_the_policy(world):
     git(world.victim, "config", "fsmem.acceptConfig", "settings")
     config = world.hostile / "fsmem.yaml"
-    config.write_text(config.read_text() + "notes:\n  host_id: everyone\n")
+    config.write_text(config.read_text().replace("  host_id: null", "  host_id: everyone", 1))
     push(world.hostile)
-    sync(world.victim, "--accept-config")
-    sync(world.victim, "--accept-config")
+    taken = sync(world.victim)
+    assert taken.returncode == 0 and "notes.host_id" in taken.stdout, taken.stderr  # the standing policy took it
+    assert "host_id: everyone" in (world.victim / "fsmem.yaml").read_text()
     Memory(world.victim).note("- city: Oslo", subject="people/Ann Lee")
     notes = [p.name for p in (world.victim / "sessions").rglob("*.md")]
     assert notes and not any("everyone" in name for name in notes), notes
+    check = S.fsmem(world.victim, "check", check=False).stdout
+    assert "fsmem.yaml:1: notes.host_id is not read in a memory with history" in check
 
 
 def test_this_hosts_id_is_set_in_its_own_git_config(world):
     git(world.victim, "config", "fsmem.hostId", "laptop")
     Memory(world.victim).note("- city: Oslo", subject="people/Ann Lee")
     assert any(p.name == "default-laptop.md" for p in (world.victim / "sessions").rglob("*.md"))
+
+
+# -- what the sync fuzzer found (/work/wt/FUZZ-FINDINGS.md, F1-F7) -------------------------------------------------
+def test_a_generated_file_pushed_as_a_folder_is_refused_and_the_repair_gets_past_it(world):
+    """F1: INDEX.md as a folder made every sync exit 2 ('is a directory'), check silent."""
+    (world.hostile / "INDEX.md").unlink()
+    (world.hostile / "INDEX.md").mkdir()
+    (world.hostile / "INDEX.md/inner.md").write_text("# Inner\n")
+    commit = push(world.hostile)
+    out = sync(world.victim)
+    refused(out, commit, "INDEX.md/inner.md")
+    assert "INDEX.md as a folder" in out.stderr
+    repaired(world)
+    assert (world.victim / "INDEX.md").is_file()
+
+
+def test_a_refusal_and_a_held_fsmem_yaml_in_one_fetch_are_said_together_and_one_run_takes_both(world):
+    """F3: each message named only its own remedy, and following them looped."""
+    os.symlink("../../outside/secret.txt", world.hostile / "topics/out.md")
+    config = world.hostile / "fsmem.yaml"
+    config.write_text(config.read_text().replace("policy: refuse", "policy: redact", 1))
+    commit = push(world.hostile)
+    out = sync(world.victim)
+    assert out.returncode == 2 and commit[:12] in out.stderr and "topics/out.md" in out.stderr
+    assert "secrets.policy" in out.stderr and "fsmem sync --repair --accept-config" in out.stderr, out.stderr
+    done = sync(world.victim, "--repair", "--accept-config")
+    assert done.returncode == 0, done.stderr
+    assert "policy: redact" in (world.victim / "fsmem.yaml").read_text()
+    assert not os.path.lexists(world.victim / "topics/out.md")
+
+
+def test_a_link_that_a_later_push_points_at_a_plain_file_is_refused(world):
+    """F4: a link to a folder, whose folder a later push makes a plain file."""
+    (world.hostile / "shelf").mkdir()
+    (world.hostile / "shelf/me.md").write_text("# Me\n")
+    os.symlink("../shelf", world.hostile / "topics/folder-1")
+    push(world.hostile)
+    assert sync(world.victim).returncode == 0
+    git(world.hostile, "pull", "-q", "--no-rebase", "origin", "main")
+    shutil.rmtree(world.hostile / "shelf")
+    (world.hostile / "shelf").write_text("plain\n")
+    commit = push(world.hostile)
+    out = sync(world.victim)
+    refused(out, commit, "topics/folder-1")
+    assert "which is not a memory file" in out.stderr
+
+
+def test_a_folder_the_remote_turns_into_a_file_while_this_host_edits_in_it_leaves_no_git_leftover(world):
+    """F5: the remote's file was left as `topics~<commit>`."""
+    shutil.rmtree(world.hostile / "topics")
+    (world.hostile / "topics").write_text("a plain file\n")
+    push(world.hostile)
+    Memory(world.victim, agent="w1").edit(S.SHARED, old="- owner: nobody", new="- owner: the victim")
+    out = sync(world.victim)
+    assert out.returncode == 0, out.stderr
+    assert "- owner: the victim" in (world.victim / S.SHARED).read_text()
+    assert not any("~" in name for name in tree_names(world.origin)), tree_names(world.origin)
+    assert (world.victim / "topics (edited on origin)").read_text() == "a plain file\n"
+
+
+def test_a_folder_the_remote_turns_into_a_link_while_this_host_writes_in_it_is_refused(world):
+    """F7: the link hid this host's new note, and the other host's merge then failed for good."""
+    memory = Memory(world.victim, agent="w1")
+    memory.note("- employer: first", subject="people/Ann Lee")
+    assert sync(world.victim).returncode == 0
+    git(world.hostile, "pull", "-q", "--no-rebase", "origin", "main")
+    day = next(
+        p for p in (world.hostile / "sessions").rglob("*") if p.is_dir() and not any(x.is_dir() for x in p.iterdir())
+    )
+    shutil.rmtree(day)
+    os.symlink(os.path.relpath(world.hostile / "topics", day.parent), day)
+    commit = push(world.hostile)
+    memory.note("- employer: second", subject="people/Ann Lee")
+    out = sync(world.victim)
+    rel = day.relative_to(world.hostile).as_posix()
+    refused(out, commit, rel)
+    assert "where this host has a folder" in out.stderr
+    repaired(world)
+    assert (world.victim / rel).is_dir() and not (world.victim / rel).is_symlink()
+    assert not any("~" in name for name in tree_names(world.origin))
+
+
+def test_check_reports_every_link_of_the_committed_tree_that_breaks_the_invariant(tmp_path):
+    root = tmp_path / "m"
+    S.fsmem(root, "init", "--git", str(root))
+    (root / "topics/a/b").mkdir(parents=True)
+    (root / "topics/a/b/keep.md").write_text("---\ntitle: Keep\n---\n# Keep\n")
+    S.fsmem(root, "index")
+    os.symlink("a/b/../../../..", root / "topics/escape")  # leads out, though no .md name: the walk never sees it
+    os.symlink("../INDEX.md", root / "topics/index.md")  # a generated file
+    os.symlink("a", root / "topics/fine")  # a folder of memory: fine
+    S.git("add", "-A", cwd=root)
+    S.git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "links by hand", cwd=root)
+    check = S.fsmem(root, "check", check=False).stdout
+    assert "topics/escape:1: a symbolic link that leads outside the memory" in check
+    assert "topics/index.md:1: a symbolic link that leads to INDEX.md, which fsmem generates" in check
+    assert "topics/fine:" not in check

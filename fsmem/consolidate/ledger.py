@@ -26,7 +26,7 @@ from pathlib import Path
 
 from fsmem.consolidate import subjects
 from fsmem.consolidate.notes import NoteEntry, NoteItem, as_old, read_note, source_of
-from fsmem.store.files import state_dir
+from fsmem.store.files import drop_links, state_dir
 from fsmem.store.paths import STATE_DIR as STATE
 
 VERSION = 4
@@ -70,6 +70,8 @@ class Ledger:
     def _open(self, signature: str) -> sqlite3.Connection:
         for attempt in (1, 2):
             try:
+                if self.path != ":memory:":
+                    drop_links(self.path)  # a cache under .fsmem/: never written through a link
                 db = sqlite3.connect(self.path, isolation_level=None)
                 db.execute("PRAGMA journal_mode=WAL")  # a cache: after a power cut it may lose its last
                 db.execute("PRAGMA synchronous=NORMAL")  # transactions (those notes are read again), never its sanity

@@ -18,6 +18,7 @@ process for a memory without history, or for a read:
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 from fsmem import faces
@@ -39,6 +40,29 @@ def may_have_history(root: Path, enabled: bool) -> bool:
     """A cheap guess (no git process): history is not switched off (`history.enabled`) and a `.git` lies at or
     above the root."""
     return enabled and git_marker(root) is not None
+
+
+# Settings that name this host live in the clone's own `.git/config`, which git never sends to a remote nor takes
+# from one: `fsmem.hostId` (this copy's id in note names), `fsmem.acceptConfig` (`fsmem.history.trust_config`).
+HOST_ID_KEY = "fsmem.hostId"
+
+
+def host_setting(root: Path, key: str) -> str | None:
+    """A host-local setting (`git config --local KEY` of the repository around `root`), or None: no repository,
+    no git, or not set. One git process, only where a `.git` lies above."""
+    if git_marker(root) is None:
+        return None
+    try:
+        proc = subprocess.run(
+            ["git", "-C", os.fspath(root), "config", "--local", "--get", key],
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    value = proc.stdout.decode("utf-8", "replace").strip()
+    return value if proc.returncode == 0 and value else None
 
 
 def turn_on(root: object) -> str:

@@ -8,11 +8,16 @@ fsmem last logged, next to each leftover `fsmem.history.recovery` finds.
 
 from __future__ import annotations
 
+import os
+import re
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
-from fsmem.history import journal, recovery
+from fsmem.format.portable import UNPORTABLE_CHARACTERS, twin_key
+from fsmem.history import HOST_ID_KEY, journal, recovery
 from fsmem.history.repo import Repo
+from fsmem.store.paths import MEMORY_SUFFIXES, shown
 
 JOURNAL_GRACE = 30.0  # seconds an entry may wait before it counts as stuck (its writer commits it at once)
 
@@ -40,3 +45,79 @@ def _age(path: Path, now: float) -> float:
         return now - path.stat().st_mtime
     except OSError:
         return 0.0
+
+
+# `topics/billing (edited on 3f9a2c1b).md`: a document edited on one host while another made a folder of its name
+EDITED_COPY = re.compile(r"^(?P<stem>.+) \(edited on (?P<who>[^()/]+)\)(?: (?P<n>[0-9]+))?(?P<suffix>\.md|\.markdown)$")
+
+
+def edited_copy_name(document: str, who: str, taken: Iterable[str], *, memory: bool = True) -> str:
+    """The name under which sync keeps `document`'s edited text beside the folder that took its name: portable
+    (no character Windows refuses, whatever the host's id holds) and free in the folder; a memory file's keeps
+    its suffix."""
+    suffix = next((s for s in MEMORY_SUFFIXES if document.lower().endswith(s)), "") if memory else ""
+    stem = document[: len(document) - len(suffix)]
+    plain = "".join("-" if char in UNPORTABLE_CHARACTERS or char in "()/" or ord(char) < 32 else char for char in who)
+    folded = {twin_key(name) for name in taken}
+    name, number = f"{stem} (edited on {plain.strip(' .') or 'this host'}){suffix}", 1
+    while twin_key(name) in folded:
+        number += 1
+        name = f"{stem} (edited on {plain.strip(' .') or 'this host'}) {number}{suffix}"
+    return name
+
+
+def edited_copy_problem(rel: str) -> str:
+    match = EDITED_COPY.match(rel.rsplit("/", 1)[-1])
+    folder = rel.rpartition("/")[0]
+    document = (f"{folder}/" if folder else "") + (match["stem"] + match["suffix"] if match else rel)
+    who = match["who"] if match else "one host"
+    return (
+        f"the text of {document} as edited on {who}, kept by fsmem sync when another host turned {document} into "
+        f"a folder; merge what it holds into that folder's documents, then remove it (fsmem rm)"
+    )
+
+
+def edited_copies(root: Path, rels: Iterable[str]) -> list[tuple[str, int, str]]:
+    """(path, line, message) of each document sync kept beside the folder that took its name."""
+    found = []
+    for rel in rels:
+        if " (edited on " not in rel:
+            continue
+        match = EDITED_COPY.match(rel.rsplit("/", 1)[-1])
+        folder = rel.rpartition("/")[0]
+        if match and os.path.isdir(os.path.join(root, folder, match["stem"] + match["suffix"])):
+            found.append((rel, 1, edited_copy_problem(rel)))
+    return found
+
+
+def shared_host_id(value: str) -> tuple[str, int, str]:
+    """`notes.host_id` in a synced fsmem.yaml: every host would read one id (and a remote could set it), so it is
+    not read; this host's id is host-local."""
+    return (
+        "fsmem.yaml",
+        1,
+        f"notes.host_id is not read in a memory with history (every clone shares fsmem.yaml, and a remote could name "
+        f"every host {shown(value)}); set this host's own id with: git config {HOST_ID_KEY} ID",
+    )
+
+
+def link_problems(repo: Repo) -> list[tuple[str, int, str]]:
+    """Each link in HEAD's tree of the memory that leads out of it, to fsmem's or git's own or a generated file,
+    to something that is not memory, or to nothing, with its remedy. One `git ls-tree -r`."""
+    from fsmem.history.incoming import Tree, follow, link_problem, links
+
+    _, tree = repo.head(repo.reader)
+    found = []
+    whole = Tree(repo, tree)
+    for path, oid in links(repo, tree):
+        rel = repo.in_memory(path)
+        if rel is None:
+            continue
+        problem = link_problem(repo, whole, path, oid)
+        if problem is None:
+            where, _ = follow(whole, path, whole.link(oid) or "")
+            if where is None or whole.entry(where, folders=True) is not None:
+                continue
+            problem = "a symbolic link that leads to nothing"
+        found.append((shown(rel), 1, f"{problem}; remove the link or point it at a memory file"))
+    return found

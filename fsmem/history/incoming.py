@@ -19,7 +19,15 @@ from fsmem.history.host_rules import CONTROL
 from fsmem.history.merge import GENERATED
 from fsmem.history.repo import Repo
 from fsmem.history.trees import TREE_MODE, Entry
-from fsmem.store.paths import MAX_DEPTH, MAX_PATH_BYTES, stored_name_problem, text_problem
+from fsmem.store.paths import (
+    MAX_DEPTH,
+    MAX_PATH_BYTES,
+    is_memory_path,
+    is_visible_folder,
+    shown,
+    stored_name_problem,
+    text_problem,
+)
 
 LINK, SUBMODULE, GONE = "120000", "160000", "000000"
 BLOB_MODES = ("100644", "100755")
@@ -120,6 +128,37 @@ def links(repo: Repo, tree: str | None) -> list[tuple[str, str]]:
             header, _, path = item.partition(b"\t")
             found.append((path.decode("utf-8", "surrogateescape"), header.split()[2].decode()))
     return found
+
+
+def link_problem(repo: Repo, tree: Tree, path: str, oid: str) -> str | None:
+    """Why the link at `path` (a memory path) breaks the memory's invariant in `tree`, or None: it must lead,
+    inside the memory, to a memory file or a folder of memory files (or, for now, to nothing), never to fsmem's,
+    git's or a generated file, and never through a folder the tree does not hold."""
+    target = tree.link(oid)
+    if target is None:
+        return "a symbolic link whose target is not a plain path"
+    where, why = follow(tree, path, target)
+    if where is None and why not in (None, "out", "absolute"):
+        climbed = shown(repo.in_memory(why or "") or why or "")
+        return f"a symbolic link that climbs out of {climbed}, which is not a folder of the memory"
+    inside = None if where is None else repo.in_memory(where + "/")
+    if inside is None:
+        return f"a symbolic link that leads outside the memory (to {shown(target[:200])})"
+    inside = inside.rstrip("/")
+    if not inside:
+        return "a symbolic link to the memory's own folder"
+    if is_control_target(inside):
+        return f"a symbolic link that leads to {shown(inside)}, which is fsmem's or git's own"
+    if is_generated(inside):
+        return f"a symbolic link that leads to {shown(inside)}, which fsmem generates"
+    found = tree.entry(where or "", folders=True) if where else None
+    if found is None:
+        return None  # leads to nothing (yet): judged again whenever something comes there
+    if found[0] == TREE_MODE and not is_visible_folder(inside):
+        return f"a symbolic link that leads to {shown(inside)}, a folder that holds no memory"
+    if found[0] != TREE_MODE and not is_memory_path(inside):
+        return f"a symbolic link that leads to {shown(inside)}, which is not a memory file"
+    return None
 
 
 # Characters HFS+ ignores in a name (git's `next_hfs_char`): `.g\u200cit` is `.git` on a Mac.

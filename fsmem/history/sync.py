@@ -18,6 +18,7 @@ lost, the next sync sends it.
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from collections.abc import Callable
@@ -30,10 +31,11 @@ from fsmem.config import SyncSettings
 from fsmem.errors import HistoryOff, LockTimeout, SyncFailed
 from fsmem.history import git_marker, host_rules, journal, recovery, remote as remotes, trust, turn_on, worktree
 from fsmem.history.git import CatFile, Git, driver_command, first_line, record_driver
+from fsmem.history.health import edited_copy_name, edited_copy_problem
 from fsmem.history.merge import GENERATED, merge_text
 from fsmem.history.repo import Repo, discover
 from fsmem.store.files import atomic_write, file_lock
-from fsmem.store.paths import is_memory_path
+from fsmem.store.paths import is_memory_path, shown
 
 SYNC_LOCK = "sync"
 RECOVERY_WAIT = 10.0  # seconds a sync waits for a live git holding a lock it needs
@@ -53,6 +55,7 @@ class SyncResult:
     rejected: int = 0
     kept_both: list[str] = field(default_factory=list)  # documents where two versions of lines were kept
     kept_ours: list[str] = field(default_factory=list)  # other files both sides changed: this clone's kept
+    kept_beside: list[str] = field(default_factory=list)  # a document edited where the other side made a folder
     consolidated: str | None = None
     boundary: list[str] = field(
         default_factory=list
@@ -83,6 +86,8 @@ class SyncResult:
             )
         for path in self.kept_ours:
             lines.append(f"{path}: both hosts changed it; this host's version kept (the other is in {where})")
+        for path in self.kept_beside:
+            lines.append(f"{path}: {edited_copy_problem(path)}")
         return "\n".join(lines)
 
 
@@ -295,6 +300,8 @@ def _settle(repo: Repo, cat: CatFile, path: str, result: SyncResult, threshold: 
             stages[fields[2]] = fields[1]
     full = repo.top / path
     rel = repo.in_memory(path) or path
+    if _keep_beside_folder(repo, cat, path, stages, result):
+        return
     markdown = is_memory_path(rel)
     if markdown and "2" in stages and "3" in stages:
         texts = []
@@ -314,3 +321,32 @@ def _settle(repo: Repo, cat: CatFile, path: str, result: SyncResult, threshold: 
         git.run("add", "--", path)
     else:
         git.run("rm", "-q", "--cached", "--ignore-unmatch", "--", path, check=False)
+
+
+def _keep_beside_folder(repo: Repo, cat: CatFile, path: str, stages: dict[str, str], result: SyncResult) -> bool:
+    """A file one side changed while the other made a folder of its name: git leaves the file as
+    `topics/billing.md~HEAD` (or `~` and the other commit), which is no memory file. A document is kept as
+    `topics/billing (edited on HOST).md` beside the folder, listed and searched like any, and reported by
+    `fsmem check` until a person merges it; another file likewise without the suffix; a link is dropped."""
+    document, tilde, side = path.rpartition("~")
+    ours_or_theirs = side == "HEAD" or (len(side) >= 7 and all(char in "0123456789abcdef" for char in side))
+    rel = repo.in_memory(document) if tilde and ours_or_theirs else None
+    if rel is None or not (repo.top / document).is_dir() or os.path.islink(repo.top / document):
+        return False
+    stage = "2" if "2" in stages else "3" if "3" in stages else None
+    mode = next((line.split()[0] for line in repo.git.text("ls-files", "-s", "--", path).splitlines()), "")
+    found = cat.get(stages[stage]) if stage else None
+    repo.git.run("rm", "-q", "--cached", "--ignore-unmatch", "--", path, check=False)
+    if os.path.lexists(repo.top / path):
+        os.unlink(repo.top / path)
+    if found is None or mode != "100644" and mode != "100755":
+        result.boundary.append(f"{shown(rel)}: a link where the other side made a folder; dropped")
+        return True
+    who = repo.host if stage == "2" else result.remote
+    taken = [p.name for p in (repo.top / document).parent.iterdir()]
+    name = edited_copy_name(document.rsplit("/", 1)[-1], who, taken, memory=is_memory_path(rel))
+    kept = f"{document.rpartition('/')[0]}/{name}" if "/" in document else name
+    atomic_write(repo.top / kept, found[2])
+    repo.git.run("add", "--", kept)
+    result.kept_beside.append(repo.in_memory(kept) or kept)
+    return True

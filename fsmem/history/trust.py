@@ -9,9 +9,18 @@ from the merge base to the fetched tip: each path with its mode and object) and 
 - `.gitattributes` and `.gitignore` are fsmem's own: a remote's change to them is never taken (the
   merge takes a commit on top of the remote's that holds them as fsmem writes them);
 - a change to fsmem.yaml is shown and held until a person accepts it (`fsmem.history.trust_config`);
-- refused, naming the commit and the file: anything under `.fsmem/`, a link that leads out of the
-  memory or to a control file, a submodule, a name fsmem refuses (`fsmem.store.paths`). `fsmem sync
-  --repair` then merges without them: a commit on top keeps this host's version of each.
+- refused, naming the commit and the file: anything under `.fsmem/`, a submodule, a name fsmem or git
+  refuses (`fsmem.store.paths`, `incoming.git_refuses`), a name new to this host that a Windows or macOS
+  copy cannot hold, a generated or control file as a link or a folder. `fsmem sync --repair` then merges
+  without them: a commit on top keeps this host's version of each.
+
+Then the tree the merge would make (this host's, with every incoming change in it) is judged whole
+(`judge_whole`): every link in it, whichever commit last changed it, must lead inside the memory to
+memory (`incoming.link_problem`, which `fsmem check` uses too), and no new name may be a twin of another.
+
+This module is long because it is the one boundary: the judgement per path, the judgement of the whole
+tree, and the repair of both read the same state, and a reader must see every rule a remote meets in one
+place.
 
 Whatever a tree says, `$GIT_DIR/info/attributes` (host-local, and above every `.gitattributes` in git's
 precedence) keeps memory files and fsmem's own files byte for byte, unfiltered, on fsmem's merge driver.
@@ -22,6 +31,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from fsmem import faces
 from fsmem.config import CONFIG_FILE, MAX_CONFIG_BYTES, STATE_DIR, Config, parse_config
@@ -45,11 +55,10 @@ from fsmem.history.incoming import (
     Change,
     Tree,
     diff,
-    follow,
     git_refuses,
     is_control_name,
-    is_control_target,
     is_generated,
+    link_problem,
     links,
     name_problem,
     raw_entries,
@@ -114,14 +123,26 @@ def admit(repo: Repo, theirs: str, label: str, *, accept_config: bool = False, r
     judged.judge_whole(changes)
     if judged.refused and not repair:
         judged.name_commits()
-        save(repo, {"remote": label, "refused": [vars(item) for item in judged.refused]})
+        record: dict[str, object] = {"remote": label, "refused": [vars(item) for item in judged.refused]}
+        held = judged.held_too(accept_config)
+        if held:  # the refusal and the held fsmem.yaml in one message: one run of the repair takes both
+            record["held"] = held
+        save(repo, record)
         first = judged.refused[0].text()
         more = len(judged.refused) - 1
         them = "it" if not more else "them"
         checking = faces.call("check")
+        also = (
+            f"; it also changes {CONFIG_FILE} ({trust_config.listed(judged.config_changes)}), held until a person "
+            "accepts it"
+            if held
+            else ""
+        )
+        call = faces.call("sync", repair=True, accept_config=True) if held else faces.call("sync", repair=True)
         raise SyncRefused(
-            f"{label} is refused: {first}{f' and {more} more ({checking} lists them)' if more else ''}; "
-            f"nothing was merged or pushed. Repair: {faces.call('sync', repair=True)} merges {label} without {them} (a commit on top "
+            f"{label} is refused: {first}{f' and {more} more ({checking} lists them)' if more else ''}{also}; "
+            f"nothing was merged or pushed. Repair: {call} merges {label} without {them}"
+            f"{f' and takes its {CONFIG_FILE}' if held else ''} (a commit on top "
             f"keeps this host's version; its push repairs the remote for every host)"
         )
     if judged.refused:
@@ -180,10 +201,14 @@ class _Judgement:
             self.refuse(change, rel, f"fsmem's machine state ({STATE_DIR}/ is never tracked)")
         elif change.mode == SUBMODULE:
             self.refuse(change, rel, "a submodule (a link to another repository), which a memory never holds")
+        elif folder := next((f for f in _folders_of(rel) if is_generated(f) or f in CONTROL), None):
+            self.refuse(change, rel, f"{shown(folder)} as a folder: fsmem writes that file itself")
         elif change.mode == LINK and (rel in CONTROL or is_generated(rel) or top == CONFIG_FILE):
             self.refuse(change, rel, "as a symbolic link: fsmem writes this file itself, and never through a link")
         elif change.mode == LINK and self.theirs.link(change.oid) is None:
             self.refuse(change, rel, "a symbolic link whose target is not a plain path")
+        elif change.mode == LINK and (ours := self.ours.entry(change.path, folders=True)) and ours[0] == TREE_MODE:
+            self.refuse(change, rel, "a symbolic link where this host has a folder (it would hide the files in it)")
         elif top == CONFIG_FILE and rel != CONFIG_FILE:
             self.refuse(change, rel, f"{CONFIG_FILE} in another spelling or as a folder, which fsmem never takes")
         elif rel == CONFIG_FILE:
@@ -288,23 +313,7 @@ class _Judgement:
                     return
 
     def link_problem(self, tree: Tree, path: str, oid: str) -> str | None:
-        target = tree.link(oid)
-        if target is None:
-            return "a symbolic link whose target is not a plain path"
-        where, why = follow(tree, path, target)
-        if where is None and why not in (None, "out", "absolute"):
-            return f"a symbolic link that climbs out of {shown(self.repo.in_memory(why) or why)}, which is not a folder of the memory"
-        inside = None if where is None else self.repo.in_memory(where + "/")
-        if inside is None:
-            return f"a symbolic link that leads outside the memory (to {shown(target[:200])})"
-        inside = inside.rstrip("/")
-        if not inside:
-            return "a symbolic link to the memory's own folder"
-        if is_control_target(inside):
-            return f"a symbolic link that leads to {shown(inside)}, which is fsmem's or git's own"
-        if is_generated(inside):
-            return f"a symbolic link that leads to {shown(inside)}, which fsmem generates"
-        return None
+        return link_problem(self.repo, tree, path, oid)
 
     def read_config(self, change: Change) -> None:
         """Parse the remote's fsmem.yaml (a refusal when it cannot be read) and list the settings it changes."""
@@ -335,6 +344,18 @@ class _Judgement:
             old = {}
         self.config_changes = trust_config.changes(old, new)
         self.config = change if self.config_changes else None
+
+    def held_too(self, accept_config: bool) -> dict[str, Any] | None:
+        """The remote's fsmem.yaml change, as a held record, when it would be held too (beside a refusal)."""
+        if self.config is None:
+            return None
+        found = self.config_changes
+        shown_before = (load(self.repo).get("held") or {}).get("blob")
+        policy = self.repo.git.text("config", "--get", trust_config.ACCEPT_KEY, check=False).strip().lower()
+        accepted = accept_config and shown_before == self.config.oid
+        if trust_config.decide(found, policy=policy, accepted=accepted).take:
+            return None
+        return {"blob": self.config.oid, "commit": self.other, "changes": [change.text() for change in found]}
 
     def settle_config(self, accept_config: bool) -> None:
         """Take the remote's fsmem.yaml (said in the notes) or hold it: ConfigHeld, recorded for `fsmem check`."""
@@ -403,6 +424,11 @@ class _Judgement:
         message = f"fsmem sync: {self.label} as this host takes it\n\n" + "\n".join(self.notes)
         body = f"tree {tree}\nparent {self.other}\nauthor {who}\ncommitter {who}\n\n{message}\n"
         return self.repo.store.write("commit", body.encode("utf-8", "surrogateescape"))
+
+
+def _folders_of(rel: str) -> list[str]:
+    parts = rel.split("/")
+    return ["/".join(parts[: number + 1]) for number in range(len(parts) - 1)]
 
 
 # -- setup: what `git clone` put on disk ------------------------------------------------------------------------

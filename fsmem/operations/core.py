@@ -78,8 +78,18 @@ class Core:
 
     @property
     def host_id(self) -> str:
-        """This copy's id: default session notes are named after the agent and it (`researcher-1a2b3c4d`)."""
-        return host.host_id(self.root, self.config.notes.host_id or None)
+        """This copy's id: default session notes are named after the agent and it (`researcher-1a2b3c4d`). Host-local:
+        `git config fsmem.hostId` of the memory's repository (never synced); `notes.host_id` in fsmem.yaml only for a
+        memory without history, where no remote could have set it."""
+        if not hasattr(self, "_host_id"):
+            from fsmem.history import HOST_ID_KEY, host_setting, may_have_history
+
+            if may_have_history(self.root, self.config.history.enabled):
+                configured = host_setting(self.root, HOST_ID_KEY)
+            else:
+                configured = self.config.notes.host_id or None
+            self._host_id = host.host_id(self.root, configured)
+        return self._host_id
 
     @property
     def secrets_policy(self) -> str:
@@ -108,6 +118,7 @@ class Core:
     def forget_history(self) -> None:
         """Look for the repository again at the next use (after history was set up)."""
         self.__dict__.pop("_repo", None)
+        self.__dict__.pop("_host_id", None)
 
     @property
     def search_index(self) -> SearchIndex:

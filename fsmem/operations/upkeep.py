@@ -85,7 +85,11 @@ def check(memory: Core, path: str | None = None) -> CheckResult:
     problems += [(shown, 1, reason) for shown, reason in found.skipped]
     from fsmem.store.names import unportable
 
-    problems += [(rel, 1, message) for rel, message in unportable(memory.catalog.paths(selection(memory, path)))]
+    listed = memory.catalog.paths(selection(memory, path))
+    problems += [(rel, 1, message) for rel, message in unportable(listed)]
+    from fsmem.history.health import edited_copies
+
+    problems += edited_copies(memory.root, listed)
     day = today()
     for rel, created in found.created:
         message = future_note_problem(rel, {"created": created}, day)
@@ -99,6 +103,10 @@ def check(memory: Core, path: str | None = None) -> CheckResult:
         from fsmem.history import health
 
         problems += health.problems(memory.history)
+        reported = {problem[0] for problem in problems}  # a link the walk reports already is not said twice
+        problems += [found for found in health.link_problems(memory.history) if found[0] not in reported]
+        if memory.config.notes.host_id:
+            problems.append(health.shared_host_id(memory.config.notes.host_id))
     problems.sort(key=lambda p: (p[0], p[1]))
     return CheckResult(problems=problems, files=found.total + len(found.skipped))
 

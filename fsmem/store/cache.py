@@ -42,6 +42,7 @@ from typing import Any
 
 import apsw
 
+from fsmem.store.files import drop_links
 from fsmem.store.paths import STATE_DIR
 from fsmem.store.walk import path_of, walk_key
 
@@ -167,10 +168,7 @@ def _unlinked(path: str) -> tuple[str, int | None]:
     if path in ("", ":memory:") or path.startswith("file:"):
         return path, None
     real = os.path.join(os.path.realpath(os.path.dirname(path) or "."), os.path.basename(path))
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        if os.path.islink(real + suffix):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(real + suffix)
+    drop_links(real)
     flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE | getattr(apsw, "SQLITE_OPEN_NOFOLLOW", 0)
     return real, flags
 

@@ -87,6 +87,16 @@ def fsync_dir(folder: Path) -> None:
             os.close(fd)
 
 
+def drop_links(path: str | os.PathLike[str], suffixes: tuple[str, ...] = ("", "-wal", "-shm", "-journal")) -> None:
+    """Remove a link where a database fsmem keeps (or one of its WAL files) should be: SQLite would write through
+    it. What is removed is the link, never its target; SQLite then makes the file anew."""
+    for suffix in suffixes:
+        name = os.fspath(path) + suffix
+        if os.path.islink(name):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name)
+
+
 def open_unlinked(path: str | os.PathLike[str], flags: int, mode: int = 0o666) -> int:
     """Open a file fsmem keeps for itself (a lock, a log, a counter) for writing, never through a link at its
     name: a link there is removed and a regular file made instead (its folder was made by `state_dir`)."""

@@ -33,7 +33,9 @@ def unportable(rels: Iterable[str]) -> list[tuple[str, str]]:
     for parent in sorted(names, key=lambda p: (p.count("/") if p else -1, p)):
         seen: dict[str, str] = {}
         # of two twins, keep a lower-case one, and the composed (NFC) one
-        for name in sorted(names[parent], key=lambda n: (n != n.lower(), not n.isascii() and n != unicodedata.normalize("NFC", n), n)):
+        for name in sorted(
+            names[parent], key=lambda n: (n != n.lower(), not n.isascii() and n != unicodedata.normalize("NFC", n), n)
+        ):
             path = f"{parent}/{name}" if parent else name
             problem = portable_problem(name)
             twin = seen.setdefault(twin_key(name), name)

@@ -77,6 +77,8 @@ def name_problem(name: str) -> str | None:
         if name.lower() == STATE_DIR:
             return f"is inside {STATE_DIR}/, which holds machine state, not memory"
         return f"is hidden ({shown(name)} starts with '.'); hidden files and folders such as .git/ are not memory"
+    if "\\" in name:  # a path given to fsmem reads it as a folder separator: this name could never be reached
+        return "holds '\\', which fsmem reads as a folder separator and Windows cannot hold in a name; rename it outside fsmem"
     return stored_name_problem(name)
 
 
@@ -107,7 +109,7 @@ def is_memory_path(rel: str) -> bool:
     parts = rel.split("/")
     if len(parts) > MAX_DEPTH or len(rel) > MAX_PATH_BYTES:
         return False
-    if rel.isascii() and rel.isprintable() and not rel.startswith(".") and "/." not in rel:
+    if rel.isascii() and rel.isprintable() and not rel.startswith(".") and "/." not in rel and "\\" not in rel:
         # the common case, at C speed: no control character, valid text, nothing hidden (what name_problem checks)
         return rel.lower().endswith(MEMORY_SUFFIXES) and all(len(part) <= MAX_NAME_BYTES for part in parts)
     return is_memory_name(parts[-1]) and all(name_problem(part) is None for part in parts[:-1])
