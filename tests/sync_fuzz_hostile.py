@@ -234,9 +234,16 @@ def folder_to_file(m: Move) -> None:
 
 
 def file_to_link(m: Move) -> None:
+    """A document made a link to another one, or to itself."""
     path = str(m.choose(m.memory_files()))
-    target = m.choose(["{up}../outside/victim.md", "{up}topics/shared.md", "{up}profile/identity.md"])
+    target = m.choose(["{up}topics/shared.md", "{up}profile/identity.md", "{up}" + path])
     m.link(path, str(target).format(up=m.up(path)))
+
+
+def file_to_link_out(m: Move) -> None:
+    """A document made a link out of the memory: refused, and --repair keeps this host's document."""
+    path = str(m.choose(m.memory_files()))
+    m.link(path, m.up(path) + str(m.choose(["../outside/victim.md", "../outside/secret.txt"])))
 
 
 def link_to_file_or_folder(m: Move) -> None:
@@ -417,6 +424,7 @@ ACTIONS: dict[str, Callable[[Move], None]] = {
         file_to_folder,
         folder_to_file,
         file_to_link,
+        file_to_link_out,
         link_to_file_or_folder,
         folder_to_link,
         unicode_twins,

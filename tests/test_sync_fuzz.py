@@ -23,10 +23,8 @@ ROUNDS = 25  # two syncs a round
 EXCLUDED: dict[str, str] = {
     WRITES_THROUGH_LINKS: "FUZZ-FINDINGS F11 (write-nofollow): a write through an in-memory link writes the target "
     "but commits the link's path; HEAD and the disk disagree and a later sync stops",
-    "folder_to_link": "FUZZ-FINDINGS F10 (write-nofollow): a note written through a folder link is committed beneath "
-    "it, and every later sync stops ('... is beyond a symbolic link')",
-    "config_edit_with_a_refused_file": "FUZZ-FINDINGS F3 (sync-invariants): --repair says run --accept-config, which "
-    "says run --repair; the two together only on a second try",
+    "file_to_link_out": "FUZZ-FINDINGS F9 (sync-invariants): --repair of a document the remote made a link out "
+    "deletes this host's document",
 }
 
 
