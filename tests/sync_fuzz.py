@@ -555,7 +555,7 @@ def make_world(base: Path, tally: Tally, skip: frozenset[str] = frozenset()) -> 
 
 # -- the state machine ---------------------------------------------------------------------------------------
 WRITES = ("note", "write", "rewrite", "edit", "mv", "rm", "consolidate")
-CLI_EVERY = 8  # one sync in so many runs as `fsmem sync` (exit code, one line on stderr); the others in-process
+CLI_EVERY = 10  # one sync in so many runs as `fsmem sync` (exit code, one line on stderr); the others in-process
 
 
 def machine(base: Path, tally: Tally, rounds: int, skip: frozenset[str], keep_going: bool) -> type:
@@ -596,7 +596,7 @@ def machine(base: Path, tally: Tally, rounds: int, skip: frozenset[str], keep_go
             picks=st.lists(st.integers(0, 63), max_size=6),
             writes=st.lists(st.tuples(st.integers(0, 1), st.integers(0, 63)), min_size=1, max_size=3),
             first=st.integers(0, 1),
-            cli=st.integers(0, 7),
+            cli=st.integers(0, CLI_EVERY - 1),
         )
         def round(self, pushes: list[int], picks: list[int], writes: list[tuple[int, int]], first: int, cli: int):
             """The hostile host pushes, each honest host writes, then both sync (one in CLI_EVERY on the CLI)."""

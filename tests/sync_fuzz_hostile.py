@@ -234,16 +234,17 @@ def folder_to_file(m: Move) -> None:
 
 
 def file_to_link(m: Move) -> None:
-    """A document made a link to another one, or to itself."""
+    """A document made a link to another one."""
     path = str(m.choose(m.memory_files()))
-    target = m.choose(["{up}topics/shared.md", "{up}profile/identity.md", "{up}" + path])
-    m.link(path, str(target).format(up=m.up(path)))
+    others = [p for p in ("topics/shared.md", "profile/identity.md", "README.md") if p != path]
+    m.link(path, posixpath.relpath(str(m.choose(others)), posixpath.dirname(path) or "."))
 
 
 def file_to_link_out(m: Move) -> None:
-    """A document made a link out of the memory: refused, and --repair keeps this host's document."""
+    """A document made a link out of the memory, or to itself: refused, and --repair keeps this host's document."""
     path = str(m.choose(m.memory_files()))
-    m.link(path, m.up(path) + str(m.choose(["../outside/victim.md", "../outside/secret.txt"])))
+    target = m.choose(["../outside/victim.md", "../outside/secret.txt", path])
+    m.link(path, m.up(path) + str(target))
 
 
 def link_to_file_or_folder(m: Move) -> None:

@@ -2,7 +2,7 @@
 
 A hypothesis state machine over one world of tests/sync_fuzz.py: each step is one round (the
 hostile host pushes one to three trees, each honest host makes ordinary writes, then both
-sync, one sync in eight through the CLI), and after every sync the oracle of
+sync, one sync in ten through the CLI), and after every sync the oracle of
 tests/sync_fuzz.py checks the host whole. The test asserts what the run did: at least 50
 syncs, every hostile action tried (but those EXCLUDED names, each with the finding it waits
 for), no violation. `make bench` runs it longer (benchmarks/bench_sync_fuzz.py).
@@ -24,7 +24,7 @@ EXCLUDED: dict[str, str] = {
     WRITES_THROUGH_LINKS: "FUZZ-FINDINGS F11 (write-nofollow): a write through an in-memory link writes the target "
     "but commits the link's path; HEAD and the disk disagree and a later sync stops",
     "file_to_link_out": "FUZZ-FINDINGS F9 (sync-invariants): --repair of a document the remote made a link out "
-    "deletes this host's document",
+    "(or to itself) deletes this host's document",
 }
 
 
