@@ -46,19 +46,22 @@ def repaired(world: World) -> None:
 
 # -- finding 1: a link judged again on the merged tree ---------------------------------------------------------
 def test_a_link_that_a_later_push_turns_outward_is_refused_on_the_merged_tree(world):
-    (world.hostile / "topics/a/b").mkdir(parents=True)
-    (world.hostile / "topics/a/b/keep.md").write_text("# Keep\n")
-    os.symlink("a/b/../../../outside/secret.txt", world.hostile / "topics/escape.md")  # topics/a/b: a folder
+    (world.hostile / "topics/a").mkdir()
+    (world.hostile / "topics/a/keep.md").write_text("# Keep\n")
+    (world.hostile / "topics/c/d").mkdir(parents=True)
+    (world.hostile / "topics/c/d/keep.md").write_text("# Keep\n")
+    os.symlink("../c/d", world.hostile / "topics/a/b")  # a folder of memory, two deep
+    os.symlink("a/b/../../../outside/secret.txt", world.hostile / "topics/escape.md")  # inside, and nothing there
     push(world.hostile)
-    assert sync(world.victim).returncode == 0  # where it leads today is inside the memory (and nothing is there)
+    assert sync(world.victim).returncode == 0
     git(world.hostile, "pull", "-q", "--no-rebase", "origin", "main")
-    shutil.rmtree(world.hostile / "topics/a/b")
+    (world.hostile / "topics/a/b").unlink()
     os.symlink(".", world.hostile / "topics/a/b")  # in-memory, alone harmless: topics/escape.md now leads out
     commit = push(world.hostile)
     out = sync(world.victim)
     refused(out, commit, "topics/escape.md")
     assert "leads outside the memory" in out.stderr
-    assert not (world.victim / "topics/a/b").is_symlink()
+    assert os.readlink(world.victim / "topics/a/b") == "../c/d"
     repaired(world)
     assert not os.path.lexists(world.victim / "topics/escape.md")
     assert "topics/escape.md" not in tree_names(world.origin)
@@ -150,8 +153,9 @@ def test_git_refuses_exactly_what_git_itself_refuses_to_check_out(tmp_path):
     ]  # fmt: skip
     git(tmp_path, "init", "-q")
     blob = git(tmp_path, "hash-object", "-w", "--stdin", input="x\n").strip()
-    for name in names:
-        tree = git(tmp_path, "mktree", input=f"100644 blob {blob}\t{name}\n").strip()
+    links = [".gitmodules", ".GITMODULES. ", "gitmod~1", "gi7eba~9", "gi7eb~12", ".gitmodulesx", "gitmod~5", "modules"]
+    for name, mode in [*((name, "100644") for name in names), *((name, "120000") for name in links)]:
+        tree = git(tmp_path, "mktree", input=f"{mode} blob {blob}\t{name}\n").strip()
         index = tmp_path / "index"
         index.unlink(missing_ok=True)
         git_says = subprocess.run(
@@ -160,7 +164,7 @@ def test_git_refuses_exactly_what_git_itself_refuses_to_check_out(tmp_path):
             capture_output=True,
             env={**S.env(), "GIT_INDEX_FILE": str(index)},
         )
-        assert git_refuses(name) == bool(git_says.returncode), (name, git_says.stderr)
+        assert git_refuses(name, mode) == bool(git_says.returncode), (name, mode, git_says.stderr)
 
 
 # -- finding 5: one portable-name rule, for local writes and remote trees --------------------------------------
@@ -370,3 +374,15 @@ def test_check_reports_every_link_of_the_committed_tree_that_breaks_the_invarian
     assert "topics/escape:1: a symbolic link that leads outside the memory" in check
     assert "topics/index.md:1: a symbolic link that leads to INDEX.md, which fsmem generates" in check
     assert "topics/fine:" not in check
+
+
+def test_the_repair_of_a_document_the_remote_made_a_link_out_keeps_this_hosts_document(world):
+    """F9: the repair deleted this host's document while saying it kept it."""
+    (world.hostile / S.SHARED).unlink()
+    os.symlink("../../outside/secret.txt", world.hostile / S.SHARED)
+    commit = push(world.hostile)
+    refused(sync(world.victim), commit, S.SHARED)
+    repaired(world)
+    assert not (world.victim / S.SHARED).is_symlink()
+    assert (world.victim / S.SHARED).read_text() == S.SHARED_TEXT
+    assert git(world.origin, "show", f"main:{S.SHARED}") == S.SHARED_TEXT

@@ -274,6 +274,7 @@ class _Judgement:
             editor.put(change.path, None if change.mode == GONE else (change.mode, change.oid))
         merged = Tree(self.repo, editor.write())
         judged = {item.path for item in self.refused}
+        changed = {change.path for change in changes if change.mode != GONE}
         for path, oid in links(self.repo, merged.tree):
             rel = self.repo.in_memory(path)
             if rel is None or path in judged:
@@ -284,8 +285,9 @@ class _Judgement:
             ours = self.ours.entry(path)
             if self.head and ours == (LINK, oid) and self.link_problem(self.ours, path, oid) is not None:
                 continue  # as wrong before this sync: check reports it
-            status = "A" if self.ours.entry(path) is None and self.theirs.entry(path) == (LINK, oid) else WHOLE
-            item = Refusal(path, shown(rel), problem, status, drop=True)
+            status = ("A" if ours is None else "M") if path in changed else WHOLE
+            drop = ours is not None and ours[0] == LINK  # this host's own version of it is a link: none kept
+            item = Refusal(path, shown(rel), problem, status, drop=drop)
             self.refused.append(item)
         for change in changes:
             if change.mode != GONE and self.repo.in_memory(change.path) is not None:
