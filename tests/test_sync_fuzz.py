@@ -23,8 +23,6 @@ ROUNDS = 25  # two syncs a round
 EXCLUDED: dict[str, str] = {
     WRITES_THROUGH_LINKS: "FUZZ-FINDINGS F11 (write-nofollow): a write through an in-memory link writes the target "
     "but commits the link's path; HEAD and the disk disagree and a later sync stops",
-    "file_to_link_out": "FUZZ-FINDINGS F9 (sync-invariants): --repair of a document the remote made a link out "
-    "(or to itself) deletes this host's document",
 }
 
 
