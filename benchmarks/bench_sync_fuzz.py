@@ -53,6 +53,13 @@ def main() -> int:
         rows.append([name, tally.tried[name], *(outcomes.get(k, 0) for k in ("merged", "refused", "held")), state[:60]])
     print(table("hostile actions", ["action", "pushed", "merged", "refused", "held", ""], rows))
     print(
+        "(merged / refused / held: what each honest host's next sync answered, both hosts counted; the second "
+        "often merges the remote as the first one's --repair left it)"
+    )
+    others = sorted(set(skip) - set(ACTIONS))
+    if others:
+        print("also left out: " + "; ".join(f"{name}: {EXCLUDED[name]}" for name in others))
+    print(
         f"\n{args.examples} example(s) of {args.rounds} rounds: {tally.syncs} syncs ({tally.cli_syncs} on the CLI), "
         f"{tally.repairs} remedies (--repair, --accept-config), honest writes {dict(tally.honest)}; "
         f"{seconds:.0f} s, {load()}"

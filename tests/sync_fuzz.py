@@ -190,6 +190,8 @@ class World:
         self.base, self.tally, self.skip = base, tally, skip
         origin, roots = S.make_hosts(base, hosts=2, writers=1)
         self.origin, self.roots = origin, roots
+        for number, root in enumerate(roots):  # note names fixed, so the same draws pick the same files every run
+            run(root, "git", "config", "fsmem.hostId", f"fuzz{number}")
         self.outside = base / "outside"
         self.outside.mkdir()
         (self.outside / "secret.txt").write_text(SECRET + "\n")
