@@ -386,3 +386,29 @@ def test_the_repair_of_a_document_the_remote_made_a_link_out_keeps_this_hosts_do
     assert not (world.victim / S.SHARED).is_symlink()
     assert (world.victim / S.SHARED).read_text() == S.SHARED_TEXT
     assert git(world.origin, "show", f"main:{S.SHARED}") == S.SHARED_TEXT
+
+
+def test_a_document_the_remote_makes_a_link_to_itself_is_refused_as_a_loop_and_the_repair_keeps_it(world):
+    """F9, as the fuzzer found it again: a note made a link to itself."""
+    (world.hostile / S.SHARED).unlink()
+    os.symlink("shared.md", world.hostile / S.SHARED)
+    commit = push(world.hostile)
+    out = sync(world.victim)
+    refused(out, commit, S.SHARED)
+    assert "a symbolic link that loops" in out.stderr
+    repaired(world)
+    assert (world.victim / S.SHARED).read_text() == S.SHARED_TEXT and not (world.victim / S.SHARED).is_symlink()
+
+
+def test_check_reports_a_name_git_refuses_already_in_this_hosts_history(tmp_path):
+    root = tmp_path / "m"
+    S.fsmem(root, "init", "--git", str(root))
+    blob = git(root, "hash-object", "-w", "--stdin", input="x\n").strip()
+    inner = git(root, "mktree", input=f"100644 blob {blob}\tconfig.md\n").strip()
+    topics = git(root, "mktree", input=f"040000 tree {inner}\tGIT~1\n").strip()
+    top = [line for line in git(root, "ls-tree", "HEAD").splitlines() if not line.endswith("\ttopics")]
+    tree = git(root, "mktree", input="\n".join([*top, f"040000 tree {topics}\ttopics"]) + "\n").strip()
+    commit = git(root, "commit-tree", tree, "-p", "HEAD", "-m", "from an old version", input="").strip()
+    git(root, "update-ref", "HEAD", commit)
+    check = S.fsmem(root, "check", check=False).stdout
+    assert "topics/GIT~1/config.md:1: a name git refuses to check out" in check and "git mv" in check, check

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -103,13 +104,15 @@ def shared_host_id(value: str) -> tuple[str, int, str]:
 
 def link_problems(repo: Repo) -> list[tuple[str, int, str]]:
     """Each link in HEAD's tree of the memory that leads out of it, to fsmem's or git's own or a generated file,
-    to something that is not memory, or to nothing, with its remedy. One `git ls-tree -r`."""
+    to something that is not memory, or to nothing; and each name git refuses to check out; with its remedy.
+    One `git ls-tree -r`."""
     from fsmem.history.incoming import Tree, follow, link_problem, links
 
     _, tree = repo.head(repo.reader)
     found = []
     whole = Tree(repo, tree)
-    for path, oid in links(repo, tree):
+    refused: list[str] = []
+    for path, oid in links(repo, tree, refused):
         rel = repo.in_memory(path)
         if rel is None:
             continue
@@ -120,4 +123,15 @@ def link_problems(repo: Repo) -> list[tuple[str, int, str]]:
                 continue
             problem = "a symbolic link that leads to nothing"
         found.append((shown(rel), 1, f"{problem}; remove the link or point it at a memory file"))
+    for path in refused:
+        rel = repo.in_memory(path)
+        if rel is not None:
+            found.append(
+                (
+                    shown(rel),
+                    1,
+                    "a name git refuses to check out on Windows and macOS (.git in one of its spellings): no clone "
+                    f"there can hold this memory; rename it with: git mv {shlex.quote(rel)} NEW-NAME",
+                )
+            )
     return found

@@ -110,23 +110,33 @@ def follow(tree: Tree, path: str, target: str) -> tuple[str | None, str | None]:
         if entry is not None and entry[0] == LINK:
             hops += 1
             inner = tree.link(entry[1])
-            if hops > MAX_HOPS or inner is None or inner.startswith("/"):
+            if hops > MAX_HOPS:
+                return None, "loop"
+            if inner is None or inner.startswith("/"):
                 return None, "out"
             parts.pop()
             pending = inner.split("/") + pending
     return "/".join(parts), None
 
 
-def links(repo: Repo, tree: str | None) -> list[tuple[str, str]]:
-    """(path, object id) of every symbolic link in a tree, from one `git ls-tree -r`."""
+def links(repo: Repo, tree: str | None, refused: list[str] | None = None) -> list[tuple[str, str]]:
+    """(path, object id) of every symbolic link in a tree, from one `git ls-tree -r`; with `refused`, the paths
+    that hold a name git refuses to check out are added to it from the same listing."""
     if tree is None:
         return []
     out = repo.git.run("ls-tree", "-r", "-z", tree).stdout
     found = []
     for item in out.split(b"\0"):
+        if refused is not None and item:
+            header, _, raw = item.partition(b"\t")
+            path = raw.decode("utf-8", "surrogateescape")
+            parts = path.split("/")
+            mode = header.split()[0].decode()
+            if any(git_refuses(part, mode if n == len(parts) - 1 else TREE_MODE) for n, part in enumerate(parts)):
+                refused.append(path)
         if item.startswith(LINK.encode()):
-            header, _, path = item.partition(b"\t")
-            found.append((path.decode("utf-8", "surrogateescape"), header.split()[2].decode()))
+            header, _, path_bytes = item.partition(b"\t")
+            found.append((path_bytes.decode("utf-8", "surrogateescape"), header.split()[2].decode()))
     return found
 
 
@@ -138,6 +148,8 @@ def link_problem(repo: Repo, tree: Tree, path: str, oid: str) -> str | None:
     if target is None:
         return "a symbolic link whose target is not a plain path"
     where, why = follow(tree, path, target)
+    if why == "loop":
+        return f"a symbolic link that loops (to {shown(target[:200])}, which leads back to itself)"
     if where is None and why not in (None, "out", "absolute"):
         climbed = shown(repo.in_memory(why or "") or why or "")
         return f"a symbolic link that climbs out of {climbed}, which is not a folder of the memory"

@@ -298,6 +298,8 @@ class _Judgement:
         rel_parts = (self.repo.in_memory(change.path) or "").split("/")
         for number in range(len(parts) - len(rel_parts), len(parts)):
             here = "/".join(parts[: number + 1])
+            if any(item.path in (here, change.path) for item in self.refused):
+                return  # said once, for the first name that breaks it
             if self.ours.entry(here, folders=True) is not None:
                 continue
             folder = "/".join(parts[:number])

@@ -43,6 +43,7 @@ def state_dir(root: Path, *parts: str, state: Path | None = None) -> Path:
         path = Path(state, *parts)
         path.mkdir(parents=True, exist_ok=True)
         return path
+    os.makedirs(root, exist_ok=True)
     return beneath.make_folder(root, "/".join((STATE_DIR, *parts)))
 
 
@@ -72,6 +73,7 @@ def atomic_write(
         path.parent.mkdir(parents=True, exist_ok=True)
         root, rel, generated = path.parent, path.name, True
     else:
+        os.makedirs(root, exist_ok=True)  # the root itself is the caller's (as a path's folders were made before)
         rel = os.path.relpath(path, root).replace(os.sep, "/")
     return beneath.write_file(root, rel, data, generated=generated, mode=mode, exclusive=exclusive, durable=durable)
 
@@ -101,6 +103,8 @@ def open_unlinked(path: str | os.PathLike[str], flags: int, mode: int = 0o666) -
     """Open a file fsmem keeps for itself (a lock, a log, a counter) for writing, never through a link at its
     name: a link there is removed and a regular file made instead (its folder was made by `state_dir`)."""
     nofollow = getattr(os, "O_NOFOLLOW", 0)
+    if not nofollow and os.path.islink(path):  # no O_NOFOLLOW (Windows): the equivalent lstat check
+        os.unlink(path)
     for _ in range(3):
         try:
             return os.open(path, flags | nofollow | getattr(os, "O_CLOEXEC", 0), mode)
