@@ -168,8 +168,12 @@ def _save_part(
     for number, line in enumerate(part.lines, start=held.lines + 1):
         try:
             kept.append(secrets.screen(line, memory.secrets_policy, f"transcript line {number}"))
-        except SecretFound as exc:
-            saved.problems.append(f"{exc}; that line is left out")
+        except SecretFound:
+            kind = secrets.with_article(secrets.scan(line)[0].kind)
+            saved.problems.append(
+                f"transcript line {number} looks like {kind}; that line is left out and the rest saved "
+                "(fsmem.yaml secrets.policy: refuse)"
+            )
     if part.lines or (note is not None and part.end != held.bytes):
         conv = _conversation(memory, who, part, transcript, front.get("created"))
         record = held.after(part.lines, part.end)
