@@ -171,3 +171,97 @@ def test_a_move_on_a_full_disk_fails_with_its_history_and_changes_nothing(tmp_pa
         assert again.returncode == 0, again.stderr
         assert git(root, "log", "-1", "--format=%an|%s").strip() == "planner|mv topics/billing.md -> topics/invoices.md"
         assert git(root, "status", "--porcelain") == ""
+
+
+LINKED = [  # (command, link's place, its text, the path given, the file really written)
+    ("write", "topics/alias.md", "../README.md", "topics/alias.md", "README.md"),
+    ("edit", "topics/alias.md", "../README.md", "topics/alias.md", "README.md"),
+    ("write", "archive", "topics", "archive/walrus.md", "topics/walrus.md"),
+    ("write", "archive", "topics", "archive/sub/walrus.md", "topics/sub/walrus.md"),
+    ("note", "sessions/2026/11/30/s1.md", "../../../../topics/log.md", "", "topics/log.md"),
+]
+
+
+@pytest.mark.parametrize(("command", "place", "text", "given", "real"), LINKED)
+def test_a_write_through_an_in_memory_link_is_committed_as_the_file_it_wrote(
+    tmp_path, command, place, text, given, real
+):
+    """Finding F11: a write through an in-memory link wrote the target but journalled the link's name: an
+    "outside fsmem" commit made the link a regular file in HEAD, README.md's change was never committed, and
+    later syncs stopped on the difference. History now records the file really written; the link stays a
+    link, in HEAD and on disk, and the work tree is clean."""
+    env = {"FSMEM_NOW": "2026-11-30T09:15:00+00:00", "FSMEM_SESSION": "s1"}
+    root = tmp_path / "mem"
+    assert fsmem("init", "--git", str(root), env_extra=env).returncode == 0
+    (root / "topics").mkdir(exist_ok=True)
+    (root / "topics" / "log.md").write_text("---\ntitle: Log\n---\n# Log\n")
+    link = root / place
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(text)
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=h", "-c", "user.email=h@h", "commit", "-qm", "a link")
+    head = git(root, "rev-parse", "HEAD").strip()
+
+    if command == "write":
+        done = fsmem("--root", str(root), "write", given, input="# New body\n", env_extra=env)
+    elif command == "edit":
+        old = (root / real).read_text().splitlines()[-1]
+        done = fsmem("--root", str(root), "edit", given, "--old", old, "--new", "Edited.", env_extra=env)
+    else:
+        done = fsmem("--root", str(root), "note", "- employer: Acme", env_extra=env)
+    assert done.returncode == 0, done.stderr
+
+    assert git(root, "rev-list", f"{head}..HEAD").count("\n") == 1  # one commit: no "outside fsmem" one
+    assert git(root, "show", "--format=", "--name-only", "HEAD").split() == [real]  # the file written, only
+    assert git(root, "log", "-1", "--format=%s").startswith(f"{command} {real}")
+    assert git(root, "ls-tree", "HEAD", place).split()[0] == "120000"  # still a link in HEAD
+    assert link.is_symlink() and os.readlink(link) == text
+    assert git(root, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize(
+    ("command", "place", "text", "args", "gone", "made"),
+    [  # rm and mv act on the link itself, as they do in a shell; through a folder link, on the file it holds
+        ("rm", "topics/alias.md", "../README.md", ["topics/alias.md"], "topics/alias.md", None),
+        (
+            "mv",
+            "topics/alias.md",
+            "../README.md",
+            ["topics/alias.md", "topics/other.md"],
+            "topics/alias.md",
+            "topics/other.md",
+        ),
+        ("mv", "archive", "topics", ["archive", "old"], "archive", "old"),
+        ("rm", "archive", "topics", ["archive/log.md"], "topics/log.md", None),
+        ("mv", "archive", "topics", ["archive/log.md", "archive/journal.md"], "topics/log.md", "topics/journal.md"),
+    ],
+)
+def test_a_removal_or_a_move_of_a_link_is_committed_as_the_link(tmp_path, command, place, text, args, gone, made):
+    """F11's rm and mv: a link removed or moved was journalled as nothing (the commit missed it, and the work
+    tree stayed dirty). Now the commit removes or moves the link itself (a link in HEAD where it went), or,
+    through a folder link, the file really removed or moved; the target stays and the work tree is clean."""
+    env = {"FSMEM_NOW": "2026-11-30T09:15:00+00:00"}
+    root = tmp_path / "mem"
+    assert fsmem("init", "--git", str(root), env_extra=env).returncode == 0
+    (root / "topics").mkdir(exist_ok=True)
+    (root / "topics" / "log.md").write_text("---\ntitle: Log\n---\n# Log\n")
+    (root / place).symlink_to(text)
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=h", "-c", "user.email=h@h", "commit", "-qm", "a link")
+    head = git(root, "rev-parse", "HEAD").strip()
+    kept = {path: git(root, "ls-tree", "HEAD", path) for path in ("README.md", "topics/log.md")}
+
+    done = fsmem("--root", str(root), command, *args, env_extra=env)
+    assert done.returncode == 0, done.stderr
+
+    assert git(root, "rev-list", f"{head}..HEAD").count("\n") == 1  # one commit: no "outside fsmem" one
+    assert git(root, "log", "-1", "--format=%s").startswith(command)
+    assert git(root, "ls-tree", "HEAD", gone) == ""
+    if made is not None:
+        assert git(root, "ls-tree", "HEAD", made) == kept.get(gone, git(root, "ls-tree", head, gone)).replace(
+            gone, made
+        )
+    for path, entry in kept.items():
+        if path not in (gone, made):
+            assert git(root, "ls-tree", "HEAD", path) == entry
+    assert git(root, "status", "--porcelain") == ""

@@ -32,7 +32,7 @@ import re
 import subprocess
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from fsmem import format as fmt
@@ -41,7 +41,7 @@ from fsmem.errors import FsmemError, HistoryError, LockTimeout
 from fsmem.history import recovery
 from fsmem.history.git import clean_env
 from fsmem.history.repo import Repo
-from fsmem.history.trees import TreeEditor
+from fsmem.history.trees import LINK_MODE, TreeEditor
 from fsmem.store.files import atomic_write, file_lock
 from fsmem.store.writing import Change
 
@@ -66,6 +66,7 @@ class Entry:
     time: int
     offset: int
     changes: list[tuple[str, str | None, str | None]]  # repository path, blob before, blob after
+    links: list[str] = field(default_factory=list)  # the paths whose blob after is a symbolic link's text
 
 
 def journal_dir(repo: Repo) -> Path:
@@ -104,17 +105,22 @@ def prepare(repo: Repo, agent: str | None, message: str, changes: Iterable[Chang
     name, or None when nothing changes. Raises what the disk refused (blobs or entry): then the write must not
     be made, so that a write and its history fail together."""
     items: list[list[str | None]] = []
+    links: list[str] = []
     for change in changes:
         before = repo.store.write("blob", change.before) if change.before is not None else None
         after = repo.store.write("blob", change.after) if change.after is not None else None
         if before != after:
             items.append([repo.in_repo(change.path), before, after])
+            if change.link and after is not None:
+                links.append(repo.in_repo(change.path))
     if not items:
         return None
     now = clock()
     offset = int((now.utcoffset() or _dt.timedelta()).total_seconds() // 60)
     entry = {"agent": author_of(agent)[0], "message": message, "time": int(now.timestamp()), "offset": offset}
     entry["changes"] = items
+    if links:  # a link moved: committed as a link (git's mode 120000), not as a file holding its text
+        entry["links"] = links
     name = f"{time.time_ns():020d}-{os.getpid()}-{next(_sequence):06d}"
     # not fsynced, as git fsyncs none of its objects or refs by default: atomic for readers and for a killed
     # process; a power cut may lose it, and then the change is committed as one made outside fsmem
@@ -145,6 +151,7 @@ def _load(repo: Repo, name: str) -> Entry | None:
             int(data["time"]),
             int(data.get("offset", 0)),
             [(str(p), b, a) for p, b, a in data["changes"]],
+            [str(p) for p in data.get("links", [])],
         )
     except FileNotFoundError:
         return None
@@ -258,7 +265,10 @@ def _commit_entries(repo: Repo, entries: list[Entry], gaps: Gaps | None = None) 
                 parent = commit(editor, parent, outside[0], entry.time, entry.offset, f"outside fsmem: {names}")
                 count += 1
             for path, _, after in entry.changes:
-                editor.set(path, after)
+                if after is not None and path in entry.links:
+                    editor.put(path, (LINK_MODE, after))
+                else:
+                    editor.set(path, after)
             parent = commit(editor, parent, author_of(entry.agent), entry.time, entry.offset, entry.message)
             count += 1
         return parent, count

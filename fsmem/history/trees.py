@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 TREE_MODE = "40000"
 FILE_MODE = "100644"
+LINK_MODE = "120000"
 _BLOB_MODES = ("100644", "100755")
 
 Entry = tuple[str, str]  # (mode, object id)

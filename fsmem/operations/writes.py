@@ -91,7 +91,7 @@ def write(
             expected_version=expected_version,
             ahead=lambda made: tx.ahead(made, fields=named),
         )
-        return tx.wrote(result, fields=named)
+        return tx.wrote(result, fields=named, paths=_both(memory, target, result))
 
 
 def edit(memory: Core, path: str, *, old: str, new: str, expected_version: str | None = None) -> writing.WriteResult:
@@ -100,7 +100,8 @@ def edit(memory: Core, path: str, *, old: str, new: str, expected_version: str |
     target = memory.path(path, want="file")
     new = screen(memory, new, "the new text")
     with transaction(memory) as tx:
-        return tx.wrote(writing.edit(memory.root, target, old, new, expected_version=expected_version, ahead=tx.ahead))
+        result = writing.edit(memory.root, target, old, new, expected_version=expected_version, ahead=tx.ahead)
+        return tx.wrote(result, paths=_both(memory, target, result))
 
 
 def rm(memory: Core, path: str) -> writing.WriteResult:
@@ -110,7 +111,8 @@ def rm(memory: Core, path: str) -> writing.WriteResult:
     in_scope(memory, target, path)
     _paths.check_folder_contents(memory.root, target, path)
     with transaction(memory) as tx:
-        return tx.wrote(writing.remove(memory.root, target, record=tx.keeps_history, ahead=tx.ahead))
+        result = writing.remove(memory.root, target, record=tx.keeps_history, ahead=tx.ahead)
+        return tx.wrote(result, paths=_both(memory, target, result))
 
 
 def mv(memory: Core, source: str, target: str) -> writing.WriteResult:
@@ -131,3 +133,9 @@ def mv(memory: Core, source: str, target: str) -> writing.WriteResult:
             ahead=lambda made: tx.ahead(made, f"mv {src_rel} -> {made.path}"),
         )
         return tx.wrote(result, f"mv {src_rel} -> {result.path}", paths=[src_rel, result.path])
+
+
+def _both(memory: Core, given: Path, result: writing.WriteResult) -> list[str]:
+    """The paths a write changed: the one given and, through an in-memory link, the file it really changed
+    (`result.path`, what history records)."""
+    return list(dict.fromkeys([relative(memory.root, given), result.path]))

@@ -142,6 +142,7 @@ def place(
     follow: bool = True,
     create: bool = True,
     file: bool = True,
+    folder: bool = False,
 ) -> Place:
     """Open the folder that holds `rel` (memory-relative, already checked lexically) below the root.
 
@@ -222,7 +223,12 @@ def place(
                         raise InvalidArgument(f"path {quoted(rel)} is a folder; nothing was written")
                     raise InvalidArgument(f"path {quoted(rel)} is not a regular file; nothing was written")
                 where = inside(name)
-                if not generated and link is not None and (not is_memory_path(where) or is_generated(where)):
+                if (
+                    not generated
+                    and not folder
+                    and link is not None
+                    and (not is_memory_path(where) or is_generated(where))
+                ):
                     raise _refuse(
                         rel, f"leads to {shown(where)} through a symbolic link, not a memory file fsmem may write"
                     )
@@ -253,6 +259,23 @@ def place(
         leave_all()
         top.close()
         raise
+
+
+def landing(root: str | os.PathLike[str], rel: str, *, follow: bool = True) -> str:
+    """The memory path a write of the memory file `rel` lands on: `rel` itself, or the file its in-memory links
+    lead to (what history must record; the links stay as they are). Refused as the write would be. Without
+    `follow`, a final link is not followed (a removal or a move acts on the link itself, or on a folder)."""
+    parts = [part for part in rel.split("/") if part not in ("", ".")]
+    for end in range(len(parts), 0, -1):  # the longest part of the path that exists (a write makes the rest)
+        head = "/".join(parts[:end])
+        try:
+            whole = end == len(parts) and follow
+            target = place(root, head, generated=False, follow=follow, create=False, file=whole, folder=not whole)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        target.folder.close()
+        return "/".join([target.inside, *parts[end:]])
+    return "/".join(parts)
 
 
 def _keep(folder: Folder, top: Folder, entered: list[tuple[str, Folder]]) -> Folder:
@@ -470,8 +493,8 @@ def rename(root: str | os.PathLike[str], source: str, target: str) -> None:
 
 def _check_moved_link(src: Place, dst: Place, target: str) -> None:
     """A link keeps its text when moved: refuse a move after which a relative link would lead out of the memory."""
-    if src.link is None:
-        return
+    if src.link is None or not _is_link(src.folder, src.name):
+        return  # no link moved (one on the way, a folder link, stays where it is)
     text = src.folder.readlink(src.name)
     if os.path.isabs(text):
         return

@@ -49,6 +49,7 @@ class Change:
     path: str  # relative to the memory root
     before: bytes | None
     after: bytes | None
+    link: bool = False  # the bytes are a symbolic link's text (a link removed or moved as itself, as git holds it)
 
 
 @dataclass
@@ -218,7 +219,7 @@ def note(
     if not created:
         new_text = _touch_updated(new_text)
     data = _encode(new_text)
-    rel = relative(root, path)
+    rel = beneath.landing(root, relative(root, path))  # through an in-memory link: the file it leads to
     result = WriteResult("note", rel, created=created, line=line, changes=[Change(rel, before, data)])
     with _ahead(ahead, result):
         atomic_write(path, data, root=root)
@@ -278,7 +279,7 @@ def write(
             text = fmt.set_fields(text, fields)
         except ValueError as exc:
             raise InvalidArgument(f"{relative(root, path)}: {exc}") from None
-    rel = relative(root, path)
+    rel = beneath.landing(root, relative(root, path))  # through an in-memory link: the file it leads to
     if old is not None and text == old:
         return WriteResult("write", rel, changed=False, version=version_of(before, path.stat()))
     if not created and "updated" not in fields:
@@ -324,6 +325,7 @@ def edit(
     if updated == text:
         return WriteResult("edit", rel, changed=False, line=line, version=version_of(before, path.stat()))
     data = _encode(_touch_updated(updated))
+    rel = beneath.landing(root, rel)  # through an in-memory link: the file it leads to
     result = WriteResult("edit", rel, line=line, changes=[Change(rel, before, data)])
     with _ahead(ahead, result):
         atomic_write(path, data, root=root)
@@ -342,8 +344,13 @@ def remove(root: Path, path: Path, *, record: bool = False, ahead: Ahead | None 
         except OSError:
             raise InvalidArgument(f"{rel} is a folder that is not empty; remove its files first") from None
     elif path.exists() or path.is_symlink():
-        before = read_regular(path) if record and path.is_file() and not path.is_symlink() else None
-        result = WriteResult("rm", rel, changes=[Change(rel, before, None)] if before is not None else [])
+        link = path.is_symlink()  # the link itself goes, as `rm` removes it, never its target
+        if record and link:
+            before: bytes | None = os.fsencode(os.readlink(path))
+        else:
+            before = read_regular(path) if record and path.is_file() else None
+        real = beneath.landing(root, rel, follow=False)  # through an in-memory folder link: where it really is
+        result = WriteResult("rm", real, changes=[Change(real, before, None, link)] if before is not None else [])
         with _ahead(ahead, result):
             beneath.remove(root, rel)
         return result
@@ -357,17 +364,20 @@ def move(root: Path, source: Path, target: Path, *, record: bool = False, ahead:
     src_rel, dst_rel = relative(root, source), relative(root, target)
     if source == root or target == root:
         raise InvalidArgument("refusing to move the memory root")
-    if not source.exists():
+    if not source.exists() and not source.is_symlink():
         raise NotFound(f"{src_rel} does not exist")
-    if target.exists():
+    if target.exists() or target.is_symlink():
         raise AlreadyExists(f"{dst_rel} already exists; remove it first or choose another name")
     moved = _files_under(source) if record else []
-    contents = [(inner, read_regular(source / inner) if inner else read_regular(source)) for inner in moved]
+    # through in-memory folder links: where the files really are, and where they land
+    src_real, dst_real = beneath.landing(root, src_rel, follow=False), beneath.landing(root, dst_rel, follow=False)
     changes: list[Change] = []
-    for inner, data in contents:
-        old_rel = f"{src_rel}/{inner}" if inner else src_rel
-        new_rel = f"{dst_rel}/{inner}" if inner else dst_rel
-        changes += [Change(old_rel, data, None), Change(new_rel, None, data)]
+    for inner, link in moved:
+        full = source / inner if inner else source
+        data = os.fsencode(os.readlink(full)) if link else read_regular(full)
+        old_rel = f"{src_real}/{inner}" if inner else src_real
+        new_rel = f"{dst_real}/{inner}" if inner else dst_real
+        changes += [Change(old_rel, data, None, link), Change(new_rel, None, data, link)]
     result = WriteResult("mv", dst_rel, changes=changes)
     with _ahead(ahead, result):
         try:
@@ -377,14 +387,15 @@ def move(root: Path, source: Path, target: Path, *, record: bool = False, ahead:
     return result
 
 
-def _files_under(source: Path) -> list[str]:
-    """The regular files a move takes along: '' for a file itself, else their paths inside the folder."""
-    if not source.is_dir() or source.is_symlink():
-        return [""] if source.is_file() and not source.is_symlink() else []
+def _files_under(source: Path) -> list[tuple[str, bool]]:
+    """The files and links a move takes along, each with whether it is a link (moved as itself, as `mv` does):
+    '' for the file or link itself, else their paths inside the folder (a link to a folder is not entered)."""
+    if source.is_symlink() or not source.is_dir():
+        return [("", source.is_symlink())] if source.is_symlink() or source.is_file() else []
     found = []
-    for current, _folders, names in os.walk(source):
-        for name in names:
+    for current, folders, names in os.walk(source):
+        for name in names + [name for name in folders if Path(current, name).is_symlink()]:
             full = Path(current, name)
-            if full.is_file() and not full.is_symlink():
-                found.append(full.relative_to(source).as_posix())
+            if full.is_symlink() or full.is_file():
+                found.append((full.relative_to(source).as_posix(), full.is_symlink()))
     return sorted(found)
