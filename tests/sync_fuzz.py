@@ -287,6 +287,9 @@ class World:
             elif kind == "consolidate":
                 memory.consolidate()
             self.tally.honest[kind] += 1
+            changed = run(root, "git", "status", "--porcelain", "--untracked-files=no").decode()
+            if changed:  # a write and its commit are one: history names the file the write really changed
+                self.fail("write", host, f"{kind} left the tree and HEAD apart (git status: {changed!r})")
         except FsmemError as refused:
             self.tally.honest[f"{kind} refused"] += 1
             self.trail.append(f"  refused: {refused}")

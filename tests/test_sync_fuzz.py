@@ -14,16 +14,13 @@ from __future__ import annotations
 
 import os
 
-from sync_fuzz import ACTIONS, WRITES_THROUGH_LINKS, fuzz
+from sync_fuzz import ACTIONS, fuzz
 from sync_fuzz_hostile import NOW
 
 ROUNDS = 25  # two syncs a round
 # An action whose finding is still open is left out of the asserted run, by name, with the finding it waits for
-# (WRITES_THROUGH_LINKS: the honest hosts' writes, edits, moves and removals avoid paths that go through a link).
-EXCLUDED: dict[str, str] = {
-    WRITES_THROUGH_LINKS: "FUZZ-FINDINGS F11 (write-nofollow): a write through an in-memory link writes the target "
-    "but commits the link's path; HEAD and the disk disagree and a later sync stops",
-}
+# (none is open: F11, honest writes through links, was fixed on branch link-history).
+EXCLUDED: dict[str, str] = {}
 
 
 def test_sync_fuzz_keeps_every_honest_host_whole(tmp_path, monkeypatch):
