@@ -161,7 +161,7 @@ def test_history_through_the_cli_and_the_tools(dated):
 def test_reads_and_log_work_on_a_read_only_mount(dated, tmp_path):
     """Finding 11 (issue 31): `fsmem log` failed on a read-only mount (it made its state folders first). Reads
     write nothing they need: on a real read-only mount, log, show, diff, ls, read, grep and search answer."""
-    from tests.mounts import read_only
+    from mounts import read_only
 
     root = dated.root
     expected = cli(root, "log", "--json")

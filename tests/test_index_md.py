@@ -82,7 +82,7 @@ def test_an_index_that_is_a_link_is_replaced_never_written_through(demo, tmp_pat
     regenerated the index through the link, and billing.md became the index. A generated file is never written
     through a link: the link is replaced by a regular INDEX.md, billing.md keeps every byte, and the command
     says what it replaced."""
-    from tests.test_cli import fsmem
+    from test_cli import fsmem
 
     root = demo.root
     billing = (root / "topics" / "billing.md").read_bytes()

@@ -20,6 +20,7 @@ import sync_scenario as S
 from hostile_remote import FORGED, LAUGHS, clone, git, objects_hold, push, push_entries, tree_names
 
 from fsmem import Memory
+from fsmem.cli.printing import visible
 from fsmem.errors import ConfigError, SecretFound
 
 SECRET = "PRIVATE-KEY-MATERIAL"
@@ -57,7 +58,8 @@ def refused(out: subprocess.CompletedProcess, commit: str, name: str) -> None:
     """A refusal: exit 2, one line, the commit and the file named, the repair said, nothing merged or pushed."""
     assert out.returncode == 2, (out.stdout, out.stderr)
     assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr, out.stderr
-    assert commit[:12] in out.stderr and name in out.stderr and "fsmem sync --repair" in out.stderr, out.stderr
+    shown = visible(name)  # as the CLI's one printer shows it: U+FEFF as <U+FEFF>
+    assert commit[:12] in out.stderr and shown in out.stderr and "fsmem sync --repair" in out.stderr, out.stderr
     assert "nothing was merged or pushed" in out.stderr, out.stderr
 
 

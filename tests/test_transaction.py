@@ -11,12 +11,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from test_cli import fsmem
 
 from fsmem import Memory
 from fsmem.agents.memory_tool import MemoryTool
 from fsmem.errors import MemoryToolError
 from fsmem.history import journal
-from tests.test_cli import fsmem
 
 TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 WALRUS = "---\ntitle: Walrus\ndescription: Tusked marine mammals\n---\n# Walrus\n\n- diet: clams, eaten by suction\n"
@@ -146,7 +146,7 @@ def test_a_move_on_a_full_disk_fails_with_its_history_and_changes_nothing(tmp_pa
     entry; `check` said nothing, and the next consolidate committed the move under the git user. A write and its
     history now fail together: the command exits non-zero, says why, and the file stays where it was; once
     there is room again the same move is committed under its agent."""
-    from tests.mounts import fill, small_disk
+    from mounts import fill, small_disk
 
     env = {"FSMEM_NOW": "2026-11-30T09:15:00+00:00"}
     with small_disk(tmp_path / "disk") as disk:
