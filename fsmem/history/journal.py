@@ -13,6 +13,9 @@ writer that finds the lock taken returns at once; the holder looks at the
 journal again before it lets go. A burst of writes thus costs each writer one
 journal entry, and the repository one branch update per batch.
 
+This module is long because the journal's entries and the committer that consumes them share one
+on-disk format and one lock protocol; split, each half would restate the other's.
+
 Changes made outside fsmem are never folded into an agent's commit: when HEAD
 does not hold, at a path, what the file held just before fsmem wrote it, that
 difference is committed first, on its own, as made outside fsmem (by the

@@ -1,11 +1,10 @@
 """Writes: session notes, whole-file writes, exact edits, removal and moves.
 
 Each one runs under the memory's write lock and replaces files atomically, below the memory root one
-component at a time (`fsmem.store.beneath`): never through a link that leaves the memory. Only
-the bytes a change needs are touched: the `updated` field is set by rewriting
-its own line, and everything else in the file stays as the human left it. `ahead`, when given, is entered
-around the change itself with what it will do (its history is journalled first: a write and its history
-fail together).
+component at a time (`fsmem.store.beneath`): never through a link that leaves the memory. Only the bytes
+a change needs are touched: the `updated` field is set by rewriting its own line, and everything else in
+the file stays as the human left it. `ahead`, when given, is entered around the change itself with what
+it will do (its history is journalled first: a write and its history fail together).
 """
 
 from __future__ import annotations
