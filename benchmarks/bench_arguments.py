@@ -1,12 +1,12 @@
-"""What the argument check at `Memory`'s door costs per call: each method with it against the same method without.
+"""What the argument check at `Memory`'s methods costs per call: each method with it against the same method without.
 
     python benchmarks/bench_arguments.py [--runs 7]
 
 Every public `Memory` method checks its arguments against its annotations
-(`fsmem.arguments.Door`) before it runs. Here the same calls run through the
+(`fsmem.arguments.ArgumentCheck`) before it runs. Here the same calls run through the
 guarded method and through the function underneath (`__wrapped__`, which
-skips the door and the error boundary), interleaved, best of `--runs` rounds
-of many calls each; the ratio is the door's share of a call. The door alone
+skips the argument check and the error boundary), interleaved, best of `--runs` rounds
+of many calls each; the ratio is the check's share of a call. The check alone
 is timed too, in microseconds.
 """
 
@@ -20,7 +20,7 @@ import common
 from common import OUT, sizes_from, table
 
 from fsmem import Memory
-from fsmem.arguments import Door
+from fsmem.arguments import ArgumentCheck
 
 
 def best_per_call(function, calls: int, runs: int) -> float:
@@ -51,23 +51,23 @@ def main() -> None:
     for label, (name, args, kwargs, calls) in cases.items():
         guarded = getattr(Memory, name)
         raw = guarded.__wrapped__
-        door = Door(raw, f"Memory.{name}()")
-        with_door = best_per_call(lambda g=guarded, a=args, k=kwargs: g(memory, *a, **k), calls, runs)
+        check = ArgumentCheck(raw, f"Memory.{name}()")
+        with_check = best_per_call(lambda g=guarded, a=args, k=kwargs: g(memory, *a, **k), calls, runs)
         without = best_per_call(lambda r=raw, a=args, k=kwargs: r(memory, *a, **k), calls, runs)
-        alone = best_per_call(lambda d=door, a=args, k=kwargs: d((memory, *a), dict(k)), 20000, runs)
+        alone = best_per_call(lambda d=check, a=args, k=kwargs: d((memory, *a), dict(k)), 20000, runs)
         rows.append(
             [
                 label,
                 f"{without * 1e6:.1f}",
-                f"{with_door * 1e6:.1f}",
-                f"{with_door / without:.3f}x",
+                f"{with_check * 1e6:.1f}",
+                f"{with_check / without:.3f}x",
                 f"{alone * 1e6:.2f}",
             ]
         )
     print(
         table(
             f"argument check per call (best of {runs} rounds)",
-            ["call", "without µs", "with µs", "ratio", "door alone µs"],
+            ["call", "without µs", "with µs", "ratio", "check alone µs"],
             rows,
         )
     )

@@ -1,8 +1,8 @@
-"""Arguments checked at the door of a public method, from its type annotations: `InvalidArgument`, never TypeError.
+"""Arguments checked on the way in to a public method, from its type annotations: `InvalidArgument`, never TypeError.
 
 The README promises that only `FsmemError` leaves a `Memory` method; a
 `read(123)` or a `write(set="t=x")` used to raise TypeError, AttributeError or
-a YAML error from deep inside. `Door(method)` reads the method's annotations
+a YAML error from deep inside. `ArgumentCheck(method)` reads the method's annotations
 once, on its first call, and checks every call against them: the count and
 names of the arguments, and the type of each value (text, a whole number, a
 number, True or False, a path, a list of text, a mapping of text…). The
@@ -13,7 +13,7 @@ The annotations are strings (`from __future__ import annotations`); each is
 read with `ast`, names are looked up in the method's module, and a name that
 exists only for the type checker accepts any value. A whole number must fit
 in 64 bits and a number must be finite, so that no OverflowError or NaN gets
-past the door either. A text is not taken as a list of its characters.
+past the check either. A text is not taken as a list of its characters.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def _items(rule: Rule, says: str, kinds: tuple[type, ...] = ()) -> Rule:
 
     def ok(value: Any) -> bool:
         if isinstance(value, (str, bytes, bytearray, Mapping, Iterator)) or not isinstance(value, kinds or Iterable):
-            return False  # an iterator is read into a tuple first (Door), never consumed by the check
+            return False  # an iterator is read into a tuple first (ArgumentCheck), never consumed by the check
         return rule is ANY or all(rule.ok(item) for item in typing.cast(Iterable[Any], value))
 
     return Rule(ok, says, iterable=not kinds)
@@ -215,7 +215,7 @@ class Param:
         self.name, self.rule, self.required = name, rule, required
 
 
-class Door:
+class ArgumentCheck:
     """The argument check of one method; compiled on its first call (start-up pays nothing)."""
 
     def __init__(self, method: Callable[..., Any], where: str):

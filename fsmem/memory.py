@@ -5,7 +5,7 @@ return typed results with `to_dict()` (the `--json` form) and `to_text()` (what
 a human or a model reads). Each method is an operation of `fsmem.operations`:
 one function, in the module of its concern, over the open memory (`Core`, which
 `Memory` is). This module only assembles them, and is the API's one error
-boundary: arguments are checked at the door against the annotations
+boundary: arguments are checked on the way in against the annotations
 (`fsmem.arguments`), and only `FsmemError` leaves a method (`fsmem_errors`).
 """
 
@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from fsmem.arguments import Door
+from fsmem.arguments import ArgumentCheck
 from fsmem.errors import guarded
 from fsmem.operations.core import Core
 from fsmem.store.root import ROOT_ENV, discover_root
@@ -40,11 +40,11 @@ _EXPORTS = {
 
 
 def _public(method: Callable[..., Any], where: str) -> Callable[..., Any]:
-    door = Door(method, where)
+    check = ArgumentCheck(method, where)
 
     @functools.wraps(method)
     def checked(*args: Any, **kwargs: Any) -> Any:
-        args, kwargs = door(args, kwargs)  # arguments of the annotated types, or InvalidArgument
+        args, kwargs = check(args, kwargs)  # arguments of the annotated types, or InvalidArgument
         owner = args[0] if args and isinstance(args[0], Core) else None
         return guarded(lambda: method(*args, **kwargs), lambda: getattr(owner, "root", None))
 
@@ -70,7 +70,7 @@ def fsmem_errors(cls: type) -> type:
 
 
 class _Operation:
-    """A method of `Memory` whose operation module is imported on its first use, then checked at the door as
+    """A method of `Memory` whose operation module is imported on its first use, then checked on the way in as
     `fsmem_errors` checks every method: `fsmem grep` imports grep's machinery, not consolidation's or git's."""
 
     def __init__(self, target: str):

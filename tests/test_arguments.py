@@ -1,9 +1,9 @@
-"""Issue #19, finding 12: the API's promise made exact, at the door.
+"""Issue #19, finding 12: the API's promise made exact, where arguments come in.
 
 `read(123)`, `read(lines=5)`, `write(set="t=x")` and `mv(None, …)` raised
 TypeError, AttributeError or a YAML RepresenterError, where the README says
 only `FsmemError` leaves a `Memory` method. Every public method now checks its
-arguments against its annotations (`fsmem.arguments.Door`) and raises
+arguments against its annotations (`fsmem.arguments.ArgumentCheck`) and raises
 InvalidArgument; hypothesis calls every public method with values of every
 type. A fsmem.yaml of the wrong types is a ConfigError naming the setting, its
 value and its line; `--set title=&a [*a]` gets a clear message.
@@ -192,7 +192,7 @@ def test_every_public_method_raises_only_fsmem_errors_and_invalid_argument_for_a
         return
     except FsmemError as exc:
         event(f"{name}: {type(exc).__name__}")
-        assert not wrong, f"{name}({arguments}): a wrong type passed the door"
+        assert not wrong, f"{name}({arguments}): a wrong type passed the argument check"
         return
     except Exception as exc:  # noqa: BLE001  (the point: nothing else may leave a Memory method)
         raise AssertionError(f"{name}({arguments}) raised {type(exc).__name__}: {exc}") from exc
@@ -286,9 +286,9 @@ def test_the_cli_says_which_setting_and_set_with_an_alias_is_refused_clearly(tmp
     assert quoted.returncode == 0 and "title: '&a [*a]'" in (other.root / "topics" / "x.md").read_text()
 
 
-def test_each_public_method_has_one_door_read_in_its_own_module() -> None:
+def test_each_public_method_has_one_argument_check_read_in_its_own_module() -> None:
     """`fsmem_errors` wrapped each of Core's methods twice (the wrapper it had just set was wrapped again),
-    and the outer door read Core's annotations among fsmem.memory's names, parsing that module's source to
+    and the outer check read Core's annotations among fsmem.memory's names, parsing that module's source to
     look for `Prefixes`: 1.3 ms of every `Memory()`, and two checks of every call."""
     from fsmem.memory import _Operation
     from fsmem.operations.core import Core

@@ -4,25 +4,32 @@
 its usage line, its help and every option with its help, as `fsmem X --help`
 prints them. `reference/tools.md` gets every tool of the registry
 (`fsmem.agents.registry.REGISTRY`): the description a model reads and the JSON
-schema of its arguments. The pages hold only their introductions on disk; the
+schema of its arguments. `reference/modules.md`, the code map, gets every module
+of the package with the first line of its docstring, layer by layer as
+`tests/test_layout.py` declares them; a module without a docstring fails the
+build. The pages hold only their introductions on disk; the
 generated Markdown is appended when Sphinx reads them (`source-read`), and they
 are read again on every build (`env-get-outdated`).
 
 Run as a script, it prints a page's generated Markdown:
-`python docs/_ext/fsmem_reference.py cli` (or `tools`).
+`python docs/_ext/fsmem_reference.py cli` (or `tools`, `modules`).
 """
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import json
 import re
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import click
 
-GENERATED = {"reference/cli": "cli", "reference/tools": "tools"}
+GENERATED = {"reference/cli": "cli", "reference/tools": "tools", "reference/modules": "modules"}
+CHECKOUT = Path(__file__).resolve().parents[2]
 GLOBAL = ("--root", "--agent")  # stacked on every command, documented once
 _SPECIAL = re.compile(r"([\\`*_\[\]<>|#{}~])")
 
@@ -157,7 +164,46 @@ def tools_markdown() -> str:
     return "\n".join(lines)
 
 
-MARKDOWN = {"cli": cli_markdown, "tools": tools_markdown}
+# -- the code map ------------------------------------------------------------------------------------------
+
+
+def _layout() -> Any:
+    """tests/test_layout.py, where the layers are declared once (the test enforces them, this page shows them)."""
+    spec = importlib.util.spec_from_file_location("fsmem_layout", CHECKOUT / "tests" / "test_layout.py")
+    assert spec is not None and spec.loader is not None
+    layout = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(layout)
+    return layout
+
+
+def summary(path: Path) -> str:
+    """The first sentence of a module's docstring (its summary, which may wrap): what it holds, in its own words."""
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
+    if not doc or not doc.strip():
+        raise ValueError(f"{path.relative_to(CHECKOUT)} has no docstring: say in one line what the module holds")
+    first = " ".join(line.strip() for line in doc.strip().split("\n\n")[0].splitlines())
+    sentence = re.match(r"(.+?[.!?])(?=\s+[A-Z`(]|$)", first)
+    return sentence.group(1) if sentence else first
+
+
+def modules_markdown() -> str:
+    layout = _layout()
+    by_layer: dict[int, list[str]] = {}
+    found = layout.modules()
+    for name in found:
+        if name != "fsmem":
+            by_layer.setdefault(layout.layer_of(name), []).append(name)
+    lines = [f"The package itself, `fsmem`: {text(summary(found['fsmem']))}", ""]
+    for index, (layer, _) in enumerate(layout.LAYERS):
+        lines += [f"## {layer.capitalize()}", "", "| module | what it holds |", "| --- | --- |"]
+        for name in sorted(by_layer.get(index, [])):
+            path = found[name].relative_to(CHECKOUT).as_posix()
+            lines.append(f"| {code(name)} ({code(path)}) | {text(summary(found[name]))} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+MARKDOWN = {"cli": cli_markdown, "tools": tools_markdown, "modules": modules_markdown}
 
 
 # -- the Sphinx side ---------------------------------------------------------------------------------------

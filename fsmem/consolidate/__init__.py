@@ -1,0 +1,1 @@
+"""Consolidation: session notes filed into entity and topic documents, a pure function of the notes."""

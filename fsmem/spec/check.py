@@ -1,7 +1,7 @@
 """The check that each operation's function takes exactly what its declaration says: names, defaults, types.
 
 Run by `tests/test_vocabulary.py`; a declaration that drifts from its function (a parameter added to one
-and not the other, a default changed, a type that the function's door would refuse) is named here.
+and not the other, a default changed, a type that the function's argument check would refuse) is named here.
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ def function_of(op: Operation) -> Callable[..., Any]:
 
 def problems(op: Operation) -> list[str]:
     """What differs between `op`'s declaration and its function's signature; empty when they agree."""
-    from fsmem.arguments import Door
+    from fsmem.arguments import ArgumentCheck
 
     function = function_of(op)
-    door = Door(function, op.name)
-    door._compile()
+    check = ArgumentCheck(function, op.name)
+    check._compile()
     found = []
     signature = list(inspect.signature(function).parameters.values())[1:]  # after the memory
     declared = [p.name for p in op.params]
@@ -47,7 +47,7 @@ def problems(op: Operation) -> list[str]:
         if parameter.name not in declared:
             continue
         param = op.param(parameter.name)
-        found += _differences(op, param, parameter, door.by_name[parameter.name].rule)
+        found += _differences(op, param, parameter, check.by_name[parameter.name].rule)
     return found
 
 
