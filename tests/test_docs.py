@@ -62,7 +62,7 @@ BIN = Path(sys.executable).parent
 KINDS = ("history", "illustration", "synopsis", "needs network", "needs an API key", "not run")
 RUN = ("python", "sh", "console")
 PARSED = {"yaml": yaml.safe_load, "json": json.loads, "toml": tomllib.loads}
-FENCE = re.compile(r"^```(\S*)\s*$")
+FENCE = re.compile(r"^```(\{[\w-]+\}|\S*)(?:(?<=\})\s.*)?\s*$")  # a MyST directive takes arguments
 MARKER = re.compile(r"^<!-- snippet: (.+?) -->$")
 HEX_ID = re.compile(r"\b[0-9a-f]{12}\b")
 
