@@ -54,7 +54,7 @@ def lines_as_of(root: Path, rels: list[str], stamp: str, *, include_superseded: 
     """Per file (missing or unreadable ones are left out), its lines at `stamp`."""
     texts: dict[str, str] = {}
     for rel in rels:
-        text = _text(root, rel)
+        text = read_text(root, rel)
         if text is not None:
             texts[rel] = text
     notes = {rel: text for rel, text in texts.items() if rel.startswith(V.SESSIONS + "/")}
@@ -85,8 +85,8 @@ def kept_in_history(root: Path, rel: str, stamp: str) -> list[str]:
     if is_history_path(rel) or rel.startswith(V.SESSIONS + "/"):
         return []
     history = history_path(rel)
-    older = _text(root, history)  # first: most documents have none, and then the document is not read again
-    text = _text(root, rel) if older is not None else None
+    older = read_text(root, history)  # first: most documents have none, and then the document is not read again
+    text = read_text(root, rel) if older is not None else None
     if text is None or older is None:
         return []
     answered = {fact.key for fact in V.file_facts(text, rel) if V.recorded_by(fact, stamp)}
@@ -98,7 +98,8 @@ def kept_in_history(root: Path, rel: str, stamp: str) -> list[str]:
     return keys
 
 
-def _text(root: Path, rel: str) -> str | None:
+def read_text(root: Path, rel: str) -> str | None:
+    """A memory file's text through the path rule; None when it is missing, too large or unreadable."""
     try:
         path = paths.resolve(root, rel, want="file")
         if os.stat(path).st_size > EXACT_COUNT_LIMIT:

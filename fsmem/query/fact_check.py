@@ -28,13 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from fsmem import format as fmt
-from fsmem.errors import FsmemError
 from fsmem.format import facts as F, secrets
 from fsmem.format.valid_time import SESSIONS
-from fsmem.store import paths
+from fsmem.query.as_of import read_text
 from fsmem.store.cache import RACY_NS
 from fsmem.store.files import atomic_write, state_dir
-from fsmem.store.meta import EXACT_COUNT_LIMIT
 from fsmem.store.paths import STATE_DIR
 
 FACT_SECTIONS = ("facts", fmt.SUPERSEDED_HEADING.lower())
@@ -276,17 +274,6 @@ class Notes:
                 said = None if text is None else note_values(text, source)
             if said is not None:
                 return said
-        return None
-
-
-def read_text(root: Path, rel: str) -> str | None:
-    """A memory file's text through the path rule; None when it is missing, too large or unreadable."""
-    try:
-        path = paths.resolve(root, rel, want="file")
-        if os.stat(path).st_size > EXACT_COUNT_LIMIT:
-            return None
-        return fmt.decode(paths.read_regular(path))[0]
-    except (OSError, FsmemError):
         return None
 
 
