@@ -40,6 +40,18 @@ def _titles(memory: Memory, path: str = "topics") -> dict[str, str | None]:
 @pytest.fixture
 def watched(tmp_path):
     """A Memory that has answered twice, so it runs on the feed (and walked once, when the feed started)."""
+    yield from _watched(tmp_path)
+
+
+@pytest.fixture(params=["inotify", "observer"])
+def fed(request, tmp_path, monkeypatch):
+    """`watched`, on each source of events: inotify read on demand, and watchdog's observer with its cookie
+    barrier (the source of platforms without inotify; here watchdog's own inotify observer, on its thread)."""
+    monkeypatch.setattr(feeds, "SOURCE", request.param)
+    yield from _watched(tmp_path)
+
+
+def _watched(tmp_path):
     memory = Memory.init(tmp_path / "mem")
     (memory.root / "topics").mkdir()
     (memory.root / "topics" / "a.md").write_text(DOC.format(title="A"))
@@ -87,40 +99,40 @@ def _vim_like(path: Path, text: str) -> None:
 
 
 @pytest.mark.parametrize("save", [_atomic_rename, _truncate_and_write, _backup_then_write, _vim_like])
-def test_each_kind_of_editor_save_is_seen_by_the_next_call_without_a_walk(watched, save):
-    walks = _walks(watched)
+def test_each_kind_of_editor_save_is_seen_by_the_next_call_without_a_walk(fed, save):
+    walks = _walks(fed)
     for n in range(3):  # several saves in a row, each seen at once, with a title of the same length
-        save(watched.root / "topics" / "a.md", DOC.format(title=f"A{n}"))
-        assert _titles(watched) == {"topics/a.md": f"A{n}"}
-    _atomic_rename(watched.root / "topics" / "new.md", DOC.format(title="New"))
-    assert _titles(watched) == {"topics/a.md": "A2", "topics/new.md": "New"}
-    assert watched.meta("topics/a.md").title == "A2"
-    assert _walks(watched) == walks  # the feed told it where to look
+        save(fed.root / "topics" / "a.md", DOC.format(title=f"A{n}"))
+        assert _titles(fed) == {"topics/a.md": f"A{n}"}
+    _atomic_rename(fed.root / "topics" / "new.md", DOC.format(title="New"))
+    assert _titles(fed) == {"topics/a.md": "A2", "topics/new.md": "New"}
+    assert fed.meta("topics/a.md").title == "A2"
+    assert _walks(fed) == walks  # the feed told it where to look
 
 
-def test_folders_made_moved_and_deleted_are_followed(watched):
-    root = watched.root
+def test_folders_made_moved_and_deleted_are_followed(fed):
+    root = fed.root
     (root / "topics" / "x" / "y").mkdir(parents=True)
     (root / "topics" / "x" / "y" / "deep.md").write_text(DOC.format(title="Deep"))
-    assert _titles(watched)["topics/x/y/deep.md"] == "Deep"
+    assert _titles(fed)["topics/x/y/deep.md"] == "Deep"
     os.rename(root / "topics" / "x", root / "topics" / "z")
     (root / "topics" / "z" / "y" / "later.md").write_text(DOC.format(title="Later"))  # under the new name
-    assert sorted(_titles(watched)) == ["topics/a.md", "topics/z/y/deep.md", "topics/z/y/later.md"]
+    assert sorted(_titles(fed)) == ["topics/a.md", "topics/z/y/deep.md", "topics/z/y/later.md"]
     os.rename(root / "topics" / "z", root / "gone")  # out of topics/, still in the memory
-    assert sorted(_titles(watched)) == ["topics/a.md"]
-    assert sorted(_titles(watched, "gone")) == ["gone/y/deep.md", "gone/y/later.md"]
+    assert sorted(_titles(fed)) == ["topics/a.md"]
+    assert sorted(_titles(fed, "gone")) == ["gone/y/deep.md", "gone/y/later.md"]
     os.rename(root / "gone", root.parent / "outside")  # out of the memory
-    assert "gone/y/deep.md" not in [e.path for e in watched.ls(max_results=1000).entries]
+    assert "gone/y/deep.md" not in [e.path for e in fed.ls(max_results=1000).entries]
     (root.parent / "outside" / "y" / "ignored.md").write_text("not memory any more")
     os.rename(root.parent / "outside", root / "back")  # and in again, with a file made while away
-    assert sorted(_titles(watched, "back")) == ["back/y/deep.md", "back/y/ignored.md", "back/y/later.md"]
+    assert sorted(_titles(fed, "back")) == ["back/y/deep.md", "back/y/ignored.md", "back/y/later.md"]
 
 
-def test_a_rename_storm_leaves_the_listing_a_fresh_walk_gives(watched):
-    root = watched.root / "topics"
+def test_a_rename_storm_leaves_the_listing_a_fresh_walk_gives(fed):
+    root = fed.root / "topics"
     for n in range(40):
         (root / f"f{n}.md").write_text(DOC.format(title=f"F{n}"))
-    watched.ls()
+    fed.ls()
     names = [f"f{n}.md" for n in range(40)]
     for round_ in range(31):  # every file renamed 31 times, over each other's old names, and some swapped
         renamed = [f"r{round_}-{n}.md" for n in range(40)]
@@ -130,9 +142,9 @@ def test_a_rename_storm_leaves_the_listing_a_fresh_walk_gives(watched):
         os.rename(root / renamed[1], root / renamed[0])
         os.rename(root / "swap.md", root / renamed[1])
         names = renamed
-    fresh = Memory(watched.root)
-    assert watched.ls(max_results=1000).to_dict() == fresh.ls(max_results=1000).to_dict()
-    assert _titles(watched)["topics/r30-0.md"] == "F1"  # swapped an odd number of times
+    fresh = Memory(fed.root)
+    assert fed.ls(max_results=1000).to_dict() == fresh.ls(max_results=1000).to_dict()
+    assert _titles(fed)["topics/r30-0.md"] == "F1"  # swapped an odd number of times
 
 
 def test_an_overflowed_queue_is_said_once_and_covered_by_a_whole_walk(watched):
@@ -155,15 +167,15 @@ def test_an_overflowed_queue_is_said_once_and_covered_by_a_whole_walk(watched):
     assert sum("overflowed" in json.loads(line)["message"] for line in log) == 1
 
 
-def test_another_process_writing_through_fsmem_is_seen_by_the_next_call(watched):
+def test_another_process_writing_through_fsmem_is_seen_by_the_next_call(fed):
     fsmem = Path(sys.executable).with_name("fsmem")
-    env = {**os.environ, "FSMEM_ROOT": str(watched.root)}
+    env = {**os.environ, "FSMEM_ROOT": str(fed.root)}
     subprocess.run([str(fsmem), "write", "topics/other.md"], input=b"# Other\n", env=env, check=True)
-    assert "topics/other.md" in _titles(watched)
+    assert "topics/other.md" in _titles(fed)
     subprocess.run([str(fsmem), "rm", "topics/other.md"], env=env, check=True)
-    assert "topics/other.md" not in _titles(watched)
+    assert "topics/other.md" not in _titles(fed)
     subprocess.run([str(fsmem), "note", "from another process"], env=env, check=True)
-    assert any(e.path.startswith("sessions/") for e in watched.ls(max_results=1000).entries)
+    assert any(e.path.startswith("sessions/") for e in fed.ls(max_results=1000).entries)
 
 
 def test_a_watcher_that_dies_is_said_once_and_every_call_walks(watched):
@@ -389,3 +401,21 @@ def test_a_grep_of_many_files_on_the_feed_subtracts_superseded_lines_without_a_s
     _truncate_and_write(root / "w1.md", "---\ntitle: W1\n---\n# W1\n\n## Superseded\n- walrus: gone\n")
     (root / "w0.md").unlink()
     assert totals(watched) == totals(Memory(watched.root)) == (78, 98)
+
+
+def test_an_observer_that_stops_is_said_once_and_every_call_walks(tmp_path, monkeypatch):
+    monkeypatch.setattr(feeds, "SOURCE", "observer")
+    memory = next(_watched(tmp_path))
+    feed = memory.catalog._feed
+    observer = feed._observed._observer
+    observer.stop()
+    observer.join()
+    (memory.root / "topics" / "b.md").write_text(DOC.format(title="B"))
+    walks = _walks(memory)
+    assert _titles(memory) == {"topics/a.md": "A", "topics/b.md": "B"}  # no cookie can be seen: it walks
+    assert not feed.trusted and _walks(memory) == walks + 1
+    assert _titles(memory)["topics/b.md"] == "B" and _walks(memory) == walks + 2
+    log = (memory.root / ".fsmem" / "logs" / "feed.jsonl").read_text()
+    assert log.count("the observer stopped") == 1
+    assert not list((memory.root / ".fsmem" / "cookies").iterdir())  # no cookie left behind
+    memory.close()

@@ -3,11 +3,13 @@
 A long-lived process (a `Memory` asked more than once: `fsmem serve`,
 `fsmem mcp`, `fsmem watch`, a script) holds one feed per memory root, shared
 by every `Memory` of that root and released when the last of them goes.
-On Linux the feed reads inotify itself, through watchdog's bindings
-(`watchdog.observers.inotify_c`), with no thread: the kernel queues an event
-when a write, rename or delete happens, before that system call returns, so
-draining the queue at the start of a call sees every change finished before
-the call — an editor's save included, whichever way it saves. Each cache
+On Linux the feed reads inotify itself (`fsmem.store.inotify`), with no
+thread: the kernel queues an event when a write, rename or delete happens,
+before that system call returns, so draining the queue at the start of a call
+sees every change finished before the call — an editor's save included,
+whichever way it saves. Elsewhere (macOS, Windows) watchdog's observer is the
+source, and a cookie file made at the start of a call and waited for is the
+barrier that gives the same promise (`fsmem.store.observed`). Each cache
 (the metadata rows, the search index) is a *consumer* with its own pending
 paths; `catch_up` hands it what changed since it last asked.
 
@@ -17,13 +19,17 @@ overflowed; at least every `VERIFY_SECONDS` anyway (an event missed for a
 reason no one reported, such as a write through a hard link from outside the
 memory, is stale for at most that long); and on every call where the
 feed is off: a network or FUSE file system (whose remote writers send no
-events), a platform without inotify, a watcher that failed to start or died.
+events), a watcher that failed to start, died or did not report its cookie in time.
 Each such fallback is said once in the log (`.fsmem/logs/feed.jsonl` and the
 `fsmem.feed` logger).
 
 What a walk counts is decided by `fsmem.store.walk`; the feed only says where
 to look: a file (`Delta.files`) or a folder whose whole subtree must be
 walked again (`Delta.folders`, for folders created, moved or deleted).
+
+This module is long because the feed's promise is one piece: what its two
+sources report, when it stops trusting them, and what each consumer is owed
+must be read together to see that no change is missed.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from fsmem.errors import FsmemError
+from fsmem.store import observed
 from fsmem.store.files import open_unlinked, state_dir
 from fsmem.store.inotify import (
     IN_CREATE,
@@ -60,6 +67,8 @@ from fsmem.store.walk import folder_problem
 VERIFY_SECONDS = 60.0  # a consumer walks the whole memory at least this often, whatever the events say
 MAX_PENDING = 20_000  # more changed paths than this waiting for one consumer: it walks instead
 LOG_FILE = "feed.jsonl"
+# where the events come from: inotify, read on demand (Linux); watchdog's observer with a cookie barrier
+SOURCE = "inotify" if sys.platform.startswith("linux") else "observer"
 # network and userspace file systems: another host's (or the server's) writes send this host no events
 UNTRUSTED_FILE_SYSTEMS = frozenset(
     "nfs nfs4 cifs smb smb2 smb3 smbfs ncpfs afs coda 9p ceph glusterfs lustre gpfs beegfs fuse fuseblk "
@@ -106,6 +115,7 @@ class Feed:
         self._watches: dict[int, str] = {}  # watch descriptor -> folder, relative ("" for the root)
         self._folders: dict[str, int] = {}  # folder -> watch descriptor
         self._source: Inotify | None = None
+        self._observed: observed.Observed | None = None
 
     # -- life -----------------------------------------------------------------
     def start(self) -> None:
@@ -114,8 +124,13 @@ class Feed:
         if reason is not None:
             self._distrust(reason)
             return
-        if not sys.platform.startswith("linux"):
-            self._distrust(f"no inotify on {sys.platform}: every call walks the memory")
+        if SOURCE == "observer":
+            try:
+                self._observed = observed.Observed(self, self.root)
+            except (OSError, ImportError, RuntimeError, FsmemError) as exc:
+                self._distrust(f"the watcher did not start ({_reason(exc)})")
+                return
+            self.trusted, self.reason = True, ""
             return
         try:
             self._source = Inotify.shared()
@@ -129,20 +144,24 @@ class Feed:
         self.reason = ""
 
     def close(self) -> None:
-        source, self._source = self._source, None
-        if source is not None:
-            source.detach(self)
+        self._stop_sources()
         self.trusted = False
         self.reason = "closed"
 
     def _distrust(self, reason: str) -> None:
         """Events cannot be trusted from now on: every consumer walks at every call; said once."""
-        source, self._source = self._source, None
-        if source is not None:
-            source.detach(self)
+        self._stop_sources()
         self.trusted = False
         self.reason = reason
         self.say(f"change feed off for {self.root}: {reason}; every call walks the memory")
+
+    def _stop_sources(self) -> None:
+        source, self._source = self._source, None
+        if source is not None:
+            source.detach(self)
+        watcher, self._observed = self._observed, None
+        if watcher is not None:
+            watcher.close()
 
     def say(self, message: str) -> None:
         """Log `message` once per feed (the log line a fallback promises, not one per call)."""
@@ -221,8 +240,9 @@ class Feed:
         self._touch(files, folders)
 
     def drain(self) -> None:
-        """Take every event the kernel has queued (for every feed sharing the watcher)."""
-        source = self._source
+        """Take every event the kernel has queued (for every feed sharing the watcher), or the observer has
+        reported up to its cookie."""
+        source: Inotify | observed.Observed | None = self._source or self._observed
         if source is None:
             return
         try:
@@ -259,12 +279,24 @@ class Feed:
         elif name.lower().endswith(MEMORY_SUFFIXES):
             self._touch(files=[rel])
 
+    def on_path(self, rel: str, folder: bool) -> None:
+        """A path the observer reported changed (`fsmem.store.observed`); it watches the whole tree itself."""
+        if folder:
+            self._touch(folders=[rel])
+        elif rel.lower().endswith(MEMORY_SUFFIXES):
+            self._touch(files=[rel])
+
+    def on_root_gone(self) -> None:
+        self._distrust("the memory root was moved, deleted or unmounted")
+
     def on_overflow(self) -> None:
         self.overflows += 1
         self.say(f"change feed for {self.root}: the event queue overflowed; walking the whole memory")
         with self._lock:
             for pending in self._consumers.values():
                 pending.delta = Delta(True, "overflow")
+        if self._source is None:
+            return  # the observer watches the whole tree itself
         try:
             self._watch_tree("")  # folders made while events were lost have no watch yet
         except OSError as exc:

@@ -1,10 +1,12 @@
 """inotify read without a thread: one instance per process, drained on demand by the change feed.
 
-watchdog's ctypes bindings (`watchdog.observers.inotify_c`: inotify_init,
-inotify_add_watch, inotify_rm_watch) open and arm it; the events are read
-here from a non-blocking descriptor, so `drain` returns as soon as the
-kernel's queue is empty, and answers exactly what was queued before it
-was called. Each event goes to the feeds (`fsmem.store.feed.Feed`) that own
+The C library's three calls (inotify_init1, inotify_add_watch,
+inotify_rm_watch, through ctypes) open and arm it; the events are read here
+from a non-blocking descriptor, so `drain` returns as soon as the kernel's
+queue is empty, and answers exactly what was queued before it was called.
+watchdog's public observers deliver events on a thread of their own, with no
+way to ask "is everything before now delivered?", which exact freshness
+needs; they serve the platforms without inotify (`fsmem.store.observed`). Each event goes to the feeds (`fsmem.store.feed.Feed`) that own
 its watch descriptor, as `feed.on_event(wd, mask, name)`; a queue overflow goes
 to every feed as `feed.on_overflow()`.
 """
@@ -45,6 +47,22 @@ MASK = (
     | _IN_EXCL_UNLINK
 )
 READ_BYTES = 64 * 1024
+_IN_NONBLOCK, _IN_CLOEXEC = os.O_NONBLOCK, 0o2000000  # inotify_init1's flags are open(2)'s
+
+
+def _libc() -> Any:
+    """The C library's inotify calls, typed (Linux: glibc and musl both have them)."""
+    import ctypes
+    import ctypes.util
+
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    libc.inotify_init1.argtypes = [ctypes.c_int]
+    libc.inotify_init1.restype = ctypes.c_int
+    libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
+    libc.inotify_add_watch.restype = ctypes.c_int
+    libc.inotify_rm_watch.argtypes = [ctypes.c_int, ctypes.c_int]
+    libc.inotify_rm_watch.restype = ctypes.c_int
+    return libc
 
 
 class Inotify:
@@ -59,16 +77,13 @@ class Inotify:
     def __init__(self) -> None:
         import ctypes
 
-        from watchdog.observers import inotify_c
-
-        self._add_watch: Any = inotify_c.inotify_add_watch
-        self._rm_watch: Any = inotify_c.inotify_rm_watch
-        fd = inotify_c.inotify_init()
+        libc = _libc()
+        self._add_watch: Any = libc.inotify_add_watch
+        self._rm_watch: Any = libc.inotify_rm_watch
+        fd = libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)  # close-on-exec: rg and git, run by fsmem, do not get it
         if fd < 0:
             code = ctypes.get_errno()
             raise OSError(code, "inotify instance limit reached" if code == errno.EMFILE else os.strerror(code))
-        os.set_blocking(fd, False)
-        os.set_inheritable(fd, False)  # rg and git, run by fsmem, do not get it
         self.fd = fd
         self.pid = os.getpid()  # a forked child shares the queue: reading it would steal the parent's events
         self.lock = threading.RLock()
