@@ -6,6 +6,7 @@ one that is stopped with SIGTERM while a write is in flight.
 
 from __future__ import annotations
 
+import concurrent.futures
 import datetime as dt
 import json
 import os
@@ -464,9 +465,11 @@ def test_an_oversized_request_is_refused_and_others_are_served(tight):
 
 def test_a_flood_past_the_rate_limit_is_told_when_to_retry(tight):
     url, tokens = tight["server"].base + "/mcp", tight["tokens"]
-    answers = [post(url, tokens["flood"], LIST) for _ in range(6)]
+    # sent at once, so that a loaded machine's slow answers cannot space them out past the refill of 2 a second
+    with concurrent.futures.ThreadPoolExecutor(12) as pool:
+        answers = list(pool.map(lambda _: post(url, tokens["flood"], LIST), range(12)))
     statuses = [a.status_code for a in answers]
-    assert statuses[:3] == [200, 200, 200] and 429 in statuses[3:], statuses
+    assert set(statuses) == {200, 429} and statuses.count(200) >= 3, statuses
     limited = next(a for a in answers if a.status_code == 429)
     assert limited.headers["retry-after"] == "1"
     assert (

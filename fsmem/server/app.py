@@ -104,6 +104,8 @@ class MemoryServer:
         self.writers = anyio.CapacityLimiter(max(1, self.limits.workers // 2))
         self._memories: dict[tuple, Memory] = {}
         self.mcp = build_server(self.limits, self.workers, self.writers)
+        self._lifespan_result: Any = None
+        self.mcp.lifespan = self._recording(self.mcp.lifespan)
         self.manager = StreamableHTTPSessionManager(
             self.mcp,
             stateless=True,
@@ -112,6 +114,21 @@ class MemoryServer:
         )
         self._direct_wanted = direct
         self.direct: DirectPath | None = None  # from the manager's start, which enters the server's lifespan
+
+    def _recording(self, lifespan: Any) -> Any:
+        """The server's lifespan (`Server(lifespan=…)`, a public attribute), keeping what it yields for the
+        direct path: the session manager enters it once at its start and keeps the result to itself."""
+
+        @contextlib.asynccontextmanager
+        async def recorded(server: Any) -> Any:
+            async with lifespan(server) as result:
+                self._lifespan_result = result
+                try:
+                    yield result
+                finally:
+                    self._lifespan_result = None
+
+        return recorded
 
     # -- ASGI ------------------------------------------------------------------------------------
     async def __call__(self, scope: dict[str, Any], receive, send) -> None:
@@ -131,7 +148,7 @@ class MemoryServer:
                     await send({"type": "lifespan.startup.failed", "message": str(exc)})
                     return
                 if self._direct_wanted:
-                    self.direct = DirectPath(self.mcp, self.manager._lifespan_state)
+                    self.direct = DirectPath(self.mcp, self._lifespan_result)
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 self.direct = None
