@@ -191,12 +191,18 @@ def test_a_last_line_still_being_written_waits(root, tmp_path):
     assert decision(hook(root, stop(transcript))) is not None  # the half line is not read as anything
 
 
+def test_a_transcript_not_read_to_its_end_within_the_budget_is_not_asked_about_yet(root, tmp_path):
+    transcript = append(tmp_path / "s-1.jsonl", *work())
+    assert decision(hook(root, stop(transcript), "--budget", "0")) is None  # no time to read: no block
+    assert decision(hook(root, stop(transcript))) is not None  # the next Stop reads it and asks
+
+
 def test_a_note_call_without_its_result_yet_is_not_asked_about(root, tmp_path):
     transcript = append(tmp_path / "s-1.jsonl", *work(), call("toolu_n", "mcp__fsmem__note", {"text": "- a: b"}))
     assert decision(hook(root, stop(transcript))) is None
 
 
-@pytest.mark.parametrize("damage", ["config", "state", "transcript", "read-only", "no-state-folder"])
+@pytest.mark.parametrize("damage", ["config", "state", "transcript", "fifo", "read-only", "no-state-folder"])
 def test_a_damaged_memory_or_transcript_never_blocks(root, tmp_path, damage):
     transcript = append(tmp_path / "s-1.jsonl", *work())
     if damage == "config":
@@ -210,6 +216,9 @@ def test_a_damaged_memory_or_transcript_never_blocks(root, tmp_path, damage):
     elif damage == "transcript":
         transcript.unlink()
         transcript.mkdir()
+    elif damage == "fifo":  # a transcript no one ever writes: reading it must not hang
+        transcript.unlink()
+        os.mkfifo(transcript)
     elif damage == "read-only":
         (root / "fsmem.yaml").write_text("budgets:\n  default:\n    read_only: true\n")
     else:  # .fsmem/hooks is a file: the state cannot be written, so no block can be sent
