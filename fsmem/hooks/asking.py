@@ -197,7 +197,7 @@ def reason(root: Path, launcher: list[str]) -> str:
     words = [*launcher, "--root", str(root), "note", "--subject", "people/Adam Smith", "- employer: Globex"]
     command = shlex.join(words) if os.name != "nt" else " ".join(words)
     return (
-        "Before you stop: fsmem, the shared memory, holds nothing from this session but its transcript. "
+        "Before you stop: fsmem, the shared memory, keeps this session's transcript but no facts from it. "
         "Save what you learned that will matter in a later session (decisions, facts about people, projects and "
         "systems, preferences, how things work) as keyed notes with fsmem's `note` tool: one subject per "
         "heading, such as `## people/Adam Smith` or `## topic/Billing` (or the tool's `subject`), each fact as "
