@@ -338,14 +338,27 @@ def _is_fsmem_hook(hook: Any) -> bool:
     return isinstance(hook, dict) and isinstance(hook.get("command"), str) and HOOK_MARK in hook["command"]
 
 
-def merged_hooks(path: Path, before: bytes | None, block: dict[str, Any], *, force: bool) -> bytes | None:
-    """Claude Code's settings `path` with fsmem's hook on each event of `block` (None: already there).
+def merged_hooks(
+    path: Path, before: bytes | None, block: dict[str, Any], *, force: bool, left_out: tuple[str, ...] = ()
+) -> bytes | None:
+    """Claude Code's settings `path` with fsmem's hook on each event of `block` and on none of `left_out` (None:
+    already so).
 
     Every other hook, matcher and setting is kept; an fsmem hook that runs another command (an older
     install) is replaced only with `force`.
     """
     document, hooks = _json_with_object(path, before, "hooks")
     changed = False
+    for event in left_out:
+        present = hooks.get(event)
+        if not isinstance(present, list) or not any(
+            _is_fsmem_hook(h) for g in present if isinstance(g, dict) for h in g.get("hooks") or []
+        ):
+            continue
+        _drop_fsmem_hooks(present)
+        if not present:
+            del hooks[event]
+        changed = True
     for event, groups in block["hooks"].items():
         ours = groups[0]["hooks"][0]
         present = hooks.setdefault(event, [])
@@ -358,10 +371,7 @@ def merged_hooks(path: Path, before: bytes | None, block: dict[str, Any], *, for
             raise InvalidArgument(
                 f"{path} already runs another fsmem hook on {event}; nothing was changed (--force replaces it)"
             )
-        for group in present:
-            if isinstance(group.get("hooks"), list):
-                group["hooks"] = [h for h in group["hooks"] if not _is_fsmem_hook(h)]
-        present[:] = [g for g in present if g.get("hooks") or not isinstance(g.get("hooks"), list)]
+        _drop_fsmem_hooks(present)
         present.append({"hooks": [ours]})
         changed = True
     if not changed:
@@ -369,8 +379,17 @@ def merged_hooks(path: Path, before: bytes | None, block: dict[str, Any], *, for
     return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode()
 
 
-def plan_hooks(path: Path, block: dict[str, Any], *, force: bool) -> Plan | None:
-    """What adding fsmem's hooks to Claude Code's settings `path` changes (None: nothing to change)."""
+def _drop_fsmem_hooks(groups: list[Any]) -> None:
+    """`groups` (one event's matcher groups) without fsmem's hooks, and without a group they leave empty."""
+    for group in groups:
+        if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+            group["hooks"] = [h for h in group["hooks"] if not _is_fsmem_hook(h)]
+    groups[:] = [g for g in groups if not isinstance(g, dict) or g.get("hooks") or not isinstance(g.get("hooks"), list)]
+
+
+def plan_hooks(path: Path, block: dict[str, Any], *, force: bool, left_out: tuple[str, ...] = ()) -> Plan | None:
+    """What adding fsmem's hooks to Claude Code's settings `path` (and removing them from `left_out`) changes
+    (None: nothing to change)."""
     before = read_config(path)
-    after = merged_hooks(path, before, block, force=force)
+    after = merged_hooks(path, before, block, force=force, left_out=left_out)
     return None if after is None else Plan(path, before, after)

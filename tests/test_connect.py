@@ -414,7 +414,7 @@ def test_hooks_prints_the_hook_block_as_json(memory, tmp_path):
     assert done.returncode == 0, done.stderr
     block = json.loads(done.stdout)
     assert block == hooks_config(memory.root, DEFAULT_TIMEOUT)
-    assert sorted(block["hooks"]) == ["PreCompact", "SessionEnd", "SessionStart"]
+    assert sorted(block["hooks"]) == ["PreCompact", "SessionEnd", "SessionStart", "Stop", "UserPromptSubmit"]
     argv = shlex.split(block["hooks"]["SessionEnd"][0]["hooks"][0]["command"])
     assert argv == [FSMEM, "--root", str(memory.root), "hook", "claude-code", "--timeout", "10"]
     assert str(tmp_path / ".claude" / "settings.json") in done.stderr
@@ -435,7 +435,7 @@ def test_hooks_write_keeps_other_hooks_and_settings_and_a_second_write_changes_n
     ours = json.loads(done.stdout)["hooks"]["SessionStart"][0]
     assert written["model"] == "opus"
     assert written["hooks"]["SessionStart"] == [{"matcher": "startup", "hooks": [theirs]}, ours]
-    assert written["hooks"]["SessionEnd"] == written["hooks"]["PreCompact"] == [ours]
+    assert written["hooks"]["SessionEnd"] == written["hooks"]["PreCompact"] == written["hooks"]["Stop"] == [ours]
     before = settings.read_bytes()
     again = run(*args, home=tmp_path, cwd=tmp_path / "proj")
     assert again.returncode == 0 and "already runs these hooks; nothing was changed" in again.stderr
@@ -460,3 +460,28 @@ def test_hooks_write_replaces_another_fsmem_hook_only_with_force(memory, tmp_pat
 def test_hooks_is_for_claude_code_only(memory, tmp_path):
     done = run("--root", str(memory.root), "connect", "cursor", "--hooks", home=tmp_path, cwd=tmp_path)
     assert done.returncode == 2 and "--hooks is for claude-code" in done.stderr
+
+
+def test_no_ask_to_save_leaves_the_stop_hook_out_and_removes_only_fsmem_s(memory, tmp_path):
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    theirs = {"type": "command", "command": "notify-send done"}
+    settings.write_text(json.dumps({"hooks": {"Stop": [{"hooks": [theirs]}]}}))
+    args = ("--root", str(memory.root), "connect", "claude-code", "--hooks", "--write")
+    done = run(*args, home=tmp_path, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    stop = json.loads(settings.read_text())["hooks"]["Stop"]
+    assert stop == [{"hooks": [theirs]}, json.loads(done.stdout)["hooks"]["Stop"][0]]
+    left_out = run(*args, "--no-ask-to-save", home=tmp_path, cwd=tmp_path)
+    assert left_out.returncode == 0, left_out.stderr
+    assert "Stop" not in json.loads(left_out.stdout)["hooks"]
+    written = json.loads(settings.read_text())["hooks"]
+    assert written["Stop"] == [{"hooks": [theirs]}]
+    assert sorted(written) == ["PreCompact", "SessionEnd", "SessionStart", "Stop", "UserPromptSubmit"]
+    again = run(*args, "--no-ask-to-save", home=tmp_path, cwd=tmp_path)
+    assert "nothing was changed" in again.stderr
+
+
+def test_no_ask_to_save_goes_with_hooks(memory, tmp_path):
+    done = run("--root", str(memory.root), "connect", "claude-code", "--no-ask-to-save", home=tmp_path, cwd=tmp_path)
+    assert done.returncode == 2 and "--no-ask-to-save goes with --hooks" in done.stderr

@@ -288,7 +288,7 @@ def test_a_refused_secret_skips_its_line_and_keeps_the_rest(root, tmp_path):
 
 
 def test_an_unknown_event_is_ignored_and_logged(root):
-    done = hook(root, event("Stop", None))
+    done = hook(root, event("SubagentStop", None))
     assert (done.returncode, done.stdout) == (0, "")
     assert log_lines(root)[-1]["error"].startswith("not an event fsmem handles")
 
@@ -314,11 +314,12 @@ def test_print_config_is_the_settings_hooks_block(root):
     done = hook(root, "", "--print-config")
     assert done.returncode == 0
     block = json.loads(done.stdout)
-    assert sorted(block["hooks"]) == ["PreCompact", "SessionEnd", "SessionStart"]
-    for groups in block["hooks"].values():
+    assert sorted(block["hooks"]) == ["PreCompact", "SessionEnd", "SessionStart", "Stop", "UserPromptSubmit"]
+    for name, groups in block["hooks"].items():
         [group] = groups
         [entry] = group["hooks"]
-        assert entry["type"] == "command" and entry["timeout"] == 15
+        limit = 4 if name == "UserPromptSubmit" else 10  # the person waits for the prompt hook
+        assert entry["type"] == "command" and entry["timeout"] == limit + 5
         assert shlex.split(entry["command"]) == [
             os.path.abspath(FSMEM),
             "--root",
@@ -326,8 +327,10 @@ def test_print_config_is_the_settings_hooks_block(root):
             "hook",
             "claude-code",
             "--timeout",
-            "10",
+            str(limit),
         ]
+    without = json.loads(hook(root, "", "--print-config", "--no-ask-to-save").stdout)
+    assert sorted(without["hooks"]) == ["PreCompact", "SessionEnd", "SessionStart", "UserPromptSubmit"]
     registered = subprocess.run(
         shlex.split(block["hooks"]["SessionStart"][0]["hooks"][0]["command"]),
         input=event("SessionStart", None),

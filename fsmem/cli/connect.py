@@ -36,10 +36,16 @@ from fsmem.errors import InvalidArgument
     "--hooks",
     is_flag=True,
     help="claude-code: the hooks block for its settings.json instead (fsmem hook claude-code on SessionStart, "
-    "PreCompact and SessionEnd).",
+    "UserPromptSubmit, Stop, PreCompact and SessionEnd).",
+)
+@click.option(
+    "--ask-to-save/--no-ask-to-save",
+    default=True,
+    help="With --hooks: include the Stop hook, which asks the agent once per session to save what it learned as "
+    "keyed notes (default); --no-ask-to-save leaves it out, and with --write removes fsmem's Stop hook.",
 )
 @click.pass_context
-def connect_cmd(ctx, client, scope, url, write, force, file_, hooks):
+def connect_cmd(ctx, client, scope, url, write, force, file_, hooks, ask_to_save):
     """Print the configuration that connects CLIENT (claude-code, claude-desktop, codex, cursor) to this memory.
 
     The entry names this installation's fsmem and the memory by absolute paths,
@@ -58,8 +64,10 @@ def connect_cmd(ctx, client, scope, url, write, force, file_, hooks):
     obj = ctx.find_root().obj or {}
     agent = obj.get("agent")
     if hooks:
-        _hooks(ctx, client, scope, url, write, force, file_)
+        _hooks(ctx, client, scope, url, write, force, file_, ask_to_save)
         return
+    if not ask_to_save:
+        raise click.UsageError("--no-ask-to-save goes with --hooks: it leaves out the Stop hook.")
     if url is not None:
         if agent:
             raise click.UsageError("--agent goes with a local memory: with --server, the token names the agent.")
@@ -92,7 +100,7 @@ def connect_cmd(ctx, client, scope, url, write, force, file_, hooks):
     _apply(change, target, "already has this entry")
 
 
-def _hooks(ctx, client, scope, url, write, force, file_):
+def _hooks(ctx, client, scope, url, write, force, file_, ask_to_save):
     """--hooks: Claude Code's hooks block, printed, or added to its settings file after showing the change."""
     if client != "claude-code":
         raise click.UsageError(f"--hooks is for claude-code; {client} runs no fsmem hook.")
@@ -103,11 +111,13 @@ def _hooks(ctx, client, scope, url, write, force, file_):
     from fsmem.cli.hook import DEFAULT_TIMEOUT, hooks_config
     from fsmem.store.root import discover_root
 
-    block = hooks_config(discover_root((ctx.find_root().obj or {}).get("root")), DEFAULT_TIMEOUT)
+    root = discover_root((ctx.find_root().obj or {}).get("root"))
+    block = hooks_config(root, DEFAULT_TIMEOUT, ask_to_save=ask_to_save)
     target = (
         Path(file_).expanduser().absolute() if file_ else connect.hooks_settings_path(scope, Path.home(), Path.cwd())
     )
-    change = connect.plan_hooks(target, block, force=force) if write else None
+    left_out = () if ask_to_save else ("Stop",)
+    change = connect.plan_hooks(target, block, force=force, left_out=left_out) if write else None
     echo(json.dumps(block, indent=2))
     if not write:
         echo(f"# merge into {target} (scope {scope}); --write adds it there, keeping other hooks", err=True)

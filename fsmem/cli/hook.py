@@ -1,10 +1,13 @@
-"""`fsmem hook claude-code`: the command Claude Code runs as its SessionStart, SessionEnd and PreCompact hook.
+"""`fsmem hook claude-code`: the command Claude Code runs as its SessionStart, UserPromptSubmit, Stop, PreCompact
+and SessionEnd hook.
 
-It never blocks the session: whatever goes wrong (bad input, a broken or
-missing transcript, no memory, a disk that refuses the write, a hang past
-`--timeout`) it exits 0, and says what happened in `.fsmem/logs/hooks.jsonl`
-(or on stderr when there is no memory to log in, which Claude Code shows only
-in verbose mode). An exit 2 would block PreCompact's compaction.
+It never blocks the session, with one documented exception: on Stop, once per
+session, it may ask the agent to save what it learned (`fsmem.hooks.asking`).
+Whatever goes wrong (bad input, a broken or missing transcript, no memory, a
+disk that refuses the write, a hang past `--timeout`) it exits 0 and prints
+nothing, and says what happened in `.fsmem/logs/hooks.jsonl` (or on stderr when
+there is no memory to log in, which Claude Code shows only in verbose mode). An
+exit 2 would block PreCompact's compaction.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from fsmem.cli.printing import echo
 
 HOOK_LOG = "hooks.jsonl"
 DEFAULT_TIMEOUT = 10.0  # seconds; the printed block gives Claude Code's `timeout` 5 more, so fsmem stops first
+PROMPT_TIMEOUT = 4.0  # UserPromptSubmit: the person waits for it on every prompt
 
 
 @click.group("hook")
@@ -65,18 +69,26 @@ def _fsmem_command() -> str:
     return os.path.abspath(found)  # absolute and without `..`, symlinks kept: a venv's python links elsewhere
 
 
-def hooks_config(root: Path, timeout: float) -> dict[str, Any]:
-    """The `hooks` block of Claude Code's settings.json registering this command on its three events."""
+def _entry(root: Path, timeout: float) -> dict[str, Any]:
     words = [_fsmem_command(), "--root", str(root), "hook", "claude-code", "--timeout", f"{timeout:g}"]
     line = subprocess.list2cmdline(words) if os.name == "nt" else shlex.join(words)
-    entry = {"type": "command", "command": line, "timeout": int(timeout) + 5}
-    return {
-        "hooks": {
-            "SessionStart": [{"hooks": [entry]}],
-            "PreCompact": [{"hooks": [entry]}],
-            "SessionEnd": [{"hooks": [entry]}],
-        }
+    return {"type": "command", "command": line, "timeout": int(timeout) + 5}
+
+
+def hooks_config(root: Path, timeout: float, *, ask_to_save: bool = True) -> dict[str, Any]:
+    """The `hooks` block of Claude Code's settings.json registering this command on its events (Stop only when
+    `ask_to_save`); UserPromptSubmit, which the person waits for, gets a shorter time limit."""
+    entry = _entry(root, timeout)
+    events = {
+        "SessionStart": entry,
+        "UserPromptSubmit": _entry(root, min(timeout, PROMPT_TIMEOUT)),
+        "Stop": entry,
+        "PreCompact": entry,
+        "SessionEnd": entry,
     }
+    if not ask_to_save:
+        del events["Stop"]
+    return {"hooks": {event: [{"hooks": [hook]}] for event, hook in events.items()}}
 
 
 @command("claude-code")
@@ -95,13 +107,22 @@ def hooks_config(root: Path, timeout: float) -> dict[str, Any]:
     "command (default: half of --timeout); each event saves at least one part.",
 )
 @click.option("--print-config", is_flag=True, help="Print the hooks block for Claude Code's settings.json and exit.")
+@click.option(
+    "--ask-to-save/--no-ask-to-save",
+    default=True,
+    help="With --print-config: include the Stop hook, which asks the agent once per session to save what it "
+    "learned as keyed notes (default: included).",
+)
 @click.pass_context
-def claude_code_cmd(ctx: click.Context, timeout: float, budget: float | None, print_config: bool) -> None:
-    """Run as Claude Code's hook: the event's JSON on stdin; context on SessionStart, the session saved on
-    SessionEnd and PreCompact. Always exits 0; problems go to .fsmem/logs/hooks.jsonl."""
+def claude_code_cmd(
+    ctx: click.Context, timeout: float, budget: float | None, print_config: bool, ask_to_save: bool
+) -> None:
+    """Run as Claude Code's hook: the event's JSON on stdin; context on SessionStart, relevant memory on
+    UserPromptSubmit, once per session a request for keyed notes on Stop, the session saved on SessionEnd and
+    PreCompact. Always exits 0; problems go to .fsmem/logs/hooks.jsonl."""
     if print_config:
         root = _root_of(ctx, None)  # a missing memory is an error here: a person is asking
-        echo(json.dumps(hooks_config(root, timeout), indent=2))
+        echo(json.dumps(hooks_config(root, timeout, ask_to_save=ask_to_save), indent=2))
         return
     deadline = time.monotonic() + (timeout / 2 if budget is None else min(budget, timeout))
     state: dict[str, Any] = {"root": None, "event": None, "deadline": deadline}
@@ -134,7 +155,7 @@ def _message(exc: BaseException) -> str:
 
 
 def _run(ctx: click.Context, state: dict[str, Any]) -> None:
-    from fsmem.hooks import claude_code as cc, runner
+    from fsmem.hooks import asking, claude_code as cc, prompting, runner
     from fsmem.memory import Memory
     from fsmem.store.given import read_stdin
 
@@ -152,12 +173,20 @@ def _run(ctx: click.Context, state: dict[str, Any]) -> None:
     with Memory(root, agent=obj.get("agent")) as memory:
         if event.name == "SessionStart":
             outcome = runner.session_start(memory)
+        elif event.name == "UserPromptSubmit":
+            outcome = prompting.recall_for_prompt(memory, event)
+        elif event.name == "Stop":
+            outcome = asking.ask_to_save(memory, event, deadline=state["deadline"])
         else:
             outcome = runner.save_session(memory, event, deadline=state["deadline"])
     if outcome.stdout:
         sys.stdout.write(outcome.stdout + "\n")
         sys.stdout.flush()
     record: dict[str, Any] = {"event": event.name, "session_id": event.session_id}
+    if event.name == "Stop":
+        record.update(asked_to_save=bool(outcome.stdout))
+    elif event.name == "UserPromptSubmit":
+        record.update(added_context=bool(outcome.stdout))
     if outcome.note is not None:
         record.update(note=outcome.note, lines=outcome.saved_lines)
     if outcome.subagent_lines:

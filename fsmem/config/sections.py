@@ -312,6 +312,11 @@ class RecallSettings(Section):
         rule=number(0, above=True, null=True),
         says="skip when nothing relevant was written in this many days (null: never skip for age)",
     )
+    hook_max_tokens: int = setting(
+        default=400,
+        rule=whole(1),
+        says="tokens of memory the Claude Code prompt hook adds to a prompt, at most (fsmem hook claude-code)",
+    )
 
 
 class SearchSettings(Section):

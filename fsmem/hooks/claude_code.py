@@ -25,7 +25,7 @@ from fsmem.errors import InvalidArgument
 from fsmem.names import STATE_DIR
 from fsmem.store.files import atomic_write, state_dir
 
-EVENTS = ("SessionStart", "SessionEnd", "PreCompact")
+EVENTS = ("SessionStart", "SessionEnd", "PreCompact", "Stop", "UserPromptSubmit")
 SAVING_EVENTS = ("SessionEnd", "PreCompact")
 STDIN_LIMIT = 1 << 20  # the event object is small; a megabyte is ample
 TEXT_CHARS = 2_000  # one message's text in a session note, whoever saved it; a tool call or result is one short line
@@ -42,6 +42,8 @@ class HookEvent:
     session_id: str
     transcript_path: str | None
     cwd: str | None
+    stop_hook_active: bool = False  # Stop: Claude Code goes on because a Stop hook blocked it already
+    prompt: str | None = None  # UserPromptSubmit: what the person typed (untrusted, of any length)
 
 
 def parse_event(text: str) -> HookEvent:
@@ -62,11 +64,14 @@ def parse_event(text: str) -> HookEvent:
         session = ""
     path = data.get("transcript_path")
     cwd = data.get("cwd")
+    prompt = data.get("prompt")
     return HookEvent(
         name=name,
         session_id=session.strip(),
         transcript_path=path if isinstance(path, str) and path else None,
         cwd=cwd if isinstance(cwd, str) else None,
+        stop_hook_active=data.get("stop_hook_active") is not False,  # anything but a plain false: never block
+        prompt=prompt if isinstance(prompt, str) else None,
     )
 
 
