@@ -133,6 +133,7 @@ def test_the_same_sessions_give_the_same_bytes_in_any_order_and_batches(tmp_path
     shutil.rmtree(parts / ".fsmem" / "consolidate")  # the host-local cache, lost: rebuilt from the notes
     assert consolidate(parts)[0] == 1
     assert documents(parts) == documents(whole)
+    assert len(bullets(documents(whole)["topics/spotter.md"])) == 2
 
 
 # -- the hook: the working folder is kept, a growing session updates its line ----------------------------------
