@@ -344,3 +344,30 @@ def test_two_hosts_that_sync_end_with_the_digest_one_memory_would_have(tmp_path)
         assert merged.front_matter == expected.front_matter
     assert S.git("status", "--porcelain", cwd=first) == "" and S.git("status", "--porcelain", cwd=second) == ""
     assert fmt.MERGE_MARK not in (first / "topics/spotter.md").read_text()
+
+
+def test_a_session_saved_before_the_folder_was_kept_gets_it_when_imported_again(tmp_path):
+    root = memory(tmp_path)
+    transcript = str(TRANSCRIPTS / f"{SHORT}.jsonl")
+    assert run(root, "import", "claude-code", transcript).returncode == 0
+    note = root / f"sessions/2026/02/10/claude-code-{SHORT}.md"
+    note.write_text(note.read_text().replace("cwd: /home/marco/projects/spotter\n", ""))  # as fsmem wrote it before
+    assert consolidate(root)[0] == 0 and not (root / "topics/spotter.md").exists()
+    again = run(root, "import", "claude-code", transcript)
+    assert again.returncode == 0 and "1 unchanged" in again.stdout  # no line added; the folder is
+    assert fmt.split(note.read_text()).front_matter["cwd"] == "/home/marco/projects/spotter"
+    assert consolidate(root)[0] == 0 and len(bullets((root / "topics/spotter.md").read_text())) == 1
+    assert run(root, "import", "claude-code", transcript).returncode == 0
+    assert consolidate(root)[0] == 1
+
+
+def test_a_dry_run_shows_the_digest_and_writes_nothing(tmp_path):
+    root = memory(tmp_path)
+    assert run(root, "import", "claude-code", str(TRANSCRIPTS / f"{SHORT}.jsonl")).returncode == 0
+    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file() and ".fsmem" not in p.parts}
+    proc = run(root, "consolidate", "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    assert "+++ b/topics/spotter.md" in proc.stdout and '+- "mix phx.server doesnt seem to start"' in proc.stdout
+    assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file() and ".fsmem" not in p.parts} == before
+    assert not (root / ".fsmem/consolidate/digest.json").exists()
+    assert consolidate(root)[0] == 0 and (root / "topics/spotter.md").exists()
