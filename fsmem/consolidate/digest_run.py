@@ -9,13 +9,15 @@ again from all of its episodes, so the section does not depend on the order the 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import os
+import stat
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from fsmem import format as fmt
+from fsmem.consolidate.dates import SESSIONS
 from fsmem.consolidate.digest import PREFIX, SECTION, Entry, SessionLine, episode_line, section_lines, with_section
-from fsmem.consolidate.notes import walk_notes
 
 CACHE_VERSION = 1
 
@@ -73,10 +75,7 @@ def plan_digest(root: Path, archive_dir: str, day: str, located: Callable[[str],
     cache = result.cache = Cache.load(root)
     current: dict[str, Entry] = {}
     touched: set[str] = set()
-    for rel, _full, st in walk_notes(root, archive_dir):
-        name = rel.rsplit("/", 1)[-1]
-        if not name.startswith(PREFIX) or not name.endswith(".md"):
-            continue
+    for rel, st in _episodes(root, archive_dir):
         old = cache.notes.get(rel)
         if old is not None and old[0] == st.st_mtime_ns and old[1] == st.st_size:
             current[rel] = old
@@ -123,6 +122,25 @@ def plan_digest(root: Path, archive_dir: str, day: str, located: Callable[[str],
             result.sessions_changed += sum(1 for bullet in bullets if bullet not in before)
             result.changes[path] = (old_text, new_text)
     return result
+
+
+def _episodes(root: Path, archive_dir: str) -> Iterator[tuple[str, os.stat_result]]:
+    """(path, stat) of each Claude Code session note, in the sessions folder and the archive: only these are
+    stat'ed (a memory of many notes is listed, not stat'ed, a second time). A link is no episode here."""
+    for folder in (SESSIONS, archive_dir.strip("/")):
+        if not folder or not (root / folder).is_dir():
+            continue
+        for current, dirs, files in os.walk(root / folder):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for name in sorted(files):
+                if name.startswith(PREFIX) and name.endswith(".md"):
+                    full = os.path.join(current, name)
+                    try:
+                        st = os.lstat(full)
+                    except OSError:
+                        continue
+                    if stat.S_ISREG(st.st_mode):
+                        yield Path(full).relative_to(root).as_posix(), st
 
 
 def _path_of(entry: Entry) -> str:
