@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from fsmem import format as fmt
-from fsmem.consolidate import extractors as ex, ledger as L, plan as C, subjects
+from fsmem.consolidate import digest_run, extractors as ex, ledger as L, plan as C, subjects
 from fsmem.consolidate.dates import SESSIONS
 from fsmem.consolidate.notes import NoteEntry
 from fsmem.consolidate.relink import relink
@@ -350,7 +350,7 @@ def run(
             plan = C.plan(inputs, settings)
             report.add(plan)
             if dry_run:
-                _digest(root, settings, report, writes, dry_run=True, plan=plan)
+                digest_run.run(root, settings, report, None, plan)
                 report.diff = unified_diff(plan)
                 return report
             ledger.commit()
@@ -360,7 +360,7 @@ def run(
                 break
             if attempt < settings.max_attempts:
                 report.conflicts = report.conflicts[:conflicts_before]  # retried: only a final conflict is reported
-        fresh.update(_digest(root, settings, report, writes, dry_run=False))
+        fresh.update(digest_run.run(root, settings, report, lambda own: apply(root, own, report, writes, None)))
         if settings.archive:
             archive(root, settings, report)
             relink(root, settings, report, lambda batch: [rel for _f, _d, rel in _write_batch(root, batch, writes)])
@@ -376,37 +376,6 @@ def run(
             writes.done()
         _log(root, report, time.monotonic() - started)
         return report
-
-
-def _digest(
-    root: Path,
-    settings: C.Settings,
-    report: ConsolidationReport,
-    writes: _Writes,
-    *,
-    dry_run: bool,
-    plan: C.Plan | None = None,
-) -> dict[str, subjects.DirectoryEntry]:
-    """The project digest (`fsmem.consolidate.digest`), after the notes: its documents written as the plan's are (a
-    dry run adds them to `plan`, whose diff it shows); returns their directory entries, for INDEX.md."""
-    from fsmem.consolidate import digest_run as digest
-    from fsmem.consolidate.dates import today
-
-    located, _canonical = C.citation_paths(settings)
-    found = digest.plan_digest(root, settings.archive_dir, today(), located)
-    report.problems += [p for p in found.problems if p not in report.problems]
-    report.counts["sessions_digested"] += found.sessions_changed
-    changes = [C.Change(path, old, new, "document") for path, (old, new) in sorted(found.changes.items())]
-    if dry_run:
-        if plan is not None:
-            plan.changes += changes
-        return {}
-    fronts = {c.path: (fmt.split(c.new).front_matter, c.new) for c in changes}
-    own = C.Plan(changes=changes, fronts=fronts)
-    before = len(report.files_written)
-    fresh = apply(root, own, report, writes, None)
-    digest.settle(root, found, set(report.files_written[before:]))
-    return fresh
 
 
 def _log(root: Path, report: ConsolidationReport, seconds: float) -> None:

@@ -18,6 +18,9 @@ from pathlib import Path
 from fsmem import format as fmt
 from fsmem.consolidate.dates import SESSIONS
 from fsmem.consolidate.digest import PREFIX, SECTION, Entry, SessionLine, episode_line, section_lines, with_section
+from fsmem.consolidate.plan import Change, Plan, Settings, citation_paths
+from fsmem.consolidate.report import ConsolidationReport
+from fsmem.consolidate.subjects import DirectoryEntry
 
 CACHE_VERSION = 1
 
@@ -181,3 +184,31 @@ def settle(root: Path, plan: DigestPlan, written: set[str]) -> None:
             continue
         plan.cache.notes.update(episodes)
     plan.cache.save(root)
+
+
+def run(
+    root: Path,
+    settings: Settings,
+    report: ConsolidationReport,
+    write: Callable[[Plan], dict[str, DirectoryEntry]] | None,
+    dry: Plan | None = None,
+) -> dict[str, DirectoryEntry]:
+    """The digest after the notes: its documents written by `write` (consolidation's `apply`, so with the same
+    careful writes), or, on a dry run (`write` None), added to the plan `dry` whose diff is shown. Returns the
+    directory entries of the documents written, for INDEX.md."""
+    from fsmem.consolidate.dates import today
+
+    located, _canonical = citation_paths(settings)
+    found = plan_digest(root, settings.archive_dir, today(), located)
+    report.problems += [p for p in found.problems if p not in report.problems]
+    report.counts["sessions_digested"] += found.sessions_changed
+    changes = [Change(path, old, new, "document") for path, (old, new) in sorted(found.changes.items())]
+    if write is None:
+        if dry is not None:
+            dry.changes += changes
+        return {}
+    fronts = {c.path: (fmt.split(c.new).front_matter, c.new) for c in changes}
+    before = len(report.files_written)
+    fresh = write(Plan(changes=changes, fronts=fronts))
+    settle(root, found, set(report.files_written[before:]))
+    return fresh
