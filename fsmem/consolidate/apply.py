@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from fsmem import format as fmt
-from fsmem.consolidate import extractors as ex, ledger as L, plan as C, subjects
+from fsmem.consolidate import digest_run, extractors as ex, ledger as L, plan as C, subjects
 from fsmem.consolidate.dates import SESSIONS
 from fsmem.consolidate.notes import NoteEntry
 from fsmem.consolidate.relink import relink
@@ -350,6 +350,7 @@ def run(
             plan = C.plan(inputs, settings)
             report.add(plan)
             if dry_run:
+                digest_run.run(root, settings, report, None, plan)
                 report.diff = unified_diff(plan)
                 return report
             ledger.commit()
@@ -359,6 +360,7 @@ def run(
                 break
             if attempt < settings.max_attempts:
                 report.conflicts = report.conflicts[:conflicts_before]  # retried: only a final conflict is reported
+        fresh.update(digest_run.run(root, settings, report, lambda own: apply(root, own, report, writes, None)))
         if settings.archive:
             archive(root, settings, report)
             relink(root, settings, report, lambda batch: [rel for _f, _d, rel in _write_batch(root, batch, writes)])

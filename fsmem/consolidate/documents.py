@@ -24,7 +24,8 @@ from fsmem.format import facts as _facts
 FACTS = "Facts"
 NOTES = "Notes"
 SUPERSEDED = fmt.SUPERSEDED_HEADING
-SECTION_ORDER = (FACTS, NOTES, SUPERSEDED)  # where the consolidator creates the sections it needs
+SESSIONS = "Sessions"  # the project digest's (fsmem.consolidate.digest): last, so new sections go before it
+SECTION_ORDER = (FACTS, NOTES, SUPERSEDED, SESSIONS)  # where the consolidator creates the sections it needs
 _TOP_LEVEL_KEY = re.compile(r"^([A-Za-z_][\w\-]*)[ \t]*:")
 UNREADABLE: Any = object()  # stands for a document that cannot be read (reported, never rewritten)
 

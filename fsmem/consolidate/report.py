@@ -26,6 +26,7 @@ COUNT_NAMES = (
     "observations_added",
     "observations_merged",
     "documents_read",
+    "sessions_digested",
 )
 
 
@@ -78,6 +79,7 @@ class ConsolidationReport:
             f"{verb} {c['notes_consolidated']} of {c['notes_read']} note(s): {c['facts_added']} fact(s) added, "
             f"{c['facts_confirmed']} confirmed, {c['superseded']} superseded, {c['retracted']} retracted, "
             f"{c['observations_added']} observation(s) added, {c['observations_merged']} merged"
+            + (f", {c['sessions_digested']} session(s) digested" if c["sessions_digested"] else "")
         )
         if not self.dry_run:
             index = "; INDEX.md updated" if self.index_changed else ""
@@ -101,7 +103,7 @@ class ConsolidationReport:
 
     @property
     def empty(self) -> bool:
-        return self.counts["notes_read"] == 0
+        return self.counts["notes_read"] == 0 and self.counts["sessions_digested"] == 0
 
     def add(self, plan: Plan) -> None:
         """Add one attempt's counts and findings (a retry only plans what the earlier attempts left)."""

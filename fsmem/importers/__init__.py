@@ -41,6 +41,7 @@ class Conversation:
     transcript: str | None = None  # a Claude Code transcript's absolute path (the hook's offsets know it by it)
     transcript_end: int = 0  # and the byte offset after its last complete line
     parent: str | None = None  # a subagent's transcript: its parent session's note name
+    cwd: str | None = None  # a Claude Code session's working folder, as its transcript's records name it
 
 
 def utc(value: object) -> _dt.datetime | None:

@@ -21,6 +21,7 @@ from fsmem.hooks.claude_code import fenced, session_name
 from fsmem.importers import Conversation
 
 SOURCES = {"claude-code": "Claude Code session", "chatgpt": "ChatGPT conversation", "claude": "Claude conversation"}
+CWD_FIELD = "cwd"  # a Claude Code session's working folder (`cwd`, as Claude Code names it): the project digest's
 DESCRIPTIONS = {"claude-code": "Claude Code session, saved from its transcript by fsmem"}
 
 
@@ -117,6 +118,7 @@ def new_note(conversation: Conversation, lines: Sequence[str], held: Held) -> st
         "source": source,
         "conversation": conversation.key,
         **({"parent_session": conversation.parent} if conversation.parent is not None else {}),
+        **({CWD_FIELD: conversation.cwd} if conversation.cwd is not None else {}),
         "created": _stamp(conversation, "started"),
         "updated": _stamp(conversation, "ended"),
         **held.fields(),
@@ -138,4 +140,6 @@ def extended(
         front = fmt.split(text).front_matter
     if front.get("conversation") != conversation.key:  # a note the hook wrote before it kept this record
         fields.update(source=conversation.source, conversation=conversation.key)
+    if conversation.cwd is not None and CWD_FIELD not in front:  # a note saved before fsmem kept the folder
+        fields[CWD_FIELD] = conversation.cwd
     return fmt.set_fields(body, fields)

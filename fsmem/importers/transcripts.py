@@ -56,6 +56,7 @@ class Part:
     ended: _dt.datetime | None = None
     bad: list[int] = field(default_factory=list)
     at_end: bool = False
+    cwd: str | None = None  # the working folder the part's first record that names one names
 
 
 def read_part(path: str | os.PathLike[str], start: int, limit: int | None = None) -> Part:
@@ -102,6 +103,8 @@ def _take(part: Part, record: dict[str, Any]) -> None:
         part.agent = record["agentId"].strip() or None
     if part.title is None:
         part.title = title_of(record)
+    if part.cwd is None and isinstance(record.get("cwd"), str) and record["cwd"].strip():
+        part.cwd = record["cwd"]
     when = utc(record.get("timestamp"))
     if when is not None:
         part.started = when if part.started is None else min(part.started, when)
@@ -193,4 +196,5 @@ def _conversation(path: Path) -> Conversation | None:
         transcript=os.path.abspath(path),
         transcript_end=part.end,
         parent=who.parent,
+        cwd=part.cwd,
     )

@@ -283,7 +283,8 @@ def _one_conversation(
         _tell_the_hook(memory, conv)
         return
     assert held is not None
-    if held.lines == len(conv.lines) and held.bytes in (None, conv.transcript_end):
+    kept_folder = conv.cwd is None or notes.CWD_FIELD in front  # a note saved before fsmem kept it gets it now
+    if held.lines == len(conv.lines) and held.bytes in (None, conv.transcript_end) and kept_folder:
         report.unchanged += 1
         _tell_the_hook(memory, conv)
         return

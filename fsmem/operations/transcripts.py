@@ -206,7 +206,16 @@ def _conversation(memory: Core, who: Identity, part: Part, transcript: str, crea
     if created is not None:  # the note names its start already
         started = fmt.parse_timestamp(str(created)) or started
     return Conversation(
-        "claude-code", who.key, title, started, part.ended or now, (), transcript, transcript, parent=who.parent
+        "claude-code",
+        who.key,
+        title,
+        started,
+        part.ended or now,
+        (),
+        transcript,
+        transcript,
+        parent=who.parent,
+        cwd=part.cwd,
     )
 
 
