@@ -11,6 +11,7 @@ the default. A face also knows which arguments its caller can send again: an age
 
 from __future__ import annotations
 
+import functools
 import json
 import shlex
 from collections.abc import Collection, Iterator
@@ -23,33 +24,28 @@ CLI = "cli"
 TOOLS = "tools"
 API = "api"
 
-# The CLI's positional arguments, by command, in order; every other argument is an option (`--name VALUE`).
-# tests/test_faces.py holds this table to the click commands, so a new argument cannot drift from it.
-POSITIONAL: dict[str, tuple[str, ...]] = {
-    "check": ("path",),
-    "connect": ("client",),
-    "diff": ("rev", "path"),
-    "edit": ("path",),
-    "evaluate": ("evalset",),
-    "grep": ("pattern", "paths"),
-    "init": ("directory",),
-    "links": ("path",),
-    "log": ("path",),
-    "ls": ("path",),
-    "mv": ("source", "target"),
-    "note": ("text",),
-    "read": ("path",),
-    "recall": ("query",),
-    "restore": ("path",),
-    "revert": ("rev",),
-    "rm": ("path",),
-    "search": ("query",),
-    "show": ("path",),
-    "sync": ("remote",),
-    "timeline": ("subject", "key"),
-    "write": ("path",),
-}
 
+
+@functools.cache
+def positional_table() -> dict[str, tuple[str, ...]]:
+    """The CLI's positional arguments, by command, in order; every other argument is an option (`--name VALUE`).
+
+    Made from the declarations (`Param.positional`) and the hand-written commands (`fsmem.spec.commands`),
+    when an answer first names a CLI call: a plain grep that names none loads no spec."""
+    from fsmem.spec import CLI as ON_CLI, declared
+    from fsmem.spec.commands import HAND_WRITTEN
+
+    table = {
+        op.name: tuple(p.name for p in op.on(ON_CLI) if p.positional)
+        for op in declared().values()
+        if op.cli.group is None
+    }
+    table.update({name: command.positional for name, command in HAND_WRITTEN.items()})
+    return {name: names for name, names in sorted(table.items()) if names}
+
+
+def positional(command: str) -> tuple[str, ...]:
+    return positional_table().get(command, ())
 
 @dataclass(frozen=True)
 class Face:
@@ -89,7 +85,7 @@ def arg(name: str, command: str | None = None) -> str:
     """An argument's name as the face spells it: `--max-tokens` (`PATH` when positional) or `max_tokens`."""
     if current().kind != CLI:
         return name
-    if command is not None and name in POSITIONAL.get(command, ()):
+    if command is not None and name in positional(command):
         return name.upper()
     return "--" + name.replace("_", "-")
 
@@ -122,11 +118,11 @@ def call(command: str, **arguments: Any) -> str:
         return f"{command}({ask(**arguments)})"
     if kind == API:
         return f"{'Memory' if command == 'init' else 'memory'}.{command}({ask(**arguments)})"
-    positional = [shlex.quote(str(arguments.pop(name))) for name in POSITIONAL.get(command, ()) if name in arguments]
+    operands = [shlex.quote(str(arguments.pop(name))) for name in positional(command) if name in arguments]
     switches = {name: value for name, value in arguments.items() if value is True}  # before the operands, as
     options = {name: value for name, value in arguments.items() if value is not True}  # `fsmem init --git DIR`
     words = [ask(**switches)] if switches else []
-    return " ".join(["fsmem", command, *words, *positional, *([ask(**options)] if options else [])])
+    return " ".join(["fsmem", command, *words, *operands, *([ask(**options)] if options else [])])
 
 
 def narrowing(command: str, names: Collection[str]) -> str:

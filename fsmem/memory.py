@@ -92,8 +92,37 @@ class _Operation:
         return checked if obj is None else checked.__get__(obj, owner)
 
 
+def _declared_method(cls: type, name: str) -> Callable[..., Any]:
+    """The checked method of the declared operation `name` (its spec's function), put on `cls` for next time."""
+    if name.startswith("_"):
+        raise AttributeError(name)
+    from fsmem.spec import declared
+
+    op = declared().get(name)
+    if op is None:
+        raise AttributeError(f"{cls.__name__!r} object has no attribute {name!r}")
+    method = _Operation(op.function)
+    method.__set_name__(cls, name)
+    return method.load()
+
+
+class _Declared(type):
+    """`Memory`'s type: each operation declared in `fsmem.spec` is a method of it, made from the declaration's
+    function path when first asked for, so that no list of the operations is kept here beside the spec."""
+
+    if not TYPE_CHECKING:  # the type checker reads the methods from Memory's own TYPE_CHECKING block
+
+        def __getattr__(cls, name: str) -> Any:
+            return _declared_method(cls, name)
+
+    def __dir__(cls) -> list[str]:
+        from fsmem.spec import declared
+
+        return sorted({*super().__dir__(), *declared()})
+
+
 @fsmem_errors
-class Memory(Core):
+class Memory(Core, metaclass=_Declared):
     """A memory directory: list, grep, read, write and check it within a read budget.
 
     `agent` selects that agent's budget (and read-only flag) from fsmem.yaml;
@@ -126,7 +155,8 @@ class Memory(Core):
 
         return creation.setup_clone(cls, directory, agent=agent, remote=remote)
 
-    # The operations, each from the module of its concern; the type checker reads the functions themselves
+    # What a type checker (a user's editor) reads: each operation's function itself, by the module of its concern.
+    # At run time the declared ones come from the spec (`_Declared`); tests/test_vocabulary.py holds this to it.
     if TYPE_CHECKING:
         # -- queries: fsmem.operations.reads ------------------------------------------------------------
         ls = reads.ls
@@ -168,45 +198,20 @@ class Memory(Core):
         # -- history from outside the memory (never a tool): fsmem.operations.importing -----------------
         import_from = importing.import_from
     else:
-        # -- queries: fsmem.operations.reads ------------------------------------------------------------
-        ls = _Operation("reads:ls")
-        grep = _Operation("reads:grep")
-        read = _Operation("reads:read")
-        links = _Operation("reads:links")
+        # Every other operation's method is made from its declaration (`fsmem.spec`) when first asked for
+        # (`_Declared`). These are not operations of the spec: Python's own, or a part of another one.
         files = _Operation("reads:files")
         meta = _Operation("reads:meta")
         superseded_ranges = _Operation("reads:superseded_ranges")
-        timeline = _Operation("timeline:timeline")
+        watch = _Operation("upkeep:watch")  # `fsmem watch` runs it with callbacks no other face has
+        sync = _Operation("history:sync")  # `fsmem sync` is hand-written: --setup runs before a memory opens
+        # grep is declared in the spec, and named here too: the lean `fsmem grep` (`fsmem.cli.lean`) calls it
+        # before the spec is loaded; tests/test_vocabulary.py holds this path to the spec's
+        grep = _Operation("reads:grep")
 
-        # -- writes, each one transaction: fsmem.operations.writes --------------------------------------
-        note = _Operation("writes:note")
-        write = _Operation("writes:write")
-        edit = _Operation("writes:edit")
-        rm = _Operation("writes:rm")
-        mv = _Operation("writes:mv")
-
-        # -- upkeep, and what agents get beyond files: fsmem.operations.upkeep --------------------------
-        check = _Operation("upkeep:check")
-        index = _Operation("upkeep:index")
-        consolidate = _Operation("upkeep:consolidate")
-        watch = _Operation("upkeep:watch")
-        stats = _Operation("upkeep:stats")
-        context = _Operation("upkeep:context")
-
-        # -- history (git): fsmem.operations.history ----------------------------------------------------
-        log = _Operation("history:log")
-        show = _Operation("history:show")
-        diff = _Operation("history:diff")
-        restore = _Operation("history:restore")
-        revert = _Operation("history:revert")
-        sync = _Operation("history:sync")
-
-        # -- search and recall: fsmem.operations.search -------------------------------------------------
-        search = _Operation("search:search")
-        recall = _Operation("search:recall")
-
-        # -- history from outside the memory (never a tool): fsmem.operations.importing -----------------
-        import_from = _Operation("importing:import_from")
+        def __getattr__(self, name: str) -> Any:
+            """A declared operation's method, on its first use through a memory (`_Declared`)."""
+            return _declared_method(type(self), name).__get__(self, type(self))
 
 
 __all__ = ["Memory", "discover_root", "template_dir", "CheckResult", "IndexResult", "walk", "ROOT_ENV", "SESSION_ENV"]

@@ -1,5 +1,6 @@
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -30,8 +31,14 @@ def test_every_command_has_help_text():
 def test_every_command_is_documented_in_the_guide():
     """The guide's command table names every command (the CLI reference lists them all, generated)."""
     guide = (Path(__file__).resolve().parent.parent / "docs" / "guide.md").read_text()
-    for name in COMMANDS:
-        assert f"fsmem {name}" in guide, name
+    for name in COMMANDS:  # a whole word: "fsmem stats" does not document "fsmem stat"
+        assert re.search(rf"`fsmem {re.escape(name)}(?![\w-])", guide), name
+
+
+def test_the_guide_check_matches_whole_command_names_only():
+    """The check above would have passed for a missing `stat` row, since `fsmem stats` contains it."""
+    assert not re.search(r"`fsmem stat(?![\w-])", "| `fsmem stats [--since DATE]` |")
+    assert re.search(r"`fsmem stat(?![\w-])", "| `fsmem stat PATH` |")
 
 
 def test_ls_grep_read_through_the_installed_script(demo_memory):

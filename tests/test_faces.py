@@ -413,11 +413,12 @@ def test_history_refusals_over_a_tool_name_the_log_tool_not_the_command(root):
 
 
 def test_the_positional_table_is_the_clis_arguments():
-    """`faces.call` spells a CLI call from POSITIONAL: every command's arguments, in order, and nothing else."""
+    """`faces.call` spells a CLI call from the positional table made from the spec and the hand-written commands:
+    every command's arguments, in order, and nothing else."""
     import click
 
     from fsmem.cli.app import cli
-    from fsmem.faces import POSITIONAL
+    from fsmem.faces import positional_table
 
     context = click.Context(cli)
     arguments = {}
@@ -426,4 +427,4 @@ def test_the_positional_table_is_the_clis_arguments():
         names = tuple(p.name for p in command.params if isinstance(p, click.Argument))
         if names:
             arguments[name] = names
-    assert arguments == POSITIONAL
+    assert arguments == positional_table()

@@ -10,6 +10,7 @@ from test_tools import NOW, build_memory, expected_names, snapshot
 
 from fsmem import Memory
 from fsmem.agents import tools
+from fsmem.spec import tool_names
 from fsmem.store import retrieval_log
 
 mcp = pytest.importorskip("mcp")
@@ -65,14 +66,7 @@ def test_list_and_call_every_tool_over_stdio(tmp_path):
     assert [t.name for t in listed.tools] == expected_names(memory)
     for served, defined in zip(listed.tools, tools.definitions(memory), strict=False):
         assert (served.description, served.input_schema) == (defined["description"], defined["parameters"])
-    assert [t.name for t in listed.tools if t.annotations.read_only_hint] == [
-        "ls",
-        "grep",
-        "read",
-        "search",
-        "links",
-        "timeline",
-    ]
+    assert [t.name for t in listed.tools if t.annotations.read_only_hint] == tool_names(writes=False, history=False)
     assert [t.name for t in listed.tools if t.annotations.destructive_hint] == ["write", "edit"]
     schemas = {t.name: t.output_schema for t in listed.tools}
     assert all(s is not None and s["required"] == ["rows", "truncated"] for s in schemas.values())

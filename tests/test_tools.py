@@ -15,6 +15,7 @@ from fsmem import Memory
 from fsmem.agents import tools
 from fsmem.agents.registry import Param, Reply, tool, unregister
 from fsmem.errors import FsmemError
+from fsmem.spec import tool_names
 from fsmem.store import retrieval_log
 from fsmem.store.files import file_version
 
@@ -55,14 +56,9 @@ def log_records(root: Path) -> list[dict[str, Any]]:
 
 # -- definitions ------------------------------------------------------------------
 
-EXPECTED = ["ls", "grep", "read", "note", "write", "edit"]
-
-
 def expected_names(memory: Memory, writes: bool = True) -> list[str]:
-    names = EXPECTED if writes else ["ls", "grep", "read"]
-    if callable(getattr(memory, "search", None)):  # the search tool appears once Memory.search exists
-        names = names[:3] + ["search", "links", "timeline"] + names[3:]
-    return names
+    """The tools the spec offers to this memory's caller (`fsmem.spec.tool_names`): log and show need history."""
+    return tool_names(writes=writes, history=memory.history is not None)
 
 
 def test_definitions_in_each_format(root):

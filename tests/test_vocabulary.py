@@ -289,3 +289,39 @@ def test_the_package_exports_its_public_types_and_errors_lazily():
     probe = "import sys, fsmem; print(sorted(m for m in sys.modules if m.startswith('fsmem')))"
     loaded = sp.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "['fsmem']"  # importing the package loads nothing else until a name is used
+
+
+def test_the_command_table_is_the_spec_and_the_hand_written_list():
+    """Every command is a declared operation's or one of `fsmem.spec.commands`, which says why it is written by
+    hand; none is both, and nothing else names a command."""
+    from fsmem.spec.commands import HAND_WRITTEN
+
+    generated = {op.name for op in declared().values() if op.cli.group is None}
+    assert not generated & set(HAND_WRITTEN)
+    assert set(COMMANDS) == generated | set(HAND_WRITTEN)
+    assert all(len(command.reason) > 20 for command in HAND_WRITTEN.values())
+    for name, command in HAND_WRITTEN.items():
+        module, attribute = command.target.split(":")
+        assert attribute in vars(__import__(f"fsmem.cli.{module}", fromlist=[attribute])), name
+
+
+def test_memory_names_each_operation_for_the_type_checker_and_grep_as_the_spec_does():
+    """`Memory`'s methods come from the spec at run time; its TYPE_CHECKING block (what an editor reads) must name
+    every declared operation, and the one path kept by hand (grep's, for the lean path) must be the spec's."""
+    import ast
+
+    import fsmem.memory
+
+    tree = ast.parse(Path(fsmem.memory.__file__).read_text())
+    memory = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Memory")
+    block = next(n for n in memory.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
+    typed = {target.id for n in block.body if isinstance(n, ast.Assign) for target in n.targets}
+    assert set(declared()) <= typed, set(declared()) - typed
+    kept = {
+        target.id: ast.literal_eval(n.value.args[0])
+        for n in block.orelse
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+        for target in n.targets
+    }
+    assert {name: kept[name] for name in kept if name in declared()} == {"grep": declared()["grep"].function}
+    assert set(kept) - set(declared()) == {"files", "meta", "superseded_ranges", "watch", "sync"}

@@ -1,6 +1,7 @@
 """The `fsmem` command: a thin skin over `fsmem.Memory`.
 
-Commands are loaded lazily from their modules (`COMMANDS`), so `fsmem read`
+Commands are loaded lazily from their modules (`COMMANDS`, made from the spec and the
+hand-written list of `fsmem.spec.commands`), so `fsmem read`
 pays neither for MCP, watchdog nor the search index at start-up, and
 `fsmem --version` answers before click is imported, and so does a plain
 `fsmem grep` (`fsmem.cli.lean`). The click group and the
@@ -11,44 +12,20 @@ are in `fsmem.cli.app`.
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
-# command name -> "module:attribute" under fsmem.cli; a declared operation's command is built from its spec
-COMMANDS: dict[str, str] = {
-    "init": "core:init_cmd",
-    "ls": "generated:ls",
-    "grep": "generated:grep",
-    "read": "generated:read",
-    "links": "generated:links",
-    "note": "generated:note",
-    "write": "generated:write",
-    "edit": "generated:edit",
-    "rm": "generated:rm",
-    "mv": "generated:mv",
-    "check": "generated:check",
-    "watch": "watch:watch_cmd",
-    "connect": "connect:connect_cmd",
-    "tools": "agent:tools_cmd",
-    "mcp": "agent:mcp_cmd",
-    "agent": "agent:agent_group",
-    "stats": "generated:stats",
-    "context": "generated:context",
-    "consolidate": "generated:consolidate",
-    "index": "generated:index",
-    "search": "generated:search",
-    "recall": "generated:recall",
-    "timeline": "generated:timeline",
-    "evaluate": "search:evaluate_cmd",
-    "import": "search:import_group",
-    "hook": "hook:hook_group",
-    "log": "generated:log",
-    "show": "generated:show",
-    "diff": "generated:diff",
-    "restore": "generated:restore",
-    "revert": "generated:revert",
-    "sync": "history:sync_cmd",
-    "serve": "server:serve_cmd",
-    "token": "server:token_group",
-}
+if TYPE_CHECKING:
+    COMMANDS: dict[str, str]  # made by the module's __getattr__
+
+
+def commands() -> dict[str, str]:
+    """Command name -> "module:attribute" under fsmem.cli: each declared operation's command, built from its
+    spec (`fsmem.cli.generated`), and the hand-written ones (`fsmem.spec.commands`, each with its reason)."""
+    from fsmem.spec import declared
+    from fsmem.spec.commands import HAND_WRITTEN
+
+    generated = {op.name: f"generated:{op.name}" for op in declared().values() if op.cli.group is None}
+    return {**generated, **{name: command.target for name, command in HAND_WRITTEN.items()}}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -71,6 +48,10 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def __getattr__(name: str) -> object:
+    if name == "COMMANDS":  # made on first use: `fsmem --version` and a plain grep load no spec
+        table = commands()
+        globals()["COMMANDS"] = table
+        return table
     if name == "cli":  # the click group, for click's test runner and the command table
         from fsmem.cli.app import cli
 
