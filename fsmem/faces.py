@@ -25,7 +25,6 @@ TOOLS = "tools"
 API = "api"
 
 
-
 @functools.cache
 def positional_table() -> dict[str, tuple[str, ...]]:
     """The CLI's positional arguments, by command, in order; every other argument is an option (`--name VALUE`).
@@ -46,6 +45,7 @@ def positional_table() -> dict[str, tuple[str, ...]]:
 
 def positional(command: str) -> tuple[str, ...]:
     return positional_table().get(command, ())
+
 
 @dataclass(frozen=True)
 class Face:
@@ -88,6 +88,12 @@ def arg(name: str, command: str | None = None) -> str:
     if command is not None and name in positional(command):
         return name.upper()
     return "--" + name.replace("_", "-")
+
+
+def operand(name: str) -> str:
+    """An argument its command takes by position (`PATH` on the command line, `paths` elsewhere), named by an
+    answer of that command itself: grep's trailer, which a plain grep prints without loading the spec."""
+    return name.upper() if current().kind == CLI else name
 
 
 def _value(value: Any, kind: str) -> str:

@@ -26,6 +26,7 @@ from fsmem.store.template import template_dir
 if TYPE_CHECKING:
     from fsmem.history.sync import SyncResult
     from fsmem.operations import history as history_ops, importing, reads, search as searching, upkeep, writes
+    from fsmem.operations.stat import stat as _stat
     from fsmem.operations.timeline import timeline as _timeline
     from fsmem.operations.upkeep import CheckResult, IndexResult
     from fsmem.store.catalog import walk
@@ -167,6 +168,7 @@ class Memory(Core, metaclass=_Declared):
         meta = reads.meta
         superseded_ranges = reads.superseded_ranges
         timeline = _timeline
+        stat = _stat
 
         # -- writes, each one transaction: fsmem.operations.writes --------------------------------------
         note = writes.note

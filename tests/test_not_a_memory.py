@@ -33,6 +33,7 @@ ON_A_MEMORY: dict[str, list[str]] = {
     "grep": ["alpha"],
     "read": ["a.md"],
     "links": ["a.md"],
+    "stat": ["a.md"],
     "note": ["- employer: Globex"],
     "write": ["b.md", "--keep-body", "--set", "title=B"],
     "edit": ["a.md", "--old", "alpha", "--new", "beta"],

@@ -123,6 +123,7 @@ def command_lines(base: Path) -> dict[str, list[list[str]]]:
         "grep": [["grep", "pwn"], ["grep", "-i", "-C", "2", "pwn", "--json"]],
         "read": [["read", evil], ["read", evil, "--json"]],
         "links": [["links", evil]],
+        "stat": [["stat", evil], ["stat", evil, "--json"]],
         "note": [["note", f"- plan: pwn {PAYLOAD}", "--subject", f"topic/Evil {PAYLOAD}"]],
         "write": [["write", f"topics/w{PAYLOAD}.md"], ["write", "topics/w.md", "--set", f"title=w {PAYLOAD}"]],
         "edit": [["edit", evil, "--old", "ends here", "--new", f"ends {PAYLOAD}"]],

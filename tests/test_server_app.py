@@ -24,6 +24,7 @@ from test_tools import NOW, build_memory, snapshot
 
 from fsmem import Memory
 from fsmem.server.tokens import TokenStore
+from fsmem.spec import tool_names
 from fsmem.store import retrieval_log
 from fsmem.store.files import file_lock
 
@@ -211,17 +212,7 @@ def test_a_token_lists_greps_reads_searches_and_notes(team):
         return listed, [await client.call_tool(name, arguments) for name, arguments in calls]
 
     listed, results = session(url, token, actions)
-    assert [t.name for t in listed.tools] == [
-        "ls",
-        "grep",
-        "read",
-        "search",
-        "links",
-        "timeline",
-        "note",
-        "write",
-        "edit",
-    ]
+    assert [t.name for t in listed.tools] == tool_names(history=False)
     texts = [text_of(r) for r in results]
     assert not any(r.is_error for r in results), texts
     assert texts[0].splitlines()[-1] == "[files 1-2 of 2]"
@@ -242,6 +233,16 @@ def test_a_token_lists_greps_reads_searches_and_notes(team):
     ] * 5
     assert lines[-1]["tool"] == "note" and lines[-1]["agent"] == "researcher" and lines[-1]["status"] == 200
     assert lines[-1]["token"] == team["made"]["full"].record.id
+
+
+def test_stat_through_the_server_is_the_tokens_view(team):
+    """`stat` is a tool of the server like every read: its figures, and a path token's scope."""
+    url = team["server"].base + "/mcp"
+    answer = call(url, team["tokens"]["full"], "stat", {"path": "topics/billing.md"})
+    assert not answer.is_error and text_of(answer).splitlines()[0] == "topics/billing.md"
+    assert "keyed facts: " in text_of(answer) and answer.structured_content["truncated"] is False
+    outside = call(url, team["tokens"]["topics"], "stat", {"path": "entities/people/adam-smith.md"})
+    assert outside.is_error and "outside this agent's scope" in text_of(outside)
 
 
 def test_refused_without_a_valid_token_and_nothing_changes(team):
@@ -306,9 +307,10 @@ def test_a_read_only_token_cannot_write_through_any_tool(team):
         return listed, writes
 
     listed, writes = session(url, token, actions)
-    assert [t.name for t in listed.tools] == ["ls", "grep", "read", "search", "links", "timeline"]
+    readers = tool_names(writes=False, history=False)
+    assert [t.name for t in listed.tools] == readers
     for result in writes:
-        assert result.is_error and "is read-only; it may use ls, grep, read, search, links, timeline" in text_of(result)
+        assert result.is_error and f"is read-only; it may use {', '.join(readers)}" in text_of(result)
     assert snapshot(team["team"]) == before
 
 
@@ -337,16 +339,7 @@ def test_a_path_token_sees_nothing_outside_its_prefix_through_any_tool(team):
         return listed, [await client.call_tool(name, arguments) for name, arguments in calls]
 
     listed, results = session(url, token, actions)
-    assert [t.name for t in listed.tools] == [
-        "ls",
-        "grep",
-        "read",
-        "search",
-        "links",
-        "timeline",
-        "write",
-        "edit",
-    ]  # no note
+    assert [t.name for t in listed.tools] == [n for n in tool_names(history=False) if n != "note"]
     texts = [text_of(r) for r in results]
     assert texts[0].splitlines() == [
         line for line in texts[0].splitlines() if line.startswith("topics/") or line.startswith("[")

@@ -56,6 +56,7 @@ def log_records(root: Path) -> list[dict[str, Any]]:
 
 # -- definitions ------------------------------------------------------------------
 
+
 def expected_names(memory: Memory, writes: bool = True) -> list[str]:
     """The tools the spec offers to this memory's caller (`fsmem.spec.tool_names`): log and show need history."""
     return tool_names(writes=writes, history=memory.history is not None)

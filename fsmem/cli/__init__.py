@@ -12,8 +12,8 @@ are in `fsmem.cli.app`.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # not typing's: `fsmem --version` and a plain grep import no typing
 if TYPE_CHECKING:
     COMMANDS: dict[str, str]  # made by the module's __getattr__
 

@@ -100,7 +100,7 @@ class GrepResult(Paged, Metered):
         if not self.matches and not self.total:
             out.append("(no matches)")
         else:
-            out.append(self.page.trailer("matches", narrow=f", or narrow the pattern or {faces.arg('paths', 'grep')}"))
+            out.append(self.page.trailer("matches", narrow=f", or narrow the pattern or {faces.operand('paths')}"))
         return "\n".join(out)
 
 

@@ -173,8 +173,4 @@ def tool_operations() -> list[Operation]:
 
 def tool_names(*, writes: bool = True, history: bool = True) -> list[str]:
     """The names of the tools offered, in order: to a writer or a read-only caller, with history or without."""
-    return [
-        op.name
-        for op in tool_operations()
-        if (writes or op.read_only) and (history or "history" not in op.needs)
-    ]
+    return [op.name for op in tool_operations() if (writes or op.read_only) and (history or "history" not in op.needs)]

@@ -35,7 +35,9 @@ HAND_WRITTEN: dict[str, HandWritten] = {
     "serve": HandWritten("server:serve_cmd", "serves memories over HTTP: a face, not an operation"),
     "token": HandWritten("server:token_group", "manages the server's access tokens, kept outside the memory"),
     "agent": HandWritten("agent:agent_group", "sets an agent's budget in fsmem.yaml: the operator's settings"),
-    "hook": HandWritten("hook:hook_group", "Claude Code's hooks: read the client's JSON on stdin, answer in its format"),
+    "hook": HandWritten(
+        "hook:hook_group", "Claude Code's hooks: read the client's JSON on stdin, answer in its format"
+    ),
     "evaluate": HandWritten(
         "search:evaluate_cmd", "measures search against an evaluation set: a benchmark, not a question", ("evalset",)
     ),

@@ -149,6 +149,18 @@ _DECLARED = (
         ),
     ),
     Operation(
+        "stat",
+        "What one memory file holds, in figures: its size in tokens, its keyed facts (current and superseded), "
+        "its last change and by whom, and its links out and in.",
+        "stat:stat",
+        (PATH, MAX_TOKENS),
+        "text",
+        guide="Use it to judge a file before reading it: how large it is, how many of its facts still hold, when it\n"
+        "last changed and who changed it (from the history when the memory has one, else the file's time), and\n"
+        "how linked it is. Then read it, or list its links with links.",
+        tool=True,
+    ),
+    Operation(
         "search",
         "Ranked search: the facts, bullets and paragraphs most relevant to a description, each with path and line.",
         "search:search",
