@@ -59,7 +59,8 @@ class Limits:
     burst: int = 20  # ... and at once after a quiet spell (429 with Retry-After past it)
     concurrency: int = 4  # requests of one token in flight at once (429 past it)
     max_in_flight: int = 64  # requests in flight in all (503 past it)
-    workers: int = 8  # threads that run read tools (and half as many for writes); the rest wait their turn
+    workers: int = 8  # threads that run costly read tools (and half as many for writes); the rest wait their turn
+    cheap_workers: int = 8  # threads of their own for cheap reads (ls, read, show): never behind a search
     read_timeout_seconds: float = 10.0  # to receive a request body (408 past it)
     header_timeout_seconds: float = 10.0  # to receive a request's line and headers (the connection closed past it)
     tool_timeout_seconds: float = 30.0  # a read tool's answer is awaited this long, then refused
