@@ -139,3 +139,68 @@ def old_package(old: str, into: Path) -> Path:
 
 def ms(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms"
+
+
+class NewQuestions:
+    """Questions and grep words no call of a run has asked before, drawn (seeded) from the memory's own text.
+
+    A server or a process that keeps answers gains nothing from a question it has not seen, so a benchmark
+    that asks the same few questions measures the kept answers, not the ranking. Each question is a few
+    words of one line of a file of the memory (a line an agent could remember: common and rare words as
+    the memory holds them), each grep word one word or two adjacent words of such a line, and none is
+    given twice. `sample` files (seeded, from the sorted list of the memory's Markdown files) are read
+    once; draws are thread-safe.
+    """
+
+    WORD = r"[A-Za-z0-9][A-Za-z0-9'-]{2,}"
+
+    def __init__(self, root: Path, seed: int = 11, sample: int = 2000):
+        import random
+        import re
+        import threading
+
+        self.rng = random.Random(seed)
+        self.lock = threading.Lock()
+        self.asked: set[str] = set()
+        files = []
+        for folder, dirs, names in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            files += [os.path.join(folder, name) for name in sorted(names) if name.endswith(".md")]
+        self.lines: list[list[str]] = []
+        for path in self.rng.sample(files, min(sample, len(files))):
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                for line in handle:
+                    words = re.findall(self.WORD, line)
+                    if len(words) >= 3 and not line.startswith(("---", "created:", "updated:")):
+                        self.lines.append(words)
+        if not self.lines:
+            raise SystemExit(f"{root} has no lines of three words or more to draw questions from")
+
+    def _fresh(self, make) -> str:
+        with self.lock:
+            for _ in range(100_000):
+                value = make()
+                if value.lower() not in self.asked:
+                    self.asked.add(value.lower())
+                    return value
+        raise RuntimeError(f"no new question or grep word after {len(self.asked)}: ask fewer, or sample more files")
+
+    def question(self, words: int = 3) -> str:
+        """`words` words of one line, in the line's order, never asked before."""
+
+        def make() -> str:
+            line = self.rng.choice(self.lines)
+            chosen = sorted(self.rng.sample(range(len(line)), min(words, len(line))))
+            return " ".join(line[i] for i in chosen)
+
+        return self._fresh(make)
+
+    def grep_word(self) -> str:
+        """One word of a line, or two adjacent ones (a fixed string found in the memory), never given before."""
+
+        def make() -> str:
+            line = self.rng.choice(self.lines)
+            start = self.rng.randrange(len(line) - 1)
+            return " ".join(line[start : start + self.rng.choice((1, 2))])
+
+        return self._fresh(make)
