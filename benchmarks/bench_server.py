@@ -75,6 +75,7 @@ TOOLS = ("search", "read", "grep", "ls", "note")
 MIX = "search,grep,ls,read"  # the mix (#20); --tools adds note
 MIX_TOOLS = tuple(MIX.split(","))
 LS_FOLDERS = [None, "topics", "entities", "entities/people", "sessions"]
+MIX_LABELS = {"unique": "unique: every question new", "repeated": "repeated: kept answers"}
 
 
 def prepare(files: int, clients: int, keep: Path | None = None) -> Path:
@@ -589,7 +590,7 @@ def target_rows(results: dict[str, dict]) -> tuple[list[str], list[list[str]]]:
         ratio = f"{server / inproc:.2f}x" if server and inproc else ""
         rows.append(
             [
-                f"{mix} ({r.get('processes', 1)})",
+                f"{MIX_LABELS.get(mix, mix)} ({r.get('processes', 1)})",
                 f"{server:.1f}" if server else "",
                 f"{inproc:.1f}" if inproc else "",
                 ratio,
