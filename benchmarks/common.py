@@ -145,12 +145,15 @@ class NewQuestions:
     """Questions and grep words no call of a run has asked before, drawn (seeded) from the memory's own text.
 
     A server or a process that keeps answers gains nothing from a question it has not seen, so a benchmark
-    that asks the same few questions measures the kept answers, not the ranking. Each question is a few
-    words of one line of a file of the memory (a line an agent could remember: common and rare words as
-    the memory holds them), each grep word one word or two adjacent words of such a line, and none is
-    given twice. `sample` files (seeded, from the sorted list of the memory's Markdown files) are read
-    once; draws are thread-safe.
+    that asks the same few questions measures the kept answers, not the ranking. Each question is three
+    words of one line of a file of the memory, in the line's order, one of them a word of few lines (in
+    under `RARE` of the sampled lines: a name, a key, a term, as an agent asks about something in
+    particular) and the others any of the line's, common ones included; each grep word is such a word of
+    few lines, alone or with its neighbour on the line. None is given twice. `sample` files (seeded, from
+    the sorted list of the memory's Markdown files) are read once; draws are thread-safe.
     """
+
+    RARE = 0.05
 
     WORD = r"[A-Za-z0-9][A-Za-z0-9'-]{2,}"
 
@@ -169,12 +172,26 @@ class NewQuestions:
         self.lines: list[list[str]] = []
         for path in self.rng.sample(files, min(sample, len(files))):
             with open(path, encoding="utf-8", errors="replace") as handle:
-                for line in handle:
-                    words = re.findall(self.WORD, line)
-                    if len(words) >= 3 and not line.startswith(("---", "created:", "updated:")):
-                        self.lines.append(words)
-        if not self.lines:
-            raise SystemExit(f"{root} has no lines of three words or more to draw questions from")
+                text = handle.read()
+            if text.startswith("---\n"):  # the body only: front matter is keys an agent does not ask about
+                text = text[text.find("\n---\n", 4) + 5 :] if "\n---\n" in text[4:] else ""
+            for line in text.splitlines():
+                words = re.findall(self.WORD, line)
+                if len(words) >= 3:
+                    self.lines.append(words)
+        lines_with: dict[str, int] = {}
+        for words in self.lines:
+            for word in {w.lower() for w in words}:
+                lines_with[word] = lines_with.get(word, 0) + 1
+        few = self.RARE * len(self.lines)
+        # each line with the places of its words of few lines: a question or grep word is built around one
+        self.anchored = [
+            (words, rare)
+            for words in self.lines
+            if (rare := [i for i, w in enumerate(words) if lines_with[w.lower()] < few])
+        ]
+        if not self.anchored:
+            raise SystemExit(f"{root} has no lines of three words or more, one of them rare, to draw questions from")
 
     def _fresh(self, make) -> str:
         with self.lock:
@@ -186,21 +203,24 @@ class NewQuestions:
         raise RuntimeError(f"no new question or grep word after {len(self.asked)}: ask fewer, or sample more files")
 
     def question(self, words: int = 3) -> str:
-        """`words` words of one line, in the line's order, never asked before."""
+        """`words` words of one line in its order, one of them of few lines, never asked before."""
 
         def make() -> str:
-            line = self.rng.choice(self.lines)
-            chosen = sorted(self.rng.sample(range(len(line)), min(words, len(line))))
+            line, rare = self.rng.choice(self.anchored)
+            anchor = self.rng.choice(rare)
+            others = [i for i in range(len(line)) if i != anchor]
+            chosen = sorted([anchor, *self.rng.sample(others, min(words - 1, len(others)))])
             return " ".join(line[i] for i in chosen)
 
         return self._fresh(make)
 
     def grep_word(self) -> str:
-        """One word of a line, or two adjacent ones (a fixed string found in the memory), never given before."""
+        """A word of few lines, alone or with a neighbour (a fixed string found in the memory), never given before."""
 
         def make() -> str:
-            line = self.rng.choice(self.lines)
-            start = self.rng.randrange(len(line) - 1)
-            return " ".join(line[start : start + self.rng.choice((1, 2))])
+            line, rare = self.rng.choice(self.anchored)
+            anchor = self.rng.choice(rare)
+            start = self.rng.choice([anchor, max(0, anchor - 1)])
+            return " ".join(line[start : start + (2 if start < anchor else self.rng.choice((1, 2)))])
 
         return self._fresh(make)
