@@ -179,7 +179,14 @@ def _stamp_of(front: dict[str, Any]) -> str:
         when = fmt.parse_timestamp(str(front.get(name) or ""))
         if when is not None:
             return utc_stamp(when)
-    return utc_stamp(fmt.parse_timestamp(fmt.now_iso()))
+    return _now()
+
+
+def _now() -> str:
+    """Now as a UTC stamp (FSMEM_NOW when set), the form import writes."""
+    import datetime as _dt
+
+    return utc_stamp(fmt.parse_timestamp(fmt.now_iso()) or _dt.datetime.now(_dt.timezone.utc))
 
 
 def _part(memory: Core, lines: list[str], start: int, budget: int) -> list[str]:
@@ -210,7 +217,7 @@ def _one_part(
     host = memory.host_id
     session = _session(Path(episode.path).stem, host, start, last)
     rel = f"{Path(episode.path).parent.as_posix()}/{session}.md"
-    stamp = fmt.now_iso()
+    stamp = _now()
     front = {
         "title": f"Distilled: {episode.title}",
         "description": f"Keyed notes distilled from {episode.path}, lines {start}-{last}",
