@@ -207,6 +207,7 @@ def test_the_command_and_the_host_id_come_from_this_hosts_settings_never_from_fs
     assert "fsmem.yaml:1: notes.host_id in fsmem.yaml is not read" in check.stdout
 
 
+@pytest.mark.slow
 def test_a_command_a_hostile_clone_puts_in_fsmem_yaml_is_never_run(tmp_path):
     import sync_scenario as S
     from hostile_remote import clone, git, push
@@ -229,6 +230,7 @@ def test_a_command_a_hostile_clone_puts_in_fsmem_yaml_is_never_run(tmp_path):
     assert "distillCommand" not in (victim / ".git/config").read_text()
 
 
+@pytest.mark.slow
 def test_two_hosts_distilling_one_episode_end_after_sync_with_each_note_once(tmp_path):
     import sync_scenario as S
 

@@ -134,3 +134,54 @@ def prompt(episode: str, title: str, lines: Sequence[str], first: int, total: in
     left = f"; lines {last + 1}-{total} come in a later part" if last < total else ""
     head = f"Episode {episode} ({title}): lines {first}-{last} of {total}{left}."
     return "\n".join([INSTRUCTIONS, head, "", _OPEN, *lines, _CLOSE, ""])
+
+
+AGENT_STEPS = """\
+These episodes of the memory (saved conversations) are not distilled yet. For each part below, save what is
+worth remembering beyond the conversation as keyed notes, then mark the part as distilled, in one call of
+the write tool per part:
+
+    write(path=PATH, body=NOTES, set={"type": "episodic", "distilled_from": EPISODE, "distilled_lines": "A-B",
+          "distilled_by": WHO})
+
+with the PATH, EPISODE, A-B and WHO each part names. NOTES are `## kind/Name` subject headings, each with one
+bullet a line: `- key: value` for a fact that can change (a key of one to four lowercase words), or
+`- A sentence.` for an observation; nothing else (no prose, no quotes, no secrets). Write an empty body for a
+part with nothing worth keeping: it is marked distilled all the same. Consolidation files these notes into
+entity and topic documents, each citing the note, which names its episode.
+"""
+
+
+def part_header(episode: str, title: str, first: int, total: int, path: str, who: str, last: int | None = None) -> str:
+    """The line that opens one part of the MCP prompt: which lines of which episode, where they go, and who."""
+    shown = last if last is not None else total
+    return f"Part: EPISODE={episode} ({title}), lines A-B={first}-{shown} of {total}; PATH={path}; WHO={who}"
+
+
+def agent_prompt(parts: Sequence[Mapping[str, Any]], left: int, left_lines: int) -> str:
+    """The MCP prompt's text: the steps, then each part (where to write it, then its lines), then what was left out."""
+    if not parts and not left:
+        return "Every episode of the memory is distilled: nothing to do."
+    out = [AGENT_STEPS]
+    for part in parts:
+        out += [
+            part_header(
+                part["episode"],
+                part["title"],
+                part["first"],
+                part["total"],
+                part["path"],
+                part["who"],
+                last=part["last"],
+            ),
+            _OPEN,
+            *part["lines"],
+            _CLOSE,
+            "",
+        ]
+    if left:
+        out.append(
+            f"[{left} more part(s) of episodes ({left_lines} line(s)) left out at the token budget: "
+            "ask for this prompt again once these are written]"
+        )
+    return "\n".join(out).rstrip("\n") + "\n"

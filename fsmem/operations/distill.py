@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from fsmem import format as fmt
-from fsmem.budget import Meter
+from fsmem.budget import TRAILER_RESERVE, Meter
 from fsmem.errors import InvalidArgument, SecretFound
 from fsmem.format import distilled, secrets
 from fsmem.format.facts import utc_stamp
@@ -121,6 +121,48 @@ def distill(
             report.written.append(done)
             start += len(part)
     return report
+
+
+def pending_parts(memory: Core, max_tokens: int) -> tuple[list[dict[str, Any]], int, int]:
+    """The parts of episodes not yet distilled that fit `max_tokens` (the MCP prompt's, its steps and trailer
+    included), each with where an agent writes its derived note; and how many parts, and lines, were left out."""
+    episodes, ranges = _survey(memory.root)
+    reserve = memory.tokens.count(distilled.AGENT_STEPS) + TRAILER_RESERVE
+    meter = Meter(memory.tokens.count, max_tokens=max_tokens, reserve=reserve)
+    who = re.sub(r"[^A-Za-z0-9_-]+", "-", f"{memory.agent or 'agent'}-{memory.host_id}")
+    parts: list[dict[str, Any]] = []
+    left = left_lines = 0
+    for episode in episodes:
+        start = distilled.first_new(ranges.get(episode.path, ()))
+        if start > len(episode.lines):
+            continue
+        where = f"{Path(episode.path).parent.as_posix()}/{_session(Path(episode.path).stem, who, start, 10**9)}.md"
+        taken: list[str] = []
+        if meter.take_text(distilled.part_header(episode.path, episode.title, start, len(episode.lines), where, who)):
+            for line in episode.lines[start - 1 :]:
+                if not meter.take_text(line):
+                    break
+                taken.append(line)
+        if taken:
+            last = start + len(taken) - 1
+            where = f"{Path(episode.path).parent.as_posix()}/{_session(Path(episode.path).stem, who, start, last)}.md"
+            parts.append(
+                {
+                    "episode": episode.path,
+                    "title": episode.title,
+                    "first": start,
+                    "last": last,
+                    "total": len(episode.lines),
+                    "path": where,
+                    "who": who,
+                    "lines": taken,
+                }
+            )
+            start = last + 1
+        if start <= len(episode.lines):
+            left += 1
+            left_lines += len(episode.lines) - start + 1
+    return parts, left, left_lines
 
 
 def _setting(root: Path, host_settings: Any) -> str:
