@@ -161,7 +161,9 @@ def test_an_episode_that_grew_is_distilled_only_for_its_new_lines(memory, tmp_pa
 
 def test_a_long_episode_goes_to_the_command_in_parts_within_the_token_budget(tmp_path):
     root = Memory.init(tmp_path / "mem").root
-    turns = [("user" if n % 2 == 0 else "assistant", f"Line number {n} of a long talk about billing.") for n in range(40)]
+    turns = [
+        ("user" if n % 2 == 0 else "assistant", f"Line number {n} of a long talk about billing.") for n in range(40)
+    ]
     export = chatgpt_export(tmp_path / "export", [chatgpt_conversation("long-1", "Long", turns)])
     assert run(root, "import", "chatgpt", str(export)).returncode == 0
     done = run(root, "distill", "--command", command("keyed"), "--episode-tokens", "200")
@@ -244,12 +246,16 @@ def test_two_hosts_distilling_one_episode_end_after_sync_with_each_note_once(tmp
         synced = run(root, "sync")
         assert synced.returncode == 0, synced.stderr
     names = {root: sorted(derived(root)) for root in (one, two)}
-    assert names[one] == names[two] == [
-        "sessions/2025/01/01/chatgpt-6781a0c2-1111.one.1-5.md",
-        "sessions/2025/01/01/chatgpt-6781a0c2-1111.two.1-5.md",
-        "sessions/2025/01/01/chatgpt-6781a0c2-2222.one.1-2.md",
-        "sessions/2025/01/01/chatgpt-6781a0c2-2222.two.1-2.md",
-    ]
+    assert (
+        names[one]
+        == names[two]
+        == [
+            "sessions/2025/01/01/chatgpt-6781a0c2-1111.one.1-5.md",
+            "sessions/2025/01/01/chatgpt-6781a0c2-1111.two.1-5.md",
+            "sessions/2025/01/01/chatgpt-6781a0c2-2222.one.1-2.md",
+            "sessions/2025/01/01/chatgpt-6781a0c2-2222.two.1-2.md",
+        ]
+    )
     for root in (one, two):
         assert not any("<<<<<<<" in text for text in derived(root).values())
         again = run(root, "distill", "--command", command("keyed"), host=root.name)

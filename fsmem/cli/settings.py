@@ -27,7 +27,9 @@ def config_cmd(ctx: click.Context, name: str | None, value: str | None, local: b
     from fsmem.history import host_settings
 
     if not local:
-        raise InvalidArgument("fsmem config sets only this host's own settings: add --local (fsmem.yaml is edited as a file)")
+        raise InvalidArgument(
+            "fsmem config sets only this host's own settings: add --local (fsmem.yaml is edited as a file)"
+        )
     if unset and (name is None or value is not None):
         raise InvalidArgument("--unset takes the NAME of one setting, and no VALUE")
     root = open_memory(ctx).root

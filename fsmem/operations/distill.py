@@ -228,7 +228,7 @@ def _now() -> str:
     """Now as a UTC stamp (FSMEM_NOW when set), the form import writes."""
     import datetime as _dt
 
-    return utc_stamp(fmt.parse_timestamp(fmt.now_iso()) or _dt.datetime.now(_dt.timezone.utc))
+    return utc_stamp(fmt.parse_timestamp(fmt.now_iso()) or _dt.datetime.now(_dt.UTC))
 
 
 def _part(memory: Core, lines: list[str], start: int, budget: int) -> list[str]:
