@@ -288,3 +288,22 @@ def test_only_subject_headings_with_facts_or_observations_are_taken(output, prob
         assert found is None and lines == output.rstrip("\n").split("\n")[: len(lines)]
     else:
         assert found is not None and found.startswith(problem) and lines == []
+
+
+def test_in_a_git_memory_the_command_is_kept_in_git_config_and_no_commit_carries_it(tmp_path):
+    root = Memory.init(tmp_path / "mem", git=True).root
+    assert run(root, "import", "chatgpt", str(chatgpt_export(tmp_path / "export", CHATGPT))).returncode == 0
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True).stdout
+    assert run(root, "config", "--local", "distill.command", command("keyed")).returncode == 0
+    assert "distillCommand = " in (root / ".git/config").read_text()
+    assert not (root / ".fsmem/host-settings.json").exists()
+    assert subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True).stdout == head
+    shown = run(root, "config", "--local", "distill.command", "--json")
+    assert shown.returncode == 0 and '"kept_in": "this repository\'s .git/config' in shown.stdout
+    assert run(root, "distill").returncode == 0
+    tracked = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True).stdout.split()
+    assert "sessions/2025/01/01/chatgpt-6781a0c2-1111.laptop.1-5.md" in tracked  # the notes are history
+    assert not any("host-settings" in name or name.startswith(".fsmem") for name in tracked)
+    assert run(root, "config", "--local", "distill.command", "--unset").returncode == 0
+    assert run(root, "config", "--local", "distill.command").returncode == 1  # not set, as git config says
+    assert run(root, "distill").returncode == 2

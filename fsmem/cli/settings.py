@@ -35,6 +35,9 @@ def config_cmd(ctx: click.Context, name: str | None, value: str | None, local: b
     root = open_memory(ctx).root
     if name is not None and (value is not None or unset):
         host_settings.put(root, name, value)
+        if unset:
+            emit(HostSettings({}, host_settings.where(root)), as_json)
+            return
     if name is not None:
         found = host_settings.get(root, name)
         one = HostSettings({name: found} if found is not None else {}, host_settings.where(root))
