@@ -264,10 +264,13 @@ def test_two_hosts_distilling_one_episode_end_after_sync_with_each_note_once(tmp
     assert run(two, "distill", "--command", command("keyed"), host="three").returncode == 1
 
 
-def test_distill_is_never_offered_to_an_agent(memory):
+def test_distill_is_never_offered_to_an_agent(memory, tmp_path):
     from fsmem.agents import tools
 
     assert "distill" not in {definition["name"] for definition in tools.definitions(Memory(memory))}
+    marker = tmp_path / "ran"
+    answer = tools.call(Memory(memory), "distill", {"command": command("marker", str(marker))})
+    assert answer.is_error and not marker.exists(), answer.text
 
 
 @pytest.mark.parametrize(
