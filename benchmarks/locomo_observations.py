@@ -22,6 +22,8 @@ def main(data: str) -> int:
     observed = samples[head.group("sample")].get("observation", {}).get(f"session_{head.group('number')}_observation")
     out = []
     for speaker, facts in (observed or {}).items():
+        if not facts:  # a speaker LoCoMo observed nothing of: no heading without a bullet
+            continue
         out.append(f"## people/{speaker}")
         for text, evidence in facts:
             ids = evidence if isinstance(evidence, list) else [evidence]
