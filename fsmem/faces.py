@@ -27,6 +27,7 @@ API = "api"
 # tests/test_faces.py holds this table to the click commands, so a new argument cannot drift from it.
 POSITIONAL: dict[str, tuple[str, ...]] = {
     "check": ("path",),
+    "config": ("name", "value"),
     "connect": ("client",),
     "diff": ("rev", "path"),
     "edit": ("path",),

@@ -25,7 +25,15 @@ from fsmem.store.template import template_dir
 
 if TYPE_CHECKING:
     from fsmem.history.sync import SyncResult
-    from fsmem.operations import history as history_ops, importing, reads, search as searching, upkeep, writes
+    from fsmem.operations import (
+        distill as distilling,
+        history as history_ops,
+        importing,
+        reads,
+        search as searching,
+        upkeep,
+        writes,
+    )
     from fsmem.operations.timeline import timeline as _timeline
     from fsmem.operations.upkeep import CheckResult, IndexResult
     from fsmem.store.catalog import walk
@@ -167,6 +175,7 @@ class Memory(Core):
 
         # -- history from outside the memory (never a tool): fsmem.operations.importing -----------------
         import_from = importing.import_from
+        distill = distilling.distill
     else:
         # -- queries: fsmem.operations.reads ------------------------------------------------------------
         ls = _Operation("reads:ls")
@@ -207,6 +216,7 @@ class Memory(Core):
 
         # -- history from outside the memory (never a tool): fsmem.operations.importing -----------------
         import_from = _Operation("importing:import_from")
+        distill = _Operation("distill:distill")  # runs the operator's command: never a tool either
 
 
 __all__ = ["Memory", "discover_root", "template_dir", "CheckResult", "IndexResult", "walk", "ROOT_ENV", "SESSION_ENV"]

@@ -33,6 +33,8 @@ COMMANDS: dict[str, str] = {
     "stats": "generated:stats",
     "context": "generated:context",
     "consolidate": "generated:consolidate",
+    "distill": "generated:distill",
+    "config": "settings:config_cmd",
     "index": "generated:index",
     "search": "generated:search",
     "recall": "generated:recall",

@@ -124,8 +124,10 @@ def check(memory: Core, path: str | None = None) -> CheckResult:
         problems += health.problems(memory.history)
         reported = {problem[0] for problem in problems}  # a link the walk reports already is not said twice
         problems += [found for found in health.link_problems(memory.history) if found[0] not in reported]
-        if memory.config.notes.host_id:
-            problems.append(health.shared_host_id(memory.config.notes.host_id))
+    if path is None and memory.config.notes.host_id:
+        from fsmem.history.host_settings import shared_host_id
+
+        problems.append(shared_host_id(memory.config.notes.host_id))
     problems.sort(key=lambda p: (p[0], p[1]))
     return CheckResult(problems=problems, files=found.total + len(found.skipped))
 
