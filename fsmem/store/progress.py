@@ -8,10 +8,12 @@ is shown for work done within `AFTER_S`, nor more than every `EVERY_S`.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 
 AFTER_S = 1.0
+AFTER_ENV = "FSMEM_PROGRESS_AFTER"  # seconds before progress shows, instead of AFTER_S (tests: 0)
 EVERY_S = 0.2
 
 # what shows a line of progress ("" when the work is over: the line is cleared); None: nothing is shown
@@ -24,6 +26,8 @@ class Progress:
     def __init__(self, what: str, total: int):
         self.what, self.total, self.done = what, total, 0
         self.started = time.monotonic()
+        raw = os.environ.get(AFTER_ENV, "")
+        self.after = float(raw) if raw.replace(".", "", 1).isdigit() else AFTER_S
         self._shown_at = 0.0
         self._showing = False
 
@@ -33,7 +37,7 @@ class Progress:
         if show is None:
             return
         now = time.monotonic()
-        if now - self.started < AFTER_S or now - self._shown_at < EVERY_S:
+        if now - self.started < self.after or now - self._shown_at < EVERY_S:
             return
         self._shown_at, self._showing = now, True
         percent = 100 * self.done // max(self.total, 1)
