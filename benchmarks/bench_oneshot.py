@@ -58,6 +58,8 @@ class Fresh:
 
 def copy_of(source: Path) -> Path:
     """A writable copy of `source` under bench-out/ (made once; fsmem writes its caches into it)."""
+    if source.resolve().parent == OUT.resolve() and source.name.startswith("oneshot-"):
+        return source  # a copy made before
     target = OUT / f"oneshot-{source.name}"
     if not (target / "fsmem.yaml").exists():
         shutil.rmtree(target, ignore_errors=True)
