@@ -68,10 +68,12 @@ def copy_of(source: Path) -> Path:
     return target
 
 
-def phase(fsmem: str, root: Path, runs: int, fresh: Fresh, env: dict[str, str]) -> dict[str, float]:
+def phase(fsmem: str, root: Path, runs: int, fresh: Fresh, env: dict[str, str], search: bool) -> dict[str, float]:
     """Median seconds of each command, alternating them run by run (one warm-up each)."""
     rg = rg_bin()
     times: dict[str, list[float]] = {k: [] for k in ("--version", "ls", "search", "grep", "rg --json")}
+    if not search:
+        del times["search"]
     for warm in (True,) + (False,) * runs:
         word = fresh.name()
         commands = {
@@ -82,6 +84,8 @@ def phase(fsmem: str, root: Path, runs: int, fresh: Fresh, env: dict[str, str]) 
             "rg --json": [rg, "--json", word],
         }
         for name, argv in commands.items():
+            if name not in times:
+                continue
             took = _timed(argv, root, env)
             if not warm:
                 times[name].append(took)
@@ -97,7 +101,7 @@ def _timed(argv: list[str], root: Path, env: dict[str, str]) -> float:
     return took
 
 
-def watching(fsmem: str, root: Path, env: dict[str, str]) -> subprocess.Popen:
+def watching(fsmem: str, root: Path, env: dict[str, str], search: bool) -> subprocess.Popen:
     """`fsmem watch` on `root`, once its socket is there (and has answered one command)."""
     watcher = subprocess.Popen([fsmem, "watch"], cwd=root, env=env, stderr=subprocess.DEVNULL)
     path = rendezvous.socket_path(os.path.realpath(root))
@@ -106,13 +110,17 @@ def watching(fsmem: str, root: Path, env: dict[str, str]) -> subprocess.Popen:
         if watcher.poll() is not None or time.monotonic() > deadline:
             raise SystemExit("fsmem watch did not start")
         time.sleep(0.1)
+    run_drained([fsmem, "grep", "warm up"], cwd=root, env=env)  # the word index, once (it may outlast a client)
     run_drained([fsmem, "ls", "--max-results", "1"], cwd=root, env={**env, rendezvous.MODE_ENV: "require"})
-    run_drained([fsmem, "search", "warm up"], cwd=root, env={**env, rendezvous.MODE_ENV: "require"})
+    run_drained([fsmem, "grep", "warmed up"], cwd=root, env={**env, rendezvous.MODE_ENV: "require"})
+    if search:
+        run_drained([fsmem, "search", "warm up"], cwd=root, env={**env, rendezvous.MODE_ENV: "require"})
     return watcher
 
 
 def rows_of(label: str, medians: dict[str, float]) -> list[list[str]]:
     version, rg = medians["--version"], medians["rg --json"]
+    medians.setdefault("search", float("nan"))
     return [
         [label, "fsmem --version", ms(version), ""],
         [label, "fsmem ls --max-results 5", ms(medians["ls"]), f"{medians['ls'] / version:.2f}x --version"],
@@ -130,6 +138,7 @@ def rows_of(label: str, medians: dict[str, float]) -> list[list[str]]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--corpus", type=Path, help="a corpus folder to copy (default: the seeded one of --sizes)")
+    parser.add_argument("--no-search", action="store_true", help="leave search out (no search index is built)")
     args, rest = parser.parse_known_args()
     sizes = sizes_from(rest, "10000")
     import common
@@ -144,17 +153,19 @@ def main() -> None:
         files = sum(1 for _ in root.rglob("*.md"))
         fresh = Fresh()
         run_drained([fsmem, "ls", "--max-results", "1"], cwd=root, env=base_env)  # warm caches, as before
-        run_drained([fsmem, "search", "warm up"], cwd=root, env=base_env)
+        if not args.no_search:
+            run_drained([fsmem, "search", "warm up"], cwd=root, env=base_env)
         rows: list[list[str]] = []
         before = load()
-        off = phase(fsmem, root, runs, fresh, {**base_env, rendezvous.MODE_ENV: "off"})
+        search = not args.no_search
+        off = phase(fsmem, root, runs, fresh, {**base_env, rendezvous.MODE_ENV: "off"}, search)
         rows += rows_of("no watcher, FSMEM_SOCKET=off (as before)", off)
-        alone = phase(fsmem, root, runs, fresh, base_env)
+        alone = phase(fsmem, root, runs, fresh, base_env, search)
         rows += rows_of("no watcher", alone)
-        watcher = watching(fsmem, root, base_env)
+        watcher = watching(fsmem, root, base_env, search)
         try:
             during = load()
-            asked = phase(fsmem, root, runs, fresh, base_env)
+            asked = phase(fsmem, root, runs, fresh, base_env, search)
             rows += rows_of("fsmem watch running", asked)
         finally:
             watcher.send_signal(signal.SIGTERM)
