@@ -5,7 +5,6 @@ watcher runs, when it hangs, when no socket can be made; another user can neithe
 from __future__ import annotations
 
 import os
-import random
 import shutil
 import signal
 import socket
@@ -151,33 +150,76 @@ def test_every_read_through_the_watcher_is_the_walks_answer_after_every_kind_of_
     assert "Grace" in both(root, "grep", "Grace")[1].decode()
 
 
+WORDS = ["zephyr", "ledger", "quartz", "marlin", "tundra"]
+NAMES = [f"{folder}/{name}.md" for folder in ("topics", "notes", "notes/deep") for name in ("a", "b", "c")]
+
+
 @pytest.mark.slow
-def test_random_changes_then_every_read_both_ways(memory, watcher):
-    """Random writes, edits and deletes through files and through fsmem; after each, every read both ways."""
-    rng = random.Random(34)
-    root = memory.root
-    words = ["zephyr", "ledger", "quartz", "marlin", "tundra"]
-    names = [f"{folder}/{name}.md" for folder in ("topics", "notes", "notes/deep") for name in ("a", "b", "c")]
-    for _ in range(5):
-        for _ in range(rng.randint(1, 3)):
-            rel = rng.choice(names)
-            kind = rng.choice(["write", "edit", "delete", "fsmem-write", "fsmem-rm"])
-            text = f"# {rel}\n\n" + "".join(f"- {' '.join(rng.sample(words, 2))}\n" for _ in range(rng.randint(1, 4)))
-            path = root / rel
-            if kind == "write":
-                write_file(root, rel, text)
-            elif kind == "edit" and path.exists():
-                with path.open("a") as handle:
-                    handle.write(f"- {rng.choice(words)} appended\n")
-            elif kind == "delete" and path.exists():
-                path.unlink()
-            elif kind == "fsmem-write":
-                assert run(root, "write", rel, mode="off", stdin=text.encode())[0] == 0
-            elif kind == "fsmem-rm" and path.exists():
-                assert run(root, "rm", rel, mode="off")[0] == 0
-        word = rng.choice(words)
-        for args in [("ls", "notes", "--json"), ("grep", word), ("search", f"{word} {rng.choice(words)}")]:
-            both(root, *args)
+def test_random_changes_through_files_and_fsmem_then_every_read_both_ways(tmp_path_factory):
+    """A hypothesis state machine: writes, edits, moves and deletes through files and through fsmem; after each,
+    a read (ls, grep, search, read) asked of the watcher and walked gives the same bytes."""
+    from hypothesis import HealthCheck, settings, strategies as st
+    from hypothesis.stateful import RuleBasedStateMachine, rule
+
+    names, words = st.sampled_from(NAMES), st.sampled_from(WORDS)
+    text = st.lists(st.lists(words, min_size=1, max_size=3), min_size=1, max_size=4)
+
+    class Changes(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.root = Memory.init(tmp_path_factory.mktemp("machine") / "mem").root
+            self.watcher = Watcher(self.root)
+
+        def teardown(self) -> None:
+            self.watcher.stop()
+
+        @staticmethod
+        def body(rel: str, lines: list[list[str]]) -> str:
+            return f"# {rel}\n\n" + "".join(f"- {' '.join(line)}\n" for line in lines)
+
+        @rule(rel=names, lines=text)
+        def write(self, rel, lines):
+            write_file(self.root, rel, self.body(rel, lines))
+
+        @rule(rel=names, word=words)
+        def append(self, rel, word):
+            if (self.root / rel).exists():
+                with (self.root / rel).open("a") as handle:
+                    handle.write(f"- {word} appended\n")
+
+        @rule(rel=names)
+        def delete(self, rel):
+            (self.root / rel).unlink(missing_ok=True)
+
+        @rule(source=names, dest=names)
+        def move(self, source, dest):
+            if (self.root / source).exists() and source != dest:
+                (self.root / dest).parent.mkdir(parents=True, exist_ok=True)
+                os.replace(self.root / source, self.root / dest)
+
+        @rule(rel=names, lines=text)
+        def write_through_fsmem(self, rel, lines):
+            assert run(self.root, "write", rel, mode="off", stdin=self.body(rel, lines).encode())[0] == 0
+
+        @rule(rel=names)
+        def rm_through_fsmem(self, rel):
+            if (self.root / rel).exists():
+                assert run(self.root, "rm", rel, mode="off")[0] == 0
+
+        @rule(kind=st.sampled_from(["ls", "grep", "search", "read"]), rel=names, word=words, other=words)
+        def read_both_ways(self, kind, rel, word, other):
+            args = {
+                "ls": ("ls", "notes", "--json"),
+                "grep": ("grep", word),
+                "search": ("search", f"{word} {other}"),
+                "read": ("read", rel),
+            }[kind]
+            both(self.root, *args)
+
+    Changes.TestCase.settings = settings(
+        max_examples=3, stateful_step_count=8, deadline=None, suppress_health_check=list(HealthCheck)
+    )
+    Changes.TestCase().runTest()
 
 
 def test_a_read_sees_every_change_finished_before_it_while_other_files_keep_changing(memory, watcher):

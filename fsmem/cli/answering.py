@@ -17,7 +17,6 @@ client never finds one that does not listen yet.
 from __future__ import annotations
 
 import errno
-import fcntl
 import io
 import os
 import select
@@ -52,6 +51,9 @@ class Answering:
     def open(self) -> None:
         """Listen on the memory's socket, or say why one-shot commands will walk instead."""
         self._opened = True
+        if not hasattr(socket, "AF_UNIX") or not hasattr(os, "getuid"):
+            self.say("one-shot commands will walk: no Unix sockets on this platform")
+            return
         path = rv.socket_path(self.root)
         if path is None:
             self.say("one-shot commands will walk: no socket path is short enough for this memory")
@@ -69,6 +71,8 @@ class Answering:
         self.say(f"answering one-shot reads on {path}")
 
     def _listen(self, path: str) -> None:
+        import fcntl  # POSIX only, as the socket is
+
         folder = os.path.dirname(path)
         _private_folder(folder)
         lock = path[: -len(".sock")] + ".lock"

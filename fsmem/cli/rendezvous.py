@@ -142,8 +142,8 @@ def ask(argv: list[str]) -> None:
     """Print the answer of the watcher of this memory to `argv` and exit with its code; return (having printed
     nothing) where the command must run here: not a read, no watcher, or one that did not answer."""
     mode = os.environ.get(MODE_ENV, "")
-    if mode == "off" or not argv:
-        return
+    if mode == "off" or not argv or not hasattr(_socket, "AF_UNIX") or not hasattr(os, "getuid"):
+        return  # Windows: no owner-only Unix socket to ask
     command, root = command_and_root(argv)
     if command not in ASKED:
         return None  # a write, or a line for click to read: always here
@@ -156,6 +156,12 @@ def ask(argv: list[str]) -> None:
         answer = _exchange(path, root, argv)
     except (OSError, Unanswered, ValueError) as exc:
         return _walk(mode, str(exc) or type(exc).__name__)
+    except KeyboardInterrupt:  # as the error boundary ends an interrupted command (fsmem.cli.app.run)
+        if "--json" in argv[: argv.index("--") if "--" in argv else len(argv)]:
+            from fsmem.cli.printing import echo, json_error
+
+            echo(json_error("interrupted", 130))
+        sys.exit(130)
     _print(answer)
 
 
