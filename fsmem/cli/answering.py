@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import errno
 import io
+import logging
 import os
 import select
 import socket
@@ -27,6 +28,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from fsmem.cli import rendezvous as rv
 
@@ -215,16 +217,33 @@ class _Request:
             if command not in rv.ASKED or root != self.root:
                 raise rv.Unanswered("not a read of this memory")
             sys.stdin, sys.stdout, sys.stderr = io.StringIO(), recorder.stream(1), recorder.stream(2)
+            last_resort = _log_to(streams[2])  # the watcher's warnings (the feed's) stay in its own log
             try:
                 dispatch(self.argv)
                 code = 0
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            finally:
+                _log_to(last_resort)
         finally:
             sys.stdin, sys.stdout, sys.stderr = streams
             os.chdir(here)
             _set_environment(self.variables, saved)
         return code, recorder.printed
+
+
+def _log_to(target: Any) -> Any:
+    """Point logging's handler of last resort (what an unconfigured logger's warning goes to) at `target`, a
+    stream or the handler it was; the one it replaces. Without it a warning during a command would land in
+    the client's stderr, where the walk prints none."""
+    before = logging.lastResort
+    if target is None or isinstance(target, logging.Handler):
+        logging.lastResort = target
+    else:
+        handler = logging.StreamHandler(target)
+        handler.setLevel(logging.WARNING)
+        logging.lastResort = handler
+    return before
 
 
 def _set_environment(old: dict[str, str], new: dict[str, str]) -> None:

@@ -264,6 +264,9 @@ def _exchange(path: str, root: str, argv: list[str]) -> tuple[int, list[tuple[in
         raise Unanswered("a malformed answer")
     code = int(fields[0])
     printed = [(int(fields[i]), fields[i + 1].decode("utf-8", "surrogatepass")) for i in range(1, len(fields), 2)]
+    for stream, text in printed:  # what this process's streams could not write, the walk words as an error
+        out = sys.stderr if stream == 2 else sys.stdout
+        text.encode(getattr(out, "encoding", None) or "utf-8", getattr(out, "errors", None) or "strict")
     return code, printed
 
 
