@@ -370,7 +370,7 @@ def _candidates(
 
     # 2. The rows whose text or headings match, best first (BM25F: the columns weigh a term's frequency).
     row_raw: dict[int, float] = {}
-    by_file = _by_file(conn, kept, scored_files, used, df)
+    by_file = _by_file(conn, kept, scored_files, used, df, n_rows)
     if by_file is not None:
         found = rowscores.row_scores(conn, match, used, df, (w["text"], w["headings"]), by_file)
         if not superseded_too:
@@ -505,7 +505,7 @@ def _candidates(
     return _Candidates(pool, relevance, paths, lines_of, salience, searchable, stale)
 
 
-def _by_file(conn, kept, scored_files, used, df) -> dict[int, Any] | None:
+def _by_file(conn, kept, scored_files, used, df, all_rows) -> dict[int, Any] | None:
     """The files whose rows the row part scores file by file (`fsmem.search.rowscores`), each with its packed
     rows, when that costs less than a bm25() query over every posting of the query's words; else None."""
     if scored_files is None or len(scored_files) > TOP_DOCUMENTS or not rowscores.usable(used):
@@ -514,7 +514,7 @@ def _by_file(conn, kept, scored_files, used, df) -> dict[int, Any] | None:
     if not postings:
         return None
     files = _files_of(conn, set(scored_files), kept)
-    if not rowscores.cheaper(postings, len(files), sum(len(found.rows) for found in files.values())):
+    if not rowscores.cheaper(postings, len(files), sum(len(found.rows) for found in files.values()), all_rows):
         return None
     return {fid: found.rows for fid, found in files.items() if len(found.rows)}
 
