@@ -50,7 +50,7 @@ def _worker(package: str, root: str, calls: int, threads_seconds: float, out: st
     warm = Plan(0, "warm", targets, MIX_TOOLS)
     for tool, arguments in (warm.next() for _ in MIX_TOOLS):
         tools.call(memories[0], tool, arguments)  # untimed: the index, the tokenizer, the word index
-    unique = Unique(targets)
+    unique = Unique(targets, root=where)  # questions and grep words from the memory's own lines
     plans = [Plan(n, "mix", targets, MIX_TOOLS, unique) for n in range(4)]
     cpu: dict[str, list[float]] = {}
     texts = []
@@ -62,7 +62,9 @@ def _worker(package: str, root: str, calls: int, threads_seconds: float, out: st
         texts.append([tool, arguments, answer.text])
     threads = None
     if threads_seconds:
-        found = run_in_process(where, 32, threads_seconds, targets, "threads", MIX_TOOLS, Unique(targets, seed=12))
+        found = run_in_process(
+            where, 32, threads_seconds, targets, "threads", MIX_TOOLS, Unique(targets, seed=12, root=where)
+        )
         made = len(found["records"])
         threads = {"calls_per_second": made / found["wall"], "cpu_per_call": sum(found["cpu"]) / max(made, 1)}
     Path(out).write_text(json.dumps({"fsmem": fsmem.__file__, "cpu": cpu, "texts": texts, "threads": threads}))

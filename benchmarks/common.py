@@ -139,3 +139,88 @@ def old_package(old: str, into: Path) -> Path:
 
 def ms(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms"
+
+
+class NewQuestions:
+    """Questions and grep words no call of a run has asked before, drawn (seeded) from the memory's own text.
+
+    A server or a process that keeps answers gains nothing from a question it has not seen, so a benchmark
+    that asks the same few questions measures the kept answers, not the ranking. Each question is three
+    words of one line of a file of the memory, in the line's order, one of them a word of few lines (in
+    under `RARE` of the sampled lines: a name, a key, a term, as an agent asks about something in
+    particular) and the others any of the line's, common ones included; each grep word is such a word of
+    few lines, alone or with its neighbour on the line. None is given twice. `sample` files (seeded, from
+    the sorted list of the memory's Markdown files) are read once; draws are thread-safe.
+    """
+
+    RARE = 0.05
+
+    WORD = r"[A-Za-z0-9][A-Za-z0-9'-]{2,}"
+
+    def __init__(self, root: Path, seed: int = 11, sample: int = 2000):
+        import random
+        import re
+        import threading
+
+        self.rng = random.Random(seed)
+        self.lock = threading.Lock()
+        self.asked: set[str] = set()
+        files = []
+        for folder, dirs, names in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            files += [os.path.join(folder, name) for name in sorted(names) if name.endswith(".md")]
+        self.lines: list[list[str]] = []
+        for path in self.rng.sample(files, min(sample, len(files))):
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                text = handle.read()
+            if text.startswith("---\n"):  # the body only: front matter is keys an agent does not ask about
+                text = text[text.find("\n---\n", 4) + 5 :] if "\n---\n" in text[4:] else ""
+            for line in text.splitlines():
+                words = re.findall(self.WORD, line)
+                if len(words) >= 3:
+                    self.lines.append(words)
+        lines_with: dict[str, int] = {}
+        for words in self.lines:
+            for word in {w.lower() for w in words}:
+                lines_with[word] = lines_with.get(word, 0) + 1
+        few = self.RARE * len(self.lines)
+        # each line with the places of its words of few lines: a question or grep word is built around one
+        self.anchored = [
+            (words, rare)
+            for words in self.lines
+            if (rare := [i for i, w in enumerate(words) if lines_with[w.lower()] < few])
+        ]
+        if not self.anchored:
+            raise SystemExit(f"{root} has no lines of three words or more, one of them rare, to draw questions from")
+
+    def _fresh(self, make) -> str:
+        with self.lock:
+            for _ in range(100_000):
+                value = make()
+                if value.lower() not in self.asked:
+                    self.asked.add(value.lower())
+                    return value
+        raise RuntimeError(f"no new question or grep word after {len(self.asked)}: ask fewer, or sample more files")
+
+    def question(self, words: int = 3) -> str:
+        """`words` words of one line in its order, one of them of few lines, never asked before."""
+
+        def make() -> str:
+            line, rare = self.rng.choice(self.anchored)
+            anchor = self.rng.choice(rare)
+            others = [i for i in range(len(line)) if i != anchor]
+            chosen = sorted([anchor, *self.rng.sample(others, min(words - 1, len(others)))])
+            return " ".join(line[i] for i in chosen)
+
+        return self._fresh(make)
+
+    def grep_word(self) -> str:
+        """A word of few lines, alone or with a neighbour (a fixed string found in the memory), never given before."""
+
+        def make() -> str:
+            line, rare = self.rng.choice(self.anchored)
+            anchor = self.rng.choice(rare)
+            start = self.rng.choice([anchor, max(0, anchor - 1)])
+            return " ".join(line[start : start + (2 if start < anchor else self.rng.choice((1, 2)))])
+
+        return self._fresh(make)

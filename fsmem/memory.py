@@ -25,7 +25,15 @@ from fsmem.store.template import template_dir
 
 if TYPE_CHECKING:
     from fsmem.history.sync import SyncResult
-    from fsmem.operations import history as history_ops, importing, reads, search as searching, upkeep, writes
+    from fsmem.operations import (
+        distill as distilling,
+        history as history_ops,
+        importing,
+        reads,
+        search as searching,
+        upkeep,
+        writes,
+    )
     from fsmem.operations.stat import stat as _stat
     from fsmem.operations.timeline import timeline as _timeline
     from fsmem.operations.upkeep import CheckResult, IndexResult
@@ -199,6 +207,7 @@ class Memory(Core, metaclass=_Declared):
 
         # -- history from outside the memory (never a tool): fsmem.operations.importing -----------------
         import_from = importing.import_from
+        distill = distilling.distill
     else:
         # Every other operation's method is made from its declaration (`fsmem.spec`) when first asked for
         # (`_Declared`). These are not operations of the spec: Python's own, or a part of another one.

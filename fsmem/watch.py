@@ -125,6 +125,7 @@ def watch(
     consolidate: Callable[[], Any] | None = None,
     consolidate_after: float,
     on_change: Callable[[set[str] | None], Any] | None = None,
+    wait: Callable[[threading.Event, float], bool] | None = None,
 ) -> WatchStats:
     """Watch the memory at `root` until `stop` is set; returns what was done.
 
@@ -139,6 +140,8 @@ def watch(
     `on_change` is called with the changed files (None when folders changed,
     or a walk found the changes) once the cache has them: Memory keeps the
     search index in step through it.
+    `wait(stop, seconds)` spends the time between two looks at the feed (default `stop.wait(seconds)`): the CLI
+    answers one-shot reads meanwhile (`fsmem.cli.answering`), in this thread; it returns True once `stop` is set.
     """
     say = log or (lambda message: None)
     stop = stop or threading.Event()
@@ -158,7 +161,8 @@ def watch(
         ready.set()
     walker = _Walker(catalog)
     settle_again = 0.0  # when rows stored too fresh get their second look (the catalog asked the feed for it)
-    while not stop.wait(_POLL_SECONDS):
+    pause = wait or (lambda stop, seconds: stop.wait(seconds))
+    while not pause(stop, _POLL_SECONDS):
         if not os.path.isdir(root):
             raise RootNotFound(f"the memory root {root} disappeared (deleted, moved or unmounted); watch stopped")
         if feed is not None and feed.trusted:

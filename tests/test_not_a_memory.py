@@ -49,6 +49,8 @@ ON_A_MEMORY: dict[str, list[str]] = {
     "stats": [],
     "context": [],
     "consolidate": [],
+    "distill": ["--command", "true"],
+    "config": ["--local"],
     "index": [],
     "search": ["alpha"],
     "timeline": ["people/Alpha"],

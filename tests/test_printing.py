@@ -136,6 +136,8 @@ def command_lines(base: Path) -> dict[str, list[list[str]]]:
         "stats": [["stats", "--agent", PAYLOAD]],
         "context": [["context"]],
         "consolidate": [["consolidate"]],
+        "distill": [["distill", "--command", f"true {PAYLOAD}"]],
+        "config": [["config", "--local", "distill.command", f"true {PAYLOAD}"], ["config", "--local"]],
         "index": [["index"]],
         "search": [["search", "pwn owner"], ["search", "pwn owner", "--json"]],
         "recall": [["recall", "pwn owner", "--seen-file", str(base / "seen.txt")]],

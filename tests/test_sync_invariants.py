@@ -270,7 +270,7 @@ def test_a_remote_cannot_set_this_hosts_id_whatever_the_policy(world):
     notes = [p.name for p in (world.victim / "sessions").rglob("*.md")]
     assert notes and not any("everyone" in name for name in notes), notes
     check = S.fsmem(world.victim, "check", check=False).stdout
-    assert "fsmem.yaml:1: notes.host_id is not read in a memory with history" in check
+    assert "fsmem.yaml:1: notes.host_id in fsmem.yaml is not read" in check
 
 
 def test_this_hosts_id_is_set_in_its_own_git_config(world):

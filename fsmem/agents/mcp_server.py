@@ -10,7 +10,9 @@ correct its call; the dispatcher is MCP's one error boundary, and `fsmem serve`
 
 The pre-injected context (`fsmem context`: profile/ and INDEX.md within the
 agent's budget and scope) is offered as one resource, `fsmem://context`,
-which clients read at the start of a session.
+which clients read at the start of a session; and one prompt, `distill`
+(a slash command in clients), walks the agent through the episodes not yet
+distilled within its budget (`fsmem.operations.distill.pending_parts`).
 """
 
 from __future__ import annotations
@@ -72,7 +74,61 @@ def build_server(memory: Memory, held: dict[Any, Any] | None = None):
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         return await anyio.to_thread.run_sync(read_context, memory, params.uri)
 
-    return server_of(list_tools, call_tool, read_resource)
+    async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
+        return prompt_list()
+
+    async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        return await anyio.to_thread.run_sync(distill_prompt, memory, params.name, params.arguments or {})
+
+    prompts = {"list_prompts": list_prompts, "get_prompt": get_prompt}
+    return server_of(list_tools, call_tool, read_resource, prompts)
+
+
+DISTILL_PROMPT = "distill"
+DISTILL_DESCRIPTION = (
+    "Turn the memory's episodes (saved conversations) that are not distilled yet into keyed notes, within your "
+    "budget: each part of an episode, then how to write its notes with the write tool so that it counts as distilled"
+)
+
+
+def prompt_list() -> Any:
+    """The MCP `prompts/list` answer: the one prompt, `distill` (clients show it as a slash command)."""
+    import mcp.types as types
+
+    budget = types.PromptArgument(
+        name="max_tokens", description="Most tokens of episodes to take in (default: your budget)", required=False
+    )
+    return types.ListPromptsResult(
+        prompts=[types.Prompt(name=DISTILL_PROMPT, description=DISTILL_DESCRIPTION, arguments=[budget])]
+    )
+
+
+def distill_prompt(memory: Memory, name: str, arguments: dict[str, str]) -> Any:
+    """The MCP `prompts/get` answer (synchronous: run it on a thread): the episodes' parts not yet distilled that
+    fit the budget, and how to write their keyed notes; a bad name or argument is a JSON-RPC error."""
+    import mcp.types as types
+    from mcp.shared.exceptions import MCPError
+
+    from fsmem.errors import FsmemError
+    from fsmem.format.distilled import agent_prompt
+    from fsmem.operations.distill import pending_parts
+
+    if name != DISTILL_PROMPT:
+        raise MCPError(types.INVALID_PARAMS, f"no prompt {name!r}; fsmem offers {DISTILL_PROMPT}")
+    given = arguments.get("max_tokens")
+    try:
+        if given is not None and not str(given).strip().isdigit():
+            raise MCPError(types.INVALID_PARAMS, f"max_tokens must be a whole number of at least 1, not {given!r}")
+        budget = memory.budget.narrowed(max_tokens=int(given) if given is not None else None)
+        if memory.scope is not None:
+            raise MCPError(types.INVALID_PARAMS, "distill reads every episode; this agent has a scope")
+        if budget.read_only:
+            raise MCPError(types.INVALID_PARAMS, "this agent is read-only: it cannot write the notes distill asks for")
+        text = agent_prompt(*pending_parts(memory, budget.max_tokens))
+    except FsmemError as exc:
+        raise MCPError(types.INVALID_PARAMS, str(exc)) from None
+    message = types.PromptMessage(role="user", content=types.TextContent(text=text))
+    return types.GetPromptResult(description=DISTILL_DESCRIPTION, messages=[message])
 
 
 CONTEXT_URI = "fsmem://context"
@@ -110,8 +166,9 @@ def read_context(memory: Memory, uri: str) -> Any:
     )
 
 
-def server_of(list_tools: Any, call_tool: Any, read_resource: Any) -> Any:
-    """fsmem's MCP server (its name, version and instructions) answering with these handlers."""
+def server_of(list_tools: Any, call_tool: Any, read_resource: Any, more: dict[str, Any] | None = None) -> Any:
+    """fsmem's MCP server (its name, version and instructions) answering with these handlers (and `more`, such as
+    the stdio server's prompts)."""
     from mcp.server.lowlevel import Server
 
     async def list_resources(ctx: Any, params: Any) -> Any:
@@ -119,6 +176,7 @@ def server_of(list_tools: Any, call_tool: Any, read_resource: Any) -> Any:
 
     handlers = {"list_tools": list_tools, "call_tool": call_tool, "list_resources": list_resources}
     handlers["read_resource"] = read_resource
+    handlers.update(more or {})
     on = {f"on_{name}": handler for name, handler in handlers.items()}
     return Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, **on)
 

@@ -36,12 +36,21 @@ def main(argv: list[str] | None = None) -> None:
 
         print(f"fsmem, version {__version__}")
         sys.exit(0)
+    if argv is None:  # a read from the shell: a running `fsmem watch` of the memory may answer it (rendezvous)
+        from fsmem.cli.rendezvous import ask
+
+        ask(args)
+    dispatch(args, whole_process=argv is None)
+
+
+def dispatch(args: list[str], *, whole_process: bool = False) -> None:
+    """Run the command line `args` here, and exit with its code (`whole_process`: it is all the process does)."""
     if "grep" in args:  # a plain grep runs without click (`fsmem.cli.lean`); any other goes to click
         from fsmem.cli.lean import parse, run as run_lean
 
         grep = parse(args)
         if grep is not None:
-            run_lean(grep, whole_process=argv is None)  # the process's own command line
+            run_lean(grep, whole_process=whole_process)
     from fsmem.cli.app import run
 
     run(args)

@@ -12,7 +12,7 @@ import click
 from fsmem import __version__, faces
 from fsmem.cli import COMMANDS
 from fsmem.cli.options import AGENT_HELP, ROOT_HELP, did_you_mean, parse_suggesting
-from fsmem.cli.printing import echo, json_error
+from fsmem.cli.printing import echo, json_error, watch_progress
 from fsmem.errors import FsmemError, translated
 
 
@@ -77,6 +77,7 @@ def run(argv: list[str] | None = None) -> None:
     """
     args = sys.argv[1:] if argv is None else argv
     as_json = _asks_for_json(args)
+    watch_progress()
     try:
         code = cli.main(args=args, prog_name="fsmem", standalone_mode=False)
     except FsmemError as exc:

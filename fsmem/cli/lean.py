@@ -160,7 +160,8 @@ def run(grep: Grep, *, whole_process: bool = False) -> NoReturn:
     if whole_process:
         gc.disable()
     try:
-        early.start(grep.root, grep.arguments)  # rg runs on the other core while the rest is imported
+        if "fsmem.store.feed" not in sys.modules:  # not in a watcher answering (fsmem.cli.answering): it narrows
+            early.start(grep.root, grep.arguments)  # rg runs on the other core while the rest is imported
     except Exception:  # only a head start: whatever stops it, the pass below runs rg and says what is wrong
         rg_command.discard()
     try:

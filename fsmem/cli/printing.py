@@ -74,6 +74,25 @@ def echo(message: str, err: bool = False, nl: bool = True) -> None:
     stream.flush()
 
 
+def show_progress(line: str) -> None:
+    """Write a line of progress over the last one on stderr ("" clears it): what `fsmem.store.progress` shows
+    through, set by `watch_progress` only when stderr is a terminal, so no log or pipe ever holds one."""
+    sys.stderr.write(f"\r{visible(line)}\x1b[K" if line else "\r\x1b[K")
+    sys.stderr.flush()
+
+
+def watch_progress() -> None:
+    """Show long work's progress (a cold build) on stderr when it is a terminal."""
+    try:
+        terminal = sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        terminal = False
+    if terminal:
+        from fsmem.store import progress
+
+        progress.shower = show_progress
+
+
 def print_within(
     memory: Memory,
     max_tokens: int | None,

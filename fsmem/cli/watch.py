@@ -9,6 +9,7 @@ import time
 
 import click
 
+from fsmem.cli.answering import Answering
 from fsmem.cli.options import command, emit, open_memory, output_option
 from fsmem.cli.printing import echo
 
@@ -43,13 +44,18 @@ def watch_cmd(ctx, settle, consolidate, consolidate_after, as_json) -> None:
     def log(message: str) -> None:
         echo(f"{time.strftime('%H:%M:%S')} fsmem watch: {message}", err=True)
 
-    stats = memory.watch(
-        settle=settle,
-        log=log,
-        stop=stop,
-        consolidate=consolidate,
-        consolidate_after=consolidate_after,
-    )
+    answering = Answering(memory.root, log)  # one-shot reads asked meanwhile (fsmem.cli.rendezvous)
+    try:
+        stats = memory.watch(
+            settle=settle,
+            log=log,
+            stop=stop,
+            consolidate=consolidate,
+            consolidate_after=consolidate_after,
+            wait=answering.wait,
+        )
+    finally:
+        answering.close()
     if as_json:
         emit(_Summary(stats), True)
 

@@ -95,7 +95,9 @@ class _Checker:
         import difflib
 
         close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
-        if close:
+        if not keys and key == "distill":  # a command: this host's operator's alone (fsmem.history.host_settings)
+            hint = "a command to run is never read from fsmem.yaml; set this host's own: fsmem config --local distill.command CMD"
+        elif close:
             hint = f"did you mean {dotted((*keys, close[0]))}?"
         else:
             hint = (

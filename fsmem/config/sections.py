@@ -197,7 +197,7 @@ class NoteSettings(Section):
     host_id: str | None = setting(
         default=None,
         rule=TEXT_OR_NULL,
-        says="this copy's id in note names, without history (with it: git config fsmem.hostId; null: from the machine id)",
+        says="not read: this copy's id is host-local (fsmem config --local notes.host_id ID)",
     )
 
 

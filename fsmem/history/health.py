@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from fsmem.format.portable import UNPORTABLE_CHARACTERS, twin_key
-from fsmem.history import HOST_ID_KEY, journal, recovery
+from fsmem.history import journal, recovery
 from fsmem.history.repo import Repo
 from fsmem.store.paths import MEMORY_SUFFIXES, shown
 
@@ -89,17 +89,6 @@ def edited_copies(root: Path, rels: Iterable[str]) -> list[tuple[str, int, str]]
         if match and os.path.isdir(os.path.join(root, folder, match["stem"] + match["suffix"])):
             found.append((rel, 1, edited_copy_problem(rel)))
     return found
-
-
-def shared_host_id(value: str) -> tuple[str, int, str]:
-    """`notes.host_id` in a synced fsmem.yaml: every host would read one id (and a remote could set it), so it is
-    not read; this host's id is host-local."""
-    return (
-        "fsmem.yaml",
-        1,
-        f"notes.host_id is not read in a memory with history (every clone shares fsmem.yaml, and a remote could name "
-        f"every host {shown(value)}); set this host's own id with: git config {HOST_ID_KEY} ID",
-    )
 
 
 def link_problems(repo: Repo) -> list[tuple[str, int, str]]:

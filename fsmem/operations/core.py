@@ -78,17 +78,13 @@ class Core:
 
     @property
     def host_id(self) -> str:
-        """This copy's id: default session notes are named after the agent and it (`researcher-1a2b3c4d`). Host-local:
-        `git config fsmem.hostId` of the memory's repository (never synced); `notes.host_id` in fsmem.yaml only for a
-        memory without history, where no remote could have set it."""
+        """This copy's id: default session notes are named after the agent and it (`researcher-1a2b3c4d`). A
+        host-local setting (`fsmem.history.host_settings`: `git config fsmem.hostId`, or `.fsmem/` without git),
+        never `notes.host_id` in fsmem.yaml, which every clone shares and a remote could set."""
         if not hasattr(self, "_host_id"):
-            from fsmem.history import HOST_ID_KEY, host_setting, may_have_history
+            from fsmem.history import host_settings
 
-            if may_have_history(self.root, self.config.history.enabled):
-                configured = host_setting(self.root, HOST_ID_KEY)
-            else:
-                configured = self.config.notes.host_id or None
-            self._host_id = host.host_id(self.root, configured)
+            self._host_id = host.host_id(self.root, host_settings.get(self.root, "notes.host_id"))
         return self._host_id
 
     @property

@@ -124,8 +124,10 @@ def check(memory: Core, path: str | None = None) -> CheckResult:
         problems += health.problems(memory.history)
         reported = {problem[0] for problem in problems}  # a link the walk reports already is not said twice
         problems += [found for found in health.link_problems(memory.history) if found[0] not in reported]
-        if memory.config.notes.host_id:
-            problems.append(health.shared_host_id(memory.config.notes.host_id))
+    if path is None and memory.config.notes.host_id:
+        from fsmem.history.host_settings import shared_host_id
+
+        problems.append(shared_host_id(memory.config.notes.host_id))
     problems.sort(key=lambda p: (p[0], p[1]))
     return CheckResult(problems=problems, files=found.total + len(found.skipped))
 
@@ -212,6 +214,7 @@ def watch(
     ready: threading.Event | None = None,
     consolidate: bool = False,
     consolidate_after: float | None = None,
+    wait: Callable[[threading.Event, float], bool] | None = None,
 ) -> WatchStats:
     """Keep the metadata cache and INDEX.md current as files change, until `stop` (a threading.Event) is set.
 
@@ -219,7 +222,8 @@ def watch(
     0.5) is how long the memory must be still before a burst of events is
     acted on. `consolidate` also consolidates once session notes have been
     still for `consolidate_after` seconds (default
-    `watch.consolidate_after_seconds`, else 60).
+    `watch.consolidate_after_seconds`, else 60). `wait(stop, seconds)` spends the time between two looks at
+    the change feed (`fsmem.watch.watch`).
     """
     from fsmem import watch as _watch
 
@@ -242,6 +246,7 @@ def watch(
         consolidate=(lambda: guarded(lambda: _consolidate(memory), memory.root)) if writable and consolidate else None,
         consolidate_after=consolidate_after,
         on_change=lambda files: after_change(memory, None if files is None else sorted(files), mark=False),
+        wait=wait,
     )
 
 

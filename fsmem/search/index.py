@@ -35,7 +35,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,7 @@ from fsmem.search.parsing import (  # noqa: F401  (re-exported: the names other 
     document_names,
     is_ranked,
     parse_file,
+    parse_files,
     read_file,
     source_of,
     stamp_of,
@@ -74,9 +75,10 @@ from fsmem.search.tables import (  # noqa: F401
     merge_segments,
     unpack_rows,
 )
-from fsmem.store import cache as _cache
+from fsmem.store import cache as _cache, kill_points, workers
 from fsmem.store.catalog import walk_stats
 from fsmem.store.paths import STATE_DIR
+from fsmem.store.progress import Progress
 
 LEGACY_DIR = "search"  # .fsmem/search/: where the index lived before it moved into cache.sqlite
 # Bump when the tables or what goes into them change: an older index is then dropped and rebuilt.
@@ -350,9 +352,15 @@ class SearchIndex:
             return 0
         known = _stamps(conn, None)
         changed = self._apply(conn, found, known, list(known), complete=True)
-        if changed >= BATCH_FILES:  # a (re)build: one segment per table, and the pages freed given back
+        # a (re)build, or the rest of one a killed command left (`unmerged`): one segment per table, and the
+        # pages freed given back
+        if changed >= BATCH_FILES or _unmerged(conn):
+            kill_points.reached("search-merge")
             merge_segments(conn)
+            with _cache.transaction(conn):
+                conn.execute("DELETE FROM search_meta WHERE key = 'unmerged'")
             conn.execute("PRAGMA incremental_vacuum").fetchall()
+            kill_points.reached("search-merged")
         with _cache.transaction(conn):
             racy = conn.execute("SELECT 1 FROM search_files WHERE mtime_ns < 0 LIMIT 1").fetchone()
             current = _stamps(conn, None)
@@ -373,15 +381,20 @@ class SearchIndex:
         if not todo and not gone:
             return 0
         changed = 0
+        progress = Progress("indexing files for search", len(todo))
+        batches = _parsed_batches(self.root, todo, self.analyzer)
         for start in range(0, max(len(todo), 1), BATCH_FILES):
             batch = todo[start : start + BATCH_FILES]
-            parsed = [p for p in (read_file(self.root, rel, full, self.analyzer) for rel, full in batch) if p]
+            parsed = next(batches) if batch else []
+            kill_points.reached("search-parsed")
             read = {p.path for p in parsed}
             vanished = [rel for rel, _ in batch if rel in known and rel not in read]
             pending = Pending()  # the documents' postings, written once per batch (fsmem.search.postings)
             with _cache.transaction(conn):
                 if start == 0:
                     vanished += gone
+                    if len(todo) >= BATCH_FILES:  # a build in batches: the segments are merged when it ends
+                        conn.execute("INSERT OR REPLACE INTO search_meta VALUES ('unmerged', 1)")
                 for rel in vanished:
                     if not os.path.exists(os.path.join(self.root, rel)):
                         changed += _remove(conn, rel)
@@ -408,6 +421,10 @@ class SearchIndex:
                 if new_terms:
                     conn.executemany("INSERT OR IGNORE INTO search_terms VALUES (?)", ((t,) for t in new_terms))
                 pending.flush(conn)
+                kill_points.reached("search-batch")
+            kill_points.reached("search-committed")
+            progress.step(len(batch))
+        progress.finish()
         self.stats["indexed"] += changed
         return changed
 
@@ -425,6 +442,27 @@ class SearchIndex:
     def rows_of(self, rel: str) -> tuple[Stamp, list[Row]] | None:
         """The rows of one file as it is now (parsed once per version and kept), or None when it is gone."""
         return self.parsed.rows_of(rel)
+
+
+def _parsed_batches(root: Path, todo: list[tuple[str, str]], analyzer: Analyzer) -> Iterator[list[Parsed]]:
+    """The files of `todo` read and parsed, BATCH_FILES at a time, in order: in worker processes when there
+    are enough of them (`fsmem.store.workers`), while the caller writes the batch before into the index."""
+    if len(todo) < workers.PARALLEL_FROM or workers.count() <= 1:
+        for start in range(0, len(todo), BATCH_FILES):
+            batch = todo[start : start + BATCH_FILES]
+            yield [p for p in (read_file(root, rel, full, analyzer) for rel, full in batch) if p]
+        return
+    tasks = [(str(root), chunk) for chunk in workers.chunks(todo, BATCH_FILES // 10)]
+    chunks = workers.mapped(parse_files, tasks, len(todo))
+    while True:
+        parsed = list(itertools.chain.from_iterable(itertools.islice(chunks, 10)))
+        if not parsed:
+            return
+        yield parsed
+
+
+def _unmerged(conn) -> bool:
+    return conn.execute("SELECT 1 FROM search_meta WHERE key = 'unmerged'").fetchone() is not None
 
 
 def _close(conn) -> None:

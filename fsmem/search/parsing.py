@@ -202,3 +202,15 @@ def read_file(root: Path, rel: str, full: str, analyzer: Analyzer) -> Parsed | N
             text, _problems = fmt.decode(data)
             return parse_file(rel, text, stamp_of(before), analyzer)
     return None
+
+
+_worker_analyzer: list[Analyzer] = []  # a worker process's analyzer, made by its first task
+
+
+def parse_files(task: tuple[str, list[tuple[str, str]]]) -> list[Parsed]:
+    """`read_file` of each (rel, full path) under a root, in a worker process (`fsmem.store.workers`)."""
+    root, files = task
+    if not _worker_analyzer:
+        _worker_analyzer.append(Analyzer())
+    analyzer = _worker_analyzer[0]
+    return [p for p in (read_file(Path(root), rel, full, analyzer) for rel, full in files) if p]

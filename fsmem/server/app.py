@@ -62,6 +62,7 @@ from fsmem.server.door import (
     with_headers,
 )
 from fsmem.server.handlers import STATE, Admitted, build_server
+from fsmem.server.lanes import Lanes
 from fsmem.server.limits import InFlight, RateLimiter, Slot
 from fsmem.server.log import RequestLog
 from fsmem.server.settings import ServerSettings
@@ -100,10 +101,9 @@ class MemoryServer:
         self.in_flight = InFlight(self.limits.concurrency, self.limits.max_in_flight)
         self.streams = InFlight(self.limits.streams, self.limits.max_streams)
         self.origins = Origins(settings.hosts(), settings.allowed_origins)
-        self.workers = anyio.CapacityLimiter(self.limits.workers)
-        self.writers = anyio.CapacityLimiter(max(1, self.limits.workers // 2))
+        self.lanes = Lanes.of(self.limits)
         self._memories: dict[tuple, Memory] = {}
-        self.mcp = build_server(self.limits, self.workers, self.writers)
+        self.mcp = build_server(self.limits, self.lanes)
         self._lifespan_result: Any = None
         self.mcp.lifespan = self._recording(self.mcp.lifespan)
         self.manager = StreamableHTTPSessionManager(
@@ -269,7 +269,7 @@ class MemoryServer:
         memory = self._memories.get((*view, stamp))
         if memory is None:
             try:
-                memory = await anyio.to_thread.run_sync(self._open_memory, record, root, limiter=self.workers)
+                memory = await anyio.to_thread.run_sync(self._open_memory, record, root, limiter=self.lanes.costly)
             except FsmemError as exc:
                 why = tools.hide_host_paths(str(exc), root)
                 raise Refusal(403, FORBIDDEN, f"this token's agent cannot use the memory: {why}", "agent") from None

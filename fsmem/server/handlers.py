@@ -24,6 +24,7 @@ from fsmem.agents import tools
 from fsmem.agents.mcp_server import read_context, server_of, tool_list, tool_result
 from fsmem.agents.registry import REGISTRY
 from fsmem.memory import Memory
+from fsmem.server.lanes import Lanes
 from fsmem.server.limits import Slot
 from fsmem.server.settings import Limits
 from fsmem.server.tokens import TokenRecord
@@ -48,11 +49,12 @@ class Admitted:
     held: dict[Any, Any] = field(default_factory=dict)  # tool arguments the SDK could not parse, by request id
 
 
-def build_server(limits: Limits, readers: anyio.CapacityLimiter, writers: anyio.CapacityLimiter) -> Server:
+def build_server(limits: Limits, lanes: Lanes) -> Server:
     """An MCP server whose tool list and calls are those of each request's admitted memory.
 
-    Reads and writes run on separate thread pools: writes that wait for the memory's write
-    lock (another process consolidating, say) never keep a read from a thread.
+    Each call runs on the thread lane of its cost (`fsmem.server.lanes`): a cheap read never
+    waits behind a search for a thread, and writes that wait for the memory's write lock
+    (another process consolidating, say) never keep a read from a thread.
     """
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
@@ -68,9 +70,10 @@ def build_server(limits: Limits, readers: anyio.CapacityLimiter, writers: anyio.
         answer: tools.ToolAnswer | None
         if chosen is not None and chosen.writes:
             # a write is always awaited: once begun, it finishes, even through a shutdown
-            answer = await anyio.to_thread.run_sync(tools.call, memory, name, arguments, limiter=writers)
+            answer = await anyio.to_thread.run_sync(tools.call, memory, name, arguments, limiter=lanes.writes)
         else:
-            answer = await _read(lambda: tools.call(memory, name, arguments), readers, state.slot, limits)
+            lane = lanes.for_read(state.tool or "")
+            answer = await _read(lambda: tools.call(memory, name, arguments), lane, lanes.handoff, state.slot, limits)
             if answer is None:
                 state.tool_error = True
                 state.reason = "tool timeout"
@@ -86,7 +89,8 @@ def build_server(limits: Limits, readers: anyio.CapacityLimiter, writers: anyio.
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         state, memory = _admitted(ctx)
         uri = params.uri
-        answer = await _read(lambda: read_context(memory, uri), readers, state.slot, limits)
+        cheap = lanes.for_read(None)
+        answer = await _read(lambda: read_context(memory, uri), cheap, lanes.handoff, state.slot, limits)
         if answer is None:
             state.reason = "resource timeout"
             raise MCPError(types.INTERNAL_ERROR, f"the context took longer than {limits.tool_timeout_seconds:g} s")
@@ -95,8 +99,10 @@ def build_server(limits: Limits, readers: anyio.CapacityLimiter, writers: anyio.
     return server_of(list_tools, call_tool, read_resource)
 
 
-async def _read(work: Any, readers: anyio.CapacityLimiter, slot: Slot | None, limits: Limits) -> Any:
-    """`work()` on a reader thread, its answer awaited for `tool_timeout_seconds` (None past that).
+async def _read(
+    work: Any, readers: anyio.CapacityLimiter, handoff: anyio.CapacityLimiter, slot: Slot | None, limits: Limits
+) -> Any:
+    """`work()` on a thread of the lane `readers`, its answer awaited for `tool_timeout_seconds` (None past that).
 
     The thread holds its reader and its token's slot until it ends, even when its answer is given up:
     abandoned work never runs beyond the server's threads or the token's share of them. The event loop
@@ -135,7 +141,7 @@ async def _read(work: Any, readers: anyio.CapacityLimiter, slot: Slot | None, li
     answer = None
     try:
         with anyio.move_on_after(limits.tool_timeout_seconds):
-            answer = await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+            answer = await anyio.to_thread.run_sync(run, abandon_on_cancel=True, limiter=handoff)
     finally:
         with lock:
             if not phase["started"]:  # cancelled before a thread took it: it never runs

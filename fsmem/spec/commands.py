@@ -34,6 +34,12 @@ HAND_WRITTEN: dict[str, HandWritten] = {
     "mcp": HandWritten("agent:mcp_cmd", "serves the tools over MCP stdio: a face, not an operation"),
     "serve": HandWritten("server:serve_cmd", "serves memories over HTTP: a face, not an operation"),
     "token": HandWritten("server:token_group", "manages the server's access tokens, kept outside the memory"),
+    "config": HandWritten(
+        "settings:config_cmd",
+        "this host's own settings (distill's command), kept in .git/config or .fsmem/, never in the memory's files: "
+        "the operator's, never an agent's",
+        ("name", "value"),
+    ),
     "agent": HandWritten("agent:agent_group", "sets an agent's budget in fsmem.yaml: the operator's settings"),
     "hook": HandWritten(
         "hook:hook_group", "Claude Code's hooks: read the client's JSON on stdin, answer in its format"

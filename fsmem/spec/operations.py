@@ -582,4 +582,48 @@ IMPORT_FROM = Operation(
     ),
 )
 
-OPERATIONS: dict[str, Operation] = {op.name: op for op in (*_DECLARED, IMPORT_FROM)}
+DISTILL = Operation(
+    "distill",
+    "Run this host's command on each episode not yet distilled and keep what it answers as keyed notes.",
+    "distill:distill",
+    (
+        Param(
+            "command",
+            "str",
+            "The command to run (an argument list, split as a shell would, never run by one); "
+            "default: this host's setting distill.command (fsmem config --local), never fsmem.yaml",
+            default=None,
+            metavar="CMD",
+        ),
+        Param(
+            "timeout",
+            "float",
+            "Seconds the command may take on one part of an episode before its process group is killed (default 120)",
+            default=None,
+            metavar="SECONDS",
+        ),
+        Param(
+            "episode_tokens",
+            "int",
+            "Most tokens of an episode given to the command at once; a longer one goes in parts (default 6000)",
+            default=None,
+            minimum=64,
+            metavar="N",
+        ),
+    ),
+    "report",
+    needs=frozenset({"write", "whole"}),
+    read_only=False,
+    idempotent=False,
+    tool=False,  # it runs a command on the operator's host: no agent, MCP client or token is offered it
+    cli=Cli(
+        note="The command reads fsmem's instructions and the episode on stdin and answers `## subject` headings "
+        "with `- key: value` facts or observation bullets; each part becomes a session note beside its episode. "
+        "Exit 0 when something was distilled, 1 when there was nothing new, 3 when an episode was skipped "
+        "(its error is named, nothing is written for it), 2 on any other error.",
+        exit_1="empty",
+        exits=(("skipped", 3),),
+    ),
+)
+
+OPERATIONS: dict[str, Operation] = {op.name: op for op in (*_DECLARED, IMPORT_FROM, DISTILL)}

@@ -14,18 +14,21 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from fsmem.errors import InvalidArgument
+from fsmem.store import kill_points, workers
 from fsmem.store.cache import RACY_NS, MetaCache, Stamp, stamp_of
 from fsmem.store.meta import FileMeta, read_meta
+from fsmem.store.progress import Progress
 from fsmem.store.scope import Scope
 from fsmem.store.selection import region
 from fsmem.store.walk import FOLDER, Skipped, probe, skipped_key, walk_entries, walk_key
 from fsmem.tokens import TokenCounter
 
+BATCH_FILES = 500  # rows per transaction of a large build: what a killed command leaves for the next
 PROBE_LIMIT = 4000  # more changed files than this at once: the whole memory is walked instead
 
 
@@ -93,23 +96,36 @@ class Freshness:
         gaps_area: tuple[str, list],
     ) -> None:
         """Parse what is new or changed, and store it, the rows of `area` whose files are gone and the skipped
-        entries of `gaps_area`, in one transaction (nothing is written when nothing changed)."""
-        fresh: list[tuple[Stamp, dict[str, Any]]] = []
-        links: dict[str, str] = {}
+        entries of `gaps_area` (nothing is written when nothing changed). A build of many files is stored
+        BATCH_FILES rows at a time, each batch its own transaction, so a command killed halfway leaves the rows
+        it read for the next one, which reads only the rest; the last transaction drops the rows of files gone."""
+        todo: list[tuple[str, str, os.stat_result, str | None]] = []
         present: set[str] = set()
         for rel, full, stat, link in found:
-            stamp = stamp_of(stat)
             have = known.get(rel)
-            if have is not None and have[0] == stamp and not have[1]:
+            if have is not None and have[0] == stamp_of(stat) and not have[1]:
                 present.add(rel)
-                continue
-            meta = self._read(full, stat, rel, skipped)
-            if meta is None:
+            else:
+                todo.append((rel, full, stat, link))
+        fresh: list[tuple[Stamp, dict[str, Any]]] = []
+        links: dict[str, str] = {}
+        all_fresh: list[tuple[Stamp, dict[str, Any]]] = []  # for `remind`, racy rows only
+        progress = Progress("reading files' metadata", len(todo))
+        for (rel, _full, stat, link), (data, reason) in zip(todo, self._read_all(todo), strict=True):
+            progress.step()
+            if reason is not None:
+                skipped.add(rel, reason)
+            if data is None:
                 continue
             present.add(rel)
-            fresh.append((stamp, meta.to_dict()))
+            fresh.append((stamp_of(stat), data))
             if link is not None:
                 links[rel] = link
+            if len(fresh) >= BATCH_FILES and len(todo) > BATCH_FILES:
+                self._commit(fresh, links=links)
+                all_fresh += self._racy(fresh)
+                fresh, links = [], {}
+        progress.finish()
         gone = [(rel, have[0]) for rel, have in known.items() if rel not in present]
         entries = sorted(
             (skipped_key(rel, reason), shown, reason, targets.get(rel))
@@ -119,16 +135,48 @@ class Freshness:
             f"SELECT key, shown, reason, link FROM skipped WHERE {gaps_area[0]} ORDER BY key", gaps_area[1], []
         )
         same_gaps = [tuple(row) for row in before] == entries
-        if not fresh and not gone and same_gaps:
-            return
-        gaps = None if same_gaps else (gaps_area[0], gaps_area[1], entries)
-        if not self.cache.store(fresh, links=links, gone=gone, skipped=gaps, still=self.still):
+        if fresh or gone or not same_gaps:
+            gaps = None if same_gaps else (gaps_area[0], gaps_area[1], entries)
+            self._commit(fresh, links=links, gone=gone, skipped=gaps)
+        self._remind(all_fresh + self._racy(fresh))
+
+    def _commit(self, fresh: list[tuple[Stamp, dict[str, Any]]], **rest: Any) -> None:
+        if not self.cache.store(fresh, still=self.still, **rest):
             raise Unstored()
+        kill_points.reached("meta-committed")
+
+    @staticmethod
+    def _racy(fresh: list[tuple[Stamp, dict[str, Any]]]) -> list[tuple[Stamp, dict[str, Any]]]:
+        threshold = time.time_ns() - RACY_NS
+        return [(stamp, {"path": data["path"]}) for stamp, data in fresh if stamp[0] >= threshold]
+
+    def _remind(self, racy_rows: list[tuple[Stamp, dict[str, Any]]]) -> None:
         if self.remind is not None:
             threshold = time.time_ns() - RACY_NS
-            racy = {data["path"] for stamp, data in fresh if stamp[0] >= threshold}
+            racy = {data["path"] for stamp, data in racy_rows if stamp[0] >= threshold}
             if racy:
                 self.remind(racy, time.monotonic() + RACY_NS / 1e9)
+
+    def _read_all(
+        self, todo: list[tuple[str, str, os.stat_result, str | None]]
+    ) -> Iterator[tuple[dict[str, Any] | None, str | None]]:
+        """(FileMeta dict or None, reason it was skipped or None) of each file of `todo`, in order: in worker
+        processes when there are many (`fsmem.store.workers`), else here, counting through the memo."""
+        if len(todo) < workers.PARALLEL_FROM or workers.count() <= 1:
+            for rel, full, stat, _link in todo:
+                yield self._read_one(full, stat, rel)
+            return
+        tasks = [
+            (str(self.root), self.counter.encoding_name, [(rel, full, stat) for rel, full, stat, _link in chunk])
+            for chunk in workers.chunks(todo)
+        ]
+        for results in workers.mapped(read_metas, tasks, len(todo)):
+            yield from results
+
+    def _read_one(self, full: str, stat: os.stat_result, rel: str) -> tuple[dict[str, Any] | None, str | None]:
+        skipped = Skipped()
+        meta = self._read(full, stat, rel, skipped)
+        return (meta.to_dict() if meta is not None else None), (skipped[0][1] if skipped else None)
 
     def still(self, rel: str, stamp: Stamp) -> bool:
         try:
@@ -162,6 +210,18 @@ class Freshness:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             skipped.add(rel, f"skipped: {reason.lower()}")
             return None
+
+
+def read_metas(task: tuple[str, str, list[tuple[str, str, os.stat_result]]]) -> list:
+    """In a worker process: (FileMeta dict or None, reason skipped or None) of each (rel, full path, stat)."""
+    root, encoding, files = task
+    if not _worker_counter or _worker_counter[0].encoding_name != encoding:
+        _worker_counter[:] = [TokenCounter(encoding)]
+    reader = Freshness(Path(root), _worker_counter[0], None)  # type: ignore[arg-type]  # reads, never stores
+    return [reader._read_one(full, stat, rel) for rel, full, stat in files]
+
+
+_worker_counter: list[TokenCounter] = []
 
 
 def _among(keys: list[str]) -> str:

@@ -1,0 +1,215 @@
+"""The first `fsmem search` on a fresh copy, measured from outside, against a bare SQLite FTS5 build of the same lines.
+
+    python benchmarks/bench_cold_start.py [--sizes 10000] [--runs 1] [--root DIR]
+    python benchmarks/bench_cold_start.py --sizes 100000 --root /work/wt/corpus-100k   # minutes
+    python benchmarks/bench_cold_start.py --old main   # and an earlier revision's first search, in the same run
+
+A user who clones a memory and asks it something waits for `fsmem --root COPY search QUERY`: every file read,
+split into rows, stemmed and written into the search index. What they could run instead is a bare FTS5 build
+(apsw, `tokenize='porter unicode61'`, SQLite's tokenizer in C) of the same files' non-empty lines, one
+transaction. Both run on a fresh copy (`cp -a`, `chmod -R u+w`), alternating, in the same run; wall and CPU
+(user + sys of the process and the workers it waited for, from wait4). Then:
+
+- interrupted at half: `fsmem search` killed (SIGKILL, FSMEM_BUILD_KILL_AT) after half the files were
+  committed, and the next `fsmem search` timed: it must take at most what the whole build took minus the
+  killed run's time;
+- disk: `.fsmem/` after the search, after `fsmem ls` (the metadata cache) and with a long-lived process's grep
+  word index beside them (`fsmem.query.grep_words`), against the bytes of the Markdown.
+Target (issue #34): the first search at most 2x the bare build, the `.fsmem/` of all three at most 1x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from common import OUT, corpus, fsmem_bin, load, old_package, table
+
+QUERY = "renewal date for Acme Corp"
+BATCH_FILES = 500  # fsmem.search.index.BATCH_FILES: the kill lands on a committed batch
+
+BARE_BUILD = """
+import os, sys
+import apsw
+root, db = sys.argv[1], sys.argv[2]
+conn = apsw.Connection(db)
+conn.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL")
+conn.execute("CREATE VIRTUAL TABLE lines USING fts5(text, content='', tokenize='porter unicode61')")
+conn.execute("BEGIN")
+for folder, dirs, files in os.walk(root):
+    dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+    for name in sorted(files):
+        if name.endswith(".md"):
+            with open(os.path.join(folder, name), "rb") as handle:
+                text = handle.read().decode("utf-8", "replace")
+            conn.executemany("INSERT INTO lines (text) VALUES (?)", [(l,) for l in text.splitlines() if l.strip()])
+conn.execute("COMMIT")
+"""
+
+GREP_WORDS = """
+import sys
+from fsmem import Memory
+from fsmem.query import grep_words
+memory = Memory(sys.argv[1])
+memory.ls(max_results=1)
+memory.ls(max_results=1)  # a second call: the change feed runs, as in `fsmem watch` or `fsmem serve`
+index = grep_words.caught_up(memory.root)
+assert index is not None, "no trusted change feed: no word index"
+index.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+memory.close()
+"""
+
+
+def run(argv: list[str], env: dict[str, str] | None = None, killed: bool = False) -> tuple[float, float]:
+    """(wall s, CPU s) of one process and the children it waited for."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, **(env or {})})
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - started
+    code = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    if (code != -9) if killed else (code not in (0, 1) or "Traceback" in err):
+        raise SystemExit(f"{' '.join(argv)} exited {code}: {err[:500]}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def fresh_copy(source: Path, name: str) -> Path:
+    target = OUT / "cold-start" / f"{source.name}-{name}"
+    shutil.rmtree(target, ignore_errors=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["cp", "-a", str(source), str(target)], check=True)
+    subprocess.run(["chmod", "-R", "u+w", str(target)], check=True)
+    shutil.rmtree(target / ".fsmem", ignore_errors=True)
+    return target
+
+
+def markdown(root: Path) -> tuple[int, int]:
+    """(files, bytes) of the Markdown under `root`."""
+    files = size = 0
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in names:
+            if name.endswith(".md"):
+                files += 1
+                size += os.path.getsize(os.path.join(folder, name))
+    return files, size
+
+
+def state_bytes(root: Path) -> int:
+    state = root / ".fsmem"
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, names in os.walk(state) for f in names)
+
+
+def checkpointed(root: Path) -> None:
+    """Fold the WAL into the database, as the next command's close does, so sizes count pages once."""
+    import apsw
+
+    conn = apsw.Connection(str(root / ".fsmem" / "cache.sqlite"))
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    conn.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default=os.environ.get("BENCH_SIZES", "10000"))
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--root", type=Path, help="a ready corpus to copy (default: the benchmark corpus)")
+    parser.add_argument("--old", help="a revision (or a folder holding an fsmem package) to time beside")
+    args, _ = parser.parse_known_args()
+    fsmem = fsmem_bin()
+    old_env = None
+    if args.old:
+        old_env = {"PYTHONPATH": str(old_package(args.old, OUT / "cold-start-old"))}
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    for size in sizes[:1] if args.root else sizes:
+        source = args.root or corpus(size)
+        files, md_bytes = markdown(source)
+        before = load()
+        ours, bare, old = [], [], []
+        for _ in range(args.runs):  # alternating, each on a fresh copy
+            copy = fresh_copy(source, "fsmem")
+            ours.append(run([fsmem, "--root", str(copy), "search", QUERY]))
+            shutil.rmtree(copy)
+            if old_env is not None:
+                copy = fresh_copy(source, "old")
+                old.append(run([sys.executable, "-m", "fsmem", "--root", str(copy), "search", QUERY], old_env))
+                shutil.rmtree(copy)
+            copy = fresh_copy(source, "bare")
+            bare.append(run([sys.executable, "-c", BARE_BUILD, str(copy), str(copy / "bare.sqlite")]))
+            shutil.rmtree(copy)
+        whole = min(w for w, _ in ours)
+        half = fresh_copy(source, "half")
+        kill_at = f"search-committed:{max(1, files // BATCH_FILES // 2)}"
+        killed = run([fsmem, "--root", str(half), "search", QUERY], {"FSMEM_BUILD_KILL_AT": kill_at}, killed=True)
+        rest = run([fsmem, "--root", str(half), "search", QUERY])
+        checkpointed(half)
+        after_search = state_bytes(half)
+        run([fsmem, "--root", str(half), "ls", "--max-results", "1"])
+        checkpointed(half)
+        after_ls = state_bytes(half)
+        run([sys.executable, "-c", GREP_WORDS, str(half)])
+        checkpointed(half)
+        after_words = state_bytes(half)
+        shutil.rmtree(half)
+        after = load()
+        wall, cpu = min(w for w, _ in ours), min(c for _, c in ours)
+        bare_wall, bare_cpu = min(w for w, _ in bare), min(c for _, c in bare)
+        print(f"({files:,} files, {md_bytes / 1e6:.0f} MB of Markdown; {before} before, {after} after)")
+        print(
+            table(
+                f"first `fsmem search` on a fresh copy, {files:,} files (best of {args.runs})",
+                ["", "fsmem", "bare FTS5 build (porter unicode61)", "ratio", "target"],
+                [
+                    ["wall", f"{wall:.1f} s", f"{bare_wall:.1f} s", f"{wall / bare_wall:.2f}x", "<= 2x"],
+                    ["CPU (with workers)", f"{cpu:.1f} s", f"{bare_cpu:.1f} s", f"{cpu / bare_cpu:.2f}x", ""],
+                ]
+                + [
+                    [f"{label}, {args.old}", f"{value:.1f} s", f"{base:.1f} s", f"{value / base:.2f}x", ""]
+                    for label, value, base in (
+                        ("wall", min(w for w, _ in old), bare_wall),
+                        ("CPU", min(c for _, c in old), bare_cpu),
+                    )
+                    if old
+                ],
+            )
+        )
+        print(
+            table(
+                "interrupted at half (SIGKILL after half the files committed), then the next `fsmem search`",
+                ["killed run", "next run", "whole build minus killed run", "ratio", "target"],
+                [
+                    [
+                        f"{killed[0]:.1f} s",
+                        f"{rest[0]:.1f} s",
+                        f"{whole - killed[0]:.1f} s",
+                        f"{rest[0] / max(whole - killed[0], 1e-9):.2f}x",
+                        "<= 1x",
+                    ]
+                ],
+            )
+        )
+        print(
+            table(
+                f"`.fsmem/` against the Markdown ({md_bytes / 1e6:.0f} MB)",
+                ["after", "size", "ratio", "target"],
+                [
+                    ["search", f"{after_search / 1e6:.0f} MB", f"{after_search / md_bytes:.2f}x", ""],
+                    ["search, ls", f"{after_ls / 1e6:.0f} MB", f"{after_ls / md_bytes:.2f}x", ""],
+                    [
+                        "search, ls, grep word index",
+                        f"{after_words / 1e6:.0f} MB",
+                        f"{after_words / md_bytes:.2f}x",
+                        "<= 1x",
+                    ],
+                ],
+            )
+        )
+
+
+if __name__ == "__main__":
+    main()

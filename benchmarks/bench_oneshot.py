@@ -1,0 +1,178 @@
+"""One-shot commands from the shell, with and without a running `fsmem watch` (issue #34, `fsmem.cli.rendezvous`).
+
+On a copy of a corpus (`--corpus DIR`, copied once under bench-out/; default: the seeded corpus of
+`--sizes`), with a regular install (bench_startup's), each run alternates `fsmem --version`,
+`fsmem ls --max-results 5`, `fsmem search` of a 3-word question, `fsmem grep` of a name and `rg --json` of
+the same name; every question and grep word is new to the run (drawn from the corpus's vocabulary), so
+nothing kept from an earlier call answers it. First with no watcher (the walk, as before), then with
+`fsmem watch` running. Targets, ratios against the limit in the same phase: `search` and `ls` within 2x
+`fsmem --version` and `grep` within 1.5x `rg --json` with the watcher; without it, no slower than
+FSMEM_SOCKET=off (the code path before the socket).
+
+    python benchmarks/bench_oneshot.py [--sizes 10000] [--runs 15] [--corpus /work/wt/corpus-100k]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench_startup import installed_fsmem
+from common import OUT, corpus, load, ms, rg_bin, run_drained, sizes_from, table
+from corpus import _FIRST, _LAST, _TOPICS, _WORDS
+
+from fsmem.cli import rendezvous
+
+
+class Fresh:
+    """Questions and grep words no call of the run asked before."""
+
+    def __init__(self, seed: int = 34):
+        self.rng = random.Random(seed)
+        self.seen: set[str] = set()
+
+    def _new(self, make) -> str:
+        for _ in range(100_000):
+            value = make()
+            if value not in self.seen:
+                self.seen.add(value)
+                return value
+        raise RuntimeError("ran out of new arguments: fewer runs")
+
+    def question(self) -> str:
+        r = self.rng
+        return self._new(lambda: f"{r.choice(_FIRST)} {r.choice(_WORDS[12:])} {r.choice(_TOPICS)}")
+
+    def name(self) -> str:
+        r = self.rng
+        return self._new(lambda: f"{r.choice(_FIRST)} {r.choice(_LAST)}")
+
+
+def copy_of(source: Path) -> Path:
+    """A writable copy of `source` under bench-out/ (made once; fsmem writes its caches into it)."""
+    if source.resolve().parent == OUT.resolve() and source.name.startswith("oneshot-"):
+        return source  # a copy made before
+    target = OUT / f"oneshot-{source.name}"
+    if not (target / "fsmem.yaml").exists():
+        shutil.rmtree(target, ignore_errors=True)
+        subprocess.run(["cp", "-a", str(source), str(target)], check=True)
+        subprocess.run(["chmod", "-R", "u+w", str(target)], check=True)
+    return target
+
+
+def phase(fsmem: str, root: Path, runs: int, fresh: Fresh, env: dict[str, str], search: bool) -> dict[str, float]:
+    """Median seconds of each command, alternating them run by run (one warm-up each)."""
+    rg = rg_bin()
+    times: dict[str, list[float]] = {k: [] for k in ("--version", "ls", "search", "grep", "rg --json")}
+    if not search:
+        del times["search"]
+    for warm in (True,) + (False,) * runs:
+        word = fresh.name()
+        commands = {
+            "--version": [fsmem, "--version"],
+            "ls": [fsmem, "ls", "--max-results", "5"],
+            "search": [fsmem, "search", fresh.question()],
+            "grep": [fsmem, "grep", word],
+            "rg --json": [rg, "--json", word],
+        }
+        for name, argv in commands.items():
+            if name not in times:
+                continue
+            took = _timed(argv, root, env)
+            if not warm:
+                times[name].append(took)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def _timed(argv: list[str], root: Path, env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(argv, cwd=root, capture_output=True, env=env)
+    took = time.perf_counter() - started
+    if done.returncode not in (0, 1) or b"Traceback" in done.stderr:
+        raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.decode()[:500]}")
+    return took
+
+
+def watching(fsmem: str, root: Path, env: dict[str, str], search: bool) -> subprocess.Popen:
+    """`fsmem watch` on `root`, once its socket is there (and has answered one command)."""
+    watcher = subprocess.Popen([fsmem, "watch"], cwd=root, env=env, stderr=subprocess.DEVNULL)
+    path = rendezvous.socket_path(os.path.realpath(root))
+    deadline = time.monotonic() + 1800
+    while not (path and os.path.exists(path)):
+        if watcher.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit("fsmem watch did not start")
+        time.sleep(0.1)
+    run_drained([fsmem, "grep", "warm up"], cwd=root, env=env)  # the word index, once (it may outlast a client)
+    run_drained([fsmem, "ls", "--max-results", "1"], cwd=root, env={**env, rendezvous.MODE_ENV: "require"})
+    run_drained([fsmem, "grep", "warmed up"], cwd=root, env={**env, rendezvous.MODE_ENV: "require"})
+    if search:
+        run_drained([fsmem, "search", "warm up"], cwd=root, env={**env, rendezvous.MODE_ENV: "require"})
+    return watcher
+
+
+def rows_of(label: str, medians: dict[str, float]) -> list[list[str]]:
+    version, rg = medians["--version"], medians["rg --json"]
+    medians.setdefault("search", float("nan"))
+    return [
+        [label, "fsmem --version", ms(version), ""],
+        [label, "fsmem ls --max-results 5", ms(medians["ls"]), f"{medians['ls'] / version:.2f}x --version"],
+        [
+            label,
+            "fsmem search (new 3-word question)",
+            ms(medians["search"]),
+            f"{medians['search'] / version:.2f}x --version",
+        ],
+        [label, "rg --json NAME", ms(rg), ""],
+        [label, "fsmem grep NAME (new name)", ms(medians["grep"]), f"{medians['grep'] / rg:.2f}x rg --json"],
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--corpus", type=Path, help="a corpus folder to copy (default: the seeded one of --sizes)")
+    parser.add_argument("--no-search", action="store_true", help="leave search out (no search index is built)")
+    args, rest = parser.parse_known_args()
+    sizes = sizes_from(rest, "10000")
+    import common
+
+    runs = max(common.RUNS, 9)
+    bin_dir = installed_fsmem()
+    fsmem = str(bin_dir / "fsmem")
+    sources = [args.corpus] if args.corpus else [corpus(files) for files in sizes]
+    base_env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    for source in sources:
+        root = copy_of(source)
+        files = sum(1 for _ in root.rglob("*.md"))
+        fresh = Fresh()
+        run_drained([fsmem, "ls", "--max-results", "1"], cwd=root, env=base_env)  # warm caches, as before
+        if not args.no_search:
+            run_drained([fsmem, "search", "warm up"], cwd=root, env=base_env)
+        rows: list[list[str]] = []
+        before = load()
+        search = not args.no_search
+        off = phase(fsmem, root, runs, fresh, {**base_env, rendezvous.MODE_ENV: "off"}, search)
+        rows += rows_of("no watcher, FSMEM_SOCKET=off (as before)", off)
+        alone = phase(fsmem, root, runs, fresh, base_env, search)
+        rows += rows_of("no watcher", alone)
+        watcher = watching(fsmem, root, base_env, search)
+        try:
+            during = load()
+            asked = phase(fsmem, root, runs, fresh, base_env, search)
+            rows += rows_of("fsmem watch running", asked)
+        finally:
+            watcher.send_signal(signal.SIGTERM)
+            watcher.wait(60)
+        print(f"({before} before; {during} with the watcher; {load()} after; {runs} runs, medians)")
+        print(table(f"one-shot commands on {files:,} files ({source})", ["phase", "command", "median", "ratio"], rows))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""Host-local settings: what names this host or runs a command here, kept where no clone or remote reaches.
+
+A setting that names this host (`notes.host_id`) or runs a program (`distill.command`) belongs to this host's
+operator alone. `fsmem.yaml` travels with the memory (sync carries it, a clone brings it), so a remote that
+could name a command there would run code on every host and read every episode. These settings are kept
+as git keeps merge and textconv drivers: in the repository's own `.git/config` (`git config --local
+fsmem.<key>`), which git never sends to a remote nor takes from one, for a memory that lies in a git work
+tree; otherwise in `.fsmem/host-settings.json`, which no sync, import or write of fsmem ever carries (a
+remote's change under `.fsmem/` is refused). Which of the two is decided by the `.git` above the root alone,
+never by fsmem.yaml, so a remote cannot move where they are read from. git's config is kept for the first
+because it is where `fsmem.hostId` and `fsmem.acceptConfig` have always been, and it outlives a deleted
+`.fsmem/` (which is otherwise safe to delete).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from fsmem.errors import HistoryError, InvalidArgument
+from fsmem.history import git_marker, host_setting
+from fsmem.store.files import atomic_write, state_dir
+from fsmem.store.paths import STATE_DIR
+
+# each setting's name (as `fsmem config --local` spells it) -> its key in git's config
+KEYS = {
+    "notes.host_id": "fsmem.hostId",
+    "distill.command": "fsmem.distillCommand",
+    "distill.timeout": "fsmem.distillTimeout",
+    "sync.accept_config": "fsmem.acceptConfig",
+}
+SAYS = {
+    "notes.host_id": "this copy's id in default note names (else derived from the machine's id and the path)",
+    "distill.command": "the command fsmem distill runs on each episode when --command is not given",
+    "distill.timeout": "seconds fsmem distill gives the command per episode when --timeout is not given",
+    "sync.accept_config": "'settings': take a remote's fsmem.yaml change that touches no security setting",
+}
+FILE = "host-settings.json"  # under .fsmem/, for a memory outside any git work tree
+MAX_VALUE_CHARS = 4096
+
+
+def where(root: Path) -> str:
+    """Where this memory's host-local settings are kept, in words."""
+    if git_marker(root) is not None:
+        return "this repository's .git/config (git config --local fsmem.*)"
+    return f"{STATE_DIR}/{FILE}"
+
+
+def _known(name: str) -> str:
+    if name not in KEYS:
+        raise InvalidArgument(f"no host-local setting {name!r}; the settings are: {', '.join(KEYS)}")
+    return KEYS[name]
+
+
+def get(root: Path, name: str) -> str | None:
+    """The value of host-local setting `name` on this host, or None when it is not set."""
+    key = _known(name)
+    if git_marker(root) is not None:
+        return host_setting(root, key)
+    value = _read_file(root).get(name)
+    return value if isinstance(value, str) and value else None
+
+
+def every(root: Path) -> dict[str, str]:
+    """Every host-local setting that is set, by name."""
+    found = {name: get(root, name) for name in KEYS}
+    return {name: value for name, value in found.items() if value is not None}
+
+
+def put(root: Path, name: str, value: str | None) -> None:
+    """Set host-local setting `name` to `value` on this host (None: unset it)."""
+    key = _known(name)
+    if value is not None and (not value.strip() or "\n" in value or "\x00" in value or len(value) > MAX_VALUE_CHARS):
+        raise InvalidArgument(f"{name} takes one line of text (at most {MAX_VALUE_CHARS} characters)")
+    if git_marker(root) is not None:
+        args = ["--unset", key] if value is None else [key, value]
+        try:
+            proc = subprocess.run(
+                ["git", "-C", os.fspath(root), "config", "--local", *args],
+                capture_output=True,
+                stdin=subprocess.DEVNULL,
+                timeout=30,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise HistoryError(f"could not run git config: {exc}") from None
+        if proc.returncode not in (0, 5):  # 5: --unset of a key that is not set
+            raise HistoryError(f"git config {key} failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
+        return
+    kept = _read_file(root)
+    if value is None:
+        kept.pop(name, None)
+    else:
+        kept[name] = value
+    data = (json.dumps(kept, indent=2, sort_keys=True) + "\n").encode("utf-8")
+    atomic_write(state_dir(root) / FILE, data, root=root, generated=True)
+
+
+def _read_file(root: Path) -> dict[str, object]:
+    with contextlib.suppress(OSError, ValueError):
+        found = json.loads(Path(root, STATE_DIR, FILE).read_text(encoding="utf-8"))
+        if isinstance(found, dict):
+            return found
+    return {}
+
+
+def shared_host_id(value: str) -> tuple[str, int, str]:
+    """`notes.host_id` in fsmem.yaml, which fsmem check reports: every host would read one id (and a remote could
+    set it), so it is not read; this host's id is host-local."""
+    from fsmem.store.paths import shown
+
+    return (
+        "fsmem.yaml",
+        1,
+        f"notes.host_id in fsmem.yaml is not read (every copy shares fsmem.yaml, and a remote could name every "
+        f"host {shown(value)}); set this host's own id with: fsmem config --local notes.host_id ID",
+    )

@@ -1,0 +1,73 @@
+"""Work spread over the machine's cores: a cold build parses thousands of files, one core each at a time.
+
+Reading a file into what a cache stores (its rows stemmed, its front matter
+parsed, its tokens counted) is Python and holds the GIL, so threads would take
+turns; worker processes parse side by side while the caller writes what they
+return into SQLite (one writer). Results come back in the order asked, so a
+build in workers stores exactly what a build in one process stores.
+
+A worker is forked while the process has one thread (nothing else can hold a
+lock the child would inherit), and spawned otherwise. It dies with its parent
+(Linux's PR_SET_PDEATHSIG, or seeing its parent gone): a command killed with
+SIGKILL leaves no worker behind.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
+
+WORKERS_ENV = "FSMEM_WORKERS"  # how many worker processes a build may use (1: parse in the process itself)
+PARALLEL_FROM = 200  # files; fewer are parsed in the process (starting workers costs ~50 ms)
+CHUNK_FILES = 50  # files a worker parses per task
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def count() -> int:
+    """Worker processes a build uses: FSMEM_WORKERS when set, else the cores this process may run on."""
+    raw = os.environ.get(WORKERS_ENV, "").strip()
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def chunks(items: list[T], size: int = CHUNK_FILES) -> list[list[T]]:
+    return [items[at : at + size] for at in range(0, len(items), size)]
+
+
+def mapped(func: Callable[[Any], R], tasks: Iterable[Any], size: int) -> Iterator[R]:
+    """`map(func, tasks)`, in worker processes when `size` (the files in all tasks) is worth them; in order.
+
+    `func` is a module-level function (a worker imports it by name)."""
+    workers = count()
+    if workers <= 1 or size < PARALLEL_FROM:
+        yield from map(func, tasks)
+        return
+    import multiprocessing
+
+    method = "fork" if threading.active_count() == 1 and hasattr(os, "fork") else "spawn"
+    with multiprocessing.get_context(method).Pool(
+        workers, initializer=_die_with_parent, initargs=(os.getpid(),)
+    ) as pool:
+        yield from pool.imap(func, tasks)
+
+
+def _die_with_parent(parent: int) -> None:
+    """In a worker: end when the command that started it ends, however it ended."""
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: the kernel kills this worker when its parent dies
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # the parent died before the line above ran
+        os._exit(0)

@@ -1,0 +1,185 @@
+"""The cold build (issue #34): a real `fsmem` killed with SIGKILL at every stage of building the search index and
+the metadata cache leaves a cache the next command continues, and whose answers are a clean build's, byte for byte;
+a build in worker processes answers as one in a single process does; progress shows on a terminal only."""
+
+from __future__ import annotations
+
+import os
+import pty
+import random
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import apsw
+import pytest
+
+from fsmem import Memory
+from fsmem.store.kill_points import KILL_ENV
+from fsmem.store.progress import AFTER_ENV
+from fsmem.store.workers import WORKERS_ENV
+
+pytestmark = pytest.mark.slow
+NOW = "2026-09-01T12:00:00+00:00"
+FILES = 1100  # more than two batches of 500 (search index and metadata rows), and enough for worker processes
+WORDS = (
+    "renewal budget ledger schema deploy rollback latency invoice proration seats owner handover pipeline "
+    "dashboard alert contract migration staging release customer discount review cycle ticket"
+).split()
+QUERIES = ["renewal budget owner", "zephyrine proration"]
+
+
+def _write_memory(root: Path) -> None:
+    Memory.init(root)
+    rng = random.Random(34)
+    for number in range(FILES):
+        folder = ("entities/people", "topics", "sessions/2026/07")[number % 3]
+        words = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 9))) for _ in range(rng.randint(2, 6))]
+        if number % 97 == 0:
+            words.append("zephyrine account")
+        body = "\n".join(f"- {line}, per the ledger." for line in words)
+        path = root / folder / f"note-{number:04d}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(
+            f"---\ntitle: Note {number}\ntype: semantic\ntags: [t{number % 5}]\n"
+            f"updated: 2026-0{1 + number % 8}-1{number % 9}T10:00:00+00:00\n---\n"
+            f"# Note {number}\n\n## Facts\n{body}\n",
+            encoding="utf-8",
+        )
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("cold") / "memory"
+    _write_memory(root)
+    return root
+
+
+def fsmem(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    full = {**os.environ, "FSMEM_NOW": NOW, **env}
+    full.pop("FSMEM_ROOT", None)
+    return subprocess.run(
+        [sys.executable, "-m", "fsmem", "--root", str(root), *args], capture_output=True, text=True, env=full
+    )
+
+
+def answers(root: Path) -> list[str]:
+    """What a user asks after the build: searches, a listing, a read and the context block (stdout and exit)."""
+    asked = [("search", q, "--json") for q in QUERIES]
+    asked += [("ls", "--json", "--max-results", "5000"), ("read", "topics/note-0001.md"), ("context",)]
+    out = []
+    for args in asked:
+        done = fsmem(root, *args)
+        out.append(f"{' '.join(args)} -> {done.returncode}\n{done.stdout}{done.stderr}")
+    return out
+
+
+def _copy(template: Path, to: Path) -> Path:
+    shutil.copytree(template, to, symlinks=True)
+    return to
+
+
+@pytest.fixture(scope="module")
+def clean(template, tmp_path_factory) -> tuple[list[str], Path]:
+    """The answers of a memory built in one go, and that memory."""
+    root = _copy(template, tmp_path_factory.mktemp("clean") / "memory")
+    return answers(root), root
+
+
+def _scalar(root: Path, sql: str) -> int:
+    conn = apsw.Connection(str(root / ".fsmem" / "cache.sqlite"))
+    try:
+        return int(conn.execute(sql).fetchone()[0])
+    finally:
+        conn.close()
+
+
+# (the command killed, the stage, its Nth arrival): every stage of both builds
+KILLS = [
+    ("search", "search-parsed:1"),  # workers parsing, nothing committed
+    ("search", "search-parsed:2"),  # one batch committed, the next parsed
+    ("search", "search-batch:2"),  # inside the second batch's transaction
+    ("search", "search-committed:1"),  # every file indexed, the segments not merged
+    ("search", "search-merge:1"),
+    ("search", "search-merged:1"),  # merged, the walk's digest not stored
+    ("ls", "meta-committed:1"),
+]
+
+
+@pytest.mark.parametrize(("command", "stage"), KILLS)
+def test_a_build_killed_at_any_stage_is_continued_and_answers_as_a_clean_build(
+    template, clean, tmp_path, command, stage
+):
+    root = _copy(template, tmp_path / "memory")
+    args = ("search", QUERIES[0]) if command == "search" else ("ls",)
+    killed = fsmem(root, *args, **{KILL_ENV: stage})
+    assert killed.returncode == -9, killed.stderr
+    if stage == "search-committed:1":  # what a killed command leaves is kept, not thrown away
+        assert _scalar(root, "SELECT count(*) FROM search_files") == 500
+        assert _scalar(root, "SELECT count(*) FROM search_meta WHERE key = 'unmerged'") == 1
+    if stage == "meta-committed:1":
+        assert _scalar(root, "SELECT count(*) FROM files") == 500
+    assert answers(root) == clean[0]
+    if command == "search":  # the build the next command finished is merged as a build in one go is
+        for table in ("search_fts_data", "search_names_data"):
+            sql = f"SELECT count(*) FROM {table}"
+            assert _scalar(root, sql) == _scalar(clean[1], sql), table
+        assert _scalar(root, "SELECT count(*) FROM search_meta WHERE key = 'unmerged'") == 0
+
+
+def test_a_build_in_one_process_answers_as_one_in_workers(template, clean, tmp_path):
+    root = _copy(template, tmp_path / "memory")
+    fsmem(root, "ls", **{WORKERS_ENV: "1"})
+    fsmem(root, "search", QUERIES[0], **{WORKERS_ENV: "1"})
+    shutil.rmtree(root / ".fsmem" / "logs", ignore_errors=True)  # the clean memory logged only `answers`
+    assert answers(root) == clean[0]
+
+
+def _on_a_terminal(root: Path, *args: str, **env: str) -> tuple[int, str]:
+    """Run `fsmem` with stderr on a pseudo-terminal (stdout a pipe): (exit code, what the terminal got)."""
+    leader, follower = pty.openpty()
+    full = {**os.environ, "FSMEM_NOW": NOW, **env}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fsmem", "--root", str(root), *args],
+        stdout=subprocess.DEVNULL,
+        stderr=follower,
+        env=full,
+    )
+    os.close(follower)
+    got = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # EIO: the child closed its end
+            break
+        if not chunk:
+            break
+        got += chunk
+    os.close(leader)
+    return proc.wait(), got.decode("utf-8", "replace")
+
+
+def test_progress_shows_on_a_terminal_only(template, tmp_path):
+    on_terminal = _copy(template, tmp_path / "tty")
+    code, shown = _on_a_terminal(on_terminal, "search", QUERIES[0], **{AFTER_ENV: "0"})
+    assert code == 0
+    assert "fsmem: indexing files for search: " in shown
+    files = sum(1 for _ in on_terminal.rglob("*.md"))
+    assert re.search(rf"\rfsmem: indexing files for search: [0-9,]+ of {files:,} files \([0-9]+%\)\x1b\[K", shown)
+    assert shown.endswith("\r\x1b[K")  # the line is cleared when the work is over
+    piped = _copy(template, tmp_path / "pipe")
+    done = fsmem(piped, "search", QUERIES[0], **{AFTER_ENV: "0"})
+    assert done.returncode == 0
+    assert done.stderr == ""
+
+
+def test_no_progress_for_work_under_a_second(tmp_path):
+    root = tmp_path / "small"
+    Memory.init(root)
+    (root / "topics").mkdir(exist_ok=True)
+    (root / "topics" / "one.md").write_text("# One\n\n- renewal budget\n", encoding="utf-8")
+    code, shown = _on_a_terminal(root, "search", "renewal")
+    assert code == 0
+    assert shown == ""

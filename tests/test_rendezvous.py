@@ -1,0 +1,483 @@
+"""One-shot reads answered by a running `fsmem watch` over its local socket (`fsmem.cli.rendezvous`, `answering`):
+the same bytes as the walk, for every change finished before the command started; fallback to the walk when no
+watcher runs, when it hangs, when no socket can be made; another user can neither ask nor answer."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import configure, write_file
+from mounts import read_only
+
+from fsmem import Memory
+from fsmem.cli import rendezvous as rv
+
+FSMEM = str(Path(sys.executable).with_name("fsmem"))
+TIMEOUT = 30.0
+NOW = "2026-03-01T12:00:00+00:00"
+
+
+def run(root: Path, *args: str, mode: str = "require", env: dict | None = None, cwd: Path | None = None, stdin=b""):
+    """(exit code, stdout, stderr) of `fsmem ARGS` at `root`, asked of the watcher (`require`) or walked (`off`)."""
+    environment = {**os.environ, "FSMEM_NOW": NOW, rv.MODE_ENV: mode, **(env or {})}
+    if mode == "auto":
+        del environment[rv.MODE_ENV]
+    done = subprocess.run(
+        [FSMEM, *args], cwd=cwd or root, env=environment, input=stdin, capture_output=True, timeout=TIMEOUT, check=False
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+def both(root: Path, *args: str, **kwargs):
+    """The command asked of the watcher and walked, which must be the same bytes; the answer. Each runs on the
+    same retrieval log (a search's usage boost reads it, and every read adds to it)."""
+    log = root / ".fsmem/logs/retrieval.jsonl"
+    before = log.read_bytes() if log.exists() else None
+    asked = run(root, *args, mode="require", **kwargs)
+    if before is None:
+        log.unlink(missing_ok=True)
+    else:
+        log.write_bytes(before)
+    walked = run(root, *args, mode="off", **kwargs)
+    assert asked == walked, (args, asked, walked)
+    return asked
+
+
+class Watcher:
+    """`fsmem watch` in a process of its own, answering once its socket is there."""
+
+    def __init__(self, root: Path, env: dict | None = None, wait: bool = True):
+        self.root = root
+        self.process = subprocess.Popen(
+            [FSMEM, "--root", str(root), "watch", "--settle", "0.1"],
+            env={**os.environ, **(env or {})},
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        if wait:
+            self.wait_for("answering one-shot reads on ")
+
+    def _read(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.lines.append(line)
+
+    def wait_for(self, words: str) -> str:
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline:
+            found = [line for line in self.lines if words in line]
+            if found:
+                return found[0]
+            if self.process.poll() is not None and not self._reader.is_alive():
+                break
+            time.sleep(0.02)
+        raise AssertionError(f"the watcher never said {words!r}: {''.join(self.lines)}")
+
+    def socket(self) -> str:
+        return self.wait_for("answering one-shot reads on ").split(" on ", 1)[1].strip()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGCONT)
+            self.process.terminate()
+            self.process.wait(TIMEOUT)
+        self._reader.join(TIMEOUT)
+
+
+@pytest.fixture
+def memory(tmp_path):
+    memory = Memory.init(tmp_path / "mem")
+    write_file(
+        memory.root, "topics/billing.md", "---\ntitle: Billing\ntags: [money]\n---\n# Billing\n\n- the zephyr plan\n"
+    )
+    write_file(memory.root, "topics/people.md", "---\ntitle: People\n---\n# People\n\n- Ada runs zephyr ops\n")
+    write_file(memory.root, "sessions/2026-02-01.md", "# Session\n\n- asked about zephyr pricing\n")
+    return memory
+
+
+@pytest.fixture
+def watcher(memory):
+    started = Watcher(memory.root)
+    yield started
+    started.stop()
+
+
+READS = [
+    ("ls", "--max-results", "3"),
+    ("grep", "-i", "ZEPHYR", "--json"),
+    ("grep", "zephyr", "--max-tokens", "30"),
+    ("search", "zephyr pricing", "--json"),
+    ("read", "topics/billing.md"),
+    ("context", "--max-tokens", "120"),
+    ("grep", "nothing-matches-this"),  # exit 1
+]
+ODD = [("read", "topics/none.md"), ("ls", "--no-such-option")]  # an error (exit 2), click's usage error
+
+
+@pytest.mark.slow
+def test_every_read_through_the_watcher_is_the_walks_answer_after_every_kind_of_change(memory, watcher):
+    root = memory.root
+    for args in READS + ODD:
+        both(root, *args)
+    # changes through files: an edit in place, a save by rename, a delete, a new folder
+    (root / "topics/billing.md").write_text("---\ntitle: Billing\n---\n# Billing\n\n- the zephyr plan, renamed\n")
+    fresh = root / "topics/.people.md.swp"
+    fresh.write_text("# People\n\n- Grace now runs zephyr ops\n")
+    os.replace(fresh, root / "topics/people.md")
+    (root / "sessions/2026-02-01.md").unlink()
+    write_file(root, "new/deep/zephyr.md", "# Zephyr\n\n- a zephyr in a new folder\n")
+    for args in READS:
+        both(root, *args)
+    # and through fsmem, with its history
+    assert run(root, "note", "zephyr note through fsmem", mode="off")[0] == 0
+    assert run(root, "rm", "new/deep/zephyr.md", mode="off")[0] == 0
+    for args in READS:
+        both(root, *args)
+    assert "Grace" in both(root, "grep", "Grace")[1].decode()
+
+
+WORDS = ["zephyr", "ledger", "quartz", "marlin", "tundra"]
+NAMES = [f"{folder}/{name}.md" for folder in ("topics", "notes", "notes/deep") for name in ("a", "b", "c")]
+
+
+@pytest.mark.slow
+def test_random_changes_through_files_and_fsmem_then_every_read_both_ways(tmp_path_factory):
+    """A hypothesis state machine: writes, edits, moves and deletes through files and through fsmem; after each,
+    a read (ls, grep, search, read) asked of the watcher and walked gives the same bytes."""
+    from hypothesis import HealthCheck, settings, strategies as st
+    from hypothesis.stateful import RuleBasedStateMachine, rule
+
+    names, words = st.sampled_from(NAMES), st.sampled_from(WORDS)
+    text = st.lists(st.lists(words, min_size=1, max_size=3), min_size=1, max_size=4)
+
+    class Changes(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.root = Memory.init(tmp_path_factory.mktemp("machine") / "mem").root
+            self.watcher = Watcher(self.root)
+
+        def teardown(self) -> None:
+            self.watcher.stop()
+
+        @staticmethod
+        def body(rel: str, lines: list[list[str]]) -> str:
+            return f"# {rel}\n\n" + "".join(f"- {' '.join(line)}\n" for line in lines)
+
+        @rule(rel=names, lines=text)
+        def write(self, rel, lines):
+            write_file(self.root, rel, self.body(rel, lines))
+
+        @rule(rel=names, word=words)
+        def append(self, rel, word):
+            if (self.root / rel).exists():
+                with (self.root / rel).open("a") as handle:
+                    handle.write(f"- {word} appended\n")
+
+        @rule(rel=names)
+        def delete(self, rel):
+            (self.root / rel).unlink(missing_ok=True)
+
+        @rule(source=names, dest=names)
+        def move(self, source, dest):
+            if (self.root / source).exists() and source != dest:
+                (self.root / dest).parent.mkdir(parents=True, exist_ok=True)
+                os.replace(self.root / source, self.root / dest)
+
+        @rule(rel=names, lines=text)
+        def write_through_fsmem(self, rel, lines):
+            assert run(self.root, "write", rel, mode="off", stdin=self.body(rel, lines).encode())[0] == 0
+
+        @rule(rel=names)
+        def rm_through_fsmem(self, rel):
+            if (self.root / rel).exists():
+                assert run(self.root, "rm", rel, mode="off")[0] == 0
+
+        @rule(kind=st.sampled_from(["ls", "grep", "search", "read"]), rel=names, word=words, other=words)
+        def read_both_ways(self, kind, rel, word, other):
+            args = {
+                "ls": ("ls", "notes", "--json"),
+                "grep": ("grep", word),
+                "search": ("search", f"{word} {other}"),
+                "read": ("read", rel),
+            }[kind]
+            both(self.root, *args)
+
+    Changes.TestCase.settings = settings(
+        max_examples=3, stateful_step_count=8, deadline=None, suppress_health_check=list(HealthCheck)
+    )
+    Changes.TestCase().runTest()
+
+
+def test_a_read_sees_every_change_finished_before_it_while_other_files_keep_changing(memory, watcher):
+    root = memory.root
+    stop = threading.Event()
+
+    def churn() -> None:
+        n = 0
+        while not stop.is_set():
+            write_file(root, f"busy/f{n % 7}.md", f"# Busy\n\n- churn {n}\n")
+            if n % 5 == 0:
+                (root / f"busy/f{(n + 3) % 7}.md").unlink(missing_ok=True)
+            n += 1
+
+    thread = threading.Thread(target=churn, daemon=True)
+    thread.start()
+    try:
+        for n in range(5):
+            write_file(root, "topics/billing.md", f"# Billing\n\n- the zephyr plan, version {n}\n")
+            if n % 3 == 0:
+                (root / "topics/people.md").unlink(missing_ok=True)
+            else:
+                write_file(root, "topics/people.md", f"# People\n\n- zephyr person {n}\n")
+            for args in [("ls", "topics"), ("grep", "zephyr", "topics"), ("read", "topics/billing.md")]:
+                code, out, err = both(root, *args)
+                assert f"version {n}" in out.decode() or args[0] == "ls"
+    finally:
+        stop.set()
+        thread.join(TIMEOUT)
+
+
+def test_a_request_carries_the_clock_the_agent_and_the_budget(memory, watcher):
+    root = memory.root
+    write_file(root, "topics/dated.md", "---\ntitle: Dated\nupdated: 2025-06-01\n---\n# Dated\n\n- zephyr dated\n")
+    configure(root, {"budgets": {"agents": {"terse": {"max_results": 1}}}})
+    early = both(root, "search", "zephyr", "--json", env={"FSMEM_NOW": "2025-06-02T00:00:00+00:00"})
+    late = both(root, "search", "zephyr", "--json", env={"FSMEM_NOW": "2029-01-01T00:00:00+00:00"})
+    assert early != late  # recency moved the scores
+    small = both(root, "grep", "zephyr", "--max-tokens", "20")
+    large = both(root, "grep", "zephyr", "--max-tokens", "400")
+    assert small != large and len(small[1]) < len(large[1])
+    everyone = both(root, "ls")
+    terse = both(root, "--agent", "terse", "ls")
+    also_terse = both(root, "ls", env={"FSMEM_AGENT": "terse"})
+    assert terse == also_terse and terse != everyone and b"[files 1-1 of " in terse[1]
+    elsewhere = both(root, "--root", str(root), "ls", cwd=root.parent)  # another working folder, --root given
+    assert elsewhere == everyone
+
+
+def test_only_reads_are_asked_and_a_write_asked_by_hand_is_refused(memory, watcher):
+    root = memory.root
+    assert run(root, "rm", "topics/people.md")[0] == 0  # a write runs here, FSMEM_SOCKET=require or not
+    assert not (root / "topics/people.md").exists()
+    answer = _ask_by_hand(watcher.socket(), root, ["rm", "topics/billing.md"])
+    assert answer == rv.REFUSED and (root / "topics/billing.md").exists()
+    assert _ask_by_hand(watcher.socket(), root.parent, ["ls"]) == rv.REFUSED  # not this watcher's memory
+    both(root, "ls")
+
+
+def _ask_by_hand(path: str, root: Path, argv: list[str]) -> bytes:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(TIMEOUT)
+        sock.connect(path)
+        sock.sendall(rv.pack(rv.request(str(root), argv)))
+        return sock.recv(1)
+
+
+def test_the_protocol_is_bounded_both_ways(memory, watcher):
+    path = watcher.socket()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:  # a frame past the cap: dropped unread
+        sock.settimeout(TIMEOUT)
+        sock.connect(path)
+        sock.sendall((rv.MAX_REQUEST + 1).to_bytes(4, "big") + b"x" * 1024)
+        assert _closed(sock)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as silent:  # says nothing: dropped after its deadline
+        silent.settimeout(TIMEOUT)
+        silent.connect(path)
+        assert _closed(silent)
+    both(memory.root, "ls")
+
+
+def _closed(sock: socket.socket) -> bool:
+    """The watcher closed the connection without a word (a reset where it left bytes unread)."""
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+def test_without_a_watcher_the_command_walks_and_require_says_why(memory):
+    root = memory.root
+    assert run(root, "ls", mode="auto") == run(root, "ls", mode="off")
+    code, out, err = run(root, "ls", mode="require")
+    assert code == 2 and out == b"" and b"no running fsmem answered" in err
+
+
+def test_a_stopped_watcher_is_walked_past(memory, watcher):
+    root = memory.root
+    expected = run(root, "ls", mode="off")
+    os.kill(watcher.process.pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        assert run(root, "ls", mode="auto") == expected
+        assert time.monotonic() - started < rv.READY_SECONDS + 10
+        code, _, err = run(root, "ls", mode="require")
+        assert code == 2 and b"no running fsmem answered" in err
+    finally:
+        os.kill(watcher.process.pid, signal.SIGCONT)
+    both(root, "ls")  # and it answers again
+
+
+def test_a_killed_watchers_socket_is_stale_and_the_next_watcher_replaces_it(memory):
+    root = memory.root
+    first = Watcher(root)
+    path = first.socket()
+    first.process.kill()
+    first.stop()
+    assert stat.S_ISSOCK(os.lstat(path).st_mode)  # left behind
+    assert run(root, "ls", mode="auto") == run(root, "ls", mode="off")
+    assert run(root, "ls", mode="require")[0] == 2
+    second = Watcher(root)
+    try:
+        assert second.socket() == path
+        both(root, "ls")
+        third = Watcher(root, wait=False)  # a second live watcher leaves the first one answering
+        try:
+            third.wait_for("answered by another process")
+        finally:
+            third.stop()
+        both(root, "ls")
+    finally:
+        second.stop()
+    assert not os.path.lexists(path)  # removed at a clean exit
+
+
+def test_a_memory_whose_socket_path_is_too_long_uses_a_short_private_folder(tmp_path):
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    memory = Memory.init(deep / "mem")
+    write_file(memory.root, "topics/a.md", "# A\n\n- zephyr\n")
+    runtime = Path(tempfile.mkdtemp(prefix="rt-"))
+    try:
+        env = {"XDG_RUNTIME_DIR": str(runtime)}
+        watcher = Watcher(memory.root, env=env)
+        try:
+            path = watcher.socket()
+            assert path.startswith(str(runtime / "fsmem") + "/") and len(path) <= rv.MAX_SOCKET_PATH
+            assert stat.S_IMODE(os.lstat(runtime / "fsmem").st_mode) == 0o700
+            assert stat.S_IMODE(os.lstat(path).st_mode) == 0o600
+            both(memory.root, "grep", "zephyr", env=env)
+        finally:
+            watcher.stop()
+    finally:
+        shutil.rmtree(runtime)
+
+
+def test_on_a_read_only_mount_no_socket_is_made_and_commands_walk(memory, tmp_path):
+    assert run(memory.root, "ls", mode="off")[0] == 0  # the caches exist before the mount
+    with read_only(memory.root, tmp_path / "ro") as root:
+        watcher = Watcher(root, wait=False)
+        try:
+            watcher.wait_for("one-shot commands will walk")
+            assert not os.path.lexists(root / ".fsmem/run/answers.sock")
+            assert run(root, "ls", mode="auto") == run(root, "ls", mode="off")
+            assert run(root, "ls", mode="require")[0] == 2
+        finally:
+            watcher.stop()
+
+
+def _as_nobody() -> list[str]:
+    if os.geteuid() != 0:
+        pytest.skip("running a client as another user needs root")
+    if shutil.which("setpriv") is None:
+        pytest.skip("no setpriv here")
+    prefix = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    if subprocess.run([*prefix, sys.executable, "-c", "pass"], capture_output=True, check=False).returncode:
+        pytest.skip("cannot run this interpreter as nobody")
+    return prefix
+
+
+CONNECT = """
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(10)
+try:
+    s.connect(sys.argv[1])
+except OSError as exc:
+    print("refused", exc.errno)
+    sys.exit(0)
+try:
+    s.sendall(b"\\0\\0\\0\\0")
+    print("dropped" if s.recv(1) == b"" else "answered")
+except (BrokenPipeError, ConnectionResetError):
+    print("dropped")
+"""
+
+
+def test_another_user_can_neither_reach_nor_ask_the_watcher():
+    prefix = _as_nobody()
+    base = Path(tempfile.mkdtemp(prefix="rendezvous-other-", dir="/tmp"))
+    try:
+        os.chmod(base, 0o755)  # others may enter the memory's folders, as on a shared machine
+        memory = Memory.init(base / "mem")
+        write_file(memory.root, "topics/a.md", "# A\n\n- zephyr\n")
+        (memory.root / ".fsmem").mkdir(exist_ok=True)
+        os.chmod(memory.root / ".fsmem", 0o755)
+        watcher = Watcher(memory.root)
+        try:
+            path = watcher.socket()
+            folder = os.path.dirname(path)
+            assert stat.S_IMODE(os.lstat(folder).st_mode) == 0o700 and os.lstat(folder).st_uid == os.getuid()
+            tried = subprocess.run([*prefix, sys.executable, "-c", CONNECT, path], capture_output=True, text=True)
+            assert tried.stdout.split()[:1] == ["refused"], tried  # the folder's mode: EACCES
+            os.chmod(folder, 0o711)  # even where the folder and the socket let it through,
+            os.chmod(path, 0o666)
+            tried = subprocess.run([*prefix, sys.executable, "-c", CONNECT, path], capture_output=True, text=True)
+            assert tried.stdout.strip() == "dropped", tried  # the watcher checks the peer's uid
+            os.chmod(folder, 0o700)
+            os.chmod(path, 0o600)
+            both(memory.root, "ls")
+        finally:
+            watcher.stop()
+    finally:
+        shutil.rmtree(base)
+
+
+def test_the_client_refuses_a_folder_that_is_not_private(tmp_path):
+    folder = tmp_path / "open"
+    folder.mkdir(mode=0o755)
+    os.chmod(folder, 0o755)
+    assert not rv.private(str(folder))
+    os.chmod(folder, 0o700)
+    assert rv.private(str(folder))
+    link = tmp_path / "link"
+    link.symlink_to(folder)
+    assert not rv.private(str(link))
+
+
+@pytest.mark.parametrize(
+    ("argv", "command"),
+    [
+        (["ls"], "ls"),
+        (["--root", "R", "grep", "x"], "grep"),
+        (["--agent=a", "search", "x", "--root", "R"], "search"),
+        (["ls", "--help"], None),
+        (["-h"], None),
+        (["--version", "ls"], None),
+        (["read", "-"], None),
+        (["note", "x"], "note"),
+    ],
+)
+def test_which_command_a_line_names(argv, command):
+    assert rv.command_and_root(argv)[0] == command
+
+
+def test_the_request_module_imports_only_what_the_start_needs():
+    code = (
+        "import sys; import fsmem.cli; before = set(sys.modules); import fsmem.cli.rendezvous; "
+        "print(sorted(set(sys.modules) - before))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "['_socket', 'fsmem.cli.rendezvous', 'fsmem.names']"
