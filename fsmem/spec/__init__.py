@@ -1,7 +1,9 @@
 """One declaration per operation: its parameters, what it answers, what it needs, and the function that does it.
 
 Every face is generated from these declarations (`fsmem.spec.operations`):
-the click commands (`fsmem.cli.generated`), the agent tools and their
+`Memory`'s methods (`fsmem.memory`), the command table (`fsmem.cli.COMMANDS`,
+with the hand-written commands of `fsmem.spec.commands`) and the CLI's positional
+arguments (`fsmem.faces`), the click commands (`fsmem.cli.generated`), the agent tools and their
 schemas for OpenAI, Anthropic, MCP and fsmem's own form
 (`fsmem.agents.builtin`), the tool list a caller is offered
 (`fsmem.agents.tools.offered`), and the check that each operation's function
