@@ -24,6 +24,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from fsmem import format as fmt
+from fsmem.search import rowscores
 from fsmem.search.analyzer import Analyzer
 from fsmem.search.documents import (
     FEW_NAMED,
@@ -369,7 +370,15 @@ def _candidates(
 
     # 2. The rows whose text or headings match, best first (BM25F: the columns weigh a term's frequency).
     row_raw: dict[int, float] = {}
-    if any(df.get(t) for t in used):
+    by_file = _by_file(conn, kept, scored_files, used, df, n_rows)
+    if by_file is not None:
+        found = rowscores.row_scores(conn, match, used, df, (w["text"], w["headings"]), by_file)
+        if not superseded_too:
+            found = [(r, s) for r, s in found if not by_file[r >> ROW_BITS][r & (MAX_ROWS - 1)] & SUPERSEDED]
+        found.sort()  # ties by row id, as the query's ORDER BY gives them
+        found.sort(key=lambda pair: pair[1], reverse=True)
+        row_raw = dict(found[:pool_size])
+    elif any(df.get(t) for t in used):
         where = ["search_fts MATCH ?"]
         args: list[Any] = [match]
         if scored_files is not None:
@@ -494,6 +503,20 @@ def _candidates(
         lines_of[rid] = value >> 2
     salience = {fid: found.salience for fid, found in files.items()}
     return _Candidates(pool, relevance, paths, lines_of, salience, searchable, stale)
+
+
+def _by_file(conn, kept, scored_files, used, df, all_rows) -> dict[int, Any] | None:
+    """The files whose rows the row part scores file by file (`fsmem.search.rowscores`), each with its packed
+    rows, when that costs less than a bm25() query over every posting of the query's words; else None."""
+    if scored_files is None or len(scored_files) > TOP_DOCUMENTS or not rowscores.usable(used):
+        return None
+    postings = sum(df.get(t, 0) for t in used)
+    if not postings:
+        return None
+    files = _files_of(conn, set(scored_files), kept)
+    if not rowscores.cheaper(postings, len(files), sum(len(found.rows) for found in files.values()), all_rows):
+        return None
+    return {fid: found.rows for fid, found in files.items() if len(found.rows)}
 
 
 _FILES = ("files' packed rows",)

@@ -41,7 +41,7 @@ from fsmem.agents import tools
 from fsmem.config import CONFIG_FILE
 from fsmem.errors import FsmemError
 from fsmem.memory import Memory
-from fsmem.server.direct import DirectPath
+from fsmem.server.direct import DirectPath, LifespanResult
 from fsmem.server.door import (
     BUSY,
     FORBIDDEN,
@@ -104,8 +104,7 @@ class MemoryServer:
         self.lanes = Lanes.of(self.limits)
         self._memories: dict[tuple, Memory] = {}
         self.mcp = build_server(self.limits, self.lanes)
-        self._lifespan_result: Any = None
-        self.mcp.lifespan = self._recording(self.mcp.lifespan)
+        self.lifespan_result = LifespanResult.around(self.mcp)
         self.manager = StreamableHTTPSessionManager(
             self.mcp,
             stateless=True,
@@ -114,21 +113,6 @@ class MemoryServer:
         )
         self._direct_wanted = direct
         self.direct: DirectPath | None = None  # from the manager's start, which enters the server's lifespan
-
-    def _recording(self, lifespan: Any) -> Any:
-        """The server's lifespan (`Server(lifespan=…)`, a public attribute), keeping what it yields for the
-        direct path: the session manager enters it once at its start and keeps the result to itself."""
-
-        @contextlib.asynccontextmanager
-        async def recorded(server: Any) -> Any:
-            async with lifespan(server) as result:
-                self._lifespan_result = result
-                try:
-                    yield result
-                finally:
-                    self._lifespan_result = None
-
-        return recorded
 
     # -- ASGI ------------------------------------------------------------------------------------
     async def __call__(self, scope: dict[str, Any], receive, send) -> None:
@@ -148,7 +132,7 @@ class MemoryServer:
                     await send({"type": "lifespan.startup.failed", "message": str(exc)})
                     return
                 if self._direct_wanted:
-                    self.direct = DirectPath(self.mcp, self._lifespan_result)
+                    self.direct = DirectPath(self.mcp, self.lifespan_result.result)
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 self.direct = None

@@ -19,6 +19,7 @@ never come this far (the door's decoder, `fsmem.agents.jsonrpc`, answers them).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -107,6 +108,30 @@ def plain_message(request: Request, body: bytes) -> tuple[Plain, str | None] | N
     if isinstance(message, types.JSONRPCRequest | types.JSONRPCNotification):
         return message, version
     return None
+
+
+class LifespanResult:
+    """What the server's lifespan yields, kept for the direct path: the session manager enters it once at its
+    start and keeps the result to itself, so the lifespan (`Server(lifespan=…)`, public) is wrapped to keep it."""
+
+    def __init__(self) -> None:
+        self.result: Any = None
+
+    @classmethod
+    def around(cls, server: Any) -> LifespanResult:
+        kept, lifespan = cls(), server.lifespan
+
+        @contextlib.asynccontextmanager
+        async def recorded(app: Any) -> Any:
+            async with lifespan(app) as result:
+                kept.result = result
+                try:
+                    yield result
+                finally:
+                    kept.result = None
+
+        server.lifespan = recorded
+        return kept
 
 
 class DirectPath:

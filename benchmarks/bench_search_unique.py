@@ -1,0 +1,163 @@
+"""Search in a long-lived process on questions never asked before, against a bare FTS5 query of the same words.
+
+    .venv/bin/python benchmarks/bench_search_unique.py [--root DIR] [--sizes 10000] [--queries 300]
+        [--words 3] [--seed 7] [--profile]
+
+Each question is `--words` distinct words drawn (seeded) from the memory's own vocabulary (its indexed
+terms), no two questions
+alike and none asked before, so nothing kept from an earlier question (a kept pool of candidates)
+answers it. One `Memory` asks them all (a long-lived process: an agent's server). Beside each, in the same process:
+the same search with the row part as bm25() over every matching row (`fsmem.search.rowscores` switched
+off: what fsmem did before it scored the best documents' files file by file), and the bare FTS5 query of
+the same terms on the same index (their OR, `bm25()`, 20 rows). The three take turns going first, so a
+busy machine slows all alike (the candidates one side keeps are let go before the next). Wall time per
+search: p50, p99, the slowest, and each p50 against the bare query's. Then the latest 20 questions are
+asked twice more, the second time timed and reported apart, labelled: the repeated mix, which kept
+candidates answer.
+
+`--root` is a memory whose caches are built (a copy: fsmem writes `.fsmem/`); without it the seeded
+benchmark corpus of `--sizes` files is built under bench-out/ and searched once to build its index.
+`--profile` prints where the fsmem side's time goes (cProfile, the 25 costliest functions).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+
+def vocabulary(conn) -> list[str]:
+    """The memory's indexed words of letters only (what a person would type), in a stable order."""
+    return sorted(t for (t,) in conn.execute("SELECT term FROM search_terms") if t.isalpha() and len(t) >= 3)
+
+
+def questions(words: list[str], count: int, per: int, seed: int) -> list[str]:
+    """`count` distinct questions of `per` distinct words each."""
+    rng = random.Random(seed)
+    seen: set[frozenset[str]] = set()
+    out = []
+    while len(out) < count:
+        picked = rng.sample(words, per)
+        if frozenset(picked) not in seen:
+            seen.add(frozenset(picked))
+            out.append(" ".join(picked))
+    return out
+
+
+PRUNED = "fsmem search, distinct questions"
+EXHAUSTIVE = "the same, bm25() over every match"
+FTS5 = "bare FTS5 (OR, bm25, 20 rows)"
+REPEATED = "fsmem search, repeated (kept candidates)"
+SIDES = [PRUNED, EXHAUSTIVE, FTS5]
+
+
+def forget(index) -> None:
+    """Let go of the candidates kept for the latest questions, so the next side ranks the question afresh."""
+    kept = index.kept.at(index.kept._state)
+    kept.pop(("recent",), None)
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", type=Path, help="a memory whose caches are built (a scratch copy)")
+    parser.add_argument("--sizes", default="10000", help="corpus sizes when no --root is given")
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--words", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--profile", action="store_true")
+    args, _rest = parser.parse_known_args()  # `make bench` passes every script the same arguments
+    from fsmem import Memory
+    from fsmem.search import rowscores
+    from fsmem.search.documents import quoted
+    from fsmem.search.scoring import query_terms
+    from fsmem.store import cache
+
+    roots = [args.root] if args.root else []
+    if not roots:
+        from common import corpus
+
+        roots = [corpus(int(size)) for size in args.sizes.split(",")]
+    for root in roots:
+        memory = Memory(root)
+        memory.search("warm up: the modules a first search imports")
+        index = memory.search_index
+        bare = cache.connect(index.path)
+        words = vocabulary(bare)
+        asked = questions(words, args.queries, args.words, args.seed)
+        rows = int(bare.execute("SELECT value FROM search_meta WHERE key = 'rows'").fetchone()[0])
+
+        def fts5(question: str, index=index, bare=bare) -> list:
+            terms, _ = query_terms(index.analyzer, question)
+            match = " OR ".join(quoted(t) for t in terms)
+            return bare.execute(
+                "SELECT rowid, bm25(search_fts) AS s FROM search_fts WHERE search_fts MATCH ? ORDER BY s LIMIT 20",
+                (match,),
+            ).fetchall()
+
+        profile = None
+        if args.profile:
+            import cProfile
+
+            profile = cProfile.Profile()
+        times: dict[str, list[float]] = {side: [] for side in SIDES}
+        loads = [os.getloadavg()[0]]
+        for number, question in enumerate(asked):
+            for side in SIDES[number % 3 :] + SIDES[: number % 3]:  # each side first a third of the time
+                if side == EXHAUSTIVE:
+                    forget(index)
+                    saved = rowscores.POSTINGS_PER_FILE
+                    rowscores.POSTINGS_PER_FILE = 1 << 62  # never file by file: bm25() over every match
+                started = time.perf_counter()
+                if side == FTS5:
+                    fts5(question)
+                else:
+                    if profile is not None and side == PRUNED:
+                        profile.enable()
+                    memory.search(question)
+                    if profile is not None:
+                        profile.disable()
+                times[side].append(time.perf_counter() - started)
+                if side == EXHAUSTIVE:
+                    rowscores.POSTINGS_PER_FILE = saved
+                    forget(index)
+        loads.append(os.getloadavg()[0])
+        again = []
+        for question in asked[-20:]:
+            memory.search(question)  # kept from now on (the sides above let their candidates go)
+            started = time.perf_counter()
+            memory.search(question)
+            again.append(time.perf_counter() - started)
+        print(
+            f"{root}: {rows:,} rows, {len(words):,} words drawn from, {len(asked)} distinct questions of {args.words}"
+        )
+        print(f"load average {min(loads):.1f}-{max(loads):.1f}")
+        print(f"{'':<40} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'p50 x FTS5':>10}")
+        limit = statistics.median(times[FTS5])
+        for name, values in (*times.items(), (REPEATED, again)):
+            p50, p99, top = (1000 * v for v in (statistics.median(values), percentile(values, 0.99), max(values)))
+            print(f"{name:<40} {p50:>8.1f} {p99:>8.1f} {top:>8.1f} {p50 / 1000 / limit:>10.2f}")
+        if profile is not None:
+            import pstats
+
+            pstats.Stats(profile).sort_stats("cumulative").print_stats(25)
+            pstats.Stats(profile).sort_stats("tottime").print_stats(25)
+        bare.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
