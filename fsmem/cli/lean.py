@@ -1,8 +1,8 @@
 """`fsmem grep` from the shell without click: the command agents call most, started with only what it uses.
 
-At 10k files rg's own pass takes ~50 ms, and importing click and building the command from its spec cost
-a third of that again (docs/performance.md, the import budget). `fsmem.cli.main` gives a grep command line
-to `parse` first: one that names only grep's own options, spelled out, with plain values, is run here;
+rg's own pass over the memory is short, and importing click and building the command from its spec added a
+large part of it again (docs/performance.md, "Start-up and one-shot commands"). `fsmem.cli.main` gives a grep
+command line to `parse` first: one that names only grep's own options, spelled out, with plain values, is run here;
 anything else (--help, a typo, `--`, combined short flags, a value that starts with '-' or that click would
 reject) returns None and goes to click, so help, usage errors and their words stay click's. What runs
 is what the generated command runs (`fsmem.cli.generated`): the same `Memory.grep` call, within the same
@@ -17,7 +17,7 @@ import os
 import re
 import sys
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing (2 ms) is imported after rg has started (fsmem.cli.early)
+TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing is imported after rg has started (fsmem.cli.early)
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 
@@ -174,9 +174,9 @@ def run(grep: Grep, *, whole_process: bool = False) -> NoReturn:
 
 def _settled() -> None:
     """The modules are imported: what exists now lives as long as the process, so the collector need never look
-    at it again. Collections during the imports took 2-3 ms of a grep's CPU, and the interpreter's last
-    collections of every module's objects at exit 8-20 ms after the answer was printed; the objects are
-    freed with the process (its memory closed by then). The grep itself runs with the collector on."""
+    at it again. Collections during the imports were a measurable share of a grep's CPU, and the interpreter's
+    last collections of every module's objects at exit delayed the process's end after the answer was printed;
+    the objects are freed with the process (its memory closed by then). The grep itself runs with the collector on."""
     gc.freeze()
     gc.enable()
 

@@ -1,13 +1,14 @@
 """A one-shot read asks a running `fsmem watch` over a local socket, as git's fsmonitor asks Watchman.
 
-A one-shot `fsmem ls` or `search` at 100k files walks 100,000 files for its freshness (~1 s); a watcher
-that holds the memory already knows what changed. So before anything else is imported, `ask` sends the
-command line, with everything its answer depends on (the working folder, the FSMEM_* variables: agent,
-session, host, clock; TZ and the terminal's width), to the watcher of the memory, which runs the very same
-command in its process (`fsmem.cli.answering`) and sends back what it printed and its exit code; the
-client prints those bytes and exits. Only reads are asked (`ASKED`); anything else, and every failure
-before the answer has arrived (no watcher, one that does not say READY within `READY_SECONDS`, a refusal,
-an answer cut short), runs the command here as before: nothing has been printed by then.
+A one-shot `fsmem ls` or `search` at 100k files walks 100,000 files for its freshness (docs/performance.md,
+"Start-up and one-shot commands"); a watcher that holds the memory already knows what changed. So before
+anything else is imported, `ask` sends the command line, with everything its answer depends on (the working
+folder, the FSMEM_* variables: agent, session, host, clock; TZ and the terminal's width), to the watcher of
+the memory, which runs the very same command in its process (`fsmem.cli.answering`) and sends back what it
+printed and its exit code; the client prints those bytes and exits. Only reads are asked (`ASKED`); anything
+else, and every failure before the answer has arrived (no watcher, one that does not say READY within
+`READY_SECONDS`, a refusal, an answer cut short), runs the command here as before: nothing has been printed
+by then.
 
 Who can reach it: the socket lives in a folder of its own, mode 0700, owned by the user (`.fsmem/run/`,
 or, where that path is longer than a socket's address can be, a folder keyed by a hash of the root under
@@ -16,7 +17,7 @@ the platform has it), so a process of another user can neither ask nor answer. T
 `MAX_REQUEST` and `MAX_ANSWER` bytes, each read against a deadline.
 
 This module is imported on every CLI start, so it imports only `os`, `sys` and `_socket` (the `socket`
-module pulls in enum and selectors: 10 ms).
+module pulls in enum and selectors, which every command would pay for).
 """
 
 from __future__ import annotations

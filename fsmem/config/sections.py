@@ -3,8 +3,8 @@
 `memory_template/fsmem.yaml` is checked against these (`tests/test_config.py`), and so will the docs be.
 Each section is a dataclass (`dataclasses.fields()` lists its settings, with the line in `metadata["says"]`),
 frozen by `Section` rather than by `@dataclass(frozen=True)`: that one generates six methods a class with
-`exec` (Python 3.11), 0.3 ms a class, 4.5 ms for these fifteen on every command's start-up; `Section`'s
-methods are written once, and the fifteen classes cost 0.3 ms in all.
+`exec` (Python 3.11), which every command's start-up paid for each of these fifteen; `Section`'s methods
+are written once, and the fifteen classes cost next to nothing to make.
 """
 
 from __future__ import annotations

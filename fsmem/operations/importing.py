@@ -114,7 +114,8 @@ class Batches:
     """Transactions of at most HOLD seconds each, opened as writes come and closed at the end.
 
     Files are written without an fsync each (`write`) and made durable together when their transaction
-    closes, before it commits: an fsync after each note cost 19 ms a conversation on a loaded disk.
+    closes, before it commits: an fsync after each note made an import
+    measurably slower (docs/performance.md, "Importing a large export").
     """
 
     def __init__(self, memory: Core):

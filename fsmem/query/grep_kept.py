@@ -1,8 +1,8 @@
 """rg's first pass of a grep, kept while the change feed says that no memory file changed.
 
 A team's agents grep for the same names again and again, and each grep of a
-10k-file memory is one rg pass over every file (~46 ms of CPU, most of a
-server's work under load). In a process whose change feed is trusted
+memory is one rg pass over every file (most of a server's work under load
+when nothing is kept). In a process whose change feed is trusted
 (`fsmem.store.feed`), the feed names every memory file written, renamed or
 deleted since a consumer last asked; this module is such a consumer. While
 nothing changed, the same rg command line over the same files prints the
@@ -30,7 +30,8 @@ MAX_OUTPUT = 4 << 20  # a longer output is not kept (at 100k files a count pass 
 class Outputs:
     """One memory root's kept outputs, and the generation they belong to (moved by every change).
 
-    A plain class, not a dataclass: making one cost each `fsmem grep` 0.25 ms before it printed."""
+    A plain class, not a dataclass: making one execs its methods at import, which each `fsmem grep`
+    paid before it printed."""
 
     __slots__ = ("lock", "generation", "entries", "size", "__weakref__")
 

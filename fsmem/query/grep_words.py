@@ -1,12 +1,12 @@
 """Which files a grep can match at all: a word index of every file grep searches, so rg reads only those.
 
-A new grep of a 10k-file memory costs ~49 ms of CPU, nearly all of it rg
-opening and reading every file. For a pattern whose matches must contain
+A new grep of a memory costs CPU for rg opening and reading every file, which is
+nearly all of its cost, whatever the answer. For a pattern whose matches must contain
 some word (`needs`), a small index of each file's words names the few files
 that can match, and rg is given those files alone. The index holds, per file
 rg would search, the set of its ASCII alphanumeric words, lowercased, in a
-contentless FTS5 table (`detail=none`: document ids only, ~0.06x of the
-Markdown) in `.fsmem/grep-words.sqlite`.
+contentless FTS5 table (`detail=none`: document ids only, a small fraction of
+the Markdown: docs/performance.md, "grep") in `.fsmem/grep-words.sqlite`.
 
 It is used only where it is as fresh as grep's answers must be: in a process
 whose change feed (`fsmem.store.feed`) is trusted, caught up at every call
@@ -44,7 +44,7 @@ from fsmem.store.walk import FOLDER, probe, walk_entries
 CONSUMER = "grep-words"  # the feed's name for this index
 INDEX_FILE = "grep-words.sqlite"
 # More candidates than this and rg walks the memory: one rg call's arguments (grep's batch; ~120 KB of paths, far
-# below ARG_MAX), and at 10k files a fifth of them, where reading the rest is rg's whole saving (~5 us a file)
+# below ARG_MAX), and at 10k files a fifth of them, where reading the rest is rg's whole saving
 MAX_CANDIDATES = 2000
 MAX_NEEDS = 8  # words of one pattern looked up (any of them narrows soundly; the longest narrow most)
 SHORTEST_PART = 3  # a shorter start, end or inner part of words narrows little and costs a long lookup

@@ -1,9 +1,9 @@
 """The server's thread lanes: cheap reads, costly reads and writes each have threads of their own.
 
-A search or grep at 100k files takes hundreds of milliseconds of CPU; an `ls`
-or a `read` takes about one. On one pool the cheap calls queued behind the
-costly ones (at 100k files, `ls` and `read` waited 1.2 s at p50 under 32
-clients). So a call runs on the lane of its cost: `cheap_workers` threads for
+A search or grep of a large memory costs hundreds of times the CPU of an `ls`
+or a `read`. On one pool the cheap calls queued behind the costly ones, and
+under 32 clients waited nearly as long as a search (docs/performance.md, "The
+memory server under load"). So a call runs on the lane of its cost: `cheap_workers` threads for
 the tools whose work is bounded by their answer (`CHEAP_TOOLS`, and the
 context resource), `workers` threads for every other read (search, grep,
 links, history, and any tool a plugin registers), and half as many threads

@@ -34,7 +34,8 @@ ASGI scope); from then on it is never closed for a stranger.
 
 The parser is httptools rather than h11 (pure Python) because the event
 loop's thread frames every request of the server: with h11 the server spent
-about 0.2 ms more of its CPU on each call (`benchmarks/bench_server_call.py`).
+measurably more of its CPU on each call (`benchmarks/bench_server_call.py`; docs/performance.md,
+"The memory server under load").
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ def listening_socket(host: str, port: int, user_timeout_ms: int | None = None) -
     """A bound, listening TCP socket on `host`:`port` (0: any free port)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # proto given, so asyncio recognises accepted sockets as TCP and turns Nagle off on them (with proto 0
-    # it does not, and every answer's body waited for the client's delayed ACK: 40 ms a request)
+    # it does not, and every answer's body waited for the client's delayed ACK, on every request)
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -64,7 +64,7 @@ def has_uvloop() -> bool:
     """Whether uvloop (libuv's event loop, in C) is installed: the server runs on it when it is.
 
     The event loop's thread frames every request; on uvloop its own scheduling, sockets and timers
-    cost the server about 0.1 ms of CPU less a call (`benchmarks/bench_server_call.py`). It has no
+    cost the server measurably less CPU a call (`benchmarks/bench_server_call.py`). It has no
     Windows build, where asyncio's loop serves.
     """
     return importlib.util.find_spec("uvloop") is not None

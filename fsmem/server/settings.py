@@ -255,8 +255,9 @@ def usable_cores() -> int:
 def processes(value: Any) -> int:
     """A `processes` setting: a whole number from 1, or "auto" (`usable_cores()`), the default.
 
-    One process runs its Python on one core at a time, so a team's server on two cores served 72 calls a
-    second of new questions with one process and 117 with two (10k files): the default is one per core.
+    One process runs its Python on one core at a time, so on two cores a second process serves more calls a
+    second of new questions at no more CPU a call (docs/performance.md, "The memory server under load"):
+    the default is one per core.
     What each more costs: its own views of the memories and its own mapping of their search index
     (resident memory grows with each), its own `max_in_flight`, `max_connections` and `max_streams`, and
     a proxy must not reuse one connection for several tokens (docs/server.md, "Several processes"); an

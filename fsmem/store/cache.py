@@ -6,8 +6,8 @@ re-read on the next call whether or not a watcher runs. A second table
 memoises token counts of short strings (ls rows, grep rows, read lines), so a
 warm `ls` never loads the tokenizer.
 
-Why SQLite rather than one JSON file replaced atomically: a 10k-file JSON blob
-costs ~80 ms to load and must be rewritten whole for a one-file change, while
+Why SQLite rather than one JSON file replaced atomically: a JSON blob must be
+loaded whole by every command and rewritten whole for a one-file change, while
 SQLite (WAL mode, busy timeout) lets several processes read while one writes,
 updates rows in place, and lets `grep` fetch only the columns it needs.
 
@@ -53,7 +53,7 @@ CACHE_FILE = "cache.sqlite"
 # 5: compressed rows, hashed count memo; 6: FileMeta carries the file's version; 7: maybe_cited;
 # 8: listings in SQL (walk-order keys, filter columns, skipped entries), a row's fields as columns;
 # 9: each file's wikilinks and the names links resolve by (fsmem.format.links); 10: names by the file's id, not
-# its key (7.3 of 55.7 MB at 10k files: the key, ~33 bytes, stood in each of 53,000 rows and again in an index);
+# its key (the key, ~33 bytes, stood in each row and again in an index: an eighth of the caches' size);
 # 11: a name and its twin with `.md` one row (MD_TWIN), the count memo without rowids (its digest stood twice)
 SCHEMA_VERSION = 11
 # A file modified this recently may change again within the same mtime tick: its row is stored marked
@@ -134,8 +134,8 @@ CREATE TRIGGER IF NOT EXISTS files_gone AFTER DELETE ON files BEGIN
     DELETE FROM names WHERE file = old.id;
 END;
 -- keyed by a 128-bit digest of the string: storing the strings themselves (up to 4 KB, and again in the
--- key's index) made the memo 44 MB after one `ls` of 10k files; WITHOUT ROWID, the digest is stored once, not
--- again in a key index (10k files: 3.83 -> 1.7 MB)
+-- key's index) made the memo nearly the size of the Markdown after one `ls`; WITHOUT ROWID, the digest is stored once,
+-- not again in a key index (less than half the size: docs/performance.md, the size of `.fsmem/`)
 CREATE TABLE IF NOT EXISTS counts (digest BLOB PRIMARY KEY, tokens INTEGER NOT NULL) WITHOUT ROWID;
 """
 
@@ -151,7 +151,7 @@ def connect(path: str | os.PathLike[str], *, timeout: float = BUSY_TIMEOUT_S) ->
     try:
         conn.setbusytimeout(int(timeout * 1000))
         # a new database gives freed pages back to the file system when asked (PRAGMA incremental_vacuum);
-        # setting it again is a write (a WAL frame, fdatasync, a checkpoint at close): 5-20 ms of each command
+        # setting it again is a write (a WAL frame, fdatasync, a checkpoint at close) that every command paid
         if _first(conn.execute("PRAGMA auto_vacuum").fetchone()) != _INCREMENTAL:
             conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
         conn.execute("PRAGMA journal_mode=WAL").fetchall()

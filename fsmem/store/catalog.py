@@ -17,8 +17,8 @@ says what they select).
 
 This module is long because every query of the catalog is here, and each
 imports what it decodes (`Selection`, `FileMeta`) itself: a plain grep, which
-asks only for superseded ranges, loads neither (docs/performance.md, the
-import cuts).
+asks only for superseded ranges, loads neither (docs/performance.md, "Start-up
+and one-shot commands").
 """
 
 from __future__ import annotations
@@ -73,7 +73,8 @@ class Found:
     """A listing's rows: how many match, the matching files from the offset on (decoded as they are taken),
     and the entries under the same folder and scope that could not be used (path shown, reason).
 
-    A plain record, not a dataclass: making one costs every command 0.2 ms at import, listing or not."""
+    A plain record, not a dataclass: making one execs its methods at import, which every command
+    paid, listing or not."""
 
     __slots__ = ("total", "metas", "skipped", "created")  # created: session notes' `created` (check)
 

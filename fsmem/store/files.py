@@ -210,7 +210,7 @@ def _flock(lock_path: Path, name: str, timeout: float, wait: bool) -> Iterator[N
                 time.sleep(0.05)
         with contextlib.suppress(OSError):  # who holds it, for a human who looks (best effort)
             holder = str(os.getpid()).encode()
-            # written only when another process wrote it last: a truncate costs ~1 ms (a log's every record)
+            # written only when another process wrote it last: a truncate is a metadata write (a log's every record)
             os.lseek(fd, 0, os.SEEK_SET)
             if os.read(fd, len(holder) + 1) != holder:
                 os.ftruncate(fd, 0)
@@ -241,8 +241,8 @@ def stat_version(stat: os.stat_result) -> str:
 
 
 def _sha1(head: bytes, more: int) -> Any:
-    """A SHA-1 of `head`, to be fed `more` bytes. Importing hashlib loads OpenSSL: 2.5 ms of a one-shot grep that
-    shows a few versions, the time Python's own SHA-1 takes for ~200 KB (OpenSSL's is ~8x faster per byte). So
+    """A SHA-1 of `head`, to be fed `more` bytes. Importing hashlib loads OpenSSL, which costs a one-shot grep that
+    shows a few versions more than Python's own SHA-1 takes for a few hundred KB (OpenSSL's is faster per byte). So
     the builtin one hashes a process's first `_BUILTIN_SHA1_BYTES`, and OpenSSL's everything after."""
     size = len(head) + more
     if "hashlib" not in sys.modules and _builtin_hashed[0] + size <= _BUILTIN_SHA1_BYTES:

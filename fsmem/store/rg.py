@@ -103,7 +103,7 @@ class Rg:
 
     def _run_counted(self, args, feed, *, chunked: bool, stop: Callable[[], bool] | None, alone: bool) -> bool:
         # rg alone uses every core; beside another rg of this process (a busy server) one thread each does the
-        # same work in less CPU time (10k files: 46 against 55 ms), and the processes side by side use the cores
+        # same work in less CPU time, and the processes side by side use the cores
         threads = [] if alone else ["--threads", "1"]
         argv = self.base[:1] + threads + self.base[1:] + args
         process = claim(argv, str(self.root))  # the same rg, started while Python imported (fsmem.cli.early)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 # A pattern's cost is bounded before rg runs: its length, and what rg may build from it. rg's memory
 # grows with the square of a regex's length (a 4 KB pattern of bounded repeats took 1.2 GB, a 30 KB one
-# asked for 6.5 GB; 1,000 characters stay under 100 MB and 0.2 s on 10k files), a fixed string's does
+# asked for 6.5 GB; 1,000 characters stay under 100 MB), a fixed string's does
 # not (200 KB: 25 MB), and an argument past 128 KiB cannot be passed to a process at all.
 MAX_PATTERN_CHARS = 1000
 MAX_FIXED_CHARS = 10_000
@@ -28,7 +28,7 @@ REGEX_SIZE_LIMIT = "16M"  # rg's cap on a compiled regex (its default, 100M, let
 DFA_SIZE_LIMIT = "64M"  # and on its lazy DFA's cache, per thread (default 1000M)
 
 
-_beside_python: list[str] = []  # where the wheel puts rg, worked out once (sysconfig's expansion: ~0.3 ms a grep)
+_beside_python: list[str] = []  # where the wheel puts rg, worked out once (sysconfig's expansion costs each grep)
 
 
 def find_rg() -> str:

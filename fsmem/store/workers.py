@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 WORKERS_ENV = "FSMEM_WORKERS"  # how many worker processes a build may use (1: parse in the process itself)
-PARALLEL_FROM = 200  # files; fewer are parsed in the process (starting workers costs ~50 ms)
+PARALLEL_FROM = 200  # files; fewer are parsed in the process (for fewer, starting workers costs more than it saves)
 CHUNK_FILES = 50  # files a worker parses per task
 
 T = TypeVar("T")
