@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import textwrap
 from pathlib import Path
 
@@ -36,10 +37,73 @@ def pytest_addoption(parser):
     )
 
 
+# No test may depend on today's date. A test that reads the real date (fsmem.format.wall_clock, with FSMEM_NOW
+# unset) runs a second time at once, with the clock moved to a leap day years away (time of day kept); a test
+# that hard-codes today fails there. Only those tests: one that reads no date cannot tell the days apart.
+MOVED_DAY = "2028-02-29"
+_wall_clock_reads = [0]
+
+
+def _count_wall_clock_reads(event: str, args: tuple) -> None:
+    if event == "fsmem.wall_clock":
+        _wall_clock_reads[0] += 1
+
+
+sys.addaudithook(_count_wall_clock_reads)
+
+
+def wall_clock_reads() -> int:
+    """How many times this process has read the real date through fsmem.format.wall_clock."""
+    return _wall_clock_reads[0]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Run the test; if it read the real date and passed, run it again on MOVED_DAY, and report that run's failure."""
+    if item.config.getoption("--clock-day") or not _moved_clock_available():
+        return None
+    from _pytest.runner import runtestprotocol  # what pytest-rerunfailures runs a test again with
+
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    before = _wall_clock_reads[0]
+    reports = runtestprotocol(item, nextitem=nextitem, log=False)
+    if _wall_clock_reads[0] > before and all(report.passed for report in reports):
+        item.stash[_CLOCK_DAY] = MOVED_DAY
+        try:
+            moved = runtestprotocol(item, nextitem=nextitem, log=False)
+        finally:
+            del item.stash[_CLOCK_DAY]
+        extra = sum(report.duration for report in moved)
+        if any(report.failed for report in moved):
+            reports = moved
+            note = f"it read today's date and failed with the clock moved to {MOVED_DAY}: it depends on the day"
+            for report in reports:
+                report.sections.append(("moved clock", note))
+        for report in reports:
+            if report.when == "call":
+                report.duration += extra  # --durations shows what the test cost, both days
+    for report in reports:
+        item.ihook.pytest_runtest_logreport(report=report)
+    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
+
+
+_CLOCK_DAY = pytest.StashKey[str]()
+
+
+def _moved_clock_available() -> bool:
+    try:
+        import time_machine  # noqa: F401
+    except ImportError:  # a venv built for one purpose (tests/test_extras_floor.py)
+        return False
+    return True
+
+
 @pytest.fixture(autouse=True)
 def _moved_clock(request):
-    """With --clock-day, the whole test runs on another day (time-machine moves time, datetime and the C clock)."""
-    day = request.config.getoption("--clock-day")
+    """On a moved day (--clock-day, or a test's second run), the test runs then (time-machine moves time,
+    datetime and the C clock; time of day kept, still ticking)."""
+    day = request.config.getoption("--clock-day") or request.node.stash.get(_CLOCK_DAY, None)
     if not day:
         yield
         return
