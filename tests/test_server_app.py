@@ -17,7 +17,6 @@ import threading
 import time
 from pathlib import Path
 
-import anyio
 import pytest
 from test_tools import NOW, build_memory, snapshot
 
@@ -26,8 +25,9 @@ from fsmem.server.tokens import TokenStore
 from fsmem.store import retrieval_log
 from fsmem.store.files import file_lock
 
-pytest.importorskip("mcp")
-pytest.importorskip("uvicorn")
+pytest.importorskip("mcp", reason="needs the mcp extra: pip install 'fsmem[mcp]'")
+pytest.importorskip("uvicorn", reason="needs the server extra: pip install 'fsmem[server]'")
+import anyio  # noqa: E402
 import httpx2  # noqa: E402
 from mcp import ClientSession  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
