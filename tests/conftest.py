@@ -117,6 +117,64 @@ def _moved_clock(request):
         yield
 
 
+# With pytest-xdist (make test), a long test started last leaves the other workers idle while it runs. Each
+# worker's first tests are therefore the long ones, dealt out so that the workers' shares even out: longest
+# first, by the durations of the last run (pytest's cache), else the `slow` marker's guess. The other tests
+# keep their order, module by module (their module-scoped fixtures are built once).
+DURATIONS = "fsmem/durations"
+LONG = 5.0  # seconds: a test at least this long is dealt out first
+SLOW_GUESS = 20.0  # what a `slow` test is taken to cost when the cache has no duration for it
+
+
+def pytest_collection_modifyitems(config, items):
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    if workers < 2 or len(items) < workers:
+        return
+    cache = getattr(config, "cache", None)  # None under -p no:cacheprovider
+    known = cache.get(DURATIONS, {}) if cache is not None else {}
+
+    def cost(item) -> float:
+        return known.get(item.nodeid, SLOW_GUESS if item.get_closest_marker("slow") else 0.0)
+
+    # the share each worker takes first, as pytest-xdist's worksteal scheduler cuts the collection
+    sizes, left = [], len(items)
+    for share in range(workers):
+        sizes.append(left // (workers - share))
+        left -= sizes[-1]
+    long = sorted((item for item in items if cost(item) >= LONG), key=cost, reverse=True)
+    shares: list[list] = [[] for _ in range(workers)]
+    totals = [0.0] * workers
+    for item in long:
+        room = [n for n in range(workers) if len(shares[n]) < sizes[n]]
+        n = min(room, key=lambda n: totals[n])
+        shares[n].append(item)
+        totals[n] += cost(item)
+    dealt = set(map(id, long))
+    rest = iter(item for item in items if id(item) not in dealt)
+    for n in range(workers):
+        shares[n].extend(next(rest) for _ in range(sizes[n] - len(shares[n])))
+    items[:] = [item for share in shares for item in share]
+
+
+def pytest_runtest_logreport(report):
+    if report.passed or report.failed:
+        _durations[report.nodeid] = _durations.get(report.nodeid, 0.0) + report.duration
+
+
+_durations: dict[str, float] = {}
+
+
+def pytest_sessionfinish(session):
+    """Keep this run's durations (in the controller, or a run without workers) for the next run's order."""
+    config = session.config
+    cache = getattr(config, "cache", None)
+    if hasattr(config, "workerinput") or cache is None or not _durations:
+        return
+    known = cache.get(DURATIONS, {})
+    known.update({nodeid: round(seconds, 2) for nodeid, seconds in _durations.items()})
+    cache.set(DURATIONS, known)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_env(monkeypatch):
     """No test sees the developer's FSMEM_* settings or session."""
