@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import textwrap
@@ -38,9 +39,22 @@ def pytest_addoption(parser):
 
 
 # No test may depend on today's date. A test that reads the real date (fsmem.format.wall_clock, with FSMEM_NOW
-# unset) runs a second time at once, with the clock moved to a leap day years away (time of day kept); a test
-# that hard-codes today fails there. Only those tests: one that reads no date cannot tell the days apart.
+# unset) in a module that deals in dates runs a second time at once, with the clock moved to a leap day years
+# away (time of day kept); a test that hard-codes today fails there. Only those tests: one that reads no date
+# cannot tell the days apart, and one in a module that names no dated folder, no `today` and no clock of its
+# own only stamps commits with the date (a git-heavy module's tests do, and would cost twice for nothing).
 MOVED_DAY = "2028-02-29"
+DEALS_IN_DATES = re.compile(r"sessions/\d{4}/|\btoday\b|datetime\.now|date\.today")
+_deals_in_dates: dict[str, bool] = {}
+
+
+def deals_in_dates(path: Path) -> bool:
+    """Whether a test module's text names a dated session folder, `today` or the clock."""
+    if str(path) not in _deals_in_dates:
+        _deals_in_dates[str(path)] = bool(DEALS_IN_DATES.search(path.read_text(encoding="utf-8")))
+    return _deals_in_dates[str(path)]
+
+
 _wall_clock_reads = [0]
 
 
@@ -67,7 +81,7 @@ def pytest_runtest_protocol(item, nextitem):
     item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
     before = _wall_clock_reads[0]
     reports = runtestprotocol(item, nextitem=nextitem, log=False)
-    if _wall_clock_reads[0] > before and all(report.passed for report in reports):
+    if _wall_clock_reads[0] > before and all(report.passed for report in reports) and deals_in_dates(item.path):
         item.stash[_CLOCK_DAY] = MOVED_DAY
         try:
             moved = runtestprotocol(item, nextitem=nextitem, log=False)

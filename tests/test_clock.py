@@ -4,11 +4,13 @@ A test that hard-codes today's date (a session note's folder, say) passes on
 the day it was written and fails on every other; CI then turns red on its own.
 fsmem reads the date in one place, `fsmem.format.wall_clock`, which raises an
 audit event; tests/conftest.py counts those events, and a test that read the
-real date (FSMEM_NOW unset) and passed runs again at once with its clock moved
-to a leap day years away, time of day kept. A test that pins the clock with
-FSMEM_NOW, or computes the date as fsmem does, passes there as it does today; a
-test that reads no date cannot tell the days apart and runs once. (Processes a
-test starts keep the real clock: a test that compares their dates with its own
+real date (FSMEM_NOW unset) and passed, in a module that deals in dates (names
+a dated session folder, `today` or the clock), runs again at once with its
+clock moved to a leap day years away, time of day kept. A test that pins the
+clock with FSMEM_NOW, or computes the date as fsmem does, passes there as it
+does today; a test that reads no date cannot tell the days apart and runs once,
+as does one whose module only stamps commits with the date. (Processes a test
+starts keep the real clock: a test that compares their dates with its own
 hard-coded one is not caught, as it never was.)
 """
 
@@ -24,7 +26,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import wall_clock_reads
+from conftest import deals_in_dates, wall_clock_reads
 
 from fsmem import Memory
 
@@ -58,6 +60,12 @@ def _wall_clock_line() -> int:
     source = (FSMEM / "format" / "frontmatter.py").read_text(encoding="utf-8").splitlines()
     start = next(n for n, line in enumerate(source, 1) if line.startswith("def wall_clock("))
     return next(n for n, line in enumerate(source, 1) if n > start and CLOCK_READ.search(line))
+
+
+def test_the_modules_that_deal_in_dates_are_found():
+    dated = {path.name for path in TESTS.glob("test_*.py") if deals_in_dates(path)}
+    assert {"test_server_app.py", "test_cli.py", "test_history_queries.py", "test_writing.py"} <= dated
+    assert "test_sync_trust.py" not in dated and "test_layout.py" not in dated
 
 
 def test_a_note_written_without_fsmem_now_reads_the_wall_clock(tmp_path, monkeypatch):
@@ -109,6 +117,19 @@ def test_reads_no_date():
 """
 
 
+UNDATED = """
+from pathlib import Path
+
+from fsmem import Memory
+
+
+def test_writes_a_note(tmp_path):
+    with (Path(__file__).parent / "runs.txt").open("a") as handle:
+        handle.write("undated\\n")
+    Memory.init(tmp_path / "mem").note("seen", session="s1")
+"""
+
+
 def test_a_test_that_hard_codes_today_fails_and_one_that_does_not_passes(tmp_path):
     """The bug the moved clock exists for, in a module of its own run by this suite's conftest."""
     pytest.importorskip("time_machine")
@@ -117,6 +138,7 @@ def test_a_test_that_hard_codes_today_fails_and_one_that_does_not_passes(tmp_pat
         today = today + dt.timedelta(minutes=3)  # a run across midnight would see the next day
     shutil.copy(TESTS / "conftest.py", tmp_path / "conftest.py")
     (tmp_path / "test_synthetic.py").write_text(textwrap.dedent(SYNTHETIC.format(today=f"{today:%Y/%m/%d}")))
+    (tmp_path / "test_undated.py").write_text(textwrap.dedent(UNDATED))
     env = {key: value for key, value in os.environ.items() if not key.startswith("FSMEM_")}
     command = [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", "-p", "no:xdist"]
     proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
@@ -125,7 +147,7 @@ def test_a_test_that_hard_codes_today_fails_and_one_that_does_not_passes(tmp_pat
     assert "FAILED test_synthetic.py::test_hard_codes_today" in out
     assert "failed with the clock moved to 2028-02-29: it depends on the day" in out
     assert "sessions/2028/02/29/s1.md" in out  # what fsmem wrote on the moved day
-    assert "3 passed" in out and "1 failed" in out
+    assert "4 passed" in out and "1 failed" in out
     runs = (tmp_path / "runs.txt").read_text().split()
-    # a test that read the date ran twice, the others once
-    assert sorted(runs) == sorted(["hard_codes_today"] * 2 + ["computes"] * 2 + ["pins", "no_date"])
+    # a test that read the date in a module that deals in dates ran twice, the others once
+    assert sorted(runs) == sorted(["hard_codes_today"] * 2 + ["computes"] * 2 + ["pins", "no_date", "undated"])
