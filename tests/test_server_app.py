@@ -17,7 +17,6 @@ import threading
 import time
 from pathlib import Path
 
-import anyio
 import pytest
 from test_tools import NOW, build_memory, snapshot
 
@@ -26,8 +25,9 @@ from fsmem.server.tokens import TokenStore
 from fsmem.store import retrieval_log
 from fsmem.store.files import file_lock
 
-pytest.importorskip("mcp")
-pytest.importorskip("uvicorn")
+pytest.importorskip("mcp", reason="needs the mcp extra: pip install 'fsmem[mcp]'")
+pytest.importorskip("uvicorn", reason="needs the server extra: pip install 'fsmem[server]'")
+import anyio  # noqa: E402
 import httpx2  # noqa: E402
 from mcp import ClientSession  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
@@ -501,8 +501,9 @@ def test_one_token_has_a_bounded_share_of_requests_in_flight(tight):
             )
         )
         writer.start()
-        time.sleep(1.0)
-        second = post(url, tokens["holder"], LIST)
+        deadline = time.monotonic() + 20  # until the note is in flight, the token's other requests are served
+        while (second := post(url, tokens["holder"], LIST)).status_code == 200 and time.monotonic() < deadline:
+            time.sleep(0.6)  # within the token's rate (2 a second)
         assert second.status_code == 429 and "already has 1 request(s) in flight" in second.json()["error"]["message"]
         assert post(url, tokens["other"], LIST).status_code == 200
     writer.join(30)
