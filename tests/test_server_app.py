@@ -389,6 +389,25 @@ def test_the_context_resource_is_the_tokens_own_view(team):
     assert expected != whole.contents[0].text
 
 
+def test_the_distill_prompt_is_the_tokens_own_and_refused_to_a_scope(team):
+    """prompts/list and prompts/get of `distill` over HTTP answer what the stdio server answers for the token's
+    agent; a token with a scope is refused, as `fsmem mcp` refuses a scoped agent."""
+    from fsmem.agents.mcp_server import distill_prompt
+
+    url = team["server"].base + "/mcp"
+
+    async def actions(client):
+        listed = await client.list_prompts()
+        return listed, await client.get_prompt("distill", {"max_tokens": "400"})
+
+    listed, got = session(url, team["tokens"]["full"], actions)
+    assert [p.name for p in listed.prompts] == ["distill"]
+    expected = distill_prompt(Memory(team["team"], agent="researcher"), "distill", {"max_tokens": "400"})
+    assert [m.content.text for m in got.messages] == [m.content.text for m in expected.messages]
+    refused = session(url, team["tokens"]["topics"], actions)
+    assert isinstance(refused, Exception) and "scope" in str(refused), refused
+
+
 def test_the_example_client_configuration_reaches_the_server(team):
     config = json.loads((Path(__file__).resolve().parents[1] / "examples" / "mcp_http_config.json").read_text())
     entry = config["mcpServers"]["fsmem-team"]
