@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import sys
 import textwrap
 from pathlib import Path
 
@@ -36,10 +38,86 @@ def pytest_addoption(parser):
     )
 
 
+# No test may depend on today's date. A test that reads the real date (fsmem.format.wall_clock, with FSMEM_NOW
+# unset) in a module that deals in dates runs a second time at once, with the clock moved to a leap day years
+# away (time of day kept); a test that hard-codes today fails there. Only those tests: one that reads no date
+# cannot tell the days apart, and one in a module that names no dated folder, no `today` and no clock of its
+# own only stamps commits with the date (a git-heavy module's tests do, and would cost twice for nothing).
+MOVED_DAY = "2028-02-29"
+DEALS_IN_DATES = re.compile(r"sessions/\d{4}/|\btoday\b|datetime\.now|date\.today")
+_deals_in_dates: dict[str, bool] = {}
+
+
+def deals_in_dates(path: Path) -> bool:
+    """Whether a test module's text names a dated session folder, `today` or the clock."""
+    if str(path) not in _deals_in_dates:
+        _deals_in_dates[str(path)] = bool(DEALS_IN_DATES.search(path.read_text(encoding="utf-8")))
+    return _deals_in_dates[str(path)]
+
+
+_wall_clock_reads = [0]
+
+
+def _count_wall_clock_reads(event: str, args: tuple) -> None:
+    if event == "fsmem.wall_clock":
+        _wall_clock_reads[0] += 1
+
+
+sys.addaudithook(_count_wall_clock_reads)
+
+
+def wall_clock_reads() -> int:
+    """How many times this process has read the real date through fsmem.format.wall_clock."""
+    return _wall_clock_reads[0]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Run the test; if it read the real date and passed, run it again on MOVED_DAY, and report that run's failure."""
+    if item.config.getoption("--clock-day") or not _moved_clock_available():
+        return None
+    from _pytest.runner import runtestprotocol  # what pytest-rerunfailures runs a test again with
+
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    before = _wall_clock_reads[0]
+    reports = runtestprotocol(item, nextitem=nextitem, log=False)
+    if _wall_clock_reads[0] > before and all(report.passed for report in reports) and deals_in_dates(item.path):
+        item.stash[_CLOCK_DAY] = MOVED_DAY
+        try:
+            moved = runtestprotocol(item, nextitem=nextitem, log=False)
+        finally:
+            del item.stash[_CLOCK_DAY]
+        extra = sum(report.duration for report in moved)
+        if any(report.failed for report in moved):
+            reports = moved
+            note = f"it read today's date and failed with the clock moved to {MOVED_DAY}: it depends on the day"
+            for report in reports:
+                report.sections.append(("moved clock", note))
+        for report in reports:
+            if report.when == "call":
+                report.duration += extra  # --durations shows what the test cost, both days
+    for report in reports:
+        item.ihook.pytest_runtest_logreport(report=report)
+    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
+
+
+_CLOCK_DAY = pytest.StashKey[str]()
+
+
+def _moved_clock_available() -> bool:
+    try:
+        import time_machine  # noqa: F401
+    except ImportError:  # a venv built for one purpose (tests/test_extras_floor.py)
+        return False
+    return True
+
+
 @pytest.fixture(autouse=True)
 def _moved_clock(request):
-    """With --clock-day, the whole test runs on another day (time-machine moves time, datetime and the C clock)."""
-    day = request.config.getoption("--clock-day")
+    """On a moved day (--clock-day, or a test's second run), the test runs then (time-machine moves time,
+    datetime and the C clock; time of day kept, still ticking)."""
+    day = request.config.getoption("--clock-day") or request.node.stash.get(_CLOCK_DAY, None)
     if not day:
         yield
         return
@@ -51,6 +129,64 @@ def _moved_clock(request):
     moved = dt.datetime.combine(dt.date.fromisoformat(day), now.timetz())
     with time_machine.travel(moved, tick=True):
         yield
+
+
+# With pytest-xdist (make test), a long test started last leaves the other workers idle while it runs. Each
+# worker's first tests are therefore the long ones, dealt out so that the workers' shares even out: longest
+# first, by the durations of the last run (pytest's cache), else the `slow` marker's guess. The other tests
+# keep their order, module by module (their module-scoped fixtures are built once).
+DURATIONS = "fsmem/durations"
+LONG = 5.0  # seconds: a test at least this long is dealt out first
+SLOW_GUESS = 20.0  # what a `slow` test is taken to cost when the cache has no duration for it
+
+
+def pytest_collection_modifyitems(config, items):
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    if workers < 2 or len(items) < workers:
+        return
+    cache = getattr(config, "cache", None)  # None under -p no:cacheprovider
+    known = cache.get(DURATIONS, {}) if cache is not None else {}
+
+    def cost(item) -> float:
+        return known.get(item.nodeid, SLOW_GUESS if item.get_closest_marker("slow") else 0.0)
+
+    # the share each worker takes first, as pytest-xdist's worksteal scheduler cuts the collection
+    sizes, left = [], len(items)
+    for share in range(workers):
+        sizes.append(left // (workers - share))
+        left -= sizes[-1]
+    long = sorted((item for item in items if cost(item) >= LONG), key=cost, reverse=True)
+    shares: list[list] = [[] for _ in range(workers)]
+    totals = [0.0] * workers
+    for item in long:
+        room = [n for n in range(workers) if len(shares[n]) < sizes[n]]
+        n = min(room, key=lambda n: totals[n])
+        shares[n].append(item)
+        totals[n] += cost(item)
+    dealt = set(map(id, long))
+    rest = iter(item for item in items if id(item) not in dealt)
+    for n in range(workers):
+        shares[n].extend(next(rest) for _ in range(sizes[n] - len(shares[n])))
+    items[:] = [item for share in shares for item in share]
+
+
+def pytest_runtest_logreport(report):
+    if report.passed or report.failed:
+        _durations[report.nodeid] = _durations.get(report.nodeid, 0.0) + report.duration
+
+
+_durations: dict[str, float] = {}
+
+
+def pytest_sessionfinish(session):
+    """Keep this run's durations (in the controller, or a run without workers) for the next run's order."""
+    config = session.config
+    cache = getattr(config, "cache", None)
+    if hasattr(config, "workerinput") or cache is None or not _durations:
+        return
+    known = cache.get(DURATIONS, {})
+    known.update({nodeid: round(seconds, 2) for nodeid, seconds in _durations.items()})
+    cache.set(DURATIONS, known)
 
 
 @pytest.fixture(autouse=True)

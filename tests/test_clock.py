@@ -1,63 +1,153 @@
-"""No test depends on today's date: the tests that deal in dates pass again with the clock moved to another day.
+"""No test depends on today's date: a test that reads the real date passes again with the clock moved to another day.
 
 A test that hard-codes today's date (a session note's folder, say) passes on
 the day it was written and fails on every other; CI then turns red on its own.
-Here every test module that deals in dates runs again in a pytest of its own
-with `--clock-day` (tests/conftest.py), which moves this process's clock to a
-leap day years away, time of day kept. A test that pins the clock with
-FSMEM_NOW, or computes the date as fsmem does, passes there as it does today.
+fsmem reads the date in one place, `fsmem.format.wall_clock`, which raises an
+audit event; tests/conftest.py counts those events, and a test that read the
+real date (FSMEM_NOW unset) and passed, in a module that deals in dates (names
+a dated session folder, `today` or the clock), runs again at once with its
+clock moved to a leap day years away, time of day kept. A test that pins the
+clock with FSMEM_NOW, or computes the date as fsmem does, passes there as it
+does today; a test that reads no date cannot tell the days apart and runs once,
+as does one whose module only stamps commits with the date. (Processes a test
+starts keep the real clock: a test that compares their dates with its own
+hard-coded one is not caught, as it never was.)
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
+import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import deals_in_dates, wall_clock_reads
+
+from fsmem import Memory
 
 TESTS = Path(__file__).resolve().parent
-MOVED_DAY = "2028-02-29"  # another year, month and day than any test was written on, and a leap day
-# What marks a module as dealing in dates: a dated session folder, or the clock itself. (A module that only
-# pins the clock with FSMEM_NOW depends on no day; one that pins it in one test and names a dated folder in
-# another, as test_server_app once did, is found by the folder.)
-DATED = re.compile(r"sessions/\d{4}/|\btoday\b|datetime\.now|date\.today")
-LEFT_OUT = {
-    "test_clock.py",  # this module
-    "test_install.py",  # builds a wheel into a new venv: no date in it, and the slowest module
-    "test_history_kills.py",  # every process it starts and kills runs on the pinned clock (kill_scenario.env)
+FSMEM = TESTS.parent / "fsmem"
+# Where fsmem may read the clock other than through wall_clock, and why no test's answer depends on it.
+NOT_A_DATE = {
+    "server/log.py": "the time stamp of a log line, which no answer carries",
+    "cli/watch.py": "the time of day printed beside a message of fsmem watch",
 }
+CLOCK_READ = re.compile(
+    r"\b(?:datetime\.(?:now|today|utcnow)|date\.today|time\.(?:localtime|gmtime|strftime|ctime|asctime))\("
+)
 
 
-def dated_modules() -> list[str]:
-    return sorted(
-        path.name
-        for path in TESTS.glob("test_*.py")
-        if path.name not in LEFT_OUT and DATED.search(path.read_text(encoding="utf-8"))
-    )
+def test_fsmem_reads_the_date_only_through_wall_clock():
+    """Else a test that reads the date elsewhere would not be counted, and would never run on another day."""
+    readers = {}
+    for path in sorted(FSMEM.rglob("*.py")):
+        rel = path.relative_to(FSMEM).as_posix()
+        lines = [
+            n for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if CLOCK_READ.search(line)
+        ]
+        if lines:
+            readers[rel] = lines
+    assert readers.pop("format/frontmatter.py") == [_wall_clock_line()]
+    assert set(readers) <= set(NOT_A_DATE), f"read the clock through fsmem.format.wall_clock: {readers}"
 
 
-def test_the_dated_modules_are_found():
-    found = dated_modules()
-    assert "test_server_app.py" in found and "test_cli.py" in found and "test_history_queries.py" in found
+def _wall_clock_line() -> int:
+    source = (FSMEM / "format" / "frontmatter.py").read_text(encoding="utf-8").splitlines()
+    start = next(n for n, line in enumerate(source, 1) if line.startswith("def wall_clock("))
+    return next(n for n, line in enumerate(source, 1) if n > start and CLOCK_READ.search(line))
 
 
-# The dated modules run in this many pytests of their own, so that a parallel run (pytest -n) spreads them
-# over its workers; one pytest of all of them was the longest single test of the suite (150 s quiet).
-SHARES = 4
+def test_the_modules_that_deal_in_dates_are_found():
+    dated = {path.name for path in TESTS.glob("test_*.py") if deals_in_dates(path)}
+    assert {"test_server_app.py", "test_cli.py", "test_history_queries.py", "test_writing.py"} <= dated
+    assert "test_sync_trust.py" not in dated and "test_layout.py" not in dated
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("share", range(SHARES), ids=lambda share: f"share {share + 1} of {SHARES}")
-def test_dated_tests_pass_on_another_day(share):
+def test_a_note_written_without_fsmem_now_reads_the_wall_clock(tmp_path, monkeypatch):
+    """What the counting hangs on: an audit event each time fsmem reads the real date, none when FSMEM_NOW is set."""
+    memory = Memory.init(tmp_path / "mem")
+    before = wall_clock_reads()
+    memory.note("seen the billing page", session="s1")
+    assert wall_clock_reads() > before
+    monkeypatch.setenv("FSMEM_NOW", "2026-03-01T10:00:00+00:00")
+    before = wall_clock_reads()
+    assert memory.note("and again", session="s2").path == "sessions/2026/03/01/s2.md"
+    assert wall_clock_reads() == before
+
+
+SYNTHETIC = """
+import datetime as dt
+from pathlib import Path
+
+from fsmem import Memory
+
+RUNS = Path(__file__).parent / "runs.txt"
+
+
+def ran(name):
+    with RUNS.open("a") as handle:
+        handle.write(name + "\\n")
+
+
+def test_hard_codes_today(tmp_path):
+    ran("hard_codes_today")
+    path = Memory.init(tmp_path / "mem").note("seen", session="s1").path
+    assert path == "sessions/{today}/s1.md"
+
+
+def test_computes_the_date_as_fsmem_does(tmp_path):
+    ran("computes")
+    path = Memory.init(tmp_path / "mem").note("seen", session="s1").path
+    assert path == f"sessions/{{dt.datetime.now().astimezone():%Y/%m/%d}}/s1.md"
+
+
+def test_pins_the_clock(tmp_path, monkeypatch):
+    ran("pins")
+    monkeypatch.setenv("FSMEM_NOW", "2026-03-01T10:00:00+00:00")
+    assert Memory.init(tmp_path / "mem").note("seen", session="s1").path == "sessions/2026/03/01/s1.md"
+
+
+def test_reads_no_date():
+    ran("no_date")
+"""
+
+
+UNDATED = """
+from pathlib import Path
+
+from fsmem import Memory
+
+
+def test_writes_a_note(tmp_path):
+    with (Path(__file__).parent / "runs.txt").open("a") as handle:
+        handle.write("undated\\n")
+    Memory.init(tmp_path / "mem").note("seen", session="s1")
+"""
+
+
+def test_a_test_that_hard_codes_today_fails_and_one_that_does_not_passes(tmp_path):
+    """The bug the moved clock exists for, in a module of its own run by this suite's conftest."""
     pytest.importorskip("time_machine")
-    modules = dated_modules()[share::SHARES]
+    today = dt.datetime.now().astimezone()
+    if today.hour == 23 and today.minute >= 58:
+        today = today + dt.timedelta(minutes=3)  # a run across midnight would see the next day
+    shutil.copy(TESTS / "conftest.py", tmp_path / "conftest.py")
+    (tmp_path / "test_synthetic.py").write_text(textwrap.dedent(SYNTHETIC.format(today=f"{today:%Y/%m/%d}")))
+    (tmp_path / "test_undated.py").write_text(textwrap.dedent(UNDATED))
     env = {key: value for key, value in os.environ.items() if not key.startswith("FSMEM_")}
-    command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider"]
-    command += ["--clock-day", MOVED_DAY]
-    proc = subprocess.run([*command, *modules], cwd=TESTS, env=env, capture_output=True, text=True, timeout=600)
-    tail = "\n".join(proc.stdout.splitlines()[-30:])
-    assert proc.returncode == 0, f"with the clock moved to {MOVED_DAY}:\n{tail}\n{proc.stderr[-2000:]}"
-    assert " passed" in tail
+    command = [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", "-p", "no:xdist"]
+    proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    out = proc.stdout
+    assert proc.returncode == 1, out
+    assert "FAILED test_synthetic.py::test_hard_codes_today" in out
+    assert "failed with the clock moved to 2028-02-29: it depends on the day" in out
+    assert "sessions/2028/02/29/s1.md" in out  # what fsmem wrote on the moved day
+    assert "4 passed" in out and "1 failed" in out
+    runs = (tmp_path / "runs.txt").read_text().split()
+    # a test that read the date in a module that deals in dates ran twice, the others once
+    assert sorted(runs) == sorted(["hard_codes_today"] * 2 + ["computes"] * 2 + ["pins", "no_date", "undated"])

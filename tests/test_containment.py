@@ -24,7 +24,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from hostile import FOLDER_AS_FILE, SECRETS, build, payloads, tree_state
 
@@ -194,7 +193,8 @@ def ascii_json(self, **options) -> str:
 
 @pytest.mark.slow
 def test_mcp_answers_every_payload_with_an_error(hostile, monkeypatch):
-    pytest.importorskip("mcp")
+    pytest.importorskip("mcp", reason="needs the mcp extra: pip install 'fsmem[mcp]'")
+    import anyio
     import mcp.types as types
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
@@ -328,7 +328,8 @@ def sdk_command(command: str, arguments: dict[str, Any]):
 
 
 def test_anthropic_drop_in_classes_refuse_every_payload(hostile):
-    pytest.importorskip("anthropic")
+    pytest.importorskip("anthropic", reason="needs the anthropic extra: pip install 'fsmem[anthropic]'")
+    import anyio
     from anthropic.lib.tools import ToolError
 
     from fsmem.integrations.anthropic import AsyncFsmemMemoryTool, FsmemMemoryTool

@@ -116,10 +116,6 @@ def test_eval_cli_json_and_plot(memory, tmp_path):
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert [row["k"] for row in data["per_k"]] == [1, 2] and data["empty_gold_correct"] == 1.0
-    plot = run_cli(memory.root, "evaluate", str(path), "--sweep", "1,2,4", "--plot", str(tmp_path / "p.png"))
-    assert plot.returncode == 0, plot.stderr
-    png = (tmp_path / "p.png").read_bytes()
-    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000  # a drawn figure, not an empty file
     # Without matplotlib (shadowed by a module that fails to import) --plot says how to get it.
     shadow = tmp_path / "shadow"
     shadow.mkdir()
@@ -129,6 +125,11 @@ def test_eval_cli_json_and_plot(memory, tmp_path):
     assert not (tmp_path / "q.png").exists()
     missing = run_cli(memory.root, "evaluate", str(tmp_path / "nope.yaml"))
     assert missing.returncode == 2 and "does not exist" in missing.stderr
+    pytest.importorskip("matplotlib", reason="the plot needs the plot extra: pip install 'fsmem[plot]'")
+    plot = run_cli(memory.root, "evaluate", str(path), "--sweep", "1,2,4", "--plot", str(tmp_path / "p.png"))
+    assert plot.returncode == 0, plot.stderr
+    png = (tmp_path / "p.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000  # a drawn figure, not an empty file
 
 
 TINY_LOCOMO = [

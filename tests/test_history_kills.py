@@ -17,6 +17,13 @@ from fsmem import Memory
 from fsmem.history import recovery
 
 
+@pytest.fixture(autouse=True)
+def _pinned_clock(monkeypatch):
+    """This process's writes on the day every process kill_scenario starts runs on (else each test, reading the
+    real date, would run again on a moved day: tests/conftest.py)."""
+    monkeypatch.setenv("FSMEM_NOW", K.NOW)
+
+
 @pytest.fixture(scope="module")
 def wrapper(tmp_path_factory) -> Path:
     return K.install_wrapper(tmp_path_factory.mktemp("bin"))

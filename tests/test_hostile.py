@@ -18,7 +18,6 @@ import sys
 import threading
 from pathlib import Path
 
-import anyio
 import pytest
 
 from fsmem import Memory
@@ -455,9 +454,10 @@ def test_lone_surrogate_in_any_tool_argument_is_an_error_answer(memory: Memory) 
 def test_mcp_answers_a_lone_surrogate_and_a_deep_path(memory: Memory, monkeypatch) -> None:
     """Finding 11: a lone surrogate left an MCP client waiting for ever for a reply, and a 2,000-component path
     came back as a JSON-RPC error (RecursionError) instead of a tool answer."""
-    pytest.importorskip("mcp")
+    pytest.importorskip("mcp", reason="needs the mcp extra: pip install 'fsmem[mcp]'")
     import json
 
+    import anyio
     import mcp.types as types
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 
-import anyio
 import pytest
 from test_tools import NOW, build_memory, expected_names, snapshot
 
@@ -13,7 +12,8 @@ from fsmem.agents import tools
 from fsmem.spec import tool_names
 from fsmem.store import retrieval_log
 
-mcp = pytest.importorskip("mcp")
+mcp = pytest.importorskip("mcp", reason="needs the mcp extra: pip install 'fsmem[mcp]'")
+import anyio  # noqa: E402
 from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 

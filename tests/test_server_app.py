@@ -17,7 +17,6 @@ import threading
 import time
 from pathlib import Path
 
-import anyio
 import pytest
 from test_tools import NOW, build_memory, snapshot
 
@@ -27,8 +26,9 @@ from fsmem.spec import tool_names
 from fsmem.store import retrieval_log
 from fsmem.store.files import file_lock
 
-pytest.importorskip("mcp")
-pytest.importorskip("uvicorn")
+pytest.importorskip("mcp", reason="needs the mcp extra: pip install 'fsmem[mcp]'")
+pytest.importorskip("uvicorn", reason="needs the server extra: pip install 'fsmem[server]'")
+import anyio  # noqa: E402
 import httpx2  # noqa: E402
 from mcp import ClientSession  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
@@ -382,6 +382,25 @@ def test_the_context_resource_is_the_tokens_own_view(team):
     assert expected != whole.contents[0].text
 
 
+def test_the_distill_prompt_is_the_tokens_own_and_refused_to_a_scope(team):
+    """prompts/list and prompts/get of `distill` over HTTP answer what the stdio server answers for the token's
+    agent; a token with a scope is refused, as `fsmem mcp` refuses a scoped agent."""
+    from fsmem.agents.mcp_server import distill_prompt
+
+    url = team["server"].base + "/mcp"
+
+    async def actions(client):
+        listed = await client.list_prompts()
+        return listed, await client.get_prompt("distill", {"max_tokens": "400"})
+
+    listed, got = session(url, team["tokens"]["full"], actions)
+    assert [p.name for p in listed.prompts] == ["distill"]
+    expected = distill_prompt(Memory(team["team"], agent="researcher"), "distill", {"max_tokens": "400"})
+    assert [m.content.text for m in got.messages] == [m.content.text for m in expected.messages]
+    refused = session(url, team["tokens"]["topics"], actions)
+    assert isinstance(refused, Exception) and "scope" in str(refused), refused
+
+
 def test_the_example_client_configuration_reaches_the_server(team):
     config = json.loads((Path(__file__).resolve().parents[1] / "examples" / "mcp_http_config.json").read_text())
     entry = config["mcpServers"]["fsmem-team"]
@@ -494,8 +513,9 @@ def test_one_token_has_a_bounded_share_of_requests_in_flight(tight):
             )
         )
         writer.start()
-        time.sleep(1.0)
-        second = post(url, tokens["holder"], LIST)
+        deadline = time.monotonic() + 20  # until the note is in flight, the token's other requests are served
+        while (second := post(url, tokens["holder"], LIST)).status_code == 200 and time.monotonic() < deadline:
+            time.sleep(0.6)  # within the token's rate (2 a second)
         assert second.status_code == 429 and "already has 1 request(s) in flight" in second.json()["error"]["message"]
         assert post(url, tokens["other"], LIST).status_code == 200
     writer.join(30)

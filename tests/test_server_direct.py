@@ -15,15 +15,15 @@ import json
 import threading
 from pathlib import Path
 
-import anyio
 import pytest
 from hypothesis import given, settings, strategies as st
 from test_tools import NOW, build_memory
 
 from fsmem.server.tokens import TokenStore
 
-pytest.importorskip("mcp")
-uvicorn = pytest.importorskip("uvicorn")
+pytest.importorskip("mcp", reason="needs the mcp extra: pip install 'fsmem[mcp]'")
+uvicorn = pytest.importorskip("uvicorn", reason="needs the server extra: pip install 'fsmem[server]'")
+import anyio  # noqa: E402
 import httpx2  # noqa: E402
 
 from fsmem.server.app import create_app  # noqa: E402

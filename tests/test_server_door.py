@@ -21,7 +21,6 @@ import threading
 import time
 from pathlib import Path
 
-import anyio
 import pytest
 from test_server_app import HEADERS, ServerProcess, session, text_of, tool_call
 from test_tools import NOW, build_memory
@@ -29,8 +28,9 @@ from test_tools import NOW, build_memory
 from fsmem import Memory
 from fsmem.server.tokens import TokenStore
 
-pytest.importorskip("mcp")
-pytest.importorskip("uvicorn")
+pytest.importorskip("mcp", reason="needs the mcp extra: pip install 'fsmem[mcp]'")
+pytest.importorskip("uvicorn", reason="needs the server extra: pip install 'fsmem[server]'")
+import anyio  # noqa: E402
 import httpx2  # noqa: E402
 
 pytestmark = pytest.mark.slow

@@ -148,8 +148,10 @@ def test_sync_records_the_merge_driver_again_when_the_environment_moved(hosts):
     git(second, "config", "merge.fsmem.driver", moved)
     out = S.fsmem(second, "sync").stdout
     assert f"merge driver in .git/config recorded again for this Python (was: {moved})" in out.splitlines()
-    recorded = git(second, "config", "merge.fsmem.driver").strip()
-    assert recorded == f"{shlex.quote(sys.executable)} -m fsmem.history.merge %O %A %B %L %P"
+    python, *rest = shlex.split(git(second, "config", "merge.fsmem.driver"))
+    assert rest == ["-m", "fsmem.history.merge", "%O", "%A", "%B", "%L", "%P"]
+    # the Python the fsmem script runs under: this venv's, by whichever name pip wrote (python, python3, …)
+    assert Path(python).parent == Path(sys.executable).parent and os.path.samefile(python, sys.executable)
     assert "recorded again" not in S.fsmem(second, "sync").stdout  # said once, when it changed
     # and a plain `git merge` of two edits to one list runs that driver: both facts kept, no conflict
     Memory(first).write("topics/plan.md", "# Plan\n\n- step: one\n")

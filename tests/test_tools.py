@@ -82,6 +82,7 @@ def test_definitions_in_each_format(root):
 
 
 def test_anthropic_definitions_validate_against_the_sdk_type(root):
+    pytest.importorskip("anthropic", reason="needs the anthropic extra: pip install 'fsmem[anthropic]'")
     from anthropic.types import ToolParam
     from pydantic import TypeAdapter
 

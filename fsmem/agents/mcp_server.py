@@ -168,7 +168,7 @@ def read_context(memory: Memory, uri: str) -> Any:
 
 def server_of(list_tools: Any, call_tool: Any, read_resource: Any, more: dict[str, Any] | None = None) -> Any:
     """fsmem's MCP server (its name, version and instructions) answering with these handlers (and `more`, such as
-    the stdio server's prompts)."""
+    the `distill` prompt)."""
     from mcp.server.lowlevel import Server
 
     async def list_resources(ctx: Any, params: Any) -> Any:

@@ -28,6 +28,7 @@ _EXPORTS = {
     "parse_timestamp": ".frontmatter",
     "render": ".frontmatter",
     "set_fields": ".frontmatter",
+    "wall_clock": ".frontmatter",
     "split": ".frontmatter",
     "validate": ".frontmatter",
     "FENCED_CODE": ".markdown",
@@ -63,6 +64,7 @@ if TYPE_CHECKING:  # what the type checker reads; at run time each name is loade
         set_fields as set_fields,
         split as split,
         validate as validate,
+        wall_clock as wall_clock,
     )
     from fsmem.format.markdown import (
         FENCED_CODE as FENCED_CODE,

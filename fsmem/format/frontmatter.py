@@ -262,7 +262,19 @@ def now_iso() -> str:
         parsed = parse_timestamp(fixed)
         if parsed is not None:
             return parsed.isoformat(timespec="seconds")
-    return _dt.datetime.now().astimezone().isoformat(timespec="seconds")
+    return wall_clock().isoformat(timespec="seconds")
+
+
+def wall_clock() -> _dt.datetime:
+    """The real clock, local time with its UTC offset: the one place fsmem reads the date.
+
+    Its audit event tells tests/conftest.py which tests read the real date (FSMEM_NOW unset); those run
+    again with the clock moved to another day, to catch a test that hard-codes today.
+    """
+    import sys
+
+    sys.audit("fsmem.wall_clock")
+    return _dt.datetime.now().astimezone()
 
 
 _TOP_LEVEL_KEY = re.compile(r"^([A-Za-z_][\w\-]*)[ \t]*:")

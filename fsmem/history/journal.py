@@ -330,7 +330,7 @@ def _commit(
 
 def clock() -> _dt.datetime:
     """Now, with its UTC offset; FSMEM_NOW fixes it (as for `updated`), for tests and reproducible runs."""
-    return fmt.parse_timestamp(fmt.now_iso()) or _dt.datetime.now().astimezone()
+    return fmt.parse_timestamp(fmt.now_iso()) or fmt.wall_clock()
 
 
 def _zone(minutes: int) -> str:

@@ -226,9 +226,7 @@ def _stamp_of(front: dict[str, Any]) -> str:
 
 def _now() -> str:
     """Now as a UTC stamp (FSMEM_NOW when set), the form import writes."""
-    import datetime as _dt
-
-    return utc_stamp(fmt.parse_timestamp(fmt.now_iso()) or _dt.datetime.now(_dt.UTC))
+    return utc_stamp(fmt.parse_timestamp(fmt.now_iso()) or fmt.wall_clock())
 
 
 def _part(memory: Core, lines: list[str], start: int, budget: int) -> list[str]:

@@ -196,7 +196,7 @@ def _conversation(memory: Core, who: Identity, part: Part, transcript: str, crea
     """The conversation as a note's front matter and headings name it: its title and times from its records."""
     from fsmem import format as fmt
 
-    now = fmt.parse_timestamp(fmt.now_iso()) or _dt.datetime.now(_dt.UTC)
+    now = fmt.parse_timestamp(fmt.now_iso()) or fmt.wall_clock()
     title = part.title or who.key
     try:
         title = secrets.screen(title, memory.secrets_policy, "its title")

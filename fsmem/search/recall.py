@@ -105,7 +105,7 @@ def recall(
         return RecallResult(query, True, "in_context", None)
     fresh: set[str] | None = None
     if settings.horizon_days is not None:
-        now = fmt.parse_timestamp(fmt.now_iso()) or _dt.datetime.now(_dt.UTC)
+        now = fmt.parse_timestamp(fmt.now_iso()) or fmt.wall_clock()
         horizon = now - _dt.timedelta(days=settings.horizon_days)
         fresh = written_since(horizon) if written_since is not None else _written_since(root, horizon, scope)
         if not fresh:

@@ -21,7 +21,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from fsmem.agents import tools
-from fsmem.agents.mcp_server import read_context, server_of, tool_list, tool_result
+from fsmem.agents.mcp_server import distill_prompt, prompt_list, read_context, server_of, tool_list, tool_result
 from fsmem.agents.registry import REGISTRY
 from fsmem.memory import Memory
 from fsmem.server.lanes import Lanes
@@ -96,7 +96,22 @@ def build_server(limits: Limits, lanes: Lanes) -> Server:
             raise MCPError(types.INTERNAL_ERROR, f"the context took longer than {limits.tool_timeout_seconds:g} s")
         return answer
 
-    return server_of(list_tools, call_tool, read_resource)
+    async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
+        _admitted(ctx)
+        return prompt_list()
+
+    async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        state, memory = _admitted(ctx)
+        name, arguments = params.name, params.arguments or {}
+        work = lambda: distill_prompt(memory, name, arguments)  # noqa: E731  (reads every episode not yet distilled)
+        answer = await _read(work, lanes.costly, lanes.handoff, state.slot, limits)
+        if answer is None:
+            state.reason = "prompt timeout"
+            raise MCPError(types.INTERNAL_ERROR, f"the prompt took longer than {limits.tool_timeout_seconds:g} s")
+        return answer
+
+    prompts = {"list_prompts": list_prompts, "get_prompt": get_prompt}
+    return server_of(list_tools, call_tool, read_resource, prompts)
 
 
 async def _read(

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from fsmem.errors import ConfigError, InvalidArgument, NotFound
+from fsmem.format import wall_clock
 from fsmem.store import given
 from fsmem.store.files import atomic_write, file_lock
 from fsmem.store.scope import Scope
@@ -63,7 +64,7 @@ def check_memory_name(name: str) -> str:
 
 
 def _now() -> _dt.datetime:
-    return _dt.datetime.now(_dt.UTC)
+    return wall_clock().astimezone(_dt.UTC)
 
 
 def _iso(moment: _dt.datetime) -> str:

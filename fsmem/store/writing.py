@@ -187,7 +187,7 @@ def note(
                 f"{faces.arg('subject')} must be a single line, such as 'people/Adam Smith' or 'topic/Billing'"
             )
     stamp = fmt.now_iso()
-    when = fmt.parse_timestamp(stamp) or _dt.datetime.now().astimezone()
+    when = fmt.parse_timestamp(stamp) or fmt.wall_clock()
     path = session_note_path(root, session, when)
     if check_path is not None:
         check_path(path)
