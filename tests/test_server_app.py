@@ -172,7 +172,6 @@ def team(tmp_path_factory):
         "ghost": store.create(memory="team", agent="ghost"),
         "expired": store.create(memory="team", agent="researcher"),
         "revoked": store.create(memory="team", agent="researcher"),
-        "later": store.create(memory="team", agent="researcher"),
         "gone": store.create(memory="gone", agent="researcher"),
     }
     store.revoke(made["revoked"].record.id)
@@ -278,10 +277,12 @@ def test_refused_without_a_valid_token_and_nothing_changes(team):
     assert post(url, tokens["gone"], LIST).status_code == 403  # a memory this server does not serve
     ghost = post(url, tokens["ghost"], LIST)
     assert ghost.status_code == 403 and "unknown agent 'ghost'" in ghost.json()["error"]["message"]
-    # revoked while the server runs: refused from the next request on
-    later = tokens["later"]
+    # revoked while the server runs: refused from the next request on (a token of this run's own, so that a
+    # second run of this test, on a moved day, revokes a token of its own too)
+    made = team["store"].create(memory="team", agent="researcher")
+    later = made.token
     assert post(url, later, LIST).status_code == 200
-    team["store"].revoke(team["made"]["later"].record.id)
+    team["store"].revoke(made.record.id)
     assert post(url, later, tool_call("note", {"text": "- employer: Initech"})).status_code == 401
     after = (snapshot(team["team"]), snapshot(team["lab"]), len(list(retrieval_log.records(team["team"]))))
     assert after == before
