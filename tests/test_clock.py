@@ -36,6 +36,7 @@ FSMEM = TESTS.parent / "fsmem"
 NOT_A_DATE = {
     "server/log.py": "the time stamp of a log line, which no answer carries",
     "cli/watch.py": "the time of day printed beside a message of fsmem watch",
+    "operations/stat.py": "a file's modification time, formatted (time.gmtime of it): not the clock",
 }
 CLOCK_READ = re.compile(
     r"\b(?:datetime\.(?:now|today|utcnow)|date\.today|time\.(?:localtime|gmtime|strftime|ctime|asctime))\("
@@ -84,6 +85,8 @@ SYNTHETIC = """
 import datetime as dt
 from pathlib import Path
 
+import pytest
+
 from fsmem import Memory
 
 RUNS = Path(__file__).parent / "runs.txt"
@@ -114,6 +117,23 @@ def test_pins_the_clock(tmp_path, monkeypatch):
 
 def test_reads_no_date():
     ran("no_date")
+
+
+@pytest.fixture(scope="module")
+def tickets():
+    return ["one"]  # a module's state: the first run of a test below takes it
+
+
+def test_takes_a_modules_ticket(tickets, tmp_path):
+    ran("takes_ticket")
+    assert tickets.pop() == "one"  # run twice in one process, the second run would find none
+    Memory.init(tmp_path / "mem").note("seen", session="s1")
+
+
+def test_hard_codes_today_beside_a_modules_state(tickets, tmp_path):
+    ran("hard_codes_today_shared")
+    path = Memory.init(tmp_path / "mem").note("seen", session="s1").path
+    assert path == "sessions/{today}/s1.md"
 """
 
 
@@ -144,10 +164,14 @@ def test_a_test_that_hard_codes_today_fails_and_one_that_does_not_passes(tmp_pat
     proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     out = proc.stdout
     assert proc.returncode == 1, out
-    assert "FAILED test_synthetic.py::test_hard_codes_today" in out
+    assert "FAILED test_synthetic.py::test_hard_codes_today " in out
+    assert "FAILED test_synthetic.py::test_hard_codes_today_beside_a_modules_state" in out
     assert "failed with the clock moved to 2028-02-29: it depends on the day" in out
     assert "sessions/2028/02/29/s1.md" in out  # what fsmem wrote on the moved day
-    assert "4 passed" in out and "1 failed" in out
+    assert "in a pytest of its own" in out  # the test that shares a module's fixture ran again apart
+    assert "5 passed" in out and "2 failed" in out
     runs = (tmp_path / "runs.txt").read_text().split()
-    # a test that read the date in a module that deals in dates ran twice, the others once
-    assert sorted(runs) == sorted(["hard_codes_today"] * 2 + ["computes"] * 2 + ["pins", "no_date", "undated"])
+    # a test that read the date in a module that deals in dates ran twice, the others once; one sharing a
+    # module's state ran again in a pytest of its own, where that state was made anew
+    twice = ["hard_codes_today", "computes", "takes_ticket", "hard_codes_today_shared"]
+    assert sorted(runs) == sorted(twice * 2 + ["pins", "no_date", "undated"])
