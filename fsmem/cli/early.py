@@ -10,11 +10,10 @@ filters, a setting of fsmem.yaml) runs rg as before once the early process is st
 
 from __future__ import annotations
 
-import os
 import subprocess
 
 from fsmem.errors import FsmemError
-from fsmem.names import CONFIG_FILE
+from fsmem.names import find_root
 from fsmem.store import rg_command
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing is imported after rg has started
@@ -30,7 +29,7 @@ def start(root: str | None, arguments: dict[str, Any]) -> None:
     """Start the first pass a grep of the whole memory at `root` (as `Memory` finds it) will ask for."""
     if any(arguments[name] for name in _FILTERS):
         return
-    folder = _root(root)
+    folder = find_root(root)  # the folder discover_root would choose, or None where it would refuse
     if folder is None:
         return
     try:
@@ -48,22 +47,3 @@ def start(root: str | None, arguments: dict[str, Any]) -> None:
     except OSError:
         return
     rg_command.start_early(argv, folder, process)
-
-
-def _root(root: str | None) -> str | None:
-    """The folder `fsmem.store.root.discover_root` would choose, or None where it would refuse (it says why)."""
-    chosen = root or os.environ.get("FSMEM_ROOT")
-    if chosen:
-        path = os.path.expanduser(chosen)
-        return os.path.realpath(path) if os.path.isfile(os.path.join(path, CONFIG_FILE)) else None
-    try:
-        here = os.path.realpath(os.getcwd())
-    except OSError:
-        return None
-    while True:
-        if os.path.isfile(os.path.join(here, CONFIG_FILE)):
-            return here
-        parent = os.path.dirname(here)
-        if parent == here:
-            return None
-        here = parent

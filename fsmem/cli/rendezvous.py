@@ -27,7 +27,7 @@ import os
 import sys
 import time
 
-from fsmem.names import CONFIG_FILE, STATE_DIR
+from fsmem.names import STATE_DIR, find_root
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -200,25 +200,6 @@ def command_of(argv: list[str]) -> tuple[str | None, str | None]:
                 return None, None
             command = word
     return command, root
-
-
-def find_root(given: str | None) -> str | None:
-    """The folder `fsmem.store.root.discover_root` would open, or None where it would refuse (it says why)."""
-    chosen = given or os.environ.get("FSMEM_ROOT")
-    if chosen:
-        path = os.path.expanduser(chosen)
-        return os.path.realpath(path) if os.path.isfile(os.path.join(path, CONFIG_FILE)) else None
-    try:
-        here = os.path.realpath(os.getcwd())
-    except OSError:
-        return None
-    while True:
-        if os.path.isfile(os.path.join(here, CONFIG_FILE)):
-            return here
-        parent = os.path.dirname(here)
-        if parent == here:
-            return None
-        here = parent
 
 
 def request(root: str, argv: list[str]) -> list[bytes]:

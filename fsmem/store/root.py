@@ -12,8 +12,7 @@ from pathlib import Path
 from fsmem import faces
 from fsmem.config import CONFIG_FILE, STATE_DIR
 from fsmem.errors import ConfigError, NotAMemory, RootNotFound, StorageError, quoted
-
-ROOT_ENV = "FSMEM_ROOT"
+from fsmem.names import ROOT_ENV
 
 
 def remedy(path: Path) -> str:
