@@ -22,7 +22,7 @@ LAYERS = [
         "foundation",
         (
             "fsmem.errors",
-            "fsmem.names",  # the two names a root holds, importing nothing (for fsmem.cli.early)
+            "fsmem.names",  # the two names a root holds and where it is, importing only os (for fsmem.cli.early)
             "fsmem.extras",
             "fsmem.budget",
             "fsmem.tokens",
