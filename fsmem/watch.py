@@ -162,7 +162,7 @@ def watch(
     walker = _Walker(catalog)
     settle_again = 0.0  # when rows stored too fresh get their second look (the catalog asked the feed for it)
     pause = wait or (lambda stop, seconds: stop.wait(seconds))
-    while not pause(stop, _POLL_SECONDS):
+    while not pause(stop, _POLL_SECONDS) and not stop.is_set():  # a `wait` that returns early still stops
         if not os.path.isdir(root):
             raise RootNotFound(f"the memory root {root} disappeared (deleted, moved or unmounted); watch stopped")
         if feed is not None and feed.trusted:

@@ -94,7 +94,8 @@ def test_launcher_falls_back_to_this_interpreter_without_a_script(tmp_path):
     lonely.symlink_to(sys.executable)
     code = "import sys, sysconfig; sysconfig.get_path = lambda *a: '/nonexistent'; from fsmem import connect; "
     code += "print(connect.launcher())"
-    done = subprocess.run([str(lonely), "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    repo = Path(__file__).resolve().parent.parent  # where `fsmem` imports from for a Python outside the venv
+    done = subprocess.run([str(lonely), "-c", code], cwd=repo, capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == repr([str(lonely), "-m", "fsmem"])
 
 

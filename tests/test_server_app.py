@@ -195,13 +195,10 @@ def team(tmp_path_factory):
     assert server.stop() == 0
 
 
-def test_the_default_is_one_process_per_usable_core(team):
-    """A server started without `processes` runs one worker per core it may use (one process on one core)."""
-    from fsmem.server.settings import usable_cores
-
+def test_the_default_is_one_process(team):
+    """A server started without `processes` serves in one process (`auto` asks for one per usable core)."""
     listening = next(line for line in team["server"].lines if line.get("event") == "listening")
-    workers = {line["worker"] for line in team["server"].lines if line.get("event") == "worker started"}
-    assert listening.get("processes", 1) == usable_cores() and len(workers or {0}) == usable_cores()
+    assert listening.get("processes", 1) == 1
 
 
 def test_a_token_lists_greps_reads_searches_and_notes(team):

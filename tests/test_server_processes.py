@@ -288,7 +288,7 @@ def test_processes_is_a_number_or_auto_and_needs_sockets_passed_between_processe
     config = tmp_path / "server.yaml"
     config.write_text("processes: 2\n")
     assert ServerSettings.load(config).processes == 2
-    assert ServerSettings().processes == usable_cores()  # the default: one per core
+    assert ServerSettings().processes == 1  # the default: one process; auto asks for one per core
     root = _copy_memory(tmp_path, "team")
     settings = ServerSettings(processes=2, tokens=tmp_path / "tokens.json")
     settings.add_memory("team", root)

@@ -45,7 +45,7 @@ def _store(tokens_file):
     "--processes",
     "process_count",
     metavar="N|auto",
-    help="Server processes (default auto: one per usable core); each token's requests are all served by one.",
+    help="Server processes (default 1; auto: one per core); each token's requests are all served by one.",
 )
 @click.pass_context
 def serve_cmd(ctx, memories, config_file, tokens_file, host, port, log_file, process_count):

@@ -14,7 +14,7 @@ memories:
   research: /srv/memory/research
 allowed_origins: []        # web pages (scheme://host[:port]) whose scripts may call; none by default
 allowed_hosts: []          # Host names the server answers to besides 127.0.0.1, localhost and [::1]
-processes: auto            # server processes (default: one per usable core); each token is served by one of them
+processes: 1               # server processes (auto: one per usable core); each token is served by one of them
 limits:
   max_request_bytes: 1048576
   max_answer_tokens: 8000
@@ -110,7 +110,7 @@ class ServerSettings:
     limits: Limits = field(default_factory=Limits)
     allowed_origins: list[str] = field(default_factory=list)
     allowed_hosts: list[str] = field(default_factory=list)
-    processes: int = field(default_factory=lambda: processes("auto"))  # one per usable core: see `processes()`
+    processes: int = 1  # see `processes()`: 1 unless asked (`auto`: one per usable core)
 
     def hosts(self) -> frozenset[str] | None:
         """The Host names (lowercase, without a port) requests must name; None when any will do."""
@@ -253,17 +253,16 @@ def usable_cores() -> int:
 
 
 def processes(value: Any) -> int:
-    """A `processes` setting: a whole number from 1, or "auto" (`usable_cores()`), the default.
+    """A `processes` setting: a whole number from 1, or "auto" (`usable_cores()`).
 
-    One process runs its Python on one core at a time, so on two cores a second process serves more calls a
-    second of new questions at no more CPU a call (docs/performance.md, "The memory server under load"):
-    the default is one per core.
-    What each more costs: its own views of the memories and its own mapping of their search index
-    (resident memory grows with each), its own `max_in_flight`, `max_connections` and `max_streams`, and
-    a proxy must not reuse one connection for several tokens (docs/server.md, "Several processes"); an
-    operator who wants less says `processes: 1`. Where sockets cannot be passed between processes
-    (Windows), `auto` is 1 and a number above 1 is refused by `check()`: a server quietly running one
-    process where several were asked for would hide why it is slower.
+    The default is 1. More serve more: on two cores a team's server answered 72 calls a second of new
+    questions with one process and 117 with two (10k files). But each more costs its own views of the
+    memories and its own mapping of their search index, its own `max_in_flight`, `max_connections` and
+    `max_streams`, and concurrent writers then wait for the memory's write lock across processes (with
+    sixteen clients writing at once on a loaded machine a write could be given up); a proxy must not reuse
+    one connection for several tokens (docs/server.md, "Several processes"). So an operator who wants every
+    core says `auto`. Where sockets cannot be passed between processes (Windows), `auto` is 1 and a number
+    above 1 is refused by `check()`: a server quietly running one process where several were asked for would hide why it is slower.
     """
     if isinstance(value, str) and value.strip().lower() == "auto":
         return usable_cores() if hasattr(socket, "send_fds") else 1

@@ -53,9 +53,8 @@ _IN_NONBLOCK, _IN_CLOEXEC = os.O_NONBLOCK, 0o2000000  # inotify_init1's flags ar
 def _libc() -> Any:
     """The C library's inotify calls, typed (Linux: glibc and musl both have them)."""
     import ctypes
-    import ctypes.util
 
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    libc = ctypes.CDLL(None, use_errno=True)  # this process's own symbols, libc's among them (no ldconfig run)
     libc.inotify_init1.argtypes = [ctypes.c_int]
     libc.inotify_init1.restype = ctypes.c_int
     libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
