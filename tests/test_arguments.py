@@ -113,8 +113,11 @@ VALUES = [
 
 
 def public_methods() -> list[str]:
+    from fsmem.spec import declared
+
     names = []
-    for name, value in vars(Memory).items():
+    for name in sorted({*vars(Memory), *declared()}):  # a declared operation is put on Memory on first use
+        value = vars(Memory).get(name, getattr(Memory, name))
         if (name.startswith("_") and name != "__init__") or isinstance(value, property):
             continue
         if isinstance(value, classmethod) or callable(getattr(Memory, name)):  # an operation loads on first use
