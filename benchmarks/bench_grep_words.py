@@ -24,7 +24,7 @@ from common import corpus, load, table
 from corpus import _FIRST, _LAST, _ORGS, _PROJECTS, _WORDS
 
 from fsmem import Memory
-from fsmem.query import grep_kept, grep_words
+from fsmem.query import grep_cache, grep_words
 from fsmem.store.feed import Delta
 
 
@@ -61,7 +61,7 @@ def per_call(memory: Memory, calls: list[tuple[str, dict]], prefilter: bool) -> 
     try:
         started = cpu()
         for pattern, options in calls:
-            grep_kept.forget(memory.root)
+            grep_cache.forget(memory.root)
             memory.grep(pattern, max_results=5, **options)
         return (cpu() - started) / len(calls)
     finally:

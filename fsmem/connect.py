@@ -282,10 +282,10 @@ def _without_table(text: str) -> str:
 def read_config(path: Path) -> bytes | None:
     """The bytes of the config file `path` (None: there is none yet), refused at once if it is a FIFO or a device."""
     from fsmem.errors import NotFound
-    from fsmem.store import given
+    from fsmem.store import outside_files
 
     try:
-        return given.read_bytes(path, what="config file", limit=CONFIG_LIMIT, error=InvalidArgument)
+        return outside_files.read_bytes(path, what="config file", limit=CONFIG_LIMIT, error=InvalidArgument)
     except NotFound:
         return None
 

@@ -193,11 +193,11 @@ def test_the_commands_agents_call_most_import_only_what_they_use(memory):
 GREP_MODULES = """fsmem fsmem.arguments fsmem.budget fsmem.cli fsmem.cli.early fsmem.cli.lean fsmem.cli.printing
 fsmem.config fsmem.config.check fsmem.config.parse fsmem.config.sections fsmem.errors fsmem.faces fsmem.format
 fsmem.format.portable fsmem.memory fsmem.names fsmem.operations fsmem.operations.core
-fsmem.operations.reads fsmem.query fsmem.query.grep fsmem.query.grep_kept fsmem.store fsmem.store.beneath
+fsmem.operations.reads fsmem.query fsmem.query.grep fsmem.query.grep_cache fsmem.store fsmem.store.beneath
 fsmem.store.cache
 fsmem.store.catalog fsmem.store.files fsmem.store.host fsmem.store.logs fsmem.store.paths
 fsmem.store.rg fsmem.store.rg_command fsmem.store.root fsmem.store.scope
-fsmem.store.superseded fsmem.store.template fsmem.store.walk fsmem.tokens""".split()
+fsmem.store.superseded_lines fsmem.store.template fsmem.store.walk fsmem.tokens""".split()
 
 
 def test_a_plain_grep_imports_these_fsmem_modules_and_starts_rg_after_only_a_few(memory):

@@ -2,7 +2,7 @@
 
 `recall --seen-file` and `evaluate` on a FIFO or /dev/zero, and `import locomo
 /dev/zero`, hung past 30 s (then MemoryError under a memory limit). Every file
-argument of every command now goes through `fsmem.store.given`: a FIFO, a
+argument of every command now goes through `fsmem.store.outside_files`: a FIFO, a
 device or a folder where a file is expected is refused at once, and a file is
 read with a size cap (standard input too, where a command reads it). The
 table below names every file and folder argument; a test walks the commands
@@ -30,7 +30,7 @@ from fsmem.errors import InvalidArgument, NotFound
 from fsmem.evaluation import harness, locomo
 from fsmem.server.settings import CONFIG_LIMIT
 from fsmem.server.tokens import TOKENS_LIMIT
-from fsmem.store import given
+from fsmem.store import outside_files
 
 FSMEM = str(Path(sys.executable).with_name("fsmem"))
 SAY = {"fifo": "is a FIFO", "zero": "is a device", "folder": "is a folder", "large": "is larger than"}
@@ -172,7 +172,7 @@ def test_standard_input_is_read_with_a_cap(world):
             run(["--root", world["root"], "recall", "alpha", "--seen-file", "-"], stdin=zero), "larger than"
         )
     assert not (Path(world["root"]) / "topics" / "b.md").exists()
-    assert STDIN_LIMIT >= 16 * given.MiB
+    assert STDIN_LIMIT >= 16 * outside_files.MiB
 
 
 def test_dash_reads_standard_input_where_the_command_says_so(world):
@@ -217,8 +217,8 @@ def test_the_library_refuses_alike(world, tmp_path, deadline):
 def test_a_regular_file_within_the_cap_reads_as_before(tmp_path):
     file = tmp_path / "f.txt"
     file.write_bytes("\ufeffhé\n".encode())
-    assert given.read_text(file, what="the file", limit=100) == "hé\n"
+    assert outside_files.read_text(file, what="the file", limit=100) == "hé\n"
     file.write_bytes(b"\xff")
     with pytest.raises(InvalidArgument, match="not UTF-8"):
-        given.read_text(file, what="the file", limit=100)
-    assert given.read_bytes(file, what="the file", limit=1) == b"\xff"
+        outside_files.read_text(file, what="the file", limit=100)
+    assert outside_files.read_bytes(file, what="the file", limit=1) == b"\xff"

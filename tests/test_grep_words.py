@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fsmem import Memory
-from fsmem.query import grep_kept, grep_words
+from fsmem.query import grep_cache, grep_words
 from fsmem.query.grep_words import Need, needs, words_of
 
 KELVIN, LONG_S = "\u212a", "\u017f"
@@ -26,7 +26,7 @@ def watched(tmp_path_factory):
     assert memory.catalog._feed is not None and memory.catalog._feed.trusted
     yield memory
     memory.close()
-    grep_kept.forget(memory.root)
+    grep_cache.forget(memory.root)
 
 
 @contextmanager

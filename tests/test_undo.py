@@ -198,17 +198,17 @@ def changed(state: tuple[dict, dict], keys: set[str], tag: str) -> tuple[dict, d
     earlier=st.sets(st.sampled_from(KEYS)),
 )
 def test_an_undo_under_a_change_to_other_keys_gives_each_key_its_own_side(mine, theirs, earlier):
-    from fsmem.history import touched
+    from fsmem.history import footprint
 
     start = changed(({key: key.upper() for key in KEYS}, {}), earlier, "0")  # some history already
     after_state = changed(start, mine, "c")
     later_state = changed(after_state, theirs, "l")
     before, after, later = document(*start), document(*after_state), document(*later_state)
-    found = touched.overlap(before, after, later)
+    found = footprint.overlap(before, after, later)
     if mine & theirs:
         assert found == f"the fact {min(mine & theirs)!r}"
         return
     assert found is None
     values = {key: (start if key in mine else later_state)[0][key] for key in KEYS}
     old = {key: (start if key in mine else later_state)[1].get(key, []) for key in KEYS}
-    assert touched.undo(before, after, later) == document(values, {key: found for key, found in old.items() if found})
+    assert footprint.undo(before, after, later) == document(values, {key: found for key, found in old.items() if found})

@@ -157,7 +157,7 @@ def _message(exc: BaseException) -> str:
 def _run(ctx: click.Context, state: dict[str, Any]) -> None:
     from fsmem.hooks import asking, claude_code as cc, prompting, runner
     from fsmem.memory import Memory
-    from fsmem.store.given import read_stdin
+    from fsmem.store.outside_files import read_stdin
 
     try:  # known before stdin is read, so that an error there (or the time limit) is logged in the memory
         state["root"] = _root_of(ctx, None)

@@ -18,10 +18,10 @@ import click
 from fsmem.budget import echo
 from fsmem.cli.options import open_memory
 from fsmem.errors import InvalidArgument
-from fsmem.store import given as _given
+from fsmem.store import outside_files
 
-STDIN_LIMIT = 64 * _given.MiB  # a note or a body read from standard input
-SEEN_LIMIT = 16 * _given.MiB  # what an agent holds in its context is far smaller
+STDIN_LIMIT = 64 * outside_files.MiB  # a note or a body read from standard input
+SEEN_LIMIT = 16 * outside_files.MiB  # what an agent holds in its context is far smaller
 
 Input = Callable[[Any, dict[str, Any], click.Context], Any]
 
@@ -29,7 +29,7 @@ Input = Callable[[Any, dict[str, Any], click.Context], Any]
 def text_or_stdin(text: str, given: dict[str, Any], ctx: click.Context) -> str:
     """note's TEXT, or standard input for `-`."""
     if text == "-":
-        return _given.read_stdin(what="the note", limit=STDIN_LIMIT)
+        return outside_files.read_stdin(what="the note", limit=STDIN_LIMIT)
     return text
 
 
@@ -37,7 +37,7 @@ def body_from_stdin(_: None, given: dict[str, Any], ctx: click.Context) -> str |
     """write's body: standard input, unless --keep-body or stdin is a terminal; an empty stdin keeps the body."""
     if given.get("keep_body") or sys.stdin.isatty():
         return None
-    return _given.read_stdin(what="the body", limit=STDIN_LIMIT) or None
+    return outside_files.read_stdin(what="the body", limit=STDIN_LIMIT) or None
 
 
 def parse_sets(pairs: tuple[str, ...], given: dict[str, Any], ctx: click.Context) -> dict[str, Any]:
@@ -81,7 +81,7 @@ def read_seen(path: str | None, given: dict[str, Any], ctx: click.Context) -> st
     """recall's --seen-file: the file's text ('-': stdin)."""
     if path is None:
         return None
-    return _given.read_bytes(path, what="--seen-file", limit=SEEN_LIMIT, stdin=True).decode("utf-8", "replace")
+    return outside_files.read_bytes(path, what="--seen-file", limit=SEEN_LIMIT, stdin=True).decode("utf-8", "replace")
 
 
 def global_agent(_: None, given: dict[str, Any], ctx: click.Context) -> str | None:

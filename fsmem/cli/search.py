@@ -7,7 +7,7 @@ import click
 
 from fsmem.cli.generated import OperationGroup
 from fsmem.cli.options import command, emit, max_tokens_option, open_memory, output_option
-from fsmem.store import given
+from fsmem.store import outside_files
 
 
 @command("evaluate")
@@ -31,7 +31,7 @@ def evaluate_cmd(ctx, evalset, sweep, max_tokens, plot_file, as_json):
     from fsmem.evaluation.harness import evaluate, plot, require_matplotlib
 
     if plot_file:
-        given.output_file(plot_file, what="--plot")  # fail before the run, not after it
+        outside_files.output_file(plot_file, what="--plot")  # fail before the run, not after it
         require_matplotlib()
     report = evaluate(open_memory(ctx), evalset, sweep=sweep, max_tokens=max_tokens)
     if plot_file:

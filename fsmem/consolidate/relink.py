@@ -17,8 +17,8 @@ from fsmem.consolidate.settings import Settings
 from fsmem.errors import FsmemError
 from fsmem.format.facts import UP
 from fsmem.store.files import file_lock
+from fsmem.store.note_status import lines_citing
 from fsmem.store.paths import resolve
-from fsmem.store.supersession import lines_citing
 
 WriteBatch = Callable[[list[tuple[Path, bytes, str]]], list[str]]  # written atomically; the paths written
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from fsmem.memory import Memory
 
 from fsmem.errors import InvalidArgument
-from fsmem.store import given
+from fsmem.store import outside_files
 
 DEFAULT_KS = (1, 2, 4, 8, 12, 20, 30)
 
@@ -64,13 +64,13 @@ def parse_questions(items: Iterable[Any], source: str = "eval set") -> list[Ques
     return questions
 
 
-EVALSET_LIMIT = 64 * given.MiB  # LoCoMo's ten eval sets together are 0.3 MB
+EVALSET_LIMIT = 64 * outside_files.MiB  # LoCoMo's ten eval sets together are 0.3 MB
 
 
 def load_evalset(path: str | Path) -> list[Question]:
     """Questions from a .jsonl file, or a YAML file (a list, or a mapping with `questions`)."""
     path = Path(path)
-    text = given.read_text(path, what="the eval set", limit=EVALSET_LIMIT)
+    text = outside_files.read_text(path, what="the eval set", limit=EVALSET_LIMIT)
     if path.suffix.lower() == ".jsonl":
         items = []
         for number, line in enumerate(text.splitlines(), start=1):
@@ -327,7 +327,7 @@ def require_matplotlib():
 
 def plot(report: EvalReport, path: str | Path) -> None:
     """Recall and p95 latency against k, one PNG."""
-    path = given.output_file(path, what="the plot")
+    path = outside_files.output_file(path, what="the plot")
     plt = require_matplotlib()
     ks = [row["k"] for row in report.per_k]
     figure, left = plt.subplots(figsize=(6, 4))

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from fsmem.errors import InvalidArgument
-from fsmem.store import given
+from fsmem.store import outside_files
 
 QUESTION_CATEGORIES = (1, 2, 3, 4)  # 5 (adversarial) asks about things that were never said
 _DIA_ID = re.compile(r"D(\d+):(\d+)")
@@ -160,11 +160,11 @@ def import_sample(
     return memory, evalset, sessions, turns, len(questions)
 
 
-LOCOMO_LIMIT = 64 * given.MiB  # the public data set is 2.8 MB
+LOCOMO_LIMIT = 64 * outside_files.MiB  # the public data set is 2.8 MB
 
 
 def load(file: str | Path) -> list[dict[str, Any]]:
-    text = given.read_text(file, what="the LoCoMo file", limit=LOCOMO_LIMIT)
+    text = outside_files.read_text(file, what="the LoCoMo file", limit=LOCOMO_LIMIT)
     try:
         data = json.loads(text)
     except ValueError as exc:
@@ -183,7 +183,7 @@ def import_locomo(
     steps: Iterable[Callable[[Any], Any]] = (),
 ) -> ImportResult:
     """Import every conversation (or the `samples` named) into TARGET/<sample_id>, with TARGET/<sample_id>.eval.jsonl."""
-    target = given.folder(target, what="the import target")
+    target = outside_files.folder(target, what="the import target")
     data = load(file)
     if samples:
         unknown = set(samples) - {str(s.get("sample_id")) for s in data}

@@ -5,7 +5,7 @@ the caller to write under the write lock, which commits them like any write,
 and `verify` checks, before either says it is done, that the files and HEAD
 hold what was planned. A revert of a file changed since takes the undo out of
 those later changes only when they touched none of its lines, fact keys or
-front matter fields (`fsmem.history.touched`); otherwise it is refused, naming
+front matter fields (`fsmem.history.footprint`); otherwise it is refused, naming
 the later commit, and nothing changes.
 """
 
@@ -17,7 +17,7 @@ from typing import NoReturn
 
 from fsmem import faces
 from fsmem.errors import ChangedOnDisk, EditConflict, HistoryError, InvalidArgument
-from fsmem.history import recovery, touched
+from fsmem.history import footprint, recovery
 from fsmem.history.merge import GENERATED
 from fsmem.history.repo import Repo
 from fsmem.history.view import HistoryView
@@ -52,7 +52,7 @@ def plan_revert(
     """The changes that undo commit `rev` in the memory's files, its message, and a label of what it touched.
 
     A file changed since is undone under the later changes only when they touched none of what `rev` touched
-    (lines, fact keys, fields: `fsmem.history.touched`); otherwise nothing is changed and the later commit is
+    (lines, fact keys, fields: `fsmem.history.footprint`); otherwise nothing is changed and the later commit is
     named. What a consolidation did to its notes (their `consolidated:` marks, their move to `archive_dir`)
     stays: reverting a consolidation undoes what it wrote into documents, and the next run does not redo it.
     INDEX.md is left out: it is regenerated from the documents, never reverted.
@@ -77,7 +77,7 @@ def plan_revert(
     changes: list[Change] = []
     for rel, (before, after) in versions.items():
         old, new = _text(before), _text(after)
-        if old is not None and new is not None and touched.bookkeeping_only(old, new):
+        if old is not None and new is not None and footprint.bookkeeping_only(old, new):
             continue  # a consolidation's mark on a note: it stays, or the next run would redo the revert
         now = _current(root, rel)
         target = _undone(repo, commit, rel, before, after, now)
@@ -144,11 +144,11 @@ def _undone(
     b, a, n = _text(before), _text(after), _text(now)
     if b is None or a is None or n is None:  # created or removed by it (or not text), changed since
         _refuse(repo, commit, rel, before, after, "the same lines")
-    what = touched.overlap(b, a, n)
+    what = footprint.overlap(b, a, n)
     if what:
         _refuse(repo, commit, rel, before, after, what)
-    result = touched.undo(b, a, n)
-    wrong = touched.facts_as_in(result, b, touched.keys_changed(b, a))
+    result = footprint.undo(b, a, n)
+    wrong = footprint.facts_as_in(result, b, footprint.keys_changed(b, a))
     if wrong:  # never print "reverted" over a result that does not hold what was there before
         raise EditConflict(
             f"cannot revert {commit[:12]}: in {rel} the facts {', '.join(wrong)} would not come out as they were "
@@ -162,7 +162,7 @@ def _same_note(rel: str, one: bytes | None, two: bytes | None) -> bool:
     if not rel.startswith("sessions/"):
         return False
     a, b = _text(one), _text(two)
-    return a is not None and b is not None and touched.without_mark(a) == touched.without_mark(b)
+    return a is not None and b is not None and footprint.without_mark(a) == footprint.without_mark(b)
 
 
 def _refuse(repo: Repo, commit: str, rel: str, before: bytes | None, after: bytes | None, what: str) -> NoReturn:
@@ -188,7 +188,7 @@ def _first_later(repo: Repo, commit: str, rel: str, before: bytes | None, after:
         if data == after or _same_note(rel, data, after):
             continue
         text = _text(data)
-        if b is None or a is None or text is None or touched.overlap(b, a, text):
+        if b is None or a is None or text is None or footprint.overlap(b, a, text):
             return later
     return None
 

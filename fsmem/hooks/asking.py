@@ -155,9 +155,9 @@ def _fsmem_writes(words: list[str]) -> bool:
 
 def read_on(transcript: str, looked: Looked, held: int, deadline: float | None) -> bool:
     """Read the transcript's whole lines after `looked.offset` into `looked`, until its end (True) or `deadline`."""
-    from fsmem.store import given
+    from fsmem.store import outside_files
 
-    fd, _ = given.open_regular(transcript, what="the transcript")
+    fd, _ = outside_files.open_regular(transcript, what="the transcript")
     with os.fdopen(fd, "rb") as stream:
         stream.seek(looked.offset)
         while True:

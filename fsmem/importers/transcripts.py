@@ -20,7 +20,7 @@ from typing import Any
 
 from fsmem.hooks.claude_code import NOT_JSON, one_line, records, session_name, summarise, title_of
 from fsmem.importers import Conversation, fault, utc
-from fsmem.store import given
+from fsmem.store import outside_files
 
 
 def transcripts(path: Path) -> list[Path]:
@@ -65,7 +65,7 @@ def read_part(path: str | os.PathLike[str], start: int, limit: int | None = None
     A last line without its newline is taken only when it is a whole JSON object; otherwise it is still being
     written, and is left for whoever reads next.
     """
-    fd, _ = given.open_regular(path, what="the transcript")
+    fd, _ = outside_files.open_regular(path, what="the transcript")
     with os.fdopen(fd, "rb") as stream:
         stream.seek(start)
         return _read(stream, start, limit)
@@ -137,7 +137,7 @@ def identity(path: str | os.PathLike[str], session: str | None = None) -> Identi
     A file under a `subagents/` folder whose records name no agent is its parent's subagent all the same,
     named by its file name.
     """
-    fd, _ = given.open_regular(path, what="the transcript")
+    fd, _ = outside_files.open_regular(path, what="the transcript")
     found = Part(start=0)
     with os.fdopen(fd, "rb") as stream:
         for _, record in records(_first_lines(stream)):

@@ -111,8 +111,8 @@ def read_text(root: Path, rel: str) -> str | None:
 
 def _ended_note_lines(root: Path, notes: dict[str, str], stamp: str) -> dict[str, Ranges]:
     """The keyed facts of consolidated notes whose value a document says was replaced by `stamp`."""
-    from fsmem.store.superseded import superseded_of
-    from fsmem.store.supersession import superseded_note_lines
+    from fsmem.store.note_status import superseded_note_lines
+    from fsmem.store.superseded_lines import superseded_of
 
     def document_ranges(docs: list[str]) -> dict[str, Ranges]:
         return {d: superseded_of(Path(root, d)) for d in docs if os.path.isfile(Path(root, d))}

@@ -26,7 +26,7 @@ from fsmem import faces
 from fsmem.budget import CUT_BY_RESULTS, CUT_BY_TOKENS, Meter, Metered, Page, Paged, check_offset
 from fsmem.config import GrepSettings, ReadSettings
 from fsmem.errors import InvalidArgument
-from fsmem.query import grep_kept
+from fsmem.query import grep_cache
 from fsmem.store import rg_command
 from fsmem.store.paths import ROOT_README, is_memory_path
 from fsmem.store.rg import Job, Rg, build_args, decode_path, find_rg
@@ -168,7 +168,7 @@ def run(
         narrowed = grep_words.narrowed(root, pattern, target_list, fixed_strings=fixed_strings, word=word)
         if narrowed is not None:
             target_list = narrowed
-    rg = grep_kept.Kept.of(Rg(root, command, pattern, timeout), root, command)  # outputs kept while no file changes
+    rg = grep_cache.Kept.of(Rg(root, command, pattern, timeout), root, command)  # outputs kept while no file changes
     line_args = rg_command.line_args(max_line_chars, context)
     collect = functools.partial(
         _Collector,

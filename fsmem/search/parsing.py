@@ -22,8 +22,8 @@ from fsmem.format.rows import Row, document_rows, subject_of
 from fsmem.format.valid_time import note_date
 from fsmem.search.analyzer import Analyzer
 from fsmem.store.catalog import EXACT_COUNT_LIMIT
+from fsmem.store.note_status import is_note, was_consolidated
 from fsmem.store.paths import ROOT_README, read_regular
-from fsmem.store.supersession import is_note, was_consolidated
 
 Stamp = tuple[int, int, int, int]  # mtime_ns, size, inode, ctime_ns
 GENERATED_INDEX = "INDEX.md"  # written by consolidate; a table of contents, not memory to rank

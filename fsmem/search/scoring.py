@@ -637,7 +637,7 @@ def _stale_note_rows(root, files: dict[int, _File], notes: list[int]) -> set[int
     if not notes:
         return set()
     from fsmem.store.catalog import superseded_of
-    from fsmem.store.supersession import superseded_note_lines
+    from fsmem.store.note_status import superseded_note_lines
 
     texts = {}
     for fid in notes:

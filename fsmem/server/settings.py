@@ -40,11 +40,11 @@ import yaml
 from fsmem.config import CONFIG_FILE
 from fsmem.errors import ConfigError, FsmemError
 from fsmem.server.tokens import check_memory_name, default_path
-from fsmem.store import given
+from fsmem.store import outside_files
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
-CONFIG_LIMIT = given.MiB  # server.yaml: a few lines per memory
+CONFIG_LIMIT = outside_files.MiB  # server.yaml: a few lines per memory
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")  # as a Host header names them (without the port)
 
@@ -125,7 +125,7 @@ class ServerSettings:
         if path is None:
             return cls()
         file = Path(path).expanduser()
-        text = given.read_text(file, what="the server configuration", limit=CONFIG_LIMIT, error=ConfigError)
+        text = outside_files.read_text(file, what="the server configuration", limit=CONFIG_LIMIT, error=ConfigError)
         try:
             data = yaml.safe_load(text) or {}
         except yaml.YAMLError as exc:
@@ -196,9 +196,9 @@ class ServerSettings:
                     f"the token store {self.tokens} is inside memory {name!r} ({root}); keep it outside every memory"
                 )
         if self.log is not None:
-            given.output_file(self.log, what="the request log", error=ConfigError)
+            outside_files.output_file(self.log, what="the request log", error=ConfigError)
         if os.path.lexists(self.tokens):
-            given.output_file(self.tokens, what="the token store", error=ConfigError)
+            outside_files.output_file(self.tokens, what="the token store", error=ConfigError)
         warnings = []
         try:
             mode = os.stat(self.tokens).st_mode & 0o077

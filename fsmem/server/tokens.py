@@ -33,13 +33,13 @@ from typing import Any
 
 from fsmem.errors import ConfigError, InvalidArgument, NotFound
 from fsmem.format import wall_clock
-from fsmem.store import given
+from fsmem.store import outside_files
 from fsmem.store.files import atomic_write, file_lock
 from fsmem.store.scope import Scope
 
 TOKENS_ENV = "FSMEM_TOKENS"
 STORE_VERSION = 1
-TOKENS_LIMIT = 16 * given.MiB  # a token record is about 300 bytes
+TOKENS_LIMIT = 16 * outside_files.MiB  # a token record is about 300 bytes
 _TOKEN = re.compile(r"^fsmem_([0-9a-f]{12})_([0-9a-f]{64})$")
 _ID = re.compile(r"^[0-9a-f]{12}$")
 _MEMORY_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
@@ -192,7 +192,7 @@ class TokenStore:
     def load(self) -> list[TokenRecord]:
         """Every record (none when the file does not exist yet); ConfigError when it cannot be read."""
         try:
-            text = given.read_text(self.path, what="the token store", limit=TOKENS_LIMIT, error=ConfigError)
+            text = outside_files.read_text(self.path, what="the token store", limit=TOKENS_LIMIT, error=ConfigError)
         except NotFound:
             return []
         try:

@@ -35,7 +35,7 @@ from fsmem.errors import InvalidArgument
 from fsmem.store.cache import META_COLUMNS, MetaCache, meta_of, stamp_of
 from fsmem.store.paths import relative
 from fsmem.store.scope import Scope
-from fsmem.store.superseded import Fresh, fresh_rows, superseded_of, superseded_ranges  # noqa: F401
+from fsmem.store.superseded_lines import Fresh, fresh_rows, superseded_of, superseded_ranges  # noqa: F401
 from fsmem.store.walk import (  # noqa: F401  (the catalog's walk; imported from here by callers)
     FOLDER,
     Skipped,
@@ -389,7 +389,7 @@ class Catalog:
             self.cache.flush_counts()
             self.cache.close()
 
-    # -- superseded ranges (grep and read): fsmem.store.superseded -------------------
+    # -- superseded ranges (grep and read): fsmem.store.superseded_lines -------------------
     def superseded(self, rels: list[str]) -> dict[str, list[tuple[int, int]]]:
         """Superseded line ranges of the given files (missing files are left out)."""
         fresh = self._fresh_rows() if len(rels) > FRESH_FROM else None
@@ -403,7 +403,7 @@ class Catalog:
         return self.cache.paths_with_superseded()
 
     def _fresh_rows(self) -> Fresh | None:
-        """On a trusted change feed, the rows caught up now, as `fsmem.store.superseded.Fresh`; else None.
+        """On a trusted change feed, the rows caught up now, as `fsmem.store.superseded_lines.Fresh`; else None.
 
         A grep counts as a call when it starts (`count_call`), so a `Memory` that greps again holds the feed
         (a one-shot `fsmem grep` never starts one)."""

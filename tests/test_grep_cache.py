@@ -1,4 +1,4 @@
-"""rg's outputs kept while the change feed says nothing changed (fsmem.query.grep_kept): every change, through
+"""rg's outputs kept while the change feed says nothing changed (fsmem.query.grep_cache): every change, through
 every face, is seen by the next grep; a scope never sees another's lines; no feed, nothing kept."""
 
 import os
@@ -10,13 +10,13 @@ import pytest
 
 from fsmem import Memory
 from fsmem.agents import tools
-from fsmem.query import grep_kept
+from fsmem.query import grep_cache
 
 DOC = "---\ntitle: {title}\n---\n- walrus: {text}\n"
 
 
 def _kept(memory: Memory) -> int:
-    outputs = grep_kept.kept_for(memory.root)
+    outputs = grep_cache.kept_for(memory.root)
     return len(outputs.entries) if outputs is not None else 0
 
 
@@ -37,7 +37,7 @@ def watched(tmp_path):
     assert _kept(memory) == 1 and _lines(memory) == first == [("topics/a.md", "- walrus: one")]
     yield memory
     memory.close()
-    grep_kept.forget(memory.root)
+    grep_cache.forget(memory.root)
 
 
 def _editor_in_place(memory: Memory) -> None:
@@ -126,7 +126,7 @@ def test_nothing_is_kept_without_a_trusted_feed(tmp_path):
 
 
 def test_an_output_made_before_a_change_is_not_kept_after_it():
-    outputs = grep_kept.Outputs()
+    outputs = grep_cache.Outputs()
     generation = outputs.generation
     outputs.generation += 1  # another call caught up on a change meanwhile
     outputs.clear()
@@ -146,12 +146,12 @@ def test_what_a_root_kept_goes_with_its_feed(tmp_path):
     assert _lines(memory) and _kept(memory) == 1
     memory.close()  # the root's last Memory: its feed stops
     gc.collect()
-    assert not [feed for feed in grep_kept._kept if feed.root == memory.root.resolve()]
+    assert not [feed for feed in grep_cache._kept if feed.root == memory.root.resolve()]
 
 
 def test_what_is_kept_is_bounded(monkeypatch):
-    monkeypatch.setattr(grep_kept, "MAX_BYTES", 10)
-    outputs = grep_kept.Outputs()
+    monkeypatch.setattr(grep_cache, "MAX_BYTES", 10)
+    outputs = grep_cache.Outputs()
     for n in range(5):
         outputs.put((n,), 0, b"1234")
     assert list(outputs.entries) == [(3,), (4,)] and outputs.size == 8

@@ -8,7 +8,7 @@ from conftest import write_file
 
 from fsmem import Memory
 from fsmem.query import grep_words
-from fsmem.store.supersession import may_be_consolidated, superseded_note_lines
+from fsmem.store.note_status import may_be_consolidated, superseded_note_lines
 
 FIRST = "sessions/2026/10/01/kickoff.md"
 LATER = "sessions/2026/11/20/support.md"

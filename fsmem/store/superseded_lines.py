@@ -1,7 +1,7 @@
 """Superseded line ranges of memory files, for grep and read: from the metadata cache when its row is fresh.
 
 A document's are its `## Superseded` sections; a session note's are its
-keyed facts that a document has since superseded (`fsmem.store.supersession`
+keyed facts that a document has since superseded (`fsmem.store.note_status`
 says which). A file the cache does not know yet gets a light scan
 (`superseded_of`) that skips YAML and token counting unless its text
 mentions the heading at all.
@@ -77,7 +77,7 @@ def superseded_ranges(
     """Superseded line ranges of the given files (missing files are left out).
 
     A document's are its `## Superseded` sections; a session note's are its
-    keyed facts that a document has since superseded (fsmem.store.supersession).
+    keyed facts that a document has since superseded (fsmem.store.note_status).
     `fresh` (rows just caught up with the files) spares the stat of every file it knows.
     """
     never_cited: set[str] = set()
@@ -86,7 +86,7 @@ def superseded_ranges(
     if notes:
         from fsmem import format as fmt
         from fsmem.store.meta import HEAD_BYTES, NOTE_HEAD_BYTES
-        from fsmem.store.supersession import may_be_consolidated, superseded_note_lines
+        from fsmem.store.note_status import may_be_consolidated, superseded_note_lines
 
         texts = {}
         for rel in notes:
