@@ -4,7 +4,7 @@ A parameter becomes an argument or an option spelled as its spec says, with
 its one description as help; the command opens the memory, runs the inputs'
 adapters (`fsmem.cli.inputs`), calls the `Memory` method of the same name
 and prints the answer: within the token budget for an answer that has one
-(`emit_within`), with exit code 1 when its spec's `exit_1` holds (grep's
+(`fsmem.cli.printing.print_within`), with exit code 1 when its spec's `exit_1` holds (grep's
 convention). Only the command asked for is built, so `fsmem read` builds
 one command, and imports no other operation's machinery.
 """
@@ -20,10 +20,10 @@ from fsmem.cli.options import (
     FsmemCommand,
     command as fsmem_command,
     emit,
-    emit_within,
     open_memory,
     output_option,
 )
+from fsmem.cli.printing import print_within
 from fsmem.spec import CLI, REQUIRED, Operation, Param, declared
 
 CLICK_TYPES: dict[str, Any] = {"int": int, "float": float}
@@ -99,7 +99,7 @@ def build(op: Operation) -> click.Command:
         method = getattr(memory, op.name)
         max_tokens = arguments.get("max_tokens")
         if budgeted and not (op.cli.spent_at_zero and max_tokens == 0):
-            emit_within(
+            nothing = print_within(
                 memory,
                 max_tokens,
                 lambda room: method(**{**arguments, "max_tokens": room}),
@@ -107,6 +107,8 @@ def build(op: Operation) -> click.Command:
                 empty=empty,
                 reserve=op.cli.reserve,
             )
+            if nothing:
+                raise click.exceptions.Exit(1)
             return
         result = method(**arguments)
         code = next((code for name, code in op.cli.exits if getattr(result, name)), 0)

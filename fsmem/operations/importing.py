@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from fsmem.budget import named
 from fsmem.errors import InvalidArgument, NotFound, SecretFound
 from fsmem.format import secrets
 from fsmem.importers import FORMATS, Conversation
@@ -72,8 +73,7 @@ class ImportReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "format": self.format,
-            "source": self.source,
+            **named(self, "format", "source"),
             "created": self.created_count,
             "extended": self.extended_count,
             "unchanged": self.unchanged,
