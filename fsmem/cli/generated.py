@@ -11,6 +11,7 @@ one command, and imports no other operation's machinery.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -70,6 +71,62 @@ def exits_1(op: Operation) -> Callable[[Any], bool]:
     name = rule.lstrip("!")
     wanted = not rule.startswith("!")
     return lambda result: bool(getattr(result, name)) == wanted
+
+
+LEAN_BEGIN = "# -- generated from grep's spec by `python -m fsmem.cli.generated`; do not edit --\n"
+LEAN_END = "# -- end of what is generated --\n"
+
+
+def lean_tables(op: Operation) -> str:
+    """`fsmem.cli.lean`'s tables of `op`'s options, as Python source: each spelled as `decorator` spells it.
+
+    The lean path parses before Python's typing or the spec are imported (they would delay rg's start), so
+    it reads its options from this source, written from the spec; tests/test_cli_lean.py asks that it is
+    what this makes now."""
+    flags: dict[str, str] = {}
+    values: dict[str, tuple[str, str]] = {}
+    defaults: dict[str, Any] = {}
+    for param in op.on(CLI):
+        defaults[param.name] = [] if param.kind == "list" else param.default
+        if param.positional:
+            continue
+        if param.kind not in ("bool", "int", "str", "list"):
+            raise ValueError(f"{op.name}: the lean path does not parse {param.kind} options ({param.name})")
+        for name in [param.short, param.cli_flag] if param.short else [param.cli_flag]:
+            if param.kind == "bool":
+                flags[name] = param.name
+            else:
+                values[name] = (param.name, param.kind)
+    defaults = {name: value for name, value in defaults.items() if value is not REQUIRED}
+    lines = [
+        *_literal("FLAGS", flags),
+        *_literal("VALUES", values, note="  # option -> (parameter, kind)"),
+        *_literal("DEFAULTS: dict[str, Any]", defaults),
+    ]
+    return LEAN_BEGIN + "".join(line + "\n" for line in lines) + LEAN_END
+
+
+def _literal(name: str, table: dict[str, Any], *, note: str = "") -> list[str]:
+    """`name = {...}` as ruff formats it: one entry a line, double quotes, a trailing comma."""
+
+    def source(value: Any) -> str:
+        if isinstance(value, tuple):
+            return "(" + ", ".join(source(item) for item in value) + ")"
+        return json.dumps(value) if isinstance(value, str) else repr(value)
+
+    return [f"{name} = {{{note}", *(f"    {source(key)}: {source(value)}," for key, value in table.items()), "}"]
+
+
+def write_lean_tables(path: str) -> bool:
+    """Rewrite the generated part of `fsmem/cli/lean.py` at `path` from grep's spec; True when it changed."""
+    with open(path, encoding="utf-8") as file:
+        text = file.read()
+    head, rest = text.split(LEAN_BEGIN, 1)
+    new = head + lean_tables(declared()["grep"]) + rest.split(LEAN_END, 1)[1]
+    if new != text:
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(new)
+    return new != text
 
 
 class _Shown:
@@ -170,3 +227,9 @@ def __getattr__(name: str) -> click.Command:
             raise AttributeError(f"module 'fsmem.cli.generated' has no attribute {name!r}")
         _BUILT[name] = build(op)
     return _BUILT[name]
+
+
+if __name__ == "__main__":
+    from fsmem.cli import lean
+
+    print("rewritten" if write_lean_tables(lean.__file__) else "unchanged", lean.__file__)
