@@ -73,16 +73,21 @@ def exits_1(op: Operation) -> Callable[[Any], bool]:
     return lambda result: bool(getattr(result, name)) == wanted
 
 
-LEAN_BEGIN = "# -- generated from grep's spec by `python -m fsmem.cli.generated`; do not edit --\n"
+LEAN_BEGIN = (
+    "# -- generated from grep's spec and fsmem.yaml's defaults by `python -m fsmem.cli.generated`; do not edit --\n"
+)
 LEAN_END = "# -- end of what is generated --\n"
 
 
 def lean_tables(op: Operation) -> str:
-    """`fsmem.cli.lean`'s tables of `op`'s options, as Python source: each spelled as `decorator` spells it.
+    """`fsmem.cli.lean`'s tables of `op`'s options, as Python source: each spelled as `decorator` spells it,
+    and the read setting the early rg pass guesses (`fsmem.cli.early`).
 
     The lean path parses before Python's typing or the spec are imported (they would delay rg's start), so
     it reads its options from this source, written from the spec; tests/test_cli_lean.py asks that it is
     what this makes now."""
+    from fsmem.config.sections import ReadSettings
+
     flags: dict[str, str] = {}
     values: dict[str, tuple[str, str]] = {}
     defaults: dict[str, Any] = {}
@@ -102,6 +107,7 @@ def lean_tables(op: Operation) -> str:
         *_literal("FLAGS", flags),
         *_literal("VALUES", values, note="  # option -> (parameter, kind)"),
         *_literal("DEFAULTS: dict[str, Any]", defaults),
+        f"MAX_LINE_CHARS = {ReadSettings.max_line_chars!r}  # read.max_line_chars's default (fsmem.cli.early)",
     ]
     return LEAN_BEGIN + "".join(line + "\n" for line in lines) + LEAN_END
 
@@ -121,6 +127,8 @@ def write_lean_tables(path: str) -> bool:
     """Rewrite the generated part of `fsmem/cli/lean.py` at `path` from grep's spec; True when it changed."""
     with open(path, encoding="utf-8") as file:
         text = file.read()
+    if LEAN_BEGIN not in text or LEAN_END not in text:
+        raise ValueError(f"{path}: no generated part, between {LEAN_BEGIN.strip()!r} and {LEAN_END.strip()!r}")
     head, rest = text.split(LEAN_BEGIN, 1)
     new = head + lean_tables(declared()["grep"]) + rest.split(LEAN_END, 1)[1]
     if new != text:

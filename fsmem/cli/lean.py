@@ -22,7 +22,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing is imported after rg has s
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 
-# -- generated from grep's spec by `python -m fsmem.cli.generated`; do not edit --
+# -- generated from grep's spec and fsmem.yaml's defaults by `python -m fsmem.cli.generated`; do not edit --
 FLAGS = {
     "-i": "ignore_case",
     "--ignore-case": "ignore_case",
@@ -58,6 +58,7 @@ DEFAULTS: dict[str, Any] = {
     "max_results": None,
     "max_tokens": None,
 }
+MAX_LINE_CHARS = 2000  # read.max_line_chars's default (fsmem.cli.early)
 # -- end of what is generated --
 GLOBAL = {"--root": "root", "--agent": "agent"}  # before the command or after it, as `fsmem.cli.options`
 ENV = {"root": "FSMEM_ROOT", "agent": "FSMEM_AGENT"}  # the group's envvars, used when the option is not given
