@@ -253,9 +253,9 @@ def named(part: Any, *names: str) -> dict[str, Any]:
     return {name: getattr(part, name) for name in names or [f.name for f in fields(part)]}
 
 
-class Of(Generic[T]):
+class ReadOff(Generic[T]):
     """A figure an answer reads off a part it holds (`Paged`'s page, the read a past version wraps), by the
-    same name: `total = Of[int]("page")` is `self.page.total`."""
+    same name: `total = ReadOff[int]("page")` is `self.page.total`."""
 
     def __init__(self, part: str):
         self.part = part
@@ -264,10 +264,10 @@ class Of(Generic[T]):
         self.name = name
 
     @overload
-    def __get__(self, obj: None, owner: type | None = None) -> Of[T]: ...
+    def __get__(self, obj: None, owner: type | None = None) -> ReadOff[T]: ...
     @overload
     def __get__(self, obj: object, owner: type | None = None) -> T: ...
-    def __get__(self, obj: object, owner: type | None = None) -> Of[T] | T:
+    def __get__(self, obj: object, owner: type | None = None) -> ReadOff[T] | T:
         return self if obj is None else getattr(getattr(obj, self.part), self.name)
 
 
@@ -276,11 +276,11 @@ class Paged:
 
     page: Page
 
-    total = Of[int]("page")
-    offset = Of[int]("page")
-    left_out = Of[int]("page")
-    next_offset = Of[int | None]("page")
-    next_arguments = Of[dict[str, Any] | None]("page")
+    total = ReadOff[int]("page")
+    offset = ReadOff[int]("page")
+    left_out = ReadOff[int]("page")
+    next_offset = ReadOff[int | None]("page")
+    next_arguments = ReadOff[dict[str, Any] | None]("page")
 
     @property
     def truncated(self) -> bool:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fsmem import faces
-from fsmem.budget import Count, Meter, Metered, Of, Page, Paged
+from fsmem.budget import Count, Meter, Metered, Page, Paged, ReadOff
 from fsmem.history.git import clean_env
 from fsmem.history.view import LOG_FORMAT, NAMES, HistoryView, parse_log
 from fsmem.query.reading import ReadResult, bounded_read
@@ -132,11 +132,11 @@ class OverRead:
 
     read: ReadResult
 
-    truncated = Of[bool]("read")
-    tokens = Of[int]("read")
-    rows = Of[int]("read")
-    cited = Of[list[str]]("read")
-    next_arguments = Of[dict[str, Any] | None]("read")
+    truncated = ReadOff[bool]("read")
+    tokens = ReadOff[int]("read")
+    rows = ReadOff[int]("read")
+    cited = ReadOff[list[str]]("read")
+    next_arguments = ReadOff[dict[str, Any] | None]("read")
 
 
 @dataclass
