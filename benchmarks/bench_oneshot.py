@@ -2,8 +2,8 @@
 
 On a copy of a corpus (`--corpus DIR`, copied once under bench-out/; default: the seeded corpus of
 `--sizes`), with a regular install (bench_startup's), each run alternates `fsmem --version`,
-`fsmem ls --max-results 5`, `fsmem search` of a 3-word question, `fsmem grep` of a name and `rg --json` of
-the same name; every question and grep word is new to the run (drawn from the corpus's vocabulary), so
+`fsmem ls --max-results 5`, `fsmem search` of a 3-word question, `fsmem grep` of a rare word and `rg --json` of
+the same word; every question and grep word is new to the run (`common.NewQuestions`), so
 nothing kept from an earlier call answers it. First with no watcher (the walk, as before), then with
 `fsmem watch` running. Targets, ratios against the limit in the same phase: `search` and `ls` within 2x
 `fsmem --version` and `grep` within 1.5x `rg --json` with the watcher; without it, no slower than
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import shutil
 import signal
 import statistics
@@ -26,34 +25,9 @@ import time
 from pathlib import Path
 
 from bench_startup import installed_fsmem
-from common import OUT, corpus, load, ms, rg_bin, run_drained, sizes_from, table
-from corpus import _FIRST, _LAST, _TOPICS, _WORDS
+from common import OUT, NewQuestions, corpus, load, ms, rg_bin, run_drained, sizes_from, table
 
 from fsmem.cli import rendezvous
-
-
-class Fresh:
-    """Questions and grep words no call of the run asked before."""
-
-    def __init__(self, seed: int = 34):
-        self.rng = random.Random(seed)
-        self.seen: set[str] = set()
-
-    def _new(self, make) -> str:
-        for _ in range(100_000):
-            value = make()
-            if value not in self.seen:
-                self.seen.add(value)
-                return value
-        raise RuntimeError("ran out of new arguments: fewer runs")
-
-    def question(self) -> str:
-        r = self.rng
-        return self._new(lambda: f"{r.choice(_FIRST)} {r.choice(_WORDS[12:])} {r.choice(_TOPICS)}")
-
-    def name(self) -> str:
-        r = self.rng
-        return self._new(lambda: f"{r.choice(_FIRST)} {r.choice(_LAST)}")
 
 
 def copy_of(source: Path) -> Path:
@@ -68,14 +42,16 @@ def copy_of(source: Path) -> Path:
     return target
 
 
-def phase(fsmem: str, root: Path, runs: int, fresh: Fresh, env: dict[str, str], search: bool) -> dict[str, float]:
+def phase(
+    fsmem: str, root: Path, runs: int, fresh: NewQuestions, env: dict[str, str], search: bool
+) -> dict[str, float]:
     """Median seconds of each command, alternating them run by run (one warm-up each)."""
     rg = rg_bin()
     times: dict[str, list[float]] = {k: [] for k in ("--version", "ls", "search", "grep", "rg --json")}
     if not search:
         del times["search"]
     for warm in (True,) + (False,) * runs:
-        word = fresh.name()
+        word = fresh.grep_word()
         commands = {
             "--version": [fsmem, "--version"],
             "ls": [fsmem, "ls", "--max-results", "5"],
@@ -151,7 +127,7 @@ def main() -> None:
     for source in sources:
         root = copy_of(source)
         files = sum(1 for _ in root.rglob("*.md"))
-        fresh = Fresh()
+        fresh = NewQuestions(root, seed=34)
         run_drained([fsmem, "ls", "--max-results", "1"], cwd=root, env=base_env)  # warm caches, as before
         if not args.no_search:
             run_drained([fsmem, "search", "warm up"], cwd=root, env=base_env)

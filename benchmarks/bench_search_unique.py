@@ -3,9 +3,8 @@
     .venv/bin/python benchmarks/bench_search_unique.py [--root DIR] [--sizes 10000] [--queries 300]
         [--words 3] [--seed 7] [--profile]
 
-Each question is `--words` distinct words drawn (seeded) from the memory's own vocabulary (its indexed
-terms), no two questions
-alike and none asked before, so nothing kept from an earlier question (a kept pool of candidates)
+Each question is `--words` words of one line of the memory, one of them rare (`common.NewQuestions`), no two
+questions alike and none asked before, so nothing kept from an earlier question (a kept pool of candidates)
 answers it. One `Memory` asks them all (a long-lived process: an agent's server). Beside each, in the same process:
 the same search with the row part as bm25() over every matching row (`fsmem.search.rowscores` switched
 off: what fsmem did before it scored the best documents' files file by file), and the bare FTS5 query of
@@ -24,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import statistics
 import sys
 import time
@@ -33,24 +31,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
-
-
-def vocabulary(conn) -> list[str]:
-    """The memory's indexed words of letters only (what a person would type), in a stable order."""
-    return sorted(t for (t,) in conn.execute("SELECT term FROM search_terms") if t.isalpha() and len(t) >= 3)
-
-
-def questions(words: list[str], count: int, per: int, seed: int) -> list[str]:
-    """`count` distinct questions of `per` distinct words each."""
-    rng = random.Random(seed)
-    seen: set[frozenset[str]] = set()
-    out = []
-    while len(out) < count:
-        picked = rng.sample(words, per)
-        if frozenset(picked) not in seen:
-            seen.add(frozenset(picked))
-            out.append(" ".join(picked))
-    return out
 
 
 PRUNED = "fsmem search, distinct questions"
@@ -80,6 +60,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--profile", action="store_true")
     args, _rest = parser.parse_known_args()  # `make bench` passes every script the same arguments
+    from common import NewQuestions
+
     from fsmem import Memory
     from fsmem.search import rowscores
     from fsmem.search.documents import quoted
@@ -96,8 +78,8 @@ def main() -> int:
         memory.search("warm up: the modules a first search imports")
         index = memory.search_index
         bare = cache.connect(index.path)
-        words = vocabulary(bare)
-        asked = questions(words, args.queries, args.words, args.seed)
+        sampler = NewQuestions(Path(root), seed=args.seed)
+        asked = [sampler.question(args.words) for _ in range(args.queries)]
         rows = int(bare.execute("SELECT value FROM search_meta WHERE key = 'rows'").fetchone()[0])
 
         def fts5(question: str, index=index, bare=bare) -> list:
@@ -141,9 +123,7 @@ def main() -> int:
             started = time.perf_counter()
             memory.search(question)
             again.append(time.perf_counter() - started)
-        print(
-            f"{root}: {rows:,} rows, {len(words):,} words drawn from, {len(asked)} distinct questions of {args.words}"
-        )
+        print(f"{root}: {rows:,} rows, {len(asked)} distinct questions of {args.words}")
         print(f"load average {min(loads):.1f}-{max(loads):.1f}")
         print(f"{'':<40} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'p50 x FTS5':>10}")
         limit = statistics.median(times[FTS5])

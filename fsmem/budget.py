@@ -13,8 +13,8 @@ any text answer: cut in whole lines, marked, never over the cap.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from dataclasses import dataclass, fields, replace
+from typing import Any, Generic, TypeVar, overload
 
 from fsmem import faces
 from fsmem.errors import InvalidArgument
@@ -219,11 +219,7 @@ class Page:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "total": self.total,
-            "offset": self.offset,
-            "left_out": self.left_out,
-            "next_offset": self.next_offset,
-            "truncated": self.truncated,
+            **named(self, "total", "offset", "left_out", "next_offset", "truncated"),
             "cut_by": self.cut_by if self.truncated else None,
         }
 
@@ -252,30 +248,39 @@ class Page:
         return f"[0 {noun}]"
 
 
+def named(part: Any, *names: str) -> dict[str, Any]:
+    """The JSON form of an answer part that says its attributes as they are: these, or a dataclass's fields."""
+    return {name: getattr(part, name) for name in names or [f.name for f in fields(part)]}
+
+
+class ReadOff(Generic[T]):
+    """A figure an answer reads off a part it holds (`Paged`'s page, the read a past version wraps), by the
+    same name: `total = ReadOff[int]("page")` is `self.page.total`."""
+
+    def __init__(self, part: str):
+        self.part = part
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> ReadOff[T]: ...
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> T: ...
+    def __get__(self, obj: object, owner: type | None = None) -> ReadOff[T] | T:
+        return self if obj is None else getattr(getattr(obj, self.part), self.name)
+
+
 class Paged:
     """What a paged answer says of itself, read off its `page`: one definition for ls, grep, search and log."""
 
     page: Page
 
-    @property
-    def total(self) -> int:
-        return self.page.total
-
-    @property
-    def offset(self) -> int:
-        return self.page.offset
-
-    @property
-    def left_out(self) -> int:
-        return self.page.left_out
-
-    @property
-    def next_offset(self) -> int | None:
-        return self.page.next_offset
-
-    @property
-    def next_arguments(self) -> dict[str, Any] | None:
-        return self.page.next_arguments
+    total = ReadOff[int]("page")
+    offset = ReadOff[int]("page")
+    left_out = ReadOff[int]("page")
+    next_offset = ReadOff[int | None]("page")
+    next_arguments = ReadOff[dict[str, Any] | None]("page")
 
     @property
     def truncated(self) -> bool:

@@ -248,7 +248,7 @@ def converge_timed(template: Hosts, work: Path, command: str, delay: float) -> O
         env=env(FSMEM_HOST_ID="a"),
         start_new_session=True,
     )
-    time.sleep(delay)
+    time.sleep(delay)  # the kill lands at a time, wherever the command is: the time is what is tested
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()

@@ -111,7 +111,7 @@ def writer(root: Path, agent: str, seed: int, deadline: float, out: Path) -> Non
         else:
             memory.write(f"topics/{host}-{agent}.md", f"# {agent} on {host}\n\n- latest: {mark}\n")
             done.append({"kind": "own", "path": f"topics/{host}-{agent}.md", "mark": mark})
-        time.sleep(rng.uniform(0.05, 0.3))
+        time.sleep(rng.uniform(0.05, 0.3))  # a pace, not an order: the writes interleave with syncs at random
     out.write_text("".join(json.dumps(item) + "\n" for item in done))
 
 
@@ -129,7 +129,7 @@ def syncer(root: Path, deadline: float, every: float, out: Path) -> None:
                 "error": proc.stderr[-300:],
             }
         )
-        time.sleep(max(0.0, every - (time.time() - started)) * random.uniform(0.5, 1.0))
+        time.sleep(max(0.0, every - (time.time() - started)) * random.uniform(0.5, 1.0))  # a sync every ~`every` s
     out.write_text(json.dumps(codes))
 
 

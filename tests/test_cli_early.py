@@ -6,7 +6,6 @@ from conftest import configure, write_file
 
 from fsmem import Memory
 from fsmem.cli import early, lean
-from fsmem.config import ReadSettings
 from fsmem.store import rg_command
 
 ARGUMENTS = {**lean.DEFAULTS, "pattern": "zephyr"}  # a plain grep, as fsmem.cli.lean parses one
@@ -22,10 +21,6 @@ def root(empty_memory):
 def started():
     assert len(rg_command._started) == 1
     return rg_command._started[0][2]
-
-
-def test_the_guessed_line_length_is_the_settings_default():
-    assert early.MAX_LINE_CHARS == ReadSettings.max_line_chars
 
 
 def test_the_first_pass_adopts_the_process_started_for_it(root):

@@ -4,12 +4,13 @@ and the import budget of the commands agents call most, checked by the modules a
 import os
 import subprocess
 import sys
+from pathlib import Path
 
-import click
 import pytest
 from conftest import write_file
 
 from fsmem.cli import generated, lean, main
+from fsmem.spec import declared
 
 
 def run(argv, capsys, *, use_click):
@@ -107,31 +108,23 @@ def test_a_line_left_to_click_gets_clicks_answer(memory, capsys):
     assert "No such option '--max-result'. Did you mean '--max-results'?" in capsys.readouterr().err
 
 
-def test_the_lean_options_are_the_spec_options_of_grep():
-    """A parameter added to grep's spec must be added here too, or a grep using it would be refused or misread."""
-    command = generated.grep
-    seen = {}
-    for param in command.params:
-        if param.name in ("root", "agent", "pattern", "paths", "as_json"):
-            continue
-        assert isinstance(param, click.Option), param.name
-        for opt in param.opts:
-            if param.is_flag:
-                assert lean.FLAGS[opt] == param.name, opt
-            else:
-                kind = "list" if param.multiple else ("int" if param.type is click.INT else "str")
-                assert lean.VALUES[opt] == (param.name, kind), opt
-        seen[param.name] = [] if param.multiple else (False if param.is_flag else param.default)
-        if seen[param.name] is not None and not isinstance(seen[param.name], (bool, int, list)):
-            seen[param.name] = None  # click's "no default"
-    assert set(lean.FLAGS) | set(lean.VALUES) == {o for p in command.params for o in p.opts} - {
-        "--root",
-        "--agent",
-        "--json",
-        "pattern",
-        "paths",
-    }
-    assert {k: v for k, v in lean.DEFAULTS.items() if k != "paths"} == seen
+def test_the_lean_tables_are_made_from_grep_spec():
+    """The lean path's option tables are source written from grep's spec, never by hand: a parameter added to
+    grep's spec fails here until `python -m fsmem.cli.generated` rewrites them (and then parses as click does)."""
+    text = Path(lean.__file__).read_text(encoding="utf-8")
+    written = generated.LEAN_BEGIN + text.split(generated.LEAN_BEGIN, 1)[1].split(generated.LEAN_END, 1)[0]
+    assert written + generated.LEAN_END == generated.lean_tables(declared()["grep"]), (
+        "run: python -m fsmem.cli.generated"
+    )
+
+
+def test_the_tables_are_rewritten_from_the_spec(tmp_path):
+    copy = tmp_path / "lean.py"
+    text = Path(lean.__file__).read_text(encoding="utf-8")
+    copy.write_text(text.replace('"-i": "ignore_case"', '"-x": "ignore_case"'), encoding="utf-8")
+    assert generated.write_lean_tables(str(copy))
+    assert copy.read_text(encoding="utf-8") == text
+    assert not generated.write_lean_tables(str(copy))
 
 
 # -- the import budget: what each command loads (docs/performance.md) ----------------------------------------

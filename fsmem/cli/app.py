@@ -1,4 +1,4 @@
-"""The click group behind `fsmem`: global options, commands loaded lazily from their modules, and the error boundary."""
+"""The click group behind `fsmem`: global options, and commands loaded lazily from their modules."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ import click
 from fsmem import __version__, faces
 from fsmem.cli import COMMANDS
 from fsmem.cli.options import AGENT_HELP, ROOT_HELP, did_you_mean, parse_suggesting
-from fsmem.cli.printing import echo, json_error, watch_progress
-from fsmem.errors import FsmemError, translated
+from fsmem.cli.printing import Failure, boundary, echo, watch_progress
 
 
 class LazyGroup(click.Group):
@@ -66,38 +65,24 @@ def cli(ctx: click.Context, root: str | None, agent: str | None) -> None:
     ctx.with_resource(faces.speaking(faces.CLI))  # until the command ends, answers say how to go on in flags
 
 
-def run(argv: list[str] | None = None) -> None:
-    """Run the command, turning every error into one line and exit 2: the CLI's one error boundary.
-
-    A library error is its own message; an error from below the library (an
-    OSError, input that is not text) is worded as every face words it
-    (`fsmem.errors.translated`). With --json the error is also a JSON document
-    on stdout, `{"error": {"message": ..., "exit": 2}}`, so a caller that
-    parses stdout learns why there is no answer.
-    """
+def run(argv: list[str] | None = None) -> NoReturn:
+    """Run the command behind the CLI's one error boundary (`fsmem.cli.printing.boundary`), which words click's
+    usage errors as click does: never exit 1, which means "nothing found"."""
     args = sys.argv[1:] if argv is None else argv
-    as_json = _asks_for_json(args)
     watch_progress()
-    try:
-        code = cli.main(args=args, prog_name="fsmem", standalone_mode=False)
-    except FsmemError as exc:
-        _fail(str(exc), exc.exit_code, as_json)
-    except click.exceptions.Abort:
-        _fail("aborted", 130, as_json, line="fsmem: aborted")
-    except click.ClickException as exc:  # usage errors, and a missing extra: never exit 1, which means "nothing found"
-        shown = io.StringIO()  # click's words, with what was typed in them, printed through `visible` like the rest
+    boundary(lambda: cli.main(args=args, prog_name="fsmem", standalone_mode=False), _asks_for_json(args), known=_click)
+
+
+def _click(exc: Exception) -> Failure | None:
+    """A click error as the boundary words it: click's own words, with what was typed in them."""
+    if isinstance(exc, click.exceptions.Abort):
+        return "aborted", 130, "fsmem: aborted"
+    if isinstance(exc, click.ClickException):  # usage errors, and a missing extra
+        shown = io.StringIO()  # printed through `visible` like the rest
         exc.show(file=shown)
         echo(shown.getvalue(), err=True, nl=False)
-        _fail(exc.format_message(), max(exc.exit_code, 2), as_json, line=None)
-    except BrokenPipeError:
-        sys.stderr.close()
-        sys.exit(0)
-    except KeyboardInterrupt:
-        _fail("interrupted", 130, as_json, line=None)
-    except Exception as exc:  # the last resort of the one boundary: still one line, never a traceback
-        error = translated(exc)
-        _fail(str(error) if error is not None else f"{type(exc).__name__}: {exc}", 2, as_json)
-    sys.exit(code if isinstance(code, int) else 0)
+        return exc.format_message(), max(exc.exit_code, 2), None
+    return None
 
 
 def _asks_for_json(args: list[str]) -> bool:
@@ -108,15 +93,3 @@ def _asks_for_json(args: list[str]) -> bool:
         if arg == "--json":
             return True
     return False
-
-
-def _fail(message: str, code: int, as_json: bool, *, line: str | None = "") -> NoReturn:
-    """End a failed command: its line on stderr (unless already shown), the JSON error on stdout with --json."""
-    try:
-        if line is not None:
-            echo(line or f"fsmem: error: {message}", err=True)
-        if as_json:
-            echo(json_error(message, code))
-    except OSError:  # a closed stdout or stderr: the exit code still says it
-        pass
-    sys.exit(code)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import subprocess
 
+from fsmem.cli.lean import MAX_LINE_CHARS  # ReadSettings.max_line_chars's default, written from it
 from fsmem.errors import FsmemError
 from fsmem.names import find_root
 from fsmem.store import rg_command
@@ -20,8 +21,6 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing is imported after rg has s
 if TYPE_CHECKING:
     from typing import Any
 
-# ReadSettings.max_line_chars's default (fsmem.config.sections); tests/test_cli_early.py holds them equal
-MAX_LINE_CHARS = 2000
 _FILTERS = ("paths", "type", "tag", "updated_after")  # each one narrows the files rg is given
 
 

@@ -4,13 +4,14 @@ A parameter becomes an argument or an option spelled as its spec says, with
 its one description as help; the command opens the memory, runs the inputs'
 adapters (`fsmem.cli.inputs`), calls the `Memory` method of the same name
 and prints the answer: within the token budget for an answer that has one
-(`emit_within`), with exit code 1 when its spec's `exit_1` holds (grep's
+(`fsmem.cli.printing.print_within`), with exit code 1 when its spec's `exit_1` holds (grep's
 convention). Only the command asked for is built, so `fsmem read` builds
 one command, and imports no other operation's machinery.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -20,10 +21,10 @@ from fsmem.cli.options import (
     FsmemCommand,
     command as fsmem_command,
     emit,
-    emit_within,
     open_memory,
     output_option,
 )
+from fsmem.cli.printing import print_within
 from fsmem.spec import CLI, REQUIRED, Operation, Param, declared
 
 CLICK_TYPES: dict[str, Any] = {"int": int, "float": float}
@@ -72,6 +73,70 @@ def exits_1(op: Operation) -> Callable[[Any], bool]:
     return lambda result: bool(getattr(result, name)) == wanted
 
 
+LEAN_BEGIN = (
+    "# -- generated from grep's spec and fsmem.yaml's defaults by `python -m fsmem.cli.generated`; do not edit --\n"
+)
+LEAN_END = "# -- end of what is generated --\n"
+
+
+def lean_tables(op: Operation) -> str:
+    """`fsmem.cli.lean`'s tables of `op`'s options, as Python source: each spelled as `decorator` spells it,
+    and the read setting the early rg pass guesses (`fsmem.cli.early`).
+
+    The lean path parses before Python's typing or the spec are imported (they would delay rg's start), so
+    it reads its options from this source, written from the spec; tests/test_cli_lean.py asks that it is
+    what this makes now."""
+    from fsmem.config.sections import ReadSettings
+
+    flags: dict[str, str] = {}
+    values: dict[str, tuple[str, str]] = {}
+    defaults: dict[str, Any] = {}
+    for param in op.on(CLI):
+        defaults[param.name] = [] if param.kind == "list" else param.default
+        if param.positional:
+            continue
+        if param.kind not in ("bool", "int", "str", "list"):
+            raise ValueError(f"{op.name}: the lean path does not parse {param.kind} options ({param.name})")
+        for name in [param.short, param.cli_flag] if param.short else [param.cli_flag]:
+            if param.kind == "bool":
+                flags[name] = param.name
+            else:
+                values[name] = (param.name, param.kind)
+    defaults = {name: value for name, value in defaults.items() if value is not REQUIRED}
+    lines = [
+        *_literal("FLAGS", flags),
+        *_literal("VALUES", values, note="  # option -> (parameter, kind)"),
+        *_literal("DEFAULTS: dict[str, Any]", defaults),
+        f"MAX_LINE_CHARS = {ReadSettings.max_line_chars!r}  # read.max_line_chars's default (fsmem.cli.early)",
+    ]
+    return LEAN_BEGIN + "".join(line + "\n" for line in lines) + LEAN_END
+
+
+def _literal(name: str, table: dict[str, Any], *, note: str = "") -> list[str]:
+    """`name = {...}` as ruff formats it: one entry a line, double quotes, a trailing comma."""
+
+    def source(value: Any) -> str:
+        if isinstance(value, tuple):
+            return "(" + ", ".join(source(item) for item in value) + ")"
+        return json.dumps(value) if isinstance(value, str) else repr(value)
+
+    return [f"{name} = {{{note}", *(f"    {source(key)}: {source(value)}," for key, value in table.items()), "}"]
+
+
+def write_lean_tables(path: str) -> bool:
+    """Rewrite the generated part of `fsmem/cli/lean.py` at `path` from grep's spec; True when it changed."""
+    with open(path, encoding="utf-8") as file:
+        text = file.read()
+    if LEAN_BEGIN not in text or LEAN_END not in text:
+        raise ValueError(f"{path}: no generated part, between {LEAN_BEGIN.strip()!r} and {LEAN_END.strip()!r}")
+    head, rest = text.split(LEAN_BEGIN, 1)
+    new = head + lean_tables(declared()["grep"]) + rest.split(LEAN_END, 1)[1]
+    if new != text:
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(new)
+    return new != text
+
+
 class _Shown:
     """An answer whose text is printed by another of its methods than `to_text` (the spec's `Cli.text`)."""
 
@@ -99,7 +164,7 @@ def build(op: Operation) -> click.Command:
         method = getattr(memory, op.name)
         max_tokens = arguments.get("max_tokens")
         if budgeted and not (op.cli.spent_at_zero and max_tokens == 0):
-            emit_within(
+            nothing = print_within(
                 memory,
                 max_tokens,
                 lambda room: method(**{**arguments, "max_tokens": room}),
@@ -107,6 +172,8 @@ def build(op: Operation) -> click.Command:
                 empty=empty,
                 reserve=op.cli.reserve,
             )
+            if nothing:
+                raise click.exceptions.Exit(1)
             return
         result = method(**arguments)
         code = next((code for name, code in op.cli.exits if getattr(result, name)), 0)
@@ -168,3 +235,9 @@ def __getattr__(name: str) -> click.Command:
             raise AttributeError(f"module 'fsmem.cli.generated' has no attribute {name!r}")
         _BUILT[name] = build(op)
     return _BUILT[name]
+
+
+if __name__ == "__main__":
+    from fsmem.cli import lean
+
+    print("rewritten" if write_lean_tables(lean.__file__) else "unchanged", lean.__file__)

@@ -6,8 +6,9 @@ command line to `parse` first: one that names only grep's own options, spelled o
 anything else (--help, a typo, `--`, combined short flags, a value that starts with '-' or that click would
 reject) returns None and goes to click, so help, usage errors and their words stay click's. What runs
 is what the generated command runs (`fsmem.cli.generated`): the same `Memory.grep` call, within the same
-budget, printed as every command prints (`fsmem.cli.printing.echo`), behind the same error boundary as
-`fsmem.cli.app.run`. tests/test_cli_lean.py holds `parse` equal to click's parse of the same line.
+budget, printed as every command prints (`fsmem.cli.printing.echo`), behind the CLI's one error boundary
+(`fsmem.cli.printing.boundary`). Its option tables are written from grep's spec (`fsmem.cli.generated.lean_tables`),
+and tests/test_cli_lean.py shows a parse answering as click's parse of the same line does.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing is imported after rg has s
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 
-# grep's options as its spec declares them (fsmem.spec.operations); tests/test_cli_lean.py checks them against it
+# -- generated from grep's spec and fsmem.yaml's defaults by `python -m fsmem.cli.generated`; do not edit --
 FLAGS = {
     "-i": "ignore_case",
     "--ignore-case": "ignore_case",
@@ -57,6 +58,8 @@ DEFAULTS: dict[str, Any] = {
     "max_results": None,
     "max_tokens": None,
 }
+MAX_LINE_CHARS = 2000  # read.max_line_chars's default (fsmem.cli.early)
+# -- end of what is generated --
 GLOBAL = {"--root": "root", "--agent": "agent"}  # before the command or after it, as `fsmem.cli.options`
 ENV = {"root": "FSMEM_ROOT", "agent": "FSMEM_AGENT"}  # the group's envvars, used when the option is not given
 _TEXT_ARGUMENT = re.compile(r"^-\s")  # a Markdown bullet is an argument, not an option (FsmemCommand)
@@ -183,17 +186,9 @@ def _settled() -> None:
 
 def _run(grep: Grep, whole_process: bool) -> NoReturn:
     from fsmem import faces
-    from fsmem.cli.printing import echo, json_error, print_within
-    from fsmem.errors import FsmemError, translated
+    from fsmem.cli.printing import boundary, print_within
 
-    def fail(message: str, code: int, *, line: str | None = "") -> NoReturn:
-        if line is not None:
-            echo(line or f"fsmem: error: {message}", err=True)
-        if grep.as_json:
-            echo(json_error(message, code))
-        sys.exit(code)
-
-    try:
+    def answer() -> int:
         with faces.speaking(faces.CLI):
             from fsmem.memory import Memory
 
@@ -213,14 +208,6 @@ def _run(grep: Grep, whole_process: bool) -> NoReturn:
                 )
             finally:
                 memory.close()
-    except FsmemError as exc:
-        fail(str(exc), exc.exit_code)
-    except BrokenPipeError:
-        sys.stderr.close()
-        sys.exit(0)
-    except KeyboardInterrupt:
-        fail("interrupted", 130, line=None)
-    except Exception as exc:  # the last resort of the one boundary: still one line, never a traceback
-        error = translated(exc)
-        fail(str(error) if error is not None else f"{type(exc).__name__}: {exc}", 2)
-    sys.exit(1 if empty else 0)
+        return 1 if empty else 0
+
+    boundary(answer, grep.as_json)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from fsmem.cli.printing import print_answer, print_within
+from fsmem.cli.printing import print_answer
 
 if TYPE_CHECKING:
     from fsmem.memory import Memory
@@ -162,20 +162,6 @@ def open_memory(ctx: click.Context) -> Memory:
         obj = ctx.find_root().obj or {}
         opened = ctx.meta["fsmem.memory"] = Memory(obj.get("root"), agent=obj.get("agent"))
     return opened
-
-
-def emit_within(
-    memory: Memory,
-    max_tokens: int | None,
-    ask: Callable[[int | None], Any],
-    as_json: bool,
-    *,
-    empty: Callable[[Any], bool] = lambda result: False,
-    reserve: bool = True,
-) -> None:
-    """Print the answer of `ask(max_tokens)` within the budget and exit like grep (`fsmem.cli.printing.print_within`)."""
-    if print_within(memory, max_tokens, ask, as_json, empty=empty, reserve=reserve):
-        raise click.exceptions.Exit(1)
 
 
 def emit(result: Any, as_json: bool, *, empty: bool = False) -> None:

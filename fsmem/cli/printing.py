@@ -15,10 +15,12 @@ import json
 import re
 import sys
 from collections.abc import Callable
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     from fsmem.memory import Memory
+
+Failure = tuple[str, int, str | None]  # a message, the exit code, and the line shown (None: already shown)
 
 # What a terminal may act on or hide: C0 controls but tab and newline (a CR only before a newline passes),
 # DEL, C1 controls, lone surrogates (bytes that were not UTF-8), line and paragraph separators, and the
@@ -131,6 +133,51 @@ def print_answer(result: Any, as_json: bool, *, empty: bool = False) -> bool:
     else:
         echo(result.to_text())
     return empty
+
+
+def boundary(
+    run: Callable[[], int | None], as_json: bool, *, known: Callable[[Exception], Failure | None] = lambda exc: None
+) -> NoReturn:
+    """Run a command and exit with its code, turning every error into one line and exit 2: the CLI's one error
+    boundary, for click's commands (`fsmem.cli.app.run`) and the lean grep (`fsmem.cli.lean`) alike.
+
+    A library error is its own message; an error from below the library (an OSError, input that is not
+    text) is worded as every face words it (`fsmem.errors.translated`); `known` words the errors of the
+    command's parser (click's usage errors) as (message, exit code, the line shown, None when it was). With
+    --json the error is also a JSON document on stdout, `{"error": {"message": ..., "exit": 2}}`, so a
+    caller that parses stdout learns why there is no answer.
+    """
+    from fsmem.errors import FsmemError, translated
+
+    try:
+        code = run()
+    except FsmemError as exc:
+        _fail(str(exc), exc.exit_code, as_json)
+    except BrokenPipeError:
+        sys.stderr.close()
+        sys.exit(0)
+    except KeyboardInterrupt:
+        _fail("interrupted", 130, as_json, line=None)
+    except Exception as exc:  # the last resort of the one boundary: still one line, never a traceback
+        failure = known(exc)
+        if failure is not None:
+            message, code, line = failure
+            _fail(message, code, as_json, line=line)
+        error = translated(exc)
+        _fail(str(error) if error is not None else f"{type(exc).__name__}: {exc}", 2, as_json)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _fail(message: str, code: int, as_json: bool = False, line: str | None = "") -> NoReturn:
+    """End a failed command: its line on stderr (unless already shown), the JSON error on stdout with --json."""
+    try:
+        if line is not None:
+            echo(line or f"fsmem: error: {message}", err=True)
+        if as_json:
+            echo(json_error(message, code))
+    except OSError:  # a closed stdout or stderr: the exit code still says it
+        pass
+    sys.exit(code)
 
 
 def json_error(message: str, code: int) -> str:

@@ -157,7 +157,7 @@ def ask(argv: list[str]) -> None:
         answer = _exchange(path, root, argv)
     except (OSError, Unanswered, ValueError) as exc:
         return _walk(mode, str(exc) or type(exc).__name__)
-    except KeyboardInterrupt:  # as the error boundary ends an interrupted command (fsmem.cli.app.run)
+    except KeyboardInterrupt:  # as the error boundary ends an interrupted command (fsmem.cli.printing.boundary)
         if "--json" in argv[: argv.index("--") if "--" in argv else len(argv)]:
             from fsmem.cli.printing import echo, json_error
 

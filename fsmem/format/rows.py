@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fsmem import format as fmt
+from fsmem.budget import named
 from fsmem.format.facts import is_bullet, parse_fact
 
 ROW_KINDS = ("fact", "bullet", "paragraph")
@@ -53,17 +54,7 @@ class Row:
         return " > ".join(self.headings)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "line": self.line,
-            "end_line": self.end_line,
-            "text": self.text,
-            "kind": self.kind,
-            "title": self.title,
-            "subject": self.subject,
-            "headings": list(self.headings),
-            "superseded": self.superseded,
-        }
+        return {**named(self), "headings": list(self.headings)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Row:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fsmem import faces
-from fsmem.budget import Count, Meter, Metered, Page, Paged
+from fsmem.budget import Count, Meter, Metered, Page, Paged, ReadOff
 from fsmem.history.git import clean_env
 from fsmem.history.view import LOG_FORMAT, NAMES, HistoryView, parse_log
 from fsmem.query.reading import ReadResult, bounded_read
@@ -132,25 +132,11 @@ class OverRead:
 
     read: ReadResult
 
-    @property
-    def truncated(self) -> bool:
-        return self.read.truncated
-
-    @property
-    def tokens(self) -> int:
-        return self.read.tokens
-
-    @property
-    def rows(self) -> int:
-        return self.read.rows
-
-    @property
-    def cited(self) -> list[str]:
-        return self.read.cited
-
-    @property
-    def next_arguments(self) -> dict[str, Any] | None:
-        return self.read.next_arguments
+    truncated = ReadOff[bool]("read")
+    tokens = ReadOff[int]("read")
+    rows = ReadOff[int]("read")
+    cited = ReadOff[list[str]]("read")
+    next_arguments = ReadOff[dict[str, Any] | None]("read")
 
 
 @dataclass

@@ -132,6 +132,13 @@ class Core:
 
 
 # -- the rules every operation applies to what it is given -----------------------------------------------
+class Report:
+    """An answer of the spec's kind `report`, what a task over the memory did: one row, never cut at a budget."""
+
+    rows = 1
+    truncated = False
+
+
 def existing(memory: Core, user_path: str, want: str = "any") -> Path:
     """The path named, which must exist (NotFound, suggesting ls, otherwise)."""
     path = memory.path(user_path, want=want)

@@ -30,7 +30,7 @@ from fsmem.format import distilled, secrets
 from fsmem.format.facts import utc_stamp
 from fsmem.format.notes import stamp_facts
 from fsmem.operations import command as cmd
-from fsmem.operations.core import Core, whole_memory
+from fsmem.operations.core import Core, Report, whole_memory
 from fsmem.operations.transaction import require_writable, transaction
 from fsmem.store.writing import Change, WriteResult
 
@@ -39,16 +39,13 @@ SHOWN = 20
 
 
 @dataclass
-class DistillReport:
+class DistillReport(Report):
     """What a run did: the derived notes it wrote, the episodes it skipped and why, how many had nothing new."""
 
     written: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (episode, why)
     episodes: int = 0
     unchanged: int = 0
-
-    rows = 1
-    truncated = False
 
     @property
     def empty(self) -> bool:

@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from fsmem.budget import named
 from fsmem.errors import InvalidArgument, NotFound, SecretFound
 from fsmem.format import secrets
 from fsmem.importers import FORMATS, Conversation
-from fsmem.operations.core import Core, whole_memory
+from fsmem.operations.core import Core, Report, whole_memory
 from fsmem.operations.transaction import Transaction, require_writable, transaction
 from fsmem.store.writing import Change, WriteResult
 
@@ -37,7 +38,7 @@ LISTED = 200  # items of each list that the JSON report carries
 
 
 @dataclass
-class ImportReport:
+class ImportReport(Report):
     """What an import did: the notes it created and extended, how many were unchanged, and what it skipped, why."""
 
     format: str
@@ -50,9 +51,6 @@ class ImportReport:
     created_count: int = 0
     extended_count: int = 0
     skipped_count: int = 0
-
-    rows = 1
-    truncated = False
 
     @property
     def empty(self) -> bool:
@@ -72,8 +70,7 @@ class ImportReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "format": self.format,
-            "source": self.source,
+            **named(self, "format", "source"),
             "created": self.created_count,
             "extended": self.extended_count,
             "unchanged": self.unchanged,

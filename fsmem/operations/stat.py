@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fsmem import faces
-from fsmem.budget import Meter
+from fsmem.budget import Meter, named
 from fsmem.format.facts import parse_fact
 from fsmem.format.history_file import history_path
 from fsmem.operations.core import Core, existing
@@ -45,14 +45,7 @@ class StatResult:
         return False
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "tokens": self.tokens,
-            "facts": self.facts,
-            "last_change": self.last_change,
-            "links": self.links,
-            "truncated": self.truncated,
-        }
+        return named(self, "path", "tokens", "facts", "last_change", "links", "truncated")
 
     def to_text(self) -> str:
         cut = [cut_note()] if self.truncated else []

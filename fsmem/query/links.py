@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsmem.budget import Count, Meter, Metered, Page, Paged
+from fsmem.budget import Count, Meter, Metered, Page, Paged, named
 from fsmem.format.links import (
     AMBIGUOUS,
     FILE_NAME,
@@ -66,10 +66,7 @@ class LinkRow:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "path": self.path,
-            "line": self.line,
-            "target": self.target,
-            "label": self.label,
+            **named(self, "path", "line", "target", "label"),
             "status": self.outcome.status,
             "to": self.outcome.path,
             "candidates": list(self.outcome.paths) if self.outcome.status == AMBIGUOUS else [],

@@ -42,8 +42,8 @@ class Kept:
     vocabulary near-spellings are looked for in, the number of named documents, and the candidates of the
     latest queries (most of a search's time is their SQL; a team's agents ask the same things).
 
-    fts5vocab counts a term's documents by walking its postings (3.6 ms for the four words of a query on 10k
-    files), and the same words come back query after query; the tables change only when a file is indexed
+    fts5vocab counts a term's documents by walking its postings (a part of a query's time that shows:
+    docs/performance.md), and the same words come back query after query; the tables change only when a file is indexed
     or removed, which moves `changes` in search_meta, and then everything kept is let go; an index made
     again (its database deleted, or damaged and rebuilt) draws a new `built`, so its counts starting again
     from 0 never meet what was kept of the one before.

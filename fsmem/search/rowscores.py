@@ -28,8 +28,8 @@ from fsmem.search.tables import ROW_BITS
 
 K1, B = 1.2, 0.75  # FTS5's bm25() constants
 # What scoring file by file costs, in postings a bm25() query merges and counts in the same time (fitted at
-# 100k files, 300 files scored, to 1.5 us a posting, 0.21 ms a file's seek, 0.1 ms a matching row's call):
-# a bm25() query is cheaper at 10k files of common words, file by file at 100k (the row part 2.6x faster).
+# 100k files to the costs of a posting, a file's seek and a matching row's call: docs/performance.md):
+# a bm25() query is cheaper at 10k files of common words, file by file at 100k.
 POSTINGS_PER_FILE = 140
 POSTINGS_PER_MATCH = 65
 # The share of the files' rows that match, estimated as this many times the share of all rows the query's

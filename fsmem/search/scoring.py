@@ -45,8 +45,8 @@ if TYPE_CHECKING:
     from fsmem.search.settings import SearchSettings
 
 # A query's cost is bounded before it runs: at most this many distinct terms (a long paragraph's worth).
-# Past a few hundred the time grows faster than the terms (10k files: 1,000 rare words 1 s, 5,000 10 s);
-# 100 of the memory's commonest words cost what any query can, every row matching (2 s on 10k files).
+# Past a few hundred the time grows faster than the terms; 100 of the memory's commonest words cost what
+# any query can, every row matching (docs/performance.md, "Figures behind the search code").
 MAX_QUERY_TERMS = 100
 POOL_MIN = 1000  # rows the engine returns best first (by the row part) before the rest of the score is added
 NEIGHBOUR_SEEDS = 200  # the best rows whose section neighbours join the pool even when they match nothing
@@ -182,7 +182,7 @@ def _allowed_files(conn, type, tag, updated_after, within=None, kept=None, held=
 
     The files' filter fields are read and decoded once per state of the tables (`kept`), and the files a
     set of front-matter filters lets through are kept with the latest candidates (`held`): a type filter
-    at 10k files decoded every file's row into a FileMeta at every search (34 ms of CPU).
+    at 10k files decoded every file's row into a FileMeta at every search (docs/performance.md).
     """
     if type is None and not tag and updated_after is None and within is None:
         total = conn.execute("SELECT value FROM search_meta WHERE key = 'rows'").fetchone()
@@ -538,7 +538,7 @@ def _files_of(conn, wanted: set[int], kept: dict[Any, Any]) -> dict[int, _File]:
     index holds.
 
     Each file is read from search_files and decoded once per state of the tables (`kept`): a first
-    question's pool spans some 300 files, most of which earlier questions read (10k files: 1.9 -> 0.3 ms).
+    question's pool spans some 300 files, most of which earlier questions read (docs/performance.md).
     """
     known = kept.setdefault(_FILES, {})
     missing = [fid for fid in wanted if fid not in known]
@@ -625,7 +625,7 @@ def _salience(found: _Candidates, settings: SearchSettings, usage, now: _dt.date
 
 def _best_first(pool: list[int], scores: dict[int, float], paths: dict[int, str], lines: dict[int, int]) -> list[int]:
     """`pool` by (score descending, path, line), as a key of those three would sort it: three stable sorts,
-    the last key first, each by a dict's own lookup (no key tuple per row: 2,500 rows, 2.5 -> 1.9 ms)."""
+    the last key first, each by a dict's own lookup (no key tuple per row; docs/performance.md)."""
     ids = sorted(pool, key=lines.__getitem__)
     ids.sort(key=paths.__getitem__)
     ids.sort(key=scores.__getitem__, reverse=True)  # reverse keeps equal scores in their order

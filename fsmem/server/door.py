@@ -7,6 +7,11 @@ and the door's own answers.
   in `allowed_origins`; none by default, so no browser page may call a
   loopback server. Its `Host` must name the server (421 otherwise): on a
   loopback address 127.0.0.1, localhost or [::1], plus `allowed_hosts`.
+  Not the MCP SDK's `TransportSecuritySettings`: it runs inside the SDK's
+  transport, which the direct path (`fsmem.server.direct`) passes by; it
+  matches `Host` with its port and each `Origin` as written,
+  and answers in plain text (docs/design.md, "Why the server checks Host and
+  Origin itself").
 - The body: one JSON-RPC message, decoded as `fsmem mcp` decodes a line
   (`fsmem.agents.jsonrpc`: UTF-8 JSON nested at most 32 levels, no batch, an
   object with a valid id, method and params), or a 400 with the JSON-RPC

@@ -95,7 +95,7 @@ class Cli:
     (grep's convention: nothing found; `!calls`: when it is false), `exits` the attributes whose truth gives
     a code of their own, checked first (consolidate's `skipped`: 3), `text` the answer's method whose text
     the command prints (consolidate's `to_log`, each line after the run's time), and `reserve` says whether the answer
-    needs room kept for its trailer (`fsmem.cli.options.emit_within`); `spent_at_zero`, that
+    needs room kept for its trailer (`fsmem.cli.printing.print_within`); `spent_at_zero`, that
     --max-tokens 0 is no budget but the signal that the turn's budget is spent (recall). `group` puts
     the command under a group of that name, as one subcommand per value of its first parameter
     (`values`): `fsmem import chatgpt PATH` is import_from(format="chatgpt", path=PATH).

@@ -61,8 +61,7 @@ SCHEMA_VERSION = 11
 RACY_NS = 1_000_000_000
 BUSY_TIMEOUT_S = 5.0
 _INCREMENTAL = 2  # PRAGMA auto_vacuum's value for INCREMENTAL
-# Token counts of strings up to this length are memoised; the memo is dropped when it grows past MEMO_ROWS.
-MEMO_MAX_CHARS = 4096
+# The memo of token counts (of strings up to `fsmem.tokens.MEMO_MAX_CHARS`) is dropped when it grows past this.
 MEMO_ROWS = 200_000
 _MEMO_FLUSH_EVERY = 512
 
