@@ -6,7 +6,7 @@ FSMEM := $(VENV)/bin/fsmem
 STAMP := $(VENV)/.fsmem-installed
 DEMO := demo-memory
 
-.PHONY: demo test lint docs bench install clean
+.PHONY: demo test lint docs bench fuzz install clean
 
 install: $(STAMP)
 
@@ -40,6 +40,14 @@ docs: $(STAMP)
 # side by side; `--dist worksteal` hands a worker's queued tests to one that has finished its own.
 test: lint docs
 	$(PY) -m pytest -q -n auto --dist worksteal
+
+# The property and fuzz tests of history and consolidation with a larger budget: each draws FUZZ_SCALE times the
+# examples `make test` runs (HYPOTHESIS_PROFILE=explore draws new ones each run).
+FUZZ_SCALE ?= 10
+fuzz: $(STAMP)
+	FSMEM_FUZZ_SCALE=$(FUZZ_SCALE) $(PY) -m pytest -q -p no:xdist \
+		tests/test_consolidate_invariant.py::test_batches_growth_and_crashes_give_the_bytes_of_one_run \
+		tests/test_sync_fuzz.py
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py

@@ -4,12 +4,17 @@ The hostile host is plain git: `push` commits whatever it has on disk and
 pushes it; `push_entries` adds raw tree entries with git plumbing, for what
 git's porcelain would refuse to make (`.GIT`, `..`, a name with a newline, a
 submodule). `objects_hold` looks for a planted secret in every object of a
-repository, whatever commit, tree or blob it hides in.
+repository, whatever commit, tree or blob it hides in. `build_world` makes
+the attacks' start once per module (the victim set up by fsmem, the hostile
+clone, a folder outside the memory) and `copy_world` gives each test its own
+copy, its remotes pointed at its own origin.
 """
 
 from __future__ import annotations
 
+import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import sync_scenario as S
@@ -21,6 +26,39 @@ FORGED = (
 LAUGHS = 'l0: &l0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
     f"l{n}: &l{n} [" + ",".join([f"*l{n - 1}"] * 9) + "]\n" for n in range(1, 10)
 )
+
+
+SECRET = "PRIVATE-KEY-MATERIAL"
+
+
+@dataclass
+class World:
+    origin: Path
+    victim: Path
+    hostile: Path
+    outside: Path
+    base: Path
+
+
+def build_world(base: Path) -> World:
+    """A bare remote, the victim (made with `fsmem init --git`, synced), a hostile clone, a secret outside."""
+    origin, (victim,) = S.make_hosts(base, hosts=1, writers=1)
+    outside = base / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text(SECRET + "\n")
+    return World(origin, victim, clone(origin, base / "hostile"), outside, base)
+
+
+def copy_world(template: World, base: Path) -> World:
+    """A copy of `template` under `base` (the same names), each clone's remote pointed at the copy's origin."""
+    for path in (template.origin, template.victim, template.hostile, template.outside):
+        shutil.copytree(path, base / path.name, symlinks=True)
+    world = World(
+        *(base / path.name for path in (template.origin, template.victim, template.hostile)), base / "outside", base
+    )
+    for clone_root in (world.victim, world.hostile):
+        git(clone_root, "remote", "set-url", "origin", str(world.origin))
+    return world
 
 
 def git(root: Path, *args: str, input: str | None = None) -> str:

@@ -152,7 +152,8 @@ def scenarios(draw) -> S.Scenario:
     return S.Scenario(list(notes.values()), STEPS, crashes, strays, human=draw(st.booleans()), kept=kept)
 
 
-EXAMPLES = int(os.environ.get("FSMEM_INVARIANT_EXAMPLES", "45"))  # about 25 s; raise it for a longer hunt
+# about 25 s; FSMEM_INVARIANT_EXAMPLES sets it, `make fuzz` (FSMEM_FUZZ_SCALE) multiplies it, for a longer hunt
+EXAMPLES = int(os.environ.get("FSMEM_INVARIANT_EXAMPLES", "45")) * int(os.environ.get("FSMEM_FUZZ_SCALE", "1"))
 
 
 @settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])

@@ -77,6 +77,24 @@ def test_token_cap_keeps_the_most_important_and_says_what_was_left_out():
     assert index_md.render([], 300, count).endswith("No entity or topic documents yet.\n")
 
 
+def test_an_index_that_fits_in_bytes_is_written_without_counting_and_is_what_counting_gives():
+    """A token is at least one byte: an index whose bytes fit the cap never loads the tokenizer (a `fsmem sync`
+    of a small memory paid more for it than for the rest of its work), and its text is the counted one."""
+    counted: list[str] = []
+
+    def count(text: str) -> int:
+        counted.append(text)
+        return len(text.split())
+
+    entries = [
+        DirectoryEntry(path=f"topics/t{n}.md", mtime_ns=0, size=0, title=f"T{n}", description="word " * 3)
+        for n in range(5)
+    ]
+    text = index_md.render(entries, 1500, count)
+    assert counted == [] and text.count("\n- [") == 5
+    assert index_md.render(entries, len(text.encode()) - 1, count) == text and counted  # counted, the same bytes
+
+
 def test_an_index_that_is_a_link_is_replaced_never_written_through(demo, tmp_path):
     """Finding 2 (issue 31): INDEX.md arrived as a link to topics/billing.md; consolidate and `fsmem index`
     regenerated the index through the link, and billing.md became the index. A generated file is never written

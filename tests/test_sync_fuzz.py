@@ -6,8 +6,9 @@ sync, one sync in ten through the CLI), and after every sync the oracle of
 tests/sync_fuzz.py checks the host whole. The test asserts what the run did: at least 50
 syncs, every hostile action tried (but those EXCLUDED names, each with the finding it waits
 for), no violation. `make bench` runs it longer (benchmarks/bench_sync_fuzz.py).
-HYPOTHESIS_PROFILE=explore draws a new example; FSMEM_FUZZ_SHRINK=1 lets hypothesis shrink a
-failure to its shortest example (minutes); FSMEM_FUZZ_KEEP=1 keeps the world to look at.
+HYPOTHESIS_PROFILE=explore draws a new example; FSMEM_FUZZ_SCALE=N runs N examples (`make fuzz`);
+FSMEM_FUZZ_SHRINK=1 lets hypothesis shrink a failure to its shortest example (minutes);
+FSMEM_FUZZ_KEEP=1 keeps the world to look at.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ def test_sync_fuzz_keeps_every_honest_host_whole(tmp_path, monkeypatch):
     monkeypatch.setenv("FSMEM_NOW", NOW)
     shrink = os.environ.get("FSMEM_FUZZ_SHRINK") == "1"
     explore = os.environ.get("HYPOTHESIS_PROFILE") == "explore"  # new draws, as tests/conftest.py's profile says
-    tally = fuzz(tmp_path, rounds=ROUNDS, skip=frozenset(EXCLUDED), shrink=shrink, explore=explore)
+    examples = int(os.environ.get("FSMEM_FUZZ_SCALE", "1"))
+    tally = fuzz(tmp_path, rounds=ROUNDS, examples=examples, skip=frozenset(EXCLUDED), shrink=shrink, explore=explore)
     assert tally.syncs >= 50, tally
     assert sorted(set(ACTIONS) - set(EXCLUDED) - set(tally.tried)) == [], tally.tried
     assert not tally.violations, tally.violations

@@ -17,21 +17,21 @@ from pathlib import Path
 
 import pytest
 import sync_scenario as S
-from hostile_remote import clone, git, push, push_entries, tree_names
-from test_sync_trust import World, refused, sync
+from hostile_remote import World, build_world, copy_world, git, push, push_entries, tree_names
+from test_sync_trust import refused, sync
 
 from fsmem import Memory
 
-SECRET = "PRIVATE-KEY-MATERIAL"
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory) -> World:
+    """The world every attack starts from, built once (tests/hostile_remote.py); each test gets a copy."""
+    return build_world(tmp_path_factory.mktemp("world"))
 
 
 @pytest.fixture
-def world(tmp_path) -> World:
-    origin, (victim,) = S.make_hosts(tmp_path, hosts=1, writers=1)
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (outside / "secret.txt").write_text(SECRET + "\n")
-    return World(origin, victim, clone(origin, tmp_path / "hostile"), outside, tmp_path)
+def world(template, tmp_path) -> World:
+    return copy_world(template, tmp_path)
 
 
 def repaired(world: World) -> None:

@@ -12,38 +12,42 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import sync_scenario as S
-from hostile_remote import FORGED, LAUGHS, clone, git, objects_hold, push, push_entries, tree_names
+from hostile_remote import (
+    FORGED,
+    LAUGHS,
+    SECRET,
+    World,
+    build_world,
+    clone,
+    copy_world,
+    git,
+    objects_hold,
+    push,
+    push_entries,
+    tree_names,
+)
 
 from fsmem import Memory
 from fsmem.cli.printing import visible
 from fsmem.errors import ConfigError, SecretFound
 
-SECRET = "PRIVATE-KEY-MATERIAL"
 TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 CANONICAL = {".gitattributes": "*.md merge=fsmem\n*.markdown merge=fsmem\n", ".gitignore": ".fsmem/\n.fsmem-tmp-*\n"}
 
 
-@dataclass
-class World:
-    origin: Path
-    victim: Path
-    hostile: Path
-    outside: Path
-    base: Path
+@pytest.fixture(scope="module")
+def template(tmp_path_factory) -> World:
+    """The world every attack starts from, built once (tests/hostile_remote.py); each test gets a copy."""
+    return build_world(tmp_path_factory.mktemp("world"))
 
 
 @pytest.fixture
-def world(tmp_path) -> World:
-    origin, (victim,) = S.make_hosts(tmp_path, hosts=1, writers=1)
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (outside / "secret.txt").write_text(SECRET + "\n")
-    return World(origin, victim, clone(origin, tmp_path / "hostile"), outside, tmp_path)
+def world(template, tmp_path) -> World:
+    return copy_world(template, tmp_path)
 
 
 def sync(root: Path, *args: str) -> subprocess.CompletedProcess:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -42,10 +43,17 @@ def with_agents(root: Path, *names: str) -> None:
     config.write_text(config.read_text().replace("  agents:\n", "  agents:\n" + agents, 1))
 
 
-@pytest.fixture
-def history(tmp_path) -> Path:
+@pytest.fixture(autouse=True)
+def _pinned_clock(monkeypatch):
+    """This process's fsmem on the day the CLI runs on here (LATER): no test reads today's date, so none runs
+    again on a moved day (tests/conftest.py), and the API and the CLI answer from the same day."""
+    monkeypatch.setenv("FSMEM_NOW", LATER)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
     """A memory whose Nadia changed employer twice, each write made through `fsmem note` at its own time."""
-    root = tmp_path / "memory"
+    root = tmp_path_factory.mktemp("history") / "memory"
     fsmem(root.parent, "init", str(root))
     with_agents(root, "zed", "alice")
     for agent, when, employer in WRITES:
@@ -53,6 +61,12 @@ def history(tmp_path) -> Path:
     fsmem(root, "note", "- city: Lagos", "--subject", NADIA, now="2026-03-01T09:00:05Z")
     assert fsmem(root, "consolidate").returncode == 0
     return root
+
+
+@pytest.fixture
+def history(built, tmp_path) -> Path:
+    """`built`, copied for each test (the test may write to it)."""
+    return Path(shutil.copytree(built, tmp_path / "memory", symlinks=True))
 
 
 # -- same-day writes ------------------------------------------------------------------------------

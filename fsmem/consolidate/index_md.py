@@ -76,10 +76,19 @@ def _group(entry: DirectoryEntry) -> str:
 
 
 def render(entries: list[DirectoryEntry], max_tokens: int, count: Callable[[str], int]) -> str:
-    """The text of INDEX.md for these documents, within `max_tokens` (as counted by `count`)."""
+    """The text of INDEX.md for these documents, within `max_tokens` (as counted by `count`).
+
+    A token is at least one byte: when the empty index (its trailer included) and every line fit the cap in
+    bytes, every line is taken and the whole text fits, so nothing is counted (the tokenizer costs a `fsmem sync`
+    or `consolidate` of a small memory more than the rest of its work)."""
+    empty = _compose([], len(entries), max_tokens)
+    whole = _compose(entries, len(entries), max_tokens)
+    lines = sum(_size(_line(entry) + "\n") for entry in entries)
+    if _size(empty) + lines <= max_tokens and _size(whole) <= max_tokens:
+        return whole
     chosen: list[DirectoryEntry] = []
     # a shorter line of a less important document may still fit after a long one did not: skip=True
-    meter = Meter(count, max_tokens=max_tokens, reserve=count(_compose([], len(entries), max_tokens)), skip=True)
+    meter = Meter(count, max_tokens=max_tokens, reserve=count(empty), skip=True)
     for entry in sorted(entries, key=lambda e: (-e.importance, e.path)):
         if meter.take_text(_line(entry)):
             chosen.append(entry)
@@ -88,6 +97,10 @@ def render(entries: list[DirectoryEntry], max_tokens: int, count: Callable[[str]
         chosen.pop()  # the least important one
         text = _compose(chosen, len(entries), max_tokens)
     return text
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8"))
 
 
 def _compose(chosen: list[DirectoryEntry], total: int, max_tokens: int) -> str:

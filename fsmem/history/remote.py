@@ -63,12 +63,13 @@ def has_commits(git: Git) -> bool:
     return git.run("rev-parse", "-q", "--verify", "HEAD^{commit}", check=False).returncode == 0
 
 
-def resolve(repo: Repo, remote: str, local: str, *, timeout: float, repair: bool = False) -> Target:
-    """The branch to sync with (see the module). On a first contact, a clone with no commit takes it as its own,
-    and one whose history shares nothing with it is refused before anything is merged or pushed."""
+def resolve(repo: Repo, remote: str, local: str, upstream: str, *, timeout: float, repair: bool = False) -> Target:
+    """The branch to sync with (see the module); `upstream` is `upstream_remote` of `local`, as the caller read it.
+    On a first contact, a clone with no commit takes it as its own, and one whose history shares nothing with it
+    is refused before anything is merged or pushed."""
     git = repo.git
     merge = git.text("config", "--get", f"branch.{local}.merge", check=False).strip()
-    if merge.startswith("refs/heads/") and upstream_remote(git, local) == remote:
+    if merge.startswith("refs/heads/") and upstream == remote:
         known = Target(remote, merge[len("refs/heads/") :], local, remembered=True)
         # trusted once fetched: `git clone` of a remote whose HEAD names a missing branch records that branch too
         if git.run("rev-parse", "-q", "HEAD^{commit}", known.ref, check=False).returncode == 0:

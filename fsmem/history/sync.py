@@ -145,7 +145,8 @@ def sync(
 ) -> SyncResult:
     git = repo.git
     local = remotes.local_branch(git)
-    remote = remote or settings.remote or remotes.upstream_remote(git, local) or remotes.DEFAULT_REMOTE
+    upstream = remotes.upstream_remote(git, local)
+    remote = remote or settings.remote or upstream or remotes.DEFAULT_REMOTE
     if git.run("remote", "get-url", "--", remote, check=False).returncode:
         raise SyncFailed(f"no remote named {remote!r}; add one with: git -C {repo.root} remote add {remote} URL")
     attempts = settings.max_attempts
@@ -164,7 +165,7 @@ def sync(
                     left = recovery.recover(repo)
         if left:
             raise SyncFailed(recovery.refusal(repo, left, "fsmem sync changed nothing"))
-        target = remotes.resolve(repo, remote, local, timeout=timeout, repair=repair)
+        target = remotes.resolve(repo, remote, local, upstream, timeout=timeout, repair=repair)
         branch = target.branch  # the remote's branch: fetched, merged and pushed to
         result = SyncResult(remote=remote, branch=branch, found=target.found, boundary=list(target.notes))
         moved = record_driver(git)
@@ -259,49 +260,66 @@ def _merge(repo: Repo, theirs: str, label: str, result: SyncResult, threshold: f
     bytes; merges of several merge bases still use it for their inner merge.)
     """
     git = repo.git
-    head = git.text("rev-parse", "-q", "--verify", "HEAD", check=False).strip()
-    other = git.text("rev-parse", theirs).strip()
-    if head == other or git.run("merge-base", "--is-ancestor", other, "HEAD", check=False).returncode == 0:
+    head, _ = repo.head(repo.reader)
+    other = theirs  # a commit id: what trust.admit judged
+    # one merge base answers both questions: it is theirs when HEAD holds it, HEAD when a fast-forward reaches it
+    base = git.text("merge-base", head, other, check=False).strip() if head and head != other else head
+    if base == other:
         result.merged = result.merged or "up to date"
         return
-    fast = git.run("merge-base", "--is-ancestor", "HEAD", other, check=False).returncode == 0 if head else True
+    fast = base == head if head else True
     identity = ("-c", "user.name=fsmem sync", "-c", f"user.email=fsmem@{repo.host}")
     deferred: tuple[str, ...] = ("-c", "merge.fsmem.driver=false", "-c", "merge.fsmem.recursive=fsmem-inner")
     deferred += ("-c", f"merge.fsmem-inner.driver={driver_command()}")
     message = f"fsmem sync: merge {label}"
     proc = git.run(*identity, *deferred, "merge", "--no-edit", "--no-stat", "-q", "-m", message, theirs, check=False)
     if proc.returncode:
-        unmerged = [
-            p.decode("utf-8", "surrogateescape")
-            for p in git.run("diff", "--name-only", "--diff-filter=U", "-z").stdout.split(b"\0")
-            if p
-        ]
+        unmerged = _unmerged(git)
         if not unmerged:
             git.run("merge", "--abort", check=False)
             if b"unrelated histories" in proc.stderr:  # the remote's history was replaced since the last sync
                 target = remotes.Target(result.remote, result.branch, remotes.local_branch(git), remembered=True)
                 raise SyncFailed(remotes.unrelated(repo, target))
             raise SyncFailed(f"git merge of {label} failed: {first_line(proc.stderr or proc.stdout)}")
+        settled: list[str] = []
         with CatFile(git) as cat:
-            for path in unmerged:
-                _settle(repo, cat, path, result, threshold)
+            for path, stages in unmerged.items():
+                settled += _settle(repo, cat, path, stages, result, threshold)
+        if settled:  # one `git add` for every file settled on disk
+            git.run("add", "--pathspec-from-file=-", "--pathspec-file-nul", input=b"".join(_nul(p) for p in settled))
         git.run(*identity, "commit", "--no-edit", "--no-verify", "-q")
     result.merged = "fast-forward" if fast else "merged"
 
 
-def _settle(repo: Repo, cat: CatFile, path: str, result: SyncResult, threshold: float) -> None:
-    """A path git left unmerged. A memory file both sides changed: merged by fsmem.history.merge. Changed on one
-    side, deleted on the other: the changed file stays. Any other file (fsmem.yaml): this clone's version stays."""
+def _unmerged(git: Git) -> dict[str, dict[str, tuple[str, str]]]:
+    """What git left unmerged, from one `git ls-files -u`: path -> stage ("1" base, "2" ours, "3" theirs) ->
+    (mode, blob id)."""
+    found: dict[str, dict[str, tuple[str, str]]] = {}
+    for entry in git.run("ls-files", "-u", "-z").stdout.split(b"\0"):
+        info, tab, name = entry.partition(b"\t")
+        fields = info.decode("ascii", "replace").split()
+        if tab and len(fields) == 3:
+            mode, oid, stage = fields
+            found.setdefault(name.decode("utf-8", "surrogateescape"), {})[stage] = (mode, oid)
+    return found
+
+
+def _nul(path: str) -> bytes:
+    return path.encode("utf-8", "surrogateescape") + b"\0"
+
+
+def _settle(
+    repo: Repo, cat: CatFile, path: str, entries: dict[str, tuple[str, str]], result: SyncResult, threshold: float
+) -> list[str]:
+    """A path git left unmerged (`entries`: its stages). A memory file both sides changed: merged by
+    fsmem.history.merge. Changed on one side, deleted on the other: the changed file stays. Any other file
+    (fsmem.yaml): this clone's version stays. The path when it is to be added (the caller adds them all at once)."""
     git = repo.git
-    stages: dict[str, str] = {}
-    for line in git.text("ls-files", "-u", "--", path).splitlines():
-        fields = line.split("\t", 1)[0].split()
-        if len(fields) == 3:
-            stages[fields[2]] = fields[1]
+    stages = {stage: oid for stage, (_, oid) in entries.items()}
     full = repo.top / path
     rel = repo.in_memory(path) or path
-    if _keep_beside_folder(repo, cat, path, stages, result):
-        return
+    if _keep_beside_folder(repo, cat, path, entries, result):
+        return []
     markdown = is_memory_path(rel)
     if markdown and "2" in stages and "3" in stages:
         texts = []
@@ -318,12 +336,14 @@ def _settle(repo: Repo, cat: CatFile, path: str, result: SyncResult, threshold: 
     elif not full.exists() and ("2" in stages or "3" in stages):
         git.run("checkout", "--ours" if "2" in stages else "--theirs", "--", path)
     if full.exists():
-        git.run("add", "--", path)
-    else:
-        git.run("rm", "-q", "--cached", "--ignore-unmatch", "--", path, check=False)
+        return [path]
+    git.run("rm", "-q", "--cached", "--ignore-unmatch", "--", path, check=False)
+    return []
 
 
-def _keep_beside_folder(repo: Repo, cat: CatFile, path: str, stages: dict[str, str], result: SyncResult) -> bool:
+def _keep_beside_folder(
+    repo: Repo, cat: CatFile, path: str, entries: dict[str, tuple[str, str]], result: SyncResult
+) -> bool:
     """A file one side changed while the other made a folder of its name: git leaves the file as
     `topics/billing.md~HEAD` (or `~` and the other commit), which is no memory file. A document is kept as
     `topics/billing (edited on HOST).md` beside the folder, listed and searched like any, and reported by
@@ -333,9 +353,9 @@ def _keep_beside_folder(repo: Repo, cat: CatFile, path: str, stages: dict[str, s
     rel = repo.in_memory(document) if tilde and ours_or_theirs else None
     if rel is None or not (repo.top / document).is_dir() or os.path.islink(repo.top / document):
         return False
-    stage = "2" if "2" in stages else "3" if "3" in stages else None
-    mode = next((line.split()[0] for line in repo.git.text("ls-files", "-s", "--", path).splitlines()), "")
-    found = cat.get(stages[stage]) if stage else None
+    stage = "2" if "2" in entries else "3" if "3" in entries else None
+    mode = entries[min(entries)][0] if entries else ""  # the first entry `git ls-files -s` shows
+    found = cat.get(entries[stage][1]) if stage else None
     repo.git.run("rm", "-q", "--cached", "--ignore-unmatch", "--", path, check=False)
     if os.path.lexists(repo.top / path):
         os.unlink(repo.top / path)
