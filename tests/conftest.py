@@ -225,6 +225,62 @@ def pytest_sessionfinish(session):
     cache.set(DURATIONS, known)
 
 
+def copy_source(source: Path) -> Path:
+    """A copy of this checkout without the developer's .venv and caches: what a user's `pip install .` would see."""
+    shutil.copytree(
+        REPO,
+        source,
+        symlinks=True,
+        ignore=shutil.ignore_patterns(
+            ".venv",
+            ".git",
+            "*.egg-info",
+            "__pycache__",
+            ".*_cache",
+            "build",
+            "dist",
+            "demo-memory",
+            "bench-out",
+            ".hypothesis",
+        ),
+    )
+    return source
+
+
+@pytest.fixture(scope="session")
+def fsmem_wheel(tmp_path_factory) -> Path:
+    """fsmem's wheel, built once a session from a copy of this checkout as `pip install .` builds it (in an
+    isolated build environment): what the fresh virtual environments of tests/test_install.py and
+    tests/test_extras_floor.py install, as a user's pip installs a release's wheel."""
+    import subprocess
+
+    base = tmp_path_factory.mktemp("wheel")
+    source = copy_source(base / "fsmem")
+    command = [sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check", "--no-deps"]
+    built = subprocess.run(
+        [*command, "-w", str(base / "dist"), str(source)], capture_output=True, text=True, timeout=600
+    )
+    assert built.returncode == 0, built.stdout + built.stderr
+    (wheel,) = (base / "dist").glob("fsmem-*.whl")
+    return wheel
+
+
+def new_venv(venv: Path, *requirements: str) -> Path:
+    """A new virtual environment that sees none of this one's packages, with `requirements` installed; its python.
+
+    This venv's pip installs them (--python), so the new one needs no pip of its own (ensurepip costs seconds),
+    and pip reuses the wheels its cache holds; bytecode is written as modules are first imported (these venvs
+    import a fraction of what they install) rather than for every file at install."""
+    import subprocess
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--disable-pip-version-check"]
+    installed = subprocess.run([*pip, "--no-compile", *requirements], capture_output=True, text=True, timeout=600)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    return python
+
+
 @pytest.fixture(autouse=True)
 def _isolated_env(monkeypatch):
     """No test sees the developer's FSMEM_* settings or session."""

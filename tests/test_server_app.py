@@ -203,6 +203,7 @@ def test_the_default_is_one_process(team):
     assert listening.get("processes", 1) == 1
 
 
+@pytest.mark.sdk_face
 def test_a_token_lists_greps_reads_searches_and_notes(team):
     url, token = team["server"].base + "/mcp", team["tokens"]["full"]
 
@@ -241,6 +242,7 @@ def test_a_token_lists_greps_reads_searches_and_notes(team):
     assert lines[-1]["token"] == team["made"]["full"].record.id
 
 
+@pytest.mark.sdk_face
 def test_stat_through_the_server_is_the_tokens_view(team):
     """`stat` is a tool of the server like every read: its figures, and a path token's scope."""
     url = team["server"].base + "/mcp"
@@ -251,6 +253,7 @@ def test_stat_through_the_server_is_the_tokens_view(team):
     assert outside.is_error and "outside this agent's scope" in text_of(outside)
 
 
+@pytest.mark.sdk_face
 def test_refused_without_a_valid_token_and_nothing_changes(team):
     server, tokens = team["server"], team["tokens"]
     before = (snapshot(team["team"]), snapshot(team["lab"]), len(list(retrieval_log.records(team["team"]))))
@@ -301,6 +304,7 @@ def test_refused_without_a_valid_token_and_nothing_changes(team):
     }
 
 
+@pytest.mark.sdk_face
 def test_a_read_only_token_cannot_write_through_any_tool(team):
     url, token = team["server"].base + "/mcp", team["tokens"]["read_only"]
     before = snapshot(team["team"])
@@ -322,6 +326,7 @@ def test_a_read_only_token_cannot_write_through_any_tool(team):
     assert snapshot(team["team"]) == before
 
 
+@pytest.mark.sdk_face
 def test_a_path_token_sees_nothing_outside_its_prefix_through_any_tool(team):
     url, token = team["server"].base + "/mcp", team["tokens"]["topics"]
     before = snapshot(team["team"])
@@ -365,6 +370,7 @@ def test_a_path_token_sees_nothing_outside_its_prefix_through_any_tool(team):
     assert snapshot(team["team"]) == before
 
 
+@pytest.mark.sdk_face
 def test_the_context_resource_is_the_tokens_own_view(team):
     """resources/read of fsmem://context gives what `fsmem context` gives the token's agent, in its scope."""
     url = team["server"].base + "/mcp"
@@ -382,6 +388,7 @@ def test_the_context_resource_is_the_tokens_own_view(team):
     assert expected != whole.contents[0].text
 
 
+@pytest.mark.sdk_face
 def test_the_distill_prompt_is_the_tokens_own_and_refused_to_a_scope(team):
     """prompts/list and prompts/get of `distill` over HTTP answer what the stdio server answers for the token's
     agent; a token with a scope is refused, as `fsmem mcp` refuses a scoped agent."""
@@ -401,6 +408,7 @@ def test_the_distill_prompt_is_the_tokens_own_and_refused_to_a_scope(team):
     assert isinstance(refused, Exception) and "scope" in str(refused), refused
 
 
+@pytest.mark.sdk_face
 def test_the_example_client_configuration_reaches_the_server(team):
     config = json.loads((Path(__file__).resolve().parents[1] / "examples" / "mcp_http_config.json").read_text())
     entry = config["mcpServers"]["fsmem-team"]
