@@ -56,10 +56,11 @@ def deals_in_dates(path: Path) -> bool:
 
 
 _wall_clock_reads = [0]
+_making_a_shared_fixture = [0]  # depth: inside the setup of a fixture wider than one test
 
 
 def _count_wall_clock_reads(event: str, args: tuple) -> None:
-    if event == "fsmem.wall_clock":
+    if event == "fsmem.wall_clock" and not _making_a_shared_fixture[0]:
         _wall_clock_reads[0] += 1
 
 
@@ -67,8 +68,23 @@ sys.addaudithook(_count_wall_clock_reads)
 
 
 def wall_clock_reads() -> int:
-    """How many times this process has read the real date through fsmem.format.wall_clock."""
+    """How many times this process has read the real date through fsmem.format.wall_clock, outside the making
+    of a fixture wider than one test."""
     return _wall_clock_reads[0]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef, request):
+    """A fixture wider than one test (a module's server, its tokens) is made once, before any test's clock
+    moves, and made again so in a pytest of its own: a run on another day never moves the date it read, so
+    that read does not make its first test run twice (its tests' own reads still do)."""
+    if fixturedef.scope == "function":
+        return (yield)
+    _making_a_shared_fixture[0] += 1
+    try:
+        return (yield)
+    finally:
+        _making_a_shared_fixture[0] -= 1
 
 
 @pytest.hookimpl(tryfirst=True)
