@@ -56,10 +56,11 @@ def deals_in_dates(path: Path) -> bool:
 
 
 _wall_clock_reads = [0]
+_making_a_shared_fixture = [0]  # depth: inside the setup of a fixture wider than one test
 
 
 def _count_wall_clock_reads(event: str, args: tuple) -> None:
-    if event == "fsmem.wall_clock":
+    if event == "fsmem.wall_clock" and not _making_a_shared_fixture[0]:
         _wall_clock_reads[0] += 1
 
 
@@ -67,8 +68,23 @@ sys.addaudithook(_count_wall_clock_reads)
 
 
 def wall_clock_reads() -> int:
-    """How many times this process has read the real date through fsmem.format.wall_clock."""
+    """How many times this process has read the real date through fsmem.format.wall_clock, outside the making
+    of a fixture wider than one test."""
     return _wall_clock_reads[0]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef, request):
+    """A fixture wider than one test (a module's server, its tokens) is made once, before any test's clock
+    moves, and made again so in a pytest of its own: a run on another day never moves the date it read, so
+    that read does not make its first test run twice (its tests' own reads still do)."""
+    if fixturedef.scope == "function":
+        return (yield)
+    _making_a_shared_fixture[0] += 1
+    try:
+        return (yield)
+    finally:
+        _making_a_shared_fixture[0] -= 1
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -223,6 +239,62 @@ def pytest_sessionfinish(session):
     known = cache.get(DURATIONS, {})
     known.update({nodeid: round(seconds, 2) for nodeid, seconds in _durations.items()})
     cache.set(DURATIONS, known)
+
+
+def copy_source(source: Path) -> Path:
+    """A copy of this checkout without the developer's .venv and caches: what a user's `pip install .` would see."""
+    shutil.copytree(
+        REPO,
+        source,
+        symlinks=True,
+        ignore=shutil.ignore_patterns(
+            ".venv",
+            ".git",
+            "*.egg-info",
+            "__pycache__",
+            ".*_cache",
+            "build",
+            "dist",
+            "demo-memory",
+            "bench-out",
+            ".hypothesis",
+        ),
+    )
+    return source
+
+
+@pytest.fixture(scope="session")
+def fsmem_wheel(tmp_path_factory) -> Path:
+    """fsmem's wheel, built once a session from a copy of this checkout as `pip install .` builds it (in an
+    isolated build environment): what the fresh virtual environments of tests/test_install.py and
+    tests/test_extras_floor.py install, as a user's pip installs a release's wheel."""
+    import subprocess
+
+    base = tmp_path_factory.mktemp("wheel")
+    source = copy_source(base / "fsmem")
+    command = [sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check", "--no-deps"]
+    built = subprocess.run(
+        [*command, "-w", str(base / "dist"), str(source)], capture_output=True, text=True, timeout=600
+    )
+    assert built.returncode == 0, built.stdout + built.stderr
+    (wheel,) = (base / "dist").glob("fsmem-*.whl")
+    return wheel
+
+
+def new_venv(venv: Path, *requirements: str) -> Path:
+    """A new virtual environment that sees none of this one's packages, with `requirements` installed; its python.
+
+    This venv's pip installs them (--python), so the new one needs no pip of its own (ensurepip costs seconds),
+    and pip reuses the wheels its cache holds; bytecode is written as modules are first imported (these venvs
+    import a fraction of what they install) rather than for every file at install."""
+    import subprocess
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--disable-pip-version-check"]
+    installed = subprocess.run([*pip, "--no-compile", *requirements], capture_output=True, text=True, timeout=600)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    return python
 
 
 @pytest.fixture(autouse=True)

@@ -9,7 +9,10 @@ a dated session folder, `today` or the clock), runs again at once with its
 clock moved to a leap day years away, time of day kept. A test that pins the
 clock with FSMEM_NOW, or computes the date as fsmem does, passes there as it
 does today; a test that reads no date cannot tell the days apart and runs once,
-as does one whose module only stamps commits with the date. (Processes a test
+as does one whose module only stamps commits with the date, and one whose only
+read of the date is in making a fixture shared by several tests (a module's
+server and its tokens): that fixture is made before any test's clock moves, in
+this pytest or in one of its own, so a second run would move nothing. (Processes a test
 starts keep the real clock: a test that compares their dates with its own
 hard-coded one is not caught, as it never was.)
 """
@@ -130,6 +133,16 @@ def test_takes_a_modules_ticket(tickets, tmp_path):
     Memory.init(tmp_path / "mem").note("seen", session="s1")
 
 
+@pytest.fixture(scope="module")
+def dated_note(tmp_path_factory):  # made once on the real day, as again in any pytest of its own
+    return Memory.init(tmp_path_factory.mktemp("shared") / "mem").note("seen", session="s1").path
+
+
+def test_uses_a_modules_dated_note(dated_note):
+    ran("modules_note")
+    assert dated_note.startswith("sessions/")
+
+
 def test_hard_codes_today_beside_a_modules_state(tickets, tmp_path):
     ran("hard_codes_today_shared")
     path = Memory.init(tmp_path / "mem").note("seen", session="s1").path
@@ -169,9 +182,10 @@ def test_a_test_that_hard_codes_today_fails_and_one_that_does_not_passes(tmp_pat
     assert "failed with the clock moved to 2028-02-29: it depends on the day" in out
     assert "sessions/2028/02/29/s1.md" in out  # what fsmem wrote on the moved day
     assert "in a pytest of its own" in out  # the test that shares a module's fixture ran again apart
-    assert "5 passed" in out and "2 failed" in out
+    assert "6 passed" in out and "2 failed" in out
     runs = (tmp_path / "runs.txt").read_text().split()
     # a test that read the date in a module that deals in dates ran twice, the others once; one sharing a
-    # module's state ran again in a pytest of its own, where that state was made anew
+    # module's state ran again in a pytest of its own, where that state was made anew; one whose only date is
+    # its module fixture's ran once (a pytest of its own makes that fixture on the real day again)
     twice = ["hard_codes_today", "computes", "takes_ticket", "hard_codes_today_shared"]
-    assert sorted(runs) == sorted(twice * 2 + ["pins", "no_date", "undated"])
+    assert sorted(runs) == sorted(twice * 2 + ["pins", "no_date", "undated", "modules_note"])

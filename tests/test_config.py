@@ -8,6 +8,7 @@ line (never another exception); the defaults, and any values that fit, round-tri
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 import subprocess
@@ -203,6 +204,7 @@ def test_any_mapping_at_all_is_a_config_or_a_config_error(data):
         assert re.match(rf"{CONFIG_FILE}(:\d+)?: \S", str(exc)), str(exc)
 
 
+@functools.cache  # made once a setting: building the strategy and reading its filter cost more than drawing from it
 def _fitting(f: dataclasses.Field) -> st.SearchStrategy:
     ok = f.metadata["rule"][0]
     candidates = st.integers(0, 10**6) | st.floats(0, 1000) | st.booleans() | st.none() | st.text(max_size=10)

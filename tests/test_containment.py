@@ -1,6 +1,7 @@
 """Containment: every face that takes a path, the same hostile payloads, and nothing outside the memory files read or changed.
 
-The faces: `Memory` methods, the CLI (a real subprocess), `tools.call`, the MCP
+The faces: `Memory` methods, the CLI (every payload through its entry point, and
+a few of them for every command as a real subprocess), `tools.call`, the MCP
 server (driven by the MCP SDK's own stdio client), the memory server over HTTP
 (`fsmem serve`, raw JSON-RPC posts with a token), `MemoryTool` mapped onto an
 fsmem memory (`MemoryTool.over(memory)`), and the Anthropic SDK drop-in classes
@@ -13,6 +14,7 @@ before, and no answer carries a secret planted outside the memory files.
 from __future__ import annotations
 
 import concurrent.futures
+import io
 import json
 import os
 import signal
@@ -20,6 +22,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -131,6 +134,35 @@ CLI_OPS: dict[str, Callable[[bytes], list[bytes]]] = {
 }  # check and rm resolve their path as ls and mv do; the Memory test gives them every payload
 
 
+# The payloads every command also gets as a real `fsmem` process: bytes the OS passes as they are (a lone
+# surrogate's, a newline's), a link out, a FIFO; the process must answer as the same command line run here does.
+IN_A_PROCESS = {"lone surrogate in a name", "newline in a name", "folder link out of the root", "FIFO named .md"}
+
+
+def run_here(argv: list[bytes], stdin: bytes) -> tuple[int, bytes, bytes]:
+    """The command line run in this process through `fsmem.cli.dispatch`, the path and error boundary of the
+    `fsmem` script (as a running watcher answers a command): exit code, stdout, stderr."""
+    from fsmem.cli import dispatch
+
+    streams = sys.stdin, sys.stdout, sys.stderr
+    out, err = io.BytesIO(), io.BytesIO()
+    given = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8")
+    printed = io.TextIOWrapper(out, encoding="utf-8", errors="surrogateescape", write_through=True)
+    warned = io.TextIOWrapper(err, encoding="utf-8", errors="backslashreplace", write_through=True)
+    sys.stdin, sys.stdout, sys.stderr = given, printed, warned
+    try:
+        dispatch([os.fsdecode(word) for word in argv[1:]])
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except Exception:  # what a process would print as a traceback
+        code = 1
+        err.write(b"Traceback\n" + traceback.format_exc().encode("utf-8", "backslashreplace"))
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = streams
+    return code, out.getvalue(), err.getvalue()
+
+
 @pytest.mark.slow
 def test_cli_refuses_every_payload_with_one_line_and_exit_2(hostile):
     _base, root, outside = hostile
@@ -145,17 +177,25 @@ def test_cli_refuses_every_payload_with_one_line_and_exit_2(hostile):
     def run(job):
         name, what, argv = job
         done = subprocess.run(argv, input=b"SECRET-OVERWRITE\n", capture_output=True, env=env, timeout=60)
-        return name, what, done
+        return name, what, (done.returncode, done.stdout, done.stderr)
 
+    results = []
+    for name, what, argv in jobs:
+        kind, answer = bounded(lambda argv=argv: run_here(argv, b"SECRET-OVERWRITE\n"))
+        assert kind == "ok", f"{name} {what}: {answer!r}"
+        results.append((name, what, answer))
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        results = list(pool.map(run, jobs))
-    assert len(results) == len(jobs) > 150
-    for name, what, done in results:
-        stderr = done.stderr.decode("utf-8", "replace")
-        assert done.returncode == 2, f"{name} {what}: exit {done.returncode}: {stderr}"
+        processes = list(pool.map(run, [job for job in jobs if job[1] in IN_A_PROCESS]))
+    assert len(results) == len(jobs) > 150 and len(processes) == len(CLI_OPS) * len(IN_A_PROCESS)
+    here = {(name, what): answer for name, what, answer in results}
+    for name, what, answer in processes:
+        assert answer == here[name, what], f"{name} {what}: as a process {answer!r}, here {here[name, what]!r}"
+    for name, what, (code, stdout, stderr_bytes) in results + processes:
+        stderr = stderr_bytes.decode("utf-8", "replace")
+        assert code == 2, f"{name} {what}: exit {code}: {stderr}"
         assert "Traceback" not in stderr and stderr.startswith("fsmem: error: "), f"{name} {what}: {stderr}"
         assert stderr.count("\n") == 1, f"{name} {what}: {stderr!r}"
-        assert_no_secret([done.stdout.decode("utf-8", "replace"), stderr])
+        assert_no_secret([stdout.decode("utf-8", "replace"), stderr])
 
 
 # -- the tool dispatcher ------------------------------------------------------------------------

@@ -5,24 +5,26 @@ API, so `pip install 'fsmem[mcp]'` could give an `fsmem mcp` that does not
 start (issue 19, finding 11). Here one fresh virtual environment takes fsmem
 with the mcp, server and anthropic extras and every SDK pinned to the floor
 that pyproject.toml declares (the extras agree on one floor per SDK, so one
-environment serves them all); the test modules that drive those faces with
-the SDKs' own clients (the MCP stdio and streamable HTTP clients, the
-Anthropic tool runner) then run there, against the installed package.
+environment serves them all); the tests that drive those faces with the SDKs'
+own clients (the MCP stdio and streamable HTTP clients, the Anthropic tool
+runner), marked `sdk_face`, then run there, against the installed package. The
+server's limits, load and shutdown are fsmem's own code and run at the SDKs'
+newest releases only.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
 import subprocess
-import sys
 import tomllib
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import pytest
-from test_install import copy_source
+from conftest import new_venv
 
 REPO = Path(__file__).resolve().parent.parent
 TESTS = REPO / "tests"
@@ -60,27 +62,41 @@ def test_each_sdk_has_one_floor_in_every_extra_that_needs_it():
     assert release(floors["mcp"]) >= (2,)  # fsmem.agents.mcp_server and fsmem.server use the 2.x server API
 
 
+SDK_CLIENTS = {"session", "call", "streamable_http_client", "ClientSession"}  # test_server_app's ways to the SDK
+
+
+def test_every_test_that_drives_a_face_with_an_sdks_client_runs_at_the_floors():
+    """Only the tests marked `sdk_face` run at the floors: a test of the server that uses the MCP SDK's client is
+    marked (one that posts raw HTTP is not), and the stdio and Anthropic modules are marked whole."""
+    for module in MODULES:
+        tree = ast.parse((TESTS / module).read_text(encoding="utf-8"))
+        whole = [node for node in tree.body if isinstance(node, ast.Assign) and "pytestmark" in ast.unparse(node)]
+        if module != "test_server_app.py":
+            assert any("pytest.mark.sdk_face" in ast.unparse(node) for node in whole), module
+            continue
+        marked = set()
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+                uses = {name.id for name in ast.walk(node) if isinstance(name, ast.Name)} & SDK_CLIENTS
+                is_marked = "pytest.mark.sdk_face" in map(ast.unparse, node.decorator_list)
+                assert bool(uses) == is_marked, (node.name, uses)
+                marked |= {node.name} if is_marked else set()
+        assert len(marked) >= 5, marked
+
+
 @pytest.mark.slow
-def test_mcp_serve_and_the_anthropic_drop_in_work_at_their_floors(tmp_path):
+def test_mcp_serve_and_the_anthropic_drop_in_work_at_their_floors(fsmem_wheel, tmp_path):
     floors = declared_floors()
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    python = str(venv / "bin" / "python")
-    source = copy_source(tmp_path / "source")
-    installed = subprocess.run(
-        [
-            python,
-            *("-m", "pip", "install", "--quiet", "--disable-pip-version-check"),
-            f"{source}[{','.join(SDK_EXTRAS)}]",
+    python = str(
+        new_venv(
+            venv,
+            f"fsmem[{','.join(SDK_EXTRAS)}] @ {fsmem_wheel.as_uri()}",
             *(f"{name}=={version}" for name, version in floors.items()),
             "pytest>=8",
             "pytest-asyncio>=0.23",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
+        )
     )
-    assert installed.returncode == 0, installed.stdout + installed.stderr
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
     probe = "import importlib.metadata as m, json, fsmem; print(json.dumps([fsmem.__file__, {n: m.version(n) for n in %r}]))"
     where, versions = json.loads(
@@ -101,6 +117,7 @@ def test_mcp_serve_and_the_anthropic_drop_in_work_at_their_floors(tmp_path):
             "-p",
             "no:cacheprovider",
             f"--junitxml={report}",
+            *("-m", "sdk_face"),
             *(str(TESTS / m) for m in MODULES),
         ],
         capture_output=True,

@@ -1,63 +1,30 @@
 """`pip install fsmem` without extras gives every core command: ls, grep, read, search, consolidate, watch.
 
-The package is built from this checkout and installed into a fresh virtual
-environment that sees none of the test environment's packages, so a core
-command that needs an optional package fails here. pip reuses the wheels its
-cache already holds from `make test`'s own install.
+The package's wheel is built from this checkout (once a session, `fsmem_wheel`
+in conftest.py) and installed into a fresh virtual environment that sees none of
+the test environment's packages, so a core command that needs an optional
+package fails here. pip reuses the wheels its cache already holds from `make
+test`'s own install.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from conftest import new_venv
 
-REPO = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
 
 
-def copy_source(source: Path) -> Path:
-    """A copy of this checkout without the developer's .venv and caches: what a user's `pip install .` would see."""
-    shutil.copytree(
-        REPO,
-        source,
-        symlinks=True,
-        ignore=shutil.ignore_patterns(
-            ".venv",
-            ".git",
-            "*.egg-info",
-            "__pycache__",
-            ".*_cache",
-            "build",
-            "dist",
-            "demo-memory",
-            "bench-out",
-            ".hypothesis",
-        ),
-    )
-    return source
-
-
 @pytest.fixture(scope="module")
-def fresh_venv(tmp_path_factory) -> Path:
-    venv = tmp_path_factory.mktemp("install") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    source = copy_source(tmp_path_factory.mktemp("source") / "fsmem")
-    installed = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(source)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert installed.returncode == 0, installed.stdout + installed.stderr
-    return venv
+def fresh_venv(fsmem_wheel, tmp_path_factory) -> Path:
+    return new_venv(tmp_path_factory.mktemp("install") / "venv", str(fsmem_wheel)).parent.parent
 
 
 def run(venv: Path, *args: str, root: Path, check: bool = True) -> subprocess.CompletedProcess[str]:

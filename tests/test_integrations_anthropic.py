@@ -31,6 +31,7 @@ from anthropic.types.beta import (
 from fsmem.integrations.anthropic import AsyncFsmemMemoryTool, FsmemMemoryTool
 from fsmem.memory import Memory
 
+pytestmark = pytest.mark.sdk_face  # the SDK's own classes and tool runner: run at its floor too
 # the HTTP client package this SDK release is built on: httpx2 in current releases, httpx before
 httpx = importlib.import_module(anthropic.DefaultHttpxClient.__bases__[0].__module__.partition(".")[0])
 

@@ -17,7 +17,7 @@ import anyio  # noqa: E402
 from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.sdk_face]  # the SDK's stdio client: run at its floor too
 
 
 def run_session(root, *options, actions):

@@ -144,6 +144,17 @@ def _copy_memory(tmp: Path, name: str, extra_agents: str = "") -> Path:
     return root
 
 
+def fsmem_token(*args: str, tokens: Path) -> dict:
+    """`fsmem token ... --json` as an operator runs it, beside the server: its answer. (It reads the date in a
+    process of its own, so a test that makes or revokes its tokens so reads none and runs once.)"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    done = subprocess.run(
+        [FSMEM, *args, "--tokens", str(tokens), "--json"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
 # -- the tokens and scopes server ----------------------------------------------------------------------
 
 
@@ -175,6 +186,7 @@ def team(tmp_path_factory):
         "gone": store.create(memory="gone", agent="researcher"),
     }
     load = [store.create(memory="team", agent="researcher") for _ in range(16)]  # the load test's, within every rate
+    later = store.create(memory="team", agent="researcher")  # revoked by a test while the server runs
     store.revoke(made["revoked"].record.id)
     data = json.loads(tokens.read_text())
     past = (dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)).isoformat(timespec="seconds")
@@ -191,6 +203,7 @@ def team(tmp_path_factory):
         "lab": lab_root,
         "tokens": {k: v.token for k, v in made.items()},
         "load": [made_load.token for made_load in load],
+        "later": later,
         "store": store,
         "made": made,
     }
@@ -203,6 +216,7 @@ def test_the_default_is_one_process(team):
     assert listening.get("processes", 1) == 1
 
 
+@pytest.mark.sdk_face
 def test_a_token_lists_greps_reads_searches_and_notes(team):
     url, token = team["server"].base + "/mcp", team["tokens"]["full"]
 
@@ -241,6 +255,7 @@ def test_a_token_lists_greps_reads_searches_and_notes(team):
     assert lines[-1]["token"] == team["made"]["full"].record.id
 
 
+@pytest.mark.sdk_face
 def test_stat_through_the_server_is_the_tokens_view(team):
     """`stat` is a tool of the server like every read: its figures, and a path token's scope."""
     url = team["server"].base + "/mcp"
@@ -251,6 +266,7 @@ def test_stat_through_the_server_is_the_tokens_view(team):
     assert outside.is_error and "outside this agent's scope" in text_of(outside)
 
 
+@pytest.mark.sdk_face
 def test_refused_without_a_valid_token_and_nothing_changes(team):
     server, tokens = team["server"], team["tokens"]
     before = (snapshot(team["team"]), snapshot(team["lab"]), len(list(retrieval_log.records(team["team"]))))
@@ -276,13 +292,12 @@ def test_refused_without_a_valid_token_and_nothing_changes(team):
     assert post(url, tokens["gone"], LIST).status_code == 403  # a memory this server does not serve
     ghost = post(url, tokens["ghost"], LIST)
     assert ghost.status_code == 403 and "unknown agent 'ghost'" in ghost.json()["error"]["message"]
-    # revoked while the server runs: refused from the next request on (a token of this run's own, so that a
-    # second run of this test, on a moved day, revokes a token of its own too)
-    made = team["store"].create(memory="team", agent="researcher")
-    later = made.token
-    assert post(url, later, LIST).status_code == 200
-    team["store"].revoke(made.record.id)
-    assert post(url, later, tool_call("note", {"text": "- employer: Initech"})).status_code == 401
+    # revoked with `fsmem token revoke` while the server runs: refused from the next request on
+    later = team["later"]
+    assert post(url, later.token, LIST).status_code == 200
+    revoked = fsmem_token("token", "revoke", later.record.id, tokens=team["store"].path)
+    assert [(t["id"], t["status"]) for t in revoked["tokens"]] == [(later.record.id, "revoked")]
+    assert post(url, later.token, tool_call("note", {"text": "- employer: Initech"})).status_code == 401
     after = (snapshot(team["team"]), snapshot(team["lab"]), len(list(retrieval_log.records(team["team"]))))
     assert after == before
     # the lab token works at its own endpoint and at /mcp, on its own memory only
@@ -301,6 +316,7 @@ def test_refused_without_a_valid_token_and_nothing_changes(team):
     }
 
 
+@pytest.mark.sdk_face
 def test_a_read_only_token_cannot_write_through_any_tool(team):
     url, token = team["server"].base + "/mcp", team["tokens"]["read_only"]
     before = snapshot(team["team"])
@@ -322,6 +338,7 @@ def test_a_read_only_token_cannot_write_through_any_tool(team):
     assert snapshot(team["team"]) == before
 
 
+@pytest.mark.sdk_face
 def test_a_path_token_sees_nothing_outside_its_prefix_through_any_tool(team):
     url, token = team["server"].base + "/mcp", team["tokens"]["topics"]
     before = snapshot(team["team"])
@@ -365,6 +382,7 @@ def test_a_path_token_sees_nothing_outside_its_prefix_through_any_tool(team):
     assert snapshot(team["team"]) == before
 
 
+@pytest.mark.sdk_face
 def test_the_context_resource_is_the_tokens_own_view(team):
     """resources/read of fsmem://context gives what `fsmem context` gives the token's agent, in its scope."""
     url = team["server"].base + "/mcp"
@@ -382,6 +400,7 @@ def test_the_context_resource_is_the_tokens_own_view(team):
     assert expected != whole.contents[0].text
 
 
+@pytest.mark.sdk_face
 def test_the_distill_prompt_is_the_tokens_own_and_refused_to_a_scope(team):
     """prompts/list and prompts/get of `distill` over HTTP answer what the stdio server answers for the token's
     agent; a token with a scope is refused, as `fsmem mcp` refuses a scoped agent."""
@@ -401,6 +420,7 @@ def test_the_distill_prompt_is_the_tokens_own_and_refused_to_a_scope(team):
     assert isinstance(refused, Exception) and "scope" in str(refused), refused
 
 
+@pytest.mark.sdk_face
 def test_the_example_client_configuration_reaches_the_server(team):
     config = json.loads((Path(__file__).resolve().parents[1] / "examples" / "mcp_http_config.json").read_text())
     entry = config["mcpServers"]["fsmem-team"]
@@ -564,9 +584,9 @@ def test_a_slow_body_and_a_client_that_stops_reading_are_cut_off_and_others_are_
 
 def test_sigterm_lets_the_write_in_flight_finish_then_exits_0(tmp_path):
     root = _copy_memory(tmp_path, "team")
-    store = TokenStore(tmp_path / "tokens.json")
-    token = store.create(memory="team", agent="researcher").token
-    server = ServerProcess("--memory", f"team={root}", tokens=store.path)
+    tokens = tmp_path / "tokens.json"
+    token = fsmem_token("--agent", "researcher", "token", "create", "--memory", "team", tokens=tokens)["token"]
+    server = ServerProcess("--memory", f"team={root}", tokens=tokens)
     outcome: dict = {}
     with file_lock(root):
         # raw HTTP: the SDK's client asks for the tool list again after a call, and the server is gone by then
@@ -622,9 +642,9 @@ def test_a_slow_read_is_given_up_but_a_slow_write_is_awaited(tmp_path, monkeypat
 
     monkeypatch.setenv("FSMEM_NOW", NOW)  # the note lands on the pinned day, whatever day the suite runs
     root = _copy_memory(tmp_path, "team")
-    store = TokenStore(tmp_path / "tokens.json")
-    token = store.create(memory="team", agent="researcher").token
-    settings = ServerSettings(memories={"team": root}, tokens=store.path, limits=Limits(tool_timeout_seconds=0.3))
+    tokens = tmp_path / "tokens.json"
+    token = fsmem_token("--agent", "researcher", "token", "create", "--memory", "team", tokens=tokens)["token"]
+    settings = ServerSettings(memories={"team": root}, tokens=tokens, limits=Limits(tool_timeout_seconds=0.3))
     real_call = agent_tools.call
 
     def slow_call(memory, name, arguments=None):
