@@ -7,6 +7,7 @@ the server's end of a pipe, which closes when the server exits however it exits 
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -24,7 +25,7 @@ def serve_reads(root: str, stop: threading.Event, say: Callable[[str], None]) ->
     answering = Answering(memory.root, say)
     try:
         memory.catalog.hold_feed()  # every memory a request opens in this process is then fresh without a walk
-        while not answering.wait(stop, 1.0):
+        while not answering.wait(stop, 0.2):  # a signal is seen within this time
             pass
     finally:
         answering.close()
@@ -42,7 +43,10 @@ def main(argv: list[str]) -> int:
         signal.signal(number, lambda signum, frame: stop.set())
 
     def until_the_end_of_stdin() -> None:
-        sys.stdin.buffer.read()
+        # the file descriptor, not sys.stdin: a thread blocked in a buffered read holds its lock, and the
+        # interpreter's exit, which closes sys.stdin, would abort waiting for it
+        while os.read(0, 1 << 12):
+            pass
         stop.set()
 
     threading.Thread(target=until_the_end_of_stdin, daemon=True).start()
