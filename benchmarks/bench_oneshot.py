@@ -9,7 +9,7 @@ nothing kept from an earlier call answers it. First with no watcher (the walk, a
 `fsmem --version` and `grep` within 1.5x `rg --json` with the watcher; without it, no slower than
 FSMEM_SOCKET=off (the code path before the socket).
 
-    python benchmarks/bench_oneshot.py [--sizes 10000] [--runs 15] [--corpus /work/wt/corpus-100k]
+    python benchmarks/bench_oneshot.py [--sizes 10000] [--runs 15] [--corpus /work/wt/corpus-100k | --root COPY]
 """
 
 from __future__ import annotations
@@ -115,6 +115,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--corpus", type=Path, help="a corpus folder to copy (default: the seeded one of --sizes)")
     parser.add_argument("--no-search", action="store_true", help="leave search out (no search index is built)")
+    parser.add_argument("--root", type=Path, help="a writable copy made before, used as it is (its caches warm)")
     args, rest = parser.parse_known_args()
     sizes = sizes_from(rest, "10000")
     import common
@@ -122,10 +123,10 @@ def main() -> None:
     runs = max(common.RUNS, 9)
     bin_dir = installed_fsmem()
     fsmem = str(bin_dir / "fsmem")
-    sources = [args.corpus] if args.corpus else [corpus(files) for files in sizes]
+    sources = [args.root or args.corpus] if args.root or args.corpus else [corpus(files) for files in sizes]
     base_env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
     for source in sources:
-        root = copy_of(source)
+        root = source if args.root else copy_of(source)
         files = sum(1 for _ in root.rglob("*.md"))
         fresh = NewQuestions(root, seed=34)
         run_drained([fsmem, "ls", "--max-results", "1"], cwd=root, env=base_env)  # warm caches, as before

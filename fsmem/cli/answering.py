@@ -12,6 +12,10 @@ sends. The socket is made safely: a 0700 folder of this user's (never through a 
 watcher's life (a second watcher of the memory leaves the first one answering), bound under a temporary name
 and renamed into place once it listens, so a stale socket (its watcher killed) is replaced at once and a
 client never finds one that does not listen yet.
+
+The memories a request opens are kept open for the next one (`Kept`): a `Memory` opened anew for every
+request starts cold (its cache connection, the counts of its listings, its search index's kept state), which
+was most of an `ls` asked of the watcher; a kept one answers as a new one would, as the server's kept views do.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import stat
 import sys
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,6 +38,8 @@ from typing import Any
 from fsmem.cli import rendezvous as rv
 
 REQUEST_SECONDS = 2.0  # a client has this long to send its request, and then its GO
+KEPT = 4  # memories kept open between requests, one per (root, agent) asked as; the least recent is closed
+RACY_NS = 1_000_000_000  # an fsmem.yaml changed this recently is read again at the next request (Config.load)
 _ENVIRONMENT = ("TZ", "COLUMNS", "LINES")  # with every FSMEM_* variable: what a request brings of its own
 
 
@@ -48,6 +55,7 @@ class Answering:
         self._identity: tuple[int, int] | None = None  # (device, inode) of the socket file this watcher bound
         self._lock_fd: int | None = None
         self._opened = False
+        self.kept = Kept()
 
     # -- life -----------------------------------------------------------------------------------------------
     def open(self) -> None:
@@ -117,6 +125,7 @@ class Answering:
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
+        self.kept.close()
 
     # -- the watcher's wait ----------------------------------------------------------------------------------
     def wait(self, stop: threading.Event, seconds: float) -> bool:
@@ -163,7 +172,7 @@ class Answering:
         connection.sendall(rv.READY)
         if rv.read_exactly(connection, 1, deadline) != rv.GO:
             return  # the client gave up waiting and runs the command itself
-        code, printed = request.run()
+        code, printed = request.run(self.kept)
         answer: list[bytes] = [str(code).encode()]
         for stream, text in printed:
             answer += [str(stream).encode(), text.encode("utf-8", "surrogatepass")]
@@ -202,8 +211,9 @@ class _Request:
         argv = [decode(word) for word in fields[4 + 2 * count :]]
         return cls(decode(fields[1]), decode(fields[2]), variables, argv)
 
-    def run(self) -> tuple[int, list[tuple[int, str]]]:
-        """Run the command as the client's process would have, and what it printed, in order."""
+    def run(self, kept: Kept | None = None) -> tuple[int, list[tuple[int, str]]]:
+        """Run the command as the client's process would have, and what it printed, in order; with the memories
+        of `kept` where it opens one that is kept."""
         from fsmem.cli import dispatch
 
         saved = {k: v for k, v in os.environ.items() if k.startswith("FSMEM_") or k in _ENVIRONMENT}
@@ -218,18 +228,70 @@ class _Request:
                 raise rv.Unanswered("not a read of this memory")
             sys.stdin, sys.stdout, sys.stderr = io.StringIO(), recorder.stream(1), recorder.stream(2)
             last_resort = _log_to(streams[2])  # the watcher's warnings (the feed's) stay in its own log
+            rv.KEEPER = kept
             try:
                 dispatch(self.argv)
                 code = 0
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
             finally:
+                rv.KEEPER = None
                 _log_to(last_resort)
         finally:
             sys.stdin, sys.stdout, sys.stderr = streams
             os.chdir(here)
             _set_environment(self.variables, saved)
         return code, recorder.printed
+
+
+class Kept:
+    """The memories requests opened, kept open for the next request of the same root and agent.
+
+    A kept memory is given again only while fsmem.yaml is as it was when it was opened (its stamp, as
+    `Config.load` keeps its parsed copy; one changed within the last second is never kept, since an edit within
+    the same tick of the clock would not move the stamp) and `.fsmem` is still no link; everything else a
+    memory holds is kept in step with the files by its catalog and search index, as in any long-lived process.
+    """
+
+    def __init__(self) -> None:
+        self.memories: OrderedDict[tuple[str, str | None], tuple[tuple[int, int, int], Any]] = OrderedDict()
+
+    def open(self, given: str | None, agent: str | None) -> Any:
+        """The memory `Memory(given, agent=agent)` would open: a kept one, or a new one (kept if it may be)."""
+        from fsmem.memory import Memory
+        from fsmem.names import CONFIG_FILE, find_root
+        from fsmem.store.root import refuse_state_link
+
+        root = find_root(given)
+        try:
+            found = os.stat(os.path.join(root, CONFIG_FILE)) if root is not None else None
+        except OSError:
+            found = None
+        if root is None or found is None:
+            return Memory(given, agent=agent)  # it says why there is no memory
+        stamp = (found.st_mtime_ns, found.st_size, found.st_ino)
+        key = (root, agent)
+        kept = self.memories.pop(key, None)
+        if kept is not None and kept[0] == stamp:
+            refuse_state_link(Path(root))
+            self.memories[key] = kept
+            return kept[1]
+        if kept is not None:
+            kept[1].close()
+        memory = Memory(given, agent=agent)
+        if stamp[0] < time.time_ns() - RACY_NS:
+            self.memories[key] = (stamp, memory)
+            while len(self.memories) > KEPT:
+                self.memories.popitem(last=False)[1][1].close()
+        return memory
+
+    def holds(self, memory: Any) -> bool:
+        """Whether `memory` is kept (its command must not close it)."""
+        return any(kept is memory for _, kept in self.memories.values())
+
+    def close(self) -> None:
+        while self.memories:
+            self.memories.popitem()[1][1].close()
 
 
 def _log_to(target: Any) -> Any:

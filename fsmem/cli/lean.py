@@ -190,13 +190,14 @@ def _run(grep: Grep, whole_process: bool) -> NoReturn:
 
     def answer() -> int:
         with faces.speaking(faces.CLI):
-            from fsmem.memory import Memory
+            from fsmem.cli import rendezvous
+            from fsmem.memory import Memory  # noqa: F401  (imported before the collector is settled)
 
             if whole_process:
                 from fsmem.operations import reads  # noqa: F401  (what Memory.grep loads on its first call)
 
                 _settled()
-            memory = Memory(grep.root, agent=grep.agent)
+            memory = rendezvous.open_memory(grep.root, grep.agent)
             arguments = grep.arguments
             try:
                 empty = print_within(
@@ -207,7 +208,8 @@ def _run(grep: Grep, whole_process: bool) -> NoReturn:
                     empty=lambda result: bool(result.empty),
                 )
             finally:
-                memory.close()
+                if rendezvous.closes(memory):
+                    memory.close()
         return 1 if empty else 0
 
     boundary(answer, grep.as_json)

@@ -155,12 +155,12 @@ def max_tokens_option(function: F) -> F:
 
 def open_memory(ctx: click.Context) -> Memory:
     """The memory the command acts on (--root, --agent), opened once per command."""
-    from fsmem.memory import Memory
+    from fsmem.cli import rendezvous  # a process answering one-shot reads keeps its memories open
 
     opened = ctx.meta.get("fsmem.memory")
     if opened is None:
         obj = ctx.find_root().obj or {}
-        opened = ctx.meta["fsmem.memory"] = Memory(obj.get("root"), agent=obj.get("agent"))
+        opened = ctx.meta["fsmem.memory"] = rendezvous.open_memory(obj.get("root"), obj.get("agent"))
     return opened
 
 

@@ -31,7 +31,7 @@ from fsmem.names import STATE_DIR, find_root
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
-    from typing import NoReturn
+    from typing import Any, NoReturn
 
 ASKED = frozenset({"ls", "grep", "search", "read", "context", "links", "stats"})  # reads, answered alike anywhere
 MODE_ENV = "FSMEM_SOCKET"  # "off": never ask; "require": fail (exit 2) rather than walk; unset: ask, else walk
@@ -46,6 +46,8 @@ ANSWER_SECONDS = 120.0  # once it has said READY, how long its answer may take b
 # sun_path: 108 bytes on Linux, 104 on the BSDs and macOS, the terminating NUL included
 MAX_SOCKET_PATH = (108 if sys.platform.startswith("linux") else 104) - 1
 _GLOBAL_VALUES = ("--root", "--agent")  # the group's options, before or after the command
+# while a process answers a request (`fsmem.cli.answering`): its `Kept` memories, which the command opens
+KEEPER: Any = None
 
 
 class Unanswered(Exception):
@@ -136,6 +138,21 @@ def read_frame(sock: _socket.socket, limit: int, deadline: float | None = None) 
     if size > limit:
         raise Unanswered(f"a frame of {size} bytes (at most {limit})")
     return unpack(read_exactly(sock, size, deadline))
+
+
+def open_memory(given: str | None, agent: str | None) -> Any:
+    """The memory a command opens (`Memory(given, agent=agent)`), kept open between the requests of a process
+    that answers them (`KEEPER`); a command closes it only where `closes` says so."""
+    if KEEPER is not None:
+        return KEEPER.open(given, agent)
+    from fsmem.memory import Memory
+
+    return Memory(given, agent=agent)
+
+
+def closes(memory: Any) -> bool:
+    """Whether the command that opened `memory` (`open_memory`) closes it at its end: not a kept one."""
+    return KEEPER is None or not KEEPER.holds(memory)
 
 
 # -- the client ----------------------------------------------------------------------------------------------

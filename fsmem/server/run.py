@@ -11,6 +11,7 @@ import signal
 from typing import Any
 
 from fsmem.server.log import RequestLog
+from fsmem.server.oneshot import OneShotReads
 from fsmem.server.serving import has_uvloop, listening_record, quiet_loggers, server_socket, tame_malloc, uvicorn_config
 from fsmem.server.settings import ServerSettings
 
@@ -44,14 +45,26 @@ def serve(settings: ServerSettings, *, log: RequestLog | None = None, ready: Any
     (`fsmem.server.parent`); with 1 this process serves them itself.
     """
     tame_malloc()
-    import anyio  # the web stack, before anything is written: without fsmem[server] the one line says so
-    import uvicorn
-
-    from fsmem.server.app import create_app
+    import anyio  # noqa: F401  (the web stack, before anything is written: without fsmem[server] the one line says so)
+    import uvicorn  # noqa: F401
 
     log = log or RequestLog(settings.log)
     for warning in settings.check() + token_warnings(settings):
         log.write({"event": "warning", "message": warning})
+    one_shot = OneShotReads(settings.memories, log)  # a CLI read on this host asks the server (fsmem.server.oneshot)
+    one_shot.start()
+    try:
+        return _serve(settings, log, ready)
+    finally:
+        one_shot.stop()
+
+
+def _serve(settings: ServerSettings, log: RequestLog, ready: Any) -> int:
+    import anyio
+    import uvicorn
+
+    from fsmem.server.app import create_app
+
     if settings.processes > 1:  # forked after these imports, every worker shares their pages
         from fsmem.server.parent import Parent
 

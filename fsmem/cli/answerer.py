@@ -1,0 +1,67 @@
+"""`python -m fsmem.cli.answerer ROOT`: a process that only answers one-shot reads, which `fsmem serve` starts.
+
+It holds the memory's change feed as `fsmem watch` does and answers on the same socket (`fsmem.cli.answering`),
+but writes nothing: no INDEX.md, no consolidation. It stops on SIGTERM, SIGINT, or at the end of its stdin,
+the server's end of a pipe, which closes when the server exits however it exits (`fsmem.server.oneshot`).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable
+
+from fsmem.cli.answering import Answering
+
+
+def serve_reads(root: str, stop: threading.Event, say: Callable[[str], None]) -> None:
+    """Answer the one-shot reads of the memory at `root` until `stop` is set, holding its change feed as a
+    watcher does, but writing nothing (no INDEX.md, no consolidation): what `fsmem serve` runs beside itself."""
+    from fsmem.memory import Memory
+
+    memory = Memory(root)
+    answering = Answering(memory.root, say)
+    try:
+        memory.catalog.hold_feed()  # every memory a request opens in this process is then fresh without a walk
+        while not answering.wait(stop, 0.2):  # a signal is seen within this time
+            pass
+    finally:
+        answering.close()
+        memory.close()
+
+
+def main(argv: list[str]) -> int:
+    """`python -m fsmem.cli.answerer ROOT`, started by `fsmem serve` (`fsmem.server.oneshot`): answer until
+    SIGTERM, SIGINT or the end of stdin (the server's end of the pipe closes when it exits, however it exits);
+    what `Answering` says goes to stdout, one line each, for the server's log."""
+    from fsmem.errors import FsmemError
+
+    stop = threading.Event()
+    for number in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(number, lambda signum, frame: stop.set())
+
+    def until_the_end_of_stdin() -> None:
+        # the file descriptor, not sys.stdin: a thread blocked in a buffered read holds its lock, and the
+        # interpreter's exit, which closes sys.stdin, would abort waiting for it
+        while os.read(0, 1 << 12):
+            pass
+        stop.set()
+
+    threading.Thread(target=until_the_end_of_stdin, daemon=True).start()
+
+    def say(message: str) -> None:
+        sys.stdout.write(message + "\n")
+        sys.stdout.flush()
+
+    try:
+        serve_reads(argv[0], stop, say)
+    except FsmemError as exc:
+        say(f"one-shot commands will walk: {exc}")
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

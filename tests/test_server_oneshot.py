@@ -1,0 +1,149 @@
+"""`fsmem serve` answers one-shot CLI reads of its memories over the same owner-only socket as `fsmem watch`
+(`fsmem.server.oneshot`): the walk's bytes, only reads, and the socket gone with the server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import configure, write_file
+from test_rendezvous import NOW, READS, _ask_by_hand, both, run
+
+from fsmem import Memory
+from fsmem.cli import rendezvous as rv
+
+pytest.importorskip("mcp", reason="needs the mcp extra: pip install 'fsmem[mcp]'")
+pytest.importorskip("uvicorn", reason="needs the server extra: pip install 'fsmem[server]'")
+
+pytestmark = pytest.mark.slow
+FSMEM = str(Path(sys.executable).with_name("fsmem"))
+TIMEOUT = 60.0
+
+
+class Server:
+    """`fsmem serve` of one memory on a free port, its JSON log lines collected as they come."""
+
+    def __init__(self, root: Path, tokens: Path, env: dict | None = None):
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+        environment.update(FSMEM_NOW=NOW, **(env or {}))
+        self.process = subprocess.Popen(
+            [FSMEM, "serve", "--memory", f"team={root}", "--port", "0", "--tokens", str(tokens)],
+            stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            env=environment,
+            text=True,
+        )
+        self.lines: list[dict] = []
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            try:
+                self.lines.append(json.loads(line))
+            except ValueError:
+                self.lines.append({"raw": line})
+
+    def said(self, words: str) -> str:
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline:
+            for line in self.lines:
+                if line.get("event") == "one-shot reads" and words in line["message"]:
+                    return line["message"]
+            time.sleep(0.02)
+        raise AssertionError(f"the server never said {words!r}: {self.lines}")
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(TIMEOUT)
+
+
+@pytest.fixture
+def memory(tmp_path):
+    memory = Memory.init(tmp_path / "mem")
+    write_file(
+        memory.root, "topics/billing.md", "---\ntitle: Billing\ntags: [money]\n---\n# Billing\n\n- the zephyr plan\n"
+    )
+    write_file(memory.root, "topics/people.md", "---\ntitle: People\n---\n# People\n\n- Ada runs zephyr ops\n")
+    write_file(memory.root, "sessions/2026-02-01.md", "# Session\n\n- asked about zephyr pricing\n")
+    return memory
+
+
+def test_serve_answers_one_shot_reads_as_the_walk_does_and_takes_its_socket_away(memory, tmp_path):
+    root = memory.root
+    assert run(root, "ls")[0] == 2  # FSMEM_SOCKET=require: nothing answers before the server runs
+    server = Server(root, tmp_path / "tokens.json")
+    try:
+        path = server.said("answering one-shot reads on ").split(" on ", 1)[1]
+        assert path == rv.socket_path(os.path.realpath(root))
+        assert stat.S_IMODE(os.lstat(path).st_mode) == 0o600 and stat.S_ISSOCK(os.lstat(path).st_mode)
+        assert stat.S_IMODE(os.lstat(os.path.dirname(path)).st_mode) == 0o700
+        for args in READS:
+            both(root, *args)
+        (root / "topics/billing.md").write_text("# Billing\n\n- the zephyr plan, renamed\n")  # seen at once
+        assert b"renamed" in both(root, "grep", "renamed")[1]
+        terse = both(root, "--agent", "terse", "ls", env={"FSMEM_NOW": "2029-01-01T00:00:00+00:00"})
+        assert terse == both(root, "ls", env={"FSMEM_AGENT": "terse", "FSMEM_NOW": "2029-01-01T00:00:00+00:00"})
+        assert run(root, "rm", "topics/people.md")[0] == 0  # a write runs in the client, as before
+        assert _ask_by_hand(path, root, ["rm", "topics/billing.md"]) == rv.REFUSED
+        assert (root / "topics/billing.md").exists() and not (root / "topics/people.md").exists()
+    finally:
+        assert server.stop() == 0
+    assert not os.path.exists(path)  # gone with the server: a command walks again
+    assert run(root, "ls")[0] == 2 and run(root, "ls", mode="auto") == run(root, "ls", mode="off")
+
+
+def test_a_killed_server_leaves_no_answering_process(memory, tmp_path):
+    server = Server(memory.root, tmp_path / "tokens.json")
+    path = server.said("answering one-shot reads on ").split(" on ", 1)[1]
+    server.process.send_signal(signal.SIGKILL)
+    server.process.wait(TIMEOUT)
+    deadline = time.monotonic() + TIMEOUT
+    while os.path.exists(path) and time.monotonic() < deadline:  # its stdin ended: it stops and removes it
+        time.sleep(0.05)
+    assert not os.path.exists(path)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        with pytest.raises(OSError):
+            sock.connect(path)
+
+
+def test_fsmem_socket_off_starts_no_answering_process(memory, tmp_path):
+    server = Server(memory.root, tmp_path / "tokens.json", env={rv.MODE_ENV: "off"})
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not any(line.get("event") == "listening" for line in server.lines) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(line.get("event") == "one-shot reads" for line in server.lines)
+        assert not os.path.exists(rv.socket_path(os.path.realpath(memory.root)) or "")
+    finally:
+        assert server.stop() == 0
+
+
+def test_a_kept_memory_is_let_go_when_fsmem_yaml_changes(memory, tmp_path):
+    """The answering process keeps the memories requests open (`answering.Kept`) only while fsmem.yaml stays
+    as it was: a budget changed between two commands is the next command's budget."""
+    root = memory.root
+    config = root / "fsmem.yaml"
+    past = time.time() - 3600
+    os.utime(config, (past, past))  # old enough to be kept
+    server = Server(root, tmp_path / "tokens.json")
+    try:
+        server.said("answering one-shot reads on ")
+        wide = both(root, "--agent", "terse", "ls")
+        assert b"[files 1-1 of " not in wide[1]
+        configure(root, {"budgets": {"agents": {"terse": {"max_results": 1}}}})
+        os.utime(config, (past + 1, past + 1))  # changed, and old enough again
+        narrow = both(root, "--agent", "terse", "ls")
+        assert b"[files 1-1 of " in narrow[1]
+    finally:
+        assert server.stop() == 0
