@@ -189,6 +189,23 @@ def test_scores_on_a_larger_memory_are_fts5s_to_the_bit(monkeypatch, dense):
     _compare(conn, queries, {}, vocabulary)
 
 
+_scores = st.lists(st.sampled_from([0.0, 0.0, 0.1 + 0.2, 0.3, 1.0, 2.5, 1e-6]) | st.floats(0, 10), max_size=3000)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_scores, st.integers(0, 400), st.sampled_from([1, 2, 16]))
+def test_the_best_scores_are_picked_as_a_full_sort_ranks_them(values, limit, every):
+    """`best_first` against the full sort it replaces: the same positions, in the same order, ties by position,
+    whether its cut lets enough values through or not (few distinct scores, many zeros, a sample of every
+    value, of every other, of every 16th)."""
+    saved, postings.SAMPLE_EVERY = postings.SAMPLE_EVERY, every
+    try:
+        expected = sorted(range(len(values)), key=values.__getitem__, reverse=True)[:limit]
+        assert postings.best_first(values, limit) == expected
+    finally:
+        postings.SAMPLE_EVERY = saved
+
+
 def _ranking(memory, query):
     """Every candidate's path, line and score (without the retrieval log, which each search adds to)."""
     memory.search_index.refresh()

@@ -149,5 +149,5 @@ def test_the_auxiliary_function_is_registered_once_per_connection(tmp_path):
     memory = Memory(tmp_path)
     memory.search_index.refresh()
     conn = memory.search_index.connection()
-    assert rowscores._hits_of(conn) is rowscores._hits_of(conn)
+    assert rowscores._scores_of(conn) is rowscores._scores_of(conn)
     memory.close()

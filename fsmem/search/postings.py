@@ -20,7 +20,7 @@ import math
 import threading
 from array import array
 from collections import Counter, OrderedDict
-from itertools import accumulate
+from itertools import accumulate, compress
 from operator import add
 from typing import Any, cast
 
@@ -31,6 +31,7 @@ MAX_TOKEN_BYTES = 32768  # FTS5 cuts a longer token to its first 32,768 bytes (F
 KEPT_POSTINGS = 1_000_000  # values kept per state of the index, some 35 bytes each at most (_Term.size)
 DENSE = 8  # a term in an eighth of the documents or more is kept as one value per document
 K1, B = 1.2, 0.75  # FTS5's bm25() constants
+SAMPLE_EVERY = 16  # `best_first` estimates its cut from every 16th value
 
 SCHEMA = """
 -- the document index (fsmem.search.postings): per term and range of file ids (`chunk`), how many documents
@@ -340,6 +341,31 @@ def frequencies(conn, terms: list[str], kept: dict[Any, Any] | None = None) -> d
     return {t: found[t] for t in terms if found[t]}
 
 
+def best_first(values: list[float], limit: int) -> list[int]:
+    """The positions of the `limit` largest `values`, largest first, ties by position: what
+    `sorted(range(len(values)), key=values.__getitem__, reverse=True)[:limit]` gives, without sorting them all.
+
+    A cut is taken from every SAMPLE_EVERY-th value, low enough that some 2 * `limit` values reach it; when at
+    least `limit` do, the `limit`-th largest value reaches it too, so every value of the best `limit` (ties
+    with the last one included) is among those that reach it, which keep their order and alone are sorted.
+    When fewer do, everything is sorted. (100k files: 3,000 of 150,000 documents in about half the sort's time.)
+    """
+    n = len(values)
+    if limit <= 0:
+        return []
+    if n >= 4 * limit and n >= SAMPLE_EVERY:
+        sample = sorted(values[::SAMPLE_EVERY], reverse=True)
+        cut = sample[min(len(sample) - 1, 2 * limit // SAMPLE_EVERY)]
+        reach = list(compress(range(n), map(cut.__le__, values)))
+        if len(reach) >= limit:
+            reach.sort(key=values.__getitem__, reverse=True)
+            del reach[limit:]
+            return reach
+    ranked = sorted(range(n), key=values.__getitem__, reverse=True)
+    del ranked[limit:]
+    return ranked
+
+
 def bm25(conn, phrases: list[str], limit: int, kept: dict[Any, Any] | None = None) -> tuple[list[int], list[float]]:
     """The `limit` best documents for the OR of `phrases`, by score descending, then id: their positions in
     `decoded(conn, kept).ids`, and their scores, FTS5's `-bm25()` to the bit: each phrase's part is added
@@ -352,10 +378,10 @@ def bm25(conn, phrases: list[str], limit: int, kept: dict[Any, Any] | None = Non
             get = scores.get
             for at, part in zip(term.positions, term.parts, strict=True):
                 scores[at] = get(at, 0.0) + part
-        ranked = sorted(scores)  # ties by id (positions are in id order): the sort by score is stable
-        ranked.sort(key=scores.__getitem__, reverse=True)
-        del ranked[limit:]
-        return ranked, [scores[at] for at in ranked]
+        matched = sorted(scores)  # ties by id (positions are in id order)
+        values = list(map(scores.__getitem__, matched))
+        best = best_first(values, limit)
+        return [matched[i] for i in best], [values[i] for i in best]
     dense = [0.0] * index.rows
     for term in terms:
         if term.dense is not None:
@@ -363,8 +389,7 @@ def bm25(conn, phrases: list[str], limit: int, kept: dict[Any, Any] | None = Non
         else:
             for at, part in zip(term.positions, term.parts, strict=True):
                 dense[at] += part
-    ranked = sorted(range(index.rows), key=dense.__getitem__, reverse=True)
-    del ranked[limit:]
+    ranked = best_first(dense, limit)
     if ranked and not dense[ranked[-1]]:  # fewer matches than `limit`: the rest scored 0.0
         ranked = [at for at in ranked if dense[at]]
     return ranked, [dense[at] for at in ranked]

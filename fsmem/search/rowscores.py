@@ -5,10 +5,13 @@ When very many documents match, only the rows of the best ones' files are scored
 in the whole table twice: once merging them (the files' filter is applied to each matching row),
 once counting each word's rows for its IDF. At 100k files a common word is in millions of rows, so
 the cost grew with the memory while the rows scored stayed a few thousand. Here FTS5 seeks to each
-file's range of row ids instead (`rowid BETWEEN`), and an auxiliary function hands back, per
-matching row, each phrase's hits per column and the row's size; the IDFs come from the document
-frequencies fsmem already keeps per state of the index (fts5vocab's count, which is bm25()'s), and
-the arithmetic is bm25()'s own, operation for operation (fts5_aux.c, `fts5Bm25Function`):
+file's range of row ids instead (`rowid BETWEEN`), and an auxiliary function works out each matching
+row's score as SQLite hands the row over, from each phrase's hits per column and the row's size
+(keeping them for a second pass in Python cost as much again: 100k files, 300 ms -> 150 ms a
+question); the IDFs come from the document frequencies fsmem already keeps per state of the index
+(fts5vocab's count, which is bm25()'s), and the arithmetic is bm25()'s own, operation for operation
+(fts5_aux.c, `fts5Bm25Function`; a phrase's sum of weights, which depends only on its hits per
+column, is made once per query for each pair of counts):
 
     aFreq[i] = w_text + ... + w_text + w_headings + ...   (one addition per hit, text first)
     score += idf[i] * ((aFreq[i] * (k1 + 1)) / (aFreq[i] + k1 * (1 - b + b * D / avgdl)))
@@ -38,26 +41,71 @@ MATCH_SHARE = 2.0
 FUNCTION = "fsmem_row_hits"
 
 
-class _Hits:
-    """The auxiliary function of one connection: what it saw of each matching row, for the query running."""
+class _Scores:
+    """The auxiliary function of one connection: the score of each matching row of the query running,
+    worked out as SQLite hands the row over (what it saw of a row is not kept for a second pass)."""
 
     def __init__(self) -> None:
-        self.rows: list[tuple[int, int, list[list[int]]]] = []
-        self.totals: tuple[int, int] | None = None
+        self.out: list[tuple[int, float]] = []
+        self.df: list[int] = []
+        self.weights = (1.0, 1.0)
+        self.base = 0  # the file's row 0: its first FTS5 row id and its ranking row id differ by `base`
+        self.idfs: list[float] | None = None
+        self.avgdl = 1.0
+        self.freqs: dict[tuple[int, int], float] = {}
+
+    def start(self, df: list[int], weights: tuple[float, float]) -> None:
+        self.out, self.df, self.weights, self.idfs, self.freqs = [], df, weights, None, {}
+
+    def _totals(self, api: Any) -> list[float]:
+        """The IDFs and average row size, from the totals the first row's call sees (every row's are one)."""
+        n_rows = api.row_count
+        self.avgdl = float(api.column_total_size(-1)) / float(n_rows)
+        idfs = []
+        for hit in self.df:
+            idf = math.log((n_rows - hit + 0.5) / (hit + 0.5))
+            idfs.append(1e-6 if idf <= 0.0 else idf)
+        self.idfs = idfs
+        return idfs
+
+    def _freq(self, text: int, headings: int) -> float:
+        """bm25()'s aFreq of a phrase with these hits per column: one addition per hit, text first."""
+        key = (text, headings)
+        found = self.freqs.get(key)
+        if found is None:
+            w_text, w_headings = self.weights
+            found = 0.0
+            for _ in range(text):
+                found += w_text
+            for _ in range(headings):
+                found += w_headings
+            self.freqs[key] = found
+        return found
 
     def __call__(self, api: Any) -> None:
-        if self.totals is None:
-            self.totals = (api.row_count, api.column_total_size(-1))
-        self.rows.append((api.rowid, api.column_size(-1), list(map(api.phrase_locations, range(api.phrase_count)))))
+        idfs = self.idfs if self.idfs is not None else self._totals(api)
+        norm = K1 * (1 - B + B * float(api.column_size(-1)) / self.avgdl)
+        k, freqs, locations = K1 + 1.0, self.freqs, api.phrase_locations
+        score = 0.0
+        for phrase, idf in enumerate(idfs):
+            text, headings = locations(phrase)
+            if not text and not headings:
+                continue  # adds 0.0, which changes no float
+            key = (len(text), len(headings))
+            freq = freqs.get(key)
+            if freq is None:
+                freq = self._freq(*key)
+            score += idf * ((freq * k) / (freq + norm))
+        self.out.append((self.base + api.rowid, score))
 
 
-_registered: weakref.WeakKeyDictionary[Any, _Hits] = weakref.WeakKeyDictionary()
+_registered: weakref.WeakKeyDictionary[Any, _Scores] = weakref.WeakKeyDictionary()
 
 
-def _hits_of(conn) -> _Hits:
+def _scores_of(conn) -> _Scores:
     found = _registered.get(conn)
     if found is None:
-        found = _registered[conn] = _Hits()
+        found = _registered[conn] = _Scores()
         conn.register_fts5_function(FUNCTION, found)
     return found
 
@@ -79,46 +127,18 @@ def row_scores(
     conn, match: str, phrases: list[str], df: dict[str, int], weights: tuple[float, float], files: dict[int, Any]
 ) -> list[tuple[int, float]]:
     """(ranking's row id, -bm25()) of every row of `files` (file id -> its packed rows; superseded rows
-    left out by the caller) that matches `match`, the OR of `phrases`, unsorted. `df` holds each phrase's
-    rows (fts5vocab), the count bm25() makes for its IDF."""
-    hits = _hits_of(conn)
-    hits.rows, hits.totals = [], None
-    found: list[tuple[int, int, list[list[int]]]] = []
+    left out by the caller) that matches `match`, the OR of `phrases`, in row id order. `df` holds each
+    phrase's rows (fts5vocab), the count bm25() makes for its IDF."""
+    scores = _scores_of(conn)
+    scores.start([df.get(phrase, 0) for phrase in phrases], weights)
     try:
         for fid in sorted(files):
             base = fid << BLOCK_BITS  # the file's row n is stored as base + n (fsmem.search.tables)
+            scores.base = (fid << ROW_BITS) - base
             conn.execute(
                 f"SELECT {FUNCTION}(search_fts) FROM search_fts WHERE search_fts MATCH ? AND rowid BETWEEN ? AND ?",
                 (match, base, base + len(files[fid]) - 1),
             ).fetchall()
-            found += [((fid << ROW_BITS) + rowid - base, size, located) for rowid, size, located in hits.rows]
-            hits.rows = []
-        totals = hits.totals
+        return scores.out
     finally:
-        hits.rows, hits.totals = [], None
-    if not found or totals is None:
-        return []
-    n_rows, n_tokens = totals
-    avgdl = float(n_tokens) / float(n_rows)
-    idfs = []
-    for phrase in phrases:
-        hit = df.get(phrase, 0)
-        idf = math.log((n_rows - hit + 0.5) / (hit + 0.5))
-        idfs.append(1e-6 if idf <= 0.0 else idf)
-    w_text, w_headings = weights
-    k = K1 + 1.0
-    out = []
-    for rid, size, located in found:
-        norm = K1 * (1 - B + B * float(size) / avgdl)
-        score = 0.0
-        for idf, (text, headings) in zip(idfs, located, strict=True):
-            if not text and not headings:
-                continue  # adds 0.0, which changes no float
-            freq = 0.0
-            for _ in text:
-                freq += w_text
-            for _ in headings:
-                freq += w_headings
-            score += idf * ((freq * k) / (freq + norm))
-        out.append((rid, score))
-    return out
+        scores.start([], weights)

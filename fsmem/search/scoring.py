@@ -36,6 +36,7 @@ from fsmem.search.documents import (
     quoted,
 )
 from fsmem.search.index import LINKED, MAX_ROWS, ROW_BITS, SUPERSEDED, SearchIndex, unpack_rows
+from fsmem.search.postings import best_first
 from fsmem.search.tables import BLOCK_BITS, continued_blocks, corrected, rank_id_sql, stored_blocks
 from fsmem.search.usage import Usage
 from fsmem.store.catalog import FileMeta, matches_filters
@@ -375,9 +376,9 @@ def _candidates(
         found = rowscores.row_scores(conn, match, used, df, (w["text"], w["headings"]), by_file)
         if not superseded_too:
             found = [(r, s) for r, s in found if not by_file[r >> ROW_BITS][r & (MAX_ROWS - 1)] & SUPERSEDED]
-        found.sort()  # ties by row id, as the query's ORDER BY gives them
-        found.sort(key=lambda pair: pair[1], reverse=True)
-        row_raw = dict(found[:pool_size])
+        found.sort()  # ties by row id, as the query's ORDER BY gives them (row_scores gives them in that order)
+        best = best_first([score for _rid, score in found], pool_size)
+        row_raw = dict(map(found.__getitem__, best))
     elif any(df.get(t) for t in used):
         where = ["search_fts MATCH ?"]
         args: list[Any] = [match]
