@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import subprocess
 
-from fsmem.cli.lean import MAX_LINE_CHARS  # ReadSettings.max_line_chars's default, written from it
 from fsmem.errors import FsmemError
 from fsmem.names import find_root
 from fsmem.store import rg_command
@@ -24,8 +23,9 @@ if TYPE_CHECKING:
 _FILTERS = ("paths", "type", "tag", "updated_after")  # each one narrows the files rg is given
 
 
-def start(root: str | None, arguments: dict[str, Any]) -> None:
-    """Start the first pass a grep of the whole memory at `root` (as `Memory` finds it) will ask for."""
+def start(root: str | None, arguments: dict[str, Any], *, max_line_chars: int) -> None:
+    """Start the first pass a grep of the whole memory at `root` (as `Memory` finds it) will ask for, with lines
+    cut at `max_line_chars`, the setting's default (`fsmem.cli.lean.MAX_LINE_CHARS`, written from it)."""
     if any(arguments[name] for name in _FILTERS):
         return
     folder = find_root(root)  # the folder discover_root would choose, or None where it would refuse
@@ -40,7 +40,7 @@ def start(root: str | None, arguments: dict[str, Any]) -> None:
         )
     except FsmemError:
         return  # the normal path says why
-    argv = command + rg_command.line_args(MAX_LINE_CHARS, arguments["context_lines"]) + ["--", "./"]
+    argv = command + rg_command.line_args(max_line_chars, arguments["context_lines"]) + ["--", "./"]
     try:
         process = subprocess.Popen(argv, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except OSError:

@@ -164,7 +164,8 @@ def run(grep: Grep, *, whole_process: bool = False) -> NoReturn:
         gc.disable()
     try:
         if "fsmem.store.feed" not in sys.modules:  # not in a watcher answering (fsmem.cli.answering): it narrows
-            early.start(grep.root, grep.arguments)  # rg runs on the other core while the rest is imported
+            # rg runs on the other core while the rest is imported
+            early.start(grep.root, grep.arguments, max_line_chars=MAX_LINE_CHARS)
     except Exception:  # only a head start: whatever stops it, the pass below runs rg and says what is wrong
         rg_command.discard()
     try:
