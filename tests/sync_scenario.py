@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import time
@@ -74,6 +75,17 @@ def make_hosts(base: Path, hosts: int = 2, writers: int = 4) -> tuple[Path, list
         fsmem(root, "sync", "--setup")
         roots.append(root)
     return origin, roots
+
+
+def copy_hosts(origin: Path, roots: list[Path], base: Path) -> tuple[Path, list[Path]]:
+    """A copy of what `make_hosts` made, under `base` (the same names), each clone's remote pointed at the copy's
+    origin: a module builds its hosts once and each test takes a copy."""
+    copied = Path(shutil.copytree(origin, base / origin.name, symlinks=True))
+    clones = []
+    for root in roots:
+        clones.append(Path(shutil.copytree(root, base / root.name, symlinks=True)))
+        git("remote", "set-url", "origin", str(copied), cwd=clones[-1])
+    return copied, clones
 
 
 def writer(root: Path, agent: str, seed: int, deadline: float, out: Path) -> None:

@@ -150,6 +150,7 @@ def test_where_the_holder_cannot_be_told_nothing_is_removed_and_check_gives_the_
     hosts = template.copy(tmp_path / "hosts")
     lock = hosts.a / ".git" / "refs" / "heads" / "main.lock"
     lock.write_text("")
+    proc = recovery.PROC
     monkeypatch.setattr(recovery, "PROC", tmp_path / "no-proc")  # a system without /proc
     memory = Memory(hosts.a)
     started = time.monotonic()
@@ -169,7 +170,8 @@ def test_where_the_holder_cannot_be_told_nothing_is_removed_and_check_gives_the_
     assert problems[".fsmem/history/journal"].startswith(
         "history: 1 write(s) are not committed yet (the writes stay pending, not committed: "
     )
-    monkeypatch.undo()  # /proc again: the lock is stale, the next write clears it and commits both
+    monkeypatch.setattr(recovery, "PROC", proc)  # /proc again: the lock is stale, the next write clears it and
+    # commits both (the clock stays pinned: an undo of every patch would let this write read today's date)
     Memory(hosts.a).note("- shoe size: 42", subject="people/Bo Chen")
     assert not lock.exists() and not os.listdir(hosts.a / ".fsmem/history/journal")
     assert "shoe size: 41" in K.git(hosts.a, "show", f"HEAD:{note}")

@@ -93,14 +93,13 @@ def test_a_very_large_file_has_a_version_from_its_stat(empty_memory):
 
 
 RACER = """
-import sys, time
-from pathlib import Path
+import sys
 from fsmem import ChangedOnDisk, Memory
-root, name, start = sys.argv[1], sys.argv[2], float(sys.argv[3])
+root, name = sys.argv[1], sys.argv[2]
 memory = Memory(root)
 page = memory.read("topics/race.md")
-while time.time() < start:
-    time.sleep(0.001)
+print("ready", flush=True)
+sys.stdin.readline()  # both racers hold the same version before either edits
 try:
     done = memory.edit("topics/race.md", old="- owner: start", new=f"- owner: {name}", expected_version=page.version)
     print("won", done.version)
@@ -115,13 +114,21 @@ def test_two_processes_racing_on_one_file_one_wins_the_other_changes_nothing(tmp
     memory = Memory.init(tmp_path / "mem", git=with_git)
     for round_ in range(4):
         memory.write("topics/race.md", "# Race\n\n- owner: start\n")
-        start = time.time() + 1.5
         procs = [
             subprocess.Popen(
-                [sys.executable, "-c", RACER, str(memory.root), f"p{n}", str(start)], stdout=subprocess.PIPE, text=True
+                [sys.executable, "-c", RACER, str(memory.root), f"p{n}"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
             )
             for n in range(2)
         ]
+        for proc in procs:  # each has read the file: its version is the one it edits against
+            assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        for proc in procs:  # go, both at once
+            assert proc.stdin is not None
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
         outcomes = [p.communicate(timeout=120)[0].strip() for p in procs]
         won = [o for o in outcomes if o.startswith("won")]
         lost = [o for o in outcomes if o.startswith("lost")]

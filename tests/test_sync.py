@@ -20,9 +20,15 @@ def git(root: Path, *args: str) -> str:
     return S.git(*args, cwd=root)
 
 
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> tuple[Path, list[Path]]:
+    """Two hosts of one bare remote, made as a user makes them (tests/sync_scenario.py), once per module."""
+    return S.make_hosts(tmp_path_factory.mktemp("hosts"), hosts=2, writers=2)
+
+
 @pytest.fixture
-def hosts(tmp_path) -> tuple[Path, list[Path]]:
-    return S.make_hosts(tmp_path, hosts=2, writers=2)
+def hosts(built, tmp_path) -> tuple[Path, list[Path]]:
+    return S.copy_hosts(*built, tmp_path)
 
 
 @pytest.mark.slow

@@ -30,15 +30,26 @@ def facts_of(root: Path) -> tuple[str, str]:
     return facts.split("## Facts\n")[1], superseded
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("first", ["zed's host", "alice's host"])
-def test_same_day_writes_on_two_hosts_order_by_time_through_sync(tmp_path, first):
-    _, (zed_host, alice_host) = S.make_hosts(tmp_path, hosts=2, writers=0)
+LATER = "2026-12-01T16:00:00Z"
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory) -> tuple[Path, list[Path]]:
+    """Two hosts, each with its own same-day write consolidated (the documents then conflict), not synced yet;
+    built once, each test syncs a copy (tests/sync_scenario.py)."""
+    origin, (zed_host, alice_host) = S.make_hosts(tmp_path_factory.mktemp("hosts"), hosts=2, writers=0)
     run(zed_host, "note", "- employer: Acme", "--subject", NADIA, now="2026-12-01T15:32:07Z", session="zed")
     run(alice_host, "note", "- employer: Globex", "--subject", NADIA, now="2026-12-01T15:32:09Z", session="alice")
-    later = "2026-12-01T16:00:00Z"
     for root in (zed_host, alice_host):  # each host files its own note first: the documents then conflict
-        run(root, "consolidate", now=later)
+        run(root, "consolidate", now=LATER)
+    return origin, [zed_host, alice_host]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("first", ["zed's host", "alice's host"])
+def test_same_day_writes_on_two_hosts_order_by_time_through_sync(written, tmp_path, first):
+    _, (zed_host, alice_host) = S.copy_hosts(*written, tmp_path)
+    later = LATER
     assert "employer: Acme" in facts_of(zed_host)[0] and "employer: Globex" in facts_of(alice_host)[0]
     order = [zed_host, alice_host] if first == "zed's host" else [alice_host, zed_host]
     for root in [*order, order[0]]:
