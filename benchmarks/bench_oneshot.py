@@ -5,12 +5,12 @@ On a copy of a corpus (`--corpus DIR`, copied once under bench-out/; default: th
 `fsmem ls --max-results 5`, `fsmem search` of a 3-word question, `fsmem grep` of a name and `rg --json` of
 the same name; every question and grep word is new to the run (drawn from the corpus's vocabulary), so
 nothing kept from an earlier call answers it. First with no watcher (the walk, as before), then with
-`fsmem watch` running (and with `--serve`, `fsmem serve` running). Targets, ratios against the limit in the same phase: `search` and `ls` within 2x
-`fsmem --version` and `grep` within 1.5x `rg --json` with the watcher; without it, no slower than
-FSMEM_SOCKET=off (the code path before the socket).
+`fsmem watch` running (`--phases`: which of these run; `serve`, `fsmem serve` running). Targets, ratios
+against the limit in the same phase: `search` and `ls` within 2x `fsmem --version` and `grep` within 1.5x
+`rg --json` with the watcher; without it, no slower than FSMEM_SOCKET=off (the code path before the socket).
 
     python benchmarks/bench_oneshot.py [--sizes 10000] [--runs 15] [--corpus /work/wt/corpus-100k | --root COPY]
-        [--serve]
+        [--phases off,alone,watch,serve]
 """
 
 from __future__ import annotations
@@ -144,10 +144,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--corpus", type=Path, help="a corpus folder to copy (default: the seeded one of --sizes)")
     parser.add_argument("--no-search", action="store_true", help="leave search out (no search index is built)")
-    parser.add_argument("--serve", action="store_true", help="also a phase with `fsmem serve` running")
+    parser.add_argument(
+        "--phases",
+        default="off,alone,watch",
+        help="of off (no watcher, FSMEM_SOCKET=off), alone (no watcher), watch, serve (fsmem serve running)",
+    )
     parser.add_argument("--root", type=Path, help="a writable copy made before, used as it is (its caches warm)")
     args, rest = parser.parse_known_args()
     sizes = sizes_from(rest, "10000")
+    phases = set(args.phases.split(","))
     import common
 
     runs = max(common.RUNS, 9)
@@ -165,11 +170,14 @@ def main() -> None:
         rows: list[list[str]] = []
         before = load()
         search = not args.no_search
-        off = phase(fsmem, root, runs, fresh, {**base_env, rendezvous.MODE_ENV: "off"}, search)
-        rows += rows_of("no watcher, FSMEM_SOCKET=off (as before)", off)
-        alone = phase(fsmem, root, runs, fresh, base_env, search)
-        rows += rows_of("no watcher", alone)
-        for serve in (False, True) if args.serve else (False,):
+        during = before
+        if "off" in phases:
+            off = phase(fsmem, root, runs, fresh, {**base_env, rendezvous.MODE_ENV: "off"}, search)
+            rows += rows_of("no watcher, FSMEM_SOCKET=off (as before)", off)
+        if "alone" in phases:
+            alone = phase(fsmem, root, runs, fresh, base_env, search)
+            rows += rows_of("no watcher", alone)
+        for serve in [name == "serve" for name in ("watch", "serve") if name in phases]:
             watcher = watching(fsmem, root, base_env, search, serve)
             try:
                 during = load()
