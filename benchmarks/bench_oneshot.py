@@ -5,11 +5,12 @@ On a copy of a corpus (`--corpus DIR`, copied once under bench-out/; default: th
 `fsmem ls --max-results 5`, `fsmem search` of a 3-word question, `fsmem grep` of a rare word and `rg --json` of
 the same word; every question and grep word is new to the run (`common.NewQuestions`), so
 nothing kept from an earlier call answers it. First with no watcher (the walk, as before), then with
-`fsmem watch` running. Targets, ratios against the limit in the same phase: `search` and `ls` within 2x
-`fsmem --version` and `grep` within 1.5x `rg --json` with the watcher; without it, no slower than
-FSMEM_SOCKET=off (the code path before the socket).
+`fsmem watch` running (`--phases`: which of these run; `serve`, `fsmem serve` running). Targets, ratios
+against the limit in the same phase: `search` and `ls` within 2x `fsmem --version` and `grep` within 1.5x
+`rg --json` with the watcher; without it, no slower than FSMEM_SOCKET=off (the code path before the socket).
 
     python benchmarks/bench_oneshot.py [--sizes 10000] [--runs 15] [--corpus /work/wt/corpus-100k | --root COPY]
+        [--phases off,alone,watch,serve]
 """
 
 from __future__ import annotations
@@ -77,9 +78,13 @@ def _timed(argv: list[str], root: Path, env: dict[str, str]) -> float:
     return took
 
 
-def watching(fsmem: str, root: Path, env: dict[str, str], search: bool) -> subprocess.Popen:
-    """`fsmem watch` on `root`, once its socket is there (and has answered one command)."""
-    watcher = subprocess.Popen([fsmem, "watch"], cwd=root, env=env, stderr=subprocess.DEVNULL)
+def watching(fsmem: str, root: Path, env: dict[str, str], search: bool, serve: bool = False) -> subprocess.Popen:
+    """`fsmem watch` on `root` (with `serve`: `fsmem serve` of it, on a free port with no token), once its socket
+    is there (and has answered one command)."""
+    command = ["watch"]
+    if serve:
+        command = ["serve", "--memory", f"bench={root}", "--port", "0", "--tokens", str(OUT / "oneshot-tokens.json")]
+    watcher = subprocess.Popen([fsmem, *command], cwd=root, env=env, stderr=subprocess.DEVNULL)
     path = rendezvous.socket_path(os.path.realpath(root))
     deadline = time.monotonic() + 1800
     while not (path and os.path.exists(path)):
@@ -115,9 +120,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--corpus", type=Path, help="a corpus folder to copy (default: the seeded one of --sizes)")
     parser.add_argument("--no-search", action="store_true", help="leave search out (no search index is built)")
+    parser.add_argument(
+        "--phases",
+        default="off,alone,watch",
+        help="of off (no watcher, FSMEM_SOCKET=off), alone (no watcher), watch, serve (fsmem serve running)",
+    )
     parser.add_argument("--root", type=Path, help="a writable copy made before, used as it is (its caches warm)")
     args, rest = parser.parse_known_args()
     sizes = sizes_from(rest, "10000")
+    phases = set(args.phases.split(","))
     import common
 
     runs = max(common.RUNS, 9)
@@ -135,18 +146,24 @@ def main() -> None:
         rows: list[list[str]] = []
         before = load()
         search = not args.no_search
-        off = phase(fsmem, root, runs, fresh, {**base_env, rendezvous.MODE_ENV: "off"}, search)
-        rows += rows_of("no watcher, FSMEM_SOCKET=off (as before)", off)
-        alone = phase(fsmem, root, runs, fresh, base_env, search)
-        rows += rows_of("no watcher", alone)
-        watcher = watching(fsmem, root, base_env, search)
-        try:
-            during = load()
-            asked = phase(fsmem, root, runs, fresh, base_env, search)
-            rows += rows_of("fsmem watch running", asked)
-        finally:
-            watcher.send_signal(signal.SIGTERM)
-            watcher.wait(60)
+        during = before
+        if "off" in phases:
+            off = phase(fsmem, root, runs, fresh, {**base_env, rendezvous.MODE_ENV: "off"}, search)
+            rows += rows_of("no watcher, FSMEM_SOCKET=off (as before)", off)
+        if "alone" in phases:
+            alone = phase(fsmem, root, runs, fresh, base_env, search)
+            rows += rows_of("no watcher", alone)
+        for serve in [name == "serve" for name in ("watch", "serve") if name in phases]:
+            watcher = watching(fsmem, root, base_env, search, serve)
+            try:
+                during = load()
+                asked = phase(fsmem, root, runs, fresh, base_env, search)
+                rows += rows_of("fsmem serve running" if serve else "fsmem watch running", asked)
+            finally:
+                watcher.send_signal(signal.SIGTERM)
+                watcher.wait(60)
+            while os.path.exists(rendezvous.socket_path(os.path.realpath(root)) or ""):
+                time.sleep(0.1)  # its answering process may finish after it
         print(f"({before} before; {during} with the watcher; {load()} after; {runs} runs, medians)")
         print(table(f"one-shot commands on {files:,} files ({source})", ["phase", "command", "median", "ratio"], rows))
 

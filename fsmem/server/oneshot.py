@@ -17,12 +17,13 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 from fsmem.server.log import RequestLog
 
 MODE_ENV = "FSMEM_SOCKET"  # fsmem.cli.rendezvous.MODE_ENV: "off" starts no answering process
-STOP_SECONDS = 10.0
+STOP_SECONDS = 2.0
 
 
 class OneShotReads:
@@ -32,7 +33,6 @@ class OneShotReads:
         self.memories = memories
         self.log = log
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
-        self._readers: list[threading.Thread] = []
 
     def start(self) -> None:
         if os.environ.get(MODE_ENV) == "off":
@@ -49,9 +49,7 @@ class OneShotReads:
                 self._say(name, f"one-shot commands will walk: {exc.strerror or exc}")
                 continue
             self.processes[name] = process
-            reader = threading.Thread(target=self._relay, args=(name, process), daemon=True)
-            reader.start()
-            self._readers.append(reader)
+            threading.Thread(target=self._relay, args=(name, process), daemon=True).start()
 
     def _relay(self, name: str, process: subprocess.Popen[bytes]) -> None:
         """What an answering process says, into the server's log."""
@@ -63,16 +61,16 @@ class OneShotReads:
         self.log.write({"event": "one-shot reads", "memory": name, "message": message})
 
     def stop(self) -> None:
+        """Stop every answering process; those still removing their socket after `STOP_SECONDS` finish on their
+        own (they have their SIGTERM and the end of their stdin), so the server's own stop is not held up."""
         for process in self.processes.values():
             if process.stdin is not None:
                 process.stdin.close()
-            process.terminate()  # it stops, removing its socket (forked workers may hold its stdin open too)
+            process.terminate()
+        deadline = time.monotonic() + STOP_SECONDS
         for process in self.processes.values():
             try:
-                process.wait(STOP_SECONDS)
+                process.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        for reader in self._readers:
-            reader.join(STOP_SECONDS)
+                pass
         self.processes.clear()
