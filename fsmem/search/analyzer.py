@@ -55,18 +55,28 @@ class Analyzer:
         return self.text(text).split()
 
     def text(self, text: str) -> str:
-        """The terms of `text` as the index stores them: stems separated by spaces."""
+        """The terms of `text` as the index stores them: stems separated by spaces.
+
+        A cold build analyses every row of every file: ASCII text (most of it) is cut into words by a byte
+        translation and a split, as `_WORD` cuts it and twice as fast, and the words are looked up in C."""
         if "[" in text:
             text = _MARKER.sub(" ", text)
+        if text.isascii():
+            words = text.encode("ascii").translate(_ASCII_WORDS).decode("ascii").split()
+        else:
+            words = _WORD.findall(text.lower())
         table = self._table
-        out = []
-        for word in _WORD.findall(text.lower()):
-            stemmed = table.get(word)
-            if stemmed is None:
-                stemmed = table[word] = "" if word in STOP_WORDS or _machine_token(word) else self._stem_word(word)
-            if stemmed:
-                out.append(stemmed)
-        return " ".join(out)
+        try:
+            return " ".join(filter(None, map(table.__getitem__, words)))
+        except KeyError:
+            for word in words:
+                if word not in table:
+                    table[word] = "" if word in STOP_WORDS or _machine_token(word) else self._stem_word(word)
+            return " ".join(filter(None, map(table.__getitem__, words)))
+
+
+# an ASCII byte to itself lowercased when `_WORD` takes it (a letter or digit), else to a space
+_ASCII_WORDS = bytes(ord(chr(c).lower()) if chr(c).isalnum() else 32 for c in range(128)) + b" " * 128
 
 
 def _machine_token(word: str) -> bool:

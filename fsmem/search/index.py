@@ -69,6 +69,7 @@ from fsmem.search.tables import (  # noqa: F401
     _has_files,
     _inode,
     _insert,
+    _insert_many,
     _remove,
     _stamps,
     _version,
@@ -399,12 +400,11 @@ class SearchIndex:
                     if not os.path.exists(os.path.join(self.root, rel)):
                         changed += _remove(conn, rel)
                 new_terms: set[str] = set()
+                current_of = _current(conn, [item.path for item in parsed])
+                written: list[tuple[Parsed, bool]] = []
                 for item in parsed:
-                    current = conn.execute(
-                        "SELECT mtime_ns, size, ino, ctime_ns, mtime_ns >= 0 FROM search_files WHERE path = ?",
-                        (item.path,),
-                    ).fetchone()
-                    if current is not None and tuple(current[:4]) == item.stamp and current[4]:
+                    current = current_of.get(item.path)
+                    if current is not None and current[:4] == item.stamp and current[4]:
                         self.stats["skipped"] += 1
                         continue  # another process indexed this very version meanwhile
                     try:
@@ -414,10 +414,14 @@ class SearchIndex:
                         continue
                     if now_stamp != item.stamp:
                         continue  # changed again since it was read: the next refresh takes it
-                    _remove(conn, item.path)
-                    _insert(conn, item, pending, racy=item.stamp[0] >= now - RACY_NS)
+                    if current is not None:
+                        _remove(conn, item.path)
+                    written.append((item, item.stamp[0] >= now - RACY_NS))
                     new_terms |= item.terms
                     changed += 1
+                if written:
+                    conn.execute("DELETE FROM search_meta WHERE key = 'walk'")
+                    _insert_many(conn, written, pending)
                 if new_terms:
                     conn.executemany("INSERT OR IGNORE INTO search_terms VALUES (?)", ((t,) for t in new_terms))
                 pending.flush(conn)
@@ -459,6 +463,20 @@ def _parsed_batches(root: Path, todo: list[tuple[str, str]], analyzer: Analyzer)
         if not parsed:
             return
         yield parsed
+
+
+def _current(conn, paths: list[str]) -> dict[str, tuple[int, int, int, int, bool]]:
+    """path -> (stamp as stored, not racy) of those of `paths` the index holds: one query for a batch."""
+    found: dict[str, tuple[int, int, int, int, bool]] = {}
+    for start in range(0, len(paths), 500):
+        chunk = paths[start : start + 500]
+        for path, *stamp, settled in conn.execute(
+            "SELECT path, mtime_ns, size, ino, ctime_ns, mtime_ns >= 0 FROM search_files"
+            f" WHERE path IN ({','.join('?' * len(chunk))})",
+            chunk,
+        ):
+            found[path] = (*stamp, bool(settled))
+    return found
 
 
 def _unmerged(conn) -> bool:

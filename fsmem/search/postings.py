@@ -129,11 +129,12 @@ class Pending:
 
     def __init__(self) -> None:
         self._rows: dict[int, dict[str, tuple[list[int], list[int]]]] = {}  # chunk -> term -> (ids, counts)
+        self._lengths: list[tuple[int, bytes]] = []  # (file id, its documents' lengths), written at `flush`
 
     def add(self, conn, fid: int, docs: list[tuple[int, str]]) -> None:
         """Take one file's documents (ordinal, body), and write their lengths: each body term is one token of
         FTS5's `ascii` tokenizer (tests/test_postings.py). A table of its own, read whole for each state of
-        the index: narrow rows read faster than search_files' wide ones (docs/performance.md)."""
+        the index: narrow rows read faster than search_files' wide ones (docs/performance.md); written at `flush`."""
         if not docs:
             return
         rows = self._rows.setdefault(fid >> CHUNK_BITS, {})
@@ -152,11 +153,13 @@ class Pending:
                 else:
                     found[0].append(doc)
                     found[1].append(count)
-        conn.execute("INSERT INTO search_lengths VALUES (?, ?)", (fid, lengths.tobytes()))
+        self._lengths.append((fid, lengths.tobytes()))
 
     def flush(self, conn) -> None:
         """Append the pending postings to their rows (ids only grow, so they go last), and rewrite the ranges
         where many documents died."""
+        lengths, self._lengths = self._lengths, []
+        conn.executemany("INSERT INTO search_lengths VALUES (?, ?)", lengths)
         dead = {c for (c,) in conn.execute("SELECT chunk FROM search_dead WHERE dead >= ?", (PURGE_DEAD,))}
         fresh, self._rows = self._rows, {}
         for chunk in sorted(dead):
