@@ -342,3 +342,16 @@ def configure(root: Path, settings: dict) -> None:
 
     merge(data, settings)
     config.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+
+
+def pytest_configure(config):
+    """Compile fsmem's modules and the tests' helpers once, before any test. Where PYTHONDONTWRITEBYTECODE is
+    set (this project's machines set it), every fsmem a test starts would otherwise compile some 200 modules
+    again: half the CPU time of a small command such as `fsmem ls`. compileall writes only what is out of date,
+    into the __pycache__ folders git ignores."""
+    if hasattr(config, "workerinput"):
+        return  # the controller compiled before it started the workers
+    import compileall
+
+    for folder in (REPO / "fsmem", TESTS):
+        compileall.compile_dir(folder, quiet=1)
