@@ -2,6 +2,7 @@
 
     python benchmarks/bench_cold_start.py [--sizes 10000] [--runs 1] [--root DIR]
     python benchmarks/bench_cold_start.py --sizes 100000 --root /work/wt/corpus-100k   # minutes
+    python benchmarks/bench_cold_start.py --root DIR --first-only   # the first search and the bare build alone
     python benchmarks/bench_cold_start.py --old main   # and an earlier revision's first search, in the same run
 
 A user who clones a memory and asks it something waits for `fsmem --root COPY search QUERY`: every file read,
@@ -120,6 +121,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--root", type=Path, help="a ready corpus to copy (default: the benchmark corpus)")
     parser.add_argument("--old", help="a revision (or a folder holding an fsmem package) to time beside")
+    parser.add_argument("--first-only", action="store_true", help="the first search and the bare build alone")
     args, _ = parser.parse_known_args()
     fsmem = fsmem_bin()
     old_env = None
@@ -142,7 +144,30 @@ def main() -> None:
             copy = fresh_copy(source, "bare")
             bare.append(run([sys.executable, "-c", BARE_BUILD, str(copy), str(copy / "bare.sqlite")]))
             shutil.rmtree(copy)
-        whole = min(w for w, _ in ours)
+        wall, cpu = min(w for w, _ in ours), min(c for _, c in ours)
+        bare_wall, bare_cpu = min(w for w, _ in bare), min(c for _, c in bare)
+        print(f"({files:,} files, {md_bytes / 1e6:.0f} MB of Markdown; {before} before, {load()} after)")
+        print(
+            table(
+                f"first `fsmem search` on a fresh copy, {files:,} files (best of {args.runs})",
+                ["", "fsmem", "bare FTS5 build (porter unicode61)", "ratio", "target"],
+                [
+                    ["wall", f"{wall:.1f} s", f"{bare_wall:.1f} s", f"{wall / bare_wall:.2f}x", "<= 2x"],
+                    ["CPU (with workers)", f"{cpu:.1f} s", f"{bare_cpu:.1f} s", f"{cpu / bare_cpu:.2f}x", ""],
+                ]
+                + [
+                    [f"{label}, {args.old}", f"{value:.1f} s", f"{base:.1f} s", f"{value / base:.2f}x", ""]
+                    for label, value, base in (
+                        (("wall", min(w for w, _ in old), bare_wall), ("CPU", min(c for _, c in old), bare_cpu))
+                        if old
+                        else ()
+                    )
+                ],
+            )
+        )
+        if args.first_only:
+            continue
+        whole = wall
         half = fresh_copy(source, "half")
         kill_at = f"search-committed:{max(1, files // BATCH_FILES // 2)}"
         killed = run([fsmem, "--root", str(half), "search", QUERY], {"FSMEM_BUILD_KILL_AT": kill_at}, killed=True)
@@ -156,28 +181,6 @@ def main() -> None:
         checkpointed(half)
         after_words = state_bytes(half)
         shutil.rmtree(half)
-        after = load()
-        wall, cpu = min(w for w, _ in ours), min(c for _, c in ours)
-        bare_wall, bare_cpu = min(w for w, _ in bare), min(c for _, c in bare)
-        print(f"({files:,} files, {md_bytes / 1e6:.0f} MB of Markdown; {before} before, {after} after)")
-        print(
-            table(
-                f"first `fsmem search` on a fresh copy, {files:,} files (best of {args.runs})",
-                ["", "fsmem", "bare FTS5 build (porter unicode61)", "ratio", "target"],
-                [
-                    ["wall", f"{wall:.1f} s", f"{bare_wall:.1f} s", f"{wall / bare_wall:.2f}x", "<= 2x"],
-                    ["CPU (with workers)", f"{cpu:.1f} s", f"{bare_cpu:.1f} s", f"{cpu / bare_cpu:.2f}x", ""],
-                ]
-                + [
-                    [f"{label}, {args.old}", f"{value:.1f} s", f"{base:.1f} s", f"{value / base:.2f}x", ""]
-                    for label, value, base in (
-                        ("wall", min(w for w, _ in old), bare_wall),
-                        ("CPU", min(c for _, c in old), bare_cpu),
-                    )
-                    if old
-                ],
-            )
-        )
         print(
             table(
                 "interrupted at half (SIGKILL after half the files committed), then the next `fsmem search`",

@@ -86,8 +86,9 @@ def _prepared():
 
 def _write(conn, path: str, documents: list[list[str]], extra_rows: int) -> None:
     """One file through the real index code, and the same documents into the FTS5 table."""
-    rows = [(n + 1, 0, n, "t", "") for n in range(len(documents) + extra_rows)]
     bodies = [" ".join(d) for d in documents]
+    # the uncited document (group 0) is its rows' text; the cited ones are sent as `docs`
+    rows = [(n + 1, 0, n, bodies[0] if n == 0 else "t", "") for n in range(len(documents) + extra_rows)]
     item = Parsed(
         path,
         (1, 1, 1, 1),
@@ -95,8 +96,8 @@ def _write(conn, path: str, documents: list[list[str]], extra_rows: int) -> None
         "",
         rows,
         [f"s{n}" for n in range(1, len(documents))],
-        set(),
-        bodies,
+        "",
+        bodies[1:],
     )
     pending = postings.Pending()
     _remove_both(conn, path)

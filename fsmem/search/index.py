@@ -417,7 +417,7 @@ class SearchIndex:
                     if current is not None:
                         _remove(conn, item.path)
                     written.append((item, item.stamp[0] >= now - RACY_NS))
-                    new_terms |= item.terms
+                    new_terms.update(item.terms.split())
                     changed += 1
                 if written:
                     conn.execute("DELETE FROM search_meta WHERE key = 'walk'")

@@ -97,9 +97,16 @@ class Parsed:
     names: str  # the document's names, as terms
     rows: list[tuple[int, int, int, str, str]]  # line, flags, group (1-based in `sources`, 0: none), text, context
     sources: list[str]  # the session notes its rows cite
-    terms: set[str]
-    docs: list[str] | None = None  # per group: the terms of its rows without their citations
+    terms: str  # every distinct term of the file, space separated
+    # per cited note (group 1, 2, ...): the terms of its rows without their citations; the uncited rows'
+    # document is their text's terms (`documents`), not sent twice from a worker
+    docs: list[str] | None = None
     cited: bool = False
+
+    def documents(self) -> list[str]:
+        """Per group (0: the uncited rows): the terms of its document, "" where it has none."""
+        uncited = " ".join(filter(None, (text for _line, _flags, group, text, _c in self.rows if group == 0)))
+        return [uncited, *(self.docs or [])]
 
 
 def is_ranked(rel: str, text: str) -> bool:
@@ -132,7 +139,7 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
     doc = fmt.split(text)
     meta = _meta_fields(doc.front_matter)
     if not is_ranked(rel, text):
-        return Parsed(rel, stamp, meta, "", [], [], set())
+        return Parsed(rel, stamp, meta, "", [], [], "")
     rows = ranked_rows(rel, text, document_rows(rel, doc, classify=False))[:MAX_ROWS]
     title = (
         rows[0].title if rows else doc.title or next((h.title for h in fmt.headings(doc.body) if h.level == 1), None)
@@ -173,8 +180,9 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
         source = row_sources[index]
         group = group_of.setdefault(source, len(group_of))
         if group == len(bodies):
-            bodies.append([when] if source and when else [])
-        bodies[group].append(analyzer.text(split_provenance(row.text)[0]) if source else text_terms)
+            bodies.append([when] if when else [])
+        if source:
+            bodies[group].append(analyzer.text(split_provenance(row.text)[0]))
         flags = SUPERSEDED if row.superseded else 0
         if index + 1 < len(rows) and rows[index + 1].headings == row.headings and row_sources[index + 1] == source:
             flags |= LINKED
@@ -182,9 +190,9 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
     terms.update(" ".join(r[3] for r in out_rows).split())
     terms.update(" ".join(context_cache.values()).split())
     sources = [s for s in group_of if s is not None]
-    docs = [" ".join(filter(None, body)) for body in bodies]
+    docs = [" ".join(filter(None, body)) for body in bodies[1:]]
     cited = is_note(rel) and was_consolidated(text)
-    return Parsed(rel, stamp, meta, names_text, out_rows, sources, terms, docs, cited)
+    return Parsed(rel, stamp, meta, names_text, out_rows, sources, " ".join(terms), docs, cited)
 
 
 def read_file(root: Path, rel: str, full: str, analyzer: Analyzer) -> Parsed | None:
@@ -193,7 +201,7 @@ def read_file(root: Path, rel: str, full: str, analyzer: Analyzer) -> Parsed | N
         try:
             before = os.stat(full)
             if before.st_size > EXACT_COUNT_LIMIT:
-                return Parsed(rel, stamp_of(before), (None, None, None, None), "", [], [], set())
+                return Parsed(rel, stamp_of(before), (None, None, None, None), "", [], [], "")
             data = read_regular(full)  # a FIFO named *.md never blocks the build
             after = os.stat(full)
         except (OSError, FsmemError):
