@@ -44,6 +44,12 @@ class Server:
         )
         self.lines: list[dict] = []
         threading.Thread(target=self._drain, daemon=True).start()
+        deadline = time.monotonic() + TIMEOUT  # listening: its signal handlers are in place (SIGTERM stops it)
+        while not any(line.get("event") == "listening" for line in self.lines):
+            assert time.monotonic() < deadline and self.process.poll() is None, (
+                f"the server did not start: {self.lines}"
+            )
+            time.sleep(0.05)
 
     def _drain(self) -> None:
         assert self.process.stderr is not None
@@ -125,9 +131,6 @@ def test_a_killed_server_leaves_no_answering_process(memory, tmp_path):
 def test_fsmem_socket_off_starts_no_answering_process(memory, tmp_path):
     server = Server(memory.root, tmp_path / "tokens.json", env={rv.MODE_ENV: "off"})
     try:
-        deadline = time.monotonic() + TIMEOUT
-        while not any(line.get("event") == "listening" for line in server.lines) and time.monotonic() < deadline:
-            time.sleep(0.05)
         assert not any(line.get("event") == "one-shot reads" for line in server.lines)
         assert not os.path.exists(rv.socket_path(os.path.realpath(memory.root)) or "")
     finally:

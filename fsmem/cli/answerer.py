@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable
 
 from fsmem.cli.answering import Answering
+from fsmem.names import STATE_DIR
 
 
 def serve_reads(root: str, stop: threading.Event, say: Callable[[str], None]) -> None:
@@ -22,6 +23,10 @@ def serve_reads(root: str, stop: threading.Event, say: Callable[[str], None]) ->
     from fsmem.memory import Memory
 
     memory = Memory(root)
+    try:
+        os.mkdir(os.path.join(memory.root, STATE_DIR))  # a memory no command has opened yet: the socket's folder's
+    except OSError:
+        pass  # there already, or it cannot be made: the socket says why
     answering = Answering(memory.root, say)
     try:
         memory.catalog.hold_feed()  # every memory a request opens in this process is then fresh without a walk
