@@ -48,6 +48,8 @@ def serve(settings: ServerSettings, *, log: RequestLog | None = None, ready: Any
     import anyio  # noqa: F401  (the web stack, before anything is written: without fsmem[server] the one line says so)
     import uvicorn  # noqa: F401
 
+    from fsmem.server.app import create_app  # noqa: F401  (mcp and starlette too, before anything is written)
+
     log = log or RequestLog(settings.log)
     for warning in settings.check() + token_warnings(settings):
         log.write({"event": "warning", "message": warning})
