@@ -102,15 +102,20 @@ class Watcher:
         self._reader.join(TIMEOUT)
 
 
-@pytest.fixture
-def memory(tmp_path):
-    memory = Memory.init(tmp_path / "mem")
+def zephyr_memory(base: Path) -> Memory:
+    """A memory of three files under `base` that mention zephyr (test_server_oneshot.py asks the same reads)."""
+    memory = Memory.init(base / "mem")
     write_file(
         memory.root, "topics/billing.md", "---\ntitle: Billing\ntags: [money]\n---\n# Billing\n\n- the zephyr plan\n"
     )
     write_file(memory.root, "topics/people.md", "---\ntitle: People\n---\n# People\n\n- Ada runs zephyr ops\n")
     write_file(memory.root, "sessions/2026-02-01.md", "# Session\n\n- asked about zephyr pricing\n")
     return memory
+
+
+@pytest.fixture
+def memory(tmp_path):
+    return zephyr_memory(tmp_path)
 
 
 @pytest.fixture

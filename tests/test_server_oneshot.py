@@ -15,10 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import configure, write_file
-from test_rendezvous import NOW, READS, _ask_by_hand, both, run
+from conftest import configure
+from test_rendezvous import NOW, READS, _ask_by_hand, both, run, zephyr_memory
 
-from fsmem import Memory
 from fsmem.cli import rendezvous as rv
 
 pytest.importorskip("mcp", reason="needs the mcp extra: pip install 'fsmem[mcp]'")
@@ -84,13 +83,7 @@ def gone(path: str) -> None:
 
 @pytest.fixture
 def memory(tmp_path):
-    memory = Memory.init(tmp_path / "mem")
-    write_file(
-        memory.root, "topics/billing.md", "---\ntitle: Billing\ntags: [money]\n---\n# Billing\n\n- the zephyr plan\n"
-    )
-    write_file(memory.root, "topics/people.md", "---\ntitle: People\n---\n# People\n\n- Ada runs zephyr ops\n")
-    write_file(memory.root, "sessions/2026-02-01.md", "# Session\n\n- asked about zephyr pricing\n")
-    return memory
+    return zephyr_memory(tmp_path)
 
 
 def test_serve_answers_one_shot_reads_as_the_walk_does_and_takes_its_socket_away(memory, tmp_path):
