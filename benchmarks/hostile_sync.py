@@ -36,17 +36,9 @@ from common import OUT, REPO, table
 sys.path.insert(0, str(REPO / "tests"))
 import sync_scenario as S  # noqa: E402
 from hostile import tree_state  # noqa: E402
-from hostile_remote import FORGED, LAUGHS, git, objects_hold, push, push_entries, tree_names  # noqa: E402
+from hostile_remote import FORGED, LAUGHS, World, git, objects_hold, push, push_entries, tree_names  # noqa: E402
 
 SECRET = "SECRET-SYNC-OUTSIDE"
-
-
-@dataclass
-class World:
-    origin: Path
-    victim: Path
-    hostile: Path
-    outside: Path
 
 
 @dataclass
@@ -281,7 +273,7 @@ def _one(base: Path, attack: Attack, limit: float) -> str | None:
     outside = run / "outside"  # beside the clones: a relative link out of the memory finds it
     outside.mkdir()
     (outside / "secret.txt").write_text(SECRET + "\n")
-    world = World(run / "origin.git", run / "host0", run / "hostile", outside)
+    world = World(run / "origin.git", run / "host0", run / "hostile", outside, run)
     try:
         state = tree_state(outside)
         config = (world.victim / "fsmem.yaml").read_bytes()
