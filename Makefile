@@ -6,7 +6,7 @@ FSMEM := $(VENV)/bin/fsmem
 STAMP := $(VENV)/.fsmem-installed
 DEMO := demo-memory
 
-.PHONY: demo test lint docs bench fuzz install clean
+.PHONY: demo test lint docs bench fuzz durations install clean
 
 install: $(STAMP)
 
@@ -40,6 +40,11 @@ docs: $(STAMP)
 # side by side; `--dist worksteal` hands a worker's queued tests to one that has finished its own.
 test: lint docs
 	$(PY) -m pytest -q -n auto --dist worksteal
+
+# The suite as `make test` runs it, keeping its long tests' durations in tests/durations.json: how a clean
+# checkout (CI, with no pytest cache) deals them out to the workers, longest first.
+durations: $(STAMP)
+	$(PY) -m pytest -q -n auto --dist worksteal --save-durations
 
 # The property and fuzz tests of history and consolidation with a larger budget: each draws FUZZ_SCALE times the
 # examples `make test` runs (HYPOTHESIS_PROFILE=explore draws new ones each run).

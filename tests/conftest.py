@@ -36,6 +36,12 @@ def pytest_addoption(parser):
         help="run every test with this process's clock moved to that day (time of day kept, still ticking): "
         "a test that depends on today's date fails (tests/test_clock.py runs the dated tests so)",
     )
+    parser.addoption(
+        "--save-durations",
+        action="store_true",
+        help=f"write this run's long tests and their durations to tests/{COMMITTED_DURATIONS.name}, the order a "
+        "clean checkout (CI) deals them out in",
+    )
 
 
 # No test may depend on today's date. A test that reads the real date (fsmem.format.wall_clock, with FSMEM_NOW
@@ -185,19 +191,34 @@ def _moved_clock(request):
 
 # With pytest-xdist (make test), a long test started last leaves the other workers idle while it runs. Each
 # worker's first tests are therefore the long ones, dealt out so that the workers' shares even out: longest
-# first, by the durations of the last run (pytest's cache), else the `slow` marker's guess. The other tests
-# keep their order, module by module (their module-scoped fixtures are built once).
+# first, by the durations of the last run (pytest's cache), else those of a run kept in the repository
+# (tests/durations.json, so that a clean checkout — CI — deals them out as well), else the `slow` marker's
+# guess. The other tests keep their order, module by module (their module-scoped fixtures are built once).
 DURATIONS = "fsmem/durations"
+COMMITTED_DURATIONS = Path(__file__).resolve().parent / "durations.json"
 LONG = 5.0  # seconds: a test at least this long is dealt out first
-SLOW_GUESS = 20.0  # what a `slow` test is taken to cost when the cache has no duration for it
+SLOW_GUESS = 20.0  # what a `slow` test is taken to cost when no run has measured it
+
+
+def known_durations(config) -> dict[str, float]:
+    """Seconds per test id: the last local run's (pytest's cache) over the repository's kept run."""
+    import json
+
+    try:
+        known = json.loads(COMMITTED_DURATIONS.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        known = {}
+    cache = getattr(config, "cache", None)  # None under -p no:cacheprovider
+    if cache is not None:
+        known.update(cache.get(DURATIONS, {}))
+    return known
 
 
 def pytest_collection_modifyitems(config, items):
     workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
     if workers < 2 or len(items) < workers:
         return
-    cache = getattr(config, "cache", None)  # None under -p no:cacheprovider
-    known = cache.get(DURATIONS, {}) if cache is not None else {}
+    known = known_durations(config)
 
     def cost(item) -> float:
         return known.get(item.nodeid, SLOW_GUESS if item.get_closest_marker("slow") else 0.0)
@@ -231,14 +252,22 @@ _durations: dict[str, float] = {}
 
 
 def pytest_sessionfinish(session):
-    """Keep this run's durations (in the controller, or a run without workers) for the next run's order."""
+    """Keep this run's durations (in the controller, or a run without workers) for the next run's order; with
+    --save-durations, its long tests also in the repository's file."""
     config = session.config
-    cache = getattr(config, "cache", None)
-    if hasattr(config, "workerinput") or cache is None or not _durations:
+    if hasattr(config, "workerinput") or not _durations:
         return
-    known = cache.get(DURATIONS, {})
-    known.update({nodeid: round(seconds, 2) for nodeid, seconds in _durations.items()})
-    cache.set(DURATIONS, known)
+    measured = {nodeid: round(seconds, 2) for nodeid, seconds in _durations.items()}
+    cache = getattr(config, "cache", None)
+    if cache is not None:
+        known = cache.get(DURATIONS, {})
+        known.update(measured)
+        cache.set(DURATIONS, known)
+    if config.getoption("--save-durations"):
+        import json
+
+        long = {nodeid: seconds for nodeid, seconds in sorted(measured.items()) if seconds >= LONG}
+        COMMITTED_DURATIONS.write_text(json.dumps(long, indent=0) + "\n", encoding="utf-8")
 
 
 def copy_source(source: Path) -> Path:

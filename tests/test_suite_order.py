@@ -44,20 +44,55 @@ def test_long_two():
 """
 
 
-@pytest.mark.slow
-def test_each_worker_starts_with_a_long_test(tmp_path):
-    """The two long tests come last in their module; each of two workers runs one of them first."""
+def first_on_each_worker(tmp_path: Path, module: str, *options: str) -> list[str]:
+    """Run `module` with the suite's conftest on two workers, without pytest's cache (as on a clean checkout):
+    the name each worker ran first, sorted."""
     pytest.importorskip("xdist")
     shutil.copy(TESTS / "conftest.py", tmp_path / "conftest.py")
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    slow: long\n")
-    (tmp_path / "test_synthetic.py").write_text(textwrap.dedent(SYNTHETIC))
+    (tmp_path / "test_synthetic.py").write_text(textwrap.dedent(module))
     env = {key: value for key, value in os.environ.items() if not key.startswith("FSMEM_")}
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "worksteal"]
-    proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(command + list(options), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     runs = [json.loads(line) for line in (tmp_path / "order.jsonl").read_text().splitlines()]
-    first = {}
+    assert len(runs) == 14, runs
+    first: dict[str, str] = {}
     for worker, name in runs:
         first.setdefault(worker, name)
-    assert sorted(first.values()) == ["long one", "long two"], runs
-    assert len(runs) == 14
+    return sorted(first.values())
+
+
+@pytest.mark.slow
+def test_each_worker_starts_with_a_long_test(tmp_path):
+    """The two long tests come last in their module; each of two workers runs one of them first."""
+    assert first_on_each_worker(tmp_path, SYNTHETIC) == ["long one", "long two"]
+
+
+@pytest.mark.slow
+def test_a_clean_checkout_deals_out_the_long_tests_the_repository_kept(tmp_path):
+    """Without pytest's cache and with no `slow` marker, the durations kept in tests/durations.json (written by
+    --save-durations) still put a long test first on each worker."""
+    unmarked = SYNTHETIC.replace("@pytest.mark.slow\n", "")
+    assert first_on_each_worker(tmp_path, unmarked)[0].startswith("short"), (
+        "without durations, the order is the module's"
+    )
+    assert not (tmp_path / "durations.json").exists()
+    kept = {"test_synthetic.py::test_long_one": 30.0, "test_synthetic.py::test_long_two": 25.0}
+    (tmp_path / "durations.json").write_text(json.dumps(kept))
+    (tmp_path / "order.jsonl").unlink()
+    assert first_on_each_worker(tmp_path, unmarked) == ["long one", "long two"]
+
+
+def test_save_durations_keeps_the_long_tests_of_the_run(tmp_path):
+    """--save-durations writes the run's tests of at least conftest.LONG seconds, and none shorter."""
+    shutil.copy(TESTS / "conftest.py", tmp_path / "conftest.py")
+    (tmp_path / "test_timed.py").write_text(
+        "import time\n\ndef test_quick():\n    pass\n\ndef test_long():\n    time.sleep(5.1)\n"
+    )
+    env = {key: value for key, value in os.environ.items() if not key.startswith("FSMEM_")}
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "--save-durations"]
+    proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    kept = json.loads((tmp_path / "durations.json").read_text())
+    assert list(kept) == ["test_timed.py::test_long"] and kept["test_timed.py::test_long"] >= 5.0
