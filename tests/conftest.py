@@ -121,6 +121,7 @@ def pytest_runtest_protocol(item, nextitem):
         for report in reports:
             if report.when == "call":
                 report.duration += extra  # --durations shows what the test cost, both days
+                report.user_properties.append((MOVED_CLOCK_SECONDS, extra))  # for the summary's line
     for report in reports:
         item.ihook.pytest_runtest_logreport(report=report)
     item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
@@ -128,6 +129,7 @@ def pytest_runtest_protocol(item, nextitem):
 
 
 _CLOCK_DAY = pytest.StashKey[str]()
+MOVED_CLOCK_SECONDS = "moved_clock_seconds"
 TESTS = Path(__file__).resolve().parent
 
 
@@ -246,6 +248,21 @@ def pytest_collection_modifyitems(config, items):
 def pytest_runtest_logreport(report):
     if report.passed or report.failed:
         _durations[report.nodeid] = _durations.get(report.nodeid, 0.0) + report.duration
+    for name, seconds in report.user_properties:
+        if name == MOVED_CLOCK_SECONDS:
+            _moved_runs.append(seconds)
+
+
+_moved_runs: list[float] = []  # seconds of each second run on MOVED_DAY, as reported to this process
+
+
+def pytest_terminal_summary(terminalreporter):
+    """What the runs on MOVED_DAY cost: the price of the day check, to keep in sight."""
+    if _moved_runs:
+        terminalreporter.write_line(
+            f"moved clock: {len(_moved_runs)} tests read today's date and ran again on {MOVED_DAY}, "
+            f"{sum(_moved_runs):.1f} s of test time"
+        )
 
 
 _durations: dict[str, float] = {}
