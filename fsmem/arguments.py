@@ -1,4 +1,4 @@
-"""Arguments checked on the way in to a public method, from its type annotations: `InvalidArgument`, never TypeError.
+"""Arguments checked on the way in to a public method, against its annotations and the spec's limits: `InvalidArgument`.
 
 The README promises that only `FsmemError` leaves a `Memory` method; a
 `read(123)` or a `write(set="t=x")` used to raise TypeError, AttributeError or
