@@ -68,6 +68,9 @@ LIMITS: dict[str, dict[str, dict[str, Any]]] = {
         "offset": {"minimum": 0},
         "max_results": {"minimum": 1},
     },
+    "recall": {
+        "max_tokens": {"minimum": 0},
+    },
     "log": {
         "offset": {"minimum": 0},
         "max_results": {"minimum": 1},
@@ -278,10 +281,12 @@ class _Reader:
 class Slot:
     """One argument of a method, compiled: its name, its type's rule, whether it is required, and its limits."""
 
-    __slots__ = ("name", "rule", "required", "limits")
+    __slots__ = ("name", "rule", "required", "limits", "minimum", "choices")
 
     def __init__(self, name: str, rule: Rule, required: bool, limits: Mapping[str, Any] | None = None):
         self.name, self.rule, self.required, self.limits = name, rule, required, limits
+        self.minimum = None if limits is None else limits.get("minimum")
+        self.choices = None if limits is None else limits.get("enum")
 
 
 class ArgumentCheck:
@@ -348,10 +353,13 @@ class ArgumentCheck:
         return args, kwargs
 
     def _within(self, param: Slot, value: Any) -> None:
-        assert param.limits is not None
-        problem = beyond(param.name, value, param.limits, self.operation)
-        if problem is not None:
-            raise InvalidArgument(problem)
+        """InvalidArgument, worded by `beyond`, when `value` is beyond the limits; compared here, worded there."""
+        if value is None:
+            return
+        minimum, choices = param.minimum, param.choices
+        if (minimum is not None and value < minimum) or (choices is not None and value not in choices):
+            assert param.limits is not None
+            raise InvalidArgument(beyond(param.name, value, param.limits, self.operation) or param.name)
 
     def _again(self, args: tuple[Any, ...], index: int, param: Slot, value: Any) -> tuple[Any, ...]:
         return (*args[:index], self._converted(param, value), *args[index + 1 :])

@@ -378,7 +378,12 @@ def test_a_value_beyond_a_declared_limit_is_refused_by_the_method_in_the_api_wor
 
 @pytest.mark.parametrize(
     "op, name, found",
-    [(op, name, found) for op, name, found in _declared_limits() if op != "import_from"],  # a group: one per format
+    [
+        (op, name, found)
+        for op, name, found in _declared_limits()
+        if op != "import_from"  # a group of commands, one per format
+        and name != "max_tokens"  # the command line fits its budget before the call (cli.printing.print_within)
+    ],
     ids=lambda v: v if isinstance(v, str) else "",
 )
 def test_a_value_beyond_a_declared_limit_is_refused_by_the_command_in_its_flags(memory, op, name, found):

@@ -247,7 +247,7 @@ _DECLARED = (
                 flag="--seen-file",
                 metavar="FILE",
             ),
-            MAX_TOKENS,
+            MAX_TOKENS.but(minimum=0),  # 0: the turn's budget is spent
         ),
         "text",
         cli=Cli(
