@@ -2,8 +2,8 @@
 
     python benchmarks/bench_arguments.py [--runs 7]
 
-Every public `Memory` method checks its arguments against its annotations
-(`fsmem.arguments.ArgumentCheck`) before it runs. Here the same calls run through the
+Every public `Memory` method checks its arguments against its annotations, and a declared operation's
+against the limits its spec declares (`fsmem.arguments.ArgumentCheck`), before it runs. Here the same calls run through the
 guarded method and through the function underneath (`__wrapped__`, which
 skips the argument check and the error boundary), interleaved, best of `--runs` rounds
 of many calls each; the ratio is the check's share of a call. The check alone
@@ -45,13 +45,14 @@ def main() -> None:
         "path (resolve one path)": ("path", ("topics/a.md",), {"want": "file"}, 2000),
         "read (a 40-line file)": ("read", ("topics/a.md",), {"max_tokens": 500}, 300),
         "ls (one folder)": ("ls", ("topics",), {"max_results": 10}, 200),
+        "ls (three limited arguments)": ("ls", ("topics",), {"depth": 1, "offset": 0, "max_results": 10}, 200),
         "grep (one file, rg)": ("grep", ("k1",), {"paths": ["topics/a.md"]}, 30),
     }
     rows = []
     for label, (name, args, kwargs, calls) in cases.items():
         guarded = getattr(Memory, name)
         raw = guarded.__wrapped__
-        check = ArgumentCheck(raw, f"Memory.{name}()")
+        check = ArgumentCheck(raw, f"Memory.{name}()", name)  # a declared operation: its limits too
         with_check = best_per_call(lambda g=guarded, a=args, k=kwargs: g(memory, *a, **k), calls, runs)
         without = best_per_call(lambda r=raw, a=args, k=kwargs: r(memory, *a, **k), calls, runs)
         alone = best_per_call(lambda d=check, a=args, k=kwargs: d((memory, *a), dict(k)), 20000, runs)

@@ -1,4 +1,4 @@
-"""Arguments checked on the way in to a public method, from its type annotations: `InvalidArgument`, never TypeError.
+"""Arguments checked on the way in to a public method, against its annotations and the spec's limits: `InvalidArgument`.
 
 The README promises that only `FsmemError` leaves a `Memory` method; a
 `read(123)` or a `write(set="t=x")` used to raise TypeError, AttributeError or
@@ -14,6 +14,13 @@ read with `ast`, names are looked up in the method's module, and a name that
 exists only for the type checker accepts any value. A whole number must fit
 in 64 bits and a number must be finite, so that no OverflowError or NaN gets
 past the check either. A text is not taken as a list of its characters.
+
+A declared operation's arguments are also held to their declaration's limits (`fsmem.spec.Param`'s
+`minimum` and `choices`, a JSON schema's `minimum` and `enum`), here and nowhere else: the operations
+do not check them again, and the tools' dispatcher leaves them to this check (`fsmem.agents.registry`).
+`LIMITS` is written from the spec by `python -m fsmem.cli.generated` (tests/test_arguments.py asks that
+it is what the spec makes now), so that a plain `fsmem grep` checks them without loading the spec. A
+value beyond them is refused in the words of the face being answered (`fsmem.faces`).
 """
 
 from __future__ import annotations
@@ -30,10 +37,73 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import PurePath
 from typing import Any
 
+from fsmem import faces
 from fsmem.budget import echo
 from fsmem.errors import InvalidArgument
 
 LIMIT = 1 << 63  # a whole number must be within ±2**63: SQLite, offsets and slices all take that
+
+# -- generated from the spec's parameters by `python -m fsmem.cli.generated`; do not edit --
+LIMITS: dict[str, dict[str, dict[str, Any]]] = {
+    "ls": {
+        "depth": {"minimum": 1},
+        "offset": {"minimum": 0},
+        "max_results": {"minimum": 1},
+    },
+    "grep": {
+        "context_lines": {"minimum": 0},
+        "offset": {"minimum": 0},
+        "max_results": {"minimum": 1},
+    },
+    "search": {
+        "min_score": {"minimum": 0},
+        "offset": {"minimum": 0},
+        "max_results": {"minimum": 1},
+    },
+    "links": {
+        "offset": {"minimum": 0},
+        "max_results": {"minimum": 1},
+    },
+    "timeline": {
+        "offset": {"minimum": 0},
+        "max_results": {"minimum": 1},
+    },
+    "recall": {
+        "max_tokens": {"minimum": 0},
+    },
+    "log": {
+        "offset": {"minimum": 0},
+        "max_results": {"minimum": 1},
+    },
+    "import_from": {
+        "format": {"enum": ["claude-code", "chatgpt", "claude", "markdown"]},
+    },
+    "distill": {
+        "episode_tokens": {"minimum": 64},
+    },
+}
+# -- end of what is generated --
+
+
+def beyond(name: str, value: Any, limits: Mapping[str, Any], command: str | None = None) -> str | None:
+    """What keeps `value` of argument `name` from its limits (a JSON schema's `minimum` and `enum`), in the words
+    of the face being answered (`argument 'offset' must be at least 0`, `--offset must be 0 or more`); None when
+    it is within them. `value` is of the argument's type already; None is never beyond."""
+    if value is None:
+        return None
+    tools = faces.current().kind == faces.TOOLS
+    choices = limits.get("enum")
+    if choices is not None and value not in choices:
+        listed = ", ".join(map(str, choices))
+        if tools:
+            return f"argument '{name}' must be one of: {listed}"
+        return f"{faces.arg(name, command)} must be one of {listed}, not {echo(value)}"
+    minimum = limits.get("minimum")
+    if minimum is not None and value < minimum:
+        if tools:
+            return f"argument '{name}' must be at least {minimum}"
+        return f"{faces.arg(name, command)} must be {'0 or more' if minimum == 0 else f'at least {minimum}'}"
+    return None
 
 
 class Rule:
@@ -208,31 +278,38 @@ class _Reader:
         return self._checking
 
 
-class Param:
-    __slots__ = ("name", "rule", "required")
+class Slot:
+    """One argument of a method, compiled: its name, its type's rule, whether it is required, and its limits."""
 
-    def __init__(self, name: str, rule: Rule, required: bool):
-        self.name, self.rule, self.required = name, rule, required
+    __slots__ = ("name", "rule", "required", "limits", "minimum", "choices")
+
+    def __init__(self, name: str, rule: Rule, required: bool, limits: Mapping[str, Any] | None = None):
+        self.name, self.rule, self.required, self.limits = name, rule, required, limits
+        self.minimum = None if limits is None else limits.get("minimum")
+        self.choices = None if limits is None else limits.get("enum")
 
 
 class ArgumentCheck:
-    """The argument check of one method; compiled on its first call (start-up pays nothing)."""
+    """The argument check of one method; compiled on its first call (start-up pays nothing). `operation` names
+    the declared operation the method is (`Memory.grep` is "grep"), whose limits (`LIMITS`) it also checks."""
 
-    def __init__(self, method: Callable[..., Any], where: str):
-        self.method, self.where = method, where
-        self.positional: list[Param] | None = None
-        self.by_name: dict[str, Param] = {}
-        self.required: list[Param] = []
+    def __init__(self, method: Callable[..., Any], where: str, operation: str | None = None):
+        self.method, self.where, self.operation = method, where, operation
+        self.positional: list[Slot] | None = None
+        self.by_name: dict[str, Slot] = {}
+        self.required: list[Slot] = []
 
     def _compile(self) -> None:
         signature = inspect.signature(self.method)
         reader = _Reader(getattr(self.method, "__globals__", {}))
+        limits = LIMITS.get(self.operation or "", {})
         positional = []
         for index, p in enumerate(signature.parameters.values()):
             if index == 0 or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                 continue  # self or cls
             annotation = p.annotation if isinstance(p.annotation, str) else ""
-            param = Param(p.name, reader.rule(annotation) if annotation else ANY, p.default is p.empty)
+            rule = reader.rule(annotation) if annotation else ANY
+            param = Slot(p.name, rule, p.default is p.empty, limits.get(p.name))
             self.by_name[p.name] = param
             if p.kind is p.POSITIONAL_OR_KEYWORD:
                 positional.append(param)
@@ -256,6 +333,8 @@ class ArgumentCheck:
             value = args[index + 1]
             if not param.rule.ok(value):
                 args = self._again(args, index + 1, param, value)
+            elif param.limits is not None:
+                self._within(param, value)
         for name, value in kwargs.items():
             named = self.by_name.get(name)
             if named is None:
@@ -266,15 +345,26 @@ class ArgumentCheck:
                 raise InvalidArgument(f"{self.where} got {name} twice, by position and by name")
             if not named.rule.ok(value):
                 kwargs = {**kwargs, name: self._converted(named, value)}
+            elif named.limits is not None:
+                self._within(named, value)
         for param in self.required:
             if param.name not in kwargs and not any(p is param for p in self.positional[:given]):
                 raise InvalidArgument(f"{self.where} needs {param.name} ({param.rule.says})")
         return args, kwargs
 
-    def _again(self, args: tuple[Any, ...], index: int, param: Param, value: Any) -> tuple[Any, ...]:
+    def _within(self, param: Slot, value: Any) -> None:
+        """InvalidArgument, worded by `beyond`, when `value` is beyond the limits; compared here, worded there."""
+        if value is None:
+            return
+        minimum, choices = param.minimum, param.choices
+        if (minimum is not None and value < minimum) or (choices is not None and value not in choices):
+            assert param.limits is not None
+            raise InvalidArgument(beyond(param.name, value, param.limits, self.operation) or param.name)
+
+    def _again(self, args: tuple[Any, ...], index: int, param: Slot, value: Any) -> tuple[Any, ...]:
         return (*args[:index], self._converted(param, value), *args[index + 1 :])
 
-    def _converted(self, param: Param, value: Any) -> Any:
+    def _converted(self, param: Slot, value: Any) -> Any:
         """An iterator (read once, into a tuple) that then passes; else InvalidArgument naming what was expected."""
         if param.rule.iterable and isinstance(value, Iterator):
             value = tuple(value)

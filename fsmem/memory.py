@@ -5,8 +5,8 @@ return typed results with `to_dict()` (the `--json` form) and `to_text()` (what
 a human or a model reads). Each method is an operation of `fsmem.operations`:
 one function, in the module of its concern, over the open memory (`Core`, which
 `Memory` is). This module only assembles them, and is the API's one error
-boundary: arguments are checked on the way in against the annotations
-(`fsmem.arguments`), and only `FsmemError` leaves a method (`fsmem_errors`).
+boundary: arguments are checked on the way in against the annotations and the
+declared limits (`fsmem.arguments`), and only `FsmemError` leaves a method (`fsmem_errors`).
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ _EXPORTS = {
 }
 
 
-def _public(method: Callable[..., Any], where: str) -> Callable[..., Any]:
-    check = ArgumentCheck(method, where)
+def _public(method: Callable[..., Any], where: str, operation: str | None = None) -> Callable[..., Any]:
+    check = ArgumentCheck(method, where, operation)  # a declared operation's limits too (fsmem.arguments.LIMITS)
 
     @functools.wraps(method)
     def checked(*args: Any, **kwargs: Any) -> Any:
@@ -92,7 +92,7 @@ class _Operation:
         """The checked method, put on the class in place of this placeholder."""
         module, attribute = self.target.split(":")
         function = getattr(importlib.import_module(f"fsmem.operations.{module}"), attribute)
-        checked = _public(function, f"{self.owner.__name__}.{self.name}()")
+        checked = _public(function, f"{self.owner.__name__}.{self.name}()", self.name)
         setattr(self.owner, self.name, checked)
         return checked
 

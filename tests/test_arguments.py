@@ -304,3 +304,117 @@ def test_each_public_method_has_one_argument_check_read_in_its_own_module() -> N
     grep = vars(Memory)["grep"]
     checked = grep.load() if isinstance(grep, _Operation) else grep
     assert not hasattr(checked.__wrapped__, "__wrapped__")
+
+
+# -- the limits the spec declares (minimum, choices): one check, at Memory's boundary, on every face ---------------
+# what each operation needs besides the argument tested, so that the call reaches the check
+NEEDED = {"pattern": "x", "query": "x", "path": "topics/a.md", "subject": "people/Ann"}
+
+
+def _declared_limits() -> list[tuple[str, str, dict]]:
+    from fsmem.spec import declared
+    from fsmem.spec.schema import limits
+
+    return [(op, name, found) for op, params in limits(declared().values()).items() for name, found in params.items()]
+
+
+def _beyond(found: dict):
+    """A value just beyond the limits: one below the minimum, or a choice there is not."""
+    return found["minimum"] - 1 if "minimum" in found else "no-such-choice"
+
+
+def _required(op_name: str, tested: str) -> dict:
+    from fsmem.spec import declared
+
+    op = declared()[op_name]
+    return {p.name: NEEDED[p.name] for p in op.params if p.required and p.name != tested}
+
+
+def test_the_limits_checked_are_those_the_spec_declares():
+    """`fsmem.arguments.LIMITS` is written from the spec (a plain grep checks them without loading it): a minimum
+    or choices added to a declaration fails here until `python -m fsmem.cli.generated` rewrites it."""
+    from fsmem import arguments
+    from fsmem.cli import generated
+
+    text = Path(arguments.__file__).read_text(encoding="utf-8")
+    written = generated.LIMITS_BEGIN + text.split(generated.LIMITS_BEGIN, 1)[1].split(generated.LEAN_END, 1)[0]
+    assert written + generated.LEAN_END == generated.limits_table(), "run: python -m fsmem.cli.generated"
+    assert {(op, name) for op, name, _ in _declared_limits()} >= {
+        ("grep", "context_lines"),
+        ("ls", "depth"),
+        ("ls", "offset"),
+        ("search", "max_results"),
+        ("import_from", "format"),
+        ("distill", "episode_tokens"),
+    }
+
+
+def test_the_limits_are_rewritten_from_the_spec(tmp_path):
+    from fsmem import arguments
+    from fsmem.cli import generated
+
+    copy = tmp_path / "arguments.py"
+    text = Path(arguments.__file__).read_text(encoding="utf-8")
+    copy.write_text(text.replace('"depth": {"minimum": 1}', '"depth": {"minimum": 7}'), encoding="utf-8")
+    assert generated.write_limits(str(copy))
+    assert copy.read_text(encoding="utf-8") == text
+    assert not generated.write_limits(str(copy))
+
+
+@pytest.mark.parametrize("op, name, found", _declared_limits(), ids=lambda v: v if isinstance(v, str) else "")
+def test_a_value_beyond_a_declared_limit_is_refused_by_the_method_in_the_api_words(memory, op, name, found):
+    """Every minimum and choice list of the spec holds at `Memory`'s boundary, before the operation runs, with
+    no check of its own in the operation (an offset of -1 to links or timeline was worded by another check)."""
+    before = {p: p.read_bytes() for p in memory.root.rglob("*") if p.is_file()}
+    with pytest.raises(InvalidArgument) as raised:
+        getattr(memory, op)(**_required(op, name), **{name: _beyond(found)})
+    if "minimum" in found:
+        says = "0 or more" if found["minimum"] == 0 else f"at least {found['minimum']}"
+        assert str(raised.value) == f"{name} must be {says}"
+    else:
+        assert str(raised.value) == f"{name} must be one of {', '.join(found['enum'])}, not 'no-such-choice'"
+    assert {p: p.read_bytes() for p in memory.root.rglob("*") if p.is_file()} == before
+
+
+@pytest.mark.parametrize(
+    "op, name, found",
+    [
+        (op, name, found)
+        for op, name, found in _declared_limits()
+        if op != "import_from"  # a group of commands, one per format
+        and name != "max_tokens"  # the command line fits its budget before the call (cli.printing.print_within)
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_a_value_beyond_a_declared_limit_is_refused_by_the_command_in_its_flags(memory, op, name, found):
+    from fsmem.spec import declared
+
+    declaration = declared()[op]
+    operands = [str(value) for key, value in _required(op, name).items() if declaration.param(key).positional]
+    flag = declaration.param(name).cli_flag
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    done = subprocess.run(
+        [FSMEM, "--root", str(memory.root), op, *operands, f"{flag}={_beyond(found)}"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    says = "0 or more" if found["minimum"] == 0 else f"at least {found['minimum']}"
+    assert (done.returncode, done.stderr) == (2, f"fsmem: error: {flag} must be {says}\n")
+
+
+def test_a_plain_grep_checks_the_declared_limits_without_the_spec(memory):
+    """The lean `fsmem grep` (`fsmem.cli.lean`) takes `-C 2` itself and never loads the spec: the limits it is held
+    to are the table written from it, and a value within them passes."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    done = subprocess.run(
+        [FSMEM, "--root", str(memory.root), "grep", "owner", "-C", "2"], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0 and "topics/a.md" in done.stdout, done.stderr
+
+
+def test_a_value_at_a_declared_limit_passes(memory):
+    assert memory.grep("owner", context_lines=0).matches
+    assert [e.path for e in memory.ls("topics", depth=1, offset=0, max_results=1).entries] == ["topics/a.md"]
+    with pytest.raises(InvalidArgument, match="give the command to run"):
+        memory.distill(episode_tokens=64)  # past the check: the operation's own question comes next

@@ -13,7 +13,7 @@ from scripted_model import ScriptedChatModel, Step
 
 from fsmem import Memory
 from fsmem.agents import tools
-from fsmem.agents.registry import Param, Reply, tool, unregister
+from fsmem.agents.registry import Reply, ToolArgument, tool, unregister
 from fsmem.errors import FsmemError
 from fsmem.spec import tool_names
 from fsmem.store import retrieval_log
@@ -384,7 +384,9 @@ def test_every_call_appends_one_record_with_the_agreed_fields(root):
 @pytest.fixture
 def frobnicate_tool():
     @tool("frobnicate", requires="frobnicate")
-    def frobnicate(memory: Memory, times: Annotated[int, Param("How often", minimum=1)], *, max_tokens: int) -> Reply:
+    def frobnicate(
+        memory: Memory, times: Annotated[int, ToolArgument("How often", minimum=1)], *, max_tokens: int
+    ) -> Reply:
         """Frobnicate the memory."""
         return Reply(memory.frobnicate() * times, rows=times)
 
@@ -416,6 +418,31 @@ def test_a_tool_is_offered_only_where_memory_has_the_method_it_needs(root, frobn
     assert tools.call(frob, "frobnicate", {"times": 2}).text == "frob frob "
     assert tools.call(frob, "frobnicate", {"times": 0}).text == "error: argument 'times' must be at least 1"
     assert tools.call(plain, "frobnicate", {"times": 2}).text.startswith("error: unknown tool 'frobnicate'")
+
+
+def test_an_operation_tool_leaves_its_limits_to_memorys_one_check_and_says_them_in_its_schema(root):
+    """The dispatcher checks a tool call's shape (names, JSON types); the limits the spec declares (minimum,
+    choices) are checked once, by `Memory`'s method the tool calls, in the tools' words."""
+    from fsmem.agents.registry import REGISTRY, validate
+    from fsmem.spec import declared
+    from fsmem.spec.schema import limits
+
+    memory = Memory(root)
+    declared_limits = limits(op for op in declared().values() if op.tool)
+    for name, params in declared_limits.items():
+        if not REGISTRY[name].available(memory):
+            continue  # log: a memory with history
+        for param, found in params.items():
+            if param not in REGISTRY[name].parameters["properties"]:
+                continue  # not on the tool face (search's min_score)
+            assert {k: REGISTRY[name].parameters["properties"][param][k] for k in found} == found
+            minimum = found["minimum"]
+            arguments = {"pattern": "a", "query": "a", "path": "topics/billing.md", "subject": "people/Ann"}
+            arguments = {k: v for k, v in arguments.items() if k in REGISTRY[name].parameters["properties"]}
+            assert validate(REGISTRY[name], {**arguments, param: minimum - 1}) is None
+            answer = tools.call(memory, name, {**arguments, param: minimum - 1})
+            assert (answer.is_error, answer.text) == (True, f"error: argument '{param}' must be at least {minimum}")
+    assert ("grep", "context_lines") in {(n, p) for n, params in declared_limits.items() for p in params}
 
 
 def test_search_tool_ranks_real_rows_within_the_budget_and_says_when_nothing_is_relevant(root):

@@ -45,6 +45,7 @@ def tool_of(op: Operation) -> Tool:
         needs=op.needs,
         annotations=mcp_annotations(op),
         output_schema=output_schema(op),
+        memory_checks_limits=True,  # its call is `Memory`'s method, whose argument check holds them
     )
 
 

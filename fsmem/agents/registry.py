@@ -5,9 +5,12 @@ fsmem's own tools are generated from the operation declarations
 plain typed function, registered with `@tool`: its description is the
 docstring (written for a model: what it does, its limits, when to use it, how
 to continue after a cut) and its JSON schema comes from the signature, where
-each argument the model supplies is `Annotated[type, Param("what it is")]`.
+each argument the model supplies is `Annotated[type, ToolArgument("what it is")]`.
 `validate` checks arguments against the schema and words every problem so a
-model can fix its next call.
+model can fix its next call. The limits of an operation's tool (`minimum`,
+`enum`) are left to `Memory`'s argument check, which holds every face to them
+(`fsmem.arguments`); a plugin's tool has no such method, and they are checked here,
+by the same function, in the same words.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
+from fsmem.arguments import beyond
 from fsmem.errors import FsmemError
 
 if TYPE_CHECKING:
@@ -29,8 +33,11 @@ FORMATS = ("openai", "anthropic", "json")
 
 
 @dataclass(frozen=True)
-class Param:
-    """Schema facts about one tool argument: its description and simple constraints."""
+class ToolArgument:
+    """Schema facts about one argument of a plugin's tool: its description and simple constraints.
+
+    (An operation's parameter is `fsmem.spec.Param`; this one describes an argument of a plain function.)
+    """
 
     description: str
     minimum: int | None = None
@@ -80,6 +87,7 @@ class Tool:
     needs: frozenset[str] = frozenset()  # what its operation needs (`fsmem.spec.NEEDS`): the scope it must reach
     annotations: dict[str, bool] | None = None  # MCP's hints: read-only, destructive, idempotent
     output_schema: dict[str, Any] | None = None  # MCP's outputSchema: what its structured content holds
+    memory_checks_limits: bool = False  # an operation's tool: `Memory`'s argument check holds its minimum and enum
 
     def available(self, memory: Memory) -> bool:
         if self.requires is None:
@@ -110,7 +118,7 @@ def tool(name: str | None = None, *, writes: bool = False, requires: str | None 
 
     The function takes `memory` first and `max_tokens` (the content budget the
     dispatcher grants) as a keyword; every other argument must be
-    `Annotated[type, Param(...)]` and becomes a property of the JSON schema.
+    `Annotated[type, ToolArgument(...)]` and becomes a property of the JSON schema.
     """
 
     def decorate(function: Callable[..., Reply]) -> Callable[..., Reply]:
@@ -152,7 +160,7 @@ def schema_for(function: Callable[..., Any]) -> dict[str, Any]:
         if typing.get_origin(hint) is not Annotated:
             continue  # memory and max_tokens: supplied by the dispatcher, not the model
         base, *extras = typing.get_args(hint)
-        param = next((e for e in extras if isinstance(e, Param)), None)
+        param = next((e for e in extras if isinstance(e, ToolArgument)), None)
         if param is None:
             continue
         prop = _type_schema(base)
@@ -219,7 +227,8 @@ def json_type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def _check_value(name: str, value: Any, schema: dict[str, Any]) -> str | None:
+def _check_value(name: str, value: Any, schema: dict[str, Any], limits: bool = True) -> str | None:
+    """What is wrong with `value` for its property `schema`, its limits too unless `limits` is false."""
     expected = schema.get("type")
     if expected is None:
         return None
@@ -228,10 +237,10 @@ def _check_value(name: str, value: Any, schema: dict[str, Any]) -> str | None:
     )
     if not ok:
         return f"argument '{name}' must be {_ARTICLE[expected]}, not {json_type_name(value)}"
-    if "enum" in schema and value not in schema["enum"]:
-        return f"argument '{name}' must be one of: {', '.join(map(str, schema['enum']))}"
-    if "minimum" in schema and value < schema["minimum"]:
-        return f"argument '{name}' must be at least {schema['minimum']}"
+    if limits and ("enum" in schema or "minimum" in schema):
+        problem = beyond(name, value, schema)
+        if problem is not None:
+            return problem
     if expected == "array":
         item = schema["items"]
         for value_item in value:
@@ -241,7 +250,8 @@ def _check_value(name: str, value: Any, schema: dict[str, Any]) -> str | None:
 
 
 def validate(tool_: Tool, arguments: dict[str, Any]) -> str | None:
-    """The first problem with `arguments` for this tool, worded for a model; None when valid."""
+    """The first problem with `arguments` for this tool, worded for a model; None when valid. An operation's
+    tool leaves the limits to `Memory`'s check, which its call reaches next."""
     schema = tool_.parameters
     properties = schema["properties"]
     for name in schema["required"]:
@@ -253,7 +263,7 @@ def validate(tool_: Tool, arguments: dict[str, Any]) -> str | None:
             return f"unknown argument '{name}' for {tool_.name}; its arguments are: {known}"
         if value is None:
             continue  # an optional argument sent as null means "not given"
-        problem = _check_value(name, value, properties[name])
+        problem = _check_value(name, value, properties[name], limits=not tool_.memory_checks_limits)
         if problem:
             return problem
     return None

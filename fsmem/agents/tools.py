@@ -212,7 +212,11 @@ def hide_host_paths(text: str, root: Path) -> str:
 
 
 def _check_arguments(value: Any, where: str = "") -> None:
-    """Refuse, at the door, any string argument (or key) holding a NUL byte or a lone surrogate."""
+    """Refuse, at the door, any string argument (or key) holding a NUL byte or a lone surrogate.
+
+    Not a part of the argument check (`fsmem.arguments`): that one judges the declared arguments of a method,
+    this one whatever JSON a model sent, unknown names, nested keys and the values of a plugin's tool included,
+    before any of it is named in an answer or looked up."""
     if isinstance(value, str):
         problem = text_problem(value)
         if problem:

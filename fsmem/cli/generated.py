@@ -123,18 +123,47 @@ def _literal(name: str, table: dict[str, Any], *, note: str = "") -> list[str]:
     return [f"{name} = {{{note}", *(f"    {source(key)}: {source(value)}," for key, value in table.items()), "}"]
 
 
-def write_lean_tables(path: str) -> bool:
-    """Rewrite the generated part of `fsmem/cli/lean.py` at `path` from grep's spec; True when it changed."""
+LIMITS_BEGIN = "# -- generated from the spec's parameters by `python -m fsmem.cli.generated`; do not edit --\n"
+
+
+def limits_table() -> str:
+    """`fsmem.arguments.LIMITS`, as Python source: each declared operation's parameters that have a minimum or
+    choices (`fsmem.spec.schema.limits`), one a line, as ruff formats it. `Memory`'s argument check reads it
+    without loading the spec (a plain grep never does); tests/test_arguments.py asks that it is what this makes now."""
+    from fsmem.spec.schema import limits
+
+    lines = ["LIMITS: dict[str, dict[str, dict[str, Any]]] = {"]
+    for op, params in limits(declared().values()).items():
+        lines.append(f"    {json.dumps(op)}: {{")
+        lines += [f"        {json.dumps(name)}: {json.dumps(found)}," for name, found in params.items()]
+        lines.append("    },")
+    lines.append("}")
+    return LIMITS_BEGIN + "".join(line + "\n" for line in lines) + LEAN_END
+
+
+def write_generated(path: str, begin: str, source: str) -> bool:
+    """Put `source` (from `begin` to the end marker) in place of the generated part of the file at `path`;
+    True when it changed."""
     with open(path, encoding="utf-8") as file:
         text = file.read()
-    if LEAN_BEGIN not in text or LEAN_END not in text:
-        raise ValueError(f"{path}: no generated part, between {LEAN_BEGIN.strip()!r} and {LEAN_END.strip()!r}")
-    head, rest = text.split(LEAN_BEGIN, 1)
-    new = head + lean_tables(declared()["grep"]) + rest.split(LEAN_END, 1)[1]
+    if begin not in text or LEAN_END not in text:
+        raise ValueError(f"{path}: no generated part, between {begin.strip()!r} and {LEAN_END.strip()!r}")
+    head, rest = text.split(begin, 1)
+    new = head + source + rest.split(LEAN_END, 1)[1]
     if new != text:
         with open(path, "w", encoding="utf-8") as file:
             file.write(new)
     return new != text
+
+
+def write_lean_tables(path: str) -> bool:
+    """Rewrite the generated part of `fsmem/cli/lean.py` at `path` from grep's spec; True when it changed."""
+    return write_generated(path, LEAN_BEGIN, lean_tables(declared()["grep"]))
+
+
+def write_limits(path: str) -> bool:
+    """Rewrite the generated part of `fsmem/arguments.py` at `path` from the spec; True when it changed."""
+    return write_generated(path, LIMITS_BEGIN, limits_table())
 
 
 class _Shown:
@@ -238,6 +267,8 @@ def __getattr__(name: str) -> click.Command:
 
 
 if __name__ == "__main__":
+    from fsmem import arguments
     from fsmem.cli import lean
 
     print("rewritten" if write_lean_tables(lean.__file__) else "unchanged", lean.__file__)
+    print("rewritten" if write_limits(arguments.__file__) else "unchanged", arguments.__file__)

@@ -98,8 +98,6 @@ def distill(
     argv = cmd.argv_of(command if command is not None else _setting(memory.root, host_settings))
     seconds = _timeout(timeout if timeout is not None else host_settings.get(memory.root, "distill.timeout"))
     budget = episode_tokens if episode_tokens is not None else DEFAULT_EPISODE_TOKENS
-    if budget < 64:
-        raise InvalidArgument("episode_tokens takes a whole number of at least 64")
     episodes, ranges = _survey(memory.root)
     report = DistillReport(episodes=len(episodes))
     for episode in episodes:

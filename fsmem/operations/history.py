@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from fsmem import faces, format as fmt
-from fsmem.budget import check_offset, echo
+from fsmem.budget import echo
 from fsmem.errors import InvalidArgument, StorageError
 from fsmem.operations import upkeep
 from fsmem.operations.core import Core, in_scope, require_history, whole_memory
@@ -72,7 +72,6 @@ def log(
     """
     from fsmem.history import queries
 
-    check_offset(offset)
     budget = memory.budget.narrowed(max_tokens, max_results)
     rel = _narrowed_to(memory, path, "history log")
     if since is not None and fmt.parse_timestamp(since) is None:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from fsmem.budget import named
 from fsmem.errors import InvalidArgument, NotFound, SecretFound
 from fsmem.format import secrets
-from fsmem.importers import FORMATS, Conversation
+from fsmem.importers import Conversation
 from fsmem.operations.core import Core, Report, whole_memory
 from fsmem.operations.transaction import Transaction, require_writable, transaction
 from fsmem.store.writing import Change, WriteResult
@@ -164,8 +164,6 @@ def import_from(memory: Core, format: str, path: str, *, into: str | None = None
     """
     require_writable(memory)
     whole_memory(memory, "import")
-    if format not in FORMATS:
-        raise InvalidArgument(f"no import format {format!r}; the formats are: {', '.join(FORMATS)}")
     if into is not None and format != "markdown":
         raise InvalidArgument("into is for markdown: conversations always go to sessions/")
     source = _source(memory, path)

@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from fsmem import faces
-from fsmem.budget import check_offset
 from fsmem.errors import FsmemError, InvalidArgument
 from fsmem.operations.core import Core, existing, selection
 from fsmem.query import grep as _grep
@@ -40,11 +39,8 @@ def ls(
 ) -> Listing:
     """One row per file (path, title, type, updated, tokens, description), within the budget; history files
     (`fsmem.format.history_file`) only with `include_superseded` or when `path` names one."""
-    if depth is not None and depth < 1:
-        raise InvalidArgument(f"{faces.arg('depth')} must be at least 1")
     from fsmem.query.listing import list_entries
 
-    check_offset(offset)
     budget = memory.budget.narrowed(max_tokens, max_results)
     chosen = selection(memory, path, depth=depth, type=type, tag=tag, updated_after=updated_after)
     chosen = dataclasses.replace(chosen, history_files=include_superseded)
@@ -86,8 +82,6 @@ def grep(
     are those that held on that date (`fsmem.query.as_of`): every matched file is read to tell.
     """
     check_text(pattern, "the pattern")
-    if context_lines < 0:
-        raise InvalidArgument(f"{faces.arg('context_lines')} must be 0 or more")
     budget = memory.budget.narrowed(max_tokens, max_results)
     memory.catalog.count_call()  # a memory that greps again holds the change feed: kept outputs, the word index
     named = [relative(memory.root, existing(memory, p)) for p in paths or []]
@@ -274,7 +268,6 @@ def links(
     with its line: one page within the budget and the scope (`fsmem.query.links`)."""
     from fsmem.query import links as _links
 
-    check_offset(offset)
     target = existing(memory, path, "file")
     rel = relative(memory.root, target)
     budget = memory.budget.narrowed(max_tokens, max_results)

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from fsmem.errors import InvalidArgument
 from fsmem.operations.core import Core
 from fsmem.store import retrieval_log
 from fsmem.store.paths import check_text
@@ -101,8 +100,6 @@ def recall(
     check_text(query, "the query")
     if seen is not None:
         check_text(seen, "the text already seen")
-    if max_tokens is not None and (isinstance(max_tokens, bool) or max_tokens < 0):
-        raise InvalidArgument("max_tokens must be 0 or more (0 means the turn's budget is spent)")
     left = memory.budget.max_tokens if max_tokens is None else min(max_tokens, memory.budget.max_tokens)
     arguments = {"query": query, "max_tokens": max_tokens, "seen_chars": len(seen or "")}
     with retrieval_log.LoggedCall(memory.root, agent=memory.agent, tool="recall", arguments=arguments) as logged:

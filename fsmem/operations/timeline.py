@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fsmem import format as fmt
-from fsmem.budget import check_offset, echo
+from fsmem.budget import echo
 from fsmem.errors import FsmemError, InvalidArgument, NotFound
 from fsmem.format import facts as F
 from fsmem.format.history_file import history_path
@@ -36,7 +36,6 @@ def timeline(
 ) -> TimelineResult:
     """Every value each key (or `key` alone) of `subject`'s document has had, oldest first, within the budget."""
     check_text(subject, "the subject")
-    check_offset(offset)
     if key is not None:
         check_text(key, "the key")
         if not F.is_key(key):

@@ -51,6 +51,8 @@ class Param:
 
     The CLI spells it `--name-with-dashes` unless `flag` says otherwise (`--if-version` for
     expected_version), or takes it as an argument (`positional`); a list is a repeatable option there.
+    `minimum` and `choices` are what a value must also be: the tools' JSON schema says them (`minimum`,
+    `enum`), and `Memory`'s one argument check refuses a value beyond them on every face (`fsmem.arguments`).
     """
 
     name: str
@@ -58,6 +60,7 @@ class Param:
     description: str
     default: Any = REQUIRED
     minimum: int | None = None
+    choices: tuple[str, ...] | None = None
     positional: bool = False
     flag: str | None = None
     short: str | None = None

@@ -174,6 +174,7 @@ _DECLARED = (
                 "float",
                 "Rows scoring below this are not relevant (default: search.min_score in fsmem.yaml)",
                 default=None,
+                minimum=0,
                 metavar="S",
                 faces=NOT_TOOLS,
             ),
@@ -246,7 +247,7 @@ _DECLARED = (
                 flag="--seen-file",
                 metavar="FILE",
             ),
-            MAX_TOKENS,
+            MAX_TOKENS.but(minimum=0),  # 0: the turn's budget is spent
         ),
         "text",
         cli=Cli(
@@ -555,7 +556,13 @@ IMPORT_FROM = Operation(
     "(conversations.json), or a folder of Markdown notes.",
     "importing:import_from",
     (
-        Param("format", "str", f"What PATH holds: {', '.join(IMPORT_FORMATS)}", positional=True),
+        Param(
+            "format",
+            "str",
+            f"What PATH holds: {', '.join(IMPORT_FORMATS)}",
+            choices=tuple(IMPORT_FORMATS),
+            positional=True,
+        ),
         Param(
             "path",
             "str",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from fsmem.spec import REQUIRED, TOOL, Operation, Param
@@ -16,14 +17,35 @@ JSON_TYPES: dict[str, dict[str, Any]] = {
 }
 
 
-def property_of(param: Param) -> dict[str, Any]:
-    """One parameter as a JSON schema property: its type, its description, its minimum and default."""
-    prop: dict[str, Any] = {**JSON_TYPES[param.kind], "description": param.description}
+def limits_of(param: Param) -> dict[str, Any]:
+    """What a value must be besides its type, in a JSON schema's words (`minimum`, `enum`): what the tools'
+    schemas say and what `Memory`'s argument check holds every face to (`fsmem.arguments.LIMITS`)."""
+    found: dict[str, Any] = {}
     if param.minimum is not None:
-        prop["minimum"] = param.minimum
+        found["minimum"] = param.minimum
+    if param.choices is not None:
+        found["enum"] = list(param.choices)
+    return found
+
+
+def property_of(param: Param) -> dict[str, Any]:
+    """One parameter as a JSON schema property: its type, its description, its limits and its default."""
+    prop: dict[str, Any] = {**JSON_TYPES[param.kind], "description": param.description, **limits_of(param)}
     if param.default is not REQUIRED and param.default is not None:
         prop["default"] = param.default
     return prop
+
+
+def limits(operations: Iterable[Operation]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per operation and parameter, its limits (`limits_of`): the table `fsmem.arguments.LIMITS` is written
+    from, so that `Memory`'s check and the tools' schemas say the same."""
+    table: dict[str, dict[str, dict[str, Any]]] = {}
+    for op in operations:
+        for param in op.params:
+            found = limits_of(param)
+            if found:
+                table.setdefault(op.name, {})[param.name] = found
+    return table
 
 
 def input_schema(op: Operation) -> dict[str, Any]:
