@@ -16,9 +16,10 @@ asked twice more, the second time timed and reported apart, labelled: the repeat
 candidates answer.
 
 Two searches come first, untimed: the first walks every file and imports what a search
-needs, the second starts the change feed, which walks once more; from then on a question walks nothing
-but what changed, except the feed's check every minute (`fsmem.store.feed.VERIFY_SECONDS`), which a
-question that falls on it pays (100k files: some 3 s) and the figures include.
+needs, the second starts the change feed, which walks once more (and takes its check's first walk); from
+then on a question walks nothing but what changed. The feed's check (`fsmem.store.feed_check`: every file's
+stamp, every 30 s) walks in a thread of its own beside the questions, and the figures include what it
+takes from them.
 
 `--root` is a memory whose caches are built (a copy: fsmem writes `.fsmem/`); without it the seeded
 benchmark corpus of `--sizes` files is built under bench-out/ and searched once to build its index.

@@ -18,6 +18,9 @@ memory instead (`Delta.full`): when the feed starts; after the kernel's queue
 overflowed; and on every call where the
 feed is off: a network or FUSE file system (whose remote writers send no
 events), a watcher that failed to start, died or did not report its cookie in time.
+Each such fallback is said once in the log (`.fsmem/logs/feed.jsonl` and the
+`fsmem.feed` logger).
+
 An event missed for a reason no one reported (a write through a hard link
 from outside the memory) is found by the feed's own check
 (`fsmem.store.feed_check`): a walk in a thread of the feed, off every
@@ -26,8 +29,6 @@ hands the paths that changed to the consumers as if an event had named them,
 so such a change is stale for less than `VERIFY_SECONDS`. Where that thread
 does not run (a forked child has none), each consumer walks the whole memory
 at least every `VERIFY_SECONDS` instead.
-Each such fallback is said once in the log (`.fsmem/logs/feed.jsonl` and the
-`fsmem.feed` logger).
 
 What a walk counts is decided by `fsmem.store.walk`; the feed only says where
 to look: a file (`Delta.files`) or a folder whose whole subtree must be
