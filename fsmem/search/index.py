@@ -112,7 +112,7 @@ class SearchIndex:
         self._ticket = itertools.count(1)  # orders asks and refresh starts (next() is atomic under the GIL)
         self._refreshed_from = 0  # the ticket taken when the last finished refresh began
         self._readers = threading.local()  # each thread's read connection (see `reading`)
-        self.stats = {"indexed": 0, "removed": 0, "skipped": 0}
+        self.stats = {"indexed": 0, "removed": 0, "skipped": 0, "walks": 0}  # walks: of every file's stamp
 
     @property
     def analyzer(self) -> Analyzer:
@@ -339,6 +339,7 @@ class SearchIndex:
         return self.guarded(action)
 
     def _refresh(self, conn) -> int:
+        self.stats["walks"] += 1
         found = list(walk_stats(self.root))
         # A digest of every (path, stamp) seen: equal to the one stored by the last refresh that left every
         # file indexed (cleared by any later change), nothing changed, and 10k stamps need not be compared.

@@ -15,13 +15,20 @@ paths; `catch_up` hands it what changed since it last asked.
 
 Where events cannot be trusted the consumer is told to walk the whole
 memory instead (`Delta.full`): when the feed starts; after the kernel's queue
-overflowed; at least every `VERIFY_SECONDS` anyway (an event missed for a
-reason no one reported, such as a write through a hard link from outside the
-memory, is stale for at most that long); and on every call where the
+overflowed; and on every call where the
 feed is off: a network or FUSE file system (whose remote writers send no
 events), a watcher that failed to start, died or did not report its cookie in time.
 Each such fallback is said once in the log (`.fsmem/logs/feed.jsonl` and the
 `fsmem.feed` logger).
+
+An event missed for a reason no one reported (a write through a hard link
+from outside the memory) is found by the feed's own check
+(`fsmem.store.feed_check`): a walk in a thread of the feed, off every
+question's path, that compares every file's stamp with the walk before and
+hands the paths that changed to the consumers as if an event had named them,
+so such a change is stale for less than `VERIFY_SECONDS`. Where that thread
+does not run (a forked child has none), each consumer walks the whole memory
+at least every `VERIFY_SECONDS` instead.
 
 What a walk counts is decided by `fsmem.store.walk`; the feed only says where
 to look: a file (`Delta.files`) or a folder whose whole subtree must be
@@ -47,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from fsmem.errors import FsmemError
-from fsmem.store import observed
+from fsmem.store import feed_check, observed
 from fsmem.store.files import open_unlinked, state_dir
 from fsmem.store.inotify import (
     IN_CREATE,
@@ -64,7 +71,7 @@ from fsmem.store.inotify import (
 from fsmem.store.paths import MEMORY_SUFFIXES
 from fsmem.store.walk import folder_problem
 
-VERIFY_SECONDS = 60.0  # a consumer walks the whole memory at least this often, whatever the events say
+VERIFY_SECONDS = 60.0  # a change no event reported is in the caches within this, whatever the events say
 MAX_PENDING = 20_000  # more changed paths than this waiting for one consumer: it walks instead
 LOG_FILE = "feed.jsonl"
 # where the events come from: inotify, read on demand (Linux); watchdog's observer with a cookie barrier
@@ -104,7 +111,7 @@ class Feed:
 
     def __init__(self, root: Path, *, verify_seconds: float = VERIFY_SECONDS):
         self.root = Path(root)
-        self.verify_seconds = verify_seconds
+        self._verify_seconds = verify_seconds
         self.trusted = False
         self.reason = "not started"  # why events are not trusted (when they are not)
         self.users = 0
@@ -116,6 +123,17 @@ class Feed:
         self._folders: dict[str, int] = {}  # folder -> watch descriptor
         self._source: Inotify | None = None
         self._observed: observed.Observed | None = None
+        self.checker = feed_check.Checker(self.root, lambda: self._verify_seconds, self._checked)
+
+    @property
+    def verify_seconds(self) -> float:
+        """The period of the check (`fsmem.store.feed_check`); math.inf: only when asked (`check`)."""
+        return self._verify_seconds
+
+    @verify_seconds.setter
+    def verify_seconds(self, seconds: float) -> None:
+        self._verify_seconds = seconds
+        self.checker.wake()
 
     # -- life -----------------------------------------------------------------
     def start(self) -> None:
@@ -130,7 +148,7 @@ class Feed:
             except (OSError, ImportError, RuntimeError, FsmemError) as exc:
                 self._distrust(f"the watcher did not start ({_reason(exc)})")
                 return
-            self.trusted, self.reason = True, ""
+            self._trust()
             return
         try:
             self._source = Inotify.shared()
@@ -140,8 +158,13 @@ class Feed:
         except (OSError, ImportError) as exc:
             self._distrust(f"the watcher did not start ({_reason(exc)})")
             return
-        self.trusted = True
-        self.reason = ""
+        self._trust()
+
+    def _trust(self) -> None:
+        """Events are trusted from now on; the check's first walk is taken before any consumer's (its baseline)."""
+        self.checker.first()
+        self.checker.start()
+        self.trusted, self.reason = True, ""
 
     def close(self) -> None:
         self._stop_sources()
@@ -156,6 +179,7 @@ class Feed:
         self.say(f"change feed off for {self.root}: {reason}; every call walks the memory")
 
     def _stop_sources(self) -> None:
+        self.checker.stop()
         source, self._source = self._source, None
         if source is not None:
             source.detach(self)
@@ -195,8 +219,8 @@ class Feed:
                     delta.files.update(due)
                 if not self.trusted:
                     delta = Delta(True, self.reason)
-                elif now - pending.last_full >= self.verify_seconds and not delta.full:
-                    delta = Delta(True, "verify" if pending.last_full else "started")
+                elif not delta.full and now - pending.last_full >= self.verify_seconds and self._check_behind():
+                    delta = Delta(True, "verify")
             if delta.full:
                 pending.last_full = now
             try:
@@ -205,6 +229,19 @@ class Feed:
                 with self._lock:
                     pending.delta = Delta(True, "a refresh failed")
                 raise
+
+    def check(self) -> list[str] | None:
+        """Walk now and hand every consumer the paths whose stamp changed since the last check (what the
+        check's thread does every half `verify_seconds`); answers them."""
+        return self.checker.check()
+
+    def _checked(self, paths: list[str]) -> None:
+        if self.trusted:
+            self._touch(files=paths)
+
+    def _check_behind(self) -> bool:
+        """The check's thread is not running (a forked child has none; one died): consumers walk instead."""
+        return not self.checker.alive()
 
     def later(self, consumer: str, paths: Iterable[str], when: float) -> None:
         """Hand `consumer` these paths again at its first catch-up from `when` (time.monotonic()) on, whatever
