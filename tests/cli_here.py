@@ -10,7 +10,6 @@ import os
 from pathlib import Path
 
 
-
 def fsmem(root: Path, *args: str, now: str, **variables: str) -> tuple[int, str, str]:
     """`fsmem --root ROOT ARGS` here, on the clock `now` (FSMEM_NOW) and with `variables` set for the run, as the
     script would run in an environment that holds them: exit code, stdout, stderr. The other FSMEM_ variables are
