@@ -263,9 +263,10 @@ def _recover(hosts: Hosts, outcome: Outcome) -> Outcome:
     """Write again, sync both hosts until they and origin hold one commit, and say what does not hold."""
     try:
         hosts.note(hosts.a, "people/Bo Chen", "- role: after the kill", in_process=True)
-        for root in (hosts.a, hosts.b, hosts.a, hosts.b):  # a, which recovers, through the CLI; b in this process
+        for root in (hosts.a, hosts.b, hosts.a, hosts.b):  # a, which recovers, through the CLI (its path and error
+            # boundary, run in this process: the process killed was a real one); b through Memory
             if root == hosts.a:
-                fsmem(root, "sync")
+                _cli_here(root, "sync")
             else:
                 _sync_here(root)
             if _heads(hosts) == 1:
@@ -275,6 +276,16 @@ def _recover(hosts: Hosts, outcome: Outcome) -> Outcome:
         return outcome
     outcome.problems += problems(hosts)
     return outcome
+
+
+def _cli_here(root: Path, *args: str) -> None:
+    """`fsmem --root ROOT ARGS` as `fsmem` runs it (FSMEM_HOST_ID the host's name, the scenario's clock), in this
+    process through the CLI's entry point (tests/cli_here.py)."""
+    import cli_here
+
+    code, _, err = cli_here.fsmem(root, *args, now=NOW, FSMEM_HOST_ID=root.name)
+    if code:
+        raise AssertionError(f"fsmem {' '.join(args)} on {root.name}: exit {code}: {err}")
 
 
 def _sync_here(root: Path) -> None:

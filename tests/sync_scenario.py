@@ -1,12 +1,13 @@
 """Hosts that share one memory through one git remote: clones of a bare repository, writers, and `fsmem sync`.
 
-Used by tests/test_sync.py (a short run) and benchmarks/bench_history.py (the
-full minute). Each writer is a process that writes through `fsmem.Memory`
+Used by tests/test_sync.py (a fixed number of writes, so the run does the same
+work however loaded the machine is) and benchmarks/bench_history.py (the full
+minute). Each writer is a process that writes through `fsmem.Memory`
 (session notes with facts about three shared people and unique observations,
 guarded edits of a shared topic's hand-written fact, front matter set on it,
 rewrites of its own topic) and logs what it wrote; each clone runs
-`fsmem sync` every few seconds through the CLI. `check` compares the clones
-afterwards.
+`fsmem sync` every few seconds through the CLI, until the writers are done.
+`check` compares the clones afterwards.
 """
 
 from __future__ import annotations
@@ -88,8 +89,9 @@ def copy_hosts(origin: Path, roots: list[Path], base: Path) -> tuple[Path, list[
     return copied, clones
 
 
-def writer(root: Path, agent: str, seed: int, deadline: float, out: Path) -> None:
-    """Write through Memory until `deadline`; log every write that must survive to `out` (JSON lines)."""
+def writer(root: Path, agent: str, seed: int, deadline: float, writes: int, out: Path) -> None:
+    """Write through Memory `writes` times (0: until `deadline`); log every write that must survive to `out` (JSON
+    lines)."""
     from fsmem import ChangedOnDisk, Memory
 
     memory = Memory(root, agent=agent)
@@ -97,7 +99,7 @@ def writer(root: Path, agent: str, seed: int, deadline: float, out: Path) -> Non
     host = root.name
     done = []
     number = 0
-    while time.time() < deadline:
+    while number < writes if writes else time.time() < deadline:
         number += 1
         mark = f"{host}-{agent}-{number}"
         kind = rng.choices(["fact", "observation", "edit", "field", "own"], weights=[5, 3, 2, 1, 1])[0]
@@ -127,10 +129,12 @@ def writer(root: Path, agent: str, seed: int, deadline: float, out: Path) -> Non
     out.write_text("".join(json.dumps(item) + "\n" for item in done))
 
 
-def syncer(root: Path, deadline: float, every: float, out: Path) -> None:
+def syncer(root: Path, deadline: float, every: float, stop: Path, out: Path) -> None:
+    """`fsmem sync` every ~`every` s until `deadline`, or, with no deadline (0), until the file `stop` exists (the
+    writers are done); each sync logged with whether it started while the writers still wrote."""
     codes = []
-    while time.time() < deadline:
-        started = time.time()
+    while time.time() < deadline if deadline else not stop.exists():
+        started, while_writing = time.time(), not stop.exists()
         proc = fsmem(root, "sync", "--json", check=False)
         phases = json.loads(proc.stdout)["seconds"] if proc.returncode == 0 else {}
         codes.append(
@@ -139,29 +143,39 @@ def syncer(root: Path, deadline: float, every: float, out: Path) -> None:
                 "seconds": round(time.time() - started, 2),
                 "phases": phases,
                 "error": proc.stderr[-300:],
+                "while_writing": while_writing,
             }
         )
-        time.sleep(max(0.0, every - (time.time() - started)) * random.uniform(0.5, 1.0))  # a sync every ~`every` s
+        pause = time.time() + max(0.0, every - (time.time() - started)) * random.uniform(0.5, 1.0)
+        while time.time() < pause and not (stop.exists() and not deadline):  # a sync every ~`every` s: a pace
+            time.sleep(0.05)
     out.write_text(json.dumps(codes))
 
 
-def run(base: Path, *, seconds: float, writers: int = 4, hosts: int = 2, every: float = 3.0) -> dict:
-    """The whole scenario; returns what the checks need."""
+def run(
+    base: Path, *, seconds: float = 0.0, writes: int = 0, writers: int = 4, hosts: int = 2, every: float = 3.0
+) -> dict:
+    """The whole scenario, for `seconds` or `writes` writes a writer; returns what the checks need."""
+    assert bool(seconds) != bool(writes), "a run is timed or counted"
     origin, roots = make_hosts(base, hosts, writers)
-    deadline = time.time() + seconds
-    procs = []
+    deadline = time.time() + seconds if seconds else 0.0
+    stop = base / "writers-done"
+    writing, syncing = [], []
     logs = []
     for h, root in enumerate(roots):
         for n in range(1, writers + 1):
             log = base / f"writer-{h}-{n}.jsonl"
             logs.append(log)
-            args = ["writer", str(root), f"w{n}", str(h * 100 + n), str(deadline), str(log)]
-            procs.append(subprocess.Popen([sys.executable, __file__, *args], env=env()))
+            args = ["writer", str(root), f"w{n}", str(h * 100 + n), str(deadline), str(writes), str(log)]
+            writing.append(subprocess.Popen([sys.executable, __file__, *args], env=env()))
         sync_log = base / f"sync-{h}.json"
-        args = ["syncer", str(root), str(deadline), str(every), str(sync_log)]
-        procs.append(subprocess.Popen([sys.executable, __file__, *args], env=env()))
-    for proc in procs:
+        args = ["syncer", str(root), str(deadline), str(every), str(stop), str(sync_log)]
+        syncing.append(subprocess.Popen([sys.executable, __file__, *args], env=env()))
+    for proc in writing:
         assert proc.wait(timeout=seconds + 600) == 0
+    stop.write_text("")  # the syncers finish the sync under way and stop
+    for proc in syncing:
+        assert proc.wait(timeout=600) == 0
     final_syncs = 0
     for _ in range(4):  # the last rounds: every clone once more, until all hold origin's commit
         for root in roots:
@@ -171,7 +185,7 @@ def run(base: Path, *, seconds: float, writers: int = 4, hosts: int = 2, every: 
         if len(heads) == 1 and heads == {git("rev-parse", "main", cwd=origin).strip()}:
             break
     written = [json.loads(line) for log in logs for line in log.read_text().splitlines()]
-    syncs = [item for h in range(hosts) for item in json.loads((base / f"sync-{h}.json").read_text())]
+    syncs = [{**item, "host": h} for h in range(hosts) for item in json.loads((base / f"sync-{h}.json").read_text())]
     return {"origin": origin, "roots": roots, "written": written, "syncs": syncs, "final_syncs": final_syncs}
 
 
@@ -187,6 +201,8 @@ def files_of(root: Path) -> dict[str, bytes]:
 
 if __name__ == "__main__":
     if sys.argv[1] == "writer":
-        writer(Path(sys.argv[2]), sys.argv[3], int(sys.argv[4]), float(sys.argv[5]), Path(sys.argv[6]))
+        writer(
+            Path(sys.argv[2]), sys.argv[3], int(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6]), Path(sys.argv[7])
+        )
     elif sys.argv[1] == "syncer":
-        syncer(Path(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), Path(sys.argv[5]))
+        syncer(Path(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), Path(sys.argv[5]), Path(sys.argv[6]))

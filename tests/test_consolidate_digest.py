@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_here
 import sync_scenario as S
 from import_samples import TURNS, transcript_records, write_jsonl
 
@@ -30,6 +31,12 @@ ABSOLUTE = re.compile(r"(?:^|[\s`'\"(=])(?:/[^\s/`'\")]+/|[A-Za-z]:\\\\)")
 
 
 def run(root: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """`fsmem --root ROOT ARGS` on the clock NOW: through the CLI's entry point in this process (tests/cli_here.py;
+    what is tested is the digest the commands write, not the process), and as a real fsmem where the hook reads
+    its event from stdin."""
+    if stdin is None:
+        code, out, err = cli_here.fsmem(root, *args, now=NOW)
+        return subprocess.CompletedProcess([FSMEM, "--root", str(root), *args], code, out, err)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FSMEM_", "GIT_"))}
     env["FSMEM_NOW"] = NOW
     return subprocess.run(

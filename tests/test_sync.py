@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_here
 import pytest
 import sync_scenario as S
 
@@ -31,13 +32,36 @@ def hosts(built, tmp_path) -> tuple[Path, list[Path]]:
     return S.copy_hosts(*built, tmp_path)
 
 
+NOW = "2026-12-01T08:00:00+00:00"
+
+
+@pytest.fixture
+def here(monkeypatch):
+    """`fsmem --root ROOT ARGS` through the CLI's entry point and its one error boundary, in this process
+    (tests/cli_here.py), for the tests whose subject is what a sync merges rather than the process; this process's
+    writes on the same pinned day."""
+    monkeypatch.setenv("FSMEM_NOW", NOW)
+
+    def fsmem(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        code, out, err = cli_here.fsmem(root, *args, now=NOW)
+        if check and code:
+            raise AssertionError(f"fsmem {' '.join(args)}: exit {code}: {err}")
+        return subprocess.CompletedProcess(["fsmem", "--root", str(root), *args], code, out, err)
+
+    return fsmem
+
+
 @pytest.mark.slow
 def test_two_clones_with_four_writers_each_converge_without_losing_anything(tmp_path):
-    seconds = float(os.environ.get("FSMEM_SYNC_SECONDS", "20"))
-    result = S.run(tmp_path, seconds=seconds, writers=4, hosts=2, every=3.0)
+    """Each writer writes a fixed number of times (FSMEM_SYNC_WRITES; a time would make the run's work, and the
+    count of writes asserted, depend on the machine's load) while each clone syncs until they are done."""
+    writes = int(os.environ.get("FSMEM_SYNC_WRITES", "12"))
+    result = S.run(tmp_path, writes=writes, writers=4, hosts=2, every=2.0)
     roots = result["roots"]
     failed = [s for s in result["syncs"] if s["code"] != 0]
     assert not failed, failed
+    for host in range(2):  # both clones synced while their writers wrote, not only afterwards
+        assert any(s["while_writing"] for s in result["syncs"] if s["host"] == host), result["syncs"]
     # both clones hold byte-identical memories, at origin's commit
     first, second = (S.files_of(root) for root in roots)
     assert first.keys() == second.keys() and first == second
@@ -94,23 +118,23 @@ def test_one_sync_at_a_time_and_a_clear_message_without_a_remote(hosts, tmp_path
     assert out.returncode == 2 and f"turn it on with: fsmem init --git {plain.root}" in out.stderr
 
 
-def test_a_file_changed_on_one_host_and_removed_on_the_other_stays_and_fsmem_yaml_keeps_this_hosts(hosts):
+def test_a_file_changed_on_one_host_and_removed_on_the_other_stays_and_fsmem_yaml_keeps_this_hosts(hosts, here):
     _, (first, second) = hosts
     Memory(first).write("topics/plan.md", "# Plan\n\n- step: one\n")
-    S.fsmem(first, "sync")
-    S.fsmem(second, "sync")
+    here(first, "sync")
+    here(second, "sync")
     Memory(first).edit("topics/plan.md", old="one", new="two")
     Memory(second).rm("topics/plan.md")
     for root, value in ((first, "6000"), (second, "7000")):
         config = root / "fsmem.yaml"
         config.write_text(config.read_text().replace("max_tokens: 2000", f"max_tokens: {value}", 1))
-    S.fsmem(first, "sync")
-    held = S.fsmem(second, "sync", check=False)  # a remote's fsmem.yaml waits for a person (test_sync_trust.py)
+    here(first, "sync")
+    held = here(second, "sync", check=False)  # a remote's fsmem.yaml waits for a person (test_sync_trust.py)
     assert held.returncode == 2 and "budgets.default.max_tokens 2000 -> 6000" in held.stderr
-    out = S.fsmem(second, "sync", "--accept-config", "--json")
+    out = here(second, "sync", "--accept-config", "--json")
     assert '"kept_ours": [\n    "fsmem.yaml"\n  ]' in out.stdout
-    assert S.fsmem(first, "sync", check=False).returncode == 2  # now the first host is shown 6000 -> 7000
-    S.fsmem(first, "sync", "--accept-config")
+    assert here(first, "sync", check=False).returncode == 2  # now the first host is shown 6000 -> 7000
+    here(first, "sync", "--accept-config")
     assert (second / "topics/plan.md").read_text() == (first / "topics/plan.md").read_text()
     assert "- step: two" in (second / "topics/plan.md").read_text()
     assert (
@@ -127,24 +151,24 @@ def test_sync_setup_configures_a_fresh_clone(hosts):
     assert Memory(second).history is not None
 
 
-def test_prose_both_hosts_changed_is_kept_twice_marked_listed_by_sync_and_reported_by_check(hosts):
+def test_prose_both_hosts_changed_is_kept_twice_marked_listed_by_sync_and_reported_by_check(hosts, here):
     _, (first, second) = hosts
     Memory(first).write("topics/plan.md", "# Plan\n\nWe ship in May.\n")
-    S.fsmem(first, "sync")
-    S.fsmem(second, "sync")
+    here(first, "sync")
+    here(second, "sync")
     Memory(first).edit("topics/plan.md", old="in May", new="in June")
     Memory(second).edit("topics/plan.md", old="in May", new="in July")
-    S.fsmem(first, "sync")
-    out = S.fsmem(second, "sync")
+    here(first, "sync")
+    out = here(second, "sync")
     assert "topics/plan.md: both hosts changed the same lines; both versions kept" in out.stdout
-    S.fsmem(first, "sync")
+    here(first, "sync")
     text = (first / "topics/plan.md").read_text()
     assert text == (second / "topics/plan.md").read_text() and "<<<<<<<" not in text
     assert "We ship in July.\n" in text and "We ship in June.\n" in text and fmt.MERGE_MARK in text
-    check = S.fsmem(first, "check", check=False)
+    check = here(first, "check", check=False)
     assert check.returncode == 1 and "topics/plan.md:" in check.stdout and "merge: two versions" in check.stdout
     Memory(first).write("topics/plan.md", "# Plan\n\nWe ship in July.\n")  # a human or an agent keeps one
-    assert S.fsmem(first, "check", check=False).returncode == 0
+    assert here(first, "check", check=False).returncode == 0
 
 
 def test_sync_records_the_merge_driver_again_when_the_environment_moved(hosts):

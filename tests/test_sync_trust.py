@@ -14,6 +14,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import cli_here
 import pytest
 import sync_scenario as S
 from hostile_remote import (
@@ -50,8 +51,16 @@ def world(template, tmp_path) -> World:
     return copy_world(template, tmp_path)
 
 
+NOW = "2026-12-01T08:00:00+00:00"
+
+
 def sync(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return S.fsmem(root, "sync", *args, check=False)
+    """`fsmem sync ARGS` through the CLI's entry point and its one error boundary, in this process
+    (tests/cli_here.py), on a pinned clock: its exit code and what it prints are the script's; what the attacks
+    test is what a sync takes from a remote, not the interpreter's start (`fsmem sync --setup` and `check` run
+    as real processes)."""
+    code, out, err = cli_here.fsmem(root, "sync", *args, now=NOW)
+    return subprocess.CompletedProcess(["fsmem", "--root", str(root), "sync", *args], code, out, err)
 
 
 def tip(repo: Path) -> str:

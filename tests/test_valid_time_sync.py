@@ -3,10 +3,10 @@ and whoever's note path sorts first (issue #22): two clones of one bare remote, 
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
+import cli_here
 import pytest
 import sync_scenario as S
 
@@ -15,13 +15,11 @@ DOC = "entities/people/nadia-okafor.md"
 
 
 def run(root: Path, *args: str, now: str, session: str | None = None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FSMEM_", "GIT_"))}
-    env["FSMEM_NOW"] = now
-    if session:
-        env["FSMEM_SESSION"] = session
-    proc = subprocess.run([S.FSMEM, "--root", str(root), *args], capture_output=True, text=True, env=env, timeout=600)
-    assert proc.returncode in (0, 1), f"fsmem {' '.join(args)}: exit {proc.returncode}: {proc.stderr}"
-    return proc
+    """`fsmem --root ROOT ARGS` on the clock `now` (and FSMEM_SESSION `session`), through the CLI's entry point in
+    this process (tests/cli_here.py): what is tested is the order sync's merge gives, not the process."""
+    code, out, err = cli_here.fsmem(root, *args, now=now, **({"FSMEM_SESSION": session} if session else {}))
+    assert code in (0, 1), f"fsmem {' '.join(args)}: exit {code}: {err}"
+    return subprocess.CompletedProcess([S.FSMEM, "--root", str(root), *args], code, out, err)
 
 
 def facts_of(root: Path) -> tuple[str, str]:
