@@ -97,6 +97,32 @@ class ServerProcess:
         return self.proc.wait(20)
 
 
+def waiting_for_the_lock(root: Path, *pids: int, timeout: float = 60.0) -> None:
+    """Until each process of `pids` has the memory's write lock open: a write of its is in flight, waiting for the
+    lock this test holds (a process opens the lock file to try for the lock, and closes it when it lets go)."""
+    lock = os.path.realpath(root / ".fsmem" / "locks" / "write.lock")
+
+    def holds_open(pid: int) -> bool:
+        folder = f"/proc/{pid}/fd"
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            return False
+        return any(_link(os.path.join(folder, name)) == lock for name in names)
+
+    deadline = time.monotonic() + timeout
+    while not all(holds_open(pid) for pid in pids):
+        assert time.monotonic() < deadline, f"no write of {pids} waits for the lock"
+        time.sleep(0.02)
+
+
+def _link(path: str) -> str | None:
+    try:
+        return os.readlink(path)
+    except OSError:  # closed meanwhile
+        return None
+
+
 def session(url: str, token: str | None, actions):
     """Run `actions(session)` in an initialised MCP client session over streamable HTTP; its result, or the error."""
 
@@ -606,7 +632,7 @@ def test_sigterm_lets_the_write_in_flight_finish_then_exits_0(tmp_path):
             )
         )
         writer.start()
-        time.sleep(1.5)  # the note is in flight, waiting for the write lock
+        waiting_for_the_lock(root, server.proc.pid)  # the note is in flight, waiting for the write lock
         server.proc.send_signal(signal.SIGTERM)
         time.sleep(0.5)
         assert server.proc.poll() is None  # still finishing what it started
