@@ -82,6 +82,17 @@ def _copy(template: Path, to: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
+def listed(template, tmp_path_factory) -> Path:
+    """The memory after a user's first `fsmem ls`: its metadata cache built, its search index not yet begun. A
+    search killed from here is killed at the same stage as one from the bare memory (a search builds no
+    metadata), and the cases that start here are spared a second whole build after the one they kill."""
+    root = _copy(template, tmp_path_factory.mktemp("listed") / "memory")
+    assert fsmem(root, "ls").returncode == 0
+    shutil.rmtree(root / ".fsmem" / "logs", ignore_errors=True)  # the clean memory logged only `answers`
+    return root
+
+
+@pytest.fixture(scope="module")
 def clean(template, tmp_path_factory) -> tuple[list[str], Path]:
     """The answers of a memory built in one go, and that memory."""
     root = _copy(template, tmp_path_factory.mktemp("clean") / "memory")
@@ -96,23 +107,25 @@ def _scalar(root: Path, sql: str) -> int:
         conn.close()
 
 
-# (the command killed, the stage, its Nth arrival): every stage of both builds
+# (the command killed, the stage, its Nth arrival, where it starts): every stage of both builds. A kill from the
+# bare memory is followed by the other build from scratch beside what the killed one left (`answers` runs both);
+# the other search kills start where `ls` has run, and are followed by the search build only.
 KILLS = [
-    ("search", "search-parsed:1"),  # workers parsing, nothing committed
-    ("search", "search-parsed:2"),  # one batch committed, the next parsed
-    ("search", "search-batch:2"),  # inside the second batch's transaction
-    ("search", "search-committed:1"),  # every file indexed, the segments not merged
-    ("search", "search-merge:1"),
-    ("search", "search-merged:1"),  # merged, the walk's digest not stored
-    ("ls", "meta-committed:1"),
+    ("search", "search-parsed:1", "listed"),  # workers parsing, nothing committed
+    ("search", "search-parsed:2", "listed"),  # one batch committed, the next parsed
+    ("search", "search-batch:2", "bare"),  # inside the second batch's transaction
+    ("search", "search-committed:1", "listed"),  # every file indexed, the segments not merged
+    ("search", "search-merge:1", "listed"),
+    ("search", "search-merged:1", "listed"),  # merged, the walk's digest not stored
+    ("ls", "meta-committed:1", "bare"),
 ]
 
 
-@pytest.mark.parametrize(("command", "stage"), KILLS)
+@pytest.mark.parametrize(("command", "stage", "start"), KILLS)
 def test_a_build_killed_at_any_stage_is_continued_and_answers_as_a_clean_build(
-    template, clean, tmp_path, command, stage
+    template, listed, clean, tmp_path, command, stage, start
 ):
-    root = _copy(template, tmp_path / "memory")
+    root = _copy(template if start == "bare" else listed, tmp_path / "memory")
     args = ("search", QUERIES[0]) if command == "search" else ("ls",)
     killed = fsmem(root, *args, **{KILL_ENV: stage})
     assert killed.returncode == -9, killed.stderr

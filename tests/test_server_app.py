@@ -54,6 +54,7 @@ class ServerProcess:
         self.lines: list[dict] = []
         self.raw: list[str] = []
         self._listening = threading.Event()
+        self._logged = threading.Condition()  # told of each log line as it comes, for `wait_for`
         threading.Thread(target=self._drain, daemon=True).start()
         if not self._listening.wait(60):  # a parent and a worker per core start on a busy machine
             self.proc.kill()
@@ -67,7 +68,9 @@ class ServerProcess:
                 record = json.loads(line)
             except ValueError:
                 continue
-            self.lines.append(record)
+            with self._logged:
+                self.lines.append(record)
+                self._logged.notify_all()
             if record.get("event") == "listening":
                 self._listening.set()
 
@@ -75,18 +78,49 @@ class ServerProcess:
         return [line for line in self.lines if line.get("event") == "request"]
 
     def wait_for(self, predicate, timeout: float = 15.0) -> dict:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = [line for line in self.lines if predicate(line)]
-            if found:
-                return found[-1]
-            time.sleep(0.05)
-        raise AssertionError(f"no such log line in {self.lines[-5:]}")
+        """The last log line `predicate` holds for, waited for as lines come (at most `timeout` seconds)."""
+        found: list[dict] = []
+
+        def seen() -> bool:
+            found[:] = [line for line in self.lines if predicate(line)]
+            return bool(found)
+
+        with self._logged:
+            self._logged.wait_for(seen, timeout)
+        if not found:
+            raise AssertionError(f"no such log line in {self.lines[-5:]}")
+        return found[-1]
 
     def stop(self) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         return self.proc.wait(20)
+
+
+def waiting_for_the_lock(root: Path, *pids: int, timeout: float = 60.0) -> None:
+    """Until each process of `pids` has the memory's write lock open: a write of its is in flight, waiting for the
+    lock this test holds (a process opens the lock file to try for the lock, and closes it when it lets go)."""
+    lock = os.path.realpath(root / ".fsmem" / "locks" / "write.lock")
+
+    def holds_open(pid: int) -> bool:
+        folder = f"/proc/{pid}/fd"
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            return False
+        return any(_link(os.path.join(folder, name)) == lock for name in names)
+
+    deadline = time.monotonic() + timeout
+    while not all(holds_open(pid) for pid in pids):
+        assert time.monotonic() < deadline, f"no write of {pids} waits for the lock"
+        time.sleep(0.02)
+
+
+def _link(path: str) -> str | None:
+    try:
+        return os.readlink(path)
+    except OSError:  # closed meanwhile
+        return None
 
 
 def session(url: str, token: str | None, actions):
@@ -473,6 +507,8 @@ def tight(tmp_path_factory):
         f"memories:\n  team: {root}\ntokens: tokens.json\nlimits:\n"
         "  max_request_bytes: 4096\n  rate_per_second: 2\n  burst: 3\n  concurrency: 1\n"
         "  read_timeout_seconds: 1\n  send_timeout_seconds: 1\n  max_answer_tokens: 2000000\n"
+        # the big read is awaited however loaded the machine: the send timeout is what a test here waits for
+        "  tool_timeout_seconds: 600\n"
     )
     store = TokenStore(tmp / "tokens.json")
     names = ("big", "flood", "other", "holder", "stuck", "slow", "bystander")
@@ -571,7 +607,7 @@ def test_a_slow_body_and_a_client_that_stops_reading_are_cut_off_and_others_are_
         time.sleep(0.5)  # the big read is running on a worker thread: others are still served
         served = post(server.base + "/mcp", tokens["bystander"], tool_call("ls", {"path": "topics"}))
         assert served.status_code == 200 and not served.json()["result"]["isError"]
-        line = server.wait_for(lambda r: r.get("event") == "request" and r.get("reason") == "send timeout", timeout=20)
+        line = server.wait_for(lambda r: r.get("event") == "request" and r.get("reason") == "send timeout", timeout=600)
         assert line["tool"] == "read" and line["status"] == 200 and line["bytes_out"] < 3_000_000
     finally:
         stuck.close()
@@ -596,7 +632,7 @@ def test_sigterm_lets_the_write_in_flight_finish_then_exits_0(tmp_path):
             )
         )
         writer.start()
-        time.sleep(1.5)  # the note is in flight, waiting for the write lock
+        waiting_for_the_lock(root, server.proc.pid)  # the note is in flight, waiting for the write lock
         server.proc.send_signal(signal.SIGTERM)
         time.sleep(0.5)
         assert server.proc.poll() is None  # still finishing what it started

@@ -410,12 +410,16 @@ def test_a_read_given_up_keeps_its_tokens_slot_until_its_thread_ends(tmp_path, m
     settings = ServerSettings(memories={"team": root}, tokens=store.path, limits=limits)
     real_call = agent_tools.call
     running = []
+    go, ended = threading.Event(), threading.Event()
 
     def slow_call(memory, name, arguments=None):
         running.append(name)
-        time.sleep(1.5)
+        go.wait(60)  # held past the 0.3 s limit until the test has seen its slot still taken
         running.remove(name)
-        return real_call(memory, name, arguments)
+        try:
+            return real_call(memory, name, arguments)
+        finally:
+            ended.set()
 
     monkeypatch.setattr(agent_tools, "call", slow_call)
     app = MemoryServer(settings, log=RequestLog(stream=open(os.devnull, "w")))  # noqa: SIM115
@@ -428,8 +432,13 @@ def test_a_read_given_up_keeps_its_tokens_slot_until_its_thread_ends(tmp_path, m
                 given_up = await http.post("/mcp", json=tool_call("grep", {"pattern": "proration"}))
                 while_running = await http.post("/mcp", json=tool_call("grep", {"pattern": "proration"}))
                 threads = len(running)
-                await anyio.sleep(1.6)
-                after = await http.post("/mcp", json=LIST)
+                go.set()
+                await anyio.to_thread.run_sync(ended.wait, 60)
+                # the thread's end is handed to the event loop just after it: until the loop has taken it, refused
+                deadline = anyio.current_time() + 10
+                while (after := await http.post("/mcp", json=LIST)).status_code == 429:
+                    assert "in flight" in after.text and anyio.current_time() < deadline, after.text
+                    await anyio.sleep(0.01)
                 return given_up, while_running, threads, after
 
     given_up, while_running, threads, after = anyio.run(main)

@@ -20,7 +20,16 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from test_server_app import LIST, ServerProcess, _copy_memory, post, researcher_note, session, tool_call
+from test_server_app import (
+    LIST,
+    ServerProcess,
+    _copy_memory,
+    post,
+    researcher_note,
+    session,
+    tool_call,
+    waiting_for_the_lock,
+)
 from test_tools import NOW
 
 from fsmem.errors import ConfigError
@@ -224,7 +233,7 @@ def test_a_killed_worker_is_replaced_and_sigterm_lets_writes_in_flight_finish(tm
             ]
             for writer in writers:
                 writer.start()
-            time.sleep(1.5)
+            waiting_for_the_lock(root, pids[0], again["pid"])  # both notes in flight, one in each worker
             server.proc.send_signal(signal.SIGTERM)
             time.sleep(0.5)
             assert server.proc.poll() is None  # still finishing what its workers started
