@@ -97,14 +97,18 @@ def real(
     )
 
 
-def same_as_a_process(args: Sequence[str | os.PathLike[str]], **how: Any) -> subprocess.CompletedProcess[Any]:
-    """Run `args` here and as a process; assert the code, stdout and stderr are the same bytes; the answer."""
-    how = {**how, "text": False}
+def same_as_a_process(
+    args: Sequence[str | os.PathLike[str]], *, text: bool = False, **how: Any
+) -> subprocess.CompletedProcess[Any]:
+    """Run `args` here and as a process; assert the code, stdout and stderr are the same bytes; the answer
+    (decoded as `run` decodes it, with `text`)."""
     here, process = run(args, **how), real(args, **how)
     assert (here.returncode, here.stdout, here.stderr) == (process.returncode, process.stdout, process.stderr), (
         f"{args}: here {here.returncode} {here.stdout[:400]!r} {here.stderr[:400]!r}; "
         f"as a process {process.returncode} {process.stdout[:400]!r} {process.stderr[:400]!r}"
     )
+    if text:
+        here.stdout, here.stderr = _decoded(here.stdout), _decoded(here.stderr)
     return here
 
 
