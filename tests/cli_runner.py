@@ -5,16 +5,17 @@ imports, 100-200 ms of CPU a command) is not their subject. `run` takes the comm
 takes, through `fsmem.cli.main` (the script's `--version` answer and `dispatch`: the lean grep and click, one
 error boundary), with the process's view of the world made the command's own for its duration: the working
 folder, the whole environment (FSMEM_*, FSMEM_NOW, TZ), stdin, stdout and stderr (text over bytes, as the
-interpreter opens them under a UTF-8 locale, never a terminal; COLUMNS as a pipe gives click), the root
-logger without pytest's handlers (a warning goes to the command's stderr, as logging's last resort writes it
-in a process), the signal handlers, the change feeds it started, and the functions it left for the exit
-(`atexit`: the token-count memo's flush), run at its end as a process's exit runs them. Everything is put
-back afterwards, so commands run one at a time (a lock): never from threads at once.
+interpreter opens them under a UTF-8 locale, never a terminal; COLUMNS as a pipe gives click), the root logger
+without pytest's handlers (a warning goes to the command's stderr, as logging's last resort writes it in a
+process), the signal handlers, the change feeds it started, and the functions it left for the exit (`atexit`:
+the token-count memo's flush), run at its end as a process's exit runs them. A command that would end its
+process at once (`os._exit`: the hook's time limit) fails the test instead, never pytest. Everything is put back
+afterwards, so commands run one at a time (a lock): never from threads at once.
 
-`real` runs the same command line as a process; each converted module keeps at least one test per command
-family asserting the two give the same bytes (`same_as_a_process`). Tests whose subject is the process (a
-signal, a terminal, the start-up imports, the lean grep's exec of rg, a closed stdin, the hook's time limit,
-which ends the process with `os._exit`) keep a real process.
+`real` runs the same command line as a process; each converted module keeps at least one test per command family
+asserting the two give the same bytes (`same_as_a_process`). Tests whose subject is the process (a signal, a
+terminal, the start-up imports, the lean grep's exec of rg, a closed stdin, the hook's time limit, which ends
+the process with `os._exit`) keep a real process.
 """
 
 from __future__ import annotations
@@ -187,6 +188,8 @@ class _Borrowed:
         self.saved_signals = {number: signal.getsignal(number) for number in _catchable()}
         self.saved_feeds = dict(feed._feeds)
         self.saved_register = atexit.register
+        self.saved_exit = os._exit
+        self.ended: list[int] = []
         environment = dict(os.environ if self.env is None else self.env)
         for name, value in _COLUMNS.items():
             environment.setdefault(name, value)
@@ -202,12 +205,14 @@ class _Borrowed:
             return function
 
         atexit.register = register  # type: ignore[assignment]
+        os._exit = self.ended.append  # type: ignore[assignment]  # never this process's end: the test fails
         return exits
 
     def __exit__(self, *exc: object) -> None:
         from fsmem.store import feed
 
         atexit.register = self.saved_register  # type: ignore[assignment]
+        os._exit = self.saved_exit
         if feed._feeds != self.saved_feeds:
             gc.collect()  # a memory the command dropped gives its feed back (`Memory.close`)
         for key, started in list(feed._feeds.items()):  # a process's feeds end with it
@@ -229,6 +234,8 @@ class _Borrowed:
         sys.stdin, sys.stdout, sys.stderr = self.saved_streams
         os.chdir(self.saved_cwd)
         _set_environment(self.saved_env)
+        if self.ended:  # what came after it here, a process would not have run: its subject is the process
+            raise AssertionError(f"the command ended its process (os._exit({self.ended[0]})): run it with `real`")
 
 
 def _set_environment(environment: Mapping[str, str]) -> None:
