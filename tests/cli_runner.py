@@ -8,7 +8,8 @@ folder, the whole environment (FSMEM_*, FSMEM_NOW, TZ), stdin, stdout and stderr
 interpreter opens them under a UTF-8 locale, never a terminal; COLUMNS as a pipe gives click), the root logger
 without pytest's handlers (a warning goes to the command's stderr, as logging's last resort writes it in a
 process), the signal handlers, the change feeds it started, and the functions it left for the exit (`atexit`:
-the token-count memo's flush), run at its end as a process's exit runs them. A command that would end its
+the token-count memo's flush), run at its end as a process's exit runs them, and file descriptors 1 and 2 (what
+a child such as git writes there). A command that would end its
 process at once (`os._exit`: the hook's time limit) fails the test instead, never pytest. Everything is put back
 afterwards, so commands run one at a time (a lock): never from threads at once.
 
@@ -139,7 +140,7 @@ def _run_here(
     stdin = io.TextIOWrapper(io.BytesIO(given), encoding="utf-8", errors="surrogateescape")
     stdout = io.TextIOWrapper(out, encoding="utf-8", errors="surrogateescape", write_through=True)
     stderr = io.TextIOWrapper(err, encoding="utf-8", errors="backslashreplace", write_through=True)
-    with _Borrowed(cwd, env, stdin, stdout, stderr) as exits:
+    with _Descriptors() as written, _Borrowed(cwd, env, stdin, stdout, stderr) as exits:
         try:
             main(argv)
             code = 0
@@ -152,7 +153,31 @@ def _run_here(
             function(*args, **kwargs)
     stdout.flush()
     stderr.flush()
-    return code, out.getvalue(), err.getvalue()
+    return code, out.getvalue() + written[1], err.getvalue() + written[2]
+
+
+class _Descriptors:
+    """File descriptors 1 and 2 pointed at files of their own while the command runs: what a child it starts
+    (git, rg) or C code writes there is the command's output too, as it is a process's (after what it printed
+    through sys.stdout and sys.stderr, whose order with it is not kept)."""
+
+    def __enter__(self) -> dict[int, bytes]:
+        import tempfile
+
+        self.written: dict[int, bytes] = {1: b"", 2: b""}
+        self.files = {fd: tempfile.TemporaryFile() for fd in (1, 2)}
+        self.saved = {fd: os.dup(fd) for fd in (1, 2)}
+        for fd, file in self.files.items():
+            os.dup2(file.fileno(), fd)
+        return self.written
+
+    def __exit__(self, *exc: object) -> None:
+        for fd, file in self.files.items():
+            os.dup2(self.saved[fd], fd)
+            os.close(self.saved[fd])
+            file.seek(0)
+            self.written[fd] = file.read()
+            file.close()
 
 
 def _exit_code(exc: SystemExit, stderr: IO[str]) -> int:
