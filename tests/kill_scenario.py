@@ -266,7 +266,7 @@ def _recover(hosts: Hosts, outcome: Outcome) -> Outcome:
         for root in (hosts.a, hosts.b, hosts.a, hosts.b):  # a, which recovers, through the CLI (its path and error
             # boundary, run in this process: the process killed was a real one); b through Memory
             if root == hosts.a:
-                _cli_here(root, "sync")
+                _in_this_process(root, "sync")
             else:
                 _sync_here(root)
             if _heads(hosts) == 1:
@@ -278,12 +278,12 @@ def _recover(hosts: Hosts, outcome: Outcome) -> Outcome:
     return outcome
 
 
-def _cli_here(root: Path, *args: str) -> None:
+def _in_this_process(root: Path, *args: str) -> None:
     """`fsmem --root ROOT ARGS` as `fsmem` runs it (FSMEM_HOST_ID the host's name, the scenario's clock), in this
-    process through the CLI's entry point (tests/cli_here.py)."""
-    import cli_here
+    process through the CLI's entry point (tests/cli_runner.py)."""
+    import cli_runner
 
-    code, _, err = cli_here.fsmem(root, *args, now=NOW, FSMEM_HOST_ID=root.name)
+    code, _, err = cli_runner.fsmem_here(root, *args, now=NOW, FSMEM_HOST_ID=root.name)
     if code:
         raise AssertionError(f"fsmem {' '.join(args)} on {root.name}: exit {code}: {err}")
 

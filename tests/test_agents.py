@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_runner
 import pytest
 
 from fsmem import Memory
@@ -21,10 +22,14 @@ FSMEM = str(Path(sys.executable).with_name("fsmem"))
 CLOSED = "unknown agent '{name}': this memory admits only the agents its fsmem.yaml names (budgets.closed: true; "
 
 
-def cli(*args: str, env: dict[str, str] | None = None, input: str | None = None) -> subprocess.CompletedProcess:
+def cli(
+    *args: str, env: dict[str, str] | None = None, input: str | None = None, process: bool = False
+) -> subprocess.CompletedProcess:
+    """The command line run here (`cli_runner`); with `process`, also as the `fsmem` script, held to its bytes."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
     base["FSMEM_NOW"] = "2026-11-30T09:00:00+00:00"
-    return subprocess.run([FSMEM, *args], capture_output=True, text=True, env={**base, **(env or {})}, input=input)
+    run = cli_runner.same_as_a_process if process else cli_runner.run
+    return run(args, text=True, env={**base, **(env or {})}, input=input)
 
 
 @pytest.fixture
@@ -46,7 +51,7 @@ def test_an_undeclared_agent_reads_and_writes_with_the_default_budget(root):
 
 def test_a_closed_list_refuses_an_undeclared_agent_on_every_face_and_says_how_to_declare_it(root):
     close(root)
-    refused = cli("--root", str(root), "--agent", "newcomer", "ls")
+    refused = cli("--root", str(root), "--agent", "newcomer", "ls", process=True)
     assert refused.returncode == 2
     assert refused.stderr == (
         "fsmem: error: "

@@ -13,9 +13,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import subprocess
-import sys
 from pathlib import Path
 
+import cli_runner
 import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -27,7 +27,6 @@ from fsmem.budget import echo
 from fsmem.cli import cli
 from fsmem.tokens import TokenCounter
 
-FSMEM = str(Path(sys.executable).with_name("fsmem"))
 WORDS_5000 = " ".join(f"word{i}" for i in range(5000))
 # At the cap of distinct query terms (100), 3,399 characters long, and matching nothing: the longest query
 # a search runs, whose "no relevant memory" answer must not repeat it.
@@ -48,8 +47,9 @@ def root(tmp_path_factory) -> Path:
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
+    """The command line run here (`cli_runner`); the issue's case holds a real process to the same bytes."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
-    return subprocess.run([FSMEM, *args], capture_output=True, text=True, env=env, timeout=60)
+    return cli_runner.run(args, text=True, env=env)
 
 
 def test_the_issue_case_a_5000_word_query_at_50_tokens(root):
@@ -64,6 +64,9 @@ def test_the_issue_case_a_5000_word_query_at_50_tokens(root):
     assert nothing.stdout.startswith(f"no relevant memory for {echo(WORDS_100)}")
     wide = run("--root", str(root), "search", WORDS_100)
     assert wide.returncode == 1 and len(wide.stdout) < 400  # at the default budget of 2,000 too: no echo of it all
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    for words in (WORDS_5000, WORDS_100):  # the `fsmem` script, a real process, answers with the same bytes
+        cli_runner.same_as_a_process(["--root", str(root), "search", words, "--max-tokens", "50"], env=environment)
 
 
 @pytest.mark.slow

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_runner
 import pytest
 
 from fsmem import Memory
@@ -93,18 +94,18 @@ def test_timeline_has_all_40_values_through_the_api_the_tool_and_the_cli(changed
     assert [row.split("  ")[0] for row in answer.text.splitlines()[1:-1]] == [
         f"employer: E{n}" for n in range(1, CHANGES + 1)
     ]
-    proc = cli(changed, "timeline", NADIA, "employer", "--max-results", "100", "--json")
+    proc = cli(changed, "timeline", NADIA, "employer", "--max-results", "100", "--json", process=True)
     data = json.loads(proc.stdout)
     assert [v["value"] for v in data["values"]] == [f"E{n}" for n in range(1, CHANGES + 1)]
     assert data["total"] == CHANGES and data["values"][-1]["current"] is True
 
 
-def cli(root: Path, *args: str) -> subprocess.CompletedProcess:
+def cli(root: Path, *args: str, process: bool = False) -> subprocess.CompletedProcess:
+    """The command line run here (`cli_runner`); with `process`, also as the `fsmem` script, held to its bytes."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
     env["FSMEM_NOW"] = NOW
-    return subprocess.run(
-        [FSMEM, "--root", str(root), *args], capture_output=True, text=True, env=env, timeout=120, check=True
-    )
+    run = cli_runner.same_as_a_process if process else cli_runner.run
+    return run(["--root", str(root), *args], text=True, env=env, check=True)
 
 
 def test_as_of_a_date_whose_value_lives_only_in_the_history_file_answers_it(changed):

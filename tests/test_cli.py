@@ -5,18 +5,22 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_runner
 import pytest
 from click.testing import CliRunner
 
 from fsmem.cli import COMMANDS, cli
 
-FSMEM = str(Path(sys.executable).with_name("fsmem"))
+
+def environment(env_extra=None):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env.update(env_extra or {})
+    return env
 
 
 def fsmem(*args, cwd=None, input=None, env_extra=None):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
-    env.update(env_extra or {})
-    return subprocess.run([FSMEM, *args], capture_output=True, text=True, cwd=cwd, input=input, env=env, timeout=60)
+    """The command line run here (`cli_runner`); the installed script's test below runs it as a process too."""
+    return cli_runner.run(args, text=True, cwd=cwd, input=input, env=environment(env_extra))
 
 
 def test_every_command_has_help_text():
@@ -42,7 +46,16 @@ def test_the_guide_check_matches_whole_command_names_only():
 
 
 def test_ls_grep_read_through_the_installed_script(demo_memory):
+    """The installed `fsmem` script, a real process, answers each command line as the run here does."""
     root = str(demo_memory.root)
+    for args in (
+        ["ls", "--json"],
+        ["grep", "-i", "PRORATION", "--json"],
+        ["grep", "zebra-unicorn"],
+        ["read", "topics/billing.md", "--section", "Facts"],
+        ["--max-results", "x", "ls"],
+    ):
+        cli_runner.same_as_a_process(["--root", root, *args], env=environment())
     listed = fsmem("--root", root, "ls", "--json")
     assert listed.returncode == 0, listed.stderr
     data = json.loads(listed.stdout)

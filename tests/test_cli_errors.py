@@ -10,22 +10,39 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
+import cli_runner
 import pytest
 
 from fsmem import Memory
 from fsmem.cli import COMMANDS, cli
 from fsmem.cli.app import run
 
-FSMEM = str(Path(sys.executable).with_name("fsmem"))
+
+def environment() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env["FSMEM_NOW"] = "2026-11-30T12:00:00+00:00"
+    return env
 
 
 def fsmem(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
-    env["FSMEM_NOW"] = "2026-11-30T12:00:00+00:00"
-    return subprocess.run([FSMEM, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=60)
+    """The command line run here (`cli_runner`); `test_a_process_answers_as_the_run_here` holds them equal."""
+    return cli_runner.run(args, text=True, cwd=cwd, env=environment())
+
+
+def test_a_process_answers_as_the_run_here(demo_memory, tmp_path):
+    """The `fsmem` script as a real process: the same code and bytes for an answer, nothing found, a library
+    error with --json, a usage error and a mistyped command."""
+    root = str(demo_memory.root)
+    for args in (
+        ["read", "topics/billing.md", "--lines", "50:"],
+        ["read", "topics/nope.md", "--json"],
+        ["ls", "--json", "--max-results", "many"],
+        ["grep", "zebra-unicorn", "--json"],
+    ):
+        cli_runner.same_as_a_process(["--root", root, *args], env=environment())
+    cli_runner.same_as_a_process(["serach", "billing"], cwd=tmp_path, env=environment())
 
 
 def in_process(capsys, *args: str) -> tuple[int, str, str]:

@@ -11,11 +11,10 @@ import dataclasses
 import functools
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
+import cli_runner
 import pytest
 import yaml
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
@@ -25,7 +24,6 @@ from fsmem.config import CONFIG_FILE, SECRET_POLICIES, Config, Section
 from fsmem.errors import ConfigError
 
 TEMPLATE = Path(__file__).resolve().parent.parent / "memory_template"
-FSMEM = str(Path(sys.executable).with_name("fsmem"))
 
 
 def leaves(cls: type[Section] = Config, keys: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
@@ -411,8 +409,9 @@ def test_the_cli_names_a_misspelt_setting_and_exits_2(tmp_path):
     config = memory.root / CONFIG_FILE
     config.write_text(config.read_text().replace("  timeout_seconds: 10 ", "  timeout_secnds: 10 ", 1))
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    cli_runner.same_as_a_process(["--root", str(memory.root), "ls"], env=env)  # the `fsmem` script: the same bytes
     for argv in (["ls"], ["check"]):
-        done = subprocess.run([FSMEM, "--root", str(memory.root), *argv], capture_output=True, text=True, env=env)
+        done = cli_runner.run(["--root", str(memory.root), *argv], text=True, env=env)  # run here (cli_runner)
         assert (done.returncode, done.stdout) == (2, "")
         assert done.stderr == (
             f"fsmem: error: {config}:26: grep.timeout_secnds is not a setting of fsmem; did you mean grep.timeout_seconds?\n"
@@ -448,5 +447,5 @@ def test_a_key_set_twice_is_refused_with_both_lines(tmp_path, added, key, twice,
         Config.load(memory.root)
     assert str(refused.value) == expected
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
-    done = subprocess.run([FSMEM, "--root", str(memory.root), "ls"], capture_output=True, text=True, env=env)
+    done = cli_runner.run(["--root", str(memory.root), "ls"], text=True, env=env)
     assert (done.returncode, done.stdout, done.stderr) == (2, "", f"fsmem: error: {expected}\n")

@@ -10,6 +10,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import cli_runner
 import pytest
 from hypothesis import given, strategies as st
 
@@ -18,10 +19,15 @@ from fsmem import Memory, connect
 FSMEM = str(Path(sys.executable).with_name("fsmem"))
 
 
-def run(*args: str, home: Path, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run(
+    *args: str, home: Path, cwd: Path, env: dict[str, str] | None = None, process: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """The command line run here (`cli_runner`); with `process`, also as the `fsmem` script, held to its bytes."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("FSMEM_", "CODEX_"))}
     environ.update({"HOME": str(home), **(env or {})})
-    return subprocess.run([FSMEM, *args], cwd=cwd, env=environ, capture_output=True, text=True, timeout=60, check=False)
+    if process:
+        return cli_runner.same_as_a_process(args, text=True, cwd=cwd, env=environ)
+    return cli_runner.run(args, text=True, cwd=cwd, env=environ)
 
 
 @pytest.fixture
@@ -30,7 +36,7 @@ def memory(tmp_path: Path) -> Memory:
 
 
 def connect_out(memory: Memory, tmp_path: Path, client: str, *extra: str) -> subprocess.CompletedProcess[str]:
-    result = run("--root", str(memory.root), *extra, "connect", client, home=tmp_path, cwd=tmp_path)
+    result = run("--root", str(memory.root), *extra, "connect", client, home=tmp_path, cwd=tmp_path, process=True)
     assert result.returncode == 0, result.stderr
     return result
 

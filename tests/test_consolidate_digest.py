@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import cli_here
+import cli_runner
 import sync_scenario as S
 from import_samples import TURNS, transcript_records, write_jsonl
 
@@ -30,18 +30,14 @@ PLAN = "491e126e-1e71-469c-ade2-fcc8af567c74"
 ABSOLUTE = re.compile(r"(?:^|[\s`'\"(=])(?:/[^\s/`'\")]+/|[A-Za-z]:\\\\)")
 
 
-def run(root: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    """`fsmem --root ROOT ARGS` on the clock NOW: through the CLI's entry point in this process (tests/cli_here.py;
-    what is tested is the digest the commands write, not the process), and as a real fsmem where the hook reads
-    its event from stdin."""
-    if stdin is None:
-        code, out, err = cli_here.fsmem(root, *args, now=NOW)
-        return subprocess.CompletedProcess([FSMEM, "--root", str(root), *args], code, out, err)
+def run(root: Path, *args: str, stdin: str | None = None, process: bool = False) -> subprocess.CompletedProcess[str]:
+    """The command line run here (`cli_runner`); with `process`, also as the `fsmem` script, held to its bytes."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FSMEM_", "GIT_"))}
     env["FSMEM_NOW"] = NOW
-    return subprocess.run(
-        [FSMEM, "--root", str(root), *args], input=stdin, capture_output=True, text=True, env=env, timeout=300
-    )
+    argv = ["--root", str(root), *args]
+    if process:
+        return cli_runner.same_as_a_process(argv, text=True, input=stdin, env=env, timeout=300)
+    return cli_runner.run(argv, text=True, input=stdin, env=env)
 
 
 def consolidate(root: Path) -> tuple[int, dict]:
@@ -227,7 +223,7 @@ def test_a_hostile_working_folder_names_a_safe_document_or_none(tmp_path):
         front = fmt.split(written[document])
         assert not front.problems and all(c.isprintable() for c in str(front.front_matter["title"]))
     no_absolute_path(written, "/home/", "/srv/", "Users")
-    check = run(root, "check", "--json")
+    check = run(root, "check", "--json", process=True)
     assert "Traceback" not in check.stderr
     assert not [p for p in json.loads(check.stdout)["problems"] if p["path"].startswith(("topics/", "INDEX"))]
 

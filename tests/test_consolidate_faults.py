@@ -11,7 +11,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-import cli_here as H
+import cli_runner
 import pytest
 
 from fsmem import Memory
@@ -85,7 +85,7 @@ def test_sigkill_after_every_write_then_rerun_reaches_the_same_bytes(base, tmp_p
         for rel, data in state.items():  # every file is as it was or as it will be
             assert data in (original.get(rel), expected.get(rel)), (n, rel)
         assert sum(state.get(rel) != original.get(rel) for rel in expected) == n
-        code, _, err = H.fsmem(work, "consolidate", now=NOW)  # the rerun: the CLI in this process
+        code, _, err = cli_runner.fsmem_here(work, "consolidate", now=NOW)  # the rerun: the CLI in this process
         assert code in (0, 1), err  # 1: the kill came after the last note was marked
         assert snapshot(work) == expected, n
 

@@ -24,7 +24,7 @@ from fsmem import Memory
 from fsmem.consolidate import plan as C
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import cli_here as H  # noqa: E402
+import cli_runner  # noqa: E402
 import consolidation_scenarios as S  # noqa: E402
 
 FSMEM = str(Path(sys.executable).parent / "fsmem")
@@ -203,11 +203,14 @@ def test_sigkill_in_a_later_batch_then_a_rerun_gives_the_bytes_of_one_run(tmp_pa
     base = tmp_path / "base"
     S.start(base, scenario)
     S.write_notes(base, scenario, 0)
-    assert H.fsmem(base, "consolidate", now=NOW)[0] in (0, 1)  # the runs not killed: the CLI in this process
+    assert cli_runner.fsmem_here(base, "consolidate", now=NOW)[0] in (
+        0,
+        1,
+    )  # the runs not killed: the CLI in this process
     S.write_notes(base, scenario, scenario.steps)
     full = tmp_path / "full"
     shutil.copytree(base, full)
-    assert H.fsmem(full, "consolidate", now=NOW)[0] == 0
+    assert cli_runner.fsmem_here(full, "consolidate", now=NOW)[0] == 0
     before, after = S.snapshot(base), S.snapshot(full)
     writes = len([p for p in after if after[p] != before.get(p)])
     assert writes >= 4
@@ -219,6 +222,6 @@ def test_sigkill_in_a_later_batch_then_a_rerun_gives_the_bytes_of_one_run(tmp_pa
         if kill % 2:
             (work / "topics" / ".fsmem-tmp-half").parent.mkdir(exist_ok=True)
             (work / "topics" / ".fsmem-tmp-half").write_bytes(b"half written")
-        code, _, err = H.fsmem(work, "consolidate", now=NOW)
+        code, _, err = cli_runner.fsmem_here(work, "consolidate", now=NOW)
         assert code in (0, 1), err
         assert differences(expected, S.snapshot(work)) == [], kill

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import cli_runner
 import pytest
 from import_samples import CHATGPT, chatgpt_conversation, chatgpt_export
 
@@ -27,12 +28,16 @@ def command(*mode: str) -> str:
     return shlex.join([sys.executable, str(SCRIPT), *mode])
 
 
-def run(root: Path, *args: str, host: str = "laptop", timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run(
+    root: Path, *args: str, host: str = "laptop", timeout: float = 120, process: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """The command line run here (`cli_runner`); with `process`, also as the `fsmem` script, held to its bytes."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
     env.update(FSMEM_NOW=NOW, FSMEM_HOST_ID=host)
-    return subprocess.run(
-        [FSMEM, "--root", str(root), *args], env=env, capture_output=True, text=True, timeout=timeout, check=False
-    )
+    argv = ["--root", str(root), *args]
+    if process:
+        return cli_runner.same_as_a_process(argv, text=True, env=env, timeout=timeout)
+    return cli_runner.run(argv, text=True, env=env)
 
 
 def derived(root: Path) -> dict[str, str]:
@@ -88,7 +93,7 @@ def test_a_real_command_turns_each_episode_into_a_keyed_session_note_and_a_rerun
         "- Heard from the user: We move billing to Stripe in March.\n"
     )
     before = files(memory)
-    again = run(memory, "distill", "--command", command("keyed"))
+    again = run(memory, "distill", "--command", command("keyed"), process=True)
     assert (again.returncode, again.stdout) == (1, "nothing new to distill: every line of 2 episode(s) is distilled\n")
     assert files(memory) == before
     consolidated = run(memory, "consolidate")

@@ -4,6 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_runner
 import pytest
 
 from fsmem import Memory
@@ -99,7 +100,13 @@ def test_knee_and_d_prime():
     assert stats.d_prime() == pytest.approx(4.0)  # means 2.5 vs 0.5, each sd 0.5
 
 
+def run_here(root, *args):
+    """The command line run here (`cli_runner`), as the `fsmem` script runs it."""
+    return cli_runner.run(["--root", str(root), *args], text=True, env=dict(os.environ))
+
+
 def run_cli(root, *args, pythonpath=()):
+    """A real process of this checkout's CLI, `pythonpath` ahead of it (a module that shadows an extra)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([*map(str, pythonpath), str(REPO)])}
     return subprocess.run(
         [sys.executable, "-c", "from fsmem.cli import main; main()", "--root", str(root), *args],
@@ -112,7 +119,7 @@ def run_cli(root, *args, pythonpath=()):
 def test_eval_cli_json_and_plot(memory, tmp_path):
     path = tmp_path / "eval.yaml"
     path.write_text(EVALSET)
-    done = run_cli(memory.root, "evaluate", str(path), "--sweep", "1,2", "--json")
+    done = run_here(memory.root, "evaluate", str(path), "--sweep", "1,2", "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert [row["k"] for row in data["per_k"]] == [1, 2] and data["empty_gold_correct"] == 1.0
@@ -123,10 +130,10 @@ def test_eval_cli_json_and_plot(memory, tmp_path):
     without = run_cli(memory.root, "evaluate", str(path), "--plot", str(tmp_path / "q.png"), pythonpath=[shadow])
     assert without.returncode == 2 and "pip install 'fsmem[plot]'" in without.stderr
     assert not (tmp_path / "q.png").exists()
-    missing = run_cli(memory.root, "evaluate", str(tmp_path / "nope.yaml"))
+    missing = run_here(memory.root, "evaluate", str(tmp_path / "nope.yaml"))
     assert missing.returncode == 2 and "does not exist" in missing.stderr
     pytest.importorskip("matplotlib", reason="the plot needs the plot extra: pip install 'fsmem[plot]'")
-    plot = run_cli(memory.root, "evaluate", str(path), "--sweep", "1,2,4", "--plot", str(tmp_path / "p.png"))
+    plot = run_here(memory.root, "evaluate", str(path), "--sweep", "1,2,4", "--plot", str(tmp_path / "p.png"))
     assert plot.returncode == 0, plot.stderr
     png = (tmp_path / "p.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000  # a drawn figure, not an empty file

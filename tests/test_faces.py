@@ -18,6 +18,7 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
+import cli_runner
 import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
@@ -268,7 +269,7 @@ def test_following_the_read_continuation_yields_every_line_once(root, max_tokens
         assert numbers == list(range(1, len(numbers) + 1)) and "too small" in answer.text, answer.text
 
 
-# -- the CLI, as a subprocess ------------------------------------------------------------------------------
+# -- the CLI: its command lines run here (`cli_runner`), the first of each held to a real process's bytes ------
 
 
 def passed_on() -> dict[str, str]:
@@ -276,9 +277,12 @@ def passed_on() -> dict[str, str]:
     return {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}
 
 
-def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def cli(root: Path, *args: str, process: bool = False) -> subprocess.CompletedProcess[str]:
+    """The command line run here; with `process`, also as the `fsmem` script, which must print the same bytes."""
     env = {"FSMEM_NOW": NOW, "PATH": "/usr/bin:/bin", **passed_on()}
-    return subprocess.run([FSMEM, "--root", str(root), *args], capture_output=True, text=True, env=env, timeout=60)
+    if process:
+        return cli_runner.same_as_a_process(["--root", str(root), *args], text=True, env=env)
+    return cli_runner.run(["--root", str(root), *args], text=True, env=env)
 
 
 CLI_PAGED = [
@@ -295,7 +299,7 @@ CLI_PAGED = [
 @pytest.mark.slow
 @pytest.mark.parametrize("args", CLI_PAGED, ids=[" ".join(a[:1] + a[2:3]) for a in CLI_PAGED])
 def test_the_cli_speaks_in_flags_and_following_them_pages_on(root, args):
-    first = cli(root, *args)
+    first = cli(root, *args, process=True)
     assert first.returncode == 0, first.stderr
     assert not KEYWORD.search(first.stdout) and "read(" not in first.stdout, first.stdout
     flags = flag_next(first.stdout)
@@ -314,7 +318,7 @@ def test_cli_notes_and_errors_speak_in_flags(root):
     hidden = cli(root, "read", PERSON)
     assert "[2 superseded line(s) hidden; add --include-superseded to see them]" in hidden.stdout
     assert "Acme" in cli(root, "read", PERSON, "--include-superseded").stdout
-    bad = cli(root, "read", PERSON, "--lines", "x:y")
+    bad = cli(root, "read", PERSON, "--lines", "x:y", process=True)
     assert bad.returncode == 2
     assert bad.stderr == "fsmem: error: --lines takes A:B, A: or A with whole line numbers, not 'x:y'\n"
     search = cli(root, "search", "invoices sent weekly", "--max-results", "1").stdout

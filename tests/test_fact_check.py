@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_runner
 import pytest
 
 from fsmem import Memory
@@ -26,10 +27,12 @@ def _env(monkeypatch):
     monkeypatch.setenv("FSMEM_NOW", "2026-11-20T10:00:00+00:00")
 
 
-def cli(root: Path, *args: str) -> subprocess.CompletedProcess:
+def cli(root: Path, *args: str, process: bool = False) -> subprocess.CompletedProcess:
+    """The command line run here (`cli_runner`); with `process`, also as the `fsmem` script, held to its bytes."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FSMEM_", "GIT_"))}
     env["FSMEM_NOW"] = os.environ["FSMEM_NOW"]
-    return subprocess.run([FSMEM, "--root", str(root), *args], capture_output=True, text=True, env=env, timeout=120)
+    run = cli_runner.same_as_a_process if process else cli_runner.run
+    return run(["--root", str(root), *args], text=True, env=env)
 
 
 def git(root: Path, *args: str) -> str:
@@ -56,7 +59,7 @@ def test_check_reports_a_citation_that_no_longer_supports_its_value(tmp_path):
     source = consolidated(memory)
     assert cli(memory.root, "check").returncode == 0
     edit_by_hand(memory, "employer: Globex", "employer: Initech")
-    done = cli(memory.root, "check", "--json")
+    done = cli(memory.root, "check", "--json", process=True)
     assert done.returncode == 1, done.stderr
     problems = json.loads(done.stdout)["problems"]
     assert problems == [

@@ -20,6 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import cli_runner
 import click
 import pytest
 
@@ -125,9 +126,14 @@ def world(tmp_path):
     }
 
 
-def run(argv: list[str], stdin=subprocess.DEVNULL) -> subprocess.CompletedProcess:
+def run(argv: list[str], stdin=subprocess.DEVNULL, *, process: bool = False) -> subprocess.CompletedProcess:
+    """The command line run here (`cli_runner`; a test that gives it a FIFO takes `deadline`, so that a missed
+    refusal fails instead of hanging); as a real `fsmem` process with `process`, where the command would keep
+    running (`serve`) or stdin is endless, as for every command that serves when nothing stops it."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
-    return subprocess.run([FSMEM, *argv], capture_output=True, text=True, env=env, stdin=stdin, timeout=30)
+    if process or "serve" in argv:
+        return cli_runner.real(argv, text=True, env=env, stdin=stdin, timeout=30)
+    return cli_runner.run(argv, text=True, env=env, stdin=stdin)
 
 
 def refused_at_once(done: subprocess.CompletedProcess, says: str) -> None:
@@ -143,7 +149,7 @@ def fill(argv: tuple[str, ...], world: dict, path: str) -> list[str]:
 
 
 @pytest.mark.parametrize("argument", sorted(FILE_ARGUMENTS), ids=" ".join)
-def test_a_fifo_a_device_a_folder_and_a_file_too_large_are_refused_at_once(world, argument):
+def test_a_fifo_a_device_a_folder_and_a_file_too_large_are_refused_at_once(world, argument, deadline):
     case = FILE_ARGUMENTS[argument]
     for kind in ("fifo", "zero", "folder"):
         refused_at_once(run(fill(case.argv, world, world[kind])), SAY[kind])
@@ -155,21 +161,35 @@ def test_a_fifo_a_device_a_folder_and_a_file_too_large_are_refused_at_once(world
 
 
 @pytest.mark.parametrize("argument", sorted(FOLDER_ARGUMENTS), ids=" ".join)
-def test_a_folder_argument_that_is_a_fifo_or_a_device_is_refused(world, argument):
+def test_a_folder_argument_that_is_a_fifo_or_a_device_is_refused(world, argument, deadline):
     for kind in ("fifo", "zero"):
         done = run(fill(FOLDER_ARGUMENTS[argument], world, world[kind]))
         assert done.returncode == 2 and done.stderr.count("\n") == 1, (kind, done.stderr)
         assert "is not a folder" in done.stderr or SAY[kind] in done.stderr, done.stderr
 
 
+def test_a_process_refuses_as_the_run_here(world, deadline):
+    """The `fsmem` script, a real process, refuses a FIFO, a device and a folder with the same bytes."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    lines = [
+        fill(FILE_ARGUMENTS[argument].argv, world, world[kind])
+        for argument in (("recall", "seen"), ("import locomo", "file"), ("token list", "tokens_file"))
+        for kind in ("fifo", "zero", "folder")
+    ]
+    for argv in [*lines, fill(FOLDER_ARGUMENTS["*", "root"], world, world["fifo"])]:
+        signal.alarm(10)  # each pair of runs: 10 s
+        cli_runner.same_as_a_process(argv, env=env)
+
+
 def test_standard_input_is_read_with_a_cap(world):
+    with open("/dev/zero", "rb") as zero:  # endless: a real process's stdin
+        refused_at_once(run(["--root", world["root"], "note", "-"], stdin=zero, process=True), "larger than")
     with open("/dev/zero", "rb") as zero:
-        refused_at_once(run(["--root", world["root"], "note", "-"], stdin=zero), "larger than")
-    with open("/dev/zero", "rb") as zero:
-        refused_at_once(run(["--root", world["root"], "write", "topics/b.md"], stdin=zero), "larger than")
+        refused_at_once(run(["--root", world["root"], "write", "topics/b.md"], stdin=zero, process=True), "larger than")
     with open("/dev/zero", "rb") as zero:
         refused_at_once(
-            run(["--root", world["root"], "recall", "alpha", "--seen-file", "-"], stdin=zero), "larger than"
+            run(["--root", world["root"], "recall", "alpha", "--seen-file", "-"], stdin=zero, process=True),
+            "larger than",
         )
     assert not (Path(world["root"]) / "topics" / "b.md").exists()
     assert STDIN_LIMIT >= 16 * outside_files.MiB

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_runner
 import pytest
 
 from fsmem import EditConflict, InvalidArgument, Memory, NotFound
@@ -21,9 +22,11 @@ def git(root: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True, env=env).stdout
 
 
-def cli(root: Path, *args: str) -> subprocess.CompletedProcess:
+def cli(root: Path, *args: str, process: bool = False) -> subprocess.CompletedProcess:
+    """The command line run here (`cli_runner`); with `process`, also as the `fsmem` script, held to its bytes."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
-    return subprocess.run([FSMEM, "--root", str(root), *args], capture_output=True, text=True, env=env, timeout=60)
+    run = cli_runner.same_as_a_process if process else cli_runner.run
+    return run(["--root", str(root), *args], text=True, env=env)
 
 
 @pytest.fixture
@@ -136,7 +139,7 @@ def test_restore_and_revert_are_new_commits_and_rewrite_nothing(dated):
 
 def test_history_through_the_cli_and_the_tools(dated):
     root = dated.root
-    out = cli(root, "log", "topics/billing.md", "--json", "--max-results", "1")
+    out = cli(root, "log", "topics/billing.md", "--json", "--max-results", "1", process=True)
     data = json.loads(out.stdout)
     assert out.returncode == 0 and data["total"] == 3 and data["next_offset"] == 1
     assert cli(root, "log", "--since", "2030-01-01").returncode == 1

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_runner
 import pytest
 from import_samples import long_session, slash_clear, write_jsonl
 
@@ -59,19 +60,16 @@ SUMMARY = [
 ]
 
 
-def hook(root: Path | None, stdin: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def hook(
+    root: Path | None, stdin: str, *args: str, cwd: Path | None = None, process: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """The hook's command line run here (`cli_runner`: one that hit its time limit, which ends the process, would
+    fail the test); with `process`, also as the `fsmem` script, which must print the same bytes."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
     env["FSMEM_NOW"] = "2026-05-04T10:00:00Z"
     where = ["--root", str(root)] if root is not None else []
-    return subprocess.run(
-        [FSMEM, *where, "hook", "claude-code", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=60,
-    )
+    run = cli_runner.same_as_a_process if process else cli_runner.run
+    return run([*where, "hook", "claude-code", *args], input=stdin, text=True, env=env, cwd=cwd)
 
 
 def event(name: str, transcript: Path | None, session: str = "s-1", **extra: str) -> str:
@@ -108,7 +106,7 @@ def root(tmp_path: Path) -> Path:
 
 
 def test_session_start_prints_the_context_as_additional_context(root):
-    done = hook(root, event("SessionStart", None, source="startup"))
+    done = hook(root, event("SessionStart", None, source="startup"), process=True)
     assert done.returncode == 0 and done.stderr == ""
     answer = json.loads(done.stdout)
     assert answer["hookSpecificOutput"]["hookEventName"] == "SessionStart"
@@ -407,9 +405,10 @@ def rendered(records: list[dict]) -> list[str]:
 
 
 def fsmem(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The command line run here (`cli_runner`)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
     env["FSMEM_NOW"] = "2026-05-04T10:00:00Z"
-    return subprocess.run([FSMEM, "--root", str(root), *args], capture_output=True, text=True, env=env, timeout=120)
+    return cli_runner.run(["--root", str(root), *args], text=True, env=env)
 
 
 def test_a_long_session_is_saved_whole_by_one_event_then_import_adds_nothing(root, tmp_path):

@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import cli_runner
 import pytest
 
 from fsmem import Memory
@@ -25,13 +26,16 @@ NOW = "2026-05-04T10:00:00Z"
 TOP_LEVEL = {"continue", "suppressOutput", "stopReason", "decision", "reason", "systemMessage", "hookSpecificOutput"}
 
 
-def hook(root: Path, stdin: str | bytes, *args: str) -> subprocess.CompletedProcess[bytes]:
+def hook(root: Path, stdin: str | bytes, *args: str, process: bool = False) -> subprocess.CompletedProcess[bytes]:
+    """The hook's command line run here (`cli_runner`: one that hit its time limit, which ends the process,
+    would fail the test); with `process`, also as the `fsmem` script, which must print the same bytes."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
     env["FSMEM_NOW"] = NOW
     data = stdin.encode("utf-8", "surrogatepass") if isinstance(stdin, str) else stdin
-    return subprocess.run(
-        [FSMEM, "--root", str(root), "hook", "claude-code", *args], input=data, capture_output=True, env=env, timeout=60
-    )
+    argv = ["--root", str(root), "hook", "claude-code", *args]
+    if process:
+        return cli_runner.same_as_a_process(argv, input=data, env=env)
+    return cli_runner.run(argv, input=data, env=env)
 
 
 def stop(transcript: Path, *, active: bool = False, session: str = "s-1") -> str:
@@ -241,7 +245,7 @@ def known(root: Path) -> Path:
         ["note", "--subject", "topic/Billing", facts],
         ["consolidate"],
     ):
-        subprocess.run([FSMEM, "--root", str(root), *args], check=True, capture_output=True, env=env, timeout=60)
+        cli_runner.run(["--root", str(root), *args], check=True, env=env)
     return root
 
 
@@ -256,7 +260,7 @@ def context_of(done: subprocess.CompletedProcess[bytes]) -> str | None:
 
 
 def test_the_prompt_hook_adds_what_clears_the_threshold_within_the_budget(known):
-    added = context_of(hook(known, prompt("Where does Adam Smith work?")))
+    added = context_of(hook(known, prompt("Where does Adam Smith work?"), process=True))
     assert added is not None and "employer: Globex" in added
     wide = context_of(hook(known, prompt("Atlas billing export nightly")))
     memory = Memory(known)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import os
 import string
-import subprocess
 import sys
 from pathlib import Path
 
+import cli_runner
 import pytest
 from conftest import write_file
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -69,12 +69,12 @@ Met [[R. DIAZ]] today.
 """
 
 
-def fsmem(root: Path, *args: str, env: dict[str, str] | None = None, input: str | None = None):
+def fsmem(root: Path, *args: str, env: dict[str, str] | None = None, input: str | None = None, process: bool = False):
+    """The command line run here (`cli_runner`); with `process`, also as the `fsmem` script, held to its bytes."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
     clean.update(env or {})
-    return subprocess.run(
-        [FSMEM, "--root", str(root), *args], capture_output=True, text=True, env=clean, input=input, timeout=120
-    )
+    run = cli_runner.same_as_a_process if process else cli_runner.run
+    return run(["--root", str(root), *args], text=True, env=clean, input=input)
 
 
 @pytest.fixture
@@ -106,7 +106,7 @@ topics/billing.md:12: [[topics/billing.md]]
 
 
 def test_cli_lists_links_and_backlinks_with_their_lines(linked):
-    done = fsmem(linked.root, "links", "topics/billing.md")
+    done = fsmem(linked.root, "links", "topics/billing.md", process=True)
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.rstrip("\n") == BILLING_TEXT
 

@@ -15,17 +15,15 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
+import cli_runner
 import pytest
 
 import fsmem
 from fsmem import Memory
 from fsmem.cli import COMMANDS
 from fsmem.errors import AlreadyExists, NotAMemory, RootNotFound
-
-FSMEM = str(Path(sys.executable).with_name("fsmem"))
 
 # Every command that works on a memory, with the least it needs to get that far.
 ON_A_MEMORY: dict[str, list[str]] = {
@@ -94,10 +92,15 @@ def notes_folder(base: Path) -> Path:
     return folder
 
 
-def run(*args: str, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+# Commands that would keep running had they got past the refusal: a real process, which a timeout stops.
+RUN_ON = {"watch", "mcp", "serve"}
+
+
+def run(*args: str, env_extra: dict[str, str] | None = None, process: bool = False) -> subprocess.CompletedProcess:
+    """The command line run here (`cli_runner`), or as a real `fsmem` process (`process`)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
     env.update(env_extra or {})
-    return subprocess.run([FSMEM, *args], capture_output=True, text=True, env=env, timeout=60, stdin=subprocess.DEVNULL)
+    return (cli_runner.real if process else cli_runner.run)(args, text=True, env=env, timeout=60)
 
 
 def test_the_table_names_every_command():
@@ -111,7 +114,7 @@ def test_every_command_refuses_a_folder_without_fsmem_yaml_and_writes_nothing(tm
     before = snapshot(folder)
     for name, args in ON_A_MEMORY.items():
         argv = [a.replace("{evalset}", str(evalset)) for a in args]
-        done = run("--root", str(folder), name, *argv)
+        done = run("--root", str(folder), name, *argv, process=name in RUN_ON)
         assert done.returncode == 2, (name, done.stdout, done.stderr)
         assert done.stderr == (
             f"fsmem: error: not an fsmem memory: {folder} holds no fsmem.yaml (create one with: fsmem init {folder})\n"
@@ -125,14 +128,15 @@ def test_fsmem_root_in_the_environment_is_refused_alike(tmp_path):
     folder = notes_folder(tmp_path)
     before = snapshot(folder)
     for name in ("note", "consolidate", "ls"):
-        done = run(name, *ON_A_MEMORY[name], env_extra={"FSMEM_ROOT": str(folder)})
-        assert done.returncode == 2 and "not an fsmem memory" in done.stderr, name
+        environment = {**os.environ, "FSMEM_ROOT": str(folder)}
+        done = cli_runner.same_as_a_process([name, *ON_A_MEMORY[name]], env=environment)  # a process's bytes too
+        assert done.returncode == 2 and b"not an fsmem memory" in done.stderr, name
     assert snapshot(folder) == before
 
 
 def test_serve_refuses_a_memory_argument_without_fsmem_yaml(tmp_path):
     folder = notes_folder(tmp_path)
-    done = run("serve", "--memory", f"team={folder}", "--port", "0", "--tokens", str(tmp_path / "t.json"))
+    done = run("serve", "--memory", f"team={folder}", "--port", "0", "--tokens", str(tmp_path / "t.json"), process=True)
     assert done.returncode == 2
     assert f"not an fsmem memory: {folder} holds no fsmem.yaml (create one with: fsmem init {folder})" in done.stderr
     assert not (folder / ".fsmem").exists()

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import os
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
+import cli_runner
 import pytest
 import sync_scenario as S
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -26,7 +25,6 @@ from fsmem.errors import InvalidArgument, MemoryToolError
 from fsmem.format.portable import portable_problem
 from fsmem.store.names import unportable
 
-FSMEM = str(Path(sys.executable).with_name("fsmem"))
 DEVICE = "a device name Windows reserves with any extension and in any case"
 CHARACTER = 'which Windows cannot hold in a file name (none of < > : " | ? * \\)'
 TRAILING = "ends in a dot or a space, which Windows drops from a file name"
@@ -100,9 +98,9 @@ def test_the_cli_refuses_every_unportable_name_with_one_line_and_exit_2(memory, 
     before = files_of(memory.root)
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
     for args in (["write", path], ["mv", "topics/billing.md", path]):
-        done = subprocess.run(
-            [FSMEM, "--root", str(memory.root), *args], input="x\n", capture_output=True, text=True, env=env
-        )
+        if path == REFUSED[0][0]:  # the first name: the `fsmem` script, a real process, refuses with the same bytes
+            cli_runner.same_as_a_process(["--root", str(memory.root), *args], input="x\n", env=env)
+        done = cli_runner.run(["--root", str(memory.root), *args], input="x\n", text=True, env=env)  # run here
         assert done.returncode == 2
         lines = done.stderr.splitlines()
         assert len(lines) == 1 and lines[0].startswith(f"fsmem: error: path {path!r} {reason}"), done.stderr
@@ -153,7 +151,7 @@ def test_names_already_stored_are_read_reported_and_renamed_by_the_printed_mv(me
     (root / "aux" / "what?.md").write_text("# What\n")
     assert memory.read("topics/a:b.md").lines == [(1, "# A b")]  # stored: still reachable
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
-    check = subprocess.run([FSMEM, "--root", str(root), "check"], capture_output=True, text=True, env=env)
+    check = cli_runner.same_as_a_process(["--root", str(root), "check"], text=True, env=env)  # a process's too
     reported = [line for line in check.stdout.splitlines() if "rename it with: " in line]
     assert reported == [
         f"aux:1: is named AUX, {DEVICE}; rename it with: fsmem mv aux aux_",
@@ -165,9 +163,9 @@ def test_names_already_stored_are_read_reported_and_renamed_by_the_printed_mv(me
     ]
     for line in reported:  # in the order printed
         args = shlex.split(line.split("rename it with: fsmem ", 1)[1])
-        moved = subprocess.run([FSMEM, "--root", str(root), *args], capture_output=True, text=True, env=env)
+        moved = cli_runner.run(["--root", str(root), *args], text=True, env=env)  # run here (cli_runner)
         assert moved.returncode == 0, moved.stderr
-    again = subprocess.run([FSMEM, "--root", str(root), "check"], capture_output=True, text=True, env=env)
+    again = cli_runner.run(["--root", str(root), "check"], text=True, env=env)
     assert "rename it with" not in again.stdout
     assert {"aux_/what-.md", "topics/Billing-2.md", "topics/a-b.md", "topics/con_.md", "topics/billing.md"} <= set(
         files_of(root)

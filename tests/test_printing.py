@@ -1,7 +1,8 @@
 """One printer for people: nothing a memory, a remote or an argument holds reaches stdout or stderr as a control.
 
 The walk runs every `fsmem` command (`fsmem.cli.COMMANDS`, so a new command must be
-added here or said to print nothing for people) as a real process over a memory
+added here or said to print nothing for people) as the `fsmem` script runs it (`cli_runner`,
+file descriptors 1 and 2 included; the reads also as a real process, held to the same bytes) over a memory
 whose files, file names, commit authors and subjects hold terminal escapes and
 text-reordering characters, pushed from a hostile second clone and synced in.
 """
@@ -10,9 +11,9 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 
+import cli_runner
 import pytest
 import sync_scenario as S
 from hostile_remote import clone, git
@@ -69,12 +70,18 @@ def test_json_text_escapes_what_json_leaves_raw_and_keeps_the_value():
 # -- every command, as a person runs it ---------------------------------------------------------------
 
 
-def run(root: Path, *args: str) -> tuple[int, str]:
-    """Run `fsmem`, its stdin the payload (what write reads as a body): exit code, then stdout and stderr."""
+# The commands whose runs are also held to a real `fsmem` process's bytes (they change nothing a run reads).
+AS_A_PROCESS = {"ls", "grep", "read", "check", "log", "--help"}
+
+
+def run(root: Path, *args: str, process: bool = False) -> tuple[int, str]:
+    """Run `fsmem` here (`cli_runner`: its file descriptors 1 and 2 too, where a child such as git writes), its
+    stdin the payload (what write reads as a body): exit code, then stdout and stderr; with `process`, also as a
+    real process, which must print the same bytes."""
     env = {**S.env(), "FSMEM_NOW": NOW, "COLUMNS": "200"}
-    proc = subprocess.run(
-        [S.FSMEM, "--root", str(root), *args], input=PAYLOAD.encode(), capture_output=True, env=env, timeout=300
-    )
+    argv = ["--root", str(root), *args]
+    how = {"input": PAYLOAD.encode(), "env": env}
+    proc = cli_runner.same_as_a_process(argv, **how) if process else cli_runner.run(argv, **how)
     out = proc.stdout.decode("utf-8", "surrogateescape") + proc.stderr.decode("utf-8", "surrogateescape")
     return proc.returncode, out
 
@@ -166,7 +173,7 @@ def test_every_command_is_walked(tmp_path):
 
 def test_log_shows_a_remotes_author_and_subject_as_text(world):
     """The finding itself: `fsmem log` printed a remote's author and commit subject raw."""
-    code, out = run(world["root"], "log")
+    code, out = run(world["root"], "log", process=True)
     assert code == 0, out
     assert f"innocent {visible(PAYLOAD)}" in out and f"Eve {visible(PAYLOAD)}" in out
     assert raw_in(out) == []
@@ -181,9 +188,9 @@ def test_no_command_prints_a_control_raw(world):
     """Every run's stdout and stderr hold the payload's characters only as text (`^[`, `<U+202E>`)."""
     root, base = world["root"], world["base"]
     shown_payload = 0
-    for lines in command_lines(base).values():
+    for name, lines in command_lines(base).items():
         for args in lines:
-            code, out = run(root, *args)
+            code, out = run(root, *args, process=name in AS_A_PROCESS)
             assert "Traceback" not in out, (args, out)
             assert raw_in(out) == [], (args, raw_in(out), out[:2000])
             shown_payload += "^[]52;c;" in out or "\\u001b]52;c;" in out

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_runner
 import pytest
 
 from fsmem import Memory
@@ -67,10 +68,12 @@ def plain(tmp_path, monkeypatch) -> Memory:
     return make(tmp_path / "plain", git=False)
 
 
-def fsmem(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def fsmem(root: Path, *args: str, process: bool = False) -> subprocess.CompletedProcess[str]:
+    """The command line run here (`cli_runner`); with `process`, also as the `fsmem` script, held to its bytes."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
     env["FSMEM_NOW"] = NOW
-    return subprocess.run([FSMEM, "--root", str(root), *args], capture_output=True, text=True, env=env, timeout=60)
+    run = cli_runner.same_as_a_process if process else cli_runner.run
+    return run(["--root", str(root), *args], text=True, env=env)
 
 
 def test_python_counts_facts_links_and_names_the_last_commit(history):
@@ -99,7 +102,7 @@ def test_without_history_the_last_change_is_the_files_time(plain):
 
 
 def test_the_cli_prints_it_and_its_json(history):
-    done = fsmem(history.root, "stat", "topics/billing.md")
+    done = fsmem(history.root, "stat", "topics/billing.md", process=True)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "topics/billing.md" and lines[2] == "keyed facts: 2 current, 2 superseded"

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import cli_here
+import cli_runner
 import pytest
 import sync_scenario as S
 
@@ -38,12 +38,12 @@ NOW = "2026-12-01T08:00:00+00:00"
 @pytest.fixture
 def here(monkeypatch):
     """`fsmem --root ROOT ARGS` through the CLI's entry point and its one error boundary, in this process
-    (tests/cli_here.py), for the tests whose subject is what a sync merges rather than the process; this process's
+    (tests/cli_runner.py), for the tests whose subject is what a sync merges rather than the process; this process's
     writes on the same pinned day."""
     monkeypatch.setenv("FSMEM_NOW", NOW)
 
     def fsmem(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        code, out, err = cli_here.fsmem(root, *args, now=NOW)
+        code, out, err = cli_runner.fsmem_here(root, *args, now=NOW)
         if check and code:
             raise AssertionError(f"fsmem {' '.join(args)}: exit {code}: {err}")
         return subprocess.CompletedProcess(["fsmem", "--root", str(root), *args], code, out, err)

@@ -8,7 +8,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import cli_here
+import cli_runner
 import pytest
 import sync_scenario as S
 
@@ -30,8 +30,8 @@ def git(root: Path, *args: str) -> str:
 
 def fsmem(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     """`fsmem --root ROOT ARGS` through the CLI's entry point and its one error boundary, in this process
-    (tests/cli_here.py), on a pinned clock: what is tested is which branch sync takes, not the process."""
-    code, out, err = cli_here.fsmem(root, *args, now=NOW)
+    (tests/cli_runner.py), on a pinned clock: what is tested is which branch sync takes, not the process."""
+    code, out, err = cli_runner.fsmem_here(root, *args, now=NOW)
     if check and code:
         raise AssertionError(f"fsmem {' '.join(args)}: exit {code}: {err}")
     return subprocess.CompletedProcess(["fsmem", "--root", str(root), *args], code, out, err)

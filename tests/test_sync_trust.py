@@ -14,7 +14,7 @@ import os
 import subprocess
 from pathlib import Path
 
-import cli_here
+import cli_runner
 import pytest
 import sync_scenario as S
 from hostile_remote import (
@@ -56,10 +56,10 @@ NOW = "2026-12-01T08:00:00+00:00"
 
 def sync(root: Path, *args: str) -> subprocess.CompletedProcess:
     """`fsmem sync ARGS` through the CLI's entry point and its one error boundary, in this process
-    (tests/cli_here.py), on a pinned clock: its exit code and what it prints are the script's; what the attacks
+    (tests/cli_runner.py), on a pinned clock: its exit code and what it prints are the script's; what the attacks
     test is what a sync takes from a remote, not the interpreter's start (`fsmem sync --setup` and `check` run
     as real processes)."""
-    code, out, err = cli_here.fsmem(root, "sync", *args, now=NOW)
+    code, out, err = cli_runner.fsmem_here(root, "sync", *args, now=NOW)
     return subprocess.CompletedProcess(["fsmem", "--root", str(root), "sync", *args], code, out, err)
 
 

@@ -1,5 +1,6 @@
 """Valid time (issue #22): same-day writes ordered by their time, `as_of` on read, grep, search and context, and
-`timeline`, through the CLI (a real subprocess, the clock pinned with FSMEM_NOW), the API and the tools."""
+`timeline`, through the CLI (run here as the `fsmem` script runs it, a few also as a real process held to the
+same bytes; the clock pinned with FSMEM_NOW), the API and the tools."""
 
 from __future__ import annotations
 
@@ -7,16 +8,15 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
+import cli_runner
 import pytest
 
 from fsmem import Memory
 from fsmem.agents import tools
 from fsmem.errors import InvalidArgument, NotFound
 
-FSMEM = str(Path(sys.executable).with_name("fsmem"))
 NADIA = "people/Nadia Okafor"
 DOC = "entities/people/nadia-okafor.md"
 # three employers: Acme from March, Globex from May, Initech from August
@@ -28,10 +28,15 @@ WRITES = [
 LATER = "2026-09-01T08:00:00Z"
 
 
-def fsmem(root: Path, *args: str, now: str = LATER, check: bool = True) -> subprocess.CompletedProcess:
+def fsmem(
+    root: Path, *args: str, now: str = LATER, check: bool = True, process: bool = False
+) -> subprocess.CompletedProcess:
+    """The command line run here (`cli_runner`); with `process`, also as the `fsmem` script, held to its bytes."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
     env["FSMEM_NOW"] = now
-    proc = subprocess.run([FSMEM, "--root", str(root), *args], capture_output=True, text=True, env=env, timeout=120)
+    argv = ["--root", str(root), *args]
+    run = cli_runner.same_as_a_process if process else cli_runner.run
+    proc = run(argv, text=True, env=env)
     if check and proc.returncode not in (0, 1):
         raise AssertionError(f"fsmem {' '.join(args)}: exit {proc.returncode}: {proc.stderr}")
     return proc
@@ -137,7 +142,7 @@ def test_read_as_of_shows_the_value_that_held_then_as_current(history, day, show
 
 
 def test_read_as_of_with_superseded_shows_what_was_replaced_by_then_and_nothing_later(history):
-    out = fsmem(history, "read", DOC, "--as-of", "2026-06-30", "--include-superseded").stdout
+    out = fsmem(history, "read", DOC, "--as-of", "2026-06-30", "--include-superseded", process=True).stdout
     values = [line.split("employer: ")[1].split(" (")[0] for line in employer_lines(out)]
     assert sorted(values) == ["Acme", "Globex"]  # Initech came later: never shown
 
@@ -167,7 +172,8 @@ def test_grep_as_of_marks_and_leaves_out_by_valid_time(history):
     assert grep("--as-of", "2026-04-15") == [("Acme", False)]
     assert sorted(grep("--as-of", "2026-06-30", "--include-superseded")) == [("Acme", True), ("Globex", False)]
     assert grep("--as-of", "2026-09-01") == grep() == [("Initech", False)]
-    total = json.loads(fsmem(history, "grep", "employer: ", DOC, "--json", "--as-of", "2026-06-30").stdout)["total"]
+    proc = fsmem(history, "grep", "employer: ", DOC, "--json", "--as-of", "2026-06-30", process=True)
+    total = json.loads(proc.stdout)["total"]
     assert total == 1  # the total counts what the answer may show
 
 
@@ -254,7 +260,7 @@ def test_timeline_through_the_cli_is_complete_and_ordered(history):
     assert rows[2].endswith(" by alice") and "(2026-05-01T10:00:00Z to 2026-08-01T11:00:00Z)" in rows[2]
     assert "(2026-08-01T11:00:00Z, current)" in rows[3]
     assert out[-1] == "[values 1-4 of 4]"
-    data = json.loads(fsmem(history, "timeline", DOC, "employer", "--json").stdout)
+    data = json.loads(fsmem(history, "timeline", DOC, "employer", "--json", process=True).stdout)
     assert [(v["value"], v["date"], v["until"], v["writer"], v["current"]) for v in data["values"]] == [
         ("Acme", "2026-03-01T09:00:00Z", "2026-05-01T10:00:00Z", "zed", False),
         ("Globex", "2026-05-01T10:00:00Z", "2026-08-01T11:00:00Z", "alice", False),
@@ -284,7 +290,7 @@ def test_timeline_through_the_api_and_the_tool(history):
         memory.timeline("people/Rosa Diaz")
     with pytest.raises(InvalidArgument, match="is not a key"):
         memory.timeline(NADIA, "Employer!")
-    assert fsmem(history, "timeline", "people/Rosa Diaz", check=False).returncode == 2
+    assert fsmem(history, "timeline", "people/Rosa Diaz", check=False, process=True).returncode == 2
 
 
 def test_timeline_leaves_out_a_value_whose_source_is_outside_the_scope(history):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-import cli_here
+import cli_runner
 import pytest
 import sync_scenario as S
 
@@ -16,8 +16,8 @@ DOC = "entities/people/nadia-okafor.md"
 
 def run(root: Path, *args: str, now: str, session: str | None = None) -> subprocess.CompletedProcess:
     """`fsmem --root ROOT ARGS` on the clock `now` (and FSMEM_SESSION `session`), through the CLI's entry point in
-    this process (tests/cli_here.py): what is tested is the order sync's merge gives, not the process."""
-    code, out, err = cli_here.fsmem(root, *args, now=now, **({"FSMEM_SESSION": session} if session else {}))
+    this process (tests/cli_runner.py): what is tested is the order sync's merge gives, not the process."""
+    code, out, err = cli_runner.fsmem_here(root, *args, now=now, **({"FSMEM_SESSION": session} if session else {}))
     assert code in (0, 1), f"fsmem {' '.join(args)}: exit {code}: {err}"
     return subprocess.CompletedProcess([S.FSMEM, "--root", str(root), *args], code, out, err)
 
