@@ -397,6 +397,49 @@ def test_on_a_read_only_mount_no_socket_is_made_and_commands_walk(memory, tmp_pa
             watcher.stop()
 
 
+def _stamps(root: Path, rel: str) -> tuple[object, object]:
+    """The stamp of `rel` in the search index (mtime, size) and in the grep word index, as stored on disk."""
+    import apsw
+
+    state = root / ".fsmem"
+    search = apsw.Connection(str(state / "cache.sqlite"), flags=apsw.SQLITE_OPEN_READONLY)
+    words = apsw.Connection(str(state / "grep-words.sqlite"), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        indexed = search.execute("SELECT abs(mtime_ns), size FROM search_files WHERE path = ?", (rel,)).fetchall()
+        worded = words.execute("SELECT stamp FROM files WHERE path = ?", (rel,)).fetchall()
+    finally:
+        search.close()
+        words.close()
+    return indexed, worded
+
+
+@pytest.mark.slow
+def test_the_watcher_catches_up_the_caches_there_are_before_it_answers(memory):
+    """The first search and grep asked of a new watcher need no walk: before its socket is there, the watcher
+    has caught up the search index and the grep word index that exist (the feed's first catch-up of each is a
+    walk of every file), as it has the metadata rows."""
+    root = memory.root
+    kept = Memory(root)
+    kept.catalog.hold_feed()  # a long-lived process: its grep builds the word index
+    kept.search("zephyr")
+    kept.grep("zephyr")
+    kept.close()
+    rel = "topics/people.md"
+    before = _stamps(root, rel)
+    assert before[0] and before[1], before
+    (root / rel).write_text("---\ntitle: People\n---\n# People\n\n- Ada and Grace run zephyr ops\n")
+    watcher = Watcher(root)
+    try:
+        after = _stamps(root, rel)  # no request yet
+        found = os.stat(root / rel)
+        assert after[0] == [(found.st_mtime_ns, found.st_size)], after
+        assert after[1] != before[1], after
+        assert both(root, "search", "Grace zephyr", "--json")[0] == 0
+        assert both(root, "grep", "Grace")[0] == 0
+    finally:
+        watcher.stop()
+
+
 def _as_nobody() -> list[str]:
     if os.geteuid() != 0:
         pytest.skip("running a client as another user needs root")

@@ -5,18 +5,20 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
 
 import pytest
 from conftest import configure
-from test_rendezvous import NOW, READS, _ask_by_hand, both, run, zephyr_memory
+from test_rendezvous import CONNECT, NOW, READS, _as_nobody, _ask_by_hand, both, run, zephyr_memory
 
 from fsmem.cli import rendezvous as rv
 
@@ -119,6 +121,56 @@ def test_a_killed_server_leaves_no_answering_process(memory, tmp_path):
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         with pytest.raises(OSError):
             sock.connect(path)
+
+
+def _answerer(server: Server) -> int:
+    """The pid of the server's answering process (`python -m fsmem.cli.answerer ROOT`)."""
+    pid = server.process.pid
+    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+        if "fsmem.cli.answerer" in Path(f"/proc/{child}/cmdline").read_bytes().decode(errors="replace"):
+            return int(child)
+    raise AssertionError("the server started no answering process")
+
+
+def test_commands_walk_once_the_answering_process_is_gone_and_say_so_under_require(memory, tmp_path):
+    root = memory.root
+    server = Server(root, tmp_path / "tokens.json")
+    try:
+        path = server.said("answering one-shot reads on ").split(" on ", 1)[1]
+        os.kill(_answerer(server), signal.SIGKILL)  # its socket stays behind, stale: refused at once
+        assert os.path.exists(path)
+        for args in READS[:3]:
+            assert run(root, *args, mode="auto") == run(root, *args, mode="off")
+        code, _, err = run(root, "ls", mode="require")
+        assert code == 2 and b"no running fsmem answered" in err, err
+    finally:
+        server.stop()
+
+
+def test_another_user_cannot_reach_the_servers_answering_process():
+    prefix = _as_nobody()
+    base = Path(tempfile.mkdtemp(prefix="oneshot-other-", dir="/tmp"))
+    try:
+        os.chmod(base, 0o755)  # others may enter the memory's folders, as on a shared machine
+        memory = zephyr_memory(base)
+        (memory.root / ".fsmem").mkdir(exist_ok=True)
+        os.chmod(memory.root / ".fsmem", 0o755)
+        server = Server(memory.root, base / "tokens.json")
+        try:
+            path = server.said("answering one-shot reads on ").split(" on ", 1)[1]
+            tried = subprocess.run([*prefix, sys.executable, "-c", CONNECT, path], capture_output=True, text=True)
+            assert tried.stdout.split()[:1] == ["refused"], tried  # the folder's mode: EACCES
+            os.chmod(os.path.dirname(path), 0o711)  # even where the folder and the socket let it through,
+            os.chmod(path, 0o666)
+            tried = subprocess.run([*prefix, sys.executable, "-c", CONNECT, path], capture_output=True, text=True)
+            assert tried.stdout.strip() == "dropped", tried  # the answering process checks the peer's uid
+            os.chmod(os.path.dirname(path), 0o700)
+            os.chmod(path, 0o600)
+            both(memory.root, "ls")
+        finally:
+            assert server.stop() == 0
+    finally:
+        shutil.rmtree(base)
 
 
 def test_fsmem_socket_off_starts_no_answering_process(memory, tmp_path):

@@ -16,6 +16,10 @@ client never finds one that does not listen yet.
 The memories a request opens are kept open for the next one (`Kept`): a `Memory` opened anew for every
 request starts cold (its cache connection, the counts of its listings, its search index's kept state), which
 was most of an `ls` asked of the watcher; a kept one answers as a new one would, as the server's kept views do.
+Before the socket is there, the memory a plain request opens is opened and the caches that exist are caught up
+(`Kept.warm`): each cache's first catch-up on the change feed is a walk of every file (3-8 s at 100k files), and
+the tokenizer loads once per process; done then, while commands still walk as without a watcher, and not in the
+first request of each kind, which would hold every command behind it past `READY_SECONDS` into a walk of its own.
 """
 
 from __future__ import annotations
@@ -68,6 +72,7 @@ class Answering:
         if path is None:
             self.say("one-shot commands will walk: no socket path is short enough for this memory")
             return
+        self.kept.warm(self.root, self.say)
         try:
             self._listen(path)
         except OSError as exc:
@@ -285,6 +290,28 @@ class Kept:
                 self.memories.popitem(last=False)[1][1].close()
         return memory
 
+    def warm(self, root: str, say: Callable[[str], None]) -> None:
+        """Open the memory of a request without --agent and catch up the caches it already has on disk, so
+        the first requests need no walk: the metadata rows, a search index that holds files, a grep word
+        index that exists (neither is built here: a memory never searched or grepped does not pay for one),
+        and the tokenizer. What fails here is left for the request that needs it, which says why."""
+        from fsmem.errors import FsmemError
+        from fsmem.names import STATE_DIR
+        from fsmem.query import grep_words
+        from fsmem.tokens import get_encoding
+
+        try:
+            memory = self.open(root, None)
+            memory.catalog.sync()
+            index = memory.search_index
+            if index.guarded(_holds_files):
+                index.refresh()
+            if os.path.exists(os.path.join(root, STATE_DIR, grep_words.INDEX_FILE)):
+                grep_words.caught_up(Path(root))
+            get_encoding(memory.tokens.encoding_name)
+        except (OSError, FsmemError) as exc:
+            say(f"the first one-shot reads will catch up the caches themselves: {exc}")
+
     def holds(self, memory: Any) -> bool:
         """Whether `memory` is kept (its command must not close it)."""
         return any(kept is memory for _, kept in self.memories.values())
@@ -292,6 +319,11 @@ class Kept:
     def close(self) -> None:
         while self.memories:
             self.memories.popitem()[1][1].close()
+
+
+def _holds_files(conn: Any) -> bool:
+    """Whether the search index has been built (a first search builds it; warming does not)."""
+    return conn.execute("SELECT 1 FROM search_files LIMIT 1").fetchone() is not None
 
 
 def _log_to(target: Any) -> Any:
