@@ -4,6 +4,7 @@
     python benchmarks/bench_cold_start.py --sizes 100000 --root /work/wt/corpus-100k   # minutes
     python benchmarks/bench_cold_start.py --root DIR --first-only   # the first search and the bare build alone
     python benchmarks/bench_cold_start.py --old main   # and an earlier revision's first search, in the same run
+    python benchmarks/bench_cold_start.py --root DIR --parse-only --old main   # the workers' part, both revisions
 
 A user who clones a memory and asks it something waits for `fsmem --root COPY search QUERY`: every file read,
 split into rows, stemmed and written into the search index. What they could run instead is a bare FTS5 build
@@ -50,6 +51,17 @@ for folder, dirs, files in os.walk(root):
                 text = handle.read().decode("utf-8", "replace")
             conn.executemany("INSERT INTO lines (text) VALUES (?)", [(l,) for l in text.splitlines() if l.strip()])
 conn.execute("COMMIT")
+"""
+
+PARSE = """
+import os, sys, time
+from fsmem.search.parsing import parse_files
+root = sys.argv[1]
+files = []
+for folder, dirs, names in os.walk(root):
+    dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+    files += [(os.path.relpath(os.path.join(folder, n), root), os.path.join(folder, n)) for n in sorted(names) if n.endswith(".md")]
+parse_files((root, files))
 """
 
 GREP_WORDS = """
@@ -122,16 +134,26 @@ def main() -> None:
     parser.add_argument("--root", type=Path, help="a ready corpus to copy (default: the benchmark corpus)")
     parser.add_argument("--old", help="a revision (or a folder holding an fsmem package) to time beside")
     parser.add_argument("--first-only", action="store_true", help="the first search and the bare build alone")
+    parser.add_argument(
+        "--parse-only",
+        action="store_true",
+        help="what the build's workers do (read and parse every file), in one process",
+    )
     args, _ = parser.parse_known_args()
     fsmem = fsmem_bin()
     old_env = None
     if args.old:
-        old_env = {"PYTHONPATH": str(old_package(args.old, OUT / "cold-start-old"))}
+        # PYTHONSAFEPATH: `python -m fsmem` run from this checkout put it first on sys.path, ahead of
+        # PYTHONPATH, and the "earlier revision" was this tree's fsmem
+        old_env = {"PYTHONPATH": str(old_package(args.old, OUT / "cold-start-old")), "PYTHONSAFEPATH": "1"}
     sizes = [int(s) for s in args.sizes.split(",") if s]
     for size in sizes[:1] if args.root else sizes:
         source = args.root or corpus(size)
         files, md_bytes = markdown(source)
         before = load()
+        if args.parse_only:
+            parse_times(source, files, args.runs, old_env, args.old, before)
+            continue
         ours, bare, old = [], [], []
         for _ in range(args.runs):  # alternating, each on a fresh copy
             copy = fresh_copy(source, "fsmem")
@@ -212,6 +234,23 @@ def main() -> None:
                 ],
             )
         )
+
+
+def parse_times(
+    source: Path, files: int, runs: int, old_env: dict[str, str] | None, old: str | None, before: str
+) -> None:
+    """The CPU of reading and parsing every file as the build's workers do (`parse_files`), in one process,
+    this tree's and `old`'s alternating: the part of the first search that is Python, without the writing."""
+    ours, theirs = [], []
+    for _ in range(runs):
+        ours.append(run([sys.executable, "-c", PARSE, str(source)])[1])
+        if old_env is not None:
+            theirs.append(run([sys.executable, "-c", PARSE, str(source)], old_env)[1])
+    print(f"({files:,} files; {before} before, {load()} after)")
+    rows = [["this tree", f"{min(ours):.1f} s", ""]]
+    if theirs:
+        rows.append([str(old), f"{min(theirs):.1f} s", f"{min(ours) / min(theirs):.2f}x"])
+    print(table(f"reading and parsing every file in one process (CPU, best of {runs})", ["", "CPU", "ratio"], rows))
 
 
 if __name__ == "__main__":

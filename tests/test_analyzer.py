@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fsmem.search.analyzer import _MARKER, _WORD, STOP_WORDS, Analyzer, _machine_token
 
@@ -41,3 +41,13 @@ def test_rows_of_a_memory() -> None:
     for row in rows:
         assert ANALYZER.text(row) == by_pattern(row)
     assert ANALYZER.text("What is the renewal date for Acme Corp?") == "renew date acm corp"
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.text("ab XYZ09_-[]:\0\n\té ß İthe", max_size=12) | st.sampled_from(["[D1:3]", "running", "x1y2" * 6]))
+)
+def test_texts_is_text_of_each(texts):
+    """A file's rows analysed at once give each row's terms, whatever they hold (NUL, markers, non-ASCII)."""
+    analyzer = Analyzer()
+    assert analyzer.texts(texts) == [Analyzer().text(t) for t in texts]

@@ -16,6 +16,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from fsmem.config import first_alias
+from fsmem.format.simple_fields import simple_fields
 
 
 @functools.cache
@@ -165,7 +166,8 @@ def split(text: str) -> Document:
                 Problem(alias + 2, "front matter uses a YAML anchor or alias (& or *); fsmem does not expand them")
             )
             return doc
-        loaded = yaml.load(raw, Loader=_yaml().loader) if raw.strip() else {}
+        fields = simple_fields(raw) if raw.strip() else {}
+        loaded = fields if fields is not None else yaml.load(raw, Loader=_yaml().loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = (mark.line + 2) if mark is not None else 1
@@ -181,7 +183,7 @@ def split(text: str) -> Document:
         doc.problems.append(Problem(2, "front matter must be a mapping of fields"))
         return doc
     doc.has_front_matter = True
-    doc.front_matter = {str(k): _plain(v) for k, v in loaded.items()}
+    doc.front_matter = loaded if fields is not None else {str(k): _plain(v) for k, v in loaded.items()}
     doc.front_matter_text = raw
     doc.body = "".join(lines[closing + 1 :])
     doc.body_start_line = closing + 2

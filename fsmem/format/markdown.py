@@ -36,12 +36,13 @@ def headings(text: str, first_line: int = 1) -> list[Heading]:
     """ATX headings outside fenced code, each with the line range its section spans."""
     found: list[tuple[int, str, int]] = []
     in_code = False
+    fenced = "```" in text or "~~~" in text  # else no line is a fence: a cold build splits every file
     number = first_line - 1
     for number, line in enumerate(text.splitlines(), start=first_line):
-        if FENCED_CODE.match(line):
+        if fenced and FENCED_CODE.match(line):
             in_code = not in_code
             continue
-        if in_code:
+        if in_code or line[:1] != "#":
             continue
         match = HEADING.match(line)
         if match:

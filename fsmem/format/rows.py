@@ -19,6 +19,7 @@ from fsmem.format.facts import is_bullet, parse_fact
 ROW_KINDS = ("fact", "bullet", "paragraph")
 
 _BULLET = re.compile(r"^([ \t]*)(?:[-*+]|\d{1,3}[.)])[ \t]+(\S.*)$")
+_BULLET_FIRST = frozenset("-*+0123456789")  # what a line `_BULLET` matches starts with, after its indent
 _COMMENT_ONLY = re.compile(r"^\s*<!--.*-->\s*$")
 
 
@@ -116,31 +117,31 @@ def document_rows(path: str, doc: fmt.Document, *, classify: bool = True) -> lis
         nonlocal pending, pending_kind
         if not pending:
             return
-        body = "\n".join(pending).strip()
+        body = pending[0].strip() if len(pending) == 1 else "\n".join(pending).strip()
         kind = pending_kind
         if classify and kind == "bullet" and is_bullet(pending[0]) and ": " in pending[0] and is_fact(pending[0]):
             kind = "fact"
         rows.append(
             Row(
-                path=path,
-                line=pending_start,
-                end_line=pending_start + len(pending) - 1,
-                text=body,
-                kind=kind,
-                title=title,
-                subject=subject,
-                headings=heads,
-                superseded=bool(superseded) and fmt.in_ranges(pending_start, superseded),
+                path,
+                pending_start,
+                pending_start + len(pending) - 1,
+                body,
+                kind,
+                title,
+                subject,
+                heads,
+                bool(superseded) and fmt.in_ranges(pending_start, superseded),
             )
         )
         pending = []
         pending_kind = ""
 
     in_code = False
-    lines = doc.body.splitlines()
-    for number, raw in enumerate(lines, start=doc.body_start_line):
-        line = raw.rstrip("\r\n")
-        if fmt.FENCED_CODE.match(line):
+    fenced = "```" in doc.body or "~~~" in doc.body  # else no line is a fence: a cold build splits every file
+    lines = doc.body.splitlines()  # no line ends in \r or \n
+    for number, line in enumerate(lines, start=doc.body_start_line):
+        if fenced and fmt.FENCED_CODE.match(line):
             if not in_code:
                 flush()
                 pending, pending_start, pending_kind = [line], number, "paragraph"
@@ -153,33 +154,35 @@ def document_rows(path: str, doc: fmt.Document, *, classify: bool = True) -> lis
         if in_code:
             pending.append(line)
             continue
-        heading = heading_at.get(number)
-        if heading is not None:
+        if heading_at:
+            heading = heading_at.get(number)
+            if heading is not None:
+                flush()
+                while stack and stack[-1].level >= heading.level:
+                    stack.pop()
+                stack.append(heading)
+                # The level-1 heading usually repeats the title; keep it only when it says something else.
+                heads = [h.title for h in stack if not (h.level == 1 and h.title == title)]  # a new list: rows share it
+                subject = file_subject
+                for entry in stack:
+                    found = subject_of(entry.title)
+                    if found:
+                        subject = found
+                continue
+        stripped = line.strip()
+        if not stripped or ("<!--" in line and _COMMENT_ONLY.match(line)):
             flush()
-            while stack and stack[-1].level >= heading.level:
-                stack.pop()
-            stack.append(heading)
-            # The level-1 heading usually repeats the title; keep it only when it says something else.
-            heads = [h.title for h in stack if not (h.level == 1 and h.title == title)]  # a new list: rows share it
-            subject = file_subject
-            for entry in stack:
-                found = subject_of(entry.title)
-                if found:
-                    subject = found
             continue
-        if not line.strip() or _COMMENT_ONLY.match(line):
-            flush()
-            continue
-        bullet = _BULLET.match(line)
+        bullet = _BULLET.match(line) if stripped[0] in _BULLET_FIRST else None
         if bullet:
             flush()
-            pending, pending_start, pending_kind = [line.strip()], number, "bullet"
+            pending, pending_start, pending_kind = [stripped], number, "bullet"
             pending_indent = len(bullet.group(1).expandtabs(4))
             continue
         if pending_kind == "bullet":
             indent = len(line) - len(line.lstrip())
             if indent > pending_indent:  # a continuation line of the bullet above
-                pending.append(line.strip())
+                pending.append(stripped)
                 continue
             flush()
         if not pending:

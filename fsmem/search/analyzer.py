@@ -37,7 +37,7 @@ class Analyzer:
             raise MissingDependency("search needs PyStemmer; install it with: pip install PyStemmer") from None
         self._stem_word = Stemmer.Stemmer("english").stemWord
         self._cache: dict[str, str] = {}
-        self._table: dict[str, str] = {}  # word -> stem, "" for a stop word
+        self._table: dict[str, str] = {"\0": "\0"}  # word -> stem, "" for a stop word; NUL: `texts`
 
     def words(self, text: str) -> list[str]:
         """Lowercase words without stop words (not stemmed): what fuzzy matching compares."""
@@ -74,9 +74,30 @@ class Analyzer:
                     table[word] = "" if word in STOP_WORDS or _machine_token(word) else self._stem_word(word)
             return " ".join(filter(None, map(table.__getitem__, words)))
 
+    def texts(self, texts: list[str]) -> list[str]:
+        """`[self.text(t) for t in texts]`, the texts of one file cut and looked up as one: a cold build's
+        rows are short, and each call's own steps cost as much as its words. The texts are joined by a NUL
+        between spaces, which the translation keeps and the table maps to itself, and cut apart at the end."""
+        joined = " \0 ".join(texts)
+        if "[" in joined:
+            joined = _MARKER.sub(" ", joined)
+        if not texts or not joined.isascii() or joined.count("\0") != len(texts) - 1:
+            return [self.text(t) for t in texts]
+        words = joined.encode("ascii").translate(_ASCII_ROWS).decode("ascii").split()
+        table = self._table
+        try:
+            stems = " ".join(filter(None, map(table.__getitem__, words)))
+        except KeyError:
+            for word in words:
+                if word not in table:
+                    table[word] = "" if word in STOP_WORDS or _machine_token(word) else self._stem_word(word)
+            stems = " ".join(filter(None, map(table.__getitem__, words)))
+        return [part.strip(" ") for part in stems.split("\0")]
+
 
 # an ASCII byte to itself lowercased when `_WORD` takes it (a letter or digit), else to a space
 _ASCII_WORDS = bytes(ord(chr(c).lower()) if chr(c).isalnum() else 32 for c in range(128)) + b" " * 128
+_ASCII_ROWS = b"\0" + _ASCII_WORDS[1:]  # and the NUL `Analyzer.texts` joins texts with kept
 
 
 def _machine_token(word: str) -> bool:

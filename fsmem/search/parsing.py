@@ -159,6 +159,7 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
     bodies: list[list[str]] = [[]]
     out_rows = []
     terms: set[str] = set(names_text.split())
+    row_terms = analyzer.texts([row.text for row in rows])  # with their citations, as grep and read show them
     for index, row in enumerate(rows):
         key = tuple(row.headings)
         context_terms = context_cache.get(key)
@@ -169,7 +170,7 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
             context_terms = context_cache[key] = analyzer.text(
                 " ".join(h for h in heads if h.lower() not in known_names)
             )
-        text_terms = analyzer.text(row.text)  # with its citation, as grep and read show it
+        text_terms = row_terms[index]
         provenance = provenances[index]
         date = (provenance.first, False) if provenance else (dated_note, True)
         when = dated.get(date)
