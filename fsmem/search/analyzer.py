@@ -65,14 +65,7 @@ class Analyzer:
             words = text.encode("ascii").translate(_ASCII_WORDS).decode("ascii").split()
         else:
             words = _WORD.findall(text.lower())
-        table = self._table
-        try:
-            return " ".join(filter(None, map(table.__getitem__, words)))
-        except KeyError:
-            for word in words:
-                if word not in table:
-                    table[word] = "" if word in STOP_WORDS or _machine_token(word) else self._stem_word(word)
-            return " ".join(filter(None, map(table.__getitem__, words)))
+        return self._stems(words)
 
     def texts(self, texts: list[str]) -> list[str]:
         """`[self.text(t) for t in texts]`, the texts of one file cut and looked up as one: a cold build's
@@ -84,15 +77,19 @@ class Analyzer:
         if not texts or not joined.isascii() or joined.count("\0") != len(texts) - 1:
             return [self.text(t) for t in texts]
         words = joined.encode("ascii").translate(_ASCII_ROWS).decode("ascii").split()
+        return [part.strip(" ") for part in self._stems(words).split("\0")]
+
+    def _stems(self, words: list[str]) -> str:
+        """The stems of `words` (stop words and machine tokens left out), looked up in C; a word not yet in the
+        table is stemmed once and kept."""
         table = self._table
         try:
-            stems = " ".join(filter(None, map(table.__getitem__, words)))
+            return " ".join(filter(None, map(table.__getitem__, words)))
         except KeyError:
             for word in words:
                 if word not in table:
                     table[word] = "" if word in STOP_WORDS or _machine_token(word) else self._stem_word(word)
-            stems = " ".join(filter(None, map(table.__getitem__, words)))
-        return [part.strip(" ") for part in stems.split("\0")]
+            return " ".join(filter(None, map(table.__getitem__, words)))
 
 
 # an ASCII byte to itself lowercased when `_WORD` takes it (a letter or digit), else to a space
