@@ -91,16 +91,15 @@ def beyond(name: str, value: Any, limits: Mapping[str, Any], command: str | None
     it is within them. `value` is of the argument's type already; None is never beyond."""
     if value is None:
         return None
-    tools = faces.current().kind == faces.TOOLS
     choices = limits.get("enum")
     if choices is not None and value not in choices:
         listed = ", ".join(map(str, choices))
-        if tools:
+        if faces.current().kind == faces.TOOLS:
             return f"argument '{name}' must be one of: {listed}"
         return f"{faces.arg(name, command)} must be one of {listed}, not {echo(value)}"
     minimum = limits.get("minimum")
     if minimum is not None and value < minimum:
-        if tools:
+        if faces.current().kind == faces.TOOLS:
             return f"argument '{name}' must be at least {minimum}"
         return f"{faces.arg(name, command)} must be {'0 or more' if minimum == 0 else f'at least {minimum}'}"
     return None
@@ -281,12 +280,10 @@ class _Reader:
 class Slot:
     """One argument of a method, compiled: its name, its type's rule, whether it is required, and its limits."""
 
-    __slots__ = ("name", "rule", "required", "limits", "minimum", "choices")
+    __slots__ = ("name", "rule", "required", "limits")
 
     def __init__(self, name: str, rule: Rule, required: bool, limits: Mapping[str, Any] | None = None):
         self.name, self.rule, self.required, self.limits = name, rule, required, limits
-        self.minimum = None if limits is None else limits.get("minimum")
-        self.choices = None if limits is None else limits.get("enum")
 
 
 class ArgumentCheck:
@@ -353,13 +350,11 @@ class ArgumentCheck:
         return args, kwargs
 
     def _within(self, param: Slot, value: Any) -> None:
-        """InvalidArgument, worded by `beyond`, when `value` is beyond the limits; compared here, worded there."""
-        if value is None:
-            return
-        minimum, choices = param.minimum, param.choices
-        if (minimum is not None and value < minimum) or (choices is not None and value not in choices):
-            assert param.limits is not None
-            raise InvalidArgument(beyond(param.name, value, param.limits, self.operation) or param.name)
+        """InvalidArgument, worded by `beyond`, when `value` is beyond the limits."""
+        assert param.limits is not None
+        problem = beyond(param.name, value, param.limits, self.operation)
+        if problem is not None:
+            raise InvalidArgument(problem)
 
     def _again(self, args: tuple[Any, ...], index: int, param: Slot, value: Any) -> tuple[Any, ...]:
         return (*args[:index], self._converted(param, value), *args[index + 1 :])
