@@ -56,9 +56,9 @@ def test_text_is_decoded_as_subprocess_decodes_it(tmp_path):
         cli_runner.run([*args[:3], "read", "missing.md"], check=True, env=environment())
 
 
-def test_what_a_command_may_change_is_given_back(tmp_path):
-    """Environment, folder, streams, loggers, signal handlers and exit functions: as before the run."""
-    before = (
+def process_state() -> tuple:
+    """What a command run here may change of the process: environment, folder, streams, root logger, SIGTERM."""
+    return (
         dict(os.environ),
         os.getcwd(),
         (sys.stdin, sys.stdout, sys.stderr),
@@ -66,6 +66,11 @@ def test_what_a_command_may_change_is_given_back(tmp_path):
         logging.getLogger().level,
         signal.getsignal(signal.SIGTERM),
     )
+
+
+def test_what_a_command_may_change_is_given_back(tmp_path):
+    """Environment, folder, streams, loggers, signal handlers and exit functions: as before the run."""
+    before = process_state()
     exits: list[str] = []
     with cli_runner._Borrowed(
         tmp_path, {"FSMEM_NOW": NOW, "TZ": "Asia/Tokyo"}, sys.stdin, sys.stdout, sys.stderr
@@ -79,14 +84,7 @@ def test_what_a_command_may_change_is_given_back(tmp_path):
         logging.getLogger("fsmem.cli_runner_probe").setLevel(logging.DEBUG)
         signal.signal(signal.SIGTERM, lambda number, frame: None)
         atexit.register(exits.append, "flushed")
-    after = (
-        dict(os.environ),
-        os.getcwd(),
-        (sys.stdin, sys.stdout, sys.stderr),
-        logging.getLogger().handlers[:],
-        logging.getLogger().level,
-        signal.getsignal(signal.SIGTERM),
-    )
+    after = process_state()
     assert after == before
     assert logging.getLogger("fsmem.cli_runner_probe").level == logging.NOTSET
     assert exits == [] and left == [(exits.append, ("flushed",), {})]  # for `run` to call at the command's end
