@@ -41,16 +41,13 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     args, _rest = parser.parse_known_args()  # `make bench` passes every script the same arguments
 
+    from common import memories
+
     from fsmem import Memory
     from fsmem.query import grep_words
     from fsmem.store.feed import Delta
 
-    roots = [args.root] if args.root else []
-    if not roots:
-        from common import corpus
-
-        roots = [corpus(int(size)) for size in args.sizes.split(",")]
-    for root in roots:
+    for root in memories(args.root, args.sizes):
         memory = Memory(root)
         memory.ls(max_results=1)
         memory.ls(max_results=1)  # the second call starts the change feed

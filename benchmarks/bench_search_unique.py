@@ -73,7 +73,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--profile", action="store_true")
     args, _rest = parser.parse_known_args()  # `make bench` passes every script the same arguments
-    from common import NewQuestions
+    from common import NewQuestions, memories
 
     from fsmem import Memory
     from fsmem.search import rowscores
@@ -81,12 +81,7 @@ def main() -> int:
     from fsmem.search.scoring import query_terms
     from fsmem.store import cache
 
-    roots = [args.root] if args.root else []
-    if not roots:
-        from common import corpus
-
-        roots = [corpus(int(size)) for size in args.sizes.split(",")]
-    for root in roots:
+    for root in memories(args.root, args.sizes):
         memory = Memory(root)
         memory.search("warm up: the modules a first search imports")
         memory.search("warm up: the change feed takes over from the walk")  # its start walks once more

@@ -112,6 +112,12 @@ def sizes_from(argv: list[str], default: str) -> list[int]:
 RUNS = 7
 
 
+def memories(root: Path | None, sizes: str) -> list[Path]:
+    """The memory a benchmark was given (--root, a scratch copy with its caches built), else the seeded corpus of
+    each of `sizes` (comma-separated file counts), built if need be."""
+    return [root] if root else [corpus(int(size)) for size in sizes.split(",")]
+
+
 def corpus(files: int) -> Path:
     from corpus import build
 
