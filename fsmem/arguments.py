@@ -45,42 +45,15 @@ LIMIT = 1 << 63  # a whole number must be within ±2**63: SQLite, offsets and sl
 
 # -- generated from the spec's parameters by `python -m fsmem.cli.generated`; do not edit --
 LIMITS: dict[str, dict[str, dict[str, Any]]] = {
-    "ls": {
-        "depth": {"minimum": 1},
-        "offset": {"minimum": 0},
-        "max_results": {"minimum": 1},
-    },
-    "grep": {
-        "context_lines": {"minimum": 0},
-        "offset": {"minimum": 0},
-        "max_results": {"minimum": 1},
-    },
-    "search": {
-        "min_score": {"minimum": 0},
-        "offset": {"minimum": 0},
-        "max_results": {"minimum": 1},
-    },
-    "links": {
-        "offset": {"minimum": 0},
-        "max_results": {"minimum": 1},
-    },
-    "timeline": {
-        "offset": {"minimum": 0},
-        "max_results": {"minimum": 1},
-    },
-    "recall": {
-        "max_tokens": {"minimum": 0},
-    },
-    "log": {
-        "offset": {"minimum": 0},
-        "max_results": {"minimum": 1},
-    },
-    "import_from": {
-        "format": {"enum": ["claude-code", "chatgpt", "claude", "markdown"]},
-    },
-    "distill": {
-        "episode_tokens": {"minimum": 64},
-    },
+    "ls": {"depth": {"minimum": 1}, "offset": {"minimum": 0}, "max_results": {"minimum": 1}},
+    "grep": {"context_lines": {"minimum": 0}, "offset": {"minimum": 0}, "max_results": {"minimum": 1}},
+    "search": {"min_score": {"minimum": 0}, "offset": {"minimum": 0}, "max_results": {"minimum": 1}},
+    "links": {"offset": {"minimum": 0}, "max_results": {"minimum": 1}},
+    "timeline": {"offset": {"minimum": 0}, "max_results": {"minimum": 1}},
+    "recall": {"max_tokens": {"minimum": 0}},
+    "log": {"offset": {"minimum": 0}, "max_results": {"minimum": 1}},
+    "import_from": {"format": {"enum": ["claude-code", "chatgpt", "claude", "markdown"]}},
+    "distill": {"episode_tokens": {"minimum": 64}},
 }
 # -- end of what is generated --
 

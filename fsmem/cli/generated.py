@@ -128,15 +128,13 @@ LIMITS_BEGIN = "# -- generated from the spec's parameters by `python -m fsmem.cl
 
 def limits_table() -> str:
     """`fsmem.arguments.LIMITS`, as Python source: each declared operation's parameters that have a minimum or
-    choices (`fsmem.spec.schema.limits`), one a line, as ruff formats it. `Memory`'s argument check reads it
+    choices (`fsmem.spec.schema.limits`), an operation a line, as ruff formats it. `Memory`'s argument check reads it
     without loading the spec (a plain grep never does); tests/test_arguments.py asks that it is what this makes now."""
     from fsmem.spec.schema import limits
 
     lines = ["LIMITS: dict[str, dict[str, dict[str, Any]]] = {"]
     for op, params in limits(declared().values()).items():
-        lines.append(f"    {json.dumps(op)}: {{")
-        lines += [f"        {json.dumps(name)}: {json.dumps(found)}," for name, found in params.items()]
-        lines.append("    },")
+        lines.append(f"    {json.dumps(op)}: {json.dumps(params)},")
     lines.append("}")
     return LIMITS_BEGIN + "".join(line + "\n" for line in lines) + LEAN_END
 
