@@ -12,6 +12,7 @@ functions and those under TYPE_CHECKING.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -79,13 +80,20 @@ def layer_of(module: str) -> int | None:
     return None
 
 
+@functools.cache  # the package's files do not change during a run; every test asks
 def modules() -> dict[str, Path]:
     return {module_name(path): path for path in sorted(PACKAGE.rglob("*.py")) if "memory_template" not in path.parts}
 
 
-def imports_of(path: Path, module: str) -> set[str]:
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+@functools.cache
+def imports_of(path: Path, module: str) -> frozenset[str]:
     """Every fsmem module `path` imports, wherever the import statement stands."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parsed(path)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(tree):
@@ -101,7 +109,7 @@ def imports_of(path: Path, module: str) -> set[str]:
             found.add(target)
             found.update(f"{target}.{alias.name}" for alias in node.names)
     known = modules()
-    return {name for name in found if name in known and name != "fsmem"}
+    return frozenset(name for name in found if name in known and name != "fsmem")
 
 
 def test_every_module_belongs_to_a_layer():
@@ -124,8 +132,7 @@ def test_nothing_below_the_facade_knows_memory():
         if module == "fsmem" or (layer_of(module) or 0) >= (facade or 0):
             continue
         assert "fsmem.memory" not in imports_of(path, module), module
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        named = [node for node in ast.walk(tree) if isinstance(node, ast.Name) and node.id == "Memory"]
+        named = [node for node in ast.walk(parsed(path)) if isinstance(node, ast.Name) and node.id == "Memory"]
         assert not named, f"{module} names Memory: pass the root, catalog, counter or budget it needs instead"
 
 
@@ -160,5 +167,5 @@ def test_modules_stay_small_or_say_why(module):
     lines = text.count("\n")
     if lines <= MAX_LINES:
         return
-    docstring = ast.get_docstring(ast.parse(text)) or ""
+    docstring = ast.get_docstring(parsed(path)) or ""
     assert LONG_REASON in docstring, f"{module} has {lines} lines; split it, or say at its top why it is long"
