@@ -26,7 +26,7 @@ demo: $(STAMP)
 	@echo; echo '$$ fsmem consolidate'; FSMEM_NOW=2026-12-01T08:00:00+00:00 $(FSMEM) --root $(DEMO) consolidate
 	@echo; echo '$$ fsmem read entities/people/adam-smith.md --include-superseded'; $(FSMEM) --root $(DEMO) read entities/people/adam-smith.md --include-superseded
 
-# The quality gates (lint, format, types: seconds), then the suite.
+# The quality gates: lint, format, types.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check fsmem tests benchmarks examples docs/conf.py docs/_ext docs/check_moved.py
 	$(VENV)/bin/ruff format --check fsmem tests benchmarks examples docs/conf.py docs/_ext docs/check_moved.py
@@ -42,8 +42,17 @@ docs: $(STAMP)
 # as it rewrote their asserts, in tests/__pycache__: a second run's workers then collect in half the CPU (9 s of
 # 19 s each here); every other module is compiled ahead by tests/conftest.py either way.
 SUITE := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n auto --dist worksteal
-test: lint docs
-	$(SUITE)
+
+# Lint first (tests/test_docs.py type-checks the docs' snippets with mypy's cache that `make lint` leaves warm),
+# then the docs build beside the suite, its output printed whole when it ends: Sphinx's 10-20 s on a clean
+# checkout fit in the suite's waits on git, rg and its subprocesses. Either failing fails `make test`.
+test: lint
+	@( $(MAKE) --no-print-directory docs > $(VENV)/docs.log 2>&1; docs=$$?; cat $(VENV)/docs.log; exit $$docs ) & \
+	docs_pid=$$!; \
+	$(SUITE); suite=$$?; \
+	wait $$docs_pid; docs=$$?; \
+	[ $$docs -eq 0 ] || echo "make test: the docs build failed (its output is above, and in $(VENV)/docs.log)"; \
+	[ $$docs -eq 0 ] && [ $$suite -eq 0 ]
 
 # The suite as `make test` runs it, keeping its long tests' durations in tests/durations.json: how a clean
 # checkout (CI, with no pytest cache) deals them out to the workers, longest first.
