@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import cli_runner
+import preloaded
 import pytest
 from test_tools import NOW, build_memory, snapshot
 
@@ -40,18 +41,13 @@ HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "app
 
 
 class ServerProcess:
-    """`fsmem serve ... --port 0`, its JSON log lines collected as they come."""
+    """`fsmem serve ... --port 0`, its JSON log lines collected as they come: a real process, forked from a parent
+    that has made the server's imports once (tests/preloaded.py)."""
 
     def __init__(self, *args: str, tokens: Path):
         env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
         env.update(FSMEM_NOW=NOW, FSMEM_TOKENS=str(tokens))
-        self.proc = subprocess.Popen(
-            [FSMEM, "serve", *args, "--port", "0"],
-            stderr=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            env=env,
-            text=True,
-        )
+        self.proc = preloaded.spawn(["serve", *args, "--port", "0"], env=env)
         self.lines: list[dict] = []
         self.raw: list[str] = []
         self._listening = threading.Event()
