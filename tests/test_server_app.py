@@ -632,7 +632,6 @@ def own_tokens(tmp_path_factory) -> dict:
     return {"path": tokens, **made}
 
 
-
 def test_sigterm_lets_the_write_in_flight_finish_then_exits_0(tmp_path, own_tokens):
     root = _copy_memory(tmp_path, "team")
     tokens, token = own_tokens["path"], own_tokens["sigterm"]
