@@ -102,13 +102,15 @@ def _socket_path() -> str:
                 assert proc.poll() is None and time.monotonic() < deadline, "the preloaded parent did not start"
                 time.sleep(0.02)
             _parent.update(proc=proc, path=path)
-            atexit.register(_end, proc)
+            atexit.register(_end, proc, folder)
         return _parent["path"]
 
 
-def _end(proc: subprocess.Popen[bytes]) -> None:
+def _end(proc: subprocess.Popen[bytes], folder: str) -> None:
     """At pytest's exit: the parent told to go (its stdin closed) and waited for, so that its CPU and its
-    children's are counted in pytest's, as a process's children are."""
+    children's are counted in pytest's, as a process's children are; its socket's folder removed."""
+    import shutil
+
     assert proc.stdin is not None
     proc.stdin.close()
     try:
@@ -116,6 +118,7 @@ def _end(proc: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 # -- the parent: this module run as a script --------------------------------------------------------------------
