@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import cli_runner
 import sync_scenario as S
 from sync_fuzz_hostile import ACTIONS, OUTSIDE_ABS, Hostile, Move, env, is_memory_name, run
 
@@ -405,15 +406,12 @@ class World:
         from fsmem.errors import FsmemError
 
         if cli:
+            # the CLI's entry point and its one error boundary (exit code, one line on stderr): the run's first
+            # as a process, the others in this process (tests/cli_runner.py: the same bytes, a second less each)
             self.tally.cli_syncs += 1
             flags = [f"--{name.replace('_', '-')}" for name in remedy]
-            done = subprocess.run(
-                [S.FSMEM, "--root", str(self.roots[host]), "sync", *flags],
-                capture_output=True,
-                text=True,
-                env=env(),
-                timeout=300,
-            )
+            face = cli_runner.real if self.tally.cli_syncs == 1 else cli_runner.run
+            done = face(["--root", str(self.roots[host]), "sync", *flags], text=True, env=env(), timeout=300)
             return done.returncode, done.stderr.removeprefix("fsmem: error: ").rstrip("\n"), done.stdout
         try:
             return 0, "", self.memory(host).sync(**remedy).to_text()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+import preloaded
 import pytest
 from test_tools import NOW, build_memory, expected_names, snapshot
 
@@ -21,12 +22,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.sdk_face]  # the SDK's stdio client:
 
 
 def run_session(root, *options, actions):
-    """Start `fsmem mcp` on `root`, initialise a client session, run `actions(session)`, return its result."""
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "fsmem", "--root", str(root), "mcp", *options],
-        env={"FSMEM_NOW": NOW},
-    )
+    """Start `fsmem mcp` on `root`, initialise a client session, run `actions(session)`, return its result.
+
+    The server is a real process forked from a parent that has made its imports (tests/preloaded.py), through a
+    launcher that hands it the SDK's pipes; the example configuration's test starts `python -m fsmem` itself."""
+    command, *args = preloaded.launcher(["--root", str(root), "mcp", *options])
+    params = StdioServerParameters(command=command, args=args, env={"FSMEM_NOW": NOW})
 
     async def main():
         async with stdio_client(params) as (read_stream, write_stream):

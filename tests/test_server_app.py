@@ -17,6 +17,8 @@ import threading
 import time
 from pathlib import Path
 
+import cli_runner
+import preloaded
 import pytest
 from test_tools import NOW, build_memory, snapshot
 
@@ -39,23 +41,19 @@ HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "app
 
 
 class ServerProcess:
-    """`fsmem serve ... --port 0`, its JSON log lines collected as they come."""
+    """`fsmem serve ... --port 0`, its JSON log lines collected as they come: a real process, forked from a parent
+    that has made the server's imports once (tests/preloaded.py)."""
 
     def __init__(self, *args: str, tokens: Path):
         env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
         env.update(FSMEM_NOW=NOW, FSMEM_TOKENS=str(tokens))
-        self.proc = subprocess.Popen(
-            [FSMEM, "serve", *args, "--port", "0"],
-            stderr=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            env=env,
-            text=True,
-        )
+        self.proc = preloaded.spawn(["serve", *args, "--port", "0"], env=env)
         self.lines: list[dict] = []
         self.raw: list[str] = []
         self._listening = threading.Event()
         self._logged = threading.Condition()  # told of each log line as it comes, for `wait_for`
-        threading.Thread(target=self._drain, daemon=True).start()
+        self._drainer = threading.Thread(target=self._drain, daemon=True)
+        self._drainer.start()
         if not self._listening.wait(60):  # a parent and a worker per core start on a busy machine
             self.proc.kill()
             raise AssertionError(f"the server did not start: {self.raw}")
@@ -94,7 +92,9 @@ class ServerProcess:
     def stop(self) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(20)
+        code = self.proc.wait(20)
+        self._drainer.join(20)  # every line the process wrote is in `lines` (its last, "stopped", too)
+        return code
 
 
 def waiting_for_the_lock(root: Path, *pids: int, timeout: float = 60.0) -> None:
@@ -499,8 +499,10 @@ def test_health_and_the_log_never_hold_a_token_or_memory_text(team):
 def tight(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("tight")
     root = _copy_memory(tmp, "team", "    huge:\n      max_tokens: 2000000\n      max_results: 100000\n")
-    # one file whose whole text is a larger answer than a socket's buffers hold
-    rows = "".join(f"- row {n}: alpha beta gamma delta ledger invoice billing proration seat\n" for n in range(50000))
+    # one file whose whole text is a larger answer than a socket's buffers hold (some 2.9 MB on loopback): 3.8 MB
+    # in 2,000 lines of one-token words, which a read numbers, counts and fits in a sixth of the time the same bytes
+    # take in 50,000 short lines of short words (the subject is the answer's size, not its number of lines)
+    rows = "".join(f"- row {n}:" + " representation" * 126 + "\n" for n in range(2000))
     (root / "topics" / "big.md").write_text("---\ntitle: Big\n---\n# Big\n" + rows)
     config = tmp / "server.yaml"
     config.write_text(
@@ -618,10 +620,21 @@ def test_a_slow_body_and_a_client_that_stops_reading_are_cut_off_and_others_are_
 # -- shutdown ---------------------------------------------------------------------------------------
 
 
-def test_sigterm_lets_the_write_in_flight_finish_then_exits_0(tmp_path):
+@pytest.fixture(scope="module")
+def own_tokens(tmp_path_factory) -> dict:
+    """A token of memory 'team' for each test below that serves a memory of its own, made once with the module's
+    servers: those tests then read no date (making a token does) and start no `fsmem token` process (a second each;
+    the operator's command is the face of test_refused_without_a_valid_token_and_nothing_changes and
+    tests/test_server_tokens.py)."""
+    tokens = tmp_path_factory.mktemp("own") / "tokens.json"
+    store = TokenStore(tokens)
+    made = {name: store.create(memory="team", agent="researcher").token for name in ("sigterm", "slow")}
+    return {"path": tokens, **made}
+
+
+def test_sigterm_lets_the_write_in_flight_finish_then_exits_0(tmp_path, own_tokens):
     root = _copy_memory(tmp_path, "team")
-    tokens = tmp_path / "tokens.json"
-    token = fsmem_token("--agent", "researcher", "token", "create", "--memory", "team", tokens=tokens)["token"]
+    tokens, token = own_tokens["path"], own_tokens["sigterm"]
     server = ServerProcess("--memory", f"team={root}", tokens=tokens)
     outcome: dict = {}
     with file_lock(root):
@@ -649,15 +662,9 @@ def test_sigterm_lets_the_write_in_flight_finish_then_exits_0(tmp_path):
 def test_serve_refuses_an_agent_and_a_token_store_inside_a_memory(tmp_path):
     root = _copy_memory(tmp_path, "team")
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
-    agent = subprocess.run(
-        [FSMEM, "serve", "--memory", f"team={root}", "--agent", "researcher"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    agent = cli_runner.run(["serve", "--memory", f"team={root}", "--agent", "researcher"], text=True, env=env)
     assert agent.returncode == 2 and "takes no --agent" in agent.stderr
-    inside = subprocess.run(
+    inside = subprocess.run(  # a process: the refusal as an operator meets it
         [FSMEM, "serve", "--memory", f"team={root}", "--tokens", str(root / "tokens.json")],
         capture_output=True,
         text=True,
@@ -670,7 +677,7 @@ def test_serve_refuses_an_agent_and_a_token_store_inside_a_memory(tmp_path):
 # -- in process: time limits of tools, many clients at once ---------------------------------------------
 
 
-def test_a_slow_read_is_given_up_but_a_slow_write_is_awaited(tmp_path, monkeypatch):
+def test_a_slow_read_is_given_up_but_a_slow_write_is_awaited(tmp_path, monkeypatch, own_tokens):
     from fsmem.agents import tools as agent_tools
     from fsmem.server.app import MemoryServer
     from fsmem.server.log import RequestLog
@@ -678,8 +685,7 @@ def test_a_slow_read_is_given_up_but_a_slow_write_is_awaited(tmp_path, monkeypat
 
     monkeypatch.setenv("FSMEM_NOW", NOW)  # the note lands on the pinned day, whatever day the suite runs
     root = _copy_memory(tmp_path, "team")
-    tokens = tmp_path / "tokens.json"
-    token = fsmem_token("--agent", "researcher", "token", "create", "--memory", "team", tokens=tokens)["token"]
+    tokens, token = own_tokens["path"], own_tokens["slow"]
     settings = ServerSettings(memories={"team": root}, tokens=tokens, limits=Limits(tool_timeout_seconds=0.3))
     real_call = agent_tools.call
 

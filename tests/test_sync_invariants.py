@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import sync_scenario as S
 from hostile_remote import World, build_world, copy_world, git, push, push_entries, tree_names
-from test_sync_trust import refused, sync
+from test_sync_trust import fsmem, refused, sync
 
 from fsmem import Memory
 
@@ -41,7 +41,7 @@ def repaired(world: World) -> None:
     assert "repaired origin/main" in done.stdout
     again = sync(world.victim)
     assert again.returncode == 0, again.stderr
-    assert "the last fsmem sync refused" not in S.fsmem(world.victim, "check", check=False).stdout
+    assert "the last fsmem sync refused" not in fsmem(world.victim, "check", check=False).stdout
 
 
 # -- finding 1: a link judged again on the merged tree ---------------------------------------------------------
@@ -120,7 +120,7 @@ def test_a_name_git_refuses_to_check_out_is_refused_and_the_repair_gets_past_it(
     shown = f"{folder}/{name}" if folder else name
     refused(out, commit, shown)
     assert "git refuses" in out.stderr
-    check = S.fsmem(world.victim, "check", check=False)
+    check = fsmem(world.victim, "check", check=False)
     assert check.returncode == 1 and "the last fsmem sync refused it" in check.stdout
     repaired(world)
     assert shown not in tree_names(world.origin)
@@ -202,7 +202,7 @@ def test_a_backslash_name_already_on_this_host_never_stops_sync_and_check_report
     done = sync(world.victim)
     assert done.returncode == 0, done.stderr
     assert sync(world.victim).returncode == 0
-    check = S.fsmem(world.victim, "check", check=False).stdout
+    check = fsmem(world.victim, "check", check=False).stdout
     assert "topics/x\\y.md:1: skipped: the name holds '\\'" in check and "rename it outside fsmem" in check
 
 
@@ -253,7 +253,7 @@ def test_a_document_the_remote_turns_into_a_folder_while_this_host_edits_it_stay
     assert not any("~" in name for name in tree_names(world.origin))
     assert rel in tree_names(world.origin)
     assert any(entry.path == rel for entry in Memory(world.victim).ls("topics").entries)
-    check = S.fsmem(world.victim, "check", check=False).stdout
+    check = fsmem(world.victim, "check", check=False).stdout
     assert f"{rel}:1: " in check and "turned topics/shared.md into a folder" in check
 
 
@@ -269,7 +269,7 @@ def test_a_remote_cannot_set_this_hosts_id_whatever_the_policy(world):
     Memory(world.victim).note("- city: Oslo", subject="people/Ann Lee")
     notes = [p.name for p in (world.victim / "sessions").rglob("*.md")]
     assert notes and not any("everyone" in name for name in notes), notes
-    check = S.fsmem(world.victim, "check", check=False).stdout
+    check = fsmem(world.victim, "check", check=False).stdout
     assert "fsmem.yaml:1: notes.host_id in fsmem.yaml is not read" in check
 
 
@@ -361,16 +361,16 @@ def test_a_folder_the_remote_turns_into_a_link_while_this_host_writes_in_it_is_r
 
 def test_check_reports_every_link_of_the_committed_tree_that_breaks_the_invariant(tmp_path):
     root = tmp_path / "m"
-    S.fsmem(root, "init", "--git", str(root))
+    fsmem(root, "init", "--git", str(root))
     (root / "topics/a/b").mkdir(parents=True)
     (root / "topics/a/b/keep.md").write_text("---\ntitle: Keep\n---\n# Keep\n")
-    S.fsmem(root, "index")
+    fsmem(root, "index")
     os.symlink("a/b/../../../..", root / "topics/escape")  # leads out, though no .md name: the walk never sees it
     os.symlink("../INDEX.md", root / "topics/index.md")  # a generated file
     os.symlink("a", root / "topics/fine")  # a folder of memory: fine
     S.git("add", "-A", cwd=root)
     S.git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "links by hand", cwd=root)
-    check = S.fsmem(root, "check", check=False).stdout
+    check = fsmem(root, "check", check=False).stdout
     assert "topics/escape:1: a symbolic link that leads outside the memory" in check
     assert "topics/index.md:1: a symbolic link that leads to INDEX.md, which fsmem generates" in check
     assert "topics/fine:" not in check
@@ -402,7 +402,7 @@ def test_a_document_the_remote_makes_a_link_to_itself_is_refused_as_a_loop_and_t
 
 def test_check_reports_a_name_git_refuses_already_in_this_hosts_history(tmp_path):
     root = tmp_path / "m"
-    S.fsmem(root, "init", "--git", str(root))
+    fsmem(root, "init", "--git", str(root))
     blob = git(root, "hash-object", "-w", "--stdin", input="x\n").strip()
     inner = git(root, "mktree", input=f"100644 blob {blob}\tconfig.md\n").strip()
     topics = git(root, "mktree", input=f"040000 tree {inner}\tGIT~1\n").strip()
@@ -410,5 +410,5 @@ def test_check_reports_a_name_git_refuses_already_in_this_hosts_history(tmp_path
     tree = git(root, "mktree", input="\n".join([*top, f"040000 tree {topics}\ttopics"]) + "\n").strip()
     commit = git(root, "commit-tree", tree, "-p", "HEAD", "-m", "from an old version", input="").strip()
     git(root, "update-ref", "HEAD", commit)
-    check = S.fsmem(root, "check", check=False).stdout
+    check = fsmem(root, "check", check=False).stdout
     assert "topics/GIT~1/config.md:1: a name git refuses to check out" in check and "git mv" in check, check

@@ -54,13 +54,20 @@ def world(template, tmp_path) -> World:
 NOW = "2026-12-01T08:00:00+00:00"
 
 
-def sync(root: Path, *args: str) -> subprocess.CompletedProcess:
-    """`fsmem sync ARGS` through the CLI's entry point and its one error boundary, in this process
+def fsmem(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """`fsmem --root ROOT ARGS` through the CLI's entry point and its one error boundary, in this process
     (tests/cli_runner.py), on a pinned clock: its exit code and what it prints are the script's; what the attacks
-    test is what a sync takes from a remote, not the interpreter's start (`fsmem sync --setup` and `check` run
-    as real processes)."""
-    code, out, err = cli_runner.fsmem_here(root, "sync", *args, now=NOW)
-    return subprocess.CompletedProcess(["fsmem", "--root", str(root), "sync", *args], code, out, err)
+    test is what a command takes from a remote or refuses, not the interpreter's start. `sync --setup` and
+    `check` also run as real processes, once each (S.fsmem), and a command under a memory limit (preexec_fn)."""
+    code, out, err = cli_runner.fsmem_here(root, *args, now=NOW)
+    if check and code:
+        raise AssertionError(f"fsmem {' '.join(args)}: exit {code}: {err}")
+    return subprocess.CompletedProcess(["fsmem", "--root", str(root), *args], code, out, err)
+
+
+def sync(root: Path, *args: str) -> subprocess.CompletedProcess:
+    """`fsmem sync ARGS`, in this process (`fsmem` above)."""
+    return fsmem(root, "sync", *args, check=False)
 
 
 def tip(repo: Path) -> str:
@@ -85,7 +92,7 @@ def test_a_pushed_control_file_that_links_outside_is_refused_never_written_throu
     before = git(world.victim, "rev-parse", "HEAD")
     refused(sync(world.victim), commit, name)
     assert git(world.victim, "rev-parse", "HEAD") == before and not (world.victim / name).is_symlink()
-    assert S.fsmem(world.victim, "sync", "--setup").returncode == 0
+    assert fsmem(world.victim, "sync", "--setup").returncode == 0
     assert (world.outside / "secret.txt").read_text() == SECRET + "\n"
     assert sync(world.victim, "--repair").returncode == 0
     assert not objects_hold(world.origin, SECRET)
@@ -102,7 +109,7 @@ def test_sync_setup_repairs_a_clone_whose_control_file_links_outside_and_says_so
     push(world.hostile)
     fresh = clone(world.origin, world.base / "fresh", user="bob")
     assert (fresh / name).is_symlink()  # git clone put it there, before fsmem ran
-    out = S.fsmem(fresh, "sync", "--setup")
+    out = fsmem(fresh, "sync", "--setup")
     assert f"{name}: was a symbolic link" in out.stdout and "replaced" in out.stdout
     assert not (fresh / name).is_symlink() and (fresh / name).read_text() == CANONICAL[name]
     assert (world.outside / "secret.txt").read_text() == SECRET + "\n"
@@ -118,7 +125,7 @@ def test_sync_setup_repairs_a_clone_of_a_remote_that_tracks_state_and_names_git_
     push(world.hostile)
     first = clone(world.origin, world.base / "first", user="bob")
     assert (first / ".fsmem").is_symlink()
-    out = S.fsmem(first, "sync", "--setup")
+    out = S.fsmem(first, "sync", "--setup")  # the one real process of sync --setup
     assert ".fsmem: was a symbolic link" in out.stdout and "removed" in out.stdout, out.stdout
     assert ".fsmem: fsmem's machine state (.fsmem/ is never tracked); removed from this clone's history" in out.stdout
     assert not (first / ".fsmem").is_symlink() and sorted(p.name for p in world.outside.iterdir()) == ["secret.txt"]
@@ -127,7 +134,7 @@ def test_sync_setup_repairs_a_clone_of_a_remote_that_tracks_state_and_names_git_
     second = world.base / "second"
     cloned = subprocess.run(["git", "clone", "-q", str(world.origin), str(second)], capture_output=True, text=True)
     assert "invalid path '.GIT'" in cloned.stderr and not (second / S.SHARED).exists()
-    out = S.fsmem(second, "sync", "--setup")
+    out = fsmem(second, "sync", "--setup")
     assert (
         ".GIT: a name git refuses to check out" in out.stdout
         and "checked out the files the clone could not" in out.stdout
@@ -162,13 +169,13 @@ def test_tracked_state_from_a_remote_is_refused_and_never_replaces_the_hosts_ret
     commit = push(world.hostile)
     refused(sync(world.victim), commit, ".fsmem/logs/retrieval.jsonl")
     assert log.read_text() == own
-    stats = json.loads(S.fsmem(world.victim, "stats", "--json").stdout)
+    stats = json.loads(fsmem(world.victim, "stats", "--json").stdout)
     assert stats["calls"] == 1 and "forged" not in json.dumps(stats)
-    check = S.fsmem(world.victim, "check", check=False)
+    check = fsmem(world.victim, "check", check=False)
     assert check.returncode == 1 and ".fsmem/logs/retrieval.jsonl:1: the last fsmem sync refused it" in check.stdout
     assert sync(world.victim, "--repair").returncode == 0
     assert log.read_text() == own and not any(name.startswith(".fsmem/") for name in tree_names(world.origin))
-    assert S.fsmem(world.victim, "check", check=False).returncode == 0
+    assert fsmem(world.victim, "check", check=False).returncode == 0
 
 
 # -- findings 4 and 5: fsmem.yaml ----------------------------------------------------------------------
@@ -186,7 +193,7 @@ def test_a_pushed_fsmem_yaml_is_shown_and_held_until_a_person_accepts_it(world):
     assert tip(world.origin) == commit and git(world.victim, "status", "--porcelain") == ""
     with pytest.raises(SecretFound):
         Memory(world.victim).note(f"the deploy token is {TOKEN}")
-    check = S.fsmem(world.victim, "check", check=False)
+    check = S.fsmem(world.victim, "check", check=False)  # the one real process of check
     assert check.returncode == 1 and "fsmem.yaml:1: the last fsmem sync held" in check.stdout
     assert "secrets.policy" in check.stdout
     # the remote changes it again: what is accepted is what was shown, so the new change is shown first
@@ -200,7 +207,7 @@ def test_a_pushed_fsmem_yaml_is_shown_and_held_until_a_person_accepts_it(world):
     assert "fsmem.yaml: took origin/main's change of secrets.policy" in accepted.stdout
     assert (world.victim / "fsmem.yaml").read_text() == config.read_text()
     assert tip(world.origin) == git(world.victim, "rev-parse", "HEAD").strip()
-    assert S.fsmem(world.victim, "check", check=False).returncode == 0
+    assert fsmem(world.victim, "check", check=False).returncode == 0
 
 
 @pytest.mark.parametrize(
@@ -326,7 +333,7 @@ def test_the_config_parser_is_bounded_wherever_it_reads(tmp_path):
 # -- findings 6 and 7: attributes from a remote ------------------------------------------------------------
 def test_a_pushed_merge_union_is_not_taken_and_facts_still_merge_through_fsmems_driver(world):
     peer = clone(world.origin, world.base / "peer", user="bob")
-    S.fsmem(peer, "sync", "--setup")
+    fsmem(peer, "sync", "--setup")
     (world.hostile / ".gitattributes").write_text("*.md merge=union\n")
     push(world.hostile)
     first = sync(world.victim)
@@ -430,7 +437,7 @@ def test_a_name_fsmem_refuses_is_refused_naming_the_commit_the_file_and_the_repa
     shown = (folder + "/" if folder else "") + (repr(name)[1:-1] if "\n" in name else name)
     out = sync(world.victim)
     refused(out, commit, shown)
-    check = S.fsmem(world.victim, "check", check=False)
+    check = fsmem(world.victim, "check", check=False)
     assert check.returncode == 1 and "the last fsmem sync refused it" in check.stdout
     repaired = sync(world.victim, "--repair")
     assert repaired.returncode == 0, repaired.stderr
@@ -439,7 +446,7 @@ def test_a_name_fsmem_refuses_is_refused_naming_the_commit_the_file_and_the_repa
     assert path not in tree_names(world.origin)
     fresh = world.base / "fresh"
     assert subprocess.run(["git", "clone", "-q", str(world.origin), str(fresh)], capture_output=True).returncode == 0
-    assert sync(world.victim).returncode == 0 and S.fsmem(world.victim, "check", check=False).returncode == 0
+    assert sync(world.victim).returncode == 0 and fsmem(world.victim, "check", check=False).returncode == 0
 
 
 # -- links and submodules from a remote ------------------------------------------------------------------------
@@ -509,10 +516,12 @@ def test_a_state_link_checked_out_by_git_clone_is_never_used_before_setup(world)
     assert (fresh / ".fsmem").is_symlink()  # git clone put it there, before fsmem ran
     before = sorted(p.name for p in world.outside.iterdir())
     for args in (["ls"], ["grep", "Acme"], ["note", "- city: Oslo"], ["search", "Acme"], ["check"]):
-        done = S.fsmem(fresh, *args, check=False)
+        done = fsmem(fresh, *args, check=False)
+        if args == ["ls"]:  # a refusal read from no state: the same bytes as a process
+            cli_runner.same_as_a_process(["--root", fresh, *args], env={**S.env(), "FSMEM_NOW": NOW}, text=True)
         assert done.returncode == 2 and "is a symbolic link" in done.stderr and "fsmem sync --setup" in done.stderr
     assert sorted(p.name for p in world.outside.iterdir()) == before
-    setup = S.fsmem(fresh, "sync", "--setup").stdout
+    setup = fsmem(fresh, "sync", "--setup").stdout
     assert ".fsmem: was a symbolic link" in setup and not (fresh / ".fsmem").is_symlink()
-    S.fsmem(fresh, "ls")
+    fsmem(fresh, "ls")
     assert sorted(p.name for p in world.outside.iterdir()) == before
