@@ -13,6 +13,10 @@ two ways:
 - `after`: the git command runs to the end first (a `git merge` then leaves
   its half-finished merge behind: MERGE_HEAD, an index with conflicts).
 
+Each fsmem command runs as a process of its own, forked from a parent that
+imported fsmem once (tests/forked_fsmem.py): the kill is a real SIGKILL of a
+real process, without an interpreter start a kill.
+
 fsmem has no test-only code path for this. `Hosts` builds two clones of one
 bare remote with work on both sides (so a sync merges documents both hosts
 changed); `converge` kills one command at one step on the first host, then
@@ -37,6 +41,8 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import forked_fsmem
 
 FSMEM = str(Path(sys.executable).with_name("fsmem"))
 NOW = "2026-11-30T09:00:00+00:00"
@@ -98,13 +104,10 @@ def git(root: Path, *args: str) -> str:
 
 
 def fsmem(root: Path, *args: str, check: bool = True, **extra: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run(
-        [FSMEM, "--root", str(root), *args],
-        capture_output=True,
-        text=True,
-        env=env(FSMEM_HOST_ID=root.name, **extra),
-        timeout=300,
-        start_new_session=True,  # the wrapper kills this process group: fsmem and its git, never the test
+    """`fsmem --root ROOT ARGS` as a process of its own (forked from a preloaded parent), leading a process group
+    of its own: the wrapper kills that group, fsmem and its git, never the test."""
+    proc = forked_fsmem.shared().run(
+        ["--root", str(root), *args], env=env(FSMEM_HOST_ID=root.name, **extra), timeout=300
     )
     if check and proc.returncode:
         raise AssertionError(f"fsmem {' '.join(args)} on {root.name}: exit {proc.returncode}: {proc.stderr}")
@@ -142,7 +145,10 @@ class Hosts:
         self.acknowledged.append(text)
 
     def copy(self, to: Path) -> Hosts:
-        shutil.copytree(self.base, to, symlinks=True)
+        """A copy of the folder (links as links, times kept: fsmem's caches stay valid), by `cp -a`, which copies
+        the hosts' few hundred files and folders in a fraction of `shutil.copytree`'s CPU (a copy a kill)."""
+        to.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["cp", "-a", str(self.base), str(to)], check=True)
         return Hosts(to, list(self.acknowledged))
 
 
@@ -241,19 +247,13 @@ def converge_timed(template: Hosts, work: Path, command: str, delay: float) -> O
     """Kill `command` on host a `delay` seconds after it started (its process group, wherever it is: in a git
     step or between two), then recover as `converge` does; a command that finished first is no kill."""
     hosts = template.copy(work)
-    proc = subprocess.Popen(
-        [FSMEM, "--root", str(hosts.a), *COMMANDS[command]],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=env(FSMEM_HOST_ID="a"),
-        start_new_session=True,
-    )
+    child = forked_fsmem.shared().start(["--root", str(hosts.a), *COMMANDS[command]], env=env(FSMEM_HOST_ID="a"))
     time.sleep(delay)  # the kill lands at a time, wherever the command is: the time is what is tested
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+        os.killpg(child.pid, signal.SIGKILL)
+    child.wait()
     outcome = Outcome(command, 0, f"{delay:.3f}s", "timed", [])
-    if proc.returncode != -signal.SIGKILL:
+    if child.returncode != -signal.SIGKILL:
         outcome.problems.append("finished before the kill")
         return outcome
     return _recover(hosts, outcome)

@@ -12,13 +12,13 @@ import textwrap
 from pathlib import Path
 
 import cli_runner
+import forked_fsmem
 import pytest
 
 from fsmem import Memory
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples" / "memory"
-FSMEM = [str(Path(sys.executable).parent / "fsmem")]
 NOW = "2026-12-01T08:00:00+00:00"
 
 
@@ -37,9 +37,9 @@ def snapshot(root: Path) -> dict[str, bytes]:
 
 
 def consolidate(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*FSMEM, "--root", str(root), "consolidate", *args], capture_output=True, text=True, env=_env(**env), timeout=60
-    )
+    """`fsmem --root ROOT consolidate ARGS` as a process of its own (its exit code, its SIGKILL), forked from a
+    parent that imported fsmem once (tests/forked_fsmem.py) rather than started afresh each time."""
+    return forked_fsmem.shared().run(["--root", str(root), "consolidate", *args], env=_env(**env), timeout=60)
 
 
 @pytest.fixture

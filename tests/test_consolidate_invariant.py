@@ -26,8 +26,8 @@ from fsmem.consolidate import plan as C
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cli_runner  # noqa: E402
 import consolidation_scenarios as S  # noqa: E402
+import forked_fsmem  # noqa: E402
 
-FSMEM = str(Path(sys.executable).parent / "fsmem")
 NOW = "2026-12-01T08:00:00+00:00"
 
 
@@ -182,13 +182,11 @@ def test_a_second_complete_run_changes_nothing(tmp_path):
 
 # -- finding 2: real SIGKILLs ----------------------------------------------------------------
 def _cli(root: Path, **env: str) -> subprocess.CompletedProcess:
+    """`fsmem --root ROOT consolidate` as a process of its own, forked from a parent that imported fsmem once
+    (tests/forked_fsmem.py): a real process, really SIGKILLed, without an interpreter start a kill."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
-    return subprocess.run(
-        [FSMEM, "--root", str(root), "consolidate"],
-        capture_output=True,
-        text=True,
-        env={**clean, "FSMEM_NOW": NOW, **env},
-        timeout=120,
+    return forked_fsmem.shared().run(
+        ["--root", str(root), "consolidate"], env={**clean, "FSMEM_NOW": NOW, **env}, timeout=120
     )
 
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_runner
 import pytest
 from conftest import configure, write_file
 
@@ -203,7 +204,7 @@ def test_without_git_nothing_changes_and_history_commands_say_how_to_turn_it_on(
     assert empty_memory.history is None and not (root / ".fsmem" / "history").exists()
     with pytest.raises(HistoryOff, match=re.escape(f'Memory.init(directory="{root}", git=True)')):
         empty_memory.log()
-    out = subprocess.run([FSMEM, "--root", str(root), "log"], capture_output=True, text=True)
+    out = cli_runner.run(["--root", str(root), "log"], text=True)  # the CLI's boundary, in this process
     assert out.returncode == 2 and f"fsmem init --git {root}" in out.stderr and "Traceback" not in out.stderr
     assert "log" not in [d["name"] for d in tools.definitions(empty_memory)]
     on = Memory.init(tmp_path / "on", git=True)

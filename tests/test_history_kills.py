@@ -10,6 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import forked_fsmem
 import kill_scenario as K
 import pytest
 
@@ -34,9 +35,23 @@ def template(tmp_path_factory) -> K.Hosts:
     return K.build(tmp_path_factory.mktemp("hosts") / "template")
 
 
-def killed_copy(template: K.Hosts, tmp_path: Path, command: str, step: str, mode: str, wrapper: Path) -> K.Hosts:
-    """A copy of the two hosts with `command` killed on host a at its first git call of `step`."""
-    calls = K.steps(template, tmp_path / "counted", command, wrapper)
+@pytest.fixture(scope="module")
+def steps(template, wrapper, tmp_path_factory):
+    """The git commands a command runs on host a from the template's state, counted once a module."""
+    counted: dict[str, list[str]] = {}
+
+    def of(command: str) -> list[str]:
+        if command not in counted:
+            counted[command] = K.steps(template, tmp_path_factory.mktemp("counted") / command, command, wrapper)
+        return counted[command]
+
+    return of
+
+
+def killed_copy(
+    template: K.Hosts, tmp_path: Path, command: str, step: str, mode: str, wrapper: Path, calls: list[str]
+) -> K.Hosts:
+    """A copy of the two hosts with `command` killed on host a at its first git call of `step` (of `calls`)."""
     at = calls.index(step) + 1
     hosts = template.copy(tmp_path / "hosts")
     path = f"{wrapper}{os.pathsep}{os.environ.get('PATH', '')}"
@@ -53,8 +68,10 @@ def killed_copy(template: K.Hosts, tmp_path: Path, command: str, step: str, mode
     return hosts
 
 
-def test_a_write_killed_holding_index_lock_is_reported_then_cleared_and_sync_converges(template, wrapper, tmp_path):
-    hosts = killed_copy(template, tmp_path, "write", "update-index", "lock", wrapper)
+def test_a_write_killed_holding_index_lock_is_reported_then_cleared_and_sync_converges(
+    template, wrapper, steps, tmp_path
+):
+    hosts = killed_copy(template, tmp_path, "write", "update-index", "lock", wrapper, steps("write"))
     lock = hosts.a / ".git" / "index.lock"
     assert lock.exists()
     check = K.fsmem(hosts.a, "check", check=False)
@@ -72,9 +89,9 @@ def test_a_write_killed_holding_index_lock_is_reported_then_cleared_and_sync_con
 
 
 def test_a_sync_killed_after_git_merge_leaves_a_merge_check_reports_and_the_next_sync_aborts(
-    template, wrapper, tmp_path
+    template, wrapper, steps, tmp_path
 ):
-    hosts = killed_copy(template, tmp_path, "sync", "merge", "after", wrapper)
+    hosts = killed_copy(template, tmp_path, "sync", "merge", "after", wrapper, steps("sync"))
     assert (hosts.a / ".git" / "MERGE_HEAD").exists()
     check = K.fsmem(hosts.a, "check", check=False)
     assert check.returncode == 1 and ".git/MERGE_HEAD:1: history: .git/MERGE_HEAD: a merge of a killed" in check.stdout
@@ -130,15 +147,13 @@ def test_a_lock_a_live_git_holds_is_never_removed_sync_waits_for_it(template, tm
     assert held.holder == f"git commit (pid {person.pid})" and lock.exists()
     check = K.fsmem(hosts.a, "check", check=False)
     assert f".git/index.lock is held by git commit (pid {person.pid}); wait for it to finish" in check.stdout
-    sync = subprocess.Popen(
-        [K.FSMEM, "--root", str(hosts.a), "sync"], env=K.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
+    sync = forked_fsmem.shared().start(["--root", str(hosts.a), "sync"], env=K.env())
     time.sleep(1.0)
     assert sync.poll() is None and lock.exists()  # the sync waits
     go.write_text("")
     assert person.wait(timeout=30) == 0  # the person's commit went through: its lock was never taken from it
-    out, err = sync.communicate(timeout=120)
-    assert sync.returncode == 0, err
+    done = sync.wait(timeout=120)
+    assert done.returncode == 0, done.stderr
     assert "a person commits" in K.git(hosts.a, "log", "--format=%s")
     K.fsmem(hosts.b, "sync")
     assert K.problems(hosts) == []
@@ -187,11 +202,11 @@ AFTER = {"merge", "commit"}  # steps that leave a state of their own (a merge un
 
 @pytest.mark.slow
 @pytest.mark.parametrize("command", ["write", "consolidate", "sync"])
-def test_a_kill_at_every_git_step_converges_on_both_hosts(command, template, wrapper, tmp_path):
+def test_a_kill_at_every_git_step_converges_on_both_hosts(command, template, wrapper, steps, tmp_path):
     """Every git step in `lock` mode (killed holding its locks, or just before a step that takes none), and in
     `after` mode for the merge, its commit and the last step (benchmarks/hostile_kills.py: both modes at every
     step). A kill in `after` mode is otherwise a kill before the next step, which `lock` mode covers."""
-    calls = K.steps(template, tmp_path / "counted", command, wrapper)
+    calls = steps(command)
     assert MUST_SEE[command] <= set(calls), calls
     failures = []
     seen: dict[str, int] = {}

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import cli_runner
+import forked_fsmem
 import pytest
 import sync_scenario as S
 
@@ -33,6 +34,15 @@ def hosts(built, tmp_path) -> tuple[Path, list[Path]]:
 
 
 NOW = "2026-12-01T08:00:00+00:00"
+
+
+def process(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """`fsmem --root ROOT ARGS` as a process of its own, as `S.fsmem` runs it, but forked from a parent that imported
+    fsmem once (tests/forked_fsmem.py): its exit code, stdout and stderr, without an interpreter start each."""
+    proc = forked_fsmem.shared().run(["--root", str(root), *args], env=S.env(), timeout=600)
+    if check and proc.returncode:
+        raise AssertionError(f"fsmem {' '.join(args)}: exit {proc.returncode}: {proc.stderr}")
+    return proc
 
 
 @pytest.fixture
@@ -98,7 +108,7 @@ def test_without_network_sync_fails_cleanly_and_loses_nothing(hosts):
     _, (first, _) = hosts
     git(first, "remote", "set-url", "origin", str(first.parent / "gone.git"))
     Memory(first, agent="w1").note("- city: Oslo", subject="people/Ann Lee")
-    out = S.fsmem(first, "sync", check=False)
+    out = process(first, "sync", check=False)
     assert out.returncode == 2 and "cannot fetch from origin" in out.stderr and "nothing is lost" in out.stderr
     assert "Traceback" not in out.stderr
     assert "city: Oslo" in git(first, "show", "HEAD:" + git(first, "log", "-1", "--format=", "--name-only").strip())
@@ -108,13 +118,13 @@ def test_without_network_sync_fails_cleanly_and_loses_nothing(hosts):
 def test_one_sync_at_a_time_and_a_clear_message_without_a_remote(hosts, tmp_path):
     _, (first, _) = hosts
     with file_lock(first, "sync"):
-        out = S.fsmem(first, "sync", check=False)
+        out = process(first, "sync", check=False)
     assert out.returncode == 2 and "another 'fsmem sync' is running" in out.stderr
     lonely = Memory.init(tmp_path / "lonely", git=True)
-    out = S.fsmem(lonely.root, "sync", check=False)
+    out = process(lonely.root, "sync", check=False)
     assert out.returncode == 2 and "no remote named 'origin'" in out.stderr and "git -C" in out.stderr
     plain = Memory.init(tmp_path / "plain")
-    out = S.fsmem(plain.root, "sync", check=False)
+    out = process(plain.root, "sync", check=False)
     assert out.returncode == 2 and f"turn it on with: fsmem init --git {plain.root}" in out.stderr
 
 
@@ -176,19 +186,19 @@ def test_sync_records_the_merge_driver_again_when_the_environment_moved(hosts):
     _, (first, second) = hosts
     moved = "'/gone/venv/bin/python' -m fsmem.history.merge %O %A %B %L %P"
     git(second, "config", "merge.fsmem.driver", moved)
-    out = S.fsmem(second, "sync").stdout
+    out = S.fsmem(second, "sync").stdout  # a fresh process: the Python the fsmem script runs under
     assert f"merge driver in .git/config recorded again for this Python (was: {moved})" in out.splitlines()
     python, *rest = shlex.split(git(second, "config", "merge.fsmem.driver"))
     assert rest == ["-m", "fsmem.history.merge", "%O", "%A", "%B", "%L", "%P"]
     # the Python the fsmem script runs under: this venv's, by whichever name pip wrote (python, python3, …)
     assert Path(python).parent == Path(sys.executable).parent and os.path.samefile(python, sys.executable)
-    assert "recorded again" not in S.fsmem(second, "sync").stdout  # said once, when it changed
+    assert "recorded again" not in process(second, "sync").stdout  # said once, when it changed
     # and a plain `git merge` of two edits to one list runs that driver: both facts kept, no conflict
     Memory(first).write("topics/plan.md", "# Plan\n\n- step: one\n")
-    S.fsmem(first, "sync")
-    S.fsmem(second, "sync")
+    process(first, "sync")
+    process(second, "sync")
     Memory(first).edit("topics/plan.md", old="- step: one\n", new="- step: one\n- owner: Ann\n")
-    S.fsmem(first, "sync")
+    process(first, "sync")
     Memory(second).edit("topics/plan.md", old="- step: one\n", new="- step: one\n- due: May\n")
     git(second, "fetch", "-q", "origin")
     done = subprocess.run(
