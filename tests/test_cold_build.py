@@ -1,6 +1,11 @@
 """The cold build (issue #34): a real `fsmem` killed with SIGKILL at every stage of building the search index and
 the metadata cache leaves a cache the next command continues, and whose answers are a clean build's, byte for byte;
-a build in worker processes answers as one in a single process does; progress shows on a terminal only."""
+a build in worker processes answers as one in a single process does; progress shows on a terminal only.
+
+Every command is a real process, forked from this one once it has imported fsmem and loaded the tokenizer
+(tests/forked.py): the SIGKILL ends a process and the builds start their worker processes as a user's command does,
+without an interpreter's start for each. The one-process build's answers are also asked of processes started as a
+user starts them, which must give the same bytes; progress on a terminal is such a process's too."""
 
 from __future__ import annotations
 
@@ -15,6 +20,8 @@ from pathlib import Path
 
 import apsw
 import pytest
+from cli_runner import run
+from forked import forked
 
 from fsmem import Memory
 from fsmem.store.kill_points import KILL_ENV
@@ -50,28 +57,57 @@ def _write_memory(root: Path) -> None:
         )
 
 
+ASKED = [("search", q, "--json") for q in QUERIES]
+ASKED += [("ls", "--json", "--max-results", "5000"), ("read", "topics/note-0001.md"), ("context",)]
+
+
+def _env(**env: str) -> dict[str, str]:
+    full = {**os.environ, "FSMEM_NOW": NOW, **env}
+    full.pop("FSMEM_ROOT", None)
+    return full
+
+
 @pytest.fixture(scope="module")
-def template(tmp_path_factory) -> Path:
+def preloaded(tmp_path_factory) -> None:
+    """This process with what the commands below import, and the tokenizer, loaded (by the same reads here, on a
+    memory too small for worker processes): each command forked from it starts with them."""
+    root = tmp_path_factory.mktemp("preload") / "memory"
+    Memory.init(root)
+    (root / "topics").mkdir(exist_ok=True)
+    (root / "topics" / "note-0001.md").write_text("# One\n\n- renewal budget\n", encoding="utf-8")
+    for args in ASKED:
+        assert run(["--root", str(root), *args], env=_env(), text=True).returncode in (0, 1)
+
+
+@pytest.fixture(scope="module")
+def template(preloaded, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("cold") / "memory"
     _write_memory(root)
     return root
 
 
 def fsmem(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
-    full = {**os.environ, "FSMEM_NOW": NOW, **env}
-    full.pop("FSMEM_ROOT", None)
+    """`fsmem --root ROOT ARGS`, a process forked from this one."""
+    return forked(["--root", str(root), *args], env=_env(**env))
+
+
+def killed(root: Path, *args: str, stage: str) -> subprocess.CompletedProcess:
+    """`fsmem --root ROOT ARGS` in a process that kills itself at `stage`."""
+    return fsmem(root, *args, **{KILL_ENV: stage})
+
+
+def process(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    """`fsmem --root ROOT ARGS` as a process of its own, started as a user starts it."""
     return subprocess.run(
-        [sys.executable, "-m", "fsmem", "--root", str(root), *args], capture_output=True, text=True, env=full
+        [sys.executable, "-m", "fsmem", "--root", str(root), *args], capture_output=True, text=True, env=_env(**env)
     )
 
 
-def answers(root: Path) -> list[str]:
+def answers(root: Path, ask=fsmem) -> list[str]:
     """What a user asks after the build: searches, a listing, a read and the context block (stdout and exit)."""
-    asked = [("search", q, "--json") for q in QUERIES]
-    asked += [("ls", "--json", "--max-results", "5000"), ("read", "topics/note-0001.md"), ("context",)]
     out = []
-    for args in asked:
-        done = fsmem(root, *args)
+    for args in ASKED:
+        done = ask(root, *args)
         out.append(f"{' '.join(args)} -> {done.returncode}\n{done.stdout}{done.stderr}")
     return out
 
@@ -127,8 +163,8 @@ def test_a_build_killed_at_any_stage_is_continued_and_answers_as_a_clean_build(
 ):
     root = _copy(template if start == "bare" else listed, tmp_path / "memory")
     args = ("search", QUERIES[0]) if command == "search" else ("ls",)
-    killed = fsmem(root, *args, **{KILL_ENV: stage})
-    assert killed.returncode == -9, killed.stderr
+    done = killed(root, *args, stage=stage)
+    assert done.returncode == -9, done.stderr
     if stage == "search-committed:1":  # what a killed command leaves is kept, not thrown away
         assert _scalar(root, "SELECT count(*) FROM search_files") == 500
         assert _scalar(root, "SELECT count(*) FROM search_meta WHERE key = 'unmerged'") == 1
@@ -147,7 +183,9 @@ def test_a_build_in_one_process_answers_as_one_in_workers(template, clean, tmp_p
     fsmem(root, "ls", **{WORKERS_ENV: "1"})
     fsmem(root, "search", QUERIES[0], **{WORKERS_ENV: "1"})
     shutil.rmtree(root / ".fsmem" / "logs", ignore_errors=True)  # the clean memory logged only `answers`
+    again = _copy(root, tmp_path / "again")  # the same built memory, asked by processes
     assert answers(root) == clean[0]
+    assert answers(again, ask=process) == clean[0]  # what is asked here is what a process answers
 
 
 def _on_a_terminal(root: Path, *args: str, **env: str) -> tuple[int, str]:
@@ -183,7 +221,7 @@ def test_progress_shows_on_a_terminal_only(template, tmp_path):
     assert re.search(rf"\rfsmem: indexing files for search: [0-9,]+ of {files:,} files \([0-9]+%\)\x1b\[K", shown)
     assert shown.endswith("\r\x1b[K")  # the line is cleared when the work is over
     piped = _copy(template, tmp_path / "pipe")
-    done = fsmem(piped, "search", QUERIES[0], **{AFTER_ENV: "0"})
+    done = process(piped, "search", QUERIES[0], **{AFTER_ENV: "0"})
     assert done.returncode == 0
     assert done.stderr == ""
 

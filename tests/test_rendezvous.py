@@ -1,6 +1,10 @@
 """One-shot reads answered by a running `fsmem watch` over its local socket (`fsmem.cli.rendezvous`, `answering`):
 the same bytes as the walk, for every change finished before the command started; fallback to the walk when no
-watcher runs, when it hangs, when no socket can be made; another user can neither ask nor answer."""
+watcher runs, when it hangs, when no socket can be made; another user can neither ask nor answer.
+
+A command asked of the watcher, or left to choose, is a real `fsmem` process (the asking is a process's start);
+the walk it is compared with runs through the CLI's entry point in this process (tests/cli_runner.py), and the
+first reads of each kind are also walked by a process, which must give the same bytes."""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_runner import run as run_here
 from conftest import configure, write_file
 from mounts import read_only
 
@@ -28,33 +33,59 @@ TIMEOUT = 30.0
 NOW = "2026-03-01T12:00:00+00:00"
 
 
-def run(root: Path, *args: str, mode: str = "require", env: dict | None = None, cwd: Path | None = None, stdin=b""):
-    """(exit code, stdout, stderr) of `fsmem ARGS` at `root`, asked of the watcher (`require`) or walked (`off`)."""
+def run(
+    root: Path,
+    *args: str,
+    mode: str = "require",
+    env: dict | None = None,
+    cwd: Path | None = None,
+    stdin=b"",
+    here: bool | None = None,
+):
+    """(exit code, stdout, stderr) of `fsmem ARGS` at `root`, asked of the watcher (`require`) or walked (`off`).
+    A walk runs here (the CLI's entry point, which asks no watcher) unless `here` is False; a command that may ask
+    a watcher (`require`, `auto`) is a process."""
     environment = {**os.environ, "FSMEM_NOW": NOW, rv.MODE_ENV: mode, **(env or {})}
     if mode == "auto":
         del environment[rv.MODE_ENV]
-    done = subprocess.run(
-        [FSMEM, *args], cwd=cwd or root, env=environment, input=stdin, capture_output=True, timeout=TIMEOUT, check=False
-    )
+    if here is None:
+        here = mode == "off"
+    if here:
+        assert mode == "off", "only a walk runs here: the CLI's entry point asks no watcher"
+        done = run_here(args, cwd=cwd or root, env=environment, input=stdin)
+    else:
+        done = subprocess.run(
+            [FSMEM, *args], cwd=cwd or root, env=environment, input=stdin, capture_output=True, timeout=TIMEOUT
+        )
     return done.returncode, done.stdout, done.stderr
 
 
-def both(root: Path, *args: str, **kwargs):
+def _put_back(log: Path, before: bytes | None) -> None:
+    if before is None:
+        log.unlink(missing_ok=True)
+    else:
+        log.write_bytes(before)
+
+
+def both(root: Path, *args: str, as_a_process: bool = False, **kwargs):
     """The command asked of the watcher and walked, which must be the same bytes; the answer. Each runs on the
-    same retrieval log (a search's usage boost reads it, and every read adds to it)."""
+    same retrieval log (a search's usage boost reads it, and every read adds to it). `as_a_process`: the walk is
+    also a process's, which must give the same bytes as the walk here."""
     log, index = root / ".fsmem/logs/retrieval.jsonl", root / "INDEX.md"
     for _ in range(3):
         before = log.read_bytes() if log.exists() else None
         index_before = index.read_bytes() if index.exists() else None
         asked = run(root, *args, mode="require", **kwargs)
-        if before is None:
-            log.unlink(missing_ok=True)
-        else:
-            log.write_bytes(before)
+        _put_back(log, before)
+        if as_a_process:
+            apart = run(root, *args, mode="off", here=False, **kwargs)
+            _put_back(log, before)
         walked = run(root, *args, mode="off", **kwargs)
         if (index.read_bytes() if index.exists() else None) == index_before:
             break  # the watcher did not regenerate INDEX.md (a file the answer lists) between the two
     assert asked == walked, (args, asked, walked)
+    if as_a_process:
+        assert apart == walked, (args, apart, walked)
     return asked
 
 
@@ -140,8 +171,9 @@ ODD = [("read", "topics/none.md"), ("ls", "--no-such-option")]  # an error (exit
 @pytest.mark.slow
 def test_every_read_through_the_watcher_is_the_walks_answer_after_every_kind_of_change(memory, watcher):
     root = memory.root
+    walked_apart = {args[0] for args in READS}  # the first read of each command is also walked by a process
     for args in READS + ODD:
-        both(root, *args)
+        both(root, *args, as_a_process=args[0] in walked_apart and not walked_apart.discard(args[0]))
     # changes through files: an edit in place, a save by rename, a delete, a new folder
     (root / "topics/billing.md").write_text("---\ntitle: Billing\n---\n# Billing\n\n- the zephyr plan, renamed\n")
     fresh = root / "topics/.people.md.swp"
