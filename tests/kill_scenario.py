@@ -14,7 +14,7 @@ two ways:
   its half-finished merge behind: MERGE_HEAD, an index with conflicts).
 
 Each fsmem command runs as a process of its own, forked from a parent that
-imported fsmem once (tests/forked_fsmem.py): the kill is a real SIGKILL of a
+imported fsmem once (tests/preloaded.py): the kill is a real SIGKILL of a
 real process, without an interpreter start a kill.
 
 fsmem has no test-only code path for this. `Hosts` builds two clones of one
@@ -42,7 +42,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import forked_fsmem
+import preloaded
 
 FSMEM = str(Path(sys.executable).with_name("fsmem"))
 NOW = "2026-11-30T09:00:00+00:00"
@@ -106,9 +106,7 @@ def git(root: Path, *args: str) -> str:
 def fsmem(root: Path, *args: str, check: bool = True, **extra: str) -> subprocess.CompletedProcess:
     """`fsmem --root ROOT ARGS` as a process of its own (forked from a preloaded parent), leading a process group
     of its own: the wrapper kills that group, fsmem and its git, never the test."""
-    proc = forked_fsmem.shared().run(
-        ["--root", str(root), *args], env=env(FSMEM_HOST_ID=root.name, **extra), timeout=300
-    )
+    proc = preloaded.run(["--root", str(root), *args], env=env(FSMEM_HOST_ID=root.name, **extra), timeout=300)
     if check and proc.returncode:
         raise AssertionError(f"fsmem {' '.join(args)} on {root.name}: exit {proc.returncode}: {proc.stderr}")
     return proc
@@ -247,7 +245,7 @@ def converge_timed(template: Hosts, work: Path, command: str, delay: float) -> O
     """Kill `command` on host a `delay` seconds after it started (its process group, wherever it is: in a git
     step or between two), then recover as `converge` does; a command that finished first is no kill."""
     hosts = template.copy(work)
-    child = forked_fsmem.shared().start(["--root", str(hosts.a), *COMMANDS[command]], env=env(FSMEM_HOST_ID="a"))
+    child = preloaded.start(["--root", str(hosts.a), *COMMANDS[command]], env=env(FSMEM_HOST_ID="a"))
     time.sleep(delay)  # the kill lands at a time, wherever the command is: the time is what is tested
     with contextlib.suppress(ProcessLookupError):
         os.killpg(child.pid, signal.SIGKILL)

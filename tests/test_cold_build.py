@@ -2,8 +2,8 @@
 the metadata cache leaves a cache the next command continues, and whose answers are a clean build's, byte for byte;
 a build in worker processes answers as one in a single process does; progress shows on a terminal only.
 
-Every command is a real process, forked from this one once it has imported fsmem and loaded the tokenizer
-(tests/forked.py): the SIGKILL ends a process and the builds start their worker processes as a user's command does,
+Every command is a real process, forked from a parent that has imported fsmem and loaded the tokenizer
+(tests/preloaded.py): the SIGKILL ends a process and the builds start their worker processes as a user's command does,
 without an interpreter's start for each. The one-process build's answers are also asked of processes started as a
 user starts them, which must give the same bytes; progress on a terminal is such a process's too."""
 
@@ -19,9 +19,8 @@ import sys
 from pathlib import Path
 
 import apsw
+import preloaded
 import pytest
-from cli_runner import run
-from forked import forked
 
 from fsmem import Memory
 from fsmem.store.kill_points import KILL_ENV
@@ -68,27 +67,15 @@ def _env(**env: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def preloaded(tmp_path_factory) -> None:
-    """This process with what the commands below import, and the tokenizer, loaded (by the same reads here, on a
-    memory too small for worker processes): each command forked from it starts with them."""
-    root = tmp_path_factory.mktemp("preload") / "memory"
-    Memory.init(root)
-    (root / "topics").mkdir(exist_ok=True)
-    (root / "topics" / "note-0001.md").write_text("# One\n\n- renewal budget\n", encoding="utf-8")
-    for args in ASKED:
-        assert run(["--root", str(root), *args], env=_env(), text=True).returncode in (0, 1)
-
-
-@pytest.fixture(scope="module")
-def template(preloaded, tmp_path_factory) -> Path:
+def template(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("cold") / "memory"
     _write_memory(root)
     return root
 
 
 def fsmem(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
-    """`fsmem --root ROOT ARGS`, a process forked from this one."""
-    return forked(["--root", str(root), *args], env=_env(**env))
+    """`fsmem --root ROOT ARGS`, a process forked from the preloaded parent."""
+    return preloaded.run(["--root", str(root), *args], env=_env(**env), timeout=120)
 
 
 def killed(root: Path, *args: str, stage: str) -> subprocess.CompletedProcess:

@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 import cli_runner
-import forked_fsmem
+import preloaded
 import pytest
 
 from fsmem import Memory
@@ -38,8 +38,8 @@ def snapshot(root: Path) -> dict[str, bytes]:
 
 def consolidate(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
     """`fsmem --root ROOT consolidate ARGS` as a process of its own (its exit code, its SIGKILL), forked from a
-    parent that imported fsmem once (tests/forked_fsmem.py) rather than started afresh each time."""
-    return forked_fsmem.shared().run(["--root", str(root), "consolidate", *args], env=_env(**env), timeout=60)
+    parent that imported fsmem once (tests/preloaded.py) rather than started afresh each time."""
+    return preloaded.run(["--root", str(root), "consolidate", *args], env=_env(**env), timeout=60)
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ from fsmem.consolidate import plan as C
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cli_runner  # noqa: E402
 import consolidation_scenarios as S  # noqa: E402
-import forked_fsmem  # noqa: E402
+import preloaded  # noqa: E402
 
 NOW = "2026-12-01T08:00:00+00:00"
 
@@ -183,11 +183,9 @@ def test_a_second_complete_run_changes_nothing(tmp_path):
 # -- finding 2: real SIGKILLs ----------------------------------------------------------------
 def _cli(root: Path, **env: str) -> subprocess.CompletedProcess:
     """`fsmem --root ROOT consolidate` as a process of its own, forked from a parent that imported fsmem once
-    (tests/forked_fsmem.py): a real process, really SIGKILLed, without an interpreter start a kill."""
+    (tests/preloaded.py): a real process, really SIGKILLed, without an interpreter start a kill."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
-    return forked_fsmem.shared().run(
-        ["--root", str(root), "consolidate"], env={**clean, "FSMEM_NOW": NOW, **env}, timeout=120
-    )
+    return preloaded.run(["--root", str(root), "consolidate"], env={**clean, "FSMEM_NOW": NOW, **env}, timeout=120)
 
 
 @pytest.mark.slow

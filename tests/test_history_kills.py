@@ -10,8 +10,8 @@ import subprocess
 import time
 from pathlib import Path
 
-import forked_fsmem
 import kill_scenario as K
+import preloaded
 import pytest
 
 from fsmem import Memory
@@ -147,13 +147,12 @@ def test_a_lock_a_live_git_holds_is_never_removed_sync_waits_for_it(template, tm
     assert held.holder == f"git commit (pid {person.pid})" and lock.exists()
     check = K.fsmem(hosts.a, "check", check=False)
     assert f".git/index.lock is held by git commit (pid {person.pid}); wait for it to finish" in check.stdout
-    sync = forked_fsmem.shared().start(["--root", str(hosts.a), "sync"], env=K.env())
+    sync = preloaded.start(["--root", str(hosts.a), "sync"], env=K.env(), stderr=subprocess.PIPE)
     time.sleep(1.0)
     assert sync.poll() is None and lock.exists()  # the sync waits
     go.write_text("")
     assert person.wait(timeout=30) == 0  # the person's commit went through: its lock was never taken from it
-    done = sync.wait(timeout=120)
-    assert done.returncode == 0, done.stderr
+    assert sync.wait(timeout=120) == 0, sync.stderr.read()
     assert "a person commits" in K.git(hosts.a, "log", "--format=%s")
     K.fsmem(hosts.b, "sync")
     assert K.problems(hosts) == []

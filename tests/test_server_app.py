@@ -47,7 +47,7 @@ class ServerProcess:
     def __init__(self, *args: str, tokens: Path):
         env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
         env.update(FSMEM_NOW=NOW, FSMEM_TOKENS=str(tokens))
-        self.proc = preloaded.spawn(["serve", *args, "--port", "0"], env=env)
+        self.proc = preloaded.start(["serve", *args, "--port", "0"], env=env, stderr=subprocess.PIPE)
         self.lines: list[dict] = []
         self.raw: list[str] = []
         self._listening = threading.Event()
@@ -656,7 +656,7 @@ def test_sigterm_lets_the_write_in_flight_finish_then_exits_0(tmp_path, own_toke
         answer["content"][0]["text"] == f"noted in {researcher_note(root)} at line 10 (new file)"
     )  # agent: in its front matter
     assert "- during: shutdown" in (root / researcher_note(root)).read_text()
-    assert server.lines[-1]["event"] == "stopped" and server.lines[-1]["signal"] == "SIGTERM"
+    assert server.lines[-1]["event"] == "stopped" and server.lines[-1]["signal"] == "SIGTERM", server.lines[-4:]
 
 
 def test_serve_refuses_an_agent_and_a_token_store_inside_a_memory(tmp_path):

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import cli_runner
-import forked_fsmem
+import preloaded
 import pytest
 import sync_scenario as S
 
@@ -38,8 +38,8 @@ NOW = "2026-12-01T08:00:00+00:00"
 
 def process(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     """`fsmem --root ROOT ARGS` as a process of its own, as `S.fsmem` runs it, but forked from a parent that imported
-    fsmem once (tests/forked_fsmem.py): its exit code, stdout and stderr, without an interpreter start each."""
-    proc = forked_fsmem.shared().run(["--root", str(root), *args], env=S.env(), timeout=600)
+    fsmem once (tests/preloaded.py): its exit code, stdout and stderr, without an interpreter start each."""
+    proc = preloaded.run(["--root", str(root), *args], env=S.env(), timeout=600)
     if check and proc.returncode:
         raise AssertionError(f"fsmem {' '.join(args)}: exit {proc.returncode}: {proc.stderr}")
     return proc

@@ -102,8 +102,9 @@ class Parent:
         self.stopping = False
 
     # -- the loop ---------------------------------------------------------------------------------
-    def run(self, ready: Any = None) -> int:
-        """Serve until SIGTERM or SIGINT (0) or until a worker cannot start (1)."""
+    def run(self, ready: Any = None, on_stop: Callable[[], None] | None = None) -> int:
+        """Serve until SIGTERM or SIGINT (0) or until a worker cannot start (1); `on_stop` runs once the workers
+        have ended, before the log's last line."""
         self.sock = server_socket(self.settings)
         wake_read, wake_write = socket.socketpair()
         wake_read.setblocking(False)
@@ -117,7 +118,7 @@ class Parent:
                 self._start(index)
             while self.signal is None and self.fatal is None:
                 self._turn(ready)
-            return self._stop()
+            return self._stop(on_stop)
         finally:
             signal.set_wakeup_fd(old_wakeup)
             for sig, handler in previous.items():
@@ -322,7 +323,7 @@ class Parent:
                 return
             self._start(worker.index)
 
-    def _stop(self) -> int:
+    def _stop(self, on_stop: Callable[[], None] | None) -> int:
         """Stop taking connections, stop every worker gracefully and wait for them; the exit code."""
         self.stopping = True
         if self.sock is not None:
@@ -341,6 +342,8 @@ class Parent:
                 os.waitpid(worker.pid, 0)
             with contextlib.suppress(OSError):
                 worker.channel.close()
+        if on_stop is not None:
+            on_stop()
         if self.fatal is not None:
             self.log.write({"event": "error", "message": self.fatal})
             return 1
