@@ -33,6 +33,7 @@ class OneShotReads:
         self.memories = memories
         self.log = log
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self.relays: list[threading.Thread] = []
 
     def start(self) -> None:
         if os.environ.get(MODE_ENV) == "off":
@@ -49,7 +50,9 @@ class OneShotReads:
                 self._say(name, f"one-shot commands will walk: {exc.strerror or exc}")
                 continue
             self.processes[name] = process
-            threading.Thread(target=self._relay, args=(name, process), daemon=True).start()
+            relay = threading.Thread(target=self._relay, args=(name, process), daemon=True)
+            relay.start()
+            self.relays.append(relay)
 
     def _relay(self, name: str, process: subprocess.Popen[bytes]) -> None:
         """What an answering process says, into the server's log."""
@@ -62,7 +65,8 @@ class OneShotReads:
 
     def stop(self) -> None:
         """Stop every answering process; those still removing their socket after `STOP_SECONDS` finish on their
-        own (they have their SIGTERM and the end of their stdin), so the server's own stop is not held up."""
+        own (they have their SIGTERM and the end of their stdin), so the server's own stop is not held up. What
+        the stopped ones said is in the log when this returns: the server's "stopped" comes after it, last."""
         for process in self.processes.values():
             if process.stdin is not None:
                 process.stdin.close()
@@ -73,4 +77,7 @@ class OneShotReads:
                 process.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 pass
+        for relay in self.relays:  # a relay ends when its process's stdout does
+            relay.join(max(0.0, deadline - time.monotonic()))
         self.processes.clear()
+        self.relays.clear()

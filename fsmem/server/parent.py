@@ -81,10 +81,17 @@ class Waiting:
 class Parent:
     """Accepts connections, hands each to the worker of its token, and keeps N workers running."""
 
-    def __init__(self, settings: ServerSettings, log: RequestLog, serve_one: Callable[..., int] | None = None):
+    def __init__(
+        self,
+        settings: ServerSettings,
+        log: RequestLog,
+        serve_one: Callable[..., int] | None = None,
+        before_stopped: Callable[[], None] | None = None,
+    ):
         """`serve_one(settings, index, count, channel, log)` is what a worker runs (`worker.run_worker`)."""
         self.settings = settings
         self.serve_one = serve_one
+        self.before_stopped = before_stopped  # run before the "stopped" line, the log's last
         self.log = log
         self.count = settings.processes
         self.head_seconds = settings.limits.header_timeout_seconds
@@ -344,5 +351,7 @@ class Parent:
         if self.fatal is not None:
             self.log.write({"event": "error", "message": self.fatal})
             return 1
+        if self.before_stopped is not None:
+            self.before_stopped()
         self.log.write({"event": "stopped", "signal": signal.Signals(self.signal).name if self.signal else None})
         return 0

@@ -8,6 +8,7 @@ the wait for the others), closes the MCP session manager and exits 0.
 from __future__ import annotations
 
 import signal
+from collections.abc import Callable
 from typing import Any
 
 from fsmem.server.log import RequestLog
@@ -56,12 +57,14 @@ def serve(settings: ServerSettings, *, log: RequestLog | None = None, ready: Any
     one_shot = OneShotReads(settings.memories, log)  # a CLI read on this host asks the server (fsmem.server.oneshot)
     one_shot.start()
     try:
-        return _serve(settings, log, ready)
+        return _serve(settings, log, ready, one_shot.stop)
     finally:
-        one_shot.stop()
+        one_shot.stop()  # again, when the server stopped on an error: stopping twice is stopping once
 
 
-def _serve(settings: ServerSettings, log: RequestLog, ready: Any) -> int:
+def _serve(settings: ServerSettings, log: RequestLog, ready: Any, before_stopped: Callable[[], None]) -> int:
+    """Serve in this process, or through a parent and its workers; `before_stopped` runs before the "stopped"
+    line, the log's last (the answering processes' last words come before it)."""
     import anyio
     import uvicorn
 
@@ -70,7 +73,7 @@ def _serve(settings: ServerSettings, log: RequestLog, ready: Any) -> int:
     if settings.processes > 1:  # forked after these imports, every worker shares their pages
         from fsmem.server.parent import Parent
 
-        return Parent(settings, log).run(ready)
+        return Parent(settings, log, before_stopped=before_stopped).run(ready)
     app = create_app(settings, log=log)
     sock = server_socket(settings)
     host, port = sock.getsockname()[:2]
@@ -92,5 +95,6 @@ def _serve(settings: ServerSettings, log: RequestLog, ready: Any) -> int:
         for sig, handler_ in previous.items():
             signal.signal(sig, handler_)
         sock.close()
+    before_stopped()
     log.write({"event": "stopped", "signal": signal.Signals(stopped[0]).name if stopped else None})
     return 0
