@@ -15,12 +15,12 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
+import cli_runner
 import pytest
 from test_server_app import HEADERS, ServerProcess, session, text_of, tool_call
 from test_tools import NOW, build_memory
@@ -34,7 +34,6 @@ import anyio  # noqa: E402
 import httpx2  # noqa: E402
 
 pytestmark = pytest.mark.slow
-FSMEM = str(Path(sys.executable).with_name("fsmem"))
 LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
 ALLOWED = "http://app.example:3000"
 
@@ -362,9 +361,7 @@ def test_a_query_of_twenty_thousand_words_is_refused_before_it_runs_on_every_fac
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
     started = time.monotonic()
-    done = subprocess.run(
-        [FSMEM, "--root", str(door["root"]), "search", words], capture_output=True, text=True, env=env, timeout=60
-    )
+    done = cli_runner.run(["--root", str(door["root"]), "search", words], text=True, env=env)  # the CLI, here
     assert done.returncode == 2 and done.stderr.startswith("fsmem: error: the query has 20,000 distinct words")
     assert time.monotonic() - started < 20
     # recall, whose query is a whole turn, searches its first words

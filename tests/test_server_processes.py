@@ -16,9 +16,9 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 from urllib.parse import urlsplit
 
+import cli_runner
 import pytest
 from test_server_app import (
     LIST,
@@ -38,7 +38,6 @@ from fsmem.server.settings import ServerSettings, processes, usable_cores
 from fsmem.server.tokens import TokenStore
 from fsmem.store.files import file_lock
 
-FSMEM = str(Path(sys.executable).with_name("fsmem"))
 HEADERS_RAW = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
@@ -312,8 +311,7 @@ def test_serve_refuses_a_wrong_processes_in_one_line(tmp_path):
     root = _copy_memory(tmp_path, "team")
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
     env.update(FSMEM_NOW=NOW, FSMEM_TOKENS=str(tmp_path / "tokens.json"))
-    done = subprocess.run(
-        [FSMEM, "serve", "--memory", f"team={root}", "--processes", "0"], capture_output=True, text=True, env=env
-    )
+    # the CLI in this process (tests/cli_runner.py: the same bytes; test_server_app refuses one as a process)
+    done = cli_runner.run(["serve", "--memory", f"team={root}", "--processes", "0"], text=True, env=env)
     assert done.returncode == 2
     assert done.stderr == "fsmem: error: processes must be a whole number from 1 to 64, or auto, not 0\n"

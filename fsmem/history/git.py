@@ -138,10 +138,11 @@ def first_line(output: bytes) -> str:
 
 
 class CatFile:
-    """One `git cat-file --batch` process: object contents by id or by `rev:path`, many per process."""
+    """One `git cat-file --batch` process: object contents by id or by `rev:path`, many per process. With
+    `sizes`, one `git cat-file --batch-check` process: only each object's size (`size`), never its bytes."""
 
-    def __init__(self, git: Git):
-        self.git = git
+    def __init__(self, git: Git, *, sizes: bool = False):
+        self.git, self.sizes = git, sizes
         self.proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()  # one request at a time (the MCP server runs tools in threads)
 
@@ -152,10 +153,18 @@ class CatFile:
         with self._lock:
             return self._get(spec)
 
+    def size(self, spec: str) -> int | None:
+        """The size in bytes of the object `spec` names (a `sizes` reader), or None when it names none."""
+        if "\n" in spec or not spec:
+            return None
+        with self._lock:
+            found = self._get(spec)
+        return None if found is None else int(found[2])
+
     def _get(self, spec: str) -> tuple[str, str, bytes] | None:
         if self.proc is None or self.proc.poll() is not None:
             self.proc = subprocess.Popen(
-                self.git.command("cat-file", "--batch"),
+                self.git.command("cat-file", "--batch-check" if self.sizes else "--batch"),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
@@ -171,6 +180,8 @@ class CatFile:
         parts = header.split()
         if len(parts) != 3:  # "<spec> missing" or "<spec> ambiguous"
             return None
+        if self.sizes:
+            return parts[0].decode(), parts[1].decode(), parts[2]
         data = self.proc.stdout.read(int(parts[2]) + 1)[:-1]
         return parts[0].decode(), parts[1].decode(), data
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fsmem.config import CONFIG_FILE, STATE_DIR
+from fsmem.errors import HistoryError
 from fsmem.format.history_file import is_history_path
 from fsmem.history.host_rules import CONTROL
 from fsmem.history.merge import GENERATED
@@ -66,7 +67,9 @@ class Tree:
 
     def blob(self, oid: str, limit: int) -> bytes | None:
         """A blob's bytes, or None when it is larger than `limit` (asked first: a remote's blob may be huge)."""
-        size = int(self.repo.git.text("cat-file", "-s", oid).strip() or 0)
+        size = self.repo.sizes.size(oid)  # one long-lived process, not a `git cat-file -s` per blob
+        if size is None:
+            raise HistoryError(f"blob {oid} is missing from the repository")
         if size > limit:
             return None
         found = self.repo.reader.get(oid)

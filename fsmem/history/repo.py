@@ -46,6 +46,7 @@ class Repo:
         self.git = Git(self.top)
         self.store = ObjectStore(self.git_dir / "objects", self.algo)
         self.reader = CatFile(self.git)  # one `git cat-file --batch` for as long as this object lives
+        self.sizes = CatFile(self.git, sizes=True)  # and one `--batch-check`, started when first asked
         self._trees: dict[str, dict[str, tuple[str, str]]] = {}
 
     # -- trees, cached by id (an id names the same tree forever) -----------------------

@@ -64,9 +64,9 @@ class OneShotReads:
         self.log.write({"event": "one-shot reads", "memory": name, "message": message})
 
     def stop(self) -> None:
-        """Stop every answering process and log what each said last, before the server logs its stop; those still
-        removing their socket after `STOP_SECONDS` finish on their own (they have their SIGTERM and the end of their
-        stdin), so the server's own stop is not held up."""
+        """Stop every answering process; those still removing their socket after `STOP_SECONDS` finish on their
+        own (they have their SIGTERM and the end of their stdin), so the server's own stop is not held up. What
+        the stopped ones said is in the log when this returns: the server's "stopped" comes after it, last."""
         for process in self.processes.values():
             if process.stdin is not None:
                 process.stdin.close()
@@ -77,7 +77,7 @@ class OneShotReads:
                 process.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 pass
-        for relay in self.relays:  # a process that ended has said all it will: its last lines are in the log
+        for relay in self.relays:  # a relay ends when its process's stdout does
             relay.join(max(0.0, deadline - time.monotonic()))
         self.processes.clear()
         self.relays.clear()

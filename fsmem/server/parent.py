@@ -81,10 +81,17 @@ class Waiting:
 class Parent:
     """Accepts connections, hands each to the worker of its token, and keeps N workers running."""
 
-    def __init__(self, settings: ServerSettings, log: RequestLog, serve_one: Callable[..., int] | None = None):
+    def __init__(
+        self,
+        settings: ServerSettings,
+        log: RequestLog,
+        serve_one: Callable[..., int] | None = None,
+        before_stopped: Callable[[], None] | None = None,
+    ):
         """`serve_one(settings, index, count, channel, log)` is what a worker runs (`worker.run_worker`)."""
         self.settings = settings
         self.serve_one = serve_one
+        self.before_stopped = before_stopped  # run before the "stopped" line, the log's last
         self.log = log
         self.count = settings.processes
         self.head_seconds = settings.limits.header_timeout_seconds
@@ -102,9 +109,8 @@ class Parent:
         self.stopping = False
 
     # -- the loop ---------------------------------------------------------------------------------
-    def run(self, ready: Any = None, on_stop: Callable[[], None] | None = None) -> int:
-        """Serve until SIGTERM or SIGINT (0) or until a worker cannot start (1); `on_stop` runs once the workers
-        have ended, before the log's last line."""
+    def run(self, ready: Any = None) -> int:
+        """Serve until SIGTERM or SIGINT (0) or until a worker cannot start (1)."""
         self.sock = server_socket(self.settings)
         wake_read, wake_write = socket.socketpair()
         wake_read.setblocking(False)
@@ -118,7 +124,7 @@ class Parent:
                 self._start(index)
             while self.signal is None and self.fatal is None:
                 self._turn(ready)
-            return self._stop(on_stop)
+            return self._stop()
         finally:
             signal.set_wakeup_fd(old_wakeup)
             for sig, handler in previous.items():
@@ -323,7 +329,7 @@ class Parent:
                 return
             self._start(worker.index)
 
-    def _stop(self, on_stop: Callable[[], None] | None) -> int:
+    def _stop(self) -> int:
         """Stop taking connections, stop every worker gracefully and wait for them; the exit code."""
         self.stopping = True
         if self.sock is not None:
@@ -342,10 +348,10 @@ class Parent:
                 os.waitpid(worker.pid, 0)
             with contextlib.suppress(OSError):
                 worker.channel.close()
-        if on_stop is not None:
-            on_stop()
         if self.fatal is not None:
             self.log.write({"event": "error", "message": self.fatal})
             return 1
+        if self.before_stopped is not None:
+            self.before_stopped()
         self.log.write({"event": "stopped", "signal": signal.Signals(self.signal).name if self.signal else None})
         return 0

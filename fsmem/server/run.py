@@ -59,11 +59,12 @@ def serve(settings: ServerSettings, *, log: RequestLog | None = None, ready: Any
     try:
         return _serve(settings, log, ready, one_shot.stop)
     finally:
-        one_shot.stop()  # where serving failed before its stop
+        one_shot.stop()  # again, when the server stopped on an error: stopping twice is stopping once
 
 
-def _serve(settings: ServerSettings, log: RequestLog, ready: Any, on_stop: Callable[[], None]) -> int:
-    """Serve in this process (or a parent's workers); `on_stop` runs before the log's last line, "stopped"."""
+def _serve(settings: ServerSettings, log: RequestLog, ready: Any, before_stopped: Callable[[], None]) -> int:
+    """Serve in this process, or through a parent and its workers; `before_stopped` runs before the "stopped"
+    line, the log's last (the answering processes' last words come before it)."""
     import anyio
     import uvicorn
 
@@ -72,7 +73,7 @@ def _serve(settings: ServerSettings, log: RequestLog, ready: Any, on_stop: Calla
     if settings.processes > 1:  # forked after these imports, every worker shares their pages
         from fsmem.server.parent import Parent
 
-        return Parent(settings, log).run(ready, on_stop)
+        return Parent(settings, log, before_stopped=before_stopped).run(ready)
     app = create_app(settings, log=log)
     sock = server_socket(settings)
     host, port = sock.getsockname()[:2]
@@ -94,6 +95,6 @@ def _serve(settings: ServerSettings, log: RequestLog, ready: Any, on_stop: Calla
         for sig, handler_ in previous.items():
             signal.signal(sig, handler_)
         sock.close()
-    on_stop()
+    before_stopped()
     log.write({"event": "stopped", "signal": signal.Signals(stopped[0]).name if stopped else None})
     return 0
