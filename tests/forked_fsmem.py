@@ -19,6 +19,7 @@ arguments' bytes) run a fresh process (`subprocess`, tests/cli_runner.py's `real
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import select
@@ -140,6 +141,7 @@ class Parent:
         )
         self.pending = b""
         self.count = 0
+        self.running: Child | None = None  # the child started last, until its end is read
         atexit.register(self.close)
 
     def start(
@@ -151,6 +153,10 @@ class Parent:
         input: str | None = None,
     ) -> Child:
         """Fork a child running `fsmem ARGS` with exactly the environment `env`; returns once it runs."""
+        if self.running is not None and self.running.ended is None:  # left running by a test that failed
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.running.pid, signal.SIGKILL)
+            self.running.wait()
         self.count += 1
         out, err = self.folder / f"{self.count}.out", self.folder / f"{self.count}.err"
         stdin = None
@@ -170,7 +176,8 @@ class Parent:
         self.proc.stdin.flush()
         word, pid = self._line(None).split()
         assert word == "pid", word
-        return Child(self, int(pid), [FSMEM, *request["args"]], out, err, stdin)
+        self.running = Child(self, int(pid), [FSMEM, *request["args"]], out, err, stdin)
+        return self.running
 
     def run(
         self,
@@ -237,21 +244,25 @@ class Child:
         try:
             line = self.ended or self.parent._line(timeout)
         except TimeoutError:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.parent._line(None)
+            self.ended = self.parent._line(None)
             raise subprocess.TimeoutExpired(self.args, timeout or 0) from None
+        self.ended = line
         word, code = line.split()
         assert word == "exit", word
         self.returncode = int(code)
-        stdout = self.out.read_bytes().decode("utf-8").replace("\r\n", "\n")
-        stderr = self.err.read_bytes().decode("utf-8", "replace").replace("\r\n", "\n")
+        stdout = _decoded(self.out.read_bytes().decode("utf-8"))
+        stderr = _decoded(self.err.read_bytes().decode("utf-8", "replace"))
         for path in (self.out, self.err, self.stdin):
             if path is not None:
                 path.unlink(missing_ok=True)
         return subprocess.CompletedProcess(self.args, self.returncode, stdout, stderr)
+
+
+def _decoded(text: str) -> str:
+    """Universal newlines, as `subprocess.run(text=True)` reads a pipe."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 _shared: list[Parent] = []

@@ -62,7 +62,8 @@ for a in "$@"; do
 done
 [ -z "$KILLGIT_LOG" ] && exec REAL "$@"
 echo "$sub" >> "$KILLGIT_LOG"
-n=$(wc -l < "$KILLGIT_LOG")
+n=0
+while read -r _; do n=$((n + 1)); done < "$KILLGIT_LOG"  # counted by the shell: no process a git call
 [ "$n" -ne "${KILLGIT_AT:-0}" ] && exec REAL "$@"
 if [ "$KILLGIT_MODE" = after ]; then
   REAL "$@"
