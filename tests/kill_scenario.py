@@ -62,7 +62,8 @@ for a in "$@"; do
 done
 [ -z "$KILLGIT_LOG" ] && exec REAL "$@"
 echo "$sub" >> "$KILLGIT_LOG"
-n=$(wc -l < "$KILLGIT_LOG")
+n=0
+while read -r _; do n=$((n + 1)); done < "$KILLGIT_LOG"  # counted by the shell: no process a git call
 [ "$n" -ne "${KILLGIT_AT:-0}" ] && exec REAL "$@"
 if [ "$KILLGIT_MODE" = after ]; then
   REAL "$@"
@@ -357,9 +358,13 @@ def fingerprint(root: Path) -> str:
 
 
 def files_of(root: Path) -> dict[str, bytes]:
+    """Every file of a host but git's and fsmem's machine state (whose folders are not walked), by path."""
     found = {}
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root).as_posix()
-        if path.is_file() and not rel.startswith((".git/", ".fsmem/")):
-            found[rel] = path.read_bytes()
-    return found
+    for current, dirs, files in os.walk(root):
+        if current == str(root):
+            dirs[:] = [name for name in dirs if name not in (".git", ".fsmem")]
+        for name in files:
+            path = Path(current, name)
+            if path.is_file():
+                found[path.relative_to(root).as_posix()] = path.read_bytes()
+    return dict(sorted(found.items()))

@@ -80,6 +80,10 @@ def test_a_write_killed_holding_index_lock_is_reported_then_cleared_and_sync_con
         f".git/index.lock:1: history: .git/index.lock is left by a killed git (no git runs in {hosts.a}); "
         "the next fsmem write or sync removes it"
     ) in check.stdout
+    fresh = subprocess.run(  # a fork of the preloaded parent answers as a fresh fsmem process does
+        [K.FSMEM, "--root", str(hosts.a), "check"], capture_output=True, text=True, env=K.env(FSMEM_HOST_ID="a")
+    )
+    assert (fresh.returncode, fresh.stdout, fresh.stderr) == (check.returncode, check.stdout, check.stderr)
     for number in range(3):  # writes go on, and each is committed
         hosts.note(hosts.a, "people/Bo Chen", f"- shoe size: {40 + number}")
     assert "shoe size: 42" in K.git(hosts.a, "show", "HEAD:sessions/2026/11/30/default-a.md")
