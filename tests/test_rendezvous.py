@@ -2,9 +2,11 @@
 the same bytes as the walk, for every change finished before the command started; fallback to the walk when no
 watcher runs, when it hangs, when no socket can be made; another user can neither ask nor answer.
 
-A command asked of the watcher, or left to choose, is a real `fsmem` process (the asking is a process's start);
-the walk it is compared with runs through the CLI's entry point in this process (tests/cli_runner.py), and the
-first reads of each kind are also walked by a process, which must give the same bytes."""
+The watcher and every command asked of it, or left to choose, are real `fsmem` processes, forked from a parent
+that has imported fsmem (tests/preloaded.py: a process as the script runs it, without an interpreter's start); the
+walk each answer is compared with runs through the CLI's entry point in this process (tests/cli_runner.py). The
+first reads of each kind are also walked by a process started as a user starts it, and the watcher of one test is
+such a process, which must give the same bytes. A watcher's stderr goes to a file, read as it grows."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ import threading
 import time
 from pathlib import Path
 
+import preloaded
 import pytest
 from cli_runner import run as run_here
 from conftest import configure, write_file
@@ -41,10 +44,11 @@ def run(
     cwd: Path | None = None,
     stdin=b"",
     here: bool | None = None,
+    started: bool = False,
 ):
     """(exit code, stdout, stderr) of `fsmem ARGS` at `root`, asked of the watcher (`require`) or walked (`off`).
-    A walk runs here (the CLI's entry point, which asks no watcher) unless `here` is False; a command that may ask
-    a watcher (`require`, `auto`) is a process."""
+    A walk runs here (the CLI's entry point, which asks no watcher) unless `here` is False; any other command is a
+    process, forked from the preloaded parent, or started as a user starts it (`started`)."""
     environment = {**os.environ, "FSMEM_NOW": NOW, rv.MODE_ENV: mode, **(env or {})}
     if mode == "auto":
         del environment[rv.MODE_ENV]
@@ -53,10 +57,12 @@ def run(
     if here:
         assert mode == "off", "only a walk runs here: the CLI's entry point asks no watcher"
         done = run_here(args, cwd=cwd or root, env=environment, input=stdin)
-    else:
+    elif started:
         done = subprocess.run(
             [FSMEM, *args], cwd=cwd or root, env=environment, input=stdin, capture_output=True, timeout=TIMEOUT
         )
+    else:
+        done = preloaded.run(args, cwd=cwd or root, env=environment, input=stdin, text=False, timeout=TIMEOUT)
     return done.returncode, done.stdout, done.stderr
 
 
@@ -78,7 +84,7 @@ def both(root: Path, *args: str, as_a_process: bool = False, **kwargs):
         asked = run(root, *args, mode="require", **kwargs)
         _put_back(log, before)
         if as_a_process:
-            apart = run(root, *args, mode="off", here=False, **kwargs)
+            apart = run(root, *args, mode="off", here=False, started=True, **kwargs)
             _put_back(log, before)
         walked = run(root, *args, mode="off", **kwargs)
         if (index.read_bytes() if index.exists() else None) == index_before:
@@ -90,34 +96,35 @@ def both(root: Path, *args: str, as_a_process: bool = False, **kwargs):
 
 
 class Watcher:
-    """`fsmem watch` in a process of its own, answering once its socket is there."""
+    """`fsmem watch` in a process of its own (forked from the preloaded parent, or started as a user starts it: `started`),
+    answering once its socket is there; what it says on stderr goes to a file."""
 
-    def __init__(self, root: Path, env: dict | None = None, wait: bool = True):
+    def __init__(self, root: Path, env: dict | None = None, wait: bool = True, started: bool = False):
         self.root = root
-        self.process = subprocess.Popen(
-            [FSMEM, "--root", str(root), "watch", "--settle", "0.1"],
-            env={**os.environ, **(env or {})},
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.lines: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        self._said = tempfile.TemporaryFile()
+        args = ["--root", str(root), "watch", "--settle", "0.1"]
+        environment = {**os.environ, **(env or {})}
+        if started:
+            self.process: subprocess.Popen | preloaded.Child = subprocess.Popen(
+                [FSMEM, *args], env=environment, stdout=subprocess.DEVNULL, stderr=self._said
+            )
+        else:
+            self.process = preloaded.start(args, env=environment, stderr=self._said.fileno())
         if wait:
             self.wait_for("answering one-shot reads on ")
 
-    def _read(self) -> None:
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
-            self.lines.append(line)
+    @property
+    def lines(self) -> list[str]:
+        return os.pread(self._said.fileno(), 1 << 20, 0).decode("utf-8", "replace").splitlines(keepends=True)
 
     def wait_for(self, words: str) -> str:
         deadline = time.monotonic() + TIMEOUT
         while time.monotonic() < deadline:
+            ended = self.process.poll() is not None
             found = [line for line in self.lines if words in line]
             if found:
                 return found[0]
-            if self.process.poll() is not None and not self._reader.is_alive():
+            if ended:
                 break
             time.sleep(0.02)
         raise AssertionError(f"the watcher never said {words!r}: {''.join(self.lines)}")
@@ -130,7 +137,7 @@ class Watcher:
             self.process.send_signal(signal.SIGCONT)
             self.process.terminate()
             self.process.wait(TIMEOUT)
-        self._reader.join(TIMEOUT)
+        self._said.close()
 
 
 def zephyr_memory(base: Path) -> Memory:
@@ -169,8 +176,15 @@ ODD = [("read", "topics/none.md"), ("ls", "--no-such-option")]  # an error (exit
 
 
 @pytest.mark.slow
-def test_every_read_through_the_watcher_is_the_walks_answer_after_every_kind_of_change(memory, watcher):
-    root = memory.root
+def test_every_read_through_the_watcher_is_the_walks_answer_after_every_kind_of_change(memory):
+    watcher = Watcher(memory.root, started=True)  # as a user starts it
+    try:
+        _every_read(memory.root)
+    finally:
+        watcher.stop()
+
+
+def _every_read(root: Path) -> None:
     walked_apart = {args[0] for args in READS}  # the first read of each command is also walked by a process
     for args in READS + ODD:
         both(root, *args, as_a_process=args[0] in walked_apart and not walked_apart.discard(args[0]))
@@ -285,7 +299,7 @@ def test_a_read_sees_every_change_finished_before_it_while_other_files_keep_chan
             else:
                 write_file(root, "topics/people.md", f"# People\n\n- zephyr person {n}\n")
             for args in [("ls", "topics"), ("grep", "zephyr", "topics"), ("read", "topics/billing.md")]:
-                code, out, err = both(root, *args)
+                code, out, err = both(root, *args, started=True)  # beside the churning thread: no fork
                 assert f"version {n}" in out.decode() or args[0] == "ls"
     finally:
         stop.set()
@@ -456,11 +470,19 @@ def test_the_watcher_catches_up_the_caches_there_are_before_it_answers(memory):
     settled = time.time() - 60
     for path in root.rglob("*.md"):
         os.utime(path, (settled, settled))
-    kept = Memory(root)
-    kept.catalog.hold_feed()  # a long-lived process: its grep builds the word index
-    kept.search("zephyr")
-    kept.grep("zephyr")
-    kept.close()
+    pid = os.fork()  # a long-lived process (its grep builds the word index), which ends before the watcher starts
+    if pid == 0:
+        code = 1
+        try:
+            kept = Memory(root)
+            kept.catalog.hold_feed()
+            kept.search("zephyr")
+            kept.grep("zephyr")
+            kept.close()
+            code = 0
+        finally:
+            os._exit(code)
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
     rel = "topics/people.md"
     before = _stamps(root, rel)
     assert before[0] and before[1] and before[1][0][0] is not None, before

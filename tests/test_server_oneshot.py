@@ -1,5 +1,9 @@
 """`fsmem serve` answers one-shot CLI reads of its memories over the same owner-only socket as `fsmem watch`
-(`fsmem.server.oneshot`): the walk's bytes, only reads, and the socket gone with the server."""
+(`fsmem.server.oneshot`): the walk's bytes, only reads, and the socket gone with the server.
+
+The servers, and the commands that ask them, are real processes forked from a parent that has imported fsmem and
+the web stack (tests/preloaded.py), but for the first test's server, started as a user starts it; the walks they are compared
+with run through the CLI's entry point here (test_rendezvous.run)."""
 
 from __future__ import annotations
 
@@ -12,12 +16,13 @@ import stat
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
+import preloaded
 import pytest
 from conftest import configure
+from preloaded import FSMEM
 from test_rendezvous import CONNECT, NOW, READS, _as_nobody, _ask_by_hand, both, run, zephyr_memory
 
 from fsmem.cli import rendezvous as rv
@@ -26,25 +31,24 @@ pytest.importorskip("mcp", reason="needs the mcp extra: pip install 'fsmem[mcp]'
 pytest.importorskip("uvicorn", reason="needs the server extra: pip install 'fsmem[server]'")
 
 pytestmark = pytest.mark.slow
-FSMEM = str(Path(sys.executable).with_name("fsmem"))
 TIMEOUT = 60.0
 
 
 class Server:
-    """`fsmem serve` of one memory on a free port, its JSON log lines collected as they come."""
+    """`fsmem serve` of one memory on a free port, in a process forked from the preloaded parent, its JSON log lines
+    read from the file its stderr goes to."""
 
-    def __init__(self, root: Path, tokens: Path, env: dict | None = None):
+    def __init__(self, root: Path, tokens: Path, env: dict | None = None, started: bool = False):
         environment = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
         environment.update(FSMEM_NOW=NOW, **(env or {}))
-        self.process = subprocess.Popen(
-            [FSMEM, "serve", "--memory", f"team={root}", "--port", "0", "--tokens", str(tokens)],
-            stderr=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            env=environment,
-            text=True,
-        )
-        self.lines: list[dict] = []
-        threading.Thread(target=self._drain, daemon=True).start()
+        self._said = tempfile.TemporaryFile()
+        args = ["serve", "--memory", f"team={root}", "--port", "0", "--tokens", str(tokens)]
+        if started:  # as a user starts it
+            self.process: subprocess.Popen | preloaded.Child = subprocess.Popen(
+                [FSMEM, *args], stderr=self._said, stdout=subprocess.DEVNULL, env=environment
+            )
+        else:
+            self.process = preloaded.start(args, env=environment, stderr=self._said.fileno())
         deadline = time.monotonic() + TIMEOUT  # listening: its signal handlers are in place (SIGTERM stops it)
         while not any(line.get("event") == "listening" for line in self.lines):
             assert time.monotonic() < deadline and self.process.poll() is None, (
@@ -52,13 +56,15 @@ class Server:
             )
             time.sleep(0.05)
 
-    def _drain(self) -> None:
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
+    @property
+    def lines(self) -> list[dict]:
+        lines = []
+        for line in os.pread(self._said.fileno(), 1 << 22, 0).decode("utf-8", "replace").splitlines(keepends=True):
             try:
-                self.lines.append(json.loads(line))
+                lines.append(json.loads(line))
             except ValueError:
-                self.lines.append({"raw": line})
+                lines.append({"raw": line})
+        return lines
 
     def said(self, words: str) -> str:
         deadline = time.monotonic() + TIMEOUT
@@ -91,7 +97,7 @@ def memory(tmp_path):
 def test_serve_answers_one_shot_reads_as_the_walk_does_and_takes_its_socket_away(memory, tmp_path):
     root = memory.root
     assert run(root, "ls")[0] == 2  # FSMEM_SOCKET=require: nothing answers before the server runs
-    server = Server(root, tmp_path / "tokens.json")
+    server = Server(root, tmp_path / "tokens.json", started=True)
     try:
         path = server.said("answering one-shot reads on ").split(" on ", 1)[1]
         assert path == rv.socket_path(os.path.realpath(root))
