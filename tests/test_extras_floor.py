@@ -5,12 +5,12 @@ API, so `pip install 'fsmem[mcp]'` could give an `fsmem mcp` that does not
 start (issue 19, finding 11). Here one fresh virtual environment takes fsmem
 with the mcp, server and anthropic extras and every SDK pinned to the floor
 that pyproject.toml declares (the extras agree on one floor per SDK, so one
-environment serves them all; what else they need is linked from the test
-environment where its version will do, tests/venvs.py); the tests that drive those faces with the SDKs'
-own clients (the MCP stdio and streamable HTTP clients, the Anthropic tool
-runner), marked `sdk_face`, then run there, against the installed package. The
-server's limits, load and shutdown are fsmem's own code and run at the SDKs'
-newest releases only.
+environment serves them all; what else they need comes linked from the test
+environment where its version will do, tests/venvs.py); the tests that drive
+those faces with the SDKs' own clients (the MCP stdio and streamable HTTP
+clients, the Anthropic tool runner), marked `sdk_face`, then run there, against
+the installed package. The server's limits, load and shutdown are fsmem's own
+code and run at the SDKs' newest releases only.
 """
 
 from __future__ import annotations
