@@ -313,7 +313,7 @@ def copy_source(source: Path) -> Path:
 def fsmem_wheel(tmp_path_factory) -> Path:
     """fsmem's wheel, built once a session from a copy of this checkout as `pip install .` builds it (in an
     isolated build environment): what the fresh virtual environments of tests/test_install.py and
-    tests/test_extras_floor.py install, as a user's pip installs a release's wheel."""
+    tests/test_extras_floor.py install (tests/venvs.py), as a user's pip installs a release's wheel."""
     import subprocess
 
     base = tmp_path_factory.mktemp("wheel")
@@ -325,22 +325,6 @@ def fsmem_wheel(tmp_path_factory) -> Path:
     assert built.returncode == 0, built.stdout + built.stderr
     (wheel,) = (base / "dist").glob("fsmem-*.whl")
     return wheel
-
-
-def new_venv(venv: Path, *requirements: str) -> Path:
-    """A new virtual environment that sees none of this one's packages, with `requirements` installed; its python.
-
-    This venv's pip installs them (--python), so the new one needs no pip of its own (ensurepip costs seconds),
-    and pip reuses the wheels its cache holds; bytecode is written as modules are first imported (these venvs
-    import a fraction of what they install) rather than for every file at install."""
-    import subprocess
-
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--disable-pip-version-check"]
-    installed = subprocess.run([*pip, "--no-compile", *requirements], capture_output=True, text=True, timeout=600)
-    assert installed.returncode == 0, installed.stdout + installed.stderr
-    return python
 
 
 @pytest.fixture(autouse=True)

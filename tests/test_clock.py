@@ -20,7 +20,6 @@ hard-coded one is not caught, as it never was.)
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
 import shutil
 import subprocess
@@ -29,6 +28,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from child_env import child_env
 from conftest import deals_in_dates, wall_clock_reads
 
 from fsmem import Memory
@@ -172,9 +172,8 @@ def test_a_test_that_hard_codes_today_fails_and_one_that_does_not_passes(tmp_pat
     shutil.copy(TESTS / "conftest.py", tmp_path / "conftest.py")
     (tmp_path / "test_synthetic.py").write_text(textwrap.dedent(SYNTHETIC.format(today=f"{today:%Y/%m/%d}")))
     (tmp_path / "test_undated.py").write_text(textwrap.dedent(UNDATED))
-    env = {key: value for key, value in os.environ.items() if not key.startswith("FSMEM_")}
     command = [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", "-p", "no:xdist"]
-    proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(command, cwd=tmp_path, env=child_env(), capture_output=True, text=True, timeout=300)
     out = proc.stdout
     assert proc.returncode == 1, out
     assert "FAILED test_synthetic.py::test_hard_codes_today " in out

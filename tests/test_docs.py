@@ -10,7 +10,9 @@ bare repository in the folder, so the sync set-up runs offline as written:
 - `python` blocks run, in one namespace per section, in that folder;
 - `sh` blocks run in bash (`set -e`: every line must succeed);
 - `console` blocks run each `$ ` command and compare what it prints with the
-  lines shown: a line `…` stands for any lines, and a 12-digit hex id stands
+  lines shown (a line that is one plain `fsmem` command runs in this process,
+  tests/cli_runner.py, as the `fsmem` script runs it; a line bash must read, in
+  bash, as every `sh` block does): a line `…` stands for any lines, and a 12-digit hex id stands
   for the id the run printed in its place (a later command that names it gets
   the real one);
 - `yaml`, `json` and `toml` blocks must parse;
@@ -48,6 +50,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import cli_runner
 import click
 import pytest
 import yaml
@@ -257,10 +260,39 @@ def matches(shown: list[str], printed: list[str], ids: dict[str, str]) -> bool:
     return False
 
 
+PLAIN = re.compile(r"[\w./:=,@+%-]")  # what bash passes on as written, outside quotes
+
+
+def plain_fsmem(command: str) -> list[str] | None:
+    """The arguments of `command` when it is one `fsmem` command that bash would pass on as written (quotes and
+    a trailing comment at most: no variable, `~`, glob, escape, redirection, pipe or list); else None."""
+    quote = ""
+    for at, char in enumerate(command):
+        if quote:
+            if char == quote:
+                quote = ""
+            elif quote == '"' and char in "$`\\":
+                return None
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (at == 0 or command[at - 1].isspace()):
+            break
+        elif not (char.isspace() or PLAIN.fullmatch(char)):
+            return None
+    words = shlex.split(command, comments=True)
+    return words[1:] if words and words[0] == "fsmem" else None
+
+
 def run_console(block: Block, env: dict[str, str], cwd: Path, ids: dict[str, str]) -> None:
     for number, (command, shown) in enumerate(console_steps(block.text)):
         real = HEX_ID.sub(lambda m: ids.get(m.group(), m.group()), command)
-        done = shell(real, env, cwd, cwd / f"home-{block.line}-{number}")
+        home = cwd / f"home-{block.line}-{number}"
+        args = plain_fsmem(real)
+        if args is None:
+            done = shell(real, env, cwd, home)
+        else:  # the process around the command is not what the block shows
+            home.mkdir(exist_ok=True)
+            done = cli_runner.run(args, cwd=cwd, env={**env, "HOME": str(home)}, text=True)
         allowed = (0, 1) if block.kind == "illustration" else (0,)
         assert done.returncode in allowed, f"{block.where}: $ {real}\nexit {done.returncode}\n{done.stderr}"
         assert "Traceback" not in done.stderr, f"{block.where}: $ {real}\n{done.stderr}"

@@ -5,18 +5,18 @@ API, so `pip install 'fsmem[mcp]'` could give an `fsmem mcp` that does not
 start (issue 19, finding 11). Here one fresh virtual environment takes fsmem
 with the mcp, server and anthropic extras and every SDK pinned to the floor
 that pyproject.toml declares (the extras agree on one floor per SDK, so one
-environment serves them all); the tests that drive those faces with the SDKs'
-own clients (the MCP stdio and streamable HTTP clients, the Anthropic tool
-runner), marked `sdk_face`, then run there, against the installed package. The
-server's limits, load and shutdown are fsmem's own code and run at the SDKs'
-newest releases only.
+environment serves them all; what else they need comes linked from the test
+environment where its version will do, tests/venvs.py); the tests that drive
+those faces with the SDKs' own clients (the MCP stdio and streamable HTTP
+clients, the Anthropic tool runner), marked `sdk_face`, then run there, against
+the installed package. The server's limits, load and shutdown are fsmem's own
+code and run at the SDKs' newest releases only.
 """
 
 from __future__ import annotations
 
 import ast
 import json
-import os
 import re
 import subprocess
 import tomllib
@@ -24,7 +24,8 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import pytest
-from conftest import new_venv
+from child_env import child_env
+from venvs import new_venv
 
 REPO = Path(__file__).resolve().parent.parent
 TESTS = REPO / "tests"
@@ -88,16 +89,18 @@ def test_every_test_that_drives_a_face_with_an_sdks_client_runs_at_the_floors():
 def test_mcp_serve_and_the_anthropic_drop_in_work_at_their_floors(fsmem_wheel, tmp_path):
     floors = declared_floors()
     venv = tmp_path / "venv"
+    wanted = [f"fsmem[{','.join(SDK_EXTRAS)}]", "pytest>=8", "pytest-asyncio>=0.23"]
     python = str(
         new_venv(
             venv,
-            f"fsmem[{','.join(SDK_EXTRAS)}] @ {fsmem_wheel.as_uri()}",
+            f"{wanted[0]} @ {fsmem_wheel.as_uri()}",
             *(f"{name}=={version}" for name, version in floors.items()),
-            "pytest>=8",
-            "pytest-asyncio>=0.23",
+            *wanted[1:],
+            sharing=wanted,
+            leaving_out=["fsmem", *floors],
         )
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = child_env()
     probe = "import importlib.metadata as m, json, fsmem; print(json.dumps([fsmem.__file__, {n: m.version(n) for n in %r}]))"
     where, versions = json.loads(
         subprocess.run(

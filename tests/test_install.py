@@ -2,29 +2,30 @@
 
 The package's wheel is built from this checkout (once a session, `fsmem_wheel`
 in conftest.py) and installed into a fresh virtual environment that sees none of
-the test environment's packages, so a core command that needs an optional
-package fails here. pip reuses the wheels its cache already holds from `make
-test`'s own install.
+the test environment's packages but those fsmem's core requirements pull in
+(linked from it, tests/venvs.py), so a core command that needs an optional
+package fails here.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from conftest import new_venv
+from child_env import child_env
+from venvs import new_venv
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def fresh_venv(fsmem_wheel, tmp_path_factory) -> Path:
-    return new_venv(tmp_path_factory.mktemp("install") / "venv", str(fsmem_wheel)).parent.parent
+    venv = tmp_path_factory.mktemp("install") / "venv"
+    return new_venv(venv, str(fsmem_wheel), sharing=["fsmem"], leaving_out=["fsmem"]).parent.parent
 
 
 def run(venv: Path, *args: str, root: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -33,7 +34,7 @@ def run(venv: Path, *args: str, root: Path, check: bool = True) -> subprocess.Co
         capture_output=True,
         text=True,
         timeout=120,
-        env={**os.environ, "FSMEM_NOW": "2026-11-30T12:00:00+00:00"},
+        env={**child_env(), "FSMEM_NOW": "2026-11-30T12:00:00+00:00"},
     )
     if check:
         assert done.returncode == 0, f"fsmem {' '.join(args)}: {done.stderr}"
@@ -42,13 +43,17 @@ def run(venv: Path, *args: str, root: Path, check: bool = True) -> subprocess.Co
 
 def test_no_extras_means_no_sdks(fresh_venv):
     probe = "import importlib.util as u; print([m for m in ('mcp', 'anthropic', 'matplotlib') if u.find_spec(m)])"
-    found = subprocess.run([str(fresh_venv / "bin" / "python"), "-c", probe], capture_output=True, text=True)
+    found = subprocess.run(
+        [str(fresh_venv / "bin" / "python"), "-c", probe], capture_output=True, text=True, env=child_env()
+    )
     assert found.stdout.strip() == "[]", found.stdout + found.stderr
 
 
 def test_core_commands_work_without_extras(fresh_venv, tmp_path):
     root = tmp_path / "mem"
-    subprocess.run([str(fresh_venv / "bin" / "fsmem"), "init", str(root)], check=True, capture_output=True)
+    subprocess.run(
+        [str(fresh_venv / "bin" / "fsmem"), "init", str(root)], check=True, capture_output=True, env=child_env()
+    )
     run(fresh_venv, "note", "- employer: Globex", "--subject", "people/Ada Quill", "--session", "s1", root=root)
     run(fresh_venv, "note", "- employer: Initech", "--subject", "people/Bo Chen", "--session", "s1", root=root)
 
@@ -74,11 +79,14 @@ def test_core_commands_work_without_extras(fresh_venv, tmp_path):
 
 def test_watch_runs_without_extras(fresh_venv, tmp_path):
     root = tmp_path / "mem"
-    subprocess.run([str(fresh_venv / "bin" / "fsmem"), "init", str(root)], check=True, capture_output=True)
+    subprocess.run(
+        [str(fresh_venv / "bin" / "fsmem"), "init", str(root)], check=True, capture_output=True, env=child_env()
+    )
     proc = subprocess.Popen(
         [str(fresh_venv / "bin" / "fsmem"), "--root", str(root), "watch", "--settle", "0.1"],
         stderr=subprocess.PIPE,
         text=True,
+        env=child_env(),
     )
     try:
         assert "watching" in proc.stderr.readline()
@@ -102,7 +110,9 @@ def test_watch_runs_without_extras(fresh_venv, tmp_path):
 def test_a_command_whose_extra_is_missing_says_which_and_exits_2(fresh_venv, tmp_path):
     """`fsmem mcp` / `fsmem serve` without their extra: an error (exit 2, not grep's 1 "nothing found") naming it."""
     root = tmp_path / "mem"
-    subprocess.run([str(fresh_venv / "bin" / "fsmem"), "init", str(root)], check=True, capture_output=True)
+    subprocess.run(
+        [str(fresh_venv / "bin" / "fsmem"), "init", str(root)], check=True, capture_output=True, env=child_env()
+    )
     for args, extra in ((["mcp"], "fsmem[mcp]"), (["serve", "--port", "0"], "fsmem[server]")):
         done = run(fresh_venv, *args, root=root, check=False)
         assert done.returncode == 2, (args, done.stderr)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
+import re
 import shutil
 import subprocess
 import sys
@@ -11,6 +11,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from child_env import child_env
+from conftest import LONG
 
 TESTS = Path(__file__).resolve().parent
 
@@ -51,9 +53,10 @@ def first_on_each_worker(tmp_path: Path, module: str, *options: str) -> list[str
     shutil.copy(TESTS / "conftest.py", tmp_path / "conftest.py")
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    slow: long\n")
     (tmp_path / "test_synthetic.py").write_text(textwrap.dedent(module))
-    env = {key: value for key, value in os.environ.items() if not key.startswith("FSMEM_")}
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "worksteal"]
-    proc = subprocess.run(command + list(options), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        command + list(options), cwd=tmp_path, env=child_env(), capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     runs = [json.loads(line) for line in (tmp_path / "order.jsonl").read_text().splitlines()]
     assert len(runs) == 14, runs
@@ -85,14 +88,17 @@ def test_a_clean_checkout_deals_out_the_long_tests_the_repository_kept(tmp_path)
 
 
 def test_save_durations_keeps_the_long_tests_of_the_run(tmp_path):
-    """--save-durations writes the run's tests of at least conftest.LONG seconds, and none shorter."""
-    shutil.copy(TESTS / "conftest.py", tmp_path / "conftest.py")
+    """--save-durations writes the run's tests of at least conftest.LONG seconds, and none shorter. The copy of
+    the conftest takes a tenth of LONG (the threshold's value is not what is tested), so the long test sleeps
+    a tenth as long."""
+    text, moved = re.subn(r"^LONG = [0-9.]+", f"LONG = {LONG / 10}", (TESTS / "conftest.py").read_text(), flags=re.M)
+    assert moved == 1, "conftest.py sets LONG on a line of its own"
+    (tmp_path / "conftest.py").write_text(text)
     (tmp_path / "test_timed.py").write_text(
-        "import time\n\ndef test_quick():\n    pass\n\ndef test_long():\n    time.sleep(5.1)\n"
+        f"import time\n\ndef test_quick():\n    pass\n\ndef test_long():\n    time.sleep({LONG / 10 + 0.1})\n"
     )
-    env = {key: value for key, value in os.environ.items() if not key.startswith("FSMEM_")}
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "--save-durations"]
-    proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(command, cwd=tmp_path, env=child_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     kept = json.loads((tmp_path / "durations.json").read_text())
-    assert list(kept) == ["test_timed.py::test_long"] and kept["test_timed.py::test_long"] >= 5.0
+    assert list(kept) == ["test_timed.py::test_long"] and kept["test_timed.py::test_long"] >= LONG / 10
