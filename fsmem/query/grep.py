@@ -187,8 +187,13 @@ def run(
         if small is not None:
             segments = _segments(small)
             paths = sorted(filter(keep, segments), key=path_order)
-            collector = collect(ranges=superseded_ranges(paths) if paths else {})
+            ranges = superseded_ranges(paths) if paths else {}
+            collector = collect(ranges=ranges)
             for path in paths:
+                if collector.full:  # the page is made: the rest is counted, as the collector would count it
+                    skipped = None if include_superseded else ranges.get(path)
+                    collector.total += _visible_lines(segments[path], skipped, context_lines=bool(context))
+                    continue
                 for raw in segments[path]:
                     collector.feed(raw)
                 collector.finish_pending()
@@ -223,13 +228,46 @@ def _result(pattern: str, collector: _Collector, total: int, offset: int) -> Gre
 
 
 def _segments(output: bytes) -> dict[str, list[bytes]]:
-    """rg's unsorted output cut into each file's lines, keyed by path (a file's lines stay in order)."""
-    segments: dict[str, list[bytes]] = {}
-    for raw in output.splitlines(keepends=True):
-        name, sep, _ = raw.partition(b"\0")
-        if sep:
-            segments.setdefault(decode_path(name), []).append(raw)
+    """rg's unsorted output cut into each file's lines, keyed by path (a file's lines stay in order).
+
+    Cut at newlines only, as rg ends its lines and as the page pass reads them (`Rg.stream`): a carriage
+    return inside a line is the line's text, not the end of one (cut there, the line was shown short, and
+    what followed it could pass for a match line of any file). Keyed first by the name's bytes, each decoded
+    once: at 100k files a first pass of several MB has hundreds of thousands of lines."""
+    named: dict[bytes, list[bytes]] = {}  # a name with its NUL -> its lines
+    head = b"\0"  # the last line's name and NUL: rg prints a file's lines one after another
+    lines = named.setdefault(head, [])
+    for raw in output.split(b"\n"):
+        if raw.startswith(head):
+            lines.append(raw)
+            continue
+        end = raw.find(b"\0") + 1
+        if end:
+            head = raw[:end]
+            lines = named.setdefault(head, [])
+            lines.append(raw)
+    segments = {decode_path(name[:-1]): lines for name, lines in named.items()}
+    if len(segments) < len(named):  # two spellings of one path (never from one rg pass): one list, in rg's order
+        segments = {}
+        for raw in output.split(b"\n"):
+            name, sep, _ = raw.partition(b"\0")
+            if sep:
+                segments.setdefault(decode_path(name), []).append(raw)
     return segments
+
+
+def _visible_lines(lines: list[bytes], ranges: list[tuple[int, int]] | None, *, context_lines: bool) -> int:
+    """How many of one file's rg lines (`_segments`) `_Collector.feed` counts as matches: numbered `N:`
+    lines outside `ranges` (the superseded lines left out), context lines (`N-`) not. Without context
+    lines and ranges that is every line: each is one rg printed, `PATH\0N:TEXT`."""
+    if not ranges and not context_lines:
+        return len(lines)
+    found = 0
+    for raw in lines:
+        numbered = _NUMBERED.match(raw, raw.find(b"\0") + 1)
+        if numbered is not None and numbered.group(2) == b":" and not (ranges and _in(int(numbered.group(1)), ranges)):
+            found += 1
+    return found
 
 
 def _visible_counts(
