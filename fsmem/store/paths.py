@@ -111,7 +111,7 @@ def is_memory_path(rel: str) -> bool:
         return False
     if rel.isascii() and rel.isprintable() and not rel.startswith(".") and "/." not in rel and "\\" not in rel:
         # the common case, at C speed: no control character, valid text, nothing hidden (what name_problem checks)
-        return rel.lower().endswith(MEMORY_SUFFIXES) and all(len(part) <= MAX_NAME_BYTES for part in parts)
+        return rel.lower().endswith(MEMORY_SUFFIXES) and max(map(len, parts)) <= MAX_NAME_BYTES
     return is_memory_name(parts[-1]) and all(name_problem(part) is None for part in parts[:-1])
 
 
