@@ -28,7 +28,7 @@ from fsmem.config import GrepSettings, ReadSettings
 from fsmem.errors import InvalidArgument
 from fsmem.query import grep_cache
 from fsmem.store import rg_command
-from fsmem.store.paths import ROOT_README, is_memory_path
+from fsmem.store.paths import ROOT_README, all_memory_paths, is_memory_path
 from fsmem.store.rg import Job, Rg, build_args, decode_path, find_rg
 
 # rg's standard output with --null: `PATH\0NUMBER:TEXT` for a match line, `PATH\0NUMBER-TEXT` for context.
@@ -161,6 +161,12 @@ def run(
     def keep(path: str) -> bool:
         return is_memory_path(path) and (readme_named or path != ROOT_README) and (within is None or within(path))
 
+    def kept(paths: list[str]) -> list[str]:
+        """`paths` that `keep` keeps; where no scope is asked, the lexical rule is checked over all at once."""
+        if within is None and all_memory_paths(paths):
+            return paths if readme_named or ROOT_README not in paths else [p for p in paths if p != ROOT_README]
+        return list(filter(keep, paths))
+
     command = [find_rg()] + build_args(pattern, ignore_case=ignore_case, fixed_strings=fixed_strings, word=word)
     if "fsmem.store.feed" in sys.modules:  # a long-lived process: only the files that can match are searched
         from fsmem.query import grep_words
@@ -186,20 +192,25 @@ def run(
         small = rg.output(line_args + ["--"] + searched, limit=_SMALL_OUTPUT) if searched else b""
         if small is not None:
             segments = _segments(small)
-            paths = sorted(filter(keep, segments), key=path_order)
+            paths = sorted(kept(list(segments)), key=path_order)
             ranges = superseded_ranges(paths) if paths else {}
             collector = collect(ranges=ranges)
+            fed = 0
             for path in paths:
-                if collector.full:  # the page is made: the rest is counted, as the collector would count it
-                    skipped = None if include_superseded else ranges.get(path)
-                    collector.total += _visible_lines(segments[path], skipped, context_lines=bool(context))
-                    continue
+                if collector.full:
+                    break
                 for raw in segments[path]:
                     collector.feed(raw)
                 collector.finish_pending()
+                fed += 1
+            # the page is made: the files after it are counted as the collector would count them
+            skipped = {} if include_superseded else ranges
+            for path in paths[fed:]:
+                collector.total += _visible_lines(segments[path], skipped.get(path), context_lines=bool(context))
             return _result(pattern, collector, collector.total, offset)
 
-    counts = {path: n for path, n in _match_line_counts(rg, target_list).items() if keep(path)}
+    counted = _match_line_counts(rg, target_list)
+    counts = {path: counted[path] for path in kept(list(counted))}
     paths = sorted(counts, key=path_order)
     ranges: dict[str, list[tuple[int, int]]] = {}
     visible = counts
@@ -262,6 +273,18 @@ def _visible_lines(lines: list[bytes], ranges: list[tuple[int, int]] | None, *, 
     lines and ranges that is every line: each is one rg printed, `PATH\0N:TEXT`."""
     if not ranges and not context_lines:
         return len(lines)
+    if not context_lines:  # every line a match line, in the file's order: from the last, down to the first range
+        assert ranges is not None
+        lowest = min(start for start, _ in ranges)
+        found = len(lines)
+        for raw in reversed(lines):
+            numbered = _NUMBERED.match(raw, raw.find(b"\0") + 1)
+            line = int(numbered.group(1)) if numbered is not None else 0
+            if line < lowest:
+                break
+            if _in(line, ranges):
+                found -= 1
+        return found
     found = 0
     for raw in lines:
         numbered = _NUMBERED.match(raw, raw.find(b"\0") + 1)
