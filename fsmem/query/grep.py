@@ -36,9 +36,11 @@ from fsmem.store.rg import Job, Rg, build_args, decode_path, find_rg
 # rg's standard output with --null: `PATH\0NUMBER:TEXT` for a match line, `PATH\0NUMBER-TEXT` for context.
 _NUMBERED = re.compile(rb"(\d+)([:-])")
 _PREVIEW_MARK = " [... omitted end of long line]"
-# A first rg pass answers alone when its whole output is at most this long
-# (a name in 60% of 100k files: 7-14 MB; a word in every file, 140 MB: counted, then the page read).
-_SMALL_OUTPUT = 16 << 20
+# A first rg pass answers alone when its whole output is at most this long (a name in 60% of 100k files:
+# 7-14 MB; a word of 137,750 lines at 10k files, 17 MB; of 1.4M lines at 100k files, some 170 MB: stopped at
+# a seventh of its pass, counted, then the page read). Past it, the pass so far is lost: the limit is not
+# set just above a size that is common.
+_SMALL_OUTPUT = 24 << 20
 # Arguments per rg invocation when an explicit file list is passed.
 _ARGS_PER_CALL = 2000
 
