@@ -200,8 +200,8 @@ def run(
         if small is not None:
             blocks = _blocks(small)
             paths = sorted(kept(list(blocks)), key=path_order)
-            ranges = superseded_ranges(paths) if paths else {}
-            collector = collect(ranges=ranges)
+            found = superseded_ranges(paths) if paths else {}
+            collector = collect(ranges=found)
             fed = 0
             for path in paths:
                 if collector.full:
@@ -212,7 +212,7 @@ def run(
                 collector.finish_pending()
                 fed += 1
             # the page is made: the files after it are counted as the collector would count them
-            skipped = {} if include_superseded else ranges
+            skipped = {} if include_superseded else found
             for path in paths[fed:]:
                 collector.total += _visible_lines(blocks[path][1], skipped.get(path), context_lines=bool(context))
             return _result(pattern, collector, collector.total, offset)
