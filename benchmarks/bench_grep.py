@@ -1,5 +1,8 @@
 """`fsmem grep --json` (the CLI, end to end, honest total) against bare `rg --json PATTERN`, output drained.
 
+fsmem is a regular install, as a user runs it (bench_startup's: the editable install's import hook costs
+every start).
+
 python benchmarks/bench_grep.py [--sizes 10000,100000] [--runs 7]
 """
 
@@ -8,7 +11,8 @@ from __future__ import annotations
 import json
 import sys
 
-from common import compiled, corpus, fsmem_bin, load, ms, rg_bin, run_drained, side_by_side, sizes_from, table
+from bench_startup import installed_fsmem
+from common import corpus, load, ms, rg_bin, run_drained, side_by_side, sizes_from, table
 from corpus import COMMON_WORD, RARE_WORD
 
 
@@ -16,17 +20,17 @@ def main() -> None:
     sizes = sizes_from(sys.argv[1:], "10000,100000")
     import common
 
-    compiled()
+    fsmem = str(installed_fsmem() / "fsmem")
     before = load()
     rows = []
     for files in sizes:
         root = corpus(files)
         # The steady state: a memory whose metadata cache is warm (as `fsmem watch` or any ls leaves it).
-        run_drained([fsmem_bin(), "--root", str(root), "ls", "--max-results", "1"])
+        run_drained([fsmem, "--root", str(root), "ls", "--max-results", "1"])
         for label, pattern in (("few matches", RARE_WORD), ("many matches", COMMON_WORD)):
             commands = {
                 "rg": ([rg_bin(), "--json", pattern], root),
-                "fsmem": ([fsmem_bin(), "--root", str(root), "grep", "--json", pattern], None),
+                "fsmem": ([fsmem, "--root", str(root), "grep", "--json", pattern], None),
             }
             medians = side_by_side(commands, common.RUNS)
             total = json.loads(run_drained(commands["fsmem"][0])[2])["total"]

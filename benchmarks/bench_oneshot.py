@@ -137,7 +137,7 @@ def main() -> None:
     sources = [args.root or args.corpus] if args.root or args.corpus else [corpus(files) for files in sizes]
     base_env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
     for source in sources:
-        root = source if args.root else copy_of(source)
+        root = (source if args.root else copy_of(source)).resolve()  # absolute: `fsmem serve --memory` is given it
         files = sum(1 for _ in root.rglob("*.md"))
         fresh = NewQuestions(root, seed=34)
         run_drained([fsmem, "ls", "--max-results", "1"], cwd=root, env=base_env)  # warm caches, as before

@@ -294,6 +294,43 @@ def test_grep_searches_a_file_with_a_nul_byte_as_text(empty_memory):
     assert result.total == 1
 
 
+def test_grep_a_carriage_return_inside_a_line_neither_cuts_it_nor_forges_a_match(empty_memory):
+    """rg ends its lines with a newline alone: the one pass cut them at a lone carriage return as well, so it
+    showed the line short, and what followed (a file's name, a NUL, a number) passed for a match line."""
+    (empty_memory.root / "a.md").write_bytes(b"---\ntitle: a\n---\nthe needle\rand more\n")
+    (empty_memory.root / "b.md").write_bytes(b"---\ntitle: b\n---\nplain\rb.md\x009:needle forged\n")
+    result = empty_memory.grep("needle")
+    assert [(m.path, m.line, m.text) for m in result.matches] == [
+        ("a.md", 4, "the needle\rand more"),
+        ("b.md", 4, "plain\rb.md\x009:needle forged"),
+    ]
+    assert result.total == 2
+
+
+def test_grep_counts_past_a_full_page_as_it_shows(empty_memory):
+    """Once the one pass has its page, the files after it are counted without decoding their lines: the
+    total is the one the page pass gives, with superseded lines, context lines and offsets."""
+    import fsmem.query.grep as grep_module
+
+    _many_files(empty_memory, count=30)
+    write_file(empty_memory.root, "d0/z.md", "---\ntitle: z\n---\nneedle\nnot it\nneedle\r\n")
+    asked = [
+        dict(offset=offset, max_results=results, context_lines=context, include_superseded=superseded)
+        for offset in (0, 3, 150)
+        for results in (1, 5)
+        for context in (0, 2)
+        for superseded in (False, True)
+    ]
+    one_pass = [empty_memory.grep("needle", **kwargs).to_dict() for kwargs in asked]
+    grep_module._SMALL_OUTPUT, small = 0, grep_module._SMALL_OUTPUT
+    try:
+        counted = [empty_memory.grep("needle", **kwargs).to_dict() for kwargs in asked]
+    finally:
+        grep_module._SMALL_OUTPUT = small
+    assert one_pass == counted
+    assert [answer["total"] for answer in one_pass[:2]] == [30 * 7 + 2, 30 * 7 + 2 + 10]  # 10 superseded needles
+
+
 def test_rg_beside_another_rg_of_the_process_runs_on_one_thread(tmp_path, monkeypatch):
     """A busy server runs many greps at once: one thread each does the same work in less CPU time."""
     import subprocess

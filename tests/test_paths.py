@@ -8,6 +8,7 @@ from fsmem.errors import ConfigError, InvalidArgument, PathEscape
 from fsmem.store.paths import (
     MAX_DEPTH,
     MAX_PATH_BYTES,
+    all_memory_paths,
     config_dir,
     is_memory_name,
     is_memory_path,
@@ -184,6 +185,26 @@ def test_the_fast_path_of_is_memory_path_agrees_with_the_rule_per_component(rel)
         and all(name_problem(part) is None for part in parts[:-1])
     )
     assert is_memory_path(rel) == by_components
+
+
+_SPLIT = st.sampled_from(["a", ".", "/", ".md", ".MD", ".markdown", "\\", "\n", "\t", "\x7f", "é", "\u212a", "\udcff"])
+
+
+@given(st.lists(st.lists(_SPLIT, max_size=8).map("".join), max_size=5))
+def test_all_memory_paths_says_yes_only_when_the_rule_holds_for_each(rels):
+    if all_memory_paths(rels):
+        assert all(is_memory_path(rel) for rel in rels)
+
+
+def test_all_memory_paths_of_long_and_deep_paths_and_of_common_ones():
+    assert all_memory_paths(["a.md", "topics/b.MARKDOWN", "entities/people/adam-smith.md"])
+    assert all_memory_paths([])
+    assert not all_memory_paths(["a.md", "b\nc.md"])  # one path with a newline is not two paths
+    assert not all_memory_paths(["/".join(["d"] * (MAX_DEPTH + 1)) + ".md"])
+    assert all_memory_paths(["/".join(["d"] * MAX_DEPTH) + ".md"])
+    assert not all_memory_paths(["a" * 300 + ".md"])  # looked at one by one (the rule may still hold)
+    for bad in ("a.txt", ".a.md", "topics/.git/a.md", "a\x00.md", "\udcff.md", "a\\b.md", "x.md.txt", "K.md\u212a"):
+        assert not all_memory_paths(["a.md", bad]), bad
 
 
 @pytest.mark.parametrize(

@@ -40,7 +40,7 @@ def start(root: str | None, arguments: dict[str, Any], *, max_line_chars: int) -
         )
     except FsmemError:
         return  # the normal path says why
-    argv = command + rg_command.line_args(max_line_chars, arguments["context_lines"]) + ["--", "./"]
+    argv = command + rg_command.line_args(max_line_chars, arguments["context_lines"], heading=True) + ["--", "./"]
     try:
         process = subprocess.Popen(argv, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except OSError:

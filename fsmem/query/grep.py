@@ -1,8 +1,10 @@
 """`grep`: ripgrep underneath, an honest total, and only as much parsing as the budget can show.
 
-A small answer comes from one rg pass. For a large one, `rg --count`
-counts the match lines of every file and a second pass runs only on the few
-files that hold the page shown; either way only the match lines inside
+Most answers come from one rg pass, counted a file at a time: a name in
+half the files of a 100k-file memory prints some 10 MB, read once, where a
+count pass would have read every file a second time. For a larger one,
+`rg --count` counts the match lines of every file and a second pass runs only
+on the few files that hold the page shown; either way only the match lines inside
 `offset .. offset + budget` are decoded and counted in tokens. A pattern with a
 million matches thus stays close to bare `rg` speed while the answer still
 says exactly how many exist.
@@ -28,14 +30,17 @@ from fsmem.config import GrepSettings, ReadSettings
 from fsmem.errors import InvalidArgument
 from fsmem.query import grep_cache
 from fsmem.store import rg_command
-from fsmem.store.paths import ROOT_README, is_memory_path
+from fsmem.store.paths import ROOT_README, all_memory_paths, is_memory_path
 from fsmem.store.rg import Job, Rg, build_args, decode_path, find_rg
 
 # rg's standard output with --null: `PATH\0NUMBER:TEXT` for a match line, `PATH\0NUMBER-TEXT` for context.
 _NUMBERED = re.compile(rb"(\d+)([:-])")
 _PREVIEW_MARK = " [... omitted end of long line]"
-# A first rg pass answers alone when its whole output is at most this long.
-_SMALL_OUTPUT = 128 << 10
+# A first rg pass answers alone when its whole output is at most this long (a name in 60% of 100k files:
+# 7-14 MB; a word of 137,750 lines at 10k files, 17 MB; of 1.4M lines at 100k files, some 170 MB: stopped at
+# a seventh of its pass, counted, then the page read). Past it, the pass so far is lost: the limit is not
+# set just above a size that is common.
+_SMALL_OUTPUT = 24 << 20
 # Arguments per rg invocation when an explicit file list is passed.
 _ARGS_PER_CALL = 2000
 
@@ -131,9 +136,10 @@ def run(
     In a long-lived process on a trusted change feed, `fsmem.query.grep_words` may first narrow the files
     to those whose words can hold a match; rg then searches those alone, and the rest is the same.
 
-    A first rg pass answers alone when its output is small; its files
-    are put in path order in Python (deterministic `--offset` paging without
-    single-threaded `rg --sort path`). Past `_SMALL_OUTPUT` it is stopped for
+    A first rg pass (`--heading`: each file's lines under its name) answers alone when its output is at
+    most `_SMALL_OUTPUT`; its files are put in path order in Python (deterministic `--offset` paging without
+    single-threaded `rg --sort path`), the page's lines are decoded and the other files' lines counted.
+    Past `_SMALL_OUTPUT` it is stopped for
     two passes, so that nothing the budget will never show is printed or
     parsed: `rg --count` gives every file's number of match lines
     (multi-threaded, a few bytes per file), then rg prints only the
@@ -161,6 +167,12 @@ def run(
     def keep(path: str) -> bool:
         return is_memory_path(path) and (readme_named or path != ROOT_README) and (within is None or within(path))
 
+    def kept(paths: list[str]) -> list[str]:
+        """`paths` that `keep` keeps; where no scope is asked, the lexical rule is checked over all at once."""
+        if within is None and all_memory_paths(paths):
+            return paths if readme_named or ROOT_README not in paths else [p for p in paths if p != ROOT_README]
+        return list(filter(keep, paths))
+
     command = [find_rg()] + build_args(pattern, ignore_case=ignore_case, fixed_strings=fixed_strings, word=word)
     if "fsmem.store.feed" in sys.modules:  # a long-lived process: only the files that can match are searched
         from fsmem.query import grep_words
@@ -183,18 +195,30 @@ def run(
     if target_list is None or len(target_list) <= _ARGS_PER_CALL:
         # Most answers are small: one pass, given up once its output is large.
         searched = ["./"] if target_list is None else target_list
-        small = rg.output(line_args + ["--"] + searched, limit=_SMALL_OUTPUT) if searched else b""
+        first = rg_command.line_args(max_line_chars, context, heading=True)
+        small = rg.output(first + ["--"] + searched, limit=_SMALL_OUTPUT) if searched else b""
         if small is not None:
-            segments = _segments(small)
-            paths = sorted(filter(keep, segments), key=path_order)
-            collector = collect(ranges=superseded_ranges(paths) if paths else {})
+            blocks = _blocks(small)
+            paths = sorted(kept(list(blocks)), key=path_order)
+            found = superseded_ranges(paths) if paths else {}
+            collector = collect(ranges=found)
+            fed = 0
             for path in paths:
-                for raw in segments[path]:
-                    collector.feed(raw)
+                if collector.full:
+                    break
+                head, lines = blocks[path]
+                for line in lines.split(b"\n"):
+                    collector.feed(head + line)
                 collector.finish_pending()
+                fed += 1
+            # the page is made: the files after it are counted as the collector would count them
+            skipped = {} if include_superseded else found
+            for path in paths[fed:]:
+                collector.total += _visible_lines(blocks[path][1], skipped.get(path), context_lines=bool(context))
             return _result(pattern, collector, collector.total, offset)
 
-    counts = {path: n for path, n in _match_line_counts(rg, target_list).items() if keep(path)}
+    counted = _match_line_counts(rg, target_list)
+    counts = {path: counted[path] for path in kept(list(counted))}
     paths = sorted(counts, key=path_order)
     ranges: dict[str, list[tuple[int, int]]] = {}
     visible = counts
@@ -222,14 +246,52 @@ def _result(pattern: str, collector: _Collector, total: int, offset: int) -> Gre
     return GrepResult(pattern, collector.shown, page, collector.meter, line_cut=collector.line_cut)
 
 
-def _segments(output: bytes) -> dict[str, list[bytes]]:
-    """rg's unsorted output cut into each file's lines, keyed by path (a file's lines stay in order)."""
-    segments: dict[str, list[bytes]] = {}
-    for raw in output.splitlines(keepends=True):
-        name, sep, _ = raw.partition(b"\0")
-        if sep:
-            segments.setdefault(decode_path(name), []).append(raw)
-    return segments
+def _blocks(output: bytes) -> dict[str, tuple[bytes, bytes]]:
+    """rg's first pass (`--heading`), unsorted, as each file's name with its NUL and its lines (`N:TEXT`, one
+    a newline), keyed by path: the whole output is cut a file at a time, with bytes methods.
+
+    Lines are cut at newlines only, as rg ends them and as the page pass reads them (`Rg.stream`): a
+    carriage return inside a line is the line's text (cut there, the line was shown short, and what followed
+    could pass for a match line of any file). No line is empty, so an empty line is the gap between files."""
+    blocks: dict[str, tuple[bytes, bytes]] = {}
+    for block in output[:-1].split(b"\n\n") if output.endswith(b"\n") else [output]:
+        end = block.find(b"\0") + 1
+        if not end:
+            continue
+        path = decode_path(block[: end - 1])
+        if path in blocks:  # two spellings of one path (never from one rg pass): one list, in rg's order
+            blocks[path] = (blocks[path][0], blocks[path][1] + b"\n" + block[end:])
+        else:
+            blocks[path] = (block[:end], block[end:])
+    return blocks
+
+
+def _visible_lines(lines: bytes, ranges: list[tuple[int, int]] | None, *, context_lines: bool) -> int:
+    """How many of one file's lines (`_blocks`) `_Collector.feed` counts as matches: numbered `N:` lines
+    outside `ranges` (the superseded lines left out), context lines (`N-`) not. Without context lines and
+    ranges that is every line."""
+    if not lines:
+        return 0
+    if not ranges and not context_lines:
+        return lines.count(b"\n") + 1
+    if not context_lines:  # every line a match line, in the file's order: from the last, down to the first range
+        assert ranges is not None
+        lowest = min(start for start, _ in ranges)
+        found = lines.count(b"\n") + 1
+        for line in reversed(lines.split(b"\n")):
+            numbered = _NUMBERED.match(line)
+            number = int(numbered.group(1)) if numbered is not None else 0
+            if number < lowest:
+                break
+            if _in(number, ranges):
+                found -= 1
+        return found
+    found = 0
+    for line in lines.split(b"\n"):
+        numbered = _NUMBERED.match(line)
+        if numbered is not None and numbered.group(2) == b":" and not (ranges and _in(int(numbered.group(1)), ranges)):
+            found += 1
+    return found
 
 
 def _visible_counts(

@@ -17,6 +17,7 @@ predicate (strings only) that the catalog walk, grep and watch share, and
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import re
 import stat
@@ -111,8 +112,34 @@ def is_memory_path(rel: str) -> bool:
         return False
     if rel.isascii() and rel.isprintable() and not rel.startswith(".") and "/." not in rel and "\\" not in rel:
         # the common case, at C speed: no control character, valid text, nothing hidden (what name_problem checks)
-        return rel.lower().endswith(MEMORY_SUFFIXES) and all(len(part) <= MAX_NAME_BYTES for part in parts)
+        return rel.lower().endswith(MEMORY_SUFFIXES) and max(map(len, parts)) <= MAX_NAME_BYTES
     return is_memory_name(parts[-1]) and all(name_problem(part) is None for part in parts[:-1])
+
+
+_PRINTABLE_LINES = bytes(range(0x20, 0x7F)) + b"\n"  # printable ASCII, and the newline between paths
+
+
+def all_memory_paths(rels: list[str]) -> bool:
+    """True when `is_memory_path` holds for every one of `rels` by its common case, found over all of them at
+    once with string methods (grep filters the tens of thousands of files a common word is in: one call
+    each cost more than rg's pass); False says only that they must be looked at one by one."""
+    if not rels:
+        return True
+    lines = "\n".join(rels)
+    longest = max(map(len, rels))
+    if longest > MAX_NAME_BYTES or not lines.isascii() or lines.count("\n") != len(rels) - 1:
+        return False  # a long name, or one to be read as text; a path with a newline of its own
+    lower = lines.lower()
+    return (
+        not lines.encode("ascii").translate(None, _PRINTABLE_LINES)  # no control character
+        and not lines.startswith(".")
+        and "\n." not in lines
+        and "/." not in lines
+        and "\\" not in lines
+        and (longest < MAX_DEPTH or max(map(str.count, rels, itertools.repeat("/"))) < MAX_DEPTH)
+        and lower.count(".md\n") + lower.count(".markdown\n") == len(rels) - 1  # each ends in a suffix
+        and lower.endswith(MEMORY_SUFFIXES)
+    )
 
 
 def is_visible_folder(rel: str) -> bool:

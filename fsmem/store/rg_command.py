@@ -99,15 +99,17 @@ def build_args(
     return args
 
 
-def line_args(max_line_chars: int, context: int) -> list[str]:
-    """How a grep's line pass prints: `PATH\\0NUMBER:TEXT` lines, a long line cut to a preview.
+def line_args(max_line_chars: int, context: int, *, heading: bool = False) -> list[str]:
+    """How a grep's line pass prints: `PATH\\0NUMBER:TEXT` lines, a long line cut to a preview; with `heading`
+    (a first pass over many files), each file's `PATH\\0` once, then its `NUMBER:TEXT` lines, and an empty line
+    between two files, so that its lines are counted a file at a time.
 
     Lines come as rg prints them (not --json, whose lines and submatch lists are never shortened: a 10 MB
     line matching `.` would be hundreds of MB of JSON); --max-columns cuts a long line to a preview.
     """
     args = [
-        "--null", "--with-filename", "--line-number", "--no-heading", "--no-context-separator",
-        "--max-columns", str(max(16, max_line_chars)), "--max-columns-preview",
+        "--null", "--with-filename", "--line-number", "--heading" if heading else "--no-heading",
+        "--no-context-separator", "--max-columns", str(max(16, max_line_chars)), "--max-columns-preview",
     ]  # fmt: skip
     if context:
         args += ["--context", str(context)]
