@@ -42,6 +42,7 @@ import sys
 import time
 import zlib
 from array import array
+from bisect import bisect_left
 from collections import OrderedDict, defaultdict
 from collections.abc import Iterator
 from itertools import accumulate, product
@@ -52,6 +53,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 K1, B = 1.2, 0.75  # FTS5's bm25() constants
 WEIGHTS = (1.0, 0.5)  # fsmem's default text and headings weights
 CHUNK = 1024  # row ids per stored chunk of a bucket (at most 2 bytes an id at 100k files: a chunk stays on its page)
+MINOR = 0.1  # a word whose best contribution is under this share of the best word's is read as minor
+EPS = 1e-9  # the bounds' margin: far above the few ulps by which a sum in another order can differ
 HITS = 8  # hits key = text hits | headings hits << HITS
 
 SCHEMA = """
@@ -196,7 +199,7 @@ class Prototype:
         self.kept: OrderedDict[tuple[int, int, int], set[int]] = OrderedDict()
         self.kept_ids = 0
 
-    def top(self, terms: list[str], k: int) -> list[tuple[int, float]]:
+    def top(self, terms: list[str], k: int, split: bool = True) -> list[tuple[int, float]]:
         conn = self.conn
         meta = dict(conn.execute("SELECT key, value FROM topk_meta"))
         n_rows, tokens = meta["rows"], meta["tokens"]
@@ -219,7 +222,8 @@ class Prototype:
                 by_len[d][i].append(h)
         k1 = K1 + 1.0
         freqs: dict[int, float] = {}
-        classes = []  # (score, D, hits key per term or -1)
+        options_at: dict[int, list[list[tuple[int, int, float]]]] = {}
+        best = [0.0] * len(found)
         for d, keys in by_len.items():
             norm = K1 * (1 - B + B * float(d) / avgdl)
             options = []
@@ -229,9 +233,19 @@ class Prototype:
                     f = freqs.get(h)
                     if f is None:
                         f = freqs[h] = freq_of(h & 255, h >> HITS)
-                    opts.append((h, (h & 255) + (h >> HITS), idfs[i] * ((f * k1) / (f + norm))))
+                    part = idfs[i] * ((f * k1) / (f + norm))
+                    opts.append((h, (h & 255) + (h >> HITS), part))
+                    best[i] = max(best[i], part)
                 options.append(opts)
-            for combo in product(*options):
+            options_at[d] = options
+        # MaxScore's split: words that add at most a tenth of the best word (a word in most rows: its IDF is
+        # bm25()'s floor, 1e-6) only tell apart rows the others rank; the others' buckets pick the rows
+        minor = {i for i in range(len(found)) if best[i] < MINOR * max(best)} if split else set()
+        major = [i for i in range(len(found)) if i not in minor]
+        classes = []  # (upper bound, lower bound, D, hits key per major word or -1)
+        for d, options in options_at.items():
+            extra = sum(max(p for _h, _n, p in options[i]) for i in minor)
+            for combo in product(*(options[i] for i in major)):
                 score, used, present = 0.0, 0, False
                 for h, n_hits, part in combo:
                     if h >= 0:
@@ -239,7 +253,11 @@ class Prototype:
                         used += n_hits
                         present = True
                 if present and used <= d:
-                    classes.append((score, d, tuple(h for h, _n, _p in combo)))
+                    keys = tuple(h for h, _n, _p in combo)
+                    if minor:  # the exact score adds the minor words in the query's order: bounds, not the float
+                        classes.append(((score + extra) * (1 + EPS), score * (1 - EPS), d, keys))
+                    else:
+                        classes.append((score, score, d, keys))
         classes.sort(key=lambda c: -c[0])
         sets: dict[tuple[int, int, int], set[int]] = {}
         kept = self.kept
@@ -267,18 +285,18 @@ class Prototype:
             return got
 
         removed = {b for (b,) in conn.execute("SELECT block FROM topk_removed")}
-        out: list[tuple[int, float]] = []
-        cut = None
-        for score, d, hs in classes:
-            if cut is not None and score < cut:
+        taken: list[tuple[float, float, set[int]]] = []  # (upper, lower, rows) of each class read
+        cut = None  # the k-th best lower bound of the rows read
+        for upper, lower, d, hs in classes:
+            if cut is not None and upper < cut:
                 break
-            parts = sorted((bucket(i, d, h) for i, h in enumerate(hs) if h >= 0), key=len)
+            parts = sorted((bucket(major[j], d, h) for j, h in enumerate(hs) if h >= 0), key=len)
             rows = parts[0].intersection(*parts[1:]) if len(parts) > 1 else set(parts[0])
             if rows:
-                for i, h in enumerate(hs):
+                for j, h in enumerate(hs):
                     if h < 0:
-                        for other in by_len[d][i]:
-                            rows -= bucket(i, d, other)
+                        for other in by_len[d][major[j]]:
+                            rows -= bucket(major[j], d, other)
                             if not rows:
                                 break
                     if not rows:
@@ -286,11 +304,81 @@ class Prototype:
             if rows and removed:
                 rows = {r for r in rows if r >> 6 not in removed}
             if rows:
-                out += [(rid, score) for rid in rows]
-                if cut is None and len(out) >= k:
-                    cut = score
+                taken.append((upper, lower, rows))
+                if sum(len(r) for _u, _l, r in taken) >= k:
+                    count = 0
+                    for _u, low, r in sorted(taken, key=lambda t: -t[1]):
+                        count += len(r)
+                        if count >= k:
+                            cut = low
+                            break
+        if not minor:
+            out = [(rid, upper) for upper, _l, rows in taken for rid in rows]
+            out.sort(key=lambda r: (-r[1], r[0]))
+            return out[:k]
+        # a row of minor words only scores at most their sum: below the cut, or every word is read as major
+        if cut is None or sum(best[i] for i in minor) * (1 + EPS) >= cut:
+            return self.top(terms, k, split=False)
+        wanted = sorted(rid for upper, _l, rows in taken if upper >= cut for rid in rows)
+        tids = [tid for tid, _df in found]
+        out = []
+        block, data = -1, array("Q")
+        for rid in wanted:  # the exact score of each candidate, from its row's words (the rows' own table)
+            if rid >> 6 != block:
+                block = rid >> 6
+                data = array(
+                    "Q",
+                    zlib.decompress(conn.execute("SELECT data FROM topk_rows WHERE block = ?", (block,)).fetchone()[0]),
+                )
+            row = row_words(data, rid)
+            d = 0
+            for h in row.values():
+                d += (h & 255) + (h >> HITS)
+            norm = K1 * (1 - B + B * float(d) / avgdl)
+            score = 0.0
+            for i, tid in enumerate(tids):
+                h = row.get(tid)
+                if h:
+                    f = freqs.get(h)
+                    if f is None:
+                        f = freqs[h] = freq_of(h & 255, h >> HITS)
+                    score += idfs[i] * ((f * k1) / (f + norm))
+            out.append((rid, score))
         out.sort(key=lambda r: (-r[1], r[0]))
         return out[:k]
+
+
+def build_rows(conn) -> float:
+    """The rows' own table: per block of 64 row ids, each posting of its rows as one sorted 64-bit value,
+    row id << 32 | term id << 16 | hits (term ids under 65,536 in the prototype), compressed; read back from
+    the buckets. A candidate's exact score is read from it, and a file's removal takes its words'
+    frequencies from it."""
+    started = time.perf_counter()
+    conn.execute("DROP TABLE IF EXISTS topk_rows")
+    conn.execute("CREATE TABLE topk_rows (block INTEGER PRIMARY KEY, data BLOB NOT NULL)")
+    values = array("Q")
+    for tid, _d, h, first, blob in conn.execute("SELECT term, len, hits, first, ids FROM topk_chunks"):
+        key = tid << 16 | h
+        values.extend([rid << 32 | key for rid in ids_of(first, blob)])
+    ordered = sorted(values)
+    del values
+    with conn:
+        at = 0
+        while at < len(ordered):
+            block = ordered[at] >> 38
+            end = bisect_left(ordered, (block + 1) << 38, at)
+            conn.execute(
+                "INSERT INTO topk_rows VALUES (?, ?)", (block, zlib.compress(array("Q", ordered[at:end]).tobytes(), 1))
+            )
+            at = end
+    return time.perf_counter() - started
+
+
+def row_words(data: array, rid: int) -> dict[int, int]:
+    """term id -> hits of row `rid`, from its block's values."""
+    lo = bisect_left(data, rid << 32)
+    hi = bisect_left(data, (rid + 1) << 32, lo)
+    return {v >> 16 & 0xFFFF: v & 0xFFFF for v in data[lo:hi]}
 
 
 def reference(conn, match: str, k: int) -> list[tuple[int, float]]:
@@ -367,6 +455,20 @@ def update_one(conn, block: int, rows_of: dict[int, list[tuple[int, int]]]) -> t
             [(*key, len(ids)) for key, ids in buckets.items()],
         )
         conn.executemany("UPDATE topk_terms SET df = df + ? WHERE id = ?", [(n, t) for t, n in counts.items()])
+        conn.execute("DELETE FROM topk_rows WHERE block = ?", (block,))
+        conn.execute(
+            "INSERT INTO topk_rows VALUES (?, ?)",
+            (
+                new_block,
+                zlib.compress(
+                    array(
+                        "Q",
+                        sorted(((new_block << 6) + o) << 32 | t << 16 | h for o, ws in rows_of.items() for t, h in ws),
+                    ).tobytes(),
+                    1,
+                ),
+            ),
+        )
         terms = array("I", [x for t in sorted(counts) for x in (t, counts[t])])
         conn.execute(
             "INSERT INTO topk_files VALUES (?, ?, ?, ?)",
@@ -403,6 +505,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--skip-build", action="store_true", help="the buckets are in --db already")
     parser.add_argument("--updates", type=int, default=10)
+    parser.add_argument("--rows", action="store_true", help="make the rows' own table again")
+    parser.add_argument("--no-split", action="store_true", help="every word's buckets read (no MaxScore split)")
     parser.add_argument("--keep", type=int, default=0, help="decoded ids kept from one question to the next")
     args, _rest = parser.parse_known_args()  # `make bench` passes every script the same arguments
     from common import memories
@@ -437,6 +541,8 @@ def run(db: Path, root: Path, args: argparse.Namespace) -> int:
     conn = cache.connect(db)
     if not args.skip_build:
         print("build:", {k: round(v, 1) for k, v in build(conn).items()}, f"load {os.getloadavg()[0]:.1f}", flush=True)
+    if args.rows or not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'topk_rows'").fetchone():
+        print(f"the rows' own table: {build_rows(conn):.1f} s", flush=True)
     sizes = dict(
         conn.execute(
             "SELECT name, sum(pgsize) FROM dbstat WHERE name LIKE 'topk%' OR name LIKE 'sqlite_autoindex_topk%'"
@@ -458,7 +564,7 @@ def run(db: Path, root: Path, args: argparse.Namespace) -> int:
 
     def ask(side: str, terms: list[str], match: str):
         if side == sides[0]:
-            return proto.top(terms, args.k)
+            return proto.top(terms, args.k, split=not args.no_split)
         if side == sides[1]:
             return reference(conn, match, args.k)
         return bare(conn, match)
