@@ -15,7 +15,16 @@ in the query's order, operation for operation as FTS5 adds them. The classes are
 class's rows are the intersection of its buckets' row ids less the rows of its absent words' buckets
 of the same D (set operations, in C); the classes stop once `k` rows are found and the next class
 scores less than the k-th (ties by row id, as `ORDER BY s DESC, rowid`). Safe pruning: nothing of a
-class below the k-th score is read.
+class below the k-th score is read. MaxScore's split: a word whose best contribution is under a tenth
+of the best word's (a word in most rows, at bm25()'s IDF floor of 1e-6) is not enumerated; the other
+words' classes carry bounds (their sum, and it plus the minor words' best), are read best bound first
+until the k-th lower bound passes the next upper bound, and the rows they leave in are scored exactly
+from a table of each row's words (`topk_rows`, per block of 64 row ids), in the query's order. Where
+the minor words alone could reach the cut, every word is read as a major one.
+
+A file's update (one transaction): its blocks get a tombstone (their ids are skipped until a merge,
+which the prototype does not do, rewrites their chunks), the frequencies and totals lose its rows
+(from `topk_files`), and its new rows are added as one small chunk per bucket they fall in.
 
 Run on a copy of a built memory's cache (the script adds its tables to the copy it is given):
 
@@ -29,7 +38,8 @@ the same floats, in the same order) and times, alternating which goes first: the
 bucket kept from one question to the next), the exhaustive weighted query, and the bare FTS5 query of
 bench_search_unique.py (OR, bm25, 20 rows). Wall and CPU times, the load average, the tables' size
 against the cache's, and the time to update one file's postings (remove its rows, add them back as a
-new file, one transaction) with the exactness checked again after.
+new file, one transaction) with the exactness checked again after. Without --db it builds the seeded
+corpus of --sizes (as `make bench` runs it) and works on a copy of its cache.
 """
 
 from __future__ import annotations
