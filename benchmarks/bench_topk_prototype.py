@@ -2,7 +2,8 @@
 
 What it measures (issue 34, "ranking that does not touch every match"): whether fsmem could keep its own
 row-level postings in `.fsmem/cache.sqlite` (updated in the transaction of the file stamps) and rank the
-row part in stdlib Python, exact to the bit, faster than FTS5 scores every matching row.
+row part in stdlib Python, exact to the bit, faster than FTS5 scores every matching row. This module is
+long because it is the whole prototype (its tables, their build and update, the ranking) beside its benchmark.
 
 The observation it rests on: FTS5's `bm25()` of a row depends only on the row's size D (its tokens, both
 columns) and each query word's hits per column (`fsmem.search.rowscores`: the arithmetic of
