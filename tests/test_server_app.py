@@ -92,7 +92,7 @@ class ServerProcess:
     def stop(self) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
-        code = self.proc.wait(20)
+        code = self.proc.wait(60)  # its requests in flight have shutdown_grace_seconds (30) to finish
         self._drainer.join(20)  # every line the process wrote is in `lines` (its last, "stopped", too)
         return code
 
