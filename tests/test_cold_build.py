@@ -30,7 +30,7 @@ from fsmem.store.workers import WORKERS_ENV
 
 pytestmark = pytest.mark.slow
 NOW = "2026-09-01T12:00:00+00:00"
-FILES = 1100  # more than two batches of 500 (search index and metadata rows), and enough for worker processes
+FILES = 1010  # more than two batches of 500 (search index and metadata rows), and enough for worker processes
 WORDS = (
     "renewal budget ledger schema deploy rollback latency invoice proration seats owner handover pipeline "
     "dashboard alert contract migration staging release customer discount review cycle ticket"
