@@ -29,7 +29,7 @@ from fsmem.store.workers import WORKERS_ENV
 
 pytestmark = pytest.mark.slow
 NOW = "2026-09-01T12:00:00+00:00"
-FILES = 1100  # more than two batches of 500 (search index and metadata rows), and enough for worker processes
+FILES = 1010  # more than two batches of 500 (search index and metadata rows), and enough for worker processes
 WORDS = (
     "renewal budget ledger schema deploy rollback latency invoice proration seats owner handover pipeline "
     "dashboard alert contract migration staging release customer discount review cycle ticket"
@@ -100,7 +100,8 @@ def answers(root: Path, ask=fsmem) -> list[str]:
 
 
 def _copy(template: Path, to: Path) -> Path:
-    shutil.copytree(template, to, symlinks=True)
+    """A copy of `template` (its files' times kept, as shutil.copytree keeps them, for a fifth of its CPU)."""
+    subprocess.run(["cp", "-a", str(template), str(to)], check=True)
     return to
 
 
