@@ -92,7 +92,14 @@ class ServerProcess:
     def stop(self) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
-        code = self.proc.wait(60)  # its requests in flight have shutdown_grace_seconds (30) to finish
+        try:
+            code = self.proc.wait(60)  # its requests in flight have shutdown_grace_seconds (30) to finish
+        except subprocess.TimeoutExpired:  # a server that does not stop fails the test, and is not left running
+            self.proc.kill()
+            self.proc.wait(20)
+            raise AssertionError(
+                f"the server did not stop within 60 s of SIGTERM; its log ended: {self.raw[-8:]}"
+            ) from None
         self._drainer.join(20)  # every line the process wrote is in `lines` (its last, "stopped", too)
         return code
 
