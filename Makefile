@@ -33,21 +33,26 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy fsmem
 
 # The documentation site, offline, with every warning an error (a broken link or anchor fails the build).
+DOCS_BUILD := $(VENV)/bin/sphinx-build -W --keep-going -q -b html docs build/docs/html
 docs: $(STAMP)
-	$(VENV)/bin/sphinx-build -W --keep-going -q -b html docs build/docs/html
+	$(DOCS_BUILD)
 
 # The suite on every core (pytest-xdist): most tests wait on git, rg and subprocesses, and the longest run
 # side by side; `--dist worksteal` hands a worker's queued tests to one that has finished its own.
 # PYTHONDONTWRITEBYTECODE is emptied for the suite (where a machine sets it) so that pytest keeps the test modules
 # as it rewrote their asserts, in tests/__pycache__: a second run's workers then collect in half the CPU (9 s of
 # 19 s each here); every other module is compiled ahead by tests/conftest.py either way.
-SUITE := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n auto --dist worksteal
+# One worker more than the usable cores: a quarter of the suite's time is spent waiting on git, rg and the
+# processes it starts, which the extra worker fills (on two cores, 5 min 43 s with three workers, 6 min 43 s with
+# two, the same tests).
+WORKERS := $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) + 1)' 2>/dev/null || echo auto)
+SUITE := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n $(WORKERS) --dist worksteal
 
 # Lint first (tests/test_docs.py type-checks the docs' snippets with mypy's cache that `make lint` leaves warm),
 # then the docs build beside the suite, its output printed whole when it ends: Sphinx's 10-20 s on a clean
 # checkout fit in the suite's waits on git, rg and its subprocesses. Either failing fails `make test`.
 test: lint
-	@( $(MAKE) --no-print-directory docs > $(VENV)/docs.log 2>&1; docs=$$?; cat $(VENV)/docs.log; exit $$docs ) & \
+	@( $(DOCS_BUILD) > $(VENV)/docs.log 2>&1; docs=$$?; cat $(VENV)/docs.log; exit $$docs ) & \
 	docs_pid=$$!; \
 	$(SUITE); suite=$$?; \
 	wait $$docs_pid; docs=$$?; \
