@@ -192,6 +192,28 @@ def test_a_watcher_that_dies_is_said_once_and_every_call_walks(watched):
     assert log.count("the watcher failed") == 1
 
 
+def test_a_watcher_whose_descriptor_dies_is_not_handed_to_the_next_feed(tmp_path):
+    """Another memory's feed still attached to the shared watcher (a long-lived server holds several) must not keep
+    a dead descriptor in use: the next feed to start gets a watcher of its own, trusted. It was handed the dead
+    one, and its first watch failed with 'invalid argument' (the number was another file's) or EBADF."""
+    first = next(_watched(tmp_path / "one"))
+    other = next(_watched(tmp_path / "two"))  # attached to the same watcher
+    dead = first.catalog._feed._source
+    assert dead is other.catalog._feed._source
+    os.close(dead.fd)  # the descriptor goes away under both feeds
+    (first.root / "topics" / "b.md").write_text(DOC.format(title="B"))
+    assert "topics/b.md" in _titles(first)  # walked: its feed is off
+    assert not first.catalog._feed.trusted
+    third = next(_watched(tmp_path / "three"))  # asserts its feed started, trusted
+    assert third.catalog._feed._source is not dead
+    (other.root / "topics" / "c.md").write_text(DOC.format(title="C"))
+    assert "topics/c.md" in _titles(other) and not other.catalog._feed.trusted  # it walks now too
+    (third.root / "topics" / "d.md").write_text(DOC.format(title="D"))
+    assert "topics/d.md" in _titles(third) and third.catalog._feed.trusted
+    for memory in (first, other, third):
+        memory.close()
+
+
 def test_a_watcher_that_cannot_start_leaves_the_walk(tmp_path, monkeypatch):
     from fsmem.store import inotify
 

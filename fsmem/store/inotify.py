@@ -125,12 +125,23 @@ class Inotify:
             wd = self._add_watch(self.fd, os.fsencode(path), MASK)
             if wd < 0:
                 code = ctypes.get_errno()
+                if code in (errno.EBADF, errno.EINVAL):  # the descriptor is no longer this watcher's
+                    self._retire()
                 text = "inotify watch limit reached" if code == errno.ENOSPC else os.strerror(code)
                 raise OSError(code, text, path)
             owners = self._feeds.setdefault(wd, [])
             if feed not in owners:
                 owners.append(feed)
             return wd
+
+    def _retire(self) -> None:
+        """The descriptor failed (closed under the watcher, or its number now another file's): no feed may use it
+        again, and the next feed to start gets a watcher of its own. It is not closed: it is not ours any more.
+        Every feed still attached finds it gone at its next drain and walks."""
+        self.fd = -1
+        with Inotify._instance_lock:
+            if Inotify._instance is self:
+                Inotify._instance = None
 
     def release(self, feed: Feed, wd: int) -> None:
         with self.lock:
@@ -157,6 +168,9 @@ class Inotify:
                     return
                 except InterruptedError:
                     continue
+                except OSError:
+                    self._retire()
+                    raise
                 if not data:
                     return
                 self._dispatch(data)
