@@ -278,16 +278,18 @@ def test_one_feed_per_root_shared_and_stopped_with_its_last_user(tmp_path):
 
 def test_thousands_of_memory_objects_never_exhaust_the_watch_limits(tmp_path):
     # more Memory objects than Linux's default inotify instances per user (128), twice over: were an instance
-    # kept per object, this would fail part way; the count after every one says at once that none is
+    # kept per object, this would fail part way; the count after every one says at once that none is. What the
+    # process held before (another test's, in this pytest process) is the baseline, not this test's to judge.
+    before = _inotify_fds()
     roots = [Memory.init(tmp_path / f"m{n}").root for n in range(40)]
     for n in range(300):
         memory = Memory(roots[n % len(roots)])
         memory.ls()
         memory.ls()  # the second call takes the feed
         assert memory.catalog._feed.trusted
-        assert _inotify_fds() <= 1  # one instance for every feed of the process
+        assert _inotify_fds() <= max(before, 1)  # one instance for every feed of the process
     del memory
-    assert _inotify_fds() == 0 and not feeds._feeds
+    assert _inotify_fds() == before and not {key.resolve() for key in feeds._feeds} & {r.resolve() for r in roots}
 
 
 def test_search_takes_the_feed_too(watched, monkeypatch):
