@@ -62,8 +62,8 @@ def run(
     given = _stdin_bytes(input, stdin)
     with _one_at_a_time:
         code, out, err = _run_here(argv, given, cwd, env)
-    stdout: str | bytes = _decoded(out) if text else out
-    stderr: str | bytes = _decoded(err) if text else err
+    stdout: str | bytes = decoded(out) if text else out
+    stderr: str | bytes = decoded(err) if text else err
     done = subprocess.CompletedProcess([FSMEM, *argv], code, stdout, stderr)
     if check:
         done.check_returncode()
@@ -110,7 +110,7 @@ def same_as_a_process(
         f"as a process {process.returncode} {process.stdout[:400]!r} {process.stderr[:400]!r}"
     )
     if text:
-        here.stdout, here.stderr = _decoded(here.stdout), _decoded(here.stderr)
+        here.stdout, here.stderr = decoded(here.stdout), decoded(here.stderr)
     return here
 
 
@@ -135,9 +135,9 @@ def _stdin_bytes(input: str | bytes | None, stdin: int | IO[Any] | None) -> byte
     return data.encode("utf-8") if isinstance(data, str) else data
 
 
-def _decoded(data: bytes) -> str:
+def decoded(data: bytes, errors: str = "strict") -> str:
     """As `subprocess.run(text=True)` decodes: the locale's UTF-8, universal newlines."""
-    return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    return data.decode("utf-8", errors).replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _run_here(
