@@ -44,9 +44,9 @@ docs: $(STAMP)
 # 19 s each here); every other module is compiled ahead by tests/conftest.py either way.
 # One worker more than the usable cores: a quarter of the suite's time is spent waiting on git, rg and the
 # processes it starts, which the extra worker fills (on two cores, 5 min 43 s with three workers, 6 min 43 s with
-# two, the same tests).
-WORKERS := $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) + 1)' 2>/dev/null || echo auto)
-SUITE := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n $(WORKERS) --dist worksteal
+# two, the same tests); `make test WORKERS=N` sets it.
+WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) + 1)' 2>/dev/null || echo auto)
+SUITE = PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n $(WORKERS) --dist worksteal
 
 # Lint first (tests/test_docs.py type-checks the docs' snippets with mypy's cache that `make lint` leaves warm),
 # then the docs build beside the suite, its output printed whole when it ends: Sphinx's 10-20 s on a clean
