@@ -45,13 +45,33 @@ LIMIT = 1 << 63  # a whole number must be within ±2**63: SQLite, offsets and sl
 
 # -- generated from the spec's parameters by `python -m fsmem.cli.generated`; do not edit --
 LIMITS: dict[str, dict[str, dict[str, Any]]] = {
-    "ls": {"depth": {"minimum": 1}, "offset": {"minimum": 0}, "max_results": {"minimum": 1}},
-    "grep": {"context_lines": {"minimum": 0}, "offset": {"minimum": 0}, "max_results": {"minimum": 1}},
-    "search": {"min_score": {"minimum": 0}, "offset": {"minimum": 0}, "max_results": {"minimum": 1}},
-    "links": {"offset": {"minimum": 0}, "max_results": {"minimum": 1}},
-    "timeline": {"offset": {"minimum": 0}, "max_results": {"minimum": 1}},
+    "ls": {
+        "depth": {"minimum": 1},
+        "offset": {"minimum": 0},
+        "max_results": {"minimum": 1},
+        "max_tokens": {"minimum": 1},
+    },
+    "grep": {
+        "context_lines": {"minimum": 0},
+        "offset": {"minimum": 0},
+        "max_results": {"minimum": 1},
+        "max_tokens": {"minimum": 1},
+    },
+    "read": {"max_tokens": {"minimum": 1}},
+    "stat": {"max_tokens": {"minimum": 1}},
+    "search": {
+        "min_score": {"minimum": 0},
+        "offset": {"minimum": 0},
+        "max_results": {"minimum": 1},
+        "max_tokens": {"minimum": 1},
+    },
+    "links": {"offset": {"minimum": 0}, "max_results": {"minimum": 1}, "max_tokens": {"minimum": 1}},
+    "timeline": {"offset": {"minimum": 0}, "max_results": {"minimum": 1}, "max_tokens": {"minimum": 1}},
     "recall": {"max_tokens": {"minimum": 0}},
-    "log": {"offset": {"minimum": 0}, "max_results": {"minimum": 1}},
+    "context": {"max_tokens": {"minimum": 1}},
+    "log": {"offset": {"minimum": 0}, "max_results": {"minimum": 1}, "max_tokens": {"minimum": 1}},
+    "show": {"max_tokens": {"minimum": 1}},
+    "diff": {"max_tokens": {"minimum": 1}},
     "import_from": {"format": {"enum": ["claude-code", "chatgpt", "claude", "markdown"]}},
     "distill": {"episode_tokens": {"minimum": 64}},
 }
@@ -248,6 +268,15 @@ class _Reader:
                             for alias in node.names:
                                 self._checking[alias.asname or alias.name] = f"{node.module}.{alias.name}"
         return self._checking
+
+
+def check_limit(operation: str, name: str, value: Any) -> None:
+    """InvalidArgument, worded by `beyond`, when `value` of `operation`'s argument `name` is beyond its declared
+    limits: for a value a face changes before `Memory` sees it (the CLI asks for the answer with the room its
+    `--max-tokens` leaves for the trailer, `fsmem.cli.printing.print_within`)."""
+    problem = beyond(name, value, LIMITS.get(operation, {}).get(name, {}), operation)
+    if problem is not None:
+        raise InvalidArgument(problem)
 
 
 class Slot:

@@ -17,7 +17,6 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Generic, TypeVar, overload
 
 from fsmem import faces
-from fsmem.errors import InvalidArgument
 
 Count = Callable[[str], int]
 T = TypeVar("T")
@@ -34,10 +33,8 @@ class Budget:
     read_only: bool = False
 
     def narrowed(self, max_tokens: int | None = None, max_results: int | None = None) -> Budget:
-        """A caller may ask for less than its budget, never for more; a cap below 1 is an error."""
-        for name, value in (("max_tokens", max_tokens), ("max_results", max_results)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise InvalidArgument(f"{name} must be a whole number of at least 1, not {echo(value)}")
+        """A caller may ask for less than its budget, never for more. The caps were checked on the way in
+        (`fsmem.arguments`, against the spec's `minimum` of 1), so here they only narrow."""
         return replace(
             self,
             max_tokens=self.max_tokens if max_tokens is None else min(self.max_tokens, max_tokens),
@@ -391,10 +388,3 @@ def echo(value: object, chars: int = ECHO_CHARS) -> str:
     except Exception:  # a repr that fails says nothing; its type does
         shown = f"<{type(value).__name__}>"
     return shown if len(shown) <= chars else f"{shown[:chars]}… ({type(value).__name__})"
-
-
-def check_offset(offset: int) -> int:
-    """An offset is a whole number of items to skip, 0 or more."""
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise InvalidArgument(f"offset must be a whole number, 0 or more, not {echo(offset)}")
-    return offset

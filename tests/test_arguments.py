@@ -308,7 +308,7 @@ def test_each_public_method_has_one_argument_check_read_in_its_own_module() -> N
 
 # -- the limits the spec declares (minimum, choices): one check, at Memory's boundary, on every face ---------------
 # what each operation needs besides the argument tested, so that the call reaches the check
-NEEDED = {"pattern": "x", "query": "x", "path": "topics/a.md", "subject": "people/Ann"}
+NEEDED = {"pattern": "x", "query": "x", "path": "topics/a.md", "subject": "people/Ann", "at": "HEAD"}
 
 
 def _declared_limits() -> list[tuple[str, str, dict]]:
@@ -344,6 +344,7 @@ def test_the_limits_checked_are_those_the_spec_declares():
         ("ls", "depth"),
         ("ls", "offset"),
         ("search", "max_results"),
+        ("read", "max_tokens"),
         ("import_from", "format"),
         ("distill", "episode_tokens"),
     }

@@ -119,4 +119,4 @@ def test_cli(root):
         capture_output=True,
         text=True,
     )
-    assert (bad.returncode, bad.stderr) == (2, "fsmem: error: max_tokens must be a whole number of at least 1, not 0\n")
+    assert (bad.returncode, bad.stderr) == (2, "fsmem: error: --max-tokens must be at least 1\n")

@@ -117,7 +117,7 @@ def distill_prompt(memory: Memory, name: str, arguments: dict[str, str]) -> Any:
         raise MCPError(types.INVALID_PARAMS, f"no prompt {name!r}; fsmem offers {DISTILL_PROMPT}")
     given = arguments.get("max_tokens")
     try:
-        if given is not None and not str(given).strip().isdigit():
+        if given is not None and not (str(given).strip().isdigit() and int(given) >= 1):  # a prompt's are text
             raise MCPError(types.INVALID_PARAMS, f"max_tokens must be a whole number of at least 1, not {given!r}")
         budget = memory.budget.narrowed(max_tokens=int(given) if given is not None else None)
         if memory.scope is not None:

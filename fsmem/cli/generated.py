@@ -126,15 +126,24 @@ def _literal(name: str, table: dict[str, Any], *, note: str = "") -> list[str]:
 LIMITS_BEGIN = "# -- generated from the spec's parameters by `python -m fsmem.cli.generated`; do not edit --\n"
 
 
+LINE_LENGTH = 120  # ruff's line-length in pyproject.toml
+
+
 def limits_table() -> str:
     """`fsmem.arguments.LIMITS`, as Python source: each declared operation's parameters that have a minimum or
-    choices (`fsmem.spec.schema.limits`), an operation a line, as ruff formats it. `Memory`'s argument check reads it
+    choices (`fsmem.spec.schema.limits`), an operation a line (or a parameter a line), as ruff formats it. `Memory`'s argument check reads it
     without loading the spec (a plain grep never does); tests/test_arguments.py asks that it is what this makes now."""
     from fsmem.spec.schema import limits
 
     lines = ["LIMITS: dict[str, dict[str, dict[str, Any]]] = {"]
     for op, params in limits(declared().values()).items():
-        lines.append(f"    {json.dumps(op)}: {json.dumps(params)},")
+        line = f"    {json.dumps(op)}: {json.dumps(params)},"
+        if len(line) <= LINE_LENGTH:
+            lines.append(line)
+        else:  # a parameter a line, as ruff splits a line that is too long
+            lines.append(f"    {json.dumps(op)}: {{")
+            lines.extend(f"        {json.dumps(name)}: {json.dumps(limit)}," for name, limit in params.items())
+            lines.append("    },")
     lines.append("}")
     return LIMITS_BEGIN + "".join(line + "\n" for line in lines) + LEAN_END
 
@@ -193,6 +202,7 @@ def build(op: Operation) -> click.Command:
         if budgeted and not (op.cli.spent_at_zero and max_tokens == 0):
             nothing = print_within(
                 memory,
+                op.name,
                 max_tokens,
                 lambda room: method(**{**arguments, "max_tokens": room}),
                 as_json,

@@ -203,6 +203,7 @@ def _run(grep: Grep, whole_process: bool) -> NoReturn:
             try:
                 empty = print_within(
                     memory,
+                    "grep",
                     arguments["max_tokens"],
                     lambda room: memory.grep(**{**arguments, "max_tokens": room}),
                     grep.as_json,

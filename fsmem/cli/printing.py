@@ -97,6 +97,7 @@ def watch_progress() -> None:
 
 def print_within(
     memory: Memory,
+    operation: str,
     max_tokens: int | None,
     ask: Callable[[int | None], Any],
     as_json: bool,
@@ -112,8 +113,12 @@ def print_within(
     again with less when the text still comes out over (`fsmem.budget.within`),
     and `fit_text` is the last net. An answer that fits its trailer in by
     itself (context, recall) passes `reserve=False`. A JSON document carries
-    the same rows with its content within the budget; its keys are not counted.
+    the same rows with its content within the budget; its keys are not counted. `--max-tokens` is held to
+    `operation`'s declared limit here, as `Memory` would hold it, since `Memory` is asked with the room it leaves.
     """
+    from fsmem.arguments import check_limit
+
+    check_limit(operation, "max_tokens", max_tokens)
     if as_json:
         result = ask(max_tokens)
         return print_answer(result, True, empty=empty(result))

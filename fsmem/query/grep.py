@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from fsmem import faces
-from fsmem.budget import CUT_BY_RESULTS, CUT_BY_TOKENS, Meter, Metered, Page, Paged, check_offset
+from fsmem.budget import CUT_BY_RESULTS, CUT_BY_TOKENS, Meter, Metered, Page, Paged
 from fsmem.config import GrepSettings, ReadSettings
 from fsmem.errors import InvalidArgument
 from fsmem.query import grep_cache
@@ -156,7 +156,6 @@ def run(
     """
     if not pattern:
         raise InvalidArgument("the pattern is empty; give a word or a regular expression to look for")
-    check_offset(offset)
     target_list = list(targets) if targets is not None else None
     if target_list is not None and not target_list:
         return GrepResult(pattern, [], Page(offset, 0, 0))

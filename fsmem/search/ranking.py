@@ -29,12 +29,11 @@ and says how many rows above `min_score` it left out.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from fsmem import faces, format as fmt
-from fsmem.budget import CUT_BY_RESULTS, Meter, Page, check_offset, echo
+from fsmem.budget import CUT_BY_RESULTS, Meter, Page, echo
 from fsmem.errors import InvalidArgument
 from fsmem.format.rows import Row
 from fsmem.search.index import MAX_ROWS, ROW_BITS, SearchIndex
@@ -195,13 +194,10 @@ def search(
             f"the query has {distinct:,} distinct words; a search takes at most {MAX_QUERY_TERMS}: "
             "ask with the words that name what you need"
         )
-    if min_score is not None and (min_score < 0 or not math.isfinite(min_score)):
-        raise InvalidArgument(f"{faces.arg('min_score')} must be 0 or more")
     if updated_after is not None and fmt.parse_timestamp(updated_after) is None:
         raise InvalidArgument(
             f"{faces.arg('updated_after')} takes an ISO 8601 date such as 2024-05-01, not {echo(updated_after)}"
         )
-    offset = check_offset(offset)
     threshold = settings.min_score if min_score is None else min_score
     for attempt in range(3):
         index.refresh()

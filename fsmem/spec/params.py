@@ -67,6 +67,7 @@ MAX_TOKENS = Param(
     "int",
     "At most this many tokens in the answer (the agent's budget caps it anyway)",
     default=None,
+    minimum=1,
     metavar="N",
     faces=NOT_TOOLS,
 )
