@@ -1,7 +1,7 @@
 """Front matter of `key: value` lines read without a YAML parser, exactly as PyYAML reads them.
 
 A cold build reads the front matter of every file, and PyYAML (even its C
-parser: the constructing is Python) spent 3.2 s of CPU on 10k files. Most
+parser: the constructing is Python) was a large share of its CPU. Most
 front matter is one plain scalar or one flow list of plain scalars a line;
 `simple_fields` reads that, resolving each scalar's type with PyYAML's own
 resolver table, and gives up (None) on anything else — quotes, nesting,

@@ -7,8 +7,7 @@ once counting each word's rows for its IDF. At 100k files a common word is in mi
 the cost grew with the memory while the rows scored stayed a few thousand. Here FTS5 seeks to each
 file's range of row ids instead (`rowid BETWEEN`), and an auxiliary function works out each matching
 row's score as SQLite hands the row over, from each phrase's hits per column and the row's size
-(keeping them for a second pass in Python cost as much again: 100k files, 300 ms -> 150 ms a
-question); the IDFs come from the document frequencies fsmem already keeps per state of the index
+(keeping them for a second pass in Python cost as much again); the IDFs come from the document frequencies fsmem already keeps per state of the index
 (fts5vocab's count, which is bm25()'s), and the arithmetic is bm25()'s own, operation for operation
 (fts5_aux.c, `fts5Bm25Function`; a phrase's sum of weights, which depends only on its hits per
 column, is made once per query for each pair of counts):
