@@ -28,7 +28,7 @@ def start(root: str | None, arguments: dict[str, Any], *, max_line_chars: int) -
     cut at `max_line_chars`, the setting's default (`fsmem.cli.lean.MAX_LINE_CHARS`, written from it)."""
     if any(arguments[name] for name in _FILTERS):
         return
-    folder = find_root(root)  # the folder discover_root would choose, or None where it would refuse
+    folder = find_root(root)  # the folder discover_root chooses, or None where it refuses
     if folder is None:
         return
     try:

@@ -12,7 +12,7 @@ from pathlib import Path
 from fsmem import faces
 from fsmem.config import CONFIG_FILE, STATE_DIR
 from fsmem.errors import ConfigError, NotAMemory, RootNotFound, StorageError, quoted
-from fsmem.names import ROOT_ENV
+from fsmem.names import ROOT_ENV, find_root
 
 
 def remedy(path: Path) -> str:
@@ -23,7 +23,11 @@ def remedy(path: Path) -> str:
 
 
 def discover_root(root: str | os.PathLike[str] | None = None, start: Path | None = None) -> Path:
-    """`root` if given, else $FSMEM_ROOT, else the nearest ancestor holding fsmem.yaml."""
+    """`root` if given, else $FSMEM_ROOT, else the nearest ancestor holding fsmem.yaml (`fsmem.names.find_root`,
+    the one rule, which a plain grep and the one-shot client also follow); where there is none, why."""
+    found = find_root(os.fspath(root) if root else None, os.fspath(start) if start is not None else None)
+    if found is not None:
+        return Path(found)
     chosen = root or os.environ.get(ROOT_ENV)
     if chosen:
         path = Path(chosen).expanduser()
@@ -33,13 +37,8 @@ def discover_root(root: str | os.PathLike[str] | None = None, start: Path | None
         config = path / CONFIG_FILE
         if os.path.lexists(config) and not config.is_file():
             raise ConfigError(f"{config} is not a regular file; fsmem reads its settings from a plain YAML file")
-        if not config.is_file():
-            raise NotAMemory(f"not an fsmem memory: {path} holds no {CONFIG_FILE} ({remedy(path)})")
-        return path.resolve()
+        raise NotAMemory(f"not an fsmem memory: {path} holds no {CONFIG_FILE} ({remedy(path)})")
     here = (start or Path.cwd()).resolve()
-    for folder in [here, *here.parents]:
-        if (folder / CONFIG_FILE).is_file():
-            return folder
     raise RootNotFound(
         f"no memory found: no {CONFIG_FILE} in {here} or any folder above it. "
         f"Create one with {faces.call('init', directory='DIR')}, or point to one with "
