@@ -32,6 +32,7 @@ import sys
 import threading
 import time
 import traceback
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -39,6 +40,7 @@ from typing import IO, Any
 FSMEM = str(Path(sys.executable).with_name("fsmem"))
 _one_at_a_time = threading.Lock()
 _COLUMNS = {"COLUMNS": "80", "LINES": "24"}  # what shutil.get_terminal_size gives a process whose stdout is a pipe
+_FINALIZERS_EXIT = weakref.finalize._exitfunc.__func__  # type: ignore[attr-defined]
 
 
 def run(
@@ -235,6 +237,11 @@ class _Borrowed:
         exits = self.exits
 
         def register(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[..., Any]:
+            if getattr(function, "__func__", None) is _FINALIZERS_EXIT:
+                # weakref's own hook, registered by the process's first finalizer, whichever code made it: run at a
+                # command's end, it would turn every finalizer of this process off for good (none would fire again:
+                # a feed or a cat-file reader given back by one would stay)
+                return self.saved_register(function, *args, **kwargs)
             exits.append((function, args, kwargs))
             return function
 
