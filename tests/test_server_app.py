@@ -719,6 +719,59 @@ def test_sigterm_ends_the_server_within_its_deadline_whatever_still_runs(tmp_pat
     assert server.lines[-1]["event"] == "stopped" and server.lines[-1]["signal"] == "SIGTERM", server.lines[-4:]
 
 
+def _readers_of(pid: int) -> list[str]:
+    """The `git cat-file` processes whose parent is `pid` ('batch' or 'batch-check' each)."""
+    found = []
+    for thread in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{thread}/children", encoding="ascii") as handle:
+                children = handle.read().split()
+        except OSError:
+            continue
+        for child in children:
+            try:
+                with open(f"/proc/{child}/cmdline", "rb") as handle:
+                    words = handle.read().split(b"\0")
+            except OSError:
+                continue
+            if b"cat-file" in words:
+                found.append(words[-2].decode().lstrip("-"))
+    return sorted(found)
+
+
+def test_the_views_of_one_memory_share_its_git_readers(tmp_path, monkeypatch):
+    """The server keeps a memory open for each token's view (agent, read-only flag, scope): each one's history was
+    read by `git cat-file` processes of its own, two a view for as long as it was kept (up to 256). One repository
+    now has one reader of each kind in the server, whatever is asked through however many views."""
+    monkeypatch.setenv("FSMEM_NOW", NOW)
+    root = tmp_path / "mem"
+    memory = Memory.init(root, git=True)
+    memory.write("topics/billing.md", "# Billing\n\n- cycle: monthly\n")
+    memory.write("entities/acme.md", "# Acme\n\n- owner: Bo\n")
+    memory.close()
+    store = TokenStore(tmp_path / "tokens.json")
+    views = [
+        {},
+        {"read_only": True},
+        {"paths": ["topics/"]},
+        {"paths": ["entities/"]},
+        {"paths": ["topics/", "entities/"]},
+    ]
+    tokens = [store.create(memory="team", agent="default", **view).token for view in views]
+    server = ServerProcess("--memory", f"team={root}", "--tokens", str(store.path), tokens=store.path)
+    try:
+        url = server.base + "/mcp"
+        for view, token in zip(views, tokens, strict=True):
+            path = "entities/acme.md" if view.get("paths") == ["entities/"] else "topics/billing.md"
+            for name, arguments in (("log", {"path": path}), ("show", {"path": path, "at": "HEAD"})):
+                answer = post(url, token, tool_call(name, arguments)).json()["result"]
+                assert answer["isError"] is False, answer
+            assert len(_readers_of(server.proc.pid)) <= 2, _readers_of(server.proc.pid)
+        assert "batch" in _readers_of(server.proc.pid)
+    finally:
+        assert server.stop() == 0
+
+
 def test_serve_refuses_an_agent_and_a_token_store_inside_a_memory(tmp_path):
     root = _copy_memory(tmp_path, "team")
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
