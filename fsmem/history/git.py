@@ -164,7 +164,8 @@ class CatFile:
 
     def _get(self, spec: str) -> tuple[str, str, bytes] | None:
         if self.proc is not None and self.pid != os.getpid():
-            self.proc = None  # the parent's: its pipes are the parent's conversation, never this process's
+            _let_go(self.proc)  # the parent's: its pipes are the parent's conversation, never this process's
+            self.proc = None
         if self.proc is None or self.proc.poll() is not None:
             self.pid = os.getpid()
             self.proc = subprocess.Popen(
@@ -193,8 +194,8 @@ class CatFile:
         """End the process (after the request in hand, if any); a later request starts another."""
         with self._lock:
             proc, self.proc = self.proc, None
-            if proc is not None and self.pid == os.getpid():
-                _shutdown(proc)
+            if proc is not None:
+                _shutdown(proc) if self.pid == os.getpid() else _let_go(proc)
 
     def __enter__(self) -> CatFile:
         return self
@@ -248,6 +249,17 @@ def give_back(found: Readers) -> None:
         if _readers.get(found.key) is found:
             del _readers[found.key]
     found.close()
+
+
+def _let_go(proc: subprocess.Popen[bytes]) -> None:
+    """In a forked child: close this process's copies of a parent's reader's pipes (the parent's reader then ends
+    when the parent closes its own), and leave the process, which is not this one's child, alone."""
+    for stream in (proc.stdin, proc.stdout):
+        if stream is not None and not stream.closed:
+            try:
+                stream.close()  # nothing is left in its buffer: each request is flushed as it is written
+            except OSError:
+                pass
 
 
 def _shutdown(proc: subprocess.Popen[bytes]) -> None:
