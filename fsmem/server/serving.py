@@ -143,6 +143,7 @@ class StopDeadline:
         self.last_line = last_line
         self.signal: int | None = None
         self.said_stopped = False
+        self._said = threading.Lock()  # "stopped" once, whichever thread gets there first
         self._asked = threading.Event()
         threading.Thread(target=self._watch, name="fsmem-stop-deadline", daemon=True).start()
 
@@ -154,18 +155,26 @@ class StopDeadline:
 
     def stopped(self) -> None:
         """Write the log's last line, "stopped"."""
-        self.said_stopped = True
-        self.log.write({"event": "stopped", "signal": signal.Signals(self.signal).name if self.signal else None})
+        with self._said:
+            self._stopped()
+
+    def _stopped(self) -> None:
+        if not self.said_stopped:
+            self.said_stopped = True
+            self.log.write({"event": "stopped", "signal": signal.Signals(self.signal).name if self.signal else None})
 
     def _watch(self) -> None:
         self._asked.wait()
         threading.Event().wait(self.seconds)  # the time is what this waits for
-        if not self.said_stopped:  # past it, nothing is said: "stopped" is the log's last line
-            message = f"the stop did not end within {self.seconds:g} s of the signal: the process ends now"
-            self.log.write({"event": "warning", "message": message + ", with what still ran, as a killed one would"})
-            if self.last_line:
-                self.stopped()
-        os._exit(0)
+        with self._said:  # held to the end: a "stopped" of the stop itself cannot follow these lines
+            if not self.said_stopped:  # once it is written, nothing more is: it is the log's last line
+                message = f"the stop did not end within {self.seconds:g} s of the signal: the process ends now"
+                self.log.write(
+                    {"event": "warning", "message": message + ", with what still ran, as a killed one would"}
+                )
+                if self.last_line:
+                    self._stopped()
+            os._exit(0)
 
 
 def stop_asked(server: Any, deadline: StopDeadline) -> Any:
