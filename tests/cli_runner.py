@@ -8,7 +8,8 @@ folder, the whole environment (FSMEM_*, FSMEM_NOW, TZ), stdin, stdout and stderr
 interpreter opens them under a UTF-8 locale, never a terminal; COLUMNS as a pipe gives click), the root logger
 without pytest's handlers (a warning goes to the command's stderr, as logging's last resort writes it in a
 process), the signal handlers, the change feeds it started, and the functions it left for the exit (`atexit`:
-the token-count memo's flush), run at its end as a process's exit runs them, and file descriptors 1 and 2 (what
+the token-count memo's flush), run at its end as a process's exit runs them (weakref's own hook, registered by
+whichever code makes the process's first finalizer, stays this process's), and file descriptors 1 and 2 (what
 a child such as git writes there). A command that would end its
 process at once (`os._exit`: the hook's time limit) fails the test instead, never pytest. Everything is put back
 afterwards, so commands run one at a time (a lock): never from threads at once.
