@@ -52,7 +52,8 @@ class Repo:
         self._trees: dict[str, dict[str, tuple[str, str]]] = {}
 
     def close(self) -> None:
-        """Give the readers back (the last user ends their processes). This object must not read again."""
+        """Give the readers back (the last user ends their processes). A read through this object afterwards (a
+        request still holding it) starts a reader again, then ended when the object is collected."""
         found = self._give_back.detach()  # called here, not through the finalizer: at exit those no longer run
         if found is not None:
             give_back(*found[2])
