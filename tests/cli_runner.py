@@ -8,7 +8,8 @@ folder, the whole environment (FSMEM_*, FSMEM_NOW, TZ), stdin, stdout and stderr
 interpreter opens them under a UTF-8 locale, never a terminal; COLUMNS as a pipe gives click), the root logger
 without pytest's handlers (a warning goes to the command's stderr, as logging's last resort writes it in a
 process), the signal handlers, the change feeds it started, and the functions it left for the exit (`atexit`:
-the token-count memo's flush), run at its end as a process's exit runs them, and file descriptors 1 and 2 (what
+the token-count memo's flush), run at its end as a process's exit runs them (weakref's own hook, registered by
+whichever code makes the process's first finalizer, stays this process's), and file descriptors 1 and 2 (what
 a child such as git writes there). A command that would end its
 process at once (`os._exit`: the hook's time limit) fails the test instead, never pytest. Everything is put back
 afterwards, so commands run one at a time (a lock): never from threads at once.
@@ -32,6 +33,7 @@ import sys
 import threading
 import time
 import traceback
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -39,6 +41,7 @@ from typing import IO, Any
 FSMEM = str(Path(sys.executable).with_name("fsmem"))
 _one_at_a_time = threading.Lock()
 _COLUMNS = {"COLUMNS": "80", "LINES": "24"}  # what shutil.get_terminal_size gives a process whose stdout is a pipe
+_FINALIZERS_EXIT = weakref.finalize._exitfunc.__func__  # type: ignore[attr-defined]
 
 
 def run(
@@ -235,6 +238,11 @@ class _Borrowed:
         exits = self.exits
 
         def register(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[..., Any]:
+            if getattr(function, "__func__", None) is _FINALIZERS_EXIT:
+                # weakref's own hook, registered by the process's first finalizer, whichever code made it: run at a
+                # command's end, it would turn every finalizer of this process off for good (none would fire again:
+                # a feed or a cat-file reader given back by one would stay)
+                return self.saved_register(function, *args, **kwargs)
             exits.append((function, args, kwargs))
             return function
 

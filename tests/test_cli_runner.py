@@ -9,11 +9,13 @@ import os
 import signal
 import subprocess
 import sys
+import weakref
 
 import cli_runner
 import pytest
 
 from fsmem import Memory
+from fsmem.store import feed as feeds
 
 NOW = "2026-11-30T12:00:00+00:00"
 
@@ -101,3 +103,23 @@ def test_what_a_child_writes_to_descriptors_1_and_2_is_the_commands(tmp_path):
     with cli_runner._Descriptors() as written:
         subprocess.run(["sh", "-c", "echo out; echo err >&2"], check=True)
     assert written == {1: b"out\n", 2: b"err\n"}
+
+
+def test_a_command_that_makes_the_first_finalizer_leaves_every_finalizer_working(tmp_path, monkeypatch):
+    """weakref registers its exit hook (which turns every finalizer off) when the process makes its first one. Made
+    by a command run here, that hook was taken for the command's own and run at its end: from then on no finalizer
+    of the pytest process fired, and `Memory.close` gave no feed back (3 users of one were left after
+    test_rendezvous.py), nor did a dropped `Memory` its feed or its git readers (about 90 `git cat-file` processes)."""
+    memory = Memory.init(tmp_path / "mem")
+    memory.ls()
+    memory.ls()  # holds the feed of the memory
+    feed = feeds.current(memory.root.resolve())
+    assert feed is not None and feed.users == 1
+    monkeypatch.setattr(weakref.finalize, "_registered_with_atexit", False)  # as if no finalizer was made yet
+    monkeypatch.setattr(weakref.finalize, "_shutdown", False)
+    done = cli_runner.run(["--root", memory.root, "ls"], env=environment())  # takes the running feed: a finalizer
+    assert done.returncode == 0, done.stderr
+    assert weakref.finalize._registered_with_atexit and not weakref.finalize._shutdown  # type: ignore[attr-defined]
+    assert feed.users == 1 and feed.trusted  # the command gave its share back; the hook took none of the others
+    memory.close()
+    assert feed.users == 0 and feeds.current(memory.root.resolve()) is None

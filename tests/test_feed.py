@@ -276,6 +276,26 @@ def test_one_feed_per_root_shared_and_stopped_with_its_last_user(tmp_path):
     assert feeds.current(first.root) is None and _inotify_fds() == 0
 
 
+@pytest.mark.parametrize("source", ["inotify", "observer"])
+def test_close_gives_the_feed_back_after_the_exit_hooks_have_run(tmp_path, monkeypatch, source):
+    """A memory closed by an exit function that runs after weakref's (which turns every finalizer off) gave nothing
+    back: its close called the finalizer that holds its share of the feed, a no-op from then on, and the feed's
+    inotify instance (the shared one, or watchdog's own) stayed open. Tests/cli_runner.py ran that hook in the
+    middle of a pytest process, and from then on no closed memory gave its feed back."""
+    import weakref
+
+    monkeypatch.setattr(feeds, "SOURCE", source)
+    before = _inotify_fds()
+    memory = Memory.init(tmp_path / "mem")
+    memory.ls()
+    memory.ls()
+    feed = memory.catalog._feed
+    assert feed is not None and feed.trusted and feed.users == 1
+    monkeypatch.setattr(weakref.finalize, "_shutdown", True)  # as at the interpreter's exit, once weakref's hook ran
+    memory.close()
+    assert feed.users == 0 and feeds.current(memory.root.resolve()) is None and _inotify_fds() == before
+
+
 def test_thousands_of_memory_objects_never_exhaust_the_watch_limits(tmp_path):
     # more Memory objects than Linux's default inotify instances per user (128), twice over: were an instance
     # kept per object, this would fail part way; the count after every one says at once that none is. What the

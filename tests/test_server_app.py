@@ -1,7 +1,8 @@
 """`fsmem serve`: real server processes on 127.0.0.1, driven by the MCP SDK's streamable HTTP client and raw HTTP.
 
 Three servers per run: one for the tokens and scopes, one with tight limits,
-one that is stopped with SIGTERM while a write is in flight.
+one that is stopped with SIGTERM while a write is in flight; and one whose stop
+must end while a write's git never returns.
 """
 
 from __future__ import annotations
@@ -635,7 +636,7 @@ def own_tokens(tmp_path_factory) -> dict:
     tests/test_server_tokens.py)."""
     tokens = tmp_path_factory.mktemp("own") / "tokens.json"
     store = TokenStore(tokens)
-    made = {name: store.create(memory="team", agent="researcher").token for name in ("sigterm", "slow")}
+    made = {name: store.create(memory="team", agent="researcher").token for name in ("sigterm", "slow", "deadline")}
     return {"path": tokens, **made}
 
 
@@ -664,6 +665,111 @@ def test_sigterm_lets_the_write_in_flight_finish_then_exits_0(tmp_path, own_toke
     )  # agent: in its front matter
     assert "- during: shutdown" in (root / researcher_note(root)).read_text()
     assert server.lines[-1]["event"] == "stopped" and server.lines[-1]["signal"] == "SIGTERM", server.lines[-4:]
+
+
+def test_sigterm_ends_the_server_within_its_deadline_whatever_still_runs(tmp_path, monkeypatch, own_tokens):
+    """A write whose git never returns (a hook that waits), a streaming MCP session (GET /mcp) and a one-shot client
+    connected to the answerer and idle, at SIGTERM: the requests get their grace, and the process ends within the
+    grace and `CLOSE_SECONDS` of the signal, exit 0, "stopped" last. The write's thread, which uvicorn cancels but
+    cannot stop, kept the stopped server alive, its "stopped" line written (the interpreter's exit waits for
+    anyio's worker threads), until a second SIGTERM met the default handler: as seen after the team tests."""
+    from fsmem.server.serving import CLOSE_SECONDS
+
+    monkeypatch.setenv("FSMEM_NOW", NOW)
+    root = tmp_path / "mem"
+    Memory.init(root, git=True).close()
+    started, release = tmp_path / "git-hook-started", tmp_path / "git-hook-released"
+    hook = root / ".git" / "hooks" / "reference-transaction"  # run by the write's `git update-ref`
+    hook.write_text(f"#!/bin/sh\ntouch '{started}'\nwhile [ ! -e '{release}' ]; do sleep 0.05; done\n")
+    hook.chmod(0o755)
+    tokens, token = own_tokens["path"], own_tokens["deadline"]
+    grace = 1
+    config = tmp_path / "server.yaml"
+    config.write_text(f"memories:\n  team: {root}\ntokens: {tokens}\nlimits:\n  shutdown_grace_seconds: {grace}\n")
+    server = ServerProcess("--config", str(config), tokens=tokens)
+    host, port = server.base.removeprefix("http://").rsplit(":", 1)
+    said = server.wait_for(lambda line: str(line.get("message", "")).startswith("answering one-shot reads on"))
+    one_shot = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stream = socket.create_connection((host, int(port)))
+    try:
+        one_shot.connect(said["message"].removeprefix("answering one-shot reads on").strip())  # and says nothing
+        stream.sendall(
+            f"GET /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {token}\r\n"
+            "Accept: text/event-stream\r\n\r\n".encode()
+        )
+        stream.settimeout(30)
+        assert stream.recv(64).startswith(b"HTTP/1.1 200"), "no event stream"
+        writer = threading.Thread(
+            target=lambda: post(server.base + "/mcp", token, tool_call("note", {"text": "- during: shutdown"})),
+            daemon=True,  # its answer never comes: the server ends under it
+        )
+        writer.start()
+        deadline = time.monotonic() + 60
+        while not started.exists():  # the write's git runs, and will not return
+            assert time.monotonic() < deadline and server.proc.poll() is None, server.raw[-4:]
+            time.sleep(0.02)
+        asked = time.monotonic()
+        assert server.stop() == 0
+        took = time.monotonic() - asked
+    finally:
+        release.touch()  # the hook, orphaned by the server's end, ends too
+        one_shot.close()
+        stream.close()
+    assert took < grace + CLOSE_SECONDS + 15, took  # the deadline, and a loaded machine's slack
+    assert server.lines[-1]["event"] == "stopped" and server.lines[-1]["signal"] == "SIGTERM", server.lines[-4:]
+
+
+def _readers_of(pid: int) -> list[str]:
+    """The `git cat-file` processes whose parent is `pid` ('batch' or 'batch-check' each)."""
+    found = []
+    for thread in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{thread}/children", encoding="ascii") as handle:
+                children = handle.read().split()
+        except OSError:
+            continue
+        for child in children:
+            try:
+                with open(f"/proc/{child}/cmdline", "rb") as handle:
+                    words = handle.read().split(b"\0")
+            except OSError:
+                continue
+            if b"cat-file" in words:
+                found.append(words[-2].decode().lstrip("-"))
+    return sorted(found)
+
+
+def test_the_views_of_one_memory_share_its_git_readers(tmp_path, monkeypatch):
+    """The server keeps a memory open for each token's view (agent, read-only flag, scope): each one's history was
+    read by `git cat-file` processes of its own, two a view for as long as it was kept (up to 256). One repository
+    now has one reader of each kind in the server, whatever is asked through however many views."""
+    monkeypatch.setenv("FSMEM_NOW", NOW)
+    root = tmp_path / "mem"
+    memory = Memory.init(root, git=True)
+    memory.write("topics/billing.md", "# Billing\n\n- cycle: monthly\n")
+    memory.write("entities/acme.md", "# Acme\n\n- owner: Bo\n")
+    memory.close()
+    store = TokenStore(tmp_path / "tokens.json")
+    views = [
+        {},
+        {"read_only": True},
+        {"paths": ["topics/"]},
+        {"paths": ["entities/"]},
+        {"paths": ["topics/", "entities/"]},
+    ]
+    tokens = [store.create(memory="team", agent="default", **view).token for view in views]
+    server = ServerProcess("--memory", f"team={root}", "--tokens", str(store.path), tokens=store.path)
+    try:
+        url = server.base + "/mcp"
+        for view, token in zip(views, tokens, strict=True):
+            path = "entities/acme.md" if view.get("paths") == ["entities/"] else "topics/billing.md"
+            for name, arguments in (("log", {"path": path}), ("show", {"path": path, "at": "HEAD"})):
+                answer = post(url, token, tool_call(name, arguments)).json()["result"]
+                assert answer["isError"] is False, answer
+            assert len(_readers_of(server.proc.pid)) <= 2, _readers_of(server.proc.pid)
+        assert "batch" in _readers_of(server.proc.pid)
+    finally:
+        assert server.stop() == 0
 
 
 def test_serve_refuses_an_agent_and_a_token_store_inside_a_memory(tmp_path):

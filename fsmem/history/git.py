@@ -144,6 +144,7 @@ class CatFile:
     def __init__(self, git: Git, *, sizes: bool = False):
         self.git, self.sizes = git, sizes
         self.proc: subprocess.Popen[bytes] | None = None
+        self.pid = os.getpid()  # whose process `proc` is: a forked child starts its own
         self._lock = threading.Lock()  # one request at a time (the MCP server runs tools in threads)
 
     def get(self, spec: str) -> tuple[str, str, bytes] | None:
@@ -162,7 +163,11 @@ class CatFile:
         return None if found is None else int(found[2])
 
     def _get(self, spec: str) -> tuple[str, str, bytes] | None:
+        if self.proc is not None and self.pid != os.getpid():
+            _let_go(self.proc)  # the parent's: its pipes are the parent's conversation, never this process's
+            self.proc = None
         if self.proc is None or self.proc.poll() is not None:
+            self.pid = os.getpid()
             self.proc = subprocess.Popen(
                 self.git.command("cat-file", "--batch-check" if self.sizes else "--batch"),
                 stdin=subprocess.PIPE,
@@ -178,7 +183,7 @@ class CatFile:
         if not header:
             raise HistoryError("git cat-file stopped answering")
         parts = header.split()
-        if len(parts) != 3:  # "<spec> missing" or "<spec> ambiguous"
+        if len(parts) != 3 or not parts[2].isdigit():  # "<spec> missing" or "<spec> ambiguous", spaces in <spec> too
             return None
         if self.sizes:
             return parts[0].decode(), parts[1].decode(), parts[2]
@@ -186,15 +191,75 @@ class CatFile:
         return parts[0].decode(), parts[1].decode(), data
 
     def close(self) -> None:
-        if self.proc is not None:
-            _shutdown(self.proc)
-            self.proc = None
+        """End the process (after the request in hand, if any); a later request starts another."""
+        with self._lock:
+            proc, self.proc = self.proc, None
+            if proc is not None:
+                _shutdown(proc) if self.pid == os.getpid() else _let_go(proc)
 
     def __enter__(self) -> CatFile:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class Readers:
+    """One repository's long-lived readers, `cat-file --batch` (`reader`) and `--batch-check` (`sizes`), shared by
+    every `Repo` of that work tree in this process (`readers`), and ended when the last of them gives them back.
+
+    Each reader was a `Repo`'s own, ended only when that object was collected: a long-lived process that opens a
+    memory per view (the team server keeps up to 256 views, each with a repository) held two processes for each
+    view, and one that kept a `Memory` kept its readers however idle. Shared, a process holds at most two per
+    repository it has open, whatever it is asked."""
+
+    def __init__(self, key: tuple[str, str], git: Git):
+        self.key = key
+        self.reader = CatFile(git)  # started by its first request
+        self.sizes = CatFile(git, sizes=True)
+        self.users = 0
+
+    def close(self) -> None:
+        self.reader.close()
+        self.sizes.close()
+
+
+_readers: dict[tuple[str, str], Readers] = {}
+_readers_lock = threading.Lock()
+
+
+def readers(top: Path, git_dir: Path) -> Readers:
+    """The readers of the work tree at `top` (whose HEAD `HEAD:path` names) in this process; one more user. Give
+    them back with `give_back`."""
+    key = (os.path.realpath(top), os.path.realpath(git_dir))
+    with _readers_lock:
+        found = _readers.get(key)
+        if found is None:
+            found = _readers[key] = Readers(key, Git(top))
+        found.users += 1
+        return found
+
+
+def give_back(found: Readers) -> None:
+    """One user fewer; the last one ends the readers' processes."""
+    with _readers_lock:
+        found.users -= 1
+        if found.users > 0:
+            return
+        if _readers.get(found.key) is found:
+            del _readers[found.key]
+    found.close()
+
+
+def _let_go(proc: subprocess.Popen[bytes]) -> None:
+    """In a forked child: close this process's copies of a parent's reader's pipes (the parent's reader then ends
+    when the parent closes its own), and leave the process, which is not this one's child, alone."""
+    for stream in (proc.stdin, proc.stdout):
+        if stream is not None and not stream.closed:
+            try:
+                stream.close()  # nothing is left in its buffer: each request is flushed as it is written
+            except OSError:
+                pass
 
 
 def _shutdown(proc: subprocess.Popen[bytes]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import re
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from fsmem import faces
 from fsmem.budget import echo
 from fsmem.errors import HistoryError, InvalidArgument, NotFound
 from fsmem.history import git_marker
-from fsmem.history.git import CatFile, Git, ObjectStore
+from fsmem.history.git import CatFile, Git, ObjectStore, give_back, readers
 from fsmem.history.trees import parse_tree, tree_body
 
 TREE_CACHE = 4096  # trees kept parsed in memory (the folders on recent paths)
@@ -45,9 +46,17 @@ class Repo:
     def __post_init__(self) -> None:
         self.git = Git(self.top)
         self.store = ObjectStore(self.git_dir / "objects", self.algo)
-        self.reader = CatFile(self.git)  # one `git cat-file --batch` for as long as this object lives
-        self.sizes = CatFile(self.git, sizes=True)  # and one `--batch-check`, started when first asked
+        shared = readers(self.top, self.git_dir)  # the process's `cat-file --batch` and `--batch-check` of this
+        self.reader, self.sizes = shared.reader, shared.sizes  # work tree, each started when first asked
+        self._give_back = weakref.finalize(self, give_back, shared)  # at `close`, or when this object goes
         self._trees: dict[str, dict[str, tuple[str, str]]] = {}
+
+    def close(self) -> None:
+        """Give the readers back (the last user ends their processes). A read through this object afterwards (a
+        request still holding it) starts a reader again, then ended when the object is collected."""
+        found = self._give_back.detach()  # called here, not through the finalizer: at exit those no longer run
+        if found is not None:
+            give_back(*found[2])
 
     # -- trees, cached by id (an id names the same tree forever) -----------------------
     def read_tree(self, oid: str) -> dict[str, tuple[str, str]]:

@@ -56,9 +56,11 @@ class Core:
         self.catalog = Catalog(self.root, self.tokens, scope=self.scope)
 
     def close(self) -> None:
-        """Give back this object's share of the change feed and close its cache connection (a later call
-        opens it again). A memory that is dropped does the same when it is collected."""
+        """Give back this object's share of the change feed and of its repository's `git cat-file` readers, and
+        close its cache connection (a later call opens them again). A memory that is dropped does the same when
+        it is collected."""
         self.catalog.close()
+        self.forget_history()
 
     def path(self, user_path: str | os.PathLike[str] | None, *, want: str = "any") -> Path:
         """Resolve an agent- or user-supplied path by the containment rule (`fsmem.store.paths.resolve`) and the scope.
@@ -112,9 +114,11 @@ class Core:
         return self._repo
 
     def forget_history(self) -> None:
-        """Look for the repository again at the next use (after history was set up)."""
-        self.__dict__.pop("_repo", None)
+        """Look for the repository again at the next use (after history was set up); the one found is given back."""
+        repo = self.__dict__.pop("_repo", None)
         self.__dict__.pop("_host_id", None)
+        if repo is not None:
+            repo.close()
 
     @property
     def search_index(self) -> SearchIndex:

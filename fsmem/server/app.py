@@ -137,6 +137,8 @@ class MemoryServer:
             elif message["type"] == "lifespan.shutdown":
                 self.direct = None
                 await stack.aclose()
+                while self._memories:
+                    _close(self._memories.popitem()[1])
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
@@ -393,7 +395,6 @@ def create_app(settings: ServerSettings, **kwargs: Any) -> MemoryServer:
 
 
 def _close(memory: Memory) -> None:
-    """Close a view's cache connection (a request still using it reopens it)."""
-    if memory.catalog.cache is not None:
-        memory.catalog.cache.flush_counts()
-        memory.catalog.cache.close()
+    """Close a view: its cache connection, its share of the change feed and of the repository's git readers (a
+    request still using it opens them again)."""
+    memory.close()

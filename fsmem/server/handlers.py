@@ -69,7 +69,8 @@ def build_server(limits: Limits, lanes: Lanes) -> Server:
         chosen = REGISTRY.get(name) if isinstance(name, str) else None
         answer: tools.ToolAnswer | None
         if chosen is not None and chosen.writes:
-            # a write is always awaited: once begun, it finishes, even through a shutdown
+            # a write is always awaited: once begun, it finishes, through a shutdown's grace and CLOSE_SECONDS more
+            # (`fsmem.server.serving.StopDeadline` ends the process then)
             answer = await anyio.to_thread.run_sync(tools.call, memory, name, arguments, limiter=lanes.writes)
         else:
             lane = lanes.for_read(state.tool or "")

@@ -1,8 +1,10 @@
 """Running the server: the listening socket, uvicorn, and a graceful stop on SIGTERM (one process, or N).
 
 On SIGTERM (or Ctrl-C) the server stops accepting connections, lets the
-requests in flight finish (writes always do; `shutdown_grace_seconds` bounds
-the wait for the others), closes the MCP session manager and exits 0.
+requests in flight finish (`shutdown_grace_seconds` for reads; a write has
+`CLOSE_SECONDS` more), closes the MCP session manager and exits 0; whatever
+still runs `shutdown_grace_seconds + CLOSE_SECONDS` after the signal ends with
+the process (`fsmem.server.serving.StopDeadline`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,17 @@ from typing import Any
 
 from fsmem.server.log import RequestLog
 from fsmem.server.oneshot import OneShotReads
-from fsmem.server.serving import has_uvloop, listening_record, quiet_loggers, server_socket, tame_malloc, uvicorn_config
+from fsmem.server.serving import (
+    CLOSE_SECONDS,
+    StopDeadline,
+    has_uvloop,
+    listening_record,
+    quiet_loggers,
+    server_socket,
+    stop_asked,
+    tame_malloc,
+    uvicorn_config,
+)
 from fsmem.server.settings import ServerSettings
 
 
@@ -79,9 +91,10 @@ def _serve(settings: ServerSettings, log: RequestLog, ready: Any, before_stopped
     host, port = sock.getsockname()[:2]
     quiet_loggers(log)
     server = uvicorn.Server(uvicorn_config(app, settings))
-    stopped: list[int] = []
-    # uvicorn re-raises the signal it stopped for once it is done; these handlers take it, so we exit 0.
-    previous = {sig: signal.signal(sig, lambda s, f: stopped.append(s)) for sig in (signal.SIGTERM, signal.SIGINT)}
+    deadline = StopDeadline(settings.limits.shutdown_grace_seconds + CLOSE_SECONDS, log)
+    server.handle_exit = stop_asked(server, deadline)  # type: ignore[method-assign]  # what uvicorn installs
+    # before it does, and after: uvicorn re-raises the signal it stopped for once it is done; this takes it (exit 0)
+    previous = {sig: signal.signal(sig, server.handle_exit) for sig in (signal.SIGTERM, signal.SIGINT)}
 
     async def main() -> None:
         log.write(listening_record(settings, host, port))
@@ -96,5 +109,5 @@ def _serve(settings: ServerSettings, log: RequestLog, ready: Any, before_stopped
             signal.signal(sig, handler_)
         sock.close()
     before_stopped()
-    log.write({"event": "stopped", "signal": signal.Signals(stopped[0]).name if stopped else None})
+    deadline.stopped()
     return 0

@@ -11,12 +11,15 @@ import ctypes
 import importlib.util
 import logging
 import os
+import signal
 import socket
+import threading
 from typing import Any
 
 from fsmem.server.log import JsonLines, RequestLog
 from fsmem.server.settings import ServerSettings
 
+CLOSE_SECONDS = 10.0  # after the grace of the requests in flight: the session manager's close, the answerers' stop
 # On Linux an accepted socket inherits this from the listening one: data a client leaves unacknowledged
 # (a client that stops reading) for this long closes the connection, so its buffers are freed.
 _TCP_USER_TIMEOUT = getattr(socket, "TCP_USER_TIMEOUT", None)
@@ -118,3 +121,69 @@ def listening_record(settings: ServerSettings, host: str, port: int) -> dict[str
 
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
+
+
+class StopDeadline:
+    """The end of a stop: once a SIGTERM or SIGINT has come, the process ends within `seconds`, however far its
+    stop has got.
+
+    uvicorn gives the requests in flight their grace, then cancels them, but a tool's thread is not cancelled:
+    it runs on, and the interpreter's exit waits for it (anyio's worker threads are not daemons), as uvicorn's
+    close of the app (the MCP session manager's) waits for whatever ignores the cancellation. A write whose git
+    never returned (a hook waiting for input, say) kept a stopped server alive, its "stopped" line written, until
+    a second SIGTERM, which met the default handler again. This thread, started before serving and a daemon
+    (it runs through the interpreter's exit too), ends the process with `os._exit(0)` when the time is up,
+    after saying so in the log, and writing the "stopped" line if the stop had not got that far.
+    """
+
+    def __init__(self, seconds: float, log: Any, *, last_line: bool = True) -> None:
+        """`last_line`: this process writes the log's "stopped" line (one process; not a worker of several)."""
+        self.seconds = seconds
+        self.log = log
+        self.last_line = last_line
+        self.signal: int | None = None
+        self.said_stopped = False
+        self._said = threading.Lock()  # "stopped" once, whichever thread gets there first
+        self._asked = threading.Event()
+        threading.Thread(target=self._watch, name="fsmem-stop-deadline", daemon=True).start()
+
+    def asked(self, sig: int) -> None:
+        """A stop was asked for (called from a signal handler: it only sets an event, never starts a thread)."""
+        if self.signal is None:
+            self.signal = sig
+        self._asked.set()
+
+    def stopped(self) -> None:
+        """Write the log's last line, "stopped"."""
+        with self._said:
+            self._stopped()
+
+    def _stopped(self) -> None:
+        if not self.said_stopped:
+            self.said_stopped = True
+            self.log.write({"event": "stopped", "signal": signal.Signals(self.signal).name if self.signal else None})
+
+    def _watch(self) -> None:
+        self._asked.wait()
+        threading.Event().wait(self.seconds)  # the time is what this waits for
+        with self._said:  # held to the end: a "stopped" of the stop itself cannot follow these lines
+            if not self.said_stopped:  # once it is written, nothing more is: it is the log's last line
+                message = f"the stop did not end within {self.seconds:g} s of the signal: the process ends now"
+                self.log.write(
+                    {"event": "warning", "message": message + ", with what still ran, as a killed one would"}
+                )
+                if self.last_line:
+                    self._stopped()
+            os._exit(0)
+
+
+def stop_asked(server: Any, deadline: StopDeadline) -> Any:
+    """uvicorn's signal handler for `server`, which also starts `deadline`; before uvicorn serves (and installs
+    it itself), the same handler makes it stop as soon as it has started rather than be lost."""
+    handle_exit = server.handle_exit
+
+    def asked(sig: int, frame: Any) -> None:
+        deadline.asked(sig)
+        handle_exit(sig, frame)
+
+    return asked

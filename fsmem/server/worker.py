@@ -20,7 +20,15 @@ from typing import Any
 from fsmem.server.log import RequestLog
 from fsmem.server.pinning import HANDOVER, READY, Pinned
 from fsmem.server.protocol import HeadDeadline
-from fsmem.server.serving import has_uvloop, quiet_loggers, tame_malloc, uvicorn_config
+from fsmem.server.serving import (
+    CLOSE_SECONDS,
+    StopDeadline,
+    has_uvloop,
+    quiet_loggers,
+    stop_asked,
+    tame_malloc,
+    uvicorn_config,
+)
 from fsmem.server.settings import ServerSettings
 
 
@@ -50,9 +58,11 @@ def run_worker(settings: ServerSettings, index: int, count: int, channel: socket
     quiet_loggers(log)
     config = uvicorn_config(app, settings, HandedOver.serving(limits.header_timeout_seconds, limits.max_connections))
     server = uvicorn.Server(config)
-    # uvicorn re-raises the signal it stopped for once it is done; these handlers take it, so we exit 0.
+    deadline = StopDeadline(limits.shutdown_grace_seconds + CLOSE_SECONDS, log, last_line=False)  # the parent's
+    server.handle_exit = stop_asked(server, deadline)  # type: ignore[method-assign]  # what uvicorn installs
+    # before it does, and after: uvicorn re-raises the signal it stopped for once it is done; this takes it (exit 0)
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda s, f: None)
+        signal.signal(sig, server.handle_exit)
 
     async def main() -> None:
         taking = asyncio.get_running_loop().create_task(_take_connections(server, config, channel))
@@ -104,8 +114,8 @@ async def _take_connections(server: Any, config: Any, channel: socket.socket) ->
                     break
                 except OSError:
                     data, fds = b"", []
-                if not data and not fds:  # the parent is gone: stop as on SIGTERM
-                    server.should_exit = True
+                if not data and not fds:  # the parent is gone: stop as on SIGTERM, within its deadline
+                    server.handle_exit(signal.SIGTERM, None)
                     return
                 for fd in fds:
                     sock = socket.socket(fileno=fd)
