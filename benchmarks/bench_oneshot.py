@@ -9,8 +9,14 @@ nothing kept from an earlier call answers it. First with no watcher (the walk, a
 against the limit in the same phase: `search` and `ls` within 2x `fsmem --version` and `grep` within 1.5x
 `rg --json` with the watcher; without it, no slower than FSMEM_SOCKET=off (the code path before the socket).
 
+`--baseline DIR` also runs each `fsmem grep` through the package in DIR (another checkout's, e.g.
+`git archive main fsmem | tar -x -C DIR`, put first on PYTHONPATH), interleaved with this one's, and
+checks that both print the same bytes. Before each of the two, the cache's memo of token counts is
+emptied, so that the second does not find the page's lines counted by the first (a new name's lines
+are not, and the first count of a process loads the tokenizer).
+
     python benchmarks/bench_oneshot.py [--sizes 10000] [--runs 15] [--corpus /work/wt/corpus-100k | --root COPY]
-        [--phases off,alone,watch,serve]
+        [--phases off,alone,watch,serve] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -44,13 +50,24 @@ def copy_of(source: Path) -> Path:
 
 
 def phase(
-    fsmem: str, root: Path, runs: int, fresh: NewQuestions, env: dict[str, str], search: bool
+    fsmem: str,
+    root: Path,
+    runs: int,
+    fresh: NewQuestions,
+    env: dict[str, str],
+    search: bool,
+    baseline: Path | None = None,
 ) -> dict[str, float]:
     """Median seconds of each command, alternating them run by run (one warm-up each)."""
     rg = rg_bin()
-    times: dict[str, list[float]] = {k: [] for k in ("--version", "ls", "search", "grep", "rg --json")}
+    names = ("--version", "ls", "search", "grep", "grep (baseline)", "rg --json")
+    times: dict[str, list[float]] = {k: [] for k in names}
     if not search:
         del times["search"]
+    if baseline is None:
+        del times["grep (baseline)"]
+    envs = {name: env for name in names}
+    envs["grep (baseline)"] = {**env, "PYTHONPATH": str(baseline)}
     for warm in (True,) + (False,) * runs:
         word = fresh.grep_word()
         commands = {
@@ -58,24 +75,42 @@ def phase(
             "ls": [fsmem, "ls", "--max-results", "5"],
             "search": [fsmem, "search", fresh.question()],
             "grep": [fsmem, "grep", word],
+            "grep (baseline)": [fsmem, "grep", word],
             "rg --json": [rg, "--json", word],
         }
+        printed: dict[str, bytes] = {}
         for name, argv in commands.items():
             if name not in times:
                 continue
-            took = _timed(argv, root, env)
+            if baseline is not None and name.startswith("grep"):
+                _forget_counts(root)
+            took, printed[name] = _timed(argv, root, envs[name])
             if not warm:
                 times[name].append(took)
+        if baseline is not None and printed["grep"] != printed["grep (baseline)"]:
+            raise SystemExit(f"fsmem grep {word}: the baseline printed other bytes")
     return {name: statistics.median(values) for name, values in times.items()}
 
 
-def _timed(argv: list[str], root: Path, env: dict[str, str]) -> float:
+def _forget_counts(root: Path) -> None:
+    """Empty the metadata cache's memo of token counts (`fsmem.store.cache`, table `counts`)."""
+    import apsw
+
+    conn = apsw.Connection(str(root / ".fsmem" / "cache.sqlite"))
+    try:
+        conn.setbusytimeout(5000)
+        conn.execute("DELETE FROM counts")
+    finally:
+        conn.close()
+
+
+def _timed(argv: list[str], root: Path, env: dict[str, str]) -> tuple[float, bytes]:
     started = time.perf_counter()
     done = subprocess.run(argv, cwd=root, capture_output=True, env=env)
     took = time.perf_counter() - started
     if done.returncode not in (0, 1) or b"Traceback" in done.stderr:
         raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.decode()[:500]}")
-    return took
+    return took, done.stdout
 
 
 def watching(fsmem: str, root: Path, env: dict[str, str], search: bool, serve: bool = False) -> subprocess.Popen:
@@ -113,7 +148,18 @@ def rows_of(label: str, medians: dict[str, float]) -> list[list[str]]:
         ],
         [label, "rg --json NAME", ms(rg), ""],
         [label, "fsmem grep NAME (new name)", ms(medians["grep"]), f"{medians['grep'] / rg:.2f}x rg --json"],
-    ]
+    ] + (
+        [
+            [
+                label,
+                "the same, the baseline's package",
+                ms(medians["grep (baseline)"]),
+                f"{medians['grep (baseline)'] / rg:.2f}x rg --json",
+            ]
+        ]
+        if "grep (baseline)" in medians
+        else []
+    )
 
 
 def main() -> None:
@@ -126,6 +172,7 @@ def main() -> None:
         help="of off (no watcher, FSMEM_SOCKET=off), alone (no watcher), watch, serve (fsmem serve running)",
     )
     parser.add_argument("--root", type=Path, help="a writable copy made before, used as it is (its caches warm)")
+    parser.add_argument("--baseline", type=Path, help="a folder holding another fsmem package, its grep interleaved")
     args, rest = parser.parse_known_args()
     sizes = sizes_from(rest, "10000")
     phases = set(args.phases.split(","))
@@ -148,16 +195,16 @@ def main() -> None:
         search = not args.no_search
         during = before
         if "off" in phases:
-            off = phase(fsmem, root, runs, fresh, {**base_env, rendezvous.MODE_ENV: "off"}, search)
+            off = phase(fsmem, root, runs, fresh, {**base_env, rendezvous.MODE_ENV: "off"}, search, args.baseline)
             rows += rows_of("no watcher, FSMEM_SOCKET=off (as before)", off)
         if "alone" in phases:
-            alone = phase(fsmem, root, runs, fresh, base_env, search)
+            alone = phase(fsmem, root, runs, fresh, base_env, search, args.baseline)
             rows += rows_of("no watcher", alone)
         for serve in [name == "serve" for name in ("watch", "serve") if name in phases]:
             watcher = watching(fsmem, root, base_env, search, serve)
             try:
                 during = load()
-                asked = phase(fsmem, root, runs, fresh, base_env, search)
+                asked = phase(fsmem, root, runs, fresh, base_env, search, args.baseline)
                 rows += rows_of("fsmem serve running" if serve else "fsmem watch running", asked)
             finally:
                 watcher.send_signal(signal.SIGTERM)

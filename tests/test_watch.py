@@ -355,3 +355,34 @@ def test_the_periodic_walk_finds_a_change_no_event_reported(watching, tmp_path):
     _eventually(lambda: "Written from outside" in index.read_text())
     # the check names the file (and INDEX.md, written since the check before): no rescan of the memory
     assert any(line.startswith("re-read ") and "topics/linked.md" in line for line in log), "\n".join(log)
+
+
+def test_watch_does_not_hold_every_files_metadata(tmp_path):
+    """The watch counts the memory's files for its first line and lets their metadata go: held for its whole
+    life, 100,000 files' metas made each full garbage collection in the process (during the one-shot reads it
+    answers) walk 700,000 objects more."""
+    import gc
+
+    from fsmem.store.meta import FileMeta
+
+    memory = Memory.init(tmp_path / "mem")
+    for i in range(40):
+        write_file(memory.root, f"topics/t{i:02}.md", DOC.format(title=f"T{i}"))
+
+    def metas() -> int:
+        gc.collect()
+        return sum(1 for o in gc.get_objects() if isinstance(o, FileMeta))
+
+    before = metas()
+    stop, ready, log = threading.Event(), threading.Event(), []
+    thread = threading.Thread(
+        target=lambda: Memory(memory.root).watch(settle=0.1, log=log.append, stop=stop, ready=ready), daemon=True
+    )
+    thread.start()
+    try:
+        assert ready.wait(TIMEOUT)
+        assert "(4" in log[0] and "memory files" in log[0], log  # 40 topics and the template's files
+        assert metas() - before < 40
+    finally:
+        stop.set()
+        thread.join(TIMEOUT)

@@ -199,21 +199,12 @@ def run(
         if small is not None:
             blocks = _blocks(small)
             paths = sorted(kept(list(blocks)), key=path_order)
-            found = superseded_ranges(paths) if paths else {}
-            collector = collect(ranges=found)
+            collector = collect(ranges=superseded_ranges(paths) if paths else {})
             fed = 0
-            for path in paths:
-                if collector.full:
-                    break
-                head, lines = blocks[path]
-                for line in lines.split(b"\n"):
-                    collector.feed(head + line)
-                collector.finish_pending()
+            while fed < len(paths) and not collector.full:
+                collector.feed_file(paths[fed], *blocks[paths[fed]])
                 fed += 1
-            # the page is made: the files after it are counted as the collector would count them
-            skipped = {} if include_superseded else found
-            for path in paths[fed:]:
-                collector.total += _visible_lines(blocks[path][1], skipped.get(path), context_lines=bool(context))
+            collector.count_files([(path, blocks[path][1]) for path in paths[fed:]])  # the page is made
             return _result(pattern, collector, collector.total, offset)
 
     counted = _match_line_counts(rg, target_list)
@@ -266,9 +257,11 @@ def _blocks(output: bytes) -> dict[str, tuple[bytes, bytes]]:
 
 
 def _visible_lines(lines: bytes, ranges: list[tuple[int, int]] | None, *, context_lines: bool) -> int:
-    """How many of one file's lines (`_blocks`) `_Collector.feed` counts as matches: numbered `N:` lines
-    outside `ranges` (the superseded lines left out), context lines (`N-`) not. Without context lines and
-    ranges that is every line."""
+    """grep's counting rule: how many of one file's lines as rg prints them (`N:TEXT` match lines and, with
+    `context_lines`, `N-TEXT` context lines; one a newline, in the file's order) are matches it counts:
+    the `N:` lines outside `ranges` (the superseded lines left out). Without context lines and ranges that is
+    every line. A page's lines are counted by it one at a time (`_Collector.feed`), the other files' lines
+    a file at a time, without decoding them."""
     if not lines:
         return 0
     if not ranges and not context_lines:
@@ -314,7 +307,9 @@ def _visible_counts(
     visible = dict(counts)
     for path, spans in ranges.items():
         if spans and path in visible and path in blocks:
-            visible[path] = max(0, visible[path] - _superseded_hits(blocks[path], spans))
+            lines = blocks[path]
+            hidden = lines.count(b"\n") + 1 - _visible_lines(lines, spans, context_lines=False)
+            visible[path] = max(0, visible[path] - hidden)
     return visible, ranges
 
 
@@ -351,40 +346,19 @@ def _match_line_counts(rg: Rg, targets: list[str] | None) -> dict[str, int]:
 
 
 def _match_lines(rg: Rg, paths: list[str]) -> dict[str, bytes]:
-    """Per file with matches, the line numbers of its match lines as rg lists them (`12:...` lines)."""
+    """Per file with matches, the line numbers of its match lines as rg lists them (`12:...` lines, one a
+    newline, as `_visible_lines` reads them)."""
     blocks: dict[str, bytes] = {}
     for batch in _batches(paths):
         output = (
             rg.output(["--heading", "--with-filename", "--line-number", "--null", "--max-columns", "1", "--"] + batch)
             or b""
         )
-        for block in output.split(b"\n\n"):
+        for block in (output[:-1] if output.endswith(b"\n") else output).split(b"\n\n"):
             name, sep, lines = block.partition(b"\0")
-            if sep:
+            if sep and lines:
                 blocks[decode_path(name)] = lines
     return blocks
-
-
-def _superseded_hits(lines: bytes, ranges: list[tuple[int, int]]) -> int:
-    """Match lines among `lines` (one file's `_match_lines`) inside `ranges`.
-
-    Superseded sections sit late in a file, so the list is read backwards,
-    down to the first range only.
-    """
-    lowest = min(start for start, _ in ranges)
-    found = 0
-    end = len(lines)
-    while end > 0:
-        start = lines.rfind(b"\n", 0, end - 1) + 1
-        number, colon, _ = lines[start:end].partition(b":")
-        if colon and number.isdigit():
-            line = int(number)
-            if line < lowest:
-                break
-            if _in(line, ranges):
-                found += 1
-        end = start
-    return found
 
 
 def path_order(path: str) -> str:
@@ -409,7 +383,8 @@ class _Collector:
         self.total = 0
         self.shown: list[GrepMatch] = []
         self.path: str | None = None
-        self.ranges: list[tuple[int, int]] = []
+        self.ranges: list[tuple[int, int]] = []  # the superseded ranges of the file being read
+        self.hidden: list[tuple[int, int]] = []  # those of its lines left out (none with include_superseded)
         self.before: list[tuple[int, str]] = []
         self.pending: GrepMatch | None = None  # a shown match still collecting after-context
         self.line_cut = False  # the one match shown had to be cut to fit
@@ -417,6 +392,25 @@ class _Collector:
     @property
     def full(self) -> bool:
         return self.meter.full
+
+    def feed_file(self, path: str, head: bytes, lines: bytes) -> None:
+        """One file of the first pass (`_blocks`): its lines are decoded only where the page may hold them;
+        a file before the page, or past it, has its matches counted (`_visible_lines`) and is skipped."""
+        hidden = None if self.include_superseded else self.ranges_of.get(path)
+        counted = _visible_lines(lines, hidden, context_lines=self.context > 0)
+        if self.full or self.total + counted <= self.offset:
+            self.total += counted
+            return
+        for line in lines.split(b"\n"):
+            self.feed(head + line)
+        self.finish_pending()
+
+    def count_files(self, files: list[tuple[str, bytes]]) -> None:
+        """Files of the first pass (path, lines) after the page is full: counted as `feed_file` counts them,
+        in one loop (a name in 60% of 100k files: 60,000 files)."""
+        hidden = {} if self.include_superseded else self.ranges_of
+        context = self.context > 0
+        self.total += sum(_visible_lines(lines, hidden.get(path), context_lines=context) for path, lines in files)
 
     def feed(self, raw: bytes) -> None:
         name, sep, rest = raw.partition(b"\0")
@@ -429,9 +423,11 @@ class _Collector:
             self.before = []
             self.path = path
             self.ranges = self.ranges_of.get(path, [])
+            self.hidden = [] if self.include_superseded else self.ranges
         number = int(numbered.group(1))
         if numbered.group(2) == b":":
-            if self.ranges and not self.include_superseded and _in(number, self.ranges):
+            line = rest[:-1] if rest.endswith(b"\n") else rest  # as `_blocks` cuts lines (the page pass's end in one)
+            if not _visible_lines(line, self.hidden, context_lines=bool(self.context)):
                 return
             self.total += 1
             if self.full or self.total <= self.offset:

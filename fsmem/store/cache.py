@@ -60,6 +60,8 @@ SCHEMA_VERSION = 11
 # racy, and read again by the next stamp check (the "racy" window, as in git's index).
 RACY_NS = 1_000_000_000
 BUSY_TIMEOUT_S = 5.0
+# Past this many paths asked, a query of rows by path scans the index once rather than asking for each in turn.
+SCAN_FROM = 500
 _INCREMENTAL = 2  # PRAGMA auto_vacuum's value for INCREMENTAL
 # The memo of token counts (of strings up to `fsmem.tokens.MEMO_MAX_CHARS`) is dropped when it grows past this.
 MEMO_ROWS = 200_000
@@ -397,21 +399,16 @@ class MetaCache:
         "Maybe cited" is False for a file whose front matter was read and has no `consolidated:` field: no
         document cites a line of it, so none of its lines can be superseded by one. A racy row is left out."""
         wanted = None if paths is None else [walk_key(p) for p in paths]
-        if wanted is not None and len(wanted) > 500:
+        if wanted is not None and len(wanted) > SCAN_FROM:
             wanted = None  # one scan of the index beats many IN queries
         sql = "SELECT key, mtime_ns, size, ino, superseded, maybe_cited FROM files INDEXED BY files_list WHERE racy = 0"
 
         def decode(rows) -> dict[str, tuple[Stamp, list[tuple[int, int]], bool]]:
             out: dict[str, tuple[Stamp, list[tuple[int, int]], bool]] = {}
             for key, mtime, size, ino, ranges, cited in rows:
-                if ranges == "[]":
-                    out[path_of(key)] = ((mtime, size, ino), [], bool(cited))
-                    continue
-                try:
-                    parsed = [(int(a), int(b)) for a, b in json.loads(ranges)]
-                except (ValueError, TypeError):
-                    continue  # a damaged row is a miss
-                out[path_of(key)] = ((mtime, size, ino), parsed, bool(cited))
+                parsed = decoded_ranges(ranges)
+                if parsed is not None:  # a damaged row is a miss
+                    out[path_of(key)] = ((mtime, size, ino), parsed, bool(cited))
             return out
 
         def action(conn: apsw.Connection):
@@ -425,6 +422,34 @@ class MetaCache:
         if wanted is not None and not wanted:
             return {}
         return self._guard(action, {})
+
+    def superseded_rows(self) -> tuple[set[tuple[str, int, int, int]], dict[str, tuple[Stamp, str, bool]]]:
+        """For the superseded ranges of many files at once (a grep's matches), in one read of the cache:
+
+        - the (path, mtime_ns, size, inode) of every plain row: no superseded ranges, no document can cite
+          it, not racy. A file whose stat gives one of these has no superseded line, and its row needs no
+          decoding; most files are such. A file changed since its row was written gives another stamp.
+        - path -> (stamp, ranges as stored, maybe cited) of the other rows that are not racy (the few with
+          ranges, or that a document may cite): decoded (`decoded_ranges`) only for the files asked.
+
+        Both empty when the cache cannot answer: every file is then looked at."""
+
+        def action(conn: apsw.Connection):
+            plain = set(
+                conn.execute(
+                    "SELECT path, mtime_ns, size, ino FROM files WHERE racy = 0 AND superseded = '[]' AND maybe_cited = 0"
+                )
+            )
+            other = {
+                path: ((mtime, size, ino), ranges, bool(cited))
+                for path, mtime, size, ino, ranges, cited in conn.execute(
+                    "SELECT path, mtime_ns, size, ino, superseded, maybe_cited FROM files"
+                    " WHERE racy = 0 AND (superseded != '[]' OR maybe_cited != 0)"
+                )
+            }
+            return plain, other
+
+        return self.reading(action, (set(), {}))
 
     def paths_with_superseded(self) -> list[str]:
         """Paths whose row holds superseded ranges (stamps unchecked)."""
@@ -550,6 +575,16 @@ class MetaCache:
 
 _ADDED = "counts_added"
 _BUMP = "UPDATE settings SET value = CAST(value AS INTEGER) + 1 WHERE key = 'files_version'"
+
+
+def decoded_ranges(stored: str) -> list[tuple[int, int]] | None:
+    """A row's superseded ranges from their stored JSON; None for a damaged value (the file is looked at)."""
+    if stored == "[]":
+        return []
+    try:
+        return [(int(a), int(b)) for a, b in json.loads(stored)]
+    except (ValueError, TypeError):
+        return None
 
 
 def _new_rows_id() -> str:

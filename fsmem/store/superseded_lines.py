@@ -16,7 +16,7 @@ from pathlib import Path
 
 from fsmem.errors import InvalidArgument
 from fsmem.store import paths
-from fsmem.store.cache import MetaCache
+from fsmem.store.cache import SCAN_FROM, MetaCache, Stamp, decoded_ranges
 from fsmem.store.walk import path_of
 
 
@@ -129,8 +129,14 @@ def _documents_superseded(
         if not rels:
             return out
 
-    known = cache.superseded(rels)
-    stale: list[tuple[str, str, os.stat_result]] = []
+    # Many files (a grep's matches): a file whose stamp is a plain row's has no superseded line, and only the
+    # other files' rows are decoded. Either way a row is taken only at its file's stamp: a file changed since
+    # (a superseded section gained or lost, whatever its size), or not in the cache, is read below.
+    plain_rows: set[tuple[str, int, int, int]] = set()
+    other: dict[str, tuple[Stamp, str, bool]] | None = None
+    if len(rels) > SCAN_FROM:
+        plain_rows, other = cache.superseded_rows()
+    statted: list[tuple[str, str, os.stat_result]] = []
     base = os.fspath(root) + os.sep
     for rel in rels:
         full = base + rel
@@ -138,6 +144,23 @@ def _documents_superseded(
             stat = os.stat(full)
         except OSError:
             continue
+        if (rel, stat.st_mtime_ns, stat.st_size, stat.st_ino) in plain_rows:
+            out[rel] = []
+            if never_cited is not None:
+                never_cited.add(rel)
+        else:
+            statted.append((rel, full, stat))
+    known: dict[str, tuple[Stamp, list[tuple[int, int]], bool]] = {}
+    if other is None:
+        known = cache.superseded([rel for rel, _, _ in statted])
+    else:
+        for rel, _, _ in statted:
+            stored = other.get(rel)
+            parsed = decoded_ranges(stored[1]) if stored is not None else None
+            if stored is not None and parsed is not None:
+                known[rel] = (stored[0], parsed, stored[2])
+    stale: list[tuple[str, str, os.stat_result]] = []
+    for rel, full, stat in statted:
         row = known.get(rel)
         if row is not None and row[0] == (stat.st_mtime_ns, stat.st_size, stat.st_ino):
             out[rel] = row[1]
