@@ -223,7 +223,7 @@ class _Borrowed:
             if isinstance(logger, logging.Logger)
         }
         self.saved_signals = {number: signal.getsignal(number) for number in _catchable()}
-        self.saved_feeds = dict(feed._feeds)
+        self.saved_feeds = feed._feeds.snapshot()
         self.saved_register = atexit.register
         self.saved_exit = os._exit
         self.ended: list[int] = []
@@ -255,11 +255,11 @@ class _Borrowed:
 
         atexit.register = self.saved_register  # type: ignore[assignment]
         os._exit = self.saved_exit
-        if feed._feeds != self.saved_feeds:
+        if feed._feeds.snapshot() != self.saved_feeds:
             gc.collect()  # a memory the command dropped gives its feed back (`Memory.close`)
-        for key, started in list(feed._feeds.items()):  # a process's feeds end with it
+        for key, started in feed._feeds.snapshot().items():  # a process's feeds end with it
             if self.saved_feeds.get(key) is not started:
-                feed._feeds.pop(key, None)
+                feed._feeds.forget(key)
                 started.close()
         for number, handler in self.saved_signals.items():
             if signal.getsignal(number) is not handler and handler is not None:

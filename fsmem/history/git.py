@@ -27,6 +27,7 @@ import zlib
 from pathlib import Path
 
 from fsmem.errors import HistoryError
+from fsmem.store.shared import Shared
 
 # Variables a git hook may have set that would point our git elsewhere.
 _REDIRECTS = (
@@ -224,31 +225,19 @@ class Readers:
         self.sizes.close()
 
 
-_readers: dict[tuple[str, str], Readers] = {}
-_readers_lock = threading.Lock()
+_readers: Shared[tuple[str, str], Readers] = Shared()
 
 
 def readers(top: Path, git_dir: Path) -> Readers:
     """The readers of the work tree at `top` (whose HEAD `HEAD:path` names) in this process; one more user. Give
     them back with `give_back`."""
     key = (os.path.realpath(top), os.path.realpath(git_dir))
-    with _readers_lock:
-        found = _readers.get(key)
-        if found is None:
-            found = _readers[key] = Readers(key, Git(top))
-        found.users += 1
-        return found
+    return _readers.take(key, lambda: Readers(key, Git(top)))
 
 
 def give_back(found: Readers) -> None:
     """One user fewer; the last one ends the readers' processes."""
-    with _readers_lock:
-        found.users -= 1
-        if found.users > 0:
-            return
-        if _readers.get(found.key) is found:
-            del _readers[found.key]
-    found.close()
+    _readers.give_back(found.key, found)
 
 
 def _let_go(proc: subprocess.Popen[bytes]) -> None:

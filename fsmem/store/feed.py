@@ -69,6 +69,7 @@ from fsmem.store.inotify import (
     Inotify,
 )
 from fsmem.store.paths import MEMORY_SUFFIXES
+from fsmem.store.shared import Shared
 from fsmem.store.walk import folder_problem
 
 VERIFY_SECONDS = 60.0  # a change no event reported is in the caches within this, whatever the events say
@@ -394,31 +395,24 @@ class Feed:
 
 
 # -- the registry: one feed per root per process ------------------------------------------------------
-_feeds: dict[Path, Feed] = {}
-_registry_lock = threading.Lock()
+_feeds: Shared[Path, Feed] = Shared()
 
 
 def acquire(root: Path, *, verify_seconds: float = VERIFY_SECONDS) -> Feed:
     """The feed of `root` in this process, started on first use; give it back with `release`."""
     key = Path(root).resolve()
-    with _registry_lock:
-        feed = _feeds.get(key)
-        if feed is None:
-            feed = _feeds[key] = Feed(key, verify_seconds=verify_seconds)
-            feed.start()
-        feed.users += 1
+
+    def started() -> Feed:
+        feed = Feed(key, verify_seconds=verify_seconds)
+        feed.start()
         return feed
+
+    return _feeds.take(key, started)
 
 
 def release(feed: Feed) -> None:
     """One user fewer; the last one stops the feed (its watches go back to the kernel)."""
-    with _registry_lock:
-        feed.users -= 1
-        if feed.users > 0:
-            return
-        if _feeds.get(feed.root) is feed:
-            del _feeds[feed.root]
-    feed.close()
+    _feeds.give_back(feed.root, feed)
 
 
 def current(root: Path) -> Feed | None:
@@ -430,7 +424,7 @@ def current(root: Path) -> Feed | None:
 def running(root: Path) -> bool:
     """True when a feed of `root` (any spelling of it) runs in this process: another `Memory` of that root may
     take it from its first call, since the feed, not the number of calls, is what keeps it fresh."""
-    return bool(_feeds) and Path(root).resolve() in _feeds
+    return bool(_feeds) and _feeds.get(Path(root).resolve()) is not None
 
 
 def untrusted_file_system(root: Path, mountinfo: str | None = None) -> str | None:
