@@ -309,7 +309,8 @@ def test_thousands_of_memory_objects_never_exhaust_the_watch_limits(tmp_path):
         assert memory.catalog._feed.trusted
         assert _inotify_fds() <= max(before, 1)  # one instance for every feed of the process
     del memory
-    assert _inotify_fds() == before and not {key.resolve() for key in feeds._feeds.snapshot()} & {r.resolve() for r in roots}
+    held = {key.resolve() for key in feeds._feeds.snapshot()}
+    assert _inotify_fds() == before and not held & {r.resolve() for r in roots}
 
 
 def test_search_takes_the_feed_too(watched, monkeypatch):
