@@ -129,3 +129,25 @@ def test_a_home_whose_cache_cannot_be_written_still_counts(tmp_path, monkeypatch
 def test_a_name_no_plugin_makes_is_left_to_tiktoken(cache_dir):
     assert tokens._kept_encoding("no-such-encoding") is None
     assert _kept_files(cache_dir) == []
+
+
+def test_a_closed_memory_stores_its_counts_and_is_not_held_by_the_exit_hooks(tmp_path):
+    """A count kept for the cache is stored at the latest when its memory closes, and the closed cache is
+    collected: its hook at the process's exit (to store counts) held every cache a long-lived process opened."""
+    import gc
+    import weakref
+
+    memory = Memory.init(tmp_path / "mem")
+    cache = memory.catalog.cache
+    text = "- the walrus owns a monthly plan\n" * 20  # within the persistent memo's reach
+    assert SHORT_CHARS < len(text) <= MEMO_MAX_CHARS
+    memory.tokens.count(text)
+    assert cache._pending_counts  # kept, not yet stored
+    gone = weakref.ref(cache)
+    memory.close()
+    del memory, cache
+    gc.collect()
+    assert gone() is None
+    again = Memory(tmp_path / "mem")
+    assert again.catalog.cache.count_of(text) == exact(text)
+    again.close()

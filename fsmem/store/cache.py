@@ -339,7 +339,16 @@ class MetaCache:
             self._disabled = True
 
     def close(self) -> None:
+        """Store the counts not yet stored and let the process's exit forget this cache (its atexit hook held
+        every cache a long-lived process ever opened), then close the connection."""
         with self._lock:
+            if self._pending_counts:
+                self.flush_counts()
+            if self._flush_registered:
+                import atexit
+
+                atexit.unregister(self.flush_counts)
+                self._flush_registered = False
             if self._conn is not None:
                 with contextlib.suppress(apsw.Error):
                     self._conn.close(True)
