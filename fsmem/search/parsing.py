@@ -123,7 +123,11 @@ _FENCE_LINE = re.compile(r"^[ \t]{0,3}(```|~~~)", re.M)
 
 
 def _consolidated_note(rel: str, text: str) -> bool:
-    return rel.startswith("sessions/") and fmt.is_consolidated(text)
+    # the field's text first: most notes have none, and a cold build spares hashing their bodies
+    return rel.startswith("sessions/") and _CONSOLIDATED_MARK in text and fmt.is_consolidated(text)
+
+
+_CONSOLIDATED_MARK = f"\n{fmt.CONSOLIDATED_FIELD}: sha256-"  # what `fmt.is_consolidated` looks for, at least
 
 
 def ranked_rows(rel: str, text: str, rows: list[Row]) -> list[Row]:
@@ -159,7 +163,8 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
     bodies: list[list[str]] = [[]]
     out_rows = []
     terms: set[str] = set(names_text.split())
-    row_terms = analyzer.texts([row.text for row in rows])  # with their citations, as grep and read show them
+    # with their citations, as grep and read show them; `terms` takes every one of their terms
+    row_terms = analyzer.texts([row.text for row in rows], terms)
     for index, row in enumerate(rows):
         key = tuple(row.headings)
         context_terms = context_cache.get(key)
@@ -188,8 +193,7 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
         if index + 1 < len(rows) and rows[index + 1].headings == row.headings and row_sources[index + 1] == source:
             flags |= LINKED
         out_rows.append((row.line, flags, group, text_terms, context_terms))
-    terms.update(" ".join(r[3] for r in out_rows).split())
-    terms.update(" ".join(context_cache.values()).split())
+    terms.update(" ".join([*dated.values(), *context_cache.values()]).split())  # a row's date words are its terms too
     sources = [s for s in group_of if s is not None]
     docs = [" ".join(filter(None, body)) for body in bodies[1:]]
     cited = is_note(rel) and was_consolidated(text)
