@@ -11,6 +11,9 @@ written adds to the last range's row of each of its terms, never to every postin
 A document's id is the one its FTS5 row had, `(file_id << BLOCK_BITS) + n`, stored as the gap from the
 one before; file ids only grow (`next` in search_meta), so a posting of a removed document is never read
 as a newer one's: it is skipped while its file's row is gone, and dropped when its range is rewritten.
+
+This module is long because it owns both sides of that format: writing it (a document's terms counted
+where its file is parsed, added to the rows a batch at a time) and reading it for the score.
 """
 
 from __future__ import annotations
