@@ -5,6 +5,7 @@
     python benchmarks/bench_cold_start.py --root DIR --first-only   # the first search and the bare build alone
     python benchmarks/bench_cold_start.py --old main   # and an earlier revision's first search, in the same run
     python benchmarks/bench_cold_start.py --root DIR --parse-only --old main   # the workers' part, both revisions
+    python benchmarks/bench_cold_start.py --root DIR --write-only --old main   # the command's writing, both revisions
 
 A user who clones a memory and asks it something waits for `fsmem --root COPY search QUERY`: every file read,
 split into rows, stemmed and written into the search index. What they could run instead is a bare FTS5 build
@@ -62,6 +63,26 @@ for folder, dirs, names in os.walk(root):
     dirs[:] = sorted(d for d in dirs if not d.startswith("."))
     files += [(os.path.relpath(os.path.join(folder, n), root), os.path.join(folder, n)) for n in sorted(names) if n.endswith(".md")]
 parse_files((root, files))
+"""
+
+WRITE = """
+import os, sys, time
+from pathlib import Path
+from fsmem.search import index
+from fsmem.search.parsing import parse_files
+root = Path(sys.argv[1])
+files = []
+for folder, dirs, names in os.walk(root):
+    dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+    files += [(os.path.relpath(os.path.join(folder, n), root), os.path.join(folder, n)) for n in sorted(names) if n.endswith(".md")]
+parsed = {p.path: p for p in parse_files((str(root), files))}
+def batches(_root, todo, _analyzer):  # the build's batches, parsed already
+    for at in range(0, len(todo), index.BATCH_FILES):
+        yield [parsed[rel] for rel, _full in todo[at : at + index.BATCH_FILES] if rel in parsed]
+index._parsed_batches = batches
+started = time.process_time()
+index.SearchIndex(root).refresh()
+print(time.process_time() - started)
 """
 
 GREP_WORDS = """
@@ -139,6 +160,11 @@ def main() -> None:
         action="store_true",
         help="what the build's workers do (read and parse every file), in one process",
     )
+    parser.add_argument(
+        "--write-only",
+        action="store_true",
+        help="what the command does with the parsed files (writing the index), in one process",
+    )
     args, _ = parser.parse_known_args()
     fsmem = fsmem_bin()
     old_env = None
@@ -153,6 +179,9 @@ def main() -> None:
         before = load()
         if args.parse_only:
             parse_times(source, files, args.runs, old_env, args.old, before)
+            continue
+        if args.write_only:
+            write_times(source, files, args.runs, old_env, args.old, before)
             continue
         ours, bare, old = [], [], []
         for _ in range(args.runs):  # alternating, each on a fresh copy
@@ -251,6 +280,40 @@ def parse_times(
     if theirs:
         rows.append([str(old), f"{min(theirs):.1f} s", f"{min(ours) / min(theirs):.2f}x"])
     print(table(f"reading and parsing every file in one process (CPU, best of {runs})", ["", "CPU", "ratio"], rows))
+
+
+def write_times(
+    source: Path, files: int, runs: int, old_env: dict[str, str] | None, old: str | None, before: str
+) -> None:
+    """The CPU of writing every file's parsed rows into a new search index (the command's side of a build, its
+    segments merged), in one process that parsed them first, untimed; this tree's and `old`'s alternating."""
+
+    def timed(env: dict[str, str] | None) -> float:
+        copy = fresh_copy(source, "write")
+        done = subprocess.run(
+            [sys.executable, "-c", WRITE, str(copy)], capture_output=True, text=True, env={**os.environ, **(env or {})}
+        )
+        shutil.rmtree(copy)
+        if done.returncode:
+            raise SystemExit(f"the write-only run exited {done.returncode}: {done.stderr[-500:]}")
+        return float(done.stdout.split()[-1])
+
+    ours, theirs = [], []
+    for _ in range(runs):
+        ours.append(timed(None))
+        if old_env is not None:
+            theirs.append(timed(old_env))
+    print(f"({files:,} files; {before} before, {load()} after)")
+    rows = [["this tree", f"{min(ours):.1f} s", ""]]
+    if theirs:
+        rows.append([str(old), f"{min(theirs):.1f} s", f"{min(ours) / min(theirs):.2f}x"])
+    print(
+        table(
+            f"writing every parsed file into a new index in one process (CPU, best of {runs})",
+            ["", "CPU", "ratio"],
+            rows,
+        )
+    )
 
 
 if __name__ == "__main__":

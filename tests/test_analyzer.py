@@ -50,4 +50,7 @@ def test_rows_of_a_memory() -> None:
 def test_texts_is_text_of_each(texts):
     """A file's rows analysed at once give each row's terms, whatever they hold (NUL, markers, non-ASCII)."""
     analyzer = Analyzer()
-    assert analyzer.texts(texts) == [Analyzer().text(t) for t in texts]
+    terms: set[str] = {"kept"}
+    assert analyzer.texts(texts, terms) == [Analyzer().text(t) for t in texts]
+    # and the file's vocabulary, which a cold build takes from the words it looked up, is every term of them
+    assert terms == {"kept", *" ".join(Analyzer().text(t) for t in texts).split()}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import shutil
+from array import array
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from hypothesis import given, settings, strategies as st
 from fsmem.search import index as search_index, postings, scoring
 from fsmem.search.analyzer import Analyzer
 from fsmem.search.index import SearchIndex
-from fsmem.search.parsing import Parsed
+from fsmem.search.parsing import Parsed, parse_file
 from fsmem.search.tables import _insert, _remove
 from fsmem.store import cache as _cache
 
@@ -268,3 +269,36 @@ def test_a_file_written_touches_only_its_own_range_and_dead_postings_go_when_man
     memory.close()
     shutil.rmtree(root / ".fsmem")
     assert _ranking(Memory(root), "walrus ledger budget again") == found  # what a new index gives
+
+
+_FILES = [
+    # a session note: every row gets its note's month as date words, counted once per row
+    (
+        "sessions/2026/07/14/s1.md",
+        "---\ntitle: Call\n---\n# Call\n\n- renewal renewal for Acme [D1:3]\n- the the\n\nÜrümqi Straße déjà vu\n",
+    ),
+    # a term past FTS5's 32,768 bytes, which it cuts: counted as cut, as the documents' own counting does
+    ("topics/long.md", f"# Long\n\n{'x' * 33000} {'x' * 33000}y plain words\n\nplain again\n"),
+    ("topics/empty.md", "---\ntitle: Empty\n---\n"),
+    ("topics/stop.md", "# Stop\n\nthe and of\n"),
+]
+
+
+@pytest.mark.parametrize(("rel", "text"), _FILES)
+def test_a_parsed_file_counts_its_document_as_its_terms_give_it(rel, text):
+    """Where no row cites a note, parse_file counts the file's document from the words it looked up: the same
+    length and counts as the document's terms counted one by one (`postings.counted`), as the command
+    writing the file counted them before."""
+    parsed = parse_file(rel, text, (1, 1, 1, 1), Analyzer())
+    assert not parsed.sources
+    expected = postings.counted([(n, body) for n, body in enumerate(parsed.documents()) if body])
+    assert _as_dicts(parsed.counted) == _as_dicts(expected)
+
+
+def _as_dicts(found) -> list[tuple[int, int, dict[str, int]]]:
+    out = []
+    for n, length, terms, packed in found:
+        counts = array("I")
+        counts.frombytes(packed)
+        out.append((n, length, dict(zip(terms.split(" ") if terms else [], counts, strict=True))))
+    return out

@@ -12,6 +12,7 @@ sits in the index.
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from fsmem.errors import MissingDependency
 
@@ -67,17 +68,36 @@ class Analyzer:
             words = _WORD.findall(text.lower())
         return self._stems(words)
 
-    def texts(self, texts: list[str]) -> list[str]:
+    def texts(self, texts: list[str], terms: set[str] | None = None, counts: Counter[str] | None = None) -> list[str]:
         """`[self.text(t) for t in texts]`, the texts of one file cut and looked up as one: a cold build's
         rows are short, and each call's own steps cost as much as its words. The texts are joined by a NUL
-        between spaces, which the translation keeps and the table maps to itself, and cut apart at the end."""
+        between spaces, which the translation keeps and the table maps to itself, and cut apart at the end.
+
+        With `terms`, every term of the texts is added to it, looked up once per distinct word rather than
+        cut again out of the texts' terms (a cold build keeps each file's vocabulary); with `counts`, how
+        often each term occurs in them all is added to it, from the words' counts (the file's document)."""
         joined = " \0 ".join(texts)
         if "[" in joined:
             joined = _MARKER.sub(" ", joined)
         if not texts or not joined.isascii() or joined.count("\0") != len(texts) - 1:
-            return [self.text(t) for t in texts]
+            found = [self.text(t) for t in texts]
+            if terms is not None:
+                terms.update(" ".join(found).split())
+            if counts is not None:
+                counts.update(" ".join(found).split())
+            return found
         words = joined.encode("ascii").translate(_ASCII_ROWS).decode("ascii").split()
-        return [part.strip(" ") for part in self._stems(words).split("\0")]
+        stems = self._stems(words)  # every word is in the table from here on
+        table = self._table
+        if terms is not None:
+            terms.update(map(table.__getitem__, set(words)))
+            terms.discard("")
+            terms.discard("\0")
+        if counts is not None:  # counted in C, each stem the table's own string, its hash known
+            counts.update(map(table.__getitem__, words))
+            counts.pop("", None)  # the stop words and machine tokens
+            counts.pop("\0", None)
+        return [part.strip(" ") for part in stems.split("\0")]
 
     def _stems(self, words: list[str]) -> str:
         """The stems of `words` (stop words and machine tokens left out), looked up in C; a word not yet in the

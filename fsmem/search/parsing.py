@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from fsmem.errors import FsmemError
 from fsmem.format.facts import Provenance, split_provenance
 from fsmem.format.rows import Row, document_rows, subject_of
 from fsmem.format.valid_time import note_date
+from fsmem.search import postings
 from fsmem.search.analyzer import Analyzer
 from fsmem.store.catalog import EXACT_COUNT_LIMIT
 from fsmem.store.note_status import is_note, was_consolidated
@@ -99,14 +101,23 @@ class Parsed:
     sources: list[str]  # the session notes its rows cite
     terms: str  # every distinct term of the file, space separated
     # per cited note (group 1, 2, ...): the terms of its rows without their citations; the uncited rows'
-    # document is their text's terms (`documents`), not sent twice from a worker
+    # document is their text's terms (`documents`)
     docs: list[str] | None = None
     cited: bool = False
+    # the documents with their terms counted (`postings.counted`), where the file was parsed: `parse_file` sets
+    # it (and drops `docs`), so a cold build's workers count and the command writing their files adds up
+    counted: list[postings.Counted] | None = None
 
     def documents(self) -> list[str]:
         """Per group (0: the uncited rows): the terms of its document, "" where it has none."""
         uncited = " ".join(filter(None, (text for _line, _flags, group, text, _c in self.rows if group == 0)))
         return [uncited, *(self.docs or [])]
+
+    def counted_documents(self) -> list[postings.Counted]:
+        """The documents that have terms, counted: as parsed, or counted now (a Parsed made by hand)."""
+        if self.counted is None:
+            return postings.counted([(n, body) for n, body in enumerate(self.documents()) if body])
+        return self.counted
 
 
 def is_ranked(rel: str, text: str) -> bool:
@@ -123,7 +134,11 @@ _FENCE_LINE = re.compile(r"^[ \t]{0,3}(```|~~~)", re.M)
 
 
 def _consolidated_note(rel: str, text: str) -> bool:
-    return rel.startswith("sessions/") and fmt.is_consolidated(text)
+    # the field's text first: most notes have none, and a cold build spares hashing their bodies
+    return rel.startswith("sessions/") and _CONSOLIDATED_MARK in text and fmt.is_consolidated(text)
+
+
+_CONSOLIDATED_MARK = f"\n{fmt.CONSOLIDATED_FIELD}: sha256-"  # what `fmt.is_consolidated` looks for, at least
 
 
 def ranked_rows(rel: str, text: str, rows: list[Row]) -> list[Row]:
@@ -159,7 +174,11 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
     bodies: list[list[str]] = [[]]
     out_rows = []
     terms: set[str] = set(names_text.split())
-    row_terms = analyzer.texts([row.text for row in rows])  # with their citations, as grep and read show them
+    # with their citations, as grep and read show them; `terms` takes every one of their terms. Where no row
+    # cites a note (most files), the file's one document is its rows' terms and date words: counted here
+    counts: Counter[str] | None = None if any(row_sources) else Counter()
+    row_terms = analyzer.texts([row.text for row in rows], terms, counts)
+    rows_dated: dict[str, int] = {}  # a row's date words -> the rows they are added to
     for index, row in enumerate(rows):
         key = tuple(row.headings)
         context_terms = context_cache.get(key)
@@ -178,6 +197,7 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
             when = dated[date] = analyzer.text(date_words(date[0], year=date[1]))
         if when:
             text_terms = f"{text_terms} {when}".strip()
+            rows_dated[when] = rows_dated.get(when, 0) + 1
         source = row_sources[index]
         group = group_of.setdefault(source, len(group_of))
         if group == len(bodies):
@@ -188,12 +208,21 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
         if index + 1 < len(rows) and rows[index + 1].headings == row.headings and row_sources[index + 1] == source:
             flags |= LINKED
         out_rows.append((row.line, flags, group, text_terms, context_terms))
-    terms.update(" ".join(r[3] for r in out_rows).split())
-    terms.update(" ".join(context_cache.values()).split())
+    terms.update(" ".join([*dated.values(), *context_cache.values()]).split())  # a row's date words are its terms too
     sources = [s for s in group_of if s is not None]
     docs = [" ".join(filter(None, body)) for body in bodies[1:]]
     cited = is_note(rel) and was_consolidated(text)
-    return Parsed(rel, stamp, meta, names_text, out_rows, sources, " ".join(terms), docs, cited)
+    parsed = Parsed(rel, stamp, meta, names_text, out_rows, sources, " ".join(terms), docs, cited)
+    if counts is not None:
+        for when, many in rows_dated.items():
+            for term in when.split():
+                counts[term] += many
+        document = postings.counted_terms(0, counts) if counts else None
+        parsed.counted = [document] if document else None if counts else []
+    if parsed.counted is None:  # rows that cite notes, or a term FTS5 cuts
+        parsed.counted = parsed.counted_documents()
+    parsed.docs = None
+    return parsed
 
 
 def read_file(root: Path, rel: str, full: str, analyzer: Analyzer) -> Parsed | None:

@@ -11,6 +11,9 @@ written adds to the last range's row of each of its terms, never to every postin
 A document's id is the one its FTS5 row had, `(file_id << BLOCK_BITS) + n`, stored as the gap from the
 one before; file ids only grow (`next` in search_meta), so a posting of a removed document is never read
 as a newer one's: it is skipped while its file's row is gone, and dropped when its range is rewritten.
+
+This module is long because it owns both sides of that format: writing it (a document's terms counted
+where its file is parsed, added to the rows a batch at a time) and reading it for the score.
 """
 
 from __future__ import annotations
@@ -123,6 +126,33 @@ def _gaps(data: bytes, n: int) -> list[int]:
     return gaps
 
 
+Counted = tuple[int, int, str, bytes]  # a document: its ordinal, length in terms, distinct terms, their counts
+
+
+def counted(docs: list[tuple[int, str]]) -> list[Counted]:
+    """Each document (ordinal, body) as `Pending.add` takes it: its length in terms, and its distinct terms
+    (space separated, as FTS5's `ascii` tokenizer cuts them: tests/test_postings.py) with the count of each
+    (4 bytes a count). Counted where a file is parsed: a cold build's worker processes count side by side,
+    and the command that writes their files adds the counts up."""
+    out = []
+    for n, body in docs:
+        terms = body.split()
+        length = len(terms)
+        if len(body) * 4 > MAX_TOKEN_BYTES and max(map(len, terms)) * 4 > MAX_TOKEN_BYTES:
+            terms = [token_key(t) for t in terms]  # a term may be past FTS5's limit: counted as FTS5 cuts it
+        found = Counter(terms)
+        out.append((n, length, " ".join(found), array("I", found.values()).tobytes()))
+    return out
+
+
+def counted_terms(n: int, counts: dict[str, int]) -> Counted | None:
+    """Document `n` as `counted` gives it, from its terms' counts (no term empty or with a space); None when a
+    term may be past FTS5's limit, which `counted` cuts."""
+    if max(map(len, counts), default=0) * 4 > MAX_TOKEN_BYTES:
+        return None
+    return (n, sum(counts.values()), " ".join(counts), array("I", counts.values()).tobytes())
+
+
 class Pending:
     """The postings of the documents written in one transaction, added to their rows once, at `flush`: a
     build writes each term's row of each range once per batch of files, not once per file."""
@@ -131,22 +161,21 @@ class Pending:
         self._rows: dict[int, dict[str, tuple[list[int], list[int]]]] = {}  # chunk -> term -> (ids, counts)
         self._lengths: list[tuple[int, bytes]] = []  # (file id, its documents' lengths), written at `flush`
 
-    def add(self, conn, fid: int, docs: list[tuple[int, str]]) -> None:
-        """Take one file's documents (ordinal, body), and write their lengths: each body term is one token of
-        FTS5's `ascii` tokenizer (tests/test_postings.py). A table of its own, read whole for each state of
-        the index: narrow rows read faster than search_files' wide ones (docs/performance.md); written at `flush`."""
+    def add(self, conn, fid: int, docs: list[Counted]) -> None:
+        """Take one file's documents (`counted`), and write their lengths. A table of its own, read whole for
+        each state of the index: narrow rows read faster than search_files' wide ones (docs/performance.md);
+        written at `flush`."""
         if not docs:
             return
         rows = self._rows.setdefault(fid >> CHUNK_BITS, {})
         base = fid << BLOCK_BITS
         lengths = array("I", bytes(4 * (docs[-1][0] + 1)))  # 10k files: 40 KB
-        for n, body in docs:
+        for n, length, terms, packed in docs:
             doc = base + n
-            terms = body.split()
-            lengths[n] = len(terms)
-            if len(body) * 4 > MAX_TOKEN_BYTES and max(map(len, terms)) * 4 > MAX_TOKEN_BYTES:
-                terms = [token_key(t) for t in terms]  # a term may be past FTS5's limit: counted as FTS5 cuts it
-            for term, count in Counter(terms).items():
+            lengths[n] = length
+            counts = array("I")
+            counts.frombytes(packed)
+            for term, count in zip(terms.split(" ") if terms else (), counts, strict=True):
                 found = rows.get(term)
                 if found is None:
                     rows[term] = ([doc], [count])

@@ -145,7 +145,7 @@ def _insert_many(conn, items: list[tuple[Parsed, bool]], pending: postings.Pendi
         mtime = -item.stamp[0] if racy and item.stamp[0] > 0 else item.stamp[0]
         lines = _narrow([min(line, 0x3FFFFFFF) << 2 | flags for line, flags, _g, _t, _c in item.rows], "HI")
         groups = _narrow([min(group, 0xFFFF) for _l, _f, group, _t, _c in item.rows], "BH") if item.sources else None
-        docs = [(n, body) for n, body in enumerate(item.documents()) if body]
+        docs = item.counted_documents()
         files.append(
             (
                 fid,

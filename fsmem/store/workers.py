@@ -14,14 +14,20 @@ SIGKILL leaves no worker behind.
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 WORKERS_ENV = "FSMEM_WORKERS"  # how many worker processes a build may use (1: parse in the process itself)
 PARALLEL_FROM = 200  # files; fewer are parsed in the process (for fewer, starting workers costs more than it saves)
 CHUNK_FILES = 50  # files a worker parses per task
+# tasks handed out per worker beyond the one the caller waits for: enough to keep the workers busy while the caller
+# writes a batch (10 tasks of 50 files), few enough that a command killed halfway has not parsed much it never wrote,
+# nor holds a whole memory's parsed files (100k files: gigabytes) when the writing is the slower side
+AHEAD_TASKS = 8
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -45,7 +51,8 @@ def chunks(items: list[T], size: int = CHUNK_FILES) -> list[list[T]]:
 def mapped(func: Callable[[Any], R], tasks: Iterable[Any], size: int) -> Iterator[R]:
     """`map(func, tasks)`, in worker processes when `size` (the files in all tasks) is worth them; in order.
 
-    `func` is a module-level function (a worker imports it by name)."""
+    `func` is a module-level function (a worker imports it by name). The workers run at most `AHEAD_TASKS` tasks
+    each ahead of the results taken."""
     workers = count()
     if workers <= 1 or size < PARALLEL_FROM:
         yield from map(func, tasks)
@@ -56,7 +63,12 @@ def mapped(func: Callable[[Any], R], tasks: Iterable[Any], size: int) -> Iterato
     with multiprocessing.get_context(method).Pool(
         workers, initializer=_die_with_parent, initargs=(os.getpid(),)
     ) as pool:
-        yield from pool.imap(func, tasks)
+        todo = iter(tasks)
+        running = deque(pool.apply_async(func, (task,)) for task in itertools.islice(todo, workers * AHEAD_TASKS))
+        while running:
+            result = running.popleft().get()
+            running.extend(pool.apply_async(func, (task,)) for task in itertools.islice(todo, 1))
+            yield result
 
 
 def _die_with_parent(parent: int) -> None:

@@ -1,0 +1,23 @@
+"""Worker processes of a cold build (fsmem.store.workers): results in the order asked, and the workers never far
+ahead of the caller, so a command killed halfway has not parsed much it never wrote."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from fsmem.store import workers
+
+
+def test_the_workers_run_a_bounded_way_ahead_of_the_results_taken(tmp_path, monkeypatch):
+    monkeypatch.setenv(workers.WORKERS_ENV, "2")
+    tasks = [str(tmp_path / f"task-{n:04d}") for n in range(400)]  # each task makes its folder (os.mkdir)
+    results = workers.mapped(os.mkdir, tasks, workers.PARALLEL_FROM)
+    assert next(results) is None
+    # an unbounded pool makes every folder within milliseconds: give it two seconds to show it
+    deadline = time.monotonic() + 2
+    while time.monotonic() < deadline and len(os.listdir(tmp_path)) < len(tasks):
+        time.sleep(0.05)
+    assert len(os.listdir(tmp_path)) <= 2 * workers.AHEAD_TASKS + 1
+    assert list(results) == [None] * (len(tasks) - 1)
+    assert sorted(os.listdir(tmp_path)) == [os.path.basename(t) for t in tasks]
