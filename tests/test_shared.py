@@ -62,3 +62,32 @@ def test_threads_taking_and_giving_back_close_each_instance_once():
         thread.join()
     assert not shared
     assert all(thing.closed == 1 and thing.users == 0 for thing in set(seen))
+
+
+def test_a_give_back_by_a_finalizer_inside_take_is_done_once_take_is_out():
+    """The collector runs finalizers wherever it runs, in the middle of `take` too (a dict lookup allocates): a
+    memory's finalizer giving its feed back there waited for `take`'s lock for ever (a test process hung)."""
+    import gc
+    import weakref
+
+    shared: Shared[str, Thing] = Shared()
+    held = shared.take("a", lambda: Thing("a"))
+
+    class Holder:
+        pass
+
+    holder = Holder()
+    holder.me = holder  # type: ignore[attr-defined]  # a cycle: only the collector frees it
+    weakref.finalize(holder, shared.give_back, "a", held)
+    del holder
+
+    def make() -> Thing:
+        gc.collect()  # the collector, inside the registry
+        return Thing("b")
+
+    taken: list[Thing] = []
+    thread = threading.Thread(target=lambda: taken.append(shared.take("b", make)), daemon=True)
+    thread.start()
+    thread.join(10)
+    assert taken, "take waited for itself"
+    assert held.closed == 1 and shared.get("a") is None and shared.get("b") is taken[0]
