@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
+from git_readers import cat_file_readers
 
 from fsmem import Memory, NotFound
 
@@ -21,25 +22,8 @@ def _pinned_clock(monkeypatch):
 
 
 def readers_of(root: Path) -> list[str]:
-    """The `git cat-file` processes this process started for the repository at `root` ('batch' or 'batch-check'
-    each): its children, by every thread, whose command line names the root (`git -C ROOT ... cat-file`)."""
-    found = []
-    task = f"/proc/{os.getpid()}/task"
-    for thread in os.listdir(task):
-        try:
-            with open(f"{task}/{thread}/children", encoding="ascii") as handle:
-                children = handle.read().split()
-        except OSError:
-            continue
-        for child in children:
-            try:
-                with open(f"/proc/{child}/cmdline", "rb") as handle:
-                    words = handle.read().split(b"\0")
-            except OSError:
-                continue  # ended since
-            if b"cat-file" in words and os.fsencode(root) in words:
-                found.append(words[-2].decode().lstrip("-"))  # the last word is the empty one after the NUL
-    return sorted(found)
+    """The `git cat-file` processes this process started for the repository at `root`."""
+    return cat_file_readers(os.getpid(), root)
 
 
 @pytest.fixture

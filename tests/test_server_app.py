@@ -21,6 +21,7 @@ from pathlib import Path
 import cli_runner
 import preloaded
 import pytest
+from git_readers import cat_file_readers
 from test_tools import NOW, build_memory, snapshot
 
 from fsmem import Memory
@@ -719,26 +720,6 @@ def test_sigterm_ends_the_server_within_its_deadline_whatever_still_runs(tmp_pat
     assert server.lines[-1]["event"] == "stopped" and server.lines[-1]["signal"] == "SIGTERM", server.lines[-4:]
 
 
-def _readers_of(pid: int) -> list[str]:
-    """The `git cat-file` processes whose parent is `pid` ('batch' or 'batch-check' each)."""
-    found = []
-    for thread in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{thread}/children", encoding="ascii") as handle:
-                children = handle.read().split()
-        except OSError:
-            continue
-        for child in children:
-            try:
-                with open(f"/proc/{child}/cmdline", "rb") as handle:
-                    words = handle.read().split(b"\0")
-            except OSError:
-                continue
-            if b"cat-file" in words:
-                found.append(words[-2].decode().lstrip("-"))
-    return sorted(found)
-
-
 def test_the_views_of_one_memory_share_its_git_readers(tmp_path, monkeypatch):
     """The server keeps a memory open for each token's view (agent, read-only flag, scope): each one's history was
     read by `git cat-file` processes of its own, two a view for as long as it was kept (up to 256). One repository
@@ -766,8 +747,8 @@ def test_the_views_of_one_memory_share_its_git_readers(tmp_path, monkeypatch):
             for name, arguments in (("log", {"path": path}), ("show", {"path": path, "at": "HEAD"})):
                 answer = post(url, token, tool_call(name, arguments)).json()["result"]
                 assert answer["isError"] is False, answer
-            assert len(_readers_of(server.proc.pid)) <= 2, _readers_of(server.proc.pid)
-        assert "batch" in _readers_of(server.proc.pid)
+            assert len(cat_file_readers(server.proc.pid)) <= 2, cat_file_readers(server.proc.pid)
+        assert "batch" in cat_file_readers(server.proc.pid)
     finally:
         assert server.stop() == 0
 
