@@ -299,7 +299,8 @@ def test_close_gives_the_feed_back_after_the_exit_hooks_have_run(tmp_path, monke
 def test_thousands_of_memory_objects_never_exhaust_the_watch_limits(tmp_path):
     # more Memory objects than Linux's default inotify instances per user (128), twice over: were an instance
     # kept per object, this would fail part way; the count after every one says at once that none is. What the
-    # process held before (another test's, in this pytest process) is the baseline, not this test's to judge.
+    # process held before (another test's, in this pytest process) is the baseline, not this test's to judge:
+    # it may end meanwhile, as its memory's finalizer runs when the collector does.
     before = _inotify_fds()
     roots = [Memory.init(tmp_path / f"m{n}").root for n in range(40)]
     for n in range(300):
@@ -310,7 +311,7 @@ def test_thousands_of_memory_objects_never_exhaust_the_watch_limits(tmp_path):
         assert _inotify_fds() <= max(before, 1)  # one instance for every feed of the process
     del memory
     held = {key.resolve() for key in feeds._feeds.snapshot()}
-    assert _inotify_fds() == before and not held & {r.resolve() for r in roots}
+    assert _inotify_fds() <= before and not held & {r.resolve() for r in roots}
 
 
 def test_search_takes_the_feed_too(watched, monkeypatch):
