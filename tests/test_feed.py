@@ -293,7 +293,7 @@ def test_close_gives_the_feed_back_after_the_exit_hooks_have_run(tmp_path, monke
     assert feed is not None and feed.trusted and feed.users == 1
     monkeypatch.setattr(weakref.finalize, "_shutdown", True)  # as at the interpreter's exit, once weakref's hook ran
     memory.close()
-    assert feed.users == 0 and feeds.current(memory.root.resolve()) is None and _inotify_fds() == before
+    assert feed.users == 0 and feeds.current(memory.root.resolve()) is None and _inotify_fds() <= before
 
 
 def test_thousands_of_memory_objects_never_exhaust_the_watch_limits(tmp_path):
