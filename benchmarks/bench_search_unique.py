@@ -59,11 +59,6 @@ def forget(index) -> None:
     kept.pop(("recent",), None)
 
 
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, help="a memory whose caches are built (a scratch copy)")
@@ -73,7 +68,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--profile", action="store_true")
     args, _rest = parser.parse_known_args()  # `make bench` passes every script the same arguments
-    from common import NewQuestions, memories
+    from common import NewQuestions, memories, percentile
 
     from fsmem import Memory
     from fsmem.search import rowscores

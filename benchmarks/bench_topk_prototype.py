@@ -501,11 +501,6 @@ def update_one(conn, block: int, rows_of: dict[int, list[tuple[int, int]]]) -> t
     return spent[0], spent[1], len(rows_of)
 
 
-def pct(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", type=Path, help="a copy of --root's built .fsmem/cache.sqlite (gets the tables)")
@@ -541,7 +536,7 @@ def main() -> int:
 
 
 def run(db: Path, root: Path, args: argparse.Namespace) -> int:
-    from common import NewQuestions
+    from common import NewQuestions, percentile
 
     from fsmem.search.analyzer import Analyzer
     from fsmem.search.documents import quoted
@@ -605,8 +600,8 @@ def run(db: Path, root: Path, args: argparse.Namespace) -> int:
     for side in sides:
         v, c = wall[side], cpu[side]
         print(
-            f"{side:<36} {1000 * statistics.median(v):>8.1f} {1000 * pct(v, 0.99):>8.1f} {1000 * max(v):>8.1f}"
-            f" {1000 * statistics.median(c):>8.1f} {1000 * pct(c, 0.99):>8.1f} {statistics.median(v) / limit:>8.2f}"
+            f"{side:<36} {1000 * statistics.median(v):>8.1f} {1000 * percentile(v, 0.99):>8.1f} {1000 * max(v):>8.1f}"
+            f" {1000 * statistics.median(c):>8.1f} {1000 * percentile(c, 0.99):>8.1f} {statistics.median(v) / limit:>8.2f}"
         )
     if args.updates:
         blocks = [b for (b,) in conn.execute("SELECT block FROM topk_files ORDER BY block LIMIT ?", (args.updates,))]

@@ -147,6 +147,12 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms"
 
 
+def percentile(values: list[float], share: float) -> float:
+    """The value below which `share` of `values` lie (the one at index `share * n` of the sorted values)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
 class NewQuestions:
     """Questions and grep words no call of a run has asked before, drawn (seeded) from the memory's own text.
 
