@@ -66,8 +66,10 @@ def _kept_encoding(name: str):
     A plugin's constructor decodes its 100,000 ranks from base64 line by line, most of a tokenizer's load
     (docs/performance.md, "Start-up and one-shot commands"), in every process that counts a token. Its
     arguments (name, pattern, ranks, special tokens) are kept in `$TIKTOKEN_CACHE_DIR` with `marshal`, which
-    reads plain data back many times faster, under a key of the name and the plugin's and tiktoken's files,
-    with a digest of the bytes checked before they are read: a file that does not match is made again."""
+    reads plain data back many times faster, under a key of the name, the plugin's code and tiktoken's
+    version (one file for every environment that has the same: keyed by where they are installed, each new
+    virtual environment, a test's among them, added 1.6 MB to the user's cache), with a digest of the bytes
+    checked before they are read: a file that does not match is made again."""
     import hashlib
     import marshal
 
@@ -76,17 +78,19 @@ def _kept_encoding(name: str):
         return None
     import tiktoken
 
-    # an installed package's files are written anew when it is (re)installed: their stamps stand for versions
-    stamps = [(path, os.stat(path).st_size, os.stat(path).st_mtime_ns) for path in (source, tiktoken.__file__)]
-    key = f"{name}\0{stamps}\0{sys.version_info[:2]}"
+    # the plugin's code names its data (its constructor checks the data file's sha256), so its bytes and
+    # tiktoken's version say what the constructor makes: every environment with the same ones shares one file
+    with open(source, "rb") as plugin:
+        made_by = hashlib.sha256(plugin.read()).hexdigest()
+    key = f"{name}\0{made_by}\0{getattr(tiktoken, '__version__', '')}\0{sys.version_info[:2]}"
     folder = os.environ.get("TIKTOKEN_CACHE_DIR", "")
     if not folder:  # no cache
         return tiktoken.Encoding(**constructor())
     path = os.path.join(folder, f"fsmem-{hashlib.sha256(key.encode()).hexdigest()[:24]}.marshal")
-    arguments = _read_kept(path, hashlib, marshal)
+    arguments = _read_kept(path)
     if arguments is None:
         arguments = constructor()
-        _write_kept(path, marshal.dumps(arguments), hashlib)
+        _write_kept(path, marshal.dumps(arguments))
     return tiktoken.Encoding(**arguments)
 
 
@@ -108,8 +112,11 @@ def _constructor(name: str):
     return None, None
 
 
-def _read_kept(path: str, hashlib, marshal) -> dict | None:
+def _read_kept(path: str) -> dict | None:
     """The kept arguments at `path`: None when there are none, or their digest or shape is not right."""
+    import hashlib
+    import marshal
+
     try:
         with open(path, "rb") as file:
             blob = file.read()
@@ -130,16 +137,22 @@ def _read_kept(path: str, hashlib, marshal) -> dict | None:
     return arguments
 
 
-def _write_kept(path: str, body: bytes, hashlib) -> None:
-    """Keep `body` at `path` (temporary file and rename); a cache that cannot be written is skipped."""
+def _write_kept(path: str, body: bytes) -> None:
+    """Keep `body` at `path` (temporary file and rename); a cache that cannot be written is skipped, and a
+    temporary file a failed write left is taken away."""
+    import hashlib
+
+    temporary = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
     try:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        temporary = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
         with open(temporary, "wb") as file:
             file.write(hashlib.sha256(body).digest() + body)
         os.replace(temporary, path)
     except OSError:
-        pass
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
 
 
 class TokenCounter:

