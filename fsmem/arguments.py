@@ -7,7 +7,9 @@ once, on its first call, and checks every call against them: the count and
 names of the arguments, and the type of each value (text, a whole number, a
 number, True or False, a path, a list of text, a mapping of text…). The
 values themselves (a path that escapes, a range that is no range) are the
-method's to judge, as before.
+method's to judge, as before, but for one thing every operation asks alike: text
+it is given must be text, with no NUL byte and no lone surrogate (`not_text`),
+so no operation checks its text arguments again (the store still checks what it writes).
 
 The annotations are strings (`from __future__ import annotations`); each is
 read with `ast`, names are looked up in the method's module, and a name that
@@ -76,6 +78,33 @@ LIMITS: dict[str, dict[str, dict[str, Any]]] = {
     "distill": {"episode_tokens": {"minimum": 64}},
 }
 # -- end of what is generated --
+
+
+def text_problem(value: str) -> str | None:
+    """Why `value` cannot be stored as text (a NUL byte, a lone surrogate), or None."""
+    if "\x00" in value:
+        return "contains a NUL byte"
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return f"contains {value[exc.start]!r}, which is not text (a lone surrogate, or bytes that are not UTF-8)"
+    return None
+
+
+def not_text(name: str, value: Any, command: str | None = None) -> str | None:
+    """Why text given as argument `name` (or an item of a list of texts) is no text, in the face's words
+    (`--subject contains a NUL byte; nothing was stored`); None when it is text or no text was given."""
+    problem = None
+    if isinstance(value, str):
+        problem = text_problem(value)
+    elif isinstance(value, (list, tuple)):
+        problem = next((text_problem(item) for item in value if isinstance(item, str) and text_problem(item)), None)
+    if problem is None:
+        return None
+    if faces.current().kind == faces.TOOLS:
+        return f"argument '{name}' {problem}; send plain text"
+    return f"{faces.arg(name, command)} {problem}; nothing was stored"
 
 
 def beyond(name: str, value: Any, limits: Mapping[str, Any], command: str | None = None) -> str | None:
@@ -332,8 +361,7 @@ class ArgumentCheck:
             value = args[index + 1]
             if not param.rule.ok(value):
                 args = self._again(args, index + 1, param, value)
-            elif param.limits is not None:
-                self._within(param, value)
+            self._within(param, args[index + 1])
         for name, value in kwargs.items():
             named = self.by_name.get(name)
             if named is None:
@@ -344,17 +372,18 @@ class ArgumentCheck:
                 raise InvalidArgument(f"{self.where} got {name} twice, by position and by name")
             if not named.rule.ok(value):
                 kwargs = {**kwargs, name: self._converted(named, value)}
-            elif named.limits is not None:
-                self._within(named, value)
+            self._within(named, kwargs[name])
         for param in self.required:
             if param.name not in kwargs and not any(p is param for p in self.positional[:given]):
                 raise InvalidArgument(f"{self.where} needs {param.name} ({param.rule.says})")
         return args, kwargs
 
     def _within(self, param: Slot, value: Any) -> None:
-        """InvalidArgument, worded by `beyond`, when `value` is beyond the limits."""
-        assert param.limits is not None
-        problem = beyond(param.name, value, param.limits, self.operation)
+        """InvalidArgument, worded by `not_text` when an operation is given text that is none, by `beyond` when
+        `value` is beyond the limits."""
+        problem = None if self.operation is None else not_text(param.name, value, self.operation)
+        if problem is None and param.limits is not None:
+            problem = beyond(param.name, value, param.limits, self.operation)
         if problem is not None:
             raise InvalidArgument(problem)
 

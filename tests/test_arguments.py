@@ -419,3 +419,43 @@ def test_a_value_at_a_declared_limit_passes(memory):
     assert [e.path for e in memory.ls("topics", depth=1, offset=0, max_results=1).entries] == ["topics/a.md"]
     with pytest.raises(InvalidArgument, match="give the command to run"):
         memory.distill(episode_tokens=64)  # past the check: the operation's own question comes next
+
+
+# what the operations need besides the text tested, so that the call reaches the check (a valid value each)
+TEXT_NEEDED = {**NEEDED, "text": "- owner: Ann", "old": "Ann", "new": "Bo", "source": "topics/a.md"}
+TEXT_NEEDED |= {"target": "topics/b.md", "rev": "HEAD", "format": "markdown"}
+
+
+def _declared_texts() -> list[tuple[str, str]]:
+    from fsmem.spec import declared
+
+    return [(name, p.name) for name, op in declared().items() for p in op.params if p.kind in ("str", "list")]
+
+
+@pytest.mark.parametrize("op, name", _declared_texts(), ids=lambda v: v)
+@pytest.mark.parametrize("bad, problem", [("a\x00b", "contains a NUL byte"), ("a\ud800b", "contains '\\ud800'")])
+def test_text_that_is_none_is_refused_by_every_operation_in_the_api_words(memory, op, name, bad, problem):
+    """Every text argument of every declared operation (and each text of a list) is held to be text at `Memory`'s
+    boundary, named as the face names it, before anything runs: the operations do not check it again."""
+    from fsmem.spec import declared
+
+    declaration = declared()[op]
+    value = [bad] if declaration.param(name).kind == "list" else bad
+    required = {p.name: TEXT_NEEDED[p.name] for p in declaration.params if p.required and p.name != name}
+    before = {p: p.read_bytes() for p in memory.root.rglob("*") if p.is_file()}
+    with pytest.raises(InvalidArgument) as raised:
+        getattr(memory, op)(**{name: value}, **required)
+    assert str(raised.value).startswith(f"{name} {problem}") and str(raised.value).endswith("; nothing was stored")
+    assert {p: p.read_bytes() for p in memory.root.rglob("*") if p.is_file()} == before
+
+
+def test_the_command_line_names_the_operand_that_is_not_text(memory):
+    """Bytes that are not UTF-8 in an argument reach a command as a lone surrogate (`surrogateescape`): refused
+    with exit 2, the operand named as the command line spells it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    for command in (["search", b"a\xffb"], ["timeline", b"people/\xff"], ["grep", b"a\xffb"]):
+        done = subprocess.run([FSMEM, "--root", str(memory.root), *command], capture_output=True, env=env)
+        operand = {"search": "QUERY", "timeline": "SUBJECT", "grep": "PATTERN"}[command[0]]
+        assert done.returncode == 2 and done.stderr.decode().startswith(
+            f"fsmem: error: {operand} contains '\\udcff', which is not text"
+        ), done.stderr

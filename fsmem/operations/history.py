@@ -18,7 +18,7 @@ from fsmem.operations.core import Core, in_scope, require_history, whole_memory
 from fsmem.operations.transaction import require_writable, transaction
 from fsmem.query import reading
 from fsmem.store import writing
-from fsmem.store.paths import check_text, relative
+from fsmem.store.paths import relative
 
 if TYPE_CHECKING:
     from fsmem.history.queries import DiffResult, LogResult, ShowResult
@@ -76,8 +76,6 @@ def log(
     rel = _narrowed_to(memory, path, "history log")
     if since is not None and fmt.parse_timestamp(since) is None:
         raise InvalidArgument(f"{faces.arg('since')} takes an ISO 8601 date such as 2026-11-01, not {echo(since)}")
-    if agent is not None:
-        check_text(agent, "the agent")
     return queries.log(
         _view(memory),
         memory.tokens.count,
@@ -94,7 +92,6 @@ def show(memory: Core, path: str, *, at: str, lines: str | None = None, max_toke
     """The file as it was at a revision or date (`at`), line-numbered and cut at the budget like `read`."""
     from fsmem.history import queries
 
-    check_text(at, faces.arg("at"))
     rel = relative(memory.root, memory.path(path, want="file"))
     cut = _cut(memory, lines, max_tokens)
     return queries.show(_view(memory), memory.tokens, rel, at, **cut)
@@ -112,8 +109,6 @@ def diff(
     unified diff cut at the budget, with the next `lines` to ask for."""
     from fsmem.history import queries
 
-    if rev is not None:
-        check_text(rev, "the revision")
     rel = _narrowed_to(memory, path, "history diff")
     cut = _cut(memory, lines, max_tokens)
     return queries.diff(_view(memory), memory.tokens, rev, rel, **cut)
@@ -124,7 +119,6 @@ def restore(memory: Core, path: str, *, at: str) -> writing.WriteResult:
     from fsmem.history import undo
 
     require_writable(memory)
-    check_text(at, faces.arg("at"))
     rel = relative(memory.root, memory.path(path, want="file"))
     repo = require_history(memory)
     with transaction(memory) as tx:
@@ -142,7 +136,6 @@ def revert(memory: Core, rev: str) -> writing.WriteResult:
 
     require_writable(memory)
     whole_memory(memory, "history revert")
-    check_text(rev, "the revision")
     repo = require_history(memory)
 
     archive = memory.config.consolidate.archive_dir
@@ -183,8 +176,6 @@ def sync(
 
     require_writable(memory)
     whole_memory(memory, "history sync")
-    if remote is not None:
-        check_text(remote, "the remote")
     if setup:
         notes: list[str] = []
         found = setup_history(memory, create=False, notes=notes)

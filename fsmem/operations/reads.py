@@ -16,7 +16,7 @@ from fsmem.errors import FsmemError, InvalidArgument
 from fsmem.operations.core import Core, existing, selection
 from fsmem.query import grep as _grep
 from fsmem.store.files import file_version
-from fsmem.store.paths import ROOT_README, check_text, relative
+from fsmem.store.paths import ROOT_README, relative
 
 if TYPE_CHECKING:  # each is imported by the operations that use it, so a grep loads neither links nor listings
     from fsmem.query import as_of as _as_of, links as _links, reading
@@ -81,7 +81,6 @@ def grep(
     `context_lines` lines before and after each match are shown with it. With `as_of`, the keyed facts
     are those that held on that date (`fsmem.query.as_of`): every matched file is read to tell.
     """
-    check_text(pattern, "the pattern")
     budget = memory.budget.narrowed(max_tokens, max_results)
     memory.catalog.count_call()  # a memory that greps again holds the change feed: kept outputs, the word index
     named = [relative(memory.root, existing(memory, p)) for p in paths or []]

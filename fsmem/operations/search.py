@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 from fsmem.operations.core import Core
 from fsmem.store import retrieval_log
-from fsmem.store.paths import check_text
 
 if TYPE_CHECKING:
     from fsmem.search.ranking import SearchResult
@@ -42,7 +41,6 @@ def search(
     """
     from fsmem.search.ranking import log_fields, search as ranked, usage_counts
 
-    check_text(query, "the query")
     budget = memory.budget.narrowed(max_tokens, max_results)
     view = None
     if as_of is not None:
@@ -97,9 +95,6 @@ def recall(
     from fsmem.search.ranking import log_fields
     from fsmem.search.scoring import first_terms
 
-    check_text(query, "the query")
-    if seen is not None:
-        check_text(seen, "the text already seen")
     left = memory.budget.max_tokens if max_tokens is None else min(max_tokens, memory.budget.max_tokens)
     arguments = {"query": query, "max_tokens": max_tokens, "seen_chars": len(seen or "")}
     with retrieval_log.LoggedCall(memory.root, agent=memory.agent, tool="recall", arguments=arguments) as logged:

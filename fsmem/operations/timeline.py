@@ -22,7 +22,7 @@ from fsmem.operations.core import Core, existing
 from fsmem.query.timeline import TimelineResult, entries_of, page_of
 from fsmem.store import paths
 from fsmem.store.catalog import EXACT_COUNT_LIMIT
-from fsmem.store.paths import check_text, relative
+from fsmem.store.paths import relative
 
 
 def timeline(
@@ -35,11 +35,8 @@ def timeline(
     max_tokens: int | None = None,
 ) -> TimelineResult:
     """Every value each key (or `key` alone) of `subject`'s document has had, oldest first, within the budget."""
-    check_text(subject, "the subject")
-    if key is not None:
-        check_text(key, "the key")
-        if not F.is_key(key):
-            raise InvalidArgument(f"{echo(key)} is not a key: one to four lowercase words, such as 'employer'")
+    if key is not None and not F.is_key(key):
+        raise InvalidArgument(f"{echo(key)} is not a key: one to four lowercase words, such as 'employer'")
     budget = memory.budget.narrowed(max_tokens, max_results)
     target = _document(memory, subject)
     rel = relative(memory.root, target)

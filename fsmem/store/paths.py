@@ -24,6 +24,7 @@ import stat
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO, Protocol
 
+from fsmem.arguments import text_problem
 from fsmem.config import CONFIG_FILE, STATE_DIR
 from fsmem.errors import ConfigError, InvalidArgument, PathEscape, quoted
 from fsmem.format.portable import portable_problem, twin_key, twin_problem
@@ -41,18 +42,6 @@ _RESERVED = (STATE_DIR, CONFIG_FILE)
 
 
 # -- text -------------------------------------------------------------------------------
-def text_problem(value: str) -> str | None:
-    """Why `value` cannot be stored as text (a NUL byte, a lone surrogate), or None."""
-    if "\x00" in value:
-        return "contains a NUL byte"
-    if not value.isascii():
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            return f"contains {value[exc.start]!r}, which is not text (a lone surrogate, or bytes that are not UTF-8)"
-    return None
-
-
 def check_text(value: str, what: str) -> str:
     """`value` if it can be stored as UTF-8 text; InvalidArgument naming `what` otherwise."""
     if not isinstance(value, str):
