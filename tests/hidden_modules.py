@@ -23,6 +23,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from child_env import without_fsmem
+
 REPO = Path(__file__).resolve().parent.parent
 POSIX_MODULES = ("fcntl", "pwd", "grp", "termios", "resource")
 POSIX_CALLS = ("geteuid", "getuid", "getgid", "getegid", "getgroups", "chown", "fchown", "lchown", "mkfifo", "fchmod")
@@ -81,7 +83,7 @@ def command(
     """The argv and environment of `run_fsmem`, for a caller that needs the process itself (Popen)."""
     modules = list(hide) + ([] if posix else list(POSIX_MODULES))
     calls = [] if posix else list(POSIX_CALLS)
-    base = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    base = without_fsmem()
     base["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
     base.update(env or {})
     return [sys.executable, "-c", BOOTSTRAP, ",".join(modules), ",".join(calls), *args], base

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import queue
 import subprocess
 import sys
@@ -20,6 +19,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from child_env import without_fsmem
 from test_tools import NOW
 
 WAIT = 60.0  # seconds an answer may take on a loaded machine before the face counts as silent
@@ -80,7 +80,7 @@ class Stdio:
     name = "stdio"
 
     def __init__(self, root: Path):
-        env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+        env = without_fsmem()
         env["FSMEM_NOW"] = NOW
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "fsmem", "--root", str(root), "mcp"],

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import cli_runner
 import pytest
+from child_env import without_fsmem
 
 from fsmem import Memory
 from fsmem.config.edit import with_agent
@@ -26,7 +26,7 @@ def cli(
     *args: str, env: dict[str, str] | None = None, input: str | None = None, process: bool = False
 ) -> subprocess.CompletedProcess:
     """The command line run here (`cli_runner`); with `process`, also as the `fsmem` script, held to its bytes."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    base = without_fsmem()
     base["FSMEM_NOW"] = "2026-11-30T09:00:00+00:00"
     run = cli_runner.same_as_a_process if process else cli_runner.run
     return run(args, text=True, env={**base, **(env or {})}, input=input)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import cli_runner
 import pytest
+from child_env import without_fsmem
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings, strategies as st
 from test_tools import NOW, build_memory
@@ -48,7 +49,7 @@ def root(tmp_path_factory) -> Path:
 
 def run(*args: str) -> subprocess.CompletedProcess:
     """The command line run here (`cli_runner`); the issue's case holds a real process to the same bytes."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     return cli_runner.run(args, text=True, env=env)
 
 
@@ -64,7 +65,7 @@ def test_the_issue_case_a_5000_word_query_at_50_tokens(root):
     assert nothing.stdout.startswith(f"no relevant memory for {echo(WORDS_100)}")
     wide = run("--root", str(root), "search", WORDS_100)
     assert wide.returncode == 1 and len(wide.stdout) < 400  # at the default budget of 2,000 too: no echo of it all
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    environment = without_fsmem()
     for words in (WORDS_5000, WORDS_100):  # the `fsmem` script, a real process, answers with the same bytes
         cli_runner.same_as_a_process(["--root", str(root), "search", words, "--max-tokens", "50"], env=environment)
 

@@ -20,6 +20,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from child_env import without_fsmem
 from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 from fsmem import Memory
@@ -263,7 +264,7 @@ def test_the_cli_says_which_setting_and_set_with_an_alias_is_refused_clearly(tmp
     memory = Memory.init(tmp_path / "m")
     config = memory.root / "fsmem.yaml"
     config.write_text(config.read_text().replace("  timeout_seconds: 10 ", "  timeout_seconds: abc", 1))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     done = subprocess.run([FSMEM, "--root", str(memory.root), "grep", "x"], capture_output=True, text=True, env=env)
     assert done.returncode == 2
     assert done.stderr == f"fsmem: error: {config}:26: grep.timeout_seconds must be a number above 0, not 'abc'\n"
@@ -393,7 +394,7 @@ def test_a_value_beyond_a_declared_limit_is_refused_by_the_command_in_its_flags(
     declaration = declared()[op]
     operands = [str(value) for key, value in _required(op, name).items() if declaration.param(key).positional]
     flag = declaration.param(name).cli_flag
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     done = subprocess.run(
         [FSMEM, "--root", str(memory.root), op, *operands, f"{flag}={_beyond(found)}"],
         capture_output=True,
@@ -407,7 +408,7 @@ def test_a_value_beyond_a_declared_limit_is_refused_by_the_command_in_its_flags(
 def test_a_plain_grep_checks_the_declared_limits_without_the_spec(memory):
     """The lean `fsmem grep` (`fsmem.cli.lean`) takes `-C 2` itself and never loads the spec: the limits it is held
     to are the table written from it, and a value within them passes."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     done = subprocess.run(
         [FSMEM, "--root", str(memory.root), "grep", "owner", "-C", "2"], capture_output=True, text=True, env=env
     )
@@ -452,7 +453,7 @@ def test_text_that_is_none_is_refused_by_every_operation_in_the_api_words(memory
 def test_the_command_line_names_the_operand_that_is_not_text(memory):
     """Bytes that are not UTF-8 in an argument reach a command as a lone surrogate (`surrogateescape`): refused
     with exit 2, the operand named as the command line spells it."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     for command in (["search", b"a\xffb"], ["timeline", b"people/\xff"], ["grep", b"a\xffb"]):
         done = subprocess.run([FSMEM, "--root", str(memory.root), *command], capture_output=True, env=env)
         operand = {"search": "QUERY", "timeline": "SUBJECT", "grep": "PATTERN"}[command[0]]

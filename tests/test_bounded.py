@@ -13,6 +13,7 @@ from pathlib import Path
 
 import cli_runner
 import pytest
+from child_env import without_fsmem
 
 from fsmem import Memory
 from fsmem.agents import tools
@@ -102,7 +103,7 @@ def test_timeline_has_all_40_values_through_the_api_the_tool_and_the_cli(changed
 
 def cli(root: Path, *args: str, process: bool = False) -> subprocess.CompletedProcess:
     """The command line run here (`cli_runner`); with `process`, also as the `fsmem` script, held to its bytes."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     env["FSMEM_NOW"] = NOW
     run = cli_runner.same_as_a_process if process else cli_runner.run
     return run(["--root", str(root), *args], text=True, env=env, check=True)

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import cli_runner
 import pytest
+from child_env import without_fsmem
 from click.testing import CliRunner
 
 from fsmem.cli import COMMANDS, cli
 
 
 def environment(env_extra=None):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     env.update(env_extra or {})
     return env
 
@@ -187,7 +188,6 @@ def test_write_set_with_an_impossible_date_is_kept_as_text_not_a_traceback(demo_
 
 def test_configuration_is_read_again_when_fsmem_yaml_changes(demo_memory):
     """The parsed copy under .fsmem/ spares short commands PyYAML, and never outlives an edit of fsmem.yaml."""
-    import os
 
     from fsmem import Memory
 

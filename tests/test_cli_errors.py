@@ -8,12 +8,12 @@ mistyped command or option is answered with what it could have meant.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import cli_runner
 import pytest
+from child_env import without_fsmem
 
 from fsmem import Memory
 from fsmem.cli import COMMANDS, cli
@@ -21,7 +21,7 @@ from fsmem.cli.app import run
 
 
 def environment() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     env["FSMEM_NOW"] = "2026-11-30T12:00:00+00:00"
     return env
 

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from child_env import without_fsmem
 from conftest import write_file
 
 from fsmem.cli import generated, lean, main
@@ -155,7 +156,7 @@ NOT_LOADED = {
 
 
 def loaded(root, *argv):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     done = subprocess.run(
         [sys.executable, "-c", PROBE, "--root", str(root), *argv], capture_output=True, text=True, env=env, timeout=60
     )
@@ -225,7 +226,7 @@ def test_a_grep_that_is_the_whole_process_answers_as_the_click_command_does(memo
     """`fsmem grep` from the shell leaves the collector out of its imports and its exit (`fsmem.cli.lean._settled`):
     the same bytes, and its memory closed (no WAL left beside the cache)."""
     argv = ["--root", str(memory.root), *argv]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     done = subprocess.run([sys.executable, "-m", "fsmem", *argv], capture_output=True, text=True, env=env, timeout=60)
     assert not [p.name for p in (memory.root / ".fsmem").glob("cache.sqlite-*")]
     assert (done.stdout, done.stderr, done.returncode) == run(argv, capsys, use_click=True)

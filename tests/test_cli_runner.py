@@ -13,6 +13,7 @@ import weakref
 
 import cli_runner
 import pytest
+from child_env import without_fsmem
 
 from fsmem import Memory
 from fsmem.store import feed as feeds
@@ -21,7 +22,7 @@ NOW = "2026-11-30T12:00:00+00:00"
 
 
 def environment() -> dict[str, str]:
-    return {**{k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}, "FSMEM_NOW": NOW}
+    return {**without_fsmem(), "FSMEM_NOW": NOW}
 
 
 def test_a_run_here_gives_a_process_bytes(tmp_path):

@@ -17,6 +17,7 @@ from typing import Any
 import cli_runner
 import pytest
 import yaml
+from child_env import without_fsmem
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from fsmem import Memory
@@ -408,7 +409,7 @@ def test_the_cli_names_a_misspelt_setting_and_exits_2(tmp_path):
     memory = Memory.init(tmp_path / "m")
     config = memory.root / CONFIG_FILE
     config.write_text(config.read_text().replace("  timeout_seconds: 10 ", "  timeout_secnds: 10 ", 1))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     cli_runner.same_as_a_process(["--root", str(memory.root), "ls"], env=env)  # the `fsmem` script: the same bytes
     for argv in (["ls"], ["check"]):
         done = cli_runner.run(["--root", str(memory.root), *argv], text=True, env=env)  # run here (cli_runner)
@@ -446,6 +447,6 @@ def test_a_key_set_twice_is_refused_with_both_lines(tmp_path, added, key, twice,
     with pytest.raises(ConfigError) as refused:
         Config.load(memory.root)
     assert str(refused.value) == expected
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     done = cli_runner.run(["--root", str(memory.root), "ls"], text=True, env=env)
     assert (done.returncode, done.stdout, done.stderr) == (2, "", f"fsmem: error: {expected}\n")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -14,6 +13,7 @@ from pathlib import Path
 import cli_runner
 import preloaded
 import pytest
+from child_env import without_fsmem
 
 from fsmem import Memory
 
@@ -23,7 +23,7 @@ NOW = "2026-12-01T08:00:00+00:00"
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     env.update(FSMEM_NOW=NOW, **extra)
     return env
 

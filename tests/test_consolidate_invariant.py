@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from child_env import without_fsmem
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fsmem import Memory
@@ -184,7 +185,7 @@ def test_a_second_complete_run_changes_nothing(tmp_path):
 def _cli(root: Path, **env: str) -> subprocess.CompletedProcess:
     """`fsmem --root ROOT consolidate` as a process of its own, forked from a parent that imported fsmem once
     (tests/preloaded.py): a real process, really SIGKILLed, without an interpreter start a kill."""
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    clean = without_fsmem()
     return preloaded.run(["--root", str(root), "consolidate"], env={**clean, "FSMEM_NOW": NOW, **env}, timeout=120)
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from child_env import without_fsmem
 from hostile import FOLDER_AS_FILE, SECRETS, build, payloads, tree_state
 
 from fsmem import Memory
@@ -73,7 +74,7 @@ def assert_no_secret(texts: list[str]) -> None:
 
 
 def _environment() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    return without_fsmem()
 
 
 # -- the positive control: the same faces do work on a memory file ------------------------------
@@ -166,7 +167,7 @@ def run_here(argv: list[bytes], stdin: bytes) -> tuple[int, bytes, bytes]:
 @pytest.mark.slow
 def test_cli_refuses_every_payload_with_one_line_and_exit_2(hostile):
     _base, root, outside = hostile
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     jobs = []
     for name, args in CLI_OPS.items():
         for what, path in payloads(outside, files=name in ("read", "write", "edit")):

@@ -3,7 +3,6 @@ that misbehave; host-local settings that no fsmem.yaml, clone or remote can set;
 
 from __future__ import annotations
 
-import os
 import shlex
 import subprocess
 import sys
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import cli_runner
 import pytest
+from child_env import without_fsmem
 from import_samples import CHATGPT, chatgpt_conversation, chatgpt_export
 
 from fsmem import Memory
@@ -32,7 +32,7 @@ def run(
     root: Path, *args: str, host: str = "laptop", timeout: float = 120, process: bool = False
 ) -> subprocess.CompletedProcess[str]:
     """The command line run here (`cli_runner`); with `process`, also as the `fsmem` script, held to its bytes."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     env.update(FSMEM_NOW=NOW, FSMEM_HOST_ID=host)
     argv = ["--root", str(root), *args]
     if process:
@@ -201,7 +201,7 @@ def test_the_command_and_the_host_id_come_from_this_hosts_settings_never_from_fs
     assert run(memory, "config", "--local", "distill.command", command("keyed")).returncode == 0
     assert run(memory, "config", "--local", "notes.host_id", "desk").returncode == 0
     assert '"distill.command"' in (memory / ".fsmem/host-settings.json").read_text()  # no git: kept in .fsmem/
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     done = subprocess.run(
         [FSMEM, "--root", str(memory), "distill"], env={**env, "FSMEM_NOW": NOW}, capture_output=True, text=True
     )

@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import pytest
+from child_env import without_fsmem
 from import_samples import CHATGPT, chatgpt_export
 from test_distill import FSMEM, NOW, command, run
 
@@ -77,7 +78,7 @@ def test_the_inspector_cli_lists_the_prompt_where_it_is_installed(root):
     if npx is None:
         pytest.skip("npx is not installed")
     args = [npx, "--no-install", "@modelcontextprotocol/inspector", "--cli", FSMEM, "--root", str(root), "mcp"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     try:
         done = subprocess.run(
             [*args, "--method", "prompts/list"],

@@ -23,6 +23,7 @@ from pathlib import Path
 import cli_runner
 import click
 import pytest
+from child_env import without_fsmem
 
 from fsmem import Memory, connect
 from fsmem.cli import cli
@@ -130,7 +131,7 @@ def run(argv: list[str], stdin=subprocess.DEVNULL, *, process: bool = False) -> 
     """The command line run here (`cli_runner`; a test that gives it a FIFO takes `deadline`, so that a missed
     refusal fails instead of hanging); as a real `fsmem` process with `process`, where the command would keep
     running (`serve`) or stdin is endless, as for every command that serves when nothing stops it."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     if process or "serve" in argv:
         return cli_runner.real(argv, text=True, env=env, stdin=stdin, timeout=30)
     return cli_runner.run(argv, text=True, env=env, stdin=stdin)
@@ -170,7 +171,7 @@ def test_a_folder_argument_that_is_a_fifo_or_a_device_is_refused(world, argument
 
 def test_a_process_refuses_as_the_run_here(world, deadline):
     """The `fsmem` script, a real process, refuses a FIFO, a device and a folder with the same bytes."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     lines = [
         fill(FILE_ARGUMENTS[argument].argv, world, world[kind])
         for argument in (("recall", "seen"), ("import locomo", "file"), ("token list", "tokens_file"))

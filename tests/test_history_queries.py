@@ -10,6 +10,7 @@ from pathlib import Path
 
 import cli_runner
 import pytest
+from child_env import without_fsmem
 
 from fsmem import EditConflict, InvalidArgument, Memory, NotFound
 from fsmem.agents import tools
@@ -24,7 +25,7 @@ def git(root: Path, *args: str) -> str:
 
 def cli(root: Path, *args: str, process: bool = False) -> subprocess.CompletedProcess:
     """The command line run here (`cli_runner`); with `process`, also as the `fsmem` script, held to its bytes."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     run = cli_runner.same_as_a_process if process else cli_runner.run
     return run(["--root", str(root), *args], text=True, env=env)
 

@@ -17,6 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from child_env import without_fsmem
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fsmem import InvalidArgument, Memory, NotFound
@@ -241,7 +242,7 @@ def test_fsmem_mcp_with_a_path_says_the_same(shared):
     from mcp.client.stdio import stdio_client
 
     root, everything, _in_scope = shared
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     argv = ["-m", "fsmem", "--root", str(root), "--agent", "researcher", "mcp", "--path", "topics/"]
     params = StdioServerParameters(command=sys.executable, args=argv, env=env)
 

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from child_env import without_fsmem
 
 from fsmem import ChangedOnDisk, Memory
 from fsmem.agents import tools
@@ -57,7 +58,7 @@ def test_a_stale_version_changes_nothing_and_names_the_current_one(empty_memory)
     assert empty_memory.edit("topics/a.md", old="bo", new="cy", expected_version=current).changed
     with pytest.raises(ChangedOnDisk, match="no longer exists"):
         empty_memory.write("topics/none.md", "# x\n", expected_version=current)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     cli = subprocess.run(
         [FSMEM, "--root", str(root), "edit", "topics/a.md", "--old", "cy", "--new", "dee", "--if-version", stale],
         capture_output=True,

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import cli_runner
 import pytest
+from child_env import without_fsmem
 from import_samples import long_session, slash_clear, write_jsonl
 
 from fsmem import Memory
@@ -65,7 +66,7 @@ def hook(
 ) -> subprocess.CompletedProcess[str]:
     """The hook's command line run here (`cli_runner`: one that hit its time limit, which ends the process, would
     fail the test); with `process`, also as the `fsmem` script, which must print the same bytes."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     env["FSMEM_NOW"] = "2026-05-04T10:00:00Z"
     where = ["--root", str(root)] if root is not None else []
     run = cli_runner.same_as_a_process if process else cli_runner.run
@@ -294,7 +295,7 @@ def test_an_unknown_event_is_ignored_and_logged(root):
 def test_the_time_limit_stops_the_hook_with_exit_0(root, tmp_path):
     fifo = tmp_path / "stdin.fifo"
     os.mkfifo(fifo)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     with open(os.open(fifo, os.O_RDWR), "w") as held_open:  # a writer that never closes: stdin never ends
         done = subprocess.run(
             [FSMEM, "--root", str(root), "hook", "claude-code", "--timeout", "1"],
@@ -406,7 +407,7 @@ def rendered(records: list[dict]) -> list[str]:
 
 def fsmem(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """The command line run here (`cli_runner`)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     env["FSMEM_NOW"] = "2026-05-04T10:00:00Z"
     return cli_runner.run(["--root", str(root), *args], text=True, env=env)
 

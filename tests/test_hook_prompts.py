@@ -17,6 +17,7 @@ from pathlib import Path
 
 import cli_runner
 import pytest
+from child_env import without_fsmem
 
 from fsmem import Memory
 
@@ -29,7 +30,7 @@ TOP_LEVEL = {"continue", "suppressOutput", "stopReason", "decision", "reason", "
 def hook(root: Path, stdin: str | bytes, *args: str, process: bool = False) -> subprocess.CompletedProcess[bytes]:
     """The hook's command line run here (`cli_runner`: one that hit its time limit, which ends the process,
     would fail the test); with `process`, also as the `fsmem` script, which must print the same bytes."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     env["FSMEM_NOW"] = NOW
     data = stdin.encode("utf-8", "surrogatepass") if isinstance(stdin, str) else stdin
     argv = ["--root", str(root), "hook", "claude-code", *args]
@@ -118,7 +119,7 @@ def test_stop_asks_once_for_keyed_notes_with_a_command_that_works_then_never_aga
     [command] = [line for line in reason.splitlines() if " note " in line]
     argv = shlex.split(command)
     assert argv[1:3] == ["--root", str(root)] and argv[3] == "note"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     saved = subprocess.run(argv, capture_output=True, text=True, env={**env, "FSMEM_NOW": NOW}, timeout=60)
     assert saved.returncode == 0, saved.stderr  # the command the agent is given writes a keyed note
     [note] = (root / "sessions").glob("*/*/*/*.md")
@@ -237,7 +238,7 @@ def test_a_damaged_memory_or_transcript_never_blocks(root, tmp_path, damage):
 
 @pytest.fixture
 def known(root: Path) -> Path:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     env["FSMEM_NOW"] = NOW
     facts = "\n".join(f"- project {i}: Atlas billing export number {i} runs nightly" for i in range(60))
     for args in (
@@ -351,7 +352,7 @@ def test_claude_doctor_accepts_the_hooks_that_connect_writes(root, tmp_path):
     home, project = tmp_path / "home", tmp_path / "project"
     project.mkdir(parents=True)
     home.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     written = subprocess.run(
         [FSMEM, "--root", str(root), "connect", "claude-code", "--hooks", "--write"],
         capture_output=True,

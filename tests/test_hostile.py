@@ -19,6 +19,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from child_env import without_fsmem
 
 from fsmem import Memory
 from fsmem.agents import tools
@@ -46,7 +47,7 @@ def _limit_memory() -> None:
 
 def cli(root: Path, *args: str, input: str | None = None, timeout: float = 30) -> subprocess.CompletedProcess:
     """The installed `fsmem` on `root`; a command that does not finish within `timeout` fails the test."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     env["FSMEM_NOW"] = NOW
     return subprocess.run(
         [FSMEM, "--root", str(root), *args],
@@ -80,7 +81,7 @@ def within(seconds: float, call):
 
 
 def _environment() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    return without_fsmem()
 
 
 # -- finding 6: links into .fsmem/ and .git/ --------------------------------------------------------

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from child_env import without_fsmem
 from hypothesis import given, settings, strategies as st
 from import_samples import (
     CHATGPT,
@@ -59,7 +60,7 @@ def commit_count(memory: Memory) -> int:
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     return subprocess.run([FSMEM, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=False)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import cli_runner
 import pytest
+from child_env import without_fsmem
 from conftest import write_file
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -71,7 +72,7 @@ Met [[R. DIAZ]] today.
 
 def fsmem(root: Path, *args: str, env: dict[str, str] | None = None, input: str | None = None, process: bool = False):
     """The command line run here (`cli_runner`); with `process`, also as the `fsmem` script, held to its bytes."""
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    clean = without_fsmem()
     clean.update(env or {})
     run = cli_runner.same_as_a_process if process else cli_runner.run
     return run(["--root", str(root), *args], text=True, env=clean, input=input)

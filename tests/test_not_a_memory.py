@@ -19,6 +19,7 @@ from pathlib import Path
 
 import cli_runner
 import pytest
+from child_env import without_fsmem
 
 import fsmem
 from fsmem import Memory
@@ -98,7 +99,7 @@ RUN_ON = {"watch", "mcp", "serve"}
 
 def run(*args: str, env_extra: dict[str, str] | None = None, process: bool = False) -> subprocess.CompletedProcess:
     """The command line run here (`cli_runner`), or as a real `fsmem` process (`process`)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     env.update(env_extra or {})
     return (cli_runner.real if process else cli_runner.run)(args, text=True, env=env, timeout=60)
 

@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from child_env import without_fsmem
 from conftest import configure
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -87,7 +88,7 @@ def test_the_configured_default_subject_is_used(empty_memory, monkeypatch):
 
 
 def test_through_the_cli_and_the_note_tool(empty_memory):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     env.update(FSMEM_NOW=NOW, FSMEM_SESSION="s1")
     root = str(empty_memory.root)
     for args in (["--subject", "topic/Billing", "- cycle: monthly"], ["from the cli"]):

@@ -16,6 +16,7 @@ from pathlib import Path
 import cli_runner
 import pytest
 import sync_scenario as S
+from child_env import without_fsmem
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fsmem import Memory
@@ -96,7 +97,7 @@ def test_memory_refuses_every_unportable_name_with_its_reason(memory, path, reas
 @pytest.mark.parametrize(("path", "reason"), REFUSED, ids=[p for p, _ in REFUSED])
 def test_the_cli_refuses_every_unportable_name_with_one_line_and_exit_2(memory, path, reason):
     before = files_of(memory.root)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     for args in (["write", path], ["mv", "topics/billing.md", path]):
         if path == REFUSED[0][0]:  # the first name: the `fsmem` script, a real process, refuses with the same bytes
             cli_runner.same_as_a_process(["--root", str(memory.root), *args], input="x\n", env=env)
@@ -150,7 +151,7 @@ def test_names_already_stored_are_read_reported_and_renamed_by_the_printed_mv(me
     (root / "aux").mkdir()
     (root / "aux" / "what?.md").write_text("# What\n")
     assert memory.read("topics/a:b.md").lines == [(1, "# A b")]  # stored: still reachable
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     check = cli_runner.same_as_a_process(["--root", str(root), "check"], text=True, env=env)  # a process's too
     reported = [line for line in check.stdout.splitlines() if "rename it with: " in line]
     assert reported == [

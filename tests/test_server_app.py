@@ -21,6 +21,7 @@ from pathlib import Path
 import cli_runner
 import preloaded
 import pytest
+from child_env import without_fsmem
 from git_readers import cat_file_readers
 from test_tools import NOW, build_memory, snapshot
 
@@ -47,7 +48,7 @@ class ServerProcess:
     that has made the server's imports once (tests/preloaded.py)."""
 
     def __init__(self, *args: str, tokens: Path):
-        env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+        env = without_fsmem()
         env.update(FSMEM_NOW=NOW, FSMEM_TOKENS=str(tokens))
         self.proc = preloaded.start(["serve", *args, "--port", "0"], env=env, stderr=subprocess.PIPE)
         self.lines: list[dict] = []
@@ -195,7 +196,7 @@ def _copy_memory(tmp: Path, name: str, extra_agents: str = "") -> Path:
 def fsmem_token(*args: str, tokens: Path) -> dict:
     """`fsmem token ... --json` as an operator runs it, beside the server: its answer. (It reads the date in a
     process of its own, so a test that makes or revokes its tokens so reads none and runs once.)"""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     done = subprocess.run(
         [FSMEM, *args, "--tokens", str(tokens), "--json"], capture_output=True, text=True, env=env, timeout=60
     )
@@ -760,7 +761,7 @@ def test_the_views_of_one_memory_share_its_git_readers(tmp_path, monkeypatch):
 
 def test_serve_refuses_an_agent_and_a_token_store_inside_a_memory(tmp_path):
     root = _copy_memory(tmp_path, "team")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     agent = cli_runner.run(["serve", "--memory", f"team={root}", "--agent", "researcher"], text=True, env=env)
     assert agent.returncode == 2 and "takes no --agent" in agent.stderr
     inside = subprocess.run(  # a process: the refusal as an operator meets it

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import cli_runner
 import pytest
+from child_env import without_fsmem
 from test_server_app import HEADERS, ServerProcess, session, text_of, tool_call
 from test_tools import NOW, build_memory
 
@@ -359,7 +360,7 @@ def test_a_query_of_twenty_thousand_words_is_refused_before_it_runs_on_every_fac
         "error: the query has 20,000 distinct words; a search takes at most 100: ask with the words that name "
         "what you need"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     started = time.monotonic()
     done = cli_runner.run(["--root", str(door["root"]), "search", words], text=True, env=env)  # the CLI, here
     assert done.returncode == 2 and done.stderr.startswith("fsmem: error: the query has 20,000 distinct words")

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import preloaded
 import pytest
+from child_env import without_fsmem
 from conftest import configure
 from preloaded import FSMEM
 from test_rendezvous import CONNECT, NOW, READS, _as_nobody, _ask_by_hand, both, run, zephyr_memory
@@ -39,7 +40,7 @@ class Server:
     read from the file its stderr goes to."""
 
     def __init__(self, root: Path, tokens: Path, env: dict | None = None, started: bool = False):
-        environment = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+        environment = without_fsmem()
         environment.update(FSMEM_NOW=NOW, **(env or {}))
         self._said = tempfile.TemporaryFile()
         args = ["serve", "--memory", f"team={root}", "--port", "0", "--tokens", str(tokens)]

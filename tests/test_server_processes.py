@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 import cli_runner
 import pytest
+from child_env import without_fsmem
 from test_server_app import (
     LIST,
     ServerProcess,
@@ -265,7 +266,7 @@ def test_a_worker_that_cannot_start_stops_the_server_with_an_error(tmp_path):
         "    return 3 if index == 1 else channel.send(b'ready') and __import__('time').sleep(60)\n"
         "sys.exit(Parent(settings, RequestLog(), broken).run())\n"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     done = subprocess.run(
         [sys.executable, "-c", script, str(root), str(tmp_path / "tokens.json")],
         capture_output=True,
@@ -309,7 +310,7 @@ def test_processes_is_a_number_or_auto_and_needs_sockets_passed_between_processe
 
 def test_serve_refuses_a_wrong_processes_in_one_line(tmp_path):
     root = _copy_memory(tmp_path, "team")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     env.update(FSMEM_NOW=NOW, FSMEM_TOKENS=str(tmp_path / "tokens.json"))
     # the CLI in this process (tests/cli_runner.py: the same bytes; test_server_app refuses one as a process)
     done = cli_runner.run(["serve", "--memory", f"team={root}", "--processes", "0"], text=True, env=env)

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from child_env import without_fsmem
 
 from fsmem.errors import ConfigError, InvalidArgument, NotFound, PathEscape
 from fsmem.server.tokens import TokenStore, default_path, parse_expiry
@@ -103,7 +104,7 @@ def test_the_default_store_follows_the_environment(monkeypatch, tmp_path):
 
 
 def fsmem(*args, tokens: Path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     env["FSMEM_TOKENS"] = str(tokens)
     return subprocess.run([FSMEM, *args], capture_output=True, text=True, env=env, timeout=60)
 
@@ -137,7 +138,7 @@ def test_token_commands(tmp_path):
 
 def _create_into(stdout_fd: int, tokens: Path, *extra: str) -> subprocess.Popen:
     """`fsmem token create` with `stdout_fd` as its stdout, its stderr a pipe to read."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     env["FSMEM_TOKENS"] = str(tokens)
     return subprocess.Popen(
         [FSMEM, "token", "create", "--memory", "team", "--agent", "reviewer", *extra],

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import cli_runner
 import pytest
+from child_env import without_fsmem
 
 from fsmem import Memory
 from fsmem.agents import tools
@@ -70,7 +71,7 @@ def plain(tmp_path, monkeypatch) -> Memory:
 
 def fsmem(root: Path, *args: str, process: bool = False) -> subprocess.CompletedProcess[str]:
     """The command line run here (`cli_runner`); with `process`, also as the `fsmem` script, held to its bytes."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     env["FSMEM_NOW"] = NOW
     run = cli_runner.same_as_a_process if process else cli_runner.run
     return run(["--root", str(root), *args], text=True, env=env)

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from child_env import without_fsmem
 from hypothesis import given, settings, strategies as st
 
 from fsmem import EditConflict, HistoryError, Memory
@@ -35,7 +36,7 @@ def git(root: Path, *args: str) -> str:
 
 
 def cli(root: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     env["FSMEM_NOW"] = os.environ["FSMEM_NOW"]
     return subprocess.run([FSMEM, "--root", str(root), *args], capture_output=True, text=True, env=env, timeout=60)
 

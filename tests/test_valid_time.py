@@ -5,13 +5,13 @@ same bytes; the clock pinned with FSMEM_NOW), the API and the tools."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import cli_runner
 import pytest
+from child_env import without_fsmem
 
 from fsmem import Memory
 from fsmem.agents import tools
@@ -32,7 +32,7 @@ def fsmem(
     root: Path, *args: str, now: str = LATER, check: bool = True, process: bool = False
 ) -> subprocess.CompletedProcess:
     """The command line run here (`cli_runner`); with `process`, also as the `fsmem` script, held to its bytes."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     env["FSMEM_NOW"] = now
     argv = ["--root", str(root), *args]
     run = cli_runner.same_as_a_process if process else cli_runner.run

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import inspect
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import click
 import pytest
+from child_env import without_fsmem
 
 from fsmem import Memory
 from fsmem.agents import tools
@@ -184,7 +184,7 @@ def test_list_answers_share_their_json_fields(demo_memory):
 
 
 def run(*args: str, root: Path) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env = without_fsmem()
     return subprocess.run([FSMEM, *args], capture_output=True, text=True, env=env, cwd=root, timeout=60)
 
 
