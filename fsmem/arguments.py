@@ -1,15 +1,12 @@
 """Arguments checked on the way in to a public method, against its annotations and the spec's limits: `InvalidArgument`.
 
-The README promises that only `FsmemError` leaves a `Memory` method; a
-`read(123)` or a `write(set="t=x")` used to raise TypeError, AttributeError or
-a YAML error from deep inside. `ArgumentCheck(method)` reads the method's annotations
-once, on its first call, and checks every call against them: the count and
-names of the arguments, and the type of each value (text, a whole number, a
-number, True or False, a path, a list of text, a mapping of text…). The
-values themselves (a path that escapes, a range that is no range) are the
-method's to judge, as before, but for one thing every operation asks alike: text
-it is given must be text, with no NUL byte and no lone surrogate (`not_text`),
-so no operation checks its text arguments again (the store still checks what it writes).
+The README promises that only `FsmemError` leaves a `Memory` method; a `read(123)` or a `write(set="t=x")`
+used to raise TypeError, AttributeError or a YAML error from deep inside. `ArgumentCheck(method)` reads the
+method's annotations once, on its first call, and checks every call against them: the count and names of the
+arguments, and the type of each value (text, a whole number, a number, True or False, a path, a list of
+text, a mapping of text…). The values themselves (a path that escapes, a range that is no range) are the
+method's to judge, but for what every operation asks alike: text must be text, with no NUL byte and no
+lone surrogate (`not_text`; the store still checks what it writes).
 
 The annotations are strings (`from __future__ import annotations`); each is
 read with `ast`, names are looked up in the method's module, and a name that
@@ -95,11 +92,8 @@ def text_problem(value: str) -> str | None:
 def not_text(name: str, value: Any, command: str | None = None) -> str | None:
     """Why text given as argument `name` (or an item of a list of texts) is no text, in the face's words
     (`--subject contains a NUL byte; nothing was stored`); None when it is text or no text was given."""
-    problem = None
-    if isinstance(value, str):
-        problem = text_problem(value)
-    elif isinstance(value, (list, tuple)):
-        problem = next((text_problem(item) for item in value if isinstance(item, str) and text_problem(item)), None)
+    texts = [value] if isinstance(value, str) else value if isinstance(value, (list, tuple)) else []
+    problem = next((found for text in texts if isinstance(text, str) and (found := text_problem(text))), None)
     if problem is None:
         return None
     if faces.current().kind == faces.TOOLS:

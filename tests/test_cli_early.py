@@ -5,10 +5,10 @@ import pytest
 from conftest import configure, write_file
 
 from fsmem import Memory
-from fsmem.cli import early, lean
+from fsmem.cli import early, lean_tables
 from fsmem.store import rg_command
 
-ARGUMENTS = {**lean.DEFAULTS, "pattern": "zephyr"}  # a plain grep, as fsmem.cli.lean parses one
+ARGUMENTS = {**lean_tables.DEFAULTS["grep"], "pattern": "zephyr"}  # a plain grep, as fsmem.cli.lean parses one
 
 
 @pytest.fixture
@@ -25,7 +25,7 @@ def started():
 
 def test_the_first_pass_adopts_the_process_started_for_it(root):
     expected = Memory(root).grep("zephyr").to_text()
-    early.start(str(root), ARGUMENTS, max_line_chars=lean.MAX_LINE_CHARS)
+    early.start(str(root), ARGUMENTS, max_line_chars=lean_tables.MAX_LINE_CHARS)
     process = started()
     assert Memory(root).grep("zephyr").to_text() == expected
     assert rg_command._started == [] and process.returncode == 0  # claimed and run to its end
@@ -35,7 +35,7 @@ def test_a_pass_with_another_command_line_stops_the_early_one(root):
     configure(root, {"read": {"max_line_chars": 20}})
     expected = Memory(root).grep("zephyr").to_text()
     assert "line cut" in expected
-    early.start(str(root), ARGUMENTS, max_line_chars=lean.MAX_LINE_CHARS)
+    early.start(str(root), ARGUMENTS, max_line_chars=lean_tables.MAX_LINE_CHARS)
     process = started()
     assert Memory(root).grep("zephyr").to_text() == expected  # its uncut lines were not taken
     # stopped and reaped: killed, unless it had finished first (a tiny memory, a loaded machine: exit 0)
@@ -44,16 +44,16 @@ def test_a_pass_with_another_command_line_stops_the_early_one(root):
 
 @pytest.mark.parametrize("narrowed", [{"paths": ["topics"]}, {"type": "entity"}, {"tag": ["money"]}])
 def test_named_paths_and_filters_start_nothing(root, narrowed):
-    early.start(str(root), {**ARGUMENTS, **narrowed}, max_line_chars=lean.MAX_LINE_CHARS)
+    early.start(str(root), {**ARGUMENTS, **narrowed}, max_line_chars=lean_tables.MAX_LINE_CHARS)
     assert rg_command._started == []
 
 
 def test_no_memory_and_a_refused_pattern_start_nothing(root, tmp_path):
-    early.start(str(tmp_path), ARGUMENTS, max_line_chars=lean.MAX_LINE_CHARS)  # no fsmem.yaml there
+    early.start(str(tmp_path), ARGUMENTS, max_line_chars=lean_tables.MAX_LINE_CHARS)  # no fsmem.yaml there
     early.start(
         str(root),
         {**ARGUMENTS, "pattern": "x" * (rg_command.MAX_PATTERN_CHARS + 1)},
-        max_line_chars=lean.MAX_LINE_CHARS,
+        max_line_chars=lean_tables.MAX_LINE_CHARS,
     )
     assert rg_command._started == []
 
@@ -61,7 +61,7 @@ def test_no_memory_and_a_refused_pattern_start_nothing(root, tmp_path):
 def test_the_root_is_found_as_memory_finds_it(root, monkeypatch):
     monkeypatch.delenv("FSMEM_ROOT", raising=False)
     monkeypatch.chdir(root / "topics")
-    early.start(None, ARGUMENTS, max_line_chars=lean.MAX_LINE_CHARS)
+    early.start(None, ARGUMENTS, max_line_chars=lean_tables.MAX_LINE_CHARS)
     assert rg_command._started[0][1] == str(Memory().root)
     rg_command.discard()
     assert rg_command._started == []

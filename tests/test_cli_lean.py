@@ -1,7 +1,8 @@
-"""`fsmem grep` without click (`fsmem.cli.lean`): the same answer, errors and exit code as the click command,
+"""Commands without click (`fsmem.cli.lean`): the same answer, errors and exit code as the click command,
 and the import budget of the commands agents call most, checked by the modules a run loads (never by time)."""
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -92,7 +93,7 @@ def test_the_root_and_agent_come_from_either_side_of_the_command_and_the_environ
         ["grep", "x", "--json=yes"],
         ["grep", "x", "--type"],
         ["--version", "grep"],
-        ["ls", "grep"],
+        ["ls", "grep", "x"],  # an extra operand
         ["--root", "--agent", "grep", "x"],
     ],
     ids=" ".join,
@@ -109,20 +110,74 @@ def test_a_line_left_to_click_gets_clicks_answer(memory, capsys):
     assert "No such option '--max-result'. Did you mean '--max-results'?" in capsys.readouterr().err
 
 
-def test_the_lean_tables_are_made_from_grep_spec():
-    """The lean path's option tables are source written from grep's spec, never by hand: a parameter added to
-    grep's spec fails here until `python -m fsmem.cli.generated` rewrites them (and then parses as click does)."""
-    text = Path(lean.__file__).read_text(encoding="utf-8")
-    written = generated.LEAN_BEGIN + text.split(generated.LEAN_BEGIN, 1)[1].split(generated.LEAN_END, 1)[0]
-    assert written + generated.LEAN_END == generated.lean_tables(declared()["grep"]), (
-        "run: python -m fsmem.cli.generated"
-    )
+# a value of each parameter, for a line with every option of a command (anything not named here: by its kind)
+SAMPLES = {
+    **{"path": "topics/billing.md", "source": "topics/billing.md", "target": "topics/b.md", "subject": "acme"},
+    **{"pattern": "zephyr", "query": "zephyr plan", "key": "plan", "section": "Billing", "lines": "1:3"},
+    **{"as_of": "2030-01-01", "updated_after": "2020-01-01", "since": "2020-01-01", "type": "entity"},
+    **{"at": "HEAD", "rev": "HEAD", "old": "gold", "new": "silver", "tag": "money", "command": "true"},
+}
+BY_KIND = {"str": "x", "int": "2", "float": "0.5", "list": "x"}
+
+
+def every_line() -> list[list[str]]:
+    """For each command the lean path parses: its operands and required options, then with every option once."""
+    from fsmem.cli.lean_tables import DEFAULTS, OPERANDS, OPTIONS
+
+    lines = []
+    for command, options in OPTIONS.items():
+        operands = [SAMPLES.get(name, BY_KIND[kind]) for name, kind, _ in OPERANDS[command]]
+        given = {parameter: (flag, kind) for flag, (parameter, kind) in options.items()}  # the long spelling
+        words = {
+            p: [flag] if kind == "bool" else [flag, SAMPLES.get(p, BY_KIND[kind])] for p, (flag, kind) in given.items()
+        }
+        required = [word for p, pair in words.items() if p not in DEFAULTS[command] for word in pair]
+        lines.append([command, *operands, *required])
+        lines.append([command, *operands, *(word for pair in words.values() for word in pair)])
+    return lines
+
+
+@pytest.mark.parametrize("argv", every_line(), ids=" ".join)
+def test_every_command_the_lean_path_parses_answers_as_the_click_command_does(memory, capsys, argv, tmp_path):
+    """Each side runs on the same memory as it was (a write is undone between them): the same stdout, stderr
+    and exit code, whatever the command does."""
+    argv = ["--root", str(memory.root), *argv]
+    kept = tmp_path / "kept"
+    shutil.copytree(memory.root, kept, symlinks=True)
+    lean_side = run(argv, capsys, use_click=False)
+    shutil.rmtree(memory.root)
+    shutil.copytree(kept, memory.root, symlinks=True)
+    assert lean_side == run(argv, capsys, use_click=True)
+
+
+def test_a_command_whose_inputs_need_click_is_left_to_it():
+    """`note` reads stdin, `write` parses --set as YAML, `consolidate` shows a progress bar: click runs them, and
+    `import markdown` is a group's subcommand."""
+    from fsmem.cli.generated import lean_parses
+    from fsmem.cli.lean_tables import OPTIONS
+
+    assert {"note", "write", "recall", "consolidate", "import_from"}.isdisjoint(OPTIONS)
+    assert sorted(OPTIONS) == sorted(name for name, op in declared().items() if lean_parses(op))
+    assert {"ls", "grep", "read", "search", "stat", "show", "edit", "rm", "mv"} <= set(OPTIONS)
+    for argv in (["note", "x"], ["write", "topics/a.md"], ["import", "markdown", "x"], ["ls", "a", "b"], ["read"]):
+        assert lean.parse(argv) is None, argv
+
+
+def test_the_lean_tables_are_made_from_the_spec():
+    """The lean path's tables are source written from the spec, never by hand: a parameter added to an operation
+    fails here until `python -m fsmem.cli.generated` rewrites them (and then parses as click does)."""
+    from fsmem.cli import lean_tables
+
+    text = Path(lean_tables.__file__).read_text(encoding="utf-8")
+    assert text == generated.lean_tables(), "run: python -m fsmem.cli.generated"
 
 
 def test_the_tables_are_rewritten_from_the_spec(tmp_path):
-    copy = tmp_path / "lean.py"
-    text = Path(lean.__file__).read_text(encoding="utf-8")
-    copy.write_text(text.replace('"-i": "ignore_case"', '"-x": "ignore_case"'), encoding="utf-8")
+    from fsmem.cli import lean_tables
+
+    copy = tmp_path / "lean_tables.py"
+    text = Path(lean_tables.__file__).read_text(encoding="utf-8")
+    copy.write_text(text.replace('"-i": ("ignore_case", "bool")', '"-x": ("ignore_case", "bool")'), encoding="utf-8")
     assert generated.write_lean_tables(str(copy))
     assert copy.read_text(encoding="utf-8") == text
     assert not generated.write_lean_tables(str(copy))
@@ -148,8 +203,15 @@ NOT_LOADED = {
         *("fsmem.format.frontmatter", "fsmem.format.markdown", "fsmem.format.links", "fsmem.format.secrets"),
         *("hashlib", "_hashlib", "datetime"),
     ],
-    "ls": [*HEAVY, "fsmem.search", "fsmem.query.links", "fsmem.operations.writes", "fsmem.operations.upkeep"],
-    "read": [*HEAVY, "fsmem.search", "fsmem.query.listing", "fsmem.operations.writes", "fsmem.operations.upkeep"],
+    "ls": [*HEAVY, "click", "fsmem.search", "fsmem.query.links", "fsmem.operations.writes", "fsmem.operations.upkeep"],
+    "read": [
+        *HEAVY,
+        "click",
+        "fsmem.search",
+        "fsmem.query.listing",
+        "fsmem.operations.writes",
+        "fsmem.operations.upkeep",
+    ],
     # a note writes front matter (yaml) and brings the search index up to date with it, when there is one
     "note": ["tiktoken", "rapidfuzz", "watchdog", "mcp", "numpy", "fsmem.consolidate", "fsmem.operations.upkeep"],
 }
@@ -185,8 +247,8 @@ def test_the_commands_agents_call_most_import_only_what_they_use(memory):
 # fsmem.store.beneath: the retrieval log a grep appends to lives in .fsmem/, whose folders are opened through no
 # link (issue 31). fsmem.cli.rendezvous: the memory a grep opens is a kept one in a process that answers one-shot
 # reads (from the shell it is imported before, to ask one).
-GREP_MODULES = """fsmem fsmem.arguments fsmem.budget fsmem.cli fsmem.cli.early fsmem.cli.lean fsmem.cli.printing
-fsmem.cli.rendezvous fsmem.config fsmem.config.check fsmem.config.parse fsmem.config.sections fsmem.errors fsmem.faces fsmem.format
+GREP_MODULES = """fsmem fsmem.arguments fsmem.budget fsmem.cli fsmem.cli.early fsmem.cli.lean fsmem.cli.lean_tables
+fsmem.cli.printing fsmem.cli.rendezvous fsmem.cli.running fsmem.config fsmem.config.check fsmem.config.parse fsmem.config.sections fsmem.errors fsmem.faces fsmem.format
 fsmem.format.portable fsmem.memory fsmem.names fsmem.operations fsmem.operations.core
 fsmem.operations.reads fsmem.query fsmem.query.grep fsmem.query.grep_cache fsmem.store fsmem.store.beneath
 fsmem.store.cache
@@ -211,6 +273,7 @@ def test_a_plain_grep_imports_these_fsmem_modules_and_starts_rg_after_only_a_few
         "fsmem.cli",
         "fsmem.cli.early",
         "fsmem.cli.lean",
+        "fsmem.cli.lean_tables",
         "fsmem.errors",
         "fsmem.names",
         "fsmem.store",

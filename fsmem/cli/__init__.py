@@ -4,7 +4,7 @@ Commands are loaded lazily from their modules (`COMMANDS`, made from the spec an
 hand-written list of `fsmem.spec.commands`), so `fsmem read`
 pays neither for MCP, watchdog nor the search index at start-up, and
 `fsmem --version` answers before click is imported, and so does a plain
-`fsmem grep` (`fsmem.cli.lean`). The click group is in `fsmem.cli.app`; the
+command line of an operation, `fsmem grep PATTERN` or `fsmem ls` (`fsmem.cli.lean`). The click group is in `fsmem.cli.app`; the
 one error boundary of both (library errors become one line on stderr and exit
 code 2) is `fsmem.cli.printing.boundary`.
 """
@@ -45,12 +45,11 @@ def main(argv: list[str] | None = None) -> None:
 
 def dispatch(args: list[str], *, whole_process: bool = False) -> None:
     """Run the command line `args` here, and exit with its code (`whole_process`: it is all the process does)."""
-    if "grep" in args:  # a plain grep runs without click (`fsmem.cli.lean`); any other goes to click
-        from fsmem.cli.lean import parse, run as run_lean
+    from fsmem.cli.lean import parse, run as run_lean
 
-        grep = parse(args)
-        if grep is not None:
-            run_lean(grep, whole_process=whole_process)
+    parsed = parse(args)  # a plain command line of an operation runs without click (`fsmem.cli.lean`)
+    if parsed is not None:
+        run_lean(parsed, whole_process=whole_process)
     from fsmem.cli.app import run
 
     run(args)

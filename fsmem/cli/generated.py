@@ -17,14 +17,8 @@ from typing import Any
 
 import click
 
-from fsmem.cli.options import (
-    FsmemCommand,
-    command as fsmem_command,
-    emit,
-    open_memory,
-    output_option,
-)
-from fsmem.cli.printing import print_within
+from fsmem.cli.options import FsmemCommand, command as fsmem_command, open_memory, output_option
+from fsmem.cli.running import answering, run_operation
 from fsmem.spec import CLI, REQUIRED, Operation, Param, declared
 
 CLICK_TYPES: dict[str, Any] = {"int": int, "float": float}
@@ -63,70 +57,112 @@ def decorator(param: Param) -> Callable[[Any], Any]:
     return click.option(*names, param.name, **settings)
 
 
-def exits_1(op: Operation) -> Callable[[Any], bool]:
-    """Whether an answer makes the exit code 1: its spec's `exit_1` attribute holds (`!name`: does not)."""
-    rule = op.cli.exit_1
-    if rule is None:
-        return lambda result: False
-    name = rule.lstrip("!")
-    wanted = not rule.startswith("!")
-    return lambda result: bool(getattr(result, name)) == wanted
-
-
-LEAN_BEGIN = (
-    "# -- generated from grep's spec and fsmem.yaml's defaults by `python -m fsmem.cli.generated`; do not edit --\n"
-)
+LINE_LENGTH = 120  # ruff's line-length in pyproject.toml
+LEAN_BEGIN = "# -- generated from the spec by `python -m fsmem.cli.generated`; do not edit --\n"
 LEAN_END = "# -- end of what is generated --\n"
+LEAN_KINDS = ("bool", "int", "float", "str", "list")  # what the lean path parses; a dict (--set) is click's
 
 
-def lean_tables(op: Operation) -> str:
-    """`fsmem.cli.lean`'s tables of `op`'s options, as Python source: each spelled as `decorator` spells it,
-    and the read setting the early rg pass guesses (`fsmem.cli.early`).
+def lean_parses(op: Operation) -> bool:
+    """Whether the lean path (`fsmem.cli.lean`) parses `op`'s command line: not one whose inputs need click's
+    context (stdin, a file, the global --agent, a progress bar: `Cli.inputs`), a parameter only the command
+    line has (`Cli.extra`), a group's subcommand, an option read from the environment, or a mapping."""
+    params = op.on(CLI)
+    return (
+        op.cli.group is None
+        and not op.cli.inputs
+        and not op.cli.extra
+        and all(p.kind in LEAN_KINDS and not p.envvar for p in params)
+    )
+
+
+def lean_tables() -> str:
+    """`fsmem.cli.lean_tables`, as Python source: the options and operands of every command the lean path
+    parses, each spelled as `decorator` spells it, their defaults, and the read setting the early rg pass
+    guesses (`fsmem.cli.early`).
 
     The lean path parses before Python's typing or the spec are imported (they would delay rg's start), so
     it reads its options from this source, written from the spec; tests/test_cli_lean.py asks that it is
     what this makes now."""
     from fsmem.config.sections import ReadSettings
 
-    flags: dict[str, str] = {}
-    values: dict[str, tuple[str, str]] = {}
-    defaults: dict[str, Any] = {}
-    for param in op.on(CLI):
-        defaults[param.name] = [] if param.kind == "list" else param.default
-        if param.positional:
+    options: dict[str, dict[str, tuple[str, str]]] = {}
+    answers: dict[str, dict[str, Any]] = {}
+    operands: dict[str, tuple[tuple[str, str, bool], ...]] = {}
+    defaults: dict[str, dict[str, Any]] = {}
+    for op in declared().values():
+        if not lean_parses(op):
             continue
-        if param.kind not in ("bool", "int", "str", "list"):
-            raise ValueError(f"{op.name}: the lean path does not parse {param.kind} options ({param.name})")
-        for name in [param.short, param.cli_flag] if param.short else [param.cli_flag]:
-            if param.kind == "bool":
-                flags[name] = param.name
-            else:
-                values[name] = (param.name, param.kind)
-    defaults = {name: value for name, value in defaults.items() if value is not REQUIRED}
+        params = op.on(CLI)
+        options[op.name] = {
+            name: (param.name, param.kind)
+            for param in params
+            if not param.positional
+            for name in ([param.short, param.cli_flag] if param.short else [param.cli_flag])
+        }
+        answers[op.name] = answering(op)
+        operands[op.name] = tuple((p.name, p.kind, p.required) for p in params if p.positional)
+        defaults[op.name] = {
+            p.name: [] if p.kind == "list" else False if p.kind == "bool" else p.default
+            for p in params
+            if not p.required
+        }
     lines = [
-        *_literal("FLAGS", flags),
-        *_literal("VALUES", values, note="  # option -> (parameter, kind)"),
-        *_literal("DEFAULTS: dict[str, Any]", defaults),
+        '"""The command lines the lean path parses (`fsmem.cli.lean`), written from the spec: do not edit."""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing is imported after rg has started (fsmem.cli.early)",
+        "if TYPE_CHECKING:",
+        "    from typing import Any",
+        "",
+        LEAN_BEGIN.rstrip("\n"),
+        "# command -> option -> (parameter, kind)",
+        *_source("OPTIONS: dict[str, dict[str, tuple[str, str]]] = ", options),
+        "# command -> its operands, in order: (parameter, kind, required); a list takes the rest",
+        *_source("OPERANDS: dict[str, tuple[tuple[str, str, bool], ...]] = ", operands),
+        "# command -> the value of each parameter not given",
+        *_source("DEFAULTS: dict[str, dict[str, Any]] = ", defaults),
+        "# command -> how its answer is printed and its exit code chosen (fsmem.cli.running.answering)",
+        *_source("ANSWERING: dict[str, dict[str, Any]] = ", answers),
         f"MAX_LINE_CHARS = {ReadSettings.max_line_chars!r}  # read.max_line_chars's default (fsmem.cli.early)",
+        LEAN_END.rstrip("\n"),
     ]
-    return LEAN_BEGIN + "".join(line + "\n" for line in lines) + LEAN_END
+    return "".join(line + "\n" for line in lines)
 
 
-def _literal(name: str, table: dict[str, Any], *, note: str = "") -> list[str]:
-    """`name = {...}` as ruff formats it: one entry a line, double quotes, a trailing comma."""
+def _source(prefix: str, value: Any, indent: str = "", suffix: str = "") -> list[str]:
+    """`value` as ruff formats it after `prefix`: on one line where it fits in LINE_LENGTH, else one item a
+    line with a trailing comma, each item formatted the same way."""
+    flat = _flat(value)
+    if len(indent + prefix + flat + suffix) <= LINE_LENGTH or not isinstance(value, (dict, tuple, list)) or not value:
+        return [indent + prefix + flat + suffix]
+    opening, closing = ("{", "}") if isinstance(value, dict) else ("(", ")") if isinstance(value, tuple) else ("[", "]")
+    lines = [indent + prefix + opening]
+    inner = indent + "    "
+    if isinstance(value, dict):
+        for key, item in value.items():
+            lines.extend(_source(f"{_flat(key)}: ", item, inner, ","))
+    else:
+        for item in value:
+            lines.extend(_source("", item, inner, ","))
+    lines.append(indent + closing + suffix)
+    return lines
 
-    def source(value: Any) -> str:
-        if isinstance(value, tuple):
-            return "(" + ", ".join(source(item) for item in value) + ")"
-        return json.dumps(value) if isinstance(value, str) else repr(value)
 
-    return [f"{name} = {{{note}", *(f"    {source(key)}: {source(value)}," for key, value in table.items()), "}"]
+def _flat(value: Any) -> str:
+    """`value` on one line, as ruff writes it: double quotes, a one-item tuple with its comma."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_flat(k)}: {_flat(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, tuple):
+        items = ", ".join(_flat(item) for item in value)
+        return f"({items},)" if len(value) == 1 else f"({items})"
+    if isinstance(value, list):
+        return "[" + ", ".join(_flat(item) for item in value) + "]"
+    return json.dumps(value) if isinstance(value, str) else repr(value)
 
 
 LIMITS_BEGIN = "# -- generated from the spec's parameters by `python -m fsmem.cli.generated`; do not edit --\n"
-
-
-LINE_LENGTH = 120  # ruff's line-length in pyproject.toml
 
 
 def limits_table() -> str:
@@ -164,8 +200,17 @@ def write_generated(path: str, begin: str, source: str) -> bool:
 
 
 def write_lean_tables(path: str) -> bool:
-    """Rewrite the generated part of `fsmem/cli/lean.py` at `path` from grep's spec; True when it changed."""
-    return write_generated(path, LEAN_BEGIN, lean_tables(declared()["grep"]))
+    """Rewrite `fsmem/cli/lean_tables.py` at `path` from the spec; True when it changed."""
+    source = lean_tables()
+    try:
+        with open(path, encoding="utf-8") as file:
+            if file.read() == source:
+                return False
+    except FileNotFoundError:
+        pass
+    with open(path, "w", encoding="utf-8") as file:
+        file.write(source)
+    return True
 
 
 def write_limits(path: str) -> bool:
@@ -173,20 +218,12 @@ def write_limits(path: str) -> bool:
     return write_generated(path, LIMITS_BEGIN, limits_table())
 
 
-class _Shown:
-    """An answer whose text is printed by another of its methods than `to_text` (the spec's `Cli.text`)."""
-
-    def __init__(self, answer: Any, method: str) -> None:
-        self.to_text, self.to_dict = getattr(answer, method), answer.to_dict
-
-
 def build(op: Operation) -> click.Command:
     """The click command of `op`."""
     params = [p for p in op.params if p.on(CLI)] + list(op.cli.extra)
     lists = {p.name for p in params if p.kind == "list"}
     extra = {p.name for p in op.cli.extra}
-    budgeted = op.answer in ("page", "text") and any(p.name == "max_tokens" for p in params)
-    empty = exits_1(op)
+    how = answering(op)
 
     def run(ctx: click.Context, as_json: bool, **given: Any) -> None:
         given = {name: list(value) if name in lists else value for name, value in given.items()}
@@ -196,29 +233,7 @@ def build(op: Operation) -> click.Command:
             for name, adapter in op.cli.inputs.items():
                 given[name] = INPUTS[adapter](given.get(name), given, ctx)
         arguments = {name: value for name, value in given.items() if name not in extra}
-        memory = open_memory(ctx)
-        method = getattr(memory, op.name)
-        max_tokens = arguments.get("max_tokens")
-        if budgeted and not (op.cli.spent_at_zero and max_tokens == 0):
-            nothing = print_within(
-                memory,
-                op.name,
-                max_tokens,
-                lambda room: method(**{**arguments, "max_tokens": room}),
-                as_json,
-                empty=empty,
-                reserve=op.cli.reserve,
-            )
-            if nothing:
-                raise click.exceptions.Exit(1)
-            return
-        result = method(**arguments)
-        code = next((code for name, code in op.cli.exits if getattr(result, name)), 0)
-        emit(
-            _Shown(result, op.cli.text) if op.cli.text != "to_text" else result,
-            as_json,
-            empty=not code and empty(result),
-        )
+        code = run_operation(op.name, how, open_memory(ctx), as_json, arguments)
         if code:
             raise click.exceptions.Exit(code)
 
@@ -275,8 +290,10 @@ def __getattr__(name: str) -> click.Command:
 
 
 if __name__ == "__main__":
-    from fsmem import arguments
-    from fsmem.cli import lean
+    import os
 
-    print("rewritten" if write_lean_tables(lean.__file__) else "unchanged", lean.__file__)
+    from fsmem import arguments
+
+    tables = os.path.join(os.path.dirname(__file__), "lean_tables.py")
+    print("rewritten" if write_lean_tables(tables) else "unchanged", tables)
     print("rewritten" if write_limits(arguments.__file__) else "unchanged", arguments.__file__)

@@ -1,0 +1,78 @@
+"""A declared operation's command line, run: the `Memory` call and its printed answer, with click or without.
+
+Both parsers of a command line end here: click's command of an operation (`fsmem.cli.generated`) once
+its inputs' adapters have run, and the lean path (`fsmem.cli.lean`) for a plain line. So the answer, its
+budget and the exit code are the same whichever parsed it: within the token budget for an answer that has
+one (`fsmem.cli.printing.print_within`), exit 1 when the spec's `exit_1` holds (grep's convention), and the
+spec's other exit codes (`Cli.exits`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from fsmem.cli.printing import print_answer, print_within
+
+if TYPE_CHECKING:
+    from fsmem.memory import Memory
+    from fsmem.spec import Operation
+
+
+def answering(op: Operation) -> dict[str, Any]:
+    """How `op`'s command prints its answer and chooses its exit code, from its spec, as plain values: the lean
+    path reads them from `fsmem.cli.lean_tables`, written from this, without loading the spec."""
+    from fsmem.spec import CLI
+
+    params = [*op.params, *op.cli.extra]
+    return {
+        "budgeted": op.answer in ("page", "text") and any(p.name == "max_tokens" and p.on(CLI) for p in params),
+        "spent_at_zero": op.cli.spent_at_zero,  # --max-tokens 0 answers at once, unbudgeted (recall)
+        "reserve": op.cli.reserve,
+        "exit_1": op.cli.exit_1,  # the answer's attribute that makes the exit code 1 (`!name`: that does not)
+        "exits": op.cli.exits,  # (attribute, exit code) pairs, the first that holds
+        "text": op.cli.text,  # the answer's method that prints it as text
+    }
+
+
+def _empty(rule: str | None) -> Callable[[Any], bool]:
+    """Whether an answer makes the exit code 1: its attribute `rule` holds (`!name`: does not)."""
+    if rule is None:
+        return lambda result: False
+    name = rule.lstrip("!")
+    wanted = not rule.startswith("!")
+    return lambda result: bool(getattr(result, name)) == wanted
+
+
+class _Shown:
+    """An answer whose text is printed by another of its methods than `to_text` (the spec's `Cli.text`)."""
+
+    def __init__(self, answer: Any, method: str) -> None:
+        self.to_text, self.to_dict = getattr(answer, method), answer.to_dict
+
+
+def run_operation(
+    command: str, answering: dict[str, Any], memory: Memory, as_json: bool, arguments: dict[str, Any]
+) -> int:
+    """Call the operation `command` on `memory` with `arguments` (every parameter the command line has), print
+    the answer as `answering` says, and return the exit code."""
+    method = getattr(memory, command)
+    empty = _empty(answering["exit_1"])
+    max_tokens = arguments.get("max_tokens")
+    if answering["budgeted"] and not (answering["spent_at_zero"] and max_tokens == 0):
+        nothing = print_within(
+            memory,
+            command,
+            max_tokens,
+            lambda room: method(**{**arguments, "max_tokens": room}),
+            as_json,
+            empty=empty,
+            reserve=answering["reserve"],
+        )
+        return 1 if nothing else 0
+    result = method(**arguments)
+    code = next((code for name, code in answering["exits"] if getattr(result, name)), 0)
+    shown = _Shown(result, answering["text"]) if answering["text"] != "to_text" else result
+    if print_answer(shown, as_json, empty=not code and empty(result)):
+        return 1
+    return code
