@@ -5,10 +5,10 @@ import pytest
 from conftest import configure, write_file
 
 from fsmem import Memory
-from fsmem.cli import early, lean_tables
+from fsmem.cli import early, lean, lean_tables
 from fsmem.store import rg_command
 
-ARGUMENTS = {**lean_tables.DEFAULTS["grep"], "pattern": "zephyr"}  # a plain grep, as fsmem.cli.lean parses one
+ARGUMENTS = lean.parse(["grep", "zephyr"]).arguments  # a plain grep, as fsmem.cli.lean parses one
 
 
 @pytest.fixture

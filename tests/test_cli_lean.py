@@ -122,16 +122,17 @@ BY_KIND = {"str": "x", "int": "2", "float": "0.5", "list": "x"}
 
 def every_line() -> list[list[str]]:
     """For each command the lean path parses: its operands and required options, then with every option once."""
-    from fsmem.cli.lean_tables import DEFAULTS, OPERANDS, OPTIONS
+    from fsmem.cli.lean_tables import OPERANDS, OPTIONS, SPELLINGS
 
     lines = []
     for command, options in OPTIONS.items():
         operands = [SAMPLES.get(name, BY_KIND[kind]) for name, kind, _ in OPERANDS[command]]
-        given = {parameter: (flag, kind) for flag, (parameter, kind) in options.items()}  # the long spelling
-        words = {
-            p: [flag] if kind == "bool" else [flag, SAMPLES.get(p, BY_KIND[kind])] for p, (flag, kind) in given.items()
-        }
-        required = [word for p, pair in words.items() if p not in DEFAULTS[command] for word in pair]
+        words, required = {}, []
+        for name in options.split():
+            flag = name.rstrip("!")
+            parameter, kind = SPELLINGS[flag]
+            words[parameter] = [flag] if kind == "bool" else [flag, SAMPLES.get(parameter, BY_KIND[kind])]
+            required += words[parameter] if name.endswith("!") else []
         lines.append([command, *operands, *required])
         lines.append([command, *operands, *(word for pair in words.values() for word in pair)])
     return lines

@@ -86,27 +86,30 @@ def lean_tables() -> str:
     what this makes now."""
     from fsmem.config.sections import ReadSettings
 
-    options: dict[str, dict[str, tuple[str, str]]] = {}
-    answers: dict[str, dict[str, Any]] = {}
+    spellings: dict[str, tuple[str, str]] = {}
+    defaults: dict[str, Any] = {}
+    options: dict[str, str] = {}
     operands: dict[str, tuple[tuple[str, str, bool], ...]] = {}
-    defaults: dict[str, dict[str, Any]] = {}
+    answers: dict[str, tuple[Any, ...]] = {}
     for op in declared().values():
         if not lean_parses(op):
             continue
         params = op.on(CLI)
-        options[op.name] = {
-            name: (param.name, param.kind)
-            for param in params
-            if not param.positional
-            for name in ([param.short, param.cli_flag] if param.short else [param.cli_flag])
-        }
-        answers[op.name] = answering(op)
+        names = []
+        for param in params:
+            if not param.required:
+                default = [] if param.kind == "list" else False if param.kind == "bool" else param.default
+                if defaults.setdefault(param.name, default) != default:
+                    raise ValueError(f"{op.name}: {param.name}'s default differs from another operation's")
+            if param.positional:
+                continue
+            for name in [param.short, param.cli_flag] if param.short else [param.cli_flag]:
+                if spellings.setdefault(name, (param.name, param.kind)) != (param.name, param.kind):
+                    raise ValueError(f"{op.name}: {name} means another parameter in another operation")
+                names.append(name + ("!" if param.required else ""))
+        options[op.name] = " ".join(names)
         operands[op.name] = tuple((p.name, p.kind, p.required) for p in params if p.positional)
-        defaults[op.name] = {
-            p.name: [] if p.kind == "list" else False if p.kind == "bool" else p.default
-            for p in params
-            if not p.required
-        }
+        answers[op.name] = answering(op)
     lines = [
         '"""The command lines the lean path parses (`fsmem.cli.lean`), written from the spec: do not edit."""',
         "",
@@ -117,14 +120,16 @@ def lean_tables() -> str:
         "    from typing import Any",
         "",
         LEAN_BEGIN.rstrip("\n"),
-        "# command -> option -> (parameter, kind)",
-        *_source("OPTIONS: dict[str, dict[str, tuple[str, str]]] = ", options),
+        "# option -> (parameter, kind): the same in every command that has it, as the spec's shared parameters",
+        *_source("SPELLINGS: dict[str, tuple[str, str]] = ", spellings),
+        "# parameter -> its value when not given (where it is not required)",
+        *_source("DEFAULTS: dict[str, Any] = ", defaults),
+        "# command -> its options, `!` after a required one",
+        *_source("OPTIONS: dict[str, str] = ", options),
         "# command -> its operands, in order: (parameter, kind, required); a list takes the rest",
         *_source("OPERANDS: dict[str, tuple[tuple[str, str, bool], ...]] = ", operands),
-        "# command -> the value of each parameter not given",
-        *_source("DEFAULTS: dict[str, dict[str, Any]] = ", defaults),
         "# command -> how its answer is printed and its exit code chosen (fsmem.cli.running.answering)",
-        *_source("ANSWERING: dict[str, dict[str, Any]] = ", answers),
+        *_source("ANSWERING: dict[str, tuple[Any, ...]] = ", answers),
         f"MAX_LINE_CHARS = {ReadSettings.max_line_chars!r}  # read.max_line_chars's default (fsmem.cli.early)",
         LEAN_END.rstrip("\n"),
     ]

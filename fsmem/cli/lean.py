@@ -42,7 +42,7 @@ class Parsed:
 
 def parse(argv: list[str]) -> Parsed | None:
     """The command that `argv` (the words after `fsmem`) asks for, or None when click should read it."""
-    from fsmem.cli.lean_tables import DEFAULTS, OPERANDS, OPTIONS
+    from fsmem.cli.lean_tables import DEFAULTS, OPERANDS, OPTIONS, SPELLINGS
 
     chosen: dict[str, str | None] = {}
     words = iter(argv)
@@ -59,8 +59,11 @@ def parse(argv: list[str]) -> Parsed | None:
         break
     if command not in OPTIONS:
         return None
-    options = OPTIONS[command]
-    arguments: dict[str, Any] = {k: list(v) if isinstance(v, list) else v for k, v in DEFAULTS[command].items()}
+    options = {name.rstrip("!"): SPELLINGS[name.rstrip("!")] for name in OPTIONS[command].split()}
+    required = {SPELLINGS[name[:-1]][0] for name in OPTIONS[command].split() if name.endswith("!")}
+    required |= {name for name, _, needed in OPERANDS[command] if needed}
+    given = [parameter for parameter, _ in options.values()] + [name for name, _, _ in OPERANDS[command]]
+    arguments: dict[str, Any] = {p: _fresh(DEFAULTS[p]) for p in given if p not in required}
     as_json = False
     operands: list[str] = []
     for word in words:
@@ -95,12 +98,12 @@ def parse(argv: list[str]) -> Parsed | None:
         if word == "-":
             return None
         operands.append(word)
-    for parameter, kind, required in OPERANDS[command]:
+    for parameter, kind, needed in OPERANDS[command]:
         if kind == "list":
             arguments[parameter], operands = operands, []
         elif operands:
             arguments[parameter] = operands.pop(0)
-        elif required:
+        elif needed:
             return None  # click: "Missing argument 'PATTERN'"
     if operands or any(name not in arguments for name, _ in options.values()):
         return None  # click: "Got unexpected extra argument", "Missing option"
@@ -108,6 +111,11 @@ def parse(argv: list[str]) -> Parsed | None:
         if key not in chosen:
             chosen[key] = os.environ.get(variable) or None
     return Parsed(command, chosen["root"], chosen["agent"], as_json, arguments)
+
+
+def _fresh(default: Any) -> Any:
+    """A default as a value of its own: a list the parse appends to is a new one each time."""
+    return list(default) if isinstance(default, list) else default
 
 
 def _split(word: str) -> tuple[str, str | None]:

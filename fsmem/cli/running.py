@@ -19,20 +19,17 @@ if TYPE_CHECKING:
     from fsmem.spec import Operation
 
 
-def answering(op: Operation) -> dict[str, Any]:
-    """How `op`'s command prints its answer and chooses its exit code, from its spec, as plain values: the lean
-    path reads them from `fsmem.cli.lean_tables`, written from this, without loading the spec."""
+def answering(op: Operation) -> tuple[bool, bool, bool, str | None, tuple[tuple[str, int], ...], str]:
+    """How `op`'s command prints its answer and chooses its exit code, from its spec, as plain values (the lean
+    path reads them from `fsmem.cli.lean_tables`, written from this, without loading the spec): whether it is
+    fitted to the token budget, whether --max-tokens 0 answers at once unbudgeted (recall), whether room is
+    reserved for the trailer, the answer's attribute that makes the exit code 1 (`!name`: that does not),
+    (attribute, exit code) pairs of which the first that holds is the code, and the method that prints it."""
     from fsmem.spec import CLI
 
     params = [*op.params, *op.cli.extra]
-    return {
-        "budgeted": op.answer in ("page", "text") and any(p.name == "max_tokens" and p.on(CLI) for p in params),
-        "spent_at_zero": op.cli.spent_at_zero,  # --max-tokens 0 answers at once, unbudgeted (recall)
-        "reserve": op.cli.reserve,
-        "exit_1": op.cli.exit_1,  # the answer's attribute that makes the exit code 1 (`!name`: that does not)
-        "exits": op.cli.exits,  # (attribute, exit code) pairs, the first that holds
-        "text": op.cli.text,  # the answer's method that prints it as text
-    }
+    budgeted = op.answer in ("page", "text") and any(p.name == "max_tokens" and p.on(CLI) for p in params)
+    return budgeted, op.cli.spent_at_zero, op.cli.reserve, op.cli.exit_1, tuple(op.cli.exits), op.cli.text
 
 
 def _empty(rule: str | None) -> Callable[[Any], bool]:
@@ -52,14 +49,15 @@ class _Shown:
 
 
 def run_operation(
-    command: str, answering: dict[str, Any], memory: Memory, as_json: bool, arguments: dict[str, Any]
+    command: str, answering: tuple[Any, ...], memory: Memory, as_json: bool, arguments: dict[str, Any]
 ) -> int:
     """Call the operation `command` on `memory` with `arguments` (every parameter the command line has), print
     the answer as `answering` says, and return the exit code."""
+    budgeted, spent_at_zero, reserve, exit_1, exits, text = answering
     method = getattr(memory, command)
-    empty = _empty(answering["exit_1"])
+    empty = _empty(exit_1)
     max_tokens = arguments.get("max_tokens")
-    if answering["budgeted"] and not (answering["spent_at_zero"] and max_tokens == 0):
+    if budgeted and not (spent_at_zero and max_tokens == 0):
         nothing = print_within(
             memory,
             command,
@@ -67,12 +65,12 @@ def run_operation(
             lambda room: method(**{**arguments, "max_tokens": room}),
             as_json,
             empty=empty,
-            reserve=answering["reserve"],
+            reserve=reserve,
         )
         return 1 if nothing else 0
     result = method(**arguments)
-    code = next((code for name, code in answering["exits"] if getattr(result, name)), 0)
-    shown = _Shown(result, answering["text"]) if answering["text"] != "to_text" else result
+    code = next((code for name, code in exits if getattr(result, name)), 0)
+    shown = _Shown(result, text) if text != "to_text" else result
     if print_answer(shown, as_json, empty=not code and empty(result)):
         return 1
     return code
