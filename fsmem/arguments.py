@@ -17,9 +17,10 @@ past the check either. A text is not taken as a list of its characters.
 A declared operation's arguments are also held to their declaration's limits (`fsmem.spec.Param`'s
 `minimum` and `choices`, a JSON schema's `minimum` and `enum`), here and nowhere else: the operations
 do not check them again, and the tools' dispatcher leaves them to this check (`fsmem.agents.registry`).
-`LIMITS` is written from the spec by `python -m fsmem.cli.generated` (tests/test_arguments.py asks that
-it is what the spec makes now), so that a plain `fsmem grep` checks them without loading the spec. A
-value beyond them is refused in the words of the face being answered (`fsmem.faces`).
+They are read from the spec (`declared_limits`), but grep's from `LIMITS`, written from grep's declaration
+by `python -m fsmem.cli.generated` (tests/test_arguments.py asks that it is what the spec makes now), so
+that a plain `fsmem grep` checks them without loading the spec. A value beyond them is refused in the words
+of the face being answered (`fsmem.faces`).
 """
 
 from __future__ import annotations
@@ -44,35 +45,12 @@ LIMIT = 1 << 63  # a whole number must be within ±2**63: SQLite, offsets and sl
 
 # -- generated from the spec's parameters by `python -m fsmem.cli.generated`; do not edit --
 LIMITS: dict[str, dict[str, dict[str, Any]]] = {
-    "ls": {
-        "depth": {"minimum": 1},
-        "offset": {"minimum": 0},
-        "max_results": {"minimum": 1},
-        "max_tokens": {"minimum": 1},
-    },
     "grep": {
         "context_lines": {"minimum": 0},
         "offset": {"minimum": 0},
         "max_results": {"minimum": 1},
         "max_tokens": {"minimum": 1},
     },
-    "read": {"max_tokens": {"minimum": 1}},
-    "stat": {"max_tokens": {"minimum": 1}},
-    "search": {
-        "min_score": {"minimum": 0},
-        "offset": {"minimum": 0},
-        "max_results": {"minimum": 1},
-        "max_tokens": {"minimum": 1},
-    },
-    "links": {"offset": {"minimum": 0}, "max_results": {"minimum": 1}, "max_tokens": {"minimum": 1}},
-    "timeline": {"offset": {"minimum": 0}, "max_results": {"minimum": 1}, "max_tokens": {"minimum": 1}},
-    "recall": {"max_tokens": {"minimum": 0}},
-    "context": {"max_tokens": {"minimum": 1}},
-    "log": {"offset": {"minimum": 0}, "max_results": {"minimum": 1}, "max_tokens": {"minimum": 1}},
-    "show": {"max_tokens": {"minimum": 1}},
-    "diff": {"max_tokens": {"minimum": 1}},
-    "import_from": {"format": {"enum": ["claude-code", "chatgpt", "claude", "markdown"]}},
-    "distill": {"episode_tokens": {"minimum": 64}},
 }
 # -- end of what is generated --
 
@@ -293,11 +271,25 @@ class _Reader:
         return self._checking
 
 
+def declared_limits(operation: str | None) -> Mapping[str, dict[str, Any]]:
+    """The limits the spec declares for the parameters of `operation` (none for a method that is no declared
+    operation): grep's from `LIMITS`, written from it, any other's from the spec itself."""
+    if operation is None:
+        return {}
+    if operation in LIMITS:
+        return LIMITS[operation]
+    from fsmem.spec import declared
+    from fsmem.spec.schema import limits
+
+    op = declared().get(operation)
+    return {} if op is None else limits([op]).get(operation, {})
+
+
 def check_limit(operation: str, name: str, value: Any) -> None:
     """InvalidArgument, worded by `beyond`, when `value` of `operation`'s argument `name` is beyond its declared
     limits: for a value a face changes before `Memory` sees it (the CLI asks for the answer with the room its
     `--max-tokens` leaves for the trailer, `fsmem.cli.printing.print_within`)."""
-    problem = beyond(name, value, LIMITS.get(operation, {}).get(name, {}), operation)
+    problem = beyond(name, value, declared_limits(operation).get(name, {}), operation)
     if problem is not None:
         raise InvalidArgument(problem)
 
@@ -313,7 +305,7 @@ class Slot:
 
 class ArgumentCheck:
     """The argument check of one method; compiled on its first call (start-up pays nothing). `operation` names
-    the declared operation the method is (`Memory.grep` is "grep"), whose limits (`LIMITS`) it also checks."""
+    the declared operation the method is (`Memory.grep` is "grep"), whose limits (`declared_limits`) it also checks."""
 
     def __init__(self, method: Callable[..., Any], where: str, operation: str | None = None):
         self.method, self.where, self.operation = method, where, operation
@@ -324,7 +316,7 @@ class ArgumentCheck:
     def _compile(self) -> None:
         signature = inspect.signature(self.method)
         reader = _Reader(getattr(self.method, "__globals__", {}))
-        limits = LIMITS.get(self.operation or "", {})
+        limits = declared_limits(self.operation)
         positional = []
         for index, p in enumerate(signature.parameters.values()):
             if index == 0 or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):

@@ -357,7 +357,9 @@ def test_the_limits_are_rewritten_from_the_spec(tmp_path):
 
     copy = tmp_path / "arguments.py"
     text = Path(arguments.__file__).read_text(encoding="utf-8")
-    copy.write_text(text.replace('"depth": {"minimum": 1}', '"depth": {"minimum": 7}'), encoding="utf-8")
+    copy.write_text(
+        text.replace('"context_lines": {"minimum": 0}', '"context_lines": {"minimum": 7}'), encoding="utf-8"
+    )
     assert generated.write_limits(str(copy))
     assert copy.read_text(encoding="utf-8") == text
     assert not generated.write_limits(str(copy))

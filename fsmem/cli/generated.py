@@ -18,7 +18,7 @@ from typing import Any
 import click
 
 from fsmem.cli.options import FsmemCommand, command as fsmem_command, open_memory, output_option
-from fsmem.cli.running import answering, run_operation
+from fsmem.cli.running import answering, command_lines, run_operation
 from fsmem.spec import CLI, REQUIRED, Operation, Param, declared
 
 CLICK_TYPES: dict[str, Any] = {"int": int, "float": float}
@@ -60,58 +60,20 @@ def decorator(param: Param) -> Callable[[Any], Any]:
 LINE_LENGTH = 120  # ruff's line-length in pyproject.toml
 LEAN_BEGIN = "# -- generated from the spec by `python -m fsmem.cli.generated`; do not edit --\n"
 LEAN_END = "# -- end of what is generated --\n"
-LEAN_KINDS = ("bool", "int", "float", "str", "list")  # what the lean path parses; a dict (--set) is click's
-
-
-def lean_parses(op: Operation) -> bool:
-    """Whether the lean path (`fsmem.cli.lean`) parses `op`'s command line: not one whose inputs need click's
-    context (stdin, a file, the global --agent, a progress bar: `Cli.inputs`), a parameter only the command
-    line has (`Cli.extra`), a group's subcommand, an option read from the environment, or a mapping."""
-    params = op.on(CLI)
-    return (
-        op.cli.group is None
-        and not op.cli.inputs
-        and not op.cli.extra
-        and all(p.kind in LEAN_KINDS and not p.envvar for p in params)
-    )
 
 
 def lean_tables() -> str:
-    """`fsmem.cli.lean_tables`, as Python source: the options and operands of every command the lean path
-    parses, each spelled as `decorator` spells it, their defaults, and the read setting the early rg pass
-    guesses (`fsmem.cli.early`).
+    """`fsmem.cli.lean_tables`, as Python source: grep's command line as the lean path parses it
+    (`fsmem.cli.running.command_lines`), and the read setting the early rg pass guesses (`fsmem.cli.early`).
 
-    The lean path parses before Python's typing or the spec are imported (they would delay rg's start), so
-    it reads its options from this source, written from the spec; tests/test_cli_lean.py asks that it is
-    what this makes now."""
+    A plain grep is parsed before Python's typing or the spec are imported (they would delay rg's start), so
+    it reads its options from this source, written from grep's declaration; every other command reads the
+    spec (a new operation touches no written file). tests/test_cli_lean.py asks that it is what this makes now."""
     from fsmem.config.sections import ReadSettings
 
-    spellings: dict[str, tuple[str, str]] = {}
-    defaults: dict[str, Any] = {}
-    options: dict[str, str] = {}
-    operands: dict[str, tuple[tuple[str, str, bool], ...]] = {}
-    answers: dict[str, tuple[Any, ...]] = {}
-    for op in declared().values():
-        if not lean_parses(op):
-            continue
-        params = op.on(CLI)
-        names = []
-        for param in params:
-            if not param.required:
-                default = [] if param.kind == "list" else False if param.kind == "bool" else param.default
-                if defaults.setdefault(param.name, default) != default:
-                    raise ValueError(f"{op.name}: {param.name}'s default differs from another operation's")
-            if param.positional:
-                continue
-            for name in [param.short, param.cli_flag] if param.short else [param.cli_flag]:
-                if spellings.setdefault(name, (param.name, param.kind)) != (param.name, param.kind):
-                    raise ValueError(f"{op.name}: {name} means another parameter in another operation")
-                names.append(name + ("!" if param.required else ""))
-        options[op.name] = " ".join(names)
-        operands[op.name] = tuple((p.name, p.kind, p.required) for p in params if p.positional)
-        answers[op.name] = answering(op)
+    spellings, defaults, options, operands, answers = command_lines([declared()["grep"]])
     lines = [
-        '"""The command lines the lean path parses (`fsmem.cli.lean`), written from the spec: do not edit."""',
+        '"""grep\'s command line as the lean path parses it (`fsmem.cli.lean`), written from its spec: do not edit."""',
         "",
         "from __future__ import annotations",
         "",
@@ -120,7 +82,7 @@ def lean_tables() -> str:
         "    from typing import Any",
         "",
         LEAN_BEGIN.rstrip("\n"),
-        "# option -> (parameter, kind): the same in every command that has it, as the spec's shared parameters",
+        "# option -> (parameter, kind)",
         *_source("SPELLINGS: dict[str, tuple[str, str]] = ", spellings),
         "# parameter -> its value when not given (where it is not required)",
         *_source("DEFAULTS: dict[str, Any] = ", defaults),
@@ -171,13 +133,14 @@ LIMITS_BEGIN = "# -- generated from the spec's parameters by `python -m fsmem.cl
 
 
 def limits_table() -> str:
-    """`fsmem.arguments.LIMITS`, as Python source: each declared operation's parameters that have a minimum or
-    choices (`fsmem.spec.schema.limits`), an operation a line (or a parameter a line), as ruff formats it. `Memory`'s argument check reads it
-    without loading the spec (a plain grep never does); tests/test_arguments.py asks that it is what this makes now."""
+    """`fsmem.arguments.LIMITS`, as Python source: grep's parameters that have a minimum or choices
+    (`fsmem.spec.schema.limits`), as ruff formats it. `Memory`'s argument check reads grep's there, so that a
+    plain grep never loads the spec, and every other operation's from the spec (a new one touches no written
+    file); tests/test_arguments.py asks that it is what this makes now."""
     from fsmem.spec.schema import limits
 
     lines = ["LIMITS: dict[str, dict[str, dict[str, Any]]] = {"]
-    for op, params in limits(declared().values()).items():
+    for op, params in limits([declared()["grep"]]).items():
         line = f"    {json.dumps(op)}: {json.dumps(params)},"
         if len(line) <= LINE_LENGTH:
             lines.append(line)

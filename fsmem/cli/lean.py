@@ -3,14 +3,15 @@
 Importing click and building a command from its spec took a large part of a one-shot command's time (for
 a grep, as long as rg's pass; docs/performance.md, "Start-up and one-shot commands"). `fsmem.cli.main`
 gives every command line to `parse` first: one for a declared operation whose inputs need no click context
-(`fsmem.cli.generated.lean_parses`: not `note`'s stdin or `write`'s --set), naming only its own options,
+(`fsmem.cli.running.lean_parses`: not `note`'s stdin or `write`'s --set), naming only its own options,
 spelled out, with plain values, is run here; anything else (--help, a typo, `--`, combined short flags, a
 value that starts with '-' or that click would reject, a missing operand) returns None and goes to click,
 so help, usage errors and their words stay click's. What runs is what the generated command runs
 (`fsmem.cli.running.run_operation`): the same `Memory` call, within the same budget, printed and exited
 alike, behind the CLI's one error boundary (`fsmem.cli.printing.boundary`). The tables it parses with
-are written from the spec (`fsmem.cli.lean_tables`), and tests/test_cli_lean.py shows every command's
-parse answering as click's parse of the same line does.
+are made from the spec (`fsmem.cli.running.command_lines`; grep's are written into `fsmem.cli.lean_tables`,
+so that a plain grep loads no spec), and tests/test_cli_lean.py shows every command's parse answering as
+click's parse of the same line does.
 """
 
 from __future__ import annotations
@@ -35,15 +36,21 @@ _NUMBERS = {"int": re.compile(r"[0-9]+"), "float": re.compile(r"[0-9]+(?:\.[0-9]
 class Parsed:
     """A command line, parsed: the command, the memory it opens, --json, and the arguments of its method."""
 
-    def __init__(self, command: str, root: str | None, agent: str | None, as_json: bool, arguments: dict[str, Any]):
+    def __init__(
+        self,
+        command: str,
+        root: str | None,
+        agent: str | None,
+        as_json: bool,
+        arguments: dict[str, Any],
+        answering: tuple[Any, ...],
+    ):
         self.command, self.root, self.agent, self.as_json = command, root, agent, as_json
-        self.arguments = arguments
+        self.arguments, self.answering = arguments, answering
 
 
 def parse(argv: list[str]) -> Parsed | None:
     """The command that `argv` (the words after `fsmem`) asks for, or None when click should read it."""
-    from fsmem.cli.lean_tables import DEFAULTS, OPERANDS, OPTIONS, SPELLINGS
-
     chosen: dict[str, str | None] = {}
     words = iter(argv)
     command = None
@@ -57,13 +64,16 @@ def parse(argv: list[str]) -> Parsed | None:
             continue
         command = word
         break
-    if command not in OPTIONS:
+    if command is None or command.startswith("-"):
         return None
-    options = {name.rstrip("!"): SPELLINGS[name.rstrip("!")] for name in OPTIONS[command].split()}
-    required = {SPELLINGS[name[:-1]][0] for name in OPTIONS[command].split() if name.endswith("!")}
-    required |= {name for name, _, needed in OPERANDS[command] if needed}
-    given = [parameter for parameter, _ in options.values()] + [name for name, _, _ in OPERANDS[command]]
-    arguments: dict[str, Any] = {p: _fresh(DEFAULTS[p]) for p in given if p not in required}
+    spellings, defaults, commands, operand_lists, answering = _lines(command)
+    if command not in commands:
+        return None
+    options = {name.rstrip("!"): spellings[name.rstrip("!")] for name in commands[command].split()}
+    required = {spellings[name[:-1]][0] for name in commands[command].split() if name.endswith("!")}
+    required |= {name for name, _, needed in operand_lists[command] if needed}
+    given = [parameter for parameter, _ in options.values()] + [name for name, _, _ in operand_lists[command]]
+    arguments: dict[str, Any] = {p: _fresh(defaults[p]) for p in given if p not in required}
     as_json = False
     operands: list[str] = []
     for word in words:
@@ -98,7 +108,7 @@ def parse(argv: list[str]) -> Parsed | None:
         if word == "-":
             return None
         operands.append(word)
-    for parameter, kind, needed in OPERANDS[command]:
+    for parameter, kind, needed in operand_lists[command]:
         if kind == "list":
             arguments[parameter], operands = operands, []
         elif operands:
@@ -110,7 +120,21 @@ def parse(argv: list[str]) -> Parsed | None:
     for key, variable in ENV.items():
         if key not in chosen:
             chosen[key] = os.environ.get(variable) or None
-    return Parsed(command, chosen["root"], chosen["agent"], as_json, arguments)
+    return Parsed(command, chosen["root"], chosen["agent"], as_json, arguments, answering[command])
+
+
+def _lines(command: str) -> tuple[dict[str, Any], ...]:
+    """The tables `parse` reads `command`'s line with: grep's as written from its spec (no spec is loaded for
+    a plain grep), any other command's from the spec itself (`fsmem.cli.running.command_lines`)."""
+    if command == "grep":
+        from fsmem.cli import lean_tables as grep
+
+        return grep.SPELLINGS, grep.DEFAULTS, grep.OPTIONS, grep.OPERANDS, grep.ANSWERING
+    from fsmem.cli.running import command_lines
+    from fsmem.spec import declared
+
+    op = declared().get(command)
+    return command_lines([op] if op is not None else [])
 
 
 def _fresh(default: Any) -> Any:
@@ -169,7 +193,6 @@ def _settled() -> None:
 
 def _run(parsed: Parsed, whole_process: bool) -> NoReturn:
     from fsmem import faces
-    from fsmem.cli.lean_tables import ANSWERING
     from fsmem.cli.printing import boundary, watch_progress
     from fsmem.cli.running import run_operation
 
@@ -183,9 +206,7 @@ def _run(parsed: Parsed, whole_process: bool) -> NoReturn:
                 _settled()
             memory = rendezvous.open_memory(parsed.root, parsed.agent)
             try:
-                return run_operation(
-                    parsed.command, ANSWERING[parsed.command], memory, parsed.as_json, parsed.arguments
-                )
+                return run_operation(parsed.command, parsed.answering, memory, parsed.as_json, parsed.arguments)
             finally:
                 if rendezvous.closes(memory):
                     memory.close()

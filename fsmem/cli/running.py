@@ -9,7 +9,7 @@ spec's other exit codes (`Cli.exits`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from fsmem.cli.printing import print_answer, print_within
@@ -30,6 +30,57 @@ def answering(op: Operation) -> tuple[bool, bool, bool, str | None, tuple[tuple[
     params = [*op.params, *op.cli.extra]
     budgeted = op.answer in ("page", "text") and any(p.name == "max_tokens" and p.on(CLI) for p in params)
     return budgeted, op.cli.spent_at_zero, op.cli.reserve, op.cli.exit_1, tuple(op.cli.exits), op.cli.text
+
+
+LEAN_KINDS = ("bool", "int", "float", "str", "list")  # what the lean path parses; a dict (--set) is click's
+
+
+def lean_parses(op: Operation) -> bool:
+    """Whether the lean path (`fsmem.cli.lean`) parses `op`'s command line: not one whose inputs need click's
+    context (stdin, a file, the global --agent, a progress bar: `Cli.inputs`), a parameter only the command
+    line has (`Cli.extra`), a group's subcommand, an option read from the environment, or a mapping."""
+    from fsmem.spec import CLI
+
+    return (
+        op.cli.group is None
+        and not op.cli.inputs
+        and not op.cli.extra
+        and all(p.kind in LEAN_KINDS and not p.envvar for p in op.on(CLI))
+    )
+
+
+def command_lines(ops: Iterable[Operation]) -> tuple[dict[str, Any], ...]:
+    """What the lean path parses and runs the command lines of `ops` with (those it parses): each option's
+    (parameter, kind), each parameter's default, each command's options (`!` after a required one), its
+    operands in order (parameter, kind, required), and its `answering`. A spelling or a default is the same in
+    every command that has it (the spec's shared parameters); one that is not is refused."""
+    from fsmem.spec import CLI
+
+    spellings: dict[str, tuple[str, str]] = {}
+    defaults: dict[str, Any] = {}
+    options: dict[str, str] = {}
+    operands: dict[str, tuple[tuple[str, str, bool], ...]] = {}
+    answers: dict[str, tuple[Any, ...]] = {}
+    for op in ops:
+        if not lean_parses(op):
+            continue
+        params = op.on(CLI)
+        names = []
+        for param in params:
+            if not param.required:
+                default = [] if param.kind == "list" else False if param.kind == "bool" else param.default
+                if defaults.setdefault(param.name, default) != default:
+                    raise ValueError(f"{op.name}: {param.name}'s default differs from another operation's")
+            if param.positional:
+                continue
+            for name in [param.short, param.cli_flag] if param.short else [param.cli_flag]:
+                if spellings.setdefault(name, (param.name, param.kind)) != (param.name, param.kind):
+                    raise ValueError(f"{op.name}: {name} means another parameter in another operation")
+                names.append(name + ("!" if param.required else ""))
+        options[op.name] = " ".join(names)
+        operands[op.name] = tuple((p.name, p.kind, p.required) for p in params if p.positional)
+        answers[op.name] = answering(op)
+    return spellings, defaults, options, operands, answers
 
 
 def _empty(rule: str | None) -> Callable[[Any], bool]:
