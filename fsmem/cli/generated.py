@@ -71,7 +71,7 @@ def lean_tables() -> str:
     spec (a new operation touches no written file). tests/test_cli_lean.py asks that it is what this makes now."""
     from fsmem.config.sections import ReadSettings
 
-    spellings, defaults, options, operands, answers = command_lines([declared()["grep"]])
+    spellings, defaults, options, operands, inputs, answers = command_lines([declared()["grep"]])
     lines = [
         '"""grep\'s command line as the lean path parses it (`fsmem.cli.lean`), written from its spec: do not edit."""',
         "",
@@ -90,6 +90,8 @@ def lean_tables() -> str:
         *_source("OPTIONS: dict[str, str] = ", options),
         "# command -> its operands, in order: (parameter, kind, required); a list takes the rest",
         *_source("OPERANDS: dict[str, tuple[tuple[str, str, bool], ...]] = ", operands),
+        "# command -> its inputs' adapters, the parameters only the command line has, the variables options read",
+        *_source("INPUTS: dict[str, tuple[tuple[Any, ...], ...]] = ", inputs),
         "# command -> how its answer is printed and its exit code chosen (fsmem.cli.running.answering)",
         *_source("ANSWERING: dict[str, tuple[Any, ...]] = ", answers),
         f"MAX_LINE_CHARS = {ReadSettings.max_line_chars!r}  # read.max_line_chars's default (fsmem.cli.early)",
@@ -186,6 +188,23 @@ def write_limits(path: str) -> bool:
     return write_generated(path, LIMITS_BEGIN, limits_table())
 
 
+class _Invocation:
+    """A click command as the inputs' adapters see it (`fsmem.cli.inputs.Invocation`)."""
+
+    def __init__(self, ctx: click.Context) -> None:
+        self.ctx = ctx
+
+    @property
+    def agent(self) -> str | None:
+        return (self.ctx.find_root().obj or {}).get("agent")
+
+    def memory(self) -> Any:
+        return open_memory(self.ctx)
+
+    def on_close(self, callback: Callable[[], Any]) -> None:
+        self.ctx.call_on_close(callback)
+
+
 def build(op: Operation) -> click.Command:
     """The click command of `op`."""
     params = [p for p in op.params if p.on(CLI)] + list(op.cli.extra)
@@ -196,10 +215,9 @@ def build(op: Operation) -> click.Command:
     def run(ctx: click.Context, as_json: bool, **given: Any) -> None:
         given = {name: list(value) if name in lists else value for name, value in given.items()}
         if op.cli.inputs:  # the shell's adapters load only for a command that has one
-            from fsmem.cli.inputs import INPUTS
+            from fsmem.cli.inputs import adapted
 
-            for name, adapter in op.cli.inputs.items():
-                given[name] = INPUTS[adapter](given.get(name), given, ctx)
+            given = adapted(dict(op.cli.inputs), given, _Invocation(ctx))
         arguments = {name: value for name, value in given.items() if name not in extra}
         code = run_operation(op.name, how, open_memory(ctx), as_json, arguments)
         if code:

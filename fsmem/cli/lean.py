@@ -47,6 +47,8 @@ class Parsed:
     ):
         self.command, self.root, self.agent, self.as_json = command, root, agent, as_json
         self.arguments, self.answering = arguments, answering
+        self.adapters: dict[str, str] = {}  # parameter -> the adapter of its input (`fsmem.cli.inputs`)
+        self.extra: tuple[str, ...] = ()  # parameters the command line has and the method does not
 
 
 def parse(argv: list[str]) -> Parsed | None:
@@ -66,7 +68,7 @@ def parse(argv: list[str]) -> Parsed | None:
         break
     if command is None or command.startswith("-"):
         return None
-    spellings, defaults, commands, operand_lists, answering = _lines(command)
+    spellings, defaults, commands, operand_lists, inputs, answering = _lines(command)
     if command not in commands:
         return None
     options = {name.rstrip("!"): spellings[name.rstrip("!")] for name in commands[command].split()}
@@ -99,15 +101,13 @@ def parse(argv: list[str]) -> Parsed | None:
                     if not _NUMBERS[kind].fullmatch(value):
                         return None
                     arguments[parameter] = int(value) if kind == "int" else float(value)
-                elif kind == "list":
+                elif kind in ("list", "dict"):  # a dict's KEY=VALUE pairs are its adapter's to read
                     arguments[parameter].append(value)
                 else:
                     arguments[parameter] = value
                 continue
             return None  # --help, `--`, combined flags, a typo: click's to answer
-        if word == "-":
-            return None
-        operands.append(word)
+        operands.append(word)  # `-` too: standard input where the operand's adapter reads it (`note -`)
     for parameter, kind, needed in operand_lists[command]:
         if kind == "list":
             arguments[parameter], operands = operands, []
@@ -120,7 +120,13 @@ def parse(argv: list[str]) -> Parsed | None:
     for key, variable in ENV.items():
         if key not in chosen:
             chosen[key] = os.environ.get(variable) or None
-    return Parsed(command, chosen["root"], chosen["agent"], as_json, arguments, answering[command])
+    adapters, extra, envvars = inputs[command]
+    for parameter, variable in envvars:  # an option not given takes its variable's value, as click's does
+        if arguments.get(parameter) is None:
+            arguments[parameter] = os.environ.get(variable) or None
+    parsed = Parsed(command, chosen["root"], chosen["agent"], as_json, arguments, answering[command])
+    parsed.adapters, parsed.extra = dict(adapters), extra
+    return parsed
 
 
 def _lines(command: str) -> tuple[dict[str, Any], ...]:
@@ -129,7 +135,7 @@ def _lines(command: str) -> tuple[dict[str, Any], ...]:
     if command == "grep":
         from fsmem.cli import lean_tables as grep
 
-        return grep.SPELLINGS, grep.DEFAULTS, grep.OPTIONS, grep.OPERANDS, grep.ANSWERING
+        return grep.SPELLINGS, grep.DEFAULTS, grep.OPTIONS, grep.OPERANDS, grep.INPUTS, grep.ANSWERING
     from fsmem.cli.running import command_lines
     from fsmem.spec import declared
 
@@ -191,6 +197,37 @@ def _settled() -> None:
     gc.enable()
 
 
+class _Invocation:
+    """The command as the inputs' adapters see it (`fsmem.cli.inputs.Invocation`): its memory, opened once."""
+
+    def __init__(self, parsed: Parsed) -> None:
+        self.parsed, self.opened = parsed, None
+        self.closing: list[Any] = []
+
+    @property
+    def agent(self) -> str | None:
+        return self.parsed.agent
+
+    def memory(self) -> Any:
+        if self.opened is None:
+            from fsmem.cli import rendezvous
+
+            self.opened = rendezvous.open_memory(self.parsed.root, self.parsed.agent)
+        return self.opened
+
+    def on_close(self, callback: Any) -> None:
+        self.closing.append(callback)
+
+    def close(self) -> None:
+        """What the adapters asked to run at the end, then the memory closed (not one a watcher keeps open)."""
+        from fsmem.cli import rendezvous
+
+        for callback in self.closing:
+            callback()
+        if self.opened is not None and rendezvous.closes(self.opened):
+            self.opened.close()
+
+
 def _run(parsed: Parsed, whole_process: bool) -> NoReturn:
     from fsmem import faces
     from fsmem.cli.printing import boundary, watch_progress
@@ -198,18 +235,23 @@ def _run(parsed: Parsed, whole_process: bool) -> NoReturn:
 
     def answer() -> int:
         with faces.speaking(faces.CLI):
-            from fsmem.cli import rendezvous
             from fsmem.memory import Memory
 
             if whole_process:
                 getattr(Memory, parsed.command)  # the operation's module, imported before the collector settles
                 _settled()
-            memory = rendezvous.open_memory(parsed.root, parsed.agent)
+            invocation = _Invocation(parsed)
             try:
-                return run_operation(parsed.command, parsed.answering, memory, parsed.as_json, parsed.arguments)
+                arguments = parsed.arguments
+                if parsed.adapters:
+                    from fsmem.cli.inputs import adapted
+
+                    arguments = adapted(parsed.adapters, arguments, invocation)
+                arguments = {name: value for name, value in arguments.items() if name not in parsed.extra}
+                memory = invocation.memory()
+                return run_operation(parsed.command, parsed.answering, memory, parsed.as_json, arguments)
             finally:
-                if rendezvous.closes(memory):
-                    memory.close()
+                invocation.close()
 
     watch_progress()
     boundary(answer, parsed.as_json)

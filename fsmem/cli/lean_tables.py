@@ -48,6 +48,8 @@ OPTIONS: dict[str, str] = {
 }
 # command -> its operands, in order: (parameter, kind, required); a list takes the rest
 OPERANDS: dict[str, tuple[tuple[str, str, bool], ...]] = {"grep": (("pattern", "str", True), ("paths", "list", False))}
+# command -> its inputs' adapters, the parameters only the command line has, the variables options read
+INPUTS: dict[str, tuple[tuple[Any, ...], ...]] = {"grep": ((), (), ())}
 # command -> how its answer is printed and its exit code chosen (fsmem.cli.running.answering)
 ANSWERING: dict[str, tuple[Any, ...]] = {"grep": (True, False, True, "empty", (), "to_text")}
 MAX_LINE_CHARS = 2000  # read.max_line_chars's default (fsmem.cli.early)

@@ -32,43 +32,41 @@ def answering(op: Operation) -> tuple[bool, bool, bool, str | None, tuple[tuple[
     return budgeted, op.cli.spent_at_zero, op.cli.reserve, op.cli.exit_1, tuple(op.cli.exits), op.cli.text
 
 
-LEAN_KINDS = ("bool", "int", "float", "str", "list")  # what the lean path parses; a dict (--set) is click's
+LEAN_KINDS = ("bool", "int", "float", "str", "list", "dict")  # a dict (--set KEY=VALUE) is its adapter's to read
 
 
 def lean_parses(op: Operation) -> bool:
-    """Whether the lean path (`fsmem.cli.lean`) parses `op`'s command line: not one whose inputs need click's
-    context (stdin, a file, the global --agent, a progress bar: `Cli.inputs`), a parameter only the command
-    line has (`Cli.extra`), a group's subcommand, an option read from the environment, or a mapping."""
+    """Whether the lean path (`fsmem.cli.lean`) parses `op`'s command line: every operation's but a group's
+    subcommand (`fsmem import markdown`), of the kinds it reads, with an environment variable only for text."""
     from fsmem.spec import CLI
 
-    return (
-        op.cli.group is None
-        and not op.cli.inputs
-        and not op.cli.extra
-        and all(p.kind in LEAN_KINDS and not p.envvar for p in op.on(CLI))
-    )
+    params = [*op.on(CLI), *op.cli.extra]
+    return op.cli.group is None and all(p.kind in LEAN_KINDS and (p.kind == "str" or not p.envvar) for p in params)
 
 
 def command_lines(ops: Iterable[Operation]) -> tuple[dict[str, Any], ...]:
     """What the lean path parses and runs the command lines of `ops` with (those it parses): each option's
     (parameter, kind), each parameter's default, each command's options (`!` after a required one), its
-    operands in order (parameter, kind, required), and its `answering`. A spelling or a default is the same in
-    every command that has it (the spec's shared parameters); one that is not is refused."""
+    operands in order (parameter, kind, required), its inputs (the adapters of `Cli.inputs`, the parameters
+    only the command line has, the environment variables read for options not given), and its `answering`.
+    A spelling or a default is the same in every command that has it (the spec's shared parameters); one that
+    is not is refused."""
     from fsmem.spec import CLI
 
     spellings: dict[str, tuple[str, str]] = {}
     defaults: dict[str, Any] = {}
     options: dict[str, str] = {}
     operands: dict[str, tuple[tuple[str, str, bool], ...]] = {}
+    inputs: dict[str, tuple[tuple[Any, ...], ...]] = {}
     answers: dict[str, tuple[Any, ...]] = {}
     for op in ops:
         if not lean_parses(op):
             continue
-        params = op.on(CLI)
+        params = [*op.on(CLI), *op.cli.extra]
         names = []
         for param in params:
             if not param.required:
-                default = [] if param.kind == "list" else False if param.kind == "bool" else param.default
+                default = [] if param.kind in ("list", "dict") else False if param.kind == "bool" else param.default
                 if defaults.setdefault(param.name, default) != default:
                     raise ValueError(f"{op.name}: {param.name}'s default differs from another operation's")
             if param.positional:
@@ -79,8 +77,13 @@ def command_lines(ops: Iterable[Operation]) -> tuple[dict[str, Any], ...]:
                 names.append(name + ("!" if param.required else ""))
         options[op.name] = " ".join(names)
         operands[op.name] = tuple((p.name, p.kind, p.required) for p in params if p.positional)
+        inputs[op.name] = (
+            tuple(op.cli.inputs.items()),
+            tuple(p.name for p in op.cli.extra),
+            tuple((p.name, p.envvar) for p in params if p.envvar),
+        )
         answers[op.name] = answering(op)
-    return spellings, defaults, options, operands, answers
+    return spellings, defaults, options, operands, inputs, answers
 
 
 def _empty(rule: str | None) -> Callable[[Any], bool]:
