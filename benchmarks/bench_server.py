@@ -392,6 +392,28 @@ def calls_per_worker(log: Path, skip: int = 0) -> dict[int, int]:
     return dict(sorted(counts.items()))
 
 
+def server_timing(log: Path, skip: int = 0) -> dict[str, dict[str, float]]:
+    """Per tool, from the server's log lines after the first `skip`: where its calls' time went in the server
+    (`fsmem.server.handlers.Timing`): p50 of the wait for a thread of its lane, of the run on it and of the
+    run's own CPU (its rg apart), and the mean CPU, in ms."""
+    by_tool: dict[str, list[dict]] = {}
+    for line in log.read_text().splitlines()[skip:]:
+        record = json.loads(line)
+        if record.get("event") == "request" and record.get("tool") and record.get("run_ms") is not None:
+            by_tool.setdefault(record["tool"], []).append(record)
+    out = {}
+    for tool, records in by_tool.items():
+        p50 = lambda key: statistics.median(r[key] for r in records)  # noqa: B023, E731
+        out[tool] = {
+            "calls": len(records),
+            "wait_p50_ms": p50("wait_ms"),
+            "run_p50_ms": p50("run_ms"),
+            "cpu_p50_ms": p50("cpu_ms"),
+            "cpu_mean_ms": statistics.fmean(r["cpu_ms"] for r in records),
+        }
+    return out
+
+
 class Sampler(threading.Thread):
     """The server's VmRSS and RssAnon (KiB) every second, from /proc: summed over its processes."""
 
@@ -746,6 +768,20 @@ def measure(root: Path, tmp: Path, args, tools_: tuple[str, ...], targets: list[
         record = json.loads(line)
         if record.get("event") == "request":
             statuses[record["status"]] = statuses.get(record["status"], 0) + 1
+    timing = server_timing(log, solo_lines)
+    if timing:
+        print(
+            table(
+                "where a call's time went in the server (its log: wait for a thread of its lane, run on it, "
+                "the run's own CPU, rg apart)",
+                ["tool", "calls", "wait p50", "run p50", "CPU p50", "CPU mean"],
+                [
+                    [tool, str(t["calls"])]
+                    + [f"{t[key]:.0f} ms" for key in ("wait_p50_ms", "run_p50_ms", "cpu_p50_ms", "cpu_mean_ms")]
+                    for tool, t in timing.items()
+                ],
+            )
+        )
     samples = sampler.samples
     mib = lambda kib: f"{kib / 1024:.0f} MiB"  # noqa: E731
     n_server, n_inproc = len(served["records"]) or 1, len(inproc["records"]) or 1
@@ -786,6 +822,7 @@ def measure(root: Path, tmp: Path, args, tools_: tuple[str, ...], targets: list[
         "server_calls_per_second": len(served["records"]) / served["wall"] if served["wall"] else None,
         "in_process_one_client": a1,
         "server_one_client": b1,
+        "server_timing": timing,
         "cpu_per_call": cpu,
         "server_cores": sum(served["cpu"]) / served["wall"] if served["wall"] else None,
         "processes": args.processes,
