@@ -55,8 +55,8 @@ def test_one_client_alone_stays_within_its_tokens_rate(tmp_path, bench_server):
         )
     finally:
         assert server.stop() == 0
-    refused = [line for line in server.requests() if line["status"] != 200 and line["status"] != 202]
+    requests = server.requests()
+    refused = [line for line in requests if line["status"] not in (200, 202)]
     assert served["failures"] == [] and refused == []
-    calls = len(served["records"])
-    assert calls > limits.burst, calls  # it went on past the burst, paced
+    assert len(requests) > limits.burst + 10, len(requests)  # it went on well past the burst, paced
     assert not any(error for _, _, error, _ in served["records"])
