@@ -31,8 +31,9 @@ preceded by one untimed call of every tool:
   streamable HTTP client in this process, each with its own token, calling
   `call_tool` in a loop. The server runs with every setting at its default
   (`processes`, `workers`, `cheap_workers`, the rate limits: a client's
-  calls stay within its token's), unless `--processes` or `--workers` say
-  otherwise.
+  calls stay within its token's: each client paces every HTTP request it
+  sends to its token's rate, `Pace`), unless `--processes` or `--workers`
+  say otherwise.
 
 Each client cycles through the four tools (searches from fixed queries, reads
 of seeded files, greps of names and words, notes of a unique fact). After each
@@ -67,7 +68,7 @@ import fairness
 from common import OUT, NewQuestions, compiled, corpus, fsmem_bin, load, serve_until_listening, table
 from corpus import _FIRST, _KEYS, _LAST, _ORGS, _PROJECTS, _TOPICS, _WORDS, SEARCH_QUERIES
 
-from fsmem.server.settings import ServerSettings
+from fsmem.server.settings import Limits, ServerSettings
 
 QUERIES = SEARCH_QUERIES
 PATTERNS = ["zephyrine", "Priya Patel", "proration", "Project Atlas", "Globex", "renewal date"]
@@ -229,6 +230,46 @@ class Plan:
         return ({"path": folder} if folder else {}) | {"max_results": 5, "offset": unique.offset()}
 
 
+class Pace:
+    """A client's own token bucket for its token's rate limit: every HTTP request it sends waits its turn.
+
+    The server refuses a request past its token's rate (429, `fsmem.server.limits.RateLimiter`), which the
+    SDK's client raises and the benchmark counts as a failed session. One client alone (the one-client
+    phase; its ls and read take a few milliseconds at 10k files) sent 20 to 30 requests a second, and each
+    run had one 429 once the burst was spent. Every request counts, the session's own (initialize, its
+    notification, tools/list) too, so the bucket is an httpx request hook. It keeps half the burst back:
+    the server counts a request when it arrives, later than here, and a notification may be in flight
+    beside a call. One `Pace` per token, for every session of that token (the warm-up's, the one-client
+    phase's and the timed phase's); its state is plain numbers, so it outlives each phase's event loop.
+    """
+
+    def __init__(self, rate: float, burst: int, clock=time.monotonic):
+        self.rate = rate
+        self.burst = max(1, burst // 2)
+        self.clock = clock
+        self.left = float(self.burst)
+        self.then = clock()
+
+    def delay(self) -> float:
+        """Seconds this request must wait; its place is taken at once (requests sent meanwhile queue after it)."""
+        now = self.clock()
+        self.left = min(float(self.burst), self.left + (now - self.then) * self.rate) - 1.0
+        self.then = now
+        return 0.0 if self.left >= 0.0 else -self.left / self.rate
+
+    async def __call__(self, request) -> None:
+        import anyio
+
+        wait = self.delay()
+        if wait > 0:
+            await anyio.sleep(wait)
+
+
+def paces(tokens: list[str], limits: Limits) -> dict[str, Pace]:
+    """One `Pace` per token, at the server's limits."""
+    return {token: Pace(limits.rate_per_second, limits.burst) for token in tokens}
+
+
 def percentile(ordered: list[float], q: float) -> float:
     """The nearest-rank `q` quantile of sorted samples."""
     return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))] if ordered else float("nan")
@@ -351,6 +392,28 @@ def calls_per_worker(log: Path, skip: int = 0) -> dict[int, int]:
     return dict(sorted(counts.items()))
 
 
+def server_timing(log: Path, skip: int = 0) -> dict[str, dict[str, float]]:
+    """Per tool, from the server's log lines after the first `skip`: where its calls' time went in the server
+    (`fsmem.server.handlers.Timing`): p50 of the wait for a thread of its lane, of the run on it and of the
+    run's own CPU (its rg apart), and the mean CPU, in ms."""
+    by_tool: dict[str, list[dict]] = {}
+    for line in log.read_text().splitlines()[skip:]:
+        record = json.loads(line)
+        if record.get("event") == "request" and record.get("tool") and record.get("run_ms") is not None:
+            by_tool.setdefault(record["tool"], []).append(record)
+    out = {}
+    for tool, records in by_tool.items():
+        p50 = lambda key: statistics.median(r[key] for r in records)  # noqa: B023, E731
+        out[tool] = {
+            "calls": len(records),
+            "wait_p50_ms": p50("wait_ms"),
+            "run_p50_ms": p50("run_ms"),
+            "cpu_p50_ms": p50("cpu_ms"),
+            "cpu_mean_ms": statistics.fmean(r["cpu_ms"] for r in records),
+        }
+    return out
+
+
 class Sampler(threading.Thread):
     """The server's VmRSS and RssAnon (KiB) every second, from /proc: summed over its processes."""
 
@@ -386,7 +449,11 @@ def run_server(
     unique: Unique | None = None,
     pids: list[int] | None = None,
     warm_tokens: list[str] | None = None,
+    pace: dict[str, Pace] | None = None,
 ) -> dict:
+    """`tokens` clients of `url` calling in a loop for `seconds` (after the warm-up of `warm_tokens`), each
+    request paced to its token's rate (`pace`, made at the default limits unless given: a server of other
+    limits needs its own)."""
     import anyio
     import httpx2
     from mcp import ClientSession
@@ -394,6 +461,11 @@ def run_server(
 
     records: list[tuple[str, float, bool, str | None]] = []
     failures: list[str] = []
+    pace = pace if pace is not None else paces(tokens + (warm_tokens or []), ServerSettings().limits)
+
+    def http_client(token: str):
+        hooks = {"request": [pace[token]]}
+        return httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120, event_hooks=hooks)
 
     ready: list[int] = []
     go = anyio.Event()
@@ -401,9 +473,8 @@ def run_server(
 
     async def client(number: int) -> None:
         plan = Plan(number, phase, targets, tools_, unique)
-        headers = {"Authorization": f"Bearer {tokens[number]}"}
         try:
-            async with httpx2.AsyncClient(headers=headers, timeout=120) as http:
+            async with http_client(tokens[number]) as http:
                 async with streamable_http_client(url, http_client=http) as (read, write):
                     async with ClientSession(read, write) as session:
                         await session.initialize()
@@ -431,7 +502,7 @@ def run_server(
                 go.set()
 
     async def warm(token: str) -> None:
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120) as http:
+        async with http_client(token) as http:
             async with streamable_http_client(url, http_client=http) as (read, write):
                 async with ClientSession(read, write) as session:
                     await session.initialize()
@@ -646,9 +717,10 @@ def measure(root: Path, tmp: Path, args, tools_: tuple[str, ...], targets: list[
     sampler = Sampler(pids)
     sampler.start()
     spy = None
+    pace = paces(tokens, ServerSettings().limits)  # the server's limits are the defaults: one bucket per token
     try:
         served_solo = run_server(
-            url, tokens[:1], args.solo_seconds, targets, "server-solo", tools_, fresh(), warm_tokens=pinned[1]
+            url, tokens[:1], args.solo_seconds, targets, "server-solo", tools_, fresh(), None, pinned[1], pace
         )
         if args.py_spy:
             spy = subprocess.Popen(
@@ -660,7 +732,7 @@ def measure(root: Path, tmp: Path, args, tools_: tuple[str, ...], targets: list[
                 stdout=subprocess.DEVNULL,
             )
         solo_lines = len(log.read_text().splitlines())
-        served = run_server(url, tokens, args.seconds, targets, "server", tools_, fresh(), pids, pinned[1])
+        served = run_server(url, tokens, args.seconds, targets, "server", tools_, fresh(), pids, pinned[1], pace)
     finally:
         sampler.stop.set()
         if spy is not None:
@@ -696,6 +768,20 @@ def measure(root: Path, tmp: Path, args, tools_: tuple[str, ...], targets: list[
         record = json.loads(line)
         if record.get("event") == "request":
             statuses[record["status"]] = statuses.get(record["status"], 0) + 1
+    timing = server_timing(log, solo_lines)
+    if timing:
+        print(
+            table(
+                "where a call's time went in the server (its log: wait for a thread of its lane, run on it, "
+                "the run's own CPU, rg apart)",
+                ["tool", "calls", "wait p50", "run p50", "CPU p50", "CPU mean"],
+                [
+                    [tool, str(t["calls"])]
+                    + [f"{t[key]:.0f} ms" for key in ("wait_p50_ms", "run_p50_ms", "cpu_p50_ms", "cpu_mean_ms")]
+                    for tool, t in timing.items()
+                ],
+            )
+        )
     samples = sampler.samples
     mib = lambda kib: f"{kib / 1024:.0f} MiB"  # noqa: E731
     n_server, n_inproc = len(served["records"]) or 1, len(inproc["records"]) or 1
@@ -736,6 +822,7 @@ def measure(root: Path, tmp: Path, args, tools_: tuple[str, ...], targets: list[
         "server_calls_per_second": len(served["records"]) / served["wall"] if served["wall"] else None,
         "in_process_one_client": a1,
         "server_one_client": b1,
+        "server_timing": timing,
         "cpu_per_call": cpu,
         "server_cores": sum(served["cpu"]) / served["wall"] if served["wall"] else None,
         "processes": args.processes,

@@ -7,6 +7,7 @@ thread until the test opens a gate, and says when it has started.
 
 from __future__ import annotations
 
+import json
 import threading
 
 import anyio
@@ -97,6 +98,16 @@ def test_a_cheap_call_answers_while_slow_calls_hold_every_costly_thread(tmp_path
     assert [a.json()["result"]["content"][0]["text"] for a in answers["hold"]] == ["held"] * 4
     assert [a.status_code for a in answers["search"]] == [200]
     assert not answers["search"][0].json()["result"]["isError"]
+    # the log says where each call's time went: the holds that waited for a costly thread waited longer than
+    # the ls and the read (served while they waited), and a hold that held spent its run waiting, not on CPU
+    lines = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
+    calls = [line for line in lines if line.get("rpc") == "tools/call" and line["status"] == 200]
+    assert all(isinstance(line[key], float) for line in calls for key in ("wait_ms", "run_ms", "cpu_ms"))
+    holds = sorted((line for line in calls if line["tool"] == "hold"), key=lambda line: line["wait_ms"])
+    cheap = [line for line in calls if line["tool"] in ("ls", "read")]
+    assert len(holds) == 4 and len(cheap) == 2
+    assert holds[-1]["wait_ms"] > max(line["wait_ms"] for line in cheap)
+    assert all(line["cpu_ms"] < line["run_ms"] for line in holds[:2])  # the two that held their thread
 
 
 def test_each_tool_has_its_lane_and_unknown_tools_are_costly():

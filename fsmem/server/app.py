@@ -384,6 +384,7 @@ class MemoryServer:
                 "reason": state.reason,
                 "bytes_in": state.bytes_in,
                 "bytes_out": state.bytes_out,
+                **(state.timing.fields() if state.timing is not None else {}),
             }
         )
 

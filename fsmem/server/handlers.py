@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +49,28 @@ class Admitted:
     bytes_out: int = 0
     slot: Slot | None = None  # the token's share this request holds
     held: dict[Any, Any] = field(default_factory=dict)  # tool arguments the SDK could not parse, by request id
+    timing: Timing | None = None  # where a tool call's time went, for the log line
+
+
+@dataclass
+class Timing:
+    """Where one tool call's time went, in milliseconds: waiting for a thread of its lane (`wait_ms`), then on
+    it (`run_ms`), of which `cpu_ms` its thread's own CPU (not its rg's, which runs in processes of its own).
+    A run much longer than its CPU waited for the CPU or for the GIL, which every thread of the process shares:
+    the log then says whether a cheap call waited for a thread, or beside costly calls for the CPU."""
+
+    wait_ms: float | None = None
+    run_ms: float | None = None
+    cpu_ms: float | None = None
+
+    def record(self, began: float, started: float, cpu: float) -> None:
+        """Called on the tool's thread when the call ends (`began`: when it was asked for, on the loop)."""
+        self.wait_ms = round((started - began) * 1000, 1)
+        self.run_ms = round((time.perf_counter() - started) * 1000, 1)
+        self.cpu_ms = round((time.thread_time() - cpu) * 1000, 1)
+
+    def fields(self) -> dict[str, float | None]:
+        return {"wait_ms": self.wait_ms, "run_ms": self.run_ms, "cpu_ms": self.cpu_ms}
 
 
 def build_server(limits: Limits, lanes: Lanes) -> Server:
@@ -68,13 +92,15 @@ def build_server(limits: Limits, lanes: Lanes) -> Server:
         arguments = state.held.pop(ctx.request_id, params.arguments)
         chosen = REGISTRY.get(name) if isinstance(name, str) else None
         answer: tools.ToolAnswer | None
+        state.timing = timing = Timing()
+        work = _timed(lambda: tools.call(memory, name, arguments), timing)
         if chosen is not None and chosen.writes:
             # a write is always awaited: once begun, it finishes, through a shutdown's grace and CLOSE_SECONDS more
             # (`fsmem.server.serving.StopDeadline` ends the process then)
-            answer = await anyio.to_thread.run_sync(tools.call, memory, name, arguments, limiter=lanes.writes)
+            answer = await anyio.to_thread.run_sync(work, limiter=lanes.writes)
         else:
             lane = lanes.for_read(state.tool or "")
-            answer = await _read(lambda: tools.call(memory, name, arguments), lane, lanes.handoff, state.slot, limits)
+            answer = await _read(work, lane, lanes.handoff, state.slot, limits)
             if answer is None:
                 state.tool_error = True
                 state.reason = "tool timeout"
@@ -113,6 +139,20 @@ def build_server(limits: Limits, lanes: Lanes) -> Server:
 
     prompts = {"list_prompts": list_prompts, "get_prompt": get_prompt}
     return server_of(list_tools, call_tool, read_resource, prompts)
+
+
+def _timed(work: Callable[[], Any], timing: Timing) -> Callable[[], Any]:
+    """`work` that records in `timing` how long it waited for its thread, ran, and spent CPU on it."""
+    began = time.perf_counter()
+
+    def timed() -> Any:
+        started, cpu = time.perf_counter(), time.thread_time()
+        try:
+            return work()
+        finally:
+            timing.record(began, started, cpu)
+
+    return timed
 
 
 async def _read(
