@@ -361,3 +361,49 @@ def test_rg_beside_another_rg_of_the_process_runs_on_one_thread(tmp_path, monkey
         assert "--threads" not in first
         assert beside[beside.index("--threads") + 1] == "1" and beside[0] == first[0]
         assert [a for a in beside if a not in ("--threads", "1")] == first
+
+
+# -- the first pass cut into files while rg prints it (`fsmem.query.grep._Blocks`) -------------------------------
+_PIECES = ["a.md\0", "b/c.md\0", "12:x", "3:- plan", "\n", "\n\n", "\n\n\n", "\r", "\0", "é".encode().decode(), "4-y"]
+
+
+def _cut(data: bytes, cuts: list[int]) -> list[bytes]:
+    at = sorted({min(len(data), c) for c in cuts})
+    return [data[i:j] for i, j in zip([0, *at], [*at, len(data)], strict=True) if j > i]
+
+
+@pytest.mark.parametrize("ends", ["\n", "", "\n\n"])
+def test_the_first_pass_cut_while_it_comes_is_the_whole_output_cut(ends):
+    from hypothesis import given, settings, strategies as st
+
+    from fsmem.query.grep import _Blocks, _blocks
+
+    @settings(max_examples=300, deadline=None)
+    @given(pieces=st.lists(st.sampled_from(_PIECES), max_size=30), cuts=st.lists(st.integers(0, 200), max_size=8))
+    def check(pieces, cuts):
+        output = ("".join(pieces) + ends).encode()
+        streamed = _Blocks()
+        for chunk in _cut(output, cuts):
+            streamed.take(chunk)
+        assert streamed.of(output) == _blocks(output)
+
+    check()
+
+
+def test_a_name_in_many_files_is_cut_into_them_as_rg_prints_it(empty_memory, monkeypatch):
+    """A first pass of many files read in chunks that end anywhere (inside a line, a name, a gap) gives the page
+    and the total that the whole output cut at once gives."""
+    from fsmem.query import grep as grep_module
+    from fsmem.store import rg as rg_module
+
+    memory = empty_memory
+    for n in range(300):
+        write_file(
+            memory.root, f"topics/many-{n:03}.md", "".join(f"- zephyr line {i} of {n}\n" for i in range(n % 7 + 1))
+        )
+    with monkeypatch.context() as whole:
+        whole.setattr(grep_module._Blocks, "take", lambda self, chunk: None)  # nothing streamed: `_blocks`
+        expected = [memory.grep("zephyr", offset=offset).to_text() for offset in (0, 500)]
+    monkeypatch.setattr(rg_module, "_CHUNK", 97)
+    assert [memory.grep("zephyr", offset=offset).to_text() for offset in (0, 500)] == expected
+    assert "of 1197;" in expected[0].splitlines()[-1]

@@ -78,11 +78,12 @@ class Kept:
         found = caught_up(root)
         return rg if found is None else cls(rg, command, *found)
 
-    def output(self, args: list[str], *, limit: int | None = None) -> bytes | None:
+    def output(self, args: list[str], *, limit: int | None = None, each: Any = None) -> bytes | None:
+        """`Rg.output`: a kept output is given whole (`each` sees none of it), another as rg prints it."""
         key = (*self.command, *args, limit)
         found, output = self.outputs.get(key, self.generation)
         if not found:
-            output = self.rg.output(args, limit=limit)
+            output = self.rg.output(args, limit=limit, each=each)
             self.outputs.put(key, self.generation, output)
         return output
 

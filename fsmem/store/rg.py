@@ -69,8 +69,11 @@ class Rg:
         self.timeout = timeout
         self.deadline = time.monotonic() + timeout
 
-    def output(self, args: list[str], *, limit: int | None = None) -> bytes | None:
-        """rg's whole output; None (and rg stopped) once it grows past `limit` bytes."""
+    def output(
+        self, args: list[str], *, limit: int | None = None, each: Callable[[bytes], None] | None = None
+    ) -> bytes | None:
+        """rg's whole output; None (and rg stopped) once it grows past `limit` bytes. `each(chunk)` sees the output
+        as it comes, while rg still runs (a caller's work on it is then done beside rg's)."""
         chunks: list[bytes] = []
         size = 0
 
@@ -78,6 +81,8 @@ class Rg:
             nonlocal size
             chunks.append(chunk)
             size += len(chunk)
+            if each is not None:
+                each(chunk)
 
         too_long = (lambda: size > limit) if limit is not None else None
         return None if self._run(args, keep, chunked=True, stop=too_long) else b"".join(chunks)
