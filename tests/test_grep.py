@@ -376,7 +376,7 @@ def _cut(data: bytes, cuts: list[int]) -> list[bytes]:
 def test_the_first_pass_cut_while_it_comes_is_the_whole_output_cut(ends):
     from hypothesis import given, settings, strategies as st
 
-    from fsmem.query.grep import _Blocks, _blocks
+    from fsmem.query.grep import _Blocks, _blocks, _visible_lines
 
     @settings(max_examples=300, deadline=None)
     @given(pieces=st.lists(st.sampled_from(_PIECES), max_size=30), cuts=st.lists(st.integers(0, 200), max_size=8))
@@ -385,7 +385,12 @@ def test_the_first_pass_cut_while_it_comes_is_the_whole_output_cut(ends):
         streamed = _Blocks()
         for chunk in _cut(output, cuts):
             streamed.take(chunk)
-        assert streamed.of(output) == _blocks(output)
+        blocks = streamed.of(output)
+        assert blocks == _blocks(output)
+        if streamed.lines:  # each file's lines, counted as they came
+            assert streamed.lines == {
+                path: _visible_lines(lines, None, context_lines=False) for path, (_, lines) in blocks.items()
+            }
 
     check()
 
