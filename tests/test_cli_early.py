@@ -65,3 +65,29 @@ def test_the_root_is_found_as_memory_finds_it(root, monkeypatch):
     assert rg_command._started[0][1] == str(Memory().root)
     rg_command.discard()
     assert rg_command._started == []
+
+
+def test_an_early_pass_bigger_than_a_pipe_runs_to_its_end_before_it_is_claimed(root):
+    """A name in many files prints more than a pipe holds (64 KB): the early rg's output is read as it comes
+    (`rg_command.Drained`), so rg ends while Python still imports, not after; the grep adopts what was read."""
+    import time
+
+    for n in range(400):
+        write_file(root, f"entities/many-{n:03}.md", "".join(f"- zephyr, line {i} of file {n}\n" for i in range(12)))
+    expected = Memory(root).grep("zephyr").to_text()
+    early.start(str(root), ARGUMENTS, max_line_chars=lean.MAX_LINE_CHARS)
+    process = started()
+    deadline = time.monotonic() + 60
+    while process.poll() is None:  # nothing of this process reads its output yet
+        assert time.monotonic() < deadline, "the early rg waited on a full pipe"
+        time.sleep(0.01)
+    assert sum(len(chunk) for chunk in rg_command._drained[0].chunks) > 1 << 17
+    assert Memory(root).grep("zephyr").to_text() == expected
+    assert rg_command._started == [] and rg_command._drained == [] and process.returncode == 0
+
+
+def test_an_early_pass_never_claimed_is_stopped_and_its_reader_ended(root):
+    early.start(str(root), ARGUMENTS, max_line_chars=lean.MAX_LINE_CHARS)
+    drained = rg_command._drained[0]
+    rg_command.discard()
+    assert not drained.thread.is_alive() and rg_command._started == [] and rg_command._drained == []

@@ -111,7 +111,8 @@ class Rg:
         # same work in less CPU time, and the processes side by side use the cores
         threads = [] if alone else ["--threads", "1"]
         argv = self.base[:1] + threads + self.base[1:] + args
-        process = claim(argv, str(self.root))  # the same rg, started while Python imported (fsmem.cli.early)
+        claimed = claim(argv, str(self.root)) if chunked else None  # started while Python imported (cli.early)
+        process, drained = claimed if claimed is not None else (None, None)
         if process is None:
             process = subprocess.Popen(argv, cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert process.stdout is not None and process.stderr is not None
@@ -131,7 +132,12 @@ class Rg:
         try:
             if chunked:
                 fd = process.stdout.fileno()
-                while chunk := os.read(fd, _CHUNK):
+                for chunk in drained or ():  # what was read while Python imported, and as it comes
+                    feed(chunk)
+                    if stop is not None and stop():
+                        stopped = True
+                        break
+                while (drained is None or drained.rest) and not stopped and (chunk := os.read(fd, _CHUNK)):
                     feed(chunk)
                     if stop is not None and stop():
                         stopped = True
@@ -148,6 +154,8 @@ class Rg:
             if process.poll() is None:
                 process.kill()
                 process.wait()
+            if drained is not None:
+                drained.finish()  # its read has ended with the process: the pipe is no longer read
             process.stdout.close()
             drain.join()
             stderr_pipe.close()

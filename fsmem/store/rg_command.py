@@ -118,20 +118,83 @@ def line_args(max_line_chars: int, context: int, *, heading: bool = False) -> li
 
 # An rg process started before the command that needs it was built (`fsmem.cli.early`): (argv, folder, process).
 _started: list[tuple[list[str], str, Popen[bytes]]] = []
+_drained: list[Drained] = []  # what was read of the started process's output meanwhile (`Drained`)
+DRAINED_BYTES = 32 << 20  # read ahead at most this much (a first pass is given up at 24 MB: fsmem.query.grep)
+
+
+class Drained:
+    """The output of an rg started early, read into memory by a thread of its own as it comes.
+
+    A name in most of a memory's files prints more than a pipe holds (64 KB): unread, rg waited on the full
+    pipe from then until Python had imported the rest of fsmem and started reading, and so its pass ran after
+    the imports instead of beside them. The thread reads up to `DRAINED_BYTES` (then the pass reads the rest
+    itself, `rest`); iterating gives the chunks in order, as they come, until the end of the output or
+    that bound."""
+
+    def __init__(self, process: Popen[bytes]):
+        import threading
+
+        assert process.stdout is not None
+        self.fd = process.stdout.fileno()
+        self.chunks: list[bytes] = []
+        self.ended = False  # the thread read to the end of the output, or could read no more
+        self.rest = False  # it stopped at DRAINED_BYTES: the rest is still in the pipe
+        self.ready = threading.Condition()
+        self.thread = threading.Thread(target=self._read, daemon=True, name="fsmem-rg-early")
+        self.thread.start()
+
+    def _read(self) -> None:
+        size = 0
+        try:
+            while size <= DRAINED_BYTES:
+                chunk = os.read(self.fd, 1 << 20)
+                with self.ready:
+                    if chunk:
+                        self.chunks.append(chunk)
+                    self.ready.notify()
+                if not chunk:
+                    break
+                size += len(chunk)
+            else:
+                self.rest = True
+        except OSError:
+            self.rest = True  # the pass reads the pipe itself, and says what is wrong
+        finally:
+            with self.ready:
+                self.ended = True
+                self.ready.notify()
+
+    def __iter__(self):
+        while True:
+            with self.ready:
+                while not self.chunks and not self.ended:
+                    self.ready.wait()
+                taken, self.chunks = self.chunks, []
+                ended = self.ended
+            yield from taken
+            if ended and not taken:
+                return
+
+    def finish(self) -> None:
+        """Wait for the thread (its process ended or killed: its read ends), before the pipe is closed."""
+        self.thread.join()
 
 
 def start_early(argv: list[str], cwd: str, process: Popen[bytes]) -> None:
-    """Hold `process`, started as `argv` in `cwd`, for the first pass that asks for exactly that (`claim`)."""
+    """Hold `process`, started as `argv` in `cwd`, for the first pass that asks for exactly that (`claim`); its
+    output is read as it comes meanwhile (`Drained`)."""
     discard()
     _started.append((argv, cwd, process))
+    _drained.append(Drained(process))
 
 
-def claim(argv: list[str], cwd: str) -> Popen[bytes] | None:
-    """The process started early as exactly `argv` in `cwd`, or None (and one started for another is stopped)."""
+def claim(argv: list[str], cwd: str) -> tuple[Popen[bytes], Drained] | None:
+    """The process started early as exactly `argv` in `cwd`, with what was read of its output, or None (and one
+    started for another is stopped)."""
     if not _started:
         return None
     if _started[0][0] == argv and _started[0][1] == cwd:
-        return _started.pop()[2]
+        return _started.pop()[2], _drained.pop()
     discard()
     return None
 
@@ -141,4 +204,7 @@ def discard() -> None:
     while _started:
         process = _started.pop()[2]
         process.kill()
+        for drained in _drained:
+            drained.finish()
+        _drained.clear()
         process.communicate()
