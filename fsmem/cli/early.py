@@ -2,7 +2,8 @@
 
 rg's pass over the memory and Python's imports for grep take about as long as each other; one after the other,
 they add up. `start` builds the command line the first pass of `fsmem.query.grep` would run for the whole
-memory, with the settings' defaults (`fsmem.store.rg_command`), and starts rg on the other core; the
+memory, with the settings' defaults (`fsmem.store.rg_command`), and starts rg on the other core, its output
+read as it comes (`rg_command.Drained`: a pipe holds 64 KB, and rg waited on a full one); the
 pass adopts it only when its own command line and folder are exactly these (`rg_command.claim`), so
 the answer is the one rg would have printed a moment later, and anything else (a scope, named paths,
 filters, a setting of fsmem.yaml) runs rg as before once the early process is stopped.
