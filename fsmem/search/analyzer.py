@@ -89,14 +89,18 @@ class Analyzer:
         words = joined.encode("ascii").translate(_ASCII_ROWS).decode("ascii").split()
         stems = self._stems(words)  # every word is in the table from here on
         table = self._table
-        if terms is not None:
-            terms.update(map(table.__getitem__, set(words)))
-            terms.discard("")
-            terms.discard("\0")
+        fresh = counts is not None and not counts  # its terms, once counted, are the texts' terms
         if counts is not None:  # counted in C, each stem the table's own string, its hash known
             counts.update(map(table.__getitem__, words))
             counts.pop("", None)  # the stop words and machine tokens
             counts.pop("\0", None)
+        if terms is not None:
+            if fresh and counts is not None:
+                terms.update(counts)
+            else:
+                terms.update(map(table.__getitem__, set(words)))
+            terms.discard("")
+            terms.discard("\0")
         return [part.strip(" ") for part in stems.split("\0")]
 
     def _stems(self, words: list[str]) -> str:
