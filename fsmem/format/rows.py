@@ -206,7 +206,6 @@ def _lined_rows(path: str, doc: fmt.Document, classify: bool, title: str | None,
 # line, and a paragraph the run of other non-blank lines, as the general loop cuts them (tests/test_rows.py).
 _ODD_BREAK = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")  # what splitlines cuts besides \n
 _INDENTED = re.compile(r"^[^\S\n]+\S", re.M)
-_ODD_ASCII = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\n ", "\n\t", "\n\x1f")  # in ASCII, both at once
 _HEADING_LINE = re.compile(fmt.HEADING.pattern, re.M)  # `^` where a match starts after a line break
 _BULLET_START = r"(?=[-*+0-9])(?:[-*+]|\d{1,3}[.)])[ \t]+\S"  # `_BULLET`, `_BULLET_FIRST` on a line not indented
 # from the line break before a row (and the blank lines before it): the next row, each match where the last ended
@@ -220,7 +219,18 @@ def _plain(body: str) -> bool:
     if "```" in body or "~~~" in body or "<!--" in body:
         return False
     if body.isascii():  # the same answers as the regexes below, found by C's memchr (a whitespace-only line too)
-        return not any(mark in body for mark in _ODD_ASCII) and body[:1] not in (" ", "\t", "\x1f")
+        return not (
+            "\n " in body
+            or "\n\t" in body
+            or "\r" in body
+            or "\x0b" in body
+            or "\x0c" in body
+            or "\x1c" in body
+            or "\x1d" in body
+            or "\x1e" in body
+            or "\n\x1f" in body
+            or body[:1] in (" ", "\t", "\x1f")
+        )
     return not (_ODD_BREAK.search(body) or _INDENTED.search(body))
 
 
