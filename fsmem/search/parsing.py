@@ -320,4 +320,5 @@ def parse_files(task: tuple[str, list[tuple[str, str]]]) -> list[Parsed]:
     if not _worker_analyzer:
         _worker_analyzer.append(Analyzer())
     analyzer = _worker_analyzer[0]
-    return [p for p in (read_file(Path(root), rel, full, analyzer) for rel, full in files) if p]
+    at = Path(root)
+    return [p for p in (read_file(at, rel, full, analyzer) for rel, full in files) if p]
