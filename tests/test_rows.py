@@ -1,4 +1,7 @@
-from fsmem.format.rows import is_fact, split_rows, subject_of
+from hypothesis import given, strategies as st
+
+from fsmem import format as fmt
+from fsmem.format.rows import _file_subject, _lined_rows, document_rows, is_fact, plain_columns, split_rows, subject_of
 
 DOC = """---
 title: Goaltender
@@ -64,3 +67,69 @@ def test_fact_and_subject_rules():
     assert not is_fact("- key:")
     assert subject_of("people/Adam Smith") == "people/Adam Smith"
     assert subject_of("Facts") is None
+
+
+_LINES = [
+    "# Title",
+    "# Other title",
+    "## Superseded",
+    "## superseded ",
+    "### Details #",
+    "## people/Ann Lee",
+    "## topic/Billing",
+    "####### seven",
+    "#nohash",
+    "#  ",
+    "# ",
+    "- sport: hockey",
+    "- a bullet",
+    "* star: value",
+    "+ plus",
+    "1. numbered",
+    "12) numbered",
+    "1\u0661. a digit of another script",
+    "\u0661. only another script",
+    "- ",
+    "-\tx",
+    "- \u00a0x",
+    "plain words here",
+    "tail spaces  ",
+    "met on (2024-01-01, sessions/a.md)",
+    "\u00e9t\u00e9 words",
+    "",
+    "",
+    "   ",
+    "\u00a0",
+]
+_ODD_LINES = ["  indented", "\tindented", "\u00a0x", "\x1fx", "x\x1fy", "x\ry", "x\x0by", "\u2028", "```", "<!-- c -->"]
+
+
+@given(
+    st.lists(st.sampled_from(_LINES + _ODD_LINES), max_size=30),
+    st.sampled_from(["", "title: T\n", "title: T\nentity: people/Ann\n", "topic: X\n"]),
+    st.booleans(),
+)
+def test_rows_cut_by_sections_are_the_rows_cut_line_by_line(lines, front, last_break):
+    """The regex cut of a plain body (`plain_columns`, a cold build's common case) gives the very rows of the
+    line-by-line loop, and a body it cannot cut is left to that loop."""
+    body = "\n".join(lines) + ("\n" if last_break else "")
+    doc = fmt.split(f"---\n{front}---\n{body}" if front else body)
+    for classify in (True, False):
+        expected = _lined_rows("a.md", doc, classify, doc.title, _file_subject(doc.front_matter))
+        assert document_rows("a.md", doc, classify=classify) == expected
+    if not any(line in _ODD_LINES or (line and not line.strip()) for line in lines):
+        assert plain_columns(doc) is not None  # nothing indented, no odd break: cut by sections
+
+
+def test_plain_rows_of_a_session_note_equal_the_lines():
+    """A note of bullets, paragraphs and a superseded section is cut by sections, with the same rows."""
+    text = "---\ntitle: S\n---\n# S\n\n## people/Ann Lee\n- met: Bob\n- two\nlines of text\nmore\n\n## Superseded\n- x: y\n"
+    doc = fmt.split(text)
+    assert plain_columns(doc) is not None
+    assert document_rows("s.md", doc) == _lined_rows("s.md", doc, True, doc.title, None)
+    assert [(r.line, r.text, r.superseded) for r in document_rows("s.md", doc)] == [
+        (7, "- met: Bob", False),
+        (8, "- two", False),
+        (9, "lines of text\nmore", False),
+        (13, "- x: y", True),
+    ]

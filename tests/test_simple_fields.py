@@ -127,3 +127,15 @@ def test_split_gives_what_pyyaml_gives_where_the_fast_reader_gives_up():
     text = "---\ntitle: 'Quoted: yes'\ncreated: 2025-03-03 12:52:00\n---\nbody\n"
     assert simple_fields("title: 'Quoted: yes'\ncreated: 2025-03-03 12:52:00\n") is None
     assert fmt.split(text).front_matter == {"title": "Quoted: yes", "created": "2025-03-03T12:52:00"}
+
+
+def test_values_read_before_are_kept_and_a_list_is_each_callers_own():
+    """A build reads thousands of files alike: a value's text read before is not resolved again, and the list of
+    one file's fields is never the list another file's fields hold."""
+    first = simple_fields("tags: [a, b]\nimportance: 0.5\n")
+    second = simple_fields("tags: [a, b]\nimportance: 0.5\n")
+    assert first == second == {"tags": ["a", "b"], "importance": 0.5}
+    assert first is not None and second is not None
+    first["tags"].append("c")
+    assert second["tags"] == ["a", "b"]
+    assert simple_fields("tags: [a, b]\n") == {"tags": ["a", "b"]}

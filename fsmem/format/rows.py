@@ -86,13 +86,21 @@ def document_rows(path: str, doc: fmt.Document, *, classify: bool = True) -> lis
     With `classify=False` a keyed fact is left as kind "bullet": the search index, which
     never shows a row, skips parsing every bullet as a fact.
     """
-    fm = doc.front_matter
-    title = doc.title
-    file_subject = None
+    plain = plain_columns(doc)
+    if plain is not None:
+        return sections_rows(path, *plain, classify=classify)
+    return _lined_rows(path, doc, classify, doc.title, _file_subject(doc.front_matter))
+
+
+def _file_subject(fm: dict[str, Any]) -> str | None:
     for key in ("entity", "topic"):
         if fm.get(key) is not None:
-            file_subject = str(fm[key])
-            break
+            return str(fm[key])
+    return None
+
+
+def _lined_rows(path: str, doc: fmt.Document, classify: bool, title: str | None, file_subject: str | None) -> list[Row]:
+    """`document_rows` of any body, line by line."""
     heading_list = fmt.headings(doc.body, doc.body_start_line)
     superseded = [
         (h.line, h.end_line)
@@ -191,3 +199,111 @@ def document_rows(path: str, doc: fmt.Document, *, classify: bool = True) -> lis
             pending.append(line)
     flush()
     return rows
+
+
+# A body without fences, comments, indented lines or line breaks other than \n (a cold build's common case) is
+# cut by `plain_columns` with regexes over whole sections instead of line by line: every bullet is then one
+# line, and a paragraph the run of other non-blank lines, as the general loop cuts them (tests/test_rows.py).
+_ODD_BREAK = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")  # what splitlines cuts besides \n
+_INDENTED = re.compile(r"^[^\S\n]+\S", re.M)
+_HEADING_LINE = re.compile(fmt.HEADING.pattern, re.M)  # `^` where a match starts after a line break
+_BULLET_START = r"(?=[-*+0-9])(?:[-*+]|\d{1,3}[.)])[ \t]+\S"  # `_BULLET`, `_BULLET_FIRST` on a line not indented
+# from the line break before a row (and the blank lines before it): the next row, each match where the last ended
+_PLAIN_ROW = re.compile(
+    rf"\n((?:[^\S\n]*\n)*)(?:({_BULLET_START}[^\n]*)|((?!{_BULLET_START})\S[^\n]*(?:\n(?!{_BULLET_START})\S[^\n]*)*))"
+)
+
+
+def _plain(body: str) -> bool:
+    """Whether `plain_columns` may cut `body`: no fence, comment, odd line break or indented line in it."""
+    if "```" in body or "~~~" in body or "<!--" in body:
+        return False
+    if body.isascii():  # the same answers as the regexes below, found by C's memchr (a whitespace-only line too)
+        return not (
+            "\n " in body
+            or "\n\t" in body
+            or "\r" in body
+            or "\x0b" in body
+            or "\x0c" in body
+            or "\x1c" in body
+            or "\x1d" in body
+            or "\x1e" in body
+            or "\n\x1f" in body
+            or body[:1] in (" ", "\t", "\x1f")
+        )
+    return not (_ODD_BREAK.search(body) or _INDENTED.search(body))
+
+
+# per run of rows between two headings: the headings they share, their subject, whether they are superseded, and
+# per row its first line, its text and whether it is a bullet
+Section = tuple[list[str], "str | None", bool, list[int], list[str], list[bool]]
+
+
+def plain_columns(doc: fmt.Document) -> tuple[str | None, list[Section]] | None:
+    """The title and the rows (`Section`s) that `document_rows` gives, in columns, so that a cold build makes no
+    Row per row; None where the body is not one `_plain` accepts."""
+    if not _plain(doc.body):
+        return None
+    return _plain_sections(doc, doc.title, _file_subject(doc.front_matter))
+
+
+def _plain_sections(doc: fmt.Document, title: str | None, file_subject: str | None) -> tuple[str | None, list[Section]]:
+    text = "\n" + doc.body  # every row follows a line break
+    found = []  # (end, line, level, title) of each heading line
+    seek = counted = 0  # where to look for the next heading; where lines are counted up to
+    number = doc.body_start_line - 1  # the line number at offset `counted`
+    while (start := text.find("\n#", seek)) >= 0:
+        end = text.find("\n", start + 1)
+        end = len(text) if end < 0 else end
+        heading = _HEADING_LINE.match(text, start + 1, end)
+        if heading:
+            number += text.count("\n", counted, start + 1)
+            counted = start + 1
+            found.append((end, number, len(heading.group(1)), heading.group(2).strip()))
+        seek = end
+    if title is None:
+        title = next((name for _e, _n, level, name in found if level == 1), None)
+    sections: list[Section] = []
+    stack: list[tuple[int, str]] = []  # (level, title) of the open headings
+    heads: list[str] = []
+    subject = file_subject
+    superseded = False
+    begin, number = 0, doc.body_start_line - 1  # the section's start (a line break) and its line
+    for n in range(len(found) + 1):
+        if n:  # after a heading: the stack and what its rows share, as the general loop keeps them
+            begin, number, level, name = found[n - 1]
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, name))
+            heads = [t for lv, t in stack if not (lv == 1 and t == title)]
+            subject = file_subject
+            for _lv, t in stack:
+                subject = subject_of(t) or subject
+            superseded = any(lv == 2 and t.lower() == _SUPERSEDED for lv, t in stack)
+        stop = text.rfind("\n", begin, found[n][0]) if n < len(found) else len(text)  # before the next heading
+        cut = _PLAIN_ROW.findall(text, begin, stop)
+        if not cut:
+            continue
+        lines = []
+        for blanks, bullet, more in cut:
+            number += 1 + blanks.count("\n")
+            lines.append(number)
+            number += (bullet or more).count("\n")
+        texts = [(bullet or more).strip() for _b, bullet, more in cut]
+        sections.append((heads, subject, superseded, lines, texts, [bool(bullet) for _b, bullet, _m in cut]))
+    return title, sections
+
+
+def sections_rows(path: str, title: str | None, sections: list[Section], *, classify: bool = True) -> list[Row]:
+    """The Rows of `plain_columns`' sections."""
+    rows: list[Row] = []
+    for heads, subject, superseded, lines, texts, bullets in sections:
+        for line, text, bullet in zip(lines, texts, bullets, strict=True):
+            kind = "paragraph"
+            if bullet:
+                kind = "fact" if classify and is_bullet(text) and ": " in text and is_fact(text) else "bullet"
+            rows.append(Row(path, line, line + text.count("\n"), text, kind, title, subject, heads, superseded))
+    return rows
+
+
+_SUPERSEDED = fmt.SUPERSEDED_HEADING.lower()

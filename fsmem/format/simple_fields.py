@@ -47,13 +47,35 @@ def simple_fields(raw: str) -> dict[str, Any] | None:
         if match is None:
             return None
         key, text = match.group(1), match.group(2)
-        if key in fields or _scalar(key) is not key:
+        if key in fields or (key not in _PLAIN_KEYS and _plain_key(key) is not key):
             return None
-        value = _value(text or "") if text is not None else None
+        value = _kept_value(text or "") if text is not None else None
         if value is _GIVE_UP:
             return None
         fields[key] = value
     return fields
+
+
+_PLAIN_KEYS: set[str] = set()  # keys read as themselves before
+_KEPT: dict[str, Any] = {}  # a value's text -> its value, read before: a build reads thousands of files alike
+KEPT_VALUES = 4096
+
+
+def _plain_key(key: str) -> Any:
+    found = _scalar(key)
+    if found is key and len(_PLAIN_KEYS) < KEPT_VALUES:
+        _PLAIN_KEYS.add(key)
+    return found
+
+
+def _kept_value(text: str) -> Any:
+    """`_value(text)`, kept for the texts read first (a list copied: a caller may change its own)."""
+    found = _KEPT.get(text, _KEPT)
+    if found is _KEPT:
+        found = _value(text)
+        if len(_KEPT) < KEPT_VALUES:
+            _KEPT[text] = found
+    return list(found) if type(found) is list else found
 
 
 def _value(text: str) -> Any:

@@ -87,29 +87,32 @@ class Analyzer:
                 counts.update(" ".join(found).split())
             return found
         words = joined.encode("ascii").translate(_ASCII_ROWS).decode("ascii").split()
-        stems = self._stems(words)  # every word is in the table from here on
-        table = self._table
+        stems = self._stem_list(words)  # the texts' stems and their NULs, each the table's own string
+        fresh = counts is not None and not counts  # its terms, once counted, are the texts' terms
+        if counts is not None:  # counted in C, each stem's hash known
+            counts.update(stems)
+            counts.pop("\0", None)
         if terms is not None:
-            terms.update(map(table.__getitem__, set(words)))
+            terms.update(counts if fresh and counts is not None else stems)
             terms.discard("")
             terms.discard("\0")
-        if counts is not None:  # counted in C, each stem the table's own string, its hash known
-            counts.update(map(table.__getitem__, words))
-            counts.pop("", None)  # the stop words and machine tokens
-            counts.pop("\0", None)
-        return [part.strip(" ") for part in stems.split("\0")]
+        return [part.strip(" ") for part in " ".join(stems).split("\0")]
 
     def _stems(self, words: list[str]) -> str:
+        """The stems of `words` (stop words and machine tokens left out), space separated."""
+        return " ".join(self._stem_list(words))
+
+    def _stem_list(self, words: list[str]) -> list[str]:
         """The stems of `words` (stop words and machine tokens left out), looked up in C; a word not yet in the
         table is stemmed once and kept."""
         table = self._table
         try:
-            return " ".join(filter(None, map(table.__getitem__, words)))
+            return list(filter(None, map(table.__getitem__, words)))
         except KeyError:
             for word in words:
                 if word not in table:
                     table[word] = "" if word in STOP_WORDS or _machine_token(word) else self._stem_word(word)
-            return " ".join(filter(None, map(table.__getitem__, words)))
+            return list(filter(None, map(table.__getitem__, words)))
 
 
 # an ASCII byte to itself lowercased when `_WORD` takes it (a letter or digit), else to a space

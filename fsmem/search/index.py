@@ -385,6 +385,7 @@ class SearchIndex:
         changed = 0
         progress = Progress("indexing files for search", len(todo))
         batches = _parsed_batches(self.root, todo, self.analyzer)
+        stored: set[str] = set()  # terms this call has written into search_terms (committed, or it raised)
         for start in range(0, max(len(todo), 1), BATCH_FILES):
             batch = todo[start : start + BATCH_FILES]
             parsed = next(batches) if batch else []
@@ -423,8 +424,10 @@ class SearchIndex:
                 if written:
                     conn.execute("DELETE FROM search_meta WHERE key = 'walk'")
                     _insert_many(conn, written, pending)
+                new_terms -= stored  # a build's later batches mostly repeat the words of the first
                 if new_terms:
                     conn.executemany("INSERT OR IGNORE INTO search_terms VALUES (?)", ((t,) for t in new_terms))
+                    stored |= new_terms
                 pending.flush(conn)
                 kill_points.reached("search-batch")
             kill_points.reached("search-committed")

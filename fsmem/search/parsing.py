@@ -8,6 +8,7 @@ SQLite; nothing here knows SQL.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -19,7 +20,7 @@ from typing import Any
 from fsmem import format as fmt
 from fsmem.errors import FsmemError
 from fsmem.format.facts import Provenance, split_provenance
-from fsmem.format.rows import Row, document_rows, subject_of
+from fsmem.format.rows import Row, document_rows, plain_columns, sections_rows, subject_of
 from fsmem.format.valid_time import note_date
 from fsmem.search import postings
 from fsmem.search.analyzer import Analyzer
@@ -155,15 +156,29 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
     meta = _meta_fields(doc.front_matter)
     if not is_ranked(rel, text):
         return Parsed(rel, stamp, meta, "", [], [], "")
-    rows = ranked_rows(rel, text, document_rows(rel, doc, classify=False))[:MAX_ROWS]
-    title = (
-        rows[0].title if rows else doc.title or next((h.title for h in fmt.headings(doc.body) if h.level == 1), None)
-    )
+    plain = None if _consolidated_note(rel, text) else plain_columns(doc)
+    if plain is not None:  # most files: their rows in columns, without a Row each (fsmem.format.rows)
+        plain_title, sections = plain
+        texts = [text for section in sections for text in section[4]]
+        provenances = [split_provenance(t)[1] if t.endswith(")") else None for t in texts]
+        if len(texts) > MAX_ROWS or any(provenances):
+            rows = sections_rows(rel, plain_title, sections, classify=False)[:MAX_ROWS]
+            plain = None
+        else:
+            rows = []
+    else:
+        rows = ranked_rows(rel, text, document_rows(rel, doc, classify=False))[:MAX_ROWS]
+    if plain is None:
+        texts = [row.text for row in rows]
+        provenances = [split_provenance(t)[1] if t.endswith(")") else None for t in texts]
+    if texts:
+        title = plain_title if plain is not None else rows[0].title
+    else:
+        title = doc.title or next((h.title for h in fmt.headings(doc.body) if h.level == 1), None)
     names = document_names(doc.front_matter, title)
     names_text = analyzer.text(" ".join(dict.fromkeys(names)))
     known_names = {n.lower() for n in names}
     context_cache: dict[tuple[str, ...], str] = {}
-    provenances = [split_provenance(r.text)[1] if r.text.endswith(")") else None for r in rows]
     row_sources = [source_of(p) for p in provenances]
     dated_note = (
         note_date(rel, doc.front_matter if isinstance(doc.front_matter, dict) else {}) if is_note(rel) else None
@@ -177,8 +192,23 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
     # with their citations, as grep and read show them; `terms` takes every one of their terms. Where no row
     # cites a note (most files), the file's one document is its rows' terms and date words: counted here
     counts: Counter[str] | None = None if any(row_sources) else Counter()
-    row_terms = analyzer.texts([row.text for row in rows], terms, counts)
+    row_terms = analyzer.texts(texts, terms, counts)
     rows_dated: dict[str, int] = {}  # a row's date words -> the rows they are added to
+    if not any(provenances):  # no row cites anything (most files): the loop below, a run of rows at a time
+        if plain is not None:
+            lines = [line for section in plain[1] for line in section[3]]
+            row_heads = [
+                heads for heads, _s, _x, section_lines, _t, _b in plain[1] for heads in [heads] * len(section_lines)
+            ]
+            superseded = [x for _h, _s, x, section_lines, _t, _b in plain[1] for x in [x] * len(section_lines)]
+        else:
+            lines = [row.line for row in rows]
+            row_heads = [row.headings for row in rows]
+            superseded = [row.superseded for row in rows]
+        out_rows = _uncited_rows(
+            lines, row_heads, superseded, row_terms, dated_note, known_names, analyzer, dated, rows_dated, context_cache
+        )
+        rows = []
     for index, row in enumerate(rows):
         key = tuple(row.headings)
         context_terms = context_cache.get(key)
@@ -225,6 +255,45 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
     return parsed
 
 
+def _uncited_rows(
+    lines: list[int],
+    row_heads: list[list[str]],
+    superseded: list[bool],
+    row_terms: list[str],
+    dated_note: str | None,
+    known_names: set[str],
+    analyzer: Analyzer,
+    dated: dict[tuple[str | None, bool], str],
+    rows_dated: dict[str, int],
+    context_cache: dict[tuple[str, ...], str],
+) -> list[tuple[int, int, int, str, str]]:
+    """`parse_file`'s rows where none has a citation (its loop's result): every row dated as its note, in
+    group 0, and linked to the next when they share their headings; computed per run of rows under the same
+    headings, from the rows' columns (first line, headings, superseded)."""
+    if not lines:
+        return []
+    when = dated[(dated_note, True)] = analyzer.text(date_words(dated_note, year=True))
+    if when:
+        row_terms = [f"{terms} {when}".strip() for terms in row_terms]
+        rows_dated[when] = len(lines)
+    contexts: list[str] = []
+    flags: list[int] = [SUPERSEDED if x else 0 for x in superseded]
+    at = 0
+    for headings, run in itertools.groupby(row_heads):
+        key = tuple(headings)
+        context_terms = context_cache.get(key)
+        if context_terms is None:
+            heads = [h.split("/", 1)[-1] if subject_of(h) else h for h in headings]
+            context_terms = context_cache[key] = analyzer.text(
+                " ".join(h for h in heads if h.lower() not in known_names)
+            )
+        many = len(list(run))
+        contexts += [context_terms] * many
+        flags[at : at + many - 1] = [flag | LINKED for flag in flags[at : at + many - 1]]
+        at += many
+    return list(zip(lines, flags, itertools.repeat(0), row_terms, contexts, strict=False))
+
+
 def read_file(root: Path, rel: str, full: str, analyzer: Analyzer) -> Parsed | None:
     """Parse one file, with the stamp taken before the read; None when it vanished or keeps changing."""
     for _attempt in range(5):
@@ -251,4 +320,5 @@ def parse_files(task: tuple[str, list[tuple[str, str]]]) -> list[Parsed]:
     if not _worker_analyzer:
         _worker_analyzer.append(Analyzer())
     analyzer = _worker_analyzer[0]
-    return [p for p in (read_file(Path(root), rel, full, analyzer) for rel, full in files) if p]
+    at = Path(root)
+    return [p for p in (read_file(at, rel, full, analyzer) for rel, full in files) if p]

@@ -1,0 +1,66 @@
+"""What a cold build's worker makes of one file (`fsmem.search.parsing.parse_file`), pinned row for row."""
+
+from array import array
+
+from fsmem.format.frontmatter import split
+from fsmem.format.rows import plain_columns
+from fsmem.search.analyzer import Analyzer
+from fsmem.search.parsing import LINKED, SUPERSEDED, parse_file
+
+NOTE = """---
+title: Session s1
+date: 2024-05-08
+---
+# Session s1
+
+## people/Ann Lee
+- met: Bob at the lake
+- the and of
+Two lines
+of text
+
+## Facts
+- sport: hockey
+
+## Facts
+- a second Facts section
+
+## Superseded
+- sport: tennis
+### Older
+- sport: golf
+"""
+# the rows as the per-row loop made them before rows came in columns: (line, flags, group, terms, context)
+ROWS = [
+    (8, LINKED, 0, "met bob lake may 8 2024", "ann lee"),
+    (9, LINKED, 0, "may 8 2024", "ann lee"),  # stop words only: its date words alone
+    (10, 0, 0, "two line text may 8 2024", "ann lee"),
+    (14, LINKED, 0, "sport hockey may 8 2024", "fact"),  # the next section has the same headings
+    (17, 0, 0, "second fact section may 8 2024", "fact"),
+    (20, SUPERSEDED, 0, "sport tenni may 8 2024", "supersed"),
+    (22, SUPERSEDED, 0, "sport golf may 8 2024", "supersed older"),
+]
+COUNTS = [1, 1, 1, 1, 1, 1, 3, 1, 1, 1, 1, 1, 1, 7, 7, 7]
+
+
+def test_a_note_cut_by_sections_gives_the_rows_terms_and_counts_of_the_loop():
+    rel = "sessions/2024/05/08/s1.md"
+    assert plain_columns(split(NOTE)) is not None
+    parsed = parse_file(rel, NOTE, (1, 2, 3, 4), Analyzer())
+    assert parsed.rows == ROWS
+    assert parsed.names == "session s1"
+    assert sorted(parsed.terms.split()) == sorted(
+        "2024 8 ann bob fact golf hockey lake lee line may met older s1 second section session sport supersed "
+        "tenni text two".split()
+    )
+    (document,) = parsed.counted or []
+    assert document[:3] == (0, 36, "met bob lake two line text sport hockey second fact section tenni golf may 8 2024")
+    assert list(array("I", document[3])) == COUNTS
+
+
+def test_a_note_cut_line_by_line_gives_the_same():
+    """A comment where a blank line was leaves the rows as they were, cut by the general loop."""
+    text = NOTE.replace("of text\n\n## Facts", "of text\n<!-- a comment -->\n## Facts", 1)
+    assert plain_columns(split(text)) is None
+    parsed = parse_file("sessions/2024/05/08/s1.md", text, (1, 2, 3, 4), Analyzer())
+    assert parsed.rows == ROWS
