@@ -17,12 +17,11 @@ bounds heads, and connections without a valid token (`fsmem.server.protocol`).
 
 The agent a call acts for (budget, read-only flag, retrieval log) and the
 part of the memory it reaches come from the token's record, never from the
-client. Tool calls run on a fixed pool of worker threads, so no request
-holds the event loop; a read tool that runs past its time limit is answered
-with an error (its thread finishes on its own), a write is always awaited.
-An answer a client does not take within `send_timeout_seconds` is dropped.
-One JSON line per request goes to the log: token id, agent, memory, tool,
-status, duration; never a token, an argument or a memory's text.
+client. Tool calls run on a fixed pool of worker threads, so no request holds the event loop; a read tool
+that runs past its time limit is answered with an error (its thread finishes on its own), a write is always
+awaited. An answer a client does not take within `send_timeout_seconds` is dropped. One JSON line per request
+goes to the log: token id, agent, memory, tool, status, duration, where a tool call's time went (waiting for a
+thread, on it, its CPU); never a token, an argument or a memory's text.
 """
 
 from __future__ import annotations
