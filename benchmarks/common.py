@@ -63,18 +63,22 @@ def run_drained(argv: list[str], cwd: Path | None = None, env: dict | None = Non
     return elapsed, len(proc.stdout), proc.stdout
 
 
-def side_by_side(commands: dict[str, tuple[list[str], Path | None]], runs: int, before_each=None) -> dict[str, float]:
-    """Median seconds of each command, alternating them run by run after one warm-up each."""
+def side_by_side(
+    commands: dict[str, tuple[list[str], Path | None]], runs: int, before_each=None, envs: dict[str, dict] | None = None
+) -> dict[str, float]:
+    """Median seconds of each command, alternating them run by run after one warm-up each (`envs`: the
+    environment of a command, by its name, where it is not this process's)."""
     times: dict[str, list[float]] = {name: [] for name in commands}
+    env = (envs or {}).get
     for name, (argv, cwd) in commands.items():
         if before_each:
             before_each(name)
-        run_drained(argv, cwd)
+        run_drained(argv, cwd, env(name))
     for _ in range(runs):
         for name, (argv, cwd) in commands.items():
             if before_each:
                 before_each(name)
-            times[name].append(run_drained(argv, cwd)[0])
+            times[name].append(run_drained(argv, cwd, env(name))[0])
     return {name: statistics.median(values) for name, values in times.items()}
 
 
