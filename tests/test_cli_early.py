@@ -81,13 +81,13 @@ def test_an_early_pass_bigger_than_a_pipe_runs_to_its_end_before_it_is_claimed(r
     while process.poll() is None:  # nothing of this process reads its output yet
         assert time.monotonic() < deadline, "the early rg waited on a full pipe"
         time.sleep(0.01)
-    assert sum(len(chunk) for chunk in rg_command._drained[0].chunks) > 1 << 17
+    assert sum(len(chunk) for chunk in rg_command._started[0][3].chunks) > 1 << 17
     assert Memory(root).grep("zephyr").to_text() == expected
-    assert rg_command._started == [] and rg_command._drained == [] and process.returncode == 0
+    assert rg_command._started == [] and process.returncode == 0
 
 
 def test_an_early_pass_never_claimed_is_stopped_and_its_reader_ended(root):
     early.start(str(root), ARGUMENTS, max_line_chars=lean.MAX_LINE_CHARS)
-    drained = rg_command._drained[0]
+    drained = rg_command._started[0][3]
     rg_command.discard()
-    assert not drained.thread.is_alive() and rg_command._started == [] and rg_command._drained == []
+    assert not drained.thread.is_alive() and rg_command._started == []

@@ -455,15 +455,13 @@ class _Collector:
         of its lines in `lines_of`, where it was counted while rg ran (`_Blocks`), when no context is shown."""
         hidden = {} if self.include_superseded else self.ranges_of
         context = self.context > 0
-        if lines_of and not context:
-            self.total += sum(
-                lines_of[path]
-                if path in lines_of and not hidden.get(path)
-                else _visible_lines(lines, hidden.get(path), context_lines=False)
-                for path, lines in files
-            )
-            return
-        self.total += sum(_visible_lines(lines, hidden.get(path), context_lines=context) for path, lines in files)
+        counted = {} if context or lines_of is None else lines_of
+        self.total += sum(
+            counted[path]
+            if path in counted and not hidden.get(path)
+            else _visible_lines(lines, hidden.get(path), context_lines=context)
+            for path, lines in files
+        )
 
     def feed(self, raw: bytes) -> None:
         name, sep, rest = raw.partition(b"\0")

@@ -10,11 +10,13 @@ configured `grep.timeout_seconds`.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import os
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -130,24 +132,15 @@ class Rg:
         timer.start()
         stopped = False
         try:
-            if chunked:
-                fd = process.stdout.fileno()
-                for chunk in drained or ():  # what was read while Python imported, and as it comes
-                    feed(chunk)
-                    if stop is not None and stop():
-                        stopped = True
-                        break
-                while (drained is None or drained.rest) and not stopped and (chunk := os.read(fd, _CHUNK)):
-                    feed(chunk)
-                    if stop is not None and stop():
-                        stopped = True
-                        break
-            else:
-                for raw in process.stdout:
-                    feed(raw)
-                    if stop is not None and stop():
-                        stopped = True
-                        break
+            source: Iterable[bytes] = process.stdout  # line by line
+            if chunked:  # large chunks: what was read while Python imported and as it came, then the pipe's
+                read = functools.partial(os.read, process.stdout.fileno(), _CHUNK)
+                source = itertools.chain(drained or (), iter(read, b""))
+            for piece in source:
+                feed(piece)
+                if stop is not None and stop():
+                    stopped = True
+                    break
             code = process.wait() if not stopped else 0
         finally:
             timer.cancel()

@@ -116,9 +116,9 @@ def line_args(max_line_chars: int, context: int, *, heading: bool = False) -> li
     return args
 
 
-# An rg process started before the command that needs it was built (`fsmem.cli.early`): (argv, folder, process).
-_started: list[tuple[list[str], str, Popen[bytes]]] = []
-_drained: list[Drained] = []  # what was read of the started process's output meanwhile (`Drained`)
+# An rg process started before the command that needs it was built (`fsmem.cli.early`): (argv, folder, process,
+# what was read of its output meanwhile).
+_started: list[tuple[list[str], str, Popen[bytes], Drained]] = []
 DRAINED_BYTES = 32 << 20  # read ahead at most this much (a first pass is given up at 24 MB: fsmem.query.grep)
 
 
@@ -184,8 +184,7 @@ def start_early(argv: list[str], cwd: str, process: Popen[bytes]) -> None:
     """Hold `process`, started as `argv` in `cwd`, for the first pass that asks for exactly that (`claim`); its
     output is read as it comes meanwhile (`Drained`)."""
     discard()
-    _started.append((argv, cwd, process))
-    _drained.append(Drained(process))
+    _started.append((argv, cwd, process, Drained(process)))
 
 
 def claim(argv: list[str], cwd: str) -> tuple[Popen[bytes], Drained] | None:
@@ -194,7 +193,8 @@ def claim(argv: list[str], cwd: str) -> tuple[Popen[bytes], Drained] | None:
     if not _started:
         return None
     if _started[0][0] == argv and _started[0][1] == cwd:
-        return _started.pop()[2], _drained.pop()
+        _argv, _cwd, process, drained = _started.pop()
+        return process, drained
     discard()
     return None
 
@@ -202,9 +202,7 @@ def claim(argv: list[str], cwd: str) -> tuple[Popen[bytes], Drained] | None:
 def discard() -> None:
     """Stop and reap an early process that no pass claimed (its command line was not the one needed)."""
     while _started:
-        process = _started.pop()[2]
+        _argv, _cwd, process, drained = _started.pop()
         process.kill()
-        for drained in _drained:
-            drained.finish()
-        _drained.clear()
+        drained.finish()
         process.communicate()
