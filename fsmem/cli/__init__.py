@@ -4,9 +4,10 @@ Commands are loaded lazily from their modules (`COMMANDS`, made from the spec an
 hand-written list of `fsmem.spec.commands`), so `fsmem read`
 pays neither for MCP, watchdog nor the search index at start-up, and
 `fsmem --version` answers before click is imported, and so does a plain
-command line of an operation, `fsmem grep PATTERN` or `fsmem ls` (`fsmem.cli.lean`). The click group is in `fsmem.cli.app`; the
-one error boundary of both (library errors become one line on stderr and exit
-code 2) is `fsmem.cli.printing.boundary`.
+command line of an operation, `fsmem grep PATTERN` or `fsmem ls`
+(`fsmem.cli.lean`). The click group is in `fsmem.cli.app`; the one error
+boundary of both (library errors become one line on stderr and exit code 2)
+is `fsmem.cli.printing.boundary`.
 """
 
 from __future__ import annotations

@@ -63,7 +63,7 @@ LEAN_END = "# -- end of what is generated --\n"
 
 
 def lean_tables() -> str:
-    """`fsmem.cli.lean_tables`, as Python source: grep's command line as the lean path parses it
+    """The tables of `fsmem.cli.lean_tables`, as Python source: grep's command line as the lean path parses it
     (`fsmem.cli.running.command_lines`), and the read setting the early rg pass guesses (`fsmem.cli.early`).
 
     A plain grep is parsed before Python's typing or the spec are imported (they would delay rg's start), so
@@ -73,14 +73,6 @@ def lean_tables() -> str:
 
     spellings, defaults, options, operands, inputs, answers = command_lines([declared()["grep"]])
     lines = [
-        '"""grep\'s command line as the lean path parses it (`fsmem.cli.lean`), written from its spec: do not edit."""',
-        "",
-        "from __future__ import annotations",
-        "",
-        "TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing is imported after rg has started (fsmem.cli.early)",
-        "if TYPE_CHECKING:",
-        "    from typing import Any",
-        "",
         LEAN_BEGIN.rstrip("\n"),
         "# option -> (parameter, kind)",
         *_source("SPELLINGS: dict[str, tuple[str, str]] = ", spellings),
@@ -170,17 +162,8 @@ def write_generated(path: str, begin: str, source: str) -> bool:
 
 
 def write_lean_tables(path: str) -> bool:
-    """Rewrite `fsmem/cli/lean_tables.py` at `path` from the spec; True when it changed."""
-    source = lean_tables()
-    try:
-        with open(path, encoding="utf-8") as file:
-            if file.read() == source:
-                return False
-    except FileNotFoundError:
-        pass
-    with open(path, "w", encoding="utf-8") as file:
-        file.write(source)
-    return True
+    """Rewrite the generated part of `fsmem/cli/lean_tables.py` at `path` from grep's spec; True when it changed."""
+    return write_generated(path, LEAN_BEGIN, lean_tables())
 
 
 def write_limits(path: str) -> bool:

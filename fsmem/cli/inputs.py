@@ -2,9 +2,10 @@
 
 Each takes what was typed (None when the command line has no such option),
 the other values given, and the command being run (`Invocation`: click's
-context, or the lean path's), and returns the value the operation takes: a `-` that means stdin, a body read from stdin, `KEY=VALUE`
-pairs parsed as YAML, a file of what the agent already holds, the global
---agent, a progress bar on a terminal. They are the command line's alone.
+context, or the lean path's), and returns the value the operation takes: a
+`-` that means stdin, a body read from stdin, `KEY=VALUE` pairs parsed as
+YAML, a file of what the agent already holds, the global --agent, a progress
+bar on a terminal. They are the command line's alone.
 """
 
 from __future__ import annotations

@@ -2,13 +2,13 @@
 
 Importing click and building a command from its spec took a large part of a one-shot command's time (for
 a grep, as long as rg's pass; docs/performance.md, "Start-up and one-shot commands"). `fsmem.cli.main`
-gives every command line to `parse` first: one for a declared operation whose inputs need no click context
-(`fsmem.cli.running.lean_parses`: not `note`'s stdin or `write`'s --set), naming only its own options,
-spelled out, with plain values, is run here; anything else (--help, a typo, `--`, combined short flags, a
-value that starts with '-' or that click would reject, a missing operand) returns None and goes to click,
-so help, usage errors and their words stay click's. What runs is what the generated command runs
-(`fsmem.cli.running.run_operation`): the same `Memory` call, within the same budget, printed and exited
-alike, behind the CLI's one error boundary (`fsmem.cli.printing.boundary`). The tables it parses with
+gives every command line to `parse` first: one for a declared operation (`fsmem.cli.running.lean_parses`:
+any but a group's subcommand), naming only its own options, spelled out, with plain values, is run here, its
+inputs read by click's adapters (`fsmem.cli.inputs`: `note -`'s stdin, `write`'s --set); anything else
+(--help, a typo, `--`, combined short flags, a value that starts with '-' or that click would reject, a
+missing operand) returns None and goes to click, so help, usage errors and their words stay click's. What
+runs is what the generated command runs (`fsmem.cli.running.run_operation`): the same `Memory` call, within
+the same budget, printed and exited alike, behind the CLI's one error boundary (`fsmem.cli.printing.boundary`). The tables it parses with
 are made from the spec (`fsmem.cli.running.command_lines`; grep's are written into `fsmem.cli.lean_tables`,
 so that a plain grep loads no spec), and tests/test_cli_lean.py shows every command's parse answering as
 click's parse of the same line does.
@@ -44,11 +44,13 @@ class Parsed:
         as_json: bool,
         arguments: dict[str, Any],
         answering: tuple[Any, ...],
+        adapters: dict[str, str],
+        extra: tuple[str, ...],
     ):
         self.command, self.root, self.agent, self.as_json = command, root, agent, as_json
         self.arguments, self.answering = arguments, answering
-        self.adapters: dict[str, str] = {}  # parameter -> the adapter of its input (`fsmem.cli.inputs`)
-        self.extra: tuple[str, ...] = ()  # parameters the command line has and the method does not
+        self.adapters = adapters  # parameter -> the adapter of its input (`fsmem.cli.inputs`)
+        self.extra = extra  # parameters the command line has and the method does not
 
 
 def parse(argv: list[str]) -> Parsed | None:
@@ -124,9 +126,9 @@ def parse(argv: list[str]) -> Parsed | None:
     for parameter, variable in envvars:  # an option not given takes its variable's value, as click's does
         if arguments.get(parameter) is None:
             arguments[parameter] = os.environ.get(variable) or None
-    parsed = Parsed(command, chosen["root"], chosen["agent"], as_json, arguments, answering[command])
-    parsed.adapters, parsed.extra = dict(adapters), extra
-    return parsed
+    return Parsed(
+        command, chosen["root"], chosen["agent"], as_json, arguments, answering[command], dict(adapters), extra
+    )
 
 
 def _lines(command: str) -> tuple[dict[str, Any], ...]:

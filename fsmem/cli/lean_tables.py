@@ -1,4 +1,4 @@
-"""grep's command line as the lean path parses it (`fsmem.cli.lean`), written from its spec: do not edit."""
+"""grep's command line as the lean path parses it (`fsmem.cli.lean`): its tables are written from grep's spec."""
 
 from __future__ import annotations
 
