@@ -228,6 +228,9 @@ def team(tmp_path_factory):
         "full": store.create(memory="team", agent="researcher"),
         "read_only": store.create(memory="team", agent="researcher", read_only=True),
         "topics": store.create(memory="team", agent="researcher", paths=["topics/"]),
+        # the same scope for the resource and prompt tests: a token's rate (10 a second, bursts of 20) is shared
+        # by every test that uses it, and the path test's 17 requests spend most of a burst just before them
+        "topics_views": store.create(memory="team", agent="researcher", paths=["topics/"]),
         "lab": store.create(memory="lab", agent="researcher"),
         "ghost": store.create(memory="team", agent="ghost"),
         "expired": store.create(memory="team", agent="researcher"),
@@ -443,7 +446,7 @@ def test_the_context_resource_is_the_tokens_own_view(team):
     whole_listed, whole = session(url, team["tokens"]["full"], actions)
     assert [(r.name, str(r.uri)) for r in whole_listed.resources] == [("context", "fsmem://context")]
     assert whole.contents[0].text == Memory(team["team"], agent="researcher").context().to_text()
-    _, scoped = session(url, team["tokens"]["topics"], actions)
+    _, scoped = session(url, team["tokens"]["topics_views"], actions)
     expected = Memory(team["team"], agent="researcher", scope=["topics/"]).context().to_text()
     assert scoped.contents[0].text == expected and "entities/" not in expected and "profile" not in expected
     assert expected != whole.contents[0].text
@@ -465,7 +468,7 @@ def test_the_distill_prompt_is_the_tokens_own_and_refused_to_a_scope(team):
     assert [p.name for p in listed.prompts] == ["distill"]
     expected = distill_prompt(Memory(team["team"], agent="researcher"), "distill", {"max_tokens": "400"})
     assert [m.content.text for m in got.messages] == [m.content.text for m in expected.messages]
-    refused = session(url, team["tokens"]["topics"], actions)
+    refused = session(url, team["tokens"]["topics_views"], actions)
     assert isinstance(refused, Exception) and "scope" in str(refused), refused
 
 
