@@ -582,6 +582,7 @@ def test_a_flood_past_the_rate_limit_is_told_when_to_retry(tight):
 def test_one_token_has_a_bounded_share_of_requests_in_flight(tight):
     url, tokens, root = tight["server"].base + "/mcp", tight["tokens"], tight["root"]
     answers: dict[str, httpx2.Response] = {}
+    assert post(url, tokens["holder"], LIST).status_code == 200  # nothing in flight: served
     with file_lock(root):  # the server's write now waits for this process
         writer = threading.Thread(
             target=lambda: answers.setdefault(
@@ -589,9 +590,10 @@ def test_one_token_has_a_bounded_share_of_requests_in_flight(tight):
             )
         )
         writer.start()
-        deadline = time.monotonic() + 20  # until the note is in flight, the token's other requests are served
-        while (second := post(url, tokens["holder"], LIST)).status_code == 200 and time.monotonic() < deadline:
-            time.sleep(0.6)  # within the token's rate (2 a second)
+        # the list is sent once the note waits for the lock, not before: sent at once, it could reach the server
+        # first and take the token's one place, and the note was refused (CI of b0ba3c1)
+        waiting_for_the_lock(root, tight["server"].proc.pid)
+        second = post(url, tokens["holder"], LIST)
         assert second.status_code == 429 and "already has 1 request(s) in flight" in second.json()["error"]["message"]
         assert post(url, tokens["other"], LIST).status_code == 200
     writer.join(30)
