@@ -141,9 +141,14 @@ def every_line() -> list[list[str]]:
 
 
 @pytest.mark.parametrize("argv", [*every_line(), ["note", "-"], ["grep", "-"], ["read", "-"]], ids=" ".join)
-def test_every_command_the_lean_path_parses_answers_as_the_click_command_does(memory, capsys, argv, tmp_path):
+def test_every_command_the_lean_path_parses_answers_as_the_click_command_does(
+    memory, capsys, argv, tmp_path, monkeypatch
+):
     """Each side runs on the same memory as it was (a write is undone between them): the same stdout, stderr
-    and exit code, whatever the command does."""
+    and exit code, whatever the command does. The clock is pinned: a write stamps `updated:` to the second,
+    and its answer names the file's version, so two sides a second apart answered differently (an `edit`,
+    once)."""
+    monkeypatch.setenv("FSMEM_NOW", "2026-03-01T10:00:00+00:00")
     argv = ["--root", str(memory.root), *argv]
     kept = tmp_path / "kept"
     shutil.copytree(memory.root, kept, symlinks=True)
