@@ -38,8 +38,9 @@ def get_encoding(name: str):
             try:
                 kept = _kept_encoding(name)
                 _encodings[name] = kept if kept is not None else tiktoken.get_encoding(name)
-            except ValueError as exc:
-                raise ConfigError(f"unknown tokenizer {name!r}: {exc}") from None
+            except ValueError as exc:  # tiktoken's message goes on to list the plugins it found: its first line
+                reason = next(iter(str(exc).splitlines()), "")
+                raise ConfigError(f"unknown tokenizer {name!r}: {reason}") from None
             except Exception as exc:  # a hub download attempted and failed
                 raise ConfigError(
                     f"tokenizer {name!r} is not available offline ({type(exc).__name__}); "

@@ -166,3 +166,19 @@ def test_the_same_plugin_installed_elsewhere_shares_the_kept_file(cache_dir, tmp
     monkeypatch.setattr(tokens, "_constructor", lambda name: (constructor, str(elsewhere)))
     assert tokens._kept_encoding(ENCODING).encode("hello world") == [15339, 1917]
     assert len(_kept_files(cache_dir)) == 1
+
+
+def test_a_grep_whose_tokenizer_is_unknown_says_why_in_one_line(tmp_path):
+    """tiktoken's refusal of an unknown name runs over three lines (the plugins it found, its version): the
+    error says the first, one line, exit 2, as a process and run here alike."""
+    from cli_runner import same_as_a_process
+
+    memory = Memory.init(tmp_path / "mem")
+    for n in range(60):  # a page bigger in bytes than its budget: its lines are counted
+        lines = "".join(f"- zephyr note {i} of file {n}: the owner moved the renewal to March\n" for i in range(2))
+        (memory.root / "topics").mkdir(exist_ok=True)
+        (memory.root / "topics" / f"zephyr-{n:03}.md").write_text(f"# Zephyr {n}\n\n{lines}")
+    (memory.root / "fsmem.yaml").write_text("tokenizer: no_such_encoding\n")
+    done = same_as_a_process(["--root", memory.root, "grep", "zephyr"], text=True)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == "fsmem: error: unknown tokenizer 'no_such_encoding': Unknown encoding no_such_encoding.\n"
