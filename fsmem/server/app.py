@@ -9,7 +9,9 @@ requests in flight, or of event streams for a GET, and its rate (429 with
 Retry-After), then the body: a declared length over the cap is refused at
 once (413), the rest read whole within the cap (413) and a deadline (408),
 and it must be one JSON-RPC message, decoded as `fsmem mcp` decodes a line
-(`fsmem.agents.jsonrpc`; a 400 with its JSON-RPC error otherwise). Then one
+(`fsmem.agents.jsonrpc`; a 400 with its JSON-RPC error otherwise), within
+the token's share of its cost class (429: cheap and costly calls are counted
+apart, `fsmem.server.lanes.costly_request`). Then one
 plain request or notification goes to the SDK's `ServerRunner` in its own
 task (`fsmem.server.direct`), anything else to its session manager
 (stateless, JSON answers). Every refusal closes the connection. The protocol
