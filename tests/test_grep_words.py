@@ -338,3 +338,25 @@ def test_a_long_fixed_string_looks_up_its_longest_words_only(watched):
     _rewrite(watched, {"a.md": (" ".join(words) + "\n").encode(), "b.md": b"w0001 w0002\n"})
     pattern = " ".join(words[1:-1])
     assert _paths(watched, pattern) == ["a.md"]
+
+
+def test_more_candidates_than_max_candidates_are_searched_alone_up_to_a_quarter_of_the_memory(watched, monkeypatch):
+    """Past `MAX_CANDIDATES`, a word's files are still rg's only files while they are at most a quarter of the
+    memory's (at 100k files a word in 4k files cost rg a ninth of the walk); past that, rg walks. Answers as rg over every file,
+    through grep's batched passes too (a list longer than one rg call's arguments: `_ARGS_PER_CALL`)."""
+    from fsmem.query import grep as grep_module
+
+    monkeypatch.setattr(grep_words, "MAX_CANDIDATES", 2)
+    monkeypatch.setattr(grep_module, "_ARGS_PER_CALL", 2)
+    files = {f"topics/k{n}.md": DOC.format(title=f"K{n}", text=f"kelp {n}").encode() for n in range(3)}
+    files |= {f"topics/o{n}.md": DOC.format(title=f"O{n}", text="other").encode() for n in range(10)}
+    _rewrite(watched, files)
+    with plain():
+        kelp, walrus = _answer(watched, "kelp", fixed_strings=True), _answer(watched, "walrus", fixed_strings=True)
+    assert kelp[0]["total"] == 3 and walrus[0]["total"] == 13
+    with Counted() as counted:
+        assert _answer(watched, "kelp", fixed_strings=True) == kelp  # 3 files of 13: searched alone
+    assert counted.narrowed == 1
+    with Counted() as counted:
+        assert _answer(watched, "walrus", fixed_strings=True) == walrus  # in every file: rg walks
+    assert counted.calls == 1 and counted.narrowed == 0

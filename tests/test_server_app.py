@@ -579,10 +579,13 @@ def test_a_flood_past_the_rate_limit_is_told_when_to_retry(tight):
     assert post(url, tokens["flood"], LIST).status_code == 200  # and the flooder may go on after the wait
 
 
-def test_one_token_has_a_bounded_share_of_requests_in_flight(tight):
+def test_one_token_has_a_bounded_share_of_costly_requests_and_its_cheap_calls_are_not_behind_them(tight):
+    """A token's costly calls in flight and its cheap ones are counted apart (`concurrency: 1` each): while its
+    note waits for the write lock, its grep is refused and its `ls` and `tools/list` are served. With one count
+    for both, the `ls` got the 429 (an agent could not list while its own search ran). Three requests of the
+    token in all: its burst."""
     url, tokens, root = tight["server"].base + "/mcp", tight["tokens"], tight["root"]
     answers: dict[str, httpx2.Response] = {}
-    assert post(url, tokens["holder"], LIST).status_code == 200  # nothing in flight: served
     with file_lock(root):  # the server's write now waits for this process
         writer = threading.Thread(
             target=lambda: answers.setdefault(
@@ -590,11 +593,15 @@ def test_one_token_has_a_bounded_share_of_requests_in_flight(tight):
             )
         )
         writer.start()
-        # the list is sent once the note waits for the lock, not before: sent at once, it could reach the server
-        # first and take the token's one place, and the note was refused (CI of b0ba3c1)
+        # the others are sent once the note waits for the lock, not before: sent at once, one could reach the
+        # server first and take the token's place, and the note was refused (CI of b0ba3c1)
         waiting_for_the_lock(root, tight["server"].proc.pid)
-        second = post(url, tokens["holder"], LIST)
-        assert second.status_code == 429 and "already has 1 request(s) in flight" in second.json()["error"]["message"]
+        costly = post(url, tokens["holder"], tool_call("grep", {"pattern": "proration"}))
+        assert costly.status_code == 429, costly.text
+        message = costly.json()["error"]["message"]
+        assert "already has 1 request(s) in flight (at most 1 costly calls at once" in message
+        cheap = post(url, tokens["holder"], tool_call("ls", {"path": "topics"}))
+        assert cheap.status_code == 200 and "topics/billing.md" in cheap.json()["result"]["content"][0]["text"]
         assert post(url, tokens["other"], LIST).status_code == 200
     writer.join(30)
     assert answers["note"].status_code == 200 and "noted in sessions/" in answers["note"].text

@@ -84,17 +84,19 @@ def test_a_cheap_call_answers_while_slow_calls_hold_every_costly_thread(tmp_path
                         with anyio.fail_after(20):  # a failure's bound, not an ordering: it answers at once
                             ls = await post(http, light, "ls", {"path": "topics"})
                             read = await post(http, light, "read", {"path": "topics/billing.md"})
-                            over = await post(http, heavy, "ls", {})  # past the heavy token's share: refused
+                            over = await post(http, heavy, "hold", {})  # past the heavy token's costly share
+                            own = await post(http, heavy, "ls", {})  # its cheap share is its own: served
                         assert not started.acquire(blocking=False)  # still no costly thread free
                     finally:
                         gate.set()
-                return ls, read, over
+                return ls, read, over, own
 
-    ls, read, over = anyio.run(main)
+    ls, read, over, own = anyio.run(main)
     for answer, text in ((ls, "topics/billing.md"), (read, "proration")):
         assert answer.status_code == 200 and not answer.json()["result"]["isError"]
         assert text in answer.json()["result"]["content"][0]["text"]
-    assert over.status_code == 429 and "4 request(s) in flight" in over.json()["error"]["message"]
+    assert over.status_code == 429 and "4 request(s) in flight (at most 4 costly" in over.json()["error"]["message"]
+    assert own.status_code == 200 and not own.json()["result"]["isError"]
     assert [a.json()["result"]["content"][0]["text"] for a in answers["hold"]] == ["held"] * 4
     assert [a.status_code for a in answers["search"]] == [200]
     assert not answers["search"][0].json()["result"]["isError"]
@@ -105,7 +107,7 @@ def test_a_cheap_call_answers_while_slow_calls_hold_every_costly_thread(tmp_path
     assert all(isinstance(line[key], float) for line in calls for key in ("wait_ms", "run_ms", "cpu_ms"))
     holds = sorted((line for line in calls if line["tool"] == "hold"), key=lambda line: line["wait_ms"])
     cheap = [line for line in calls if line["tool"] in ("ls", "read")]
-    assert len(holds) == 4 and len(cheap) == 2
+    assert len(holds) == 4 and len(cheap) == 3  # the light token's ls and read, the heavy token's ls
     assert holds[-1]["wait_ms"] > max(line["wait_ms"] for line in cheap)
     assert all(line["cpu_ms"] < line["run_ms"] for line in holds[:2])  # the two that held their thread
 

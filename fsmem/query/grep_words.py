@@ -13,7 +13,8 @@ whose change feed (`fsmem.store.feed`) is trusted, caught up at every call
 like the other caches (a file re-read when its stamp changed). A pattern the
 index cannot reason about exactly (a regular expression with operators, any
 character outside printable ASCII) gets no prefilter, nor one whose files
-would be too many to gain anything (`MAX_CANDIDATES`): rg walks the memory.
+would be too many to gain anything (more than `MAX_CANDIDATES` and more than
+a quarter of the memory's files): rg walks the memory.
 
 With `--ignore-case`, rg folds case as Unicode's simple folding does, and two
 non-ASCII letters fold to ASCII ones: U+212A KELVIN SIGN to k, U+017F LONG S
@@ -43,9 +44,14 @@ from fsmem.store.walk import FOLDER, probe, walk_entries
 
 CONSUMER = "grep-words"  # the feed's name for this index
 INDEX_FILE = "grep-words.sqlite"
-# More candidates than this and rg walks the memory: one rg call's arguments (grep's batch; ~120 KB of paths, far
-# below ARG_MAX), and at 10k files a fifth of them, where reading the rest is rg's whole saving
+# Candidates up to this many are always searched alone: one rg call's arguments (grep's batch; ~120 KB of paths,
+# far below ARG_MAX). More are searched alone too while they are at most a quarter of the memory's files
+# (`candidates`, `MAX_SHARE`): at 100k files rg's CPU over a list of files follows the list (a word in 4,092 files:
+# 92 ms against 858 for the walk; in 24,911: 283 against 767; 41,156: 498 against 1,040; 56,772: 1,220 against
+# 1,411), but past a quarter the Python of grep's batched passes (an rg started per 2,000 files, the list read
+# from the index) grows to half of rg's saving (a phrase in 41k files: 100-150 ms more Python for 350 less rg)
 MAX_CANDIDATES = 2000
+MAX_SHARE = 4  # past MAX_CANDIDATES, candidates are searched alone while at most 1/MAX_SHARE of the files
 MAX_NEEDS = 8  # words of one pattern looked up (any of them narrows soundly; the longest narrow most)
 SHORTEST_PART = 3  # a shorter start, end or inner part of words narrows little and costs a long lookup
 MAX_TERMS = 64  # words of the memory holding a pattern's inner word: more, and that word says too little
@@ -115,6 +121,7 @@ class WordIndex:
         self.conn = _open(self.root / STATE_DIR / INDEX_FILE)
         self._vocabulary: str | None = None  # "\nterm\nterm\n", while `_version` holds
         self._paths: frozenset[str] | None = None  # the files held, while `_version` holds
+        self._held: int | None = None  # how many, while `_version` holds
         self._version: tuple[int, int] | None = None
         self._changes = 0
 
@@ -203,7 +210,8 @@ class WordIndex:
 
     # -- answering --------------------------------------------------------------------------------------------
     def candidates(self, wanted: list[Need]) -> list[str] | None:
-        """The files that can hold a match (in no order), or None: no word narrows it, or too many files do."""
+        """The files that can hold a match (in no order), or None: no word narrows it, or too many files do
+        (more than `MAX_CANDIDATES` and than a quarter of the memory's: the walk costs little more)."""
         wanted = sorted(wanted, key=lambda n: -len(n.word))[:MAX_NEEDS]  # a 10,000-character -F: the longest words
         terms = [f'"{n.word}"' for n in wanted if n.kind == "exact"]
         terms += [f'"{n.word}"*' for n in wanted if n.kind == "prefix" and len(n.word) >= SHORTEST_PART]
@@ -219,14 +227,24 @@ class WordIndex:
                 terms.append("(" + " OR ".join(f'"{t}"' for t in holding) + ")")
             if not terms:
                 return None
-            bound = MAX_CANDIDATES
+            match, bound = " AND ".join(terms), MAX_CANDIDATES
+            if self._matching(match, bound) > bound:
+                bound = max(bound, self._count() // MAX_SHARE)
+                if self._matching(match, bound) > bound:  # a word of most files: 16-52 ms at 100k files
+                    return None
             rows = self.conn.execute(
                 "SELECT files.path FROM files JOIN (SELECT rowid FROM words WHERE words MATCH ? LIMIT ?) AS hit "
                 "ON files.id = hit.rowid",
-                (" AND ".join(terms), bound + 1),
+                (match, bound + 1),
             ).fetchall()
             found = [str(path) for (path,) in rows] + self._any()
             return None if len(found) > bound else found
+
+    def _matching(self, match: str, bound: int) -> int:
+        """How many files hold the words of `match`, counted up to one past `bound`."""
+        many = "SELECT count(*) FROM (SELECT rowid FROM words WHERE words MATCH ? LIMIT ?)"
+        found: Any = self.conn.execute(many, (match, bound + 1)).fetchall()[0][0]
+        return int(found)
 
     def _any(self) -> list[str]:
         return [str(path) for (path,) in self.conn.execute("SELECT path FROM files WHERE stamp = '-1'")]  # ANY
@@ -259,13 +277,20 @@ class WordIndex:
             self._paths = frozenset(str(path) for (path,) in self.conn.execute("SELECT path FROM files"))
         return self._paths
 
+    def _count(self) -> int:
+        """How many files the index holds."""
+        if self._changed() or self._held is None:
+            held: Any = self.conn.execute("SELECT count(*) FROM files").fetchall()[0][0]
+            self._held = int(held)
+        return self._held
+
     def _changed(self) -> bool:
         """True (and what was read of the index let go) once this process or another changed the index."""
         changed: Any = self.conn.execute("PRAGMA data_version").fetchall()[0][0]
         version = (self._changes, int(changed))
         if version == self._version:
             return False
-        self._version, self._vocabulary, self._paths = version, None, None
+        self._version, self._vocabulary, self._paths, self._held = version, None, None, None
         return True
 
 

@@ -9,7 +9,9 @@ requests in flight, or of event streams for a GET, and its rate (429 with
 Retry-After), then the body: a declared length over the cap is refused at
 once (413), the rest read whole within the cap (413) and a deadline (408),
 and it must be one JSON-RPC message, decoded as `fsmem mcp` decodes a line
-(`fsmem.agents.jsonrpc`; a 400 with its JSON-RPC error otherwise). Then one
+(`fsmem.agents.jsonrpc`; a 400 with its JSON-RPC error otherwise), within
+the token's share of its cost class (429: cheap and costly calls are counted
+apart, `fsmem.server.lanes.costly_request`). Then one
 plain request or notification goes to the SDK's `ServerRunner` in its own
 task (`fsmem.server.direct`), anything else to its session manager
 (stateless, JSON answers). Every refusal closes the connection. The protocol
@@ -22,6 +24,9 @@ that runs past its time limit is answered with an error (its thread finishes on 
 awaited. An answer a client does not take within `send_timeout_seconds` is dropped. One JSON line per request
 goes to the log: token id, agent, memory, tool, status, duration, where a tool call's time went (waiting for a
 thread, on it, its CPU); never a token, an argument or a memory's text.
+
+This module is long because the door is one sequence of checks in the order above, each with its refusal,
+and splitting it would hide that order.
 """
 
 from __future__ import annotations
@@ -61,8 +66,8 @@ from fsmem.server.door import (
     with_headers,
 )
 from fsmem.server.handlers import STATE, Admitted, build_server
-from fsmem.server.lanes import Lanes
-from fsmem.server.limits import InFlight, RateLimiter, Slot
+from fsmem.server.lanes import Lanes, costly_request
+from fsmem.server.limits import InFlight, RateLimiter, Slot, too_many
 from fsmem.server.log import RequestLog
 from fsmem.server.settings import ServerSettings
 from fsmem.server.tokens import TokenRecord, TokenStore
@@ -97,7 +102,9 @@ class MemoryServer:
         self.store = store or TokenStore(settings.tokens)
         self.log = log or RequestLog(settings.log)
         self.rate = RateLimiter(self.limits.rate_per_second, self.limits.burst)
-        self.in_flight = InFlight(self.limits.concurrency, self.limits.max_in_flight)
+        # a token's cheap and costly shares: both at the door, each its own once the body says which (`_share`)
+        self.in_flight = InFlight(2 * self.limits.concurrency, self.limits.max_in_flight)
+        self.shares = {costly: InFlight(self.limits.concurrency, self.limits.max_in_flight) for costly in (True, False)}
         self.streams = InFlight(self.limits.streams, self.limits.max_streams)
         self.origins = Origins(settings.hosts(), settings.allowed_origins)
         self.lanes = Lanes.of(self.limits)
@@ -173,6 +180,7 @@ class MemoryServer:
             if scope["method"] == "POST":
                 body, message = checked_body(body, state.held)
                 state.rpc, state.tool = peek(message)
+                self._share(state)
             await self._serve(scope, body, receive, send, state)
         except Refusal as refusal:
             state.reason = refusal.reason
@@ -219,9 +227,7 @@ class MemoryServer:
                 {"Retry-After": "1"},
             )
         if refused == "key":
-            n, again = self.limits.concurrency, {"Retry-After": "1"}
-            message = f"this token already has {n} request(s) in flight (at most {n}); retry after 1 s"
-            raise Refusal(429, TOO_MANY, message, "concurrency", again)
+            raise Refusal(429, TOO_MANY, too_many(self.limits.concurrency), "concurrency", {"Retry-After": "1"})
         state.slot = Slot(lambda: pool.release(record.id))
         try:
             wait = self.rate.take(record.id)
@@ -239,6 +245,15 @@ class MemoryServer:
             state.slot.drop()
             state.slot = None
             raise
+
+    def _share(self, state: Admitted) -> None:
+        """Hold the request to its token's share of its cost class (`fsmem.server.lanes.costly_request`)."""
+        assert state.record is not None and state.slot is not None
+        costly, key = costly_request(state.rpc, state.tool), state.record.id
+        share = self.shares[costly]
+        if share.acquire(key) is not None:
+            raise Refusal(429, TOO_MANY, too_many(self.limits.concurrency, costly), "concurrency", {"Retry-After": "1"})
+        state.slot.also(lambda: share.release(key))
 
     async def _memory(self, record: TokenRecord, root) -> Memory:
         """The token's view of its memory: its agent, read-only flag and scope, the server's answer cap.

@@ -10,9 +10,13 @@ links, history, and any tool a plugin registers), and half as many threads
 again for writes, which may wait for the memory's write lock. Nothing costly
 ever runs on a cheap thread, so a cheap call waits only for other cheap calls.
 
-The per-token share is unchanged: a token's calls on every lane count
-against its one `concurrency`, so with `cheap_workers` and `workers` above it
-another token always finds a thread on each lane.
+A token's share is per cost class: at most `concurrency` of its costly
+requests (`costly_request`: a costly read, a write, a prompt) and, counted
+apart, `concurrency` of its cheap ones (`ls`, `read`, `show`, the context
+resource, and the protocol's own requests) are in flight at once. With one
+count for both, a token's `ls` was refused (429) while its own four searches
+ran; with `cheap_workers` and `workers` above `concurrency`, another token
+still always finds a thread on each lane.
 """
 
 from __future__ import annotations
@@ -27,6 +31,12 @@ from fsmem.server.settings import Limits
 # file's slice, one version of one file. Everything else (a search ranks rows of the whole memory, a grep
 # reads every file, links and log walk) is costly, and so is a tool this list does not know.
 CHEAP_TOOLS = frozenset({"ls", "read", "show"})
+
+
+def costly_request(rpc: str | None, tool: str | None) -> bool:
+    """Whether a request counts against its token's share of costly requests: a tool call that is not cheap
+    (a tool this server does not know included) and a prompt (it reads every episode not yet distilled)."""
+    return rpc == "prompts/get" or (rpc == "tools/call" and tool not in CHEAP_TOOLS)
 
 
 @dataclass

@@ -71,8 +71,12 @@ class Slot:
     """
 
     def __init__(self, release: Callable[[], None]):
-        self._release = release
+        self._releases = [release]
         self.holders = 1
+
+    def also(self, release: Callable[[], None]) -> None:
+        """Release this too when the slot goes (the share of the request's cost class, taken once it is known)."""
+        self._releases.append(release)
 
     def hold(self) -> None:
         self.holders += 1
@@ -80,4 +84,15 @@ class Slot:
     def drop(self) -> None:
         self.holders -= 1
         if self.holders == 0:
-            self._release()
+            for release in self._releases:
+                release()
+
+
+def too_many(n: int, costly: bool | None = None) -> str:
+    """The 429's message when a token's share is full: of its cost class, or (None) both at the door."""
+    kind = {
+        True: f"at most {n} costly calls at once: search, grep, links, history, writes, prompts",
+        False: f"at most {n} cheap calls at once: ls, read, show, the context, the protocol's own",
+        None: f"at most {n} cheap and {n} costly",
+    }[costly]
+    return f"this token already has {n if costly is not None else 2 * n} request(s) in flight ({kind}); retry after 1 s"
