@@ -57,7 +57,7 @@ class Limits:
     max_answer_tokens: int = 8000  # no answer is longer, whatever an agent's budget says
     rate_per_second: float = 10.0  # requests a token may make per second, on average ...
     burst: int = 20  # ... and at once after a quiet spell (429 with Retry-After past it)
-    concurrency: int = 4  # requests of one token in flight at once (429 past it)
+    concurrency: int = 4  # one token's costly requests in flight at once, and apart from them its cheap ones (429)
     max_in_flight: int = 64  # requests in flight in all (503 past it)
     workers: int = 8  # threads that run costly read tools (and half as many for writes); the rest wait their turn
     cheap_workers: int = 8  # threads of their own for cheap reads (ls, read, show): never behind a search
