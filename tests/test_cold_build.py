@@ -164,6 +164,8 @@ def test_a_build_killed_at_any_stage_is_continued_and_answers_as_a_clean_build(
     if stage == "search-committed:1":  # what a killed command leaves is kept, not thrown away
         assert _scalar(root, "SELECT count(*) FROM search_files") == 500
         assert _scalar(root, "SELECT count(*) FROM search_meta WHERE key = 'unmerged'") == 1
+        # FTS5 merges none of the build's segments as they come (fsmem.search.tables.building) ...
+        assert _scalar(root, "SELECT v FROM search_fts_config WHERE k = 'automerge'") == 0
     if stage == "meta-committed:1":
         assert _scalar(root, "SELECT count(*) FROM files") == 500
     assert answers(root) == clean[0]
@@ -172,6 +174,8 @@ def test_a_build_killed_at_any_stage_is_continued_and_answers_as_a_clean_build(
             sql = f"SELECT count(*) FROM {table}"
             assert _scalar(root, sql) == _scalar(clean[1], sql), table
         assert _scalar(root, "SELECT count(*) FROM search_meta WHERE key = 'unmerged'") == 0
+        # ... and merges as it writes again once the next command has merged them (FTS5's default)
+        assert _scalar(root, "SELECT v FROM search_fts_config WHERE k = 'automerge'") == 4
 
 
 def test_a_build_in_one_process_answers_as_one_in_workers(template, clean, tmp_path):

@@ -73,6 +73,7 @@ from fsmem.search.tables import (  # noqa: F401
     _remove,
     _stamps,
     _version,
+    building,
     merge_segments,
     unpack_rows,
 )
@@ -398,6 +399,7 @@ class SearchIndex:
                     vanished += gone
                     if len(todo) >= BATCH_FILES:  # a build in batches: the segments are merged when it ends
                         conn.execute("INSERT OR REPLACE INTO search_meta VALUES ('unmerged', 1)")
+                        building(conn)
                 for rel in vanished:
                     if not os.path.exists(os.path.join(self.root, rel)):
                         changed += _remove(conn, rel)
