@@ -78,10 +78,7 @@ for folder, dirs, names in os.walk(root):
     dirs[:] = sorted(d for d in dirs if not d.startswith("."))
     files += [(os.path.relpath(os.path.join(folder, n), root), os.path.join(folder, n)) for n in sorted(names) if n.endswith(".md")]
 parsed = {p.path: p for p in parse_files((str(root), files))}
-def batches(_root, todo, _analyzer):  # the build's batches, parsed already
-    for at in range(0, len(todo), index.BATCH_FILES):
-        yield [parsed[rel] for rel, _full in todo[at : at + index.BATCH_FILES] if rel in parsed]
-index._parsed_batches = batches
+index.read_file = lambda _root, rel, _full, _analyzer: parsed.get(rel)  # the build's files, parsed already
 started = time.process_time()
 index.SearchIndex(root).refresh()
 print(time.process_time() - started)
@@ -97,16 +94,31 @@ from fsmem.search import index
 from fsmem import cli
 mark("imported")
 batches, merge, refresh = index._parsed_batches, index.merge_segments, index.SearchIndex.refresh
-def timed_batches(*args):  # how long the command waits for each batch of parsed files, and writes it
+waited = []  # per batch: how long the command waited for its parsed files (each task's, or the whole batch's)
+def tasks(batch):
+    while True:
+        at = time.perf_counter()
+        try:
+            parsed = next(batch)
+        except StopIteration:
+            return
+        waited[-1] += time.perf_counter() - at
+        yield parsed
+def timed_batches(*args):  # when the command has each batch's files and how long it waited for them
     found = batches(*args)
     while True:
-        mark("asks for a batch")
+        at = time.perf_counter()
         try:
             batch = next(found)
         except StopIteration:
             return
-        mark(f"has a batch of {len(batch)}")
-        yield batch
+        waited.append(time.perf_counter() - at)
+        mark(f"writes batch {len(waited)}")
+        if isinstance(batch, list):  # a batch in one list (the code before 'tasks as they come')
+            yield batch
+        else:
+            yield tasks(batch)
+        mark(f"wrote batch {len(waited)}, after waiting {waited[-1]:.2f} s for its files")
 def timed_merge(conn):
     mark("merges")
     merge(conn)
@@ -352,7 +364,10 @@ def write_times(
     def timed(env: dict[str, str] | None) -> float:
         copy = fresh_copy(source, "write")
         done = subprocess.run(
-            [sys.executable, "-c", WRITE, str(copy)], capture_output=True, text=True, env={**os.environ, **(env or {})}
+            [sys.executable, "-c", WRITE, str(copy)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **(env or {}), "FSMEM_WORKERS": "1"},  # the files parsed already, in this process
         )
         shutil.rmtree(copy)
         if done.returncode:
@@ -449,15 +464,10 @@ def timeline(source: Path, files: int, before: str) -> None:
     if done.returncode not in (0, 1):
         raise SystemExit(f"the timeline run exited {done.returncode}: {done.stderr[-500:]}")
     marks = [line.split(None, 2) for line in done.stderr.splitlines() if line[:1] == " " or line[:1].isdigit()]
-    waited = wrote = 0.0
-    for (at, _cpu, what), (then, _cpu2, _next) in zip(marks, marks[1:], strict=False):
-        if what == "asks for a batch":
-            waited += float(then) - float(at)
-        elif what.startswith("has a batch"):
-            wrote += float(then) - float(at)
+    waited = sum(float(what.split()[-5]) for _at, _cpu, what in marks if what.startswith("wrote batch"))
     print(f"({files:,} files; {before} before, {load()} after; {wall:.1f} s wall from outside)")
     print("\n".join(f"{at} s  {cpu} s CPU  {what}" for at, cpu, what in marks))
-    print(f"waiting for batches {waited:.1f} s, writing them {wrote:.1f} s (wall, the command's)")
+    print(f"the command waited {waited:.1f} s in all for its workers' files")
 
 
 if __name__ == "__main__":
