@@ -6,6 +6,8 @@
     python benchmarks/bench_cold_start.py --old main   # and an earlier revision's first search, in the same run
     python benchmarks/bench_cold_start.py --root DIR --parse-only --old main   # the workers' part, both revisions
     python benchmarks/bench_cold_start.py --root DIR --write-only --old main   # the command's writing, both revisions
+    python benchmarks/bench_cold_start.py --root DIR --timeline   # where the first search's wall goes
+    python benchmarks/bench_cold_start.py --root DIR --same-index --old main   # both revisions build the same tables
 
 A user who clones a memory and asks it something waits for `fsmem --root COPY search QUERY`: every file read,
 split into rows, stemmed and written into the search index. What they could run instead is a bare FTS5 build
@@ -76,13 +78,66 @@ for folder, dirs, names in os.walk(root):
     dirs[:] = sorted(d for d in dirs if not d.startswith("."))
     files += [(os.path.relpath(os.path.join(folder, n), root), os.path.join(folder, n)) for n in sorted(names) if n.endswith(".md")]
 parsed = {p.path: p for p in parse_files((str(root), files))}
-def batches(_root, todo, _analyzer):  # the build's batches, parsed already
-    for at in range(0, len(todo), index.BATCH_FILES):
-        yield [parsed[rel] for rel, _full in todo[at : at + index.BATCH_FILES] if rel in parsed]
-index._parsed_batches = batches
+index.read_file = lambda _root, rel, _full, _analyzer: parsed.get(rel)  # the build's files, parsed already
 started = time.process_time()
 index.SearchIndex(root).refresh()
 print(time.process_time() - started)
+"""
+
+TIMELINE = """
+import os, sys, time
+started = time.perf_counter()
+marks = []
+def mark(what):
+    marks.append((time.perf_counter() - started, time.process_time(), what))
+from fsmem.search import index
+from fsmem import cli
+mark("imported")
+batches, merge, refresh = index._parsed_batches, index.merge_segments, index.SearchIndex.refresh
+waited = []  # per batch: how long the command waited for its parsed files (each task's, or the whole batch's)
+def tasks(batch):
+    while True:
+        at = time.perf_counter()
+        try:
+            parsed = next(batch)
+        except StopIteration:
+            return
+        waited[-1] += time.perf_counter() - at
+        yield parsed
+def timed_batches(*args):  # when the command has each batch's files and how long it waited for them
+    found = batches(*args)
+    while True:
+        at = time.perf_counter()
+        try:
+            batch = next(found)
+        except StopIteration:
+            return
+        waited.append(time.perf_counter() - at)
+        mark(f"writes batch {len(waited)}")
+        if isinstance(batch, list):  # a batch in one list (the code before 'tasks as they come')
+            yield batch
+        else:
+            yield tasks(batch)
+        mark(f"wrote batch {len(waited)}, after waiting {waited[-1]:.2f} s for its files")
+def timed_merge(conn):
+    mark("merges")
+    merge(conn)
+    mark("merged")
+def timed_refresh(self):
+    mark("refreshes")
+    try:
+        return refresh(self)
+    finally:
+        mark("refreshed")
+index._parsed_batches, index.merge_segments, index.SearchIndex.refresh = timed_batches, timed_merge, timed_refresh
+sys.argv = ["fsmem", "--root", sys.argv[1], "search", "renewal date for Acme Corp"]
+try:
+    cli.main()
+except SystemExit:
+    pass
+mark("answered")
+for wall, cpu, what in marks:
+    print(f"{wall:7.2f} {cpu:7.2f} {what}", file=sys.stderr)
 """
 
 GREP_WORDS = """
@@ -165,6 +220,16 @@ def main() -> None:
         action="store_true",
         help="what the command does with the parsed files (writing the index), in one process",
     )
+    parser.add_argument(
+        "--timeline",
+        action="store_true",
+        help="when the first search's command waits for its workers, writes, merges and answers",
+    )
+    parser.add_argument(
+        "--same-index",
+        action="store_true",
+        help="build the index with this tree and with --old and compare a dump of every search table",
+    )
     args, _ = parser.parse_known_args()
     fsmem = fsmem_bin()
     old_env = None
@@ -182,6 +247,14 @@ def main() -> None:
             continue
         if args.write_only:
             write_times(source, files, args.runs, old_env, args.old, before)
+            continue
+        if args.same_index:
+            if old_env is None:
+                raise SystemExit("--same-index compares with --old REV")
+            same_index(source, fsmem, old_env)
+            continue
+        if args.timeline:
+            timeline(source, files, before)
             continue
         ours, bare, old = [], [], []
         for _ in range(args.runs):  # alternating, each on a fresh copy
@@ -291,7 +364,10 @@ def write_times(
     def timed(env: dict[str, str] | None) -> float:
         copy = fresh_copy(source, "write")
         done = subprocess.run(
-            [sys.executable, "-c", WRITE, str(copy)], capture_output=True, text=True, env={**os.environ, **(env or {})}
+            [sys.executable, "-c", WRITE, str(copy)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **(env or {}), "FSMEM_WORKERS": "1"},  # the files parsed already, in this process
         )
         shutil.rmtree(copy)
         if done.returncode:
@@ -314,6 +390,84 @@ def write_times(
             rows,
         )
     )
+
+
+DUMPS = {  # what every search table holds, in an order that does not depend on how it was written
+    # a file's stamp but its inode and ctime (each copy has its own), and its mtime without the racy mark
+    "search_files": "SELECT id, path, abs(mtime_ns), size, rows, docs, type, tags, updated, importance, lines, groups,"
+    " sources, cited FROM search_files ORDER BY id",
+    "search_superseded": "SELECT * FROM search_superseded ORDER BY id",
+    "search_sources": "SELECT * FROM search_sources ORDER BY id",
+    "search_terms": "SELECT * FROM search_terms ORDER BY term",
+    "search_meta": "SELECT * FROM search_meta WHERE key NOT IN ('built', 'walk') ORDER BY key",
+    "search_postings": "SELECT * FROM search_postings ORDER BY term, chunk",
+    "search_lengths": "SELECT * FROM search_lengths ORDER BY id",
+    "search_dead": "SELECT * FROM search_dead ORDER BY chunk",
+    "search_fts (fts5vocab instance)": "SELECT term, doc, col, offset FROM dump_fts ORDER BY term, doc, col, offset",
+    "search_fts (fts5vocab row)": "SELECT term, doc, cnt FROM dump_fts_rows ORDER BY term",
+    "search_names (fts5vocab instance)": "SELECT term, doc, col, offset FROM dump_names"
+    " ORDER BY term, doc, col, offset",
+}
+
+
+def dumped(root: Path) -> dict[str, str]:
+    """table -> a digest of every row it holds (`DUMPS`): FTS5's terms, rows, columns and offsets through
+    fts5vocab, fsmem's postings, lengths and file rows."""
+    import hashlib
+
+    import apsw
+
+    conn = apsw.Connection(str(root / ".fsmem" / "cache.sqlite"))
+    conn.execute(
+        "CREATE VIRTUAL TABLE temp.dump_fts USING fts5vocab (main, search_fts, 'instance'); "
+        "CREATE VIRTUAL TABLE temp.dump_fts_rows USING fts5vocab (main, search_fts, 'row'); "
+        "CREATE VIRTUAL TABLE temp.dump_names USING fts5vocab (main, search_names, 'instance')"
+    )
+    found = {}
+    for name, sql in DUMPS.items():
+        digest = hashlib.sha256()
+        rows = 0
+        for row in conn.execute(sql):
+            digest.update(repr(row).encode())
+            rows += 1
+        found[name] = f"{rows} rows, {digest.hexdigest()[:16]}"
+    conn.close()
+    return found
+
+
+def same_index(source: Path, fsmem: str, old_env: dict[str, str]) -> None:
+    """The search tables of a first search by this tree and by the old revision, each on a fresh copy, dumped
+    (`dumped`) and compared: a faster build must write the same index."""
+    dumps = []
+    for argv, env in (([fsmem], None), ([sys.executable, "-m", "fsmem"], old_env)):
+        copy = fresh_copy(source, "same-index")
+        run([*argv, "--root", str(copy), "search", QUERY], env)
+        dumps.append(dumped(copy))
+        shutil.rmtree(copy)
+    rows = [
+        [name, ours, "same" if ours == dumps[1][name] else f"DIFFERS: {dumps[1][name]}"]
+        for name, ours in dumps[0].items()
+    ]
+    print(table("every search table, this tree against --old", ["table", "this tree", "--old"], rows))
+    if dumps[0] != dumps[1]:
+        raise SystemExit("the indexes differ")
+
+
+def timeline(source: Path, files: int, before: str) -> None:
+    """The first search's command in one process, with the time (wall and this process's CPU, from its start)
+    of each step: the workers' batches asked for and received, the writes between, the merge and the answer."""
+    copy = fresh_copy(source, "timeline")
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", TIMELINE, str(copy)], capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    shutil.rmtree(copy)
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"the timeline run exited {done.returncode}: {done.stderr[-500:]}")
+    marks = [line.split(None, 2) for line in done.stderr.splitlines() if line[:1] == " " or line[:1].isdigit()]
+    waited = sum(float(what.split()[-5]) for _at, _cpu, what in marks if what.startswith("wrote batch"))
+    print(f"({files:,} files; {before} before, {load()} after; {wall:.1f} s wall from outside)")
+    print("\n".join(f"{at} s  {cpu} s CPU  {what}" for at, cpu, what in marks))
+    print(f"the command waited {waited:.1f} s in all for its workers' files")
 
 
 if __name__ == "__main__":

@@ -143,8 +143,8 @@ def _scalar(root: Path, sql: str) -> int:
 # bare memory is followed by the other build from scratch beside what the killed one left (`answers` runs both);
 # the other search kills start where `ls` has run, and are followed by the search build only.
 KILLS = [
-    ("search", "search-parsed:1", "listed"),  # workers parsing, nothing committed
-    ("search", "search-parsed:2", "listed"),  # one batch committed, the next parsed
+    ("search", "search-parsed:1", "listed"),  # the first task parsed, nothing written
+    ("search", "search-parsed:2", "listed"),  # one batch committed, the first task of the next parsed
     ("search", "search-batch:2", "bare"),  # inside the second batch's transaction
     ("search", "search-committed:1", "listed"),  # every file indexed, the segments not merged
     ("search", "search-merge:1", "listed"),
@@ -164,6 +164,8 @@ def test_a_build_killed_at_any_stage_is_continued_and_answers_as_a_clean_build(
     if stage == "search-committed:1":  # what a killed command leaves is kept, not thrown away
         assert _scalar(root, "SELECT count(*) FROM search_files") == 500
         assert _scalar(root, "SELECT count(*) FROM search_meta WHERE key = 'unmerged'") == 1
+        # FTS5 merges none of the build's segments as they come (fsmem.search.tables.building) ...
+        assert _scalar(root, "SELECT v FROM search_fts_config WHERE k = 'automerge'") == 0
     if stage == "meta-committed:1":
         assert _scalar(root, "SELECT count(*) FROM files") == 500
     assert answers(root) == clean[0]
@@ -172,6 +174,8 @@ def test_a_build_killed_at_any_stage_is_continued_and_answers_as_a_clean_build(
             sql = f"SELECT count(*) FROM {table}"
             assert _scalar(root, sql) == _scalar(clean[1], sql), table
         assert _scalar(root, "SELECT count(*) FROM search_meta WHERE key = 'unmerged'") == 0
+        # ... and merges as it writes again once the next command has merged them (FTS5's default)
+        assert _scalar(root, "SELECT v FROM search_fts_config WHERE k = 'automerge'") == 4
 
 
 def test_a_build_in_one_process_answers_as_one_in_workers(template, clean, tmp_path):
@@ -230,3 +234,19 @@ def test_no_progress_for_work_under_a_second(tmp_path):
     code, shown = _on_a_terminal(root, "search", "renewal")
     assert code == 0
     assert shown == ""
+
+
+def test_a_build_is_given_each_task_of_parsed_files_as_the_workers_finish_it(template, monkeypatch):
+    """The command writes a task's 50 files while the workers parse the rest of the batch, not the 500 at once."""
+    from fsmem.search.analyzer import Analyzer
+    from fsmem.search.index import BATCH_FILES, _parsed_batches
+
+    monkeypatch.setenv(WORKERS_ENV, "2")
+    todo = sorted((str(p.relative_to(template)), str(p)) for p in template.rglob("*.md"))
+    batches = _parsed_batches(template, todo, Analyzer())
+    try:
+        first = [[p.path for p in task] for task in next(batches)]
+    finally:
+        batches.close()
+    assert [len(task) for task in first] == [BATCH_FILES // 10] * 10
+    assert [path for task in first for path in task] == [rel for rel, _full in todo[:BATCH_FILES]]

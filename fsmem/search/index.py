@@ -73,6 +73,7 @@ from fsmem.search.tables import (  # noqa: F401
     _remove,
     _stamps,
     _version,
+    building,
     merge_segments,
     unpack_rows,
 )
@@ -388,42 +389,45 @@ class SearchIndex:
         stored: set[str] = set()  # terms this call has written into search_terms (committed, or it raised)
         for start in range(0, max(len(todo), 1), BATCH_FILES):
             batch = todo[start : start + BATCH_FILES]
-            parsed = next(batches) if batch else []
+            tasks = next(batches) if batch else iter(())
+            first = next(tasks, [])  # written while the workers parse the rest of the batch
             kill_points.reached("search-parsed")
-            read = {p.path for p in parsed}
-            vanished = [rel for rel, _ in batch if rel in known and rel not in read]
+            read: set[str] = set()
             pending = Pending()  # the documents' postings, written once per batch (fsmem.search.postings)
             with _cache.transaction(conn):
                 if start == 0:
-                    vanished += gone
                     if len(todo) >= BATCH_FILES:  # a build in batches: the segments are merged when it ends
                         conn.execute("INSERT OR REPLACE INTO search_meta VALUES ('unmerged', 1)")
-                for rel in vanished:
+                        building(conn)
+                new_terms: set[str] = set()
+                for parsed in itertools.chain([first], tasks):
+                    read.update(p.path for p in parsed)
+                    current_of = _current(conn, [item.path for item in parsed])
+                    written: list[tuple[Parsed, bool]] = []
+                    for item in parsed:
+                        current = current_of.get(item.path)
+                        if current is not None and current[:4] == item.stamp and current[4]:
+                            self.stats["skipped"] += 1
+                            continue  # another process indexed this very version meanwhile
+                        try:
+                            now_stamp = stamp_of(os.stat(os.path.join(self.root, item.path)))
+                        except OSError:  # removed since it was read (by another process, whose refresh may be over)
+                            changed += _remove(conn, item.path)
+                            continue
+                        if now_stamp != item.stamp:
+                            continue  # changed again since it was read: the next refresh takes it
+                        if current is not None:
+                            _remove(conn, item.path)
+                        written.append((item, item.stamp[0] >= now - RACY_NS))
+                        new_terms.update(item.terms.split())
+                        changed += 1
+                    if written:
+                        conn.execute("DELETE FROM search_meta WHERE key = 'walk'")
+                        _insert_many(conn, written, pending)
+                vanished = [rel for rel, _ in batch if rel in known and rel not in read]
+                for rel in [*vanished, *(gone if start == 0 else ())]:
                     if not os.path.exists(os.path.join(self.root, rel)):
                         changed += _remove(conn, rel)
-                new_terms: set[str] = set()
-                current_of = _current(conn, [item.path for item in parsed])
-                written: list[tuple[Parsed, bool]] = []
-                for item in parsed:
-                    current = current_of.get(item.path)
-                    if current is not None and current[:4] == item.stamp and current[4]:
-                        self.stats["skipped"] += 1
-                        continue  # another process indexed this very version meanwhile
-                    try:
-                        now_stamp = stamp_of(os.stat(os.path.join(self.root, item.path)))
-                    except OSError:  # removed since it was read (by another process, whose refresh may be over)
-                        changed += _remove(conn, item.path)
-                        continue
-                    if now_stamp != item.stamp:
-                        continue  # changed again since it was read: the next refresh takes it
-                    if current is not None:
-                        _remove(conn, item.path)
-                    written.append((item, item.stamp[0] >= now - RACY_NS))
-                    new_terms.update(item.terms.split())
-                    changed += 1
-                if written:
-                    conn.execute("DELETE FROM search_meta WHERE key = 'walk'")
-                    _insert_many(conn, written, pending)
                 new_terms -= stored  # a build's later batches mostly repeat the words of the first
                 if new_terms:
                     conn.executemany("INSERT OR IGNORE INTO search_terms VALUES (?)", ((t,) for t in new_terms))
@@ -452,21 +456,23 @@ class SearchIndex:
         return self.parsed.rows_of(rel)
 
 
-def _parsed_batches(root: Path, todo: list[tuple[str, str]], analyzer: Analyzer) -> Iterator[list[Parsed]]:
-    """The files of `todo` read and parsed, BATCH_FILES at a time, in order: in worker processes when there
-    are enough of them (`fsmem.store.workers`), while the caller writes the batch before into the index."""
+def _parsed_batches(root: Path, todo: list[tuple[str, str]], analyzer: Analyzer) -> Iterator[Iterator[list[Parsed]]]:
+    """The files of `todo` read and parsed, BATCH_FILES at a time, in order: per batch, its files a list at a
+    time. In worker processes when there are enough files (`fsmem.store.workers`): a list per task, as the
+    workers finish them, so that the caller writes a task's files while they parse the next tasks (and the
+    first files as soon as the first task is done, not the first batch)."""
     if len(todo) < workers.PARALLEL_FROM or workers.count() <= 1:
         for start in range(0, len(todo), BATCH_FILES):
             batch = todo[start : start + BATCH_FILES]
-            yield [p for p in (read_file(root, rel, full, analyzer) for rel, full in batch) if p]
+            yield iter([[p for p in (read_file(root, rel, full, analyzer) for rel, full in batch) if p]])
         return
     tasks = [(str(root), chunk) for chunk in workers.chunks(todo, BATCH_FILES // 10)]
     chunks = workers.mapped(parse_files, tasks, len(todo))
     while True:
-        parsed = list(itertools.chain.from_iterable(itertools.islice(chunks, 10)))
-        if not parsed:
+        first = next(chunks, None)
+        if first is None:
             return
-        yield parsed
+        yield itertools.chain([first], itertools.islice(chunks, 9))  # the batch's 10 tasks
 
 
 def _current(conn, paths: list[str]) -> dict[str, tuple[int, int, int, int, bool]]:
