@@ -64,3 +64,53 @@ def test_a_note_cut_line_by_line_gives_the_same():
     assert plain_columns(split(text)) is None
     parsed = parse_file("sessions/2024/05/08/s1.md", text, (1, 2, 3, 4), Analyzer())
     assert parsed.rows == ROWS
+
+
+CITED = """---
+title: Adam Smith
+type: person
+aliases: [Adam]
+---
+# Adam Smith
+
+## Work
+- employer: Globex ([2026-11-20](../../sessions/2026/11/20/support-0140.md))
+- role: engineer ([2026-11-20](../../sessions/2026/11/20/support-0140.md))
+- team: billing ([2026-10-01](../../sessions/2026/10/01/kickoff.md))
+- desk: third floor
+- likes: tea ([2026-10-01](../../sessions/2026/10/01/kickoff.md))
+
+## Home
+- city: Lisbon ([2026-10-01](../../sessions/2026/10/01/kickoff.md))
+- pet: a cat
+
+## Superseded
+- employer: Acme Corp ([2026-10-01](../../sessions/2026/10/01/kickoff.md) to 2026-11-20)
+"""
+SUPPORT, KICKOFF = "2026 11 20 session 2026 11 20 support 0140 md", "2026 10 01 session 2026 10 01 kickoff md"
+# as the per-row loop made them (stop 42's code): each cited row dated by its citation, in its note's group,
+# linked to the next only when both share headings and note; the uncited rows in group 0, undated (not a note)
+CITED_ROWS = [
+    (9, LINKED, 1, f"employ globex {SUPPORT} novemb", "work"),
+    (10, 0, 1, f"role engin {SUPPORT} novemb", "work"),
+    (11, 0, 2, f"team bill {KICKOFF} octob", "work"),
+    (12, 0, 0, "desk third floor", "work"),
+    (13, 0, 2, f"like tea {KICKOFF} octob", "work"),
+    (16, 0, 2, f"citi lisbon {KICKOFF} octob", "home"),
+    (17, 0, 0, "pet cat", "home"),
+    (20, SUPERSEDED, 2, f"employ acm corp {KICKOFF} 2026 11 20 octob", "supersed"),
+]
+
+
+def test_rows_that_cite_notes_are_grouped_by_note_and_dated_by_their_citation():
+    parsed = parse_file("entities/people/adam-smith.md", CITED, (1, 2, 3, 4), Analyzer())
+    assert parsed.rows == CITED_ROWS
+    assert parsed.sources == ["sessions/2026/11/20/support-0140.md", "sessions/2026/10/01/kickoff.md"]
+    assert [
+        (group, length, text, list(array("I", counts))) for group, length, text, counts in parsed.counted or []
+    ] == [
+        (0, 5, "desk third floor pet cat", [1] * 5),
+        (1, 5, "novemb employ globex role engin", [1] * 5),
+        (2, 10, "octob team bill like tea citi lisbon employ acm corp", [1] * 10),
+    ]
+    assert "novemb" in parsed.terms.split() and "work" in parsed.terms.split()

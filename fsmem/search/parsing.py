@@ -187,57 +187,25 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
     dated: dict[tuple[str | None, bool], str] = {}
     group_of: dict[str | None, int] = {None: 0}
     bodies: list[list[str]] = [[]]
-    out_rows = []
     terms: set[str] = set(names_text.split())
     # with their citations, as grep and read show them; `terms` takes every one of their terms. Where no row
     # cites a note (most files), the file's one document is its rows' terms and date words: counted here
     counts: Counter[str] | None = None if any(row_sources) else Counter()
     row_terms = analyzer.texts(texts, terms, counts)
     rows_dated: dict[str, int] = {}  # a row's date words -> the rows they are added to
-    if not any(provenances):  # no row cites anything (most files): the loop below, a run of rows at a time
-        if plain is not None:
-            lines = [line for section in plain[1] for line in section[3]]
-            row_heads = [
-                heads for heads, _s, _x, section_lines, _t, _b in plain[1] for heads in [heads] * len(section_lines)
-            ]
-            superseded = [x for _h, _s, x, section_lines, _t, _b in plain[1] for x in [x] * len(section_lines)]
-        else:
-            lines = [row.line for row in rows]
-            row_heads = [row.headings for row in rows]
-            superseded = [row.superseded for row in rows]
-        out_rows = _uncited_rows(
-            lines, row_heads, superseded, row_terms, dated_note, known_names, analyzer, dated, rows_dated, context_cache
-        )
-        rows = []
-    for index, row in enumerate(rows):
-        key = tuple(row.headings)
-        context_terms = context_cache.get(key)
-        if context_terms is None:
-            # the level-1 heading and a session note's `## people/Adam Smith` say what the row is about;
-            # the document's own names are indexed once, for the whole file
-            heads = [h.split("/", 1)[-1] if subject_of(h) else h for h in row.headings]
-            context_terms = context_cache[key] = analyzer.text(
-                " ".join(h for h in heads if h.lower() not in known_names)
-            )
-        text_terms = row_terms[index]
-        provenance = provenances[index]
-        date = (provenance.first, False) if provenance else (dated_note, True)
-        when = dated.get(date)
-        if when is None:
-            when = dated[date] = analyzer.text(date_words(date[0], year=date[1]))
-        if when:
-            text_terms = f"{text_terms} {when}".strip()
-            rows_dated[when] = rows_dated.get(when, 0) + 1
-        source = row_sources[index]
-        group = group_of.setdefault(source, len(group_of))
-        if group == len(bodies):
-            bodies.append([when] if when else [])
-        if source:
-            bodies[group].append(analyzer.text(split_provenance(row.text)[0]))
-        flags = SUPERSEDED if row.superseded else 0
-        if index + 1 < len(rows) and rows[index + 1].headings == row.headings and row_sources[index + 1] == source:
-            flags |= LINKED
-        out_rows.append((row.line, flags, group, text_terms, context_terms))
+    if plain is not None:
+        lines = [line for section in plain[1] for line in section[3]]
+        row_heads = [
+            heads for heads, _s, _x, section_lines, _t, _b in plain[1] for heads in [heads] * len(section_lines)
+        ]
+        superseded = [x for _h, _s, x, section_lines, _t, _b in plain[1] for x in [x] * len(section_lines)]
+    else:
+        lines = [row.line for row in rows]
+        row_heads = [row.headings for row in rows]
+        superseded = [row.superseded for row in rows]
+    columns = _Columns(lines, row_heads, superseded, texts, row_terms, provenances, row_sources)
+    labels = _Labels(dated_note, known_names, analyzer, dated, context_cache)
+    out_rows = _row_tuples(columns, labels, group_of, bodies, rows_dated)
     terms.update(" ".join([*dated.values(), *context_cache.values()]).split())  # a row's date words are its terms too
     sources = [s for s in group_of if s is not None]
     docs = [" ".join(filter(None, body)) for body in bodies[1:]]
@@ -255,43 +223,89 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
     return parsed
 
 
-def _uncited_rows(
-    lines: list[int],
-    row_heads: list[list[str]],
-    superseded: list[bool],
-    row_terms: list[str],
-    dated_note: str | None,
-    known_names: set[str],
-    analyzer: Analyzer,
-    dated: dict[tuple[str | None, bool], str],
-    rows_dated: dict[str, int],
-    context_cache: dict[tuple[str, ...], str],
-) -> list[tuple[int, int, int, str, str]]:
-    """`parse_file`'s rows where none has a citation (its loop's result): every row dated as its note, in
-    group 0, and linked to the next when they share their headings; computed per run of rows under the same
-    headings, from the rows' columns (first line, headings, superseded)."""
-    if not lines:
-        return []
-    when = dated[(dated_note, True)] = analyzer.text(date_words(dated_note, year=True))
-    if when:
-        row_terms = [f"{terms} {when}".strip() for terms in row_terms]
-        rows_dated[when] = len(lines)
-    contexts: list[str] = []
-    flags: list[int] = [SUPERSEDED if x else 0 for x in superseded]
-    at = 0
-    for headings, run in itertools.groupby(row_heads):
+@dataclass
+class _Columns:
+    """A file's rows as columns, one entry a row: what `_row_tuples` reads of them."""
+
+    lines: list[int]
+    headings: list[list[str]]
+    superseded: list[bool]
+    texts: list[str]  # as the file has them, citations included
+    terms: list[str]  # their analysed terms
+    provenances: list[Provenance | None]
+    sources: list[str | None]  # the session note each cites first
+
+
+@dataclass
+class _Labels:
+    """What a row's date and headings become in its terms, each worked out once per file (`dated`,
+    `contexts`: kept, since `parse_file` adds their terms to the file's)."""
+
+    note_date: str | None  # a session note's own date, for its rows without a citation
+    known_names: set[str]  # the document's names, indexed once for the whole file, not in each context
+    analyzer: Analyzer
+    dated: dict[tuple[str | None, bool], str]
+    contexts: dict[tuple[str, ...], str]
+
+    def when(self, date: tuple[str | None, bool]) -> str:
+        words = self.dated.get(date)
+        if words is None:
+            words = self.dated[date] = self.analyzer.text(date_words(date[0], year=date[1]))
+        return words
+
+    def context(self, headings: list[str]) -> str:
+        # the level-1 heading and a session note's `## people/Adam Smith` say what the row is about
         key = tuple(headings)
-        context_terms = context_cache.get(key)
-        if context_terms is None:
+        words = self.contexts.get(key)
+        if words is None:
             heads = [h.split("/", 1)[-1] if subject_of(h) else h for h in headings]
-            context_terms = context_cache[key] = analyzer.text(
-                " ".join(h for h in heads if h.lower() not in known_names)
+            words = self.contexts[key] = self.analyzer.text(
+                " ".join(h for h in heads if h.lower() not in self.known_names)
             )
+        return words
+
+
+def _row_tuples(
+    rows: _Columns,
+    labels: _Labels,
+    group_of: dict[str | None, int],
+    bodies: list[list[str]],
+    rows_dated: dict[str, int],
+) -> list[tuple[int, int, int, str, str]]:
+    """The index's rows of one file, a column at a time: each row's terms with its date's words (its
+    citation's date, else its note's), its group (the session note it cites: `group_of`, whose document
+    `bodies` gathers the rows' terms without their citations), and its flags, linked to the next row when
+    both share their headings and their note. A file whose rows cite nothing (most files) has one date and
+    one group for all of them, taken once."""
+    n = len(rows.lines)
+    if any(rows.provenances):
+        whens = [labels.when((p.first, False) if p else (labels.note_date, True)) for p in rows.provenances]
+        for when in whens:
+            if when:
+                rows_dated[when] = rows_dated.get(when, 0) + 1
+    else:  # one date for every row: its note's, or none
+        when = labels.when((labels.note_date, True)) if n else ""
+        whens = [when] * n
+        if when:
+            rows_dated[when] = n
+    terms = [f"{text} {when}".strip() if when else text for text, when in zip(rows.terms, whens, strict=True)]
+    groups = [0] * n
+    if any(rows.sources):
+        for index, (text, source, when) in enumerate(zip(rows.texts, rows.sources, whens, strict=True)):
+            group = groups[index] = group_of.setdefault(source, len(group_of))
+            if group == len(bodies):
+                bodies.append([when] if when else [])
+            if source:
+                bodies[group].append(labels.analyzer.text(split_provenance(text)[0]))
+    flags = [SUPERSEDED if x else 0 for x in rows.superseded]
+    contexts: list[str] = []
+    at = 0
+    for (headings, _source), run in itertools.groupby(zip(rows.headings, rows.sources, strict=True)):
         many = len(list(run))
-        contexts += [context_terms] * many
+        contexts += [labels.context(headings)] * many
         flags[at : at + many - 1] = [flag | LINKED for flag in flags[at : at + many - 1]]
         at += many
-    return list(zip(lines, flags, itertools.repeat(0), row_terms, contexts, strict=False))
+    return list(zip(rows.lines, flags, groups, terms, contexts, strict=True))
 
 
 def read_file(root: Path, rel: str, full: str, analyzer: Analyzer) -> Parsed | None:
