@@ -181,6 +181,33 @@ def test_prose_both_hosts_changed_is_kept_twice_marked_listed_by_sync_and_report
     assert here(first, "check", check=False).returncode == 0
 
 
+def test_the_merge_driver_under_another_name_of_this_python_is_left_and_another_folders_is_not(hosts):
+    """`python3` beside `python` is this Python: the `fsmem` script and `python -m fsmem` may run it by either
+    name, and each recorded the driver again over the other's (a line of `sync` output every time they took
+    turns). A virtual environment's `python` links to its base interpreter, the same file in another folder:
+    that is another environment (no fsmem in it), so a driver naming it is recorded again."""
+    _, (_, second) = hosts
+    args = "-m fsmem.history.merge %O %A %B %L %P"
+    here = Path(sys.executable)
+    siblings = [
+        name
+        for name in (f"python{sys.version_info[0]}", "python", f"python{sys.version_info[0]}.{sys.version_info[1]}")
+        if name != here.name and (here.parent / name).exists() and os.path.samefile(here.parent / name, here)
+    ]
+    if not siblings:
+        pytest.skip(f"no other name of this Python in {here.parent}")
+    sibling = f"{shlex.quote(str(here.parent / siblings[0]))} {args}"
+    git(second, "config", "merge.fsmem.driver", sibling)
+    assert "recorded again" not in process(second, "sync").stdout
+    assert git(second, "config", "merge.fsmem.driver").strip() == sibling
+    base = Path(os.path.realpath(sys.executable))
+    if base.parent == here.parent:
+        return  # not a virtual environment: no other folder holds this file
+    git(second, "config", "merge.fsmem.driver", f"{shlex.quote(str(base))} {args}")
+    assert "recorded again" in process(second, "sync").stdout
+    assert shlex.split(git(second, "config", "merge.fsmem.driver"))[0] == sys.executable
+
+
 def test_sync_records_the_merge_driver_again_when_the_environment_moved(hosts):
     """A venv moved or rebuilt leaves .git/config naming a Python that is gone; a plain `git merge` then fails."""
     _, (first, second) = hosts

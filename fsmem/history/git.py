@@ -61,11 +61,29 @@ def record_driver(git: Git) -> str | None:
     )
     recorded = recorded.strip()
     wanted = driver_command()
-    if recorded == wanted:
+    if recorded == wanted or _same_python_driver(recorded):
         return None
     git.run("config", "--local", "merge.fsmem.name", MERGE_DRIVER_NAME)
     git.run("config", "--local", "merge.fsmem.driver", wanted)
     return recorded
+
+
+def _same_python_driver(recorded: str) -> bool:
+    """Whether `recorded` is this driver run by another name of this Python: `python3` beside `python` in the
+    same folder (the `fsmem` script's and `python -m fsmem`'s may differ). Another folder is another
+    environment even for the same file (a virtual environment's `python` links to its base), so it is not."""
+    try:
+        python, *rest = shlex.split(recorded)
+    except ValueError:
+        return False
+    if rest != shlex.split(driver_command())[1:]:
+        return False
+    try:
+        return os.path.samefile(python, sys.executable) and os.path.samefile(
+            os.path.dirname(python) or ".", os.path.dirname(sys.executable) or "."
+        )
+    except OSError:  # gone, or not a path
+        return False
 
 
 def settings() -> list[str]:
