@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import errno
 import io
+import json
 import os
 import resource
 import subprocess
@@ -542,3 +543,18 @@ def test_the_root_readme_is_listed_and_read_but_not_grepped_or_ranked(memory: Me
     assert memory.grep("conventions", ["README.md"], ignore_case=True).total > 0
     pytest.importorskip("bm25s")
     assert all(h.path != "README.md" for h in memory.search("conventions of this memory for a human").hits)
+
+
+# -- runs of blank lines ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("blank", ["\n", " \n", "\u3000\n"], ids=["empty", "spaces", "ideographic-space"])
+def test_a_long_run_of_blank_lines_does_not_hang_a_search(memory: Memory, blank: str) -> None:
+    """A section ending in 200,000 blank lines (a file an editor padded, or one made to hang the build): the
+    plain cut of a body tried its regex again from each line of a run with no row after it, a cost that grew
+    with the square of the run (17,000 lines: 25 s; these: about an hour). The search answers in the
+    subprocess's time limit, with the row after the run at its line."""
+    body = f"---\ntitle: Padded\n---\n# Padded\n{blank * 200_000}## Facts\n- mascot: walrus\n{blank * 200_000}"
+    (memory.root / "topics" / "padded.md").write_text(body, encoding="utf-8")
+    done = cli(memory.root, "search", "walrus mascot", "--json", timeout=60)
+    assert done.returncode == 0, done.stderr
+    line = body.splitlines().index("- mascot: walrus") + 1
+    assert [(hit["path"], hit["line"]) for hit in json.loads(done.stdout)["results"]] == [("topics/padded.md", line)]

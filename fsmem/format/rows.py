@@ -281,6 +281,10 @@ def _plain_sections(doc: fmt.Document, title: str | None, file_subject: str | No
                 subject = subject_of(t) or subject
             superseded = any(lv == 2 and t.lower() == _SUPERSEDED for lv, t in stack)
         stop = text.rfind("\n", begin, found[n][0]) if n < len(found) else len(text)  # before the next heading
+        # less the blank lines that end the section: `_PLAIN_ROW` takes a run of blank lines with the row after
+        # it, and tried again from each line of a run with no row after it (a section's last, 17,000 blank
+        # lines: 25 s), so its cost grew with the square of the run
+        stop = begin + len(text[begin:stop].rstrip())
         cut = _PLAIN_ROW.findall(text, begin, stop)
         if not cut:
             continue
