@@ -284,7 +284,8 @@ def _plain_sections(doc: fmt.Document, title: str | None, file_subject: str | No
         # less the blank lines that end the section: `_PLAIN_ROW` takes a run of blank lines with the row after
         # it, and tried again from each line of a run with no row after it (a section's last, 17,000 blank
         # lines: 25 s), so its cost grew with the square of the run
-        stop = begin + len(text[begin:stop].rstrip())
+        while stop > begin and text[stop - 1].isspace():  # a line or two, mostly: no copy of the section
+            stop -= 1
         cut = _PLAIN_ROW.findall(text, begin, stop)
         if not cut:
             continue

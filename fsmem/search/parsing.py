@@ -13,7 +13,7 @@ import json
 import os
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -157,20 +157,18 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
     if not is_ranked(rel, text):
         return Parsed(rel, stamp, meta, "", [], [], "")
     plain = None if _consolidated_note(rel, text) else plain_columns(doc)
+    rows: list[Row] = []
     if plain is not None:  # most files: their rows in columns, without a Row each (fsmem.format.rows)
         plain_title, sections = plain
         texts = [text for section in sections for text in section[4]]
-        provenances = [split_provenance(t)[1] if t.endswith(")") else None for t in texts]
-        if len(texts) > MAX_ROWS or any(provenances):
+        provenances = _provenances(texts)
+        if len(texts) > MAX_ROWS or any(provenances):  # Rows after all, whose texts are these
             rows = sections_rows(rel, plain_title, sections, classify=False)[:MAX_ROWS]
-            plain = None
-        else:
-            rows = []
+            texts, provenances, plain = texts[:MAX_ROWS], provenances[:MAX_ROWS], None
     else:
         rows = ranked_rows(rel, text, document_rows(rel, doc, classify=False))[:MAX_ROWS]
-    if plain is None:
         texts = [row.text for row in rows]
-        provenances = [split_provenance(t)[1] if t.endswith(")") else None for t in texts]
+        provenances = _provenances(texts)
     if texts:
         title = plain_title if plain is not None else rows[0].title
     else:
@@ -178,13 +176,10 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
     names = document_names(doc.front_matter, title)
     names_text = analyzer.text(" ".join(dict.fromkeys(names)))
     known_names = {n.lower() for n in names}
-    context_cache: dict[tuple[str, ...], str] = {}
     row_sources = [source_of(p) for p in provenances]
     dated_note = (
         note_date(rel, doc.front_matter if isinstance(doc.front_matter, dict) else {}) if is_note(rel) else None
     )
-    # (date, with its year) -> its words' terms: a file's rows share a few dates (a session note's, one)
-    dated: dict[tuple[str | None, bool], str] = {}
     group_of: dict[str | None, int] = {None: 0}
     bodies: list[list[str]] = [[]]
     terms: set[str] = set(names_text.split())
@@ -204,9 +199,10 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
         row_heads = [row.headings for row in rows]
         superseded = [row.superseded for row in rows]
     columns = _Columns(lines, row_heads, superseded, texts, row_terms, provenances, row_sources)
-    labels = _Labels(dated_note, known_names, analyzer, dated, context_cache)
+    labels = _Labels(dated_note, known_names, analyzer)
     out_rows = _row_tuples(columns, labels, group_of, bodies, rows_dated)
-    terms.update(" ".join([*dated.values(), *context_cache.values()]).split())  # a row's date words are its terms too
+    # a row's date words and headings' words are its terms too
+    terms.update(" ".join([*labels.dated.values(), *labels.contexts.values()]).split())
     sources = [s for s in group_of if s is not None]
     docs = [" ".join(filter(None, body)) for body in bodies[1:]]
     cited = is_note(rel) and was_consolidated(text)
@@ -244,8 +240,9 @@ class _Labels:
     note_date: str | None  # a session note's own date, for its rows without a citation
     known_names: set[str]  # the document's names, indexed once for the whole file, not in each context
     analyzer: Analyzer
-    dated: dict[tuple[str | None, bool], str]
-    contexts: dict[tuple[str, ...], str]
+    # (date, with its year) -> its words' terms: a file's rows share a few dates (a session note's, one)
+    dated: dict[tuple[str | None, bool], str] = field(default_factory=dict)
+    contexts: dict[tuple[str, ...], str] = field(default_factory=dict)  # headings -> their words' terms
 
     def when(self, date: tuple[str | None, bool]) -> str:
         words = self.dated.get(date)
@@ -306,6 +303,11 @@ def _row_tuples(
         flags[at : at + many - 1] = [flag | LINKED for flag in flags[at : at + many - 1]]
         at += many
     return list(zip(rows.lines, flags, groups, terms, contexts, strict=True))
+
+
+def _provenances(texts: list[str]) -> list[Provenance | None]:
+    """Each row's citation, or None (only a text that ends with ")" can have one)."""
+    return [split_provenance(t)[1] if t.endswith(")") else None for t in texts]
 
 
 def read_file(root: Path, rel: str, full: str, analyzer: Analyzer) -> Parsed | None:
