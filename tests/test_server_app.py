@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -644,6 +645,65 @@ def test_a_slow_body_and_a_client_that_stops_reading_are_cut_off_and_others_are_
     assert served.status_code == 200 and not served.json()["result"]["isError"]
 
 
+def test_the_door_holds_a_token_to_twice_its_concurrency_while_bodies_arrive(tmp_path, own_tokens):
+    """Before a body says what a request is, the door counts it against both of the token's shares at once: at
+    most `2 * concurrency` requests of one token wait there. Two requests whose bodies have not arrived hold a
+    token's two places (`concurrency: 1`); its third is refused with the door's message, another token is served,
+    and the two held ones are answered once their bodies come."""
+    root = _copy_memory(tmp_path, "team")
+    config = tmp_path / "server.yaml"
+    config.write_text(
+        f"memories:\n  team: {root}\ntokens: {own_tokens['path']}\nlimits:\n"
+        "  concurrency: 1\n  read_timeout_seconds: 120\n  rate_per_second: 1000\n  burst: 1000\n"
+    )
+    holder = own_tokens["door"]
+    server = ServerProcess("--config", str(config), tokens=own_tokens["path"])
+    host, port = server.base.removeprefix("http://").split(":")
+    body = json.dumps(LIST).encode()
+
+    def held() -> socket.socket:
+        """A request of `holder` whose head is sent and whose body is not, but for its first byte."""
+        sock = socket.create_connection((host, int(port)), timeout=30)
+        sock.sendall(
+            f"POST /mcp HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {holder}\r\n"
+            f"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body[:1]
+        )
+        return sock
+
+    def answered(sock: socket.socket) -> bool:
+        return bool(select.select([sock], [], [], 0)[0])
+
+    try:
+        waiting = [held(), held()]
+        deadline = time.monotonic() + 60
+        while True:  # until both wait at the door: a third sent before one of them arrived took its place
+            third = post(server.base + "/mcp", holder, LIST)
+            if third.status_code == 429:
+                break
+            assert third.status_code == 200, third.text
+            for at, sock in enumerate(waiting):
+                if answered(sock):  # refused: the third had taken its place; send it again
+                    sock.close()
+                    waiting[at] = held()
+            assert time.monotonic() < deadline, "two requests never waited at the door together"
+        message = third.json()["error"]["message"]
+        assert "already has 2 request(s) in flight (at most 1 cheap and 1 costly" in message, message
+        assert not any(answered(sock) for sock in waiting)
+        assert post(server.base + "/mcp", own_tokens["slow"], LIST).status_code == 200  # another token's own places
+        for sock in waiting:
+            sock.sendall(body[1:])
+        for sock in waiting:
+            head = sock.recv(4096)
+            assert head.startswith(b"HTTP/1.1 200"), head[:200]
+        assert post(server.base + "/mcp", holder, LIST).status_code == 200  # and the places are given back
+    finally:
+        for sock in waiting:
+            sock.close()
+        assert server.stop() == 0
+
+
 # -- shutdown ---------------------------------------------------------------------------------------
 
 
@@ -655,7 +715,9 @@ def own_tokens(tmp_path_factory) -> dict:
     tests/test_server_tokens.py)."""
     tokens = tmp_path_factory.mktemp("own") / "tokens.json"
     store = TokenStore(tokens)
-    made = {name: store.create(memory="team", agent="researcher").token for name in ("sigterm", "slow", "deadline")}
+    made = {
+        name: store.create(memory="team", agent="researcher").token for name in ("sigterm", "slow", "deadline", "door")
+    }
     return {"path": tokens, **made}
 
 
