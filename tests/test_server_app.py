@@ -675,8 +675,9 @@ def test_the_door_holds_a_token_to_twice_its_concurrency_while_bodies_arrive(tmp
     def answered(sock: socket.socket) -> bool:
         return bool(select.select([sock], [], [], 0)[0])
 
+    waiting: list[socket.socket] = []
     try:
-        waiting = [held(), held()]
+        waiting += [held(), held()]
         deadline = time.monotonic() + 60
         while True:  # until both wait at the door: a third sent before one of them arrived took its place
             third = post(server.base + "/mcp", holder, LIST)
