@@ -13,9 +13,9 @@ same process, the sides' order turned call by call:
   `--json` (every match printed, the grep target's limit), `--count` (the cheapest pass that gives the
   exact total an answer carries), `--files-with-matches`, and `--sort path` stopped once it printed a page
   (what a grep would cost with no exact total: rg reads files in order until the page is full); and, for
-  what an index of positions would cost
-  to count (not grep's answer: search rows, not lines; the analyzer's words, not a substring), an FTS5
-  `count(*)` of the search index's rows that hold the grep word's terms as a phrase;
+  what an index of positions would cost to count (not grep's answer: search rows, not lines; the
+  analyzer's words, not a substring), an FTS5 `count(*)` of the search index's rows that hold the grep
+  word's terms as a phrase;
 - ls: a stat walk of the folder listed (`fsmem.store.walk.walk_stats`, the listing's limit);
 - read: the file's bytes.
 
@@ -179,7 +179,7 @@ def summarise(records: list[dict], background: list[tuple[float, float]], loads:
     }
     mixes["cheapest"] = {tool: min(mixes["fsmem"][tool], mixes["bare"][tool]) for tool in kinds}
     per_call = {name: statistics.fmean(mix.values()) for name, mix in mixes.items()}
-    other = sum(cpu for _, cpu in background) / (sum(wall for wall, _ in background) or 1)
+    other = max(0.0, sum(cpu for _, cpu in background) / (sum(wall for wall, _ in background) or 1))  # clocks' rounding
     return {
         "cores": cores,
         "kinds": kinds,
