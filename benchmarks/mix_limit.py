@@ -1,6 +1,6 @@
 """The limit of the server's unique mix: each of its calls, one at a time, beside what the bare tools take for it.
 
-    python benchmarks/bench_server.py --only limit [--files 100000 --keep DIR] [--limit-calls 24]
+    python benchmarks/bench_server.py --only limit [--files 100000 --keep DIR] [--limit-calls 96]
 
 The calls are the unique mix's own (`bench_server.Unique` and `Plan`: the same questions, grep words, files
 and listings, drawn in the order the clients draw them when they go in step). One long-lived `Memory` (an
