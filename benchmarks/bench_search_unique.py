@@ -53,6 +53,19 @@ SIDES = [PRUNED, EXHAUSTIVE, FTS5]
 ORDERS = list(itertools.permutations(SIDES))
 
 
+def bare_query(index, bare, question: str) -> list:
+    """The limit: a bare FTS5 query of `question`'s terms (as fsmem's analyzer makes them) on the index's own
+    rows, through `bare` (a plain connection to it): their OR, `bm25()`, 20 rows."""
+    from fsmem.search.documents import quoted
+    from fsmem.search.scoring import query_terms
+
+    terms, _ = query_terms(index.analyzer, question)
+    match = " OR ".join(quoted(t) for t in terms)
+    return bare.execute(
+        "SELECT rowid, bm25(search_fts) AS s FROM search_fts WHERE search_fts MATCH ? ORDER BY s LIMIT 20", (match,)
+    ).fetchall()
+
+
 def forget(index) -> None:
     """Let go of the candidates kept for the latest questions, so the next side ranks the question afresh."""
     kept = index.kept.at(index.kept._state)
@@ -72,8 +85,6 @@ def main() -> int:
 
     from fsmem import Memory
     from fsmem.search import rowscores
-    from fsmem.search.documents import quoted
-    from fsmem.search.scoring import query_terms
     from fsmem.store import cache
 
     for root in memories(args.root, args.sizes):
@@ -88,14 +99,6 @@ def main() -> int:
         # per process (1.3 s at load 10), which the first timed question with hits paid before
         memory.search(sampler.question(args.words))
         rows = int(bare.execute("SELECT value FROM search_meta WHERE key = 'rows'").fetchone()[0])
-
-        def fts5(question: str, index=index, bare=bare) -> list:
-            terms, _ = query_terms(index.analyzer, question)
-            match = " OR ".join(quoted(t) for t in terms)
-            return bare.execute(
-                "SELECT rowid, bm25(search_fts) AS s FROM search_fts WHERE search_fts MATCH ? ORDER BY s LIMIT 20",
-                (match,),
-            ).fetchall()
 
         profile = None
         if args.profile:
@@ -112,7 +115,7 @@ def main() -> int:
                     rowscores.POSTINGS_PER_FILE = 1 << 62  # never file by file: bm25() over every match
                 started = time.perf_counter()
                 if side == FTS5:
-                    fts5(question)
+                    bare_query(index, bare, question)
                 else:
                     if profile is not None and side == PRUNED:
                         profile.enable()

@@ -3,7 +3,7 @@ beside the same calls in-process, in the same run.
 
     python benchmarks/bench_server.py [--files 10000] [--clients 32] [--seconds 20] [--tools search,grep,ls,read]
         [--mixes repeated,unique] [--workers N] [--processes N] [--keep DIR] [--py-spy FILE [--py-spy-gil]]
-        [--no-fairness]
+        [--no-fairness] [--no-limit] [--limit-calls 96] [--only server|fairness|limit]
 
 The target (issues #20 and #34): no errors, search p99 at most 1 s, at least
 80 calls a second in all, with `fsmem serve`'s default settings, at 10k and
@@ -42,6 +42,11 @@ file. The server's resident memory (VmRSS, and its anonymous part: the index
 arrays it maps from `.fsmem/search/` are file-backed) is sampled every second.
 Reported: calls, errors, p50 and p95 per tool, and the ratios server/in-process.
 
+After the unique mix, its limit (`mix_limit.py`): the mix's own first calls, `--limit-calls` of each
+kind, one at a time, by fsmem in-process and by the bare tools beside it (a bare FTS5 query of the same
+words, bare rg over the memory, a stat walk, a read), their CPU a call and the calls a second it allows on
+the usable cores; `--only limit` runs that part alone, `--no-limit` skips it.
+
 Then fair sharing (`fairness.py`): the same copy served with every limit at
 its default, a light token's reads and searches timed alone and beside a
 heavy token that sends the costliest calls its limits let through; reported:
@@ -65,6 +70,7 @@ import time
 from pathlib import Path
 
 import fairness
+import mix_limit
 from common import OUT, NewQuestions, compiled, corpus, fsmem_bin, load, serve_until_listening, table
 from corpus import _FIRST, _KEYS, _LAST, _ORGS, _PROJECTS, _TOPICS, _WORDS, SEARCH_QUERIES
 
@@ -603,8 +609,15 @@ def main() -> int:
     parser.add_argument("--solo-seconds", type=float, default=10.0, help="one client alone first, for each side")
     parser.add_argument("--fairness-seconds", type=float, default=20.0, help="each half of the fairness scenario")
     parser.add_argument("--tools", default=MIX, help=f"the calls each client cycles through (default {MIX}; add note)")
-    parser.add_argument("--only", choices=["fairness", "server"], help="run only this part")
+    parser.add_argument("--only", choices=["fairness", "server", "limit"], help="run only this part")
     parser.add_argument("--no-fairness", action="store_true", help="skip the fair-sharing scenario")
+    parser.add_argument("--no-limit", action="store_true", help="skip the unique mix's calls against the bare tools")
+    parser.add_argument(
+        "--limit-calls",
+        type=int,
+        default=96,
+        help="calls of each kind in the limit part (default 96: the first 40 grep words are costlier than the later)",
+    )
     parser.add_argument(
         "--mixes",
         default=os.environ.get("BENCH_SERVER_MIXES", "repeated,unique"),
@@ -647,12 +660,17 @@ def main() -> int:
     tmp.mkdir(parents=True, exist_ok=True)
     if args.only == "fairness":
         return 0 if report_fairness(root, tmp, args, targets) else 1
+    if args.only == "limit":
+        report_limit(root, tmp, args, tools_, targets)
+        return 0
     results, ok = {}, True
     for mix in mixes:
         result, fine = measure(root, tmp, args, tools_, targets, mix)
         results[mix] = result
         ok = ok and fine
     print("\n" + table(f"issue #20's server target, {args.files} files; {load()}", *target_rows(results)))
+    if "unique" in mixes and not args.no_limit and args.only != "server":
+        report_limit(root, tmp, args, tools_, targets)
     fair_ok = True if args.no_fairness or args.only == "server" else report_fairness(root, tmp, args, targets)
     (tmp / "result.json").write_text(json.dumps(results, indent=1))
     ok = ok and fair_ok
@@ -839,6 +857,39 @@ def measure(root: Path, tmp: Path, args, tools_: tuple[str, ...], targets: list[
         "server_exit": code,
     }
     return result, not errors and not any(lost) and not failures and code == 0
+
+
+def mix_calls(
+    root: Path, targets: list[str], tools_: tuple[str, ...], clients: int, each: int
+) -> list[tuple[str, dict]]:
+    """The unique mix's first calls, `each` of every tool: what `clients` clients in step draw, in that order
+    (the draws of a phase's `Unique`, as `measure` makes it)."""
+    unique = Unique(read_targets(root, 10**9), root=root)
+    plans = [Plan(n, "limit", targets, tools_, unique) for n in range(clients)]
+    calls: list[tuple[str, dict]] = []
+    counts = dict.fromkeys(tools_, 0)
+    while min(counts.values()) < each:
+        for plan in plans:
+            tool, arguments = plan.next()
+            if counts[tool] < each:
+                counts[tool] += 1
+                calls.append((tool, arguments))
+    return calls
+
+
+def report_limit(root: Path, tmp: Path, args, tools_: tuple[str, ...], targets: list[str]) -> dict:
+    """The unique mix's calls by fsmem and by the bare tools, one at a time (`mix_limit`); printed, kept in
+    limit.json."""
+    kinds = tuple(t for t in tools_ if t in mix_limit.SIDES)
+    print(f"\nthe unique mix's limit: {args.limit_calls} calls of each of {', '.join(kinds)}; {load()}", flush=True)
+    warm = Plan(0, "warm", targets, kinds)  # as the in-process phase warms up: one call of each tool
+    calls = mix_calls(root, targets, kinds, args.clients, args.limit_calls)
+    result = mix_limit.measure(root, calls, [warm.next() for _ in kinds])
+    for title, header, rows in mix_limit.tables(result, args.files):
+        print(table(title, header, rows))
+    print(load())
+    (tmp / "limit.json").write_text(json.dumps(result, indent=1))
+    return result
 
 
 # The delay one token may add to another's calls under the default limits, at p95 and at worst. Measured on

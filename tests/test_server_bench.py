@@ -60,3 +60,27 @@ def test_one_client_alone_stays_within_its_tokens_rate(tmp_path, bench_server):
     assert served["failures"] == [] and refused == []
     assert len(requests) > limits.burst + 10, len(requests)  # it went on well past the burst, paced
     assert not any(error for _, _, error, _ in served["records"])
+
+
+def test_the_limit_part_measures_the_unique_mixs_own_calls(tmp_path, bench_server):
+    """The limit part (`--only limit`) asks fsmem and the bare tools the calls the unique mix's clients draw
+    (a fresh `Unique`, the clients in step), each kind as often; each side of each kind is measured on every
+    call, rg's CPU counted, and the calls a second are the cores over the mean CPU of the four kinds."""
+    import mix_limit
+
+    root = bench_server.prepare(60, 4, tmp_path)
+    targets = bench_server.read_targets(root)
+    calls = bench_server.mix_calls(root, targets, bench_server.MIX_TOOLS, 4, 2)
+    unique = bench_server.Unique(bench_server.read_targets(root, 10**9), root=root)
+    plans = [bench_server.Plan(n, "limit", targets, bench_server.MIX_TOOLS, unique) for n in range(4)]
+    assert calls == [plan.next() for _ in range(2) for plan in plans]
+
+    warm = bench_server.Plan(0, "warm", targets, bench_server.MIX_TOOLS)
+    result = mix_limit.measure(root, calls, [warm.next() for _ in bench_server.MIX_TOOLS])
+    assert {tool: {side: f["calls"] for side, f in sides.items()} for tool, sides in result["kinds"].items()} == {
+        tool: dict.fromkeys(sides, 2) for tool, sides in mix_limit.SIDES.items()
+    }
+    assert result["kinds"]["grep"][mix_limit.RG_JSON]["cpu_mean"] > 0
+    bare = result["mixes"]["bare"]
+    assert bare == {tool: result["kinds"][tool][mix_limit.LIMIT[tool]]["cpu_mean"] for tool in mix_limit.SIDES}
+    assert result["calls_per_second"]["bare"] == pytest.approx(result["cores"] / (sum(bare.values()) / 4))
