@@ -101,8 +101,8 @@ def test_a_rebuild_leaves_each_fts5_table_one_segment(memory, monkeypatch):
 
 def test_a_build_answers_while_its_segments_merge_as_the_merged_index_answers(memory, tmp_path, monkeypatch):
     """The first search answers from the rows its build committed while FTS5 merges them in a thread
-    (`SearchIndex._merge_behind`): the answer, to the byte, is the one of an index merged before answering, and
-    whatever uses the index next finds it merged."""
+    (`SearchIndex._merge_behind`), writing nothing meanwhile (the merge holds the write lock): the answer, to the
+    byte, is the one of an index merged before answering, and whatever uses the index next finds it merged."""
     import json
     import shutil
     import threading
@@ -122,8 +122,14 @@ def test_a_build_answers_while_its_segments_merge_as_the_merged_index_answers(me
     release, events = threading.Event(), []
     merge = index.merge_segments
 
-    def held(conn):  # the merge waits until the first answer is given
-        assert release.wait(20)
+    def held(conn):  # the merge holds the write lock until the first answer is given
+        memo = "SELECT count(*) FROM sqlite_master WHERE name = 'counts'"  # the token counts' memo: made already
+        events.append(f"memo tables: {conn.execute(memo).fetchone()[0]}")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            assert release.wait(20)
+        finally:
+            conn.execute("COMMIT")
         events.append("merge")
         merge(conn)
 
@@ -133,7 +139,7 @@ def test_a_build_answers_while_its_segments_merge_as_the_merged_index_answers(me
     release.set()
     unmerged = "SELECT count(*) FROM search_meta WHERE key = 'unmerged'"
     assert memory.search_index.guarded(lambda conn: conn.execute(unmerged).fetchone()[0]) == 0  # waits for it
-    assert events == ["answer", "merge"]
+    assert events == ["memo tables: 1", "answer", "merge"]
     assert _segments(memory, "search_fts") == 1 and _segments(memory, "search_names") == 1
     answers = [first, *(memory.search(q) for q in queries[1:])]
     for got, want in zip(answers, expected, strict=True):

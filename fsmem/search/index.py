@@ -129,7 +129,7 @@ class SearchIndex:
     # -- the connection -----------------------------------------------------
     def connection(self):
         """The open connection, with the search tables of this version (created or rebuilt as needed)."""
-        self._merged()
+        self.wait_merged()
         if self._conn is not None:
             if self._in_memory or self._same_file():
                 return self._conn
@@ -190,14 +190,14 @@ class SearchIndex:
                 )
 
     def close(self) -> None:
-        self._merged()
+        self.wait_merged()
         if self._conn is not None:
             _close(self._conn)
             self._conn = None
 
     def _recover(self) -> None:
         """Drop the search tables (or the whole database, when even that fails) after damage was seen."""
-        self._merged()
+        self.wait_merged()
         self.rebuilt = True
         self.parsed.clear()
         conn = self._conn
@@ -394,7 +394,7 @@ class SearchIndex:
         kill_points.reached("search-merged")
         self._settle(conn, found, digest)
 
-    def _merged(self) -> None:
+    def wait_merged(self) -> None:
         """Wait for a merge running behind a build (`_merge_behind`), unless this is its thread."""
         merging = self._merging
         if merging is not None and merging is not threading.current_thread():
