@@ -8,6 +8,7 @@
     python benchmarks/bench_cold_start.py --root DIR --write-only --old main   # the command's writing, both revisions
     python benchmarks/bench_cold_start.py --root DIR --timeline   # where the first search's wall goes
     python benchmarks/bench_cold_start.py --root DIR --same-index --old main   # both revisions build the same tables
+    python benchmarks/bench_cold_start.py --root DIR --interrupted --runs 3   # a whole build, one killed, the next
 
 A user who clones a memory and asks it something waits for `fsmem --root COPY search QUERY`: every file read,
 split into rows, stemmed and written into the search index. What they could run instead is a bare FTS5 build
@@ -130,6 +131,16 @@ def timed_refresh(self):
     finally:
         mark("refreshed")
 index._parsed_batches, index.merge_segments, index.SearchIndex.refresh = timed_batches, timed_merge, timed_refresh
+wait_merged = getattr(index.SearchIndex, "wait_merged", None)
+if wait_merged is not None:  # the merge runs behind the answer: when the answer was done and waited for it
+    def timed_wait(self):
+        merging = getattr(self, "_merging", None)
+        if merging is None or not merging.is_alive():
+            return wait_merged(self)
+        mark("answer done, waits for the merge")
+        wait_merged(self)
+        mark("the merge done")
+    index.SearchIndex.wait_merged = timed_wait
 sys.argv = ["fsmem", "--root", sys.argv[1], "search", "renewal date for Acme Corp"]
 try:
     cli.main()
@@ -226,6 +237,11 @@ def main() -> None:
         help="when the first search's command waits for its workers, writes, merges and answers",
     )
     parser.add_argument(
+        "--interrupted",
+        action="store_true",
+        help="per run, one after the other: a whole build, a build killed at half, the next search (one load each)",
+    )
+    parser.add_argument(
         "--same-index",
         action="store_true",
         help="build the index with this tree and with --old and compare a dump of every search table",
@@ -255,6 +271,9 @@ def main() -> None:
             continue
         if args.timeline:
             timeline(source, files, before)
+            continue
+        if args.interrupted:
+            interrupted(source, files, fsmem, args.runs, before)
             continue
         ours, bare, old = [], [], []
         for _ in range(args.runs):  # alternating, each on a fresh copy
@@ -387,6 +406,32 @@ def write_times(
         table(
             f"writing every parsed file into a new index in one process (CPU, best of {runs})",
             ["", "CPU", "ratio"],
+            rows,
+        )
+    )
+
+
+def interrupted(source: Path, files: int, fsmem: str, runs: int, before: str) -> None:
+    """Per run, one right after the other so that they meet one load: a whole first search, one killed after
+    half its batches were committed, and the next search on what it left; the next against the whole minus
+    the killed run."""
+    kill_at = f"search-committed:{max(1, files // BATCH_FILES // 2)}"
+    rows = []
+    for _ in range(runs):
+        copy = fresh_copy(source, "whole")
+        whole = run([fsmem, "--root", str(copy), "search", QUERY])[0]
+        shutil.rmtree(copy)
+        half = fresh_copy(source, "half")
+        killed = run([fsmem, "--root", str(half), "search", QUERY], {"FSMEM_BUILD_KILL_AT": kill_at}, killed=True)[0]
+        rest = run([fsmem, "--root", str(half), "search", QUERY])[0]
+        shutil.rmtree(half)
+        left = max(whole - killed, 1e-9)
+        rows.append([f"{whole:.1f} s", f"{killed:.1f} s", f"{rest:.1f} s", f"{left:.1f} s", f"{rest / left:.2f}x"])
+    print(f"({files:,} files; {before} before, {load()} after)")
+    print(
+        table(
+            "a whole build, one killed at half (SIGKILL after half the files committed), the next `fsmem search`",
+            ["whole build", "killed run", "next run", "whole minus killed", "ratio (<= 1x)"],
             rows,
         )
     )

@@ -99,6 +99,55 @@ def test_a_rebuild_leaves_each_fts5_table_one_segment(memory, monkeypatch):
     assert [_segments(memory, t) for t in ("search_fts", "search_names")] == [1, 1]
 
 
+def test_a_build_answers_while_its_segments_merge_as_the_merged_index_answers(memory, tmp_path, monkeypatch):
+    """The first search answers from the rows its build committed while FTS5 merges them in a thread
+    (`SearchIndex._merge_behind`), writing nothing meanwhile (the merge holds the write lock): the answer, to the
+    byte, is the one of an index merged before answering, and whatever uses the index next finds it merged."""
+    import json
+    import shutil
+    import threading
+
+    import fsmem.search.index as index
+
+    monkeypatch.setattr(index, "BATCH_FILES", 2)  # 7 files: a build in 4 batches, merged at its end
+    queries = ["billing plan", "Ada walrus monthly", "gold owner topic"]
+    inline_root = tmp_path / "inline"
+    shutil.copytree(memory.root, inline_root)
+    with monkeypatch.context() as inline:  # the merge done before the answer, in the search's own thread
+        inline.setattr(index.SearchIndex, "_merge_behind", index.SearchIndex._merge)
+        merged_first = Memory(inline_root)
+        expected = [merged_first.search(q) for q in queries]
+    assert _segments(merged_first, "search_fts") == 1
+
+    release, events = threading.Event(), []
+    merge = index.merge_segments
+
+    def held(conn):  # the merge holds the write lock until the first answer is given
+        memo = "SELECT count(*) FROM sqlite_master WHERE name = 'counts'"  # the token counts' memo: made already
+        events.append(f"memo tables: {conn.execute(memo).fetchone()[0]}")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            assert release.wait(20)
+        finally:
+            conn.execute("COMMIT")
+        events.append("merge")
+        merge(conn)
+
+    monkeypatch.setattr(index, "merge_segments", held)
+    first = memory.search(queries[0])
+    events.append("answer")
+    release.set()
+    unmerged = "SELECT count(*) FROM search_meta WHERE key = 'unmerged'"
+    assert memory.search_index.guarded(lambda conn: conn.execute(unmerged).fetchone()[0]) == 0  # waits for it
+    assert events == ["memo tables: 1", "answer", "merge"]
+    assert _segments(memory, "search_fts") == 1 and _segments(memory, "search_names") == 1
+    answers = [first, *(memory.search(q) for q in queries[1:])]
+    for got, want in zip(answers, expected, strict=True):
+        assert got.to_text() == want.to_text()
+        assert json.dumps(got.to_dict()) == json.dumps(want.to_dict())
+    assert all(a.hits for a in answers)
+
+
 def test_merged_segments_score_every_row_as_before(memory):
     from fsmem.search.tables import merge_segments
 

@@ -3,6 +3,7 @@ ahead of the caller, so a command killed halfway has not parsed much it never wr
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 
@@ -21,3 +22,29 @@ def test_the_workers_run_a_bounded_way_ahead_of_the_results_taken(tmp_path, monk
     assert len(os.listdir(tmp_path)) <= 2 * workers.AHEAD_TASKS + 1
     assert list(results) == [None] * (len(tasks) - 1)
     assert sorted(os.listdir(tmp_path)) == [os.path.basename(t) for t in tasks]
+
+
+def _collecting(_task: int) -> bool:
+    return gc.isenabled()
+
+
+def test_the_collector_is_off_in_the_workers_and_in_the_caller_while_a_pool_runs(monkeypatch):
+    monkeypatch.setenv(workers.WORKERS_ENV, "2")
+    assert gc.isenabled()
+    results = workers.mapped(_collecting, range(4), workers.PARALLEL_FROM)
+    assert next(results) is False  # in a worker
+    assert not gc.isenabled()  # in the caller, between two results
+    assert list(results) == [False] * 3
+    assert gc.isenabled()  # back on when the pool ends
+    left = workers.mapped(_collecting, range(4), workers.PARALLEL_FROM)
+    next(left)
+    left.close()  # a build that stops halfway (an error in the caller)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assert list(workers.mapped(_collecting, range(2), workers.PARALLEL_FROM)) == [False] * 2
+        assert not gc.isenabled()  # left as it was: off
+    finally:
+        gc.enable()
+    small = workers.mapped(_collecting, range(2), workers.PARALLEL_FROM - 1)  # no pool: parsed in the caller
+    assert list(small) == [True, True]

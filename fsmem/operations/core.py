@@ -58,7 +58,11 @@ class Core:
     def close(self) -> None:
         """Give back this object's share of the change feed and of its repository's `git cat-file` readers, and
         close its cache connection (a later call opens them again). A memory that is dropped does the same when
-        it is collected."""
+        it is collected. A search index's merge still running behind the answer that built it is waited for
+        first, so the count memo written at the close does not wait on its lock."""
+        search_index = getattr(self, "_search_index", None)
+        if search_index is not None:
+            search_index.wait_merged()
         self.catalog.close()
         self.forget_history()
 

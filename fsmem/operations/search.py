@@ -61,6 +61,7 @@ def search(
     }
     given = {key: value for key, value in arguments.items() if value is not None}
     memory.catalog.count_call()  # a memory asked again holds the change feed: the index refreshes from it
+    memory.catalog.cache.open()  # the token counts' memo, made before a build can hold the write lock
     with retrieval_log.LoggedCall(memory.root, agent=memory.agent, tool="search", arguments=given) as logged:
         result, _ranking = ranked(
             memory.search_index,

@@ -104,6 +104,7 @@ class SearchIndex:
         self.root = Path(root)
         self.lock = threading.RLock()
         self._conn: Any = None
+        self._merging: threading.Thread | None = None  # a build's merge, running behind its answer
         self._analyzer: Analyzer | None = None
         self._in_memory = False
         self._inode: int | None = None
@@ -128,6 +129,7 @@ class SearchIndex:
     # -- the connection -----------------------------------------------------
     def connection(self):
         """The open connection, with the search tables of this version (created or rebuilt as needed)."""
+        self.wait_merged()
         if self._conn is not None:
             if self._in_memory or self._same_file():
                 return self._conn
@@ -188,12 +190,14 @@ class SearchIndex:
                 )
 
     def close(self) -> None:
+        self.wait_merged()
         if self._conn is not None:
             _close(self._conn)
             self._conn = None
 
     def _recover(self) -> None:
         """Drop the search tables (or the whole database, when even that fails) after damage was seen."""
+        self.wait_merged()
         self.rebuilt = True
         self.parsed.clear()
         conn = self._conn
@@ -355,22 +359,58 @@ class SearchIndex:
             return 0
         known = _stamps(conn, None)
         changed = self._apply(conn, found, known, list(known), complete=True)
-        # a (re)build, or the rest of one a killed command left (`unmerged`): one segment per table, and the
-        # pages freed given back
+        # a (re)build, or the rest of one a killed command left (`unmerged`): one segment per table
         if changed >= BATCH_FILES or _unmerged(conn):
-            kill_points.reached("search-merge")
-            merge_segments(conn)
-            with _cache.transaction(conn):
-                conn.execute("DELETE FROM search_meta WHERE key = 'unmerged'")
-            conn.execute("PRAGMA incremental_vacuum").fetchall()
-            kill_points.reached("search-merged")
+            if self._in_memory:
+                self._merge(conn, found, digest)
+            else:  # while the caller answers from what is committed (`_merge_behind`)
+                self._merge_behind(conn, found, digest)
+            return changed
+        self._settle(conn, found, digest)
+        return changed
+
+    def _merge_behind(self, conn, found, digest: str) -> None:
+        """Merge the segments of a build (`_merge`) in a thread, while the search that built the index ranks and
+        fits its answer on its own connection (`reading`): FTS5's merge is SQLite's work with the GIL released,
+        on the core the build's workers have left idle, and the rows, totals and postings it rewrites are the
+        ones already committed, so the answer is the one the merged tables give. Anything else that uses the
+        connection waits for it (`connection`), and so does the process's exit (the thread is not a daemon). A
+        merge that fails, or a process killed during it, leaves the index `unmerged`: the next refresh merges."""
+
+        def merge() -> None:
+            with contextlib.suppress(IndexDamaged, _cache.DatabaseError):
+                self._merge(conn, found, digest)
+
+        self._merging = threading.Thread(target=merge, name="fsmem-search-merge")
+        self._merging.start()
+
+    def _merge(self, conn, found, digest: str) -> None:
+        """The build's segments merged into one per table, the pages freed given back, then the walk settled."""
+        kill_points.reached("search-merge")
+        merge_segments(conn)
+        with _cache.transaction(conn):
+            conn.execute("DELETE FROM search_meta WHERE key = 'unmerged'")
+        conn.execute("PRAGMA incremental_vacuum").fetchall()
+        kill_points.reached("search-merged")
+        self._settle(conn, found, digest)
+
+    def wait_merged(self) -> None:
+        """Wait for a merge running behind a build (`_merge_behind`), unless this is its thread."""
+        merging = self._merging
+        if merging is not None and merging is not threading.current_thread():
+            merging.join()
+            if self._merging is merging:
+                self._merging = None
+
+    @staticmethod
+    def _settle(conn, found, digest: str) -> None:
+        """Store the walk's digest when every file it saw is indexed as it saw it, else clear it."""
         with _cache.transaction(conn):
             racy = conn.execute("SELECT 1 FROM search_files WHERE mtime_ns < 0 LIMIT 1").fetchone()
             current = _stamps(conn, None)
             settled = not racy and len(current) == len(found)
             settled = settled and all(current.get(rel, ((),))[0] == stamp_of(st) for rel, _full, st in found)
             conn.execute("INSERT OR REPLACE INTO search_meta VALUES ('walk', ?)", (digest if settled else None,))
-        return changed
 
     def _apply(self, conn, found, known: dict[str, tuple[Stamp, bool]], candidates_gone: list[str], *, complete) -> int:
         now = time.time_ns()

@@ -266,6 +266,13 @@ class MetaCache:
         self._rows_id = None
         return conn
 
+    def open(self) -> None:
+        """Connect now, making the cache's tables where there are none (a write). A first search opens it before
+        it builds the search index: the build's merge then holds the database's write lock while the answer is
+        counted (`fsmem.search.index`: `_merge_behind`), and the count memo's lookups only read."""
+        with self._lock:
+            self._connect()
+
     def same_file(self) -> bool:
         """False when the database this object has open was deleted or replaced (rm -rf .fsmem/, another
         process rebuilt it): its connection is closed, and the next use opens the file that is there now."""

@@ -10,10 +10,17 @@ A worker is forked while the process has one thread (nothing else can hold a
 lock the child would inherit), and spawned otherwise. It dies with its parent
 (Linux's PR_SET_PDEATHSIG, or seeing its parent gone): a command killed with
 SIGKILL leaves no worker behind.
+
+Python's cyclic garbage collector is off in the workers and, while a pool runs,
+in the caller: what a build makes (parsed files, rows, counts) holds no cycle
+and is freed by reference counts as each task is written, so the collector's
+passes over it (10k files: some 0.4 s of CPU in all) found nothing to free.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import itertools
 import os
 import threading
@@ -60,9 +67,10 @@ def mapped(func: Callable[[Any], R], tasks: Iterable[Any], size: int) -> Iterato
     import multiprocessing
 
     method = "fork" if threading.active_count() == 1 and hasattr(os, "fork") else "spawn"
-    with multiprocessing.get_context(method).Pool(
-        workers, initializer=_die_with_parent, initargs=(os.getpid(),)
-    ) as pool:
+    with (
+        _collector_paused(),
+        multiprocessing.get_context(method).Pool(workers, initializer=_start_worker, initargs=(os.getpid(),)) as pool,
+    ):
         todo = iter(tasks)
         running = deque(pool.apply_async(func, (task,)) for task in itertools.islice(todo, workers * AHEAD_TASKS))
         while running:
@@ -71,8 +79,32 @@ def mapped(func: Callable[[Any], R], tasks: Iterable[Any], size: int) -> Iterato
             yield result
 
 
-def _die_with_parent(parent: int) -> None:
-    """In a worker: end when the command that started it ends, however it ended."""
+_paused = [0, False]  # pools running in this process, and whether the collector was on before the first
+_pause_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while a pool runs (see the module's docstring); back as it was when the
+    last pool of the process ends."""
+    with _pause_lock:
+        if _paused[0] == 0:
+            _paused[1] = gc.isenabled()
+            gc.disable()
+        _paused[0] += 1
+    try:
+        yield
+    finally:
+        with _pause_lock:
+            _paused[0] -= 1
+            if _paused[0] == 0 and _paused[1]:
+                gc.enable()
+
+
+def _start_worker(parent: int) -> None:
+    """In a worker: no cyclic garbage collector (see the module's docstring), and an end with the command that
+    started it, however it ended."""
+    gc.disable()
     try:
         import ctypes
         import signal
