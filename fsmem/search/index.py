@@ -89,6 +89,7 @@ INDEX_VERSION = 10
 READER_CACHE_KIB = 1024  # SQLite's page cache of each thread's read connection
 RACY_NS = _cache.RACY_NS  # a file written this recently is read again at the next refresh
 BATCH_FILES = 500  # files per write transaction of a large (re)build, so other writers are not starved
+TASKS_PER_BATCH = 10  # a batch's files are parsed in this many worker tasks, each written as it comes back
 BUSY_TIMEOUT_S = 60.0
 
 
@@ -506,13 +507,13 @@ def _parsed_batches(root: Path, todo: list[tuple[str, str]], analyzer: Analyzer)
             batch = todo[start : start + BATCH_FILES]
             yield iter([[p for p in (read_file(root, rel, full, analyzer) for rel, full in batch) if p]])
         return
-    tasks = [(str(root), chunk) for chunk in workers.chunks(todo, BATCH_FILES // 10)]
+    tasks = [(str(root), chunk) for chunk in workers.chunks(todo, BATCH_FILES // TASKS_PER_BATCH)]
     chunks = workers.mapped(parse_files, tasks, len(todo))
     while True:
         first = next(chunks, None)
         if first is None:
             return
-        yield itertools.chain([first], itertools.islice(chunks, 9))  # the batch's 10 tasks
+        yield itertools.chain([first], itertools.islice(chunks, TASKS_PER_BATCH - 1))  # the rest of the batch's
 
 
 def _current(conn, paths: list[str]) -> dict[str, tuple[int, int, int, int, bool]]:
