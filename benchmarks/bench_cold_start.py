@@ -312,9 +312,7 @@ def main() -> None:
             continue
         whole = wall
         half = fresh_copy(source, "half")
-        kill_at = f"search-committed:{max(1, files // BATCH_FILES // 2)}"
-        killed = run([fsmem, "--root", str(half), "search", QUERY], {"FSMEM_BUILD_KILL_AT": kill_at}, killed=True)
-        rest = run([fsmem, "--root", str(half), "search", QUERY])
+        killed, rest = killed_then_next(fsmem, half, files)
         checkpointed(half)
         after_search = state_bytes(half)
         run([fsmem, "--root", str(half), "ls", "--max-results", "1"])
@@ -411,19 +409,25 @@ def write_times(
     )
 
 
+def killed_then_next(fsmem: str, copy: Path, files: int) -> tuple[tuple[float, float], tuple[float, float]]:
+    """(wall, CPU) of a first search on `copy` killed (SIGKILL) once half its batches were committed, and of
+    the next search, on what it left."""
+    kill_at = f"search-committed:{max(1, files // BATCH_FILES // 2)}"
+    killed = run([fsmem, "--root", str(copy), "search", QUERY], {"FSMEM_BUILD_KILL_AT": kill_at}, killed=True)
+    return killed, run([fsmem, "--root", str(copy), "search", QUERY])
+
+
 def interrupted(source: Path, files: int, fsmem: str, runs: int, before: str) -> None:
     """Per run, one right after the other so that they meet one load: a whole first search, one killed after
     half its batches were committed, and the next search on what it left; the next against the whole minus
     the killed run."""
-    kill_at = f"search-committed:{max(1, files // BATCH_FILES // 2)}"
     rows = []
     for _ in range(runs):
         copy = fresh_copy(source, "whole")
         whole = run([fsmem, "--root", str(copy), "search", QUERY])[0]
         shutil.rmtree(copy)
         half = fresh_copy(source, "half")
-        killed = run([fsmem, "--root", str(half), "search", QUERY], {"FSMEM_BUILD_KILL_AT": kill_at}, killed=True)[0]
-        rest = run([fsmem, "--root", str(half), "search", QUERY])[0]
+        killed, rest = (wall for wall, _cpu in killed_then_next(fsmem, half, files))
         shutil.rmtree(half)
         left = max(whole - killed, 1e-9)
         rows.append([f"{whole:.1f} s", f"{killed:.1f} s", f"{rest:.1f} s", f"{left:.1f} s", f"{rest / left:.2f}x"])

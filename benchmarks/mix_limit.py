@@ -156,6 +156,8 @@ def measure(root: Path, calls: list[tuple[str, dict]], warm: list[tuple[str, dic
 def summarise(records: list[dict], background: list[tuple[float, float]], loads: list[float]) -> dict:
     """Per kind and side, the CPU and wall of its calls; per way of answering the mix, its CPU a call and the calls a
     second the usable cores allow."""
+    from common import percentile
+
     cores = len(os.sched_getaffinity(0))
     kinds: dict[str, dict[str, dict]] = {}
     for tool, sides in SIDES.items():
@@ -163,15 +165,14 @@ def summarise(records: list[dict], background: list[tuple[float, float]], loads:
             mine = [r for r in records if r["tool"] == tool and r["side"] == side]
             if not mine:
                 continue
-            walls = sorted(r["wall"] for r in mine)
             kinds.setdefault(tool, {})[side] = {
                 "calls": len(mine),
                 "cpu_mean": statistics.fmean(r["cpu"] for r in mine),
                 "cpu_p50": statistics.median(r["cpu"] for r in mine),
                 "rg_mean": statistics.fmean(r["rg"] for r in mine),
                 "system_mean": statistics.fmean(r["system"] for r in mine),
-                "wall_p50": statistics.median(walls),
-                "wall_p99": walls[min(len(walls) - 1, int(0.99 * len(walls)))],
+                "wall_p50": statistics.median(r["wall"] for r in mine),
+                "wall_p99": percentile([r["wall"] for r in mine], 0.99),
             }
     mixes = {
         "fsmem": {tool: sides[FSMEM]["cpu_mean"] for tool, sides in kinds.items()},
