@@ -10,7 +10,8 @@ DEMO := demo-memory
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+# The C extension (fsmem/search/_native.c) is compiled by the install: a change to it installs again.
+$(STAMP): pyproject.toml fsmem/search/_native.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "installing fsmem and its dependencies into $(VENV) (log: $(VENV)/install.log)"
 	@$(PY) -m pip install --quiet -e '.[test,watch,mcp,server,anthropic,bench,plot,docs]' > $(VENV)/install.log 2>&1 \

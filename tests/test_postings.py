@@ -2,7 +2,9 @@
 
 The document part of the score was FTS5's `-bm25()` over a table of documents; `fsmem.search.postings` keeps
 only what BM25 reads (counts and lengths) and must give the very same floats, in the same order, after any
-sequence of files written and removed. Each property runs a real FTS5 table beside the real index code.
+sequence of files written and removed. Each property runs a real FTS5 table beside the real index code, once
+with the C module (`fsmem.search._native`) and once with its Python twin (tests/test_native.py holds the two
+equal on posting rows of any shape, damaged ones included).
 """
 
 from __future__ import annotations
@@ -23,6 +25,21 @@ from fsmem.search.tables import _insert, _remove
 from fsmem.store import cache as _cache
 
 ANALYZER = Analyzer()
+NATIVE = postings._native  # None where the module was not built (tests/test_native.py fails then)
+
+
+@pytest.fixture(scope="module", autouse=True, params=["native", "twin"])
+def scoring_path(request):
+    """Every test of this module twice: with fsmem.search._native, and with the Python twin that answers
+    where the module is not built."""
+    if request.param == "native" and NATIVE is None:
+        pytest.skip("fsmem.search._native is not built (tests/test_native.py fails and says why)")
+    saved = postings._native
+    postings._native = NATIVE if request.param == "native" else None
+    yield request.param
+    postings._native = saved
+
+
 WORDS = ["ada", "quill", "globex", "walrus", "ledger", "budget", "deploy", "zephyr", "tea", "rain", "x"]
 FTS = "CREATE VIRTUAL TABLE docs USING fts5 (body, content='', contentless_delete=1, detail=full, tokenize='ascii')"
 

@@ -23,15 +23,20 @@ import math
 import threading
 from array import array
 from collections import Counter, OrderedDict
-from itertools import accumulate, compress
-from operator import add
+from itertools import accumulate, compress, islice
+from operator import add, ge
 from typing import Any, cast
+
+try:
+    from fsmem.search import _native
+except ImportError:  # built without a C compiler: the Python twin below answers alike (tests/test_postings.py)
+    _native = None  # type: ignore[assignment]
 
 BLOCK_BITS = 6  # a file takes (rows >> BLOCK_BITS) + 1 blocks of 64 ids (fsmem.search.tables); document n: base + n
 CHUNK_BITS = 8  # a term's postings are one row per 256 file ids (10k files: some 40 rows for a common term)
 PURGE_DEAD = 64  # a range's rows are rewritten without dead postings once this many of its documents died
 MAX_TOKEN_BYTES = 32768  # FTS5 cuts a longer token to its first 32,768 bytes (FTS5_MAX_TOKEN_SIZE)
-KEPT_POSTINGS = 1_000_000  # values kept per state of the index, some 35 bytes each at most (_Term.size)
+KEPT_POSTINGS = 4_000_000  # values kept per state of the index, 8 bytes each at most (_Term.size): 32 MB
 DENSE = 8  # a term in an eighth of the documents or more is kept as one value per document
 K1, B = 1.2, 0.75  # FTS5's bm25() constants
 SAMPLE_EVERY = 16  # `best_first` estimates its cut from every 16th value
@@ -93,7 +98,16 @@ def _before(chunk: int) -> int:
 
 
 def _decode(chunk: int, n: int, docs: bytes, counts: bytes) -> tuple[list[int], array]:
-    return list(accumulate(_gaps(docs, n), initial=_before(chunk)))[1:], _unpacked(counts, n)
+    """A row's document ids and counts; IndexDamaged where they cannot be (fsmem.search._native checks the
+    same)."""
+    if type(chunk) is not int or type(n) is not int or type(docs) is not bytes or type(counts) is not bytes:
+        raise IndexDamaged("a posting row of the wrong types")
+    if chunk < 0 or n < 1:
+        raise IndexDamaged("a posting row out of bounds")
+    ids = list(accumulate(_gaps(docs, n), initial=_before(chunk)))[1:]
+    if ids[-1] >= 1 << 63:
+        raise IndexDamaged("a posting row's document ids are out of bounds")
+    return ids, _unpacked(counts, n)
 
 
 def _encode(chunk: int, ids: list[int], counts: list[int]) -> tuple[int, bytes, bytes]:
@@ -111,18 +125,20 @@ def _patched(gaps: list[int]) -> bytes:
 
 
 def _gaps(data: bytes, n: int) -> list[int]:
+    """The `n` gaps `_patched` wrote, each at least 1."""
+    large = array("I")
+    if len(data) < n or (len(data) - n) % large.itemsize:
+        raise IndexDamaged("a posting row's gaps do not match its count")
+    large.frombytes(data[n:])
+    if data.count(0, 0, n) != len(large):
+        raise IndexDamaged("a posting row's large gaps do not match its marks")
     gaps = list(data[:n])
-    if len(data) > n:
-        large = array("I")
-        if len(gaps) != n or (len(data) - n) % large.itemsize:
-            raise IndexDamaged("a posting row's gaps do not match its count")
-        large.frombytes(data[n:])
-        at = -1
-        for gap in large:
-            at = data.find(0, at + 1, n)
-            if at < 0 or gap <= 0xFF:
-                raise IndexDamaged("a posting row's large gaps do not match its marks")
-            gaps[at] = gap
+    at = -1
+    for gap in large:
+        at = data.find(0, at + 1, n)
+        if gap <= 0xFF:
+            raise IndexDamaged("a posting row's large gaps do not match its marks")
+        gaps[at] = gap
     return gaps
 
 
@@ -285,13 +301,18 @@ class _Decoded:
                     if length:
                         ids.append(base + n)
                         lengths.append(length)
+            if any(map(ge, ids, islice(ids, 1, None))):  # a file's documents run into the next one's ids
+                raise IndexDamaged("documents' ids out of order")
         if 0 in lengths:
             raise IndexDamaged("a document of no terms")
+        if ids and not 0 <= ids[0] <= ids[-1] < 1 << 63:
+            raise IndexDamaged("documents' ids out of bounds")
         self.ids = ids
         self.position = dict(zip(ids, range(len(ids)), strict=True))
         self.rows = rows = len(ids)
         avgdl = sum(lengths) / rows if rows else 1.0  # FTS5: (double)nToken / (double)nRow
         self.norm = [K1 * (1 - B + B * length / avgdl) for length in lengths]  # FTS5's k1 * (1 - b + b * D / avgdl)
+        self._arrays: tuple[array, array] | None = None  # ids and norm as fsmem.search._native reads them
         self._lock = threading.Lock()
         self._terms: OrderedDict[str, _Term] = OrderedDict()
         self._held = 0
@@ -303,12 +324,34 @@ class _Decoded:
             if found is not None:
                 self._terms.move_to_end(term)
                 return found
+        rows = conn.execute(
+            "SELECT chunk, n, docs, counts FROM search_postings WHERE term = ? ORDER BY chunk", (term,)
+        ).fetchall()
+        if _native is not None:
+            if self._arrays is None:
+                self._arrays = array("q", self.ids), array("d", self.norm)
+            ids, norm = self._arrays
+            found = _Term(*_native.term_parts(rows, ids, norm, CHUNK_BITS + BLOCK_BITS, K1 + 1.0, DENSE))
+        else:
+            found = self._term_parts(rows)
+        with self._lock:
+            if term not in self._terms:
+                self._terms[term] = found
+                self._held += found.size
+                while self._held > KEPT_POSTINGS and len(self._terms) > 1:
+                    self._held -= self._terms.popitem(last=False)[1].size
+        return found
+
+    def _term_parts(self, rows: list[tuple[int, int, bytes, bytes]]) -> _Term:
+        """`fsmem.search._native.term_parts` in Python: the same checks, the same floats in the same order."""
         found_at: list[int | None] = []
         freqs: list[int] = []
-        for chunk, n, docs, counts in conn.execute(
-            "SELECT chunk, n, docs, counts FROM search_postings WHERE term = ? ORDER BY chunk", (term,)
-        ):
+        last = -1
+        for chunk, n, docs, counts in rows:
             ids, found_counts = _decode(chunk, n, docs, counts)
+            if ids[0] <= last:  # ids only grow along a term's rows
+                raise IndexDamaged("a term's posting rows overlap")
+            last = ids[-1]
             found_at += map(self.position.get, ids)
             freqs += found_counts
         if None in found_at:  # a dead document's postings are skipped
@@ -325,32 +368,25 @@ class _Decoded:
             dense = array("d", bytes(8 * self.rows))
             for at, f in zip(positions, freqs, strict=True):
                 dense[at] = idf * ((f * k) / (f + norm[at]))
-            found = _Term(hits, [], [], dense)
-        else:
-            parts = [idf * ((f * k) / (f + norm[at])) for at, f in zip(positions, freqs, strict=True)]
-            found = _Term(hits, positions, parts)
-        with self._lock:
-            if term not in self._terms:
-                self._terms[term] = found
-                self._held += found.size
-                while self._held > KEPT_POSTINGS and len(self._terms) > 1:
-                    self._held -= self._terms.popitem(last=False)[1].size
-        return found
+            return _Term(hits, array("i"), array("d"), dense)
+        parts = [idf * ((f * k) / (f + norm[at])) for at, f in zip(positions, freqs, strict=True)]
+        return _Term(hits, array("i", positions), array("d", parts))
 
 
 class _Term:
     """How many live documents hold one term, and its part of each one's score: by position (ascending) for a
-    rare term, as one value per document (`dense`, 8 bytes each) for a common one, which a query adds at C
-    speed. `size` is what it holds, in values (a position and a part in lists: some 70 bytes together)."""
+    rare term, as one value per document (`dense`) for a common one, which a query adds at C speed. Arrays
+    either way (a position in 4 bytes, a part in 8), as fsmem.search._native makes and reads them; `size` is
+    what it holds, in values."""
 
     __slots__ = ("hits", "positions", "parts", "dense")
 
-    def __init__(self, hits: int, positions: list[int], parts: list[float], dense: array | None = None) -> None:
+    def __init__(self, hits: int, positions: array, parts: array, dense: array | None = None) -> None:
         self.hits, self.positions, self.parts, self.dense = hits, positions, parts, dense
 
     @property
     def size(self) -> int:
-        return len(self.dense) // 4 if self.dense is not None else len(self.positions) * 2
+        return len(self.dense) if self.dense is not None else len(self.positions) * 2
 
 
 _DECODED = ("decoded document index",)
@@ -404,7 +440,10 @@ def bm25(conn, phrases: list[str], limit: int, kept: dict[Any, Any] | None = Non
     in the query's order as FTS5 adds them (a phrase a document lacks adds 0.0, which changes no float)."""
     index = decoded(conn, kept)
     terms = [index.term(conn, token_key(p)) for p in phrases]
-    if sum(t.hits for t in terms) * DENSE < index.rows:  # few matches (no common term): only theirs are added up
+    sparse = sum(t.hits for t in terms) * DENSE < index.rows  # few matches (no common term): only theirs count
+    if _native is not None:
+        return _native.best_documents([(t.positions, t.parts, t.dense) for t in terms], index.rows, limit, sparse)
+    if sparse:
         scores: dict[int, float] = {}
         for term in terms:
             get = scores.get

@@ -1,0 +1,512 @@
+/* fsmem.search._native: the document part of the score in C (fsmem.search.postings holds its Python twin).
+
+   `term_parts` decodes one term's posting rows (gaps, counts) into the live documents' positions and the
+   term's BM25 part of each; `best_documents` adds a query's parts per document in the query's order and
+   picks the best `limit`, ties by position. Every float is the one the Python twin computes: the same
+   operations in the same order on IEEE doubles (built with -ffp-contract=off and without fast-math, so no
+   multiply-add is fused), the same libm log. tests/test_postings.py holds the two equal. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static PyObject *array_type; /* array.array */
+
+/* Raise fsmem.search.postings.IndexDamaged (imported when first needed: postings imports this module). */
+static PyObject *
+damaged(const char *why)
+{
+    PyObject *module = PyImport_ImportModule("fsmem.search.postings");
+    if (module == NULL)
+        return NULL;
+    PyObject *kind = PyObject_GetAttrString(module, "IndexDamaged");
+    Py_DECREF(module);
+    if (kind == NULL)
+        return NULL;
+    PyErr_SetString(kind, why);
+    Py_DECREF(kind);
+    return NULL;
+}
+
+/* A new array.array of `code` holding `size` bytes copied from `data`. */
+static PyObject *
+new_array(const char *code, const void *data, Py_ssize_t size)
+{
+    PyObject *bytes = PyBytes_FromStringAndSize((const char *)data, size);
+    if (bytes == NULL)
+        return NULL;
+    PyObject *found = PyObject_CallFunction(array_type, "sO", code, bytes);
+    Py_DECREF(bytes);
+    return found;
+}
+
+/* A buffer of `count` values of one array code ('i', 'q' or 'd'), or an error. */
+static int
+typed_buffer(PyObject *obj, Py_buffer *view, char code, Py_ssize_t itemsize, const char *name)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
+        return -1;
+    const char *format = view->format == NULL ? "B" : view->format;
+    if (format[0] == '@' || format[0] == '=')
+        format++;
+    if (format[0] != code || format[1] != '\0' || view->itemsize != itemsize) {
+        PyBuffer_Release(view);
+        PyErr_Format(PyExc_TypeError, "%s: an array of '%c' values was expected", name, code);
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct {
+    int *positions;
+    uint32_t *freqs;
+    Py_ssize_t len, cap;
+} Found;
+
+static int
+found_reserve(Found *found, Py_ssize_t more)
+{
+    if (found->len + more <= found->cap)
+        return 0;
+    Py_ssize_t cap = found->cap ? found->cap : 256;
+    while (cap < found->len + more)
+        cap *= 2;
+    int *positions = PyMem_Realloc(found->positions, (size_t)cap * sizeof(int));
+    if (positions == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    found->positions = positions;
+    uint32_t *freqs = PyMem_Realloc(found->freqs, (size_t)cap * sizeof(uint32_t));
+    if (freqs == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    found->freqs = freqs;
+    found->cap = cap;
+    return 0;
+}
+
+/* One row's documents: its ids from the gaps, each live one's position (by a forward search of the live
+   ids from `*cursor`: ids only grow along a term's rows) and its count. Checks what the Python twin
+   checks (fsmem.search.postings._decode and _Decoded.term), raising IndexDamaged where it does. */
+static int
+decode_row(PyObject *row, int shift, const int64_t *live, Py_ssize_t rows, Py_ssize_t *cursor, int64_t *last,
+           Found *found)
+{
+    if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 4) {
+        PyErr_SetString(PyExc_TypeError, "a posting row is (chunk, n, docs, counts)");
+        return -1;
+    }
+    PyObject *chunk_obj = PyTuple_GET_ITEM(row, 0), *n_obj = PyTuple_GET_ITEM(row, 1);
+    PyObject *docs_obj = PyTuple_GET_ITEM(row, 2), *counts_obj = PyTuple_GET_ITEM(row, 3);
+    if (!PyLong_CheckExact(chunk_obj) || !PyLong_CheckExact(n_obj) || !PyBytes_CheckExact(docs_obj) ||
+        !PyBytes_CheckExact(counts_obj)) {
+        damaged("a posting row of the wrong types");
+        return -1;
+    }
+    int overflow;
+    long long chunk = PyLong_AsLongLongAndOverflow(chunk_obj, &overflow);
+    if (chunk == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow || chunk < 0 || chunk > (INT64_MAX >> shift)) {
+        damaged("a posting row's range is out of bounds");
+        return -1;
+    }
+    long long n = PyLong_AsLongLongAndOverflow(n_obj, &overflow);
+    if (n == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow || n < 1) {
+        damaged("a posting row of no documents");
+        return -1;
+    }
+    const unsigned char *docs = (const unsigned char *)PyBytes_AS_STRING(docs_obj);
+    Py_ssize_t docs_len = PyBytes_GET_SIZE(docs_obj);
+    const unsigned char *counts = (const unsigned char *)PyBytes_AS_STRING(counts_obj);
+    Py_ssize_t counts_len = PyBytes_GET_SIZE(counts_obj);
+    if (docs_len < n) {
+        damaged("a posting row's gaps do not match its count");
+        return -1;
+    }
+    Py_ssize_t large = docs_len - (Py_ssize_t)n;
+    if (large % 4) {
+        damaged("a posting row's gaps do not match its count");
+        return -1;
+    }
+    large /= 4;
+    Py_ssize_t marks = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        marks += docs[i] == 0;
+    if (marks != large) {
+        damaged("a posting row's large gaps do not match its marks");
+        return -1;
+    }
+    for (Py_ssize_t j = 0; j < large; j++) {
+        uint32_t gap;
+        memcpy(&gap, docs + n + 4 * j, 4);
+        if (gap <= 0xFF) {
+            damaged("a posting row's large gaps do not match its marks");
+            return -1;
+        }
+    }
+    int width = counts_len % n ? 0 : (int)(counts_len / n);
+    if (width != 1 && width != 2 && width != 4) {
+        damaged("a posting row does not match its count");
+        return -1;
+    }
+    if (found_reserve(found, (Py_ssize_t)n) < 0)
+        return -1;
+    int64_t id = (int64_t)((chunk << shift) - 1);
+    Py_ssize_t at = *cursor, next_large = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint32_t gap = docs[i];
+        if (gap == 0) {
+            memcpy(&gap, docs + n + 4 * next_large, 4);
+            next_large++;
+        }
+        if (id > INT64_MAX - (int64_t)gap) {
+            damaged("a posting row's document ids are out of bounds");
+            return -1;
+        }
+        id += gap;
+        if (i == 0 && id <= *last) {
+            damaged("a term's posting rows overlap");
+            return -1;
+        }
+        /* the first live id at `at` or after that is not below `id`: galloping, then binary */
+        if (at < rows && live[at] < id) {
+            Py_ssize_t step = 1, lo = at, hi = at + 1;
+            while (hi < rows && live[hi] < id) {
+                lo = hi;
+                step *= 2;
+                hi = lo + step;
+            }
+            if (hi > rows)
+                hi = rows;
+            while (lo + 1 < hi) { /* live[lo] < id; live[hi] >= id or hi == rows */
+                Py_ssize_t mid = lo + (hi - lo) / 2;
+                if (live[mid] < id)
+                    lo = mid;
+                else
+                    hi = mid;
+            }
+            at = hi;
+        }
+        if (at < rows && live[at] == id) {
+            uint32_t f;
+            if (width == 1)
+                f = counts[i];
+            else if (width == 2) {
+                uint16_t f2;
+                memcpy(&f2, counts + 2 * i, 2);
+                f = f2;
+            }
+            else
+                memcpy(&f, counts + 4 * i, 4);
+            found->positions[found->len] = (int)at;
+            found->freqs[found->len] = f;
+            found->len++;
+        }
+    }
+    *cursor = at;
+    *last = id;
+    return 0;
+}
+
+PyDoc_STRVAR(term_parts_doc,
+             "term_parts(rows, ids, norm, shift, k, dense) -> (hits, positions, parts, dense_parts)\n\n"
+             "One term's posting rows (chunk, n, docs, counts), in range order, against the live documents' ids\n"
+             "('q', ascending) and length normalisers ('d'): how many live documents hold the term, and its BM25\n"
+             "part of each, idf * ((f * k) / (f + norm)): by position ('i', 'd') for a rare term, or one value per\n"
+             "document (dense_parts, 'd') when hits * dense >= len(ids).");
+
+static PyObject *
+term_parts(PyObject *self, PyObject *args)
+{
+    PyObject *rows_obj, *ids_obj, *norm_obj;
+    int shift;
+    double k;
+    long long dense_every;
+    if (!PyArg_ParseTuple(args, "OOOidL", &rows_obj, &ids_obj, &norm_obj, &shift, &k, &dense_every))
+        return NULL;
+    if (shift < 0 || shift > 62) {
+        PyErr_SetString(PyExc_ValueError, "shift out of range");
+        return NULL;
+    }
+    Py_buffer ids_view, norm_view;
+    if (typed_buffer(ids_obj, &ids_view, 'q', 8, "ids") < 0)
+        return NULL;
+    if (typed_buffer(norm_obj, &norm_view, 'd', 8, "norm") < 0) {
+        PyBuffer_Release(&ids_view);
+        return NULL;
+    }
+    PyObject *result = NULL, *seq = NULL;
+    Found found = {NULL, NULL, 0, 0};
+    double *dense = NULL;
+    Py_ssize_t rows = ids_view.len / 8;
+    const int64_t *live = ids_view.buf;
+    const double *norm = norm_view.buf;
+    if (norm_view.len / 8 != rows || rows > INT_MAX) {
+        PyErr_SetString(PyExc_ValueError, "ids and norm differ in length");
+        goto done;
+    }
+    seq = PySequence_Fast(rows_obj, "rows must be a sequence");
+    if (seq == NULL)
+        goto done;
+    Py_ssize_t cursor = 0;
+    int64_t last = INT64_MIN;
+    for (Py_ssize_t r = 0; r < PySequence_Fast_GET_SIZE(seq); r++) {
+        if (decode_row(PySequence_Fast_ITEMS(seq)[r], shift, live, rows, &cursor, &last, &found) < 0)
+            goto done;
+    }
+    Py_ssize_t hits = found.len;
+    double idf = log(((double)(rows - hits) + 0.5) / ((double)hits + 0.5));
+    if (idf <= 0.0)
+        idf = 1e-6; /* FTS5's floor, for a term in half the documents or more */
+    if ((long long)hits * dense_every >= (long long)rows) {
+        dense = PyMem_Calloc(rows ? (size_t)rows : 1, sizeof(double));
+        if (dense == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < hits; i++) {
+            double f = (double)found.freqs[i];
+            int at = found.positions[i];
+            dense[at] = idf * ((f * k) / (f + norm[at]));
+        }
+        PyObject *empty_positions = new_array("i", NULL, 0), *empty_parts = new_array("d", NULL, 0);
+        PyObject *values = new_array("d", dense, rows * (Py_ssize_t)sizeof(double));
+        if (empty_positions && empty_parts && values)
+            result = Py_BuildValue("nOOO", hits, empty_positions, empty_parts, values);
+        Py_XDECREF(empty_positions);
+        Py_XDECREF(empty_parts);
+        Py_XDECREF(values);
+    }
+    else {
+        dense = PyMem_Malloc(hits ? (size_t)hits * sizeof(double) : 1);
+        if (dense == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < hits; i++) {
+            double f = (double)found.freqs[i];
+            dense[i] = idf * ((f * k) / (f + norm[found.positions[i]]));
+        }
+        PyObject *positions = new_array("i", found.positions, hits * (Py_ssize_t)sizeof(int));
+        PyObject *parts = new_array("d", dense, hits * (Py_ssize_t)sizeof(double));
+        if (positions && parts)
+            result = Py_BuildValue("nOOO", hits, positions, parts, Py_None);
+        Py_XDECREF(positions);
+        Py_XDECREF(parts);
+    }
+done:
+    PyMem_Free(dense);
+    PyMem_Free(found.positions);
+    PyMem_Free(found.freqs);
+    Py_XDECREF(seq);
+    PyBuffer_Release(&ids_view);
+    PyBuffer_Release(&norm_view);
+    return result;
+}
+
+/* `a` ranks before `b`: a higher score, or the same and an earlier position. */
+static inline int
+before(const double *scores, int a, int b)
+{
+    return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
+}
+
+/* The heap's root is its worst: the one every other ranks before. */
+static void
+sift_down(int *heap, Py_ssize_t size, Py_ssize_t i, const double *scores)
+{
+    for (;;) {
+        Py_ssize_t child = 2 * i + 1, worst = i;
+        if (child < size && before(scores, heap[worst], heap[child]))
+            worst = child;
+        if (child + 1 < size && before(scores, heap[worst], heap[child + 1]))
+            worst = child + 1;
+        if (worst == i)
+            return;
+        int swap = heap[i];
+        heap[i] = heap[worst];
+        heap[worst] = swap;
+        i = worst;
+    }
+}
+
+static void
+sift_up(int *heap, Py_ssize_t i, const double *scores)
+{
+    while (i > 0) {
+        Py_ssize_t parent = (i - 1) / 2;
+        if (!before(scores, heap[parent], heap[i]))
+            return;
+        int swap = heap[i];
+        heap[i] = heap[parent];
+        heap[parent] = swap;
+        i = parent;
+    }
+}
+
+PyDoc_STRVAR(best_documents_doc,
+             "best_documents(terms, rows, limit, sparse) -> (positions, scores)\n\n"
+             "`terms`: per phrase in the query's order (positions 'i', parts 'd', dense 'd' or None), as term_parts\n"
+             "gives them. Each document's score is its parts added in that order from 0.0; the `limit` best\n"
+             "documents, by score descending then position: among the documents some rare term's position names\n"
+             "when `sparse` (dense terms then add nothing), else among those scoring more than 0.0.");
+
+static PyObject *
+best_documents(PyObject *self, PyObject *args)
+{
+    PyObject *terms_obj;
+    Py_ssize_t rows, limit;
+    int sparse;
+    if (!PyArg_ParseTuple(args, "Onnp", &terms_obj, &rows, &limit, &sparse))
+        return NULL;
+    if (rows < 0 || rows > INT_MAX) {
+        PyErr_SetString(PyExc_ValueError, "rows out of range");
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(terms_obj, "terms must be a sequence");
+    if (seq == NULL)
+        return NULL;
+    PyObject *result = NULL;
+    double *scores = PyMem_Calloc(rows ? (size_t)rows : 1, sizeof(double));
+    unsigned char *touched = sparse ? PyMem_Calloc(rows ? (size_t)rows : 1, 1) : NULL;
+    int *heap = NULL;
+    if (scores == NULL || (sparse && touched == NULL)) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t t = 0; t < PySequence_Fast_GET_SIZE(seq); t++) {
+        PyObject *term = PySequence_Fast_ITEMS(seq)[t];
+        if (!PyTuple_Check(term) || PyTuple_GET_SIZE(term) != 3) {
+            PyErr_SetString(PyExc_TypeError, "a term is (positions, parts, dense)");
+            goto done;
+        }
+        PyObject *dense_obj = PyTuple_GET_ITEM(term, 2);
+        Py_buffer a, b;
+        if (dense_obj != Py_None) {
+            if (sparse)
+                continue; /* the twin adds a dense term's (empty) positions only */
+            if (typed_buffer(dense_obj, &a, 'd', 8, "dense") < 0)
+                goto done;
+            if (a.len / 8 != rows) {
+                PyBuffer_Release(&a);
+                PyErr_SetString(PyExc_ValueError, "a dense term of another length");
+                goto done;
+            }
+            const double *values = a.buf;
+            for (Py_ssize_t i = 0; i < rows; i++)
+                scores[i] = scores[i] + values[i];
+            PyBuffer_Release(&a);
+            continue;
+        }
+        if (typed_buffer(PyTuple_GET_ITEM(term, 0), &a, 'i', sizeof(int), "positions") < 0)
+            goto done;
+        if (typed_buffer(PyTuple_GET_ITEM(term, 1), &b, 'd', 8, "parts") < 0) {
+            PyBuffer_Release(&a);
+            goto done;
+        }
+        Py_ssize_t count = a.len / (Py_ssize_t)sizeof(int);
+        const int *positions = a.buf;
+        const double *parts = b.buf;
+        int bad = b.len / 8 != count;
+        for (Py_ssize_t i = 0; i < count && !bad; i++) {
+            int at = positions[i];
+            if (at < 0 || at >= rows) {
+                bad = 1;
+                break;
+            }
+            if (sparse)
+                touched[at] = 1;
+            scores[at] = scores[at] + parts[i];
+        }
+        PyBuffer_Release(&a);
+        PyBuffer_Release(&b);
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "a term's positions and parts do not match the documents");
+            goto done;
+        }
+    }
+    Py_ssize_t want = limit < 0 ? 0 : limit < rows ? limit : rows, size = 0;
+    heap = PyMem_Malloc(want ? (size_t)want * sizeof(int) : 1);
+    if (heap == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < rows && want; i++) {
+        if (sparse ? !touched[i] : scores[i] == 0.0)
+            continue;
+        if (size < want) {
+            heap[size] = (int)i;
+            sift_up(heap, size++, scores);
+        }
+        else if (before(scores, (int)i, heap[0])) {
+            heap[0] = (int)i;
+            sift_down(heap, size, 0, scores);
+        }
+    }
+    PyObject *positions = PyList_New(size), *values = PyList_New(size);
+    if (positions == NULL || values == NULL) {
+        Py_XDECREF(positions);
+        Py_XDECREF(values);
+        goto done;
+    }
+    for (Py_ssize_t end = size; end > 0; end--) { /* the worst left goes last */
+        int at = heap[0];
+        heap[0] = heap[end - 1];
+        sift_down(heap, end - 1, 0, scores);
+        PyObject *p = PyLong_FromLong(at), *v = PyFloat_FromDouble(scores[at]);
+        if (p == NULL || v == NULL) {
+            Py_XDECREF(p);
+            Py_XDECREF(v);
+            Py_DECREF(positions);
+            Py_DECREF(values);
+            goto done;
+        }
+        PyList_SET_ITEM(positions, end - 1, p);
+        PyList_SET_ITEM(values, end - 1, v);
+    }
+    result = PyTuple_Pack(2, positions, values);
+    Py_DECREF(positions);
+    Py_DECREF(values);
+done:
+    PyMem_Free(heap);
+    PyMem_Free(touched);
+    PyMem_Free(scores);
+    Py_DECREF(seq);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"term_parts", term_parts, METH_VARARGS, term_parts_doc},
+    {"best_documents", best_documents, METH_VARARGS, best_documents_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    "fsmem.search._native",
+    "The document part of fsmem's search score in C; fsmem.search.postings holds its Python twin.",
+    -1,
+    methods,
+};
+
+PyMODINIT_FUNC
+PyInit__native(void)
+{
+    PyObject *array_module = PyImport_ImportModule("array");
+    if (array_module == NULL)
+        return NULL;
+    array_type = PyObject_GetAttrString(array_module, "array");
+    Py_DECREF(array_module);
+    if (array_type == NULL)
+        return NULL;
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,147 @@
+"""fsmem.search._native, the document part of the score in C, against its Python twin in
+fsmem.search.postings: the same positions, the same floats to the bit, ties in the same order, the same rows
+refused as damaged. (tests/test_postings.py runs the document part against FTS5's bm25() on both paths.)"""
+
+from __future__ import annotations
+
+import importlib
+import random
+import struct
+from array import array
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from fsmem.search import postings
+from fsmem.search.index import SearchIndex
+from fsmem.store import cache as _cache
+
+NATIVE = postings._native
+NOT_BUILT = (
+    "fsmem.search._native is not built: `make install` compiles fsmem/search/_native.c, which needs a C compiler "
+    "and the Python headers (the compiler's messages: .venv/bin/python -m pip install -v --no-deps -e .)"
+)
+
+
+def test_the_native_module_is_built():
+    """`make install` compiles the C module, on CI too: a build that failed (it is optional, so the install
+    goes on) must not leave every search on the Python twin unnoticed."""
+    try:
+        module = importlib.import_module("fsmem.search._native")
+    except ImportError as exc:
+        pytest.fail(f"{NOT_BUILT} ({exc})")
+    assert module is NATIVE
+    assert {"term_parts", "best_documents"} <= set(dir(module))
+
+
+def _prepared():
+    conn = _cache.Connection(":memory:")
+    SearchIndex(Path("unused"))._prepare(conn)  # the real schema, as the index makes it
+    return conn
+
+
+def _outcome(conn, phrases: list[list[str]], limit: int):
+    """What a fresh state answers, every float as its bytes: each term's hits, positions, parts and dense
+    parts, each query's best documents and scores; or that the index is damaged."""
+    try:
+        index = postings.decoded(conn, {})
+        terms = {}
+        for phrase in dict.fromkeys(sum(phrases, [])):
+            term = index.term(conn, phrase)
+            dense = term.dense.tobytes() if term.dense is not None else None
+            terms[phrase] = (term.hits, term.positions.tolist(), term.parts.tobytes(), dense)
+        answers = []
+        for query in phrases:
+            best, scores = postings.bm25(conn, query, limit, {postings._DECODED: index})
+            answers.append((best, struct.pack(f"{len(scores)}d", *scores)))
+        return terms, answers
+    except postings.IndexDamaged:
+        return "damaged"
+
+
+_KINDS = ["docs byte", "docs cut", "docs longer", "counts cut", "counts width", "n", "chunk", "chunk negative"]
+_DAMAGE = st.just("none") | st.sampled_from([*_KINDS, "chunk huge", "large gap", "types"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data(), st.sampled_from([(0, 1), (1, 8), (8, 1000), (8, 8)]))
+def test_the_c_module_and_its_python_twin_answer_alike(data, shape):
+    """On random files (one document or many, some removed: their postings are dead), random terms' posting
+    rows as the index writes them (gaps of one byte and of four, counts of 1, 2 or 4 bytes) or damaged, and
+    random queries: the same positions and floats to the bit, ties in the same order, or IndexDamaged from
+    both."""
+    if NATIVE is None:
+        pytest.fail(NOT_BUILT)
+    saved = postings.CHUNK_BITS, postings.DENSE
+    postings.CHUNK_BITS, postings.DENSE = shape
+    try:
+        conn = _prepared()
+        fid, files = data.draw(st.integers(0, 3)), []
+        for _ in range(data.draw(st.integers(1, 25))):
+            lengths = data.draw(st.lists(st.integers(0, 40) | st.just(0), min_size=1, max_size=70))
+            files.append((fid, lengths, data.draw(st.booleans() | st.just(True))))  # False: removed
+            fid += (len(lengths) >> postings.BLOCK_BITS) + 1 + data.draw(st.integers(0, 6))
+        conn.executemany(
+            "INSERT INTO search_lengths VALUES (?, ?)",
+            [(f, array("I", lengths).tobytes()) for f, lengths, live in files if live],
+        )
+        vocabulary = [f"t{n}" for n in range(data.draw(st.integers(1, 4)))]
+        written: list[list] = []
+        for term in vocabulary:
+            share = data.draw(st.sampled_from([0.05, 0.3, 0.9]))
+            rng = random.Random(data.draw(st.integers(0, 1 << 30)))
+            rows: dict[int, tuple[list[int], list[int]]] = {}
+            for f, lengths, _live in files:
+                for n, length in enumerate(lengths):
+                    if (length or rng.random() < 0.2) and rng.random() < share:
+                        found = rows.setdefault(f >> postings.CHUNK_BITS, ([], []))
+                        found[0].append((f << postings.BLOCK_BITS) + n)
+                        found[1].append(rng.choice([1, 2, 3, 200, 300, 70000]))
+            written += [[term, chunk, *postings._encode(chunk, ids, counts)] for chunk, (ids, counts) in rows.items()]
+        if written:  # one row damaged, or none (half the time); a gap made huge, in a row before another
+            kind = data.draw(_DAMAGE)
+            followed = [row for row, after in zip(written, written[1:], strict=False) if row[0] == after[0]]
+            rows = followed if kind == "large gap" and followed else written
+            _damaged(kind, rows[data.draw(st.integers(0, len(rows) - 1))], rng)
+        conn.executemany("INSERT OR REPLACE INTO search_postings VALUES (?, ?, ?, ?, ?)", written)
+        queries = data.draw(st.lists(st.lists(st.sampled_from([*vocabulary, "absent"]), max_size=4), max_size=3))
+        limit = data.draw(st.integers(0, 60))
+        asked = [vocabulary, *queries]
+        native = _outcome(conn, asked, limit)
+        postings._native = None
+        assert _outcome(conn, asked, limit) == native
+    finally:
+        postings.CHUNK_BITS, postings.DENSE = saved
+        postings._native = NATIVE
+
+
+def _damaged(kind: str, row: list, rng: random.Random) -> None:
+    """`row` ([term, chunk, n, docs, counts]) damaged as a disk or a bug might: some of these the decoding
+    must refuse, some it cannot tell from a valid row."""
+    _term, chunk, n, docs, counts = row
+    if kind == "docs byte":
+        at = rng.randrange(len(docs))
+        row[3] = docs[:at] + bytes([rng.choice([0, 1, 255, docs[at] ^ 1])]) + docs[at + 1 :]
+    elif kind == "docs cut":
+        row[3] = docs[: rng.randrange(len(docs))]
+    elif kind == "docs longer":
+        row[3] = docs + bytes(rng.choice([1, 4, 8]))
+    elif kind == "counts cut":
+        row[4] = counts[: rng.randrange(len(counts))]
+    elif kind == "counts width":
+        row[4] = counts + counts[: n * rng.choice([1, 2])]
+    elif kind == "n":
+        row[2] = rng.choice([0, -1, n - 1, n + 1, 2 * n])
+    elif kind == "chunk":
+        row[1] = chunk + rng.choice([-1, 1])
+    elif kind == "chunk negative":
+        row[1] = -rng.randint(1, 1 << 62)
+    elif kind == "chunk huge":
+        row[1] = rng.choice([1 << 40, 1 << 55, (1 << 63) - 1])
+    elif kind == "large gap":  # the first gap made huge: its ids run into the next row's, or past 2 ** 63
+        huge = struct.pack("I", rng.choice([1 << 20, (1 << 32) - 1]))
+        row[3] = b"\0" + docs[1:n] + huge + (docs[n + 4 :] if docs[0] == 0 else docs[n:])
+    elif kind == "types":
+        at = rng.randrange(1, 5)
+        row[at] = {1: rng.choice([2.5, "x"]), 2: rng.choice([2.5, "x"]), 3: "gaps", 4: "counts"}[at]
