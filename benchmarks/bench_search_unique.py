@@ -1,7 +1,7 @@
 """Search in a long-lived process on questions never asked before, against a bare FTS5 query of the same words.
 
     .venv/bin/python benchmarks/bench_search_unique.py [--root DIR] [--sizes 10000] [--queries 300]
-        [--words 3] [--seed 7] [--profile]
+        [--words 3] [--seed 7] [--twin] [--profile]
 
 Each question is `--words` words of one line of the memory, one of them rare (`common.NewQuestions`), no two
 questions alike and none asked before, so nothing kept from an earlier question (a kept pool of candidates)
@@ -24,7 +24,10 @@ takes from them.
 
 `--root` is a memory whose caches are built (a copy: fsmem writes `.fsmem/`); without it the seeded
 benchmark corpus of `--sizes` files is built under bench-out/ and searched once to build its index.
-`--profile` prints where the fsmem side's time goes (cProfile, the 25 costliest functions).
+`--twin` adds a fourth side: the fsmem search again with the document part's C module
+(`fsmem.search._native`) switched off, so its Python twin in `fsmem.search.postings` answers; then each fsmem
+side keeps its own decoded terms (what a process asked the same questions would have kept: the first to
+decode a question's words would spare the others that work) and its own candidates. `--profile` prints where the fsmem side's time goes (cProfile, the 25 costliest functions).
 """
 
 from __future__ import annotations
@@ -45,12 +48,12 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 PRUNED = "fsmem search, distinct questions"
 EXHAUSTIVE = "the same, bm25() over every match"
 FTS5 = "bare FTS5 (OR, bm25, 20 rows)"
+TWIN = "the same, the C module's Python twin"
 REPEATED = "fsmem search, repeated (kept candidates)"
 SIDES = [PRUNED, EXHAUSTIVE, FTS5]
-# Every order of the three in turn: the first fsmem side to see a question's words pays for what is kept of
+# Every order of the sides in turn: the first fsmem side to see a question's words pays for what is kept of
 # them (their document frequencies and postings); turning the three in a circle put the first side before the
 # second two times in three, which showed as the first ~10-20 % slower at 10k files.
-ORDERS = list(itertools.permutations(SIDES))
 
 
 def bare_query(index, bare, question: str) -> list:
@@ -72,6 +75,42 @@ def forget(index) -> None:
     kept.pop(("recent",), None)
 
 
+class OwnTerms:
+    """While entered, the document index's decoded terms are this side's own: what a process asked the same
+    questions would have kept (shared, one side's decoding would spare another's)."""
+
+    def __init__(self, index, *, native: bool = True) -> None:
+        self.index, self.native, self.decoded, self.terms, self.held = index, native, None, None, 0
+
+    def __enter__(self) -> None:
+        from fsmem.search import postings
+
+        self.saved = postings._native
+        if not self.native:
+            postings._native = None
+        self._swap()
+
+    def __exit__(self, *_exc) -> None:
+        from fsmem.search import postings
+
+        postings._native = self.saved
+        self._swap()
+
+    def _swap(self) -> None:
+        from collections import OrderedDict
+
+        from fsmem.search import postings
+
+        decoded = self.index.kept.at(self.index.kept._state).get(postings._DECODED)
+        if decoded is None:
+            return
+        if decoded is not self.decoded:  # a new state of the index: this side's terms start afresh
+            self.decoded, self.terms, self.held = decoded, OrderedDict(), 0
+        with decoded._lock:
+            decoded._terms, self.terms = self.terms, decoded._terms
+            decoded._held, self.held = self.held, decoded._held
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, help="a memory whose caches are built (a scratch copy)")
@@ -79,14 +118,20 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--words", type=int, default=3)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--twin", action="store_true", help="also time the search on the C module's Python twin")
     parser.add_argument("--profile", action="store_true")
     args, _rest = parser.parse_known_args()  # `make bench` passes every script the same arguments
     from common import NewQuestions, memories, percentile
 
     from fsmem import Memory
-    from fsmem.search import rowscores
+    from fsmem.search import postings, rowscores
     from fsmem.store import cache
 
+    sides = [*SIDES, TWIN] if args.twin else SIDES
+    orders = list(itertools.permutations(sides))
+    if args.twin and postings._native is None:
+        print("--twin: fsmem.search._native is not built here (make install builds it)")
+        return 1
     for root in memories(args.root, args.sizes):
         memory = Memory(root)
         memory.search("warm up: the modules a first search imports")
@@ -105,14 +150,18 @@ def main() -> int:
             import cProfile
 
             profile = cProfile.Profile()
-        times: dict[str, list[float]] = {side: [] for side in SIDES}
+        times: dict[str, list[float]] = {side: [] for side in sides}
+        own = {EXHAUSTIVE: OwnTerms(index), TWIN: OwnTerms(index, native=False)} if args.twin else {}
         loads = [os.getloadavg()[0]]
         for number, question in enumerate(asked):
-            for side in ORDERS[number % len(ORDERS)]:  # each side before each other half the time
-                if side == EXHAUSTIVE:
+            for side in orders[number % len(orders)]:  # each side before each other half the time
+                if side in (EXHAUSTIVE, TWIN):
                     forget(index)
+                if side == EXHAUSTIVE:
                     saved = rowscores.POSTINGS_PER_FILE
                     rowscores.POSTINGS_PER_FILE = 1 << 62  # never file by file: bm25() over every match
+                if side in own:
+                    own[side].__enter__()
                 started = time.perf_counter()
                 if side == FTS5:
                     bare_query(index, bare, question)
@@ -125,6 +174,9 @@ def main() -> int:
                 times[side].append(time.perf_counter() - started)
                 if side == EXHAUSTIVE:
                     rowscores.POSTINGS_PER_FILE = saved
+                if side in own:
+                    own[side].__exit__()
+                if side in (EXHAUSTIVE, TWIN):
                     forget(index)
         loads.append(os.getloadavg()[0])
         again = []

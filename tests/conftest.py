@@ -304,6 +304,7 @@ def copy_source(source: Path) -> Path:
             "demo-memory",
             "bench-out",
             ".hypothesis",
+            "*.so",  # the C module an editable install compiled in place: a user's checkout has only its source
         ),
     )
     return source

@@ -41,6 +41,17 @@ def run(venv: Path, *args: str, root: Path, check: bool = True) -> subprocess.Co
     return done
 
 
+def test_the_package_installs_with_its_c_module_built(fresh_venv, tmp_path):
+    """`pip install .` compiles fsmem/search/_native.c into the wheel: an installed fsmem searches with it,
+    not with its Python twin (which runs only where no compiler was found)."""
+    probe = "import fsmem.search.postings as p, fsmem.search._native as n; print(p._native is n, n.__file__)"
+    python = str(fresh_venv / "bin" / "python")  # run away from the checkout, whose fsmem `-c` would import
+    done = subprocess.run([python, "-c", probe], capture_output=True, text=True, cwd=tmp_path, env=child_env())
+    assert done.returncode == 0, done.stderr
+    found, path = done.stdout.split()
+    assert found == "True" and path.startswith(str(fresh_venv)) and path.endswith(".so")
+
+
 def test_no_extras_means_no_sdks(fresh_venv):
     probe = "import importlib.util as u; print([m for m in ('mcp', 'anthropic', 'matplotlib') if u.find_spec(m)])"
     found = subprocess.run(
