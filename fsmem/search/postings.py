@@ -29,7 +29,7 @@ from typing import Any, cast
 
 try:
     from fsmem.search import _native
-except ImportError:  # built without a C compiler: the Python twin below answers alike (tests/test_postings.py)
+except ImportError:  # built without a C compiler: the Python twin below answers alike (tests/test_native.py)
     _native = None  # type: ignore[assignment]
 
 BLOCK_BITS = 6  # a file takes (rows >> BLOCK_BITS) + 1 blocks of 64 ids (fsmem.search.tables); document n: base + n
