@@ -205,7 +205,7 @@ def run(
             while fed < len(paths) and not collector.full:
                 collector.feed_file(paths[fed], *found.head_and_lines(paths[fed]))
                 fed += 1
-            collector.count_files(paths[fed:], found)  # the page is made
+            collector.count_files(found, paths, fed)  # the page is made
             return _result(pattern, collector, collector.total, offset)
 
     counted = _match_line_counts(rg, target_list)
@@ -486,19 +486,24 @@ class _Collector:
             self.feed(head + line)
         self.finish_pending()
 
-    def count_files(self, paths: list[str], found: _Blocks) -> None:
-        """Files of the first pass after the page is full, counted as `feed_file` counts them (a name in 60% of
-        100k files: 60,000 files): their lines, counted where they were cut (`_Blocks`), less the superseded ones
-        of those that have some; with context lines shown, file by file."""
+    def count_files(self, found: _Blocks, paths: list[str], fed: int) -> None:
+        """The files of the first pass past the page (`paths[fed:]`; `paths`, those kept, in path order), counted
+        as `feed_file` counts them (a name in 60% of 100k files: 60,000 files): every file's lines, counted where
+        they were cut (`_Blocks`), less those of the files fed to the page or not kept, less the superseded
+        lines of the files that have some (18,000 of the 60,000); with context lines shown, file by file."""
         hidden = {} if self.include_superseded else self.ranges_of
         if self.context > 0:
-            for path in paths:
+            for path in paths[fed:]:
                 self.total += _visible_lines(found.head_and_lines(path)[1], hidden.get(path), context_lines=True)
             return
-        self.total += sum(map(found.lines.__getitem__, paths))
-        blocks = found.blocks
-        for path in [path for path in paths if hidden.get(path)]:
-            self.total -= _hidden_lines(*blocks[path], hidden[path])
+        blocks, lines = found.blocks, found.lines
+        left_out = set(paths[:fed])
+        if len(paths) != len(blocks):
+            left_out.update(blocks.keys() - set(paths))
+        self.total += sum(lines.values()) - sum(map(lines.__getitem__, left_out))
+        for path, spans in hidden.items():
+            if spans and path not in left_out and path in blocks:
+                self.total -= _hidden_lines(*blocks[path], spans)
 
     def feed(self, raw: bytes) -> None:
         name, sep, rest = raw.partition(b"\0")
