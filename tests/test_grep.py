@@ -364,7 +364,7 @@ def test_rg_beside_another_rg_of_the_process_runs_on_one_thread(tmp_path, monkey
 
 
 # -- the first pass cut into files while rg prints it (`fsmem.query.grep._Blocks`) -------------------------------
-_PIECES = ["a.md\0", "b/c.md\0", "12:x", "3:- plan", "\n", "\n\n", "\n\n\n", "\r", "\0", "é".encode().decode(), "4-y"]
+_PIECES = ["a.md\0", "b/c.md\0", "./", "12:x", "3:- plan", "\n", "\n\n", "\n\n\n", "\r", "\0", "é", "4-y"]
 
 
 def _cut(data: bytes, cuts: list[int]) -> list[bytes]:
@@ -377,6 +377,7 @@ def test_the_first_pass_cut_while_it_comes_is_the_whole_output_cut(ends):
     from hypothesis import given, settings, strategies as st
 
     from fsmem.query.grep import _Blocks, _blocks, _visible_lines
+    from fsmem.store.rg import decode_path
 
     @settings(max_examples=300, deadline=None)
     @given(pieces=st.lists(st.sampled_from(_PIECES), max_size=30), cuts=st.lists(st.integers(0, 200), max_size=8))
@@ -385,12 +386,19 @@ def test_the_first_pass_cut_while_it_comes_is_the_whole_output_cut(ends):
         streamed = _Blocks()
         for chunk in _cut(output, cuts):
             streamed.take(chunk)
-        blocks = streamed.of(output)
-        assert blocks == _blocks(output)
-        if streamed.lines:  # each file's lines, counted as they came
-            assert streamed.lines == {
-                path: _visible_lines(lines, None, context_lines=False) for path, (_, lines) in blocks.items()
-            }
+        found, whole = streamed.of(output), _blocks(output)
+        assert (found.blocks, found.lines) == (whole.blocks, whole.lines)
+        assert found.lines == {  # each file's lines, counted where they were cut
+            path: _visible_lines(found.head_and_lines(path)[1], None, context_lines=False) for path in found.blocks
+        }
+        named: dict[str, list[bytes]] = {}  # each block with a NUL: its name as rg prints one, read; its lines
+        for block in output[:-1].split(b"\n\n") if output.endswith(b"\n") else [output]:
+            name, nul, lines = block.partition(b"\0")
+            if nul:
+                named.setdefault(decode_path(name), []).append(lines)
+        assert {path: found.head_and_lines(path)[1] for path in found.blocks} == {
+            path: b"\n".join(lines) for path, lines in named.items()
+        }
 
     check()
 
@@ -412,3 +420,84 @@ def test_a_name_in_many_files_is_cut_into_them_as_rg_prints_it(empty_memory, mon
     monkeypatch.setattr(rg_module, "_CHUNK", 97)
     assert [memory.grep("zephyr", offset=offset).to_text() for offset in (0, 500)] == expected
     assert "of 1197;" in expected[0].splitlines()[-1]
+
+
+def test_a_page_and_its_total_are_those_the_lines_give_whatever_pass_counts_them(tmp_path, monkeypatch):
+    """The first pass counts the files past the page by their number of lines, less the superseded lines of
+    the files that have some, from rg's output read in chunks that end anywhere: its page and total are those
+    the count pass gives, and the total is the match lines outside `## Superseded` sections, counted here."""
+    from hypothesis import HealthCheck, given, settings, strategies as st
+
+    from fsmem import Memory
+    from fsmem.query import grep as grep_module
+    from fsmem.store import rg as rg_module
+
+    line = st.sampled_from(["- needle", "- needle too", "- a needle and a needle", "plain text"])
+    section = st.tuples(st.sampled_from(["## Facts", "## Superseded", "## Notes"]), st.lists(line, max_size=5))
+    files = st.lists(st.lists(section, max_size=4), min_size=1, max_size=15)
+    asked = st.fixed_dictionaries(
+        {
+            "offset": st.integers(0, 20),
+            "max_results": st.integers(1, 6),
+            "context_lines": st.integers(0, 2),
+            "include_superseded": st.booleans(),
+        }
+    )
+    examples = iter(range(10**6))
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(files=files, asked=asked, chunk=st.sampled_from([7, 97, 4096, 1 << 20]))
+    def check(files, asked, chunk):
+        memory = Memory.init(tmp_path / f"mem{next(examples)}")
+        expected = 0
+        for n, sections in enumerate(files):
+            text = "---\ntitle: f\n---\n" + "".join(h + "\n" + "".join(x + "\n" for x in xs) for h, xs in sections)
+            write_file(memory.root, f"d{n % 3}/f{n:02d}.md", text, dedent=False)
+            expected += sum(
+                "needle" in x for h, xs in sections for x in xs if asked["include_superseded"] or h != "## Superseded"
+            )
+        with monkeypatch.context() as patched:
+            patched.setattr(rg_module, "_CHUNK", chunk)
+            one_pass = memory.grep("needle", **asked).to_dict()
+            patched.setattr(grep_module, "_SMALL_OUTPUT", 0)
+            counted = memory.grep("needle", **asked).to_dict()
+        assert one_pass == counted
+        assert one_pass["total"] == expected
+
+    check()
+
+
+def test_the_superseded_lines_of_a_file_are_counted_in_place_from_its_last_line():
+    """`_hidden_lines` reads a file's match lines (`N:TEXT`, in the file's order) where rg's output holds them:
+    how many have their number inside a superseded range."""
+    from hypothesis import given, settings, strategies as st
+
+    from fsmem.query.grep import _hidden_lines
+
+    span = st.tuples(st.integers(1, 60), st.integers(0, 20)).map(lambda s: (s[0], s[0] + s[1]))
+
+    @settings(max_examples=300, deadline=None)
+    @given(
+        numbers=st.sets(st.integers(1, 80)), ranges=st.lists(span, min_size=1, max_size=3), head=st.binary(max_size=9)
+    )
+    def check(numbers, ranges, head):
+        lines = b"\n".join(b"%d:- text %d" % (n, n) for n in sorted(numbers))
+        expected = sum(any(a <= n <= b for a, b in ranges) for n in numbers)
+        assert _hidden_lines(head + b"\0" + lines, len(head) + 1, ranges) == expected
+
+    check()
+
+
+def test_paths_put_in_path_order_at_once_are_in_path_order():
+    from hypothesis import given, settings, strategies as st
+
+    from fsmem.query.grep import in_path_order, path_order
+
+    name = st.text(st.sampled_from("ab/.-_ 0\n\0é"), max_size=8)
+
+    @settings(max_examples=300, deadline=None)
+    @given(paths=st.sets(name))
+    def check(paths):
+        assert in_path_order(list(paths)) == sorted(paths, key=path_order)
+
+    check()

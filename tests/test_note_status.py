@@ -113,3 +113,15 @@ def test_a_note_the_cache_knows_as_never_consolidated_is_not_opened_for_its_stal
     assert (plain, 4) in shown and (FIRST, 6) not in shown  # the consolidated note's stale line is still hidden
     assert not any(name.endswith("plain.md") for name in opened)
     assert any(name.endswith("kickoff.md") for name in opened)
+
+
+def test_the_notes_a_document_cites_are_read_when_only_files_with_ranges_are_asked(consolidated):
+    from fsmem.store.superseded_lines import fresh_rows, superseded_ranges
+
+    consolidated.ls("sessions", max_results=100)
+    asked = [FIRST, LATER, "entities/people/adam-smith.md"]
+    for fresh in (None, fresh_rows(consolidated.catalog.cache)):
+        every = superseded_ranges(consolidated.root, consolidated.catalog.cache, asked, fresh)
+        some = superseded_ranges(consolidated.root, consolidated.catalog.cache, asked, fresh, every_file=False)
+        assert some == {rel: ranges for rel, ranges in every.items() if ranges}
+        assert some[FIRST] == [(6, 6)] and LATER not in some

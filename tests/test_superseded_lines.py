@@ -64,3 +64,20 @@ def test_a_grep_from_the_shell_leaves_out_a_section_gained_after_the_rows(tmp_pa
     write_file(memory.root, "d0/new.md", SECTION)
     after = real(["grep", "--json", "needle"], cwd=memory.root, env=env, text=True)
     assert json.loads(after.stdout)["total"] == 2 * FILES - FILES // 10 + 1
+
+
+def test_the_files_with_ranges_alone_are_those_of_every_file_that_have_some(tmp_path):
+    """grep asks for the ranges of the files that have some (`every_file=False`): the same ranges, with or
+    without rows caught up just now (`Fresh`), a file changed since its row and one with no row among them."""
+    from fsmem.store.superseded_lines import fresh_rows
+
+    memory, rels = _memory(tmp_path)
+    _rewrite(memory.root, rels[1], SECTION)
+    _rewrite(memory.root, rels[10], PLAIN)
+    write_file(memory.root, "d0/new.md", SECTION)
+    asked = rels + ["d0/new.md", "d0/missing.md"]
+    for fresh in (None, fresh_rows(memory.catalog.cache)):
+        every = superseded_ranges(memory.root, memory.catalog.cache, asked, fresh)
+        some = superseded_ranges(memory.root, memory.catalog.cache, asked, fresh, every_file=False)
+        assert some == {rel: ranges for rel, ranges in every.items() if ranges}
+        assert len(every) == FILES + 1 and len(some) == FILES // 10 + 1

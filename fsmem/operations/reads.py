@@ -8,6 +8,7 @@ for what is known of each file without reading it again).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
@@ -84,7 +85,8 @@ def grep(
     budget = memory.budget.narrowed(max_tokens, max_results)
     memory.catalog.count_call()  # a memory that greps again holds the change feed: kept outputs, the word index
     named = [relative(memory.root, existing(memory, p)) for p in paths or []]
-    ranges = memory.catalog.superseded
+    ranges: Callable[[list[str]], dict[str, list[tuple[int, int]]]]
+    ranges = functools.partial(memory.catalog.superseded, every_file=False)  # grep reads no file's empty list
     hint: Callable[[], list[str]] | None = memory.catalog.superseded_hint
     superseded_too = include_superseded
     seen: dict[str, _as_of.Lines] = {}

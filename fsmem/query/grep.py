@@ -198,14 +198,14 @@ def run(
         streamed = _Blocks()
         small = rg.output(first + ["--"] + searched, limit=_SMALL_OUTPUT, each=streamed.take) if searched else b""
         if small is not None:
-            blocks = streamed.of(small)
-            paths = sorted(kept(list(blocks)), key=path_order)
+            found = streamed.of(small)
+            paths = in_path_order(kept(list(found.blocks)))
             collector = collect(ranges=superseded_ranges(paths) if paths else {})
             fed = 0
             while fed < len(paths) and not collector.full:
-                collector.feed_file(paths[fed], *blocks[paths[fed]])
+                collector.feed_file(paths[fed], *found.head_and_lines(paths[fed]))
                 fed += 1
-            collector.count_files([(path, blocks[path][1]) for path in paths[fed:]], streamed.lines)  # the page is made
+            collector.count_files(found, paths, fed)  # the page is made
             return _result(pattern, collector, collector.total, offset)
 
     counted = _match_line_counts(rg, target_list)
@@ -237,42 +237,29 @@ def _result(pattern: str, collector: _Collector, total: int, offset: int) -> Gre
     return GrepResult(pattern, collector.shown, page, collector.meter, line_cut=collector.line_cut)
 
 
-def _blocks(output: bytes) -> dict[str, tuple[bytes, bytes]]:
-    """rg's first pass (`--heading`), unsorted, as each file's name with its NUL and its lines (`N:TEXT`, one
-    a newline), keyed by path: the whole output is cut a file at a time, with bytes methods.
+def _blocks(output: bytes) -> _Blocks:
+    """rg's first pass (`--heading`), unsorted, cut a file at a time with bytes methods (`_Blocks`).
 
     Lines are cut at newlines only, as rg ends them and as the page pass reads them (`Rg.stream`): a
     carriage return inside a line is the line's text (cut there, the line was shown short, and what followed
     could pass for a match line of any file). No line is empty, so an empty line is the gap between files."""
-    blocks: dict[str, tuple[bytes, bytes]] = {}
-    for block in output[:-1].split(b"\n\n") if output.endswith(b"\n") else [output]:
-        _add_block(blocks, block)
-    return blocks
-
-
-def _add_block(blocks: dict[str, tuple[bytes, bytes]], block: bytes) -> str | None:
-    """Add one file's block to `blocks`; its path (None: no file's block)."""
-    end = block.find(b"\0") + 1
-    if not end:
-        return None
-    path = decode_path(block[: end - 1])
-    if path in blocks:  # two spellings of one path (never from one rg pass): one list, in rg's order
-        blocks[path] = (blocks[path][0], blocks[path][1] + b"\n" + block[end:])
-    else:
-        blocks[path] = (block[:end], block[end:])
-    return path
+    found = _Blocks()
+    found.add(output[:-1].split(b"\n\n") if output.endswith(b"\n") else [output])
+    return found
 
 
 class _Blocks:
-    """`_blocks` of a first pass made while rg still prints it: each chunk's whole files are cut as it comes
-    (`take`), so that a long pass's cutting is done beside rg's run (a name in 60% of 100k files: 7-14 MB),
-    not after it. Splitting what came so far at its gaps and carrying the last part over finds the gaps a
-    split of the whole output finds (`str.split` scans from the left), and `of` makes the end as `_blocks`
+    """The files of a first pass: each one's block (its name, a NUL and its lines, `N:TEXT`, one a newline), keyed
+    by path, and its number of lines; made while rg still prints (`take`), so that a long pass's cutting is done
+    beside rg's run (a name in 60% of 100k files: 7-14 MB, 60,000 files), not after it. A file's lines are sliced
+    out only where they are read (the page's files, and those with superseded lines); the others are counted
+    where they are cut. Splitting what came so far at its gaps and carrying the last part over finds the gaps a
+    split of the whole output finds (`bytes.split` scans from the left), and `of` makes the end as `_blocks`
     does, or leaves it all to `_blocks` where the output was not streamed or ends otherwise."""
 
     def __init__(self) -> None:
-        self.blocks: dict[str, tuple[bytes, bytes]] = {}
-        self.lines: dict[str, int] = {}  # each file's number of lines, for `_Collector.count_files`
+        self.blocks: dict[str, tuple[bytes, int]] = {}  # path -> (its block, where its lines start in it)
+        self.lines: dict[str, int] = {}  # path -> its number of lines
         self.pending: list[bytes] = []  # what came after the last gap
         self.streamed = False
 
@@ -283,21 +270,46 @@ class _Blocks:
             return
         parts = b"".join([*self.pending, chunk]).split(b"\n\n")
         self.pending = [parts.pop()]
+        self.add(parts)
+
+    def add(self, parts: list[bytes]) -> None:
+        """Add each block of `parts` that names a file: a chunk's files at once, with list and string methods (a
+        call per file cost more than the cutting), where every name is ASCII, no two are the same and none is
+        known yet; else one by one."""
+        ends = [block.find(b"\0") + 1 for block in parts]
+        names = [block[: end - 1] for block, end in zip(parts, ends, strict=True)]
+        joined = b"\n".join(names)
+        if 0 not in ends and joined.isascii() and joined.count(b"\n") == len(names) - 1:
+            # decode_path of each: no name holds a newline, so "./" starts a name only after one
+            paths = ("\n" + joined.decode("ascii")).replace("\n./", "\n")[1:].split("\n")
+            if len(set(paths)) == len(paths) and self.blocks.keys().isdisjoint(paths):
+                self.blocks.update(zip(paths, zip(parts, ends, strict=True), strict=True))
+                counts = [block.count(b"\n", end) + (end < len(block)) for block, end in zip(parts, ends, strict=True)]
+                self.lines.update(zip(paths, counts, strict=True))
+                return
+        blocks, lines = self.blocks, self.lines
         for block in parts:
-            self._add(block)
+            end = block.find(b"\0") + 1
+            if not end:
+                continue  # no file's block
+            path = decode_path(block[: end - 1])
+            if path in blocks:  # two spellings of one path (never from one rg pass): one list, in rg's order
+                first, at = blocks[path]
+                block, end = first + b"\n" + block[end:], at
+            blocks[path] = (block, end)
+            lines[path] = block.count(b"\n", end) + 1 if end < len(block) else 0
 
-    def _add(self, block: bytes) -> None:
-        path = _add_block(self.blocks, block)
-        if path is not None:
-            self.lines[path] = _visible_lines(self.blocks[path][1], None, context_lines=False)
+    def head_and_lines(self, path: str) -> tuple[bytes, bytes]:
+        """The file's name with its NUL, and its lines."""
+        block, end = self.blocks[path]
+        return block[:end], block[end:]
 
-    def of(self, output: bytes) -> dict[str, tuple[bytes, bytes]]:
-        """The blocks of `output`, the whole of what `take` was given (or of an output kept, never streamed)."""
+    def of(self, output: bytes) -> _Blocks:
+        """The files of `output`, the whole of what `take` was given (or of an output kept, never streamed)."""
         if not self.streamed or not output.endswith(b"\n") or output.endswith(b"\n\n"):
-            self.lines = {}
             return _blocks(output)
-        self._add(b"".join(self.pending)[:-1])
-        return self.blocks
+        self.add([b"".join(self.pending)[:-1]])
+        return self
 
 
 def _visible_lines(lines: bytes, ranges: list[tuple[int, int]] | None, *, context_lines: bool) -> int:
@@ -310,24 +322,40 @@ def _visible_lines(lines: bytes, ranges: list[tuple[int, int]] | None, *, contex
         return 0
     if not ranges and not context_lines:
         return lines.count(b"\n") + 1
-    if not context_lines:  # every line a match line, in the file's order: from the last, down to the first range
+    if not context_lines:
         assert ranges is not None
-        lowest = min(start for start, _ in ranges)
-        found = lines.count(b"\n") + 1
-        for line in reversed(lines.split(b"\n")):
-            numbered = _NUMBERED.match(line)
-            number = int(numbered.group(1)) if numbered is not None else 0
-            if number < lowest:
-                break
-            if _in(number, ranges):
-                found -= 1
-        return found
+        return lines.count(b"\n") + 1 - _hidden_lines(lines, 0, ranges)
     found = 0
     for line in lines.split(b"\n"):
         numbered = _NUMBERED.match(line)
         if numbered is not None and numbered.group(2) == b":" and not (ranges and _in(int(numbered.group(1)), ranges)):
             found += 1
     return found
+
+
+def _hidden_lines(data: bytes, start: int, ranges: list[tuple[int, int]]) -> int:
+    """How many of a file's lines (`data[start:]`, every one a match line, in the file's order) are inside `ranges`:
+    read from the last, down to the first range, in place (a name in 60% of 100k files: 18,000 files with
+    superseded lines, most of their matches above them)."""
+    lowest = min(ranges)[0]
+    hidden = 0
+    stop = len(data)
+    if stop <= start:
+        return 0
+    while True:
+        begin = max(data.rfind(b"\n", start, stop) + 1, start)
+        numbered = _NUMBERED.match(data, begin, stop)
+        number = int(numbered.group(1)) if numbered is not None else 0
+        if number < lowest:
+            break
+        for first, last in ranges:
+            if first <= number <= last:
+                hidden += 1
+                break
+        if begin == start:
+            break
+        stop = begin - 1
+    return hidden
 
 
 def _visible_counts(
@@ -405,6 +433,15 @@ def _match_lines(rg: Rg, paths: list[str]) -> dict[str, bytes]:
     return blocks
 
 
+def in_path_order(paths: list[str]) -> list[str]:
+    """`paths` sorted by `path_order`, with string methods over all of them at once where none holds a newline
+    or a NUL (a name in 60% of 100k files: 60,000 paths)."""
+    joined = "\n".join(paths)
+    if len(paths) < 2 or joined.count("\n") != len(paths) - 1 or "\0" in joined:
+        return sorted(paths, key=path_order)
+    return "\n".join(sorted(joined.replace("/", "\0").split("\n"))).replace("\0", "/").split("\n")
+
+
 def path_order(path: str) -> str:
     """Paths compared folder by folder, as `rg --sort path` orders them: '/' made the lowest character
     orders them as their lists of names would, and sorting 9,000 paths makes no tuples."""
@@ -449,19 +486,24 @@ class _Collector:
             self.feed(head + line)
         self.finish_pending()
 
-    def count_files(self, files: list[tuple[str, bytes]], lines_of: dict[str, int] | None = None) -> None:
-        """Files of the first pass (path, lines) after the page is full: counted as `feed_file` counts them,
-        in one loop (a name in 60% of 100k files: 60,000 files); a file without superseded lines by the number
-        of its lines in `lines_of`, where it was counted while rg ran (`_Blocks`), when no context is shown."""
+    def count_files(self, found: _Blocks, paths: list[str], fed: int) -> None:
+        """The files of the first pass past the page (`paths[fed:]`; `paths`, those kept, in path order), counted
+        as `feed_file` counts them (a name in 60% of 100k files: 60,000 files): every file's lines, counted where
+        they were cut (`_Blocks`), less those of the files fed to the page or not kept, less the superseded
+        lines of the files that have some (18,000 of the 60,000); with context lines shown, file by file."""
         hidden = {} if self.include_superseded else self.ranges_of
-        context = self.context > 0
-        counted = {} if context or lines_of is None else lines_of
-        self.total += sum(
-            counted[path]
-            if path in counted and not hidden.get(path)
-            else _visible_lines(lines, hidden.get(path), context_lines=context)
-            for path, lines in files
-        )
+        if self.context > 0:
+            for path in paths[fed:]:
+                self.total += _visible_lines(found.head_and_lines(path)[1], hidden.get(path), context_lines=True)
+            return
+        blocks, lines = found.blocks, found.lines
+        left_out = set(paths[:fed])
+        if len(paths) != len(blocks):
+            left_out.update(blocks.keys() - set(paths))
+        self.total += sum(lines.values()) - sum(map(lines.__getitem__, left_out))
+        for path, spans in hidden.items():
+            if spans and path not in left_out and path in blocks:
+                self.total -= _hidden_lines(*blocks[path], spans)
 
     def feed(self, raw: bytes) -> None:
         name, sep, rest = raw.partition(b"\0")

@@ -391,10 +391,11 @@ class Catalog:
             self.cache.close()
 
     # -- superseded ranges (grep and read): fsmem.store.superseded_lines -------------------
-    def superseded(self, rels: list[str]) -> dict[str, list[tuple[int, int]]]:
-        """Superseded line ranges of the given files (missing files are left out)."""
+    def superseded(self, rels: list[str], *, every_file: bool = True) -> dict[str, list[tuple[int, int]]]:
+        """Superseded line ranges of the given files (missing files are left out; with `every_file` False, so
+        are those that have none)."""
         fresh = self._fresh_rows() if len(rels) > FRESH_FROM else None
-        return superseded_ranges(self.root, self.cache, rels, fresh)
+        return superseded_ranges(self.root, self.cache, rels, fresh, every_file=every_file)
 
     def superseded_hint(self) -> list[str]:
         """Files the cache last saw with superseded ranges: a quick guess that `superseded` verifies."""

@@ -10,9 +10,7 @@ configured `grep.timeout_seconds`.
 
 from __future__ import annotations
 
-import functools
 import itertools
-import os
 import subprocess
 import threading
 import time
@@ -22,7 +20,13 @@ from typing import Any
 
 from fsmem.budget import echo
 from fsmem.errors import FsmemError, InvalidArgument, PatternTimeout
-from fsmem.store.rg_command import REGEX_SIZE_LIMIT, build_args, claim, find_rg  # built apart, for fsmem.cli.early
+from fsmem.store.rg_command import (  # built apart, for fsmem.cli.early
+    REGEX_SIZE_LIMIT,
+    build_args,
+    chunks_of,
+    claim,
+    find_rg,
+)
 
 __all__ = ["Job", "Rg", "build_args", "decode_path", "find_rg", "raise_rg_error"]
 
@@ -134,8 +138,7 @@ class Rg:
         try:
             source: Iterable[bytes] = process.stdout  # line by line
             if chunked:  # large chunks: what was read while Python imported and as it came, then the pipe's
-                read = functools.partial(os.read, process.stdout.fileno(), _CHUNK)
-                source = itertools.chain(drained or (), iter(read, b""))
+                source = itertools.chain(drained or (), chunks_of(process, _CHUNK))
             for piece in source:
                 feed(piece)
                 if stop is not None and stop():

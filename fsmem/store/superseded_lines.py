@@ -72,17 +72,18 @@ def fresh_rows(cache: MetaCache) -> Fresh | None:
 
 
 def superseded_ranges(
-    root: Path, cache: MetaCache, rels: list[str], fresh: Fresh | None = None
+    root: Path, cache: MetaCache, rels: list[str], fresh: Fresh | None = None, *, every_file: bool = True
 ) -> dict[str, list[tuple[int, int]]]:
-    """Superseded line ranges of the given files (missing files are left out).
+    """Superseded line ranges of the given files (missing files are left out; with `every_file` False, so are
+    those that have none: a grep of a name in 60,000 files asks for 18,000 that have some).
 
     A document's are its `## Superseded` sections; a session note's are its
     keyed facts that a document has since superseded (fsmem.store.note_status).
     `fresh` (rows just caught up with the files) spares the stat of every file it knows.
     """
-    never_cited: set[str] = set()
-    out = _documents_superseded(root, cache, rels, never_cited, fresh)
-    notes = sorted(rel for rel in out.keys() - never_cited if rel.startswith("sessions/"))
+    maybe_cited: set[str] = set()
+    out = _documents_superseded(root, cache, rels, maybe_cited, fresh, every_file=every_file)
+    notes = sorted(rel for rel in maybe_cited if rel.startswith("sessions/"))
     if notes:
         from fsmem import format as fmt
         from fsmem.store.meta import HEAD_BYTES, NOTE_HEAD_BYTES
@@ -101,31 +102,40 @@ def superseded_ranges(
         for rel, lines in superseded_note_lines(
             root, texts, lambda paths: _documents_superseded(root, cache, paths)
         ).items():
-            out[rel] = sorted(out[rel] + lines)
+            out[rel] = sorted(out.get(rel, []) + lines)
     return out
 
 
 def _documents_superseded(
-    root: Path, cache: MetaCache, rels: list[str], never_cited: set[str] | None = None, fresh: Fresh | None = None
+    root: Path,
+    cache: MetaCache,
+    rels: list[str],
+    maybe_cited: set[str] | None = None,
+    fresh: Fresh | None = None,
+    *,
+    every_file: bool = True,
 ) -> dict[str, list[tuple[int, int]]]:
-    """The `## Superseded` ranges of the given files: fresh cache rows answer without parsing; other files
-    get a light scan that skips YAML and token counting unless the text mentions the heading. Files whose
-    fresh row says no document can cite them (never consolidated) go to `never_cited`."""
+    """The `## Superseded` ranges of the given files (with `every_file` False, of those that have some): fresh
+    cache rows answer without parsing; other files get a light scan that skips YAML and token counting unless
+    the text mentions the heading. Files a document may cite (consolidated notes: no row says otherwise) go to
+    `maybe_cited`."""
     out: dict[str, list[tuple[int, int]]] = {}
     if fresh is not None:
         asked = set(rels)
         special = asked.intersection(fresh.special)
-        plain = asked.intersection(fresh.known).difference(special)  # rows with no ranges, never cited
-        out = {rel: [] for rel in plain}
-        if never_cited is not None:
-            never_cited.update(plain)
+        if every_file:
+            out = {rel: [] for rel in asked.intersection(fresh.known).difference(special)}  # plain rows
+        unknown = asked.difference(fresh.known)  # no row, or (below) a racy one: looked at as below
         for rel in special:
             ranges, cited, racy = fresh.special[rel]
-            if not racy:
+            if racy:
+                unknown.add(rel)
+                continue
+            if ranges or every_file:
                 out[rel] = ranges
-                if never_cited is not None and not cited:
-                    never_cited.add(rel)
-        rels = [rel for rel in rels if rel not in out]  # no row, or a racy one: looked at as below
+            if cited and maybe_cited is not None:
+                maybe_cited.add(rel)
+        rels = [rel for rel in rels if rel in unknown] if unknown else []
         if not rels:
             return out
 
@@ -145,9 +155,8 @@ def _documents_superseded(
         except OSError:
             continue
         if (rel, stat.st_mtime_ns, stat.st_size, stat.st_ino) in plain_rows:
-            out[rel] = []
-            if never_cited is not None:
-                never_cited.add(rel)
+            if every_file:
+                out[rel] = []
         else:
             statted.append((rel, full, stat))
     known: dict[str, tuple[Stamp, list[tuple[int, int]], bool]] = {}
@@ -163,15 +172,20 @@ def _documents_superseded(
     for rel, full, stat in statted:
         row = known.get(rel)
         if row is not None and row[0] == (stat.st_mtime_ns, stat.st_size, stat.st_ino):
-            out[rel] = row[1]
-            if never_cited is not None and not row[2]:
-                never_cited.add(rel)
+            if row[1] or every_file:
+                out[rel] = row[1]
+            if row[2] and maybe_cited is not None:
+                maybe_cited.add(rel)
         else:
             stale.append((rel, full, stat))
     # Many unknown files (a cold cache): let rg find the few that have the heading at all.
     headed = _with_superseded_heading(root, [rel for rel, _, _ in stale]) if len(stale) > 64 else None
     for rel, full, stat in stale:
-        out[rel] = superseded_of(Path(full), stat) if headed is None or rel in headed else []
+        ranges = superseded_of(Path(full), stat) if headed is None or rel in headed else []
+        if ranges or every_file:
+            out[rel] = ranges
+        if maybe_cited is not None:
+            maybe_cited.add(rel)  # no row says it never was
     return out
 
 
