@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import operator
 import os
 import re
+from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +26,7 @@ from fsmem.format.rows import Row, document_rows, plain_columns, sections_rows, 
 from fsmem.format.valid_time import note_date
 from fsmem.search import postings
 from fsmem.search.analyzer import Analyzer
+from fsmem.search.postings import IndexDamaged
 from fsmem.store.catalog import EXACT_COUNT_LIMIT
 from fsmem.store.note_status import is_note, was_consolidated
 from fsmem.store.paths import ROOT_README, read_regular
@@ -92,13 +95,19 @@ def _meta_fields(front_matter: dict[str, Any]) -> tuple[Any, ...]:
 
 @dataclass
 class Parsed:
-    """One file as just read, ready to be written into the index."""
+    """One file as just read, ready to be written into the index: its rows as columns, their lines and flags
+    packed as the index stores them (`pack_rows`), so that the command writing a cold build's files, one
+    process for all the workers' output, takes each file's rows as they come rather than one tuple a row."""
 
     path: str
     stamp: Stamp
     meta: tuple[Any, ...]  # type, tags (JSON), updated, importance
     names: str  # the document's names, as terms
-    rows: list[tuple[int, int, int, str, str]]  # line, flags, group (1-based in `sources`, 0: none), text, context
+    texts: list[str]  # per row: its terms
+    contexts: list[str]  # per row: its headings' terms
+    lines: bytes  # per row: line << 2 | flags (`pack_rows`)
+    groups: bytes | None  # per row: its cited note, 1-based in `sources` (0: none); None where no row cites one
+    superseded: list[int]  # the ordinals of the rows flagged SUPERSEDED
     sources: list[str]  # the session notes its rows cite
     terms: str  # every distinct term of the file, space separated
     # per cited note (group 1, 2, ...): the terms of its rows without their citations; the uncited rows'
@@ -109,16 +118,87 @@ class Parsed:
     # it (and drops `docs`), so a cold build's workers count and the command writing their files adds up
     counted: list[postings.Counted] | None = None
 
+    @classmethod
+    def of_rows(
+        cls,
+        path: str,
+        stamp: Stamp,
+        meta: tuple[Any, ...],
+        names: str,
+        rows: list[tuple[int, int, int, str, str]],
+        sources: list[str],
+        terms: str,
+        docs: list[str] | None = None,
+        cited: bool = False,
+    ) -> Parsed:
+        """A file from its rows, each (line, flags, group, terms, context)."""
+        lines, flags, groups, texts, contexts = [list(column) for column in zip(*rows, strict=True)] or [[]] * 5
+        packed, packed_groups = pack_rows(lines, flags, groups if sources or any(groups) else None)
+        superseded = [n for n, flag in enumerate(flags) if flag & SUPERSEDED]
+        return cls(
+            path, stamp, meta, names, texts, contexts, packed, packed_groups, superseded, sources, terms, docs, cited
+        )
+
+    @property
+    def rows(self) -> list[tuple[int, int, int, str, str]]:
+        """The rows as (line, flags, group, terms, context), unpacked (for tests and readers; the index writes
+        the columns)."""
+        lines, groups = unpack_rows(self.lines or None, self.groups, len(self.texts))
+        return [
+            (value >> 2, value & 3, groups[n] if groups is not None else 0, text, context)
+            for n, (value, text, context) in enumerate(zip(lines, self.texts, self.contexts, strict=True))
+        ]
+
     def documents(self) -> list[str]:
         """Per group (0: the uncited rows): the terms of its document, "" where it has none."""
-        uncited = " ".join(filter(None, (text for _line, _flags, group, text, _c in self.rows if group == 0)))
-        return [uncited, *(self.docs or [])]
+        texts = self.texts
+        if self.groups is not None:
+            groups = unpack_rows(self.lines, self.groups, len(texts))[1] or ()
+            texts = [text for text, group in zip(texts, groups, strict=True) if group == 0]
+        return [" ".join(filter(None, texts)), *(self.docs or [])]
 
     def counted_documents(self) -> list[postings.Counted]:
         """The documents that have terms, counted: as parsed, or counted now (a Parsed made by hand)."""
         if self.counted is None:
             return postings.counted([(n, body) for n, body in enumerate(self.documents()) if body])
         return self.counted
+
+
+def pack_rows(lines: list[int], flags: list[int], groups: list[int] | None) -> tuple[bytes, bytes | None]:
+    """A file's rows packed as `search_files` stores them: line << 2 | flags per row, each in 2 or 4 bytes, and
+    the cited note's number per row (`groups`, None where no row cites one) in 1 or 2, the fewest that hold
+    every value of the file (`unpack_rows` reads them)."""
+    if max(lines, default=0) > 0x3FFFFFFF:
+        lines = [min(line, 0x3FFFFFFF) for line in lines]
+    packed = _narrow(list(map(operator.or_, map(operator.lshift, lines, itertools.repeat(2)), flags)), "HI")
+    return packed.tobytes(), _narrow([min(g, 0xFFFF) for g in groups], "BH").tobytes() if groups is not None else None
+
+
+def _narrow(values: list[int], codes: str) -> array:
+    """`values` (none negative) in the narrower of two array types (`codes`) that holds them all; their length
+    tells which."""
+    narrow = array(codes[0]).itemsize * 8
+    return array(codes[0] if max(values, default=0) >> narrow == 0 else codes[1], values)
+
+
+def _unpack(data: bytes | None, n: int, codes: str) -> array:
+    for code in codes:
+        if data is not None and len(data) == n * array(code).itemsize:
+            found = array(code)
+            found.frombytes(data)
+            return found
+    raise IndexDamaged("packed rows do not match the row count")
+
+
+def unpack_rows(lines: bytes | None, groups: bytes | None, n: int) -> tuple[array, array | None]:
+    """A file's packed rows: (line << 2 | flags per row, cited-note number per row or None)."""
+    if not n:
+        if lines or groups:
+            raise IndexDamaged("packed rows of a file without rows")
+        return array("I"), None
+    if not isinstance(lines, bytes) or (groups is not None and not isinstance(groups, bytes)):
+        raise IndexDamaged("packed rows of the wrong type")
+    return _unpack(lines, n, "HI"), _unpack(groups, n, "BH") if groups else None
 
 
 def is_ranked(rel: str, text: str) -> bool:
@@ -155,7 +235,7 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
     doc = fmt.split(text)
     meta = _meta_fields(doc.front_matter)
     if not is_ranked(rel, text):
-        return Parsed(rel, stamp, meta, "", [], [], "")
+        return Parsed(rel, stamp, meta, "", [], [], b"", None, [], [], "")
     plain = None if _consolidated_note(rel, text) else plain_columns(doc)
     rows: list[Row] = []
     if plain is not None:  # most files: their rows in columns, without a Row each (fsmem.format.rows)
@@ -200,13 +280,28 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
         superseded = [row.superseded for row in rows]
     columns = _Columns(lines, row_heads, superseded, texts, row_terms, provenances, row_sources)
     labels = _Labels(dated_note, known_names, analyzer)
-    out_rows = _row_tuples(columns, labels, group_of, bodies, rows_dated)
+    flags, groups, row_texts, contexts = _row_columns(columns, labels, group_of, bodies, rows_dated)
     # a row's date words and headings' words are its terms too
     terms.update(" ".join([*labels.dated.values(), *labels.contexts.values()]).split())
     sources = [s for s in group_of if s is not None]
     docs = [" ".join(filter(None, body)) for body in bodies[1:]]
     cited = is_note(rel) and was_consolidated(text)
-    parsed = Parsed(rel, stamp, meta, names_text, out_rows, sources, " ".join(terms), docs, cited)
+    packed, packed_groups = pack_rows(lines, flags, groups if sources else None)
+    parsed = Parsed(
+        rel,
+        stamp,
+        meta,
+        names_text,
+        row_texts,
+        contexts,
+        packed,
+        packed_groups,
+        list(itertools.compress(range(len(superseded)), superseded)),
+        sources,
+        " ".join(terms),
+        docs,
+        cited,
+    )
     if counts is not None:
         for when, many in rows_dated.items():
             for term in when.split():
@@ -221,7 +316,7 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
 
 @dataclass
 class _Columns:
-    """A file's rows as columns, one entry a row: what `_row_tuples` reads of them."""
+    """A file's rows as columns, one entry a row: what `_row_columns` reads of them."""
 
     lines: list[int]
     headings: list[list[str]]
@@ -262,14 +357,14 @@ class _Labels:
         return words
 
 
-def _row_tuples(
+def _row_columns(
     rows: _Columns,
     labels: _Labels,
     group_of: dict[str | None, int],
     bodies: list[list[str]],
     rows_dated: dict[str, int],
-) -> list[tuple[int, int, int, str, str]]:
-    """The index's rows of one file, a column at a time: each row's terms with its date's words (its
+) -> tuple[list[int], list[int], list[str], list[str]]:
+    """The index's rows of one file, a column at a time (flags, groups, terms, contexts): each row's terms with its date's words (its
     citation's date, else its note's), its group (the session note it cites: `group_of`, whose document
     `bodies` gathers the rows' terms without their citations), and its flags, linked to the next row when
     both share their headings and their note. A file whose rows cite nothing (most files) has one date and
@@ -302,7 +397,7 @@ def _row_tuples(
         contexts += [labels.context(headings)] * many
         flags[at : at + many - 1] = [flag | LINKED for flag in flags[at : at + many - 1]]
         at += many
-    return list(zip(rows.lines, flags, groups, terms, contexts, strict=True))
+    return flags, groups, terms, contexts
 
 
 def _provenances(texts: list[str]) -> list[Provenance | None]:
@@ -316,7 +411,7 @@ def read_file(root: Path, rel: str, full: str, analyzer: Analyzer) -> Parsed | N
         try:
             before = os.stat(full)
             if before.st_size > EXACT_COUNT_LIMIT:
-                return Parsed(rel, stamp_of(before), (None, None, None, None), "", [], [], "")
+                return Parsed(rel, stamp_of(before), (None, None, None, None), "", [], [], b"", None, [], [], "")
             data = read_regular(full)  # a FIFO named *.md never blocks the build
             after = os.stat(full)
         except (OSError, FsmemError):
