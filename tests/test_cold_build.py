@@ -245,7 +245,7 @@ def test_a_build_is_given_each_task_of_parsed_files_as_the_workers_finish_it(tem
     todo = sorted((str(p.relative_to(template)), str(p)) for p in template.rglob("*.md"))
     batches = _parsed_batches(template, todo, Analyzer())
     try:
-        first = [[p.path for p in task] for task in next(batches)]
+        first = [[p.path for p in task.files] for task in next(batches)]
     finally:
         batches.close()
     assert [len(task) for task in first] == [BATCH_FILES // 10] * 10

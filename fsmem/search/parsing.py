@@ -17,7 +17,7 @@ from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from fsmem import format as fmt
 from fsmem.errors import FsmemError
@@ -230,8 +230,8 @@ def ranked_rows(rel: str, text: str, rows: list[Row]) -> list[Row]:
     return [row for row in rows if fmt.FENCED_CODE.match(row.text)]
 
 
-def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
-    """The rows, names and terms of one file's text."""
+def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer, vocabulary: set[str] | None = None) -> Parsed:
+    """The rows, names and terms of one file's text; its terms are added to `vocabulary` too, if given."""
     doc = fmt.split(text)
     meta = _meta_fields(doc.front_matter)
     if not is_ranked(rel, text):
@@ -302,6 +302,8 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
         docs,
         cited,
     )
+    if vocabulary is not None:
+        vocabulary |= terms
     if counts is not None:
         for when, many in rows_dated.items():
             for term in when.split():
@@ -405,8 +407,9 @@ def _provenances(texts: list[str]) -> list[Provenance | None]:
     return [split_provenance(t)[1] if t.endswith(")") else None for t in texts]
 
 
-def read_file(root: Path, rel: str, full: str, analyzer: Analyzer) -> Parsed | None:
-    """Parse one file, with the stamp taken before the read; None when it vanished or keeps changing."""
+def read_file(root: Path, rel: str, full: str, analyzer: Analyzer, vocabulary: set[str] | None = None) -> Parsed | None:
+    """Parse one file, with the stamp taken before the read; None when it vanished or keeps changing. Its
+    terms are added to `vocabulary`, if given."""
     for _attempt in range(5):
         try:
             before = os.stat(full)
@@ -418,18 +421,29 @@ def read_file(root: Path, rel: str, full: str, analyzer: Analyzer) -> Parsed | N
             return None
         if stamp_of(before) == stamp_of(after):
             text, _problems = fmt.decode(data)
-            return parse_file(rel, text, stamp_of(before), analyzer)
+            return parse_file(rel, text, stamp_of(before), analyzer, vocabulary)
     return None
 
 
 _worker_analyzer: list[Analyzer] = []  # a worker process's analyzer, made by its first task
 
 
-def parse_files(task: tuple[str, list[tuple[str, str]]]) -> list[Parsed]:
+class ParsedTask(NamedTuple):
+    """The files of one worker task, and every distinct term of them all (space separated; None where not
+    gathered): the command writing a task's files takes its terms once, not each file's again (10k files:
+    some 100 terms a file, a few hundred a task)."""
+
+    files: list[Parsed]
+    terms: str | None
+
+
+def parse_files(task: tuple[str, list[tuple[str, str]]]) -> ParsedTask:
     """`read_file` of each (rel, full path) under a root, in a worker process (`fsmem.store.workers`)."""
     root, files = task
     if not _worker_analyzer:
         _worker_analyzer.append(Analyzer())
     analyzer = _worker_analyzer[0]
     at = Path(root)
-    return [p for p in (read_file(at, rel, full, analyzer) for rel, full in files) if p]
+    vocabulary: set[str] = set()
+    parsed = [p for p in (read_file(at, rel, full, analyzer, vocabulary) for rel, full in files) if p]
+    return ParsedTask(parsed, " ".join(vocabulary))
