@@ -206,6 +206,11 @@ def _insert_many(conn, items: list[tuple[Parsed, bool]], pending: postings.Pendi
 # defaults, which `merge_segments` puts back for the writes of one file at a time after the build
 _BUILDING = {"automerge": 0, "crisismerge": 64}
 _WRITING = {"automerge": 4, "crisismerge": 16}
+# The WAL's pages after which a commit copies them into the database (a checkpoint, with a sync of each file):
+# SQLite's 1,000 (4 MB) for writes of a file at a time, 16,384 (64 MB) while a build commits 500 files a
+# transaction, each some 1.5 MB of new pages: a checkpoint every 40 batches rather than one or two per batch,
+# the pages that every batch changes (the postings', the files') copied once, and the disk still bounded
+_CHECKPOINT_PAGES = {"building": 16384, "writing": 1000}
 
 
 def _merging(conn, settings: dict[str, int]) -> None:
@@ -215,16 +220,20 @@ def _merging(conn, settings: dict[str, int]) -> None:
 
 
 def building(conn) -> None:
-    """Set FTS5's merging for a build in batches (`_BUILDING`), in its first transaction; `merge_segments`
-    ends it, in the command that builds or, when that one is killed, the next."""
+    """Set FTS5's merging for a build in batches (`_BUILDING`), in its first transaction, and this connection's
+    checkpoints (`_CHECKPOINT_PAGES`); `merge_segments` ends it, in the command that builds or, when that one
+    is killed, the next."""
     _merging(conn, _BUILDING)
+    conn.execute(f"PRAGMA wal_autocheckpoint = {_CHECKPOINT_PAGES['building']}")
 
 
 def merge_segments(conn) -> None:
     """Merge each FTS5 table's segments into one (FTS5's 'optimize'), after a (re)build: a query looks every
     term up, and merges its postings, in each segment (docs/performance.md, "Figures behind the search code").
     The postings, row sizes and totals bm25() reads are the same, so every score is. The documents' postings
-    are written again in order (`postings.pack`), their pages full. FTS5 merges again as it writes (`building`)."""
+    are written again in order (`postings.pack`), their pages full. FTS5 merges again as it writes (`building`),
+    and the connection checkpoints as SQLite does."""
+    conn.execute(f"PRAGMA wal_autocheckpoint = {_CHECKPOINT_PAGES['writing']}")
     with _cache.transaction(conn):
         for table in ("search_fts", "search_names"):
             conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
