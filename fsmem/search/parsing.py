@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import itertools
 import json
-import operator
 import os
 import re
-from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +24,7 @@ from fsmem.format.rows import Row, document_rows, plain_columns, sections_rows, 
 from fsmem.format.valid_time import note_date
 from fsmem.search import postings
 from fsmem.search.analyzer import Analyzer
-from fsmem.search.postings import IndexDamaged
+from fsmem.search.packed_rows import pack_rows, unpack_rows
 from fsmem.store.catalog import EXACT_COUNT_LIMIT
 from fsmem.store.note_status import is_note, was_consolidated
 from fsmem.store.paths import ROOT_README, read_regular
@@ -164,43 +162,6 @@ class Parsed:
         return self.counted
 
 
-def pack_rows(lines: list[int], flags: list[int], groups: list[int] | None) -> tuple[bytes, bytes | None]:
-    """A file's rows packed as `search_files` stores them: line << 2 | flags per row, each in 2 or 4 bytes, and
-    the cited note's number per row (`groups`, None where no row cites one) in 1 or 2, the fewest that hold
-    every value of the file (`unpack_rows` reads them)."""
-    if max(lines, default=0) > 0x3FFFFFFF:
-        lines = [min(line, 0x3FFFFFFF) for line in lines]
-    packed = _narrow(list(map(operator.or_, map(operator.lshift, lines, itertools.repeat(2)), flags)), "HI")
-    return packed.tobytes(), _narrow([min(g, 0xFFFF) for g in groups], "BH").tobytes() if groups is not None else None
-
-
-def _narrow(values: list[int], codes: str) -> array:
-    """`values` (none negative) in the narrower of two array types (`codes`) that holds them all; their length
-    tells which."""
-    narrow = array(codes[0]).itemsize * 8
-    return array(codes[0] if max(values, default=0) >> narrow == 0 else codes[1], values)
-
-
-def _unpack(data: bytes | None, n: int, codes: str) -> array:
-    for code in codes:
-        if data is not None and len(data) == n * array(code).itemsize:
-            found = array(code)
-            found.frombytes(data)
-            return found
-    raise IndexDamaged("packed rows do not match the row count")
-
-
-def unpack_rows(lines: bytes | None, groups: bytes | None, n: int) -> tuple[array, array | None]:
-    """A file's packed rows: (line << 2 | flags per row, cited-note number per row or None)."""
-    if not n:
-        if lines or groups:
-            raise IndexDamaged("packed rows of a file without rows")
-        return array("I"), None
-    if not isinstance(lines, bytes) or (groups is not None and not isinstance(groups, bytes)):
-        raise IndexDamaged("packed rows of the wrong type")
-    return _unpack(lines, n, "HI"), _unpack(groups, n, "BH") if groups else None
-
-
 def is_ranked(rel: str, text: str) -> bool:
     """INDEX.md only points at documents, and a consolidated note's content now lives in its entity and
     topic documents: ranking them too would spend the budget on copies, except for its fenced blocks,
@@ -287,21 +248,9 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer, vocabulary
     docs = [" ".join(filter(None, body)) for body in bodies[1:]]
     cited = is_note(rel) and was_consolidated(text)
     packed, packed_groups = pack_rows(lines, flags, groups if sources else None)
-    parsed = Parsed(
-        rel,
-        stamp,
-        meta,
-        names_text,
-        row_texts,
-        contexts,
-        packed,
-        packed_groups,
-        list(itertools.compress(range(len(superseded)), superseded)),
-        sources,
-        " ".join(terms),
-        docs,
-        cited,
-    )
+    flagged = list(itertools.compress(range(len(superseded)), superseded))
+    row_fields = (row_texts, contexts, packed, packed_groups, flagged)  # Parsed's, in their order
+    parsed = Parsed(rel, stamp, meta, names_text, *row_fields, sources, " ".join(terms), docs, cited)
     if vocabulary is not None:
         vocabulary |= terms
     if counts is not None:

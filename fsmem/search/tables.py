@@ -22,15 +22,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from fsmem.search import postings
-from fsmem.search.parsing import (  # noqa: F401  (unpack_rows: read back where the tables are)
-    LINKED,
-    MAX_ROWS,
-    ROW_BITS,
-    SUPERSEDED,
-    Parsed,
-    Stamp,
-    unpack_rows,
-)
+from fsmem.search.packed_rows import unpack_rows  # noqa: F401  (read back where the tables are)
+from fsmem.search.parsing import LINKED, MAX_ROWS, ROW_BITS, SUPERSEDED, Parsed, Stamp  # noqa: F401
 from fsmem.search.postings import BLOCK_BITS, IndexDamaged  # noqa: F401  (defined there: postings is below)
 from fsmem.store import cache as _cache
 
