@@ -78,7 +78,8 @@ files = []
 for folder, dirs, names in os.walk(root):
     dirs[:] = sorted(d for d in dirs if not d.startswith("."))
     files += [(os.path.relpath(os.path.join(folder, n), root), os.path.join(folder, n)) for n in sorted(names) if n.endswith(".md")]
-parsed = {p.path: p for p in parse_files((str(root), files))}
+parsed = parse_files((str(root), files))
+parsed = {p.path: p for p in getattr(parsed, "files", parsed)}  # a ParsedTask's files (an older revision: a list)
 index.read_file = lambda _root, rel, _full, _analyzer: parsed.get(rel)  # the build's files, parsed already
 started = time.process_time()
 index.SearchIndex(root).refresh()

@@ -245,8 +245,31 @@ def test_a_build_is_given_each_task_of_parsed_files_as_the_workers_finish_it(tem
     todo = sorted((str(p.relative_to(template)), str(p)) for p in template.rglob("*.md"))
     batches = _parsed_batches(template, todo, Analyzer())
     try:
-        first = [[p.path for p in task] for task in next(batches)]
+        first = [[p.path for p in task.files] for task in next(batches)]
     finally:
         batches.close()
     assert [len(task) for task in first] == [BATCH_FILES // 10] * 10
     assert [path for task in first for path in task] == [rel for rel, _full in todo[:BATCH_FILES]]
+
+
+def test_a_build_checkpoints_its_wal_seldom_and_as_sqlite_does_after_its_merge(template, tmp_path, monkeypatch):
+    """While a build commits its batches its connection copies the WAL into the database every 16,384 pages, not
+    every 1,000 (SQLite's default, fsmem.search.tables._CHECKPOINT_PAGES); its merge puts SQLite's back."""
+    from fsmem.search.index import SearchIndex
+    from fsmem.store import kill_points
+
+    root = _copy(template, tmp_path / "memory")
+    monkeypatch.setenv(WORKERS_ENV, "1")
+    index = SearchIndex(root)
+    during: list[int] = []
+
+    def reached(stage: str) -> None:
+        if stage == "search-batch":
+            during.append(index.connection().execute("PRAGMA wal_autocheckpoint").fetchone()[0])
+
+    monkeypatch.setattr(kill_points, "reached", reached)
+    assert index.refresh() >= FILES
+    index.wait_merged()
+    assert during == [16384] * 3
+    assert index.connection().execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1000
+    index.close()

@@ -5,7 +5,7 @@ from array import array
 from fsmem.format.frontmatter import split
 from fsmem.format.rows import plain_columns
 from fsmem.search.analyzer import Analyzer
-from fsmem.search.parsing import LINKED, SUPERSEDED, parse_file
+from fsmem.search.parsing import LINKED, SUPERSEDED, parse_file, parse_files
 
 NOTE = """---
 title: Session s1
@@ -114,3 +114,21 @@ def test_rows_that_cite_notes_are_grouped_by_note_and_dated_by_their_citation():
         (2, 10, "octob team bill like tea citi lisbon employ acm corp", [1] * 10),
     ]
     assert "novemb" in parsed.terms.split() and "work" in parsed.terms.split()
+
+
+def test_a_task_s_terms_are_every_term_of_its_files(tmp_path):
+    """A worker's task (`parse_files`) sends its files' terms once, as the command writing them all stores them;
+    an unranked file (the memory's README) adds none."""
+    files = {
+        "sessions/2024/05/08/s1.md": NOTE,
+        "entities/people/adam-smith.md": CITED,
+        "README.md": "# Readme\n\nzebra\n",
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    task = parse_files((str(tmp_path), [(rel, str(tmp_path / rel)) for rel in files]))
+    assert [p.path for p in task.files] == list(files)
+    assert task.terms is not None
+    assert sorted(task.terms.split()) == sorted({t for p in task.files for t in p.terms.split()})
+    assert "zebra" not in task.terms.split() and "golf" in task.terms.split() and "lisbon" in task.terms.split()

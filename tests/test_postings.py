@@ -107,7 +107,7 @@ def _write(conn, path: str, documents: list[list[str]], extra_rows: int) -> None
     bodies = [" ".join(d) for d in documents]
     # the uncited document (group 0) is its rows' text; the cited ones are sent as `docs`
     rows = [(n + 1, 0, n, bodies[0] if n == 0 else "t", "") for n in range(len(documents) + extra_rows)]
-    item = Parsed(
+    item = Parsed.of_rows(
         path,
         (1, 1, 1, 1),
         (None, None, None, None),

@@ -50,6 +50,7 @@ from fsmem.search.parsing import (  # noqa: F401  (re-exported: the names other 
     ROW_BITS,
     SUPERSEDED,
     Parsed,
+    ParsedTask,
     Stamp,
     document_names,
     is_ranked,
@@ -431,7 +432,7 @@ class SearchIndex:
         for start in range(0, max(len(todo), 1), BATCH_FILES):
             batch = todo[start : start + BATCH_FILES]
             tasks = next(batches) if batch else iter(())
-            first = next(tasks, [])  # written while the workers parse the rest of the batch
+            first = next(tasks, ParsedTask([], None))  # written while the workers parse the rest of the batch
             kill_points.reached("search-parsed")
             read: set[str] = set()
             pending = Pending()  # the documents' postings, written once per batch (fsmem.search.postings)
@@ -441,7 +442,7 @@ class SearchIndex:
                         conn.execute("INSERT OR REPLACE INTO search_meta VALUES ('unmerged', 1)")
                         building(conn)
                 new_terms: set[str] = set()
-                for parsed in itertools.chain([first], tasks):
+                for parsed, task_terms in itertools.chain([first], tasks):
                     read.update(p.path for p in parsed)
                     current_of = _current(conn, [item.path for item in parsed])
                     written: list[tuple[Parsed, bool]] = []
@@ -460,8 +461,11 @@ class SearchIndex:
                         if current is not None:
                             _remove(conn, item.path)
                         written.append((item, item.stamp[0] >= now - RACY_NS))
-                        new_terms.update(item.terms.split())
                         changed += 1
+                    if task_terms is not None and len(written) == len(parsed):
+                        new_terms.update(task_terms.split())  # the task's files all written: their terms
+                    else:
+                        new_terms.update(*(item.terms.split() for item, _racy in written))
                     if written:
                         conn.execute("DELETE FROM search_meta WHERE key = 'walk'")
                         _insert_many(conn, written, pending)
@@ -497,15 +501,17 @@ class SearchIndex:
         return self.parsed.rows_of(rel)
 
 
-def _parsed_batches(root: Path, todo: list[tuple[str, str]], analyzer: Analyzer) -> Iterator[Iterator[list[Parsed]]]:
+def _parsed_batches(root: Path, todo: list[tuple[str, str]], analyzer: Analyzer) -> Iterator[Iterator[ParsedTask]]:
     """The files of `todo` read and parsed, BATCH_FILES at a time, in order: per batch, its files a list at a
-    time. In worker processes when there are enough files (`fsmem.store.workers`): a list per task, as the
+    time (`ParsedTask`). In worker processes when there are enough files (`fsmem.store.workers`): a list per task, as the
     workers finish them, so that the caller writes a task's files while they parse the next tasks (and the
     first files as soon as the first task is done, not the first batch)."""
     if len(todo) < workers.PARALLEL_FROM or workers.count() <= 1:
         for start in range(0, len(todo), BATCH_FILES):
             batch = todo[start : start + BATCH_FILES]
-            yield iter([[p for p in (read_file(root, rel, full, analyzer) for rel, full in batch) if p]])
+            yield iter(
+                [ParsedTask([p for p in (read_file(root, rel, full, analyzer) for rel, full in batch) if p], None)]
+            )
         return
     tasks = [(str(root), chunk) for chunk in workers.chunks(todo, BATCH_FILES // TASKS_PER_BATCH)]
     chunks = workers.mapped(parse_files, tasks, len(todo))

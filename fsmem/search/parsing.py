@@ -15,7 +15,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from fsmem import format as fmt
 from fsmem.errors import FsmemError
@@ -24,6 +24,7 @@ from fsmem.format.rows import Row, document_rows, plain_columns, sections_rows, 
 from fsmem.format.valid_time import note_date
 from fsmem.search import postings
 from fsmem.search.analyzer import Analyzer
+from fsmem.search.packed_rows import pack_rows, unpack_rows
 from fsmem.store.catalog import EXACT_COUNT_LIMIT
 from fsmem.store.note_status import is_note, was_consolidated
 from fsmem.store.paths import ROOT_README, read_regular
@@ -92,13 +93,19 @@ def _meta_fields(front_matter: dict[str, Any]) -> tuple[Any, ...]:
 
 @dataclass
 class Parsed:
-    """One file as just read, ready to be written into the index."""
+    """One file as just read, ready to be written into the index: its rows as columns, their lines and flags
+    packed as the index stores them (`pack_rows`), so that the command writing a cold build's files, one
+    process for all the workers' output, takes each file's rows as they come rather than one tuple a row."""
 
     path: str
     stamp: Stamp
     meta: tuple[Any, ...]  # type, tags (JSON), updated, importance
     names: str  # the document's names, as terms
-    rows: list[tuple[int, int, int, str, str]]  # line, flags, group (1-based in `sources`, 0: none), text, context
+    texts: list[str]  # per row: its terms
+    contexts: list[str]  # per row: its headings' terms
+    lines: bytes  # per row: line << 2 | flags (`pack_rows`)
+    groups: bytes | None  # per row: its cited note, 1-based in `sources` (0: none); None where no row cites one
+    superseded: list[int]  # the ordinals of the rows flagged SUPERSEDED
     sources: list[str]  # the session notes its rows cite
     terms: str  # every distinct term of the file, space separated
     # per cited note (group 1, 2, ...): the terms of its rows without their citations; the uncited rows'
@@ -109,10 +116,44 @@ class Parsed:
     # it (and drops `docs`), so a cold build's workers count and the command writing their files adds up
     counted: list[postings.Counted] | None = None
 
+    @classmethod
+    def of_rows(
+        cls,
+        path: str,
+        stamp: Stamp,
+        meta: tuple[Any, ...],
+        names: str,
+        rows: list[tuple[int, int, int, str, str]],
+        sources: list[str],
+        terms: str,
+        docs: list[str] | None = None,
+        cited: bool = False,
+    ) -> Parsed:
+        """A file from its rows, each (line, flags, group, terms, context)."""
+        lines, flags, groups, texts, contexts = [list(column) for column in zip(*rows, strict=True)] or [[]] * 5
+        packed, packed_groups = pack_rows(lines, flags, groups if sources or any(groups) else None)
+        superseded = [n for n, flag in enumerate(flags) if flag & SUPERSEDED]
+        return cls(
+            path, stamp, meta, names, texts, contexts, packed, packed_groups, superseded, sources, terms, docs, cited
+        )
+
+    @property
+    def rows(self) -> list[tuple[int, int, int, str, str]]:
+        """The rows as (line, flags, group, terms, context), unpacked (for tests and readers; the index writes
+        the columns)."""
+        lines, groups = unpack_rows(self.lines or None, self.groups, len(self.texts))
+        return [
+            (value >> 2, value & 3, groups[n] if groups is not None else 0, text, context)
+            for n, (value, text, context) in enumerate(zip(lines, self.texts, self.contexts, strict=True))
+        ]
+
     def documents(self) -> list[str]:
         """Per group (0: the uncited rows): the terms of its document, "" where it has none."""
-        uncited = " ".join(filter(None, (text for _line, _flags, group, text, _c in self.rows if group == 0)))
-        return [uncited, *(self.docs or [])]
+        texts = self.texts
+        if self.groups is not None:
+            groups = unpack_rows(self.lines, self.groups, len(texts))[1] or ()
+            texts = [text for text, group in zip(texts, groups, strict=True) if group == 0]
+        return [" ".join(filter(None, texts)), *(self.docs or [])]
 
     def counted_documents(self) -> list[postings.Counted]:
         """The documents that have terms, counted: as parsed, or counted now (a Parsed made by hand)."""
@@ -150,12 +191,12 @@ def ranked_rows(rel: str, text: str, rows: list[Row]) -> list[Row]:
     return [row for row in rows if fmt.FENCED_CODE.match(row.text)]
 
 
-def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
-    """The rows, names and terms of one file's text."""
+def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer, vocabulary: set[str] | None = None) -> Parsed:
+    """The rows, names and terms of one file's text; its terms are added to `vocabulary` too, if given."""
     doc = fmt.split(text)
     meta = _meta_fields(doc.front_matter)
     if not is_ranked(rel, text):
-        return Parsed(rel, stamp, meta, "", [], [], "")
+        return Parsed(rel, stamp, meta, "", [], [], b"", None, [], [], "")
     plain = None if _consolidated_note(rel, text) else plain_columns(doc)
     rows: list[Row] = []
     if plain is not None:  # most files: their rows in columns, without a Row each (fsmem.format.rows)
@@ -200,13 +241,18 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
         superseded = [row.superseded for row in rows]
     columns = _Columns(lines, row_heads, superseded, texts, row_terms, provenances, row_sources)
     labels = _Labels(dated_note, known_names, analyzer)
-    out_rows = _row_tuples(columns, labels, group_of, bodies, rows_dated)
+    flags, groups, row_texts, contexts = _row_columns(columns, labels, group_of, bodies, rows_dated)
     # a row's date words and headings' words are its terms too
     terms.update(" ".join([*labels.dated.values(), *labels.contexts.values()]).split())
     sources = [s for s in group_of if s is not None]
     docs = [" ".join(filter(None, body)) for body in bodies[1:]]
     cited = is_note(rel) and was_consolidated(text)
-    parsed = Parsed(rel, stamp, meta, names_text, out_rows, sources, " ".join(terms), docs, cited)
+    packed, packed_groups = pack_rows(lines, flags, groups if sources else None)
+    flagged = list(itertools.compress(range(len(superseded)), superseded))
+    row_fields = (row_texts, contexts, packed, packed_groups, flagged)  # Parsed's, in their order
+    parsed = Parsed(rel, stamp, meta, names_text, *row_fields, sources, " ".join(terms), docs, cited)
+    if vocabulary is not None:
+        vocabulary |= terms
     if counts is not None:
         for when, many in rows_dated.items():
             for term in when.split():
@@ -221,7 +267,7 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer) -> Parsed:
 
 @dataclass
 class _Columns:
-    """A file's rows as columns, one entry a row: what `_row_tuples` reads of them."""
+    """A file's rows as columns, one entry a row: what `_row_columns` reads of them."""
 
     lines: list[int]
     headings: list[list[str]]
@@ -262,14 +308,14 @@ class _Labels:
         return words
 
 
-def _row_tuples(
+def _row_columns(
     rows: _Columns,
     labels: _Labels,
     group_of: dict[str | None, int],
     bodies: list[list[str]],
     rows_dated: dict[str, int],
-) -> list[tuple[int, int, int, str, str]]:
-    """The index's rows of one file, a column at a time: each row's terms with its date's words (its
+) -> tuple[list[int], list[int], list[str], list[str]]:
+    """The index's rows of one file, a column at a time (flags, groups, terms, contexts): each row's terms with its date's words (its
     citation's date, else its note's), its group (the session note it cites: `group_of`, whose document
     `bodies` gathers the rows' terms without their citations), and its flags, linked to the next row when
     both share their headings and their note. A file whose rows cite nothing (most files) has one date and
@@ -302,7 +348,7 @@ def _row_tuples(
         contexts += [labels.context(headings)] * many
         flags[at : at + many - 1] = [flag | LINKED for flag in flags[at : at + many - 1]]
         at += many
-    return list(zip(rows.lines, flags, groups, terms, contexts, strict=True))
+    return flags, groups, terms, contexts
 
 
 def _provenances(texts: list[str]) -> list[Provenance | None]:
@@ -310,31 +356,43 @@ def _provenances(texts: list[str]) -> list[Provenance | None]:
     return [split_provenance(t)[1] if t.endswith(")") else None for t in texts]
 
 
-def read_file(root: Path, rel: str, full: str, analyzer: Analyzer) -> Parsed | None:
-    """Parse one file, with the stamp taken before the read; None when it vanished or keeps changing."""
+def read_file(root: Path, rel: str, full: str, analyzer: Analyzer, vocabulary: set[str] | None = None) -> Parsed | None:
+    """Parse one file, with the stamp taken before the read; None when it vanished or keeps changing. Its
+    terms are added to `vocabulary`, if given."""
     for _attempt in range(5):
         try:
             before = os.stat(full)
             if before.st_size > EXACT_COUNT_LIMIT:
-                return Parsed(rel, stamp_of(before), (None, None, None, None), "", [], [], "")
+                return Parsed(rel, stamp_of(before), (None, None, None, None), "", [], [], b"", None, [], [], "")
             data = read_regular(full)  # a FIFO named *.md never blocks the build
             after = os.stat(full)
         except (OSError, FsmemError):
             return None
         if stamp_of(before) == stamp_of(after):
             text, _problems = fmt.decode(data)
-            return parse_file(rel, text, stamp_of(before), analyzer)
+            return parse_file(rel, text, stamp_of(before), analyzer, vocabulary)
     return None
 
 
 _worker_analyzer: list[Analyzer] = []  # a worker process's analyzer, made by its first task
 
 
-def parse_files(task: tuple[str, list[tuple[str, str]]]) -> list[Parsed]:
+class ParsedTask(NamedTuple):
+    """The files of one worker task, and every distinct term of them all (space separated; None where not
+    gathered): the command writing a task's files takes its terms once, not each file's again (10k files:
+    some 100 terms a file, a few hundred a task)."""
+
+    files: list[Parsed]
+    terms: str | None
+
+
+def parse_files(task: tuple[str, list[tuple[str, str]]]) -> ParsedTask:
     """`read_file` of each (rel, full path) under a root, in a worker process (`fsmem.store.workers`)."""
     root, files = task
     if not _worker_analyzer:
         _worker_analyzer.append(Analyzer())
     analyzer = _worker_analyzer[0]
     at = Path(root)
-    return [p for p in (read_file(at, rel, full, analyzer) for rel, full in files) if p]
+    vocabulary: set[str] = set()
+    parsed = [p for p in (read_file(at, rel, full, analyzer, vocabulary) for rel, full in files) if p]
+    return ParsedTask(parsed, " ".join(vocabulary))

@@ -15,15 +15,16 @@ one, so packed ids keep the distances small (10k files: 4.3 MB less than ids
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
-from array import array
 from collections.abc import Iterable
 from pathlib import Path
 
 from fsmem.search import postings
+from fsmem.search.packed_rows import unpack_rows  # noqa: F401  (read back where the tables are)
 from fsmem.search.parsing import LINKED, MAX_ROWS, ROW_BITS, SUPERSEDED, Parsed, Stamp  # noqa: F401
-from fsmem.search.postings import BLOCK_BITS, IndexDamaged  # defined there: postings is below this module
+from fsmem.search.postings import BLOCK_BITS, IndexDamaged  # noqa: F401  (defined there: postings is below)
 from fsmem.store import cache as _cache
 
 _TABLES = ("search_files", "search_superseded", "search_sources", "search_terms", "search_meta", *postings.TABLES)
@@ -143,8 +144,7 @@ def _insert_many(conn, items: list[tuple[Parsed, bool]], pending: postings.Pendi
     n_rows = n_docs = 0
     for item, racy in items:
         mtime = -item.stamp[0] if racy and item.stamp[0] > 0 else item.stamp[0]
-        lines = _narrow([min(line, 0x3FFFFFFF) << 2 | flags for line, flags, _g, _t, _c in item.rows], "HI")
-        groups = _narrow([min(group, 0xFFFF) for _l, _f, group, _t, _c in item.rows], "BH") if item.sources else None
+        n = len(item.texts)
         docs = item.counted_documents()
         files.append(
             (
@@ -152,26 +152,26 @@ def _insert_many(conn, items: list[tuple[Parsed, bool]], pending: postings.Pendi
                 item.path,
                 mtime,
                 *item.stamp[1:],
-                len(item.rows),
+                n,
                 len(docs),
                 *item.meta,
-                lines.tobytes() if item.rows else None,
-                groups.tobytes() if groups is not None else None,
+                item.lines if n else None,
+                item.groups if item.sources else None,
                 json.dumps(item.sources, ensure_ascii=False) if item.sources else None,
                 int(item.cited),
             )
         )
         pending.add(conn, fid, docs)
         base = fid << BLOCK_BITS
-        if item.rows:
-            rows += [(base + n, t, c) for n, (_l, _f, _g, t, c) in enumerate(item.rows)]
-            superseded += [(base + n,) for n, row in enumerate(item.rows) if row[1] & SUPERSEDED]
-            sources += [(base + n + 1, s) for n, s in enumerate(item.sources)]
+        if n:
+            rows.append(zip(itertools.count(base), item.texts, item.contexts))  # the tuples made as they are bound
+            superseded += [(base + at,) for at in item.superseded]
+            sources += [(base + at + 1, s) for at, s in enumerate(item.sources)]
             n_docs += len(docs)
         if item.names:
             names.append((fid, item.names))
-        n_rows += len(item.rows)
-        fid += (len(item.rows) >> BLOCK_BITS) + 1
+        n_rows += n
+        fid += (n >> BLOCK_BITS) + 1
     conn.execute("UPDATE search_meta SET value = ? WHERE key = 'next'", (fid,))
     conn.executemany(
         "INSERT INTO search_files (id, path, mtime_ns, size, ino, ctime_ns, rows, docs, type, tags, updated,"
@@ -179,7 +179,9 @@ def _insert_many(conn, items: list[tuple[Parsed, bool]], pending: postings.Pendi
         files,
     )
     if rows:
-        conn.executemany("INSERT INTO search_fts (rowid, text, context) VALUES (?, ?, ?)", rows)
+        conn.executemany(
+            "INSERT INTO search_fts (rowid, text, context) VALUES (?, ?, ?)", itertools.chain.from_iterable(rows)
+        )
     if superseded:
         conn.executemany("INSERT INTO search_superseded VALUES (?)", superseded)
     if sources:
@@ -197,6 +199,11 @@ def _insert_many(conn, items: list[tuple[Parsed, bool]], pending: postings.Pendi
 # defaults, which `merge_segments` puts back for the writes of one file at a time after the build
 _BUILDING = {"automerge": 0, "crisismerge": 64}
 _WRITING = {"automerge": 4, "crisismerge": 16}
+# The WAL's pages after which a commit copies them into the database (a checkpoint, with a sync of each file):
+# SQLite's 1,000 (4 MB) for writes of a file at a time, 16,384 (64 MB) while a build commits 500 files a
+# transaction, each some 1.5 MB of new pages: a checkpoint every 40 batches rather than one or two per batch,
+# the pages that every batch changes (the postings', the files') copied once, and the disk still bounded
+_CHECKPOINT_PAGES = {"building": 16384, "writing": 1000}
 
 
 def _merging(conn, settings: dict[str, int]) -> None:
@@ -206,16 +213,20 @@ def _merging(conn, settings: dict[str, int]) -> None:
 
 
 def building(conn) -> None:
-    """Set FTS5's merging for a build in batches (`_BUILDING`), in its first transaction; `merge_segments`
-    ends it, in the command that builds or, when that one is killed, the next."""
+    """Set FTS5's merging for a build in batches (`_BUILDING`), in its first transaction, and this connection's
+    checkpoints (`_CHECKPOINT_PAGES`); `merge_segments` ends it, in the command that builds or, when that one
+    is killed, the next."""
     _merging(conn, _BUILDING)
+    conn.execute(f"PRAGMA wal_autocheckpoint = {_CHECKPOINT_PAGES['building']}")
 
 
 def merge_segments(conn) -> None:
     """Merge each FTS5 table's segments into one (FTS5's 'optimize'), after a (re)build: a query looks every
     term up, and merges its postings, in each segment (docs/performance.md, "Figures behind the search code").
     The postings, row sizes and totals bm25() reads are the same, so every score is. The documents' postings
-    are written again in order (`postings.pack`), their pages full. FTS5 merges again as it writes (`building`)."""
+    are written again in order (`postings.pack`), their pages full. FTS5 merges again as it writes (`building`),
+    and the connection checkpoints as SQLite does."""
+    conn.execute(f"PRAGMA wal_autocheckpoint = {_CHECKPOINT_PAGES['writing']}")
     with _cache.transaction(conn):
         for table in ("search_fts", "search_names"):
             conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
@@ -278,29 +289,3 @@ def stored_blocks(conn, fids: Iterable[int], kept: dict | None = None) -> list[i
     for fid in blocks[:]:
         blocks += more.get(fid, ())
     return blocks
-
-
-def _narrow(values: list[int], codes: str) -> array:
-    """`values` in the narrower of two array types (`codes`) that holds them all; their length tells which."""
-    narrow = array(codes[0]).itemsize * 8
-    return array(codes[0] if all(v >> narrow == 0 for v in values) else codes[1], values)
-
-
-def _unpack(data: bytes | None, n: int, codes: str) -> array:
-    for code in codes:
-        if data is not None and len(data) == n * array(code).itemsize:
-            found = array(code)
-            found.frombytes(data)
-            return found
-    raise IndexDamaged("packed rows do not match the row count")
-
-
-def unpack_rows(lines: bytes | None, groups: bytes | None, n: int) -> tuple[array, array | None]:
-    """A file's packed rows: (line << 2 | flags per row, cited-note number per row or None)."""
-    if not n:
-        if lines or groups:
-            raise IndexDamaged("packed rows of a file without rows")
-        return array("I"), None
-    if not isinstance(lines, bytes) or (groups is not None and not isinstance(groups, bytes)):
-        raise IndexDamaged("packed rows of the wrong type")
-    return _unpack(lines, n, "HI"), _unpack(groups, n, "BH") if groups else None
