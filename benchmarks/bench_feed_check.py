@@ -35,9 +35,10 @@ def timed(action) -> tuple[float, float]:
 
 
 def main() -> int:
+    from common import memory_arguments
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--root", type=Path, help="a memory whose caches are built (a scratch copy)")
-    parser.add_argument("--sizes", default="10000", help="corpus sizes when no --root is given")
+    memory_arguments(parser)
     parser.add_argument("--runs", type=int, default=3)
     args, _rest = parser.parse_known_args()  # `make bench` passes every script the same arguments
 

@@ -29,9 +29,10 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 
 def main() -> int:
+    from common import memory_arguments
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--root", type=Path, help="a memory whose caches are built (a scratch copy)")
-    parser.add_argument("--sizes", default="10000", help="corpus sizes when no --root is given")
+    memory_arguments(parser)
     parser.add_argument("--queries", type=int, default=40)
     parser.add_argument("--seed", type=int, default=11)
     args, _rest = parser.parse_known_args()  # `make bench` passes every script the same arguments

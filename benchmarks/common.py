@@ -116,6 +116,12 @@ def sizes_from(argv: list[str], default: str) -> list[int]:
 RUNS = 7
 
 
+def memory_arguments(parser) -> None:
+    """The options `memories` reads: --root (a memory whose caches are built) or --sizes (the seeded corpora)."""
+    parser.add_argument("--root", type=Path, help="a memory whose caches are built (a scratch copy)")
+    parser.add_argument("--sizes", default="10000", help="corpus sizes when no --root is given")
+
+
 def memories(root: Path | None, sizes: str) -> list[Path]:
     """The memory a benchmark was given (--root, a scratch copy with its caches built), else the seeded corpus of
     each of `sizes` (comma-separated file counts), built if need be."""
