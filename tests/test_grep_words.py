@@ -1,6 +1,7 @@
 """The word index that lets grep search only the files that can match (fsmem.query.grep_words): the same answer
 as rg over every file, byte for byte, whatever the files and the pattern; as fresh as the feed; off without it."""
 
+import itertools
 import os
 import subprocess
 import sys
@@ -360,3 +361,184 @@ def test_more_candidates_than_max_candidates_are_searched_alone_up_to_a_quarter_
     with Counted() as counted:
         assert _answer(watched, "walrus", fixed_strings=True) == walrus  # in every file: rg walks
     assert counted.calls == 1 and counted.narrowed == 0
+
+
+# -- the list of words a long-lived process keeps ---------------------------------------------------------------
+OTHER_PROCESS = """
+import base64, json, os, sys, time
+from fsmem.query.grep_words import WordIndex
+from fsmem.store.feed import Delta
+root = sys.argv[1]
+index = WordIndex(root)
+for line in sys.stdin:
+    step = json.loads(line)
+    full = os.path.join(root, step["path"])
+    if step["data"] is None:
+        if os.path.exists(full):
+            os.unlink(full)
+    else:
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "wb") as handle:
+            handle.write(base64.b64decode(step["data"]))
+        past = time.time_ns() - 5_000_000_000  # a stamp the other process need not read again
+        os.utime(full, ns=(past, past))
+    index.apply(Delta(False, "", {step["path"]}, set()))
+    print("done", flush=True)
+"""
+
+
+class OtherProcess:
+    """Another long-lived process on the same memory: it writes or removes a file and stores it in the word
+    index at once, with a stamp older than the clock's tick, so that this process's feed need not read it."""
+
+    def __init__(self, root):
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", OTHER_PROCESS, str(root)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+
+    def put(self, path, data):
+        import base64
+        import json
+
+        encoded = None if data is None else base64.b64encode(data).decode()
+        self.proc.stdin.write(json.dumps({"path": path, "data": encoded}) + "\n")
+        self.proc.stdin.flush()
+        assert self.proc.stdout.readline() == "done\n"
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def other(watched):
+    process = OtherProcess(watched.root)
+    yield process
+    process.close()
+
+
+def _matched_by_rg(root, held, pattern, options):
+    """The files of `held` that rg matches."""
+    from fsmem.store.rg_command import build_args, find_rg
+
+    if not held:
+        return set()
+    args = build_args(pattern, **options)
+    done = subprocess.run(
+        [find_rg(), *args, "--files-with-matches", "--", *sorted(held)], cwd=root, capture_output=True, text=True
+    )
+    assert done.returncode in (0, 1), done.stderr
+    return set(done.stdout.splitlines())
+
+
+FLAT_NAMES = ["a.md", "topics/b.md", "topics/C.MD", "topics/deep/d.markdown", "e.md"]
+NEW_WORDS = itertools.count()  # a word no file held before, in each file written
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_kept_words_narrow_soundly_through_writes_of_this_process_and_another(watched, other, data):
+    """The list of words is read once and then kept: this process's writes add their words to it, another
+    process's make it read again. After any sequence of both, for any pattern, every file rg matches is a
+    candidate (with any `MAX_TERMS`, stale words counted), and grep answers as rg over every file."""
+    index = grep_words.caught_up(watched.root)
+    assert index is not None
+    index.load_vocabulary()
+    contents = {}
+    for _ in range(data.draw(st.integers(1, 4))):
+        name = data.draw(st.sampled_from(FLAT_NAMES))
+        new_word = f"quoll{next(NEW_WORDS):06d}y"
+        body = data.draw(st.one_of(st.none(), text.map(lambda t, w=new_word: f"{w} {t}".encode())))
+        if data.draw(st.booleans()):
+            full = watched.root / name
+            if body is None:
+                full.unlink(missing_ok=True)
+            else:
+                full.parent.mkdir(parents=True, exist_ok=True)
+                full.write_bytes(body)
+            assert grep_words.caught_up(watched.root) is index  # this process's feed stores it
+        else:
+            other.put(name, body)
+        if body is not None:
+            contents[name] = body
+        pattern = data.draw(patterns(contents))
+        if body is not None and data.draw(st.booleans()):  # a part of the word new to the memory: its end or inside
+            pattern = new_word[data.draw(st.integers(1, 3)) : len(new_word) - data.draw(st.integers(0, 2))]
+            pattern += data.draw(st.sampled_from(["", " "]))
+        options = {
+            "fixed_strings": data.draw(st.booleans()),
+            "word": data.draw(st.booleans()),
+            "ignore_case": data.draw(st.booleans()),
+        }
+        wanted = needs(pattern, fixed_strings=options["fixed_strings"], word=options["word"])
+        if wanted:
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(grep_words, "MAX_TERMS", data.draw(st.sampled_from([1, 3, 64])))
+                found = index.candidates(wanted)  # the index as the last writer left it, not caught up here
+            if found is not None:
+                with index.lock:
+                    held = index.paths()
+                assert _matched_by_rg(watched.root, held, pattern, options) <= set(found)
+    try:
+        with plain():
+            expected = _answer(watched, pattern, **options)
+    except Exception as exc:
+        with pytest.raises(type(exc)):
+            _answer(watched, pattern, **options)
+        return
+    assert _answer(watched, pattern, **options) == expected
+
+
+def _vocabulary_reads(index):
+    """A list that grows by one each time `index` reads its whole list of words from the database."""
+    reads = []
+
+    def trace(cursor, sql, bindings):
+        if "FROM vocabulary" in sql:
+            reads.append(sql)
+        return True
+
+    index.conn.exec_trace = trace
+    return reads
+
+
+def test_the_words_are_read_once_and_again_only_after_another_process_changed_the_index(watched, other):
+    _rewrite(watched, {"a.md": b"walrus kelp\n"})
+    index = grep_words.caught_up(watched.root)
+    index.load_vocabulary()
+    reads = _vocabulary_reads(index)
+    try:
+        assert _paths(watched, "alrus") == ["a.md"]
+        watched.write("topics/n.md", DOC.format(title="N", text="zephyrine"))  # this process: its words added
+        (watched.root / "b.md").write_bytes(b"quokka\n")  # an editor's write, which this process's feed reads
+        assert _paths(watched, "ephyr") == ["topics/n.md"]
+        assert _paths(watched, "uokk") == ["b.md"]
+        assert reads == []
+        other.put("c.md", b"axolotl\n")
+        assert _paths(watched, "xolot") == ["c.md"]
+        assert len(reads) == 1
+        assert _paths(watched, "ephyr") == ["topics/n.md"]
+        assert len(reads) == 1
+    finally:
+        index.conn.exec_trace = None
+
+
+def test_a_watchers_start_reads_the_words_before_the_first_grep(tmp_path):
+    """`fsmem watch` and `fsmem serve` warm their memory (`Kept.warm`) before answering: the word list too."""
+    from fsmem.cli.answering import Kept
+
+    Memory.init(tmp_path / "mem").write("topics/a.md", DOC.format(title="A", text="zephyrine"))
+    memory = Memory(tmp_path / "mem")  # the watcher's own, holding the change feed
+    memory.catalog.hold_feed()
+    assert _paths(memory, "ephyr") == ["topics/a.md"]  # the word index is made
+    grep_words._indexes.clear()  # as a new process would find it: made, nothing of it read
+    kept, said = Kept(), []
+    kept.warm(str(memory.root), said.append)
+    try:
+        assert said == []
+        reads = _vocabulary_reads(grep_words.caught_up(memory.root))
+        assert _paths(kept.open(str(memory.root), None), "ephyr") == ["topics/a.md"]
+        assert reads == []
+    finally:
+        kept.close()
+        memory.close()

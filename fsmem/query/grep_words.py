@@ -55,6 +55,10 @@ MAX_SHARE = 4  # past MAX_CANDIDATES, candidates are searched alone while at mos
 MAX_NEEDS = 8  # words of one pattern looked up (any of them narrows soundly; the longest narrow most)
 SHORTEST_PART = 3  # a shorter start, end or inner part of words narrows little and costs a long lookup
 MAX_TERMS = 64  # words of the memory holding a pattern's inner word: more, and that word says too little
+# adding one file's words to a kept vocabulary (`_learn`) costs what reading 3 of the index's words again does (9 µs,
+# 3 µs each); up to LEARNED_FILES files (9 ms) they are always added
+TERMS_PER_FILE = 3
+LEARNED_FILES = 1000
 ANY = "-1"  # the stamp column's mark of a file that is a candidate for every pattern (UTF-16, or too large)
 MAX_FILE_BYTES = 8 << 20  # a larger file is not read for its words (a 1 GB log would be read whole): always searched
 
@@ -119,7 +123,9 @@ class WordIndex:
         self.root = Path(root)
         self.lock = threading.Lock()
         self.conn = _open(self.root / STATE_DIR / INDEX_FILE)
-        self._vocabulary: str | None = None  # "\nterm\nterm\n", while `_version` holds
+        self._vocabulary: str | None = None  # "\nterm\nterm\n": every word of the index, and perhaps some gone
+        self._terms: set[str] = set()  # the same words, while `_vocabulary` is kept
+        self._read_at: int | None = None  # the index's data_version when `_vocabulary` was read
         self._paths: frozenset[str] | None = None  # the files held, while `_version` holds
         self._held: int | None = None  # how many, while `_version` holds
         self._version: tuple[int, int] | None = None
@@ -190,6 +196,8 @@ class WordIndex:
             rows.append((rel, None if racy else stamp, text))
         if not rows and not gone:
             return
+        if len(rows) > max(LEARNED_FILES, len(self._terms) // TERMS_PER_FILE):
+            self._vocabulary, self._terms = None, set()  # reading the index's words again costs less than `_learn`
         with self.conn:
             for rel in gone:
                 self._delete(rel)
@@ -201,6 +209,20 @@ class WordIndex:
                         "INSERT INTO words (rowid, text) VALUES (?, ?)", (self.conn.last_insert_rowid(), text)
                     )
         self._changes += 1
+        if self._vocabulary is not None:
+            self._learn(self._vocabulary, (text for _rel, _kept, text in rows if text is not None))
+
+    def _learn(self, vocabulary: str, texts: Iterable[str]) -> None:
+        """Add the words of files this process just stored to the vocabulary it keeps. A word no file holds
+        any more stays in it: looking it up finds no file, and that a part of words is in more than
+        `MAX_TERMS` of them only makes a pattern's need narrow nothing, so answers are the same."""
+        new: set[str] = set()
+        for text in texts:
+            new.update(text.split())
+        new -= self._terms
+        if new:
+            self._terms |= new
+            self._vocabulary = vocabulary + "\n".join(new) + "\n"
 
     def _delete(self, rel: str) -> None:
         row = self.conn.execute("SELECT id FROM files WHERE path = ?", (rel,)).fetchone()
@@ -265,11 +287,20 @@ class WordIndex:
         return found
 
     def _words(self) -> str:
-        """Every word of the index, one a line."""
-        if self._changed() or self._vocabulary is None:
+        """Every word of the index, one a line (and perhaps words no file holds any more: `_learn`). Read
+        whole once, then kept up to date with this process's own changes; read again only once another
+        process (or connection) changed the index."""
+        version = self._data_version()
+        if self._vocabulary is None or version != self._read_at:
+            # the version first: a change committed between the two reads makes it read once more, not less
             terms = [str(term) for (term,) in self.conn.execute("SELECT term FROM vocabulary")]
-            self._vocabulary = "\n" + "\n".join(terms) + "\n"
+            self._vocabulary, self._terms, self._read_at = "\n" + "\n".join(terms) + "\n", set(terms), version
         return self._vocabulary
+
+    def load_vocabulary(self) -> None:
+        """Read the index's words now (a long-lived process's start), not at the first grep that needs them."""
+        with self.lock:
+            self._words()
 
     def paths(self) -> frozenset[str]:
         """Every file the index holds."""
@@ -285,13 +316,17 @@ class WordIndex:
         return self._held
 
     def _changed(self) -> bool:
-        """True (and what was read of the index let go) once this process or another changed the index."""
-        changed: Any = self.conn.execute("PRAGMA data_version").fetchall()[0][0]
-        version = (self._changes, int(changed))
+        """True (and the files read of the index let go) once this process or another changed the index."""
+        version = (self._changes, self._data_version())
         if version == self._version:
             return False
-        self._version, self._vocabulary, self._paths, self._held = version, None, None, None
+        self._version, self._paths, self._held = version, None, None
         return True
+
+    def _data_version(self) -> int:
+        """A number that changes whenever another connection commits a change to the index (not this one's)."""
+        changed: Any = self.conn.execute("PRAGMA data_version").fetchall()[0][0]
+        return int(changed)
 
 
 def _open(path: Path) -> Connection:
