@@ -334,6 +334,13 @@ def test_a_file_too_large_to_read_for_its_words_is_searched_for_every_pattern(wa
     assert _paths(watched, "walrus: small") == ["b.md"]
 
 
+def test_a_word_longer_than_fts5_keeps_makes_its_file_searched_for_every_pattern(watched):
+    """FTS5 keeps the first 32,768 bytes of a longer word: the vocabulary would not hold its end."""
+    _rewrite(watched, {"a.md": b"x" * 40_000 + b"zephyrine\n", "b.md": b"walrus\n"})
+    assert _paths(watched, "ephyrine") == ["a.md"]
+    assert sorted(grep_words.caught_up(watched.root).candidates([Need("walrus", "inner")])) == ["a.md", "b.md"]
+
+
 def test_a_long_fixed_string_looks_up_its_longest_words_only(watched):
     words = [f"w{n:04d}" for n in range(1600)]
     _rewrite(watched, {"a.md": (" ".join(words) + "\n").encode(), "b.md": b"w0001 w0002\n"})

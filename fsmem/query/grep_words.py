@@ -22,7 +22,8 @@ to s. The index reads them as those letters, so a file spelling a word with
 them holds the ASCII word too (a superset, which costs a case-sensitive grep
 nothing but a candidate). A file starting with a UTF-16 byte-order mark (rg
 reads it transcoded) is a candidate for every pattern, and so is one larger
-than `MAX_FILE_BYTES` (never read whole for its words).
+than `MAX_FILE_BYTES` (never read whole for its words) or holding a word longer
+than FTS5 keeps of one (`MAX_WORD_BYTES`).
 """
 
 from __future__ import annotations
@@ -59,8 +60,9 @@ MAX_TERMS = 64  # words of the memory holding a pattern's inner word: more, and 
 # 3 µs each); up to LEARNED_FILES files (9 ms) they are always added
 TERMS_PER_FILE = 3
 LEARNED_FILES = 1000
-ANY = "-1"  # the stamp column's mark of a file that is a candidate for every pattern (UTF-16, or too large)
+ANY = "-1"  # the stamp column's mark of a file that is a candidate for every pattern (UTF-16, too large, a long word)
 MAX_FILE_BYTES = 8 << 20  # a larger file is not read for its words (a 1 GB log would be read whole): always searched
+MAX_WORD_BYTES = 32768  # FTS5 keeps this much of a longer word (FTS5_MAX_TOKEN_SIZE): its file is always searched
 
 _WORD_BYTES = re.compile(rb"[a-z0-9]+")
 _WORD = re.compile(r"[A-Za-z0-9]+")
@@ -106,14 +108,18 @@ def needs(pattern: str, *, fixed_strings: bool, word: bool) -> list[Need] | None
 
 def words_of(data: bytes) -> str | None:
     """A file's distinct words, lowercased, space-separated (what the `ascii` tokenizer splits back); None
-    for a file rg would transcode (UTF-16), which every pattern may match."""
+    for a file rg would transcode (UTF-16) or holding a word longer than FTS5 keeps of one (the vocabulary
+    would not hold its end), which every pattern may match."""
     if data.startswith(_UTF16_MARKS):
         return None
     data = data.lower()  # ASCII letters only, as the index's words are
     for letter, ascii_letter in _FOLDED:
         if letter in data:
             data = data.replace(letter, ascii_letter)
-    return b" ".join(set(_WORD_BYTES.findall(data))).decode("ascii")
+    words = set(_WORD_BYTES.findall(data))
+    if words and max(map(len, words)) > MAX_WORD_BYTES:
+        return None
+    return b" ".join(words).decode("ascii")
 
 
 class WordIndex:
