@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from fsmem import Memory
 from fsmem.query import grep_cache, grep_words
 from fsmem.query.grep_words import Need, needs, words_of
+from fsmem.store.feed import Delta
 
 KELVIN, LONG_S = "\u212a", "\u017f"
 DOC = "---\ntitle: {title}\n---\n- walrus: {text}\n"
@@ -387,8 +388,9 @@ for line in sys.stdin:
         os.makedirs(os.path.dirname(full), exist_ok=True)
         with open(full, "wb") as handle:
             handle.write(base64.b64decode(step["data"]))
-        past = time.time_ns() - 5_000_000_000  # a stamp the other process need not read again
-        os.utime(full, ns=(past, past))
+        if step["past"]:
+            past = time.time_ns() - 5_000_000_000  # a stamp this process's feed finds stored already
+            os.utime(full, ns=(past, past))
     index.apply(Delta(False, "", {step["path"]}, set()))
     print("done", flush=True)
 """
@@ -396,19 +398,20 @@ for line in sys.stdin:
 
 class OtherProcess:
     """Another long-lived process on the same memory: it writes or removes a file and stores it in the word
-    index at once, with a stamp older than the clock's tick, so that this process's feed need not read it."""
+    index at once; with `past`, stamped older than the clock's tick, so that this process's feed finds it
+    stored already (a fresh stamp is stored as racy, and read again by the next process to see it)."""
 
     def __init__(self, root):
         self.proc = subprocess.Popen(
             [sys.executable, "-c", OTHER_PROCESS, str(root)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
         )
 
-    def put(self, path, data):
+    def put(self, path, data, *, past=True):
         import base64
         import json
 
         encoded = None if data is None else base64.b64encode(data).decode()
-        self.proc.stdin.write(json.dumps({"path": path, "data": encoded}) + "\n")
+        self.proc.stdin.write(json.dumps({"path": path, "data": encoded, "past": past}) + "\n")
         self.proc.stdin.flush()
         assert self.proc.stdout.readline() == "done\n"
 
@@ -445,9 +448,10 @@ NEW_WORDS = itertools.count()  # a word no file held before, in each file writte
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_kept_words_narrow_soundly_through_writes_of_this_process_and_another(watched, other, data):
-    """The list of words is read once and then kept: this process's writes add their words to it, another
-    process's make it read again. After any sequence of both, for any pattern, every file rg matches is a
-    candidate (with any `MAX_TERMS`, stale words counted), and grep answers as rg over every file."""
+    """The list of words is read once and then kept: the files this process's feed names add their words to
+    it, whoever stored them in the index. After any sequence of writes and removals by this process and
+    another, for any pattern, every file rg matches is a candidate (with any `MAX_TERMS`, stale words
+    counted), and grep answers as rg over every file."""
     index = grep_words.caught_up(watched.root)
     assert index is not None
     index.load_vocabulary()
@@ -465,7 +469,7 @@ def test_kept_words_narrow_soundly_through_writes_of_this_process_and_another(wa
                 full.write_bytes(body)
             assert grep_words.caught_up(watched.root) is index  # this process's feed stores it
         else:
-            other.put(name, body)
+            other.put(name, body, past=data.draw(st.booleans()))
         if body is not None:
             contents[name] = body
         pattern = data.draw(patterns(contents))
@@ -479,9 +483,10 @@ def test_kept_words_narrow_soundly_through_writes_of_this_process_and_another(wa
         }
         wanted = needs(pattern, fixed_strings=options["fixed_strings"], word=options["word"])
         if wanted:
+            assert grep_words.caught_up(watched.root) is index  # as a grep does first
             with pytest.MonkeyPatch.context() as patch:
                 patch.setattr(grep_words, "MAX_TERMS", data.draw(st.sampled_from([1, 3, 64])))
-                found = index.candidates(wanted)  # the index as the last writer left it, not caught up here
+                found = index.candidates(wanted)
             if found is not None:
                 with index.lock:
                     held = index.paths()
@@ -509,22 +514,35 @@ def _vocabulary_reads(index):
     return reads
 
 
-def test_the_words_are_read_once_and_again_only_after_another_process_changed_the_index(watched, other):
+def test_the_words_are_read_once_and_kept_through_writes_of_this_process_and_another(watched, other):
     _rewrite(watched, {"a.md": b"walrus kelp\n"})
     index = grep_words.caught_up(watched.root)
     index.load_vocabulary()
     reads = _vocabulary_reads(index)
     try:
         assert _paths(watched, "alrus") == ["a.md"]
-        watched.write("topics/n.md", DOC.format(title="N", text="zephyrine"))  # this process: its words added
+        watched.write("topics/n.md", DOC.format(title="N", text="zephyrine"))  # this process stores it
         (watched.root / "b.md").write_bytes(b"quokka\n")  # an editor's write, which this process's feed reads
         assert _paths(watched, "ephyr") == ["topics/n.md"]
         assert _paths(watched, "uokk") == ["b.md"]
-        assert reads == []
-        other.put("c.md", b"axolotl\n")
+        other.put("c.md", b"axolotl\n")  # stored by the other process: this one reads the file, not the list
         assert _paths(watched, "xolot") == ["c.md"]
-        assert len(reads) == 1
-        assert _paths(watched, "ephyr") == ["topics/n.md"]
+        assert reads == []
+    finally:
+        index.conn.exec_trace = None
+
+
+def test_a_walk_after_another_process_stored_files_reads_the_words_again(watched, other):
+    """A whole walk (the feed's start, an overflow) does not read the files whose stamps the index holds:
+    those another process stored may hold words the kept list lacks."""
+    _rewrite(watched, {"a.md": b"walrus kelp\n"})
+    index = grep_words.caught_up(watched.root)
+    index.load_vocabulary()
+    other.put("d.md", b"narwhal\n")
+    reads = _vocabulary_reads(index)
+    try:
+        index.apply(Delta(True, "overflow"))
+        assert index.candidates([Need("arwha", "inner")]) == ["d.md"]
         assert len(reads) == 1
     finally:
         index.conn.exec_trace = None

@@ -131,7 +131,7 @@ class WordIndex:
         self.conn = _open(self.root / STATE_DIR / INDEX_FILE)
         self._vocabulary: str | None = None  # "\nterm\nterm\n": every word of the index, and perhaps some gone
         self._terms: set[str] = set()  # the same words, while `_vocabulary` is kept
-        self._read_at: int | None = None  # the index's data_version when `_vocabulary` was read
+        self._read_at: int | None = None  # the index's data_version when `_vocabulary` was read (`apply`)
         self._paths: frozenset[str] | None = None  # the files held, while `_version` holds
         self._held: int | None = None  # how many, while `_version` holds
         self._version: tuple[int, int] | None = None
@@ -167,7 +167,13 @@ class WordIndex:
                     )
                     gone.extend(str(path) for (path,) in rows if path not in inside)
                 stored = self._stamps(seen)
-            self._store(seen, stored, [path for path in gone if path not in seen])
+            # Once another process stored files since the list of words was read (PRAGMA data_version, asked
+            # after the stamps were), a file this process finds stored already may hold words the list lacks:
+            # the files the feed names are read for them; a walk would read every file, so the list is let go
+            others = self._vocabulary is not None and self._data_version() != self._read_at
+            if others and delta.full:
+                self._forget_words()
+            self._store(seen, stored, [path for path in gone if path not in seen], stored_too=others)
 
     def _walk(self, start: Path) -> dict[str, os.stat_result]:
         """What rg's walk of `start` searches and grep keeps: memory files that are not links."""
@@ -181,15 +187,25 @@ class WordIndex:
                 stamps[rel] = None if row[0] is None else str(row[0])
         return stamps
 
-    def _store(self, seen: dict[str, os.stat_result], stored: dict[str, Any], gone: list[str]) -> None:
+    def _store(
+        self, seen: dict[str, os.stat_result], stored: dict[str, Any], gone: list[str], *, stored_too: bool = False
+    ) -> None:
+        """Store the files of `seen` whose stamps changed and drop those `gone`; with `stored_too`, the others
+        are read too, for the kept list of words only."""
+        if stored_too and len(seen) > max(LEARNED_FILES, len(self._terms) // TERMS_PER_FILE):
+            self._forget_words()  # reading the index's words again costs less than reading these files
+            stored_too = False
         now = time.time_ns()
         rows: list[tuple[str, str | None, str | None]] = []
+        known: list[str] = []  # the words of files stored already
         for rel, stat in seen.items():
             stamp = ":".join(map(str, stamp_of(stat)))
-            if stored.get(rel) == stamp:
+            unchanged = stored.get(rel) == stamp
+            if unchanged and not stored_too:
                 continue
             if stat.st_size > MAX_FILE_BYTES:
-                rows.append((rel, ANY, None))
+                if not unchanged:
+                    rows.append((rel, ANY, None))
                 continue
             try:
                 with open(self.root / rel, "rb") as handle:
@@ -198,30 +214,35 @@ class WordIndex:
                 gone.append(rel)  # rg cannot read it either
                 continue
             text = words_of(data) if len(data) <= MAX_FILE_BYTES else None
+            if unchanged:
+                if text is not None:
+                    known.append(text)
+                continue
             racy = stat.st_mtime_ns >= now - RACY_NS  # written within the clock's tick: read again at a walk
             rows.append((rel, None if racy else stamp, text))
-        if not rows and not gone:
-            return
-        if len(rows) > max(LEARNED_FILES, len(self._terms) // TERMS_PER_FILE):
-            self._vocabulary, self._terms = None, set()  # reading the index's words again costs less than `_learn`
-        with self.conn:
-            for rel in gone:
-                self._delete(rel)
-            for rel, kept, text in rows:
-                self._delete(rel)
-                self.conn.execute("INSERT INTO files (path, stamp) VALUES (?, ?)", (rel, ANY if text is None else kept))
-                if text is not None:
+        if len(rows) + len(known) > max(LEARNED_FILES, len(self._terms) // TERMS_PER_FILE):
+            self._forget_words()  # reading the index's words again costs less than `_learn`
+        if rows or gone:
+            with self.conn:
+                for rel in gone:
+                    self._delete(rel)
+                for rel, kept, text in rows:
+                    self._delete(rel)
                     self.conn.execute(
-                        "INSERT INTO words (rowid, text) VALUES (?, ?)", (self.conn.last_insert_rowid(), text)
+                        "INSERT INTO files (path, stamp) VALUES (?, ?)", (rel, ANY if text is None else kept)
                     )
-        self._changes += 1
+                    if text is not None:
+                        self.conn.execute(
+                            "INSERT INTO words (rowid, text) VALUES (?, ?)", (self.conn.last_insert_rowid(), text)
+                        )
+            self._changes += 1
         if self._vocabulary is not None:
-            self._learn(self._vocabulary, (text for _rel, _kept, text in rows if text is not None))
+            self._learn(self._vocabulary, known + [text for _rel, _kept, text in rows if text is not None])
 
     def _learn(self, vocabulary: str, texts: Iterable[str]) -> None:
-        """Add the words of files this process just stored to the vocabulary it keeps. A word no file holds
-        any more stays in it: looking it up finds no file, and that a part of words is in more than
-        `MAX_TERMS` of them only makes a pattern's need narrow nothing, so answers are the same."""
+        """Add the words of files this process just read to the vocabulary it keeps. A word no file holds any
+        more stays in it: looking it up finds no file, and that a part of words is in more than `MAX_TERMS`
+        of them only makes a pattern's need narrow nothing, so answers are the same."""
         new: set[str] = set()
         for text in texts:
             new.update(text.split())
@@ -294,14 +315,17 @@ class WordIndex:
 
     def _words(self) -> str:
         """Every word of the index, one a line (and perhaps words no file holds any more: `_learn`). Read
-        whole once, then kept up to date with this process's own changes; read again only once another
-        process (or connection) changed the index."""
-        version = self._data_version()
-        if self._vocabulary is None or version != self._read_at:
-            # the version first: a change committed between the two reads makes it read once more, not less
+        whole once, then kept up to date with the words of every file the feed names (`apply`): the index,
+        caught up, holds no other."""
+        if self._vocabulary is None:
+            # the version first: a change committed between the two reads only makes `apply` read more files
+            self._read_at = self._data_version()
             terms = [str(term) for (term,) in self.conn.execute("SELECT term FROM vocabulary")]
-            self._vocabulary, self._terms, self._read_at = "\n" + "\n".join(terms) + "\n", set(terms), version
+            self._vocabulary, self._terms = "\n" + "\n".join(terms) + "\n", set(terms)
         return self._vocabulary
+
+    def _forget_words(self) -> None:
+        self._vocabulary, self._terms = None, set()
 
     def load_vocabulary(self) -> None:
         """Read the index's words now (a long-lived process's start), not at the first grep that needs them."""
