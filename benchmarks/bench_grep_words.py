@@ -1,12 +1,20 @@
 """grep in a long-lived process with the word index (fsmem.query.grep_words) against rg over every file, same run.
 
 python benchmarks/bench_grep_words.py [--files 10000 | --sizes 10000] [--root DIR] [--calls 40] [--rounds 3]
+python benchmarks/bench_grep_words.py --parts-only --root COPY [--parts 7]
 
 On a copy of the corpus (`--root`: a memory to copy, such as /work/bench-keep/server-10k), in one process on a
 trusted feed: the word index's cold build against the search index's, its size against the Markdown's, a
 whole walk of it (the feed's periodic check), and the CPU seconds (this process and rg) per new grep — names
 as `bench_server.py --mixes unique` asks them, with and without -i, and patterns the index cannot narrow —
 with the prefilter and without it, interleaved rounds, as ratios.
+
+Then greps of a part of a word (the end of one word and the start of the next, an inside part), each new to the
+process, which look their words up in the index's list of words: the wall time of the grep, alternating with
+`rg --json` of the same pattern over the memory, with the list kept, after this process wrote a note (its words
+added to the list), and after another process wrote one (the list read again); and what reading the list
+costs. `--parts-only` runs only these, on `--root` as it is (a scratch copy whose caches are built: the notes
+it writes are removed at the end).
 """
 
 from __future__ import annotations
@@ -16,12 +24,15 @@ import os
 import random
 import resource
 import shutil
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from common import corpus, load, table
-from corpus import _FIRST, _LAST, _ORGS, _PROJECTS, _WORDS
+from common import corpus, load, ms, rg_bin, run_drained, table
+from corpus import _FIRST, _LAST, _ORGS, _PROJECTS, _WORDS, RARE_WORD
 
 from fsmem import Memory
 from fsmem.query import grep_cache, grep_words
@@ -68,6 +79,128 @@ def per_call(memory: Memory, calls: list[tuple[str, dict]], prefilter: bool) -> 
         grep_words.narrowed = narrowed
 
 
+# another long-lived process on the same memory: it writes a note and stores it in the word index, as the
+# other of `fsmem serve`'s two processes (or a second `fsmem watch`) does
+OTHER_WRITER = """
+import sys
+from fsmem.query.grep_words import WordIndex
+from fsmem.store.feed import Delta
+index = WordIndex(sys.argv[1])
+for line in sys.stdin:
+    rel = line.strip()
+    with open(f"{sys.argv[1]}/{rel}", "w") as handle:
+        handle.write(f"---\\ntitle: {rel}\\n---\\n- written by another process, {rel}\\n")
+    index.apply(Delta(False, "", {rel}, set()))
+    print("done", flush=True)
+"""
+
+
+def part_patterns(count: int, seed: int) -> list[str]:
+    """Greps of parts of words: a first name's end and a last name's start, or the inside of the rare word."""
+    rng, seen = random.Random(seed), set()
+    while len(seen) < count:
+        if rng.random() < 0.8:
+            first, last = rng.choice(_FIRST), rng.choice(_LAST)
+            seen.add(f"{first[rng.randrange(1, 3) :]} {last[: len(last) - rng.randrange(1, 3)]}")
+        else:
+            start = rng.randrange(1, 4)
+            seen.add(RARE_WORD[start : start + rng.randrange(4, 6)])
+    return sorted(seen)
+
+
+def parts(memory: Memory, count: int) -> tuple[list[list[str]], list[str]]:
+    """The rows of the part-of-a-word table, and the vocabulary's cost rows."""
+    root = memory.root
+    index = grep_words.caught_up(root)
+    assert index is not None, "no trusted change feed here: the prefilter does not run"
+    reads = []
+    for _ in range(3):
+        fresh = grep_words.WordIndex(root)  # a new process's index: nothing read yet
+        started, wall = cpu(), time.perf_counter()
+        fresh.load_vocabulary()
+        reads.append((cpu() - started, time.perf_counter() - wall))
+        terms = fresh._vocabulary.count("\n") - 1 if fresh._vocabulary else 0
+        fresh.close()
+    index.load_vocabulary()
+    other = subprocess.Popen(
+        [sys.executable, "-c", OTHER_WRITER, str(root)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    patterns = part_patterns(count, seed=7)
+    memory.grep(patterns[0], max_results=5)  # the process's first grep loads what every grep needs (the tokenizer)
+    states = ["the list kept", "after this process wrote a note", "after another process wrote one"]
+    greps: dict[str, list[float]] = {state: [] for state in states}
+    prefilter: dict[str, list[float]] = {state: [] for state in states}
+    narrowed, spent = grep_words.narrowed, []
+
+    def timed_narrowed(*args, **kwargs):
+        wall = time.perf_counter()
+        try:
+            return narrowed(*args, **kwargs)
+        finally:
+            spent.append(time.perf_counter() - wall)
+
+    grep_words.narrowed = timed_narrowed
+    rgs: dict[str, list[float]] = {state: [] for state in states}
+    totals: list[int] = []
+    written = []
+    try:
+        for k, pattern in enumerate(patterns):
+            for n in range(len(states)):
+                state = states[(n + k) % len(states)]  # each state first, second and third in turn
+                rel = f"topics/bench-parts-{k}-{n}.md"
+                if state == states[1]:
+                    memory.write(rel, f"---\ntitle: {rel}\n---\n- written by this process, {rel}\n")
+                elif state == states[2]:
+                    other.stdin.write(rel + "\n")
+                    other.stdin.flush()
+                    assert other.stdout.readline() == "done\n"
+                if state != states[0]:
+                    written.append(root / rel)
+                else:  # what a write before makes every grep read again (the superseded lines' rows) read here
+                    memory.grep(RARE_WORD, max_results=1)
+                grep_cache.forget(root)
+                spent.clear()
+                wall = time.perf_counter()
+                totals.append(memory.grep(pattern, max_results=5).total)
+                greps[state].append(time.perf_counter() - wall)
+                prefilter[state].append(sum(spent))
+                rgs[state].append(run_drained([rg_bin(), "--json", pattern], root)[0])
+    finally:
+        grep_words.narrowed = narrowed
+        other.stdin.close()
+        other.wait()
+        for path in written:
+            path.unlink(missing_ok=True)
+    rows = []
+    for state in states:
+        grep, rg = statistics.median(greps[state]), statistics.median(rgs[state])
+        word_index = statistics.median(prefilter[state])
+        rows.append([state, ms(grep), f"{word_index * 1000:.1f} ms", ms(rg), f"{grep / rg:.2f}x"])
+    rows[0].insert(1, f"{min(totals):,}-{max(totals):,}")
+    for row in rows[1:]:
+        row.insert(1, "")
+    cost = [
+        f"{terms:,}",
+        f"{statistics.median(c for c, _ in reads) * 1000:.0f} ms",
+        f"{statistics.median(w for _, w in reads) * 1000:.0f} ms",
+    ]
+    return rows, cost
+
+
+def print_parts(memory: Memory, count: int) -> None:
+    before = load()
+    rows, cost = parts(memory, count)
+    print(f"({before} before, {load()} after)")
+    print(
+        table(
+            f"a grep of a part of a word in a long-lived process, {count} patterns, each in every state (median wall)",
+            ["the index's list of words", "matches", "fsmem grep", "of which the word index", "rg --json", "ratio"],
+            rows,
+        )
+    )
+    print(table("reading the list of words (a new process's)", ["words", "CPU", "wall"], [cost]))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--files", type=int, default=10_000)
@@ -75,8 +208,21 @@ def main() -> None:
     parser.add_argument("--root", type=Path, help="a memory to copy (default: the benchmark corpus)")
     parser.add_argument("--calls", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--parts", type=int, default=7, help="patterns per state of the part-of-a-word greps")
+    parser.add_argument("--parts-only", action="store_true", help="only those, on --root as it is (a scratch copy)")
     args, _ = parser.parse_known_args()  # run_all.py passes every script the same arguments
     files = int(args.sizes.split(",")[0]) if args.sizes else args.files
+    if args.parts_only:
+        if not args.root:
+            raise SystemExit("--parts-only needs --root: a scratch copy whose caches are built")
+        memory = Memory(args.root)
+        memory.ls()
+        memory.ls()  # a second call: the feed runs
+        try:
+            print_parts(memory, args.parts)
+        finally:
+            memory.close()
+        return
     source = args.root or corpus(files)
     before = load()
     with tempfile.TemporaryDirectory(prefix="bench-grep-words-") as scratch:
@@ -117,6 +263,7 @@ def main() -> None:
                 with_index.append(per_call(memory, chunk, prefilter=True))
             a, b = min(without), min(with_index)
             rows.append([label, f"{a * 1000:.1f} ms", f"{b * 1000:.1f} ms", f"{b / a:.2f}x"])
+        print_parts(memory, args.parts)
         memory.close()
     print(f"({before} before, {load()} after)")
     print(
