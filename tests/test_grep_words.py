@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fsmem import Memory
 from fsmem.query import grep_cache, grep_words
-from fsmem.query.grep_words import Need, needs, words_of
+from fsmem.query.grep_terms import Need, needs, words_of
 from fsmem.store.feed import Delta
 
 KELVIN, LONG_S = "\u212a", "\u017f"

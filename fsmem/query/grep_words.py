@@ -16,29 +16,24 @@ character outside printable ASCII) gets no prefilter, nor one whose files
 would be too many to gain anything (more than `MAX_CANDIDATES` and more than
 a quarter of the memory's files): rg walks the memory.
 
-With `--ignore-case`, rg folds case as Unicode's simple folding does, and two
-non-ASCII letters fold to ASCII ones: U+212A KELVIN SIGN to k, U+017F LONG S
-to s. The index reads them as those letters, so a file spelling a word with
-them holds the ASCII word too (a superset, which costs a case-sensitive grep
-nothing but a candidate). A file starting with a UTF-16 byte-order mark (rg
-reads it transcoded) is a candidate for every pattern, and so is one larger
-than `MAX_FILE_BYTES` (never read whole for its words) or holding a word longer
-than FTS5 keeps of one (`MAX_WORD_BYTES`).
+What a pattern needs and what words a file holds are `fsmem.query.grep_terms`'s.
+A file it gives no words (UTF-16, or holding a word longer than FTS5 keeps) is
+a candidate for every pattern, and so is one larger than `MAX_FILE_BYTES`
+(never read whole for its words).
 """
 
 from __future__ import annotations
 
 import os
-import re
 import sys
 import threading
 import time
 import weakref
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fsmem.query.grep_terms import Need, needs, words_of
 from fsmem.store.cache import RACY_NS, Connection, DatabaseError, connect, discard, is_transient, stamp_of
 from fsmem.store.paths import STATE_DIR, is_memory_path, is_visible_folder
 from fsmem.store.walk import FOLDER, probe, walk_entries
@@ -62,13 +57,6 @@ TERMS_PER_FILE = 3
 LEARNED_FILES = 1000
 ANY = "-1"  # the stamp column's mark of a file that is a candidate for every pattern (UTF-16, too large, a long word)
 MAX_FILE_BYTES = 8 << 20  # a larger file is not read for its words (a 1 GB log would be read whole): always searched
-MAX_WORD_BYTES = 32768  # FTS5 keeps this much of a longer word (FTS5_MAX_TOKEN_SIZE): its file is always searched
-
-_WORD_BYTES = re.compile(rb"[a-z0-9]+")
-_WORD = re.compile(r"[A-Za-z0-9]+")
-_REGEX_OPERATORS = frozenset("\\.+*?()|[]{}^$")
-_UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
-_FOLDED = (("\u212a".encode(), b"k"), ("\u017f".encode(), b"s"))  # what rg -i matches to an ASCII letter
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, stamp TEXT);
@@ -78,48 +66,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS words USING fts5(
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS vocabulary USING fts5vocab(words, 'row');
 """
-
-
-@dataclass(frozen=True)
-class Need:
-    """A word every match holds: as a whole word of the file (`exact`), or as its start (`prefix`), its end
-    (`suffix`) or anywhere in it (`inner`)."""
-
-    word: str
-    kind: str
-
-
-def needs(pattern: str, *, fixed_strings: bool, word: bool) -> list[Need] | None:
-    """The words every match of `pattern` holds (lowercased), or None where the pattern is not one this
-    module reasons about exactly: a regular expression with operators, or a character outside printable
-    ASCII (a newline, or a letter whose case rg folds beyond ASCII)."""
-    if not pattern or not all(" " <= c <= "~" for c in pattern):
-        return None
-    if not fixed_strings and not _REGEX_OPERATORS.isdisjoint(pattern):
-        return None
-    found = []
-    for run in _WORD.finditer(pattern):
-        start = run.start() > 0 or word  # a pattern's non-alphanumeric neighbour, or -w's boundary, ends the word
-        end = run.end() < len(pattern) or word
-        kind = "exact" if start and end else "prefix" if start else "suffix" if end else "inner"
-        found.append(Need(run.group().lower(), kind))
-    return found
-
-
-def words_of(data: bytes) -> str | None:
-    """A file's distinct words, lowercased, space-separated (what the `ascii` tokenizer splits back); None
-    for a file rg would transcode (UTF-16) or holding a word longer than FTS5 keeps of one (the vocabulary
-    would not hold its end), which every pattern may match."""
-    if data.startswith(_UTF16_MARKS):
-        return None
-    data = data.lower()  # ASCII letters only, as the index's words are
-    for letter, ascii_letter in _FOLDED:
-        if letter in data:
-            data = data.replace(letter, ascii_letter)
-    words = set(_WORD_BYTES.findall(data))
-    if words and max(map(len, words)) > MAX_WORD_BYTES:
-        return None
-    return b" ".join(words).decode("ascii")
 
 
 class WordIndex:
