@@ -567,3 +567,22 @@ def test_a_watchers_start_reads_the_words_before_the_first_grep(tmp_path):
     finally:
         kept.close()
         memory.close()
+
+
+def test_a_list_grown_past_twice_the_words_it_was_read_with_is_read_again(watched, monkeypatch):
+    """Words no file holds any more stay in the kept list until it is read again: it is, once it has grown to
+    `GROWTH` times its words and `LEARNED_WORDS` more, so notes written and removed for a year do not grow it
+    for ever."""
+    monkeypatch.setattr(grep_words, "GROWTH", 1)
+    monkeypatch.setattr(grep_words, "LEARNED_WORDS", 4)
+    _rewrite(watched, {"a.md": b"walrus\n"})
+    index = grep_words.caught_up(watched.root)
+    index.load_vocabulary()
+    reads = _vocabulary_reads(index)
+    try:
+        for n in range(12):
+            _rewrite(watched, {"a.md": f"walrus qq{n:02d}a qq{n:02d}b\n".encode()})  # two new words, two gone
+            assert _paths(watched, f"q{n:02d}b") == ["a.md"]
+        assert 1 <= len(reads) <= 6
+    finally:
+        index.conn.exec_trace = None

@@ -52,9 +52,9 @@ MAX_NEEDS = 8  # words of one pattern looked up (any of them narrows soundly; th
 SHORTEST_PART = 3  # a shorter start, end or inner part of words narrows little and costs a long lookup
 MAX_TERMS = 64  # words of the memory holding a pattern's inner word: more, and that word says too little
 # adding one file's words to a kept vocabulary (`_learn`) costs what reading 3 of the index's words again does (9 µs,
-# 3 µs each); up to LEARNED_FILES files (9 ms) they are always added
-TERMS_PER_FILE = 3
-LEARNED_FILES = 1000
+# 3 µs each); up to LEARNED_FILES files (9 ms) they are always added; it is read again once it holds GROWTH times
+# the words it was read with and LEARNED_WORDS more (words no file holds any more are let go then)
+TERMS_PER_FILE, LEARNED_FILES, GROWTH, LEARNED_WORDS = 3, 1000, 2, 100_000
 ANY = "-1"  # the stamp column's mark of a file that is a candidate for every pattern (UTF-16, too large, a long word)
 MAX_FILE_BYTES = 8 << 20  # a larger file is not read for its words (a 1 GB log would be read whole): always searched
 
@@ -77,6 +77,7 @@ class WordIndex:
         self.conn = _open(self.root / STATE_DIR / INDEX_FILE)
         self._vocabulary: str | None = None  # "\nterm\nterm\n": every word of the index, and perhaps some gone
         self._terms: set[str] = set()  # the same words, while `_vocabulary` is kept
+        self._read_terms = 0  # how many it was read with
         self._read_at: int | None = None  # the index's data_version when `_vocabulary` was read (`apply`)
         self._paths: frozenset[str] | None = None  # the files held, while `_version` holds
         self._held: int | None = None  # how many, while `_version` holds
@@ -113,9 +114,8 @@ class WordIndex:
                     )
                     gone.extend(str(path) for (path,) in rows if path not in inside)
                 stored = self._stamps(seen)
-            # Once another process stored files since the list of words was read (PRAGMA data_version, asked
-            # after the stamps were), a file this process finds stored already may hold words the list lacks:
-            # the files the feed names are read for them; a walk would read every file, so the list is let go
+            # Once another process stored files since the list of words was read (data_version, asked after the
+            # stamps), the files the feed names are read for words it lacks; a walk reads no unchanged file: let go
             others = self._vocabulary is not None and self._data_version() != self._read_at
             if others and delta.full:
                 self._forget_words()
@@ -186,9 +186,8 @@ class WordIndex:
             self._learn(self._vocabulary, known + [text for _rel, _kept, text in rows if text is not None])
 
     def _learn(self, vocabulary: str, texts: Iterable[str]) -> None:
-        """Add the words of files this process just read to the vocabulary it keeps. A word no file holds any
-        more stays in it: looking it up finds no file, and that a part of words is in more than `MAX_TERMS`
-        of them only makes a pattern's need narrow nothing, so answers are the same."""
+        """Add the words of files just read to the vocabulary kept. A word no file holds any more stays: its
+        lookup finds no file, and past `MAX_TERMS` a need only narrows nothing, so answers are the same."""
         new: set[str] = set()
         for text in texts:
             new.update(text.split())
@@ -196,6 +195,8 @@ class WordIndex:
         if new:
             self._terms |= new
             self._vocabulary = vocabulary + "\n".join(new) + "\n"
+        if len(self._terms) > GROWTH * self._read_terms + LEARNED_WORDS:
+            self._forget_words()
 
     def _delete(self, rel: str) -> None:
         row = self.conn.execute("SELECT id FROM files WHERE path = ?", (rel,)).fetchone()
@@ -260,14 +261,13 @@ class WordIndex:
         return found
 
     def _words(self) -> str:
-        """Every word of the index, one a line (and perhaps words no file holds any more: `_learn`). Read
-        whole once, then kept up to date with the words of every file the feed names (`apply`): the index,
-        caught up, holds no other."""
+        """Every word of the index, one a line (perhaps some no file holds any more: `_learn`); read once,
+        then kept up to date with the words of every file the feed names (`apply`): the index holds no other."""
         if self._vocabulary is None:
             # the version first: a change committed between the two reads only makes `apply` read more files
             self._read_at = self._data_version()
             terms = [str(term) for (term,) in self.conn.execute("SELECT term FROM vocabulary")]
-            self._vocabulary, self._terms = "\n" + "\n".join(terms) + "\n", set(terms)
+            self._vocabulary, self._terms, self._read_terms = "\n" + "\n".join(terms) + "\n", set(terms), len(terms)
         return self._vocabulary
 
     def _forget_words(self) -> None:
