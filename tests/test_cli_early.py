@@ -81,7 +81,9 @@ def test_an_early_pass_bigger_than_a_pipe_runs_to_its_end_before_it_is_claimed(r
     while process.poll() is None:  # nothing of this process reads its output yet
         assert time.monotonic() < deadline, "the early rg waited on a full pipe"
         time.sleep(0.01)
-    assert sum(len(chunk) for chunk in rg_command._started[0][3].chunks) > 1 << 17
+    drained = rg_command._started[0][3]
+    drained.thread.join(60)  # rg has ended: its reader ends at the output's end (or at DRAINED_BYTES)
+    assert not drained.thread.is_alive() and sum(len(chunk) for chunk in drained.chunks) > 1 << 17
     assert Memory(root).grep("zephyr").to_text() == expected
     assert rg_command._started == [] and process.returncode == 0
 
