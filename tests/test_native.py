@@ -1,6 +1,7 @@
-"""fsmem.search._native, the document part of the score in C, against its Python twin in
-fsmem.search.postings: the same positions, the same floats to the bit, ties in the same order, the same rows
-refused as damaged. (tests/test_postings.py runs the document part against FTS5's bm25() on both paths.)"""
+"""fsmem.search._native against its Python twins: the document part of the score (fsmem.search.postings: the
+same positions, the same floats to the bit, ties in the same order, the same rows refused as damaged;
+tests/test_postings.py runs it against FTS5's bm25() on both paths), and a cold build's cutting of a plain
+body's sections into rows (fsmem.format.rows.plain_rows): the same line numbers, texts and bullets."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from fsmem.format.rows import plain_rows
 from fsmem.search import postings
 from fsmem.search.index import SearchIndex
 from fsmem.store import cache as _cache
@@ -32,7 +34,7 @@ def test_the_native_module_is_built():
     except ImportError as exc:
         pytest.fail(f"{NOT_BUILT} ({exc})")
     assert module is NATIVE
-    assert {"term_parts", "best_documents"} <= set(dir(module))
+    assert {"term_parts", "best_documents", "plain_rows"} <= set(dir(module))
 
 
 def _prepared():
@@ -114,6 +116,27 @@ def test_the_c_module_and_its_python_twin_answer_alike(data, shape):
     finally:
         postings.CHUNK_BITS, postings.DENSE = saved
         postings._native = NATIVE
+
+
+# ASCII text made of what the cutting tells apart: line breaks, blank and indented lines, every ASCII space
+# (\x1c-\x1f are spaces to re and str.strip), bullets and near-bullets, headings, letters, digits
+_PIECES = st.sampled_from(
+    ["\n", "\n\n", " ", "\t", "\r", "\x0b", "\x0c", "\x1c", "\x1f", "- ", "-", "* ", "+\t", "1. ", "12) ", "123. ", "1234. ",
+     "7.", "#", "## ", "a", "Bc", "x_y", "9", "\0", ":", "[D1:3]", "\x7f"]
+)  # fmt: skip
+_ASCII_TEXT = st.lists(_PIECES | st.text(st.characters(max_codepoint=127), max_size=3), max_size=60).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_ASCII_TEXT, st.integers(-2, 70), st.integers(-2, 70), st.integers(-5, 1000))
+def test_the_c_module_cuts_rows_as_its_twin(body, begin, stop, number):
+    """Any ASCII text (not only the plain bodies a cold build gives it), any range of it: the rows the C module
+    cuts are `plain_rows`' (`_PLAIN_ROW`'s), with the same line numbers, texts and bullets."""
+    if NATIVE is None:
+        pytest.fail(NOT_BUILT)
+    text = "\n" + body
+    assert NATIVE.plain_rows(text, begin, stop, number) == plain_rows(text, begin, stop, number)
+    assert NATIVE.plain_rows(text, 0, len(text), number) == plain_rows(text, 0, len(text), number)
 
 
 def _damaged(kind: str, row: list, rng: random.Random) -> None:

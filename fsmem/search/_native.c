@@ -1,10 +1,14 @@
-/* fsmem.search._native: the document part of the score in C (fsmem.search.postings holds its Python twin).
+/* fsmem.search._native: the document part of the score and a cold build's cutting of rows, in C (Python twins:
+   fsmem.search.postings, fsmem.format.rows).
 
    `term_parts` decodes one term's posting rows (gaps, counts) into the live documents' positions and the
    term's BM25 part of each; `best_documents` adds a query's parts per document in the query's order and
    picks the best `limit`, ties by position. Every float is the one the Python twin computes: the same
    operations in the same order on IEEE doubles (built with -ffp-contract=off and without fast-math, so no
-   multiply-add is fused), the same libm log. tests/test_postings.py holds the two equal. */
+   multiply-add is fused), the same libm log. tests/test_postings.py holds the two equal.
+
+   `plain_rows` cuts one section of a plain body into rows, as fsmem.format.rows.plain_rows (its twin) does
+   with a regex, on ASCII text. tests/test_native.py holds each twin equal. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -484,16 +488,141 @@ done:
     return result;
 }
 
+
+/* plain_rows: the rows of one section of a plain body (fsmem.format.rows.plain_rows is its twin). */
+
+PyDoc_STRVAR(plain_rows_doc,
+"plain_rows(text, begin, stop, number, /) -> tuple[list[int], list[str], list[bool]]\n\n"
+"The rows fsmem.format.rows._PLAIN_ROW finds in ASCII text[begin:stop], each from a line break: a bullet\n"
+"line, or a run of lines that start with no space and no bullet, after any blank lines. Per row: its\n"
+"first line's number (`number` is the line ending at `begin`), its text stripped, whether it is a bullet.");
+
+/* Python's str.isspace() and re's \s, on an ASCII character. */
+static int
+is_space(unsigned char c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
+}
+
+/* Whether a bullet starts at `at` (`_BULLET_START`: "-", "*", "+", or 1-3 digits and "." or ")"; then spaces or
+   tabs, then a character that is no space), looking no further than `stop`. */
+static int
+bullet_at(const unsigned char *s, Py_ssize_t at, Py_ssize_t stop)
+{
+    Py_ssize_t q = at;
+    if (q >= stop)
+        return 0;
+    if (s[q] == '-' || s[q] == '*' || s[q] == '+')
+        q++;
+    else if (s[q] >= '0' && s[q] <= '9') {
+        while (q < stop && s[q] >= '0' && s[q] <= '9')
+            q++;
+        if (q - at > 3 || q >= stop || (s[q] != '.' && s[q] != ')'))
+            return 0;
+        q++;
+    }
+    else
+        return 0;
+    if (q >= stop || (s[q] != ' ' && s[q] != '\t'))
+        return 0;
+    while (q < stop && (s[q] == ' ' || s[q] == '\t'))
+        q++;
+    return q < stop && !is_space(s[q]);
+}
+
+/* Where the line at `at` ends: its line break, or `stop`. */
+static Py_ssize_t
+line_end(const unsigned char *s, Py_ssize_t at, Py_ssize_t stop)
+{
+    const unsigned char *found = at < stop ? memchr(s + at, '\n', (size_t)(stop - at)) : NULL;
+    return found ? found - s : stop;
+}
+
+static PyObject *
+plain_rows(PyObject *self, PyObject *args)
+{
+    PyObject *text;
+    Py_ssize_t begin, stop, number;
+    if (!PyArg_ParseTuple(args, "Unnn:plain_rows", &text, &begin, &stop, &number))
+        return NULL;
+    if (!PyUnicode_IS_ASCII(text)) {
+        PyErr_SetString(PyExc_ValueError, "text: ASCII text was expected");
+        return NULL;
+    }
+    const unsigned char *s = PyUnicode_1BYTE_DATA(text);
+    Py_ssize_t size = PyUnicode_GET_LENGTH(text);
+    begin = begin < 0 ? 0 : begin; /* as re's pos and endpos */
+    stop = stop > size ? size : stop;
+    PyObject *lines = PyList_New(0), *texts = PyList_New(0), *bullets = PyList_New(0);
+    if (lines == NULL || texts == NULL || bullets == NULL)
+        goto failed;
+    Py_ssize_t p = begin;
+    while (p < stop) {
+        if (s[p] != '\n') { /* a match starts with a line break */
+            p = line_end(s, p, stop);
+            continue;
+        }
+        Py_ssize_t r = p + 1, blank = 0;
+        for (;;) { /* every whole blank line */
+            Py_ssize_t t = r;
+            while (t < stop && s[t] != '\n' && is_space(s[t]))
+                t++;
+            if (t >= stop || s[t] != '\n')
+                break;
+            r = t + 1;
+            blank++;
+        }
+        if (r >= stop || is_space(s[r])) { /* no row here: the next position */
+            p++;
+            continue;
+        }
+        int bullet = bullet_at(s, r, stop);
+        Py_ssize_t end = line_end(s, r, stop), breaks = 0;
+        if (!bullet)
+            while (end + 1 < stop && !is_space(s[end + 1]) && !bullet_at(s, end + 1, stop)) {
+                end = line_end(s, end + 1, stop);
+                breaks++;
+            }
+        number += 1 + blank;
+        Py_ssize_t last = end;
+        while (last > r && is_space(s[last - 1]))
+            last--;
+        PyObject *line = PyLong_FromSsize_t(number);
+        PyObject *row = PyUnicode_New(last - r, 127);
+        if (row != NULL)
+            memcpy(PyUnicode_1BYTE_DATA(row), s + r, (size_t)(last - r));
+        int failed = line == NULL || row == NULL || PyList_Append(lines, line) < 0 || PyList_Append(texts, row) < 0
+                     || PyList_Append(bullets, bullet ? Py_True : Py_False) < 0;
+        Py_XDECREF(line);
+        Py_XDECREF(row);
+        if (failed)
+            goto failed;
+        number += breaks;
+        p = end;
+    }
+    PyObject *found = PyTuple_Pack(3, lines, texts, bullets);
+    Py_DECREF(lines);
+    Py_DECREF(texts);
+    Py_DECREF(bullets);
+    return found;
+failed:
+    Py_XDECREF(lines);
+    Py_XDECREF(texts);
+    Py_XDECREF(bullets);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"term_parts", term_parts, METH_VARARGS, term_parts_doc},
     {"best_documents", best_documents, METH_VARARGS, best_documents_doc},
+    {"plain_rows", plain_rows, METH_VARARGS, plain_rows_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     "fsmem.search._native",
-    "The document part of fsmem's search score in C; fsmem.search.postings holds its Python twin.",
+    "The document part of fsmem's search score, and a cold build's cutting of rows, in C (their Python twins: fsmem.search.postings, fsmem.format.rows).",
     -1,
     methods,
 };

@@ -1,4 +1,6 @@
-"""The document part of the score in C (fsmem/search/_native.c); fsmem.search.postings holds its Python twin."""
+"""fsmem's C module (fsmem/search/_native.c): the document part of the score (its Python twin:
+fsmem.search.postings) and a cold build's cutting of a plain body's sections into rows (its twin:
+fsmem.format.rows.plain_rows)."""
 
 from array import array
 from collections.abc import Sequence
@@ -9,3 +11,4 @@ def term_parts(
 def best_documents(
     terms: Sequence[tuple[array, array, array | None]], rows: int, limit: int, sparse: bool, /
 ) -> tuple[list[int], list[float]]: ...
+def plain_rows(text: str, begin: int, stop: int, number: int, /) -> tuple[list[int], list[str], list[bool]]: ...
