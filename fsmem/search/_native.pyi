@@ -1,9 +1,9 @@
 """fsmem's C module (fsmem/search/_native.c): the document part of the score (its Python twin:
-fsmem.search.postings) and a cold build's cutting of a plain body's sections into rows (its twin:
-fsmem.format.rows.plain_rows)."""
+fsmem.search.postings), and a cold build's cutting of a plain body's sections into rows and of its rows'
+texts into stems (their twins: fsmem.format.rows.plain_rows, fsmem.search.analyzer.stemmed_texts)."""
 
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 def term_parts(
     rows: Sequence[tuple[int, int, bytes, bytes]], ids: array, norm: array, shift: int, k: float, dense: int, /
@@ -12,3 +12,6 @@ def best_documents(
     terms: Sequence[tuple[array, array, array | None]], rows: int, limit: int, sparse: bool, /
 ) -> tuple[list[int], list[float]]: ...
 def plain_rows(text: str, begin: int, stop: int, number: int, /) -> tuple[list[int], list[str], list[bool]]: ...
+def stemmed_texts(
+    joined: str, table: dict[str, str], missing: Callable[[str], str], counts: dict[str, int] | None, /
+) -> list[str]: ...
