@@ -218,8 +218,7 @@ _PLAIN_ROW = re.compile(
 
 def _plain(body: str) -> bool:
     """Whether `plain_columns` may cut `body`: no fence, comment, odd line break or indented line in it."""
-    # a search for a string that starts with a common character ("\n": every line) is slower than one for a
-    # rare character first, or a regex: at 10k files these checks took 0.27 s of CPU, now some 0.07 s
+    # a search for "\n " stops at every line break: a rare character looked for first, or a regex, is faster
     if ("`" in body and "```" in body) or ("~" in body and "~~~" in body) or ("<" in body and "<!--" in body):
         return False
     if body.isascii():  # the same answers as the regexes below (a whitespace-only line too)
