@@ -1,6 +1,8 @@
-"""fsmem.search._native, the document part of the score in C, against its Python twin in
-fsmem.search.postings: the same positions, the same floats to the bit, ties in the same order, the same rows
-refused as damaged. (tests/test_postings.py runs the document part against FTS5's bm25() on both paths.)"""
+"""fsmem.search._native against its Python twins: the document part of the score (fsmem.search.postings: the
+same positions, the same floats to the bit, ties in the same order, the same rows refused as damaged;
+tests/test_postings.py runs it against FTS5's bm25() on both paths), and a cold build's cutting of a plain
+body's sections into rows (fsmem.format.rows.plain_rows) and of its rows' texts into stems
+(fsmem.search.analyzer.stemmed_texts): the same strings, numbers and counts, in the same order."""
 
 from __future__ import annotations
 
@@ -8,12 +10,15 @@ import importlib
 import random
 import struct
 from array import array
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from fsmem.format.rows import plain_rows
 from fsmem.search import postings
+from fsmem.search.analyzer import Analyzer, stemmed_texts
 from fsmem.search.index import SearchIndex
 from fsmem.store import cache as _cache
 
@@ -32,7 +37,7 @@ def test_the_native_module_is_built():
     except ImportError as exc:
         pytest.fail(f"{NOT_BUILT} ({exc})")
     assert module is NATIVE
-    assert {"term_parts", "best_documents"} <= set(dir(module))
+    assert {"term_parts", "best_documents", "plain_rows", "stemmed_texts"} <= set(dir(module))
 
 
 def _prepared():
@@ -114,6 +119,63 @@ def test_the_c_module_and_its_python_twin_answer_alike(data, shape):
     finally:
         postings.CHUNK_BITS, postings.DENSE = saved
         postings._native = NATIVE
+
+
+# ASCII text made of what the cutting tells apart: line breaks, blank and indented lines, every ASCII space
+# (\x1c-\x1f are spaces to re and str.strip), bullets and near-bullets, headings, letters, digits
+_PIECES = st.sampled_from(
+    ["\n", "\n\n", " ", "\t", "\r", "\x0b", "\x0c", "\x1c", "\x1f", "- ", "-", "* ", "+\t", "1. ", "12) ", "123. ", "1234. ",
+     "7.", "#", "## ", "a", "Bc", "x_y", "9", "\0", ":", "[D1:3]", "\x7f"]
+)  # fmt: skip
+_ASCII_TEXT = st.lists(_PIECES | st.text(st.characters(max_codepoint=127), max_size=3), max_size=60).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_ASCII_TEXT, st.integers(-2, 70), st.integers(-2, 70), st.integers(-5, 1000))
+def test_the_c_module_cuts_rows_as_its_twin(body, begin, stop, number):
+    """Any ASCII text (not only the plain bodies a cold build gives it), any range of it: the rows the C module
+    cuts are `plain_rows`' (`_PLAIN_ROW`'s), with the same line numbers, texts and bullets."""
+    if NATIVE is None:
+        pytest.fail(NOT_BUILT)
+    text = "\n" + body
+    assert NATIVE.plain_rows(text, begin, stop, number) == plain_rows(text, begin, stop, number)
+    assert NATIVE.plain_rows(text, 0, len(text), number) == plain_rows(text, 0, len(text), number)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_ASCII_TEXT, min_size=1, max_size=6), st.booleans(), st.booleans())
+def test_the_c_module_stems_texts_as_its_twin(texts, counted, known):
+    """Random ASCII texts joined as `Analyzer.texts` joins them: the same terms per text and the same counts,
+    in the order they first occur; words not yet in the table (all of them, or none) stemmed alike."""
+    if NATIVE is None:
+        pytest.fail(NOT_BUILT)
+    joined = " \0 ".join(t.replace("\0", "") for t in texts)
+    found = []
+    for cut in (NATIVE.stemmed_texts, stemmed_texts):
+        analyzer = Analyzer()
+        if known:
+            stemmed_texts(joined, analyzer._table, analyzer._stem_new, None)
+        asked: list[str] = []
+
+        def missing(word: str, analyzer: Analyzer = analyzer, asked: list[str] = asked) -> str:
+            asked.append(word)
+            return analyzer._stem_new(word)
+
+        counts: Counter[str] | None = Counter({"kept": 2}) if counted else None
+        found.append((cut(joined, analyzer._table, missing, counts), counts and list(counts.items()), set(asked)))
+    assert found[0] == found[1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_ASCII_TEXT, max_size=6))
+def test_analyzer_texts_is_text_of_each(texts):
+    """`Analyzer.texts`, in C where built, is `Analyzer.text` of each text, with every term and its count."""
+    analyzer, terms, counts = Analyzer(), set(), Counter()
+    found = analyzer.texts(texts, terms, counts)
+    each = [Analyzer().text(t) for t in texts]
+    assert found == each
+    assert counts == Counter(" ".join(each).split())
+    assert terms == set(counts)
 
 
 def _damaged(kind: str, row: list, rng: random.Random) -> None:

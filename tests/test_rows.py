@@ -1,7 +1,17 @@
 from hypothesis import given, strategies as st
 
 from fsmem import format as fmt
-from fsmem.format.rows import _file_subject, _lined_rows, document_rows, is_fact, plain_columns, split_rows, subject_of
+from fsmem.format.rows import (
+    _file_subject,
+    _lined_rows,
+    document_rows,
+    is_fact,
+    plain_columns,
+    sections_rows,
+    split_rows,
+    subject_of,
+)
+from fsmem.search import _native
 
 DOC = """---
 title: Goaltender
@@ -117,6 +127,9 @@ def test_rows_cut_by_sections_are_the_rows_cut_line_by_line(lines, front, last_b
     for classify in (True, False):
         expected = _lined_rows("a.md", doc, classify, doc.title, _file_subject(doc.front_matter))
         assert document_rows("a.md", doc, classify=classify) == expected
+        cut_in_c = plain_columns(doc, _native.plain_rows)  # as a cold build cuts it, where the module is built
+        if cut_in_c is not None:
+            assert sections_rows("a.md", *cut_in_c, classify=classify) == expected
     if not any(line in _ODD_LINES or (line and not line.strip()) for line in lines):
         assert plain_columns(doc) is not None  # nothing indented, no odd break: cut by sections
 

@@ -9,6 +9,7 @@ shows it. Pure functions over text: no I/O.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -206,6 +207,7 @@ def _lined_rows(path: str, doc: fmt.Document, classify: bool, title: str | None,
 # line, and a paragraph the run of other non-blank lines, as the general loop cuts them (tests/test_rows.py).
 _ODD_BREAK = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")  # what splitlines cuts besides \n
 _INDENTED = re.compile(r"^[^\S\n]+\S", re.M)
+_LINE_SPACE = re.compile("\n[ \t\x1f]")  # in ASCII text: a line after the first that starts with a space
 _HEADING_LINE = re.compile(fmt.HEADING.pattern, re.M)  # `^` where a match starts after a line break
 _BULLET_START = r"(?=[-*+0-9])(?:[-*+]|\d{1,3}[.)])[ \t]+\S"  # `_BULLET`, `_BULLET_FIRST` on a line not indented
 # from the line break before a row (and the blank lines before it): the next row, each match where the last ended
@@ -216,19 +218,18 @@ _PLAIN_ROW = re.compile(
 
 def _plain(body: str) -> bool:
     """Whether `plain_columns` may cut `body`: no fence, comment, odd line break or indented line in it."""
-    if "```" in body or "~~~" in body or "<!--" in body:
+    # a search for "\n " stops at every line break: a rare character looked for first, or a regex, is faster
+    if ("`" in body and "```" in body) or ("~" in body and "~~~" in body) or ("<" in body and "<!--" in body):
         return False
-    if body.isascii():  # the same answers as the regexes below, found by C's memchr (a whitespace-only line too)
+    if body.isascii():  # the same answers as the regexes below (a whitespace-only line too)
         return not (
-            "\n " in body
-            or "\n\t" in body
+            _LINE_SPACE.search(body)
             or "\r" in body
             or "\x0b" in body
             or "\x0c" in body
             or "\x1c" in body
             or "\x1d" in body
             or "\x1e" in body
-            or "\n\x1f" in body
             or body[:1] in (" ", "\t", "\x1f")
         )
     return not (_ODD_BREAK.search(body) or _INDENTED.search(body))
@@ -239,16 +240,37 @@ def _plain(body: str) -> bool:
 Section = tuple[list[str], "str | None", bool, list[int], list[str], list[bool]]
 
 
-def plain_columns(doc: fmt.Document) -> tuple[str | None, list[Section]] | None:
+# `plain_rows`, or a function that cuts ASCII text as it does (fsmem.search._native.plain_rows)
+RowCutter = Callable[[str, int, int, int], tuple[list[int], list[str], list[bool]]]
+
+
+def plain_columns(doc: fmt.Document, ascii_rows: RowCutter | None = None) -> tuple[str | None, list[Section]] | None:
     """The title and the rows (`Section`s) that `document_rows` gives, in columns, so that a cold build makes no
-    Row per row; None where the body is not one `_plain` accepts."""
+    Row per row; None where the body is not one `_plain` accepts. `ascii_rows` cuts an ASCII body's sections
+    (`plain_rows` by default)."""
     if not _plain(doc.body):
         return None
-    return _plain_sections(doc, doc.title, _file_subject(doc.front_matter))
+    return _plain_sections(doc, doc.title, _file_subject(doc.front_matter), ascii_rows)
 
 
-def _plain_sections(doc: fmt.Document, title: str | None, file_subject: str | None) -> tuple[str | None, list[Section]]:
+def plain_rows(text: str, begin: int, stop: int, number: int) -> tuple[list[int], list[str], list[bool]]:
+    """The rows `_PLAIN_ROW` finds in text[begin:stop], each from a line break (blank lines before it taken with
+    it): per row its first line's number (`number` is the line ending at `begin`), its text stripped and
+    whether it is a bullet. fsmem.search._native.plain_rows cuts ASCII text alike (tests/test_native.py)."""
+    cut = _PLAIN_ROW.findall(text, begin, stop)
+    lines = []
+    for blanks, bullet, more in cut:
+        number += 1 + blanks.count("\n")
+        lines.append(number)
+        number += (bullet or more).count("\n")
+    return lines, [(bullet or more).strip() for _b, bullet, more in cut], [bool(bullet) for _b, bullet, _m in cut]
+
+
+def _plain_sections(
+    doc: fmt.Document, title: str | None, file_subject: str | None, ascii_rows: RowCutter | None = None
+) -> tuple[str | None, list[Section]]:
     text = "\n" + doc.body  # every row follows a line break
+    cut = ascii_rows if ascii_rows is not None and text.isascii() else plain_rows
     found = []  # (end, line, level, title) of each heading line
     seek = counted = 0  # where to look for the next heading; where lines are counted up to
     number = doc.body_start_line - 1  # the line number at offset `counted`
@@ -286,16 +308,9 @@ def _plain_sections(doc: fmt.Document, title: str | None, file_subject: str | No
         # lines: 25 s), so its cost grew with the square of the run
         while stop > begin and text[stop - 1].isspace():  # a line or two, mostly: no copy of the section
             stop -= 1
-        cut = _PLAIN_ROW.findall(text, begin, stop)
-        if not cut:
-            continue
-        lines = []
-        for blanks, bullet, more in cut:
-            number += 1 + blanks.count("\n")
-            lines.append(number)
-            number += (bullet or more).count("\n")
-        texts = [(bullet or more).strip() for _b, bullet, more in cut]
-        sections.append((heads, subject, superseded, lines, texts, [bool(bullet) for _b, bullet, _m in cut]))
+        lines, texts, bullets = cut(text, begin, stop, number)
+        if lines:
+            sections.append((heads, subject, superseded, lines, texts, bullets))
     return title, sections
 
 

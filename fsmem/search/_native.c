@@ -1,10 +1,16 @@
-/* fsmem.search._native: the document part of the score in C (fsmem.search.postings holds its Python twin).
+/* fsmem.search._native: the document part of the score and a cold build's cutting of rows and words, in C
+   (Python twins: fsmem.search.postings, fsmem.format.rows, fsmem.search.analyzer).
 
    `term_parts` decodes one term's posting rows (gaps, counts) into the live documents' positions and the
    term's BM25 part of each; `best_documents` adds a query's parts per document in the query's order and
    picks the best `limit`, ties by position. Every float is the one the Python twin computes: the same
    operations in the same order on IEEE doubles (built with -ffp-contract=off and without fast-math, so no
-   multiply-add is fused), the same libm log. tests/test_postings.py holds the two equal. */
+   multiply-add is fused), the same libm log. tests/test_postings.py holds the two equal.
+
+   `plain_rows` cuts one section of a plain body into rows, as fsmem.format.rows.plain_rows (its twin) does
+   with a regex, on ASCII text; `stemmed_texts` cuts a file's rows' ASCII texts into words and looks their
+   stems up, as fsmem.search.analyzer.stemmed_texts does with a translation and a split. tests/test_native.py
+   holds each twin equal. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -484,16 +490,269 @@ done:
     return result;
 }
 
+
+/* stemmed_texts: Analyzer.texts' ASCII path (fsmem.search.analyzer._stemmed_texts is its twin). */
+
+PyDoc_STRVAR(stemmed_texts_doc,
+"stemmed_texts(joined, table, missing, counts, /) -> list[str]\n\n"
+"The terms of each NUL-separated part of `joined` (ASCII): its words (runs of ASCII letters and digits,\n"
+"lowercased) mapped through `table` (word -> stem, \"\" for a word left out), a word not in it passed to\n"
+"`missing`, which returns its stem; each part's non-empty stems joined by spaces. With `counts` (a dict),\n"
+"each stem's occurrences are added to it, in the order they first occur.");
+
+static int
+is_word_byte(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* Add one to counts[stem] (stem's hash is cached: it is the table's own string). */
+static int
+count_stem(PyObject *counts, PyObject *stem)
+{
+    PyObject *had = PyDict_GetItemWithError(counts, stem);
+    PyObject *now;
+    if (had == NULL) {
+        if (PyErr_Occurred())
+            return -1;
+        now = PyLong_FromLong(1);
+    }
+    else if (PyLong_CheckExact(had)) {
+        Py_ssize_t value = PyLong_AsSsize_t(had);
+        if (value == -1 && PyErr_Occurred())
+            return -1;
+        now = PyLong_FromSsize_t(value + 1);
+    }
+    else {
+        PyObject *one = PyLong_FromLong(1);
+        if (one == NULL)
+            return -1;
+        now = PyNumber_Add(had, one);
+        Py_DECREF(one);
+    }
+    if (now == NULL)
+        return -1;
+    int failed = PyDict_SetItem(counts, stem, now);
+    Py_DECREF(now);
+    return failed;
+}
+
+/* The text of one part: its stems joined by single spaces (`stems` emptied after). */
+static int
+end_part(PyObject *parts, PyObject *stems, PyObject *space)
+{
+    PyObject *text = PyUnicode_Join(space, stems);
+    if (text == NULL)
+        return -1;
+    int failed = PyList_Append(parts, text);
+    Py_DECREF(text);
+    if (failed < 0)
+        return -1;
+    return PyList_SetSlice(stems, 0, PyList_GET_SIZE(stems), NULL);
+}
+
+static PyObject *
+stemmed_texts(PyObject *self, PyObject *args)
+{
+    PyObject *joined, *table, *missing, *counts;
+    if (!PyArg_ParseTuple(args, "UO!OO:stemmed_texts", &joined, &PyDict_Type, &table, &missing, &counts))
+        return NULL;
+    if (counts != Py_None && !PyDict_Check(counts)) {
+        PyErr_SetString(PyExc_TypeError, "counts: a dict or None");
+        return NULL;
+    }
+    if (!PyUnicode_IS_ASCII(joined)) {
+        PyErr_SetString(PyExc_ValueError, "joined: ASCII text was expected");
+        return NULL;
+    }
+    const unsigned char *data = PyUnicode_1BYTE_DATA(joined);
+    Py_ssize_t size = PyUnicode_GET_LENGTH(joined);
+    PyObject *parts = PyList_New(0), *stems = PyList_New(0), *space = PyUnicode_FromString(" ");
+    if (parts == NULL || stems == NULL || space == NULL)
+        goto failed;
+    for (Py_ssize_t at = 0; at <= size; at++) {
+        if (at == size || data[at] == 0) {
+            if (end_part(parts, stems, space) < 0)
+                goto failed;
+            continue;
+        }
+        if (!is_word_byte(data[at]))
+            continue;
+        Py_ssize_t start = at;
+        while (at < size && is_word_byte(data[at]))
+            at++;
+        PyObject *word = PyUnicode_New(at - start, 127);
+        if (word == NULL)
+            goto failed;
+        Py_UCS1 *letters = PyUnicode_1BYTE_DATA(word);
+        for (Py_ssize_t i = start; i < at; i++)
+            letters[i - start] = (data[i] >= 'A' && data[i] <= 'Z') ? (Py_UCS1)(data[i] + 32) : data[i];
+        at--; /* the loop's at++ reaches the byte after the word */
+        PyObject *stem = PyDict_GetItemWithError(table, word);
+        if (stem != NULL)
+            Py_INCREF(stem);
+        else if (!PyErr_Occurred())
+            stem = PyObject_CallOneArg(missing, word);
+        Py_DECREF(word);
+        if (stem == NULL)
+            goto failed;
+        int keep = PyObject_IsTrue(stem);
+        if (keep > 0 && !PyUnicode_Check(stem)) {
+            PyErr_SetString(PyExc_TypeError, "a stem is a str");
+            keep = -1;
+        }
+        if (keep > 0 && (PyList_Append(stems, stem) < 0 || (counts != Py_None && count_stem(counts, stem) < 0)))
+            keep = -1;
+        Py_DECREF(stem);
+        if (keep < 0)
+            goto failed;
+    }
+    Py_DECREF(stems);
+    Py_DECREF(space);
+    return parts;
+failed:
+    Py_XDECREF(parts);
+    Py_XDECREF(stems);
+    Py_XDECREF(space);
+    return NULL;
+}
+
+/* plain_rows: the rows of one section of a plain body (fsmem.format.rows.plain_rows is its twin). */
+
+PyDoc_STRVAR(plain_rows_doc,
+"plain_rows(text, begin, stop, number, /) -> tuple[list[int], list[str], list[bool]]\n\n"
+"The rows fsmem.format.rows._PLAIN_ROW finds in ASCII text[begin:stop], each from a line break: a bullet\n"
+"line, or a run of lines that start with no space and no bullet, after any blank lines. Per row: its\n"
+"first line's number (`number` is the line ending at `begin`), its text stripped, whether it is a bullet.");
+
+/* Python's str.isspace() and re's \s, on an ASCII character. */
+static int
+is_space(unsigned char c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
+}
+
+/* Whether a bullet starts at `at` (`_BULLET_START`: "-", "*", "+", or 1-3 digits and "." or ")"; then spaces or
+   tabs, then a character that is no space), looking no further than `stop`. */
+static int
+bullet_at(const unsigned char *s, Py_ssize_t at, Py_ssize_t stop)
+{
+    Py_ssize_t q = at;
+    if (q >= stop)
+        return 0;
+    if (s[q] == '-' || s[q] == '*' || s[q] == '+')
+        q++;
+    else if (s[q] >= '0' && s[q] <= '9') {
+        while (q < stop && s[q] >= '0' && s[q] <= '9')
+            q++;
+        if (q - at > 3 || q >= stop || (s[q] != '.' && s[q] != ')'))
+            return 0;
+        q++;
+    }
+    else
+        return 0;
+    if (q >= stop || (s[q] != ' ' && s[q] != '\t'))
+        return 0;
+    while (q < stop && (s[q] == ' ' || s[q] == '\t'))
+        q++;
+    return q < stop && !is_space(s[q]);
+}
+
+/* Where the line at `at` ends: its line break, or `stop`. */
+static Py_ssize_t
+line_end(const unsigned char *s, Py_ssize_t at, Py_ssize_t stop)
+{
+    const unsigned char *found = at < stop ? memchr(s + at, '\n', (size_t)(stop - at)) : NULL;
+    return found ? found - s : stop;
+}
+
+static PyObject *
+plain_rows(PyObject *self, PyObject *args)
+{
+    PyObject *text;
+    Py_ssize_t begin, stop, number;
+    if (!PyArg_ParseTuple(args, "Unnn:plain_rows", &text, &begin, &stop, &number))
+        return NULL;
+    if (!PyUnicode_IS_ASCII(text)) {
+        PyErr_SetString(PyExc_ValueError, "text: ASCII text was expected");
+        return NULL;
+    }
+    const unsigned char *s = PyUnicode_1BYTE_DATA(text);
+    Py_ssize_t size = PyUnicode_GET_LENGTH(text);
+    begin = begin < 0 ? 0 : begin; /* as re's pos and endpos */
+    stop = stop > size ? size : stop;
+    PyObject *lines = PyList_New(0), *texts = PyList_New(0), *bullets = PyList_New(0);
+    if (lines == NULL || texts == NULL || bullets == NULL)
+        goto failed;
+    Py_ssize_t p = begin;
+    while (p < stop) {
+        if (s[p] != '\n') { /* a match starts with a line break */
+            p = line_end(s, p, stop);
+            continue;
+        }
+        Py_ssize_t r = p + 1, blank = 0;
+        for (;;) { /* every whole blank line */
+            Py_ssize_t t = r;
+            while (t < stop && s[t] != '\n' && is_space(s[t]))
+                t++;
+            if (t >= stop || s[t] != '\n')
+                break;
+            r = t + 1;
+            blank++;
+        }
+        if (r >= stop || is_space(s[r])) { /* no row here: the next position */
+            p++;
+            continue;
+        }
+        int bullet = bullet_at(s, r, stop);
+        Py_ssize_t end = line_end(s, r, stop), breaks = 0;
+        if (!bullet)
+            while (end + 1 < stop && !is_space(s[end + 1]) && !bullet_at(s, end + 1, stop)) {
+                end = line_end(s, end + 1, stop);
+                breaks++;
+            }
+        number += 1 + blank;
+        Py_ssize_t last = end;
+        while (last > r && is_space(s[last - 1]))
+            last--;
+        PyObject *line = PyLong_FromSsize_t(number);
+        PyObject *row = PyUnicode_New(last - r, 127);
+        if (row != NULL)
+            memcpy(PyUnicode_1BYTE_DATA(row), s + r, (size_t)(last - r));
+        int failed = line == NULL || row == NULL || PyList_Append(lines, line) < 0 || PyList_Append(texts, row) < 0
+                     || PyList_Append(bullets, bullet ? Py_True : Py_False) < 0;
+        Py_XDECREF(line);
+        Py_XDECREF(row);
+        if (failed)
+            goto failed;
+        number += breaks;
+        p = end;
+    }
+    PyObject *found = PyTuple_Pack(3, lines, texts, bullets);
+    Py_DECREF(lines);
+    Py_DECREF(texts);
+    Py_DECREF(bullets);
+    return found;
+failed:
+    Py_XDECREF(lines);
+    Py_XDECREF(texts);
+    Py_XDECREF(bullets);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"term_parts", term_parts, METH_VARARGS, term_parts_doc},
     {"best_documents", best_documents, METH_VARARGS, best_documents_doc},
+    {"stemmed_texts", stemmed_texts, METH_VARARGS, stemmed_texts_doc},
+    {"plain_rows", plain_rows, METH_VARARGS, plain_rows_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     "fsmem.search._native",
-    "The document part of fsmem's search score in C; fsmem.search.postings holds its Python twin.",
+    "The document part of fsmem's search score, and a cold build's cutting of rows and words, in C (their "
+    "Python twins: fsmem.search.postings, fsmem.format.rows, fsmem.search.analyzer).",
     -1,
     methods,
 };

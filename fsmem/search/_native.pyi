@@ -1,7 +1,9 @@
-"""The document part of the score in C (fsmem/search/_native.c); fsmem.search.postings holds its Python twin."""
+"""fsmem's C module (fsmem/search/_native.c): the document part of the score (its Python twin:
+fsmem.search.postings), and a cold build's cutting of a plain body's sections into rows and of its rows'
+texts into stems (their twins: fsmem.format.rows.plain_rows, fsmem.search.analyzer.stemmed_texts)."""
 
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 def term_parts(
     rows: Sequence[tuple[int, int, bytes, bytes]], ids: array, norm: array, shift: int, k: float, dense: int, /
@@ -9,3 +11,7 @@ def term_parts(
 def best_documents(
     terms: Sequence[tuple[array, array, array | None]], rows: int, limit: int, sparse: bool, /
 ) -> tuple[list[int], list[float]]: ...
+def plain_rows(text: str, begin: int, stop: int, number: int, /) -> tuple[list[int], list[str], list[bool]]: ...
+def stemmed_texts(
+    joined: str, table: dict[str, str], missing: Callable[[str], str], counts: dict[str, int] | None, /
+) -> list[str]: ...

@@ -13,8 +13,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 
 from fsmem.errors import MissingDependency
+
+try:
+    from fsmem.search._native import stemmed_texts as _stemmed_texts
+except ImportError:  # built without a C compiler: the Python twin below cuts alike (tests/test_native.py)
+    _stemmed_texts = None  # type: ignore[assignment]
 
 # Bump when the terms of a text change: the index is then rebuilt.
 ANALYZER_VERSION = 4
@@ -71,7 +77,7 @@ class Analyzer:
     def texts(self, texts: list[str], terms: set[str] | None = None, counts: Counter[str] | None = None) -> list[str]:
         """`[self.text(t) for t in texts]`, the texts of one file cut and looked up as one: a cold build's
         rows are short, and each call's own steps cost as much as its words. The texts are joined by a NUL
-        between spaces, which the translation keeps and the table maps to itself, and cut apart at the end.
+        between spaces and cut into words and looked up in one pass (`stemmed_texts`, in C where built).
 
         With `terms`, every term of the texts is added to it, looked up once per distinct word rather than
         cut again out of the texts' terms (a cold build keeps each file's vocabulary); with `counts`, how
@@ -86,17 +92,15 @@ class Analyzer:
             if counts is not None:
                 counts.update(" ".join(found).split())
             return found
-        words = joined.encode("ascii").translate(_ASCII_ROWS).decode("ascii").split()
-        stems = self._stem_list(words)  # the texts' stems and their NULs, each the table's own string
-        fresh = counts is not None and not counts  # its terms, once counted, are the texts' terms
-        if counts is not None:  # counted in C, each stem's hash known
-            counts.update(stems)
-            counts.pop("\0", None)
-        if terms is not None:
-            terms.update(counts if fresh and counts is not None else stems)
-            terms.discard("")
-            terms.discard("\0")
-        return [part.strip(" ") for part in " ".join(stems).split("\0")]
+        if terms is None:
+            return _stemmed_texts(joined, self._table, self._stem_new, counts)
+        # every distinct term, in the order they first occur: into `counts` itself if it is fresh
+        seen = counts if counts is not None and not counts else Counter()
+        found = _stemmed_texts(joined, self._table, self._stem_new, seen)
+        if counts is not None and seen is not counts:
+            counts.update(seen)
+        terms.update(seen)
+        return found
 
     def _stems(self, words: list[str]) -> str:
         """The stems of `words` (stop words and machine tokens left out), space separated."""
@@ -111,8 +115,37 @@ class Analyzer:
         except KeyError:
             for word in words:
                 if word not in table:
-                    table[word] = "" if word in STOP_WORDS or _machine_token(word) else self._stem_word(word)
+                    self._stem_new(word)
             return list(filter(None, map(table.__getitem__, words)))
+
+    def _stem_new(self, word: str) -> str:
+        """The stem of a word not yet in the table ("" for a stop word or a machine token), kept in it."""
+        stem = self._table[word] = "" if word in STOP_WORDS or _machine_token(word) else self._stem_word(word)
+        return stem
+
+
+def stemmed_texts(
+    joined: str, table: dict[str, str], missing: Callable[[str], str], counts: Counter[str] | None
+) -> list[str]:
+    """The terms of each NUL-separated part of ASCII `joined`: its words (runs of ASCII letters and digits,
+    lowercased, as `_WORD` cuts them) mapped through `table` (word -> stem, "" for a word left out; a NUL, if
+    there, to itself), a word not in it through `missing`; each part's non-empty stems joined by spaces. With
+    `counts`, each stem's occurrences are added to it. The Python twin of `fsmem.search._native.stemmed_texts`
+    (tests/test_native.py holds them equal), as fast as Python does it: one translation and one split for all
+    the parts, the words looked up in C."""
+    words = joined.encode("ascii").translate(_ASCII_ROWS).decode("ascii").split()
+    try:
+        stems = list(filter(None, map(table.__getitem__, words)))
+    except KeyError:
+        stems = [
+            stem
+            for stem in (word if word == "\0" else table[word] if word in table else missing(word) for word in words)
+            if stem
+        ]
+    if counts is not None:
+        counts.update(stems)
+        counts.pop("\0", None)
+    return [part.strip(" ") for part in " ".join(stems).split("\0")]
 
 
 # an ASCII byte to itself lowercased when `_WORD` takes it (a letter or digit), else to a space
@@ -122,3 +155,7 @@ _ASCII_ROWS = b"\0" + _ASCII_WORDS[1:]  # and the NUL `Analyzer.texts` joins tex
 
 def _machine_token(word: str) -> bool:
     return len(word) >= TOKEN_CHARS and any(c.isdigit() for c in word) and not word.isdigit()
+
+
+if _stemmed_texts is None:
+    _stemmed_texts = stemmed_texts

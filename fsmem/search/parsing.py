@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 from fsmem import format as fmt
 from fsmem.errors import FsmemError
 from fsmem.format.facts import Provenance, split_provenance
-from fsmem.format.rows import Row, document_rows, plain_columns, sections_rows, subject_of
+from fsmem.format.rows import Row, document_rows, plain_columns, plain_rows, sections_rows, subject_of
 from fsmem.format.valid_time import note_date
 from fsmem.search import postings
 from fsmem.search.analyzer import Analyzer
@@ -28,6 +28,8 @@ from fsmem.search.packed_rows import pack_rows, unpack_rows
 from fsmem.store.catalog import EXACT_COUNT_LIMIT
 from fsmem.store.note_status import is_note, was_consolidated
 from fsmem.store.paths import ROOT_README, read_regular
+
+_ascii_rows = postings._native.plain_rows if postings._native else plain_rows  # C where built (tests/test_native.py)
 
 Stamp = tuple[int, int, int, int]  # mtime_ns, size, inode, ctime_ns
 GENERATED_INDEX = "INDEX.md"  # written by consolidate; a table of contents, not memory to rank
@@ -197,7 +199,7 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer, vocabulary
     meta = _meta_fields(doc.front_matter)
     if not is_ranked(rel, text):
         return Parsed(rel, stamp, meta, "", [], [], b"", None, [], [], "")
-    plain = None if _consolidated_note(rel, text) else plain_columns(doc)
+    plain = None if _consolidated_note(rel, text) else plain_columns(doc, _ascii_rows)
     rows: list[Row] = []
     if plain is not None:  # most files: their rows in columns, without a Row each (fsmem.format.rows)
         plain_title, sections = plain
