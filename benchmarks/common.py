@@ -142,7 +142,10 @@ def corpus(files: int) -> Path:
 
 def old_package(old: str, into: Path) -> Path:
     """A folder whose `fsmem` package is `old`'s: `old` itself when it holds one, else revision `old` unpacked
-    into `into` by `git archive` (with the template its package links to; nothing of this checkout touched)."""
+    into `into` by `git archive` (with the template its package links to; nothing of this checkout touched)
+    and compiled to bytecode, as an installed package is: the runs set PYTHONDONTWRITEBYTECODE, so an
+    uncompiled one paid for compiling every module in every process it timed. Its C module is not built
+    (where a revision has one, it runs the Python twin)."""
     if Path(old, "fsmem", "__init__.py").is_file():
         return Path(old)
     into.mkdir(parents=True, exist_ok=True)
@@ -150,6 +153,7 @@ def old_package(old: str, into: Path) -> Path:
         ["git", "-C", str(REPO), "archive", old, "fsmem", "memory_template"], check=True, capture_output=True
     )
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(into / "fsmem")], check=True)
     return into
 
 
