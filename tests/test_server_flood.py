@@ -3,6 +3,7 @@ like the honest client, cannot take the connections a valid token's calls need, 
 
 from __future__ import annotations
 
+import os
 import selectors
 import socket
 import threading
@@ -121,14 +122,20 @@ def test_a_token_less_flood_of_half_sent_requests_leaves_a_valid_token_served(tm
 
 
 class FakeConnection:
-    """What `Strangers` reads of a connection: its address, whether closing it loses nothing, its transport."""
+    """What `Strangers` reads of a connection: its address, what it has done (`stall`), whether bytes it was sent wait
+    unread in the kernel, its transport."""
 
-    def __init__(self, address: str, closable: bool = True):
-        self.address, self._closable, self.closed = address, closable, False
+    def __init__(self, address: str, stall: int | None = 0, unread: bool = False):
+        self.address, self._stall, self._unread, self.closed = address, stall, unread, False
         self.transport = self
+        self.asked = 0  # how often `unread` was asked
 
-    def closable(self) -> bool:
-        return self._closable
+    def stall(self) -> int | None:
+        return self._stall
+
+    def unread(self) -> bool:
+        self.asked += 1
+        return self._unread
 
     def abort(self) -> None:
         self.closed = True
@@ -138,7 +145,7 @@ def test_strangers_past_the_cap_lose_the_oldest_closable_connection_of_the_addre
     from fsmem.server.protocol import Strangers
 
     strangers = Strangers(limit=4)
-    answering = FakeConnection("10.0.0.1", closable=False)  # its request is being answered: left alone
+    answering = FakeConnection("10.0.0.1", stall=None)  # its request is being answered: left alone
     flood = [FakeConnection("10.0.0.1") for _ in range(3)]
     other = FakeConnection("10.0.0.2")
     for conn in [answering, *flood[:2], other, flood[2]]:
@@ -150,3 +157,68 @@ def test_strangers_past_the_cap_lose_the_oldest_closable_connection_of_the_addre
     strangers.discard(flood[2])  # vouched for, or closed: it counts no more
     strangers.add(FakeConnection("10.0.0.3"))  # type: ignore[arg-type]
     assert strangers.count == 4 and not newest.closed and not other.closed
+
+
+def test_a_half_sent_flood_closes_its_stalled_connections_before_one_that_has_not_sent_yet():
+    """Before: the oldest closable went first, so a connection accepted before its client's head came (the client's
+    thread not yet scheduled) was closed once `limit` newer ones of its address came, and its client read an EOF
+    ("Server disconnected without sending a response"; tests/test_server_flood.py under load, 3 calls in 400)."""
+    from fsmem.server.protocol import SILENT, STALLED, Strangers
+
+    strangers = Strangers(limit=3)
+    held = [FakeConnection("127.0.0.1", STALLED) for _ in range(2)]
+    honest = FakeConnection("127.0.0.1", SILENT)  # accepted; its head not sent yet
+    for conn in [*held, honest]:
+        strangers.add(conn)  # type: ignore[arg-type]
+    flood = [FakeConnection("127.0.0.1", STALLED) for _ in range(5)]  # newer than the honest one, all half-sent
+    for conn in flood:
+        strangers.add(conn)  # type: ignore[arg-type]
+    assert not honest.closed and strangers.count == 3
+    assert [c.closed for c in (*held, *flood)] == [True, True, True, True, True, False, False]
+    # a flood that sends nothing is held to the limit too: the oldest that sent nothing goes first
+    silent = [FakeConnection("127.0.0.1", SILENT) for _ in range(3)]
+    for conn in silent:
+        strangers.add(conn)  # type: ignore[arg-type]
+    assert strangers.count == 3 and all(c.closed for c in flood)
+    assert [c.closed for c in (honest, *silent)] == [True, False, False, False]
+
+
+def test_strangers_never_close_one_whose_bytes_wait_unread_and_trim_once_they_are_read():
+    """A burst of connections accepted in one turn of the event loop, before any is read: before, those accepted
+    first were closed however whole the head that waited for them in the kernel (a reset for their client)."""
+    from fsmem.server.protocol import SILENT, STALLED, Strangers
+
+    strangers = Strangers(limit=2)
+    held = [FakeConnection("127.0.0.1", STALLED) for _ in range(2)]
+    burst = [FakeConnection("127.0.0.1", SILENT, unread=True) for _ in range(4)]
+    other = FakeConnection("10.0.0.2", SILENT)  # another address: never closed for this one's burst
+    for conn in [other, *held, *burst]:
+        strangers.add(conn)  # type: ignore[arg-type]
+    assert all(c.closed for c in held) and not any(c.closed for c in burst) and not other.closed
+    assert strangers.count == 5  # over the limit until what waits is read
+    assert all(c.asked == 1 for c in burst)  # the kernel is asked once per connection, not at every add
+    honest, *rest = burst
+    honest._stall, honest._unread = None, False  # read: its head was whole, its request is being answered
+    strangers.read(honest)  # type: ignore[arg-type]
+    assert strangers.count == 5 and not honest.closed  # the rest still wait unread
+    for conn in rest:
+        conn._stall, conn._unread = STALLED, False  # read: half a head
+        strangers.read(conn)  # type: ignore[arg-type]
+    assert [c.closed for c in rest] == [True, True, True] and not honest.closed and not other.closed
+    assert strangers.count == 2
+
+
+@pytest.mark.skipif(os.name != "posix", reason="FIONREAD is asked on POSIX only")
+def test_a_connection_knows_when_bytes_it_was_sent_wait_unread_in_the_kernel():
+    from types import SimpleNamespace
+
+    from fsmem.server.protocol import HeadDeadline
+
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        conn = SimpleNamespace(transport=SimpleNamespace(get_extra_info={"socket": ours}.get))
+        assert not HeadDeadline.unread(conn)  # type: ignore[arg-type]
+        theirs.sendall(HALF)
+        assert HeadDeadline.unread(conn)  # type: ignore[arg-type]
+        assert ours.recv(4096) == HALF
+        assert not HeadDeadline.unread(conn)  # type: ignore[arg-type]
