@@ -3,14 +3,13 @@ like the honest client, cannot take the connections a valid token's calls need, 
 
 from __future__ import annotations
 
+import multiprocessing
 import os
-import selectors
 import socket
-import threading
-import time
 from urllib.parse import urlsplit
 
 import pytest
+from half_sent_flood import HALF, flood
 from test_server_app import LIST, ServerProcess, _copy_memory, post
 
 from fsmem.server.tokens import TokenStore
@@ -19,78 +18,47 @@ pytest.importorskip("mcp")
 pytest.importorskip("uvicorn")
 
 pytestmark = pytest.mark.slow
-HALF = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"  # never ends
 
 
 class Flood:
     """`count` connections that each send half a request head and wait, re-opened as the server closes them.
 
-    It runs in a thread for at most `seconds` (then stops by itself), or until the `with` block ends; `opened`
-    counts the connections it made, `closed` those the server closed (`churned` is set once `count` were).
+    It runs in a process of its own, as an attacker's flood does: in a thread of the test's process it took the
+    GIL from the honest client between its connect and its send, for as long as it took to open hundreds of
+    connections that had sent nothing yet either, and the server, seeing two connections of one address that
+    had sent nothing, closed the older, the honest one ("Server disconnected": 1 call in 400 under load).
+    It stops by itself after `seconds`, or when the `with` block ends; `opened` counts the connections it
+    made, `closed` those the server closed (`churned` is set once `count` were).
     """
 
     def __init__(self, address: tuple[str, int], count: int = 300, seconds: float = 120.0):
-        self.address, self.count, self.seconds = address, count, seconds
-        self.opened = self.closed = 0
-        self.done = threading.Event()
-        self.held = threading.Event()  # set once all `count` are open at the same time
-        self.churned = threading.Event()  # set once the server has closed `count` of them
-        self.thread = threading.Thread(target=self._run, daemon=True)
+        context = multiprocessing.get_context("spawn")  # no fork of a process that runs threads
+        self.count = count
+        self.counts = context.RawArray("q", 2)  # opened, closed: written by the flood only
+        self.held = context.Event()  # set once all `count` are open at the same time
+        self.churned = context.Event()
+        self.done = context.Event()
+        events = (self.held, self.churned, self.done)
+        self.process = context.Process(target=flood, args=(address, count, seconds, self.counts, *events), daemon=True)
+
+    @property
+    def opened(self) -> int:
+        return self.counts[0]
+
+    @property
+    def closed(self) -> int:
+        return self.counts[1]
 
     def __enter__(self) -> Flood:
-        self.thread.start()
-        assert self.held.wait(30), "the flood could not open its connections"
+        self.process.start()
+        assert self.held.wait(60), "the flood could not open its connections"
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.done.set()
-        self.thread.join(30)
-
-    def _open(self, selector: selectors.BaseSelector) -> None:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setblocking(False)
-        sock.connect_ex(self.address)
-        selector.register(sock, selectors.EVENT_WRITE, "connecting")
-        self.opened += 1
-
-    def _run(self) -> None:
-        selector = selectors.DefaultSelector()
-        ends = time.monotonic() + self.seconds
-        try:
-            for _ in range(self.count):
-                self._open(selector)
-            while not self.done.is_set() and time.monotonic() < ends:
-                for key, _mask in selector.select(0.05):
-                    sock = key.fileobj
-                    assert isinstance(sock, socket.socket)
-                    if key.data == "connecting":
-                        try:
-                            sock.send(HALF)
-                        except OSError:
-                            self._reopen(selector, sock)
-                            continue
-                        selector.modify(sock, selectors.EVENT_READ, "sent")
-                        continue
-                    try:
-                        data = sock.recv(4096)
-                    except OSError:
-                        data = b""
-                    if not data:
-                        self._reopen(selector, sock)
-                if len(selector.get_map()) >= self.count + 1 or self.opened >= self.count:
-                    self.held.set()
-                if self.closed >= self.count:
-                    self.churned.set()
-        finally:
-            for key in list(selector.get_map().values()):
-                key.fileobj.close()  # type: ignore[union-attr]
-            selector.close()
-
-    def _reopen(self, selector: selectors.BaseSelector, sock: socket.socket) -> None:
-        selector.unregister(sock)
-        sock.close()
-        self.closed += 1
-        self._open(selector)
+        self.process.join(30)
+        if self.process.is_alive():
+            self.process.kill()
 
 
 def served(processes: int, tmp_path) -> tuple[ServerProcess, str]:
@@ -117,7 +85,7 @@ def test_a_token_less_flood_of_half_sent_requests_leaves_a_valid_token_served(tm
             before = flood.closed
             statuses = [post(server.base + "/mcp", token, LIST).status_code for _ in range(12)]  # a new connection each
             # the flood ran throughout the calls: still running, and re-opening what the server closed
-            during, running = flood.closed - before, flood.thread.is_alive()
+            during, running = flood.closed - before, flood.process.is_alive()
         assert statuses == [200] * 12, statuses
         assert server.proc.poll() is None
         assert running and during > 0, (running, during)
