@@ -75,10 +75,12 @@ class Strangers:
     connection waits for a head or lingers after a refusal (one whose request is being answered is left
     alone: it is about to be refused, or to show its token): the oldest that stalled part-way through a
     head (or lingers), else the oldest that has sent nothing. One whose bytes wait unread in the kernel is
-    never closed: they may be a whole head; once they are read (`read`), it is served or has stalled. A flood
-    from one address thus only closes its own connections, a half-sent flood never one that has not sent
-    yet, and a new connection from it (an honest client's too, which sends its head at once) is the last
-    of its kind to go. Used from the event loop's thread only.
+    never closed: they may be a whole head; once they are read (`read`), it is served or has stalled. While
+    the address's only candidates wait unread, nothing is closed for it (no other address's connection
+    either): the count passes the limit by what one turn of the event loop accepted, until they are read.
+    A flood from one address thus only closes its own connections, one of them that has sent nothing only
+    once none that stalled is left, and a new connection from it (an honest client's too, which sends its
+    head at once) is the last of its kind to go. Used from the event loop's thread only.
     """
 
     def __init__(self, limit: int):
