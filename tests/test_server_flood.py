@@ -6,6 +6,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import socket
+import time
 from urllib.parse import urlsplit
 
 import pytest
@@ -194,3 +195,85 @@ def test_a_connection_knows_when_bytes_it_was_sent_wait_unread_in_the_kernel():
         assert HeadDeadline.unread(conn)  # type: ignore[arg-type]
         assert ours.recv(4096) == HALF
         assert not HeadDeadline.unread(conn)  # type: ignore[arg-type]
+
+
+class _Parent:
+    """A server parent (processes >= 2) that accepts on a real socket of its own, its workers' channels kept here."""
+
+    def __init__(self, most_waiting: int):
+        from types import SimpleNamespace
+
+        from fsmem.server.log import RequestLog
+        from fsmem.server.parent import Parent
+        from fsmem.server.settings import ServerSettings
+
+        self.parent = Parent(ServerSettings(port=0, processes=1), RequestLog())
+        self.parent.most_waiting = most_waiting
+        self.parent.sock = socket.create_server(("127.0.0.1", 0))
+        self.parent.sock.setblocking(False)
+        self.channel, worker_end = socket.socketpair()
+        self.channel.settimeout(30)  # a connection never handed on fails the test rather than hang it
+        self.parent.workers = [SimpleNamespace(channel=worker_end)]  # type: ignore[list-item]
+        self.clients: list[socket.socket] = []
+
+    def connect(self, sends: bytes = b"") -> socket.socket:
+        client = socket.create_connection(self.parent.sock.getsockname())
+        if sends:
+            client.sendall(sends)
+        self.clients.append(client)
+        return client
+
+    def waiting(self, client: socket.socket):
+        """The parent's `Waiting` of the client's connection, or None."""
+        return next((w for w in self.parent.waiting.values() if w.sock.getpeername() == client.getsockname()), None)
+
+    def accept(self, *clients: socket.socket) -> None:
+        """Accept until the clients' connections wait, as turns of the parent's loop do (its `_accept`), before any
+        of them is read."""
+        deadline = time.monotonic() + 30
+        while any(self.waiting(client) is None for client in clients):
+            assert time.monotonic() < deadline, "the parent never accepted the connections"
+            self.parent._accept()
+
+    def close(self) -> None:
+        for sock in [*self.clients, self.channel, self.parent.sock]:
+            sock.close()
+
+
+def _closed(client: socket.socket) -> bool:
+    """Whether the server closed the client's connection (EOF or a reset), without waiting."""
+    client.setblocking(False)
+    try:
+        return client.recv(1) == b""
+    except BlockingIOError:
+        return False
+    except ConnectionResetError:
+        return True
+
+
+def test_the_parent_hands_on_a_whole_head_it_has_not_read_rather_than_close_it_and_closes_half_sent_first():
+    """processes >= 2: the parent closed the oldest waiting connection of the busiest address, whatever it held,
+    so an honest head accepted in a burst before it was read went (the rule of `Strangers`, in the parent)."""
+    whole = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    server = _Parent(most_waiting=2)
+    try:
+        honest = server.connect(whole)  # its whole head in the kernel, the oldest of its address
+        silent = server.connect()
+        server.accept(honest, silent)
+        flood = server.connect(HALF)
+        server.accept(flood)  # past the cap: room is made before it waits
+        fds = socket.recv_fds(server.channel, 64, 1)[1]  # handed on to the worker, with the rest of its time
+        assert len(fds) == 1 and not _closed(honest)
+        os.close(fds[0])
+        assert not _closed(silent) and not _closed(flood) and len(server.parent.waiting) == 2
+        # one that sent part of a head and stopped goes before one that has sent nothing, however old
+        half = server.waiting(flood)
+        deadline = time.monotonic() + 30
+        while half.look_at is None:  # the parent's look at it: part of a head, so it waits to look again
+            assert time.monotonic() < deadline, "the half-sent head never came"
+            server.parent._look(half)
+        newest = server.connect()
+        server.accept(newest)
+        assert _closed(flood) and not _closed(silent) and len(server.parent.waiting) == 2
+    finally:
+        server.close()

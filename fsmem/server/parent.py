@@ -11,11 +11,13 @@ request itself. The wait is bounded as one process bounds it: a head must
 come within `header_timeout_seconds` and 16 KiB (past either, a worker gets
 the connection and answers 408 or 431 as one process does), a silent client
 is looked at again after 10 to 100 ms, never polled hot, and at most
-`max_connections` connections wait at once: past it the oldest connection of
-the address with the most waiting is closed (it has not sent a whole head, so
-it carries no token), never handed on, so that a flood of half-sent requests
-closes its own connections and reaches no worker; the workers keep their
-own connections for tokens (`fsmem.server.protocol.Strangers`).
+`max_connections` connections wait at once: past it one connection of the
+address with the most waiting is closed, the oldest that sent part of a head
+and stopped, else the oldest, once a look at it found no whole head (one
+accepted in the same burst may have sent its head before the parent read it:
+that one is handed on). A closed one carries no token and reaches no worker,
+so a flood of half-sent requests closes its own connections; the workers keep
+their own connections for tokens (`fsmem.server.protocol.Strangers`).
 
 It runs no event loop of its own, only a selector: accepting, peeking and
 passing a socket cost it a few system calls per connection (clients keep
@@ -176,12 +178,21 @@ class Parent:
             self._at(waiting.deadline, waiting)
 
     def _close_one(self) -> None:
-        """Close the oldest waiting connection of the address that has the most waiting."""
+        """Make room among the waiting connections of the address that has the most, as a worker does for its
+        strangers (`fsmem.server.protocol.Strangers`): close the oldest that sent part of a head and stopped,
+        else look at the oldest (a burst of connections is accepted before any is read): one whose head has
+        come whole is handed on, not closed; one that has sent no whole head is closed."""
         held = Counter(w.address for w in self.waiting.values())
         most = max(held, key=lambda address: held[address])
-        oldest = next(w for w in self.waiting.values() if w.address == most)
-        self._drop(oldest)
-        oldest.sock.close()
+        theirs = [w for w in self.waiting.values() if w.address == most]
+        closed = next((w for w in theirs if w.look_at is not None), None)
+        if closed is None:
+            closed = theirs[0]
+            self._look(closed)  # handed on when its head is whole, dropped when it is gone
+            if closed.done:
+                return
+        self._drop(closed)
+        closed.sock.close()
 
     def _look(self, waiting: Waiting) -> None:
         """Peek at a connection's first bytes: hand it on once its head is whole (or too long), else wait."""
