@@ -16,11 +16,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from fsmem.errors import MissingDependency
-
-try:
-    from fsmem.search._native import stemmed_texts as _stemmed_texts
-except ImportError:  # built without a C compiler: the Python twin below cuts alike (tests/test_native.py)
-    _stemmed_texts = None  # type: ignore[assignment]
+from fsmem.search import postings
 
 # Bump when the terms of a text change: the index is then rebuilt.
 ANALYZER_VERSION = 4
@@ -109,14 +105,7 @@ class Analyzer:
     def _stem_list(self, words: list[str]) -> list[str]:
         """The stems of `words` (stop words and machine tokens left out), looked up in C; a word not yet in the
         table is stemmed once and kept."""
-        table = self._table
-        try:
-            return list(filter(None, map(table.__getitem__, words)))
-        except KeyError:
-            for word in words:
-                if word not in table:
-                    self._stem_new(word)
-            return list(filter(None, map(table.__getitem__, words)))
+        return _looked_up(words, self._table, self._stem_new)
 
     def _stem_new(self, word: str) -> str:
         """The stem of a word not yet in the table ("" for a stop word or a machine token), kept in it."""
@@ -133,19 +122,24 @@ def stemmed_texts(
     `counts`, each stem's occurrences are added to it. The Python twin of `fsmem.search._native.stemmed_texts`
     (tests/test_native.py holds them equal), as fast as Python does it: one translation and one split for all
     the parts, the words looked up in C."""
-    words = joined.encode("ascii").translate(_ASCII_ROWS).decode("ascii").split()
-    try:
-        stems = list(filter(None, map(table.__getitem__, words)))
-    except KeyError:
-        stems = [
-            stem
-            for stem in (word if word == "\0" else table[word] if word in table else missing(word) for word in words)
-            if stem
-        ]
+    stems = _looked_up(joined.encode("ascii").translate(_ASCII_ROWS).decode("ascii").split(), table, missing)
     if counts is not None:
         counts.update(stems)
         counts.pop("\0", None)
     return [part.strip(" ") for part in " ".join(stems).split("\0")]
+
+
+def _looked_up(words: list[str], table: dict[str, str], missing: Callable[[str], str]) -> list[str]:
+    """The non-empty stems of `words` through `table`, looked up in C; a word not in it through `missing` (which
+    keeps it there), a NUL as itself."""
+    try:
+        return list(filter(None, map(table.__getitem__, words)))
+    except KeyError:
+        return [
+            stem
+            for stem in (word if word == "\0" else table[word] if word in table else missing(word) for word in words)
+            if stem
+        ]
 
 
 # an ASCII byte to itself lowercased when `_WORD` takes it (a letter or digit), else to a space
@@ -157,5 +151,5 @@ def _machine_token(word: str) -> bool:
     return len(word) >= TOKEN_CHARS and any(c.isdigit() for c in word) and not word.isdigit()
 
 
-if _stemmed_texts is None:
-    _stemmed_texts = stemmed_texts
+# fsmem.search._native's where it was built (postings imports it), else the Python twin, which cuts alike
+_stemmed_texts = postings._native.stemmed_texts if postings._native else stemmed_texts
