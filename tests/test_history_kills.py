@@ -223,3 +223,54 @@ def test_a_kill_at_every_git_step_converges_on_both_hosts(command, template, wra
                 failures.append((number, call, mode, outcome.problems))
     assert failures == []
     assert recovered >= len(MUST_SEE[command])  # most kills leave a state of their own
+
+
+def test_a_write_that_cannot_point_the_index_leaves_it_to_the_next_commit_and_the_killed_merge_still_aborts(
+    template, wrapper, steps, tmp_path
+):
+    """A sync killed in its merge leaves index.lock; the next write commits while a git still runs in the
+    repository (the killed git's process not yet gone, a person's `git add`), so the lock cannot be taken from it
+    and the index cannot be pointed at the write. The write is committed all the same; `check` says the index is
+    behind; the next sync points it first, then aborts the killed merge (git refuses to abort a merge over a
+    committed file the index does not hold) and converges."""
+    hosts = killed_copy(template, tmp_path, "sync", "add", "lock", wrapper, steps("sync"))
+    assert (hosts.a / ".git" / "MERGE_HEAD").exists() and (hosts.a / ".git" / "index.lock").exists()
+    holder = subprocess.Popen(  # a live git in the repository: it waits for its input
+        ["git", "-C", str(hosts.a), "hash-object", "--stdin"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL
+    )
+    text = "- role: written while a git ran"
+    try:
+        with K.pinned_clock():
+            note = Memory(hosts.a).note(text, subject="people/Bo Chen").path
+        hosts.acknowledged.append(text)
+    finally:
+        holder.communicate(b"", timeout=30)
+    assert "written while a git ran" in K.git(hosts.a, "show", f"HEAD:{note}")
+    assert K.git(hosts.a, "ls-files", "--", note) == ""  # committed, and the index does not hold it
+    check = K.fsmem(hosts.a, "check", check=False)
+    assert "history: git's index is behind HEAD at 1 path(s) fsmem committed while a git held it" in check.stdout
+    K.fsmem(hosts.a, "sync")
+    K.fsmem(hosts.b, "sync")
+    assert K.problems(hosts) == []
+
+
+def test_an_index_left_behind_is_pointed_by_the_next_write_and_git_status_is_clean_again(template, tmp_path):
+    hosts = template.copy(tmp_path / "hosts")
+    (hosts.a / ".git" / "index.lock").write_text("")  # left by a killed git
+    holder = subprocess.Popen(  # while a git runs in the repository, fsmem cannot tell the lock is stale
+        ["git", "-C", str(hosts.a), "hash-object", "--stdin"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL
+    )
+    try:
+        with K.pinned_clock():
+            first = Memory(hosts.a).note("- city: Bern", subject="people/Dee Park").path
+    finally:
+        holder.communicate(b"", timeout=30)
+    assert "city: Bern" in K.git(hosts.a, "show", f"HEAD:{first}")
+    assert recovery.index_behind(Memory(hosts.a).history) == [first]
+    assert K.git(hosts.a, "status", "--porcelain", "--", first) != ""  # what git says while the index is behind
+    with K.pinned_clock():
+        second = Memory(hosts.a).note("- city: Oslo", subject="topics/travel", session="review").path
+    assert second != first  # another file: the first is pointed because it was left behind
+    assert recovery.index_behind(Memory(hosts.a).history) == []
+    assert not (hosts.a / ".git" / "index.lock").exists()
+    assert K.git(hosts.a, "status", "--porcelain") == ""

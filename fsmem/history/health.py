@@ -26,6 +26,16 @@ JOURNAL_GRACE = 30.0  # seconds an entry may wait before it counts as stuck (its
 def problems(repo: Repo) -> list[tuple[str, int, str]]:
     """(path, line, message) of each leftover, and of writes that wait in the journal for a commit."""
     out = [(left.shown(repo), 1, "history: " + recovery.remedy(repo, left)) for left in recovery.find(repo)]
+    behind = recovery.index_behind(repo)
+    if behind:
+        out.append(
+            (
+                ".git/index",
+                1,
+                f"history: git's index is behind HEAD at {len(behind)} path(s) fsmem committed while a git held it "
+                "(git status shows them changed); the next fsmem write or sync points it",
+            )
+        )
     folder = journal.journal_dir(repo)
     now = time.time()
     waiting = [name for name in journal.pending(repo) if _age(folder / name, now) > JOURNAL_GRACE]

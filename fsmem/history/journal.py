@@ -8,7 +8,7 @@ commits every pending entry, one commit per write (author: the agent, dated
 when it wrote), on top of HEAD, moves the branch once for all of them with a
 compare-and-swap (`git update-ref HEAD NEW OLD`, so a commit made meanwhile by
 a human or a sync is never lost: the batch is rebuilt on it), points the index
-at the committed blobs (or `git status` would lie), and removes the entries. A
+at the committed blobs (or `git status` would lie; `fsmem.history.recovery`), and removes the entries. A
 writer that finds the lock taken returns at once; the holder looks at the
 journal again before it lets go. A burst of writes thus costs each writer one
 journal entry, and the repository one branch update per batch.
@@ -214,6 +214,7 @@ class Gaps:
 
 def drain_locked(repo: Repo, gaps: Gaps | None = None) -> int:
     """`drain` for a caller that holds the commit lock."""
+    recovery.catch_up_index(repo)
     made = 0
     while True:
         names = pending(repo)[:BATCH]
@@ -291,13 +292,13 @@ def commit_with(
         last, count = build(editor, head, lambda *args: _commit(repo, *args))
         if last == head or count == 0:
             # HEAD holds it already: committed by a run killed before it pointed the index (or git status lies)
-            _point_index(repo, {path: editor.entry(path) for path in paths})
+            recovery.point_index(repo, {path: editor.entry(path) for path in paths})
             return 0
         moved = repo.git.run(
             "update-ref", "-m", f"fsmem: {count} commit(s)", "HEAD", str(last), head or repo.store.zero, check=False
         )
         if moved.returncode == 0:
-            _point_index(repo, {path: editor.entry(path) for path in paths})
+            recovery.point_index(repo, {path: editor.entry(path) for path in paths})
             _count_commits(repo, count)
             return count
         if b".lock': File exists" in moved.stderr and _locked_for_good(repo):
@@ -336,23 +337,6 @@ def clock() -> _dt.datetime:
 def _zone(minutes: int) -> str:
     sign = "+" if minutes >= 0 else "-"
     return f"{sign}{abs(minutes) // 60:02d}{abs(minutes) % 60:02d}"
-
-
-def _point_index(repo: Repo, entries: dict[str, tuple[str, str] | None]) -> None:
-    """Set the index to the committed blobs of these paths, so `git status` and `git diff` tell the truth."""
-    if not entries:
-        return
-    lines = []
-    for path, entry in entries.items():
-        mode, oid = entry if entry is not None else ("0", repo.store.zero)
-        lines.append(f"{mode} {oid}\t{path}\0".encode("utf-8", "surrogateescape"))
-    data = b"".join(lines)
-    for attempt in range(5):  # a human's git may hold index.lock for a moment; a killed one leaves it
-        if repo.git.run("update-index", "-z", "--index-info", input=data, check=False).returncode == 0:
-            return
-        if attempt == 0:
-            recovery.clear_locks(repo)
-        time.sleep(0.01 * (attempt + 1))
 
 
 def _count_commits(repo: Repo, count: int) -> None:

@@ -19,6 +19,13 @@ folder cannot be read), nothing is removed and the message gives the command
 to run once no git is running. A half-done merge is aborted only when it is
 fsmem's own (its MERGE_MSG) and the caller also holds the write lock; one a
 person started is never touched.
+
+A commit fsmem made while a live git held `index.lock` leaves the index behind
+HEAD at the paths it wrote (the commit needs no index; pointing the index does).
+Those paths are kept in `.fsmem/history/index-behind` and pointed by the next
+process that holds the commit lock, before anything reads the index: `git
+status`, fsmem's own changes-outside-fsmem, and `git merge --abort`, which
+refuses to abort a merge over a committed file the index does not hold.
 """
 
 from __future__ import annotations
@@ -32,7 +39,9 @@ from pathlib import Path
 from fsmem import faces
 from fsmem.history.git import first_line
 from fsmem.history.repo import Repo
+from fsmem.history.trees import TreeEditor
 from fsmem.store import logs
+from fsmem.store.files import atomic_write
 
 WORKTREE_LOCKS = ("index.lock", "HEAD.lock", "ORIG_HEAD.lock", "MERGE_HEAD.lock", "AUTO_MERGE.lock")
 COMMON_LOCKS = ("config.lock", "packed-refs.lock", "shallow.lock")
@@ -44,6 +53,8 @@ READ_ONLY = frozenset(
     + ("for-each-ref", "check-ignore", "symbolic-ref", "blame", "grep", "version", "help")
 )
 UNKNOWN = "?"
+INDEX_BEHIND = "index-behind"  # in .fsmem/history: paths committed while the index was held, NUL-separated
+POINT_ATTEMPTS = 5  # tries at the index (a person's git holds index.lock for a moment) before it is left behind
 
 
 @dataclass
@@ -188,10 +199,67 @@ def clear_locks(repo: Repo, *, wait: float = 0.0) -> list[Leftover]:
         time.sleep(0.1)
 
 
+def point_index(repo: Repo, entries: dict[str, tuple[str, str] | None]) -> bool:
+    """Set the index to these committed (mode, blob) entries (None: no file), so `git status` and `git diff`
+    tell the truth; the caller holds the commit lock. Where a live git keeps the index, the paths are left to
+    `catch_up_index` of the next commit-lock holder. Returns whether the index holds them now."""
+    if not entries:
+        return True
+    lines = []
+    for path, entry in entries.items():
+        mode, oid = entry if entry is not None else ("0", repo.store.zero)
+        lines.append(f"{mode} {oid}\t{path}\0".encode("utf-8", "surrogateescape"))
+    data = b"".join(lines)
+    for attempt in range(POINT_ATTEMPTS):
+        if repo.git.run("update-index", "-z", "--index-info", input=data, check=False).returncode == 0:
+            return True
+        if attempt == 0:
+            clear_locks(repo)
+        time.sleep(0.01 * (attempt + 1))
+    behind = set(index_behind(repo)) | set(entries)
+    atomic_write(_behind_file(repo), b"".join(_nul(path) for path in sorted(behind)), root=repo.root, generated=True)
+    return False
+
+
+def index_behind(repo: Repo) -> list[str]:
+    """The paths whose commit the index does not hold yet (a live git kept it when fsmem committed them)."""
+    try:
+        data = _behind_file(repo).read_bytes()
+    except FileNotFoundError:
+        return []
+    return [os.fsdecode(name) for name in data.split(b"\0") if name]
+
+
+def catch_up_index(repo: Repo) -> bool:
+    """Point the index at HEAD's entries for the paths left behind; the caller holds the commit lock. A stat
+    when there are none. Returns whether none is left."""
+    paths = index_behind(repo)
+    if not paths:
+        return True
+    _, tree = repo.head(repo.reader)
+    editor = TreeEditor(repo.read_tree, repo.write_tree, tree)
+    if not point_index(repo, {path: editor.entry(path) for path in paths}):
+        return False  # still held: they stay recorded
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(_behind_file(repo))
+    return True
+
+
+def _behind_file(repo: Repo) -> Path:
+    return repo.state() / INDEX_BEHIND
+
+
+def _nul(path: str) -> bytes:
+    return path.encode("utf-8", "surrogateescape") + b"\0"
+
+
 def recover(repo: Repo, *, wait: float = 0.0) -> list[Leftover]:
-    """`clear_locks`, then abort a half-done merge of a killed `fsmem sync`; the caller holds the commit and
-    write locks (and no sync of this process is merging). Returns what is left: each needs a person's remedy."""
+    """`clear_locks`, then point the index where a held lock left it behind and abort a half-done merge of a
+    killed `fsmem sync`; the caller holds the commit and write locks (and no sync of this process is merging).
+    Returns what is left: each needs a person's remedy."""
     left = clear_locks(repo, wait=wait)
+    if not left:
+        catch_up_index(repo)
     merges = [leftover for leftover in find(repo) if leftover.merge]
     for merge in merges:
         if merge.ours and merge.holder is None and not left:
