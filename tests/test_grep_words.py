@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fsmem import Memory
-from fsmem.query import grep_cache, grep_words
+from fsmem.query import grep_cache, grep_vocabulary, grep_words
 from fsmem.query.grep_terms import Need, needs, words_of
 from fsmem.store.feed import Delta
 
@@ -485,7 +485,7 @@ def test_kept_words_narrow_soundly_through_writes_of_this_process_and_another(wa
         if wanted:
             assert grep_words.caught_up(watched.root) is index  # as a grep does first
             with pytest.MonkeyPatch.context() as patch:
-                patch.setattr(grep_words, "MAX_TERMS", data.draw(st.sampled_from([1, 3, 64])))
+                patch.setattr(grep_vocabulary, "MAX_TERMS", data.draw(st.sampled_from([1, 3, 64])))
                 found = index.candidates(wanted)
             if found is not None:
                 with index.lock:
@@ -573,8 +573,8 @@ def test_a_list_grown_past_twice_the_words_it_was_read_with_is_read_again(watche
     """Words no file holds any more stay in the kept list until it is read again: it is, once it has grown to
     `GROWTH` times its words and `LEARNED_WORDS` more, so notes written and removed for a year do not grow it
     for ever."""
-    monkeypatch.setattr(grep_words, "GROWTH", 1)
-    monkeypatch.setattr(grep_words, "LEARNED_WORDS", 4)
+    monkeypatch.setattr(grep_vocabulary, "GROWTH", 1)
+    monkeypatch.setattr(grep_vocabulary, "LEARNED_WORDS", 4)
     _rewrite(watched, {"a.md": b"walrus\n"})
     index = grep_words.caught_up(watched.root)
     index.load_vocabulary()

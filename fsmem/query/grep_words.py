@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from fsmem.query.grep_terms import Need, needs, words_of
+from fsmem.query.grep_vocabulary import KeptWords
 from fsmem.store.cache import RACY_NS, Connection, DatabaseError, connect, discard, is_transient, stamp_of
 from fsmem.store.paths import STATE_DIR, is_memory_path, is_visible_folder
 from fsmem.store.walk import FOLDER, probe, walk_entries
@@ -50,11 +51,6 @@ MAX_CANDIDATES = 2000
 MAX_SHARE = 4  # past MAX_CANDIDATES, candidates are searched alone while at most 1/MAX_SHARE of the files
 MAX_NEEDS = 8  # words of one pattern looked up (any of them narrows soundly; the longest narrow most)
 SHORTEST_PART = 3  # a shorter start, end or inner part of words narrows little and costs a long lookup
-MAX_TERMS = 64  # words of the memory holding a pattern's inner word: more, and that word says too little
-# adding one file's words to a kept vocabulary (`_learn`) costs what reading 3 of the index's words again does (9 µs,
-# 3 µs each); up to LEARNED_FILES files (9 ms) they are always added; it is read again once it holds GROWTH times
-# the words it was read with and LEARNED_WORDS more (words no file holds any more are let go then)
-TERMS_PER_FILE, LEARNED_FILES, GROWTH, LEARNED_WORDS = 3, 1000, 2, 100_000
 ANY = "-1"  # the stamp column's mark of a file that is a candidate for every pattern (UTF-16, too large, a long word)
 MAX_FILE_BYTES = 8 << 20  # a larger file is not read for its words (a 1 GB log would be read whole): always searched
 
@@ -75,10 +71,9 @@ class WordIndex:
         self.root = Path(root)
         self.lock = threading.Lock()
         self.conn = _open(self.root / STATE_DIR / INDEX_FILE)
-        self._vocabulary: str | None = None  # "\nterm\nterm\n": every word of the index, and perhaps some gone
-        self._terms: set[str] = set()  # the same words, while `_vocabulary` is kept
-        self._read_terms = 0  # how many it was read with
-        self._read_at: int | None = None  # the index's data_version when `_vocabulary` was read (`apply`)
+        self.words = KeptWords(
+            lambda: [str(t) for (t,) in self.conn.execute("SELECT term FROM vocabulary")], self._data_version
+        )
         self._paths: frozenset[str] | None = None  # the files held, while `_version` holds
         self._held: int | None = None  # how many, while `_version` holds
         self._version: tuple[int, int] | None = None
@@ -116,9 +111,9 @@ class WordIndex:
                 stored = self._stamps(seen)
             # Once another process stored files since the list of words was read (data_version, asked after the
             # stamps), the files the feed names are read for words it lacks; a walk reads no unchanged file: let go
-            others = self._vocabulary is not None and self._data_version() != self._read_at
+            others = self.words.others_stored()
             if others and delta.full:
-                self._forget_words()
+                self.words.forget()
             self._store(seen, stored, [path for path in gone if path not in seen], stored_too=others)
 
     def _walk(self, start: Path) -> dict[str, os.stat_result]:
@@ -138,8 +133,8 @@ class WordIndex:
     ) -> None:
         """Store the files of `seen` whose stamps changed and drop those `gone`; with `stored_too`, the others
         are read too, for the kept list of words only."""
-        if stored_too and len(seen) > max(LEARNED_FILES, len(self._terms) // TERMS_PER_FILE):
-            self._forget_words()  # reading the index's words again costs less than reading these files
+        if stored_too and self.words.cheaper_to_read_again(len(seen)):
+            self.words.forget()  # reading the index's words again costs less than reading these files
             stored_too = False
         now = time.time_ns()
         rows: list[tuple[str, str | None, str | None]] = []
@@ -166,8 +161,8 @@ class WordIndex:
                 continue
             racy = stat.st_mtime_ns >= now - RACY_NS  # written within the clock's tick: read again at a walk
             rows.append((rel, None if racy else stamp, text))
-        if len(rows) + len(known) > max(LEARNED_FILES, len(self._terms) // TERMS_PER_FILE):
-            self._forget_words()  # reading the index's words again costs less than `_learn`
+        if self.words.cheaper_to_read_again(len(rows) + len(known)):
+            self.words.forget()
         if rows or gone:
             with self.conn:
                 for rel in gone:
@@ -182,21 +177,7 @@ class WordIndex:
                             "INSERT INTO words (rowid, text) VALUES (?, ?)", (self.conn.last_insert_rowid(), text)
                         )
             self._changes += 1
-        if self._vocabulary is not None:
-            self._learn(self._vocabulary, known + [text for _rel, _kept, text in rows if text is not None])
-
-    def _learn(self, vocabulary: str, texts: Iterable[str]) -> None:
-        """Add the words of files just read to the vocabulary kept. A word no file holds any more stays: its
-        lookup finds no file, and past `MAX_TERMS` a need only narrows nothing, so answers are the same."""
-        new: set[str] = set()
-        for text in texts:
-            new.update(text.split())
-        new -= self._terms
-        if new:
-            self._terms |= new
-            self._vocabulary = vocabulary + "\n".join(new) + "\n"
-        if len(self._terms) > GROWTH * self._read_terms + LEARNED_WORDS:
-            self._forget_words()
+        self.words.learn(known + [text for _rel, _kept, text in rows if text is not None])
 
     def _delete(self, rel: str) -> None:
         row = self.conn.execute("SELECT id FROM files WHERE path = ?", (rel,)).fetchone()
@@ -215,7 +196,7 @@ class WordIndex:
             for need in wanted:
                 if need.kind not in ("suffix", "inner") or len(need.word) < SHORTEST_PART:
                     continue
-                holding = self._holding(need.word, suffix=need.kind == "suffix")
+                holding = self.words.holding(need.word, suffix=need.kind == "suffix")
                 if holding is None:
                     continue  # too common a part of words to narrow anything
                 if not holding:
@@ -245,38 +226,10 @@ class WordIndex:
     def _any(self) -> list[str]:
         return [str(path) for (path,) in self.conn.execute("SELECT path FROM files WHERE stamp = '-1'")]  # ANY
 
-    def _holding(self, word: str, *, suffix: bool) -> list[str] | None:
-        """The memory's words that end with `word` (or hold it anywhere); None if more than MAX_TERMS."""
-        text = self._words()
-        key = word + "\n" if suffix else word
-        found: list[str] = []
-        at = 0
-        while (at := text.find(key, at)) >= 0:
-            start = text.rfind("\n", 0, at) + 1
-            end = text.find("\n", at + len(word))
-            found.append(text[start:end])
-            if len(found) > MAX_TERMS:
-                return None
-            at = end
-        return found
-
-    def _words(self) -> str:
-        """Every word of the index, one a line (perhaps some no file holds any more: `_learn`); read once,
-        then kept up to date with the words of every file the feed names (`apply`): the index holds no other."""
-        if self._vocabulary is None:
-            # the version first: a change committed between the two reads only makes `apply` read more files
-            self._read_at = self._data_version()
-            terms = [str(term) for (term,) in self.conn.execute("SELECT term FROM vocabulary")]
-            self._vocabulary, self._terms, self._read_terms = "\n" + "\n".join(terms) + "\n", set(terms), len(terms)
-        return self._vocabulary
-
-    def _forget_words(self) -> None:
-        self._vocabulary, self._terms = None, set()
-
     def load_vocabulary(self) -> None:
         """Read the index's words now (a long-lived process's start), not at the first grep that needs them."""
         with self.lock:
-            self._words()
+            self.words.text()
 
     def paths(self) -> frozenset[str]:
         """Every file the index holds."""
