@@ -720,9 +720,29 @@ def own_tokens(tmp_path_factory) -> dict:
     tokens = tmp_path_factory.mktemp("own") / "tokens.json"
     store = TokenStore(tokens)
     made = {
-        name: store.create(memory="team", agent="researcher").token for name in ("sigterm", "slow", "deadline", "door")
+        name: store.create(memory="team", agent="researcher").token
+        for name in ("sigterm", "slow", "deadline", "door", "warm")
     }
     return {"path": tokens, **made}
+
+
+def test_the_server_warms_its_memory_at_its_start_and_a_first_call_sees_an_edit_made_after(tmp_path, own_tokens):
+    """The warmed memory holds the change feed, so a token's first call takes the running feed instead of a
+    walk: what an editor saved after the warm-up is in its answers all the same."""
+    root = _copy_memory(tmp_path, "team")
+    Memory(root).index()  # a memory in use: its search index holds files
+    server = ServerProcess("--memory", f"team={root}", tokens=own_tokens["path"])
+    try:
+        warmed = server.wait_for(lambda line: line.get("event") == "warmed", timeout=60)
+        assert warmed["memory"] == "team" and warmed["seconds"] >= 0
+        with open(root / "topics" / "billing.md", "a") as handle:  # an editor's save, after the warm-up
+            handle.write("\n- Quokka invoices are due on the first of the month.\n")
+        url, token = server.base + "/mcp", own_tokens["warm"]
+        assert "topics/billing.md" in text_of(call(url, token, "grep", {"pattern": "Quokka"}))
+        assert "Quokka invoices are due" in text_of(call(url, token, "search", {"query": "quokka invoices"}))
+    finally:
+        assert server.stop() == 0
+    assert [line for line in server.lines if line.get("event") == "warning"] == []
 
 
 def test_sigterm_lets_the_write_in_flight_finish_then_exits_0(tmp_path, own_tokens):

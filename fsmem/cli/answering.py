@@ -298,26 +298,14 @@ class Kept:
         return memory
 
     def warm(self, root: str, say: Callable[[str], None]) -> None:
-        """Open the memory of a request without --agent and catch up the caches it already has on disk, so
-        the first requests need no walk: the metadata rows, a search index that holds files, a grep word
-        index that exists and its list of words (neither index is built here: a memory never searched or
-        grepped does not pay for one), and the tokenizer. What fails here is left for the request that needs
-        it, which says why."""
+        """Open the memory of a request without --agent and catch up the caches it already has on disk
+        (`fsmem.warming`), so the first requests need no walk. What fails here is left for the request that
+        needs it, which says why."""
         from fsmem.errors import FsmemError
-        from fsmem.names import STATE_DIR
-        from fsmem.query import grep_words
-        from fsmem.tokens import get_encoding
+        from fsmem.warming import warm
 
         try:
-            memory = self.open(root, None)
-            memory.catalog.sync()
-            index = memory.search_index
-            if index.guarded(_holds_files):
-                index.refresh()
-            if os.path.exists(os.path.join(root, STATE_DIR, grep_words.INDEX_FILE)):
-                if (words := grep_words.caught_up(Path(root))) is not None:
-                    words.load_vocabulary()  # what a grep of a part of a word reads: 0.3 s of CPU at 100k files
-            get_encoding(memory.tokens.encoding_name)
+            warm(self.open(root, None))
         except (OSError, FsmemError) as exc:
             say(f"the first one-shot reads will catch up the caches themselves: {exc}")
 
@@ -328,11 +316,6 @@ class Kept:
     def close(self) -> None:
         while self.memories:
             self.memories.popitem()[1][1].close()
-
-
-def _holds_files(conn: Any) -> bool:
-    """Whether the search index has been built (a first search builds it; warming does not)."""
-    return conn.execute("SELECT 1 FROM search_files LIMIT 1").fetchone() is not None
 
 
 def _log_to(target: Any) -> Any:

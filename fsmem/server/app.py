@@ -71,6 +71,7 @@ from fsmem.server.limits import InFlight, RateLimiter, Slot, too_many
 from fsmem.server.log import RequestLog
 from fsmem.server.settings import ServerSettings
 from fsmem.server.tokens import TokenRecord, TokenStore
+from fsmem.server.warmup import Warmup
 
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/health"
@@ -109,6 +110,7 @@ class MemoryServer:
         self.origins = Origins(settings.hosts(), settings.allowed_origins)
         self.lanes = Lanes.of(self.limits)
         self._memories: dict[tuple, Memory] = {}
+        self.warmup = Warmup(settings.memories, self.log)  # started with the server, in the background
         self.mcp = build_server(self.limits, self.lanes)
         self.lifespan_result = LifespanResult.around(self.mcp)
         self.manager = StreamableHTTPSessionManager(
@@ -139,12 +141,14 @@ class MemoryServer:
                     return
                 if self._direct_wanted:
                     self.direct = DirectPath(self.mcp, self.lifespan_result.result)
+                self.warmup.start()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 self.direct = None
                 await stack.aclose()
                 while self._memories:
                     _close(self._memories.popitem()[1])
+                self.warmup.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
