@@ -68,6 +68,27 @@ def test_an_older_note_consolidated_later_leaves_the_same_bytes_as_one_run(tmp_p
     assert differences(S.snapshot(together.root), S.snapshot(apart.root)) == []
 
 
+def test_an_older_fact_that_goes_only_to_the_history_file_still_moves_created_back(tmp_path):
+    """Found by the fuzzer (HYPOTHESIS_PROFILE=explore): with no superseded value kept in the document, a note
+    of the day before, consolidated later, changes only the history file; the document's `created` must still
+    move back to that day, as one run over both notes writes it."""
+    for name in ("apart", "together"):
+        config = Memory.init(tmp_path / name).root / "fsmem.yaml"
+        config.write_text(config.read_text().replace("superseded_in_document: 10", "superseded_in_document: 0", 1))
+    apart, together = Memory(tmp_path / "apart"), Memory(tmp_path / "together")  # the bound read at the start
+    for memory in (apart, together):
+        S.session_note(memory.root, "2026-01-02", "a", "## people/Ann Lee\n- status: open\n")
+    apart.consolidate()
+    for memory in (apart, together):
+        S.session_note(memory.root, "2026-01-01", "a", "## people/Ann Lee\n- status: closed\n")
+    apart.consolidate()
+    together.consolidate()
+    document = (apart.root / "entities/people/ann-lee.md").read_text()
+    assert "created: 2026-01-01\n" in document and "- status: open (" in document and "closed" not in document
+    assert "- status: closed (" in (apart.root / "entities/people/ann-lee.history.md").read_text()
+    assert differences(S.snapshot(together.root), S.snapshot(apart.root)) == []
+
+
 def test_a_late_note_from_the_day_before_does_not_reopen_a_closed_ticket(tmp_path):
     """Issue #10, finding 1 (the realistic case): a ticket is open at 09:00 and closed at 15:00 (appended to the
     same note, consolidated in between), then a laptop's late note from the day before says escalated. The

@@ -198,14 +198,13 @@ def plan_document(
     _place(doc, facts, shown, notes.new_lines, notes.managed)
     if history is not None and archived:
         _place_history(history, archived)
+    dated = [d for d in dates if d]
+    if dated and doc.has_front_matter:  # also when only the history file changed: an older fact moves `created`
+        doc.bump_updated(max(dated)[:10])  # dates, as before stamps had times: the same bytes on every host
+        doc.lower_created(min(dated)[:10])
     new = doc.text()
     if new == doc.original:
         return None, None, {}
-    dated = [d for d in dates if d]
-    if dated and doc.has_front_matter:
-        doc.bump_updated(max(dated)[:10])  # dates, as before stamps had times: the same bytes on every host
-        doc.lower_created(min(dated)[:10])
-        new = doc.text()
     return new, None, doc.front_matter
 
 
