@@ -1,13 +1,14 @@
 """Search in a long-lived process on questions never asked before, against a bare FTS5 query of the same words.
 
     .venv/bin/python benchmarks/bench_search_unique.py [--root DIR] [--sizes 10000] [--queries 300]
-        [--words 3] [--seed 7] [--twin] [--profile]
+        [--words 3] [--seed 7] [--twin] [--any-word] [--profile]
 
 Each question is `--words` words of one line of the memory, one of them rare (`common.NewQuestions`), no two
 questions alike and none asked before, so nothing kept from an earlier question (a kept pool of candidates)
 answers it. One `Memory` asks them all (a long-lived process: an agent's server). Beside each, in the same process:
 the same search with the row part as bm25() over every matching row (`fsmem.search.rowscores` switched
-off: what fsmem did before it scored the best documents' files file by file), and the bare FTS5 query of
+off: what fsmem did before it scored the best documents' files file by file, and the rows holding every
+word on their own), and the bare FTS5 query of
 the same terms on the same index (their OR, `bm25()`, 20 rows). The three are asked in every order in
 turn, so a busy machine slows all alike and each pays for what is kept of new words (their document
 frequencies and postings) as often as the others (the candidates one side keeps are let go before the next). Wall time per
@@ -27,13 +28,18 @@ benchmark corpus of `--sizes` files is built under bench-out/ and searched once 
 `--twin` adds a fourth side: the fsmem search again with the document part's C module
 (`fsmem.search._native`) switched off, so its Python twin in `fsmem.search.postings` answers; then each fsmem
 side keeps its own decoded terms (what a process asked the same questions would have kept: the first to
-decode a question's words would spare the others that work) and its own candidates. `--profile` prints where the fsmem side's time goes (cProfile, the 25 costliest functions).
+decode a question's words would spare the others that work) and its own candidates. `--any-word` adds a side
+more: the fsmem search with the row part's best rows always from bm25() over every row holding any word
+(`rowscores.best_holding_every_word` switched off). The questions whose words no document holds (a name in
+headings alone) are reported apart as well. `--profile` prints where the fsmem side's time goes (cProfile, the 25
+costliest functions).
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import os
 import statistics
 import sys
@@ -49,6 +55,7 @@ PRUNED = "fsmem search, distinct questions"
 EXHAUSTIVE = "the same, bm25() over every match"
 FTS5 = "bare FTS5 (OR, bm25, 20 rows)"
 TWIN = "the same, the C module's Python twin"
+ANY_WORD = "the same, best rows from any word's rows"
 REPEATED = "fsmem search, repeated (kept candidates)"
 SIDES = [PRUNED, EXHAUSTIVE, FTS5]
 # Every order of the sides in turn: the first fsmem side to see a question's words pays for what is kept of
@@ -67,6 +74,18 @@ def bare_query(index, bare, question: str) -> list:
     return bare.execute(
         "SELECT rowid, bm25(search_fts) AS s FROM search_fts WHERE search_fts MATCH ? ORDER BY s LIMIT 20", (match,)
     ).fetchall()
+
+
+def no_document_holds(index, bare, question: str) -> bool:
+    """Whether no document holds any of `question`'s terms (a name in headings alone): the row part is then
+    bm25() over every row holding one, or the rows holding every one of them."""
+    from fsmem.search.scoring import query_terms
+
+    terms, _ = query_terms(index.analyzer, question)
+    found = bare.execute(
+        "SELECT 1 FROM search_postings WHERE term IN (SELECT value FROM json_each(?)) LIMIT 1", (json.dumps(terms),)
+    )
+    return found.fetchone() is None
 
 
 def forget(index) -> None:
@@ -120,6 +139,7 @@ def main() -> int:
     parser.add_argument("--words", type=int, default=3)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--twin", action="store_true", help="also time the search on the C module's Python twin")
+    parser.add_argument("--any-word", action="store_true", help="also time the search without the every-word proof")
     parser.add_argument("--profile", action="store_true")
     args, _rest = parser.parse_known_args()  # `make bench` passes every script the same arguments
     from common import NewQuestions, memories, percentile
@@ -128,7 +148,7 @@ def main() -> int:
     from fsmem.search import postings, rowscores
     from fsmem.store import cache
 
-    sides = [*SIDES, TWIN] if args.twin else SIDES
+    sides = [*SIDES, *([TWIN] if args.twin else []), *([ANY_WORD] if args.any_word else [])]
     orders = list(itertools.permutations(sides))
     if args.twin and postings._native is None:
         print("--twin: fsmem.search._native is not built here (make install builds it)")
@@ -145,6 +165,7 @@ def main() -> int:
         # per process (1.3 s at load 10), which the first timed question with hits paid before
         memory.search(sampler.question(args.words))
         rows = int(bare.execute("SELECT value FROM search_meta WHERE key = 'rows'").fetchone()[0])
+        headings_only = [no_document_holds(index, bare, question) for question in asked]
 
         profile = None
         if args.profile:
@@ -156,11 +177,14 @@ def main() -> int:
         loads = [os.getloadavg()[0]]
         for number, question in enumerate(asked):
             for side in orders[number % len(orders)]:  # each side before each other half the time
-                if side in (EXHAUSTIVE, TWIN):
+                if side in (EXHAUSTIVE, TWIN, ANY_WORD):
                     forget(index)
                 if side == EXHAUSTIVE:
                     saved = rowscores.POSTINGS_PER_FILE
                     rowscores.POSTINGS_PER_FILE = 1 << 62  # never file by file: bm25() over every match
+                if side in (EXHAUSTIVE, ANY_WORD):  # never from the rows holding every word alone
+                    proof = rowscores.best_holding_every_word
+                    rowscores.best_holding_every_word = lambda *_args: None
                 if side in own:
                     own[side].__enter__()
                 started = time.perf_counter()
@@ -175,9 +199,11 @@ def main() -> int:
                 times[side].append(time.perf_counter() - started)
                 if side == EXHAUSTIVE:
                     rowscores.POSTINGS_PER_FILE = saved
+                if side in (EXHAUSTIVE, ANY_WORD):
+                    rowscores.best_holding_every_word = proof
                 if side in own:
                     own[side].__exit__()
-                if side in (EXHAUSTIVE, TWIN):
+                if side in (EXHAUSTIVE, TWIN, ANY_WORD):
                     forget(index)
         loads.append(os.getloadavg()[0])
         again = []
@@ -193,6 +219,14 @@ def main() -> int:
         for name, values in (*times.items(), (REPEATED, again)):
             p50, p99, top = (1000 * v for v in (statistics.median(values), percentile(values, 0.99), max(values)))
             print(f"{name:<40} {p50:>8.1f} {p99:>8.1f} {top:>8.1f} {p50 / 1000 / limit:>10.2f}")
+        for label, wanted in (("whose words no document holds", True), ("the others", False)):
+            kind = [n for n, alone in enumerate(headings_only) if alone is wanted]
+            if not kind:
+                continue
+            print(f"{len(kind)} questions {label}: p50 / max ms")
+            for name, values in times.items():
+                chosen = [values[n] for n in kind]
+                print(f"  {name:<38} {1000 * statistics.median(chosen):>8.1f} {1000 * max(chosen):>8.1f}")
         if profile is not None:
             import pstats
 

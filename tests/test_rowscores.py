@@ -151,3 +151,106 @@ def test_the_auxiliary_function_is_registered_once_per_connection(tmp_path):
     conn = memory.search_index.connection()
     assert rowscores._scores_of(conn) is rowscores._scores_of(conn)
     memory.close()
+
+
+NAMES = ["diego", "silva", "lena", "patel", "ines"]  # in headings only, never in a row's text nor a file's name
+
+
+def _person(rng: random.Random, rows: int, superseded: bool, named: bool) -> str:
+    title = " ".join(rng.sample(NAMES, 2)).title() if named else "Notes"
+    out = ["---", f"title: Zulu {rng.randint(0, 99)}", "---", f"# {title}", ""]  # the heading is not its name
+    for n in range(rows):
+        if n % 5 == 0:
+            extra = NAMES if named and rng.random() < 0.1 else []  # now and then a name twice in a row's headings
+            section = " ".join(rng.sample([*WORDS, *extra], rng.randint(1, 2)))
+            out += ["", f"## {section}", ""]
+        out.append(f"- {' '.join(rng.choices(WORDS, k=rng.randint(1, 4) if named else rng.randint(6, 20)))}")
+    if superseded:
+        out += ["", "## Superseded", f"- {rng.choice(WORDS)} old"]
+    return "\n".join(out) + "\n"
+
+
+def _pool(memory: Memory, query: str, every_word: bool, search: SearchSettings, monkeypatch, **options):
+    """Every candidate's path, line, score and relevance (hex: to the bit), in order, with the row part's best
+    rows taken from those holding every word where that is proved right, or from the OR's bm25() query."""
+    index = memory.search_index
+    index.kept = Kept()
+    with monkeypatch.context() as patched:
+        patched.setattr(rowscores, "POSTINGS_PER_FILE", 1 << 62)  # never file by file: the bm25() query's way
+        if not every_word:
+            patched.setattr(rowscores, "best_holding_every_word", lambda *args: None)
+        found = scoring.rank(index, query, search, now=NOW, **options)
+    return [(found.paths[i], found.lines[i], found.scores[i].hex(), found.relevance[i].hex()) for i in found.ids]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    files=st.lists(st.tuples(st.integers(1, 25), st.booleans()), min_size=1, max_size=8),
+    unnamed=st.integers(0, 40),
+    questions=st.lists(
+        st.tuples(
+            st.lists(st.sampled_from(NAMES), min_size=1, max_size=3, unique=True),
+            st.lists(st.sampled_from([*WORDS, "zulu", "absent"]), max_size=2, unique=True),  # zulu: names only
+            st.randoms(use_true_random=False),
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    seed=st.integers(0, 1000),
+    pool=st.sampled_from([1, 2, 5, 10]),
+    weights=st.sampled_from([(1.0, 0.5), (0.7, 0.3), (0.1, 2.9), (0.0, 1.0)]),
+)
+def test_the_best_rows_holding_every_word_are_the_or_querys_best(
+    tmp_path_factory, monkeypatch, files, unnamed, questions, seed, pool, weights
+):
+    """Names in titles and headings only, asked with each other, with words of the text and with an unknown
+    word: the row part from the rows holding every word (where the bound allows it) ranks as bm25() over
+    every row holding any, the same candidates in the same order, every score and relevance to the bit."""
+    monkeypatch.setenv("FSMEM_NOW", "2026-06-01T00:00:00+00:00")
+    monkeypatch.setattr(scoring, "POOL_MIN", pool)  # a pool small enough for the memory's rows to fill
+    rng = random.Random(seed)
+    root = tmp_path_factory.mktemp("mem")
+    Memory.init(root)
+    (root / "entities").mkdir()
+    for number, (rows, superseded) in enumerate(files):
+        (root / "entities" / f"p{number}.md").write_text(_person(rng, rows, superseded, True), encoding="utf-8")
+    for number in range(unnamed):  # rows without names: a name's IDF above FTS5's floor
+        (root / "entities" / f"u{number}.md").write_text(_person(rng, 8, False, False), encoding="utf-8")
+    memory = Memory(root)
+    memory.search_index.refresh()
+    search = SearchSettings(weights=SearchWeights(text=weights[0], headings=weights[1]))
+    for names, others, shuffle in questions:
+        words = names + others
+        shuffle.shuffle(words)  # names first, last or between the other words: each phrase keeps its place
+        query = " ".join(words)
+        for options in ({}, {"include_superseded": True}, {"within": lambda p: p < "entities/p4"}):
+            assert _pool(memory, query, True, search, monkeypatch, **options) == _pool(
+                memory, query, False, search, monkeypatch, **options
+            )
+    memory.close()
+
+
+def test_a_name_in_headings_only_is_ranked_from_the_rows_holding_every_word(tmp_path, monkeypatch):
+    """Two names in the titles of many files and no row's text: the rows holding both outscore every row
+    holding one, so the row part takes its best rows from theirs alone; a pool deeper than those rows, or a
+    word in every row that a bound cannot tell apart, goes to bm25() over every row holding any word."""
+    monkeypatch.setenv("FSMEM_NOW", "2026-06-01T00:00:00+00:00")
+    Memory.init(tmp_path)
+    (tmp_path / "entities").mkdir()
+    people = [("Diego", "Silva"), ("Diego", "Patel"), ("Lena", "Silva")] * 4 + [("Ines", "Ledger")] * 30
+    for n, (first, last) in enumerate(people):
+        rows = "".join(f"- budget tea rain {'deploy ' * (r % 3)}\n" for r in range(10))
+        text = f"---\ntitle: p{n}\n---\n# {first} {last}\n\n## Facts\n\n{rows}"  # the heading is not a name
+        (tmp_path / "entities" / f"p{n}.md").write_text(text, encoding="utf-8")
+    memory = Memory(tmp_path)
+    memory.search_index.refresh()
+    proved = []
+    inner = rowscores.best_holding_every_word
+    monkeypatch.setattr(rowscores, "best_holding_every_word", lambda *a: proved.append(inner(*a) is not None))
+    for pool, query, expected in ((5, "diego silva", True), (41, "diego silva", False), (5, "silva budget", False)):
+        monkeypatch.setattr(scoring, "POOL_MIN", pool)
+        memory.search_index.kept = Kept()
+        proved.clear()
+        scoring.rank(memory.search_index, query, memory.search_settings, now=NOW)
+        assert proved == [expected], (pool, query)
+    memory.close()

@@ -85,17 +85,29 @@ class Kept:
 
 def document_frequencies(conn, table: str, terms: list[str], kept: dict[Any, Any] | None = None) -> dict[str, int]:
     """term -> the number of rows (documents) holding it, for the terms the table has; from `kept` when known."""
+    return {term: doc for term, (doc, _hits) in _vocabulary(conn, table, terms, kept).items()}
+
+
+def hit_counts(conn, table: str, terms: list[str], kept: dict[Any, Any] | None = None) -> dict[str, int]:
+    """term -> how many times the table's rows hold it in all, for the terms the table has (fts5vocab's `cnt`,
+    read in the same walk of its postings as its document frequency); from `kept` when known."""
+    return {term: hits for term, (_doc, hits) in _vocabulary(conn, table, terms, kept).items()}
+
+
+def _vocabulary(conn, table: str, terms: list[str], kept: dict[Any, Any] | None) -> dict[str, tuple[int, int]]:
+    """term -> (rows holding it, its occurrences), for the terms the table has; from `kept` when known."""
     if not terms:
         return {}
     if kept is None:
         marks = ",".join("?" * len(terms))
-        return dict(conn.execute(f"SELECT term, doc FROM {table} WHERE term IN ({marks})", terms).fetchall())
+        found = conn.execute(f"SELECT term, doc, cnt FROM {table} WHERE term IN ({marks})", terms)
+        return {term: (doc, hits) for term, doc, hits in found}
     asked = [t for t in dict.fromkeys(terms) if (table, t) not in kept]
     if asked:
-        found = document_frequencies(conn, table, asked)
+        found = _vocabulary(conn, table, asked, None)
         for term in asked:
-            kept[(table, term)] = found.get(term, 0)
-    return {t: kept[(table, t)] for t in terms if kept[(table, t)]}
+            kept[(table, term)] = found.get(term, (0, 0))
+    return {t: kept[(table, t)] for t in terms if kept[(table, t)][0]}
 
 
 def _name_idf(n: int, df: int) -> float:

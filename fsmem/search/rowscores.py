@@ -17,6 +17,12 @@ column, is made once per query for each pair of counts):
 
 with the phrases in the query's order. `cheaper` decides, from the postings the query's words hold
 and the rows of the files, which of the two ways costs less.
+
+When the rows scored are not narrowed to the best documents' files, `best_holding_every_word` first asks
+bm25() for the best rows among those holding every word (a name is in the headings of every row of its
+person's files, and of few others): a `MATCH` naming the same phrases in the same order scores each of its
+rows as the OR does, and when its k-th score is above what any row lacking a word can score
+(`lacking_one_bound`), its top k is the OR's.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import math
 import weakref
 from typing import Any
 
+from fsmem.search.documents import hit_counts, quoted
 from fsmem.search.postings import BLOCK_BITS, MAX_TOKEN_BYTES
 from fsmem.search.tables import ROW_BITS
 
@@ -38,6 +45,10 @@ POSTINGS_PER_MATCH = 65
 # postings are (the best documents' files hold more of the query's words than the memory at large).
 MATCH_SHARE = 2.0
 FUNCTION = "fsmem_row_hits"
+TOTALS = "fsmem_row_totals"
+# A bound computed in floats is raised by this share before a k-th score must pass it: bm25()'s rounding,
+# some 1e-16 of a score, never closes it.
+BOUND_MARGIN = 1e-9
 
 
 class _Scores:
@@ -141,3 +152,138 @@ def row_scores(
         return scores.out
     finally:
         scores.start([], weights)
+
+
+class _Totals:
+    """An auxiliary function that notes the table's row count and its rows' total size (bm25()'s own)."""
+
+    def __init__(self) -> None:
+        self.found: tuple[int, int] | None = None
+
+    def __call__(self, api: Any) -> None:
+        self.found = (api.row_count, api.column_total_size(-1))
+
+
+_totals: weakref.WeakKeyDictionary[Any, _Totals] = weakref.WeakKeyDictionary()
+_TOTALS_KEPT = ("rows and their total size",)
+
+
+def _row_totals(conn, phrase: str, kept: dict[Any, Any]) -> tuple[int, int] | None:
+    """(rows, their total size in tokens) as bm25() sees them, through one row holding `phrase`; kept per state."""
+    found = kept.get(_TOTALS_KEPT)
+    if found is None:
+        totals = _totals.get(conn)
+        if totals is None:
+            totals = _totals[conn] = _Totals()
+            conn.register_fts5_function(TOTALS, totals)
+        totals.found = None
+        conn.execute(f"SELECT {TOTALS}(search_fts) FROM search_fts WHERE search_fts MATCH ? LIMIT 1", (quoted(phrase),))
+        found = totals.found
+        if found is not None:
+            kept[_TOTALS_KEPT] = found
+    return found
+
+
+def every_word(phrases: list[str], df: dict[str, int]) -> str | None:
+    """A MATCH of the rows holding every one of `phrases` that some row holds, naming each phrase once and in
+    the order of their OR (each phrase no row holds ORed beside a word that some row holds), so that bm25()
+    scores each of its rows as the OR's query does; None for fewer than two such words."""
+    units: list[list[str]] = []
+    waiting: list[str] = []
+    for phrase in phrases:
+        if df.get(phrase):
+            units.append([*waiting, phrase])
+            waiting = []
+        else:
+            waiting.append(phrase)
+    if len(units) < 2:
+        return None
+    units[-1] += waiting
+    return " AND ".join(
+        " OR ".join(map(quoted, unit)).join("()") if len(unit) > 1 else quoted(unit[0]) for unit in units
+    )
+
+
+def lacking_one_bound(
+    phrases: list[str], df: dict[str, int], freqs: dict[str, float], totals: tuple[int, int]
+) -> float:
+    """More than bm25() gives any row that lacks one of the words some row holds: each word at its best (its
+    weighted hits at most `freqs`' in a row of 1 token), all but the least of them summed."""
+    n_rows, total_size = totals
+    norm = K1 * (1 - B + B * 1.0 / (float(total_size) / float(n_rows)))
+    best = []
+    for phrase in phrases:
+        hit = df.get(phrase, 0)
+        if hit:
+            idf = max(math.log((n_rows - hit + 0.5) / (hit + 0.5)), 1e-6)
+            freq = freqs[phrase]
+            best.append(idf * (freq * (K1 + 1.0)) / (freq + norm))
+    return (sum(best) - min(best)) * (1.0 + BOUND_MARGIN)
+
+
+_COLUMNS = "search_vocab_columns"
+
+
+def _column_hits(conn, phrases: list[str], kept: dict[Any, Any]) -> dict[str, dict[str, tuple[int, int]]]:
+    """phrase -> column -> (rows holding it there, its occurrences there), kept per state; fts5vocab's
+    per-column counts, from a table of this connection's own (nothing is added to the database)."""
+    asked = [p for p in dict.fromkeys(phrases) if (_COLUMNS, p) not in kept]
+    if asked:
+        conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_COLUMNS} USING fts5vocab(main, search_fts, 'col')")
+        found: dict[str, dict[str, tuple[int, int]]] = {p: {} for p in asked}
+        marks = ",".join("?" * len(asked))
+        for term, column, doc, hits in conn.execute(
+            f"SELECT term, col, doc, cnt FROM temp.{_COLUMNS} WHERE term IN ({marks})", asked
+        ):
+            found[term][column] = (doc, hits)
+        for phrase in asked:
+            kept[(_COLUMNS, phrase)] = found[phrase]
+    return {p: kept[(_COLUMNS, p)] for p in phrases}
+
+
+def _best_freqs(conn, phrases, df, weights, kept, by_column: bool) -> dict[str, float]:
+    """Per word some row holds, at least bm25()'s weighted hits of it in any row: a row holds at most all its
+    occurrences but one per other row holding it, in the heavier column, or (`by_column`) so per column."""
+    if not by_column:
+        occurrences = hit_counts(conn, "search_vocab", phrases, kept)
+        return {p: max(weights) * (occurrences[p] - df[p] + 1) for p in phrases if df.get(p)}
+    freqs = {}
+    for phrase, columns in _column_hits(conn, [p for p in phrases if df.get(p)], kept).items():
+        freqs[phrase] = 0.0
+        for weight, column in zip(weights, ("text", "context"), strict=True):
+            doc, hits = columns.get(column, (0, 0))
+            if doc:
+                freqs[phrase] += weight * (hits - doc + 1)
+        if not freqs[phrase]:  # counts that do not agree with the row's: the word's own counts bound it
+            freqs[phrase] = _best_freqs(conn, [phrase], df, weights, kept, False)[phrase]
+    return freqs
+
+
+def best_holding_every_word(
+    conn, sql: str, phrases: list[str], df: dict[str, int], args: tuple, k: int, weights, kept: dict[Any, Any]
+) -> list[tuple[int, float]] | None:
+    """The k best rows of `sql` (a bm25() query ordered by score and row id, its MATCH and LIMIT the first and
+    last of its arguments, `args` between them) for the OR of `phrases`, from the rows holding every word,
+    when what they score proves that no other row is among them; else None (the OR's query answers).
+
+    The bound is first taken from each word's counts, which fsmem reads anyway; a k-th score under it is
+    tried again against the counts per column (another walk of the words' postings), where a name in
+    headings alone is held to the headings' weight, unless even the least such counts could not prove it."""
+    match = every_word(phrases, df)
+    if match is None or min(weights) < 0:
+        return None
+    found = conn.execute(sql, (match, *args, k)).fetchall()
+    if len(found) < k:
+        return None
+    totals = _row_totals(conn, next(p for p in phrases if df.get(p)), kept)
+    if totals is None or not totals[0]:
+        return None
+    kth = found[-1][1]
+    if kth > lacking_one_bound(phrases, df, _best_freqs(conn, phrases, df, weights, kept, False), totals):
+        return found
+    least = {p: min(weights) for p in phrases if df.get(p)}  # what the counts per column give at the least
+    if kth <= lacking_one_bound(phrases, df, least, totals):
+        return None  # no count per column can prove it: spare their walk
+    if kth > lacking_one_bound(phrases, df, _best_freqs(conn, phrases, df, weights, kept, True), totals):
+        return found
+    return None

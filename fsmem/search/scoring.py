@@ -387,11 +387,15 @@ def _candidates(
             args.append(json_array(stored_blocks(conn, scored_files, kept)))
         if not superseded_too:  # after the files' filter: it looks rows up one by one
             where.append("rowid NOT IN (SELECT id FROM search_superseded)")
-        found = conn.execute(
+        sql = (
             f"SELECT {rank_id_sql('rowid')}, -bm25(search_fts, {w['text']}, {w['headings']}) AS s FROM search_fts"
-            f" WHERE {' AND '.join(where)} ORDER BY s DESC, rowid LIMIT ?",
-            (*args, pool_size),
-        ).fetchall()
+            f" WHERE {' AND '.join(where)} ORDER BY s DESC, rowid LIMIT ?"
+        )
+        weights = (w["text"], w["headings"])
+        proved = None
+        if len(documents) <= TOP_DOCUMENTS:  # every row holding a word is scored, not the best documents' files'
+            proved = rowscores.best_holding_every_word(conn, sql, used, df, tuple(args[1:]), pool_size, weights, kept)
+        found = proved if proved is not None else conn.execute(sql, (*args, pool_size)).fetchall()
         continued = continued_blocks(conn, kept)
         if continued:
             found = [(corrected(r, continued), s) if r >> ROW_BITS in continued else (r, s) for r, s in found]
