@@ -121,8 +121,7 @@ def apply(
                 ledger.wrote(
                     [(rel, hashlib.sha256(data).hexdigest(), plan.holds.get(rel, {})) for _f, data, rel in batch]
                 )
-            for full, _data, rel in _write_batch(root, batch, writes, report.problems):
-                report.files_written.append(rel)
+            for full, _data, rel in _wrote(report, _write_batch(root, batch, writes, report.problems)):
                 if rel in plan.fronts:
                     front, text = plan.fronts[rel]
                     fresh[rel] = subjects.entry_from(rel, full.stat(), front, text)
@@ -139,8 +138,7 @@ def apply(
                 marks.append((marked[0], marked[1], change.path, entry, marked[2]))
             if ledger is not None and marks:
                 ledger.will_mark([m[3] for m in marks])
-            written = {rel for _full, _data, rel in _write_batch(root, [m[:3] for m in marks], writes)}
-            report.files_written += [m[2] for m in marks if m[2] in written]
+            written = {rel for _full, _data, rel in _wrote(report, _write_batch(root, [m[:3] for m in marks], writes))}
             if ledger is not None:
                 with ledger.transaction():
                     for full, _data, rel, entry, grew in marks:
@@ -170,12 +168,19 @@ def _marked_note(root: Path, change: C.Change, entry: NoteEntry) -> tuple[Path, 
     return (full, marked.encode("utf-8"), True) if marked != text else None
 
 
+def _wrote(report: ConsolidationReport, done: list[tuple[Path, bytes, str, str]]) -> list[tuple[Path, bytes, str]]:
+    """`done` (what `_write_batch` wrote) in the report: each file as the run names it, and where it landed."""
+    report.files_written += [rel for _full, _data, rel, _landed in done]
+    report.landed += [landed for *_, landed in done]
+    return [(full, data, rel) for full, data, rel, _landed in done]
+
+
 def _write_batch(
     root: Path,
     batch: list[tuple[Path, bytes, str]],
     writes: _Writes,
     replaced: list[tuple[str, int, str]] | None = None,
-) -> list[tuple[Path, bytes, str]]:
+) -> list[tuple[Path, bytes, str, str]]:
     """Replace each file through a temporary file in its folder: all written, fsynced together, then renamed.
 
     The same guarantee as one atomic write per file (a reader or a crash sees
@@ -183,7 +188,9 @@ def _write_batch(
     the fsyncs overlapped instead of one after another. Each file is placed
     below the root through no link that leaves it (`fsmem.store.beneath`): a
     document's link in memory is written through, a generated file's (a
-    history file) is replaced by the file, and `replaced` told.
+    history file) is replaced by the file, and `replaced` told. Returns each
+    file written with the memory path it landed on (through in-memory links,
+    the file they lead to: what history must commit; the links stay).
     """
     staged: list[tuple[beneath.Staged, Path, bytes, str]] = []
     try:
@@ -209,7 +216,7 @@ def _write_batch(
         done = []
         for stage, full, data, rel in staged:
             stage.publish()
-            done.append((full, data, rel))
+            done.append((full, data, rel, stage.place.inside))
             writes.done()
         for stage, *_ in staged:
             stage.place.folder.sync()
@@ -363,7 +370,7 @@ def run(
         fresh.update(digest_run.run(root, settings, report, lambda own: apply(root, own, report, writes, None)))
         if settings.archive:
             archive(root, settings, report)
-            relink(root, settings, report, lambda batch: [rel for _f, _d, rel in _write_batch(root, batch, writes)])
+            relink(root, settings, report, lambda batch: _wrote(report, _write_batch(root, batch, writes)))
         replaced: list[str] = []
         try:
             report.index_changed = index_md.write_index(

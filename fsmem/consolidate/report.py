@@ -38,6 +38,8 @@ class ConsolidationReport:
     time: str = ""  # when the run started, ISO 8601 with its UTC offset (FSMEM_NOW when set)
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNT_NAMES, 0))
     files_written: list[str] = field(default_factory=list)
+    # where each file written really is: through an in-memory link, the file it leads to (what history commits)
+    landed: list[str] = field(default_factory=list, repr=False)
     notes_archived: list[str] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
     problems: list[tuple[str, int, str]] = field(default_factory=list)
