@@ -121,7 +121,9 @@ def apply(
                 ledger.wrote(
                     [(rel, hashlib.sha256(data).hexdigest(), plan.holds.get(rel, {})) for _f, data, rel in batch]
                 )
-            for full, _data, rel in _wrote(report, _write_batch(root, batch, writes, report.problems)):
+            done = _write_batch(root, batch, writes, report.problems)
+            report.wrote(done)
+            for full, _data, rel, _landed in done:
                 if rel in plan.fronts:
                     front, text = plan.fronts[rel]
                     fresh[rel] = subjects.entry_from(rel, full.stat(), front, text)
@@ -138,7 +140,9 @@ def apply(
                 marks.append((marked[0], marked[1], change.path, entry, marked[2]))
             if ledger is not None and marks:
                 ledger.will_mark([m[3] for m in marks])
-            written = {rel for _full, _data, rel in _wrote(report, _write_batch(root, [m[:3] for m in marks], writes))}
+            done = _write_batch(root, [m[:3] for m in marks], writes)
+            report.wrote(done)
+            written = {rel for _full, _data, rel, _landed in done}
             if ledger is not None:
                 with ledger.transaction():
                     for full, _data, rel, entry, grew in marks:
@@ -168,13 +172,6 @@ def _marked_note(root: Path, change: C.Change, entry: NoteEntry) -> tuple[Path, 
     return (full, marked.encode("utf-8"), True) if marked != text else None
 
 
-def _wrote(report: ConsolidationReport, done: list[tuple[Path, bytes, str, str]]) -> list[tuple[Path, bytes, str]]:
-    """`done` (what `_write_batch` wrote) in the report: each file as the run names it, and where it landed."""
-    report.files_written += [rel for _full, _data, rel, _landed in done]
-    report.landed += [landed for *_, landed in done]
-    return [(full, data, rel) for full, data, rel, _landed in done]
-
-
 def _write_batch(
     root: Path,
     batch: list[tuple[Path, bytes, str]],
@@ -188,9 +185,8 @@ def _write_batch(
     the fsyncs overlapped instead of one after another. Each file is placed
     below the root through no link that leaves it (`fsmem.store.beneath`): a
     document's link in memory is written through, a generated file's (a
-    history file) is replaced by the file, and `replaced` told. Returns each
-    file written with the memory path it landed on (through in-memory links,
-    the file they lead to: what history must commit; the links stay).
+    history file) is replaced by the file, and `replaced` told. Each file
+    written comes back with the memory path it landed on (a link's target).
     """
     staged: list[tuple[beneath.Staged, Path, bytes, str]] = []
     try:
@@ -370,7 +366,7 @@ def run(
         fresh.update(digest_run.run(root, settings, report, lambda own: apply(root, own, report, writes, None)))
         if settings.archive:
             archive(root, settings, report)
-            relink(root, settings, report, lambda batch: _wrote(report, _write_batch(root, batch, writes)))
+            relink(root, settings, report, lambda batch: report.wrote(_write_batch(root, batch, writes)))
         replaced: list[str] = []
         try:
             report.index_changed = index_md.write_index(
