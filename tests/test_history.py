@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -127,6 +128,47 @@ def test_consolidate_is_one_commit_whose_message_is_its_report_summary_first(mem
     assert sorted(line for line in message if line) == sorted(report.to_text().strip().splitlines())
     assert set(files) == set(report.files_written) | {"INDEX.md"}
     assert clean(root)
+
+
+LINKED_BY_CONSOLIDATION = [  # (the link, its text, the file consolidation really writes, the note's subject)
+    ("sessions/2026/11/30/w1-fuzz1.md", "../../../../profile/identity.md", "profile/identity.md", None),
+    ("entities/people/ann-lee.md", "../../topics/ann.md", "topics/ann.md", "people/Ann Lee"),
+    ("entities/people", "../topics/people", "topics/people/ann-lee.md", "people/Ann Lee"),
+]
+
+
+@pytest.mark.parametrize(("place", "text", "real", "subject"), LINKED_BY_CONSOLIDATION)
+def test_a_consolidation_through_an_in_memory_link_commits_the_file_it_wrote_and_keeps_the_link(
+    memory, fixed_now, place, text, real, subject
+):
+    """Sync fuzzer finding (a repair "deleted" a session note the remote had made a link to profile/identity.md):
+    a consolidation that marks a note or writes a document through an in-memory link committed the link's name,
+    read from disk as no file, so the commit removed the link from HEAD (and the push from every host), left it
+    untracked here, and never committed the file it wrote. Now the commit holds the file really written and the
+    link as it was, in HEAD and on disk, and the work tree is clean."""
+    root = memory.root
+    if subject is not None:
+        write_file(root, real, "---\ntitle: Ann\ntype: entity\n---\n# Ann\n\n## Facts\n- city: Oslo\n")
+        Memory(root, agent="w1").note("- employer: Globex", subject=subject)
+    link = root / place
+    if link.is_dir():
+        shutil.rmtree(link)
+    link.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(text, link)
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=h", "-c", "user.email=h@h", "commit", "-qm", "a link")
+    before = git(root, "rev-parse", f"HEAD:{real}").strip()
+
+    report = Memory(root, agent="w1").consolidate()
+
+    assert report.counts["notes_consolidated"] == 1, report.to_text()
+    (author, subject_line, files), _ = commits(root, 2)
+    assert author == "w1" and subject_line.startswith("consolidated 1 of 1 note(s)")
+    assert real in files and place not in files  # the file written, not the link
+    assert git(root, "rev-parse", f"HEAD:{real}").strip() != before
+    assert git(root, "ls-tree", "HEAD", place).split()[:1] == ["120000"]  # still a link in HEAD
+    assert link.is_symlink() and os.readlink(link) == text
+    assert clean(root), git(root, "status", "--porcelain")
 
 
 def test_every_face_commits_its_writes(memory, fixed_now):

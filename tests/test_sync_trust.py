@@ -488,6 +488,29 @@ def test_a_link_to_a_memory_file_inside_the_root_passes(world):
     assert "owner: nobody" in Memory(world.victim).read("topics/alias.md").to_text()
 
 
+def test_a_note_the_remote_makes_a_link_to_a_memory_file_stays_a_link_after_the_syncs_consolidation(world):
+    """Sync fuzzer finding: the remote made this host's session note a link to profile/identity.md (a link in,
+    taken); the sync's consolidation marked the note through it and committed the link's name, read as no file:
+    the push removed the note from the remote, the link stayed here untracked, and the mark in
+    profile/identity.md was never committed. Now the link stays in every history and the work tree is clean."""
+    fsmem(world.victim, "note", "- employer: Acme", "--subject", "people/Ann Lee")
+    assert sync(world.victim).returncode == 0
+    (note,) = tree_names(world.victim, "HEAD:sessions")
+    rel = f"sessions/{note}"
+    git(world.hostile, "pull", "-q", "origin", "main")
+    os.unlink(world.hostile / rel)
+    os.symlink(os.path.relpath("profile/identity.md", os.path.dirname(rel)), world.hostile / rel)
+    push(world.hostile)
+
+    out = sync(world.victim)
+
+    assert out.returncode == 0, out.stderr
+    for repo, rev in ((world.victim, "HEAD"), (world.origin, "main")):
+        assert git(repo, "ls-tree", rev, rel).split()[:1] == ["120000"], (repo, rev)
+    assert git(world.victim, "status", "--porcelain") == ""
+    assert "consolidated:" in git(world.origin, "show", "main:profile/identity.md")
+
+
 def test_a_submodule_in_the_memory_is_refused(world):
     commit = push_entries(world.hostile, {"vendored": ("160000", b"")}, "topics")
     out = sync(world.victim)

@@ -121,8 +121,9 @@ def apply(
                 ledger.wrote(
                     [(rel, hashlib.sha256(data).hexdigest(), plan.holds.get(rel, {})) for _f, data, rel in batch]
                 )
-            for full, _data, rel in _write_batch(root, batch, writes, report.problems):
-                report.files_written.append(rel)
+            done = _write_batch(root, batch, writes, report.problems)
+            report.wrote(done)
+            for full, _data, rel, _landed in done:
                 if rel in plan.fronts:
                     front, text = plan.fronts[rel]
                     fresh[rel] = subjects.entry_from(rel, full.stat(), front, text)
@@ -139,8 +140,9 @@ def apply(
                 marks.append((marked[0], marked[1], change.path, entry, marked[2]))
             if ledger is not None and marks:
                 ledger.will_mark([m[3] for m in marks])
-            written = {rel for _full, _data, rel in _write_batch(root, [m[:3] for m in marks], writes)}
-            report.files_written += [m[2] for m in marks if m[2] in written]
+            done = _write_batch(root, [m[:3] for m in marks], writes)
+            report.wrote(done)
+            written = {rel for _full, _data, rel, _landed in done}
             if ledger is not None:
                 with ledger.transaction():
                     for full, _data, rel, entry, grew in marks:
@@ -175,7 +177,7 @@ def _write_batch(
     batch: list[tuple[Path, bytes, str]],
     writes: _Writes,
     replaced: list[tuple[str, int, str]] | None = None,
-) -> list[tuple[Path, bytes, str]]:
+) -> list[tuple[Path, bytes, str, str]]:
     """Replace each file through a temporary file in its folder: all written, fsynced together, then renamed.
 
     The same guarantee as one atomic write per file (a reader or a crash sees
@@ -183,7 +185,8 @@ def _write_batch(
     the fsyncs overlapped instead of one after another. Each file is placed
     below the root through no link that leaves it (`fsmem.store.beneath`): a
     document's link in memory is written through, a generated file's (a
-    history file) is replaced by the file, and `replaced` told.
+    history file) is replaced by the file, and `replaced` told. Each file
+    written comes back with the memory path it landed on (a link's target).
     """
     staged: list[tuple[beneath.Staged, Path, bytes, str]] = []
     try:
@@ -209,7 +212,7 @@ def _write_batch(
         done = []
         for stage, full, data, rel in staged:
             stage.publish()
-            done.append((full, data, rel))
+            done.append((full, data, rel, stage.place.inside))
             writes.done()
         for stage, *_ in staged:
             stage.place.folder.sync()
@@ -363,7 +366,7 @@ def run(
         fresh.update(digest_run.run(root, settings, report, lambda own: apply(root, own, report, writes, None)))
         if settings.archive:
             archive(root, settings, report)
-            relink(root, settings, report, lambda batch: [rel for _f, _d, rel in _write_batch(root, batch, writes)])
+            relink(root, settings, report, lambda batch: report.wrote(_write_batch(root, batch, writes)))
         replaced: list[str] = []
         try:
             report.index_changed = index_md.write_index(

@@ -20,7 +20,7 @@ from fsmem.store.files import file_lock
 from fsmem.store.note_status import lines_citing
 from fsmem.store.paths import resolve
 
-WriteBatch = Callable[[list[tuple[Path, bytes, str]]], list[str]]  # written atomically; the paths written
+WriteBatch = Callable[[list[tuple[Path, bytes, str]]], object]  # written atomically, and told to the run's report
 
 
 def relink(root: Path, settings: Settings, report: ConsolidationReport, write: WriteBatch) -> None:
@@ -44,4 +44,4 @@ def relink(root: Path, settings: Settings, report: ConsolidationReport, write: W
                 new = new.replace(f"]({up}{rel})".encode(), f"]({up}{archived})".encode())
             if new != data:
                 batch.append((full, new, doc))
-        report.files_written += write(batch)
+        write(batch)

@@ -9,6 +9,7 @@ report without it, for commit messages and tool answers, which carry their own t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from fsmem.consolidate.plan import Plan
@@ -38,6 +39,8 @@ class ConsolidationReport:
     time: str = ""  # when the run started, ISO 8601 with its UTC offset (FSMEM_NOW when set)
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNT_NAMES, 0))
     files_written: list[str] = field(default_factory=list)
+    # where each file written really is: through an in-memory link, the file it leads to (what history commits)
+    landed: list[str] = field(default_factory=list, repr=False)
     notes_archived: list[str] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
     problems: list[tuple[str, int, str]] = field(default_factory=list)
@@ -46,6 +49,11 @@ class ConsolidationReport:
     index_changed: bool = False
     attempts: int = 0
     diff: str = ""
+
+    def wrote(self, done: list[tuple[Path, bytes, str, str]]) -> None:
+        """Files written, each (where, bytes, memory path as the run names it, memory path it landed on)."""
+        self.files_written += [rel for _full, _data, rel, _landed in done]
+        self.landed += [landed for *_, landed in done]
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"time": self.time, "dry_run": self.dry_run, **self.counts}

@@ -101,14 +101,15 @@ def commit_outside(repo: Repo) -> int:
 def commit_consolidation(repo: Repo, report: object, *, archive_dir: str, agent: str | None) -> int:
     """Commit what a consolidation run changed, its report as the message. Caller holds the commit lock.
 
-    The files are those the report names (documents and notes written, notes
-    archived, INDEX.md) and the archive folder. Writes agents made meanwhile are
-    committed first, each on its own; where the run wrote a file between two of
-    them (a note marked while its agent kept appending), that change is a commit
-    of the consolidation, by the same author, rather than "outside fsmem". The
-    rest is then one commit.
+    The files are those the report names (documents and notes written, each
+    where it landed: through an in-memory link, the file it leads to, the link
+    left as it is; notes archived, INDEX.md) and the archive folder. Writes
+    agents made meanwhile are committed first, each on its own; where the run
+    wrote a file between two of them (a note marked while its agent kept
+    appending), that change is a commit of the consolidation, by the same
+    author, rather than "outside fsmem". The rest is then one commit.
     """
-    names = [*getattr(report, "files_written", []), *getattr(report, "notes_archived", []), "INDEX.md"]
+    names = [*getattr(report, "landed", []), *getattr(report, "notes_archived", []), "INDEX.md"]
     paths = {repo.in_repo(name) for name in names}
     if getattr(report, "notes_archived", None):
         archive = repo.in_repo(archive_dir.strip("/") + "/")

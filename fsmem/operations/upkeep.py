@@ -191,7 +191,7 @@ def consolidate(memory: Core, dry_run: bool = False, *, progress: Progress | Non
 
         report = worktree.consolidation(repo, run, archive_dir=archive_dir, agent=memory.agent)
     if not dry_run:
-        after_change(memory, list(report.files_written))
+        after_change(memory, list(dict.fromkeys([*report.files_written, *report.landed])))  # names and files written
     return report
 
 
