@@ -42,6 +42,7 @@ LAYERS = [
             "fsmem.search",
             "fsmem.consolidate",
             "fsmem.watch",
+            "fsmem.warming",  # a long-lived process's caches caught up (watch, serve, the answering process)
             "fsmem.history",
             "fsmem.importers",  # read what is outside the memory; written by operations.importing
             "fsmem.hooks.claude_code",  # the transcript reader the hook and the importer share

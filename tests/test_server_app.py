@@ -737,9 +737,13 @@ def test_the_server_warms_its_memory_at_its_start_and_a_first_call_sees_an_edit_
         assert warmed["memory"] == "team" and warmed["seconds"] >= 0
         with open(root / "topics" / "billing.md", "a") as handle:  # an editor's save, after the warm-up
             handle.write("\n- Quokka invoices are due on the first of the month.\n")
-        url, token = server.base + "/mcp", own_tokens["warm"]
-        assert "topics/billing.md" in text_of(call(url, token, "grep", {"pattern": "Quokka"}))
-        assert "Quokka invoices are due" in text_of(call(url, token, "search", {"query": "quokka invoices"}))
+        url, token = server.base + "/mcp", own_tokens["warm"]  # raw HTTP: the server's own path, not the SDK's
+
+        def answer(name: str, arguments: dict) -> str:
+            return post(url, token, tool_call(name, arguments)).json()["result"]["content"][0]["text"]
+
+        assert "topics/billing.md" in answer("grep", {"pattern": "Quokka"})
+        assert "Quokka invoices are due" in answer("search", {"query": "quokka invoices"})
     finally:
         assert server.stop() == 0
     assert [line for line in server.lines if line.get("event") == "warning"] == []
