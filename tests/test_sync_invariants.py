@@ -337,6 +337,32 @@ def test_a_folder_the_remote_turns_into_a_file_while_this_host_edits_in_it_leave
     assert (world.victim / "topics (edited on origin)").read_text() == "a plain file\n"
 
 
+def test_a_file_kept_beside_a_folder_that_is_no_memory_file_is_reported_with_a_remedy_that_works(world):
+    """Found by the sync fuzzer (explore): the remote's plain file kept as `topics (edited on origin)`, no memory
+    file, was never reported by check, the sync's line named it twice, and its remedy (fsmem rm) refused it."""
+    Memory(world.victim, agent="w1").write("topics/new.md", "# New\n\n- latest: x\n")
+    shutil.rmtree(world.hostile / "topics")
+    (world.hostile / "topics").write_text("a file where a folder was\n")
+    push(world.hostile)
+    out = sync(world.victim)
+    assert out.returncode == 0, out.stderr
+    kept = "topics (edited on origin)"
+    said = f"{kept}: the file topics as origin had it, kept by fsmem sync where the other side made topics a folder"
+    assert said in out.stdout
+    assert (world.victim / kept).read_text() == "a file where a folder was\n"
+    check = fsmem(world.victim, "check", check=False)
+    assert check.returncode == 1
+    [line] = [line for line in check.stdout.splitlines() if line.startswith(f"{kept}:1: ")]
+    remedy = line.split("then remove it: ", 1)[1]
+    done = subprocess.run(remedy, shell=True, capture_output=True, text=True, env=S.env())  # as a person runs it
+    assert done.returncode == 0, done.stderr
+    assert not (world.victim / kept).exists() and (world.victim / "topics/new.md").exists()
+    assert kept not in fsmem(world.victim, "check", check=False).stdout
+    assert git(world.victim, "status", "--porcelain") == ""
+    assert sync(world.victim).returncode == 0
+    assert kept not in tree_names(world.origin)
+
+
 def test_a_folder_the_remote_turns_into_a_link_while_this_host_writes_in_it_is_refused(world):
     """F7: the link hid this host's new note, and the other host's merge then failed for good."""
     memory = Memory(world.victim, agent="w1")

@@ -48,7 +48,7 @@ def problems(repo: Repo) -> list[tuple[str, int, str]]:
                 "fsmem write or sync commits them once that is fixed",
             )
         )
-    return out
+    return out + other_edited_copies(repo)
 
 
 def _age(path: Path, now: float) -> float:
@@ -59,7 +59,10 @@ def _age(path: Path, now: float) -> float:
 
 
 # `topics/billing (edited on 3f9a2c1b).md`: a document edited on one host while another made a folder of its name
-EDITED_COPY = re.compile(r"^(?P<stem>.+) \(edited on (?P<who>[^()/]+)\)(?: (?P<n>[0-9]+))?(?P<suffix>\.md|\.markdown)$")
+# a memory file's copy keeps its suffix; another file's (a file where the other side made a folder) has none
+EDITED_COPY = re.compile(
+    r"^(?P<stem>.+) \(edited on (?P<who>[^()/]+)\)(?: (?P<n>[0-9]+))?(?P<suffix>\.md|\.markdown)?$"
+)
 
 
 def edited_copy_name(document: str, who: str, taken: Iterable[str], *, memory: bool = True) -> str:
@@ -77,15 +80,42 @@ def edited_copy_name(document: str, who: str, taken: Iterable[str], *, memory: b
     return name
 
 
-def edited_copy_problem(rel: str) -> str:
+def edited_copy_problem(rel: str, root: Path | None = None) -> str:
+    """What a copy sync kept beside a folder is, and what to do with it. A memory file's copy is removed with
+    `fsmem rm`; another file's is no memory file, which fsmem neither lists nor removes: git removes it (run
+    in the memory's folder, `root` when known)."""
     match = EDITED_COPY.match(rel.rsplit("/", 1)[-1])
     folder = rel.rpartition("/")[0]
-    document = (f"{folder}/" if folder else "") + (match["stem"] + match["suffix"] if match else rel)
+    document = (f"{folder}/" if folder else "") + (match["stem"] + (match["suffix"] or "") if match else rel)
     who = match["who"] if match else "one host"
+    if match is None or match["suffix"]:
+        return (
+            f"the text of {document} as edited on {who}, kept by fsmem sync when another host turned {document} "
+            f"into a folder; merge what it holds into that folder's documents, then remove it (fsmem rm)"
+        )
+    where = f"git -C {shlex.quote(str(root))}" if root is not None else "git"
+    folder_said = "" if root is not None else " in the memory's folder"
     return (
-        f"the text of {document} as edited on {who}, kept by fsmem sync when another host turned {document} into "
-        f"a folder; merge what it holds into that folder's documents, then remove it (fsmem rm)"
+        f"the file {document} as {who} had it, kept by fsmem sync where the other side made {document} a folder; "
+        f"it is no memory file (fsmem neither lists nor removes it): look at it, then remove it{folder_said}: "
+        f"{where} rm -q -- {shlex.quote(rel)} && {where} commit -q -m {shlex.quote('remove ' + rel)}"
     )
+
+
+def other_edited_copies(repo: Repo) -> list[tuple[str, int, str]]:
+    """(path, line, message) of each file other than a memory file that sync kept beside the folder that took
+    its name (in history: no listing of memory files holds it)."""
+    found = []
+    listed = repo.git.run("ls-files", "-z", "--", f"{repo.prefix}*(edited on *")
+    for name in listed.stdout.split(b"\0"):
+        rel = repo.in_memory(name.decode("utf-8", "surrogateescape")) if name else None
+        match = EDITED_COPY.match(rel.rsplit("/", 1)[-1]) if rel else None
+        if rel is None or match is None or match["suffix"]:
+            continue  # a memory file's copy is reported with the memory's files (`edited_copies`)
+        folder = rel.rpartition("/")[0]
+        if os.path.isdir(os.path.join(repo.root, folder, match["stem"])):
+            found.append((rel, 1, edited_copy_problem(rel, repo.root)))
+    return found
 
 
 def edited_copies(root: Path, rels: Iterable[str]) -> list[tuple[str, int, str]]:
@@ -96,7 +126,7 @@ def edited_copies(root: Path, rels: Iterable[str]) -> list[tuple[str, int, str]]
             continue
         match = EDITED_COPY.match(rel.rsplit("/", 1)[-1])
         folder = rel.rpartition("/")[0]
-        if match and os.path.isdir(os.path.join(root, folder, match["stem"] + match["suffix"])):
+        if match and os.path.isdir(os.path.join(root, folder, match["stem"] + (match["suffix"] or ""))):
             found.append((rel, 1, edited_copy_problem(rel)))
     return found
 
