@@ -2,6 +2,7 @@
 
 python benchmarks/bench_grep_words.py [--files 10000 | --sizes 10000] [--root DIR] [--calls 40] [--rounds 3]
 python benchmarks/bench_grep_words.py --parts-only --root COPY [--parts 7]
+python benchmarks/bench_grep_words.py --after-write-only --root COPY [--rounds 7] [--pattern "Adam Smith"]
 
 On a copy of the corpus (`--root`: a memory to copy, such as /work/bench-keep/server-10k), in one process on a
 trusted feed: the word index's cold build against the search index's, its size against the Markdown's, a
@@ -15,6 +16,11 @@ process, which look their words up in the index's list of words: the wall time o
 added to the list), and after another process wrote one (the list read again); and what reading the list
 costs. `--parts-only` runs only these, on `--root` as it is (a scratch copy whose caches are built: the notes
 it writes are removed at the end).
+
+`--after-write-only`: the same grep (one with hundreds of matching files, whose superseded lines come from the
+rows caught up on the feed: `fsmem.store.superseded_lines.fresh_rows`) with no write before it, right after
+this process wrote a note, and right after another process wrote one, each state in turn, on `--root` as it is;
+the wall time of each and of its `fresh_rows`, as ratios to the grep with no write before.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from corpus import _FIRST, _LAST, _ORGS, _PROJECTS, _WORDS, RARE_WORD
 
 from fsmem import Memory
 from fsmem.query import grep_cache, grep_words
+from fsmem.store.cache import RACY_NS
 from fsmem.store.feed import Delta
 
 
@@ -84,6 +91,7 @@ def per_call(memory: Memory, calls: list[tuple[str, dict]], prefilter: bool) -> 
 OTHER_WRITER = """
 import sys
 from fsmem.query.grep_words import WordIndex
+from fsmem.store.cache import RACY_NS
 from fsmem.store.feed import Delta
 index = WordIndex(sys.argv[1])
 for line in sys.stdin:
@@ -187,6 +195,79 @@ def parts(memory: Memory, count: int) -> tuple[list[list[str]], list[str]]:
     return rows, cost
 
 
+# another process writing one note at a time through fsmem, as a second agent or `fsmem write` does
+OTHER_NOTE = """
+import sys
+from fsmem import Memory
+memory = Memory(sys.argv[1])
+for line in sys.stdin:
+    rel = line.strip()
+    memory.write(rel, f"- written by another process, {rel}\\n", set={"title": rel})
+    print("done", flush=True)
+memory.close()
+"""
+
+
+def after_write(memory: Memory, pattern: str, rounds: int) -> list[list[str]]:
+    """The rows of the grep-after-a-write table: wall medians of the grep and of its `fresh_rows`."""
+    from fsmem.store import catalog
+
+    root = memory.root
+    other = subprocess.Popen(
+        [sys.executable, "-c", OTHER_NOTE, str(root)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    states = ["no write before", "after this process wrote a note", "after another process wrote one"]
+    greps: dict[str, list[float]] = {state: [] for state in states}
+    rows: dict[str, list[float]] = {state: [] for state in states}
+    calls = dict.fromkeys(states, 0)
+    fresh_rows, spent = catalog.fresh_rows, []
+
+    def timed(cache):
+        wall = time.perf_counter()
+        try:
+            return fresh_rows(cache)
+        finally:
+            spent.append(time.perf_counter() - wall)
+
+    catalog.fresh_rows = timed
+    written = []
+    try:
+        memory.grep(pattern, max_results=5)
+        for k in range(rounds):
+            for n in range(len(states)):
+                state = states[(n + k) % len(states)]  # each state first, second and third in turn
+                time.sleep(RACY_NS / 1e9 + 0.1)  # a note written before is no longer racy: its row stored again
+                memory.catalog.superseded_hint()  # ... here, not in the grep measured
+                rel = f"topics/bench-after-write-{k}-{n}.md"
+                if state == states[1]:
+                    memory.write(rel, f"- written by this process, {rel}\n", set={"title": rel})
+                elif state == states[2]:
+                    other.stdin.write(rel + "\n")
+                    other.stdin.flush()
+                    assert other.stdout.readline() == "done\n"
+                if state != states[0]:
+                    written.append(root / rel)
+                grep_cache.forget(root)
+                spent.clear()
+                wall = time.perf_counter()
+                memory.grep(pattern, max_results=5)
+                greps[state].append(time.perf_counter() - wall)
+                rows[state].append(sum(spent))
+                calls[state] += len(spent)
+    finally:
+        catalog.fresh_rows = fresh_rows
+        other.stdin.close()
+        other.wait()
+        for path in written:
+            path.unlink(missing_ok=True)
+    alone = statistics.median(greps[states[0]])
+    out = []
+    for state in states:
+        grep, fresh = statistics.median(greps[state]), statistics.median(rows[state])
+        out.append([state, ms(grep), f"{fresh * 1000:.1f} ms ({calls[state]} calls)", f"{grep / alone:.2f}x"])
+    return out
+
+
 def print_parts(memory: Memory, count: int) -> None:
     before = load()
     rows, cost = parts(memory, count)
@@ -210,8 +291,25 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--parts", type=int, default=7, help="patterns per state of the part-of-a-word greps")
     parser.add_argument("--parts-only", action="store_true", help="only those, on --root as it is (a scratch copy)")
+    parser.add_argument("--after-write-only", action="store_true", help="a grep after a write, on --root as it is")
+    parser.add_argument("--pattern", default="Adam Smith", help="--after-write-only's grep")
     args, _ = parser.parse_known_args()  # run_all.py passes every script the same arguments
     files = int(args.sizes.split(",")[0]) if args.sizes else args.files
+    if args.after_write_only:
+        if not args.root:
+            raise SystemExit("--after-write-only needs --root: a scratch copy whose caches are built")
+        memory = Memory(args.root)
+        memory.ls()
+        memory.ls()  # a second call: the feed runs
+        try:
+            before = load()
+            rows = after_write(memory, args.pattern, args.rounds)
+        finally:
+            memory.close()
+        print(f"({before} before, {load()} after)")
+        title = f"grep {args.pattern!r} in a long-lived process, {args.rounds} rounds of each state (median wall)"
+        print(table(title, ["state", "fsmem grep", "of which fresh_rows", "ratio"], rows))
+        return
     if args.parts_only:
         if not args.root:
             raise SystemExit("--parts-only needs --root: a scratch copy whose caches are built")

@@ -321,3 +321,37 @@ def test_opening_an_existing_database_writes_nothing(tmp_path):
     assert conn.execute("SELECT x FROM t").fetchall() == []
     conn.close(True)
     assert path.stat().st_mtime_ns == past and not os.path.exists(f"{path}-wal")
+
+
+def test_each_change_of_the_rows_records_its_keys_until_more_are_kept(tmp_path, monkeypatch):
+    """`changed_keys(since)`: the keys every change of the file rows after `since` stored or dropped (store,
+    its `gone` and `prune_except`, forget), each once; None once older changes were let go (past CHANGES_KEPT
+    keys, or a change of every row), so a reader that far behind reads every row."""
+    from fsmem.store.walk import walk_key
+
+    memory = _memory_with(tmp_path, ["alpha"])
+    memory.ls()
+    cache = memory.catalog.cache
+    monkeypatch.setattr(cache_module, "CHANGES_KEPT", 3)
+
+    def since(version):
+        found = cache.reading(lambda conn: cache.changed_keys(conn, version))
+        return None if found is None else sorted(found)
+
+    def row(rel):
+        return ((1, 2, 3), {"path": rel, "superseded": []})
+
+    start = memory.catalog.version()
+    cache.store([row("topics/x.md"), row("topics/y.md")])
+    cache.forget(["topics/x.md"])
+    assert since(start) == sorted(walk_key(p) for p in ["topics/x.md", "topics/y.md"])
+    assert since(start + 1) == [walk_key("topics/x.md")] and since(start + 2) == []
+    cache.store([], gone=[("topics/y.md", (1, 2, 3))])  # the 4th key kept: the oldest goes, and its change
+    assert since(start) is None and since(start + 1) == [walk_key(p) for p in ["topics/x.md", "topics/y.md"]]
+    assert {r for r in _rows(memory)} == {"topics/alpha.md", "README.md", "profile/identity.md"}
+    cache.store([row("topics/z.md")], prune_except={"topics/z.md", "README.md", "profile/identity.md"})
+    assert since(start + 3) == sorted(walk_key(p) for p in ["topics/alpha.md", "topics/z.md"])
+    cache.store([row(f"topics/many-{n}.md") for n in range(4)])  # more keys than are kept
+    assert since(start + 4) is None and since(start + 5) == []
+    cache.clear()
+    assert since(start + 5) is None and since(start + 6) == []

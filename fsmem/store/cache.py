@@ -54,8 +54,9 @@ CACHE_FILE = "cache.sqlite"
 # 8: listings in SQL (walk-order keys, filter columns, skipped entries), a row's fields as columns;
 # 9: each file's wikilinks and the names links resolve by (fsmem.format.links); 10: names by the file's id, not
 # its key (the key, ~33 bytes, stood in each row and again in an index: an eighth of the caches' size);
-# 11: a name and its twin with `.md` one row (MD_TWIN), the count memo without rowids (its digest stood twice)
-SCHEMA_VERSION = 11
+# 11: a name and its twin with `.md` one row (MD_TWIN), the count memo without rowids (its digest stood twice);
+# 12: the keys each change of the file rows touched (`changes`), which every writer records
+SCHEMA_VERSION = 12
 # A file modified this recently may change again within the same mtime tick: its row is stored marked
 # racy, and read again by the next stamp check (the "racy" window, as in git's index).
 RACY_NS = 1_000_000_000
@@ -63,6 +64,8 @@ BUSY_TIMEOUT_S = 5.0
 # Past this many paths asked, a query of rows by path scans the index once rather than asking for each in turn.
 SCAN_FROM = 500
 _INCREMENTAL = 2  # PRAGMA auto_vacuum's value for INCREMENTAL
+# The `changes` table keeps the last this many keys changed; a change of more keys (a whole walk's) keeps none.
+CHANGES_KEPT = 4096
 # The memo of token counts (of strings up to `fsmem.tokens.MEMO_MAX_CHARS`) is dropped when it grows past this.
 MEMO_ROWS = 200_000
 _MEMO_FLUSH_EVERY = 512
@@ -130,6 +133,11 @@ CREATE TABLE IF NOT EXISTS names (
     PRIMARY KEY (name, tier, file)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS names_file ON names (file);
+-- the key of each file row a change of them stored or dropped, by the `files_version` that change made: a process
+-- that keeps what the rows said at a version catches up by these keys alone (`changed_keys`); the oldest go
+-- (CHANGES_KEPT), and `changes_from` in settings says from which version on they are all here
+CREATE TABLE IF NOT EXISTS changes (version INTEGER NOT NULL, key TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS changes_version ON changes (version);
 CREATE TRIGGER IF NOT EXISTS files_gone AFTER DELETE ON files BEGIN
     DELETE FROM wikilinks WHERE key = old.key;
     DELETE FROM names WHERE file = old.id;
@@ -304,6 +312,7 @@ class MetaCache:
                 raise apsw.SQLError(f"cache schema {version}, expected {SCHEMA_VERSION}")
             conn.execute(_SCHEMA)
             conn.execute("INSERT OR IGNORE INTO settings VALUES ('files_version', '0')")
+            conn.execute("INSERT OR IGNORE INTO settings VALUES ('changes_from', '0')")
             conn.execute("INSERT OR IGNORE INTO settings VALUES ('rows_id', ?)", (_new_rows_id(),))
             row = conn.execute("SELECT value FROM settings WHERE key = 'fingerprint'").fetchone()
             if row is None or row[0] != self.fingerprint:
@@ -312,7 +321,7 @@ class MetaCache:
                     conn.execute("DELETE FROM skipped")
                     conn.execute("DELETE FROM counts")
                     conn.execute(f"DELETE FROM settings WHERE key = '{_ADDED}'")
-                    _bump(conn)
+                    _bump(conn, None)
                     conn.execute("INSERT OR REPLACE INTO settings VALUES ('fingerprint', ?)", (self.fingerprint,))
                     conn.execute("INSERT OR REPLACE INTO settings VALUES ('rows_id', ?)", (_new_rows_id(),))
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
@@ -377,6 +386,14 @@ class MetaCache:
         """How many times the file rows changed (any process): equal values, equal rows."""
         row = conn.execute("SELECT value FROM settings WHERE key = 'files_version'").fetchone()
         return int(row[0]) if row else -1
+
+    def changed_keys(self, conn: apsw.Connection, since: int) -> list[str] | None:
+        """The keys of the file rows changed (stored or dropped) after `files_version` was `since`, each once; None
+        when the cache no longer says (more changes since than it keeps, or one of every row): read them all."""
+        start = _first(conn.execute("SELECT value FROM settings WHERE key = 'changes_from'").fetchone())
+        if start is None or since < int(start):
+            return None
+        return [k for (k,) in conn.execute("SELECT DISTINCT key FROM changes WHERE version > ?", (since,))]
 
     def select(self, sql: str, params: Iterable[Any] = (), default: Any = None) -> Any:
         """The rows of one read query (a list), or `default` when the cache cannot answer."""
@@ -508,9 +525,11 @@ class MetaCache:
 
         def action(conn: apsw.Connection) -> bool:
             with _transaction(conn):
+                changed: list[str] = []
                 for record in records:
                     if still is not None and not still(record[1], (record[2], record[3], record[4])):
                         continue
+                    changed.append(record[0])
                     conn.execute("DELETE FROM files WHERE key = ?", (record[0],))  # its links and names too
                     conn.execute(f"INSERT INTO files VALUES (NULL, {','.join('?' * len(record))})", record)
                     file_id = conn.last_insert_rowid()
@@ -518,9 +537,10 @@ class MetaCache:
                     conn.executemany("INSERT INTO wikilinks VALUES (?, ?, ?, ?, ?)", wikilinks)
                     conn.executemany("INSERT INTO names VALUES (?, ?, ?)", [(n, tier, file_id) for n, tier in names])
                 for path, (mtime, size, ino) in dropped:
+                    changed.append(walk_key(path))
                     conn.execute(
                         "DELETE FROM files WHERE key = ? AND mtime_ns = ? AND size = ? AND ino = ?",
-                        (walk_key(path), mtime, size, ino),
+                        (changed[-1], mtime, size, ino),
                     )
                 if prune_except is not None:
                     keep = {walk_key(p) for p in prune_except}
@@ -528,23 +548,36 @@ class MetaCache:
                         (k,) for (k,) in conn.execute("SELECT key FROM files INDEXED BY files_list") if k not in keep
                     ]
                     conn.executemany("DELETE FROM files WHERE key = ?", stale)
+                    changed.extend(k for (k,) in stale)
                 if skipped is not None:
                     where, params, entries = skipped
                     conn.execute(f"DELETE FROM skipped WHERE {where}", params)
                     conn.executemany("INSERT OR REPLACE INTO skipped VALUES (?, ?, ?, ?)", entries)
-                _bump(conn)
+                _bump(conn, changed)
             return True
 
         return bool(self._guard(action, False))
 
     def clear(self) -> None:
         """Drop every file row and skipped entry (a cold run parses everything again)."""
-        self._guard(lambda conn: conn.execute(f"DELETE FROM files; DELETE FROM skipped; {_BUMP}"), None)
+
+        def action(conn: apsw.Connection) -> None:
+            with _transaction(conn):
+                conn.execute("DELETE FROM files; DELETE FROM skipped")
+                _bump(conn, None)
+
+        self._guard(action, None)
 
     def forget(self, paths: Iterable[str]) -> None:
-        items = [(walk_key(p),) for p in paths]
-        if items:
-            self._guard(lambda conn: _run_many(conn, "DELETE FROM files WHERE key = ?", items, bump=True), None)
+        keys = [walk_key(p) for p in paths]
+
+        def action(conn: apsw.Connection) -> None:
+            with _transaction(conn):
+                conn.executemany("DELETE FROM files WHERE key = ?", [(k,) for k in keys])
+                _bump(conn, keys)
+
+        if keys:
+            self._guard(action, None)
 
     # -- token-count memo -----------------------------------------------------
     def count_of(self, text: str) -> int | None:
@@ -590,7 +623,6 @@ class MetaCache:
 
 
 _ADDED = "counts_added"
-_BUMP = "UPDATE settings SET value = CAST(value AS INTEGER) + 1 WHERE key = 'files_version'"
 
 
 def decoded_ranges(stored: str) -> list[tuple[int, int]] | None:
@@ -607,10 +639,32 @@ def _new_rows_id() -> str:
     return os.urandom(8).hex()
 
 
-def _bump(conn: apsw.Connection) -> None:
+def _bump(conn: apsw.Connection, keys: Iterable[str] | None) -> None:
     """Count one more change of the file rows (in the writer's transaction): counts cached against the
-    last value stay good until it moves (`Catalog.listing`)."""
-    conn.execute(_BUMP)
+    last value stay good until it moves (`Catalog.listing`). `keys` are the rows' keys it stored or dropped
+    (None: maybe any), kept in `changes` for `changed_keys`; the oldest beyond CHANGES_KEPT go."""
+    conn.execute("UPDATE settings SET value = CAST(value AS INTEGER) + 1 WHERE key = 'files_version'")
+    version = _first(conn.execute("SELECT value FROM settings WHERE key = 'files_version'").fetchone())
+    if version is None:
+        return  # rows in memory, for one object: nothing else reads them
+    changed = None if keys is None else sorted(set(keys))
+    if changed is None or len(changed) > CHANGES_KEPT:  # too many to keep: a reader behind reads every row
+        conn.execute("DELETE FROM changes")
+        conn.execute("INSERT OR REPLACE INTO settings VALUES ('changes_from', ?)", (str(version),))
+        return
+    version = int(version)
+    conn.executemany("INSERT INTO changes VALUES (?, ?)", [(version, key) for key in changed])
+    newest = _first(conn.execute("SELECT max(rowid) FROM changes").fetchone())
+    if newest is None or newest <= CHANGES_KEPT:
+        return
+    last = _first(
+        conn.execute(
+            "SELECT version FROM changes WHERE rowid <= ? ORDER BY rowid DESC LIMIT 1", (newest - CHANGES_KEPT,)
+        ).fetchone()
+    )
+    if last is not None:  # the versions up to `last` are no longer whole: from it on, they are
+        conn.execute("DELETE FROM changes WHERE rowid <= ?", (newest - CHANGES_KEPT,))
+        conn.execute("UPDATE settings SET value = max(CAST(value AS INTEGER), ?) WHERE key = 'changes_from'", (last,))
 
 
 def _record(path: str, stamp: Stamp, data: dict[str, Any], link: str | None, racy: bool) -> tuple:
@@ -743,13 +797,6 @@ def transaction(conn: apsw.Connection):
 
 
 _transaction = transaction
-
-
-def _run_many(conn: apsw.Connection, sql: str, items: list[tuple], *, bump: bool = False) -> None:
-    with _transaction(conn):
-        conn.executemany(sql, items)
-        if bump:
-            _bump(conn)
 
 
 def _chunks(items: list[str], size: int):

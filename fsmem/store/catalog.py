@@ -401,7 +401,7 @@ class Catalog:
         """Files the cache last saw with superseded ranges: a quick guess that `superseded` verifies."""
         fresh = self._fresh_rows()
         if fresh is not None:
-            return [rel for rel, (ranges, _cited, _racy) in fresh.special.items() if ranges]
+            return fresh.with_ranges()
         return self.cache.paths_with_superseded()
 
     def _fresh_rows(self) -> Fresh | None:
