@@ -70,12 +70,13 @@ class Served:
         return len(self.complete_lines())
 
     def logged_after(self, lines: int) -> dict:
-        """The request's log line (written once the answer is sent: it may come just after it)."""
+        """The request's log line (written once the answer is sent: it may come just after it); the server's
+        other lines (a memory `warmed` at its start, in the background) are not the request's."""
         for _ in range(1000):
-            text = self.complete_lines()
-            if len(text) > lines:
-                record = json.loads(text[lines])
-                return {key: record[key] for key in LOGGED}
+            records = [json.loads(line) for line in self.complete_lines()[lines:]]
+            found = [record for record in records if record.get("event") == "request"]
+            if found:
+                return {key: found[0][key] for key in LOGGED}
             threading.Event().wait(0.01)
         raise AssertionError("no log line for the request")
 

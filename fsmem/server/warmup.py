@@ -52,11 +52,22 @@ class Warmup:
                     memory.catalog.hold_feed()
                     warm(memory)
                 except (OSError, FsmemError) as exc:
-                    self.log.write({"event": "warning", "memory": name, "message": f"not warmed: {exc}"})
+                    if not self._said({"event": "warning", "memory": name, "message": f"not warmed: {exc}"}):
+                        return
                     continue
-                self.log.write({"event": "warmed", "memory": name, "seconds": round(time.monotonic() - started, 3)})
+                if not self._said({"event": "warmed", "memory": name, "seconds": round(time.monotonic() - started, 3)}):
+                    return
         finally:
             self.done.set()
+
+    def _said(self, record: dict[str, Any]) -> bool:
+        """Log `record` unless the server is stopping (False then): once `close` returned, nothing more is
+        logged, so the server's `stopped` stays its last line."""
+        with self._lock:
+            if self._stopping:
+                return False
+            self.log.write(record)
+            return True
 
     def close(self) -> None:
         """Let the warm memories go; one still warming is left to the process's end (a walk of 100k files is not
