@@ -291,7 +291,7 @@ CLI_PAGED = [
     ["search", "invoices sent weekly", "--max-results", "2"],
     ["log", "--max-results", "2"],
     ["read", LONG, "--max-tokens", "80"],
-    ["show", LONG, "--at", "HEAD", "--max-tokens", "80"],
+    ["show", LONG, "--at", "HEAD", "--max-tokens", "120"],  # its header names a commit: room for any id
     ["read", LONG, "--outline", "--max-tokens", "120"],
 ]
 
