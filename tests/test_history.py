@@ -171,6 +171,49 @@ def test_a_consolidation_through_an_in_memory_link_commits_the_file_it_wrote_and
     assert clean(root), git(root, "status", "--porcelain")
 
 
+LINKED_BY_HAND = [  # (the link, its text before (None: made by hand), its text after)
+    ("topics/alias.md", None, "billing.md"),  # a person's link to a memory file
+    ("topics/alias.md", "billing.md", "other.md"),  # a tracked link re-pointed (ln -sfn)
+    ("topics/alias.md", "billing.md", "gone.md"),  # to nothing
+    ("topics/out.md", None, "../../outside.md"),  # out of the memory (fsmem check reports it)
+    ("topics/alias.md", "billing.md", "../../outside.md"),
+]
+
+
+@pytest.mark.parametrize(("place", "before", "after"), LINKED_BY_HAND)
+def test_a_link_made_or_repointed_outside_fsmem_is_committed_as_a_link(memory, fixed_now, place, before, after):
+    """A link a person makes or re-points in the memory was read from disk as no file: the commit of changes made
+    outside fsmem removed it from HEAD (and, pushed, from every host) and left it untracked here. Now it is
+    committed as `git add` commits it: mode 120000, its text as the blob, never the bytes it leads to."""
+    root = memory.root
+    (root.parent / "outside.md").write_text("# Secret\n")
+    write_file(root, "topics/billing.md", "# Billing\n")
+    write_file(root, "topics/other.md", "# Other\n")
+    link = root / place
+    if before is not None:
+        os.symlink(before, link)
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=h", "-c", "user.email=h@h", "commit", "-qm", "files")
+    tree = git(root, "ls-tree", "-r", "HEAD")
+    if link.is_symlink():
+        link.unlink()
+    os.symlink(after, link)
+
+    Memory(root, agent="w1").consolidate()
+
+    outside = [files for _, subject, files in commits(root) if subject.startswith("outside fsmem")]
+    assert outside == [[place]]
+    text_id = subprocess.run(
+        ["git", "-C", str(root), "hash-object", "--stdin"], input=after, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert git(root, "ls-tree", "HEAD", place).split()[:3] == ["120000", "blob", text_id]
+    made = git(root, "log", "-1", "--format=%H", "--grep=^outside fsmem").strip()
+    rest = [line for line in git(root, "ls-tree", "-r", made).splitlines() if not line.endswith("\t" + place)]
+    assert rest == [line for line in tree.splitlines() if not line.endswith("\t" + place)]  # nothing else changed
+    assert link.is_symlink() and os.readlink(link) == after
+    assert clean(root), git(root, "status", "--porcelain")
+
+
 def test_every_face_commits_its_writes(memory, fixed_now):
     root = memory.root
     cli = subprocess.run(

@@ -153,6 +153,29 @@ def test_a_file_changed_on_one_host_and_removed_on_the_other_stays_and_fsmem_yam
     )
 
 
+def test_a_link_made_and_one_repointed_by_hand_reach_the_other_host_as_links(hosts, here):
+    """A link a person makes or re-points was committed by the sync as no file: never shared, or removed from
+    every host. Now both arrive as links, with their text, and both work trees are clean."""
+    _, (first, second) = hosts
+    Memory(first).write("topics/billing.md", "# Billing\n")
+    Memory(first).write("topics/other.md", "# Other\n")
+    os.symlink("billing.md", first / "topics/alias.md")
+    here(first, "sync")
+    here(second, "sync")
+    assert os.readlink(second / "topics/alias.md") == "billing.md"
+    os.unlink(first / "topics/alias.md")
+    os.symlink("other.md", first / "topics/alias.md")
+    os.symlink("billing.md", first / "topics/pay.md")
+    here(first, "sync")
+    here(second, "sync")
+    for name, text in (("topics/alias.md", "other.md"), ("topics/pay.md", "billing.md")):
+        for root in (first, second):
+            assert os.readlink(root / name) == text
+            assert git(root, "ls-tree", "HEAD", name).split()[:1] == ["120000"]
+    assert (second / "topics/alias.md").read_text() == (first / "topics/other.md").read_text()
+    assert git(first, "status", "--porcelain") == git(second, "status", "--porcelain") == ""
+
+
 def test_sync_setup_configures_a_fresh_clone(hosts):
     _, (_, second) = hosts
     driver = subprocess.run(["git", "-C", str(second), "config", "merge.fsmem.driver"], capture_output=True, text=True)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-from collections.abc import Callable, Iterable
+import os
+from collections.abc import Callable, Collection, Iterable
 from typing import TypeVar
 
 from fsmem.errors import ConsolidationRunning, HistoryError, LockTimeout
@@ -19,7 +20,7 @@ from fsmem.format import now_iso
 from fsmem.history import journal, recovery
 from fsmem.history.journal import Author, author_of, commit_with
 from fsmem.history.repo import Repo
-from fsmem.history.trees import TreeEditor
+from fsmem.history.trees import LINK_MODE, TreeEditor
 from fsmem.store.files import file_lock
 from fsmem.store.paths import is_memory_path
 
@@ -45,35 +46,53 @@ def changed_on_disk(repo: Repo) -> list[str]:
     return found
 
 
-def on_disk(repo: Repo, path: str) -> bytes | None:
+def on_disk(repo: Repo, path: str) -> tuple[str | None, bool]:
+    """The blob of `path` as `git add` stores it, and whether it is a symbolic link's: a link's blob is its text
+    (wherever it leads, if anywhere; what it leads to is never read), a file's its bytes. None: neither is there."""
     full = repo.top / path
-    if full.is_symlink() or not full.is_file():
-        return None
-    return full.read_bytes()
+    if full.is_symlink():
+        return repo.store.write("blob", os.fsencode(os.readlink(full))), True
+    if not full.is_file():
+        return None, False
+    return repo.store.write("blob", full.read_bytes()), False
 
 
 def commit_files(repo: Repo, paths: Iterable[str], author: Author, message: str) -> int:
-    """One commit of `paths` (repository paths) as they are on disk; see `commit_blobs`."""
-    blobs = {}
+    """One commit of `paths` (repository paths) as they are on disk, links as links; see `commit_blobs`."""
+    blobs: dict[str, str | None] = {}
+    links = set()
     for path in sorted(set(paths)):
-        data = on_disk(repo, path)
-        blobs[path] = repo.store.write("blob", data) if data is not None else None
-    return commit_blobs(repo, blobs, author, message)
+        blobs[path], is_link = on_disk(repo, path)
+        if is_link:
+            links.add(path)
+    return commit_blobs(repo, blobs, author, message, links=links)
 
 
-def commit_blobs(repo: Repo, blobs: dict[str, str | None], author: Author, message: str) -> int:
-    """One commit setting each repository path to its blob (None: removed). Caller holds the commit lock.
-    Returns 1, or 0 when HEAD already holds exactly that."""
+def commit_blobs(
+    repo: Repo, blobs: dict[str, str | None], author: Author, message: str, *, links: Collection[str] = ()
+) -> int:
+    """One commit setting each repository path to its blob (None: removed), those in `links` as symbolic links
+    (git's mode 120000, the blob their text). Caller holds the commit lock. Returns 1, or 0 when HEAD already
+    holds exactly that."""
     if not blobs:
         return 0
     now = journal.clock()
     offset = int((now.utcoffset() or _dt.timedelta()).total_seconds() // 60)
 
+    def held(editor: TreeEditor, path: str, oid: str | None) -> bool:
+        entry = editor.entry(path)
+        if entry is None or oid is None:
+            return entry is None and oid is None
+        return entry[1] == oid and (entry[0] == LINK_MODE) == (path in links)
+
     def build(editor: TreeEditor, parent: str | None, commit: Callable[..., str]) -> tuple[str | None, int]:
-        if all(editor.get(path) == oid for path, oid in blobs.items()):
+        if all(held(editor, path, oid) for path, oid in blobs.items()):
             return parent, 0
         for path, oid in blobs.items():
-            editor.set(path, oid)
+            if oid is not None and path in links:
+                editor.put(path, (LINK_MODE, oid))
+            else:
+                editor.set(path, oid)
         return commit(editor, parent, author, int(now.timestamp()), offset, message), 1
 
     return commit_with(repo, build, list(blobs))
@@ -124,11 +143,7 @@ def commit_consolidation(repo: Repo, report: object, *, archive_dir: str, agent:
     author = author_of(agent)
     with file_lock(repo.root):  # no fsmem write half done (file written, entry not yet) while files are read
         journal.drain_locked(repo, journal.Gaps(paths, author, f"consolidate (between two writes): {first}"))
-        blobs: dict[str, str | None] = {}
-        for path in sorted(paths):
-            data = on_disk(repo, path)
-            blobs[path] = repo.store.write("blob", data) if data is not None else None
-        return commit_blobs(repo, blobs, author, message)
+        return commit_files(repo, paths, author, message)
 
 
 def consolidation(repo: Repo, run: Callable[[], T], *, archive_dir: str, agent: str | None) -> T:
