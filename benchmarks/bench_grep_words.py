@@ -127,7 +127,7 @@ def parts(memory: Memory, count: int) -> tuple[list[list[str]], list[str]]:
         started, wall = cpu(), time.perf_counter()
         fresh.load_vocabulary()
         reads.append((cpu() - started, time.perf_counter() - wall))
-        terms = fresh._vocabulary.count("\n") - 1 if fresh._vocabulary else 0
+        terms = fresh.words.text().count("\n") - 1
         fresh.close()
     index.load_vocabulary()
     other = subprocess.Popen(
@@ -156,13 +156,7 @@ def parts(memory: Memory, count: int) -> tuple[list[list[str]], list[str]]:
             for n in range(len(states)):
                 state = states[(n + k) % len(states)]  # each state first, second and third in turn
                 rel = f"topics/bench-parts-{k}-{n}.md"
-                if state == states[1]:
-                    memory.write(rel, f"---\ntitle: {rel}\n---\n- written by this process, {rel}\n")
-                elif state == states[2]:
-                    other.stdin.write(rel + "\n")
-                    other.stdin.flush()
-                    assert other.stdout.readline() == "done\n"
-                if state != states[0]:
+                if write_for(memory, other, states.index(state), rel):
                     written.append(root / rel)
                 else:  # what a write before makes every grep read again (the superseded lines' rows) read here
                     memory.grep(RARE_WORD, max_results=1)
@@ -239,13 +233,7 @@ def after_write(memory: Memory, pattern: str, rounds: int) -> list[list[str]]:
                 time.sleep(RACY_NS / 1e9 + 0.1)  # a note written before is no longer racy: its row stored again
                 memory.catalog.superseded_hint()  # ... here, not in the grep measured
                 rel = f"topics/bench-after-write-{k}-{n}.md"
-                if state == states[1]:
-                    memory.write(rel, f"- written by this process, {rel}\n", set={"title": rel})
-                elif state == states[2]:
-                    other.stdin.write(rel + "\n")
-                    other.stdin.flush()
-                    assert other.stdout.readline() == "done\n"
-                if state != states[0]:
+                if write_for(memory, other, states.index(state), rel):
                     written.append(root / rel)
                 grep_cache.forget(root)
                 spent.clear()
@@ -282,6 +270,28 @@ def print_parts(memory: Memory, count: int) -> None:
     print(table("reading the list of words (a new process's)", ["words", "CPU", "wall"], [cost]))
 
 
+def write_for(memory: Memory, other: subprocess.Popen, state: int, rel: str) -> bool:
+    """The write a state asks for before its grep: none (0), one by this process (1), one by `other`, another
+    process writing on request (2). Whether one was made."""
+    if state == 1:
+        memory.write(rel, f"---\ntitle: {rel}\n---\n- written by this process, {rel}\n")
+    elif state == 2:
+        other.stdin.write(rel + "\n")
+        other.stdin.flush()
+        assert other.stdout.readline() == "done\n"
+    return state != 0
+
+
+def kept_memory(root: Path | None, option: str) -> Memory:
+    """The memory at `root` (a scratch copy whose caches are built) as a long-lived process holds it."""
+    if not root:
+        raise SystemExit(f"{option} needs --root: a scratch copy whose caches are built")
+    memory = Memory(root)
+    memory.ls()
+    memory.ls()  # a second call: the feed runs
+    return memory
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--files", type=int, default=10_000)
@@ -296,11 +306,7 @@ def main() -> None:
     args, _ = parser.parse_known_args()  # run_all.py passes every script the same arguments
     files = int(args.sizes.split(",")[0]) if args.sizes else args.files
     if args.after_write_only:
-        if not args.root:
-            raise SystemExit("--after-write-only needs --root: a scratch copy whose caches are built")
-        memory = Memory(args.root)
-        memory.ls()
-        memory.ls()  # a second call: the feed runs
+        memory = kept_memory(args.root, "--after-write-only")
         try:
             before = load()
             rows = after_write(memory, args.pattern, args.rounds)
@@ -311,11 +317,7 @@ def main() -> None:
         print(table(title, ["state", "fsmem grep", "of which fresh_rows", "ratio"], rows))
         return
     if args.parts_only:
-        if not args.root:
-            raise SystemExit("--parts-only needs --root: a scratch copy whose caches are built")
-        memory = Memory(args.root)
-        memory.ls()
-        memory.ls()  # a second call: the feed runs
+        memory = kept_memory(args.root, "--parts-only")
         try:
             print_parts(memory, args.parts)
         finally:
