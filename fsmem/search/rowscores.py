@@ -45,7 +45,6 @@ POSTINGS_PER_MATCH = 65
 # postings are (the best documents' files hold more of the query's words than the memory at large).
 MATCH_SHARE = 2.0
 FUNCTION = "fsmem_row_hits"
-TOTALS = "fsmem_row_totals"
 # A bound computed in floats is raised by this share before a k-th score must pass it: bm25()'s rounding,
 # some 1e-16 of a score, never closes it.
 BOUND_MARGIN = 1e-9
@@ -61,6 +60,7 @@ class _Scores:
         self.weights = (1.0, 1.0)
         self.base = 0  # the file's row 0: its first FTS5 row id and its ranking row id differ by `base`
         self.idfs: list[float] | None = None
+        self.rows = 0  # the table's rows, as bm25() counts them
         self.avgdl = 1.0
         self.freqs: dict[tuple[int, int], float] = {}
 
@@ -69,14 +69,10 @@ class _Scores:
 
     def _totals(self, api: Any) -> list[float]:
         """The IDFs and average row size, from the totals the first row's call sees (every row's are one)."""
-        n_rows = api.row_count
+        n_rows = self.rows = api.row_count
         self.avgdl = float(api.column_total_size(-1)) / float(n_rows)
-        idfs = []
-        for hit in self.df:
-            idf = math.log((n_rows - hit + 0.5) / (hit + 0.5))
-            idfs.append(1e-6 if idf <= 0.0 else idf)
-        self.idfs = idfs
-        return idfs
+        self.idfs = [_idf(n_rows, hit) for hit in self.df]
+        return self.idfs
 
     def _freq(self, text: int, headings: int) -> float:
         """bm25()'s aFreq of a phrase with these hits per column: one addition per hit, text first."""
@@ -107,6 +103,12 @@ class _Scores:
                 freq = self._freq(*key)
             score += idf * ((freq * k) / (freq + norm))
         self.out.append((self.base + api.rowid, score))
+
+
+def _idf(n_rows: int, hit: int) -> float:
+    """bm25()'s IDF of a phrase `hit` of `n_rows` rows hold (at least 1e-6)."""
+    idf = math.log((n_rows - hit + 0.5) / (hit + 0.5))
+    return 1e-6 if idf <= 0.0 else idf
 
 
 _registered: weakref.WeakKeyDictionary[Any, _Scores] = weakref.WeakKeyDictionary()
@@ -154,33 +156,24 @@ def row_scores(
         scores.start([], weights)
 
 
-class _Totals:
-    """An auxiliary function that notes the table's row count and its rows' total size (bm25()'s own)."""
-
-    def __init__(self) -> None:
-        self.found: tuple[int, int] | None = None
-
-    def __call__(self, api: Any) -> None:
-        self.found = (api.row_count, api.column_total_size(-1))
+_TOTALS_KEPT = ("rows and their average size",)
 
 
-_totals: weakref.WeakKeyDictionary[Any, _Totals] = weakref.WeakKeyDictionary()
-_TOTALS_KEPT = ("rows and their total size",)
-
-
-def _row_totals(conn, phrase: str, kept: dict[Any, Any]) -> tuple[int, int] | None:
-    """(rows, their total size in tokens) as bm25() sees them, through one row holding `phrase`; kept per state."""
+def _row_totals(conn, phrase: str, kept: dict[Any, Any]) -> tuple[int, float] | None:
+    """(rows, their average size in tokens) as bm25() sees them, from the scoring function's call on one row
+    holding `phrase`; kept per state."""
     found = kept.get(_TOTALS_KEPT)
     if found is None:
-        totals = _totals.get(conn)
-        if totals is None:
-            totals = _totals[conn] = _Totals()
-            conn.register_fts5_function(TOTALS, totals)
-        totals.found = None
-        conn.execute(f"SELECT {TOTALS}(search_fts) FROM search_fts WHERE search_fts MATCH ? LIMIT 1", (quoted(phrase),))
-        found = totals.found
-        if found is not None:
-            kept[_TOTALS_KEPT] = found
+        scores = _scores_of(conn)
+        scores.start([], (1.0, 1.0))
+        try:
+            conn.execute(
+                f"SELECT {FUNCTION}(search_fts) FROM search_fts WHERE search_fts MATCH ? LIMIT 1", (quoted(phrase),)
+            ).fetchall()
+            if scores.out:
+                found = kept[_TOTALS_KEPT] = (scores.rows, scores.avgdl)
+        finally:
+            scores.start([], (1.0, 1.0))
     return found
 
 
@@ -205,19 +198,19 @@ def every_word(phrases: list[str], df: dict[str, int]) -> str | None:
 
 
 def lacking_one_bound(
-    phrases: list[str], df: dict[str, int], freqs: dict[str, float], totals: tuple[int, int]
+    phrases: list[str], df: dict[str, int], freqs: dict[str, float], totals: tuple[int, float]
 ) -> float:
     """More than bm25() gives any row that lacks one of the words some row holds: each word at its best (its
-    weighted hits at most `freqs`' in a row of 1 token), all but the least of them summed."""
-    n_rows, total_size = totals
-    norm = K1 * (1 - B + B * 1.0 / (float(total_size) / float(n_rows)))
+    weighted hits at most `freqs`' in a row of 1 token), all but the least of them summed. `totals`: the
+    table's rows and their average size (`_row_totals`)."""
+    n_rows, avgdl = totals
+    norm = K1 * (1 - B + B * 1.0 / avgdl)
     best = []
     for phrase in phrases:
         hit = df.get(phrase, 0)
         if hit:
-            idf = max(math.log((n_rows - hit + 0.5) / (hit + 0.5)), 1e-6)
             freq = freqs[phrase]
-            best.append(idf * (freq * (K1 + 1.0)) / (freq + norm))
+            best.append(_idf(n_rows, hit) * (freq * (K1 + 1.0)) / (freq + norm))
     return (sum(best) - min(best)) * (1.0 + BOUND_MARGIN)
 
 
