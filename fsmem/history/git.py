@@ -24,6 +24,7 @@ import sys
 import threading
 import weakref
 import zlib
+from collections.abc import Iterable
 from pathlib import Path
 
 from fsmem.errors import HistoryError
@@ -148,6 +149,16 @@ class Git:
 
     def text(self, *args: str, check: bool = True) -> str:
         return self.run(*args, check=check).stdout.decode("utf-8", "replace")
+
+
+def nul_separated(paths: Iterable[str]) -> bytes:
+    """Repository paths as git's `-z` options read and write them: each ended by a NUL, bytes as on disk."""
+    return b"".join(path.encode("utf-8", "surrogateescape") + b"\0" for path in paths)
+
+
+def from_nul_separated(data: bytes) -> list[str]:
+    """The paths of `nul_separated` bytes (or of a git command's `-z` output)."""
+    return [name.decode("utf-8", "surrogateescape") for name in data.split(b"\0") if name]
 
 
 def first_line(output: bytes) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from fsmem.format.portable import UNPORTABLE_CHARACTERS, twin_key
 from fsmem.history import journal, recovery
+from fsmem.history.git import from_nul_separated
 from fsmem.history.repo import Repo
 from fsmem.store.paths import MEMORY_SUFFIXES, shown
 
@@ -107,13 +108,9 @@ def other_edited_copies(repo: Repo) -> list[tuple[str, int, str]]:
     its name (in history: no listing of memory files holds it)."""
     found = []
     listed = repo.git.run("ls-files", "-z", "--", f"{repo.prefix}*(edited on *")
-    for name in listed.stdout.split(b"\0"):
-        rel = repo.in_memory(name.decode("utf-8", "surrogateescape")) if name else None
-        match = EDITED_COPY.match(rel.rsplit("/", 1)[-1]) if rel else None
-        if rel is None or match is None or match["suffix"]:
-            continue  # a memory file's copy is reported with the memory's files (`edited_copies`)
-        folder = rel.rpartition("/")[0]
-        if os.path.isdir(os.path.join(repo.root, folder, match["stem"])):
+    for rel in filter(None, map(repo.in_memory, from_nul_separated(listed.stdout))):
+        match = _kept_beside_its_folder(repo.root, rel)
+        if match is not None and not match["suffix"]:  # a memory file's copy: with the memory's files
             found.append((rel, 1, edited_copy_problem(rel, repo.root)))
     return found
 
@@ -122,13 +119,19 @@ def edited_copies(root: Path, rels: Iterable[str]) -> list[tuple[str, int, str]]
     """(path, line, message) of each document sync kept beside the folder that took its name."""
     found = []
     for rel in rels:
-        if " (edited on " not in rel:
-            continue
-        match = EDITED_COPY.match(rel.rsplit("/", 1)[-1])
-        folder = rel.rpartition("/")[0]
-        if match and os.path.isdir(os.path.join(root, folder, match["stem"] + (match["suffix"] or ""))):
+        if " (edited on " in rel and _kept_beside_its_folder(root, rel) is not None:
             found.append((rel, 1, edited_copy_problem(rel)))
     return found
+
+
+def _kept_beside_its_folder(root: Path, rel: str) -> re.Match[str] | None:
+    """The parts of `rel`'s name (`EDITED_COPY`) when it is a copy sync kept beside the folder that now has the
+    name it had; else None."""
+    match = EDITED_COPY.match(rel.rsplit("/", 1)[-1])
+    folder = rel.rpartition("/")[0]
+    if match and os.path.isdir(os.path.join(root, folder, match["stem"] + (match["suffix"] or ""))):
+        return match
+    return None
 
 
 def link_problems(repo: Repo) -> list[tuple[str, int, str]]:

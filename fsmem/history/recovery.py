@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fsmem import faces
-from fsmem.history.git import first_line
+from fsmem.history.git import first_line, from_nul_separated, nul_separated
 from fsmem.history.repo import Repo
 from fsmem.history.trees import TreeEditor
 from fsmem.store import logs
@@ -217,17 +217,16 @@ def point_index(repo: Repo, entries: dict[str, tuple[str, str] | None]) -> bool:
             clear_locks(repo)
         time.sleep(0.01 * (attempt + 1))
     behind = set(index_behind(repo)) | set(entries)
-    atomic_write(_behind_file(repo), b"".join(_nul(path) for path in sorted(behind)), root=repo.root, generated=True)
+    atomic_write(_behind_file(repo), nul_separated(sorted(behind)), root=repo.root, generated=True)
     return False
 
 
 def index_behind(repo: Repo) -> list[str]:
     """The paths whose commit the index does not hold yet (a live git kept it when fsmem committed them)."""
     try:
-        data = _behind_file(repo).read_bytes()
+        return from_nul_separated(_behind_file(repo).read_bytes())
     except FileNotFoundError:
         return []
-    return [os.fsdecode(name) for name in data.split(b"\0") if name]
 
 
 def catch_up_index(repo: Repo) -> bool:
@@ -247,10 +246,6 @@ def catch_up_index(repo: Repo) -> bool:
 
 def _behind_file(repo: Repo) -> Path:
     return repo.state() / INDEX_BEHIND
-
-
-def _nul(path: str) -> bytes:
-    return path.encode("utf-8", "surrogateescape") + b"\0"
 
 
 def recover(repo: Repo, *, wait: float = 0.0) -> list[Leftover]:

@@ -30,7 +30,7 @@ from fsmem import faces
 from fsmem.config import SyncSettings
 from fsmem.errors import HistoryOff, LockTimeout, SyncFailed
 from fsmem.history import git_marker, host_rules, journal, recovery, remote as remotes, trust, turn_on, worktree
-from fsmem.history.git import CatFile, Git, driver_command, first_line, record_driver
+from fsmem.history.git import CatFile, Git, driver_command, first_line, nul_separated, record_driver
 from fsmem.history.health import edited_copy_name, edited_copy_problem
 from fsmem.history.merge import GENERATED, merge_text
 from fsmem.history.repo import Repo, discover
@@ -286,7 +286,7 @@ def _merge(repo: Repo, theirs: str, label: str, result: SyncResult, threshold: f
             for path, stages in unmerged.items():
                 settled += _settle(repo, cat, path, stages, result, threshold)
         if settled:  # one `git add` for every file settled on disk
-            git.run("add", "--pathspec-from-file=-", "--pathspec-file-nul", input=b"".join(_nul(p) for p in settled))
+            git.run("add", "--pathspec-from-file=-", "--pathspec-file-nul", input=nul_separated(settled))
         git.run(*identity, "commit", "--no-edit", "--no-verify", "-q")
     result.merged = "fast-forward" if fast else "merged"
 
@@ -302,10 +302,6 @@ def _unmerged(git: Git) -> dict[str, dict[str, tuple[str, str]]]:
             mode, oid, stage = fields
             found.setdefault(name.decode("utf-8", "surrogateescape"), {})[stage] = (mode, oid)
     return found
-
-
-def _nul(path: str) -> bytes:
-    return path.encode("utf-8", "surrogateescape") + b"\0"
 
 
 def _settle(
