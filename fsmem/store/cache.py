@@ -418,7 +418,7 @@ class MetaCache:
                 found = conn.execute(sql).fetchall()
             else:
                 found = []
-                for chunk in _chunks(wanted, 500):
+                for chunk in chunks(wanted, 500):
                     found += conn.execute(f"{sql} WHERE key IN ({','.join('?' * len(chunk))})", chunk).fetchall()
             return {path_of(str(k)): (((m, s, i) if not r else (-1, -1, -1)), c) for k, m, s, i, r, c in found}
 
@@ -448,7 +448,7 @@ class MetaCache:
             if wanted is None:
                 return decode(conn.execute(sql))
             found: list = []
-            for chunk in _chunks(wanted, 500):
+            for chunk in chunks(wanted, 500):
                 found += conn.execute(f"{sql} AND key IN ({','.join('?' * len(chunk))})", chunk).fetchall()
             return decode(found)
 
@@ -799,7 +799,8 @@ def transaction(conn: apsw.Connection):
 _transaction = transaction
 
 
-def _chunks(items: list[str], size: int):
+def chunks(items: list[str], size: int):
+    """`items` in lists of at most `size` (the values of one `IN (...)` each)."""
     for start in range(0, len(items), size):
         yield items[start : start + size]
 

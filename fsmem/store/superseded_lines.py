@@ -17,7 +17,7 @@ from pathlib import Path
 
 from fsmem.errors import InvalidArgument
 from fsmem.store import paths
-from fsmem.store.cache import SCAN_FROM, MetaCache, Stamp, decoded_ranges
+from fsmem.store.cache import SCAN_FROM, MetaCache, Stamp, chunks, decoded_ranges
 from fsmem.store.walk import path_of
 
 # A `Fresh` is made whole again past 2 sqrt(files) + this many paths changed since it last was.
@@ -138,7 +138,8 @@ def fresh_rows(cache: MetaCache) -> Fresh | None:
                 made = _updated(conn, kept[1], keys)
         if made is None:
             known = frozenset(path_of(k) for (k,) in conn.execute("SELECT key FROM files INDEXED BY files_list"))
-            made = Fresh(known, dict(_special_rows(conn, f"WHERE {_SPECIAL}", ())))
+            special = {rel: value for rel, value in _rows(conn, f"WHERE {_SPECIAL}", ()) if value is not None}
+            made = Fresh(known, special)
         with _fresh_lock:
             now = _fresh.get(name)
             if now is None or now[0][0] != rows_id or now[0][1] < version:  # never a newer one replaced
@@ -149,23 +150,21 @@ def fresh_rows(cache: MetaCache) -> Fresh | None:
 
 
 def _updated(conn, kept: Fresh, keys: list[str]) -> Fresh:
-    """`kept` with the rows of `keys` as they are now."""
-    rows: dict[str, Special | None] = {path_of(k): None for k in keys}
-    found: set[str] = set()
-    for start in range(0, len(keys), 500):
-        chunk = keys[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        found.update(path_of(k) for (k,) in conn.execute(f"SELECT key FROM files WHERE key IN ({marks})", chunk))
-        rows.update(_special_rows(conn, f"WHERE key IN ({marks}) AND ({_SPECIAL})", chunk))
-    gone = set(rows).difference(found)
-    return kept.updated({rel: value for rel, value in rows.items() if rel not in gone}, gone)
+    """`kept` with the rows of `keys` as they are now (one look at each key in the index)."""
+    rows: dict[str, Special | None] = {}
+    for chunk in chunks(keys, 500):
+        rows.update(_rows(conn, f"WHERE key IN ({','.join('?' * len(chunk))})", chunk))
+    return kept.updated(rows, {path_of(k) for k in keys}.difference(rows))
 
 
-def _special_rows(conn, where: str, params) -> Iterator[tuple[str, Special]]:
-    """(path, its `Fresh.special` value) of the rows `where` selects, which must be such rows (`_SPECIAL`)."""
-    for key, ranges, cited, racy in conn.execute(
-        f"SELECT key, superseded, maybe_cited, racy FROM files INDEXED BY files_list {where}", params
+def _rows(conn, where: str, params) -> Iterator[tuple[str, Special | None]]:
+    """(path, its `Fresh.special` value, None for a plain row) of the rows `where` selects."""
+    for key, ranges, cited, racy, special in conn.execute(
+        f"SELECT key, superseded, maybe_cited, racy, ({_SPECIAL}) FROM files INDEXED BY files_list {where}", params
     ):
+        if not special:
+            yield path_of(key), None
+            continue
         parsed = decoded_ranges(ranges)
         if parsed is None:
             parsed, racy = [], 1  # a damaged row: the file is looked at
