@@ -142,7 +142,7 @@ def main() -> int:
     parser.add_argument("--any-word", action="store_true", help="also time the search without the every-word proof")
     parser.add_argument("--profile", action="store_true")
     args, _rest = parser.parse_known_args()  # `make bench` passes every script the same arguments
-    from common import NewQuestions, memories, percentile
+    from common import CollectorPauses, NewQuestions, memories, percentile
 
     from fsmem import Memory
     from fsmem.search import postings, rowscores
@@ -173,6 +173,7 @@ def main() -> int:
 
             profile = cProfile.Profile()
         times: dict[str, list[float]] = {side: [] for side in sides}
+        collector = CollectorPauses()
         own = {EXHAUSTIVE: OwnTerms(index), TWIN: OwnTerms(index, native=False)} if args.twin else {}
         loads = [os.getloadavg()[0]]
         for number, question in enumerate(asked):
@@ -193,7 +194,9 @@ def main() -> int:
                 else:
                     if profile is not None and side == PRUNED:
                         profile.enable()
+                    collector.timing = side == PRUNED
                     memory.search(question)
+                    collector.timing = False
                     if profile is not None:
                         profile.disable()
                 times[side].append(time.perf_counter() - started)
@@ -219,6 +222,7 @@ def main() -> int:
         for name, values in (*times.items(), (REPEATED, again)):
             p50, p99, top = (1000 * v for v in (statistics.median(values), percentile(values, 0.99), max(values)))
             print(f"{name:<40} {p50:>8.1f} {p99:>8.1f} {top:>8.1f} {p50 / 1000 / limit:>10.2f}")
+        print(f"the garbage collector within the {len(asked)} searches of the first line: {collector.summary()}")
         for label, wanted in (("whose words no document holds", True), ("the others", False)):
             kind = [n for n, alone in enumerate(headings_only) if alone is wanted]
             if not kind:

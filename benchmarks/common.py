@@ -167,6 +167,33 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
+class CollectorPauses:
+    """The pauses of Python's cyclic garbage collector while `timing` is set: (generation, seconds) each.
+
+    A collection of the oldest generation walks every container the process holds, and falls inside
+    whichever call allocated at that moment: a slow question may be the collector's, not the ranking's."""
+
+    def __init__(self) -> None:
+        import gc
+
+        self.timing = False
+        self.pauses: list[tuple[int, float]] = []
+        self._started = 0.0
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        elif self.timing:
+            self.pauses.append((info["generation"], time.perf_counter() - self._started))
+
+    def summary(self) -> str:
+        full = sorted(seconds for generation, seconds in self.pauses if generation == 2)
+        if not full:
+            return "no full collection"
+        return f"{len(full)} full collection(s), {1000 * full[len(full) // 2]:.1f} ms (p50), {1000 * full[-1]:.1f} ms the longest"
+
+
 class NewQuestions:
     """Questions and grep words no call of a run has asked before, drawn (seeded) from the memory's own text.
 
@@ -184,6 +211,7 @@ class NewQuestions:
     WORD = r"[A-Za-z0-9][A-Za-z0-9'-]{2,}"
 
     def __init__(self, root: Path, seed: int = 11, sample: int = 2000):
+        import gc
         import random
         import re
         import threading
@@ -195,7 +223,7 @@ class NewQuestions:
         for folder, dirs, names in os.walk(root):
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
             files += [os.path.join(folder, name) for name in sorted(names) if name.endswith(".md")]
-        self.lines: list[list[str]] = []
+        self.lines: list[tuple[str, ...]] = []
         for path in self.rng.sample(files, min(sample, len(files))):
             with open(path, encoding="utf-8", errors="replace") as handle:
                 text = handle.read()
@@ -204,7 +232,7 @@ class NewQuestions:
             for line in text.splitlines():
                 words = re.findall(self.WORD, line)
                 if len(words) >= 3:
-                    self.lines.append(words)
+                    self.lines.append(tuple(words))
         lines_with: dict[str, int] = {}
         for words in self.lines:
             for word in {w.lower() for w in words}:
@@ -214,10 +242,14 @@ class NewQuestions:
         self.anchored = [
             (words, rare)
             for words in self.lines
-            if (rare := [i for i, w in enumerate(words) if lines_with[w.lower()] < few])
+            if (rare := tuple(i for i, w in enumerate(words) if lines_with[w.lower()] < few))
         ]
         if not self.anchored:
             raise SystemExit(f"{root} has no lines of three words or more, one of them rare, to draw questions from")
+        # Tuples of strings and numbers leave the garbage collector's lists once a collection has seen them:
+        # kept as lists, the sample (some 90,000 lines at 100k files) was walked by every full collection of
+        # the process it shares with the fsmem it measures, adding 100-200 ms to the questions it fell in.
+        gc.collect()
 
     def _fresh(self, make) -> str:
         with self.lock:
