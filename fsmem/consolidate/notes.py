@@ -183,11 +183,12 @@ def walk_notes(
 ) -> Iterator[tuple[str, str, os.stat_result]]:
     """(path, absolute path, stat) of every session note, under `sessions/` and then the archive, in walk order.
 
-    A note that is a symbolic link is never read as a note of its own (`NoteFolders.link_problem`). With
+    A note that is a symbolic link is never read as a note of its own (`fsmem.store.note_folders`). With
     `refused`, each entry left out that a person must fix is appended to it as (path, 1, message ending
     "; note skipped"): a link to a memory file that is not a note, and whatever the walk skips (a link out of
     the memory, a dangling link, a FIFO, an unreadable file).
     """
+    from fsmem.store.note_folders import NoteFolders
     from fsmem.store.walk import walk_entries
 
     folders = NoteFolders(root, archive_dir)
@@ -211,39 +212,6 @@ def walk_notes(
 
 
 _SKIPPED = "skipped: "  # how the walk words a file it leaves out (a folder's reason says "folder skipped")
-
-
-class NoteFolders:
-    """The folders that hold session notes: `sessions/` and the archive, as named and where they really are."""
-
-    def __init__(self, root: Path, archive_dir: str):
-        self.named = [folder for folder in (SESSIONS, archive_dir.strip("/")) if folder]
-        real_root = os.path.realpath(root)
-        real = [os.path.realpath(root / folder) for folder in self.named]
-        self.real = tuple(
-            path[len(real_root) + 1 :].replace(os.sep, "/") + "/"
-            for path in real
-            if path.startswith(real_root + os.sep)
-        )
-
-    def holds(self, rel: str) -> bool:
-        """Whether the memory path `rel` is in one of the folders (as named, or where it really is)."""
-        return rel.startswith(tuple(folder + "/" for folder in self.named) + self.real)
-
-    def link_problem(self, target: str) -> str | None:
-        """Why a note that is a symbolic link to `target` (its real path from the root) is not consolidated, else None.
-
-        A link to a note is that note, which is consolidated once, under its own path (the walk gives it
-        there too), so the link says nothing more. A link to any other memory file
-        (`sessions/2026/01/01/x.md -> ../../../../topics/billing.md`) would have that file's lines filed as if
-        a session had said them and the file itself marked and archived: it is left as it is, and said.
-        """
-        if target.startswith(self.real):
-            return None
-        return (
-            f"a symbolic link to {target}, which is not a session note: remove the link, "
-            "or put the session note itself in its place"
-        )
 
 
 def as_old(item: NoteItem) -> NoteItem:

@@ -134,9 +134,9 @@ def check(memory: Core, path: str | None = None) -> CheckResult:
 
 
 def note_link_problems(memory: Core, links: list[tuple[str, str]]) -> list[tuple[str, int, str]]:
-    """A problem per session note that is a symbolic link consolidation will not take (`NoteFolders.link_problem`),
+    """A problem per session note that is a symbolic link consolidation will not take (`fsmem.store.note_folders`),
     among `links` ((path, real target) of each link check looks at)."""
-    from fsmem.consolidate.notes import NoteFolders
+    from fsmem.store.note_folders import NoteFolders
 
     folders = NoteFolders(memory.root, memory.config.consolidate.archive_dir)
     found = []
