@@ -101,6 +101,15 @@ class Scenario:
     strays: set[int] = field(default_factory=set)  # steps whose crash leaves a stray temporary file
     human: bool = False  # start from a document written by hand (HUMAN_DOCUMENT)
     kept: int | None = None  # consolidate.superseded_in_document (None: the default, 10)
+    links: bool = False  # `evolve` plants LINKS among the notes first; they change no byte of the documents
+
+
+# Notes that are symbolic links: to a topic the notes may make (no note: left alone, reported) and to a note
+# (that note, consolidated once under its own path); each dangles until what it leads to is written.
+LINKS = {
+    "sessions/2026/01/02/z-topic.md": "../../../../topics/ops.md",
+    "sessions/2026/01/04/z-note.md": "../01/a.md",
+}
 
 
 def session_note(root: Path, date: str, session: str, body: str) -> Path:
@@ -176,13 +185,14 @@ def write_notes(root: Path, scenario: Scenario, step: int) -> None:
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
-    """Every file of the memory except machine state (.fsmem/), stray temporary files included."""
+    """Every file of the memory except machine state (.fsmem/) and symbolic links, stray temporary files included."""
     found = {}
     for current, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if d != ".fsmem"]
         for name in files:
             path = Path(current, name)
-            found[path.relative_to(root).as_posix()] = path.read_bytes()
+            if not path.is_symlink():
+                found[path.relative_to(root).as_posix()] = path.read_bytes()
     return dict(sorted(found.items()))
 
 
@@ -199,6 +209,9 @@ def evolve(root: Path, scenario: Scenario) -> tuple[dict[str, bytes], int, int]:
     Returns the final tree, the number of crashes that happened, and how many were asked for.
     """
     memory = start(root, scenario)
+    for link, text in LINKS.items() if scenario.links else ():
+        (root / link).parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(text, root / link)
     crashed = 0
     for step in range(scenario.steps):
         write_notes(root, scenario, step)

@@ -187,6 +187,51 @@ def test_a_document_that_links_to_another_memory_file_is_written_through_and_sta
     assert memory.consolidate().empty
 
 
+def test_a_note_that_links_to_a_topic_is_left_alone_and_said_by_consolidate_and_check(memory):
+    """`sessions/…/x.md -> topics/billing.md` would file the topic's facts as a session's and mark the topic:
+    the link is skipped (exit 3's `skipped`), the topic keeps its bytes, and check names the same remedy."""
+    billing = memory.root / "topics/billing.md"
+    billing.parent.mkdir(exist_ok=True)
+    billing.write_text("---\ntitle: Billing\n---\n# Billing\n\n## people/Rosa Diaz\n- employer: Acme\n")
+    link = memory.root / "sessions/2026/11/01/x.md"
+    link.parent.mkdir(parents=True)
+    os.symlink("../../../../topics/billing.md", link)
+    before = billing.read_bytes()
+    report = memory.consolidate()
+    reason = "a symbolic link to topics/billing.md, which is not a session note: remove the link, or put the session note itself in its place"
+    assert report.problems == [("sessions/2026/11/01/x.md", 1, reason + "; note skipped")]
+    assert report.skipped == ["sessions/2026/11/01/x.md"]
+    assert billing.read_bytes() == before and os.readlink(link) == "../../../../topics/billing.md"
+    assert not (memory.root / "entities").exists()
+    assert memory.check().problems == [("sessions/2026/11/01/x.md", 1, reason + "; consolidate skips it")]
+
+
+def test_a_note_that_links_to_another_note_is_that_note_consolidated_once(memory):
+    """A link to a note adds nothing: the note is cited once, under its own path, and the link stays as it was."""
+    note(memory.root, "2026-11-01", "a", "## people/Rosa Diaz\n- employer: Acme\n")
+    alias = memory.root / "sessions/2026/11/05/b.md"
+    alias.parent.mkdir(parents=True)
+    os.symlink("../01/a.md", alias)
+    report = memory.consolidate()
+    assert report.problems == [] and report.counts["facts_added"] == 1 and report.counts["facts_confirmed"] == 0
+    text = read(memory, "entities/people/rosa-diaz.md")
+    assert "- employer: Acme ([2026-11-01](../../sessions/2026/11/01/a.md))\n" in text and "b.md" not in text
+    assert os.readlink(alias) == "../01/a.md"
+    assert memory.check().problems == []
+
+
+def test_a_note_that_links_out_of_the_memory_is_reported_by_consolidate(memory, tmp_path):
+    outside = tmp_path / "outside.md"
+    outside.write_text("## people/Rosa Diaz\n- employer: Acme\n")
+    link = memory.root / "sessions/2026/11/01/o.md"
+    link.parent.mkdir(parents=True)
+    os.symlink(outside, link)
+    report = memory.consolidate()
+    message = "a symbolic link that leads outside the memory root; note skipped"
+    assert report.problems == [("sessions/2026/11/01/o.md", 1, message)]
+    assert outside.read_text() == "## people/Rosa Diaz\n- employer: Acme\n" and not (memory.root / "entities").exists()
+
+
 # -- finding 5: one parse per document, not one per key ---------------------------------------
 def test_a_document_is_parsed_once_however_many_keys_a_run_merges_into_it(memory, monkeypatch):
     """Issue #10, finding 5: consolidation was quadratic in the keys of one subject (the document was parsed again

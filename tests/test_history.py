@@ -131,7 +131,6 @@ def test_consolidate_is_one_commit_whose_message_is_its_report_summary_first(mem
 
 
 LINKED_BY_CONSOLIDATION = [  # (the link, its text, the file consolidation really writes, the note's subject)
-    ("sessions/2026/11/30/w1-fuzz1.md", "../../../../profile/identity.md", "profile/identity.md", None),
     ("entities/people/ann-lee.md", "../../topics/ann.md", "topics/ann.md", "people/Ann Lee"),
     ("entities/people", "../topics/people", "topics/people/ann-lee.md", "people/Ann Lee"),
 ]
@@ -168,6 +167,28 @@ def test_a_consolidation_through_an_in_memory_link_commits_the_file_it_wrote_and
     assert git(root, "rev-parse", f"HEAD:{real}").strip() != before
     assert git(root, "ls-tree", "HEAD", place).split()[:1] == ["120000"]  # still a link in HEAD
     assert link.is_symlink() and os.readlink(link) == text
+    assert clean(root), git(root, "status", "--porcelain")
+
+
+def test_a_session_note_that_links_to_a_file_that_is_no_note_is_neither_marked_nor_committed(memory, fixed_now):
+    """The sync fuzzer's link (a remote made a session note a link to profile/identity.md) used to be consolidated
+    as a note, marking profile/identity.md through it. Now nothing is read from it or written through it: the
+    report names it, the run commits INDEX.md alone, and the link stays in HEAD and on disk."""
+    root = memory.root
+    link = root / "sessions/2026/11/30/w1-fuzz1.md"
+    link.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink("../../../../profile/identity.md", link)
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=h", "-c", "user.email=h@h", "commit", "-qm", "a link")
+    head, identity = git(root, "rev-parse", "HEAD"), (root / "profile/identity.md").read_bytes()
+
+    report = Memory(root, agent="w1").consolidate()
+
+    assert report.skipped == ["sessions/2026/11/30/w1-fuzz1.md"] and report.counts["notes_consolidated"] == 0
+    assert [files for _author, _subject, files in commits(root, 1)] == [["INDEX.md"]]  # the run's own commit
+    assert git(root, "rev-parse", "HEAD~1") == head and (root / "profile/identity.md").read_bytes() == identity
+    assert git(root, "ls-tree", "HEAD", "sessions/2026/11/30/w1-fuzz1.md").split()[:1] == ["120000"]
+    assert os.readlink(link) == "../../../../profile/identity.md"
     assert clean(root), git(root, "status", "--porcelain")
 
 

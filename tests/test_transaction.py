@@ -178,7 +178,7 @@ LINKED = [  # (command, link's place, its text, the path given, the file really 
     ("edit", "topics/alias.md", "../README.md", "topics/alias.md", "README.md"),
     ("write", "archive", "topics", "archive/walrus.md", "topics/walrus.md"),
     ("write", "archive", "topics", "archive/sub/walrus.md", "topics/sub/walrus.md"),
-    ("note", "sessions/2026/11/30/s1.md", "../../../../topics/log.md", "", "topics/log.md"),
+    ("note", "sessions/2026/11/30/s1.md", "../29/s0.md", "", "sessions/2026/11/29/s0.md"),  # a link to a note
 ]
 
 
@@ -195,6 +195,8 @@ def test_a_write_through_an_in_memory_link_is_committed_as_the_file_it_wrote(
     assert fsmem("init", "--git", str(root), env_extra=env).returncode == 0
     (root / "topics").mkdir(exist_ok=True)
     (root / "topics" / "log.md").write_text("---\ntitle: Log\n---\n# Log\n")
+    (root / "sessions/2026/11/29").mkdir(parents=True)
+    (root / "sessions/2026/11/29/s0.md").write_text("---\ntitle: Session s0\n---\n- Likes tea.\n")
     link = root / place
     link.parent.mkdir(parents=True, exist_ok=True)
     link.symlink_to(text)

@@ -1,4 +1,5 @@
 import multiprocessing
+import os
 
 import pytest
 from conftest import write_file
@@ -61,6 +62,27 @@ def test_note_rejects_bad_session_ids_and_empty_text(empty_memory):
     with pytest.raises(InvalidArgument):
         empty_memory.note("x", subject="two\nlines")
     assert not (empty_memory.root / "sessions").exists()
+
+
+def test_note_refuses_a_session_note_that_is_a_link_to_a_file_that_is_no_note(empty_memory, fixed_now):
+    """Today's note made a link to a topic: the note would land in the topic, which consolidation then skips
+    (it is no note), so nothing is written and the error says what to do. A link to a note is written through."""
+    root = empty_memory.root
+    write_file(root, "topics/billing.md", "---\ntitle: Billing\n---\n# Billing\n")
+    (root / "sessions/2026/11/30").mkdir(parents=True)
+    os.symlink("../../../../topics/billing.md", root / "sessions/2026/11/30/s1.md")
+    before = (root / "topics/billing.md").read_bytes()
+    with pytest.raises(InvalidArgument) as refused:
+        empty_memory.note("- cycle: monthly", session="s1", subject="topic/Billing")
+    assert str(refused.value) == (
+        "sessions/2026/11/30/s1.md is a symbolic link to topics/billing.md, which is not a session note: remove the "
+        "link, or put the session note itself in its place; nothing was written"
+    )
+    assert (root / "topics/billing.md").read_bytes() == before
+    empty_memory.note("- cycle: monthly", session="s0")
+    os.symlink("s0.md", root / "sessions/2026/11/30/s2.md")
+    assert empty_memory.note("- plan: gold", session="s2").path == "sessions/2026/11/30/s0.md"
+    assert "- plan: gold" in (root / "sessions/2026/11/30/s0.md").read_text()
 
 
 def _append_notes(root, worker):

@@ -23,6 +23,7 @@ from fsmem.consolidate.relink import relink
 from fsmem.consolidate.report import COUNT_NAMES, ConsolidationReport
 from fsmem.errors import ConsolidationRunning, FsmemError, LockTimeout
 from fsmem.store import beneath
+from fsmem.store.cache import chunks
 from fsmem.store.files import TEMP_PREFIX, file_lock, open_unlinked, state_dir
 
 __all__ = ["COUNT_NAMES", "ConsolidationReport", "apply", "run", "unified_diff"]
@@ -101,7 +102,7 @@ def apply(
     notes = [c for c in plan.changes if c.kind == "note"]
     tick = _ticker(progress, len(documents) + len(notes))
     consolidated: set[str] = set()
-    for chunk in _chunks(documents):
+    for chunk in chunks(documents, CHUNK):
         with file_lock(root):
             batch = []
             for change in chunk:
@@ -127,7 +128,7 @@ def apply(
                 if rel in plan.fronts:
                     front, text = plan.fronts[rel]
                     fresh[rel] = subjects.entry_from(rel, full.stat(), front, text)
-    for chunk in _chunks(notes):
+    for chunk in chunks(notes, CHUNK):
         with file_lock(root):
             marks = []
             for change in chunk:
@@ -245,10 +246,6 @@ def _ticker(progress: C.Progress | None, total: int) -> Callable[[], None]:
     """What counts one more file written, for the progress bar (nothing without one)."""
     done = itertools.count(1)
     return (lambda: progress("writing", next(done), total)) if progress else (lambda: None)
-
-
-def _chunks(changes: list[C.Change], size: int = CHUNK) -> list[list[C.Change]]:
-    return [changes[i : i + size] for i in range(0, len(changes), size)]
 
 
 def remove_stray_temp_files(root: Path, settings: C.Settings) -> list[str]:

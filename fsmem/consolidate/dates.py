@@ -6,8 +6,7 @@ from typing import Any
 
 from fsmem.format import now_iso
 from fsmem.format.valid_time import note_date
-
-SESSIONS = "sessions"
+from fsmem.store.note_folders import SESSIONS
 
 
 def today() -> str:

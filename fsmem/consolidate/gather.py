@@ -45,8 +45,9 @@ def gather(
 ) -> Inputs:
     """Sync the ledger, find the new items, and collect every record and document they need."""
     inputs = Inputs(today=today())
-    synced = ledger.sync(walk_notes(root, settings.archive_dir), settings.archive_dir, extractors)
-    inputs.problems.extend(synced.refused)
+    refused: list[tuple[str, int, str]] = []
+    synced = ledger.sync(walk_notes(root, settings.archive_dir, refused), settings.archive_dir, extractors)
+    inputs.problems.extend(refused + synced.refused)
     inputs.dates = synced.dates
     for entry in synced.pending:
         inputs.problems.extend((entry.path, line, message) for line, message in entry.problems)

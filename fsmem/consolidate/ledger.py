@@ -26,6 +26,7 @@ from pathlib import Path
 
 from fsmem.consolidate import subjects
 from fsmem.consolidate.notes import NoteEntry, NoteItem, as_old, read_note, source_of
+from fsmem.store.cache import chunks
 from fsmem.store.files import drop_links, state_dir
 from fsmem.store.paths import STATE_DIR as STATE
 
@@ -208,7 +209,7 @@ class Ledger:
         found: set[str] = set()
         dated = "" if since is None else " AND path IN (SELECT path FROM notes WHERE date >= ?)"
         extra = () if since is None else (since,)
-        for chunk in _chunks(keys, 400):
+        for chunk in chunks(keys, 400):
             marks = ",".join("?" * len(chunk))
             rows = self.db.execute(
                 f"SELECT path FROM feeds WHERE target = ? AND key IN ({marks}){dated}", (target, *chunk, *extra)
@@ -286,7 +287,3 @@ def signature(settings_names: Iterable[str], default_subject: str) -> str:
 
 def _stat_key(stat: os.stat_result) -> str:
     return f"{stat.st_mtime_ns}:{stat.st_size}:{stat.st_ino}:{stat.st_ctime_ns}"
-
-
-def _chunks(values: list[str], size: int) -> list[list[str]]:
-    return [values[i : i + size] for i in range(0, len(values), size)] or [[]]

@@ -178,12 +178,40 @@ def marked_prefix_lines(body: str, mark: str) -> int:
     return 0
 
 
-def walk_notes(root: Path, archive_dir: str) -> Iterator[tuple[str, str, os.stat_result]]:
-    from fsmem.store.catalog import walk_stats
+def walk_notes(
+    root: Path, archive_dir: str, refused: list[tuple[str, int, str]] | None = None
+) -> Iterator[tuple[str, str, os.stat_result]]:
+    """(path, absolute path, stat) of every session note, under `sessions/` and then the archive, in walk order.
 
-    for folder in (SESSIONS, archive_dir.strip("/")):
-        if folder and (root / folder).is_dir():
-            yield from walk_stats(root, root / folder)
+    A note that is a symbolic link is never read as a note of its own (`fsmem.store.note_folders`). With
+    `refused`, each entry left out that a person must fix is appended to it as (path, 1, message ending
+    "; note skipped"): a link to a memory file that is not a note, and whatever the walk skips (a link out of
+    the memory, a dangling link, a FIFO, an unreadable file).
+    """
+    from fsmem.store.note_folders import NoteFolders
+    from fsmem.store.walk import walk_entries
+
+    folders = NoteFolders(root, archive_dir)
+    for folder in folders.named:
+        if not (root / folder).is_dir():
+            continue
+        skipped: list[tuple[str, str]] = []
+        for rel, full, stat, target in walk_entries(root, root / folder, skipped):
+            if target is None:
+                yield rel, full, stat
+                continue
+            problem = folders.link_problem(target)
+            if problem is not None and refused is not None:
+                refused.append((rel, 1, problem + "; note skipped"))
+        if refused is not None:
+            refused += [
+                (shown, 1, reason.removeprefix(_SKIPPED) + "; note skipped")
+                for shown, reason in skipped
+                if reason.startswith(_SKIPPED)
+            ]
+
+
+_SKIPPED = "skipped: "  # how the walk words a file it leaves out (a folder's reason says "folder skipped")
 
 
 def as_old(item: NoteItem) -> NoteItem:

@@ -18,6 +18,7 @@ from typing import NoReturn
 from fsmem import faces
 from fsmem.errors import ChangedOnDisk, EditConflict, HistoryError, InvalidArgument
 from fsmem.history import footprint, recovery
+from fsmem.history.git import from_nul_separated
 from fsmem.history.merge import GENERATED
 from fsmem.history.repo import Repo
 from fsmem.history.view import HistoryView
@@ -104,8 +105,8 @@ def _changed_paths(repo: Repo, parent: str | None, commit: str) -> list[str]:
         repo.prefix or ".",
     ).stdout
     found = []
-    for raw in filter(None, listed.split(b"\0")):
-        rel = repo.in_memory(raw.decode("utf-8", "surrogateescape"))
+    for name in from_nul_separated(listed):
+        rel = repo.in_memory(name)
         if rel is not None:
             found.append(rel)
     return found

@@ -31,6 +31,7 @@ from typing import Any
 
 from fsmem import faces
 from fsmem.errors import InvalidArgument, NotFound
+from fsmem.history.git import from_nul_separated
 from fsmem.history.repo import DATE, Repo
 from fsmem.history.trees import parse_tree
 from fsmem.store.scope import Scope
@@ -102,7 +103,7 @@ class HistoryView:
     def _merged(self, commit: Commit) -> tuple[str | None, ...]:
         """Every path a merge changed against its first parent (what it brought in)."""
         out = self.repo.git.run("diff-tree", "-r", "--no-commit-id", *NAMES, commit.parents[0], commit.id).stdout
-        return tuple(self.repo.in_memory(name.decode("utf-8", "surrogateescape")) for name in out.split(b"\0") if name)
+        return tuple(self.repo.in_memory(name) for name in from_nul_separated(out))
 
     # -- commits ----------------------------------------------------------------------------------
     def describe(self, commit: str) -> Commit:

@@ -109,6 +109,7 @@ def check(memory: Core, path: str | None = None) -> CheckResult:
         contains=memory.scope.contains if memory.scope is not None else None,
         whole=path is None and memory.scope is None,
     )
+    problems += note_link_problems(memory, found.links)
     day = today()
     for rel, created in found.created:
         message = future_note_problem(rel, {"created": created}, day)
@@ -130,6 +131,20 @@ def check(memory: Core, path: str | None = None) -> CheckResult:
         problems.append(shared_host_id(memory.config.notes.host_id))
     problems.sort(key=lambda p: (p[0], p[1]))
     return CheckResult(problems=problems, files=found.total + len(found.skipped))
+
+
+def note_link_problems(memory: Core, links: list[tuple[str, str]]) -> list[tuple[str, int, str]]:
+    """A problem per session note that is a symbolic link consolidation will not take (`fsmem.store.note_folders`),
+    among `links` ((path, real target) of each link check looks at)."""
+    from fsmem.store.note_folders import NoteFolders
+
+    folders = NoteFolders(memory.root, memory.config.consolidate.archive_dir)
+    found = []
+    for rel, target in links:
+        problem = folders.link_problem(target) if folders.holds(rel) else None
+        if problem is not None:
+            found.append((rel, 1, problem + "; consolidate skips it"))
+    return found
 
 
 def link_problems(memory: Core, chosen: Selection) -> list[tuple[str, int, str]]:

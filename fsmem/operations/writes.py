@@ -14,10 +14,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+from fsmem.errors import InvalidArgument
 from fsmem.operations.core import Core, in_scope
 from fsmem.operations.transaction import require_writable, screen, screen_value, transaction
 from fsmem.store import paths as _paths, writing
 from fsmem.store.fields import check_fields
+from fsmem.store.note_folders import NoteFolders
 from fsmem.store.paths import relative
 
 SESSION_ENV = "FSMEM_SESSION"
@@ -40,13 +42,17 @@ def note(memory: Core, text: str, *, session: str | None = None, subject: str | 
     default = memory.config.consolidate.default_subject
     if subject is not None:
         subject = screen(memory, subject, "the subject")
-    check = None
-    if memory.scope is not None:
-        scope = memory.scope
+    scope = memory.scope
+    folders = NoteFolders(memory.root, memory.config.consolidate.archive_dir)
 
-        def check(path: Path) -> None:
-            rel = relative(memory.root, path)
+    def check(path: Path) -> None:
+        """An agent's scope, and a note that is a link to a file that is no note, refuse it before any write."""
+        rel = relative(memory.root, path)
+        if scope is not None:
             scope.check(rel, rel, "file")
+        refused = folders.write_problem(rel)
+        if refused is not None:
+            raise InvalidArgument(refused)
 
     with transaction(memory) as tx:
         result = writing.note(

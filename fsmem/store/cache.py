@@ -36,9 +36,9 @@ import os
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import apsw
 
@@ -799,8 +799,11 @@ def transaction(conn: apsw.Connection):
 _transaction = transaction
 
 
-def chunks(items: list[str], size: int):
-    """`items` in lists of at most `size` (the values of one `IN (...)` each)."""
+T = TypeVar("T")
+
+
+def chunks(items: list[T], size: int) -> Iterator[list[T]]:
+    """`items` in lists of at most `size` (the values of one `IN (...)` each, the files of one batch)."""
     for start in range(0, len(items), size):
         yield items[start : start + size]
 

@@ -76,12 +76,20 @@ class Found:
     A plain record, not a dataclass: making one execs its methods at import, which every command
     paid, listing or not."""
 
-    __slots__ = ("total", "metas", "skipped", "created")  # created: session notes' `created` (check)
+    __slots__ = ("total", "metas", "skipped", "created", "links")  # created, links: for check
 
-    def __init__(self, total: int, metas: Iterator[FileMeta], skipped: list | None = None, created: list | None = None):
+    def __init__(
+        self,
+        total: int,
+        metas: Iterator[FileMeta],
+        skipped: list | None = None,
+        created: list | None = None,
+        links: list | None = None,
+    ):
         self.total, self.metas = total, metas
         self.skipped: list[tuple[str, str]] = [] if skipped is None else skipped
         self.created: list[tuple[str, str | None]] = [] if created is None else created
+        self.links: list[tuple[str, str]] = [] if links is None else links  # (path, real target) of each link
 
 
 class Catalog:
@@ -236,14 +244,15 @@ class Catalog:
 
     def problems(self, selection: Selection) -> Found:
         """For `check`: the files `selection` keeps that have problems (decoded), the total, the skipped
-        entries, and (path, created) of each session note among them (a note dated later is held back)."""
+        entries, (path, created) of each session note among them (a note dated later is held back), and (path,
+        real target) of each symbolic link among them."""
         from fsmem.store.selection import skipped_where, where
 
         self.sync(selection.start, selection.start_is_file)
         sql, params = where(selection, self.scope)
         gaps_sql, gaps_params = skipped_where(selection.start, selection.start_is_file, self.scope)
 
-        def read(conn) -> tuple[int, list, list, list]:
+        def read(conn) -> tuple[int, list, list, list, list]:
             total = conn.execute(f"SELECT count(*) FROM files INDEXED BY files_list WHERE {sql}", params).fetchone()
             rows = conn.execute(f"SELECT {META_COLUMNS} FROM files WHERE {sql} AND problems > 0 ORDER BY key", params)
             low, high = folder_range("sessions")
@@ -252,11 +261,12 @@ class Catalog:
                 [*params, low, high],
             )
             gaps = conn.execute(f"SELECT shown, reason FROM skipped WHERE {gaps_sql} ORDER BY key", gaps_params)
-            return total[0], rows.fetchall(), [tuple(n) for n in notes], [tuple(g) for g in gaps]
+            links = conn.execute(f"SELECT path, link FROM files WHERE {sql} AND link IS NOT NULL ORDER BY key", params)
+            return total[0], rows.fetchall(), [tuple(n) for n in notes], [tuple(g) for g in gaps], links.fetchall()
 
-        total, rows, notes, gaps = self.cache.reading(read, (0, [], [], []))
+        total, rows, notes, gaps, links = self.cache.reading(read, (0, [], [], [], []))
         metas = [meta for meta in (self._decode(row) for row in rows) if meta is not None]
-        return Found(total, iter(metas), gaps, notes)
+        return Found(total, iter(metas), gaps, notes, [tuple(link) for link in links])
 
     def too_large(self, selection: Selection) -> list[tuple[str, int]]:
         """(path, size) of the files `selection` keeps that are over EXACT_COUNT_LIMIT: the search index holds
