@@ -188,6 +188,33 @@ def test_a_build_in_one_process_answers_as_one_in_workers(template, clean, tmp_p
     assert answers(again, ask=process) == clean[0]  # what is asked here is what a process answers
 
 
+def _built(root: Path) -> str:
+    """The id the search tables drew when they were last made empty (fsmem.search.index: a new one each build)."""
+    conn = apsw.Connection(str(root / ".fsmem" / "cache.sqlite"))
+    try:
+        return str(conn.execute("SELECT value FROM search_meta WHERE key = 'built'").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def test_a_copy_of_a_built_memory_is_built_again_not_updated_file_by_file(clean, tmp_path):
+    copy = _copy(clean[1], tmp_path / "copy")  # every file a new inode and change time: every stamp moved
+    shutil.rmtree(copy / ".fsmem" / "logs", ignore_errors=True)  # the clean memory logged only `answers`
+    before = _built(copy)
+    assert answers(copy) == clean[0]
+    assert _built(copy) != before  # made empty and built, not each file's rows removed and added again
+    for table in ("search_fts_data", "search_names_data", "search_postings"):
+        sql = f"SELECT count(*) FROM {table}"
+        assert _scalar(copy, sql) == _scalar(clean[1], sql), table  # the size of a build, not twice it
+    # a few files changed are indexed again on their own
+    for number in range(0, 30, 3):
+        path = copy / "entities" / "people" / f"note-{number:04d}.md"
+        path.write_text(path.read_text(encoding="utf-8") + "- one more line, per the ledger.\n", encoding="utf-8")
+    built = _built(copy)
+    assert fsmem(copy, "search", QUERIES[0]).returncode == 0
+    assert _built(copy) == built
+
+
 def _on_a_terminal(root: Path, *args: str, **env: str) -> tuple[int, str]:
     """Run `fsmem` with stderr on a pseudo-terminal (stdout a pipe): (exit code, what the terminal got)."""
     leader, follower = pty.openpty()
