@@ -1,7 +1,7 @@
 """Search in a long-lived process on questions never asked before, against a bare FTS5 query of the same words.
 
     .venv/bin/python benchmarks/bench_search_unique.py [--root DIR] [--sizes 10000] [--queries 300]
-        [--words 3] [--seed 7] [--twin] [--any-word] [--profile]
+        [--words 3] [--seed 7] [--twin] [--rows-twin] [--any-word] [--profile]
 
 Each question is `--words` words of one line of the memory, one of them rare (`common.NewQuestions`), no two
 questions alike and none asked before, so nothing kept from an earlier question (a kept pool of candidates)
@@ -28,7 +28,9 @@ benchmark corpus of `--sizes` files is built under bench-out/ and searched once 
 `--twin` adds a fourth side: the fsmem search again with the document part's C module
 (`fsmem.search._native`) switched off, so its Python twin in `fsmem.search.postings` answers; then each fsmem
 side keeps its own decoded terms (what a process asked the same questions would have kept: the first to
-decode a question's words would spare the others that work) and its own candidates. `--any-word` adds a side
+decode a question's words would spare the others that work) and its own candidates. `--rows-twin` adds a side
+with the row part's score function in Python (`fsmem.search.rowscores.native` off: the Python auxiliary
+function where the native module's, loaded as a SQLite extension, scores). `--any-word` adds a side
 more: the fsmem search with the row part's best rows always from bm25() over every row holding any word
 (`rowscores.best_holding_every_word` switched off). The questions whose words no document holds (a name in
 headings alone) are reported apart as well. `--profile` prints where the fsmem side's time goes (cProfile, the 25
@@ -56,6 +58,7 @@ EXHAUSTIVE = "the same, bm25() over every match"
 FTS5 = "bare FTS5 (OR, bm25, 20 rows)"
 TWIN = "the same, the C module's Python twin"
 ANY_WORD = "the same, best rows from any word's rows"
+ROWS_TWIN = "the same, the row part's score in Python"
 REPEATED = "fsmem search, repeated (kept candidates)"
 SIDES = [PRUNED, EXHAUSTIVE, FTS5]
 # Every order of the sides in turn: the first fsmem side to see a question's words pays for what is kept of
@@ -139,6 +142,7 @@ def main() -> int:
     parser.add_argument("--words", type=int, default=3)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--twin", action="store_true", help="also time the search on the C module's Python twin")
+    parser.add_argument("--rows-twin", action="store_true", help="also time the row part's score in Python")
     parser.add_argument("--any-word", action="store_true", help="also time the search without the every-word proof")
     parser.add_argument("--profile", action="store_true")
     args, _rest = parser.parse_known_args()  # `make bench` passes every script the same arguments
@@ -148,7 +152,8 @@ def main() -> int:
     from fsmem.search import postings, rowscores
     from fsmem.store import cache
 
-    sides = [*SIDES, *([TWIN] if args.twin else []), *([ANY_WORD] if args.any_word else [])]
+    sides = [*SIDES, *([TWIN] if args.twin else []), *([ROWS_TWIN] if args.rows_twin else [])]
+    sides += [ANY_WORD] if args.any_word else []
     orders = list(itertools.permutations(sides))
     if args.twin and postings._native is None:
         print("--twin: fsmem.search._native is not built here (make install builds it)")
@@ -178,8 +183,9 @@ def main() -> int:
         loads = [os.getloadavg()[0]]
         for number, question in enumerate(asked):
             for side in orders[number % len(orders)]:  # each side before each other half the time
-                if side in (EXHAUSTIVE, TWIN, ANY_WORD):
+                if side in (EXHAUSTIVE, TWIN, ANY_WORD, ROWS_TWIN):
                     forget(index)
+                rowscores.native = side != ROWS_TWIN
                 if side == EXHAUSTIVE:
                     saved = rowscores.POSTINGS_PER_FILE
                     rowscores.POSTINGS_PER_FILE = 1 << 62  # never file by file: bm25() over every match
@@ -206,8 +212,9 @@ def main() -> int:
                     rowscores.best_holding_every_word = proof
                 if side in own:
                     own[side].__exit__()
-                if side in (EXHAUSTIVE, TWIN, ANY_WORD):
+                if side in (EXHAUSTIVE, TWIN, ANY_WORD, ROWS_TWIN):
                     forget(index)
+        rowscores.native = True
         loads.append(os.getloadavg()[0])
         again = []
         for question in asked[-20:]:

@@ -12,12 +12,14 @@ from __future__ import annotations
 import datetime as dt
 import random
 
+import apsw
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fsmem import Memory
 from fsmem.search import rowscores, scoring
 from fsmem.search.documents import Kept
+from fsmem.search.postings import _native
 from fsmem.search.settings import SearchSettings, SearchWeights
 
 NOW = dt.datetime(2026, 6, 1, tzinfo=dt.UTC)
@@ -38,16 +40,23 @@ def _file(rng: random.Random, rows: int, superseded: bool) -> str:
 
 
 def _ranking(memory: Memory, query: str, way: str, search: SearchSettings, **options):
-    """Every candidate's path, line, score and relevance (hex: to the bit), and the answer's top rows."""
+    """Every candidate's path, line, score and relevance (hex: to the bit), and the answer's top rows. `way`:
+    "by file" (the native module's score function where it loads), "by file in Python" (the Python twin),
+    "bm25"."""
     index = memory.search_index
     index.kept = Kept()  # nothing kept from the other way's ranking
     big = 1 << 62
-    saved = rowscores.POSTINGS_PER_FILE, rowscores.POSTINGS_PER_MATCH
-    rowscores.POSTINGS_PER_FILE, rowscores.POSTINGS_PER_MATCH = (0, 0) if way == "by file" else (big, big)
+    costs = ("POSTINGS_PER_FILE", "POSTINGS_PER_MATCH", "POSTINGS_PER_NATIVE_MATCH")
+    saved = [getattr(rowscores, name) for name in costs], rowscores.native
+    for name in costs:
+        setattr(rowscores, name, 0 if way.startswith("by file") else big)
+    rowscores.native = way == "by file"
     try:
         found = scoring.rank(index, query, search, now=NOW, **options)
     finally:
-        rowscores.POSTINGS_PER_FILE, rowscores.POSTINGS_PER_MATCH = saved
+        for name, value in zip(costs, saved[0], strict=True):
+            setattr(rowscores, name, value)
+        rowscores.native = saved[1]
     rows = [(found.paths[i], found.lines[i], found.scores[i].hex(), found.relevance[i].hex()) for i in found.ids]
     return rows, found.top(5, 0.05), found.top(50, 0.0), found.best()
 
@@ -94,9 +103,9 @@ def test_scoring_file_by_file_ranks_as_bm25_over_every_match(
         for words in questions:
             query = " ".join(words)
             for options in ({}, {"include_superseded": True}, {"within": lambda p: p < "topics/t4"}):
-                assert _ranking(memory, query, "by file", search, **options) == _ranking(
-                    memory, query, "bm25", search, **options
-                )
+                expected = _ranking(memory, query, "bm25", search, **options)
+                assert _ranking(memory, query, "by file", search, **options) == expected
+                assert _ranking(memory, query, "by file in Python", search, **options) == expected
     memory.close()
 
 
@@ -107,6 +116,7 @@ def test_the_best_documents_files_are_scored_file_by_file_where_that_is_cheaper(
     monkeypatch.setattr(scoring, "TOP_DOCUMENTS", 2)
     monkeypatch.setattr(rowscores, "POSTINGS_PER_FILE", 2)
     monkeypatch.setattr(rowscores, "POSTINGS_PER_MATCH", 0)
+    monkeypatch.setattr(rowscores, "POSTINGS_PER_NATIVE_MATCH", 0)
     rng = random.Random(3)
     Memory.init(tmp_path)
     (tmp_path / "topics").mkdir()
@@ -128,14 +138,21 @@ def test_the_best_documents_files_are_scored_file_by_file_where_that_is_cheaper(
 
 
 @pytest.mark.parametrize(
-    ("postings", "rows", "all_rows", "cheaper"),
+    ("postings", "rows", "all_rows", "native", "cheaper"),
     [
-        (766_647, 22_051, 5_356_456, True),  # measured at 100k files: file by file 629 ms, bm25() 1,247 ms
-        (1_140_466, 44_076, 5_356_456, False),  # every row of the files matches: 4,347 ms against 1,629 ms
-        (76_110, 24_403, 535_683, False),  # at 10k files: 699 ms against 218 ms
+        # the Python twin, measured at 100k files: file by file 629 ms, bm25() 1,247 ms
+        (766_647, 22_051, 5_356_456, False, True),
+        (1_140_466, 44_076, 5_356_456, False, False),  # every row of the files matches: 4,347 ms against 1,629 ms
+        (76_110, 24_403, 535_683, False, False),  # at 10k files: 699 ms against 218 ms
+        # the native module's function, CPU at load 6-10 (2026-12-07): at 100k files 12.6 ms against 83.6 ms
+        (695_520, 21_777, 5_356_456, True, True),
+        (444_777, 16_583, 535_683, True, True),  # at 10k files, every row of the files matching: 35.5 against 75.4
+        (34_550, 18_706, 535_683, True, False),  # at 10k files: 11.3 ms against 7.7 ms
     ],
 )
-def test_the_cost_model_weighs_postings_against_files_and_rows(postings, rows, all_rows, cheaper):
+def test_the_cost_model_weighs_postings_against_files_and_rows(monkeypatch, postings, rows, all_rows, native, cheaper):
+    monkeypatch.setattr(rowscores, "native", native)
+    assert rowscores.native_built() is (native and _native is not None)
     assert rowscores.cheaper(postings, 300, rows, all_rows) is cheaper
 
 
@@ -150,6 +167,43 @@ def test_the_auxiliary_function_is_registered_once_per_connection(tmp_path):
     memory.search_index.refresh()
     conn = memory.search_index.connection()
     assert rowscores._scores_of(conn) is rowscores._scores_of(conn)
+    memory.close()
+
+
+def test_the_native_score_function_loads_once_per_connection_and_scores_as_bm25(tmp_path):
+    """The native module, loaded as a SQLite extension, gives each matching row -bm25() to the bit, with the
+    IDFs from the counts it is handed (here fts5vocab's, bm25()'s own), and leaves extension loading off.
+    It fails where the module was built without the function, so a test run never falls back unnoticed."""
+    assert getattr(_native, "row_score_entry", None), "fsmem.search._native built without sqlite3ext.h"
+    Memory.init(tmp_path)
+    rng = random.Random(5)
+    (tmp_path / "topics").mkdir()
+    for n in range(12):
+        (tmp_path / "topics" / f"t{n}.md").write_text(_file(rng, 20, n % 3 == 0), encoding="utf-8")
+    memory = Memory(tmp_path)
+    memory.search_index.refresh()
+    conn = memory.search_index.connection()
+    assert rowscores.native_loaded(conn) and rowscores.native_loaded(conn)
+    with pytest.raises(apsw.ExtensionLoadingError):
+        conn.load_extension(_native.__file__, _native.row_score_entry)
+    df = dict(conn.execute("SELECT term, doc FROM search_vocab").fetchall())
+    for words in (["walrus"], ["ada", EVERYWHERE, "absent"], WORDS[:6]):
+        match = " OR ".join(words)
+        weights = rng.choice([(1.0, 0.5), (0.7, 0.3), (0.1, 2.9)])
+        counts = ", ".join(str(df.get(w, 0)) for w in words)
+        scored = conn.execute(
+            f"SELECT rowid, fsmem_row_score(search_fts, {weights[0]}, {weights[1]}, {counts}) FROM search_fts"
+            " WHERE search_fts MATCH ? ORDER BY rowid",
+            (match,),
+        ).fetchall()
+        expected = conn.execute(
+            f"SELECT rowid, -bm25(search_fts, {weights[0]}, {weights[1]}) FROM search_fts"
+            " WHERE search_fts MATCH ? ORDER BY rowid",
+            (match,),
+        ).fetchall()
+        assert scored == expected and len(expected) > 10
+    with pytest.raises(apsw.SQLError, match="one row count per phrase"):
+        conn.execute("SELECT fsmem_row_score(search_fts, 1.0, 1.0) FROM search_fts WHERE search_fts MATCH 'ada'")
     memory.close()
 
 

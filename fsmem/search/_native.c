@@ -10,7 +10,11 @@
    `plain_rows` cuts one section of a plain body into rows, as fsmem.format.rows.plain_rows (its twin) does
    with a regex, on ASCII text; `stemmed_texts` cuts a file's rows' ASCII texts into words and looks their
    stems up, as fsmem.search.analyzer.stemmed_texts does with a translation and a split. tests/test_native.py
-   holds each twin equal. */
+   holds each twin equal.
+
+   `fsmem_row_score`, an FTS5 auxiliary function registered by loading this file as a SQLite extension, is the
+   row part's score of one row, bm25()'s arithmetic (twin: fsmem.search.rowscores._Scores; tests/test_rowscores.py
+   holds both against bm25()). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -740,6 +744,129 @@ failed:
     return NULL;
 }
 
+/* The row part's score of one row, as an FTS5 auxiliary function (the Python twin:
+   fsmem.search.rowscores._Scores), registered on a connection by loading this file as a SQLite extension
+   (`sqlite3_fsmemrows_init`; apsw's SQLite exports no symbols, so its functions come through the
+   extension's table of them). Compiled where SQLite's extension header is found; elsewhere the twin scores. */
+#if defined(__has_include)
+#if __has_include(<sqlite3ext.h>)
+#define FSMEM_ROW_SCORE 1
+#endif
+#endif
+
+#ifdef FSMEM_ROW_SCORE
+#include <sqlite3ext.h>
+SQLITE_EXTENSION_INIT1
+
+#define ROW_SCORE_K1 1.2 /* FTS5's bm25() constants */
+#define ROW_SCORE_B 0.75
+
+/* What one statement's rows share: the table's average row size and each phrase's IDF, bm25()'s own. */
+typedef struct {
+    int phrases;
+    double avgdl;
+    double *idf;
+    double *freq;
+} RowTotals;
+
+static void
+row_totals_free(void *data)
+{
+    sqlite3_free(data);
+}
+
+/* fsmem_row_score(table, w_text, w_headings, df_0, df_1, ...): -bm25(table, w_text, w_headings) of the row,
+   with phrase i's IDF from df_i (the rows holding it, as fts5vocab counts them: the count bm25() makes by
+   walking every row holding it). The arithmetic is fts5Bm25Function's, operation for operation. */
+static void
+row_score(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    RowTotals *totals = (RowTotals *)api->xGetAuxdata(fts, 0);
+    int rc = SQLITE_OK;
+    if (totals == NULL) {
+        int phrases = api->xPhraseCount(fts);
+        if (argc != 2 + phrases) {
+            sqlite3_result_error(ctx, "fsmem_row_score: two weights and one row count per phrase", -1);
+            return;
+        }
+        sqlite3_int64 rows = 0, tokens = 0;
+        totals = sqlite3_malloc64(sizeof(RowTotals) + 2 * sizeof(double) * (size_t)(phrases ? phrases : 1));
+        if (totals == NULL) {
+            sqlite3_result_error_nomem(ctx);
+            return;
+        }
+        totals->phrases = phrases;
+        totals->idf = (double *)&totals[1];
+        totals->freq = &totals->idf[phrases];
+        rc = api->xRowCount(fts, &rows);
+        if (rows <= 0)
+            rows = 1;
+        if (rc == SQLITE_OK)
+            rc = api->xColumnTotalSize(fts, -1, &tokens);
+        totals->avgdl = (double)tokens / (double)rows;
+        for (int i = 0; i < phrases; i++) {
+            sqlite3_int64 hit = sqlite3_value_int64(argv[2 + i]);
+            double idf = log((rows - hit + 0.5) / (hit + 0.5));
+            totals->idf[i] = idf <= 0.0 ? 1e-6 : idf;
+        }
+        if (rc == SQLITE_OK)
+            rc = api->xSetAuxdata(fts, totals, row_totals_free);
+        else
+            sqlite3_free(totals);
+        if (rc != SQLITE_OK) {
+            sqlite3_result_error_code(ctx, rc);
+            return;
+        }
+    }
+    double *freq = totals->freq;
+    for (int i = 0; i < totals->phrases; i++)
+        freq[i] = 0.0;
+    int hits = 0, tokens = 0;
+    rc = api->xInstCount(fts, &hits);
+    for (int i = 0; rc == SQLITE_OK && i < hits; i++) {
+        int phrase, column, offset;
+        rc = api->xInst(fts, i, &phrase, &column, &offset);
+        if (rc == SQLITE_OK)
+            freq[phrase] += column < 2 ? sqlite3_value_double(argv[column]) : 1.0;
+    }
+    if (rc == SQLITE_OK)
+        rc = api->xColumnSize(fts, -1, &tokens);
+    if (rc != SQLITE_OK) {
+        sqlite3_result_error_code(ctx, rc);
+        return;
+    }
+    double D = (double)tokens, score = 0.0, k1 = ROW_SCORE_K1, b = ROW_SCORE_B;
+    for (int i = 0; i < totals->phrases; i++)
+        score += totals->idf[i] * ((freq[i] * (k1 + 1.0)) / (freq[i] + k1 * (1 - b + b * D / totals->avgdl)));
+    sqlite3_result_double(ctx, score);
+}
+
+/* The extension's entry point: registers fsmem_row_score on the connection loading it. */
+#ifdef _WIN32
+__declspec(dllexport)
+#endif
+int
+sqlite3_fsmemrows_init(sqlite3 *db, char **error, const sqlite3_api_routines *routines)
+{
+    SQLITE_EXTENSION_INIT2(routines);
+    (void)error;
+    fts5_api *fts = NULL;
+    sqlite3_stmt *stmt = NULL;
+    int rc = sqlite3_prepare_v2(db, "SELECT fts5(?1)", -1, &stmt, NULL);
+    if (rc != SQLITE_OK)
+        return rc;
+    sqlite3_bind_pointer(stmt, 1, (void *)&fts, "fts5_api_ptr", NULL);
+    sqlite3_step(stmt);
+    rc = sqlite3_finalize(stmt);
+    if (rc != SQLITE_OK)
+        return rc;
+    if (fts == NULL || fts->iVersion < 2)
+        return SQLITE_ERROR;
+    return fts->xCreateFunction(fts, "fsmem_row_score", NULL, row_score, NULL);
+}
+#define ROW_SCORE_ENTRY "sqlite3_fsmemrows_init"
+#endif
+
 static PyMethodDef methods[] = {
     {"term_parts", term_parts, METH_VARARGS, term_parts_doc},
     {"best_documents", best_documents, METH_VARARGS, best_documents_doc},
@@ -767,5 +894,16 @@ PyInit__native(void)
     Py_DECREF(array_module);
     if (array_type == NULL)
         return NULL;
-    return PyModule_Create(&module);
+    PyObject *found = PyModule_Create(&module);
+    if (found == NULL)
+        return NULL;
+#ifdef ROW_SCORE_ENTRY
+    if (PyModule_AddStringConstant(found, "row_score_entry", ROW_SCORE_ENTRY) < 0) {
+#else
+    if (PyModule_AddObjectRef(found, "row_score_entry", Py_None) < 0) {
+#endif
+        Py_DECREF(found);
+        return NULL;
+    }
+    return found;
 }

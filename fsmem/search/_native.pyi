@@ -1,6 +1,7 @@
 """fsmem's C module (fsmem/search/_native.c): the document part of the score (its Python twin:
 fsmem.search.postings), and a cold build's cutting of a plain body's sections into rows and of its rows'
-texts into stems (their twins: fsmem.format.rows.plain_rows, fsmem.search.analyzer.stemmed_texts)."""
+texts into stems (their twins: fsmem.format.rows.plain_rows, fsmem.search.analyzer.stemmed_texts); and, as a
+SQLite extension, the row part's score function (its twin: fsmem.search.rowscores._Scores)."""
 
 from array import array
 from collections.abc import Callable, Sequence
@@ -15,3 +16,7 @@ def plain_rows(text: str, begin: int, stop: int, number: int, /) -> tuple[list[i
 def stemmed_texts(
     joined: str, table: dict[str, str], missing: Callable[[str], str], counts: dict[str, int] | None, /
 ) -> list[str]: ...
+
+# the SQLite extension's entry point (it registers the FTS5 function fsmem_row_score); None where the module was
+# built without SQLite's sqlite3ext.h
+row_score_entry: str | None

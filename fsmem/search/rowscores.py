@@ -31,16 +31,20 @@ import math
 import weakref
 from typing import Any
 
+import apsw
+
 from fsmem.search.documents import hit_counts, quoted
-from fsmem.search.postings import BLOCK_BITS, MAX_TOKEN_BYTES
+from fsmem.search.postings import BLOCK_BITS, MAX_TOKEN_BYTES, _native
 from fsmem.search.tables import ROW_BITS
 
 K1, B = 1.2, 0.75  # FTS5's bm25() constants
 # What scoring file by file costs, in postings a bm25() query merges and counts in the same time (fitted at
 # 100k files to the costs of a posting, a file's seek and a matching row's call: docs/performance.md):
-# a bm25() query is cheaper at 10k files of common words, file by file at 100k.
+# a bm25() query is cheaper at 10k files of common words, file by file at 100k. A matching row scored by the
+# native module's function costs less than by the Python twin's (fitted at 10k and 100k files, 110 questions).
 POSTINGS_PER_FILE = 140
 POSTINGS_PER_MATCH = 65
+POSTINGS_PER_NATIVE_MATCH = 10
 # The share of the files' rows that match, estimated as this many times the share of all rows the query's
 # postings are (the best documents' files hold more of the query's words than the memory at large).
 MATCH_SHARE = 2.0
@@ -48,6 +52,7 @@ FUNCTION = "fsmem_row_hits"
 # A bound computed in floats is raised by this share before a k-th score must pass it: bm25()'s rounding,
 # some 1e-16 of a score, never closes it.
 BOUND_MARGIN = 1e-9
+native = True  # the native module's score function where it loads; False: the Python twin (tests)
 
 
 class _Scores:
@@ -126,7 +131,13 @@ def cheaper(postings: int, files: int, rows: int, all_rows: int) -> bool:
     """Whether scoring `rows` rows of `files` files file by file costs less than a bm25() query merging
     `postings` postings (what the query's words hold among the memory's `all_rows` rows)."""
     matching = rows * min(1.0, MATCH_SHARE * postings / max(all_rows, 1))
-    return files * POSTINGS_PER_FILE + matching * POSTINGS_PER_MATCH < postings
+    per_match = POSTINGS_PER_NATIVE_MATCH if native_built() else POSTINGS_PER_MATCH
+    return files * POSTINGS_PER_FILE + matching * per_match < postings
+
+
+def native_built() -> bool:
+    """Whether the native module's score function scores the rows (where it loads: `native_loaded`)."""
+    return native and getattr(_native, "row_score_entry", None) is not None
 
 
 def usable(phrases: list[str]) -> bool:
@@ -135,14 +146,53 @@ def usable(phrases: list[str]) -> bool:
     return all(len(p) * 4 <= MAX_TOKEN_BYTES for p in phrases)
 
 
+def native_loaded(conn) -> bool:
+    """Whether the connection has the native module's score function (`fsmem_row_score`), loading the module
+    as a SQLite extension at the connection's first question; False where it was built without SQLite's
+    extension header, or not built (`native_built`)."""
+    if not native_built():
+        return False
+    found = _native_loaded.get(conn)
+    if found is None:
+        conn.enable_load_extension(True)
+        try:
+            conn.load_extension(_native.__file__, _native.row_score_entry)
+            found = True
+        except apsw.ExtensionLoadingError:
+            found = False
+        finally:
+            conn.enable_load_extension(False)
+        _native_loaded[conn] = found
+    return found
+
+
+_native_loaded: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+NATIVE_FUNCTION = "fsmem_row_score"
+
+
 def row_scores(
     conn, match: str, phrases: list[str], df: dict[str, int], weights: tuple[float, float], files: dict[int, Any]
 ) -> list[tuple[int, float]]:
     """(ranking's row id, -bm25()) of every row of `files` (file id -> its packed rows; superseded rows
     left out by the caller) that matches `match`, the OR of `phrases`, in row id order. `df` holds each
     phrase's rows (fts5vocab), the count bm25() makes for its IDF."""
+    counts = [df.get(phrase, 0) for phrase in phrases]
+    if native_loaded(conn):
+        sql = (
+            f"SELECT rowid, {NATIVE_FUNCTION}(search_fts, ?, ?{', ?' * len(counts)}) FROM search_fts"
+            " WHERE search_fts MATCH ? AND rowid BETWEEN ? AND ?"
+        )
+        found: list[tuple[int, float]] = []
+        for fid in sorted(files):
+            base = fid << BLOCK_BITS
+            moved = (fid << ROW_BITS) - base
+            found += [
+                (moved + rid, score)
+                for rid, score in conn.execute(sql, (*weights, *counts, match, base, base + len(files[fid]) - 1))
+            ]
+        return found
     scores = _scores_of(conn)
-    scores.start([df.get(phrase, 0) for phrase in phrases], weights)
+    scores.start(counts, weights)
     try:
         for fid in sorted(files):
             base = fid << BLOCK_BITS  # the file's row n is stored as base + n (fsmem.search.tables)
