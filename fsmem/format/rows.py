@@ -68,6 +68,11 @@ def is_fact(line: str) -> bool:
     return parse_fact(line.strip()) is not None
 
 
+def bullet_kind(line: str) -> str:
+    """The kind of a bullet row whose first line is `line`: "fact" for a keyed fact, else "bullet"."""
+    return "fact" if is_bullet(line) and ": " in line and is_fact(line) else "bullet"
+
+
 def subject_of(heading: str) -> str | None:
     """`people/Adam Smith` or `topic/Billing` as a session-note subject, else None."""
     kind, sep, name = heading.partition("/")
@@ -128,8 +133,8 @@ def _lined_rows(path: str, doc: fmt.Document, classify: bool, title: str | None,
             return
         body = pending[0].strip() if len(pending) == 1 else "\n".join(pending).strip()
         kind = pending_kind
-        if classify and kind == "bullet" and is_bullet(pending[0]) and ": " in pending[0] and is_fact(pending[0]):
-            kind = "fact"
+        if classify and kind == "bullet":
+            kind = bullet_kind(pending[0])
         rows.append(
             Row(
                 path,
@@ -321,7 +326,7 @@ def sections_rows(path: str, title: str | None, sections: list[Section], *, clas
         for line, text, bullet in zip(lines, texts, bullets, strict=True):
             kind = "paragraph"
             if bullet:
-                kind = "fact" if classify and is_bullet(text) and ": " in text and is_fact(text) else "bullet"
+                kind = bullet_kind(text) if classify else "bullet"  # a bullet of a plain body is one line
             rows.append(Row(path, line, line + text.count("\n"), text, kind, title, subject, heads, superseded))
     return rows
 

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 from fsmem import format as fmt
 from fsmem.errors import FsmemError
 from fsmem.format.facts import Provenance, split_provenance
-from fsmem.format.rows import Row, document_rows, plain_columns, plain_rows, sections_rows, subject_of
+from fsmem.format.rows import Row, Section, document_rows, plain_columns, plain_rows, sections_rows, subject_of
 from fsmem.format.valid_time import note_date
 from fsmem.search import postings
 from fsmem.search.analyzer import Analyzer
@@ -191,6 +191,18 @@ def ranked_rows(rel: str, text: str, rows: list[Row]) -> list[Row]:
     if not _consolidated_note(rel, text):
         return rows
     return [row for row in rows if fmt.FENCED_CODE.match(row.text)]
+
+
+def ranked_cut(rel: str, text: str) -> tuple[str | None, list[Section]] | list[Row]:
+    """The rows `ranked_rows` gives of a file's text, cut as `parse_file` cuts them: where `plain_columns` cuts
+    the file, its title and sections, else Rows whose bullets are not told from keyed facts (`classify=False`)."""
+    if not is_ranked(rel, text):
+        return []
+    doc = fmt.split(text)
+    plain = None if _consolidated_note(rel, text) else plain_columns(doc, _ascii_rows)
+    if plain is not None:
+        return plain
+    return ranked_rows(rel, text, document_rows(rel, doc, classify=False))
 
 
 def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer, vocabulary: set[str] | None = None) -> Parsed:
