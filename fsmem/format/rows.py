@@ -28,8 +28,8 @@ _COMMENT_ONLY = re.compile(r"^\s*<!--.*-->\s*$")
 class Row:
     """One rankable unit of a memory file (lines `line`..`end_line`, 1-based).
 
-    Slotted, and the rows of one section share one `headings` list (never changed once made): a server
-    keeps the rows of the files it answers from parsed, and they were 4.7 times their text's size."""
+    Slotted, and the rows of one section share one `headings` list (never changed once made): a parse makes
+    one per row of the file. A server keeps the files it answers from as tuples instead (fsmem.search.parsed)."""
 
     path: str
     line: int

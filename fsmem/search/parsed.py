@@ -9,11 +9,12 @@ least recently used given back first; parsing runs outside the lock, so
 searches on many threads read back their rows side by side, and never wait for
 a refresh of the index.
 
-A file is kept as one tuple of plain tuples of its rows' fields (`KeptRows`), which
-Python's cyclic garbage collector stops walking: kept as Row objects, the 8 MB
-of a busy server's files were some 70,000 objects that every full collection
-walked, inside whichever question it fell in. A Row is made only for the row an
-answer shows, and only then is a bullet told from a keyed fact (`bullet_kind`).
+A file is kept as tuples of strings, numbers and None, its rows in columns
+(`KeptFile`), which Python's cyclic garbage collector stops walking: kept as
+Row objects, the 8 MB of a busy server's files were some 100,000 objects that
+every full collection walked, inside whichever question it fell in. A Row is
+made only for a row an answer shows, and only then is a bullet told from a
+keyed fact (`bullet_kind`): the rest of a file's rows cost their cut alone.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from fsmem.format.rows import Row, Section, bullet_kind
 from fsmem.search.parsing import Stamp, ranked_cut, stamp_of
 from fsmem.store.paths import read_regular
 
-MAX_BYTES = 8 << 20  # of the files' text kept parsed (their rows take about 3.5 times as much memory)
+MAX_BYTES = 8 << 20  # of the files' text kept parsed (their rows take about 2.4 times as much memory)
 
 # A run of a file's rows under the same headings, in columns: a `fsmem.format.rows.Section` in tuples, and each
 # row's last line, or None where each row's is its first line plus its line breaks (`sections_rows`).
