@@ -11,8 +11,8 @@ from hypothesis import example, given, strategies as st
 
 from fsmem import Memory, format as fmt
 from fsmem.format.rows import document_rows
-from fsmem.search.parsed import FileRows, kept_file
-from fsmem.search.parsing import is_ranked, ranked_cut, ranked_rows
+from fsmem.search.parsed import FileRows, kept_file, ranked_cut
+from fsmem.search.parsing import is_ranked, ranked_rows
 
 DOC = "---\ntitle: Walrus {n}\ntype: semantic\n---\n# Walrus {n}\n\n- walrus fact {n}: tusks of ivory\n"
 

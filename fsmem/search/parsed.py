@@ -30,8 +30,8 @@ from typing import overload
 
 from fsmem import format as fmt
 from fsmem.errors import FsmemError
-from fsmem.format.rows import Row, Section, bullet_kind
-from fsmem.search.parsing import Stamp, ranked_cut, stamp_of
+from fsmem.format.rows import Row, Section, bullet_kind, document_rows, plain_columns
+from fsmem.search.parsing import Stamp, ascii_rows, consolidated_note, is_ranked, ranked_rows, stamp_of
 from fsmem.store.paths import read_regular
 
 MAX_BYTES = 8 << 20  # of the files' text kept parsed (their rows take about 2.4 times as much memory)
@@ -43,6 +43,18 @@ KeptSection = tuple[
 ]
 # a file's title, where each of its sections starts among its rows, and its sections
 KeptFile = tuple[str | None, tuple[int, ...], tuple[KeptSection, ...]]
+
+
+def ranked_cut(rel: str, text: str) -> tuple[str | None, list[Section]] | list[Row]:
+    """The rows `ranked_rows` gives of a file's text, cut as `parse_file` cuts them: where `plain_columns` cuts
+    the file, its title and sections, else Rows whose bullets are not told from keyed facts (`classify=False`)."""
+    if not is_ranked(rel, text):
+        return []
+    doc = fmt.split(text)
+    plain = None if consolidated_note(rel, text) else plain_columns(doc, ascii_rows)
+    if plain is not None:
+        return plain
+    return ranked_rows(rel, text, document_rows(rel, doc, classify=False))
 
 
 def kept_file(cut: tuple[str | None, list[Section]] | list[Row]) -> KeptFile:

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 from fsmem import format as fmt
 from fsmem.errors import FsmemError
 from fsmem.format.facts import Provenance, split_provenance
-from fsmem.format.rows import Row, Section, document_rows, plain_columns, plain_rows, sections_rows, subject_of
+from fsmem.format.rows import Row, document_rows, plain_columns, plain_rows, sections_rows, subject_of
 from fsmem.format.valid_time import note_date
 from fsmem.search import postings
 from fsmem.search.analyzer import Analyzer
@@ -29,7 +29,7 @@ from fsmem.store.catalog import EXACT_COUNT_LIMIT
 from fsmem.store.note_status import is_note, was_consolidated
 from fsmem.store.paths import ROOT_README, read_regular
 
-_ascii_rows = postings._native.plain_rows if postings._native else plain_rows  # C where built (tests/test_native.py)
+ascii_rows = postings._native.plain_rows if postings._native else plain_rows  # C where built (tests/test_native.py)
 
 Stamp = tuple[int, int, int, int]  # mtime_ns, size, inode, ctime_ns
 GENERATED_INDEX = "INDEX.md"  # written by consolidate; a table of contents, not memory to rank
@@ -171,13 +171,13 @@ def is_ranked(rel: str, text: str) -> bool:
     README.md holds its conventions for humans, not memory."""
     if rel in (GENERATED_INDEX, ROOT_README):
         return False
-    return not (_consolidated_note(rel, text) and not _FENCE_LINE.search(text))
+    return not (consolidated_note(rel, text) and not _FENCE_LINE.search(text))
 
 
 _FENCE_LINE = re.compile(r"^[ \t]{0,3}(```|~~~)", re.M)
 
 
-def _consolidated_note(rel: str, text: str) -> bool:
+def consolidated_note(rel: str, text: str) -> bool:
     # the field's text first: most notes have none, and a cold build spares hashing their bodies
     return rel.startswith("sessions/") and _CONSOLIDATED_MARK in text and fmt.is_consolidated(text)
 
@@ -188,21 +188,9 @@ _CONSOLIDATED_MARK = f"\n{fmt.CONSOLIDATED_FIELD}: sha256-"  # what `fmt.is_cons
 def ranked_rows(rel: str, text: str, rows: list[Row]) -> list[Row]:
     """The rows of a ranked file that search ranks: all of them, but of a consolidated note only its fenced
     blocks, the part that lives nowhere else. parse_file and the rows read back agree on it, row for row."""
-    if not _consolidated_note(rel, text):
+    if not consolidated_note(rel, text):
         return rows
     return [row for row in rows if fmt.FENCED_CODE.match(row.text)]
-
-
-def ranked_cut(rel: str, text: str) -> tuple[str | None, list[Section]] | list[Row]:
-    """The rows `ranked_rows` gives of a file's text, cut as `parse_file` cuts them: where `plain_columns` cuts
-    the file, its title and sections, else Rows whose bullets are not told from keyed facts (`classify=False`)."""
-    if not is_ranked(rel, text):
-        return []
-    doc = fmt.split(text)
-    plain = None if _consolidated_note(rel, text) else plain_columns(doc, _ascii_rows)
-    if plain is not None:
-        return plain
-    return ranked_rows(rel, text, document_rows(rel, doc, classify=False))
 
 
 def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer, vocabulary: set[str] | None = None) -> Parsed:
@@ -211,7 +199,7 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer, vocabulary
     meta = _meta_fields(doc.front_matter)
     if not is_ranked(rel, text):
         return Parsed(rel, stamp, meta, "", [], [], b"", None, [], [], "")
-    plain = None if _consolidated_note(rel, text) else plain_columns(doc, _ascii_rows)
+    plain = None if consolidated_note(rel, text) else plain_columns(doc, ascii_rows)
     rows: list[Row] = []
     if plain is not None:  # most files: their rows in columns, without a Row each (fsmem.format.rows)
         plain_title, sections = plain
