@@ -14,7 +14,8 @@ turn, so a busy machine slows all alike and each pays for what is kept of new wo
 frequencies and postings) as often as the others (the candidates one side keeps are let go before the next). Wall time per
 search: p50, p99, the slowest, and each p50 against the bare query's. Then the latest 20 questions are
 asked twice more, the second time timed and reported apart, labelled: the repeated mix, which kept
-candidates answer.
+candidates answer. The garbage collector's full collections that fell within the fsmem side's searches are
+reported, and one made after the timed questions: what the process keeps between questions costs it.
 
 Three searches come first, untimed: the first walks every file and imports what a search
 needs; the second starts the change feed, which walks once more (and takes its check's first walk); the
@@ -216,6 +217,7 @@ def main() -> int:
                     forget(index)
         rowscores.native = True
         loads.append(os.getloadavg()[0])
+        after = CollectorPauses.full_now()  # what the process keeps between questions, to the collector
         again = []
         for question in asked[-20:]:
             memory.search(question)  # kept from now on (the sides above let their candidates go)
@@ -230,6 +232,7 @@ def main() -> int:
             p50, p99, top = (1000 * v for v in (statistics.median(values), percentile(values, 0.99), max(values)))
             print(f"{name:<40} {p50:>8.1f} {p99:>8.1f} {top:>8.1f} {p50 / 1000 / limit:>10.2f}")
         print(f"the garbage collector within the {len(asked)} searches of the first line: {collector.summary()}")
+        print(f"a full collection after them: {after}")
         for label, wanted in (("whose words no document holds", True), ("the others", False)):
             kind = [n for n, alone in enumerate(headings_only) if alone is wanted]
             if not kind:

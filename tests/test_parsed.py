@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 
-from fsmem import Memory
+import pytest
+from hypothesis import example, given, strategies as st
+
+from fsmem import Memory, format as fmt
+from fsmem.format.rows import document_rows
+from fsmem.search.parsed import FileRows, kept_file, ranked_cut
+from fsmem.search.parsing import is_ranked, ranked_rows
 
 DOC = "---\ntitle: Walrus {n}\ntype: semantic\n---\n# Walrus {n}\n\n- walrus fact {n}: tusks of ivory\n"
 
@@ -68,3 +75,56 @@ def test_answers_are_read_back_while_the_index_is_being_refreshed(tmp_path):
     reader.join(10)
     assert finished
     assert got[0][1][0].text == "- walrus fact 1: tusks of ivory"
+
+
+_LINES = [
+    "# Title",
+    "## people/Ann Lee",
+    "## Superseded",
+    "### Deeper",
+    "- sport: pesäpallo",
+    "- Wow: that save was amazing!",
+    "* key two: value",
+    "+ plus",
+    "  continued line",
+    "1. numbered",
+    "- ",
+    "plain words here",
+    "```",
+    "code: line",
+    "<!-- c -->",
+    "x\ry",
+    "",
+    "",
+]
+
+
+@given(
+    st.lists(st.sampled_from(_LINES), max_size=30),
+    st.sampled_from(["", "---\ntitle: T\n---\n", "---\nentity: people/Ann\n---\n"]),
+    st.sampled_from(["topics/t.md", "INDEX.md"]),
+)
+@example(["- a", "```", "code: line", "", ""], "", "topics/t.md")  # a fence left open: its row ends on a blank line
+def test_rows_read_back_are_the_rows_of_the_file(lines, front, rel):
+    """Kept as tuples and made a Row at a time, the rows answers show are those the file's parse gives, facts
+    told from bullets, whether the body is cut by sections or line by line."""
+    text = front + "\n".join(lines) + "\n"
+    expected = ranked_rows(rel, text, document_rows(rel, fmt.split(text))) if is_ranked(rel, text) else []
+    rows = FileRows(rel, kept_file(ranked_cut(rel, text)))
+    assert list(rows) == expected
+    assert len(rows) == len(expected)
+    assert rows[1:-1] == expected[1:-1]
+    if expected:
+        assert rows[-1] == expected[-1]
+    with pytest.raises(IndexError):
+        rows[len(expected)]
+
+
+def test_a_consolidated_note_reads_back_its_fenced_blocks_only():
+    body = "# S\n\n- met: Bob\n\n```\nsaved words\n```\n"
+    digest = hashlib.sha256(body.encode()).hexdigest()[:16]
+    text = f"---\ntitle: S\n{fmt.CONSOLIDATED_FIELD}: sha256-{digest}\n---\n{body}"
+    rel = "sessions/2026/01/01/s.md"
+    assert fmt.is_consolidated(text)
+    rows = FileRows(rel, kept_file(ranked_cut(rel, text)))
+    assert [(r.line, r.text, r.kind) for r in rows] == [(9, "```\nsaved words\n```", "paragraph")]

@@ -28,8 +28,8 @@ _COMMENT_ONLY = re.compile(r"^\s*<!--.*-->\s*$")
 class Row:
     """One rankable unit of a memory file (lines `line`..`end_line`, 1-based).
 
-    Slotted, and the rows of one section share one `headings` list (never changed once made): a server
-    keeps the rows of the files it answers from parsed, and they were 4.7 times their text's size."""
+    Slotted, and the rows of one section share one `headings` list (never changed once made): a parse makes
+    one per row of the file. A server keeps the files it answers from as tuples instead (fsmem.search.parsed)."""
 
     path: str
     line: int
@@ -66,6 +66,11 @@ class Row:
 def is_fact(line: str) -> bool:
     """A keyed fact `- key: value` (or `*`, `+`), by the one rule the consolidator uses too (fsmem.format.facts)."""
     return parse_fact(line.strip()) is not None
+
+
+def bullet_kind(line: str) -> str:
+    """The kind of a bullet row whose first line is `line`: "fact" for a keyed fact, else "bullet"."""
+    return "fact" if is_bullet(line) and ": " in line and is_fact(line) else "bullet"
 
 
 def subject_of(heading: str) -> str | None:
@@ -128,8 +133,8 @@ def _lined_rows(path: str, doc: fmt.Document, classify: bool, title: str | None,
             return
         body = pending[0].strip() if len(pending) == 1 else "\n".join(pending).strip()
         kind = pending_kind
-        if classify and kind == "bullet" and is_bullet(pending[0]) and ": " in pending[0] and is_fact(pending[0]):
-            kind = "fact"
+        if classify and kind == "bullet":
+            kind = bullet_kind(pending[0])
         rows.append(
             Row(
                 path,
@@ -321,7 +326,7 @@ def sections_rows(path: str, title: str | None, sections: list[Section], *, clas
         for line, text, bullet in zip(lines, texts, bullets, strict=True):
             kind = "paragraph"
             if bullet:
-                kind = "fact" if classify and is_bullet(text) and ": " in text and is_fact(text) else "bullet"
+                kind = bullet_kind(text) if classify else "bullet"  # a bullet of a plain body is one line
             rows.append(Row(path, line, line + text.count("\n"), text, kind, title, subject, heads, superseded))
     return rows
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import threading
+from array import array
 from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
@@ -144,11 +145,12 @@ def name_scores(conn, terms, fuzzy, names_df, n_named: int, fuzzy_weight: float,
 _RANK_IDS, _SOURCES = ("documents' ranking ids",), ("documents' sources",)
 
 
-def _rank_ids(conn, kept: dict[Any, Any] | None) -> list[int]:
-    """Ranking's id of each document of `postings.decoded(...).ids`, kept per state: its file's row n has it."""
+def _rank_ids(conn, kept: dict[Any, Any] | None) -> array:
+    """Ranking's id of each document of `postings.decoded(...).ids`, kept per state: its file's row n has it
+    (an array, which Python's collector does not walk value by value)."""
     found = kept.get(_RANK_IDS) if kept is not None else None
     if found is None:
-        found = rank_ids(postings.decoded(conn, kept).ids, continued_blocks(conn, kept))
+        found = array("q", rank_ids(postings.decoded(conn, kept).ids, continued_blocks(conn, kept)))
         if kept is not None:
             kept[_RANK_IDS] = found
     return found

@@ -42,7 +42,7 @@ from typing import Any
 from fsmem.format.rows import Row
 from fsmem.search.analyzer import ANALYZER_VERSION, Analyzer
 from fsmem.search.documents import Kept
-from fsmem.search.parsed import ParsedRows
+from fsmem.search.parsed import FileRows, ParsedRows
 from fsmem.search.parsing import (  # noqa: F401  (re-exported: the names other modules import from the index)
     GENERATED_INDEX,
     LINKED,
@@ -490,7 +490,7 @@ class SearchIndex:
                 if include_superseded or not row.superseded:
                     yield row
 
-    def rows_of(self, rel: str) -> tuple[Stamp, list[Row]] | None:
+    def rows_of(self, rel: str) -> tuple[Stamp, FileRows] | None:
         """The rows of one file as it is now (parsed once per version and kept), or None when it is gone."""
         return self.parsed.rows_of(rel)
 

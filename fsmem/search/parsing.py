@@ -29,7 +29,7 @@ from fsmem.store.catalog import EXACT_COUNT_LIMIT
 from fsmem.store.note_status import is_note, was_consolidated
 from fsmem.store.paths import ROOT_README, read_regular
 
-_ascii_rows = postings._native.plain_rows if postings._native else plain_rows  # C where built (tests/test_native.py)
+ascii_rows = postings._native.plain_rows if postings._native else plain_rows  # C where built (tests/test_native.py)
 
 Stamp = tuple[int, int, int, int]  # mtime_ns, size, inode, ctime_ns
 GENERATED_INDEX = "INDEX.md"  # written by consolidate; a table of contents, not memory to rank
@@ -171,13 +171,13 @@ def is_ranked(rel: str, text: str) -> bool:
     README.md holds its conventions for humans, not memory."""
     if rel in (GENERATED_INDEX, ROOT_README):
         return False
-    return not (_consolidated_note(rel, text) and not _FENCE_LINE.search(text))
+    return not (consolidated_note(rel, text) and not _FENCE_LINE.search(text))
 
 
 _FENCE_LINE = re.compile(r"^[ \t]{0,3}(```|~~~)", re.M)
 
 
-def _consolidated_note(rel: str, text: str) -> bool:
+def consolidated_note(rel: str, text: str) -> bool:
     # the field's text first: most notes have none, and a cold build spares hashing their bodies
     return rel.startswith("sessions/") and _CONSOLIDATED_MARK in text and fmt.is_consolidated(text)
 
@@ -188,7 +188,7 @@ _CONSOLIDATED_MARK = f"\n{fmt.CONSOLIDATED_FIELD}: sha256-"  # what `fmt.is_cons
 def ranked_rows(rel: str, text: str, rows: list[Row]) -> list[Row]:
     """The rows of a ranked file that search ranks: all of them, but of a consolidated note only its fenced
     blocks, the part that lives nowhere else. parse_file and the rows read back agree on it, row for row."""
-    if not _consolidated_note(rel, text):
+    if not consolidated_note(rel, text):
         return rows
     return [row for row in rows if fmt.FENCED_CODE.match(row.text)]
 
@@ -199,7 +199,7 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer, vocabulary
     meta = _meta_fields(doc.front_matter)
     if not is_ranked(rel, text):
         return Parsed(rel, stamp, meta, "", [], [], b"", None, [], [], "")
-    plain = None if _consolidated_note(rel, text) else plain_columns(doc, _ascii_rows)
+    plain = None if consolidated_note(rel, text) else plain_columns(doc, ascii_rows)
     rows: list[Row] = []
     if plain is not None:  # most files: their rows in columns, without a Row each (fsmem.format.rows)
         plain_title, sections = plain

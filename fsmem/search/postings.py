@@ -307,12 +307,13 @@ class _Decoded:
             raise IndexDamaged("a document of no terms")
         if ids and not 0 <= ids[0] <= ids[-1] < 1 << 63:
             raise IndexDamaged("documents' ids out of bounds")
-        self.ids = ids
+        # arrays, as fsmem.search._native reads them, and which Python's collector does not walk value by value
+        self.ids = array("q", ids)
         self.position = dict(zip(ids, range(len(ids)), strict=True))
         self.rows = rows = len(ids)
         avgdl = sum(lengths) / rows if rows else 1.0  # FTS5: (double)nToken / (double)nRow
-        self.norm = [K1 * (1 - B + B * length / avgdl) for length in lengths]  # FTS5's k1 * (1 - b + b * D / avgdl)
-        self._arrays: tuple[array, array] | None = None  # ids and norm as fsmem.search._native reads them
+        # FTS5's k1 * (1 - b + b * D / avgdl)
+        self.norm = array("d", [K1 * (1 - B + B * length / avgdl) for length in lengths])
         self._lock = threading.Lock()
         self._terms: OrderedDict[str, _Term] = OrderedDict()
         self._held = 0
@@ -328,10 +329,7 @@ class _Decoded:
             "SELECT chunk, n, docs, counts FROM search_postings WHERE term = ? ORDER BY chunk", (term,)
         ).fetchall()
         if _native is not None:
-            if self._arrays is None:
-                self._arrays = array("q", self.ids), array("d", self.norm)
-            ids, norm = self._arrays
-            found = _Term(*_native.term_parts(rows, ids, norm, CHUNK_BITS + BLOCK_BITS, K1 + 1.0, DENSE))
+            found = _Term(*_native.term_parts(rows, self.ids, self.norm, CHUNK_BITS + BLOCK_BITS, K1 + 1.0, DENSE))
         else:
             found = self._term_parts(rows)
         with self._lock:

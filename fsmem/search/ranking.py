@@ -37,6 +37,7 @@ from fsmem.budget import CUT_BY_RESULTS, Meter, Page, echo
 from fsmem.errors import InvalidArgument
 from fsmem.format.rows import Row
 from fsmem.search.index import MAX_ROWS, ROW_BITS, SearchIndex
+from fsmem.search.parsed import FileRows
 from fsmem.search.results import (  # noqa: F401  (re-exported)
     SearchHit,
     SearchResult,
@@ -73,7 +74,7 @@ class HitRows:
                 )
             }
         )
-        self.rows: dict[int, list[Row]] = {}
+        self.rows: dict[int, FileRows] = {}
 
     def __getitem__(self, rid: int) -> Row:
         fid, path = rid >> ROW_BITS, self.ranking.paths[rid]
@@ -84,9 +85,10 @@ class HitRows:
                 raise StaleAnswer(path)
             rows = self.rows[fid] = found[1]
         ordinal = rid & (MAX_ROWS - 1)
-        if ordinal >= len(rows) or rows[ordinal].line != self.ranking.lines[rid]:
+        row = rows[ordinal] if ordinal < len(rows) else None
+        if row is None or row.line != self.ranking.lines[rid]:
             raise StaleAnswer(path)
-        return rows[ordinal]
+        return row
 
 
 def fit(

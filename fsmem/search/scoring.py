@@ -127,9 +127,9 @@ def _near_spellings(
 
     vocabulary = kept.get("vocabulary")
     if vocabulary is None:
-        vocabulary = kept["vocabulary"] = [
+        vocabulary = kept["vocabulary"] = tuple(  # a tuple of strings: Python's collector stops walking it
             t for (t,) in conn.execute("SELECT term FROM search_terms WHERE length(term) >= 3")
-        ]
+        )
     found: dict[str, str] = {}
     for term in candidates:
         for choice, _score, _i in process.extract(term, vocabulary, scorer=fuzz.ratio, score_cutoff=cutoff, limit=5):
@@ -533,7 +533,7 @@ class _File(NamedTuple):
     path: str
     rows: Any  # line << 2 | flags per row (`unpack_rows`)
     cited: Any  # each row's cited-note number (1-based in `sources`, 0: none), or None when no row cites one
-    sources: list[str]
+    sources: tuple[str, ...]  # a tuple, which Python's collector stops walking, as it does the salience
     consolidated: bool  # a session note the consolidator has read: documents may supersede its facts
     salience: tuple[float, _dt.datetime | None, int]  # importance (0..1, 0.5 when absent), updated, mtime_ns
 
@@ -560,7 +560,7 @@ def _files_of(conn, wanted: set[int], kept: dict[Any, Any]) -> dict[int, _File]:
                 path,
                 packed_rows,
                 cited,
-                json.loads(sources) if sources else [],
+                tuple(json.loads(sources)) if sources else (),
                 bool(consolidated),
                 (weight, stamp, mtime),
             )

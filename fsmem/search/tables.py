@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from fsmem.search import postings
@@ -258,7 +258,7 @@ def rank_id_sql(rowid: str) -> str:
     return f"((({rowid}) >> {BLOCK_BITS}) << {ROW_BITS} | (({rowid}) & {(1 << BLOCK_BITS) - 1}))"
 
 
-def rank_ids(stored: list[int], continued: dict[int, int]) -> list[int]:
+def rank_ids(stored: Sequence[int], continued: dict[int, int]) -> list[int]:
     """Ranking's row ids of these FTS5 row ids (or document ids, which are laid out alike), in Python: what
     `rank_id_sql` and then `corrected` give, for a list at once."""
     mask = (1 << BLOCK_BITS) - 1
