@@ -347,13 +347,6 @@ class SearchIndex:
         if stored is not None and stored[0] == digest:
             return 0
         known = _stamps(conn, None)
-        if _mostly_changed(found, known):
-            # a copy, a restore or a checkout of the whole memory: every stamp moved at once. Removing and
-            # adding each file's rows costs 2.5 times a build from nothing (10k files: 28 s of CPU against
-            # 11), and leaves the tables twice their size until merged: build them again instead.
-            with _cache.transaction(conn):
-                _empty_tables(conn)
-            known = {}
         changed = self._apply(conn, found, known, list(known), complete=True)
         # a (re)build, or the rest of one a killed command left (`unmerged`): one segment per table
         if changed >= BATCH_FILES or _unmerged(conn):
@@ -413,12 +406,21 @@ class SearchIndex:
         present = {rel for rel, _, _ in found}
         gone = [rel for rel in candidates_gone if rel not in present]
         todo = []
+        moved = 0  # indexed files whose stamp is not their row's
         for rel, full, st in found:
-            have = known.get(rel)
-            if have is None or have[0] != stamp_of(st) or have[1]:
+            have, stamp = known.get(rel), stamp_of(st)
+            if have is None or have[0] != stamp or have[1]:
                 todo.append((rel, full))
+                moved += have is not None and have[0] != stamp
         if not todo and not gone:
             return 0
+        if complete and _mostly_changed(moved + len(gone), len(known)):
+            # a copy, a restore or a checkout of the whole memory: every stamp moved at once. Removing and
+            # adding each file's rows costs 2.5 times a build from nothing (10k files: 28 s of CPU against
+            # 11), and leaves the tables twice their size until merged: build them again instead.
+            with _cache.transaction(conn):
+                _empty_tables(conn)
+            known, gone, todo = {}, [], [(rel, full) for rel, full, _st in found]
         changed = 0
         progress = Progress("indexing files for search", len(todo))
         batches = _parsed_batches(self.root, todo, self.analyzer)
@@ -530,12 +532,10 @@ def _empty_tables(conn) -> None:
     )
 
 
-def _mostly_changed(found: list[tuple[str, str, os.stat_result]], known: dict[str, tuple[Stamp, bool]]) -> bool:
-    """Whether at least half the indexed files, and a batch's worth, changed or went since they were indexed."""
-    if len(known) < BATCH_FILES:
-        return False
-    unchanged = sum(1 for rel, _full, st in found if (have := known.get(rel)) is not None and have[0] == stamp_of(st))
-    return len(known) - unchanged >= max(BATCH_FILES, len(known) // 2)
+def _mostly_changed(changed: int, indexed: int) -> bool:
+    """Whether `changed` of the `indexed` files (changed or gone since they were indexed) are at least half of
+    them, and a batch's worth."""
+    return indexed >= BATCH_FILES and changed >= max(BATCH_FILES, indexed // 2)
 
 
 def _current(conn, paths: list[str]) -> dict[str, tuple[int, int, int, int, bool]]:
