@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from collections.abc import Iterator
 from typing import Any
 
 import apsw
@@ -170,6 +171,14 @@ _native_loaded: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary
 NATIVE_FUNCTION = "fsmem_row_score"
 
 
+def _row_ranges(files: dict[int, Any]) -> Iterator[tuple[int, int, int]]:
+    """Per file in id order: what turns its FTS5 row ids into ranking's, and its first and last FTS5 row id
+    (the file's row n is stored as (id << BLOCK_BITS) + n: fsmem.search.tables)."""
+    for fid in sorted(files):
+        base = fid << BLOCK_BITS
+        yield (fid << ROW_BITS) - base, base, base + len(files[fid]) - 1
+
+
 def row_scores(
     conn, match: str, phrases: list[str], df: dict[str, int], weights: tuple[float, float], files: dict[int, Any]
 ) -> list[tuple[int, float]]:
@@ -183,23 +192,17 @@ def row_scores(
             " WHERE search_fts MATCH ? AND rowid BETWEEN ? AND ?"
         )
         found: list[tuple[int, float]] = []
-        for fid in sorted(files):
-            base = fid << BLOCK_BITS
-            moved = (fid << ROW_BITS) - base
-            found += [
-                (moved + rid, score)
-                for rid, score in conn.execute(sql, (*weights, *counts, match, base, base + len(files[fid]) - 1))
-            ]
+        for moved, first, last in _row_ranges(files):
+            found += [(moved + rid, score) for rid, score in conn.execute(sql, (*weights, *counts, match, first, last))]
         return found
     scores = _scores_of(conn)
     scores.start(counts, weights)
     try:
-        for fid in sorted(files):
-            base = fid << BLOCK_BITS  # the file's row n is stored as base + n (fsmem.search.tables)
-            scores.base = (fid << ROW_BITS) - base
+        for moved, first, last in _row_ranges(files):
+            scores.base = moved
             conn.execute(
                 f"SELECT {FUNCTION}(search_fts) FROM search_fts WHERE search_fts MATCH ? AND rowid BETWEEN ? AND ?",
-                (match, base, base + len(files[fid]) - 1),
+                (match, first, last),
             ).fetchall()
         return scores.out
     finally:
