@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-SESSIONS = "sessions"
+from fsmem.format.valid_time import SESSIONS
 
 
 class NoteFolders:
