@@ -300,6 +300,10 @@ def test_a_token_lists_greps_reads_searches_and_notes(team):
     assert [(r["tool"], r["agent"]) for r in logged] == [
         (n, "researcher") for n in ("ls", "grep", "read", "search", "note")
     ]
+    # the server logs a request once its answer is sent: the note's line (the researcher's first) may come after it
+    team["server"].wait_for(
+        lambda line: line.get("event") == "request" and line.get("tool") == "note" and line.get("agent") == "researcher"
+    )
     lines = team["server"].requests()
     assert [line["rpc"] for line in lines[-8:]] == ["initialize", "notifications/initialized", "tools/list"] + [
         "tools/call"
