@@ -299,15 +299,16 @@ class Kept:
 
     def warm(self, root: str, say: Callable[[str], None]) -> None:
         """Open the memory of a request without --agent and catch up the caches it already has on disk
-        (`fsmem.warming`), so the first requests need no walk. What fails here is left for the request that
-        needs it, which says why."""
+        (`fsmem.warming`), so the first requests need no walk, and settle the process (`settle`). What fails
+        here is left for the request that needs it, which says why."""
         from fsmem.errors import FsmemError
-        from fsmem.warming import warm
+        from fsmem.warming import settle, warm
 
         try:
             warm(self.open(root, None))
         except (OSError, FsmemError) as exc:
             say(f"the first one-shot reads will catch up the caches themselves: {exc}")
+        settle()
 
     def holds(self, memory: Any) -> bool:
         """Whether `memory` is kept (its command must not close it)."""

@@ -3,7 +3,8 @@
 A token's first call would otherwise pay each cache's first catch-up, a walk of every file (3-8 s at 100k
 files: `fsmem.warming`). One `Memory` per served memory, of no agent, catches them up in a thread of its own
 while the server already answers, and stays open for the server's life: it holds the memory's change feed, so
-every token's view opened later takes the running feed at its first call instead of walking. A memory that
+every token's view opened later takes the running feed at its first call instead of walking. Then the process
+is settled (`fsmem.warming.settle`). A memory that
 cannot be warmed is said in the log; its first call then says why.
 """
 
@@ -37,7 +38,7 @@ class Warmup:
 
     def _run(self) -> None:
         from fsmem.memory import Memory
-        from fsmem.warming import warm
+        from fsmem.warming import settle, warm
 
         try:
             for name, root in sorted(self.memories.items()):
@@ -57,6 +58,7 @@ class Warmup:
                     continue
                 if not self._said({"event": "warmed", "memory": name, "seconds": round(time.monotonic() - started, 3)}):
                     return
+            settle()  # what the server holds from now on is not walked by every full collection
         finally:
             self.done.set()
 
