@@ -28,6 +28,7 @@ parsed by `fsmem.search.parsed`.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import itertools
@@ -76,6 +77,7 @@ from fsmem.search.tables import (  # noqa: F401
     _version,
     building,
     merge_segments,
+    merge_step,
     unpack_rows,
 )
 from fsmem.store import cache as _cache, kill_points, workers
@@ -92,6 +94,11 @@ RACY_NS = _cache.RACY_NS  # a file written this recently is read again at the ne
 BATCH_FILES = 500  # files per write transaction of a large (re)build, so other writers are not starved
 TASKS_PER_BATCH = 10  # a batch's files are parsed in this many worker tasks, each written as it comes back
 BUSY_TIMEOUT_S = 60.0
+# Merging the segments that writes add (`_merge_writes`): once this process's writes to the index have been
+# quiet this long, a step at a time (fsmem.search.tables.MERGE_STEP_PAGES); and at most this share of one core
+# over time, since every merge rewrites the whole index (100k files: some 8 s of CPU) however little was written
+MERGE_QUIET_S = 2.0
+MERGE_SHARE = 0.25
 
 
 class SearchIndex:
@@ -107,6 +114,11 @@ class SearchIndex:
         self.lock = threading.RLock()
         self._conn: Any = None
         self._merging: threading.Thread | None = None  # a build's merge, running behind its answer
+        self._merger: threading.Thread | None = None  # merges what this process's writes added (`_merge_writes`)
+        self._merge_state = threading.Condition()  # guards the merger's start and end, and the two times below
+        self._wrote_at = 0.0  # time.monotonic() of this process's latest write to the index
+        self._merge_from = 0.0  # the merger waits until then (MERGE_SHARE)
+        self._merge_stopped = False  # set as the process exits (`stop_merging`)
         self._analyzer: Analyzer | None = None
         self._in_memory = False
         self._inode: int | None = None
@@ -391,6 +403,80 @@ class SearchIndex:
             if self._merging is merging:
                 self._merging = None
 
+    def _written(self) -> None:
+        """This process wrote files' rows (not a build, which `merge_segments` ends): see that the merger runs."""
+        if self._in_memory:
+            return
+        with self._merge_state:
+            self._wrote_at = time.monotonic()
+            self._merge_state.notify()
+            if self._merger is None and not self._merge_stopped:
+                self._merger = threading.Thread(
+                    target=self._merge_writes, name="fsmem-search-merge-writes", daemon=True
+                )
+                self._merger.start()
+
+    def _merge_writes(self) -> None:
+        """Merge the segments this process's writes added, in a thread of its own, on a connection of its own.
+
+        Each write of a file adds a segment to each FTS5 table, and a search's row part, which asks FTS5 for the
+        rows of each of a few hundred files, seeks its terms in every segment: one segment more makes it some
+        1.7 times as costly (docs/performance.md, "Segments after writes"). Once the writes have been quiet for
+        MERGE_QUIET_S, `fsmem.search.tables.merge_step` merges them all into one, a step (one short transaction)
+        at a time, stopping when a write comes and going on when they are quiet again; a merge and its pause
+        after (MERGE_SHARE) take at most a share of one core. A step is a write: other writers wait for it as for any
+        (SQLite's lock), readers read what is committed (WAL), and every answer is the same before and after.
+        The thread ends once the tables are merged and nothing was written since, and as the process exits
+        (`stop_merging`), after the step it is in."""
+        conn = None
+        try:
+            while True:
+                with self._merge_state:
+                    while (wait := max(self._wrote_at + MERGE_QUIET_S, self._merge_from) - time.monotonic()) > 0:
+                        if self._merge_stopped:
+                            break
+                        self._merge_state.wait(min(wait, threading.TIMEOUT_MAX))
+                    if self._merge_stopped:
+                        self._merger = None
+                        self._merge_state.notify_all()
+                        return
+                    began = self._wrote_at
+                if conn is None:
+                    if not self.path.exists():
+                        raise OSError("the index is gone")
+                    conn = _cache.connect(self.path, timeout=BUSY_TIMEOUT_S)
+                spent = time.thread_time()
+                merged = False
+                while not merged and self._wrote_at == began and not self._merge_stopped:
+                    with _cache.transaction(conn):
+                        merged = not merge_step(conn)
+                spent = time.thread_time() - spent
+                with self._merge_state:
+                    self._merge_from = time.monotonic() + spent * (1 / MERGE_SHARE - 1)
+                    if (merged and self._wrote_at == began) or self._merge_stopped:
+                        self._merger = None
+                        self._merge_state.notify_all()
+                        return
+        except (OSError, IndexDamaged, _cache.DatabaseError):
+            with self._merge_state:  # the next write starts it again; a search finds any damage and rebuilds
+                self._merger = None
+                self._merge_state.notify_all()
+        finally:
+            _close(conn)
+
+    def stop_merging(self) -> None:
+        """Stop the merger after the step it is in, for good (the process exits: `_stop_merging`)."""
+        with self._merge_state:
+            self._merge_stopped = True
+            self._merge_state.notify_all()
+            self._merge_state.wait_for(lambda: self._merger is None or self._merger is threading.current_thread())
+
+    def writes_merged(self, timeout: float | None = None) -> bool:
+        """Wait until the merger (`_merge_writes`) has merged what this process wrote, or `timeout` s; whether
+        it has."""
+        with self._merge_state:
+            return self._merge_state.wait_for(lambda: self._merger is None, timeout)
+
     @staticmethod
     def _settle(conn, found, digest: str) -> None:
         """Store the walk's digest when every file it saw is indexed as it saw it, else clear it."""
@@ -479,6 +565,8 @@ class SearchIndex:
             progress.step(len(batch))
         progress.finish()
         self.stats["indexed"] += changed
+        if changed and len(todo) < BATCH_FILES:
+            self._written()
         return changed
 
     # -- reading --------------------------------------------------------------
@@ -564,6 +652,13 @@ def _close(conn) -> None:
 
 
 _shared: dict[Path, SearchIndex] = {}
+
+
+@atexit.register
+def _stop_merging() -> None:
+    """Let each merger end its step before the interpreter stops its thread (a daemon) in the middle of one."""
+    for index in list(_shared.values()):
+        index.stop_merging()
 
 
 def shared_index(root: Path) -> SearchIndex:

@@ -234,6 +234,35 @@ def merge_segments(conn) -> None:
         postings.pack(conn)
 
 
+# Pages of FTS5's merging a step of `merge_step` does at most, in one transaction of its own: 10k files, some
+# 15 ms of CPU holding the write lock (a whole index of 10k files is 5,800 pages, merged in 0.6 s of CPU)
+MERGE_STEP_PAGES = 128
+
+
+def merge_step(conn) -> bool:
+    """One step of merging every FTS5 table's segments into one, each table's at most MERGE_STEP_PAGES pages:
+    an incremental merge already begun is continued (FTS5's 'merge' with a positive count), else one of every
+    segment is begun (a negative count: 'optimize' a step at a time, the deleted rows' tombstones dropped too).
+    False when neither had work left in any table: one segment each, as a build leaves them. A file written
+    after a build adds a segment, and a search's statements, one per file it scores, then seek each term in
+    both (docs/performance.md, "Segments after writes"). Merging changes no row, length or total bm25()
+    reads, so no score (tests/test_search_merging.py)."""
+    worked = False
+    for table in ("search_fts", "search_names"):
+        for pages in (MERGE_STEP_PAGES, -MERGE_STEP_PAGES):
+            before = conn.total_changes()
+            conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('merge', ?)", (pages,))
+            if conn.total_changes() - before >= 2:  # FTS5's sign that the command merged something
+                worked = True
+                break
+    return worked
+
+
+def segments(conn, table: str) -> int:
+    """How many segments the FTS5 table's index has (the segments its `_idx` table lists pages of)."""
+    return conn.execute(f"SELECT count(DISTINCT segid) FROM {table}_idx").fetchone()[0]
+
+
 _CONTINUED, _EXTRA = ("continued blocks",), ("blocks continuing each file",)
 
 
