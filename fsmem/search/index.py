@@ -96,8 +96,8 @@ TASKS_PER_BATCH = 10  # a batch's files are parsed in this many worker tasks, ea
 BUSY_TIMEOUT_S = 60.0
 # Merging the segments that writes add (`_merge_writes`): once this process's writes to the index have been
 # quiet this long, a step at a time (fsmem.search.tables.MERGE_STEP_PAGES); and at most this share of one core
-# over time, since every merge rewrites the whole index however little was written (100k files: 7-15 s of CPU
-# and some 0.9 GB written to disk, WAL and checkpoints: `bench_merge_cost.py`), so under writes that never stop
+# over time, since every merge rewrites the whole index however little was written (100k files: 7-18 s of CPU
+# and 0.8-1.0 GB written to disk, WAL and checkpoints: `bench_merge_cost.py`), so under writes that never stop
 # there is one merge in 6-12 minutes
 MERGE_QUIET_S = 2.0
 MERGE_SHARE = 0.02
