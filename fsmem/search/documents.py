@@ -160,9 +160,17 @@ def _carry_decoded(_key, decoded: postings._Decoded, _old, _new, found: changes.
 @Kept.carry(_CONTINUED)
 def _carry_continued(_key, continued: dict[int, int], _old, _new, found: changes.Changes) -> dict[int, int]:
     """`continued_blocks` at the new state: the removed files' blocks out, the added long files' in."""
-    carried = {block: fid for block, fid in continued.items() if fid not in found.removed}
-    for fid in found.added:
-        carried.update((fid + more, fid) for more in range(1, (found.files[fid][4] >> BLOCK_BITS) + 1))
+    longer = [(fid, rows) for fid, rows in found.removed.items() if rows >> BLOCK_BITS]
+    longer += [(fid, found.files[fid][4]) for fid in found.added if found.files[fid][4] >> BLOCK_BITS]
+    if not longer:
+        return continued  # never changed once made: shared by the two states
+    carried = dict(continued)
+    for fid, rows in longer:
+        for more in range(1, (rows >> BLOCK_BITS) + 1):
+            if fid in found.removed:
+                carried.pop(fid + more, None)
+            else:
+                carried[fid + more] = fid
     return carried
 
 
@@ -246,8 +254,11 @@ def _carry_rank_ids(_key, ids: array, _old, new: dict[Any, Any], found: changes.
 def _carry_sources(_key, known: dict[int, str | None], _old, _new, found: changes.Changes) -> dict[int, str | None]:
     """The cited notes of the documents asked before, less the removed files' (a document's id is never
     another's: ids only grow)."""
-    gone = {fid + more for fid, rows in found.removed.items() for more in range((rows >> BLOCK_BITS) + 1)}
-    return {doc: source for doc, source in known.items() if doc >> BLOCK_BITS not in gone}
+    carried = dict(known)
+    for fid, rows in found.removed.items():
+        for doc in range(fid << BLOCK_BITS, (fid << BLOCK_BITS) + rows + 1):
+            carried.pop(doc, None)
+    return carried
 
 
 def _sources(conn, stored: list[int], kept: dict[Any, Any] | None) -> dict[int, str | None]:

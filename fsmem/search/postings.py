@@ -301,20 +301,21 @@ class _Decoded:
                 _add_documents(ids, lengths, fid, packed)
             if any(map(ge, ids, islice(ids, 1, None))):  # a file's documents run into the next one's ids
                 raise IndexDamaged("documents' ids out of order")
-        self._set(array("q", ids), lengths)
-
-    def _set(self, ids: array, lengths: array) -> None:
         if 0 in lengths:
             raise IndexDamaged("a document of no terms")
+        self._set(array("q", ids), lengths, sum(lengths), Counter(lengths))
+
+    def _set(self, ids: array, lengths: array, total: int, distinct: Counter[int]) -> None:
+        """`total`: the lengths' sum; `distinct`: how many documents have each length."""
         if ids and not 0 <= ids[0] <= ids[-1] < 1 << 63:
             raise IndexDamaged("documents' ids out of bounds")
         # arrays, as fsmem.search._native reads them, and which Python's collector does not walk value by value
-        self.ids, self.lengths = ids, lengths
+        self.ids, self.lengths, self.total, self.distinct = ids, lengths, total, distinct
         self.rows = rows = len(ids)
-        avgdl = sum(lengths) / rows if rows else 1.0  # FTS5: (double)nToken / (double)nRow
+        avgdl = total / rows if rows else 1.0  # FTS5: (double)nToken / (double)nRow
         # FTS5's k1 * (1 - b + b * D / avgdl), once per distinct length
-        norm_of = {length: K1 * (1 - B + B * length / avgdl) for length in set(lengths)}
-        self.norm = array("d", map(norm_of.__getitem__, lengths))
+        norm_of = {length: K1 * (1 - B + B * length / avgdl) for length in distinct}
+        self.norm = array("d", list(map(norm_of.__getitem__, lengths)))
         self._lock = threading.Lock()
         self._terms: OrderedDict[str, _Term] = OrderedDict()
         self._held = 0
@@ -334,17 +335,27 @@ class _Decoded:
         for start, stop in ranges:
             ids += self.ids[start:stop]
             lengths += self.lengths[start:stop]
+        total, distinct, after = self.total, Counter(self.distinct), 0
+        for start, stop in [*ranges, (len(self.ids), len(self.ids))]:
+            gone = self.lengths[after:start]  # the removed files' documents, before this kept range
+            total -= sum(gone)
+            distinct.subtract(gone)
+            after = stop
         more: list[int] = []
+        added_lengths = array("I")
         for fid, packed in conn.execute(
             "SELECT id, lengths FROM search_lengths WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id",
             (json.dumps(added),),
         ):
-            _add_documents(more, lengths, fid, packed)
+            _add_documents(more, added_lengths, fid, packed)
         if more and ((ids and more[0] <= ids[-1]) or any(map(ge, more, islice(more, 1, None)))):
             raise IndexDamaged("documents' ids out of order")
         ids += array("q", more)
+        lengths += added_lengths
+        total += sum(added_lengths)
+        distinct.update(added_lengths)
         found = _Decoded.__new__(_Decoded)
-        found._set(ids, lengths)
+        found._set(ids, lengths, total, +distinct)  # `+`: the lengths no document has any more left out
         return found, ranges
 
     def term(self, conn, term: str) -> _Term:
