@@ -93,6 +93,8 @@ class Kept:
             return self._kept
 
     def _carried(self, old: dict[Any, Any], found: changes.Changes) -> dict[Any, Any]:
+        # a copy made at once (in C, the GIL held): reads at the earlier state may still be adding to `old`
+        old = dict(old)
         by_name: dict[Any, list[Any]] = {}
         for key in old:
             by_name.setdefault(key[0] if type(key) is tuple and len(key) > 1 else key, []).append(key)

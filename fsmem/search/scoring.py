@@ -586,7 +586,10 @@ def _files_of(conn, wanted: set[int], kept: dict[Any, Any]) -> dict[int, _File]:
 @Kept.carry(_FILES)
 def _carry_files(_key, known: dict[int, _File], _old, _new, found: changes.Changes) -> dict[int, _File]:
     """The files read before, less the removed (a file's row never changes: a new version is a new id)."""
-    return {fid: file for fid, file in known.items() if fid not in found.removed}
+    carried = dict(known)  # at once: a read at the earlier state may still be adding to `known`
+    for fid in found.removed:
+        carried.pop(fid, None)
+    return carried
 
 
 def best_documents(documents: dict[int, float], count: int) -> set[int]:
