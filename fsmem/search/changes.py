@@ -40,7 +40,7 @@ def _terms(text: str) -> list[str]:
     letters, digits and non-ASCII characters, space separated: tests/test_changes.py), a term past FTS5's
     limit cut as FTS5 cuts it."""
     terms = text.split()
-    if len(text) * 4 > MAX_TOKEN_BYTES and max(map(len, terms)) * 4 > MAX_TOKEN_BYTES:
+    if len(text) * 4 > MAX_TOKEN_BYTES and max(map(len, terms), default=0) * 4 > MAX_TOKEN_BYTES:
         terms = [token_key(t) for t in terms]
     return terms
 
