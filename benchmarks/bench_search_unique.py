@@ -1,7 +1,7 @@
 """Search in a long-lived process on questions never asked before, against a bare FTS5 query of the same words.
 
     .venv/bin/python benchmarks/bench_search_unique.py [--root DIR] [--sizes 10000] [--queries 300]
-        [--words 3] [--seed 7] [--twin] [--rows-twin] [--any-word] [--profile]
+        [--words 3] [--seed 7] [--twin] [--rows-twin] [--any-word] [--write-every N] [--profile]
 
 Each question is `--words` words of one line of the memory, one of them rare (`common.NewQuestions`), no two
 questions alike and none asked before, so nothing kept from an earlier question (a kept pool of candidates)
@@ -36,7 +36,10 @@ with the row part's score function in Python (`fsmem.search.rowscores.native` of
 function where the native module's, loaded as a SQLite extension, scores). `--any-word` adds a side
 more: the fsmem search with the row part's best rows always from bm25() over every row holding any word
 (`rowscores.best_holding_every_word` switched off). The questions whose words no document holds (a name in
-headings alone) are reported apart as well. `--profile` prints where the fsmem side's time goes (cProfile, the 25
+headings alone) are reported apart as well. `--write-every N`: before every Nth question, a note is written
+through the API (one file rewritten, `bench-write.md`) and that question goes to the fsmem search first, so
+it pays for what a write lets go (everything kept of the state before: document frequencies, decoded postings,
+files); its times are reported apart, labelled, beside the others'. `--profile` prints where the fsmem side's time goes (cProfile, the 25
 costliest functions).
 """
 
@@ -147,12 +150,13 @@ def main() -> int:
     parser.add_argument("--twin", action="store_true", help="also time the search on the C module's Python twin")
     parser.add_argument("--rows-twin", action="store_true", help="also time the row part's score in Python")
     parser.add_argument("--any-word", action="store_true", help="also time the search without the every-word proof")
+    parser.add_argument("--write-every", type=int, default=0, help="write a note before every Nth question")
     parser.add_argument("--profile", action="store_true")
     args, _rest = parser.parse_known_args()  # `make bench` passes every script the same arguments
     from common import CollectorPauses, NewQuestions, memories, percentile
 
     from fsmem import Memory, warming
-    from fsmem.search import postings, rowscores
+    from fsmem.search import postings, rowscores, scoring
     from fsmem.store import cache
 
     sides = [*SIDES, *([TWIN] if args.twin else []), *([ROWS_TWIN] if args.rows_twin else [])]
@@ -161,6 +165,17 @@ def main() -> int:
     if args.twin and postings._native is None:
         print("--twin: fsmem.search._native is not built here (make install builds it)")
         return 1
+    counting: list[float] = [0.0]  # the time of each question's document frequencies (fts5vocab, search_common)
+    count_words = scoring.document_frequencies
+
+    def counted(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return count_words(*args, **kwargs)
+        finally:
+            counting[-1] += time.perf_counter() - started
+
+    scoring.document_frequencies = counted
     for root in memories(args.root, args.sizes):
         memory = Memory(root)
         warming.warm(memory)  # as fsmem's long-lived processes (serve, watch) start
@@ -186,8 +201,15 @@ def main() -> int:
         collector = CollectorPauses()
         own = {EXHAUSTIVE: OwnTerms(index), TWIN: OwnTerms(index, native=False)} if args.twin else {}
         loads = [os.getloadavg()[0]]
+        after_write: list[int] = []
+        words_counted: list[float] = []
         for number, question in enumerate(asked):
-            for side in orders[number % len(orders)]:  # each side before each other half the time
+            order = orders[number % len(orders)]  # each side before each other half the time
+            if args.write_every and number % args.write_every == args.write_every - 1:
+                memory.write("bench-write.md", f"# Bench write\n\n- note {number}: {question}\n")
+                order = (PRUNED, *(side for side in order if side != PRUNED))  # the first to see the new state
+                after_write.append(number)
+            for side in order:
                 if side in (EXHAUSTIVE, TWIN, ANY_WORD, ROWS_TWIN):
                     forget(index)
                 rowscores.native = side != ROWS_TWIN
@@ -206,7 +228,10 @@ def main() -> int:
                     if profile is not None and side == PRUNED:
                         profile.enable()
                     collector.timing = side == PRUNED
+                    counting.append(0.0)
                     memory.search(question)
+                    if side == PRUNED and number in after_write[-1:]:
+                        words_counted.append(counting[-1])
                     collector.timing = False
                     if profile is not None:
                         profile.disable()
@@ -237,6 +262,16 @@ def main() -> int:
             print(f"{name:<40} {p50:>8.1f} {p99:>8.1f} {top:>8.1f} {p50 / 1000 / limit:>10.2f}")
         print(f"the garbage collector within the {len(asked)} searches of the first line: {collector.summary()}")
         print(f"a full collection after them: {after}")
+        if after_write:
+            chosen = [times[PRUNED][n] for n in after_write]
+            p50, p99 = 1000 * statistics.median(chosen), 1000 * percentile(chosen, 0.99)
+            print(f"{len(chosen)} questions right after a note written (--write-every {args.write_every}), {PRUNED}:")
+            print(f"  p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {1000 * max(chosen):.1f} ms")
+            others = [t for n, t in enumerate(times[PRUNED]) if n not in after_write]
+            p50, p99 = 1000 * statistics.median(others), 1000 * percentile(others, 0.99)
+            print(f"  the {len(others)} others, with no write before them: p50 {p50:.1f} ms, p99 {p99:.1f} ms")
+            p50, p99 = 1000 * statistics.median(words_counted), 1000 * percentile(words_counted, 0.99)
+            print(f"  of which counting the words' rows (document_frequencies): p50 {p50:.1f} ms, p99 {p99:.1f} ms")
         for label, wanted in (("whose words no document holds", True), ("the others", False)):
             kind = [n for n, alone in enumerate(headings_only) if alone is wanted]
             if not kind:

@@ -279,7 +279,7 @@ def test_kept_candidates_give_a_fresh_ranking_whatever_the_clock_the_log_or_the_
     memory.search("walrus")
     kept = memory.search_index
     fresh = SearchIndex(memory.root)
-    fresh.kept.at = lambda state: {}  # nothing kept
+    fresh.kept.at = lambda state, conn=None: {}  # nothing kept
 
     def order(index, **kw):
         ranking = rank(index, "walrus sighting", memory.search_settings, limit=20, **kw)
@@ -693,7 +693,8 @@ def test_ranking_reads_beside_a_thread_that_holds_the_index(memory):
 
 
 def test_kept_frequencies_give_the_scores_a_fresh_index_gives_after_every_change(memory):
-    """Document frequencies, the vocabulary and the named documents are kept while the tables do not change."""
+    """Document frequencies, the vocabulary and the named documents kept give a fresh index's scores after every
+    change (carried across it, or read again)."""
     from fsmem.search.index import SearchIndex
     from fsmem.search.scoring import rank
 
@@ -706,7 +707,7 @@ def test_kept_frequencies_give_the_scores_a_fresh_index_gives_after_every_change
         memory.search("warm")
         kept = memory.search_index
         fresh = SearchIndex(memory.root)
-        fresh.kept.at = lambda state: {}  # nothing kept: every frequency asked of the tables
+        fresh.kept.at = lambda state, conn=None: {}  # nothing kept: every frequency asked of the tables
         for query in queries:
             assert scores(kept, query) == scores(fresh, query), (step, query)
         fresh.close()

@@ -13,11 +13,11 @@ import math
 import threading
 from array import array
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from fsmem.search import postings
-from fsmem.search.tables import continued_blocks, rank_ids
+from fsmem.search import changes, postings
+from fsmem.search.tables import _CONTINUED, BLOCK_BITS, continued_blocks, rank_ids
 
 RECENT_KEPT = 32  # candidate pools of recent queries kept per state of the index (`Kept.remember`)
 _RECENT = ("recent",)
@@ -44,25 +44,67 @@ class Kept:
     latest queries (most of a search's time is their SQL; a team's agents ask the same things).
 
     fts5vocab counts a term's documents by walking its postings (a part of a query's time that shows:
-    docs/performance.md), and the same words come back query after query; the tables change only when a file is indexed
-    or removed, which moves `changes` in search_meta, and then everything kept is let go; an index made
-    again (its database deleted, or damaged and rebuilt) draws a new `built`, so its counts starting again
-    from 0 never meet what was kept of the one before.
+    docs/performance.md), and the same words come back query after query; the tables change only when a file
+    is indexed or removed, which moves `changes` in search_meta. What was kept is then carried to the new
+    state, patched by the changes the writers recorded (`fsmem.search.changes`): each kind by its `carrier`,
+    which gives what a fresh process would read at the new state, or None to let it go (the candidates, and
+    anything the changes do not say enough to patch exactly). An index made again (its database deleted, or
+    damaged and rebuilt) draws a new `built`, so its counts starting again from 0 never meet what was kept of
+    the one before.
     """
+
+    # name -> carrier(key, value, old, new, changes): the value at the new state, or None; in the order they
+    # were registered (a carrier may read what an earlier one put in `new`). A key is its name, or a tuple of
+    # its name and what it is of (a term, a phrase).
+    carriers: dict[Any, Callable[[Any, Any, dict[Any, Any], dict[Any, Any], changes.Changes], Any]] = {}
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._state: Any = None
         self._kept: dict[Any, Any] = {}
 
-    def at(self, state: Any) -> dict[Any, Any]:
-        """The things kept for the tables' `state` (a fresh dict for each unknown one; None keeps nothing)."""
+    @classmethod
+    def carry(cls, name: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Register the decorated function as the carrier of what is kept under `name`."""
+
+        def register(carrier: Callable[..., Any]) -> Callable[..., Any]:
+            cls.carriers[name] = carrier
+            return carrier
+
+        return register
+
+    def at(self, state: Any, conn=None) -> dict[Any, Any]:
+        """The things kept for the tables' `state` (None keeps nothing): for a later state of the same tables,
+        what was kept carried across the changes (read on `conn`, in the caller's read transaction); for an
+        earlier one (a read that began before a write), a dict of its own, the later state's kept in place."""
         if state is None:
             return {}
         with self._lock:
             if state != self._state:
-                self._state, self._kept = state, {}
+                fresh: dict[Any, Any] = {}
+                if self._state is not None and state[0] == self._state[0] and conn is not None:
+                    before, after = int(self._state[1]), int(state[1])
+                    if after < before:
+                        return fresh
+                    found = changes.since(conn, before, after)
+                    if found is not None:
+                        fresh = self._carried(self._kept, found)
+                self._state, self._kept = state, fresh
             return self._kept
+
+    def _carried(self, old: dict[Any, Any], found: changes.Changes) -> dict[Any, Any]:
+        # a copy made at once (in C, the GIL held): reads at the earlier state may still be adding to `old`
+        old = dict(old)
+        by_name: dict[Any, list[Any]] = {}
+        for key in old:
+            by_name.setdefault(key[0] if type(key) is tuple and len(key) > 1 else key, []).append(key)
+        new: dict[Any, Any] = {}
+        for name, carrier in self.carriers.items():
+            for key in by_name.get(name, ()):
+                value = carrier(key, old[key], old, new, found)
+                if value is not None:
+                    new[key] = value
+        return new
 
     def recall(self, kept: dict[Any, Any], key: Any) -> Any:
         """What `remember` kept under `key` in `kept` (a dict `at` gave), or None; the latest asked is kept longest."""
@@ -111,6 +153,47 @@ def _vocabulary(conn, table: str, terms: list[str], kept: dict[Any, Any] | None)
     return {t: kept[(table, t)] for t in terms if kept[(table, t)][0]}
 
 
+@Kept.carry(postings._DECODED)
+def _carry_decoded(_key, decoded: postings._Decoded, _old, _new, found: changes.Changes) -> postings._Decoded:
+    carried, found.ranges = decoded.carried(found.conn, found.removed, found.added)
+    return carried
+
+
+@Kept.carry(_CONTINUED)
+def _carry_continued(_key, continued: dict[int, int], _old, _new, found: changes.Changes) -> dict[int, int]:
+    """`continued_blocks` at the new state: the removed files' blocks out, the added long files' in."""
+    longer = [(fid, rows) for fid, rows in found.removed.items() if rows >> BLOCK_BITS]
+    longer += [(fid, found.files[fid][4]) for fid in found.added if found.files[fid][4] >> BLOCK_BITS]
+    if not longer:
+        return continued  # never changed once made: shared by the two states
+    carried = dict(continued)
+    for fid, rows in longer:
+        for more in range(1, (rows >> BLOCK_BITS) + 1):
+            if fid in found.removed:
+                carried.pop(fid + more, None)
+            else:
+                carried[fid + more] = fid
+    return carried
+
+
+def _carry_counts(key, counts: tuple[int, int], _old, _new, found: changes.Changes) -> tuple[int, int] | None:
+    """A term's (rows, occurrences) in search_vocab or search_names_vocab, moved by the changes' counts."""
+    table, term = key
+    deltas = found.rows if table == "search_vocab" else found.names
+    if deltas is None:
+        return None
+    moved = deltas.get(term)
+    if moved is None:
+        return counts
+    if table == "search_vocab":
+        return counts[0] + moved[0], counts[1] + moved[2] + moved[4]
+    return counts[0] + moved[0], counts[1] + moved[1]
+
+
+Kept.carry("search_vocab")(_carry_counts)
+Kept.carry("search_names_vocab")(_carry_counts)
+
+
 def _name_idf(n: int, df: int) -> float:
     """Lucene's BM25 IDF, which stays positive: in a memory of two named documents a name in one of them must
     still count (FTS5's IDF, log((n - df + 0.5) / (df + 0.5)), is 0 there)."""
@@ -154,6 +237,30 @@ def _rank_ids(conn, kept: dict[Any, Any] | None) -> array:
         if kept is not None:
             kept[_RANK_IDS] = found
     return found
+
+
+@Kept.carry(_RANK_IDS)
+def _carry_rank_ids(_key, ids: array, _old, new: dict[Any, Any], found: changes.Changes) -> array | None:
+    """The ranking ids of the documents kept, and of the added files' (after the document index's carrier)."""
+    decoded = new.get(postings._DECODED)
+    if decoded is None or found.ranges is None:
+        return None
+    carried = array("q")
+    for start, stop in found.ranges:
+        carried += ids[start:stop]
+    carried += array("q", rank_ids(decoded.ids[len(carried) :], continued_blocks(found.conn, new)))
+    return carried
+
+
+@Kept.carry(_SOURCES)
+def _carry_sources(_key, known: dict[int, str | None], _old, _new, found: changes.Changes) -> dict[int, str | None]:
+    """The cited notes of the documents asked before, less the removed files' (a document's id is never
+    another's: ids only grow)."""
+    carried = dict(known)
+    for fid, rows in found.removed.items():
+        for doc in range(fid << BLOCK_BITS, (fid << BLOCK_BITS) + rows + 1):
+            carried.pop(doc, None)
+    return carried
 
 
 def _sources(conn, stored: list[int], kept: dict[Any, Any] | None) -> dict[int, str | None]:

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from fsmem.format.rows import Row
+from fsmem.search import changes
 from fsmem.search.analyzer import ANALYZER_VERSION, Analyzer
 from fsmem.search.documents import Kept
 from fsmem.search.parsed import FileRows, ParsedRows
@@ -87,8 +88,8 @@ from fsmem.store.progress import Progress
 
 LEGACY_DIR = "search"  # .fsmem/search/: where the index lived before it moved into cache.sqlite
 # Bump when the tables or what goes into them change: an older index is then dropped and rebuilt.
-# 10: "*" and "+" bullets are facts; 9: documents in fsmem's own postings, not FTS5 (postings.py); 8: row ids packed
-INDEX_VERSION = 10
+# 11: each change recorded (fsmem.search.changes); 10: "*" and "+" bullets are facts; 9: documents in fsmem's own postings, not FTS5 (postings.py); 8: row ids packed
+INDEX_VERSION = 11
 READER_CACHE_KIB = 1024  # SQLite's page cache of each thread's read connection
 RACY_NS = _cache.RACY_NS  # a file written this recently is read again at the next refresh
 BATCH_FILES = 500  # files per write transaction of a large (re)build, so other writers are not starved
@@ -552,7 +553,7 @@ class SearchIndex:
                         new_terms.update(*(item.terms.split() for item, _racy in written))
                     if written:
                         conn.execute("DELETE FROM search_meta WHERE key = 'walk'")
-                        _insert_many(conn, written, pending)
+                        _insert_many(conn, written, pending, logged=len(todo) < BATCH_FILES)
                 vanished = [rel for rel, _ in batch if rel in known and rel not in read]
                 for rel in [*vanished, *(gone if start == 0 else ())]:
                     if not os.path.exists(os.path.join(self.root, rel)):
@@ -562,6 +563,7 @@ class SearchIndex:
                     conn.executemany("INSERT OR IGNORE INTO search_terms VALUES (?)", ((t,) for t in new_terms))
                     stored |= new_terms
                 pending.flush(conn)
+                changes.prune(conn)
                 kill_points.reached("search-batch")
             kill_points.reached("search-committed")
             progress.step(len(batch))

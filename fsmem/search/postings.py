@@ -22,7 +22,9 @@ import json
 import math
 import threading
 from array import array
+from bisect import bisect_left, bisect_right
 from collections import Counter, OrderedDict
+from functools import cached_property
 from itertools import accumulate, compress, islice
 from operator import add, ge
 from typing import Any, cast
@@ -296,27 +298,65 @@ class _Decoded:
         if len(lengths) != len(ids):  # and some of more
             ids, lengths = [], array("I")
             for fid, packed in found:
-                base = fid << BLOCK_BITS
-                for n, length in enumerate(_lengths(packed)):
-                    if length:
-                        ids.append(base + n)
-                        lengths.append(length)
+                _add_documents(ids, lengths, fid, packed)
             if any(map(ge, ids, islice(ids, 1, None))):  # a file's documents run into the next one's ids
                 raise IndexDamaged("documents' ids out of order")
         if 0 in lengths:
             raise IndexDamaged("a document of no terms")
+        self._set(array("q", ids), lengths, sum(lengths), Counter(lengths))
+
+    def _set(self, ids: array, lengths: array, total: int, distinct: Counter[int]) -> None:
+        """`total`: the lengths' sum; `distinct`: how many documents have each length."""
         if ids and not 0 <= ids[0] <= ids[-1] < 1 << 63:
             raise IndexDamaged("documents' ids out of bounds")
         # arrays, as fsmem.search._native reads them, and which Python's collector does not walk value by value
-        self.ids = array("q", ids)
-        self.position = dict(zip(ids, range(len(ids)), strict=True))
+        self.ids, self.lengths, self.total, self.distinct = ids, lengths, total, distinct
         self.rows = rows = len(ids)
-        avgdl = sum(lengths) / rows if rows else 1.0  # FTS5: (double)nToken / (double)nRow
-        # FTS5's k1 * (1 - b + b * D / avgdl)
-        self.norm = array("d", [K1 * (1 - B + B * length / avgdl) for length in lengths])
+        avgdl = total / rows if rows else 1.0  # FTS5: (double)nToken / (double)nRow
+        # FTS5's k1 * (1 - b + b * D / avgdl), once per distinct length
+        norm_of = {length: K1 * (1 - B + B * length / avgdl) for length in distinct}
+        self.norm = array("d", list(map(norm_of.__getitem__, lengths)))
         self._lock = threading.Lock()
         self._terms: OrderedDict[str, _Term] = OrderedDict()
         self._held = 0
+
+    @cached_property
+    def position(self) -> dict[int, int]:
+        """document id -> its position (the Python twin's lookup; the C module searches `ids`)."""
+        return dict(zip(self.ids, range(self.rows), strict=True))
+
+    def carried(self, conn, removed: dict[int, int], added: list[int]) -> tuple[_Decoded, list[tuple[int, int]]]:
+        """The document index of a later state of the same tables, as `_Decoded(conn)` reads it there, from
+        this one: without the documents of the `removed` files (id -> rows), with those of the `added` ones
+        (every id above this state's); and the ranges of this one's positions it keeps, in order. No term is
+        carried: a term's part of a score moves with every document's length normaliser."""
+        ranges = kept_ranges(self.ids, removed)
+        ids, lengths = array("q"), array("I")
+        for start, stop in ranges:
+            ids += self.ids[start:stop]
+            lengths += self.lengths[start:stop]
+        total, distinct, after = self.total, Counter(self.distinct), 0
+        for start, stop in [*ranges, (len(self.ids), len(self.ids))]:
+            gone = self.lengths[after:start]  # the removed files' documents, before this kept range
+            total -= sum(gone)
+            distinct.subtract(gone)
+            after = stop
+        more: list[int] = []
+        added_lengths = array("I")
+        for fid, packed in conn.execute(
+            "SELECT id, lengths FROM search_lengths WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id",
+            (json.dumps(added),),
+        ):
+            _add_documents(more, added_lengths, fid, packed)
+        if more and ((ids and more[0] <= ids[-1]) or any(map(ge, more, islice(more, 1, None)))):
+            raise IndexDamaged("documents' ids out of order")
+        ids += array("q", more)
+        lengths += added_lengths
+        total += sum(added_lengths)
+        distinct.update(added_lengths)
+        found = _Decoded.__new__(_Decoded)
+        found._set(ids, lengths, total, +distinct)  # `+`: the lengths no document has any more left out
+        return found, ranges
 
     def term(self, conn, term: str) -> _Term:
         """The live documents holding `term` and the term's part of each one's BM25."""
@@ -369,6 +409,30 @@ class _Decoded:
             return _Term(hits, array("i"), array("d"), dense)
         parts = [idf * ((f * k) / (f + norm[at])) for at, f in zip(positions, freqs, strict=True)]
         return _Term(hits, array("i", positions), array("d", parts))
+
+
+def _add_documents(ids: list[int], lengths: array, fid: int, packed: bytes) -> None:
+    """Append the documents of file `fid` (its packed lengths: ordinal -> length, 0 where none is)."""
+    base = fid << BLOCK_BITS
+    for n, length in enumerate(_lengths(packed)):
+        if length:
+            ids.append(base + n)
+            lengths.append(length)
+
+
+def kept_ranges(ids: array, removed: dict[int, int]) -> list[tuple[int, int]]:
+    """The ranges [start, stop) of positions in `ids` (document ids, ascending) of the documents not of a
+    `removed` file (id -> rows: its documents' ids are its first block's first id to that plus its rows)."""
+    ranges, start = [], 0
+    for fid in sorted(removed):
+        low = bisect_left(ids, fid << BLOCK_BITS, start)
+        high = bisect_right(ids, (fid << BLOCK_BITS) + removed[fid], low)
+        if low > start:
+            ranges.append((start, low))
+        start = high
+    if start < len(ids):
+        ranges.append((start, len(ids)))
+    return ranges
 
 
 class _Term:

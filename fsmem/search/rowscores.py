@@ -34,7 +34,8 @@ from typing import Any
 
 import apsw
 
-from fsmem.search.documents import hit_counts, quoted
+from fsmem.search import changes
+from fsmem.search.documents import Kept, hit_counts, quoted
 from fsmem.search.postings import BLOCK_BITS, MAX_TOKEN_BYTES, _native
 from fsmem.search.tables import ROW_BITS
 
@@ -285,6 +286,25 @@ def _column_hits(conn, phrases: list[str], kept: dict[Any, Any]) -> dict[str, di
         for phrase in asked:
             kept[(_COLUMNS, phrase)] = found[phrase]
     return {p: kept[(_COLUMNS, p)] for p in phrases}
+
+
+@Kept.carry(_COLUMNS)
+def _carry_column_hits(key, columns, _old, _new, found: changes.Changes) -> dict[str, tuple[int, int]] | None:
+    """A phrase's (rows, occurrences) per column, moved by the changes' counts."""
+    if found.rows is None:
+        return None
+    moved = found.rows.get(key[1])
+    if moved is None:
+        return columns
+    carried = dict(columns)
+    for column, at in (("text", 1), ("context", 3)):
+        doc, hits = carried.get(column, (0, 0))
+        doc, hits = doc + moved[at], hits + moved[at + 1]
+        if doc:
+            carried[column] = (doc, hits)
+        else:
+            carried.pop(column, None)
+    return carried
 
 
 def _best_freqs(conn, phrases, df, weights, kept, by_column: bool) -> dict[str, float]:

@@ -24,10 +24,11 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from fsmem import format as fmt
-from fsmem.search import rowscores
+from fsmem.search import changes, rowscores
 from fsmem.search.analyzer import Analyzer
 from fsmem.search.documents import (
     FEW_NAMED,
+    Kept,
     document_frequencies,
     document_scores,
     fts5_idf,
@@ -199,17 +200,7 @@ def _allowed_files(conn, type, tag, updated_after, within=None, kept=None, held=
     files = kept.get(_FILTER_FIELDS)
     if files is None:
         files = kept[_FILTER_FIELDS] = [
-            (
-                fid,
-                path,
-                FileMeta(
-                    path=path, size=0, mtime_ns=0, type=ftype, tags=json.loads(tags) if tags else [], updated=updated
-                ),
-                count,
-            )
-            for fid, path, ftype, tags, updated, count in conn.execute(
-                "SELECT id, path, type, tags, updated, rows FROM search_files"
-            )
+            _filter_fields(*row) for row in conn.execute("SELECT id, path, type, tags, updated, rows FROM search_files")
         ]
     filtering = type is not None or wanted is not None or updated_after is not None
     allowed, rows = [], 0
@@ -223,6 +214,19 @@ def _allowed_files(conn, type, tag, updated_after, within=None, kept=None, held=
     if key is not None:
         held.remember(kept, key, (list(allowed), rows))
     return allowed, rows
+
+
+def _filter_fields(fid: int, path: str, ftype: str | None, tags: str | None, updated, count: int):
+    meta = FileMeta(path=path, size=0, mtime_ns=0, type=ftype, tags=json.loads(tags) if tags else [], updated=updated)
+    return fid, path, meta, count
+
+
+@Kept.carry(_FILTER_FIELDS)
+def _carry_filter_fields(_key, files: list[Any], _old, _new, found: changes.Changes) -> list[Any]:
+    """Every file's filter fields in id order (as SQL reads them), less the removed, with the added (whose ids
+    are above every other)."""
+    kept = [row for row in files if row[0] not in found.removed]
+    return kept + [_filter_fields(fid, *found.files[fid][:5]) for fid in found.added]
 
 
 def rank(
@@ -267,7 +271,7 @@ def _rank(
     meta = dict(conn.execute("SELECT key, value FROM search_meta").fetchall())
     # held: the index's Kept, for one state of the tables (`built` tells a rebuilt index from the one before)
     state = None if meta.get("changes") is None else (meta.get("built"), meta.get("changes"))
-    kept = held.at(state) if held is not None else {}
+    kept = held.at(state, conn) if held is not None else {}
     key = None
     if within is None and held is not None:  # a scope's candidates are its own: never kept, never shared
         tags = (tag,) if isinstance(tag, str) or tag is None else tuple(tag)
@@ -302,6 +306,18 @@ def _too_large(conn, kept: dict[Any, Any], within: Callable[[str], bool] | None)
             )
         ]
     return [(path, size) for path, size in found if within is None or within(path)]
+
+
+@Kept.carry(_TOO_LARGE)
+def _carry_too_large(_key, files: list[tuple[str, int]], _old, _new, found: changes.Changes) -> list[tuple[str, int]]:
+    kept = [(path, size) for path, size in files if path not in found.paths_removed]
+    more = [(info[0], info[5]) for info in found.files.values() if info[5] > EXACT_COUNT_LIMIT]
+    return sorted(kept + more) if more else kept  # by path, as SQL orders them (UTF-8's byte order)
+
+
+@Kept.carry("named")
+def _carry_named(_key, named: int, _old, _new, found: changes.Changes) -> int | None:
+    return None if found.named is None else named + found.named
 
 
 @dataclass
@@ -565,6 +581,15 @@ def _files_of(conn, wanted: set[int], kept: dict[Any, Any]) -> dict[int, _File]:
                 (weight, stamp, mtime),
             )
     return {fid: known[fid] for fid in sorted(wanted) if fid in known}
+
+
+@Kept.carry(_FILES)
+def _carry_files(_key, known: dict[int, _File], _old, _new, found: changes.Changes) -> dict[int, _File]:
+    """The files read before, less the removed (a file's row never changes: a new version is a new id)."""
+    carried = dict(known)  # at once: a read at the earlier state may still be adding to `known`
+    for fid in found.removed:
+        carried.pop(fid, None)
+    return carried
 
 
 def best_documents(documents: dict[int, float], count: int) -> set[int]:

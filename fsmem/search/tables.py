@@ -21,13 +21,21 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from fsmem.search import postings
+from fsmem.search import changes, postings
 from fsmem.search.packed_rows import unpack_rows  # noqa: F401  (read back where the tables are)
 from fsmem.search.parsing import LINKED, MAX_ROWS, ROW_BITS, SUPERSEDED, Parsed, Stamp  # noqa: F401
 from fsmem.search.postings import BLOCK_BITS, IndexDamaged  # noqa: F401  (defined there: postings is below)
 from fsmem.store import cache as _cache
 
-_TABLES = ("search_files", "search_superseded", "search_sources", "search_terms", "search_meta", *postings.TABLES)
+_TABLES = (
+    "search_files",
+    "search_superseded",
+    "search_sources",
+    "search_terms",
+    "search_meta",
+    *postings.TABLES,
+    *changes.TABLES,
+)
 _FTS_TABLES = ("search_vocab", "search_names_vocab", "search_fts", "search_names")
 # an older index's tables, dropped with it: search_docs held the documents before fsmem.search.postings
 _OLD_TABLES = ("search_docs_vocab", "search_docs")
@@ -64,7 +72,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS search_names USING fts5 (
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS search_names_vocab USING fts5vocab (search_names, 'row');
 """
-_SCHEMA += postings.SCHEMA
+_SCHEMA += postings.SCHEMA + changes.SCHEMA
 
 
 def _version(conn) -> str | None:
@@ -112,7 +120,10 @@ def _remove(conn, rel: str) -> int:
     if found is None:
         return 0
     fid, n_rows, n_docs = found
-    conn.execute("UPDATE search_meta SET value = value + 1 WHERE key = 'changes'")
+    (change,) = conn.execute(
+        "UPDATE search_meta SET value = value + 1 WHERE key = 'changes' RETURNING value"
+    ).fetchone()
+    changes.removed(conn, int(change), fid, rel, n_rows)
     lo, hi = fid << BLOCK_BITS, (fid << BLOCK_BITS) + n_rows  # rows, documents and sources: see _insert
     if n_rows:
         conn.execute("DELETE FROM search_fts WHERE rowid BETWEEN ? AND ?", (lo, hi))
@@ -127,12 +138,14 @@ def _remove(conn, rel: str) -> int:
 
 
 def _insert(conn, item: Parsed, pending: postings.Pending, *, racy: bool) -> None:
-    _insert_many(conn, [(item, racy)], pending)
+    _insert_many(conn, [(item, racy)], pending, logged=True)
 
 
-def _insert_many(conn, items: list[tuple[Parsed, bool]], pending: postings.Pending) -> None:
+def _insert_many(conn, items: list[tuple[Parsed, bool]], pending: postings.Pending, *, logged: bool) -> None:
     """Write these files (each with whether it is racy) after the last file's: one statement per table for
-    them all, and the totals of `search_meta` moved once (a cold build writes 500 files a transaction)."""
+    them all, and the totals of `search_meta` moved once (a cold build writes 500 files a transaction).
+    `logged`: each file's change is recorded with its terms' counts (`fsmem.search.changes`), as for files
+    written a few at a time; a build's batches are not (a process behind them starts again from nothing)."""
     if not items:
         return
     # The file takes the blocks after the last file's: row n is stored as base + n, document n (at most one
@@ -140,9 +153,11 @@ def _insert_many(conn, items: list[tuple[Parsed, bool]], pending: postings.Pendi
     # Ids only grow (`next`): when the last file is removed its id is not taken again, so nothing stale of
     # it (a posting of fsmem.search.postings) can be read as another's.
     fid = int(conn.execute("SELECT value FROM search_meta WHERE key = 'next'").fetchone()[0])
-    files, rows, superseded, sources, names = [], [], [], [], []
+    files, rows, superseded, sources, names, log = [], [], [], [], [], []
     n_rows = n_docs = 0
     for item, racy in items:
+        if logged:
+            log.append((fid, item.path, len(item.texts), changes.row_counts(item.texts, item.contexts, item.names)))
         mtime = -item.stamp[0] if racy and item.stamp[0] > 0 else item.stamp[0]
         n = len(item.texts)
         docs = item.counted_documents()
@@ -190,7 +205,11 @@ def _insert_many(conn, items: list[tuple[Parsed, bool]], pending: postings.Pendi
         conn.executemany("INSERT INTO search_names (rowid, names) VALUES (?, ?)", names)
     conn.execute("UPDATE search_meta SET value = value + ? WHERE key = 'docs'", (n_docs,))
     conn.execute("UPDATE search_meta SET value = value + ? WHERE key = 'rows'", (n_rows,))
-    conn.execute("UPDATE search_meta SET value = value + ? WHERE key = 'changes'", (len(items),))
+    (change,) = conn.execute(
+        "UPDATE search_meta SET value = value + ? WHERE key = 'changes' RETURNING value", (len(items),)
+    ).fetchone()
+    for at, (file_id, path, n, counts) in enumerate(log, start=int(change) - len(items) + 1):
+        changes.inserted(conn, at, file_id, path, n, counts)
 
 
 # FTS5's merging of its segments while a build writes in batches: none but when 64 wait on one level
