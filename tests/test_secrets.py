@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import re
+import string
 import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 from secrets_corpus import AN, NEAR_MISSES, REFERENCES, positives, r
 
 from fsmem.format.secrets import redact, scan
@@ -332,3 +334,19 @@ def test_redact_replaces_the_value_only_and_leaves_references_as_they_are(demo_m
     written = (memory.root / done.path).read_text().splitlines()
     for line in text.replace("S3cret!99", "[REDACTED:secret assignment]").splitlines():  # a fact gains its "as of"
         assert any(kept.startswith(line) for kept in written), (line, written)
+
+
+_KEYWORD_PIECES = ["pass", "PASSWORD", "Pw", "pWd", "SeCrEt", "KEY", "ToKen", "credential", "CREDS", "login", "p", "k"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_KEYWORD_PIECES) | st.text(string.printable, max_size=6), max_size=30))
+def test_keywords_are_found_at_the_same_places_in_an_ascii_texts_lower_case(pieces):
+    """An ASCII text is searched for keywords in its lower case (same offsets), other texts case-insensitively:
+    both find the same spans, so a scan's secrets do not depend on which was used."""
+    from fsmem.format.secrets import _rules
+
+    text = "".join(pieces)
+    rules = _rules()
+    lowered = [m.span() for m in rules.keyword_lower.finditer(text.lower())]
+    assert lowered == [m.span() for m in rules.keyword.finditer(text)]

@@ -66,15 +66,16 @@ def section_ends(starts: list[tuple[int, int]], last_line: int) -> list[int]:
     return ends
 
 
-def superseded_ranges(doc: Document) -> list[tuple[int, int]]:
+def superseded_ranges(doc: Document, found: list[Heading] | None = None) -> list[tuple[int, int]]:
     """File line ranges (inclusive) that hold superseded facts.
 
     The rule is one a human can see: everything under a level-2 heading
-    `## Superseded`, up to the next level-1 or level-2 heading.
+    `## Superseded`, up to the next level-1 or level-2 heading. `found`: the
+    document's `headings`, when the caller has them already.
     """
     return [
         (h.line, h.end_line)
-        for h in headings(doc.body, doc.body_start_line)
+        for h in (found if found is not None else headings(doc.body, doc.body_start_line))
         if h.level == 2 and h.title.strip().lower() == SUPERSEDED_HEADING.lower()
     ]
 

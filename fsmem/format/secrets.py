@@ -97,6 +97,7 @@ _PASSWORD_IS = r"(?i)\b(?:password|passphrase|passcode)\s{1,3}(?:is|was)\s{1,3}(
 _LOGIN_SLASH = (
     r"(?i)\b(?:login|credentials?|creds|user(?:name)?/password)\s{0,3}:\s{0,3}[^\s/]{2,40}\s{0,3}/\s{0,3}([^\s]{6,200})"
 )
+_KEYWORDS = r"pass|pwd|pw|secret|key|token|credential|login|creds"  # where any keyword rule can match
 _PASSWORD_KEY = r"(?i)pass|pwd|(?:^|[_\-])pw$"
 _SECRET_KEY = r"(?i)pass|pwd|(?:^|[_\-])pw$|secret"
 _PLACEHOLDER = (
@@ -143,7 +144,10 @@ def _rules() -> SimpleNamespace:
         url_spans=re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{1,20}://[^\s]{1,400}@[^\s]{1,200}"),
         # ASCII letters only, either case: str.lower() could move offsets, and translating a non-ASCII text
         # to lower its ASCII letters cost more than every rule together
-        keyword=re.compile(r"pass|pwd|pw|secret|key|token|credential|login|creds", re.IGNORECASE | re.ASCII),
+        keyword=re.compile(_KEYWORDS, re.IGNORECASE | re.ASCII),
+        # the same in an ASCII text's lower case (same offsets): a case-sensitive search skips to the keywords'
+        # first letters, where a case-insensitive one tries every alternative at every character
+        keyword_lower=re.compile(_KEYWORDS),
         # `db_password`, `API-KEY`, and camelCase `dbPassword`
         key_shape=re.compile(
             r"(?i)(?:(?:[A-Za-z0-9]{1,24}[_\-]){0,4}|(?-i:[a-z][a-z0-9]{0,23}(?=[A-Z])))"
@@ -265,7 +269,8 @@ def scan(text: str) -> list[Secret]:
                 add(kind, match.start(1), match.end(1))
     seen_lines: set[int] = set()
     line, searched = 0, 0  # the start of the line the last keyword was on; text before `searched` is done
-    for keyword in rules.keyword.finditer(text):
+    keywords = rules.keyword_lower.finditer(text.lower()) if text.isascii() else rules.keyword.finditer(text)
+    for keyword in keywords:  # spans alone are used: those of the lower case are the text's
         # the word the keyword is part of (`db_password`, `API_KEY`) is the key; what follows `:` or `=` the value
         start, end = _word_around(text, keyword.start(), keyword.end())
         if rules.key_shape.fullmatch(text, start, end):

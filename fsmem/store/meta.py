@@ -100,8 +100,9 @@ def read_meta(root: Path, path: Path, counter: TokenCounter, stat: os.stat_resul
     meta.topic = str(fm["topic"]) if fm.get("topic") is not None else None
     if exact:
         meta.tokens = counter.count(text)
-        meta.headings = [(h.level, h.title, h.line, h.end_line) for h in fmt.headings(doc.body, doc.body_start_line)]
-        meta.superseded = fmt.superseded_ranges(doc)
+        heads = fmt.headings(doc.body, doc.body_start_line)
+        meta.headings = [(h.level, h.title, h.line, h.end_line) for h in heads]
+        meta.superseded = fmt.superseded_ranges(doc, heads)
         meta.wikilinks = [(w.line, w.target, w.label) for w in links.links_of(doc.body, doc.body_start_line)]
     else:
         meta.tokens = stat.st_size // 4
