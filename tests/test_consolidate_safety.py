@@ -11,6 +11,7 @@ import pytest
 
 from fsmem import Memory, format as fmt
 from fsmem.consolidate import plan as C
+from fsmem.errors import InvalidArgument
 
 NOW = "2026-12-01T08:00:00+00:00"
 
@@ -204,6 +205,42 @@ def test_a_note_that_links_to_a_topic_is_left_alone_and_said_by_consolidate_and_
     assert billing.read_bytes() == before and os.readlink(link) == "../../../../topics/billing.md"
     assert not (memory.root / "entities").exists()
     assert memory.check().problems == [("sessions/2026/11/01/x.md", 1, reason + "; consolidate skips it")]
+
+
+@pytest.mark.parametrize(
+    ("folder", "target"),
+    [("sessions", "topics"), ("sessions", "entities/people"), ("archive", "topics"), ("sessions", "profile")],
+)
+def test_a_folder_of_notes_that_is_a_link_into_the_memory_is_left_alone_and_said(memory, folder, target):
+    """`sessions -> topics` had every topic with a `created:` read as a session note: marked `consolidated:`,
+    its facts filed again, and (archive: true) moved out of topics/ into the archive; `fsmem note` wrote notes
+    into topics/. A folder of notes is one that is where it is named: the folder is left alone and said, by
+    consolidate (exit 3) and check, `fsmem note` refuses, and every document keeps its bytes and its place."""
+    config = memory.root / "fsmem.yaml"
+    config.write_text(config.read_text().replace("archive: false", "archive: true"))
+    doc = memory.root / target / "billing.md"
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    doc.write_text("---\ntitle: Billing\ncreated: 2026-11-01\n---\n# Billing\n\n- terms: net 30\n")
+    if folder == "archive":
+        note(memory.root, "2026-11-01", "a", "## topic/Ops\n- status: green\n")
+    else:
+        shutil.rmtree(memory.root / folder, ignore_errors=True)
+    (memory.root / folder).symlink_to(target, target_is_directory=True)
+    before, listed = doc.read_bytes(), sorted(doc.parent.rglob("*"))
+    report = memory.consolidate()
+    named = "archive/sessions" if folder == "archive" else folder
+    said = [(path, line, message) for path, line, message in report.problems if path == named]
+    assert len(said) == 1 and said[0][2].endswith(
+        f"which is not a folder of session notes: make {named}/ a real folder; notes skipped"
+    ), report.problems
+    assert named in report.skipped
+    assert doc.read_bytes() == before
+    assert not list((memory.root / "archive").rglob("billing.md")) if folder != "archive" else True
+    assert [p for p, _l, m in memory.check().problems if m.endswith("consolidate skips its notes")] == [named]
+    if folder == "sessions":
+        with pytest.raises(InvalidArgument, match="not a folder of session notes"):
+            memory.note("- terms: net 60")
+        assert doc.read_bytes() == before and sorted(doc.parent.rglob("*")) == listed
 
 
 def test_a_note_that_links_to_another_note_is_that_note_consolidated_once(memory):

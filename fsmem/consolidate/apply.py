@@ -268,10 +268,14 @@ def remove_stray_temp_files(root: Path, settings: C.Settings) -> list[str]:
 
 
 def archive(root: Path, settings: C.Settings, report: ConsolidationReport) -> None:
-    """Move fully consolidated notes to the archive folder (never overwriting anything there)."""
+    """Move fully consolidated notes to the archive folder (never overwriting anything there); not from or to a
+    folder of notes reached through a link (`NoteFolders`: the notes walk has said so)."""
     from fsmem.store.catalog import walk_stats
+    from fsmem.store.note_folders import NoteFolders
     from fsmem.store.paths import resolve
 
+    if NoteFolders(root, settings.archive_dir).refused:
+        return
     folder = root / SESSIONS
     for rel, _full, _stat in walk_stats(root, folder) if folder.is_dir() else []:
         archived = f"{settings.archive_dir}/{rel[len(SESSIONS) + 1 :]}"
