@@ -55,6 +55,10 @@ class NoteFolders:
             f"make {folder}/ a real folder"
         )
 
+    def refusal(self, folder: str) -> str | None:
+        """Why the folder of notes `folder` is left alone, or None."""
+        return dict(self.refused).get(folder)
+
     def folder_problems(self, ending: str) -> list[tuple[str, int, str]]:
         """A problem (folder, 1, why + `ending`) per folder of notes left alone, as consolidate and check say it."""
         return [(folder, 1, problem + ending) for folder, problem in self.refused]
