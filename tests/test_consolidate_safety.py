@@ -3,6 +3,7 @@ symbolic links, and the cost of many keys in one document (issue #10, findings 3
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 
 from fsmem import Memory, format as fmt
 from fsmem.consolidate import plan as C
-from fsmem.errors import InvalidArgument
+from fsmem.errors import FsmemError, InvalidArgument
 
 NOW = "2026-12-01T08:00:00+00:00"
 
@@ -293,3 +294,30 @@ def test_a_document_is_parsed_once_however_many_keys_a_run_merges_into_it(memory
     assert report.counts["superseded"] == 300
     assert calls["headings"] <= 4 and calls["split"] <= 6, calls
     assert read(memory, "topics/big.md").count("\n- key ") == 600
+
+
+@pytest.mark.parametrize("folder", ["entities", "topics", "sessions", "archive/sessions"])
+def test_consolidation_removes_no_file_through_a_folder_that_links_out(memory, tmp_path, folder):
+    """Consolidation clears the temporary files an interrupted write left (`.fsmem-tmp-*`) in its folders; with
+    one of them a link out of the memory it deleted such a file there, outside the memory. Only folders inside
+    the memory are cleared; one inside it is cleared once, where it really is."""
+    from fsmem.store.beneath import TEMP_PREFIX
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / (TEMP_PREFIX + "abc")).write_text("not fsmem's")
+    stray = memory.root / "topics" / (TEMP_PREFIX + "def")
+    stray.parent.mkdir(exist_ok=True)
+    stray.write_text("left by a killed write")
+    link = memory.root / folder
+    shutil.rmtree(link, ignore_errors=True)
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(outside, target_is_directory=True)
+    if folder == "topics":
+        stray = memory.root / "entities" / (TEMP_PREFIX + "def")
+        stray.parent.mkdir(exist_ok=True)
+        stray.write_text("left by a killed write")
+    with contextlib.suppress(FsmemError):  # an archive folder that leads out is refused, exit 2
+        memory.consolidate()
+    assert (outside / (TEMP_PREFIX + "abc")).read_text() == "not fsmem's"
+    assert stray.exists() == (folder == "archive/sessions")  # refused before anything is cleared

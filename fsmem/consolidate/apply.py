@@ -249,15 +249,24 @@ def _ticker(progress: C.Progress | None, total: int) -> Callable[[], None]:
 
 
 def remove_stray_temp_files(root: Path, settings: C.Settings) -> list[str]:
-    """Delete the temporary files an interrupted write left in the folders consolidation writes (under the write lock)."""
-    from fsmem.store.paths import relative
+    """Delete the temporary files an interrupted write left in the folders consolidation writes (under the write lock).
+
+    Each folder is cleared where it really is, and only inside the memory: a write never leaves its temporary
+    file anywhere else (`fsmem.store.beneath`), and a folder that is a link out holds someone else's files."""
+    from fsmem.store.paths import is_visible_folder, relative
 
     removed = []
-    folders = [root / name for name in ("entities", "topics", SESSIONS, settings.archive_dir)]
+    real_root = os.path.realpath(root)
+    folders = {}
+    for name in ("entities", "topics", SESSIONS, settings.archive_dir):
+        real = os.path.realpath(root / name)
+        inside = real[len(real_root) + 1 :].replace(os.sep, "/")
+        if real.startswith(real_root + os.sep) and is_visible_folder(inside):
+            folders[inside] = root / inside
     for name in sorted(os.listdir(root)):
         if name.startswith(TEMP_PREFIX) and os.path.isfile(root / name):
             removed.append(root / name)
-    for folder in folders:
+    for folder in folders.values():
         for current, dirs, files in os.walk(folder):
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
             removed += [Path(current, f) for f in sorted(files) if f.startswith(TEMP_PREFIX)]
