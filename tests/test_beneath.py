@@ -80,7 +80,10 @@ def plant(root: Path, outside: Path, place: str, target: str) -> None:
         full.rmdir()
     elif full.exists() or full.is_symlink():
         full.unlink()
-    full.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        full.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError, FileNotFoundError):
+        return  # a link planted before made a folder on the way a file, or dangling: no place for this one
     if not text.startswith("/"):
         depth = place.count("/")
         text = "../" * depth + text if target not in ("outside by dots", "outside folder by dots") else text
