@@ -102,6 +102,7 @@ class Scenario:
     human: bool = False  # start from a document written by hand (HUMAN_DOCUMENT)
     kept: int | None = None  # consolidate.superseded_in_document (None: the default, 10)
     links: bool = False  # `evolve` plants LINKS among the notes first; they change no byte of the documents
+    folder_links: bool = False  # `evolve` plants FOLDER_LINKS first; they change no byte either
 
 
 # Notes that are symbolic links: to a topic the notes may make (no note: left alone, reported) and to a note
@@ -109,6 +110,15 @@ class Scenario:
 LINKS = {
     "sessions/2026/01/02/z-topic.md": "../../../../topics/ops.md",
     "sessions/2026/01/04/z-note.md": "../01/a.md",
+}
+
+
+# Folders of notes that are symbolic links to folders of documents: the archive folder (left alone and
+# reported: read as archived notes, every document with a `created:` would be marked) and a day folder (the
+# notes walk enters no folder link).
+FOLDER_LINKS = {
+    "archive/sessions": "../topics",
+    "sessions/2026/01/09": "../../../entities/people",
 }
 
 
@@ -209,8 +219,11 @@ def evolve(root: Path, scenario: Scenario) -> tuple[dict[str, bytes], int, int]:
     Returns the final tree, the number of crashes that happened, and how many were asked for.
     """
     memory = start(root, scenario)
-    for link, text in LINKS.items() if scenario.links else ():
+    planted = {**(LINKS if scenario.links else {}), **(FOLDER_LINKS if scenario.folder_links else {})}
+    for link, text in planted.items():
         (root / link).parent.mkdir(parents=True, exist_ok=True)
+        if link in FOLDER_LINKS:  # a folder link that dangles is refused whole (a dangling archive: exit 2)
+            (root / link).parent.joinpath(text).mkdir(parents=True, exist_ok=True)
         os.symlink(text, root / link)
     crashed = 0
     for step in range(scenario.steps):

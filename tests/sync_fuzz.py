@@ -8,6 +8,7 @@ because the oracle is one piece: the invariants, written from the documented rul
 docs/safety.md, issue 31) rather than by calling fsmem's own checker, checked on each honest
 host after every sync and every write:
 
+- no document outside the folders of notes carries consolidation's mark of a note taken (`consolidated:`);
 - every link in the tree resolves, one component at a time and never through a link that
   leaves, inside the memory to a memory file or folder; never to a control or generated
   file (fsmem.yaml, INDEX.md, a history file, .git, .fsmem); a dangling link or a loop at
@@ -199,6 +200,7 @@ class World:
         (self.outside / "victim.md").write_text(f"# Outside\n\n{SECRET}\n")
         (self.outside / "topics").mkdir()
         (self.outside / "topics" / "shared.md").write_text(f"# Not the memory's\n{SECRET}\n")
+        (self.outside / ".fsmem-tmp-planted").write_text("named as fsmem names a temporary file, not fsmem's\n")
         OUTSIDE_ABS["path"] = str(self.outside)
         self.outside_hash = tree_hash(self.outside)
         self.hostile = Hostile(origin, base / "hostile.git")
@@ -458,6 +460,9 @@ class World:
                     data = path.read_bytes()
                     if SECRET.encode() in data:
                         self.fail("secret", host, f"{rel} holds the secret planted outside")
+                    head = data[: data.find(b"\n---", 3)] if data.startswith(b"---") else b""
+                    if b"\nconsolidated: sha256-" in head and not rel.startswith(("sessions/", "archive/")):
+                        self.fail("notes", host, f"{rel}: a document consolidation marked as a note it took")
                     self._judge_file(host, rel, listed, reported)
         problems = names_problems(on_disk + self._head_names(root))
         if problems:

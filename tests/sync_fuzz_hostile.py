@@ -266,6 +266,15 @@ def folder_to_link(m: Move) -> None:
     m.link(folder, str(m.choose([m.up(folder) + "../outside", ".", m.up(folder) + "entities"])))
 
 
+def notes_folder_to_link(m: Move) -> None:
+    """A folder every honest note or consolidation writes through, made a link: to a folder of documents, to
+    git's or fsmem's own folder, out of the memory."""
+    folder = str(m.choose(["sessions", "sessions/2026", "archive", "archive/sessions", "entities", "entities/people"]))
+    m.drop(folder)
+    up = m.up(folder)
+    m.link(folder, str(m.choose([up + "topics", up + "profile", up + ".git", up + ".fsmem", up + "../outside"])))
+
+
 def unicode_twins(m: Move) -> None:
     n = _n(m)
     m.text(unicodedata.normalize("NFC", f"topics/café-{n}.md"), "# Café (NFC)\n")
@@ -428,6 +437,7 @@ ACTIONS: dict[str, Callable[[Move], None]] = {
         file_to_link_out,
         link_to_file_or_folder,
         folder_to_link,
+        notes_folder_to_link,
         unicode_twins,
         case_twins,
         device_names,

@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
+from import_samples import CHATGPT, TURNS, chatgpt_conversation, chatgpt_export, transcript_records, write_jsonl
 
 from fsmem import Memory
 from fsmem.errors import FsmemError, PathEscape
+from fsmem.hooks import claude_code as cc, runner
 from fsmem.store import beneath
 
 NOW = "2026-11-30T09:15:00+00:00"
@@ -28,6 +30,11 @@ LINK_PLACES = [
     "entities",
     "archive",
     "topics/chain.md",
+    # folders on the way of a write (issue: a folder of notes, or of documents, that is a link)
+    "sessions/2026",
+    "sessions/2026/11/30",
+    "archive/sessions",
+    "entities/people",
 ]
 TARGETS = {
     "outside file": "{outside}/secret.md",
@@ -42,6 +49,8 @@ TARGETS = {
     "history file": "topics/billing.history.md",
     "memory file": "topics/billing.md",
     "memory folder": "topics",
+    "documents folder": "profile",
+    "git": ".git",
     "dangling": "topics/nowhere.md",
     "chain": "topics/chain.md",
     "self": "{self}",
@@ -71,7 +80,10 @@ def plant(root: Path, outside: Path, place: str, target: str) -> None:
         full.rmdir()
     elif full.exists() or full.is_symlink():
         full.unlink()
-    full.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        full.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError, FileNotFoundError):
+        return  # a link planted before made a folder on the way a file, or dangling: no place for this one
     if not text.startswith("/"):
         depth = place.count("/")
         text = "../" * depth + text if target not in ("outside by dots", "outside folder by dots") else text
@@ -84,6 +96,12 @@ def build(base: Path) -> tuple[Path, Path]:
     (outside / "secret.md").write_text("---\ntitle: Secret\n---\n# Secret\n\n- key: outside\n")
     (outside / "notes").mkdir()
     root = Memory.init(base / "mem").root
+    config = root / "fsmem.yaml"
+    config.write_text(config.read_text().replace("archive: false", "archive: true"))
+    (root / ".git").mkdir()  # git's own folder, as a clone has it (no history is kept: fsmem writes none)
+    (root / ".git" / "config").write_text("[core]\n")
+    (root / ".git" / "notes.md").write_text("# Not memory\n")
+    (root / "profile" / "keep.md").write_text(KEEP)
     (root / "topics").mkdir(exist_ok=True)
     (root / "topics" / "billing.md").write_text("---\ntitle: Billing\n---\n# Billing\n\n- terms: net 30\n")
     (root / "topics" / "billing.history.md").write_text("---\n---\n- terms: net 15\n")
@@ -93,11 +111,26 @@ def build(base: Path) -> tuple[Path, Path]:
     return root, outside
 
 
+# A document no operation names and no planted link leads to: dated (`created:`), so that a folder of notes
+# reached through a link would have it read, marked and archived as a note. It keeps its bytes and its place.
+KEEP = "---\ntitle: Keep\ncreated: 2026-11-01\n---\n# Keep\n\n- sentinel: kept\n"
+
+
+# a conversation of the fuzzer's day, so that its import goes through sessions/2026/11/30 as a note does
+IMPORTED = chatgpt_conversation("c-30", "Billing", [("user", "We bill net 60."), ("assistant", "Noted.")], 1796025600)
+
+
 def protected(root: Path, outside: Path) -> dict[str, dict[str, str]]:
+    """What no write may change: outside the root, the configuration, hidden and git's folders, the Markdown
+    in `.fsmem/` (fsmem's state holds none), and the document `KEEP`."""
+    state = root / ".fsmem"
     return {
         "outside": digest(outside),
         "config": {"fsmem.yaml": hashlib.sha256((root / "fsmem.yaml").read_bytes()).hexdigest()},
         "hidden": digest(root / ".private"),
+        "git": digest(root / ".git") if (root / ".git").is_dir() and not (root / ".git").is_symlink() else {},
+        "state": {k: v for k, v in digest(state).items() if k.endswith(".md")} if state.is_dir() else {},
+        "keep": {"profile/keep.md": (root / "profile" / "keep.md").read_text()},
     }
 
 
@@ -120,6 +153,8 @@ OPERATIONS = st.sampled_from(
         ("rm", "topics/sub/c.md"),
         ("index", None),
         ("consolidate", None),
+        ("import", None),
+        ("hook", None),
     ]
 )
 
@@ -141,23 +176,46 @@ def run(memory: Memory, operation: tuple[str, str | None]) -> None:
             memory.rm(path)
         elif name == "index":
             memory.index()
+        elif name == "import":
+            export = chatgpt_export(memory.root.parent / "export", [*CHATGPT, IMPORTED])
+            memory.import_from("chatgpt", str(export))
+        elif name == "hook":
+            transcript = write_jsonl(
+                memory.root.parent / "s-1.jsonl", transcript_records("s-1", TURNS, day="2026-11-30")
+            )
+            runner.save_session(memory, cc.HookEvent("SessionEnd", "s-1", str(transcript), None))
         else:
             memory.consolidate()
     except FsmemError:
         pass
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(
-    links=st.lists(st.tuples(st.sampled_from(LINK_PLACES), st.sampled_from(sorted(TARGETS))), max_size=4),
-    operations=st.lists(OPERATIONS, min_size=1, max_size=6),
-)
-def test_no_write_changes_a_byte_outside_the_memory_or_in_a_control_file(tmp_path_factory, links, operations):
-    """Issue 31: whatever links the tree holds (out, in, to control and generated files, chains, dangling,
-    loops), no write — note, write, edit, mv, rm, index, consolidate — changes a byte outside the memory root
-    or in a control file, and no document becomes the index."""
-    base = tmp_path_factory.mktemp("tree")
+# folders on the way of the writes, and where a link there may lead: drawn apart so that a folder link is
+# common in the examples (from LINK_PLACES and TARGETS, one in about 200 links would be one)
+FOLDER_PLACES = ["sessions", "sessions/2026", "sessions/2026/11/30", "archive", "archive/sessions", "entities"]
+FOLDER_PLACES += ["entities/people", "topics/sub"]
+FOLDER_TARGETS = ["outside folder", "hidden folder", "state", "git", "memory folder"]
+FOLDER_TARGETS += ["documents folder"]
+# what each folder link is tried with, in order: every write that goes through sessions/ or entities/, then
+# consolidation (reading, marking and archiving notes, writing documents) twice
+FOLDER_OPERATIONS = [
+    ("note", None),
+    ("note subject", None),
+    ("hook", None),
+    ("import", None),
+    ("write", "entities/people/x.md"),
+    ("write", "topics/sub/c.md"),
+    ("consolidate", None),
+    ("note", None),
+    ("consolidate", None),
+]
+EXAMPLES = 30 * int(os.environ.get("FSMEM_FUZZ_SCALE", "1"))
+
+
+def run_all(base: Path, links: list[tuple[str, str]], operations: list[tuple[str, str | None]]) -> None:
+    """Plant `links`, run `operations`, and check what no write may change (`protected`) and the index."""
     root, outside = build(base)
+    (outside / ".fsmem-tmp-0").write_text("someone else's file, named as fsmem names a temporary one\n")
     for place, target in links:
         plant(root, outside, place, target)
     before = protected(root, outside)
@@ -167,17 +225,42 @@ def test_no_write_changes_a_byte_outside_the_memory_or_in_a_control_file(tmp_pat
     try:
         for operation in operations:
             run(memory, operation)
+            assert protected(root, outside) == before, operation  # after each step: which one did it
     finally:
         if old is None:
             os.environ.pop("FSMEM_NOW", None)
         else:
             os.environ["FSMEM_NOW"] = old
-    assert protected(root, outside) == before
     for current, _folders, files in os.walk(root):
         for name in files:
             full = Path(current, name)
             if full != root / "INDEX.md" and full.is_file() and ".fsmem" not in full.parts:
                 assert INDEX_MARK not in full.read_bytes(), full
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    links=st.lists(
+        st.tuples(st.sampled_from(LINK_PLACES), st.sampled_from(sorted(TARGETS)))
+        | st.tuples(st.sampled_from(FOLDER_PLACES), st.sampled_from(FOLDER_TARGETS)),
+        max_size=4,
+    ),
+    operations=st.lists(OPERATIONS, min_size=1, max_size=6),
+)
+def test_no_write_changes_a_byte_outside_the_memory_or_in_a_control_file(tmp_path_factory, links, operations):
+    """Issue 31: whatever links the tree holds (out, in, to control and generated files, chains, dangling,
+    loops, folders on the way), no write — note, write, edit, mv, rm, index, consolidate, import, the hook —
+    changes a byte outside the memory root, in a control file, in git's folder or a document it does not
+    name, and no document becomes the index. Checked after every step."""
+    run_all(tmp_path_factory.mktemp("tree"), links, operations)
+
+
+@pytest.mark.parametrize("target", FOLDER_TARGETS)
+@pytest.mark.parametrize("place", FOLDER_PLACES)
+def test_no_write_through_a_folder_that_is_a_link_changes_what_it_must_not(tmp_path, place, target):
+    """Each folder on the way of a write made a link to each kind of place, then every write that goes through
+    it and consolidation: the fuzzer's rule (`run_all`), for every pair rather than those drawn."""
+    run_all(tmp_path, [(place, target)], FOLDER_OPERATIONS)
 
 
 @pytest.fixture(params=["dir_fd", "lstat"])

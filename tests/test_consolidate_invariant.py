@@ -173,7 +173,17 @@ def scenarios(draw) -> S.Scenario:
     strays = draw(st.sets(st.sampled_from(sorted(crashes)))) if crashes else set()
     kept = draw(st.sampled_from([None, 0, 1]))  # bounded documents: 0 and 1 move lines to history files
     links = draw(st.booleans())  # notes that are links (to a topic, to a note) in the evolved memory only
-    return S.Scenario(list(notes.values()), STEPS, crashes, strays, human=draw(st.booleans()), kept=kept, links=links)
+    folder_links = draw(st.booleans())  # folders of notes that are links to folders of documents, likewise
+    return S.Scenario(
+        list(notes.values()),
+        STEPS,
+        crashes,
+        strays,
+        human=draw(st.booleans()),
+        kept=kept,
+        links=links,
+        folder_links=folder_links,
+    )
 
 
 # about 25 s; FSMEM_INVARIANT_EXAMPLES sets it, `make fuzz` (FSMEM_FUZZ_SCALE) multiplies it, for a longer hunt
@@ -188,8 +198,8 @@ def test_batches_growth_and_crashes_give_the_bytes_of_one_run(scenario):
     mid-section), runs crashing
     after a random write with or without a stray temporary file, starting from an empty memory or from a
     document written by hand, documents bounded to 0, 1 or 10 superseded values per key (the rest in history
-    files), notes that are links (to a topic, to another note) in the evolved memory alone: the final tree
-    equals one run's."""
+    files), notes that are links (to a topic, to another note) and folders of notes that are links (the archive
+    to topics/, a day to entities/people/) in the evolved memory alone: the final tree equals one run's."""
     with tempfile.TemporaryDirectory() as folder:
         expected = S.reference(Path(folder) / "one-run", scenario)
         got, _crashed, _asked = S.evolve(Path(folder) / "evolved", scenario)

@@ -3,6 +3,7 @@ symbolic links, and the cost of many keys in one document (issue #10, findings 3
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 
 from fsmem import Memory, format as fmt
 from fsmem.consolidate import plan as C
+from fsmem.errors import FsmemError, InvalidArgument
 
 NOW = "2026-12-01T08:00:00+00:00"
 
@@ -206,6 +208,42 @@ def test_a_note_that_links_to_a_topic_is_left_alone_and_said_by_consolidate_and_
     assert memory.check().problems == [("sessions/2026/11/01/x.md", 1, reason + "; consolidate skips it")]
 
 
+@pytest.mark.parametrize(
+    ("folder", "target"),
+    [("sessions", "topics"), ("sessions", "entities/people"), ("archive", "topics"), ("sessions", "profile")],
+)
+def test_a_folder_of_notes_that_is_a_link_into_the_memory_is_left_alone_and_said(memory, folder, target):
+    """`sessions -> topics` had every topic with a `created:` read as a session note: marked `consolidated:`,
+    its facts filed again, and (archive: true) moved out of topics/ into the archive; `fsmem note` wrote notes
+    into topics/. A folder of notes is one that is where it is named: the folder is left alone and said, by
+    consolidate (exit 3) and check, `fsmem note` refuses, and every document keeps its bytes and its place."""
+    config = memory.root / "fsmem.yaml"
+    config.write_text(config.read_text().replace("archive: false", "archive: true"))
+    doc = memory.root / target / "billing.md"
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    doc.write_text("---\ntitle: Billing\ncreated: 2026-11-01\n---\n# Billing\n\n- terms: net 30\n")
+    if folder == "archive":
+        note(memory.root, "2026-11-01", "a", "## topic/Ops\n- status: green\n")
+    else:
+        shutil.rmtree(memory.root / folder, ignore_errors=True)
+    (memory.root / folder).symlink_to(target, target_is_directory=True)
+    before, listed = doc.read_bytes(), sorted(doc.parent.rglob("*"))
+    report = memory.consolidate()
+    named = "archive/sessions" if folder == "archive" else folder
+    said = [(path, line, message) for path, line, message in report.problems if path == named]
+    assert len(said) == 1 and said[0][2].endswith(
+        f"which is not a folder of session notes: make {named}/ a real folder; notes skipped"
+    ), report.problems
+    assert named in report.skipped
+    assert doc.read_bytes() == before
+    assert not list((memory.root / "archive").rglob("billing.md")) if folder != "archive" else True
+    assert [p for p, _l, m in memory.check().problems if m.endswith("consolidate skips its notes")] == [named]
+    if folder == "sessions":
+        with pytest.raises(InvalidArgument, match="not a folder of session notes"):
+            memory.note("- terms: net 60")
+        assert doc.read_bytes() == before and sorted(doc.parent.rglob("*")) == listed
+
+
 def test_a_note_that_links_to_another_note_is_that_note_consolidated_once(memory):
     """A link to a note adds nothing: the note is cited once, under its own path, and the link stays as it was."""
     note(memory.root, "2026-11-01", "a", "## people/Rosa Diaz\n- employer: Acme\n")
@@ -256,3 +294,30 @@ def test_a_document_is_parsed_once_however_many_keys_a_run_merges_into_it(memory
     assert report.counts["superseded"] == 300
     assert calls["headings"] <= 4 and calls["split"] <= 6, calls
     assert read(memory, "topics/big.md").count("\n- key ") == 600
+
+
+@pytest.mark.parametrize("folder", ["entities", "topics", "sessions", "archive/sessions"])
+def test_consolidation_removes_no_file_through_a_folder_that_links_out(memory, tmp_path, folder):
+    """Consolidation clears the temporary files an interrupted write left (`.fsmem-tmp-*`) in its folders; with
+    one of them a link out of the memory it deleted such a file there, outside the memory. Only folders inside
+    the memory are cleared; one inside it is cleared once, where it really is."""
+    from fsmem.store.beneath import TEMP_PREFIX
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / (TEMP_PREFIX + "abc")).write_text("not fsmem's")
+    stray = memory.root / "topics" / (TEMP_PREFIX + "def")
+    stray.parent.mkdir(exist_ok=True)
+    stray.write_text("left by a killed write")
+    link = memory.root / folder
+    shutil.rmtree(link, ignore_errors=True)
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(outside, target_is_directory=True)
+    if folder == "topics":
+        stray = memory.root / "entities" / (TEMP_PREFIX + "def")
+        stray.parent.mkdir(exist_ok=True)
+        stray.write_text("left by a killed write")
+    with contextlib.suppress(FsmemError):  # an archive folder that leads out is refused, exit 2
+        memory.consolidate()
+    assert (outside / (TEMP_PREFIX + "abc")).read_text() == "not fsmem's"
+    assert stray.exists() == (folder == "archive/sessions")  # refused before anything is cleared

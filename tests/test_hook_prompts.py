@@ -233,6 +233,17 @@ def test_a_damaged_memory_or_transcript_never_blocks(root, tmp_path, damage):
     assert (done.returncode, done.stdout) == (0, b"")
 
 
+def test_a_session_note_that_is_a_fifo_does_not_hang_the_stop_hook(root, tmp_path):
+    from fsmem.hooks.claude_code import session_name
+
+    transcript = append(tmp_path / "s-1.jsonl", *work())
+    folder = root / "sessions" / "2026" / "05" / "04"
+    folder.mkdir(parents=True)
+    os.mkfifo(folder / f"{session_name('s-1')}.md")  # no one ever writes it: opening it to read would block
+    answer = decision(hook(root, stop(transcript)))  # cli_runner fails a hook that hits its time limit
+    assert answer is not None and answer["decision"] == "block"  # the FIFO holds none of the transcript
+
+
 # -- UserPromptSubmit: relevant memory, or nothing -------------------------------------------------------------
 
 

@@ -6,6 +6,7 @@ import copy
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -27,7 +28,7 @@ from import_samples import (
 
 from fsmem import Memory
 from fsmem.agents import tools
-from fsmem.errors import InvalidArgument, ReadOnly
+from fsmem.errors import InvalidArgument, PathEscape, ReadOnly
 from fsmem.hooks import claude_code as cc, runner
 from fsmem.importers.jsonstream import ArrayReader, JSONFault
 from fsmem.importers.notes import digest
@@ -495,3 +496,48 @@ def test_a_resumed_sessions_file_is_one_note_whoever_saves_it_first(memory, tmp_
     report = memory.import_from("claude-code", str(transcript))
     assert (report.created, report.unchanged, report.skipped) == ([], 1, [])
     assert [p.name for p in (memory.root / "sessions").rglob("*.md")] == [f"claude-code-{now}.md"]
+
+
+# -- a sessions/ folder that is a symbolic link -----------------------------------------------------------
+
+
+def md_files(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*.md")) if p.is_file()}
+
+
+@pytest.mark.parametrize("target", ["outside", ".git", ".fsmem", "topics"])
+def test_import_and_the_hook_write_no_note_through_a_sessions_folder_that_is_a_link(memory, tmp_path, target):
+    """`sessions -> elsewhere`: import wrote each conversation through the link, outside the memory, into .git/
+    or .fsmem/, or among the topics, and the hook found and rewrote a note there. Both now refuse, exit 2."""
+    root = memory.root
+    elsewhere = {"outside": tmp_path / "outside", ".git": root / ".git", ".fsmem": root / ".fsmem"}.get(
+        target, root / "topics"
+    )
+    transcript = write_jsonl(tmp_path / "s-9.jsonl", transcript_records("s-9", TURNS[:2]))
+    assert runner.save_session(memory, cc.HookEvent("SessionEnd", "s-9", str(transcript), None)).note
+    elsewhere.mkdir(exist_ok=True)
+    shutil.copytree(root / "sessions", elsewhere, dirs_exist_ok=True)  # the note saved is there too
+    shutil.rmtree(root / "sessions")
+    (root / "sessions").symlink_to(elsewhere)
+    before = md_files(elsewhere)
+    with pytest.raises(InvalidArgument, match="not a folder of session notes"):
+        memory.import_from("chatgpt", str(chatgpt_export(tmp_path / "export", CHATGPT)))
+    write_jsonl(transcript, transcript_records("s-9", TURNS))
+    saved = runner.save_session(memory, cc.HookEvent("SessionEnd", "s-9", str(transcript), None))
+    assert saved.note is None and any("not a folder of session notes" in problem for problem in saved.problems)
+    assert md_files(elsewhere) == before
+    done = run("import", "chatgpt", str(tmp_path / "export" / "conversations.json"), cwd=root)
+    assert done.returncode == 2 and "not a folder of session notes" in done.stderr and "Traceback" not in done.stderr
+    assert md_files(elsewhere) == before
+
+
+def test_import_writes_no_note_through_a_dated_folder_that_links_out(memory, tmp_path):
+    """`sessions/2025 -> outside`: import's writes go through the memory's write walk (`fsmem.store.beneath`),
+    which refuses a link out; before, they were written at the path as given, outside the memory."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (memory.root / "sessions").mkdir(exist_ok=True)
+    (memory.root / "sessions" / "2025").symlink_to(outside)
+    with pytest.raises(PathEscape, match="leads outside the memory root"):
+        memory.import_from("chatgpt", str(chatgpt_export(tmp_path / "export", CHATGPT)))
+    assert list(outside.rglob("*")) == []

@@ -24,7 +24,7 @@ from fsmem.consolidate.report import COUNT_NAMES, ConsolidationReport
 from fsmem.errors import ConsolidationRunning, FsmemError, LockTimeout
 from fsmem.store import beneath
 from fsmem.store.cache import chunks
-from fsmem.store.files import TEMP_PREFIX, file_lock, open_unlinked, state_dir
+from fsmem.store.files import file_lock, open_unlinked, remove_temp_files, state_dir
 
 __all__ = ["COUNT_NAMES", "ConsolidationReport", "apply", "run", "unified_diff"]
 LOG_FILE = "consolidate.jsonl"
@@ -248,30 +248,15 @@ def _ticker(progress: C.Progress | None, total: int) -> Callable[[], None]:
     return (lambda: progress("writing", next(done), total)) if progress else (lambda: None)
 
 
-def remove_stray_temp_files(root: Path, settings: C.Settings) -> list[str]:
-    """Delete the temporary files an interrupted write left in the folders consolidation writes (under the write lock)."""
-    from fsmem.store.paths import relative
-
-    removed = []
-    folders = [root / name for name in ("entities", "topics", SESSIONS, settings.archive_dir)]
-    for name in sorted(os.listdir(root)):
-        if name.startswith(TEMP_PREFIX) and os.path.isfile(root / name):
-            removed.append(root / name)
-    for folder in folders:
-        for current, dirs, files in os.walk(folder):
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-            removed += [Path(current, f) for f in sorted(files) if f.startswith(TEMP_PREFIX)]
-    for path in removed:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-    return [relative(root, path) for path in removed]
-
-
 def archive(root: Path, settings: C.Settings, report: ConsolidationReport) -> None:
-    """Move fully consolidated notes to the archive folder (never overwriting anything there)."""
+    """Move fully consolidated notes to the archive folder (never overwriting anything there); not from or to a
+    folder of notes reached through a link (`NoteFolders`: the notes walk has said so)."""
     from fsmem.store.catalog import walk_stats
+    from fsmem.store.note_folders import NoteFolders
     from fsmem.store.paths import resolve
 
+    if NoteFolders(root, settings.archive_dir).refused:
+        return
     folder = root / SESSIONS
     for rel, _full, _stat in walk_stats(root, folder) if folder.is_dir() else []:
         archived = f"{settings.archive_dir}/{rel[len(SESSIONS) + 1 :]}"
@@ -338,7 +323,9 @@ def run(
             ) from None
         if not dry_run:
             with file_lock(root):
-                report.temp_files_removed = remove_stray_temp_files(root, settings)
+                report.temp_files_removed = remove_temp_files(
+                    root, ("entities", "topics", SESSIONS, settings.archive_dir)
+                )
         signature = L.signature(settings.extractors, settings.default_subject)
         ledger = L.Ledger(root, signature, settings.default_subject, dry_run=dry_run)
         stack.callback(ledger.close, False)

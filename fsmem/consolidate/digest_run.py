@@ -16,7 +16,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from fsmem import format as fmt
-from fsmem.consolidate.dates import SESSIONS
 from fsmem.consolidate.digest import PREFIX, SECTION, Entry, SessionLine, episode_line, section_lines, with_section
 from fsmem.consolidate.plan import Change, Plan, Settings, citation_paths
 from fsmem.consolidate.report import ConsolidationReport
@@ -129,9 +128,12 @@ def plan_digest(root: Path, archive_dir: str, day: str, located: Callable[[str],
 
 def _episodes(root: Path, archive_dir: str) -> Iterator[tuple[str, os.stat_result]]:
     """(path, stat) of each Claude Code session note, in the sessions folder and the archive: only these are
-    stat'ed (a memory of many notes is listed, not stat'ed, a second time). A link is no episode here."""
-    for folder in (SESSIONS, archive_dir.strip("/")):
-        if not folder or not (root / folder).is_dir():
+    stat'ed (a memory of many notes is listed, not stat'ed, a second time). A link is no episode here, nor what
+    a folder of notes reached through a link holds (`NoteFolders`)."""
+    from fsmem.store.note_folders import NoteFolders
+
+    for folder in NoteFolders(root, archive_dir).named:
+        if not (root / folder).is_dir():
             continue
         for current, dirs, files in os.walk(root / folder):
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))

@@ -183,15 +183,18 @@ def walk_notes(
 ) -> Iterator[tuple[str, str, os.stat_result]]:
     """(path, absolute path, stat) of every session note, under `sessions/` and then the archive, in walk order.
 
-    A note that is a symbolic link is never read as a note of its own (`fsmem.store.note_folders`). With
-    `refused`, each entry left out that a person must fix is appended to it as (path, 1, message ending
-    "; note skipped"): a link to a memory file that is not a note, and whatever the walk skips (a link out of
-    the memory, a dangling link, a FIFO, an unreadable file).
+    A note that is a symbolic link is never read as a note of its own, nor a folder of notes reached through a
+    link (`fsmem.store.note_folders`). With `refused`, each entry left out that a person must fix is appended
+    to it as (path, 1, message ending "; note skipped"): a link to a memory file that is not a note, and
+    whatever the walk skips (a link out of the memory, a dangling link, a FIFO, an unreadable file); a folder
+    left alone ends in "; notes skipped".
     """
     from fsmem.store.note_folders import NoteFolders
     from fsmem.store.walk import walk_entries
 
     folders = NoteFolders(root, archive_dir)
+    if refused is not None:
+        refused += folders.folder_problems("; notes skipped")
     for folder in folders.named:
         if not (root / folder).is_dir():
             continue

@@ -15,7 +15,7 @@ from typing import Any
 from fsmem.consolidate.plan import Plan
 
 # How a problem that left a note or document out ends: it stays out, run after run, until a person fixes it.
-SKIPPED = ("; note skipped", "; document skipped")
+SKIPPED = ("; note skipped", "; notes skipped", "; document skipped")
 
 COUNT_NAMES = (
     "notes_read",

@@ -93,13 +93,17 @@ def save(root: Path, session_id: str, looked: Looked) -> None:
 def held_bytes(root: Path, session_id: str) -> int:
     """The bytes of the session's transcript that its session note holds (0: no note, or none recorded)."""
     from fsmem import format as fmt
+    from fsmem.errors import InvalidArgument
     from fsmem.importers.notes import held_in
+    from fsmem.store.paths import read_regular
 
     found = sorted((root / "sessions").glob(f"*/*/*/{cc.session_name(session_id)}.md"))
     if not found:
         return 0
-    with open(found[0], "rb") as stream:
-        head = stream.read(FRONT_BYTES).decode("utf-8", "replace")
+    try:  # a FIFO or device named as the note must not hang the hook: it holds nothing
+        head = read_regular(found[0], FRONT_BYTES).decode("utf-8", "replace")
+    except InvalidArgument:
+        return 0
     held = held_in(fmt.split(head).front_matter)
     return held.bytes if held is not None and held.bytes is not None else 0
 

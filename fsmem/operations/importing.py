@@ -27,6 +27,7 @@ from fsmem.format import secrets
 from fsmem.importers import Conversation
 from fsmem.operations.core import Core, Report, whole_memory
 from fsmem.operations.transaction import Transaction, require_writable, transaction
+from fsmem.store.note_folders import SESSIONS, NoteFolders
 from fsmem.store.writing import Change, WriteResult
 
 if TYPE_CHECKING:
@@ -125,7 +126,7 @@ class Batches:
     def write(self, path: Path, data: bytes) -> None:
         from fsmem.store.files import atomic_write
 
-        atomic_write(path, data, durable=False)
+        atomic_write(path, data, durable=False, root=self.memory.root)  # through no link out (`beneath`)
         self.unsynced.append(path)
 
     def _sync(self) -> None:
@@ -180,11 +181,15 @@ def import_from(memory: Core, format: str, path: str, *, into: str | None = None
     for _ in read(source):  # the first reading: a fault anywhere stops the import before anything is written
         pass
     report = ImportReport(format, str(source))
+    folders = NoteFolders(memory.root, memory.config.consolidate.archive_dir)
+    refused = folders.refusal(SESSIONS)
+    if refused is not None:  # not walked, not written: a note there would land where the link leads
+        raise InvalidArgument(f"cannot import conversations: {refused}; nothing was written")
     sessions = _session_notes(memory.root)
     batches = Batches(memory)
     try:
         for conversation in read(source):
-            _one_conversation(memory, batches, sessions, conversation, report)
+            _one_conversation(memory, batches, folders, sessions, conversation, report)
     finally:
         batches.close()
     return report
@@ -206,7 +211,7 @@ def _source(memory: Core, path: str) -> Path:
 def _session_notes(root: Path) -> dict[str, list[Path]]:
     """Every session note by its session's name (its file name), wherever it is dated."""
     found: dict[str, list[Path]] = {}
-    base = root / "sessions"
+    base = root / SESSIONS
     for folder, dirs, files in os.walk(base):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
         for name in files:
@@ -222,7 +227,12 @@ def _screened(memory: Core, lines: tuple[str, ...], first: int) -> tuple[str, ..
 
 
 def _one_conversation(
-    memory: Core, batches: Batches, sessions: dict[str, list[Path]], conv: Conversation, report: ImportReport
+    memory: Core,
+    batches: Batches,
+    folders: NoteFolders,
+    sessions: dict[str, list[Path]],
+    conv: Conversation,
+    report: ImportReport,
 ) -> None:
     """Bring one conversation into its note: a new note, or the lines after those its record holds."""
     from dataclasses import replace
@@ -248,6 +258,10 @@ def _one_conversation(
     if target.is_file():
         existing.insert(0, target)
     rel = relative(memory.root, target)
+    refused = folders.write_problem(relative(memory.root, existing[0]) if existing else rel)
+    if refused is not None:  # a note that is a link to a file that is no note
+        report.add("skipped", (named, refused))
+        return
     try:
         if not existing:
             title = secrets.screen(conv.title, memory.secrets_policy, "its title")

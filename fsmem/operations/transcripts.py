@@ -30,6 +30,7 @@ from fsmem.importers import Conversation
 from fsmem.importers.notes import Held, held_in
 from fsmem.operations.core import Core
 from fsmem.operations.transaction import Transaction, require_writable, transaction
+from fsmem.store.note_folders import SESSIONS, NoteFolders
 
 if TYPE_CHECKING:
     from fsmem.importers.transcripts import Identity, Part
@@ -141,7 +142,13 @@ def _save_part(
     from fsmem.store.writing import Change, WriteResult, read_text
 
     name = session_name(who.key)
-    note = _find_note(memory.root, name)
+    folders = NoteFolders(memory.root, memory.config.consolidate.archive_dir)
+    refused = folders.refusal(SESSIONS)
+    note = _find_note(memory.root, name) if refused is None else None
+    refused = refused or (folders.write_problem(relative(memory.root, note)) if note is not None else None)
+    if refused is not None:  # a note there would land where a link leads, not in a folder of notes
+        saved.problems.append(f"{refused}; nothing saved")
+        return None
     text = before = None
     front: Mapping[str, Any] = {}
     held = Held()
@@ -181,12 +188,16 @@ def _save_part(
             if not kept:
                 return None if part.at_end else part.end
             note = _note_path(memory, name, conv)
+            refused = folders.write_problem(relative(memory.root, note))
+            if refused is not None:
+                saved.problems.append(f"{refused}; nothing saved")
+                return None
             data = notes.new_note(conv, kept, record).encode("utf-8")
         else:
             assert text is not None
             data = notes.extended(text, conv, kept, record, front=front).encode("utf-8")
         rel = relative(memory.root, note)
-        atomic_write(note, data)
+        atomic_write(note, data, root=memory.root)  # through no link out (`fsmem.store.beneath`)
         tx.wrote(WriteResult("note", rel, created=before is None, changes=[Change(rel, before, data)]), f"save {rel}")
         saved.note, saved.lines = rel, saved.lines + len(kept)
     return None if part.at_end else part.end
@@ -232,7 +243,7 @@ def _note_path(memory: Core, name: str, conv: Conversation) -> Path:
 
 def _find_note(root: Path, name: str) -> Path | None:
     """The session note named `name`, wherever it is dated."""
-    found = sorted((root / "sessions").glob(f"*/*/*/{name}.md"))
+    found = sorted((root / SESSIONS).glob(f"*/*/*/{name}.md"))
     return found[0] if found else None
 
 

@@ -139,7 +139,7 @@ def note_link_problems(memory: Core, links: list[tuple[str, str]]) -> list[tuple
     from fsmem.store.note_folders import NoteFolders
 
     folders = NoteFolders(memory.root, memory.config.consolidate.archive_dir)
-    found = []
+    found = folders.folder_problems("; consolidate skips its notes")
     for rel, target in links:
         problem = folders.link_problem(target) if folders.holds(rel) else None
         if problem is not None:

@@ -601,7 +601,7 @@ def _parsed_batches(root: Path, todo: list[tuple[str, str]], analyzer: Analyzer)
                 [ParsedTask([p for p in (read_file(root, rel, full, analyzer) for rel, full in batch) if p], None)]
             )
         return
-    tasks = [(str(root), chunk) for chunk in workers.chunks(todo, BATCH_FILES // TASKS_PER_BATCH)]
+    tasks = [(str(root), chunk) for chunk in _cache.chunks(todo, BATCH_FILES // TASKS_PER_BATCH)]
     chunks = workers.mapped(parse_files, tasks, len(todo))
     while True:
         first = next(chunks, None)

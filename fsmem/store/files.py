@@ -289,3 +289,29 @@ def same_version(current: str | None, expected: str) -> bool:
 
 def is_temp_file(name: str) -> bool:
     return name.startswith(TEMP_PREFIX)
+
+
+def remove_temp_files(root: Path, folders: tuple[str, ...]) -> list[str]:
+    """Delete the temporary files an interrupted write left at the root and in `folders` (under the write lock).
+
+    Each folder is cleared where it really is, and only inside the memory: a write never leaves its temporary
+    file anywhere else (`fsmem.store.beneath`), and a folder that is a link out holds someone else's files."""
+    from fsmem.store.paths import is_visible_folder, relative
+
+    real_root = os.path.realpath(root)
+    real = {}  # each folder where it really is, once
+    for name in folders:
+        inside = os.path.relpath(os.path.realpath(root / name), real_root).replace(os.sep, "/")
+        if inside != "." and is_visible_folder(inside):  # '..' (out of the memory) is not a visible folder
+            real[inside] = root / inside
+    removed = [
+        root / name for name in sorted(os.listdir(root)) if name.startswith(TEMP_PREFIX) and os.path.isfile(root / name)
+    ]
+    for folder in real.values():
+        for current, dirs, files in os.walk(folder):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            removed += [Path(current, f) for f in sorted(files) if f.startswith(TEMP_PREFIX)]
+    for path in removed:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+    return [relative(root, path) for path in removed]

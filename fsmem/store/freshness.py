@@ -20,7 +20,7 @@ from typing import Any
 
 from fsmem.errors import InvalidArgument
 from fsmem.store import kill_points, workers
-from fsmem.store.cache import RACY_NS, MetaCache, Stamp, stamp_of
+from fsmem.store.cache import RACY_NS, MetaCache, Stamp, chunks, stamp_of
 from fsmem.store.meta import FileMeta, read_meta
 from fsmem.store.progress import Progress
 from fsmem.store.scope import Scope
@@ -168,7 +168,7 @@ class Freshness:
             return
         tasks = [
             (str(self.root), self.counter.encoding_name, [(rel, full, stat) for rel, full, stat, _link in chunk])
-            for chunk in workers.chunks(todo)
+            for chunk in chunks(todo, workers.CHUNK_FILES)
         ]
         for results in workers.mapped(read_metas, tasks, len(todo)):
             yield from results

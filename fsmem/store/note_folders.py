@@ -4,7 +4,8 @@ Consolidation reads these as notes, marks them and archives them; `fsmem note`, 
 import write them. A note that is a symbolic link to a memory file that is no note
 (`sessions/2026/01/01/x.md -> ../../../../topics/billing.md`) would have that file's lines filed as if a
 session had said them, and the file marked, archived and written into: each of them asks `NoteFolders`, and
-`fsmem check` reports what it refuses.
+`fsmem check` reports what it refuses. A folder of notes reached through a link (`sessions -> topics`) would do
+the same to a whole folder of documents: only a folder that is where it is named holds notes.
 """
 
 from __future__ import annotations
@@ -16,18 +17,55 @@ from fsmem.format.valid_time import SESSIONS
 
 
 class NoteFolders:
-    """The folders that hold session notes: `sessions/` and the archive, as named and where they really are."""
+    """The folders that hold session notes: `sessions/` and the archive, each where it is named (`named`), or
+    left alone and said when a link on its way leads elsewhere (`refused`)."""
 
     def __init__(self, root: Path, archive_dir: str):
         self.root = root
-        self.named = [folder for folder in (SESSIONS, archive_dir.strip("/")) if folder]
         self.real_root = os.path.realpath(root)
-        real = [os.path.realpath(root / folder) for folder in self.named]
-        self.real = tuple(self._inside(path) + "/" for path in real if path.startswith(self.real_root + os.sep))
+        self.named: list[str] = []  # the folders that are where they are named: notes are read and written there
+        self.refused: list[tuple[str, str]] = []  # (folder, why): a folder reached through a link, left alone
+        for folder in (SESSIONS, archive_dir.strip("/")):
+            if not folder:
+                continue
+            problem = self._place_problem(folder)
+            if problem is None:
+                self.named.append(folder)
+            else:
+                self.refused.append((folder, problem))
+        self.real = tuple(folder + "/" for folder in self.named)
+
+    def _place_problem(self, folder: str) -> str | None:
+        """Why `folder` cannot hold session notes (a symbolic link on its way leads elsewhere), else None.
+
+        `sessions -> topics` would have every topic read as a note, marked and archived out of `topics/`, and
+        every note written into `topics/`: a folder of notes is one that is where it is named, as a note is.
+        """
+        real = os.path.realpath(os.path.join(self.root, folder))
+        if real == os.path.join(self.real_root, *folder.split("/")):
+            return None
+        if real == self.real_root:
+            where = "the memory root"
+        elif real.startswith(self.real_root + os.sep):
+            where = self._inside(real)
+        else:
+            where = "a folder outside the memory"
+        return (
+            f"a symbolic link on the way of {folder}/ leads to {where}, which is not a folder of session notes: "
+            f"make {folder}/ a real folder"
+        )
+
+    def refusal(self, folder: str) -> str | None:
+        """Why the folder of notes `folder` is left alone, or None."""
+        return dict(self.refused).get(folder)
+
+    def folder_problems(self, ending: str) -> list[tuple[str, int, str]]:
+        """A problem (folder, 1, why + `ending`) per folder of notes left alone, as consolidate and check say it."""
+        return [(folder, 1, problem + ending) for folder, problem in self.refused]
 
     def holds(self, rel: str) -> bool:
-        """Whether the memory path `rel` is in one of the folders (as named, or where it really is)."""
-        return rel.startswith(tuple(folder + "/" for folder in self.named) + self.real)
+        """Whether the memory path `rel` is in one of the folders that hold notes."""
+        return rel.startswith(self.real)
 
     def link_problem(self, target: str) -> str | None:
         """Why a note that is a symbolic link to `target` (its real path from the root) is no note, else None.
@@ -46,6 +84,9 @@ class NoteFolders:
         """Why the session note `rel` may not be written (a link on its way leads to no note), else None.
 
         A path that leads out of the memory is not judged here: the path rule refuses it, in its own words."""
+        for folder, why in self.refused:
+            if rel.startswith(folder + "/"):
+                return f"{rel} cannot be written: {why}; nothing was written"
         real = os.path.realpath(os.path.join(self.root, rel))
         if not real.startswith(self.real_root + os.sep):
             return None

@@ -36,7 +36,6 @@ CHUNK_FILES = 50  # files a worker parses per task
 # nor holds a whole memory's parsed files (100k files: gigabytes) when the writing is the slower side
 AHEAD_TASKS = 8
 
-T = TypeVar("T")
 R = TypeVar("R")
 
 
@@ -49,10 +48,6 @@ def count() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
-
-
-def chunks(items: list[T], size: int = CHUNK_FILES) -> list[list[T]]:
-    return [items[at : at + size] for at in range(0, len(items), size)]
 
 
 def mapped(func: Callable[[Any], R], tasks: Iterable[Any], size: int) -> Iterator[R]:
