@@ -31,6 +31,7 @@ from fsmem.search.settings import SearchSettings
 from fsmem.store import cache as _cache
 
 NOW = dt.datetime(2026, 6, 1, tzinfo=dt.UTC)
+KEPT = changes.KEEP_COUNTS
 WORDS = ["ada", "quill", "globex", "walrus", "ledger", "budget", "deploy", "zephyr", "tea", "rain", "déjà", "x"]
 ODD = ["Straße", "naïve-café", "C++", "e-mail", "3.14", "ÜRÜMQI", "_under_", "it's", "2026-05-01"]
 
@@ -136,8 +137,9 @@ class CarriedAcrossWrites(RuleBasedStateMachine):
         self.held = self.index.kept
         self.decoded = 0
 
-    @initialize(seeds=st.lists(st.integers(0, 10_000), min_size=1, max_size=6))
-    def files(self, seeds):
+    @initialize(seeds=st.lists(st.integers(0, 10_000), min_size=1, max_size=6), keep=st.sampled_from([1, 3, KEPT]))
+    def files(self, seeds, keep):
+        changes.KEEP_COUNTS = keep  # few: the files written before the latest few are removed without counts
         for n, seed in enumerate(seeds):
             (self.root / "topics" / f"t{n}.md").write_text(_text(seed, 3 + seed % 9), encoding="utf-8")
         self.index.refresh()
@@ -218,6 +220,7 @@ class CarriedAcrossWrites(RuleBasedStateMachine):
                 assert value == named
 
     def teardown(self):
+        changes.KEEP_COUNTS = KEPT
         self.index.close()
         __import__("shutil").rmtree(self.root, ignore_errors=True)
 
@@ -318,3 +321,20 @@ def test_a_write_by_another_process_is_carried_into_the_next_answer(tmp_path, mo
     assert _ranking(index, "ada walrus budget") == carried
     index.kept = held
     memory.close()
+
+
+def test_only_the_latest_files_keep_their_counts(tmp_path, monkeypatch):
+    """A memory grown note by note keeps the terms' counts of its latest KEEP_COUNTS files, not of every file."""
+    monkeypatch.setattr(changes, "KEEP_COUNTS", 3)
+    Memory.init(tmp_path)
+    (tmp_path / "topics").mkdir()
+    index = SearchIndex(tmp_path)
+    index.refresh()  # built (empty): from now on each file is indexed as it is written
+    for n in range(8):
+        (tmp_path / "topics" / f"t{n}.md").write_text(_text(n, 4), encoding="utf-8")
+        index.update([f"topics/t{n}.md"])
+    conn = index.connection()
+    kept = [fid for (fid,) in conn.execute("SELECT id FROM search_counts ORDER BY id")]
+    latest = [fid for (fid,) in conn.execute("SELECT id FROM search_files ORDER BY id DESC LIMIT 3")]
+    assert kept == sorted(latest) and len(kept) == 3
+    index.close()

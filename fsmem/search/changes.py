@@ -21,6 +21,10 @@ from typing import Any
 from fsmem.search.postings import MAX_TOKEN_BYTES, token_key
 
 KEEP_CHANGES = 256  # changes recorded; a reader further behind starts again from nothing
+# Files whose terms' counts are kept: the latest written. The counts are some 0.4 times a file's Markdown, so
+# kept for every file a memory grown note by note would hold, they would grow `.fsmem/` by that much; a file
+# written before these is removed or rewritten without them, and a reader then counts its words again
+KEEP_COUNTS = 512
 
 SCHEMA = """
 -- one row per change of `changes` (fsmem.search.changes): the file it added or removed (`gone`), its id and
@@ -29,7 +33,8 @@ CREATE TABLE IF NOT EXISTS search_changes (
     change INTEGER PRIMARY KEY, fid INTEGER NOT NULL, path TEXT NOT NULL, rows INTEGER NOT NULL,
     gone INTEGER NOT NULL, counts TEXT
 );
--- per file written alone, its terms' counts in its rows and names (`row_counts`), until it is removed
+-- per file written alone, its terms' counts in its rows and names (`row_counts`), until it is removed or more
+-- than KEEP_COUNTS files were indexed after it
 CREATE TABLE IF NOT EXISTS search_counts (id INTEGER PRIMARY KEY, counts TEXT NOT NULL);
 """
 TABLES = ("search_changes", "search_counts")
@@ -86,10 +91,14 @@ def removed(conn, change: int, fid: int, path: str, rows: int) -> None:
 
 
 def prune(conn) -> None:
-    """Forget the changes more than KEEP_CHANGES before the latest."""
+    """Forget the changes more than KEEP_CHANGES before the latest, and the counts of the files indexed before
+    the latest KEEP_COUNTS (file ids only grow)."""
     conn.execute(
         "DELETE FROM search_changes WHERE change <= (SELECT value FROM search_meta WHERE key = 'changes') - ?",
         (KEEP_CHANGES,),
+    )
+    conn.execute(
+        "DELETE FROM search_counts WHERE id < (SELECT value FROM search_meta WHERE key = 'next') - ?", (KEEP_COUNTS,)
     )
 
 
