@@ -513,6 +513,7 @@ class SearchIndex:
         changed = 0
         progress = Progress("indexing files for search", len(todo))
         batches = _parsed_batches(self.root, todo, self.analyzer)
+        in_batches = len(todo) >= BATCH_FILES  # a build: its segments are merged when it ends, its changes unlogged
         stored: set[str] = set()  # terms this call has written into search_terms (committed, or it raised)
         for start in range(0, max(len(todo), 1), BATCH_FILES):
             batch = todo[start : start + BATCH_FILES]
@@ -523,7 +524,7 @@ class SearchIndex:
             pending = Pending()  # the documents' postings, written once per batch (fsmem.search.postings)
             with _cache.transaction(conn):
                 if start == 0:
-                    if len(todo) >= BATCH_FILES:  # a build in batches: the segments are merged when it ends
+                    if in_batches:
                         conn.execute("INSERT OR REPLACE INTO search_meta VALUES ('unmerged', 1)")
                         building(conn)
                 new_terms: set[str] = set()
@@ -553,7 +554,7 @@ class SearchIndex:
                         new_terms.update(*(item.terms.split() for item, _racy in written))
                     if written:
                         conn.execute("DELETE FROM search_meta WHERE key = 'walk'")
-                        _insert_many(conn, written, pending, logged=len(todo) < BATCH_FILES)
+                        _insert_many(conn, written, pending, logged=not in_batches)
                 vanished = [rel for rel, _ in batch if rel in known and rel not in read]
                 for rel in [*vanished, *(gone if start == 0 else ())]:
                     if not os.path.exists(os.path.join(self.root, rel)):
@@ -569,7 +570,7 @@ class SearchIndex:
             progress.step(len(batch))
         progress.finish()
         self.stats["indexed"] += changed
-        if changed and len(todo) < BATCH_FILES:
+        if changed and not in_batches:
             self._written()
         return changed
 
