@@ -84,9 +84,7 @@ def inserted(conn, change: int, fid: int, path: str, rows: int, counts: str | No
 
 def removed(conn, change: int, fid: int, path: str, rows: int) -> None:
     """Record change `change`: file `fid` removed; its recorded counts move to the change."""
-    found = conn.execute("SELECT counts FROM search_counts WHERE id = ?", (fid,)).fetchone()
-    if found is not None:
-        conn.execute("DELETE FROM search_counts WHERE id = ?", (fid,))
+    found = conn.execute("DELETE FROM search_counts WHERE id = ? RETURNING counts", (fid,)).fetchone()
     conn.execute("INSERT INTO search_changes VALUES (?, ?, ?, ?, 1, ?)", (change, fid, path, rows, found and found[0]))
 
 
