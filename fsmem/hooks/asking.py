@@ -95,13 +95,14 @@ def held_bytes(root: Path, session_id: str) -> int:
     from fsmem import format as fmt
     from fsmem.errors import InvalidArgument
     from fsmem.importers.notes import held_in
+    from fsmem.operations.transcripts import find_note
     from fsmem.store.paths import read_regular
 
-    found = sorted((root / "sessions").glob(f"*/*/*/{cc.session_name(session_id)}.md"))
-    if not found:
+    note = find_note(root, cc.session_name(session_id))
+    if note is None:
         return 0
     try:  # a FIFO or device named as the note must not hang the hook: it holds nothing
-        head = read_regular(found[0], FRONT_BYTES).decode("utf-8", "replace")
+        head = read_regular(note, FRONT_BYTES).decode("utf-8", "replace")
     except InvalidArgument:
         return 0
     held = held_in(fmt.split(head).front_matter)

@@ -144,7 +144,7 @@ def _save_part(
     name = session_name(who.key)
     folders = NoteFolders(memory.root, memory.config.consolidate.archive_dir)
     refused = folders.refusal(SESSIONS)
-    note = _find_note(memory.root, name) if refused is None else None
+    note = find_note(memory.root, name) if refused is None else None
     refused = refused or (folders.write_problem(relative(memory.root, note)) if note is not None else None)
     if refused is not None:  # a note there would land where a link leads, not in a folder of notes
         saved.problems.append(f"{refused}; nothing saved")
@@ -241,7 +241,7 @@ def _note_path(memory: Core, name: str, conv: Conversation) -> Path:
     return path
 
 
-def _find_note(root: Path, name: str) -> Path | None:
+def find_note(root: Path, name: str) -> Path | None:
     """The session note named `name`, wherever it is dated."""
     found = sorted((root / SESSIONS).glob(f"*/*/*/{name}.md"))
     return found[0] if found else None
