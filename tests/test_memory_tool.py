@@ -413,6 +413,79 @@ def test_symlinks_out_of_the_root_are_refused(tool: MemoryTool, tmp_path: Path) 
     assert tree(outside) == {"secret.txt": b"secret"}
 
 
+# each command, the path whose folder `d` is swapped for a link out, and the call after which it is swapped:
+# the last check (`validate_path`), or the read an edit makes before it writes
+RACES = [
+    ("view", ("/memories/d/a.md",), "validate_path"),
+    ("create", ("/memories/d/new.md", "- fact: new\n"), "validate_path"),
+    ("create", ("/memories/d/deeper/new.md", "- fact: new\n"), "validate_path"),
+    ("str_replace", ("/memories/d/a.md", "fact", "claim"), "validate_path"),
+    ("str_replace", ("/memories/d/a.md", "fact", "claim"), "_read_text"),
+    ("insert", ("/memories/d/a.md", 0, "- fact: first"), "validate_path"),
+    ("insert", ("/memories/d/a.md", 0, "- fact: first"), "_read_text"),
+    ("delete", ("/memories/d/a.md",), "validate_path"),
+    ("delete", ("/memories/d/sub",), "validate_path"),
+    ("rename", ("/memories/d/a.md", "/memories/e/b.md"), "validate_path"),
+    ("rename", ("/memories/e/c.md", "/memories/d/b.md"), "validate_path"),
+    ("rename", ("/memories/e/c.md", "/memories/d/deeper/b.md"), "validate_path"),
+]
+
+
+@pytest.fixture(params=["dir_fd", "lstat"])
+def walk(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways a change walks below the root: folder descriptors (POSIX), and lstat by path (no dir_fd)."""
+    from fsmem.store import beneath
+
+    monkeypatch.setattr(beneath, "AT", request.param == "dir_fd")
+    return request.param
+
+
+@pytest.mark.parametrize("over", ["plain folder", "fsmem memory"])
+@pytest.mark.parametrize(("command", "arguments", "hook"), RACES)
+def test_a_folder_swapped_for_a_link_after_the_check_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, walk: str, over: str, command: str, arguments: tuple, hook: str
+) -> None:
+    """The check resolves every link, then the command acts: a folder on the way swapped for a link out in
+    between (another process, a sync) is met by the change itself, which walks below the real root through no
+    link. Nothing outside changes and the model reads why; the swapped-out folder keeps its bytes."""
+    if over == "fsmem memory":
+        root = Memory.init(tmp_path / "base" / "memories").root
+        tool = MemoryTool.over(Memory(root))
+    else:
+        tool = MemoryTool(tmp_path / "base")
+        root = tool.memory_root
+    (root / "d" / "sub").mkdir(parents=True)
+    (root / "d" / "a.md").write_text("- fact: a\n")
+    (root / "d" / "sub" / "s.md").write_text("- fact: s\n")
+    (root / "e").mkdir()
+    (root / "e" / "c.md").write_text("- fact: c\n")
+    outside = tmp_path / "outside"
+    (outside / "sub").mkdir(parents=True)
+    (outside / "a.md").write_text("- outside: a\n")
+    (outside / "sub" / "s.md").write_text("- outside: s\n")
+    before, kept = tree(outside), tree(root / "d")
+    checks = 2 if command == "rename" else 1
+    calls = []
+    original = getattr(MemoryTool, hook)
+
+    def then_swap(self: MemoryTool, *args: object, **kwargs: object) -> object:
+        answer = original(self, *args, **kwargs)
+        calls.append(hook)
+        if len(calls) == checks:
+            (root / "d").rename(root / "d-moved")
+            (root / "d").symlink_to(outside)
+        return answer
+
+    monkeypatch.setattr(MemoryTool, hook, then_swap)
+    with pytest.raises(MemoryToolError, match=r" went through a symbolic link that appeared after it was checked; "):
+        getattr(tool, command)(*arguments)
+    assert len(calls) >= checks  # the swap was made
+    assert tree(outside) == before
+    assert sorted(os.listdir(outside)) == ["a.md", "sub"]
+    assert tree(root / "d-moved") == kept
+    assert not (root / "e" / "b.md").exists()
+
+
 def test_validate_path_returns_the_resolved_path(tool: MemoryTool) -> None:
     (tool.memory_root / "real").mkdir()
     os.symlink(tool.memory_root / "real", tool.memory_root / "alias")

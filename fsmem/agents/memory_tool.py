@@ -49,7 +49,7 @@ from fsmem.errors import (
 )
 from fsmem.memory import Memory
 from fsmem.operations.transaction import Transaction, screen, transaction
-from fsmem.store import retrieval_log
+from fsmem.store import beneath, retrieval_log
 from fsmem.store.catalog import walk_stats
 from fsmem.store.files import atomic_write, file_lock, fsync_dir
 from fsmem.store.paths import (
@@ -201,7 +201,8 @@ class MemoryTool:
             with self._plain_lock():
                 target = self.memory_root / CONFIG_FILE
                 if not target.exists():
-                    atomic_write(target, (template_dir() / CONFIG_FILE).read_bytes(), mode=FILE_MODE)
+                    data = (template_dir() / CONFIG_FILE).read_bytes()
+                    atomic_write(target, data, mode=FILE_MODE, root=self.memory_root, generated=True)
             self._memory = None
             self._tokens = None
             self._load_budget()  # from now on the agent's budget in fsmem.yaml applies here too
@@ -271,8 +272,9 @@ class MemoryTool:
 
         Symbolic links are resolved first and the result must lie inside the
         real root, so `..` and links that lead out are refused; the result is
-        the resolved path, so a link swapped after the check cannot redirect
-        the operation. Over an fsmem memory (the folder holds fsmem.yaml) the
+        the resolved path, and each command then reads or changes it below the
+        real root through no link (`_beneath`), so a link swapped in after the
+        check cannot redirect the operation. Over an fsmem memory (the folder holds fsmem.yaml) the
         containment rule (`paths.resolve`) applies as well: only memory files
         (`want="file"`) and visible folders, never fsmem.yaml, `.git/`,
         `.fsmem/` or any hidden path.
@@ -374,13 +376,17 @@ class MemoryTool:
         self._require_writable("create")
         full = self.validate_path(path, want="file")
         data = self._screen(self._text_argument("file_text", file_text), "file_text").encode("utf-8")
-        make_private_dirs(full.parent)
-        with self._writing() as tx:
-            try:
-                atomic_write(full, data, mode=FILE_MODE, exclusive=True)
-            except FileExistsError:
-                raise MemoryToolError(f"File {path} already exists") from None
-            self._record(tx, "create", [Change(self._relative(full), None, data)])
+        relative = self._relative(full)
+        if relative == ".":
+            raise MemoryToolError(f"File {path} already exists")
+        with self._beneath(path) as root:
+            self._make_folders(root, relative)
+            with self._writing() as tx:
+                try:
+                    atomic_write(full, data, mode=FILE_MODE, exclusive=True, root=root, generated=True)
+                except FileExistsError:
+                    raise MemoryToolError(f"File {path} already exists") from None
+                self._record(tx, "create", [Change(relative, None, data)])
         return CommandAnswer(f"File created successfully at: {path}", paths=[self._relative(full)], rows=1)
 
     def _existing_file(self, path: str) -> Path:
@@ -411,7 +417,7 @@ class MemoryTool:
                 )
             changed = content[: content.find(old_str)].count("\n")
             updated = content.replace(old_str, new_str)
-            atomic_write(full, updated.encode("utf-8"))
+            self._rewrite(full, path, updated.encode("utf-8"))
             self._record(tx, "str_replace", [Change(self._relative(full), content.encode(), updated.encode())])
         new_lines = updated.split("\n")
         start, end = max(0, changed - 2), min(len(new_lines), changed + 3)
@@ -436,7 +442,7 @@ class MemoryTool:
             updated = "\n".join(lines)
             if not updated.endswith("\n"):
                 updated += "\n"
-            atomic_write(full, updated.encode("utf-8"))
+            self._rewrite(full, path, updated.encode("utf-8"))
             self._record(tx, "insert", [Change(self._relative(full), content.encode(), updated.encode())])
         return CommandAnswer(f"The file {path} has been edited.", paths=[self._relative(full)], rows=1)
 
@@ -450,16 +456,15 @@ class MemoryTool:
         with self._writing() as tx:
             gone = self._contents(full) if tx is not None and tx.keeps_history else []
             try:
-                if full.is_file():
-                    full.unlink()
-                elif full.is_dir():
-                    shutil.rmtree(full)
-                    if tx is not None:
-                        tx.changed_folder()
-                else:
-                    raise _Missing(f"The path {path} does not exist")
+                kind = os.lstat(full).st_mode
+                if not (stat.S_ISREG(kind) or stat.S_ISDIR(kind)):
+                    raise FileNotFoundError(errno.ENOENT, "not a file or a folder", os.fspath(full))
+                with self._beneath(path) as root:
+                    beneath.remove(root, relative, generated=True, tree=True)
             except FileNotFoundError:
                 raise _Missing(f"The path {path} does not exist") from None
+            if stat.S_ISDIR(kind) and tx is not None:
+                tx.changed_folder()
             fsync_dir(full.parent)
             self._record(tx, "delete", [Change(rel, data, None) for rel, data in gone], paths=[relative])
         return CommandAnswer(f"Successfully deleted {path}", paths=[relative], rows=1)
@@ -477,14 +482,20 @@ class MemoryTool:
             moved = self._contents(old) if tx is not None and tx.keeps_history else []
             if not os.path.lexists(old):  # checked before any folder is made, so a failed move leaves nothing
                 raise _Missing(f"The path {old_path} does not exist")
-            make_private_dirs(new.parent)
-            try:
-                os.rename(old, new)
-            except FileNotFoundError:
-                raise _Missing(f"The path {old_path} does not exist") from None
+            base, target = self._relative(old), self._relative(new)
+            with self._beneath(new_path) as root:
+                self._make_folders(root, target)
+                try:
+                    beneath.rename(root, base, target, generated=True, folder_mode=DIR_MODE)
+                except FileNotFoundError:
+                    raise _Missing(f"The path {old_path} does not exist") from None
+                except FileExistsError:
+                    raise MemoryToolError(f"The destination {new_path} already exists") from None
+                except OSError as exc:  # named by its whole path, as every face names a file (`os_error_message`)
+                    exc.filename = os.fspath(old)
+                    raise
             fsync_dir(new.parent)
             fsync_dir(old.parent)
-            base, target = self._relative(old), self._relative(new)
             changes = []
             for rel, data in moved:
                 changes += [Change(rel, data, None), Change(target + rel[len(base) :], None, data)]
@@ -501,7 +512,8 @@ class MemoryTool:
                 gone = []
                 for rel, full, _stat in list(walk_stats(self.memory_root)):
                     gone.append(Change(rel, Path(full).read_bytes() if tx.keeps_history else None, None))
-                    os.unlink(full)
+                    with self._beneath(PREFIX + "/" + rel) as root:
+                        beneath.remove(root, rel, generated=True)
                 _remove_empty_folders(self.memory_root)
                 tx.changed_folder()
                 self._record(tx, "clear_all_memory", gone, "memory.clear_all_memory", paths=[c.path for c in gone])
@@ -544,6 +556,31 @@ class MemoryTool:
                 raise error from exc
             self._log(logged, command, answer=answer)
         return answer.text
+
+    # -- where a write lands: below the real root, through no link (fsmem.store.beneath) -------------
+    @contextlib.contextmanager
+    def _beneath(self, path: str, *, undone: str = "nothing was written") -> Iterator[Path]:
+        """The real memory root, for a change made below it one folder at a time (`fsmem.store.beneath`, as a
+        generated file is: no link followed). `validate_path` resolved every link already, so a link met now
+        was swapped in since the check: the change is refused, naming the path the model gave."""
+        try:
+            yield Path(os.path.realpath(self.memory_root))
+        except PathEscape:
+            raise MemoryToolError(
+                f"Path {shown(path)} went through a symbolic link that appeared after it was checked; {undone}"
+            ) from None
+
+    @staticmethod
+    def _make_folders(root: Path, relative: str) -> None:
+        """The folders that hold `relative` (a path below the real root), made with mode 0o700 through no link."""
+        folder = relative.rpartition("/")[0]
+        if folder:
+            beneath.make_folder(root, folder, generated=True, mode=DIR_MODE)
+
+    def _rewrite(self, full: Path, path: str, data: bytes) -> None:
+        """Replace the existing file `full` (validated) with `data`, below the real root."""
+        with self._beneath(path) as root:
+            atomic_write(full, data, root=root, generated=True)
 
     # -- the write path: over an fsmem memory, its own (fsmem.operations.transaction) ----------------
     @contextlib.contextmanager
@@ -623,11 +660,16 @@ class MemoryTool:
             raise MemoryToolError(f"Invalid `{name}` parameter: it {problem}; nothing was written")
         return value
 
-    @staticmethod
-    def _read_text(full: Path, path: str) -> str:
+    def _read_text(self, full: Path, path: str) -> str:
+        """The text of the file `full` (validated), opened below the real root through no link."""
         flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
         try:
-            fd = os.open(full, flags)
+            with self._beneath(path, undone="nothing was read") as root:
+                target = beneath.place(root, self._relative(full), generated=True, create=False, file=False)
+            try:
+                fd = target.folder.open(target.name, flags)
+            finally:
+                target.folder.close()
         except FileNotFoundError:
             raise _Missing(
                 f"The file {path} no longer exists (may have been deleted or renamed concurrently)."

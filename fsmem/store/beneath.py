@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,13 +144,14 @@ def place(
     create: bool = True,
     file: bool = True,
     folder: bool = False,
+    folder_mode: int | None = None,
 ) -> Place:
     """Open the folder that holds `rel` (memory-relative, already checked lexically) below the root.
 
     A memory path (`generated=False`) follows links that stay in memory and lead to memory folders, and with
     `follow` its final link too, to a memory file that is not generated; a generated path follows none (a final
-    link is left for the caller to replace). With `create`, missing folders are made on the way. The caller
-    closes `Place.folder`.
+    link is left for the caller to replace). With `create`, missing folders are made on the way (with exactly
+    `folder_mode`, whatever the umask, when given). The caller closes `Place.folder`.
     """
     top = open_root(root)
     entered: list[tuple[str, Folder]] = []
@@ -237,7 +239,7 @@ def place(
                 if not create:
                     raise FileNotFoundError(errno.ENOENT, "No such file or directory", os.path.join(here().path, name))
                 try:
-                    mkdir_at(here(), name)
+                    mkdir_at(here(), name, folder_mode)
                 except FileExistsError:
                     pass  # made meanwhile: looked at again
                 pending.insert(0, name)
@@ -303,9 +305,24 @@ def _is_link(folder: Folder, name: str) -> bool:
         return False
 
 
-def mkdir_at(folder: Folder, name: str) -> None:
+def mkdir_at(folder: Folder, name: str, mode: int | None = None) -> None:
+    """Make the folder `name` in `folder`: with the umask's mode, or with exactly `mode` (set on the folder made,
+    opened without following a link, so a link swapped in meanwhile is never changed)."""
     where, fd = folder.at(name)
-    os.mkdir(where, 0o777, dir_fd=fd)
+    os.mkdir(where, 0o777 if mode is None else mode, dir_fd=fd)
+    if mode is None:
+        return
+    try:
+        made = folder.child(name)
+    except OSError:
+        return  # swapped meanwhile: the walk meets it as it is now
+    try:
+        if made.fd is not None:
+            os.fchmod(made.fd, mode)
+        else:  # pragma: no cover - no dir_fd (Windows): the lstat-checked path
+            os.chmod(made.path, mode)
+    finally:
+        made.close()
 
 
 def default_mode() -> int:
@@ -455,13 +472,17 @@ def write_file(
         target.folder.close()
 
 
-def remove(root: str | os.PathLike[str], rel: str) -> None:
-    """Remove the file, link or empty folder `rel` (a final link is removed, never followed)."""
-    target = place(root, rel, generated=False, follow=False, create=False, file=False)
+def remove(root: str | os.PathLike[str], rel: str, *, generated: bool = False, tree: bool = False) -> None:
+    """Remove the file, link or empty folder `rel` (a final link is removed, never followed); with `tree`, a
+    folder and all it holds (`shutil.rmtree` below the open folder, which follows no link inside it either).
+    `generated` follows no link on the way (a path already resolved: a link found there was swapped in)."""
+    target = place(root, rel, generated=generated, follow=False, create=False, file=False)
     try:
         where, fd = target.folder.at(target.name)
         info = target.folder.lstat(target.name)
-        if stat.S_ISDIR(info.st_mode):
+        if stat.S_ISDIR(info.st_mode) and tree:
+            shutil.rmtree(where, dir_fd=fd)
+        elif stat.S_ISDIR(info.st_mode):
             os.rmdir(where, dir_fd=fd)
         else:
             os.unlink(where, dir_fd=fd)
@@ -469,11 +490,19 @@ def remove(root: str | os.PathLike[str], rel: str) -> None:
         target.folder.close()
 
 
-def rename(root: str | os.PathLike[str], source: str, target: str) -> None:
-    """Move `source` to `target` (both memory-relative; a final link moves as a link), never over anything."""
-    src = place(root, source, generated=False, follow=False, create=False, file=False)
+def rename(
+    root: str | os.PathLike[str],
+    source: str,
+    target: str,
+    *,
+    generated: bool = False,
+    folder_mode: int | None = None,
+) -> None:
+    """Move `source` to `target` (both memory-relative; a final link moves as a link), never over anything.
+    `generated` follows no link on the way of either; `folder_mode` is the exact mode of folders made for it."""
+    src = place(root, source, generated=generated, follow=False, create=False, file=False)
     try:
-        dst = place(root, target, generated=False, follow=False, create=True, file=False)
+        dst = place(root, target, generated=generated, follow=False, create=True, file=False, folder_mode=folder_mode)
         try:
             try:
                 dst.folder.lstat(dst.name)
@@ -504,19 +533,22 @@ def _check_moved_link(src: Place, dst: Place, target: str) -> None:
         raise _refuse(target, f"would hold a symbolic link to {shown(text)}, which leads outside the memory from there")
 
 
-def make_folder(root: str | os.PathLike[str], rel: str, *, generated: bool = True) -> Path:
-    """Make the folder `rel` (and those above it) below the root, through no link; returns its path."""
-    folder = open_folder(root, rel, generated=generated, create=True)
+def make_folder(root: str | os.PathLike[str], rel: str, *, generated: bool = True, mode: int | None = None) -> Path:
+    """Make the folder `rel` (and those above it) below the root, through no link; returns its path. Folders
+    made get exactly `mode` when it is given (those that exist keep theirs)."""
+    folder = open_folder(root, rel, generated=generated, create=True, mode=mode)
     folder.close()
     return Path(root, rel)
 
 
-def open_folder(root: str | os.PathLike[str], rel: str, *, generated: bool = True, create: bool = True) -> Folder:
+def open_folder(
+    root: str | os.PathLike[str], rel: str, *, generated: bool = True, create: bool = True, mode: int | None = None
+) -> Folder:
     """The folder `rel` below the root, opened through no link (generated) or only links in memory."""
     parts = [part for part in rel.split("/") if part not in ("", ".")]
     if not parts:
         return open_root(root)
-    holder = place(root, rel, generated=generated, follow=False, create=create, file=False)
+    holder = place(root, rel, generated=generated, follow=False, create=create, file=False, folder_mode=mode)
     try:
         try:
             return holder.folder.child(holder.name)
@@ -524,7 +556,7 @@ def open_folder(root: str | os.PathLike[str], rel: str, *, generated: bool = Tru
             if not create:
                 raise
             try:
-                mkdir_at(holder.folder, holder.name)
+                mkdir_at(holder.folder, holder.name, mode)
             except FileExistsError:
                 pass
             return holder.folder.child(holder.name)
