@@ -3,6 +3,7 @@ bytes only inside the memory, never in a control file, never a document through 
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import os
 from pathlib import Path
@@ -351,3 +352,133 @@ def test_caches_are_never_opened_through_a_link(tmp_path):
     assert [(outside / f"empty-{number}").read_bytes() for number in range(2)] == [b"", b""]
     assert sorted(path.name for path in outside.iterdir()) == ["empty-0", "empty-1", "notes", "secret.md"]
     assert not any(database.is_symlink() for database in databases)
+
+
+# -- every write in fsmem/ goes through the rooted walk, or is listed here with why it need not ---------------
+PACKAGE = Path(__file__).resolve().parent.parent / "fsmem"
+RAW_OS = {"replace", "rename", "renames", "unlink", "remove", "rmdir", "removedirs", "mkdir", "makedirs"}
+RAW_OS |= {"symlink", "link", "truncate", "ftruncate"}
+RAW_SHUTIL = {"rmtree", "move", "copy", "copy2", "copyfile", "copytree"}
+RAW_PATH = {"write_text", "write_bytes", "unlink", "rmdir", "mkdir", "rename", "symlink_to", "hardlink_to", "touch"}
+
+STATE = "fsmem's own state under .fsmem/ (a folder state_dir makes through no link; a link at the file is replaced)"
+GIT = "git's own files under .git/ (locks, objects, info/), which no agent names"
+OWN = "outside any memory: a file of the user's or the host's (token store, a tool's settings, generated docs)"
+# atomic_write without root=: the path's folder is taken as it is; only for files that are no memory path
+ATOMIC_WITHOUT_ROOT = {
+    "fsmem/connect.py::apply": "a host tool's settings file the user asked `fsmem connect` to change",
+    "fsmem/history/host_rules.py::write_control_files": GIT,
+    "fsmem/history/host_rules.py::write_info_attributes": GIT,
+    "fsmem/server/tokens.py::TokenStore._save": OWN,
+}
+# raw writes (os, shutil, open for writing, pathlib): each function that makes one, and why it is no memory path
+RAW_WRITES = {
+    "fsmem/agents/memory_tool.py::make_private_dirs": "the memory root and the folders above it, which a person chose",
+    "fsmem/cli/answerer.py::serve_reads": STATE,
+    "fsmem/cli/answering.py::Answering._listen": STATE,
+    "fsmem/cli/answering.py::Answering.close": STATE,
+    "fsmem/cli/answering.py::_private_folder": STATE,
+    "fsmem/cli/answering.py::_remove": STATE,
+    "fsmem/cli/generated.py::write_generated": OWN,
+    "fsmem/config/__init__.py::_store_copy": STATE + "; skipped when .fsmem/ is a link (config is below the store)",
+    "fsmem/consolidate/apply.py::_log": STATE,
+    "fsmem/consolidate/ledger.py::Ledger._open": STATE,
+    "fsmem/evaluation/locomo.py::import_locomo": "the evaluation harness's own target folder",
+    "fsmem/evaluation/locomo.py::import_sample": "the evaluation harness's own memory, made by it a line before",
+    "fsmem/history/git.py::ObjectStore.write": GIT,
+    "fsmem/history/host_rules.py::remove_state_link": STATE,
+    "fsmem/history/host_rules.py::write_control_files": GIT,
+    "fsmem/history/host_rules.py::write_info_attributes": GIT,
+    "fsmem/history/journal.py::_load": STATE,
+    "fsmem/history/journal.py::_whole": STATE,
+    "fsmem/history/journal.py::drain_locked": STATE,
+    "fsmem/history/journal.py::publish": STATE,
+    "fsmem/history/journal.py::withdraw": STATE,
+    "fsmem/history/merge.py::main": "git's merge driver: the temporary file git names (%A), outside the work tree",
+    "fsmem/history/recovery.py::catch_up_index": STATE,
+    "fsmem/history/recovery.py::clear_locks": GIT,
+    "fsmem/history/repo.py::Repo.state": STATE,
+    "fsmem/history/trust_record.py::clear": STATE,
+    "fsmem/hooks/claude_code.py::Pending.done": STATE,
+    "fsmem/query/grep_words.py::_open": STATE,
+    "fsmem/search/index.py::SearchIndex.connection": STATE,
+    "fsmem/server/log.py::RequestLog.__init__": STATE,
+    "fsmem/server/tokens.py::TokenStore._lock": OWN,
+    "fsmem/server/tokens.py::TokenStore._save": OWN,
+    "fsmem/store/cache.py::MetaCache._open": STATE,
+    "fsmem/store/cache.py::discard": STATE,
+    "fsmem/store/feed.py::Feed.say": STATE,
+    "fsmem/store/files.py::_flock": STATE,
+    "fsmem/store/files.py::atomic_write": "its root= argument (or, without it, the path's own folder) made first",
+    "fsmem/store/files.py::drop_links": STATE,
+    "fsmem/store/files.py::open_unlinked": STATE,
+    "fsmem/store/files.py::remove_temp_files": "fsmem's temporary files, in the folders where they really are",
+    "fsmem/store/files.py::state_dir": STATE,
+    "fsmem/store/logs.py::_write": STATE,
+    "fsmem/store/observed.py::Observed.drain": STATE,
+    "fsmem/store/template.py::add_missing": "the memory root itself, which `fsmem init` is given",
+    "fsmem/tokens.py::_default_cache_dir": OWN + " (the tokenizer's cache)",
+    "fsmem/tokens.py::_write_kept": OWN + " (the tokenizer's cache)",
+}
+
+
+def write_sites(path: Path) -> list[tuple[str, str]]:
+    """(function, what) for each call in `path` that writes a file or a folder without fsmem.store.beneath."""
+    found: list[tuple[str, str]] = []
+    names: list[str] = []
+
+    def visit(node: ast.AST) -> None:
+        scoped = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        if scoped:
+            names.append(node.name)
+        if isinstance(node, ast.Call):
+            what = write_call(node)
+            if what:
+                found.append((".".join(names) or "<module>", what))
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+        if scoped:
+            names.pop()
+
+    visit(ast.parse(path.read_text(encoding="utf-8")))
+    return found
+
+
+def write_call(call: ast.Call) -> str | None:
+    func = call.func
+    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+    base = func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else None
+    if name == "atomic_write":
+        return None if any(keyword.arg == "root" for keyword in call.keywords) else "atomic_write without root="
+    if base == "os":
+        return f"os.{name}" if name in RAW_OS else None
+    if base == "shutil":
+        return f"shutil.{name}" if name in RAW_SHUTIL else None
+    if isinstance(func, ast.Name) and name == "open" and len(call.args) >= 2:
+        mode = call.args[1]
+        if isinstance(mode, ast.Constant) and isinstance(mode.value, str) and set(mode.value) & set("wax+"):
+            return f"open(mode={mode.value!r})"
+    if isinstance(func, ast.Attribute) and name in RAW_PATH and base not in ("beneath", "os"):
+        return f".{name}()"
+    return None
+
+
+def test_every_write_to_a_memory_path_goes_through_the_rooted_walk():
+    """A write fsmem makes by path follows whatever links the path holds by then; `fsmem.store.beneath` opens
+    each folder below the memory root through no link out. So every `atomic_write` passes `root=` and nothing
+    else in fsmem/ writes, removes or makes a file or a folder by path, but where listed here with why the
+    path is no memory path (fsmem's state, git's files, the user's own). A new write by path fails this test:
+    route it through beneath (atomic_write(..., root=), beneath.remove/rename/make_folder) or list it with its
+    reason; a listed function that no longer writes by path fails too, so the list stays true."""
+    atomic, raw = {}, {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = path.relative_to(PACKAGE.parent).as_posix()
+        if module == "fsmem/store/beneath.py" or "memory_template" in path.parts:
+            continue  # the rooted walk itself
+        for function, what in write_sites(path):
+            key = f"{module}::{function}"
+            (atomic if what.startswith("atomic_write") else raw).setdefault(key, []).append(what)
+    assert sorted(set(atomic) - set(ATOMIC_WITHOUT_ROOT)) == [], "atomic_write without root= on a memory path?"
+    assert sorted(set(raw) - set(RAW_WRITES)) == [], {key: raw[key] for key in set(raw) - set(RAW_WRITES)}
+    assert sorted(set(ATOMIC_WITHOUT_ROOT) - set(atomic)) == [], "listed, but writes through the rooted walk now"
+    assert sorted(set(RAW_WRITES) - set(raw)) == [], "listed, but writes nothing by path now"

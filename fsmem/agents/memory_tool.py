@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import shutil
 import stat
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -514,17 +513,14 @@ class MemoryTool:
                     gone.append(Change(rel, Path(full).read_bytes() if tx.keeps_history else None, None))
                     with self._beneath(PREFIX + "/" + rel) as root:
                         beneath.remove(root, rel, generated=True)
-                _remove_empty_folders(self.memory_root)
+                _remove_empty_folders(Path(os.path.realpath(self.memory_root)))
                 tx.changed_folder()
                 self._record(tx, "clear_all_memory", gone, "memory.clear_all_memory", paths=[c.path for c in gone])
             else:
-                for child in self.memory_root.iterdir():
-                    if child.name == STATE_DIR:
-                        continue
-                    if child.is_dir() and not child.is_symlink():
-                        shutil.rmtree(child)
-                    else:
-                        child.unlink()
+                with self._beneath(PREFIX) as root:
+                    for child in sorted(os.listdir(root)):
+                        if child != STATE_DIR:
+                            beneath.remove(root, child, generated=True, tree=True)
         return CommandAnswer("All memory cleared")
 
     # -- plumbing -----------------------------------------------------------------
@@ -731,8 +727,8 @@ def _remove_empty_folders(root: Path) -> None:
             continue
         relative = os.path.relpath(current, root).replace(os.sep, "/")
         if is_visible_folder(relative):
-            with contextlib.suppress(OSError):
-                os.rmdir(current)
+            with contextlib.suppress(OSError, FsmemError):  # not empty, or swapped for a link: left alone
+                beneath.remove(root, relative, generated=True)
 
 
 def _occurrences(content: str, needle: str) -> Iterator[int]:

@@ -8,6 +8,7 @@ belongs to the agent that reads: `budget_for(agent)` is its entry, merged over t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -173,9 +174,15 @@ def _store_copy(path: Path, payload: dict[str, Any]) -> None:
         text = json.dumps(payload, ensure_ascii=False, allow_nan=False)
         if json.loads(text)["data"] != payload["data"]:
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if os.path.islink(path.parent):  # never through a link (this layer is below fsmem.store.beneath): no copy
+            return
+        path.parent.mkdir(exist_ok=True)
         temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        temp.write_text(text, encoding="utf-8")
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)  # a leftover, or a link: its target is never opened
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        with os.fdopen(os.open(temp, flags, 0o666), "w", encoding="utf-8") as handle:
+            handle.write(text)
         os.replace(temp, path)
     except (OSError, TypeError, ValueError):
         pass

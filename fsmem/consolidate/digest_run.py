@@ -53,7 +53,8 @@ class Cache:
 
         state_dir(root, "consolidate")
         data = {"version": CACHE_VERSION, "notes": self.notes}
-        atomic_write(self.path, json.dumps(data, ensure_ascii=False, sort_keys=True).encode("utf-8"), durable=False)
+        payload = json.dumps(data, ensure_ascii=False, sort_keys=True).encode("utf-8")
+        atomic_write(self.path, payload, durable=False, root=root, generated=True)
 
 
 @dataclass

@@ -34,6 +34,7 @@ from fsmem.history.git import CatFile, Git, driver_command, first_line, nul_sepa
 from fsmem.history.health import edited_copy_name, edited_copy_problem
 from fsmem.history.merge import GENERATED, merge_text
 from fsmem.history.repo import Repo, discover
+from fsmem.store import beneath
 from fsmem.store.files import atomic_write, file_lock
 from fsmem.store.paths import is_memory_path, shown
 
@@ -323,7 +324,8 @@ def _settle(
             found = cat.get(stages[stage]) if stage in stages else None
             texts.append(found[2].decode("utf-8", "surrogateescape") if found else "")
         merged, kept = (texts[1], 0) if rel in GENERATED else merge_text(*texts, path=rel, threshold=threshold)
-        atomic_write(full, merged.encode("utf-8", "surrogateescape"))
+        # at the path git names, through no link (fsmem.store.beneath): a merge never writes a link's target
+        atomic_write(full, merged.encode("utf-8", "surrogateescape"), root=repo.top, generated=True)
         if kept:
             result.kept_both.append(rel)
     elif not markdown and "2" in stages:
@@ -354,7 +356,7 @@ def _keep_beside_folder(
     found = cat.get(entries[stage][1]) if stage else None
     repo.git.run("rm", "-q", "--cached", "--ignore-unmatch", "--", path, check=False)
     if os.path.lexists(repo.top / path):
-        os.unlink(repo.top / path)
+        beneath.remove(repo.top, path, generated=True)
     if found is None or mode != "100644" and mode != "100755":
         result.boundary.append(f"{shown(rel)}: a link where the other side made a folder; dropped")
         return True
@@ -362,7 +364,7 @@ def _keep_beside_folder(
     taken = [p.name for p in (repo.top / document).parent.iterdir()]
     name = edited_copy_name(document.rsplit("/", 1)[-1], who, taken, memory=is_memory_path(rel))
     kept = f"{document.rpartition('/')[0]}/{name}" if "/" in document else name
-    atomic_write(repo.top / kept, found[2])
+    atomic_write(repo.top / kept, found[2], root=repo.top, generated=True)
     repo.git.run("add", "--", kept)
     result.kept_beside.append(repo.in_memory(kept) or kept)
     return True

@@ -29,6 +29,7 @@ precedence) keeps memory files and fsmem's own files byte for byte, unfiltered, 
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +37,7 @@ from typing import Any
 from fsmem import faces
 from fsmem.config import CONFIG_FILE, MAX_CONFIG_BYTES, STATE_DIR, Config, parse_config
 from fsmem.config.parse import decoded
-from fsmem.errors import ConfigError, ConfigHeld, HistoryError, SyncRefused
+from fsmem.errors import ConfigError, ConfigHeld, HistoryError, PathEscape, SyncRefused
 from fsmem.format.portable import portable_problem, twin_key, twin_problem
 from fsmem.history import journal, trust_config
 from fsmem.history.host_rules import (
@@ -67,6 +68,7 @@ from fsmem.history.incoming import (
 from fsmem.history.repo import Repo
 from fsmem.history.trees import FILE_MODE, TREE_MODE, Entry, TreeEditor
 from fsmem.history.trust_record import clear, load, save
+from fsmem.store import beneath
 from fsmem.store.paths import shown
 
 MAX_CONTROL_BYTES = 1 << 20  # a .gitignore or .gitattributes larger than this is no one's rules
@@ -462,7 +464,10 @@ def repair_clone(repo: Repo, author: journal.Author, notes: list[str]) -> None:
             full.is_file() and entry is not None and repo.store.id_of("blob", full.read_bytes()) == entry[1]
         )
         if name_problem(repo.in_memory(item.path) or item.path) is None and as_cloned:
-            os.unlink(full)  # what git clone wrote; a file this host has changed since stays, untracked
+            # what git clone wrote, removed below the clone's top through no link; a file this host has changed
+            # since stays, untracked, and so does one a folder swapped for a link now leads to
+            with contextlib.suppress(PathEscape, FileNotFoundError):
+                beneath.remove(repo.top, item.path, generated=True)
         notes.append(f"{item.shown}: {item.reason}; removed from this clone's history and disk")
     if not blobs:
         return

@@ -30,7 +30,8 @@ def record_path(root: Path) -> Path:
 def save(repo: Repo, data: dict[str, object]) -> None:
     """Record what a sync held or refused."""
     repo.state()  # the folder, created on first use
-    atomic_write(record_path(repo.root), json.dumps(data, ensure_ascii=False).encode("utf-8", "surrogateescape"))
+    data_bytes = json.dumps(data, ensure_ascii=False).encode("utf-8", "surrogateescape")
+    atomic_write(record_path(repo.root), data_bytes, root=repo.root, generated=True)
 
 
 def load(repo: Repo) -> dict[str, Any]:

@@ -87,7 +87,8 @@ def load(root: Path, session_id: str, transcript: str) -> Looked:
 
 
 def save(root: Path, session_id: str, looked: Looked) -> None:
-    atomic_write(_state_path(root, session_id), json.dumps(asdict(looked)).encode("utf-8"), durable=False)
+    data = json.dumps(asdict(looked)).encode("utf-8")
+    atomic_write(_state_path(root, session_id), data, durable=False, root=root, generated=True)
 
 
 def held_bytes(root: Path, session_id: str) -> int:

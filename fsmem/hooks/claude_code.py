@@ -218,7 +218,8 @@ class Pending:
 
     def add(self, transcript: str, session: str) -> None:
         record = {"transcript": transcript, "session_id": session}
-        atomic_write(self._path(transcript), json.dumps(record).encode("utf-8"), durable=False)
+        data = json.dumps(record).encode("utf-8")
+        atomic_write(self._path(transcript), data, durable=False, root=self.root, generated=True)
 
     def done(self, transcript: str) -> None:
         with contextlib.suppress(FileNotFoundError):

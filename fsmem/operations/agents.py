@@ -73,7 +73,7 @@ def add_agent(
         config = Config.checked(after, str(path), lambda: edited.decode("utf-8"))
         if _without(after, name) != _without(before, name) or name not in config.budgets.agents:
             raise ConfigError(f"{path}: the edit would change more than budgets.agents.{name}; declare it by hand")
-        atomic_write(path, edited)
+        atomic_write(path, edited, root=folder, generated=True)  # fsmem.yaml itself, never a link's target
     budget = config.budget_for(name)
     whole = {"max_tokens": budget.max_tokens, "max_results": budget.max_results, "read_only": budget.read_only}
     return AgentAdded(name, str(path), settings, whole)

@@ -231,13 +231,14 @@ def _conversation(memory: Core, who: Identity, part: Part, transcript: str, crea
 
 
 def _note_path(memory: Core, name: str, conv: Conversation) -> Path:
+    from fsmem.store import beneath
     from fsmem.store.paths import relative
     from fsmem.store.writing import session_note_path
 
     assert conv.started is not None
     path = session_note_path(memory.root, name, conv.started)
     memory.path(relative(memory.root, path), want="file")  # an agent's scope may refuse it
-    path.parent.mkdir(parents=True, exist_ok=True)
+    beneath.make_folder(memory.root, relative(memory.root, path.parent), generated=False)  # through no link out
     return path
 
 

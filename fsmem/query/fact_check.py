@@ -238,7 +238,8 @@ class Scanned:
         rows = self.seen if whole else {**self.rows, **self.seen}
         payload = json.dumps({"version": CACHE_VERSION, "files": rows}, ensure_ascii=False)
         with contextlib.suppress(OSError):
-            atomic_write(state_dir(self.root, "cache") / CACHE_FILE, payload.encode("utf-8"), durable=False)
+            target = state_dir(self.root, "cache") / CACHE_FILE
+            atomic_write(target, payload.encode("utf-8"), durable=False, root=self.root, generated=True)
 
 
 class Notes:

@@ -64,7 +64,7 @@ def add_missing(template: Path, target: Path) -> list[str]:
     for rel in missing(template, target):
         source = template / rel
         try:
-            atomic_write(target / rel, source.read_bytes(), exclusive=True)
+            atomic_write(target / rel, source.read_bytes(), exclusive=True, root=target)  # through no link out
         except FileExistsError:
             continue
         added.append(rel)
