@@ -132,6 +132,15 @@ class Repo:
             return None
         return found[2]
 
+    def mode(self, cat: CatFile, commit: str, rel: str) -> str | None:
+        """The tree mode of `rel` at `commit` (100644 or 100755 a file, 120000 a link, 040000 a folder, 160000 a
+        submodule), None when it was not there."""
+        folder, _, name = self.in_repo(rel).rpartition("/")
+        tree = cat.get(f"{commit}:{folder}")
+        if tree is None or tree[1] != "tree":
+            return None
+        return parse_tree(tree[2], self.id_bytes).get(name, ("", ""))[0] or None
+
     def describe(self, commit: str) -> dict[str, Any]:
         """A commit's short id, author, date and subject."""
         out = self.git.text("show", "-s", "--format=%H%x1f%an%x1f%aI%x1f%s", commit)

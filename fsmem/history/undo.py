@@ -21,7 +21,7 @@ from fsmem.history import footprint, recovery
 from fsmem.history.git import from_nul_separated
 from fsmem.history.merge import GENERATED
 from fsmem.history.repo import Repo
-from fsmem.history.view import HistoryView
+from fsmem.history.view import REGULAR_MODES, HistoryView
 from fsmem.store import beneath
 from fsmem.store.files import atomic_write, version_of
 from fsmem.store.paths import is_memory_path, read_regular, relative
@@ -33,18 +33,40 @@ def _current(root: Path, rel: str) -> bytes | None:
     return read_regular(full) if full.is_file() else None
 
 
-def plan_restore(view: HistoryView, root: Path, rel: str, at: str) -> tuple[list[Change], str]:
-    """The change that puts `rel` back as it was at `at` (a revision or a date, as `view` resolves it), and its
-    commit message."""
-    hint = f"; nothing was changed ({faces.call('rm')} removes it)"
-    commit = view.commit(at, rel, hint=hint)
+def restore_commit(view: HistoryView, rel: str, at: str) -> str:
+    """The commit `at` (a revision or a date) names for a restore of `rel`, as `view` resolves it."""
+    return view.commit(at, rel, hint=_restore_hint())
+
+
+def _restore_hint() -> str:
+    return f"; nothing was changed ({faces.call('rm')} removes it)"
+
+
+def plan_restore(
+    view: HistoryView, root: Path, rel: str, at: str, *, commit: str | None = None
+) -> tuple[list[Change], str]:
+    """The change that puts `rel` back as it was at `at` (or at `commit`, what `restore_commit` resolved `at` to
+    before), and its commit message."""
+    hint = _restore_hint()
+    commit = commit or view.commit(at, rel, hint=hint)
     old = view.blob(commit, rel)
     if old is None:
         raise view.absent(at, rel, commit, hint=hint)
+    named = at if commit.startswith(at) else f"{commit[:12]} ({at})"
+    mode = view.repo.mode(view.repo.reader, commit, rel)
+    if mode not in REGULAR_MODES:
+        raise InvalidArgument(
+            f"{rel} was {_kind(mode)} at {named}, not a file: fsmem restores files only; nothing was changed"
+        )
     now = _current(root, rel)
     changes = [] if now == old else [Change(rel, now, old)]
-    named = at if commit.startswith(at) else f"{commit[:12]} ({at})"
     return changes, f"restore {rel} as of {named}"
+
+
+def _kind(mode: str | None) -> str:
+    return {"120000": "a symbolic link", "160000": "a submodule", "40000": "a folder"}.get(
+        mode or "", "no regular file"
+    )
 
 
 def plan_revert(
@@ -71,6 +93,13 @@ def plan_revert(
         if rel in GENERATED or not is_memory_path(rel):
             continue
         rel = relative(root, resolve(rel))  # the containment rule, for paths that come from history too
+        for side, at in (("before it", parent), ("in it", commit)):
+            mode = repo.mode(cat, at, rel) if at else None
+            if mode is not None and mode not in REGULAR_MODES:  # its bytes are a link's text, not a file's
+                raise InvalidArgument(
+                    f"cannot revert {commit[:12]}: {rel} was {_kind(mode)} {side}, not a file: fsmem reverts files "
+                    "only; nothing was changed"
+                )
         versions[rel] = (repo.blob(cat, parent, rel) if parent else None, repo.blob(cat, commit, rel))
     for rel in _archive_moves(versions, archive_dir):
         versions.pop(rel)
@@ -220,11 +249,12 @@ def apply(root: Path, action: str, path: str, changes: list[Change]) -> WriteRes
         current = read_regular(full) if full.is_file() else None
         if current != change.before:
             raise ChangedOnDisk(f"{change.path} changed while the {action} was planned; nothing was written, try again")
-    for change in changes:
+    for change in changes:  # at the path history names, through no link at all (fsmem.store.beneath): a link
+        # there now is replaced by the file, never written through (its target is another file's history)
         if change.after is None:
-            beneath.remove(root, change.path)
+            beneath.remove(root, change.path, generated=True)
         else:
-            atomic_write(root / change.path, change.after, root=root)  # through no link out (fsmem.store.beneath)
+            atomic_write(root / change.path, change.after, root=root, generated=True)
     if not changes:
         return WriteResult(action, path, changed=False)
     last = root / changes[-1].path

@@ -33,7 +33,6 @@ from fsmem import faces
 from fsmem.errors import InvalidArgument, NotFound
 from fsmem.history.git import from_nul_separated
 from fsmem.history.repo import DATE, Repo
-from fsmem.history.trees import parse_tree
 from fsmem.store.scope import Scope
 
 # git log's format for one commit; with NAMES the changed paths follow, NUL-separated.
@@ -172,12 +171,7 @@ class HistoryView:
         data = repo.blob(repo.reader, commit, rel)
         if data is None or self.scope is None:
             return data
-        folder, _, name = repo.in_repo(rel).rpartition("/")
-        tree = repo.reader.get(f"{commit}:{folder}")
-        if tree is None or tree[1] != "tree":
-            return None
-        mode = parse_tree(tree[2], repo.id_bytes).get(name, ("", ""))[0]
-        return data if mode in REGULAR_MODES else None
+        return data if repo.mode(repo.reader, commit, rel) in REGULAR_MODES else None
 
     def absent(self, at: str, rel: str, commit: str | None = None, *, hint: str = "") -> NotFound:
         """The refusal for a version of `rel` that is not there at `at`: scoped, one message for every reason."""
