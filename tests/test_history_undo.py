@@ -159,6 +159,33 @@ def test_a_folder_swapped_for_a_link_between_the_plan_and_the_write_is_refused(m
     assert sorted(tree_of(outside)) == ["a.md", "secret.md"]
 
 
+def test_a_revert_refused_for_one_file_leaves_every_file_as_it_was(memory, outside, monkeypatch):
+    """A revert of two files whose second folder is swapped for a link out after the plan: refused before any
+    file is replaced (each is placed and staged first), so the first keeps its bytes too."""
+    root = memory.root
+    memory.write("notes/c.md", "# C\n\n- v: 1\n")
+    memory.write("topics/a.md", "# A\n\n- v: 1\n")
+    both = hostile_commit(root, [("notes/c.md", "100644", b"# C\n\n- v: 2\n"), ("topics/a.md", "100644", b"# A 2\n")])
+    (root / "notes" / "c.md").write_bytes(b"# C\n\n- v: 2\n")
+    (root / "topics" / "a.md").write_bytes(b"# A 2\n")
+    (outside / "a.md").write_bytes(b"# A 2\n")
+    planned = undo.plan_revert
+
+    def then_swap(*args, **kwargs):
+        found = planned(*args, **kwargs)
+        assert [change.path for change in found[0]] == ["notes/c.md", "topics/a.md"]
+        (root / "topics").rename(root / "topics-moved")
+        (root / "topics").symlink_to(outside)
+        return found
+
+    monkeypatch.setattr(undo, "plan_revert", then_swap)
+    with pytest.raises(PathEscape, match="a symbolic link"):
+        memory.revert(both)
+    assert (root / "notes" / "c.md").read_bytes() == b"# C\n\n- v: 2\n"
+    assert (outside / "a.md").read_bytes() == b"# A 2\n"
+    assert sorted(tree_of(outside)) == ["a.md", "secret.md"]
+
+
 # -- the invariant, over drawn histories and trees ---------------------------------------------------------
 PATHS = ["topics/a.md", "topics/b.md", "notes/c.md"]
 STEPS = st.one_of(

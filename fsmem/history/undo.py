@@ -23,7 +23,7 @@ from fsmem.history.merge import GENERATED
 from fsmem.history.repo import Repo
 from fsmem.history.view import REGULAR_MODES, HistoryView
 from fsmem.store import beneath
-from fsmem.store.files import atomic_write, version_of
+from fsmem.store.files import version_of
 from fsmem.store.paths import is_memory_path, read_regular, relative
 from fsmem.store.writing import Change, WriteResult
 
@@ -249,15 +249,44 @@ def apply(root: Path, action: str, path: str, changes: list[Change]) -> WriteRes
         current = read_regular(full) if full.is_file() else None
         if current != change.before:
             raise ChangedOnDisk(f"{change.path} changed while the {action} was planned; nothing was written, try again")
-    for change in changes:  # at the path history names, through no link at all (fsmem.store.beneath): a link
-        # there now is replaced by the file, never written through (its target is another file's history)
-        if change.after is None:
-            beneath.remove(root, change.path, generated=True)
-        else:
-            atomic_write(root / change.path, change.after, root=root, generated=True)
+    _publish(root, changes)
     if not changes:
         return WriteResult(action, path, changed=False)
     last = root / changes[-1].path
     version = version_of(changes[-1].after, last.stat()) if changes[-1].after is not None else None
     created = len(changes) == 1 and changes[0].before is None
     return WriteResult(action, path, created=created, version=version, changes=changes)
+
+
+def _publish(root: Path, changes: list[Change]) -> None:
+    """Each change at the path history names, through no link at all (`fsmem.store.beneath`; a link there now
+    is replaced by the file, never written through: its target is another file's history). Every file is
+    placed and staged before any is published, so a path refused (a folder swapped for a link meanwhile)
+    leaves every file as it was."""
+    staged: list[beneath.Staged] = []
+    gone: list[beneath.Place] = []
+    try:
+        for change in changes:
+            if change.after is None:
+                gone.append(beneath.place(root, change.path, generated=True, follow=False, create=False, file=False))
+                continue
+            target = beneath.place(root, change.path, generated=True)
+            try:
+                staged.append(beneath.Staged(target, change.after))
+            except BaseException:
+                target.folder.close()
+                raise
+        for stage in staged:
+            stage.sync()
+        for stage in staged:
+            stage.publish()
+            stage.place.folder.sync()
+        for target in gone:
+            beneath.remove_at(target)
+    finally:
+        for stage in staged:
+            if stage.fd is not None:  # not published: an error came first
+                stage.discard()
+            stage.place.folder.close()
+        for target in gone:
+            target.folder.close()

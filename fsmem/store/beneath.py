@@ -478,16 +478,21 @@ def remove(root: str | os.PathLike[str], rel: str, *, generated: bool = False, t
     `generated` follows no link on the way (a path already resolved: a link found there was swapped in)."""
     target = place(root, rel, generated=generated, follow=False, create=False, file=False)
     try:
-        where, fd = target.folder.at(target.name)
-        info = target.folder.lstat(target.name)
-        if stat.S_ISDIR(info.st_mode) and tree:
-            shutil.rmtree(where, dir_fd=fd)
-        elif stat.S_ISDIR(info.st_mode):
-            os.rmdir(where, dir_fd=fd)
-        else:
-            os.unlink(where, dir_fd=fd)
+        remove_at(target, tree=tree)
     finally:
         target.folder.close()
+
+
+def remove_at(target: Place, *, tree: bool = False) -> None:
+    """Remove what `target` names in its open folder (a place made with `follow=False`), as `remove` does."""
+    where, fd = target.folder.at(target.name)
+    info = target.folder.lstat(target.name)
+    if stat.S_ISDIR(info.st_mode) and tree:
+        shutil.rmtree(where, dir_fd=fd)
+    elif stat.S_ISDIR(info.st_mode):
+        os.rmdir(where, dir_fd=fd)
+    else:
+        os.unlink(where, dir_fd=fd)
 
 
 def rename(
