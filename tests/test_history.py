@@ -114,6 +114,22 @@ def test_a_change_made_outside_fsmem_is_committed_on_its_own_before_the_agent_co
     assert "- cycle: weekly\n- seats: 12\n" in git(root, "show", "HEAD:topics/billing.md")
 
 
+def test_a_write_that_puts_back_what_head_holds_still_commits_the_hand_edit_it_replaces(memory):
+    """HEAD holds a file; a human edits it; a write puts HEAD's bytes back. The write commits nothing of its
+    own (HEAD holds its result already), and the human's bytes were in no commit: they are committed first."""
+    root = memory.root
+    memory.write("topics/billing.md", "# Billing\n\n- cycle: monthly\n")
+    kept = (root / "topics" / "billing.md").read_text()
+    with open(root / "topics/billing.md", "a") as handle:  # a human in an editor
+        handle.write("- seats: 12\n")
+    Memory(root, agent="researcher").write("topics/billing.md", kept)
+    (agent, agent_subject, _), (_, human_subject, files) = commits(root, 2)
+    assert (agent, agent_subject) == ("researcher", "write topics/billing.md")
+    assert human_subject == "outside fsmem: topics/billing.md" and files == ["topics/billing.md"]
+    assert "- seats: 12\n" in git(root, "show", "HEAD~1:topics/billing.md")
+    assert git(root, "show", "HEAD:topics/billing.md") == kept and clean(root)
+
+
 def test_consolidate_is_one_commit_whose_message_is_its_report_summary_first(memory, fixed_now):
     root = memory.root
     memory.note("- employer: Globex", subject="people/Adam Smith")

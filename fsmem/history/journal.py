@@ -248,10 +248,14 @@ def _commit_entries(repo: Repo, entries: list[Entry], gaps: Gaps | None = None) 
 
     def build(editor: TreeEditor, parent: str | None, commit: Callable[..., str]) -> tuple[str | None, int]:
         count = 0
+        head = parent
         for entry in entries:
             now = {path: editor.get(path) for path, _, _ in entry.changes}
-            if all(now[path] == after for path, _, after in entry.changes):
-                continue  # already in HEAD (committed before a crash, or by a human)
+            if all(now[path] == after for path, _, after in entry.changes) and (
+                all(before == after for _, before, after in entry.changes)
+                or _committed(repo, head, entry, 3 * len(entries) + 16)
+            ):
+                continue  # already in HEAD (committed before a crash)
             changed = [(path, before) for path, before, _ in entry.changes if now[path] != before]
             known = [(path, before) for path, before in changed if gaps is not None and path in gaps.paths]
             if known and gaps is not None:
@@ -279,6 +283,26 @@ def _commit_entries(repo: Repo, entries: list[Entry], gaps: Gaps | None = None) 
 
     paths = sorted({path for entry in entries for path, _, _ in entry.changes})
     return commit_with(repo, build, paths)
+
+
+def _committed(repo: Repo, head: str | None, entry: Entry, depth: int) -> bool:
+    """Whether `entry`'s own commit is among HEAD's last `depth` (a drain killed after it moved HEAD, before it
+    removed the entry), told by the author, time and message `_commit` wrote. HEAD may hold an entry's bytes
+    without it: a write that put back what HEAD holds over a hand edit, whose bytes are then committed first."""
+    name, mail = author_of(entry.agent)
+    author = f"author {name} <{mail}> {entry.time} {_zone(entry.offset)}".encode()
+    message = entry.message.rstrip("\n").encode("utf-8")
+    commit = head
+    for _ in range(depth):
+        found = repo.reader.get(commit) if commit else None
+        if found is None or found[1] != "commit":
+            return False
+        header, _, body = found[2].partition(b"\n\n")
+        lines = header.split(b"\n")
+        if author in lines and body.rstrip(b"\n") == message:
+            return True
+        commit = next((line[7:].decode() for line in lines if line.startswith(b"parent ")), None)
+    return False
 
 
 def commit_with(
