@@ -33,22 +33,11 @@ def _current(root: Path, rel: str) -> bytes | None:
     return read_regular(full) if full.is_file() else None
 
 
-def restore_commit(view: HistoryView, rel: str, at: str) -> str:
-    """The commit `at` (a revision or a date) names for a restore of `rel`, as `view` resolves it."""
-    return view.commit(at, rel, hint=_restore_hint())
-
-
-def _restore_hint() -> str:
-    return f"; nothing was changed ({faces.call('rm')} removes it)"
-
-
-def plan_restore(
-    view: HistoryView, root: Path, rel: str, at: str, *, commit: str | None = None
-) -> tuple[list[Change], str]:
-    """The change that puts `rel` back as it was at `at` (or at `commit`, what `restore_commit` resolved `at` to
-    before), and its commit message."""
-    hint = _restore_hint()
-    commit = commit or view.commit(at, rel, hint=hint)
+def plan_restore(view: HistoryView, root: Path, rel: str, at: str) -> tuple[list[Change], str]:
+    """The change that puts `rel` back as it was at `at` (a revision or a date, as `view` resolves it), and its
+    commit message."""
+    hint = f"; nothing was changed ({faces.call('rm')} removes it)"
+    commit = view.commit(at, rel, hint=hint)
     old = view.blob(commit, rel)
     if old is None:
         raise view.absent(at, rel, commit, hint=hint)

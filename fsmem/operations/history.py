@@ -121,10 +121,8 @@ def restore(memory: Core, path: str, *, at: str) -> writing.WriteResult:
     require_writable(memory)
     rel = relative(memory.root, memory.path(path, want="file"))
     repo = require_history(memory)
-    commit = undo.restore_commit(_view(memory, repo), rel, at)  # HEAD~1 as the caller meant it, before any commit
-    _outside_first(repo)
     with transaction(memory) as tx:
-        changes, message = undo.plan_restore(_view(memory, repo), memory.root, rel, at, commit=commit)
+        changes, message = undo.plan_restore(_view(memory, repo), memory.root, rel, at)
         result = undo.apply(memory.root, "restore", rel, changes)
         _index_follows(memory, result)
         tx.wrote(result, message, paths=[change.path for change in result.changes])
@@ -141,8 +139,6 @@ def revert(memory: Core, rev: str) -> writing.WriteResult:
     repo = require_history(memory)
 
     archive = memory.config.consolidate.archive_dir
-    rev = repo.commit(rev)  # HEAD as the caller meant it, before any commit
-    _outside_first(repo)
     with transaction(memory) as tx:
         changes, message, label = undo.plan_revert(
             repo, memory.root, rev, lambda rel: memory.path(rel, want="file"), archive_dir=archive
@@ -152,15 +148,6 @@ def revert(memory: Core, rev: str) -> writing.WriteResult:
         tx.wrote(result, message, paths=[change.path for change in result.changes])
     undo.verify(repo, memory.root, "revert", result.changes)
     return result
-
-
-def _outside_first(repo: Repo) -> None:
-    """Commit the changes made outside fsmem before an undo replaces them: an undo that puts a file back as HEAD
-    holds it commits nothing of its own, and the bytes it replaced would be in no commit."""
-    from fsmem.history import journal, worktree
-
-    with journal.commit_lock(repo):
-        worktree.commit_outside(repo)
 
 
 def _index_follows(memory: Core, result: writing.WriteResult) -> None:
