@@ -23,8 +23,8 @@ RECENT_KEPT = 32  # candidate pools of recent queries kept per state of the inde
 _RECENT = ("recent",)
 DOCUMENT_POOL = 3000  # documents scored for the document part; deeper ones add nothing a candidate row can use
 # A word in this many rows or more has its count taken when a long-lived process warms up (`count_common_words`):
-# fts5vocab walks every posting of a word to count it, some 1 ms per 30,000 rows at 100k files
-# (docs/performance.md), while a rarer word's count costs a question too little to show.
+# fts5vocab walks every posting of a word to count it, about 1 ms per 30,000 rows at 100k files
+# (docs/performance.md, "Figures behind the search code"); a rarer word's count costs a question too little to show.
 COMMON_ROWS = 10_000
 FEW_NAMED = 20  # below this many named documents, BM25's IDF of a name is about 0 (a name in 1 of 2): see name_scores
 
