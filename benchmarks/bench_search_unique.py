@@ -1,7 +1,7 @@
 """Search in a long-lived process on questions never asked before, against a bare FTS5 query of the same words.
 
     .venv/bin/python benchmarks/bench_search_unique.py [--root DIR] [--sizes 10000] [--queries 300]
-        [--words 3] [--seed 7] [--twin] [--rows-twin] [--any-word] [--write-every N] [--profile]
+        [--words 3] [--seed 7] [--twin] [--rows-twin] [--any-word] [--write-every N] [--profile] [--slowest 5]
 
 Each question is `--words` words of one line of the memory, one of them rare (`common.NewQuestions`), no two
 questions alike and none asked before, so nothing kept from an earlier question (a kept pool of candidates)
@@ -12,7 +12,9 @@ word on their own), and the bare FTS5 query of
 the same terms on the same index (their OR, `bm25()`, 20 rows). The three are asked in every order in
 turn, so a busy machine slows all alike and each pays for what is kept of new words (their document
 frequencies and postings) as often as the others (the candidates one side keeps are let go before the next). Wall time per
-search: p50, p99, the slowest, and each p50 against the bare query's. Then the latest 20 questions are
+search: p50, p99, the slowest, and each p50 against the bare query's; beside them the asking thread's CPU time
+per search (`time.thread_time`: it leaves out the time other jobs hold the cores), p50 and p99, and the `--slowest`
+questions by that CPU, with how long counting their words took. Then the latest 20 questions are
 asked twice more, the second time timed and reported apart, labelled: the repeated mix, which kept
 candidates answer. The garbage collector's full collections that fell within the fsmem side's searches are
 reported, and one made after the timed questions: what the process keeps between questions costs it.
@@ -152,6 +154,7 @@ def main() -> int:
     parser.add_argument("--any-word", action="store_true", help="also time the search without the every-word proof")
     parser.add_argument("--write-every", type=int, default=0, help="write a note before every Nth question")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--slowest", type=int, default=5, help="list this many slowest questions by CPU")
     args, _rest = parser.parse_known_args()  # `make bench` passes every script the same arguments
     from common import CollectorPauses, NewQuestions, memories, percentile
 
@@ -198,6 +201,8 @@ def main() -> int:
 
             profile = cProfile.Profile()
         times: dict[str, list[float]] = {side: [] for side in sides}
+        cpu: dict[str, list[float]] = {side: [] for side in sides}  # the asking thread's CPU, per question
+        words_each: list[float] = []  # per question, the wall time the fsmem side's count of its words took
         collector = CollectorPauses()
         own = {EXHAUSTIVE: OwnTerms(index), TWIN: OwnTerms(index, native=False)} if args.twin else {}
         loads = [os.getloadavg()[0]]
@@ -221,7 +226,7 @@ def main() -> int:
                     rowscores.best_holding_every_word = lambda *_args: None
                 if side in own:
                     own[side].__enter__()
-                started = time.perf_counter()
+                started, started_cpu = time.perf_counter(), time.thread_time()
                 if side == FTS5:
                     bare_query(index, bare, question)
                 else:
@@ -232,9 +237,12 @@ def main() -> int:
                     memory.search(question)
                     if side == PRUNED and number in after_write[-1:]:
                         words_counted.append(counting[-1])
+                    if side == PRUNED:
+                        words_each.append(counting[-1])
                     collector.timing = False
                     if profile is not None:
                         profile.disable()
+                cpu[side].append(time.thread_time() - started_cpu)
                 times[side].append(time.perf_counter() - started)
                 if side == EXHAUSTIVE:
                     rowscores.POSTINGS_PER_FILE = saved
@@ -255,11 +263,19 @@ def main() -> int:
             again.append(time.perf_counter() - started)
         print(f"{root}: {rows:,} rows, {len(asked)} distinct questions of {args.words}")
         print(f"load average {min(loads):.1f}-{max(loads):.1f}")
-        print(f"{'':<40} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'p50 x FTS5':>10}")
+        print(f"{'':<40} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'p50 x FTS5':>10} {'CPU p50':>8} {'CPU p99':>8}")
         limit = statistics.median(times[FTS5])
         for name, values in (*times.items(), (REPEATED, again)):
             p50, p99, top = (1000 * v for v in (statistics.median(values), percentile(values, 0.99), max(values)))
-            print(f"{name:<40} {p50:>8.1f} {p99:>8.1f} {top:>8.1f} {p50 / 1000 / limit:>10.2f}")
+            spent = cpu.get(name)
+            used = f" {1000 * statistics.median(spent):>8.1f} {1000 * percentile(spent, 0.99):>8.1f}" if spent else ""
+            print(f"{name:<40} {p50:>8.1f} {p99:>8.1f} {top:>8.1f} {p50 / 1000 / limit:>10.2f}{used}")
+        slowest = sorted(range(len(asked)), key=lambda n: -cpu[PRUNED][n])[: args.slowest]
+        if slowest:
+            print(f"the {len(slowest)} costliest questions of {PRUNED}: CPU, wall, of which counting words (wall)")
+            for n in slowest:
+                spent, took, words = (1000 * v for v in (cpu[PRUNED][n], times[PRUNED][n], words_each[n]))
+                print(f"  {spent:>7.1f} {took:>7.1f} {words:>7.1f} ms  #{n} {asked[n]!r}")
         print(f"the garbage collector within the {len(asked)} searches of the first line: {collector.summary()}")
         print(f"a full collection after them: {after}")
         if after_write:

@@ -35,8 +35,9 @@ ANSWERING_MODULES = (
 
 
 def warm(memory: Any) -> None:
-    """Catch up `memory`'s metadata rows, its search index if one holds files, its grep word index and the
-    index's list of words if that index exists, and load its tokenizer. Raises what a cache raises
+    """Catch up `memory`'s metadata rows, its search index if one holds files (and make what every question
+    reads of it: `fsmem.search.scoring.warm`), its grep word index and the index's list of words if that index
+    exists, and load its tokenizer. Raises what a cache raises
     (`FsmemError`, `OSError`): the call that needs that cache then says why."""
     from fsmem.names import STATE_DIR
     from fsmem.query import grep_words
@@ -45,7 +46,10 @@ def warm(memory: Any) -> None:
     memory.catalog.sync()
     index = memory.search_index
     if index.guarded(_holds_files):
+        from fsmem.search import scoring
+
         index.refresh()
+        scoring.warm(index)
     if os.path.exists(os.path.join(memory.root, STATE_DIR, grep_words.INDEX_FILE)):
         words = grep_words.caught_up(memory.root)
         if words is not None:

@@ -177,6 +177,17 @@ class CarriedAcrossWrites(RuleBasedStateMachine):
         _cache.discard(self.index.path)
         self.index.refresh()
 
+    @rule()
+    def warm(self):
+        """A long-lived process's warm-up: the documents, their ranking ids, the files too large to index and
+        the common words' counts kept before any question asks for them (carried from then on, held against a
+        fresh process's by `ask` and against fts5vocab by `kept_counts_are_fts5vocabs`)."""
+        self.index.kept = self.held
+        counted = scoring.warm(self.index)
+        common = [t for t, d in self.index.connection().execute("SELECT term, doc FROM search_vocab") if d >= 2]
+        assert counted == len(common)
+        assert all(("search_vocab", t) in self.held._kept for t in common)
+
     @rule(words=QUESTIONS, scope=SCOPES)
     def ask(self, words, scope):
         query = " ".join(words)
@@ -246,6 +257,7 @@ def _decoded_counted(monkeypatch):
     monkeypatch.setattr(scoring, "EXACT_COUNT_LIMIT", 400)  # some files listed as too large to index
     # a build's batches record no counts: their files' removals cannot be carried to the words' counts
     monkeypatch.setattr(search_index, "BATCH_FILES", 5)
+    monkeypatch.setattr(documents, "COMMON_ROWS", 2)  # `warm_counts` keeps the words of two rows or more
 
 
 CarriedAcrossWrites.TestCase.settings = settings(

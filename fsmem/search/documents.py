@@ -22,6 +22,10 @@ from fsmem.search.tables import _CONTINUED, BLOCK_BITS, continued_blocks, rank_i
 RECENT_KEPT = 32  # candidate pools of recent queries kept per state of the index (`Kept.remember`)
 _RECENT = ("recent",)
 DOCUMENT_POOL = 3000  # documents scored for the document part; deeper ones add nothing a candidate row can use
+# A word in this many rows or more has its count taken when a long-lived process warms up (`count_common_words`):
+# fts5vocab walks every posting of a word to count it, about 1 ms per 30,000 rows at 100k files
+# (docs/performance.md, "Figures behind the search code"); a rarer word's count costs a question too little to show.
+COMMON_ROWS = 10_000
 FEW_NAMED = 20  # below this many named documents, BM25's IDF of a name is about 0 (a name in 1 of 2): see name_scores
 
 
@@ -131,6 +135,19 @@ def document_frequencies(conn, table: str, terms: list[str], kept: dict[Any, Any
     return {term: doc for term, (doc, _hits) in _vocabulary(conn, table, terms, kept).items()}
 
 
+def count_common_words(conn, kept: dict[Any, Any]) -> int:
+    """Keep in `kept` the counts (rows, occurrences) of every word of the rows that at least `COMMON_ROWS` rows
+    hold, from one walk of the row index's whole vocabulary, as `document_frequencies` would count each of them
+    at a question's first use; how many. A long-lived process does this as it warms up: a new question's
+    common word was the costliest part of its first count (at 100k files, `budget` is in 1.3 million rows),
+    and what is kept is carried across writes."""
+    common = 0
+    for term, doc, hits in conn.execute("SELECT term, doc, cnt FROM search_vocab WHERE doc >= ?", (COMMON_ROWS,)):
+        kept.setdefault(("search_vocab", term), (doc, hits))
+        common += 1
+    return common
+
+
 def hit_counts(conn, table: str, terms: list[str], kept: dict[Any, Any] | None = None) -> dict[str, int]:
     """term -> how many times the table's rows hold it in all, for the terms the table has (fts5vocab's `cnt`,
     read in the same walk of its postings as its document frequency); from `kept` when known."""
@@ -228,7 +245,7 @@ def name_scores(conn, terms, fuzzy, names_df, n_named: int, fuzzy_weight: float,
 _RANK_IDS, _SOURCES = ("documents' ranking ids",), ("documents' sources",)
 
 
-def _rank_ids(conn, kept: dict[Any, Any] | None) -> array:
+def document_ranking_ids(conn, kept: dict[Any, Any] | None) -> array:
     """Ranking's id of each document of `postings.decoded(...).ids`, kept per state: its file's row n has it
     (an array, which Python's collector does not walk value by value)."""
     found = kept.get(_RANK_IDS) if kept is not None else None
@@ -303,7 +320,7 @@ def document_scores(
         df = {term: count for term, count in df.items() if term not in absent}
     denominator = could_earn(n_docs, df)
     best, raw = postings.bm25(conn, phrases, DOCUMENT_POOL, kept)
-    stored, rank_ids = postings.decoded(conn, kept).ids, _rank_ids(conn, kept)
+    stored, rank_ids = postings.decoded(conn, kept).ids, document_ranking_ids(conn, kept)
     docs = [rank_ids[at] for at in best]
     by_doc = dict(zip(docs, [r / denominator for r in raw], strict=True))
     sources = _sources(conn, [stored[at] for at in best], kept)
