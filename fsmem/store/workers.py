@@ -26,6 +26,8 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
+from fsmem.errors import FsmemError
+
 WORKERS_ENV = "FSMEM_WORKERS"  # how many worker processes a build may use (1: parse in the process itself)
 PARALLEL_FROM = 200  # files; fewer are parsed in the process (for fewer, starting workers costs more than it saves)
 CHUNK_FILES = 50  # files a worker parses per task
@@ -104,7 +106,7 @@ def mapped(func: Callable[[Any], R], tasks: Iterable[Any], size: int) -> Iterato
                 credits.close()
 
 
-class WorkerDied(RuntimeError):
+class WorkerDied(FsmemError):
     """A worker process ended (killed, out of memory) before sending a task's result."""
 
 
