@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from fsmem.errors import WorkerDied
 from fsmem.store import workers
 
 
@@ -79,7 +80,7 @@ def test_a_worker_that_dies_is_an_error_in_the_caller_not_a_wait_for_ever(monkey
     monkeypatch.setenv(workers.WORKERS_ENV, "2")
     results = workers.mapped(_dying, range(40), workers.PARALLEL_FROM)
     assert [next(results) for _ in range(5)] == [0, 1, 2, 3, 4]
-    with pytest.raises(workers.WorkerDied, match="exit code 3"):
+    with pytest.raises(WorkerDied, match="exit code 3"):
         next(results)
 
 

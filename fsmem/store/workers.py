@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
-from fsmem.errors import FsmemError
+from fsmem.errors import WorkerDied
 
 WORKERS_ENV = "FSMEM_WORKERS"  # how many worker processes a build may use (1: parse in the process itself)
 PARALLEL_FROM = 200  # files; fewer are parsed in the process (for fewer, starting workers costs more than it saves)
@@ -104,10 +104,6 @@ def mapped(func: Callable[[Any], R], tasks: Iterable[Any], size: int) -> Iterato
                 process.join()
                 results.close()
                 credits.close()
-
-
-class WorkerDied(FsmemError):
-    """A worker process ended (killed, out of memory) before sending a task's result."""
 
 
 def _work(func: Callable[[Any], Any], tasks: list[Any], results: Any, credits: Any, parent: int) -> None:
