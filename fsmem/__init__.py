@@ -52,6 +52,7 @@ _EXPORTS = {
     "ChangedOnDisk": "fsmem.errors",
     "MemoryToolError": "fsmem.errors",
     "StorageError": "fsmem.errors",
+    "WorkerDied": "fsmem.errors",
     "MissingDependency": "fsmem.errors",
     "SecretFound": "fsmem.errors",
     "HistoryOff": "fsmem.errors",
@@ -93,6 +94,7 @@ if TYPE_CHECKING:  # what the type checker reads; at run time each name is loade
         StorageError as StorageError,
         SyncFailed as SyncFailed,
         SyncRefused as SyncRefused,
+        WorkerDied as WorkerDied,
     )
     from fsmem.memory import Memory as Memory
     from fsmem.operations.upkeep import CheckResult as CheckResult, IndexResult as IndexResult

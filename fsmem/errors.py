@@ -93,6 +93,10 @@ class StorageError(FsmemError):
     """The file system refused an operation (permission denied, no space left, a name too long…)."""
 
 
+class WorkerDied(FsmemError):
+    """A worker process of a cold build ended (killed, out of memory) before sending a task's result."""
+
+
 class MissingDependency(FsmemError):
     """An optional package a command needs (matplotlib for plots) is not installed."""
 

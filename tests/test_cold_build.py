@@ -264,19 +264,24 @@ def test_no_progress_for_work_under_a_second(tmp_path):
 
 
 def test_a_build_is_given_each_task_of_parsed_files_as_the_workers_finish_it(template, monkeypatch):
-    """The command writes a task's 50 files while the workers parse the rest of the batch, not the 500 at once."""
+    """The command writes a task's 50 files while the workers parse the rest of the batch, not the 500 at once; the
+    build's first 50 files come in tasks of 10, so that the command begins writing after 10 files are parsed."""
     from fsmem.search.analyzer import Analyzer
-    from fsmem.search.index import BATCH_FILES, _parsed_batches
+    from fsmem.search.index import BATCH_FILES, FIRST_TASK_FILES, _parsed_batches
 
     monkeypatch.setenv(WORKERS_ENV, "2")
     todo = sorted((str(p.relative_to(template)), str(p)) for p in template.rglob("*.md"))
     batches = _parsed_batches(template, todo, Analyzer())
     try:
         first = [[p.path for p in task.files] for task in next(batches)]
+        second = [[p.path for p in task.files] for task in next(batches)]
     finally:
         batches.close()
-    assert [len(task) for task in first] == [BATCH_FILES // 10] * 10
+    assert FIRST_TASK_FILES == 10
+    assert [len(task) for task in first] == [10] * 5 + [BATCH_FILES // 10] * 9
     assert [path for task in first for path in task] == [rel for rel, _full in todo[:BATCH_FILES]]
+    assert [len(task) for task in second] == [BATCH_FILES // 10] * 10
+    assert [path for task in second for path in task] == [rel for rel, _full in todo[BATCH_FILES : 2 * BATCH_FILES]]
 
 
 def test_a_build_checkpoints_its_wal_seldom_and_as_sqlite_does_after_its_merge(template, tmp_path, monkeypatch):

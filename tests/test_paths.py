@@ -14,6 +14,7 @@ from fsmem.store.paths import (
     is_memory_path,
     name_problem,
     open_regular,
+    read_stamped,
     relative,
     resolve,
     text_problem,
@@ -240,6 +241,24 @@ def test_open_regular_refuses_a_fifo_without_blocking(root):
     (root / "a.md").write_bytes(b"abc")
     with open_regular(root / "a.md") as handle:
         assert handle.read() == b"abc"
+
+
+def test_read_stamped_gives_the_stat_of_the_file_read_and_refuses_a_fifo_without_blocking(root):
+    os.mkfifo(root / "pipe.md")
+    with pytest.raises(InvalidArgument, match="not a regular file"):
+        read_stamped(str(root / "pipe.md"), 100)
+    (root / "a.md").write_bytes(b"abc\n" * 1000)
+    found, data = read_stamped(str(root / "a.md"), 4000)
+    assert data == b"abc\n" * 1000
+    assert (found.st_ino, found.st_size, found.st_mtime_ns) == (
+        os.stat(root / "a.md").st_ino,
+        4000,
+        os.stat(root / "a.md").st_mtime_ns,
+    )
+    found, data = read_stamped(str(root / "a.md"), 3999)  # larger than the limit: not read
+    assert (found.st_size, data) == (4000, None)
+    (root / "empty.md").write_bytes(b"")
+    assert read_stamped(str(root / "empty.md"), 10)[1] == b""
 
 
 def test_text_problems():

@@ -4,9 +4,14 @@ ahead of the caller, so a command killed halfway has not parsed much it never wr
 from __future__ import annotations
 
 import gc
+import multiprocessing
 import os
+import threading
 import time
 
+import pytest
+
+from fsmem.errors import WorkerDied
 from fsmem.store import workers
 
 
@@ -48,3 +53,57 @@ def test_the_collector_is_off_in_the_workers_and_in_the_caller_while_a_pool_runs
         gc.enable()
     small = workers.mapped(_collecting, range(2), workers.PARALLEL_FROM - 1)  # no pool: parsed in the caller
     assert list(small) == [True, True]
+
+
+def _failing(task: int) -> int:
+    if task == 5:
+        raise ValueError(f"task {task} failed")
+    return task * 2
+
+
+def _dying(task: int) -> int:
+    if task == 5:
+        os._exit(3)  # as a worker the kernel kills (out of memory) ends: no result, no exception
+    return task
+
+
+def test_results_come_in_order_and_a_task_s_error_is_raised_in_the_caller(monkeypatch):
+    monkeypatch.setenv(workers.WORKERS_ENV, "3")
+    assert list(workers.mapped(_failing, range(5), workers.PARALLEL_FROM)) == [0, 2, 4, 6, 8]
+    results = workers.mapped(_failing, range(40), workers.PARALLEL_FROM)
+    assert [next(results) for _ in range(5)] == [0, 2, 4, 6, 8]
+    with pytest.raises(ValueError, match="task 5 failed"):
+        next(results)
+
+
+def test_a_worker_that_dies_is_an_error_in_the_caller_not_a_wait_for_ever(monkeypatch):
+    monkeypatch.setenv(workers.WORKERS_ENV, "2")
+    results = workers.mapped(_dying, range(40), workers.PARALLEL_FROM)
+    assert [next(results) for _ in range(5)] == [0, 1, 2, 3, 4]
+    with pytest.raises(WorkerDied, match="exit code 3"):
+        next(results)
+
+
+def test_a_caller_that_stops_early_leaves_no_worker(monkeypatch):
+    monkeypatch.setenv(workers.WORKERS_ENV, "2")
+    before = set(multiprocessing.active_children())
+    results = workers.mapped(_failing, range(4), workers.PARALLEL_FROM)
+    assert next(results) == 0
+    started = set(multiprocessing.active_children()) - before
+    assert len(started) == 2
+    results.close()
+    assert all(process.exitcode is not None for process in started)
+    assert set(multiprocessing.active_children()) == before
+
+
+def test_workers_are_spawned_where_the_caller_runs_threads_and_answer_the_same(monkeypatch):
+    monkeypatch.setenv(workers.WORKERS_ENV, "2")
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)  # a second thread: forking could copy a lock it holds
+    thread.start()
+    try:
+        assert list(workers.mapped(_failing, range(5), workers.PARALLEL_FROM)) == [0, 2, 4, 6, 8]
+        assert list(workers.mapped(_collecting, range(3), workers.PARALLEL_FROM)) == [False] * 3
+    finally:
+        stop.set()
+        thread.join()

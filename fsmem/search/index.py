@@ -94,6 +94,7 @@ READER_CACHE_KIB = 1024  # SQLite's page cache of each thread's read connection
 RACY_NS = _cache.RACY_NS  # a file written this recently is read again at the next refresh
 BATCH_FILES = 500  # files per write transaction of a large (re)build, so other writers are not starved
 TASKS_PER_BATCH = 10  # a batch's files are parsed in this many worker tasks, each written as it comes back
+FIRST_TASK_FILES = 10  # but a build's first task's files in tasks of this many: the command begins writing sooner
 BUSY_TIMEOUT_S = 60.0
 # Merging the segments that writes add (`_merge_writes`): once this process's writes to the index have been
 # quiet this long, a step at a time (fsmem.search.tables.MERGE_STEP_PAGES); and at most this share of one core
@@ -594,7 +595,8 @@ def _parsed_batches(root: Path, todo: list[tuple[str, str]], analyzer: Analyzer)
     """The files of `todo` read and parsed, BATCH_FILES at a time, in order: per batch, its files a list at a
     time (`ParsedTask`). In worker processes when there are enough files (`fsmem.store.workers`): a list per task, as the
     workers finish them, so that the caller writes a task's files while they parse the next tasks (and the
-    first files as soon as the first task is done, not the first batch)."""
+    first files as soon as the first task is done, not the first batch: the first batch's first task's files
+    are parsed in tasks of FIRST_TASK_FILES, so that the command waits for a few files, not 50, before it writes)."""
     if len(todo) < workers.PARALLEL_FROM or workers.count() <= 1:
         for start in range(0, len(todo), BATCH_FILES):
             batch = todo[start : start + BATCH_FILES]
@@ -602,13 +604,14 @@ def _parsed_batches(root: Path, todo: list[tuple[str, str]], analyzer: Analyzer)
                 [ParsedTask([p for p in (read_file(root, rel, full, analyzer) for rel, full in batch) if p], None)]
             )
         return
-    tasks = [(str(root), chunk) for chunk in _cache.chunks(todo, BATCH_FILES // TASKS_PER_BATCH)]
-    chunks = workers.mapped(parse_files, tasks, len(todo))
-    while True:
-        first = next(chunks, None)
-        if first is None:
-            return
-        yield itertools.chain([first], itertools.islice(chunks, TASKS_PER_BATCH - 1))  # the rest of the batch's
+    task_files = BATCH_FILES // TASKS_PER_BATCH
+    batches = [
+        list(_cache.chunks(todo[start : start + BATCH_FILES], task_files)) for start in range(0, len(todo), BATCH_FILES)
+    ]
+    batches[0][:1] = _cache.chunks(batches[0][0], FIRST_TASK_FILES)
+    parsed = workers.mapped(parse_files, [(str(root), files) for tasks in batches for files in tasks], len(todo))
+    for tasks in batches:
+        yield itertools.islice(parsed, len(tasks))
 
 
 _VERSION = f"{INDEX_VERSION}:{ANALYZER_VERSION}"

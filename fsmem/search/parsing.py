@@ -27,7 +27,7 @@ from fsmem.search.analyzer import Analyzer
 from fsmem.search.packed_rows import pack_rows, unpack_rows
 from fsmem.store.catalog import EXACT_COUNT_LIMIT
 from fsmem.store.note_status import is_note, was_consolidated
-from fsmem.store.paths import ROOT_README, read_regular
+from fsmem.store.paths import ROOT_README, read_stamped
 
 ascii_rows = postings._native.plain_rows if postings._native else plain_rows  # C where built (tests/test_native.py)
 
@@ -363,10 +363,9 @@ def read_file(root: Path, rel: str, full: str, analyzer: Analyzer, vocabulary: s
     terms are added to `vocabulary`, if given."""
     for _attempt in range(5):
         try:
-            before = os.stat(full)
-            if before.st_size > EXACT_COUNT_LIMIT:
+            before, data = read_stamped(full, EXACT_COUNT_LIMIT)  # a FIFO named *.md never blocks the build
+            if data is None:
                 return Parsed(rel, stamp_of(before), (None, None, None, None), "", [], [], b"", None, [], [], "")
-            data = read_regular(full)  # a FIFO named *.md never blocks the build
             after = os.stat(full)
         except (OSError, FsmemError):
             return None

@@ -359,6 +359,29 @@ def read_regular(path: str | os.PathLike[str], limit: int = -1) -> bytes:
         return handle.read(limit)
 
 
+def read_stamped(path: str, limit: int) -> tuple[os.stat_result, bytes | None]:
+    """The stat of a regular file as opened (`open_regular`'s check) and its bytes, or None for them when the file
+    is larger than `limit`: the stat is of the very file read, taken before the read, with one open and no
+    buffered reader (a cold build reads every file: 10k files, a stat and a file object each spared)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        found = os.fstat(fd)
+        if not stat.S_ISREG(found.st_mode):
+            raise InvalidArgument(f"{shown(path)} is not a regular file (a FIFO, socket or device)")
+        if found.st_size > limit:
+            return found, None
+        data = os.read(fd, found.st_size + 1)
+        if len(data) > found.st_size:  # it grew since: the rest too, as a read to the end takes it
+            parts = [data]
+            while part := os.read(fd, 1 << 16):
+                parts.append(part)
+            data = b"".join(parts)
+        return found, data
+    finally:
+        os.close(fd)
+
+
 def check_folder_contents(root: Path, folder: Path, raw: str) -> None:
     """Refuse to remove or move a folder that holds anything but memory files and visible folders.
 
