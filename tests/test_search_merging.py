@@ -97,8 +97,13 @@ def test_every_answer_is_the_same_after_each_merge_step(
 @pytest.fixture
 def written(tmp_path, monkeypatch):
     """A memory of 20 files, its index built, then 12 files written one at a time through the API."""
+    return _written(tmp_path, monkeypatch, quiet=0.05)
+
+
+def _written(tmp_path, monkeypatch, *, quiet: float) -> Memory:
+    """`written`, its merger waiting for `quiet` s of no writes before it merges."""
     monkeypatch.setenv("FSMEM_NOW", "2026-06-01T00:00:00+00:00")
-    monkeypatch.setattr(search_index, "MERGE_QUIET_S", 0.05)
+    monkeypatch.setattr(search_index, "MERGE_QUIET_S", quiet)
     rng = random.Random(7)
     Memory.init(tmp_path)
     (tmp_path / "topics").mkdir()
@@ -128,9 +133,10 @@ def test_the_segments_written_files_add_are_merged_into_one_once_the_writes_are_
     written.close()
 
 
-def test_a_reader_reads_one_state_while_the_merger_writes(written):
+def test_a_reader_reads_one_state_while_the_merger_writes(tmp_path, monkeypatch):
     """A read transaction begun before the merge reads the segments it began with to its end (WAL), and
     answers what it answered before, as a reader begun after the merge does."""
+    written = _written(tmp_path, monkeypatch, quiet=1e9)  # the merger holds off until the reader has begun
     reader = cache.connect(written.search_index.path)
     query = ("walrus OR ledger",)
     sql = "SELECT rowid, bm25(search_fts) FROM search_fts WHERE search_fts MATCH ? ORDER BY 2, rowid"
@@ -138,6 +144,9 @@ def test_a_reader_reads_one_state_while_the_merger_writes(written):
     before = reader.execute(sql, query).fetchall()
     segments_before = tables.segments(reader, "search_fts")
     assert segments_before > 1
+    monkeypatch.setattr(search_index, "MERGE_QUIET_S", 0.0)
+    with written.search_index._merge_state:  # the merger, waiting out the quiet time, looks at it again
+        written.search_index._merge_state.notify_all()
     assert written.search_index.writes_merged(timeout=60)
     assert tables.segments(reader, "search_fts") == segments_before and reader.execute(sql, query).fetchall() == before
     reader.execute("COMMIT")
