@@ -8,6 +8,7 @@ SQLite; nothing here knows SQL.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
@@ -117,6 +118,9 @@ class Parsed:
     # the documents with their terms counted (`postings.counted`), where the file was parsed: `parse_file` sets
     # it (and drops `docs`), so a cold build's workers count and the command writing their files adds up
     counted: list[postings.Counted] | None = None
+    # of the bytes the rows were made from (`content_digest`), where the file was read (`read_file`): a file read
+    # again with the same bytes keeps its rows (`fsmem.search.index`)
+    digest: bytes | None = None
 
     @classmethod
     def of_rows(
@@ -372,8 +376,16 @@ def read_file(root: Path, rel: str, full: str, analyzer: Analyzer, vocabulary: s
             return None
         if stamp_of(before) == stamp_of(after):
             text, _problems = fmt.decode(data)
-            return parse_file(rel, text, stamp_of(before), analyzer, vocabulary)
+            parsed = parse_file(rel, text, stamp_of(before), analyzer, vocabulary)
+            parsed.digest = content_digest(data)
+            return parsed
     return None
+
+
+def content_digest(data: bytes) -> bytes:
+    """A file's bytes digested (BLAKE2b, 128 bits): what its rows are a function of, with its path. Some 8 ms of
+    CPU per 4.5 MB (10k files: 80 ms, against 11 s for the build that reads them)."""
+    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 _worker_analyzer: list[Analyzer] = []  # a worker process's analyzer, made by its first task
