@@ -21,6 +21,7 @@ whose caches are built (a copy: the benchmark writes into it).
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import subprocess
@@ -40,7 +41,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=7)
     args, _rest = parser.parse_known_args()
     from bench_writes import writer
-    from common import NewQuestions, fsmem_bin, load
+    from common import NewQuestions, load
 
     from fsmem import Memory
     from fsmem.query import grep_words
@@ -105,6 +106,7 @@ def main() -> int:
     totals = {stage: [0, 0, 0, 0] for stage in stages}  # index writes, metadata rows, word files read, merges
     write_cpu: list[float] = []
     print(f"{root}: {args.writes} writes; {load()}", flush=True)
+    command, env = [sys.executable, "-m", "fsmem"], {**os.environ, "PYTHONPATH": str(REPO)}  # this tree's fsmem
 
     def stage(name: str, action) -> None:
         indexed, rows = counters()
@@ -138,7 +140,7 @@ def main() -> int:
 
         def one_shot() -> None:
             for argv in (["search", "budget review", "--max-results", "1"], ["ls", "topics", "--max-results", "1"]):
-                subprocess.run([fsmem_bin(), "--root", str(root), *argv], check=True, capture_output=True)
+                subprocess.run([*command, "--root", str(root), *argv], env=env, check=True, capture_output=True)
 
         stage("one-shot search and ls", one_shot)
     n = args.writes

@@ -15,7 +15,9 @@ so a write through fsmem, a consolidation or a human edit is seen by the next
 search: a process that holds the memory's change feed (`fsmem.store.feed`: a
 Memory asked more than once) looks only at the paths it names, any other
 stats every memory file. fsmem's own writes and `fsmem watch` update the
-changed files at once (`SearchIndex.update`). A file's rows are one range of
+changed files at once (`SearchIndex.update`), inside the racy window, so the
+readers after them read those files again: one read with the bytes its rows
+were made from (its digest) keeps them. A file's rows are one range of
 FTS5 row ids, packed after the previous file's (`fsmem.search.tables`). Updates are compare-and-set per
 file inside `BEGIN IMMEDIATE`, so two processes updating at once both end with
 the index a fresh build would give. A damaged index is dropped and rebuilt.
