@@ -135,13 +135,8 @@ class SearchIndex:
         self._ticket = itertools.count(1)  # orders asks and refresh starts (next() is atomic under the GIL)
         self._refreshed_from = 0  # the ticket taken when the last finished refresh began
         self._readers = threading.local()  # each thread's read connection (see `reading`)
-        self.stats = {
-            "indexed": 0,
-            "removed": 0,
-            "skipped": 0,
-            "restamped": 0,
-            "walks": 0,
-        }  # walks: of every file's stamp
+        # walks: of every file's stamp; restamped: files read again with their rows' bytes (`_same_bytes`)
+        self.stats = {"indexed": 0, "removed": 0, "skipped": 0, "restamped": 0, "walks": 0}
 
     @property
     def analyzer(self) -> Analyzer:
