@@ -2,8 +2,14 @@
 
 Pure of the index: `parse_file` turns a file's text into what the index
 stores (`Parsed`), `read_file` reads a file so that the stamp it records is
-the one its bytes had. The index (`fsmem.search.index`) keeps these in
-SQLite; nothing here knows SQL.
+the one its bytes had, and with it their digest. The index
+(`fsmem.search.index`) keeps these in SQLite; nothing here knows SQL.
+
+This module is long because a file's analysis for search is one pass, from
+its text to its rows, terms, names and documents (`parse_file` and its
+helpers), beside the reading that feeds it; that reading (`read_file`,
+`parse_files`, `ParsedTask`) is what moves to a module of its own when this
+one grows again.
 """
 
 from __future__ import annotations
