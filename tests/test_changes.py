@@ -165,6 +165,59 @@ class CarriedAcrossWrites(RuleBasedStateMachine):
         other.close()
         self._then(then)
 
+    @rule(number=st.integers(0, 5), swap=st.booleans(), passed=st.booleans(), then=ASKED)
+    def rewrite_in_the_same_tick(self, number, swap, passed, then):
+        """The file replaced with its mtime kept (a new inode): its very bytes, or other bytes of the same size
+        (two words of three letters swapped), read again inside the racy window or once it has passed. Only
+        the digest tells the two apart: the first keeps its rows, the second is indexed again."""
+        path = self.root / "topics" / f"t{number}.md"
+        if not path.exists():
+            return
+        before = path.stat()
+        data = path.read_bytes()
+        if swap:
+            data = data.replace(b"ada", b"\0").replace(b"tea", b"ada").replace(b"\0", b"tea")
+        temp = path.with_name("replacing.tmp")
+        temp.write_bytes(data)
+        os.utime(temp, ns=(before.st_atime_ns, before.st_mtime_ns))
+        os.replace(temp, path)
+        self._read_again(passed, [f"topics/t{number}.md"])
+        self._then(then)
+
+    @rule(passed=st.booleans(), then=ASKED)
+    def walk(self, passed, then):
+        """A reader that walks (another process, the feed's check): every racy row is read again."""
+        self._read_again(passed, None)
+        self._then(then)
+
+    def _read_again(self, passed: bool, paths: list[str] | None) -> None:
+        racy = search_index.RACY_NS
+        search_index.RACY_NS = 0 if passed else 10**18  # the clock pinned, as far as the racy window goes
+        try:
+            if paths is None:
+                self.index.refresh()
+            else:
+                self.index.update(paths)
+        finally:
+            search_index.RACY_NS = racy
+
+    @rule(words=QUESTIONS)
+    def same_as_a_fresh_build(self, words):
+        """The index, after whatever was written and read again, holds what a build of the same files holds:
+        each file's rows and fields, fts5vocab's counts, the totals, and every score and relevance."""
+        fresh_root = Path(__import__("tempfile").mkdtemp(prefix="fsmem-fresh-"))
+        try:
+            __import__("shutil").copytree(self.root, fresh_root / "m", ignore=lambda _d, names: [".fsmem"])
+            fresh = SearchIndex(fresh_root / "m")
+            fresh.refresh()
+            self.index.kept = Kept()
+            query = " ".join(words)
+            assert _held(self.index, query) == _held(fresh, query)
+            fresh.close()
+        finally:
+            self.index.kept = self.held
+            __import__("shutil").rmtree(fresh_root, ignore_errors=True)
+
     def _then(self, then) -> None:
         """Most writes are followed by a question (two writes in a row are carried across as one change)."""
         if then is not None:
@@ -234,6 +287,23 @@ class CarriedAcrossWrites(RuleBasedStateMachine):
         changes.KEEP_COUNTS = KEPT
         self.index.close()
         __import__("shutil").rmtree(self.root, ignore_errors=True)
+
+
+def _held(index: SearchIndex, query: str) -> tuple:
+    """What an index holds, whatever its files' ids and stamps: per file its rows and fields, fts5vocab's
+    counts, the totals, and the answer to `query` (row -> score and relevance, to the bit)."""
+    conn = index.connection()
+    files = {
+        path: rest
+        for path, *rest in conn.execute(
+            "SELECT path, rows, docs, type, tags, updated, importance, lines, groups, sources, cited, digest"
+            " FROM search_files"
+        )
+    }
+    totals = dict(conn.execute("SELECT key, value FROM search_meta WHERE key IN ('rows', 'docs')"))
+    found = scoring.rank(index, query, SearchSettings(), now=NOW)
+    answer = {(found.paths[i], found.lines[i]): (found.scores[i].hex(), found.relevance[i].hex()) for i in found.ids}
+    return files, _vocab(conn), totals, answer, found.unsearched, found.searchable
 
 
 _made = [0]

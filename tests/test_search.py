@@ -464,6 +464,122 @@ def test_every_write_through_fsmem_updates_the_index_at_once(memory):
     assert locations(memory.search("blimp hangar")) == [f"{note.path}:9"]
 
 
+def _search_files(root):
+    """path -> (id, racy, digest), and the index's count of changes, straight from the search tables."""
+    conn = connect(cache_path(root))
+    try:
+        found = {p: (i, m < 0, d) for p, i, m, d in conn.execute("SELECT path, id, mtime_ns, digest FROM search_files")}
+        return found, int(conn.execute("SELECT value FROM search_meta WHERE key = 'changes'").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def _segments(root):
+    from fsmem.search import tables
+
+    conn = connect(cache_path(root))
+    try:
+        return tables.segments(conn, "search_fts"), tables.segments(conn, "search_names")
+    finally:
+        conn.close()
+
+
+def test_a_racy_file_read_again_with_its_bytes_unchanged_keeps_its_rows(memory, monkeypatch):
+    """A write through fsmem is indexed at once, inside the racy window, so its row is marked racy. The readers
+    after it (the next search, whose change feed names the file; a walk once the window passed; another
+    process) find the bytes the rows were made from: the row keeps its id and rows, its stamp is settled, and
+    no change is recorded, no FTS5 segment added, nothing left for the merger."""
+    from fsmem.search import index as search_index
+    from fsmem.search.parsing import content_digest
+
+    monkeypatch.setattr(search_index, "RACY_NS", 10**18)  # every file is inside the window until said otherwise
+    monkeypatch.setattr(search_index, "MERGE_QUIET_S", 1e9)  # the segments stay as the writes leave them
+    memory.search("proration")
+    memory.write("topics/airships.md", "---\ntitle: Airships\n---\n- favourite: zeppelin\n")
+    files, changes = _search_files(memory.root)
+    fid, racy, digest = files["topics/airships.md"]
+    assert racy and digest == content_digest((memory.root / "topics" / "airships.md").read_bytes())
+    segments = _segments(memory.root)
+    assert locations(memory.search("zeppelin")) == ["topics/airships.md:4"]  # read again, still racy
+    assert locations(memory.search("zeppelin")) == ["topics/airships.md:4"]
+    monkeypatch.setattr(search_index, "RACY_NS", 0)  # the window has passed
+    memory.close()  # its change feed too: the next Memory walks, as another process does
+    other = _new_process_memory(memory.root)
+    assert locations(other.search("zeppelin")) == ["topics/airships.md:4"]
+    assert other.search_index.stats["indexed"] == 0 and other.search_index.stats["restamped"] >= 1
+    files, after = _search_files(memory.root)
+    assert files["topics/airships.md"] == (fid, False, digest) and after == changes
+    assert _segments(memory.root) == segments
+    assert _indexed(memory) == {p: _stamp(memory, p) for p in _indexed(memory)}
+    updated = _scores(other, "zeppelin proration airships")
+    other.close()
+    import shutil
+
+    shutil.rmtree(memory.root / ".fsmem")
+    assert _scores(_new_process_memory(memory.root), "zeppelin proration airships") == updated
+
+
+def test_a_racy_file_rewritten_with_its_size_and_mtime_is_indexed_again(memory, monkeypatch):
+    """Same size, same mtime, same inode, other bytes, within the racy window: the digest, not the stamp, says
+    the rows changed (the system moves the ctime; the mtime is what would have hidden it)."""
+    from fsmem.search import index as search_index
+
+    monkeypatch.setattr(search_index, "RACY_NS", 10**18)
+    memory.search("proration")
+    path = memory.root / "topics" / "billing.md"
+    before = path.stat()
+    data = path.read_bytes()
+    with open(path, "r+b") as handle:  # in place: the same inode
+        handle.write(data.replace(b"PDF", b"XML"))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (before.st_size, before.st_mtime_ns, before.st_ino)
+    monkeypatch.setattr(search_index, "RACY_NS", 0)
+    memory.close()  # its change feed too: the next Memory walks, as another process does
+    other = _new_process_memory(memory.root)
+    hits = other.search("XML invoice format").hits
+    assert hits and (hits[0].path, hits[0].text) == (
+        "topics/billing.md",
+        "- invoice format: XML, emailed to the billing contact",
+    )
+    assert other.search("PDF", min_score=0.0).hits == []
+    updated = _scores(other, "XML PDF invoice format")
+    other.close()
+    import shutil
+
+    shutil.rmtree(memory.root / ".fsmem")
+    assert _scores(_new_process_memory(memory.root), "XML PDF invoice format") == updated
+
+
+def test_an_index_of_version_11_is_given_its_digests_not_rebuilt(memory):
+    """Version 12 adds `search_files.digest`: an index of 11 gets the column (NULL: those files' rows are made
+    again when next read, as before) and keeps its rows, its `built` and every answer."""
+    from fsmem.search.analyzer import ANALYZER_VERSION
+
+    for path in memory.root.rglob("*.md"):  # written a while ago: no row is racy, none is read again
+        os.utime(path, (1e9, 1e9))
+    memory.search("proration")
+    scores = _scores(_new_process_memory(memory.root))
+    conn = connect(cache_path(memory.root))
+    try:
+        conn.execute("ALTER TABLE search_files DROP COLUMN digest")
+        conn.execute("UPDATE search_meta SET value = ? WHERE key = 'version'", (f"11:{ANALYZER_VERSION}",))
+        built = conn.execute("SELECT value FROM search_meta WHERE key = 'built'").fetchone()[0]
+    finally:
+        conn.close()
+    other = _new_process_memory(memory.root)
+    assert _scores(other) == scores
+    conn = connect(cache_path(memory.root))
+    try:
+        meta = dict(conn.execute("SELECT key, value FROM search_meta WHERE key IN ('built', 'version')"))
+        digests = [d for (d,) in conn.execute("SELECT digest FROM search_files")]
+    finally:
+        conn.close()
+    assert meta["built"] == built and meta["version"].startswith("12:") and digests and set(digests) == {None}
+    other.write("topics/airships.md", "- favourite: zeppelin\n")
+    assert _search_files(memory.root)[0]["topics/airships.md"][2] is not None
+
+
 def test_consolidation_updates_the_index_of_every_file_it_writes(memory):
     memory.search("proration")
     memory.note("- employer: Initech", session="s1", subject="people/Adam Smith")

@@ -575,7 +575,8 @@ class _File(NamedTuple):
     cited: Any  # each row's cited-note number (1-based in `sources`, 0: none), or None when no row cites one
     sources: tuple[str, ...]  # a tuple, which Python's collector stops walking, as it does the salience
     consolidated: bool  # a session note the consolidator has read: documents may supersede its facts
-    salience: tuple[float, _dt.datetime | None, int]  # importance (0..1, 0.5 when absent), updated, mtime_ns
+    # importance (0..1, 0.5 when absent), updated, mtime_ns (positive, where a racy row stores it negated)
+    salience: tuple[float, _dt.datetime | None, int]
 
 
 def _files_of(conn, wanted: set[int], kept: dict[Any, Any]) -> dict[int, _File]:
@@ -589,7 +590,7 @@ def _files_of(conn, wanted: set[int], kept: dict[Any, Any]) -> dict[int, _File]:
     missing = [fid for fid in wanted if fid not in known]
     if missing:
         for fid, path, n, lines, groups, sources, importance, updated, mtime, consolidated in conn.execute(
-            "SELECT id, path, rows, lines, groups, sources, importance, updated, mtime_ns, cited FROM search_files"
+            "SELECT id, path, rows, lines, groups, sources, importance, updated, abs(mtime_ns), cited FROM search_files"
             " WHERE id IN (SELECT value FROM json_each(?))",
             (json_array(missing),),
         ):
@@ -724,7 +725,7 @@ def _file_boosts(
     out = {}
     for fid, (value, stamp, mtime) in files.items():
         if stamp is None:
-            stamp = _dt.datetime.fromtimestamp(abs(mtime) / 1e9, tz=_dt.UTC)
+            stamp = _dt.datetime.fromtimestamp(mtime / 1e9, tz=_dt.UTC)
         age_days = max((now - stamp).total_seconds() / 86400.0, 0.0)
         out[fid] = w["importance"] * value + w["recency"] * 0.5 ** (age_days / settings.recency_half_life_days)
     return out

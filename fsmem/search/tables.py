@@ -55,7 +55,10 @@ CREATE TABLE IF NOT EXISTS search_files (
     rows INTEGER NOT NULL, docs INTEGER NOT NULL,
     type TEXT, tags TEXT, updated TEXT, importance REAL,
     lines BLOB, groups BLOB, sources TEXT,
-    cited INTEGER NOT NULL  -- a session note the consolidator has read: documents may supersede its facts
+    cited INTEGER NOT NULL,  -- a session note the consolidator has read: documents may supersede its facts
+    -- of the bytes the rows were made from (`fsmem.search.parsing.content_digest`; NULL: not read, too large):
+    -- a file read again with the same bytes and mtime keeps its rows, its stamp refreshed (SearchIndex._apply)
+    digest BLOB
 );
 -- the files that take more than one block (`continued_blocks`); most take one
 CREATE INDEX IF NOT EXISTS search_files_long ON search_files (rows) WHERE rows >= 64;
@@ -174,6 +177,7 @@ def _insert_many(conn, items: list[tuple[Parsed, bool]], pending: postings.Pendi
                 item.groups if item.sources else None,
                 json.dumps(item.sources, ensure_ascii=False) if item.sources else None,
                 int(item.cited),
+                item.digest,
             )
         )
         pending.add(conn, fid, docs)
@@ -190,7 +194,7 @@ def _insert_many(conn, items: list[tuple[Parsed, bool]], pending: postings.Pendi
     conn.execute("UPDATE search_meta SET value = ? WHERE key = 'next'", (fid,))
     conn.executemany(
         "INSERT INTO search_files (id, path, mtime_ns, size, ino, ctime_ns, rows, docs, type, tags, updated,"
-        " importance, lines, groups, sources, cited) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " importance, lines, groups, sources, cited, digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         files,
     )
     if rows:
