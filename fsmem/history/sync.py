@@ -32,6 +32,7 @@ from fsmem.errors import HistoryOff, LockTimeout, SyncFailed
 from fsmem.history import git_marker, host_rules, journal, recovery, remote as remotes, trust, turn_on, worktree
 from fsmem.history.git import CatFile, Git, driver_command, first_line, nul_separated, record_driver
 from fsmem.history.health import edited_copy_name, edited_copy_problem
+from fsmem.history.incoming import BLOB_MODES
 from fsmem.history.merge import GENERATED, merge_text
 from fsmem.history.repo import Repo, discover
 from fsmem.store.files import atomic_write, file_lock
@@ -56,6 +57,7 @@ class SyncResult:
     kept_both: list[str] = field(default_factory=list)  # documents where two versions of lines were kept
     kept_ours: list[str] = field(default_factory=list)  # other files both sides changed: this clone's kept
     kept_beside: list[str] = field(default_factory=list)  # a document edited where the other side made a folder
+    kept_file: list[str] = field(default_factory=list)  # a file changed where the other side made it a link
     consolidated: str | None = None
     boundary: list[str] = field(
         default_factory=list
@@ -88,6 +90,11 @@ class SyncResult:
             lines.append(f"{path}: both hosts changed it; this host's version kept (the other is in {where})")
         for path in self.kept_beside:
             lines.append(f"{path}: {edited_copy_problem(path)}")
+        for path in self.kept_file:
+            lines.append(
+                f"{path}: one host made it a symbolic link while the other changed it; the changed file kept, "
+                "the link left out (it stays in history)"
+            )
         return "\n".join(lines)
 
 
@@ -283,7 +290,7 @@ def _merge(repo: Repo, theirs: str, label: str, result: SyncResult, threshold: f
             raise SyncFailed(f"git merge of {label} failed: {first_line(proc.stderr or proc.stdout)}")
         settled: list[str] = []
         with CatFile(git) as cat:
-            for path, stages in unmerged.items():
+            for path, stages in _fold_renamed_sides(repo, unmerged).items():
                 settled += _settle(repo, cat, path, stages, result, threshold)
         if settled:  # one `git add` for every file settled on disk
             git.run("add", "--pathspec-from-file=-", "--pathspec-file-nul", input=nul_separated(settled))
@@ -304,18 +311,42 @@ def _unmerged(git: Git) -> dict[str, dict[str, tuple[str, str]]]:
     return found
 
 
+def _fold_renamed_sides(
+    repo: Repo, unmerged: dict[str, dict[str, tuple[str, str]]]
+) -> dict[str, dict[str, tuple[str, str]]]:
+    """`unmerged` with each side git moved aside put back under its path. When the two sides give a path
+    different types (a file and a symbolic link), git keeps one at the path and moves the other's stages to
+    `topics/billing.md~HEAD` (or `~` and the other commit): a file no listing shows. Its stages are folded
+    into the path's, and the moved file is taken off the index and the disk (its bytes are in the stages)."""
+    folded = {path: dict(stages) for path, stages in unmerged.items()}
+    for path, stages in unmerged.items():
+        document, tilde, _ = path.rpartition("~")
+        if not tilde or document not in folded or os.path.isdir(repo.top / document):
+            continue
+        for stage, entry in stages.items():
+            folded[document].setdefault(stage, entry)
+        del folded[path]
+        repo.git.run("rm", "-q", "--cached", "--ignore-unmatch", "--", path, check=False)
+        if os.path.lexists(repo.top / path):
+            os.unlink(repo.top / path)
+    return folded
+
+
 def _settle(
     repo: Repo, cat: CatFile, path: str, entries: dict[str, tuple[str, str]], result: SyncResult, threshold: float
 ) -> list[str]:
     """A path git left unmerged (`entries`: its stages). A memory file both sides changed: merged by
-    fsmem.history.merge. Changed on one side, deleted on the other: the changed file stays. Any other file
-    (fsmem.yaml): this clone's version stays. The path when it is to be added (the caller adds them all at once)."""
+    fsmem.history.merge. A file one side changed and the other made a link: `_keep_file`. Changed on one
+    side, deleted on the other: the changed file stays. Any other file (fsmem.yaml, a link both sides
+    changed): this clone's version stays. The path when it is to be added (the caller adds them all at once)."""
     git = repo.git
     stages = {stage: oid for stage, (_, oid) in entries.items()}
     full = repo.top / path
     rel = repo.in_memory(path) or path
     if _keep_beside_folder(repo, cat, path, entries, result):
         return []
+    if "2" in entries and "3" in entries and {entries["2"][0], entries["3"][0]} - set(BLOB_MODES):
+        return _keep_file(repo, cat, path, entries, result)
     markdown = is_memory_path(rel)
     if markdown and "2" in stages and "3" in stages:
         texts = []
@@ -329,12 +360,34 @@ def _settle(
     elif not markdown and "2" in stages:
         git.run("checkout", "--ours", "--", path)
         result.kept_ours.append(rel)
-    elif not full.exists() and ("2" in stages or "3" in stages):
+    elif not os.path.lexists(full) and ("2" in stages or "3" in stages):
         git.run("checkout", "--ours" if "2" in stages else "--theirs", "--", path)
-    if full.exists():
+    if os.path.lexists(full):
         return [path]
     git.run("rm", "-q", "--cached", "--ignore-unmatch", "--", path, check=False)
     return []
+
+
+def _keep_file(
+    repo: Repo, cat: CatFile, path: str, entries: dict[str, tuple[str, str]], result: SyncResult
+) -> list[str]:
+    """A path both sides changed where one side made it a symbolic link (or a submodule): the side that is
+    a file is kept, byte for byte, and the link is left out (it stays in history), whichever side made it,
+    so this host's write is never hidden behind a remote's link and every host merging the two writes the
+    same file. Two links: this clone's stays, as for any other file both sides changed."""
+    sides = [entries[stage] for stage in ("2", "3") if entries[stage][0] in BLOB_MODES]
+    rel = repo.in_memory(path) or path
+    if not sides:
+        repo.git.run("checkout", "--ours", "--", path)
+        result.kept_ours.append(rel)
+        return [path]
+    mode, oid = sides[0]
+    found = cat.get(oid)
+    if found is None:
+        raise SyncFailed(f"git merge left {shown(rel)} with a version whose object {oid} is missing")
+    atomic_write(repo.top / path, found[2], mode=0o755 if mode == "100755" else None)  # replaces the link itself
+    result.kept_file.append(rel)
+    return [path]
 
 
 def _keep_beside_folder(
