@@ -290,7 +290,7 @@ def _merge(repo: Repo, theirs: str, label: str, result: SyncResult, threshold: f
             raise SyncFailed(f"git merge of {label} failed: {first_line(proc.stderr or proc.stdout)}")
         settled: list[str] = []
         with CatFile(git) as cat:
-            for path, stages in _fold_renamed_sides(repo, unmerged).items():
+            for path, stages in _fold_renamed_sides(repo, unmerged, theirs).items():
                 settled += _settle(repo, cat, path, stages, result, threshold)
         if settled:  # one `git add` for every file settled on disk
             git.run("add", "--pathspec-from-file=-", "--pathspec-file-nul", input=nul_separated(settled))
@@ -312,16 +312,20 @@ def _unmerged(git: Git) -> dict[str, dict[str, tuple[str, str]]]:
 
 
 def _fold_renamed_sides(
-    repo: Repo, unmerged: dict[str, dict[str, tuple[str, str]]]
+    repo: Repo, unmerged: dict[str, dict[str, tuple[str, str]]], theirs: str
 ) -> dict[str, dict[str, tuple[str, str]]]:
     """`unmerged` with each side git moved aside put back under its path. When the two sides give a path
     different types (a file and a symbolic link), git keeps one at the path and moves the other's stages to
-    `topics/billing.md~HEAD` (or `~` and the other commit): a file no listing shows. Its stages are folded
-    into the path's, and the moved file is taken off the index and the disk (its bytes are in the stages)."""
+    `topics/billing.md~HEAD` (or `~` and the commit merged, `theirs`): a file no listing shows. Its stages are
+    folded into the path's, and the moved file is taken off the index and the disk (its bytes are in the
+    stages). A file of that name that is no such side (its stages overlap the path's) is left as it is."""
     folded = {path: dict(stages) for path, stages in unmerged.items()}
     for path, stages in unmerged.items():
-        document, tilde, _ = path.rpartition("~")
-        if not tilde or document not in folded or os.path.isdir(repo.top / document):
+        document, tilde, side = path.rpartition("~")
+        moved = {"HEAD": "2", theirs: "3"}.get(side) if tilde else None
+        if moved is None or document not in folded or os.path.isdir(repo.top / document):
+            continue
+        if set(stages) - {"1", moved} or moved in folded[document] or ("1" in stages and "1" in folded[document]):
             continue
         for stage, entry in stages.items():
             folded[document].setdefault(stage, entry)
