@@ -143,17 +143,17 @@ def merge_leftovers(repo: Repo) -> list[tuple[str, int, str]]:
     two sides give a path different types (a file and a link, a file and a folder), git keeps one there and
     the other as `NAME~HEAD` (or `~` and the other branch), which is no memory file, so no listing shows it.
     `fsmem sync` never leaves one; a merge by hand may. One `git ls-files` of the index and the untracked."""
-    tracked = set(from_nul_separated(repo.git.run("ls-files", "-z", "--", f"{repo.prefix}*~*").stdout))
-    loose = repo.git.run("ls-files", "-z", "--others", "--exclude-standard", "--", f"{repo.prefix}*~*").stdout
+    asked = ("ls-files", "-z", "-t", "--cached", "--others", "--exclude-standard", "--", f"{repo.prefix}*~*")
+    tagged = {entry[2:]: entry[:1] for entry in from_nul_separated(repo.git.run(*asked).stdout)}
     found = []
-    for path in sorted(tracked | set(from_nul_separated(loose))):
+    for path, tag in sorted(tagged.items()):
         rel = repo.in_memory(path)
         match = MERGE_LEFTOVER.match(rel.rsplit("/", 1)[-1]) if rel else None
         document = rel.rpartition("~")[0] if rel and match else ""
         if rel is None or match is None or not is_memory_path(document):
             continue
         where = f"git -C {shlex.quote(str(repo.root))}"
-        if path in tracked:
+        if tag != "?":  # in the index: git removes it
             remove = f"{where} rm -q -- {shlex.quote(rel)} && {where} commit -q -m {shlex.quote('remove ' + rel)}"
         else:
             remove = f"rm -- {shlex.quote(str(repo.root / rel))}"
