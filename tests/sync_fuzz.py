@@ -276,8 +276,8 @@ class World:
                 links = [] if WRITES_THROUGH_LINKS in self.skip else self._links(root)
                 path = str(choose(owned + [S.SHARED] + links))
                 memory.write(path, f"# {mark}\n\n- rewritten: {mark}\n")
-                if path in self.owned[host]:
-                    self._noted(host, path, f"- rewritten: {mark}")
+                if path in self.owned[host]:  # through a link the remote made of it: where the write really went
+                    self._noted(host, resolve(root, path).rel or path, f"- rewritten: {mark}")
             elif kind == "edit":
                 page = memory.read(S.SHARED)
                 owner = next((t for _, t in page.lines if t.startswith("- owner: ")), None)
