@@ -29,7 +29,17 @@ from typing import Any
 from fsmem import faces
 from fsmem.config import SyncSettings
 from fsmem.errors import HistoryOff, LockTimeout, SyncFailed
-from fsmem.history import git_marker, host_rules, journal, recovery, remote as remotes, trust, turn_on, worktree
+from fsmem.history import (
+    git_marker,
+    host_rules,
+    journal,
+    link_conflicts,
+    recovery,
+    remote as remotes,
+    trust,
+    turn_on,
+    worktree,
+)
 from fsmem.history.git import CatFile, Git, driver_command, first_line, nul_separated, record_driver
 from fsmem.history.health import edited_copy_name, edited_copy_problem
 from fsmem.history.incoming import BLOB_MODES
@@ -290,7 +300,7 @@ def _merge(repo: Repo, theirs: str, label: str, result: SyncResult, threshold: f
             raise SyncFailed(f"git merge of {label} failed: {first_line(proc.stderr or proc.stdout)}")
         settled: list[str] = []
         with CatFile(git) as cat:
-            for path, stages in _fold_renamed_sides(repo, unmerged, theirs).items():
+            for path, stages in link_conflicts.fold_renamed_sides(repo, unmerged, theirs).items():
                 settled += _settle(repo, cat, path, stages, result, threshold)
         if settled:  # one `git add` for every file settled on disk
             git.run("add", "--pathspec-from-file=-", "--pathspec-file-nul", input=nul_separated(settled))
@@ -311,36 +321,11 @@ def _unmerged(git: Git) -> dict[str, dict[str, tuple[str, str]]]:
     return found
 
 
-def _fold_renamed_sides(
-    repo: Repo, unmerged: dict[str, dict[str, tuple[str, str]]], theirs: str
-) -> dict[str, dict[str, tuple[str, str]]]:
-    """`unmerged` with each side git moved aside put back under its path. When the two sides give a path
-    different types (a file and a symbolic link), git keeps one at the path and moves the other's stages to
-    `topics/billing.md~HEAD` (or `~` and the commit merged, `theirs`): a file no listing shows. Its stages are
-    folded into the path's, and the moved file is taken off the index and the disk (its bytes are in the
-    stages). A file of that name that is no such side (its stages overlap the path's) is left as it is."""
-    folded = {path: dict(stages) for path, stages in unmerged.items()}
-    for path, stages in unmerged.items():
-        document, tilde, side = path.rpartition("~")
-        moved = {"HEAD": "2", theirs: "3"}.get(side) if tilde else None
-        if moved is None or document not in folded or os.path.isdir(repo.top / document):
-            continue
-        if set(stages) - {"1", moved} or moved in folded[document] or ("1" in stages and "1" in folded[document]):
-            continue
-        for stage, entry in stages.items():
-            folded[document].setdefault(stage, entry)
-        del folded[path]
-        repo.git.run("rm", "-q", "--cached", "--ignore-unmatch", "--", path, check=False)
-        if os.path.lexists(repo.top / path):
-            os.unlink(repo.top / path)
-    return folded
-
-
 def _settle(
     repo: Repo, cat: CatFile, path: str, entries: dict[str, tuple[str, str]], result: SyncResult, threshold: float
 ) -> list[str]:
     """A path git left unmerged (`entries`: its stages). A memory file both sides changed: merged by
-    fsmem.history.merge. A file one side changed and the other made a link: `_keep_file`. Changed on one
+    fsmem.history.merge. A file one side changed and the other made a link: `link_conflicts.keep_file`. Changed on one
     side, deleted on the other: the changed file stays. Any other file (fsmem.yaml, a link both sides
     changed): this clone's version stays. The path when it is to be added (the caller adds them all at once)."""
     git = repo.git
@@ -350,7 +335,7 @@ def _settle(
     if _keep_beside_folder(repo, cat, path, entries, result):
         return []
     if "2" in entries and "3" in entries and {entries["2"][0], entries["3"][0]} - set(BLOB_MODES):
-        return _keep_file(repo, cat, path, entries, result)
+        return link_conflicts.keep_file(repo, cat, path, entries, result.kept_file, result.kept_ours)
     markdown = is_memory_path(rel)
     if markdown and "2" in stages and "3" in stages:
         texts = []
@@ -370,28 +355,6 @@ def _settle(
         return [path]
     git.run("rm", "-q", "--cached", "--ignore-unmatch", "--", path, check=False)
     return []
-
-
-def _keep_file(
-    repo: Repo, cat: CatFile, path: str, entries: dict[str, tuple[str, str]], result: SyncResult
-) -> list[str]:
-    """A path both sides changed where one side made it a symbolic link (or a submodule): the side that is
-    a file is kept, byte for byte, and the link is left out (it stays in history), whichever side made it,
-    so this host's write is never hidden behind a remote's link and every host merging the two writes the
-    same file. Two links: this clone's stays, as for any other file both sides changed."""
-    sides = [entries[stage] for stage in ("2", "3") if entries[stage][0] in BLOB_MODES]
-    rel = repo.in_memory(path) or path
-    if not sides:
-        repo.git.run("checkout", "--ours", "--", path)
-        result.kept_ours.append(rel)
-        return [path]
-    mode, oid = sides[0]
-    found = cat.get(oid)
-    if found is None:
-        raise SyncFailed(f"git merge left {shown(rel)} with a version whose object {oid} is missing")
-    atomic_write(repo.top / path, found[2], mode=0o755 if mode == "100755" else None)  # replaces the link itself
-    result.kept_file.append(rel)
-    return [path]
 
 
 def _keep_beside_folder(
