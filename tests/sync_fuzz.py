@@ -16,6 +16,10 @@ host after every sync and every write:
 - no write reaches the folder beside the memories or a control or generated file;
 - every regular file is a control file, listed by `ls`, or reported by `check` with a
   remedy; a file that is not a memory file is one the hostile host pushed by that name;
+  a file git does not track is listed or reported, whatever its name;
+- every honest write's mark that HEAD still holds is in a file `ls` lists (or a listed
+  document's history file) or `check` names: a merge never keeps a host's bytes only where
+  nothing shows them (a side git moved aside as `NAME~HEAD`, a file behind a link);
 - no name git refuses to check out, and no unportable name or twin, on disk or in HEAD;
 - the folder beside the memories is byte for byte as planted, and its secret appears in no
   honest host's file, object or answer;
@@ -205,6 +209,7 @@ class World:
         self.outside_hash = tree_hash(self.outside)
         self.hostile = Hostile(origin, base / "hostile.git")
         self.notes: list[list[tuple[str, str, str]]] = [[], []]  # per host: (path, text, commit)
+        self.marks: dict[str, int] = {}  # the mark of each honest write (`h0-7`), and the host that wrote it
         self.owned: list[list[str]] = [[], []]  # per host: the topics it wrote itself
         self.later: list[Callable[[Move], None]] = []
         self.pending: list[list[str]] = [[], []]  # hostile actions each host has not yet synced
@@ -271,8 +276,8 @@ class World:
                 links = [] if WRITES_THROUGH_LINKS in self.skip else self._links(root)
                 path = str(choose(owned + [S.SHARED] + links))
                 memory.write(path, f"# {mark}\n\n- rewritten: {mark}\n")
-                if path in self.owned[host]:
-                    self._noted(host, path, f"- rewritten: {mark}")
+                if path in self.owned[host]:  # through a link the remote made of it: where the write really went
+                    self._noted(host, resolve(root, path).rel or path, f"- rewritten: {mark}")
             elif kind == "edit":
                 page = memory.read(S.SHARED)
                 owner = next((t for _, t in page.lines if t.startswith("- owner: ")), None)
@@ -290,6 +295,8 @@ class World:
             elif kind == "consolidate":
                 memory.consolidate()
             self.tally.honest[kind] += 1
+            if kind in ("note", "write", "rewrite", "edit"):
+                self.marks[mark] = host
             changed = run(root, "git", "status", "--porcelain", "--untracked-files=no").decode()
             if changed:  # a write and its commit are one: history names the file the write really changed
                 self.fail("write", host, f"{kind} left the tree and HEAD apart (git status: {changed!r})")
@@ -464,6 +471,8 @@ class World:
                     if b"\nconsolidated: sha256-" in head and not rel.startswith(("sessions/", "archive/")):
                         self.fail("notes", host, f"{rel}: a document consolidation marked as a note it took")
                     self._judge_file(host, rel, listed, reported)
+        self._judge_untracked(host, root, listed, reported)
+        self._judge_marks(host, root, listed, reported)
         problems = names_problems(on_disk + self._head_names(root))
         if problems:
             self.fail("names", host, "; ".join(problems[:4]))
@@ -541,6 +550,49 @@ class World:
             self.fail("files", host, f"{rel}: a memory file neither listed by ls nor reported by check")
         if rel not in self.hostile.pushed_names:
             self.fail("files", host, f"{rel}: a file no host made (not listed, not reported, never pushed)")
+
+    def _visible(self, rel: str, listed: set[str], reported: dict[str, list[str]]) -> bool:
+        document = rel[: -len(".history.md")] + ".md" if rel.endswith(".history.md") else None
+        return rel in listed or rel in reported or document in listed
+
+    def _judge_untracked(self, host: int, root: Path, listed: set[str], reported: dict[str, list[str]]) -> None:
+        out = subprocess.run(
+            ["git", "ls-files", "-z", "--others", "--exclude-standard"], cwd=root, capture_output=True, env=env()
+        ).stdout
+        for name in out.split(b"\0"):
+            rel = name.decode("utf-8", "surrogateescape")
+            if rel and not self._visible(rel, listed, reported):
+                self.fail(
+                    "files", host, f"{rel}: a file git does not track, neither listed by ls nor reported by check"
+                )
+
+    def _judge_marks(self, host: int, root: Path, listed: set[str], reported: dict[str, list[str]]) -> None:
+        """Every honest write's mark that HEAD holds is in some file ls lists or check names (INDEX.md aside)."""
+        if not self.marks:
+            return
+        patterns = [arg for mark in self.marks for arg in ("-e", mark)]
+        out = subprocess.run(
+            ["git", "grep", "-z", "-o", "-I", "-F", "-w", *patterns, "HEAD", "--", ".", ":(exclude)INDEX.md"],
+            cwd=root,
+            capture_output=True,
+            env=env(),
+        ).stdout
+        holders: dict[str, set[str]] = {}
+        at = 0
+        while at < len(out):  # `HEAD:PATH\0MARK\n`, a path that may hold a newline
+            name_end = out.index(b"\0", at)
+            line_end = out.index(b"\n", name_end)
+            rel = out[at:name_end].decode("utf-8", "surrogateescape").removeprefix("HEAD:")
+            holders.setdefault(out[name_end + 1 : line_end].decode(), set()).add(rel)
+            at = line_end + 1
+        for mark, paths in sorted(holders.items()):
+            if not any(self._visible(rel, listed, reported) for rel in paths):
+                self.fail(
+                    "hidden",
+                    host,
+                    f"host{self.marks[mark]}'s write {mark} is in HEAD only in {sorted(paths)}, which ls does not "
+                    "list and check does not report",
+                )
 
     def _head_names(self, root: Path) -> list[str]:
         out = subprocess.run(

@@ -438,3 +438,90 @@ def test_check_reports_a_name_git_refuses_already_in_this_hosts_history(tmp_path
     git(root, "update-ref", "HEAD", commit)
     check = fsmem(root, "check", check=False).stdout
     assert "topics/GIT~1/config.md:1: a name git refuses to check out" in check and "git mv" in check, check
+
+
+# -- a document one side made a symbolic link while the other changed it -----------------------------------------
+def untracked(root: Path) -> list[str]:
+    return [line for line in git(root, "status", "--porcelain", "--untracked-files=all").splitlines() if line]
+
+
+def test_a_document_the_remote_makes_a_link_while_this_host_rewrites_it_stays_this_hosts_file(world):
+    """Found by the sync fuzzer (explore): git's merge kept this host's text only as `topics/shared.md~HEAD`,
+    a file no listing shows and check did not report, and the remote's link took the document's place."""
+    (world.hostile / S.SHARED).unlink()
+    os.symlink("../README.md", world.hostile / S.SHARED)  # a link inside, to a memory file: taken on its own
+    push(world.hostile)
+    text = "# Shared\n\n- rewritten: by the victim\n"
+    Memory(world.victim, agent="w1").write(S.SHARED, text)
+    out = sync(world.victim)
+    assert out.returncode == 0, out.stderr
+    shared = world.victim / S.SHARED
+    assert not shared.is_symlink() and "- rewritten: by the victim" in shared.read_text()
+    assert f"{S.SHARED}: one host made it a symbolic link while the other changed it" in out.stdout
+    assert not any("~" in p.name for p in (world.victim / "topics").iterdir())
+    assert not any("~" in name for name in tree_names(world.origin)), tree_names(world.origin)
+    assert git(world.origin, "cat-file", "-p", f"main:{S.SHARED}") == shared.read_text()
+    assert untracked(world.victim) == []
+    assert S.SHARED in {entry.path for entry in Memory(world.victim).ls("topics").entries}
+    assert S.SHARED not in fsmem(world.victim, "check", check=False).stdout
+    git(world.hostile, "pull", "-q", "--no-rebase", "origin", "main")  # the other host takes the same file
+    assert not (world.hostile / S.SHARED).is_symlink() and (world.hostile / S.SHARED).read_text() == shared.read_text()
+
+
+def test_a_document_this_host_made_a_link_that_the_remote_changes_becomes_the_remotes_file(world):
+    """The same rule whichever side made the link: the changed file is kept, the link is not."""
+    (world.victim / S.SHARED).unlink()
+    os.symlink("../README.md", world.victim / S.SHARED)
+    assert sync(world.victim).returncode == 0  # the link committed (outside fsmem) and pushed
+    (world.victim / S.SHARED).unlink()
+    os.symlink("../profile/identity.md", world.victim / S.SHARED)  # re-pointed here ...
+    git(world.hostile, "pull", "-q", "--no-rebase", "origin", "main")
+    (world.hostile / S.SHARED).unlink()
+    (world.hostile / S.SHARED).write_text("# Shared\n\n- written: on the remote\n")  # ... a file again there
+    push(world.hostile)
+    out = sync(world.victim)
+    assert out.returncode == 0, out.stderr
+    shared = world.victim / S.SHARED
+    assert not shared.is_symlink() and shared.read_text() == "# Shared\n\n- written: on the remote\n"
+    assert f"{S.SHARED}: one host made it a symbolic link while the other changed it" in out.stdout
+    assert not any("~" in name for name in tree_names(world.origin)) and untracked(world.victim) == []
+
+
+def test_a_link_both_sides_repointed_stays_a_link_never_a_file_of_its_target_path(world):
+    (world.hostile / S.SHARED).unlink()
+    os.symlink("../README.md", world.hostile / S.SHARED)
+    push(world.hostile)
+    assert sync(world.victim).returncode == 0
+    (world.victim / S.SHARED).unlink()
+    os.symlink("../profile/identity.md", world.victim / S.SHARED)
+    git(world.hostile, "pull", "-q", "--no-rebase", "origin", "main")
+    (world.hostile / S.SHARED).unlink()
+    os.symlink("../profile/../README.md", world.hostile / S.SHARED)
+    push(world.hostile)
+    out = sync(world.victim)
+    assert out.returncode == 0, out.stderr
+    assert os.readlink(world.victim / S.SHARED) == "../profile/identity.md"
+    assert f"{S.SHARED}: both hosts changed it; this host's version kept" in out.stdout
+    assert git(world.origin, "ls-tree", "main", S.SHARED).startswith("120000 ")
+    assert untracked(world.victim) == []
+
+
+@pytest.mark.parametrize("committed", [True, False])
+def test_check_reports_a_copy_a_git_merge_by_hand_left_beside_a_document(world, committed):
+    """`git merge` renames one side of a file/link conflict to `NAME~HEAD` (or `~` and the other branch): no
+    memory file, so no listing shows it; check names it and what to do."""
+    leftover = world.victim / "topics/shared.md~origin_main"
+    leftover.write_text("# Shared\n\n- rewritten: kept aside by git\n")
+    if committed:
+        git(world.victim, "add", "--", "topics/shared.md~origin_main")
+        git(world.victim, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "a merge by hand")
+    check = fsmem(world.victim, "check", check=False)
+    assert check.returncode == 1
+    [line] = [line for line in check.stdout.splitlines() if line.startswith("topics/shared.md~origin_main:1: ")]
+    assert "a copy of topics/shared.md that a git merge left" in line, line
+    assert ("then remove it: git -C " if committed else "then remove it: rm -- ") in line, line
+    remedy = line.split("then remove it: ", 1)[1]
+    done = subprocess.run(remedy, shell=True, capture_output=True, text=True, env=S.env())  # as a person runs it
+    assert done.returncode == 0, done.stderr
+    assert not leftover.exists() and untracked(world.victim) == []
+    assert "topics/shared.md~origin_main" not in fsmem(world.victim, "check", check=False).stdout

@@ -19,7 +19,7 @@ from fsmem.format.portable import UNPORTABLE_CHARACTERS, twin_key
 from fsmem.history import journal, recovery
 from fsmem.history.git import from_nul_separated
 from fsmem.history.repo import Repo
-from fsmem.store.paths import MEMORY_SUFFIXES, shown
+from fsmem.store.paths import MEMORY_SUFFIXES, is_memory_path, shown
 
 JOURNAL_GRACE = 30.0  # seconds an entry may wait before it counts as stuck (its writer commits it at once)
 
@@ -49,7 +49,7 @@ def problems(repo: Repo) -> list[tuple[str, int, str]]:
                 "fsmem write or sync commits them once that is fixed",
             )
         )
-    return out + other_edited_copies(repo)
+    return out + other_edited_copies(repo) + merge_leftovers(repo)
 
 
 def _age(path: Path, now: float) -> float:
@@ -132,6 +132,41 @@ def _kept_beside_its_folder(root: Path, rel: str) -> re.Match[str] | None:
     if match and os.path.isdir(os.path.join(root, folder, match["stem"] + (match["suffix"] or ""))):
         return match
     return None
+
+
+# `topics/billing.md~HEAD`, `topics/billing.md~origin_main`: one side of a conflict that `git merge` moved aside
+MERGE_LEFTOVER = re.compile(r"^(?P<document>.+(?:\.md|\.markdown))~(?P<side>[^/~]+)$", re.IGNORECASE)
+
+
+def merge_leftovers(repo: Repo) -> list[tuple[str, int, str]]:
+    """(path, line, message) of each copy of a memory file that a git merge moved aside, committed or not: when
+    two sides give a path different types (a file and a link, a file and a folder), git keeps one there and
+    the other as `NAME~HEAD` (or `~` and the other branch), which is no memory file, so no listing shows it.
+    `fsmem sync` never leaves one; a merge by hand may. One `git ls-files` of the index and the untracked."""
+    asked = ("ls-files", "-z", "-t", "--cached", "--others", "--exclude-standard", "--", f"{repo.prefix}*~*")
+    tagged = {entry[2:]: entry[:1] for entry in from_nul_separated(repo.git.run(*asked).stdout)}
+    found = []
+    for path, tag in sorted(tagged.items()):
+        rel = repo.in_memory(path)
+        match = MERGE_LEFTOVER.match(rel.rsplit("/", 1)[-1]) if rel else None
+        document = rel.rpartition("~")[0] if rel and match else ""
+        if rel is None or match is None or not is_memory_path(document):
+            continue
+        where = f"git -C {shlex.quote(str(repo.root))}"
+        if tag != "?":  # in the index: git removes it
+            remove = f"{where} rm -q -- {shlex.quote(rel)} && {where} commit -q -m {shlex.quote('remove ' + rel)}"
+        else:
+            remove = f"rm -- {shlex.quote(str(repo.root / rel))}"
+        found.append(
+            (
+                shown(rel),
+                1,
+                f"a copy of {shown(document)} that a git merge left ({match['side']}'s version, moved aside where the "
+                f"other side made {shown(document)} a link or a folder); it is no memory file, so nothing lists it: "
+                f"merge what it holds into {shown(document)}, then remove it: {remove}",
+            )
+        )
+    return found
 
 
 def link_problems(repo: Repo) -> list[tuple[str, int, str]]:

@@ -29,9 +29,20 @@ from typing import Any
 from fsmem import faces
 from fsmem.config import SyncSettings
 from fsmem.errors import HistoryOff, LockTimeout, SyncFailed
-from fsmem.history import git_marker, host_rules, journal, recovery, remote as remotes, trust, turn_on, worktree
+from fsmem.history import (
+    git_marker,
+    host_rules,
+    journal,
+    link_conflicts,
+    recovery,
+    remote as remotes,
+    trust,
+    turn_on,
+    worktree,
+)
 from fsmem.history.git import CatFile, Git, driver_command, first_line, nul_separated, record_driver
 from fsmem.history.health import edited_copy_name, edited_copy_problem
+from fsmem.history.incoming import BLOB_MODES
 from fsmem.history.merge import GENERATED, merge_text
 from fsmem.history.repo import Repo, discover
 from fsmem.store import beneath
@@ -57,6 +68,7 @@ class SyncResult:
     kept_both: list[str] = field(default_factory=list)  # documents where two versions of lines were kept
     kept_ours: list[str] = field(default_factory=list)  # other files both sides changed: this clone's kept
     kept_beside: list[str] = field(default_factory=list)  # a document edited where the other side made a folder
+    kept_file: list[str] = field(default_factory=list)  # a file changed where the other side made it a link
     consolidated: str | None = None
     boundary: list[str] = field(
         default_factory=list
@@ -89,6 +101,11 @@ class SyncResult:
             lines.append(f"{path}: both hosts changed it; this host's version kept (the other is in {where})")
         for path in self.kept_beside:
             lines.append(f"{path}: {edited_copy_problem(path)}")
+        for path in self.kept_file:
+            lines.append(
+                f"{path}: one host made it a symbolic link while the other changed it; the changed file kept, "
+                "the link left out (it stays in history)"
+            )
         return "\n".join(lines)
 
 
@@ -284,7 +301,7 @@ def _merge(repo: Repo, theirs: str, label: str, result: SyncResult, threshold: f
             raise SyncFailed(f"git merge of {label} failed: {first_line(proc.stderr or proc.stdout)}")
         settled: list[str] = []
         with CatFile(git) as cat:
-            for path, stages in unmerged.items():
+            for path, stages in link_conflicts.fold_renamed_sides(repo, unmerged, theirs).items():
                 settled += _settle(repo, cat, path, stages, result, threshold)
         if settled:  # one `git add` for every file settled on disk
             git.run("add", "--pathspec-from-file=-", "--pathspec-file-nul", input=nul_separated(settled))
@@ -309,14 +326,17 @@ def _settle(
     repo: Repo, cat: CatFile, path: str, entries: dict[str, tuple[str, str]], result: SyncResult, threshold: float
 ) -> list[str]:
     """A path git left unmerged (`entries`: its stages). A memory file both sides changed: merged by
-    fsmem.history.merge. Changed on one side, deleted on the other: the changed file stays. Any other file
-    (fsmem.yaml): this clone's version stays. The path when it is to be added (the caller adds them all at once)."""
+    fsmem.history.merge. A file one side changed and the other made a link: `link_conflicts.keep_file`. Changed on one
+    side, deleted on the other: the changed file stays. Any other file (fsmem.yaml, a link both sides
+    changed): this clone's version stays. The path when it is to be added (the caller adds them all at once)."""
     git = repo.git
     stages = {stage: oid for stage, (_, oid) in entries.items()}
     full = repo.top / path
     rel = repo.in_memory(path) or path
     if _keep_beside_folder(repo, cat, path, entries, result):
         return []
+    if "2" in entries and "3" in entries and {entries["2"][0], entries["3"][0]} - set(BLOB_MODES):
+        return link_conflicts.keep_file(repo, cat, path, entries, result.kept_file, result.kept_ours)
     markdown = is_memory_path(rel)
     if markdown and "2" in stages and "3" in stages:
         texts = []
@@ -331,9 +351,9 @@ def _settle(
     elif not markdown and "2" in stages:
         git.run("checkout", "--ours", "--", path)
         result.kept_ours.append(rel)
-    elif not full.exists() and ("2" in stages or "3" in stages):
+    elif not os.path.lexists(full) and ("2" in stages or "3" in stages):
         git.run("checkout", "--ours" if "2" in stages else "--theirs", "--", path)
-    if full.exists():
+    if os.path.lexists(full):
         return [path]
     git.run("rm", "-q", "--cached", "--ignore-unmatch", "--", path, check=False)
     return []
