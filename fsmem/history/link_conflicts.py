@@ -13,6 +13,7 @@ from fsmem.errors import SyncFailed
 from fsmem.history.git import CatFile
 from fsmem.history.incoming import BLOB_MODES
 from fsmem.history.repo import Repo
+from fsmem.store import beneath
 from fsmem.store.files import atomic_write
 from fsmem.store.paths import shown
 
@@ -38,7 +39,7 @@ def fold_renamed_sides(
         del folded[path]
         repo.git.run("rm", "-q", "--cached", "--ignore-unmatch", "--", path, check=False)
         if os.path.lexists(repo.top / path):
-            os.unlink(repo.top / path)
+            beneath.remove(repo.top, path, generated=True)
     return folded
 
 
@@ -60,6 +61,7 @@ def keep_file(
     found = cat.get(oid)
     if found is None:
         raise SyncFailed(f"git merge left {shown(rel)} with a version whose object {oid} is missing")
-    atomic_write(repo.top / path, found[2], mode=0o755 if mode == "100755" else None)  # replaces the link itself
+    mode_bits = 0o755 if mode == "100755" else None
+    atomic_write(repo.top / path, found[2], mode=mode_bits, root=repo.top, generated=True)  # replaces the link
     kept_file.append(rel)
     return [path]
