@@ -87,7 +87,8 @@ def test_a_worker_that_dies_is_an_error_in_the_caller_not_a_wait_for_ever(monkey
 def test_a_caller_that_stops_early_leaves_no_worker(monkeypatch):
     monkeypatch.setenv(workers.WORKERS_ENV, "2")
     before = set(multiprocessing.active_children())
-    results = workers.mapped(_failing, range(4), workers.PARALLEL_FROM)
+    tasks = [0] * (2 * workers.AHEAD_TASKS + 4)  # more than either worker may run ahead: both wait for a credit
+    results = workers.mapped(_failing, tasks, workers.PARALLEL_FROM)
     assert next(results) == 0
     started = set(multiprocessing.active_children()) - before
     assert len(started) == 2
