@@ -290,14 +290,14 @@ class CarriedAcrossWrites(RuleBasedStateMachine):
 
 
 def _held(index: SearchIndex, query: str) -> tuple:
-    """What an index holds, whatever its files' ids and stamps: per file its rows and fields, fts5vocab's
-    counts, the totals, and the answer to `query` (row -> score and relevance, to the bit)."""
+    """What an index holds, whatever its files' ids and stamps (and the digests kept beside racy ones): per file
+    its rows and fields, fts5vocab's counts, the totals, and the answer to `query` (row -> score and relevance,
+    to the bit)."""
     conn = index.connection()
     files = {
         path: rest
         for path, *rest in conn.execute(
-            "SELECT path, rows, docs, type, tags, updated, importance, lines, groups, sources, cited, digest"
-            " FROM search_files"
+            "SELECT path, rows, docs, type, tags, updated, importance, lines, groups, sources, cited FROM search_files"
         )
     }
     totals = dict(conn.execute("SELECT key, value FROM search_meta WHERE key IN ('rows', 'docs')"))

@@ -680,11 +680,12 @@ def _same_bytes(current: tuple[int, int, int, int, bool, bytes | None], item: Pa
 
 
 def _restamp(conn, item: Parsed, racy: bool) -> None:
-    """Store a file's new stamp (its inode and ctime may have moved; racy or no more) beside rows that stay."""
+    """Store a file's new stamp (its inode and ctime may have moved; racy or no more) beside rows that stay; its
+    digest stays while the row is racy, and goes once the stamp proves the bytes."""
     mtime = -item.stamp[0] if racy and item.stamp[0] > 0 else item.stamp[0]
     conn.execute(
-        "UPDATE search_files SET mtime_ns = ?, size = ?, ino = ?, ctime_ns = ? WHERE path = ?",
-        (mtime, *item.stamp[1:], item.path),
+        "UPDATE search_files SET mtime_ns = ?, size = ?, ino = ?, ctime_ns = ?, digest = ? WHERE path = ?",
+        (mtime, *item.stamp[1:], item.digest if racy else None, item.path),
     )
 
 
