@@ -336,8 +336,8 @@ def _link_refusal(raw: str, inside: str) -> Exception:
     return _refused(PathEscape, raw, f"leads to {shown(inside)} through a symbolic link, which is not a memory path")
 
 
-def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
-    """Open a file for reading only if it is a regular file: a FIFO or device named `*.md` never blocks.
+def _regular_fd(path: str | os.PathLike[str]) -> tuple[int, os.stat_result]:
+    """A descriptor of `path` opened for reading only if it is a regular file, and its stat; the caller closes it.
 
     O_NONBLOCK makes the open of a FIFO return at once; fstat then refuses it
     (InvalidArgument) before anything is read.
@@ -345,8 +345,19 @@ def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(path, flags)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        found = os.fstat(fd)
+        if not stat.S_ISREG(found.st_mode):
             raise InvalidArgument(f"{shown(os.fspath(path))} is not a regular file (a FIFO, socket or device)")
+        return fd, found
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """Open a file for reading only if it is a regular file: a FIFO or device named `*.md` never blocks."""
+    fd, _found = _regular_fd(path)
+    try:
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
@@ -360,19 +371,15 @@ def read_regular(path: str | os.PathLike[str], limit: int = -1) -> bytes:
 
 
 def read_stamped(path: str, limit: int) -> tuple[os.stat_result, bytes | None]:
-    """The stat of a regular file as opened (`open_regular`'s check) and its bytes, or None for them when the file
-    is larger than `limit`: the stat is of the very file read, taken before the read, with one open and no
+    """The stat of a regular file as opened (`_regular_fd`, as `open_regular`) and its bytes, or None for them when
+    the file is larger than `limit`: the stat is of the very file read, taken before the read, with one open and no
     buffered reader (a cold build reads every file: 10k files, a stat and a file object each spared)."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags)
+    fd, found = _regular_fd(path)
     try:
-        found = os.fstat(fd)
-        if not stat.S_ISREG(found.st_mode):
-            raise InvalidArgument(f"{shown(path)} is not a regular file (a FIFO, socket or device)")
         if found.st_size > limit:
             return found, None
         data = os.read(fd, found.st_size + 1)
-        if len(data) > found.st_size:  # it grew since: the rest too, as a read to the end takes it
+        if len(data) != found.st_size:  # it grew or shrank since, or the read fell short: read on to the end
             parts = [data]
             while part := os.read(fd, 1 << 16):
                 parts.append(part)
