@@ -15,7 +15,7 @@ import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
-from test_rowscores import EVERYWHERE, WORDS, _file, _ranking
+from test_rowscores import _file, _questions as word_lists, _ranking
 
 from fsmem import Memory
 from fsmem.search import index as search_index, tables
@@ -46,11 +46,7 @@ _writes = st.lists(
     min_size=2,
     max_size=10,
 )
-_questions = st.lists(
-    st.lists(st.sampled_from([*WORDS, EVERYWHERE, "absent"]), min_size=1, max_size=4, unique=True).map(" ".join),
-    min_size=1,
-    max_size=3,
-)
+_questions = word_lists.map(lambda questions: [" ".join(words) for words in questions])  # test_rowscores' questions
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
