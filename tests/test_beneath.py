@@ -58,17 +58,20 @@ TARGETS = {
 }
 
 
-def digest(folder: Path) -> dict[str, str]:
-    """Every entry below `folder` (links as their text, files as their bytes' hash), without following a link."""
+def digest(folder: Path, *, skip: tuple[str, ...] = (), hashed: bool = True) -> dict[str, str]:
+    """Every entry below `folder` but the folders named in `skip` (links as their text, files as their bytes'
+    hash, or their text where not `hashed`), without following a link."""
     found = {}
     for current, folders, files in os.walk(folder):
+        folders[:] = [name for name in folders if name not in skip]
         for name in folders + files:
             full = Path(current, name)
             rel = full.relative_to(folder).as_posix()
             if full.is_symlink():
                 found[rel] = "link " + os.readlink(full)
             elif full.is_file():
-                found[rel] = hashlib.sha256(full.read_bytes()).hexdigest()
+                data = full.read_bytes()
+                found[rel] = hashlib.sha256(data).hexdigest() if hashed else data.decode("utf-8", "replace")
     return found
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
+from test_beneath import digest
 
 from fsmem import Memory
 from fsmem.errors import FsmemError, InvalidArgument, PathEscape
@@ -45,17 +46,7 @@ def hostile_commit(root: Path, entries: list[tuple[str, str, bytes]], message: s
 
 def tree_of(folder: Path) -> dict[str, str]:
     """Every entry below `folder` but .git/ and .fsmem/, links as their text, files as their bytes."""
-    found = {}
-    for current, folders, files in os.walk(folder):
-        folders[:] = [name for name in folders if name not in (".git", ".fsmem")]
-        for name in folders + files:
-            full = Path(current, name)
-            rel = full.relative_to(folder).as_posix()
-            if full.is_symlink():
-                found[rel] = "link " + os.readlink(full)
-            elif full.is_file():
-                found[rel] = full.read_bytes().decode("utf-8", "replace")
-    return found
+    return digest(folder, skip=(".git", ".fsmem"), hashed=False)
 
 
 def in_history(root: Path, data: bytes) -> bool:
