@@ -43,7 +43,7 @@ def main() -> int:
     parser.add_argument("--search-only", action="store_true", help="no listing, no grep: the search index alone")
     args, _rest = parser.parse_known_args()
     from bench_writes import writer
-    from common import NewQuestions, load
+    from common import NewQuestions, load, table
 
     from fsmem import Memory
     from fsmem.query import grep_words
@@ -152,13 +152,15 @@ def main() -> int:
 
         stage("one-shot search and ls", one_shot)
     n = args.writes
-    print(
-        "| after each write | search index: changes (a rewrite: 2) | metadata: rows stored | grep words: files read | merges |"
-    )
-    print("| --- | --- | --- | --- | --- |")
-    for name in stages:
-        got = totals[name]
-        print(f"| {name} | {got[0] / n:.2f} | {got[1] / n:.2f} | {got[2] / n:.2f} | {got[3] / n:.2f} |")
+    header = [
+        "after each write",
+        "search index: changes (a rewrite: 2)",
+        "metadata: rows stored",
+        "grep words: files read",
+        "merges",
+    ]
+    rows = [[name, *(f"{value / n:.2f}" for value in totals[name][:4])] for name in stages]
+    print(table(f"per write, {n} writes", header, rows))
     print(
         f"a write's CPU (writing thread): p50 {statistics.median(write_cpu) * 1e3:.1f} ms; merges: {merges['runs']}"
         f" runs, {merges['cpu']:.2f} s CPU ({merges['cpu'] / n * 1e3:.0f} ms per write); {load()}"
