@@ -31,7 +31,6 @@ from fsmem.store.paths import (
 )
 
 LINK, SUBMODULE, GONE = "120000", "160000", "000000"
-BLOB_MODES = ("100644", "100755")
 MAX_LINK_BYTES = 4096
 MAX_HOPS = 40  # links followed in one target, as the kernel does
 

@@ -11,8 +11,8 @@ import os
 
 from fsmem.errors import SyncFailed
 from fsmem.history.git import CatFile
-from fsmem.history.incoming import BLOB_MODES
 from fsmem.history.repo import Repo
+from fsmem.history.trees import BLOB_MODES
 from fsmem.store import beneath
 from fsmem.store.files import atomic_write
 from fsmem.store.paths import shown

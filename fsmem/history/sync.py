@@ -42,9 +42,9 @@ from fsmem.history import (
 )
 from fsmem.history.git import CatFile, Git, driver_command, first_line, nul_separated, record_driver
 from fsmem.history.health import edited_copy_name, edited_copy_problem
-from fsmem.history.incoming import BLOB_MODES
 from fsmem.history.merge import GENERATED, merge_text
 from fsmem.history.repo import Repo, discover
+from fsmem.history.trees import BLOB_MODES
 from fsmem.store import beneath
 from fsmem.store.files import atomic_write, file_lock
 from fsmem.store.paths import is_memory_path, shown

@@ -13,7 +13,7 @@ from collections.abc import Callable
 TREE_MODE = "40000"
 FILE_MODE = "100644"
 LINK_MODE = "120000"
-_BLOB_MODES = ("100644", "100755")
+BLOB_MODES = ("100644", "100755")  # a regular file's, as git writes them in a tree
 
 Entry = tuple[str, str]  # (mode, object id)
 
@@ -104,7 +104,7 @@ class TreeEditor:
             del entries[name]
         else:
             old = entries.get(name)
-            entries[name] = (old[0] if old is not None and old[0] in _BLOB_MODES else FILE_MODE, oid)
+            entries[name] = (old[0] if old is not None and old[0] in BLOB_MODES else FILE_MODE, oid)
         while True:
             self._dirty.add(folder)
             if not folder:

@@ -49,7 +49,6 @@ from fsmem.history.host_rules import (
     write_info_attributes,
 )
 from fsmem.history.incoming import (
-    BLOB_MODES,
     GONE,
     LINK,
     SUBMODULE,
@@ -66,7 +65,7 @@ from fsmem.history.incoming import (
     tree_id,
 )
 from fsmem.history.repo import Repo
-from fsmem.history.trees import FILE_MODE, TREE_MODE, Entry, TreeEditor
+from fsmem.history.trees import BLOB_MODES, FILE_MODE, TREE_MODE, Entry, TreeEditor
 from fsmem.history.trust_record import clear, load, save
 from fsmem.store import beneath
 from fsmem.store.paths import shown

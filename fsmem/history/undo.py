@@ -19,9 +19,11 @@ from fsmem import faces
 from fsmem.errors import ChangedOnDisk, EditConflict, HistoryError, InvalidArgument
 from fsmem.history import footprint, recovery
 from fsmem.history.git import from_nul_separated
+from fsmem.history.incoming import LINK, SUBMODULE
 from fsmem.history.merge import GENERATED
 from fsmem.history.repo import Repo
-from fsmem.history.view import REGULAR_MODES, HistoryView
+from fsmem.history.trees import BLOB_MODES, TREE_MODE
+from fsmem.history.view import HistoryView
 from fsmem.store import beneath
 from fsmem.store.files import version_of
 from fsmem.store.paths import is_memory_path, read_regular, relative
@@ -43,7 +45,7 @@ def plan_restore(view: HistoryView, root: Path, rel: str, at: str) -> tuple[list
         raise view.absent(at, rel, commit, hint=hint)
     named = at if commit.startswith(at) else f"{commit[:12]} ({at})"
     mode = view.repo.mode(view.repo.reader, commit, rel)
-    if mode not in REGULAR_MODES:
+    if mode not in BLOB_MODES:
         raise InvalidArgument(
             f"{rel} was {_kind(mode)} at {named}, not a file: fsmem restores files only; nothing was changed"
         )
@@ -53,9 +55,7 @@ def plan_restore(view: HistoryView, root: Path, rel: str, at: str) -> tuple[list
 
 
 def _kind(mode: str | None) -> str:
-    return {"120000": "a symbolic link", "160000": "a submodule", "40000": "a folder"}.get(
-        mode or "", "no regular file"
-    )
+    return {LINK: "a symbolic link", SUBMODULE: "a submodule", TREE_MODE: "a folder"}.get(mode or "", "no regular file")
 
 
 def plan_revert(
@@ -84,7 +84,7 @@ def plan_revert(
         rel = relative(root, resolve(rel))  # the containment rule, for paths that come from history too
         for side, at in (("before it", parent), ("in it", commit)):
             mode = repo.mode(cat, at, rel) if at else None
-            if mode is not None and mode not in REGULAR_MODES:  # its bytes are a link's text, not a file's
+            if mode is not None and mode not in BLOB_MODES:  # its bytes are a link's text, not a file's
                 raise InvalidArgument(
                     f"cannot revert {commit[:12]}: {rel} was {_kind(mode)} {side}, not a file: fsmem reverts files "
                     "only; nothing was changed"

@@ -33,12 +33,12 @@ from fsmem import faces
 from fsmem.errors import InvalidArgument, NotFound
 from fsmem.history.git import from_nul_separated
 from fsmem.history.repo import DATE, Repo
+from fsmem.history.trees import BLOB_MODES
 from fsmem.store.scope import Scope
 
 # git log's format for one commit; with NAMES the changed paths follow, NUL-separated.
 LOG_FORMAT = "--format=%x1e%H%x1f%P%x1f%an%x1f%aI%x1f%s"
 NAMES = ("--name-only", "--no-renames", "-z")  # every path a commit changed, a rename as its two paths
-REGULAR_MODES = ("100644", "100755")
 MAX_LINKS = 1000  # symbolic links a scoped diff leaves out by name; past this the diff is refused
 # What a scoped agent may name: HEAD or a commit id, then steps back (~N, ~, ^, ^1), or a date.
 _SCOPED_REVISION = re.compile(r"^(HEAD|[0-9a-fA-F]{4,64})((?:~[0-9]{0,6}|\^1?)*)$")
@@ -171,7 +171,7 @@ class HistoryView:
         data = repo.blob(repo.reader, commit, rel)
         if data is None or self.scope is None:
             return data
-        return data if repo.mode(repo.reader, commit, rel) in REGULAR_MODES else None
+        return data if repo.mode(repo.reader, commit, rel) in BLOB_MODES else None
 
     def absent(self, at: str, rel: str, commit: str | None = None, *, hint: str = "") -> NotFound:
         """The refusal for a version of `rel` that is not there at `at`: scoped, one message for every reason."""
