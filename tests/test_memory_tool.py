@@ -417,6 +417,8 @@ def test_symlinks_out_of_the_root_are_refused(tool: MemoryTool, tmp_path: Path) 
 # the last check (`validate_path`), or the read an edit makes before it writes
 RACES = [
     ("view", ("/memories/d/a.md",), "validate_path"),
+    ("view", ("/memories/d",), "validate_path"),
+    ("view", ("/memories/d/sub",), "validate_path"),
     ("create", ("/memories/d/new.md", "- fact: new\n"), "validate_path"),
     ("create", ("/memories/d/deeper/new.md", "- fact: new\n"), "validate_path"),
     ("str_replace", ("/memories/d/a.md", "fact", "claim"), "validate_path"),
@@ -484,6 +486,55 @@ def test_a_folder_swapped_for_a_link_after_the_check_is_refused(
     assert sorted(os.listdir(outside)) == ["a.md", "sub"]
     assert tree(root / "d-moved") == kept
     assert not (root / "e" / "b.md").exists()
+
+
+@pytest.mark.parametrize("over", ["plain folder", "fsmem memory"])
+def test_a_folder_swapped_for_a_link_while_it_is_listed_lists_nothing_outside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, over: str
+) -> None:
+    """`view` of a folder lists the folder it opened, through its descriptor: `d` swapped for a link out just
+    before its names are read, and `d/sub` just before it is entered, show none of the names outside (the
+    folder opened is listed, under its new name `d-moved`; the subfolder swapped is not entered)."""
+    from fsmem.store import beneath
+
+    if over == "fsmem memory":
+        root = Memory.init(tmp_path / "base" / "memories").root
+        tool = MemoryTool.over(Memory(root))
+    else:
+        tool = MemoryTool(tmp_path / "base")
+        root = tool.memory_root
+    (root / "d" / "sub").mkdir(parents=True)
+    (root / "d" / "a.md").write_text("- fact: a\n")
+    (root / "d" / "sub" / "s.md").write_text("- fact: s\n")
+    outside = tmp_path / "outside"
+    (outside / "leak").mkdir(parents=True)
+    (outside / "leak.md").write_text("- outside\n")
+    (outside / "leak" / "deep.md").write_text("- outside\n")
+    swapped: list[str] = []
+    names, child = beneath.Folder.names, beneath.Folder.child
+
+    def swap(path: Path) -> None:
+        path.rename(path.with_name(path.name + "-moved"))
+        path.symlink_to(outside)
+        swapped.append(path.relative_to(root).as_posix())
+
+    def names_then(self: beneath.Folder) -> list[str]:
+        if not swapped:
+            swap(root / "d")
+        return names(self)
+
+    def child_then(self: beneath.Folder, name: str) -> beneath.Folder:
+        if name == "sub" and swapped == ["d"]:
+            swap(root / "d-moved" / "sub")
+        return child(self, name)
+
+    monkeypatch.setattr(beneath.Folder, "names", names_then)
+    monkeypatch.setattr(beneath.Folder, "child", child_then)
+    answer = tool.view("/memories/d")
+    assert swapped == ["d", "d-moved/sub"]  # both swaps were made, between the check and the listing
+    sub = format_size((root / "d-moved" / "sub-moved").stat().st_size)
+    assert answer.splitlines()[2:] == ["10B\t/memories/d/a.md", f"{sub}\t/memories/d/sub/"]
+    assert "leak" not in answer and "deep.md" not in answer
 
 
 def test_validate_path_returns_the_resolved_path(tool: MemoryTool) -> None:

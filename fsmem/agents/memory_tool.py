@@ -320,30 +320,33 @@ class MemoryTool:
     # -- how each command works -----------------------------------------------------
     def _view(self, path: str, view_range: Sequence[int] | None) -> CommandAnswer:
         full = self.validate_path(path)
-        try:
-            leaf = os.lstat(full)
-        except (FileNotFoundError, NotADirectoryError):
-            raise _Missing(f"The path {path} does not exist. Please provide a valid path.") from None
-        if stat.S_ISDIR(leaf.st_mode):
-            return self._view_directory(path, full, leaf.st_size)
-        if stat.S_ISREG(leaf.st_mode):
+        relative = self._relative(full)
+        with self._beneath(path, undone="nothing was read") as root:
+            try:  # through no link, as every command: a folder swapped for a link since the check is refused
+                folder = beneath.open_folder(root, relative, create=False)
+            except (FileNotFoundError, InvalidArgument):  # nothing there, or a path through a file
+                raise _Missing(f"The path {path} does not exist. Please provide a valid path.") from None
+            except NotADirectoryError:
+                folder = None
+        if folder is None:
             return self._view_file(path, full, view_range)
-        raise MemoryToolError(f"Unsupported file type for {path}")
+        with folder:
+            return self._view_directory(path, folder, relative)
 
-    def _view_directory(self, path: str, full: Path, size: int) -> CommandAnswer:
-        items = folder_entries(full, os.path.realpath(self.memory_root), memory_only=self.is_fsmem)
+    def _view_directory(self, path: str, folder: beneath.Folder, relative: str) -> CommandAnswer:
+        root = os.path.realpath(self.memory_root)
+        items = folder_entries(root, folder, relative, memory_only=self.is_fsmem)
         header = f"Here're the files and directories up to 2 levels deep in {path}, excluding hidden items:"
-        rows = [f"{format_size(size)}\t{path}"] + [f"{item_size}\t{path}/{name}" for item_size, name in items]
+        rows = [f"{format_size(folder.stat().st_size)}\t{path}"] + [f"{size}\t{path}/{name}" for size, name in items]
         text = header + "\n" + "\n".join(rows)
-        base = self._relative(full)
-        listed = [f"{base}/{name}" if base != "." else name for _, name in items]
+        listed = [f"{relative}/{name}" if relative != "." else name for _, name in items]
         answer = CommandAnswer(text, paths=listed, rows=len(items))
         if self.max_tokens is not None:
             ViewCap(self.max_tokens, self.tokens).cut_directory(answer, header, rows)
         return answer
 
     def _view_file(self, path: str, full: Path, view_range: Sequence[int] | None) -> CommandAnswer:
-        content = self._read_text(full, path)
+        content = self._read_text(full, path, not_regular=f"Unsupported file type for {path}")
         lines = content.split("\n")
         if self.max_tokens is None and len(lines) > MAX_LINES:
             raise MemoryToolError(f"File {path} exceeds maximum line limit of 999,999 lines.")
@@ -656,8 +659,9 @@ class MemoryTool:
             raise MemoryToolError(f"Invalid `{name}` parameter: it {problem}; nothing was written")
         return value
 
-    def _read_text(self, full: Path, path: str) -> str:
-        """The text of the file `full` (validated), opened below the real root through no link."""
+    def _read_text(self, full: Path, path: str, *, not_regular: str | None = None) -> str:
+        """The text of the file `full` (validated), opened below the real root through no link; `not_regular` is
+        the message when it is no regular file (view words it as the reference does)."""
         flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
         try:
             with self._beneath(path, undone="nothing was read") as root:
@@ -676,7 +680,7 @@ class MemoryTool:
             raise
         with os.fdopen(fd, "rb") as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                raise MemoryToolError(f"path {path!r} is not a regular file")
+                raise MemoryToolError(not_regular or f"path {path!r} is not a regular file")
             data = handle.read()
         try:
             return data.decode("utf-8")

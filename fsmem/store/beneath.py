@@ -80,6 +80,14 @@ class Folder:
         where, fd = self.at(name)
         return os.readlink(where, dir_fd=fd)
 
+    def names(self) -> list[str]:
+        """The names this folder holds, listed through its descriptor (what was opened, whatever its path is now)."""
+        return os.listdir(self.fd if self.fd is not None else self.path)
+
+    def stat(self) -> os.stat_result:
+        """The folder's own stat, through its descriptor."""
+        return os.fstat(self.fd) if self.fd is not None else os.stat(self.path, follow_symlinks=False)
+
     def child(self, name: str) -> Folder:
         """The folder `name` in this one, opened without following a link (OSError ELOOP/ENOTDIR when it is one)."""
         path = os.path.join(self.path, name)
