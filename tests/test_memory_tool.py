@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -812,6 +813,36 @@ def test_clear_all_over_a_memory_removes_only_memory_files(fsmem_memory: Path) -
         "fsmem.yaml",
         "notes.txt",
     ]
+
+
+def test_clear_all_with_history_commits_the_memory_files_it_removed(tmp_path: Path) -> None:
+    """Over a memory with history: one commit removes exactly the memory files (a link in memory to one goes as
+    itself), their bytes as they were in the commit before; the rest stays, as do the files and the folders
+    that hold something other than memory files."""
+    root = Memory.init(tmp_path / "memories", git=True).root
+    (root / "topics" / "deep").mkdir(parents=True)
+    (root / "topics" / "a.md").write_text("- fact: a\n")
+    (root / "topics" / "deep" / "b.md").write_text("- fact: b\n")
+    (root / "topics" / "alias.md").symlink_to("a.md")
+    (root / "keep").mkdir()
+    (root / "keep" / "c.md").write_text("- fact: c\n")
+    (root / "keep" / "notes.txt").write_text("private\n")
+    memory = Memory(root)
+    git = lambda *args: subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True).stdout  # noqa: E731
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "before")
+    memory_files = sorted(git("ls-files", "*.md").split())
+    assert MemoryTool.over(memory).clear_all_memory() == "All memory cleared"
+    assert sorted(git("diff", "--name-only", "HEAD~1", "HEAD").split()) == memory_files
+    assert git("show", "HEAD~1:topics/deep/b.md") == "- fact: b\n"
+    assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if not {".git", ".fsmem"} & set(p.parts)) == [
+        ".gitattributes",
+        ".gitignore",
+        "fsmem.yaml",
+        "keep",
+        "keep/notes.txt",
+    ]
+    assert git("status", "--porcelain") == ""
 
 
 def test_a_plain_folder_keeps_the_reference_behaviour(tool: MemoryTool) -> None:

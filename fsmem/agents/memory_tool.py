@@ -512,11 +512,16 @@ class MemoryTool:
         with self._writing() as tx:
             if tx is not None:  # an fsmem memory: only its memory files go; fsmem.yaml, .git/, .fsmem/ and others stay
                 gone = []
+                root = Path(os.path.realpath(self.memory_root))  # once: every file is removed below it
                 for rel, full, _stat in list(walk_stats(self.memory_root)):
-                    gone.append(Change(rel, Path(full).read_bytes() if tx.keeps_history else None, None))
-                    with self._beneath(PREFIX + "/" + rel) as root:
+                    link = os.path.islink(full)  # a link goes as itself (its text), as `rm` removes it
+                    data = None
+                    if tx.keeps_history:
+                        data = os.fsencode(os.readlink(full)) if link else Path(full).read_bytes()
+                    gone.append(Change(rel, data, None, link))
+                    with self._swapped(PREFIX + "/" + rel):
                         beneath.remove(root, rel, generated=True)
-                _remove_empty_folders(Path(os.path.realpath(self.memory_root)))
+                _remove_empty_folders(root)
                 tx.changed_folder()
                 self._record(tx, "clear_all_memory", gone, "memory.clear_all_memory", paths=[c.path for c in gone])
             else:
@@ -562,8 +567,15 @@ class MemoryTool:
         """The real memory root, for a change made below it one folder at a time (`fsmem.store.beneath`, as a
         generated file is: no link followed). `validate_path` resolved every link already, so a link met now
         was swapped in since the check: the change is refused, naming the path the model gave."""
-        try:
+        with self._swapped(path, undone=undone):
             yield Path(os.path.realpath(self.memory_root))
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _swapped(path: str, *, undone: str = "nothing was written") -> Iterator[None]:
+        """A change below a real root taken already (`_beneath`'s refusal, for a command that changes many paths)."""
+        try:
+            yield
         except PathEscape:
             raise MemoryToolError(
                 f"Path {shown(path)} went through a symbolic link that appeared after it was checked; {undone}"
