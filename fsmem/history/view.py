@@ -35,6 +35,7 @@ from fsmem.history.git import from_nul_separated
 from fsmem.history.repo import DATE, Repo
 from fsmem.history.trees import BLOB_MODES
 from fsmem.store.scope import Scope
+from fsmem.store.writing import Stored
 
 # git log's format for one commit; with NAMES the changed paths follow, NUL-separated.
 LOG_FORMAT = "--format=%x1e%H%x1f%P%x1f%an%x1f%aI%x1f%s"
@@ -172,6 +173,14 @@ class HistoryView:
         if data is None or self.scope is None:
             return data
         return data if repo.mode(repo.reader, commit, rel) in BLOB_MODES else None
+
+    def stored(self, commit: str, rel: str) -> Stored | None:
+        """`blob`, as a blob id and size (`Repo.stored`): the bytes are not read."""
+        repo = self.repo
+        found = repo.stored(commit, rel)
+        if found is None or self.scope is None:
+            return found
+        return found if repo.mode(repo.reader, commit, rel) in BLOB_MODES else None
 
     def absent(self, at: str, rel: str, commit: str | None = None, *, hint: str = "") -> NotFound:
         """The refusal for a version of `rel` that is not there at `at`: scoped, one message for every reason."""

@@ -25,6 +25,7 @@ import errno
 import os
 import shutil
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -343,10 +344,12 @@ class Staged:
     """A new file's bytes written to a temporary file beside its target, not yet given its name.
 
     `publish` renames it over the target (relative to the folder that was checked); `discard` removes it.
-    Several can be staged and fsynced together before any is published (consolidation's batches).
+    Several can be staged and fsynced together before any is published (consolidation's batches). `data` is
+    the bytes, or a function that writes them to the temporary file's descriptor (a large file streamed into
+    it, never held whole).
     """
 
-    def __init__(self, target: Place, data: bytes, *, mode: int | None = None):
+    def __init__(self, target: Place, data: bytes | Callable[[int], None], *, mode: int | None = None):
         self.place = target
         folder = target.folder
         if mode is None:
@@ -365,7 +368,10 @@ class Staged:
             except FileExistsError:
                 continue
         try:
-            _write_all(self.fd, data)
+            if callable(data):
+                data(self.fd)
+            else:
+                _write_all(self.fd, data)
             if hasattr(os, "fchmod"):
                 os.fchmod(self.fd, mode)
             else:  # pragma: no cover - Windows

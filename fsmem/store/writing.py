@@ -39,15 +39,26 @@ def _ahead(ahead: Ahead | None, result: WriteResult) -> AbstractContextManager[N
 
 
 @dataclass(frozen=True)
+class Stored:
+    """A file's bytes kept in history's object store, named by their blob id rather than held: what a restore
+    passes for a version, so that a large file is streamed from git to disk, never read whole
+    (`fsmem.history.undo`)."""
+
+    oid: str
+    size: int
+
+
+@dataclass(frozen=True)
 class Change:
     """One file a write changed, with its exact bytes before and after (None: it did not exist / was removed).
 
-    History records these (fsmem.history), so that a commit holds exactly what this write wrote.
+    History records these (fsmem.history), so that a commit holds exactly what this write wrote. A restore
+    names its versions by blob id instead (`Stored`).
     """
 
     path: str  # relative to the memory root
-    before: bytes | None
-    after: bytes | None
+    before: bytes | Stored | None
+    after: bytes | Stored | None
     link: bool = False  # the bytes are a symbolic link's text (a link removed or moved as itself, as git holds it)
 
 
