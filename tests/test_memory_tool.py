@@ -434,6 +434,20 @@ RACES = [
 ]
 
 
+def tool_with_folder_d(tmp_path: Path, over: str) -> tuple[MemoryTool, Path]:
+    """The tool over a plain folder or an fsmem memory, and the folder, which holds d/a.md and d/sub/s.md."""
+    if over == "fsmem memory":
+        root = Memory.init(tmp_path / "base" / "memories").root
+        tool = MemoryTool.over(Memory(root))
+    else:
+        tool = MemoryTool(tmp_path / "base")
+        root = tool.memory_root
+    (root / "d" / "sub").mkdir(parents=True)
+    (root / "d" / "a.md").write_text("- fact: a\n")
+    (root / "d" / "sub" / "s.md").write_text("- fact: s\n")
+    return tool, root
+
+
 @pytest.fixture(params=["dir_fd", "lstat"])
 def walk(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Both ways a change walks below the root: folder descriptors (POSIX), and lstat by path (no dir_fd)."""
@@ -451,15 +465,7 @@ def test_a_folder_swapped_for_a_link_after_the_check_is_refused(
     """The check resolves every link, then the command acts: a folder on the way swapped for a link out in
     between (another process, a sync) is met by the change itself, which walks below the real root through no
     link. Nothing outside changes and the model reads why; the swapped-out folder keeps its bytes."""
-    if over == "fsmem memory":
-        root = Memory.init(tmp_path / "base" / "memories").root
-        tool = MemoryTool.over(Memory(root))
-    else:
-        tool = MemoryTool(tmp_path / "base")
-        root = tool.memory_root
-    (root / "d" / "sub").mkdir(parents=True)
-    (root / "d" / "a.md").write_text("- fact: a\n")
-    (root / "d" / "sub" / "s.md").write_text("- fact: s\n")
+    tool, root = tool_with_folder_d(tmp_path, over)
     (root / "e").mkdir()
     (root / "e" / "c.md").write_text("- fact: c\n")
     outside = tmp_path / "outside"
@@ -498,15 +504,7 @@ def test_a_folder_swapped_for_a_link_while_it_is_listed_lists_nothing_outside(
     folder opened is listed, under its new name `d-moved`; the subfolder swapped is not entered)."""
     from fsmem.store import beneath
 
-    if over == "fsmem memory":
-        root = Memory.init(tmp_path / "base" / "memories").root
-        tool = MemoryTool.over(Memory(root))
-    else:
-        tool = MemoryTool(tmp_path / "base")
-        root = tool.memory_root
-    (root / "d" / "sub").mkdir(parents=True)
-    (root / "d" / "a.md").write_text("- fact: a\n")
-    (root / "d" / "sub" / "s.md").write_text("- fact: s\n")
+    tool, root = tool_with_folder_d(tmp_path, over)
     outside = tmp_path / "outside"
     (outside / "leak").mkdir(parents=True)
     (outside / "leak.md").write_text("- outside\n")
