@@ -17,7 +17,7 @@ from test_beneath import digest
 from fsmem import Memory
 from fsmem.errors import FsmemError, InvalidArgument, PathEscape
 from fsmem.history import undo
-from fsmem.store.writing import Stored
+from fsmem.store.files import Stored
 
 NOW = "2026-11-30T09:15:00+00:00"
 

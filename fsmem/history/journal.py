@@ -45,8 +45,8 @@ from fsmem.history import recovery
 from fsmem.history.git import clean_env
 from fsmem.history.repo import Repo
 from fsmem.history.trees import LINK_MODE, TreeEditor
-from fsmem.store.files import atomic_write, file_lock
-from fsmem.store.writing import Change, Stored
+from fsmem.store.files import Stored, atomic_write, file_lock
+from fsmem.store.writing import Change
 
 COMMIT_LOCK = "commit"
 BATCH = 500  # entries per branch update

@@ -22,7 +22,7 @@ from fsmem.errors import HistoryError, InvalidArgument, NotFound
 from fsmem.history import git_marker
 from fsmem.history.git import CatFile, Git, ObjectStore, give_back, readers
 from fsmem.history.trees import parse_tree, tree_body
-from fsmem.store.writing import Stored
+from fsmem.store.files import Stored
 
 TREE_CACHE = 4096  # trees kept parsed in memory (the folders on recent paths)
 

@@ -26,9 +26,9 @@ from fsmem.history.repo import Repo
 from fsmem.history.trees import BLOB_MODES, TREE_MODE
 from fsmem.history.view import HistoryView
 from fsmem.store import beneath
-from fsmem.store.files import file_version, version_of
+from fsmem.store.files import Stored, file_version, version_of
 from fsmem.store.paths import is_memory_path, open_regular, read_regular, relative
-from fsmem.store.writing import Change, Stored, WriteResult
+from fsmem.store.writing import Change, WriteResult
 
 
 def _current(root: Path, rel: str) -> bytes | None:

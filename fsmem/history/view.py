@@ -34,8 +34,8 @@ from fsmem.errors import InvalidArgument, NotFound
 from fsmem.history.git import from_nul_separated
 from fsmem.history.repo import DATE, Repo
 from fsmem.history.trees import BLOB_MODES
+from fsmem.store.files import Stored
 from fsmem.store.scope import Scope
-from fsmem.store.writing import Stored
 
 # git log's format for one commit; with NAMES the changed paths follow, NUL-separated.
 LOG_FORMAT = "--format=%x1e%H%x1f%P%x1f%an%x1f%aI%x1f%s"

@@ -27,7 +27,7 @@ from fsmem.format.facts import utc_stamp
 from fsmem.format.portable import portable_problem
 from fsmem.store import beneath
 from fsmem.store.fields import check_fields
-from fsmem.store.files import atomic_write, same_version, version_of
+from fsmem.store.files import Stored, atomic_write, same_version, version_of
 from fsmem.store.paths import check_text, read_regular, relative
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -39,21 +39,10 @@ def _ahead(ahead: Ahead | None, result: WriteResult) -> AbstractContextManager[N
 
 
 @dataclass(frozen=True)
-class Stored:
-    """A file's bytes kept in history's object store, named by their blob id rather than held: what a restore
-    passes for a version, so that a large file is streamed from git to disk, never read whole
-    (`fsmem.history.undo`)."""
-
-    oid: str
-    size: int
-
-
-@dataclass(frozen=True)
 class Change:
     """One file a write changed, with its exact bytes before and after (None: it did not exist / was removed).
 
-    History records these (fsmem.history), so that a commit holds exactly what this write wrote. A restore
-    names its versions by blob id instead (`Stored`).
+    History records these (fsmem.history), so that a commit holds exactly what this write wrote (`Stored`: by id).
     """
 
     path: str  # relative to the memory root
