@@ -388,7 +388,7 @@ RAW_WRITES = {
     "fsmem/consolidate/ledger.py::Ledger._open": STATE,
     "fsmem/evaluation/locomo.py::import_locomo": "the evaluation harness's own target folder",
     "fsmem/evaluation/locomo.py::import_sample": "the evaluation harness's own memory, made by it a line before",
-    "fsmem/history/git.py::ObjectStore.write": GIT,
+    "fsmem/history/git.py::ObjectStore._save": GIT,
     "fsmem/history/host_rules.py::remove_state_link": STATE,
     "fsmem/history/host_rules.py::write_control_files": GIT,
     "fsmem/history/host_rules.py::write_info_attributes": GIT,

@@ -17,6 +17,7 @@ from test_beneath import digest
 from fsmem import Memory
 from fsmem.errors import FsmemError, InvalidArgument, PathEscape
 from fsmem.history import undo
+from fsmem.store.files import Stored
 
 NOW = "2026-11-30T09:15:00+00:00"
 
@@ -128,6 +129,44 @@ def test_a_restore_over_a_link_replaces_the_link_and_leaves_its_target(memory):
     assert git(root, "status", "--porcelain") == ""
     assert git(root, "log", "-1", "--format=%s").startswith("restore topics/a.md as of ")
     assert git(root, "show", "HEAD:topics/b.md").encode() == b
+
+
+def test_a_restore_streams_a_large_file_from_git_and_never_holds_it_whole(memory, monkeypatch):
+    """A version several chunks long, the file now edited by hand since its last commit: restored byte for
+    byte, committed as a restore is (the hand edit first, as made outside fsmem), and no blob of it ever read
+    whole into fsmem: git writes the old version into the staged file, the file now is hashed and stored a
+    chunk at a time."""
+    from fsmem.history.git import CHUNK, CatFile
+
+    root = memory.root
+    first = b"".join(b"- line %d: %s\n" % (n, b"x" * 60) for n in range(3 * CHUNK // 64))
+    (root / "big.md").write_bytes(first)
+    git(root, "add", "big.md")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "first")
+    (root / "big.md").write_bytes(first.replace(b"x", b"y"))
+    git(root, "commit", "-q", "-a", "-m", "second", "--author", "t <t@t>")
+    edited = first.replace(b"x", b"z")
+    (root / "big.md").write_bytes(edited)  # by hand, not committed
+    get = CatFile.get
+
+    def never_a_large_blob(self: CatFile, spec: str):
+        found = get(self, spec)
+        assert found is None or self.sizes or found[1] != "blob" or len(found[2]) <= CHUNK, spec
+        return found
+
+    monkeypatch.setattr(CatFile, "get", never_a_large_blob)
+    result = memory.restore("big.md", at="HEAD~1")
+    assert result.to_text() == "restored big.md"
+    assert (root / "big.md").read_bytes() == first
+    assert git(root, "log", "-3", "--format=%s") == (
+        f"restore big.md as of {git(root, 'rev-parse', 'HEAD~3').strip()[:12]} (HEAD~1)\n"
+        "outside fsmem: big.md\nsecond\n"
+    )
+    assert git(root, "rev-parse", "HEAD:big.md") == git(root, "rev-parse", "HEAD~3:big.md")
+    assert in_history(root, edited)
+    assert git(root, "status", "--porcelain") == ""
+    assert not [name for name in os.listdir(root / ".fsmem" / "history" / "journal") if not name.startswith(".")]
+    assert not [name for name in os.listdir(root / ".git" / "objects") if name.startswith("tmp_obj_")]
 
 
 def test_a_folder_swapped_for_a_link_between_the_plan_and_the_write_is_refused(memory, outside, monkeypatch):
@@ -262,7 +301,10 @@ def test_after_any_undo_its_files_are_regular_files_beneath_the_root_and_nothing
                 if change.after is not None:
                     assert full.is_file() and not full.is_symlink(), change.path
                     assert os.path.realpath(full).startswith(os.path.realpath(root) + os.sep)
-                    assert full.read_bytes() == change.after
+                    if isinstance(change.after, Stored):  # a restore names its version by blob id
+                        assert git(root, "hash-object", "--no-filters", str(full)).strip() == change.after.oid
+                    else:
+                        assert full.read_bytes() == change.after
             after = tree_of(root)
             for rel, text in before.items():  # still there, or kept by the history
                 if rel.endswith(".md") and rel != "INDEX.md" and after.get(rel) != text:

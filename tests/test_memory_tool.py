@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -417,6 +418,8 @@ def test_symlinks_out_of_the_root_are_refused(tool: MemoryTool, tmp_path: Path) 
 # the last check (`validate_path`), or the read an edit makes before it writes
 RACES = [
     ("view", ("/memories/d/a.md",), "validate_path"),
+    ("view", ("/memories/d",), "validate_path"),
+    ("view", ("/memories/d/sub",), "validate_path"),
     ("create", ("/memories/d/new.md", "- fact: new\n"), "validate_path"),
     ("create", ("/memories/d/deeper/new.md", "- fact: new\n"), "validate_path"),
     ("str_replace", ("/memories/d/a.md", "fact", "claim"), "validate_path"),
@@ -429,6 +432,20 @@ RACES = [
     ("rename", ("/memories/e/c.md", "/memories/d/b.md"), "validate_path"),
     ("rename", ("/memories/e/c.md", "/memories/d/deeper/b.md"), "validate_path"),
 ]
+
+
+def tool_with_folder_d(tmp_path: Path, over: str) -> tuple[MemoryTool, Path]:
+    """The tool over a plain folder or an fsmem memory, and the folder, which holds d/a.md and d/sub/s.md."""
+    if over == "fsmem memory":
+        root = Memory.init(tmp_path / "base" / "memories").root
+        tool = MemoryTool.over(Memory(root))
+    else:
+        tool = MemoryTool(tmp_path / "base")
+        root = tool.memory_root
+    (root / "d" / "sub").mkdir(parents=True)
+    (root / "d" / "a.md").write_text("- fact: a\n")
+    (root / "d" / "sub" / "s.md").write_text("- fact: s\n")
+    return tool, root
 
 
 @pytest.fixture(params=["dir_fd", "lstat"])
@@ -448,15 +465,7 @@ def test_a_folder_swapped_for_a_link_after_the_check_is_refused(
     """The check resolves every link, then the command acts: a folder on the way swapped for a link out in
     between (another process, a sync) is met by the change itself, which walks below the real root through no
     link. Nothing outside changes and the model reads why; the swapped-out folder keeps its bytes."""
-    if over == "fsmem memory":
-        root = Memory.init(tmp_path / "base" / "memories").root
-        tool = MemoryTool.over(Memory(root))
-    else:
-        tool = MemoryTool(tmp_path / "base")
-        root = tool.memory_root
-    (root / "d" / "sub").mkdir(parents=True)
-    (root / "d" / "a.md").write_text("- fact: a\n")
-    (root / "d" / "sub" / "s.md").write_text("- fact: s\n")
+    tool, root = tool_with_folder_d(tmp_path, over)
     (root / "e").mkdir()
     (root / "e" / "c.md").write_text("- fact: c\n")
     outside = tmp_path / "outside"
@@ -484,6 +493,47 @@ def test_a_folder_swapped_for_a_link_after_the_check_is_refused(
     assert sorted(os.listdir(outside)) == ["a.md", "sub"]
     assert tree(root / "d-moved") == kept
     assert not (root / "e" / "b.md").exists()
+
+
+@pytest.mark.parametrize("over", ["plain folder", "fsmem memory"])
+def test_a_folder_swapped_for_a_link_while_it_is_listed_lists_nothing_outside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, over: str
+) -> None:
+    """`view` of a folder lists the folder it opened, through its descriptor: `d` swapped for a link out just
+    before its names are read, and `d/sub` just before it is entered, show none of the names outside (the
+    folder opened is listed, under its new name `d-moved`; the subfolder swapped is not entered)."""
+    from fsmem.store import beneath
+
+    tool, root = tool_with_folder_d(tmp_path, over)
+    outside = tmp_path / "outside"
+    (outside / "leak").mkdir(parents=True)
+    (outside / "leak.md").write_text("- outside\n")
+    (outside / "leak" / "deep.md").write_text("- outside\n")
+    swapped: list[str] = []
+    names, child = beneath.Folder.names, beneath.Folder.child
+
+    def swap(path: Path) -> None:
+        path.rename(path.with_name(path.name + "-moved"))
+        path.symlink_to(outside)
+        swapped.append(path.relative_to(root).as_posix())
+
+    def names_then(self: beneath.Folder) -> list[str]:
+        if not swapped:
+            swap(root / "d")
+        return names(self)
+
+    def child_then(self: beneath.Folder, name: str) -> beneath.Folder:
+        if name == "sub" and swapped == ["d"]:
+            swap(root / "d-moved" / "sub")
+        return child(self, name)
+
+    monkeypatch.setattr(beneath.Folder, "names", names_then)
+    monkeypatch.setattr(beneath.Folder, "child", child_then)
+    answer = tool.view("/memories/d")
+    assert swapped == ["d", "d-moved/sub"]  # both swaps were made, between the check and the listing
+    sub = format_size((root / "d-moved" / "sub-moved").stat().st_size)
+    assert answer.splitlines()[2:] == ["10B\t/memories/d/a.md", f"{sub}\t/memories/d/sub/"]
+    assert "leak" not in answer and "deep.md" not in answer
 
 
 def test_validate_path_returns_the_resolved_path(tool: MemoryTool) -> None:
@@ -761,6 +811,36 @@ def test_clear_all_over_a_memory_removes_only_memory_files(fsmem_memory: Path) -
         "fsmem.yaml",
         "notes.txt",
     ]
+
+
+def test_clear_all_with_history_commits_the_memory_files_it_removed(tmp_path: Path) -> None:
+    """Over a memory with history: one commit removes exactly the memory files (a link in memory to one goes as
+    itself), their bytes as they were in the commit before; the rest stays, as do the files and the folders
+    that hold something other than memory files."""
+    root = Memory.init(tmp_path / "memories", git=True).root
+    (root / "topics" / "deep").mkdir(parents=True)
+    (root / "topics" / "a.md").write_text("- fact: a\n")
+    (root / "topics" / "deep" / "b.md").write_text("- fact: b\n")
+    (root / "topics" / "alias.md").symlink_to("a.md")
+    (root / "keep").mkdir()
+    (root / "keep" / "c.md").write_text("- fact: c\n")
+    (root / "keep" / "notes.txt").write_text("private\n")
+    memory = Memory(root)
+    git = lambda *args: subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True).stdout  # noqa: E731
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "before")
+    memory_files = sorted(git("ls-files", "*.md").split())
+    assert MemoryTool.over(memory).clear_all_memory() == "All memory cleared"
+    assert sorted(git("diff", "--name-only", "HEAD~1", "HEAD").split()) == memory_files
+    assert git("show", "HEAD~1:topics/deep/b.md") == "- fact: b\n"
+    assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if not {".git", ".fsmem"} & set(p.parts)) == [
+        ".gitattributes",
+        ".gitignore",
+        "fsmem.yaml",
+        "keep",
+        "keep/notes.txt",
+    ]
+    assert git("status", "--porcelain") == ""
 
 
 def test_a_plain_folder_keeps_the_reference_behaviour(tool: MemoryTool) -> None:

@@ -320,30 +320,33 @@ class MemoryTool:
     # -- how each command works -----------------------------------------------------
     def _view(self, path: str, view_range: Sequence[int] | None) -> CommandAnswer:
         full = self.validate_path(path)
-        try:
-            leaf = os.lstat(full)
-        except (FileNotFoundError, NotADirectoryError):
-            raise _Missing(f"The path {path} does not exist. Please provide a valid path.") from None
-        if stat.S_ISDIR(leaf.st_mode):
-            return self._view_directory(path, full, leaf.st_size)
-        if stat.S_ISREG(leaf.st_mode):
+        relative = self._relative(full)
+        with self._beneath(path, undone="nothing was read") as root:
+            try:  # through no link, as every command: a folder swapped for a link since the check is refused
+                folder = beneath.open_folder(root, relative, create=False)
+            except (FileNotFoundError, InvalidArgument):  # nothing there, or a path through a file
+                raise _Missing(f"The path {path} does not exist. Please provide a valid path.") from None
+            except NotADirectoryError:
+                folder = None
+        if folder is None:
             return self._view_file(path, full, view_range)
-        raise MemoryToolError(f"Unsupported file type for {path}")
+        with folder:
+            return self._view_directory(path, folder, relative)
 
-    def _view_directory(self, path: str, full: Path, size: int) -> CommandAnswer:
-        items = folder_entries(full, os.path.realpath(self.memory_root), memory_only=self.is_fsmem)
+    def _view_directory(self, path: str, folder: beneath.Folder, relative: str) -> CommandAnswer:
+        root = os.path.realpath(self.memory_root)
+        items = folder_entries(root, folder, relative, memory_only=self.is_fsmem)
         header = f"Here're the files and directories up to 2 levels deep in {path}, excluding hidden items:"
-        rows = [f"{format_size(size)}\t{path}"] + [f"{item_size}\t{path}/{name}" for item_size, name in items]
+        rows = [f"{format_size(folder.stat().st_size)}\t{path}"] + [f"{size}\t{path}/{name}" for size, name in items]
         text = header + "\n" + "\n".join(rows)
-        base = self._relative(full)
-        listed = [f"{base}/{name}" if base != "." else name for _, name in items]
+        listed = [f"{relative}/{name}" if relative != "." else name for _, name in items]
         answer = CommandAnswer(text, paths=listed, rows=len(items))
         if self.max_tokens is not None:
             ViewCap(self.max_tokens, self.tokens).cut_directory(answer, header, rows)
         return answer
 
     def _view_file(self, path: str, full: Path, view_range: Sequence[int] | None) -> CommandAnswer:
-        content = self._read_text(full, path)
+        content = self._read_text(full, path, not_regular=f"Unsupported file type for {path}")
         lines = content.split("\n")
         if self.max_tokens is None and len(lines) > MAX_LINES:
             raise MemoryToolError(f"File {path} exceeds maximum line limit of 999,999 lines.")
@@ -509,11 +512,16 @@ class MemoryTool:
         with self._writing() as tx:
             if tx is not None:  # an fsmem memory: only its memory files go; fsmem.yaml, .git/, .fsmem/ and others stay
                 gone = []
+                root = Path(os.path.realpath(self.memory_root))  # once: every file is removed below it
                 for rel, full, _stat in list(walk_stats(self.memory_root)):
-                    gone.append(Change(rel, Path(full).read_bytes() if tx.keeps_history else None, None))
-                    with self._beneath(PREFIX + "/" + rel) as root:
+                    link = os.path.islink(full)  # a link goes as itself (its text), as `rm` removes it
+                    data = None
+                    if tx.keeps_history:
+                        data = os.fsencode(os.readlink(full)) if link else Path(full).read_bytes()
+                    gone.append(Change(rel, data, None, link))
+                    with self._swapped(PREFIX + "/" + rel):
                         beneath.remove(root, rel, generated=True)
-                _remove_empty_folders(Path(os.path.realpath(self.memory_root)))
+                _remove_empty_folders(root)
                 tx.changed_folder()
                 self._record(tx, "clear_all_memory", gone, "memory.clear_all_memory", paths=[c.path for c in gone])
             else:
@@ -559,8 +567,15 @@ class MemoryTool:
         """The real memory root, for a change made below it one folder at a time (`fsmem.store.beneath`, as a
         generated file is: no link followed). `validate_path` resolved every link already, so a link met now
         was swapped in since the check: the change is refused, naming the path the model gave."""
-        try:
+        with self._swapped(path, undone=undone):
             yield Path(os.path.realpath(self.memory_root))
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _swapped(path: str, *, undone: str = "nothing was written") -> Iterator[None]:
+        """A change below a real root taken already (`_beneath`'s refusal, for a command that changes many paths)."""
+        try:
+            yield
         except PathEscape:
             raise MemoryToolError(
                 f"Path {shown(path)} went through a symbolic link that appeared after it was checked; {undone}"
@@ -656,8 +671,9 @@ class MemoryTool:
             raise MemoryToolError(f"Invalid `{name}` parameter: it {problem}; nothing was written")
         return value
 
-    def _read_text(self, full: Path, path: str) -> str:
-        """The text of the file `full` (validated), opened below the real root through no link."""
+    def _read_text(self, full: Path, path: str, *, not_regular: str | None = None) -> str:
+        """The text of the file `full` (validated), opened below the real root through no link; `not_regular` is
+        the message when it is no regular file (view words it as the reference does)."""
         flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
         try:
             with self._beneath(path, undone="nothing was read") as root:
@@ -676,7 +692,7 @@ class MemoryTool:
             raise
         with os.fdopen(fd, "rb") as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                raise MemoryToolError(f"path {path!r} is not a regular file")
+                raise MemoryToolError(not_regular or f"path {path!r} is not a regular file")
             data = handle.read()
         try:
             return data.decode("utf-8")

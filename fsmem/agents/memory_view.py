@@ -11,10 +11,12 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fsmem.budget import Meter
+from fsmem.errors import FsmemError
+from fsmem.store import beneath
+from fsmem.store.beneath import Folder
 from fsmem.store.paths import is_memory_name, is_memory_path, is_visible_folder, name_problem
 
 if TYPE_CHECKING:
@@ -50,41 +52,74 @@ def numbered_line(line_number: int, text: str) -> str:
     return f"{str(line_number).rjust(LINE_NUMBER_WIDTH)}\t{text}"
 
 
-def folder_entries(folder: Path, real_root: str, *, memory_only: bool) -> list[tuple[str, str]]:
-    """(size, relative name) of what `folder` holds, two levels deep, hidden items and outside links left out.
+def folder_entries(root: str, folder: Folder, at: str, *, memory_only: bool) -> list[tuple[str, str]]:
+    """(size, relative name) of what `folder` holds, two levels deep, hidden items and links out left out.
 
-    With `memory_only` (the folder is an fsmem memory) only memory files and
-    their folders are listed: never fsmem.yaml, `.git/` or a link into them.
+    `folder` is open below the real memory root `root`, at the memory path `at`, and is listed through its
+    descriptor (`fsmem.store.beneath`): each entry is looked at in it, a subfolder opened in it without following
+    a link, and a link's target, when it lies inside the root, reached from the root through no link. A folder
+    swapped for a link out after the path was checked thus lists nothing outside the memory. With `memory_only`
+    (the folder is an fsmem memory) only memory files and their folders are listed: never fsmem.yaml, `.git/`
+    or a link into them.
     """
     items: list[tuple[str, str]] = []
 
-    def collect(current: Path, prefix: str, depth: int) -> None:
+    def collect(current: Folder, inside: str, prefix: str, depth: int) -> None:
         try:
-            children = sorted(current.iterdir(), key=lambda child: child.name)
+            names = sorted(current.names())
         except OSError:
             return
-        for child in children:
-            if child.name.startswith("."):
+        for name in names:
+            if name.startswith("."):
                 continue
-            relative = f"{prefix}/{child.name}" if prefix else child.name
-            real = os.path.realpath(child)
-            if real != real_root and not real.startswith(real_root + os.sep):
-                continue  # a link that leads out of the memory is not shown
-            try:
-                info = child.stat()
-            except OSError:
+            relative = f"{prefix}/{name}" if prefix else name
+            found = _entry(root, current, name, f"{inside}/{name}" if inside else name)
+            if found is None:
                 continue
-            if memory_only and not _memory_entry(real_root, real, child.name, stat.S_ISDIR(info.st_mode)):
+            info, where, linked = found
+            is_dir = stat.S_ISDIR(info.st_mode)
+            if memory_only and not _memory_entry(where, name, is_dir):
                 continue
-            if stat.S_ISDIR(info.st_mode):
+            if is_dir:
                 items.append((format_size(info.st_size), relative + "/"))
                 if depth < 2:
-                    collect(child, relative, depth + 1)
+                    try:
+                        below = beneath.open_folder(root, where, create=False) if linked else current.child(name)
+                    except (OSError, FsmemError):
+                        continue  # swapped for a link or a file meanwhile: not entered
+                    with below:
+                        collect(below, "" if where == "." else where, relative, depth + 1)
             elif stat.S_ISREG(info.st_mode):
                 items.append((format_size(info.st_size), relative))
 
-    collect(folder, "", 1)
+    collect(folder, "" if at == "." else at, "", 1)
     return items
+
+
+def _entry(root: str, folder: Folder, name: str, inside: str) -> tuple[os.stat_result, str, bool] | None:
+    """The entry `name` of `folder` (at the memory path `inside`): its stat, the memory path of what it is, and
+    whether that was reached through a link (then its target, reached from the root through no link); None for
+    a link that leads out of the root, dangles or meets a link swapped in, and for an entry gone meanwhile."""
+    try:
+        info = folder.lstat(name)
+        if not stat.S_ISLNK(info.st_mode):
+            return info, inside, False
+        parent = os.path.join(root, inside.rpartition("/")[0])
+        real = os.path.realpath(os.path.join(parent, folder.readlink(name)))
+        if real != root and not real.startswith(root + os.sep):
+            return None  # a link that leads out of the memory is not shown
+        target = os.path.relpath(real, root).replace(os.sep, "/")
+        if target == ".":
+            with beneath.open_root(root) as top:
+                return top.stat(), target, True
+        reached = beneath.place(root, target, generated=True, follow=False, create=False, file=False)
+        try:
+            info = reached.folder.lstat(reached.name)
+        finally:
+            reached.folder.close()
+    except (OSError, FsmemError):
+        return None
+    return None if stat.S_ISLNK(info.st_mode) else (info, target, True)
 
 
 class ViewCap:
@@ -162,9 +197,9 @@ class ViewCap:
         answer.truncated, answer.rows, answer.paths = True, entries, answer.paths[:entries]
 
 
-def _memory_entry(real_root: str, real: str, name: str, is_dir: bool) -> bool:
-    """Over an fsmem memory: is this directory entry (name as listed, real target) a memory file or folder?"""
-    inside = os.path.relpath(real, real_root).replace(os.sep, "/")
+def _memory_entry(inside: str, name: str, is_dir: bool) -> bool:
+    """Over an fsmem memory: is this directory entry (name as listed, memory path of what it is) a memory file
+    or folder?"""
     if is_dir:
         return name_problem(name) is None and is_visible_folder(inside)
     return is_memory_name(name) and is_memory_path(inside)

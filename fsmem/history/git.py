@@ -24,10 +24,11 @@ import sys
 import threading
 import weakref
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import BinaryIO
 
-from fsmem.errors import HistoryError
+from fsmem.errors import ChangedOnDisk, HistoryError
 from fsmem.store.shared import Shared
 
 # Variables a git hook may have set that would point our git elsewhere.
@@ -43,6 +44,7 @@ _REDIRECTS = (
     "GIT_QUARANTINE_PATH",
 )
 MERGE_DRIVER_NAME = "fsmem: Markdown memory merge (facts, notes, front matter)"
+CHUNK = 1 << 20  # bytes read at a time when a large file is hashed or stored
 
 
 def driver_command() -> str:
@@ -149,6 +151,19 @@ class Git:
 
     def text(self, *args: str, check: bool = True) -> str:
         return self.run(*args, check=check).stdout.decode("utf-8", "replace")
+
+    def blob_to(self, oid: str, fd: int) -> None:
+        """Write the bytes of the blob `oid` to the open file `fd`: git writes them there itself (`cat-file
+        blob`), so fsmem never holds them; git streams a loose object or a whole one in a pack, and inflates
+        a delta in memory."""
+        try:
+            proc = subprocess.run(
+                self.command("cat-file", "blob", oid), stdout=fd, stderr=subprocess.PIPE, env=clean_env()
+            )
+        except FileNotFoundError:
+            raise HistoryError("git is not installed (history needs the git command)") from None
+        if proc.returncode:
+            raise HistoryError(f"git cat-file failed: {first_line(proc.stderr)}")
 
 
 def nul_separated(paths: Iterable[str]) -> bytes:
@@ -316,21 +331,61 @@ class ObjectStore:
 
     def write(self, kind: str, body: bytes) -> str:
         oid = self.id_of(kind, body)
-        folder = self.objects_dir / oid[:2]
-        target = folder / oid[2:]
-        if target.exists():
+        if self.has_loose(oid):
             return oid
-        folder.mkdir(exist_ok=True)
-        temp = os.fspath(folder / f"tmp_obj_{os.getpid()}_{threading.get_ident()}_{oid[:8]}")
+
+        def compressed(out: BinaryIO) -> str:
+            packer = zlib.compressobj(1)
+            out.write(packer.compress(f"{kind} {len(body)}\0".encode()))
+            out.write(packer.compress(body))
+            out.write(packer.flush())
+            return oid
+
+        return self._save(compressed)
+
+    def id_of_stream(self, kind: str, source: BinaryIO, size: int, compressed: BinaryIO | None = None) -> str:
+        """`id_of` the `size` bytes read from `source` a chunk at a time (the object, compressed, written to
+        `compressed` when given): memory stays a chunk whatever the size. ChangedOnDisk when `source` does not
+        hold exactly `size` bytes (a file changed while it was read)."""
+        header = f"{kind} {size}\0".encode()
+        digest = hashlib.new(self.algo, header)
+        packer = zlib.compressobj(1)
+        if compressed is not None:
+            compressed.write(packer.compress(header))
+        left = size
+        while left:
+            chunk = source.read(min(CHUNK, left))
+            if not chunk:
+                break
+            left -= len(chunk)
+            digest.update(chunk)
+            if compressed is not None:
+                compressed.write(packer.compress(chunk))
+        if left or source.read(1):
+            raise ChangedOnDisk(f"a file changed size while it was read ({size} bytes expected)")
+        if compressed is not None:
+            compressed.write(packer.flush())
+        return digest.hexdigest()
+
+    def write_stream(self, kind: str, source: BinaryIO, size: int) -> str:
+        """`write` the `size` bytes read from `source` a chunk at a time (a large file is never held whole)."""
+        return self._save(lambda out: self.id_of_stream(kind, source, size, out))
+
+    def _save(self, fill: Callable[[BinaryIO], str]) -> str:
+        """Store the loose object `fill` writes compressed (returning its id), as git does: through a temporary
+        file in the objects folder, renamed to its id, read-only. An object already there is kept as it is."""
+        temp = os.fspath(self.objects_dir / f"tmp_obj_{os.getpid()}_{threading.get_ident()}_{os.urandom(4).hex()}")
         try:
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
-            try:
-                fd = os.open(temp, flags, 0o444)
-            except FileExistsError:  # left by a process killed mid-write, whose pid this one reuses
-                os.unlink(temp)
-                fd = os.open(temp, flags, 0o444)
+            fd = os.open(temp, flags, 0o444)
             with os.fdopen(fd, "wb") as handle:
-                handle.write(zlib.compress(f"{kind} {len(body)}\0".encode() + body, 1))
+                oid = fill(handle)
+            folder = self.objects_dir / oid[:2]
+            target = folder / oid[2:]
+            if target.exists():
+                os.unlink(temp)
+                return oid
+            folder.mkdir(exist_ok=True)
             os.replace(temp, target)
         except BaseException:
             if os.path.exists(temp):

@@ -45,7 +45,7 @@ from fsmem.history import recovery
 from fsmem.history.git import clean_env
 from fsmem.history.repo import Repo
 from fsmem.history.trees import LINK_MODE, TreeEditor
-from fsmem.store.files import atomic_write, file_lock
+from fsmem.store.files import Stored, atomic_write, file_lock
 from fsmem.store.writing import Change
 
 COMMIT_LOCK = "commit"
@@ -110,8 +110,7 @@ def prepare(repo: Repo, agent: str | None, message: str, changes: Iterable[Chang
     items: list[list[str | None]] = []
     links: list[str] = []
     for change in changes:
-        before = repo.store.write("blob", change.before) if change.before is not None else None
-        after = repo.store.write("blob", change.after) if change.after is not None else None
+        before, after = _blob(repo, change.before), _blob(repo, change.after)
         if before != after:
             items.append([repo.in_repo(change.path), before, after])
             if change.link and after is not None:
@@ -131,6 +130,13 @@ def prepare(repo: Repo, agent: str | None, message: str, changes: Iterable[Chang
     data = json.dumps(entry, ensure_ascii=False).encode("utf-8")
     atomic_write(journal_dir(repo) / ("." + name), data, durable=False, root=repo.root, generated=True)
     return name
+
+
+def _blob(repo: Repo, data: bytes | Stored | None) -> str | None:
+    """The blob id of one side of a change: stored now from its bytes, or already stored (a restore's)."""
+    if data is None or isinstance(data, Stored):
+        return None if data is None else data.oid
+    return repo.store.write("blob", data)
 
 
 def publish(repo: Repo, name: str) -> None:
@@ -235,7 +241,7 @@ def _whole(repo: Repo, entry: Entry) -> bool:
         for oid in (before, after):
             if oid is None or repo.store.has_loose(oid):
                 continue
-            found = repo.reader.get(oid)
+            found = repo.sizes.get(oid)  # its type, not its bytes (a restored version may be large)
             if found is None or found[1] != "blob":
                 with contextlib.suppress(OSError):
                     os.replace(journal_dir(repo) / entry.name, repo.state("journal-damaged") / entry.name)
@@ -398,8 +404,8 @@ def describe(
     action: str, path: str, changes: list[Change], *, created: bool = False, fields: Iterable[str] = ()
 ) -> str:
     """A commit message that says what a write did: `note sessions/…/x.md: +3 lines`, `edit topics/billing.md`."""
-    if action == "note" and changes:
-        before, after = changes[0].before, changes[0].after or b""
+    before, after = (changes[0].before, changes[0].after or b"") if changes else (None, None)
+    if action == "note" and isinstance(after, bytes) and not isinstance(before, Stored):  # a note holds its bytes
         if before is None:  # a new note: its front matter does not count
             body = fmt.split(after.decode("utf-8", "replace")).body
             added = body.count("\n") - body.startswith("\n")

@@ -22,6 +22,7 @@ from fsmem.errors import HistoryError, InvalidArgument, NotFound
 from fsmem.history import git_marker
 from fsmem.history.git import CatFile, Git, ObjectStore, give_back, readers
 from fsmem.history.trees import parse_tree, tree_body
+from fsmem.store.files import Stored
 
 TREE_CACHE = 4096  # trees kept parsed in memory (the folders on recent paths)
 
@@ -131,6 +132,13 @@ class Repo:
         if found is None or found[1] != "blob":
             return None
         return found[2]
+
+    def stored(self, commit: str, rel: str) -> Stored | None:
+        """`rel` at `commit` as a blob id and size (asked of the `sizes` reader: its bytes are never read)."""
+        found = self.sizes.get(f"{commit}:{self.in_repo(rel)}")
+        if found is None or found[1] != "blob":
+            return None
+        return Stored(found[0], int(found[2]))
 
     def mode(self, cat: CatFile, commit: str, rel: str) -> str | None:
         """The tree mode of `rel` at `commit` (100644 or 100755 a file, 120000 a link, 040000 a folder, 160000 a

@@ -11,6 +11,7 @@ the later commit, and nothing changes.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
@@ -25,8 +26,8 @@ from fsmem.history.repo import Repo
 from fsmem.history.trees import BLOB_MODES, TREE_MODE
 from fsmem.history.view import HistoryView
 from fsmem.store import beneath
-from fsmem.store.files import version_of
-from fsmem.store.paths import is_memory_path, read_regular, relative
+from fsmem.store.files import Stored, file_version, version_of
+from fsmem.store.paths import is_memory_path, open_regular, read_regular, relative
 from fsmem.store.writing import Change, WriteResult
 
 
@@ -35,12 +36,48 @@ def _current(root: Path, rel: str) -> bytes | None:
     return read_regular(full) if full.is_file() else None
 
 
+def _stored_now(repo: Repo, root: Path, rel: str) -> Stored | None:
+    """The file `rel` as it is now, as a blob in the repository (what a restore's commit records before it),
+    read a chunk at a time: hashed, and stored only when the repository lacks it (it mostly holds it: HEAD's);
+    None when there is no file."""
+    full = root / rel
+    if not full.is_file():
+        return None
+    with open_regular(full) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        oid = repo.store.id_of_stream("blob", handle, size)
+        if repo.sizes.get(oid) is None:
+            handle.seek(0)
+            oid = repo.store.write_stream("blob", handle, size)
+    return Stored(oid, size)
+
+
+def _holds(repo: Repo, root: Path, rel: str, data: bytes | Stored | None) -> bool:
+    """Whether the file `rel` holds `data` now (None: there is no file); a stored version is compared by its
+    blob id, the file hashed a chunk at a time."""
+    if not isinstance(data, Stored):
+        return _current(root, rel) == data
+    full = root / rel
+    if not full.is_file():
+        return False
+    with open_regular(full) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size != data.size:
+            return False
+        try:
+            return repo.store.id_of_stream("blob", handle, size) == data.oid
+        except ChangedOnDisk:
+            return False
+
+
 def plan_restore(view: HistoryView, root: Path, rel: str, at: str) -> tuple[list[Change], str]:
     """The change that puts `rel` back as it was at `at` (a revision or a date, as `view` resolves it), and its
-    commit message."""
+    commit message. Both versions are named by blob id (`Stored`), never held: the file now is stored as a
+    blob, the old one is written from git to disk by `apply`, so a restore costs a chunk of memory, not the
+    file."""
     hint = f"; nothing was changed ({faces.call('rm')} removes it)"
     commit = view.commit(at, rel, hint=hint)
-    old = view.blob(commit, rel)
+    old = view.stored(commit, rel)
     if old is None:
         raise view.absent(at, rel, commit, hint=hint)
     named = at if commit.startswith(at) else f"{commit[:12]} ({at})"
@@ -49,7 +86,7 @@ def plan_restore(view: HistoryView, root: Path, rel: str, at: str) -> tuple[list
         raise InvalidArgument(
             f"{rel} was {_kind(mode)} at {named}, not a file: fsmem restores files only; nothing was changed"
         )
-    now = _current(root, rel)
+    now = _stored_now(view.repo, root, rel)
     changes = [] if now == old else [Change(rel, now, old)]
     return changes, f"restore {rel} as of {named}"
 
@@ -215,11 +252,11 @@ def _first_later(repo: Repo, commit: str, rel: str, before: bytes | None, after:
 def verify(repo: Repo, root: Path, action: str, changes: list[Change]) -> None:
     """Before a restore or revert says it is done: the files hold what was planned, and HEAD holds them too."""
     for change in changes:
-        if _current(root, change.path) != change.after:
+        if not _holds(repo, root, change.path, change.after):
             raise ChangedOnDisk(
                 f"{change.path} changed while the {action} was written; run {faces.call('diff')} to see it"
             )
-    missing = [change.path for change in changes if repo.blob(repo.reader, "HEAD", change.path) != change.after]
+    missing = [change.path for change in changes if not _committed(repo, change.path, change.after)]
     if missing:
         raise HistoryError(
             f"the {action} is written to {', '.join(missing)} but not committed ({recovery.last_error(repo)}); "
@@ -227,31 +264,40 @@ def verify(repo: Repo, root: Path, action: str, changes: list[Change]) -> None:
         )
 
 
-def apply(root: Path, action: str, path: str, changes: list[Change]) -> WriteResult:
+def _committed(repo: Repo, rel: str, data: bytes | Stored | None) -> bool:
+    """Whether HEAD holds `data` at `rel` (a stored version: its blob id, its bytes not read)."""
+    if isinstance(data, Stored):
+        found = repo.stored("HEAD", rel)
+        return found is not None and found.oid == data.oid
+    return repo.blob(repo.reader, "HEAD", rel) == data
+
+
+def apply(repo: Repo, root: Path, action: str, path: str, changes: list[Change]) -> WriteResult:
     """Write each change's `after` bytes (None removes the file) where its `before` bytes still are.
 
     For restore and revert, which plan the changes from history: a file that no
     longer holds what the plan saw is not overwritten (nothing at all is written).
     """
     for change in changes:
-        full = root / change.path
-        current = read_regular(full) if full.is_file() else None
-        if current != change.before:
+        if not _holds(repo, root, change.path, change.before):
             raise ChangedOnDisk(f"{change.path} changed while the {action} was planned; nothing was written, try again")
-    _publish(root, changes)
+    _publish(repo, root, changes)
     if not changes:
         return WriteResult(action, path, changed=False)
-    last = root / changes[-1].path
-    version = version_of(changes[-1].after, last.stat()) if changes[-1].after is not None else None
+    last, after = root / changes[-1].path, changes[-1].after
+    if isinstance(after, Stored):
+        version = file_version(last)
+    else:
+        version = version_of(after, last.stat()) if after is not None else None
     created = len(changes) == 1 and changes[0].before is None
     return WriteResult(action, path, created=created, version=version, changes=changes)
 
 
-def _publish(root: Path, changes: list[Change]) -> None:
+def _publish(repo: Repo, root: Path, changes: list[Change]) -> None:
     """Each change at the path history names, through no link at all (`fsmem.store.beneath`; a link there now
     is replaced by the file, never written through: its target is another file's history). Every file is
     placed and staged before any is published, so a path refused (a folder swapped for a link meanwhile)
-    leaves every file as it was."""
+    leaves every file as it was. A stored version is written by git straight into the staged file."""
     staged: list[beneath.Staged] = []
     gone: list[beneath.Place] = []
     try:
@@ -261,7 +307,7 @@ def _publish(root: Path, changes: list[Change]) -> None:
                 continue
             target = beneath.place(root, change.path, generated=True)
             try:
-                staged.append(beneath.Staged(target, change.after))
+                staged.append(beneath.Staged(target, _bytes_of(repo, change.after)))
             except BaseException:
                 target.folder.close()
                 raise
@@ -279,3 +325,16 @@ def _publish(root: Path, changes: list[Change]) -> None:
             stage.place.folder.close()
         for target in gone:
             target.folder.close()
+
+
+def _bytes_of(repo: Repo, data: bytes | Stored) -> bytes | Callable[[int], None]:
+    """What a staged file is filled with: the bytes, or for a stored version git writing its blob there."""
+    if not isinstance(data, Stored):
+        return data
+
+    def stream(fd: int) -> None:
+        repo.git.blob_to(data.oid, fd)
+        if os.fstat(fd).st_size != data.size:
+            raise HistoryError(f"git wrote {os.fstat(fd).st_size} bytes of blob {data.oid[:12]}, not {data.size}")
+
+    return stream

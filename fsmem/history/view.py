@@ -34,6 +34,7 @@ from fsmem.errors import InvalidArgument, NotFound
 from fsmem.history.git import from_nul_separated
 from fsmem.history.repo import DATE, Repo
 from fsmem.history.trees import BLOB_MODES
+from fsmem.store.files import Stored
 from fsmem.store.scope import Scope
 
 # git log's format for one commit; with NAMES the changed paths follow, NUL-separated.
@@ -172,6 +173,14 @@ class HistoryView:
         if data is None or self.scope is None:
             return data
         return data if repo.mode(repo.reader, commit, rel) in BLOB_MODES else None
+
+    def stored(self, commit: str, rel: str) -> Stored | None:
+        """`blob`, as a blob id and size (`Repo.stored`): the bytes are not read."""
+        repo = self.repo
+        found = repo.stored(commit, rel)
+        if found is None or self.scope is None:
+            return found
+        return found if repo.mode(repo.reader, commit, rel) in BLOB_MODES else None
 
     def absent(self, at: str, rel: str, commit: str | None = None, *, hint: str = "") -> NotFound:
         """The refusal for a version of `rel` that is not there at `at`: scoped, one message for every reason."""

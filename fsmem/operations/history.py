@@ -123,7 +123,7 @@ def restore(memory: Core, path: str, *, at: str) -> writing.WriteResult:
     repo = require_history(memory)
     with transaction(memory) as tx:
         changes, message = undo.plan_restore(_view(memory, repo), memory.root, rel, at)
-        result = undo.apply(memory.root, "restore", rel, changes)
+        result = undo.apply(repo, memory.root, "restore", rel, changes)
         _index_follows(memory, result)
         tx.wrote(result, message, paths=[change.path for change in result.changes])
     undo.verify(repo, memory.root, "restore", result.changes)
@@ -143,7 +143,7 @@ def revert(memory: Core, rev: str) -> writing.WriteResult:
         changes, message, label = undo.plan_revert(
             repo, memory.root, rev, lambda rel: memory.path(rel, want="file"), archive_dir=archive
         )
-        result = undo.apply(memory.root, "revert", label, changes)
+        result = undo.apply(repo, memory.root, "revert", label, changes)
         _index_follows(memory, result)
         tx.wrote(result, message, paths=[change.path for change in result.changes])
     undo.verify(repo, memory.root, "revert", result.changes)

@@ -25,6 +25,7 @@ import errno
 import os
 import shutil
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,6 +80,14 @@ class Folder:
     def readlink(self, name: str) -> str:
         where, fd = self.at(name)
         return os.readlink(where, dir_fd=fd)
+
+    def names(self) -> list[str]:
+        """The names this folder holds, listed through its descriptor (what was opened, whatever its path is now)."""
+        return os.listdir(self.fd if self.fd is not None else self.path)
+
+    def stat(self) -> os.stat_result:
+        """The folder's own stat, through its descriptor."""
+        return os.fstat(self.fd) if self.fd is not None else os.stat(self.path, follow_symlinks=False)
 
     def child(self, name: str) -> Folder:
         """The folder `name` in this one, opened without following a link (OSError ELOOP/ENOTDIR when it is one)."""
@@ -335,10 +344,12 @@ class Staged:
     """A new file's bytes written to a temporary file beside its target, not yet given its name.
 
     `publish` renames it over the target (relative to the folder that was checked); `discard` removes it.
-    Several can be staged and fsynced together before any is published (consolidation's batches).
+    Several can be staged and fsynced together before any is published (consolidation's batches). `data` is
+    the bytes, or a function that writes them to the temporary file's descriptor (a large file streamed into
+    it, never held whole).
     """
 
-    def __init__(self, target: Place, data: bytes, *, mode: int | None = None):
+    def __init__(self, target: Place, data: bytes | Callable[[int], None], *, mode: int | None = None):
         self.place = target
         folder = target.folder
         if mode is None:
@@ -357,7 +368,10 @@ class Staged:
             except FileExistsError:
                 continue
         try:
-            _write_all(self.fd, data)
+            if callable(data):
+                data(self.fd)
+            else:
+                _write_all(self.fd, data)
             if hasattr(os, "fchmod"):
                 os.fchmod(self.fd, mode)
             else:  # pragma: no cover - Windows

@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -265,6 +266,16 @@ def version_of(data: bytes | None, stat: os.stat_result | None = None) -> str | 
     if stat is not None and stat.st_size > VERSION_HASH_LIMIT:
         return stat_version(stat)
     return content_version(data)
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A file's bytes kept in history's object store, named by their blob id rather than held: what a restore
+    passes for a version (`writing.Change`), so that a large file is streamed from git to disk, never read
+    whole (`fsmem.history.undo`)."""
+
+    oid: str
+    size: int
 
 
 def file_version(path: Path) -> str | None:

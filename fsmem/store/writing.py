@@ -27,7 +27,7 @@ from fsmem.format.facts import utc_stamp
 from fsmem.format.portable import portable_problem
 from fsmem.store import beneath
 from fsmem.store.fields import check_fields
-from fsmem.store.files import atomic_write, same_version, version_of
+from fsmem.store.files import Stored, atomic_write, same_version, version_of
 from fsmem.store.paths import check_text, read_regular, relative
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -42,12 +42,12 @@ def _ahead(ahead: Ahead | None, result: WriteResult) -> AbstractContextManager[N
 class Change:
     """One file a write changed, with its exact bytes before and after (None: it did not exist / was removed).
 
-    History records these (fsmem.history), so that a commit holds exactly what this write wrote.
+    History records these (fsmem.history), so that a commit holds exactly what this write wrote (`Stored`: by id).
     """
 
     path: str  # relative to the memory root
-    before: bytes | None
-    after: bytes | None
+    before: bytes | Stored | None
+    after: bytes | Stored | None
     link: bool = False  # the bytes are a symbolic link's text (a link removed or moved as itself, as git holds it)
 
 
