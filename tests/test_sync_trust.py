@@ -489,25 +489,31 @@ def test_a_link_to_a_memory_file_inside_the_root_passes(world):
 
 
 def test_a_note_the_remote_makes_a_link_to_a_memory_file_stays_a_link_after_the_syncs_consolidation(world):
-    """Sync fuzzer finding: the remote made this host's session note a link to profile/identity.md (a link in,
-    taken); the sync's consolidation marked the note through it and committed the link's name, read as no file:
-    the push removed the note from the remote, the link stayed here untracked, and the mark in
-    profile/identity.md was never committed. Now the link stays in every history, the work tree is clean, and
-    profile/identity.md, no session note, is not consolidated or marked through it."""
+    """Sync fuzzer finding: the remote made a session note a link to profile/identity.md (a link in, taken); the
+    sync's consolidation marked the note through it and committed the link's name, read as no file: the push
+    removed the note from the remote, the link stayed here untracked, and the mark in profile/identity.md was
+    never committed. Now a note this host has stays this host's file (a remote never changes where this host's
+    path leads), a note new to this host that is a link stays a link in every history, the work tree is clean,
+    and profile/identity.md, no session note, is not consolidated or marked through it."""
     fsmem(world.victim, "note", "- employer: Acme", "--subject", "people/Ann Lee")
     assert sync(world.victim).returncode == 0
     (note,) = tree_names(world.victim, "HEAD:sessions")
-    rel = f"sessions/{note}"
+    mine, theirs = f"sessions/{note}", f"sessions/{note.removesuffix('.md')}-remote.md"
+    kept = git(world.victim, "cat-file", "blob", f"HEAD:{mine}")
     git(world.hostile, "pull", "-q", "origin", "main")
-    os.unlink(world.hostile / rel)
-    os.symlink(os.path.relpath("profile/identity.md", os.path.dirname(rel)), world.hostile / rel)
+    os.unlink(world.hostile / mine)
+    for rel in (mine, theirs):
+        os.symlink(os.path.relpath("profile/identity.md", os.path.dirname(rel)), world.hostile / rel)
     push(world.hostile)
 
     out = sync(world.victim)
 
     assert out.returncode == 0, out.stderr
+    assert f"kept {mine} as a file: origin/main made it a link to profile/identity.md" in out.stdout.splitlines()
     for repo, rev in ((world.victim, "HEAD"), (world.origin, "main")):
-        assert git(repo, "ls-tree", rev, rel).split()[:1] == ["120000"], (repo, rev)
+        assert git(repo, "ls-tree", rev, theirs).split()[:1] == ["120000"], (repo, rev)
+        assert git(repo, "ls-tree", rev, mine).split()[:1] == ["100644"], (repo, rev)
+    assert git(world.origin, "cat-file", "blob", f"main:{mine}") == kept
     assert git(world.victim, "status", "--porcelain") == ""
     assert "consolidated:" not in git(world.origin, "show", "main:profile/identity.md")
 
