@@ -76,8 +76,23 @@ def plain_clone(origin: Path, where: Path) -> Path:
     return clone(origin, where, user="other")
 
 
+def pushed(origin: Path, tmp_path: Path, *links: tuple[str, str]) -> Path:
+    """A plain git clone of the remote that made each (path, target) a link of that target and pushed it."""
+    other = plain_clone(origin, tmp_path / "plain")
+    for rel, target in links:
+        relink(other, rel, target)
+    push(other)
+    return other
+
+
 def kept_file_line(label: str = "origin/main") -> str:
     return f"kept {MINE} as a file: {label} made it a link to {IDENTITY}"
+
+
+def kept_as_file(first: Path, origin: Path, mode: str = "100644") -> None:
+    """MINE is the first host's file, byte for byte, on its disk, in its HEAD and in the remote's branch."""
+    assert entry(first, MINE) == entry(origin, MINE, "main") == (mode, MINE_BYTES)
+    assert (first / MINE).read_bytes() == MINE_BYTES and not (first / MINE).is_symlink()
 
 
 # -- a regular file the remote makes a link -------------------------------------------------------------------
@@ -91,9 +106,7 @@ def test_a_file_the_remote_makes_a_link_stays_this_hosts_file_and_the_next_write
     done = json.loads(out.stdout)
     assert done["merged"] == "fast-forward"
     assert done["boundary"] == [kept_file_line()]
-    assert not (first / MINE).is_symlink() and (first / MINE).read_bytes() == MINE_BYTES
-    assert entry(first, MINE) == ("100644", MINE_BYTES)  # the commit the sync made records the file
-    assert entry(origin, MINE, "main") == ("100644", MINE_BYTES)  # and its push sends it
+    kept_as_file(first, origin)  # the commit the sync made records the file, and its push sends it
     assert git(first, "status", "--porcelain") == ""
     Memory(first, agent="w1").write(MINE, "# Mine\n\n- rewritten: on the first host\n")
     assert not (first / MINE).is_symlink() and "- rewritten: on the first host" in (first / MINE).read_text()
@@ -146,14 +159,11 @@ def test_a_file_the_remote_makes_a_link_while_this_host_writes_is_kept_through_a
 
 def test_a_file_the_remote_makes_a_link_to_a_folder_stays_a_file(hosts, tmp_path):
     origin, first, _ = hosts
-    other = plain_clone(origin, tmp_path / "plain")
-    relink(other, MINE, "../profile")
-    push(other)
+    pushed(origin, tmp_path, (MINE, "../profile"))
     out = sync(first)
     assert out.returncode == 0, out.stderr
     assert f"kept {MINE} as a file: origin/main made it a link to profile" in out.stdout.splitlines()
-    assert entry(first, MINE) == entry(origin, MINE, "main") == ("100644", MINE_BYTES)
-    assert (first / MINE).read_bytes() == MINE_BYTES
+    kept_as_file(first, origin)
 
 
 def test_an_executable_file_keeps_its_mode(hosts, tmp_path):
@@ -168,8 +178,8 @@ def test_an_executable_file_keeps_its_mode(hosts, tmp_path):
     out = sync(first)
     assert out.returncode == 0, out.stderr
     assert kept_file_line() in out.stdout.splitlines()
-    assert entry(first, MINE) == entry(origin, MINE, "main") == ("100755", MINE_BYTES)
-    assert os.access(first / MINE, os.X_OK) and not (first / MINE).is_symlink()
+    kept_as_file(first, origin, "100755")
+    assert os.access(first / MINE, os.X_OK)
 
 
 def test_the_repair_of_a_refused_push_keeps_the_file_too(hosts, tmp_path):
@@ -181,35 +191,29 @@ def test_the_repair_of_a_refused_push_keeps_the_file_too(hosts, tmp_path):
     push(other)
     refused = sync(first)
     assert refused.returncode == 2 and "topics/out.md" in refused.stderr and "--repair" in refused.stderr
-    assert (first / MINE).read_bytes() == MINE_BYTES and not (first / MINE).is_symlink()
     repaired = sync(first, "--repair")
     assert repaired.returncode == 0, repaired.stderr
     assert kept_file_line() in repaired.stdout.splitlines()
-    assert entry(first, MINE) == entry(origin, MINE, "main") == ("100644", MINE_BYTES)
+    kept_as_file(first, origin)
     assert not (first / "topics/out.md").is_symlink()
 
 
 def test_a_link_the_boundary_refuses_at_this_hosts_file_is_still_refused(hosts, tmp_path):
     """What the safety rules refuse stays refused (named, exit 2), and the repair keeps this host's document."""
     origin, first, _ = hosts
-    other = plain_clone(origin, tmp_path / "plain")
-    relink(other, MINE, "../fsmem.yaml")
-    push(other)
+    pushed(origin, tmp_path, (MINE, "../fsmem.yaml"))
     refused = sync(first)
     assert refused.returncode == 2, refused.stdout
     assert MINE in refused.stderr and "fsmem's or git's own" in refused.stderr
     repaired = sync(first, "--repair")
     assert repaired.returncode == 0, repaired.stderr
-    assert entry(first, MINE) == entry(origin, MINE, "main") == ("100644", MINE_BYTES)
-    assert (first / MINE).read_bytes() == MINE_BYTES
+    kept_as_file(first, origin)
 
 
 # -- a link the remote alone re-points -------------------------------------------------------------------------
 def test_a_link_the_remote_alone_repoints_keeps_this_hosts_target(hosts, tmp_path):
     origin, first, _ = hosts
-    other = plain_clone(origin, tmp_path / "plain")
-    relink(other, ALIAS, "../profile/identity.md")
-    push(other)
+    other = pushed(origin, tmp_path, (ALIAS, "../profile/identity.md"))
     out = sync(first, "--json")
     assert out.returncode == 0, out.stderr
     line = f"kept {ALIAS} as a link to topics/shared.md: origin/main made it a link to {IDENTITY}"
@@ -247,9 +251,7 @@ def test_a_link_this_host_made_of_its_file_keeps_its_target(hosts, tmp_path):
     origin, first, _ = hosts
     relink(first, MINE, "shared.md")
     assert sync(first).returncode == 0
-    other = plain_clone(origin, tmp_path / "plain")
-    relink(other, MINE, "../profile/identity.md")
-    push(other)
+    pushed(origin, tmp_path, (MINE, "../profile/identity.md"))
     out = sync(first)
     assert out.returncode == 0, out.stderr
     assert f"kept {MINE} as a link to topics/shared.md: origin/main made it a link to {IDENTITY}" in out.stdout

@@ -225,9 +225,9 @@ class _Judgement:
         elif is_control_name(rel) and self.fsmem_alone(rel.rsplit("/", 1)[-1].lower()):
             self.edits[change.path] = None
             self.notes.append(f"{shown(rel)}: {self.label} adds it; left out (fsmem writes its own at the root only)")
-        elif link_conflicts.host_keeps(ours := self.ours.entry(change.path), (change.mode, change.oid)):
-            assert ours is not None
-            self.kept[change.path] = ours
+        elif change.mode == LINK and (mine := self.ours.entry(change.path)) is not None:
+            if link_conflicts.host_keeps(mine, (LINK, change.oid)):  # where this host's path leads stays its own
+                self.kept[change.path] = mine
 
     def judge_control(self, change: Change, rel: str) -> None:
         """A remote's `.gitattributes` or `.gitignore` at the root. Where this host's holds fsmem's lines alone
