@@ -278,6 +278,28 @@ def test_a_pushed_fsmem_yaml_this_host_would_not_load_is_refused_even_under_a_st
     assert Memory(world.victim).config.grep.timeout_seconds == 10
 
 
+@pytest.mark.parametrize("made", ["removed", "a folder"])
+def test_a_remote_that_removes_fsmem_yaml_is_refused_and_the_repair_keeps_this_hosts(world, made):
+    """Sync fuzzer finding (explore): a remote made fsmem.yaml a folder (`fsmem.yaml/inside.md`); the removal was
+    held as every setting unset, and `--repair --accept-config` took it: this host's folder was no memory any
+    more, the sync that could undo it included. A removal is refused like a file this host would not load."""
+    config = world.hostile / "fsmem.yaml"
+    config.unlink()
+    if made == "a folder":
+        config.mkdir()
+        (config / "inside.md").write_text("# A folder where fsmem.yaml was\n")
+    commit = push(world.hostile)
+    ours = (world.victim / "fsmem.yaml").read_bytes()
+    out = sync(world.victim)
+    refused(out, commit, "fsmem.yaml")
+    assert "which it removes (without it this folder is no fsmem memory)" in out.stderr
+    assert "--accept-config" not in out.stderr  # nothing held: the repair alone gets past it
+    assert sync(world.victim, "--repair").returncode == 0
+    assert (world.victim / "fsmem.yaml").read_bytes() == ours and (world.victim / "fsmem.yaml").is_file()
+    assert git(world.origin, "show", "main:fsmem.yaml") == ours.decode()
+    assert Memory(world.victim).config.grep.timeout_seconds == 10
+
+
 def test_comments_and_layout_of_fsmem_yaml_pass_without_asking(world):
     config = world.hostile / "fsmem.yaml"
     config.write_text("# edited by a colleague\n" + config.read_text())

@@ -349,12 +349,15 @@ class _Judgement:
         theirs = change.oid if change.mode != GONE else None
         if self.head is None or theirs == (ours[1] if ours else None):
             return  # the first commits a clone takes are the ones a person chose to clone; or nothing changes here
+        if theirs is None:  # no fsmem.yaml, no memory: every command would stop here, the sync that could undo it too
+            self.refuse(change, CONFIG_FILE, "which it removes (without it this folder is no fsmem memory)")
+            return
         where = f"{self.label}'s {CONFIG_FILE}"
-        data = self.theirs.blob(theirs, MAX_CONFIG_BYTES) if theirs else b""
+        data = self.theirs.blob(theirs, MAX_CONFIG_BYTES)
         try:
             if data is None:
                 raise ConfigError(f"{where} is larger than {MAX_CONFIG_BYTES // 1024} KiB")
-            new = parse_config(data, where) if theirs else {}
+            new = parse_config(data, where)
         except ConfigError as exc:
             self.refuse(change, CONFIG_FILE, f"which cannot be read ({exc})")
             return
