@@ -8,10 +8,13 @@ from the merge base to the fetched tip: each path with its mode and object) and 
   `.obsidian/`, attachments), pass as git would pass them;
 - `.gitattributes` and `.gitignore` are fsmem's own: a remote's change to them is never taken (the
   merge takes a commit on top of the remote's that holds them as fsmem writes them);
+- where a path of this host leads is this host's: a regular file the remote makes a symbolic link, or a
+  link it re-points, stays as this host has it in the commit on top, said in a line
+  (`link_conflicts.host_keeps`);
 - a change to fsmem.yaml is shown and held until a person accepts it (`fsmem.history.trust_config`);
-- refused, naming the commit and the file: anything under `.fsmem/`, a submodule, a name fsmem or git
-  refuses (`fsmem.store.paths`, `incoming.git_refuses`), a name new to this host that a Windows or macOS
-  copy cannot hold, a generated or control file as a link or a folder. `fsmem sync --repair` then merges
+- refused, naming the commit and the file: fsmem.yaml removed, anything under `.fsmem/`, a submodule, a
+  name fsmem or git refuses (`fsmem.store.paths`, `incoming.git_refuses`), a name new to this host that a
+  Windows or macOS copy cannot hold, a generated or control file as a link or a folder. `fsmem sync --repair` then merges
   without them: a commit on top keeps this host's version of each.
 
 Then the tree the merge would make (this host's, with every incoming change in it) is judged whole
