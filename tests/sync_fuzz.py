@@ -179,6 +179,7 @@ class Tally:
     syncs: int = 0
     repairs: int = 0
     cli_syncs: int = 0
+    kept: int = 0  # paths a sync kept as this host had them where the remote made them a link or re-pointed one
     honest: Counter = field(default_factory=Counter)
     violations: list[str] = field(default_factory=list)
     seconds: Counter = field(default_factory=Counter)  # where the time went: hostile, write, sync, verify
@@ -396,6 +397,7 @@ class World:
                 if mode == "100644" and path in theirs and path not in now and is_memory_name(path):
                     self.fail("repair", host, f"--repair deleted {path}, which this host held and the remote changed")
         self._judge_where_paths_lead(host, before, now)
+        self.tally.kept += sum(line.startswith("kept ") for text in outputs for line in text.splitlines())
         return outputs
 
     def _judge_where_paths_lead(
