@@ -1,5 +1,6 @@
-"""A remote cannot change where a path of this host leads: `fsmem sync` keeps this host's file where the remote made
-it a symbolic link, and this host's target where the remote alone re-pointed its link.
+"""A remote cannot make a file of this host a symbolic link: `fsmem sync` keeps this host's file, byte for byte. A link
+the remote alone re-points is taken, as any one-sided change, and one both sides re-pointed keeps this host's target,
+so hosts that re-point a link converge on one target and one commit.
 
 Two hosts set up by fsmem and their bare remote (tests/sync_scenario.py), built once per module with a document of
 the first host's own (`topics/mine.md`), an identity document and two links; a plain git clone of the remote plays
@@ -210,52 +211,57 @@ def test_a_link_the_boundary_refuses_at_this_hosts_file_is_still_refused(hosts, 
     kept_as_file(first, origin)
 
 
-# -- a link the remote alone re-points -------------------------------------------------------------------------
-def test_a_link_the_remote_alone_repoints_keeps_this_hosts_target(hosts, tmp_path):
+# -- a link re-pointed ------------------------------------------------------------------------------------------
+def no_kept_line(out: subprocess.CompletedProcess) -> None:
+    assert out.returncode == 0, out.stderr
+    assert not [line for line in out.stdout.splitlines() if line.startswith("kept ")], out.stdout
+
+
+def test_a_link_the_remote_alone_repoints_is_taken(hosts, tmp_path):
+    origin, first, _ = hosts
+    pushed(origin, tmp_path, (ALIAS, "../profile/identity.md"))
+    out = sync(first, "--json")
+    no_kept_line(out)
+    done = json.loads(out.stdout)
+    assert done["boundary"] == [] and done["merged"] == "fast-forward"
+    assert os.readlink(first / ALIAS) == "../profile/identity.md"
+    assert entry(first, ALIAS) == entry(origin, ALIAS, "main") == ("120000", b"../profile/identity.md")
+    assert git(first, "rev-parse", "HEAD") == git(origin, "rev-parse", "main")  # nothing on top
+
+
+def test_a_link_repointed_by_hand_on_one_host_reaches_the_other_and_two_rounds_of_syncs_converge(hosts):
+    """A person re-points a link on the first host: the second host takes that target (one side changed it), and a
+    second round of syncs on both hosts makes no new commit and says nothing kept."""
+    origin, first, second = hosts
+    relink(first, ALIAS, "../profile/identity.md")
+    for root in (first, second):
+        no_kept_line(sync(root))
+    heads = [git(root, "rev-parse", "HEAD") for root in (first, second, origin)]  # the bare remote's HEAD is main
+    assert len(set(heads)) == 1, heads
+    for root in (first, second):
+        again = sync(root, "--json")
+        no_kept_line(again)
+        assert json.loads(again.stdout)["merged"] == "up to date"
+    assert [git(root, "rev-parse", "HEAD") for root in (first, second, origin)] == heads
+    for root in (first, second):
+        assert os.readlink(root / ALIAS) == "../profile/identity.md"
+        assert entry(root, ALIAS) == ("120000", b"../profile/identity.md")
+        assert git(root, "status", "--porcelain") == ""
+
+
+def test_a_link_both_sides_repointed_keeps_this_hosts_target_and_the_other_host_takes_it(hosts, tmp_path):
     origin, first, _ = hosts
     other = pushed(origin, tmp_path, (ALIAS, "../profile/identity.md"))
+    relink(first, ALIAS, "mine.md")
     out = sync(first, "--json")
-    assert out.returncode == 0, out.stderr
-    line = f"kept {ALIAS} as a link to topics/shared.md: origin/main made it a link to {IDENTITY}"
-    assert json.loads(out.stdout)["boundary"] == [line]
-    assert os.readlink(first / ALIAS) == "shared.md"
-    assert entry(first, ALIAS) == entry(origin, ALIAS, "main") == ("120000", b"shared.md")
-    Memory(first, agent="w1").write(ALIAS, "# Shared\n\n- written: through the alias\n")
-    assert (first / IDENTITY).read_text() == IDENTITY_TEXT
-    assert "- written: through the alias" in (first / S.SHARED).read_text()
-    git(other, "pull", "-q", "--no-rebase", "origin", "main")  # a host of plain git gets this host's target back
-    assert os.readlink(other / ALIAS) == "shared.md"
-
-
-def test_two_hosts_that_point_one_link_differently_each_keep_their_own_until_a_person_settles_it(hosts):
-    """A re-point made by hand on one host does not reach another host that holds the link: each keeps its own
-    target and says so at each sync, until a person points them alike."""
-    origin, first, second = hosts
-    relink(second, ALIAS, "../profile/identity.md")
-    assert sync(second).returncode == 0
-    out = sync(first)
-    assert f"kept {ALIAS} as a link to topics/shared.md: origin/main made it a link to {IDENTITY}" in out.stdout
-    back = sync(second)
-    assert f"kept {ALIAS} as a link to {IDENTITY}: origin/main made it a link to topics/shared.md" in back.stdout
-    assert os.readlink(first / ALIAS) == "shared.md" and os.readlink(second / ALIAS) == "../profile/identity.md"
-    relink(second, ALIAS, "shared.md")  # the person on the second host takes the first host's target
-    assert sync(second).returncode == 0 and sync(first).returncode == 0
-    settled = sync(second, "--json")
-    assert json.loads(settled.stdout)["merged"] == "up to date"
-    assert git(first, "rev-parse", "HEAD") == git(second, "rev-parse", "HEAD") == git(origin, "rev-parse", "main")
-    assert os.readlink(first / ALIAS) == os.readlink(second / ALIAS) == "shared.md"
-
-
-def test_a_link_this_host_made_of_its_file_keeps_its_target(hosts, tmp_path):
-    """A link this host made (of its own file) is this host's like any: a remote's re-point of it is not taken."""
-    origin, first, _ = hosts
-    relink(first, MINE, "shared.md")
-    assert sync(first).returncode == 0
-    pushed(origin, tmp_path, (MINE, "../profile/identity.md"))
-    out = sync(first)
-    assert out.returncode == 0, out.stderr
-    assert f"kept {MINE} as a link to topics/shared.md: origin/main made it a link to {IDENTITY}" in out.stdout
-    assert os.readlink(first / MINE) == "shared.md"
+    no_kept_line(out)
+    done = json.loads(out.stdout)
+    assert done["boundary"] == [] and done["kept_ours"] == [ALIAS]
+    assert os.readlink(first / ALIAS) == "mine.md"
+    assert entry(first, ALIAS) == entry(origin, ALIAS, "main") == ("120000", b"mine.md")
+    git(other, "pull", "-q", "--no-rebase", "origin", "main")  # the other host takes this host's target
+    assert os.readlink(other / ALIAS) == "mine.md"
+    assert json.loads(sync(first, "--json").stdout)["merged"] == "up to date"
 
 
 # -- what a remote may still do -----------------------------------------------------------------------------------

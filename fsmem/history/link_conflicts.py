@@ -1,13 +1,13 @@
-"""Where a path of this host leads, which a remote cannot change; and a path the two sides of a merge gave different
+"""A regular file of this host that a remote cannot make a link; and a path the two sides of a merge gave different
 types (a file on one, a symbolic link on the other).
 
 The rule is `host_keeps`: a regular file of this host that the incoming side makes a link stays this host's file,
-byte for byte, and a link of this host that the incoming side re-points keeps this host's target, so a remote never
-chooses where this host's next write lands. `fsmem.history.trust` applies it to what a fetch brought, before
-anything is merged (`kept_note` says it); `keep_file` applies it to what git's merge still leaves, a path both sides
-changed where one made a link: git records it by moving one side aside as `NAME~HEAD` (or `~` and the commit
-merged), a file no listing shows, and `fold_renamed_sides` puts it back under its path first.
-`fsmem.history.sync` calls those two.
+byte for byte, so a remote never chooses where this host's next write to its own file lands. A link the incoming
+side alone re-points is taken, as any change one side made. `fsmem.history.trust` applies the rule to what a fetch
+brought, before anything is merged (`kept_note` says it). What git's merge still leaves, a path both sides changed
+where one made a link, `keep_file` settles as the rule would: the side that is a file stays. git records such a path
+by moving one side aside as `NAME~HEAD` (or `~` and the commit merged), a file no listing shows, and
+`fold_renamed_sides` puts it back under its path first. `fsmem.history.sync` calls those two.
 """
 
 from __future__ import annotations
@@ -26,21 +26,18 @@ from fsmem.store.paths import shown
 
 def host_keeps(ours: Entry | None, theirs: Entry | None) -> bool:
     """Whether this host's entry at a path stays where the incoming side puts `theirs`: it does where the incoming
-    side makes this host's regular file a link, or re-points this host's link, since where a path of this host
-    leads is this host's to say. A remote may still add a link where this host has nothing, remove one, make one
-    a regular file again, or change a file's bytes."""
-    if theirs is None or theirs[0] != LINK_MODE or ours is None or ours == theirs:
-        return False
-    return ours[0] in BLOB_MODES or ours[0] == LINK_MODE
+    side makes this host's regular file a link, since where this host's own file leads is this host's to say. A
+    remote may still add a link where this host has nothing, re-point one, remove one, make one a regular file
+    again, or change a file's bytes: a link re-pointed by one side alone is taken, as any one-sided change (where
+    both sides re-pointed it, the merge keeps this host's, as for any file both changed), so two hosts converge."""
+    return theirs is not None and theirs[0] == LINK_MODE and ours is not None and ours[0] in BLOB_MODES
 
 
-def kept_note(repo: Repo, path: str, ours: Entry, before: Tree, incoming: Tree, label: str) -> str:
-    """What a sync says, in one line, of a path `host_keeps` kept: `ours` as the tree `before` the sync held it,
-    and where the link `incoming` holds there leads."""
-    kept = "a file" if ours[0] in BLOB_MODES else f"a link to {_leads_to(repo, before, path, ours[1])}"
+def kept_note(repo: Repo, path: str, incoming: Tree, label: str) -> str:
+    """What a sync says, in one line, of a file `host_keeps` kept: where the link `incoming` holds there leads."""
     theirs = incoming.entry(path)
     where = _leads_to(repo, incoming, path, theirs[1]) if theirs is not None else "nothing"
-    return f"kept {shown(repo.in_memory(path) or path)} as {kept}: {label} made it a link to {where}"
+    return f"kept {shown(repo.in_memory(path) or path)} as a file: {label} made it a link to {where}"
 
 
 def _leads_to(repo: Repo, tree: Tree, path: str, oid: str) -> str:
@@ -81,18 +78,18 @@ def fold_renamed_sides(
 def keep_file(
     repo: Repo, cat: CatFile, path: str, entries: dict[str, tuple[str, str]], kept_file: list[str], kept_ours: list[str]
 ) -> list[str]:
-    """A path both sides changed where one side made it a symbolic link (or a submodule), settled by `host_keeps`:
-    a link this host made that the remote changed as a file becomes the remote's file, byte for byte (a remote may
-    make a link a file again); this host's file or link stays where the remote's side is a link. (The trust
-    boundary keeps those before the merge; git reaches them here only through a merge base of its own.) A file
-    kept is said in `kept_file`, a link kept in `kept_ours`, as for any other file both sides changed."""
-    ours, theirs = entries["2"], entries["3"]
-    mode, oid = ours if host_keeps(ours, theirs) or theirs[0] not in BLOB_MODES else theirs
+    """A path both sides changed where one side made it a symbolic link (or a submodule): the side that is
+    a file is kept, byte for byte, and the link is left out (it stays in history), whichever side made it,
+    so this host's write is never hidden behind a remote's link and every host merging the two writes the
+    same file (said in `kept_file`). Two links: this clone's stays (said in `kept_ours`), as for any other file
+    both sides changed."""
+    sides = [entries[stage] for stage in ("2", "3") if entries[stage][0] in BLOB_MODES]
     rel = repo.in_memory(path) or path
-    if mode not in BLOB_MODES:
+    if not sides:
         repo.git.run("checkout", "--ours", "--", path)
         kept_ours.append(rel)
         return [path]
+    mode, oid = sides[0]
     found = cat.get(oid)
     if found is None:
         raise SyncFailed(f"git merge left {shown(rel)} with a version whose object {oid} is missing")

@@ -8,9 +8,8 @@ from the merge base to the fetched tip: each path with its mode and object) and 
   `.obsidian/`, attachments), pass as git would pass them;
 - `.gitattributes` and `.gitignore` are fsmem's own: a remote's change to them is never taken (the
   merge takes a commit on top of the remote's that holds them as fsmem writes them);
-- where a path of this host leads is this host's: a regular file the remote makes a symbolic link, or a
-  link it re-points, stays as this host has it in the commit on top, said in a line
-  (`link_conflicts.host_keeps`);
+- a regular file of this host that the remote makes a symbolic link stays this host's file in the commit
+  on top, said in a line (`link_conflicts.host_keeps`); a link it re-points is taken, as any change;
 - a change to fsmem.yaml is shown and held until a person accepts it (`fsmem.history.trust_config`);
 - refused, naming the commit and the file: fsmem.yaml removed, anything under `.fsmem/`, a submodule, a
   name fsmem or git refuses (`fsmem.store.paths`, `incoming.git_refuses`), a name new to this host that a
@@ -175,7 +174,7 @@ class _Judgement:
         self.ours = Tree(repo, head[1])
         self.refused: list[Refusal] = []
         self.edits: dict[str, Entry | None] = {}
-        self.kept: dict[str, Entry] = {}  # paths whose incoming link `link_conflicts.host_keeps` does not take
+        self.kept: dict[str, Entry] = {}  # this host's files whose incoming link `host_keeps` does not take
         self.incoming = self.theirs  # this host's tree with every incoming change (judge_whole makes it)
         self.notes: list[str] = []
         self.config: Change | None = None
@@ -229,7 +228,7 @@ class _Judgement:
             self.edits[change.path] = None
             self.notes.append(f"{shown(rel)}: {self.label} adds it; left out (fsmem writes its own at the root only)")
         elif change.mode == LINK and (mine := self.ours.entry(change.path)) is not None:
-            if link_conflicts.host_keeps(mine, (LINK, change.oid)):  # where this host's path leads stays its own
+            if link_conflicts.host_keeps(mine, (LINK, change.oid)):  # this host's file stays its file
                 self.kept[change.path] = mine
 
     def judge_control(self, change: Change, rel: str) -> None:
@@ -279,7 +278,7 @@ class _Judgement:
         """The invariants of the tree the merge would make (this host's, with every incoming change in it),
         checked whole: every link in the memory leads, inside it, to a memory file or folder; and no name new to
         this host is a twin of another in its folder. A link already wrong on this host is `check`'s to report.
-        Where this host keeps its own entry (`self.kept`), the tree with it is judged too: what the incoming
+        Where this host keeps its own file (`self.kept`), the tree with it is judged too: what the incoming
         changes alone would break is refused all the same."""
         editor = TreeEditor(self.repo.read_tree, self.repo.write_tree, self.ours.tree)
         for change in changes:
@@ -313,12 +312,12 @@ class _Judgement:
                 self.twin_check(merged, change)
 
     def keep(self) -> None:
-        """Each path `host_keeps` kept that is not refused: this host's entry in the commit on top, said in a line."""
+        """Each file `host_keeps` kept that is not refused: this host's file in the commit on top, said in a line."""
         refused = {item.path for item in self.refused}
         for path, ours in self.kept.items():
             if path not in refused:
                 self.edits[path] = ours
-                self.notes.append(link_conflicts.kept_note(self.repo, path, ours, self.ours, self.incoming, self.label))
+                self.notes.append(link_conflicts.kept_note(self.repo, path, self.incoming, self.label))
 
     def twin_check(self, merged: Tree, change: Change) -> None:
         parts = change.path.split("/")
