@@ -21,6 +21,8 @@ host after every sync and every write:
   document's history file) or `check` names: a merge never keeps a host's bytes only where
   nothing shows them (a side git moved aside as `NAME~HEAD`, a file behind a link);
 - no name git refuses to check out, and no unportable name or twin, on disk or in HEAD;
+- a regular file in an honest host's HEAD before a sync is no link after it, in HEAD or on disk, nor behind a
+  folder that became a link: a remote cannot make a file of this host a link (the honest hosts make none);
 - the folder beside the memories is byte for byte as planted, and its secret appears in no
   honest host's file, object or answer;
 - every note an honest host wrote is in that host's history (its commit an ancestor of HEAD);
@@ -179,7 +181,7 @@ class Tally:
     syncs: int = 0
     repairs: int = 0
     cli_syncs: int = 0
-    kept: int = 0  # paths a sync kept as this host had them where the remote made them a link or re-pointed one
+    kept: int = 0  # files a sync kept as this host had them where the remote made them a link ('kept ...' lines)
     honest: Counter = field(default_factory=Counter)
     violations: list[str] = field(default_factory=list)
     seconds: Counter = field(default_factory=Counter)  # where the time went: hostile, write, sync, verify
@@ -403,23 +405,23 @@ class World:
     def _judge_where_paths_lead(
         self, host: int, before: dict[str, tuple[str, str]], now: dict[str, tuple[str, str]]
     ) -> None:
-        """A remote cannot change where a path of this host leads (the honest hosts make no links): a regular file
-        before the sync is no link after it, in HEAD or on disk, a link keeps its target, and no folder on its way
-        became a link."""
+        """A remote cannot make a file of this host a link (the honest hosts make no links): a regular file in this
+        host's HEAD before the sync is no link after it, in HEAD or on disk, and no folder on its way became a link.
+        A link a remote re-points is taken, as any one-sided change: not judged here."""
         root = self.roots[host]
-        for path, (mode, oid) in before.items():
-            if mode != LINK and not mode.startswith("100"):
+        for path, (mode, _) in before.items():
+            if not mode.startswith("100"):
                 continue
-            was = "a file" if mode != LINK else f"a link to {self._target(host, oid)}"
             after = now.get(path)
-            if after is not None and after[0] == LINK and after != (mode, oid):
-                self.fail("leads", host, f"{path} was {was}; the sync made it a link to {self._target(host, after[1])}")
+            if after is not None and after[0] == LINK:
+                target = self._target(host, after[1])
+                self.fail("leads", host, f"{path} was a file; the sync made it a link to {target}")
             full = root / path
-            if full.is_symlink() and (mode != LINK or os.readlink(full) != self._target(host, oid)):
-                self.fail("leads", host, f"{path} was {was}; on disk it is a link to {os.readlink(full)}")
+            if full.is_symlink():
+                self.fail("leads", host, f"{path} was a file; on disk it is a link to {os.readlink(full)}")
             folder = path.rpartition("/")[0]
             if folder and self._through_link(root, folder):
-                self.fail("leads", host, f"{path} was {was}; a folder on its way is a link after the sync")
+                self.fail("leads", host, f"{path} was a file; a folder on its way is a link after the sync")
 
     def _target(self, host: int, oid: str) -> str:
         return run(self.roots[host], "git", "cat-file", "blob", oid).decode("utf-8", "surrogateescape")
