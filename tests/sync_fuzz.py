@@ -21,6 +21,8 @@ host after every sync and every write:
   document's history file) or `check` names: a merge never keeps a host's bytes only where
   nothing shows them (a side git moved aside as `NAME~HEAD`, a file behind a link);
 - no name git refuses to check out, and no unportable name or twin, on disk or in HEAD;
+- a regular file in an honest host's HEAD before a sync is no link after it, in HEAD or on disk, nor behind a
+  folder that became a link: a remote cannot make a file of this host a link (the honest hosts make none);
 - the folder beside the memories is byte for byte as planted, and its secret appears in no
   honest host's file, object or answer;
 - every note an honest host wrote is in that host's history (its commit an ancestor of HEAD);
@@ -47,7 +49,7 @@ from pathlib import Path
 
 import cli_runner
 import sync_scenario as S
-from sync_fuzz_hostile import ACTIONS, OUTSIDE_ABS, Hostile, Move, env, is_memory_name, run
+from sync_fuzz_hostile import ACTIONS, LINK, OUTSIDE_ABS, Hostile, Move, env, is_memory_name, run
 
 SECRET = "SECRET-FUZZ-OUTSIDE-7f3a"
 WRITES_THROUGH_LINKS = "honest writes through links"  # a name `skip` may hold: honest writes avoid links
@@ -179,6 +181,7 @@ class Tally:
     syncs: int = 0
     repairs: int = 0
     cli_syncs: int = 0
+    kept: int = 0  # files a sync kept as this host had them where the remote made them a link ('kept ...' lines)
     honest: Counter = field(default_factory=Counter)
     violations: list[str] = field(default_factory=list)
     seconds: Counter = field(default_factory=Counter)  # where the time went: hostile, write, sync, verify
@@ -354,6 +357,7 @@ class World:
         self.step += 1
         self.tally.syncs += 1
         actions, self.pending[host] = self.pending[host], []
+        before = self._tree(host, "HEAD")  # this host's tree before the sync: every write of it is committed
         code, message, out = self._sync(host, cli)
         self.trail.append(f"host{host} sync{' (cli)' if cli else ''}: {'ok' if code == 0 else message}")
         outcome = "merged" if code == 0 else ("held" if "accept" in message else "refused")
@@ -361,7 +365,8 @@ class World:
             self.tally.outcomes.setdefault(action, Counter())[outcome] += 1
         outputs = [out, message]
         remedy: dict[str, bool] = {}  # the remedies named so far, together (a refusal and a held fsmem.yaml)
-        ours = theirs = {}
+        ours: dict[str, tuple[str, str]] = {}
+        theirs: dict[str, tuple[str, str]] = {}
         if code != 0:  # what this host held, and what the remote's tip holds, before any remedy
             ours, theirs = self._tree(host, "HEAD"), self._tree(host, "refs/remotes/origin/main")
         while code != 0:
@@ -388,15 +393,42 @@ class World:
             code, message, out = self._sync(host, cli, **remedy)
             outputs += [out, message]
             self.trail.append(f"host{host} sync{self._flags(remedy)}: {'ok' if code == 0 else message}")
+        now = self._tree(host, "HEAD")
         if remedy.get("repair"):
-            now = self._tree(host, "HEAD")
-            for path, mode in ours.items():
+            for path, (mode, _) in ours.items():
                 if mode == "100644" and path in theirs and path not in now and is_memory_name(path):
                     self.fail("repair", host, f"--repair deleted {path}, which this host held and the remote changed")
+        self._judge_where_paths_lead(host, before, now)
+        self.tally.kept += sum(line.startswith("kept ") for text in outputs for line in text.splitlines())
         return outputs
 
-    def _tree(self, host: int, rev: str) -> dict[str, str]:
-        """path -> mode of every entry of `rev` in this host's repository (empty when there is no such rev)."""
+    def _judge_where_paths_lead(
+        self, host: int, before: dict[str, tuple[str, str]], now: dict[str, tuple[str, str]]
+    ) -> None:
+        """A remote cannot make a file of this host a link (the honest hosts make no links): a regular file in this
+        host's HEAD before the sync is no link after it, in HEAD or on disk, and no folder on its way became a link.
+        A link a remote re-points is taken, as any one-sided change: not judged here."""
+        root = self.roots[host]
+        for path, (mode, _) in before.items():
+            if not mode.startswith("100"):
+                continue
+            after = now.get(path)
+            if after is not None and after[0] == LINK:
+                target = self._target(host, after[1])
+                self.fail("leads", host, f"{path} was a file; the sync made it a link to {target}")
+            full = root / path
+            if full.is_symlink():
+                self.fail("leads", host, f"{path} was a file; on disk it is a link to {os.readlink(full)}")
+            folder = path.rpartition("/")[0]
+            if folder and self._through_link(root, folder):
+                self.fail("leads", host, f"{path} was a file; a folder on its way is a link after the sync")
+
+    def _target(self, host: int, oid: str) -> str:
+        return run(self.roots[host], "git", "cat-file", "blob", oid).decode("utf-8", "surrogateescape")
+
+    def _tree(self, host: int, rev: str) -> dict[str, tuple[str, str]]:
+        """path -> (mode, object id) of every entry of `rev` in this host's repository (empty when there is no
+        such rev)."""
         done = subprocess.run(
             ["git", "ls-tree", "-r", "-z", "--full-tree", rev], cwd=self.roots[host], capture_output=True, env=env()
         )
@@ -404,7 +436,8 @@ class World:
         for line in done.stdout.split(b"\0"):
             if line:
                 head, name = line.split(b"\t", 1)
-                found[name.decode("utf-8", "surrogateescape")] = head.decode().split(" ")[0]
+                mode, _, oid = head.decode().split(" ")
+                found[name.decode("utf-8", "surrogateescape")] = (mode, oid)
         return found
 
     @staticmethod

@@ -114,9 +114,10 @@ def test_a_change_made_outside_fsmem_is_committed_on_its_own_before_the_agent_co
     assert "- cycle: weekly\n- seats: 12\n" in git(root, "show", "HEAD:topics/billing.md")
 
 
-def test_a_write_that_puts_back_what_head_holds_still_commits_the_hand_edit_it_replaces(memory):
+def test_a_write_that_puts_back_what_head_holds_still_commits_the_hand_edit_it_replaces(memory, fixed_now):
     """HEAD holds a file; a human edits it; a write puts HEAD's bytes back. The write commits nothing of its
-    own (HEAD holds its result already), and the human's bytes were in no commit: they are committed first."""
+    own (HEAD holds its result already), and the human's bytes were in no commit: they are committed first.
+    The clock is pinned: both writes stamp `updated:`, and a second between them made the bytes differ."""
     root = memory.root
     memory.write("topics/billing.md", "# Billing\n\n- cycle: monthly\n")
     kept = (root / "topics" / "billing.md").read_text()

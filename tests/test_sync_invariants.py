@@ -457,7 +457,7 @@ def test_a_document_the_remote_makes_a_link_while_this_host_rewrites_it_stays_th
     assert out.returncode == 0, out.stderr
     shared = world.victim / S.SHARED
     assert not shared.is_symlink() and "- rewritten: by the victim" in shared.read_text()
-    assert f"{S.SHARED}: one host made it a symbolic link while the other changed it" in out.stdout
+    assert f"kept {S.SHARED} as a file: origin/main made it a link to README.md" in out.stdout.splitlines()
     assert not any("~" in p.name for p in (world.victim / "topics").iterdir())
     assert not any("~" in name for name in tree_names(world.origin)), tree_names(world.origin)
     assert git(world.origin, "cat-file", "-p", f"main:{S.SHARED}") == shared.read_text()
@@ -488,9 +488,9 @@ def test_a_document_this_host_made_a_link_that_the_remote_changes_becomes_the_re
 
 
 def test_a_link_both_sides_repointed_stays_a_link_never_a_file_of_its_target_path(world):
-    (world.hostile / S.SHARED).unlink()
-    os.symlink("../README.md", world.hostile / S.SHARED)
-    push(world.hostile)
+    """A link both hosts re-pointed (each its own target) keeps this host's, as any file both sides changed."""
+    (world.victim / S.SHARED).unlink()
+    os.symlink("../README.md", world.victim / S.SHARED)  # this host's file made a link here (a remote's is not taken)
     assert sync(world.victim).returncode == 0
     (world.victim / S.SHARED).unlink()
     os.symlink("../profile/identity.md", world.victim / S.SHARED)
@@ -502,6 +502,7 @@ def test_a_link_both_sides_repointed_stays_a_link_never_a_file_of_its_target_pat
     assert out.returncode == 0, out.stderr
     assert os.readlink(world.victim / S.SHARED) == "../profile/identity.md"
     assert f"{S.SHARED}: both hosts changed it; this host's version kept" in out.stdout
+    assert not [line for line in out.stdout.splitlines() if line.startswith("kept ")]  # the boundary took it
     assert git(world.origin, "ls-tree", "main", S.SHARED).startswith("120000 ")
     assert untracked(world.victim) == []
 

@@ -278,6 +278,28 @@ def test_a_pushed_fsmem_yaml_this_host_would_not_load_is_refused_even_under_a_st
     assert Memory(world.victim).config.grep.timeout_seconds == 10
 
 
+@pytest.mark.parametrize("made", ["removed", "a folder"])
+def test_a_remote_that_removes_fsmem_yaml_is_refused_and_the_repair_keeps_this_hosts(world, made):
+    """Sync fuzzer finding (explore): a remote made fsmem.yaml a folder (`fsmem.yaml/inside.md`); the removal was
+    held as every setting unset, and `--repair --accept-config` took it: this host's folder was no memory any
+    more, the sync that could undo it included. A removal is refused like a file this host would not load."""
+    config = world.hostile / "fsmem.yaml"
+    config.unlink()
+    if made == "a folder":
+        config.mkdir()
+        (config / "inside.md").write_text("# A folder where fsmem.yaml was\n")
+    commit = push(world.hostile)
+    ours = (world.victim / "fsmem.yaml").read_bytes()
+    out = sync(world.victim)
+    refused(out, commit, "fsmem.yaml")
+    assert "which it removes (without it this folder is no fsmem memory)" in out.stderr
+    assert "--accept-config" not in out.stderr  # nothing held: the repair alone gets past it
+    assert sync(world.victim, "--repair").returncode == 0
+    assert (world.victim / "fsmem.yaml").read_bytes() == ours and (world.victim / "fsmem.yaml").is_file()
+    assert git(world.origin, "show", "main:fsmem.yaml") == ours.decode()
+    assert Memory(world.victim).config.grep.timeout_seconds == 10
+
+
 def test_comments_and_layout_of_fsmem_yaml_pass_without_asking(world):
     config = world.hostile / "fsmem.yaml"
     config.write_text("# edited by a colleague\n" + config.read_text())
@@ -489,25 +511,31 @@ def test_a_link_to_a_memory_file_inside_the_root_passes(world):
 
 
 def test_a_note_the_remote_makes_a_link_to_a_memory_file_stays_a_link_after_the_syncs_consolidation(world):
-    """Sync fuzzer finding: the remote made this host's session note a link to profile/identity.md (a link in,
-    taken); the sync's consolidation marked the note through it and committed the link's name, read as no file:
-    the push removed the note from the remote, the link stayed here untracked, and the mark in
-    profile/identity.md was never committed. Now the link stays in every history, the work tree is clean, and
-    profile/identity.md, no session note, is not consolidated or marked through it."""
+    """Sync fuzzer finding: the remote made a session note a link to profile/identity.md (a link in, taken); the
+    sync's consolidation marked the note through it and committed the link's name, read as no file: the push
+    removed the note from the remote, the link stayed here untracked, and the mark in profile/identity.md was
+    never committed. Now a note this host has stays this host's file (a remote never changes where this host's
+    path leads), a note new to this host that is a link stays a link in every history, the work tree is clean,
+    and profile/identity.md, no session note, is not consolidated or marked through it."""
     fsmem(world.victim, "note", "- employer: Acme", "--subject", "people/Ann Lee")
     assert sync(world.victim).returncode == 0
     (note,) = tree_names(world.victim, "HEAD:sessions")
-    rel = f"sessions/{note}"
+    mine, theirs = f"sessions/{note}", f"sessions/{note.removesuffix('.md')}-remote.md"
+    kept = git(world.victim, "cat-file", "blob", f"HEAD:{mine}")
     git(world.hostile, "pull", "-q", "origin", "main")
-    os.unlink(world.hostile / rel)
-    os.symlink(os.path.relpath("profile/identity.md", os.path.dirname(rel)), world.hostile / rel)
+    os.unlink(world.hostile / mine)
+    for rel in (mine, theirs):
+        os.symlink(os.path.relpath("profile/identity.md", os.path.dirname(rel)), world.hostile / rel)
     push(world.hostile)
 
     out = sync(world.victim)
 
     assert out.returncode == 0, out.stderr
+    assert f"kept {mine} as a file: origin/main made it a link to profile/identity.md" in out.stdout.splitlines()
     for repo, rev in ((world.victim, "HEAD"), (world.origin, "main")):
-        assert git(repo, "ls-tree", rev, rel).split()[:1] == ["120000"], (repo, rev)
+        assert git(repo, "ls-tree", rev, theirs).split()[:1] == ["120000"], (repo, rev)
+        assert git(repo, "ls-tree", rev, mine).split()[:1] == ["100644"], (repo, rev)
+    assert git(world.origin, "cat-file", "blob", f"main:{mine}") == kept
     assert git(world.victim, "status", "--porcelain") == ""
     assert "consolidated:" not in git(world.origin, "show", "main:profile/identity.md")
 

@@ -1,8 +1,13 @@
-"""A path the two sides of a sync's merge gave different types: a file on one, a symbolic link on the other.
+"""A regular file of this host that a remote cannot make a link; and a path the two sides of a merge gave different
+types (a file on one, a symbolic link on the other).
 
-git's merge records such a path by moving one side aside as `NAME~HEAD` (or `~` and the commit merged),
-a file no listing shows; `fold_renamed_sides` puts it back under its path and `keep_file` settles it: the
-changed file stays, byte for byte, whichever side made the link. `fsmem.history.sync` calls both.
+The rule is `host_keeps`: a regular file of this host that the incoming side makes a link stays this host's file,
+byte for byte, so a remote never chooses where this host's next write to its own file lands. A link the incoming
+side alone re-points is taken, as any change one side made. `fsmem.history.trust` applies the rule to what a fetch
+brought, before anything is merged (`kept_note` says it). What git's merge still leaves, a path both sides changed
+where one made a link, `keep_file` settles as the rule would: the side that is a file stays. git records such a path
+by moving one side aside as `NAME~HEAD` (or `~` and the commit merged), a file no listing shows, and
+`fold_renamed_sides` puts it back under its path first. `fsmem.history.sync` calls those two.
 """
 
 from __future__ import annotations
@@ -11,11 +16,38 @@ import os
 
 from fsmem.errors import SyncFailed
 from fsmem.history.git import CatFile
+from fsmem.history.incoming import Tree, follow
 from fsmem.history.repo import Repo
-from fsmem.history.trees import BLOB_MODES
+from fsmem.history.trees import BLOB_MODES, LINK_MODE, Entry
 from fsmem.store import beneath
 from fsmem.store.files import atomic_write
 from fsmem.store.paths import shown
+
+
+def host_keeps(ours: Entry | None, theirs: Entry | None) -> bool:
+    """Whether this host's entry at a path stays where the incoming side puts `theirs`: it does where the incoming
+    side makes this host's regular file a link, since where this host's own file leads is this host's to say. A
+    remote may still add a link where this host has nothing, re-point one, remove one, make one a regular file
+    again, or change a file's bytes: a link re-pointed by one side alone is taken, as any one-sided change (where
+    both sides re-pointed it, the merge keeps this host's, as for any file both changed), so two hosts converge."""
+    return theirs is not None and theirs[0] == LINK_MODE and ours is not None and ours[0] in BLOB_MODES
+
+
+def kept_note(repo: Repo, path: str, incoming: Tree, label: str) -> str:
+    """What a sync says, in one line, of a file `host_keeps` kept: where the link `incoming` holds there leads."""
+    theirs = incoming.entry(path)
+    where = _leads_to(repo, incoming, path, theirs[1]) if theirs is not None else "nothing"
+    return f"kept {shown(repo.in_memory(path) or path)} as a file: {label} made it a link to {where}"
+
+
+def _leads_to(repo: Repo, tree: Tree, path: str, oid: str) -> str:
+    """Where the link `oid` at `path` leads in `tree`, as a memory path; else its target as it is written."""
+    target = tree.link(oid)
+    if target is None:
+        return "a target that is not a plain path"
+    where, _ = follow(tree, path, target)
+    inside = repo.in_memory(where + "/") if where is not None else None
+    return shown(inside.rstrip("/") if inside else target)
 
 
 def fold_renamed_sides(

@@ -8,10 +8,12 @@ from the merge base to the fetched tip: each path with its mode and object) and 
   `.obsidian/`, attachments), pass as git would pass them;
 - `.gitattributes` and `.gitignore` are fsmem's own: a remote's change to them is never taken (the
   merge takes a commit on top of the remote's that holds them as fsmem writes them);
+- a regular file of this host that the remote makes a symbolic link stays this host's file in the commit
+  on top, said in a line (`link_conflicts.host_keeps`); a link it re-points is taken, as any change;
 - a change to fsmem.yaml is shown and held until a person accepts it (`fsmem.history.trust_config`);
-- refused, naming the commit and the file: anything under `.fsmem/`, a submodule, a name fsmem or git
-  refuses (`fsmem.store.paths`, `incoming.git_refuses`), a name new to this host that a Windows or macOS
-  copy cannot hold, a generated or control file as a link or a folder. `fsmem sync --repair` then merges
+- refused, naming the commit and the file: fsmem.yaml removed, anything under `.fsmem/`, a submodule, a
+  name fsmem or git refuses (`fsmem.store.paths`, `incoming.git_refuses`), a name new to this host that a
+  Windows or macOS copy cannot hold, a generated or control file as a link or a folder. `fsmem sync --repair` then merges
   without them: a commit on top keeps this host's version of each.
 
 Then the tree the merge would make (this host's, with every incoming change in it) is judged whole
@@ -39,7 +41,7 @@ from fsmem.config import CONFIG_FILE, MAX_CONFIG_BYTES, STATE_DIR, Config, parse
 from fsmem.config.parse import decoded
 from fsmem.errors import ConfigError, ConfigHeld, HistoryError, PathEscape, SyncRefused
 from fsmem.format.portable import portable_problem, twin_key, twin_problem
-from fsmem.history import journal, trust_config
+from fsmem.history import journal, link_conflicts, trust_config
 from fsmem.history.host_rules import (
     CONTROL,
     canonical,
@@ -122,6 +124,7 @@ def admit(repo: Repo, theirs: str, label: str, *, accept_config: bool = False, r
     for change in changes:
         judged.judge(change)
     judged.judge_whole(changes)
+    judged.keep()
     if judged.refused and not repair:
         judged.name_commits()
         record: dict[str, object] = {"remote": label, "refused": [vars(item) for item in judged.refused]}
@@ -171,6 +174,8 @@ class _Judgement:
         self.ours = Tree(repo, head[1])
         self.refused: list[Refusal] = []
         self.edits: dict[str, Entry | None] = {}
+        self.kept: dict[str, Entry] = {}  # this host's files whose incoming link `host_keeps` does not take
+        self.incoming = self.theirs  # this host's tree with every incoming change (judge_whole makes it)
         self.notes: list[str] = []
         self.config: Change | None = None
         self.config_changes: list[trust_config.SettingChange] = []
@@ -222,6 +227,9 @@ class _Judgement:
         elif is_control_name(rel) and self.fsmem_alone(rel.rsplit("/", 1)[-1].lower()):
             self.edits[change.path] = None
             self.notes.append(f"{shown(rel)}: {self.label} adds it; left out (fsmem writes its own at the root only)")
+        elif change.mode == LINK and (mine := self.ours.entry(change.path)) is not None:
+            if link_conflicts.host_keeps(mine, (LINK, change.oid)):  # this host's file stays its file
+                self.kept[change.path] = mine
 
     def judge_control(self, change: Change, rel: str) -> None:
         """A remote's `.gitattributes` or `.gitignore` at the root. Where this host's holds fsmem's lines alone
@@ -269,30 +277,47 @@ class _Judgement:
     def judge_whole(self, changes: list[Change]) -> None:
         """The invariants of the tree the merge would make (this host's, with every incoming change in it),
         checked whole: every link in the memory leads, inside it, to a memory file or folder; and no name new to
-        this host is a twin of another in its folder. A link already wrong on this host is `check`'s to report."""
+        this host is a twin of another in its folder. A link already wrong on this host is `check`'s to report.
+        Where this host keeps its own file (`self.kept`), the tree with it is judged too: what the incoming
+        changes alone would break is refused all the same."""
         editor = TreeEditor(self.repo.read_tree, self.repo.write_tree, self.ours.tree)
         for change in changes:
             editor.put(change.path, None if change.mode == GONE else (change.mode, change.oid))
-        merged = Tree(self.repo, editor.write())
+        self.incoming = merged = Tree(self.repo, editor.write())
+        trees = [merged]
+        if self.kept:
+            for path, entry in self.kept.items():
+                editor.put(path, entry)
+            trees.append(Tree(self.repo, editor.write()))
         judged = {item.path for item in self.refused}
         changed = {change.path for change in changes if change.mode != GONE}
-        for path, oid in links(self.repo, merged.tree):
-            rel = self.repo.in_memory(path)
-            if rel is None or path in judged:
-                continue
-            problem = self.link_problem(merged, path, oid)
-            if problem is None:
-                continue
-            ours = self.ours.entry(path)
-            if self.head and ours == (LINK, oid) and self.link_problem(self.ours, path, oid) is not None:
-                continue  # as wrong before this sync: check reports it
-            status = ("A" if ours is None else "M") if path in changed else WHOLE
-            drop = ours is not None and ours[0] == LINK  # this host's own version of it is a link: none kept
-            item = Refusal(path, shown(rel), problem, status, drop=drop)
-            self.refused.append(item)
+        for number, tree in enumerate(trees):
+            for path, oid in links(self.repo, tree.tree):
+                rel = self.repo.in_memory(path)
+                if rel is None or path in judged:
+                    continue
+                problem = self.link_problem(tree, path, oid)
+                if problem is None:
+                    continue
+                ours = self.ours.entry(path)
+                if self.head and ours == (LINK, oid) and self.link_problem(self.ours, path, oid) is not None:
+                    continue  # as wrong before this sync: check reports it
+                incoming = path in changed and not (number and path in self.kept)  # the incoming entry is there
+                status = ("A" if ours is None else "M") if incoming else WHOLE
+                drop = ours is not None and ours[0] == LINK  # this host's own version of it is a link: none kept
+                self.refused.append(Refusal(path, shown(rel), problem, status, drop=drop))
+                judged.add(path)
         for change in changes:
             if change.mode != GONE and self.repo.in_memory(change.path) is not None:
                 self.twin_check(merged, change)
+
+    def keep(self) -> None:
+        """Each file `host_keeps` kept that is not refused: this host's file in the commit on top, said in a line."""
+        refused = {item.path for item in self.refused}
+        for path, ours in self.kept.items():
+            if path not in refused:
+                self.edits[path] = ours
+                self.notes.append(link_conflicts.kept_note(self.repo, path, self.incoming, self.label))
 
     def twin_check(self, merged: Tree, change: Change) -> None:
         parts = change.path.split("/")
@@ -326,12 +351,15 @@ class _Judgement:
         theirs = change.oid if change.mode != GONE else None
         if self.head is None or theirs == (ours[1] if ours else None):
             return  # the first commits a clone takes are the ones a person chose to clone; or nothing changes here
+        if theirs is None:  # no fsmem.yaml, no memory: every command would stop here, the sync that could undo it too
+            self.refuse(change, CONFIG_FILE, "which it removes (without it this folder is no fsmem memory)")
+            return
         where = f"{self.label}'s {CONFIG_FILE}"
-        data = self.theirs.blob(theirs, MAX_CONFIG_BYTES) if theirs else b""
+        data = self.theirs.blob(theirs, MAX_CONFIG_BYTES)
         try:
             if data is None:
                 raise ConfigError(f"{where} is larger than {MAX_CONFIG_BYTES // 1024} KiB")
-            new = parse_config(data, where) if theirs else {}
+            new = parse_config(data, where)
         except ConfigError as exc:
             self.refuse(change, CONFIG_FILE, f"which cannot be read ({exc})")
             return
