@@ -170,6 +170,7 @@ def native_loaded(conn) -> bool:
 
 _native_loaded: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 NATIVE_FUNCTION = "fsmem_row_score"
+SIZES = "search_fts_docsize"  # FTS5's table of each row's size per column (`sz`: a varint each), by row id
 
 
 def _row_ranges(files: dict[int, Any]) -> Iterator[tuple[int, int, int]]:
@@ -188,9 +189,11 @@ def row_scores(
     phrase's rows (fts5vocab), the count bm25() makes for its IDF."""
     counts = [df.get(phrase, 0) for phrase in phrases]
     if native_loaded(conn):
+        # each row's size joined from FTS5's table of them, where xColumnSize would run a statement per row
         sql = (
-            f"SELECT rowid, {NATIVE_FUNCTION}(search_fts, ?, ?{', ?' * len(counts)}) FROM search_fts"
-            " WHERE search_fts MATCH ? AND rowid BETWEEN ? AND ?"
+            f"SELECT search_fts.rowid, {NATIVE_FUNCTION}(search_fts, sizes.sz, ?, ?{', ?' * len(counts)})"
+            f" FROM search_fts LEFT JOIN {SIZES} AS sizes ON sizes.id = search_fts.rowid"
+            " WHERE search_fts MATCH ? AND search_fts.rowid BETWEEN ? AND ?"
         )
         found: list[tuple[int, float]] = []
         for moved, first, last in _row_ranges(files):
