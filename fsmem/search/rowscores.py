@@ -189,15 +189,16 @@ def row_scores(
     phrase's rows (fts5vocab), the count bm25() makes for its IDF."""
     counts = [df.get(phrase, 0) for phrase in phrases]
     if native_loaded(conn):
-        # each row's size joined from FTS5's table of them, where xColumnSize would run a statement per row
+        # each row's size joined from FTS5's table of them, where xColumnSize would run a statement per row; the
+        # ranking's row id made in SQL, so that each row is the one tuple the cursor gives
         sql = (
-            f"SELECT search_fts.rowid, {NATIVE_FUNCTION}(search_fts, sizes.sz, ?, ?{', ?' * len(counts)})"
+            f"SELECT search_fts.rowid + ?, {NATIVE_FUNCTION}(search_fts, sizes.sz, ?, ?{', ?' * len(counts)})"
             f" FROM search_fts LEFT JOIN {SIZES} AS sizes ON sizes.id = search_fts.rowid"
             " WHERE search_fts MATCH ? AND search_fts.rowid BETWEEN ? AND ?"
         )
         found: list[tuple[int, float]] = []
         for moved, first, last in _row_ranges(files):
-            found += [(moved + rid, score) for rid, score in conn.execute(sql, (*weights, *counts, match, first, last))]
+            found += conn.execute(sql, (moved, *weights, *counts, match, first, last))
         return found
     scores = _scores_of(conn)
     scores.start(counts, weights)
