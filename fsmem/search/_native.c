@@ -495,6 +495,140 @@ done:
 }
 
 
+PyDoc_STRVAR(best_rows_doc,
+             "best_rows(found, packed, flag, shift, limit) -> list\n\n"
+             "`found`: the row part's (row id, score) of each matching row, a list of tuples in ascending row id\n"
+             "order. Without the rows whose packed value has `flag` (`packed`: file id, row id >> shift, -> its rows'\n"
+             "packed values, an array of 'H' or 'I' by ordinal; None: every row kept), the `limit` best of them, by\n"
+             "score descending then row id: the very tuples, best first.");
+
+/* The packed value of the row at `ordinal` of one file's rows (an array of 'H' or 'I'), or -1 past its end. */
+static long long
+packed_value(const Py_buffer *rows, long long ordinal)
+{
+    if (ordinal >= rows->len / rows->itemsize)
+        return -1;
+    return rows->itemsize == 2 ? ((const uint16_t *)rows->buf)[ordinal] : ((const uint32_t *)rows->buf)[ordinal];
+}
+
+static PyObject *
+best_rows(PyObject *self, PyObject *args)
+{
+    PyObject *found, *packed;
+    long long flag;
+    int shift;
+    Py_ssize_t limit;
+    if (!PyArg_ParseTuple(args, "O!OLin", &PyList_Type, &found, &packed, &flag, &shift, &limit))
+        return NULL;
+    if (packed != Py_None && !PyDict_Check(packed)) {
+        PyErr_SetString(PyExc_TypeError, "packed: a dict or None");
+        return NULL;
+    }
+    if (shift < 1 || shift > 62 || limit < 0) {
+        PyErr_SetString(PyExc_ValueError, "shift or limit out of range");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(found), kept = 0, size = 0;
+    if (n > INT_MAX) {
+        PyErr_SetString(PyExc_ValueError, "too many rows");
+        return NULL;
+    }
+    PyObject *result = NULL;
+    int *heap = NULL, *index = PyMem_Malloc(n ? (size_t)n * sizeof(int) : 1);
+    double *scores = PyMem_Malloc(n ? (size_t)n * sizeof(double) : 1);
+    Py_buffer rows = {0};
+    long long file = -1;
+    if (index == NULL || scores == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    long long previous = LLONG_MIN, mask = (1LL << shift) - 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(found, i);
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2 || !PyLong_Check(PyTuple_GET_ITEM(item, 0)) ||
+            !PyFloat_Check(PyTuple_GET_ITEM(item, 1))) {
+            PyErr_SetString(PyExc_TypeError, "a row is (row id, score)");
+            goto done;
+        }
+        long long rid = PyLong_AsLongLong(PyTuple_GET_ITEM(item, 0));
+        if (rid == -1 && PyErr_Occurred())
+            goto done;
+        if (rid <= previous || rid < 0) {
+            PyErr_SetString(PyExc_ValueError, "rows out of row id order");
+            goto done;
+        }
+        previous = rid;
+        if (packed != Py_None) {
+            if (rid >> shift != file) {
+                if (rows.obj != NULL)
+                    PyBuffer_Release(&rows);
+                file = rid >> shift;
+                PyObject *key = PyLong_FromLongLong(file);
+                if (key == NULL)
+                    goto done;
+                PyObject *array = PyDict_GetItemWithError(packed, key);
+                Py_DECREF(key);
+                if (array == NULL) {
+                    if (!PyErr_Occurred())
+                        PyErr_SetString(PyExc_KeyError, "a row of a file without packed rows");
+                    goto done;
+                }
+                if (PyObject_GetBuffer(array, &rows, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
+                    goto done;
+                const char *format = rows.format == NULL ? "B" : rows.format;
+                if (!((format[0] == 'H' && rows.itemsize == 2) || (format[0] == 'I' && rows.itemsize == 4)) ||
+                    format[1] != '\0') {
+                    PyErr_SetString(PyExc_TypeError, "packed rows: an array of 'H' or 'I' values");
+                    goto done;
+                }
+            }
+            long long value = packed_value(&rows, rid & mask);
+            if (value < 0) {
+                PyErr_SetString(PyExc_IndexError, "a row past its file's packed rows");
+                goto done;
+            }
+            if (value & flag)
+                continue;
+        }
+        index[kept] = (int)i;
+        scores[kept++] = PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(item, 1));
+    }
+    Py_ssize_t want = limit < kept ? limit : kept;
+    heap = PyMem_Malloc(want ? (size_t)want * sizeof(int) : 1);
+    if (heap == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < kept && want; i++) { /* positions in row id order: a tie goes to the earlier */
+        if (size < want) {
+            heap[size] = (int)i;
+            sift_up(heap, size++, scores);
+        }
+        else if (before(scores, (int)i, heap[0])) {
+            heap[0] = (int)i;
+            sift_down(heap, size, 0, scores);
+        }
+    }
+    result = PyList_New(size);
+    if (result == NULL)
+        goto done;
+    for (Py_ssize_t end = size; end > 0; end--) { /* the worst left goes last */
+        int at = heap[0];
+        heap[0] = heap[end - 1];
+        sift_down(heap, end - 1, 0, scores);
+        PyObject *item = PyList_GET_ITEM(found, index[at]);
+        Py_INCREF(item);
+        PyList_SET_ITEM(result, end - 1, item);
+    }
+done:
+    if (rows.obj != NULL)
+        PyBuffer_Release(&rows);
+    PyMem_Free(heap);
+    PyMem_Free(index);
+    PyMem_Free(scores);
+    return result;
+}
+
 /* stemmed_texts: Analyzer.texts' ASCII path (fsmem.search.analyzer._stemmed_texts is its twin). */
 
 PyDoc_STRVAR(stemmed_texts_doc,
@@ -909,6 +1043,7 @@ sqlite3_fsmemrows_init(sqlite3 *db, char **error, const sqlite3_api_routines *ro
 static PyMethodDef methods[] = {
     {"term_parts", term_parts, METH_VARARGS, term_parts_doc},
     {"best_documents", best_documents, METH_VARARGS, best_documents_doc},
+    {"best_rows", best_rows, METH_VARARGS, best_rows_doc},
     {"stemmed_texts", stemmed_texts, METH_VARARGS, stemmed_texts_doc},
     {"plain_rows", plain_rows, METH_VARARGS, plain_rows_doc},
     {NULL, NULL, 0, NULL},

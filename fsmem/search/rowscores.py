@@ -36,8 +36,8 @@ import apsw
 
 from fsmem.search import changes
 from fsmem.search.documents import Kept, hit_counts, quoted
-from fsmem.search.postings import BLOCK_BITS, MAX_TOKEN_BYTES, _native
-from fsmem.search.tables import ROW_BITS
+from fsmem.search.postings import BLOCK_BITS, MAX_TOKEN_BYTES, _native, best_first
+from fsmem.search.tables import MAX_ROWS, ROW_BITS, SUPERSEDED
 
 K1, B = 1.2, 0.75  # FTS5's bm25() constants
 # What scoring file by file costs, in postings a bm25() query merges and counts in the same time (fitted at
@@ -212,6 +212,18 @@ def row_scores(
         return scores.out
     finally:
         scores.start([], weights)
+
+
+def best_rows(found: list[tuple[int, float]], packed: dict[int, Any] | None, k: int) -> list[tuple[int, float]]:
+    """The `k` best of `found` (`row_scores`' rows, in row id order), by score descending then row id, less the
+    superseded rows of `packed` (file id -> its packed rows; None keeps every row): the native module's
+    `best_rows` (a date question's 25,000 matching rows at 100k files took 14 ms in Python), or its twin here."""
+    if _native is not None:
+        return _native.best_rows(found, packed, SUPERSEDED, ROW_BITS, k)
+    if packed is not None:
+        found = [(r, s) for r, s in found if not packed[r >> ROW_BITS][r & (MAX_ROWS - 1)] & SUPERSEDED]
+    found = sorted(found)  # ties by row id, as row_scores gives the rows
+    return [found[at] for at in best_first([score for _rid, score in found], k)]
 
 
 _TOTALS_KEPT = ("rows and their average size",)
