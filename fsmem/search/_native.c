@@ -363,6 +363,20 @@ sift_up(int *heap, Py_ssize_t i, const double *scores)
     }
 }
 
+/* Position `at` into a heap of the best `want` positions so far (its root the worst of them). */
+static void
+offer(int *heap, Py_ssize_t *size, Py_ssize_t want, int at, const double *scores)
+{
+    if (*size < want) {
+        heap[*size] = at;
+        sift_up(heap, (*size)++, scores);
+    }
+    else if (before(scores, at, heap[0])) {
+        heap[0] = at;
+        sift_down(heap, *size, 0, scores);
+    }
+}
+
 PyDoc_STRVAR(best_documents_doc,
              "best_documents(terms, rows, limit, sparse) -> (positions, scores)\n\n"
              "`terms`: per phrase in the query's order (positions 'i', parts 'd', dense 'd' or None), as term_parts\n"
@@ -453,14 +467,7 @@ best_documents(PyObject *self, PyObject *args)
     for (Py_ssize_t i = 0; i < rows && want; i++) {
         if (sparse ? !touched[i] : scores[i] == 0.0)
             continue;
-        if (size < want) {
-            heap[size] = (int)i;
-            sift_up(heap, size++, scores);
-        }
-        else if (before(scores, (int)i, heap[0])) {
-            heap[0] = (int)i;
-            sift_down(heap, size, 0, scores);
-        }
+        offer(heap, &size, want, (int)i, scores);
     }
     PyObject *positions = PyList_New(size), *values = PyList_New(size);
     if (positions == NULL || values == NULL) {
@@ -599,16 +606,8 @@ best_rows(PyObject *self, PyObject *args)
         PyErr_NoMemory();
         goto done;
     }
-    for (Py_ssize_t i = 0; i < kept && want; i++) { /* positions in row id order: a tie goes to the earlier */
-        if (size < want) {
-            heap[size] = (int)i;
-            sift_up(heap, size++, scores);
-        }
-        else if (before(scores, (int)i, heap[0])) {
-            heap[0] = (int)i;
-            sift_down(heap, size, 0, scores);
-        }
-    }
+    for (Py_ssize_t i = 0; i < kept && want; i++) /* positions in row id order: a tie goes to the earlier */
+        offer(heap, &size, want, (int)i, scores);
     result = PyList_New(size);
     if (result == NULL)
         goto done;
