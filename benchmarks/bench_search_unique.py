@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_search_unique.py [--root DIR] [--sizes 10000] [--queries 300]
         [--words 3] [--seed 7] [--twin] [--rows-twin] [--any-word] [--write-every N] [--profile] [--slowest 5]
+        [--parts]
 
 Each question is `--words` words of one line of the memory, one of them rare (`common.NewQuestions`), no two
 questions alike and none asked before, so nothing kept from an earlier question (a kept pool of candidates)
@@ -42,7 +43,9 @@ headings alone) are reported apart as well. `--write-every N`: before every Nth 
 through the API (one file rewritten, `bench-write.md`) and that question goes to the fsmem search first, so
 it pays for what a write lets go (everything kept of the state before: document frequencies, decoded postings,
 files); its times are reported apart, labelled, beside the others'. `--profile` prints where the fsmem side's time goes (cProfile, the 25
-costliest functions).
+costliest functions). `--parts` gives the fsmem side's CPU per question in each part of a search (`PARTS`: the
+thread's CPU around the function that does it, a full collection that falls within it included), the median
+of each and each part of the `--slowest` questions.
 """
 
 from __future__ import annotations
@@ -69,6 +72,17 @@ ANY_WORD = "the same, best rows from any word's rows"
 ROWS_TWIN = "the same, the row part's score in Python"
 REPEATED = "fsmem search, repeated (kept candidates)"
 SIDES = [PRUNED, EXHAUSTIVE, FTS5]
+# --parts: (label, module, function) timed within the fsmem side's search; the row part's file by file scoring
+# and its pick of the best rows are within `candidates`, as is the document part
+PARTS = [
+    ("document part", "fsmem.search.scoring", "document_scores"),
+    ("row part, file by file", "fsmem.search.rowscores", "row_scores"),
+    ("row part, best rows", "fsmem.search.rowscores", "best_rows"),
+    ("files' packed rows", "fsmem.search.scoring", "_files_of"),
+    ("candidates", "fsmem.search.scoring", "_candidates"),
+    ("salience", "fsmem.search.scoring", "_salience"),
+    ("rows read back", "fsmem.search.ranking", "fit"),
+]
 # Every order of the sides in turn: the first fsmem side to see a question's words pays for what is kept of
 # them (their document frequencies and postings); turning the three in a circle put the first side before the
 # second two times in three, which showed as the first ~10-20 % slower at 10k files.
@@ -155,6 +169,7 @@ def main() -> int:
     parser.add_argument("--write-every", type=int, default=0, help="write a note before every Nth question")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--slowest", type=int, default=5, help="list this many slowest questions by CPU")
+    parser.add_argument("--parts", action="store_true", help="the fsmem side's CPU in each part of a search")
     args, _rest = parser.parse_known_args()  # `make bench` passes every script the same arguments
     from common import CollectorPauses, NewQuestions, memories, percentile
 
@@ -179,6 +194,24 @@ def main() -> int:
             counting[-1] += time.perf_counter() - started
 
     scoring.document_frequencies = counted
+    sink: list[dict[str, float]] = [{}]  # the CPU per part (`PARTS`) of the search running
+    parts: list[dict[str, float]] = []  # per question of the fsmem side
+    if args.parts:
+        import importlib
+
+        def timed(label, inner):
+            def part(*call, **named):
+                started = time.thread_time()
+                try:
+                    return inner(*call, **named)
+                finally:
+                    sink[0][label] = sink[0].get(label, 0.0) + time.thread_time() - started
+
+            return part
+
+        for label, module, name in PARTS:
+            owner = importlib.import_module(module)
+            setattr(owner, name, timed(label, getattr(owner, name)))
     for root in memories(args.root, args.sizes):
         memory = Memory(root)
         warming.warm(memory)  # as fsmem's long-lived processes (serve, watch) start
@@ -234,11 +267,13 @@ def main() -> int:
                         profile.enable()
                     collector.timing = side == PRUNED
                     counting.append(0.0)
+                    sink[0] = {}
                     memory.search(question)
                     if side == PRUNED and number in after_write[-1:]:
                         words_counted.append(counting[-1])
                     if side == PRUNED:
                         words_each.append(counting[-1])
+                        parts.append(sink[0])
                     collector.timing = False
                     if profile is not None:
                         profile.disable()
@@ -276,6 +311,16 @@ def main() -> int:
             for n in slowest:
                 spent, took, words = (1000 * v for v in (cpu[PRUNED][n], times[PRUNED][n], words_each[n]))
                 print(f"  {spent:>7.1f} {took:>7.1f} {words:>7.1f} ms  #{n} {asked[n]!r}")
+        if args.parts:
+            print(f"{PRUNED}, CPU ms per part: the median question's, then each of the costliest")
+            labels = [label for label, _module, _name in PARTS]
+            print(f"  {'':>7} " + " | ".join(labels))
+            median = [1000 * statistics.median(each.get(label, 0.0) for each in parts) for label in labels]
+            print(f"  {'median':>7} " + " | ".join(f"{v:.1f}" for v in median))
+            for n in slowest:
+                print(
+                    f"  {'#' + str(n):>7} " + " | ".join(f"{1000 * parts[n].get(label, 0.0):.1f}" for label in labels)
+                )
         print(f"the garbage collector within the {len(asked)} searches of the first line: {collector.summary()}")
         print(f"a full collection after them: {after}")
         if after_write:

@@ -207,3 +207,47 @@ def _damaged(kind: str, row: list, rng: random.Random) -> None:
     elif kind == "types":
         at = rng.randrange(1, 5)
         row[at] = {1: rng.choice([2.5, "x"]), 2: rng.choice([2.5, "x"]), 3: "gaps", 4: "counts"}[at]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(1, 6),
+            st.lists(st.tuples(st.booleans(), st.sampled_from([0.0, 0.5, 1.25, 3.0]), st.booleans()), max_size=12),
+        ),
+        max_size=6,
+        unique_by=lambda f: f[0],
+    ),
+    st.booleans(),
+    st.integers(0, 30),
+    st.booleans(),
+)
+def test_the_c_module_picks_the_best_rows_as_its_twin(files, keep_superseded, limit, wide):
+    """Random files' matching rows (scores with ties, some rows superseded, packed rows of 2 or 4 bytes): the
+    `limit` best rows the C module picks are the twin's (`rowscores.best_rows`), the very tuples in the same
+    order, ties by row id; rows out of row id order are refused."""
+    if NATIVE is None:
+        pytest.fail(NOT_BUILT)
+    from fsmem.search import rowscores
+    from fsmem.search.index import ROW_BITS, SUPERSEDED
+
+    found, packed = [], {}
+    for fid, rows in sorted(files):
+        values = [
+            (n << 2) | (SUPERSEDED if superseded else 0) | (0 if wide else 2)
+            for n, (superseded, _s, _m) in enumerate(rows)
+        ]
+        packed[fid] = array("I" if wide else "H", values)
+        found += [((fid << ROW_BITS) + n, score) for n, (_sup, score, matched) in enumerate(rows) if matched]
+    kept = None if keep_superseded else packed
+    picked = NATIVE.best_rows(found, kept, SUPERSEDED, ROW_BITS, limit)
+    saved, rowscores._native = rowscores._native, None
+    try:
+        twin = rowscores.best_rows(list(found), kept, limit)
+    finally:
+        rowscores._native = saved
+    assert picked == twin and all(a is b for a, b in zip(picked, [found[found.index(t)] for t in twin], strict=True))
+    if len(found) > 1:
+        with pytest.raises(ValueError, match="order"):
+            NATIVE.best_rows(found[::-1], kept, SUPERSEDED, ROW_BITS, limit)

@@ -187,23 +187,25 @@ def test_the_native_score_function_loads_once_per_connection_and_scores_as_bm25(
     with pytest.raises(apsw.ExtensionLoadingError):
         conn.load_extension(_native.__file__, _native.row_score_entry)
     df = dict(conn.execute("SELECT term, doc FROM search_vocab").fetchall())
-    for words in (["walrus"], ["ada", EVERYWHERE, "absent"], WORDS[:6]):
-        match = " OR ".join(words)
-        weights = rng.choice([(1.0, 0.5), (0.7, 0.3), (0.1, 2.9)])
-        counts = ", ".join(str(df.get(w, 0)) for w in words)
-        scored = conn.execute(
-            f"SELECT rowid, fsmem_row_score(search_fts, {weights[0]}, {weights[1]}, {counts}) FROM search_fts"
-            " WHERE search_fts MATCH ? ORDER BY rowid",
-            (match,),
-        ).fetchall()
-        expected = conn.execute(
-            f"SELECT rowid, -bm25(search_fts, {weights[0]}, {weights[1]}) FROM search_fts"
-            " WHERE search_fts MATCH ? ORDER BY rowid",
-            (match,),
-        ).fetchall()
-        assert scored == expected and len(expected) > 10
+    # each row's size from FTS5's table of them, joined; NULL (or a value that is not sizes): xColumnSize's
+    for sizes in (f"(SELECT sz FROM {rowscores.SIZES} WHERE id = search_fts.rowid)", "NULL", "x'80'", "x'0102ff'"):
+        for words in (["walrus"], ["ada", EVERYWHERE, "absent"], WORDS[:6]):
+            match = " OR ".join(words)
+            weights = rng.choice([(1.0, 0.5), (0.7, 0.3), (0.1, 2.9)])
+            counts = ", ".join(str(df.get(w, 0)) for w in words)
+            scored = conn.execute(
+                f"SELECT rowid, fsmem_row_score(search_fts, {sizes}, {weights[0]}, {weights[1]}, {counts})"
+                " FROM search_fts WHERE search_fts MATCH ? ORDER BY rowid",
+                (match,),
+            ).fetchall()
+            expected = conn.execute(
+                f"SELECT rowid, -bm25(search_fts, {weights[0]}, {weights[1]}) FROM search_fts"
+                " WHERE search_fts MATCH ? ORDER BY rowid",
+                (match,),
+            ).fetchall()
+            assert scored == expected and len(expected) > 10
     with pytest.raises(apsw.SQLError, match="one row count per phrase"):
-        conn.execute("SELECT fsmem_row_score(search_fts, 1.0, 1.0) FROM search_fts WHERE search_fts MATCH 'ada'")
+        conn.execute("SELECT fsmem_row_score(search_fts, NULL, 1.0, 1.0) FROM search_fts WHERE search_fts MATCH 'ada'")
     memory.close()
 
 

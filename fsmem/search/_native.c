@@ -363,6 +363,20 @@ sift_up(int *heap, Py_ssize_t i, const double *scores)
     }
 }
 
+/* Position `at` into a heap of the best `want` positions so far (its root the worst of them). */
+static void
+offer(int *heap, Py_ssize_t *size, Py_ssize_t want, int at, const double *scores)
+{
+    if (*size < want) {
+        heap[*size] = at;
+        sift_up(heap, (*size)++, scores);
+    }
+    else if (before(scores, at, heap[0])) {
+        heap[0] = at;
+        sift_down(heap, *size, 0, scores);
+    }
+}
+
 PyDoc_STRVAR(best_documents_doc,
              "best_documents(terms, rows, limit, sparse) -> (positions, scores)\n\n"
              "`terms`: per phrase in the query's order (positions 'i', parts 'd', dense 'd' or None), as term_parts\n"
@@ -453,14 +467,7 @@ best_documents(PyObject *self, PyObject *args)
     for (Py_ssize_t i = 0; i < rows && want; i++) {
         if (sparse ? !touched[i] : scores[i] == 0.0)
             continue;
-        if (size < want) {
-            heap[size] = (int)i;
-            sift_up(heap, size++, scores);
-        }
-        else if (before(scores, (int)i, heap[0])) {
-            heap[0] = (int)i;
-            sift_down(heap, size, 0, scores);
-        }
+        offer(heap, &size, want, (int)i, scores);
     }
     PyObject *positions = PyList_New(size), *values = PyList_New(size);
     if (positions == NULL || values == NULL) {
@@ -494,6 +501,132 @@ done:
     return result;
 }
 
+
+PyDoc_STRVAR(best_rows_doc,
+             "best_rows(found, packed, flag, shift, limit) -> list\n\n"
+             "`found`: the row part's (row id, score) of each matching row, a list of tuples in ascending row id\n"
+             "order. Without the rows whose packed value has `flag` (`packed`: file id, row id >> shift, -> its rows'\n"
+             "packed values, an array of 'H' or 'I' by ordinal; None: every row kept), the `limit` best of them, by\n"
+             "score descending then row id: the very tuples, best first.");
+
+/* The packed value of the row at `ordinal` of one file's rows (an array of 'H' or 'I'), or -1 past its end. */
+static long long
+packed_value(const Py_buffer *rows, long long ordinal)
+{
+    if (ordinal >= rows->len / rows->itemsize)
+        return -1;
+    return rows->itemsize == 2 ? ((const uint16_t *)rows->buf)[ordinal] : ((const uint32_t *)rows->buf)[ordinal];
+}
+
+static PyObject *
+best_rows(PyObject *self, PyObject *args)
+{
+    PyObject *found, *packed;
+    long long flag;
+    int shift;
+    Py_ssize_t limit;
+    if (!PyArg_ParseTuple(args, "O!OLin", &PyList_Type, &found, &packed, &flag, &shift, &limit))
+        return NULL;
+    if (packed != Py_None && !PyDict_Check(packed)) {
+        PyErr_SetString(PyExc_TypeError, "packed: a dict or None");
+        return NULL;
+    }
+    if (shift < 1 || shift > 62 || limit < 0) {
+        PyErr_SetString(PyExc_ValueError, "shift or limit out of range");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(found), kept = 0, size = 0;
+    if (n > INT_MAX) {
+        PyErr_SetString(PyExc_ValueError, "too many rows");
+        return NULL;
+    }
+    PyObject *result = NULL;
+    int *heap = NULL, *index = PyMem_Malloc(n ? (size_t)n * sizeof(int) : 1);
+    double *scores = PyMem_Malloc(n ? (size_t)n * sizeof(double) : 1);
+    Py_buffer rows = {0};
+    long long file = -1;
+    if (index == NULL || scores == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    long long previous = LLONG_MIN, mask = (1LL << shift) - 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(found, i);
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2 || !PyLong_Check(PyTuple_GET_ITEM(item, 0)) ||
+            !PyFloat_Check(PyTuple_GET_ITEM(item, 1))) {
+            PyErr_SetString(PyExc_TypeError, "a row is (row id, score)");
+            goto done;
+        }
+        long long rid = PyLong_AsLongLong(PyTuple_GET_ITEM(item, 0));
+        if (rid == -1 && PyErr_Occurred())
+            goto done;
+        if (rid <= previous || rid < 0) {
+            PyErr_SetString(PyExc_ValueError, "rows out of row id order");
+            goto done;
+        }
+        previous = rid;
+        if (packed != Py_None) {
+            if (rid >> shift != file) {
+                if (rows.obj != NULL)
+                    PyBuffer_Release(&rows);
+                file = rid >> shift;
+                PyObject *key = PyLong_FromLongLong(file);
+                if (key == NULL)
+                    goto done;
+                PyObject *array = PyDict_GetItemWithError(packed, key);
+                Py_DECREF(key);
+                if (array == NULL) {
+                    if (!PyErr_Occurred())
+                        PyErr_SetString(PyExc_KeyError, "a row of a file without packed rows");
+                    goto done;
+                }
+                if (PyObject_GetBuffer(array, &rows, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
+                    goto done;
+                const char *format = rows.format == NULL ? "B" : rows.format;
+                if (!((format[0] == 'H' && rows.itemsize == 2) || (format[0] == 'I' && rows.itemsize == 4)) ||
+                    format[1] != '\0') {
+                    PyErr_SetString(PyExc_TypeError, "packed rows: an array of 'H' or 'I' values");
+                    goto done;
+                }
+            }
+            long long value = packed_value(&rows, rid & mask);
+            if (value < 0) {
+                PyErr_SetString(PyExc_IndexError, "a row past its file's packed rows");
+                goto done;
+            }
+            if (value & flag)
+                continue;
+        }
+        index[kept] = (int)i;
+        scores[kept++] = PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(item, 1));
+    }
+    Py_ssize_t want = limit < kept ? limit : kept;
+    heap = PyMem_Malloc(want ? (size_t)want * sizeof(int) : 1);
+    if (heap == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < kept && want; i++) /* positions in row id order: a tie goes to the earlier */
+        offer(heap, &size, want, (int)i, scores);
+    result = PyList_New(size);
+    if (result == NULL)
+        goto done;
+    for (Py_ssize_t end = size; end > 0; end--) { /* the worst left goes last */
+        int at = heap[0];
+        heap[0] = heap[end - 1];
+        sift_down(heap, end - 1, 0, scores);
+        PyObject *item = PyList_GET_ITEM(found, index[at]);
+        Py_INCREF(item);
+        PyList_SET_ITEM(result, end - 1, item);
+    }
+done:
+    if (rows.obj != NULL)
+        PyBuffer_Release(&rows);
+    PyMem_Free(heap);
+    PyMem_Free(index);
+    PyMem_Free(scores);
+    return result;
+}
 
 /* stemmed_texts: Analyzer.texts' ASCII path (fsmem.search.analyzer._stemmed_texts is its twin). */
 
@@ -775,9 +908,45 @@ row_totals_free(void *data)
     sqlite3_free(data);
 }
 
-/* fsmem_row_score(table, w_text, w_headings, df_0, df_1, ...): -bm25(table, w_text, w_headings) of the row,
-   with phrase i's IDF from df_i (the rows holding it, as fts5vocab counts them: the count bm25() makes by
-   walking every row holding it). The arithmetic is fts5Bm25Function's, operation for operation. */
+/* The row's size in tokens from its `sz` in the table's docsize table (a varint per column, as FTS5 writes
+   them: fts5StorageDecodeSizeArray), summed over the columns as xColumnSize(-1) sums them; -1 where `sz` is
+   not such a value (then FTS5's own lookup answers, and reports what it finds). */
+static sqlite3_int64
+row_size(sqlite3_value *sz, int columns)
+{
+    if (sqlite3_value_type(sz) != SQLITE_BLOB)
+        return -1;
+    const unsigned char *at = sqlite3_value_blob(sz);
+    int left = sqlite3_value_bytes(sz);
+    sqlite3_int64 total = 0;
+    for (int column = 0; column < columns; column++) {
+        sqlite3_uint64 value = 0;
+        int length = 0;
+        while (length < left && length < 9) { /* SQLite's varint: 7 bits a byte, the ninth byte's 8 */
+            unsigned char byte = at[length++];
+            if (length == 9) {
+                value = (value << 8) | byte;
+                break;
+            }
+            value = (value << 7) | (byte & 0x7f);
+            if (!(byte & 0x80))
+                break;
+        }
+        if (length == 0 || (length < 9 && at[length - 1] & 0x80))
+            return -1; /* the blob ends inside a value */
+        at += length;
+        left -= length;
+        total += (int)(unsigned int)value; /* FTS5 keeps each column's size in an int */
+    }
+    return left ? -1 : total; /* FTS5 finds a value of more bytes damaged */
+}
+
+/* fsmem_row_score(table, sz, w_text, w_headings, df_0, df_1, ...): -bm25(table, w_text, w_headings) of the
+   row, with phrase i's IDF from df_i (the rows holding it, as fts5vocab counts them: the count bm25() makes by
+   walking every row holding it), and the row's size from `sz`, its docsize table's value (joined in the same
+   statement: FTS5's xColumnSize runs a statement of its own for each row, a fifth of the row part's CPU at
+   100k files on a question of dates), or NULL for xColumnSize's. The arithmetic is fts5Bm25Function's,
+   operation for operation. */
 static void
 row_score(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int argc, sqlite3_value **argv)
 {
@@ -785,8 +954,8 @@ row_score(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, i
     int rc = SQLITE_OK;
     if (totals == NULL) {
         int phrases = api->xPhraseCount(fts);
-        if (argc != 2 + phrases) {
-            sqlite3_result_error(ctx, "fsmem_row_score: two weights and one row count per phrase", -1);
+        if (argc != 3 + phrases) {
+            sqlite3_result_error(ctx, "fsmem_row_score: the row's sizes, two weights and one row count per phrase", -1);
             return;
         }
         sqlite3_int64 rows = 0, tokens = 0;
@@ -805,7 +974,7 @@ row_score(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, i
             rc = api->xColumnTotalSize(fts, -1, &tokens);
         totals->avgdl = (double)tokens / (double)rows;
         for (int i = 0; i < phrases; i++) {
-            sqlite3_int64 hit = sqlite3_value_int64(argv[2 + i]);
+            sqlite3_int64 hit = sqlite3_value_int64(argv[3 + i]);
             double idf = log((rows - hit + 0.5) / (hit + 0.5));
             totals->idf[i] = idf <= 0.0 ? 1e-6 : idf;
         }
@@ -827,9 +996,12 @@ row_score(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, i
         int phrase, column, offset;
         rc = api->xInst(fts, i, &phrase, &column, &offset);
         if (rc == SQLITE_OK)
-            freq[phrase] += column < 2 ? sqlite3_value_double(argv[column]) : 1.0;
+            freq[phrase] += column < 2 ? sqlite3_value_double(argv[1 + column]) : 1.0;
     }
-    if (rc == SQLITE_OK)
+    sqlite3_int64 size = rc == SQLITE_OK ? row_size(argv[0], api->xColumnCount(fts)) : -1;
+    if (size >= 0)
+        tokens = (int)size; /* xColumnSize's int */
+    else if (rc == SQLITE_OK)
         rc = api->xColumnSize(fts, -1, &tokens);
     if (rc != SQLITE_OK) {
         sqlite3_result_error_code(ctx, rc);
@@ -870,6 +1042,7 @@ sqlite3_fsmemrows_init(sqlite3 *db, char **error, const sqlite3_api_routines *ro
 static PyMethodDef methods[] = {
     {"term_parts", term_parts, METH_VARARGS, term_parts_doc},
     {"best_documents", best_documents, METH_VARARGS, best_documents_doc},
+    {"best_rows", best_rows, METH_VARARGS, best_rows_doc},
     {"stemmed_texts", stemmed_texts, METH_VARARGS, stemmed_texts_doc},
     {"plain_rows", plain_rows, METH_VARARGS, plain_rows_doc},
     {NULL, NULL, 0, NULL},

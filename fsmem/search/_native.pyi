@@ -12,6 +12,9 @@ def term_parts(
 def best_documents(
     terms: Sequence[tuple[array, array, array | None]], rows: int, limit: int, sparse: bool, /
 ) -> tuple[list[int], list[float]]: ...
+def best_rows(
+    found: list[tuple[int, float]], packed: dict[int, array] | None, flag: int, shift: int, limit: int, /
+) -> list[tuple[int, float]]: ...
 def plain_rows(text: str, begin: int, stop: int, number: int, /) -> tuple[list[int], list[str], list[bool]]: ...
 def stemmed_texts(
     joined: str, table: dict[str, str], missing: Callable[[str], str], counts: dict[str, int] | None, /

@@ -36,8 +36,8 @@ import apsw
 
 from fsmem.search import changes
 from fsmem.search.documents import Kept, hit_counts, quoted
-from fsmem.search.postings import BLOCK_BITS, MAX_TOKEN_BYTES, _native
-from fsmem.search.tables import ROW_BITS
+from fsmem.search.postings import BLOCK_BITS, MAX_TOKEN_BYTES, _native, best_first
+from fsmem.search.tables import MAX_ROWS, ROW_BITS, SUPERSEDED
 
 K1, B = 1.2, 0.75  # FTS5's bm25() constants
 # What scoring file by file costs, in postings a bm25() query merges and counts in the same time (fitted at
@@ -170,6 +170,7 @@ def native_loaded(conn) -> bool:
 
 _native_loaded: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 NATIVE_FUNCTION = "fsmem_row_score"
+SIZES = "search_fts_docsize"  # FTS5's table of each row's size per column (`sz`: a varint each), by row id
 
 
 def _row_ranges(files: dict[int, Any]) -> Iterator[tuple[int, int, int]]:
@@ -188,13 +189,16 @@ def row_scores(
     phrase's rows (fts5vocab), the count bm25() makes for its IDF."""
     counts = [df.get(phrase, 0) for phrase in phrases]
     if native_loaded(conn):
+        # each row's size joined from FTS5's table of them, where xColumnSize would run a statement per row; the
+        # ranking's row id made in SQL, so that each row is the one tuple the cursor gives
         sql = (
-            f"SELECT rowid, {NATIVE_FUNCTION}(search_fts, ?, ?{', ?' * len(counts)}) FROM search_fts"
-            " WHERE search_fts MATCH ? AND rowid BETWEEN ? AND ?"
+            f"SELECT search_fts.rowid + ?, {NATIVE_FUNCTION}(search_fts, sizes.sz, ?, ?{', ?' * len(counts)})"
+            f" FROM search_fts LEFT JOIN {SIZES} AS sizes ON sizes.id = search_fts.rowid"
+            " WHERE search_fts MATCH ? AND search_fts.rowid BETWEEN ? AND ?"
         )
         found: list[tuple[int, float]] = []
         for moved, first, last in _row_ranges(files):
-            found += [(moved + rid, score) for rid, score in conn.execute(sql, (*weights, *counts, match, first, last))]
+            found += conn.execute(sql, (moved, *weights, *counts, match, first, last))
         return found
     scores = _scores_of(conn)
     scores.start(counts, weights)
@@ -208,6 +212,18 @@ def row_scores(
         return scores.out
     finally:
         scores.start([], weights)
+
+
+def best_rows(found: list[tuple[int, float]], packed: dict[int, Any] | None, k: int) -> list[tuple[int, float]]:
+    """The `k` best of `found` (`row_scores`' rows, in row id order), by score descending then row id, less the
+    superseded rows of `packed` (file id -> its packed rows; None keeps every row): the native module's
+    `best_rows` (a date question's 25,000 matching rows at 100k files took 14 ms in Python), or its twin here."""
+    if _native is not None:
+        return _native.best_rows(found, packed, SUPERSEDED, ROW_BITS, k)
+    if packed is not None:
+        found = [(r, s) for r, s in found if not packed[r >> ROW_BITS][r & (MAX_ROWS - 1)] & SUPERSEDED]
+    found = sorted(found)  # ties by row id, as row_scores gives the rows
+    return [found[at] for at in best_first([score for _rid, score in found], k)]
 
 
 _TOTALS_KEPT = ("rows and their average size",)

@@ -39,7 +39,6 @@ from fsmem.search.documents import (
     quoted,
 )
 from fsmem.search.index import LINKED, MAX_ROWS, ROW_BITS, SUPERSEDED, SearchIndex, unpack_rows
-from fsmem.search.postings import best_first
 from fsmem.search.tables import BLOCK_BITS, continued_blocks, corrected, rank_id_sql, stored_blocks
 from fsmem.search.usage import Usage
 from fsmem.store.catalog import FileMeta, matches_filters
@@ -414,11 +413,7 @@ def _candidates(
     by_file = _by_file(conn, kept, scored_files, used, df, n_rows)
     if by_file is not None:
         found = rowscores.row_scores(conn, match, used, df, (w["text"], w["headings"]), by_file)
-        if not superseded_too:
-            found = [(r, s) for r, s in found if not by_file[r >> ROW_BITS][r & (MAX_ROWS - 1)] & SUPERSEDED]
-        found.sort()  # ties by row id, as the query's ORDER BY gives them (row_scores gives them in that order)
-        best = best_first([score for _rid, score in found], pool_size)
-        row_raw = dict(map(found.__getitem__, best))
+        row_raw = dict(rowscores.best_rows(found, None if superseded_too else by_file, pool_size))
     elif any(df.get(t) for t in used):
         where = ["search_fts MATCH ?"]
         args: list[Any] = [match]
