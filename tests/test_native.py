@@ -167,6 +167,45 @@ def test_the_c_module_stems_texts_as_its_twin(texts, counted, known):
 
 
 @settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(_ASCII_TEXT, min_size=1, max_size=4), min_size=1, max_size=4))
+def test_the_c_module_remembers_what_its_table_said(files):
+    """Calls after calls with one table, as a worker's Analyzer makes them file after file: the words the C
+    module remembers from earlier calls give the stems the table gives (the twin looks every word up)."""
+    if NATIVE is None:
+        pytest.fail(NOT_BUILT)
+    ours, twins = Analyzer(), Analyzer()
+    for texts in files:
+        joined = " \0 ".join(t.replace("\0", "") for t in texts)
+        counts, twin_counts = Counter(), Counter()
+        found = NATIVE.stemmed_texts(joined, ours._table, ours._stem_new, counts)
+        assert found == stemmed_texts(joined, twins._table, twins._stem_new, twin_counts)
+        assert list(counts.items()) == list(twin_counts.items())
+    assert ours._table == twins._table
+
+
+def test_the_c_module_forgets_another_tables_words():
+    """A call with another table looks its words up in that table, whatever the one before said of them."""
+    if NATIVE is None:
+        pytest.fail(NOT_BUILT)
+    for stem in ("first", "second", "first"):
+        table = {"word": stem}
+        assert NATIVE.stemmed_texts("a Word \0 word", table, lambda w: "", None) == [stem, stem]
+
+
+def test_the_c_module_counts_one_stem_from_many_words():
+    """Words with one stem, held as different str objects by the table, are one term in the counts, in the
+    order each stem first occurs; long words and stems beyond ASCII go through too."""
+    if NATIVE is None:
+        pytest.fail(NOT_BUILT)
+    long_word = "x" * 100
+    table = {"runs": "run", "running": "".join(["r", "un"]), "cafe": "caf\u00e9", long_word: "long", "the": ""}
+    counts: Counter[str] = Counter({"kept": 1})
+    found = NATIVE.stemmed_texts(f"Running the cafe \0 runs {long_word} RUNS", table, lambda w: w, counts)
+    assert found == ["run caf\u00e9", "run long run"]
+    assert list(counts.items()) == [("kept", 1), ("run", 3), ("caf\u00e9", 1), ("long", 1)]
+
+
+@settings(max_examples=200, deadline=None)
 @given(st.lists(_ASCII_TEXT, max_size=6))
 def test_analyzer_texts_is_text_of_each(texts):
     """`Analyzer.texts`, in C where built, is `Analyzer.text` of each text, with every term and its count."""

@@ -9,8 +9,9 @@
 
    `plain_rows` cuts one section of a plain body into rows, as fsmem.format.rows.plain_rows (its twin) does
    with a regex, on ASCII text; `stemmed_texts` cuts a file's rows' ASCII texts into words and looks their
-   stems up, as fsmem.search.analyzer.stemmed_texts does with a translation and a split. tests/test_native.py
-   holds each twin equal.
+   stems up, as fsmem.search.analyzer.stemmed_texts does with a translation and a split, remembering the
+   words it found in the table by their bytes and counting stems by object, so that a word costs no str of
+   its own. tests/test_native.py holds each twin equal.
 
    `fsmem_row_score`, an FTS5 auxiliary function registered by loading this file as a SQLite extension, is the
    row part's score of one row, bm25()'s arithmetic (twin: fsmem.search.rowscores._Scores; tests/test_rowscores.py
@@ -502,7 +503,8 @@ PyDoc_STRVAR(stemmed_texts_doc,
 "The terms of each NUL-separated part of `joined` (ASCII): its words (runs of ASCII letters and digits,\n"
 "lowercased) mapped through `table` (word -> stem, \"\" for a word left out), a word not in it passed to\n"
 "`missing`, which returns its stem; each part's non-empty stems joined by spaces. With `counts` (a dict),\n"
-"each stem's occurrences are added to it, in the order they first occur.");
+"each stem's occurrences are added to it, in the order they first occur. A word's stem in `table` must not\n"
+"change once looked up (the table may only grow): the words found in it are remembered by their bytes.");
 
 static int
 is_word_byte(unsigned char c)
@@ -510,50 +512,280 @@ is_word_byte(unsigned char c)
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
-/* Add one to counts[stem] (stem's hash is cached: it is the table's own string). */
-static int
-count_stem(PyObject *counts, PyObject *stem)
+/* The words stemmed_texts found in `table`, by their bytes: a memo of its lookups, which spares making and
+   hashing a str for each word of a cold build (10k files: some 9 million words, a few thousand distinct).
+   It holds `table` itself, so that no other dict takes its address; a call with another table empties it. */
+#define KNOWN_WORD_BYTES 48    /* a longer word is looked up in the table each time */
+#define KNOWN_MOST (1 << 20) /* and no more words than this are remembered */
+
+typedef struct {
+    uint64_t hash; /* the word's (`stem_of`); 0: an empty slot */
+    PyObject *word, *stem;
+} Known;
+
+static PyObject *known_table;
+static Known *known;
+static Py_ssize_t known_mask = -1, known_used;
+
+static void
+known_clear(void)
 {
-    PyObject *had = PyDict_GetItemWithError(counts, stem);
-    PyObject *now;
-    if (had == NULL) {
-        if (PyErr_Occurred())
-            return -1;
-        now = PyLong_FromLong(1);
+    for (Py_ssize_t i = 0; known != NULL && i <= known_mask; i++) {
+        Py_XDECREF(known[i].word);
+        Py_XDECREF(known[i].stem);
     }
-    else if (PyLong_CheckExact(had)) {
-        Py_ssize_t value = PyLong_AsSsize_t(had);
-        if (value == -1 && PyErr_Occurred())
-            return -1;
-        now = PyLong_FromSsize_t(value + 1);
-    }
-    else {
-        PyObject *one = PyLong_FromLong(1);
-        if (one == NULL)
-            return -1;
-        now = PyNumber_Add(had, one);
-        Py_DECREF(one);
-    }
-    if (now == NULL)
-        return -1;
-    int failed = PyDict_SetItem(counts, stem, now);
-    Py_DECREF(now);
-    return failed;
+    PyMem_Free(known);
+    known = NULL;
+    known_mask = -1;
+    known_used = 0;
+    Py_CLEAR(known_table);
 }
 
-/* The text of one part: its stems joined by single spaces (`stems` emptied after). */
-static int
-end_part(PyObject *parts, PyObject *stems, PyObject *space)
+/* The stem remembered for `word` (borrowed), or NULL. */
+static PyObject *
+known_stem(const unsigned char *word, Py_ssize_t size, uint64_t hash)
 {
-    PyObject *text = PyUnicode_Join(space, stems);
+    for (Py_ssize_t at = (Py_ssize_t)hash & known_mask; known_mask >= 0; at = (at + 1) & known_mask) {
+        Known *slot = &known[at];
+        if (slot->hash == 0)
+            return NULL;
+        if (slot->hash == hash && PyUnicode_GET_LENGTH(slot->word) == size &&
+            memcmp(PyUnicode_1BYTE_DATA(slot->word), word, (size_t)size) == 0)
+            return slot->stem;
+    }
+    return NULL;
+}
+
+/* Remember `word` (an ASCII str) -> `stem`, found in `table`; 0, or -1 on a failed allocation. */
+static int
+known_add(PyObject *table, PyObject *word, PyObject *stem, uint64_t hash)
+{
+    if (table != known_table || known_used >= KNOWN_MOST)
+        return 0;
+    if ((known_used + 1) * 2 > known_mask + 1) { /* at most half full */
+        Py_ssize_t size = known_mask < 0 ? 1024 : (known_mask + 1) * 2;
+        Known *grown = PyMem_Calloc((size_t)size, sizeof(Known));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i <= known_mask; i++) {
+            if (known[i].hash == 0)
+                continue;
+            Py_ssize_t at = (Py_ssize_t)known[i].hash & (size - 1);
+            while (grown[at].hash != 0)
+                at = (at + 1) & (size - 1);
+            grown[at] = known[i];
+        }
+        PyMem_Free(known);
+        known = grown;
+        known_mask = size - 1;
+    }
+    Py_ssize_t at = (Py_ssize_t)hash & known_mask;
+    while (known[at].hash != 0)
+        at = (at + 1) & known_mask;
+    known[at].hash = hash;
+    known[at].word = Py_NewRef(word);
+    known[at].stem = Py_NewRef(stem);
+    known_used++;
+    return 0;
+}
+
+/* One call's stems counted by object (a stem's objects are few: the table's strings), to be added to
+   `counts` at the end in the order they first occurred; an open-addressed set of their indices. */
+typedef struct {
+    PyObject **stems; /* strong refs, in the order first seen */
+    Py_ssize_t *many, size, room;
+    Py_ssize_t *slots, mask; /* -1: empty; else an index into stems */
+} Tally;
+
+static void
+tally_free(Tally *tally)
+{
+    for (Py_ssize_t i = 0; i < tally->size; i++)
+        Py_DECREF(tally->stems[i]);
+    PyMem_Free(tally->stems);
+    PyMem_Free(tally->many);
+    PyMem_Free(tally->slots);
+}
+
+static Py_ssize_t
+pointer_slot(const Tally *tally, PyObject *stem)
+{
+    uintptr_t key = (uintptr_t)stem;
+    return (Py_ssize_t)((key >> 4) ^ (key >> 13)) & tally->mask;
+}
+
+static int
+tally_add(Tally *tally, PyObject *stem)
+{
+    if (tally->slots != NULL) {
+        for (Py_ssize_t at = pointer_slot(tally, stem);; at = (at + 1) & tally->mask) {
+            Py_ssize_t index = tally->slots[at];
+            if (index < 0)
+                break;
+            if (tally->stems[index] == stem) {
+                tally->many[index]++;
+                return 0;
+            }
+        }
+    }
+    if (tally->size == tally->room) {
+        Py_ssize_t room = tally->room ? tally->room * 2 : 256;
+        PyObject **stems = PyMem_Realloc(tally->stems, (size_t)room * sizeof(PyObject *));
+        if (stems != NULL)
+            tally->stems = stems;
+        Py_ssize_t *many = stems ? PyMem_Realloc(tally->many, (size_t)room * sizeof(Py_ssize_t)) : NULL;
+        if (many != NULL)
+            tally->many = many;
+        Py_ssize_t *slots = many ? PyMem_Malloc((size_t)room * 2 * sizeof(Py_ssize_t)) : NULL;
+        if (slots == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        PyMem_Free(tally->slots);
+        tally->slots = slots;
+        tally->room = room;
+        tally->mask = room * 2 - 1;
+        memset(slots, 0xff, (size_t)room * 2 * sizeof(Py_ssize_t));
+        for (Py_ssize_t i = 0; i < tally->size; i++) {
+            Py_ssize_t at = pointer_slot(tally, tally->stems[i]);
+            while (slots[at] >= 0)
+                at = (at + 1) & tally->mask;
+            slots[at] = i;
+        }
+    }
+    Py_ssize_t at = pointer_slot(tally, stem);
+    while (tally->slots[at] >= 0)
+        at = (at + 1) & tally->mask;
+    tally->slots[at] = tally->size;
+    tally->stems[tally->size] = Py_NewRef(stem);
+    tally->many[tally->size++] = 1;
+    return 0;
+}
+
+/* Add each tallied stem's count to counts[stem], in the order the stems were first seen. */
+static int
+tally_into(const Tally *tally, PyObject *counts)
+{
+    for (Py_ssize_t i = 0; i < tally->size; i++) {
+        PyObject *stem = tally->stems[i], *more = PyLong_FromSsize_t(tally->many[i]);
+        if (more == NULL)
+            return -1;
+        PyObject *had = PyDict_GetItemWithError(counts, stem), *now;
+        if (had == NULL)
+            now = PyErr_Occurred() ? NULL : Py_NewRef(more);
+        else
+            now = PyNumber_Add(had, more);
+        Py_DECREF(more);
+        if (now == NULL)
+            return -1;
+        int failed = PyDict_SetItem(counts, stem, now);
+        Py_DECREF(now);
+        if (failed < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* One part's stems (strong refs), until its text is made. */
+typedef struct {
+    PyObject **stems;
+    Py_ssize_t size, room, chars; /* chars: their lengths added up */
+    int ascii;                    /* every stem ASCII: the text is their bytes copied */
+} Part;
+
+static int
+part_add(Part *part, PyObject *stem)
+{
+    if (part->size == part->room) {
+        Py_ssize_t room = part->room ? part->room * 2 : 64;
+        PyObject **stems = PyMem_Realloc(part->stems, (size_t)room * sizeof(PyObject *));
+        if (stems == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        part->stems = stems;
+        part->room = room;
+    }
+    part->stems[part->size++] = Py_NewRef(stem);
+    part->chars += PyUnicode_GET_LENGTH(stem);
+    part->ascii = part->ascii && PyUnicode_IS_ASCII(stem);
+    return 0;
+}
+
+static void
+part_clear(Part *part)
+{
+    for (Py_ssize_t i = 0; i < part->size; i++)
+        Py_DECREF(part->stems[i]);
+    part->size = part->chars = 0;
+    part->ascii = 1;
+}
+
+/* The text of one part, its stems joined by single spaces, appended to `parts`; the part emptied after. */
+static int
+end_part(PyObject *parts, Part *part, PyObject *space)
+{
+    PyObject *text;
+    if (part->ascii) {
+        text = PyUnicode_New(part->chars + (part->size ? part->size - 1 : 0), 127);
+        if (text != NULL) {
+            Py_UCS1 *to = PyUnicode_1BYTE_DATA(text);
+            for (Py_ssize_t i = 0; i < part->size; i++) {
+                Py_ssize_t length = PyUnicode_GET_LENGTH(part->stems[i]);
+                if (i > 0)
+                    *to++ = ' ';
+                memcpy(to, PyUnicode_1BYTE_DATA(part->stems[i]), (size_t)length);
+                to += length;
+            }
+        }
+    }
+    else {
+        PyObject *stems = PyList_New(part->size);
+        if (stems == NULL)
+            return -1;
+        for (Py_ssize_t i = 0; i < part->size; i++)
+            PyList_SET_ITEM(stems, i, Py_NewRef(part->stems[i]));
+        text = PyUnicode_Join(space, stems);
+        Py_DECREF(stems);
+    }
+    part_clear(part);
     if (text == NULL)
         return -1;
     int failed = PyList_Append(parts, text);
     Py_DECREF(text);
-    if (failed < 0)
-        return -1;
-    return PyList_SetSlice(stems, 0, PyList_GET_SIZE(stems), NULL);
+    return failed;
 }
+
+/* The stem of the lowercased word `letters` (a new reference), from the memo, the table or `missing`; `hash`
+   is the word's FNV-1a hash with its lowest bit set (never 0), 0 for a word too long to remember. */
+static PyObject *
+stem_of(const unsigned char *letters, Py_ssize_t size, uint64_t hash, PyObject *table, PyObject *missing)
+{
+    if (hash != 0) {
+        PyObject *stem = known_stem(letters, size, hash);
+        if (stem != NULL)
+            return Py_NewRef(stem);
+    }
+    PyObject *word = PyUnicode_New(size, 127);
+    if (word == NULL)
+        return NULL;
+    memcpy(PyUnicode_1BYTE_DATA(word), letters, (size_t)size);
+    PyObject *stem = PyDict_GetItemWithError(table, word);
+    if (stem != NULL) {
+        Py_INCREF(stem);
+        if (hash != 0 && PyUnicode_Check(stem) && known_add(table, word, stem, hash) < 0)
+            Py_CLEAR(stem);
+    }
+    else if (!PyErr_Occurred())
+        stem = PyObject_CallOneArg(missing, word);
+    Py_DECREF(word);
+    return stem;
+}
+
+/* A byte of a word lowercased (ASCII letters and digits), 0 for any other byte. */
+static unsigned char word_lower[256];
 
 static PyObject *
 stemmed_texts(PyObject *self, PyObject *args)
@@ -569,54 +801,76 @@ stemmed_texts(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "joined: ASCII text was expected");
         return NULL;
     }
+    if (word_lower['a'] == 0)
+        for (int c = 0; c < 256; c++)
+            word_lower[c] = is_word_byte((unsigned char)c) ? (unsigned char)(c >= 'A' && c <= 'Z' ? c + 32 : c) : 0;
+    if (table != known_table) {
+        known_clear();
+        known_table = Py_NewRef(table);
+    }
     const unsigned char *data = PyUnicode_1BYTE_DATA(joined);
     Py_ssize_t size = PyUnicode_GET_LENGTH(joined);
-    PyObject *parts = PyList_New(0), *stems = PyList_New(0), *space = PyUnicode_FromString(" ");
-    if (parts == NULL || stems == NULL || space == NULL)
+    unsigned char letters[KNOWN_WORD_BYTES];
+    Tally tally = {0};
+    Part part = {.ascii = 1};
+    PyObject *parts = PyList_New(0), *space = PyUnicode_FromString(" ");
+    if (parts == NULL || space == NULL)
         goto failed;
     for (Py_ssize_t at = 0; at <= size; at++) {
         if (at == size || data[at] == 0) {
-            if (end_part(parts, stems, space) < 0)
+            if (end_part(parts, &part, space) < 0)
                 goto failed;
             continue;
         }
-        if (!is_word_byte(data[at]))
+        if (word_lower[data[at]] == 0)
             continue;
         Py_ssize_t start = at;
-        while (at < size && is_word_byte(data[at]))
-            at++;
-        PyObject *word = PyUnicode_New(at - start, 127);
-        if (word == NULL)
-            goto failed;
-        Py_UCS1 *letters = PyUnicode_1BYTE_DATA(word);
-        for (Py_ssize_t i = start; i < at; i++)
-            letters[i - start] = (data[i] >= 'A' && data[i] <= 'Z') ? (Py_UCS1)(data[i] + 32) : data[i];
+        uint64_t hash = 14695981039346656037ULL; /* FNV-1a, as the letters are copied */
+        for (unsigned char c; at < size && (c = word_lower[data[at]]) != 0; at++) {
+            if (at - start < KNOWN_WORD_BYTES)
+                letters[at - start] = c;
+            hash = (hash ^ c) * 1099511628211ULL;
+        }
+        PyObject *stem;
+        if (at - start <= KNOWN_WORD_BYTES)
+            stem = stem_of(letters, at - start, hash | 1, table, missing);
+        else {
+            unsigned char *long_word = PyMem_Malloc((size_t)(at - start));
+            if (long_word == NULL) {
+                PyErr_NoMemory();
+                goto failed;
+            }
+            for (Py_ssize_t i = start; i < at; i++)
+                long_word[i - start] = word_lower[data[i]];
+            stem = stem_of(long_word, at - start, 0, table, missing);
+            PyMem_Free(long_word);
+        }
         at--; /* the loop's at++ reaches the byte after the word */
-        PyObject *stem = PyDict_GetItemWithError(table, word);
-        if (stem != NULL)
-            Py_INCREF(stem);
-        else if (!PyErr_Occurred())
-            stem = PyObject_CallOneArg(missing, word);
-        Py_DECREF(word);
         if (stem == NULL)
             goto failed;
-        int keep = PyObject_IsTrue(stem);
+        int keep = PyUnicode_CheckExact(stem) ? PyUnicode_GET_LENGTH(stem) > 0 : PyObject_IsTrue(stem);
         if (keep > 0 && !PyUnicode_Check(stem)) {
             PyErr_SetString(PyExc_TypeError, "a stem is a str");
             keep = -1;
         }
-        if (keep > 0 && (PyList_Append(stems, stem) < 0 || (counts != Py_None && count_stem(counts, stem) < 0)))
+        if (keep > 0 && (part_add(&part, stem) < 0 || (counts != Py_None && tally_add(&tally, stem) < 0)))
             keep = -1;
         Py_DECREF(stem);
         if (keep < 0)
             goto failed;
     }
-    Py_DECREF(stems);
+    if (counts != Py_None && tally_into(&tally, counts) < 0)
+        goto failed;
+    tally_free(&tally);
+    part_clear(&part);
+    PyMem_Free(part.stems);
     Py_DECREF(space);
     return parts;
 failed:
+    tally_free(&tally);
+    part_clear(&part);
+    PyMem_Free(part.stems);
     Py_XDECREF(parts);
-    Py_XDECREF(stems);
     Py_XDECREF(space);
     return NULL;
 }

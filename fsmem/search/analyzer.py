@@ -121,7 +121,8 @@ def stemmed_texts(
     there, to itself), a word not in it through `missing`; each part's non-empty stems joined by spaces. With
     `counts`, each stem's occurrences are added to it. The Python twin of `fsmem.search._native.stemmed_texts`
     (tests/test_native.py holds them equal), as fast as Python does it: one translation and one split for all
-    the parts, the words looked up in C."""
+    the parts, the words looked up in C. A word's stem in `table` never changes once there (the table only
+    grows): the C module remembers the words it found in the last table it was given, by their bytes."""
     stems = _looked_up(joined.encode("ascii").translate(_ASCII_ROWS).decode("ascii").split(), table, missing)
     if counts is not None:
         counts.update(stems)
