@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fsmem.format.rows import plain_rows
+from fsmem.format.rows import plain_rows, plain_sections
 from fsmem.search import postings
 from fsmem.search.analyzer import Analyzer, stemmed_texts
 from fsmem.search.index import SearchIndex
@@ -37,7 +37,7 @@ def test_the_native_module_is_built():
     except ImportError as exc:
         pytest.fail(f"{NOT_BUILT} ({exc})")
     assert module is NATIVE
-    assert {"term_parts", "best_documents", "plain_rows", "stemmed_texts"} <= set(dir(module))
+    assert {"term_parts", "best_documents", "plain_rows", "plain_sections", "stemmed_texts"} <= set(dir(module))
 
 
 def _prepared():
@@ -140,6 +140,27 @@ def test_the_c_module_cuts_rows_as_its_twin(body, begin, stop, number):
     text = "\n" + body
     assert NATIVE.plain_rows(text, begin, stop, number) == plain_rows(text, begin, stop, number)
     assert NATIVE.plain_rows(text, 0, len(text), number) == plain_rows(text, 0, len(text), number)
+
+
+# ASCII bodies of headings (any level, a subject, the superseded one, odd tails), bullets and lines
+_HEADED_TEXT = st.lists(
+    _PIECES
+    | st.sampled_from(["# ", "### ", "####### ", "#\t", " #", "##", "people/Adam Smith", "a /b", " / ", "/x", "Superseded",
+                       "SUPERSEDED", "\n# T", "\n## Superseded\n"])
+    | st.text(st.characters(max_codepoint=127), max_size=3),
+    max_size=60,
+).map("".join)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(_HEADED_TEXT, st.integers(-1, 50), st.sampled_from([None, "T", "a /b", "x"]), st.sampled_from([None, "topic/z"]))
+def test_the_c_module_cuts_sections_as_its_twin(body, number, title, subject):
+    """Any ASCII body, any first line, title and file subject: the sections the C module cuts are
+    `plain_sections`' (headings, subject, superseded, and each section's rows), and so is the title."""
+    if NATIVE is None:
+        pytest.fail(NOT_BUILT)
+    text = "\n" + body
+    assert NATIVE.plain_sections(text, number, title, subject) == plain_sections(text, number, title, subject)
 
 
 @settings(max_examples=400, deadline=None)

@@ -8,7 +8,8 @@
    multiply-add is fused), the same libm log. tests/test_postings.py holds the two equal.
 
    `plain_rows` cuts one section of a plain body into rows, as fsmem.format.rows.plain_rows (its twin) does
-   with a regex, on ASCII text; `stemmed_texts` cuts a file's rows' ASCII texts into words and looks their
+   with a regex, on ASCII text, and `plain_sections` a whole plain body into its sections (their headings,
+   subject, whether superseded) and their rows, as fsmem.format.rows.plain_sections does; `stemmed_texts` cuts a file's rows' ASCII texts into words and looks their
    stems up, as fsmem.search.analyzer.stemmed_texts does with a translation and a split, remembering the
    words it found in the table by their bytes and counting stems by object, so that a word costs no str of
    its own. tests/test_native.py holds each twin equal.
@@ -924,24 +925,11 @@ line_end(const unsigned char *s, Py_ssize_t at, Py_ssize_t stop)
     return found ? found - s : stop;
 }
 
-static PyObject *
-plain_rows(PyObject *self, PyObject *args)
+/* Append to `lines`, `texts` and `bullets` the rows of s[begin:stop] (`plain_rows`); 0, or -1 with an error. */
+static int
+cut_rows(const unsigned char *s, Py_ssize_t begin, Py_ssize_t stop, Py_ssize_t number, PyObject *lines,
+         PyObject *texts, PyObject *bullets)
 {
-    PyObject *text;
-    Py_ssize_t begin, stop, number;
-    if (!PyArg_ParseTuple(args, "Unnn:plain_rows", &text, &begin, &stop, &number))
-        return NULL;
-    if (!PyUnicode_IS_ASCII(text)) {
-        PyErr_SetString(PyExc_ValueError, "text: ASCII text was expected");
-        return NULL;
-    }
-    const unsigned char *s = PyUnicode_1BYTE_DATA(text);
-    Py_ssize_t size = PyUnicode_GET_LENGTH(text);
-    begin = begin < 0 ? 0 : begin; /* as re's pos and endpos */
-    stop = stop > size ? size : stop;
-    PyObject *lines = PyList_New(0), *texts = PyList_New(0), *bullets = PyList_New(0);
-    if (lines == NULL || texts == NULL || bullets == NULL)
-        goto failed;
     Py_ssize_t p = begin;
     while (p < stop) {
         if (s[p] != '\n') { /* a match starts with a line break */
@@ -982,20 +970,257 @@ plain_rows(PyObject *self, PyObject *args)
         Py_XDECREF(line);
         Py_XDECREF(row);
         if (failed)
-            goto failed;
+            return -1;
         number += breaks;
         p = end;
     }
-    PyObject *found = PyTuple_Pack(3, lines, texts, bullets);
-    Py_DECREF(lines);
-    Py_DECREF(texts);
-    Py_DECREF(bullets);
-    return found;
-failed:
+    return 0;
+}
+
+static PyObject *
+plain_rows(PyObject *self, PyObject *args)
+{
+    PyObject *text;
+    Py_ssize_t begin, stop, number;
+    if (!PyArg_ParseTuple(args, "Unnn:plain_rows", &text, &begin, &stop, &number))
+        return NULL;
+    if (!PyUnicode_IS_ASCII(text)) {
+        PyErr_SetString(PyExc_ValueError, "text: ASCII text was expected");
+        return NULL;
+    }
+    const unsigned char *s = PyUnicode_1BYTE_DATA(text);
+    Py_ssize_t size = PyUnicode_GET_LENGTH(text);
+    begin = begin < 0 ? 0 : begin; /* as re's pos and endpos */
+    stop = stop > size ? size : stop;
+    PyObject *lines = PyList_New(0), *texts = PyList_New(0), *bullets = PyList_New(0), *found = NULL;
+    if (lines != NULL && texts != NULL && bullets != NULL && cut_rows(s, begin, stop, number, lines, texts, bullets) == 0)
+        found = PyTuple_Pack(3, lines, texts, bullets);
     Py_XDECREF(lines);
     Py_XDECREF(texts);
     Py_XDECREF(bullets);
-    return NULL;
+    return found;
+}
+
+/* plain_sections: a plain body's sections and their rows (fsmem.format.rows._plain_sections is its twin). */
+
+PyDoc_STRVAR(plain_sections_doc,
+"plain_sections(text, number, title, subject, /) -> tuple[object, list[tuple]]\n\n"
+"fsmem.format.rows._plain_sections of ASCII `text` (a line break, then the body), whose first line is line\n"
+"`number` + 1: the title (`title`, else the first level-1 heading's) and per run of rows between two headings\n"
+"(fmt.HEADING's lines) a section, (headings, subject, superseded, lines, texts, bullets), its rows cut as\n"
+"`plain_rows` cuts them; `subject` is the file's, which a heading such as `people/Adam Smith` replaces.");
+
+/* One heading line of the body: where its line break before and its end are, its line number and level, its
+   title (a new reference). */
+typedef struct {
+    Py_ssize_t start, end, number;
+    int level;
+    PyObject *title;
+} Heading;
+
+/* The heading fmt.HEADING finds in s[at:end] (one line, no line break): its level, 0 for none, and where its
+   title (before str.strip) begins and ends. */
+static int
+heading_at(const unsigned char *s, Py_ssize_t at, Py_ssize_t end, Py_ssize_t *from, Py_ssize_t *to)
+{
+    Py_ssize_t q = at;
+    while (q < end && s[q] == '#')
+        q++;
+    int level = (int)(q - at);
+    if (level < 1 || level > 6 || q >= end || (s[q] != ' ' && s[q] != '\t'))
+        return 0;
+    Py_ssize_t spaces = q;
+    while (q < end && (s[q] == ' ' || s[q] == '\t'))
+        q++;
+    if (q == end) { /* nothing but spaces: `.+?` takes the last of them, if `[ \t]+` keeps one */
+        if (end - spaces < 2)
+            return 0;
+        q = end - 1;
+    }
+    Py_ssize_t tail = end; /* the shortest title after which `[ \t]*#*[ \t]*$` is left */
+    while (tail > q && (s[tail - 1] == ' ' || s[tail - 1] == '\t'))
+        tail--;
+    while (tail > q && s[tail - 1] == '#')
+        tail--;
+    while (tail > q && (s[tail - 1] == ' ' || s[tail - 1] == '\t'))
+        tail--;
+    *from = q;
+    *to = tail > q ? tail : q + 1;
+    return level;
+}
+
+/* s[from:to] as str.strip() gives it. */
+static PyObject *
+stripped(const unsigned char *s, Py_ssize_t from, Py_ssize_t to)
+{
+    while (from < to && is_space(s[from]))
+        from++;
+    while (to > from && is_space(s[to - 1]))
+        to--;
+    PyObject *text = PyUnicode_New(to - from, 127);
+    if (text != NULL)
+        memcpy(PyUnicode_1BYTE_DATA(text), s + from, (size_t)(to - from));
+    return text;
+}
+
+/* fsmem.format.rows.subject_of of an ASCII heading's title: 1 when it is a subject (`kind/name`), else 0. */
+static int
+is_subject(PyObject *title)
+{
+    const unsigned char *s = PyUnicode_1BYTE_DATA(title);
+    Py_ssize_t size = PyUnicode_GET_LENGTH(title);
+    const unsigned char *slash = memchr(s, '/', (size_t)size);
+    if (slash == NULL)
+        return 0;
+    Py_ssize_t cut = slash - s, from = 0, to = cut;
+    while (from < to && is_space(s[from]))
+        from++;
+    while (to > from && is_space(s[to - 1]))
+        to--;
+    if (from == to || memchr(s + from, ' ', (size_t)(to - from)) != NULL)
+        return 0;
+    for (Py_ssize_t i = cut + 1; i < size; i++)
+        if (!is_space(s[i]))
+            return 1;
+    return 0;
+}
+
+/* Whether an ASCII title, lowercased, is "superseded" (fsmem.format.markdown.SUPERSEDED_HEADING). */
+static int
+is_superseded(PyObject *title)
+{
+    static const char word[] = "superseded";
+    if (PyUnicode_GET_LENGTH(title) != (Py_ssize_t)sizeof(word) - 1)
+        return 0;
+    const unsigned char *s = PyUnicode_1BYTE_DATA(title);
+    for (size_t i = 0; i < sizeof(word) - 1; i++)
+        if ((s[i] >= 'A' && s[i] <= 'Z' ? s[i] + 32 : s[i]) != word[i])
+            return 0;
+    return 1;
+}
+
+static PyObject *
+plain_sections(PyObject *self, PyObject *args)
+{
+    PyObject *text, *title, *file_subject;
+    Py_ssize_t number;
+    if (!PyArg_ParseTuple(args, "UnOO:plain_sections", &text, &number, &title, &file_subject))
+        return NULL;
+    if (!PyUnicode_IS_ASCII(text)) {
+        PyErr_SetString(PyExc_ValueError, "text: ASCII text was expected");
+        return NULL;
+    }
+    const unsigned char *s = PyUnicode_1BYTE_DATA(text);
+    Py_ssize_t size = PyUnicode_GET_LENGTH(text);
+    Heading *found = NULL;
+    Py_ssize_t headings = 0, room = 0, depth = 0;
+    Py_ssize_t *stack = NULL; /* indices into `found` of the open headings */
+    PyObject *sections = NULL, *result = NULL;
+    Py_ssize_t seek = 0, counted = 0, at_line = number;
+    for (;;) { /* every heading line, as the twin's loop of text.find("\n#") and _HEADING_LINE finds them */
+        Py_ssize_t start = -1;
+        for (Py_ssize_t from = seek; start < 0 && from + 1 < size;) {
+            const unsigned char *next = memchr(s + from, '\n', (size_t)(size - 1 - from));
+            if (next == NULL)
+                break;
+            if (next[1] == '#')
+                start = next - s;
+            from = next - s + 1;
+        }
+        if (start < 0)
+            break;
+        Py_ssize_t end = line_end(s, start + 1, size), from, to;
+        int level = heading_at(s, start + 1, end, &from, &to);
+        if (level) {
+            for (Py_ssize_t i = counted; i < start + 1; i++)
+                at_line += s[i] == '\n';
+            counted = start + 1;
+            if (headings == room) {
+                room = room ? room * 2 : 16;
+                Heading *grown = PyMem_Realloc(found, (size_t)room * sizeof(Heading));
+                if (grown == NULL) {
+                    PyErr_NoMemory();
+                    goto failed;
+                }
+                found = grown;
+            }
+            PyObject *name = stripped(s, from, to);
+            if (name == NULL)
+                goto failed;
+            found[headings++] = (Heading){start, end, at_line, level, name};
+        }
+        seek = end;
+    }
+    if (title == Py_None)
+        for (Py_ssize_t i = 0; i < headings; i++)
+            if (found[i].level == 1) {
+                title = found[i].title;
+                break;
+            }
+    stack = PyMem_Malloc((size_t)(headings ? headings : 1) * sizeof(Py_ssize_t));
+    sections = PyList_New(0);
+    if (stack == NULL || sections == NULL) {
+        if (stack == NULL)
+            PyErr_NoMemory();
+        goto failed;
+    }
+    PyObject *subject = file_subject;
+    int superseded = 0;
+    Py_ssize_t begin = 0, line = number;
+    for (Py_ssize_t n = 0; n <= headings; n++) {
+        PyObject *heads = NULL;
+        if (n) { /* after a heading: the stack and what its rows share */
+            Heading *heading = &found[n - 1];
+            begin = heading->end;
+            line = heading->number;
+            while (depth && found[stack[depth - 1]].level >= heading->level)
+                depth--;
+            stack[depth++] = n - 1;
+            subject = file_subject;
+            superseded = 0;
+            for (Py_ssize_t i = 0; i < depth; i++) {
+                if (is_subject(found[stack[i]].title))
+                    subject = found[stack[i]].title;
+                superseded = superseded || (found[stack[i]].level == 2 && is_superseded(found[stack[i]].title));
+            }
+        }
+        Py_ssize_t stop = n < headings ? found[n].start : size;
+        while (stop > begin && is_space(s[stop - 1]))
+            stop--;
+        PyObject *lines = PyList_New(0), *texts = PyList_New(0), *bullets = PyList_New(0), *section = NULL;
+        int failed = lines == NULL || texts == NULL || bullets == NULL
+                     || cut_rows(s, begin, stop, line, lines, texts, bullets) < 0;
+        if (!failed && PyList_GET_SIZE(lines)) {
+            heads = PyList_New(0);
+            for (Py_ssize_t i = 0; heads != NULL && i < depth; i++) {
+                Heading *open = &found[stack[i]];
+                int is_title = 0;
+                if (open->level == 1 && title != Py_None)
+                    is_title = PyObject_RichCompareBool(open->title, title, Py_EQ);
+                if (is_title < 0 || (!is_title && PyList_Append(heads, open->title) < 0))
+                    Py_CLEAR(heads);
+            }
+            section = heads ? PyTuple_Pack(6, heads, subject, superseded ? Py_True : Py_False, lines, texts,
+                                           bullets)
+                            : NULL;
+            failed = section == NULL || PyList_Append(sections, section) < 0;
+        }
+        Py_XDECREF(heads);
+        Py_XDECREF(section);
+        Py_XDECREF(lines);
+        Py_XDECREF(texts);
+        Py_XDECREF(bullets);
+        if (failed)
+            goto failed;
+    }
+    result = PyTuple_Pack(2, title, sections);
+failed:
+    for (Py_ssize_t i = 0; i < headings; i++)
+        Py_DECREF(found[i].title);
+    PyMem_Free(found);
+    PyMem_Free(stack);
+    Py_XDECREF(sections);
+    return result;
 }
 
 /* The row part's score of one row, as an FTS5 auxiliary function (the Python twin:
@@ -1126,6 +1351,7 @@ static PyMethodDef methods[] = {
     {"best_documents", best_documents, METH_VARARGS, best_documents_doc},
     {"stemmed_texts", stemmed_texts, METH_VARARGS, stemmed_texts_doc},
     {"plain_rows", plain_rows, METH_VARARGS, plain_rows_doc},
+    {"plain_sections", plain_sections, METH_VARARGS, plain_sections_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 from fsmem import format as fmt
 from fsmem.errors import FsmemError
 from fsmem.format.facts import Provenance, split_provenance
-from fsmem.format.rows import Row, document_rows, plain_columns, plain_rows, sections_rows, subject_of
+from fsmem.format.rows import Row, document_rows, plain_columns, plain_sections, sections_rows, subject_of
 from fsmem.format.valid_time import note_date
 from fsmem.search import postings
 from fsmem.search.analyzer import Analyzer
@@ -36,7 +36,8 @@ from fsmem.store.catalog import EXACT_COUNT_LIMIT
 from fsmem.store.note_status import is_note, was_consolidated
 from fsmem.store.paths import ROOT_README, read_stamped
 
-ascii_rows = postings._native.plain_rows if postings._native else plain_rows  # C where built (tests/test_native.py)
+# C where built (tests/test_native.py)
+ascii_sections = postings._native.plain_sections if postings._native else plain_sections
 
 Stamp = tuple[int, int, int, int]  # mtime_ns, size, inode, ctime_ns
 GENERATED_INDEX = "INDEX.md"  # written by consolidate; a table of contents, not memory to rank
@@ -209,7 +210,7 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer, vocabulary
     meta = _meta_fields(doc.front_matter)
     if not is_ranked(rel, text):
         return Parsed(rel, stamp, meta, "", [], [], b"", None, [], [], "")
-    plain = None if consolidated_note(rel, text) else plain_columns(doc, ascii_rows)
+    plain = None if consolidated_note(rel, text) else plain_columns(doc, ascii_sections)
     rows: list[Row] = []
     if plain is not None:  # most files: their rows in columns, without a Row each (fsmem.format.rows)
         plain_title, sections = plain
