@@ -226,6 +226,22 @@ def test_the_c_module_counts_one_stem_from_many_words():
     assert list(counts.items()) == [("kept", 1), ("run", 3), ("caf\u00e9", 1), ("long", 1)]
 
 
+@settings(max_examples=300, deadline=None)
+@given(_ASCII_TEXT)
+def test_analyzer_text_in_c_is_its_translation(text):
+    """`Analyzer.text` of ASCII text, cut and looked up in C where built, gives the terms its byte translation
+    and split give without the module (a NUL in the text too)."""
+    if NATIVE is None:
+        pytest.fail(NOT_BUILT)
+    in_c = Analyzer().text(text)
+    postings._native = None
+    try:
+        translated = Analyzer().text(text)
+    finally:
+        postings._native = NATIVE
+    assert in_c == translated
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(_ASCII_TEXT, max_size=6))
 def test_analyzer_texts_is_text_of_each(texts):

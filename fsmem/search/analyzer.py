@@ -60,11 +60,14 @@ class Analyzer:
     def text(self, text: str) -> str:
         """The terms of `text` as the index stores them: stems separated by spaces.
 
-        A cold build analyses every row of every file: ASCII text (most of it) is cut into words by a byte
-        translation and a split, as `_WORD` cuts it and twice as fast, and the words are looked up in C."""
+        A cold build analyses every row of every file: ASCII text (most of it) is cut into words and looked up
+        in one pass in C, as `texts` does (a cold build's headings, dates and names), or else by a byte
+        translation and a split, as `_WORD` cuts it and twice as fast, the words looked up in C."""
         if "[" in text:
             text = _MARKER.sub(" ", text)
         if text.isascii():
+            if postings._native is not None and "\0" not in text:
+                return postings._native.stemmed_texts(text, self._table, self._stem_new, None)[0]
             words = text.encode("ascii").translate(_ASCII_WORDS).decode("ascii").split()
         else:
             words = _WORD.findall(text.lower())
