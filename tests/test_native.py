@@ -198,19 +198,25 @@ def test_the_c_module_remembers_what_its_table_said(files):
     for texts in files:
         joined = " \0 ".join(t.replace("\0", "") for t in texts)
         counts, twin_counts = Counter(), Counter()
-        found = NATIVE.stemmed_texts(joined, ours._table, ours._stem_new, counts)
+        found = NATIVE.stemmed_texts(joined, ours._table, ours._stem_new, counts, ours._memo)
         assert found == stemmed_texts(joined, twins._table, twins._stem_new, twin_counts)
         assert list(counts.items()) == list(twin_counts.items())
     assert ours._table == twins._table
 
 
-def test_the_c_module_forgets_another_tables_words():
-    """A call with another table looks its words up in that table, whatever the one before said of them."""
+def test_each_memo_remembers_its_own_tables_words():
+    """Two tables that stem one word apart, called in turn, each with its memo: each gives its own stem; without
+    a memo every word is looked up; anything but a WordMemo is refused."""
     if NATIVE is None:
         pytest.fail(NOT_BUILT)
-    for stem in ("first", "second", "first"):
-        table = {"word": stem}
-        assert NATIVE.stemmed_texts("a Word \0 word", table, lambda w: "", None) == [stem, stem]
+    first, second = ({"word": "first"}, NATIVE.WordMemo()), ({"word": "second"}, NATIVE.WordMemo())
+    for table, memo in (first, second, first, second):
+        assert NATIVE.stemmed_texts("a Word \0 word", table, lambda w: "", None, memo) == [table["word"]] * 2
+    assert NATIVE.stemmed_texts("word", {"word": "none"}, lambda w: "", None) == ["none"]
+    with pytest.raises(TypeError):
+        NATIVE.stemmed_texts("word", {}, lambda w: "", None, {})
+    with pytest.raises(TypeError):
+        NATIVE.WordMemo(1)
 
 
 def test_the_c_module_counts_one_stem_from_many_words():
@@ -220,10 +226,12 @@ def test_the_c_module_counts_one_stem_from_many_words():
         pytest.fail(NOT_BUILT)
     long_word = "x" * 100
     table = {"runs": "run", "running": "".join(["r", "un"]), "cafe": "caf\u00e9", long_word: "long", "the": ""}
-    counts: Counter[str] = Counter({"kept": 1})
-    found = NATIVE.stemmed_texts(f"Running the cafe \0 runs {long_word} RUNS", table, lambda w: w, counts)
-    assert found == ["run caf\u00e9", "run long run"]
-    assert list(counts.items()) == [("kept", 1), ("run", 3), ("caf\u00e9", 1), ("long", 1)]
+    memo = NATIVE.WordMemo()
+    for _again in range(2):  # the words looked up in the table, then remembered
+        counts: Counter[str] = Counter({"kept": 1})
+        found = NATIVE.stemmed_texts(f"Running the cafe \0 runs {long_word} RUNS", table, lambda w: w, counts, memo)
+        assert found == ["run caf\u00e9", "run long run"]
+        assert list(counts.items()) == [("kept", 1), ("run", 3), ("caf\u00e9", 1), ("long", 1)]
 
 
 @settings(max_examples=300, deadline=None)

@@ -11,8 +11,8 @@
    with a regex, on ASCII text, and `plain_sections` a whole plain body into its sections (their headings,
    subject, whether superseded) and their rows, as fsmem.format.rows.plain_sections does; `stemmed_texts` cuts a file's rows' ASCII texts into words and looks their
    stems up, as fsmem.search.analyzer.stemmed_texts does with a translation and a split, remembering the
-   words it found in the table by their bytes and counting stems by object, so that a word costs no str of
-   its own. tests/test_native.py holds each twin equal.
+   words it found in the table by their bytes (a `WordMemo`, which an Analyzer holds beside its table) and
+   counting stems by object, so that a word costs no str of its own. tests/test_native.py holds each twin equal.
 
    `fsmem_row_score`, an FTS5 auxiliary function registered by loading this file as a SQLite extension, is the
    row part's score of one row, bm25()'s arithmetic (twin: fsmem.search.rowscores._Scores; tests/test_rowscores.py
@@ -500,12 +500,13 @@ done:
 /* stemmed_texts: Analyzer.texts' ASCII path (fsmem.search.analyzer._stemmed_texts is its twin). */
 
 PyDoc_STRVAR(stemmed_texts_doc,
-"stemmed_texts(joined, table, missing, counts, /) -> list[str]\n\n"
+"stemmed_texts(joined, table, missing, counts, memo=None, /) -> list[str]\n\n"
 "The terms of each NUL-separated part of `joined` (ASCII): its words (runs of ASCII letters and digits,\n"
 "lowercased) mapped through `table` (word -> stem, \"\" for a word left out), a word not in it passed to\n"
 "`missing`, which returns its stem; each part's non-empty stems joined by spaces. With `counts` (a dict),\n"
-"each stem's occurrences are added to it, in the order they first occur. A word's stem in `table` must not\n"
-"change once looked up (the table may only grow): the words found in it are remembered by their bytes.");
+"each stem's occurrences are added to it, in the order they first occur. With `memo` (a WordMemo, given\n"
+"with this table only), the words found in the table are remembered by their bytes: a word's stem in\n"
+"`table` must then never change (the table only grows).");
 
 static int
 is_word_byte(unsigned char c)
@@ -513,10 +514,10 @@ is_word_byte(unsigned char c)
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
-/* The words stemmed_texts found in `table`, by their bytes: a memo of its lookups, which spares making and
-   hashing a str for each word of a cold build (10k files: some 9 million words, a few thousand distinct).
-   It holds `table` itself, so that no other dict takes its address; a call with another table empties it. */
-#define KNOWN_WORD_BYTES 48    /* a longer word is looked up in the table each time */
+/* WordMemo: the words stemmed_texts found in one table, by their bytes: a memo of its lookups, which spares
+   making and hashing a str for each word of a cold build (10k files: some 9 million words, a few thousand
+   distinct). An Analyzer holds one beside its table. */
+#define KNOWN_WORD_BYTES 48  /* a longer word is looked up in the table each time */
 #define KNOWN_MOST (1 << 20) /* and no more words than this are remembered */
 
 typedef struct {
@@ -524,30 +525,51 @@ typedef struct {
     PyObject *word, *stem;
 } Known;
 
-static PyObject *known_table;
-static Known *known;
-static Py_ssize_t known_mask = -1, known_used;
+typedef struct {
+    PyObject_HEAD
+    Known *slots;
+    Py_ssize_t mask, used; /* mask: -1 while empty */
+} WordMemo;
+
+static PyObject *
+word_memo_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    if (PyTuple_GET_SIZE(args) || (kwargs != NULL && PyDict_GET_SIZE(kwargs))) {
+        PyErr_SetString(PyExc_TypeError, "WordMemo() takes no arguments");
+        return NULL;
+    }
+    WordMemo *memo = (WordMemo *)type->tp_alloc(type, 0);
+    if (memo != NULL)
+        memo->mask = -1;
+    return (PyObject *)memo;
+}
 
 static void
-known_clear(void)
+word_memo_dealloc(WordMemo *memo)
 {
-    for (Py_ssize_t i = 0; known != NULL && i <= known_mask; i++) {
-        Py_XDECREF(known[i].word);
-        Py_XDECREF(known[i].stem);
+    for (Py_ssize_t i = 0; i <= memo->mask; i++) {
+        Py_XDECREF(memo->slots[i].word);
+        Py_XDECREF(memo->slots[i].stem);
     }
-    PyMem_Free(known);
-    known = NULL;
-    known_mask = -1;
-    known_used = 0;
-    Py_CLEAR(known_table);
+    PyMem_Free(memo->slots);
+    Py_TYPE(memo)->tp_free((PyObject *)memo);
 }
+
+static PyTypeObject WordMemoType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fsmem.search._native.WordMemo",
+    .tp_basicsize = sizeof(WordMemo),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The words stemmed_texts found in one table, remembered by their bytes (an Analyzer holds one).",
+    .tp_new = word_memo_new,
+    .tp_dealloc = (destructor)word_memo_dealloc,
+};
 
 /* The stem remembered for `word` (borrowed), or NULL. */
 static PyObject *
-known_stem(const unsigned char *word, Py_ssize_t size, uint64_t hash)
+known_stem(const WordMemo *memo, const unsigned char *word, Py_ssize_t size, uint64_t hash)
 {
-    for (Py_ssize_t at = (Py_ssize_t)hash & known_mask; known_mask >= 0; at = (at + 1) & known_mask) {
-        Known *slot = &known[at];
+    for (Py_ssize_t at = (Py_ssize_t)hash & memo->mask; memo->mask >= 0; at = (at + 1) & memo->mask) {
+        const Known *slot = &memo->slots[at];
         if (slot->hash == 0)
             return NULL;
         if (slot->hash == hash && PyUnicode_GET_LENGTH(slot->word) == size &&
@@ -557,38 +579,38 @@ known_stem(const unsigned char *word, Py_ssize_t size, uint64_t hash)
     return NULL;
 }
 
-/* Remember `word` (an ASCII str) -> `stem`, found in `table`; 0, or -1 on a failed allocation. */
+/* Remember `word` (an ASCII str) -> `stem`; 0, or -1 on a failed allocation. */
 static int
-known_add(PyObject *table, PyObject *word, PyObject *stem, uint64_t hash)
+known_add(WordMemo *memo, PyObject *word, PyObject *stem, uint64_t hash)
 {
-    if (table != known_table || known_used >= KNOWN_MOST)
+    if (memo->used >= KNOWN_MOST)
         return 0;
-    if ((known_used + 1) * 2 > known_mask + 1) { /* at most half full */
-        Py_ssize_t size = known_mask < 0 ? 1024 : (known_mask + 1) * 2;
+    if ((memo->used + 1) * 2 > memo->mask + 1) { /* at most half full */
+        Py_ssize_t size = memo->mask < 0 ? 1024 : (memo->mask + 1) * 2;
         Known *grown = PyMem_Calloc((size_t)size, sizeof(Known));
         if (grown == NULL) {
             PyErr_NoMemory();
             return -1;
         }
-        for (Py_ssize_t i = 0; i <= known_mask; i++) {
-            if (known[i].hash == 0)
+        for (Py_ssize_t i = 0; i <= memo->mask; i++) {
+            if (memo->slots[i].hash == 0)
                 continue;
-            Py_ssize_t at = (Py_ssize_t)known[i].hash & (size - 1);
+            Py_ssize_t at = (Py_ssize_t)memo->slots[i].hash & (size - 1);
             while (grown[at].hash != 0)
                 at = (at + 1) & (size - 1);
-            grown[at] = known[i];
+            grown[at] = memo->slots[i];
         }
-        PyMem_Free(known);
-        known = grown;
-        known_mask = size - 1;
+        PyMem_Free(memo->slots);
+        memo->slots = grown;
+        memo->mask = size - 1;
     }
-    Py_ssize_t at = (Py_ssize_t)hash & known_mask;
-    while (known[at].hash != 0)
-        at = (at + 1) & known_mask;
-    known[at].hash = hash;
-    known[at].word = Py_NewRef(word);
-    known[at].stem = Py_NewRef(stem);
-    known_used++;
+    Py_ssize_t at = (Py_ssize_t)hash & memo->mask;
+    while (memo->slots[at].hash != 0)
+        at = (at + 1) & memo->mask;
+    memo->slots[at].hash = hash;
+    memo->slots[at].word = Py_NewRef(word);
+    memo->slots[at].stem = Py_NewRef(stem);
+    memo->used++;
     return 0;
 }
 
@@ -759,13 +781,14 @@ end_part(PyObject *parts, Part *part, PyObject *space)
     return failed;
 }
 
-/* The stem of the lowercased word `letters` (a new reference), from the memo, the table or `missing`; `hash`
+/* The stem of the lowercased word `letters` (a new reference), from `memo`, the table or `missing`; `hash`
    is the word's FNV-1a hash with its lowest bit set (never 0), 0 for a word too long to remember. */
 static PyObject *
-stem_of(const unsigned char *letters, Py_ssize_t size, uint64_t hash, PyObject *table, PyObject *missing)
+stem_of(const unsigned char *letters, Py_ssize_t size, uint64_t hash, PyObject *table, PyObject *missing,
+        WordMemo *memo)
 {
-    if (hash != 0) {
-        PyObject *stem = known_stem(letters, size, hash);
+    if (hash != 0 && memo != NULL) {
+        PyObject *stem = known_stem(memo, letters, size, hash);
         if (stem != NULL)
             return Py_NewRef(stem);
     }
@@ -776,7 +799,7 @@ stem_of(const unsigned char *letters, Py_ssize_t size, uint64_t hash, PyObject *
     PyObject *stem = PyDict_GetItemWithError(table, word);
     if (stem != NULL) {
         Py_INCREF(stem);
-        if (hash != 0 && PyUnicode_Check(stem) && known_add(table, word, stem, hash) < 0)
+        if (hash != 0 && memo != NULL && PyUnicode_Check(stem) && known_add(memo, word, stem, hash) < 0)
             Py_CLEAR(stem);
     }
     else if (!PyErr_Occurred())
@@ -791,13 +814,19 @@ static unsigned char word_lower[256];
 static PyObject *
 stemmed_texts(PyObject *self, PyObject *args)
 {
-    PyObject *joined, *table, *missing, *counts;
-    if (!PyArg_ParseTuple(args, "UO!OO:stemmed_texts", &joined, &PyDict_Type, &table, &missing, &counts))
+    PyObject *joined, *table, *missing, *counts, *memo_arg = Py_None;
+    if (!PyArg_ParseTuple(args, "UO!OO|O:stemmed_texts", &joined, &PyDict_Type, &table, &missing, &counts,
+                          &memo_arg))
         return NULL;
     if (counts != Py_None && !PyDict_Check(counts)) {
         PyErr_SetString(PyExc_TypeError, "counts: a dict or None");
         return NULL;
     }
+    if (memo_arg != Py_None && !PyObject_TypeCheck(memo_arg, &WordMemoType)) {
+        PyErr_SetString(PyExc_TypeError, "memo: a WordMemo or None");
+        return NULL;
+    }
+    WordMemo *memo = memo_arg == Py_None ? NULL : (WordMemo *)memo_arg;
     if (!PyUnicode_IS_ASCII(joined)) {
         PyErr_SetString(PyExc_ValueError, "joined: ASCII text was expected");
         return NULL;
@@ -805,10 +834,6 @@ stemmed_texts(PyObject *self, PyObject *args)
     if (word_lower['a'] == 0)
         for (int c = 0; c < 256; c++)
             word_lower[c] = is_word_byte((unsigned char)c) ? (unsigned char)(c >= 'A' && c <= 'Z' ? c + 32 : c) : 0;
-    if (table != known_table) {
-        known_clear();
-        known_table = Py_NewRef(table);
-    }
     const unsigned char *data = PyUnicode_1BYTE_DATA(joined);
     Py_ssize_t size = PyUnicode_GET_LENGTH(joined);
     unsigned char letters[KNOWN_WORD_BYTES];
@@ -834,7 +859,7 @@ stemmed_texts(PyObject *self, PyObject *args)
         }
         PyObject *stem;
         if (at - start <= KNOWN_WORD_BYTES)
-            stem = stem_of(letters, at - start, hash | 1, table, missing);
+            stem = stem_of(letters, at - start, hash | 1, table, missing, memo);
         else {
             unsigned char *long_word = PyMem_Malloc((size_t)(at - start));
             if (long_word == NULL) {
@@ -843,7 +868,7 @@ stemmed_texts(PyObject *self, PyObject *args)
             }
             for (Py_ssize_t i = start; i < at; i++)
                 long_word[i - start] = word_lower[data[i]];
-            stem = stem_of(long_word, at - start, 0, table, missing);
+            stem = stem_of(long_word, at - start, 0, table, missing, memo);
             PyMem_Free(long_word);
         }
         at--; /* the loop's at++ reaches the byte after the word */
@@ -1374,9 +1399,15 @@ PyInit__native(void)
     Py_DECREF(array_module);
     if (array_type == NULL)
         return NULL;
+    if (PyType_Ready(&WordMemoType) < 0)
+        return NULL;
     PyObject *found = PyModule_Create(&module);
     if (found == NULL)
         return NULL;
+    if (PyModule_AddObjectRef(found, "WordMemo", (PyObject *)&WordMemoType) < 0) {
+        Py_DECREF(found);
+        return NULL;
+    }
 #ifdef ROW_SCORE_ENTRY
     if (PyModule_AddStringConstant(found, "row_score_entry", ROW_SCORE_ENTRY) < 0) {
 #else
