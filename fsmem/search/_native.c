@@ -497,6 +497,17 @@ done:
 }
 
 
+/* The characters of `text`, an ASCII str (one byte each), or NULL with a ValueError. */
+static const unsigned char *
+ascii_of(PyObject *text, const char *name)
+{
+    if (!PyUnicode_IS_ASCII(text)) {
+        PyErr_Format(PyExc_ValueError, "%s: ASCII text was expected", name);
+        return NULL;
+    }
+    return PyUnicode_1BYTE_DATA(text);
+}
+
 /* stemmed_texts: Analyzer.texts' ASCII path (fsmem.search.analyzer._stemmed_texts is its twin). */
 
 PyDoc_STRVAR(stemmed_texts_doc,
@@ -827,14 +838,12 @@ stemmed_texts(PyObject *self, PyObject *args)
         return NULL;
     }
     WordMemo *memo = memo_arg == Py_None ? NULL : (WordMemo *)memo_arg;
-    if (!PyUnicode_IS_ASCII(joined)) {
-        PyErr_SetString(PyExc_ValueError, "joined: ASCII text was expected");
-        return NULL;
-    }
     if (word_lower['a'] == 0)
         for (int c = 0; c < 256; c++)
             word_lower[c] = is_word_byte((unsigned char)c) ? (unsigned char)(c >= 'A' && c <= 'Z' ? c + 32 : c) : 0;
-    const unsigned char *data = PyUnicode_1BYTE_DATA(joined);
+    const unsigned char *data = ascii_of(joined, "joined");
+    if (data == NULL)
+        return NULL;
     Py_ssize_t size = PyUnicode_GET_LENGTH(joined);
     unsigned char letters[KNOWN_WORD_BYTES];
     Tally tally = {0};
@@ -1009,11 +1018,9 @@ plain_rows(PyObject *self, PyObject *args)
     Py_ssize_t begin, stop, number;
     if (!PyArg_ParseTuple(args, "Unnn:plain_rows", &text, &begin, &stop, &number))
         return NULL;
-    if (!PyUnicode_IS_ASCII(text)) {
-        PyErr_SetString(PyExc_ValueError, "text: ASCII text was expected");
+    const unsigned char *s = ascii_of(text, "text");
+    if (s == NULL)
         return NULL;
-    }
-    const unsigned char *s = PyUnicode_1BYTE_DATA(text);
     Py_ssize_t size = PyUnicode_GET_LENGTH(text);
     begin = begin < 0 ? 0 : begin; /* as re's pos and endpos */
     stop = stop > size ? size : stop;
@@ -1131,11 +1138,9 @@ plain_sections(PyObject *self, PyObject *args)
     Py_ssize_t number;
     if (!PyArg_ParseTuple(args, "UnOO:plain_sections", &text, &number, &title, &file_subject))
         return NULL;
-    if (!PyUnicode_IS_ASCII(text)) {
-        PyErr_SetString(PyExc_ValueError, "text: ASCII text was expected");
+    const unsigned char *s = ascii_of(text, "text");
+    if (s == NULL)
         return NULL;
-    }
-    const unsigned char *s = PyUnicode_1BYTE_DATA(text);
     Py_ssize_t size = PyUnicode_GET_LENGTH(text);
     Heading *found = NULL;
     Py_ssize_t headings = 0, room = 0, depth = 0;

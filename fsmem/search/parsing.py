@@ -230,7 +230,9 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer, vocabulary
     names = document_names(doc.front_matter, title)
     names_text = analyzer.text(" ".join(dict.fromkeys(names)))
     known_names = {n.lower() for n in names}
-    row_sources = [source_of(p) for p in provenances] if any(provenances) else [None] * len(provenances)
+    row_sources: list[str | None] = (
+        [source_of(p) for p in provenances] if any(provenances) else [None] * len(provenances)
+    )
     dated_note = (
         note_date(rel, doc.front_matter if isinstance(doc.front_matter, dict) else {}) if is_note(rel) else None
     )
