@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fsmem.format.rows import plain_rows
+from fsmem.format.rows import plain_rows, plain_sections
 from fsmem.search import postings
 from fsmem.search.analyzer import Analyzer, stemmed_texts
 from fsmem.search.index import SearchIndex
@@ -37,7 +37,7 @@ def test_the_native_module_is_built():
     except ImportError as exc:
         pytest.fail(f"{NOT_BUILT} ({exc})")
     assert module is NATIVE
-    assert {"term_parts", "best_documents", "plain_rows", "stemmed_texts"} <= set(dir(module))
+    assert {"term_parts", "best_documents", "plain_rows", "plain_sections", "stemmed_texts"} <= set(dir(module))
 
 
 def _prepared():
@@ -142,6 +142,27 @@ def test_the_c_module_cuts_rows_as_its_twin(body, begin, stop, number):
     assert NATIVE.plain_rows(text, 0, len(text), number) == plain_rows(text, 0, len(text), number)
 
 
+# ASCII bodies of headings (any level, a subject, the superseded one, odd tails), bullets and lines
+_HEADED_TEXT = st.lists(
+    _PIECES
+    | st.sampled_from(["# ", "### ", "####### ", "#\t", " #", "##", "people/Adam Smith", "a /b", " / ", "/x", "Superseded",
+                       "SUPERSEDED", "\n# T", "\n## Superseded\n"])
+    | st.text(st.characters(max_codepoint=127), max_size=3),
+    max_size=60,
+).map("".join)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(_HEADED_TEXT, st.integers(-1, 50), st.sampled_from([None, "T", "a /b", "x"]), st.sampled_from([None, "topic/z"]))
+def test_the_c_module_cuts_sections_as_its_twin(body, number, title, subject):
+    """Any ASCII body, any first line, title and file subject: the sections the C module cuts are
+    `plain_sections`' (headings, subject, superseded, and each section's rows), and so is the title."""
+    if NATIVE is None:
+        pytest.fail(NOT_BUILT)
+    text = "\n" + body
+    assert NATIVE.plain_sections(text, number, title, subject) == plain_sections(text, number, title, subject)
+
+
 @settings(max_examples=400, deadline=None)
 @given(st.lists(_ASCII_TEXT, min_size=1, max_size=6), st.booleans(), st.booleans())
 def test_the_c_module_stems_texts_as_its_twin(texts, counted, known):
@@ -164,6 +185,69 @@ def test_the_c_module_stems_texts_as_its_twin(texts, counted, known):
         counts: Counter[str] | None = Counter({"kept": 2}) if counted else None
         found.append((cut(joined, analyzer._table, missing, counts), counts and list(counts.items()), set(asked)))
     assert found[0] == found[1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(_ASCII_TEXT, min_size=1, max_size=4), min_size=1, max_size=4))
+def test_the_c_module_remembers_what_its_table_said(files):
+    """Calls after calls with one table, as a worker's Analyzer makes them file after file: the words the C
+    module remembers from earlier calls give the stems the table gives (the twin looks every word up)."""
+    if NATIVE is None:
+        pytest.fail(NOT_BUILT)
+    ours, twins = Analyzer(), Analyzer()
+    for texts in files:
+        joined = " \0 ".join(t.replace("\0", "") for t in texts)
+        counts, twin_counts = Counter(), Counter()
+        found = NATIVE.stemmed_texts(joined, ours._table, ours._stem_new, counts, ours._memo)
+        assert found == stemmed_texts(joined, twins._table, twins._stem_new, twin_counts)
+        assert list(counts.items()) == list(twin_counts.items())
+    assert ours._table == twins._table
+
+
+def test_each_memo_remembers_its_own_tables_words():
+    """Two tables that stem one word apart, called in turn, each with its memo: each gives its own stem; without
+    a memo every word is looked up; anything but a WordMemo is refused."""
+    if NATIVE is None:
+        pytest.fail(NOT_BUILT)
+    first, second = ({"word": "first"}, NATIVE.WordMemo()), ({"word": "second"}, NATIVE.WordMemo())
+    for table, memo in (first, second, first, second):
+        assert NATIVE.stemmed_texts("a Word \0 word", table, lambda w: "", None, memo) == [table["word"]] * 2
+    assert NATIVE.stemmed_texts("word", {"word": "none"}, lambda w: "", None) == ["none"]
+    with pytest.raises(TypeError):
+        NATIVE.stemmed_texts("word", {}, lambda w: "", None, {})
+    with pytest.raises(TypeError):
+        NATIVE.WordMemo(1)
+
+
+def test_the_c_module_counts_one_stem_from_many_words():
+    """Words with one stem, held as different str objects by the table, are one term in the counts, in the
+    order each stem first occurs; long words and stems beyond ASCII go through too."""
+    if NATIVE is None:
+        pytest.fail(NOT_BUILT)
+    long_word = "x" * 100
+    table = {"runs": "run", "running": "".join(["r", "un"]), "cafe": "caf\u00e9", long_word: "long", "the": ""}
+    memo = NATIVE.WordMemo()
+    for _again in range(2):  # the words looked up in the table, then remembered
+        counts: Counter[str] = Counter({"kept": 1})
+        found = NATIVE.stemmed_texts(f"Running the cafe \0 runs {long_word} RUNS", table, lambda w: w, counts, memo)
+        assert found == ["run caf\u00e9", "run long run"]
+        assert list(counts.items()) == [("kept", 1), ("run", 3), ("caf\u00e9", 1), ("long", 1)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(_ASCII_TEXT)
+def test_analyzer_text_in_c_is_its_translation(text):
+    """`Analyzer.text` of ASCII text, cut and looked up in C where built, gives the terms its byte translation
+    and split give without the module (a NUL in the text too)."""
+    if NATIVE is None:
+        pytest.fail(NOT_BUILT)
+    in_c = Analyzer().text(text)
+    postings._native = None
+    try:
+        translated = Analyzer().text(text)
+    finally:
+        postings._native = NATIVE
+    assert in_c == translated
 
 
 @settings(max_examples=200, deadline=None)

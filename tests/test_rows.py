@@ -127,7 +127,7 @@ def test_rows_cut_by_sections_are_the_rows_cut_line_by_line(lines, front, last_b
     for classify in (True, False):
         expected = _lined_rows("a.md", doc, classify, doc.title, _file_subject(doc.front_matter))
         assert document_rows("a.md", doc, classify=classify) == expected
-        cut_in_c = plain_columns(doc, _native.plain_rows)  # as a cold build cuts it, where the module is built
+        cut_in_c = plain_columns(doc, _native.plain_sections)  # as a cold build cuts it, where the module is built
         if cut_in_c is not None:
             assert sections_rows("a.md", *cut_in_c, classify=classify) == expected
     if not any(line in _ODD_LINES or (line and not line.strip()) for line in lines):

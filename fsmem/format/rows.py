@@ -245,17 +245,21 @@ def _plain(body: str) -> bool:
 Section = tuple[list[str], "str | None", bool, list[int], list[str], list[bool]]
 
 
-# `plain_rows`, or a function that cuts ASCII text as it does (fsmem.search._native.plain_rows)
-RowCutter = Callable[[str, int, int, int], tuple[list[int], list[str], list[bool]]]
+# `plain_sections`, or a function that cuts ASCII text as it does (fsmem.search._native.plain_sections)
+SectionCutter = Callable[[str, int, str | None, str | None], tuple[str | None, list[Section]]]
 
 
-def plain_columns(doc: fmt.Document, ascii_rows: RowCutter | None = None) -> tuple[str | None, list[Section]] | None:
+def plain_columns(
+    doc: fmt.Document, ascii_sections: SectionCutter | None = None
+) -> tuple[str | None, list[Section]] | None:
     """The title and the rows (`Section`s) that `document_rows` gives, in columns, so that a cold build makes no
-    Row per row; None where the body is not one `_plain` accepts. `ascii_rows` cuts an ASCII body's sections
-    (`plain_rows` by default)."""
+    Row per row; None where the body is not one `_plain` accepts. `ascii_sections` cuts an ASCII body
+    (`plain_sections` by default)."""
     if not _plain(doc.body):
         return None
-    return _plain_sections(doc, doc.title, _file_subject(doc.front_matter), ascii_rows)
+    text = "\n" + doc.body  # every row follows a line break
+    cut = ascii_sections if ascii_sections is not None and text.isascii() else plain_sections
+    return cut(text, doc.body_start_line - 1, doc.title, _file_subject(doc.front_matter))
 
 
 def plain_rows(text: str, begin: int, stop: int, number: int) -> tuple[list[int], list[str], list[bool]]:
@@ -271,14 +275,15 @@ def plain_rows(text: str, begin: int, stop: int, number: int) -> tuple[list[int]
     return lines, [(bullet or more).strip() for _b, bullet, more in cut], [bool(bullet) for _b, bullet, _m in cut]
 
 
-def _plain_sections(
-    doc: fmt.Document, title: str | None, file_subject: str | None, ascii_rows: RowCutter | None = None
+def plain_sections(
+    text: str, number: int, title: str | None, file_subject: str | None
 ) -> tuple[str | None, list[Section]]:
-    text = "\n" + doc.body  # every row follows a line break
-    cut = ascii_rows if ascii_rows is not None and text.isascii() else plain_rows
+    """The title (`title`, else the first level-1 heading's) and the sections of a plain body, `text` being a
+    line break and the body, whose first line is line `number` + 1. fsmem.search._native.plain_sections cuts
+    ASCII text alike, in one pass (tests/test_native.py)."""
     found = []  # (end, line, level, title) of each heading line
     seek = counted = 0  # where to look for the next heading; where lines are counted up to
-    number = doc.body_start_line - 1  # the line number at offset `counted`
+    start_line = number  # the line number at offset `counted`, below
     while (start := text.find("\n#", seek)) >= 0:
         end = text.find("\n", start + 1)
         end = len(text) if end < 0 else end
@@ -295,7 +300,7 @@ def _plain_sections(
     heads: list[str] = []
     subject = file_subject
     superseded = False
-    begin, number = 0, doc.body_start_line - 1  # the section's start (a line break) and its line
+    begin, number = 0, start_line  # the section's start (a line break) and its line
     for n in range(len(found) + 1):
         if n:  # after a heading: the stack and what its rows share, as the general loop keeps them
             begin, number, level, name = found[n - 1]
@@ -313,7 +318,7 @@ def _plain_sections(
         # lines: 25 s), so its cost grew with the square of the run
         while stop > begin and text[stop - 1].isspace():  # a line or two, mostly: no copy of the section
             stop -= 1
-        lines, texts, bullets = cut(text, begin, stop, number)
+        lines, texts, bullets = plain_rows(text, begin, stop, number)
         if lines:
             sections.append((heads, subject, superseded, lines, texts, bullets))
     return title, sections

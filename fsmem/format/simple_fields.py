@@ -99,7 +99,12 @@ def _scalar(text: str, *, flow: bool = False) -> Any:
         return _GIVE_UP
     if flow and ("," in text or ":" in text):
         return _GIVE_UP
-    tag = next((tag for tag, pattern in _resolvers().get(first, ()) if pattern.match(text)), None)
+    if _STAMP.match(text):  # a date or time (a build reads two a file): no other resolver of a digit takes it
+        return _GIVE_UP if text.endswith("-00:00") else text
+    resolvers = _resolvers().get(first)
+    if resolvers is None:  # a title, a name: a first character no resolver has
+        return text
+    tag = next((tag for tag, pattern in resolvers if pattern.match(text)), None)
     if tag is None:
         return text
     if tag == "tag:yaml.org,2002:null":

@@ -8,9 +8,11 @@
    multiply-add is fused), the same libm log. tests/test_postings.py holds the two equal.
 
    `plain_rows` cuts one section of a plain body into rows, as fsmem.format.rows.plain_rows (its twin) does
-   with a regex, on ASCII text; `stemmed_texts` cuts a file's rows' ASCII texts into words and looks their
-   stems up, as fsmem.search.analyzer.stemmed_texts does with a translation and a split. tests/test_native.py
-   holds each twin equal.
+   with a regex, on ASCII text, and `plain_sections` a whole plain body into its sections (their headings,
+   subject, whether superseded) and their rows, as fsmem.format.rows.plain_sections does; `stemmed_texts` cuts a file's rows' ASCII texts into words and looks their
+   stems up, as fsmem.search.analyzer.stemmed_texts does with a translation and a split, remembering the
+   words it found in the table by their bytes (a `WordMemo`, which an Analyzer holds beside its table) and
+   counting stems by object, so that a word costs no str of its own. tests/test_native.py holds each twin equal.
 
    `fsmem_row_score`, an FTS5 auxiliary function registered by loading this file as a SQLite extension, is the
    row part's score of one row, bm25()'s arithmetic (twin: fsmem.search.rowscores._Scores; tests/test_rowscores.py
@@ -628,14 +630,27 @@ done:
     return result;
 }
 
+/* The characters of `text`, an ASCII str (one byte each), or NULL with a ValueError. */
+static const unsigned char *
+ascii_of(PyObject *text, const char *name)
+{
+    if (!PyUnicode_IS_ASCII(text)) {
+        PyErr_Format(PyExc_ValueError, "%s: ASCII text was expected", name);
+        return NULL;
+    }
+    return PyUnicode_1BYTE_DATA(text);
+}
+
 /* stemmed_texts: Analyzer.texts' ASCII path (fsmem.search.analyzer._stemmed_texts is its twin). */
 
 PyDoc_STRVAR(stemmed_texts_doc,
-"stemmed_texts(joined, table, missing, counts, /) -> list[str]\n\n"
+"stemmed_texts(joined, table, missing, counts, memo=None, /) -> list[str]\n\n"
 "The terms of each NUL-separated part of `joined` (ASCII): its words (runs of ASCII letters and digits,\n"
 "lowercased) mapped through `table` (word -> stem, \"\" for a word left out), a word not in it passed to\n"
 "`missing`, which returns its stem; each part's non-empty stems joined by spaces. With `counts` (a dict),\n"
-"each stem's occurrences are added to it, in the order they first occur.");
+"each stem's occurrences are added to it, in the order they first occur. With `memo` (a WordMemo, given\n"
+"with this table only), the words found in the table are remembered by their bytes: a word's stem in\n"
+"`table` must then never change (the table only grows).");
 
 static int
 is_word_byte(unsigned char c)
@@ -643,113 +658,387 @@ is_word_byte(unsigned char c)
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
-/* Add one to counts[stem] (stem's hash is cached: it is the table's own string). */
-static int
-count_stem(PyObject *counts, PyObject *stem)
+/* WordMemo: the words stemmed_texts found in one table, by their bytes: a memo of its lookups, which spares
+   making and hashing a str for each word of a cold build (10k files: some 9 million words, a few thousand
+   distinct). An Analyzer holds one beside its table. */
+#define KNOWN_WORD_BYTES 48  /* a longer word is looked up in the table each time */
+#define KNOWN_MOST (1 << 20) /* and no more words than this are remembered */
+
+typedef struct {
+    uint64_t hash; /* the word's (`stem_of`); 0: an empty slot */
+    PyObject *word, *stem;
+} Known;
+
+typedef struct {
+    PyObject_HEAD
+    Known *slots;
+    Py_ssize_t mask, used; /* mask: -1 while empty */
+} WordMemo;
+
+static PyObject *
+word_memo_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    PyObject *had = PyDict_GetItemWithError(counts, stem);
-    PyObject *now;
-    if (had == NULL) {
-        if (PyErr_Occurred())
-            return -1;
-        now = PyLong_FromLong(1);
+    if (PyTuple_GET_SIZE(args) || (kwargs != NULL && PyDict_GET_SIZE(kwargs))) {
+        PyErr_SetString(PyExc_TypeError, "WordMemo() takes no arguments");
+        return NULL;
     }
-    else if (PyLong_CheckExact(had)) {
-        Py_ssize_t value = PyLong_AsSsize_t(had);
-        if (value == -1 && PyErr_Occurred())
-            return -1;
-        now = PyLong_FromSsize_t(value + 1);
-    }
-    else {
-        PyObject *one = PyLong_FromLong(1);
-        if (one == NULL)
-            return -1;
-        now = PyNumber_Add(had, one);
-        Py_DECREF(one);
-    }
-    if (now == NULL)
-        return -1;
-    int failed = PyDict_SetItem(counts, stem, now);
-    Py_DECREF(now);
-    return failed;
+    WordMemo *memo = (WordMemo *)type->tp_alloc(type, 0);
+    if (memo != NULL)
+        memo->mask = -1;
+    return (PyObject *)memo;
 }
 
-/* The text of one part: its stems joined by single spaces (`stems` emptied after). */
-static int
-end_part(PyObject *parts, PyObject *stems, PyObject *space)
+static void
+word_memo_dealloc(WordMemo *memo)
 {
-    PyObject *text = PyUnicode_Join(space, stems);
+    for (Py_ssize_t i = 0; i <= memo->mask; i++) {
+        Py_XDECREF(memo->slots[i].word);
+        Py_XDECREF(memo->slots[i].stem);
+    }
+    PyMem_Free(memo->slots);
+    Py_TYPE(memo)->tp_free((PyObject *)memo);
+}
+
+static PyTypeObject WordMemoType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fsmem.search._native.WordMemo",
+    .tp_basicsize = sizeof(WordMemo),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The words stemmed_texts found in one table, remembered by their bytes (an Analyzer holds one).",
+    .tp_new = word_memo_new,
+    .tp_dealloc = (destructor)word_memo_dealloc,
+};
+
+/* The stem remembered for `word` (borrowed), or NULL. */
+static PyObject *
+known_stem(const WordMemo *memo, const unsigned char *word, Py_ssize_t size, uint64_t hash)
+{
+    for (Py_ssize_t at = (Py_ssize_t)hash & memo->mask; memo->mask >= 0; at = (at + 1) & memo->mask) {
+        const Known *slot = &memo->slots[at];
+        if (slot->hash == 0)
+            return NULL;
+        if (slot->hash == hash && PyUnicode_GET_LENGTH(slot->word) == size &&
+            memcmp(PyUnicode_1BYTE_DATA(slot->word), word, (size_t)size) == 0)
+            return slot->stem;
+    }
+    return NULL;
+}
+
+/* Remember `word` (an ASCII str) -> `stem`; 0, or -1 on a failed allocation. */
+static int
+known_add(WordMemo *memo, PyObject *word, PyObject *stem, uint64_t hash)
+{
+    if (memo->used >= KNOWN_MOST)
+        return 0;
+    if ((memo->used + 1) * 2 > memo->mask + 1) { /* at most half full */
+        Py_ssize_t size = memo->mask < 0 ? 1024 : (memo->mask + 1) * 2;
+        Known *grown = PyMem_Calloc((size_t)size, sizeof(Known));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i <= memo->mask; i++) {
+            if (memo->slots[i].hash == 0)
+                continue;
+            Py_ssize_t at = (Py_ssize_t)memo->slots[i].hash & (size - 1);
+            while (grown[at].hash != 0)
+                at = (at + 1) & (size - 1);
+            grown[at] = memo->slots[i];
+        }
+        PyMem_Free(memo->slots);
+        memo->slots = grown;
+        memo->mask = size - 1;
+    }
+    Py_ssize_t at = (Py_ssize_t)hash & memo->mask;
+    while (memo->slots[at].hash != 0)
+        at = (at + 1) & memo->mask;
+    memo->slots[at].hash = hash;
+    memo->slots[at].word = Py_NewRef(word);
+    memo->slots[at].stem = Py_NewRef(stem);
+    memo->used++;
+    return 0;
+}
+
+/* One call's stems counted by object (a stem's objects are few: the table's strings), to be added to
+   `counts` at the end in the order they first occurred; an open-addressed set of their indices. */
+typedef struct {
+    PyObject **stems; /* strong refs, in the order first seen */
+    Py_ssize_t *many, size, room;
+    Py_ssize_t *slots, mask; /* -1: empty; else an index into stems */
+} Tally;
+
+static void
+tally_free(Tally *tally)
+{
+    for (Py_ssize_t i = 0; i < tally->size; i++)
+        Py_DECREF(tally->stems[i]);
+    PyMem_Free(tally->stems);
+    PyMem_Free(tally->many);
+    PyMem_Free(tally->slots);
+}
+
+static Py_ssize_t
+pointer_slot(const Tally *tally, PyObject *stem)
+{
+    uintptr_t key = (uintptr_t)stem;
+    return (Py_ssize_t)((key >> 4) ^ (key >> 13)) & tally->mask;
+}
+
+static int
+tally_add(Tally *tally, PyObject *stem)
+{
+    if (tally->slots != NULL) {
+        for (Py_ssize_t at = pointer_slot(tally, stem);; at = (at + 1) & tally->mask) {
+            Py_ssize_t index = tally->slots[at];
+            if (index < 0)
+                break;
+            if (tally->stems[index] == stem) {
+                tally->many[index]++;
+                return 0;
+            }
+        }
+    }
+    if (tally->size == tally->room) {
+        Py_ssize_t room = tally->room ? tally->room * 2 : 256;
+        PyObject **stems = PyMem_Realloc(tally->stems, (size_t)room * sizeof(PyObject *));
+        if (stems != NULL)
+            tally->stems = stems;
+        Py_ssize_t *many = stems ? PyMem_Realloc(tally->many, (size_t)room * sizeof(Py_ssize_t)) : NULL;
+        if (many != NULL)
+            tally->many = many;
+        Py_ssize_t *slots = many ? PyMem_Malloc((size_t)room * 2 * sizeof(Py_ssize_t)) : NULL;
+        if (slots == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        PyMem_Free(tally->slots);
+        tally->slots = slots;
+        tally->room = room;
+        tally->mask = room * 2 - 1;
+        memset(slots, 0xff, (size_t)room * 2 * sizeof(Py_ssize_t));
+        for (Py_ssize_t i = 0; i < tally->size; i++) {
+            Py_ssize_t at = pointer_slot(tally, tally->stems[i]);
+            while (slots[at] >= 0)
+                at = (at + 1) & tally->mask;
+            slots[at] = i;
+        }
+    }
+    Py_ssize_t at = pointer_slot(tally, stem);
+    while (tally->slots[at] >= 0)
+        at = (at + 1) & tally->mask;
+    tally->slots[at] = tally->size;
+    tally->stems[tally->size] = Py_NewRef(stem);
+    tally->many[tally->size++] = 1;
+    return 0;
+}
+
+/* Add each tallied stem's count to counts[stem], in the order the stems were first seen. */
+static int
+tally_into(const Tally *tally, PyObject *counts)
+{
+    for (Py_ssize_t i = 0; i < tally->size; i++) {
+        PyObject *stem = tally->stems[i], *more = PyLong_FromSsize_t(tally->many[i]);
+        if (more == NULL)
+            return -1;
+        PyObject *had = PyDict_GetItemWithError(counts, stem), *now;
+        if (had == NULL)
+            now = PyErr_Occurred() ? NULL : Py_NewRef(more);
+        else
+            now = PyNumber_Add(had, more);
+        Py_DECREF(more);
+        if (now == NULL)
+            return -1;
+        int failed = PyDict_SetItem(counts, stem, now);
+        Py_DECREF(now);
+        if (failed < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* One part's stems (strong refs), until its text is made. */
+typedef struct {
+    PyObject **stems;
+    Py_ssize_t size, room, chars; /* chars: their lengths added up */
+    int ascii;                    /* every stem ASCII: the text is their bytes copied */
+} Part;
+
+static int
+part_add(Part *part, PyObject *stem)
+{
+    if (part->size == part->room) {
+        Py_ssize_t room = part->room ? part->room * 2 : 64;
+        PyObject **stems = PyMem_Realloc(part->stems, (size_t)room * sizeof(PyObject *));
+        if (stems == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        part->stems = stems;
+        part->room = room;
+    }
+    part->stems[part->size++] = Py_NewRef(stem);
+    part->chars += PyUnicode_GET_LENGTH(stem);
+    part->ascii = part->ascii && PyUnicode_IS_ASCII(stem);
+    return 0;
+}
+
+static void
+part_clear(Part *part)
+{
+    for (Py_ssize_t i = 0; i < part->size; i++)
+        Py_DECREF(part->stems[i]);
+    part->size = part->chars = 0;
+    part->ascii = 1;
+}
+
+/* The text of one part, its stems joined by single spaces, appended to `parts`; the part emptied after. */
+static int
+end_part(PyObject *parts, Part *part, PyObject *space)
+{
+    PyObject *text;
+    if (part->ascii) {
+        text = PyUnicode_New(part->chars + (part->size ? part->size - 1 : 0), 127);
+        if (text != NULL) {
+            Py_UCS1 *to = PyUnicode_1BYTE_DATA(text);
+            for (Py_ssize_t i = 0; i < part->size; i++) {
+                Py_ssize_t length = PyUnicode_GET_LENGTH(part->stems[i]);
+                if (i > 0)
+                    *to++ = ' ';
+                memcpy(to, PyUnicode_1BYTE_DATA(part->stems[i]), (size_t)length);
+                to += length;
+            }
+        }
+    }
+    else {
+        PyObject *stems = PyList_New(part->size);
+        if (stems == NULL)
+            return -1;
+        for (Py_ssize_t i = 0; i < part->size; i++)
+            PyList_SET_ITEM(stems, i, Py_NewRef(part->stems[i]));
+        text = PyUnicode_Join(space, stems);
+        Py_DECREF(stems);
+    }
+    part_clear(part);
     if (text == NULL)
         return -1;
     int failed = PyList_Append(parts, text);
     Py_DECREF(text);
-    if (failed < 0)
-        return -1;
-    return PyList_SetSlice(stems, 0, PyList_GET_SIZE(stems), NULL);
+    return failed;
 }
+
+/* The stem of the lowercased word `letters` (a new reference), from `memo`, the table or `missing`; `hash`
+   is the word's FNV-1a hash with its lowest bit set (never 0), 0 for a word too long to remember. */
+static PyObject *
+stem_of(const unsigned char *letters, Py_ssize_t size, uint64_t hash, PyObject *table, PyObject *missing,
+        WordMemo *memo)
+{
+    if (hash != 0 && memo != NULL) {
+        PyObject *stem = known_stem(memo, letters, size, hash);
+        if (stem != NULL)
+            return Py_NewRef(stem);
+    }
+    PyObject *word = PyUnicode_New(size, 127);
+    if (word == NULL)
+        return NULL;
+    memcpy(PyUnicode_1BYTE_DATA(word), letters, (size_t)size);
+    PyObject *stem = PyDict_GetItemWithError(table, word);
+    if (stem != NULL) {
+        Py_INCREF(stem);
+        if (hash != 0 && memo != NULL && PyUnicode_Check(stem) && known_add(memo, word, stem, hash) < 0)
+            Py_CLEAR(stem);
+    }
+    else if (!PyErr_Occurred())
+        stem = PyObject_CallOneArg(missing, word);
+    Py_DECREF(word);
+    return stem;
+}
+
+/* A byte of a word lowercased (ASCII letters and digits), 0 for any other byte. */
+static unsigned char word_lower[256];
 
 static PyObject *
 stemmed_texts(PyObject *self, PyObject *args)
 {
-    PyObject *joined, *table, *missing, *counts;
-    if (!PyArg_ParseTuple(args, "UO!OO:stemmed_texts", &joined, &PyDict_Type, &table, &missing, &counts))
+    PyObject *joined, *table, *missing, *counts, *memo_arg = Py_None;
+    if (!PyArg_ParseTuple(args, "UO!OO|O:stemmed_texts", &joined, &PyDict_Type, &table, &missing, &counts,
+                          &memo_arg))
         return NULL;
     if (counts != Py_None && !PyDict_Check(counts)) {
         PyErr_SetString(PyExc_TypeError, "counts: a dict or None");
         return NULL;
     }
-    if (!PyUnicode_IS_ASCII(joined)) {
-        PyErr_SetString(PyExc_ValueError, "joined: ASCII text was expected");
+    if (memo_arg != Py_None && !PyObject_TypeCheck(memo_arg, &WordMemoType)) {
+        PyErr_SetString(PyExc_TypeError, "memo: a WordMemo or None");
         return NULL;
     }
-    const unsigned char *data = PyUnicode_1BYTE_DATA(joined);
+    WordMemo *memo = memo_arg == Py_None ? NULL : (WordMemo *)memo_arg;
+    if (word_lower['a'] == 0)
+        for (int c = 0; c < 256; c++)
+            word_lower[c] = is_word_byte((unsigned char)c) ? (unsigned char)(c >= 'A' && c <= 'Z' ? c + 32 : c) : 0;
+    const unsigned char *data = ascii_of(joined, "joined");
+    if (data == NULL)
+        return NULL;
     Py_ssize_t size = PyUnicode_GET_LENGTH(joined);
-    PyObject *parts = PyList_New(0), *stems = PyList_New(0), *space = PyUnicode_FromString(" ");
-    if (parts == NULL || stems == NULL || space == NULL)
+    unsigned char letters[KNOWN_WORD_BYTES];
+    Tally tally = {0};
+    Part part = {.ascii = 1};
+    PyObject *parts = PyList_New(0), *space = PyUnicode_FromString(" ");
+    if (parts == NULL || space == NULL)
         goto failed;
     for (Py_ssize_t at = 0; at <= size; at++) {
         if (at == size || data[at] == 0) {
-            if (end_part(parts, stems, space) < 0)
+            if (end_part(parts, &part, space) < 0)
                 goto failed;
             continue;
         }
-        if (!is_word_byte(data[at]))
+        if (word_lower[data[at]] == 0)
             continue;
         Py_ssize_t start = at;
-        while (at < size && is_word_byte(data[at]))
-            at++;
-        PyObject *word = PyUnicode_New(at - start, 127);
-        if (word == NULL)
-            goto failed;
-        Py_UCS1 *letters = PyUnicode_1BYTE_DATA(word);
-        for (Py_ssize_t i = start; i < at; i++)
-            letters[i - start] = (data[i] >= 'A' && data[i] <= 'Z') ? (Py_UCS1)(data[i] + 32) : data[i];
+        uint64_t hash = 14695981039346656037ULL; /* FNV-1a, as the letters are copied */
+        for (unsigned char c; at < size && (c = word_lower[data[at]]) != 0; at++) {
+            if (at - start < KNOWN_WORD_BYTES)
+                letters[at - start] = c;
+            hash = (hash ^ c) * 1099511628211ULL;
+        }
+        PyObject *stem;
+        if (at - start <= KNOWN_WORD_BYTES)
+            stem = stem_of(letters, at - start, hash | 1, table, missing, memo);
+        else {
+            unsigned char *long_word = PyMem_Malloc((size_t)(at - start));
+            if (long_word == NULL) {
+                PyErr_NoMemory();
+                goto failed;
+            }
+            for (Py_ssize_t i = start; i < at; i++)
+                long_word[i - start] = word_lower[data[i]];
+            stem = stem_of(long_word, at - start, 0, table, missing, memo);
+            PyMem_Free(long_word);
+        }
         at--; /* the loop's at++ reaches the byte after the word */
-        PyObject *stem = PyDict_GetItemWithError(table, word);
-        if (stem != NULL)
-            Py_INCREF(stem);
-        else if (!PyErr_Occurred())
-            stem = PyObject_CallOneArg(missing, word);
-        Py_DECREF(word);
         if (stem == NULL)
             goto failed;
-        int keep = PyObject_IsTrue(stem);
+        int keep = PyUnicode_CheckExact(stem) ? PyUnicode_GET_LENGTH(stem) > 0 : PyObject_IsTrue(stem);
         if (keep > 0 && !PyUnicode_Check(stem)) {
             PyErr_SetString(PyExc_TypeError, "a stem is a str");
             keep = -1;
         }
-        if (keep > 0 && (PyList_Append(stems, stem) < 0 || (counts != Py_None && count_stem(counts, stem) < 0)))
+        if (keep > 0 && (part_add(&part, stem) < 0 || (counts != Py_None && tally_add(&tally, stem) < 0)))
             keep = -1;
         Py_DECREF(stem);
         if (keep < 0)
             goto failed;
     }
-    Py_DECREF(stems);
+    if (counts != Py_None && tally_into(&tally, counts) < 0)
+        goto failed;
+    tally_free(&tally);
+    part_clear(&part);
+    PyMem_Free(part.stems);
     Py_DECREF(space);
     return parts;
 failed:
+    tally_free(&tally);
+    part_clear(&part);
+    PyMem_Free(part.stems);
     Py_XDECREF(parts);
-    Py_XDECREF(stems);
     Py_XDECREF(space);
     return NULL;
 }
@@ -803,24 +1092,11 @@ line_end(const unsigned char *s, Py_ssize_t at, Py_ssize_t stop)
     return found ? found - s : stop;
 }
 
-static PyObject *
-plain_rows(PyObject *self, PyObject *args)
+/* Append to `lines`, `texts` and `bullets` the rows of s[begin:stop] (`plain_rows`); 0, or -1 with an error. */
+static int
+cut_rows(const unsigned char *s, Py_ssize_t begin, Py_ssize_t stop, Py_ssize_t number, PyObject *lines,
+         PyObject *texts, PyObject *bullets)
 {
-    PyObject *text;
-    Py_ssize_t begin, stop, number;
-    if (!PyArg_ParseTuple(args, "Unnn:plain_rows", &text, &begin, &stop, &number))
-        return NULL;
-    if (!PyUnicode_IS_ASCII(text)) {
-        PyErr_SetString(PyExc_ValueError, "text: ASCII text was expected");
-        return NULL;
-    }
-    const unsigned char *s = PyUnicode_1BYTE_DATA(text);
-    Py_ssize_t size = PyUnicode_GET_LENGTH(text);
-    begin = begin < 0 ? 0 : begin; /* as re's pos and endpos */
-    stop = stop > size ? size : stop;
-    PyObject *lines = PyList_New(0), *texts = PyList_New(0), *bullets = PyList_New(0);
-    if (lines == NULL || texts == NULL || bullets == NULL)
-        goto failed;
     Py_ssize_t p = begin;
     while (p < stop) {
         if (s[p] != '\n') { /* a match starts with a line break */
@@ -861,20 +1137,253 @@ plain_rows(PyObject *self, PyObject *args)
         Py_XDECREF(line);
         Py_XDECREF(row);
         if (failed)
-            goto failed;
+            return -1;
         number += breaks;
         p = end;
     }
-    PyObject *found = PyTuple_Pack(3, lines, texts, bullets);
-    Py_DECREF(lines);
-    Py_DECREF(texts);
-    Py_DECREF(bullets);
-    return found;
-failed:
+    return 0;
+}
+
+static PyObject *
+plain_rows(PyObject *self, PyObject *args)
+{
+    PyObject *text;
+    Py_ssize_t begin, stop, number;
+    if (!PyArg_ParseTuple(args, "Unnn:plain_rows", &text, &begin, &stop, &number))
+        return NULL;
+    const unsigned char *s = ascii_of(text, "text");
+    if (s == NULL)
+        return NULL;
+    Py_ssize_t size = PyUnicode_GET_LENGTH(text);
+    begin = begin < 0 ? 0 : begin; /* as re's pos and endpos */
+    stop = stop > size ? size : stop;
+    PyObject *lines = PyList_New(0), *texts = PyList_New(0), *bullets = PyList_New(0), *found = NULL;
+    if (lines != NULL && texts != NULL && bullets != NULL && cut_rows(s, begin, stop, number, lines, texts, bullets) == 0)
+        found = PyTuple_Pack(3, lines, texts, bullets);
     Py_XDECREF(lines);
     Py_XDECREF(texts);
     Py_XDECREF(bullets);
-    return NULL;
+    return found;
+}
+
+/* plain_sections: a plain body's sections and their rows (fsmem.format.rows._plain_sections is its twin). */
+
+PyDoc_STRVAR(plain_sections_doc,
+"plain_sections(text, number, title, subject, /) -> tuple[object, list[tuple]]\n\n"
+"fsmem.format.rows._plain_sections of ASCII `text` (a line break, then the body), whose first line is line\n"
+"`number` + 1: the title (`title`, else the first level-1 heading's) and per run of rows between two headings\n"
+"(fmt.HEADING's lines) a section, (headings, subject, superseded, lines, texts, bullets), its rows cut as\n"
+"`plain_rows` cuts them; `subject` is the file's, which a heading such as `people/Adam Smith` replaces.");
+
+/* One heading line of the body: where its line break before and its end are, its line number and level, its
+   title (a new reference). */
+typedef struct {
+    Py_ssize_t start, end, number;
+    int level;
+    PyObject *title;
+} Heading;
+
+/* The heading fmt.HEADING finds in s[at:end] (one line, no line break): its level, 0 for none, and where its
+   title (before str.strip) begins and ends. */
+static int
+heading_at(const unsigned char *s, Py_ssize_t at, Py_ssize_t end, Py_ssize_t *from, Py_ssize_t *to)
+{
+    Py_ssize_t q = at;
+    while (q < end && s[q] == '#')
+        q++;
+    int level = (int)(q - at);
+    if (level < 1 || level > 6 || q >= end || (s[q] != ' ' && s[q] != '\t'))
+        return 0;
+    Py_ssize_t spaces = q;
+    while (q < end && (s[q] == ' ' || s[q] == '\t'))
+        q++;
+    if (q == end) { /* nothing but spaces: `.+?` takes the last of them, if `[ \t]+` keeps one */
+        if (end - spaces < 2)
+            return 0;
+        q = end - 1;
+    }
+    Py_ssize_t tail = end; /* the shortest title after which `[ \t]*#*[ \t]*$` is left */
+    while (tail > q && (s[tail - 1] == ' ' || s[tail - 1] == '\t'))
+        tail--;
+    while (tail > q && s[tail - 1] == '#')
+        tail--;
+    while (tail > q && (s[tail - 1] == ' ' || s[tail - 1] == '\t'))
+        tail--;
+    *from = q;
+    *to = tail > q ? tail : q + 1;
+    return level;
+}
+
+/* s[from:to] as str.strip() gives it. */
+static PyObject *
+stripped(const unsigned char *s, Py_ssize_t from, Py_ssize_t to)
+{
+    while (from < to && is_space(s[from]))
+        from++;
+    while (to > from && is_space(s[to - 1]))
+        to--;
+    PyObject *text = PyUnicode_New(to - from, 127);
+    if (text != NULL)
+        memcpy(PyUnicode_1BYTE_DATA(text), s + from, (size_t)(to - from));
+    return text;
+}
+
+/* fsmem.format.rows.subject_of of an ASCII heading's title: 1 when it is a subject (`kind/name`), else 0. */
+static int
+is_subject(PyObject *title)
+{
+    const unsigned char *s = PyUnicode_1BYTE_DATA(title);
+    Py_ssize_t size = PyUnicode_GET_LENGTH(title);
+    const unsigned char *slash = memchr(s, '/', (size_t)size);
+    if (slash == NULL)
+        return 0;
+    Py_ssize_t cut = slash - s, from = 0, to = cut;
+    while (from < to && is_space(s[from]))
+        from++;
+    while (to > from && is_space(s[to - 1]))
+        to--;
+    if (from == to || memchr(s + from, ' ', (size_t)(to - from)) != NULL)
+        return 0;
+    for (Py_ssize_t i = cut + 1; i < size; i++)
+        if (!is_space(s[i]))
+            return 1;
+    return 0;
+}
+
+/* Whether an ASCII title, lowercased, is "superseded" (fsmem.format.markdown.SUPERSEDED_HEADING). */
+static int
+is_superseded(PyObject *title)
+{
+    static const char word[] = "superseded";
+    if (PyUnicode_GET_LENGTH(title) != (Py_ssize_t)sizeof(word) - 1)
+        return 0;
+    const unsigned char *s = PyUnicode_1BYTE_DATA(title);
+    for (size_t i = 0; i < sizeof(word) - 1; i++)
+        if ((s[i] >= 'A' && s[i] <= 'Z' ? s[i] + 32 : s[i]) != word[i])
+            return 0;
+    return 1;
+}
+
+static PyObject *
+plain_sections(PyObject *self, PyObject *args)
+{
+    PyObject *text, *title, *file_subject;
+    Py_ssize_t number;
+    if (!PyArg_ParseTuple(args, "UnOO:plain_sections", &text, &number, &title, &file_subject))
+        return NULL;
+    const unsigned char *s = ascii_of(text, "text");
+    if (s == NULL)
+        return NULL;
+    Py_ssize_t size = PyUnicode_GET_LENGTH(text);
+    Heading *found = NULL;
+    Py_ssize_t headings = 0, room = 0, depth = 0;
+    Py_ssize_t *stack = NULL; /* indices into `found` of the open headings */
+    PyObject *sections = NULL, *result = NULL;
+    Py_ssize_t seek = 0, counted = 0, at_line = number;
+    for (;;) { /* every heading line, as the twin's loop of text.find("\n#") and _HEADING_LINE finds them */
+        Py_ssize_t start = -1;
+        for (Py_ssize_t from = seek; start < 0 && from + 1 < size;) {
+            const unsigned char *next = memchr(s + from, '\n', (size_t)(size - 1 - from));
+            if (next == NULL)
+                break;
+            if (next[1] == '#')
+                start = next - s;
+            from = next - s + 1;
+        }
+        if (start < 0)
+            break;
+        Py_ssize_t end = line_end(s, start + 1, size), from, to;
+        int level = heading_at(s, start + 1, end, &from, &to);
+        if (level) {
+            for (Py_ssize_t i = counted; i < start + 1; i++)
+                at_line += s[i] == '\n';
+            counted = start + 1;
+            if (headings == room) {
+                room = room ? room * 2 : 16;
+                Heading *grown = PyMem_Realloc(found, (size_t)room * sizeof(Heading));
+                if (grown == NULL) {
+                    PyErr_NoMemory();
+                    goto failed;
+                }
+                found = grown;
+            }
+            PyObject *name = stripped(s, from, to);
+            if (name == NULL)
+                goto failed;
+            found[headings++] = (Heading){start, end, at_line, level, name};
+        }
+        seek = end;
+    }
+    if (title == Py_None)
+        for (Py_ssize_t i = 0; i < headings; i++)
+            if (found[i].level == 1) {
+                title = found[i].title;
+                break;
+            }
+    stack = PyMem_Malloc((size_t)(headings ? headings : 1) * sizeof(Py_ssize_t));
+    sections = PyList_New(0);
+    if (stack == NULL || sections == NULL) {
+        if (stack == NULL)
+            PyErr_NoMemory();
+        goto failed;
+    }
+    PyObject *subject = file_subject;
+    int superseded = 0;
+    Py_ssize_t begin = 0, line = number;
+    for (Py_ssize_t n = 0; n <= headings; n++) {
+        PyObject *heads = NULL;
+        if (n) { /* after a heading: the stack and what its rows share */
+            Heading *heading = &found[n - 1];
+            begin = heading->end;
+            line = heading->number;
+            while (depth && found[stack[depth - 1]].level >= heading->level)
+                depth--;
+            stack[depth++] = n - 1;
+            subject = file_subject;
+            superseded = 0;
+            for (Py_ssize_t i = 0; i < depth; i++) {
+                if (is_subject(found[stack[i]].title))
+                    subject = found[stack[i]].title;
+                superseded = superseded || (found[stack[i]].level == 2 && is_superseded(found[stack[i]].title));
+            }
+        }
+        Py_ssize_t stop = n < headings ? found[n].start : size;
+        while (stop > begin && is_space(s[stop - 1]))
+            stop--;
+        PyObject *lines = PyList_New(0), *texts = PyList_New(0), *bullets = PyList_New(0), *section = NULL;
+        int failed = lines == NULL || texts == NULL || bullets == NULL
+                     || cut_rows(s, begin, stop, line, lines, texts, bullets) < 0;
+        if (!failed && PyList_GET_SIZE(lines)) {
+            heads = PyList_New(0);
+            for (Py_ssize_t i = 0; heads != NULL && i < depth; i++) {
+                Heading *open = &found[stack[i]];
+                int is_title = 0;
+                if (open->level == 1 && title != Py_None)
+                    is_title = PyObject_RichCompareBool(open->title, title, Py_EQ);
+                if (is_title < 0 || (!is_title && PyList_Append(heads, open->title) < 0))
+                    Py_CLEAR(heads);
+            }
+            section = heads ? PyTuple_Pack(6, heads, subject, superseded ? Py_True : Py_False, lines, texts,
+                                           bullets)
+                            : NULL;
+            failed = section == NULL || PyList_Append(sections, section) < 0;
+        }
+        Py_XDECREF(heads);
+        Py_XDECREF(section);
+        Py_XDECREF(lines);
+        Py_XDECREF(texts);
+        Py_XDECREF(bullets);
+        if (failed)
+            goto failed;
+    }
+    result = PyTuple_Pack(2, title, sections);
+failed:
+    for (Py_ssize_t i = 0; i < headings; i++)
+        Py_DECREF(found[i].title);
+    PyMem_Free(found);
+    PyMem_Free(stack);
+    Py_XDECREF(sections);
+    return result;
 }
 
 /* The row part's score of one row, as an FTS5 auxiliary function (the Python twin:
@@ -1045,6 +1554,7 @@ static PyMethodDef methods[] = {
     {"best_rows", best_rows, METH_VARARGS, best_rows_doc},
     {"stemmed_texts", stemmed_texts, METH_VARARGS, stemmed_texts_doc},
     {"plain_rows", plain_rows, METH_VARARGS, plain_rows_doc},
+    {"plain_sections", plain_sections, METH_VARARGS, plain_sections_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1067,9 +1577,15 @@ PyInit__native(void)
     Py_DECREF(array_module);
     if (array_type == NULL)
         return NULL;
+    if (PyType_Ready(&WordMemoType) < 0)
+        return NULL;
     PyObject *found = PyModule_Create(&module);
     if (found == NULL)
         return NULL;
+    if (PyModule_AddObjectRef(found, "WordMemo", (PyObject *)&WordMemoType) < 0) {
+        Py_DECREF(found);
+        return NULL;
+    }
 #ifdef ROW_SCORE_ENTRY
     if (PyModule_AddStringConstant(found, "row_score_entry", ROW_SCORE_ENTRY) < 0) {
 #else

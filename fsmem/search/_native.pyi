@@ -16,9 +16,20 @@ def best_rows(
     found: list[tuple[int, float]], packed: dict[int, array] | None, flag: int, shift: int, limit: int, /
 ) -> list[tuple[int, float]]: ...
 def plain_rows(text: str, begin: int, stop: int, number: int, /) -> tuple[list[int], list[str], list[bool]]: ...
+def plain_sections(
+    text: str, number: int, title: str | None, subject: str | None, /
+) -> tuple[str | None, list[tuple[list[str], str | None, bool, list[int], list[str], list[bool]]]]: ...
 def stemmed_texts(
-    joined: str, table: dict[str, str], missing: Callable[[str], str], counts: dict[str, int] | None, /
+    joined: str,
+    table: dict[str, str],
+    missing: Callable[[str], str],
+    counts: dict[str, int] | None,
+    memo: WordMemo | None = None,
+    /,
 ) -> list[str]: ...
+
+class WordMemo:
+    """The words `stemmed_texts` found in one table, remembered by their bytes."""
 
 # the SQLite extension's entry point (it registers the FTS5 function fsmem_row_score); None where the module was
 # built without SQLite's sqlite3ext.h

@@ -41,6 +41,8 @@ class Analyzer:
         self._stem_word = Stemmer.Stemmer("english").stemWord
         self._cache: dict[str, str] = {}
         self._table: dict[str, str] = {"\0": "\0"}  # word -> stem, "" for a stop word; NUL: `texts`
+        # the words the C module found in the table, by their bytes (a stem in the table never changes)
+        self._memo = postings._native.WordMemo() if postings._native is not None else None
 
     def words(self, text: str) -> list[str]:
         """Lowercase words without stop words (not stemmed): what fuzzy matching compares."""
@@ -60,11 +62,14 @@ class Analyzer:
     def text(self, text: str) -> str:
         """The terms of `text` as the index stores them: stems separated by spaces.
 
-        A cold build analyses every row of every file: ASCII text (most of it) is cut into words by a byte
-        translation and a split, as `_WORD` cuts it and twice as fast, and the words are looked up in C."""
+        A cold build analyses every row of every file: ASCII text (most of it) is cut into words and looked up
+        in one pass in C, as `texts` does (a cold build's headings, dates and names), or else by a byte
+        translation and a split, as `_WORD` cuts it and twice as fast, the words looked up in C."""
         if "[" in text:
             text = _MARKER.sub(" ", text)
         if text.isascii():
+            if postings._native is not None and "\0" not in text:
+                return postings._native.stemmed_texts(text, self._table, self._stem_new, None, self._memo)[0]
             words = text.encode("ascii").translate(_ASCII_WORDS).decode("ascii").split()
         else:
             words = _WORD.findall(text.lower())
@@ -89,10 +94,10 @@ class Analyzer:
                 counts.update(" ".join(found).split())
             return found
         if terms is None:
-            return _stemmed_texts(joined, self._table, self._stem_new, counts)
+            return _stemmed_texts(joined, self._table, self._stem_new, counts, self._memo)
         # every distinct term, in the order they first occur: into `counts` itself if it is fresh
         seen = counts if counts is not None and not counts else Counter()
-        found = _stemmed_texts(joined, self._table, self._stem_new, seen)
+        found = _stemmed_texts(joined, self._table, self._stem_new, seen, self._memo)
         if counts is not None and seen is not counts:
             counts.update(seen)
         terms.update(seen)
@@ -114,14 +119,19 @@ class Analyzer:
 
 
 def stemmed_texts(
-    joined: str, table: dict[str, str], missing: Callable[[str], str], counts: Counter[str] | None
+    joined: str,
+    table: dict[str, str],
+    missing: Callable[[str], str],
+    counts: Counter[str] | None,
+    memo: object = None,
 ) -> list[str]:
     """The terms of each NUL-separated part of ASCII `joined`: its words (runs of ASCII letters and digits,
     lowercased, as `_WORD` cuts them) mapped through `table` (word -> stem, "" for a word left out; a NUL, if
     there, to itself), a word not in it through `missing`; each part's non-empty stems joined by spaces. With
     `counts`, each stem's occurrences are added to it. The Python twin of `fsmem.search._native.stemmed_texts`
     (tests/test_native.py holds them equal), as fast as Python does it: one translation and one split for all
-    the parts, the words looked up in C."""
+    the parts, the words looked up in C. `memo` is the C module's (`WordMemo`: the words it found in `table`,
+    by their bytes, whose stems never change there), unused here."""
     stems = _looked_up(joined.encode("ascii").translate(_ASCII_ROWS).decode("ascii").split(), table, missing)
     if counts is not None:
         counts.update(stems)

@@ -31,7 +31,7 @@ from typing import overload
 from fsmem import format as fmt
 from fsmem.errors import FsmemError
 from fsmem.format.rows import Row, Section, bullet_kind, document_rows, plain_columns
-from fsmem.search.parsing import Stamp, ascii_rows, consolidated_note, is_ranked, ranked_rows, stamp_of
+from fsmem.search.parsing import Stamp, ascii_sections, consolidated_note, is_ranked, ranked_rows, stamp_of
 from fsmem.store.paths import read_regular
 
 MAX_BYTES = 8 << 20  # of the files' text kept parsed (their rows take about 2.4 times as much memory)
@@ -51,7 +51,7 @@ def ranked_cut(rel: str, text: str) -> tuple[str | None, list[Section]] | list[R
     if not is_ranked(rel, text):
         return []
     doc = fmt.split(text)
-    plain = None if consolidated_note(rel, text) else plain_columns(doc, ascii_rows)
+    plain = None if consolidated_note(rel, text) else plain_columns(doc, ascii_sections)
     if plain is not None:
         return plain
     return ranked_rows(rel, text, document_rows(rel, doc, classify=False))

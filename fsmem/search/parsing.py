@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 from fsmem import format as fmt
 from fsmem.errors import FsmemError
 from fsmem.format.facts import Provenance, split_provenance
-from fsmem.format.rows import Row, document_rows, plain_columns, plain_rows, sections_rows, subject_of
+from fsmem.format.rows import Row, document_rows, plain_columns, plain_sections, sections_rows, subject_of
 from fsmem.format.valid_time import note_date
 from fsmem.search import postings
 from fsmem.search.analyzer import Analyzer
@@ -36,7 +36,8 @@ from fsmem.store.catalog import EXACT_COUNT_LIMIT
 from fsmem.store.note_status import is_note, was_consolidated
 from fsmem.store.paths import ROOT_README, read_stamped
 
-ascii_rows = postings._native.plain_rows if postings._native else plain_rows  # C where built (tests/test_native.py)
+# C where built (tests/test_native.py)
+ascii_sections = postings._native.plain_sections if postings._native else plain_sections
 
 Stamp = tuple[int, int, int, int]  # mtime_ns, size, inode, ctime_ns
 GENERATED_INDEX = "INDEX.md"  # written by consolidate; a table of contents, not memory to rank
@@ -209,11 +210,11 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer, vocabulary
     meta = _meta_fields(doc.front_matter)
     if not is_ranked(rel, text):
         return Parsed(rel, stamp, meta, "", [], [], b"", None, [], [], "")
-    plain = None if consolidated_note(rel, text) else plain_columns(doc, ascii_rows)
+    plain = None if consolidated_note(rel, text) else plain_columns(doc, ascii_sections)
     rows: list[Row] = []
     if plain is not None:  # most files: their rows in columns, without a Row each (fsmem.format.rows)
         plain_title, sections = plain
-        texts = [text for section in sections for text in section[4]]
+        texts = list(itertools.chain.from_iterable(section[4] for section in sections))
         provenances = _provenances(texts)
         if len(texts) > MAX_ROWS or any(provenances):  # Rows after all, whose texts are these
             rows = sections_rows(rel, plain_title, sections, classify=False)[:MAX_ROWS]
@@ -229,7 +230,9 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer, vocabulary
     names = document_names(doc.front_matter, title)
     names_text = analyzer.text(" ".join(dict.fromkeys(names)))
     known_names = {n.lower() for n in names}
-    row_sources = [source_of(p) for p in provenances]
+    row_sources: list[str | None] = (
+        [source_of(p) for p in provenances] if any(provenances) else [None] * len(provenances)
+    )
     dated_note = (
         note_date(rel, doc.front_matter if isinstance(doc.front_matter, dict) else {}) if is_note(rel) else None
     )
@@ -242,11 +245,10 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer, vocabulary
     row_terms = analyzer.texts(texts, terms, counts)
     rows_dated: dict[str, int] = {}  # a row's date words -> the rows they are added to
     if plain is not None:
-        lines = [line for section in plain[1] for line in section[3]]
-        row_heads = [
-            heads for heads, _s, _x, section_lines, _t, _b in plain[1] for heads in [heads] * len(section_lines)
-        ]
-        superseded = [x for _h, _s, x, section_lines, _t, _b in plain[1] for x in [x] * len(section_lines)]
+        lines = list(itertools.chain.from_iterable(section[3] for section in plain[1]))
+        each_row = itertools.repeat  # a section's headings and superseded flag, once per row of it
+        row_heads = list(itertools.chain.from_iterable(each_row(s[0], len(s[3])) for s in plain[1]))
+        superseded = list(itertools.chain.from_iterable(each_row(s[2], len(s[3])) for s in plain[1]))
     else:
         lines = [row.line for row in rows]
         row_heads = [row.headings for row in rows]
