@@ -144,8 +144,8 @@ def old_package(old: str, into: Path) -> Path:
     """A folder whose `fsmem` package is `old`'s: `old` itself when it holds one, else revision `old` unpacked
     into `into` by `git archive` (with the template its package links to; nothing of this checkout touched)
     and compiled to bytecode, as an installed package is: the runs set PYTHONDONTWRITEBYTECODE, so an
-    uncompiled one paid for compiling every module in every process it timed. Its C module is not built
-    (where a revision has one, it runs the Python twin)."""
+    uncompiled one paid for compiling every module in every process it timed. Its C modules are built as
+    its own pyproject.toml says (`_build_extensions`), so that both sides run C where the revision has it."""
     if Path(old, "fsmem", "__init__.py").is_file():
         return Path(old)
     into.mkdir(parents=True, exist_ok=True)
@@ -154,7 +154,39 @@ def old_package(old: str, into: Path) -> Path:
     )
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(into / "fsmem")], check=True)
+    project = subprocess.run(
+        ["git", "-C", str(REPO), "show", f"{old}:pyproject.toml"], check=True, capture_output=True, text=True
+    ).stdout
+    _build_extensions(project, into)
     return into
+
+
+_BUILD = """
+import json, sys
+from setuptools import Distribution, Extension
+from setuptools.command.build_ext import build_ext
+modules = [Extension(m["name"], m["sources"], extra_compile_args=m.get("extra-compile-args", [])) for m in json.loads(sys.argv[1])]
+command = build_ext(Distribution({"ext_modules": modules}))
+command.inplace = True
+command.ensure_finalized()
+command.run()
+"""
+
+
+def _build_extensions(project: str, into: Path) -> None:
+    """Compile the C extensions a revision's pyproject.toml names (`[tool.setuptools] ext-modules`), in place in
+    its unpacked tree, with its own compile arguments, through setuptools as `pip install` builds them. One that
+    does not build is said, and that side runs its Python twin, as an install where it is optional would."""
+    import tomllib
+
+    modules = tomllib.loads(project).get("tool", {}).get("setuptools", {}).get("ext-modules", [])
+    if not modules:
+        return
+    built = subprocess.run(
+        [sys.executable, "-c", _BUILD, json.dumps(modules)], cwd=into, capture_output=True, text=True
+    )
+    if built.returncode:
+        print(f"# the old revision's C modules did not build; it runs their Python twins:\n{built.stderr[-800:]}")
 
 
 def ms(seconds: float) -> str:
