@@ -216,7 +216,9 @@ def test_the_native_score_function_loads_once_per_connection_and_scores_as_bm25(
     seed=st.integers(0, 1000),
     pools=st.lists(st.integers(0, 40), min_size=1, max_size=4),
 )
-def test_the_pool_kept_in_c_is_the_best_of_every_row_handed_over(tmp_path_factory, monkeypatch, files, words, seed, pools):
+def test_the_pool_kept_in_c_is_the_best_of_every_row_handed_over(
+    tmp_path_factory, monkeypatch, files, words, seed, pools
+):
     """`best_row_scores` keeps, across a question's statements, only the rows that can still be among the best
     `k`; its pool is `best_rows` over every matching row handed to Python: the same rows, order and scores to the
     bit, for any `k`, with ties (files written twice), superseded rows (left out, or kept) and a file's rows
