@@ -124,8 +124,8 @@ def test_the_best_documents_files_are_scored_file_by_file_where_that_is_cheaper(
         (tmp_path / "topics" / f"t{n}.md").write_text(_file(rng, 12, n % 5 == 0), encoding="utf-8")
     memory = Memory(tmp_path)
     calls = []
-    inner = rowscores.row_scores
-    monkeypatch.setattr(rowscores, "row_scores", lambda *a: calls.append(1) or inner(*a))
+    inner = rowscores.best_row_scores
+    monkeypatch.setattr(rowscores, "best_row_scores", lambda *a: calls.append(1) or inner(*a))
     memory.search_index.refresh()
     assert scoring.rank(memory.search_index, f"walrus {EVERYWHERE}", memory.search_settings, now=NOW).ids
     assert calls  # 30 files' postings of a word in every row: cheaper file by file
