@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_rowscores.py [--root DIR] [--sizes 10000] [--queries 60] [--seed 7]
 
 Asks `--queries` new questions (`common.NewQuestions`: three words of one line of the memory) of one `Memory`
-and keeps what each asked the row part to score file by file (`fsmem.search.rowscores.row_scores`: the
+and keeps what each asked the row part to score file by file (`fsmem.search.rowscores.best_row_scores`: the
 questions matching more than 3,000 documents, whose best 300 documents' files are scored where the cost model
 finds that cheaper). Then scores each again on a connection of the search index's own, with a reader's page
 cache (`fsmem.search.index.READER_CACHE_KIB`), in one read transaction a question, three ways in every order in
@@ -74,14 +74,14 @@ def main() -> int:
         memory = Memory(root)
         memory.search("warm up: the first search builds the index")
         asked: list[tuple] = []
-        inner = rowscores.row_scores
-        rowscores.row_scores = lambda *call, asked=asked, inner=inner: asked.append(call) or inner(*call)  # type: ignore[assignment,misc]
+        inner = rowscores.best_row_scores
+        rowscores.best_row_scores = lambda *call, asked=asked, inner=inner: asked.append(call[:6]) or inner(*call)  # type: ignore[assignment,misc]
         try:
             sampler = NewQuestions(Path(root), seed=args.seed)
             for _ in range(args.queries):
                 memory.search(sampler.question(3))
         finally:
-            rowscores.row_scores = inner
+            rowscores.best_row_scores = inner
         conn = cache.connect(memory.search_index.path)
         conn.execute(f"PRAGMA cache_size = -{READER_CACHE_KIB}")
         rowscores.native_loaded(conn)  # the extension loaded once, before the clock

@@ -76,8 +76,7 @@ SIDES = [PRUNED, EXHAUSTIVE, FTS5]
 # and its pick of the best rows are within `candidates`, as is the document part
 PARTS = [
     ("document part", "fsmem.search.scoring", "document_scores"),
-    ("row part, file by file", "fsmem.search.rowscores", "row_scores"),
-    ("row part, best rows", "fsmem.search.rowscores", "best_rows"),
+    ("row part, file by file and its best rows", "fsmem.search.rowscores", "best_row_scores"),
     ("files' packed rows", "fsmem.search.scoring", "_files_of"),
     ("candidates", "fsmem.search.scoring", "_candidates"),
     ("salience", "fsmem.search.scoring", "_salience"),

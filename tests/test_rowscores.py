@@ -124,8 +124,8 @@ def test_the_best_documents_files_are_scored_file_by_file_where_that_is_cheaper(
         (tmp_path / "topics" / f"t{n}.md").write_text(_file(rng, 12, n % 5 == 0), encoding="utf-8")
     memory = Memory(tmp_path)
     calls = []
-    inner = rowscores.row_scores
-    monkeypatch.setattr(rowscores, "row_scores", lambda *a: calls.append(1) or inner(*a))
+    inner = rowscores.best_row_scores
+    monkeypatch.setattr(rowscores, "best_row_scores", lambda *a: calls.append(1) or inner(*a))
     memory.search_index.refresh()
     assert scoring.rank(memory.search_index, f"walrus {EVERYWHERE}", memory.search_settings, now=NOW).ids
     assert calls  # 30 files' postings of a word in every row: cheaper file by file
@@ -206,6 +206,50 @@ def test_the_native_score_function_loads_once_per_connection_and_scores_as_bm25(
             assert scored == expected and len(expected) > 10
     with pytest.raises(apsw.SQLError, match="one row count per phrase"):
         conn.execute("SELECT fsmem_row_score(search_fts, NULL, 1.0, 1.0) FROM search_fts WHERE search_fts MATCH 'ada'")
+    memory.close()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    files=st.lists(st.tuples(st.integers(1, 12), st.booleans(), st.booleans()), min_size=1, max_size=8),
+    words=st.lists(st.sampled_from(WORDS), max_size=3, unique=True),
+    seed=st.integers(0, 1000),
+    pools=st.lists(st.integers(0, 40), min_size=1, max_size=4),
+)
+def test_the_pool_kept_in_c_is_the_best_of_every_row_handed_over(
+    tmp_path_factory, monkeypatch, files, words, seed, pools
+):
+    """`best_row_scores` keeps, across a question's statements, only the rows that can still be among the best
+    `k`; its pool is `best_rows` over every matching row handed to Python: the same rows, order and scores to the
+    bit, for any `k`, with ties (files written twice), superseded rows (left out, or kept) and a file's rows
+    past the first `k`."""
+    monkeypatch.setenv("FSMEM_NOW", "2026-06-01T00:00:00+00:00")
+    rng = random.Random(seed)
+    root = tmp_path_factory.mktemp("mem")
+    Memory.init(root)
+    (root / "topics").mkdir()
+    for number, (rows, superseded, twice) in enumerate(files):
+        text = _file(rng, rows, superseded)
+        (root / "topics" / f"t{number}.md").write_text(text, encoding="utf-8")
+        if twice:  # the same rows in another file: the same scores, ties broken by row id
+            (root / "topics" / f"u{number}.md").write_text(text, encoding="utf-8")
+    memory = Memory(root)
+    asked: list[tuple] = []
+    inner = rowscores.best_row_scores
+    monkeypatch.setattr(rowscores, "best_row_scores", lambda *call: asked.append(call) or inner(*call))
+    for name in ("POSTINGS_PER_FILE", "POSTINGS_PER_MATCH", "POSTINGS_PER_NATIVE_MATCH"):
+        monkeypatch.setattr(rowscores, name, 0)  # every question scored file by file
+    memory.search_index.refresh()
+    query = " ".join([*words, EVERYWHERE])  # some row matches
+    scoring.rank(memory.search_index, query, SearchSettings(), now=NOW, within=lambda path: True)
+    assert asked and rowscores.native_loaded(conn := asked[0][0])
+    for _conn, match, phrases, df, weights, by_file, _superseded_too, _k in asked:
+        found = rowscores.row_scores(conn, match, phrases, df, weights, by_file)
+        for k in [*pools, len(found), len(found) + 1]:
+            for superseded_too in (False, True):
+                cut = inner(conn, match, phrases, df, weights, by_file, superseded_too, k)
+                uncut = rowscores.best_rows(found, None if superseded_too else by_file, k)
+                assert [(r, s.hex()) for r, s in cut] == [(r, s.hex()) for r, s in uncut]
     memory.close()
 
 

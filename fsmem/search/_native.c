@@ -1456,8 +1456,9 @@ row_size(sqlite3_value *sz, int columns)
    statement: FTS5's xColumnSize runs a statement of its own for each row, a fifth of the row part's CPU at
    100k files on a question of dates), or NULL for xColumnSize's. The arithmetic is fts5Bm25Function's,
    operation for operation. */
-static void
-row_score(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int argc, sqlite3_value **argv)
+static int
+score_row(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int argc, sqlite3_value **argv,
+          double *found)
 {
     RowTotals *totals = (RowTotals *)api->xGetAuxdata(fts, 0);
     int rc = SQLITE_OK;
@@ -1465,13 +1466,13 @@ row_score(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, i
         int phrases = api->xPhraseCount(fts);
         if (argc != 3 + phrases) {
             sqlite3_result_error(ctx, "fsmem_row_score: the row's sizes, two weights and one row count per phrase", -1);
-            return;
+            return 0;
         }
         sqlite3_int64 rows = 0, tokens = 0;
         totals = sqlite3_malloc64(sizeof(RowTotals) + 2 * sizeof(double) * (size_t)(phrases ? phrases : 1));
         if (totals == NULL) {
             sqlite3_result_error_nomem(ctx);
-            return;
+            return 0;
         }
         totals->phrases = phrases;
         totals->idf = (double *)&totals[1];
@@ -1493,7 +1494,7 @@ row_score(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, i
             sqlite3_free(totals);
         if (rc != SQLITE_OK) {
             sqlite3_result_error_code(ctx, rc);
-            return;
+            return 0;
         }
     }
     double *freq = totals->freq;
@@ -1514,12 +1515,174 @@ row_score(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, i
         rc = api->xColumnSize(fts, -1, &tokens);
     if (rc != SQLITE_OK) {
         sqlite3_result_error_code(ctx, rc);
-        return;
+        return 0;
     }
     double D = (double)tokens, score = 0.0, k1 = ROW_SCORE_K1, b = ROW_SCORE_B;
     for (int i = 0; i < totals->phrases; i++)
         score += totals->idf[i] * ((freq[i] * (k1 + 1.0)) / (freq[i] + k1 * (1 - b + b * D / totals->avgdl)));
-    sqlite3_result_double(ctx, score);
+    *found = score;
+    return 1;
+}
+
+static void
+row_score(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    double score;
+    if (score_row(api, fts, ctx, argc, argv, &score))
+        sqlite3_result_double(ctx, score);
+}
+
+/* One question's best rows so far, across its statements: a heap of at most `want` (ranking's row id, score),
+   its root the worst (best_rows' order: a higher score, or the same and a lower row id, ranks before). */
+typedef struct {
+    sqlite3_int64 want, size;
+    sqlite3_int64 *rid;
+    double *score;
+} RowPool;
+
+static inline int
+pool_before(const RowPool *pool, sqlite3_int64 a, sqlite3_int64 b)
+{
+    return pool->score[a] > pool->score[b] || (pool->score[a] == pool->score[b] && pool->rid[a] < pool->rid[b]);
+}
+
+static void
+pool_swap(RowPool *pool, sqlite3_int64 a, sqlite3_int64 b)
+{
+    sqlite3_int64 rid = pool->rid[a];
+    double score = pool->score[a];
+    pool->rid[a] = pool->rid[b];
+    pool->score[a] = pool->score[b];
+    pool->rid[b] = rid;
+    pool->score[b] = score;
+}
+
+static void
+pool_sift_down(RowPool *pool, sqlite3_int64 size, sqlite3_int64 i)
+{
+    for (;;) {
+        sqlite3_int64 child = 2 * i + 1, worst = i;
+        if (child < size && pool_before(pool, worst, child))
+            worst = child;
+        if (child + 1 < size && pool_before(pool, worst, child + 1))
+            worst = child + 1;
+        if (worst == i)
+            return;
+        pool_swap(pool, i, worst);
+        i = worst;
+    }
+}
+
+/* The row into the pool when it ranks before the worst kept: a row that does not cannot be among the best
+   `want` whatever comes later. */
+static void
+pool_offer(RowPool *pool, sqlite3_int64 rid, double score)
+{
+    sqlite3_int64 at;
+    if (pool->size < pool->want) {
+        at = pool->size++;
+        pool->rid[at] = rid;
+        pool->score[at] = score;
+        while (at > 0 && pool_before(pool, (at - 1) / 2, at)) { /* the worse goes up */
+            pool_swap(pool, at, (at - 1) / 2);
+            at = (at - 1) / 2;
+        }
+        return;
+    }
+    if (pool->want == 0 || score < pool->score[0] || (score == pool->score[0] && rid > pool->rid[0]))
+        return;
+    pool->rid[0] = rid;
+    pool->score[0] = score;
+    pool_sift_down(pool, pool->size, 0);
+}
+
+static void
+pool_free(void *data)
+{
+    RowPool *pool = data;
+    if (pool != NULL) {
+        sqlite3_free(pool->rid);
+        sqlite3_free(pool->score);
+        sqlite3_free(pool);
+    }
+}
+
+/* fsmem_row_offer(table, packed, itemsize, flag, moved, first, sz, w_text, w_headings, df_0, ...): offers the row,
+   fsmem_row_score's score and its ranking row id (its row id + `moved`), to the connection's pool, unless its
+   value in `packed` (the file's packed rows, native values of `itemsize` bytes, 2 or 4, by the row's ordinal, row id - `first`;
+   NULL: every row offered) has `flag` (a superseded row is dropped before the best are picked, so it holds no
+   place among them); returns NULL, so that no row is handed over. */
+static void
+row_offer(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    RowPool *pool = api->xUserData(fts);
+    if (argc < 6) {
+        sqlite3_result_error(ctx, "fsmem_row_offer: packed rows, item size, flag, moved, first, then fsmem_row_score's", -1);
+        return;
+    }
+    sqlite3_int64 rowid = api->xRowid(fts);
+    if (sqlite3_value_type(argv[0]) != SQLITE_NULL) {
+        const unsigned char *rows = sqlite3_value_blob(argv[0]);
+        int bytes = sqlite3_value_bytes(argv[0]), item = sqlite3_value_int(argv[1]);
+        sqlite3_int64 ordinal = rowid - sqlite3_value_int64(argv[4]), value;
+        if ((item != 2 && item != 4) || ordinal < 0 || (ordinal + 1) * item > bytes) {
+            sqlite3_result_error(ctx, "fsmem_row_offer: a row past its file's packed rows", -1);
+            return;
+        }
+        if (item == 2) {
+            uint16_t v;
+            memcpy(&v, rows + ordinal * 2, 2);
+            value = v;
+        }
+        else {
+            uint32_t v;
+            memcpy(&v, rows + ordinal * 4, 4);
+            value = v;
+        }
+        if (value & sqlite3_value_int64(argv[2]))
+            return;
+    }
+    double score;
+    if (score_row(api, fts, ctx, argc - 5, argv + 5, &score))
+        pool_offer(pool, rowid + sqlite3_value_int64(argv[3]), score);
+}
+
+/* fsmem_row_pool(want): the pool's rows, best first, as a blob of native (int64 row id, double score) pairs;
+   then an empty pool that keeps at most `want` (a question's offers start with it). */
+static void
+row_pool(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    RowPool *pool = sqlite3_user_data(ctx);
+    sqlite3_int64 want = argc == 1 ? sqlite3_value_int64(argv[0]) : 0, size = pool->size;
+    unsigned char *out = sqlite3_malloc64(size ? (sqlite3_uint64)size * 16 : 1);
+    if (out == NULL) {
+        sqlite3_result_error_nomem(ctx);
+        return;
+    }
+    for (sqlite3_int64 end = size; end > 0; end--) { /* the worst left goes last */
+        memcpy(out + (end - 1) * 16, &pool->rid[0], 8);
+        memcpy(out + (end - 1) * 16 + 8, &pool->score[0], 8);
+        pool_swap(pool, 0, end - 1);
+        pool_sift_down(pool, end - 1, 0);
+    }
+    sqlite3_result_blob64(ctx, out, (sqlite3_uint64)size * 16, sqlite3_free);
+    pool->size = 0;
+    if (want < 0)
+        want = 0;
+    if (want != pool->want) {
+        sqlite3_int64 *rid = sqlite3_realloc64(pool->rid, (sqlite3_uint64)(want ? want : 1) * 8);
+        if (rid != NULL)
+            pool->rid = rid;
+        double *score = sqlite3_realloc64(pool->score, (sqlite3_uint64)(want ? want : 1) * 8);
+        if (score != NULL)
+            pool->score = score;
+        if (rid == NULL || score == NULL) {
+            pool->want = 0;
+            sqlite3_result_error_nomem(ctx);
+            return;
+        }
+        pool->want = want;
+    }
 }
 
 /* The extension's entry point: registers fsmem_row_score on the connection loading it. */
@@ -1543,7 +1706,20 @@ sqlite3_fsmemrows_init(sqlite3 *db, char **error, const sqlite3_api_routines *ro
         return rc;
     if (fts == NULL || fts->iVersion < 2)
         return SQLITE_ERROR;
-    return fts->xCreateFunction(fts, "fsmem_row_score", NULL, row_score, NULL);
+    rc = fts->xCreateFunction(fts, "fsmem_row_score", NULL, row_score, NULL);
+    if (rc != SQLITE_OK)
+        return rc;
+    RowPool *pool = sqlite3_malloc64(sizeof(RowPool));
+    if (pool == NULL)
+        return SQLITE_NOMEM;
+    memset(pool, 0, sizeof(RowPool));
+    rc = sqlite3_create_function_v2(db, "fsmem_row_pool", 1, SQLITE_UTF8, pool, row_pool, NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        pool_free(pool);
+        return rc;
+    }
+    /* the pool is freed with the FTS5 function, when the connection closes */
+    return fts->xCreateFunction(fts, "fsmem_row_offer", pool, row_offer, pool_free);
 }
 #define ROW_SCORE_ENTRY "sqlite3_fsmemrows_init"
 #endif

@@ -28,6 +28,7 @@ rows as the OR does, and when its k-th score is above what any row lacking a wor
 from __future__ import annotations
 
 import math
+import struct
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -212,6 +213,44 @@ def row_scores(
         return scores.out
     finally:
         scores.start([], weights)
+
+
+POOL_FUNCTION = "fsmem_row_pool"
+OFFER_FUNCTION = "fsmem_row_offer"
+
+
+def best_row_scores(
+    conn,
+    match: str,
+    phrases: list[str],
+    df: dict[str, int],
+    weights: tuple[float, float],
+    files: dict[int, Any],
+    superseded_too: bool,
+    k: int,
+) -> list[tuple[int, float]]:
+    """`best_rows(row_scores(...), files, k)`, the superseded rows of `files` left out unless `superseded_too`.
+
+    Where the native module's functions are loaded, no row is handed to Python: `fsmem_row_offer` scores each
+    matching row as `fsmem_row_score` does and keeps it in the connection's pool of the best `k` so far across
+    the question's statements (by best_rows' order), dropping a row that ranks after the pool's worst, which no
+    later row can bring back; `fsmem_row_pool` hands over the pool, best first. A date question's 25,000
+    matching rows at 100k files cost some 15 ms more handed to Python than scored alone."""
+    if not native_loaded(conn):
+        return best_rows(row_scores(conn, match, phrases, df, weights, files), None if superseded_too else files, k)
+    counts = [df.get(phrase, 0) for phrase in phrases]
+    sql = (
+        f"SELECT 1 FROM search_fts LEFT JOIN {SIZES} AS sizes ON sizes.id = search_fts.rowid"
+        f" WHERE {OFFER_FUNCTION}(search_fts, ?, ?, ?, ?, ?, sizes.sz, ?, ?{', ?' * len(counts)})"
+        " AND search_fts MATCH ? AND search_fts.rowid BETWEEN ? AND ?"
+    )
+    conn.execute(f"SELECT {POOL_FUNCTION}(?)", (k,)).fetchall()  # an empty pool of k
+    for moved, first, last in _row_ranges(files):
+        rows = None if superseded_too else files[(first + moved) >> ROW_BITS]
+        packed = (None, 0) if rows is None else (rows.tobytes(), rows.itemsize)
+        conn.execute(sql, (*packed, SUPERSEDED, moved, first, *weights, *counts, match, first, last)).fetchall()
+    (pool,) = conn.execute(f"SELECT {POOL_FUNCTION}(0)").fetchone()
+    return list(struct.iter_unpack("=qd", pool))
 
 
 def best_rows(found: list[tuple[int, float]], packed: dict[int, Any] | None, k: int) -> list[tuple[int, float]]:

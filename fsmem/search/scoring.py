@@ -412,8 +412,8 @@ def _candidates(
     row_raw: dict[int, float] = {}
     by_file = _by_file(conn, kept, scored_files, used, df, n_rows)
     if by_file is not None:
-        found = rowscores.row_scores(conn, match, used, df, (w["text"], w["headings"]), by_file)
-        row_raw = dict(rowscores.best_rows(found, None if superseded_too else by_file, pool_size))
+        weights = (w["text"], w["headings"])
+        row_raw = dict(rowscores.best_row_scores(conn, match, used, df, weights, by_file, superseded_too, pool_size))
     elif any(df.get(t) for t in used):
         where = ["search_fts MATCH ?"]
         args: list[Any] = [match]
