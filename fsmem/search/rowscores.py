@@ -23,6 +23,10 @@ bm25() for the best rows among those holding every word (a name is in the headin
 person's files, and of few others): a `MATCH` naming the same phrases in the same order scores each of its
 rows as the OR does, and when its k-th score is above what any row lacking a word can score
 (`lacking_one_bound`), its top k is the OR's.
+
+This module is long because both ways to the row part's top k are held to bm25()'s arithmetic here, in one
+place: the IDF and its floor, the rows' totals and the phrases' frequencies per column that the file-by-file
+score, its pool and the every-word bound all use.
 """
 
 from __future__ import annotations
