@@ -511,13 +511,21 @@ PyDoc_STRVAR(best_rows_doc,
              "packed values, an array of 'H' or 'I' by ordinal; None: every row kept), the `limit` best of them, by\n"
              "score descending then row id: the very tuples, best first.");
 
-/* The packed value of the row at `ordinal` of one file's rows (an array of 'H' or 'I'), or -1 past its end. */
+/* The packed value of the row at `ordinal` of one file's rows (`bytes` bytes of native values of `itemsize`
+   bytes, 2 or 4: an array of 'H' or 'I'), or -1 past its end (or for another item size). */
 static long long
-packed_value(const Py_buffer *rows, long long ordinal)
+packed_value(const void *rows, Py_ssize_t bytes, int itemsize, long long ordinal)
 {
-    if (ordinal >= rows->len / rows->itemsize)
+    if ((itemsize != 2 && itemsize != 4) || ordinal < 0 || ordinal >= bytes / itemsize)
         return -1;
-    return rows->itemsize == 2 ? ((const uint16_t *)rows->buf)[ordinal] : ((const uint32_t *)rows->buf)[ordinal];
+    if (itemsize == 2) {
+        uint16_t value;
+        memcpy(&value, (const unsigned char *)rows + ordinal * 2, 2);
+        return value;
+    }
+    uint32_t value;
+    memcpy(&value, (const unsigned char *)rows + ordinal * 4, 4);
+    return value;
 }
 
 static PyObject *
@@ -591,7 +599,7 @@ best_rows(PyObject *self, PyObject *args)
                     goto done;
                 }
             }
-            long long value = packed_value(&rows, rid & mask);
+            long long value = packed_value(rows.buf, rows.len, (int)rows.itemsize, rid & mask);
             if (value < 0) {
                 PyErr_SetString(PyExc_IndexError, "a row past its file's packed rows");
                 goto done;
@@ -1622,22 +1630,12 @@ row_offer(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, i
     }
     sqlite3_int64 rowid = api->xRowid(fts);
     if (sqlite3_value_type(argv[0]) != SQLITE_NULL) {
-        const unsigned char *rows = sqlite3_value_blob(argv[0]);
-        int bytes = sqlite3_value_bytes(argv[0]), item = sqlite3_value_int(argv[1]);
-        sqlite3_int64 ordinal = rowid - sqlite3_value_int64(argv[4]), value;
-        if ((item != 2 && item != 4) || ordinal < 0 || (ordinal + 1) * item > bytes) {
+        const void *rows = sqlite3_value_blob(argv[0]);
+        long long value = packed_value(rows, sqlite3_value_bytes(argv[0]), sqlite3_value_int(argv[1]),
+                                       rowid - sqlite3_value_int64(argv[4]));
+        if (value < 0) {
             sqlite3_result_error(ctx, "fsmem_row_offer: a row past its file's packed rows", -1);
             return;
-        }
-        if (item == 2) {
-            uint16_t v;
-            memcpy(&v, rows + ordinal * 2, 2);
-            value = v;
-        }
-        else {
-            uint32_t v;
-            memcpy(&v, rows + ordinal * 4, 4);
-            value = v;
         }
         if (value & sqlite3_value_int64(argv[2]))
             return;
