@@ -12,8 +12,9 @@ from collections.abc import Callable
 
 TREE_MODE = "40000"
 FILE_MODE = "100644"
+EXEC_MODE = "100755"
 LINK_MODE = "120000"
-BLOB_MODES = ("100644", "100755")  # a regular file's, as git writes them in a tree
+BLOB_MODES = (FILE_MODE, EXEC_MODE)  # a regular file's, as git writes them in a tree
 
 Entry = tuple[str, str]  # (mode, object id)
 

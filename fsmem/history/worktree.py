@@ -12,7 +12,8 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import os
-from collections.abc import Callable, Collection, Iterable
+import stat
+from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
 from fsmem.errors import ConsolidationRunning, HistoryError, LockTimeout
@@ -20,7 +21,7 @@ from fsmem.format import now_iso
 from fsmem.history import journal, recovery
 from fsmem.history.journal import Author, author_of, commit_with
 from fsmem.history.repo import Repo
-from fsmem.history.trees import LINK_MODE, TreeEditor
+from fsmem.history.trees import BLOB_MODES, EXEC_MODE, FILE_MODE, LINK_MODE, TreeEditor
 from fsmem.store.files import file_lock
 from fsmem.store.paths import is_memory_path
 
@@ -46,34 +47,49 @@ def changed_on_disk(repo: Repo) -> list[str]:
     return found
 
 
-def on_disk(repo: Repo, path: str) -> tuple[str | None, bool]:
-    """The blob of `path` as `git add` stores it, and whether it is a symbolic link's: a link's blob is its text
-    (wherever it leads, if anywhere; what it leads to is never read), a file's its bytes. None: neither is there."""
+def on_disk(repo: Repo, path: str, modes: bool = True) -> tuple[str | None, str | None]:
+    """The blob of `path` as `git add` stores it, and its mode: a link's blob is its text (wherever it leads, if
+    anywhere; what it leads to is never read), LINK_MODE; a file's its bytes, EXEC_MODE when its owner may run it
+    and FILE_MODE when not, or None without `modes` (git's `core.fileMode false`: the mode history holds stays).
+    (None, None): neither is there."""
     full = repo.top / path
     if full.is_symlink():
-        return repo.store.write("blob", os.fsencode(os.readlink(full))), True
+        return repo.store.write("blob", os.fsencode(os.readlink(full))), LINK_MODE
     if not full.is_file():
-        return None, False
-    return repo.store.write("blob", full.read_bytes()), False
+        return None, None
+    oid = repo.store.write("blob", full.read_bytes())
+    if not modes:
+        return oid, None
+    return oid, EXEC_MODE if full.stat().st_mode & stat.S_IXUSR else FILE_MODE
+
+
+def keeps_modes(repo: Repo) -> bool:
+    """Whether the clone records executable bits (`core.fileMode`, which git sets false where the file system
+    keeps none, and which `git status` obeys)."""
+    found = repo.git.text("config", "--type=bool", "--get", "core.fileMode", check=False).strip()
+    return found != "false"
 
 
 def commit_files(repo: Repo, paths: Iterable[str], author: Author, message: str) -> int:
-    """One commit of `paths` (repository paths) as they are on disk, links as links; see `commit_blobs`."""
+    """One commit of `paths` (repository paths) as they are on disk, links as links and each file with its
+    executable bit, as `git add` would take them; see `commit_blobs`."""
     blobs: dict[str, str | None] = {}
-    links = set()
+    modes: dict[str, str] = {}
+    with_modes = keeps_modes(repo)
     for path in sorted(set(paths)):
-        blobs[path], is_link = on_disk(repo, path)
-        if is_link:
-            links.add(path)
-    return commit_blobs(repo, blobs, author, message, links=links)
+        blobs[path], mode = on_disk(repo, path, with_modes)
+        if mode is not None:
+            modes[path] = mode
+    return commit_blobs(repo, blobs, author, message, modes=modes)
 
 
 def commit_blobs(
-    repo: Repo, blobs: dict[str, str | None], author: Author, message: str, *, links: Collection[str] = ()
+    repo: Repo, blobs: dict[str, str | None], author: Author, message: str, *, modes: Mapping[str, str] = {}
 ) -> int:
-    """One commit setting each repository path to its blob (None: removed), those in `links` as symbolic links
-    (git's mode 120000, the blob their text). Caller holds the commit lock. Returns 1, or 0 when HEAD already
-    holds exactly that."""
+    """One commit setting each repository path to its blob (None: removed), with its mode in `modes` (a symbolic
+    link's LINK_MODE, the blob its text; a file's EXEC_MODE or FILE_MODE); a path not in `modes` is a file that
+    keeps the mode HEAD gives it. Caller holds the commit lock. Returns 1, or 0 when HEAD already holds exactly
+    that."""
     if not blobs:
         return 0
     now = journal.clock()
@@ -83,14 +99,15 @@ def commit_blobs(
         entry = editor.entry(path)
         if entry is None or oid is None:
             return entry is None and oid is None
-        return entry[1] == oid and (entry[0] == LINK_MODE) == (path in links)
+        wanted = modes.get(path)
+        return entry[1] == oid and (entry[0] == wanted if wanted else entry[0] in BLOB_MODES)
 
     def build(editor: TreeEditor, parent: str | None, commit: Callable[..., str]) -> tuple[str | None, int]:
         if all(held(editor, path, oid) for path, oid in blobs.items()):
             return parent, 0
         for path, oid in blobs.items():
-            if oid is not None and path in links:
-                editor.put(path, (LINK_MODE, oid))
+            if oid is not None and path in modes:
+                editor.put(path, (modes[path], oid))
             else:
                 editor.set(path, oid)
         return commit(editor, parent, author, int(now.timestamp()), offset, message), 1
