@@ -252,6 +252,22 @@ def test_a_link_made_or_repointed_outside_fsmem_is_committed_as_a_link(memory, f
     assert clean(root), git(root, "status", "--porcelain")
 
 
+@pytest.mark.parametrize("target", ["billing.md", "deep"])
+def test_a_link_made_by_hand_and_removed_by_fsmem_is_committed_as_a_link_both_times(memory, fixed_now, target):
+    """`rm` of a link no commit holds yet: the link as it stood, committed first as made outside fsmem, is a link
+    (mode 120000, its text) in that commit too, never a file holding its text; then the removal."""
+    root = memory.root
+    write_file(root, "topics/billing.md", "# Billing\n")
+    (root / "topics" / "deep").mkdir()
+    os.symlink(target, root / "topics" / "alias.md")
+    memory.rm("topics/alias.md")
+    assert [subject for _, subject, _ in commits(root, 2)] == ["rm topics/alias.md", "outside fsmem: topics/alias.md"]
+    assert git(root, "ls-tree", "HEAD~1", "topics/alias.md").split()[0] == "120000"
+    assert git(root, "show", "HEAD~1:topics/alias.md") == target
+    assert git(root, "ls-tree", "HEAD", "topics/alias.md") == ""
+    assert (root / "topics" / "billing.md").exists() and (root / "topics" / "deep").is_dir()
+
+
 def test_every_face_commits_its_writes(memory, fixed_now):
     root = memory.root
     cli = subprocess.run(

@@ -69,7 +69,7 @@ class Entry:
     time: int
     offset: int
     changes: list[tuple[str, str | None, str | None]]  # repository path, blob before, blob after
-    links: list[str] = field(default_factory=list)  # the paths whose blob after is a symbolic link's text
+    links: list[str] = field(default_factory=list)  # the paths whose blobs (before, after) are a symbolic link's text
 
 
 def journal_dir(repo: Repo) -> Path:
@@ -113,7 +113,7 @@ def prepare(repo: Repo, agent: str | None, message: str, changes: Iterable[Chang
         before, after = _blob(repo, change.before), _blob(repo, change.after)
         if before != after:
             items.append([repo.in_repo(change.path), before, after])
-            if change.link and after is not None:
+            if change.link:
                 links.append(repo.in_repo(change.path))
     if not items:
         return None
@@ -121,7 +121,7 @@ def prepare(repo: Repo, agent: str | None, message: str, changes: Iterable[Chang
     offset = int((now.utcoffset() or _dt.timedelta()).total_seconds() // 60)
     entry = {"agent": author_of(agent)[0], "message": message, "time": int(now.timestamp()), "offset": offset}
     entry["changes"] = items
-    if links:  # a link moved: committed as a link (git's mode 120000), not as a file holding its text
+    if links:  # a link moved or removed: committed as a link (git's mode 120000), not as a file holding its text
         entry["links"] = links
     name = f"{time.time_ns():020d}-{os.getpid()}-{next(_sequence):06d}"
     # not fsynced, as git fsyncs none of its objects or refs by default: atomic for readers and for a killed
@@ -266,7 +266,7 @@ def _commit_entries(repo: Repo, entries: list[Entry], gaps: Gaps | None = None) 
             known = [(path, before) for path, before in changed if gaps is not None and path in gaps.paths]
             if known and gaps is not None:
                 for path, before in known:
-                    editor.set(path, before)
+                    _put(editor, path, before, path in entry.links)
                 parent = commit(editor, parent, gaps.author, entry.time, entry.offset, gaps.message)
                 count += 1
             changed = [item for item in changed if item not in known]
@@ -274,21 +274,26 @@ def _commit_entries(repo: Repo, entries: list[Entry], gaps: Gaps | None = None) 
                 if not outside:
                     outside.append(repo.outside_author())
                 for path, before in changed:
-                    editor.set(path, before)
+                    _put(editor, path, before, path in entry.links)
                 names = ", ".join(repo.in_memory(path) or path for path, _ in changed)
                 parent = commit(editor, parent, outside[0], entry.time, entry.offset, f"outside fsmem: {names}")
                 count += 1
             for path, _, after in entry.changes:
-                if after is not None and path in entry.links:
-                    editor.put(path, (LINK_MODE, after))
-                else:
-                    editor.set(path, after)
+                _put(editor, path, after, path in entry.links)
             parent = commit(editor, parent, author_of(entry.agent), entry.time, entry.offset, entry.message)
             count += 1
         return parent, count
 
     paths = sorted({path for entry in entries for path, _, _ in entry.changes})
     return commit_with(repo, build, paths)
+
+
+def _put(editor: TreeEditor, path: str, oid: str | None, link: bool) -> None:
+    """One side of a change into the tree: a link's text as a link (mode 120000), a file's bytes as a file."""
+    if oid is not None and link:
+        editor.put(path, (LINK_MODE, oid))
+    else:
+        editor.set(path, oid)
 
 
 def _committed(repo: Repo, head: str | None, entry: Entry, depth: int) -> bool:
