@@ -843,6 +843,56 @@ def test_clear_all_with_history_commits_the_memory_files_it_removed(tmp_path: Pa
     assert git("status", "--porcelain") == ""
 
 
+def folder_links(root: Path, outside: Path) -> None:
+    """A memory's folder `topics/deep` (one memory file); links to it (one named as a memory file), to a folder
+    `outside`, back to the root (a cycle) and to each other (a loop); a file that is no memory file."""
+    (root / "topics" / "deep").mkdir(parents=True)
+    (root / "topics" / "a.md").write_text("- fact: a\n")
+    (root / "topics" / "deep" / "b.md").write_text("- fact: b\n")
+    (root / "alias").symlink_to("topics/deep")
+    (root / "topics" / "deep.md").symlink_to("deep")  # named as a memory file, a folder all the same
+    (root / "out").symlink_to(outside)
+    (root / "topics" / "up").symlink_to("..")
+    (root / "topics" / "spin").symlink_to("spun")
+    (root / "topics" / "spun").symlink_to("spin")
+    (root / "keep.txt").write_text("private\n")
+    outside.mkdir()
+    (outside / "o.md").write_text("- fact: outside\n")
+    (outside / "inner").mkdir()
+    (outside / "inner" / "p.md").write_text("- fact: outside too\n")
+
+
+LINKS = {"alias", "out", "topics/deep.md", "topics/up", "topics/spin", "topics/spun"}  # what folder_links made
+
+
+@pytest.mark.parametrize("history", [False, True])
+def test_clear_all_removes_links_to_folders_as_links_and_follows_none(tmp_path: Path, history: bool) -> None:
+    """Links where folders would be (to one inside, to one outside, a cycle, a loop) go as links, never
+    followed; each real file goes once, through its real path; nothing outside the memory is touched."""
+    root = Memory.init(tmp_path / "memories", git=history).root
+    outside = tmp_path / "outside"
+    folder_links(root, outside)
+    outside_before = tree(outside)
+    tool = MemoryTool.over(Memory(root))
+    assert tool.clear_all_memory() == "All memory cleared"
+    assert tree(outside) == outside_before
+    left = sorted(p.relative_to(root).as_posix() for p in root.iterdir() if p.name not in (".git", ".fsmem"))
+    expected = ["fsmem.yaml", "keep.txt"] + ([".gitattributes", ".gitignore"] if history else [])
+    assert left == sorted(expected)
+    assert tool.view("/memories") == HEADER_DIR.format("/memories") + "\n4K\t/memories"
+    if not history:
+        return
+    git = lambda *args: subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True).stdout  # noqa: E731
+    gone = git("show", "--raw", "--format=%s", "HEAD").split("\n")
+    assert gone[0] == "memory.clear_all_memory"
+    removed = {line.split("\t")[1]: line.split()[0] for line in gone if line.startswith(":")}
+    files = {"README.md", "profile/identity.md", "topics/a.md", "topics/deep/b.md"}
+    assert set(removed) == LINKS | files  # each file once, by its real path; each link as a link
+    assert {path for path, mode in removed.items() if mode == ":120000"} == LINKS
+    assert git("show", "HEAD~1:topics/up") == ".." and git("show", "HEAD~1:out") == str(outside)
+    assert git("status", "--porcelain") == "?? keep.txt\n"
+
+
 def test_a_plain_folder_keeps_the_reference_behaviour(tool: MemoryTool) -> None:
     assert (
         tool.create("/memories/.hidden/notes.txt", "a\x00b")

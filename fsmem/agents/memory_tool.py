@@ -513,7 +513,11 @@ class MemoryTool:
             if tx is not None:  # an fsmem memory: only its memory files go; fsmem.yaml, .git/, .fsmem/ and others stay
                 gone = []
                 root = Path(os.path.realpath(self.memory_root))  # once: every file is removed below it
-                for rel, full, _stat in list(walk_stats(self.memory_root)):
+                # the walk enters no link, so each real file comes once, by its real path; links where folders
+                # would be are found before anything goes (a link to a folder emptied here would dangle)
+                found = [(rel, full) for rel, full, _stat in walk_stats(self.memory_root)]
+                found += [(rel, os.path.join(root, rel)) for rel in _folder_links(root)]
+                for rel, full in found:
                     link = os.path.islink(full)  # a link goes as itself (its text), as `rm` removes it
                     data = None
                     if tx.keeps_history:
@@ -734,6 +738,30 @@ class MemoryTool:
             error=str(error) if error is not None else None,
             **extra,
         )
+
+
+def _folder_links(root: Path) -> list[str]:
+    """The symbolic links in the memory's visible folders that stand where a folder would: to a folder, inside
+    the memory or out of it, or in a loop. None is followed (the walk enters real folders only); a link to a
+    file is the walk's (a memory file) or stays (any other file)."""
+    found = []
+    for current, folders, files in os.walk(root):
+        inside = os.path.relpath(current, root).replace(os.sep, "/")
+        for name in [*folders, *files]:
+            rel = name if inside == "." else f"{inside}/{name}"
+            full = os.path.join(current, name)
+            if is_visible_folder(rel) and os.path.islink(full) and (name in folders or _loops(full)):
+                found.append(rel)
+        folders[:] = [name for name in folders if is_visible_folder(name if inside == "." else f"{inside}/{name}")]
+    return sorted(found)
+
+
+def _loops(full: str) -> bool:
+    try:
+        os.stat(full)
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
 
 
 def _remove_empty_folders(root: Path) -> None:
