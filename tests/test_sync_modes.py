@@ -74,8 +74,7 @@ def test_a_hand_chmod_is_committed_as_made_outside_fsmem_and_synced_through_a_me
     assert (first / TOOL).read_text() == merged and os.access(first / TOOL, os.X_OK)
     assert mode(first) == mode(origin, "main") == "100755"
     assert clean(first)
-    log = git(first, "log", "--format=%an|%s", "--", TOOL).splitlines()
-    assert f"{git(first, 'config', 'user.name').strip()}|outside fsmem: {TOOL}" in log
+    assert f"outside fsmem: {TOOL}" in git(first, "log", "--format=%s", "--", TOOL).splitlines()
     assert sync(second).returncode == 0
     assert (second / TOOL).read_text() == merged and os.access(second / TOOL, os.X_OK) and clean(second)
 
