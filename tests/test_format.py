@@ -1,4 +1,9 @@
+from unittest import mock
+
+from hypothesis import example, given, settings, strategies as st
+
 from fsmem import format as fmt
+from fsmem.format import frontmatter
 
 
 def test_split_reads_front_matter_and_keeps_body_offsets():
@@ -134,3 +139,50 @@ def test_section_ends_match_the_rule_on_random_outlines():
         for index, heading in enumerate(found):
             later = [h.line for h in found[index + 1 :] if h.level <= heading.level]
             assert heading.end_line == (later[0] - 1 if later else last)
+
+
+# Pieces of a file's head: fences, lines `str.rstrip` or `splitlines` treat apart, a BOM, text beyond ASCII
+_HEAD_PIECES = [
+    "---",
+    "...",
+    "--- ",
+    "---\t",
+    "---\x1f",
+    " ---",
+    "title: A",
+    "x: 1",
+    "\n",
+    "\r\n",
+    "\r",
+    "\x0b",
+    "\x0c",
+]
+_HEAD_PIECES += [
+    "\x1c",
+    "\x1d",
+    "\x1e",
+    "\x1f",
+    "\x85",
+    "\u2028",
+    "é",
+    "\ufeff",
+    " ",
+    "# H",
+    "- a",
+    "updated: 2026-01-01",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.booleans(), st.lists(st.sampled_from(_HEAD_PIECES), max_size=14))
+@example(True, ["title: A", "\n", "---\x1f", "\n", "body"])
+@example(True, ["title: A", "\x0b", "---", "\n", "body"])  # a line break splitlines knows, before the fence
+@example(False, ["---\x0bx", "\n", "title: A", "\n", "---", "\n"])
+@example(True, ["title: A", "\n", "..."])  # the closing fence the last line, without a line break
+def test_split_finds_the_fences_as_it_does_line_by_line(fenced, pieces):
+    """`split` finds the fences of plain ASCII text with `str.find` (`_plain_fences`): it must cut every text as
+    its line-by-line path does, whatever line breaks and trailing whitespace the text holds."""
+    text = ("---\n" if fenced else "") + "".join(pieces)
+    fast = fmt.split(text)
+    with mock.patch.object(frontmatter, "_plain_fences", lambda _text: None):
+        assert fmt.split(text) == fast

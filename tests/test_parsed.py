@@ -5,11 +5,13 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+from unittest import mock
 
 import pytest
-from hypothesis import example, given, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from fsmem import Memory, format as fmt
+from fsmem.format import frontmatter
 from fsmem.format.rows import document_rows
 from fsmem.search.parsed import FileRows, kept_file, ranked_cut
 from fsmem.search.parsing import is_ranked, ranked_rows
@@ -128,3 +130,62 @@ def test_a_consolidated_note_reads_back_its_fenced_blocks_only():
     assert fmt.is_consolidated(text)
     rows = FileRows(rel, kept_file(ranked_cut(rel, text)))
     assert [(r.line, r.text, r.kind) for r in rows] == [(9, "```\nsaved words\n```", "paragraph")]
+
+
+_HEADS = ["---\ntitle: Ivory {n}\n---\n", "---\ntitle: Ivory {n}\n...\n", "---\t\ntopic: tusks {n}\n---  \n"]
+_HEADS += [
+    "---\r\ntitle: Ivory {n}\r\n---\r\n",
+    "---\ntitle: Ivory {n}\rowner: x\n---\n",
+    "\ufeff---\ntitle: Ivory {n}\n---\n",
+    "",
+]
+_BODIES = [
+    "# Ivory {n}\n\n- walrus tusks: {n} kg\n- narwhal tusk {n}\n",
+    "## Facts\n- walrus tusks: {n}\r\n\n- seals\n",
+]
+_BODIES += ["- tusks of ivory {n}\n\n## Old (superseded)\n- walrus tusks: {n} cm\n"]
+
+
+@settings(max_examples=6, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(_HEADS), st.sampled_from(_BODIES)), min_size=1, max_size=8),
+    st.lists(
+        st.sampled_from(["walrus tusks", "ivory narwhal", "tusks 3 kg", "seals ivory", "superseded walrus"]),
+        min_size=1,
+        max_size=3,
+    ),
+)
+def test_answers_are_the_same_when_front_matter_is_found_line_by_line(tmp_path_factory, files, questions):
+    """The rows read back from files whose fences `split` finds with `str.find` (`_plain_fences`) are those its
+    line-by-line path gives: the same answers, titles, headings and superseded marks (two memories, as a
+    question asked again scores its rows' use)."""
+
+    def answers() -> list[dict]:
+        memory = Memory.init(tmp_path_factory.mktemp("mem") / "mem")
+        (memory.root / "topics").mkdir()
+        for n, (head, body) in enumerate(files):
+            path = memory.root / "topics" / f"t{n}.md"
+            path.write_bytes((head + body).format(n=n).encode())
+            os.utime(path, ns=(1_780_000_000 * 10**9, 1_780_000_000 * 10**9))  # the same recency in both
+        return [memory.search(q, max_tokens=4000).to_dict() for q in questions]
+
+    with mock.patch.dict(os.environ, {"FSMEM_NOW": "2026-06-01T00:00:00+00:00"}):
+        fast = answers()
+        with mock.patch.object(frontmatter, "_plain_fences", lambda _text: None):
+            assert answers() == fast
+
+
+def test_a_hand_edit_of_the_same_size_and_time_is_read_back(tmp_path):
+    """A file is kept parsed per version: an edit that keeps its size and mtime still has a new ctime, and the
+    version read back is the one whose bytes were read."""
+    memory = Memory.init(tmp_path / "mem")
+    (memory.root / "topics").mkdir()
+    target = memory.root / "topics" / "w.md"
+    target.write_text(DOC.format(n=1))
+    before = target.stat()
+    assert "tusks of ivory" in memory.search("walrus tusks").to_text()
+    target.write_text(DOC.format(n=1).replace("tusks of ivory", "tusks of bones"))
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert target.stat().st_size == before.st_size
+    shown = memory.search("walrus tusks").to_text()
+    assert "tusks of bones" in shown and "tusks of ivory" not in shown

@@ -136,23 +136,30 @@ def split(text: str) -> Document:
     what a caller sees is what the file says.
     """
     doc = Document(text=text, body=text)
-    lines = text.splitlines(keepends=True)
-    if not lines:
+    fences = _plain_fences(text)
+    if fences is _NO_FENCE:
         return doc
-    first = _strip_eol(lines[0])
-    if first.startswith(BOM):
-        first = first[len(BOM) :]
-    if first.rstrip() != FENCE:
-        return doc
-    closing = None
-    for index in range(1, len(lines)):
-        if _strip_eol(lines[index]).rstrip() in _CLOSING_FENCES:
-            closing = index
-            break
-    if closing is None:
-        doc.problems.append(Problem(1, "front matter opened with '---' but never closed"))
-        return doc
-    raw = "".join(lines[1:closing])
+    if fences is not None:
+        raw_start, closing_start, body_start = fences
+        raw, body, closing = text[raw_start:closing_start], text[body_start:], text.count("\n", 0, closing_start)
+    else:
+        lines = text.splitlines(keepends=True)
+        if not lines:
+            return doc
+        first = _strip_eol(lines[0])
+        if first.startswith(BOM):
+            first = first[len(BOM) :]
+        if first.rstrip() != FENCE:
+            return doc
+        found = None
+        for index in range(1, len(lines)):
+            if _strip_eol(lines[index]).rstrip() in _CLOSING_FENCES:
+                found = index
+                break
+        if found is None:
+            doc.problems.append(Problem(1, "front matter opened with '---' but never closed"))
+            return doc
+        raw, body, closing = "".join(lines[1:found]), "".join(lines[found + 1 :]), found
     if len(raw) > MAX_FRONT_MATTER_CHARS:
         doc.problems.append(
             Problem(1, f"front matter is longer than {MAX_FRONT_MATTER_CHARS // 1024} KiB; not read as YAML")
@@ -185,9 +192,40 @@ def split(text: str) -> Document:
     doc.has_front_matter = True
     doc.front_matter = loaded if fields is not None else {str(k): _plain(v) for k, v in loaded.items()}
     doc.front_matter_text = raw
-    doc.body = "".join(lines[closing + 1 :])
+    doc.body = body
     doc.body_start_line = closing + 2
     return doc
+
+
+_NO_FENCE = (0, 0, 0)  # `_plain_fences`: the text opens with no front matter
+_CLOSING_LINE = re.compile(r"^(?:---|\.\.\.)[ \t\x1f]*$", re.M)  # what `str.rstrip` strips of such a line's ASCII
+
+
+def _plain_fences(text: str) -> tuple[int, int, int] | None:
+    """Where `split` finds the front matter when the text up to its closing fence is ASCII whose lines end in
+    "\\n" alone (where `splitlines` cuts the same lines): its start, the closing fence's line's start and the
+    body's start, found with `str.find` and one regex instead of a string per line of the file (a file read back
+    for one row of an answer paid for every line of it); `_NO_FENCE` when the first line is no fence; None
+    elsewhere, and where the fence is never closed (the general path says so)."""
+    first_end = text.find("\n")
+    first = text if first_end < 0 else text[:first_end]
+    if not _plain_lines(first):
+        return None
+    if first.rstrip() != FENCE:
+        return _NO_FENCE
+    closing = _CLOSING_LINE.search(text, first_end + 1) if first_end >= 0 else None
+    if closing is None:
+        return None
+    body_start = text.find("\n", closing.end())
+    body_start = len(text) if body_start < 0 else body_start + 1
+    if not _plain_lines(text[:body_start]):
+        return None
+    return first_end + 1, closing.start(), body_start
+
+
+def _plain_lines(text: str) -> bool:
+    """Whether `text` is ASCII without a line break `splitlines` knows besides "\\n"."""
+    return text.isascii() and not any(other in text for other in "\r\x0b\x0c\x1c\x1d\x1e")
 
 
 def _plain(value: Any) -> Any:
