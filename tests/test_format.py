@@ -1,4 +1,7 @@
+from hypothesis import given, settings, strategies as st
+
 from fsmem import format as fmt
+from fsmem.format.frontmatter import fences, line_fences, plain_fences
 
 
 def test_split_reads_front_matter_and_keeps_body_offsets():
@@ -134,3 +137,26 @@ def test_section_ends_match_the_rule_on_random_outlines():
         for index, heading in enumerate(found):
             later = [h.line for h in found[index + 1 :] if h.level <= heading.level]
             assert heading.end_line == (later[0] - 1 if later else last)
+
+
+# lines made of what tells fences apart: fences and near-fences, trailing spaces of any kind (\x1f and \u3000
+# among them), BOMs, and now and then a line break other than "\n" (every one `str.splitlines` cuts at)
+_IN_LINE = st.sampled_from(
+    ["---", "...", "--", "----", ". ..", " ", "\t", "\x1f", "\u3000", "\ufeff", "a: b", "é", "#"]
+)
+_BREAK = st.sampled_from(["\r\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028"])
+_LINE = st.lists(_IN_LINE | _IN_LINE | _IN_LINE | _BREAK, max_size=3).map("".join) | st.sampled_from(
+    ["---", "...", "--- ", "---\x1f", "...\t", "---\u3000", "---\x1c", "title: x"]
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(_LINE, max_size=8).map("\n".join), st.booleans(), st.booleans())
+def test_front_matter_found_without_cutting_lines_is_where_the_lines_put_it(text, opened, ended):
+    """Wherever `plain_fences` finds front matter, cutting the file into lines finds the same: its text, its
+    closing fence's line and the body; and `fences` is the lines' answer everywhere."""
+    text = ("---\n" if opened else "") + text + ("\n" if ended else "")
+    found = plain_fences(text)
+    if found is not None:
+        assert found == line_fences(text)
+    assert fences(text) == line_fences(text)
