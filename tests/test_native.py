@@ -21,6 +21,7 @@ from fsmem.search import postings
 from fsmem.search.analyzer import Analyzer, stemmed_texts
 from fsmem.search.index import SearchIndex
 from fsmem.search.parsing import row_columns
+from fsmem.search.postings import add_postings
 from fsmem.store import cache as _cache
 
 NATIVE = postings._native
@@ -366,3 +367,31 @@ def test_the_c_module_makes_a_plain_body_s_columns_as_its_twin(sections, data, w
             NATIVE.row_columns(wrong, when, sections)
         with pytest.raises(ValueError):
             row_columns(wrong, when, sections)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.lists(st.sampled_from(["", "a", "bc", "é", "a b"]), max_size=5), st.integers(0, 1 << 40)),
+        max_size=5,
+    ),
+    st.integers(0, 1 << 32),
+)
+def test_the_c_module_adds_a_document_s_postings_as_its_twin(docs, count):
+    """Documents one after another into one batch's rows, terms new and met before (empty ones too, and more
+    than one space between two): the same ids and counts per term; and a ValueError where the counts are not
+    one a term, before the rows change."""
+    if NATIVE is None:
+        pytest.fail(NOT_BUILT)
+    ours: dict[str, tuple[list[int], list[int]]] = {}
+    twins: dict[str, tuple[list[int], list[int]]] = {}
+    for terms, doc in docs:
+        joined = " ".join(terms)
+        packed = array("I", [count % (1 << 32)] * (len(joined.split(" ")) if joined else 0)).tobytes()
+        NATIVE.add_postings(ours, doc, joined, packed)
+        add_postings(twins, doc, joined, packed)
+        for wrong in (packed + b"\0\0\0\0", packed[:-1], packed[4:]) if packed else (b"\0\0\0\0", b"\0"):
+            for add, rows in ((NATIVE.add_postings, ours), (add_postings, twins)):
+                with pytest.raises(ValueError):
+                    add(rows, doc, joined, wrong)
+    assert ours == twins

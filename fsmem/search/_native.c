@@ -1540,6 +1540,92 @@ done:
     return result;
 }
 
+/* add_postings: one document's postings added to a batch's (twin: fsmem.search.postings.add_postings). */
+
+PyDoc_STRVAR(add_postings_doc,
+"add_postings(rows, doc, terms, counts, /) -> None\n\n"
+"One document's postings added to `rows` (term -> (ids, counts), two lists), as\n"
+"fsmem.search.postings.add_postings (its twin) adds them: `terms` its distinct terms separated by single\n"
+"spaces (\"\" for none), `counts` their counts, 4 native bytes each (array('I')). A ValueError where there are\n"
+"not as many counts as terms, checked before `rows` is changed.");
+
+static int
+posting_add(PyObject *rows, PyObject *term, PyObject *doc, unsigned int many)
+{
+    PyObject *count = PyLong_FromUnsignedLong(many);
+    if (count == NULL)
+        return -1;
+    int failed = -1;
+    PyObject *found = PyDict_GetItemWithError(rows, term); /* borrowed */
+    if (found == NULL) {
+        if (!PyErr_Occurred()) {
+            PyObject *ids = PyList_New(1), *counts = PyList_New(1), *pair = NULL;
+            if (ids != NULL && counts != NULL) {
+                PyList_SET_ITEM(ids, 0, Py_NewRef(doc));
+                PyList_SET_ITEM(counts, 0, Py_NewRef(count));
+                pair = PyTuple_Pack(2, ids, counts);
+            }
+            if (pair != NULL)
+                failed = PyDict_SetItem(rows, term, pair);
+            Py_XDECREF(ids);
+            Py_XDECREF(counts);
+            Py_XDECREF(pair);
+        }
+    }
+    else if (!PyTuple_Check(found) || PyTuple_GET_SIZE(found) != 2 || !PyList_Check(PyTuple_GET_ITEM(found, 0)) ||
+             !PyList_Check(PyTuple_GET_ITEM(found, 1)))
+        PyErr_SetString(PyExc_TypeError, "add_postings: a term's postings are a tuple of two lists");
+    else {
+        Py_INCREF(found); /* held while its lists grow */
+        failed = PyList_Append(PyTuple_GET_ITEM(found, 0), doc) < 0 ||
+                         PyList_Append(PyTuple_GET_ITEM(found, 1), count) < 0
+                     ? -1
+                     : 0;
+        Py_DECREF(found);
+    }
+    Py_DECREF(count);
+    return failed;
+}
+
+static PyObject *
+add_postings(PyObject *self, PyObject *args)
+{
+    PyObject *rows, *doc, *terms;
+    Py_buffer counts;
+    if (!PyArg_ParseTuple(args, "O!O!Uy*:add_postings", &PyDict_Type, &rows, &PyLong_Type, &doc, &terms, &counts))
+        return NULL;
+    Py_ssize_t size = PyUnicode_GET_LENGTH(terms), many = size > 0 ? 1 : 0;
+    int kind = PyUnicode_KIND(terms);
+    const void *data = PyUnicode_DATA(terms);
+    for (Py_ssize_t at = 0; at < size; at++)
+        many += PyUnicode_READ(kind, data, at) == ' ';
+    if (counts.len % (Py_ssize_t)sizeof(unsigned int) != 0 ||
+        counts.len / (Py_ssize_t)sizeof(unsigned int) != many) {
+        PyBuffer_Release(&counts);
+        PyErr_SetString(PyExc_ValueError, "add_postings: not as many counts as terms");
+        return NULL;
+    }
+    const unsigned char *bytes = counts.buf;
+    Py_ssize_t start = 0, n = 0;
+    for (Py_ssize_t at = 0; many > 0 && at <= size; at++) {
+        if (at < size && PyUnicode_READ(kind, data, at) != ' ')
+            continue;
+        unsigned int value;
+        memcpy(&value, bytes + n * (Py_ssize_t)sizeof(unsigned int), sizeof(unsigned int));
+        PyObject *term = PyUnicode_Substring(terms, start, at);
+        int failed = term == NULL ? -1 : posting_add(rows, term, doc, value);
+        Py_XDECREF(term);
+        if (failed < 0) {
+            PyBuffer_Release(&counts);
+            return NULL;
+        }
+        start = at + 1;
+        n++;
+    }
+    PyBuffer_Release(&counts);
+    Py_RETURN_NONE;
+}
+
 /* The row part's score of one row, as an FTS5 auxiliary function (the Python twin:
    fsmem.search.rowscores._Scores), registered on a connection by loading this file as a SQLite extension
    (`sqlite3_fsmemrows_init`; apsw's SQLite exports no symbols, so its functions come through the
@@ -1876,6 +1962,7 @@ static PyMethodDef methods[] = {
     {"plain_rows", plain_rows, METH_VARARGS, plain_rows_doc},
     {"plain_sections", plain_sections, METH_VARARGS, plain_sections_doc},
     {"row_columns", row_columns, METH_VARARGS, row_columns_doc},
+    {"add_postings", add_postings, METH_VARARGS, add_postings_doc},
     {NULL, NULL, 0, NULL},
 };
 
