@@ -1,7 +1,7 @@
 from hypothesis import given, settings, strategies as st
 
 from fsmem import format as fmt
-from fsmem.format.frontmatter import fences, line_fences, plain_fences
+from fsmem.format.fences import fences, line_fences, plain_fences
 
 
 def test_split_reads_front_matter_and_keeps_body_offsets():

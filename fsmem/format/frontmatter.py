@@ -16,6 +16,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from fsmem.config import first_alias
+from fsmem.format.fences import FENCE, fences
 from fsmem.format.simple_fields import simple_fields
 
 
@@ -45,9 +46,6 @@ def _yaml() -> SimpleNamespace:
     return SimpleNamespace(module=yaml, loader=FrontMatterLoader, safe_loader=safe_loader, dumper=safe_dumper)
 
 
-BOM = "\ufeff"
-FENCE = "---"
-_CLOSING_FENCES = ("---", "...")
 MEMORY_TYPES = ("semantic", "episodic", "procedural")
 CONSOLIDATED_FIELD = "consolidated"
 # Front matter longer than this is reported and not parsed: a header is a few hundred bytes.
@@ -121,53 +119,6 @@ def decode(data: bytes) -> tuple[str, list[Problem]]:
     if nul != -1:
         problems.append(Problem(data[:nul].count(b"\n") + 1, f"contains a NUL byte (byte {nul}); not text"))
     return text, problems
-
-
-def _strip_eol(line: str) -> str:
-    return line.rstrip("\r\n")
-
-
-Fences = tuple[str, int, str]  # the front matter's text, its closing fence's line (0-based), the body
-
-
-def fences(text: str) -> Fences | None | str:
-    """Where front matter opens and closes: None where the first line (after an optional BOM) is no fence,
-    "unclosed" where no later line is one; the closing fence is the first line `rstrip` makes `---` or `...`."""
-    fenced = plain_fences(text)
-    return fenced if fenced is not None else line_fences(text)
-
-
-def line_fences(text: str) -> Fences | None | str:
-    """`fences`, the file cut into lines (`str.splitlines`: any line break, CRLF too)."""
-    lines = text.splitlines(keepends=True)
-    if not lines:
-        return None
-    first = _strip_eol(lines[0])
-    if first.startswith(BOM):
-        first = first[len(BOM) :]
-    if first.rstrip() != FENCE:
-        return None
-    for index in range(1, len(lines)):
-        if _strip_eol(lines[index]).rstrip() in _CLOSING_FENCES:
-            return "".join(lines[1:index]), index, "".join(lines[index + 1 :])
-    return "unclosed"
-
-
-def plain_fences(text: str) -> Fences | None:
-    """`fences` of front matter whose lines, fences included, are ASCII and end in "\n" alone (most files), found
-    without cutting the whole file into lines (a cold build's 10k files: 0.07 s of CPU less); None otherwise
-    (`fences` then cuts it). No other line break `str.splitlines` cuts at (`_ODD_BREAKS`), so a line that
-    `rstrip` makes a fence is a fence and the ASCII whitespace left after it (space, tab, \x1f).
-    tests/test_format.py holds the two equal."""
-    fenced = _PLAIN_FENCES.match(text) if len(text) <= _PLAIN_MOST else None
-    if fenced is None or not fenced.group(0).isascii() or _ODD_BREAKS.search(fenced.group(0)):
-        return None
-    return fenced.group(1), fenced.group(1).count("\n") + 1, text[fenced.end() :]
-
-
-_PLAIN_FENCES = re.compile(r"---\n((?:[^\n]*\n)*?)(?:---|\.\.\.)[ \t\x1f]*(?:\n|\Z)")
-_ODD_BREAKS = re.compile(r"[\r\x0b\x0c\x1c\x1d\x1e]")
-_PLAIN_MOST = 1 << 20  # a larger file is cut into lines: the pattern's steps, one a line, are kept till it ends
 
 
 def split(text: str) -> Document:
