@@ -1,9 +1,7 @@
-from unittest import mock
-
 from hypothesis import example, given, settings, strategies as st
 
 from fsmem import format as fmt
-from fsmem.format import frontmatter
+from fsmem.format.fences import fences, line_fences, plain_fences
 
 
 def test_split_reads_front_matter_and_keeps_body_offsets():
@@ -141,48 +139,28 @@ def test_section_ends_match_the_rule_on_random_outlines():
             assert heading.end_line == (later[0] - 1 if later else last)
 
 
-# Pieces of a file's head: fences, lines `str.rstrip` or `splitlines` treat apart, a BOM, text beyond ASCII
-_HEAD_PIECES = [
-    "---",
-    "...",
-    "--- ",
-    "---\t",
-    "---\x1f",
-    " ---",
-    "title: A",
-    "x: 1",
-    "\n",
-    "\r\n",
-    "\r",
-    "\x0b",
-    "\x0c",
-]
-_HEAD_PIECES += [
-    "\x1c",
-    "\x1d",
-    "\x1e",
-    "\x1f",
-    "\x85",
-    "\u2028",
-    "é",
-    "\ufeff",
-    " ",
-    "# H",
-    "- a",
-    "updated: 2026-01-01",
-]
+# lines made of what tells fences apart: fences and near-fences, trailing spaces of any kind (\x1f and \u3000
+# among them), BOMs, and now and then a line break other than "\n" (every one `str.splitlines` cuts at)
+_IN_LINE = st.sampled_from(
+    ["---", "...", "--", "----", ". ..", " ", "\t", "\x1f", "\u3000", "\ufeff", "a: b", "é", "#"]
+)
+_BREAK = st.sampled_from(["\r\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028"])
+_LINE = st.lists(_IN_LINE | _IN_LINE | _IN_LINE | _BREAK, max_size=3).map("".join) | st.sampled_from(
+    ["---", "...", "--- ", "---\x1f", "...\t", "---\u3000", "---\x1c", "title: x"]
+)
 
 
-@settings(max_examples=400, deadline=None)
-@given(st.booleans(), st.lists(st.sampled_from(_HEAD_PIECES), max_size=14))
-@example(True, ["title: A", "\n", "---\x1f", "\n", "body"])
-@example(True, ["title: A", "\x0b", "---", "\n", "body"])  # a line break splitlines knows, before the fence
-@example(False, ["---\x0bx", "\n", "title: A", "\n", "---", "\n"])
-@example(True, ["title: A", "\n", "..."])  # the closing fence the last line, without a line break
-def test_split_finds_the_fences_as_it_does_line_by_line(fenced, pieces):
-    """`split` finds the fences of plain ASCII text with `str.find` (`_plain_fences`): it must cut every text as
-    its line-by-line path does, whatever line breaks and trailing whitespace the text holds."""
-    text = ("---\n" if fenced else "") + "".join(pieces)
-    fast = fmt.split(text)
-    with mock.patch.object(frontmatter, "_plain_fences", lambda _text: None):
-        assert fmt.split(text) == fast
+@settings(max_examples=600, deadline=None)
+@given(st.lists(_LINE, max_size=8).map("\n".join), st.booleans(), st.booleans())
+@example("title: A\n---\x1f\nbody", True, False)
+@example("title: A\x0b---\nbody", True, False)  # a line break splitlines knows, before the fence
+@example("---\x0bx\ntitle: A\n---", False, True)
+@example("title: A\n...", True, False)  # the closing fence the last line, without a line break
+def test_front_matter_found_without_cutting_lines_is_where_the_lines_put_it(text, opened, ended):
+    """Wherever `plain_fences` finds front matter, cutting the file into lines finds the same: its text, its
+    closing fence's line and the body; and `fences` is the lines' answer everywhere."""
+    text = ("---\n" if opened else "") + text + ("\n" if ended else "")
+    found = plain_fences(text)
+    if found is not None:
+        assert found == line_fences(text)
+    assert fences(text) == line_fences(text)

@@ -20,6 +20,8 @@ from fsmem.format.rows import plain_rows, plain_sections
 from fsmem.search import postings
 from fsmem.search.analyzer import Analyzer, stemmed_texts
 from fsmem.search.index import SearchIndex
+from fsmem.search.parsing import row_columns
+from fsmem.search.postings import add_postings
 from fsmem.store import cache as _cache
 
 NATIVE = postings._native
@@ -37,7 +39,9 @@ def test_the_native_module_is_built():
     except ImportError as exc:
         pytest.fail(f"{NOT_BUILT} ({exc})")
     assert module is NATIVE
-    assert {"term_parts", "best_documents", "plain_rows", "plain_sections", "stemmed_texts"} <= set(dir(module))
+    assert {"term_parts", "best_documents", "plain_rows", "plain_sections", "row_columns", "stemmed_texts"} <= set(
+        dir(module)
+    )
 
 
 def _prepared():
@@ -335,3 +339,59 @@ def test_the_c_module_picks_the_best_rows_as_its_twin(files, keep_superseded, li
     if len(found) > 1:
         with pytest.raises(ValueError, match="order"):
             NATIVE.best_rows(found[::-1], kept, SUPERSEDED, ROW_BITS, limit)
+
+
+# a plain body's sections as parse_file hands them over: each its rows' lines (a line past what 30 bits hold
+# packs as the largest), its context, whether superseded, whether it continues the section before's run
+_SECTION = st.tuples(
+    st.lists(st.integers(0, 70000) | st.sampled_from([0x3FFFFFFF, 0x40000000, 1 << 70]), max_size=6),
+    st.sampled_from(["", "fact", "ann lee", "é"]),
+    st.booleans(),
+    st.booleans(),
+)
+_TERMS = st.sampled_from(["", "met bob lake", "sport", "café"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_SECTION, max_size=6), st.data(), st.sampled_from(["", "may 8 2024", "juli"]))
+def test_the_c_module_makes_a_plain_body_s_columns_as_its_twin(sections, data, when):
+    """Any sections (empty ones too) with any terms, dated or not: the C module's rows' terms, contexts,
+    packed lines and flags, and superseded ordinals are `row_columns`'."""
+    if NATIVE is None:
+        pytest.fail(NOT_BUILT)
+    n = sum(len(section[0]) for section in sections)
+    terms = data.draw(st.lists(_TERMS, min_size=n, max_size=n))
+    assert NATIVE.row_columns(terms, when, sections) == row_columns(terms, when, sections)
+    for wrong in (terms + ["x"], terms[1:]) if terms else (["x"],):  # a row without its line, a line too many
+        with pytest.raises(ValueError):
+            NATIVE.row_columns(wrong, when, sections)
+        with pytest.raises(ValueError):
+            row_columns(wrong, when, sections)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.lists(st.sampled_from(["", "a", "bc", "é", "a b"]), max_size=5), st.integers(0, 1 << 40)),
+        max_size=5,
+    ),
+    st.integers(0, 1 << 32),
+)
+def test_the_c_module_adds_a_document_s_postings_as_its_twin(docs, count):
+    """Documents one after another into one batch's rows, terms new and met before (empty ones too, and more
+    than one space between two): the same ids and counts per term; and a ValueError where the counts are not
+    one a term, before the rows change."""
+    if NATIVE is None:
+        pytest.fail(NOT_BUILT)
+    ours: dict[str, tuple[list[int], list[int]]] = {}
+    twins: dict[str, tuple[list[int], list[int]]] = {}
+    for terms, doc in docs:
+        joined = " ".join(terms)
+        packed = array("I", [count % (1 << 32)] * (len(joined.split(" ")) if joined else 0)).tobytes()
+        NATIVE.add_postings(ours, doc, joined, packed)
+        add_postings(twins, doc, joined, packed)
+        for wrong in (packed + b"\0\0\0\0", packed[:-1], packed[4:]) if packed else (b"\0\0\0\0", b"\0"):
+            for add, rows in ((NATIVE.add_postings, ours), (add_postings, twins)):
+                with pytest.raises(ValueError):
+                    add(rows, doc, joined, wrong)
+    assert ours == twins

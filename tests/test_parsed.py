@@ -11,7 +11,7 @@ import pytest
 from hypothesis import example, given, settings, strategies as st
 
 from fsmem import Memory, format as fmt
-from fsmem.format import frontmatter
+from fsmem.format import fences
 from fsmem.format.rows import document_rows
 from fsmem.search.parsed import FileRows, kept_file, ranked_cut
 from fsmem.search.parsing import is_ranked, ranked_rows
@@ -156,7 +156,7 @@ _BODIES += ["- tusks of ivory {n}\n\n## Old (superseded)\n- walrus tusks: {n} cm
     ),
 )
 def test_answers_are_the_same_when_front_matter_is_found_line_by_line(tmp_path_factory, files, questions):
-    """The rows read back from files whose fences `split` finds with `str.find` (`_plain_fences`) are those its
+    """The rows read back from files whose fences `split` finds with one pattern (`fences.plain_fences`) are those its
     line-by-line path gives: the same answers, titles, headings and superseded marks (two memories, as a
     question asked again scores its rows' use)."""
 
@@ -171,7 +171,7 @@ def test_answers_are_the_same_when_front_matter_is_found_line_by_line(tmp_path_f
 
     with mock.patch.dict(os.environ, {"FSMEM_NOW": "2026-06-01T00:00:00+00:00"}):
         fast = answers()
-        with mock.patch.object(frontmatter, "_plain_fences", lambda _text: None):
+        with mock.patch.object(fences, "plain_fences", lambda _text: None):
             assert answers() == fast
 
 

@@ -13,9 +13,9 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing here
 
 # name -> the module under fsmem.format that defines it (`fsmem._lazy_names`)
 _EXPORTS = {
-    "BOM": ".frontmatter",
+    "BOM": ".fences",
     "CONSOLIDATED_FIELD": ".frontmatter",
-    "FENCE": ".frontmatter",
+    "FENCE": ".fences",
     "MEMORY_TYPES": ".frontmatter",
     "Document": ".frontmatter",
     "Problem": ".frontmatter",
@@ -46,10 +46,9 @@ _EXPORTS = {
 __all__ = list(_EXPORTS)
 
 if TYPE_CHECKING:  # what the type checker reads; at run time each name is loaded on first use
+    from fsmem.format.fences import BOM as BOM, FENCE as FENCE
     from fsmem.format.frontmatter import (
-        BOM as BOM,
         CONSOLIDATED_FIELD as CONSOLIDATED_FIELD,
-        FENCE as FENCE,
         MEMORY_TYPES as MEMORY_TYPES,
         Document as Document,
         Problem as Problem,

@@ -16,6 +16,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from fsmem.config import first_alias
+from fsmem.format.fences import FENCE, fences
 from fsmem.format.simple_fields import simple_fields
 
 
@@ -45,9 +46,6 @@ def _yaml() -> SimpleNamespace:
     return SimpleNamespace(module=yaml, loader=FrontMatterLoader, safe_loader=safe_loader, dumper=safe_dumper)
 
 
-BOM = "\ufeff"
-FENCE = "---"
-_CLOSING_FENCES = ("---", "...")
 MEMORY_TYPES = ("semantic", "episodic", "procedural")
 CONSOLIDATED_FIELD = "consolidated"
 # Front matter longer than this is reported and not parsed: a header is a few hundred bytes.
@@ -123,10 +121,6 @@ def decode(data: bytes) -> tuple[str, list[Problem]]:
     return text, problems
 
 
-def _strip_eol(line: str) -> str:
-    return line.rstrip("\r\n")
-
-
 def split(text: str) -> Document:
     """Split text into front matter and body; never raises.
 
@@ -136,30 +130,13 @@ def split(text: str) -> Document:
     what a caller sees is what the file says.
     """
     doc = Document(text=text, body=text)
-    fences = _plain_fences(text)
-    if fences is _NO_FENCE:
+    fenced = fences(text)
+    if fenced is None:
         return doc
-    if fences is not None:
-        raw_start, closing_start, body_start = fences
-        raw, body, closing = text[raw_start:closing_start], text[body_start:], text.count("\n", 0, closing_start)
-    else:
-        lines = text.splitlines(keepends=True)
-        if not lines:
-            return doc
-        first = _strip_eol(lines[0])
-        if first.startswith(BOM):
-            first = first[len(BOM) :]
-        if first.rstrip() != FENCE:
-            return doc
-        found = None
-        for index in range(1, len(lines)):
-            if _strip_eol(lines[index]).rstrip() in _CLOSING_FENCES:
-                found = index
-                break
-        if found is None:
-            doc.problems.append(Problem(1, "front matter opened with '---' but never closed"))
-            return doc
-        raw, body, closing = "".join(lines[1:found]), "".join(lines[found + 1 :]), found
+    if isinstance(fenced, str):  # "unclosed"
+        doc.problems.append(Problem(1, "front matter opened with '---' but never closed"))
+        return doc
+    raw, closing, body = fenced
     if len(raw) > MAX_FRONT_MATTER_CHARS:
         doc.problems.append(
             Problem(1, f"front matter is longer than {MAX_FRONT_MATTER_CHARS // 1024} KiB; not read as YAML")
@@ -195,37 +172,6 @@ def split(text: str) -> Document:
     doc.body = body
     doc.body_start_line = closing + 2
     return doc
-
-
-_NO_FENCE = (0, 0, 0)  # `_plain_fences`: the text opens with no front matter
-_CLOSING_LINE = re.compile(r"^(?:---|\.\.\.)[ \t\x1f]*$", re.M)  # what `str.rstrip` strips of such a line's ASCII
-
-
-def _plain_fences(text: str) -> tuple[int, int, int] | None:
-    """Where `split` finds the front matter when the text up to its closing fence is ASCII whose lines end in
-    "\\n" alone (where `splitlines` cuts the same lines): its start, the closing fence's line's start and the
-    body's start, found with `str.find` and one regex instead of a string per line of the file (a file read back
-    for one row of an answer paid for every line of it); `_NO_FENCE` when the first line is no fence; None
-    elsewhere, and where the fence is never closed (the general path says so)."""
-    first_end = text.find("\n")
-    first = text if first_end < 0 else text[:first_end]
-    if not _plain_lines(first):
-        return None
-    if first.rstrip() != FENCE:
-        return _NO_FENCE
-    closing = _CLOSING_LINE.search(text, first_end + 1) if first_end >= 0 else None
-    if closing is None:
-        return None
-    body_start = text.find("\n", closing.end())
-    body_start = len(text) if body_start < 0 else body_start + 1
-    if not _plain_lines(text[:body_start]):
-        return None
-    return first_end + 1, closing.start(), body_start
-
-
-def _plain_lines(text: str) -> bool:
-    """Whether `text` is ASCII without a line break `splitlines` knows besides "\\n"."""
-    return text.isascii() and not any(other in text for other in "\r\x0b\x0c\x1c\x1d\x1e")
 
 
 def _plain(value: Any) -> Any:

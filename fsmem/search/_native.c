@@ -1394,6 +1394,238 @@ failed:
     return result;
 }
 
+/* row_columns: a plain body's rows that cite nothing, as the index stores them (twin:
+   fsmem.search.parsing.row_columns). */
+
+PyDoc_STRVAR(row_columns_doc,
+"row_columns(terms, when, sections, /) -> tuple[list[str], list[str], bytes, list[int]]\n\n"
+"A plain body's rows that cite nothing, in the index's columns (fsmem.search.parsing.row_columns is its twin):\n"
+"each row's terms with `when` (its date's terms, \"\" for none) after them, each row's context, the rows\n"
+"packed as fsmem.search.packed_rows.pack_rows packs them (line << 2 | flags, 2 or 4 bytes a row) and the\n"
+"ordinals of the superseded rows. `sections`, in `terms`' order: per section a tuple (its rows' lines, its\n"
+"context, whether superseded, whether its first row continues the run of the section before's last).");
+
+#define ROW_SUPERSEDED 1u /* fsmem.search.parsing.SUPERSEDED, LINKED */
+#define ROW_LINKED 2u
+#define ROW_MOST_LINE 0x3FFFFFFFLL /* a larger line is packed as this (pack_rows) */
+
+_Static_assert(sizeof(unsigned int) == 4, "array('I') holds 4 bytes a value");
+
+/* The lines of one section (a list of ints) packed into values[at...] with `flag`, each row but the last
+   linked; its superseded ordinals appended to `flagged`. 0, or -1 with an exception. */
+static int
+pack_section(PyObject *lines, Py_ssize_t many, unsigned int flag, unsigned int *values, Py_ssize_t at,
+             PyObject *flagged)
+{
+    for (Py_ssize_t i = 0; i < many; i++) {
+        PyObject *line = PyList_GET_ITEM(lines, i);
+        if (!PyLong_Check(line)) {
+            PyErr_SetString(PyExc_TypeError, "row_columns: a line is an int");
+            return -1;
+        }
+        int overflow = 0;
+        long long value = PyLong_AsLongLongAndOverflow(line, &overflow);
+        if (value == -1 && PyErr_Occurred())
+            return -1;
+        if (overflow > 0 || value > ROW_MOST_LINE) /* (with an overflow, `value` is -1) */
+            value = ROW_MOST_LINE;
+        else if (overflow < 0 || value < 0) {
+            PyErr_SetString(PyExc_ValueError, "row_columns: a line is not negative");
+            return -1;
+        }
+        values[at + i] = (unsigned int)value << 2 | flag | (i + 1 < many ? ROW_LINKED : 0u);
+        if (flag & ROW_SUPERSEDED) {
+            PyObject *ordinal = PyLong_FromSsize_t(at + i);
+            int failed = ordinal == NULL ? -1 : PyList_Append(flagged, ordinal);
+            Py_XDECREF(ordinal);
+            if (failed < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* `n` values in 2 bytes each where all fit, else 4 (fsmem.search.packed_rows._narrow's "HI"). */
+static PyObject *
+packed_values(const unsigned int *values, Py_ssize_t n)
+{
+    unsigned int top = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        top = values[i] > top ? values[i] : top;
+    if (top >> 16 != 0)
+        return PyBytes_FromStringAndSize((const char *)values, n * (Py_ssize_t)sizeof(unsigned int));
+    PyObject *packed = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(uint16_t));
+    if (packed == NULL)
+        return NULL;
+    uint16_t *to = (uint16_t *)PyBytes_AS_STRING(packed);
+    for (Py_ssize_t i = 0; i < n; i++)
+        to[i] = (uint16_t)values[i];
+    return packed;
+}
+
+static PyObject *
+row_columns(PyObject *self, PyObject *args)
+{
+    PyObject *terms, *when, *sections;
+    if (!PyArg_ParseTuple(args, "O!UO!:row_columns", &PyList_Type, &terms, &when, &PyList_Type, &sections))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(terms), at = 0;
+    unsigned int *values = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(unsigned int));
+    if (values == NULL)
+        return PyErr_NoMemory();
+    PyObject *texts = PyList_New(n), *contexts = PyList_New(n), *flagged = PyList_New(0);
+    PyObject *suffix = NULL, *packed = NULL, *result = NULL;
+    if (texts == NULL || contexts == NULL || flagged == NULL)
+        goto done;
+    for (Py_ssize_t s = 0; s < PyList_GET_SIZE(sections); s++) {
+        PyObject *section = Py_NewRef(PyList_GET_ITEM(sections, s)); /* held: a truth test runs Python */
+        PyObject *lines, *context;
+        int superseded, linked, failed = 0;
+        if (!PyTuple_Check(section)) {
+            PyErr_SetString(PyExc_TypeError, "row_columns: a section is a tuple");
+            failed = 1;
+        }
+        else if (!PyArg_ParseTuple(section, "O!Upp:row_columns", &PyList_Type, &lines, &context, &superseded,
+                                   &linked))
+            failed = 1;
+        else if (PyList_GET_SIZE(lines) > n - at) {
+            PyErr_SetString(PyExc_ValueError, "row_columns: more lines than terms");
+            failed = 1;
+        }
+        else if (PyList_GET_SIZE(lines) > 0) {
+            Py_ssize_t many = PyList_GET_SIZE(lines);
+            if (linked && at > 0)
+                values[at - 1] |= ROW_LINKED;
+            failed = pack_section(lines, many, superseded ? ROW_SUPERSEDED : 0u, values, at, flagged) < 0;
+            for (Py_ssize_t i = 0; !failed && i < many; i++)
+                PyList_SET_ITEM(contexts, at + i, Py_NewRef(context));
+            at += failed ? 0 : many;
+        }
+        Py_DECREF(section);
+        if (failed)
+            goto done;
+    }
+    if (at != n || PyList_GET_SIZE(terms) != n) {
+        PyErr_SetString(PyExc_ValueError, "row_columns: fewer lines than terms");
+        goto done;
+    }
+    if (PyUnicode_GET_LENGTH(when) > 0 && (suffix = PyUnicode_FromFormat(" %U", when)) == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *text = PyList_GET_ITEM(terms, i), *item;
+        if (!PyUnicode_Check(text)) {
+            PyErr_SetString(PyExc_TypeError, "row_columns: a row's terms are a str");
+            goto done;
+        }
+        if (suffix == NULL)
+            item = Py_NewRef(text);
+        else if (PyUnicode_GET_LENGTH(text) == 0)
+            item = Py_NewRef(when);
+        else
+            item = PyUnicode_Concat(text, suffix);
+        if (item == NULL)
+            goto done;
+        PyList_SET_ITEM(texts, i, item);
+    }
+    packed = packed_values(values, n);
+    if (packed != NULL)
+        result = PyTuple_Pack(4, texts, contexts, packed, flagged);
+done:
+    PyMem_Free(values);
+    Py_XDECREF(texts);
+    Py_XDECREF(contexts);
+    Py_XDECREF(flagged);
+    Py_XDECREF(suffix);
+    Py_XDECREF(packed);
+    return result;
+}
+
+/* add_postings: one document's postings added to a batch's (twin: fsmem.search.postings.add_postings). */
+
+PyDoc_STRVAR(add_postings_doc,
+"add_postings(rows, doc, terms, counts, /) -> None\n\n"
+"One document's postings added to `rows` (term -> (ids, counts), two lists), as\n"
+"fsmem.search.postings.add_postings (its twin) adds them: `terms` its distinct terms separated by single\n"
+"spaces (\"\" for none), `counts` their counts, 4 native bytes each (array('I')). A ValueError where there are\n"
+"not as many counts as terms, checked before `rows` is changed.");
+
+static int
+posting_add(PyObject *rows, PyObject *term, PyObject *doc, unsigned int many)
+{
+    PyObject *count = PyLong_FromUnsignedLong(many);
+    if (count == NULL)
+        return -1;
+    int failed = -1;
+    PyObject *found = PyDict_GetItemWithError(rows, term); /* borrowed */
+    if (found == NULL) {
+        if (!PyErr_Occurred()) {
+            PyObject *ids = PyList_New(1), *counts = PyList_New(1), *pair = NULL;
+            if (ids != NULL && counts != NULL) {
+                PyList_SET_ITEM(ids, 0, Py_NewRef(doc));
+                PyList_SET_ITEM(counts, 0, Py_NewRef(count));
+                pair = PyTuple_Pack(2, ids, counts);
+            }
+            if (pair != NULL)
+                failed = PyDict_SetItem(rows, term, pair);
+            Py_XDECREF(ids);
+            Py_XDECREF(counts);
+            Py_XDECREF(pair);
+        }
+    }
+    else if (!PyTuple_Check(found) || PyTuple_GET_SIZE(found) != 2 || !PyList_Check(PyTuple_GET_ITEM(found, 0)) ||
+             !PyList_Check(PyTuple_GET_ITEM(found, 1)))
+        PyErr_SetString(PyExc_TypeError, "add_postings: a term's postings are a tuple of two lists");
+    else {
+        Py_INCREF(found); /* held while its lists grow */
+        failed = PyList_Append(PyTuple_GET_ITEM(found, 0), doc) < 0 ||
+                         PyList_Append(PyTuple_GET_ITEM(found, 1), count) < 0
+                     ? -1
+                     : 0;
+        Py_DECREF(found);
+    }
+    Py_DECREF(count);
+    return failed;
+}
+
+static PyObject *
+add_postings(PyObject *self, PyObject *args)
+{
+    PyObject *rows, *doc, *terms;
+    Py_buffer counts;
+    if (!PyArg_ParseTuple(args, "O!O!Uy*:add_postings", &PyDict_Type, &rows, &PyLong_Type, &doc, &terms, &counts))
+        return NULL;
+    Py_ssize_t size = PyUnicode_GET_LENGTH(terms), many = size > 0 ? 1 : 0;
+    int kind = PyUnicode_KIND(terms);
+    const void *data = PyUnicode_DATA(terms);
+    for (Py_ssize_t at = 0; at < size; at++)
+        many += PyUnicode_READ(kind, data, at) == ' ';
+    if (counts.len % (Py_ssize_t)sizeof(unsigned int) != 0 ||
+        counts.len / (Py_ssize_t)sizeof(unsigned int) != many) {
+        PyBuffer_Release(&counts);
+        PyErr_SetString(PyExc_ValueError, "add_postings: not as many counts as terms");
+        return NULL;
+    }
+    const unsigned char *bytes = counts.buf;
+    Py_ssize_t start = 0, n = 0;
+    for (Py_ssize_t at = 0; many > 0 && at <= size; at++) {
+        if (at < size && PyUnicode_READ(kind, data, at) != ' ')
+            continue;
+        unsigned int value;
+        memcpy(&value, bytes + n * (Py_ssize_t)sizeof(unsigned int), sizeof(unsigned int));
+        PyObject *term = PyUnicode_Substring(terms, start, at);
+        int failed = term == NULL ? -1 : posting_add(rows, term, doc, value);
+        Py_XDECREF(term);
+        if (failed < 0) {
+            PyBuffer_Release(&counts);
+            return NULL;
+        }
+        start = at + 1;
+        n++;
+    }
+    PyBuffer_Release(&counts);
+    Py_RETURN_NONE;
+}
+
 /* The row part's score of one row, as an FTS5 auxiliary function (the Python twin:
    fsmem.search.rowscores._Scores), registered on a connection by loading this file as a SQLite extension
    (`sqlite3_fsmemrows_init`; apsw's SQLite exports no symbols, so its functions come through the
@@ -1729,6 +1961,8 @@ static PyMethodDef methods[] = {
     {"stemmed_texts", stemmed_texts, METH_VARARGS, stemmed_texts_doc},
     {"plain_rows", plain_rows, METH_VARARGS, plain_rows_doc},
     {"plain_sections", plain_sections, METH_VARARGS, plain_sections_doc},
+    {"row_columns", row_columns, METH_VARARGS, row_columns_doc},
+    {"add_postings", add_postings, METH_VARARGS, add_postings_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,6 +1,7 @@
 """fsmem's C module (fsmem/search/_native.c): the document part of the score (its Python twin:
 fsmem.search.postings), and a cold build's cutting of a plain body's sections into rows and of its rows'
-texts into stems (their twins: fsmem.format.rows.plain_rows, fsmem.search.analyzer.stemmed_texts); and, as a
+texts into stems and of its rows into the index's columns (their twins: fsmem.format.rows.plain_rows,
+fsmem.search.analyzer.stemmed_texts, fsmem.search.parsing.row_columns); and, as a
 SQLite extension, the row part's score function (its twin: fsmem.search.rowscores._Scores)."""
 
 from array import array
@@ -19,6 +20,10 @@ def plain_rows(text: str, begin: int, stop: int, number: int, /) -> tuple[list[i
 def plain_sections(
     text: str, number: int, title: str | None, subject: str | None, /
 ) -> tuple[str | None, list[tuple[list[str], str | None, bool, list[int], list[str], list[bool]]]]: ...
+def add_postings(rows: dict[str, tuple[list[int], list[int]]], doc: int, terms: str, counts: bytes, /) -> None: ...
+def row_columns(
+    terms: list[str], when: str, sections: list[tuple[list[int], str, bool, bool]], /
+) -> tuple[list[str], list[str], bytes, list[int]]: ...
 def stemmed_texts(
     joined: str,
     table: dict[str, str],

@@ -215,7 +215,8 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer, vocabulary
     if plain is not None:  # most files: their rows in columns, without a Row each (fsmem.format.rows)
         plain_title, sections = plain
         texts = list(itertools.chain.from_iterable(section[4] for section in sections))
-        provenances = _provenances(texts)
+        # a row's text is a stripped run of the body's: no ")" in the body, no citation (most files)
+        provenances: list[Provenance | None] = _provenances(texts) if ")" in doc.body else [None] * len(texts)
         if len(texts) > MAX_ROWS or any(provenances):  # Rows after all, whose texts are these
             rows = sections_rows(rel, plain_title, sections, classify=False)[:MAX_ROWS]
             texts, provenances, plain = texts[:MAX_ROWS], provenances[:MAX_ROWS], None
@@ -244,25 +245,37 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer, vocabulary
     counts: Counter[str] | None = None if any(row_sources) else Counter()
     row_terms = analyzer.texts(texts, terms, counts)
     rows_dated: dict[str, int] = {}  # a row's date words -> the rows they are added to
-    if plain is not None:
-        lines = list(itertools.chain.from_iterable(section[3] for section in plain[1]))
-        each_row = itertools.repeat  # a section's headings and superseded flag, once per row of it
-        row_heads = list(itertools.chain.from_iterable(each_row(s[0], len(s[3])) for s in plain[1]))
-        superseded = list(itertools.chain.from_iterable(each_row(s[2], len(s[3])) for s in plain[1]))
-    else:
-        lines = [row.line for row in rows]
-        row_heads = [row.headings for row in rows]
-        superseded = [row.superseded for row in rows]
-    columns = _Columns(lines, row_heads, superseded, texts, row_terms, provenances, row_sources)
     labels = _Labels(dated_note, known_names, analyzer)
-    flags, groups, row_texts, contexts = _row_columns(columns, labels, group_of, bodies, rows_dated)
+    if plain is not None and counts is not None:  # no row cites a note: a section at a time (most files)
+        when = labels.when((labels.note_date, True)) if texts else ""
+        if when:
+            rows_dated[when] = len(texts)
+        cut: list[tuple[list[int], str, bool, bool]] = []  # per section: lines, context, superseded, linked
+        previous = None
+        for heads, _subject, superseded_section, section_lines, _texts, _bullets in plain[1]:
+            cut.append((section_lines, labels.context(heads), superseded_section, heads == previous))
+            previous = heads
+        row_texts, contexts, packed, flagged = _row_columns_of(row_terms, when, cut)
+        packed_groups, sources = None, []
+    else:
+        if plain is not None:
+            lines = list(itertools.chain.from_iterable(section[3] for section in plain[1]))
+            each_row = itertools.repeat  # a section's headings and superseded flag, once per row of it
+            row_heads = list(itertools.chain.from_iterable(each_row(s[0], len(s[3])) for s in plain[1]))
+            superseded = list(itertools.chain.from_iterable(each_row(s[2], len(s[3])) for s in plain[1]))
+        else:
+            lines = [row.line for row in rows]
+            row_heads = [row.headings for row in rows]
+            superseded = [row.superseded for row in rows]
+        columns = _Columns(lines, row_heads, superseded, texts, row_terms, provenances, row_sources)
+        flags, groups, row_texts, contexts = _row_columns(columns, labels, group_of, bodies, rows_dated)
+        flagged = list(itertools.compress(range(len(superseded)), superseded))
+        sources = [s for s in group_of if s is not None]
+        packed, packed_groups = pack_rows(lines, flags, groups if sources else None)
     # a row's date words and headings' words are its terms too
     terms.update(" ".join([*labels.dated.values(), *labels.contexts.values()]).split())
-    sources = [s for s in group_of if s is not None]
     docs = [" ".join(filter(None, body)) for body in bodies[1:]]
     cited = is_note(rel) and was_consolidated(text)
-    packed, packed_groups = pack_rows(lines, flags, groups if sources else None)
-    flagged = list(itertools.compress(range(len(superseded)), superseded))
     row_fields = (row_texts, contexts, packed, packed_groups, flagged)  # Parsed's, in their order
     parsed = Parsed(rel, stamp, meta, names_text, *row_fields, sources, " ".join(terms), docs, cited)
     if vocabulary is not None:
@@ -363,6 +376,40 @@ def _row_columns(
         flags[at : at + many - 1] = [flag | LINKED for flag in flags[at : at + many - 1]]
         at += many
     return flags, groups, terms, contexts
+
+
+def row_columns(
+    terms: list[str], when: str, sections: list[tuple[list[int], str, bool, bool]]
+) -> tuple[list[str], list[str], bytes, list[int]]:
+    """The index's columns of a plain body whose rows cite nothing, a section at a time (its rows share its
+    context and superseded flag): each row's terms with `when` (its date's terms) after them, its context, the
+    rows packed (`pack_rows`) and the ordinals of the superseded rows. `sections`: per section its rows'
+    lines, its context, whether superseded, and whether it continues the run of rows before it (the same
+    headings: the row before is linked to it). fsmem.search._native.row_columns is its twin, in C
+    (tests/test_native.py)."""
+    texts = [f"{text} {when}" if text else when for text in terms] if when else list(terms)
+    flags: list[int] = []
+    contexts: list[str] = []
+    flagged: list[int] = []
+    for lines, context, superseded, linked in sections:
+        if not lines:
+            continue
+        if linked and flags:
+            flags[-1] |= LINKED
+        flag = SUPERSEDED if superseded else 0
+        if superseded:
+            flagged += range(len(flags), len(flags) + len(lines))
+        flags += [flag | LINKED] * (len(lines) - 1)
+        flags.append(flag)
+        contexts += [context] * len(lines)
+    if len(flags) != len(terms):
+        raise ValueError("row_columns: the sections' lines are not one a row")
+    packed, _groups = pack_rows(list(itertools.chain.from_iterable(s[0] for s in sections)), flags, None)
+    return texts, contexts, packed, flagged
+
+
+# C where built (tests/test_native.py)
+_row_columns_of = postings._native.row_columns if postings._native else row_columns
 
 
 def _provenances(texts: list[str]) -> list[Provenance | None]:
