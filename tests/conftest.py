@@ -314,6 +314,22 @@ def copy_source(source: Path) -> Path:
     return source
 
 
+def scratch_folder() -> str | None:
+    """Where a property test writes its examples' memories: Linux's shared-memory tmpfs where it has room, else the
+    default temporary folder (None). Each example's memory is written, fsynced and removed; on this project's disk
+    those fsyncs and removals were most of an example's time (tests/test_consolidate_invariant.py's 45 examples:
+    13-20 s of wall against 3 s on tmpfs, and 1.5 s more CPU), and the bytes written are the same."""
+    try:
+        free = os.statvfs(SHARED_MEMORY)
+    except OSError:
+        return None
+    room = free.f_bavail * free.f_frsize >= 1 << 30 and os.access(SHARED_MEMORY, os.W_OK)
+    return SHARED_MEMORY if room else None
+
+
+SHARED_MEMORY = "/dev/shm"
+
+
 def made_once_a_run(tmp_path_factory, name: str, make: Callable[[Path], T]) -> T:
     """What `make` makes in a new folder, made once a run: with pytest-xdist (`make test`), by the first worker to
     ask, in a folder of the run's that every worker shares, while the others wait (a lock) and then take it; a

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from child_env import without_fsmem
+from conftest import scratch_folder
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fsmem import Memory
@@ -200,7 +201,7 @@ def test_batches_growth_and_crashes_give_the_bytes_of_one_run(scenario):
     document written by hand, documents bounded to 0, 1 or 10 superseded values per key (the rest in history
     files), notes that are links (to a topic, to another note) and folders of notes that are links (the archive
     to topics/, a day to entities/people/) in the evolved memory alone: the final tree equals one run's."""
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory(dir=scratch_folder()) as folder:
         expected = S.reference(Path(folder) / "one-run", scenario)
         got, _crashed, _asked = S.evolve(Path(folder) / "evolved", scenario)
         assert differences(expected, got) == []
