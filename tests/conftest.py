@@ -314,6 +314,18 @@ def copy_source(source: Path) -> Path:
     return source
 
 
+def _temporary_folders_in_memory() -> None:
+    """Every test's temporary folders (tmp_path, tempfile's, those of the processes tests start) on tmpfs where the
+    machine has one with room and no TMPDIR was chosen: the suite writes, fsyncs and removes memories, git
+    repositories and virtual environments by the thousand, and on a disk shared with other work those waits were
+    most of its longest files' time (tests/test_sync_fuzz.py: 25 s of wall on tmpfs, over 3 min on this machine's
+    disk under load). What is written is the same; pytest keeps its last three runs' folders, as on disk."""
+    folder = scratch_folder()
+    if folder and not os.environ.get("TMPDIR"):
+        os.environ["TMPDIR"] = folder  # pytest-xdist's workers and every process a test starts inherit it
+        tempfile.tempdir = None  # read again from TMPDIR
+
+
 def scratch_folder() -> str | None:
     """Where a property test writes its examples' memories: Linux's shared-memory tmpfs where it has room, else the
     default temporary folder (None). Each example's memory is written, fsynced and removed; on this project's disk
@@ -426,7 +438,8 @@ def pytest_configure(config):
     again: half the CPU time of a small command such as `fsmem ls`. compileall writes only what is out of date,
     into the __pycache__ folders git ignores."""
     if hasattr(config, "workerinput"):
-        return  # the controller compiled before it started the workers
+        return  # the controller compiled before it started the workers (and chose their temporary folder)
+    _temporary_folders_in_memory()
     import compileall
 
     for folder in (REPO / "fsmem", TESTS):
