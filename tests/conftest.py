@@ -319,7 +319,8 @@ def _temporary_folders_in_memory() -> None:
     machine has one with room and no TMPDIR was chosen: the suite writes, fsyncs and removes memories, git
     repositories and virtual environments by the thousand, and on a disk shared with other work those waits were
     most of its longest files' time (tests/test_sync_fuzz.py: 25 s of wall on tmpfs, over 3 min on this machine's
-    disk under load). What is written is the same; pytest keeps its last three runs' folders, as on disk."""
+    disk under load). What is written is the same; a green run leaves none behind (pyproject.toml's
+    tmp_path_retention_policy), a failed test keeps its own."""
     folder = scratch_folder()
     if folder and not os.environ.get("TMPDIR"):
         os.environ["TMPDIR"] = folder  # pytest-xdist's workers and every process a test starts inherit it
@@ -335,7 +336,8 @@ def scratch_folder() -> str | None:
         free = os.statvfs(SHARED_MEMORY)
     except OSError:
         return None
-    room = free.f_bavail * free.f_frsize >= 1 << 30 and os.access(SHARED_MEMORY, os.W_OK)
+    # 2 GB: a run's folders, all kept, took 1.2 GB
+    room = free.f_bavail * free.f_frsize >= 2 << 30 and os.access(SHARED_MEMORY, os.W_OK)
     return SHARED_MEMORY if room else None
 
 
