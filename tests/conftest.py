@@ -328,10 +328,9 @@ def _temporary_folders_in_memory() -> None:
 
 
 def scratch_folder() -> str | None:
-    """Where a property test writes its examples' memories: Linux's shared-memory tmpfs where it has room, else the
-    default temporary folder (None). Each example's memory is written, fsynced and removed; on this project's disk
-    those fsyncs and removals were most of an example's time (tests/test_consolidate_invariant.py's 45 examples:
-    13-20 s of wall against 3 s on tmpfs, and 1.5 s more CPU), and the bytes written are the same."""
+    """Linux's shared-memory tmpfs where it has room, else None (the default temporary folder). On this project's
+    disk a memory's fsyncs and removals were most of a test's time (tests/test_consolidate_invariant.py's 45
+    examples: 13-20 s of wall against 3 s on tmpfs, and 1.5 s more CPU); the bytes written are the same."""
     try:
         free = os.statvfs(SHARED_MEMORY)
     except OSError:
