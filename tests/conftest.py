@@ -6,8 +6,11 @@ import os
 import re
 import shutil
 import sys
+import tempfile
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -27,6 +30,7 @@ else:
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples" / "memory"
 SHARED_DATA = REPO.parent / "shared" / "data"
+T = TypeVar("T")
 
 
 def pytest_addoption(parser):
@@ -310,14 +314,68 @@ def copy_source(source: Path) -> Path:
     return source
 
 
+def _temporary_folders_in_memory() -> None:
+    """Every test's temporary folders (tmp_path, tempfile's, those of the processes tests start) on tmpfs where the
+    machine has one with room and no TMPDIR was chosen: the suite writes, fsyncs and removes memories, git
+    repositories and virtual environments by the thousand, and on a disk shared with other work those waits were
+    most of its longest files' time (tests/test_sync_fuzz.py: 25 s of wall on tmpfs, over 3 min on this machine's
+    disk under load). What is written is the same; a green run leaves none behind (pyproject.toml's
+    tmp_path_retention_policy), a failed test keeps its own."""
+    folder = scratch_folder()
+    if folder and not os.environ.get("TMPDIR"):
+        os.environ["TMPDIR"] = folder  # pytest-xdist's workers and every process a test starts inherit it
+        tempfile.tempdir = None  # read again from TMPDIR
+
+
+def scratch_folder() -> str | None:
+    """Linux's shared-memory tmpfs where it has room, else None (the default temporary folder). On this project's
+    disk a memory's fsyncs and removals were most of a test's time (tests/test_consolidate_invariant.py's 45
+    examples: 13-20 s of wall against 3 s on tmpfs, and 1.5 s more CPU); the bytes written are the same."""
+    try:
+        free = os.statvfs(SHARED_MEMORY)
+    except OSError:
+        return None
+    # 2 GB: a run's folders, all kept, took 1.2 GB
+    room = free.f_bavail * free.f_frsize >= 2 << 30 and os.access(SHARED_MEMORY, os.W_OK)
+    return SHARED_MEMORY if room else None
+
+
+SHARED_MEMORY = "/dev/shm"
+
+
+def made_once_a_run(tmp_path_factory, name: str, make: Callable[[Path], T]) -> T:
+    """What `make` makes in a new folder, made once a run: with pytest-xdist (`make test`), by the first worker to
+    ask, in a folder of the run's that every worker shares, while the others wait (a lock) and then take it; a
+    session- or module-scoped fixture alone is made once a worker, each building the same wheel (5-6 s of CPU)."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if not run:
+        return make(tmp_path_factory.mktemp(name))
+    import fcntl
+    import pickle
+
+    shared = tmp_path_factory.getbasetemp().parent / f"{name}-{run}"  # the run's basetemp, above each worker's
+    shared.mkdir(exist_ok=True)
+    with open(shared / "lock", "wb") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when closed, or when a worker that holds it dies
+        made = shared / "made.pickle"
+        if made.exists():
+            return pickle.loads(made.read_bytes())
+        result = make(Path(tempfile.mkdtemp(dir=shared)))
+        made.write_bytes(pickle.dumps(result))  # only once made: a worker whose make failed leaves it to the next
+        return result
+
+
 @pytest.fixture(scope="session")
 def fsmem_wheel(tmp_path_factory) -> Path:
-    """fsmem's wheel, built once a session from a copy of this checkout as `pip install .` builds it (in an
+    """fsmem's wheel, built once a run from a copy of this checkout as `pip install .` builds it (in an
     isolated build environment): what the fresh virtual environments of tests/test_install.py and
     tests/test_extras_floor.py install (tests/venvs.py), as a user's pip installs a release's wheel."""
+    return made_once_a_run(tmp_path_factory, "wheel", _build_wheel)
+
+
+def _build_wheel(base: Path) -> Path:
     import subprocess
 
-    base = tmp_path_factory.mktemp("wheel")
     source = copy_source(base / "fsmem")
     command = [sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check", "--no-deps"]
     built = subprocess.run(
@@ -381,7 +439,8 @@ def pytest_configure(config):
     again: half the CPU time of a small command such as `fsmem ls`. compileall writes only what is out of date,
     into the __pycache__ folders git ignores."""
     if hasattr(config, "workerinput"):
-        return  # the controller compiled before it started the workers
+        return  # the controller compiled before it started the workers (and chose their temporary folder)
+    _temporary_folders_in_memory()
     import compileall
 
     for folder in (REPO / "fsmem", TESTS):

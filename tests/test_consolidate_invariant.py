@@ -200,7 +200,7 @@ def test_batches_growth_and_crashes_give_the_bytes_of_one_run(scenario):
     document written by hand, documents bounded to 0, 1 or 10 superseded values per key (the rest in history
     files), notes that are links (to a topic, to another note) and folders of notes that are links (the archive
     to topics/, a day to entities/people/) in the evolved memory alone: the final tree equals one run's."""
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory() as folder:  # in memory, as every test's (tests/conftest.py)
         expected = S.reference(Path(folder) / "one-run", scenario)
         got, _crashed, _asked = S.evolve(Path(folder) / "evolved", scenario)
         assert differences(expected, got) == []

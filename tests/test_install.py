@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from child_env import child_env
+from conftest import made_once_a_run
 from venvs import new_venv
 
 pytestmark = pytest.mark.slow
@@ -24,8 +25,12 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def fresh_venv(fsmem_wheel, tmp_path_factory) -> Path:
-    venv = tmp_path_factory.mktemp("install") / "venv"
-    return new_venv(venv, str(fsmem_wheel), sharing=["fsmem"], leaving_out=["fsmem"]).parent.parent
+    """One environment a run: `make test` deals this module's longest tests out to different workers first."""
+
+    def make(folder: Path) -> Path:
+        return new_venv(folder / "venv", str(fsmem_wheel), sharing=["fsmem"], leaving_out=["fsmem"]).parent.parent
+
+    return made_once_a_run(tmp_path_factory, "install", make)
 
 
 def run(venv: Path, *args: str, root: Path, check: bool = True) -> subprocess.CompletedProcess[str]:

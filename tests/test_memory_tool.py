@@ -72,7 +72,9 @@ def test_existing_folders_keep_their_mode(tmp_path: Path) -> None:
 def test_lazy_root_is_made_by_the_first_command(tmp_path: Path) -> None:
     tool = MemoryTool(tmp_path / "base", create_root="lazy")
     assert not (tmp_path / "base").exists()
-    assert tool.view("/memories") == HEADER_DIR.format("/memories") + "\n4K\t/memories"
+    viewed = tool.view("/memories")
+    size = format_size((tmp_path / "base" / "memories").stat().st_size)  # a folder's is its filesystem's
+    assert viewed == HEADER_DIR.format("/memories") + f"\n{size}\t/memories"
     assert mode_of(tmp_path / "base" / "memories") == 0o700
 
 
@@ -233,7 +235,8 @@ def test_view_directory_two_levels_deep_without_hidden_items(tool: MemoryTool, t
 
 def test_view_directory_keeps_the_path_as_given(tool: MemoryTool) -> None:
     tool.create("/memories/x.txt", "x")
-    assert tool.view("/memories/").splitlines()[1:] == ["4K\t/memories/", "1B\t/memories//x.txt"]
+    size = format_size(tool.memory_root.stat().st_size)
+    assert tool.view("/memories/").splitlines()[1:] == [f"{size}\t/memories/", "1B\t/memories//x.txt"]
 
 
 # -- str_replace -----------------------------------------------------------------
@@ -775,14 +778,19 @@ def test_over_a_memory_only_memory_files_are_shown_and_reached(fsmem_memory: Pat
     (root / "topics" / "a.md").write_text("- fact: a\n")
     os.symlink(root / "notes.txt", root / "topics" / "notes.md")
     tool = MemoryTool.over(Memory(root))
-    assert tool.view("/memories") == "\n".join(
+    first = tool.view("/memories")  # it makes fsmem's state folder: the folders' sizes below are those after it
+    shown = tool.view("/memories")
+    assert [line.split("\t")[-1] for line in first.splitlines()] == [
+        line.split("\t")[-1] for line in shown.splitlines()
+    ]
+    assert shown == "\n".join(
         [
             HEADER_DIR.format("/memories"),
-            "4K\t/memories",
+            f"{format_size(root.stat().st_size)}\t/memories",
             f"{format_size((root / 'README.md').stat().st_size)}\t/memories/README.md",
-            "4K\t/memories/profile/",
+            f"{format_size((root / 'profile').stat().st_size)}\t/memories/profile/",
             f"{format_size((root / 'profile' / 'identity.md').stat().st_size)}\t/memories/profile/identity.md",
-            "4K\t/memories/topics/",
+            f"{format_size((root / 'topics').stat().st_size)}\t/memories/topics/",
             "10B\t/memories/topics/a.md",
         ]
     )
