@@ -1,0 +1,52 @@
+"""A question's work in two halves on two threads: its own and the process's one helper thread.
+
+The row part of a question at 100k files runs a few hundred FTS5 statements, one per file, and SQLite runs them
+with the GIL released (apsw), so on a machine with a core free the two halves take about half the wall time of
+one. The helper half runs on a second connection of the asking thread's own (`SearchIndex.partner`), which no
+other thread uses: its thread waits for the half. The helper is one thread for the process, made at the first
+split; a half it has not started when the asking thread finishes its own (another question holds it) is taken
+back and run by the asking thread, so no question waits for another's half.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from fsmem.store import cache as _cache
+
+R = TypeVar("R")
+
+_helper: ThreadPoolExecutor | None = None
+_made = threading.Lock()
+
+
+def _helper_thread() -> ThreadPoolExecutor:
+    global _helper
+    with _made:
+        if _helper is None:
+            _helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fsmem-search-half")
+        return _helper
+
+
+def in_two(mine: Callable[[], R], theirs: Callable[[], R | None]) -> tuple[R, R | None]:
+    """(mine(), theirs()), `theirs` on the helper thread while this thread runs `mine`; None for `theirs` when
+    the helper had not started it by then (the caller runs that half itself)."""
+    future = _helper_thread().submit(theirs)
+    try:
+        found = mine()
+    except BaseException:
+        if not future.cancel():
+            future.exception()  # its connection is this thread's: never left to the helper after we return
+        raise
+    if future.cancel():
+        return found, None
+    return found, future.result()
+
+
+def same_state(conn, sql: str, state: list[Any], action: Callable[[], R]) -> R | None:
+    """`action()` in a read transaction of `conn`, if `sql` reads `state` there (what the asking connection's
+    transaction reads); else None: a write landed between the two transactions' starts."""
+    return _cache.read_transaction(conn, lambda conn: action() if conn.execute(sql).fetchall() == state else None)
