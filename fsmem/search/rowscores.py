@@ -222,8 +222,8 @@ def row_scores(
 POOL_FUNCTION = "fsmem_row_pool"
 OFFER_FUNCTION = "fsmem_row_offer"
 META = "SELECT key, value FROM search_meta ORDER BY key"  # what tells one state of the index from another
-# A question's files split between two connections from this many on: below it the hand-off to the helper
-# thread costs more than half the statements save (docs/performance.md).
+# A question's files split between two connections from this many on: at 32 files the split's wall time was the
+# one connection's, at 64 a seventh less (replayed at 100k files: docs/performance.md).
 SPLIT_FILES = 64
 FILES_A_STATEMENT = 1000  # 5 parameters a file, within SQLite's 32,766
 

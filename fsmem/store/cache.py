@@ -52,7 +52,7 @@ Connection = apsw.Connection
 
 def _without_memory_statistics() -> None:
     """SQLite counts the memory it holds under one process-wide mutex at every allocation (`MEMSTATUS`, on in
-    apsw's SQLite): two threads searching at once each took 35-45% more CPU for it, 4-8% more without it
+    apsw's SQLite): two threads searching at once each took 24-54% more CPU for it, at most 14% more without it
     (docs/performance.md), and fsmem reads no such count. Set before the process's first connection only."""
     if apsw.connections():
         return  # another part of the process opened connections first: SQLite is left as it is
