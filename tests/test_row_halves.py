@@ -10,6 +10,7 @@ the asking connection's state gives.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import random
 import threading
 
@@ -174,3 +175,22 @@ def test_a_question_with_few_files_is_not_split(tmp_path, monkeypatch):
     assert found.ids
     assert not asked
     memory.close()
+
+
+def test_a_forked_child_makes_its_own_helper_thread():
+    """A child forked after a split inherits the pool but not its thread: its halves would wait for ever."""
+    halves.in_two(lambda: 1, lambda: 2)
+    parent = halves._helper_thread()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: a half its helper runs, or nothing at all within the timeout
+        try:
+            os.close(read)
+            found = halves._helper_thread().submit(lambda: b"ran").result(timeout=10)
+            os.write(write, found if halves._helper_thread() is not parent else b"same")
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as out:
+        assert out.read() == b"ran"
+    os.waitpid(pid, 0)

@@ -10,6 +10,7 @@ back and run by the asking thread, so no question waits for another's half.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -20,14 +21,17 @@ from fsmem.store import cache as _cache
 R = TypeVar("R")
 
 _helper: ThreadPoolExecutor | None = None
+_helper_pid = 0
 _made = threading.Lock()
 
 
 def _helper_thread() -> ThreadPoolExecutor:
-    global _helper
+    """The process's helper thread, made again in a forked child (which inherits the pool, not its thread)."""
+    global _helper, _helper_pid
     with _made:
-        if _helper is None:
+        if _helper is None or _helper_pid != os.getpid():
             _helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fsmem-search-half")
+            _helper_pid = os.getpid()
         return _helper
 
 
