@@ -9,6 +9,7 @@ the asking connection's state gives.
 
 from __future__ import annotations
 
+import collections
 import datetime as dt
 import os
 import random
@@ -21,6 +22,7 @@ from fsmem.search import halves, rowscores, scoring
 from fsmem.search.documents import Kept
 
 NOW = dt.datetime(2026, 6, 1, tzinfo=dt.UTC)
+_TAKEN = rowscores._taken  # the unwrapped function: monkeypatch's wrappers would nest across examples
 WORDS = ["ada", "quill", "globex", "walrus", "ledger", "budget"]
 EVERYWHERE = "common"  # a word in every row of every file
 
@@ -70,14 +72,28 @@ def _ranking(memory: Memory, query: str, split: bool, monkeypatch, **options):
     seed=st.integers(0, 1000),
     pools=st.lists(st.integers(0, 40), min_size=1, max_size=4),
     chunk=st.sampled_from([1, 2, 1000]),
+    shares=st.sampled_from([2, 3, 1000]),
 )
 def test_two_connections_pools_are_the_one_connections_pool(
-    tmp_path_factory, monkeypatch, files, words, seed, pools, chunk
+    tmp_path_factory, monkeypatch, files, words, seed, pools, chunk, shares
 ):
     """`best_row_scores` with a partner gives the one connection's rows, order and floats, for any `k`, the
     superseded rows left out or kept, a statement seeking one file or more; a search ranks alike either way."""
     monkeypatch.setenv("FSMEM_NOW", "2026-06-01T00:00:00+00:00")
     monkeypatch.setattr(rowscores, "FILES_A_STATEMENT", chunk)
+    monkeypatch.setattr(rowscores, "SHARES", shares)
+    monkeypatch.setattr(halves, "in_two", _theirs_first)
+
+    def every_other_run(conn, left, *question):
+        """The helper takes every other run of files (its connection's first), so both pools hold rows."""
+        if threading.current_thread() is threading.main_thread():
+            return _TAKEN(conn, left, *question)
+        runs = list(left)
+        left.clear()
+        left.extend(runs[1::2])
+        return _TAKEN(conn, collections.deque(runs[::2]), *question)
+
+    monkeypatch.setattr(rowscores, "_taken", every_other_run)
     memory = _memory(tmp_path_factory.mktemp("mem"), random.Random(seed), files)
     _file_by_file(monkeypatch)
     query = " ".join([*words, EVERYWHERE])  # some row matches
@@ -118,7 +134,7 @@ def test_the_helpers_half_runs_on_the_partner_in_another_thread(tmp_path, monkey
     _file_by_file(monkeypatch)
     ran: list[tuple[str, object]] = []
     inner = halves.same_state
-    monkeypatch.setattr(halves, "in_two", lambda mine, theirs: (mine(), _in_helper(theirs)))
+    monkeypatch.setattr(halves, "in_two", _theirs_first)
     monkeypatch.setattr(
         halves, "same_state", lambda conn, *a: ran.append((threading.current_thread().name, conn)) or inner(conn, *a)
     )
@@ -132,6 +148,12 @@ def test_the_helpers_half_runs_on_the_partner_in_another_thread(tmp_path, monkey
 
 def _in_helper(theirs):
     return halves._helper_thread().submit(theirs).result()
+
+
+def _theirs_first(mine, theirs):
+    """`halves.in_two` with the helper's share run to its end first: it takes the runs of files it can."""
+    other = _in_helper(theirs)
+    return mine(), other
 
 
 def test_a_write_between_the_two_read_transactions_never_mixes_two_states(tmp_path, monkeypatch):
@@ -150,13 +172,13 @@ def test_a_write_between_the_two_read_transactions_never_mixes_two_states(tmp_pa
         for path in sorted((tmp_path / "topics").glob("*.md")):  # every file written again: every half changes
             path.write_text(_file(rng, 12, False), encoding="utf-8")
         memory.search_index.refresh()  # commits on the index's own connection while the reader's is open
-        return mine(), _in_helper(theirs)
+        return _theirs_first(mine, theirs)
 
     monkeypatch.setattr(halves, "in_two", after_a_write)
     monkeypatch.setattr(halves, "same_state", lambda *a: helped.append(inner(*a)) or helped[-1])
     assert _ranking(memory, query, True, monkeypatch) == before
     assert helped == [None]  # the partner saw the write, so it ran nothing
-    monkeypatch.setattr(halves, "in_two", lambda mine, theirs: (mine(), _in_helper(theirs)))
+    monkeypatch.setattr(halves, "in_two", _theirs_first)
     after = _ranking(memory, query, True, monkeypatch)
     assert after == _ranking(memory, query, False, monkeypatch) != before  # the write did change the answer
     assert helped[-1] is not None  # and with no write between, the partner ran its half

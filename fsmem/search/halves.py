@@ -1,11 +1,11 @@
-"""A question's work in two halves on two threads: its own and the process's one helper thread.
+"""A question's work shared by two threads: its own and the process's one helper thread.
 
-The row part of a question at 100k files runs a few hundred FTS5 statements, one per file, and SQLite runs them
-with the GIL released (apsw), so on a machine with a core free the two halves take about half the wall time of
-one. The helper half runs on a second connection of the asking thread's own (`SearchIndex.partner`), which no
-other thread uses: its thread waits for the half. The helper is one thread for the process, made at the first
-split; a half it has not started when the asking thread finishes its own (another question holds it) is taken
-back and run by the asking thread, so no question waits for another's half.
+The row part of a question at 100k files seeks a few hundred files with FTS5, and SQLite does it with the GIL
+released (apsw), so on a machine with a core free two threads taking the files' runs in turn take about half the
+wall time of one. The helper's share runs on a second connection of the asking thread's own
+(`SearchIndex.partner`), which no other thread uses: its thread waits for it. The helper is one thread for the
+process, made at the first split; a share it has not started when the asking thread finishes (another question
+holds it) is taken back, so no question waits for another's.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def _helper_thread() -> ThreadPoolExecutor:
 
 def in_two(mine: Callable[[], R], theirs: Callable[[], R | None]) -> tuple[R, R | None]:
     """(mine(), theirs()), `theirs` on the helper thread while this thread runs `mine`; None for `theirs` when
-    the helper had not started it by then (the caller runs that half itself)."""
+    the helper had not started it by then (the caller's share took the work)."""
     future = _helper_thread().submit(theirs)
     try:
         found = mine()

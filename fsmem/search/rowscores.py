@@ -31,6 +31,7 @@ score, its pool and the every-word bound all use.
 
 from __future__ import annotations
 
+import collections
 import math
 import struct
 import weakref
@@ -222,10 +223,11 @@ def row_scores(
 POOL_FUNCTION = "fsmem_row_pool"
 OFFER_FUNCTION = "fsmem_row_offer"
 META = "SELECT key, value FROM search_meta ORDER BY key"  # what tells one state of the index from another
-# A question's files split between two connections from this many on: at 32 files the split's wall time was the
-# one connection's, at 64 a seventh less (replayed at 100k files: docs/performance.md).
+# A question's files split between two connections from this many on: at 32 files the split took more wall time than
+# one connection, at 64 a seventh less (replayed at 100k files: docs/performance.md).
 SPLIT_FILES = 64
 FILES_A_STATEMENT = 1000  # 5 parameters a file, within SQLite's 32,766
+SHARES = 8  # the runs of files two connections share out
 
 
 def best_row_scores(
@@ -248,10 +250,10 @@ def best_row_scores(
     matching rows at 100k files cost some 15 ms more handed to Python than scored alone.
 
     `partner()` gives a second connection of this thread's own (or None): with `SPLIT_FILES` files or more,
-    every other file's statement runs on it in a helper thread (`fsmem.search.halves`), each connection keeping
-    a pool of its own, and the two pools' best `k` are the one pool's. It runs only where its read transaction
-    sees the very state `conn` sees (the same `search_meta`, whose count of changes every write moves);
-    elsewhere `conn` runs those statements too."""
+    it takes runs of the files in turn with `conn`, in a helper thread (`fsmem.search.halves`), each connection
+    keeping a pool of its own, and the two pools' best `k` are the one pool's. It takes runs only where its read
+    transaction sees the very state `conn` sees (the same `search_meta`, whose count of changes every write
+    moves); elsewhere `conn` takes them all."""
     if not native_loaded(conn):
         return best_rows(row_scores(conn, match, phrases, df, weights, files), None if superseded_too else files, k)
     ranges = list(_row_ranges(files))
@@ -260,15 +262,17 @@ def best_row_scores(
         return _offered(conn, ranges, match, phrases, df, weights, files, superseded_too, k)
     state = conn.execute(META).fetchall()
 
-    def theirs() -> list[tuple[int, float]] | None:
-        return halves.same_state(helper, META, state, lambda: _offered(helper, ranges[half:], *question))
-
     question = (match, phrases, df, weights, files, superseded_too, k)
-    half = len(ranges) // 2  # the files in id order: neighbours share FTS5's leaf pages, read by one connection
-    mine, other = halves.in_two(lambda: _offered(conn, ranges[:half], *question), theirs)
-    if other is None:  # the helper was busy, or saw another state: this thread runs the other half
-        other = _offered(conn, ranges[half:], *question)
-    return merged(mine, other, k)
+    # the files in id order, in SHARES runs (neighbours share FTS5's leaf pages): each connection takes the next
+    # run left until none is, so that a helper slow to get a core leaves this thread waiting for one run at most
+    size = min(-(-len(ranges) // SHARES), FILES_A_STATEMENT)
+    left = collections.deque(ranges[at : at + size] for at in range(0, len(ranges), size))
+
+    def theirs() -> list[tuple[int, float]] | None:
+        return halves.same_state(helper, META, state, lambda: _taken(helper, left, *question))
+
+    mine, other = halves.in_two(lambda: _taken(conn, left, *question), theirs)
+    return merged(mine, other or [], k)  # None: the helper took no run (busy, or it saw another state)
 
 
 def merged(one: list[tuple[int, float]], other: list[tuple[int, float]], k: int) -> list[tuple[int, float]]:
@@ -294,10 +298,30 @@ def _offered(
     are the outer loop's rows (CROSS JOIN keeps them outside), so FTS5 seeks each file's range as a statement
     of its own did, and SQLite runs them all with the GIL released, where a statement per file took it back
     between files (2.3 µs of Python a file, and a hand-over of the GIL each time when two threads split)."""
+    left = collections.deque(ranges[at : at + FILES_A_STATEMENT] for at in range(0, len(ranges), FILES_A_STATEMENT))
+    return _taken(conn, left, match, phrases, df, weights, files, superseded_too, k)
+
+
+def _taken(
+    conn,
+    left: collections.deque[list[tuple[int, int, int]]],
+    match: str,
+    phrases: list[str],
+    df: dict[str, int],
+    weights: tuple[float, float],
+    files: dict[int, Any],
+    superseded_too: bool,
+    k: int,
+) -> list[tuple[int, float]]:
+    """`_offered` of the runs of files this connection takes from `left` (each at most `FILES_A_STATEMENT`) until
+    none is left (another thread's connection may take some)."""
     counts = [df.get(phrase, 0) for phrase in phrases]
     conn.execute(f"SELECT {POOL_FUNCTION}(?)", (k,)).fetchall()  # an empty pool of k
-    for at in range(0, len(ranges), FILES_A_STATEMENT):
-        some = ranges[at : at + FILES_A_STATEMENT]
+    while True:
+        try:
+            some = left.popleft()  # atomic: two threads never take one run
+        except IndexError:
+            break
         values: list[Any] = []
         for moved, first, last in some:
             rows = None if superseded_too else files[(first + moved) >> ROW_BITS]
