@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_search_unique.py [--root DIR] [--sizes 10000] [--queries 300]
         [--words 3] [--seed 7] [--twin] [--rows-twin] [--any-word] [--write-every N] [--profile] [--slowest 5]
-        [--parts]
+        [--parts] [--one-connection] [--fsmem-only]
 
 Each question is `--words` words of one line of the memory, one of them rare (`common.NewQuestions`), no two
 questions alike and none asked before, so nothing kept from an earlier question (a kept pool of candidates)
@@ -14,8 +14,12 @@ the same terms on the same index (their OR, `bm25()`, 20 rows). The three are as
 turn, so a busy machine slows all alike and each pays for what is kept of new words (their document
 frequencies and postings) as often as the others (the candidates one side keeps are let go before the next). Wall time per
 search: p50, p99, the slowest, and each p50 against the bare query's; beside them the asking thread's CPU time
-per search (`time.thread_time`: it leaves out the time other jobs hold the cores), p50 and p99, and the `--slowest`
-questions by that CPU, with how long counting their words took. Then the latest 20 questions are
+per search (`time.thread_time`: it leaves out the time other jobs hold the cores), p50 and p99, then all the
+process's threads' (the row part's helper thread works for the asking one: `fsmem.search.halves`), and the
+`--slowest` questions by that CPU, with how long counting their words took. `--one-connection` adds a side whose
+row part never splits between two threads (`fsmem.search.rowscores.SPLIT_FILES`), asked in turn with the others;
+`--fsmem-only` leaves out the two slow sides (bm25() over every match, bare FTS5), whose seconds a question
+would otherwise load the machine between the fsmem sides' questions. Then the latest 20 questions are
 asked twice more, the second time timed and reported apart, labelled: the repeated mix, which kept
 candidates answer. The garbage collector's full collections that fell within the fsmem side's searches are
 reported, and one made after the timed questions: what the process keeps between questions costs it.
@@ -53,6 +57,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import os
 import statistics
 import sys
@@ -70,6 +75,7 @@ FTS5 = "bare FTS5 (OR, bm25, 20 rows)"
 TWIN = "the same, the C module's Python twin"
 ANY_WORD = "the same, best rows from any word's rows"
 ROWS_TWIN = "the same, the row part's score in Python"
+ONE_CONNECTION = "the same, the row part on one connection"
 REPEATED = "fsmem search, repeated (kept candidates)"
 SIDES = [PRUNED, EXHAUSTIVE, FTS5]
 # --parts: (label, module, function) timed within the fsmem side's search; the row part's file by file scoring
@@ -169,6 +175,12 @@ def main() -> int:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--slowest", type=int, default=5, help="list this many slowest questions by CPU")
     parser.add_argument("--parts", action="store_true", help="the fsmem side's CPU in each part of a search")
+    parser.add_argument(
+        "--fsmem-only", action="store_true", help="leave out the bm25() over every match and bare FTS5 sides"
+    )
+    parser.add_argument(
+        "--one-connection", action="store_true", help="also time the search with its row part never split"
+    )
     args, _rest = parser.parse_known_args()  # `make bench` passes every script the same arguments
     from common import CollectorPauses, NewQuestions, memories, percentile
 
@@ -176,8 +188,13 @@ def main() -> int:
     from fsmem.search import postings, rowscores, scoring
     from fsmem.store import cache
 
-    sides = [*SIDES, *([TWIN] if args.twin else []), *([ROWS_TWIN] if args.rows_twin else [])]
+    sides = [
+        *(SIDES if not args.fsmem_only else [PRUNED]),
+        *([TWIN] if args.twin else []),
+        *([ROWS_TWIN] if args.rows_twin else []),
+    ]
     sides += [ANY_WORD] if args.any_word else []
+    sides += [ONE_CONNECTION] if args.one_connection else []
     orders = list(itertools.permutations(sides))
     if args.twin and postings._native is None:
         print("--twin: fsmem.search._native is not built here (make install builds it)")
@@ -234,6 +251,7 @@ def main() -> int:
             profile = cProfile.Profile()
         times: dict[str, list[float]] = {side: [] for side in sides}
         cpu: dict[str, list[float]] = {side: [] for side in sides}  # the asking thread's CPU, per question
+        every_thread: dict[str, list[float]] = {side: [] for side in sides}  # the process's: the row part's helper too
         words_each: list[float] = []  # per question, the wall time the fsmem side's count of its words took
         collector = CollectorPauses()
         own = {EXHAUSTIVE: OwnTerms(index), TWIN: OwnTerms(index, native=False)} if args.twin else {}
@@ -247,8 +265,11 @@ def main() -> int:
                 order = (PRUNED, *(side for side in order if side != PRUNED))  # the first to see the new state
                 after_write.append(number)
             for side in order:
-                if side in (EXHAUSTIVE, TWIN, ANY_WORD, ROWS_TWIN):
+                if side in (EXHAUSTIVE, TWIN, ANY_WORD, ROWS_TWIN, ONE_CONNECTION):
                     forget(index)
+                split = rowscores.SPLIT_FILES
+                if side == ONE_CONNECTION:
+                    rowscores.SPLIT_FILES = 1 << 62
                 rowscores.native = side != ROWS_TWIN
                 if side == EXHAUSTIVE:
                     saved = rowscores.POSTINGS_PER_FILE
@@ -258,7 +279,7 @@ def main() -> int:
                     rowscores.best_holding_every_word = lambda *_args: None
                 if side in own:
                     own[side].__enter__()
-                started, started_cpu = time.perf_counter(), time.thread_time()
+                started, started_cpu, started_all = time.perf_counter(), time.thread_time(), time.process_time()
                 if side == FTS5:
                     bare_query(index, bare, question)
                 else:
@@ -277,14 +298,16 @@ def main() -> int:
                     if profile is not None:
                         profile.disable()
                 cpu[side].append(time.thread_time() - started_cpu)
+                every_thread[side].append(time.process_time() - started_all)
                 times[side].append(time.perf_counter() - started)
+                rowscores.SPLIT_FILES = split
                 if side == EXHAUSTIVE:
                     rowscores.POSTINGS_PER_FILE = saved
                 if side in (EXHAUSTIVE, ANY_WORD):
                     rowscores.best_holding_every_word = proof
                 if side in own:
                     own[side].__exit__()
-                if side in (EXHAUSTIVE, TWIN, ANY_WORD, ROWS_TWIN):
+                if side in (EXHAUSTIVE, TWIN, ANY_WORD, ROWS_TWIN, ONE_CONNECTION):
                     forget(index)
         rowscores.native = True
         loads.append(os.getloadavg()[0])
@@ -297,19 +320,31 @@ def main() -> int:
             again.append(time.perf_counter() - started)
         print(f"{root}: {rows:,} rows, {len(asked)} distinct questions of {args.words}")
         print(f"load average {min(loads):.1f}-{max(loads):.1f}")
-        print(f"{'':<40} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'p50 x FTS5':>10} {'CPU p50':>8} {'CPU p99':>8}")
-        limit = statistics.median(times[FTS5])
+        print(
+            f"{'':<40} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'p50 x FTS5':>10} {'CPU p50':>8} {'CPU p99':>8}"
+            f" {'all threads CPU p50, p99':>25}"
+        )
+        limit = statistics.median(times[FTS5]) if FTS5 in times else math.nan
         for name, values in (*times.items(), (REPEATED, again)):
             p50, p99, top = (1000 * v for v in (statistics.median(values), percentile(values, 0.99), max(values)))
             spent = cpu.get(name)
             used = f" {1000 * statistics.median(spent):>8.1f} {1000 * percentile(spent, 0.99):>8.1f}" if spent else ""
+            every = every_thread.get(name)
+            if every:
+                used += f" {1000 * statistics.median(every):>16.1f} {1000 * percentile(every, 0.99):>8.1f}"
             print(f"{name:<40} {p50:>8.1f} {p99:>8.1f} {top:>8.1f} {p50 / 1000 / limit:>10.2f}{used}")
-        slowest = sorted(range(len(asked)), key=lambda n: -cpu[PRUNED][n])[: args.slowest]
+        slowest = sorted(range(len(asked)), key=lambda n: -every_thread[PRUNED][n])[: args.slowest]
         if slowest:
-            print(f"the {len(slowest)} costliest questions of {PRUNED}: CPU, wall, of which counting words (wall)")
+            print(
+                f"the {len(slowest)} costliest questions of {PRUNED}: CPU, wall, of which counting words (wall);"
+                " all threads' CPU" + ("; on one connection: CPU, wall" if args.one_connection else "")
+            )
             for n in slowest:
                 spent, took, words = (1000 * v for v in (cpu[PRUNED][n], times[PRUNED][n], words_each[n]))
-                print(f"  {spent:>7.1f} {took:>7.1f} {words:>7.1f} ms  #{n} {asked[n]!r}")
+                beside = f" {1000 * every_thread[PRUNED][n]:>7.1f}"
+                if args.one_connection:
+                    beside += f" {1000 * cpu[ONE_CONNECTION][n]:>7.1f} {1000 * times[ONE_CONNECTION][n]:>7.1f}"
+                print(f"  {spent:>7.1f} {took:>7.1f} {words:>7.1f}{beside} ms  #{n} {asked[n]!r}")
         if args.parts:
             print(f"{PRUNED}, CPU ms per part: the median question's, then each of the costliest")
             labels = [label for label, _module, _name in PARTS]

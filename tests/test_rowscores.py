@@ -243,7 +243,7 @@ def test_the_pool_kept_in_c_is_the_best_of_every_row_handed_over(
     query = " ".join([*words, EVERYWHERE])  # some row matches
     scoring.rank(memory.search_index, query, SearchSettings(), now=NOW, within=lambda path: True)
     assert asked and rowscores.native_loaded(conn := asked[0][0])
-    for _conn, match, phrases, df, weights, by_file, _superseded_too, _k in asked:
+    for _conn, match, phrases, df, weights, by_file, _superseded_too, _k, *_partner in asked:
         found = rowscores.row_scores(conn, match, phrases, df, weights, by_file)
         for k in [*pools, len(found), len(found) + 1]:
             for superseded_too in (False, True):

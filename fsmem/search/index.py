@@ -241,6 +241,7 @@ class SearchIndex:
         conn = local.get("conn")
         if conn is not None and local.get("inode") != self._inode:
             _close(conn)
+            _close(local.pop("partner", None))
             conn = None
         try:
             if conn is None:
@@ -252,7 +253,21 @@ class SearchIndex:
             if isinstance(exc, _cache.DatabaseError) and _cache.is_transient(exc):
                 raise
             _close(local.pop("conn", None))
+            _close(local.pop("partner", None))
             return self.guarded(action)
+
+    def partner(self, conn):
+        """A second read connection of this thread's own beside `conn`, its connection from `reading`, for the
+        half of a question that runs on the helper thread (`fsmem.search.halves`) while this thread waits;
+        None for any other connection (the shared one, an index in memory)."""
+        local = self._readers.__dict__
+        if local.get("conn") is not conn:
+            return None
+        found = local.get("partner")
+        if found is None:
+            found = local["partner"] = _cache.connect(self.path, timeout=BUSY_TIMEOUT_S)
+            found.execute(f"PRAGMA cache_size = -{READER_CACHE_KIB}")
+        return found
 
     def guarded(self, action):
         """Run `action(conn)`; when the index turns out damaged, rebuild it from the files and run it again."""

@@ -31,15 +31,16 @@ score, its pool and the every-word bound all use.
 
 from __future__ import annotations
 
+import collections
 import math
 import struct
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import apsw
 
-from fsmem.search import changes
+from fsmem.search import changes, halves
 from fsmem.search.documents import Kept, hit_counts, quoted
 from fsmem.search.postings import BLOCK_BITS, MAX_TOKEN_BYTES, _native, best_first
 from fsmem.search.tables import MAX_ROWS, ROW_BITS, SUPERSEDED
@@ -221,6 +222,12 @@ def row_scores(
 
 POOL_FUNCTION = "fsmem_row_pool"
 OFFER_FUNCTION = "fsmem_row_offer"
+META = "SELECT key, value FROM search_meta ORDER BY key"  # what tells one state of the index from another
+# A question's files split between two connections from this many on: at 32 files the split took more wall time than
+# one connection, at 64 a seventh less (replayed at 100k files: docs/performance.md).
+SPLIT_FILES = 64
+FILES_A_STATEMENT = 1000  # 5 parameters a file, within SQLite's 32,766
+SHARES = 8  # the runs of files two connections share out
 
 
 def best_row_scores(
@@ -232,6 +239,7 @@ def best_row_scores(
     files: dict[int, Any],
     superseded_too: bool,
     k: int,
+    partner: Callable[[], Any] | None = None,
 ) -> list[tuple[int, float]]:
     """`best_rows(row_scores(...), files, k)`, the superseded rows of `files` left out unless `superseded_too`.
 
@@ -239,20 +247,93 @@ def best_row_scores(
     matching row as `fsmem_row_score` does and keeps it in the connection's pool of the best `k` so far across
     the question's statements (by best_rows' order), dropping a row that ranks after the pool's worst, which no
     later row can bring back; `fsmem_row_pool` hands over the pool, best first. A date question's 25,000
-    matching rows at 100k files cost some 15 ms more handed to Python than scored alone."""
+    matching rows at 100k files cost some 15 ms more handed to Python than scored alone.
+
+    `partner()` gives a second connection of this thread's own (or None): with `SPLIT_FILES` files or more,
+    it takes runs of the files in turn with `conn`, in a helper thread (`fsmem.search.halves`), each connection
+    keeping a pool of its own, and the two pools' best `k` are the one pool's. It takes runs only where its read
+    transaction sees the very state `conn` sees (the same `search_meta`, whose count of changes every write
+    moves); elsewhere `conn` takes them all."""
     if not native_loaded(conn):
         return best_rows(row_scores(conn, match, phrases, df, weights, files), None if superseded_too else files, k)
+    ranges = list(_row_ranges(files))
+    helper = partner() if partner is not None and len(ranges) >= SPLIT_FILES else None
+    if helper is None or not native_loaded(helper):
+        return _offered(conn, ranges, match, phrases, df, weights, files, superseded_too, k)
+    state = conn.execute(META).fetchall()
+
+    question = (match, phrases, df, weights, files, superseded_too, k)
+    # the files in id order, in SHARES runs (neighbours share FTS5's leaf pages): each connection takes the next
+    # run left until none is, so that a helper slow to get a core leaves this thread waiting for one run at most
+    size = min(-(-len(ranges) // SHARES), FILES_A_STATEMENT)
+    left = collections.deque(ranges[at : at + size] for at in range(0, len(ranges), size))
+
+    def theirs() -> list[tuple[int, float]] | None:
+        return halves.same_state(helper, META, state, lambda: _taken(helper, left, *question))
+
+    mine, other = halves.in_two(lambda: _taken(conn, left, *question), theirs)
+    return merged(mine, other or [], k)  # None: the helper took no run (busy, or it saw another state)
+
+
+def merged(one: list[tuple[int, float]], other: list[tuple[int, float]], k: int) -> list[tuple[int, float]]:
+    """The best `k` of two pools (each best first, of rows no other holds), in the one pool's order: a higher
+    score first, then a lower row id."""
+    return sorted(one + other, key=lambda row: (-row[1], row[0]))[:k]
+
+
+def _offered(
+    conn,
+    ranges: list[tuple[int, int, int]],
+    match: str,
+    phrases: list[str],
+    df: dict[str, int],
+    weights: tuple[float, float],
+    files: dict[int, Any],
+    superseded_too: bool,
+    k: int,
+) -> list[tuple[int, float]]:
+    """The best `k` matching rows of the files of `ranges` (`_row_ranges`), best first, by the pool of `conn`.
+
+    One statement seeks every file in turn (`FILES_A_STATEMENT` at most): the files' ranges and packed rows
+    are the outer loop's rows (CROSS JOIN keeps them outside), so FTS5 seeks each file's range as a statement
+    of its own did, and SQLite runs them all with the GIL released, where a statement per file took it back
+    between files (2.3 µs of Python a file, and a hand-over of the GIL each time when two threads split)."""
+    left = collections.deque(ranges[at : at + FILES_A_STATEMENT] for at in range(0, len(ranges), FILES_A_STATEMENT))
+    return _taken(conn, left, match, phrases, df, weights, files, superseded_too, k)
+
+
+def _taken(
+    conn,
+    left: collections.deque[list[tuple[int, int, int]]],
+    match: str,
+    phrases: list[str],
+    df: dict[str, int],
+    weights: tuple[float, float],
+    files: dict[int, Any],
+    superseded_too: bool,
+    k: int,
+) -> list[tuple[int, float]]:
+    """`_offered` of the runs of files this connection takes from `left` (each at most `FILES_A_STATEMENT`) until
+    none is left (another thread's connection may take some)."""
     counts = [df.get(phrase, 0) for phrase in phrases]
-    sql = (
-        f"SELECT 1 FROM search_fts LEFT JOIN {SIZES} AS sizes ON sizes.id = search_fts.rowid"
-        f" WHERE {OFFER_FUNCTION}(search_fts, ?, ?, ?, ?, ?, sizes.sz, ?, ?{', ?' * len(counts)})"
-        " AND search_fts MATCH ? AND search_fts.rowid BETWEEN ? AND ?"
-    )
     conn.execute(f"SELECT {POOL_FUNCTION}(?)", (k,)).fetchall()  # an empty pool of k
-    for moved, first, last in _row_ranges(files):
-        rows = None if superseded_too else files[(first + moved) >> ROW_BITS]
-        packed = (None, 0) if rows is None else (rows.tobytes(), rows.itemsize)
-        conn.execute(sql, (*packed, SUPERSEDED, moved, first, *weights, *counts, match, first, last)).fetchall()
+    while True:
+        try:
+            some = left.popleft()  # atomic: two threads never take one run
+        except IndexError:
+            break
+        values: list[Any] = []
+        for moved, first, last in some:
+            rows = None if superseded_too else files[(first + moved) >> ROW_BITS]
+            values += (None, 0) if rows is None else (rows.tobytes(), rows.itemsize)
+            values += (moved, first, last)
+        sql = (
+            f"WITH f(packed, itemsize, moved, first, last) AS (VALUES {','.join(['(?,?,?,?,?)'] * len(some))})"
+            f" SELECT 1 FROM f CROSS JOIN search_fts LEFT JOIN {SIZES} AS sizes ON sizes.id = search_fts.rowid"
+            f" WHERE {OFFER_FUNCTION}(search_fts, f.packed, f.itemsize, ?, f.moved, f.first, sizes.sz, ?, ?"
+            f"{', ?' * len(counts)}) AND search_fts MATCH ? AND search_fts.rowid BETWEEN f.first AND f.last"
+        )
+        conn.execute(sql, (*values, SUPERSEDED, *weights, *counts, match)).fetchall()
     (pool,) = conn.execute(f"SELECT {POOL_FUNCTION}(0)").fetchone()
     return list(struct.iter_unpack("=qd", pool))
 

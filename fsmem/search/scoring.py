@@ -262,12 +262,26 @@ def rank(
             index.root,
             within,
             index.kept,
+            partner=lambda: index.partner(conn),
         )
     )
 
 
 def _rank(
-    conn, terms, settings, pool_size, usage, type, tag, after, superseded_too, now, root, within=None, held=None
+    conn,
+    terms,
+    settings,
+    pool_size,
+    usage,
+    type,
+    tag,
+    after,
+    superseded_too,
+    now,
+    root,
+    within=None,
+    held=None,
+    partner: Callable[[], Any] | None = None,
 ) -> Ranking:
     meta = dict(conn.execute("SELECT key, value FROM search_meta").fetchall())
     kept = held.at(_state(meta), conn) if held is not None else {}
@@ -280,7 +294,7 @@ def _rank(
     found = held.recall(kept, key) if key is not None and held is not None else None
     if found is None:
         found = _candidates(
-            conn, meta, kept, terms, settings, pool_size, type, tag, after, superseded_too, root, within, held
+            conn, meta, kept, terms, settings, pool_size, type, tag, after, superseded_too, root, within, held, partner
         )
         if key is not None and held is not None:
             held.remember(kept, key, found)
@@ -358,7 +372,20 @@ class _Candidates:
 
 
 def _candidates(
-    conn, meta, kept, terms, settings, pool_size, type, tag, after, superseded_too, root, within, held=None
+    conn,
+    meta,
+    kept,
+    terms,
+    settings,
+    pool_size,
+    type,
+    tag,
+    after,
+    superseded_too,
+    root,
+    within,
+    held=None,
+    partner=None,
 ) -> _Candidates:
     """Steps 1 to 3 of the ranking and the relevance of each candidate (what `Kept` may keep per state)."""
     w = settings.weights
@@ -413,7 +440,9 @@ def _candidates(
     by_file = _by_file(conn, kept, scored_files, used, df, n_rows)
     if by_file is not None:
         weights = (w["text"], w["headings"])
-        row_raw = dict(rowscores.best_row_scores(conn, match, used, df, weights, by_file, superseded_too, pool_size))
+        row_raw = dict(
+            rowscores.best_row_scores(conn, match, used, df, weights, by_file, superseded_too, pool_size, partner)
+        )
     elif any(df.get(t) for t in used):
         where = ["search_fts MATCH ?"]
         args: list[Any] = [match]

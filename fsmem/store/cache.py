@@ -49,6 +49,24 @@ from fsmem.store.walk import path_of, walk_key
 DatabaseError = apsw.Error
 Connection = apsw.Connection
 
+
+def _without_memory_statistics() -> None:
+    """SQLite counts the memory it holds under one process-wide mutex at every allocation (`MEMSTATUS`, on in
+    apsw's SQLite): two threads searching at once each took 24-54% more CPU for it, at most 14% more without it
+    (docs/performance.md), and fsmem reads no such count. Set before the process's first connection only."""
+    if apsw.connections():
+        return  # another part of the process opened connections first: SQLite is left as it is
+    try:
+        apsw.shutdown()
+        apsw.config(apsw.SQLITE_CONFIG_MEMSTATUS, 0)
+    except apsw.Error:
+        pass
+    finally:
+        apsw.initialize()
+
+
+_without_memory_statistics()
+
 CACHE_FILE = "cache.sqlite"
 # 5: compressed rows, hashed count memo; 6: FileMeta carries the file's version; 7: maybe_cited;
 # 8: listings in SQL (walk-order keys, filter columns, skipped entries), a row's fields as columns;
