@@ -393,6 +393,22 @@ def _isolated_env(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _folder_given_back():
+    """A test leaves the process in the folder it found: a passed test's tmp_path is removed at its end
+    (pyproject.toml's tmp_path_retention_policy), and a worker left in it fails every later test that asks
+    for its folder. A test that moves (other than through monkeypatch.chdir, given back before this) fails."""
+    before = os.getcwd()
+    yield
+    try:
+        left = os.getcwd()
+    except FileNotFoundError:
+        left = None
+    if left != before:
+        os.chdir(before)
+        pytest.fail(f"the test left the process in {left or 'a removed folder'}: use monkeypatch.chdir")
+
+
 @pytest.fixture
 def empty_memory(tmp_path) -> Memory:
     return Memory.init(tmp_path / "mem")

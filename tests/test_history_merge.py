@@ -184,13 +184,13 @@ def test_a_retraction_on_one_side_against_a_change_on_the_other_goes_by_date():
     )
 
 
-def test_the_driver_leaves_index_md_to_be_regenerated_and_writes_the_merge_into_ours(tmp_path):
+def test_the_driver_leaves_index_md_to_be_regenerated_and_writes_the_merge_into_ours(tmp_path, monkeypatch):
     memory = Memory.init(tmp_path / "mem")
     names = {}
     for name, text in (("base", "# I\n- a\n"), ("ours", "# I\n- b\n"), ("theirs", "# I\n- c\n")):
         names[name] = tmp_path / name
         names[name].write_text(text)
-    os.chdir(memory.root)
+    monkeypatch.chdir(memory.root)  # git runs the driver in the work tree; given back after the test
     assert driver.main([str(names["base"]), str(names["ours"]), str(names["theirs"]), "7", "INDEX.md"]) == 0
     assert names["ours"].read_text() == "# I\n- b\n"
     names["ours"].write_text(side(BASE, ("role: lead", "role: cfo")))
