@@ -141,10 +141,13 @@ def test_root_disappearing_stops_with_a_clear_error(tmp_path):
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     assert ready.wait(TIMEOUT)
-    shutil.rmtree(memory.root)
+    gone = tmp_path / "gone"
+    memory.root.rename(gone)  # at once: a removal can race the watcher's own writes there (tmpfs: "not empty")
+    shutil.rmtree(gone, ignore_errors=True)
     thread.join(TIMEOUT)
     stop.set()
     assert "disappeared" in outcome["error"]
+    assert not memory.root.exists()  # its machine state (the feed's log, the cache) made no folder again
 
 
 @pytest.mark.slow
@@ -386,3 +389,18 @@ def test_watch_does_not_hold_every_files_metadata(tmp_path):
     finally:
         stop.set()
         thread.join(TIMEOUT)
+
+
+def test_machine_state_never_makes_a_memory_root_again(tmp_path):
+    """A memory root deleted or moved away under a running fsmem stays gone: its state folder and its cache are
+    made under the root, never the root itself (a watcher that logged the loss made it again, .fsmem/ alone)."""
+    from fsmem.store.cache import MetaCache
+    from fsmem.store.files import state_dir
+
+    memory = Memory.init(tmp_path / "mem")
+    memory.root.rename(tmp_path / "gone")
+    with pytest.raises(RootNotFound, match="gone"):
+        state_dir(memory.root, "logs")
+    cache = MetaCache(memory.root, "fingerprint")
+    cache.open()
+    assert cache.in_memory and not memory.root.exists()

@@ -322,7 +322,7 @@ class MetaCache:
             return None if self._disabled else self._rows_id
 
     def _open(self) -> apsw.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(exist_ok=True)  # .fsmem/ alone: a memory root gone is not made again (OSError)
         conn = connect(self.path)
         try:
             version = _first(conn.execute("PRAGMA user_version").fetchone())

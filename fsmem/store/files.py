@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fsmem.errors import LockTimeout
+from fsmem.errors import LockTimeout, RootNotFound
 from fsmem.store import beneath
 from fsmem.store.beneath import TEMP_PREFIX
 from fsmem.store.paths import STATE_DIR
@@ -44,7 +44,8 @@ def state_dir(root: Path, *parts: str, state: Path | None = None) -> Path:
         path = Path(state, *parts)
         path.mkdir(parents=True, exist_ok=True)
         return path
-    os.makedirs(root, exist_ok=True)
+    if not os.path.isdir(root):  # a memory root deleted or moved away is not made again by its machine state
+        raise RootNotFound(f"the memory root {root} is gone (deleted, moved or unmounted)")
     return beneath.make_folder(root, "/".join((STATE_DIR, *parts)))
 
 
