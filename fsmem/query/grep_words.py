@@ -184,9 +184,10 @@ class WordIndex:
 
     def _give_back_freed_pages(self) -> None:
         """Past FREE_PAGES_KEPT pages freed (FTS5's merges during a build: 1.6 MB at 100k files; files deleted),
-        shrink the file, which `connect` made with auto_vacuum=INCREMENTAL; under that, a write reuses them."""
+        shrink the file (`connect` made it with auto_vacuum=INCREMENTAL); fewer are kept for later writes to reuse."""
         with contextlib.suppress(DatabaseError):  # another connection writing: given back after a later write
-            if self.conn.execute("PRAGMA freelist_count").fetchall()[0][0] > FREE_PAGES_KEPT:
+            free: Any = self.conn.execute("PRAGMA freelist_count").fetchall()[0][0]
+            if int(free) > FREE_PAGES_KEPT:
                 self.conn.execute("PRAGMA incremental_vacuum").fetchall()
 
     def _delete(self, rel: str) -> None:
