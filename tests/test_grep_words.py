@@ -314,6 +314,28 @@ def test_an_index_file_that_is_not_a_database_is_made_again(tmp_path):
         memory.close()
 
 
+def test_pages_freed_past_a_megabyte_are_given_back_to_the_file_system(tmp_path):
+    """A long-lived process's index does not keep the pages its FTS5 merges and deleted files freed."""
+    root = tmp_path / "mem"
+    root.mkdir()
+    (root / "fsmem.yaml").write_text("")
+    letters = itertools.cycle("abcdefghij")
+    for n in range(3000):
+        words = ("".join(next(letters) for _ in range(n % 7 + 3)) + str(n * k) for k in range(100))
+        (root / f"f{n}.md").write_text(" ".join(words))
+    index = grep_words.WordIndex(root)
+    try:
+        index.apply(Delta(True, "start"))
+        for n in range(0, 3000, 2):
+            os.unlink(root / f"f{n}.md")
+        index.apply(Delta(True, "overflow"))
+        free = index.conn.execute("PRAGMA freelist_count").fetchall()[0][0]
+        assert free <= grep_words.FREE_PAGES_KEPT
+        assert index.paths() == {f"f{n}.md" for n in range(1, 3000, 2)}
+    finally:
+        index.close()
+
+
 def test_a_memory_that_only_greps_takes_the_feed_from_its_second_call(tmp_path):
     memory = Memory.init(tmp_path / "mem")
     memory.write("topics/a.md", DOC.format(title="A", text="one"))

@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass, field
+import zlib
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from fsmem import format as fmt
@@ -24,7 +25,9 @@ from fsmem.store.files import atomic_write, state_dir
 
 _KIND = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,40}$")
 TOPIC_KINDS = ("topic", "topics")
-CACHE_VERSION = 4  # 4: summaries read `*` and `+` facts too
+CACHE_VERSION = 5  # 4: summaries read `*` and `+` facts too; 5: rows of fields, zlib-compressed
+CACHE_NAME = "directory.json.zlib"  # 1/7 of the JSON of named fields it replaces (1.2 MB against 8.6 at 100k)
+OLD_CACHE_NAME = "directory.json"  # written before version 5: removed, so an upgraded memory does not keep it
 _INTERESTING = frozenset("-*+# `~")
 
 
@@ -51,6 +54,9 @@ class DirectoryEntry:
     names: list[str] = field(default_factory=list)  # title, aliases, entity/topic name
     summary: str = ""  # first current facts, for documents without a description
     subject: str = ""  # its entity or topic name as a note subject says it (`people/Adam Smith`, `topic/Billing`)
+
+
+_FIELDS = [f.name for f in fields(DirectoryEntry)]  # the order of a cached row's values
 
 
 def kinded(heading: str) -> Target | None:
@@ -199,14 +205,9 @@ def directory(root: Path, fresh: dict[str, DirectoryEntry] | None = None) -> lis
     from fsmem.errors import FsmemError
     from fsmem.store.paths import resolve
 
-    cache_path = state_dir(root, "cache") / "directory.json"
-    try:
-        cached = json.loads(cache_path.read_text(encoding="utf-8"))
-        if cached.get("version") != CACHE_VERSION:
-            cached = {}
-    except (OSError, ValueError):
-        cached = {}
-    known = {e["path"]: DirectoryEntry(**e) for e in cached.get("entries", [])}
+    cache_path = state_dir(root, "cache") / CACHE_NAME
+    cached = _read_cache(cache_path)
+    known = {e.path: e for e in cached}
     known.update(fresh or {})
     entries: list[DirectoryEntry] = []
     dirty = bool(fresh)
@@ -228,8 +229,35 @@ def directory(root: Path, fresh: dict[str, DirectoryEntry] | None = None) -> lis
                 continue
             entries.append(_read_entry(root, rel, real, stat))
             dirty = True
-    if dirty or len(entries) != len(cached.get("entries", [])):
-        payload = {"version": CACHE_VERSION, "entries": [dict(vars(e)) for e in entries]}
-        data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-        atomic_write(cache_path, data, root=root, generated=True)  # a cache: never through a link
+    if dirty or len(entries) != len(cached):
+        _write_cache(root, cache_path, entries)
+    return entries
+
+
+def _write_cache(root: Path, cache_path: Path, entries: list[DirectoryEntry]) -> None:
+    """Each entry a row of its fields' values, compressed at level 1 (30 ms at 100k files; level 6 saves a
+    fifth more for four times that)."""
+    payload = {"version": CACHE_VERSION, "fields": _FIELDS, "rows": [[getattr(e, n) for n in _FIELDS] for e in entries]}
+    data = zlib.compress(json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8"), 1)
+    atomic_write(cache_path, data, root=root, generated=True)  # a cache: never through a link
+    try:
+        os.unlink(cache_path.parent / OLD_CACHE_NAME)  # unlink removes a link itself, never what it points to
+    except OSError:
+        pass
+
+
+def _read_cache(cache_path: Path) -> list[DirectoryEntry]:
+    """The entries of the directory cache; none when it is missing, of another version or damaged.
+
+    Rows rather than objects of named fields: decompressing and parsing them costs less than parsing the
+    uncompressed objects did (124 against 139 ms of CPU at 100k files)."""
+    try:
+        cached = json.loads(zlib.decompress(cache_path.read_bytes()).decode("utf-8"))
+        if cached.get("version") != CACHE_VERSION or cached.get("fields") != _FIELDS:
+            return []
+        entries = [DirectoryEntry(*row) for row in cached["rows"]]
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, zlib.error):
+        return []
+    if not all(isinstance(e.path, str) and isinstance(e.names, list) for e in entries):
+        return []
     return entries

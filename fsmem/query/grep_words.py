@@ -24,6 +24,7 @@ a candidate for every pattern, and so is one larger than `MAX_FILE_BYTES`
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -52,6 +53,7 @@ MAX_SHARE = 4  # past MAX_CANDIDATES, candidates are searched alone while at mos
 MAX_NEEDS = 8  # words of one pattern looked up (any of them narrows soundly; the longest narrow most)
 SHORTEST_PART = 3  # a shorter start, end or inner part of words narrows little and costs a long lookup
 ANY = "-1"  # the stamp column's mark of a file that is a candidate for every pattern (UTF-16, too large, a long word)
+FREE_PAGES_KEPT = 256  # pages (1 MB) the index file keeps free for later writes before giving them back
 MAX_FILE_BYTES = 8 << 20  # a larger file is not read for its words (a 1 GB log would be read whole): always searched
 
 _SCHEMA = """
@@ -177,7 +179,16 @@ class WordIndex:
                             "INSERT INTO words (rowid, text) VALUES (?, ?)", (self.conn.last_insert_rowid(), text)
                         )
             self._changes += 1
+            self._give_back_freed_pages()
         self.words.learn(known + [text for _rel, _kept, text in rows if text is not None])
+
+    def _give_back_freed_pages(self) -> None:
+        """Past FREE_PAGES_KEPT pages freed (FTS5's merges during a build: 1.6 MB at 100k files; files deleted),
+        shrink the file (`connect` made it with auto_vacuum=INCREMENTAL); fewer are kept for later writes to reuse."""
+        with contextlib.suppress(DatabaseError):  # another connection writing: given back after a later write
+            free: Any = self.conn.execute("PRAGMA freelist_count").fetchall()[0][0]
+            if int(free) > FREE_PAGES_KEPT:
+                self.conn.execute("PRAGMA incremental_vacuum").fetchall()
 
     def _delete(self, rel: str) -> None:
         row = self.conn.execute("SELECT id FROM files WHERE path = ?", (rel,)).fetchone()
