@@ -18,8 +18,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from fsmem import format as fmt
+from fsmem.errors import FsmemError
 from fsmem.format.facts import slugify
 from fsmem.format.history_file import is_history_path
+from fsmem.store import beneath
 from fsmem.store.catalog import HEAD_BYTES, walk_stats
 from fsmem.store.files import atomic_write, state_dir
 
@@ -202,7 +204,6 @@ def directory(root: Path, fresh: dict[str, DirectoryEntry] | None = None) -> lis
     path rule refuses (a symbolic link out of the root or into `.fsmem/`) is
     left out.
     """
-    from fsmem.errors import FsmemError
     from fsmem.store.paths import resolve
 
     cache_path = state_dir(root, "cache") / CACHE_NAME
@@ -240,9 +241,9 @@ def _write_cache(root: Path, cache_path: Path, entries: list[DirectoryEntry]) ->
     payload = {"version": CACHE_VERSION, "fields": _FIELDS, "rows": [[getattr(e, n) for n in _FIELDS] for e in entries]}
     data = zlib.compress(json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8"), 1)
     atomic_write(cache_path, data, root=root, generated=True)  # a cache: never through a link
-    try:
-        os.unlink(cache_path.parent / OLD_CACHE_NAME)  # unlink removes a link itself, never what it points to
-    except OSError:
+    try:  # the version before, 8.5 MB at 100k files; a link there is removed itself, never what it points to
+        beneath.remove(root, os.path.relpath(cache_path.parent / OLD_CACHE_NAME, root), generated=True)
+    except (OSError, FsmemError):
         pass
 
 
