@@ -257,16 +257,14 @@ def best_row_scores(
     if not native_loaded(conn):
         return best_rows(row_scores(conn, match, phrases, df, weights, files), None if superseded_too else files, k)
     ranges = list(_row_ranges(files))
+    question = (match, phrases, df, weights, files, superseded_too, k)
     helper = partner() if partner is not None and len(ranges) >= SPLIT_FILES else None
     if helper is None or not native_loaded(helper):
-        return _offered(conn, ranges, match, phrases, df, weights, files, superseded_too, k)
+        return _taken(conn, _runs(ranges, FILES_A_STATEMENT), *question)
     state = conn.execute(META).fetchall()
-
-    question = (match, phrases, df, weights, files, superseded_too, k)
     # the files in id order, in SHARES runs (neighbours share FTS5's leaf pages): each connection takes the next
     # run left until none is, so that a helper slow to get a core leaves this thread waiting for one run at most
-    size = min(-(-len(ranges) // SHARES), FILES_A_STATEMENT)
-    left = collections.deque(ranges[at : at + size] for at in range(0, len(ranges), size))
+    left = _runs(ranges, min(-(-len(ranges) // SHARES), FILES_A_STATEMENT))
 
     def theirs() -> list[tuple[int, float]] | None:
         return halves.same_state(helper, META, state, lambda: _taken(helper, left, *question))
@@ -281,25 +279,9 @@ def merged(one: list[tuple[int, float]], other: list[tuple[int, float]], k: int)
     return sorted(one + other, key=lambda row: (-row[1], row[0]))[:k]
 
 
-def _offered(
-    conn,
-    ranges: list[tuple[int, int, int]],
-    match: str,
-    phrases: list[str],
-    df: dict[str, int],
-    weights: tuple[float, float],
-    files: dict[int, Any],
-    superseded_too: bool,
-    k: int,
-) -> list[tuple[int, float]]:
-    """The best `k` matching rows of the files of `ranges` (`_row_ranges`), best first, by the pool of `conn`.
-
-    One statement seeks every file in turn (`FILES_A_STATEMENT` at most): the files' ranges and packed rows
-    are the outer loop's rows (CROSS JOIN keeps them outside), so FTS5 seeks each file's range as a statement
-    of its own did, and SQLite runs them all with the GIL released, where a statement per file took it back
-    between files (2.3 µs of Python a file, and a hand-over of the GIL each time when two threads split)."""
-    left = collections.deque(ranges[at : at + FILES_A_STATEMENT] for at in range(0, len(ranges), FILES_A_STATEMENT))
-    return _taken(conn, left, match, phrases, df, weights, files, superseded_too, k)
+def _runs(ranges: list[tuple[int, int, int]], size: int) -> collections.deque[list[tuple[int, int, int]]]:
+    """The files' ranges (`_row_ranges`) in runs of `size`, each run one statement of `_taken`."""
+    return collections.deque(ranges[at : at + size] for at in range(0, len(ranges), size))
 
 
 def _taken(
@@ -313,8 +295,14 @@ def _taken(
     superseded_too: bool,
     k: int,
 ) -> list[tuple[int, float]]:
-    """`_offered` of the runs of files this connection takes from `left` (each at most `FILES_A_STATEMENT`) until
-    none is left (another thread's connection may take some)."""
+    """The best `k` matching rows of the runs of files this connection takes from `left` (each at most
+    `FILES_A_STATEMENT`) until none is left (another thread's connection may take some), best first, by the pool
+    of `conn`.
+
+    Each run is one statement that seeks every file in turn: the files' ranges and packed rows are the outer
+    loop's rows (CROSS JOIN keeps them outside), so FTS5 seeks each file's range as a statement of its own did,
+    and SQLite runs them all with the GIL released, where a statement per file took it back between files
+    (2.3 µs of Python a file, and a hand-over of the GIL each time when two threads split)."""
     counts = [df.get(phrase, 0) for phrase in phrases]
     conn.execute(f"SELECT {POOL_FUNCTION}(?)", (k,)).fetchall()  # an empty pool of k
     while True:
