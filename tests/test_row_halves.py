@@ -16,6 +16,7 @@ import random
 import threading
 
 from hypothesis import HealthCheck, given, settings, strategies as st
+from test_rowscores import EVERYWHERE, _file as rows_file
 
 from fsmem import Memory
 from fsmem.search import halves, rowscores, scoring
@@ -23,26 +24,14 @@ from fsmem.search.documents import Kept
 
 NOW = dt.datetime(2026, 6, 1, tzinfo=dt.UTC)
 _TAKEN = rowscores._taken  # the unwrapped function: monkeypatch's wrappers would nest across examples
-WORDS = ["ada", "quill", "globex", "walrus", "ledger", "budget"]
-EVERYWHERE = "common"  # a word in every row of every file
-
-
-def _file(rng: random.Random, rows: int, superseded: bool) -> str:
-    out = [f"# {rng.choice(WORDS).title()} {EVERYWHERE}", ""]
-    for n in range(rows):
-        if n % 4 == 0:
-            out += ["", f"## {' '.join(rng.sample(WORDS, rng.randint(1, 3)))} {EVERYWHERE}", ""]
-        out.append(f"- {' '.join(rng.choices(WORDS, k=rng.randint(1, 5)))} {EVERYWHERE}")
-    if superseded:
-        out += ["", "## Superseded", f"- {rng.choice(WORDS)} {EVERYWHERE} old"]
-    return "\n".join(out) + "\n"
+WORDS = ["ada", "quill", "globex", "walrus", "ledger", "budget"]  # fewer than test_rowscores': more ties
 
 
 def _memory(root, rng: random.Random, files: list[tuple[int, bool, bool]]) -> Memory:
     Memory.init(root)
     (root / "topics").mkdir()
     for number, (rows, superseded, twice) in enumerate(files):
-        text = _file(rng, rows, superseded)
+        text = rows_file(rng, rows, superseded, words=WORDS, most=5)
         (root / "topics" / f"t{number}.md").write_text(text, encoding="utf-8")
         if twice:  # the same rows in another file, likely in the other half: ties broken by row id across pools
             (root / "topics" / f"u{number}.md").write_text(text, encoding="utf-8")
@@ -170,7 +159,7 @@ def test_a_write_between_the_two_read_transactions_never_mixes_two_states(tmp_pa
 
     def after_a_write(mine, theirs):
         for path in sorted((tmp_path / "topics").glob("*.md")):  # every file written again: every half changes
-            path.write_text(_file(rng, 12, False), encoding="utf-8")
+            path.write_text(rows_file(rng, 12, False, words=WORDS, most=5), encoding="utf-8")
         memory.search_index.refresh()  # commits on the index's own connection while the reader's is open
         return _theirs_first(mine, theirs)
 

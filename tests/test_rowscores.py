@@ -27,15 +27,15 @@ WORDS = ["ada", "quill", "globex", "walrus", "ledger", "budget", "deploy", "zeph
 EVERYWHERE = "common"  # a word in every row of every file
 
 
-def _file(rng: random.Random, rows: int, superseded: bool) -> str:
-    out = [f"# {rng.choice(WORDS).title()} {EVERYWHERE}", ""]
+def _file(rng: random.Random, rows: int, superseded: bool, words: list[str] = WORDS, most: int = 6) -> str:
+    """A topic of `rows` bullets of 1 to `most` of `words`, a heading every four, EVERYWHERE in every row."""
+    out = [f"# {rng.choice(words).title()} {EVERYWHERE}", ""]
     for n in range(rows):
         if n % 4 == 0:
-            out += ["", f"## {' '.join(rng.sample(WORDS, rng.randint(1, 3)))} {EVERYWHERE}", ""]
-        words = rng.choices(WORDS, k=rng.randint(1, 6))
-        out.append(f"- {' '.join(words)} {EVERYWHERE}")
+            out += ["", f"## {' '.join(rng.sample(words, rng.randint(1, 3)))} {EVERYWHERE}", ""]
+        out.append(f"- {' '.join(rng.choices(words, k=rng.randint(1, most)))} {EVERYWHERE}")
     if superseded:
-        out += ["", "## Superseded", f"- {rng.choice(WORDS)} {EVERYWHERE} old"]
+        out += ["", "## Superseded", f"- {rng.choice(words)} {EVERYWHERE} old"]
     return "\n".join(out) + "\n"
 
 
