@@ -52,28 +52,15 @@ def main() -> int:
 
 def measure(root, args) -> None:
     """Replay one memory's questions' row parts both ways and print the times."""
-    from common import NewQuestions
+    from common import reader, row_parts_asked
 
     from fsmem import Memory
     from fsmem.search import halves, rowscores
-    from fsmem.search.index import READER_CACHE_KIB
-    from fsmem.store import cache
 
     memory = Memory(root)
     memory.search("warm up: the first search builds the index")
-    asked: list[tuple] = []
-    inner = rowscores.best_row_scores
-    rowscores.best_row_scores = lambda *call, asked=asked, inner=inner: asked.append(call[1:8]) or inner(*call)  # type: ignore[assignment,misc]
-    try:
-        sampler = NewQuestions(Path(root), seed=args.seed)
-        for _ in range(args.queries):
-            memory.search(sampler.question(3))
-    finally:
-        rowscores.best_row_scores = inner
-    conns = [cache.connect(memory.search_index.path) for _ in range(2)]
-    for conn in conns:
-        conn.execute(f"PRAGMA cache_size = -{READER_CACHE_KIB}")
-        rowscores.native_loaded(conn)  # the extension loaded once, before the clock
+    asked = [call[1:8] for call in row_parts_asked(memory, Path(root), args.seed, args.queries)]
+    conns = [reader(memory), reader(memory)]
     conn, partner = conns
     cuts = [None, *(int(n) for n in args.files.split(","))]
     times: dict[tuple, list[tuple[float, float, float]]] = {}

@@ -60,12 +60,10 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=60)
     parser.add_argument("--seed", type=int, default=7)
     args, _rest = parser.parse_known_args()  # `make bench` passes every script the same arguments
-    from common import NewQuestions, memories
+    from common import memories, reader, row_parts_asked
 
     from fsmem import Memory
     from fsmem.search import rowscores
-    from fsmem.search.index import READER_CACHE_KIB
-    from fsmem.store import cache
 
     if not rowscores.native_built():
         print("fsmem.search._native is not built here with its score function (make install builds it)")
@@ -73,18 +71,8 @@ def main() -> int:
     for root in memories(args.root, args.sizes):
         memory = Memory(root)
         memory.search("warm up: the first search builds the index")
-        asked: list[tuple] = []
-        inner = rowscores.best_row_scores
-        rowscores.best_row_scores = lambda *call, asked=asked, inner=inner: asked.append(call[:6]) or inner(*call)  # type: ignore[assignment,misc]
-        try:
-            sampler = NewQuestions(Path(root), seed=args.seed)
-            for _ in range(args.queries):
-                memory.search(sampler.question(3))
-        finally:
-            rowscores.best_row_scores = inner
-        conn = cache.connect(memory.search_index.path)
-        conn.execute(f"PRAGMA cache_size = -{READER_CACHE_KIB}")
-        rowscores.native_loaded(conn)  # the extension loaded once, before the clock
+        asked = [call[:6] for call in row_parts_asked(memory, Path(root), args.seed, args.queries)]
+        conn = reader(memory)
         times: dict[str, list[float]] = {NATIVE: [], TWIN: [], SEEKS: []}
         orders = list(itertools.permutations(times))  # each way first, in the middle and last alike
         loads = [os.getloadavg()[0]]

@@ -326,3 +326,34 @@ class NewQuestions:
             return " ".join(line[start : start + (2 if start < anchor else self.rng.choice((1, 2)))])
 
         return self._fresh(make)
+
+
+def row_parts_asked(memory, root: Path, seed: int, queries: int) -> list[tuple]:
+    """What each of `queries` new questions asked of the row part where it scored file by file: the arguments
+    of each call of `fsmem.search.rowscores.best_row_scores`, its connection first, to replay without the rest
+    of a search (bench_rowscores.py, bench_row_halves.py)."""
+    from fsmem.search import rowscores
+
+    asked: list[tuple] = []
+    inner = rowscores.best_row_scores
+    rowscores.best_row_scores = lambda *call: asked.append(call) or inner(*call)  # type: ignore[assignment,misc]
+    try:
+        sampler = NewQuestions(Path(root), seed=seed)
+        for _ in range(queries):
+            memory.search(sampler.question(3))
+    finally:
+        rowscores.best_row_scores = inner
+    return asked
+
+
+def reader(memory):
+    """A connection to `memory`'s search index as a long-lived process's reader holds one: its page cache, and
+    the native score functions loaded before any clock starts."""
+    from fsmem.search import rowscores
+    from fsmem.search.index import READER_CACHE_KIB
+    from fsmem.store import cache
+
+    conn = cache.connect(memory.search_index.path)
+    conn.execute(f"PRAGMA cache_size = -{READER_CACHE_KIB}")
+    rowscores.native_loaded(conn)
+    return conn
