@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
 from pathlib import Path
 
-import cli_runner
 import pytest
 import sync_scenario as S
 from hostile_remote import git
+from test_sync_link_targets import NOW, sync  # `fsmem sync` in this process, on the pinned day
 
 from fsmem import Memory
 
-NOW = "2026-12-01T08:00:00+00:00"
 TOOL = "topics/tool.md"
 TOOL_TEXT = "# Tool\n\n- run: with care\n\n## Later\n\n- owner: ops\n"
 
@@ -42,11 +40,6 @@ def hosts(built, tmp_path, monkeypatch) -> tuple[Path, Path, Path]:
     monkeypatch.setenv("FSMEM_NOW", NOW)
     origin, (first, second) = S.copy_hosts(*built, tmp_path)
     return origin, first, second
-
-
-def sync(root: Path, *args: str) -> subprocess.CompletedProcess:
-    code, out, err = cli_runner.fsmem_here(root, "sync", *args, now=NOW)
-    return subprocess.CompletedProcess(["fsmem", "sync", *args], code, out, err)
 
 
 def mode(root: Path, rev: str = "HEAD", rel: str = TOOL) -> str:
