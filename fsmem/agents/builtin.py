@@ -1,9 +1,8 @@
 """The built-in agent tools, generated from the operation declarations (`fsmem.spec`).
 
-Each declared operation offered as a tool (ls, grep, read, search, note,
-write, edit, and with history log and show) becomes a registry entry: its
-schema from the parameters the tool face carries, its description the
-operation's summary and guide, and one caller for all of them, which runs
+Each declared operation offered as a tool (`fsmem.spec.tool_names()`, in the
+order they are offered) becomes a registry entry: its schema from the
+parameters the tool face carries, its description the operation's summary and guide, and one caller for all of them, which runs
 the `Memory` method of the same name and reads the answer's common figures
 (`fsmem.agents.registry.Answer`). They are registered through the same hook
 a plugin uses, so the registry path is always exercised.

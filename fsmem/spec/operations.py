@@ -5,7 +5,8 @@ a reader would have to look in several places to see what a face offers.
 
 Sync, init and watch stay hand-written commands (`fsmem.cli.history`, `core`, `watch`): sync --setup
 runs before there is a memory to open, init creates one, and watch runs until stopped with callbacks
-no other face has. tools, mcp, serve, token, import locomo and evaluate are not operations of a memory.
+no other face has. tools, mcp, serve, token, connect, config, agent, hook, import locomo and evaluate are not
+operations of a memory: they set up or run fsmem around one.
 import_from is one, but never a tool: it reads a path outside the memory, on the operator's machine.
 """
 
