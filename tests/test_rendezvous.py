@@ -579,6 +579,23 @@ def test_which_command_a_line_names(argv, command):
     assert rv.command_and_root(argv)[0] == command
 
 
+def test_an_answered_command_ends_without_the_interpreters_finalization(memory, watcher):
+    """The client leaves once the answer is flushed: an exit function (here one a test registers) is not run when
+    the watcher answered, and is when the command walked; the output and the exit code are the walk's."""
+    code = (
+        "import atexit, sys; atexit.register(lambda: sys.stderr.write('finalized')); "
+        "sys.argv = ['fsmem', *sys.argv[1:]]; from fsmem.cli import main; main()"
+    )
+    for mode, finalized in (("require", False), ("off", True)):
+        environment = {**os.environ, "FSMEM_NOW": NOW, rv.MODE_ENV: mode}
+        for args, exit_code in ((["grep", "zephyr"], 0), (["grep", "nothing-matches-this"], 1)):
+            done = subprocess.run(
+                [sys.executable, "-c", code, *args], cwd=memory.root, env=environment, capture_output=True
+            )
+            assert (done.returncode, done.stdout) == run(memory.root, *args, mode="off")[:2]
+            assert done.returncode == exit_code and (b"finalized" in done.stderr) is finalized, (mode, done)
+
+
 def test_the_request_module_imports_only_what_the_start_needs():
     code = (
         "import sys; import fsmem.cli; before = set(sys.modules); import fsmem.cli.rendezvous; "

@@ -349,17 +349,24 @@ class _Recorder:
         self.printed: list[tuple[int, str]] = []
 
     def stream(self, number: int) -> io.StringIO:
-        recorder = self
+        return _Recorded(self.printed, number)
 
-        class Stream(io.StringIO):
-            def write(self, text: str) -> int:
-                if recorder.printed and recorder.printed[-1][0] == number:
-                    recorder.printed[-1] = (number, recorder.printed[-1][1] + text)
-                else:
-                    recorder.printed.append((number, text))
-                return len(text)
 
-        return Stream()
+class _Recorded(io.StringIO):
+    """One stream of a `_Recorder`: what is written to it joins the record (one class for every request: a class
+    made per stream cost more than the rest of a request's setting up)."""
+
+    def __init__(self, printed: list[tuple[int, str]], number: int) -> None:
+        super().__init__()
+        self.printed, self.number = printed, number
+
+    def write(self, text: str) -> int:
+        printed, number = self.printed, self.number
+        if printed and printed[-1][0] == number:
+            printed[-1] = (number, printed[-1][1] + text)
+        else:
+            printed.append((number, text))
+        return len(text)
 
 
 def _private_folder(folder: str) -> None:
