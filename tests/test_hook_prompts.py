@@ -178,6 +178,15 @@ def test_a_call_that_wrote_nothing_to_the_memory_still_gets_the_question(root, t
     assert decision(hook(root, stop(transcript))) is not None
 
 
+def test_a_tool_name_of_any_length_leaves_the_stop_hook_quick(root, tmp_path):
+    """The name is the transcript's: 21,000 characters of `fsmem__` held the hook's pattern for minutes."""
+    hostile = "mcp__-" + "fsmem__" * 3_000 + "-"
+    transcript = append(tmp_path / "s-1.jsonl", *work(), call("toolu_n", hostile, {}), result("toolu_n", "x"))
+    spent = time.monotonic()
+    assert decision(hook(root, stop(transcript))) is not None  # no fsmem tool: the question is still asked
+    assert time.monotonic() - spent < 30
+
+
 def test_no_new_material_is_not_asked_about(root, tmp_path):
     short = append(tmp_path / "short.jsonl", said("user", "hi"), said("assistant", "Hello!"))
     assert decision(hook(root, stop(short, session="short"))) is None  # a greeting is not worth a note

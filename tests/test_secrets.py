@@ -11,6 +11,7 @@ import json
 import re
 import string
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -350,3 +351,33 @@ def test_keywords_are_found_at_the_same_places_in_an_ascii_texts_lower_case(piec
     rules = _rules()
     lowered = [m.span() for m in rules.keyword_lower.finditer(text.lower())]
     assert lowered == [m.span() for m in rules.keyword.finditer(text)]
+
+
+_SECRET_PIECES = [
+    "password: =",
+    "password= hunter2Xq9",
+    "api_key = 'sk9Xq2LmZ8vR4tY7wQ1e'",
+    "https://u:Pq8zLm2Xv@example.com",
+    "ghp_" + "aB3dE5gH7jK9mN1pQ3sT5vX7zA9cE1gI3kM5",
+    "\n",
+    " ",
+    "=",
+    "pw",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_SECRET_PIECES) | st.text(string.printable, max_size=6), max_size=30))
+def test_a_scan_gives_spans_in_order_none_overlapping_each_on_its_line(pieces):
+    text = "".join(pieces)
+    found = scan(text)
+    assert [s.start for s in found] == sorted(s.start for s in found)
+    assert all(a.end <= b.start for a, b in zip(found, found[1:], strict=False))
+    assert [s.line for s in found] == [text.count("\n", 0, s.start) + 1 for s in found]
+
+
+def test_a_line_of_thousands_of_secrets_is_scanned_in_linear_time():
+    """Each secret was checked against all found before it: 8,000 on one line of 88,000 characters took 9 s."""
+    spent = time.process_time()
+    assert len(scan("password= " * 8_000)) == 7_999  # the last value is the end of the line
+    assert time.process_time() - spent < 1

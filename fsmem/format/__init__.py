@@ -33,6 +33,7 @@ _EXPORTS = {
     "validate": ".frontmatter",
     "FENCED_CODE": ".markdown",
     "HEADING": ".markdown",
+    "HEADING_REST": ".markdown",
     "MERGE_MARK": ".markdown",
     "SUPERSEDED_HEADING": ".markdown",
     "Heading": ".markdown",
@@ -68,6 +69,7 @@ if TYPE_CHECKING:  # what the type checker reads; at run time each name is loade
     from fsmem.format.markdown import (
         FENCED_CODE as FENCED_CODE,
         HEADING as HEADING,
+        HEADING_REST as HEADING_REST,
         MERGE_MARK as MERGE_MARK,
         SUPERSEDED_HEADING as SUPERSEDED_HEADING,
         Heading as Heading,

@@ -35,7 +35,7 @@ TOPIC_KINDS = ("topic", "topics")
 
 # `[[target]]`, `[[target|label]]`, `[[target#heading]]`; no brackets or line breaks inside
 _LINK = re.compile(r"\[\[([^\[\]\n|]{1,300}?)(?:\|([^\[\]\n]{0,300}))?\]\]")
-_CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
+_BACKTICKS = re.compile(r"`+")
 RESOLVED, UNRESOLVED, AMBIGUOUS = "resolved", "unresolved", "ambiguous"
 
 
@@ -79,7 +79,7 @@ def in_line(text: str, line: int) -> list[Wikilink]:
     if "[[" not in text:
         return []
     if "`" in text:
-        text = _CODE_SPAN.sub(lambda m: " " * len(m.group(0)), text)
+        text = "\n".join(_without_code_spans(part) for part in text.split("\n"))
     found = []
     for match in _LINK.finditer(text):
         target = _target(match.group(1))
@@ -87,6 +87,29 @@ def in_line(text: str, line: int) -> list[Wikilink]:
             label = match.group(2)
             found.append(Wikilink(line, target, " ".join(label.split()) if label is not None else None))
     return found
+
+
+def _without_code_spans(line: str) -> str:
+    """`line` with each code span blanked: a run of backticks up to the next run of the same length, as CommonMark
+    pairs them; one that no run closes stays as it is. One pass over the runs (a backtracking regex took
+    minutes on a line of a few thousand backticks)."""
+    runs = [(m.start(), m.end()) for m in _BACKTICKS.finditer(line)]
+    closer: list[int | None] = [None] * len(runs)
+    later: dict[int, int] = {}  # run length -> index of the nearest run of that length after this one
+    for index in range(len(runs) - 1, -1, -1):
+        length = runs[index][1] - runs[index][0]
+        closer[index] = later.get(length)
+        later[length] = index
+    pieces, kept, index = [], 0, 0
+    while index < len(runs):
+        close = closer[index]
+        if close is None:
+            index += 1
+            continue
+        start, end = runs[index][0], runs[close][1]
+        pieces += [line[kept:start], " " * (end - start)]
+        kept, index = end, close + 1
+    return "".join(pieces) + line[kept:]
 
 
 def links_of(body: str, first_line: int = 1) -> list[Wikilink]:

@@ -18,7 +18,11 @@ SUPERSEDED_HEADING = "Superseded"
 # Where `fsmem sync` kept both versions of lines that two hosts changed alike (fsmem.history.merge writes them).
 MERGE_MARK = "<!-- fsmem merge:"
 _GIT_MARKERS = ("<<<<<<< ", ">>>>>>> ")
-HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
+# After the `#`s: the title, the shortest text that leaves only blanks and a closing run of `#` (as
+# `[ \t]+(.+?)[ \t]*#*[ \t]*$` says it, on every line alike); written so that nothing backtracks: that
+# pattern took cubic time in a run of blanks inside a title (a heading of 6,400 spaces held `ls` for minutes).
+HEADING_REST = r"[ \t]+([^ \t\n](?:[ \t]*+(?:#++|[^ \t#\n]))*?|[ \t](?=$))[ \t]*+#*+[ \t]*+$"
+HEADING = re.compile(r"^(#{1,6})" + HEADING_REST)
 FENCED_CODE = re.compile(r"^[ \t]{0,3}(```|~~~)")
 
 

@@ -25,7 +25,7 @@ from fsmem.format import facts as F
 FACTS = "facts"
 SUPERSEDED = fmt.SUPERSEDED_HEADING.lower()
 _FIELD = re.compile(r"^([A-Za-z_][\w\-]*)[ \t]*:")
-_H2 = re.compile(r"^##[ \t]+(.+?)[ \t]*#*[ \t]*$")
+_H2 = re.compile(r"^##" + fmt.HEADING_REST)
 
 
 # -- front matter ----------------------------------------------------------------------------------

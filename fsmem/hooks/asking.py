@@ -51,6 +51,9 @@ FRONT_BYTES = 64 << 10  # a session note's front matter lies in its first bytes
 WRITING_TOOLS = ("note", "write", "edit")
 # an MCP tool of fsmem's server, as Claude Code names it: mcp__<server>__<tool> (a plugin's: mcp__plugin_x_fsmem__…)
 _MCP_TOOL = re.compile(r"^mcp__(?:.*[^A-Za-z0-9])?fsmem(?:[^A-Za-z0-9].*)?__(?P<tool>[a-z_]+)$")
+# longer is no tool's name (the Messages API takes 64 characters), and the pattern takes cubic time in a name:
+# 5,000 characters of `fsmem__` took 3 s, 21,000 minutes
+TOOL_NAME_CHARS = 256
 _GLOBAL_VALUES = ("--root", "--agent")  # fsmem's global options that take a value
 _SHELL_TOOLS = ("Bash", "PowerShell")
 
@@ -112,7 +115,7 @@ def held_bytes(root: Path, session_id: str) -> int:
 
 def writes_memory(name: str, tool_input: Any) -> bool:
     """Whether a tool call writes to an fsmem memory: fsmem's MCP note/write/edit, or a shell running `fsmem note`."""
-    match = _MCP_TOOL.match(name)
+    match = _MCP_TOOL.match(name) if len(name) <= TOOL_NAME_CHARS else None
     if match:
         return match.group("tool") in WRITING_TOOLS
     if name in _SHELL_TOOLS and isinstance(tool_input, dict) and isinstance(tool_input.get("command"), str):
