@@ -19,6 +19,7 @@ import math
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from operator import gt
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -652,7 +653,7 @@ def best_documents(documents: dict[int, float], count: int) -> set[int]:
     if len(ranked) <= count:
         return set(ranked)
     scores = [documents[d] for d in ranked]
-    if any(later > earlier for earlier, later in zip(scores, scores[1:], strict=False)):
+    if any(map(gt, scores[1:], scores)):  # a later score above the one before it
         return set(sorted(ranked, key=lambda d: (-documents[d], d))[:count])
     cut = scores[count - 1]
     above = 0
