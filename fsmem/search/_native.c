@@ -14,6 +14,9 @@
    words it found in the table by their bytes (a `WordMemo`, which an Analyzer holds beside its table) and
    counting stems by object, so that a word costs no str of its own. tests/test_native.py holds each twin equal.
 
+   `pool_relevance` adds up each candidate row's relevance from its parts, as fsmem.search.scoring's twin does
+   (tests/test_native.py holds them equal to the bit).
+
    `fsmem_row_score`, an FTS5 auxiliary function registered by loading this file as a SQLite extension, is the
    row part's score of one row, bm25()'s arithmetic (twin: fsmem.search.rowscores._Scores; tests/test_rowscores.py
    holds both against bm25()). */
