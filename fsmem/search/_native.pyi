@@ -1,8 +1,9 @@
 """fsmem's C module (fsmem/search/_native.c): the document part of the score (its Python twin:
 fsmem.search.postings), each candidate row's relevance (its twin: fsmem.search.scoring.pool_relevance), and a
-cold build's cutting of a plain body's sections into rows and of its rows' texts into stems and of its rows into the index's columns (their twins: fsmem.format.rows.plain_rows,
-fsmem.search.analyzer.stemmed_texts, fsmem.search.parsing.row_columns); and, as a
-SQLite extension, the row part's score function (its twin: fsmem.search.rowscores._Scores)."""
+cold build's cutting of a plain body's sections into rows and of its rows' texts into stems and of its rows
+into the index's columns (their twins: fsmem.format.rows.plain_rows, fsmem.search.analyzer.stemmed_texts,
+fsmem.search.parsing.row_columns); and, as a SQLite extension, the row part's score function (its twin:
+fsmem.search.rowscores._Scores)."""
 
 from array import array
 from collections.abc import Callable, Sequence
