@@ -566,8 +566,8 @@ def pool_relevance(
     """Each candidate row's relevance, path and line, by row id in `pool`'s order: its row part (`raw`), its
     section neighbours' (rows `LINKED` to it), its document's (`groups`: by the note its row cites, else by its
     file's own document) and its file's subject part (`files`: file id -> (path, packed rows, cited-note
-    numbers or None, the notes cited, subject part)). The native module's `pool_relevance` (2,000 rows a new
-    question at 100k files: some 3 ms of CPU here), or its twin in Python."""
+    numbers or None, the notes cited, subject part)). The native module's `pool_relevance` (a new question's
+    2,000 rows at 100k files: 0.7 ms of CPU, 1.6 ms here), or its twin in Python."""
     if _native is not None and native_pool:
         return _native.pool_relevance(
             pool, files, raw, groups, w_row, w_neighbours, w_document, row_den, parts, ROW_BITS, LINKED
