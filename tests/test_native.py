@@ -395,3 +395,61 @@ def test_the_c_module_adds_a_document_s_postings_as_its_twin(docs, count):
                 with pytest.raises(ValueError):
                     add(rows, doc, joined, wrong)
     assert ours == twins
+
+
+_PART = st.sampled_from([0.0, -0.0, 0.1, 0.3, 1e-6, 2.5, 1 / 3])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(1, 6),
+            st.lists(st.tuples(st.booleans(), st.integers(0, 2), _PART, st.booleans()), min_size=1, max_size=10),
+            st.booleans(),
+            _PART,
+        ),
+        max_size=5,
+        unique_by=lambda f: f[0],
+    ),
+    st.data(),
+    st.tuples(
+        _PART, _PART, st.sampled_from([0.0, 0.7, 1.0]), st.sampled_from([0.37, 1.0, 7.25]), st.sampled_from([1.0, 2.3])
+    ),
+)
+def test_the_c_module_scores_the_candidates_as_its_twin(files, data, weights):
+    """Random candidate rows (linked to their neighbours or not, citing one of two notes or none, with or
+    without a row part, a document part by note and by file, a subject part): the C module's relevance of
+    each is the twin's (`scoring.pool_relevance`) to the bit, with the same paths and lines, in the pool's
+    order."""
+    if NATIVE is None:
+        pytest.fail(NOT_BUILT)
+    from fsmem.search import scoring
+    from fsmem.search.index import LINKED, ROW_BITS
+
+    of_file, raw, groups, every = {}, {}, {}, []
+    for fid, rows, wide, subject in files:
+        values = [
+            (n + 3) << 2 | (LINKED if linked else 0) | (0 if wide else 2) for n, (linked, _c, _p, _m) in enumerate(rows)
+        ]
+        cites = [note for _l, note, _p, _m in rows]
+        cited = array("B", cites) if any(cites) else None
+        of_file[fid] = (f"f{fid}.md", array("I" if wide else "H", values), cited, ("s/a.md", "s/b.md"), subject)
+        for n, (_l, _c, part, matched) in enumerate(rows):
+            every.append((fid << ROW_BITS) + n)
+            if matched:
+                raw[(fid << ROW_BITS) + n] = part
+        groups[fid << ROW_BITS] = subject * 3
+    groups["s/a.md"] = 0.25
+    pool = data.draw(st.permutations(every)) if every else []
+    pool = pool[: data.draw(st.integers(0, len(pool)))]
+    arguments = (pool, of_file, raw, groups, *weights)
+    found = NATIVE.pool_relevance(*arguments, ROW_BITS, LINKED)
+    saved, scoring.native_pool = scoring.native_pool, False
+    try:
+        twin = scoring.pool_relevance(*arguments)
+    finally:
+        scoring.native_pool = saved
+    assert [list(d.items()) for d in found] == [list(d.items()) for d in twin]
+    bits = [struct.pack("<d", score) for score in found[0].values()]
+    assert bits == [struct.pack("<d", score) for score in twin[0].values()]

@@ -221,3 +221,46 @@ def test_an_index_made_again_never_answers_from_what_was_kept_of_the_one_before(
     assert [(h.path, h.line, h.text) for h in memory.search("walrus").hits] == [
         ("b.md", 4, "- the walrus swims in the sea")
     ]  # not a.md:2, the row the walrus was kept at, which says something else now
+
+
+CITING = """---
+title: Melanie
+entity: people/Melanie
+---
+# Melanie
+
+## Notes
+- We went camping with the kids by the lake. [D9:1] (2023-07-17, sessions/2023/07/17/s9.md)
+- Work has been busy, but the weekend was calm. [D9:2] (2023-07-17, sessions/2023/07/17/s9.md)
+"""
+
+
+def test_the_notes_documents_cite_are_looked_up_only_where_some_document_cites_one(tmp_path, monkeypatch):
+    """The document part reads which session note each of its best documents cites (their rows score as the
+    note's): in a memory where no document cites one, it reads none (at 100k files, 1.5 ms of a new question's
+    25 ms of CPU), and from the write that makes one cite, it reads them again."""
+    import apsw
+
+    statements: list[str] = []
+
+    def traced(conn) -> None:
+        conn.exec_trace = lambda _cursor, sql, _bindings: statements.append(sql) or True
+
+    monkeypatch.setattr(apsw, "connection_hooks", [*apsw.connection_hooks, traced])
+    monkeypatch.setenv("FSMEM_NOW", "2023-11-01T00:00:00+00:00")
+    root = tmp_path / "mem"
+    Memory.init(root)
+    (root / "a.md").write_text("# A\n- the walrus sleeps by the lake\n")
+    (root / "b.md").write_text("# B\n- the kids went camping\n")
+    memory = Memory(root)  # one long-lived memory, as a server holds it
+
+    def looked_up() -> bool:
+        return any("FROM search_sources WHERE id IN" in sql for sql in statements)
+
+    assert [h.path for h in memory.search("camping lake").hits] == ["a.md", "b.md"]
+    assert not looked_up()
+    memory.write("entities/people/melanie.md", CITING)
+    statements.clear()
+    hits = memory.search("camping lake").hits
+    assert looked_up()
+    assert hits[0].path == "entities/people/melanie.md" and hits[0].text.startswith("- We went camping")

@@ -14,6 +14,9 @@
    words it found in the table by their bytes (a `WordMemo`, which an Analyzer holds beside its table) and
    counting stems by object, so that a word costs no str of its own. tests/test_native.py holds each twin equal.
 
+   `pool_relevance` adds up each candidate row's relevance from its parts, as fsmem.search.scoring's twin does
+   (tests/test_native.py holds them equal to the bit).
+
    `fsmem_row_score`, an FTS5 auxiliary function registered by loading this file as a SQLite extension, is the
    row part's score of one row, bm25()'s arithmetic (twin: fsmem.search.rowscores._Scores; tests/test_rowscores.py
    holds both against bm25()). */
@@ -1954,10 +1957,250 @@ sqlite3_fsmemrows_init(sqlite3 *db, char **error, const sqlite3_api_routines *ro
 #define ROW_SCORE_ENTRY "sqlite3_fsmemrows_init"
 #endif
 
+/* pool_relevance: the relevance of each candidate row (fsmem.search.scoring._pool_relevance is its twin). */
+
+PyDoc_STRVAR(pool_relevance_doc,
+             "pool_relevance(pool, files, raw, groups, w_row, w_neighbours, w_document, row_den, parts, shift,\n"
+             "               linked) -> (dict, dict, dict)\n\n"
+             "For each row id of `pool` (a list), in its order: its relevance, its file's path and its line, as\n"
+             "three dicts by row id. `files`: file id (row id >> shift) -> (path, packed rows: an array of 'H' or\n"
+             "'I', cited-note numbers: an array of 'B' or 'H' or None, the notes cited: a tuple, subject part: a\n"
+             "float). `raw`: row id -> its row part; `groups`: a note, or a file's own document (file id << shift),\n"
+             "-> its document part. The same floats as the twin: the same operations in the same order.");
+
+typedef struct {
+    long long fid;
+    PyObject *path, *sources, *own; /* borrowed, borrowed, owned (made when first needed) */
+    Py_buffer rows, cited;          /* cited.obj: NULL where no row cites a note */
+    double subject;
+} PoolFile;
+
+static int
+pool_file_order(const void *a, const void *b)
+{
+    long long x = ((const PoolFile *)a)->fid, y = ((const PoolFile *)b)->fid;
+    return (x > y) - (x < y);
+}
+
+/* The value at `at` of an array of unsigned values of `itemsize` bytes (1, 2 or 4), or -1 past its end. */
+static long long
+unsigned_at(const Py_buffer *values, long long at)
+{
+    Py_ssize_t size = values->itemsize;
+    if (at < 0 || at >= values->len / size)
+        return -1;
+    const unsigned char *p = (const unsigned char *)values->buf + at * size;
+    if (size == 1)
+        return p[0];
+    if (size == 2) {
+        uint16_t value;
+        memcpy(&value, p, 2);
+        return value;
+    }
+    uint32_t value;
+    memcpy(&value, p, 4);
+    return value;
+}
+
+/* `raw`'s value for row id `rid` (`key`: its int, or NULL to make one), 0.0 when it has none; -1.0 with an
+   error set on failure (`*failed`). */
+static double
+raw_of(PyObject *raw, PyObject *key, long long rid, int *failed)
+{
+    PyObject *made = NULL;
+    if (key == NULL) {
+        key = made = PyLong_FromLongLong(rid);
+        if (made == NULL) {
+            *failed = 1;
+            return -1.0;
+        }
+    }
+    PyObject *value = PyDict_GetItemWithError(raw, key);
+    Py_XDECREF(made);
+    if (value == NULL) {
+        if (PyErr_Occurred())
+            *failed = 1;
+        return 0.0;
+    }
+    double found = PyFloat_AsDouble(value);
+    if (found == -1.0 && PyErr_Occurred())
+        *failed = 1;
+    return found;
+}
+
+static int
+packed_format(const Py_buffer *view, const char *codes)
+{
+    const char *format = view->format == NULL ? "B" : view->format;
+    if (format[1] != '\0' || strchr(codes, format[0]) == NULL)
+        return 0;
+    return view->itemsize == (format[0] == 'B' ? 1 : format[0] == 'H' ? 2 : 4);
+}
+
+static PyObject *
+pool_relevance(PyObject *self, PyObject *args)
+{
+    PyObject *pool, *files, *raw, *groups;
+    double w_row, w_neighbours, w_document, row_den, parts;
+    int shift;
+    long long linked;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!dddddiL", &PyList_Type, &pool, &PyDict_Type, &files, &PyDict_Type, &raw,
+                          &PyDict_Type, &groups, &w_row, &w_neighbours, &w_document, &row_den, &parts, &shift,
+                          &linked))
+        return NULL;
+    if (shift < 1 || shift > 62) {
+        PyErr_SetString(PyExc_ValueError, "shift out of range");
+        return NULL;
+    }
+    if (PyList_GET_SIZE(pool) && (row_den == 0.0 || parts == 0.0)) {
+        PyErr_SetString(PyExc_ZeroDivisionError, "float division by zero");
+        return NULL;
+    }
+    Py_ssize_t n_files = PyDict_GET_SIZE(files), filled = 0, pos = 0;
+    PoolFile *by_fid = PyMem_Calloc(n_files ? (size_t)n_files : 1, sizeof(PoolFile));
+    PyObject *relevance = PyDict_New(), *paths = PyDict_New(), *lines = PyDict_New(), *result = NULL;
+    if (by_fid == NULL || relevance == NULL || paths == NULL || lines == NULL) {
+        if (by_fid == NULL)
+            PyErr_NoMemory();
+        goto done;
+    }
+    PyObject *key, *value;
+    while (PyDict_Next(files, &pos, &key, &value)) {
+        PoolFile *file = &by_fid[filled];
+        if (!PyLong_Check(key) || !PyTuple_Check(value) || PyTuple_GET_SIZE(value) != 5 ||
+            !PyTuple_Check(PyTuple_GET_ITEM(value, 3))) {
+            PyErr_SetString(PyExc_TypeError, "files: file id -> (path, rows, cited, sources, subject)");
+            goto done;
+        }
+        file->fid = PyLong_AsLongLong(key);
+        if (file->fid == -1 && PyErr_Occurred())
+            goto done;
+        file->path = PyTuple_GET_ITEM(value, 0);
+        file->sources = PyTuple_GET_ITEM(value, 3);
+        file->subject = PyFloat_AsDouble(PyTuple_GET_ITEM(value, 4));
+        if (file->subject == -1.0 && PyErr_Occurred())
+            goto done;
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(value, 1), &file->rows, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
+            goto done;
+        filled++;
+        if (!packed_format(&file->rows, "HI")) {
+            PyErr_SetString(PyExc_TypeError, "packed rows: an array of 'H' or 'I' values");
+            goto done;
+        }
+        PyObject *cited = PyTuple_GET_ITEM(value, 2);
+        if (cited != Py_None) {
+            if (PyObject_GetBuffer(cited, &file->cited, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
+                goto done;
+            if (!packed_format(&file->cited, "BH")) {
+                PyErr_SetString(PyExc_TypeError, "cited notes: an array of 'B' or 'H' values");
+                goto done;
+            }
+        }
+    }
+    qsort(by_fid, (size_t)filled, sizeof(PoolFile), pool_file_order);
+    long long mask = (1LL << shift) - 1;
+    PoolFile *file = NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(pool); i++) {
+        PyObject *item = PyList_GET_ITEM(pool, i);
+        long long rid = PyLong_AsLongLong(item);
+        if (rid == -1 && PyErr_Occurred())
+            goto done;
+        if (rid < 0) {
+            PyErr_SetString(PyExc_ValueError, "a negative row id");
+            goto done;
+        }
+        long long fid = rid >> shift, ordinal = rid & mask;
+        if (file == NULL || file->fid != fid) {
+            Py_ssize_t low = 0, high = filled;
+            while (low < high) {
+                Py_ssize_t middle = low + (high - low) / 2;
+                if (by_fid[middle].fid < fid)
+                    low = middle + 1;
+                else
+                    high = middle;
+            }
+            if (low == filled || by_fid[low].fid != fid) {
+                PyErr_SetString(PyExc_KeyError, "a row of a file not in files");
+                goto done;
+            }
+            file = &by_fid[low];
+        }
+        long long packed = unsigned_at(&file->rows, ordinal);
+        if (packed < 0) {
+            PyErr_SetString(PyExc_IndexError, "a row past its file's packed rows");
+            goto done;
+        }
+        int failed = 0;
+        double neighbours = 0.0;
+        if (ordinal && unsigned_at(&file->rows, ordinal - 1) & linked)
+            neighbours += raw_of(raw, NULL, rid - 1, &failed);
+        if (packed & linked && ordinal + 1 < file->rows.len / file->rows.itemsize)
+            neighbours += raw_of(raw, NULL, rid + 1, &failed);
+        double own_raw = raw_of(raw, item, rid, &failed);
+        if (failed)
+            goto done;
+        double score = (w_row * own_raw + w_neighbours * neighbours) / row_den;
+        if (w_document != 0.0) {
+            long long number = file->cited.obj != NULL ? unsigned_at(&file->cited, ordinal) : 0;
+            PyObject *group;
+            if (number < 0 || number > PyTuple_GET_SIZE(file->sources)) {
+                PyErr_SetString(PyExc_IndexError, "a row's cited note out of range");
+                goto done;
+            }
+            if (number) {
+                group = PyTuple_GET_ITEM(file->sources, number - 1);
+            } else {
+                if (file->own == NULL && (file->own = PyLong_FromLongLong(fid << shift)) == NULL)
+                    goto done;
+                group = file->own;
+            }
+            PyObject *part = PyDict_GetItemWithError(groups, group);
+            double document = 0.0;
+            if (part == NULL && PyErr_Occurred())
+                goto done;
+            if (part != NULL) {
+                document = PyFloat_AsDouble(part);
+                if (document == -1.0 && PyErr_Occurred())
+                    goto done;
+            }
+            score += w_document * document;
+        }
+        score += file->subject;
+        PyObject *relevant = PyFloat_FromDouble(score / parts);
+        if (relevant == NULL)
+            goto done;
+        int stored = PyDict_SetItem(relevance, item, relevant);
+        Py_DECREF(relevant);
+        if (stored < 0 || PyDict_SetItem(paths, item, file->path) < 0)
+            goto done;
+        PyObject *line = PyLong_FromLongLong(packed >> 2);
+        if (line == NULL)
+            goto done;
+        stored = PyDict_SetItem(lines, item, line);
+        Py_DECREF(line);
+        if (stored < 0)
+            goto done;
+    }
+    result = PyTuple_Pack(3, relevance, paths, lines);
+done:
+    for (Py_ssize_t at = 0; at < filled; at++) {
+        PyBuffer_Release(&by_fid[at].rows);
+        if (by_fid[at].cited.obj != NULL)
+            PyBuffer_Release(&by_fid[at].cited);
+        Py_XDECREF(by_fid[at].own);
+    }
+    PyMem_Free(by_fid);
+    Py_XDECREF(relevance);
+    Py_XDECREF(paths);
+    Py_XDECREF(lines);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"term_parts", term_parts, METH_VARARGS, term_parts_doc},
     {"best_documents", best_documents, METH_VARARGS, best_documents_doc},
     {"best_rows", best_rows, METH_VARARGS, best_rows_doc},
+    {"pool_relevance", pool_relevance, METH_VARARGS, pool_relevance_doc},
     {"stemmed_texts", stemmed_texts, METH_VARARGS, stemmed_texts_doc},
     {"plain_rows", plain_rows, METH_VARARGS, plain_rows_doc},
     {"plain_sections", plain_sections, METH_VARARGS, plain_sections_doc},

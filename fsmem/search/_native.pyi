@@ -1,11 +1,13 @@
 """fsmem's C module (fsmem/search/_native.c): the document part of the score (its Python twin:
-fsmem.search.postings), and a cold build's cutting of a plain body's sections into rows and of its rows'
-texts into stems and of its rows into the index's columns (their twins: fsmem.format.rows.plain_rows,
-fsmem.search.analyzer.stemmed_texts, fsmem.search.parsing.row_columns); and, as a
-SQLite extension, the row part's score function (its twin: fsmem.search.rowscores._Scores)."""
+fsmem.search.postings), each candidate row's relevance (its twin: fsmem.search.scoring.pool_relevance), and a
+cold build's cutting of a plain body's sections into rows and of its rows' texts into stems and of its rows
+into the index's columns (their twins: fsmem.format.rows.plain_rows, fsmem.search.analyzer.stemmed_texts,
+fsmem.search.parsing.row_columns); and, as a SQLite extension, the row part's score function (its twin:
+fsmem.search.rowscores._Scores)."""
 
 from array import array
 from collections.abc import Callable, Sequence
+from typing import Any
 
 def term_parts(
     rows: Sequence[tuple[int, int, bytes, bytes]], ids: array, norm: array, shift: int, k: float, dense: int, /
@@ -16,6 +18,20 @@ def best_documents(
 def best_rows(
     found: list[tuple[int, float]], packed: dict[int, array] | None, flag: int, shift: int, limit: int, /
 ) -> list[tuple[int, float]]: ...
+def pool_relevance(
+    pool: list[int],
+    files: dict[int, tuple[str, array, array | None, tuple[str, ...], float]],
+    raw: dict[int, float],
+    groups: dict[Any, float],
+    w_row: float,
+    w_neighbours: float,
+    w_document: float,
+    row_den: float,
+    parts: float,
+    shift: int,
+    linked: int,
+    /,
+) -> tuple[dict[int, float], dict[int, str], dict[int, int]]: ...
 def plain_rows(text: str, begin: int, stop: int, number: int, /) -> tuple[list[int], list[str], list[bool]]: ...
 def plain_sections(
     text: str, number: int, title: str | None, subject: str | None, /

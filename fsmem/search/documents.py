@@ -280,19 +280,38 @@ def _carry_sources(_key, known: dict[int, str | None], _old, _new, found: change
     return carried
 
 
-def _sources(conn, stored: list[int], kept: dict[Any, Any] | None) -> dict[int, str | None]:
+_CITING = ("documents citing a note: the least and greatest id",)
+
+
+def _citing(conn, kept: dict[Any, Any] | None) -> tuple[int, int] | None:
+    """The least and greatest id of the documents that cite a session note, or None when none does (a memory
+    without session notes); read once per state, from the ends of search_sources' key."""
+    found = kept.get(_CITING) if kept is not None else None
+    if found is None:
+        low, high = conn.execute("SELECT min(id), max(id) FROM search_sources").fetchone()
+        found = (low, high) if low is not None else ()
+        if kept is not None:
+            kept[_CITING] = found
+    return found or None
+
+
+def _sources(conn, stored: list[int], kept: dict[Any, Any] | None, citing: tuple[int, int]) -> dict[int, str | None]:
     """The session note each of these documents cites (None: the file's uncited rows), those asked before in
-    this state from `kept`: document n of a file is stored at the id of its cited note n (tables._insert)."""
+    this state from `kept`: document n of a file is stored at the id of its cited note n (tables._insert).
+    Only the ids within `citing` (`_citing`) are looked up."""
     known: dict[int, str | None] = kept.setdefault(_SOURCES, {}) if kept is not None else {}
     asked = [d for d in stored if d not in known]
     if asked:
         found = dict.fromkeys(asked)
-        found.update(
-            conn.execute(
-                "SELECT id, source FROM search_sources WHERE id IN (SELECT value FROM json_each(?))",
-                (json_array(asked),),
+        low, high = citing
+        inside = [d for d in asked if low <= d <= high]
+        if inside:
+            found.update(
+                conn.execute(
+                    "SELECT id, source FROM search_sources WHERE id IN (SELECT value FROM json_each(?))",
+                    (json_array(inside),),
+                )
             )
-        )
         known.update(found)
     return known
 
@@ -323,10 +342,13 @@ def document_scores(
     stored, rank_ids = postings.decoded(conn, kept).ids, document_ranking_ids(conn, kept)
     docs = [rank_ids[at] for at in best]
     by_doc = dict(zip(docs, [r / denominator for r in raw], strict=True))
-    sources = _sources(conn, [stored[at] for at in best], kept)
+    citing = _citing(conn, kept)
+    if citing is None:  # no document cites a note: each its own key (0.0 + its score is its score)
+        return by_doc, by_doc  # both read only
+    sources = _sources(conn, [stored[at] for at in best], kept, citing)
     cited = [sources[stored[at]] for at in best]
     if not any(cited):
-        return dict(by_doc), by_doc  # each document its own key: 0.0 + its score is its score
+        return by_doc, by_doc
     by_key: dict[Any, float] = {}
     for doc, source in zip(docs, cited, strict=True):
         key = doc if source is None else source
