@@ -8,7 +8,7 @@
     python benchmarks/bench_cold_start.py --root DIR --write-only --old main   # the command's writing, both revisions
     python benchmarks/bench_cold_start.py --root DIR --timeline   # where the first search's wall goes
     python benchmarks/bench_cold_start.py --root DIR --same-index --old main   # both revisions build the same tables
-    python benchmarks/bench_cold_start.py --root DIR --interrupted --runs 3   # a whole build, one killed, the next
+    python benchmarks/bench_cold_start.py --root DIR --interrupted --runs 3 [--old main]   # a whole build, one killed, the next
 
 A user who clones a memory and asks it something waits for `fsmem --root COPY search QUERY`: every file read,
 split into rows, stemmed and written into the search index. What they could run instead is a bare FTS5 build
@@ -34,7 +34,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import OUT, corpus, fsmem_bin, load, old_package, table
+from common import OUT, compiled, corpus, fsmem_bin, load, old_package, table
 
 QUERY = "renewal date for Acme Corp"
 BATCH_FILES = 500  # fsmem.search.index.BATCH_FILES: the kill lands on a committed batch
@@ -248,6 +248,10 @@ def main() -> None:
         help="build the index with this tree and with --old and compare a dump of every search table",
     )
     args, _ = parser.parse_known_args()
+    # this tree's bytecode written first, as an installed package has it and as `--old` is (`old_package`): with
+    # PYTHONDONTWRITEBYTECODE set, each command of this tree compiled some 50 modules (10k files: 0.08-0.09 s of
+    # CPU before its walk)
+    compiled()
     fsmem = fsmem_bin()
     old_env = None
     if args.old:
@@ -274,7 +278,7 @@ def main() -> None:
             timeline(source, files, before)
             continue
         if args.interrupted:
-            interrupted(source, files, fsmem, args.runs, before)
+            interrupted(source, files, fsmem, args.runs, before, old_env, args.old)
             continue
         ours, bare, old = [], [], []
         for _ in range(args.runs):  # alternating, each on a fresh copy
@@ -313,7 +317,7 @@ def main() -> None:
             continue
         whole = wall
         half = fresh_copy(source, "half")
-        killed, rest = killed_then_next(fsmem, half, files)
+        killed, rest = killed_then_next([fsmem], half, files)
         checkpointed(half)
         after_search = state_bytes(half)
         run([fsmem, "--root", str(half), "ls", "--max-results", "1"])
@@ -410,33 +414,44 @@ def write_times(
     )
 
 
-def killed_then_next(fsmem: str, copy: Path, files: int) -> tuple[tuple[float, float], tuple[float, float]]:
+def killed_then_next(
+    argv: list[str], copy: Path, files: int, env: dict[str, str] | None = None
+) -> tuple[tuple[float, float], tuple[float, float]]:
     """(wall, CPU) of a first search on `copy` killed (SIGKILL) once half its batches were committed, and of
-    the next search, on what it left."""
+    the next search, on what it left; `argv` runs fsmem (with `env`)."""
     kill_at = f"search-committed:{max(1, files // BATCH_FILES // 2)}"
-    killed = run([fsmem, "--root", str(copy), "search", QUERY], {"FSMEM_BUILD_KILL_AT": kill_at}, killed=True)
-    return killed, run([fsmem, "--root", str(copy), "search", QUERY])
+    search = [*argv, "--root", str(copy), "search", QUERY]
+    killed = run(search, {**(env or {}), "FSMEM_BUILD_KILL_AT": kill_at}, killed=True)
+    return killed, run(search, env)
 
 
-def interrupted(source: Path, files: int, fsmem: str, runs: int, before: str) -> None:
+def interrupted(
+    source: Path, files: int, fsmem: str, runs: int, before: str, old_env: dict[str, str] | None, old: str | None
+) -> None:
     """Per run, one right after the other so that they meet one load: a whole first search, one killed after
     half its batches were committed, and the next search on what it left; the next against the whole minus
-    the killed run."""
+    the killed run. With `old`, that revision's three runs follow this tree's in each run."""
+    sides = [("this tree", [fsmem], None)]
+    if old_env is not None:
+        sides.append((str(old), [sys.executable, "-m", "fsmem"], old_env))
     rows = []
     for _ in range(runs):
-        copy = fresh_copy(source, "whole")
-        whole = run([fsmem, "--root", str(copy), "search", QUERY])[0]
-        shutil.rmtree(copy)
-        half = fresh_copy(source, "half")
-        killed, rest = (wall for wall, _cpu in killed_then_next(fsmem, half, files))
-        shutil.rmtree(half)
-        left = max(whole - killed, 1e-9)
-        rows.append([f"{whole:.1f} s", f"{killed:.1f} s", f"{rest:.1f} s", f"{left:.1f} s", f"{rest / left:.2f}x"])
+        for name, argv, env in sides:
+            copy = fresh_copy(source, "whole")
+            whole = run([*argv, "--root", str(copy), "search", QUERY], env)[0]
+            shutil.rmtree(copy)
+            half = fresh_copy(source, "half")
+            killed, rest = (wall for wall, _cpu in killed_then_next(argv, half, files, env))
+            shutil.rmtree(half)
+            left = max(whole - killed, 1e-9)
+            rows.append(
+                [name, f"{whole:.2f} s", f"{killed:.2f} s", f"{rest:.2f} s", f"{left:.2f} s", f"{rest / left:.2f}x"]
+            )
     print(f"({files:,} files; {before} before, {load()} after)")
     print(
         table(
             "a whole build, one killed at half (SIGKILL after half the files committed), the next `fsmem search`",
-            ["whole build", "killed run", "next run", "whole minus killed", "ratio (<= 1x)"],
+            ["", "whole build", "killed run", "next run", "whole minus killed", "ratio (<= 1x)"],
             rows,
         )
     )

@@ -284,6 +284,47 @@ def test_a_build_is_given_each_task_of_parsed_files_as_the_workers_finish_it(tem
     assert [path for task in second for path in task] == [rel for rel, _full in todo[BATCH_FILES : 2 * BATCH_FILES]]
 
 
+def _parse_marked(task):
+    """`parse_files`, leaving a mark beside the memory once a worker has begun a task."""
+    from fsmem.search.parsing import parse_files
+
+    (Path(task[0]).parent / "parsing").touch()
+    return parse_files(task)
+
+
+@pytest.mark.parametrize("start", ["listed", "killed"])
+def test_a_build_s_workers_parse_its_first_files_while_its_walk_goes_on(listed, tmp_path, monkeypatch, start):
+    """The command hands a task's files to the workers as soon as its walk has found them, so that they are parsed
+    by the time the walk ends, in a build from nothing and in one continuing a killed build (whose files to read
+    begin halfway through the walk): where the command walked, then started its workers and waited for them."""
+    from fsmem.search import index as search_index
+
+    root = _copy(listed, tmp_path / "memory")
+    if start == "killed":
+        assert killed(root, "search", QUERIES[0], stage="search-committed:1").returncode == -9
+    monkeypatch.setenv(WORKERS_ENV, "2")
+    mark = tmp_path / "parsing"
+    walk = search_index.walk_stats
+    began: list[bool] = []
+
+    def walked(*args, **kwargs):
+        yield from walk(*args, **kwargs)
+        deadline = time.monotonic() + 5  # a worker given a task during the walk has begun it by then
+        while not mark.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        began.append(mark.exists())
+
+    monkeypatch.setattr(search_index, "walk_stats", walked)
+    monkeypatch.setattr(search_index, "parse_files", _parse_marked)
+    index = search_index.SearchIndex(root)
+    try:
+        assert index.refresh() >= (FILES if start == "listed" else FILES - 500)
+        assert index.refresh() == 0
+    finally:
+        index.close()
+    assert began[:1] == [True]  # the first walk: the second found the index settled
+
+
 def test_a_build_checkpoints_its_wal_seldom_and_as_sqlite_does_after_its_merge(template, tmp_path, monkeypatch):
     """While a build commits its batches its connection copies the WAL into the database every 16,384 pages, not
     every 1,000 (SQLite's default, fsmem.search.tables._CHECKPOINT_PAGES); its merge puts SQLite's back."""

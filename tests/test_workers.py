@@ -108,3 +108,23 @@ def test_workers_are_spawned_where_the_caller_runs_threads_and_answer_the_same(m
     finally:
         stop.set()
         thread.join()
+
+
+def test_a_pool_runs_each_task_as_it_is_given_before_the_caller_knows_the_rest(tmp_path, monkeypatch):
+    """A build hands its first files to the workers while its walk goes on (fsmem.search.index._ToRead): a task runs
+    as soon as it is given, not once every task is known, and no more than AHEAD_TASKS per worker run before their
+    results are taken."""
+    monkeypatch.setenv(workers.WORKERS_ENV, "2")
+    with workers.Pool(os.mkdir, workers.count()) as pool:
+        pool.put(str(tmp_path / "task-0000"))
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not os.listdir(tmp_path):
+            time.sleep(0.01)
+        assert os.listdir(tmp_path) == ["task-0000"]  # ran with the pool still open
+        for n in range(1, 400):
+            pool.put(str(tmp_path / f"task-{n:04d}"))
+        time.sleep(1)  # an unbounded pool makes every folder within it
+        assert len(os.listdir(tmp_path)) <= 2 * workers.AHEAD_TASKS
+        pool.close()
+        assert list(pool.results()) == [None] * 400
+    assert len(os.listdir(tmp_path)) == 400

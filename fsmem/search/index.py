@@ -373,7 +373,24 @@ class SearchIndex:
 
     def _refresh(self, conn) -> int:
         self.stats["walks"] += 1
-        found = list(walk_stats(self.root))
+        stored = conn.execute("SELECT value FROM search_meta WHERE key = 'walk'").fetchone()
+        # An index not settled (never built, a build a killed command left, files written since) is compared with
+        # the files as the walk finds them, whose first files to read are parsed while it goes on (`_ToRead`).
+        known = None if stored is not None and stored[0] is not None else _stamps(conn, None)
+        to_read = None if known is None else _ToRead(self.root, known, early=True)
+        try:
+            return self._walked(conn, stored, known, to_read)
+        finally:
+            if to_read is not None:
+                to_read.stop()
+
+    def _walked(self, conn, stored, known: dict[str, tuple[Stamp, bool]] | None, to_read: _ToRead | None) -> int:
+        """The rest of `_refresh`, from its walk on."""
+        found = []
+        for entry in walk_stats(self.root):
+            found.append(entry)
+            if to_read is not None:
+                to_read.saw(*entry)
         # A digest of every (path, stamp) seen: equal to the one stored by the last refresh that left every
         # file indexed (cleared by any later change), nothing changed, and 10k stamps need not be compared.
         digest = hashlib.blake2b(
@@ -382,11 +399,11 @@ class SearchIndex:
             ).encode("utf-8", "surrogateescape"),
             digest_size=16,
         ).hexdigest()
-        stored = conn.execute("SELECT value FROM search_meta WHERE key = 'walk'").fetchone()
         if stored is not None and stored[0] == digest:
             return 0
-        known = _stamps(conn, None)
-        changed = self._apply(conn, found, known, list(known), complete=True)
+        if known is None:
+            known = _stamps(conn, None)
+        changed = self._apply(conn, found, known, list(known), complete=True, to_read=to_read)
         # a (re)build, or the rest of one a killed command left (`unmerged`): one segment per table
         if changed >= BATCH_FILES or _unmerged(conn):
             if self._in_memory:
@@ -514,29 +531,42 @@ class SearchIndex:
             settled = settled and all(current.get(rel, ((),))[0] == stamp_of(st) for rel, _full, st in found)
             conn.execute("INSERT OR REPLACE INTO search_meta VALUES ('walk', ?)", (digest if settled else None,))
 
-    def _apply(self, conn, found, known: dict[str, tuple[Stamp, bool]], candidates_gone: list[str], *, complete) -> int:
+    def _apply(
+        self,
+        conn,
+        found,
+        known: dict[str, tuple[Stamp, bool]],
+        candidates_gone: list[str],
+        *,
+        complete,
+        to_read: _ToRead | None = None,
+    ) -> int:
+        """Index what changed of `found` against `known` (the files to read: `to_read`, when the walk found them)."""
         now = time.time_ns()
         present = {rel for rel, _, _ in found}
         gone = [rel for rel in candidates_gone if rel not in present]
-        todo = []
-        moved = 0  # indexed files whose stamp is not their row's
-        for rel, full, st in found:
-            have, stamp = known.get(rel), stamp_of(st)
-            if have is None or have[0] != stamp or have[1]:
-                todo.append((rel, full))
-                moved += have is not None and have[0] != stamp
+        if to_read is None:
+            to_read = _ToRead(self.root, known, early=False)
+            for entry in found:
+                to_read.saw(*entry)
+        todo = to_read.files
         if not todo and not gone:
             return 0
-        if complete and _mostly_changed(moved + len(gone), len(known)):
+        if complete and _mostly_changed(to_read.moved + len(gone), len(known)):
             # a copy, a restore or a checkout of the whole memory: every stamp moved at once. Removing and
             # adding each file's rows costs 2.5 times a build from nothing (10k files: 28 s of CPU against
             # 11), and leaves the tables twice their size until merged: build them again instead.
+            to_read.stop()  # its workers read the files that moved: every file is read now
             with _cache.transaction(conn):
                 _empty_tables(conn)
-            known, gone, todo = {}, [], [(rel, full) for rel, full, _st in found]
+            known, gone = {}, []
+            to_read = _ToRead(self.root, known, early=False)
+            for entry in found:
+                to_read.saw(*entry)
+            todo = to_read.files
         changed = 0
         progress = Progress("indexing files for search", len(todo))
-        batches = _parsed_batches(self.root, todo, self.analyzer)
+        batches = _parsed_batches(self.root, todo, self.analyzer, to_read.pool)
         in_batches = len(todo) >= BATCH_FILES  # a build: its segments are merged when it ends, its changes unlogged
         stored: set[str] = set()  # terms this call has written into search_terms (committed, or it raised)
         for start in range(0, max(len(todo), 1), BATCH_FILES):
@@ -622,27 +652,90 @@ class SearchIndex:
         return self.parsed.rows_of(rel)
 
 
-def _parsed_batches(root: Path, todo: list[tuple[str, str]], analyzer: Analyzer) -> Iterator[Iterator[ParsedTask]]:
+def _parsed_batches(
+    root: Path, todo: list[tuple[str, str]], analyzer: Analyzer, pool: workers.Pool | None = None
+) -> Iterator[Iterator[ParsedTask]]:
     """The files of `todo` read and parsed, BATCH_FILES at a time, in order: per batch, its files a list at a
-    time (`ParsedTask`). In worker processes when there are enough files (`fsmem.store.workers`): a list per task, as the
-    workers finish them, so that the caller writes a task's files while they parse the next tasks (and the
-    first files as soon as the first task is done, not the first batch: the first batch's first task's files
-    are parsed in tasks of FIRST_TASK_FILES, so that the command waits for a few files, not 50, before it writes)."""
-    if len(todo) < workers.PARALLEL_FROM or workers.count() <= 1:
+    time (`ParsedTask`). In worker processes when there are enough files (`fsmem.store.workers`): a list per task
+    (`_task_ends`), as the workers finish them, so that the caller writes a task's files while they parse the next
+    tasks. `pool`: the workers the walk handed the first tasks to (`_ToRead`); they are given the rest."""
+    if pool is None and (len(todo) < workers.PARALLEL_FROM or workers.count() <= 1):
         for start in range(0, len(todo), BATCH_FILES):
             batch = todo[start : start + BATCH_FILES]
             yield iter(
                 [ParsedTask([p for p in (read_file(root, rel, full, analyzer) for rel, full in batch) if p], None)]
             )
         return
+    cuts = [0, *itertools.takewhile(lambda end: end < len(todo), _task_ends()), len(todo)]
+    tasks = [(str(root), todo[start:end]) for start, end in itertools.pairwise(cuts)]
+    per_batch = [0] * -(-len(todo) // BATCH_FILES)
+    for start in cuts[:-1]:
+        per_batch[start // BATCH_FILES] += 1
+    if pool is None:
+        parsed = workers.mapped(parse_files, tasks, len(todo))
+    else:
+        parsed = _rest_of(pool, tasks)
+    for count in per_batch:
+        yield itertools.islice(parsed, count)
+
+
+def _rest_of(pool: workers.Pool, tasks: list[tuple[str, list[tuple[str, str]]]]) -> Iterator[ParsedTask]:
+    """The results of `tasks` from `pool`, which was given the first of them already (`pool.given`)."""
+    with pool:
+        for task in tasks[pool.given :]:
+            pool.put(task)
+        pool.close()
+        yield from pool.results()
+
+
+def _task_ends() -> Iterator[int]:
+    """Where a build's tasks end, in its files (`todo`, whatever its length): each batch of BATCH_FILES in
+    TASKS_PER_BATCH tasks, and the first batch's first task's files in tasks of FIRST_TASK_FILES, so that the
+    command waits for a few files, not 50, before it writes."""
     task_files = BATCH_FILES // TASKS_PER_BATCH
-    batches = [
-        list(_cache.chunks(todo[start : start + BATCH_FILES], task_files)) for start in range(0, len(todo), BATCH_FILES)
-    ]
-    batches[0][:1] = _cache.chunks(batches[0][0], FIRST_TASK_FILES)
-    parsed = workers.mapped(parse_files, [(str(root), files) for tasks in batches for files in tasks], len(todo))
-    for tasks in batches:
-        yield itertools.islice(parsed, len(tasks))
+    yield from range(FIRST_TASK_FILES, task_files, FIRST_TASK_FILES)
+    yield from itertools.count(task_files, task_files)
+
+
+class _ToRead:
+    """The files a refresh reads again (those `known` holds with another stamp, racy, or not at all), gathered
+    as its walk finds them (`saw`, in walk order).
+
+    `early`: once they are enough for worker processes (`workers.PARALLEL_FROM`), each task's files
+    (`_task_ends`) are handed to the workers as soon as the walk has found them (`pool`), so that they parse
+    while the walk goes on, and the command that builds has its first files parsed when its walk ends, where
+    it waited for its workers to start and parse them after: its start, which a command that continues a
+    killed build pays once more than the build it continues (docs/performance.md)."""
+
+    def __init__(self, root: Path, known: dict[str, tuple[Stamp, bool]], *, early: bool):
+        self.root, self.known = str(root), known
+        self.files: list[tuple[str, str]] = []
+        self.moved = 0  # indexed files whose stamp is not their row's
+        self.pool: workers.Pool | None = None
+        self._early = early and workers.count() > 1
+        self._ends = _task_ends()
+        self._cut, self._end = 0, next(self._ends)
+
+    def saw(self, rel: str, full: str, st: os.stat_result) -> None:
+        have, stamp = self.known.get(rel), stamp_of(st)
+        if have is None or have[0] != stamp or have[1]:
+            self.files.append((rel, full))
+            self.moved += have is not None and have[0] != stamp
+            if self._early and len(self.files) >= self._end and len(self.files) >= workers.PARALLEL_FROM:
+                self._hand_out()
+
+    def _hand_out(self) -> None:
+        if self.pool is None:
+            self.pool = workers.Pool(parse_files, workers.count())
+        while self._end <= len(self.files):
+            self.pool.put((self.root, self.files[self._cut : self._end]))
+            self._cut, self._end = self._end, next(self._ends)
+
+    def stop(self) -> None:
+        """End the workers, if any (what they parsed is not wanted, or was taken)."""
+        if self.pool is not None:
+            self.pool.stop()
+            self.pool = None
 
 
 _VERSION = f"{INDEX_VERSION}:{ANALYZER_VERSION}"

@@ -19,9 +19,11 @@ passes over it (10k files: some 0.4 s of CPU in all) found nothing to free.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import gc
 import os
+import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
@@ -53,66 +55,150 @@ def count() -> int:
 def mapped(func: Callable[[Any], R], tasks: Iterable[Any], size: int) -> Iterator[R]:
     """`map(func, tasks)`, in worker processes when `size` (the files in all tasks) is worth them; in order.
 
-    `func` is a module-level function (a spawned worker imports it by name). Worker k of n runs tasks k, k + n,
-    k + 2n, ... and sends each result on its own pipe, which the caller reads in turn, in the thread that asked:
-    no pool, no thread of the caller's beside the one writing (multiprocessing's pool kept three, one of which
-    woke for every task: 10k files, 0.6 s of the command's CPU). A worker starts a task at most `AHEAD_TASKS`
-    ahead of the results the caller took from it: the caller hands it one credit per result taken."""
+    `func` is a module-level function (a spawned worker imports it by name). The tasks go to a `Pool`, all
+    known at once."""
     workers = count()
     if workers <= 1 or size < PARALLEL_FROM:
         yield from map(func, tasks)
         return
-    import multiprocessing
-
     todo = list(tasks)
-    workers = min(workers, len(todo))
-    context: Any = multiprocessing.get_context(
-        "fork" if threading.active_count() == 1 and hasattr(os, "fork") else "spawn"
-    )
-    running: list[tuple[Any, Any, Any]] = []  # (process, its results' pipe, its credits' pipe): the caller's ends
-    with _collector_paused():
-        try:
-            for worker in range(workers):
-                results, sent = context.Pipe(duplex=False)
-                taken, credits = context.Pipe(duplex=False)
-                process = context.Process(
-                    target=_work, args=(func, todo[worker::workers], sent, taken, os.getpid()), daemon=True
-                )
-                process.start()
-                sent.close()
-                taken.close()
-                running.append((process, results, credits))
-            for at in range(len(todo)):
-                process, results, credits = running[at % workers]
-                try:
-                    failed, result = results.recv()
-                except (EOFError, OSError):
-                    process.join(1)
-                    raise WorkerDied(
-                        f"a worker process ended (exit code {process.exitcode}) before its task was done"
-                    ) from None
-                if failed:
-                    raise result
-                if at + workers * AHEAD_TASKS < len(todo):
-                    with contextlib.suppress(OSError):  # a worker that died: its next result says so
-                        credits.send_bytes(b"")  # the worker may start one more task
-                yield result
-        finally:
-            for process, results, credits in running:
-                if process.is_alive():
-                    process.kill()  # the caller stopped early: the rest of its tasks are not wanted
-                process.join()
-                results.close()
-                credits.close()
+    with Pool(func, min(workers, len(todo))) as pool:
+        for task in todo:
+            pool.put(task)
+        pool.close()
+        yield from pool.results()
 
 
-def _work(func: Callable[[Any], Any], tasks: list[Any], results: Any, credits: Any, parent: int) -> None:
-    """A worker: `func` of each task, in order, each result sent as (failed, result or the exception), a task
-    started only once the caller took the result `AHEAD_TASKS` before it (one credit each)."""
+class Pool:
+    """Worker processes running `func` on tasks given one at a time, as the caller finds them (`put`: a build
+    hands its first files out while its walk goes on), their results taken in the order given (`results`).
+
+    Worker k of n runs tasks k, k + n, k + 2n, ... (started with its first task) and sends each result on its
+    own pipe, which the caller reads in turn, in the thread that asked: no pool thread of the caller's beside
+    the one writing (multiprocessing's pool kept three, one of which woke for every task: 10k files, 0.6 s of
+    the command's CPU). A worker is sent a task only while it holds fewer than `AHEAD_TASKS` whose results the
+    caller has not taken; the rest wait in the caller. A worker reads its tasks in a thread of its own, so that
+    the caller never waits on a worker busy parsing, nor a worker sending a result on a caller sending a task."""
+
+    def __init__(self, func: Callable[[Any], Any], workers: int):
+        self._func, self._workers = func, max(1, workers)
+        self._running: list[tuple[Any, Any, Any]] = []  # (process, its results' pipe, its tasks' pipe): ours
+        self._held: collections.deque[Any] = collections.deque()  # tasks given, not sent yet (AHEAD_TASKS)
+        self._sent = [0] * self._workers  # tasks sent to each worker
+        self._taken = [0] * self._workers  # results taken from each
+        self._given = 0
+        self._closed = False
+        self._paused: contextlib.AbstractContextManager[None] | None = _collector_paused()
+        self._paused.__enter__()
+
+    @property
+    def given(self) -> int:
+        """How many tasks were given (`put`)."""
+        return self._given
+
+    def put(self, task: Any) -> None:
+        """One more task, after those given before."""
+        self._held.append(task)
+        self._given += 1
+        self._send()
+
+    def close(self) -> None:
+        """No more tasks: each worker ends once it has sent its results."""
+        self._closed = True
+        self._send()
+
+    def results(self) -> Iterator[Any]:
+        """The results of the tasks given, in order, as each comes; the caller first `close`s. Raises a task's
+        exception, or `WorkerDied` when a worker ended without sending its task's result."""
+        for at in range(self._given):
+            worker = at % self._workers
+            process, results, _tasks = self._running[worker]
+            try:
+                failed, result = results.recv()
+            except (EOFError, OSError):
+                process.join(1)
+                raise WorkerDied(
+                    f"a worker process ended (exit code {process.exitcode}) before its task was done"
+                ) from None
+            if failed:
+                raise result
+            self._taken[worker] += 1
+            self._send()
+            yield result
+
+    def _send(self) -> None:
+        """Send the held tasks, in order, while each one's worker holds fewer than AHEAD_TASKS; once closed and
+        all sent, tell the workers there are no more."""
+        while self._held:
+            worker = (self._given - len(self._held)) % self._workers
+            if self._sent[worker] - self._taken[worker] >= AHEAD_TASKS:
+                return
+            if worker == len(self._running):
+                self._start()
+            with contextlib.suppress(OSError):  # a worker that died: its next result says so
+                self._running[worker][2].send(self._held[0])
+            self._held.popleft()
+            self._sent[worker] += 1
+        if self._closed:
+            for _process, _results, tasks in self._running:
+                if not tasks.closed:
+                    with contextlib.suppress(OSError):
+                        tasks.send(None)
+                    tasks.close()
+
+    def _start(self) -> None:
+        """Start the next worker: forked while this process has one thread, else spawned (the module's docstring)."""
+        import multiprocessing
+
+        context: Any = multiprocessing.get_context(
+            "fork" if threading.active_count() == 1 and hasattr(os, "fork") else "spawn"
+        )
+        results, sent = context.Pipe(duplex=False)
+        given, tasks = context.Pipe(duplex=False)
+        process = context.Process(target=_work, args=(self._func, given, sent, os.getpid()), daemon=True)
+        process.start()
+        sent.close()
+        given.close()
+        self._running.append((process, results, tasks))
+
+    def stop(self) -> None:
+        """End the workers (those still running were not wanted: killed) and free what the pool holds."""
+        running, self._running = self._running, []
+        for process, results, tasks in running:
+            if process.is_alive():
+                process.kill()
+            process.join()
+            results.close()
+            tasks.close()
+        if self._paused is not None:
+            self._paused.__exit__(None, None, None)
+            self._paused = None
+
+    def __enter__(self) -> Pool:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
+
+def _work(func: Callable[[Any], Any], given: Any, results: Any, parent: int) -> None:
+    """A worker: `func` of each task given, in order, each result sent as (failed, result or the exception);
+    the tasks read as they come by a thread (see `Pool`), until None."""
     _start_worker(parent)
-    for at, task in enumerate(tasks):
-        if at >= AHEAD_TASKS:
-            credits.recv_bytes()
+    waiting: queue.SimpleQueue[Any] = queue.SimpleQueue()
+
+    def read() -> None:
+        try:
+            while True:
+                task = given.recv()
+                waiting.put(task)
+                if task is None:
+                    return
+        except (EOFError, OSError):  # the caller ended
+            waiting.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    while (task := waiting.get()) is not None:
         try:
             reply = (False, func(task))
         except Exception as exc:  # the caller raises it, as map() would
