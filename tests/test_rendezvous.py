@@ -317,6 +317,11 @@ def test_a_request_carries_the_clock_the_agent_and_the_budget(memory, watcher):
     small = both(root, "grep", "zephyr", "--max-tokens", "20")
     large = both(root, "grep", "zephyr", "--max-tokens", "400")
     assert small != large and len(small[1]) < len(large[1])
+    # the watcher lists topics/dated.md in INDEX.md once its writes settle: the listings below are compared with
+    # one another, so they are taken after that (it came between two of them on a fast disk)
+    deadline = time.monotonic() + TIMEOUT
+    while "topics/dated.md" not in (root / "INDEX.md").read_text() and time.monotonic() < deadline:
+        time.sleep(0.02)
     everyone = both(root, "ls")
     terse = both(root, "--agent", "terse", "ls")
     also_terse = both(root, "ls", env={"FSMEM_AGENT": "terse"})
