@@ -299,6 +299,29 @@ def test_front_matter_size_is_capped(memory: Memory) -> None:
     assert memory.read("topics/huge.md", lines="1:1").lines == [(1, "---")]
 
 
+@pytest.mark.parametrize(
+    "value",
+    ["9" * 5000, "1_" + "9" * 5000, "[1, " + "9" * 5000 + "]", "!!int abc", "!!float abc"],
+    ids=["long integer", "long integer with _", "long integer in a list", "int tag on text", "float tag on text"],
+)
+def test_a_value_yaml_cannot_construct_is_a_problem_of_its_file_alone(memory: Memory, value: str) -> None:
+    """An integer of over 4,300 digits (Python's cap on int('...')) or a tag its text does not fit raised
+    ValueError out of the front matter's parser: one such file, an agent's one `write`, made ls, check,
+    search, context and stat of the whole memory answer only `fsmem: error: ValueError`."""
+    text = f"---\ntitle: Planted\nn: {value}\n---\n# Planted\n- joke: billion laughs\n"
+    memory.write("topics/planted.md", text)  # the agent's one write: the text is its body
+    (memory.root / "topics" / "whole.md").write_text(text)  # and the same text as a whole file
+    meta = memory.meta("topics/whole.md")
+    assert meta.front_matter == {}
+    assert meta.problems[0][1].startswith("front matter holds a value YAML cannot construct: ")
+    assert "set_int_max_str_digits" not in meta.problems[0][1]
+    assert {"topics/planted.md", "topics/whole.md"} <= {entry.path for entry in memory.ls().entries}
+    assert memory.search("billion laughs joke").hits
+    assert "Planted" in memory.read("topics/whole.md").to_text()
+    assert memory.stat("topics/whole.md").tokens > 0
+    memory.context()
+
+
 # -- finding 10: files that cannot be read ------------------------------------------------------------------
 @pytest.mark.slow
 def test_a_fifo_named_md_never_blocks(memory: Memory) -> None:

@@ -161,6 +161,10 @@ def split(text: str) -> Document:
     except RecursionError:
         doc.problems.append(Problem(1, "front matter is nested too deeply to read"))
         return doc
+    except ValueError as exc:  # a scalar its tag cannot hold (`!!int abc`), an integer of over 4,300 digits
+        reason = str(exc).split(";")[0]
+        doc.problems.append(Problem(1, f"front matter holds a value YAML cannot construct: {reason}"))
+        return doc
     if loaded is None:
         loaded = {}
     if not isinstance(loaded, dict):
