@@ -188,9 +188,28 @@ def records(lines: Iterable[bytes], first: int = 1) -> Iterator[tuple[int, Any]]
         if not raw.strip():
             continue
         try:
-            yield number, json.loads(raw)
-        except ValueError:  # not JSON, not UTF-8, or a number too long to convert
-            yield number, NOT_JSON
+            record = json.loads(raw)
+            if _SURROGATE_ESCAPE.search(raw):
+                record = whole_unicode(record)
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, a number too long to convert, nested too deep
+            record = NOT_JSON
+        yield number, record
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def whole_unicode(value: Any) -> Any:
+    """Parsed JSON `value` with each lone surrogate in its strings made U+FFFD. JSON may escape one (`"\\ud83d"`:
+    a JavaScript string cut inside an emoji); UTF-8 cannot hold it, so no note holding it could be written."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [whole_unicode(item) for item in value]
+    if isinstance(value, dict):
+        return {whole_unicode(key): whole_unicode(item) for key, item in value.items()}
+    return value
 
 
 def fenced(lines: list[str] | tuple[str, ...]) -> list[str]:
