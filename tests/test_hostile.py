@@ -26,6 +26,7 @@ from fsmem import Memory
 from fsmem.agents import tools
 from fsmem.agents.memory_tool import MemoryTool
 from fsmem.errors import ConfigError, FsmemError, InvalidArgument, MemoryToolError, PathEscape
+from fsmem.format.frontmatter import MAX_NESTING
 from fsmem.store import retrieval_log
 
 FSMEM = str(Path(sys.executable).with_name("fsmem"))
@@ -320,6 +321,26 @@ def test_a_value_yaml_cannot_construct_is_a_problem_of_its_file_alone(memory: Me
     assert "Planted" in memory.read("topics/whole.md").to_text()
     assert memory.stat("topics/whole.md").tokens > 0
     memory.context()
+
+
+@pytest.mark.parametrize("depth", [32, 33, 600, 900, 3000])
+def test_front_matter_nested_deeply_is_a_problem_of_its_file_alone(memory: Memory, depth: int) -> None:
+    """The C parser reads a thousand levels of `[[[...]]]`; the reading after it recursed, and one such file
+    (600 or 900 levels) made every command of the whole memory answer 'the input is nested too deeply'."""
+    value = "[" * depth + "x" + "]" * depth
+    (memory.root / "topics" / "deep.md").write_text(f"---\ntitle: {value}\n---\n# Deep\n- joke: billion laughs\n")
+    meta = memory.meta("topics/deep.md")
+    if depth <= MAX_NESTING:
+        assert str(meta.title).startswith("[[[") and not any("nested" in why for _, why in meta.problems)
+    else:
+        assert meta.front_matter == {} and meta.problems[0][1] in (
+            "front matter is nested too deeply to read",
+            "front matter is not valid YAML: exceeded maximum nesting depth",
+        )
+    assert "topics/deep.md" in [entry.path for entry in memory.ls().entries]
+    assert memory.search("billion laughs joke").hits
+    memory.context()
+    memory.index()
 
 
 # -- finding 10: files that cannot be read ------------------------------------------------------------------
