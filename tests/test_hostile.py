@@ -28,6 +28,7 @@ from fsmem.agents.memory_tool import MemoryTool
 from fsmem.errors import ConfigError, FsmemError, InvalidArgument, MemoryToolError, PathEscape
 from fsmem.format.frontmatter import MAX_NESTING
 from fsmem.store import retrieval_log
+from fsmem.store.fields import MAX_FIELD_DEPTH
 
 FSMEM = str(Path(sys.executable).with_name("fsmem"))
 NOW = "2026-11-30T10:00:00+00:00"
@@ -327,6 +328,7 @@ def test_a_value_yaml_cannot_construct_is_a_problem_of_its_file_alone(memory: Me
 def test_front_matter_nested_deeply_is_a_problem_of_its_file_alone(memory: Memory, depth: int) -> None:
     """The C parser reads a thousand levels of `[[[...]]]`; the reading after it recursed, and one such file
     (600 or 900 levels) made every command of the whole memory answer 'the input is nested too deeply'."""
+    assert MAX_NESTING == MAX_FIELD_DEPTH  # whatever a write sets is read
     value = "[" * depth + "x" + "]" * depth
     (memory.root / "topics" / "deep.md").write_text(f"---\ntitle: {value}\n---\n# Deep\n- joke: billion laughs\n")
     meta = memory.meta("topics/deep.md")

@@ -50,7 +50,8 @@ MEMORY_TYPES = ("semantic", "episodic", "procedural")
 CONSOLIDATED_FIELD = "consolidated"
 # Front matter longer than this is reported and not parsed: a header is a few hundred bytes.
 MAX_FRONT_MATTER_CHARS = 64 * 1024
-# Lists and mappings in a field, one in another: a header holds one or two; more is refused, not read.
+# Lists and mappings in a field, one in another: a header holds one or two; more is refused, not read. As
+# deep as a write may set (`fsmem.store.fields.MAX_FIELD_DEPTH`), so whatever fsmem wrote it reads.
 MAX_NESTING = 32
 
 
