@@ -420,6 +420,30 @@ def test_the_cli_names_a_misspelt_setting_and_exits_2(tmp_path):
 
 
 @pytest.mark.parametrize(
+    "added, reason",
+    [
+        ("extra: !!int abc\n", "invalid literal for int() with base 10: 'abc'"),
+        (
+            "extra: " + "9" * 5000 + "\n",
+            "Exceeds the limit (4300 digits) for integer string conversion: value has 5000 digits",
+        ),
+    ],
+    ids=["int tag on text", "integer of 5,000 digits"],
+)
+def test_a_value_yaml_cannot_construct_is_refused_naming_the_file(tmp_path, added, reason):
+    """Its ValueError left the loader: every command stopped with 'fsmem: error: ValueError', naming no file."""
+    memory = Memory.init(tmp_path / "m")
+    config = memory.root / CONFIG_FILE
+    config.write_text(config.read_text() + added)
+    expected = f"{config} holds a value YAML cannot construct: {reason}"
+    with pytest.raises(ConfigError) as refused:
+        Config.load(memory.root)
+    assert str(refused.value) == expected
+    done = cli_runner.run(["--root", str(memory.root), "ls"], text=True, env=without_fsmem())
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", f"fsmem: error: {expected}\n")
+
+
+@pytest.mark.parametrize(
     "added, key, twice, once",
     [  # the lines counted back from the end of the file: 1 is the last
         (

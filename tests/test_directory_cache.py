@@ -112,3 +112,21 @@ def test_a_damaged_cache_is_read_again_from_the_documents(tmp_path, damage):
     (folder / CACHE_NAME).write_bytes(damage)
     assert [e.title for e in directory(root)] == ["Ann Lee", "Billing"]
     assert [e.title for e in subjects._read_cache(folder / CACHE_NAME)] == ["Ann Lee", "Billing"]
+
+
+SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8) | st.binary(max_size=4)
+VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner))
+FIELDS = st.sampled_from(["title", "aliases", "entity", "topic", "importance", "description"])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.dictionaries(FIELDS, VALUES))
+def test_an_entry_is_read_from_front_matter_of_any_types_naming_what_a_link_does(tmp_path, front):
+    """Front matter is what a person or an agent wrote: `aliases: 5` raised TypeError out of the directory, and
+    index, consolidate and timeline of the whole memory answered only that; a mapping gave its keys as names."""
+    from fsmem.format.links import aliases_of
+
+    path = tmp_path / "doc.md"
+    path.write_text("# Doc\n- employer: Globex\n")
+    entry = subjects.entry_from("topics/doc.md", path.stat(), front, path.read_text())
+    assert entry.names[1 : 1 + len(aliases_of(front))] == aliases_of(front)

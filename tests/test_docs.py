@@ -566,6 +566,7 @@ def test_the_files_said_not_to_parse_are_reported_by_check_and_crlf_and_a_bom_pa
         "broken YAML": "---\ntitle: [unclosed\n---\n# A\n",
         "YAML anchors or aliases": "---\na: &x 1\nb: *x\n---\n# A\n",
         "front matter over 64 KiB": "---\n" + "".join(f"k{i}: {'v' * 60}\n" for i in range(1200)) + "---\n# A\n",
+        "front matter nested past 32 levels": "---\ntitle: " + "[" * 33 + "x" + "]" * 33 + "\n---\n# A\n",
         "no front matter": "# A\n\n- colour: blue\n",
         "invalid UTF-8": "---\ntitle: A\n---\n\udcff bad\n",
     }

@@ -26,7 +26,9 @@ from fsmem import Memory
 from fsmem.agents import tools
 from fsmem.agents.memory_tool import MemoryTool
 from fsmem.errors import ConfigError, FsmemError, InvalidArgument, MemoryToolError, PathEscape
+from fsmem.format.frontmatter import MAX_NESTING
 from fsmem.store import retrieval_log
+from fsmem.store.fields import MAX_FIELD_DEPTH
 
 FSMEM = str(Path(sys.executable).with_name("fsmem"))
 NOW = "2026-11-30T10:00:00+00:00"
@@ -297,6 +299,50 @@ def test_front_matter_size_is_capped(memory: Memory) -> None:
     meta = memory.meta("topics/huge.md")
     assert meta.front_matter == {} and meta.problems[0] == (1, "front matter is longer than 64 KiB; not read as YAML")
     assert memory.read("topics/huge.md", lines="1:1").lines == [(1, "---")]
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["9" * 5000, "1_" + "9" * 5000, "[1, " + "9" * 5000 + "]", "!!int abc", "!!float abc"],
+    ids=["long integer", "long integer with _", "long integer in a list", "int tag on text", "float tag on text"],
+)
+def test_a_value_yaml_cannot_construct_is_a_problem_of_its_file_alone(memory: Memory, value: str) -> None:
+    """An integer of over 4,300 digits (Python's cap on int('...')) or a tag its text does not fit raised
+    ValueError out of the front matter's parser: one such file, an agent's one `write`, made ls, check,
+    search, context and stat of the whole memory answer only `fsmem: error: ValueError`."""
+    text = f"---\ntitle: Planted\nn: {value}\n---\n# Planted\n- joke: billion laughs\n"
+    memory.write("topics/planted.md", text)  # the agent's one write: the text is its body
+    (memory.root / "topics" / "whole.md").write_text(text)  # and the same text as a whole file
+    meta = memory.meta("topics/whole.md")
+    assert meta.front_matter == {}
+    assert meta.problems[0][1].startswith("front matter holds a value YAML cannot construct: ")
+    assert "set_int_max_str_digits" not in meta.problems[0][1]
+    assert {"topics/planted.md", "topics/whole.md"} <= {entry.path for entry in memory.ls().entries}
+    assert memory.search("billion laughs joke").hits
+    assert "Planted" in memory.read("topics/whole.md").to_text()
+    assert memory.stat("topics/whole.md").tokens > 0
+    memory.context()
+
+
+@pytest.mark.parametrize("depth", [32, 33, 600, 900, 3000])
+def test_front_matter_nested_deeply_is_a_problem_of_its_file_alone(memory: Memory, depth: int) -> None:
+    """The C parser reads a thousand levels of `[[[...]]]`; the reading after it recursed, and one such file
+    (600 or 900 levels) made every command of the whole memory answer 'the input is nested too deeply'."""
+    assert MAX_NESTING == MAX_FIELD_DEPTH  # whatever a write sets is read
+    value = "[" * depth + "x" + "]" * depth
+    (memory.root / "topics" / "deep.md").write_text(f"---\ntitle: {value}\n---\n# Deep\n- joke: billion laughs\n")
+    meta = memory.meta("topics/deep.md")
+    if depth <= MAX_NESTING:
+        assert str(meta.title).startswith("[[[") and not any("nested" in why for _, why in meta.problems)
+    else:
+        assert meta.front_matter == {} and meta.problems[0][1] in (
+            "front matter is nested too deeply to read",
+            "front matter is not valid YAML: exceeded maximum nesting depth",
+        )
+    assert "topics/deep.md" in [entry.path for entry in memory.ls().entries]
+    assert memory.search("billion laughs joke").hits
+    memory.context()
+    memory.index()
 
 
 # -- finding 10: files that cannot be read ------------------------------------------------------------------

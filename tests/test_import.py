@@ -298,6 +298,65 @@ def test_a_transcript_line_that_is_not_json_is_named_and_nothing_is_written(memo
     assert not (memory.root / "sessions").exists() or not list((memory.root / "sessions").rglob("*.md"))
 
 
+def test_a_transcript_line_nested_past_what_json_reads_is_named_and_the_hook_saves_the_rest(memory, tmp_path):
+    """json.loads raised RecursionError out of `records`: the import named no line, and the hook saved nothing of
+    the session, at every event."""
+    deep = {"type": "user", "sessionId": "s-1", "x": "DEEP"}
+    lines = [json.dumps(r) for r in transcript_records("s-1", TURNS)]
+    lines.insert(2, json.dumps(deep).replace('"DEEP"', "[" * 100_000 + "]" * 100_000))
+    transcript = tmp_path / "s-1.jsonl"
+    transcript.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(InvalidArgument) as caught:
+        memory.import_from("claude-code", str(transcript))
+    assert (
+        str(caught.value) == f"{transcript} line 3: not a JSON record of a Claude Code transcript; nothing was imported"
+    )
+    saved = runner.save_session(memory, cc.HookEvent("SessionEnd", "s-1", str(transcript), None))
+    assert saved.note == "claude-code-s-1" and saved.problems == ["1 transcript lines are not JSON; skipped"]
+
+
+LONE = ["\ud83d", "\udfff", "a\ud800b", "\udc00\ud800"]  # a JavaScript string cut inside an emoji, and worse
+
+
+def test_a_lone_surrogate_or_a_nul_in_a_conversation_is_saved_as_a_replacement_character(memory, tmp_path):
+    """JSON may escape a lone surrogate, which UTF-8 cannot hold: writing the note raised UnicodeEncodeError, so the
+    hook never saved such a session and import stopped part-way (a conversation before it written), naming no line.
+    A NUL (`\\u0000`, a tool's binary output) was written into the note, which was then no text to grep."""
+    turns = [
+        ("user", f"Globex is the employer {LONE[0]}"),
+        ("assistant", [{"type": "text", "text": f"noted{LONE[1]}\x00"}]),
+    ]
+    transcript = write_jsonl(tmp_path / "s-7.jsonl", transcript_records("s-7", turns))
+    saved = runner.save_session(memory, cc.HookEvent("SessionEnd", "s-7", str(transcript), None))
+    assert (saved.note, saved.problems) == ("claude-code-s-7", [])
+    note = next((memory.root / "sessions").rglob("claude-code-s-7.md")).read_text(encoding="utf-8")
+    assert "user: Globex is the employer \ufffd\nassistant: noted\ufffd\ufffd\n" in note
+    assert memory.import_from("claude-code", str(transcript)).unchanged == 1  # import reads it as the hook did
+    good, bad = copy.deepcopy(CLAUDE[0]), copy.deepcopy(CLAUDE[0])
+    bad["uuid"], bad["name"] = "0b9e6c1d-cccc", f"Atlas{LONE[2]}"
+    bad["chat_messages"][0]["text"] = bad["chat_messages"][0]["content"][0]["text"] = f"launch {LONE[3]}\x00"
+    report = memory.import_from("claude", str(claude_export(tmp_path / "claude", [good, bad])))
+    assert len(report.created) == 2
+    text = (memory.root / report.created[1]).read_text(encoding="utf-8")
+    assert "title: Atlasa\ufffdb\n" in text and "user: launch \ufffd\ufffd\ufffd\n" in text  # a NUL too
+
+
+NOT_TEXT = st.sampled_from(["\x00", "\ud800", "\ud83d", "\udbff", "\udc00", "\ude00", "\udfff"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(st.one_of(st.characters(), NOT_TEXT)), min_size=1, max_size=4))
+def test_every_string_a_transcript_line_gives_is_one_utf8_holds(texts):
+    """Whatever text JSON escapes in a record, `records` gives strings that UTF-8 can hold and that hold no NUL: what
+    JSON reads (an escaped pair is one character), each lone surrogate and NUL U+FFFD."""
+    record = {"type": "user", "message": {"content": texts}, texts[0]: texts}
+    ((_, got),) = list(cc.records([json.dumps(record).encode("ascii")]))
+    for text, kept in zip(texts, got["message"]["content"], strict=True):
+        assert "\x00" not in kept.encode("utf-8").decode("utf-8")
+        read = json.loads(json.dumps(text))
+        assert kept == "".join("\ufffd" if "\ud800" <= c <= "\udfff" or c == "\x00" else c for c in read)
+
+
 # -- markdown -------------------------------------------------------------------------------------------------
 
 

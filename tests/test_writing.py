@@ -118,6 +118,28 @@ def test_write_creates_with_front_matter_and_replaces_body_keeping_fields(empty_
     assert (empty_memory.root / "topics/billing.md").read_text() == text.replace("monthly", "yearly")
 
 
+@pytest.mark.parametrize(
+    "head",
+    [
+        "title: Ada\nn: " + "9" * 5000,  # a value YAML cannot construct
+        "title: Ada\nn: &a [1]\nm: *a",  # an alias
+        "title: Ada\nentity: [people/Ada",  # not YAML
+        "title: Ada\nentity: people/Ada\nno closing fence",  # never closed
+    ],
+    ids=["value", "alias", "not yaml", "unclosed"],
+)
+def test_a_body_is_not_written_over_front_matter_that_does_not_parse(empty_memory, fixed_now, head):
+    """A head fsmem cannot read is body to it: a new body replaced the title, entity and every field with it."""
+    original = f"---\n{head}\n---\n# Ada\n- employer: Globex\n".replace("\nno closing fence\n---", "")
+    path = write_file(empty_memory.root, "entities/people/ada.md", original, dedent=False)
+    with pytest.raises(InvalidArgument, match=r"^entities/people/ada.md: cannot replace the body: front matter "):
+        empty_memory.write("entities/people/ada.md", "# Ada\n- employer: Initech\n")
+    assert path.read_text() == original
+    whole = "---\ntitle: Ada\n---\n# Ada\n- employer: Initech\n"
+    empty_memory.write("entities/people/ada.md", whole)  # the whole file, its front matter first, is written
+    assert path.read_text().startswith("---\ntitle: Ada\n") and path.read_text().endswith("Initech\n")
+
+
 def test_write_with_only_fields_keeps_every_other_byte(empty_memory, monkeypatch):
     original = (
         '---\n# human comment\ntitle: "Adam"   # keep\nweird_field: {a: [1, 2]}\nupdated: 2020-01-01\n---\r\n'

@@ -67,6 +67,8 @@ def parse_config(data: bytes, where: str) -> dict[str, Any]:
         raise ConfigError(f"{where}{at} is not valid YAML: {reason}") from None
     except RecursionError:
         raise ConfigError(f"{where} is nested too deeply to read") from None
+    except ValueError as exc:  # a scalar its tag cannot hold (`!!int abc`), an integer of over 4,300 digits
+        raise ConfigError(f"{where} holds a value YAML cannot construct: {str(exc).split(';')[0]}") from None
     if not isinstance(loaded, dict):
         raise ConfigError(f"{where} must be a mapping of settings")
     return loaded

@@ -21,6 +21,7 @@ from fsmem import format as fmt
 from fsmem.errors import FsmemError
 from fsmem.format.facts import slugify
 from fsmem.format.history_file import is_history_path
+from fsmem.format.links import aliases_of
 from fsmem.store import beneath
 from fsmem.store.catalog import HEAD_BYTES, walk_stats
 from fsmem.store.files import atomic_write, state_dir
@@ -124,12 +125,7 @@ def target_of(entry: DirectoryEntry) -> Target:
 
 def _names(front: dict, title: str) -> list[str]:
     names = [title] if title else []
-    aliases = front.get("aliases")
-    if isinstance(aliases, str):
-        aliases = [a.strip() for a in aliases.split(",")]
-    for alias in aliases or []:
-        if str(alias).strip():
-            names.append(str(alias).strip())
+    names += aliases_of(front)  # as a link reads them: `aliases: 5` or a mapping names nothing
     for key in ("entity", "topic"):
         value = front.get(key)
         if value:

@@ -50,6 +50,9 @@ MEMORY_TYPES = ("semantic", "episodic", "procedural")
 CONSOLIDATED_FIELD = "consolidated"
 # Front matter longer than this is reported and not parsed: a header is a few hundred bytes.
 MAX_FRONT_MATTER_CHARS = 64 * 1024
+# Lists and mappings in a field, one in another: a header holds one or two; more is refused, not read. As
+# deep as a write may set (`fsmem.store.fields.MAX_FIELD_DEPTH`), so whatever fsmem wrote it reads.
+MAX_NESTING = 32
 
 
 @dataclass
@@ -161,27 +164,46 @@ def split(text: str) -> Document:
     except RecursionError:
         doc.problems.append(Problem(1, "front matter is nested too deeply to read"))
         return doc
+    except ValueError as exc:  # a scalar its tag cannot hold (`!!int abc`), an integer of over 4,300 digits
+        reason = str(exc).split(";")[0]
+        doc.problems.append(Problem(1, f"front matter holds a value YAML cannot construct: {reason}"))
+        return doc
     if loaded is None:
         loaded = {}
     if not isinstance(loaded, dict):
         doc.problems.append(Problem(2, "front matter must be a mapping of fields"))
         return doc
+    try:
+        front = loaded if fields is not None else {str(k): _plain(v) for k, v in loaded.items()}
+    except _TooDeep:
+        doc.problems.append(Problem(1, "front matter is nested too deeply to read"))
+        return doc
     doc.has_front_matter = True
-    doc.front_matter = loaded if fields is not None else {str(k): _plain(v) for k, v in loaded.items()}
+    doc.front_matter = front
     doc.front_matter_text = raw
     doc.body = body
     doc.body_start_line = closing + 2
     return doc
 
 
-def _plain(value: Any) -> Any:
-    """YAML turns dates into objects; keep them as the ISO strings the file holds."""
+class _TooDeep(Exception):
+    pass
+
+
+def _plain(value: Any, depth: int = 1) -> Any:
+    """YAML turns dates into objects; keep them as the ISO strings the file holds.
+
+    A value nested past MAX_NESTING is refused (_TooDeep): the C parser reads a thousand levels, and every reader
+    of the value after it (this function, `str`, JSON) recurses, so one file's `[[[...]]]` failed ls of them all.
+    """
     if isinstance(value, (_dt.datetime, _dt.date)):
         return value.isoformat()
+    if isinstance(value, (dict, list)) and depth > MAX_NESTING:
+        raise _TooDeep
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): _plain(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
-        return [_plain(v) for v in value]
+        return [_plain(v, depth + 1) for v in value]
     return value
 
 

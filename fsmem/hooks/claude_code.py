@@ -188,9 +188,29 @@ def records(lines: Iterable[bytes], first: int = 1) -> Iterator[tuple[int, Any]]
         if not raw.strip():
             continue
         try:
-            yield number, json.loads(raw)
-        except ValueError:  # not JSON, not UTF-8, or a number too long to convert
-            yield number, NOT_JSON
+            record = json.loads(raw)
+            if _NOT_TEXT_ESCAPE.search(raw):
+                record = storable_text(record)
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, a number too long to convert, nested too deep
+            record = NOT_JSON
+        yield number, record
+
+
+_NOT_TEXT_ESCAPE = re.compile(rb"\\u(?:[dD][89a-fA-F]|0000)")
+_NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable_text(value: Any) -> Any:
+    """Parsed JSON `value` with each lone surrogate and NUL in its strings made U+FFFD. JSON may escape either
+    (`"\\ud83d"`: a JavaScript string cut inside an emoji; `"\\u0000"`: a tool's binary output): UTF-8 cannot hold
+    the one, so no note holding it could be written, and a note holding the other is no text to grep or search."""
+    if isinstance(value, str):
+        return _NOT_TEXT.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [storable_text(item) for item in value]
+    if isinstance(value, dict):
+        return {storable_text(key): storable_text(item) for key, item in value.items()}
+    return value
 
 
 def fenced(lines: list[str] | tuple[str, ...]) -> list[str]:

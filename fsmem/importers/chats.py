@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from fsmem.hooks.claude_code import content_lines, one_line
+from fsmem.hooks.claude_code import content_lines, one_line, storable_text
 from fsmem.importers import TEXT_CHARS, Conversation, fault, utc
 from fsmem.importers.jsonstream import ArrayReader, Item, JSONFault
 
@@ -53,7 +53,7 @@ def _conversations(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
         where = f"{export_file(path)} line {item.line} (conversation {item.index + 1})"
         if not isinstance(item.value, dict):
             raise fault(where, "a conversation is not a JSON object")
-        yield where, item.value
+        yield where, storable_text(item.value)
 
 
 def _fallback_key(conversation: dict[str, Any]) -> str:

@@ -266,11 +266,10 @@ def write(
             text = body
         else:
             doc = fmt.split(old)
-            if doc.has_front_matter:
-                head = "".join(old.splitlines(keepends=True)[: doc.body_start_line - 1])
-                text = head + body
-            else:
-                text = body
+            if doc.problems and not doc.has_front_matter:  # a head it cannot read is body to it: it would go too
+                why = f"cannot replace the body: {doc.problems[0].message}; write the whole file or change it with edit"
+                raise InvalidArgument(f"{relative(root, path)}: {why}")
+            text = "".join(old.splitlines(keepends=True)[: doc.body_start_line - 1]) + body  # its head, if any
     if body is not None and text and not text.endswith("\n"):
         text += "\n"
     if fields:
