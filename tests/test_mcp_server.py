@@ -197,3 +197,57 @@ def test_a_scoped_server_sees_only_its_prefix(tmp_path):
         "[files",
     ]
     assert refused.is_error and "outside this agent's scope (topics/)" in text_of(refused)
+
+
+def test_requests_written_before_the_client_closes_its_side_are_all_answered(tmp_path):
+    """A client may write its requests and close stdin (`fsmem mcp < requests`): each is answered before the
+    server ends, a write among them included. The SDK cancelled what was running once its input ended, so the
+    note was written and no answer came for it or for anything after `initialize`."""
+    import json
+    import subprocess
+
+    from child_env import without_fsmem
+
+    root = Memory.init(tmp_path / "mem").root
+    requests = [
+        {
+            "jsonrpc": "2.0",
+            "id": "init",
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-03-26",
+                "capabilities": {},
+                "clientInfo": {"name": "pipe", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "note", "arguments": {"text": "zephyr from a pipe"}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "grep", "arguments": {"pattern": "zephyr"}},
+        },
+        {"jsonrpc": "2.0", "id": "list", "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "ls", "arguments": {}}},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}},  # need not be answered
+    ]
+    env = {**without_fsmem(), "FSMEM_NOW": NOW}
+    done = subprocess.run(
+        [sys.executable, "-m", "fsmem", "--root", str(root), "mcp"],
+        input="".join(json.dumps(r) + "\n" for r in requests).encode(),
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    answers = {a["id"]: a for a in map(json.loads, done.stdout.splitlines())}
+    assert {"init", 2, 3, "list"} <= set(answers), answers.keys()
+    assert "error" not in answers[2] and "noted in sessions/" in answers[2]["result"]["content"][0]["text"]
+    assert "error" not in answers[3] and "error" not in answers["list"]
+    assert Memory(root).grep("zephyr from a pipe").matches  # the note the answer says was written

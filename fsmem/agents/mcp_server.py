@@ -26,6 +26,7 @@ from fsmem.agents import jsonrpc, tools
 from fsmem.memory import Memory
 
 SERVER_NAME = "fsmem"
+LINGER_SECONDS = 60.0  # after the client closes its side, how long its requests still running are waited for
 INSTRUCTIONS = (
     "fsmem is a shared memory of Markdown files. Start with ls (or grep / search when you can name or "
     "describe what you need), read only the lines you need, and save what you learn with note. Every "
@@ -196,6 +197,8 @@ class TextLines:
         self.held = held
         self._answers: Any = None
         self._ready: Any = None
+        self._pending: set[Any] = set()  # ids of the requests passed on and not answered yet
+        self._all_answered: Any = None  # set once none is pending, while the end of the input waits for it
 
     def answer_on(self, write_stream: Any) -> None:
         """Where refusals go: the stream the server writes its answers to."""
@@ -216,10 +219,35 @@ class TextLines:
             if not line.strip(" \t\r\n"):  # JSON's whitespace alone: no message
                 continue
             try:
-                yield jsonrpc.decode(line, self.held).text
+                decoded = jsonrpc.decode(line, self.held)
             except jsonrpc.Refused as refused:
                 await self._ready.wait()
                 await self._refuse(refused)
+                continue
+            self._asked(decoded.message)
+            yield decoded.text
+        # The client closed its side. The SDK cancels what is still running once its input ends, so a client
+        # that wrote its requests and closed (`fsmem mcp < requests`) got no answer to them, though a write
+        # among them was done: the input ends once every request passed on is answered (a minute at most).
+        if self._pending:
+            self._all_answered = anyio.Event()
+            with anyio.move_on_after(LINGER_SECONDS):
+                await self._all_answered.wait()
+
+    def _asked(self, message: dict[str, Any]) -> None:
+        """Note a request passed on (it will be answered), or a cancelled one (it need not be)."""
+        if "method" not in message:
+            return
+        if "id" in message:
+            self._pending.add(message["id"])
+        elif message["method"] == "notifications/cancelled" and isinstance(message.get("params"), dict):
+            self.answered(message["params"].get("requestId"))
+
+    def answered(self, id_: Any) -> None:
+        """The request `id_` was answered (`Answers`)."""
+        self._pending.discard(id_)
+        if not self._pending and self._all_answered is not None:
+            self._all_answered.set()
 
     async def _refuse(self, refused: jsonrpc.Refused) -> None:
         import anyio
@@ -230,6 +258,31 @@ class TextLines:
         answer = types.JSONRPCError(jsonrpc="2.0", id=refused.id, error=error)
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             await self._answers.send(SessionMessage(answer))
+
+
+class Answers:
+    """The SDK's stream of answers (the `WriteStream` protocol), telling `lines` which requests are answered."""
+
+    def __init__(self, stream: Any, lines: TextLines):
+        self.stream, self.lines = stream, lines
+
+    async def send(self, item: Any, /) -> None:
+        import mcp.types as types
+
+        await self.stream.send(item)
+        message = getattr(item, "message", None)
+        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+            self.lines.answered(message.id)
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+    async def __aenter__(self) -> Answers:
+        await self.stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        return await self.stream.__aexit__(*exc)
 
 
 def serve(memory: Memory) -> None:
@@ -252,6 +305,6 @@ def serve(memory: Memory) -> None:
     async def run() -> None:
         async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
             lines.answer_on(write_stream)
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            await server.run(read_stream, Answers(write_stream, lines), server.create_initialization_options())
 
     anyio.run(run)
