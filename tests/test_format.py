@@ -164,3 +164,23 @@ def test_front_matter_found_without_cutting_lines_is_where_the_lines_put_it(text
     if found is not None:
         assert found == line_fences(text)
     assert fences(text) == line_fences(text)
+
+
+def test_a_set_or_binary_field_reads_as_written_in_every_process():
+    """`!!set` made a Python set, whose order of strings changes from one process to the next (an answer showing
+    it changed with it: a walk and a watcher's answer differed), and `!!binary` bytes shown as b'...'."""
+    import subprocess
+    import sys
+
+    text = "---\ntitle: Sets\ntags: !!set {beta, alpha, gamma}\nblob: !!binary aGVs\n bG8=\n---\n# Sets\n"
+    doc = fmt.split(text)
+    assert not doc.problems
+    assert doc.tags == ["beta", "alpha", "gamma"] and doc.front_matter["blob"] == "aGVsbG8="
+    program = f"from fsmem import format as fmt; print(fmt.split({text!r}).front_matter)"
+    seen = {
+        subprocess.run(
+            [sys.executable, "-c", program], env={"PYTHONHASHSEED": str(seed)}, capture_output=True, text=True
+        ).stdout
+        for seed in range(1, 6)
+    }
+    assert seen == {str(doc.front_matter) + "\n"}

@@ -42,7 +42,18 @@ def _yaml() -> SimpleNamespace:
         except ValueError:
             return loader.construct_scalar(node)
 
+    def set_as_list(loader: Any, node: Any) -> Any:
+        # a `!!set` as the list of its members in the order written: a Python set's order of strings changes
+        # from one process to the next, and so did an answer showing it (`tags: !!set {a, b}` one tag, its repr)
+        return [loader.construct_object(key, deep=True) for key, _value in node.value]
+
+    def binary_as_text(loader: Any, node: Any) -> Any:
+        # a `!!binary` as the base64 text written, not bytes an answer would show as b'...'
+        return "".join(loader.construct_scalar(node).split())
+
     FrontMatterLoader.add_constructor("tag:yaml.org,2002:timestamp", timestamp_or_text)
+    FrontMatterLoader.add_constructor("tag:yaml.org,2002:set", set_as_list)
+    FrontMatterLoader.add_constructor("tag:yaml.org,2002:binary", binary_as_text)
     return SimpleNamespace(module=yaml, loader=FrontMatterLoader, safe_loader=safe_loader, dumper=safe_dumper)
 
 
