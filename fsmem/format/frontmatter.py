@@ -42,13 +42,12 @@ def _yaml() -> SimpleNamespace:
         except ValueError:
             return loader.construct_scalar(node)
 
+    # A `!!set` is the list of its members in the order written (a Python set's order of strings changes from
+    # one process to the next, and an answer showing it did too), a `!!binary` its base64 text (not b'...').
     def set_as_list(loader: Any, node: Any) -> Any:
-        # a `!!set` as the list of its members in the order written: a Python set's order of strings changes
-        # from one process to the next, and so did an answer showing it (`tags: !!set {a, b}` one tag, its repr)
         return [loader.construct_object(key, deep=True) for key, _value in node.value]
 
     def binary_as_text(loader: Any, node: Any) -> Any:
-        # a `!!binary` as the base64 text written, not bytes an answer would show as b'...'
         return "".join(loader.construct_scalar(node).split())
 
     FrontMatterLoader.add_constructor("tag:yaml.org,2002:timestamp", timestamp_or_text)
