@@ -24,10 +24,9 @@ from fsmem.format.simple_fields import simple_fields
 def _yaml() -> SimpleNamespace:
     """PyYAML and fsmem's loader, imported on first use: a warm grep or read parses no front matter.
 
-    The loader is the safe one (the C version, several times faster on large
-    front matter), except that a timestamp-shaped value that is no real date
-    (`created: 2026-13-45`) stays the string it is, for `validate` to report.
-    """
+    The safe loader (in C: several times faster on large front matter), but a timestamp-shaped value that is no
+    date (`created: 2026-13-45`) stays its string, for `validate` to report; a `!!set` is its members in the order
+    written (a set's order of strings, and so an answer, changed per process), a `!!binary` its base64 text."""
     import yaml
 
     safe_loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -42,8 +41,6 @@ def _yaml() -> SimpleNamespace:
         except ValueError:
             return loader.construct_scalar(node)
 
-    # A `!!set` is the list of its members in the order written (a Python set's order of strings changes from
-    # one process to the next, and an answer showing it did too), a `!!binary` its base64 text (not b'...').
     def set_as_list(loader: Any, node: Any) -> Any:
         return [loader.construct_object(key, deep=True) for key, _value in node.value]
 
