@@ -275,6 +275,25 @@ def test_str_replace_errors(tool: MemoryTool) -> None:
     assert (tool.memory_root / "s.txt").read_text() == "Hello\nMiddle\nHello"
 
 
+def test_str_replace_lists_at_most_a_hundred_lines_of_a_repeated_old_str(tool: MemoryTool) -> None:
+    """An old_str found everywhere (empty, or one letter) in a large file: the first hundred lines, then how many
+    more (the reference lists each, every one counted from the top: 11 s and 1.4 MB for a 200 KB file)."""
+    tool.create("/memories/many.txt", "x\n" * 20_000)
+    first = ", ".join(str(line) for line in range(1, 101))
+    with pytest.raises(MemoryToolError) as raised:
+        tool.str_replace("/memories/many.txt", "x", "y")
+    assert str(raised.value) == (
+        f"No replacement was performed. Multiple occurrences of old_str `x` in lines: {first} and 19,900 more. "
+        "Please ensure it is unique"
+    )
+    with pytest.raises(MemoryToolError, match=r"in lines: 1, 1, 2, 2, .* 50, 50 and 39,901 more\. Please"):
+        tool.str_replace("/memories/many.txt", "", "y")  # before and after each x: 40,001 places
+    tool.create("/memories/overlap.txt", "aaa\nb\naa")
+    with pytest.raises(MemoryToolError, match=r"in lines: 1, 1, 3\. Please ensure it is unique$"):
+        tool.str_replace("/memories/overlap.txt", "aa", "c")
+    assert (tool.memory_root / "many.txt").read_text() == "x\n" * 20_000
+
+
 def test_str_replace_reports_overlapping_matches_like_the_reference(tool: MemoryTool) -> None:
     tool.create("/memories/o.txt", "aaaa\naa")
     with pytest.raises(MemoryToolError, match="in lines: 1, 1, 1, 2. Please"):

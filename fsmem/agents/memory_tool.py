@@ -70,6 +70,7 @@ PREFIX = "/memories"
 COMMANDS = ("view", "create", "str_replace", "insert", "delete", "rename")
 DIR_MODE = 0o700  # memories are private: owner only, whatever the umask
 FILE_MODE = 0o600
+MAX_LISTED = 100  # line numbers listed when str_replace's old_str occurs more than once
 
 
 class _Missing(MemoryToolError):
@@ -412,10 +413,9 @@ class MemoryTool:
                     f"No replacement was performed, old_str `{old_str}` did not appear verbatim in {path}."
                 )
             if count > 1:
-                found = [content[:at].count("\n") + 1 for at in _occurrences(content, old_str)]
                 raise MemoryToolError(
                     f"No replacement was performed. Multiple occurrences of old_str `{old_str}` in lines: "
-                    f"{', '.join(map(str, found))}. Please ensure it is unique"
+                    f"{_occurrence_lines(content, old_str)}. Please ensure it is unique"
                 )
             changed = content[: content.find(old_str)].count("\n")
             updated = content.replace(old_str, new_str)
@@ -775,12 +775,23 @@ def _remove_empty_folders(root: Path) -> None:
                 beneath.remove(root, relative, generated=True)
 
 
-def _occurrences(content: str, needle: str) -> Iterator[int]:
-    """Every position where `needle` starts, overlapping ones included (as the reference reports them)."""
+def _occurrence_lines(content: str, needle: str, shown: int = MAX_LISTED) -> str:
+    """The line of every position where `needle` starts, overlapping ones included, as the reference lists them;
+    past the first `shown`, only how many more (an empty or one-letter old_str in a large file starts at every
+    position: the reference's list, each line counted from the top, took minutes and filled megabytes)."""
+    lines: list[int] = []
+    line, counted, more = 1, 0, 0
     at = content.find(needle)
     while at != -1:
-        yield at
+        if len(lines) < shown:
+            line += content.count("\n", counted, at)
+            counted = at
+            lines.append(line)
+        else:
+            more += 1
         at = content.find(needle, at + 1)
+    listed = ", ".join(map(str, lines))
+    return f"{listed} and {more:,} more" if more else listed
 
 
 __all__ = ["MemoryTool", "MemoryToolError", "make_private_dirs", "format_size", "COMMANDS", "PREFIX"]
