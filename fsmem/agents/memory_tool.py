@@ -302,8 +302,9 @@ class MemoryTool:
                 f"Path {shown(path)} is inside /memories/{STATE_DIR}/, which holds fsmem's machine state"
             )
         if self.is_fsmem:
-            try:
-                resolve(self.memory_root, relative, want=want)
+            try:  # the path acted on is the one the rule checked, '\' a folder separator as on every face:
+                # read literally, `a\b/../fsmem.yaml` named fsmem.yaml while the rule checked a/fsmem.yaml
+                real = os.path.realpath(resolve(self.memory_root, relative, want=want))
             except (PathEscape, InvalidArgument) as exc:
                 reason = getattr(exc, "reason", str(exc))
                 if getattr(exc, "portable", False):
