@@ -416,7 +416,7 @@ class MemoryTool:
             if count > 1:
                 raise MemoryToolError(
                     f"No replacement was performed. Multiple occurrences of old_str `{old_str}` in lines: "
-                    f"{_occurrence_lines(content, old_str)}. Please ensure it is unique"
+                    f"{_occurrence_lines(content, old_str, count)}. Please ensure it is unique"
                 )
             changed = content[: content.find(old_str)].count("\n")
             updated = content.replace(old_str, new_str)
@@ -776,23 +776,22 @@ def _remove_empty_folders(root: Path) -> None:
                 beneath.remove(root, relative, generated=True)
 
 
-def _occurrence_lines(content: str, needle: str, shown: int = MAX_LISTED) -> str:
+def _occurrence_lines(content: str, needle: str, count: int, shown: int = MAX_LISTED) -> str:
     """The line of every position where `needle` starts, overlapping ones included, as the reference lists them;
-    past the first `shown`, only how many more (an empty or one-letter old_str in a large file starts at every
-    position: the reference's list, each line counted from the top, took minutes and filled megabytes)."""
+    past the first `shown`, how many do not overlap (`count`, str.count's). The reference looked for every
+    one, each line counted from the top: an empty or one-letter old_str in a 200 KB file took 11 s and filled
+    1.4 MB, a 100,000-letter one in a 2 MB file of that letter (found at each of its 1.9 million starts) minutes."""
     lines: list[int] = []
-    line, counted, more = 1, 0, 0
+    line, counted = 1, 0
     at = content.find(needle)
-    while at != -1:
-        if len(lines) < shown:
-            line += content.count("\n", counted, at)
-            counted = at
-            lines.append(line)
-        else:
-            more += 1
+    while at != -1 and len(lines) <= shown:
+        line += content.count("\n", counted, at)
+        counted = at
+        lines.append(line)
         at = content.find(needle, at + 1)
-    listed = ", ".join(map(str, lines))
-    return f"{listed} and {more:,} more" if more else listed
+    if len(lines) <= shown:
+        return ", ".join(map(str, lines))
+    return f"{', '.join(map(str, lines[:shown]))} and more; {count:,} that do not overlap"
 
 
 __all__ = ["MemoryTool", "MemoryToolError", "make_private_dirs", "format_size", "COMMANDS", "PREFIX"]
