@@ -385,6 +385,10 @@ class ArgumentCheck:
         if value is None:
             shown = "None"
         elif isinstance(value, int) and not isinstance(value, bool) and not -LIMIT < value < LIMIT:
+            kind = faces.current().kind
+            if kind in (faces.CLI, faces.TOOLS):  # worded for the face, as `beyond` words a limit
+                named = f"argument '{param.name}'" if kind == faces.TOOLS else faces.arg(param.name, self.operation)
+                raise InvalidArgument(f"{named} must be within ±2**63, not {value:.3g}")
             shown = "a whole number beyond ±2**63"
         else:
             shown = f"{type(value).__name__} {echo(value)}"

@@ -11,6 +11,7 @@ import pytest
 from child_env import without_fsmem
 from conftest import write_file
 
+from fsmem.agents import tools
 from fsmem.cli import generated, lean, main
 from fsmem.spec import declared
 
@@ -108,6 +109,27 @@ def test_a_line_left_to_click_gets_clicks_answer(memory, capsys):
         main(argv)
     assert done.value.code == 2
     assert "No such option '--max-result'. Did you mean '--max-results'?" in capsys.readouterr().err
+
+
+HUGE = 10**30
+BEYOND = [  # a command line, the tool call of the same, the argument as each face names it
+    (["grep", "zephyr", "--offset", str(HUGE)], ("grep", {"pattern": "zephyr", "offset": HUGE}), "offset"),
+    (["ls", "--max-results", str(HUGE)], ("ls", {"max_results": HUGE}), "max-results"),
+    (["search", "plan", "--max-results", str(HUGE)], ("search", {"query": "plan", "max_results": HUGE}), "max-results"),
+]
+
+
+@pytest.mark.parametrize(("argv", "call", "name"), BEYOND, ids=[" ".join(argv[:2]) for argv, _, _ in BEYOND])
+def test_a_number_beyond_2_to_the_63_is_named_as_the_face_spells_it(memory, capsys, argv, call, name):
+    """Not as the Python method's (`Memory.grep(): offset must be a whole number, not a whole number beyond ...`,
+    to one who gave a whole number): by the lean parse and click's alike, and by the agent tools."""
+    argv = ["--root", str(memory.root), *argv]
+    wanted = ("", f"fsmem: error: --{name} must be within ±2**63, not 1e+30\n", 2)
+    assert run(argv, capsys, use_click=False) == wanted
+    assert run(argv, capsys, use_click=True) == wanted
+    answer = tools.call(memory, *call)
+    assert answer.is_error
+    assert answer.text == f"error: argument '{name.replace('-', '_')}' must be within ±2**63, not 1e+30"
 
 
 # a value of each parameter, for a line with every option of a command (anything not named here: by its kind)

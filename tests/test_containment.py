@@ -347,6 +347,38 @@ def test_memory_tool_over_a_memory_refuses_every_payload(hostile):
         assert hidden not in listing
 
 
+BACKSLASHED = [  # '\\' is a folder separator to the containment rule: read literally, `..` climbed one folder more
+    ("backslash, then dot-dot to the configuration", "/memories/a\\b/../fsmem.yaml"),
+    ("backslashes, then dot-dot to the configuration", "/memories/a\\b\\c/../../fsmem.yaml"),
+]
+
+
+def test_memory_tool_over_a_memory_reads_a_backslash_as_the_rule_does(hostile):
+    _base, root, _outside = hostile
+    tool = MemoryTool.over(Memory(root))
+    for what, path in BACKSLASHED:
+        for command, arguments in [
+            ("view", {"path": path}),
+            ("str_replace", {"path": path, "old_str": "tokenizer", "new_str": "x"}),
+            ("insert", {"path": path, "insert_line": 0, "insert_text": "x"}),
+            ("delete", {"path": path}),
+            ("rename", {"old_path": path, "new_path": "/memories/topics/moved.md"}),
+        ]:
+            kind, value = bounded(lambda command=command, arguments=arguments: getattr(tool, command)(**arguments))
+            assert kind == "error", f"{command} {what}: answered {value!r}"
+            assert isinstance(value, MemoryToolError), f"{command} {what}: {type(value).__name__}: {value}"
+            assert_no_secret([str(value)])
+    assert tool.is_fsmem
+
+
+def test_memory_tool_over_a_memory_writes_where_the_other_faces_read(tmp_path: Path):
+    memory = Memory.init(tmp_path / "m")
+    tool = MemoryTool.over(memory)
+    tool.create("/memories/topics\\tea.md", "green\n")
+    assert memory.read("topics/tea.md").lines[-1][1] == "green"
+    assert not (tmp_path / "m" / "topics\\tea.md").exists()
+
+
 def sdk_command(command: str, arguments: dict[str, Any]):
     from anthropic.types.beta import (
         BetaMemoryTool20250818CreateCommand as Create,

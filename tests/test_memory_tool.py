@@ -275,6 +275,26 @@ def test_str_replace_errors(tool: MemoryTool) -> None:
     assert (tool.memory_root / "s.txt").read_text() == "Hello\nMiddle\nHello"
 
 
+def test_str_replace_lists_at_most_a_hundred_lines_of_a_repeated_old_str(tool: MemoryTool) -> None:
+    """An old_str found everywhere (empty, one letter, or one that overlaps itself) in a large file: the first
+    hundred lines, then how many do not overlap (the reference looks for each, every line counted from the top:
+    11 s and 1.4 MB for an empty one in a 200 KB file, minutes for a long one that overlaps itself)."""
+    tool.create("/memories/many.txt", "x\n" * 20_000)
+    first = ", ".join(str(line) for line in range(1, 101))
+    with pytest.raises(MemoryToolError) as raised:
+        tool.str_replace("/memories/many.txt", "x", "y")
+    assert str(raised.value) == (
+        f"No replacement was performed. Multiple occurrences of old_str `x` in lines: {first} and more; "
+        "20,000 that do not overlap. Please ensure it is unique"
+    )
+    with pytest.raises(MemoryToolError, match=r"in lines: 1, 1, 2, 2, .* 50, 50 and more; 40,001 that do not"):
+        tool.str_replace("/memories/many.txt", "", "y")  # before and after each x
+    tool.create("/memories/one.txt", "a" * 400_000)
+    with pytest.raises(MemoryToolError, match=r"in lines: (1, ){99}1 and more; 10 that do not overlap\. Please"):
+        tool.str_replace("/memories/one.txt", "a" * 40_000, "b")  # found at each of 360,001 starts
+    assert (tool.memory_root / "many.txt").read_text() == "x\n" * 20_000
+
+
 def test_str_replace_reports_overlapping_matches_like_the_reference(tool: MemoryTool) -> None:
     tool.create("/memories/o.txt", "aaaa\naa")
     with pytest.raises(MemoryToolError, match="in lines: 1, 1, 1, 2. Please"):
