@@ -295,6 +295,25 @@ def test_str_replace_lists_at_most_a_hundred_lines_of_a_repeated_old_str(tool: M
     assert (tool.memory_root / "many.txt").read_text() == "x\n" * 20_000
 
 
+def test_str_replace_repeats_a_long_old_str_by_its_start_and_length(tool: MemoryTool) -> None:
+    """The reference repeats old_str whole in its errors: an agent's 100,000 characters came back as an answer of
+    100 KB. Up to 200 characters it is repeated as the reference does."""
+    tool.create("/memories/s.txt", "ab\nab\n")
+    for old in ("z" * 100_000, "ab\n" + " " * 100_000):
+        with pytest.raises(MemoryToolError) as raised:
+            tool.str_replace("/memories/s.txt", old, "y")
+        assert len(str(raised.value)) < 400 and f"({len(old):,} characters)" in str(raised.value)
+    with pytest.raises(MemoryToolError, match=f"old_str `{'q' * 200}` did not appear verbatim"):
+        tool.str_replace("/memories/s.txt", "q" * 200, "y")
+    tool.create("/memories/long.txt", ("w" * 300 + "\n") * 2)
+    with pytest.raises(MemoryToolError) as raised:
+        tool.str_replace("/memories/long.txt", "w" * 300, "y")
+    assert str(raised.value) == (
+        f"No replacement was performed. Multiple occurrences of old_str `{'w' * 100}… (300 characters)` in lines: "
+        "1, 2. Please ensure it is unique"
+    )
+
+
 def test_str_replace_reports_overlapping_matches_like_the_reference(tool: MemoryTool) -> None:
     tool.create("/memories/o.txt", "aaaa\naa")
     with pytest.raises(MemoryToolError, match="in lines: 1, 1, 1, 2. Please"):

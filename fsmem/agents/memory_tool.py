@@ -71,6 +71,7 @@ COMMANDS = ("view", "create", "str_replace", "insert", "delete", "rename")
 DIR_MODE = 0o700  # memories are private: owner only, whatever the umask
 FILE_MODE = 0o600
 MAX_LISTED = 100  # line numbers listed when str_replace's old_str occurs more than once
+MAX_ECHOED = 200  # characters of an old_str an error repeats (the reference repeats it whole)
 
 
 class _Missing(MemoryToolError):
@@ -411,11 +412,11 @@ class MemoryTool:
             count = content.count(old_str)
             if count == 0:
                 raise MemoryToolError(
-                    f"No replacement was performed, old_str `{old_str}` did not appear verbatim in {path}."
+                    f"No replacement was performed, old_str `{_echoed(old_str)}` did not appear verbatim in {path}."
                 )
             if count > 1:
                 raise MemoryToolError(
-                    f"No replacement was performed. Multiple occurrences of old_str `{old_str}` in lines: "
+                    f"No replacement was performed. Multiple occurrences of old_str `{_echoed(old_str)}` in lines: "
                     f"{_occurrence_lines(content, old_str, count)}. Please ensure it is unique"
                 )
             changed = content[: content.find(old_str)].count("\n")
@@ -774,6 +775,14 @@ def _remove_empty_folders(root: Path) -> None:
         if is_visible_folder(relative):
             with contextlib.suppress(OSError, FsmemError):  # not empty, or swapped for a link: left alone
                 beneath.remove(root, relative, generated=True)
+
+
+def _echoed(text: str) -> str:
+    """`text` as an error repeats it: whole up to MAX_ECHOED characters, as the reference does, else its start and
+    its length (an agent's old_str of 100,000 characters came back whole in the error: an answer of 100 KB)."""
+    if len(text) <= MAX_ECHOED:
+        return text
+    return f"{text[: MAX_ECHOED // 2]}… ({len(text):,} characters)"
 
 
 def _occurrence_lines(content: str, needle: str, count: int, shown: int = MAX_LISTED) -> str:
