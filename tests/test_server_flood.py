@@ -84,7 +84,7 @@ def test_a_token_less_flood_of_half_sent_requests_leaves_a_valid_token_served(tm
         with Flood((address.hostname or "127.0.0.1", address.port or 0)) as flood:
             assert flood.churned.wait(60), f"the server closed {flood.closed} of the flood's connections"
             before = flood.closed
-            statuses = [post(server.base + "/mcp", token, LIST).status_code for _ in range(12)]  # a new connection each
+            statuses = [_answered(server.base + "/mcp", token) for _ in range(12)]  # a new connection each
             # the flood ran throughout the calls: still running, and re-opening what the server closed
             during, running = flood.closed - before, flood.process.is_alive()
         assert statuses == [200] * 12, statuses
@@ -92,6 +92,20 @@ def test_a_token_less_flood_of_half_sent_requests_leaves_a_valid_token_served(tm
         assert running and during > 0, (running, during)
     finally:
         assert server.stop() == 0
+
+
+def _answered(url: str, token: str) -> int:
+    """The status of a call that may be asked once more where the server closed its connection before any byte
+    of it came: from the flood's own address (both are 127.0.0.1) a connection accepted before its client's
+    thread sent its head is, to the server, one of the flood's that has not sent yet, and under load it can be
+    the one closed (a clean-clone run, once). What the test holds is that the token is served: a 503, an error or
+    a second closing still fail it."""
+    import httpx2
+
+    try:
+        return post(url, token, LIST).status_code
+    except httpx2.RemoteProtocolError:
+        return post(url, token, LIST).status_code
 
 
 class FakeConnection:
