@@ -209,11 +209,7 @@ def has_surrogate(value: Any) -> bool:
 
 
 def scrubbed(value: Any) -> Any:
-    """`value` with every lone surrogate made U+FFFD."""
-    if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
-    if isinstance(value, dict):
-        return {scrubbed(k): scrubbed(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [scrubbed(v) for v in value]
-    return value
+    """`value` with every lone surrogate made U+FFFD (a transcript's records are made storable alike)."""
+    from fsmem.hooks.claude_code import replaced_in_strings  # only a message that holds one comes here
+
+    return replaced_in_strings(value, _SURROGATE)

@@ -204,12 +204,17 @@ def storable_text(value: Any) -> Any:
     """Parsed JSON `value` with each lone surrogate and NUL in its strings made U+FFFD. JSON may escape either
     (`"\\ud83d"`: a JavaScript string cut inside an emoji; `"\\u0000"`: a tool's binary output): UTF-8 cannot hold
     the one, so no note holding it could be written, and a note holding the other is no text to grep or search."""
+    return replaced_in_strings(value, _NOT_TEXT)
+
+
+def replaced_in_strings(value: Any, pattern: re.Pattern[str]) -> Any:
+    """Parsed JSON `value` with what `pattern` matches in its strings, keys included, made U+FFFD."""
     if isinstance(value, str):
-        return _NOT_TEXT.sub("\ufffd", value)
+        return pattern.sub("\ufffd", value)
     if isinstance(value, list):
-        return [storable_text(item) for item in value]
+        return [replaced_in_strings(item, pattern) for item in value]
     if isinstance(value, dict):
-        return {storable_text(key): storable_text(item) for key, item in value.items()}
+        return {replaced_in_strings(key, pattern): replaced_in_strings(item, pattern) for key, item in value.items()}
     return value
 
 
