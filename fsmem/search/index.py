@@ -546,9 +546,7 @@ class SearchIndex:
         present = {rel for rel, _, _ in found}
         gone = [rel for rel in candidates_gone if rel not in present]
         if to_read is None:
-            to_read = _ToRead(self.root, known, early=False)
-            for entry in found:
-                to_read.saw(*entry)
+            to_read = _ToRead.of(self.root, known, found)
         todo = to_read.files
         if not todo and not gone:
             return 0
@@ -560,9 +558,7 @@ class SearchIndex:
             with _cache.transaction(conn):
                 _empty_tables(conn)
             known, gone = {}, []
-            to_read = _ToRead(self.root, known, early=False)
-            for entry in found:
-                to_read.saw(*entry)
+            to_read = _ToRead.of(self.root, known, found)
             todo = to_read.files
         changed = 0
         progress = Progress("indexing files for search", len(todo))
@@ -715,6 +711,14 @@ class _ToRead:
         self._early = early and workers.count() > 1
         self._ends = _task_ends()
         self._cut, self._end = 0, next(self._ends)
+
+    @classmethod
+    def of(cls, root: Path, known: dict[str, tuple[Stamp, bool]], found: Iterable[tuple[str, str, os.stat_result]]):
+        """The files of a walk done already (`found`) to read again, none handed out early."""
+        to_read = cls(root, known, early=False)
+        for entry in found:
+            to_read.saw(*entry)
+        return to_read
 
     def saw(self, rel: str, full: str, st: os.stat_result) -> None:
         have, stamp = self.known.get(rel), stamp_of(st)
