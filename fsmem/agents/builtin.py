@@ -2,7 +2,8 @@
 
 Each declared operation offered as a tool (`fsmem.spec.tool_names()`, in the
 order they are offered) becomes a registry entry: its schema from the
-parameters the tool face carries, its description the operation's summary and guide, and one caller for all of them, which runs
+parameters the tool face carries, its description the operation's summary
+and guide, and one caller for all of them, which runs
 the `Memory` method of the same name and reads the answer's common figures
 (`fsmem.agents.registry.Answer`). They are registered through the same hook
 a plugin uses, so the registry path is always exercised.

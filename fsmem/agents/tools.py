@@ -1,7 +1,8 @@
 """The agent-facing tools: their definitions for each SDK, and the dispatcher that runs them.
 
 The tools themselves (`fsmem.spec.tool_names()`) are declared once, with
-every other operation, in `fsmem.spec`, and made tools by `fsmem.agents.builtin`; the OpenAI and Anthropic exports, `fsmem
+every other operation, in `fsmem.spec`, and made tools by
+`fsmem.agents.builtin`; the OpenAI and Anthropic exports, `fsmem
 tools`, the MCP server and `fsmem serve` all read the same registry, and offer
 a caller only the tools that can succeed for it (`offered`).
 
