@@ -59,6 +59,30 @@ new_array(const char *code, const void *data, Py_ssize_t size)
     return found;
 }
 
+/* A new array.array of `count` doubles, each 0.0, and `*view` its writable buffer (the caller releases it): a
+   dense term's parts are written in place, where a buffer of their own was copied twice (a bytes object, then
+   the array), at 100k files 0.3 ms of a new word's 0.9. */
+static PyObject *
+zeroed_doubles(Py_ssize_t count, Py_buffer *view)
+{
+    PyObject *one = PyObject_CallFunction(array_type, "s(d)", "d", 0.0);
+    if (one == NULL)
+        return NULL;
+    PyObject *found = PySequence_Repeat(one, count);
+    Py_DECREF(one);
+    if (found == NULL)
+        return NULL;
+    if (PyObject_GetBuffer(found, view, PyBUF_WRITABLE) < 0 || view->len != count * (Py_ssize_t)sizeof(double)) {
+        if (view->obj != NULL)
+            PyBuffer_Release(view);
+        Py_DECREF(found);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "an array of doubles of another size");
+        return NULL;
+    }
+    return found;
+}
+
 /* A buffer of `count` values of one array code ('i', 'q' or 'd'), or an error. */
 static int
 typed_buffer(PyObject *obj, Py_buffer *view, char code, Py_ssize_t itemsize, const char *name)
@@ -283,19 +307,19 @@ term_parts(PyObject *self, PyObject *args)
     if (idf <= 0.0)
         idf = 1e-6; /* FTS5's floor, for a term in half the documents or more */
     if ((long long)hits * dense_every >= (long long)rows) {
-        dense = PyMem_Calloc(rows ? (size_t)rows : 1, sizeof(double));
-        if (dense == NULL) {
-            PyErr_NoMemory();
+        Py_buffer view = {NULL, NULL};
+        PyObject *values = zeroed_doubles(rows, &view);
+        if (values == NULL)
             goto done;
-        }
+        double *parts = view.buf;
         for (Py_ssize_t i = 0; i < hits; i++) {
             double f = (double)found.freqs[i];
             int at = found.positions[i];
-            dense[at] = idf * ((f * k) / (f + norm[at]));
+            parts[at] = idf * ((f * k) / (f + norm[at]));
         }
+        PyBuffer_Release(&view);
         PyObject *empty_positions = new_array("i", NULL, 0), *empty_parts = new_array("d", NULL, 0);
-        PyObject *values = new_array("d", dense, rows * (Py_ssize_t)sizeof(double));
-        if (empty_positions && empty_parts && values)
+        if (empty_positions && empty_parts)
             result = Py_BuildValue("nOOO", hits, empty_positions, empty_parts, values);
         Py_XDECREF(empty_positions);
         Py_XDECREF(empty_parts);
