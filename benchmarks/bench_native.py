@@ -32,8 +32,9 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 
 def built_at(revision: str):
-    """fsmem.search._native as `revision` has it: its C source built in a temporary folder, then loaded from there."""
+    """fsmem.search._native as `revision` has it: its C source built in a temporary folder and loaded from there."""
     import importlib.util
+    import shutil
     import subprocess
     import tempfile
 
@@ -51,6 +52,7 @@ def built_at(revision: str):
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    shutil.rmtree(folder)  # the loaded library stays mapped
     return module
 
 
