@@ -341,6 +341,46 @@ def test_the_c_module_picks_the_best_rows_as_its_twin(files, keep_superseded, li
             NATIVE.best_rows(found[::-1], kept, SUPERSEDED, ROW_BITS, limit)
 
 
+# a term's part of a document's score: few distinct values (ties), zeros (documents lacking it), any float
+_PART = st.sampled_from([0.0, 0.0, 0.0, 1e-6, 0.1 + 0.2, 0.3, 1.0, 2.5]) | st.floats(0, 10)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data(), st.integers(0, 2500), st.integers(0, 700), st.integers(1, 4))
+def test_the_c_module_picks_the_best_documents_as_a_full_sort_ranks_them(data, rows, limit, count):
+    """The C module's best documents of dense terms (one part per document), past its cut from a sample of
+    the scores or without one (few documents, a limit near them, many ties or zeros so that too few reach the
+    cut, or the sample above the rest), and of sparse terms: what a full sort by score descending, then position, gives, each score the
+    parts added in the query's order, to the bit."""
+    if NATIVE is None:
+        pytest.fail(NOT_BUILT)
+    sparse = data.draw(st.booleans())
+    terms, scores = [], [0.0] * rows
+    touched = set()
+    for _ in range(count):
+        if sparse:
+            positions = sorted(data.draw(st.sets(st.integers(0, max(rows - 1, 0)), max_size=60))) if rows else []
+            parts = [data.draw(_PART) or 1e-6 for _ in positions]
+            for at, part in zip(positions, parts, strict=True):
+                scores[at] += part
+            touched.update(positions)
+            terms.append((array("i", positions), array("d", parts), None))
+        else:
+            seed = data.draw(st.integers(0, 1 << 30))
+            rng = random.Random(seed)
+            choices = [data.draw(_PART) for _ in range(data.draw(st.integers(1, 6)))]
+            dense = [rng.choice(choices) for _ in range(rows)]
+            if data.draw(st.booleans()):  # the sampled documents (every 16th) score above the others
+                dense = [part + 20.0 if at % 16 == 0 else part for at, part in enumerate(dense)]
+            scores = [a + b for a, b in zip(scores, dense, strict=True)]
+            terms.append((array("i"), array("d"), array("d", dense)))
+    eligible = sorted(touched) if sparse else [at for at in range(rows) if scores[at] != 0.0]
+    expected = sorted(eligible, key=lambda at: (-scores[at], at))[:limit]
+    best, values = NATIVE.best_documents(terms, rows, limit, sparse)
+    assert best == expected
+    assert struct.pack(f"{len(values)}d", *values) == struct.pack(f"{len(best)}d", *(scores[at] for at in best))
+
+
 # a plain body's sections as parse_file hands them over: each its rows' lines (a line past what 30 bits hold
 # packs as the largest), its context, whether superseded, whether it continues the section before's run
 _SECTION = st.tuples(

@@ -59,6 +59,30 @@ new_array(const char *code, const void *data, Py_ssize_t size)
     return found;
 }
 
+/* A new array.array of `count` doubles, each 0.0, and `*view` its writable buffer (the caller releases it): a
+   dense term's parts are written in place, where a buffer of their own was copied twice (a bytes object, then
+   the array), at 100k files 0.3 ms of a new word's 0.9. */
+static PyObject *
+zeroed_doubles(Py_ssize_t count, Py_buffer *view)
+{
+    PyObject *one = PyObject_CallFunction(array_type, "s(d)", "d", 0.0);
+    if (one == NULL)
+        return NULL;
+    PyObject *found = PySequence_Repeat(one, count);
+    Py_DECREF(one);
+    if (found == NULL)
+        return NULL;
+    if (PyObject_GetBuffer(found, view, PyBUF_WRITABLE) < 0 || view->len != count * (Py_ssize_t)sizeof(double)) {
+        if (view->obj != NULL)
+            PyBuffer_Release(view);
+        Py_DECREF(found);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "an array of doubles of another size");
+        return NULL;
+    }
+    return found;
+}
+
 /* A buffer of `count` values of one array code ('i', 'q' or 'd'), or an error. */
 static int
 typed_buffer(PyObject *obj, Py_buffer *view, char code, Py_ssize_t itemsize, const char *name)
@@ -283,19 +307,19 @@ term_parts(PyObject *self, PyObject *args)
     if (idf <= 0.0)
         idf = 1e-6; /* FTS5's floor, for a term in half the documents or more */
     if ((long long)hits * dense_every >= (long long)rows) {
-        dense = PyMem_Calloc(rows ? (size_t)rows : 1, sizeof(double));
-        if (dense == NULL) {
-            PyErr_NoMemory();
+        Py_buffer view = {NULL, NULL};
+        PyObject *values = zeroed_doubles(rows, &view);
+        if (values == NULL)
             goto done;
-        }
+        double *parts = view.buf;
         for (Py_ssize_t i = 0; i < hits; i++) {
             double f = (double)found.freqs[i];
             int at = found.positions[i];
-            dense[at] = idf * ((f * k) / (f + norm[at]));
+            parts[at] = idf * ((f * k) / (f + norm[at]));
         }
+        PyBuffer_Release(&view);
         PyObject *empty_positions = new_array("i", NULL, 0), *empty_parts = new_array("d", NULL, 0);
-        PyObject *values = new_array("d", dense, rows * (Py_ssize_t)sizeof(double));
-        if (empty_positions && empty_parts && values)
+        if (empty_positions && empty_parts)
             result = Py_BuildValue("nOOO", hits, empty_positions, empty_parts, values);
         Py_XDECREF(empty_positions);
         Py_XDECREF(empty_parts);
@@ -380,6 +404,112 @@ offer(int *heap, Py_ssize_t *size, Py_ssize_t want, int at, const double *scores
         heap[0] = at;
         sift_down(heap, *size, 0, scores);
     }
+}
+
+/* The value at `nth` (from 0) of `values` in descending order (quickselect: it reorders them). */
+static double
+nth_largest(double *values, Py_ssize_t count, Py_ssize_t nth)
+{
+    Py_ssize_t lo = 0, hi = count - 1;
+    while (lo < hi) {
+        double pivot = values[lo + (hi - lo) / 2];
+        Py_ssize_t i = lo, j = hi;
+        while (i <= j) { /* Hoare's partition: [lo, j] at least the pivot, [i, hi] at most */
+            while (values[i] > pivot)
+                i++;
+            while (values[j] < pivot)
+                j--;
+            if (i <= j) {
+                double swap = values[i];
+                values[i++] = values[j];
+                values[j--] = swap;
+            }
+        }
+        if (nth <= j)
+            hi = j;
+        else if (nth >= i)
+            lo = i;
+        else
+            return values[nth]; /* between the two: the pivot's value */
+    }
+    return values[lo];
+}
+
+/* A document's score and position, as the cut's sort orders them: best_documents' order. */
+typedef struct {
+    double score;
+    int at;
+} Scored;
+
+static int
+scored_order(const void *a, const void *b)
+{
+    const Scored *x = a, *y = b;
+    if (x->score != y->score)
+        return x->score > y->score ? -1 : 1;
+    return (x->at > y->at) - (x->at < y->at);
+}
+
+static inline int
+scored_before(const Scored *x, const Scored *y)
+{
+    return x->score > y->score || (x->score == y->score && x->at < y->at);
+}
+
+/* Reorders `items` so that its first `want` are the `want` best (in no order): quickselect, Hoare's partition
+   about a pivot item (positions differ, so the order is strict). */
+static void
+best_ahead(Scored *items, Py_ssize_t count, Py_ssize_t want)
+{
+    Py_ssize_t lo = 0, hi = count - 1, nth = want - 1;
+    while (lo < hi) {
+        Scored pivot = items[lo + (hi - lo) / 2];
+        Py_ssize_t i = lo, j = hi;
+        while (i <= j) {
+            while (scored_before(&items[i], &pivot))
+                i++;
+            while (scored_before(&pivot, &items[j]))
+                j--;
+            if (i <= j) {
+                Scored swap = items[i];
+                items[i++] = items[j];
+                items[j--] = swap;
+            }
+        }
+        if (nth <= j)
+            hi = j;
+        else if (nth >= i)
+            lo = i;
+        else
+            return;
+    }
+}
+
+#define SAMPLE_EVERY 16 /* fsmem.search.postings.SAMPLE_EVERY */
+
+/* A score every one of the `want` best of `scores` (those not `zero`) reaches, where at least `want` reach
+   it: a cut from every SAMPLE_EVERY-th score, low enough that some 2 * `want` reach it (best_first's, in
+   fsmem.search.postings). Sets `*cutting` to whether it holds; then only the scores reaching it need the
+   heap, which is most of the time of 3,000 of 100,000 documents. */
+static double
+sampled_cut(const double *scores, Py_ssize_t rows, Py_ssize_t want, int *cutting)
+{
+    *cutting = 0;
+    if (want <= 0 || rows < 4 * want || rows < SAMPLE_EVERY)
+        return 0.0;
+    Py_ssize_t taken = (rows + SAMPLE_EVERY - 1) / SAMPLE_EVERY, nth = 2 * want / SAMPLE_EVERY;
+    double *sample = PyMem_Malloc((size_t)taken * sizeof(double));
+    if (sample == NULL)
+        return 0.0; /* no cut: the heap takes every score */
+    for (Py_ssize_t j = 0; j < taken; j++)
+        sample[j] = scores[j * SAMPLE_EVERY];
+    double cut = nth_largest(sample, taken, nth < taken ? nth : taken - 1);
+    PyMem_Free(sample);
+    Py_ssize_t reach = 0;
+    for (Py_ssize_t i = 0; i < rows; i++)
+        reach += scores[i] >= cut && scores[i] != 0.0;
+    *cutting = reach >= want; /* then the want-th best reaches it, and so every one before it */
+    return cut;
 }
 
 PyDoc_STRVAR(best_documents_doc,
@@ -469,10 +599,39 @@ best_documents(PyObject *self, PyObject *args)
         PyErr_NoMemory();
         goto done;
     }
-    for (Py_ssize_t i = 0; i < rows && want; i++) {
-        if (sparse ? !touched[i] : scores[i] == 0.0)
-            continue;
-        offer(heap, &size, want, (int)i, scores);
+    int cutting = 0;
+    double cut = sparse ? 0.0 : sampled_cut(scores, rows, want, &cutting);
+    if (cutting) { /* the scores reaching the cut, a few times `want`, sorted whole: most of the heap's work spared */
+        Scored *reach = PyMem_Malloc((size_t)rows * sizeof(Scored));
+        if (reach == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        Py_ssize_t count = 0;
+        for (Py_ssize_t i = 0; i < rows; i++)
+            if (scores[i] != 0.0 && scores[i] >= cut) {
+                reach[count].score = scores[i];
+                reach[count++].at = (int)i;
+            }
+        if (want < count)
+            best_ahead(reach, count, want);
+        qsort(reach, (size_t)(want < count ? want : count), sizeof(Scored), scored_order);
+        for (size = 0; size < want && size < count; size++)
+            heap[size] = reach[size].at;
+        PyMem_Free(reach);
+    }
+    else {
+        for (Py_ssize_t i = 0; i < rows && want; i++) {
+            if (sparse ? !touched[i] : scores[i] == 0.0)
+                continue;
+            offer(heap, &size, want, (int)i, scores);
+        }
+        for (Py_ssize_t end = size; end > 1; end--) { /* the worst left goes last: the heap best first */
+            int at = heap[0];
+            heap[0] = heap[end - 1];
+            sift_down(heap, end - 1, 0, scores);
+            heap[end - 1] = at;
+        }
     }
     PyObject *positions = PyList_New(size), *values = PyList_New(size);
     if (positions == NULL || values == NULL) {
@@ -480,11 +639,8 @@ best_documents(PyObject *self, PyObject *args)
         Py_XDECREF(values);
         goto done;
     }
-    for (Py_ssize_t end = size; end > 0; end--) { /* the worst left goes last */
-        int at = heap[0];
-        heap[0] = heap[end - 1];
-        sift_down(heap, end - 1, 0, scores);
-        PyObject *p = PyLong_FromLong(at), *v = PyFloat_FromDouble(scores[at]);
+    for (Py_ssize_t n = 0; n < size; n++) {
+        PyObject *p = PyLong_FromLong(heap[n]), *v = PyFloat_FromDouble(scores[heap[n]]);
         if (p == NULL || v == NULL) {
             Py_XDECREF(p);
             Py_XDECREF(v);
@@ -492,8 +648,8 @@ best_documents(PyObject *self, PyObject *args)
             Py_DECREF(values);
             goto done;
         }
-        PyList_SET_ITEM(positions, end - 1, p);
-        PyList_SET_ITEM(values, end - 1, v);
+        PyList_SET_ITEM(positions, n, p);
+        PyList_SET_ITEM(values, n, v);
     }
     result = PyTuple_Pack(2, positions, values);
     Py_DECREF(positions);
