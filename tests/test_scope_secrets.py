@@ -299,3 +299,21 @@ def test_fsmem_mcp_with_paths_answers_no_marker(memory_root, tmp_path):
     for arguments, text in answers:
         assert not leaked(text, arguments), (arguments, text)
     assert memory_files(root) == before and head(root) == commit
+
+
+def test_a_read_as_of_names_no_history_file_outside_a_one_file_scope(memory_root, tmp_path, monkeypatch):
+    """The finding: a scope of one document (`--path entities/people/adam-smith.md`) leaves its history file
+    outside, yet `read(as_of=...)` said which keys that file holds and where: "[the value that held on
+    2026-03-01 of vireo is kept in entities/people/adam-smith.history.md: read it with as_of]"."""
+    monkeypatch.setenv("FSMEM_NOW", NOW)
+    root = tmp_path / "mem"
+    shutil.copytree(memory_root, root, symlinks=True)
+    document, kept = "entities/people/adam-smith.md", "entities/people/adam-smith.history.md"
+    older = f"- vireo: clearance ([2026-01-01](../../{document}) to 2026-06-01)\n"
+    Memory(root).write(kept, (root / kept).read_text().rstrip("\n") + "\n" + older)
+    note = f"of vireo is kept in {kept}"
+    for scope, told in ((None, True), (["entities/people"], True), ([document], False)):
+        memory = tools.read_only(Memory(root, agent="researcher", scope=scope))
+        answer = tools.call(memory, "read", {"path": document, "as_of": "2026-03-01"})
+        assert not answer.is_error and (note in answer.text) == told, (scope, answer.text)
+        assert told or "vireo" not in answer.text and "history" not in answer.text, answer.text
