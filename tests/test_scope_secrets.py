@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 from child_env import without_fsmem
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from fsmem import Memory
 from fsmem.agents import mcp_server, tools
@@ -65,6 +65,9 @@ def build(root: Path) -> Path:
         whole.write("topics/hub.md", "# Hub\n\n- see [[Zqx Vault]], [[Qvk Cipher]] and [[Billing]]\n")
         whole.write("sessions/2026/11/25/s-0001.md", SESSION)
         whole.consolidate()
+        kept = "entities/people/adam-smith.history.md"
+        older = "- vireo: clearance ([2026-01-01](../../entities/people/adam-smith.md) to 2026-06-01)\n"
+        whole.write(kept, (root / kept).read_text().rstrip("\n") + "\n" + older)
         whole.index()
         whole.search("warm the index")
     finally:
@@ -122,6 +125,7 @@ BODIES = [
 few = st.integers(min_value=0, max_value=3)
 paths = st.one_of(st.sampled_from(INSIDE), st.sampled_from(PATHS))  # half the time a file the scope holds
 tags = st.sampled_from(["billing", "finance", "wrenntag"])
+dates = st.sampled_from(["2026-03-01", "2026-10-15", "2026-11-21"])
 # the reads whose answers cannot move with what lies outside (search's scores may: docs/server.md)
 exact_reads = st.one_of(
     st.builds(lambda p, d: ("ls", {"path": p, "depth": d}), paths, st.integers(1, 6)),
@@ -136,12 +140,14 @@ exact_reads = st.one_of(
     st.builds(lambda w, t: ("grep", {"pattern": w, "tag": t}), st.sampled_from(WORDS), tags),
     st.builds(lambda p: ("read", {"path": p}), paths),
     st.builds(lambda p: ("read", {"path": p, "outline": True, "include_superseded": True}), paths),
+    st.builds(lambda p, d: ("read", {"path": p, "as_of": d}), paths, dates),
+    st.builds(lambda w, d: ("grep", {"pattern": w, "as_of": d}), st.sampled_from(WORDS), dates),
     st.builds(lambda p: ("stat", {"path": p}), paths),
     st.builds(lambda p, o: ("links", {"path": p, "offset": o}), paths, few),
     st.builds(
         lambda s, k: ("timeline", {"subject": s, **k}),
         st.sampled_from(SUBJECTS),
-        st.sampled_from([{}, {"key": "status"}, {"key": "employer"}]),
+        st.sampled_from([{}, {"key": "status"}, {"key": "employer"}, {"key": "vireo"}]),
     ),
     st.builds(lambda p: ("log", {"path": p}), paths),
     st.just(("log", {})),
@@ -217,23 +223,29 @@ def test_a_scoped_agent_learns_nothing_outside_and_changes_nothing_there(
 
 # -- as if nothing were outside ------------------------------------------------------------
 
-OUTSIDE = ("entities/orgs", "topics-sparrow", "archive", "sessions/2026/11/25")
+# a scope of two documents: their history files (one holding a key the document no longer shows) lie outside
+DOCUMENTS = ["topics/billing.md", "entities/people/adam-smith.md"]
+SCOPES = {"folders": SCOPE, "documents": DOCUMENTS}
 
 
 @pytest.fixture(scope="module")
-def twins(memory_root, tmp_path_factory) -> tuple[Path, Path]:
-    """The memory, and a copy whose files outside the scope that hold a marker are gone (state and history
-    kept): to a scoped reader the two must look the same."""
-    bare = tmp_path_factory.mktemp("bare") / "mem"
-    shutil.copytree(memory_root, bare, symlinks=True)
-    for folder in OUTSIDE:
-        shutil.rmtree(bare / folder)
-    os.environ["FSMEM_NOW"] = NOW
-    try:
-        Memory(bare).index()  # INDEX.md without them (a commit, which history's answers must not show either)
-    finally:
-        del os.environ["FSMEM_NOW"]
-    return memory_root, bare
+def twins(memory_root, tmp_path_factory) -> dict[str, tuple[Path, Path]]:
+    """For each scope, the memory and a copy without its memory files outside that scope (state and history
+    kept, INDEX.md made anew): to an agent of that scope the two must look the same."""
+    out = {}
+    for name, scope in SCOPES.items():
+        bare = tmp_path_factory.mktemp(f"bare-{name}") / "mem"
+        shutil.copytree(memory_root, bare, symlinks=True)
+        for rel in memory_files(bare):
+            if rel.endswith(".md") and rel != "INDEX.md" and not in_scope(rel, scope):
+                (bare / rel).unlink()
+        os.environ["FSMEM_NOW"] = NOW
+        try:
+            Memory(bare).index()  # a commit too, which no answer within the scope may show
+        finally:
+            del os.environ["FSMEM_NOW"]
+        out[name] = (memory_root, bare)
+    return out
 
 
 def hashes_hidden(text: str) -> str:
@@ -241,15 +253,16 @@ def hashes_hidden(text: str) -> str:
 
 
 @settings(max_examples=2 * EXAMPLES, deadline=None)
-@given(sequence=st.lists(exact_reads, min_size=1, max_size=8))
-def test_a_scoped_reader_answers_as_if_nothing_were_outside(twins, sequence):
+@given(scope=st.sampled_from(sorted(SCOPES)), sequence=st.lists(exact_reads, min_size=1, max_size=8))
+@example(scope="documents", sequence=[("read", {"path": "entities/people/adam-smith.md", "as_of": "2026-03-01"})])
+def test_a_scoped_reader_answers_as_if_nothing_were_outside(twins, scope, sequence):
     """Totals, "more" hints, backlinks, resolution and context alike: what lies outside changes no answer.
     (Search is left out: its scores may move with words outside, as docs/server.md says; the markers test
     above holds it to the rest.)"""
     pytest.importorskip("mcp")
     os.environ["FSMEM_NOW"] = NOW
     try:
-        memories = [tools.read_only(Memory(root, agent="peek", scope=SCOPE)) for root in twins]
+        memories = [tools.read_only(Memory(root, agent="peek", scope=SCOPES[scope])) for root in twins[scope]]
         for name, arguments in sequence:
             whole, bare = (hashes_hidden(asked(memory, name, arguments)) for memory in memories)
             assert whole == bare, (name, arguments)
