@@ -31,6 +31,9 @@ REPO = Path(__file__).resolve().parent.parent
 NOW = "2026-12-01T12:00:00+00:00"
 SCOPE = ["topics", "entities/people"]
 WRITER_SCOPE = [*SCOPE, "sessions/2026/12/01"]  # today's session folder: the writer may note
+# a scope of two documents: their history files (one holding a key the document no longer shows) lie outside
+DOCUMENTS = ["topics/billing.md", "entities/people/adam-smith.md"]
+SCOPES = {"folders": SCOPE, "documents": DOCUMENTS}
 # words that only files outside the scope hold; a name's marker may come back when the agent sent it
 BODY_MARKERS = ("kestrel", "plover", "wrenntag", "heron")
 NAME_MARKERS = ("zz9", "sparrow", "gannet", "osprey")
@@ -194,14 +197,14 @@ def leaked(text: str, arguments: dict) -> list[str]:
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(writer=st.booleans(), sequence=st.lists(calls, min_size=1, max_size=8))
+@given(writer=st.booleans(), reach=st.sampled_from(sorted(SCOPES)), sequence=st.lists(calls, min_size=1, max_size=8))
 def test_a_scoped_agent_learns_nothing_outside_and_changes_nothing_there(
-    memory_root, tmp_path_factory, writer, sequence
+    memory_root, tmp_path_factory, writer, reach, sequence
 ):
     pytest.importorskip("mcp")
     root = tmp_path_factory.mktemp("copy") / "mem"
     shutil.copytree(memory_root, root, symlinks=True)
-    scope = WRITER_SCOPE if writer else SCOPE
+    scope = SCOPES[reach] + (["sessions/2026/12/01"] if writer else [])  # today's session folder: it may note
     before, commit = memory_files(root), head(root)
     os.environ["FSMEM_NOW"] = NOW
     try:
@@ -222,10 +225,6 @@ def test_a_scoped_agent_learns_nothing_outside_and_changes_nothing_there(
 
 
 # -- as if nothing were outside ------------------------------------------------------------
-
-# a scope of two documents: their history files (one holding a key the document no longer shows) lie outside
-DOCUMENTS = ["topics/billing.md", "entities/people/adam-smith.md"]
-SCOPES = {"folders": SCOPE, "documents": DOCUMENTS}
 
 
 @pytest.fixture(scope="module")
