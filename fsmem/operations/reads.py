@@ -236,7 +236,7 @@ def read(
             for n in result.notes
         ]
     if as_of is not None:
-        elsewhere = _as_of.kept_in_history(memory.root, rel, stamp)
+        elsewhere = _as_of.kept_in_history(memory.root, rel, stamp, memory.scope)
         if elsewhere:
             from fsmem.format.history_file import history_path
 

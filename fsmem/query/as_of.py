@@ -25,6 +25,7 @@ from fsmem.store.meta import EXACT_COUNT_LIMIT
 
 if TYPE_CHECKING:
     from fsmem.search.scoring import Ranking
+    from fsmem.store.scope import Scope
 
 Ranges = list[tuple[int, int]]
 
@@ -77,14 +78,17 @@ def lines_as_of(root: Path, rels: list[str], stamp: str, *, include_superseded: 
     return out
 
 
-def kept_in_history(root: Path, rel: str, stamp: str) -> list[str]:
+def kept_in_history(root: Path, rel: str, stamp: str, scope: Scope | None = None) -> list[str]:
     """The keys of document `rel` whose value at `stamp` is kept only in its history file now (bounded out of
-    the document by `consolidate.superseded_in_document`): a read of the document says where they are."""
+    the document by `consolidate.superseded_in_document`): a read of the document says where they are. None
+    of them when the history file lies outside `scope` (one naming the document alone): there it does not exist."""
     from fsmem.format.history_file import history_path, is_history_path
 
     if is_history_path(rel) or rel.startswith(V.SESSIONS + "/"):
         return []
     history = history_path(rel)
+    if scope is not None and not scope.contains(history):
+        return []
     older = read_text(root, history)  # first: most documents have none, and then the document is not read again
     text = read_text(root, rel) if older is not None else None
     if text is None or older is None:
