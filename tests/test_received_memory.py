@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 from pathlib import Path
 
 import cli_runner
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 from hostile_remote import World, build_world, git, push
 
 from fsmem.history.git import Git
@@ -117,3 +119,71 @@ def test_no_command_on_a_received_memory_runs_a_program_its_git_config_names(wor
     assert "transport 'ext' not allowed" in answers[-1][3]
     shared = git(world.origin, "show", "main:topics/shared.md")
     assert "from the other host" in shared
+
+
+# (section, subsection or None, variable) of every program-naming key disarm.py handles
+PROGRAM_KEYS = [
+    ("filter", "evil", "clean"),
+    ("filter", "evil", "smudge"),
+    ("filter", "Lfs", "process"),
+    ("diff", "md", "textconv"),
+    ("merge", "evil", "driver"),
+    ("merge", "fsmem", "driver"),
+    ("core", None, "askPass"),
+    ("credential", None, "helper"),
+    ("credential", "https://example.com", "helper"),
+]
+SETTING = st.tuples(st.sampled_from(PROGRAM_KEYS), st.sampled_from(["repository", "operator", "included"]))
+
+
+def config_text(entries: list[tuple[tuple[str, str | None, str], str]]) -> str:
+    heads = {(section, sub): f'[{section} "{sub}"]' if sub else f"[{section}]" for (section, sub, _), _ in entries}
+    return "".join(f"{heads[section, sub]}\n\t{variable} = {value}\n" for (section, sub, variable), value in entries)
+
+
+@settings(
+    max_examples=15 * int(os.environ.get("FSMEM_FUZZ_SCALE", "1")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(planted=st.lists(SETTING, max_size=8))
+def test_after_disarming_git_sees_only_the_operators_programs_or_none(tmp_path_factory, planted):
+    """Whatever program-naming keys the repository's config (or a file it includes) and the operator's global
+    config set, git with fsmem's arguments resolves each to what the operator's config alone gives it: the
+    repository's values never remain (`git config --get-all`, as git reads them)."""
+    base = tmp_path_factory.mktemp("disarm")
+    repo, included, operator_file = base / "repo", base / "included.cfg", base / "global.cfg"
+    git(base, "init", "-q", str(repo))
+    theirs, mine, inner = [], [], []
+    for n, (key, where) in enumerate(planted):
+        {"repository": theirs, "operator": mine, "included": inner}[where].append((key, f"run-{where}-{n}"))
+    included.write_text(config_text(inner))
+    with open(repo / ".git" / "config", "a") as config:
+        config.write(config_text(theirs) + f"[include]\n\tpath = {included}\n")
+    operator_file.write_text(config_text(mine))
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": str(operator_file), "GIT_CONFIG_NOSYSTEM": "1"}
+    with_env = dict(os.environ)
+    os.environ.update(env)
+    try:
+        command = Git(repo).command("status")
+    finally:
+        os.environ.clear()
+        os.environ.update(with_env)
+    prefix = command[: command.index("status")]
+
+    def read(*args: str) -> list[str]:
+        out = subprocess.run([*prefix, "config", *args], capture_output=True, text=True, env=env).stdout
+        return out.split("\n")[:-1]
+
+    for section, sub, variable in PROGRAM_KEYS:
+        key = ".".join(part for part in (section, sub, variable) if part)
+        operators = [value for (k, value) in mine if k == (section, sub, variable)]
+        if section == "credential":
+            continue
+        found = read("--get", key)  # the value git uses: the last one
+        if key != "merge.fsmem.driver":
+            assert found == operators[-1:] or (not operators and not found[0].startswith("run-")), (key, found)
+    helpers = [line.partition(" ")[2] for line in read("--get-regexp", r"^credential\..*helper$")]
+    resets = [n for n, value in enumerate(helpers) if value == ""]
+    used = helpers[resets[-1] + 1 :] if resets else helpers  # an empty helper empties the list before it
+    assert used == [value for (k, value) in mine if k[0] == "credential"], helpers
