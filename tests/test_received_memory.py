@@ -18,8 +18,8 @@ from pathlib import Path
 
 import cli_runner
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
 from hostile_remote import World, build_world, git, push
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fsmem.history.git import Git
 
