@@ -6,12 +6,13 @@ runs what that names: a filter's clean command on `git status`, a textconv on `g
 only folders another user owns; an unpacked archive is the operator's. So fsmem's git takes these settings
 only from the operator's own config (global, system): each one the repository's config (`.git/config`, the
 worktree's, and what they include) sets is given on the command line, where git reads it last, as the value
-the operator's config gives or else one that runs nothing of the repository's. Hooks and fsmonitor are
-switched off for every call (`git.settings`); this is the rest, read once per `Git` with one `git config`.
+the operator's config gives or else one that runs nothing of the repository's. Hooks, fsmonitor and
+signature checks are switched off for every call (`SETTINGS`); the rest is read once per `Git` (`Disarm`).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from collections.abc import Callable
@@ -38,6 +39,14 @@ TRANSPORT = {
     "uploadpack": ({"fetch", "ls-remote"}, "--upload-pack=git-upload-pack"),
     "receivepack": ({"push"}, "--receive-pack=git-receive-pack"),
 }
+# settings of every fsmem git call (with git.settings()): no fsmonitor, hook or signature check of the repository's
+SETTINGS = {
+    "core.fsmonitor": "false",
+    "core.hooksPath": os.devnull,
+    "log.showSignature": "false",
+    "merge.verifySignatures": "false",
+}
+PROTOCOLS = "file:http:https:ssh"  # GIT_ALLOW_PROTOCOL unless the environment sets it: no ext::, whatever config says
 # git commands that never run a filter, driver, transport or helper: fsmem calls them most, so they skip it.
 PLUMBING = frozenset(
     {"config", "rev-parse", "cat-file", "update-ref", "rev-list", "ls-tree", "ls-files", "diff-tree"}
@@ -78,3 +87,27 @@ def overrides(read_config: Callable[[], subprocess.CompletedProcess[bytes]]) -> 
         if key.startswith("filter.") and not operators and (key.rpartition(".")[0] + ".required", "false") not in pairs:
             pairs.append((key.rpartition(".")[0] + ".required", "false"))  # a filter git may run none of
     return [arg for key, value in pairs for arg in ("-c", f"{key}={value}")], options
+
+
+class Disarm:
+    """One repository's disarming arguments, read once (`git config`), the first time a git command needs them."""
+
+    def __init__(self) -> None:
+        self.found: tuple[list[str], dict[str, str]] | None = None
+
+    def around(
+        self, args: tuple[str, ...], settings: list[str], run: Callable[..., subprocess.CompletedProcess[bytes]]
+    ) -> list[str]:
+        """git's arguments after `-C`: the repository's programs disarmed (read with `run`, `Git.run`), then
+        fsmem's `settings` (which win, as git reads the last), then `args` with the option that replaces a
+        remote's program where one does."""
+        at = next((i for i in range(0, len(args), 2) if args[i] != "-c"), len(args))  # past an identity's -c
+        if at == len(args) or args[at] in PLUMBING:
+            return [*settings, *args]
+        if self.found is None:
+            self.found = overrides(
+                lambda: run("config", "--show-scope", "--includes", "-z", "--get-regexp", PROGRAMS.pattern, check=False)
+            )
+        disarmed, options = self.found
+        option = [options[args[at]]] if args[at] in options else []
+        return [*disarmed, *settings, *args[: at + 1], *option, *args[at + 1 :]]

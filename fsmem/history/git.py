@@ -103,11 +103,8 @@ def settings() -> list[str]:
         "gc.autoDetach": "false",
         "submodule.recurse": "false",  # a remote's .gitmodules never makes fsmem's git fetch or check out anything
         "log.mailmap": "false",  # nor does its .mailmap make `fsmem log --agent` match someone else's commits
-        "core.fsmonitor": "false",  # a received memory's .git/config names programs too: git runs none of them
-        "core.hooksPath": os.devnull,  # nor any hook in its .git/hooks
-        "log.showSignature": "false",  # nor a gpg.program (see disarm.py for the rest)
-        "merge.verifySignatures": "false",
     }
+    pairs.update(disarm.SETTINGS)  # a received memory's .git/config names programs too: git runs none of them
     return [arg for key, value in pairs.items() for arg in ("-c", f"{key}={value}")]
 
 
@@ -121,7 +118,7 @@ def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
         PAGER="cat",
     )
     env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
-    env.setdefault("GIT_ALLOW_PROTOCOL", "file:http:https:ssh")  # not ext:: even where the repository allows it
+    env.setdefault("GIT_ALLOW_PROTOCOL", disarm.PROTOCOLS)
     env.update(extra or {})
     return env
 
@@ -131,25 +128,11 @@ class Git:
 
     def __init__(self, top: Path):
         self.top = top
-        self._disarmed: tuple[list[str], dict[str, str]] | None = None
+        self.disarm = disarm.Disarm()
 
     def command(self, *args: str) -> list[str]:
-        """git's command line for `args`: the repository's programs disarmed, then fsmem's settings, which win."""
-        at = next((i for i in range(0, len(args), 2) if args[i] != "-c"), len(args))  # past an identity's -c
-        if at == len(args) or args[at] in disarm.PLUMBING:
-            return ["git", "-C", os.fspath(self.top), *settings(), *args]
-        disarmed, options = self.disarmed()
-        option = [options[args[at]]] if args[at] in options else []
-        return ["git", "-C", os.fspath(self.top), *disarmed, *settings(), *args[: at + 1], *option, *args[at + 1 :]]
-
-    def disarmed(self) -> tuple[list[str], dict[str, str]]:
-        if self._disarmed is None:
-            self._disarmed = disarm.overrides(
-                lambda: self.run(
-                    "config", "--show-scope", "--includes", "-z", "--get-regexp", disarm.PROGRAMS.pattern, check=False
-                )
-            )
-        return self._disarmed
+        """git's command line: the repository's programs disarmed (disarm.py), then fsmem's settings, which win."""
+        return ["git", "-C", os.fspath(self.top), *self.disarm.around(args, settings(), self.run)]
 
     def run(
         self,
