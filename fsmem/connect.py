@@ -313,10 +313,14 @@ def diff(change: Plan) -> str:
 
 
 def apply(change: Plan) -> None:
-    """Write `change` atomically (a reader sees the old file or the new one), unless the file changed meanwhile."""
+    """Write `change` atomically (a reader sees the old file or the new one), unless the file changed meanwhile.
+    A link (a dotfiles folder's) is written where it leads if a file is there: one that leads nowhere would make
+    folders and a file wherever it says (a project's `.claude/settings.json` comes with the project)."""
     from fsmem.store.files import atomic_write
 
     path = change.path.resolve() if change.path.is_symlink() else change.path
+    if path != change.path and not path.is_file():
+        raise InvalidArgument(f"{change.path} is a link to {path}, which is no file; nothing was changed")
     if read_config(path) != change.before:
         raise InvalidArgument(f"{change.path} changed while fsmem was reading it; nothing was changed: run again")
     atomic_write(path, change.after)

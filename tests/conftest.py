@@ -386,11 +386,17 @@ def _build_wheel(base: Path) -> Path:
     return wheel
 
 
+@pytest.fixture(scope="session")
+def _config_home(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("config-home")
+
+
 @pytest.fixture(autouse=True)
-def _isolated_env(monkeypatch):
-    """No test sees the developer's FSMEM_* settings or session."""
+def _isolated_env(monkeypatch, _config_home):
+    """No test sees the developer's FSMEM_* settings or session, nor makes a key in their config folder."""
     for name in ("FSMEM_ROOT", "FSMEM_AGENT", "FSMEM_SESSION", "FSMEM_NOW"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(_config_home))
 
 
 @pytest.fixture(autouse=True)

@@ -492,3 +492,28 @@ def test_no_ask_to_save_leaves_the_stop_hook_out_and_removes_only_fsmem_s(memory
 def test_no_ask_to_save_goes_with_hooks(memory, tmp_path):
     done = run("--root", str(memory.root), "connect", "claude-code", "--no-ask-to-save", home=tmp_path, cwd=tmp_path)
     assert done.returncode == 2 and "--no-ask-to-save goes with --hooks" in done.stderr
+
+
+@pytest.mark.parametrize("hooks", [False, True])
+def test_write_refuses_a_config_link_that_leads_to_no_file_and_makes_nothing_where_it_leads(memory, tmp_path, hooks):
+    """A project's `.claude/settings.json` or `.mcp.json` comes with the project: as a link to a missing file in
+    a missing folder, `--write` made that folder and wrote the file wherever the link said; now it exits 2."""
+    project = tmp_path / "project"
+    (project / ".claude").mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere" / "deeper" / "x.json"
+    name = project / (".claude/settings.json" if hooks else ".mcp.json")
+    name.symlink_to(elsewhere)
+    args = ("--hooks",) if hooks else ()
+    result = run(
+        "--root", str(memory.root), "connect", "claude-code", *args, "--scope", "project", "--write",
+        home=tmp_path, cwd=project,
+    )  # fmt: skip
+    assert result.returncode == 2 and "which is no file; nothing was changed" in result.stderr, result.stderr
+    assert not (tmp_path / "elsewhere").exists() and name.is_symlink()
+    (tmp_path / "elsewhere").mkdir()
+    elsewhere.parent.mkdir()
+    assert run(
+        "--root", str(memory.root), "connect", "claude-code", *args, "--scope", "project", "--write",
+        home=tmp_path, cwd=project,
+    ).returncode == 2  # fmt: skip
+    assert not elsewhere.exists()

@@ -4,6 +4,7 @@ that misbehave; host-local settings that no fsmem.yaml, clone or remote can set;
 from __future__ import annotations
 
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -315,3 +316,26 @@ def test_in_a_git_memory_the_command_is_kept_in_git_config_and_no_commit_carries
     assert run(root, "config", "--local", "distill.command", "--unset").returncode == 0
     assert run(root, "config", "--local", "distill.command").returncode == 1  # not set, as git config says
     assert run(root, "distill").returncode == 2
+
+
+@pytest.mark.parametrize("with_git", [True, False])
+def test_a_command_a_received_or_copied_memory_brings_in_its_host_settings_is_never_run(tmp_path, with_git):
+    """A memory handed over as a tarball or a copied folder brings its .git/config and .fsmem/, where this host's
+    settings live: a distill.command the sender put there (by hand, or with fsmem config on their own host) is
+    refused until the operator sets one here; this host's own, set with fsmem config, still runs."""
+    marker = tmp_path / "ran"
+    sender = Memory.init(tmp_path / "sender", git=with_git).root
+    assert run(sender, "import", "chatgpt", str(chatgpt_export(tmp_path / "export", CHATGPT))).returncode == 0
+    assert run(sender, "config", "--local", "distill.command", command("marker", str(marker))).returncode == 0
+    received = tmp_path / "received"
+    shutil.copytree(sender, received, symlinks=True)
+    refused = run(received, "distill")
+    assert refused.returncode == 2 and not marker.exists(), refused.stderr
+    assert "distill.command in " in refused.stderr and "was not set on this host for this folder" in refused.stderr
+    if with_git:  # as the sender writes it by hand, with a seal of their own
+        config = received / ".git" / "config"
+        config.write_text(config.read_text() + f"[fsmem]\n\tdistillCommandSeal = {'0' * 64}\n")
+        assert run(received, "distill").returncode == 2 and not marker.exists()
+    assert run(received, "config", "--local", "distill.command", command("marker", str(marker))).returncode == 0
+    done = run(received, "distill")
+    assert done.returncode == 0 and marker.exists(), done.stderr

@@ -492,6 +492,7 @@ NOT_PYTHON = {
     "fsmem.hostId",
     "fsmem.distillCommand",
     "fsmem.distillTimeout",
+    "fsmem.distillCommandSeal",
 }
 
 

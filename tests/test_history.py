@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import cli_runner
@@ -418,3 +419,19 @@ def test_an_entry_whose_blobs_were_lost_is_set_aside_and_the_change_committed_fr
     subjects = [s for _, s, _ in commits(memory.root, 3)]
     assert "outside fsmem: topics/a.md" in subjects
     subprocess.run(["git", "-C", str(memory.root), "fsck", "--no-dangling"], check=True, capture_output=True)
+
+
+def test_the_background_maintenance_runs_for_a_memory_whose_folder_name_the_shell_would_read(tmp_path):
+    """`git gc --auto` and the commit graph run every 256 commits as one `sh -c` line: its words were joined
+    unquoted, so fsmem's own settings (a merge driver with spaces, a name with parentheses) made it a syntax
+    error and it never ran, and a folder named with `$(…)` would have been a command."""
+    marker = tmp_path / "ran"
+    memory = Memory.init(tmp_path / f"mem $(touch {marker}) x", git=True)
+    memory.note("one line to commit")
+    journal.maintain(memory.history)
+    graph = memory.root / ".git" / "objects" / "info" / "commit-graph"
+    for _ in range(300):
+        if graph.exists():
+            break
+        time.sleep(0.1)
+    assert graph.is_file() and not marker.exists()

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from fsmem.errors import ChangedOnDisk, HistoryError
+from fsmem.history import disarm
 from fsmem.store.shared import Shared
 
 # Variables a git hook may have set that would point our git elsewhere.
@@ -103,6 +104,7 @@ def settings() -> list[str]:
         "submodule.recurse": "false",  # a remote's .gitmodules never makes fsmem's git fetch or check out anything
         "log.mailmap": "false",  # nor does its .mailmap make `fsmem log --agent` match someone else's commits
     }
+    pairs.update(disarm.SETTINGS)  # a received memory's .git/config names programs too: git runs none of them
     return [arg for key, value in pairs.items() for arg in ("-c", f"{key}={value}")]
 
 
@@ -116,6 +118,7 @@ def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
         PAGER="cat",
     )
     env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
+    env.setdefault("GIT_ALLOW_PROTOCOL", disarm.PROTOCOLS)
     env.update(extra or {})
     return env
 
@@ -125,9 +128,11 @@ class Git:
 
     def __init__(self, top: Path):
         self.top = top
+        self.disarm = disarm.Disarm()
 
     def command(self, *args: str) -> list[str]:
-        return ["git", "-C", os.fspath(self.top), *settings(), *args]
+        """git's command line: the repository's programs disarmed (disarm.py), then fsmem's settings, which win."""
+        return ["git", "-C", os.fspath(self.top), *self.disarm.around(args, settings(), self.run)]
 
     def run(
         self,

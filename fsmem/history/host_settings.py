@@ -10,13 +10,20 @@ remote's change under `.fsmem/` is refused). Which of the two is decided by the 
 never by fsmem.yaml, so a remote cannot move where they are read from. git's config is kept for the first
 because it is where `fsmem.hostId` and `fsmem.acceptConfig` have always been, and it outlives a deleted
 `.fsmem/` (which is otherwise safe to delete).
+
+A memory handed over as a tarball or a copied folder brings its `.git/config` and `.fsmem/` too, so a setting
+that runs a program (`SEALED`) is taken only with the seal `put` wrote beside it: a keyed hash of the folder,
+the name and the value, under a key kept in this user's own config folder (`host_key`), which no memory holds.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import json
 import os
+import secrets
 import subprocess
 from pathlib import Path
 
@@ -38,6 +45,8 @@ SAYS = {
     "distill.timeout": "seconds fsmem distill gives the command per episode when --timeout is not given",
     "sync.accept_config": "'settings': take a remote's fsmem.yaml change that touches no security setting",
 }
+# settings that run a program, and where each one's seal is kept in git's config
+SEALED = {"distill.command": "fsmem.distillCommandSeal"}
 FILE = "host-settings.json"  # under .fsmem/, for a memory outside any git work tree
 MAX_VALUE_CHARS = 4096
 
@@ -75,8 +84,57 @@ def put(root: Path, name: str, value: str | None) -> None:
     key = _known(name)
     if value is not None and (not value.strip() or "\n" in value or "\x00" in value or len(value) > MAX_VALUE_CHARS):
         raise InvalidArgument(f"{name} takes one line of text (at most {MAX_VALUE_CHARS} characters)")
+    if name in SEALED:
+        _put(root, SEALED[name], f"{name}.seal", None if value is None else _seal(root, name, value))
+    _put(root, key, name, value)
+
+
+def sealed(root: Path, name: str) -> str | None:
+    """The value of setting `name` that runs a program, or None when it is not set; refused when it was not set
+    by `put` for this folder on this host (a copied or received memory's own)."""
+    value = get(root, name)
+    if value is None:
+        return None
     if git_marker(root) is not None:
-        args = ["--unset", key] if value is None else [key, value]
+        seal = host_setting(root, SEALED[name]) or ""
+    else:
+        found = _read_file(root).get(f"{name}.seal")
+        seal = found if isinstance(found, str) else ""
+    if not hmac.compare_digest(seal, _seal(root, name, value)):
+        raise InvalidArgument(
+            f"{name} in {where(root)} was not set on this host for this folder (a memory copied or received "
+            f"from someone else brings its own), so it is not run; see it with: fsmem config --local {name}; "
+            f"set this host's own with: fsmem config --local {name} CMD"
+        )
+    return value
+
+
+def _seal(root: Path, name: str, value: str) -> str:
+    said = "\0".join((os.path.realpath(root), name, value)).encode("utf-8", "surrogateescape")
+    return hmac.new(host_key(), said, hashlib.sha256).hexdigest()
+
+
+def host_key() -> bytes:
+    """This user's key for seals: $XDG_CONFIG_HOME/fsmem/host-key (else ~/.config/), made on first use."""
+    config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    path = Path(config, "fsmem", "host-key")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with contextlib.suppress(FileExistsError):
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            with os.fdopen(fd, "w") as out:
+                out.write(secrets.token_hex(32) + "\n")
+        key = path.read_text(encoding="ascii", errors="replace").strip()
+    except OSError as exc:
+        raise InvalidArgument(f"cannot make or read this user's key for host settings {path}: {exc}") from None
+    if len(key) < 32 or not key.isascii():
+        raise InvalidArgument(f"{path} holds no key (delete it: the next fsmem config --local makes one)")
+    return key.encode("ascii")
+
+
+def _put(root: Path, key: str, name: str, value: str | None) -> None:
+    if git_marker(root) is not None:
+        args = ["--unset-all", key] if value is None else ["--replace-all", key, value]  # a copied config may hold two
         try:
             proc = subprocess.run(
                 ["git", "-C", os.fspath(root), "config", "--local", *args],

@@ -32,6 +32,7 @@ import json
 import os
 import random
 import re
+import shlex
 import subprocess
 import time
 from collections.abc import Callable, Iterable
@@ -389,9 +390,12 @@ def _count_commits(repo: Repo, count: int) -> None:
 
 
 def maintain(repo: Repo) -> None:
-    """`git gc --auto` and a commit graph with changed-path filters, in the background (never waited for)."""
+    """`git gc --auto` and a commit graph with changed-path filters, in the background (never waited for).
+
+    Each word is quoted for the shell: fsmem's settings hold spaces and parentheses, and the memory's path is
+    whatever the folder is named."""
     script = " && ".join(
-        " ".join(repo.git.command(*args))
+        shlex.join(repo.git.command(*args))
         for args in (("gc", "--auto", "--quiet"), ("commit-graph", "write", "--reachable", "--changed-paths"))
     )
     with contextlib.suppress(OSError):

@@ -161,7 +161,7 @@ def pending_parts(memory: Core, max_tokens: int) -> tuple[list[dict[str, Any]], 
 
 
 def _setting(root: Path, host_settings: Any) -> str:
-    found = host_settings.get(root, "distill.command")
+    found = host_settings.sealed(root, "distill.command")
     if found is None:
         raise InvalidArgument(
             "give the command to run with --command CMD, or set this host's own with: "
