@@ -608,3 +608,39 @@ def test_the_request_module_imports_only_what_the_start_needs():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "['_socket', 'fsmem.cli.rendezvous', 'fsmem.names']"
+
+
+def test_a_watcher_on_a_terminal_sends_no_progress_with_an_answer(memory):
+    """A watcher started on a terminal draws a cold build's progress there; the command it answers gets none of it
+    (its stderr may be a file, where the walk draws none): the search that builds the index, asked, is the walk's.
+    It sent "\\rfsmem: indexing files for search: ... \\x1b[K" in the answer's stderr (found by attack54a)."""
+    import pty
+
+    master, terminal = pty.openpty()
+    said = bytearray()
+
+    def drain() -> None:
+        while True:
+            try:
+                chunk = os.read(master, 1 << 16)
+            except OSError:  # the terminal's other end closed
+                return
+            if not chunk:
+                return
+            said.extend(chunk)
+
+    threading.Thread(target=drain, daemon=True).start()
+    args = ["--root", str(memory.root), "watch", "--settle", "0.1"]
+    process = preloaded.start(args, env=dict(os.environ), stderr=terminal)
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while b"answering one-shot reads on " not in said and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert b"answering one-shot reads on " in said, bytes(said)
+        code, out, err = both(memory.root, "search", "zephyr", env={"FSMEM_PROGRESS_AFTER": "0"})
+        assert code == 0 and b"zephyr" in out and err == b""
+    finally:
+        process.terminate()
+        process.wait(TIMEOUT)
+        os.close(terminal)
+        os.close(master)

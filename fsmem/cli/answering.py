@@ -227,6 +227,7 @@ class _Request:
         """Run the command as the client's process would have, and what it printed, in order; with the memories
         of `kept` where it opens one that is kept."""
         from fsmem.cli import dispatch
+        from fsmem.store import progress
 
         saved = {k: v for k, v in os.environ.items() if k.startswith("FSMEM_") or k in _ENVIRONMENT}
         here = os.getcwd()
@@ -240,6 +241,9 @@ class _Request:
                 raise rv.Unanswered("not a read of this memory")
             sys.stdin, sys.stdout, sys.stderr = io.StringIO(), recorder.stream(1), recorder.stream(2)
             last_resort = _log_to(streams[2])  # the watcher's warnings (the feed's) stay in its own log
+            # no progress in an answer: the watcher's own terminal set it, the client's stderr may be a file, and
+            # a line drawn over itself would reach the client at once with the answer anyway
+            shower, progress.shower = progress.shower, None
             rv.KEEPER = kept
             try:
                 dispatch(self.argv)
@@ -248,6 +252,7 @@ class _Request:
                 code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
             finally:
                 rv.KEEPER = None
+                progress.shower = shower
                 _log_to(last_resort)
         finally:
             sys.stdin, sys.stdout, sys.stderr = streams
