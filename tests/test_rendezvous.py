@@ -644,3 +644,25 @@ def test_a_watcher_on_a_terminal_sends_no_progress_with_an_answer(memory):
         process.wait(TIMEOUT)
         os.close(terminal)
         os.close(master)
+
+
+def test_a_client_that_stops_taking_its_answer_holds_the_watcher_seconds_not_minutes(memory, watcher):
+    """A client stopped (Ctrl-Z) while a long answer comes: the watcher drops it after `SEND_SECONDS` and answers
+    the next command. It waited for the whole answer to be taken for 120 s (`ANSWER_SECONDS`), every command meanwhile
+    walking, its change feed unread (found by attack54a)."""
+    from fsmem.cli import answering
+
+    root = memory.root
+    configure(root, {"budgets": {"agents": {"reader": {"max_tokens": 10_000_000, "max_results": 1_000_000}}}})
+    write_file(root, "topics/long.md", "# Long\n\n" + "".join(f"- zephyr line {i}\n" for i in range(50_000)))
+    argv = ["--root", str(root), "--agent", "reader", "grep", "zephyr", "--max-results", "1000000"]
+    time.sleep(1.1)  # fsmem.yaml older than a second: the memory is kept
+    assert len(run(root, *argv)[1]) > 1 << 20  # the answer is past the socket's buffer
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as stopped:
+        stopped.settimeout(TIMEOUT)
+        stopped.connect(watcher.socket())
+        stopped.sendall(rv.pack(rv.request(str(root), argv)))
+        assert stopped.recv(1) == rv.READY
+        stopped.sendall(rv.GO)  # and takes nothing of the answer
+        time.sleep(answering.SEND_SECONDS + 1)
+        both(root, "ls")  # FSMEM_SOCKET=require: the watcher answered
