@@ -666,3 +666,29 @@ def test_a_client_that_stops_taking_its_answer_holds_the_watcher_seconds_not_min
         stopped.sendall(rv.GO)  # and takes nothing of the answer
         time.sleep(answering.SEND_SECONDS + 1)
         both(root, "ls")  # FSMEM_SOCKET=require: the watcher answered
+
+
+def test_a_watcher_answers_only_a_client_of_its_own_version_install_and_file_name_encoding(memory, watcher):
+    """A watcher started before an upgrade, or from another install, runs other code than the command would; under
+    PYTHONUTF8=0 LC_ALL=C a command's file names are ASCII with escapes where the watcher's are UTF-8. Each is
+    refused, and the command walks. The watcher answered all of them: `ls` listed 'café.md', which the walk there
+    leaves out as not text, and `read` printed it where the walk refuses its name (found by attack54a)."""
+    root = memory.root
+    write_file(root, "topics/café.md", "# Café\n\n- zephyr\n")
+    both(root, "ls", "topics")
+    fields = rv.request(str(root), ["--root", str(root), "ls"])
+    version, encoding, code = os.fsdecode(fields[0].removeprefix(rv.MAGIC)).split(" ", 2)
+    assert fields[0] == rv.MAGIC + os.fsencode(f"{version} {encoding} {code}")
+    others = [f"0.0.1 {encoding} {code}", f"{version} {encoding} {code}-elsewhere", f"{version} ascii:strict {code}"]
+    for other in [b"FSMEM-ASK-1\n", *(rv.MAGIC + os.fsencode(o) for o in others)]:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(TIMEOUT)
+            sock.connect(watcher.socket())
+            sock.sendall(rv.pack([other, *fields[1:]]))
+            assert sock.recv(1) == rv.REFUSED, other
+    ascii_names = {"PYTHONUTF8": "0", "LC_ALL": "C", "PYTHONIOENCODING": "utf-8"}
+    for args in (("ls", "topics"), ("read", "topics/café.md")):
+        walked = run(root, *args, mode="off", here=False, started=True, env=ascii_names)
+        assert run(root, *args, mode="auto", started=True, env=ascii_names) == walked
+        code, _, err = run(root, *args, mode="require", started=True, env=ascii_names)
+        assert code == 2 and b"the watcher refused" in err

@@ -219,7 +219,7 @@ class _Request:
 
     @classmethod
     def of(cls, fields: list[bytes]) -> _Request | None:
-        if len(fields) < 4 or fields[0] != rv.MAGIC:
+        if len(fields) < 4 or fields[0] != rv.identity():  # another protocol, version, install or locale
             return None
         decode = os.fsdecode
         count = int(fields[3])

@@ -3,8 +3,8 @@
 A one-shot `fsmem ls` or `search` at 100k files walks 100,000 files for its freshness (docs/performance.md,
 "Start-up and one-shot commands"); a watcher that holds the memory already knows what changed. So before
 anything else is imported, `ask` sends the command line, with everything its answer depends on (the working
-folder, the FSMEM_* variables: agent, session, host, clock; TZ and the terminal's width), to the watcher of
-the memory, which runs the very same command in its process (`fsmem.cli.answering`) and sends back what it
+folder, the FSMEM_* variables: agent, session, host, clock; TZ and the terminal's width; its `identity`: fsmem's
+version and install, the file name encoding), to the watcher of the memory, which runs the very same command in its process (`fsmem.cli.answering`) and sends back what it
 printed and its exit code; the client prints those bytes and exits. Only reads are asked (`ASKED`); anything
 else, and every failure before the answer has arrived (no watcher, one that does not say READY within
 `READY_SECONDS`, a refusal, an answer cut short), runs the command here as before: nothing has been printed
@@ -37,7 +37,7 @@ ASKED = frozenset({"ls", "grep", "search", "read", "context", "links", "stats"})
 MODE_ENV = "FSMEM_SOCKET"  # "off": never ask; "require": fail (exit 2) rather than walk; unset: ask, else walk
 RUN_DIR = "run"  # under .fsmem/
 SOCKET_NAME = "answers.sock"
-MAGIC = b"FSMEM-ASK-1\n"
+MAGIC = b"FSMEM-ASK-2\n"  # then the asking process's `identity`
 READY, REFUSED, GO = b"R", b"N", b"G"
 MAX_REQUEST = 1 << 20  # a command line, its folder and its variables
 MAX_ANSWER = 64 << 20  # what a command printed: every answer is within its token budget, far below this
@@ -233,10 +233,21 @@ def request(root: str, argv: list[str]) -> list[bytes]:
         except (AttributeError, ValueError, OSError):
             variables["COLUMNS"], variables["LINES"] = "80", "24"
     encode = os.fsencode
-    fields = [MAGIC, encode(root), encode(os.getcwd()), str(len(variables)).encode()]
+    fields = [identity(), encode(root), encode(os.getcwd()), str(len(variables)).encode()]
     for name, value in sorted(variables.items()):
         fields += [encode(name), encode(value)]
     return fields + [encode(word) for word in argv]
+
+
+def identity() -> bytes:
+    """The protocol and what an answer depends on of the process that runs the command: fsmem's version, where its
+    code is, and the file system's encoding (how the bytes of arguments and file names become text). A watcher
+    answers a client of its own identity only: one started before an upgrade, from another install, or under a
+    locale whose names decode otherwise (PYTHONUTF8=0 LC_ALL=C: ASCII) would print what the walk would not."""
+    package = sys.modules["fsmem"]
+    code = os.path.dirname(package.__file__)
+    encoding = f"{sys.getfilesystemencoding()}:{sys.getfilesystemencodeerrors()}"
+    return MAGIC + os.fsencode(f"{package.__version__} {encoding} {code}")
 
 
 def _exchange(path: str, root: str, argv: list[str]) -> tuple[int, list[tuple[int, str]]]:
