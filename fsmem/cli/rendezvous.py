@@ -4,8 +4,9 @@ A one-shot `fsmem ls` or `search` at 100k files walks 100,000 files for its fres
 "Start-up and one-shot commands"); a watcher that holds the memory already knows what changed. So before
 anything else is imported, `ask` sends the command line, with everything its answer depends on (the working
 folder, the FSMEM_* variables: agent, session, host, clock; TZ and the terminal's width; its `identity`: fsmem's
-version and install, the file name encoding), to the watcher of the memory, which runs the very same command in its process (`fsmem.cli.answering`) and sends back what it
-printed and its exit code; the client prints those bytes and exits. Only reads are asked (`ASKED`); anything
+version and install, the file name encoding), to the watcher of the memory, which runs the very same command in
+its process (`fsmem.cli.answering`) and sends back what it printed and its exit code; the client prints those
+bytes and exits. Only reads are asked (`ASKED`); anything
 else, and every failure before the answer has arrived (no watcher, one that does not say READY within
 `READY_SECONDS`, a refusal, an answer cut short), runs the command here as before: nothing has been printed
 by then.
