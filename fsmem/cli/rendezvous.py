@@ -161,15 +161,15 @@ def ask(argv: list[str]) -> None:
     """Print the answer of the watcher of this memory to `argv` and exit with its code; return (having printed
     nothing) where the command must run here: not a read, no watcher, or one that did not answer."""
     mode = os.environ.get(MODE_ENV, "")
-    if mode not in ("", "off", "require"):  # "OFF", "0", "no": what was meant is not for fsmem to guess
-        sys.stderr.write(f"fsmem: error: {MODE_ENV} is {mode!r}; it takes off (never ask a running fsmem) or require")
-        sys.stderr.write(" (fail rather than walk), or is unset (ask, else walk)\n")
-        sys.exit(2)
     if mode == "off" or not argv or not hasattr(_socket, "AF_UNIX") or not hasattr(os, "getuid"):
         return  # Windows: no owner-only Unix socket to ask
     command, root = command_and_root(argv)
     if command not in ASKED:
-        return None  # a write, or a line for click to read: always here
+        return None  # a write, or a line for click to read: always here (a hook's exit 2 would block its agent)
+    if mode not in ("", "require"):  # "OFF", "0", "no": what was meant is not for fsmem to guess
+        sys.stderr.write(f"fsmem: error: {MODE_ENV} is {mode!r}; it takes off (never ask a running fsmem) or require")
+        sys.stderr.write(" (fail rather than walk), or is unset (ask, else walk)\n")
+        sys.exit(2)
     if root is None:
         return _walk(mode, "no memory found")
     path = socket_path(root)
