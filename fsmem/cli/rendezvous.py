@@ -250,7 +250,7 @@ def identity() -> bytes:
     answers a client of its own identity only: one started before an upgrade, from another install, or under a
     locale whose names decode otherwise (PYTHONUTF8=0 LC_ALL=C: ASCII) would print what the walk would not."""
     package = sys.modules["fsmem"]
-    code = os.path.dirname(package.__file__)
+    code = os.path.dirname(package.__file__ or "")
     encoding = f"{sys.getfilesystemencoding()}:{sys.getfilesystemencodeerrors()}"
     return MAGIC + os.fsencode(f"{package.__version__} {encoding} {code}")
 
