@@ -10,6 +10,7 @@ such a process, which must give the same bytes. A watcher's stderr goes to a fil
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -703,3 +704,13 @@ def test_a_socket_mode_that_is_not_one_is_refused(memory, mode):
     assert (code, out) == (2, b"") and err.startswith(f"fsmem: error: FSMEM_SOCKET is {mode!r}".encode()), err
     assert b"\x1b" not in err
     assert run(memory.root, "note", "kept", mode=mode)[0] == 0
+
+
+def test_a_read_that_must_be_answered_and_is_not_fails_as_every_error_does_with_json_too(memory):
+    """FSMEM_SOCKET=require with no watcher, or an odd FSMEM_SOCKET: with --json the error is also the JSON document
+    on stdout that every failed command prints there; it printed none."""
+    for mode, words in (("require", "no running fsmem answered"), ("on", "FSMEM_SOCKET is 'on'")):
+        code, out, err = run(memory.root, "ls", "--json", mode=mode)
+        assert code == 2 and err.startswith(f"fsmem: error: {words}".encode()), err
+        assert words in json.loads(out)["error"]["message"] and json.loads(out)["error"]["exit"] == 2
+        assert run(memory.root, "ls", "--", "--json", mode=mode)[1] == b""  # an argument, not the flag

@@ -167,31 +167,37 @@ def ask(argv: list[str]) -> None:
     if command not in ASKED:
         return None  # a write, or a line for click to read: always here (a hook's exit 2 would block its agent)
     if mode not in ("", "require"):  # "OFF", "0", "no": what was meant is not for fsmem to guess
-        sys.stderr.write(f"fsmem: error: {MODE_ENV} is {mode!r}; it takes off (never ask a running fsmem) or require")
-        sys.stderr.write(" (fail rather than walk), or is unset (ask, else walk)\n")
-        sys.exit(2)
+        takes = "it takes off (never ask a running fsmem) or require (fail rather than walk), or is unset"
+        _fail(f"{MODE_ENV} is {mode!r}; {takes} (ask, else walk)", 2, argv)
     if root is None:
-        return _walk(mode, "no memory found")
+        return _walk(mode, "no memory found", argv)
     path = socket_path(root)
     if path is None or not private(os.path.dirname(path)):
-        return _walk(mode, "no socket for this memory")
+        return _walk(mode, "no socket for this memory", argv)
     try:
         answer = _exchange(path, root, argv)
     except (OSError, Unanswered, ValueError) as exc:
-        return _walk(mode, str(exc) or type(exc).__name__)
+        return _walk(mode, str(exc) or type(exc).__name__, argv)
     except KeyboardInterrupt:  # as the error boundary ends an interrupted command (fsmem.cli.printing.boundary)
-        if "--json" in argv[: argv.index("--") if "--" in argv else len(argv)]:
-            from fsmem.cli.printing import echo, json_error
-
-            echo(json_error("interrupted", 130))
-        sys.exit(130)
+        _fail("interrupted", 130, argv, shown=False)
     _print(answer)
 
 
-def _walk(mode: str, why: str) -> None:
+def _walk(mode: str, why: str, argv: list[str]) -> None:
     if mode == "require":
-        sys.stderr.write(f"fsmem: error: no running fsmem answered ({why}); {MODE_ENV}=require\n")
-        sys.exit(2)
+        _fail(f"no running fsmem answered ({why}); {MODE_ENV}=require", 2, argv)
+
+
+def _fail(message: str, code: int, argv: list[str], *, shown: bool = True) -> NoReturn:
+    """End as the error boundary ends a failed command (`fsmem.cli.printing.boundary`): its line on stderr (unless
+    `shown` already), and with --json its JSON document on stdout."""
+    from fsmem.cli.printing import echo, json_error
+
+    if shown:
+        echo(f"fsmem: error: {message}", err=True)
+    if "--json" in argv[: argv.index("--") if "--" in argv else len(argv)]:
+        echo(json_error(message, code))
+    sys.exit(code)
 
 
 def command_and_root(argv: list[str]) -> tuple[str | None, str | None]:
