@@ -648,11 +648,9 @@ def test_a_watcher_on_a_terminal_sends_no_progress_with_an_answer(memory):
 
 
 def test_a_client_that_stops_taking_its_answer_holds_the_watcher_seconds_not_minutes(memory, watcher):
-    """A client stopped (Ctrl-Z) while a long answer comes: the watcher drops it after `SEND_SECONDS` and answers
+    """A client stopped (Ctrl-Z) while a long answer comes: the watcher drops it after `rv.SEND_SECONDS` and answers
     the next command. It waited for the whole answer to be taken for 120 s (`ANSWER_SECONDS`), every command meanwhile
     walking, its change feed unread (found by attack54a)."""
-    from fsmem.cli import answering
-
     root = memory.root
     configure(root, {"budgets": {"agents": {"reader": {"max_tokens": 10_000_000, "max_results": 1_000_000}}}})
     write_file(root, "topics/long.md", "# Long\n\n" + "".join(f"- zephyr line {i}\n" for i in range(50_000)))
@@ -665,7 +663,7 @@ def test_a_client_that_stops_taking_its_answer_holds_the_watcher_seconds_not_min
         stopped.sendall(rv.pack(rv.request(str(root), argv)))
         assert stopped.recv(1) == rv.READY
         stopped.sendall(rv.GO)  # and takes nothing of the answer
-        time.sleep(answering.SEND_SECONDS + 1)
+        time.sleep(rv.SEND_SECONDS + 1)
         both(root, "ls")  # FSMEM_SOCKET=require: the watcher answered
 
 

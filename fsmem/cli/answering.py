@@ -43,7 +43,6 @@ from typing import Any
 from fsmem.cli import rendezvous as rv
 
 REQUEST_SECONDS = 2.0  # a client has this long to send its request, and then its GO
-SEND_SECONDS = 2.0  # a client that takes none of its answer for this long (stopped, suspended) is dropped
 KEPT = 4  # memories kept open between requests, one per (root, agent) asked as; the least recent is closed
 RACY_NS = 1_000_000_000  # an fsmem.yaml changed this recently is read again at the next request (Config.load)
 _ENVIRONMENT = ("TZ", "COLUMNS", "LINES")  # with every FSMEM_* variable: what a request brings of its own
@@ -189,22 +188,11 @@ class Answering:
             frame = rv.pack(answer)
             if len(frame) - 4 > rv.MAX_ANSWER:
                 frame = rv.pack([])  # malformed on purpose: the client runs the command itself
-            _send(connection, frame)
+            rv.send_frame(connection, frame)
         finally:
             if collecting:
                 gc.enable()
         self.answered += 1
-
-
-def _send(connection: socket.socket, frame: bytes) -> None:
-    """Send `frame` to a client that keeps taking it: one that takes nothing for `SEND_SECONDS` (Ctrl-Z, SIGSTOP)
-    is dropped, and walks when it goes on, its answer cut short. sendall's one timeout held the watcher, and
-    every command behind it, for `rv.ANSWER_SECONDS` (120 s) once the answer was past the socket's buffer."""
-    deadline = time.monotonic() + rv.ANSWER_SECONDS
-    view = memoryview(frame)
-    while view:
-        connection.settimeout(max(0.001, min(SEND_SECONDS, deadline - time.monotonic())))
-        view = view[connection.send(view[: 1 << 20]) :]
 
 
 class _Taken(Exception):

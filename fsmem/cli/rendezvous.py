@@ -44,6 +44,7 @@ MAX_REQUEST = 1 << 20  # a command line, its folder and its variables
 MAX_ANSWER = 64 << 20  # what a command printed: every answer is within its token budget, far below this
 READY_SECONDS = 0.5  # a watcher that does not take the request in this time (stopped, busy) is walked past
 ANSWER_SECONDS = 120.0  # once it has said READY, how long its answer may take before the command runs here
+SEND_SECONDS = 2.0  # a client that takes none of its answer for this long (stopped, suspended) is dropped
 # sun_path: 108 bytes on Linux, 104 on the BSDs and macOS, the terminating NUL included
 MAX_SOCKET_PATH = (108 if sys.platform.startswith("linux") else 104) - 1
 _GLOBAL_VALUES = ("--root", "--agent")  # the group's options, before or after the command
@@ -139,6 +140,17 @@ def read_frame(sock: _socket.socket, limit: int, deadline: float | None = None) 
     if size > limit:
         raise Unanswered(f"a frame of {size} bytes (at most {limit})")
     return unpack(read_exactly(sock, size, deadline))
+
+
+def send_frame(sock: _socket.socket, frame: bytes) -> None:
+    """Send `frame` (an answer) to a client that keeps taking it: one that takes nothing for `SEND_SECONDS` (Ctrl-Z,
+    SIGSTOP) is dropped, and walks when it goes on, its answer cut short. sendall's one timeout held the watcher,
+    and every command behind it, for `ANSWER_SECONDS` once the answer was past the socket's buffer."""
+    deadline = time.monotonic() + ANSWER_SECONDS
+    view = memoryview(frame)
+    while view:
+        sock.settimeout(max(0.001, min(SEND_SECONDS, deadline - time.monotonic())))
+        view = view[sock.send(view[: 1 << 20]) :]
 
 
 def open_memory(given: str | None, agent: str | None) -> Any:
