@@ -167,3 +167,26 @@ def test_every_command_with_json_answers_its_errors_in_json(demo_memory, capsys)
         assert code == 2, name
         assert json.loads(out) == {"error": {"message": "No such option '--zzzz-qqqq'.", "exit": 2}}, name
         assert err.splitlines()[-1] == "Error: No such option '--zzzz-qqqq'.", name
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--root", "", "rm", "topics/billing.md"],
+        ["rm", "topics/billing.md", "--root="],
+        ["--root=", "ls"],  # the lean parser leaves it to click
+        ["grep", "net", "--root", ""],
+        ["--agent", "", "note", "kept"],
+        ["ls", "--agent="],
+    ],
+)
+def test_an_empty_root_or_agent_is_refused_not_taken_for_the_default(demo_memory, args):
+    """`fsmem --root "$MEMORY" rm x.md` with MEMORY unset removed x.md from the working folder's memory: an empty
+    --root (or --agent) meant the default (found by attack54a). It is refused, exit 2, and nothing changes; an
+    empty FSMEM_ROOT is still an unset one."""
+    before = {p: p.read_bytes() for p in demo_memory.root.rglob("*.md")}
+    done = fsmem(*args, cwd=demo_memory.root)
+    assert done.returncode == 2 and "is empty; leave the option out to mean the default" in done.stderr, done
+    assert {p: p.read_bytes() for p in demo_memory.root.rglob("*.md")} == before
+    env = {**environment(), "FSMEM_ROOT": "", "FSMEM_AGENT": ""}
+    assert cli_runner.run(["ls"], text=True, cwd=demo_memory.root, env=env).returncode == 0

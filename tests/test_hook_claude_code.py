@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -113,6 +114,18 @@ def test_session_start_prints_the_context_as_additional_context(root):
     assert answer["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     assert answer["hookSpecificOutput"]["additionalContext"] == Memory(root).context().to_text()
     assert "profile/identity.md" in answer["hookSpecificOutput"]["additionalContext"]
+
+
+def test_the_context_the_session_start_hook_adds_is_shown_as_text_never_obeyed(root):
+    """A profile file holding terminal escapes and reordering characters: the block is `fsmem context`'s, controls
+    shown as text, as the prompt hook's block is. It passed them raw (json.dumps escapes C0 only: C1's CSI and
+    U+202E reached Claude Code and a terminal as they were; found by attack54a)."""
+    (root / "profile" / "identity.md").write_text("# Identity\n\n- We work for ACME \x1b]0;owned\x07 \x9b2J \u202eok\n")
+    done = hook(root, event("SessionStart", None, source="startup"))
+    added = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "We work for ACME ^[]0;owned^G <U+009B>2J <U+202E>ok" in added
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202e]", done.stdout + added)
+    assert added == cli_runner.run(["--root", str(root), "context"], text=True, env=without_fsmem()).stdout.rstrip("\n")
 
 
 @pytest.mark.parametrize("name", ["SessionEnd", "PreCompact"])

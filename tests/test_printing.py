@@ -10,6 +10,7 @@ text-reordering characters, pushed from a hostile second clone and synced in.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import cli_runner
 import pytest
 import sync_scenario as S
 from hostile_remote import clone, git
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fsmem.cli import COMMANDS
 from fsmem.cli.printing import json_text, visible
@@ -195,3 +197,70 @@ def test_no_command_prints_a_control_raw(world):
             assert raw_in(out) == [], (args, raw_in(out), out[:2000])
             shown_payload += "^[]52;c;" in out or "\\u001b]52;c;" in out
     assert shown_payload >= 15  # the payload did reach the output, as text, in many answers
+
+
+# -- drawn: whatever a file holds, whatever an argument says -----------------------------------------------------
+
+# every kind of character `visible` shows, the CR it lets through before a newline, and the text around them
+_DRAWN = "\x1b\x07\x08\r\n\t\x00\x7f\x85\x9b\xad\u061c\u200b\u200e\u2028\u202e\u2066\ufeff\U000e0041\udce9é :-[]#"
+_PIECE = st.text(alphabet=st.sampled_from(_DRAWN + "ab"), min_size=1, max_size=10)
+_READS = (
+    "ls",
+    "ls --json",
+    "grep {w}",
+    "grep -F {w}",
+    "search {w}",
+    "read {p}",
+    "read {p} --json",
+    "links {p}",
+    "context",
+    "stat {p}",
+    "read {p} --section {w}",
+    "ls --tag {w}",
+    "check",
+)
+EXAMPLES = 25 * int(os.environ.get("FSMEM_FUZZ_SCALE", "1"))
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=_PIECE, title=_PIECE, body=_PIECE, word=_PIECE, command=st.sampled_from(_READS))
+def test_no_read_prints_a_control_raw_whatever_a_file_and_an_argument_hold(
+    tmp_path_factory, name, title, body, word, command
+):
+    """A file whose name, title, tag, heading, fact and body hold drawn controls, read by a drawn command whose
+    argument holds them too: stdout and stderr are what `visible` leaves as they are (no control raw), and no
+    traceback. The walk above tries each command once with one payload; this draws their mixtures (a CR before a
+    newline, a control cut by a budget, a name that is not UTF-8)."""
+    root = _drawn_memory(tmp_path_factory)
+    for old in (root / "drawn").iterdir():
+        old.unlink()
+    safe_name = name.replace("\x00", "").replace("/", "") or "x"
+    rel = f"drawn/{safe_name}.md"
+    text = (
+        f"---\ntitle: {json.dumps(title)}\ntags: [{json.dumps(word)}]\n---\n# {word}\n\n- key: {body}\n\n{body} pwn\n"
+    )
+    (root / os.fsencode(rel).decode("utf-8", "surrogateescape")).write_bytes(
+        text.encode("utf-8", "surrogateescape").replace(b"\x00", b"")
+    )
+    argv = [part.format(w=word, p=rel) for part in command.split(" ")]
+    if command.split(" ")[0] in ("grep", "search"):
+        argv[1:2] = [word]
+    proc = cli_runner.run(["--root", str(root), *argv], env={**S.env(), "FSMEM_NOW": NOW, "COLUMNS": "200"})
+    out = proc.stdout.decode("utf-8", "surrogateescape") + proc.stderr.decode("utf-8", "surrogateescape")
+    assert "Traceback" not in out and proc.returncode in (0, 1, 2), (argv, out)
+    assert visible(out) == out, (argv, [c for c in out if visible(c) != c], out[:2000])
+
+
+_MEMORIES: dict[str, Path] = {}
+
+
+def _drawn_memory(factory) -> Path:
+    """One memory for every drawn example (a new one each would be most of an example's time)."""
+    if "root" not in _MEMORIES:
+        from fsmem import Memory
+
+        root = factory.mktemp("drawn") / "mem"
+        Memory.init(root)
+        (root / "drawn").mkdir()
+        _MEMORIES["root"] = root
+    return _MEMORIES["root"]

@@ -10,6 +10,7 @@ such a process, which must give the same bytes. A watcher's stderr goes to a fil
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -608,3 +609,106 @@ def test_the_request_module_imports_only_what_the_start_needs():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "['_socket', 'fsmem.cli.rendezvous', 'fsmem.names']"
+
+
+def test_a_watcher_on_a_terminal_sends_no_progress_with_an_answer(memory):
+    """A watcher started on a terminal draws a cold build's progress there; the command it answers gets none of it
+    (its stderr may be a file, where the walk draws none): the search that builds the index, asked, is the walk's.
+    It sent "\\rfsmem: indexing files for search: ... \\x1b[K" in the answer's stderr (found by attack54a)."""
+    import pty
+
+    master, terminal = pty.openpty()
+    said = bytearray()
+
+    def drain() -> None:
+        while True:
+            try:
+                chunk = os.read(master, 1 << 16)
+            except OSError:  # the terminal's other end closed
+                return
+            if not chunk:
+                return
+            said.extend(chunk)
+
+    threading.Thread(target=drain, daemon=True).start()
+    args = ["--root", str(memory.root), "watch", "--settle", "0.1"]
+    process = preloaded.start(args, env=dict(os.environ), stderr=terminal)
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while b"answering one-shot reads on " not in said and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert b"answering one-shot reads on " in said, bytes(said)
+        code, out, err = both(memory.root, "search", "zephyr", env={"FSMEM_PROGRESS_AFTER": "0"})
+        assert code == 0 and b"zephyr" in out and err == b""
+    finally:
+        process.terminate()
+        process.wait(TIMEOUT)
+        os.close(terminal)
+        os.close(master)
+
+
+def test_a_client_that_stops_taking_its_answer_holds_the_watcher_seconds_not_minutes(memory, watcher):
+    """A client stopped (Ctrl-Z) while a long answer comes: the watcher drops it after `rv.SEND_SECONDS` and answers
+    the next command. It waited for the whole answer to be taken for 120 s (`ANSWER_SECONDS`), every command meanwhile
+    walking, its change feed unread (found by attack54a)."""
+    root = memory.root
+    configure(root, {"budgets": {"agents": {"reader": {"max_tokens": 10_000_000, "max_results": 1_000_000}}}})
+    write_file(root, "topics/long.md", "# Long\n\n" + "".join(f"- zephyr line {i}\n" for i in range(50_000)))
+    argv = ["--root", str(root), "--agent", "reader", "grep", "zephyr", "--max-results", "1000000"]
+    time.sleep(1.1)  # fsmem.yaml older than a second: the memory is kept
+    assert len(run(root, *argv)[1]) > 1 << 20  # the answer is past the socket's buffer
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as stopped:
+        stopped.settimeout(TIMEOUT)
+        stopped.connect(watcher.socket())
+        stopped.sendall(rv.pack(rv.request(str(root), argv)))
+        assert stopped.recv(1) == rv.READY
+        stopped.sendall(rv.GO)  # and takes nothing of the answer
+        time.sleep(rv.SEND_SECONDS + 1)
+        both(root, "ls")  # FSMEM_SOCKET=require: the watcher answered
+
+
+def test_a_watcher_answers_only_a_client_of_its_own_version_install_and_file_name_encoding(memory, watcher):
+    """A watcher started before an upgrade, or from another install, runs other code than the command would; under
+    PYTHONUTF8=0 LC_ALL=C a command's file names are ASCII with escapes where the watcher's are UTF-8. Each is
+    refused, and the command walks. The watcher answered all of them: `ls` listed 'café.md', which the walk there
+    leaves out as not text, and `read` printed it where the walk refuses its name (found by attack54a)."""
+    root = memory.root
+    write_file(root, "topics/café.md", "# Café\n\n- zephyr\n")
+    both(root, "ls", "topics")
+    fields = rv.request(str(root), ["--root", str(root), "ls"])
+    version, encoding, code = os.fsdecode(fields[0].removeprefix(rv.MAGIC)).split(" ", 2)
+    assert fields[0] == rv.MAGIC + os.fsencode(f"{version} {encoding} {code}")
+    others = [f"0.0.1 {encoding} {code}", f"{version} {encoding} {code}-elsewhere", f"{version} ascii:strict {code}"]
+    for other in [b"FSMEM-ASK-1\n", *(rv.MAGIC + os.fsencode(o) for o in others)]:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(TIMEOUT)
+            sock.connect(watcher.socket())
+            sock.sendall(rv.pack([other, *fields[1:]]))
+            assert sock.recv(1) == rv.REFUSED, other
+    ascii_names = {"PYTHONUTF8": "0", "LC_ALL": "C", "PYTHONIOENCODING": "utf-8"}
+    for args in (("ls", "topics"), ("read", "topics/café.md")):
+        walked = run(root, *args, mode="off", here=False, started=True, env=ascii_names)
+        assert run(root, *args, mode="auto", started=True, env=ascii_names) == walked
+        code, _, err = run(root, *args, mode="require", started=True, env=ascii_names)
+        assert code == 2 and b"the watcher refused" in err
+
+
+@pytest.mark.parametrize("mode", ["OFF", "0", "on", "require ", "\x1b]0;x\x07"])
+def test_a_socket_mode_that_is_not_one_is_refused(memory, mode):
+    """FSMEM_SOCKET=OFF asked a running watcher where off was meant, as any value but the two did (found by
+    attack54a): a read is refused with exit 2, the value shown escaped. A command that is never asked (a write, a
+    hook, whose exit 2 would block its agent) reads no mode, and runs."""
+    code, out, err = run(memory.root, "ls", mode=mode)
+    assert (code, out) == (2, b"") and err.startswith(f"fsmem: error: FSMEM_SOCKET is {mode!r}".encode()), err
+    assert b"\x1b" not in err
+    assert run(memory.root, "note", "kept", mode=mode)[0] == 0
+
+
+def test_a_read_that_must_be_answered_and_is_not_fails_as_every_error_does_with_json_too(memory):
+    """FSMEM_SOCKET=require with no watcher, or an odd FSMEM_SOCKET: with --json the error is also the JSON document
+    on stdout that every failed command prints there; it printed none."""
+    for mode, words in (("require", "no running fsmem answered"), ("on", "FSMEM_SOCKET is 'on'")):
+        code, out, err = run(memory.root, "ls", "--json", mode=mode)
+        assert code == 2 and err.startswith(f"fsmem: error: {words}".encode()), err
+        assert words in json.loads(out)["error"]["message"] and json.loads(out)["error"]["exit"] == 2
+        assert run(memory.root, "ls", "--", "--json", mode=mode)[1] == b""  # an argument, not the flag

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import sys
 import threading
@@ -485,3 +486,15 @@ def test_errors_for_agents_name_no_path_of_the_host(tmp_path, monkeypatch):
     message = refused.json()["error"]["message"]
     assert refused.status_code == 403 and message.startswith("this token's agent cannot use the memory: ")
     assert str(root) not in message and str(tmp_path) not in message, message
+
+
+def test_a_path_of_c1_controls_and_bidi_overrides_reaches_the_log_escaped(door):
+    """Anyone who can reach the port chooses the path a request line logs: C1's CSI and U+202E were written raw
+    (json.dumps escapes C0 only) to the log, which is stderr, often a terminal (found by attack54a)."""
+    answer = httpx2.get(door["server"].base + "/mcp/%C2%9B2J%E2%80%AEx%1B]0;t%07", timeout=30)
+    assert answer.status_code == 401
+    server = door["server"]
+    line = server.wait_for(lambda line: line.get("event") == "request" and "2J" in (line.get("path") or ""))
+    assert line["path"] == "/mcp/\x9b2J\u202ex\x1b]0;t\x07"  # the same value, parsed
+    raw = next(text for text in server.raw if "2J" in text)
+    assert "\\u009b2J\\u202ex\\u001b]0;t\\u0007" in raw and not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202e]", raw)

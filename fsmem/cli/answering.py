@@ -188,8 +188,7 @@ class Answering:
             frame = rv.pack(answer)
             if len(frame) - 4 > rv.MAX_ANSWER:
                 frame = rv.pack([])  # malformed on purpose: the client runs the command itself
-            connection.settimeout(rv.ANSWER_SECONDS)
-            connection.sendall(frame)
+            rv.send_frame(connection, frame)
         finally:
             if collecting:
                 gc.enable()
@@ -208,7 +207,7 @@ class _Request:
 
     @classmethod
     def of(cls, fields: list[bytes]) -> _Request | None:
-        if len(fields) < 4 or fields[0] != rv.MAGIC:
+        if len(fields) < 4 or fields[0] != rv.identity():  # another protocol, version, install or locale
             return None
         decode = os.fsdecode
         count = int(fields[3])
@@ -227,6 +226,7 @@ class _Request:
         """Run the command as the client's process would have, and what it printed, in order; with the memories
         of `kept` where it opens one that is kept."""
         from fsmem.cli import dispatch
+        from fsmem.store import progress
 
         saved = {k: v for k, v in os.environ.items() if k.startswith("FSMEM_") or k in _ENVIRONMENT}
         here = os.getcwd()
@@ -240,6 +240,9 @@ class _Request:
                 raise rv.Unanswered("not a read of this memory")
             sys.stdin, sys.stdout, sys.stderr = io.StringIO(), recorder.stream(1), recorder.stream(2)
             last_resort = _log_to(streams[2])  # the watcher's warnings (the feed's) stay in its own log
+            # no progress in an answer: the watcher's own terminal set it, the client's stderr may be a file, and
+            # a line drawn over itself would reach the client at once with the answer anyway
+            shower, progress.shower = progress.shower, None
             rv.KEEPER = kept
             try:
                 dispatch(self.argv)
@@ -248,6 +251,7 @@ class _Request:
                 code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
             finally:
                 rv.KEEPER = None
+                progress.shower = shower
                 _log_to(last_resort)
         finally:
             sys.stdin, sys.stdout, sys.stderr = streams

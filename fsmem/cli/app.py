@@ -11,7 +11,7 @@ import click
 
 from fsmem import __version__, faces
 from fsmem.cli import COMMANDS
-from fsmem.cli.options import AGENT_HELP, ROOT_HELP, did_you_mean, parse_suggesting
+from fsmem.cli.options import AGENT_HELP, ROOT_HELP, did_you_mean, not_empty, parse_suggesting
 from fsmem.cli.printing import Failure, boundary, echo, watch_progress
 
 
@@ -46,12 +46,14 @@ class LazyGroup(click.Group):
     "--root",
     metavar="DIR",
     envvar="FSMEM_ROOT",
+    callback=not_empty,
     help=ROOT_HELP,
 )
 @click.option(
     "--agent",
     metavar="NAME",
     envvar="FSMEM_AGENT",
+    callback=not_empty,
     help=AGENT_HELP,
 )
 @click.version_option(version=__version__, prog_name="fsmem")

@@ -62,7 +62,7 @@ def parse(argv: list[str]) -> Parsed | None:
         name, value = _split(word)
         if name in GLOBAL:
             value = value if value is not None else next(words, None)
-            if not _plain(value):
+            if not _plain(value) or value == "":  # click refuses an empty --root or --agent
                 return None
             chosen[GLOBAL[name][0]] = value
             continue
@@ -94,7 +94,7 @@ def parse(argv: list[str]) -> Parsed | None:
                 continue
             if kind:
                 value = value if value is not None else next(words, None)
-                if not _plain(value):
+                if not _plain(value) or (value == "" and name in GLOBAL):
                     return None
                 assert value is not None
                 if name in GLOBAL:

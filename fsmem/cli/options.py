@@ -104,8 +104,17 @@ def command(name: str, **kwargs: Any) -> Callable[[F], click.Command]:
     return decorate
 
 
+def not_empty(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """--root "" or --agent "" (an unset shell variable, most often) is refused: it meant the default, so
+    `fsmem --root "$MEMORY" rm notes/x.md` with MEMORY unset removed the file from the working folder's memory."""
+    if value == "":
+        raise click.BadParameter("is empty; leave the option out to mean the default", ctx=ctx, param=param)
+    return value
+
+
 def _remember(name: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
     def store(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        value = not_empty(ctx, param, value)
         if value is not None:
             obj = ctx.find_root().obj
             if obj is None:

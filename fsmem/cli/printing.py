@@ -66,7 +66,13 @@ def json_text(value: Any, *, indent: int | None = 2) -> str:
     Parsed, it is the same value: the escapes are JSON's own. json.dumps escapes C0, and
     with ensure_ascii=False leaves the rest raw for a terminal to obey.
     """
-    return _ESCAPED_IN_JSON.sub(_json_escape, json.dumps(value, ensure_ascii=False, indent=indent))
+    return escaped_json(json.dumps(value, ensure_ascii=False, indent=indent))
+
+
+def escaped_json(text: str) -> str:
+    """JSON text (json.dumps(..., ensure_ascii=False)) with every character `visible` would show escaped: the same
+    value, parsed; what the server's log lines are written through, since a terminal may show them."""
+    return _ESCAPED_IN_JSON.sub(_json_escape, text)
 
 
 def echo(message: str, err: bool = False, nl: bool = True) -> None:

@@ -3,9 +3,10 @@
 A one-shot `fsmem ls` or `search` at 100k files walks 100,000 files for its freshness (docs/performance.md,
 "Start-up and one-shot commands"); a watcher that holds the memory already knows what changed. So before
 anything else is imported, `ask` sends the command line, with everything its answer depends on (the working
-folder, the FSMEM_* variables: agent, session, host, clock; TZ and the terminal's width), to the watcher of
-the memory, which runs the very same command in its process (`fsmem.cli.answering`) and sends back what it
-printed and its exit code; the client prints those bytes and exits. Only reads are asked (`ASKED`); anything
+folder, the FSMEM_* variables: agent, session, host, clock; TZ and the terminal's width; its `identity`: fsmem's
+version and install, the file name encoding), to the watcher of the memory, which runs the very same command in
+its process (`fsmem.cli.answering`) and sends back what it printed and its exit code; the client prints those
+bytes and exits. Only reads are asked (`ASKED`); anything
 else, and every failure before the answer has arrived (no watcher, one that does not say READY within
 `READY_SECONDS`, a refusal, an answer cut short), runs the command here as before: nothing has been printed
 by then.
@@ -37,12 +38,13 @@ ASKED = frozenset({"ls", "grep", "search", "read", "context", "links", "stats"})
 MODE_ENV = "FSMEM_SOCKET"  # "off": never ask; "require": fail (exit 2) rather than walk; unset: ask, else walk
 RUN_DIR = "run"  # under .fsmem/
 SOCKET_NAME = "answers.sock"
-MAGIC = b"FSMEM-ASK-1\n"
+MAGIC = b"FSMEM-ASK-2\n"  # then the asking process's `identity`
 READY, REFUSED, GO = b"R", b"N", b"G"
 MAX_REQUEST = 1 << 20  # a command line, its folder and its variables
 MAX_ANSWER = 64 << 20  # what a command printed: every answer is within its token budget, far below this
 READY_SECONDS = 0.5  # a watcher that does not take the request in this time (stopped, busy) is walked past
 ANSWER_SECONDS = 120.0  # once it has said READY, how long its answer may take before the command runs here
+SEND_SECONDS = 2.0  # a client that takes none of its answer for this long (stopped, suspended) is dropped
 # sun_path: 108 bytes on Linux, 104 on the BSDs and macOS, the terminating NUL included
 MAX_SOCKET_PATH = (108 if sys.platform.startswith("linux") else 104) - 1
 _GLOBAL_VALUES = ("--root", "--agent")  # the group's options, before or after the command
@@ -140,6 +142,17 @@ def read_frame(sock: _socket.socket, limit: int, deadline: float | None = None) 
     return unpack(read_exactly(sock, size, deadline))
 
 
+def send_frame(sock: _socket.socket, frame: bytes) -> None:
+    """Send `frame` (an answer) to a client that keeps taking it: one that takes nothing for `SEND_SECONDS` (Ctrl-Z,
+    SIGSTOP) is dropped, and walks when it goes on, its answer cut short. sendall's one timeout held the watcher,
+    and every command behind it, for `ANSWER_SECONDS` once the answer was past the socket's buffer."""
+    deadline = time.monotonic() + ANSWER_SECONDS
+    view = memoryview(frame)
+    while view:
+        sock.settimeout(max(0.001, min(SEND_SECONDS, deadline - time.monotonic())))
+        view = view[sock.send(view[: 1 << 20]) :]
+
+
 def open_memory(given: str | None, agent: str | None) -> Any:
     """The memory a command opens (`Memory(given, agent=agent)`), kept open between the requests of a process
     that answers them (`KEEPER`); a command closes it only where `closes` says so."""
@@ -164,29 +177,39 @@ def ask(argv: list[str]) -> None:
         return  # Windows: no owner-only Unix socket to ask
     command, root = command_and_root(argv)
     if command not in ASKED:
-        return None  # a write, or a line for click to read: always here
+        return None  # a write, or a line for click to read: always here (a hook's exit 2 would block its agent)
+    if mode not in ("", "require"):  # "OFF", "0", "no": what was meant is not for fsmem to guess
+        takes = "it takes off (never ask a running fsmem) or require (fail rather than walk), or is unset"
+        _fail(f"{MODE_ENV} is {mode!r}; {takes} (ask, else walk)", 2, argv)
     if root is None:
-        return _walk(mode, "no memory found")
+        return _walk(mode, "no memory found", argv)
     path = socket_path(root)
     if path is None or not private(os.path.dirname(path)):
-        return _walk(mode, "no socket for this memory")
+        return _walk(mode, "no socket for this memory", argv)
     try:
         answer = _exchange(path, root, argv)
     except (OSError, Unanswered, ValueError) as exc:
-        return _walk(mode, str(exc) or type(exc).__name__)
+        return _walk(mode, str(exc) or type(exc).__name__, argv)
     except KeyboardInterrupt:  # as the error boundary ends an interrupted command (fsmem.cli.printing.boundary)
-        if "--json" in argv[: argv.index("--") if "--" in argv else len(argv)]:
-            from fsmem.cli.printing import echo, json_error
-
-            echo(json_error("interrupted", 130))
-        sys.exit(130)
+        _fail("interrupted", 130, argv, shown=False)
     _print(answer)
 
 
-def _walk(mode: str, why: str) -> None:
+def _walk(mode: str, why: str, argv: list[str]) -> None:
     if mode == "require":
-        sys.stderr.write(f"fsmem: error: no running fsmem answered ({why}); {MODE_ENV}=require\n")
-        sys.exit(2)
+        _fail(f"no running fsmem answered ({why}); {MODE_ENV}=require", 2, argv)
+
+
+def _fail(message: str, code: int, argv: list[str], *, shown: bool = True) -> NoReturn:
+    """End as the error boundary ends a failed command (`fsmem.cli.printing.boundary`): its line on stderr (unless
+    `shown` already), and with --json its JSON document on stdout."""
+    from fsmem.cli.printing import echo, json_error
+
+    if shown:
+        echo(f"fsmem: error: {message}", err=True)
+    if "--json" in argv[: argv.index("--") if "--" in argv else len(argv)]:
+        echo(json_error(message, code))
+    sys.exit(code)
 
 
 def command_and_root(argv: list[str]) -> tuple[str | None, str | None]:
@@ -233,10 +256,21 @@ def request(root: str, argv: list[str]) -> list[bytes]:
         except (AttributeError, ValueError, OSError):
             variables["COLUMNS"], variables["LINES"] = "80", "24"
     encode = os.fsencode
-    fields = [MAGIC, encode(root), encode(os.getcwd()), str(len(variables)).encode()]
+    fields = [identity(), encode(root), encode(os.getcwd()), str(len(variables)).encode()]
     for name, value in sorted(variables.items()):
         fields += [encode(name), encode(value)]
     return fields + [encode(word) for word in argv]
+
+
+def identity() -> bytes:
+    """The protocol and what an answer depends on of the process that runs the command: fsmem's version, where its
+    code is, and the file system's encoding (how the bytes of arguments and file names become text). A watcher
+    answers a client of its own identity only: one started before an upgrade, from another install, or under a
+    locale whose names decode otherwise (PYTHONUTF8=0 LC_ALL=C: ASCII) would print what the walk would not."""
+    package = sys.modules["fsmem"]
+    code = os.path.dirname(package.__file__ or "")
+    encoding = f"{sys.getfilesystemencoding()}:{sys.getfilesystemencodeerrors()}"
+    return MAGIC + os.fsencode(f"{package.__version__} {encoding} {code}")
 
 
 def _exchange(path: str, root: str, argv: list[str]) -> tuple[int, list[tuple[int, str]]]:

@@ -33,8 +33,11 @@ class Outcome:
 
 
 def session_start(memory: Memory) -> Outcome:
-    """The memory's context block, as the SessionStart JSON whose `additionalContext` Claude Code adds."""
-    block = memory.context().to_text()
+    """The memory's context block as `fsmem context` prints it (controls shown as text, as the prompt hook's block
+    is: `fsmem.hooks.prompting`), as the SessionStart JSON whose `additionalContext` Claude Code adds."""
+    from fsmem.cli.printing import visible
+
+    block = visible(memory.context().to_text())
     answer = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": block}}
     return Outcome(stdout=json.dumps(answer, ensure_ascii=False))
 

@@ -3,6 +3,10 @@
 Request lines carry ids, names, figures and reasons only (token id, agent,
 memory, tool, status, duration, sizes): never a token, a tool's arguments or
 a memory's text. The web server's own messages are written the same way.
+Every character a terminal would act on or that reorders text (C1 controls,
+bidi overrides; json.dumps escapes C0 itself) is written as its JSON escape, as
+`--json` answers are (`fsmem.cli.printing.escaped_json`): a request's path is
+anyone's to choose, and the log is often a terminal.
 With several server processes every one appends to the same file: each line
 goes out in one `write` on a file opened for appending, so lines are never
 cut or interleaved, and a worker's lines name it (`"worker": N`).
@@ -18,6 +22,8 @@ import sys
 import threading
 from pathlib import Path
 from typing import Any, TextIO
+
+from fsmem.cli.printing import escaped_json
 
 
 class RequestLog:
@@ -35,6 +41,7 @@ class RequestLog:
 
     def write(self, record: dict[str, Any]) -> None:
         line = json.dumps({"time": _now(), **self.fields, **record}, ensure_ascii=False, separators=(",", ":"))
+        line = escaped_json(line)  # a request's path is anyone's: no C1 control or bidi override reaches a terminal
         with self._lock:
             try:
                 if self._fd is not None:
