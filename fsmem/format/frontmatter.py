@@ -16,6 +16,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from fsmem.config import first_alias
+from fsmem.errors import ConfigError
 from fsmem.format.fences import FENCE, fences
 from fsmem.format.simple_fields import simple_fields
 
@@ -201,8 +202,7 @@ def _plain(value: Any, depth: int = 1) -> Any:
     """YAML turns dates into objects; keep them as the ISO strings the file holds.
 
     A value nested past MAX_NESTING is refused (_TooDeep): the C parser reads a thousand levels, and every reader
-    of the value after it (this function, `str`, JSON) recurses, so one file's `[[[...]]]` failed ls of them all.
-    """
+    of the value after it (this function, `str`, JSON) recurses, so one file's `[[[...]]]` failed ls of them all."""
     if isinstance(value, (_dt.datetime, _dt.date)):
         return value.isoformat()
     if isinstance(value, (dict, list)) and depth > MAX_NESTING:
@@ -268,15 +268,16 @@ def parse_timestamp(value: str) -> _dt.datetime | None:
 def now_iso() -> str:
     """The current local time, ISO 8601 with its UTC offset, to the second.
 
-    FSMEM_NOW overrides the clock, so tests and reproducible runs can fix it.
-    """
+    FSMEM_NOW overrides the clock, so tests and reproducible runs can fix it; a value that is no time is
+    refused, not read as the real clock (a run meant to be reproducible would silently not be)."""
     import os
 
     fixed = os.environ.get("FSMEM_NOW")
     if fixed:
         parsed = parse_timestamp(fixed)
-        if parsed is not None:
-            return parsed.isoformat(timespec="seconds")
+        if parsed is None:
+            raise ConfigError(f"FSMEM_NOW is {fixed!r}, not a date or time (ISO 8601: 2026-03-01T09:30:00+00:00)")
+        return parsed.isoformat(timespec="seconds")
     return wall_clock().isoformat(timespec="seconds")
 
 
@@ -284,8 +285,7 @@ def wall_clock() -> _dt.datetime:
     """The real clock, local time with its UTC offset: the one place fsmem reads the date.
 
     Its audit event tells tests/conftest.py which tests read the real date (FSMEM_NOW unset); those run
-    again with the clock moved to another day, to catch a test that hard-codes today.
-    """
+    again with the clock moved to another day, to catch a test that hard-codes today."""
     import sys
 
     sys.audit("fsmem.wall_clock")
