@@ -20,6 +20,7 @@ from fsmem.consolidate.digest import PREFIX, SECTION, Entry, SessionLine, episod
 from fsmem.consolidate.plan import Change, Plan, Settings, citation_paths
 from fsmem.consolidate.report import ConsolidationReport
 from fsmem.consolidate.subjects import DirectoryEntry
+from fsmem.state_files import read_state
 
 CACHE_VERSION = 1
 
@@ -38,7 +39,7 @@ class Cache:
         path = root / STATE_DIR / "consolidate" / "digest.json"
         cache = cls(path)
         try:
-            data = json.loads(path.read_text("utf-8"))
+            data = json.loads(read_state(path).decode("utf-8"))
             if data.get("version") == CACHE_VERSION:
                 cache.notes = {str(k): (int(v[0]), int(v[1]), v[2]) for k, v in data["notes"].items()}
                 for entry in cache.notes.values():  # a line this version could not have written: start again

@@ -22,6 +22,7 @@ from fsmem.errors import FsmemError
 from fsmem.format.facts import slugify
 from fsmem.format.history_file import is_history_path
 from fsmem.format.links import aliases_of
+from fsmem.state_files import read_state
 from fsmem.store import beneath
 from fsmem.store.catalog import HEAD_BYTES, walk_stats
 from fsmem.store.files import atomic_write, state_dir
@@ -30,6 +31,7 @@ _KIND = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,40}$")
 TOPIC_KINDS = ("topic", "topics")
 CACHE_VERSION = 5  # 4: summaries read `*` and `+` facts too; 5: rows of fields, zlib-compressed
 CACHE_NAME = "directory.json.zlib"  # 1/7 of the JSON of named fields it replaces (1.2 MB against 8.6 at 100k)
+INFLATE_RATIO = 64  # the most the cache's bytes may grow when decompressed (fsmem's own: about 7); past it, a miss
 OLD_CACHE_NAME = "directory.json"  # written before version 5: removed, so an upgraded memory does not keep it
 _INTERESTING = frozenset("-*+# `~")
 
@@ -243,13 +245,24 @@ def _write_cache(root: Path, cache_path: Path, entries: list[DirectoryEntry]) ->
         pass
 
 
+def _inflated(data: bytes) -> bytes:
+    """`data` decompressed, refused (ValueError) past INFLATE_RATIO times its size: the cache's JSON compresses
+    about 7 times, a planted zlib bomb 1,000 times (2 MB held 2 GB and took 30 s of `fsmem index`)."""
+    inflater = zlib.decompressobj()
+    limit = INFLATE_RATIO * len(data) + (1 << 16)
+    out = inflater.decompress(data, limit)
+    if inflater.unconsumed_tail or not inflater.eof:
+        raise ValueError(f"directory cache inflates past {limit} bytes, or is cut short")
+    return out
+
+
 def _read_cache(cache_path: Path) -> list[DirectoryEntry]:
     """The entries of the directory cache; none when it is missing, of another version or damaged.
 
     Rows rather than objects of named fields: decompressing and parsing them costs less than parsing the
     uncompressed objects did (124 against 139 ms of CPU at 100k files)."""
     try:
-        cached = json.loads(zlib.decompress(cache_path.read_bytes()).decode("utf-8"))
+        cached = json.loads(_inflated(read_state(cache_path)).decode("utf-8"))
         if cached.get("version") != CACHE_VERSION or cached.get("fields") != _FIELDS:
             return []
         entries = [DirectoryEntry(*row) for row in cached["rows"]]

@@ -20,6 +20,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fsmem.state_files import NOT_A_FILE, open_state
 from fsmem.store import retrieval_log
 
 TOOLS = ("search", "recall")
@@ -107,13 +108,17 @@ class _Tally:
     def _read(self, part: _File, path: Path) -> None:
         """Count the whole lines of `path` after `part.offset` (a torn last line waits for its end)."""
         try:
-            with open(path, "rb") as handle:
+            with open(open_state(path), "rb") as handle:
                 if os.fstat(handle.fileno()).st_ino != part.ino:
                     return  # replaced since it was looked at: the next search starts again
                 handle.seek(part.offset)
                 data = handle.read()
         except FileNotFoundError:
             return
+        except OSError as exc:
+            if exc.errno not in NOT_A_FILE:
+                raise
+            return  # a FIFO or link at the log's name holds no record (read_state)
         end = data.rfind(b"\n") + 1
         if not end:
             return

@@ -26,6 +26,7 @@ from typing import Any
 from fsmem import format as fmt
 from fsmem.errors import FsmemError
 from fsmem.format import secrets
+from fsmem.state_files import NOT_A_FILE, open_state
 from fsmem.store import logs
 from fsmem.store.files import state_dir
 
@@ -150,9 +151,13 @@ def records(
     folder = Path(state, "logs") if state is not None else Path(root, ".fsmem", "logs")
     for path in (folder / (LOG_NAME + ".1"), folder / LOG_NAME):
         try:
-            handle = open(path, encoding="utf-8")
+            handle = open(open_state(path), encoding="utf-8", errors="replace")
         except FileNotFoundError:
             continue
+        except OSError as exc:
+            if exc.errno not in NOT_A_FILE:
+                raise
+            continue  # a FIFO or link at the log's name holds no record (read_state)
         with handle:
             for line in handle:
                 try:

@@ -1,0 +1,100 @@
+"""Hostile machine state: what `.fsmem/` holds after a crash or when it came in an untrusted copy.
+
+fsmem's state is disposable (caches, logs, records), so whatever is found at one of its names must give the
+answers of the memory files, or a clear error, never a hang or a traceback. The commands run as real
+subprocesses under a timeout, so a hang fails the test instead of the suite.
+"""
+
+from __future__ import annotations
+
+import os
+import tracemalloc
+import zlib
+from pathlib import Path
+
+import pytest
+from test_hostile import NOW, cli
+
+from fsmem import Memory
+from fsmem.consolidate import subjects
+
+BILLING = "---\ntitle: Billing\ntopic: Billing\n---\n# Billing\n- proration: daily\n"
+# Every state file a command reads before it answers, one per reader (attack54b found each blocking on a FIFO).
+READ_STATE = (
+    "config.json",  # every command: the parsed copy of fsmem.yaml
+    "cache/facts.json",  # check
+    "cache/directory.json.zlib",  # index, consolidate
+    "consolidate/digest.json",  # consolidate
+    "logs/consolidate.jsonl",  # consolidate appends to it
+    "logs/retrieval.jsonl",  # search ranks by it, every agent-facing command appends to it, stats reads it
+)
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch) -> Path:
+    monkeypatch.setenv("FSMEM_NOW", NOW)
+    memory = Memory.init(tmp_path / "mem")
+    (memory.root / "topics").mkdir()
+    (memory.root / "topics" / "billing.md").write_text(BILLING)
+    memory.note("- proration: monthly", session="s", subject="topic/Billing")
+    return memory.root
+
+
+def _answers(root: Path) -> None:
+    """Each command answers from the memory files within the timeout, with no traceback."""
+    for args, out in (
+        (("search", "proration"), "topics/billing.md"),
+        (("check",), ""),
+        (("consolidate",), "consolidated 1 of 1 note"),
+        (("index",), ""),
+        (("stats",), ""),
+        (("read", "topics/billing.md"), "proration: monthly"),
+    ):
+        done = cli(root, *args, timeout=20)
+        assert done.returncode in (0, 1), (args, done.stderr)
+        assert "Traceback" not in done.stderr and out in done.stdout, (args, done.stdout, done.stderr)
+
+
+@pytest.mark.slow
+def test_a_fifo_at_any_state_name_never_blocks(root: Path) -> None:
+    """A FIFO where a cache or log should be blocked every command (config.json), or search, check, index and
+    consolidate, for ever; each is now taken as no cache (or replaced by the file written there)."""
+    for name in READ_STATE:
+        path = root / ".fsmem" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.unlink(missing_ok=True)
+        os.mkfifo(path)
+    _answers(root)
+    assert (root / ".fsmem" / "logs" / "retrieval.jsonl").is_file()  # the FIFO was replaced, not written through
+    assert (root / ".fsmem" / "cache" / "directory.json.zlib").is_file()
+
+
+@pytest.mark.slow
+def test_a_link_at_a_state_name_is_not_read_through(root: Path, tmp_path: Path) -> None:
+    """A link to /dev/zero (or anywhere) at a cache's name is not followed when the cache is read."""
+    for name in READ_STATE:
+        path = root / ".fsmem" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.unlink(missing_ok=True)
+        os.symlink("/dev/zero", path)
+    _answers(root)
+
+
+def test_a_zlib_bomb_as_the_directory_cache_is_a_miss(root: Path) -> None:
+    """200 KB that inflate to 200 MB as the directory cache: `fsmem index` inflated it whole (2 MB for 2 GB took
+    30 s); it now stops at 64 times the file's size, and the cache is rebuilt."""
+    bomb = zlib.compressobj(9)
+    spaces = b" " * (1 << 20)
+    data = bomb.compress(b"[") + b"".join(bomb.compress(spaces) for _ in range(200)) + bomb.flush()
+    cache = root / ".fsmem" / "cache" / "directory.json.zlib"
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_bytes(data)
+    tracemalloc.start()
+    try:
+        entries = subjects.directory(root)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 50 << 20, peak  # 400 MB before (the 200 MB inflated, then decoded)
+    assert [e.path for e in entries] == ["topics/billing.md"]
+    assert len(zlib.decompress(cache.read_bytes())) < 10_000  # rebuilt from the one document
