@@ -7,6 +7,7 @@ subprocesses under a timeout, so a hang fails the test instead of the suite.
 
 from __future__ import annotations
 
+import json
 import os
 import tracemalloc
 import zlib
@@ -98,3 +99,27 @@ def test_a_zlib_bomb_as_the_directory_cache_is_a_miss(root: Path) -> None:
     assert peak < 50 << 20, peak  # 400 MB before (the 200 MB inflated, then decoded)
     assert [e.path for e in entries] == ["topics/billing.md"]
     assert len(zlib.decompress(cache.read_bytes())) < 10_000  # rebuilt from the one document
+
+
+def test_lines_fsmem_did_not_write_in_the_retrieval_log_are_skipped(root: Path) -> None:
+    """A log line that is JSON but no record (`5`, `[1]`), or a record of odd figures, failed every search (the
+    log ranks its results) and `fsmem stats` with AttributeError; such lines are skipped as a torn one is."""
+    log = root / ".fsmem" / "logs" / "retrieval.jsonl"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    lines = [
+        "5",
+        "[1]",
+        "null",
+        '{"tool": "search", "paths": 5}',
+        '{"tool": "read", "paths": [1, {}], "latency_ms": [1], "tokens": "x"}',
+        '{"tool": "read", "latency_ms": 1e999, "tokens": 1' + "0" * 400 + "}",
+        '{"tool": "read", "tokens": 1' + "0" * 5000 + "}",  # past Python's 4,300 digits: not JSON to it
+        '{"time": "2026-11-30T09:00:00+00:00", "tool": "read", "paths": ["topics/billing.md"], "latency_ms": 2}',
+    ]
+    log.write_bytes(("\n".join(lines) + "\n").encode() + b"\xff\xfe\n")
+    searched = cli(root, "search", "proration")
+    assert searched.returncode == 0 and "topics/billing.md" in searched.stdout, searched.stderr
+    counted = cli(root, "stats", "--json")
+    assert counted.returncode == 0, counted.stderr
+    read = next(tool for tool in json.loads(counted.stdout)["tools"] if tool["tool"] == "read")
+    assert read["calls"] == 3 and read["p95_ms"] == 2.0

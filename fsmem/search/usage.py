@@ -129,9 +129,10 @@ class _Tally:
                 record = json.loads(line)
             except ValueError:
                 continue  # a torn line after a crash is skipped, not fatal
-            if record.get("tool") not in TOOLS:
-                continue
-            for location in record.get("paths") or []:
+            if not isinstance(record, dict) or record.get("tool") not in TOOLS:
+                continue  # a line fsmem did not write (`5`, `[]`) is skipped too
+            locations = record.get("paths")
+            for location in locations if isinstance(locations, list) else ():
                 if isinstance(location, str):
                     part.counts[location] = part.counts.get(location, 0) + 1
                     total = usage.get(location, 0) + 1

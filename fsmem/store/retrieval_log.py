@@ -162,8 +162,10 @@ def records(
             for line in handle:
                 try:
                     record = json.loads(line)
-                except json.JSONDecodeError:
+                except ValueError:  # JSONDecodeError, or an integer past Python's 4,300 digits
                     continue  # a torn last line after a crash is skipped, not fatal
+                if not isinstance(record, dict):
+                    continue  # nor is a line fsmem did not write (`5`, `[]`)
                 if agent is not None and record.get("agent") != agent:
                     continue
                 if threshold is not None:
