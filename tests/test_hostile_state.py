@@ -19,7 +19,7 @@ from test_hostile import NOW, cli
 from fsmem import Memory
 from fsmem.consolidate import subjects
 
-BILLING = "---\ntitle: Billing\ntopic: Billing\n---\n# Billing\n- proration: daily\n"
+BILLING = "---\ntitle: Billing\ntype: semantic\ntopic: Billing\n---\n# Billing\n- proration: daily\n"
 # Every state file a command reads before it answers, one per reader (attack54b found each blocking on a FIFO).
 READ_STATE = (
     "config.json",  # every command: the parsed copy of fsmem.yaml
@@ -123,3 +123,28 @@ def test_lines_fsmem_did_not_write_in_the_retrieval_log_are_skipped(root: Path) 
     assert counted.returncode == 0, counted.stderr
     read = next(tool for tool in json.loads(counted.stdout)["tools"] if tool["tool"] == "read")
     assert read["calls"] == 3 and read["p95_ms"] == 2.0
+
+
+@pytest.mark.slow
+def test_a_trigger_planted_in_the_cache_is_thrown_away_with_it(root: Path) -> None:
+    """A cache.sqlite from an untrusted copy with a trigger that rewrites each stored row's filter columns made
+    `ls --type semantic` list every file and `ls --tag pwned` files without that tag, run after run (emptying
+    the tables keeps a trigger); a database holding a trigger or view fsmem does not make is now thrown away."""
+    import apsw
+
+    (root / "topics" / "plain.md").write_text("# Plain\n- nothing typed here\n")
+    assert cli(root, "ls").returncode == 0  # the cache is made
+    conn = apsw.Connection(str(root / ".fsmem" / "cache.sqlite"))
+    conn.execute(
+        "CREATE TRIGGER planted AFTER INSERT ON files BEGIN"
+        " UPDATE files SET type = 'semantic', tags = '[\"pwned\"]' WHERE id = new.id; END;"
+        "CREATE VIEW planted_view AS SELECT 1;"
+        "DELETE FROM files"
+    )
+    conn.close()
+    for _ in range(2):  # the first run stores the rows, the second reads them
+        typed = cli(root, "ls", "--type", "semantic", "--json")
+        assert [e["path"] for e in json.loads(typed.stdout)["entries"]] == ["topics/billing.md"]
+        assert cli(root, "ls", "--tag", "pwned").returncode == 1
+    conn = apsw.Connection(str(root / ".fsmem" / "cache.sqlite"))
+    assert conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall() == [("files_gone",)]

@@ -193,6 +193,7 @@ class SearchIndex:
         return conn
 
     def _prepare(self, conn) -> None:
+        _cache.refuse_foreign_schema(conn)
         if _version(conn) == _VERSION:
             return  # the common case, read without taking the write lock
         with _cache.transaction(conn):
