@@ -4,7 +4,7 @@
 -> `topics/billing.md`. A heading without a kind (`## Adam Smith`) is matched
 against the titles, aliases and names of existing entity and topic documents
 (rapidfuzz), else it becomes a topic. The directory of those documents is read
-from their front matter and cached in `.fsmem/cache/` keyed on (mtime, size),
+from their front matter and cached in `.fsmem/cache/` keyed on (mtime, size, inode),
 so a run with nothing new re-reads nothing.
 """
 
@@ -29,7 +29,8 @@ from fsmem.store.files import atomic_write, state_dir
 
 _KIND = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,40}$")
 TOPIC_KINDS = ("topic", "topics")
-CACHE_VERSION = 5  # 4: summaries read `*` and `+` facts too; 5: rows of fields, zlib-compressed
+# 4: summaries read `*` and `+` facts too; 5: rows of fields, zlib-compressed; 6: each entry's inode
+CACHE_VERSION = 6
 CACHE_NAME = "directory.json.zlib"  # 1/7 of the JSON of named fields it replaces (1.2 MB against 8.6 at 100k)
 INFLATE_RATIO = 64  # the most the cache's bytes may grow when decompressed (fsmem's own: about 7); past it, a miss
 OLD_CACHE_NAME = "directory.json"  # written before version 5: removed, so an upgraded memory does not keep it
@@ -59,6 +60,7 @@ class DirectoryEntry:
     names: list[str] = field(default_factory=list)  # title, aliases, entity/topic name
     summary: str = ""  # first current facts, for documents without a description
     subject: str = ""  # its entity or topic name as a note subject says it (`people/Adam Smith`, `topic/Billing`)
+    ino: int = 0  # with (mtime, size), what a cached entry is checked on: a copy keeps mtimes, never inodes
 
 
 _FIELDS = [f.name for f in fields(DirectoryEntry)]  # the order of a cached row's values
@@ -185,7 +187,14 @@ def entry_from(rel: str, stat: os.stat_result, front: dict, text: str) -> Direct
         names=_names(front, str(title)),
         summary="; ".join(summary),
         subject=_subject(front),
+        ino=stat.st_ino,
     )
+
+
+def _same(entry: DirectoryEntry, stat: os.stat_result) -> bool:
+    """Whether `entry` was made from the file `stat` describes: (mtime, size) alone let a directory cache that came
+    with an untrusted copy (whose files' mtimes it knows) put titles and descriptions no file holds in INDEX.md."""
+    return entry.mtime_ns == stat.st_mtime_ns and entry.size == stat.st_size and entry.ino == stat.st_ino
 
 
 def _subject(front: dict) -> str:
@@ -195,7 +204,7 @@ def _subject(front: dict) -> str:
 
 
 def directory(root: Path, fresh: dict[str, DirectoryEntry] | None = None) -> list[DirectoryEntry]:
-    """Every entity and topic document (not their history files), from the cache where (mtime, size) still match.
+    """Every entity and topic document (not their history files), from the cache where (mtime, size, inode) match.
 
     `fresh` holds entries the caller built from texts it has just written (the
     consolidator), used when their (mtime, size) match. A document the memory's
@@ -215,7 +224,7 @@ def directory(root: Path, fresh: dict[str, DirectoryEntry] | None = None) -> lis
             if is_history_path(rel):  # a document's history, not a subject of its own (nor a line of INDEX.md)
                 continue
             old = known.get(rel)
-            if old and old.mtime_ns == stat.st_mtime_ns and old.size == stat.st_size and not os.path.islink(full):
+            if old and _same(old, stat) and not os.path.islink(full):
                 entries.append(old)
                 continue
             try:
@@ -223,7 +232,7 @@ def directory(root: Path, fresh: dict[str, DirectoryEntry] | None = None) -> lis
             except FsmemError:
                 dirty = True
                 continue
-            if old and old.mtime_ns == stat.st_mtime_ns and old.size == stat.st_size:
+            if old and _same(old, stat):
                 entries.append(old)
                 continue
             entries.append(_read_entry(root, rel, real, stat))
