@@ -148,3 +148,20 @@ def test_a_trigger_planted_in_the_cache_is_thrown_away_with_it(root: Path) -> No
         assert cli(root, "ls", "--tag", "pwned").returncode == 1
     conn = apsw.Connection(str(root / ".fsmem" / "cache.sqlite"))
     assert conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall() == [("files_gone",)]
+
+
+@pytest.mark.slow
+def test_a_fifo_or_link_among_the_journal_entries_is_kept_aside(tmp_path: Path) -> None:
+    """A FIFO where a history journal entry should be blocked the commit that reads the journal; it is now kept
+    aside (`journal-damaged/`) as a damaged entry is, and so is a link, and the write is committed."""
+    root = tmp_path / "mem"
+    assert cli(root, "init", "--git", str(root)).returncode == 0
+    assert cli(root, "write", "topics/a.md", input="- first\n").returncode == 0
+    journal = root / ".fsmem" / "history" / "journal"
+    os.mkfifo(journal / "0000000001-planted")
+    os.symlink("/dev/zero", journal / "0000000002-planted")
+    written = cli(root, "write", "topics/b.md", input="- second\n", timeout=20)
+    assert written.returncode == 0, written.stderr
+    assert "write topics/b.md" in cli(root, "log", timeout=20).stdout
+    aside = root / ".fsmem" / "history" / "journal-damaged"
+    assert sorted(p.name for p in aside.iterdir()) == ["0000000001-planted", "0000000002-planted"]

@@ -168,9 +168,10 @@ def _load(repo: Repo, name: str) -> Entry | None:
     except OSError as exc:
         if exc.errno not in NOT_A_FILE:
             raise
-        return _aside(repo, name)  # a FIFO or link at an entry's name (read_state): kept aside too
+        _aside(repo, name)  # a FIFO or link at an entry's name (read_state): kept aside too
     except (ValueError, KeyError, TypeError):  # a damaged entry: kept aside, never committed half-read
-        return _aside(repo, name)
+        _aside(repo, name)
+    return None
 
 
 def _aside(repo: Repo, name: str) -> None:
