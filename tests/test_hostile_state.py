@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import json
 import os
+import resource
+import subprocess
 import tracemalloc
 import zlib
 from pathlib import Path
 
 import pytest
-from test_hostile import NOW, cli
+from child_env import without_fsmem
+from test_hostile import FSMEM, NOW, cli
 
 from fsmem import Memory
 from fsmem.consolidate import subjects
@@ -165,3 +168,39 @@ def test_a_fifo_or_link_among_the_journal_entries_is_kept_aside(tmp_path: Path) 
     assert "write topics/b.md" in cli(root, "log", timeout=20).stdout
     aside = root / ".fsmem" / "history" / "journal-damaged"
     assert sorted(p.name for p in aside.iterdir()) == ["0000000001-planted", "0000000002-planted"]
+
+
+def _files_up_to(size: int):
+    def limit() -> None:  # no file past `size` bytes: a disk nearly full
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+
+    return limit
+
+
+@pytest.mark.slow
+def test_a_disk_that_refuses_the_caches_writes_still_answers(root: Path) -> None:
+    """Under RLIMIT_FSIZE (EFBIG, as ENOSPC on a full disk) the search index (2.8 MB for these 300 files) and
+    the consolidation ledger could not grow: search failed with 'IOError: disk I/O error' and consolidate with
+    'OperationalError: disk I/O error'. Each keeps its cache in memory for the run instead; the memory files are
+    written whole or not at all."""
+    words = [f"w{n:04d}x" for n in range(3000)]
+    for i in range(300):
+        lines = ["- " + " ".join(words[(i * 37 + j * 11 + k * 101) % 3000] for k in range(12)) for j in range(20)]
+        (root / "topics" / f"t{i}.md").write_text(f"# T{i}\n" + "\n".join(lines) + "\n")
+    env = without_fsmem()
+    env["FSMEM_NOW"] = NOW
+
+    def limited(size: int, *args: str) -> subprocess.CompletedProcess:
+        command = [FSMEM, "--root", str(root), *args]
+        return subprocess.run(
+            command, capture_output=True, text=True, env=env, timeout=60, preexec_fn=_files_up_to(size)
+        )
+
+    assert limited(512 << 10, "ls").returncode == 0  # the metadata cache fits (176 KB)
+    searched = limited(512 << 10, "search", "proration")
+    assert searched.returncode == 0 and "topics/billing.md" in searched.stdout, searched.stderr
+    consolidated = limited(32 << 10, "consolidate")
+    assert consolidated.returncode == 0 and "consolidated 1 of 1 note" in consolidated.stdout, consolidated.stderr
+    assert "- proration: monthly" in (root / "topics" / "billing.md").read_text()
+    again = cli(root, "search", "proration")  # no limit: the file caches serve again
+    assert again.returncode == 0 and "topics/billing.md" in again.stdout

@@ -91,6 +91,11 @@ class Ledger:
                     )
                 return db
             except sqlite3.DatabaseError:
+                if attempt == 2 and self.path != ":memory:":
+                    # a disk that refuses its writes (full, past RLIMIT_FSIZE: 'disk I/O error' failed the run):
+                    # this run keeps the ledger in memory, as if it had been thrown away
+                    self.path = ":memory:"
+                    return self._open(signature)
                 if attempt == 2:
                     raise
                 for suffix in (

@@ -48,6 +48,8 @@ from fsmem.store.paths import STATE_DIR
 from fsmem.store.walk import path_of, walk_key
 
 DatabaseError = apsw.Error
+# a write the file system refused for want of room (ENOSPC, RLIMIT_FSIZE's EFBIG), as SQLite reports it
+StorageFull = (apsw.FullError, apsw.IOError)
 Connection = apsw.Connection
 
 
