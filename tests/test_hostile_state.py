@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import shutil
 import subprocess
 import tracemalloc
 import zlib
@@ -17,7 +18,8 @@ from pathlib import Path
 
 import pytest
 from child_env import without_fsmem
-from test_hostile import FSMEM, NOW, cli
+from hypothesis import HealthCheck, given, settings, strategies as st
+from test_hostile import FSMEM, NOW, cli, within
 
 from fsmem import Memory
 from fsmem.consolidate import subjects
@@ -204,3 +206,98 @@ def test_a_disk_that_refuses_the_caches_writes_still_answers(root: Path) -> None
     assert "- proration: monthly" in (root / "topics" / "billing.md").read_text()
     again = cli(root, "search", "proration")  # no limit: the file caches serve again
     assert again.returncode == 0 and "topics/billing.md" in again.stdout
+
+
+def test_json_of_another_shape_as_the_parsed_configuration_is_no_copy(root: Path) -> None:
+    """`.fsmem/config.json` holding JSON that is no object (`null`, `[1]`) failed every command with
+    'AttributeError: 'NoneType' object has no attribute 'get'' (found by this module's hypothesis test)."""
+    for text in ("null", "[1]", "5"):
+        (root / ".fsmem" / "config.json").write_text(text)
+        listed = cli(root, "ls", "topics")
+        assert listed.returncode == 0 and "topics/billing.md" in listed.stdout, listed.stderr
+
+
+def test_a_folder_at_a_state_name_is_a_clear_error(root: Path) -> None:
+    """A folder where fsmem writes a cache or log (no crash leaves one) is refused by name, exit 2, and
+    nothing is written; the commands that only read it answer."""
+    (root / ".fsmem" / "cache").mkdir(exist_ok=True)
+    (root / ".fsmem" / "cache" / "directory.json.zlib").mkdir()
+    indexed = cli(root, "index")
+    assert indexed.returncode == 2 and "Traceback" not in indexed.stderr
+    assert "'.fsmem/cache/directory.json.zlib' is a folder; nothing was written" in indexed.stderr
+    assert cli(root, "search", "proration").returncode == 0
+
+
+# -- the invariant: whatever `.fsmem/` holds, the answers are those of the memory files ---------------------
+# every state file a command reads or writes, and the databases beside them
+STATE_NAMES = (*READ_STATE, "cache.sqlite", "consolidate/ledger.sqlite", "history/commits", "host-settings.json")
+KINDS = ("fifo", "link to /dev/zero", "empty", "bytes")  # a folder there: test_a_folder_at_a_state_name_...
+EXAMPLES = 8 * int(os.environ.get("FSMEM_FUZZ_SCALE", "1"))
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+def _plant(path: Path, kind: str, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "link to /dev/zero":
+        os.symlink("/dev/zero", path)
+    else:
+        path.write_bytes(b"" if kind == "empty" else data)
+
+
+def _answers_of(root: Path) -> dict:
+    """What each command answers on `root`, as far as it depends on the memory files alone."""
+    memory = Memory(root)
+    try:
+        answers = {
+            "ls": [(e.path, e.title) for e in memory.ls().entries],
+            "search": sorted({h.path for h in memory.search("proration").hits}),
+            "check": sorted(memory.check().problems),
+            "context": memory.context().sources,
+        }
+        report = memory.consolidate()
+        answers["consolidate"] = (report.counts, sorted(report.files_written))
+        memory.index()
+        answers["files"] = {
+            p.relative_to(root).as_posix(): p.read_text() for p in sorted(root.rglob("*.md")) if ".fsmem" not in p.parts
+        }
+        answers["search after"] = sorted({h.path for h in memory.search("proration").hits})
+        return answers
+    finally:
+        memory.close()
+
+
+@pytest.mark.slow
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    planted=st.dictionaries(
+        st.sampled_from(STATE_NAMES),
+        st.tuples(st.sampled_from(KINDS), st.binary(max_size=64) | JSON_VALUES.map(lambda v: json.dumps(v).encode())),
+        min_size=1,
+    )
+)
+def test_whatever_the_state_holds_the_answers_are_the_files(tmp_path_factory, monkeypatch, planted) -> None:
+    """Any mix of FIFOs, links to /dev/zero, empty files, bytes and JSON of any shape at the state's names gives
+    the answers a memory without them gives, each within a time limit (a FIFO once blocked for ever)."""
+    monkeypatch.setenv("FSMEM_NOW", NOW)
+    base = tmp_path_factory.mktemp("state")
+    clean, hostile = base / "clean", base / "hostile"
+    for root in (clean, hostile):
+        memory = Memory.init(root)
+        (root / "topics").mkdir()
+        (root / "topics" / "billing.md").write_text(BILLING)
+        memory.note("- proration: monthly", session="s", subject="topic/Billing")
+        memory.close()
+    for name, (kind, data) in planted.items():
+        _plant(hostile / ".fsmem" / name, kind, data)
+    expected = within(60, lambda: _answers_of(clean))
+    assert within(60, lambda: _answers_of(hostile)) == expected

@@ -114,7 +114,7 @@ class Config(Section):
         copy_path = Path(root, STATE_DIR, PARSED_COPY)
         try:
             stored = json.loads(read_state(copy_path).decode("utf-8"))
-            if stored.get("stamp") == stamp and isinstance(stored.get("data"), dict):
+            if isinstance(stored, dict) and stored.get("stamp") == stamp and isinstance(stored.get("data"), dict):
                 return cls.checked(stored["data"], str(path), lambda: _text_of(path))
         except (OSError, ValueError):
             pass
