@@ -301,3 +301,20 @@ def test_whatever_the_state_holds_the_answers_are_the_files(tmp_path_factory, mo
         _plant(hostile / ".fsmem" / name, kind, data)
     expected = within(60, lambda: _answers_of(clean))
     assert within(60, lambda: _answers_of(hostile)) == expected
+
+
+@pytest.mark.slow
+def test_a_sparse_retrieval_log_is_read_from_its_last_part(root: Path) -> None:
+    """A 4 GB retrieval log that takes no room on disk (sparse, all NUL bytes) was read whole by every search (the
+    log ranks its results: a 3 GB one took 7-25 s and held 3.2 GB) and by `fsmem stats` (twice that held); each
+    reads at most the last 64 MiB of a log file now, far more than fsmem's own (8 MiB by default)."""
+    log = root / ".fsmem" / "logs" / "retrieval.jsonl"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("wb") as handle:
+        handle.write(b'{"tool": "read", "paths": ["topics/billing.md"], "latency_ms": 1}\n')
+        handle.truncate(4 << 30)
+    searched = cli(root, "search", "proration")
+    assert searched.returncode == 0 and "topics/billing.md" in searched.stdout, searched.stderr
+    counted = cli(root, "stats", "--json")
+    assert counted.returncode == 0, counted.stderr
+    assert [tool["tool"] for tool in json.loads(counted.stdout)["tools"]] == ["search"]

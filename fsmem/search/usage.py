@@ -109,10 +109,15 @@ class _Tally:
         """Count the whole lines of `path` after `part.offset` (a torn last line waits for its end)."""
         try:
             with open(open_state(path), "rb") as handle:
-                if os.fstat(handle.fileno()).st_ino != part.ino:
+                found = os.fstat(handle.fileno())
+                if found.st_ino != part.ino:
                     return  # replaced since it was looked at: the next search starts again
+                if found.st_size - part.offset > retrieval_log.READ_BYTES:  # more than fsmem writes: its last part
+                    part.offset = found.st_size - retrieval_log.READ_BYTES
+                    handle.seek(part.offset - 1)
+                    part.offset += len(handle.readline(retrieval_log.READ_BYTES)) - 1  # the line cut is no record
                 handle.seek(part.offset)
-                data = handle.read()
+                data = handle.read(retrieval_log.READ_BYTES)
         except FileNotFoundError:
             return
         except OSError as exc:
