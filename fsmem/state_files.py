@@ -10,9 +10,12 @@ import errno
 import os
 import stat
 
-# The errors of a name that holds no regular file (`open_state`): one a crash never leaves, so its content is lost
-# to no one; any other OSError (EMFILE, EIO) is the reader's own.
-NOT_A_FILE = (errno.EINVAL, errno.ELOOP)
+# The errors of a name that holds no state fsmem wrote (`open_state`, `read_state`): one a crash never leaves, so
+# its content is lost to no one; any other OSError (EMFILE, EIO) is the reader's own.
+NOT_A_FILE = (errno.EINVAL, errno.ELOOP, errno.EFBIG)
+# The most `read_state` reads: fsmem's largest such file, check's facts.json, is about 2 MB at 100k files; a sparse
+# 3 GB config.json (no room on disk) held every command 33 s and 6.3 GB.
+MAX_STATE_BYTES = 64 << 20
 _FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -32,6 +35,9 @@ def open_state(path: "str | os.PathLike[str]") -> int:
 
 
 def read_state(path: "str | os.PathLike[str]") -> bytes:
-    """The bytes of the regular file at `path` (`open_state`)."""
+    """The bytes of the regular file at `path` (`open_state`); OSError (EFBIG) past MAX_STATE_BYTES."""
     with open(open_state(path), "rb") as handle:
-        return handle.read()
+        data = handle.read(MAX_STATE_BYTES + 1)
+    if len(data) > MAX_STATE_BYTES:
+        raise OSError(errno.EFBIG, f"larger than {MAX_STATE_BYTES} bytes", os.fspath(path))
+    return data
