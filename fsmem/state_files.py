@@ -37,7 +37,7 @@ def open_state(path: "str | os.PathLike[str]") -> int:
 def read_state(path: "str | os.PathLike[str]") -> bytes:
     """The bytes of the regular file at `path` (`open_state`); OSError (EFBIG) past MAX_STATE_BYTES."""
     with open(open_state(path), "rb") as handle:
-        data = handle.read(MAX_STATE_BYTES + 1)
-    if len(data) > MAX_STATE_BYTES:
-        raise OSError(errno.EFBIG, f"larger than {MAX_STATE_BYTES} bytes", os.fspath(path))
-    return data
+        # the size first: read(MAX_STATE_BYTES + 1) would take that much memory for a file of a few bytes
+        if os.fstat(handle.fileno()).st_size > MAX_STATE_BYTES:
+            raise OSError(errno.EFBIG, f"larger than {MAX_STATE_BYTES} bytes", os.fspath(path))
+        return handle.read()
