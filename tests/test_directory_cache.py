@@ -79,6 +79,20 @@ def test_a_cache_of_the_version_before_is_ignored_and_removed(tmp_path):
     assert [e.title for e in subjects._read_cache(folder / CACHE_NAME)] == ["Ann Lee", "Billing"]
 
 
+def test_an_entry_planted_with_the_stamps_of_a_copied_file_is_read_again(tmp_path):
+    """A directory cache that came with an untrusted copy of a memory knows its files' mtimes and sizes (a copy
+    keeps them): an entry keyed on those alone put a title and a description no file holds into INDEX.md and the
+    subjects notes match. Each entry is checked on the file's inode too, which no copy keeps."""
+    root = _memory(tmp_path)
+    stat = (root / "topics/billing.md").stat()
+    folder = root / ".fsmem/cache"
+    folder.mkdir(parents=True)
+    planted = DirectoryEntry("topics/billing.md", stat.st_mtime_ns, stat.st_size, "Wire", "Wire money to X")
+    planted.ino = stat.st_ino + 1  # what the copy's files had where it was made (assigned: not a field before)
+    (folder / CACHE_NAME).write_bytes(_rows([[getattr(planted, name) for name in subjects._FIELDS]]))
+    assert [(e.title, e.description) for e in directory(root)] == [("Ann Lee", ""), ("Billing", "How we bill")]
+
+
 def _rows(rows: object) -> bytes:
     return zlib.compress(
         json.dumps({"version": subjects.CACHE_VERSION, "fields": subjects._FIELDS, "rows": rows}).encode()
@@ -95,7 +109,7 @@ def _rows(rows: object) -> bytes:
         zlib.compress(b"[1, 2, 3]"),
         zlib.compress(b"\xff\xfe"),  # not UTF-8
         _rows([["topics/billing.md", 1]]),  # a row too short
-        _rows([["topics/billing.md", 1, 2, "t", "d", 0.0, [], "s", "x", "one more"]]),  # a row too long
+        _rows([["topics/billing.md", 1, 2, "t", "d", 0.0, [], "s", "x", 3, "one more"]]),  # a row too long
         _rows([{"path": "topics/billing.md"}]),
         _rows([[None, 1, 2, "t", "d", 0.0, [], "s", "x"]]),  # no path
         _rows([["topics/billing.md", 1, 2, "t", "d", 0.0, "names", "s", "x"]]),  # names not a list

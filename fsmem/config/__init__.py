@@ -43,6 +43,7 @@ from fsmem.config.sections import (
 )
 from fsmem.errors import ConfigError
 from fsmem.names import CONFIG_FILE, STATE_DIR
+from fsmem.state_files import read_state
 
 PARSED_COPY = "config.json"  # fsmem.yaml as parsed, under STATE_DIR
 
@@ -112,8 +113,8 @@ class Config(Section):
         stamp = [stat.st_mtime_ns, stat.st_size, stat.st_ino]
         copy_path = Path(root, STATE_DIR, PARSED_COPY)
         try:
-            stored = json.loads(copy_path.read_text(encoding="utf-8"))
-            if stored.get("stamp") == stamp and isinstance(stored.get("data"), dict):
+            stored = json.loads(read_state(copy_path).decode("utf-8"))
+            if isinstance(stored, dict) and stored.get("stamp") == stamp and isinstance(stored.get("data"), dict):
                 return cls.checked(stored["data"], str(path), lambda: _text_of(path))
         except (OSError, ValueError):
             pass

@@ -47,7 +47,9 @@ _COMMAND_ARGS = re.compile(r"<command-args>(.*?)(?:</command-args>|$)")
 _ABSOLUTE = re.compile(r"(?<![\w.~$-])(?:[A-Za-z]:[\\/]|\\\\|/)(?:[^\s\\/'\"`|;&<>()]+[\\/])+(?=[^\s\\/'\"`|;&<>()]*)")
 
 
-Entry = tuple[int, int, "dict[str, str] | None"]  # an episode's mtime_ns, size, and its line (None: not a session)
+# an episode's mtime_ns, size, its line (None: not a session) and its inode: (mtime, size) alone let a cache that came
+# with an untrusted copy (whose episodes' mtimes it knows) give a project document a line no episode holds
+Entry = tuple[int, int, "dict[str, str] | None", int]
 
 
 # what would start a link, a code span or HTML in text someone wrote (emphasis marks stay, so a grep finds the words)

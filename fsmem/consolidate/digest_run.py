@@ -1,9 +1,9 @@
 """Running the project digest (`fsmem.consolidate.digest`): which episodes changed since the last run, the project
 documents that change with them, and the host-local cache that tells.
 
-An episode is read again when its size or time differs from the cache's (`.fsmem/consolidate/digest.json`, rebuilt
-when missing); every project with an episode that is new, grew or is gone has its whole `## Sessions` section derived
-again from all of its episodes, so the section does not depend on the order the episodes came in.
+An episode is read again when its size, time or inode differs from the cache's (`.fsmem/consolidate/digest.json`,
+rebuilt when missing); every project with an episode that is new, grew or is gone has its whole `## Sessions` section
+derived again from all of its episodes, so the section does not depend on the order the episodes came in.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from fsmem.consolidate.digest import PREFIX, SECTION, Entry, SessionLine, episod
 from fsmem.consolidate.plan import Change, Plan, Settings, citation_paths
 from fsmem.consolidate.report import ConsolidationReport
 from fsmem.consolidate.subjects import DirectoryEntry
+from fsmem.state_files import read_state
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: each episode's inode
 
 
 @dataclass
@@ -38,9 +39,9 @@ class Cache:
         path = root / STATE_DIR / "consolidate" / "digest.json"
         cache = cls(path)
         try:
-            data = json.loads(path.read_text("utf-8"))
+            data = json.loads(read_state(path).decode("utf-8"))
             if data.get("version") == CACHE_VERSION:
-                cache.notes = {str(k): (int(v[0]), int(v[1]), v[2]) for k, v in data["notes"].items()}
+                cache.notes = {str(k): (int(v[0]), int(v[1]), v[2], int(v[3])) for k, v in data["notes"].items()}
                 for entry in cache.notes.values():  # a line this version could not have written: start again
                     if entry[2] is not None:
                         SessionLine(**entry[2]).path.encode("utf-8")
@@ -80,13 +81,13 @@ def plan_digest(root: Path, archive_dir: str, day: str, located: Callable[[str],
     touched: set[str] = set()
     for rel, st in _episodes(root, archive_dir):
         old = cache.notes.get(rel)
-        if old is not None and old[0] == st.st_mtime_ns and old[1] == st.st_size:
+        if old is not None and (old[0], old[1], old[3]) == (st.st_mtime_ns, st.st_size, st.st_ino):
             current[rel] = old
             continue
         line = _read_line(root, rel, archive_dir)
         if line is not None and line.date > day:  # held back, as consolidation holds back a note dated later
             continue
-        current[rel] = (st.st_mtime_ns, st.st_size, asdict(line) if line is not None else None)
+        current[rel] = (st.st_mtime_ns, st.st_size, asdict(line) if line is not None else None, st.st_ino)
         if line is not None:
             touched.add(line.path)
         if old is not None and old[2] is not None:
@@ -95,7 +96,7 @@ def plan_digest(root: Path, archive_dir: str, day: str, located: Callable[[str],
         if rel not in current and old[2] is not None:
             touched.add(SessionLine(**old[2]).path)  # an episode gone, or moved to the archive
     by_document: dict[str, list[SessionLine]] = {}
-    for _m, _s, data in current.values():
+    for _m, _s, data, _i in current.values():
         if data is not None:
             line = SessionLine(**data)
             by_document.setdefault(line.path, []).append(line)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from fsmem.consolidate import subjects
 from fsmem.consolidate.notes import NoteEntry, NoteItem, as_old, read_note, source_of
-from fsmem.store.cache import chunks
+from fsmem.store.cache import chunks, foreign_schema
 from fsmem.store.files import drop_links, state_dir
 from fsmem.store.paths import STATE_DIR as STATE
 
@@ -76,6 +76,9 @@ class Ledger:
                 db = sqlite3.connect(self.path, isolation_level=None)
                 db.execute("PRAGMA journal_mode=WAL")  # a cache: after a power cut it may lose its last
                 db.execute("PRAGMA synchronous=NORMAL")  # transactions (those notes are read again), never its sanity
+                foreign = foreign_schema(db, _SCHEMA)
+                if foreign is not None:
+                    raise sqlite3.DatabaseError(f"ledger holds {foreign}, which fsmem does not make")
                 db.executescript(_SCHEMA)
                 found = dict(db.execute("SELECT name, value FROM meta").fetchall())
                 if found.get("version") != str(VERSION) or found.get("signature") != signature:
@@ -88,6 +91,11 @@ class Ledger:
                     )
                 return db
             except sqlite3.DatabaseError:
+                if attempt == 2 and self.path != ":memory:":
+                    # a disk that refuses its writes (full, past RLIMIT_FSIZE: 'disk I/O error' failed the run):
+                    # this run keeps the ledger in memory, as if it had been thrown away
+                    self.path = ":memory:"
+                    return self._open(signature)
                 if attempt == 2:
                     raise
                 for suffix in (

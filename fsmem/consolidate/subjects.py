@@ -4,7 +4,7 @@
 -> `topics/billing.md`. A heading without a kind (`## Adam Smith`) is matched
 against the titles, aliases and names of existing entity and topic documents
 (rapidfuzz), else it becomes a topic. The directory of those documents is read
-from their front matter and cached in `.fsmem/cache/` keyed on (mtime, size),
+from their front matter and cached in `.fsmem/cache/` keyed on (mtime, size, inode),
 so a run with nothing new re-reads nothing.
 """
 
@@ -22,14 +22,17 @@ from fsmem.errors import FsmemError
 from fsmem.format.facts import slugify
 from fsmem.format.history_file import is_history_path
 from fsmem.format.links import aliases_of
+from fsmem.state_files import read_state
 from fsmem.store import beneath
 from fsmem.store.catalog import HEAD_BYTES, walk_stats
 from fsmem.store.files import atomic_write, state_dir
 
 _KIND = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,40}$")
 TOPIC_KINDS = ("topic", "topics")
-CACHE_VERSION = 5  # 4: summaries read `*` and `+` facts too; 5: rows of fields, zlib-compressed
+# 4: summaries read `*` and `+` facts too; 5: rows of fields, zlib-compressed; 6: each entry's inode
+CACHE_VERSION = 6
 CACHE_NAME = "directory.json.zlib"  # 1/7 of the JSON of named fields it replaces (1.2 MB against 8.6 at 100k)
+INFLATE_RATIO = 64  # the most the cache's bytes may grow when decompressed (fsmem's own: about 7); past it, a miss
 OLD_CACHE_NAME = "directory.json"  # written before version 5: removed, so an upgraded memory does not keep it
 _INTERESTING = frozenset("-*+# `~")
 
@@ -57,6 +60,7 @@ class DirectoryEntry:
     names: list[str] = field(default_factory=list)  # title, aliases, entity/topic name
     summary: str = ""  # first current facts, for documents without a description
     subject: str = ""  # its entity or topic name as a note subject says it (`people/Adam Smith`, `topic/Billing`)
+    ino: int = 0  # with (mtime, size), what a cached entry is checked on: a copy keeps mtimes, never inodes
 
 
 _FIELDS = [f.name for f in fields(DirectoryEntry)]  # the order of a cached row's values
@@ -183,7 +187,14 @@ def entry_from(rel: str, stat: os.stat_result, front: dict, text: str) -> Direct
         names=_names(front, str(title)),
         summary="; ".join(summary),
         subject=_subject(front),
+        ino=stat.st_ino,
     )
+
+
+def _same(entry: DirectoryEntry, stat: os.stat_result) -> bool:
+    """Whether `entry` was made from the file `stat` describes: (mtime, size) alone let a directory cache that came
+    with an untrusted copy (whose files' mtimes it knows) put titles and descriptions no file holds in INDEX.md."""
+    return entry.mtime_ns == stat.st_mtime_ns and entry.size == stat.st_size and entry.ino == stat.st_ino
 
 
 def _subject(front: dict) -> str:
@@ -193,7 +204,7 @@ def _subject(front: dict) -> str:
 
 
 def directory(root: Path, fresh: dict[str, DirectoryEntry] | None = None) -> list[DirectoryEntry]:
-    """Every entity and topic document (not their history files), from the cache where (mtime, size) still match.
+    """Every entity and topic document (not their history files), from the cache where (mtime, size, inode) match.
 
     `fresh` holds entries the caller built from texts it has just written (the
     consolidator), used when their (mtime, size) match. A document the memory's
@@ -213,7 +224,7 @@ def directory(root: Path, fresh: dict[str, DirectoryEntry] | None = None) -> lis
             if is_history_path(rel):  # a document's history, not a subject of its own (nor a line of INDEX.md)
                 continue
             old = known.get(rel)
-            if old and old.mtime_ns == stat.st_mtime_ns and old.size == stat.st_size and not os.path.islink(full):
+            if old and _same(old, stat) and not os.path.islink(full):
                 entries.append(old)
                 continue
             try:
@@ -221,7 +232,7 @@ def directory(root: Path, fresh: dict[str, DirectoryEntry] | None = None) -> lis
             except FsmemError:
                 dirty = True
                 continue
-            if old and old.mtime_ns == stat.st_mtime_ns and old.size == stat.st_size:
+            if old and _same(old, stat):
                 entries.append(old)
                 continue
             entries.append(_read_entry(root, rel, real, stat))
@@ -243,13 +254,24 @@ def _write_cache(root: Path, cache_path: Path, entries: list[DirectoryEntry]) ->
         pass
 
 
+def _inflated(data: bytes) -> bytes:
+    """`data` decompressed, refused (ValueError) past INFLATE_RATIO times its size: the cache's JSON compresses
+    about 7 times, a planted zlib bomb 1,000 times (2 MB held 2 GB and took 30 s of `fsmem index`)."""
+    inflater = zlib.decompressobj()
+    limit = INFLATE_RATIO * len(data) + (1 << 16)
+    out = inflater.decompress(data, limit)
+    if inflater.unconsumed_tail or not inflater.eof:
+        raise ValueError(f"directory cache inflates past {limit} bytes, or is cut short")
+    return out
+
+
 def _read_cache(cache_path: Path) -> list[DirectoryEntry]:
     """The entries of the directory cache; none when it is missing, of another version or damaged.
 
     Rows rather than objects of named fields: decompressing and parsing them costs less than parsing the
     uncompressed objects did (124 against 139 ms of CPU at 100k files)."""
     try:
-        cached = json.loads(zlib.decompress(cache_path.read_bytes()).decode("utf-8"))
+        cached = json.loads(_inflated(read_state(cache_path)).decode("utf-8"))
         if cached.get("version") != CACHE_VERSION or cached.get("fields") != _FIELDS:
             return []
         entries = [DirectoryEntry(*row) for row in cached["rows"]]

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from fsmem.errors import HistoryError, InvalidArgument
 from fsmem.history import git_marker, host_setting
+from fsmem.state_files import read_state
 from fsmem.store.files import atomic_write, state_dir
 from fsmem.store.paths import STATE_DIR
 
@@ -158,7 +159,7 @@ def _put(root: Path, key: str, name: str, value: str | None) -> None:
 
 def _read_file(root: Path) -> dict[str, object]:
     with contextlib.suppress(OSError, ValueError):
-        found = json.loads(Path(root, STATE_DIR, FILE).read_text(encoding="utf-8"))
+        found = json.loads(read_state(Path(root, STATE_DIR, FILE)).decode("utf-8"))
         if isinstance(found, dict):
             return found
     return {}

@@ -46,6 +46,7 @@ from fsmem.history import recovery
 from fsmem.history.git import clean_env
 from fsmem.history.repo import Repo
 from fsmem.history.trees import LINK_MODE, TreeEditor
+from fsmem.state_files import NOT_A_FILE, read_state
 from fsmem.store.files import Stored, atomic_write, file_lock
 from fsmem.store.writing import Change
 
@@ -153,7 +154,7 @@ def withdraw(repo: Repo, name: str) -> None:
 
 def _load(repo: Repo, name: str) -> Entry | None:
     try:
-        data = json.loads((journal_dir(repo) / name).read_bytes())
+        data = json.loads(read_state(journal_dir(repo) / name))
         return Entry(
             name,
             str(data["agent"]),
@@ -165,11 +166,19 @@ def _load(repo: Repo, name: str) -> Entry | None:
         )
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        if exc.errno not in NOT_A_FILE:
+            raise
+        _aside(repo, name)  # a FIFO or link at an entry's name (read_state): kept aside too
     except (ValueError, KeyError, TypeError):  # a damaged entry: kept aside, never committed half-read
-        aside = repo.state("journal-damaged")
-        with contextlib.suppress(OSError):
-            os.replace(journal_dir(repo) / name, aside / name)
-        return None
+        _aside(repo, name)
+    return None
+
+
+def _aside(repo: Repo, name: str) -> None:
+    aside = repo.state("journal-damaged")
+    with contextlib.suppress(OSError):
+        os.replace(journal_dir(repo) / name, aside / name)
 
 
 @contextlib.contextmanager
@@ -379,7 +388,7 @@ def _count_commits(repo: Repo, count: int) -> None:
     """Run `git gc --auto` (and write the commit graph that path-limited log needs) every GC_EVERY commits."""
     counter = repo.state() / "commits"
     try:
-        before = int(counter.read_text() or 0)
+        before = int(read_state(counter) or 0)
     except (OSError, ValueError):
         before = 0
     after = before + count

@@ -40,6 +40,7 @@ from fsmem import faces
 from fsmem.history.git import first_line, from_nul_separated, nul_separated
 from fsmem.history.repo import Repo
 from fsmem.history.trees import TreeEditor
+from fsmem.state_files import read_state
 from fsmem.store import logs
 from fsmem.store.files import atomic_write
 
@@ -224,7 +225,7 @@ def point_index(repo: Repo, entries: dict[str, tuple[str, str] | None]) -> bool:
 def index_behind(repo: Repo) -> list[str]:
     """The paths whose commit the index does not hold yet (a live git kept it when fsmem committed them)."""
     try:
-        return from_nul_separated(_behind_file(repo).read_bytes())
+        return from_nul_separated(read_state(_behind_file(repo)))
     except FileNotFoundError:
         return []
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from fsmem import faces
 from fsmem.config import CONFIG_FILE, STATE_DIR
 from fsmem.history.trust_config import SHOWN_CHANGES
+from fsmem.state_files import read_state
 from fsmem.store.files import atomic_write
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ def load(repo: Repo) -> dict[str, Any]:
 
 def load_at(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8", errors="surrogateescape"))
+        data = json.loads(read_state(path).decode("utf-8", "surrogateescape"))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

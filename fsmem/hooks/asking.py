@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from fsmem.hooks import claude_code as cc
 from fsmem.hooks.runner import Outcome
+from fsmem.state_files import read_state
 from fsmem.store.files import atomic_write, state_dir
 
 if TYPE_CHECKING:
@@ -78,7 +79,7 @@ def _state_path(root: Path, session_id: str) -> Path:
 def load(root: Path, session_id: str, transcript: str) -> Looked:
     """The state of this session's transcript (a fresh one when there is none, or it is of another transcript)."""
     try:
-        data = json.loads(_state_path(root, session_id).read_text("utf-8"))
+        data = json.loads(read_state(_state_path(root, session_id)).decode("utf-8"))
         looked = Looked(**data)
     except FileNotFoundError:
         return Looked(transcript)

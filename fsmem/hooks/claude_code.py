@@ -23,6 +23,7 @@ from typing import Any
 
 from fsmem.errors import InvalidArgument
 from fsmem.names import STATE_DIR
+from fsmem.state_files import read_state
 from fsmem.store.files import atomic_write, state_dir
 
 EVENTS = ("SessionStart", "SessionEnd", "PreCompact", "Stop", "UserPromptSubmit")
@@ -260,7 +261,7 @@ class Pending:
             return []
         for path in paths:
             try:
-                data = json.loads(path.read_text("utf-8"))
+                data = json.loads(read_state(path).decode("utf-8"))
                 transcript, session = data["transcript"], data["session_id"]
             except (OSError, ValueError, KeyError, TypeError):
                 continue
@@ -273,7 +274,7 @@ def legacy_offset(root: Path, session_id: str, transcript: str) -> int | None:
     """The byte offset that the hook before fsmem kept one record in the note kept for this transcript, if any."""
     digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
     try:
-        data = json.loads(root.joinpath(STATE_DIR, *STATE, f"{digest}.json").read_text("utf-8"))
+        data = json.loads(read_state(root.joinpath(STATE_DIR, *STATE, f"{digest}.json")).decode("utf-8"))
     except (OSError, ValueError):
         return None
     offset = data.get("offset") if isinstance(data, dict) and data.get("transcript") == transcript else None

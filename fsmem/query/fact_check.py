@@ -31,6 +31,7 @@ from fsmem import format as fmt
 from fsmem.format import facts as F, secrets
 from fsmem.format.valid_time import SESSIONS
 from fsmem.query.as_of import read_text
+from fsmem.state_files import read_state
 from fsmem.store.cache import RACY_NS
 from fsmem.store.files import atomic_write, state_dir
 from fsmem.store.paths import STATE_DIR
@@ -203,7 +204,7 @@ class Scanned:
         self.root = root
         self.path = Path(root, STATE_DIR, "cache", CACHE_FILE)
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = json.loads(read_state(self.path).decode("utf-8"))
         except (OSError, ValueError):
             data = {}
         rows = data.get("files") if isinstance(data, dict) and data.get("version") == CACHE_VERSION else None

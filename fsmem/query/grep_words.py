@@ -36,7 +36,16 @@ from typing import Any
 
 from fsmem.query.grep_terms import Need, needs, words_of
 from fsmem.query.grep_vocabulary import KeptWords
-from fsmem.store.cache import RACY_NS, Connection, DatabaseError, connect, discard, is_transient, stamp_of
+from fsmem.store.cache import (
+    RACY_NS,
+    Connection,
+    DatabaseError,
+    connect,
+    discard,
+    is_transient,
+    refuse_foreign_schema,
+    stamp_of,
+)
 from fsmem.store.paths import STATE_DIR, is_memory_path, is_visible_folder
 from fsmem.store.walk import FOLDER, probe, walk_entries
 
@@ -286,6 +295,7 @@ def _open(path: Path) -> Connection:
 
 def _prepared(conn: Connection) -> Connection:
     try:
+        refuse_foreign_schema(conn, _SCHEMA)
         conn.execute(_SCHEMA)
     except BaseException:
         conn.close(True)

@@ -85,6 +85,17 @@ def _percent(share: float) -> str:
     return f"{share * 100:.0f}%"
 
 
+def _number(value: Any) -> float:
+    """A logged figure, 0 where the record holds no finite number (a line fsmem did not write)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0.0
+    try:
+        number = float(value)
+    except OverflowError:  # an integer of 400 digits
+        return 0.0
+    return number if math.isfinite(number) else 0.0
+
+
 def percentile(values: list[float], fraction: float) -> float:
     """Nearest-rank percentile: the smallest value with at least `fraction` of the values at or below it."""
     ordered = sorted(values)
@@ -100,7 +111,7 @@ def summarise(records: Iterable[dict[str, Any]]) -> list[ToolStats]:
     result = []
     for tool, items in groups.items():
         n = len(items)
-        latencies = [float(r.get("latency_ms") or 0.0) for r in items]
+        latencies = [_number(r.get("latency_ms")) for r in items]
         with_skip = [r for r in items if "skipped" in r]
         result.append(
             ToolStats(
@@ -108,7 +119,7 @@ def summarise(records: Iterable[dict[str, Any]]) -> list[ToolStats]:
                 calls=n,
                 p50_ms=percentile(latencies, 0.50),
                 p95_ms=percentile(latencies, 0.95),
-                mean_tokens=sum(float(r.get("tokens") or 0) for r in items) / n,
+                mean_tokens=sum(_number(r.get("tokens")) for r in items) / n,
                 empty_share=sum(1 for r in items if r.get("empty")) / n,
                 truncated_share=sum(1 for r in items if r.get("truncated")) / n,
                 error_share=sum(1 for r in items if r.get("error")) / n,

@@ -193,6 +193,7 @@ class SearchIndex:
         return conn
 
     def _prepare(self, conn) -> None:
+        _cache.refuse_foreign_schema(conn)
         if _version(conn) == _VERSION:
             return  # the common case, read without taking the write lock
         with _cache.transaction(conn):
@@ -270,7 +271,22 @@ class SearchIndex:
         return found
 
     def guarded(self, action):
-        """Run `action(conn)`; when the index turns out damaged, rebuild it from the files and run it again."""
+        """Run `action(conn)`; when the index turns out damaged, rebuild it from the files and run it again; when
+        the disk refuses its writes (full, or past RLIMIT_FSIZE), this process keeps its index in memory, as for a
+        read-only `.fsmem/` (the search failed with 'IOError: disk I/O error')."""
+        with self.lock:
+            try:
+                return self._rebuilt_when_damaged(action)
+            except _cache.StorageFull:
+                if self._in_memory:
+                    raise
+                self.close()  # the failed write's transaction rolled back: the file is as it was
+                conn = _cache.Connection(":memory:")
+                self._prepare(conn)
+                self._conn, self._in_memory, self._inode = conn, True, None
+                return self._rebuilt_when_damaged(action)
+
+    def _rebuilt_when_damaged(self, action):
         with self.lock:
             for attempt in (1, 2):
                 try:

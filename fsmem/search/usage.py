@@ -20,6 +20,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fsmem.state_files import NOT_A_FILE, open_state
 from fsmem.store import retrieval_log
 
 TOOLS = ("search", "recall")
@@ -107,13 +108,22 @@ class _Tally:
     def _read(self, part: _File, path: Path) -> None:
         """Count the whole lines of `path` after `part.offset` (a torn last line waits for its end)."""
         try:
-            with open(path, "rb") as handle:
-                if os.fstat(handle.fileno()).st_ino != part.ino:
+            with open(open_state(path), "rb") as handle:
+                found = os.fstat(handle.fileno())
+                if found.st_ino != part.ino:
                     return  # replaced since it was looked at: the next search starts again
+                if found.st_size - part.offset > retrieval_log.READ_BYTES:  # more than fsmem writes: its last part
+                    part.offset = found.st_size - retrieval_log.READ_BYTES
+                    handle.seek(part.offset - 1)
+                    part.offset += len(handle.readline(retrieval_log.READ_BYTES)) - 1  # the line cut is no record
                 handle.seek(part.offset)
-                data = handle.read()
+                data = handle.read(retrieval_log.READ_BYTES)
         except FileNotFoundError:
             return
+        except OSError as exc:
+            if exc.errno not in NOT_A_FILE:
+                raise
+            return  # a FIFO or link at the log's name holds no record (read_state)
         end = data.rfind(b"\n") + 1
         if not end:
             return
@@ -124,9 +134,10 @@ class _Tally:
                 record = json.loads(line)
             except ValueError:
                 continue  # a torn line after a crash is skipped, not fatal
-            if record.get("tool") not in TOOLS:
-                continue
-            for location in record.get("paths") or []:
+            if not isinstance(record, dict) or record.get("tool") not in TOOLS:
+                continue  # a line fsmem did not write (`5`, `[]`) is skipped too
+            locations = record.get("paths")
+            for location in locations if isinstance(locations, list) else ():
                 if isinstance(location, str):
                     part.counts[location] = part.counts.get(location, 0) + 1
                     total = usage.get(location, 0) + 1

@@ -229,7 +229,9 @@ def place(
             if last:
                 if info is None and ended_in_link:
                     raise _refuse(rel, "is a dangling symbolic link")
-                if file and info is not None and not stat.S_ISREG(info.st_mode):
+                # a generated file's FIFO, socket or device is replaced as its link is (a cache's name in a copy)
+                special = info is not None and not stat.S_ISREG(info.st_mode) and not stat.S_ISDIR(info.st_mode)
+                if file and info is not None and not stat.S_ISREG(info.st_mode) and not (generated and special):
                     if stat.S_ISDIR(info.st_mode):
                         raise InvalidArgument(f"path {quoted(rel)} is a folder; nothing was written")
                     raise InvalidArgument(f"path {quoted(rel)} is not a regular file; nothing was written")

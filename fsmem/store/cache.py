@@ -31,6 +31,7 @@ set of rules governs every access.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import threading
@@ -47,6 +48,8 @@ from fsmem.store.paths import STATE_DIR
 from fsmem.store.walk import path_of, walk_key
 
 DatabaseError = apsw.Error
+# a write the file system refused for want of room (ENOSPC, RLIMIT_FSIZE's EFBIG), as SQLite reports it
+StorageFull = (apsw.FullError, apsw.IOError)
 Connection = apsw.Connection
 
 
@@ -215,6 +218,35 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, (apsw.BusyError, apsw.LockedError, apsw.ReadOnlyError, apsw.CantOpenError))
 
 
+def foreign_schema(conn: Any, schema: str = _SCHEMA) -> str | None:
+    """A trigger or view of the database that `schema` does not make, named, or None: a cache from an untrusted
+    copy could carry one that rewrites the rows fsmem stores (a trigger setting every row's `type` made `ls --type
+    semantic` list every file), and emptying its tables keeps it. The caller throws such a database away. Works
+    on an apsw or sqlite3 connection."""
+    found = conn.execute("SELECT type, name, sql FROM sqlite_master WHERE type IN ('trigger', 'view')").fetchall()
+    own = _own_objects(schema) if found else {}
+    return next((f"a {kind} named {name}" for kind, name, sql in found if own.get((kind, name)) != sql), None)
+
+
+def refuse_foreign_schema(conn: apsw.Connection, schema: str = _SCHEMA) -> None:
+    """apsw.CorruptError (a database thrown away and made again) when `foreign_schema` names something."""
+    foreign = foreign_schema(conn, schema)
+    if foreign is not None:
+        raise apsw.CorruptError(f"the database holds {foreign}, which fsmem does not make")
+
+
+@functools.cache
+def _own_objects(schema: str) -> dict[tuple[str, str], str]:
+    """The triggers and views `schema` makes, as SQLite stores them."""
+    conn = apsw.Connection(":memory:")
+    try:
+        conn.execute(schema)
+        found = conn.execute("SELECT type, name, sql FROM sqlite_master WHERE type IN ('trigger', 'view')")
+        return {(kind, name): sql for kind, name, sql in found}
+    finally:
+        conn.close()
+
+
 def discard(path: Path) -> bool:
     """Delete a database (and its WAL files) that cannot be trusted; True when it is gone."""
     try:
@@ -328,6 +360,7 @@ class MetaCache:
             version = _first(conn.execute("PRAGMA user_version").fetchone())
             if version not in (0, SCHEMA_VERSION):
                 raise apsw.SQLError(f"cache schema {version}, expected {SCHEMA_VERSION}")
+            refuse_foreign_schema(conn)
             conn.execute(_SCHEMA)
             conn.execute("INSERT OR IGNORE INTO settings VALUES ('files_version', '0')")
             conn.execute("INSERT OR IGNORE INTO settings VALUES ('changes_from', '0')")

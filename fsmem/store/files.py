@@ -14,6 +14,7 @@ import contextlib
 import errno
 import functools
 import os
+import stat
 import sys
 import threading
 import time
@@ -103,19 +104,29 @@ def drop_links(path: str | os.PathLike[str], suffixes: tuple[str, ...] = ("", "-
 
 def open_unlinked(path: str | os.PathLike[str], flags: int, mode: int = 0o666) -> int:
     """Open a file fsmem keeps for itself (a lock, a log, a counter) for writing, never through a link at its
-    name: a link there is removed and a regular file made instead (its folder was made by `state_dir`)."""
+    name: a link there is removed and a regular file made instead (its folder was made by `state_dir`), and so is
+    a FIFO, socket or device (opened without waiting: a FIFO blocked a log's write until a reader came)."""
     nofollow = getattr(os, "O_NOFOLLOW", 0)
+    nonblock = getattr(os, "O_NONBLOCK", 0)
     if not nofollow and os.path.islink(path):  # no O_NOFOLLOW (Windows): the equivalent lstat check
         os.unlink(path)
     for _ in range(3):
         try:
-            return os.open(path, flags | nofollow | getattr(os, "O_CLOEXEC", 0), mode)
+            fd = os.open(path, flags | nofollow | nonblock | getattr(os, "O_CLOEXEC", 0), mode)
         except OSError as exc:
-            if exc.errno not in (errno.ELOOP, errno.EMLINK) or not os.path.islink(path):
+            if exc.errno == errno.ENXIO and nonblock:  # a FIFO no one reads
+                pass
+            elif exc.errno not in (errno.ELOOP, errno.EMLINK) or not os.path.islink(path):
                 raise
+        else:
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                if nonblock:
+                    os.set_blocking(fd, True)
+                return fd
+            os.close(fd)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
-    raise OSError(errno.ELOOP, "kept being replaced by a symbolic link", os.fspath(path))
+    raise OSError(errno.ELOOP, "kept being replaced by a link or a special file", os.fspath(path))
 
 
 @contextlib.contextmanager

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from fsmem.errors import FsmemError
+from fsmem.state_files import read_state
 from fsmem.store.files import atomic_write
 from fsmem.store.paths import STATE_DIR
 
@@ -61,7 +62,7 @@ def kept_id(root: Path) -> str:
     """A random id drawn once for this copy and kept in `.fsmem/host-id`; the hostname when it cannot be kept."""
     path = Path(root, STATE_DIR, KEPT_ID)
     with contextlib.suppress(OSError, UnicodeDecodeError):
-        kept = path.read_text().strip()
+        kept = read_state(path).decode().strip()
         if kept:
             return kept
     import secrets  # hmac and OpenSSL: loaded only the one time the id is drawn
@@ -71,7 +72,7 @@ def kept_id(root: Path) -> str:
         atomic_write(path, drawn.encode() + b"\n", exclusive=True, root=Path(root), generated=True)
     except FileExistsError:  # another process drew one first: take it
         with contextlib.suppress(OSError, UnicodeDecodeError):
-            return path.read_text().strip() or drawn
+            return read_state(path).decode().strip() or drawn
     except (OSError, FsmemError):  # a read-only memory, a .fsmem/ that is a link
         import socket
 

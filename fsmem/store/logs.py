@@ -18,6 +18,7 @@ from typing import Any
 
 from fsmem.config import CONFIG_FILE, Config, LogSettings
 from fsmem.errors import FsmemError
+from fsmem.state_files import open_state
 from fsmem.store.files import file_lock, open_unlinked, state_dir
 
 DEFAULT_MAX_BYTES = LogSettings.max_bytes
@@ -143,7 +144,7 @@ def history_problem(root: Path, stage: str, agent: str | None, exc: BaseExceptio
 def last_history_problem(root: Path) -> str:
     """The error of the last history problem logged, for a message ("no error was logged" when there is none)."""
     try:
-        with open(Path(root, ".fsmem", "logs", HISTORY_LOG), "rb") as handle:
+        with open(open_state(Path(root, ".fsmem", "logs", HISTORY_LOG)), "rb") as handle:
             handle.seek(0, os.SEEK_END)
             handle.seek(max(0, handle.tell() - 4096))
             line = handle.read().splitlines()[-1]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,10 +27,14 @@ from typing import Any
 from fsmem import format as fmt
 from fsmem.errors import FsmemError
 from fsmem.format import secrets
+from fsmem.state_files import NOT_A_FILE, open_state
 from fsmem.store import logs
 from fsmem.store.files import state_dir
 
 LOG_NAME = "retrieval.jsonl"
+# Of each log file, at most its last this many bytes are read (stats, the ranking's usage counts): fsmem's own rotates
+# at `logs.max_bytes` (8 MiB by default); a sparse 3 GB file there made each search read 3 GB (7-25 s, 3.2 GB held).
+READ_BYTES = 64 << 20
 DEFAULT_MAX_BYTES = logs.DEFAULT_MAX_BYTES
 max_bytes_for = logs.max_bytes_for
 
@@ -150,15 +155,25 @@ def records(
     folder = Path(state, "logs") if state is not None else Path(root, ".fsmem", "logs")
     for path in (folder / (LOG_NAME + ".1"), folder / LOG_NAME):
         try:
-            handle = open(path, encoding="utf-8")
+            handle = open(open_state(path), "rb")
         except FileNotFoundError:
             continue
+        except OSError as exc:
+            if exc.errno not in NOT_A_FILE:
+                raise
+            continue  # a FIFO or link at the log's name holds no record (read_state)
         with handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > READ_BYTES:  # more than fsmem writes (a planted or sparse file): its last part
+                handle.seek(size - READ_BYTES - 1)
+                handle.readline(READ_BYTES)  # the line cut is no record
             for line in handle:
                 try:
-                    record = json.loads(line)
-                except json.JSONDecodeError:
+                    record = json.loads(line.decode("utf-8", "replace"))
+                except ValueError:  # JSONDecodeError, or an integer past Python's 4,300 digits
                     continue  # a torn last line after a crash is skipped, not fatal
+                if not isinstance(record, dict):
+                    continue  # nor is a line fsmem did not write (`5`, `[]`)
                 if agent is not None and record.get("agent") != agent:
                     continue
                 if threshold is not None:
