@@ -84,7 +84,6 @@ def test_a_note_written_without_fsmem_now_reads_the_wall_clock(tmp_path, monkeyp
     assert wall_clock_reads() == before
 
 
-
 @pytest.mark.parametrize("value", ["garbage", "2026-13-01", "yesterday"])
 def test_a_fsmem_now_that_is_no_time_is_refused_not_read_as_the_wall_clock(tmp_path, value):
     """A run meant to be reproducible (FSMEM_NOW set) never quietly takes the real date: exit 2, nothing written."""
@@ -101,6 +100,7 @@ def test_a_fsmem_now_that_is_no_time_is_refused_not_read_as_the_wall_clock(tmp_p
     assert f"FSMEM_NOW is {value!r}, not a date or time" in done.stderr
     assert "Traceback" not in done.stderr
     assert sorted(p.relative_to(memory.root) for p in memory.root.rglob("*.md")) == before
+
 
 SYNTHETIC = """
 import datetime as dt
