@@ -24,6 +24,7 @@ LAYERS = [
         (
             "fsmem.errors",
             "fsmem.names",  # the two names a root holds and where it is, importing only os (for fsmem.cli.early)
+            "fsmem.state_files",  # fsmem's own files under .fsmem/ read as regular files only (os, stat, errno)
             "fsmem.extras",
             "fsmem.budget",
             "fsmem.tokens",

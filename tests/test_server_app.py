@@ -11,6 +11,7 @@ import datetime as dt
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -791,10 +792,16 @@ def test_sigterm_ends_the_server_within_its_deadline_whatever_still_runs(tmp_pat
     monkeypatch.setenv("FSMEM_NOW", NOW)
     root = tmp_path / "mem"
     Memory.init(root, git=True).close()
-    started, release = tmp_path / "git-hook-started", tmp_path / "git-hook-released"
-    hook = root / ".git" / "hooks" / "reference-transaction"  # run by the write's `git update-ref`
-    hook.write_text(f"#!/bin/sh\ntouch '{started}'\nwhile [ ! -e '{release}' ]; do sleep 0.05; done\n")
-    hook.chmod(0o755)
+    started, release = tmp_path / "git-started", tmp_path / "git-released"
+    # the write's `git update-ref` waits: a git before the real one on PATH (a memory's own hooks never run)
+    wrapper = tmp_path / "bin" / "git"
+    wrapper.parent.mkdir()
+    wrapper.write_text(
+        f'#!/bin/sh\nfor word in "$@"; do if [ "$word" = update-ref ]; then touch \'{started}\'\n'
+        f"while [ ! -e '{release}' ]; do sleep 0.05; done; fi; done\nexec '{shutil.which('git')}' \"$@\"\n"
+    )
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
     tokens, token = own_tokens["path"], own_tokens["deadline"]
     grace = 1
     config = tmp_path / "server.yaml"
@@ -825,7 +832,7 @@ def test_sigterm_ends_the_server_within_its_deadline_whatever_still_runs(tmp_pat
         assert server.stop() == 0
         took = time.monotonic() - asked
     finally:
-        release.touch()  # the hook, orphaned by the server's end, ends too
+        release.touch()  # the waiting git, orphaned by the server's end, ends too
         one_shot.close()
         stream.close()
     assert took < grace + CLOSE_SECONDS + 15, took  # the deadline, and a loaded machine's slack
