@@ -7,6 +7,7 @@ body's sections into rows (fsmem.format.rows.plain_rows) and of its rows' texts 
 from __future__ import annotations
 
 import importlib
+import itertools
 import random
 import struct
 from array import array
@@ -39,9 +40,15 @@ def test_the_native_module_is_built():
     except ImportError as exc:
         pytest.fail(f"{NOT_BUILT} ({exc})")
     assert module is NATIVE
-    assert {"term_parts", "best_documents", "plain_rows", "plain_sections", "row_columns", "stemmed_texts"} <= set(
-        dir(module)
-    )
+    assert {
+        "term_parts",
+        "best_documents",
+        "plain_rows",
+        "plain_sections",
+        "row_columns",
+        "stemmed_texts",
+        "encode_postings",
+    } <= set(dir(module))
 
 
 def _prepared():
@@ -435,6 +442,39 @@ def test_the_c_module_adds_a_document_s_postings_as_its_twin(docs, count):
                 with pytest.raises(ValueError):
                     add(rows, doc, joined, wrong)
     assert ours == twins
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from([-1, 255, (7 << 14) - 1]),
+    st.lists(st.integers(-2, 1 << 33), max_size=12),
+    st.lists(st.sampled_from([0, 1, 9, 255, 256, 65535, 65536, (1 << 32) - 1, 1 << 32, -1]), max_size=12),
+)
+def test_the_c_module_encodes_a_posting_row_as_its_twin(before, steps, counts):
+    """A posting row's columns from its ids (each a step after the one before: small steps, steps of 256 or
+    more, past 4 bytes, none and back) and counts (each width, past 4 bytes, negative): the same bytes, or the
+    same error (no ids, not as many counts, ids that do not grow, a gap or count past 4 bytes)."""
+    if NATIVE is None:
+        pytest.fail(NOT_BUILT)
+    ids = list(itertools.accumulate(steps, initial=before))[1:]
+    for wanted in (counts, counts[: len(ids)], [*counts, *[1] * len(ids)][: len(ids)]):
+        outcomes = []
+        for encode in (NATIVE.encode_postings, postings.encode_postings):
+            try:
+                outcomes.append(encode(before, list(ids), list(wanted)))
+            except (ValueError, OverflowError) as exc:
+                outcomes.append(type(exc))
+        assert outcomes[0] == outcomes[1]
+    if (
+        ids
+        and 1 <= min(steps) <= max(steps) < 1 << 32
+        and len(counts) >= len(ids)
+        and 0 <= min(counts[: len(ids)]) <= max(counts[: len(ids)]) < 1 << 32
+    ):
+        n, gaps, packed = NATIVE.encode_postings(before, ids, counts[: len(ids)])
+        decoded, found = postings._decode(0, n, gaps, packed) if before == -1 else (ids, None)
+        assert decoded == ids
+        assert found is None or found.tolist() == counts[: len(ids)]
 
 
 _PART = st.sampled_from([0.0, -0.0, 0.1, 0.3, 1e-6, 2.5, 1 / 3])

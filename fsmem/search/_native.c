@@ -1785,6 +1785,98 @@ add_postings(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* encode_postings: a posting row's columns (twin: fsmem.search.postings.encode_postings). */
+
+PyDoc_STRVAR(encode_postings_doc,
+"encode_postings(before, ids, counts, /) -> (n, gaps, counts)\n\n"
+"A posting row's columns as fsmem.search.postings.encode_postings (its twin) makes them: `ids` (a list of\n"
+"ints, each above the one before it, the first above `before`) as their gaps, one byte each, a gap of 256\n"
+"or more as 0 there and in 4 native bytes after them all; `counts` (a list of ints as long) in the\n"
+"narrowest of 1, 2 or 4 native bytes a count that holds them all. A ValueError where a gap is negative, or\n"
+"there are no ids or not as many counts; an OverflowError where a gap or a count does not fit 4 bytes.");
+
+static PyObject *
+encode_postings(PyObject *self, PyObject *args)
+{
+    long long before;
+    PyObject *ids, *counts;
+    if (!PyArg_ParseTuple(args, "LO!O!:encode_postings", &before, &PyList_Type, &ids, &PyList_Type, &counts))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(ids);
+    if (n == 0 || PyList_GET_SIZE(counts) != n) {
+        PyErr_SetString(PyExc_ValueError, "encode_postings: no ids, or not as many counts as ids");
+        return NULL;
+    }
+    unsigned char *gaps = PyMem_Malloc((size_t)n * 5);
+    uint32_t *wide = PyMem_Malloc((size_t)n * sizeof(uint32_t));
+    PyObject *result = NULL, *gap_bytes = NULL, *count_bytes = NULL;
+    if (gaps == NULL || wide == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t large = 0;
+    long long previous = before;
+    for (Py_ssize_t at = 0; at < n; at++) {
+        long long id = PyLong_AsLongLong(PyList_GET_ITEM(ids, at));
+        if (id == -1 && PyErr_Occurred())
+            goto done;
+        if (id < previous) {
+            PyErr_SetString(PyExc_ValueError, "encode_postings: the ids do not grow");
+            goto done;
+        }
+        unsigned long long gap = (unsigned long long)id - (unsigned long long)previous;
+        previous = id;
+        if (gap <= 0xFF)
+            gaps[at] = (unsigned char)gap;
+        else if (gap > UINT32_MAX) {
+            PyErr_SetString(PyExc_OverflowError, "encode_postings: a gap past 4 bytes");
+            goto done;
+        }
+        else {
+            gaps[at] = 0;
+            uint32_t value = (uint32_t)gap;
+            memcpy(gaps + n + large * 4, &value, 4);
+            large++;
+        }
+    }
+    unsigned long top = 0;
+    for (Py_ssize_t at = 0; at < n; at++) {
+        unsigned long value = PyLong_AsUnsignedLong(PyList_GET_ITEM(counts, at));
+        if (value == (unsigned long)-1 && PyErr_Occurred())
+            goto done;
+        if (value > UINT32_MAX) {
+            PyErr_SetString(PyExc_OverflowError, "encode_postings: a count past 4 bytes");
+            goto done;
+        }
+        wide[at] = (uint32_t)value;
+        if (value > top)
+            top = value;
+    }
+    int width = top < (1UL << 8) ? 1 : top < (1UL << 16) ? 2 : 4;
+    gap_bytes = PyBytes_FromStringAndSize((const char *)gaps, n + large * 4);
+    count_bytes = PyBytes_FromStringAndSize(NULL, n * width);
+    if (gap_bytes == NULL || count_bytes == NULL)
+        goto done;
+    char *out = PyBytes_AS_STRING(count_bytes);
+    for (Py_ssize_t at = 0; at < n; at++) {
+        if (width == 1)
+            out[at] = (char)wide[at];
+        else if (width == 2) {
+            uint16_t value = (uint16_t)wide[at];
+            memcpy(out + at * 2, &value, 2);
+        }
+        else
+            memcpy(out + at * 4, wide + at, 4);
+    }
+    result = Py_BuildValue("(nOO)", n, gap_bytes, count_bytes);
+done:
+    PyMem_Free(gaps);
+    PyMem_Free(wide);
+    Py_XDECREF(gap_bytes);
+    Py_XDECREF(count_bytes);
+    return result;
+}
+
 /* The row part's score of one row, as an FTS5 auxiliary function (the Python twin:
    fsmem.search.rowscores._Scores), registered on a connection by loading this file as a SQLite extension
    (`sqlite3_fsmemrows_init`; apsw's SQLite exports no symbols, so its functions come through the
@@ -2362,6 +2454,7 @@ static PyMethodDef methods[] = {
     {"plain_sections", plain_sections, METH_VARARGS, plain_sections_doc},
     {"row_columns", row_columns, METH_VARARGS, row_columns_doc},
     {"add_postings", add_postings, METH_VARARGS, add_postings_doc},
+    {"encode_postings", encode_postings, METH_VARARGS, encode_postings_doc},
     {NULL, NULL, 0, NULL},
 };
 

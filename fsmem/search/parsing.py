@@ -189,8 +189,12 @@ _FENCE_LINE = re.compile(r"^[ \t]{0,3}(```|~~~)", re.M)
 
 
 def consolidated_note(rel: str, text: str) -> bool:
-    # the field's text first: most notes have none, and a cold build spares hashing their bodies
-    return rel.startswith("sessions/") and _CONSOLIDATED_MARK in text and fmt.is_consolidated(text)
+    # the field's text first, in the front matter `fmt.is_consolidated` reads it from: most notes have none, and a
+    # cold build spares hashing their bodies, and looking for it through them (twice a file)
+    if not rel.startswith("sessions/") or not text.startswith("---\n"):
+        return False
+    end = text.find("\n---\n", 3)
+    return end != -1 and _CONSOLIDATED_MARK in text[3 : end + 1] and fmt.is_consolidated(text)
 
 
 _CONSOLIDATED_MARK = f"\n{fmt.CONSOLIDATED_FIELD}: sha256-"  # what `fmt.is_consolidated` looks for, at least

@@ -113,7 +113,22 @@ def _decode(chunk: int, n: int, docs: bytes, counts: bytes) -> tuple[list[int], 
 
 
 def _encode(chunk: int, ids: list[int], counts: list[int]) -> tuple[int, bytes, bytes]:
-    gaps = [b - a for a, b in zip([_before(chunk), *ids], ids, strict=False)]
+    # the twin chosen at each call: tests/test_postings.py runs the index with each
+    encode = _native.encode_postings if _native is not None else encode_postings
+    return encode(_before(chunk), ids, counts)
+
+
+def encode_postings(before: int, ids: list[int], counts: list[int]) -> tuple[int, bytes, bytes]:
+    """A posting row's columns (n, docs, counts): the gaps of `ids` from `before` (`_patched`) and `counts`
+    packed (`_packed`). fsmem.search._native.encode_postings is its twin, in C: a cold build's command encodes
+    some 9,000 rows of 650,000 postings at 10k files, 0.12 s of CPU here (tests/test_native.py)."""
+    if not ids or len(counts) != len(ids):
+        raise ValueError("encode_postings: no ids, or not as many counts as ids")
+    gaps = [b - a for a, b in zip([before, *ids], ids, strict=False)]
+    if min(gaps) < 0 or max(gaps) > 0xFFFFFFFF:  # the first such gap says which (as the twin reads them in turn)
+        if next(g for g in gaps if g < 0 or g > 0xFFFFFFFF) < 0:
+            raise ValueError("encode_postings: the ids do not grow")
+        raise OverflowError("encode_postings: a gap past 4 bytes")
     return len(ids), _patched(gaps), _packed(counts).tobytes()
 
 
