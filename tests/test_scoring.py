@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from fsmem import Memory
-from fsmem.search.scoring import _best_first, best_documents
+from fsmem.search.scoring import Ranking, _best_first, best_documents
 
 # Raw scores with neighbours that one denominator rounds to one score: 1.95 and the next float over 3.0,
 # 5e-300 and 6e-300 over 1e24 (both the least subnormal); and plain ties.
@@ -63,6 +63,19 @@ def test_best_first_orders_as_the_three_part_key(rows):
     lines = {r: rows[r][2] for r in pool}
     expected = sorted(pool, key=lambda r: (-scores[r], paths[r], lines[r]))
     assert _best_first(pool, scores, paths, lines) == expected
+
+
+@settings(max_examples=200)
+@given(
+    st.dictionaries(st.integers(0, 1 << 30), RAW, max_size=40),
+    st.sampled_from([0.0, 5e-300, 1.0, 1.95, 2.0]),
+    st.integers(0, 45),
+)
+def test_the_rows_above_the_threshold_are_the_head_a_test_of_each_finds(scores, min_score, limit):
+    ids = _best_first(list(scores), scores, dict.fromkeys(scores, "a.md"), {r: r for r in scores})
+    ranking = Ranking(ids, scores, scores, {}, {}, searchable=len(ids))
+    above = [r for r in ids if scores[r] >= min_score and scores[r] > 0]
+    assert ranking.top(limit, min_score) == (above[:limit], len(above))
 
 
 def _segments(memory, table):

@@ -17,6 +17,7 @@ import datetime as _dt
 import json
 import math
 import os
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from operator import gt
@@ -96,9 +97,11 @@ class Ranking:
         return 0.0 if self.searchable else None
 
     def top(self, limit: int, min_score: float) -> tuple[list[int], int]:
-        """The first `limit` candidates scoring at least `min_score` (and above 0), and how many do."""
-        above = [i for i in self.ids if self.scores[i] >= min_score and self.scores[i] > 0]
-        return above[:limit], len(above)
+        """The first `limit` candidates scoring at least `min_score` (and above 0), and how many do: the ids are
+        best first, so those are a head of them, found by bisection (not a test of each of 2,000 candidates)."""
+        scores = self.scores
+        count = bisect_left(self.ids, True, key=lambda rid: not (scores[rid] >= min_score and scores[rid] > 0))
+        return self.ids[:count][:limit], count
 
 
 def query_terms(analyzer: Analyzer, query: str) -> tuple[list[str], list[str]]:
@@ -516,10 +519,30 @@ def _candidates(
     pool = [rid for rid in row_raw if rid >> ROW_BITS in files and (superseded_too or rid not in stale)]
     seen = set(pool)
     for rid in seeds:
-        for other, upper in ((rid - 1, rid - 1), (rid + 1, rid)):
-            if other not in seen and visible(other) and linked(upper):
-                seen.add(other)
-                pool.append(other)
+        fid, ordinal = rid >> ROW_BITS, rid & mask
+        rows = packed_of.get(fid)
+        if rows is None or not 0 < ordinal < mask:  # no file, or a neighbour id in another file's range
+            for other, upper in ((rid - 1, rid - 1), (rid + 1, rid)):
+                if other not in seen and visible(other) and linked(upper):
+                    seen.add(other)
+                    pool.append(other)
+            continue
+        if allowed_set is not None and fid not in allowed_set:
+            continue
+        # `visible` and `linked` of both neighbours, inline: they are rows of this file (2 x 200 seeds a question)
+        n = len(rows)
+        below = rid - 1
+        if ordinal < n and below not in seen:
+            value = rows[ordinal - 1]
+            if value & LINKED and (superseded_too or not (value & SUPERSEDED or below in stale)):
+                seen.add(below)
+                pool.append(below)
+        above = rid + 1
+        if ordinal + 1 < n and above not in seen and rows[ordinal] & LINKED:
+            value = rows[ordinal + 1]
+            if superseded_too or not (value & SUPERSEDED or above in stale):
+                seen.add(above)
+                pool.append(above)
     for fid in named:
         if allowed_set is not None and fid not in allowed_set:
             continue
@@ -768,10 +791,12 @@ def _file_boosts(
 ) -> dict[int, float]:
     """Per file: weighted importance (0..1, 0.5 when absent) and recency of `updated` (else the mtime)."""
     w = settings.weights
+    # each weight read once, not per file (a settings lookup each: 0.07 ms of 0.18 at a question's 280 files)
+    importance, recency, half_life = w["importance"], w["recency"], settings.recency_half_life_days
     out = {}
     for fid, (value, stamp, mtime) in files.items():
         if stamp is None:
             stamp = _dt.datetime.fromtimestamp(mtime / 1e9, tz=_dt.UTC)
         age_days = max((now - stamp).total_seconds() / 86400.0, 0.0)
-        out[fid] = w["importance"] * value + w["recency"] * 0.5 ** (age_days / settings.recency_half_life_days)
+        out[fid] = importance * value + recency * 0.5 ** (age_days / half_life)
     return out
