@@ -128,3 +128,22 @@ def test_a_pool_runs_each_task_as_it_is_given_before_the_caller_knows_the_rest(t
         pool.close()
         assert list(pool.results()) == [None] * 400
     assert len(os.listdir(tmp_path)) == 400
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-2", "2.5", "١", "99999"])
+def test_a_worker_count_that_is_no_whole_number_in_range_is_refused(monkeypatch, value):
+    """FSMEM_WORKERS read as unset took every core where one was asked for; 99,999 started a process per task."""
+    from fsmem.errors import ConfigError
+
+    monkeypatch.setenv(workers.WORKERS_ENV, value)
+    with pytest.raises(ConfigError, match=f"FSMEM_WORKERS is {value!r}, not a whole number of worker processes"):
+        workers.count()
+
+
+def test_a_worker_count_in_range_is_taken_and_unset_means_the_cores(monkeypatch):
+    monkeypatch.setenv(workers.WORKERS_ENV, " 3 ")
+    assert workers.count() == 3
+    monkeypatch.setenv(workers.WORKERS_ENV, str(workers.MAX_WORKERS))
+    assert workers.count() == workers.MAX_WORKERS
+    monkeypatch.delenv(workers.WORKERS_ENV)
+    assert workers.count() == len(os.sched_getaffinity(0))

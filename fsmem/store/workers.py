@@ -28,7 +28,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
-from fsmem.errors import WorkerDied
+from fsmem.errors import ConfigError, WorkerDied
 
 WORKERS_ENV = "FSMEM_WORKERS"  # how many worker processes a build may use (1: parse in the process itself)
 PARALLEL_FROM = 200  # files; fewer are parsed in the process (for fewer, starting workers costs more than it saves)
@@ -37,15 +37,28 @@ CHUNK_FILES = 50  # files a worker parses per task
 # writes a batch (10 tasks of 50 files), few enough that a command killed halfway has not parsed much it never wrote,
 # nor holds a whole memory's parsed files (100k files: gigabytes) when the writing is the slower side
 AHEAD_TASKS = 8
+MAX_WORKERS = 64  # the most FSMEM_WORKERS may ask for, where the machine has fewer cores
 
 R = TypeVar("R")
 
 
 def count() -> int:
-    """Worker processes a build uses: FSMEM_WORKERS when set, else the cores this process may run on."""
+    """Worker processes a build uses: FSMEM_WORKERS when set, else the cores this process may run on.
+
+    A value that is no whole number from 1 to `MAX_WORKERS` (or the cores, where there are more) is refused:
+    read as unset it took every core where one was asked for, and 99,999 started a process per task (2,000
+    at 100k files)."""
+    cores = _cores()
     raw = os.environ.get(WORKERS_ENV, "").strip()
-    if raw.isdigit() and int(raw) > 0:
-        return int(raw)
+    if not raw:
+        return cores
+    most = max(MAX_WORKERS, cores)
+    if not (raw.isascii() and raw.isdigit() and 1 <= int(raw) <= most):
+        raise ConfigError(f"{WORKERS_ENV} is {raw!r}, not a whole number of worker processes from 1 to {most}")
+    return int(raw)
+
+
+def _cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
