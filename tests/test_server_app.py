@@ -793,12 +793,16 @@ def test_sigterm_ends_the_server_within_its_deadline_whatever_still_runs(tmp_pat
     root = tmp_path / "mem"
     Memory.init(root, git=True).close()
     started, release = tmp_path / "git-started", tmp_path / "git-released"
-    # the write's `git update-ref` waits: a git before the real one on PATH (a memory's own hooks never run)
+    # the write's `git update-ref` waits: a git before the real one on PATH (a memory's own hooks never run). The
+    # first alone waits (mkdir: one caller makes the folder), until the release, two minutes or tmp_path's removal
+    # (pytest may remove it before the loop sees the release); a later one passes
     wrapper = tmp_path / "bin" / "git"
     wrapper.parent.mkdir()
     wrapper.write_text(
-        f'#!/bin/sh\nfor word in "$@"; do if [ "$word" = update-ref ]; then touch \'{started}\'\n'
-        f"while [ ! -e '{release}' ]; do sleep 0.05; done; fi; done\nexec '{shutil.which('git')}' \"$@\"\n"
+        f'#!/bin/sh\nfor word in "$@"; do if [ "$word" = update-ref ] && mkdir \'{started}\' 2>/dev/null; then\n'
+        f"n=0; while [ ! -e '{release}' ] && [ -d '{tmp_path}' ] && [ $n -lt 2400 ]; do sleep 0.05; n=$((n+1)); done\n"
+        "fi; done\n"
+        f"exec '{shutil.which('git')}' \"$@\"\n"
     )
     wrapper.chmod(0o755)
     monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
