@@ -406,35 +406,6 @@ offer(int *heap, Py_ssize_t *size, Py_ssize_t want, int at, const double *scores
     }
 }
 
-/* The value at `nth` (from 0) of `values` in descending order (quickselect: it reorders them). */
-static double
-nth_largest(double *values, Py_ssize_t count, Py_ssize_t nth)
-{
-    Py_ssize_t lo = 0, hi = count - 1;
-    while (lo < hi) {
-        double pivot = values[lo + (hi - lo) / 2];
-        Py_ssize_t i = lo, j = hi;
-        while (i <= j) { /* Hoare's partition: [lo, j] at least the pivot, [i, hi] at most */
-            while (values[i] > pivot)
-                i++;
-            while (values[j] < pivot)
-                j--;
-            if (i <= j) {
-                double swap = values[i];
-                values[i++] = values[j];
-                values[j--] = swap;
-            }
-        }
-        if (nth <= j)
-            hi = j;
-        else if (nth >= i)
-            lo = i;
-        else
-            return values[nth]; /* between the two: the pivot's value */
-    }
-    return values[lo];
-}
-
 /* A document's score and position, as the cut's sort orders them: best_documents' order. */
 typedef struct {
     double score;
@@ -456,8 +427,8 @@ scored_before(const Scored *x, const Scored *y)
     return x->score > y->score || (x->score == y->score && x->at < y->at);
 }
 
-/* Reorders `items` so that its first `want` are the `want` best (in no order): quickselect, Hoare's partition
-   about a pivot item (positions differ, so the order is strict). */
+/* Reorders `items` so that its first `want` are the `want` best (in no order) and the `want`-th best is at
+   `want - 1`: quickselect, Hoare's partition about a pivot item (positions differ, so the order is strict). */
 static void
 best_ahead(Scored *items, Py_ssize_t count, Py_ssize_t want)
 {
@@ -498,12 +469,17 @@ sampled_cut(const double *scores, Py_ssize_t rows, Py_ssize_t want, int *cutting
     if (want <= 0 || rows < 4 * want || rows < SAMPLE_EVERY)
         return 0.0;
     Py_ssize_t taken = (rows + SAMPLE_EVERY - 1) / SAMPLE_EVERY, nth = 2 * want / SAMPLE_EVERY;
-    double *sample = PyMem_Malloc((size_t)taken * sizeof(double));
+    Scored *sample = PyMem_Malloc((size_t)taken * sizeof(Scored));
     if (sample == NULL)
         return 0.0; /* no cut: the heap takes every score */
-    for (Py_ssize_t j = 0; j < taken; j++)
-        sample[j] = scores[j * SAMPLE_EVERY];
-    double cut = nth_largest(sample, taken, nth < taken ? nth : taken - 1);
+    for (Py_ssize_t j = 0; j < taken; j++) {
+        sample[j].score = scores[j * SAMPLE_EVERY];
+        sample[j].at = (int)j;
+    }
+    if (nth >= taken)
+        nth = taken - 1;
+    best_ahead(sample, taken, nth + 1);
+    double cut = sample[nth].score; /* the nth largest of the sample's scores, as a descending sort places it */
     PyMem_Free(sample);
     Py_ssize_t reach = 0;
     for (Py_ssize_t i = 0; i < rows; i++)
