@@ -20,7 +20,6 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fsmem.state_files import NOT_A_FILE, open_state
 from fsmem.store import retrieval_log
 
 TOOLS = ("search", "recall")
@@ -107,23 +106,15 @@ class _Tally:
 
     def _read(self, part: _File, path: Path) -> None:
         """Count the whole lines of `path` after `part.offset` (a torn last line waits for its end)."""
-        try:
-            with open(open_state(path), "rb") as handle:
-                found = os.fstat(handle.fileno())
-                if found.st_ino != part.ino:
-                    return  # replaced since it was looked at: the next search starts again
-                if found.st_size - part.offset > retrieval_log.READ_BYTES:  # more than fsmem writes: its last part
-                    part.offset = found.st_size - retrieval_log.READ_BYTES
-                    handle.seek(part.offset - 1)
-                    part.offset += len(handle.readline(retrieval_log.READ_BYTES)) - 1  # the line cut is no record
-                handle.seek(part.offset)
-                data = handle.read(retrieval_log.READ_BYTES)
-        except FileNotFoundError:
+        handle = retrieval_log.open_log(path)
+        if handle is None:
             return
-        except OSError as exc:
-            if exc.errno not in NOT_A_FILE:
-                raise
-            return  # a FIFO or link at the log's name holds no record (read_state)
+        with handle:
+            found = os.fstat(handle.fileno())
+            if found.st_ino != part.ino:
+                return  # replaced since it was looked at: the next search starts again
+            part.offset = retrieval_log.tail_from(handle, found.st_size, part.offset)
+            data = handle.read(retrieval_log.READ_BYTES)
         end = data.rfind(b"\n") + 1
         if not end:
             return

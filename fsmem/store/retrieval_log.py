@@ -22,7 +22,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from fsmem import format as fmt
 from fsmem.errors import FsmemError
@@ -147,6 +147,31 @@ def append(root: Path, record: dict[str, Any], *, max_bytes: int | None = None, 
     logs.append(root, LOG_NAME, record, max_bytes=max_bytes, state=state)
 
 
+def open_log(path: Path) -> BinaryIO | None:
+    """The log file at `path` opened for reading (`open_state`), or None where there is none: missing, or a FIFO or
+    link at its name, which holds no record."""
+    try:
+        return open(open_state(path), "rb")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno not in NOT_A_FILE:
+            raise
+        return None
+
+
+def tail_from(handle: BinaryIO, size: int, offset: int = 0) -> int:
+    """Where reading a log of `size` bytes from `offset` starts, `handle` placed there: at `offset`, or where more
+    than READ_BYTES are left (more than fsmem writes: a planted or sparse file), at the first whole line of its
+    last READ_BYTES (the line the cut falls in is no record)."""
+    if size - offset > READ_BYTES:
+        handle.seek(size - READ_BYTES - 1)
+        handle.readline(READ_BYTES)
+        return handle.tell()
+    handle.seek(offset)
+    return offset
+
+
 def records(
     root: Path, *, since: str | None = None, agent: str | None = None, state: Path | None = None
 ) -> Iterator[dict[str, Any]]:
@@ -154,19 +179,11 @@ def records(
     threshold = fmt.parse_timestamp(since) if since else None
     folder = Path(state, "logs") if state is not None else Path(root, ".fsmem", "logs")
     for path in (folder / (LOG_NAME + ".1"), folder / LOG_NAME):
-        try:
-            handle = open(open_state(path), "rb")
-        except FileNotFoundError:
+        handle = open_log(path)
+        if handle is None:
             continue
-        except OSError as exc:
-            if exc.errno not in NOT_A_FILE:
-                raise
-            continue  # a FIFO or link at the log's name holds no record (read_state)
         with handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size > READ_BYTES:  # more than fsmem writes (a planted or sparse file): its last part
-                handle.seek(size - READ_BYTES - 1)
-                handle.readline(READ_BYTES)  # the line cut is no record
+            tail_from(handle, os.fstat(handle.fileno()).st_size)
             for line in handle:
                 try:
                     record = json.loads(line.decode("utf-8", "replace"))
