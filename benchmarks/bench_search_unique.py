@@ -182,7 +182,7 @@ def main() -> int:
         "--one-connection", action="store_true", help="also time the search with its row part never split"
     )
     args, _rest = parser.parse_known_args()  # `make bench` passes every script the same arguments
-    from common import CollectorPauses, NewQuestions, memories, percentile
+    from common import CollectorPauses, NewQuestions, PartTimes, memories, percentile
 
     from fsmem import Memory, warming
     from fsmem.search import postings, rowscores, scoring
@@ -210,24 +210,8 @@ def main() -> int:
             counting[-1] += time.perf_counter() - started
 
     scoring.document_frequencies = counted
-    sink: list[dict[str, float]] = [{}]  # the CPU per part (`PARTS`) of the search running
+    timer = PartTimes(PARTS if args.parts else [])  # the CPU per part (`PARTS`) of the search running
     parts: list[dict[str, float]] = []  # per question of the fsmem side
-    if args.parts:
-        import importlib
-
-        def timed(label, inner):
-            def part(*call, **named):
-                started = time.thread_time()
-                try:
-                    return inner(*call, **named)
-                finally:
-                    sink[0][label] = sink[0].get(label, 0.0) + time.thread_time() - started
-
-            return part
-
-        for label, module, name in PARTS:
-            owner = importlib.import_module(module)
-            setattr(owner, name, timed(label, getattr(owner, name)))
     for root in memories(args.root, args.sizes):
         memory = Memory(root)
         warming.warm(memory)  # as fsmem's long-lived processes (serve, watch) start
@@ -287,13 +271,13 @@ def main() -> int:
                         profile.enable()
                     collector.timing = side == PRUNED
                     counting.append(0.0)
-                    sink[0] = {}
+                    timer.spent = {}
                     memory.search(question)
                     if side == PRUNED and number in after_write[-1:]:
                         words_counted.append(counting[-1])
                     if side == PRUNED:
                         words_each.append(counting[-1])
-                        parts.append(sink[0])
+                        parts.append(timer.spent)
                     collector.timing = False
                     if profile is not None:
                         profile.disable()

@@ -16,9 +16,7 @@ each search), and `bench_search_unique.py --parts` the parts of the long-lived s
 from __future__ import annotations
 
 import argparse
-import functools
 import gc
-import importlib
 import os
 import statistics
 import sys
@@ -45,45 +43,15 @@ PARTS = [
 ]
 
 
-class Parts:
-    """The CPU each part of `PARTS` took in the latest question."""
-
-    def __init__(self) -> None:
-        self.spent: dict[str, float] = {}
-        for label, module, attribute in PARTS:
-            self._time(label, importlib.import_module(module), attribute)
-
-    def _time(self, label: str, owner: object, attribute: str) -> None:
-        *path, name = attribute.split(".")
-        for step in path:
-            owner = getattr(owner, step)
-        original = getattr(owner, name)
-        inside = [0]
-
-        @functools.wraps(original)  # the CLI reads the operation's signature
-        def timed(*args, **kwargs):
-            if inside[0]:
-                return original(*args, **kwargs)
-            inside[0] += 1
-            started = time.thread_time()
-            try:
-                return original(*args, **kwargs)
-            finally:
-                self.spent[label] = self.spent.get(label, 0.0) + time.thread_time() - started
-                inside[0] -= 1
-
-        setattr(owner, name, timed)
-
-
 def main() -> int:
-    from common import NewQuestions, memories, memory_arguments
+    from common import NewQuestions, PartTimes, memories, memory_arguments
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     memory_arguments(parser)
     parser.add_argument("--queries", type=int, default=60)
     parser.add_argument("--seed", type=int, default=34, help="bench_oneshot.py's questions are drawn with 34")
     args, _rest = parser.parse_known_args()
-    parts = Parts()  # before the modules that import these names are loaded
+    parts = PartTimes(PARTS)  # before the modules that import these names are loaded
     from fsmem.cli.answering import Answering, _Request
     from fsmem.memory import Memory
 

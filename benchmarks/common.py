@@ -199,6 +199,42 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
+class PartTimes:
+    """The thread's CPU in each part of some work since `spent` was last emptied: `parts` are (label, module,
+    attribute), an attribute a function of the module or `Class.method`, replaced by a timed wrapper; a part's
+    time is counted where it is called outside another call of itself."""
+
+    def __init__(self, parts: list[tuple[str, str, str]]) -> None:
+        import importlib
+
+        self.spent: dict[str, float] = {}
+        for label, module, attribute in parts:
+            self._time(label, importlib.import_module(module), attribute)
+
+    def _time(self, label: str, owner: object, attribute: str) -> None:
+        import functools
+
+        *path, name = attribute.split(".")
+        for step in path:
+            owner = getattr(owner, step)
+        original = getattr(owner, name)
+        inside = [0]
+
+        @functools.wraps(original)  # the CLI reads an operation's signature
+        def timed(*args, **kwargs):
+            if inside[0]:
+                return original(*args, **kwargs)
+            inside[0] += 1
+            started = time.thread_time()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.spent[label] = self.spent.get(label, 0.0) + time.thread_time() - started
+                inside[0] -= 1
+
+        setattr(owner, name, timed)
+
+
 class CollectorPauses:
     """The pauses of Python's cyclic garbage collector while `timing` is set: (generation, seconds) each.
 
