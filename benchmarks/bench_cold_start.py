@@ -80,7 +80,7 @@ for folder, dirs, names in os.walk(root):
     files += [(os.path.relpath(os.path.join(folder, n), root), os.path.join(folder, n)) for n in sorted(names) if n.endswith(".md")]
 parsed = parse_files((str(root), files))
 parsed = {p.path: p for p in getattr(parsed, "files", parsed)}  # a ParsedTask's files (an older revision: a list)
-index.read_file = lambda _root, rel, _full, _analyzer: parsed.get(rel)  # the build's files, parsed already
+index.read_file = lambda _root, rel, _full, _analyzer, **_given: parsed.get(rel)  # the build's files, parsed already
 started = time.process_time()
 index.SearchIndex(root).refresh()
 print(time.process_time() - started)
@@ -295,6 +295,10 @@ def main() -> None:
         wall, cpu = min(w for w, _ in ours), min(c for _, c in ours)
         bare_wall, bare_cpu = min(w for w, _ in bare), min(c for _, c in bare)
         print(f"({files:,} files, {md_bytes / 1e6:.0f} MB of Markdown; {before} before, {load()} after)")
+        for label, times in (("fsmem", ours), (f"--old {args.old}", old), ("bare build", bare)):
+            if times:  # each run's, for medians where the load moves
+                cpus = sorted(c for _, c in times)
+                print(f"{label}: CPU median {cpus[len(cpus) // 2]:.2f} s of {', '.join(f'{c:.2f}' for c in cpus)}")
         print(
             table(
                 f"first `fsmem search` on a fresh copy, {files:,} files (best of {args.runs})",

@@ -2,6 +2,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import cli_runner
@@ -519,6 +520,35 @@ def test_a_racy_file_read_again_with_its_bytes_unchanged_keeps_its_rows(memory, 
     assert _scores(_new_process_memory(memory.root), "zeppelin proration airships") == updated
 
 
+def test_a_first_build_digests_its_racy_files_alone_and_a_refresh_every_file_it_reads(memory, monkeypatch):
+    """A digest is kept only beside a racy file's row, or compared with one stored beside the file's row: a first
+    build (no row yet) digests only the files written within the racy window, so a copy of a memory with its
+    mtimes is not digested at all; a refresh of an index that holds files digests every file it reads again."""
+    from fsmem.search import parsing
+
+    hour_ago = time.time() - 3600
+    for path in memory.root.rglob("*.md"):
+        os.utime(path, (hour_ago, hour_ago))
+    fresh = memory.root / "topics" / "airships.md"
+    fresh.write_text("---\ntitle: Airships\n---\n- favourite: zeppelin\n", encoding="utf-8")
+    digested: list[bytes] = []
+    real = parsing.content_digest
+    monkeypatch.setattr(parsing, "content_digest", lambda data: digested.append(data) or real(data))
+    assert locations(memory.search("zeppelin")) == ["topics/airships.md:4"]
+    assert digested == [fresh.read_bytes()]
+    files, _changes = _search_files(memory.root)
+    assert files["topics/airships.md"][1:] == (True, real(fresh.read_bytes()))
+    assert {path: digest for path, (_id, _racy, digest) in files.items() if digest is not None} == {
+        "topics/airships.md": real(fresh.read_bytes())
+    }
+    digested.clear()
+    billing = memory.root / "topics" / "billing.md"
+    os.utime(billing, (hour_ago - 60, hour_ago - 60))  # moved, not racy: read again by the next walk
+    memory.close()
+    assert locations(_new_process_memory(memory.root).search("billing cycle"))[0].startswith("topics/billing.md")
+    assert billing.read_bytes() in digested
+
+
 def test_a_racy_file_rewritten_with_its_size_and_mtime_is_indexed_again(memory, monkeypatch):
     """Same size, same mtime, same inode, other bytes, within the racy window: the digest, not the stamp, says
     the rows changed (the system moves the ctime; the mtime is what would have hidden it)."""
@@ -754,8 +784,8 @@ def test_a_file_removed_between_its_reading_and_its_rows_is_not_indexed(memory, 
     doomed.write_text("# Doomed\n- walrus count: three\n")
     real_read = search_index.read_file
 
-    def read_then_vanish(root, rel, full, analyzer):
-        parsed = real_read(root, rel, full, analyzer)
+    def read_then_vanish(root, rel, full, analyzer, **given):
+        parsed = real_read(root, rel, full, analyzer, **given)
         if rel == "topics/doomed.md":
             doomed.unlink()  # another process removes it, and its own refresh is already over
         return parsed

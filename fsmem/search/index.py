@@ -393,7 +393,7 @@ class SearchIndex:
         # An index not settled (never built, a build a killed command left, files written since) is compared with
         # the files as the walk finds them, whose first files to read are parsed while it goes on (`_ToRead`).
         known = None if stored is not None and stored[0] is not None else _stamps(conn, None)
-        to_read = None if known is None else _ToRead(self.root, known, early=True)
+        to_read = None if known is None else _ToRead(self.root, known, early=True, racy_from=time.time_ns() - RACY_NS)
         try:
             return self._walked(conn, stored, known, to_read)
         finally:
@@ -562,7 +562,7 @@ class SearchIndex:
         present = {rel for rel, _, _ in found}
         gone = [rel for rel in candidates_gone if rel not in present]
         if to_read is None:
-            to_read = _ToRead.of(self.root, known, found)
+            to_read = _ToRead.of(self.root, known, found, racy_from=now - RACY_NS)
         todo = to_read.files
         if not todo and not gone:
             return 0
@@ -574,11 +574,11 @@ class SearchIndex:
             with _cache.transaction(conn):
                 _empty_tables(conn)
             known, gone = {}, []
-            to_read = _ToRead.of(self.root, known, found)
+            to_read = _ToRead.of(self.root, known, found, racy_from=now - RACY_NS)
             todo = to_read.files
         changed = 0
         progress = Progress("indexing files for search", len(todo))
-        batches = _parsed_batches(self.root, todo, self.analyzer, to_read.pool)
+        batches = _parsed_batches(self.root, todo, self.analyzer, to_read.pool, to_read.racy_from)
         in_batches = len(todo) >= BATCH_FILES  # a build: its segments are merged when it ends, its changes unlogged
         stored: set[str] = set()  # terms this call has written into search_terms (committed, or it raised)
         for start in range(0, max(len(todo), 1), BATCH_FILES):
@@ -665,21 +665,35 @@ class SearchIndex:
 
 
 def _parsed_batches(
-    root: Path, todo: list[tuple[str, str]], analyzer: Analyzer, pool: workers.Pool | None = None
+    root: Path,
+    todo: list[tuple[str, str]],
+    analyzer: Analyzer,
+    pool: workers.Pool | None = None,
+    racy_from: int | None = None,
 ) -> Iterator[Iterator[ParsedTask]]:
     """The files of `todo` read and parsed, BATCH_FILES at a time, in order: per batch, its files a list at a
     time (`ParsedTask`). In worker processes when there are enough files (`fsmem.store.workers`): a list per task
     (`_task_ends`), as the workers finish them, so that the caller writes a task's files while they parse the next
-    tasks. `pool`: the workers the walk handed the first tasks to (`_ToRead`); they are given the rest."""
+    tasks. `pool`: the workers the walk handed the first tasks to (`_ToRead`); they are given the rest.
+    `racy_from`: which files' digests the index may want (`fsmem.search.parsing.digest_wanted`)."""
     if pool is None and (len(todo) < workers.PARALLEL_FROM or workers.count() <= 1):
         for start in range(0, len(todo), BATCH_FILES):
             batch = todo[start : start + BATCH_FILES]
             yield iter(
-                [ParsedTask([p for p in (read_file(root, rel, full, analyzer) for rel, full in batch) if p], None)]
+                [
+                    ParsedTask(
+                        [
+                            p
+                            for p in (read_file(root, rel, full, analyzer, racy_from=racy_from) for rel, full in batch)
+                            if p
+                        ],
+                        None,
+                    )
+                ]
             )
         return
     cuts = [0, *itertools.takewhile(lambda end: end < len(todo), _task_ends()), len(todo)]
-    tasks = [(str(root), todo[start:end]) for start, end in itertools.pairwise(cuts)]
+    tasks = [(str(root), todo[start:end], racy_from) for start, end in itertools.pairwise(cuts)]
     per_batch = [0] * -(-len(todo) // BATCH_FILES)
     for start in cuts[:-1]:
         per_batch[start // BATCH_FILES] += 1
@@ -691,7 +705,7 @@ def _parsed_batches(
         yield itertools.islice(parsed, count)
 
 
-def _rest_of(pool: workers.Pool, tasks: list[tuple[str, list[tuple[str, str]]]]) -> Iterator[ParsedTask]:
+def _rest_of(pool: workers.Pool, tasks: list[tuple[str, list[tuple[str, str]], int | None]]) -> Iterator[ParsedTask]:
     """The results of `tasks` from `pool`, which was given the first of them already (`pool.given`)."""
     with pool:
         for task in tasks[pool.given :]:
@@ -717,10 +731,16 @@ class _ToRead:
     (`_task_ends`) are handed to the workers as soon as the walk has found them (`pool`), so that they parse
     while the walk goes on, and the command that builds has its first files parsed when its walk ends, where
     it waited for its workers to start and parse them after: its start, which a command that continues a
-    killed build pays once more than the build it continues (docs/performance.md)."""
+    killed build pays once more than the build it continues (docs/performance.md).
 
-    def __init__(self, root: Path, known: dict[str, tuple[Stamp, bool]], *, early: bool):
+    `racy_from`: an mtime no later than the one from which the refresh judges a file racy; where `known` holds no
+    file (a first build, a rebuild), only the files modified since are digested
+    (`fsmem.search.parsing.digest_wanted`), and where it holds some, every file is (a file read again with the
+    bytes of its row keeps it: `_same_bytes`)."""
+
+    def __init__(self, root: Path, known: dict[str, tuple[Stamp, bool]], *, early: bool, racy_from: int):
         self.root, self.known = str(root), known
+        self.racy_from: int | None = None if known else racy_from
         self.files: list[tuple[str, str]] = []
         self.moved = 0  # indexed files whose stamp is not their row's
         self.pool: workers.Pool | None = None
@@ -729,9 +749,16 @@ class _ToRead:
         self._cut, self._end = 0, next(self._ends)
 
     @classmethod
-    def of(cls, root: Path, known: dict[str, tuple[Stamp, bool]], found: Iterable[tuple[str, str, os.stat_result]]):
+    def of(
+        cls,
+        root: Path,
+        known: dict[str, tuple[Stamp, bool]],
+        found: Iterable[tuple[str, str, os.stat_result]],
+        *,
+        racy_from: int,
+    ):
         """The files of a walk done already (`found`) to read again, none handed out early."""
-        to_read = cls(root, known, early=False)
+        to_read = cls(root, known, early=False, racy_from=racy_from)
         for entry in found:
             to_read.saw(*entry)
         return to_read
@@ -748,7 +775,7 @@ class _ToRead:
         if self.pool is None:
             self.pool = workers.Pool(parse_files, workers.count())
         while self._end <= len(self.files):
-            self.pool.put((self.root, self.files[self._cut : self._end]))
+            self.pool.put((self.root, self.files[self._cut : self._end], self.racy_from))
             self._cut, self._end = self._end, next(self._ends)
 
     def stop(self) -> None:
