@@ -421,7 +421,7 @@ class MemoryTool:
                 )
             changed = content[: content.find(old_str)].count("\n")
             updated = content.replace(old_str, new_str)
-            self._rewrite(full, path, updated.encode("utf-8"))
+            self._rewrite(full, path, updated.encode("utf-8"), content.encode("utf-8"))
             self._record(tx, "str_replace", [Change(self._relative(full), content.encode(), updated.encode())])
         new_lines = updated.split("\n")
         start, end = max(0, changed - 2), min(len(new_lines), changed + 3)
@@ -446,7 +446,7 @@ class MemoryTool:
             updated = "\n".join(lines)
             if not updated.endswith("\n"):
                 updated += "\n"
-            self._rewrite(full, path, updated.encode("utf-8"))
+            self._rewrite(full, path, updated.encode("utf-8"), content.encode("utf-8"))
             self._record(tx, "insert", [Change(self._relative(full), content.encode(), updated.encode())])
         return CommandAnswer(f"The file {path} has been edited.", paths=[self._relative(full)], rows=1)
 
@@ -594,10 +594,11 @@ class MemoryTool:
         if folder:
             beneath.make_folder(root, folder, generated=True, mode=DIR_MODE)
 
-    def _rewrite(self, full: Path, path: str, data: bytes) -> None:
-        """Replace the existing file `full` (validated) with `data`, below the real root."""
+    def _rewrite(self, full: Path, path: str, data: bytes, read: bytes) -> None:
+        """Replace the existing file `full` (validated) with `data`, below the real root, only if it still holds
+        the bytes `read` (ChangedOnDisk otherwise: a person's editor saved it meanwhile, and that is kept)."""
         with self._beneath(path) as root:
-            atomic_write(full, data, root=root, generated=True)
+            atomic_write(full, data, root=root, generated=True, expect=read)
 
     # -- the write path: over an fsmem memory, its own (fsmem.operations.transaction) ----------------
     @contextlib.contextmanager

@@ -221,7 +221,7 @@ def note(
     rel = beneath.landing(root, relative(root, path))  # through an in-memory link: the file it leads to
     result = WriteResult("note", rel, created=created, line=line, changes=[Change(rel, before, data)])
     with _ahead(ahead, result):
-        atomic_write(path, data, root=root)
+        atomic_write(path, data, root=root, expect=before)
     return result
 
 
@@ -285,7 +285,7 @@ def write(
     data = _encode(text)
     result = WriteResult("write", rel, created=created, changes=[Change(rel, before, data)])
     with _ahead(ahead, result):
-        atomic_write(path, data, root=root)
+        atomic_write(path, data, root=root, expect=before)
     result.version = version_of(data, path.stat())
     return result
 
@@ -326,7 +326,7 @@ def edit(
     rel = beneath.landing(root, rel)  # through an in-memory link: the file it leads to
     result = WriteResult("edit", rel, line=line, changes=[Change(rel, before, data)])
     with _ahead(ahead, result):
-        atomic_write(path, data, root=root)
+        atomic_write(path, data, root=root, expect=before)
     result.version = version_of(data, path.stat())
     return result
 
