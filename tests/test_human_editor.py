@@ -3,9 +3,9 @@
 Editors save without fsmem's lock, each in its own way (`SAVES`: vim's rename with a backup and its `4913`
 probe, vim's `backupcopy=yes` truncate-and-write, Emacs's lock link and backup, JetBrains' `___jb_tmp___`
 and `___jb_old___`, an atomic save through `x.md.tmp`). A save that lands while fsmem writes the same file
-(after fsmem read it, before its rename) is kept: the agent is told its write was not made (ChangedOnDisk).
-The save is made at the one moment that matters, while fsmem's new file is being synced (`Staged.sync`), so
-each case is the same every run.
+(after fsmem read it, before its rename) is kept: the agent is told its write was not made (ChangedOnDisk),
+consolidation leaves the document and merges its notes again. The save is made at the one moment that
+matters, while fsmem's new file is being synced (`Staged.sync`), so each case is the same every run.
 """
 
 from __future__ import annotations
@@ -166,6 +166,50 @@ def test_a_save_half_made_when_an_agent_writes_is_finished_over_nothing_of_the_a
     assert target.read_bytes() == HUMANS + b"- HUMAN: and a third line\n"
 
 
+NOTE = "- Billing: refunds are paid within five days"
+
+
+@pytest.mark.parametrize("style", sorted(SAVES))
+def test_a_document_saved_while_consolidation_writes_it_keeps_the_save_and_the_notes(memory, style):
+    memory.note("- Billing: invoices go out on Mondays", subject="topic/Billing", session="s1")
+    memory.consolidate()
+    target = memory.root / DOC
+    saved = target.read_bytes() + b"\n- HUMAN: a line typed while consolidate ran\n"
+    memory.note(NOTE, subject="topic/Billing", session="s1")
+    with saved_during_write(target, saved, SAVES[style]) as made:
+        report = memory.consolidate()
+    assert made
+    text = target.read_text()
+    assert "HUMAN: a line typed while consolidate ran" in text
+    assert "refunds are paid within five days" in text  # merged again by the run's next attempt
+    assert report.attempts == 2 and not report.conflicts
+
+
+def test_a_session_note_saved_while_consolidation_marks_it_keeps_the_save(memory):
+    """The note is marked (its `consolidated:` field) after the documents are written: a person adding a line to
+    it at that moment keeps the line, and the note stays unmarked, so the next run merges it."""
+    result = memory.note(NOTE, subject="topic/Billing", session="s1")
+    note = memory.root / result.path
+    memory.consolidate()  # a first run: the document exists, so the next run's first staged file is the note
+    memory.note("- Billing: invoices go out on Tuesdays", subject="topic/Billing", session="s1")
+    added = note.read_bytes() + b"- Billing: HUMAN added this by hand\n"
+    sync = beneath.Staged.sync
+
+    def sync_while_saving(staged: beneath.Staged) -> None:
+        if staged.place.name == note.name:
+            _vim(note, added)
+        sync(staged)
+
+    beneath.Staged.sync = sync_while_saving  # type: ignore[method-assign]
+    try:
+        memory.consolidate()
+    finally:
+        beneath.Staged.sync = sync  # type: ignore[method-assign]
+    assert note.read_bytes() == added
+    memory.consolidate()
+    assert "HUMAN added this by hand" in (memory.root / DOC).read_text()
+
+
 @pytest.mark.parametrize("style", sorted(SAVES))
 def test_where_names_cannot_be_swapped_the_file_is_compared_before_the_rename(memory, monkeypatch, style):
     """macOS, Windows, a file system without RENAME_EXCHANGE: the same answer, the file compared, then renamed."""
@@ -176,3 +220,165 @@ def test_where_names_cannot_be_swapped_the_file_is_compared_before_the_rename(me
     assert target.read_bytes() == HUMANS
     memory.edit(DOC, old="Mondays", new="Tuesdays")  # nothing saved meanwhile: written
     assert b"Tuesdays" in target.read_bytes() and b"HUMAN" in target.read_bytes()
+
+
+def _everything(root: Path) -> str:
+    """Every byte of the memory's files (not `.fsmem/`, not `.git/`), as text, to look for a word in."""
+    found = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in (".fsmem", ".git")]
+        found += [Path(folder, name).read_bytes().decode("utf-8", "replace") for name in files]
+    return "\n".join(found)
+
+
+def _without_updated(data: bytes) -> list[bytes]:
+    return [line for line in data.splitlines(keepends=True) if not line.startswith(b"updated:")]
+
+
+HEADS = {  # how a person's file may begin and end its lines: fsmem keeps every byte it did not change
+    "plain": (b"", b"\n", b"title: T\n"),
+    "crlf": (b"", b"\r\n", b"title: T\r\n"),
+    "bom": (b"\xef\xbb\xbf", b"\n", b"title: T\n"),
+    "tabs": (b"", b"\n", b"title:\tT\ntags:\t[a]\n"),
+    "mixed": (b"", b"\r\n", b"title: T\n"),
+}
+
+
+def test_no_save_is_lost_whoever_writes_and_whenever(tmp_path_factory, monkeypatch):
+    """A hypothesis state machine: people save files in each editor's way (CRLF, a BOM, tabs in front matter),
+    agents edit them (fsmem's edit, the memory tool), write notes and run consolidation, and a person saves the
+    same file while fsmem writes it. After every step each word a person saved, and each word an agent was told
+    it wrote, is in the memory's files; an agent's edit changed only its own bytes."""
+    from hypothesis import HealthCheck, settings, strategies as st
+    from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+    monkeypatch.setenv("FSMEM_NOW", "2026-03-01T12:00:00+00:00")
+    names = st.sampled_from(["topics/a.md", "topics/b.md", "people/c.md"])
+    styles = st.sampled_from(sorted(SAVES))
+    during = st.one_of(st.none(), styles)
+
+    class People(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.memory = Memory.init(tmp_path_factory.mktemp("people") / "base" / "memories")
+            self.root = self.memory.root
+            self.words: set[str] = set()  # on disk, and must stay there
+            self.count = 0
+
+        def word(self, who: str) -> str:
+            self.count += 1
+            return f"{who}{self.count}x"
+
+        def files(self) -> list[str]:
+            return [n for n in ("topics/a.md", "topics/b.md", "people/c.md") if (self.root / n).is_file()]
+
+        def save(self, rel: str, style: str) -> None:
+            """A person adds a line to `rel` in their editor, ending it as the file ends its lines."""
+            path = self.root / rel
+            data = path.read_bytes()
+            newline = b"\r\n" if data.endswith(b"\r\n") else b"\n"
+            word = self.word("human")
+            SAVES[style](path, data + f"- {word}".encode() + newline)
+            self.words.add(word)
+
+        @rule(rel=names, head=st.sampled_from(sorted(HEADS)), style=styles)
+        def person_writes_a_file(self, rel, head, style):
+            bom, newline, front = HEADS[head]
+            word = self.word("human")
+            data = bom + b"---" + newline + front + b"---" + newline + f"# {word}".encode() + newline
+            path = self.root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.exists():
+                replaced = path.read_bytes().decode("utf-8")
+                self.words = {w for w in self.words if w not in replaced}  # theirs to drop
+                SAVES[style](path, data)
+            else:
+                path.write_bytes(data)
+            self.words.add(word)
+
+        @precondition(lambda self: self.files())
+        @rule(data=st.data(), style=styles)
+        def person_saves(self, data, style):
+            self.save(data.draw(st.sampled_from(self.files())), style)
+
+        @precondition(lambda self: self.files())
+        @rule(data=st.data(), tool=st.booleans(), style=during)
+        def agent_edits(self, data, tool, style):
+            rel = data.draw(st.sampled_from(self.files()))
+            path = self.root / rel
+            before = path.read_bytes()
+            anchor = before.decode("utf-8").split("# ", 1)[1].split("\n", 1)[0].rstrip("\r")
+            word = self.word("agent")
+            context = saved_during_write(path, b"", lambda p, _d: self.save(rel, style)) if style else None
+            with context or contextlib.nullcontext():
+                try:
+                    if tool:
+                        MemoryTool(self.root.parent).str_replace(f"/memories/{rel}", anchor, f"{anchor} {word}")
+                    else:
+                        self.memory.edit(rel, old=anchor, new=f"{anchor} {word}")
+                except (ChangedOnDisk, MemoryToolError) as exc:
+                    assert style is not None and "changed on disk" in str(exc)
+                    return
+            assert style is None
+            self.words.add(word)
+            expected = before.replace(anchor.encode(), f"{anchor} {word}".encode(), 1)
+            assert _without_updated(path.read_bytes()) == _without_updated(expected)
+
+        @rule(subject=st.sampled_from(["topic/Billing", "topic/Travel", "person/Ada"]))
+        def agent_notes(self, subject):
+            word = self.word("agent")
+            self.memory.note(f"- {subject.split('/')[1]}: fact {word}", subject=subject, session="s1")
+            self.words.add(word)
+
+        @rule(style=during)
+        def consolidation(self, style):
+            documents = [p for p in (self.root / "topics").glob("*.md") if p.name not in ("a.md", "b.md")]
+            if style and documents:
+                rel = documents[0].relative_to(self.root).as_posix()
+                with saved_during_write(documents[0], b"", lambda p, _d: self.save(rel, style)):
+                    self.memory.consolidate()
+            else:
+                self.memory.consolidate()
+
+        @invariant()
+        def every_word_is_kept(self):
+            everything = _everything(self.root)
+            assert not [word for word in self.words if word not in everything]
+
+    People.TestCase.settings = settings(
+        max_examples=6 * int(os.environ.get("FSMEM_FUZZ_SCALE", "1")),
+        stateful_step_count=15,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    People.TestCase().runTest()
+
+
+def test_a_document_saved_while_its_links_to_archived_notes_are_rewritten_keeps_both(memory):
+    """With `consolidate.archive`, a run moves the notes it consolidated and rewrites the links to them in files
+    written by hand: a save of such a file at that moment is kept, and the links are rewritten in what was saved."""
+    from conftest import configure
+
+    configure(memory.root, {"consolidate": {"archive": True}})
+    note = memory.note(NOTE, subject="topic/Billing", session="s1").path
+    target = memory.root / "people/ada.md"
+    write_file(memory.root, "people/ada.md", f"# Ada\n\n- asked about refunds ([then](../{note}))\n")
+    syncs: list[beneath.Staged] = []
+    sync = beneath.Staged.sync
+
+    def sync_while_saving(staged: beneath.Staged) -> None:
+        if staged.place.name == target.name:
+            syncs.append(staged)
+            if len(syncs) == 1:
+                _vim(target, target.read_bytes() + b"- HUMAN: typed while links were rewritten\n")
+        sync(staged)
+
+    beneath.Staged.sync = sync_while_saving  # type: ignore[method-assign]
+    try:
+        report = Memory(memory.root).consolidate()
+    finally:
+        beneath.Staged.sync = sync  # type: ignore[method-assign]
+    text = target.read_text()
+    assert len(syncs) == 2 and report.notes_archived == [note] and not report.problems
+    assert "HUMAN: typed while links were rewritten" in text
+    assert "](../archive/sessions/" in text and "](../sessions/" not in text
