@@ -382,3 +382,45 @@ def test_a_document_saved_while_its_links_to_archived_notes_are_rewritten_keeps_
     assert len(syncs) == 2 and report.notes_archived == [note] and not report.problems
     assert "HUMAN: typed while links were rewritten" in text
     assert "](../archive/sessions/" in text and "](../sessions/" not in text
+
+
+@pytest.mark.slow
+def test_after_each_editors_save_the_watchers_answers_are_the_walks(tmp_path):
+    """`fsmem watch` answers one-shot reads: after every editor's save, with what a crashed editor leaves beside the
+    file (swap, backup, autosave, lock link, `___jb_old___`, `.tmp`, vim's `4913`), a file made a folder of the
+    same name and a rename that changes only case, each read asked of the watcher is the walk's answer, and no
+    editor file is listed as a memory file."""
+    from test_rendezvous import Watcher, both
+
+    memory = Memory.init(tmp_path / "mem")
+    root = memory.root
+    write_file(root, DOC, ORIGINAL.decode())
+    watcher = Watcher(root)
+    try:
+        for number, (style, save) in enumerate(sorted(SAVES.items())):
+            target = root / DOC
+            save(target, target.read_bytes() + f"- zephyr{number} saved by {style}\n".encode())
+            both(root, "grep", f"zephyr{number}")
+        leftovers = [
+            ".billing.md.swp",
+            "billing.md~",
+            "#billing.md#",
+            "billing.md___jb_old___",
+            "billing.md.tmp",
+            "4913",
+        ]
+        for name in leftovers:
+            (root / "topics" / name).write_bytes(b"- zephyr left by an editor\n")
+        os.symlink("human@desk.4242:1700000000", root / "topics/.#billing.md")
+        listed = both(root, "ls", "topics", "--json")[1].decode()
+        assert "billing.md" in listed and not [name for name in leftovers if f"topics/{name}" in listed]
+        both(root, "grep", "zephyr")
+        (root / "topics/billing.md").unlink()
+        write_file(root, "topics/billing.md/inside.md", "# Inside\n\n- zephyr in a folder named like a file\n")
+        both(root, "ls", "--json")
+        both(root, "grep", "zephyr")
+        os.replace(root / "topics/billing.md/inside.md", root / "topics/billing.md/Inside.md")
+        both(root, "ls", "--json")
+        both(root, "read", "topics/billing.md/Inside.md")
+    finally:
+        watcher.stop()
