@@ -424,3 +424,19 @@ def test_after_each_editors_save_the_watchers_answers_are_the_walks(tmp_path):
         both(root, "read", "topics/billing.md/Inside.md")
     finally:
         watcher.stop()
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_a_new_body_under_front_matter_alone_without_a_last_newline_keeps_the_front_matter(memory, newline):
+    """A person saved a file of front matter alone, the closing `---` without a newline (editors that do not
+    add one). A new body went straight after it (`---# New body`): the front matter was no longer closed, so
+    its title and every field became body text."""
+    from fsmem import format as fmt
+
+    target = memory.root / "topics/only-front.md"
+    target.write_bytes(f"---{newline}title: Only front{newline}tags: [kept]{newline}---".encode())
+    memory.write("topics/only-front.md", "# New body\n")
+    data = target.read_bytes().decode()
+    assert data.startswith(f"---{newline}title: Only front{newline}tags: [kept]{newline}")
+    assert f"{newline}---{newline}# New body\n" in data
+    assert fmt.split(data).front_matter["tags"] == ["kept"] and not fmt.split(data).problems

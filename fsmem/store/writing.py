@@ -269,7 +269,10 @@ def write(
             if doc.problems and not doc.has_front_matter:  # a head it cannot read is body to it: it would go too
                 why = f"cannot replace the body: {doc.problems[0].message}; write the whole file or change it with edit"
                 raise InvalidArgument(f"{relative(root, path)}: {why}")
-            text = "".join(old.splitlines(keepends=True)[: doc.body_start_line - 1]) + body  # its head, if any
+            head = "".join(old.splitlines(keepends=True)[: doc.body_start_line - 1])  # its head, if any
+            if head and not head.endswith(("\n", "\r")):  # a file of front matter alone, its `---` unended
+                head += "\r\n" if "\r\n" in head else "\n"
+            text = head + body
     if body is not None and text and not text.endswith("\n"):
         text += "\n"
     if fields:
