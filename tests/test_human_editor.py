@@ -440,3 +440,29 @@ def test_a_new_body_under_front_matter_alone_without_a_last_newline_keeps_the_fr
     assert data.startswith(f"---{newline}title: Only front{newline}tags: [kept]{newline}")
     assert f"{newline}---{newline}# New body\n" in data
     assert fmt.split(data).front_matter["tags"] == ["kept"] and not fmt.split(data).problems
+
+
+def test_a_document_made_a_folder_while_consolidation_plans_is_left_and_the_run_ends(memory, monkeypatch):
+    """A person replaces a document with a folder of the same name after the run read it: the run failed whole
+    (StorageError `is a directory`, exit 2); now the document is a conflict, the retry reports it skipped, and
+    the folder and what it holds are left as they are."""
+    from fsmem.consolidate import plan
+
+    memory.note(NOTE, subject="topic/Billing", session="s1")
+    memory.consolidate()
+    memory.note("- Billing: invoices go out on Tuesdays", subject="topic/Billing", session="s1")
+    target, planned = memory.root / DOC, plan.plan
+
+    def plan_then_a_folder(*args, **kwargs):
+        made = planned(*args, **kwargs)
+        if target.is_file():
+            saved = target.read_bytes()
+            target.unlink()
+            target.mkdir()
+            (target / "saved.md").write_bytes(saved)
+        return made
+
+    monkeypatch.setattr(plan, "plan", plan_then_a_folder)
+    report = memory.consolidate()
+    assert (target / "saved.md").read_bytes().startswith(b"---\ntitle: Billing")
+    assert [p[0] for p in report.problems] == [DOC] and "Is a directory" in report.problems[0][2]

@@ -67,9 +67,11 @@ class _Writes:
 
 
 def _current(path: Path) -> bytes | None:
+    """The file's bytes now; None when there is no file to read (gone, or made a folder or unreadable since it was
+    planned: the write then finds it taken, and counts a conflict instead of failing the run)."""
     try:
         return path.read_bytes()
-    except FileNotFoundError:
+    except OSError:
         return None
 
 
