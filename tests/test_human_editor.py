@@ -466,3 +466,17 @@ def test_a_document_made_a_folder_while_consolidation_plans_is_left_and_the_run_
     report = memory.consolidate()
     assert (target / "saved.md").read_bytes().startswith(b"---\ntitle: Billing")
     assert [p[0] for p in report.problems] == [DOC] and "Is a directory" in report.problems[0][2]
+
+
+@pytest.mark.parametrize("style", sorted(SAVES))
+def test_a_note_written_while_a_person_saves_the_session_note_is_appended_to_their_save(memory, style):
+    """A note is an append: one that finds its session note saved by a person while it was written is made again
+    on what they saved, where an edit or a write is refused (ChangedOnDisk) for the agent to read again."""
+    first = memory.note("- Billing: invoices go out on Mondays", session="s1")
+    note = memory.root / first.path
+    saved = note.read_bytes() + b"- HUMAN: added by hand\n"
+    with saved_during_write(note, saved, SAVES[style]) as made:
+        memory.note("- Billing: refunds by card", session="s1")
+    data = note.read_bytes()
+    assert made and data.startswith(saved.split(b"updated:")[0])
+    assert b"- HUMAN: added by hand\n" in data and b"refunds by card" in data
