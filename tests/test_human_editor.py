@@ -213,7 +213,9 @@ def test_a_session_note_saved_while_consolidation_marks_it_keeps_the_save(memory
 @pytest.mark.parametrize("style", sorted(SAVES))
 def test_where_names_cannot_be_swapped_the_file_is_compared_before_the_rename(memory, monkeypatch, style):
     """macOS, Windows, a file system without RENAME_EXCHANGE: the same answer, the file compared, then renamed."""
-    monkeypatch.setattr(beneath.exchange, "exchange", lambda *args: False)
+    from fsmem.store import exchange
+
+    monkeypatch.setattr(exchange, "exchange", lambda *args: False)
     target = memory.root / DOC
     with saved_during_write(target, HUMANS, SAVES[style]), pytest.raises(ChangedOnDisk):
         memory.edit(DOC, old="Mondays", new="Tuesdays")

@@ -32,7 +32,6 @@ from typing import Literal
 
 from fsmem.config import STATE_DIR
 from fsmem.errors import ChangedOnDisk, InvalidArgument, PathEscape, quoted
-from fsmem.store import exchange
 from fsmem.store.paths import is_memory_path, name_problem, shown
 
 TEMP_PREFIX = ".fsmem-tmp-"  # a write's temporary file, beside its target
@@ -418,6 +417,8 @@ class Staged:
             except FileExistsError:
                 return False
             return True
+        from fsmem.store import exchange  # a write's module: reads (a lean grep) import this one without it
+
         folder, name = self.place.folder, self.place.name
         self._close()
         src, fd = folder.at(self.temp)
