@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -482,3 +483,47 @@ def test_a_note_written_while_a_person_saves_the_session_note_is_appended_to_the
     data = note.read_bytes()
     assert made and data.startswith(saved.split(b"updated:")[0])
     assert b"- HUMAN: added by hand\n" in data and b"refunds by card" in data
+
+
+@pytest.mark.parametrize("style", sorted(SAVES))
+def test_a_file_saved_while_an_agent_removes_it_stays_and_history_loses_nothing(tmp_path, monkeypatch, style):
+    """With history, rm reads the file (its last version, for the commit), journals, then removes it: a save made
+    in between was removed with it, and history held only the version before (the person's lines nowhere).
+    Now the file is taken aside, read, and removed only if it is what was read; else it is put back."""
+    from fsmem.history import journal
+
+    memory = Memory.init(tmp_path / "mem", git=True)
+    write_file(memory.root, DOC, ORIGINAL.decode())
+    target, prepare = memory.root / DOC, journal.prepare
+
+    def prepare_while_saving(*args, **kwargs):
+        SAVES[style](target, HUMANS)
+        return prepare(*args, **kwargs)
+
+    monkeypatch.setattr(journal, "prepare", prepare_while_saving)
+    with pytest.raises(ChangedOnDisk, match="changed on disk while it was being removed"):
+        memory.rm(DOC)
+    monkeypatch.setattr(journal, "prepare", prepare)
+    assert target.read_bytes() == HUMANS
+    assert not [p.name for p in target.parent.iterdir() if p.name.startswith(".fsmem-tmp")]
+    memory.rm(DOC)  # nothing saved meanwhile: removed, and its last version is history's
+    assert not target.exists()
+    logged = subprocess.run(
+        ["git", "-C", str(memory.root), "log", "-p", "--", DOC], capture_output=True, text=True, check=True
+    ).stdout
+    assert "-- HUMAN: refunds need two approvals" in logged  # the removal's diff takes the person's line away
+
+
+def test_a_file_saved_twice_while_it_is_removed_keeps_both_saves(memory, monkeypatch):
+    """The first save is taken aside with the file; a second one takes the name before the first is put back:
+    the first is kept beside it as `x.md.fsmem-kept`, which the agent's error names."""
+    target, holds = memory.root / DOC, beneath._holds
+
+    def holds_while_saving_again(folder, name, expect):
+        target.write_bytes(HUMANS + b"- HUMAN: the second save\n")
+        return holds(folder, name, expect)
+
+    monkeypatch.setattr(beneath, "_holds", holds_while_saving_again)
+    assert not beneath.remove_if(memory.root, DOC, b"what the agent read")
+    assert target.read_bytes().endswith(b"- HUMAN: the second save\n")
+    assert (memory.root / (DOC + beneath.KEPT_SUFFIX)).read_bytes() == ORIGINAL

@@ -35,6 +35,7 @@ from fsmem.errors import ChangedOnDisk, InvalidArgument, PathEscape, quoted
 from fsmem.store.paths import is_memory_path, name_problem, shown
 
 TEMP_PREFIX = ".fsmem-tmp-"  # a write's temporary file, beside its target
+KEPT_SUFFIX = ".fsmem-kept"  # a file saved by a person while fsmem removed it, when another save took its name
 INDEX_FILE = "INDEX.md"
 HISTORY_SUFFIX = ".history.md"  # fsmem.format.history_file.SUFFIX
 LINK_HOPS = 40  # links followed in one path, as the kernel allows (ELOOP after)
@@ -572,6 +573,35 @@ def remove(root: str | os.PathLike[str], rel: str, *, generated: bool = False, t
         remove_at(target, tree=tree)
     finally:
         target.folder.close()
+
+
+def remove_if(root: str | os.PathLike[str], rel: str, expect: bytes) -> bool:
+    """Remove the regular file `rel` only if it holds `expect`; False, with what is there left, when it does not.
+
+    A person's editor saves without fsmem's lock: the file is first renamed aside (whatever is there then goes
+    along) and read, removed only when it held `expect`, else given its name back (never over a file saved
+    there since: then it keeps the name `rel` + `.fsmem-kept`, told in the caller's message)."""
+    target = place(root, rel, generated=False, follow=False, create=False, file=False)
+    folder, name = target.folder, target.name
+    try:
+        aside = TEMP_PREFIX + os.urandom(6).hex()
+        src, fd = folder.at(name)
+        dst, _ = folder.at(aside)
+        try:
+            os.rename(src, dst, src_dir_fd=fd, dst_dir_fd=fd)
+        except FileNotFoundError:  # gone meanwhile, as an editor's save renames it to its backup
+            return False
+        if _holds(folder, aside, expect):
+            os.unlink(dst, dir_fd=fd)
+            return True
+        try:
+            _publish_new(folder, aside, name)
+        except FileExistsError:
+            kept, _ = folder.at(name + KEPT_SUFFIX)
+            os.rename(dst, kept, src_dir_fd=fd, dst_dir_fd=fd)
+        return False
+    finally:
+        folder.close()
 
 
 def remove_at(target: Place, *, tree: bool = False) -> None:

@@ -353,7 +353,14 @@ def remove(root: Path, path: Path, *, record: bool = False, ahead: Ahead | None 
         real = beneath.landing(root, rel, follow=False)  # through an in-memory folder link: where it really is
         result = WriteResult("rm", real, changes=[Change(real, before, None, link)] if before is not None else [])
         with _ahead(ahead, result):
-            beneath.remove(root, rel)
+            if before is None or link:
+                beneath.remove(root, rel)
+            elif not beneath.remove_if(root, rel, before):  # its history holds `before`: nothing else may go
+                raise ChangedOnDisk(
+                    f"{rel} was changed on disk while it was being removed (saved by an editor or another "
+                    f"program); it was left as saved (as {rel}{beneath.KEPT_SUFFIX} if saved twice). "
+                    "Read it again, then retry"
+                )
         return result
     else:
         raise NotFound(f"{rel} does not exist")
