@@ -527,3 +527,25 @@ def test_a_file_saved_twice_while_it_is_removed_keeps_both_saves(memory, monkeyp
     assert not beneath.remove_if(memory.root, DOC, b"what the agent read")
     assert target.read_bytes().endswith(b"- HUMAN: the second save\n")
     assert (memory.root / (DOC + beneath.KEPT_SUFFIX)).read_bytes() == ORIGINAL
+
+
+def test_a_file_saved_while_the_memory_tool_deletes_it_stays(tmp_path, monkeypatch):
+    """The memory tool's delete over a memory with history reads the file (for the commit), then removes it: a
+    save right after that read was removed with it and in no commit. Now it is put back and the model told."""
+    memory = Memory.init(tmp_path / "base" / "memories", git=True)
+    write_file(memory.root, DOC, ORIGINAL.decode())
+    target, contents = memory.root / DOC, MemoryTool._contents
+
+    def read_then_saved(tool: MemoryTool, full: Path) -> list[tuple[str, bytes]]:
+        found = contents(tool, full)
+        _vim(target, HUMANS)
+        return found
+
+    monkeypatch.setattr(MemoryTool, "_contents", read_then_saved)
+    tool = MemoryTool(memory.root.parent)
+    with pytest.raises(MemoryToolError, match="changed on disk while it was being deleted"):
+        tool.delete(f"/memories/{DOC}")
+    monkeypatch.setattr(MemoryTool, "_contents", contents)
+    assert target.read_bytes() == HUMANS
+    tool.delete(f"/memories/{DOC}")
+    assert not target.exists()

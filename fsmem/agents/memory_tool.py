@@ -464,7 +464,14 @@ class MemoryTool:
                 if not (stat.S_ISREG(kind) or stat.S_ISDIR(kind)):
                     raise FileNotFoundError(errno.ENOENT, "not a file or a folder", os.fspath(full))
                 with self._beneath(path) as root:
-                    beneath.remove(root, relative, generated=True, tree=True)
+                    if stat.S_ISREG(kind) and len(gone) == 1:  # its history holds these bytes: nothing else may go
+                        if not beneath.remove_if(root, relative, gone[0][1], generated=True):
+                            raise MemoryToolError(
+                                f"The file {path} was changed on disk while it was being deleted (saved by an "
+                                "editor or another program); it was left as saved. Read it again, then retry"
+                            )
+                    else:
+                        beneath.remove(root, relative, generated=True, tree=True)
             except FileNotFoundError:
                 raise _Missing(f"The path {path} does not exist") from None
             if stat.S_ISDIR(kind) and tx is not None:

@@ -575,13 +575,14 @@ def remove(root: str | os.PathLike[str], rel: str, *, generated: bool = False, t
         target.folder.close()
 
 
-def remove_if(root: str | os.PathLike[str], rel: str, expect: bytes) -> bool:
+def remove_if(root: str | os.PathLike[str], rel: str, expect: bytes, *, generated: bool = False) -> bool:
     """Remove the regular file `rel` only if it holds `expect`; False, with what is there left, when it does not.
 
     A person's editor saves without fsmem's lock: the file is first renamed aside (whatever is there then goes
     along) and read, removed only when it held `expect`, else given its name back (never over a file saved
-    there since: then it keeps the name `rel` + `.fsmem-kept`, told in the caller's message)."""
-    target = place(root, rel, generated=False, follow=False, create=False, file=False)
+    there since: then it keeps the name `rel` + `.fsmem-kept`, told in the caller's message). `generated` follows
+    no link on the way (as `remove`)."""
+    target = place(root, rel, generated=generated, follow=False, create=False, file=False)
     folder, name = target.folder, target.name
     try:
         aside = TEMP_PREFIX + os.urandom(6).hex()
