@@ -421,7 +421,7 @@ class MemoryTool:
                 )
             changed = content[: content.find(old_str)].count("\n")
             updated = content.replace(old_str, new_str)
-            self._rewrite(full, path, updated.encode("utf-8"))
+            self._rewrite(full, path, updated.encode("utf-8"), content.encode("utf-8"))
             self._record(tx, "str_replace", [Change(self._relative(full), content.encode(), updated.encode())])
         new_lines = updated.split("\n")
         start, end = max(0, changed - 2), min(len(new_lines), changed + 3)
@@ -446,7 +446,7 @@ class MemoryTool:
             updated = "\n".join(lines)
             if not updated.endswith("\n"):
                 updated += "\n"
-            self._rewrite(full, path, updated.encode("utf-8"))
+            self._rewrite(full, path, updated.encode("utf-8"), content.encode("utf-8"))
             self._record(tx, "insert", [Change(self._relative(full), content.encode(), updated.encode())])
         return CommandAnswer(f"The file {path} has been edited.", paths=[self._relative(full)], rows=1)
 
@@ -464,7 +464,14 @@ class MemoryTool:
                 if not (stat.S_ISREG(kind) or stat.S_ISDIR(kind)):
                     raise FileNotFoundError(errno.ENOENT, "not a file or a folder", os.fspath(full))
                 with self._beneath(path) as root:
-                    beneath.remove(root, relative, generated=True, tree=True)
+                    if stat.S_ISREG(kind) and len(gone) == 1:  # its history holds these bytes: nothing else may go
+                        if not beneath.remove_if(root, relative, gone[0][1], generated=True):
+                            raise MemoryToolError(
+                                f"The file {path} was changed on disk while it was being deleted (saved by an "
+                                "editor or another program); it was left as saved. Read it again, then retry"
+                            )
+                    else:
+                        beneath.remove(root, relative, generated=True, tree=True)
             except FileNotFoundError:
                 raise _Missing(f"The path {path} does not exist") from None
             if stat.S_ISDIR(kind) and tx is not None:
@@ -594,10 +601,11 @@ class MemoryTool:
         if folder:
             beneath.make_folder(root, folder, generated=True, mode=DIR_MODE)
 
-    def _rewrite(self, full: Path, path: str, data: bytes) -> None:
-        """Replace the existing file `full` (validated) with `data`, below the real root."""
+    def _rewrite(self, full: Path, path: str, data: bytes, read: bytes) -> None:
+        """Replace the existing file `full` (validated) with `data`, below the real root, only if it still holds
+        the bytes `read` (ChangedOnDisk otherwise: a person's editor saved it meanwhile, and that is kept)."""
         with self._beneath(path) as root:
-            atomic_write(full, data, root=root, generated=True)
+            atomic_write(full, data, root=root, generated=True, expect=read)
 
     # -- the write path: over an fsmem memory, its own (fsmem.operations.transaction) ----------------
     @contextlib.contextmanager

@@ -67,9 +67,11 @@ class _Writes:
 
 
 def _current(path: Path) -> bytes | None:
+    """The file's bytes now; None when there is no file to read (gone, or made a folder or unreadable since it was
+    planned: the write then finds it taken, and counts a conflict instead of failing the run)."""
     try:
         return path.read_bytes()
-    except FileNotFoundError:
+    except OSError:
         return None
 
 
@@ -113,16 +115,21 @@ def apply(
                     report.problems.append((change.path, 1, f"{exc}; document skipped"))
                     blocked |= plan.feeds.get(change.path, set())
                     continue
-                if _current(full) != (None if change.old is None else change.old.encode("utf-8")):
+                read = None if change.old is None else change.old.encode("utf-8")
+                if _current(full) != read:
                     report.conflicts.append(change.path)
                     blocked |= plan.feeds.get(change.path, set())
                     continue
-                batch.append((full, change.new.encode("utf-8"), change.path))
+                batch.append((full, change.new.encode("utf-8"), change.path, read))
             if ledger is not None and batch:
                 ledger.wrote(
-                    [(rel, hashlib.sha256(data).hexdigest(), plan.holds.get(rel, {})) for _f, data, rel in batch]
+                    [(rel, hashlib.sha256(data).hexdigest(), plan.holds.get(rel, {})) for _f, data, rel, _r in batch]
                 )
-            done = _write_batch(root, batch, writes, report.problems)
+            changed: list[str] = []
+            done = _write_batch(root, batch, writes, report.problems, changed)
+            for rel in changed:  # saved by a person after the check above: theirs is kept, the notes merged again
+                report.conflicts.append(rel)
+                blocked |= plan.feeds.get(rel, set())
             report.wrote(done)
             for full, _data, rel, _landed in done:
                 if rel in plan.fronts:
@@ -138,15 +145,17 @@ def apply(
                 if marked is None:
                     report.counts["notes_consolidated"] -= 1
                     continue
-                marks.append((marked[0], marked[1], change.path, entry, marked[2]))
+                marks.append((marked[0], marked[1], change.path, entry, marked[2], marked[3]))
             if ledger is not None and marks:
                 ledger.will_mark([m[3] for m in marks])
-            done = _write_batch(root, [m[:3] for m in marks], writes)
+            changed = []
+            done = _write_batch(root, [(m[0], m[1], m[2], m[5]) for m in marks], writes, None, changed)
+            report.counts["notes_consolidated"] -= len(changed)  # saved meanwhile: left unmarked for the next run
             report.wrote(done)
             written = {rel for _full, _data, rel, _landed in done}
             if ledger is not None:
                 with ledger.transaction():
-                    for full, _data, rel, entry, grew in marks:
+                    for full, _data, rel, entry, grew, _read in marks:
                         if rel in written:
                             ledger.marked(entry, None if grew else full.stat())
                             consolidated.add(rel)
@@ -155,8 +164,9 @@ def apply(
     return fresh
 
 
-def _marked_note(root: Path, change: C.Change, entry: NoteEntry) -> tuple[Path, bytes, bool] | None:
-    """(where, bytes, grew) of the note with its mark set; it may have grown since it was read, and keeps what was added."""
+def _marked_note(root: Path, change: C.Change, entry: NoteEntry) -> tuple[Path, bytes, bool, bytes] | None:
+    """(where, bytes, grew, the bytes they were made from) of the note with its mark set; it may have grown since
+    it was read, and keeps what was added."""
     try:
         full = _real(root, change)
     except FsmemError:
@@ -165,19 +175,20 @@ def _marked_note(root: Path, change: C.Change, entry: NoteEntry) -> tuple[Path, 
     if data is None:
         return None
     if change.old is not None and data == change.old.encode("utf-8"):
-        return full, change.new.encode("utf-8"), False
+        return full, change.new.encode("utf-8"), False, data
     text, bad = fmt.decode(data)
     if bad or fmt.split(text).problems:
         return None
     marked = fmt.set_fields(text, {C.CONSOLIDATED_FIELD: entry.digest})
-    return (full, marked.encode("utf-8"), True) if marked != text else None
+    return (full, marked.encode("utf-8"), True, data) if marked != text else None
 
 
 def _write_batch(
     root: Path,
-    batch: list[tuple[Path, bytes, str]],
+    batch: list[tuple[Path, bytes, str, bytes | None]],
     writes: _Writes,
     replaced: list[tuple[str, int, str]] | None = None,
+    changed: list[str] | None = None,
 ) -> list[tuple[Path, bytes, str, str]]:
     """Replace each file through a temporary file in its folder: all written, fsynced together, then renamed.
 
@@ -188,14 +199,18 @@ def _write_batch(
     document's link in memory is written through, a generated file's (a
     history file) is replaced by the file, and `replaced` told. Each file
     written comes back with the memory path it landed on (a link's target).
+
+    Each file was read (under the write lock) as the bytes in its fourth item (None: no file); a person's editor
+    saves without that lock, so a memory file that holds anything else when it is replaced is not written, its
+    path added to `changed`, and what was saved kept (`beneath.Staged.publish_if`).
     """
-    staged: list[tuple[beneath.Staged, Path, bytes, str]] = []
+    staged: list[tuple[beneath.Staged, Path, bytes, str, tuple[bytes | None] | None]] = []
     try:
-        for full, data, rel in batch:
+        for full, data, rel, read in batch:
             generated = beneath.is_generated(rel)
             target = beneath.place(root, rel, generated=generated)
             try:
-                staged.append((beneath.Staged(target, data), full, data, rel))
+                staged.append((beneath.Staged(target, data), full, data, rel, None if generated else (read,)))
             except BaseException:
                 target.folder.close()
                 raise
@@ -211,8 +226,13 @@ def _write_batch(
         if staged:
             list(_pool().map(lambda s: s[0].sync(), staged))
         done = []
-        for stage, full, data, rel in staged:
-            stage.publish()
+        for stage, full, data, rel, guard in staged:
+            if guard is None:
+                stage.publish()
+            elif not stage.publish_if(guard[0]):
+                if changed is not None:
+                    changed.append(rel)
+                continue
             done.append((full, data, rel, stage.place.inside))
             writes.done()
         for stage, *_ in staged:
@@ -350,7 +370,12 @@ def run(
         fresh.update(digest_run.run(root, settings, report, lambda own: apply(root, own, report, writes, None)))
         if settings.archive:
             archive(root, settings, report)
-            relink(root, settings, report, lambda batch: report.wrote(_write_batch(root, batch, writes)))
+            relink(
+                root,
+                settings,
+                report,
+                lambda batch, changed: report.wrote(_write_batch(root, batch, writes, None, changed)),
+            )
         replaced: list[str] = []
         try:
             report.index_changed = index_md.write_index(

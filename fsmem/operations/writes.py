@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from fsmem.errors import InvalidArgument
+from fsmem.errors import ChangedOnDisk, InvalidArgument
 from fsmem.operations.core import Core, in_scope
 from fsmem.operations.transaction import require_writable, screen, screen_value, transaction
 from fsmem.store import paths as _paths, writing
@@ -23,6 +23,7 @@ from fsmem.store.note_folders import NoteFolders
 from fsmem.store.paths import relative
 
 SESSION_ENV = "FSMEM_SESSION"
+NOTE_ATTEMPTS = 3  # a note is appended again to a session note saved by a person while it was written
 
 
 def note(memory: Core, text: str, *, session: str | None = None, subject: str | None = None) -> writing.WriteResult:
@@ -55,17 +56,25 @@ def note(memory: Core, text: str, *, session: str | None = None, subject: str | 
             raise InvalidArgument(refused)
 
     with transaction(memory) as tx:
-        result = writing.note(
-            memory.root,
-            text,
-            session=session,
-            subject=subject,
-            default_subject=default,
-            check_path=check,
-            agent=memory.agent,
-            ahead=tx.ahead,
-        )
-        return tx.wrote(result)
+        attempts = NOTE_ATTEMPTS
+        while True:
+            try:
+                result = writing.note(
+                    memory.root,
+                    text,
+                    session=session,
+                    subject=subject,
+                    default_subject=default,
+                    check_path=check,
+                    agent=memory.agent,
+                    ahead=tx.ahead,
+                )
+            except ChangedOnDisk:  # a person saved the note meanwhile: the text is appended to what they saved
+                attempts -= 1
+                if not attempts:
+                    raise
+                continue
+            return tx.wrote(result)
 
 
 def write(

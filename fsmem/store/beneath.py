@@ -28,12 +28,14 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from fsmem.config import STATE_DIR
-from fsmem.errors import InvalidArgument, PathEscape, quoted
+from fsmem.errors import ChangedOnDisk, InvalidArgument, PathEscape, quoted
 from fsmem.store.paths import is_memory_path, name_problem, shown
 
 TEMP_PREFIX = ".fsmem-tmp-"  # a write's temporary file, beside its target
+KEPT_SUFFIX = ".fsmem-kept"  # a file saved by a person while fsmem removed it, when another save took its name
 INDEX_FILE = "INDEX.md"
 HISTORY_SUFFIX = ".history.md"  # fsmem.format.history_file.SUFFIX
 LINK_HOPS = 40  # links followed in one path, as the kernel allows (ELOOP after)
@@ -401,6 +403,49 @@ class Staged:
             self.discard()
             raise
 
+    def publish_if(self, expect: bytes | None) -> bool:
+        """Give the temporary file the target's name only if the target still holds `expect` (None: it does not
+        exist); False, with nothing changed and the temporary file gone, when it does not.
+
+        A person's editor saves without fsmem's lock, so a file read under the lock may be saved over before
+        the rename: where the system can swap two names (`fsmem.store.exchange`), the new file is swapped in
+        and the one taken out is read; it is dropped only when it held `expect`, else swapped back, so a save
+        that landed up to the swap itself is kept. Elsewhere the target is compared, then renamed over.
+        """
+        if expect is None:
+            try:
+                self.publish(exclusive=True)
+            except FileExistsError:
+                return False
+            return True
+        from fsmem.store import exchange  # a write's module: reads (a lean grep) import this one without it
+
+        folder, name = self.place.folder, self.place.name
+        self._close()
+        src, fd = folder.at(self.temp)
+        dst, _ = folder.at(name)
+        try:
+            swapped = exchange.exchange(src, dst, fd)
+        except BaseException:
+            self.discard()
+            raise
+        if swapped:  # the file taken out is at the temporary name now
+            if _holds(folder, self.temp, expect):
+                self.discard()
+                return True
+            exchange.exchange(src, dst, fd)  # theirs back; ours at the temporary name again
+            self.discard()
+            return False
+        if swapped is None or not _holds(folder, name, expect):
+            self.discard()
+            return False
+        try:
+            os.replace(src, dst, src_dir_fd=fd, dst_dir_fd=fd)
+        except BaseException:
+            self.discard()
+            raise
+        return True
+
     def discard(self) -> None:
         self._close()
         where, fd = self.place.folder.at(self.temp)
@@ -413,6 +458,28 @@ class Staged:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
+
+
+def _holds(folder: Folder, name: str, expect: bytes) -> bool:
+    """Whether `name` in `folder` is a regular file of exactly the bytes `expect` (a link or folder is not)."""
+    try:
+        fd = folder.open(name, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        data = bytearray()
+        while len(data) <= len(expect):
+            chunk = os.read(fd, len(expect) + 1 - len(data))
+            if not chunk:
+                break
+            data += chunk
+        return data == expect
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _publish_new(folder: Folder, temp: str, name: str) -> None:
@@ -460,11 +527,14 @@ def write_file(
     mode: int | None = None,
     exclusive: bool = False,
     durable: bool = True,
+    expect: bytes | None | Literal[False] = False,
 ) -> str | None:
     """Replace the file `rel` below `root` with `data`, atomically, through no link that leaves the memory.
 
     `generated` (by default: what `is_generated` says of `rel`) writes the file itself, never a link's target;
     returns the memory path of a link it replaced by a regular file, for the caller to report (None otherwise).
+    With `expect` (the bytes the change was made from, None for a file that did not exist), nothing is written
+    and ChangedOnDisk raised when the file holds anything else at the rename (`Staged.publish_if`).
     """
     if generated is None:
         generated = is_generated(rel)
@@ -480,7 +550,13 @@ def write_file(
             except BaseException:
                 staged.discard()
                 raise
-        staged.publish(exclusive=exclusive)
+        if expect is False:
+            staged.publish(exclusive=exclusive)
+        elif not staged.publish_if(expect):
+            raise ChangedOnDisk(
+                f"{shown(rel)} was changed on disk while this write was made (saved by an editor or another "
+                "program); nothing was written. Read it again, then retry"
+            )
         if durable:
             target.folder.sync()
         return replaced
@@ -497,6 +573,36 @@ def remove(root: str | os.PathLike[str], rel: str, *, generated: bool = False, t
         remove_at(target, tree=tree)
     finally:
         target.folder.close()
+
+
+def remove_if(root: str | os.PathLike[str], rel: str, expect: bytes, *, generated: bool = False) -> bool:
+    """Remove the regular file `rel` only if it holds `expect`; False, with what is there left, when it does not.
+
+    A person's editor saves without fsmem's lock: the file is first renamed aside (whatever is there then goes
+    along) and read, removed only when it held `expect`, else given its name back (never over a file saved
+    there since: then it keeps the name `rel` + `.fsmem-kept`, told in the caller's message). `generated` follows
+    no link on the way (as `remove`)."""
+    target = place(root, rel, generated=generated, follow=False, create=False, file=False)
+    folder, name = target.folder, target.name
+    try:
+        aside = TEMP_PREFIX + os.urandom(6).hex()
+        src, fd = folder.at(name)
+        dst, _ = folder.at(aside)
+        try:
+            os.rename(src, dst, src_dir_fd=fd, dst_dir_fd=fd)
+        except FileNotFoundError:  # gone meanwhile, as an editor's save renames it to its backup
+            return False
+        if _holds(folder, aside, expect):
+            os.unlink(dst, dir_fd=fd)
+            return True
+        try:
+            _publish_new(folder, aside, name)
+        except FileExistsError:
+            kept, _ = folder.at(name + KEPT_SUFFIX)
+            os.rename(dst, kept, src_dir_fd=fd, dst_dir_fd=fd)
+        return False
+    finally:
+        folder.close()
 
 
 def remove_at(target: Place, *, tree: bool = False) -> None:

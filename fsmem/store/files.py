@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from fsmem.errors import LockTimeout, RootNotFound
 from fsmem.store import beneath
@@ -59,6 +59,7 @@ def atomic_write(
     durable: bool = True,
     root: Path | None = None,
     generated: bool | None = None,
+    expect: bytes | None | Literal[False] = False,
 ) -> str | None:
     """Replace `path` with `data` so that readers see either the old or the new bytes.
 
@@ -71,6 +72,8 @@ def atomic_write(
     yet (FileExistsError otherwise), even against a writer racing outside fsmem.
     With `durable=False` nothing is fsynced (machine state that git itself would
     not fsync either): still atomic for readers and against a killed process.
+    With `expect`, the bytes the new ones were made from (None: no file), ChangedOnDisk is raised and nothing
+    written when the file holds anything else when it is replaced (a person's editor saved meanwhile).
     """
     if root is None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -78,7 +81,9 @@ def atomic_write(
     else:
         os.makedirs(root, exist_ok=True)  # the root itself is the caller's (as a path's folders were made before)
         rel = os.path.relpath(path, root).replace(os.sep, "/")
-    return beneath.write_file(root, rel, data, generated=generated, mode=mode, exclusive=exclusive, durable=durable)
+    return beneath.write_file(
+        root, rel, data, generated=generated, mode=mode, exclusive=exclusive, durable=durable, expect=expect
+    )
 
 
 def fsync_dir(folder: Path) -> None:

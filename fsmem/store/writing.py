@@ -221,7 +221,7 @@ def note(
     rel = beneath.landing(root, relative(root, path))  # through an in-memory link: the file it leads to
     result = WriteResult("note", rel, created=created, line=line, changes=[Change(rel, before, data)])
     with _ahead(ahead, result):
-        atomic_write(path, data, root=root)
+        atomic_write(path, data, root=root, expect=before)
     return result
 
 
@@ -269,7 +269,10 @@ def write(
             if doc.problems and not doc.has_front_matter:  # a head it cannot read is body to it: it would go too
                 why = f"cannot replace the body: {doc.problems[0].message}; write the whole file or change it with edit"
                 raise InvalidArgument(f"{relative(root, path)}: {why}")
-            text = "".join(old.splitlines(keepends=True)[: doc.body_start_line - 1]) + body  # its head, if any
+            head = "".join(old.splitlines(keepends=True)[: doc.body_start_line - 1])  # its head, if any
+            if head and not head.endswith(("\n", "\r")):  # a file of front matter alone, its `---` unended
+                head += "\r\n" if "\r\n" in head else "\n"
+            text = head + body
     if body is not None and text and not text.endswith("\n"):
         text += "\n"
     if fields:
@@ -285,7 +288,7 @@ def write(
     data = _encode(text)
     result = WriteResult("write", rel, created=created, changes=[Change(rel, before, data)])
     with _ahead(ahead, result):
-        atomic_write(path, data, root=root)
+        atomic_write(path, data, root=root, expect=before)
     result.version = version_of(data, path.stat())
     return result
 
@@ -326,7 +329,7 @@ def edit(
     rel = beneath.landing(root, rel)  # through an in-memory link: the file it leads to
     result = WriteResult("edit", rel, line=line, changes=[Change(rel, before, data)])
     with _ahead(ahead, result):
-        atomic_write(path, data, root=root)
+        atomic_write(path, data, root=root, expect=before)
     result.version = version_of(data, path.stat())
     return result
 
@@ -350,7 +353,14 @@ def remove(root: Path, path: Path, *, record: bool = False, ahead: Ahead | None 
         real = beneath.landing(root, rel, follow=False)  # through an in-memory folder link: where it really is
         result = WriteResult("rm", real, changes=[Change(real, before, None, link)] if before is not None else [])
         with _ahead(ahead, result):
-            beneath.remove(root, rel)
+            if before is None or link:
+                beneath.remove(root, rel)
+            elif not beneath.remove_if(root, rel, before):  # its history holds `before`: nothing else may go
+                raise ChangedOnDisk(
+                    f"{rel} was changed on disk while it was being removed (saved by an editor or another "
+                    f"program); it was left as saved (as {rel}{beneath.KEPT_SUFFIX} if saved twice). "
+                    "Read it again, then retry"
+                )
         return result
     else:
         raise NotFound(f"{rel} does not exist")

@@ -1,0 +1,551 @@
+"""A person edits memory files in an editor while agents write and `fsmem consolidate` runs.
+
+Editors save without fsmem's lock, each in its own way (`SAVES`: vim's rename with a backup and its `4913`
+probe, vim's `backupcopy=yes` truncate-and-write, Emacs's lock link and backup, JetBrains' `___jb_tmp___`
+and `___jb_old___`, an atomic save through `x.md.tmp`). A save that lands while fsmem writes the same file
+(after fsmem read it, before its rename) is kept: the agent is told its write was not made (ChangedOnDisk),
+consolidation leaves the document and merges its notes again. The save is made at the one moment that
+matters, while fsmem's new file is being synced (`Staged.sync`), so each case is the same every run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from conftest import write_file
+
+from fsmem import Memory
+from fsmem.agents.memory_tool import MemoryTool
+from fsmem.errors import ChangedOnDisk, MemoryToolError
+from fsmem.store import beneath
+
+
+def _vim(path: Path, data: bytes) -> None:
+    """vim's default: a probe file `4913`, the original renamed to `x.md~`, a new file written, the backup removed."""
+    probe = path.with_name("4913")
+    probe.write_bytes(b"")
+    probe.unlink()
+    backup = path.with_name(path.name + "~")
+    os.replace(path, backup)
+    path.write_bytes(data)
+    backup.unlink()
+
+
+def _vim_backupcopy(path: Path, data: bytes) -> None:
+    """vim with `:set backupcopy=yes`: the backup is a copy, the file itself truncated and written in place."""
+    path.with_name(path.name + "~").write_bytes(path.read_bytes())
+    with path.open("r+b") as handle:
+        handle.truncate(0)
+        handle.write(data)
+    path.with_name(path.name + "~").unlink()
+
+
+def _emacs(path: Path, data: bytes) -> None:
+    """Emacs: a lock link `.#x.md` (dangling: it names user@host.pid), the original renamed to `x.md~`, written."""
+    lock = path.with_name(".#" + path.name)
+    os.symlink("human@desk.4242:1700000000", lock)
+    os.replace(path, path.with_name(path.name + "~"))
+    path.write_bytes(data)
+    lock.unlink()
+
+
+def _jetbrains(path: Path, data: bytes) -> None:
+    """JetBrains' safe write: `x.md___jb_tmp___` written, the original moved to `x.md___jb_old___`, then removed."""
+    temp, old = path.with_name(path.name + "___jb_tmp___"), path.with_name(path.name + "___jb_old___")
+    temp.write_bytes(data)
+    os.replace(path, old)
+    os.replace(temp, path)
+    old.unlink()
+
+
+def _atomic(path: Path, data: bytes) -> None:
+    """VS Code's and most tools' atomic save: `x.md.tmp` renamed over the file."""
+    temp = path.with_name(path.name + ".tmp")
+    temp.write_bytes(data)
+    os.replace(temp, path)
+
+
+SAVES: dict[str, Callable[[Path, bytes], None]] = {
+    "vim": _vim,
+    "vim-backupcopy": _vim_backupcopy,
+    "emacs": _emacs,
+    "jetbrains": _jetbrains,
+    "atomic": _atomic,
+}
+
+
+@contextlib.contextmanager
+def saved_during_write(path: Path, data: bytes, save: Callable[[Path, bytes], None]) -> Iterator[list[bool]]:
+    """Within the block, the first file fsmem stages gets `path` saved with `data` while it is synced: after fsmem
+    read the file, before its rename. Yields a list that holds True once the save was made."""
+    made: list[bool] = []
+    sync = beneath.Staged.sync
+
+    def sync_while_saving(staged: beneath.Staged) -> None:
+        if not made:
+            made.append(True)
+            save(path, data)
+        sync(staged)
+
+    beneath.Staged.sync = sync_while_saving  # type: ignore[method-assign]
+    try:
+        yield made
+    finally:
+        beneath.Staged.sync = sync  # type: ignore[method-assign]
+
+
+DOC = "topics/billing.md"
+ORIGINAL = b"---\ntitle: Billing\n---\n# Billing\n\n- invoices go out on Mondays\n"
+HUMANS = ORIGINAL + b"- HUMAN: refunds need two approvals\n"
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Memory:
+    memory = Memory.init(tmp_path / "base" / "memories")  # where the memory tool's `/memories` is
+    write_file(memory.root, DOC, ORIGINAL.decode())
+    return memory
+
+
+AGENT_WRITES: dict[str, Callable[[Memory], object]] = {
+    "edit": lambda m: m.edit(DOC, old="Mondays", new="Tuesdays"),
+    "write": lambda m: m.write(DOC, "# Billing\n\n- AGENT: rewritten\n"),
+    "set": lambda m: m.write(DOC, set={"tags": ["money"]}),
+    "memory tool str_replace": lambda m: MemoryTool(m.root.parent).str_replace(
+        f"/memories/{DOC}", "Mondays", "Tuesdays"
+    ),
+    "memory tool insert": lambda m: MemoryTool(m.root.parent).insert(f"/memories/{DOC}", 1, "AGENT"),
+}
+
+
+@pytest.mark.parametrize("style", sorted(SAVES))
+@pytest.mark.parametrize("kind", sorted(AGENT_WRITES))
+def test_a_save_made_while_an_agent_writes_the_file_is_kept_and_the_agent_told(memory, kind, style):
+    target = memory.root / DOC
+    with (
+        saved_during_write(target, HUMANS, SAVES[style]) as made,
+        pytest.raises((ChangedOnDisk, MemoryToolError)) as err,
+    ):
+        AGENT_WRITES[kind](memory)
+    assert made and "changed on disk while this write was made" in str(err.value)
+    assert target.read_bytes() == HUMANS
+    assert not [p.name for p in target.parent.iterdir() if p.name.startswith(".fsmem-tmp")]
+
+
+def test_a_save_half_made_when_an_agent_writes_is_finished_over_nothing_of_the_agents(memory):
+    """vim has renamed the file to its backup and not yet written the new one; vim with `backupcopy=yes` has
+    truncated it and written half. Either way the agent's write is refused, and the save, once finished, is whole
+    (before, the agent was told it wrote, and vim's write then replaced it; or the rename left vim writing into a
+    file that no longer had a name)."""
+    target, backup = memory.root / DOC, memory.root / (DOC + "~")
+
+    def renamed_away(path: Path, data: bytes) -> None:
+        os.replace(path, backup)
+
+    with saved_during_write(target, b"", renamed_away), pytest.raises(ChangedOnDisk):
+        memory.edit(DOC, old="Mondays", new="Tuesdays")
+    target.write_bytes(HUMANS)
+    backup.unlink()
+    assert target.read_bytes() == HUMANS
+
+    handle = target.open("r+b")
+    half = len(HUMANS) // 2
+
+    def truncated_and_half_written(path: Path, data: bytes) -> None:
+        handle.truncate(0)
+        handle.write(HUMANS[:half])
+        handle.flush()
+
+    with saved_during_write(target, b"", truncated_and_half_written), pytest.raises(ChangedOnDisk):
+        memory.edit(DOC, old="Mondays", new="Tuesdays")
+    handle.write(HUMANS[half:] + b"- HUMAN: and a third line\n")
+    handle.close()
+    assert target.read_bytes() == HUMANS + b"- HUMAN: and a third line\n"
+
+
+NOTE = "- Billing: refunds are paid within five days"
+
+
+@pytest.mark.parametrize("style", sorted(SAVES))
+def test_a_document_saved_while_consolidation_writes_it_keeps_the_save_and_the_notes(memory, style):
+    memory.note("- Billing: invoices go out on Mondays", subject="topic/Billing", session="s1")
+    memory.consolidate()
+    target = memory.root / DOC
+    saved = target.read_bytes() + b"\n- HUMAN: a line typed while consolidate ran\n"
+    memory.note(NOTE, subject="topic/Billing", session="s1")
+    with saved_during_write(target, saved, SAVES[style]) as made:
+        report = memory.consolidate()
+    assert made
+    text = target.read_text()
+    assert "HUMAN: a line typed while consolidate ran" in text
+    assert "refunds are paid within five days" in text  # merged again by the run's next attempt
+    assert report.attempts == 2 and not report.conflicts
+
+
+def test_a_session_note_saved_while_consolidation_marks_it_keeps_the_save(memory):
+    """The note is marked (its `consolidated:` field) after the documents are written: a person adding a line to
+    it at that moment keeps the line, and the note stays unmarked, so the next run merges it."""
+    result = memory.note(NOTE, subject="topic/Billing", session="s1")
+    note = memory.root / result.path
+    memory.consolidate()  # a first run: the document exists, so the next run's first staged file is the note
+    memory.note("- Billing: invoices go out on Tuesdays", subject="topic/Billing", session="s1")
+    added = note.read_bytes() + b"- Billing: HUMAN added this by hand\n"
+    sync = beneath.Staged.sync
+
+    def sync_while_saving(staged: beneath.Staged) -> None:
+        if staged.place.name == note.name:
+            _vim(note, added)
+        sync(staged)
+
+    beneath.Staged.sync = sync_while_saving  # type: ignore[method-assign]
+    try:
+        memory.consolidate()
+    finally:
+        beneath.Staged.sync = sync  # type: ignore[method-assign]
+    assert note.read_bytes() == added
+    memory.consolidate()
+    assert "HUMAN added this by hand" in (memory.root / DOC).read_text()
+
+
+@pytest.mark.parametrize("style", sorted(SAVES))
+def test_where_names_cannot_be_swapped_the_file_is_compared_before_the_rename(memory, monkeypatch, style):
+    """macOS, Windows, a file system without RENAME_EXCHANGE: the same answer, the file compared, then renamed."""
+    from fsmem.store import exchange
+
+    monkeypatch.setattr(exchange, "exchange", lambda *args: False)
+    target = memory.root / DOC
+    with saved_during_write(target, HUMANS, SAVES[style]), pytest.raises(ChangedOnDisk):
+        memory.edit(DOC, old="Mondays", new="Tuesdays")
+    assert target.read_bytes() == HUMANS
+    memory.edit(DOC, old="Mondays", new="Tuesdays")  # nothing saved meanwhile: written
+    assert b"Tuesdays" in target.read_bytes() and b"HUMAN" in target.read_bytes()
+
+
+def _everything(root: Path) -> str:
+    """Every byte of the memory's files (not `.fsmem/`, not `.git/`), as text, to look for a word in."""
+    found = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in (".fsmem", ".git")]
+        found += [Path(folder, name).read_bytes().decode("utf-8", "replace") for name in files]
+    return "\n".join(found)
+
+
+def _without_updated(data: bytes) -> list[bytes]:
+    return [line for line in data.splitlines(keepends=True) if not line.startswith(b"updated:")]
+
+
+HEADS = {  # how a person's file may begin and end its lines: fsmem keeps every byte it did not change
+    "plain": (b"", b"\n", b"title: T\n"),
+    "crlf": (b"", b"\r\n", b"title: T\r\n"),
+    "bom": (b"\xef\xbb\xbf", b"\n", b"title: T\n"),
+    "tabs": (b"", b"\n", b"title:\tT\ntags:\t[a]\n"),
+    "mixed": (b"", b"\r\n", b"title: T\n"),
+}
+
+
+def test_no_save_is_lost_whoever_writes_and_whenever(tmp_path_factory, monkeypatch):
+    """A hypothesis state machine: people save files in each editor's way (CRLF, a BOM, tabs in front matter),
+    agents edit them (fsmem's edit, the memory tool), write notes and run consolidation, and a person saves the
+    same file while fsmem writes it. After every step each word a person saved, and each word an agent was told
+    it wrote, is in the memory's files; an agent's edit changed only its own bytes."""
+    from hypothesis import HealthCheck, settings, strategies as st
+    from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+    monkeypatch.setenv("FSMEM_NOW", "2026-03-01T12:00:00+00:00")
+    names = st.sampled_from(["topics/a.md", "topics/b.md", "people/c.md"])
+    styles = st.sampled_from(sorted(SAVES))
+    during = st.one_of(st.none(), styles)
+
+    class People(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.memory = Memory.init(tmp_path_factory.mktemp("people") / "base" / "memories")
+            self.root = self.memory.root
+            self.words: set[str] = set()  # on disk, and must stay there
+            self.count = 0
+
+        def word(self, who: str) -> str:
+            self.count += 1
+            return f"{who}{self.count}x"
+
+        def files(self) -> list[str]:
+            return [n for n in ("topics/a.md", "topics/b.md", "people/c.md") if (self.root / n).is_file()]
+
+        def save(self, rel: str, style: str) -> None:
+            """A person adds a line to `rel` in their editor, ending it as the file ends its lines."""
+            path = self.root / rel
+            data = path.read_bytes()
+            newline = b"\r\n" if data.endswith(b"\r\n") else b"\n"
+            word = self.word("human")
+            SAVES[style](path, data + f"- {word}".encode() + newline)
+            self.words.add(word)
+
+        @rule(rel=names, head=st.sampled_from(sorted(HEADS)), style=styles)
+        def person_writes_a_file(self, rel, head, style):
+            bom, newline, front = HEADS[head]
+            word = self.word("human")
+            data = bom + b"---" + newline + front + b"---" + newline + f"# {word}".encode() + newline
+            path = self.root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.exists():
+                replaced = path.read_bytes().decode("utf-8")
+                self.words = {w for w in self.words if w not in replaced}  # theirs to drop
+                SAVES[style](path, data)
+            else:
+                path.write_bytes(data)
+            self.words.add(word)
+
+        @precondition(lambda self: self.files())
+        @rule(data=st.data(), style=styles)
+        def person_saves(self, data, style):
+            self.save(data.draw(st.sampled_from(self.files())), style)
+
+        @precondition(lambda self: self.files())
+        @rule(data=st.data(), tool=st.booleans(), style=during)
+        def agent_edits(self, data, tool, style):
+            rel = data.draw(st.sampled_from(self.files()))
+            path = self.root / rel
+            before = path.read_bytes()
+            anchor = before.decode("utf-8").split("# ", 1)[1].split("\n", 1)[0].rstrip("\r")
+            word = self.word("agent")
+            context = saved_during_write(path, b"", lambda p, _d: self.save(rel, style)) if style else None
+            with context or contextlib.nullcontext():
+                try:
+                    if tool:
+                        MemoryTool(self.root.parent).str_replace(f"/memories/{rel}", anchor, f"{anchor} {word}")
+                    else:
+                        self.memory.edit(rel, old=anchor, new=f"{anchor} {word}")
+                except (ChangedOnDisk, MemoryToolError) as exc:
+                    assert style is not None and "changed on disk" in str(exc)
+                    return
+            assert style is None
+            self.words.add(word)
+            expected = before.replace(anchor.encode(), f"{anchor} {word}".encode(), 1)
+            assert _without_updated(path.read_bytes()) == _without_updated(expected)
+
+        @rule(subject=st.sampled_from(["topic/Billing", "topic/Travel", "person/Ada"]))
+        def agent_notes(self, subject):
+            word = self.word("agent")
+            self.memory.note(f"- {subject.split('/')[1]}: fact {word}", subject=subject, session="s1")
+            self.words.add(word)
+
+        @rule(style=during)
+        def consolidation(self, style):
+            documents = [p for p in (self.root / "topics").glob("*.md") if p.name not in ("a.md", "b.md")]
+            if style and documents:
+                rel = documents[0].relative_to(self.root).as_posix()
+                with saved_during_write(documents[0], b"", lambda p, _d: self.save(rel, style)):
+                    self.memory.consolidate()
+            else:
+                self.memory.consolidate()
+
+        @invariant()
+        def every_word_is_kept(self):
+            everything = _everything(self.root)
+            assert not [word for word in self.words if word not in everything]
+
+    People.TestCase.settings = settings(
+        max_examples=6 * int(os.environ.get("FSMEM_FUZZ_SCALE", "1")),
+        stateful_step_count=15,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    People.TestCase().runTest()
+
+
+def test_a_document_saved_while_its_links_to_archived_notes_are_rewritten_keeps_both(memory):
+    """With `consolidate.archive`, a run moves the notes it consolidated and rewrites the links to them in files
+    written by hand: a save of such a file at that moment is kept, and the links are rewritten in what was saved."""
+    from conftest import configure
+
+    configure(memory.root, {"consolidate": {"archive": True}})
+    note = memory.note(NOTE, subject="topic/Billing", session="s1").path
+    target = memory.root / "people/ada.md"
+    write_file(memory.root, "people/ada.md", f"# Ada\n\n- asked about refunds ([then](../{note}))\n")
+    syncs: list[beneath.Staged] = []
+    sync = beneath.Staged.sync
+
+    def sync_while_saving(staged: beneath.Staged) -> None:
+        if staged.place.name == target.name:
+            syncs.append(staged)
+            if len(syncs) == 1:
+                _vim(target, target.read_bytes() + b"- HUMAN: typed while links were rewritten\n")
+        sync(staged)
+
+    beneath.Staged.sync = sync_while_saving  # type: ignore[method-assign]
+    try:
+        report = Memory(memory.root).consolidate()
+    finally:
+        beneath.Staged.sync = sync  # type: ignore[method-assign]
+    text = target.read_text()
+    assert len(syncs) == 2 and report.notes_archived == [note] and not report.problems
+    assert "HUMAN: typed while links were rewritten" in text
+    assert "](../archive/sessions/" in text and "](../sessions/" not in text
+
+
+@pytest.mark.slow
+def test_after_each_editors_save_the_watchers_answers_are_the_walks(tmp_path):
+    """`fsmem watch` answers one-shot reads: after every editor's save, with what a crashed editor leaves beside the
+    file (swap, backup, autosave, lock link, `___jb_old___`, `.tmp`, vim's `4913`), a file made a folder of the
+    same name and a rename that changes only case, each read asked of the watcher is the walk's answer, and no
+    editor file is listed as a memory file."""
+    from test_rendezvous import Watcher, both
+
+    memory = Memory.init(tmp_path / "mem")
+    root = memory.root
+    write_file(root, DOC, ORIGINAL.decode())
+    watcher = Watcher(root)
+    try:
+        for number, (style, save) in enumerate(sorted(SAVES.items())):
+            target = root / DOC
+            save(target, target.read_bytes() + f"- zephyr{number} saved by {style}\n".encode())
+            both(root, "grep", f"zephyr{number}")
+        leftovers = [
+            ".billing.md.swp",
+            "billing.md~",
+            "#billing.md#",
+            "billing.md___jb_old___",
+            "billing.md.tmp",
+            "4913",
+        ]
+        for name in leftovers:
+            (root / "topics" / name).write_bytes(b"- zephyr left by an editor\n")
+        os.symlink("human@desk.4242:1700000000", root / "topics/.#billing.md")
+        listed = both(root, "ls", "topics", "--json")[1].decode()
+        assert "billing.md" in listed and not [name for name in leftovers if f"topics/{name}" in listed]
+        both(root, "grep", "zephyr")
+        (root / "topics/billing.md").unlink()
+        write_file(root, "topics/billing.md/inside.md", "# Inside\n\n- zephyr in a folder named like a file\n")
+        both(root, "ls", "--json")
+        both(root, "grep", "zephyr")
+        os.replace(root / "topics/billing.md/inside.md", root / "topics/billing.md/Inside.md")
+        both(root, "ls", "--json")
+        both(root, "read", "topics/billing.md/Inside.md")
+    finally:
+        watcher.stop()
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_a_new_body_under_front_matter_alone_without_a_last_newline_keeps_the_front_matter(memory, newline):
+    """A person saved a file of front matter alone, the closing `---` without a newline (editors that do not
+    add one). A new body went straight after it (`---# New body`): the front matter was no longer closed, so
+    its title and every field became body text."""
+    from fsmem import format as fmt
+
+    target = memory.root / "topics/only-front.md"
+    target.write_bytes(f"---{newline}title: Only front{newline}tags: [kept]{newline}---".encode())
+    memory.write("topics/only-front.md", "# New body\n")
+    data = target.read_bytes().decode()
+    assert data.startswith(f"---{newline}title: Only front{newline}tags: [kept]{newline}")
+    assert f"{newline}---{newline}# New body\n" in data
+    assert fmt.split(data).front_matter["tags"] == ["kept"] and not fmt.split(data).problems
+
+
+def test_a_document_made_a_folder_while_consolidation_plans_is_left_and_the_run_ends(memory, monkeypatch):
+    """A person replaces a document with a folder of the same name after the run read it: the run failed whole
+    (StorageError `is a directory`, exit 2); now the document is a conflict, the retry reports it skipped, and
+    the folder and what it holds are left as they are."""
+    from fsmem.consolidate import plan
+
+    memory.note(NOTE, subject="topic/Billing", session="s1")
+    memory.consolidate()
+    memory.note("- Billing: invoices go out on Tuesdays", subject="topic/Billing", session="s1")
+    target, planned = memory.root / DOC, plan.plan
+
+    def plan_then_a_folder(*args, **kwargs):
+        made = planned(*args, **kwargs)
+        if target.is_file():
+            saved = target.read_bytes()
+            target.unlink()
+            target.mkdir()
+            (target / "saved.md").write_bytes(saved)
+        return made
+
+    monkeypatch.setattr(plan, "plan", plan_then_a_folder)
+    report = memory.consolidate()
+    assert (target / "saved.md").read_bytes().startswith(b"---\ntitle: Billing")
+    assert [p[0] for p in report.problems] == [DOC] and "Is a directory" in report.problems[0][2]
+
+
+@pytest.mark.parametrize("style", sorted(SAVES))
+def test_a_note_written_while_a_person_saves_the_session_note_is_appended_to_their_save(memory, style):
+    """A note is an append: one that finds its session note saved by a person while it was written is made again
+    on what they saved, where an edit or a write is refused (ChangedOnDisk) for the agent to read again."""
+    first = memory.note("- Billing: invoices go out on Mondays", session="s1")
+    note = memory.root / first.path
+    saved = note.read_bytes() + b"- HUMAN: added by hand\n"
+    with saved_during_write(note, saved, SAVES[style]) as made:
+        memory.note("- Billing: refunds by card", session="s1")
+    data = note.read_bytes()
+    assert made and data.startswith(saved.split(b"updated:")[0])
+    assert b"- HUMAN: added by hand\n" in data and b"refunds by card" in data
+
+
+@pytest.mark.parametrize("style", sorted(SAVES))
+def test_a_file_saved_while_an_agent_removes_it_stays_and_history_loses_nothing(tmp_path, monkeypatch, style):
+    """With history, rm reads the file (its last version, for the commit), journals, then removes it: a save made
+    in between was removed with it, and history held only the version before (the person's lines nowhere).
+    Now the file is taken aside, read, and removed only if it is what was read; else it is put back."""
+    from fsmem.history import journal
+
+    memory = Memory.init(tmp_path / "mem", git=True)
+    write_file(memory.root, DOC, ORIGINAL.decode())
+    target, prepare = memory.root / DOC, journal.prepare
+
+    def prepare_while_saving(*args, **kwargs):
+        SAVES[style](target, HUMANS)
+        return prepare(*args, **kwargs)
+
+    monkeypatch.setattr(journal, "prepare", prepare_while_saving)
+    with pytest.raises(ChangedOnDisk, match="changed on disk while it was being removed"):
+        memory.rm(DOC)
+    monkeypatch.setattr(journal, "prepare", prepare)
+    assert target.read_bytes() == HUMANS
+    assert not [p.name for p in target.parent.iterdir() if p.name.startswith(".fsmem-tmp")]
+    memory.rm(DOC)  # nothing saved meanwhile: removed, and its last version is history's
+    assert not target.exists()
+    logged = subprocess.run(
+        ["git", "-C", str(memory.root), "log", "-p", "--", DOC], capture_output=True, text=True, check=True
+    ).stdout
+    assert "-- HUMAN: refunds need two approvals" in logged  # the removal's diff takes the person's line away
+
+
+def test_a_file_saved_twice_while_it_is_removed_keeps_both_saves(memory, monkeypatch):
+    """The first save is taken aside with the file; a second one takes the name before the first is put back:
+    the first is kept beside it as `x.md.fsmem-kept`, which the agent's error names."""
+    target, holds = memory.root / DOC, beneath._holds
+
+    def holds_while_saving_again(folder, name, expect):
+        target.write_bytes(HUMANS + b"- HUMAN: the second save\n")
+        return holds(folder, name, expect)
+
+    monkeypatch.setattr(beneath, "_holds", holds_while_saving_again)
+    assert not beneath.remove_if(memory.root, DOC, b"what the agent read")
+    assert target.read_bytes().endswith(b"- HUMAN: the second save\n")
+    assert (memory.root / (DOC + beneath.KEPT_SUFFIX)).read_bytes() == ORIGINAL
+
+
+def test_a_file_saved_while_the_memory_tool_deletes_it_stays(tmp_path, monkeypatch):
+    """The memory tool's delete over a memory with history reads the file (for the commit), then removes it: a
+    save right after that read was removed with it and in no commit. Now it is put back and the model told."""
+    memory = Memory.init(tmp_path / "base" / "memories", git=True)
+    write_file(memory.root, DOC, ORIGINAL.decode())
+    target, contents = memory.root / DOC, MemoryTool._contents
+
+    def read_then_saved(tool: MemoryTool, full: Path) -> list[tuple[str, bytes]]:
+        found = contents(tool, full)
+        _vim(target, HUMANS)
+        return found
+
+    monkeypatch.setattr(MemoryTool, "_contents", read_then_saved)
+    tool = MemoryTool(memory.root.parent)
+    with pytest.raises(MemoryToolError, match="changed on disk while it was being deleted"):
+        tool.delete(f"/memories/{DOC}")
+    monkeypatch.setattr(MemoryTool, "_contents", contents)
+    assert target.read_bytes() == HUMANS
+    tool.delete(f"/memories/{DOC}")
+    assert not target.exists()
