@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsmem.hooks.claude_code import NOT_JSON, one_line, records, session_name, summarise, title_of
+from fsmem.hooks.claude_code import NOT_JSON, one_line, read_line, records, session_name, summarise, title_of
 from fsmem.importers import Conversation, fault, utc
 from fsmem.store import outside_files
 
@@ -75,16 +75,16 @@ def _read(stream: Any, start: int, limit: int | None) -> Part:
     part = Part(start=start, end=start)
     number = 0
     while limit is None or part.end - start < limit:
-        raw = stream.readline()
-        if not raw:
+        line = read_line(stream)
+        if not line.size:
             part.at_end = True
             break
         number += 1
-        ((_, record),) = list(records([raw])) or [(0, None)]
-        if not raw.endswith(b"\n") and (record is NOT_JSON or not isinstance(record, dict)):
+        ((_, record),) = (list(records([line.raw])) or [(0, None)]) if line.raw is not None else [(0, NOT_JSON)]
+        if not line.whole and (record is NOT_JSON or not isinstance(record, dict)):
             part.at_end = True  # still being written
             break
-        part.end += len(raw)
+        part.end += line.size
         if record is None:
             continue
         if record is NOT_JSON or not isinstance(record, dict):
@@ -163,10 +163,11 @@ def record_is_main(record: Any) -> bool:
 
 def _first_lines(stream: Any, count: int = 20) -> Iterator[bytes]:
     for _ in range(count):
-        raw = stream.readline()
-        if not raw:
+        line = read_line(stream)
+        if not line.size:
             return
-        yield raw
+        if line.raw is not None:
+            yield line.raw
 
 
 def read(path: Path) -> Iterator[Conversation]:

@@ -77,20 +77,22 @@ def _resumable(transcript: str, held: Held) -> Held | None:
     """`held` with the transcript's bytes it comes from (an import before fsmem kept them counted only its lines,
     and a transcript shorter than them was replaced) and a digest that extends; None when the transcript no longer
     starts with the lines held."""
-    from fsmem.hooks.claude_code import records, summarise
+    from fsmem.hooks.claude_code import read_line, records, summarise
     from fsmem.importers.notes import digest
+    from fsmem.store import outside_files
 
     if held.bytes is not None and os.path.getsize(transcript) >= held.bytes:
         return held
     lines: list[str] = []
     end = 0
-    with open(transcript, "rb") as stream:
+    fd, _ = outside_files.open_regular(transcript, what="the transcript")
+    with os.fdopen(fd, "rb") as stream:
         while len(lines) < held.lines:
-            raw = stream.readline()
-            if not raw:
+            line = read_line(stream)
+            if not line.size:
                 break
-            end += len(raw)
-            for _, record in records([raw]):
+            end += line.size
+            for _, record in records([line.raw] if line.raw is not None else []):
                 lines.extend(summarise(record))
     if len(lines) != held.lines or not held.holds_start_of(lines):
         return None

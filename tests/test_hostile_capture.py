@@ -1,0 +1,109 @@
+"""Capture under attack: what a hostile transcript, hook event or import file makes of the memory.
+
+Each test runs the real `fsmem` the way its caller does (Claude Code's hook: a process with the event on
+stdin) on real files in tmp_path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from child_env import without_fsmem
+
+from fsmem import Memory
+
+FSMEM = str(Path(sys.executable).with_name("fsmem"))
+NOW = "2026-05-04T10:00:00Z"
+
+
+def _record(text: str, kind: str = "user") -> bytes:
+    data = {"type": kind, "sessionId": "s-1", "message": {"role": kind, "content": text}}
+    return json.dumps(data).encode() + b"\n"
+
+
+def _peak_rss(argv: list[str], stdin: bytes, cwd: Path) -> tuple[int, int, bytes, bytes]:
+    """(exit code, peak resident kilobytes, stdout, stderr) of `argv` run as the only child of a fresh Python."""
+    probe = (
+        "import json, resource, subprocess, sys\n"
+        "argv, stdin = json.loads(sys.argv[1]), sys.stdin.buffer.read()\n"
+        "done = subprocess.run(argv, input=stdin, capture_output=True)\n"
+        "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+        "print(json.dumps([done.returncode, peak, done.stdout.decode('latin-1'), done.stderr.decode('latin-1')]))\n"
+    )
+    env = {**without_fsmem(), "FSMEM_NOW": NOW}
+    out = subprocess.run(
+        [sys.executable, "-c", probe, json.dumps(argv)], input=stdin, capture_output=True, env=env, cwd=cwd, timeout=120
+    )
+    code, peak, stdout, stderr = json.loads(out.stdout)
+    return code, peak, stdout.encode("latin-1"), stderr.encode("latin-1")
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    Memory.init(tmp_path / "mem")
+    return tmp_path / "mem"
+
+
+LONG = 300 << 20  # bytes of one line: more than LINE_LIMIT, and enough that holding it twice shows
+
+
+def _event(name: str, transcript: Path, **more: object) -> bytes:
+    data = {"session_id": "s-1", "hook_event_name": name, "cwd": "/nowhere", "transcript_path": str(transcript)}
+    return json.dumps({**data, **more}).encode()
+
+
+def _one_long_line(path: Path) -> None:
+    """A transcript: a record, one line of LONG NUL bytes (sparse: no disk), its newline, and a record after it."""
+    with open(path, "wb") as out:
+        out.write(_record("Before the long line"))
+    size = path.stat().st_size
+    os.truncate(path, size + LONG)
+    with open(path, "ab") as out:
+        out.write(b"\n" + _record("After the long line", "assistant"))
+
+
+def test_a_transcript_line_of_hundreds_of_megabytes_is_read_past_never_held(root: Path, tmp_path: Path) -> None:
+    # before: the hook read the whole line into memory (readline) and decoded it again: some 2 GB resident for a
+    # sparse line of 1 GB, and the 10 s time limit reached without saving a line; now it is read past a megabyte
+    # at a time, counted as a line that is no record, and the lines around it are saved
+    transcript = tmp_path / "s-1.jsonl"
+    _one_long_line(transcript)
+    argv = [FSMEM, "--root", str(root), "hook", "claude-code", "--timeout", "55"]
+    code, peak_kb, stdout, stderr = _peak_rss(argv, _event("SessionEnd", transcript), tmp_path)
+    assert (code, stdout, stderr) == (0, b"", b"")
+    assert peak_kb < 200 << 10, f"{peak_kb >> 10} MiB resident for one line of {LONG >> 20} MiB"
+    (note,) = (root / "sessions").glob("*/*/*/claude-code-s-1.md")
+    text = note.read_text()
+    assert "user: Before the long line" in text and "assistant: After the long line" in text
+    log = (root / ".fsmem" / "logs" / "hooks.jsonl").read_text()
+    assert "1 transcript lines are not JSON; skipped" in log
+
+
+def test_import_of_a_transcript_with_a_line_of_hundreds_of_megabytes_is_refused_in_bounded_memory(
+    root: Path, tmp_path: Path
+) -> None:
+    # before: `fsmem import claude-code` held the line (and its decoding) whole; now it names the line, exit 2
+    transcript = tmp_path / "s-1.jsonl"
+    _one_long_line(transcript)
+    argv = [FSMEM, "--root", str(root), "import", "claude-code", str(transcript)]
+    code, peak_kb, stdout, stderr = _peak_rss(argv, b"", tmp_path)
+    assert code == 2, stderr
+    assert b"line 2: not a JSON record" in stderr and b"Traceback" not in stderr
+    assert peak_kb < 200 << 10, f"{peak_kb >> 10} MiB resident for one line of {LONG >> 20} MiB"
+    assert not (root / "sessions").exists() or not list((root / "sessions").rglob("*.md"))
+
+
+def test_the_stop_hook_reads_past_a_line_of_hundreds_of_megabytes(root: Path, tmp_path: Path) -> None:
+    # the Stop event reads the transcript's new lines (to ask once for keyed notes) with the same bound
+    transcript = tmp_path / "s-1.jsonl"
+    _one_long_line(transcript)
+    argv = [FSMEM, "--root", str(root), "hook", "claude-code", "--timeout", "55"]
+    stop = _event("Stop", transcript, stop_hook_active=False)  # a Stop hook that has not blocked yet reads it
+    code, peak_kb, stdout, stderr = _peak_rss(argv, stop, tmp_path)
+    assert (code, stdout, stderr) == (0, b"", b"")
+    assert peak_kb < 200 << 10, f"{peak_kb >> 10} MiB resident for one line of {LONG >> 20} MiB"
