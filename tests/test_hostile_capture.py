@@ -107,3 +107,34 @@ def test_the_stop_hook_reads_past_a_line_of_hundreds_of_megabytes(root: Path, tm
     code, peak_kb, stdout, stderr = _peak_rss(argv, stop, tmp_path)
     assert (code, stdout, stderr) == (0, b"", b"")
     assert peak_kb < 200 << 10, f"{peak_kb >> 10} MiB resident for one line of {LONG >> 20} MiB"
+
+
+EDGE_OF_TIME = ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"]  # past year 1 or 9999 once in UTC
+
+
+@pytest.mark.parametrize("stamp", EDGE_OF_TIME)
+def test_a_timestamp_past_the_calendar_in_utc_is_no_time_for_the_hook(root: Path, tmp_path: Path, stamp: str) -> None:
+    # before: converting it to UTC raised OverflowError, and the hook saved nothing of the session, at every event
+    transcript = tmp_path / "s-1.jsonl"
+    record = json.loads(_record("Hello from the edge of time"))
+    transcript.write_text(json.dumps({**record, "timestamp": stamp}) + "\n")
+    argv = [FSMEM, "--root", str(root), "hook", "claude-code"]
+    done = subprocess.run(argv, input=_event("SessionEnd", transcript), capture_output=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    (note,) = (root / "sessions").glob("*/*/*/claude-code-s-1.md")
+    assert "user: Hello from the edge of time" in note.read_text()
+
+
+@pytest.mark.parametrize("stamp", EDGE_OF_TIME)
+def test_a_timestamp_past_the_calendar_in_utc_is_no_time_for_an_import(root: Path, tmp_path: Path, stamp: str) -> None:
+    # before: `fsmem import claude` stopped with "OverflowError: date value out of range" and imported nothing
+    export = tmp_path / "conversations.json"
+    message = {"sender": "human", "text": "Hello from the edge of time", "created_at": stamp}
+    conversation = {"uuid": "c-1", "name": "Edge", "created_at": "2026-05-01T10:00:00Z", "chat_messages": [message]}
+    export.write_text(json.dumps([conversation]))
+    done = subprocess.run(
+        [FSMEM, "--root", str(root), "import", "claude", str(export)], capture_output=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    (note,) = (root / "sessions").glob("2026/05/01/claude-c-1.md")
+    assert "user: Hello from the edge of time" in note.read_text()

@@ -56,7 +56,7 @@ def utc(value: object) -> _dt.datetime | None:
     if isinstance(value, str) and value.strip():
         try:
             when = _dt.datetime.fromisoformat(value.strip())
-        except ValueError:
+            return when.replace(tzinfo=_dt.UTC) if when.tzinfo is None else when.astimezone(_dt.UTC)
+        except (OverflowError, ValueError):  # a time whose offset takes it past year 1 or 9999 in UTC
             return None
-        return when.replace(tzinfo=_dt.UTC) if when.tzinfo is None else when.astimezone(_dt.UTC)
     return None
