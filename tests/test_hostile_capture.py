@@ -138,3 +138,23 @@ def test_a_timestamp_past_the_calendar_in_utc_is_no_time_for_an_import(root: Pat
     assert done.returncode == 0, done.stderr
     (note,) = (root / "sessions").glob("2026/05/01/claude-c-1.md")
     assert "user: Hello from the edge of time" in note.read_text()
+
+
+@pytest.mark.parametrize("stamp", EDGE_OF_TIME)
+def test_an_episode_updated_past_the_calendar_in_utc_is_distilled_dated_now(
+    root: Path, tmp_path: Path, stamp: str
+) -> None:
+    # before: `fsmem distill` stopped with "OverflowError: date value out of range" on such an episode (a note a
+    # remote or a hand can write), and distilled no episode at all; now its facts are dated now (FSMEM_NOW)
+    episode = root / "sessions/2026/05/01/chatgpt-edge.md"
+    episode.parent.mkdir(parents=True)
+    front = "title: Edge\ntype: episodic\nsession: chatgpt-edge\nimported_lines: 1\nimported_digest: abc\n"
+    episode.write_text(f"---\n{front}updated: {stamp}\n---\n# Edge\n\n```text\nuser: I work at Globex\n```\n")
+    script = Path(__file__).with_name("distill_command.py")
+    argv = [FSMEM, "--root", str(root), "distill", "--command", f"{sys.executable} {script} keyed"]
+    env = {**without_fsmem(), "FSMEM_NOW": NOW, "FSMEM_HOST_ID": "laptop"}
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    (derived,) = episode.parent.glob("chatgpt-edge.laptop.1-1.md")
+    assert "- Heard from the user: I work at Globex" in derived.read_text()
+    assert "2026-05-04" in derived.read_text()

@@ -215,7 +215,10 @@ def _stamp_of(front: dict[str, Any]) -> str:
     for name in ("updated", "created"):
         when = fmt.parse_timestamp(str(front.get(name) or ""))
         if when is not None:
-            return utc_stamp(when)
+            try:
+                return utc_stamp(when)
+            except OverflowError:  # an offset that takes it past year 1 or 9999 in UTC: no time
+                continue
     return _now()
 
 
