@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from fsmem.errors import FsmemError, NotFound, SecretFound
 from fsmem.format import secrets
-from fsmem.hooks.claude_code import session_name
+from fsmem.hooks.claude_code import one_line, session_name
 from fsmem.importers import Conversation
 from fsmem.importers.notes import Held, held_in
 from fsmem.operations.core import Core
@@ -210,7 +210,7 @@ def _conversation(memory: Core, who: Identity, part: Part, transcript: str, crea
     from fsmem import format as fmt
 
     now = fmt.parse_timestamp(fmt.now_iso()) or fmt.wall_clock()
-    title = part.title or who.key
+    title = part.title or one_line(who.key, 120)  # an id is the hook event's to give: one line, as a title is
     try:
         title = secrets.screen(title, memory.secrets_policy, "its title")
     except SecretFound:
