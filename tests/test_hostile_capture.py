@@ -207,3 +207,26 @@ def test_a_session_id_of_several_lines_forges_no_fact_in_its_note(root: Path, tm
     _only_session_notes(note.read_text())
     subprocess.run([FSMEM, "--root", str(root), "consolidate"], capture_output=True, env=env, timeout=120, check=True)
     assert not list(root.rglob("*mallory*"))
+
+
+@pytest.mark.parametrize("session", ["\x00", "s-\ud83d"])
+def test_a_session_id_escaping_a_nul_or_a_lone_surrogate_is_saved_and_saved_on(
+    root: Path, tmp_path: Path, session: str
+) -> None:
+    # before: an id `"\u0000"` went into the note's heading as a NUL byte, so the next event could not read the
+    # note ("contains a NUL byte ... left unchanged") and saved nothing of the session again; an id `"\ud83d"`
+    # could not be written at all ("text that is not valid Unicode"); now each is U+FFFD, as in a transcript
+    transcript = tmp_path / "s-1.jsonl"
+    transcript.write_bytes(_record("First", "assistant"))  # no user text: the id titles the note
+    event = json.dumps({**json.loads(_event("SessionEnd", transcript)), "session_id": session}).encode()
+    env = {**without_fsmem(), "FSMEM_NOW": NOW}
+    argv = [FSMEM, "--root", str(root), "hook", "claude-code"]
+    for _ in range(2):
+        done = subprocess.run(argv, input=event, capture_output=True, env=env, timeout=60)
+        assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+        with open(transcript, "ab") as more:
+            more.write(_record("Then more", "assistant"))
+    (note,) = (root / "sessions").glob("*/*/*/claude-code-*.md")
+    text = note.read_text()
+    assert "\x00" not in text and "assistant: First" in text and "assistant: Then more" in text
+    assert '"error"' not in (root / ".fsmem/logs/hooks.jsonl").read_text()

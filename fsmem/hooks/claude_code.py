@@ -70,7 +70,7 @@ def parse_event(text: str) -> HookEvent:
     prompt = data.get("prompt")
     return HookEvent(
         name=name,
-        session_id=session.strip(),
+        session_id=_NOT_TEXT.sub("\ufffd", session.strip()),  # as a transcript's records name it: text a note holds
         transcript_path=path if isinstance(path, str) and path else None,
         cwd=cwd if isinstance(cwd, str) else None,
         stop_hook_active=data.get("stop_hook_active") is not False,  # anything but a plain false: never block
