@@ -194,6 +194,8 @@ def _json_with_object(path: Path, before: bytes | None, key: str) -> tuple[dict[
             document = json.loads(_text(path, before))
         except json.JSONDecodeError as e:
             raise InvalidArgument(f"{path} is not valid JSON ({e.msg}, line {e.lineno}); nothing was changed") from None
+        except (ValueError, RecursionError):  # a number of over 4,300 digits; nesting deeper than Python's stack
+            raise InvalidArgument(f"{path} is JSON that fsmem cannot read; nothing was changed") from None
     if not isinstance(document, dict):
         raise InvalidArgument(f"{path} does not hold a JSON object; nothing was changed")
     found = document.setdefault(key, {})
@@ -356,7 +358,7 @@ def merged_hooks(
     for event in left_out:
         present = hooks.get(event)
         if not isinstance(present, list) or not any(
-            _is_fsmem_hook(h) for g in present if isinstance(g, dict) for h in g.get("hooks") or []
+            _is_fsmem_hook(h) for g in present if isinstance(g, dict) for h in _hooks_of(path, event, g)
         ):
             continue
         _drop_fsmem_hooks(present)
@@ -368,7 +370,7 @@ def merged_hooks(
         present = hooks.setdefault(event, [])
         if not isinstance(present, list) or not all(isinstance(g, dict) for g in present):
             raise InvalidArgument(f"{path}: hooks.{event} is not a list of matcher groups; nothing was changed")
-        found = [h for g in present for h in g.get("hooks") or [] if _is_fsmem_hook(h)]
+        found = [h for g in present for h in _hooks_of(path, event, g) if _is_fsmem_hook(h)]
         if any(h == ours for h in found) and len(found) == 1:
             continue
         if found and not force:
@@ -381,6 +383,18 @@ def merged_hooks(
     if not changed:
         return None
     return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def _hooks_of(path: Path, event: str, group: dict[str, Any]) -> list[Any]:
+    """A matcher group's hooks (none when it names none); a group whose `hooks` is no list is refused."""
+    hooks = group.get("hooks")
+    if hooks is None:
+        return []
+    if not isinstance(hooks, list):
+        raise InvalidArgument(
+            f"{path}: a matcher group of hooks.{event} has hooks that are not a list; nothing was changed"
+        )
+    return hooks
 
 
 def _drop_fsmem_hooks(groups: list[Any]) -> None:

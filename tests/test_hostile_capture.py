@@ -230,3 +230,25 @@ def test_a_session_id_escaping_a_nul_or_a_lone_surrogate_is_saved_and_saved_on(
     text = note.read_text()
     assert "\x00" not in text and "assistant: First" in text and "assistant: Then more" in text
     assert '"error"' not in (root / ".fsmem/logs/hooks.jsonl").read_text()
+
+
+@pytest.mark.parametrize(
+    "settings_text",
+    [
+        '{"hooks": {"Stop": [{"hooks": 5}]}}',  # before: "TypeError: 'int' object is not iterable"
+        '{"hooks": {"PreCompact": [{"hooks": {"type": "command"}}]}}',  # before: kept, fsmem's group added beside it
+        '{"hooks": {"Stop": [{"hooks": "fsmem hook claude-code"}]}}',
+        '{"permissions": ' + "9" * 5000 + "}",  # before: "ValueError: Exceeds the limit (4300 digits) ..."
+    ],
+)
+def test_connect_refuses_hook_settings_it_cannot_read_in_one_line(
+    root: Path, tmp_path: Path, settings_text: str
+) -> None:
+    settings_file = tmp_path / "settings.json"
+    settings_file.write_text(settings_text)
+    argv = [FSMEM, "--root", str(root), "connect", "claude-code", "--hooks", "--write", "--file", str(settings_file)]
+    done = subprocess.run(argv, capture_output=True, text=True, env=without_fsmem(), timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"fsmem: error: {settings_file}") and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.endswith("nothing was changed\n")
+    assert settings_file.read_text() == settings_text
