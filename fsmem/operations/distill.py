@@ -184,6 +184,7 @@ def _timeout(value: Any) -> float:
 
 def _survey(root: Path) -> tuple[list[Episode], dict[str, list[tuple[int, int]]]]:
     """Every episode under sessions/ (in path order), and the ranges of each that derived notes cover."""
+    from fsmem.store.paths import is_memory_path
     from fsmem.store.writing import read_text
 
     episodes: list[Episode] = []
@@ -195,13 +196,15 @@ def _survey(root: Path) -> tuple[list[Episode], dict[str, list[tuple[int, int]]]
             if not name.endswith(".md"):
                 continue
             path = Path(folder, name)
+            rel = path.relative_to(root).as_posix()
+            if not is_memory_path(rel):  # a name with a control character: left out, as every walk leaves it
+                continue
             try:
                 text = read_text(path)
             except (OSError, UnicodeDecodeError, ValueError):
                 continue
             doc = fmt.split(text)
             front = doc.front_matter
-            rel = path.relative_to(root).as_posix()
             found = distilled.covered(front)
             if found is not None:
                 ranges.setdefault(found[0], []).append(found[1:])
