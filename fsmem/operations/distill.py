@@ -184,6 +184,7 @@ def _timeout(value: Any) -> float:
 
 def _survey(root: Path) -> tuple[list[Episode], dict[str, list[tuple[int, int]]]]:
     """Every episode under sessions/ (in path order), and the ranges of each that derived notes cover."""
+    from fsmem.hooks.claude_code import one_line
     from fsmem.store.paths import is_memory_path
     from fsmem.store.writing import read_text
 
@@ -209,7 +210,7 @@ def _survey(root: Path) -> tuple[list[Episode], dict[str, list[tuple[int, int]]]
             if found is not None:
                 ranges.setdefault(found[0], []).append(found[1:])
             elif distilled.is_episode(front):
-                title = str(front.get("title") or name[:-3])
+                title = one_line(str(front.get("title") or name[:-3]), 120)  # the prompt's header is one line
                 episodes.append(Episode(rel, title, distilled.episode_lines(doc.body), _stamp_of(front)))
     return episodes, ranges
 
