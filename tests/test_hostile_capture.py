@@ -306,6 +306,43 @@ def test_an_episode_title_of_several_lines_forges_no_line_of_the_distill_prompt(
     assert [line for line in prompt.splitlines() if line.startswith("```")] == ["```text", "```"]
 
 
+def test_a_session_id_or_a_folder_of_70000_characters_leaves_its_note_readable_and_saved_on(
+    root: Path, tmp_path: Path
+) -> None:
+    # before: the id went whole into the note's front matter (conversation:), past the 64 KiB that front matter
+    # is read to: `fsmem check` named the note, and every later event saved nothing ("holds other notes of this
+    # session"); a record's cwd of that length did the same
+    transcript = tmp_path / "s-1.jsonl"
+    first = json.loads(_record("First"))
+    transcript.write_text(json.dumps({**first, "cwd": "/" + "d" * 70_000}) + "\n")
+    event = json.dumps({**json.loads(_event("SessionEnd", transcript)), "session_id": "s" * 70_000}).encode()
+    env = {**without_fsmem(), "FSMEM_NOW": NOW}
+    argv = [FSMEM, "--root", str(root), "hook", "claude-code"]
+    for _ in range(2):
+        done = subprocess.run(argv, input=event, capture_output=True, env=env, timeout=60)
+        assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+        with open(transcript, "ab") as more:
+            more.write(_record("Then more", "assistant"))
+    (note,) = (root / "sessions").glob("*/*/*/claude-code-*.md")
+    text = note.read_text()
+    assert "user: First" in text and "assistant: Then more" in text and len(text) < 4000
+    assert '"error"' not in (root / ".fsmem/logs/hooks.jsonl").read_text()
+    checked = subprocess.run([FSMEM, "--root", str(root), "check"], capture_output=True, text=True, env=env)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_an_export_whose_conversation_id_is_70000_characters_imports_once(root: Path, tmp_path: Path) -> None:
+    # before: the note's front matter was past 64 KiB, and importing the export again skipped it ("holds other
+    # notes of this session, not saved by fsmem") where it should have found it unchanged
+    export = tmp_path / "conversations.json"
+    message = {"sender": "human", "text": "Hello", "created_at": "2026-05-01T10:00:00Z"}
+    export.write_text(json.dumps([{"uuid": "u" * 70_000, "name": "Long", "chat_messages": [message]}]))
+    env = {**without_fsmem(), "FSMEM_NOW": NOW}
+    argv = [FSMEM, "--root", str(root), "import", "claude", str(export), "--json"]
+    reports = [json.loads(subprocess.run(argv, capture_output=True, env=env, check=True).stdout) for _ in range(2)]
+    assert [(r["created"], r["unchanged"], r["skipped"]) for r in reports] == [(1, 0, 0), (0, 1, 0)]
+
+
 # The invariant, as a property: whatever a hook event and its transcript hold, the hook exits 0 printing nothing,
 # writes only session notes under sessions/ (besides its own state under .fsmem/), in bytes bounded by what it
 # read, each note's front matter fsmem's own fields and its body headings and fenced lines (no fact, heading or

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from fsmem.hooks.claude_code import NOT_JSON, one_line, read_line, records, session_name, summarise, title_of
-from fsmem.importers import Conversation, fault, utc
+from fsmem.importers import CWD_CHARS, Conversation, bounded_key, fault, utc
 from fsmem.store import outside_files
 
 
@@ -103,7 +103,7 @@ def _take(part: Part, record: dict[str, Any]) -> None:
         part.agent = record["agentId"].strip() or None
     if part.title is None:
         part.title = title_of(record)
-    if part.cwd is None and isinstance(record.get("cwd"), str) and record["cwd"].strip():
+    if part.cwd is None and isinstance(record.get("cwd"), str) and 0 < len(record["cwd"].strip()) <= CWD_CHARS:
         part.cwd = record["cwd"]
     when = utc(record.get("timestamp"))
     if when is not None:
@@ -122,12 +122,12 @@ class Identity:
     @property
     def key(self) -> str:
         """The conversation's key: the session id, or `<session>-agent-<id>` for a subagent's transcript."""
-        return self.session if self.agent is None else f"{self.session}-agent-{self.agent}"
+        return bounded_key(self.session if self.agent is None else f"{self.session}-agent-{self.agent}")
 
     @property
     def parent(self) -> str | None:
         """The parent session's note name, for a subagent's transcript."""
-        return None if self.agent is None else session_name(self.session)
+        return None if self.agent is None else session_name(bounded_key(self.session))
 
 
 def identity(path: str | os.PathLike[str], session: str | None = None) -> Identity:
