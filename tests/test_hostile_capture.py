@@ -184,7 +184,7 @@ def _only_session_notes(text: str) -> None:
     from fsmem import format as fmt
 
     doc = fmt.split(text)
-    assert not doc.problems and set(doc.front_matter) <= OWN_FIELDS, doc.front_matter
+    assert not doc.problems and "session" in doc.front_matter and set(doc.front_matter) <= OWN_FIELDS, text[:400]
     inside = False
     for line in doc.body.splitlines():
         if line in ("```text", "```"):
@@ -395,7 +395,7 @@ LINE = st.one_of(
     st.binary(max_size=30),  # not JSON, not UTF-8
     st.just(b"[" * 5000 + b"]" * 5000),  # nested past what JSON reads
 )
-SESSION = HOSTILE_TEXT | st.sampled_from(["../../etc", "a/b", "s\x00", "x" * 10_000, ".fsmem", ".git"])
+SESSION = HOSTILE_TEXT | st.sampled_from(["../../etc", "a/b", "s\x00", "x" * 10_000, "y" * 70_000, ".fsmem", ".git"])
 SAVED_ANYWAY = r"transcript lines are not JSON; skipped|looks like .* that line is left out|has no session_id"
 EXAMPLES = 12 * int(os.environ.get("FSMEM_FUZZ_SCALE", "1"))
 
