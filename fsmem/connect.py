@@ -11,6 +11,9 @@ environment variable `FSMEM_TOKEN` in the client's own syntax.
 Claude Code's hooks (`fsmem hook claude-code`) are a second block for the same
 client, in its settings.json: `fsmem connect claude-code --hooks` prints it, and
 with `--write` adds it there (`merged_hooks`), every other hook kept.
+
+This module is long because it is one concern, merging into other programs' files in their three forms
+(JSON, TOML, Claude Code's hooks), each refusing what it cannot read and keeping every other entry.
 """
 
 from __future__ import annotations
@@ -387,14 +390,9 @@ def merged_hooks(
 
 def _hooks_of(path: Path, event: str, group: dict[str, Any]) -> list[Any]:
     """A matcher group's hooks (none when it names none); a group whose `hooks` is no list is refused."""
-    hooks = group.get("hooks")
-    if hooks is None:
-        return []
-    if not isinstance(hooks, list):
-        raise InvalidArgument(
-            f"{path}: a matcher group of hooks.{event} has hooks that are not a list; nothing was changed"
-        )
-    return hooks
+    if isinstance(hooks := group.get("hooks") or [], list):
+        return hooks
+    raise InvalidArgument(f"{path}: a matcher group of hooks.{event} has hooks that are no list; nothing was changed")
 
 
 def _drop_fsmem_hooks(groups: list[Any]) -> None:
