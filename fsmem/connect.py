@@ -11,6 +11,9 @@ environment variable `FSMEM_TOKEN` in the client's own syntax.
 Claude Code's hooks (`fsmem hook claude-code`) are a second block for the same
 client, in its settings.json: `fsmem connect claude-code --hooks` prints it, and
 with `--write` adds it there (`merged_hooks`), every other hook kept.
+
+This module is long because it is one concern, merging into other programs' files in their three forms
+(JSON, TOML, Claude Code's hooks), each refusing what it cannot read and keeping every other entry.
 """
 
 from __future__ import annotations
@@ -194,6 +197,8 @@ def _json_with_object(path: Path, before: bytes | None, key: str) -> tuple[dict[
             document = json.loads(_text(path, before))
         except json.JSONDecodeError as e:
             raise InvalidArgument(f"{path} is not valid JSON ({e.msg}, line {e.lineno}); nothing was changed") from None
+        except (ValueError, RecursionError):  # a number of over 4,300 digits; nesting deeper than Python's stack
+            raise InvalidArgument(f"{path} is JSON that fsmem cannot read; nothing was changed") from None
     if not isinstance(document, dict):
         raise InvalidArgument(f"{path} does not hold a JSON object; nothing was changed")
     found = document.setdefault(key, {})
@@ -356,7 +361,7 @@ def merged_hooks(
     for event in left_out:
         present = hooks.get(event)
         if not isinstance(present, list) or not any(
-            _is_fsmem_hook(h) for g in present if isinstance(g, dict) for h in g.get("hooks") or []
+            _is_fsmem_hook(h) for g in present if isinstance(g, dict) for h in _hooks_of(path, event, g)
         ):
             continue
         _drop_fsmem_hooks(present)
@@ -368,7 +373,7 @@ def merged_hooks(
         present = hooks.setdefault(event, [])
         if not isinstance(present, list) or not all(isinstance(g, dict) for g in present):
             raise InvalidArgument(f"{path}: hooks.{event} is not a list of matcher groups; nothing was changed")
-        found = [h for g in present for h in g.get("hooks") or [] if _is_fsmem_hook(h)]
+        found = [h for g in present for h in _hooks_of(path, event, g) if _is_fsmem_hook(h)]
         if any(h == ours for h in found) and len(found) == 1:
             continue
         if found and not force:
@@ -381,6 +386,13 @@ def merged_hooks(
     if not changed:
         return None
     return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def _hooks_of(path: Path, event: str, group: dict[str, Any]) -> list[Any]:
+    """A matcher group's hooks (none when it names none); a group whose `hooks` is no list is refused."""
+    if isinstance(hooks := group.get("hooks") or [], list):
+        return hooks
+    raise InvalidArgument(f"{path}: a matcher group of hooks.{event} has hooks that are no list; nothing was changed")
 
 
 def _drop_fsmem_hooks(groups: list[Any]) -> None:

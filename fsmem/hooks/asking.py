@@ -173,12 +173,12 @@ def read_on(transcript: str, looked: Looked, held: int, deadline: float | None) 
         while True:
             if deadline is not None and time.monotonic() >= deadline:
                 return False
-            raw = stream.readline()
-            if not raw.endswith(b"\n"):  # the end, or a last line still being written
+            line = cc.read_line(stream)
+            if not line.whole:  # the end, or a last line still being written
                 return True
             start = looked.offset
-            looked.offset += len(raw)
-            for _, record in cc.records([raw]):
+            looked.offset += line.size
+            for _, record in cc.records([line.raw] if line.raw is not None else []):
                 _take(looked, record, new=start >= held)
 
 

@@ -33,6 +33,8 @@ TEXT_CHARS = 2_000  # one message's text in a session note, whoever saved it; a 
 LINE_CHARS = 300  # a short line: a tool call's input
 FENCE_LINES = 8  # lines per fenced block: each block is one row of a search answer, a few exchanges long
 STATE = ("hooks", "claude-code")
+LINE_LIMIT = 64 << 20  # bytes of a transcript line held; a longer one is read past, as a line that is no record
+_SKIP_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,7 @@ def parse_event(text: str) -> HookEvent:
     prompt = data.get("prompt")
     return HookEvent(
         name=name,
-        session_id=session.strip(),
+        session_id=_NOT_TEXT.sub("\ufffd", session.strip()),  # as a transcript's records name it: text a note holds
         transcript_path=path if isinstance(path, str) and path else None,
         cwd=cwd if isinstance(cwd, str) else None,
         stop_hook_active=data.get("stop_hook_active") is not False,  # anything but a plain false: never block
@@ -181,6 +183,32 @@ def content_lines(role: str, content: Any, *, text_chars: int = LINE_CHARS) -> l
 
 
 NOT_JSON: Any = object()  # what `records` gives for a line that is not JSON
+
+
+@dataclass(frozen=True)
+class Line:
+    """One line of a transcript as `read_line` reads it: its bytes (None for one past LINE_LIMIT, never held), the
+    bytes it takes in the file, and whether it ends with its newline (a last line may still be being written)."""
+
+    raw: bytes | None
+    size: int
+    whole: bool
+
+
+def read_line(stream: Any, limit: int = LINE_LIMIT) -> Line:
+    """The next line of the binary `stream`, held only when it is at most `limit` bytes; a longer line is read past
+    a megabyte at a time, so a transcript of one line of gigabytes (a sparse file, a runaway tool output) costs
+    time in proportion to its size and no more memory than `limit`. A size of 0 is the end of the file."""
+    raw = stream.readline(limit + 1)
+    if len(raw) <= limit or raw.endswith(b"\n"):
+        return Line(raw, len(raw), raw.endswith(b"\n"))
+    size = len(raw)
+    del raw
+    while True:
+        chunk = stream.readline(_SKIP_CHUNK)
+        size += len(chunk)
+        if not chunk or chunk.endswith(b"\n"):
+            return Line(None, size, bool(chunk))
 
 
 def records(lines: Iterable[bytes], first: int = 1) -> Iterator[tuple[int, Any]]:

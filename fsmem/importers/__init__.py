@@ -8,6 +8,7 @@ only what they are given; writing into the memory is the operation's.
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 from dataclasses import dataclass
 
 from fsmem.errors import InvalidArgument
@@ -15,7 +16,21 @@ from fsmem.hooks.claude_code import TEXT_CHARS
 from fsmem.spec.params import IMPORT_FORMATS
 
 FORMATS = tuple(IMPORT_FORMATS)
-__all__ = ["FORMATS", "TEXT_CHARS", "Conversation", "fault", "utc"]
+__all__ = ["CWD_CHARS", "FORMATS", "KEY_CHARS", "TEXT_CHARS", "Conversation", "bounded_key", "fault", "utc"]
+
+
+KEY_CHARS = 1_000  # of a conversation's id in its note's front matter, which is read only up to 64 KiB
+CWD_CHARS = 4_096  # of a session's working folder (PATH_MAX): a longer one is no folder, and is not kept
+
+
+def bounded_key(key: str) -> str:
+    """A conversation's id as its note holds it: the id, or one longer than KEY_CHARS cut with a digest of the
+    whole (an id of 70,000 characters made a front matter that no command could read, so no line came in after
+    the first)."""
+    if len(key) <= KEY_CHARS:
+        return key
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{key[: KEY_CHARS - 17]}-{digest}"
 
 
 def fault(where: str, problem: str) -> InvalidArgument:
@@ -56,7 +71,7 @@ def utc(value: object) -> _dt.datetime | None:
     if isinstance(value, str) and value.strip():
         try:
             when = _dt.datetime.fromisoformat(value.strip())
-        except ValueError:
+            return when.replace(tzinfo=_dt.UTC) if when.tzinfo is None else when.astimezone(_dt.UTC)
+        except (OverflowError, ValueError):  # a time whose offset takes it past year 1 or 9999 in UTC
             return None
-        return when.replace(tzinfo=_dt.UTC) if when.tzinfo is None else when.astimezone(_dt.UTC)
     return None

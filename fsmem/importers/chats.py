@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from fsmem.hooks.claude_code import content_lines, one_line, storable_text
-from fsmem.importers import TEXT_CHARS, Conversation, fault, utc
+from fsmem.importers import TEXT_CHARS, Conversation, bounded_key, fault, utc
 from fsmem.importers.jsonstream import ArrayReader, Item, JSONFault
 
 ENCODING_ERRORS = "strict"
@@ -65,7 +65,7 @@ def _named(conversation: dict[str, Any], key: Any, title: Any) -> tuple[str, str
     """A conversation's key and title as the export gives them, or, where it gives none, its fallback key and
     "Untitled"."""
     return (
-        key if isinstance(key, str) and key.strip() else _fallback_key(conversation),
+        bounded_key(key) if isinstance(key, str) and key.strip() else _fallback_key(conversation),
         one_line(title, 120) if isinstance(title, str) and title.strip() else "Untitled",
     )
 

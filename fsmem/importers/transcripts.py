@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsmem.hooks.claude_code import NOT_JSON, one_line, records, session_name, summarise, title_of
-from fsmem.importers import Conversation, fault, utc
+from fsmem.hooks.claude_code import NOT_JSON, one_line, read_line, records, session_name, summarise, title_of
+from fsmem.importers import CWD_CHARS, Conversation, bounded_key, fault, utc
 from fsmem.store import outside_files
 
 
@@ -75,16 +75,16 @@ def _read(stream: Any, start: int, limit: int | None) -> Part:
     part = Part(start=start, end=start)
     number = 0
     while limit is None or part.end - start < limit:
-        raw = stream.readline()
-        if not raw:
+        line = read_line(stream)
+        if not line.size:
             part.at_end = True
             break
         number += 1
-        ((_, record),) = list(records([raw])) or [(0, None)]
-        if not raw.endswith(b"\n") and (record is NOT_JSON or not isinstance(record, dict)):
+        ((_, record),) = (list(records([line.raw])) or [(0, None)]) if line.raw is not None else [(0, NOT_JSON)]
+        if not line.whole and (record is NOT_JSON or not isinstance(record, dict)):
             part.at_end = True  # still being written
             break
-        part.end += len(raw)
+        part.end += line.size
         if record is None:
             continue
         if record is NOT_JSON or not isinstance(record, dict):
@@ -103,7 +103,7 @@ def _take(part: Part, record: dict[str, Any]) -> None:
         part.agent = record["agentId"].strip() or None
     if part.title is None:
         part.title = title_of(record)
-    if part.cwd is None and isinstance(record.get("cwd"), str) and record["cwd"].strip():
+    if part.cwd is None and isinstance(record.get("cwd"), str) and 0 < len(record["cwd"].strip()) <= CWD_CHARS:
         part.cwd = record["cwd"]
     when = utc(record.get("timestamp"))
     if when is not None:
@@ -122,12 +122,12 @@ class Identity:
     @property
     def key(self) -> str:
         """The conversation's key: the session id, or `<session>-agent-<id>` for a subagent's transcript."""
-        return self.session if self.agent is None else f"{self.session}-agent-{self.agent}"
+        return bounded_key(self.session if self.agent is None else f"{self.session}-agent-{self.agent}")
 
     @property
     def parent(self) -> str | None:
         """The parent session's note name, for a subagent's transcript."""
-        return None if self.agent is None else session_name(self.session)
+        return None if self.agent is None else session_name(bounded_key(self.session))
 
 
 def identity(path: str | os.PathLike[str], session: str | None = None) -> Identity:
@@ -163,10 +163,11 @@ def record_is_main(record: Any) -> bool:
 
 def _first_lines(stream: Any, count: int = 20) -> Iterator[bytes]:
     for _ in range(count):
-        raw = stream.readline()
-        if not raw:
+        line = read_line(stream)
+        if not line.size:
             return
-        yield raw
+        if line.raw is not None:
+            yield line.raw
 
 
 def read(path: Path) -> Iterator[Conversation]:

@@ -184,6 +184,8 @@ def _timeout(value: Any) -> float:
 
 def _survey(root: Path) -> tuple[list[Episode], dict[str, list[tuple[int, int]]]]:
     """Every episode under sessions/ (in path order), and the ranges of each that derived notes cover."""
+    from fsmem.hooks.claude_code import one_line
+    from fsmem.store.paths import is_memory_path
     from fsmem.store.writing import read_text
 
     episodes: list[Episode] = []
@@ -195,18 +197,20 @@ def _survey(root: Path) -> tuple[list[Episode], dict[str, list[tuple[int, int]]]
             if not name.endswith(".md"):
                 continue
             path = Path(folder, name)
+            rel = path.relative_to(root).as_posix()
+            if not is_memory_path(rel):  # a name with a control character: left out, as every walk leaves it
+                continue
             try:
                 text = read_text(path)
             except (OSError, UnicodeDecodeError, ValueError):
                 continue
             doc = fmt.split(text)
             front = doc.front_matter
-            rel = path.relative_to(root).as_posix()
             found = distilled.covered(front)
             if found is not None:
                 ranges.setdefault(found[0], []).append(found[1:])
             elif distilled.is_episode(front):
-                title = str(front.get("title") or name[:-3])
+                title = one_line(str(front.get("title") or name[:-3]), 120)  # the prompt's header is one line
                 episodes.append(Episode(rel, title, distilled.episode_lines(doc.body), _stamp_of(front)))
     return episodes, ranges
 
@@ -215,7 +219,10 @@ def _stamp_of(front: dict[str, Any]) -> str:
     for name in ("updated", "created"):
         when = fmt.parse_timestamp(str(front.get(name) or ""))
         if when is not None:
-            return utc_stamp(when)
+            try:
+                return utc_stamp(when)
+            except OverflowError:  # an offset that takes it past year 1 or 9999 in UTC: no time
+                continue
     return _now()
 
 

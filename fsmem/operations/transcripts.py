@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from fsmem.errors import FsmemError, NotFound, SecretFound
 from fsmem.format import secrets
-from fsmem.hooks.claude_code import session_name
+from fsmem.hooks.claude_code import one_line, session_name
 from fsmem.importers import Conversation
 from fsmem.importers.notes import Held, held_in
 from fsmem.operations.core import Core
@@ -77,20 +77,22 @@ def _resumable(transcript: str, held: Held) -> Held | None:
     """`held` with the transcript's bytes it comes from (an import before fsmem kept them counted only its lines,
     and a transcript shorter than them was replaced) and a digest that extends; None when the transcript no longer
     starts with the lines held."""
-    from fsmem.hooks.claude_code import records, summarise
+    from fsmem.hooks.claude_code import read_line, records, summarise
     from fsmem.importers.notes import digest
+    from fsmem.store import outside_files
 
     if held.bytes is not None and os.path.getsize(transcript) >= held.bytes:
         return held
     lines: list[str] = []
     end = 0
-    with open(transcript, "rb") as stream:
+    fd, _ = outside_files.open_regular(transcript, what="the transcript")
+    with os.fdopen(fd, "rb") as stream:
         while len(lines) < held.lines:
-            raw = stream.readline()
-            if not raw:
+            line = read_line(stream)
+            if not line.size:
                 break
-            end += len(raw)
-            for _, record in records([raw]):
+            end += line.size
+            for _, record in records([line.raw] if line.raw is not None else []):
                 lines.extend(summarise(record))
     if len(lines) != held.lines or not held.holds_start_of(lines):
         return None
@@ -208,7 +210,7 @@ def _conversation(memory: Core, who: Identity, part: Part, transcript: str, crea
     from fsmem import format as fmt
 
     now = fmt.parse_timestamp(fmt.now_iso()) or fmt.wall_clock()
-    title = part.title or who.key
+    title = part.title or one_line(who.key, 120)  # an id is the hook event's to give: one line, as a title is
     try:
         title = secrets.screen(title, memory.secrets_policy, "its title")
     except SecretFound:
