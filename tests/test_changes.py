@@ -232,14 +232,17 @@ class CarriedAcrossWrites(RuleBasedStateMachine):
 
     @rule()
     def warm(self):
-        """A long-lived process's warm-up: the documents, their ranking ids, the files too large to index and
-        the common words' counts kept before any question asks for them (carried from then on, held against a
-        fresh process's by `ask` and against fts5vocab by `kept_counts_are_fts5vocabs`)."""
+        """A long-lived process's warm-up: the documents, their ranking ids, the files too large to index, every
+        file's packed rows and the common words' counts kept before any question asks for them (carried from then
+        on, held against a fresh process's by `ask` and against fts5vocab by `kept_counts_are_fts5vocabs`)."""
         self.index.kept = self.held
         counted = scoring.warm(self.index)
-        common = [t for t, d in self.index.connection().execute("SELECT term, doc FROM search_vocab") if d >= 2]
+        conn = self.index.connection()
+        common = [t for t, d in conn.execute("SELECT term, doc FROM search_vocab") if d >= 2]
         assert counted == len(common)
         assert all(("search_vocab", t) in self.held._kept for t in common)
+        files = {fid for (fid,) in conn.execute("SELECT id FROM search_files")}
+        assert not files or set(self.held._kept[scoring._FILES]) == files
 
     @rule(words=QUESTIONS, scope=SCOPES)
     def ask(self, words, scope):
