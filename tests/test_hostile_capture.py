@@ -500,3 +500,68 @@ def test_whatever_an_export_holds_an_import_writes_only_session_notes_once(conve
         again = cli_runner.run(argv, env=env)
         assert again.returncode == first.returncode
         assert _memory_files(root) == after
+
+
+class _Writer:
+    """A session that writes its transcript faster than it is read: each line read appends another record
+    (`read_line` wrapped), up to `most`, where the test fails rather than hangs."""
+
+    def __init__(self, transcript: Path, most: int = 5_000):
+        import fsmem.importers.transcripts as transcripts
+
+        self.transcript, self.most, self.appended = transcript, most, 0
+        self.read_line = transcripts.read_line
+
+    def __call__(self, stream: object, *args: object) -> object:
+        self.appended += 1
+        assert self.appended < self.most, "the reader followed the writer"
+        with open(self.transcript, "ab") as out:
+            out.write(_record(f"Written while read {self.appended}", "assistant"))
+        return self.read_line(stream, *args)
+
+
+def test_a_transcript_written_faster_than_it_is_read_is_imported_as_it_was_when_the_import_began(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # before: `fsmem import claude-code` read until it found no more lines, and a session writing faster than that
+    # kept it reading (a writer at 200 MB/s: 20 s and 4 GB, until killed); now it reads what the file held at open
+    import fsmem.importers.transcripts as transcripts
+
+    transcript = tmp_path / "s-1.jsonl"
+    dated = {"type": "user", "sessionId": "s-1", "timestamp": NOW, "message": {"role": "user", "content": "Line 0"}}
+    transcript.write_bytes(json.dumps(dated).encode() + b"\n" + b"".join(_record(f"Line {n}") for n in range(1, 20)))
+    writer = _Writer(transcript)
+    monkeypatch.setattr(transcripts, "read_line", writer)
+    monkeypatch.setenv("FSMEM_NOW", NOW)
+    report = Memory(root).import_from("claude-code", str(transcript))
+    assert report.created_count == 1, report.to_text()
+    (note,) = (root / "sessions").rglob("*.md")
+    text = note.read_text()
+    saved = text.count("\nassistant: Written while read ")
+    assert "Line 19" in text and saved < writer.appended  # what the file held when read, not what came after
+
+
+def test_a_transcript_written_faster_than_it_is_saved_leaves_the_rest_pending(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # before: the hook's save took part after part until a part found the end, so a session writing faster kept it
+    # saving (the deadline ends an event's save, but not consolidate's finishing of pending saves, which has
+    # none); now a call saves what the transcript held when it began and lists the rest as pending
+    import fsmem.importers.transcripts as transcripts
+    import fsmem.operations.transcripts as saving
+    from fsmem.hooks.claude_code import Pending
+
+    line = _record("x" * 2_000)
+    transcript = tmp_path / "s-1.jsonl"
+    original = 2 * saving.PART // len(line) + 5  # two parts and a bit
+    transcript.write_bytes(line * original)
+    writer = _Writer(transcript, most=100_000)
+    monkeypatch.setattr(transcripts, "read_line", writer)
+    monkeypatch.setenv("FSMEM_NOW", NOW)
+    saved = saving.save_transcript(Memory(root), str(transcript), session="s-1")
+    assert not saved.finished
+    assert Pending(root).entries() == [(str(transcript), "s-1")]
+    monkeypatch.setattr(transcripts, "read_line", writer.read_line)
+    rest = saving.save_transcript(Memory(root), str(transcript), session="s-1")
+    assert rest.finished and Pending(root).entries() == []
+    assert saved.lines >= original and saved.lines + rest.lines == original + writer.appended

@@ -63,18 +63,20 @@ def read_part(path: str | os.PathLike[str], start: int, limit: int | None = None
     """The complete lines of the transcript `path` from byte `start`, stopping once `limit` bytes are read.
 
     A last line without its newline is taken only when it is a whole JSON object; otherwise it is still being
-    written, and is left for whoever reads next.
+    written, and is left for whoever reads next. Nothing past the size the file had when opened is read but the
+    end of the line that size cuts: a transcript written faster than it is read would never be finished.
     """
     fd, _ = outside_files.open_regular(path, what="the transcript")
     with os.fdopen(fd, "rb") as stream:
+        size = os.fstat(stream.fileno()).st_size
         stream.seek(start)
-        return _read(stream, start, limit)
+        return _read(stream, start, limit, size)
 
 
-def _read(stream: Any, start: int, limit: int | None) -> Part:
+def _read(stream: Any, start: int, limit: int | None, size: int) -> Part:
     part = Part(start=start, end=start)
     number = 0
-    while limit is None or part.end - start < limit:
+    while (limit is None or part.end - start < limit) and part.end < size:
         line = read_line(stream)
         if not line.size:
             part.at_end = True

@@ -103,7 +103,9 @@ def save_transcript(
     memory: Core, transcript: str, *, session: str | None = None, deadline: float | None = None
 ) -> TranscriptSaved:
     """Save the lines of `transcript` that its session note does not hold yet, a part a write, until its end or
-    until `deadline` (a `time.monotonic()` value) has passed; at least one part is saved either way.
+    until `deadline` (a `time.monotonic()` value) has passed; at least one part is saved either way. Lines
+    written after this call began are left, listed as pending, for the next command once a part reaches the
+    size the transcript had then: a transcript written faster than it is saved would hold the call for ever.
 
     `session` is the hook event's session id (the transcript's records name it otherwise).
     """
@@ -117,6 +119,7 @@ def save_transcript(
     pending.add(transcript, who.session)  # first: an event killed while it writes leaves its transcript listed
     saved = TranscriptSaved(transcript)
     skip_to: int | None = None  # where a part that gave no line ended, while there is no note to record it
+    size = _size(transcript)
     while True:
         with transaction(memory) as tx:
             end = _save_part(memory, tx, transcript, who, saved, skip_to)
@@ -125,8 +128,16 @@ def save_transcript(
             pending.done(transcript)
             return saved
         skip_to = end
-        if deadline is not None and time.monotonic() >= deadline:
+        if (deadline is not None and time.monotonic() >= deadline) or end >= size:
             return saved
+
+
+def _size(transcript: str) -> int:
+    """The transcript's size now (a file that cannot be looked at is refused by the first part's read)."""
+    try:
+        return os.stat(transcript).st_size
+    except OSError:
+        return 0
 
 
 def _save_part(
