@@ -565,3 +565,24 @@ def test_a_transcript_written_faster_than_it_is_saved_leaves_the_rest_pending(
     rest = saving.save_transcript(Memory(root), str(transcript), session="s-1")
     assert rest.finished and Pending(root).entries() == []
     assert saved.lines >= original and saved.lines + rest.lines == original + writer.appended
+
+
+def test_a_conversation_of_year_one_is_filed_and_stamped_with_four_digit_years(root: Path, tmp_path: Path) -> None:
+    # before: strftime's %Y gives year 1 as "1", so such a session (an export's created_at -62135596800, a
+    # transcript's timestamp, FSMEM_NOW) was filed under sessions/1/01/01/ and stamped "1-01-01T00:00:00Z", a
+    # time fsmem itself does not read back
+    import cli_runner
+
+    transcript = tmp_path / "s-1.jsonl"
+    first = {"type": "user", "sessionId": "s-1", "timestamp": "0001-01-01T00:00:00Z"}
+    transcript.write_bytes(json.dumps({**first, "message": {"role": "user", "content": "Hello"}}).encode() + b"\n")
+    env = {**without_fsmem(), "FSMEM_NOW": "0001-01-02T00:00:00Z"}
+    done = cli_runner.run(["--root", str(root), "import", "claude-code", str(transcript)], env=env)
+    assert done.returncode == 0, done.stderr
+    done = cli_runner.run(["--root", str(root), "note", "A note of that day", "--session", "s-2"], env=env)
+    assert done.returncode == 0, done.stderr
+    notes = sorted(p.relative_to(root).as_posix() for p in (root / "sessions").rglob("*.md"))
+    assert notes == ["sessions/0001/01/01/claude-code-s-1.md", "sessions/0001/01/02/s-2.md"]
+    stamps = re.findall(rb"\b\d+-\d\d-\d\dT\d\d:\d\d:\d\dZ", b"".join((root / n).read_bytes() for n in notes))
+    assert stamps and all(s.startswith(b"0001-") for s in stamps), stamps
+    assert cli_runner.run(["--root", str(root), "check"], env=env).returncode == 0

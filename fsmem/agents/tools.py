@@ -95,7 +95,7 @@ def todays_sessions() -> str:
 
     when = fmt.parse_timestamp(fmt.now_iso())
     assert when is not None
-    return f"sessions/{when:%Y}/{when:%m}/{when:%d}"
+    return f"sessions/{when.year:04d}/{when:%m}/{when:%d}"  # %Y gives year 1 as "1"
 
 
 def mcp_tools(memory: Memory) -> list[dict[str, Any]]:

@@ -117,7 +117,8 @@ def utc_stamp(when) -> str:
     """`when` (an aware datetime) as the stamp fsmem writes: UTC, to the second, `YYYY-MM-DDTHH:MM:SSZ`."""
     import datetime as _dt
 
-    return when.astimezone(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    utc = when.astimezone(_dt.UTC)
+    return f"{utc.year:04d}-{utc:%m-%dT%H:%M:%SZ}"  # strftime's %Y gives year 1 as "1", not "0001"
 
 
 def is_key(text: str) -> bool:

@@ -289,7 +289,7 @@ def line_authors(view: HistoryView, rel: str, lines: list[int]) -> dict[int, Lin
             info = known.get(commit, {})
             if commit.strip("0") and "author" in info:
                 stamp = int(info.get("author-time", "0"))
-                day = _dt.datetime.fromtimestamp(stamp, _dt.UTC).strftime("%Y-%m-%d")
+                day = _dt.datetime.fromtimestamp(stamp, _dt.UTC).date().isoformat()
                 found[final] = LineAuthor(info["author"], day)
             else:
                 found[final] = LineAuthor(None, None)

@@ -153,7 +153,7 @@ def session_note_path(root: Path, session: str, when: _dt.datetime) -> Path:
         raise InvalidArgument(
             f"session id {echo(session)} {unportable}; choose another (the note file is named after it)"
         )
-    return root / "sessions" / f"{when:%Y}" / f"{when:%m}" / f"{when:%d}" / f"{session}.md"
+    return root / "sessions" / f"{when.year:04d}" / f"{when:%m}" / f"{when:%d}" / f"{session}.md"  # %Y: "1" for 0001
 
 
 def note(
@@ -200,8 +200,8 @@ def note(
     before = None
     if created:
         front = {
-            "title": f"Session {session} {when:%Y-%m-%d}",
-            "description": f"Session notes of {session} on {when:%Y-%m-%d}",
+            "title": f"Session {session} {when.date().isoformat()}",
+            "description": f"Session notes of {session} on {when.date().isoformat()}",
             "type": "episodic",
             "session": session,
             **({"agent": agent} if agent else {}),
