@@ -47,6 +47,7 @@ LIMIT = 1 << 63  # a whole number must be within ±2**63: SQLite, offsets and sl
 LIMITS: dict[str, dict[str, dict[str, Any]]] = {
     "grep": {
         "context_lines": {"minimum": 0},
+        "type": {"enum": ["semantic", "episodic", "procedural"]},
         "offset": {"minimum": 0},
         "max_results": {"minimum": 1},
         "max_tokens": {"minimum": 1},

@@ -1,0 +1,59 @@
+"""The command line and the environment as an attacker or a careless script sends them.
+
+The defects found on this surface each have a test here (what the input did before, what it does now), and
+one property draws whole command lines from the spec itself (`fsmem.spec.declared`, `fsmem.spec.commands`), so
+that a new operation or option is fuzzed without an edit here: a command, hostile values for its options and
+arguments, and FSMEM_* variables, run through the CLI in this process (tests/cli_runner.py) on a small memory.
+"""
+
+from __future__ import annotations
+
+import os
+
+import cli_runner
+from child_env import without_fsmem
+
+from fsmem import Memory
+from fsmem.agents import tools
+
+NOW = "2026-12-07T12:00:00Z"
+
+
+def _memory(root) -> Memory:
+    Memory.init(root)
+    memory = Memory(root)
+    memory.write("topics/a.md", body="# A\n\n- owner: Ann\n", set={"type": "semantic"})
+    return memory
+
+
+def _env(**variables: str) -> dict[str, str]:
+    return {**without_fsmem(), "FSMEM_NOW": NOW, "FSMEM_SOCKET": "off", **variables}
+
+
+def _fsmem(root, *args: str, **variables: str):
+    return cli_runner.run(["--root", str(root), *args], env=_env(**variables), text=True)
+
+
+# -- --type: a choice of the spec, refused alike on every face ----------------------------------------------------
+
+
+def test_a_type_no_file_can_have_is_refused_by_every_command_that_filters_by_type(tmp_path):
+    """`fsmem ls --type bogus` answered "(no memory files match)" with exit 1, as if the memory held no such
+    file: a typo (`--type semantics`) looked like an empty memory. The types are the spec's choices now."""
+    _memory(tmp_path)
+    for command in (["ls"], ["grep", "owner"], ["search", "owner"]):
+        done = _fsmem(tmp_path, *command, "--type", "semantics")
+        assert (done.returncode, done.stdout) == (2, ""), (command, done)
+        assert done.stderr == "fsmem: error: --type must be one of semantic, episodic, procedural, not 'semantics'\n"
+        assert _fsmem(tmp_path, *command, "--type", "semantic").returncode == 0, command
+
+
+def test_a_type_no_file_can_have_is_refused_by_the_tools_and_their_schemas_say_so(tmp_path):
+    from fsmem.format import MEMORY_TYPES
+
+    memory = _memory(tmp_path)
+    for name, arguments in (("ls", {}), ("grep", {"pattern": "owner"}), ("search", {"query": "owner"})):
+        answer = tools.call(memory, name, {**arguments, "type": "semantics"})
+        assert answer.is_error and "argument 'type' must be one of: semantic, episodic, procedural" in answer.text
+        schema = next(t for t in tools.mcp_tools(memory) if t["name"] == name)["inputSchema"]
+        assert schema["properties"]["type"]["enum"] == list(MEMORY_TYPES)
