@@ -57,3 +57,26 @@ def test_a_type_no_file_can_have_is_refused_by_the_tools_and_their_schemas_say_s
         assert answer.is_error and "argument 'type' must be one of: semantic, episodic, procedural" in answer.text
         schema = next(t for t in tools.mcp_tools(memory) if t["name"] == name)["inputSchema"]
         assert schema["properties"]["type"]["enum"] == list(MEMORY_TYPES)
+
+
+# -- FSMEM_* variables: a value that is none is refused, never read as unset ---------------------------------------
+
+
+def _cold(root):
+    """A memory none of whose files any command has read yet: the next one builds its catalog and index."""
+    Memory.init(root)
+    (root / "topics").mkdir(exist_ok=True)
+    (root / "topics" / "a.md").write_text("---\ntitle: A\ntype: semantic\n---\n# A\n\n- owner: Ann\n", encoding="utf-8")
+
+
+def test_a_progress_delay_that_is_no_number_of_seconds_is_refused(tmp_path):
+    """FSMEM_PROGRESS_AFTER=abc (or nan, -1, 0,5) was read as unset, silently: now the build it would time is
+    refused as FSMEM_WORKERS=abc is, exit 2 naming the variable, and a later command builds as usual."""
+    _cold(tmp_path)
+    for value in ("abc", "nan", "-1", "1e309", "0,5", "x" * 10_000):
+        done = _fsmem(tmp_path, "search", "owner", FSMEM_PROGRESS_AFTER=value)
+        assert (done.returncode, done.stdout) == (2, ""), (value, done)
+        assert done.stderr.startswith("fsmem: error: FSMEM_PROGRESS_AFTER is '") and len(done.stderr) < 300
+        assert done.stderr.endswith(", not a number of seconds (0 or more)\n"), done.stderr
+    done = _fsmem(tmp_path, "search", "owner", FSMEM_PROGRESS_AFTER=" 0.5 ")
+    assert done.returncode == 0 and "topics/a.md" in done.stdout, done
