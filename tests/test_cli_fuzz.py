@@ -11,10 +11,12 @@ from __future__ import annotations
 import os
 
 import cli_runner
+import pytest
 from child_env import without_fsmem
 
 from fsmem import Memory
 from fsmem.agents import tools
+from fsmem.cli.printing import visible
 
 NOW = "2026-12-07T12:00:00Z"
 
@@ -80,3 +82,35 @@ def test_a_progress_delay_that_is_no_number_of_seconds_is_refused(tmp_path):
         assert done.stderr.endswith(", not a number of seconds (0 or more)\n"), done.stderr
     done = _fsmem(tmp_path, "search", "owner", FSMEM_PROGRESS_AFTER=" 0.5 ")
     assert done.returncode == 0 and "topics/a.md" in done.stdout, done
+
+
+def variables_read() -> list[str]:
+    """Every FSMEM_* variable fsmem's source names: a new one is tried here without an edit."""
+    import re
+    from pathlib import Path
+
+    import fsmem
+
+    found = set()
+    for path in Path(fsmem.__file__).parent.rglob("*.py"):
+        found.update(re.findall(r"\bFSMEM_[A-Z_]*[A-Z]\b", path.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+FRONT_VARIABLES = {"FSMEM_SOCKET"}  # read by `fsmem.cli.rendezvous.ask`, which only the script runs
+
+
+@pytest.mark.parametrize("name", variables_read())
+def test_a_long_or_hostile_variable_gets_a_short_clean_answer(tmp_path, name):
+    """FSMEM_NOW, FSMEM_WORKERS and FSMEM_SOCKET of 10 kB were echoed whole in their refusal (10 kB of stderr, a
+    line as long as the value); every variable's refusal now echoes its start and its size, and no value makes
+    a command print a control character, a traceback, or an exit code other than 0, 1 or 2."""
+    _cold(tmp_path)
+    # what the script's front reads before `main` (the watcher's rendezvous) is asked by a process
+    runner = cli_runner.real if name in FRONT_VARIABLES else cli_runner.run
+    for value in ("x" * 10_000, "\x1b[31m\x07\r\u202e../x", "-1e309"):
+        for command in (["search", "owner"], ["note", "hi"]):
+            done = runner(["--root", str(tmp_path), *command], env=_env(**{name: value}), text=True)
+            assert done.returncode in (0, 1, 2) and "Traceback" not in done.stderr, (command, value[:20], done)
+            assert len(done.stderr) < 600 and done.stderr.count("\n") <= 3, (command, value[:20], done.stderr[:300])
+            assert visible(done.stderr + done.stdout) == done.stderr + done.stdout, (command, done)

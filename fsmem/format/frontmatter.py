@@ -276,7 +276,9 @@ def now_iso() -> str:
     if fixed:
         parsed = parse_timestamp(fixed)
         if parsed is None:
-            raise ConfigError(f"FSMEM_NOW is {fixed!r}, not a date or time (ISO 8601: 2026-03-01T09:30:00+00:00)")
+            from fsmem.budget import echo
+
+            raise ConfigError(f"FSMEM_NOW is {echo(fixed)}, not a date or time (ISO 8601: 2026-03-01T09:30:00+00:00)")
         return parsed.isoformat(timespec="seconds")
     return wall_clock().isoformat(timespec="seconds")
 

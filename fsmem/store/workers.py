@@ -54,7 +54,9 @@ def count() -> int:
         return cores
     most = max(MAX_WORKERS, cores)
     if not (raw.isascii() and raw.isdigit() and 1 <= int(raw) <= most):
-        raise ConfigError(f"{WORKERS_ENV} is {raw!r}, not a whole number of worker processes from 1 to {most}")
+        from fsmem.budget import echo
+
+        raise ConfigError(f"{WORKERS_ENV} is {echo(raw)}, not a whole number of worker processes from 1 to {most}")
     return int(raw)
 
 
