@@ -108,9 +108,10 @@ def test_a_long_or_hostile_variable_gets_a_short_clean_answer(tmp_path, name):
     _cold(tmp_path)
     # what the script's front reads before `main` (the watcher's rendezvous) is asked by a process
     runner = cli_runner.real if name in FRONT_VARIABLES else cli_runner.run
-    for value in ("x" * 10_000, "\x1b[31m\x07\r\u202e../x", "-1e309"):
+    for value in ("x" * 10_000, "\x1b[31m\x07\r\u202e../x", "-1e309", "9" * 5_000):
         for command in (["search", "owner"], ["note", "hi"]):
             done = runner(["--root", str(tmp_path), *command], env=_env(**{name: value}), text=True)
             assert done.returncode in (0, 1, 2) and "Traceback" not in done.stderr, (command, value[:20], done)
             assert len(done.stderr) < 600 and done.stderr.count("\n") <= 3, (command, value[:20], done.stderr[:300])
             assert visible(done.stderr + done.stdout) == done.stderr + done.stdout, (command, done)
+            assert "ValueError" not in done.stderr, (command, value[:20], done.stderr[:300])
