@@ -115,3 +115,31 @@ def test_a_long_or_hostile_variable_gets_a_short_clean_answer(tmp_path, name):
             assert len(done.stderr) < 600 and done.stderr.count("\n") <= 3, (command, value[:20], done.stderr[:300])
             assert visible(done.stderr + done.stdout) == done.stderr + done.stdout, (command, done)
             assert "ValueError" not in done.stderr, (command, value[:20], done.stderr[:300])
+
+
+def test_a_host_id_no_note_name_may_hold_is_refused_where_it_was_chosen(tmp_path):
+    """FSMEM_HOST_ID=../x was refused only as "session id 'default-../x'" of each note, naming an id the user
+    never gave; `fsmem config --local notes.host_id ../x` was taken, and every later note failed so. Now the
+    variable is named, the setting is refused when set, and nothing is written."""
+    _memory(tmp_path)
+    before = _bytes(tmp_path)
+    done = _fsmem(tmp_path, "note", "- owner: Bo", FSMEM_HOST_ID="../x")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "fsmem: error: FSMEM_HOST_ID is '../x'; a host id may hold only letters, digits, '.', '_' and '-' "
+        "(at most 64 characters)\n"
+    )
+    done = _fsmem(tmp_path, "config", "--local", "notes.host_id", "../x")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert "notes.host_id may hold only letters, digits" in done.stderr
+    assert _bytes(tmp_path) == before
+    assert _fsmem(tmp_path, "note", "- owner: Bo", FSMEM_HOST_ID="laptop.2").returncode == 0
+
+
+def _bytes(root) -> dict[str, bytes]:
+    """Every file under the memory's root, `.git/` and `.fsmem/` included, by its path."""
+    return {
+        str(path.relative_to(root)): path.read_bytes()
+        for path in sorted(root.rglob("*"))
+        if path.is_file() and not path.is_symlink()
+    }
