@@ -143,3 +143,16 @@ def _bytes(root) -> dict[str, bytes]:
         for path in sorted(root.rglob("*"))
         if path.is_file() and not path.is_symlink()
     }
+
+
+def test_a_number_that_is_not_finite_is_refused_in_the_words_of_the_command_line(tmp_path):
+    """`fsmem search x --min-score nan` said "Memory.search(): min_score must be a number or None, not float nan":
+    the Python API's words, to a user who typed an option. Now the option, as typed."""
+    _memory(tmp_path)
+    for value in ("nan", "inf", "-inf", "1e309"):
+        done = _fsmem(tmp_path, "search", "owner", "--min-score", value)
+        shown = {"1e309": "inf"}.get(value, value)
+        assert (done.returncode, done.stdout) == (2, ""), done
+        assert done.stderr == f"fsmem: error: --min-score must be a finite number, not {shown}\n"
+    done = _fsmem(tmp_path, "distill", "--command", "true", "--timeout", "nan")
+    assert done.stderr == "fsmem: error: --timeout must be a finite number, not nan\n" and done.returncode == 2
