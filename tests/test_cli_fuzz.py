@@ -9,6 +9,7 @@ arguments, and FSMEM_* variables, run through the CLI in this process (tests/cli
 from __future__ import annotations
 
 import os
+import time
 
 import cli_runner
 import pytest
@@ -156,3 +157,34 @@ def test_a_number_that_is_not_finite_is_refused_in_the_words_of_the_command_line
         assert done.stderr == f"fsmem: error: --min-score must be a finite number, not {shown}\n"
     done = _fsmem(tmp_path, "distill", "--command", "true", "--timeout", "nan")
     assert done.stderr == "fsmem: error: --timeout must be a finite number, not nan\n" and done.returncode == 2
+
+
+# -- a running watcher whose .fsmem/ is deleted ----------------------------------------------------------------------
+
+
+def test_a_watcher_whose_state_folder_is_deleted_listens_again_and_answers_as_the_walk(tmp_path):
+    """`rm -rf .fsmem/` (safe, the docs say) under a running `fsmem watch` took its socket, and the watcher went
+    on listening where no command could ask: every command walked, unsaid (FSMEM_SOCKET=require failed). It now
+    notices within its poll, makes its socket again, says so, and answers what the walk answers."""
+    import shutil
+
+    from test_rendezvous import Watcher, both, run as asked, zephyr_memory
+
+    memory = zephyr_memory(tmp_path)
+    watcher = Watcher(memory.root)
+    try:
+        path = watcher.socket()
+        for removed in (memory.root / ".fsmem", memory.root / ".fsmem" / "run"):
+            shutil.rmtree(removed)
+            watcher.wait_for("was removed (.fsmem/ deleted?); listening again")
+            deadline = time.monotonic() + 30
+            while not os.path.exists(path) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            (memory.root / "topics" / f"{removed.name}.md").write_text("# New\n\n- zephyr again\n", encoding="utf-8")
+            time.sleep(0.5)  # the watcher's settle time, and more
+            both(memory.root, "grep", "zephyr")
+            assert asked(memory.root, "ls", mode="require")[0] == 0
+            watcher._said.truncate(0)
+    finally:
+        watcher.stop()
+    assert not os.path.lexists(path)
