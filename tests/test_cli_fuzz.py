@@ -159,6 +159,41 @@ def test_a_number_that_is_not_finite_is_refused_in_the_words_of_the_command_line
     assert done.stderr == "fsmem: error: --timeout must be a finite number, not nan\n" and done.returncode == 2
 
 
+# -- an error repeats what was typed, cut ---------------------------------------------------------------------------
+LONG = "x" * 10_000
+ECHOING = [
+    [LONG],
+    ["ls", f"--{LONG}"],
+    ["ls", "--depth", LONG],
+    ["ls", "--type", LONG],
+    ["tools", "--format", LONG],
+    ["connect", LONG],
+    ["connect", "claude-code", "--scope", LONG],
+    ["agent", "add", LONG],
+    ["config", "--local", LONG],
+    ["token", "revoke", LONG],
+    ["hook", LONG],
+    ["hook", "claude-code", LONG],
+    ["import", LONG],
+    ["serve", "--memory", LONG],
+    ["read", "topics/a.md", "--lines", " ".join([LONG[:50]] * 200)],
+]
+
+
+@pytest.mark.parametrize("line", ECHOING, ids=lambda line: " ".join(word[:12] for word in line))
+def test_an_error_repeats_a_long_value_cut_with_its_size(tmp_path, line):
+    """A 10 kB value typed where a name, a choice, a number or an option goes came back whole in the error
+    (`agent add`, `connect`, `tools --format`, an unknown command or option, `ls --depth`: 10 kB of stderr, on
+    one line); the CLI's one error boundary now cuts what it repeats, as `echo` does, to its start and its size."""
+    _memory(tmp_path)
+    home = {"HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "home" / ".config")}
+    done = cli_runner.run(["--root", str(tmp_path), *line], env=_env(**home), text=True)
+    assert done.returncode == 2, done
+    assert len(done.stderr) < 1_000 and "characters)" in done.stderr, done.stderr[:300]
+    with_json = cli_runner.run(["--root", str(tmp_path), *line, "--json"], env=_env(**home), text=True)
+    assert len(with_json.stdout) < 1_000 and len(with_json.stderr) < 1_000, with_json.stdout[:300]
+
+
 # -- a running watcher whose .fsmem/ is deleted ----------------------------------------------------------------------
 
 
