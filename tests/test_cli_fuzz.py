@@ -137,6 +137,29 @@ def test_a_host_id_no_note_name_may_hold_is_refused_where_it_was_chosen(tmp_path
     assert _fsmem(tmp_path, "note", "- owner: Bo", FSMEM_HOST_ID="laptop.2").returncode == 0
 
 
+def test_an_agent_name_no_note_name_may_hold_is_named_as_the_agent(tmp_path):
+    """`fsmem --agent ../x note hi` (or FSMEM_AGENT=../x) said "session id '../x-1a2b3c4d' may hold only...": an id
+    the user never gave. The agent is named now, with the option that names a note instead; nothing is written."""
+    _memory(tmp_path)
+    before = _bytes(tmp_path)
+    for given in (["--agent", "../x"], []):
+        done = cli_runner.run(
+            ["--root", str(tmp_path), *given, "note", "- owner: Bo"],
+            env=_env(**({} if given else {"FSMEM_AGENT": "../x"})),
+            text=True,
+        )
+        assert (done.returncode, done.stdout) == (2, ""), done
+        assert done.stderr == (
+            "fsmem: error: the agent '../x' cannot name a session note, whose name may hold only letters, digits, "
+            "'.', '_' and '-'; name the note with --session\n"
+        )
+    assert _bytes(tmp_path) == before
+    memory = Memory(tmp_path, agent="../x")
+    answer = tools.call(memory, "note", {"text": "- owner: Bo"})
+    assert answer.is_error and answer.text.endswith("may hold only letters, digits, '.', '_' and '-'"), answer.text
+    assert _fsmem(tmp_path, "--agent", "../x", "note", "- owner: Bo", "--session", "s2").returncode == 0
+
+
 def _bytes(root) -> dict[str, bytes]:
     """Every file under the memory's root, `.git/` and `.fsmem/` included, by its path."""
     return {

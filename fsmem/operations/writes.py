@@ -36,6 +36,15 @@ def note(memory: Core, text: str, *, session: str | None = None, subject: str | 
     if not session:
         name = memory.agent or memory.config.notes.default_session
         session = f"{name}-{memory.host_id}"
+        if not writing.SESSION_ID.match(session):  # else refused as a "session id" the caller never gave
+            from fsmem import faces
+            from fsmem.budget import echo
+
+            instead = f"; name the note with {faces.arg('session')}" if faces.offers("session") else ""
+            raise InvalidArgument(
+                f"the agent {echo(name)} cannot name a session note, whose name may hold only letters, digits, "
+                f"'.', '_' and '-'{instead}"
+            )
     text = screen(memory, text, "the note")
 
     # where consolidation files lines without a subject (`consolidate.default_subject`)
