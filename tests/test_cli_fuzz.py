@@ -9,11 +9,13 @@ arguments, and FSMEM_* variables, run through the CLI in this process (tests/cli
 from __future__ import annotations
 
 import os
+import re
 import time
 
 import cli_runner
 import pytest
 from child_env import without_fsmem
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fsmem import Memory
 from fsmem.agents import tools
@@ -87,7 +89,6 @@ def test_a_progress_delay_that_is_no_number_of_seconds_is_refused(tmp_path):
 
 def variables_read() -> list[str]:
     """Every FSMEM_* variable fsmem's source names: a new one is tried here without an edit."""
-    import re
     from pathlib import Path
 
     import fsmem
@@ -142,10 +143,10 @@ def test_an_agent_name_no_note_name_may_hold_is_named_as_the_agent(tmp_path):
     the user never gave. The agent is named now, with the option that names a note instead; nothing is written."""
     _memory(tmp_path)
     before = _bytes(tmp_path)
-    for given in (["--agent", "../x"], []):
+    for option in (["--agent", "../x"], []):
         done = cli_runner.run(
-            ["--root", str(tmp_path), *given, "note", "- owner: Bo"],
-            env=_env(**({} if given else {"FSMEM_AGENT": "../x"})),
+            ["--root", str(tmp_path), *option, "note", "- owner: Bo"],
+            env=_env(**({} if option else {"FSMEM_AGENT": "../x"})),
             text=True,
         )
         assert (done.returncode, done.stdout) == (2, ""), done
@@ -180,6 +181,232 @@ def test_a_number_that_is_not_finite_is_refused_in_the_words_of_the_command_line
         assert done.stderr == f"fsmem: error: --min-score must be a finite number, not {shown}\n"
     done = _fsmem(tmp_path, "distill", "--command", "true", "--timeout", "nan")
     assert done.stderr == "fsmem: error: --timeout must be a finite number, not nan\n" and done.returncode == 2
+
+
+# -- the fuzzer: any command of the spec, any values, any variables ------------------------------------------------
+# about 5 s in `make test`; `make fuzz` (FSMEM_FUZZ_SCALE) multiplies it, HYPOTHESIS_PROFILE=explore draws new ones
+EXAMPLES = 20 * int(os.environ.get("FSMEM_FUZZ_SCALE", "1"))
+# commands that run until stopped, or reach past the host (a remote, a client's stdio): not for an in-process run
+NOT_DRAWN = {"watch", "serve", "mcp", "sync"}
+# test hooks that end the process on purpose (fsmem.store.kill_points, fsmem.consolidate.apply)
+KILLERS = {"FSMEM_BUILD_KILL_AT", "FSMEM_CONSOLIDATE_KILL_AFTER"}
+# what a command may print at most: the tool definitions are the longest answer (17 kB), a --help 4 kB
+STDOUT_BYTES = 64_000
+STDERR_BYTES, STDERR_LINES = 1_000, 6
+# the exit codes a command may give besides 0, 1 and 2 (their spec's `Cli.exits`; consolidate's 75: another runs)
+OTHER_EXITS = {"consolidate": {3, 75}, "distill": {3}}
+
+# an exception no check worded, printed by the CLI's boundary by its class name (`fsmem: error: ValueError: ...`)
+LEAKED = re.compile(r"error: [A-Za-z]*(Error|Exception|Warning)\b")
+# texts an attacker or a careless script types, with {out} an absolute path outside the memory
+HOSTILE = (
+    "",
+    " ",
+    "-",
+    "--",
+    "-x",
+    "..",
+    "../x",
+    "../../y.md",
+    ".",
+    "./topics/a.md",
+    "topics/../../x.md",
+    "{out}",
+    "{out}/secret.md",
+    ".git/config",
+    ".git",
+    ".fsmem/cache.sqlite",
+    ".fsmem",
+    "fsmem.yaml",
+    "INDEX.md",
+    "topics/a.md",
+    "topics",
+    "topics/new.md",
+    "people/Ann",
+    "HEAD",
+    "HEAD~1",
+    "owner",
+    "a=b",
+    "type=semantic",
+    "tags=[x, y]",
+    "=x",
+    "x" * 10_000,
+    "- owner: " + "y" * 10_000,
+    "\x1b[31mred\x1b[0m",
+    "a\rb\x07\x08",
+    "\u202eevil\u2066",
+    "\u200b",
+    "\udce9\udcff",  # bytes that are not UTF-8, as Python decodes an argv
+    "é/ü.md",
+    "*",
+    "[",
+    "(a",
+    "\\",
+    "a\nb",
+    "~",
+    "$HOME",
+    "`id`",
+    "nan",
+    "inf",
+    "-inf",
+    "-0",
+    "0",
+    "1",
+    "-1",
+    "1e309",
+    "0x10",
+    "9" * 30,
+    str(2**63),
+    str(-(2**63) - 1),
+    "٣",
+    "1:3",
+    "3:1",
+    "0:",
+    "-5:",
+    "2026-12-07",
+    "2026-13-45",
+    "9999-12-31T23:59:59Z",
+    "0001-01-01",
+)
+_TEXT = st.sampled_from(HOSTILE) | st.text(
+    alphabet=st.sampled_from("ab-./:=\x1b\r\u202e\udce9é 0123456789"), max_size=12
+)
+_NUMBER_TEXT = st.sampled_from(
+    ("0", "1", "-1", "-0", "2", "64", "nan", "inf", "1e309", "-1e309", "9" * 30, str(2**63), "1.5", "", "x")
+) | st.integers(min_value=-(2**70), max_value=2**70).map(str)
+
+
+def drawn_commands() -> list[str]:
+    """Every command of the spec (a group's subcommands each), but those that run until stopped."""
+    from fsmem.spec import declared
+    from fsmem.spec.commands import HAND_WRITTEN
+
+    found = [op.name for op in declared().values() if op.cli.group is None]
+    found += [f"{op.cli.group} {value}" for op in declared().values() if op.cli.group for value in op.cli.values]
+    return sorted({*found, *HAND_WRITTEN} - NOT_DRAWN)
+
+
+def _click_command(words: list[str]):
+    import click
+
+    from fsmem.cli.app import cli
+
+    command = cli
+    for word in words:
+        command = command.get_command(click.Context(command), word)
+    return command
+
+
+@st.composite
+def command_lines(draw) -> list[str]:
+    """A command of the spec with drawn values for its options and arguments: some repeated, some unknown."""
+    import click
+
+    words = draw(st.sampled_from(drawn_commands())).split()
+    command = _click_command(words)
+    if isinstance(command, click.Group):
+        words.append(draw(st.sampled_from(sorted(command.list_commands(click.Context(command))))))
+        command = command.get_command(click.Context(command), words[-1])
+    options = [p for p in command.params if isinstance(p, click.Option) and p.name not in ("root",)]
+    arguments = [p for p in command.params if isinstance(p, click.Argument)]
+    line = list(words)
+    for option in draw(st.lists(st.sampled_from(options), max_size=5)) if options else []:
+        flag = draw(st.sampled_from(option.opts))
+        if option.is_flag:
+            line.append(flag)
+            continue
+        if isinstance(option.type, click.Choice):
+            value = draw(st.sampled_from([*option.type.choices, "bogus"]))
+        elif isinstance(option.type, (click.types.IntParamType, click.types.FloatParamType)):
+            value = draw(_NUMBER_TEXT)
+        else:
+            value = draw(_TEXT)
+        line.extend([f"{flag}={value}"] if draw(st.booleans()) and flag.startswith("--") else [flag, value])
+    for argument in arguments:
+        count = draw(st.integers(0, 3)) if argument.nargs == -1 else draw(st.sampled_from((1, 1, 1, 0)))
+        line.extend(draw(_TEXT) for _ in range(count))
+    if draw(st.integers(0, 9)) == 0:
+        line.insert(draw(st.integers(1, len(line))), draw(st.sampled_from(("--bogus", "-Z", "--json", "--help"))))
+    return line
+
+
+@st.composite
+def variables(draw) -> dict[str, str]:
+    """FSMEM_* variables as a careless shell leaves them: each one fsmem reads, now and then, given a drawn text."""
+    names = [name for name in variables_read() if name not in KILLERS and name != "FSMEM_SOCKET"]
+    chosen = draw(st.lists(st.sampled_from(names), max_size=3, unique=True))
+    return {name: draw(_TEXT | _NUMBER_TEXT) for name in chosen}
+
+
+def _fuzz_base(factory):
+    """A small memory with a history (a few files, a note, a commit), made once and copied for each example."""
+    if "base" not in _BASE:
+        root = factory.mktemp("clifuzz-base") / "mem"
+        Memory.init(root, git=True)
+        memory = Memory(root)
+        memory.write("topics/a.md", body="# A\n\nSee [[people/Ann]].\n\n- owner: Ann\n", set={"type": "semantic"})
+        memory.write("entities/people/ann.md", body="# Ann\n\n- employer: Globex\n", set={"title": "Ann"})
+        memory.note("- employer: Initech", subject="people/Ann", session="s1")
+        _BASE["base"] = root
+    return _BASE["base"]
+
+
+_BASE: dict[str, object] = {}
+
+
+def _staged(root) -> str:
+    """What the index holds (`git ls-files --stage`), without the stat cache git keeps beside it."""
+    import subprocess
+
+    return subprocess.run(["git", "ls-files", "--stage"], cwd=root, capture_output=True, text=True, check=True).stdout
+
+
+def _read_only(words: list[str]) -> bool:
+    from fsmem.spec import declared
+
+    op = declared().get(words[0])
+    return (op is not None and op.read_only) or words[0] == "tools"
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(line=command_lines(), env=variables(), stdin=st.sampled_from(("", "- owner: Bo\n", "x" * 10_000)))
+def test_no_command_line_or_variable_gets_a_traceback_a_flood_or_a_change_it_should_not(
+    tmp_path_factory, line, env, stdin
+):
+    """Any command of the spec, with hostile option and argument values (nan, 1e309, 2**63, empty, 10 kB, controls,
+    bidi, bytes that are not UTF-8, `..`, absolute paths, repeated and unknown options) and hostile FSMEM_*
+    variables: the exit code is 0, 1, 2 (or the command's own), stderr a few clean lines with no traceback,
+    stdout bounded and clean; a read-only command changes no byte of the memory (its .git/ and fsmem.yaml
+    included; .fsmem/ is its cache), and nothing outside the memory is touched but by a command whose job that is."""
+    import shutil
+
+    place = tmp_path_factory.mktemp("clifuzz")
+    root, out = place / "w" / "mem", place / "outside"
+    shutil.copytree(_fuzz_base(tmp_path_factory), root, symlinks=True)
+    out.mkdir()
+    (out / "secret.md").write_text("---\ntitle: Secret\n---\n# Secret\n\n- key: hunter2\n", encoding="utf-8")
+    (place / "home").mkdir()
+    argv = [word.replace("{out}", str(out)) for word in line]
+    given = {name: value.replace("{out}", str(out)) for name, value in env.items()}
+    home = {"HOME": str(place / "home"), "XDG_CONFIG_HOME": str(place / "home" / ".config")}
+    before, outside = _bytes(root), _bytes(out)
+    done = cli_runner.run(["--root", str(root), *argv], cwd=root, env={**_env(**home), **given}, input=stdin)
+    stdout = done.stdout.decode("utf-8", "surrogateescape")
+    stderr = done.stderr.decode("utf-8", "surrogateescape")
+    shown = ([w[:80] for w in argv], {k: v[:40] for k, v in given.items()}, done.returncode, stderr[:600], stdout[:300])
+    assert done.returncode in {0, 1, 2} | OTHER_EXITS.get(argv[0], set()), shown
+    assert "Traceback" not in stderr and not LEAKED.search(stderr), shown
+    assert len(done.stderr) <= STDERR_BYTES and stderr.count("\n") <= STDERR_LINES, shown
+    assert len(done.stdout) <= STDOUT_BYTES, shown
+    assert visible(stderr) == stderr and visible(stdout) == stdout, shown
+    if _read_only(argv):
+        after = _bytes(root)
+        changed = {path for path in {*before, *after} if before.get(path) != after.get(path)}
+        if ".git/index" in changed and _staged(root) == _staged(_fuzz_base(tmp_path_factory)):
+            changed.discard(".git/index")  # git's stat cache, which a read refreshes (the copy moved every stamp)
+        assert {path for path in changed if not path.startswith(".fsmem/")} == set(), shown
+    if argv[0] not in ("connect", "token", "evaluate", "init", "import"):
+        assert _bytes(out) == outside, shown
 
 
 # -- an error repeats what was typed, cut ---------------------------------------------------------------------------
@@ -246,3 +473,33 @@ def test_a_watcher_whose_state_folder_is_deleted_listens_again_and_answers_as_th
     finally:
         watcher.stop()
     assert not os.path.lexists(path)
+
+
+# -- as a process: the bytes of an argv and of the environment as the OS hands them over ----------------------------
+AS_A_PROCESS = [
+    (["read", "topics/\udcff\udcfe.md"], {}),
+    (["grep", "\udcff"], {}),
+    (["ls", "--tag", "\udce9\udc80", "--type", "\udcff"], {}),
+    (["note", "hi", "--subject", "\udcc3"], {}),
+    (["--agent", "\udcff", "note", "hi"], {}),
+    (["note", "hi"], {"FSMEM_SESSION": "\udcff"}),
+    (["note", "hi"], {"FSMEM_HOST_ID": "../\udcff"}),
+    (["ls"], {"FSMEM_SOCKET": "\x1b[2J" + "x" * 10_000}),
+    (["search", "owner"], {"FSMEM_NOW": "\udcff", "FSMEM_WORKERS": "9" * 5_000}),
+    (["ls", "--" + "x" * 10_000], {}),
+]
+
+
+@pytest.mark.parametrize("line, variables", AS_A_PROCESS, ids=lambda v: repr(v)[:30])
+def test_hostile_bytes_in_a_real_argv_and_environment(tmp_path, line, variables):
+    """What only a process is given: an argv and variables of bytes that are not UTF-8 (Python hands them over
+    as lone surrogates), and FSMEM_SOCKET, read before `main`. Refused in one clean line, nothing written."""
+    _memory(tmp_path)
+    before = _bytes(tmp_path)
+    done = cli_runner.real(["--root", str(tmp_path), *line], env=_env(**variables))
+    stderr = done.stderr.decode("utf-8", "surrogateescape")
+    assert (done.returncode, done.stdout) == (2, b""), (line, done)
+    assert stderr.startswith(("fsmem: error: ", "Usage: ")) and len(stderr) < 600, stderr
+    assert "Traceback" not in stderr and visible(stderr) == stderr, stderr
+    after = _bytes(tmp_path)
+    assert {p for p in {*before, *after} if before.get(p) != after.get(p) and not p.startswith(".fsmem/")} == set()
