@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from fsmem import Memory
 from fsmem.agents import tools
 from fsmem.cli.printing import visible
+from fsmem.errors import InvalidArgument
 
 NOW = "2026-12-07T12:00:00Z"
 
@@ -181,6 +182,20 @@ def test_a_number_that_is_not_finite_is_refused_in_the_words_of_the_command_line
         assert done.stderr == f"fsmem: error: --min-score must be a finite number, not {shown}\n"
     done = _fsmem(tmp_path, "distill", "--command", "true", "--timeout", "nan")
     assert done.stderr == "fsmem: error: --timeout must be a finite number, not nan\n" and done.returncode == 2
+
+
+def test_an_option_of_another_format_is_named_as_typed(tmp_path):
+    """`fsmem import chatgpt FILE --into x` said "into is for markdown", the Python name of --into."""
+    memory = _memory(tmp_path)
+    export = tmp_path.parent / f"{tmp_path.name}-conversations.json"
+    export.write_text("[]", encoding="utf-8")
+    done = _fsmem(tmp_path, "import", "chatgpt", str(export), "--into", "topics/x")
+    assert (done.returncode, done.stderr) == (
+        2,
+        "fsmem: error: --into is for markdown: conversations always go to sessions/\n",
+    )
+    with pytest.raises(InvalidArgument, match="^into is for markdown"):
+        memory.import_from("chatgpt", str(export), into="topics/x")
 
 
 # -- the fuzzer: any command of the spec, any values, any variables ------------------------------------------------

@@ -166,7 +166,9 @@ def import_from(memory: Core, format: str, path: str, *, into: str | None = None
     require_writable(memory)
     whole_memory(memory, "import")
     if into is not None and format != "markdown":
-        raise InvalidArgument("into is for markdown: conversations always go to sessions/")
+        from fsmem import faces
+
+        raise InvalidArgument(f"{faces.arg('into')} is for markdown: conversations always go to sessions/")
     source = _source(memory, path)
     if format == "markdown":
         return _markdown(memory, source, into)
