@@ -198,6 +198,25 @@ def test_an_option_of_another_format_is_named_as_typed(tmp_path):
         memory.import_from("chatgpt", str(export), into="topics/x")
 
 
+def test_a_timeout_or_folder_that_is_none_is_named_where_it_was_given(tmp_path):
+    """`fsmem distill --timeout -5` said "timeout takes a number of seconds...", and so did a bad
+    `distill.timeout` setting, which `fsmem config --local distill.timeout abc` took without a word; `import
+    markdown DIR --into /` said "into must name a folder". Each names the option or the setting now, and the
+    setting is refused when set."""
+    _memory(tmp_path)
+    notes = tmp_path.parent / f"{tmp_path.name}-notes"
+    notes.mkdir()
+    (notes / "n.md").write_text("# N\n", encoding="utf-8")
+    says = "takes a number of seconds above 0 and at most 3600\n"
+    for line, expected in (
+        (["distill", "--command", "true", "--timeout", "-5"], f"fsmem: error: --timeout {says}"),
+        (["config", "--local", "distill.timeout", "abc"], f"fsmem: error: distill.timeout {says}"),
+        (["import", "markdown", str(notes), "--into", "/"], "fsmem: error: --into must name a folder of the memory"),
+    ):
+        done = _fsmem(tmp_path, *line)
+        assert done.returncode == 2 and done.stderr.startswith(expected), (line, done.stderr)
+
+
 # -- the fuzzer: any command of the spec, any values, any variables ------------------------------------------------
 # about 5 s in `make test`; `make fuzz` (FSMEM_FUZZ_SCALE) multiplies it, HYPOTHESIS_PROFILE=explore draws new ones
 EXAMPLES = 20 * int(os.environ.get("FSMEM_FUZZ_SCALE", "1"))
