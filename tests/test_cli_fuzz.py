@@ -8,6 +8,7 @@ arguments, and FSMEM_* variables, run through the CLI in this process (tests/cli
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -403,9 +404,14 @@ def _read_only(words: list[str]) -> bool:
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(line=command_lines(), env=variables(), stdin=st.sampled_from(("", "- owner: Bo\n", "x" * 10_000)))
+@given(
+    line=command_lines(),
+    env=variables(),
+    stdin=st.sampled_from(("", "- owner: Bo\n", "x" * 10_000)),
+    by_root=st.booleans(),
+)
 def test_no_command_line_or_variable_gets_a_traceback_a_flood_or_a_change_it_should_not(
-    tmp_path_factory, line, env, stdin
+    tmp_path_factory, line, env, stdin, by_root
 ):
     """Any command of the spec, with hostile option and argument values (nan, 1e309, 2**63, empty, 10 kB, controls,
     bidi, bytes that are not UTF-8, `..`, absolute paths, repeated and unknown options) and hostile FSMEM_*
@@ -424,7 +430,8 @@ def test_no_command_line_or_variable_gets_a_traceback_a_flood_or_a_change_it_sho
     given = {name: value.replace("{out}", str(out)) for name, value in env.items()}
     home = {"HOME": str(place / "home"), "XDG_CONFIG_HOME": str(place / "home" / ".config")}
     before, outside = _bytes(root), _bytes(out)
-    done = cli_runner.run(["--root", str(root), *argv], cwd=root, env={**_env(**home), **given}, input=stdin)
+    where = ["--root", str(root)] if by_root else []  # else the folder it runs in, or FSMEM_ROOT if drawn
+    done = cli_runner.run([*where, *argv], cwd=root, env={**_env(**home), **given}, input=stdin)
     stdout = done.stdout.decode("utf-8", "surrogateescape")
     stderr = done.stderr.decode("utf-8", "surrogateescape")
     shown = ([w[:80] for w in argv], {k: v[:40] for k, v in given.items()}, done.returncode, stderr[:600], stdout[:300])
@@ -433,6 +440,8 @@ def test_no_command_line_or_variable_gets_a_traceback_a_flood_or_a_change_it_sho
     assert len(done.stderr) <= STDERR_BYTES and stderr.count("\n") <= STDERR_LINES, shown
     assert len(done.stdout) <= STDOUT_BYTES, shown
     assert visible(stderr) == stderr and visible(stdout) == stdout, shown
+    if "--json" in argv and "--help" not in argv and "--" not in argv and stdout.strip():
+        json.loads(stdout)  # an answer, or the error as {"error": ...}: a document a caller can parse
     if _read_only(argv):
         after = _bytes(root)
         changed = {path for path in {*before, *after} if before.get(path) != after.get(path)}
