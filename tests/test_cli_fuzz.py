@@ -185,6 +185,27 @@ def test_a_number_that_is_not_finite_is_refused_in_the_words_of_the_command_line
     assert done.stderr == "fsmem: error: --timeout must be a finite number, not nan\n" and done.returncode == 2
 
 
+@pytest.mark.parametrize("value", ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00"])
+def test_a_time_that_is_no_time_in_utc_is_refused_as_no_date(tmp_path, value):
+    """A time whose UTC is before year 1 or after 9999 parsed, then raised OverflowError where it was converted:
+    `--as-of` of read, grep, search and context, and FSMEM_NOW of a note, said "OverflowError: date value out of
+    range". It is no date now, refused as any other, and nothing is written."""
+    _memory(tmp_path)
+    before = _bytes(tmp_path)
+    for line, variables in (
+        (["search", "owner", "--as-of", value], {}),
+        (["grep", "owner", "--as-of", value], {}),
+        (["read", "topics/a.md", "--as-of", value], {}),
+        (["context", "--as-of", value], {}),
+        (["note", "- owner: Bo"], {"FSMEM_NOW": value}),
+    ):
+        done = _fsmem(tmp_path, *line, **variables)
+        assert (done.returncode, done.stdout) == (2, ""), (line, done)
+        assert not LEAKED.search(done.stderr) and repr(value) in done.stderr, (line, done.stderr)
+    after = _bytes(tmp_path)
+    assert {p for p in {*before, *after} if before.get(p) != after.get(p) and not p.startswith(".fsmem/")} == set()
+
+
 def test_an_option_of_another_format_is_named_as_typed(tmp_path):
     """`fsmem import chatgpt FILE --into x` said "into is for markdown", the Python name of --into."""
     memory = _memory(tmp_path)
@@ -302,6 +323,8 @@ HOSTILE = (
     "2026-13-45",
     "9999-12-31T23:59:59Z",
     "0001-01-01",
+    "0001-01-01T00:00:00+14:00",
+    "9999-12-31T23:59:59-14:00",
 )
 _TEXT = st.sampled_from(HOSTILE) | st.text(
     alphabet=st.sampled_from("ab-./:=\x1b\r\u202e\udce9é 0123456789"), max_size=12
