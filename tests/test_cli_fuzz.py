@@ -334,6 +334,15 @@ _NUMBER_TEXT = st.sampled_from(
 ) | st.integers(min_value=-(2**70), max_value=2**70).map(str)
 
 
+def python_words() -> re.Pattern[str]:
+    """What only Python and the tools say: `Memory.` and a parameter's name with an underscore (`as_of`), which the
+    command line spells `--as-of`."""
+    from fsmem.spec import declared
+
+    names = sorted({p.name for op in declared().values() for p in op.params if "_" in p.name})
+    return re.compile(rf"\bMemory\.|(?<![\w'-])({'|'.join(names)})(?![\w'-])")
+
+
 def drawn_commands() -> list[str]:
     """Every command of the spec (a group's subcommands each), but those that run until stopped."""
     from fsmem.spec import declared
@@ -460,6 +469,7 @@ def test_no_command_line_or_variable_gets_a_traceback_a_flood_or_a_change_it_sho
     shown = ([w[:80] for w in argv], {k: v[:40] for k, v in given.items()}, done.returncode, stderr[:600], stdout[:300])
     assert done.returncode in {0, 1, 2} | OTHER_EXITS.get(argv[0], set()), shown
     assert "Traceback" not in stderr and not LEAKED.search(stderr), shown
+    assert not python_words().search(stderr), shown  # the CLI's words: --as-of, not as_of or Memory.read()
     assert len(done.stderr) <= STDERR_BYTES and stderr.count("\n") <= STDERR_LINES, shown
     assert len(done.stdout) <= STDOUT_BYTES, shown
     assert visible(stderr) == stderr and visible(stdout) == stdout, shown
