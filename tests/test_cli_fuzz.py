@@ -163,6 +163,18 @@ def test_an_agent_name_no_note_name_may_hold_is_named_as_the_agent(tmp_path):
     assert _fsmem(tmp_path, "--agent", "../x", "note", "- owner: Bo", "--session", "s2").returncode == 0
 
 
+def test_a_folder_moved_into_itself_is_refused_in_words(tmp_path):
+    """`fsmem mv topics topics/sub` said "invalid argument ('topics')", the rename's EINVAL; nothing moved."""
+    _memory(tmp_path)
+    before = _bytes(tmp_path)
+    done = _fsmem(tmp_path, "mv", "topics", "topics/sub")
+    assert (done.returncode, done.stderr) == (
+        2,
+        "fsmem: error: cannot move the folder 'topics' into itself ('topics/sub')\n",
+    )
+    assert _bytes(tmp_path) == before
+
+
 def _bytes(root) -> dict[str, bytes]:
     """Every file under the memory's root, `.git/` and `.fsmem/` included, by its path."""
     return {

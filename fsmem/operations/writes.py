@@ -137,6 +137,10 @@ def mv(memory: Core, source: str, target: str) -> writing.WriteResult:
     in_scope(memory, src, source)
     dst = memory.path(target, want="any" if src.is_dir() else "file")
     in_scope(memory, dst, target)
+    if src.is_dir() and dst != src and dst.is_relative_to(src):  # the rename's EINVAL said "invalid argument"
+        from fsmem.budget import echo
+
+        raise InvalidArgument(f"cannot move the folder {echo(source)} into itself ({echo(target)})")
     _paths.check_folder_contents(memory.root, src, source)
     src_rel = relative(memory.root, src)
     with transaction(memory) as tx:
