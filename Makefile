@@ -65,13 +65,14 @@ test: lint
 durations: $(STAMP)
 	$(SUITE) --save-durations
 
-# The property and fuzz tests of history, consolidation and scopes with a larger budget: each draws FUZZ_SCALE times the
-# examples `make test` runs (HYPOTHESIS_PROFILE=explore draws new ones each run).
+# The property and fuzz tests of history, consolidation, scopes and the command line with a larger budget: each draws
+# FUZZ_SCALE times the examples `make test` runs (HYPOTHESIS_PROFILE=explore draws new ones each run).
 FUZZ_SCALE ?= 10
 fuzz: $(STAMP)
 	FSMEM_FUZZ_SCALE=$(FUZZ_SCALE) $(PY) -m pytest -q -p no:xdist \
 		tests/test_consolidate_invariant.py::test_batches_growth_and_crashes_give_the_bytes_of_one_run \
-		tests/test_sync_fuzz.py tests/test_scope_secrets.py
+		tests/test_sync_fuzz.py tests/test_scope_secrets.py \
+		tests/test_cli_fuzz.py::test_no_command_line_or_variable_gets_a_traceback_a_flood_or_a_change_it_should_not
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py

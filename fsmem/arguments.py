@@ -47,6 +47,7 @@ LIMIT = 1 << 63  # a whole number must be within ±2**63: SQLite, offsets and sl
 LIMITS: dict[str, dict[str, dict[str, Any]]] = {
     "grep": {
         "context_lines": {"minimum": 0},
+        "type": {"enum": ["semantic", "episodic", "procedural"]},
         "offset": {"minimum": 0},
         "max_results": {"minimum": 1},
         "max_tokens": {"minimum": 1},
@@ -382,14 +383,17 @@ class ArgumentCheck:
             value = tuple(value)
             if param.rule.ok(value):
                 return value
+        kind = faces.current().kind
+        # worded for the face, as `beyond` words a limit: a number no face's type check refused (`--min-score nan`)
+        named = f"argument '{param.name}'" if kind == faces.TOOLS else faces.arg(param.name, self.operation)
         if value is None:
             shown = "None"
         elif isinstance(value, int) and not isinstance(value, bool) and not -LIMIT < value < LIMIT:
-            kind = faces.current().kind
-            if kind in (faces.CLI, faces.TOOLS):  # worded for the face, as `beyond` words a limit
-                named = f"argument '{param.name}'" if kind == faces.TOOLS else faces.arg(param.name, self.operation)
+            if kind in (faces.CLI, faces.TOOLS):
                 raise InvalidArgument(f"{named} must be within ±2**63, not {value:.3g}")
             shown = "a whole number beyond ±2**63"
+        elif isinstance(value, float) and not math.isfinite(value) and kind in (faces.CLI, faces.TOOLS):
+            raise InvalidArgument(f"{named} must be a finite number, not {value}")
         else:
             shown = f"{type(value).__name__} {echo(value)}"
         raise InvalidArgument(f"{self.where}: {param.name} must be {param.rule.says}, not {shown}")

@@ -436,13 +436,17 @@ def test_an_operation_tool_leaves_its_limits_to_memorys_one_check_and_says_them_
             if param not in REGISTRY[name].parameters["properties"]:
                 continue  # not on the tool face (search's min_score)
             assert {k: REGISTRY[name].parameters["properties"][param][k] for k in found} == found
-            minimum = found["minimum"]
+            if "minimum" in found:
+                beyond, says = found["minimum"] - 1, f"at least {found['minimum']}"
+            else:
+                beyond, says = "no-such-choice", f"one of: {', '.join(found['enum'])}"
             arguments = {"pattern": "a", "query": "a", "path": "topics/billing.md", "subject": "people/Ann"}
             arguments = {k: v for k, v in arguments.items() if k in REGISTRY[name].parameters["properties"]}
-            assert validate(REGISTRY[name], {**arguments, param: minimum - 1}) is None
-            answer = tools.call(memory, name, {**arguments, param: minimum - 1})
-            assert (answer.is_error, answer.text) == (True, f"error: argument '{param}' must be at least {minimum}")
-    assert ("grep", "context_lines") in {(n, p) for n, params in declared_limits.items() for p in params}
+            assert validate(REGISTRY[name], {**arguments, param: beyond}) is None
+            answer = tools.call(memory, name, {**arguments, param: beyond})
+            assert (answer.is_error, answer.text) == (True, f"error: argument '{param}' must be {says}")
+    found = {(n, p) for n, params in declared_limits.items() for p in params}
+    assert {("grep", "context_lines"), ("ls", "type")} <= found
 
 
 def test_search_tool_ranks_real_rows_within_the_budget_and_says_when_nothing_is_relevant(root):

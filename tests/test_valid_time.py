@@ -237,7 +237,7 @@ def test_a_bad_as_of_is_refused_on_every_face(history):
     with pytest.raises(InvalidArgument, match="as_of takes a date such as 2026-11-01"):
         memory.read(DOC, as_of="last spring")
     proc = fsmem(history, "grep", "x", "--as-of", "2026-13-01", check=False)
-    assert proc.returncode == 2 and "as_of takes a date" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode == 2 and "error: --as-of takes a date" in proc.stderr and "Traceback" not in proc.stderr
     answer = tools.call(memory, "search", {"query": "employer", "as_of": "soon"})
     assert answer.is_error and "as_of takes a date" in answer.text
 

@@ -41,6 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from fsmem.cli import rendezvous as rv
+from fsmem.errors import FsmemError
+from fsmem.names import STATE_DIR
 
 REQUEST_SECONDS = 2.0  # a client has this long to send its request, and then its GO
 KEPT = 4  # memories kept open between requests, one per (root, agent) asked as; the least recent is closed
@@ -74,6 +76,9 @@ class Answering:
             self.say("one-shot commands will walk: no socket path is short enough for this memory")
             return
         self.kept.warm(self.root, self.say)
+        self._listen_or_say(path)
+
+    def _listen_or_say(self, path: str) -> None:
         try:
             self._listen(path)
         except OSError as exc:
@@ -85,6 +90,36 @@ class Answering:
             self.say(f"one-shot commands are answered by another process ({exc})")
             return
         self.say(f"answering one-shot reads on {path}")
+
+    def _still_there(self) -> bool:
+        """Whether the socket file this watcher bound is still at its path: `rm -rf .fsmem/` (which the docs call
+        safe) took it, and every command walked while the watcher went on, listening where no one could ask."""
+        assert self.path is not None
+        try:
+            now = os.lstat(self.path)
+        except OSError:
+            return False
+        return (now.st_dev, now.st_ino) == self._identity
+
+    def _listen_again(self) -> None:
+        """Listen on the memory's socket anew, its lock too (the removed lock no later watcher would see)."""
+        path = self.path
+        assert path is not None and self.listener is not None
+        self.listener.close()
+        self.listener, self.path, self._identity = None, None, None
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+        self.say(f"the socket {path} was removed (.fsmem/ deleted?); listening again")
+        if os.path.dirname(os.path.dirname(path)) == os.path.join(self.root, STATE_DIR):
+            from fsmem.store.files import state_dir
+
+            try:
+                state_dir(Path(self.root))  # .fsmem/ made again as every command makes it, never through a link
+            except (OSError, FsmemError) as exc:
+                self.say(f"one-shot commands will walk: cannot make {STATE_DIR}/ again ({exc})")
+                return
+        self._listen_or_say(path)
 
     def _listen(self, path: str) -> None:
         import fcntl  # POSIX only, as the socket is
@@ -138,6 +173,8 @@ class Answering:
         """Wait up to `seconds` for `stop`, answering the requests that come meanwhile; True once it is set."""
         if not self._opened:
             self.open()
+        if self.listener is not None and not self._still_there():
+            self._listen_again()
         if self.listener is None:
             return stop.wait(seconds)
         deadline = time.monotonic() + seconds

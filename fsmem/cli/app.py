@@ -12,7 +12,7 @@ import click
 from fsmem import __version__, faces
 from fsmem.cli import COMMANDS
 from fsmem.cli.options import AGENT_HELP, ROOT_HELP, did_you_mean, not_empty, parse_suggesting
-from fsmem.cli.printing import Failure, boundary, echo, watch_progress
+from fsmem.cli.printing import Failure, boundary, cut, echo, watch_progress
 
 
 class LazyGroup(click.Group):
@@ -82,7 +82,7 @@ def _click(exc: Exception) -> Failure | None:
     if isinstance(exc, click.ClickException):  # usage errors, and a missing extra
         shown = io.StringIO()  # printed through `visible` like the rest
         exc.show(file=shown)
-        echo(shown.getvalue(), err=True, nl=False)
+        echo(cut(shown.getvalue()), err=True, nl=False)
         return exc.format_message(), max(exc.exit_code, 2), None
     return None
 

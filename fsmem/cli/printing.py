@@ -33,6 +33,12 @@ _HIDDEN = (
 )
 _UNSEEN = re.compile(f"[{_HIDDEN}]|\r(?!\n)")
 _ESCAPED_IN_JSON = re.compile(f"[{_HIDDEN}]")  # json.dumps escapes the rest of C0 itself
+# An error repeats what was typed (a name, a choice, an option); a word longer than any path or name fsmem writes
+# is a value pasted or sent, repeated by its start and its size (`fsmem.budget.echo`), and a message by its first
+# MAX_ERROR_CHARS: a 10 kB agent name, choice or option came back whole, as one line of 10 kB
+LONG_WORD = 256
+_LONG_WORD = re.compile(rf"\S{{{LONG_WORD + 1},}}")
+SHOWN_CHARS, MAX_ERROR_CHARS = 60, 2_000
 
 
 def _shown(match: re.Match[str]) -> str:
@@ -73,6 +79,15 @@ def escaped_json(text: str) -> str:
     """JSON text (json.dumps(..., ensure_ascii=False)) with every character `visible` would show escaped: the same
     value, parsed; what the server's log lines are written through, since a terminal may show them."""
     return _ESCAPED_IN_JSON.sub(_json_escape, text)
+
+
+def cut(message: str) -> str:
+    """`message` with each word over LONG_WORD characters cut to its start and its size, and the whole to
+    MAX_ERROR_CHARS: what an error repeats of its input stays a line or two, whatever was typed."""
+    message = _LONG_WORD.sub(lambda word: f"{word[0][:SHOWN_CHARS]}… ({len(word[0]):,} characters)", message)
+    if len(message) > MAX_ERROR_CHARS:
+        message = f"{message[:MAX_ERROR_CHARS]}… ({len(message):,} characters)"
+    return message
 
 
 def echo(message: str, err: bool = False, nl: bool = True) -> None:
@@ -180,7 +195,10 @@ def boundary(
 
 
 def _fail(message: str, code: int, as_json: bool = False, line: str | None = "") -> NoReturn:
-    """End a failed command: its line on stderr (unless already shown), the JSON error on stdout with --json."""
+    """End a failed command: its line on stderr (unless already shown), the JSON error on stdout with --json;
+    each `cut` to a line or two."""
+    message = cut(message)
+    line = None if line is None else cut(line)
     try:
         if line is not None:
             echo(line or f"fsmem: error: {message}", err=True)

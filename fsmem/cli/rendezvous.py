@@ -179,8 +179,10 @@ def ask(argv: list[str]) -> None:
     if command not in ASKED:
         return None  # a write, or a line for click to read: always here (a hook's exit 2 would block its agent)
     if mode not in ("", "require"):  # "OFF", "0", "no": what was meant is not for fsmem to guess
+        from fsmem.budget import echo
+
         takes = "it takes off (never ask a running fsmem) or require (fail rather than walk), or is unset"
-        _fail(f"{MODE_ENV} is {mode!r}; {takes} (ask, else walk)", 2, argv)
+        _fail(f"{MODE_ENV} is {echo(mode)}; {takes} (ask, else walk)", 2, argv)
     if root is None:
         return _walk(mode, "no memory found", argv)
     path = socket_path(root)

@@ -249,7 +249,9 @@ def validate(doc: Document) -> list[Problem]:
 
 
 def parse_timestamp(value: str) -> _dt.datetime | None:
-    """ISO 8601 date or date-time to an aware datetime (naive values are read as UTC)."""
+    """ISO 8601 date or date-time to an aware datetime (naive values are read as UTC); None for a time that is no
+    time in UTC (`0001-01-01T00:00:00+14:00` is in year 0 there): every comparison and every `--as-of`, `FSMEM_NOW`
+    or note stamp converts to UTC, and raised OverflowError."""
     text = value.strip()
     if not text:
         return None
@@ -261,7 +263,11 @@ def parse_timestamp(value: str) -> _dt.datetime | None:
     except ValueError:
         return None
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=_dt.UTC)
+        return parsed.replace(tzinfo=_dt.UTC)
+    try:
+        parsed.astimezone(_dt.UTC)
+    except OverflowError:
+        return None
     return parsed
 
 
@@ -276,7 +282,9 @@ def now_iso() -> str:
     if fixed:
         parsed = parse_timestamp(fixed)
         if parsed is None:
-            raise ConfigError(f"FSMEM_NOW is {fixed!r}, not a date or time (ISO 8601: 2026-03-01T09:30:00+00:00)")
+            from fsmem.budget import echo
+
+            raise ConfigError(f"FSMEM_NOW is {echo(fixed)}, not a date or time (ISO 8601: 2026-03-01T09:30:00+00:00)")
         return parsed.isoformat(timespec="seconds")
     return wall_clock().isoformat(timespec="seconds")
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from fsmem.errors import HistoryError, InvalidArgument
 from fsmem.history import git_marker, host_setting
 from fsmem.state_files import read_state
+from fsmem.store import host
 from fsmem.store.files import atomic_write, state_dir
 from fsmem.store.paths import STATE_DIR
 
@@ -85,9 +86,25 @@ def put(root: Path, name: str, value: str | None) -> None:
     key = _known(name)
     if value is not None and (not value.strip() or "\n" in value or "\x00" in value or len(value) > MAX_VALUE_CHARS):
         raise InvalidArgument(f"{name} takes one line of text (at most {MAX_VALUE_CHARS} characters)")
+    if name == "notes.host_id" and value is not None and not host.HOST_ID.fullmatch(value):
+        raise InvalidArgument(f"{name} may hold only {host.HOST_ID_RULE}")
+    if name == "distill.timeout" and value is not None and not _seconds(value):
+        from fsmem.operations.command import MAX_TIMEOUT
+
+        raise InvalidArgument(f"{name} takes a number of seconds above 0 and at most {MAX_TIMEOUT:g}")
     if name in SEALED:
         _put(root, SEALED[name], f"{name}.seal", None if value is None else _seal(root, name, value))
     _put(root, key, name, value)
+
+
+def _seconds(value: str) -> bool:
+    """Whether `value` is a timeout distill takes: seconds above 0, at most its MAX_TIMEOUT."""
+    from fsmem.operations.command import MAX_TIMEOUT
+
+    try:
+        return 0 < float(value) <= MAX_TIMEOUT
+    except ValueError:
+        return False
 
 
 def sealed(root: Path, name: str) -> str | None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsmem import format as fmt
+from fsmem import faces, format as fmt
 from fsmem.budget import TRAILER_RESERVE, Meter
 from fsmem.errors import InvalidArgument, SecretFound
 from fsmem.format import distilled, secrets
@@ -96,7 +96,10 @@ def distill(
     from fsmem.history import host_settings
 
     argv = cmd.argv_of(command if command is not None else _setting(memory.root, host_settings))
-    seconds = _timeout(timeout if timeout is not None else host_settings.get(memory.root, "distill.timeout"))
+    if timeout is not None:
+        seconds = _timeout(timeout, faces.arg("timeout"))
+    else:
+        seconds = _timeout(host_settings.get(memory.root, "distill.timeout"), "distill.timeout (fsmem config --local)")
     budget = episode_tokens if episode_tokens is not None else DEFAULT_EPISODE_TOKENS
     episodes, ranges = _survey(memory.root)
     report = DistillReport(episodes=len(episodes))
@@ -170,7 +173,8 @@ def _setting(root: Path, host_settings: Any) -> str:
     return str(found)
 
 
-def _timeout(value: Any) -> float:
+def _timeout(value: Any, named: str) -> float:
+    """The seconds `value` says (None: the default); refused, naming where it was given (`named`), when none."""
     if value is None:
         return cmd.DEFAULT_TIMEOUT
     try:
@@ -178,7 +182,7 @@ def _timeout(value: Any) -> float:
     except (TypeError, ValueError):
         seconds = -1.0
     if not 0 < seconds <= cmd.MAX_TIMEOUT:
-        raise InvalidArgument(f"timeout takes a number of seconds above 0 and at most {cmd.MAX_TIMEOUT:g}")
+        raise InvalidArgument(f"{named} takes a number of seconds above 0 and at most {cmd.MAX_TIMEOUT:g}")
     return seconds
 
 

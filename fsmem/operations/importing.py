@@ -166,7 +166,9 @@ def import_from(memory: Core, format: str, path: str, *, into: str | None = None
     require_writable(memory)
     whole_memory(memory, "import")
     if into is not None and format != "markdown":
-        raise InvalidArgument("into is for markdown: conversations always go to sessions/")
+        from fsmem import faces
+
+        raise InvalidArgument(f"{faces.arg('into')} is for markdown: conversations always go to sessions/")
     source = _source(memory, path)
     if format == "markdown":
         return _markdown(memory, source, into)
@@ -335,7 +337,9 @@ def _markdown(memory: Core, source: Path, into: str | None) -> ImportReport:
     folder = into if into is not None else f"topics/{source.name}"
     folder = folder.strip().strip("/")
     if not folder:
-        raise InvalidArgument("into must name a folder of the memory, such as 'topics/vault'")
+        from fsmem import faces
+
+        raise InvalidArgument(f"{faces.arg('into')} must name a folder of the memory, such as 'topics/vault'")
     memory.path(folder + "/x.md", want="file")  # the folder itself may hold memory files, or say why not
     for _ in walk(source, Tally()):  # the first reading: every file checked before anything is written
         pass

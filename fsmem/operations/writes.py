@@ -37,6 +37,15 @@ def note(memory: Core, text: str, *, session: str | None = None, subject: str | 
     if not session:
         name = memory.agent or memory.config.notes.default_session
         session = f"{name}-{memory.host_id}"
+        if not writing.SESSION_ID.match(session):  # else refused as a "session id" the caller never gave
+            from fsmem import faces
+            from fsmem.budget import echo
+
+            instead = f"; name the note with {faces.arg('session')}" if faces.offers("session") else ""
+            raise InvalidArgument(
+                f"the agent {echo(name)} cannot name a session note, whose name may hold only letters, digits, "
+                f"'.', '_' and '-'{instead}"
+            )
     text = screen(memory, text, "the note")
 
     # where consolidation files lines without a subject (`consolidate.default_subject`)
@@ -137,6 +146,10 @@ def mv(memory: Core, source: str, target: str) -> writing.WriteResult:
     in_scope(memory, src, source)
     dst = memory.path(target, want="any" if src.is_dir() else "file")
     in_scope(memory, dst, target)
+    if src.is_dir() and dst != src and dst.is_relative_to(src):  # the rename's EINVAL said "invalid argument"
+        from fsmem.budget import echo
+
+        raise InvalidArgument(f"cannot move the folder {echo(source)} into itself ({echo(target)})")
     _paths.check_folder_contents(memory.root, src, source)
     src_rel = relative(memory.root, src)
     with transaction(memory) as tx:

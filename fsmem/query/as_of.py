@@ -37,8 +37,11 @@ def bound(as_of: str) -> str:
         return f"{text}T23:59:59Z"
     parsed = fmt.parse_timestamp(text) if len(text) > 10 and F.valid_date(text[:10]) else None
     if parsed is None:
+        from fsmem import faces
+
         raise InvalidArgument(
-            f"as_of takes a date such as 2026-11-01 or a time such as 2026-11-01T14:00:00Z, not {echo(text)}"
+            f"{faces.arg('as_of')} takes a date such as 2026-11-01 or a time such as 2026-11-01T14:00:00Z, "
+            f"not {echo(text)}"
         )
     return F.utc_stamp(parsed if parsed.tzinfo else parsed.replace(tzinfo=_dt.UTC))
 

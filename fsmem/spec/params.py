@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from fsmem.spec import API, NOT_TOOLS, Param
 
+# the types a file's front matter may have (`fsmem.format.MEMORY_TYPES`, which `fsmem check` holds files to):
+# a filter by another finds nothing, so it is refused as a typo on every face
+MEMORY_TYPES = ("semantic", "episodic", "procedural")
+
 PATH = Param(
     "path",
     "str",
@@ -22,6 +26,7 @@ TYPE = Param(
     "str",
     "Only files whose front matter type is this: semantic, episodic or procedural",
     default=None,
+    choices=MEMORY_TYPES,
     metavar="T",
 )
 TAG = Param(

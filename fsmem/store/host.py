@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 from pathlib import Path
 
-from fsmem.errors import FsmemError
+from fsmem.errors import ConfigError, FsmemError
 from fsmem.state_files import read_state
 from fsmem.store.files import atomic_write
 from fsmem.store.paths import STATE_DIR
@@ -23,14 +24,25 @@ from fsmem.store.paths import STATE_DIR
 HOST_ID_ENV = "FSMEM_HOST_ID"
 MACHINE_ID_FILES = ("/etc/machine-id", "/var/lib/dbus/machine-id")
 KEPT_ID = "host-id"  # under .fsmem/, where no machine id can be read
+# what a session note's name may hold (`fsmem.store.writing`), in a part short enough to leave the agent's name room
+HOST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
+HOST_ID_RULE = "letters, digits, '.', '_' and '-' (at most 64 characters)"
 
 
 def host_id(root: Path, configured: str | None = None) -> str:
-    """$FSMEM_HOST_ID, else `notes.host_id` in fsmem.yaml, else 8 hex digits of the machine's id and the root's path."""
+    """$FSMEM_HOST_ID, else this host's `notes.host_id`, else 8 hex digits of the machine's id and the root's path.
+
+    A chosen id that no note name may hold (`../x`) is refused naming where it was chosen: it was refused later,
+    as the "session id" of every note the agent wrote."""
     import hashlib
 
     chosen = os.environ.get(HOST_ID_ENV) or configured
     if chosen:
+        if not HOST_ID.fullmatch(chosen):
+            from fsmem.budget import echo
+
+            named = HOST_ID_ENV if os.environ.get(HOST_ID_ENV) else "notes.host_id (fsmem config --local)"
+            raise ConfigError(f"{named} is {echo(chosen)}; a host id may hold only {HOST_ID_RULE}")
         return str(chosen)
     seed = f"{machine_id() or kept_id(root)}\0{os.path.realpath(root)}"
     return hashlib.sha256(seed.encode("utf-8", "surrogateescape")).hexdigest()[:8]

@@ -30,7 +30,7 @@ from fsmem.store.fields import check_fields
 from fsmem.store.files import Stored, atomic_write, same_version, version_of
 from fsmem.store.paths import check_text, read_regular, relative
 
-_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 Ahead = Callable[["WriteResult"], AbstractContextManager[None]]
 
 
@@ -144,7 +144,7 @@ def _title_from_path(path: Path) -> str:
 
 
 def session_note_path(root: Path, session: str, when: _dt.datetime) -> Path:
-    if not _SESSION_ID.match(session):
+    if not SESSION_ID.match(session):
         raise InvalidArgument(
             f"session id {echo(session)} may hold only letters, digits, '.', '_' and '-' (at most 100 characters)"
         )
