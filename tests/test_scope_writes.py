@@ -221,3 +221,31 @@ def test_writes_change_only_the_scope_and_lose_nothing(memory_root, tmp_path_fac
             before, commit = after, head
     finally:
         del os.environ["FSMEM_NOW"]
+
+
+@pytest.mark.parametrize(
+    "face, source, target",
+    [
+        ("api", "topics/sub", "topics/sub/a/b"),
+        ("api", "topics/sub", "topics/sub/inner"),
+        ("tool", "/memories/topics/sub", "/memories/topics/sub/a/b"),
+        ("tool", "/memories/entities", "/memories/entities/orgs/x"),
+    ],
+)
+def test_a_folder_moved_into_itself_is_refused_with_nothing_made(
+    memory_root, tmp_path, monkeypatch, face, source, target
+):
+    """The finding: `mv topics/sub topics/sub/a/b` (and the memory tool's rename) made topics/sub/a, then failed
+    with the system's "invalid argument ('sub')", leaving the new folder behind."""
+    monkeypatch.setenv("FSMEM_NOW", NOW)
+    root = tmp_path / "mem"
+    shutil.copytree(memory_root, root, symlinks=True)
+    before = snapshot(root)
+    memory = Memory(root)
+    with pytest.raises((FsmemError, MemoryToolError), match="into itself") as refused:
+        if face == "api":
+            memory.mv(source, target)
+        else:
+            MemoryTool.over(memory).rename(source, target)
+    assert "invalid argument" not in str(refused.value)
+    assert snapshot(root) == before

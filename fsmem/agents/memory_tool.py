@@ -63,7 +63,7 @@ from fsmem.store.paths import (
     text_problem,
 )
 from fsmem.store.template import template_dir
-from fsmem.store.writing import Change
+from fsmem.store.writing import Change, into_itself
 from fsmem.tokens import TokenCounter
 
 PREFIX = "/memories"
@@ -487,6 +487,8 @@ class MemoryTool:
             if not os.path.lexists(old):  # checked before any folder is made, so a failed move leaves nothing
                 raise _Missing(f"The path {old_path} does not exist")
             base, target = self._relative(old), self._relative(new)
+            if into_itself(base, target):
+                raise MemoryToolError(f"Cannot rename {old_path} into itself: {new_path} lies inside it")
             with self._beneath(new_path) as root:
                 self._make_folders(root, target)
                 try:
