@@ -16,6 +16,7 @@ old HEAD is an ancestor of the new one); a read-only agent, and a write that was
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -47,7 +48,7 @@ NAMES = [
     "sessions/2026/12/01/s.md", "sessions", "entities", "entities/orgs", "topics/sub/topics", "topics/sub/a/b",
 ]  # fmt: skip
 BODIES = ["# New\n\n- plan: team\n", "", "---\ntitle: Billing\n---\n# Billing\n", "- x\n" * 3]
-WORDS = ["Billing", "plan", "- ", "\n", "x"]
+WORDS = ["Billing", "plan", "- ", "\n", "x", "# Deep", "coffee"]  # the last two occur once
 REVISIONS = ["HEAD", "HEAD~1", "HEAD~2", "2026-11-01"]
 
 # half the time a name the scope holds, so that the writes that succeed move and remove what is there
@@ -78,13 +79,16 @@ tool_paths = st.one_of(
 )
 api_calls = st.one_of(*(st.tuples(st.just("api"), st.just(n), api_arguments(n)) for n in WRITES))
 mcp_calls = st.one_of(*(st.tuples(st.just("mcp"), st.just(n), api_arguments(n)) for n in TOOLS))
+# Claude's memory tool over the memory (`MemoryTool.over`), and the Anthropic SDK's drop-in where it is installed
+tool_faces = st.sampled_from(["tool", "sdk"] if importlib.util.find_spec("anthropic") else ["tool"])
 tool_calls = st.one_of(
-    st.builds(lambda p, t: ("tool", "create", {"path": p, "file_text": t}), tool_paths, bodies),
-    st.builds(lambda p, o, n: ("tool", "str_replace", {"path": p, "old_str": o, "new_str": n}), tool_paths, words, words),
-    st.builds(lambda p, i: ("tool", "insert", {"path": p, "insert_line": i, "insert_text": "- inserted"}), tool_paths,
-              st.integers(0, 3)),
-    st.builds(lambda p: ("tool", "delete", {"path": p}), tool_paths),
-    st.builds(lambda o, n: ("tool", "rename", {"old_path": o, "new_path": n}), tool_paths, tool_paths),
+    st.builds(lambda f, p, t: (f, "create", {"path": p, "file_text": t}), tool_faces, tool_paths, bodies),
+    st.builds(lambda f, p, o, n: (f, "str_replace", {"path": p, "old_str": o, "new_str": n}), tool_faces, tool_paths,
+              words, words),
+    st.builds(lambda f, p, i: (f, "insert", {"path": p, "insert_line": i, "insert_text": "- inserted"}), tool_faces,
+              tool_paths, st.integers(0, 3)),
+    st.builds(lambda f, p: (f, "delete", {"path": p}), tool_faces, tool_paths),
+    st.builds(lambda f, o, n: (f, "rename", {"old_path": o, "new_path": n}), tool_faces, tool_paths, tool_paths),
 )  # fmt: skip
 
 
@@ -114,8 +118,8 @@ def build(root: Path) -> Path:
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
-    """Every file and folder (`name/`) below `root` but in `.git/` and `.fsmem/`, a link as its own text (as
-    git keeps it), and the parts of `.git/` a write must never change."""
+    """Every file, folder (`name/`) and link (`name@`, its own text, as git keeps it) below `root` but in
+    `.git/` and `.fsmem/`, and the parts of `.git/` a write must never change."""
     found = {}
     for current, folders, files in os.walk(root):
         rel = os.path.relpath(current, root)
@@ -125,7 +129,7 @@ def snapshot(root: Path) -> dict[str, bytes]:
             full = os.path.join(current, name)
             key = os.path.normpath(os.path.join(rel, name)).replace(os.sep, "/")
             if os.path.islink(full):
-                found[key] = os.fsencode(os.readlink(full))  # as git keeps a link
+                found[key + "@"] = os.fsencode(os.readlink(full))  # as git keeps a link
             elif name in folders:
                 found[key + "/"] = b""
             else:
@@ -159,6 +163,14 @@ def kept_blobs(root: Path) -> set[str]:
     return {line.split(" ", 1)[0] for line in listed if line}
 
 
+def sdk_command(name: str, arguments: dict[str, Any]) -> Any:
+    """The memory tool command as the Anthropic SDK's tool runner hands it to `FsmemMemoryTool`."""
+    from anthropic.types import beta
+
+    kind = "".join(word.title() for word in name.split("_"))
+    return getattr(beta, f"BetaMemoryTool20250818{kind}Command")(command=name, **arguments)
+
+
 def step(memory: Memory, face: str, name: str, arguments: dict[str, Any]) -> bool:
     """Whether the write was made (False: it was refused, with a message)."""
     if face == "mcp":
@@ -166,6 +178,14 @@ def step(memory: Memory, face: str, name: str, arguments: dict[str, Any]) -> boo
     try:
         if face == "api":
             getattr(memory, name)(**arguments)
+        elif face == "sdk":  # the SDK's drop-in over the memory, made as `FsmemMemoryTool(base_path, agent=...)`
+            from fsmem.integrations.anthropic import FsmemMemoryTool, ToolError
+
+            sdk = FsmemMemoryTool(str(memory.root.parent), agent=memory.agent)
+            try:
+                getattr(sdk, name)(sdk_command(name, arguments))
+            except ToolError:
+                return False
         else:
             getattr(MemoryTool.over(memory), name)(**arguments)
     except (FsmemError, MemoryToolError):
@@ -193,7 +213,7 @@ AGENTS = {
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data(), agent=st.sampled_from(sorted(AGENTS)))
 def test_writes_change_only_the_scope_and_lose_nothing(memory_root, tmp_path_factory, data, agent):
-    root = tmp_path_factory.mktemp("copy") / "mem"
+    root = tmp_path_factory.mktemp("copy") / "memories"  # where the SDK's drop-in looks, under base_path
     shutil.copytree(memory_root, root, symlinks=True)
     scope = SCOPE if agent.startswith("scoped") else None
     sequence = data.draw(AGENTS[agent], label="sequence")
@@ -201,8 +221,9 @@ def test_writes_change_only_the_scope_and_lose_nothing(memory_root, tmp_path_fac
     os.environ["FSMEM_NOW"] = NOW
     try:
         for face, name, arguments in sequence:
-            memory = Memory(root, agent="researcher", scope=scope)
-            if "read-only" in agent:
+            # the read-only agents: fsmem.yaml's `reviewer` (read_only: true), and a scoped one made read-only
+            memory = Memory(root, agent="reviewer" if agent == "read-only" else "researcher", scope=scope)
+            if agent == "scoped read-only":
                 tools.read_only(memory)
             made = step(memory, face, name, arguments)
             after, head = snapshot(root), git(root, "rev-parse", "HEAD").stdout.strip()
@@ -211,7 +232,8 @@ def test_writes_change_only_the_scope_and_lose_nothing(memory_root, tmp_path_fac
                 assert after == before and head == commit, told
                 continue
             for path in before.keys() | after.keys():
-                if not (in_scope(path, scope) and (is_memory_path(path) or path.endswith("/"))):
+                # a link in the scope may go as itself (rm, mv), as a file may
+                if not (in_scope(path.rstrip("@"), scope) and (is_memory_path(path) or path[-1] in "/@")):
                     assert before.get(path) == after.get(path), (path, told)
             assert git(root, "merge-base", "--is-ancestor", commit, head).returncode == 0, told
             lost = {path for path, data in before.items() if after.get(path) != data and not path.endswith("/")}
