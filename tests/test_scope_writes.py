@@ -271,3 +271,23 @@ def test_a_folder_moved_into_itself_is_refused_with_nothing_made(
             MemoryTool.over(memory).rename(source, target)
     assert "invalid argument" not in str(refused.value)
     assert snapshot(root) == before
+
+
+@pytest.mark.parametrize("face", ["tool", "sdk"])
+@pytest.mark.parametrize("link, target", [("topics/link-out.md", "profile/team.md"), ("topics/link-dir", "profile")])
+def test_the_memory_tool_deletes_a_link_itself_as_rm_does(memory_root, tmp_path, monkeypatch, face, link, target):
+    """The finding: over an fsmem memory, `delete /memories/topics/link-dir` (a link to `../profile`) removed
+    the whole profile/ folder and left the link dangling, `delete` of a link to a file removed that file;
+    `rm` removes the link itself (docs/safety.md), and so does `clear_all_memory`."""
+    if face == "sdk":
+        pytest.importorskip("anthropic")
+    monkeypatch.setenv("FSMEM_NOW", NOW)
+    root = tmp_path / "memories"
+    shutil.copytree(memory_root, root, symlinks=True)
+    before = snapshot(root)
+    assert step(Memory(root, agent="researcher"), face, "delete", {"path": f"/memories/{link}"})
+    after = snapshot(root)
+    assert sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p)) == [f"{link}@"]
+    removed = git(root, "show", "--raw", "--format=%s", "HEAD").stdout
+    assert f":120000 000000 {blob(before[link + '@'])[:7]}" in removed and f"\t{link}\n" in removed, removed
+    assert (root / target).exists()

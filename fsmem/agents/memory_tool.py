@@ -56,6 +56,7 @@ from fsmem.store.paths import (
     check_folder_contents,
     check_portable,
     is_visible_folder,
+    lexical_parts,
     quoted,
     resolve,
     shown,
@@ -455,6 +456,9 @@ class MemoryTool:
         full = self.validate_path(path)
         if str(full) == os.path.realpath(self.memory_root):
             raise MemoryToolError("Cannot delete the /memories directory itself")
+        link = self._link_named(path)
+        if link is not None:
+            return self._delete_link(path, link)
         self._check_folder(full, path)
         relative = self._relative(full)
         with self._writing() as tx:
@@ -472,6 +476,31 @@ class MemoryTool:
             fsync_dir(full.parent)
             self._record(tx, "delete", [Change(rel, data, None) for rel, data in gone], paths=[relative])
         return CommandAnswer(f"Successfully deleted {path}", paths=[relative], rows=1)
+
+    def _link_named(self, path: str) -> str | None:
+        """Over an fsmem memory, the link `path` (validated) names itself, memory-relative, or None: `delete` removes
+        it as `rm` does, not the file or folder it leads to (the reference's unlink of the resolved path)."""
+        if not self.is_fsmem:
+            return None
+        parts = lexical_parts(path[len(PREFIX) :].lstrip("/"))  # as validate_path's rule read it, a link kept
+        named = self.memory_root.joinpath(*parts)
+        if not parts or not os.path.islink(named):
+            return None
+        link = self._relative(Path(os.path.realpath(named.parent), named.name))
+        return None if link.startswith("../") else link  # a folder swapped for a link since: refused below
+
+    def _delete_link(self, path: str, link: str) -> CommandAnswer:
+        with self._writing() as tx:
+            root = Path(os.path.realpath(self.memory_root))
+            try:
+                text = os.fsencode(os.readlink(root / link))
+                with self._beneath(path):
+                    beneath.remove(root, link, generated=True)
+            except FileNotFoundError:
+                raise _Missing(f"The path {path} does not exist") from None
+            fsync_dir((root / link).parent)
+            self._record(tx, "delete", [Change(link, text, None, True)])
+        return CommandAnswer(f"Successfully deleted {path}", paths=[link], rows=1)
 
     def _rename(self, old_path: str, new_path: str) -> CommandAnswer:
         self._require_writable("rename")
