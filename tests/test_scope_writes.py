@@ -291,3 +291,38 @@ def test_the_memory_tool_deletes_a_link_itself_as_rm_does(memory_root, tmp_path,
     removed = git(root, "show", "--raw", "--format=%s", "HEAD").stdout
     assert f":120000 000000 {blob(before[link + '@'])[:7]}" in removed and f"\t{link}\n" in removed, removed
     assert (root / target).exists()
+
+
+@pytest.mark.parametrize("face", ["tool", "sdk"])
+@pytest.mark.parametrize(
+    "link, moved, text",
+    [
+        ("topics/link-out.md", "entities/moved.md", b"../profile/team.md"),
+        ("topics/link-dir", "entities/moved", b"../profile"),
+        ("topics/link-out.md", "moved.md", None),  # from the root, ../profile/team.md would lead out
+    ],
+)
+def test_the_memory_tool_renames_a_link_itself_as_mv_does(memory_root, tmp_path, monkeypatch, face, link, moved, text):
+    """The finding: `rename /memories/topics/link-out.md /memories/entities/moved.md` moved profile/team.md, the
+    file the link leads to, and left the link dangling; `mv` moves the link itself (docs/safety.md)."""
+    if face == "sdk":
+        pytest.importorskip("anthropic")
+    monkeypatch.setenv("FSMEM_NOW", NOW)
+    root = tmp_path / "memories"
+    shutil.copytree(memory_root, root, symlinks=True)
+    before = snapshot(root)
+    made = step(
+        Memory(root, agent="researcher"),
+        face,
+        "rename",
+        {"old_path": f"/memories/{link}", "new_path": f"/memories/{moved}"},
+    )
+    after = snapshot(root)
+    if text is None:
+        assert not made and after == before
+        return
+    assert made
+    changed = {p: after.get(p) for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
+    assert changed == {f"{link}@": None, f"{moved}@": text}
+    shown = git(root, "show", "--raw", "--no-renames", "--format=%s", "HEAD").stdout
+    assert f"\t{link}\n" in shown and f"\t{moved}\n" in shown and ":000000 120000" in shown, shown

@@ -502,12 +502,38 @@ class MemoryTool:
             self._record(tx, "delete", [Change(link, text, None, True)])
         return CommandAnswer(f"Successfully deleted {path}", paths=[link], rows=1)
 
+    def _rename_link(self, old_path: str, new_path: str, link: str, new: Path) -> CommandAnswer:
+        """Move the link `link` itself, as `mv` does (the reference moves what it leads to, leaving it dangling)."""
+        target = self._relative(new)
+        with self._writing() as tx:
+            if os.path.lexists(new):
+                raise MemoryToolError(f"The destination {new_path} already exists")
+            root = Path(os.path.realpath(self.memory_root))
+            text = os.readlink(root / link)
+            landed = os.path.normpath(os.path.join(os.path.dirname(target), text))
+            if not os.path.isabs(text) and (landed == ".." or landed.startswith("../")):
+                raise MemoryToolError(
+                    f"Path {shown(new_path)} would hold a symbolic link to {shown(text)}, which leads outside "
+                    "/memories from there"
+                )
+            with self._beneath(new_path):
+                self._make_folders(root, target)
+                beneath.rename(root, link, target, generated=True, folder_mode=DIR_MODE)
+            fsync_dir(new.parent)
+            data = os.fsencode(text)
+            changes = [Change(link, data, None, True), Change(target, None, data, True)]
+            self._record(tx, "rename", changes, f"memory.rename {link} -> {target}", paths=[link, target])
+        return CommandAnswer(f"Successfully renamed {old_path} to {new_path}", paths=[link, target], rows=1)
+
     def _rename(self, old_path: str, new_path: str) -> CommandAnswer:
         self._require_writable("rename")
         old = self.validate_path(old_path)
         new = self.validate_path(new_path, want="any" if old.is_dir() or not old.exists() else "file")
         if str(old) == os.path.realpath(self.memory_root):
             raise MemoryToolError("Cannot rename the /memories directory itself")
+        link = self._link_named(old_path)
+        if link is not None:
+            return self._rename_link(old_path, new_path, link, new)
         self._check_folder(old, old_path)
         with self._writing() as tx:
             if new.exists():
