@@ -65,14 +65,14 @@ test: lint
 durations: $(STAMP)
 	$(SUITE) --save-durations
 
-# The property and fuzz tests of history, consolidation, scopes, the command line, capture and people's saves with a
-# larger budget: each draws FUZZ_SCALE times the examples `make test` runs (HYPOTHESIS_PROFILE=explore draws new ones
-# each run).
+# The property and fuzz tests of history, consolidation, scopes (reads and writes), the command line, capture
+# and people's saves with a larger budget: each draws FUZZ_SCALE times the examples `make test` runs
+# (HYPOTHESIS_PROFILE=explore draws new ones each run).
 FUZZ_SCALE ?= 10
 fuzz: $(STAMP)
 	FSMEM_FUZZ_SCALE=$(FUZZ_SCALE) $(PY) -m pytest -q -p no:xdist \
 		tests/test_consolidate_invariant.py::test_batches_growth_and_crashes_give_the_bytes_of_one_run \
-		tests/test_sync_fuzz.py tests/test_scope_secrets.py \
+		tests/test_sync_fuzz.py tests/test_scope_secrets.py tests/test_scope_writes.py \
 		tests/test_cli_fuzz.py::test_no_command_line_or_variable_gets_a_traceback_a_flood_or_a_change_it_should_not \
 		tests/test_hostile_capture.py::test_whatever_a_transcript_holds_the_hook_writes_only_its_session_note_once \
 		tests/test_hostile_capture.py::test_whatever_an_export_holds_an_import_writes_only_session_notes_once \

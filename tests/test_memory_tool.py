@@ -401,12 +401,13 @@ def test_rename_errors_change_nothing(tool: MemoryTool) -> None:
     with pytest.raises(MemoryToolError, match="^Cannot rename the /memories directory itself$"):
         tool.rename("/memories", "/memories/elsewhere")
     tool.create("/memories/d/x.txt", "x")
-    # the reference lets the OSError out; fsmem words it as every face does (fsmem.errors.os_error_message)
+    # the reference lets the OSError out after making the destination's folders; fsmem refuses it first
     with pytest.raises(
-        MemoryToolError, match=r"^The rename of /memories/d failed: invalid argument \('/memories/d'\)$"
+        MemoryToolError, match=r"^Cannot rename /memories/d into itself: /memories/d/in/side lies inside it$"
     ):
-        tool.rename("/memories/d", "/memories/d/inside")
+        tool.rename("/memories/d", "/memories/d/in/side")
     assert tree(tool.memory_root) == {"a.txt": b"A", "b.txt": b"B", "d/x.txt": b"x"}
+    assert not (tool.memory_root / "d" / "in").exists()
 
 
 def test_clear_all_memory_keeps_the_folder_and_fsmem_state(tool: MemoryTool) -> None:

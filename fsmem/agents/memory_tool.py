@@ -56,6 +56,7 @@ from fsmem.store.paths import (
     check_folder_contents,
     check_portable,
     is_visible_folder,
+    lexical_parts,
     quoted,
     resolve,
     shown,
@@ -63,7 +64,7 @@ from fsmem.store.paths import (
     text_problem,
 )
 from fsmem.store.template import template_dir
-from fsmem.store.writing import Change
+from fsmem.store.writing import Change, into_itself
 from fsmem.tokens import TokenCounter
 
 PREFIX = "/memories"
@@ -455,6 +456,9 @@ class MemoryTool:
         full = self.validate_path(path)
         if str(full) == os.path.realpath(self.memory_root):
             raise MemoryToolError("Cannot delete the /memories directory itself")
+        link = self._link_named(path)
+        if link is not None:
+            return self._delete_link(path, link)
         self._check_folder(full, path)
         relative = self._relative(full)
         with self._writing() as tx:
@@ -480,12 +484,63 @@ class MemoryTool:
             self._record(tx, "delete", [Change(rel, data, None) for rel, data in gone], paths=[relative])
         return CommandAnswer(f"Successfully deleted {path}", paths=[relative], rows=1)
 
+    def _link_named(self, path: str) -> str | None:
+        """Over an fsmem memory, the link `path` (validated) names itself, memory-relative, or None: `delete` removes
+        it as `rm` does, not the file or folder it leads to (the reference's unlink of the resolved path)."""
+        if not self.is_fsmem:
+            return None
+        parts = lexical_parts(path[len(PREFIX) :].lstrip("/"))  # as validate_path's rule read it, a link kept
+        named = self.memory_root.joinpath(*parts)
+        if not parts or not os.path.islink(named):
+            return None
+        link = self._relative(Path(os.path.realpath(named.parent), named.name))
+        return None if link.startswith("../") else link  # a folder swapped for a link since: refused below
+
+    def _delete_link(self, path: str, link: str) -> CommandAnswer:
+        with self._writing() as tx:
+            root = Path(os.path.realpath(self.memory_root))
+            try:
+                text = os.fsencode(os.readlink(root / link))
+                with self._beneath(path):
+                    beneath.remove(root, link, generated=True)
+            except FileNotFoundError:
+                raise _Missing(f"The path {path} does not exist") from None
+            fsync_dir((root / link).parent)
+            self._record(tx, "delete", [Change(link, text, None, True)])
+        return CommandAnswer(f"Successfully deleted {path}", paths=[link], rows=1)
+
+    def _rename_link(self, old_path: str, new_path: str, link: str, new: Path) -> CommandAnswer:
+        """Move the link `link` itself, as `mv` does (the reference moves what it leads to, leaving it dangling)."""
+        target = self._relative(new)
+        with self._writing() as tx:
+            if os.path.lexists(new):
+                raise MemoryToolError(f"The destination {new_path} already exists")
+            root = Path(os.path.realpath(self.memory_root))
+            text = os.readlink(root / link)
+            landed = os.path.normpath(os.path.join(os.path.dirname(target), text))
+            if not os.path.isabs(text) and (landed == ".." or landed.startswith("../")):
+                raise MemoryToolError(
+                    f"Path {shown(new_path)} would hold a symbolic link to {shown(text)}, which leads outside "
+                    "/memories from there"
+                )
+            with self._beneath(new_path):
+                self._make_folders(root, target)
+                beneath.rename(root, link, target, generated=True, folder_mode=DIR_MODE)
+            fsync_dir(new.parent)
+            data = os.fsencode(text)
+            changes = [Change(link, data, None, True), Change(target, None, data, True)]
+            self._record(tx, "rename", changes, f"memory.rename {link} -> {target}", paths=[link, target])
+        return CommandAnswer(f"Successfully renamed {old_path} to {new_path}", paths=[link, target], rows=1)
+
     def _rename(self, old_path: str, new_path: str) -> CommandAnswer:
         self._require_writable("rename")
         old = self.validate_path(old_path)
         new = self.validate_path(new_path, want="any" if old.is_dir() or not old.exists() else "file")
         if str(old) == os.path.realpath(self.memory_root):
             raise MemoryToolError("Cannot rename the /memories directory itself")
+        link = self._link_named(old_path)
+        if link is not None:
+            return self._rename_link(old_path, new_path, link, new)
         self._check_folder(old, old_path)
         with self._writing() as tx:
             if new.exists():
@@ -494,6 +549,8 @@ class MemoryTool:
             if not os.path.lexists(old):  # checked before any folder is made, so a failed move leaves nothing
                 raise _Missing(f"The path {old_path} does not exist")
             base, target = self._relative(old), self._relative(new)
+            if into_itself(base, target):
+                raise MemoryToolError(f"Cannot rename {old_path} into itself: {new_path} lies inside it")
             with self._beneath(new_path) as root:
                 self._make_folders(root, target)
                 try:

@@ -376,9 +376,11 @@ def move(root: Path, source: Path, target: Path, *, record: bool = False, ahead:
         raise NotFound(f"{src_rel} does not exist")
     if target.exists() or target.is_symlink():
         raise AlreadyExists(f"{dst_rel} already exists; remove it first or choose another name")
-    moved = _files_under(source) if record else []
     # through in-memory folder links: where the files really are, and where they land
     src_real, dst_real = beneath.landing(root, src_rel, follow=False), beneath.landing(root, dst_rel, follow=False)
+    if into_itself(src_real, dst_real):
+        raise InvalidArgument(f"{src_rel} cannot move into itself ({dst_rel} lies inside it); nothing was moved")
+    moved = _files_under(source) if record else []
     changes: list[Change] = []
     for inner, link in moved:
         full = source / inner if inner else source
@@ -393,6 +395,12 @@ def move(root: Path, source: Path, target: Path, *, record: bool = False, ahead:
         except FileExistsError:
             raise AlreadyExists(f"{dst_rel} already exists; remove it first or choose another name") from None
     return result
+
+
+def into_itself(source: str, target: str) -> bool:
+    """Whether memory-relative `target` lies inside the folder `source`: the system refuses that move only after
+    the folders that hold `target` were made, with a bare "invalid argument"."""
+    return target.startswith(source.rstrip("/") + "/")
 
 
 def _files_under(source: Path) -> list[tuple[str, bool]]:
