@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
-from test_hostile import NOW, cli
+from child_env import without_fsmem
+from test_hostile import FSMEM, NOW, cli
 
 from fsmem import Memory
 
@@ -39,3 +41,102 @@ def test_a_row_count_past_the_limit_in_the_cache_is_a_rebuild(root: Path) -> Non
     done = cli(root, "search", "proration", timeout=20)
     assert done.returncode == 0, done.stderr
     assert "topics/billing.md" in done.stdout
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.fixture
+def history(tmp_path: Path, monkeypatch) -> Path:
+    monkeypatch.setenv("FSMEM_NOW", NOW)
+    memory = Memory.init(tmp_path / "mem", git=True)
+    memory.write("topics/billing.md", BILLING)
+    return memory.root
+
+
+def _commits(root: Path) -> int:
+    return int(_git(root, "rev-list", "--count", "HEAD").strip())
+
+
+@pytest.mark.parametrize("name", ["HEAD", "index", "refs/heads/planted", "planted-include"])
+def test_a_fifo_git_would_read_is_refused_not_waited_on(history: Path, name: str) -> None:
+    """A FIFO as `.git/HEAD`, as `.git/index`, as a ref or as a file `[include] path` names made every history
+    command wait for ever (git opened it and waited for a writer); history now refuses the repository with a
+    clear error (exit 2) before git runs, writes still land on disk, and history works again once it is gone."""
+    git_dir = history / ".git"
+    before = _commits(history)
+    saved = {p: p.read_bytes() for p in (git_dir / "HEAD", git_dir / "index", git_dir / "config")}
+    if name == "planted-include":
+        with open(git_dir / "config", "a") as config:
+            config.write("[include]\n\tpath = planted-include\n")
+    fifo = git_dir / name
+    fifo.unlink(missing_ok=True)
+    os.mkfifo(fifo)
+    done = cli(history, "log", timeout=20)
+    assert done.returncode == 2 and "FIFO" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    wrote = cli(history, "write", "topics/more.md", input="# More\n- kept\n", timeout=20)
+    assert wrote.returncode == 0, wrote.stderr
+    assert "- kept" in (history / "topics" / "more.md").read_text()
+    fifo.unlink()
+    for path, data in saved.items():
+        path.write_bytes(data)
+    assert cli(history, "write", "topics/last.md", input="# Last\n", timeout=20).returncode == 0
+    assert _commits(history) > before
+
+
+def test_a_git_file_naming_another_repository_is_refused(tmp_path: Path, monkeypatch) -> None:
+    """A received memory whose `.git` is a file naming another repository of this host (`gitdir: /elsewhere`)
+    made fsmem commit its writes into that repository; history now refuses it (exit 2), and the other
+    repository is left as it was."""
+    monkeypatch.setenv("FSMEM_NOW", NOW)
+    victim = tmp_path / "victim"
+    subprocess.run(["git", "init", "-q", str(victim)], check=True)
+    _git(victim, "-c", "user.name=v", "-c", "user.email=v@v", "commit", "-q", "--allow-empty", "-m", "theirs")
+    root = Memory.init(tmp_path / "mem").root
+    (root / ".git").write_text(f"gitdir: {victim / '.git'}\n")
+    wrote = cli(root, "write", "topics/x.md", input="# X\n- mine\n", timeout=20)
+    assert wrote.returncode == 0, wrote.stderr
+    done = cli(root, "log", timeout=20)
+    assert done.returncode == 2 and "another repository" in done.stderr, done.stderr
+    assert _git(victim, "log", "--format=%s").split() == ["theirs"]
+    assert _git(victim, "status", "--porcelain") == ""
+
+
+def test_a_linked_work_tree_keeps_its_history(history: Path, tmp_path: Path) -> None:
+    """A `.git` file of `git worktree add` names a git dir that names it back: history works there."""
+    linked = tmp_path / "linked"
+    _git(history, "worktree", "add", "-q", str(linked))
+    assert cli(linked, "write", "topics/w.md", input="# W\n", timeout=20).returncode == 0
+    done = cli(linked, "log", timeout=20)
+    assert done.returncode == 0 and "topics/w.md" in done.stdout, done.stderr
+
+
+def test_core_worktree_elsewhere_does_not_move_the_work_tree(history: Path, tmp_path: Path) -> None:
+    """`core.worktree` in a received `.git/config` pointed git's work tree elsewhere: history was lost (no work
+    tree) or read another folder; fsmem's git now works in the folder of the `.git`."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    _git(history, "config", "core.worktree", str(elsewhere))
+    assert cli(history, "write", "topics/w.md", input="# W\n", timeout=20).returncode == 0
+    done = cli(history, "log", timeout=20)
+    assert done.returncode == 0 and "topics/w.md" in done.stdout, done.stderr
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_git_variables_of_the_caller_do_not_redirect_history(history: Path, tmp_path: Path) -> None:
+    """GIT_DIR, GIT_INDEX_FILE, GIT_CONFIG_COUNT pairs inherited from a calling hook point at another
+    repository: fsmem's git acts on the memory's own repository only."""
+    victim = tmp_path / "victim"
+    subprocess.run(["git", "init", "-q", str(victim)], check=True)
+    env = {**without_fsmem(), "FSMEM_NOW": NOW, "GIT_DIR": str(victim / ".git"), "GIT_WORK_TREE": str(victim)}
+    env.update(GIT_INDEX_FILE=str(victim / ".git" / "index"), GIT_CONFIG_COUNT="1")
+    env.update(GIT_CONFIG_KEY_0="core.hooksPath", GIT_CONFIG_VALUE_0=str(tmp_path))
+    for args, data in ((("write", "topics/w.md"), "# W\n"), (("log",), None), (("config", "--local"), None)):
+        done = subprocess.run(
+            [FSMEM, "--root", str(history), *args], input=data, capture_output=True, text=True, env=env, timeout=20
+        )
+        assert done.returncode == 0, (args, done.stderr)
+    assert "topics/w.md" in done.stdout or _git(history, "log", "--format=%s").count("topics/w.md")
+    assert not (victim / ".git" / "index").exists()
+    assert subprocess.run(["git", "-C", str(victim), "rev-parse", "HEAD"], capture_output=True).returncode != 0
