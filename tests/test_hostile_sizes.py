@@ -140,3 +140,42 @@ def test_git_variables_of_the_caller_do_not_redirect_history(history: Path, tmp_
     assert "topics/w.md" in done.stdout or _git(history, "log", "--format=%s").count("topics/w.md")
     assert not (victim / ".git" / "index").exists()
     assert subprocess.run(["git", "-C", str(victim), "rev-parse", "HEAD"], capture_output=True).returncode != 0
+
+
+def _sparse(path: Path, size: int = 4 << 30) -> None:
+    """A file of `size` bytes that takes no disk (`truncate -s 4G`): zeros, one line."""
+    with open(path, "wb") as handle:
+        handle.truncate(size)
+
+
+def test_a_huge_sparse_file_is_left_out_of_history_and_kept_on_disk(history: Path) -> None:
+    """A sparse 4 GB file in the memory made `consolidate` read it whole to commit it (64 s, 4.2 GB of memory, a
+    4 GB blob in history); history now leaves out a file over LEFT_OUT_LIMIT, commits the rest, and the file
+    stays on disk untouched."""
+    big = history / "topics" / "huge.md"
+    _sparse(big)
+    (history / "topics" / "small.md").write_text("# Small\n- kept in history\n")
+    done = cli(history, "consolidate", timeout=20)
+    assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr
+    tracked = _git(history, "ls-tree", "-r", "--name-only", "HEAD", "topics/")
+    assert "topics/small.md" in tracked and "topics/huge.md" not in tracked
+    assert big.stat().st_size == 4 << 30
+    checked = cli(history, "check", timeout=20)
+    assert "topics/huge.md:1: too large" in checked.stdout and "left out of grep, search and history" in checked.stdout
+
+
+def test_a_huge_sparse_file_leaves_grep_and_read_to_answer(root: Path) -> None:
+    """The same file made `fsmem grep` fail for the whole memory (rg held its 4 GB line, stopped at the 10 s
+    limit) and `fsmem read` take 18 s (the whole line read to count its length); grep now answers for the other
+    files and names it, and read reads no file past its first LEFT_OUT_LIMIT bytes."""
+    _sparse(root / "topics" / "huge.md")
+    assert cli(root, "ls", timeout=20).returncode == 0  # the catalog sees it (grep names what its last walk saw)
+    done = cli(root, "grep", "proration", timeout=8)
+    assert done.returncode == 0 and "topics/billing.md" in done.stdout, done.stderr
+    assert "not searched: 1 file(s) over 67,108,864 bytes, too large: topics/huge.md" in done.stdout
+    named = cli(root, "grep", "proration", "topics/huge.md", timeout=8)
+    assert named.returncode == 1 and "too large: topics/huge.md" in named.stdout, named.stderr
+    read = cli(root, "read", "topics/huge.md", timeout=8)
+    assert read.returncode == 0 and "lines 1-1 shown" in read.stdout, read.stderr
+    searched = cli(root, "search", "proration", timeout=8)
+    assert searched.returncode == 0 and "topics/billing.md" in searched.stdout
