@@ -179,3 +179,44 @@ def test_a_huge_sparse_file_leaves_grep_and_read_to_answer(root: Path) -> None:
     assert read.returncode == 0 and "lines 1-1 shown" in read.stdout, read.stderr
     searched = cli(root, "search", "proration", timeout=8)
     assert searched.returncode == 0 and "topics/billing.md" in searched.stdout
+
+
+def _nest(base: Path, levels: int) -> int:
+    """Folders `d/d/d/…` under `base`, as many as the path limit allows up to `levels`; how many were made."""
+    made, current = 0, os.fspath(base)
+    for _ in range(levels):
+        current = os.path.join(current, "d")
+        try:
+            os.mkdir(current)
+        except OSError:  # past PATH_MAX
+            break
+        made += 1
+    return made
+
+
+def _unnest(base: Path) -> None:
+    """Remove `_nest`'s folders a level at a time, by short paths (pytest's rmtree recurses once a folder)."""
+    top, lifted = base / "d", base / "lifted"
+    while top.exists():
+        if (top / "d").exists():
+            os.rename(top / "d", lifted)
+        os.rmdir(top)
+        if lifted.exists():
+            os.rename(lifted, top)
+
+
+def test_folders_nested_past_the_path_limit_leave_grep_and_consolidate_to_answer(history: Path) -> None:
+    """2,000 nested folders (a path past PATH_MAX below them) made `fsmem grep` fail for the whole memory (rg:
+    'File name too long') and `fsmem consolidate` end in a RecursionError (os.walk recurses once a folder):
+    exit 2 for both. rg now goes no deeper than MAX_DEPTH, passes over a name too long, and consolidate's walks
+    stop at MAX_DEPTH."""
+    assert _nest(history / "topics", 4000) > 1000
+    try:
+        done = cli(history, "grep", "proration", timeout=20)
+        assert done.returncode == 0 and "topics/billing.md" in done.stdout, done.stderr
+        done = cli(history, "consolidate", timeout=30)
+        assert done.returncode in (0, 1) and "nested too deeply" not in done.stderr, done.stderr
+        for args in (("ls",), ("check",), ("search", "proration")):
+            assert cli(history, *args, timeout=20).returncode in (0, 1)
+    finally:
+        _unnest(history / "topics")
