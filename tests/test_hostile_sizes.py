@@ -220,3 +220,30 @@ def test_folders_nested_past_the_path_limit_leave_grep_and_consolidate_to_answer
             assert cli(history, *args, timeout=20).returncode in (0, 1)
     finally:
         _unnest(history / "topics")
+
+
+def test_a_folder_nested_past_the_path_limit_is_refused_by_rm_mv_and_the_memory_tool(root: Path) -> None:
+    """`fsmem rm`/`mv` of a folder of 2,000 nested folders said only 'nested too deeply', and the memory tool's
+    delete, rename and clear raised a bare RecursionError (os.walk); each is now a clear refusal (clear leaves
+    the folder, which holds no memory file), and the memory files are kept."""
+    from fsmem.agents.memory_tool import MemoryTool, MemoryToolError
+
+    deep = root / "topics" / "deep"
+    deep.mkdir()
+    assert _nest(deep, 4000) > 1000
+    try:
+        for args in (("rm", "topics/deep"), ("mv", "topics/deep", "topics/moved")):
+            done = cli(root, *args, timeout=20)
+            assert done.returncode == 2 and "more than 64 deep" in done.stderr, done.stderr
+        tool = MemoryTool(memory_root=root)
+        for call in (
+            lambda: tool.delete("/memories/topics/deep"),
+            lambda: tool.rename("/memories/topics/deep", "/memories/x"),
+        ):
+            with pytest.raises(MemoryToolError, match="more than 64 deep"):
+                call()
+        assert (root / "topics" / "billing.md").read_text() == BILLING
+        assert tool.clear_all_memory() == "All memory cleared"
+        assert (deep / "d").is_dir()
+    finally:
+        _unnest(deep)

@@ -401,6 +401,13 @@ def check_folder_contents(root: Path, folder: Path, raw: str) -> None:
         return
     base = len(os.fspath(folder).rstrip(os.sep)) + 1
     for current, folders, files in os.walk(folder):
+        if current[base:].count(os.sep) >= MAX_DEPTH:  # os.walk recurses once a folder: 2,000 nested ones ended
+            raise _refused(  # the removal in a RecursionError; no memory file lies this deep
+                InvalidArgument,
+                raw,
+                f"holds folders more than {MAX_DEPTH} deep, which hold no memory file; fsmem moves and removes"
+                " only folders of memory files (a human can move or remove it by hand)",
+            )
         for name in folders + files:
             full = os.path.join(current, name)
             inner = full[base:].replace(os.sep, "/")
