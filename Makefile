@@ -71,7 +71,8 @@ FUZZ_SCALE ?= 10
 fuzz: $(STAMP)
 	FSMEM_FUZZ_SCALE=$(FUZZ_SCALE) $(PY) -m pytest -q -p no:xdist \
 		tests/test_consolidate_invariant.py::test_batches_growth_and_crashes_give_the_bytes_of_one_run \
-		tests/test_sync_fuzz.py tests/test_scope_secrets.py
+		tests/test_sync_fuzz.py tests/test_scope_secrets.py \
+		tests/test_hostile_sizes.py::test_no_file_of_any_kind_or_size_stops_the_answers_for_the_others
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py

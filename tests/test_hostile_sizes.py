@@ -9,12 +9,14 @@ timeout, so a hang fails the test instead of the suite.
 from __future__ import annotations
 
 import os
+import socket
 import sqlite3
 import subprocess
 from pathlib import Path
 
 import pytest
 from child_env import without_fsmem
+from hypothesis import HealthCheck, given, settings, strategies as st
 from test_hostile import FSMEM, NOW, cli
 
 from fsmem import Memory
@@ -247,3 +249,77 @@ def test_a_folder_nested_past_the_path_limit_is_refused_by_rm_mv_and_the_memory_
         assert (deep / "d").is_dir()
     finally:
         _unnest(deep)
+
+
+KINDS = (
+    "fifo",
+    "socket",
+    "dangling link",
+    "link loop",
+    "link to /dev/zero",
+    "folder",
+    "sparse past the limit",
+    "NUL bytes",
+    "nested 100 deep",
+)
+PLACES = ("topics/x.md", "sessions/2026-11-30-x.md", "entities/person/x.md", "x.md", "topics/" + "n" * 252 + ".md")
+EXAMPLES = 3 * int(os.environ.get("FSMEM_FUZZ_SCALE", "1"))
+
+
+def _put(path: Path, kind: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "socket":
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.bind(os.fspath(path.parent / "s"))  # left behind when closed: a socket file no one listens on
+        os.rename(path.parent / "s", path)  # bound by a short name: a long path is past AF_UNIX's 108 bytes
+    elif kind == "dangling link":
+        os.symlink("nowhere.md", path)
+    elif kind == "link loop":
+        os.symlink(path.name, path)
+    elif kind == "link to /dev/zero":
+        os.symlink("/dev/zero", path)
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "sparse past the limit":
+        _sparse(path, (64 << 20) + 1)
+    elif kind == "NUL bytes":
+        path.write_bytes(b"# x\n\0\0other\0\n" * 100)
+    else:
+        path.mkdir()
+        _nest(path, 100)
+        (path / ("d/" * 99) / "x.md").write_text("# deep\n- proration: hidden\n")
+
+
+def _kind_of(path: Path) -> int:
+    return os.lstat(path).st_mode & 0o170000
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(planted=st.dictionaries(st.sampled_from(PLACES), st.sampled_from(KINDS), min_size=1, max_size=3))
+def test_no_file_of_any_kind_or_size_stops_the_answers_for_the_others(tmp_path_factory, monkeypatch, planted) -> None:
+    """Whatever the memory holds beside its notes (a FIFO, a socket, links that go nowhere, loop or lead to a
+    device, a folder named like a note, a sparse file past LEFT_OUT_LIMIT, NUL bytes, folders nested deep), every
+    read command answers for the other files within its time limit, consolidation commits, and each planted
+    entry is still there, of the same kind."""
+    monkeypatch.setenv("FSMEM_NOW", NOW)
+    root = Memory.init(tmp_path_factory.mktemp("kinds") / "mem", git=True).root
+    Memory(root).write("topics/billing.md", BILLING)
+    for place, kind in planted.items():
+        _put(root / place, kind)
+    kinds = {place: _kind_of(root / place) for place in planted}
+    for args, shown in (
+        (("ls",), "topics/billing.md"),
+        (("grep", "proration"), "topics/billing.md"),
+        (("search", "proration"), "topics/billing.md"),
+        (("read", "topics/billing.md"), "proration: daily"),
+        (("check",), ""),
+        (("consolidate",), ""),
+        (("log",), ""),
+    ):
+        done = cli(root, *args, timeout=20)
+        fine = (0, 1, 3) if args == ("consolidate",) else (0, 1)  # 3: a note skipped (named), the rest consolidated
+        assert done.returncode in fine and shown in done.stdout, (args, planted, done.stderr)
+        assert "Traceback" not in done.stderr
+    assert {place: _kind_of(root / place) for place in planted} == kinds
