@@ -323,3 +323,18 @@ def test_no_file_of_any_kind_or_size_stops_the_answers_for_the_others(tmp_path_f
         assert done.returncode in fine and shown in done.stdout, (args, planted, done.stderr)
         assert "Traceback" not in done.stderr
     assert {place: _kind_of(root / place) for place in planted} == kinds
+
+
+def test_a_fifo_as_a_loose_object_is_refused_not_waited_on(history: Path) -> None:
+    """A FIFO in place of HEAD's loose commit object made `git cat-file` wait for ever (`fsmem log` hung);
+    history now refuses the repository (exit 2) naming the object, and works again once it is put back."""
+    head = _git(history, "rev-parse", "HEAD").strip()
+    loose = history / ".git" / "objects" / head[:2] / head[2:]
+    saved = loose.read_bytes()
+    loose.unlink()
+    os.mkfifo(loose)
+    done = cli(history, "log", timeout=20)
+    assert done.returncode == 2 and head[2:] in done.stderr and "FIFO" in done.stderr, done.stderr
+    loose.unlink()
+    loose.write_bytes(saved)
+    assert cli(history, "log", timeout=20).returncode == 0

@@ -4,8 +4,9 @@ A memory received from someone else brings its `.git`, and git believes it: a FI
 `index` or as a file `[include] path` names made every git call wait for a writer that never comes (each
 history command hung), and a `.git` *file* (`gitdir: /elsewhere`) points git at another repository of this
 host, which fsmem would then commit into. `check` refuses both before any git process starts: each name git
-opens must be a regular file or a folder (or absent), and a `.git` file must name a git dir that names it back
-(a linked work tree's `gitdir`) or lies in a superproject's `.git/modules/` (a submodule).
+opens (loose objects and packs too) must be a regular file or a folder (or absent), and a `.git` file must
+name a git dir that names it back (a linked work tree's `gitdir`) or lies in a superproject's `.git/modules/`
+(a submodule).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ READ = (
 FOLDERS = ("refs", "logs", "info", "objects/info")
 MAX_POINTER = 4096  # bytes of a `.git` file or `commondir` read: a path, not a document
 INCLUDE_DEPTH = 10  # git's own limit on nested includes
+_FANOUT = re.compile(r"^[0-9a-f]{2}$")
 _PATH_KEY = re.compile(rb"^\s*path\s*=\s*(.*?)\s*$", re.MULTILINE | re.IGNORECASE)
 
 
@@ -56,7 +58,29 @@ def check(marker: Path) -> None:
             for here, dirs, files in os.walk(folder / sub):
                 for name in (*dirs, *files):
                     _plain(Path(here, name))
+        _objects(folder / "objects")
         _includes(folder / "config", INCLUDE_DEPTH)
+
+
+def _objects(objects: Path) -> None:
+    """No loose object or pack is a FIFO, socket or device (`git cat-file` opened one and waited): the kind of
+    each entry comes with its folder's listing (d_type), so only a link is looked at further. fsmem's commits
+    write loose objects and `gc --auto` packs them past 6,700, so a listing is a few thousand names at most."""
+    try:
+        folders = [entry for entry in os.scandir(objects) if _FANOUT.match(entry.name) or entry.name == "pack"]
+    except OSError:
+        return
+    for folder in folders:
+        if folder.is_symlink() or not folder.is_dir(follow_symlinks=False):
+            _plain(Path(folder.path))
+            continue
+        try:
+            entries = list(os.scandir(folder.path))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_symlink() or not (entry.is_file(follow_symlinks=False) or entry.is_dir(follow_symlinks=False)):
+                _plain(Path(entry.path))
 
 
 def _git_dir(marker: Path) -> Path:
