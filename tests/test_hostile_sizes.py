@@ -338,3 +338,18 @@ def test_a_fifo_as_a_loose_object_is_refused_not_waited_on(history: Path) -> Non
     loose.unlink()
     loose.write_bytes(saved)
     assert cli(history, "log", timeout=20).returncode == 0
+
+
+def test_a_git_link_to_another_repository_is_refused(tmp_path: Path, monkeypatch) -> None:
+    """A received memory whose `.git` is a link to another repository of this host made fsmem commit its writes
+    there (the other repository's branch moved to a tree of the memory's files); history now refuses it."""
+    monkeypatch.setenv("FSMEM_NOW", NOW)
+    victim = tmp_path / "victim"
+    subprocess.run(["git", "init", "-q", str(victim)], check=True)
+    _git(victim, "-c", "user.name=v", "-c", "user.email=v@v", "commit", "-q", "--allow-empty", "-m", "theirs")
+    root = Memory.init(tmp_path / "mem").root
+    (root / ".git").symlink_to(victim / ".git")
+    assert cli(root, "write", "topics/x.md", input="# X\n", timeout=20).returncode == 0
+    done = cli(root, "log", timeout=20)
+    assert done.returncode == 2 and "another folder's repository" in done.stderr, done.stderr
+    assert _git(victim, "log", "--format=%s").split() == ["theirs"]

@@ -3,10 +3,10 @@
 A memory received from someone else brings its `.git`, and git believes it: a FIFO as `HEAD`, as a ref, as
 `index` or as a file `[include] path` names made every git call wait for a writer that never comes (each
 history command hung), and a `.git` *file* (`gitdir: /elsewhere`) points git at another repository of this
-host, which fsmem would then commit into. `check` refuses both before any git process starts: each name git
-opens (loose objects and packs too) must be a regular file or a folder (or absent), and a `.git` file must
-name a git dir that names it back (a linked work tree's `gitdir`) or lies in a superproject's `.git/modules/`
-(a submodule).
+host (as does a `.git` that is a link out of its folder), which fsmem would then commit into. `check` refuses
+both before any git process starts: each name git opens (loose objects and packs too) must be a regular file
+or a folder (or absent), a `.git` link must stay in its folder, and a `.git` file must name a git dir that
+names it back (a linked work tree's `gitdir`) or lies in a superproject's `.git/modules/` (a submodule).
 """
 
 from __future__ import annotations
@@ -85,6 +85,11 @@ def _objects(objects: Path) -> None:
 
 def _git_dir(marker: Path) -> Path:
     """The git dir of `marker`: itself, or what a `.git` file names when that git dir names it back."""
+    if os.path.islink(marker) and not Path(os.path.realpath(marker)).is_relative_to(os.path.realpath(marker.parent)):
+        raise HistoryError(
+            f"{marker} is a link to {os.path.realpath(marker)}, another folder's repository: history refuses to"
+            " write into it; remove the link, or make this folder a repository of its own with git init"
+        )
     kind = _kind(marker)
     if kind is None or stat.S_ISDIR(kind):
         return marker
