@@ -353,3 +353,16 @@ def test_a_git_link_to_another_repository_is_refused(tmp_path: Path, monkeypatch
     done = cli(root, "log", timeout=20)
     assert done.returncode == 2 and "another folder's repository" in done.stderr, done.stderr
     assert _git(victim, "log", "--format=%s").split() == ["theirs"]
+
+
+def test_a_commondir_naming_another_repository_is_refused(history: Path, tmp_path: Path) -> None:
+    """A `.git/commondir` naming another repository of this host made git keep refs and objects there: fsmem
+    created a branch of the memory's commits in it. history now refuses it (a linked work tree's still works,
+    test_a_linked_work_tree_keeps_its_history)."""
+    victim = tmp_path / "victim"
+    subprocess.run(["git", "init", "-q", "--initial-branch=theirs", str(victim)], check=True)
+    (history / ".git" / "commondir").write_text(f"{victim / '.git'}\n")
+    assert cli(history, "write", "topics/x.md", input="# X\n", timeout=20).returncode == 0
+    done = cli(history, "log", timeout=20)
+    assert done.returncode == 2 and "commondir" in done.stderr, done.stderr
+    assert _git(victim, "for-each-ref", "--format=%(refname)") == ""

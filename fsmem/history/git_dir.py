@@ -5,8 +5,9 @@ A memory received from someone else brings its `.git`, and git believes it: a FI
 history command hung), and a `.git` *file* (`gitdir: /elsewhere`) points git at another repository of this
 host (as does a `.git` that is a link out of its folder), which fsmem would then commit into. `check` refuses
 both before any git process starts: each name git opens (loose objects and packs too) must be a regular file
-or a folder (or absent), a `.git` link must stay in its folder, and a `.git` file must name a git dir that
-names it back (a linked work tree's `gitdir`) or lies in a superproject's `.git/modules/` (a submodule).
+or a folder (or absent), a `.git` link must stay in its folder, `commondir` must name the repository of a
+linked work tree's git dir (and no other), and a `.git` file must name a git dir that names it back (a
+linked work tree's `gitdir`) or lies in a superproject's `.git/modules/` (a submodule).
 """
 
 from __future__ import annotations
@@ -49,8 +50,14 @@ def check(marker: Path) -> None:
     git_dir = _git_dir(marker)
     folders = [git_dir]
     common = _pointer(git_dir / "commondir")
-    if common is not None:
-        folders.append(Path(git_dir, common))
+    if common is not None:  # a linked work tree's git dir, .git/worktrees/NAME: its repository is the .git above
+        shared = Path(os.path.realpath(Path(git_dir, common)))
+        if git_dir == marker or shared != Path(os.path.realpath(git_dir)).parent.parent:
+            raise HistoryError(
+                f"{git_dir / 'commondir'} points at the repository {shared}, which is not this folder's: history"
+                " refuses to write into another repository; remove that file"
+            )
+        folders.append(shared)
     for folder in folders:
         for name in READ:
             _plain(folder / name)
