@@ -366,3 +366,12 @@ def test_a_commondir_naming_another_repository_is_refused(history: Path, tmp_pat
     done = cli(history, "log", timeout=20)
     assert done.returncode == 2 and "commondir" in done.stderr, done.stderr
     assert _git(victim, "for-each-ref", "--format=%(refname)") == ""
+
+
+def test_a_sparse_git_file_is_refused_not_read_whole(history: Path) -> None:
+    """A sparse 4 GB `.git/packed-refs` made git read 4 GB of zeros on each call: `fsmem log` took 2.8 s of CPU
+    to say `[0 commits]` of a memory with commits; history now refuses the repository (exit 2) before git runs."""
+    _sparse(history / ".git" / "packed-refs")
+    _sparse(history / ".git" / "index")
+    done = cli(history, "log", timeout=20)
+    assert done.returncode == 2 and "sparse" in done.stderr, done.stderr
