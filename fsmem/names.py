@@ -10,6 +10,7 @@ import os
 CONFIG_FILE = "fsmem.yaml"
 STATE_DIR = ".fsmem"  # machine state: caches, logs, locks; never memory
 ROOT_ENV = "FSMEM_ROOT"
+MAX_DEPTH = 64  # folders a memory file may lie in (`fsmem.store.paths`); rg is given it too (`fsmem.store.rg_command`)
 
 
 def find_root(given: str | None = None, start: str | None = None) -> str | None:

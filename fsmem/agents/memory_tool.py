@@ -53,6 +53,7 @@ from fsmem.store.catalog import walk_stats
 from fsmem.store.files import atomic_write, file_lock, fsync_dir
 from fsmem.store.paths import (
     STATE_DIR,
+    bounded_walk,
     check_folder_contents,
     check_portable,
     is_visible_folder,
@@ -712,7 +713,7 @@ class MemoryTool:
         if full.is_file() and not full.is_symlink():
             return [(self._relative(full), full.read_bytes())]
         found = []
-        for current, _folders, names in os.walk(full):
+        for current, _folders, names in bounded_walk(full):  # check_folder_contents refuses a deeper folder
             for name in sorted(names):
                 item = Path(current, name)
                 if item.is_file() and not item.is_symlink():
@@ -812,7 +813,7 @@ def _folder_links(root: Path) -> list[str]:
     the memory or out of it, or in a loop. None is followed (the walk enters real folders only); a link to a
     file is the walk's (a memory file) or stays (any other file)."""
     found = []
-    for current, folders, files in os.walk(root):
+    for current, folders, files in bounded_walk(root):
         inside = os.path.relpath(current, root).replace(os.sep, "/")
         for name in [*folders, *files]:
             rel = name if inside == "." else f"{inside}/{name}"
@@ -833,7 +834,7 @@ def _loops(full: str) -> bool:
 
 def _remove_empty_folders(root: Path) -> None:
     """Remove the visible folders left empty under `root` (deepest first); hidden ones are never touched."""
-    for current, _folders, _files in os.walk(root, topdown=False):
+    for current, _folders, _files in reversed(list(bounded_walk(root))):  # deepest first
         if current == os.fspath(root):
             continue
         relative = os.path.relpath(current, root).replace(os.sep, "/")

@@ -21,6 +21,7 @@ from fsmem.consolidate.plan import Change, Plan, Settings, citation_paths
 from fsmem.consolidate.report import ConsolidationReport
 from fsmem.consolidate.subjects import DirectoryEntry
 from fsmem.state_files import read_state
+from fsmem.store.paths import bounded_walk
 
 CACHE_VERSION = 2  # 2: each episode's inode
 
@@ -137,7 +138,7 @@ def _episodes(root: Path, archive_dir: str) -> Iterator[tuple[str, os.stat_resul
     for folder in NoteFolders(root, archive_dir).named:
         if not (root / folder).is_dir():
             continue
-        for current, dirs, files in os.walk(root / folder):
+        for current, dirs, files in bounded_walk(root / folder):
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
             for name in sorted(files):
                 if name.startswith(PREFIX) and name.endswith(".md"):

@@ -50,16 +50,23 @@ HOST_ID_KEY = "fsmem.hostId"
 def host_setting(root: Path, key: str) -> str | None:
     """A host-local setting (`git config --local KEY` of the repository around `root`), or None: no repository,
     no git, or not set. One git process, only where a `.git` lies above."""
-    if git_marker(root) is None:
+    marker = git_marker(root)
+    if marker is None:
         return None
+    from fsmem.errors import HistoryError
+    from fsmem.history import git_dir
+    from fsmem.history.git import clean_env
+
     try:
+        git_dir.check(marker)  # no FIFO git would wait on, no other repository's config
         proc = subprocess.run(
             ["git", "-C", os.fspath(root), "config", "--local", "--get", key],
             capture_output=True,
             stdin=subprocess.DEVNULL,
+            env=clean_env(),  # no GIT_DIR or GIT_CONFIG_* of the caller's: this memory's repository only
             timeout=30,
         )
-    except (OSError, subprocess.SubprocessError):
+    except (OSError, subprocess.SubprocessError, HistoryError):
         return None
     value = proc.stdout.decode("utf-8", "replace").strip()
     return value if proc.returncode == 0 and value else None

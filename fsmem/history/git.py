@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from fsmem.errors import ChangedOnDisk, HistoryError
-from fsmem.history import disarm
+from fsmem.history import disarm, git_marker
 from fsmem.store.shared import Shared
 
 # Variables a git hook may have set that would point our git elsewhere.
@@ -43,7 +44,18 @@ _REDIRECTS = (
     "GIT_NAMESPACE",
     "GIT_PREFIX",
     "GIT_QUARANTINE_PATH",
+    # what `git rev-parse --local-env-vars` names besides: settings and objects of another repository's
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_GRAFT_FILE",
+    "GIT_NO_REPLACE_OBJECTS",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_INTERNAL_SUPER_PREFIX",
+    "GIT_SHALLOW_FILE",
 )
+_CONFIG_PAIR = re.compile(r"^GIT_CONFIG_(KEY|VALUE)_\d+$")
 MERGE_DRIVER_NAME = "fsmem: Markdown memory merge (facts, notes, front matter)"
 CHUNK = 1 << 20  # bytes read at a time when a large file is hashed or stored
 
@@ -109,7 +121,9 @@ def settings() -> list[str]:
 
 
 def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if key not in _REDIRECTS}
+    """The environment of fsmem's git: the caller's, less what would point git elsewhere (`_REDIRECTS`, and the
+    `GIT_CONFIG_KEY_n`/`VALUE_n` pairs of GIT_CONFIG_COUNT), and never a prompt, pager or editor."""
+    env = {key: value for key, value in os.environ.items() if key not in _REDIRECTS and not _CONFIG_PAIR.match(key)}
     env.update(
         GIT_TERMINAL_PROMPT="0",
         GIT_EDITOR="true",
@@ -129,10 +143,12 @@ class Git:
     def __init__(self, top: Path):
         self.top = top
         self.disarm = disarm.Disarm()
+        marker = git_marker(top)  # the work tree is the folder of the `.git`, whatever `core.worktree` says
+        self.work_tree = [] if marker is None else [f"--work-tree={os.fspath(marker.parent)}"]
 
     def command(self, *args: str) -> list[str]:
         """git's command line: the repository's programs disarmed (disarm.py), then fsmem's settings, which win."""
-        return ["git", "-C", os.fspath(self.top), *self.disarm.around(args, settings(), self.run)]
+        return ["git", "-C", os.fspath(self.top), *self.work_tree, *self.disarm.around(args, settings(), self.run)]
 
     def run(
         self,

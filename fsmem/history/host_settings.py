@@ -28,7 +28,8 @@ import subprocess
 from pathlib import Path
 
 from fsmem.errors import HistoryError, InvalidArgument
-from fsmem.history import git_marker, host_setting
+from fsmem.history import git_dir, git_marker, host_setting
+from fsmem.history.git import clean_env
 from fsmem.state_files import read_state
 from fsmem.store import host
 from fsmem.store.files import atomic_write, state_dir
@@ -151,13 +152,16 @@ def host_key() -> bytes:
 
 
 def _put(root: Path, key: str, name: str, value: str | None) -> None:
-    if git_marker(root) is not None:
+    marker = git_marker(root)
+    if marker is not None:
+        git_dir.check(marker)
         args = ["--unset-all", key] if value is None else ["--replace-all", key, value]  # a copied config may hold two
         try:
             proc = subprocess.run(
                 ["git", "-C", os.fspath(root), "config", "--local", *args],
                 capture_output=True,
                 stdin=subprocess.DEVNULL,
+                env=clean_env(),
                 timeout=30,
             )
         except (OSError, subprocess.SubprocessError) as exc:

@@ -21,6 +21,7 @@ from fsmem.budget import echo
 from fsmem.errors import HistoryError, InvalidArgument, NotFound
 from fsmem.history import git_marker
 from fsmem.history.git import CatFile, Git, ObjectStore, give_back, readers
+from fsmem.history.git_dir import check as git_dir_check
 from fsmem.history.trees import parse_tree, tree_body
 from fsmem.store.files import Stored
 
@@ -165,8 +166,10 @@ class Repo:
 def discover(root: Path, host: str, *, enabled: bool = True) -> Repo | None:
     """The repository a memory lives in, or None when it has no history (no git, ignored, switched off with
     `history.enabled`)."""
-    if not enabled or git_marker(root) is None:
+    marker = git_marker(root) if enabled else None
+    if marker is None:
         return None
+    git_dir_check(marker)  # no FIFO git would wait on, no other repository's git dir
     git = Git(root)
     asked = ("rev-parse", "--is-inside-work-tree", "--show-toplevel", "--git-common-dir", "--show-prefix")
     proc = git.run(*asked, "--show-object-format", check=False)

@@ -115,12 +115,14 @@ class Core:
                     self._repo = discover(self.root, self.host_id, enabled=enabled)
                 except HistoryError as exc:  # no git command: the memory works, without history
                     logs.history_problem(self.root, "discover", self.agent, exc)
+                    self._history_refused = exc  # what a history command then says (require_history)
         return self._repo
 
     def forget_history(self) -> None:
         """Look for the repository again at the next use (after history was set up); the one found is given back."""
         repo = self.__dict__.pop("_repo", None)
         self.__dict__.pop("_host_id", None)
+        self.__dict__.pop("_history_refused", None)
         if repo is not None:
             repo.close()
 
@@ -202,6 +204,9 @@ def require_history(memory: Core) -> Repo:
     """The repository, with what fsmem wrote committed; HistoryOff (saying how to turn it on) without one."""
     repo = memory.history
     if repo is None:
+        refused = getattr(memory, "_history_refused", None)
+        if refused is not None:  # a repository history will not use (fsmem.history.git_dir), or no git
+            raise HistoryError(str(refused))
         from fsmem.history import turn_on
 
         raise HistoryOff(

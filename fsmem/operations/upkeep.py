@@ -22,7 +22,7 @@ from fsmem.operations.core import Core, selection, whole_memory
 from fsmem.operations.transaction import after_change, require_writable, transaction
 from fsmem.query.links import SHOWN_CANDIDATES, Resolver
 from fsmem.store import paths as _paths
-from fsmem.store.meta import EXACT_COUNT_LIMIT
+from fsmem.store.meta import EXACT_COUNT_LIMIT, LEFT_OUT_LIMIT
 from fsmem.store.selection import Selection
 
 if TYPE_CHECKING:  # and imported where used: a read (ls, grep, read) loads none of these
@@ -90,7 +90,10 @@ def check(memory: Core, path: str | None = None) -> CheckResult:
             rel,
             1,
             f"too large to search ({size:,} bytes, over {EXACT_COUNT_LIMIT:,}): search finds none of its lines, "
-            "grep does; split it into smaller files",
+            "grep does; split it into smaller files"
+            if size <= LEFT_OUT_LIMIT
+            else f"too large ({size:,} bytes, over {LEFT_OUT_LIMIT:,}): left out of grep, search and history,"
+            " read only in part, kept on disk as it is; split it into smaller files",
         )
         for rel, size in memory.catalog.too_large(chosen)
     ]

@@ -41,6 +41,7 @@ _PREVIEW_MARK = " [... omitted end of long line]"
 # a seventh of its pass, counted, then the page read). Past it, the pass so far is lost: the limit is not
 # set just above a size that is common.
 _SMALL_OUTPUT = 24 << 20
+LEFT_OUT_SHOWN = 5  # files too large to search named in an answer; the rest counted
 # Arguments per rg invocation when an explicit file list is passed.
 _ARGS_PER_CALL = 2000
 
@@ -72,6 +73,7 @@ class GrepResult(Paged, Metered):
     meter: Meter | None = field(default=None, repr=False, compare=False)
     line_cut: bool = False  # the one match shown had to be cut to fit the budget
     versions: dict[str, str | None] = field(default_factory=dict)  # each file shown: its version (expected_version)
+    unsearched: list[tuple[str, int]] = field(default_factory=list)  # (path, bytes): over LEFT_OUT_LIMIT, not searched
 
     @property
     def truncated(self) -> bool:
@@ -85,6 +87,8 @@ class GrepResult(Paged, Metered):
         data = {"matches": [m.to_dict() for m in self.matches], **self.page.to_dict(), "tokens": self.tokens}
         data["truncated"] = self.truncated
         data["versions"] = self.versions
+        if self.unsearched:
+            data["unsearched"] = [{"path": p, "bytes": n} for p, n in self.unsearched[:LEFT_OUT_SHOWN]]
         return data
 
     def to_text(self) -> str:
@@ -106,6 +110,13 @@ class GrepResult(Paged, Metered):
             out.append("(no matches)")
         else:
             out.append(self.page.trailer("matches", narrow=f", or narrow the pattern or {faces.operand('paths')}"))
+        if self.unsearched:
+            shown = ", ".join(path for path, _ in self.unsearched[:LEFT_OUT_SHOWN])
+            more = len(self.unsearched) - LEFT_OUT_SHOWN
+            out.append(
+                f"(not searched: {len(self.unsearched)} file(s) over {rg_command.LEFT_OUT_LIMIT:,} bytes, too large: {shown}"
+                f"{f' and {more} more' if more > 0 else ''})"
+            )
         return "\n".join(out)
 
 

@@ -20,6 +20,7 @@ from fsmem.budget import Meter, Metered, echo
 from fsmem.config import ReadSettings
 from fsmem.errors import InvalidArgument
 from fsmem.store.paths import open_regular, read_regular
+from fsmem.store.rg_command import LEFT_OUT_LIMIT
 from fsmem.tokens import TokenCounter
 
 _READ_CHUNK = 1 << 16
@@ -152,24 +153,33 @@ def parse_range(spec: str) -> tuple[int, int | None]:
     return start, end
 
 
-def _iter_lines(handle, max_line_bytes: int):
-    """Yield (line bytes without EOL, full length) reading at most `max_line_bytes` per kept line."""
-    while True:
-        chunk = handle.readline(max_line_bytes)
+def _iter_lines(handle, max_line_bytes: int, stopped: list[int] | None = None):
+    """Yield (line bytes without EOL, full length) reading at most `max_line_bytes` per kept line, and no more
+    than LEFT_OUT_LIMIT bytes in all (a sparse 4 GB file of one line took 18 s to show its first 2,000
+    characters): where bytes are left past that, LEFT_OUT_LIMIT is put in `stopped`."""
+    left = LEFT_OUT_LIMIT
+    while left > 0:
+        chunk = handle.readline(min(max_line_bytes, left))
         if not chunk:
             return
+        left -= len(chunk)
         if chunk.endswith(b"\n"):
             yield chunk.rstrip(b"\r\n"), len(chunk.rstrip(b"\r\n"))
             continue
         length = len(chunk)
-        while True:  # skip the rest of an over-long line without keeping it
-            rest = handle.readline(_READ_CHUNK)
+        while left > 0:  # skip the rest of an over-long line without keeping it
+            rest = handle.readline(min(_READ_CHUNK, left))
             if not rest:
                 break
+            left -= len(rest)
             length += len(rest.rstrip(b"\r\n"))
             if rest.endswith(b"\n"):
                 break
+        if stopped is not None and left <= 0 and not stopped and handle.read(1):
+            stopped.append(LEFT_OUT_LIMIT)  # before the line: its length is then a floor
         yield chunk, length
+    if stopped is not None and not stopped and handle.read(1):
+        stopped.append(LEFT_OUT_LIMIT)
 
 
 def bounded_read(
@@ -198,7 +208,8 @@ def bounded_read(
         meter = Meter(counter.count, max_tokens=max_tokens)
         max_line_bytes = max_line_chars * 4 + 1
         number = 0
-        for number, (raw, length) in enumerate(_iter_lines(handle, max_line_bytes), start=1):
+        stopped: list[int] = []
+        for number, (raw, length) in enumerate(_iter_lines(handle, max_line_bytes, stopped), start=1):
             if number < start:
                 continue
             if end is not None and number > end:
@@ -211,7 +222,8 @@ def bounded_read(
             if number == 1 and text.startswith(fmt.BOM):
                 text = text[1:]
             if len(text) > max_line_chars or length > len(raw):
-                text = text[:max_line_chars] + f" … [line cut: {length} bytes in all]"
+                whole = f"over {length} bytes, not read to its end" if stopped else f"{length} bytes in all"
+                text = text[:max_line_chars] + f" … [line cut: {whole}]"
             if meter.take_text(numbered(number, text)):
                 result.lines.append((number, text))
                 result.end = number
@@ -233,7 +245,11 @@ def bounded_read(
                 result.truncated, result.next_lines = False, None
             break
         else:
-            if result.total_lines is None:
+            if stopped:
+                result.notes.append(
+                    f"[{rel} is read no further than its first {LEFT_OUT_LIMIT:,} bytes; the rest is not shown]"
+                )
+            elif result.total_lines is None:
                 result.total_lines = number
         result.meter = meter
         if result.hidden_superseded:

@@ -13,7 +13,7 @@ from fsmem import faces
 from fsmem.budget import Page, Paged, echo
 from fsmem.format.facts import split_provenance
 from fsmem.format.rows import Row
-from fsmem.store.meta import EXACT_COUNT_LIMIT
+from fsmem.store.meta import EXACT_COUNT_LIMIT, LEFT_OUT_LIMIT
 
 UNSEARCHED_SHOWN = 5  # files too large for the index named in an answer; the rest counted
 
@@ -93,9 +93,12 @@ class SearchResult(Paged):
         shown = ", ".join(path for path, _ in self.unsearched[:UNSEARCHED_SHOWN])
         more = len(self.unsearched) - UNSEARCHED_SHOWN
         count = f"{len(self.unsearched)} file{'s' if len(self.unsearched) > 1 else ''}"
+        grep = f"grep finds {'their' if len(self.unsearched) > 1 else 'its'} lines"
+        if any(size > LEFT_OUT_LIMIT for _, size in self.unsearched):
+            grep = f"grep reads none over {LEFT_OUT_LIMIT:,} bytes"
         return (
             f"(not searched: {count} over {EXACT_COUNT_LIMIT:,} bytes, too large for the index: {shown}"
-            f"{f' and {more} more' if more > 0 else ''}; grep finds {'their' if len(self.unsearched) > 1 else 'its'} lines)"
+            f"{f' and {more} more' if more > 0 else ''}; {grep})"
         )
 
     def _noun(self) -> str:

@@ -304,11 +304,10 @@ def continued_blocks(conn, kept: dict | None = None) -> dict[int, int]:
     in `kept` (what `Kept.at` gives for the tables' state): the files of 64 rows or more, by their index."""
     found = kept.get(_CONTINUED) if kept is not None else None
     if found is None:
-        found = {
-            fid + more: fid
-            for fid, rows in conn.execute(f"SELECT id, rows FROM search_files WHERE rows >= {1 << BLOCK_BITS}")
-            for more in range(1, (rows >> BLOCK_BITS) + 1)
-        }
+        long = conn.execute(f"SELECT id, rows FROM search_files WHERE rows >= {1 << BLOCK_BITS}").fetchall()
+        if any(not isinstance(rows, int) or rows > MAX_ROWS for _, rows in long):
+            raise IndexDamaged("a file's row count past MAX_ROWS")  # a corrupt cache: a rebuild, not 2**63 blocks
+        found = {fid + more: fid for fid, rows in long for more in range(1, (rows >> BLOCK_BITS) + 1)}
         if kept is not None:
             kept[_CONTINUED] = found
     return found

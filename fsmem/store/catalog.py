@@ -268,17 +268,19 @@ class Catalog:
         metas = [meta for meta in (self._decode(row) for row in rows) if meta is not None]
         return Found(total, iter(metas), gaps, notes, [tuple(link) for link in links])
 
-    def too_large(self, selection: Selection) -> list[tuple[str, int]]:
-        """(path, size) of the files `selection` keeps that are over EXACT_COUNT_LIMIT: the search index holds
-        no rows of them (`fsmem.search.parsing.read_file`), which check reports rather than pass in silence."""
+    def too_large(self, selection: Selection, limit: int | None = None, *, fresh: bool = True) -> list[tuple[str, int]]:
+        """(path, size) of the files `selection` keeps that are over `limit` (EXACT_COUNT_LIMIT: the search index
+        holds no rows of them, `fsmem.search.parsing.read_file`), which check and grep report rather than pass
+        in silence; unless `fresh`, as the catalog last saw them (a grep walks nothing of its own)."""
         from fsmem.store.meta import EXACT_COUNT_LIMIT
         from fsmem.store.selection import where
 
-        self.sync(selection.start, selection.start_is_file)
+        if fresh:
+            self.sync(selection.start, selection.start_is_file)
         sql, params = where(selection, self.scope)
         rows = self.cache.select(
             f"SELECT path, size FROM files INDEXED BY files_list WHERE {sql} AND size > ? ORDER BY key",
-            [*params, EXACT_COUNT_LIMIT],
+            [*params, EXACT_COUNT_LIMIT if limit is None else limit],
             [],
         )
         return [(path, size) for path, size in rows]

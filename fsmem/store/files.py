@@ -324,7 +324,7 @@ def remove_temp_files(root: Path, folders: tuple[str, ...]) -> list[str]:
 
     Each folder is cleared where it really is, and only inside the memory: a write never leaves its temporary
     file anywhere else (`fsmem.store.beneath`), and a folder that is a link out holds someone else's files."""
-    from fsmem.store.paths import is_visible_folder, relative
+    from fsmem.store.paths import bounded_walk, is_visible_folder, relative
 
     real_root = os.path.realpath(root)
     real = {}  # each folder where it really is, once
@@ -336,7 +336,7 @@ def remove_temp_files(root: Path, folders: tuple[str, ...]) -> list[str]:
         root / name for name in sorted(os.listdir(root)) if name.startswith(TEMP_PREFIX) and os.path.isfile(root / name)
     ]
     for folder in real.values():
-        for current, dirs, files in os.walk(folder):
+        for current, dirs, files in bounded_walk(folder):
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
             removed += [Path(current, f) for f in sorted(files) if f.startswith(TEMP_PREFIX)]
     for path in removed:

@@ -18,6 +18,7 @@ from typing import Any
 
 from fsmem.store import files, paths
 from fsmem.store.paths import relative
+from fsmem.store.rg_command import LEFT_OUT_LIMIT as LEFT_OUT_LIMIT
 from fsmem.tokens import TokenCounter
 
 # Above this size a file's tokens are estimated (bytes / 4) rather than counted.

@@ -21,9 +21,11 @@ import itertools
 import os
 import re
 import stat
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO, Protocol
 
+from fsmem import names
 from fsmem.arguments import text_problem
 from fsmem.config import CONFIG_FILE, STATE_DIR
 from fsmem.errors import ConfigError, InvalidArgument, PathEscape, quoted
@@ -33,7 +35,7 @@ MEMORY_SUFFIXES = (".md", ".markdown")
 # The memory's own conventions file (from the template), for humans: listed and readable,
 # but not grepped or ranked as memory unless named.
 ROOT_README = "README.md"
-MAX_DEPTH = 64
+MAX_DEPTH = names.MAX_DEPTH
 MAX_NAME_BYTES = 255
 MAX_PATH_BYTES = 4096
 
@@ -399,6 +401,13 @@ def check_folder_contents(root: Path, folder: Path, raw: str) -> None:
         return
     base = len(os.fspath(folder).rstrip(os.sep)) + 1
     for current, folders, files in os.walk(folder):
+        if current[base:].count(os.sep) >= MAX_DEPTH:  # os.walk recurses once a folder: 2,000 nested ones ended
+            raise _refused(  # the removal in a RecursionError; no memory file lies this deep
+                InvalidArgument,
+                raw,
+                f"holds folders more than {MAX_DEPTH} deep, which hold no memory file; fsmem moves and removes"
+                " only folders of memory files (a human can move or remove it by hand)",
+            )
         for name in folders + files:
             full = os.path.join(current, name)
             inner = full[base:].replace(os.sep, "/")
@@ -442,12 +451,23 @@ def relative(root: Path, path: Path) -> str:
     return "." if rel == "." else PurePosixPath(*Path(rel).parts).as_posix()
 
 
+def bounded_walk(folder: str | os.PathLike[str]) -> Iterator[tuple[str, list[str], list[str]]]:
+    """`os.walk(folder)` top down, no deeper than MAX_DEPTH folders below `folder` (no memory file lies deeper):
+    os.walk recurses once a folder, and 2,042 nested folders ended `fsmem consolidate` in a RecursionError."""
+    base = os.fspath(folder).rstrip(os.sep).count(os.sep)
+    for current, folders, files in os.walk(folder):
+        if current.count(os.sep) - base >= MAX_DEPTH:
+            folders[:] = []  # what the caller keeps of them it takes from this list: none
+        yield current, folders, files
+
+
 def is_hidden_state(rel: str) -> bool:
     return rel == STATE_DIR or rel.startswith(STATE_DIR + "/")
 
 
 __all__ = [
     "MAX_DEPTH",
+    "bounded_walk",
     "MAX_NAME_BYTES",
     "MAX_PATH_BYTES",
     "MEMORY_SUFFIXES",

@@ -166,6 +166,9 @@ class Rg:
         return stopped
 
 
+_PASSED_OVER = ("Permission denied", "No such file", "File name too long")
+
+
 def raise_rg_error(stderr: bytes, pattern: str) -> None:
     message = stderr.decode("utf-8", "replace").strip()
     if "exceeds size limit" in message:
@@ -182,6 +185,7 @@ def raise_rg_error(stderr: bytes, pattern: str) -> None:
             f"invalid regular expression {echo(pattern)}: {first}; use -F to search for the text as is"
         )
     lines = [ln for ln in message.splitlines() if ln.strip()]
-    if lines and not all("Permission denied" in ln or "No such file" in ln for ln in lines):
-        # Unreadable (or since vanished) files are reported by rg but do not make the search fail.
+    if lines and not all(any(said in ln for said in _PASSED_OVER) for ln in lines):
+        # Unreadable (or since vanished) files are reported by rg but do not make the search fail, nor does a
+        # path too long to open (past PATH_MAX: no memory file, `fsmem.store.paths.MAX_PATH_BYTES`).
         raise FsmemError(f"ripgrep failed: {lines[0]}")

@@ -12,7 +12,12 @@ import sys
 import sysconfig
 
 from fsmem.errors import FsmemError, InvalidArgument
-from fsmem.names import STATE_DIR
+from fsmem.names import MAX_DEPTH, STATE_DIR
+
+# Above this size a memory file is no one's note (a sparse 4 GB file costs no disk): history never commits it,
+# grep never opens it (rg held a 4 GB line of NULs and stopped the grep of the whole memory at its timeout), read
+# reads no file past it; each says so, and the file stays on disk as it is. `fsmem.store.meta` gives it to the rest.
+LEFT_OUT_LIMIT = 64 * 1024 * 1024
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing before rg starts
 if TYPE_CHECKING:
@@ -85,6 +90,10 @@ def build_args(
         "--glob",
         f"!{STATE_DIR}/",
         "--text",  # memory files are text: a stray NUL byte must not make rg skip a whole file as binary
+        "--max-filesize",
+        str(LEFT_OUT_LIMIT),  # named by the answer instead (fsmem.operations.reads.grep)
+        "--max-depth",
+        str(MAX_DEPTH),  # no memory file lies deeper; a path past PATH_MAX there failed the whole grep
         "--regex-size-limit",
         REGEX_SIZE_LIMIT,
         "--dfa-size-limit",
