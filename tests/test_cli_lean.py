@@ -282,14 +282,15 @@ def test_the_commands_agents_call_most_import_only_what_they_use(memory):
 # fsmem.store.beneath: the retrieval log a grep appends to lives in .fsmem/, whose folders are opened through no
 # link (issue 31). fsmem.cli.rendezvous: the memory a grep opens is a kept one in a process that answers one-shot
 # reads (from the shell it is imported before, to ask one). fsmem.state_files: the retrieval log is opened as a
-# regular file only, never a FIFO or a link (os, stat and errno: nothing more imported).
+# regular file only, never a FIFO or a link (os, stat and errno: nothing more imported). fsmem.store.selection: the
+# answer names the files too large to search, which the catalog's last walk knows.
 GREP_MODULES = """fsmem fsmem.arguments fsmem.budget fsmem.cli fsmem.cli.early fsmem.cli.lean fsmem.cli.lean_tables
 fsmem.cli.printing fsmem.cli.rendezvous fsmem.cli.running fsmem.config fsmem.config.check fsmem.config.parse fsmem.config.sections fsmem.errors fsmem.faces fsmem.format
 fsmem.format.portable fsmem.memory fsmem.names fsmem.operations fsmem.operations.core
 fsmem.operations.reads fsmem.query fsmem.query.grep fsmem.query.grep_cache fsmem.state_files fsmem.store fsmem.store.beneath
 fsmem.store.cache
 fsmem.store.catalog fsmem.store.files fsmem.store.host fsmem.store.logs fsmem.store.paths
-fsmem.store.rg fsmem.store.rg_command fsmem.store.root fsmem.store.scope
+fsmem.store.rg fsmem.store.rg_command fsmem.store.root fsmem.store.scope fsmem.store.selection
 fsmem.store.superseded_lines fsmem.store.template fsmem.store.walk fsmem.tokens""".split()
 
 

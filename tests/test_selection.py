@@ -117,7 +117,7 @@ def test_sql_listing_gives_the_rows_totals_offsets_and_skips_of_the_walk(tree, d
     memory = Memory(tree, agent="big", scope=scope)
     path = data.draw(st.sampled_from(_starts(tree)))
     depth = data.draw(st.one_of(st.none(), st.integers(1, 5)))
-    type_ = data.draw(st.sampled_from(TYPES))
+    type_ = data.draw(st.sampled_from([t for t in TYPES if t is None or t.islower()]))  # files' types vary more
     tag = data.draw(st.one_of(st.none(), st.sampled_from(TAGS), st.lists(st.sampled_from(TAGS), max_size=2)))
     updated = data.draw(st.sampled_from([None, "2026-10-01", "2026-11-02T10:00:00+00:00", "2026-11-02", "2027"]))
     offset = data.draw(st.integers(0, 40))

@@ -171,6 +171,12 @@ def whole_memory(memory: Core, what: str) -> None:
         )
 
 
+def _no_time(text: str) -> bool:
+    from fsmem import format as fmt  # the format's modules, which a plain grep's selection does not need
+
+    return fmt.parse_timestamp(text) is None
+
+
 def selection(
     memory: Core,
     path: str | None,
@@ -181,11 +187,10 @@ def selection(
     updated_after: str | None = None,
 ) -> Selection:
     """What a listing under `path` with these filters asks the catalog (`fsmem.store.selection`)."""
-    from fsmem import format as fmt
     from fsmem.store.selection import Selection
 
     start = existing(memory, path) if path else None
-    if updated_after is not None and fmt.parse_timestamp(updated_after) is None:
+    if updated_after is not None and _no_time(updated_after):
         raise InvalidArgument(
             f"{faces.arg('updated_after')} takes an ISO 8601 date such as 2024-05-01, not {echo(updated_after)}"
         )

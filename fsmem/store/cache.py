@@ -818,11 +818,13 @@ def meta_of(row: tuple) -> dict[str, Any] | None:
 
 def timestamp_us(value: Any) -> int | None:
     """An ISO 8601 date or time as microseconds since 1970 UTC (exact: compares as the datetimes do), or None."""
+    if not isinstance(value, str):
+        return None
     import datetime as _dt  # with the parser: a plain grep needs neither
 
     from fsmem.format.frontmatter import parse_timestamp
 
-    parsed = parse_timestamp(value) if isinstance(value, str) else None
+    parsed = parse_timestamp(value)
     epoch = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
     return None if parsed is None else (parsed - epoch) // _dt.timedelta(microseconds=1)
 

@@ -272,15 +272,16 @@ class Catalog:
         """(path, size) of the files `selection` keeps that are over `limit` (EXACT_COUNT_LIMIT: the search index
         holds no rows of them, `fsmem.search.parsing.read_file`), which check and grep report rather than pass
         in silence; unless `fresh`, as the catalog last saw them (a grep walks nothing of its own)."""
-        from fsmem.store.meta import EXACT_COUNT_LIMIT
         from fsmem.store.selection import where
 
+        if limit is None:
+            from fsmem.store.meta import EXACT_COUNT_LIMIT as limit
         if fresh:
             self.sync(selection.start, selection.start_is_file)
         sql, params = where(selection, self.scope)
         rows = self.cache.select(
             f"SELECT path, size FROM files INDEXED BY files_list WHERE {sql} AND size > ? ORDER BY key",
-            [*params, EXACT_COUNT_LIMIT if limit is None else limit],
+            [*params, limit],
             [],
         )
         return [(path, size) for path, size in rows]

@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from fsmem.format.history_file import SUFFIX as HISTORY_SUFFIX
+from fsmem.store.beneath import HISTORY_SUFFIX  # fsmem.format.history_file's, without its imports (a grep's)
 from fsmem.store.scope import Scope
 from fsmem.store.walk import folder_range, walk_key
 
