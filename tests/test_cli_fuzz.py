@@ -237,6 +237,10 @@ def test_a_timeout_or_folder_that_is_none_is_named_where_it_was_given(tmp_path):
     `distill.timeout` setting, which `fsmem config --local distill.timeout abc` took without a word; `import
     markdown DIR --into /` said "into must name a folder". Each names the option or the setting now, and the
     setting is refused when set."""
+    from fsmem.history import host_settings
+    from fsmem.operations import command
+
+    assert host_settings.MAX_TIMEOUT == command.MAX_TIMEOUT  # the setting's most is the option's
     _memory(tmp_path)
     notes = tmp_path.parent / f"{tmp_path.name}-notes"
     notes.mkdir()

@@ -54,11 +54,11 @@ def host_setting(root: Path, key: str) -> str | None:
     if marker is None:
         return None
     from fsmem.errors import HistoryError
-    from fsmem.history import git_dir
     from fsmem.history.git import clean_env
+    from fsmem.history.git_dir import check
 
     try:
-        git_dir.check(marker)  # no FIFO git would wait on, no other repository's config
+        check(marker)  # no FIFO git would wait on, no other repository's config
         proc = subprocess.run(
             ["git", "-C", os.fspath(root), "config", "--local", "--get", key],
             capture_output=True,

@@ -52,6 +52,7 @@ SAYS = {
 SEALED = {"distill.command": "fsmem.distillCommandSeal"}
 FILE = "host-settings.json"  # under .fsmem/, for a memory outside any git work tree
 MAX_VALUE_CHARS = 4096
+MAX_TIMEOUT = 3600.0  # seconds: distill.timeout's most, fsmem.operations.command.MAX_TIMEOUT (a higher layer)
 
 
 def where(root: Path) -> str:
@@ -90,8 +91,6 @@ def put(root: Path, name: str, value: str | None) -> None:
     if name == "notes.host_id" and value is not None and not host.HOST_ID.fullmatch(value):
         raise InvalidArgument(f"{name} may hold only {host.HOST_ID_RULE}")
     if name == "distill.timeout" and value is not None and not _seconds(value):
-        from fsmem.operations.command import MAX_TIMEOUT
-
         raise InvalidArgument(f"{name} takes a number of seconds above 0 and at most {MAX_TIMEOUT:g}")
     if name in SEALED:
         _put(root, SEALED[name], f"{name}.seal", None if value is None else _seal(root, name, value))
@@ -99,9 +98,7 @@ def put(root: Path, name: str, value: str | None) -> None:
 
 
 def _seconds(value: str) -> bool:
-    """Whether `value` is a timeout distill takes: seconds above 0, at most its MAX_TIMEOUT."""
-    from fsmem.operations.command import MAX_TIMEOUT
-
+    """Whether `value` is a timeout distill takes: seconds above 0, at most MAX_TIMEOUT."""
     try:
         return 0 < float(value) <= MAX_TIMEOUT
     except ValueError:

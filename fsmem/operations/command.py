@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from fsmem.errors import InvalidArgument
 
 DEFAULT_TIMEOUT = 120.0  # seconds per run
-MAX_TIMEOUT = 3600.0
+MAX_TIMEOUT = 3600.0  # fsmem.history.host_settings.MAX_TIMEOUT: the most distill.timeout may be set to
 OUTPUT_CAP = 64 * 1024  # bytes of stdout taken from one run
 STDERR_KEPT = 400  # characters of stderr that a failure names
 
