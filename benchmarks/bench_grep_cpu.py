@@ -28,7 +28,8 @@ from common import REPO, NewQuestions, load, table
 
 CHILD = r"""
 import gc, hashlib, json, os, sys, time
-from fsmem.cli.answering import Kept, _Request
+from fsmem.cli.answering import _Request
+from fsmem.cli.kept_memories import Kept
 
 root, words, repeats = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
 kept = Kept()

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fsmem import Memory
-from fsmem.consolidate import apply as CA
+from fsmem.consolidate import batch_writes
 
 DATES = ["2026-01-01", "2026-01-02", "2026-01-03", "2026-01-04"]
 # times of writes as `fsmem note` stamps them: two seconds apart on one day, the day's last second
@@ -230,9 +230,9 @@ def evolve(root: Path, scenario: Scenario) -> tuple[dict[str, bytes], int, int]:
         write_notes(root, scenario, step)
         limit = scenario.crashes.get(step)
         try:
-            with CA.crash_after(limit):
+            with batch_writes.crash_after(limit):
                 memory.consolidate()
-        except CA.SimulatedCrash:
+        except batch_writes.SimulatedCrash:
             crashed += 1
             if step in scenario.strays:
                 folder = root / "entities" / "people"

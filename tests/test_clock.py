@@ -56,12 +56,12 @@ def test_fsmem_reads_the_date_only_through_wall_clock():
         ]
         if lines:
             readers[rel] = lines
-    assert readers.pop("format/frontmatter.py") == [_wall_clock_line()]
+    assert readers.pop("format/timestamps.py") == [_wall_clock_line()]
     assert set(readers) <= set(NOT_A_DATE), f"read the clock through fsmem.format.wall_clock: {readers}"
 
 
 def _wall_clock_line() -> int:
-    source = (FSMEM / "format" / "frontmatter.py").read_text(encoding="utf-8").splitlines()
+    source = (FSMEM / "format" / "timestamps.py").read_text(encoding="utf-8").splitlines()
     start = next(n for n, line in enumerate(source, 1) if line.startswith("def wall_clock("))
     return next(n for n, line in enumerate(source, 1) if n > start and CLOCK_READ.search(line))
 

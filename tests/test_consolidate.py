@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fsmem import Memory
-from fsmem.consolidate import apply as CA, extractors as ex, ledger as L, plan as C
+from fsmem.consolidate import apply as CA, batch_writes, extractors as ex, ledger as L, plan as C
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples" / "memory"
@@ -269,7 +269,7 @@ def test_change_between_read_and_write_is_never_overwritten(demo):
     path.write_text(path.read_text() + "\nA human wrote this while the consolidator was thinking.\n")
     human = path.read_bytes()
     report = CA.ConsolidationReport()
-    CA.apply(demo.root, plan, report, CA._Writes(), None, ledger)
+    CA.apply(demo.root, plan, report, batch_writes.Writes(), None, ledger)
     ledger.close(True)
     assert report.conflicts == ["entities/people/adam-smith.md"]
     assert path.read_bytes() == human
@@ -405,7 +405,7 @@ def test_note_appended_while_a_run_is_in_progress_is_not_lost(memory):
     memory.note("- employer: Acme", session="s", subject="people/Ann Lee")
     plan, ledger = planned(memory)
     memory.note("- role: cto", session="s", subject="people/Ann Lee")  # lands between plan and apply
-    CA.apply(memory.root, plan, CA.ConsolidationReport(), CA._Writes(), None, ledger)
+    CA.apply(memory.root, plan, CA.ConsolidationReport(), batch_writes.Writes(), None, ledger)
     ledger.close(True)
     note_text = body(memory, "sessions/2026/12/01/s.md")
     assert "- role: cto (as of 2026-12-01T08:00:00Z)\n" in note_text and "consolidated: sha256-" in note_text

@@ -572,7 +572,7 @@ def test_a_walk_after_another_process_stored_files_reads_the_words_again(watched
 
 def test_a_watchers_start_reads_the_words_before_the_first_grep(tmp_path):
     """`fsmem watch` and `fsmem serve` warm their memory (`Kept.warm`) before answering: the word list too."""
-    from fsmem.cli.answering import Kept
+    from fsmem.cli.kept_memories import Kept
 
     Memory.init(tmp_path / "mem").write("topics/a.md", DOC.format(title="A", text="zephyrine"))
     memory = Memory(tmp_path / "mem")  # the watcher's own, holding the change feed

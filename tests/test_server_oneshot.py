@@ -190,7 +190,7 @@ def test_fsmem_socket_off_starts_no_answering_process(memory, tmp_path):
 
 
 def test_a_kept_memory_is_let_go_when_fsmem_yaml_changes(memory, tmp_path):
-    """The answering process keeps the memories requests open (`answering.Kept`) only while fsmem.yaml stays
+    """The answering process keeps the memories requests open (`kept_memories.Kept`) only while fsmem.yaml stays
     as it was: a budget changed between two commands is the next command's budget."""
     root = memory.root
     config = root / "fsmem.yaml"

@@ -51,6 +51,7 @@ from fsmem.operations.transaction import Transaction, screen, transaction
 from fsmem.store import beneath, retrieval_log
 from fsmem.store.catalog import walk_stats
 from fsmem.store.files import atomic_write, file_lock, fsync_dir
+from fsmem.store.moving import into_itself
 from fsmem.store.paths import (
     STATE_DIR,
     bounded_walk,
@@ -65,7 +66,7 @@ from fsmem.store.paths import (
     text_problem,
 )
 from fsmem.store.template import template_dir
-from fsmem.store.writing import Change, into_itself
+from fsmem.store.writing import Change
 from fsmem.tokens import TokenCounter
 
 PREFIX = "/memories"

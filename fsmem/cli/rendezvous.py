@@ -48,7 +48,7 @@ SEND_SECONDS = 2.0  # a client that takes none of its answer for this long (stop
 # sun_path: 108 bytes on Linux, 104 on the BSDs and macOS, the terminating NUL included
 MAX_SOCKET_PATH = (108 if sys.platform.startswith("linux") else 104) - 1
 _GLOBAL_VALUES = ("--root", "--agent")  # the group's options, before or after the command
-# while a process answers a request (`fsmem.cli.answering`): its `Kept` memories, which the command opens
+# while a process answers a request (`fsmem.cli.answering`): its `kept_memories.Kept`, which the command opens
 KEEPER: Any = None
 
 

@@ -1,4 +1,5 @@
-"""Running a consolidation: the locks, `apply` (careful writes), retries, the archive, INDEX.md and the log line."""
+"""Running a consolidation: the locks, `apply` (careful writes: `batch_writes`), retries, the archive, INDEX.md and
+the log line."""
 
 from __future__ import annotations
 
@@ -9,14 +10,13 @@ import hashlib
 import itertools
 import json
 import os
-import signal
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from pathlib import Path
 
 from fsmem import format as fmt
 from fsmem.consolidate import digest_run, extractors as ex, ledger as L, plan as C, subjects
+from fsmem.consolidate.batch_writes import Writes, write_batch
 from fsmem.consolidate.dates import SESSIONS
 from fsmem.consolidate.notes import NoteEntry
 from fsmem.consolidate.relink import relink
@@ -29,41 +29,6 @@ from fsmem.store.files import file_lock, open_unlinked, remove_temp_files, state
 __all__ = ["COUNT_NAMES", "ConsolidationReport", "apply", "run", "unified_diff"]
 LOG_FILE = "consolidate.jsonl"
 CHUNK = 256  # files written per hold of the write lock (a fraction of a second), so Memory.write/note interleave
-
-
-class SimulatedCrash(BaseException):
-    """Raised by the in-process crash hook (tests): like a SIGKILL, nothing after it runs and nothing is cleaned up."""
-
-
-_crash_after: int | None = None  # in-process counterpart of FSMEM_CONSOLIDATE_KILL_AFTER, for tests
-
-
-@contextlib.contextmanager
-def crash_after(writes: int | None) -> Iterator[None]:
-    """Within this block, a consolidation raises SimulatedCrash right after its `writes`-th file write."""
-    global _crash_after
-    saved, _crash_after = _crash_after, writes
-    try:
-        yield
-    finally:
-        _crash_after = saved
-
-
-class _Writes:
-    """Counts file writes; with FSMEM_CONSOLIDATE_KILL_AFTER=N the process SIGKILLs itself after write N."""
-
-    def __init__(self) -> None:
-        raw = os.environ.get(C.KILL_ENV, "")
-        self.kill_after = int(raw) if raw.isdigit() else None
-        self.crash_after = _crash_after
-        self.count = 0
-
-    def done(self) -> None:
-        self.count += 1
-        if self.kill_after is not None and self.count >= self.kill_after:
-            os.kill(os.getpid(), signal.SIGKILL)
-        if self.crash_after is not None and self.count >= self.crash_after:
-            raise SimulatedCrash(self.count)
 
 
 def _current(path: Path) -> bytes | None:
@@ -87,7 +52,7 @@ def apply(
     root: Path,
     plan: C.Plan,
     report: ConsolidationReport,
-    writes: _Writes,
+    writes: Writes,
     progress: C.Progress | None,
     ledger: L.Ledger | None = None,
 ) -> dict[str, subjects.DirectoryEntry]:
@@ -126,7 +91,7 @@ def apply(
                     [(rel, hashlib.sha256(data).hexdigest(), plan.holds.get(rel, {})) for _f, data, rel, _r in batch]
                 )
             changed: list[str] = []
-            done = _write_batch(root, batch, writes, report.problems, changed)
+            done = write_batch(root, batch, writes, report.problems, changed)
             for rel in changed:  # saved by a person after the check above: theirs is kept, the notes merged again
                 report.conflicts.append(rel)
                 blocked |= plan.feeds.get(rel, set())
@@ -149,7 +114,7 @@ def apply(
             if ledger is not None and marks:
                 ledger.will_mark([m[3] for m in marks])
             changed = []
-            done = _write_batch(root, [(m[0], m[1], m[2], m[5]) for m in marks], writes, None, changed)
+            done = write_batch(root, [(m[0], m[1], m[2], m[5]) for m in marks], writes, None, changed)
             report.counts["notes_consolidated"] -= len(changed)  # saved meanwhile: left unmarked for the next run
             report.wrote(done)
             written = {rel for _full, _data, rel, _landed in done}
@@ -181,85 +146,6 @@ def _marked_note(root: Path, change: C.Change, entry: NoteEntry) -> tuple[Path, 
         return None
     marked = fmt.set_fields(text, {C.CONSOLIDATED_FIELD: entry.digest})
     return (full, marked.encode("utf-8"), True, data) if marked != text else None
-
-
-def _write_batch(
-    root: Path,
-    batch: list[tuple[Path, bytes, str, bytes | None]],
-    writes: _Writes,
-    replaced: list[tuple[str, int, str]] | None = None,
-    changed: list[str] | None = None,
-) -> list[tuple[Path, bytes, str, str]]:
-    """Replace each file through a temporary file in its folder: all written, fsynced together, then renamed.
-
-    The same guarantee as one atomic write per file (a reader or a crash sees
-    old or new bytes, and new bytes are on disk before their name is), with
-    the fsyncs overlapped instead of one after another. Each file is placed
-    below the root through no link that leaves it (`fsmem.store.beneath`): a
-    document's link in memory is written through, a generated file's (a
-    history file) is replaced by the file, and `replaced` told. Each file
-    written comes back with the memory path it landed on (a link's target).
-
-    Each file was read (under the write lock) as the bytes in its fourth item (None: no file); a person's editor
-    saves without that lock, so a memory file that holds anything else when it is replaced is not written, its
-    path added to `changed`, and what was saved kept (`beneath.Staged.publish_if`).
-    """
-    staged: list[tuple[beneath.Staged, Path, bytes, str, tuple[bytes | None] | None]] = []
-    try:
-        for full, data, rel, read in batch:
-            generated = beneath.is_generated(rel)
-            target = beneath.place(root, rel, generated=generated)
-            try:
-                staged.append((beneath.Staged(target, data), full, data, rel, None if generated else (read,)))
-            except BaseException:
-                target.folder.close()
-                raise
-            if generated and target.link is not None and replaced is not None:
-                replaced.append(
-                    (
-                        rel,
-                        1,
-                        "was a symbolic link; it is generated, so it was replaced by a regular file and the "
-                        "link's target left as it was",
-                    )
-                )
-        if staged:
-            list(_pool().map(lambda s: s[0].sync(), staged))
-        done = []
-        for stage, full, data, rel, guard in staged:
-            if guard is None:
-                stage.publish()
-            elif not stage.publish_if(guard[0]):
-                if changed is not None:
-                    changed.append(rel)
-                continue
-            done.append((full, data, rel, stage.place.inside))
-            writes.done()
-        for stage, *_ in staged:
-            stage.place.folder.sync()
-        return done
-    finally:
-        for stage, *_ in staged:
-            if stage.fd is not None:  # not published: an error came first
-                stage.discard()
-            stage.place.folder.close()
-
-
-_fsync_pool: ThreadPoolExecutor | None = None
-
-
-def _pool() -> ThreadPoolExecutor:
-    """Threads that fsync a batch of files at once (the disk then commits them together)."""
-    global _fsync_pool
-    if _fsync_pool is None:
-        _fsync_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="fsmem-fsync")
-    return _fsync_pool
-
-
-def _default_mode() -> int:
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
 
 
 def _ticker(progress: C.Progress | None, total: int) -> Callable[[], None]:
@@ -349,7 +235,7 @@ def run(
         signature = L.signature(settings.extractors, settings.default_subject)
         ledger = L.Ledger(root, signature, settings.default_subject, dry_run=dry_run)
         stack.callback(ledger.close, False)
-        writes = _Writes()
+        writes = Writes()
         fresh: dict[str, subjects.DirectoryEntry] = {}
         for attempt in range(1, settings.max_attempts + 1):
             report.attempts = attempt
@@ -374,7 +260,7 @@ def run(
                 root,
                 settings,
                 report,
-                lambda batch, changed: report.wrote(_write_batch(root, batch, writes, None, changed)),
+                lambda batch, changed: report.wrote(write_batch(root, batch, writes, None, changed)),
             )
         replaced: list[str] = []
         try:

@@ -1,7 +1,7 @@
 """The file format, pure and without I/O: front matter, Markdown structure, keyed facts and rows.
 
 `from fsmem import format as fmt` gives the names most callers need from
-`frontmatter` and `markdown` in one place; `facts` and `rows` are imported by name.
+`frontmatter`, `timestamps` and `markdown` in one place; `facts` and `rows` are imported by name.
 Each name loads its module on first use, so that a command that only reaches
 `fsmem.format.portable` (every path check does) does not pay for the parsers:
 a plain `fsmem grep` never parses a file.
@@ -24,11 +24,11 @@ _EXPORTS = {
     "dump_field": ".frontmatter",
     "is_consolidated": ".frontmatter",
     "normalize_tags": ".frontmatter",
-    "now_iso": ".frontmatter",
-    "parse_timestamp": ".frontmatter",
+    "now_iso": ".timestamps",
+    "parse_timestamp": ".timestamps",
     "render": ".frontmatter",
     "set_fields": ".frontmatter",
-    "wall_clock": ".frontmatter",
+    "wall_clock": ".timestamps",
     "split": ".frontmatter",
     "validate": ".frontmatter",
     "FENCED_CODE": ".markdown",
@@ -58,13 +58,10 @@ if TYPE_CHECKING:  # what the type checker reads; at run time each name is loade
         dump_field as dump_field,
         is_consolidated as is_consolidated,
         normalize_tags as normalize_tags,
-        now_iso as now_iso,
-        parse_timestamp as parse_timestamp,
         render as render,
         set_fields as set_fields,
         split as split,
         validate as validate,
-        wall_clock as wall_clock,
     )
     from fsmem.format.markdown import (
         FENCED_CODE as FENCED_CODE,
@@ -78,6 +75,11 @@ if TYPE_CHECKING:  # what the type checker reads; at run time each name is loade
         merge_marks as merge_marks,
         section_ends as section_ends,
         superseded_ranges as superseded_ranges,
+    )
+    from fsmem.format.timestamps import (
+        now_iso as now_iso,
+        parse_timestamp as parse_timestamp,
+        wall_clock as wall_clock,
     )
 
 

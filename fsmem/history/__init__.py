@@ -54,8 +54,8 @@ def host_setting(root: Path, key: str) -> str | None:
     if marker is None:
         return None
     from fsmem.errors import HistoryError
-    from fsmem.history.git import clean_env
     from fsmem.history.git_dir import check
+    from fsmem.history.git_env import clean_env
 
     try:
         check(marker)  # no FIFO git would wait on, no other repository's config

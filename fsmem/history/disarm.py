@@ -46,7 +46,6 @@ SETTINGS = {
     "log.showSignature": "false",
     "merge.verifySignatures": "false",
 }
-PROTOCOLS = "file:http:https:ssh"  # GIT_ALLOW_PROTOCOL unless the environment sets it: no ext::, whatever config says
 # git commands that never run a filter, driver, transport or helper: fsmem calls them most, so they skip it.
 PLUMBING = frozenset(
     {"config", "rev-parse", "cat-file", "update-ref", "rev-list", "ls-tree", "ls-files", "diff-tree"}

@@ -5,7 +5,7 @@ fsmem's settings passed as `-c` (the merge driver is configured in each
 clone's `.git/config`, which is never committed, so fsmem names it on every
 call rather than trust that a clone was set up), no prompts, pagers or
 editors, and none of the `GIT_*` variables of a calling hook that would point
-git at another repository.
+git at another repository (`git_env.clean_env`).
 
 Objects (blobs, trees, commits) are written by Python as loose objects, the
 way git writes them: zlib-deflated `type size\\0body` under
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shlex
 import subprocess
 import sys
@@ -31,31 +30,9 @@ from typing import BinaryIO
 
 from fsmem.errors import ChangedOnDisk, HistoryError
 from fsmem.history import disarm, git_marker
+from fsmem.history.git_env import clean_env
 from fsmem.store.shared import Shared
 
-# Variables a git hook may have set that would point our git elsewhere.
-_REDIRECTS = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_COMMON_DIR",
-    "GIT_NAMESPACE",
-    "GIT_PREFIX",
-    "GIT_QUARANTINE_PATH",
-    # what `git rev-parse --local-env-vars` names besides: settings and objects of another repository's
-    "GIT_CONFIG",
-    "GIT_CONFIG_PARAMETERS",
-    "GIT_CONFIG_COUNT",
-    "GIT_IMPLICIT_WORK_TREE",
-    "GIT_GRAFT_FILE",
-    "GIT_NO_REPLACE_OBJECTS",
-    "GIT_REPLACE_REF_BASE",
-    "GIT_INTERNAL_SUPER_PREFIX",
-    "GIT_SHALLOW_FILE",
-)
-_CONFIG_PAIR = re.compile(r"^GIT_CONFIG_(KEY|VALUE)_\d+$")
 MERGE_DRIVER_NAME = "fsmem: Markdown memory merge (facts, notes, front matter)"
 CHUNK = 1 << 20  # bytes read at a time when a large file is hashed or stored
 
@@ -118,23 +95,6 @@ def settings() -> list[str]:
     }
     pairs.update(disarm.SETTINGS)  # a received memory's .git/config names programs too: git runs none of them
     return [arg for key, value in pairs.items() for arg in ("-c", f"{key}={value}")]
-
-
-def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of fsmem's git: the caller's, less what would point git elsewhere (`_REDIRECTS`, and the
-    `GIT_CONFIG_KEY_n`/`VALUE_n` pairs of GIT_CONFIG_COUNT), and never a prompt, pager or editor."""
-    env = {key: value for key, value in os.environ.items() if key not in _REDIRECTS and not _CONFIG_PAIR.match(key)}
-    env.update(
-        GIT_TERMINAL_PROMPT="0",
-        GIT_EDITOR="true",
-        GIT_MERGE_AUTOEDIT="no",
-        GIT_PAGER="cat",
-        PAGER="cat",
-    )
-    env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
-    env.setdefault("GIT_ALLOW_PROTOCOL", disarm.PROTOCOLS)
-    env.update(extra or {})
-    return env
 
 
 class Git:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from fsmem.errors import HistoryError, InvalidArgument
 from fsmem.history import git_dir, git_marker, host_setting
-from fsmem.history.git import clean_env
+from fsmem.history.git_env import clean_env
 from fsmem.state_files import read_state
 from fsmem.store import host
 from fsmem.store.files import atomic_write, state_dir

@@ -43,7 +43,7 @@ from fsmem import format as fmt
 from fsmem.config import STATE_DIR
 from fsmem.errors import FsmemError, HistoryError, LockTimeout
 from fsmem.history import recovery
-from fsmem.history.git import clean_env
+from fsmem.history.git_env import clean_env
 from fsmem.history.repo import Repo
 from fsmem.history.trees import LINK_MODE, TreeEditor
 from fsmem.state_files import NOT_A_FILE, read_state

@@ -17,7 +17,7 @@ from typing import Any
 
 from fsmem import faces
 from fsmem.budget import Count, Meter, Metered, Page, Paged, ReadOff
-from fsmem.history.git import clean_env
+from fsmem.history.git_env import clean_env
 from fsmem.history.view import LOG_FORMAT, NAMES, HistoryView, parse_log
 from fsmem.query.reading import ReadResult, bounded_read
 from fsmem.tokens import TokenCounter

@@ -5,7 +5,7 @@ rule, its scope, the secrets policy), then writes through the one write path
 (`fsmem.operations.transaction`): under the write lock, journalled with its
 exact bytes when the memory has history (before the file changes: a write and
 its history fail together), committed, and the search index told.
-The bytes themselves are written by `fsmem.store.writing`.
+The bytes themselves are written by `fsmem.store.writing` (removal and moves: `fsmem.store.moving`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 from fsmem.errors import ChangedOnDisk, InvalidArgument
 from fsmem.operations.core import Core, in_scope
 from fsmem.operations.transaction import require_writable, screen, screen_value, transaction
-from fsmem.store import paths as _paths, writing
+from fsmem.store import moving, paths as _paths, writing
 from fsmem.store.fields import check_fields
 from fsmem.store.note_folders import NoteFolders
 from fsmem.store.paths import relative
@@ -135,7 +135,7 @@ def rm(memory: Core, path: str) -> writing.WriteResult:
     in_scope(memory, target, path)
     _paths.check_folder_contents(memory.root, target, path)
     with transaction(memory) as tx:
-        result = writing.remove(memory.root, target, record=tx.keeps_history, ahead=tx.ahead)
+        result = moving.remove(memory.root, target, record=tx.keeps_history, ahead=tx.ahead)
         return tx.wrote(result, paths=_both(memory, target, result))
 
 
@@ -153,7 +153,7 @@ def mv(memory: Core, source: str, target: str) -> writing.WriteResult:
     _paths.check_folder_contents(memory.root, src, source)
     src_rel = relative(memory.root, src)
     with transaction(memory) as tx:
-        result = writing.move(
+        result = moving.move(
             memory.root,
             src,
             dst,

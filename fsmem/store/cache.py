@@ -822,7 +822,7 @@ def timestamp_us(value: Any) -> int | None:
         return None
     import datetime as _dt  # with the parser: a plain grep needs neither
 
-    from fsmem.format.frontmatter import parse_timestamp
+    from fsmem.format.timestamps import parse_timestamp
 
     parsed = parse_timestamp(value)
     epoch = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
