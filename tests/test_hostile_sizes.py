@@ -375,3 +375,29 @@ def test_a_sparse_git_file_is_refused_not_read_whole(history: Path) -> None:
     _sparse(history / ".git" / "index")
     done = cli(history, "log", timeout=20)
     assert done.returncode == 2 and "sparse" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("planted", ["object", "alternates of the alternate"])
+def test_a_fifo_in_an_alternate_object_folder_is_refused_not_waited_on(history: Path, tmp_path: Path, planted) -> None:
+    """`.git/objects/info/alternates` naming a folder outside the memory whose object for HEAD's commit is a FIFO
+    (or whose own `info/alternates` is one) made `git cat-file` wait for ever: `fsmem log` hung. history now
+    checks the alternate folders as it checks `objects/` (exit 2, naming the FIFO), and works once it is gone."""
+    head = _git(history, "rev-parse", "HEAD").strip()
+    loose = history / ".git" / "objects" / head[:2] / head[2:]
+    saved = loose.read_bytes()
+    alternate = tmp_path / "elsewhere" / "objects"
+    (alternate / head[:2]).mkdir(parents=True)
+    (alternate / "info").mkdir()
+    fifo = alternate / head[:2] / head[2:] if planted == "object" else alternate / "info" / "alternates"
+    if planted == "object":
+        loose.unlink()  # git finds the commit only in the alternate
+    else:
+        (alternate / head[:2] / head[2:]).write_bytes(saved)
+    os.mkfifo(fifo)
+    (history / ".git" / "objects" / "info" / "alternates").write_text(f"# shared\n{alternate}\n")
+    done = cli(history, "log", timeout=20)
+    assert done.returncode == 2 and os.fspath(fifo) in done.stderr and "FIFO" in done.stderr, done.stderr
+    fifo.unlink()
+    if not loose.exists():
+        loose.write_bytes(saved)
+    assert cli(history, "log", timeout=20).returncode == 0
