@@ -375,3 +375,57 @@ def test_a_sparse_git_file_is_refused_not_read_whole(history: Path) -> None:
     _sparse(history / ".git" / "index")
     done = cli(history, "log", timeout=20)
     assert done.returncode == 2 and "sparse" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("planted", ["object", "alternates of the alternate"])
+def test_a_fifo_in_an_alternate_object_folder_is_refused_not_waited_on(history: Path, tmp_path: Path, planted) -> None:
+    """`.git/objects/info/alternates` naming a folder outside the memory whose object for HEAD's commit is a FIFO
+    (or whose own `info/alternates` is one) made `git cat-file` wait for ever: `fsmem log` hung. history now
+    checks the alternate folders as it checks `objects/` (exit 2, naming the FIFO), and works once it is gone."""
+    head = _git(history, "rev-parse", "HEAD").strip()
+    loose = history / ".git" / "objects" / head[:2] / head[2:]
+    saved = loose.read_bytes()
+    alternate = tmp_path / "elsewhere" / "objects"
+    (alternate / head[:2]).mkdir(parents=True)
+    (alternate / "info").mkdir()
+    fifo = alternate / head[:2] / head[2:] if planted == "object" else alternate / "info" / "alternates"
+    if planted == "object":
+        loose.unlink()  # git finds the commit only in the alternate
+    else:
+        (alternate / head[:2] / head[2:]).write_bytes(saved)
+    os.mkfifo(fifo)
+    (history / ".git" / "objects" / "info" / "alternates").write_text(f"# shared\n{alternate}\n")
+    done = cli(history, "log", timeout=20)
+    assert done.returncode == 2 and os.fspath(fifo) in done.stderr and "FIFO" in done.stderr, done.stderr
+    fifo.unlink()
+    if not loose.exists():
+        loose.write_bytes(saved)
+    assert cli(history, "log", timeout=20).returncode == 0
+
+
+def test_a_file_that_grows_past_the_limit_after_it_was_measured_is_left_out(history: Path, monkeypatch) -> None:
+    """A memory file that grew past LEFT_OUT_LIMIT between `too_large`'s look and `on_disk`'s read (a person's
+    editor, another process) was read whole and committed (a 256 MiB blob in history); `on_disk` now reads at
+    most LEFT_OUT_LIMIT + 1 bytes and leaves the file out as the size check would have, the rest committed."""
+    from fsmem.history import repo as repo_module, worktree
+    from fsmem.store.meta import LEFT_OUT_LIMIT
+
+    grows = history / "topics" / "grows.md"
+    grows.write_text("# Grows\n")
+    (history / "topics" / "small.md").write_text("# Small\n")
+    measured = worktree.too_large
+
+    def then_grow(repo, path: str) -> bool:
+        answer = measured(repo, path)
+        if path.endswith("grows.md"):
+            _sparse(grows, 4 * LEFT_OUT_LIMIT)  # after the look, before the read
+        return answer
+
+    monkeypatch.setattr(worktree, "too_large", then_grow)
+    repo = repo_module.discover(history, "test-host")
+    assert repo is not None
+    worktree.commit_files(repo, ["topics/grows.md", "topics/small.md"], ("t", "t@t"), "outside fsmem")
+    tracked = _git(history, "ls-tree", "-r", "--name-only", "HEAD", "topics/")
+    assert "topics/small.md" in tracked and "topics/grows.md" not in tracked
+    assert "left out (over 67,108,864 bytes" in _git(history, "log", "-1", "--format=%B")
+    assert grows.stat().st_size == 4 * LEFT_OUT_LIMIT

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import select
 import shlex
 import subprocess
 import sys
@@ -35,6 +36,8 @@ from fsmem.store.shared import Shared
 
 MERGE_DRIVER_NAME = "fsmem: Markdown memory merge (facts, notes, front matter)"
 CHUNK = 1 << 20  # bytes read at a time when a large file is hashed or stored
+PIPE_READ = 1 << 16  # bytes read from a pipe at a time: all that Linux holds in one
+READ_WAIT = 30.0  # seconds a `cat-file --batch` reader may take to write its next bytes before it is stopped
 
 
 def driver_command() -> str:
@@ -172,6 +175,8 @@ class CatFile:
         self.proc: subprocess.Popen[bytes] | None = None
         self.pid = os.getpid()  # whose process `proc` is: a forked child starts its own
         self._lock = threading.Lock()  # one request at a time (the MCP server runs tools in threads)
+        self._buffer = bytearray()  # what the process wrote that no request has taken yet
+        self._waiting = select.poll()  # for the process's output, READ_WAIT at most
 
     def get(self, spec: str) -> tuple[str, str, bytes] | None:
         """(id, type, bytes) of the object `spec` names, or None when it names none."""
@@ -202,19 +207,58 @@ class CatFile:
                 env=clean_env(),
             )
             weakref.finalize(self, _shutdown, self.proc)  # when this object goes, or at exit
+            assert self.proc.stdout is not None
+            self._buffer.clear()
+            self._waiting = select.poll()
+            self._waiting.register(self.proc.stdout, select.POLLIN)
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.write(spec.encode("utf-8") + b"\n")
         self.proc.stdin.flush()
-        header = self.proc.stdout.readline()
-        if not header:
-            raise HistoryError("git cat-file stopped answering")
+        while b"\n" not in self._buffer:
+            self._more(spec)
+        end = self._buffer.index(b"\n") + 1
+        header = bytes(self._buffer[:end])
+        del self._buffer[:end]
         parts = header.split()
         if len(parts) != 3 or not parts[2].isdigit():  # "<spec> missing" or "<spec> ambiguous", spaces in <spec> too
             return None
         if self.sizes:
             return parts[0].decode(), parts[1].decode(), parts[2]
-        data = self.proc.stdout.read(int(parts[2]) + 1)[:-1]
-        return parts[0].decode(), parts[1].decode(), data
+        body = bytearray(int(parts[2]) + 1)  # the bytes and git's newline after them, read in place
+        have = min(len(self._buffer), len(body))
+        body[:have] = self._buffer[:have]
+        del self._buffer[:have]
+        into = memoryview(body)
+        while have < len(body):
+            self._wait(spec)
+            got = os.readv(self.proc.stdout.fileno(), [into[have:]])
+            if not got:
+                raise HistoryError("git cat-file stopped answering")
+            have += got
+        return parts[0].decode(), parts[1].decode(), bytes(into[:-1])
+
+    def _more(self, spec: str) -> None:
+        """Read what the process has written next (a pipe's worth at most) into the buffer (`_wait`)."""
+        assert self.proc is not None and self.proc.stdout is not None
+        self._wait(spec)
+        chunk = os.read(self.proc.stdout.fileno(), PIPE_READ)
+        if not chunk:
+            raise HistoryError("git cat-file stopped answering")
+        self._buffer += chunk
+
+    def _wait(self, spec: str) -> None:
+        """Wait at most READ_WAIT for the process's next bytes: git stuck on a FIFO or device the check of `.git`
+        missed (one put there after it) ends this request, and the process, with a HistoryError instead of
+        holding the command for ever."""
+        assert self.proc is not None
+        if not self._waiting.poll(READ_WAIT * 1000):
+            proc, self.proc = self.proc, None
+            proc.kill()
+            _shutdown(proc)
+            raise HistoryError(
+                f"git cat-file gave no answer in {READ_WAIT:.0f} s reading {spec!r} (a FIFO or device in the"
+                " repository?); it was stopped"
+            )
 
     def close(self) -> None:
         """End the process (after the request in hand, if any); a later request starts another."""

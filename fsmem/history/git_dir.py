@@ -4,14 +4,16 @@ A memory received from someone else brings its `.git`, and git believes it: a FI
 `index` or as a file `[include] path` names made every git call wait for a writer that never comes (each
 history command hung), and a `.git` *file* (`gitdir: /elsewhere`) points git at another repository of this
 host (as does a `.git` that is a link out of its folder), which fsmem would then commit into. `check` refuses
-both before any git process starts: each name git opens (loose objects and packs too) must be a regular file
-or a folder (or absent), a `.git` link must stay in its folder, `commondir` must name the repository of a
-linked work tree's git dir (and no other), and a `.git` file must name a git dir that names it back (a
-linked work tree's `gitdir`) or lies in a superproject's `.git/modules/` (a submodule).
+both before any git process starts: each name git opens (loose objects and packs too, those of the object
+folders `objects/info/alternates` names among them) must be a regular file or a folder (or absent), a `.git`
+link must stay in its folder, `commondir` must name the repository of a linked work tree's git dir (and no
+other), and a `.git` file must name a git dir that names it back (a linked work tree's `gitdir`) or lies in a
+superproject's `.git/modules/` (a submodule).
 """
 
 from __future__ import annotations
 
+import codecs
 import os
 import re
 import stat
@@ -42,6 +44,8 @@ READ = (
 FOLDERS = ("refs", "logs", "info", "objects/info")
 MAX_POINTER = 4096  # bytes of a `.git` file or `commondir` read: a path, not a document
 INCLUDE_DEPTH = 10  # git's own limit on nested includes
+ALTERNATE_DEPTH = 5  # git's own limit on alternates of alternates
+MAX_ALTERNATES = 1 << 16  # bytes of an `objects/info/alternates` read: a few paths
 _FANOUT = re.compile(r"^[0-9a-f]{2}$")
 _PATH_KEY = re.compile(rb"^\s*path\s*=\s*(.*?)\s*$", re.MULTILINE | re.IGNORECASE)
 
@@ -68,6 +72,7 @@ def check(marker: Path) -> None:
                 for name in (*dirs, *files):
                     _plain(Path(here, name))
         _objects(folder / "objects")
+        _alternates(folder / "objects", ALTERNATE_DEPTH)
         _includes(folder / "config", INCLUDE_DEPTH)
 
 
@@ -90,6 +95,31 @@ def _objects(objects: Path) -> None:
         for entry in entries:
             if entry.is_symlink() or not (entry.is_file(follow_symlinks=False) or entry.is_dir(follow_symlinks=False)):
                 _plain(Path(entry.path))
+
+
+def _alternates(objects: Path, depth: int) -> None:
+    """Check each object folder `objects/info/alternates` names (a path a line, relative to `objects`), and the
+    folders those name, to git's depth: git reads objects there as its own, so a FIFO among them (or in place of
+    the alternates file of one) made `git cat-file` wait for ever as surely as one in `objects/`."""
+    listing = objects / "info" / "alternates"
+    _plain(listing)
+    if depth == 0 or not stat.S_ISREG(_kind(listing) or 0):
+        return
+    try:
+        with open(listing, "rb") as handle:
+            text = handle.read(MAX_ALTERNATES)
+    except OSError:
+        return
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith(b"#"):
+            continue
+        if line.startswith(b'"') and line.endswith(b'"'):  # C-quoted, as git writes a path with odd characters
+            line = codecs.escape_decode(line[1:-1])[0]
+        other = Path(objects, os.fsdecode(line))
+        _plain(other)
+        _objects(other)
+        _alternates(other, depth - 1)
 
 
 def _git_dir(marker: Path) -> Path:

@@ -58,10 +58,19 @@ def on_disk(repo: Repo, path: str, modes: bool = True) -> tuple[str | None, str 
         return repo.store.write("blob", os.fsencode(os.readlink(full))), LINK_MODE
     if not full.is_file():
         return None, None
-    oid = repo.store.write("blob", full.read_bytes())
+    with open(full, "rb") as handle:
+        data = handle.read(LEFT_OUT_LIMIT + 1)  # at most: it may have grown since `too_large` looked
+        found = os.fstat(handle.fileno())
+    if len(data) > LEFT_OUT_LIMIT:
+        raise TooLarge(path)
+    oid = repo.store.write("blob", data)
     if not modes:
         return oid, None
-    return oid, EXEC_MODE if full.stat().st_mode & stat.S_IXUSR else FILE_MODE
+    return oid, EXEC_MODE if found.st_mode & stat.S_IXUSR else FILE_MODE
+
+
+class TooLarge(Exception):
+    """A file `on_disk` found past LEFT_OUT_LIMIT when it read it: left out as `too_large` would have left it."""
 
 
 def keeps_modes(repo: Repo) -> bool:
@@ -82,7 +91,11 @@ def commit_files(repo: Repo, paths: Iterable[str], author: Author, message: str)
         if too_large(repo, path):
             large.append(path)  # history keeps what it held; the file stays on disk as it is
             continue
-        blobs[path], mode = on_disk(repo, path, with_modes)
+        try:
+            blobs[path], mode = on_disk(repo, path, with_modes)
+        except TooLarge:
+            large.append(path)  # it grew past the limit since it was measured
+            continue
         if mode is not None:
             modes[path] = mode
     if large and blobs:
