@@ -45,7 +45,12 @@ def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = without_fsmem()
     env["FSMEM_NOW"] = NOW
     return subprocess.run(
-        [FSMEM, "--root", str(root), *args], capture_output=True, text=True, env=env, timeout=60, stdin=subprocess.DEVNULL
+        [FSMEM, "--root", str(root), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
     )
 
 
