@@ -586,3 +586,67 @@ def test_a_conversation_of_year_one_is_filed_and_stamped_with_four_digit_years(r
     stamps = re.findall(rb"\b\d+-\d\d-\d\dT\d\d:\d\d:\d\dZ", b"".join((root / n).read_bytes() for n in notes))
     assert stamps and all(s.startswith(b"0001-") for s in stamps), stamps
     assert cli_runner.run(["--root", str(root), "check"], env=env).returncode == 0
+
+
+def test_a_pending_save_that_keeps_failing_is_dropped_after_a_few_attempts_and_said_once(
+    root: Path, tmp_path: Path
+) -> None:
+    # before: a pending transcript whose save failed (its session note not UTF-8) was retried, and its failure
+    # logged, at every later PreCompact or SessionEnd of every session, for ever; now MAX_FAILURES attempts
+    from fsmem.hooks.claude_code import MAX_FAILURES, Pending
+
+    env = {**without_fsmem(), "FSMEM_NOW": NOW}
+
+    def hook(session: str, name: str, transcript: Path) -> None:
+        event = json.dumps(
+            {"session_id": session, "hook_event_name": name, "cwd": "/nowhere", "transcript_path": str(transcript)}
+        )
+        argv = [FSMEM, "--root", str(root), "hook", "claude-code"]
+        done = subprocess.run(argv, input=event.encode(), capture_output=True, timeout=60, env=env)
+        assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+
+    failing, other = tmp_path / "s-1.jsonl", tmp_path / "s-2.jsonl"
+    failing.write_bytes(_record("First words"))
+    other.write_bytes(_record("Other words").replace(b"s-1", b"s-2"))
+    hook("s-1", "SessionEnd", failing)
+    (note,) = (root / "sessions").glob("*/*/*/claude-code-s-1.md")
+    note.write_bytes(note.read_bytes() + b"\xff\xfe a person's bytes\n")
+    failing.write_bytes(failing.read_bytes() + _record("Later words", "assistant"))
+    hook("s-1", "SessionEnd", failing)  # fails, and leaves it pending
+    assert Pending(root).entries() == [(str(failing), "s-1")]
+
+    log = root / ".fsmem" / "logs" / "hooks.jsonl"
+    logged = len(log.read_text().splitlines())
+    for _ in range(MAX_FAILURES + 2):
+        hook("s-2", "PreCompact", other)
+    lines = [json.loads(line) for line in log.read_text().splitlines()[logged:]]
+    errors = [line["error"] for line in lines if "error" in line]
+    assert len(lines) == MAX_FAILURES + 2 and len(errors) == MAX_FAILURES
+    assert all("not valid UTF-8" in error for error in errors)
+    assert [str(failing) in error for error in errors] == [False] * (MAX_FAILURES - 1) + [True]
+    assert f"saving it failed {MAX_FAILURES} times" in errors[-1] and "no longer retried" in errors[-1]
+    assert Pending(root).entries() == []
+    assert "user: Other words" in next((root / "sessions").glob("*/*/*/claude-code-s-2.md")).read_text()
+
+    note.write_bytes(note.read_bytes().replace(b"\xff\xfe a person's bytes\n", b""))  # mended: an import saves it
+    done = subprocess.run(
+        [FSMEM, "--root", str(root), "import", "claude-code", str(failing)], capture_output=True, timeout=60, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert "assistant: Later words" in note.read_text()
+
+
+def test_a_pending_save_that_fails_then_succeeds_is_forgotten_with_its_count(root: Path, tmp_path: Path) -> None:
+    from fsmem.hooks.claude_code import MAX_FAILURES, Pending
+
+    pending = Pending(root)
+    transcript = str(tmp_path / "s-1.jsonl")
+    pending.add(transcript, "s-1")
+    assert [pending.failed(transcript, "s-1") for _ in range(MAX_FAILURES - 1)] == [False] * (MAX_FAILURES - 1)
+    pending.add(transcript, "s-1")  # an event lists it again: its count is kept
+    assert pending.entries() == [(transcript, "s-1")]
+    pending.done(transcript)  # saved at last
+    pending.add(transcript, "s-1")  # listed anew, it has every attempt again
+    assert not pending.failed(transcript, "s-1") and pending.entries() == [(transcript, "s-1")]
+    assert [pending.failed(transcript, "s-1") for _ in range(MAX_FAILURES - 1)][-1] is True
+    assert pending.entries() == []

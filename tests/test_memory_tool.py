@@ -955,3 +955,39 @@ def test_a_plain_folder_keeps_the_reference_behaviour(tool: MemoryTool) -> None:
         tool.view("/memories/" + "x" * 300)
     with pytest.raises(MemoryToolError, match="is not valid text"):
         tool.view("/memories/\ud800")
+
+
+@pytest.mark.parametrize("padded", ["/memories/topics/a.md ", "/memories/ topics/a.md", "/memories/topics/a.md\u00a0"])
+def test_over_a_memory_a_path_with_white_space_at_an_end_is_refused_not_trimmed(
+    fsmem_memory: Path, padded: str
+) -> None:
+    """fsmem's path rule trims a name; the tool would write topics/a.md and tell the model it wrote `a.md `."""
+    root = fsmem_memory / "memories"
+    (root / "topics").mkdir()
+    (root / "topics" / "b.md").write_text("- fact: b\n")
+    tool = MemoryTool.over(Memory(root))
+
+    def files() -> dict[str, bytes]:
+        return {name: data for name, data in tree(root).items() if not name.startswith(".fsmem/")}
+
+    before = files()
+    calls = [
+        {"command": "create", "path": padded, "file_text": "- fact: a\n"},
+        {"command": "view", "path": padded},
+        {"command": "rename", "old_path": "/memories/topics/b.md", "new_path": padded},
+    ]
+    for call in calls:
+        with pytest.raises(MemoryToolError, match=r"begins or ends with white space, .*give the path without it$"):
+            tool.execute(call)
+    assert files() == before
+
+    from anthropic.lib.tools import ToolError
+    from anthropic.types.beta import BetaMemoryTool20250818CreateCommand
+
+    from fsmem.integrations.anthropic import FsmemMemoryTool
+
+    with pytest.raises(ToolError, match="begins or ends with white space"):
+        FsmemMemoryTool(str(fsmem_memory)).create(
+            BetaMemoryTool20250818CreateCommand(command="create", path=padded, file_text="x")
+        )
+    assert not (root / "topics" / "a.md").exists()

@@ -20,7 +20,7 @@ FSMEM = str(Path(sys.executable).with_name("fsmem"))
 PERSON = "entities/people/adam-smith.md"
 DOCUMENT = """---
 title: Adam Smith
-type: person
+type: semantic
 ---
 # Adam Smith
 
@@ -50,7 +50,7 @@ def edited(tmp_path, monkeypatch) -> tuple[Memory, str, str]:
     """The finding's history: employer Acme Corp -> ACME (commit C) -> Acme Inc (commit L), by edits."""
     at(monkeypatch, "2026-11-28")
     memory = Memory.init(tmp_path / "mem", git=True)
-    memory.write(PERSON, DOCUMENT.split("---\n", 2)[2], set={"title": "Adam Smith", "type": "person"})
+    memory.write(PERSON, DOCUMENT.split("---\n", 2)[2], set={"title": "Adam Smith", "type": "semantic"})
     at(monkeypatch, "2026-11-29")
     memory.edit(PERSON, old="employer: Acme Corp", new="employer: ACME")
     c = git(memory.root, "rev-parse", "HEAD").strip()

@@ -306,6 +306,11 @@ class MemoryTool:
                 f"Path {shown(path)} is inside /memories/{STATE_DIR}/, which holds fsmem's machine state"
             )
         if self.is_fsmem:
+            if relative != relative.strip():  # the rule trims it: `x.md ` would write x.md and answer `x.md `
+                raise MemoryToolError(
+                    f"Path {quoted(path)} begins or ends with white space, which no memory file name does; "
+                    "give the path without it"
+                )
             try:  # the path acted on is the one the rule checked, '\' a folder separator as on every face:
                 # read literally, `a\b/../fsmem.yaml` named fsmem.yaml while the rule checked a/fsmem.yaml
                 real = os.path.realpath(resolve(self.memory_root, relative, want=want))

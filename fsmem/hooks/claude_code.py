@@ -35,6 +35,7 @@ FENCE_LINES = 8  # lines per fenced block: each block is one row of a search ans
 STATE = ("hooks", "claude-code")
 LINE_LIMIT = 64 << 20  # bytes of a transcript line held; a longer one is read past, as a line that is no record
 _SKIP_CHUNK = 1 << 20
+MAX_FAILURES = 3  # attempts to finish a pending transcript that fail before it is dropped from the list
 
 
 @dataclass(frozen=True)
@@ -271,9 +272,34 @@ class Pending:
         return state_dir(self.root, *STATE, "pending") / f"{digest}.json"
 
     def add(self, transcript: str, session: str) -> None:
-        record = {"transcript": transcript, "session_id": session}
+        self._write(transcript, session, self._failures(transcript))
+
+    def failed(self, transcript: str, session: str) -> bool:
+        """Count one more attempt to finish `transcript` that failed; True when it was the last (MAX_FAILURES),
+        and the entry is dropped: a save that fails each time (a note that is not UTF-8) is not retried, and
+        logged, at every event of every session for ever."""
+        failures = self._failures(transcript) + 1
+        if failures >= MAX_FAILURES:
+            self.done(transcript)
+            return True
+        self._write(transcript, session, failures)
+        return False
+
+    def _write(self, transcript: str, session: str, failures: int) -> None:
+        record: dict[str, Any] = {"transcript": transcript, "session_id": session}
+        if failures:
+            record["failures"] = failures
         data = json.dumps(record).encode("utf-8")
         atomic_write(self._path(transcript), data, durable=False, root=self.root, generated=True)
+
+    def _failures(self, transcript: str) -> int:
+        """How many attempts to finish `transcript` failed so far (0 when it is not listed)."""
+        try:
+            data = json.loads(read_state(self._path(transcript)).decode("utf-8"))
+        except (OSError, ValueError):
+            return 0
+        failures = data.get("failures") if isinstance(data, dict) else None
+        return failures if isinstance(failures, int) and not isinstance(failures, bool) and failures > 0 else 0
 
     def done(self, transcript: str) -> None:
         with contextlib.suppress(FileNotFoundError):

@@ -262,8 +262,9 @@ def find_note(root: Path, name: str) -> Path | None:
 
 
 def finish_pending(memory: Core, *, deadline: float | None = None) -> list[TranscriptSaved]:
-    """Finish the transcripts that events left unfinished on this host (a transcript gone is forgotten)."""
-    from fsmem.hooks.claude_code import Pending
+    """Finish the transcripts that events left unfinished on this host (a transcript gone is forgotten, and one
+    whose save failed MAX_FAILURES times is dropped, said once in the answer: no event retries it again)."""
+    from fsmem.hooks.claude_code import MAX_FAILURES, Pending
 
     pending = Pending(memory.root)
     done = []
@@ -275,5 +276,11 @@ def finish_pending(memory: Core, *, deadline: float | None = None) -> list[Trans
         except NotFound:
             pending.done(transcript)
         except (FsmemError, OSError) as exc:
-            done.append(TranscriptSaved(transcript, problems=[str(exc)]))
+            problem = str(exc)
+            if pending.failed(transcript, session):
+                problem = (
+                    f"{transcript}: saving it failed {MAX_FAILURES} times ({exc}); it is no longer retried, "
+                    "`fsmem import claude-code` of it saves it once that is mended"
+                )
+            done.append(TranscriptSaved(transcript, problems=[problem]))
     return done

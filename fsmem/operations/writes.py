@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from fsmem import format as fmt
 from fsmem.errors import ChangedOnDisk, InvalidArgument
 from fsmem.operations.core import Core, in_scope
 from fsmem.operations.transaction import require_writable, screen, screen_value, transaction
@@ -104,6 +105,7 @@ def write(
     if body is not None:
         body = screen(memory, body, "the body")
     plain = check_fields(set or {})  # before the screen walks the values: a cycle is refused, not followed
+    _refuse_what_check_reports(plain)
     fields = {key: screen_value(memory, value, f"field {key!r}") for key, value in plain.items()}
     with transaction(memory) as tx:
         named = fields if body is None else {}
@@ -116,6 +118,18 @@ def write(
             ahead=lambda made: tx.ahead(made, fields=named),
         )
         return tx.wrote(result, fields=named, paths=_both(memory, target, result))
+
+
+def _refuse_what_check_reports(fields: dict[str, Any]) -> None:
+    """A field set to a value `fsmem check` would report (`type: bogus`, `created: not-a-date`) is refused:
+    an agent's write creates no problem for a person to find. The fields are read back as the file would hold
+    them, through check's own rule (`fmt.validate`); a file a person wrote so is still read, and reported."""
+    given = {key: value for key, value in fields.items() if value is not None}  # None removes a field
+    if not given:
+        return
+    problems = fmt.validate(fmt.split(fmt.render(given, "")))
+    if problems:
+        raise InvalidArgument(f"cannot set that front matter: {problems[0].message}; nothing was written")
 
 
 def edit(memory: Core, path: str, *, old: str, new: str, expected_version: str | None = None) -> writing.WriteResult:
