@@ -16,7 +16,7 @@ from test_hostile import NOW
 
 from fsmem import Memory
 from fsmem.errors import HistoryError
-from fsmem.history import git as git_module, repo as repo_module
+from fsmem.history import cat_file, repo as repo_module
 
 BILLING = "---\ntitle: Billing\ntype: semantic\n---\n# Billing\n- proration: daily\n"
 
@@ -42,7 +42,7 @@ def test_a_reader_stuck_on_a_fifo_is_stopped_with_a_clear_error(tmp_path: Path, 
         os.mkfifo(loose)
         stuck = repo.reader.proc
         assert stuck is not None
-        monkeypatch.setattr(git_module, "READ_WAIT", 1.0)
+        monkeypatch.setattr(cat_file, "READ_WAIT", 1.0)
         asked: list[object] = []
         request = threading.Thread(target=_ask, args=(repo.reader, oid, asked), daemon=True)
         request.start()
@@ -61,7 +61,7 @@ def test_a_reader_stuck_on_a_fifo_is_stopped_with_a_clear_error(tmp_path: Path, 
         repo.close()
 
 
-def _ask(reader: git_module.CatFile, spec: str, asked: list[object]) -> None:
+def _ask(reader: cat_file.CatFile, spec: str, asked: list[object]) -> None:
     try:
         asked.append(reader.get(spec))
     except HistoryError as error:

@@ -136,7 +136,8 @@ def test_a_restore_streams_a_large_file_from_git_and_never_holds_it_whole(memory
     byte, committed as a restore is (the hand edit first, as made outside fsmem), and no blob of it ever read
     whole into fsmem: git writes the old version into the staged file, the file now is hashed and stored a
     chunk at a time."""
-    from fsmem.history.git import CHUNK, CatFile
+    from fsmem.history.cat_file import CatFile
+    from fsmem.history.git import CHUNK
 
     root = memory.root
     first = b"".join(b"- line %d: %s\n" % (n, b"x" * 60) for n in range(3 * CHUNK // 64))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 
 from fsmem.errors import SyncFailed
-from fsmem.history.git import CatFile
+from fsmem.history.cat_file import CatFile
 from fsmem.history.incoming import Tree, follow
 from fsmem.history.repo import Repo
 from fsmem.history.trees import BLOB_MODES, LINK_MODE, Entry

@@ -20,7 +20,8 @@ from fsmem import faces
 from fsmem.budget import echo
 from fsmem.errors import HistoryError, InvalidArgument, NotFound
 from fsmem.history import git_marker
-from fsmem.history.git import CatFile, Git, ObjectStore, give_back, readers
+from fsmem.history.cat_file import CatFile, give_back, readers
+from fsmem.history.git import Git, ObjectStore
 from fsmem.history.git_dir import check as git_dir_check
 from fsmem.history.trees import parse_tree, tree_body
 from fsmem.store.files import Stored

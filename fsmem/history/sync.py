@@ -40,7 +40,8 @@ from fsmem.history import (
     turn_on,
     worktree,
 )
-from fsmem.history.git import CatFile, Git, driver_command, first_line, nul_separated, record_driver
+from fsmem.history.cat_file import CatFile
+from fsmem.history.git import Git, driver_command, first_line, nul_separated, record_driver
 from fsmem.history.health import edited_copy_name, edited_copy_problem
 from fsmem.history.merge import GENERATED, merge_text
 from fsmem.history.repo import Repo, discover
