@@ -304,8 +304,12 @@ def plan(client: str, path: Path, entry: dict[str, Any], *, force: bool) -> Plan
 
 
 def diff(change: Plan) -> str:
-    """`change` as a unified diff, as `git diff` would show it."""
+    """`change` as a unified diff, as `git diff` would show it, each secret in it redacted: a file the write
+    reformats (one written on one line) shows every line, an `env` API key among them, and the diff goes to a
+    terminal and its logs. The file itself keeps them."""
     import difflib
+
+    from fsmem.format import secrets
 
     before = change.before.decode("utf-8-sig", "replace") if change.before is not None else ""
     lines = difflib.unified_diff(
@@ -314,7 +318,9 @@ def diff(change: Plan) -> str:
         fromfile=str(change.path) if change.before is not None else "/dev/null",
         tofile=str(change.path),
     )
-    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+    return secrets.redact(
+        "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+    )
 
 
 def apply(change: Plan) -> None:

@@ -517,3 +517,17 @@ def test_write_refuses_a_config_link_that_leads_to_no_file_and_makes_nothing_whe
         home=tmp_path, cwd=project,
     ).returncode == 2  # fmt: skip
     assert not elsewhere.exists()
+
+
+def test_the_diff_a_write_shows_keeps_the_files_secrets_out(memory, tmp_path):
+    # before: a settings file written on one line (as a tool leaves it) is reformatted by the write, so the diff
+    # on stderr showed every line of it, an `env` API key among them, into the terminal and any log of it
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    key = "sk-ant-api03-" + "Q7vT2mX9kR4pL8wZ3nB6yC1dF5gH0jK2sA4eU7iO9rY3tW6qE8zX1cV5bN7mM2lP4-AbCdEfGh"
+    settings.write_text(json.dumps({"env": {"ANTHROPIC_API_KEY": key}, "theme": "dark"}))
+    done = run("--root", str(memory.root), "connect", "claude-code", "--hooks", "--write", home=tmp_path, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert '"ANTHROPIC_API_KEY"' in done.stderr and "[REDACTED:" in done.stderr  # the line is shown, not the key
+    assert key not in done.stderr and key[:24] not in done.stderr
+    assert json.loads(settings.read_text())["env"] == {"ANTHROPIC_API_KEY": key}  # the file keeps it
