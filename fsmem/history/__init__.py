@@ -50,6 +50,23 @@ HOST_ID_KEY = "fsmem.hostId"
 def host_setting(root: Path, key: str) -> str | None:
     """A host-local setting (`git config --local KEY` of the repository around `root`), or None: no repository,
     no git, or not set. One git process, only where a `.git` lies above."""
+    from fsmem.errors import HistoryError
+
+    try:
+        proc = local_config(root, "--get", key)
+    except HistoryError:
+        return None
+    if proc is None:
+        return None
+    value = proc.stdout.decode("utf-8", "replace").strip()
+    return value if proc.returncode == 0 and value else None
+
+
+def local_config(root: Path, *args: str) -> subprocess.CompletedProcess[bytes] | None:
+    """`git config --local ARGS` in the repository around `root`, None where no `.git` lies above: its git dir
+    checked first (no FIFO git would wait on, no other repository's config: `git_dir.check`), and none of the
+    caller's variables pointing git elsewhere (`git_env.clean_env`). HistoryError where the check refuses the
+    repository or git cannot be run."""
     marker = git_marker(root)
     if marker is None:
         return None
@@ -57,19 +74,17 @@ def host_setting(root: Path, key: str) -> str | None:
     from fsmem.history.git_dir import check
     from fsmem.history.git_env import clean_env
 
+    check(marker)
     try:
-        check(marker)  # no FIFO git would wait on, no other repository's config
-        proc = subprocess.run(
-            ["git", "-C", os.fspath(root), "config", "--local", "--get", key],
+        return subprocess.run(
+            ["git", "-C", os.fspath(root), "config", "--local", *args],
             capture_output=True,
             stdin=subprocess.DEVNULL,
-            env=clean_env(),  # no GIT_DIR or GIT_CONFIG_* of the caller's: this memory's repository only
+            env=clean_env(),
             timeout=30,
         )
-    except (OSError, subprocess.SubprocessError, HistoryError):
-        return None
-    value = proc.stdout.decode("utf-8", "replace").strip()
-    return value if proc.returncode == 0 and value else None
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise HistoryError(f"could not run git config: {exc}") from None
 
 
 def turn_on(root: object) -> str:

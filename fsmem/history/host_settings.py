@@ -24,12 +24,10 @@ import hmac
 import json
 import os
 import secrets
-import subprocess
 from pathlib import Path
 
 from fsmem.errors import HistoryError, InvalidArgument
-from fsmem.history import git_dir, git_marker, host_setting
-from fsmem.history.git_env import clean_env
+from fsmem.history import git_marker, host_setting, local_config
 from fsmem.state_files import read_state
 from fsmem.store import host
 from fsmem.store.files import atomic_write, state_dir
@@ -149,20 +147,9 @@ def host_key() -> bytes:
 
 
 def _put(root: Path, key: str, name: str, value: str | None) -> None:
-    marker = git_marker(root)
-    if marker is not None:
-        git_dir.check(marker)
-        args = ["--unset-all", key] if value is None else ["--replace-all", key, value]  # a copied config may hold two
-        try:
-            proc = subprocess.run(
-                ["git", "-C", os.fspath(root), "config", "--local", *args],
-                capture_output=True,
-                stdin=subprocess.DEVNULL,
-                env=clean_env(),
-                timeout=30,
-            )
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise HistoryError(f"could not run git config: {exc}") from None
+    args = ["--unset-all", key] if value is None else ["--replace-all", key, value]  # a copied config may hold two
+    proc = local_config(root, *args)
+    if proc is not None:
         if proc.returncode not in (0, 5):  # 5: --unset of a key that is not set
             raise HistoryError(f"git config {key} failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
         return
