@@ -524,8 +524,7 @@ class MemoryTool:
                 raise MemoryToolError(f"The destination {new_path} already exists")
             root = Path(os.path.realpath(self.memory_root))
             text = os.readlink(root / link)
-            landed = os.path.normpath(os.path.join(os.path.dirname(target), text))
-            if not os.path.isabs(text) and (landed == ".." or landed.startswith("../")):
+            if beneath.leads_out(target, text):
                 raise MemoryToolError(
                     f"Path {shown(new_path)} would hold a symbolic link to {shown(text)}, which leads outside "
                     "/memories from there"

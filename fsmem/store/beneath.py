@@ -652,12 +652,18 @@ def _check_moved_link(src: Place, dst: Place, target: str) -> None:
     if src.link is None or not _is_link(src.folder, src.name):
         return  # no link moved (one on the way, a folder link, stays where it is)
     text = src.folder.readlink(src.name)
-    if os.path.isabs(text):
-        return
-    folder = dst.inside.rsplit("/", 1)[0] if "/" in dst.inside else ""
-    landed = os.path.normpath(os.path.join(folder, text)).replace(os.sep, "/")
-    if landed == ".." or landed.startswith("../"):
+    if leads_out(dst.inside, text):
         raise _refuse(target, f"would hold a symbolic link to {shown(text)}, which leads outside the memory from there")
+
+
+def leads_out(rel: str, text: str) -> bool:
+    """Whether a link at memory-relative `rel` holding the relative `text` leads out of the memory (an absolute
+    one is judged where it is followed, not here)."""
+    if os.path.isabs(text):
+        return False
+    folder = rel.rsplit("/", 1)[0] if "/" in rel else ""
+    landed = os.path.normpath(os.path.join(folder, text)).replace(os.sep, "/")
+    return landed == ".." or landed.startswith("../")
 
 
 def make_folder(root: str | os.PathLike[str], rel: str, *, generated: bool = True, mode: int | None = None) -> Path:
