@@ -59,6 +59,20 @@ def _event(name: str, transcript: Path, **more: object) -> bytes:
     return json.dumps({**data, **more}).encode()
 
 
+def _two_events(root: Path, transcript: Path, event: bytes) -> str:
+    """The session note after the hook's `event`, a line more in the transcript, and the event again: each
+    answered silently, exit 0."""
+    env = {**without_fsmem(), "FSMEM_NOW": NOW}
+    argv = [FSMEM, "--root", str(root), "hook", "claude-code"]
+    for _ in range(2):
+        done = subprocess.run(argv, input=event, capture_output=True, env=env, timeout=60)
+        assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+        with open(transcript, "ab") as more:
+            more.write(_record("Then more", "assistant"))
+    (note,) = (root / "sessions").glob("*/*/*/claude-code-*.md")
+    return note.read_text()
+
+
 def _one_long_line(path: Path) -> None:
     """A transcript: a record, one line of LONG NUL bytes (sparse: no disk), its newline, and a record after it."""
     with open(path, "wb") as out:
@@ -221,15 +235,7 @@ def test_a_session_id_escaping_a_nul_or_a_lone_surrogate_is_saved_and_saved_on(
     transcript = tmp_path / "s-1.jsonl"
     transcript.write_bytes(_record("First", "assistant"))  # no user text: the id titles the note
     event = json.dumps({**json.loads(_event("SessionEnd", transcript)), "session_id": session}).encode()
-    env = {**without_fsmem(), "FSMEM_NOW": NOW}
-    argv = [FSMEM, "--root", str(root), "hook", "claude-code"]
-    for _ in range(2):
-        done = subprocess.run(argv, input=event, capture_output=True, env=env, timeout=60)
-        assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
-        with open(transcript, "ab") as more:
-            more.write(_record("Then more", "assistant"))
-    (note,) = (root / "sessions").glob("*/*/*/claude-code-*.md")
-    text = note.read_text()
+    text = _two_events(root, transcript, event)
     assert "\x00" not in text and "assistant: First" in text and "assistant: Then more" in text
     assert '"error"' not in (root / ".fsmem/logs/hooks.jsonl").read_text()
 
@@ -316,17 +322,10 @@ def test_a_session_id_or_a_folder_of_70000_characters_leaves_its_note_readable_a
     first = json.loads(_record("First"))
     transcript.write_text(json.dumps({**first, "cwd": "/" + "d" * 70_000}) + "\n")
     event = json.dumps({**json.loads(_event("SessionEnd", transcript)), "session_id": "s" * 70_000}).encode()
-    env = {**without_fsmem(), "FSMEM_NOW": NOW}
-    argv = [FSMEM, "--root", str(root), "hook", "claude-code"]
-    for _ in range(2):
-        done = subprocess.run(argv, input=event, capture_output=True, env=env, timeout=60)
-        assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
-        with open(transcript, "ab") as more:
-            more.write(_record("Then more", "assistant"))
-    (note,) = (root / "sessions").glob("*/*/*/claude-code-*.md")
-    text = note.read_text()
+    text = _two_events(root, transcript, event)
     assert "user: First" in text and "assistant: Then more" in text and len(text) < 4000
     assert '"error"' not in (root / ".fsmem/logs/hooks.jsonl").read_text()
+    env = {**without_fsmem(), "FSMEM_NOW": NOW}
     checked = subprocess.run([FSMEM, "--root", str(root), "check"], capture_output=True, text=True, env=env)
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
