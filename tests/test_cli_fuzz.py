@@ -163,6 +163,19 @@ def test_an_agent_name_no_note_name_may_hold_is_named_as_the_agent(tmp_path):
     assert _fsmem(tmp_path, "--agent", "../x", "note", "- owner: Bo", "--session", "s2").returncode == 0
 
 
+def test_an_agent_name_too_long_for_a_note_name_says_so(tmp_path):
+    """An agent of letters alone, too long to name a note beside the host's id, was told its name "may hold only
+    letters, digits, '.', '_' and '-'", which it did: the message names the length, counted as fsmem counts it."""
+    _memory(tmp_path)
+    before = _bytes(tmp_path)
+    done = _fsmem(tmp_path, "--agent", "a" * 300, "note", "- owner: Bo", FSMEM_HOST_ID="laptop.2")
+    assert (done.returncode, done.stdout) == (2, ""), done
+    room = 100 - len("-laptop.2")
+    assert f"(300 characters) is longer than the {room} characters a session note's name leaves" in done.stderr
+    assert _bytes(tmp_path) == before
+    assert _fsmem(tmp_path, "--agent", "a" * room, "note", "- owner: Bo", FSMEM_HOST_ID="laptop.2").returncode == 0
+
+
 def test_a_folder_moved_into_itself_is_refused_in_words(tmp_path):
     """`fsmem mv topics topics/sub` said "invalid argument ('topics')", the rename's EINVAL; nothing moved."""
     _memory(tmp_path)

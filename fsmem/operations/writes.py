@@ -43,10 +43,12 @@ def note(memory: Core, text: str, *, session: str | None = None, subject: str | 
             from fsmem.budget import echo
 
             instead = f"; name the note with {faces.arg('session')}" if faces.offers("session") else ""
-            raise InvalidArgument(
-                f"the agent {echo(name)} cannot name a session note, whose name may hold only letters, digits, "
-                f"'.', '_' and '-'{instead}"
-            )
+            if writing.SESSION_ID_CHARS.fullmatch(session):
+                room = writing.SESSION_ID_LENGTH - len(memory.host_id) - 1
+                why = f"is longer than the {room} characters a session note's name leaves beside this host's id"
+            else:
+                why = "cannot name a session note, whose name may hold only letters, digits, '.', '_' and '-'"
+            raise InvalidArgument(f"the agent {echo(name)} {why}{instead}")
     text = screen(memory, text, "the note")
 
     # where consolidation files lines without a subject (`consolidate.default_subject`)

@@ -29,7 +29,9 @@ from fsmem.store.fields import check_fields
 from fsmem.store.files import Stored, atomic_write, same_version, version_of
 from fsmem.store.paths import check_text, read_regular, relative
 
-SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+SESSION_ID_LENGTH = 100  # a session note is named after its id: room for the date folders within 255 bytes
+SESSION_ID_CHARS = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # what a session id may hold, of any length
+SESSION_ID = re.compile(rf"^[A-Za-z0-9][A-Za-z0-9._-]{{0,{SESSION_ID_LENGTH - 1}}}$")
 Ahead = Callable[["WriteResult"], AbstractContextManager[None]]
 
 
@@ -146,7 +148,7 @@ def _title_from_path(path: Path) -> str:
 def session_note_path(root: Path, session: str, when: _dt.datetime) -> Path:
     if not SESSION_ID.match(session):
         raise InvalidArgument(
-            f"session id {echo(session)} may hold only letters, digits, '.', '_' and '-' (at most 100 characters)"
+            f"session id {echo(session)} may hold only letters, digits, '.', '_' and '-' (at most {SESSION_ID_LENGTH} characters)"
         )
     unportable = portable_problem(f"{session}.md")
     if unportable:
