@@ -225,6 +225,45 @@ def test_observation_is_not_a_fact_and_near_duplicates_merge(memory):
     )
 
 
+# near-duplicates that say different things: each pair is over the ratio threshold (90) and was one line
+SAID_APART = [
+    ("Salary is 100,000 per year.", "Salary is 150,000 per year."),
+    ("Likes tea with milk and sugar in the morning.", "Likes tea with milk and no sugar in the morning."),
+    ("Her work address is ann.lee@example.com today", "Her work address is ann.lee@example.org today"),
+    ("Runs version 3.2.1 of the billing client", "Runs version 3.2.4 of the billing client"),
+    ("Paid $1,500 for the annual licence.", "Paid €1,500 for the annual licence."),
+    ("Lives at 12 Baker Street in London", "Lives at 21 Baker Street in London"),
+    ("The thermostat in the lab is set to 2.5 degrees", "The thermostat in the lab is set to 25 degrees"),
+    ("The freezer in the lab is kept at -20 degrees", "The freezer in the lab is kept at 20 degrees"),
+    ("Flies back to Lisbon on 2026-03-14 with Ann", "Flies back to Lisbon on 2026-03-17 with Ann"),
+    ("Dislikes green tea with milk in the morning", "Likes green tea with milk in the morning"),
+    ("Met Michaela Stone at the Berlin conference", "Met Michael Stone at the Berlin conference"),
+]
+
+
+@pytest.mark.parametrize(("first", "second"), SAID_APART)
+def test_observations_that_say_different_things_are_never_merged(memory, first, second):
+    """The later observation of a near-duplicate pair lost its words (the line keeps its first record's): 'Salary
+    is 150,000' was only a citation under 'Salary is 100,000', dated as of the later note."""
+    note(memory.root, "2026-01-01", "a", f"## people/Ann Lee\n- {first}\n")
+    note(memory.root, "2026-01-02", "b", f"## people/Ann Lee\n- {second}\n")
+    memory.consolidate()
+    text = body(memory, "entities/people/ann-lee.md")
+    assert f"- {first} ([2026-01-01](../../sessions/2026/01/01/a.md))\n" in text
+    assert f"- {second} ([2026-01-02](../../sessions/2026/01/02/b.md))\n" in text
+
+
+def test_observations_that_differ_in_case_punctuation_spacing_or_an_article_still_merge(memory):
+    note(memory.root, "2026-01-01", "a", "## people/Ann Lee\n- Prefers e-mail over the phone.\n- Costs ＄５.\n")
+    note(memory.root, "2026-01-02", "b", "## people/Ann Lee\n- prefers  email over phone!\n- costs $5\n")
+    memory.consolidate()
+    assert body(memory, "entities/people/ann-lee.md").endswith(
+        "## Notes\n"
+        "- Prefers e-mail over the phone. ([2026-01-02](../../sessions/2026/01/01/a.md); [b](../../sessions/2026/01/02/b.md))\n"
+        "- Costs ＄５. ([2026-01-02](../../sessions/2026/01/01/a.md); [b](../../sessions/2026/01/02/b.md))\n"
+    )
+
+
 def test_human_edits_between_runs_are_kept(demo):
     demo.consolidate()
     path = demo.root / "entities/people/adam-smith.md"

@@ -114,6 +114,21 @@ def test_observations_are_the_union_and_near_duplicates_become_one_line_with_bot
     )
 
 
+def test_observations_that_say_different_things_stay_two_lines_after_a_merge():
+    """Two hosts' near-duplicates (ratio 96) that differ in a number: one line kept the lower words, and the other
+    host's salary was only a citation."""
+    ours = side(
+        BASE, ("- Likes tea.", "- Salary is 100,000 per year. ([2026-11-20](../../sessions/x.md))\n- Likes tea.")
+    )
+    theirs = side(
+        BASE, ("- Likes tea.", "- Salary is 150,000 per year. ([2026-11-21](../../sessions/y.md))\n- Likes tea.")
+    )
+    merged, kept = both_ways(BASE, ours, theirs)
+    assert kept == 0
+    assert "- Salary is 100,000 per year. ([2026-11-20](../../sessions/x.md))\n" in merged
+    assert "- Salary is 150,000 per year. ([2026-11-21](../../sessions/y.md))\n" in merged
+
+
 def test_front_matter_merges_field_by_field():
     ours = side(
         BASE,

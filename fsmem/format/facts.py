@@ -145,9 +145,32 @@ def normalize_value(value: str) -> str:
 
 
 def normalize_text(text: str) -> str:
-    """Observation text as compared for near-duplicates."""
+    """Observation text as its ratio to another is taken for near-duplicates (which also say the same
+    `observation_words`)."""
     text = unicodedata.normalize("NFKC", text)
     return " ".join(text.split()).casefold().rstrip(".!?;, ")
+
+
+_ARTICLES = frozenset({"a", "an", "the"})
+_AROUND_WORD = ".,;:!?\"'()[]{}«»“”‘’…"  # a sentence's punctuation, not the word's
+_INSIDE_WORD = "-'’"  # e-mail is email, don't is dont
+
+
+def observation_words(text: str) -> tuple[str, ...]:
+    """What an observation says, word for word: two near-duplicates must say the same (a merged line keeps only
+    the first one's words). Case, spacing, compatibility forms (NFKC), a word's hyphens and apostrophes, the
+    sentence's punctuation and the articles do not count; a word with a digit or a symbol (an amount, a date, a
+    version, a sign, an address) counts with every character of it."""
+    words = []
+    for token in unicodedata.normalize("NFKC", text).casefold().split():
+        token = token.strip(_AROUND_WORD)
+        if token and all(char in _INSIDE_WORD or unicodedata.category(char)[0] in "LM" for char in token):
+            token = "".join(char for char in token if char not in _INSIDE_WORD)
+            if token in _ARTICLES:
+                continue
+        if token:
+            words.append(token)
+    return tuple(words)
 
 
 @dataclass(frozen=True)

@@ -301,8 +301,11 @@ def _merge_observations(
         from rapidfuzz import fuzz
 
         for i in mine:
+            said = F.observation_words(cited[i].text)
             scored = [
-                (fuzz.ratio(F.normalize_text(cited[i].text), F.normalize_text(cited[j].text)), -j, j) for j in other
+                (fuzz.ratio(F.normalize_text(cited[i].text), F.normalize_text(cited[j].text)), -j, j)
+                for j in other
+                if F.observation_words(cited[j].text) == said
             ]
             if not scored:
                 break
