@@ -26,7 +26,8 @@ and a note may date a fact explicitly: `- role: cto (as of 2024-03-01)`.
 
 A date may carry a UTC time, `2026-12-01T15:32:09Z` (a *stamp*): `fsmem note`
 writes one on every fact, so that two writes of one day are ordered by when
-they were made. A stamp without a time counts as the start of its day, so
+they were made. An `(as of …)` may give a time with its UTC offset
+(`2026-12-01T12:00:00+02:00`), read as the stamp of that instant. A stamp without a time counts as the start of its day, so
 stamps compare as strings.
 """
 
@@ -54,7 +55,8 @@ _BULLET = re.compile(r"^(?P<mark>[-*+]) (?P<rest>(?:[ \t]*+[^ \t\n])*+)[ \t]*+$"
 _THEMATIC_BREAK = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")  # `* * *`, `- - -`: a rule, not a bullet
 _FACT = re.compile(r"^(?P<key>[^:]{1,40}): (?P<value>.*\S)$")
 _KEY_CHAR = re.compile(r"^[a-z0-9_\-]+$")
-_AS_OF = re.compile(rf" \(as of (?P<date>{_STAMP})\)$")
+_OFFSET_TIME = rf"{_DATE}T\d{{2}}:\d{{2}}:\d{{2}}[+-]\d{{2}}:\d{{2}}"  # a local time with its UTC offset
+_AS_OF = re.compile(rf" \(as of (?P<date>{_STAMP}|{_OFFSET_TIME})\)$")
 _PROVENANCE = re.compile(
     rf" \((?P<first>{_DAY})(?: to (?P<to>{_STAMP}))?, (?P<sources>{_SOURCE}(?:; {_SOURCE})*)"
     rf"(?:; confirmed (?P<cdate>{_DAY}), (?P<csource>{_SOURCE}))?\)$"
@@ -119,6 +121,19 @@ def utc_stamp(when) -> str:
 
     utc = when.astimezone(_dt.UTC)
     return f"{utc.year:04d}-{utc:%m-%dT%H:%M:%SZ}"  # strftime's %Y gives year 1 as "1", not "0001"
+
+
+def _in_utc(text: str) -> str:
+    """An `(as of …)` time written with a UTC offset (`2026-12-01T12:00:00+02:00`) as the stamp of the instant it
+    names (`2026-12-01T10:00:00Z`), so that it orders among the others; any other text as it is."""
+    import datetime as _dt
+
+    if not re.fullmatch(_OFFSET_TIME, text):
+        return text
+    try:
+        return utc_stamp(_dt.datetime.fromisoformat(text))
+    except (ValueError, OverflowError):
+        return text
 
 
 def is_key(text: str) -> bool:
@@ -278,8 +293,9 @@ def parse_fact(line: str) -> KeyedFact | None:
     as_of = bad = None
     dated = _AS_OF.search(value)
     if dated:
-        if valid_stamp(dated.group("date")):
-            as_of = dated.group("date")
+        stamp = _in_utc(dated.group("date"))
+        if valid_stamp(stamp):
+            as_of = stamp
         else:
             bad = dated.group("date")
         value = value[: dated.start()]
