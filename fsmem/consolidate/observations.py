@@ -64,18 +64,24 @@ def merge_observations(
         return result
     t = min(r.order for r in new)
     citing: dict[str, list[docs.NoteLine]] = {}
+    citing_alike: dict[tuple[str, tuple[str, ...]], list[docs.NoteLine]] = {}  # (note, words): lines saying them
+    norms = {line.index: F.normalize_text(line.text) for line in doc.note_lines}
     for line in doc.note_lines:
+        words = F.observation_words(line.text)
         for source in line.sources:
             citing.setdefault(source, []).append(line)
+            citing_alike.setdefault((source, words), []).append(line)
     # Which line shows each record: only a record the document can show (consolidated before, or written by a
-    # run that stopped before marking its note) is looked for, among the lines that cite its note.
+    # run that stopped before marking its note) is looked for, among the lines that cite its note: those that
+    # say its words (as every line merged by this rule does), else any (a line a person reworded, or merged by
+    # a rule of before), so that a note of many observations is not compared with each of its lines.
     members: dict[int, list[Record]] = {}
     replay = [r for r in records if r.new and not r.shown]
     for record in sorted((r for r in records if r.shown), key=lambda r: r.order):
-        norm = F.normalize_text(record.text or "")
+        norm, words = F.normalize_text(record.text or ""), F.observation_words(record.text or "")
         best, score = None, -1.0
-        for line in citing.get(record.source, []):
-            value = fuzz.ratio(norm, F.normalize_text(line.text))
+        for line in citing_alike.get((record.source, words)) or citing.get(record.source, []):
+            value = fuzz.ratio(norm, norms[line.index], score_cutoff=threshold)
             if value >= threshold and value > score:
                 best, score = line, value
         if best is not None:

@@ -300,12 +300,12 @@ def _merge_observations(
             continue
         from rapidfuzz import fuzz
 
+        words = {index: F.observation_words(obs.text) for index, obs in cited.items()}
         for i in mine:
-            said = F.observation_words(cited[i].text)
             scored = [
                 (fuzz.ratio(F.normalize_text(cited[i].text), F.normalize_text(cited[j].text)), -j, j)
                 for j in other
-                if F.observation_words(cited[j].text) == said
+                if words[j] == words[i]
             ]
             if not scored:
                 break
