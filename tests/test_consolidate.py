@@ -283,6 +283,19 @@ def test_a_note_of_many_long_observations_is_consolidated_again_in_linear_time(m
     assert body(memory, "topics/big.md").count("\n- ") == 301
 
 
+def test_a_value_in_another_unicode_form_confirms_it_and_grep_still_finds_it(memory):
+    """`Zürich` (NFC, one code point for ü) then `Zürich` as an editor on macOS saves it (NFD, u and a combining
+    diaeresis): the same text by Unicode's rule. The second superseded the first, so `grep Zürich`, typed as
+    keyboards type it, found nothing at all (the NFC line hidden as superseded, the current line NFD)."""
+    note(memory.root, "2026-01-01", "a", "## people/Ann Lee\n- city: Z\u00fcrich\n")
+    note(memory.root, "2026-01-02", "b", "## people/Ann Lee\n- city: Zu\u0308rich\n")
+    memory.consolidate()
+    text = body(memory, "entities/people/ann-lee.md")
+    assert "- city: Z\u00fcrich ([2026-01-01](../../sessions/2026/01/01/a.md); confirmed [2026-01-02]" in text
+    assert "## Superseded" not in text
+    assert memory.grep("Z\u00fcrich", ["entities/people/ann-lee.md"]).total == 1
+
+
 def test_human_edits_between_runs_are_kept(demo):
     demo.consolidate()
     path = demo.root / "entities/people/adam-smith.md"

@@ -155,8 +155,9 @@ def is_key(text: str) -> bool:
 
 
 def normalize_value(value: str) -> str:
-    """What two values must share to count as the same value (case and spacing do not matter)."""
-    return " ".join(value.split()).casefold()
+    """What two values must share to count as the same value: case, spacing and Unicode's canonical forms (`ü`
+    as one code point or as `u` and a combining diaeresis, as macOS saves it) do not matter."""
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFD", " ".join(value.split())).casefold())
 
 
 def normalize_text(text: str) -> str:
