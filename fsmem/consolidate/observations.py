@@ -64,13 +64,16 @@ def merge_observations(
         return result
     t = min(r.order for r in new)
     citing: dict[str, list[docs.NoteLine]] = {}
-    citing_alike: dict[tuple[str, tuple[str, ...]], list[docs.NoteLine]] = {}  # (note, words): lines saying them
-    norms = {line.index: F.normalize_text(line.text) for line in doc.note_lines}
     for line in doc.note_lines:
-        words = F.observation_words(line.text)
         for source in line.sources:
             citing.setdefault(source, []).append(line)
-            citing_alike.setdefault((source, words), []).append(line)
+    forms: dict[int, tuple[str, tuple[str, ...]]] = {}  # a line's normal form and words, taken once when needed
+
+    def form_of(line: docs.NoteLine) -> tuple[str, tuple[str, ...]]:
+        if line.index not in forms:
+            forms[line.index] = (F.normalize_text(line.text), F.observation_words(line.text))
+        return forms[line.index]
+
     # Which line shows each record: only a record the document can show (consolidated before, or written by a
     # run that stopped before marking its note) is looked for, among the lines that cite its note: those that
     # say its words (as every line merged by this rule does), else any (a line a person reworded, or merged by
@@ -80,8 +83,9 @@ def merge_observations(
     for record in sorted((r for r in records if r.shown), key=lambda r: r.order):
         norm, words = F.normalize_text(record.text or ""), F.observation_words(record.text or "")
         best, score = None, -1.0
-        for line in citing_alike.get((record.source, words)) or citing.get(record.source, []):
-            value = fuzz.ratio(norm, norms[line.index], score_cutoff=threshold)
+        candidates = citing.get(record.source, [])
+        for line in [line for line in candidates if form_of(line)[1] == words] or candidates:
+            value = fuzz.ratio(norm, form_of(line)[0], score_cutoff=threshold)
             if value >= threshold and value > score:
                 best, score = line, value
         if best is not None:
@@ -105,8 +109,7 @@ def merge_observations(
         sources = {s for s in line.sources if s in staying or s not in known}
         cluster = _Cluster(
             line.text,
-            F.normalize_text(line.text),
-            F.observation_words(line.text),
+            *form_of(line),
             sources,
             line,
             changed=bool(released),

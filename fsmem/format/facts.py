@@ -180,7 +180,10 @@ def observation_words(text: str) -> tuple[str, ...]:
     words = []
     for token in unicodedata.normalize("NFKC", text).casefold().split():
         token = token.strip(_AROUND_WORD)
-        if token and all(char in _INSIDE_WORD or unicodedata.category(char)[0] in "LM" for char in token):
+        if token.isalpha():  # most words: letters alone
+            if token in _ARTICLES:
+                continue
+        elif token and all(char in _INSIDE_WORD or unicodedata.category(char)[0] in "LM" for char in token):
             token = "".join(char for char in token if char not in _INSIDE_WORD)
             if token in _ARTICLES:
                 continue
