@@ -107,13 +107,7 @@ def merge_observations(
             doc.delete(line.index)  # it started at or after t: placed again from its records
             continue
         sources = {s for s in line.sources if s in staying or s not in known}
-        cluster = _Cluster(
-            line.text,
-            *form_of(line),
-            sources,
-            line,
-            changed=bool(released),
-        )
+        cluster = _Cluster(line.text, *form_of(line), sources, line, changed=bool(released))
         lines.append((cluster, "derived" if derived else "unread" if line.cited and not whole else "pinned"))
     # A consolidated line whose first records were not read again is the consolidator's unless all its notes
     # are there and none of them said it in its words (then it is a human's line that took a citation); only

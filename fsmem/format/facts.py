@@ -27,8 +27,8 @@ and a note may date a fact explicitly: `- role: cto (as of 2024-03-01)`.
 A date may carry a UTC time, `2026-12-01T15:32:09Z` (a *stamp*): `fsmem note`
 writes one on every fact, so that two writes of one day are ordered by when
 they were made. An `(as of …)` may give a time with its UTC offset
-(`2026-12-01T12:00:00+02:00`), read as the stamp of that instant. A stamp without a time counts as the start of its day, so
-stamps compare as strings.
+(`2026-12-01T12:00:00+02:00`), read as the stamp of that instant. A stamp
+without a time counts as the start of its day, so stamps compare as strings.
 """
 
 from __future__ import annotations
