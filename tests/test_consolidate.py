@@ -225,6 +225,77 @@ def test_observation_is_not_a_fact_and_near_duplicates_merge(memory):
     )
 
 
+# near-duplicates that say different things: each pair is over the ratio threshold (90) and was one line
+SAID_APART = [
+    ("Salary is 100,000 per year.", "Salary is 150,000 per year."),
+    ("Likes tea with milk and sugar in the morning.", "Likes tea with milk and no sugar in the morning."),
+    ("Her work address is ann.lee@example.com today", "Her work address is ann.lee@example.org today"),
+    ("Runs version 3.2.1 of the billing client", "Runs version 3.2.4 of the billing client"),
+    ("Paid $1,500 for the annual licence.", "Paid €1,500 for the annual licence."),
+    ("Lives at 12 Baker Street in London", "Lives at 21 Baker Street in London"),
+    ("The thermostat in the lab is set to 2.5 degrees", "The thermostat in the lab is set to 25 degrees"),
+    ("The freezer in the lab is kept at -20 degrees", "The freezer in the lab is kept at 20 degrees"),
+    ("Flies back to Lisbon on 2026-03-14 with Ann", "Flies back to Lisbon on 2026-03-17 with Ann"),
+    ("Dislikes green tea with milk in the morning", "Likes green tea with milk in the morning"),
+    ("Met Michaela Stone at the Berlin conference", "Met Michael Stone at the Berlin conference"),
+]
+
+
+@pytest.mark.parametrize(("first", "second"), SAID_APART)
+def test_observations_that_say_different_things_are_never_merged(memory, first, second):
+    """The later observation of a near-duplicate pair lost its words (the line keeps its first record's): 'Salary
+    is 150,000' was only a citation under 'Salary is 100,000', dated as of the later note."""
+    note(memory.root, "2026-01-01", "a", f"## people/Ann Lee\n- {first}\n")
+    note(memory.root, "2026-01-02", "b", f"## people/Ann Lee\n- {second}\n")
+    memory.consolidate()
+    text = body(memory, "entities/people/ann-lee.md")
+    assert f"- {first} ([2026-01-01](../../sessions/2026/01/01/a.md))\n" in text
+    assert f"- {second} ([2026-01-02](../../sessions/2026/01/02/b.md))\n" in text
+
+
+def test_observations_that_differ_in_case_punctuation_spacing_or_an_article_still_merge(memory):
+    note(memory.root, "2026-01-01", "a", "## people/Ann Lee\n- Prefers e-mail over the phone.\n- Costs ＄５.\n")
+    note(memory.root, "2026-01-02", "b", "## people/Ann Lee\n- prefers  email over phone!\n- costs $5\n")
+    memory.consolidate()
+    assert body(memory, "entities/people/ann-lee.md").endswith(
+        "## Notes\n"
+        "- Prefers e-mail over the phone. ([2026-01-02](../../sessions/2026/01/01/a.md); [b](../../sessions/2026/01/02/b.md))\n"
+        "- Costs ＄５. ([2026-01-02](../../sessions/2026/01/01/a.md); [b](../../sessions/2026/01/02/b.md))\n"
+    )
+
+
+def test_a_note_of_many_long_observations_is_consolidated_again_in_linear_time(memory):
+    """300 distinct observations of 2,000 characters (600 KB) in one note, which then grows by one line: the
+    second run looked for each record's line by a ratio against every line citing its note, 90,000 ratios of
+    2 KB (27 s of CPU); the first run's placing compared every record with every line before it likewise."""
+    import random
+    import time
+
+    rng = random.Random(1)
+    words = ["".join(rng.choice("abcdefghij") for _ in range(6)) for _ in range(500)]
+    said = "\n".join("- " + " ".join(rng.choice(words) for _ in range(285)) for _ in range(300))
+    path = note(memory.root, "2026-01-01", "a", f"## topic/Big\n{said}\n")
+    spent = time.process_time()
+    memory.consolidate()
+    path.write_text(path.read_text() + "- One more line.\n")
+    memory.consolidate()
+    assert time.process_time() - spent < 5
+    assert body(memory, "topics/big.md").count("\n- ") == 301
+
+
+def test_a_value_in_another_unicode_form_confirms_it_and_grep_still_finds_it(memory):
+    """`Zürich` (NFC, one code point for ü) then `Zürich` as an editor on macOS saves it (NFD, u and a combining
+    diaeresis): the same text by Unicode's rule. The second superseded the first, so `grep Zürich`, typed as
+    keyboards type it, found nothing at all (the NFC line hidden as superseded, the current line NFD)."""
+    note(memory.root, "2026-01-01", "a", "## people/Ann Lee\n- city: Z\u00fcrich\n")
+    note(memory.root, "2026-01-02", "b", "## people/Ann Lee\n- city: Zu\u0308rich\n")
+    memory.consolidate()
+    text = body(memory, "entities/people/ann-lee.md")
+    assert "- city: Z\u00fcrich ([2026-01-01](../../sessions/2026/01/01/a.md); confirmed [2026-01-02]" in text
+    assert "## Superseded" not in text
+    assert memory.grep("Z\u00fcrich", ["entities/people/ann-lee.md"]).total == 1
+
+
 def test_human_edits_between_runs_are_kept(demo):
     demo.consolidate()
     path = demo.root / "entities/people/adam-smith.md"

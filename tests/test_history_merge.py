@@ -114,6 +114,46 @@ def test_observations_are_the_union_and_near_duplicates_become_one_line_with_bot
     )
 
 
+def test_observations_that_say_different_things_stay_two_lines_after_a_merge():
+    """Two hosts' near-duplicates (ratio 96) that differ in a number: one line kept the lower words, and the other
+    host's salary was only a citation."""
+    ours = side(
+        BASE, ("- Likes tea.", "- Salary is 100,000 per year. ([2026-11-20](../../sessions/x.md))\n- Likes tea.")
+    )
+    theirs = side(
+        BASE, ("- Likes tea.", "- Salary is 150,000 per year. ([2026-11-21](../../sessions/y.md))\n- Likes tea.")
+    )
+    merged, kept = both_ways(BASE, ours, theirs)
+    assert kept == 0
+    assert "- Salary is 100,000 per year. ([2026-11-20](../../sessions/x.md))\n" in merged
+    assert "- Salary is 150,000 per year. ([2026-11-21](../../sessions/y.md))\n" in merged
+
+
+def test_each_observation_of_a_side_finds_its_near_duplicate_on_the_other_whatever_comes_before_it():
+    """Two new observations on each side: the first of ours has no near-duplicate on theirs, the second has one.
+    The words rule first stopped at the first (no candidate left it, so it looked for no more)."""
+    ours = side(
+        BASE,
+        (
+            "- Likes tea.",
+            "- Salary is 100,000. ([2026-11-20](../../sessions/x.md))\n- Plays chess. ([2026-11-20](../../sessions/x.md))\n- Likes tea.",
+        ),
+    )
+    theirs = side(
+        BASE,
+        (
+            "- Likes tea.",
+            "- Salary is 150,000. ([2026-11-21](../../sessions/y.md))\n- plays chess! ([2026-11-21](../../sessions/y.md))\n- Likes tea.",
+        ),
+    )
+    merged, kept = both_ways(BASE, ours, theirs)
+    assert kept == 0
+    notes = merged.split("## Notes\n")[1]
+    assert "- Salary is 100,000. (" in notes and "- Salary is 150,000. (" in notes
+    assert notes.count("hess") == 1
+    assert "- Plays chess. ([2026-11-21](../../sessions/x.md); [y](../../sessions/y.md))\n" in notes
+
+
 def test_front_matter_merges_field_by_field():
     ours = side(
         BASE,

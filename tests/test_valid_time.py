@@ -112,6 +112,29 @@ def test_notes_without_a_time_still_order_a_day_by_note_path(tmp_path):
     assert "- employer: Acme ([2026-12-01](../../sessions/2026/12/01/zed.md))" in facts  # zed.md sorts after alice.md
 
 
+def test_a_time_with_a_utc_offset_orders_the_fact_by_the_instant_it_names(tmp_path):
+    """`(as of 2026-12-01T12:00:00+02:00)` is 10:00 UTC, after Globex's 09:00 UTC. It was read as part of the value
+    ('Acme (as of …+02:00)'), the fact dated the start of its note's day, so Globex was current; and `fsmem note`
+    stamped it again ('… +02:00) (as of NOW)')."""
+    root = tmp_path / "memory"
+    Memory.init(root)
+    for name, employer in (
+        ("a", "Acme (as of 2026-12-01T12:00:00+02:00)"),
+        ("b", "Globex (as of 2026-12-01T09:00:00Z)"),
+    ):
+        path = root / f"sessions/2026/12/01/{name}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"---\ntitle: {name}\n---\n## {NADIA}\n- employer: {employer}\n")
+    fsmem(root, "consolidate", now="2026-12-01T16:00:00Z")
+    text = (root / DOC).read_text()
+    assert "## Facts\n- employer: Acme ([2026-12-01T10:00:00Z](../../sessions/2026/12/01/a.md))\n" in text
+    assert text.endswith(
+        "- employer: Globex ([2026-12-01T09:00:00Z](../../sessions/2026/12/01/b.md) to 2026-12-01T10:00:00Z)\n"
+    )
+    fsmem(root, "note", "- role: cto (as of 2026-12-01T01:30:00+05:00)", "--session", "s", now="2026-12-01T17:00:00Z")
+    assert "- role: cto (as of 2026-12-01T01:30:00+05:00)\n" in (root / "sessions/2026/12/01/s.md").read_text()
+
+
 def test_a_note_records_the_time_of_each_write_in_utc(tmp_path):
     root = tmp_path / "memory"
     fsmem(root.parent, "init", str(root))

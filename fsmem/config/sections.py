@@ -235,7 +235,7 @@ class ConsolidateSettings(Section):
     near_duplicate_threshold: float = setting(
         default=90.0,
         rule=number(0, 100),
-        says="rapidfuzz ratio (0-100) above which an observation merges into an existing line",
+        says="rapidfuzz ratio (0-100) above which an observation saying the same words merges into an existing line",
     )
     superseded_in_document: int = setting(
         default=10,

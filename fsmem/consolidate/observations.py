@@ -2,8 +2,10 @@
 
 The rule, stated on all the records of a document in stamp order: a record joins
 the earlier line it is most like (rapidfuzz ratio ≥ `near_duplicate_threshold`,
-case and final punctuation ignored), else it starts a line of its own, in its
-own words. A line shows its first words, the latest date among its records and
+case and final punctuation ignored) among those that say the same words
+(`facts.observation_words`: a number, a negation, a name or an address that
+differs is another observation), else it starts a line of its own, in its own
+words. A line shows its first words, the latest date among its records and
 every note they came from.
 
 A run does not recompute that from scratch. Let `t` be the earliest new record:
@@ -37,6 +39,7 @@ class NotesPlan:
 class _Cluster:
     text: str
     norm: str
+    words: tuple[str, ...]
     sources: set[str]
     line: docs.NoteLine | None = None  # the existing line it is, if any
     order: tuple = ()
@@ -64,15 +67,25 @@ def merge_observations(
     for line in doc.note_lines:
         for source in line.sources:
             citing.setdefault(source, []).append(line)
+    forms: dict[int, tuple[str, tuple[str, ...]]] = {}  # a line's normal form and words, taken once when needed
+
+    def form_of(line: docs.NoteLine) -> tuple[str, tuple[str, ...]]:
+        if line.index not in forms:
+            forms[line.index] = (F.normalize_text(line.text), F.observation_words(line.text))
+        return forms[line.index]
+
     # Which line shows each record: only a record the document can show (consolidated before, or written by a
-    # run that stopped before marking its note) is looked for, among the lines that cite its note.
+    # run that stopped before marking its note) is looked for, among the lines that cite its note: those that
+    # say its words (as every line merged by this rule does), else any (a line a person reworded, or merged by
+    # a rule of before), so that a note of many observations is not compared with each of its lines.
     members: dict[int, list[Record]] = {}
     replay = [r for r in records if r.new and not r.shown]
     for record in sorted((r for r in records if r.shown), key=lambda r: r.order):
-        norm = F.normalize_text(record.text or "")
+        norm, words = F.normalize_text(record.text or ""), F.observation_words(record.text or "")
         best, score = None, -1.0
-        for line in citing.get(record.source, []):
-            value = fuzz.ratio(norm, F.normalize_text(line.text))
+        candidates = citing.get(record.source, [])
+        for line in [line for line in candidates if form_of(line)[1] == words] or candidates:
+            value = fuzz.ratio(norm, form_of(line)[0], score_cutoff=threshold)
             if value >= threshold and value > score:
                 best, score = line, value
         if best is not None:
@@ -94,7 +107,7 @@ def merge_observations(
             doc.delete(line.index)  # it started at or after t: placed again from its records
             continue
         sources = {s for s in line.sources if s in staying or s not in known}
-        cluster = _Cluster(line.text, F.normalize_text(line.text), sources, line, changed=bool(released))
+        cluster = _Cluster(line.text, *form_of(line), sources, line, changed=bool(released))
         lines.append((cluster, "derived" if derived else "unread" if line.cited and not whole else "pinned"))
     # A consolidated line whose first records were not read again is the consolidator's unless all its notes
     # are there and none of them said it in its words (then it is a human's line that took a citation); only
@@ -111,21 +124,24 @@ def merge_observations(
     kept = [c for c, kind in lines if kind != "pinned"]
     result.managed = [c.line.index for c in kept if c.line is not None]
     clusters = pinned + kept
-    norms = [c.norm for c in clusters]
+    saying: dict[tuple[str, ...], list[int]] = {}  # the clusters that say each list of words, in order
+    for number, cluster in enumerate(clusters):
+        saying.setdefault(cluster.words, []).append(number)
     for record in sorted(replay, key=lambda r: r.order):
-        norm = F.normalize_text(record.text or "")
-        match = process.extractOne(norm, norms, scorer=fuzz.ratio, score_cutoff=threshold) if norms else None
+        norm, words = F.normalize_text(record.text or ""), F.observation_words(record.text or "")
+        alike = saying.get(words, [])
+        match = process.extractOne(norm, [clusters[n].norm for n in alike], scorer=fuzz.ratio, score_cutoff=threshold)
         if match is not None:
-            cluster = clusters[match[2]]
+            cluster = clusters[alike[match[2]]]
             if record.source not in cluster.sources:
                 cluster.sources.add(record.source)
             cluster.changed = True
             if record.new:
                 result.counts["observations_merged"] += 1
         else:
-            cluster = _Cluster(record.text or "", norm, {record.source}, order=record.order, changed=True)
+            cluster = _Cluster(record.text or "", norm, words, {record.source}, order=record.order, changed=True)
+            saying.setdefault(words, []).append(len(clusters))
             clusters.append(cluster)
-            norms.append(norm)
             if record.new:
                 result.counts["observations_added"] += 1
         result.dates.append(record.date)

@@ -26,8 +26,9 @@ and a note may date a fact explicitly: `- role: cto (as of 2024-03-01)`.
 
 A date may carry a UTC time, `2026-12-01T15:32:09Z` (a *stamp*): `fsmem note`
 writes one on every fact, so that two writes of one day are ordered by when
-they were made. A stamp without a time counts as the start of its day, so
-stamps compare as strings.
+they were made. An `(as of …)` may give a time with its UTC offset
+(`2026-12-01T12:00:00+02:00`), read as the stamp of that instant. A stamp
+without a time counts as the start of its day, so stamps compare as strings.
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ _BULLET = re.compile(r"^(?P<mark>[-*+]) (?P<rest>(?:[ \t]*+[^ \t\n])*+)[ \t]*+$"
 _THEMATIC_BREAK = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")  # `* * *`, `- - -`: a rule, not a bullet
 _FACT = re.compile(r"^(?P<key>[^:]{1,40}): (?P<value>.*\S)$")
 _KEY_CHAR = re.compile(r"^[a-z0-9_\-]+$")
-_AS_OF = re.compile(rf" \(as of (?P<date>{_STAMP})\)$")
+_OFFSET_TIME = rf"{_DATE}T\d{{2}}:\d{{2}}:\d{{2}}[+-]\d{{2}}:\d{{2}}"  # a local time with its UTC offset
+_AS_OF = re.compile(rf" \(as of (?P<date>{_STAMP}|{_OFFSET_TIME})\)$")
 _PROVENANCE = re.compile(
     rf" \((?P<first>{_DAY})(?: to (?P<to>{_STAMP}))?, (?P<sources>{_SOURCE}(?:; {_SOURCE})*)"
     rf"(?:; confirmed (?P<cdate>{_DAY}), (?P<csource>{_SOURCE}))?\)$"
@@ -121,6 +123,19 @@ def utc_stamp(when) -> str:
     return f"{utc.year:04d}-{utc:%m-%dT%H:%M:%SZ}"  # strftime's %Y gives year 1 as "1", not "0001"
 
 
+def _in_utc(text: str) -> str:
+    """An `(as of …)` time written with a UTC offset (`2026-12-01T12:00:00+02:00`) as the stamp of the instant it
+    names (`2026-12-01T10:00:00Z`), so that it orders among the others; any other text as it is."""
+    import datetime as _dt
+
+    if not re.fullmatch(_OFFSET_TIME, text):
+        return text
+    try:
+        return utc_stamp(_dt.datetime.fromisoformat(text))
+    except (ValueError, OverflowError):
+        return text
+
+
 def is_key(text: str) -> bool:
     """The key rule: one to four words of lowercase letters, digits, `_` or `-`, at most 40 characters."""
     if not text or len(text) > MAX_KEY_CHARS or text != text.strip():
@@ -140,14 +155,41 @@ def is_key(text: str) -> bool:
 
 
 def normalize_value(value: str) -> str:
-    """What two values must share to count as the same value (case and spacing do not matter)."""
-    return " ".join(value.split()).casefold()
+    """What two values must share to count as the same value: case, spacing and Unicode's canonical forms (`ü`
+    as one code point or as `u` and a combining diaeresis, as macOS saves it) do not matter."""
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFD", " ".join(value.split())).casefold())
 
 
 def normalize_text(text: str) -> str:
-    """Observation text as compared for near-duplicates."""
+    """Observation text as its ratio to another is taken for near-duplicates (which also say the same
+    `observation_words`)."""
     text = unicodedata.normalize("NFKC", text)
     return " ".join(text.split()).casefold().rstrip(".!?;, ")
+
+
+_ARTICLES = frozenset({"a", "an", "the"})
+_AROUND_WORD = ".,;:!?\"'()[]{}«»“”‘’…"  # a sentence's punctuation, not the word's
+_INSIDE_WORD = "-'’"  # e-mail is email, don't is dont
+
+
+def observation_words(text: str) -> tuple[str, ...]:
+    """What an observation says, word for word: two near-duplicates must say the same (a merged line keeps only
+    the first one's words). Case, spacing, compatibility forms (NFKC), a word's hyphens and apostrophes, the
+    sentence's punctuation and the articles do not count; a word with a digit or a symbol (an amount, a date, a
+    version, a sign, an address) counts with every character of it."""
+    words = []
+    for token in unicodedata.normalize("NFKC", text).casefold().split():
+        token = token.strip(_AROUND_WORD)
+        if token.isalpha():  # most words: letters alone
+            if token in _ARTICLES:
+                continue
+        elif token and all(char in _INSIDE_WORD or unicodedata.category(char)[0] in "LM" for char in token):
+            token = "".join(char for char in token if char not in _INSIDE_WORD)
+            if token in _ARTICLES:
+                continue
+        if token:
+            words.append(token)
+    return tuple(words)
 
 
 @dataclass(frozen=True)
@@ -255,8 +297,9 @@ def parse_fact(line: str) -> KeyedFact | None:
     as_of = bad = None
     dated = _AS_OF.search(value)
     if dated:
-        if valid_stamp(dated.group("date")):
-            as_of = dated.group("date")
+        stamp = _in_utc(dated.group("date"))
+        if valid_stamp(stamp):
+            as_of = stamp
         else:
             bad = dated.group("date")
         value = value[: dated.start()]

@@ -300,12 +300,15 @@ def _merge_observations(
             continue
         from rapidfuzz import fuzz
 
+        said = {index: F.observation_words(obs.text) for index, obs in cited.items()}
         for i in mine:
             scored = [
-                (fuzz.ratio(F.normalize_text(cited[i].text), F.normalize_text(cited[j].text)), -j, j) for j in other
+                (fuzz.ratio(F.normalize_text(cited[i].text), F.normalize_text(cited[j].text)), -j, j)
+                for j in other
+                if said[j] == said[i]
             ]
             if not scored:
-                break
+                continue
             score, _, j = max(scored)
             if score < threshold:
                 continue

@@ -41,7 +41,7 @@ _LABEL = re.compile(r"^[^:\s][^:]{0,59}:(?!//)")  # a fact's shape: a short labe
 _CITATION_START = re.compile(rf"(?:^| )\(\[?(?:\d{{4}}-\d{{2}}-\d{{2}}|{F.UNDATED})\b.*\)$")
 _SHOWN = 80  # characters of a line a message quotes
 CACHE_FILE = "facts.json"
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: values compared in one Unicode form (facts.normalize_value)
 
 
 @dataclass(frozen=True)

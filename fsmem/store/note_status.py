@@ -14,7 +14,7 @@ citation format needs one change here):
   `consolidated:` field (the consolidator has read them) can be cited;
 - a note line is superseded when it is a keyed fact `- key: value` (or `*`, `+`) and a line
   inside a document's superseded ranges is the same key with the same value
-  (case and spacing aside) and cites that note as a source (its first source,
+  (case, spacing and Unicode's canonical forms aside) and cites that note as a source (its first source,
   any further one, or its `confirmed` source);
 - out: per note, the 1-based line ranges to hide (a note with none is left out);
 - with `ended_by` (a stamp: an `as_of` answer), only the lines whose value the document says was replaced by
