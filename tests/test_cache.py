@@ -73,6 +73,27 @@ def test_same_size_same_mtime_but_replaced_file_is_reread(tmp_path):
     assert Memory(memory.root).meta("topics/alpha.md").title == "ALPHA"
 
 
+def test_same_size_same_mtime_same_inode_but_rewritten_file_is_reread_by_every_face(tmp_path):
+    """A rewrite in place whose mtime is put back (`touch -d`, `cp -p`, `rsync -t`) keeps size, mtime and inode:
+    its change time is what moved, and a fresh process's ls, context and grep (its superseded lines) read the file
+    again. Before, the walk kept the old row: title, tags and version of the text replaced."""
+    memory = _memory_with(tmp_path, ["alpha"])
+    path = memory.root / "topics/alpha.md"
+    path.write_text(DOC.format(title="alpha") + "\n## Superseded\n\n- walrus\n")
+    _age(path, 100)
+    assert memory.ls("topics").entries[0].title == "alpha"
+    memory.catalog.cache.flush_counts()
+    stat = path.stat()
+    path.write_text(DOC.format(title="ALPHA") + "\n## Supersedes\n\n- walrus\n")  # same length
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    now = path.stat()
+    assert (now.st_size, now.st_mtime_ns, now.st_ino) == (stat.st_size, stat.st_mtime_ns, stat.st_ino)
+    fresh = Memory(memory.root)
+    assert fresh.ls("topics").entries[0].title == "ALPHA"
+    assert [m.superseded for m in fresh.grep("walrus").matches] == [False]
+    assert "ALPHA" in fresh.context().text
+
+
 def test_deleted_files_leave_the_cache_on_the_next_full_listing(tmp_path):
     memory = _memory_with(tmp_path, ["alpha", "beta"])
     memory.ls()
@@ -219,7 +240,7 @@ def test_threads_sharing_one_cache_take_turns_and_never_discard_it(tmp_path):
 
     memory = _memory_with(tmp_path, [f"t{i}" for i in range(40)])
     cache = memory.catalog.cache
-    stamp = (1, 2, 3)
+    stamp = (1, 2, 3, 4)
 
     def work(worker: int) -> int:
         for round_ in range(30):
@@ -346,14 +367,14 @@ def test_each_change_of_the_rows_records_its_keys_until_more_are_kept(tmp_path, 
         return None if found is None else sorted(found)
 
     def row(rel):
-        return ((1, 2, 3), {"path": rel, "superseded": []})
+        return ((1, 2, 3, 4), {"path": rel, "superseded": []})
 
     start = memory.catalog.version()
     cache.store([row("topics/x.md"), row("topics/y.md")])
     cache.forget(["topics/x.md"])
     assert since(start) == sorted(walk_key(p) for p in ["topics/x.md", "topics/y.md"])
     assert since(start + 1) == [walk_key("topics/x.md")] and since(start + 2) == []
-    cache.store([], gone=[("topics/y.md", (1, 2, 3))])  # the 4th key kept: the oldest goes, and its change
+    cache.store([], gone=[("topics/y.md", (1, 2, 3, 4))])  # the 4th key kept: the oldest goes, and its change
     assert since(start) is None and since(start + 1) == [walk_key(p) for p in ["topics/x.md", "topics/y.md"]]
     assert {r for r in _rows(memory)} == {"topics/alpha.md", "README.md", "profile/identity.md"}
     cache.store([row("topics/z.md")], prune_except={"topics/z.md", "README.md", "profile/identity.md"})
@@ -394,9 +415,13 @@ _FILE = st.tuples(_FRONT, st.lists(st.sampled_from(_LINES), max_size=12)).map(la
 
 def _tables(root):
     """The cache's tables as the rows say them, without what differs between two copies of one memory (row ids,
-    inodes, mtimes and so whether a row was stored racy)."""
+    inodes, mtimes, change times and so whether a row was stored racy)."""
     with contextlib.closing(connect(cache_path(root))) as conn:
-        cols = [c[1] for c in conn.execute("PRAGMA table_info(files)") if c[1] not in ("id", "mtime_ns", "ino", "racy")]
+        cols = [
+            c[1]
+            for c in conn.execute("PRAGMA table_info(files)")
+            if c[1] not in ("id", "mtime_ns", "ino", "ctime_ns", "racy")
+        ]
         return (
             conn.execute(f"SELECT {', '.join(cols)} FROM files ORDER BY key").fetchall(),
             conn.execute("SELECT * FROM wikilinks ORDER BY key, line, target").fetchall(),

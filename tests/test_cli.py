@@ -202,6 +202,10 @@ def test_configuration_is_read_again_when_fsmem_yaml_changes(demo_memory):
     (demo_memory.root / ".fsmem" / "config.json").write_text("{not json")
     os.utime(config, ns=(old.st_atime_ns, old.st_mtime_ns - 4_000_000_000))
     assert Memory(demo_memory.root).budget.max_tokens == 1234  # read again, and stored
+    same = os.stat(config)  # an edit of the same size with its mtime put back (cp -p, rsync -t): the change time moved
+    config.write_text(config.read_text().replace("max_tokens: 1234", "max_tokens: 4321"))
+    os.utime(config, ns=(same.st_atime_ns, same.st_mtime_ns))
+    assert Memory(demo_memory.root).budget.max_tokens == 4321
     probe = "import sys; from fsmem import Memory; Memory(sys.argv[1]).grep('proration'); print('yaml' in sys.modules)"
     warm = subprocess.run([sys.executable, "-c", probe, str(demo_memory.root)], capture_output=True, text=True)
     assert warm.stdout.strip() == "False", warm.stderr

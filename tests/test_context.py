@@ -120,3 +120,21 @@ def test_cli(root):
         text=True,
     )
     assert (bad.returncode, bad.stderr) == (2, "fsmem: error: --max-tokens must be at least 1\n")
+
+
+def test_a_profile_rewritten_with_its_size_and_mtime_put_back_is_read_again_by_a_long_lived_process(tmp_path):
+    """The lines kept per version of a file (`context._SUMMARIES`) are keyed on its change time too: an edit of the
+    same size whose mtime was put back (`cp -p`, `rsync -t`) is in the next context, as a fresh process shows it."""
+    import os
+
+    memory = Memory.init(tmp_path / "mem")
+    profile = memory.root / "profile" / "identity.md"
+    os.utime(profile, (1_577_836_800, 1_577_836_800))  # 2020: settled, so its lines are kept
+    memory.context()
+    assert "walrus" not in memory.context().text
+    before = os.stat(profile)
+    text = profile.read_text()
+    profile.write_text(text.replace("team: (who the agents", "team: (walrus agents "))
+    os.utime(profile, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert os.stat(profile).st_size == before.st_size
+    assert "walrus" in memory.context().text

@@ -109,7 +109,7 @@ def _rows(rows: object) -> bytes:
         zlib.compress(b"[1, 2, 3]"),
         zlib.compress(b"\xff\xfe"),  # not UTF-8
         _rows([["topics/billing.md", 1]]),  # a row too short
-        _rows([["topics/billing.md", 1, 2, "t", "d", 0.0, [], "s", "x", 3, "one more"]]),  # a row too long
+        _rows([["topics/billing.md", 1, 2, "t", "d", 0.0, [], "s", "x", 3, 4, "one more"]]),  # a row too long
         _rows([{"path": "topics/billing.md"}]),
         _rows([[None, 1, 2, "t", "d", 0.0, [], "s", "x"]]),  # no path
         _rows([["topics/billing.md", 1, 2, "t", "d", 0.0, "names", "s", "x"]]),  # names not a list
@@ -144,3 +144,22 @@ def test_an_entry_is_read_from_front_matter_of_any_types_naming_what_a_link_does
     path.write_text("# Doc\n- employer: Globex\n")
     entry = subjects.entry_from("topics/doc.md", path.stat(), front, path.read_text())
     assert entry.names[1 : 1 + len(aliases_of(front))] == aliases_of(front)
+
+
+def test_a_document_rewritten_with_its_size_and_mtime_put_back_is_read_again(tmp_path):
+    """An edit of the same size whose mtime was put back (`cp -p`, `rsync -t`) keeps mtime, size and inode: the
+    change time is checked too, so INDEX.md and subject matching take the document's new title."""
+    import os
+
+    root = _memory(tmp_path)
+    path = root / "topics/billing.md"
+    assert [e.title for e in directory(root)] == ["Ann Lee", "Billing"]
+    before = path.stat()
+    path.write_text(path.read_text().replace("topic: Billing", "topic: Ledgers"))
+    path.write_text(path.read_text().replace("# Billing", "# Ledgers"))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_size == before.st_size
+    assert [(e.title, e.subject) for e in directory(root)] == [
+        ("Ann Lee", "people/Ann Lee"),
+        ("Ledgers", "topic/Ledgers"),
+    ]

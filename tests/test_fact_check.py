@@ -153,3 +153,20 @@ def test_a_scoped_check_reads_no_note_outside_its_scope_and_the_cache_follows_ed
     assert [p[1] for p in memory.check().problems] == [11]  # from the cache
     edit_by_hand(memory, "employer: Initech", "employer: Globex")
     assert memory.check().problems == []  # the edited document is read again, not taken from the cache
+
+
+def test_a_document_rewritten_with_its_size_and_mtime_put_back_is_checked_again(tmp_path):
+    """The scans kept in `.fsmem/cache/facts.json` are keyed on the file's change time too: an edit of the same
+    size whose mtime was put back (`cp -p`, `rsync -t`) is checked as a fresh scan would check it."""
+    memory = Memory.init(tmp_path / "mem")
+    source = consolidated(memory)
+    for path in [memory.root / ANN, memory.root / source]:  # written a while ago: not racy, so cached
+        os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns - 3_600_000_000_000))
+    assert memory.check().problems == []
+    assert (memory.root / ".fsmem/cache/facts.json").is_file()
+    path = memory.root / ANN
+    before = path.stat()
+    edit_by_hand(memory, "employer: Globex", "employer: Globez")  # the same size
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_size == before.st_size
+    assert [p[1] for p in Memory(memory.root).check().problems] == [11]

@@ -273,6 +273,33 @@ def test_an_editors_write_rename_and_delete_are_seen_by_the_next_grep(watched):
     assert _paths(watched, "walrus: three") == ["places/b.md"]
 
 
+def test_a_file_rewritten_while_no_feed_ran_with_its_size_and_mtime_put_back_is_read_again(tmp_path):
+    """A stamp is the file's change time too: an edit of the same size whose mtime was put back (`touch -d`,
+    `cp -p`, `rsync -t`, a tool restoring times) while no process held the feed moves only that, and the next
+    feed's first walk must read the file's words again rather than narrow a grep by the old ones."""
+    memory = Memory.init(tmp_path / "mem")
+    memory.write("topics/a.md", DOC.format(title="A", text="zephyr"))
+    full = memory.root / "topics" / "a.md"
+    os.utime(full, (1_577_836_800, 1_577_836_800))  # 2020: settled, never racy
+    memory.ls()
+    memory.ls()
+    assert _paths(memory, "walrus: zephyr") == ["topics/a.md"]
+    memory.close()
+    grep_words._indexes.clear()  # as a new process finds it
+    before = os.stat(full)
+    full.write_bytes(DOC.format(title="A", text="quartz").encode())
+    os.utime(full, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert os.stat(full).st_size == before.st_size
+    again = Memory(memory.root)
+    try:
+        again.ls()
+        again.ls()
+        assert _paths(again, "walrus: quartz") == ["topics/a.md"]
+        assert _paths(again, "walrus: zephyr") == []
+    finally:
+        again.close()
+
+
 def test_an_untrusted_feed_turns_the_prefilter_off(tmp_path):
     memory = Memory.init(tmp_path / "mem")
     memory.write("topics/a.md", DOC.format(title="A", text="one"))

@@ -91,6 +91,15 @@ def test_a_very_large_file_has_a_version_from_its_stat(empty_memory):
     assert version.startswith("s") and version == file_version(big)
     os.utime(big, ns=(time.time_ns(), time.time_ns() + 10**9))
     assert file_version(big) != version
+    # an edit of the same size whose mtime is put back (cp -p, rsync -t) moves the change time alone: a guarded
+    # write holding the version from before is refused, not let through to overwrite it
+    version, before = file_version(big), big.stat()
+    with big.open("r+b") as handle:
+        handle.write(b"- LINE\n")
+    os.utime(big, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert file_version(big) != version
+    with pytest.raises(ChangedOnDisk):
+        empty_memory.edit("topics/big.md", old="- LINE", new="- mine", expected_version=version)
 
 
 RACER = """

@@ -208,17 +208,25 @@ def _every_read(root: Path) -> None:
 
 
 WORDS = ["zephyr", "ledger", "quartz", "marlin", "tundra"]
-NAMES = [f"{folder}/{name}.md" for folder in ("topics", "notes", "notes/deep") for name in ("a", "b", "c")]
+NAMES = [f"{folder}/{name}.md" for folder in ("topics", "notes", "notes/deep") for name in ("a", "b", "c", "A")]
+# `make fuzz` (FSMEM_FUZZ_SCALE) multiplies the machine's examples, for a longer hunt
+MACHINE_EXAMPLES = 3 * int(os.environ.get("FSMEM_FUZZ_SCALE", "1"))
 
 
 @pytest.mark.slow
 def test_random_changes_through_files_and_fsmem_then_every_read_both_ways(tmp_path_factory):
-    """A hypothesis state machine: writes, edits, moves and deletes through files and through fsmem; after each,
-    a read (ls, grep, search, read) asked of the watcher and walked gives the same bytes."""
+    """A hypothesis state machine: writes, edits, moves and deletes through files and through fsmem, and the
+    changes a stamp hides (the same size with the mtime put back, a time moved backwards, a case-only rename, a
+    file deleted and made again, truncated and written again); after each, a read (ls, grep plain, -i and a
+    regular expression, search, read, context) asked of the watcher and walked gives the same bytes, and but for
+    search (whose usage boost reads the retrieval log) the bytes a walk of a copy without `.fsmem/` gives: two
+    faces that keep the same stale row agree, and only a memory with no cache at all tells. A change may be made
+    while no watcher runs, which the next one must find (a watcher started on a stale cache)."""
     from hypothesis import HealthCheck, settings, strategies as st
     from hypothesis.stateful import RuleBasedStateMachine, rule
 
     names, words = st.sampled_from(NAMES), st.sampled_from(WORDS)
+    reads = st.sampled_from(["ls", "grep", "grep -i", "grep regex", "search", "read", "context"])
     text = st.lists(st.lists(words, min_size=1, max_size=3), min_size=1, max_size=4)
 
     class Changes(RuleBasedStateMachine):
@@ -234,9 +242,13 @@ def test_random_changes_through_files_and_fsmem_then_every_read_both_ways(tmp_pa
         def body(rel: str, lines: list[list[str]]) -> str:
             return f"# {rel}\n\n" + "".join(f"- {' '.join(line)}\n" for line in lines)
 
-        @rule(rel=names, lines=text)
-        def write(self, rel, lines):
-            write_file(self.root, rel, self.body(rel, lines))
+        @rule(rel=names, lines=text, settled=st.booleans())
+        def write(self, rel, lines, settled):
+            """`settled`: the mtime an old file has (`cp -p`, a checkout), so the next read stores a row that no
+            stamp check reads again."""
+            full = write_file(self.root, rel, self.body(rel, lines))
+            if settled:
+                os.utime(full, (1_577_836_800, 1_577_836_800))
 
         @rule(rel=names, word=words)
         def append(self, rel, word):
@@ -254,27 +266,100 @@ def test_random_changes_through_files_and_fsmem_then_every_read_both_ways(tmp_pa
                 (self.root / dest).parent.mkdir(parents=True, exist_ok=True)
                 os.replace(self.root / source, self.root / dest)
 
+        @rule(kind=reads, word=words, other=words)
+        def settle_then_read(self, kind, word, other):
+            """Every file's mtime moved to 2020, then a read: the caches store rows no stamp check reads again."""
+            for path in self.root.rglob("*.md"):
+                if ".fsmem" not in path.parts:
+                    os.utime(path, (1_577_836_800, 1_577_836_800))
+            self.read_both_ways("ls", NAMES[0], word, other)  # the rows of every file, stored settled
+            self.read_both_ways(kind, NAMES[0], word, other)
+
+        @rule(rel=names, lines=text)
+        def rewrite_while_no_watcher_runs(self, rel, lines):
+            self.watcher.stop()
+            self.rewrite_keeping_size_and_mtime(rel, lines)
+            self.watcher = Watcher(self.root)
+
+        @rule(rel=names, lines=text)
+        def rewrite_keeping_size_and_mtime(self, rel, lines):
+            """An edit of the same size whose mtime is put back (`cp -p`, `rsync -t`, a tool restoring times)."""
+            full = self.root / rel
+            if full.exists():
+                before = full.stat()
+                data = self.body(rel, lines).encode()[: before.st_size].ljust(before.st_size, b"-")
+                with full.open("r+b") as handle:
+                    handle.write(data)
+                os.utime(full, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+        @rule(rel=names, seconds=st.integers(-86_400 * 400, -1))
+        def move_mtime_back(self, rel, seconds):
+            full = self.root / rel
+            if full.exists():
+                when = full.stat().st_mtime + seconds
+                os.utime(full, (when, when))
+
+        @rule(rel=names)
+        def rename_case_only(self, rel):
+            full = self.root / rel
+            if full.exists():
+                other = full.with_name(full.name.swapcase())
+                if not other.exists():
+                    os.rename(full, other)
+
+        @rule(rel=names, lines=text, settled=st.booleans())
+        def delete_and_make_again(self, rel, lines, settled):
+            """A new inode, often the number the deleted file had."""
+            (self.root / rel).unlink(missing_ok=True)
+            self.write(rel, lines, settled)
+
+        @rule(rel=names, lines=text)
+        def truncate_and_write(self, rel, lines):
+            full = self.root / rel
+            if full.exists():
+                with full.open("r+") as handle:
+                    handle.truncate(0)
+                    handle.flush()
+                    handle.write(self.body(rel, lines))
+
         @rule(rel=names, lines=text)
         def write_through_fsmem(self, rel, lines):
-            assert run(self.root, "write", rel, mode="off", stdin=self.body(rel, lines).encode())[0] == 0
+            code, _out, err = run(self.root, "write", rel, mode="off", stdin=self.body(rel, lines).encode())
+            full = self.root / rel
+            twin = not full.exists() and (full.with_name(full.name.swapcase())).exists()
+            assert (code, b"differs only by letter case" in err) == ((2, True) if twin else (0, False)), err
 
         @rule(rel=names)
         def rm_through_fsmem(self, rel):
             if (self.root / rel).exists():
                 assert run(self.root, "rm", rel, mode="off")[0] == 0
 
-        @rule(kind=st.sampled_from(["ls", "grep", "search", "read"]), rel=names, word=words, other=words)
+        @rule(kind=reads, rel=names, word=words, other=words)
         def read_both_ways(self, kind, rel, word, other):
             args = {
-                "ls": ("ls", "notes", "--json"),
+                "ls": ("ls", "--json"),
                 "grep": ("grep", word),
+                "grep -i": ("grep", "-i", word.upper()),
+                "grep regex": ("grep", f"{word[:3]}[a-z]+ ({other}|appended)"),
                 "search": ("search", f"{word} {other}"),
                 "read": ("read", rel),
+                "context": ("context", "--max-tokens", "400"),
             }[kind]
-            both(self.root, *args)
+            index = self.root / "INDEX.md"
+            for _ in range(3):
+                index_before = index.read_bytes() if index.exists() else None
+                answer = both(self.root, *args)
+                if kind == "search":
+                    return
+                copy = self.root.parent / "copy"
+                shutil.rmtree(copy, ignore_errors=True)
+                shutil.copytree(self.root, copy, ignore=shutil.ignore_patterns(".fsmem"), symlinks=True)
+                if (index.read_bytes() if index.exists() else None) == index_before:
+                    break  # the watcher did not regenerate INDEX.md meanwhile
+            assert run(copy, *args, mode="off") == answer, args
 
     Changes.TestCase.settings = settings(
-        max_examples=3, stateful_step_count=8, deadline=None, suppress_health_check=list(HealthCheck)
+        max_examples=MACHINE_EXAMPLES, stateful_step_count=10, deadline=None, suppress_health_check=list(HealthCheck)
     )
     Changes.TestCase().runTest()
 

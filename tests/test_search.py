@@ -171,6 +171,20 @@ def _damage_rows(memory):
     conn.close()
 
 
+def _damage_row_lines(memory):
+    """Packed rows of the right size whose lines are not the file's: only reading the file tells."""
+    conn = connect(cache_path(memory.root))
+    conn.execute("UPDATE search_files SET lines = zeroblob(length(lines))")
+    conn.close()
+
+
+def _damage_cited_notes(memory):
+    """Cited-note numbers of the right size past the notes the file cites."""
+    conn = connect(cache_path(memory.root))
+    conn.execute("UPDATE search_files SET groups = unhex(replace(hex(zeroblob(rows * 2)), '00', 'FF'))")
+    conn.close()
+
+
 def _damage_document_postings(memory):
     conn = connect(cache_path(memory.root))
     conn.execute("UPDATE search_postings SET docs = x'0102030405', counts = x'01'")  # n no longer matches
@@ -195,6 +209,8 @@ def _damage_version(memory):
         _damage_whole_file,
         _damage_postings,
         _damage_rows,
+        _damage_row_lines,
+        _damage_cited_notes,
         _damage_document_postings,
         _damage_document_lengths,
         _damage_version,

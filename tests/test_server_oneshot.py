@@ -207,3 +207,24 @@ def test_a_kept_memory_is_let_go_when_fsmem_yaml_changes(memory, tmp_path):
         assert b"[files 1-1 of " in narrow[1]
     finally:
         assert server.stop() == 0
+
+
+def test_a_kept_memory_is_let_go_when_fsmem_yaml_changes_with_its_size_and_mtime_put_back(memory):
+    """An edit of the same size whose mtime was put back (`cp -p`, `rsync -t`) moves fsmem.yaml's change time
+    alone: the kept memory is let go too, so the next command's budget is the file's, as a walk reads it."""
+    from fsmem.cli.kept_memories import Kept
+
+    config = memory.root / "fsmem.yaml"
+    configure(memory.root, {"budgets": {"default": {"max_results": 10}}})
+    past = time.time() - 3600
+    os.utime(config, (past, past))  # old enough to be kept
+    kept = Kept()
+    try:
+        assert kept.open(str(memory.root), None).budget.max_results == 10
+        before = os.stat(config)
+        config.write_text(config.read_text().replace("max_results: 10", "max_results: 20"))
+        os.utime(config, ns=(before.st_atime_ns, before.st_mtime_ns))
+        assert os.stat(config).st_size == before.st_size
+        assert kept.open(str(memory.root), None).budget.max_results == 20
+    finally:
+        kept.close()

@@ -69,6 +69,20 @@ def test_a_revocation_by_another_process_applies_to_the_next_check(tmp_path):
     assert server_side.verify(token.token)[1] == "revoked"
 
 
+def test_a_hand_edit_that_keeps_the_stores_size_and_mtime_applies_to_the_next_check(tmp_path):
+    """A store edited by hand (or restored with `cp -p`, `rsync -t`) with the same size and its mtime put back
+    moves its change time alone: the server reads it again, so a token cut short there is expired at once."""
+    path = tmp_path / "tokens.json"
+    server_side = TokenStore(path)
+    token = TokenStore(path).create(memory="team", agent="a", expires="2999-12-31")
+    assert server_side.verify(token.token)[1] == "ok"
+    before = path.stat()
+    path.write_text(path.read_text().replace("3000-01-01", "2000-01-01"))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_size == before.st_size
+    assert server_side.verify(token.token)[1] == "expired"
+
+
 def test_bad_input_and_a_damaged_store_are_refused(tmp_path):
     store = TokenStore(tmp_path / "tokens.json")
     with pytest.raises(InvalidArgument, match="memory name"):

@@ -32,7 +32,7 @@ class Kept:
     """
 
     def __init__(self) -> None:
-        self.memories: OrderedDict[tuple[str, str | None], tuple[tuple[int, int, int], Any]] = OrderedDict()
+        self.memories: OrderedDict[tuple[str, str | None], tuple[tuple[int, int, int, int], Any]] = OrderedDict()
 
     def open(self, given: str | None, agent: str | None) -> Any:
         """The memory `Memory(given, agent=agent)` would open: a kept one, or a new one (kept if it may be)."""
@@ -47,7 +47,7 @@ class Kept:
             found = None
         if root is None or found is None:
             return Memory(given, agent=agent)  # it says why there is no memory
-        stamp = (found.st_mtime_ns, found.st_size, found.st_ino)
+        stamp = (found.st_mtime_ns, found.st_size, found.st_ino, found.st_ctime_ns)
         key = (root, agent)
         kept = self.memories.pop(key, None)
         if kept is not None and kept[0] == stamp:

@@ -110,7 +110,7 @@ class Config(Section):
             return cls()
         except OSError as exc:
             raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
-        stamp = [stat.st_mtime_ns, stat.st_size, stat.st_ino]
+        stamp = [stat.st_mtime_ns, stat.st_size, stat.st_ino, stat.st_ctime_ns]  # ctime: an mtime put back
         copy_path = Path(root, STATE_DIR, PARSED_COPY)
         try:
             stored = json.loads(read_state(copy_path).decode("utf-8"))

@@ -29,8 +29,9 @@ from fsmem.store.files import atomic_write, state_dir
 
 _KIND = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,40}$")
 TOPIC_KINDS = ("topic", "topics")
-# 4: summaries read `*` and `+` facts too; 5: rows of fields, zlib-compressed; 6: each entry's inode
-CACHE_VERSION = 6
+# 4: summaries read `*` and `+` facts too; 5: rows of fields, zlib-compressed; 6: each entry's inode;
+# 7: its change time
+CACHE_VERSION = 7
 CACHE_NAME = "directory.json.zlib"  # 1/7 of the JSON of named fields it replaces (1.2 MB against 8.6 at 100k)
 INFLATE_RATIO = 64  # the most the cache's bytes may grow when decompressed (fsmem's own: about 7); past it, a miss
 OLD_CACHE_NAME = "directory.json"  # written before version 5: removed, so an upgraded memory does not keep it
@@ -61,6 +62,7 @@ class DirectoryEntry:
     summary: str = ""  # first current facts, for documents without a description
     subject: str = ""  # its entity or topic name as a note subject says it (`people/Adam Smith`, `topic/Billing`)
     ino: int = 0  # with (mtime, size), what a cached entry is checked on: a copy keeps mtimes, never inodes
+    ctime_ns: int = 0  # and the change time: an edit of the same size whose mtime was put back moves it alone
 
 
 _FIELDS = [f.name for f in fields(DirectoryEntry)]  # the order of a cached row's values
@@ -188,13 +190,15 @@ def entry_from(rel: str, stat: os.stat_result, front: dict, text: str) -> Direct
         summary="; ".join(summary),
         subject=_subject(front),
         ino=stat.st_ino,
+        ctime_ns=stat.st_ctime_ns,
     )
 
 
 def _same(entry: DirectoryEntry, stat: os.stat_result) -> bool:
     """Whether `entry` was made from the file `stat` describes: (mtime, size) alone let a directory cache that came
     with an untrusted copy (whose files' mtimes it knows) put titles and descriptions no file holds in INDEX.md."""
-    return entry.mtime_ns == stat.st_mtime_ns and entry.size == stat.st_size and entry.ino == stat.st_ino
+    same = entry.mtime_ns == stat.st_mtime_ns and entry.size == stat.st_size and entry.ino == stat.st_ino
+    return same and entry.ctime_ns == stat.st_ctime_ns
 
 
 def _subject(front: dict) -> str:
@@ -204,7 +208,7 @@ def _subject(front: dict) -> str:
 
 
 def directory(root: Path, fresh: dict[str, DirectoryEntry] | None = None) -> list[DirectoryEntry]:
-    """Every entity and topic document (not their history files), from the cache where (mtime, size, inode) match.
+    """Every entity and topic document (not their history files), from the cache where (mtime, size, inode, ctime) match.
 
     `fresh` holds entries the caller built from texts it has just written (the
     consolidator), used when their (mtime, size) match. A document the memory's

@@ -82,7 +82,7 @@ def _body_lines(root: Path, rel: str, as_of: str | None = None) -> list[tuple[in
         stat = os.stat(path)
     except (OSError, FsmemError):
         return []
-    key = (os.fspath(path), stat.st_mtime_ns, stat.st_size, stat.st_ino, as_of)
+    key = (os.fspath(path), stat.st_mtime_ns, stat.st_size, stat.st_ino, stat.st_ctime_ns, as_of)
     with _SUMMARIES_LOCK:
         kept = _SUMMARIES.get(key)
         if kept is not None:
@@ -119,7 +119,7 @@ def _body_lines(root: Path, rel: str, as_of: str | None = None) -> list[tuple[in
 
 
 SUMMARIES_KEPT = 64
-_SUMMARIES: OrderedDict[tuple[str, int, int, int, str | None], list[tuple[int | None, str]]] = OrderedDict()
+_SUMMARIES: OrderedDict[tuple[str, int, int, int, int, str | None], list[tuple[int | None, str]]] = OrderedDict()
 _SUMMARIES_LOCK = threading.Lock()
 
 

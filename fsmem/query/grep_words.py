@@ -44,7 +44,6 @@ from fsmem.store.cache import (
     discard,
     is_transient,
     refuse_foreign_schema,
-    stamp_of,
 )
 from fsmem.store.paths import STATE_DIR, is_memory_path, is_visible_folder
 from fsmem.store.walk import FOLDER, probe, walk_entries
@@ -151,7 +150,7 @@ class WordIndex:
         rows: list[tuple[str, str | None, str | None]] = []
         known: list[str] = []  # the words of files stored already
         for rel, stat in seen.items():
-            stamp = ":".join(map(str, stamp_of(stat)))
+            stamp = f"{stat.st_mtime_ns}:{stat.st_size}:{stat.st_ino}:{stat.st_ctime_ns}"  # ctime: a time put back
             unchanged = stored.get(rel) == stamp
             if unchanged and not stored_too:
                 continue

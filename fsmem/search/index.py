@@ -229,6 +229,12 @@ class SearchIndex:
             _cache.discard(self.path)
         self._conn = None
 
+    def recover(self) -> None:
+        """Drop the search tables after damage a search saw outside the tables' reads (`RowsDamaged`): the next
+        refresh builds them again."""
+        with self.lock:
+            self._recover()
+
     def reading(self, action):
         """Run `action(conn)`, which only reads, on this thread's own connection, in one read transaction.
 

@@ -47,7 +47,7 @@ from fsmem.search.results import (  # noqa: F401  (re-exported)
     compact_citation,
     render_lines,
 )
-from fsmem.search.scoring import MAX_QUERY_TERMS, Ranking, StaleAnswer, json_array, query_terms, rank
+from fsmem.search.scoring import MAX_QUERY_TERMS, Ranking, RowsDamaged, StaleAnswer, json_array, query_terms, rank
 from fsmem.search.settings import DEFAULT_WEIGHTS, SearchSettings  # noqa: F401  (re-exported)
 from fsmem.search.usage import usage_counts  # noqa: F401  (re-exported: the retrieval log as a usage signal)
 from fsmem.tokens import TokenCounter
@@ -87,7 +87,7 @@ class HitRows:
         ordinal = rid & (MAX_ROWS - 1)
         row = rows[ordinal] if ordinal < len(rows) else None
         if row is None or row.line != self.ranking.lines[rid]:
-            raise StaleAnswer(path)
+            raise RowsDamaged(path)  # the file's stamp is the one its rows were stored with
         return row
 
 
@@ -201,7 +201,7 @@ def search(
             f"{faces.arg('updated_after')} takes an ISO 8601 date such as 2024-05-01, not {echo(updated_after)}"
         )
     threshold = settings.min_score if min_score is None else min_score
-    for attempt in range(3):
+    for attempt in range(4):
         index.refresh()
         ranking = rank(
             index,
@@ -222,9 +222,13 @@ def search(
                 index, ranking, counter, query=query, k=k, max_tokens=max_tokens, min_score=threshold, offset=offset
             )
             break
-        except StaleAnswer:
-            if attempt == 2:
+        except StaleAnswer as stale:
+            # a file that changed is ranked again; rows that are not their unchanged file's, after a refresh
+            # read every racy file again, are damage: the index is made again, as for any other damage
+            if attempt == 3 or (attempt == 2 and not isinstance(stale, RowsDamaged)):
                 raise
+            if attempt == 2:
+                index.recover()
     if result.empty and result.note is None and not query_terms(index.analyzer, query)[0]:
         result.note = (
             f"no relevant memory for {echo(query)}: it holds only common words; describe the subject with its own words"

@@ -41,7 +41,7 @@ from fsmem.search.documents import (
     quoted,
 )
 from fsmem.search.index import LINKED, MAX_ROWS, ROW_BITS, SUPERSEDED, SearchIndex, unpack_rows
-from fsmem.search.postings import _native
+from fsmem.search.postings import IndexDamaged, _native
 from fsmem.search.tables import BLOCK_BITS, continued_blocks, corrected, rank_id_sql, stored_blocks
 from fsmem.search.usage import Usage
 from fsmem.store.catalog import FileMeta, matches_filters
@@ -65,6 +65,11 @@ native_pool = True  # the native module's pool_relevance where it is built; Fals
 
 class StaleAnswer(Exception):
     """A file changed between ranking and reading its rows back: rank again."""
+
+
+class RowsDamaged(StaleAnswer):
+    """A file's rows read back are not those the index holds, though its stamp did not move: the index is
+    damaged (a flipped byte in its packed rows), which only reading the file tells."""
 
 
 @dataclass
@@ -668,13 +673,16 @@ def _files_of(conn, wanted: set[int], kept: dict[Any, Any]) -> dict[int, _File]:
             (json_array(missing),),
         ):
             packed_rows, cited = unpack_rows(lines, groups, n)
+            cited_notes = tuple(json.loads(sources)) if sources else ()
+            if cited is not None and max(cited) > len(cited_notes):
+                raise IndexDamaged("a row's cited note out of range")
             stamp = fmt.parse_timestamp(updated) if updated else None
             weight = 0.5 if importance is None else min(max(float(importance), 0.0), 1.0)
             known[fid] = _File(
                 path,
                 packed_rows,
                 cited,
-                tuple(json.loads(sources)) if sources else (),
+                cited_notes,
                 bool(consolidated),
                 (weight, stamp, mtime),
             )

@@ -186,7 +186,7 @@ class TokenStore:
     def __init__(self, path: str | os.PathLike[str] | None = None):
         self.path = Path(path).expanduser() if path is not None else default_path()
         self._records: dict[str, TokenRecord] = {}
-        self._stamp: tuple[int, int, int] | None = None
+        self._stamp: tuple[int, int, int, int] | None = None
 
     # -- reading -----------------------------------------------------------------------------------
     def load(self) -> list[TokenRecord]:
@@ -207,7 +207,7 @@ class TokenStore:
         """Records by id, re-read whenever the file changed (a stat per call): revocations apply at once."""
         try:
             st = os.stat(self.path)
-            stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+            stamp = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)  # ctime: an mtime put back
         except FileNotFoundError:
             stamp = None
         if stamp != self._stamp or stamp is None:

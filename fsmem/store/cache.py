@@ -1,7 +1,7 @@
 """The metadata cache under `.fsmem/cache.sqlite`: disposable, shared, never trusted blindly.
 
 One row per memory file holds its `FileMeta` as JSON, keyed on path and
-checked against the file's mtime_ns, size and inode, so a changed file is
+checked against the file's mtime_ns, size, inode and ctime, so a changed file is
 re-read on the next call whether or not a watcher runs. A second table
 memoises token counts of short strings (ls rows, grep rows, read lines), so a
 warm `ls` never loads the tokenizer.
@@ -77,7 +77,7 @@ CACHE_FILE = "cache.sqlite"
 # its key (the key, ~33 bytes, stood in each row and again in an index: an eighth of the caches' size);
 # 11: a name and its twin with `.md` one row (MD_TWIN), the count memo without rowids (its digest stood twice);
 # 12: the keys each change of the file rows touched (`changes`), which every writer records
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 # A file modified this recently may change again within the same mtime tick: its row is stored marked
 # racy, and read again by the next stamp check (the "racy" window, as in git's index).
 RACY_NS = 1_000_000_000
@@ -91,7 +91,7 @@ CHANGES_KEPT = 4096
 MEMO_ROWS = 200_000
 _MEMO_FLUSH_EVERY = 512
 
-Stamp = tuple[int, int, int]  # mtime_ns, size, inode
+Stamp = tuple[int, int, int, int]  # mtime_ns, size, inode, ctime_ns (moved by a write whose mtime was put back)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -102,6 +102,7 @@ CREATE TABLE IF NOT EXISTS files (
     mtime_ns INTEGER NOT NULL,
     size INTEGER NOT NULL,
     ino INTEGER NOT NULL,
+    ctime_ns INTEGER NOT NULL,
     racy INTEGER NOT NULL,  -- stored within RACY_NS of its mtime: a stamp check reads the file again
     depth INTEGER NOT NULL,  -- folders above the file
     type TEXT,
@@ -130,7 +131,7 @@ CREATE TABLE IF NOT EXISTS files (
 -- every column a listing filters, counts, orders or stamp-checks on, in walk order: `ls` and the freshness
 -- walk read this narrow index alone, and only the rows an answer shows are read from the table (one key, one row)
 CREATE INDEX IF NOT EXISTS files_list
-    ON files (key, depth, type, updated_us, tags, link, mtime_ns, size, ino, racy, superseded, maybe_cited);
+    ON files (key, depth, type, updated_us, tags, link, mtime_ns, size, ino, ctime_ns, racy, superseded, maybe_cited);
 -- the links to a file, refreshed with it (the few there are)
 CREATE INDEX IF NOT EXISTS files_link ON files (link) WHERE link IS NOT NULL;
 -- memory-named entries the last walk could not use (a link out, a FIFO, an unreadable file or folder)
@@ -259,7 +260,7 @@ def discard(path: Path) -> bool:
 
 
 def stamp_of(stat: os.stat_result) -> Stamp:
-    return (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+    return (stat.st_mtime_ns, stat.st_size, stat.st_ino, stat.st_ctime_ns)
 
 
 def cache_path(root: Path) -> Path:
@@ -454,14 +455,14 @@ class MetaCache:
     def stamps(self, where: str = "1", params: Iterable[Any] = ()) -> dict[str, tuple[Stamp, bool]] | None:
         """path -> (stamp, racy) of the rows `where` selects (read from the narrow index alone); None: no cache."""
         rows = self.select(
-            f"SELECT key, mtime_ns, size, ino, racy FROM files INDEXED BY files_list WHERE {where}", params
+            f"SELECT key, mtime_ns, size, ino, ctime_ns, racy FROM files INDEXED BY files_list WHERE {where}", params
         )
-        return None if rows is None else {path_of(k): ((m, s, i), bool(r)) for k, m, s, i, r in rows}
+        return None if rows is None else {path_of(k): ((m, s, i, c), bool(r)) for k, m, s, i, c, r in rows}
 
     def rows(self, paths: Iterable[str] | None = None) -> dict[str, tuple[Stamp, int]]:
         """path -> (stamp, crc) for the given paths (None: every row); racy rows have no stamp."""
         wanted = None if paths is None else [walk_key(p) for p in paths]
-        sql = "SELECT key, mtime_ns, size, ino, racy, crc FROM files"
+        sql = "SELECT key, mtime_ns, size, ino, ctime_ns, racy, crc FROM files"
 
         def action(conn: apsw.Connection):
             found: list[Any]
@@ -471,7 +472,9 @@ class MetaCache:
                 found = []
                 for chunk in chunks(wanted, 500):
                     found += conn.execute(f"{sql} WHERE key IN ({','.join('?' * len(chunk))})", chunk).fetchall()
-            return {path_of(str(k)): (((m, s, i) if not r else (-1, -1, -1)), c) for k, m, s, i, r, c in found}
+            return {
+                path_of(str(k)): (((m, s, i, t) if not r else (-1, -1, -1, -1)), c) for k, m, s, i, t, r, c in found
+            }
 
         if wanted is not None and not wanted:
             return {}
@@ -485,14 +488,17 @@ class MetaCache:
         wanted = None if paths is None else [walk_key(p) for p in paths]
         if wanted is not None and len(wanted) > SCAN_FROM:
             wanted = None  # one scan of the index beats many IN queries
-        sql = "SELECT key, mtime_ns, size, ino, superseded, maybe_cited FROM files INDEXED BY files_list WHERE racy = 0"
+        sql = (
+            "SELECT key, mtime_ns, size, ino, ctime_ns, superseded, maybe_cited FROM files INDEXED BY files_list"
+            " WHERE racy = 0"
+        )
 
         def decode(rows) -> dict[str, tuple[Stamp, list[tuple[int, int]], bool]]:
             out: dict[str, tuple[Stamp, list[tuple[int, int]], bool]] = {}
-            for key, mtime, size, ino, ranges, cited in rows:
+            for key, mtime, size, ino, ctime, ranges, cited in rows:
                 parsed = decoded_ranges(ranges)
                 if parsed is not None:  # a damaged row is a miss
-                    out[path_of(key)] = ((mtime, size, ino), parsed, bool(cited))
+                    out[path_of(key)] = ((mtime, size, ino, ctime), parsed, bool(cited))
             return out
 
         def action(conn: apsw.Connection):
@@ -507,10 +513,10 @@ class MetaCache:
             return {}
         return self._guard(action, {})
 
-    def superseded_rows(self) -> tuple[set[tuple[str, int, int, int]], dict[str, tuple[Stamp, str, bool]]]:
+    def superseded_rows(self) -> tuple[set[tuple[str, int, int, int, int]], dict[str, tuple[Stamp, str, bool]]]:
         """For the superseded ranges of many files at once (a grep's matches), in one read of the cache:
 
-        - the (path, mtime_ns, size, inode) of every plain row: no superseded ranges, no document can cite
+        - the (path, mtime_ns, size, inode, ctime_ns) of every plain row: no superseded ranges, no document can cite
           it, not racy. A file whose stat gives one of these has no superseded line, and its row needs no
           decoding; most files are such. A file changed since its row was written gives another stamp.
         - path -> (stamp, ranges as stored, maybe cited) of the other rows that are not racy (the few with
@@ -521,13 +527,14 @@ class MetaCache:
         def action(conn: apsw.Connection):
             plain = set(
                 conn.execute(
-                    "SELECT path, mtime_ns, size, ino FROM files WHERE racy = 0 AND superseded = '[]' AND maybe_cited = 0"
+                    "SELECT path, mtime_ns, size, ino, ctime_ns FROM files"
+                    " WHERE racy = 0 AND superseded = '[]' AND maybe_cited = 0"
                 )
             )
             other = {
-                path: ((mtime, size, ino), ranges, bool(cited))
-                for path, mtime, size, ino, ranges, cited in conn.execute(
-                    "SELECT path, mtime_ns, size, ino, superseded, maybe_cited FROM files"
+                path: ((mtime, size, ino, ctime), ranges, bool(cited))
+                for path, mtime, size, ino, ctime, ranges, cited in conn.execute(
+                    "SELECT path, mtime_ns, size, ino, ctime_ns, superseded, maybe_cited FROM files"
                     " WHERE racy = 0 AND (superseded != '[]' OR maybe_cited != 0)"
                 )
             }
@@ -578,7 +585,7 @@ class MetaCache:
             with _transaction(conn):
                 changed: list[str] = []
                 for record in records:
-                    if still is not None and not still(record[1], (record[2], record[3], record[4])):
+                    if still is not None and not still(record[1], record[2:6]):
                         continue
                     changed.append(record[0])
                     conn.execute("DELETE FROM files WHERE key = ?", (record[0],))  # its links and names too
@@ -587,11 +594,11 @@ class MetaCache:
                     wikilinks, names = named[record[1]]
                     conn.executemany("INSERT INTO wikilinks VALUES (?, ?, ?, ?, ?)", wikilinks)
                     conn.executemany("INSERT INTO names VALUES (?, ?, ?)", [(n, tier, file_id) for n, tier in names])
-                for path, (mtime, size, ino) in dropped:
+                for path, (mtime, size, ino, ctime) in dropped:
                     changed.append(walk_key(path))
                     conn.execute(
-                        "DELETE FROM files WHERE key = ? AND mtime_ns = ? AND size = ? AND ino = ?",
-                        (changed[-1], mtime, size, ino),
+                        "DELETE FROM files WHERE key = ? AND mtime_ns = ? AND size = ? AND ino = ? AND ctime_ns = ?",
+                        (changed[-1], mtime, size, ino, ctime),
                     )
                 if prune_except is not None:
                     keep = {walk_key(p) for p in prune_except}

@@ -360,10 +360,10 @@ class Catalog:
         with self._lock:
             if not full:
                 rows = self.cache.select(
-                    f"SELECT {META_COLUMNS}, ino, racy FROM files WHERE key = ?", [walk_key(rel)], []
+                    f"SELECT {META_COLUMNS}, ino, ctime_ns, racy FROM files WHERE key = ?", [walk_key(rel)], []
                 )
-                if rows and (rows[0][1], rows[0][2], rows[0][-2]) == stamp and not rows[0][-1]:
-                    meta = _decoded(rows[0][:-2])
+                if rows and (rows[0][1], rows[0][2], *rows[0][-3:-1]) == stamp and not rows[0][-1]:
+                    meta = _decoded(rows[0][:-3])
                     if meta is not None:
                         return meta
             from fsmem.store.meta import read_meta

@@ -29,7 +29,7 @@ from fsmem.store.beneath import TEMP_PREFIX
 from fsmem.store.paths import STATE_DIR
 
 # Files up to this size get a content hash as their version; larger ones (read in bounded slices, never
-# whole) get a hash of their size, mtime and inode, so that showing a version never costs a full read.
+# whole) get a hash of their size, mtime, inode and ctime, so that showing a version never costs a full read.
 VERSION_HASH_LIMIT = 4 * 1024 * 1024
 VERSION_CHARS = 12
 _BUILTIN_SHA1_BYTES = 256 << 10
@@ -253,8 +253,9 @@ def content_version(data: bytes) -> str:
 
 
 def stat_version(stat: os.stat_result) -> str:
-    """The version of a file above VERSION_HASH_LIMIT: a hash of what `stat` says changed."""
-    stamp = f"stat {stat.st_size} {stat.st_mtime_ns} {stat.st_ino}".encode()
+    """The version of a file above VERSION_HASH_LIMIT: a hash of what `stat` says changed (the change time too:
+    an edit of the same size whose mtime was put back moves it alone)."""
+    stamp = f"stat {stat.st_size} {stat.st_mtime_ns} {stat.st_ino} {stat.st_ctime_ns}".encode()
     return "s" + _sha1(stamp, 0).hexdigest()[: VERSION_CHARS - 1]
 
 

@@ -1,6 +1,6 @@
 """Keeping the metadata cache's rows in step with the files: the freshness walk, and the feed's refresh.
 
-A row is read again only when its file's stamp (mtime, size, inode) is not
+A row is read again only when its file's stamp (mtime, size, inode, ctime) is not
 the stored one, or when the row was stored marked racy. `walk` is the
 freshness floor of a process asked once: scandir and stat of the folders a
 listing covers, nothing opened for an unchanged file. `apply` takes one

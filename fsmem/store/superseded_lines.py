@@ -242,7 +242,7 @@ def _documents_superseded(
     # Many files (a grep's matches): a file whose stamp is a plain row's has no superseded line, and only the
     # other files' rows are decoded. Either way a row is taken only at its file's stamp: a file changed since
     # (a superseded section gained or lost, whatever its size), or not in the cache, is read below.
-    plain_rows: set[tuple[str, int, int, int]] = set()
+    plain_rows: set[tuple[str, int, int, int, int]] = set()
     other: dict[str, tuple[Stamp, str, bool]] | None = None
     if len(rels) > SCAN_FROM:
         plain_rows, other = cache.superseded_rows()
@@ -254,7 +254,7 @@ def _documents_superseded(
             stat = os.stat(full)
         except OSError:
             continue
-        if (rel, stat.st_mtime_ns, stat.st_size, stat.st_ino) in plain_rows:
+        if (rel, stat.st_mtime_ns, stat.st_size, stat.st_ino, stat.st_ctime_ns) in plain_rows:
             if every_file:
                 out[rel] = []
         else:
@@ -271,7 +271,7 @@ def _documents_superseded(
     stale: list[tuple[str, str, os.stat_result]] = []
     for rel, full, stat in statted:
         row = known.get(rel)
-        if row is not None and row[0] == (stat.st_mtime_ns, stat.st_size, stat.st_ino):
+        if row is not None and row[0] == (stat.st_mtime_ns, stat.st_size, stat.st_ino, stat.st_ctime_ns):
             if row[1] or every_file:
                 out[rel] = row[1]
             if row[2] and maybe_cited is not None:
