@@ -55,7 +55,7 @@ def merge_front(
     base_values, ours_values, theirs_values = values
     newer = _stamp(ours_values.get("updated")), _stamp(theirs_values.get("updated"))
     order = [name for name in b if name in o or name in t]
-    order += sorted(name for name in {*o, *t} if name not in b)
+    order += _added(b, o, t)
     out: list[str] = []
     for name in order:
         bo, oo, to = b.get(name), o.get(name), t.get(name)
@@ -70,6 +70,17 @@ def merge_front(
             chosen = _both_changed(name, oo, to, sides, newer, newline)
         out.extend(chosen or ())
     return out
+
+
+def _added(
+    base: dict[str, tuple[str, ...]], ours: dict[str, tuple[str, ...]], theirs: dict[str, tuple[str, ...]]
+) -> list[str]:
+    """The fields base lacks, in the order of the side whose order sorts first, then the other side's own, sorted:
+    two hosts that each made a document write its fields in the consolidator's order, which the merge keeps, so
+    the document is the bytes one host consolidating both notes writes. Leading comments ('') stay first."""
+    one, two = sorted([[name for name in side if name not in base] for side in (ours, theirs)])
+    order = one + sorted(name for name in two if name not in one)
+    return sorted(order, key=lambda name: name != "")
 
 
 def _both_changed(
