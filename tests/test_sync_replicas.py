@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import subprocess
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from itertools import permutations
@@ -127,7 +126,7 @@ def test_replicas_converge_and_lose_nothing_whoever_writes_consolidates_and_sync
         def __init__(self) -> None:
             super().__init__()
             self.where = tmp_path_factory.mktemp("replicas")
-            self.origin, self.roots = S.copy_hosts(*team, self.where)
+            self.origin, self.roots = S.copy_hosts(team[0], team[1], self.where)
             self.memories = [Memory(root) for root in self.roots]
             self.now = START
             self.said: list[str] = []
@@ -201,8 +200,6 @@ def test_replicas_converge_and_lose_nothing_whoever_writes_consolidates_and_sync
                 self.memories[host].sync()
             head = git(root, "rev-parse", "HEAD").strip()
             self.seen[host].add(head)
-            kept = subprocess.run(["git", "merge-base", "--is-ancestor", *sorted(self.seen[host])[:1], head], cwd=root)
-            assert kept.returncode == 0, f"host {host}: an earlier commit is no longer an ancestor of HEAD"
             missing = [c for c in self.seen[host] if git(root, "merge-base", head, c).strip() != c]
             assert not missing, f"host {host}: history rewritten, {missing} no longer ancestors of HEAD"
             main = git(self.origin, "rev-parse", "main").strip()
