@@ -154,6 +154,28 @@ def test_a_document_both_hosts_created_keeps_the_consolidators_field_order():
     assert fields == ["title", "type", "entity", "created", "updated", "tags"]
 
 
+def test_one_value_noted_on_both_sides_is_one_value_confirmed_never_superseded_by_itself():
+    """Each host noted `employer: Acme`, on 10-03 and on 10-05: one run wrote the value once, current since 10-03
+    and confirmed 10-05; the merge made the later one current from 10-05 and put the other under `## Superseded`,
+    Acme superseded by Acme."""
+    ours = side(
+        BASE,
+        ("updated: 2026-10-01", "updated: 2026-10-05"),
+        ("## Facts\n", "## Facts\n- city: Leeds ([2026-10-05](../../sessions/2026/10/05/x.md))\n"),
+    )
+    theirs = side(
+        BASE,
+        ("updated: 2026-10-01", "updated: 2026-10-03"),
+        ("## Facts\n", "## Facts\n- city: Leeds ([2026-10-03](../../sessions/2026/10/03/y.md))\n"),
+    )
+    merged, _ = both_ways(BASE, ours, theirs)
+    assert "## Superseded" not in merged
+    assert (
+        "- city: Leeds ([2026-10-03](../../sessions/2026/10/03/y.md); confirmed [2026-10-05](../../sessions/2026/10/05/x.md))\n"
+        in merged
+    )
+
+
 def test_hand_written_facts_set_on_both_sides_keep_the_side_updated_last():
     base = "---\ntitle: Shared\nupdated: 2026-11-01T10:00:00+00:00\n---\n# Shared\n\n## Facts\n- owner: nobody\n- status: open\n"
     ours = side(base, ("updated: 2026-11-01T10", "updated: 2026-11-03T10"), ("- owner: nobody", "- owner: ann"))

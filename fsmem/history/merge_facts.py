@@ -167,6 +167,24 @@ def _run_of(text: str, when: str, path: str, superseded: bool) -> _Run | None:
     return _Run(fact.value, first, prov.confirmed or first, None, superseded, fact.bullet)
 
 
+def _runs_of_equal_values(ordered: list[_Run]) -> list[_Run]:
+    """Values in time order, each one next to the same value made one run (the first of them, confirmed by the
+    last), as the consolidator cuts a key's records: two hosts that each noted one value are one value
+    recorded twice, never a value superseded by itself."""
+    out: list[_Run] = []
+    for run in ordered:
+        before = out[-1] if out else None
+        same = before is not None and (before.value is None) == (run.value is None)
+        if before is not None and same and F.normalize_value(before.value or "") == F.normalize_value(run.value or ""):
+            if (run.last.date, run.last.source) > (before.last.date, before.last.source):
+                before.last = run.last
+            before.superseded = before.superseded or run.superseded
+            before.line = None  # its dates are both runs': written as the consolidator writes them
+            continue
+        out.append(run)
+    return out
+
+
 def rebuild(key: str, lines: list[tuple[str, str, bool]], path: str) -> tuple[list[str], list[str]]:
     """(current lines, superseded lines) of `key` from all its lines on both sides: (line, fallback date,
     under ## Superseded)."""
@@ -186,7 +204,9 @@ def rebuild(key: str, lines: list[tuple[str, str, bool]], path: str) -> tuple[li
         known.line = known.line or run.line
     if not merged:
         return [], []
-    ordered = sorted(merged.values(), key=lambda r: (r.first.date, r.first.source, r.value or ""))
+    ordered = _runs_of_equal_values(
+        sorted(merged.values(), key=lambda r: (r.first.date, r.first.source, r.value or ""))
+    )
     # the value recorded last; on a tie, not one a side already put under ## Superseded (it knew more)
     current = max(ordered, key=lambda r: (r.last.date, r.last.source, not r.superseded, r.first.date, r.value or ""))
     history = []
