@@ -176,6 +176,27 @@ def test_one_value_noted_on_both_sides_is_one_value_confirmed_never_superseded_b
     )
 
 
+def test_a_value_superseded_in_the_same_second_keeps_its_end():
+    """Two hosts noted two values of one key in the same second: the note that sorts last is current, and the
+    other ends then, `to` that second, as one run writes it; the merge left it without an end."""
+    ours = side(
+        BASE,
+        ("updated: 2026-10-01", "updated: 2026-10-05"),
+        ("## Facts\n", "## Facts\n- city: Leeds ([2026-10-05T10:00:00Z](../../sessions/2026/10/05/x.md))\n"),
+    )
+    theirs = side(
+        BASE,
+        ("updated: 2026-10-01", "updated: 2026-10-05"),
+        ("## Facts\n", "## Facts\n- city: York ([2026-10-05T10:00:00Z](../../sessions/2026/10/05/y.md))\n"),
+    )
+    merged, _ = both_ways(BASE, ours, theirs)
+    assert "- city: York ([2026-10-05T10:00:00Z](../../sessions/2026/10/05/y.md))\n" in merged.split("## Superseded")[0]
+    superseded = merged.split("## Superseded\n")[1]
+    assert (
+        "- city: Leeds ([2026-10-05T10:00:00Z](../../sessions/2026/10/05/x.md) to 2026-10-05T10:00:00Z)\n" in superseded
+    )
+
+
 def test_hand_written_facts_set_on_both_sides_keep_the_side_updated_last():
     base = "---\ntitle: Shared\nupdated: 2026-11-01T10:00:00+00:00\n---\n# Shared\n\n## Facts\n- owner: nobody\n- status: open\n"
     ours = side(base, ("updated: 2026-11-01T10", "updated: 2026-11-03T10"), ("- owner: nobody", "- owner: ann"))

@@ -210,12 +210,13 @@ def rebuild(key: str, lines: list[tuple[str, str, bool]], path: str) -> tuple[li
     # the value recorded last; on a tie, not one a side already put under ## Superseded (it knew more)
     current = max(ordered, key=lambda r: (r.last.date, r.last.source, not r.superseded, r.first.date, r.value or ""))
     history = []
-    for run in ordered:
+    for index, run in enumerate(ordered):
         if run is current:
             continue
-        later = [r.first.date for r in ordered if r.first.date > run.first.date]
+        # the next value's time, even the same second (as the consolidator ends a value: a superseded line
+        # without its end reads as a value that never ended)
+        later = [r.first.date for r in ordered[index + 1 :]]
         to = min(later) if later else (current.first.date or None)
-        to = None if to == run.first.date else to
         history.append(F.render_superseded(key, run.value, run.first, run.last, to, path, run.bullet))
     if current.value is None:
         history.append(F.render_superseded(key, None, current.first, current.last, None, path, current.bullet))
