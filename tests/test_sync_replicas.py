@@ -11,8 +11,9 @@ docs/consolidation.md):
 - no conflict marker, git's or fsmem's own, in a memory file;
 - consolidating again changes nothing;
 - every commit a host or the remote ever had is still an ancestor of its branch: history is never rewritten;
-- each document's current facts (`## Facts`) are those one host consolidating all the notes in one run writes,
-  with its fields in the same order: supersession goes by the facts' times, not by which host merged.
+- each document's facts (`## Facts`, `## Superseded`) are those one host consolidating all the notes in one run
+  writes, with its fields in the same order: supersession goes by the facts' times, not by which host merged
+  (history files aside: docs/history.md says where they are not yet exact).
 
 `make test` runs one example of STEPS steps; `make fuzz` (FSMEM_FUZZ_SCALE) multiplies the examples,
 HYPOTHESIS_PROFILE=explore draws new ones.
@@ -39,7 +40,15 @@ START = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
 SKEW = (timedelta(0), timedelta(hours=-3), timedelta(hours=2))  # host 1's clock behind, host 2's ahead
 SUBJECTS = ("people/Nadia Okafor", "people/Omar Haddad", "topic/Billing")
 KEYS = ("employer", "city")
-ACTIONS = ("note_a_fact", "note_an_observation", "consolidate", "sync_one", "edit_by_hand", "note_a_fact")
+ACTIONS = (
+    "note_a_fact",
+    "note_an_observation",
+    "consolidate",
+    "sync_one",
+    "edit_by_hand",
+    "note_a_known_value",
+    "note_in_the_same_second",
+)
 FIRST = [  # (action, host, subject, key, minutes)
     ("note_a_fact", 0, 0, 0, 5),
     ("note_a_fact", 1, 0, 0, 5),
@@ -50,6 +59,12 @@ FIRST = [  # (action, host, subject, key, minutes)
     ("note_an_observation", 1, 0, 0, 5),
     ("sync_one", 1, 0, 0, 5),
     ("note_a_fact", 1, 0, 1, 5),
+    ("note_in_the_same_second", 0, 0, 1, 5),
+    ("note_a_known_value", 0, 1, 1, 5),
+    ("note_a_known_value", 2, 1, 1, 5),
+    ("consolidate", 0, 0, 0, 5),
+    ("consolidate", 2, 0, 0, 5),
+    ("consolidate", 1, 0, 0, 5),
 ]
 ORDERS = list(permutations((0, 1, 2)))
 OBSERVATIONS = (  # far apart, so that no two are near-duplicates merged into one line
@@ -80,13 +95,17 @@ def documents(root: Path) -> str:
 
 
 def facts_sections(files: dict[str, bytes]) -> dict[str, tuple[list[str], str]]:
-    """Each document's `## Facts` lines and its front matter's field names, in order."""
+    """Each document's `## Facts` and `## Superseded` lines and its front matter's field names, in order."""
     found = {}
     for rel, data in files.items():
         if not rel.startswith(("entities/", "topics/")) or rel.endswith(".history.md"):
             continue
         text = data.decode("utf-8")
-        facts = text.split("## Facts\n", 1)[1].split("\n## ", 1)[0] if "## Facts\n" in text else ""
+        facts = "".join(
+            text.split(f"## {section}\n", 1)[1].split("\n## ", 1)[0] + "\n"
+            for section in ("Facts", "Superseded")
+            if f"## {section}\n" in text
+        )
         front = text.split("---\n", 2)[1] if text.startswith("---\n") else ""
         fields = ",".join(line.split(":")[0] for line in front.splitlines() if line[:1].isalpha())
         found[rel] = (sorted(line for line in facts.splitlines() if line.strip()), fields)
@@ -129,6 +148,7 @@ def test_replicas_converge_and_lose_nothing_whoever_writes_consolidates_and_sync
             self.origin, self.roots = S.copy_hosts(team[0], team[1], self.where)
             self.memories = [Memory(root) for root in self.roots]
             self.now = START
+            self.last = START  # when the last fact was noted
             self.said: list[str] = []
             self.seen: list[set[str]] = [set() for _ in self.roots]  # every commit each host had
             self.remote_seen: set[str] = set()
@@ -157,7 +177,20 @@ def test_replicas_converge_and_lose_nothing_whoever_writes_consolidates_and_sync
             value = f"v{len(self.said)}h{host}"
             with clock(when):
                 self.memories[host].note(f"- {key}: {value}", subject=subject)
+            self.last = when
             self.said.append(f"{key}: {value}")
+
+        def note_a_known_value(self, host: int, when: datetime, subject: str, key: str) -> None:
+            """A value another host may note too (the same value, noted twice, is one value confirmed)."""
+            value = ("Acme", "Globex")[host % 2]  # hosts 0 and 2 note the same value
+            with clock(when):
+                self.memories[host].note(f"- {key}: {value}", subject=subject)
+            self.last = when
+            self.said.append(f"{key}: {value}")
+
+        def note_in_the_same_second(self, host: int, when: datetime, subject: str, key: str) -> None:
+            """A value noted in the same second as the last note (another host's clock on this one's)."""
+            self.note_a_fact(host, self.last, subject, key)
 
         def note_an_observation(self, host: int, when: datetime, subject: str, key: str) -> None:
             text = next((o for o in OBSERVATIONS if o not in self.said), None)
@@ -250,7 +283,7 @@ def test_replicas_converge_and_lose_nothing_whoever_writes_consolidates_and_sync
             replica, one = facts_sections(files), facts_sections(memory_files(fresh))
             assert sorted(set(replica) - {S.SHARED}) == sorted(one)  # the hand-written topic aside
             for rel in one:
-                assert replica[rel][0] == one[rel][0], f"{rel}: current facts differ from one run"
+                assert replica[rel][0] == one[rel][0], f"{rel}: facts differ from one run's"
                 hand_free = ",".join(name for name in replica[rel][1].split(",") if name != "tags")
                 assert hand_free == one[rel][1], f"{rel}: front matter fields in another order than one run's"
 
