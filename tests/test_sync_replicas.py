@@ -15,8 +15,9 @@ docs/consolidation.md):
   writes, with its fields in the same order: supersession goes by the facts' times, not by which host merged
   (history files aside: docs/history.md says where they are not yet exact).
 
-`make test` runs one example of STEPS steps; `make fuzz` (FSMEM_FUZZ_SCALE) multiplies the examples,
-HYPOTHESIS_PROFILE=explore draws new ones.
+`make test` runs one example (the fixed round FIRST, then up to two drawn rounds of at most STEPS actions, about
+10 s); `make fuzz` (FSMEM_FUZZ_SCALE) multiplies the examples, HYPOTHESIS_PROFILE=explore draws new ones,
+FSMEM_FUZZ_SHRINK=1 lets hypothesis shrink a failure (minutes of syncs).
 """
 
 from __future__ import annotations
