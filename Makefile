@@ -73,7 +73,7 @@ fuzz: $(STAMP)
 	FSMEM_FUZZ_SCALE=$(FUZZ_SCALE) $(PY) -m pytest -q -p no:xdist \
 		tests/test_consolidate_invariant.py::test_batches_growth_and_crashes_give_the_bytes_of_one_run \
 		tests/test_consolidate_kept.py \
-		tests/test_sync_fuzz.py tests/test_scope_secrets.py tests/test_scope_writes.py \
+		tests/test_sync_fuzz.py tests/test_sync_replicas.py tests/test_scope_secrets.py tests/test_scope_writes.py \
 		tests/test_cli_fuzz.py::test_no_command_line_or_variable_gets_a_traceback_a_flood_or_a_change_it_should_not \
 		tests/test_hostile_capture.py::test_whatever_a_transcript_holds_the_hook_writes_only_its_session_note_once \
 		tests/test_hostile_capture.py::test_whatever_an_export_holds_an_import_writes_only_session_notes_once \

@@ -177,6 +177,66 @@ def test_front_matter_merges_field_by_field():
     assert front["owner"] == "bo"  # added on both: the side updated last
 
 
+def test_a_document_both_hosts_created_keeps_the_consolidators_field_order():
+    """Two hosts that each consolidated a note on a new subject made one document (git merges it from an empty
+    base); the merge kept its fields sorted by name, where one host consolidating both notes writes them in the
+    consolidator's order, so the replicas' bytes were never the one run's."""
+    made = (
+        "---\ntitle: Nadia\ntype: semantic\nentity: people/Nadia\ncreated: 2026-12-01\nupdated: 2026-12-0{day}\n---\n"
+    )
+    body = "# Nadia\n\n## Facts\n- employer: {value} ([2026-12-0{day}](../../sessions/2026/12/0{day}/{value}.md))\n"
+    ours = made.format(day=1) + body.format(day=1, value="Acme")
+    theirs = side(made.format(day=2), ("type: semantic\n", "type: semantic\ntags: [vip]\n")) + body.format(
+        day=2, value="Globex"
+    )
+    merged, _ = both_ways("", ours, theirs)
+    fields = [line.split(":")[0] for line in merged.split("---\n")[1].splitlines()]
+    assert fields == ["title", "type", "entity", "created", "updated", "tags"]
+
+
+def test_one_value_noted_on_both_sides_is_one_value_confirmed_never_superseded_by_itself():
+    """Each host noted `employer: Acme`, on 10-03 and on 10-05: one run wrote the value once, current since 10-03
+    and confirmed 10-05; the merge made the later one current from 10-05 and put the other under `## Superseded`,
+    Acme superseded by Acme."""
+    ours = side(
+        BASE,
+        ("updated: 2026-10-01", "updated: 2026-10-05"),
+        ("## Facts\n", "## Facts\n- city: Leeds ([2026-10-05](../../sessions/2026/10/05/x.md))\n"),
+    )
+    theirs = side(
+        BASE,
+        ("updated: 2026-10-01", "updated: 2026-10-03"),
+        ("## Facts\n", "## Facts\n- city: Leeds ([2026-10-03](../../sessions/2026/10/03/y.md))\n"),
+    )
+    merged, _ = both_ways(BASE, ours, theirs)
+    assert "## Superseded" not in merged
+    assert (
+        "- city: Leeds ([2026-10-03](../../sessions/2026/10/03/y.md); confirmed [2026-10-05](../../sessions/2026/10/05/x.md))\n"
+        in merged
+    )
+
+
+def test_a_value_superseded_in_the_same_second_keeps_its_end():
+    """Two hosts noted two values of one key in the same second: the note that sorts last is current, and the
+    other ends then, `to` that second, as one run writes it; the merge left it without an end."""
+    ours = side(
+        BASE,
+        ("updated: 2026-10-01", "updated: 2026-10-05"),
+        ("## Facts\n", "## Facts\n- city: Leeds ([2026-10-05T10:00:00Z](../../sessions/2026/10/05/x.md))\n"),
+    )
+    theirs = side(
+        BASE,
+        ("updated: 2026-10-01", "updated: 2026-10-05"),
+        ("## Facts\n", "## Facts\n- city: York ([2026-10-05T10:00:00Z](../../sessions/2026/10/05/y.md))\n"),
+    )
+    merged, _ = both_ways(BASE, ours, theirs)
+    assert "- city: York ([2026-10-05T10:00:00Z](../../sessions/2026/10/05/y.md))\n" in merged.split("## Superseded")[0]
+    superseded = merged.split("## Superseded\n")[1]
+    assert (
+        "- city: Leeds ([2026-10-05T10:00:00Z](../../sessions/2026/10/05/x.md) to 2026-10-05T10:00:00Z)\n" in superseded
+    )
+
+
 def test_hand_written_facts_set_on_both_sides_keep_the_side_updated_last():
     base = "---\ntitle: Shared\nupdated: 2026-11-01T10:00:00+00:00\n---\n# Shared\n\n## Facts\n- owner: nobody\n- status: open\n"
     ours = side(base, ("updated: 2026-11-01T10", "updated: 2026-11-03T10"), ("- owner: nobody", "- owner: ann"))

@@ -55,7 +55,7 @@ def merge_front(
     base_values, ours_values, theirs_values = values
     newer = _stamp(ours_values.get("updated")), _stamp(theirs_values.get("updated"))
     order = [name for name in b if name in o or name in t]
-    order += sorted(name for name in {*o, *t} if name not in b)
+    order += _added(b, o, t)
     out: list[str] = []
     for name in order:
         bo, oo, to = b.get(name), o.get(name), t.get(name)
@@ -70,6 +70,17 @@ def merge_front(
             chosen = _both_changed(name, oo, to, sides, newer, newline)
         out.extend(chosen or ())
     return out
+
+
+def _added(
+    base: dict[str, tuple[str, ...]], ours: dict[str, tuple[str, ...]], theirs: dict[str, tuple[str, ...]]
+) -> list[str]:
+    """The fields base lacks, in the order of the side whose order sorts first, then the other side's own, sorted:
+    two hosts that each made a document write its fields in the consolidator's order, which the merge keeps, so
+    the document is the bytes one host consolidating both notes writes. Leading comments ('') stay first."""
+    one, two = sorted([[name for name in side if name not in base] for side in (ours, theirs)])
+    order = one + sorted(name for name in two if name not in one)
+    return sorted(order, key=lambda name: name != "")
 
 
 def _both_changed(
@@ -156,6 +167,24 @@ def _run_of(text: str, when: str, path: str, superseded: bool) -> _Run | None:
     return _Run(fact.value, first, prov.confirmed or first, None, superseded, fact.bullet)
 
 
+def _runs_of_equal_values(ordered: list[_Run]) -> list[_Run]:
+    """Values in time order, each one next to the same value made one run (the first of them, confirmed by the
+    last), as the consolidator cuts a key's records: two hosts that each noted one value are one value
+    recorded twice, never a value superseded by itself."""
+    out: list[_Run] = []
+    for run in ordered:
+        before = out[-1] if out else None
+        same = before is not None and (before.value is None) == (run.value is None)
+        if before is not None and same and F.normalize_value(before.value or "") == F.normalize_value(run.value or ""):
+            if (run.last.date, run.last.source) > (before.last.date, before.last.source):
+                before.last = run.last
+            before.superseded = before.superseded or run.superseded
+            before.line = None  # its dates are both runs': written as the consolidator writes them
+            continue
+        out.append(run)
+    return out
+
+
 def rebuild(key: str, lines: list[tuple[str, str, bool]], path: str) -> tuple[list[str], list[str]]:
     """(current lines, superseded lines) of `key` from all its lines on both sides: (line, fallback date,
     under ## Superseded)."""
@@ -175,16 +204,19 @@ def rebuild(key: str, lines: list[tuple[str, str, bool]], path: str) -> tuple[li
         known.line = known.line or run.line
     if not merged:
         return [], []
-    ordered = sorted(merged.values(), key=lambda r: (r.first.date, r.first.source, r.value or ""))
+    ordered = _runs_of_equal_values(
+        sorted(merged.values(), key=lambda r: (r.first.date, r.first.source, r.value or ""))
+    )
     # the value recorded last; on a tie, not one a side already put under ## Superseded (it knew more)
     current = max(ordered, key=lambda r: (r.last.date, r.last.source, not r.superseded, r.first.date, r.value or ""))
     history = []
-    for run in ordered:
+    for index, run in enumerate(ordered):
         if run is current:
             continue
-        later = [r.first.date for r in ordered if r.first.date > run.first.date]
+        # the next value's time, even the same second (as the consolidator ends a value: a superseded line
+        # without its end reads as a value that never ended)
+        later = [r.first.date for r in ordered[index + 1 :]]
         to = min(later) if later else (current.first.date or None)
-        to = None if to == run.first.date else to
         history.append(F.render_superseded(key, run.value, run.first, run.last, to, path, run.bullet))
     if current.value is None:
         history.append(F.render_superseded(key, None, current.first, current.last, None, path, current.bullet))
