@@ -1,0 +1,65 @@
+"""Following an answer's continuation, as it is given, goes on (attack56e).
+
+Every cut answer names what to ask for next, and asking for it moves forward: a row or an entry longer than
+the whole budget is shown cut and marked, never a wall that stops the paging of everything after it.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import cli_runner
+import pytest
+from child_env import without_fsmem
+
+from fsmem import Memory
+from fsmem.agents import tools
+
+NOW = "2026-12-01T08:00:00+00:00"
+WORDS = ("invoice", "billing", "weekly", "customer", "refund", "account", "payment")
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch):
+    for name in ("FSMEM_ROOT", "FSMEM_AGENT", "FSMEM_SESSION"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("FSMEM_NOW", NOW)
+
+
+def walled(root: Path) -> Memory:
+    """A memory whose best row for `invoices weekly` is a paragraph of 20,000 words (~20,000 tokens), with a
+    short row that matches after it."""
+    memory = Memory.init(root)
+    chosen = random.Random(1)
+    (root / "topics").mkdir(exist_ok=True)
+    wall = " ".join(chosen.choice(WORDS) for _ in range(20_000))
+    (root / "topics/wall.md").write_text(f"# Wall\n\n{wall}\n", encoding="utf-8")
+    (root / "topics/billing.md").write_text("# Billing\n\n- invoices are sent weekly to each customer\n")
+    return memory
+
+
+def test_a_search_row_longer_than_the_budget_is_shown_cut_and_the_next_page_follows(tmp_path):
+    """The 20,000-word paragraph ranked first stopped every search for its words at any budget below its
+    size ("not even the best one fits the budget"), the shorter rows after it out of reach: the row is now
+    shown cut, marked with the read that shows it whole, and the continuation goes on to the next row."""
+    memory = walled(tmp_path / "m")
+    first = memory.search("invoices weekly")
+    assert [h.path for h in first.hits] == ["topics/wall.md"] and first.next_offset == 1
+    assert first.hits[0].text.endswith(
+        '… [row cut by the token budget; memory.read(path="topics/wall.md", lines="3:3")]'
+    )
+    assert first.tokens <= memory.budget.max_tokens
+    second = memory.search("invoices weekly", offset=first.next_offset)
+    assert [h.path for h in second.hits] == ["topics/billing.md"] and second.next_offset is None
+    answer = tools.call(Memory(memory.root), "search", {"query": "invoices weekly", "max_results": 5})
+    assert 'read(path="topics/wall.md", lines="3:3")]' in answer.text and answer.next == {"offset": 1}
+    env = without_fsmem()
+    env["FSMEM_NOW"] = NOW
+    done = cli_runner.same_as_a_process(
+        ["--root", str(memory.root), "search", "invoices weekly", "--max-tokens", "200"], text=True, env=env
+    )
+    assert (
+        done.returncode == 0 and "[row cut by the token budget; fsmem read topics/wall.md --lines 3:3]" in done.stdout
+    )
+    assert "Continue with --offset 1" in done.stdout
