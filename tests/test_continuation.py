@@ -7,6 +7,7 @@ the whole budget is shown cut and marked, never a wall that stops the paging of 
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 import cli_runner
@@ -15,6 +16,7 @@ from child_env import without_fsmem
 
 from fsmem import Memory
 from fsmem.agents import tools
+from fsmem.agents.memory_tool import MemoryTool
 
 NOW = "2026-12-01T08:00:00+00:00"
 WORDS = ("invoice", "billing", "weekly", "customer", "refund", "account", "payment")
@@ -63,3 +65,29 @@ def test_a_search_row_longer_than_the_budget_is_shown_cut_and_the_next_page_foll
         done.returncode == 0 and "[row cut by the token budget; fsmem read topics/wall.md --lines 3:3]" in done.stdout
     )
     assert "Continue with --offset 1" in done.stdout
+
+
+NEXT_RANGE = re.compile(r"next: view_range \[(\d+), (-?\d+)\]\]$")
+
+
+def test_a_cut_folder_view_names_the_view_range_of_the_entries_left_out_and_following_it_lists_each_once(tmp_path):
+    """A folder of 300 notes viewed at 300 tokens showed 20 and said "view a subdirectory to see the rest":
+    the 280 others are in the folder itself, and `view_range` was ignored for a folder, so no call reached
+    them. The trailer now names the entries' `view_range`, which a folder view takes as its entries' numbers."""
+    tool = MemoryTool(tmp_path / "a", max_tokens=300)
+    for n in range(300):
+        (tool.memory_root / f"note-{n:03}.md").write_text("# a note\n")
+    whole = MemoryTool(tmp_path / "a").view("/memories").splitlines()[2:]
+    seen: list[str] = []
+    view_range: list[int] | None = None
+    for _ in range(100):
+        answer = tool.view("/memories", view_range)
+        assert tool.tokens.count(answer) <= 300, answer
+        rows = answer.splitlines()[2:]
+        following = NEXT_RANGE.search(rows[-1])
+        seen += [row for row in rows if not row.startswith("[")]
+        if following is None:
+            break
+        assert [int(following[1]), int(following[2])] != view_range
+        view_range = [int(following[1]), int(following[2])]
+    assert seen == whole and len(seen) == 300

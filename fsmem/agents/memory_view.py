@@ -174,8 +174,9 @@ class ViewCap:
         answer.text, answer.truncated, answer.rows = text, True, len(kept)
         answer.lines = [first, first + len(kept) - 1]
 
-    def cut_directory(self, answer: CommandAnswer, header: str, rows: list[str]) -> None:
-        """Cut a directory view that exceeds the cap after whole entries and say how many were left out."""
+    def cut_directory(self, answer: CommandAnswer, header: str, rows: list[str], first: int, total: int) -> None:
+        """Cut a directory view that exceeds the cap after whole entries and name the view_range that goes on
+        (entries numbered from `first`, of `total`)."""
         if self.fits(answer.text):
             return
         cap = self.max_tokens
@@ -187,13 +188,13 @@ class ViewCap:
                 break
             kept.append(row)
         entries = len(kept) - 1
-        answer.text = (
-            header
-            + "\n"
-            + "\n".join(kept)
-            + f"\n[{entries} of {len(rows) - 1} entries shown: this view stops at {cap} tokens; "
-            + "view a subdirectory to see the rest]"
-        )
+        last, last_asked = first + entries - 1, first + len(rows) - 2
+        if not entries:
+            trailer = f"[this view stops at {cap} tokens, too few to show entry {first} of {total}]"
+        else:
+            more = f"view_range [{last + 1}, {last_asked}]" if last < last_asked else "nothing"
+            trailer = f"[entries {first}-{last} of {total} shown: this view stops at {cap} tokens; next: {more}]"
+        answer.text = header + "\n" + "\n".join(kept) + "\n" + trailer
         answer.truncated, answer.rows, answer.paths = True, entries, answer.paths[:entries]
 
 
