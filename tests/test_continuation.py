@@ -91,3 +91,14 @@ def test_a_cut_folder_view_names_the_view_range_of_the_entries_left_out_and_foll
         assert [int(following[1]), int(following[2])] != view_range
         view_range = [int(following[1]), int(following[2])]
     assert seen == whole and len(seen) == 300
+
+
+@pytest.mark.parametrize("path", ["/memories/topics/note.md", "/memories/topics", "/memories"])
+def test_a_view_fits_any_cap_its_header_and_trailer_included(tmp_path, path):
+    """At a cap under ~55 tokens the header and the "too few" line alone passed it (55 tokens at a cap of 1)."""
+    root = tmp_path / "a"
+    MemoryTool(root).create("/memories/topics/note.md", "# Note\n\n" + "- a line of the note\n" * 40)
+    for cap in range(1, 90):
+        tool = MemoryTool(root, max_tokens=cap)
+        answer = tool.view(path)
+        assert tool.tokens.count(answer) <= cap, (cap, answer)

@@ -13,7 +13,7 @@ import stat
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from fsmem.budget import Meter
+from fsmem.budget import Meter, fit_text
 from fsmem.errors import FsmemError
 from fsmem.store import beneath
 from fsmem.store.beneath import Folder
@@ -133,6 +133,13 @@ class ViewCap:
         # A token is at least one byte, so a short answer fits without being counted.
         return len(text.encode("utf-8")) <= self.max_tokens or self.tokens.count(text) <= self.max_tokens
 
+    def bounded(self, header: str, note: str) -> str:
+        """`header` and the `note` that the cap is too small, within the cap: the note alone when both do not
+        fit (a view at 1 token was 32-55), cut by the last net below that."""
+        if self.fits(header + note):
+            return header + note
+        return fit_text(self.tokens.count, self.tokens.truncate, note, self.max_tokens)[0]
+
     def cut_file(self, answer: CommandAnswer, header: str, numbered: list[str], first: int, total: int) -> None:
         """Cut a file view that exceeds the cap after whole lines and name the view_range that goes on."""
         cap = self.max_tokens
@@ -151,7 +158,7 @@ class ViewCap:
         if not kept:  # one line longer than the whole budget: show its start, so paging still moves on
             head = meter.head_that_fits(numbered[0], lambda part: part, truncate=self.tokens.truncate)
             if head is None:
-                answer.text = header + f"[this view stops at {cap} tokens, too few to show line {first}]"
+                answer.text = self.bounded(header, f"[this view stops at {cap} tokens, too few to show line {first}]")
                 answer.truncated, answer.rows, answer.lines = True, 0, None
                 return
             kept = [head]
@@ -191,6 +198,9 @@ class ViewCap:
         last, last_asked = first + entries - 1, first + len(rows) - 2
         if not entries:
             trailer = f"[this view stops at {cap} tokens, too few to show entry {first} of {total}]"
+            answer.text = self.bounded(header + "\n" + rows[0] + "\n", trailer)
+            answer.truncated, answer.rows, answer.paths = True, 0, []
+            return
         else:
             more = f"view_range [{last + 1}, {last_asked}]" if last < last_asked else "nothing"
             trailer = f"[entries {first}-{last} of {total} shown: this view stops at {cap} tokens; next: {more}]"
