@@ -6,13 +6,22 @@ the whole budget is shown cut and marked, never a wall that stops the paging of 
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
+import json
+import os
 import random
 import re
+import subprocess
 from pathlib import Path
 
 import cli_runner
+import preloaded
 import pytest
 from child_env import without_fsmem
+from hypothesis import HealthCheck, given, settings, strategies as st
+from protocol_faces import INITIALIZE, INITIALIZED
+from test_faces import keyword_next
 
 from fsmem import Memory
 from fsmem.agents import tools
@@ -118,3 +127,216 @@ def test_a_line_a_view_shows_cut_keeps_its_number(tmp_path):
         assert row == f"[this view stops at {cap} tokens, too few to show line 1]" or (
             NUMBERED.match(row) and row.startswith("     1\tword") and "view_range [2, 3]" in answer
         ), (cap, answer)
+
+
+# -- the invariant: following each continuation as given recovers the whole answer, every page within the budget.
+# For random memories of hostile lines (50 kB, CJK, combining marks, joiners, tabs) and an agent whose budget in
+# fsmem.yaml is 1-600 tokens and 1-6 rows: read, grep, ls and search through the tools, the memory tool's view,
+# and the same pages from a real `fsmem mcp`. About 5 s each in `make test`; `make fuzz` (FSMEM_FUZZ_SCALE)
+# multiplies the examples.
+
+EXAMPLES = 8 * int(os.environ.get("FSMEM_FUZZ_SCALE", "1"))
+HOSTILE = [
+    "x" * 6000,  # one line of few, long tokens
+    "word " * 1500,
+    "日本語のテキスト" * 300,
+    "e\u0301" * 400,  # combining marks
+    "👩\u200d👩\u200d👧\u200d👦" * 80,  # zero-width joiners
+    "\t\tcolumns\tapart\t",
+    "a needle in a line",
+    "needle " + "日本" * 500,
+    "",
+    "# a heading with a needle",
+]
+line_text = st.one_of(
+    st.sampled_from(HOSTILE),
+    st.text(st.characters(codec="utf-8", exclude_categories=["Cs", "Cc"]), max_size=30),
+    st.builds(lambda a, b: f"{a}needle{b}", st.text("ab 日👍", max_size=8), st.text("ab 日👍", max_size=8)),
+)
+memories = st.lists(st.lists(line_text, min_size=1, max_size=8), min_size=1, max_size=3)
+budgets = st.one_of(st.integers(min_value=1, max_value=60), st.integers(min_value=60, max_value=600))
+PAGES = 400
+
+
+def probe_memory(root: Path, files: list[list[str]], max_tokens: int, max_results: int) -> Memory:
+    """A memory of `files` (topics/f0.md, ...) and the agent `probe` whose budget is the one drawn."""
+    memory = Memory.init(root)
+    config = root / "fsmem.yaml"
+    budget = f"    probe:\n      max_tokens: {max_tokens}\n      max_results: {max_results}\n"
+    config.write_text(config.read_text().replace("  agents:\n", "  agents:\n" + budget, 1))
+    (root / "topics").mkdir()
+    for n, lines in enumerate(files):
+        (root / f"topics/f{n}.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return memory
+
+
+def shown_as(original: str, shown: str) -> bool:
+    """`shown` is the line, or a head of it marked as cut."""
+    if shown == original:
+        return True
+    for mark in (" … [line cut", " …"):
+        head, found, _ = shown.partition(mark) if mark != " …" else (shown[: -len(mark)], shown.endswith(mark), "")
+        if found and original.startswith(head.rstrip("\ufffd")):
+            return True
+    return False
+
+
+def follow(call, arguments: dict, budget: int) -> list:
+    """Every page of one reading, following the continuation each gives (`next`, which its text must name)."""
+    pages, extra = [], {}
+    for _ in range(PAGES):
+        answer = call({**arguments, **extra})
+        assert not answer.is_error, answer.text
+        assert answer.tokens == COUNT(answer.text) <= budget, (budget, answer.text)
+        assert keyword_next(answer.text) == answer.next, answer.text
+        pages.append(answer)
+        if answer.next is None:
+            return pages
+        assert answer.next != extra, f"the continuation asks for the same page again: {answer.text}"
+        extra = answer.next
+    raise AssertionError(f"no end after {PAGES} pages: {pages[-1].text}")
+
+
+# Below this many tokens an answer may be the last net's stub (`fit_text`): the start of its "too small" note.
+STUB_BELOW = 40
+
+
+def stopped_honestly(text: str, budget: int) -> bool:
+    """A reading may stop short only where its budget is too small for the next item, and says so."""
+    return any(said in text for said in ("too small", "too few", "not even the best")) or budget < STUB_BELOW
+
+
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(files=memories, max_tokens=budgets, max_results=st.integers(min_value=1, max_value=6))
+def test_following_every_continuation_recovers_each_line_and_row_once_within_the_budget(
+    tmp_path_factory, files, max_tokens, max_results
+):
+    root = tmp_path_factory.mktemp("probe") / "m"
+    probe_memory(root, files, max_tokens, max_results)
+    memory = Memory(root, agent="probe")
+    wide = Memory(root)
+    wide.budget = dataclasses.replace(wide.budget, max_tokens=10**7, max_results=10**5)
+
+    def call(name):
+        return lambda arguments: tools.call(memory, name, arguments)
+
+    for n, lines in enumerate(files):
+        path = f"topics/f{n}.md"
+        pages = follow(call("read"), {"path": path}, max_tokens)
+        rows = [NUMBERED.match(row) for page in pages for row in page.text.split("\n")]
+        seen = [(int(row[1]), row[2]) for row in rows if row]
+        assert [number for number, _ in seen] == list(range(1, len(seen) + 1)), seen
+        for number, text in seen:
+            assert shown_as(lines[number - 1], text), (number, lines[number - 1][:80], text[:200])
+        if len(seen) < len(lines):
+            assert stopped_honestly(pages[-1].text, max_tokens), pages[-1].text
+    for name, arguments in (("grep", {"pattern": "needle", "fixed_strings": True}), ("ls", {"path": "topics"})):
+        whole = tools.call(wide, name, arguments).paths
+        seen = [cited for page in follow(call(name), arguments, max_tokens) for cited in page.paths]
+        assert seen == whole[: len(seen)], (name, seen, whole)
+        if len(seen) < len(whole):
+            stop = tools.call(memory, name, {**arguments, "offset": len(seen)}).text
+            assert stopped_honestly(stop, max_tokens), (name, stop)
+    whole = tools.call(wide, "search", {"query": "needle"}).paths
+    seen = [cited for page in follow(call("search"), {"query": "needle"}, max_tokens) for cited in page.paths]
+    assert seen == whole[: len(seen)], (seen, whole)
+    if len(seen) < len(whole):
+        stop = tools.call(memory, "search", {"query": "needle", "offset": len(seen)}).text
+        assert stopped_honestly(stop, max_tokens), stop
+    viewer = MemoryTool(memory_root=root, agent="probe")
+    assert viewer.max_tokens == max_tokens
+    for n, lines in enumerate(files):
+        seen = view_all(viewer, f"/memories/topics/f{n}.md", max_tokens)
+        assert [number for number, _ in seen] == list(range(1, len(seen) + 1)), seen
+        for number, text in seen:  # a view marks a line it shows cut in its trailer
+            assert [*lines, ""][number - 1].startswith(text.rstrip("\ufffd")), (number, text[:200])
+        if len(seen) < len(lines) + 1:
+            stop = viewer.view(f"/memories/topics/f{n}.md", [len(seen) + 1, -1])
+            assert stopped_honestly(stop, max_tokens), stop
+
+
+def view_all(viewer: MemoryTool, path: str, budget: int) -> list[tuple[int, str]]:
+    """The numbered lines of every view of `path`, following each `next: view_range`."""
+    seen: list[tuple[int, str]] = []
+    view_range: list[int] | None = None
+    for _ in range(PAGES):
+        answer = viewer.view(path, view_range)
+        assert COUNT(answer) <= budget, (budget, answer)
+        seen += [(int(row[1]), row[2]) for row in map(NUMBERED.match, answer.split("\n")[1:]) if row]
+        following = NEXT_RANGE.search(answer)
+        if following is None:
+            return seen
+        assert [int(following[1]), int(following[2])] != view_range, answer
+        view_range = [int(following[1]), int(following[2])]
+    raise AssertionError(f"no end after {PAGES} views of {path}")
+
+
+class McpStdio:
+    """`fsmem --agent AGENT mcp` on `root`, a real process, initialised; `call` sends one tools/call."""
+
+    def __init__(self, root: Path, agent: str):
+        env = without_fsmem()
+        env["FSMEM_NOW"] = NOW
+        command = preloaded.launcher(["--root", str(root), "--agent", agent, "mcp"])  # forked: no start to pay
+        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        self.ids = itertools.count()
+        self._send({"method": "initialize", "params": INITIALIZE["params"]}, answered=True)
+        self._send(INITIALIZED, answered=False)
+
+    def _send(self, message: dict, *, answered: bool) -> dict:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        message = {"jsonrpc": "2.0", **message, **({"id": next(self.ids)} if answered else {})}
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline()) if answered else {}
+
+    def call(self, name: str, arguments: dict) -> tuple[str, dict]:
+        """The answer's text and its structured content."""
+        answer = self._send({"method": "tools/call", "params": {"name": name, "arguments": arguments}}, answered=True)
+        result = answer["result"]
+        assert not result.get("isError"), result
+        return result["content"][0]["text"], result["structuredContent"]
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        assert self.proc.wait(60) == 0
+
+
+@settings(
+    max_examples=max(2, EXAMPLES // 3),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(files=memories, max_tokens=budgets, max_results=st.integers(min_value=1, max_value=6))
+def test_mcp_over_stdio_gives_the_pages_the_tools_give_and_names_the_same_continuation(
+    tmp_path_factory, files, max_tokens, max_results
+):
+    """The same budget, from the agent's entry in fsmem.yaml, cuts the same pages in a real `fsmem mcp`
+    process, and following its structured continuation walks them to the end."""
+    root = tmp_path_factory.mktemp("probe") / "m"
+    probe_memory(root, files, max_tokens, max_results)
+    memory = Memory(root, agent="probe")
+    face = McpStdio(root, "probe")
+    try:
+        readings = [("read", {"path": f"topics/f{n}.md"}) for n in range(len(files))]
+        readings += [("grep", {"pattern": "needle", "fixed_strings": True}), ("ls", {"path": "topics"})]
+        for name, arguments in readings:
+            extra: dict = {}
+            for _ in range(PAGES):
+                text, structured = face.call(name, {**arguments, **extra})
+                here = tools.call(memory, name, {**arguments, **extra})
+                assert text == here.text and COUNT(text) <= max_tokens, (name, text, here.text)
+                following = {key[len("next_") :]: value for key, value in structured.items() if key.startswith("next_")}
+                assert following == (here.next or {}), (structured, here.next)
+                if not following:
+                    break
+                extra = following
+            else:
+                raise AssertionError(f"no end after {PAGES} pages of {name}")
+    finally:
+        face.close()
