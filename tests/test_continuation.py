@@ -129,6 +129,24 @@ def test_a_line_a_view_shows_cut_keeps_its_number(tmp_path):
         ), (cap, answer)
 
 
+def test_a_grep_match_whose_path_alone_is_longer_than_the_budget_is_shown_cut_and_the_rest_follow(tmp_path):
+    """A file 16 folders deep, 15 of 80 rare CJK characters (a path of 3,621 bytes, ~2,400 tokens) that sorts
+    first stopped every grep that matched it at the default 2,000 tokens: "6 matches left out: the token
+    budget is too small to show even one", and no continuation. Its match is now shown with the path cut
+    and marked, and the continuation goes on to the five others."""
+    memory = Memory.init(tmp_path / "m")
+    deep = memory.root / "topics/0" / "/".join(["龘" * 80] * 15)  # before topics/z0.md
+    deep.mkdir(parents=True)
+    (deep / "x.md").write_text("# deep\n\nneedle here\n")
+    for n in range(5):
+        (memory.root / f"topics/z{n}.md").write_text(f"# z{n}\n\nneedle {n}\n")
+    first = tools.call(memory, "grep", {"pattern": "needle"})
+    assert first.tokens <= memory.budget.max_tokens and first.next == {"offset": 1}, first.text
+    assert "[path and line cut by the token budget]" in first.text
+    rest = tools.call(memory, "grep", {"pattern": "needle", **first.next})
+    assert rest.paths == [f"topics/z{n}.md:3" for n in range(5)] and rest.next is None, rest.text
+
+
 # -- the invariant: following each continuation as given recovers the whole answer, every page within the budget.
 # For random memories of hostile lines (50 kB, CJK, combining marks, joiners, tabs) and an agent whose budget in
 # fsmem.yaml is 1-600 tokens and 1-6 rows: read, grep, ls and search through the tools, the memory tool's view,
