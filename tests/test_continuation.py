@@ -147,6 +147,35 @@ def test_a_grep_match_whose_path_alone_is_longer_than_the_budget_is_shown_cut_an
     assert rest.paths == [f"topics/z{n}.md:3" for n in range(5)] and rest.next is None, rest.text
 
 
+def test_an_ls_row_longer_than_the_budget_is_shown_cut_and_the_rest_follow(tmp_path):
+    """A file whose title is 3,000 words, first in path order, stopped `ls` at the default 2,000 tokens ("too
+    small to show even one", no continuation), and so did a path of 3,600 bytes of rare CJK characters: the
+    files after them were out of reach. The row is now shown cut and marked, and the next page follows."""
+    memory = Memory.init(tmp_path / "m")
+    (memory.root / "topics").mkdir()
+    (memory.root / "topics/a.md").write_text("---\ntitle: " + "word " * 3000 + "\n---\n# a\n")
+    deep = memory.root / "topics/b" / "/".join(["龘" * 80] * 15)
+    deep.mkdir(parents=True)
+    (deep / "x.md").write_text("# deep\n")
+    for n in range(3):
+        (memory.root / f"topics/c/z{n}.md").parent.mkdir(exist_ok=True)
+        (memory.root / f"topics/c/z{n}.md").write_text(f"# z{n}\n")
+    wide = Memory(memory.root)
+    wide.budget = dataclasses.replace(wide.budget, max_tokens=10**6)
+    whole = [e.path for e in wide.ls("topics").entries if not e.path.startswith("topics/b/")]
+    seen, extra, pages = [], {}, 0
+    while True:
+        answer = tools.call(memory, "ls", {"path": "topics", **extra})
+        assert answer.tokens <= memory.budget.max_tokens and not answer.is_error, answer.text
+        seen += answer.paths
+        pages += 1
+        if answer.next is None:
+            break
+        extra = answer.next
+    assert "[row cut by the token budget]" in tools.call(memory, "ls", {"path": "topics"}).text
+    assert [p for p in seen if not p.startswith("topics/b/")] == whole and len(seen) == len(whole) + 1, seen
+
+
 # -- the invariant: following each continuation as given recovers the whole answer, every page within the budget.
 # For random memories of hostile lines (50 kB, CJK, combining marks, joiners, tabs) and an agent whose budget in
 # fsmem.yaml is 1-600 tokens and 1-6 rows: read, grep, ls and search through the tools, the memory tool's view,
