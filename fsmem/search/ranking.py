@@ -183,6 +183,15 @@ def _cut_to_fit(hit: SearchHit, opened: list[str], meter: Meter, counter: TokenC
     whole = faces.call("read", path=hit.path, lines=f"{hit.line}:{hit.end_line}")
     marker = f" … [row cut by the token budget; {whole}]"
     room = meter.room
+    if meter.cost(opened) > room // 2:  # a title or heading of thousands of words: cut too, to a share of the room
+        share = max(1, room // 8)
+        if hit.title and counter.count(hit.title) > share:
+            hit.title = counter.truncate(hit.title[: share * 32], share) + "…"
+        hit.headings = [
+            h if counter.count(h) <= share else counter.truncate(h[: share * 32], share) + "…" for h in hit.headings
+        ]
+        heading = _heading_line(hit)
+        opened = [_file_header(hit), *([heading] if heading is not None else [])][: len(opened)]
     text = hit.text[: room * 32]  # more than the room holds: a token is rarely over 32 characters
     allowance = room
     while allowance >= 0:
