@@ -192,6 +192,12 @@ def _cut_to_fit(hit: SearchHit, opened: list[str], meter: Meter, counter: TokenC
         ]
         heading = _heading_line(hit)
         opened = [_file_header(hit), *([heading] if heading is not None else [])][: len(opened)]
+    if meter.cost(opened) + counter.count(marker) > room:  # the path alone is over it (4,096 bytes, ~4,000 tokens)
+        share = max(1, room // 4)
+        head = counter.truncate(hit.path[: share * 32], share).rstrip("\ufffd")  # no character cut in half
+        hit.path, hit.title, hit.headings = head + "…", None, []
+        marker = " … [path and row cut by the token budget]"
+        opened = [_file_header(hit)]
     text = hit.text[: room * 32]  # more than the room holds: a token is rarely over 32 characters
     allowance = room
     while allowance >= 0:
