@@ -203,6 +203,22 @@ def test_a_search_row_whose_title_or_heading_is_longer_than_the_budget_is_shown_
     assert same_rows([f"{p}:{n}" for p, n in seen], [f"{h.path}:{h.line}" for h in whole]), (seen, page.to_text())
 
 
+def test_a_read_of_a_file_whose_path_is_longer_than_the_budget_shows_its_lines(tmp_path):
+    """Its trailer and notes repeated the path the caller gave (3,628 bytes, ~2,400 tokens), so a read of a
+    three-line file at 2,000 tokens was the last net's cut of that path and no line. They name a long path by
+    its start and length now."""
+    memory = Memory.init(tmp_path / "m")
+    deep = memory.root / "topics/0" / "/".join(["龘" * 80] * 15)
+    deep.mkdir(parents=True)
+    (deep / "x.md").write_text("# deep\n\nneedle\n")
+    path = f"topics/0/{'/'.join(['龘' * 80] * 15)}/x.md"
+    answer = tools.call(memory, "read", {"path": path})
+    assert answer.tokens <= memory.budget.max_tokens and not answer.is_error, answer.text
+    assert answer.text.split("\n")[:3] == ["     1\t# deep", "     2\t", "     3\tneedle"], answer.text[:300]
+    size = f"… ({len(path.encode()):,} bytes)"
+    assert answer.text.split("\n")[3].startswith("[topics/0/龘") and size in answer.text, answer.text
+
+
 # -- the invariant: following each continuation as given recovers the whole answer, every page within the budget.
 # For random memories of hostile lines (50 kB, CJK, combining marks, joiners, tabs) and an agent whose budget in
 # fsmem.yaml is 1-600 tokens and 1-6 rows: read, grep, ls and search through the tools, the memory tool's view,
