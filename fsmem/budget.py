@@ -334,6 +334,15 @@ def fit_text(count: Count, truncate: Callable[[str, int], str], text: str, max_t
     return truncate(text, max_tokens), True
 
 
+# A path longer than this is one an answer may show cut (its head and `…`): a path of 4,096 bytes may be 4,000
+# tokens, over a whole budget; a shorter one is shown whole, or the answer says its budget is too small.
+LONG_PATH_BYTES = 256
+
+
+def long_path(path: str) -> bool:
+    return len(path.encode("utf-8", "surrogatepass")) > LONG_PATH_BYTES
+
+
 # Tokens kept back from an answer's content for its trailer lines (what was left out, how to go on).
 TRAILER_RESERVE = 48
 

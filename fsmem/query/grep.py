@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from fsmem import faces
-from fsmem.budget import CUT_BY_RESULTS, CUT_BY_TOKENS, Meter, Metered, Page, Paged
+from fsmem.budget import CUT_BY_RESULTS, CUT_BY_TOKENS, Meter, Metered, Page, Paged, long_path
 from fsmem.config import GrepSettings, ReadSettings
 from fsmem.errors import InvalidArgument
 from fsmem.query import grep_cache
@@ -583,7 +583,7 @@ class _Collector:
         marker = f" … [line cut by the token budget; {whole}]"
         allowance = self.meter.room - self.count_tokens(f"{match.path}:{match.line}:{marker}")
         if allowance < 1:
-            return self._cut_path(match)
+            return self._cut_path(match) if long_path(match.path) else None
         text = full[: min(self.max_line_chars, max(0, allowance) * 4)]
         while text and self.count_tokens(text) > allowance:
             text = text[: len(text) * 3 // 4]

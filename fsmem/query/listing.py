@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fsmem import faces
-from fsmem.budget import CUT_BY_TOKENS, Count, Meter, Metered, Page, Paged
+from fsmem.budget import CUT_BY_TOKENS, Count, Meter, Metered, Page, Paged, long_path
 from fsmem.store.catalog import FileMeta
 
 
@@ -105,10 +105,10 @@ def _cut_to_fit(entry: ListEntry, meter: Meter, count: Count) -> ListEntry | Non
     if meter.cut_by != CUT_BY_TOKENS:
         return None
     room = meter.room
-    for field_name in ("title", "path"):
+    for field_name in ("title", "path") if long_path(entry.path) else ("title",):
         text = getattr(entry, field_name) or ""
         head = text[: room * 4]
-        while True:
+        while field_name == "title" or head:  # a path is shown by a head of it, never by the mark alone
             if field_name == "title":
                 cut = replace(entry, title=f"{head} … {CUT_ROW}" if head else CUT_ROW, description=None)
             else:

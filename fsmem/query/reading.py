@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from fsmem import faces, format as fmt
-from fsmem.budget import Meter, Metered, echo
+from fsmem.budget import Meter, Metered, echo, long_path
 from fsmem.config import ReadSettings
 from fsmem.errors import InvalidArgument
 from fsmem.store.paths import open_regular, read_regular
@@ -260,14 +260,10 @@ def bounded_read(
         return result
 
 
-NAMED_BYTES = 256
-
-
 def named(path: str) -> str:
-    """`path` as a read's notes and trailer name it: whole, or past NAMED_BYTES its start and its size. The
-    caller gave it; a path of 4,096 bytes may be 4,000 tokens, and repeated it took a budget's every line."""
-    size = len(path.encode("utf-8", "surrogatepass"))
-    return path if size <= NAMED_BYTES else f"{path[:48]}… ({size:,} bytes)"
+    """`path` as a read's notes and trailer name it: whole, or a long one (`long_path`) by its start and its
+    size. The caller gave it; a path of 4,096 bytes may be 4,000 tokens, and repeated it took every line."""
+    return f"{path[:48]}… ({len(path.encode('utf-8', 'surrogatepass')):,} bytes)" if long_path(path) else path
 
 
 def numbered(number: int, text: str) -> str:

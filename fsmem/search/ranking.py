@@ -34,7 +34,7 @@ from dataclasses import replace
 from typing import Any
 
 from fsmem import faces, format as fmt
-from fsmem.budget import CUT_BY_RESULTS, CUT_BY_TOKENS, Meter, Page, echo
+from fsmem.budget import CUT_BY_RESULTS, CUT_BY_TOKENS, Meter, Page, echo, long_path
 from fsmem.errors import InvalidArgument
 from fsmem.format.rows import Row
 from fsmem.search.index import MAX_ROWS, ROW_BITS, SearchIndex
@@ -192,7 +192,9 @@ def _cut_to_fit(hit: SearchHit, opened: list[str], meter: Meter, counter: TokenC
         ]
         heading = _heading_line(hit)
         opened = [_file_header(hit), *([heading] if heading is not None else [])][: len(opened)]
-    if meter.cost(opened) + counter.count(marker) > room:  # the path alone is over it (4,096 bytes, ~4,000 tokens)
+    if (
+        long_path(hit.path) and meter.cost(opened) + counter.count(marker) > room
+    ):  # a path of 4,096 bytes: ~4,000 tokens
         share = max(1, room // 4)
         head = counter.truncate(hit.path[: share * 32], share).rstrip("\ufffd")  # no character cut in half
         hit.path, hit.title, hit.headings = head + "…", None, []
