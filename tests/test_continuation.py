@@ -219,6 +219,21 @@ def test_a_read_of_a_file_whose_path_is_longer_than_the_budget_shows_its_lines(t
     assert answer.text.split("\n")[3].startswith("[topics/0/龘") and size in answer.text, answer.text
 
 
+def test_a_capped_view_of_a_file_whose_path_is_longer_than_the_cap_shows_its_lines(tmp_path):
+    """The view's header repeats the path it was given: one of 3,629 bytes (~2,400 tokens) left a view at a
+    cap of 2,000 tokens "too few to show line 1" of a three-line file. A capped view names a long path in its
+    header by its start and size."""
+    deep = "topics/0/" + "/".join(["龘" * 80] * 15)
+    MemoryTool(tmp_path).create(f"/memories/{deep}/x.md", "# deep\n\nneedle\n")
+    path = f"/memories/{deep}/x.md"
+    answer = MemoryTool(tmp_path, max_tokens=2000).view(path)
+    assert COUNT(answer) <= 2000 and answer.split("\n")[1:4] == ["     1\t# deep", "     2\t", "     3\tneedle"]
+    assert answer.startswith(f"Here's the content of {path[:48]}… ({len(path.encode()):,} bytes) with line numbers:")
+    assert (
+        MemoryTool(tmp_path).view(path).startswith(f"Here's the content of {path} with")
+    )  # uncapped: as the reference
+
+
 # -- the invariant: following each continuation as given recovers the whole answer, every page within the budget.
 # For random memories of hostile lines (50 kB, CJK, combining marks, joiners, tabs) and an agent whose budget in
 # fsmem.yaml is 1-600 tokens and 1-6 rows: read, grep, ls and search through the tools, the memory tool's view,

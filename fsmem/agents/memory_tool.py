@@ -354,6 +354,13 @@ class MemoryTool:
         with folder:
             return self._view_directory(path, folder, relative, view_range)
 
+    def _named(self, path: str) -> str:
+        """`path` as a view's header names it: as the reference does, or, under a cap, a long one by its start and
+        size (`fsmem.query.reading.named`), which repeated whole left no room for a line of the file."""
+        from fsmem.query.reading import named
+
+        return named(path) if self.max_tokens is not None else path
+
     def _view_directory(
         self, path: str, folder: beneath.Folder, relative: str, view_range: Sequence[int] | None
     ) -> CommandAnswer:
@@ -364,7 +371,9 @@ class MemoryTool:
         items = folder_entries(root, folder, relative, memory_only=self.is_fsmem)
         total = len(items)
         items, first = _in_range(items, view_range)
-        header = f"Here're the files and directories up to 2 levels deep in {path}, excluding hidden items:"
+        header = (
+            f"Here're the files and directories up to 2 levels deep in {self._named(path)}, excluding hidden items:"
+        )
         rows = [f"{format_size(folder.stat().st_size)}\t{path}"] + [f"{size}\t{path}/{name}" for size, name in items]
         text = header + "\n" + "\n".join(rows)
         listed = [f"{relative}/{name}" if relative != "." else name for _, name in items]
@@ -379,7 +388,7 @@ class MemoryTool:
         if self.max_tokens is None and len(lines) > MAX_LINES:
             raise MemoryToolError(f"File {path} exceeds maximum line limit of 999,999 lines.")
         shown, first = _in_range(lines, view_range)
-        header = f"Here's the content of {path} with line numbers:\n"
+        header = f"Here's the content of {self._named(path)} with line numbers:\n"
         numbered = [numbered_line(first + offset, line) for offset, line in enumerate(shown)]
         answer = CommandAnswer(
             header + "\n".join(numbered),
