@@ -220,7 +220,7 @@ def test_a_read_of_a_file_whose_path_is_longer_than_the_budget_shows_its_lines(t
 
 
 def test_a_capped_view_of_a_file_whose_path_is_longer_than_the_cap_shows_its_lines(tmp_path):
-    """The view's header repeats the path it was given: one of 3,629 bytes (~2,400 tokens) left a view at a
+    """The view's header repeats the path it was given: one of 3,638 bytes (~2,400 tokens) left a view at a
     cap of 2,000 tokens "too few to show line 1" of a three-line file. A capped view names a long path in its
     header by its start and size."""
     deep = "topics/0/" + "/".join(["龘" * 80] * 15)
