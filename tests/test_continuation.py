@@ -344,8 +344,6 @@ def follow(call, arguments: dict, budget: int) -> list:
     raise AssertionError(f"no end after {PAGES} pages: {pages[-1].text}")
 
 
-# Below this many tokens an answer may be the last net's stub (`fit_text`): the start of its "too small" note.
-STUB_BELOW = 40
 # Below this many, a reading may stop short: the next item, cut to its mark, does not fit. Above it every item
 # is shown, cut if need be (500 examples drew no stop above 80 tokens).
 STOP_BELOW = 120
@@ -353,7 +351,7 @@ STOP_BELOW = 120
 
 def stopped_honestly(text: str, budget: int) -> bool:
     """A reading may stop short only where its budget is too small for the next item, and says so."""
-    said = any(words in text for words in ("too small", "too few", "not even the best")) or budget < STUB_BELOW
+    said = any(words in text for words in ("too small", "too few", "not even the best")) or text.endswith("[…]")
     return said and budget < STOP_BELOW
 
 
