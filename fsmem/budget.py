@@ -8,6 +8,11 @@ many it showed, of how many, and the offset that shows the next ones. The rule
 every continuation follows: it moves forward, or there is none and the answer
 says the budget is too small for one item. `fit_text` is the last net under
 any text answer: cut in whole lines, marked, never over the cap.
+
+This module is long because it is that one mechanism: the meter, the page and
+its trailer, the nets and how an answer repeats an argument or names a long
+path are read together when a face's answer is fitted, and split they would
+drift apart.
 """
 
 from __future__ import annotations
