@@ -8,6 +8,11 @@ many it showed, of how many, and the offset that shows the next ones. The rule
 every continuation follows: it moves forward, or there is none and the answer
 says the budget is too small for one item. `fit_text` is the last net under
 any text answer: cut in whole lines, marked, never over the cap.
+
+This module is long because it is that one mechanism: the meter, the page and
+its trailer, the nets and how an answer repeats an argument or names a long
+path are read together when a face's answer is fitted, and split they would
+drift apart.
 """
 
 from __future__ import annotations
@@ -331,7 +336,34 @@ def fit_text(count: Count, truncate: Callable[[str, int], str], text: str, max_t
         kept.append(line)
     if kept:
         return "\n".join(kept + [template.format(budget=max_tokens, shown=len(kept), total=len(lines))]), True
-    return truncate(text, max_tokens), True
+    return marked_head(count, truncate, text, max_tokens), True
+
+
+CUT_MARK = "[…]"  # one token: what is left of an answer's note of a cut when the budget holds no more
+
+
+def marked_head(count: Count, truncate: Callable[[str, int], str], text: str, max_tokens: int) -> str:
+    """The head of `text` that fits `max_tokens` with `CUT_MARK` after it. At a budget smaller than any
+    note, the last net showed the head unmarked ("[" at 1 token, "[the token budget is" at 5), as if whole."""
+    text = text[: (max_tokens + 1) * 32]  # more than the budget holds: a token is rarely over 32 characters
+    room = max_tokens - count(" " + CUT_MARK)
+    while room >= 0:
+        head = truncate(text, room).rstrip("\ufffd")
+        marked = f"{head}{CUT_MARK}" if not head or head.endswith((" ", "\n")) else f"{head} {CUT_MARK}"
+        over = count(marked) - max_tokens
+        if over <= 0:
+            return marked
+        room -= max(1, over)
+    return CUT_MARK if count(CUT_MARK) <= max_tokens else ""
+
+
+# A path longer than this is one an answer may show cut (its head and `…`): a path of 4,096 bytes may be 4,000
+# tokens, over a whole budget; a shorter one is shown whole, or the answer says its budget is too small.
+LONG_PATH_BYTES = 256
+
+
+def long_path(path: str) -> bool:
+    return len(path.encode("utf-8", "surrogatepass")) > LONG_PATH_BYTES
 
 
 # Tokens kept back from an answer's content for its trailer lines (what was left out, how to go on).

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import re
+import shlex
 import subprocess
 import sys
 
+import cli_runner
 import pytest
 from test_tools import build_memory
 
@@ -92,12 +97,35 @@ def test_trimmed_to_the_budget_in_whole_lines_with_a_note(root):
 
 def test_cut_note_names_the_line_to_continue_from(root):
     block = Memory(root).context(max_tokens=120)
-    assert block.cut[0] == "profile/identity.md from line 12 (read it with lines '12:')"
+    assert block.cut[0] == 'profile/identity.md from line 12 (read it with lines="12:")'
     assert block.cut[1:] == [
         "profile/team.md (read it)",
         "6 of 6 entity/topic rows (list entities and topics to see them)",
     ]
     assert block.text.splitlines()[-2] == "- tone: (how answers should sound)"  # line 11 of profile/identity.md
+
+
+def test_the_cut_note_names_the_read_that_goes_on_in_the_words_of_the_face_that_asked(root):
+    """It said `read it with lines '12:'` on every face: no flag of the command line, no argument of a tool.
+    The read it names, sent as given, shows the lines the block left out."""
+    api = Memory(root).context(max_tokens=120).cut
+    assert api[0] == 'profile/identity.md from line 12 (read it with lines="12:")'
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    done = cli_runner.run(["--root", str(root), "context", "--max-tokens", "120"], text=True, env=env)
+    said = re.search(r"profile/identity.md from line 12 \(read it with ([^)]*)\)", done.stdout)
+    assert said is not None and said[1] == "--lines 12:", done.stdout
+    following = cli_runner.run(
+        ["--root", str(root), "read", "profile/identity.md", *shlex.split(said[1])], text=True, env=env
+    )
+    assert following.stdout.split("\t", 1)[0] == "    12", following.stdout
+    pytest.importorskip("mcp")
+    from fsmem.agents.mcp_server import CONTEXT_URI, read_context
+
+    small = Memory(root)
+    small.budget = dataclasses.replace(small.budget, max_tokens=120)
+    text = read_context(small, CONTEXT_URI).contents[0].text
+    assert 'lines="' in text and "lines '" not in text, text
 
 
 def test_agent_budget_caps_the_block(root):

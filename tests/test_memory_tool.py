@@ -684,9 +684,11 @@ def test_cap_cuts_a_huge_directory_listing(tmp_path: Path) -> None:
     answer = tool.view("/memories")
     assert tool.tokens.count(answer) <= 150
     assert answer.splitlines()[2] == "1B\t/memories/note-000.txt"
-    assert answer.splitlines()[-1].endswith(
-        "of 200 entries shown: this view stops at 150 tokens; view a subdirectory to see the rest]"
+    shown = len(answer.splitlines()) - 3  # the header, the folder and the trailer
+    assert answer.splitlines()[-1] == (
+        f"[entries 1-{shown} of 200 shown: this view stops at 150 tokens; next: view_range [{shown + 1}, 200]]"
     )
+    assert tool.view("/memories", [shown + 1, 200]).splitlines()[2] == f"1B\t/memories/note-{shown:03}.txt"
 
 
 # -- fsmem additions: logs, locks and nothing else under base_path ---------------------

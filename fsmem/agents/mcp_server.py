@@ -21,7 +21,7 @@ import contextlib
 import os
 from typing import Any
 
-from fsmem import __version__
+from fsmem import __version__, faces
 from fsmem.agents import jsonrpc, tools
 from fsmem.memory import Memory
 
@@ -159,7 +159,8 @@ def read_context(memory: Memory, uri: str) -> Any:
     if uri != CONTEXT_URI:
         raise MCPError(types.INVALID_PARAMS, f"no resource {uri!r}; fsmem offers {CONTEXT_URI}")
     try:
-        block = memory.context()
+        with faces.speaking(faces.TOOLS):  # its cut note names the read tool's call, as the tools' answers do
+            block = memory.context()
     except FsmemError as exc:
         raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
     return types.ReadResourceResult(

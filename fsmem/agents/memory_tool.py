@@ -31,7 +31,7 @@ import os
 import stat
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from fsmem.agents.memory_view import MAX_LINES, CommandAnswer, ViewCap, folder_entries, format_size, numbered_line
 from fsmem.budget import Budget
@@ -75,6 +75,9 @@ DIR_MODE = 0o700  # memories are private: owner only, whatever the umask
 FILE_MODE = 0o600
 MAX_LISTED = 100  # line numbers listed when str_replace's old_str occurs more than once
 MAX_ECHOED = 200  # characters of an old_str an error repeats (the reference repeats it whole)
+
+
+T = TypeVar("T")
 
 
 class _Missing(MemoryToolError):
@@ -339,29 +342,6 @@ class MemoryTool:
                 raise _Missing(f"The path {path} does not exist. Please provide a valid path.") from None
             except NotADirectoryError:
                 folder = None
-        if folder is None:
-            return self._view_file(path, full, view_range)
-        with folder:
-            return self._view_directory(path, folder, relative)
-
-    def _view_directory(self, path: str, folder: beneath.Folder, relative: str) -> CommandAnswer:
-        root = os.path.realpath(self.memory_root)
-        items = folder_entries(root, folder, relative, memory_only=self.is_fsmem)
-        header = f"Here're the files and directories up to 2 levels deep in {path}, excluding hidden items:"
-        rows = [f"{format_size(folder.stat().st_size)}\t{path}"] + [f"{size}\t{path}/{name}" for size, name in items]
-        text = header + "\n" + "\n".join(rows)
-        listed = [f"{relative}/{name}" if relative != "." else name for _, name in items]
-        answer = CommandAnswer(text, paths=listed, rows=len(items))
-        if self.max_tokens is not None:
-            ViewCap(self.max_tokens, self.tokens).cut_directory(answer, header, rows)
-        return answer
-
-    def _view_file(self, path: str, full: Path, view_range: Sequence[int] | None) -> CommandAnswer:
-        content = self._read_text(full, path, not_regular=f"Unsupported file type for {path}")
-        lines = content.split("\n")
-        if self.max_tokens is None and len(lines) > MAX_LINES:
-            raise MemoryToolError(f"File {path} exceeds maximum line limit of 999,999 lines.")
-        shown, first = lines, 1
         if view_range and not (
             isinstance(view_range, (list, tuple))
             and all(isinstance(bound, int) and not isinstance(bound, bool) for bound in view_range)
@@ -369,11 +349,46 @@ class MemoryTool:
             raise MemoryToolError(
                 f"Invalid `view_range` parameter: {view_range!r}. It should be two line numbers [start, end]."
             )
-        if view_range and len(view_range) == 2:
-            start = max(1, view_range[0]) - 1
-            end = len(lines) if view_range[1] == -1 else view_range[1]
-            shown, first = lines[start:end], start + 1
-        header = f"Here's the content of {path} with line numbers:\n"
+        if folder is None:
+            return self._view_file(path, full, view_range)
+        with folder:
+            return self._view_directory(path, folder, relative, view_range)
+
+    def _named(self, path: str) -> str:
+        """`path` as a view's header names it: as the reference does, or, under a cap, a long one by its start and
+        size (`fsmem.query.reading.named`), which repeated whole left no room for a line of the file."""
+        from fsmem.query.reading import named
+
+        return named(path) if self.max_tokens is not None else path
+
+    def _view_directory(
+        self, path: str, folder: beneath.Folder, relative: str, view_range: Sequence[int] | None
+    ) -> CommandAnswer:
+        """The folder's entries; `view_range` picks entries by number (1 is the first under the folder), as a
+        cut view's trailer names them: the reference ignores it for a folder, so nothing reached the entries a
+        cut left out but the subfolders."""
+        root = os.path.realpath(self.memory_root)
+        items = folder_entries(root, folder, relative, memory_only=self.is_fsmem)
+        total = len(items)
+        items, first = _in_range(items, view_range)
+        header = (
+            f"Here're the files and directories up to 2 levels deep in {self._named(path)}, excluding hidden items:"
+        )
+        rows = [f"{format_size(folder.stat().st_size)}\t{path}"] + [f"{size}\t{path}/{name}" for size, name in items]
+        text = header + "\n" + "\n".join(rows)
+        listed = [f"{relative}/{name}" if relative != "." else name for _, name in items]
+        answer = CommandAnswer(text, paths=listed, rows=len(items))
+        if self.max_tokens is not None:
+            ViewCap(self.max_tokens, self.tokens).cut_directory(answer, header, rows, first, total)
+        return answer
+
+    def _view_file(self, path: str, full: Path, view_range: Sequence[int] | None) -> CommandAnswer:
+        content = self._read_text(full, path, not_regular=f"Unsupported file type for {path}")
+        lines = content.split("\n")
+        if self.max_tokens is None and len(lines) > MAX_LINES:
+            raise MemoryToolError(f"File {path} exceeds maximum line limit of 999,999 lines.")
+        shown, first = _in_range(lines, view_range)
+        header = f"Here's the content of {self._named(path)} with line numbers:\n"
         numbered = [numbered_line(first + offset, line) for offset, line in enumerate(shown)]
         answer = CommandAnswer(
             header + "\n".join(numbered),
@@ -875,3 +890,13 @@ def _occurrence_lines(content: str, needle: str, count: int, shown: int = MAX_LI
 
 
 __all__ = ["MemoryTool", "MemoryToolError", "make_private_dirs", "format_size", "COMMANDS", "PREFIX"]
+
+
+def _in_range(items: list[T], view_range: Sequence[int] | None) -> tuple[list[T], int]:
+    """The items `view_range` names ([start, end], 1-based, an end of -1 the last, else a slice bound, as the
+    reference reads it for lines) and the number of the first; all of them without a range of two."""
+    if not view_range or len(view_range) != 2:
+        return items, 1
+    start = max(1, view_range[0]) - 1
+    end = len(items) if view_range[1] == -1 else view_range[1]
+    return items[start:end], start + 1

@@ -13,7 +13,7 @@ import stat
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from fsmem.budget import Meter
+from fsmem.budget import Meter, fit_text
 from fsmem.errors import FsmemError
 from fsmem.store import beneath
 from fsmem.store.beneath import Folder
@@ -133,6 +133,13 @@ class ViewCap:
         # A token is at least one byte, so a short answer fits without being counted.
         return len(text.encode("utf-8")) <= self.max_tokens or self.tokens.count(text) <= self.max_tokens
 
+    def bounded(self, header: str, note: str) -> str:
+        """`header` and the `note` that the cap is too small, within the cap: the note alone when both do not
+        fit (a view at 1 token was 32-55), cut by the last net below that."""
+        if self.fits(header + note):
+            return header + note
+        return fit_text(self.tokens.count, self.tokens.truncate, note, self.max_tokens)[0]
+
     def cut_file(self, answer: CommandAnswer, header: str, numbered: list[str], first: int, total: int) -> None:
         """Cut a file view that exceeds the cap after whole lines and name the view_range that goes on."""
         cap = self.max_tokens
@@ -149,9 +156,11 @@ class ViewCap:
         last_asked = first + len(numbered) - 1
         note = ""
         if not kept:  # one line longer than the whole budget: show its start, so paging still moves on
-            head = meter.head_that_fits(numbered[0], lambda part: part, truncate=self.tokens.truncate)
+            head = meter.head_that_fits(  # a head of the line's text, under its number
+                numbered[0].split("\t", 1)[1], lambda part: numbered_line(first, part), truncate=self.tokens.truncate
+            )
             if head is None:
-                answer.text = header + f"[this view stops at {cap} tokens, too few to show line {first}]"
+                answer.text = self.bounded(header, f"[this view stops at {cap} tokens, too few to show line {first}]")
                 answer.truncated, answer.rows, answer.lines = True, 0, None
                 return
             kept = [head]
@@ -174,8 +183,9 @@ class ViewCap:
         answer.text, answer.truncated, answer.rows = text, True, len(kept)
         answer.lines = [first, first + len(kept) - 1]
 
-    def cut_directory(self, answer: CommandAnswer, header: str, rows: list[str]) -> None:
-        """Cut a directory view that exceeds the cap after whole entries and say how many were left out."""
+    def cut_directory(self, answer: CommandAnswer, header: str, rows: list[str], first: int, total: int) -> None:
+        """Cut a directory view that exceeds the cap after whole entries and name the view_range that goes on
+        (entries numbered from `first`, of `total`)."""
         if self.fits(answer.text):
             return
         cap = self.max_tokens
@@ -187,13 +197,16 @@ class ViewCap:
                 break
             kept.append(row)
         entries = len(kept) - 1
-        answer.text = (
-            header
-            + "\n"
-            + "\n".join(kept)
-            + f"\n[{entries} of {len(rows) - 1} entries shown: this view stops at {cap} tokens; "
-            + "view a subdirectory to see the rest]"
-        )
+        last, last_asked = first + entries - 1, first + len(rows) - 2
+        if not entries:
+            trailer = f"[this view stops at {cap} tokens, too few to show entry {first} of {total}]"
+            answer.text = self.bounded(header + "\n" + rows[0] + "\n", trailer)
+            answer.truncated, answer.rows, answer.paths = True, 0, []
+            return
+        else:
+            more = f"view_range [{last + 1}, {last_asked}]" if last < last_asked else "nothing"
+            trailer = f"[entries {first}-{last} of {total} shown: this view stops at {cap} tokens; next: {more}]"
+        answer.text = header + "\n" + "\n".join(kept) + "\n" + trailer
         answer.truncated, answer.rows, answer.paths = True, entries, answer.paths[:entries]
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fsmem import format as fmt
+from fsmem import faces, format as fmt
 from fsmem.budget import Meter
 from fsmem.errors import FsmemError
 from fsmem.format import secrets
@@ -260,7 +260,7 @@ def _cut_note(parts: list[Part]) -> list[str]:
             cut.append(f"{part.source} (read it)")
         else:
             first = part.lines[part.shown][0]
-            cut.append(f"{part.source} from line {first} (read it with lines '{first}:')")
+            cut.append(f"{part.source} from line {first} (read it with {faces.ask(lines=f'{first}:')})")
     return cut
 
 
@@ -283,10 +283,10 @@ def build(
     """The pre-injection block of the memory at `root`, at most `max_tokens` (the agent's budget, already narrowed).
 
     `within` is the agent's scope (with a catalog scoped alike): see `gather`. A block is made once per
-    state of the memory's rows (`Catalog.version`: INDEX.md and profile/ are memory files too), budget and
-    scope, and given again while none of them changed: a turn's context costs a lookup.
+    state of the memory's rows (`Catalog.version`: INDEX.md and profile/ are memory files too), budget,
+    scope and face (its cut note names the read that goes on in the face's words), and given again while none of them changed: a turn's context costs a lookup.
     """
-    key = (os.fspath(root), max_tokens, catalog.scope, as_of, catalog.version())
+    key = (os.fspath(root), max_tokens, catalog.scope, as_of, faces.current().kind, catalog.version())
     with _BLOCKS_LOCK:
         kept = _BLOCKS.get(key) if key[-1] >= 0 else None
     if kept is not None:

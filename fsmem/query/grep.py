@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from fsmem import faces
-from fsmem.budget import CUT_BY_RESULTS, CUT_BY_TOKENS, Meter, Metered, Page, Paged
+from fsmem.budget import CUT_BY_RESULTS, CUT_BY_TOKENS, Meter, Metered, Page, Paged, long_path
 from fsmem.config import GrepSettings, ReadSettings
 from fsmem.errors import InvalidArgument
 from fsmem.query import grep_cache
@@ -583,11 +583,25 @@ class _Collector:
         marker = f" … [line cut by the token budget; {whole}]"
         allowance = self.meter.room - self.count_tokens(f"{match.path}:{match.line}:{marker}")
         if allowance < 1:
-            return None
+            return self._cut_path(match) if long_path(match.path) else None
         text = full[: min(self.max_line_chars, max(0, allowance) * 4)]
         while text and self.count_tokens(text) > allowance:
             text = text[: len(text) * 3 // 4]
         return GrepMatch(path=match.path, line=match.line, text=text + marker, superseded=match.superseded)
+
+    def _cut_path(self, match: GrepMatch) -> GrepMatch | None:
+        """The match with its path cut too, when the path alone (4,096 bytes may be 4,000 tokens) leaves no room
+        for the line: shown as the head of the path that fits, marked, so the page still moves past it (a file
+        deep in folders of rare characters, first in path order, stopped every grep that matched it). None when
+        not even the mark fits."""
+        marker = " … [path and line cut by the token budget]"
+        allowance = self.meter.room - self.count_tokens(f"…:{match.line}:{marker}")
+        if allowance < 1:
+            return None
+        path = match.path[: allowance * 4]
+        while path and self.count_tokens(path) > allowance:
+            path = path[: len(path) * 3 // 4]
+        return GrepMatch(path=path + "…", line=match.line, text=marker.lstrip(), superseded=match.superseded)
 
     def finish_pending(self) -> None:
         self.pending = None

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fsmem import faces
-from fsmem.budget import Count, Meter, Metered, Page, Paged
+from fsmem.budget import CUT_BY_TOKENS, Count, Meter, Metered, Page, Paged, long_path
 from fsmem.store.catalog import FileMeta
 
 
@@ -86,10 +86,41 @@ def list_entries(
     for meta in metas:
         entry = ListEntry.from_meta(meta)
         if not meter.take_text(format_entry(entry)):
+            cut = _cut_to_fit(entry, meter, count) if not shown else None
+            if cut is not None:
+                shown.append(cut)
             break
         shown.append(entry)
     page = Page(offset=offset, shown=len(shown), total=total, cut_by=meter.cut_by)
     return Listing(entries=shown, page=page, meter=meter)
+
+
+CUT_ROW = "[row cut by the token budget]"
+
+
+def _cut_to_fit(entry: ListEntry, meter: Meter, count: Count) -> ListEntry | None:
+    """`entry`, the first row of a page and longer than the room left, cut to fit: its description left out and
+    its title cut, then its path too (4,096 bytes may be 4,000 tokens), marked; None when not even the mark
+    fits. A file whose title was 3,000 words, first in path order, stopped `ls` with no next page."""
+    if meter.cut_by != CUT_BY_TOKENS:
+        return None
+    room = meter.room
+    for field_name in ("title", "path") if long_path(entry.path) else ("title",):
+        text = getattr(entry, field_name) or ""
+        head = text[: room * 4]
+        while field_name == "title" or head:  # a path is shown by a head of it, never by the mark alone
+            if field_name == "title":
+                cut = replace(entry, title=f"{head} … {CUT_ROW}" if head else CUT_ROW, description=None)
+            else:
+                cut = replace(entry, path=f"{head}…", title=CUT_ROW, description=None)
+            row = format_entry(cut) + "\n"
+            if count(row) <= room:
+                meter.spend(row)
+                return cut
+            if not head:
+                break
+            head = head[: len(head) * 3 // 4]
+    return None
 
 
 def format_entry(entry: ListEntry) -> str:

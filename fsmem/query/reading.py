@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from fsmem import faces, format as fmt
-from fsmem.budget import Meter, Metered, echo
+from fsmem.budget import Meter, Metered, echo, long_path
 from fsmem.config import ReadSettings
 from fsmem.errors import InvalidArgument
 from fsmem.store.paths import open_regular, read_regular
@@ -94,9 +94,9 @@ class ReadResult(Metered):
     def nothing(self) -> str:
         """Why there is nothing to show, with what the file holds, so the next call can ask for what is there."""
         if self.total_lines == 0:
-            return f"({self.path} is empty)"
+            return f"({named(self.path)} is empty)"
         if self.total_lines is not None and self.start > self.total_lines:
-            return f"(no lines in this range: {self.path} has {self.total_lines} line{'s' if self.total_lines != 1 else ''})"
+            return f"(no lines in this range: {named(self.path)} has {self.total_lines} line{'s' if self.total_lines != 1 else ''})"
         return "(no lines in this range)"
 
     def to_text(self) -> str:
@@ -108,12 +108,12 @@ class ReadResult(Metered):
             total = f" of {self.total_lines} lines" if self.total_lines is not None else ""
             if self.truncated and self.next_lines:
                 rows.append(
-                    f"[outline of {self.path}{total}: {len(self.outline)} headings shown, cut by the token budget; "
+                    f"[outline of {named(self.path)}{total}: {len(self.outline)} headings shown, cut by the token budget; "
                     f"next: {faces.ask(outline=True, lines=self.next_lines)}]"
                 )
             elif not self.truncated:
                 how = f"{faces.ask(section='HEADING')} or {faces.ask(lines='A:B')}"
-                rows.append(f"[outline of {self.path}{total}; read a section with {how}]")
+                rows.append(f"[outline of {named(self.path)}{total}; read a section with {how}]")
             return "\n".join(rows)
         out = [f"{number:>6}\t{text}" for number, text in self.lines]
         out.extend(self.notes)
@@ -123,12 +123,12 @@ class ReadResult(Metered):
         if self.truncated and self.next_lines:
             total = f" of {self.total_lines}" if self.total_lines is not None else ""
             out.append(
-                f"[{self.path}: lines {self.start}-{self.end}{total} shown, cut by the token budget; "
+                f"[{named(self.path)}: lines {self.start}-{self.end}{total} shown, cut by the token budget; "
                 f"next: {faces.ask(lines=self.next_lines)}{version}]"
             )
         elif self.lines:
             total = f" of {self.total_lines}" if self.total_lines is not None else ""
-            out.append(f"[{self.path}: lines {self.start}-{self.end}{total}{version}]")
+            out.append(f"[{named(self.path)}: lines {self.start}-{self.end}{total}{version}]")
         return "\n".join(out)
 
 
@@ -233,7 +233,7 @@ def bounded_read(
                 line = meter.head_that_fits(text, functools.partial(_numbered_cut, number), truncate=counter.truncate)
                 if line is None:
                     result.notes.append(
-                        f"[the token budget is too small to show line {number} of {rel}{faces.larger_budget()}]"
+                        f"[the token budget is too small to show line {number} of {named(rel)}{faces.larger_budget()}]"
                     )
                     break
                 meter.take_text(line)
@@ -247,7 +247,7 @@ def bounded_read(
         else:
             if stopped:
                 result.notes.append(
-                    f"[{rel} is read no further than its first {LEFT_OUT_LIMIT:,} bytes; the rest is not shown]"
+                    f"[{named(rel)} is read no further than its first {LEFT_OUT_LIMIT:,} bytes; the rest is not shown]"
                 )
             elif result.total_lines is None:
                 result.total_lines = number
@@ -258,6 +258,12 @@ def bounded_read(
             )
             result.notes.append(f"[{result.hidden_superseded} superseded line(s) hidden{see}]")
         return result
+
+
+def named(path: str) -> str:
+    """`path` as a read's notes and trailer name it: whole, or a long one (`long_path`) by its start and its
+    size. The caller gave it; a path of 4,096 bytes may be 4,000 tokens, and repeated it took every line."""
+    return f"{path[:48]}… ({len(path.encode('utf-8', 'surrogatepass')):,} bytes)" if long_path(path) else path
 
 
 def numbered(number: int, text: str) -> str:
@@ -292,7 +298,7 @@ def outline(
     result = ReadResult(path=rel, lines=[], start=start, end=end, truncated=False, total_lines=total, outline=[])
     assert result.outline is not None
     trailer = (
-        f"[outline of {rel} of {total} lines: {len(found)} headings shown, cut by the token budget; "
+        f"[outline of {named(rel)} of {total} lines: {len(found)} headings shown, cut by the token budget; "
         f"next: {faces.ask(outline=True, lines=f'{total}:')}]"
     )
     meter = Meter(counter.count, max_tokens=max_tokens, reserve=counter.count(trailer))
@@ -306,7 +312,7 @@ def outline(
                 result.next_lines = f"{first}:{end if end is not None else ''}"
             else:
                 result.notes.append(
-                    f"[the token budget is too small to show one heading of {rel}{faces.larger_budget()}]"
+                    f"[the token budget is too small to show one heading of {named(rel)}{faces.larger_budget()}]"
                 )
             break
         result.outline.append(entry)

@@ -30,10 +30,11 @@ and says how many rows above `min_score` it left out.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
 from fsmem import faces, format as fmt
-from fsmem.budget import CUT_BY_RESULTS, Meter, Page, echo
+from fsmem.budget import CUT_BY_RESULTS, CUT_BY_TOKENS, Meter, Page, echo, long_path
 from fsmem.errors import InvalidArgument
 from fsmem.format.rows import Row
 from fsmem.search.index import MAX_ROWS, ROW_BITS, SearchIndex
@@ -102,7 +103,8 @@ def fit(
     min_score: float,
     offset: int = 0,
 ) -> SearchResult:
-    """Whole rows, best first from `offset`, until `k` rows or `max_tokens` tokens; never a row cut in the middle.
+    """Whole rows, best first from `offset`, until `k` rows or `max_tokens` tokens; a row is cut only when it is
+    the first and longer than the budget (`_cut_to_fit`), so that the next page still follows it.
 
     A row opens its file's header and its heading line the first time they
     appear, and pays for them then.
@@ -138,7 +140,10 @@ def fit(
             pieces.append(heading)
         cost = meter.cost(pieces)
         if not meter.take(cost):
-            break
+            cut = None if hits else _cut_to_fit(hit, pieces[len(_hit_lines(hit)) :], meter, counter)
+            if cut is None:
+                break
+            cost = cut
         hit.tokens = cost
         open_files.add(hit.path)
         open_headings.add((hit.path, heading))
@@ -163,6 +168,49 @@ def fit(
         note=note,
         unsearched=list(ranking.unsearched),
     )
+
+
+def _cut_to_fit(hit: SearchHit, opened: list[str], meter: Meter, counter: TokenCounter) -> int | None:
+    """Cut `hit`, the first row of a page and longer than the budget, to the head that fits, marked with the
+    read that shows it whole: the tokens it then costs (spent on `meter`), or None when not even the mark fits.
+
+    A paragraph of 20,000 words ranked first stopped every search for its words: the answer showed no row and
+    named no next page, and the rows after it were out of reach at any budget below its size. `opened` is the
+    file header and heading line the row opens.
+    """
+    if meter.cut_by != CUT_BY_TOKENS:
+        return None
+    whole = faces.call("read", path=hit.path, lines=f"{hit.line}:{hit.end_line}")
+    marker = f" … [row cut by the token budget; {whole}]"
+    room = meter.room
+    if meter.cost(opened) > room // 2:  # a title or heading of thousands of words: cut too, to a share of the room
+        share = max(1, room // 8)
+        if hit.title and counter.count(hit.title) > share:
+            hit.title = counter.truncate(hit.title[: share * 32], share) + "…"
+        hit.headings = [
+            h if counter.count(h) <= share else counter.truncate(h[: share * 32], share) + "…" for h in hit.headings
+        ]
+        heading = _heading_line(hit)
+        opened = [_file_header(hit), *([heading] if heading is not None else [])][: len(opened)]
+    if (
+        long_path(hit.path) and meter.cost(opened) + counter.count(marker) > room
+    ):  # a path of 4,096 bytes: ~4,000 tokens
+        share = max(1, room // 4)
+        head = counter.truncate(hit.path[: share * 32], share).rstrip("\ufffd")  # no character cut in half
+        hit.path, hit.title, hit.headings = head + "…", None, []
+        marker = " … [path and row cut by the token budget]"
+        opened = [_file_header(hit)]
+    text = hit.text[: room * 32]  # more than the room holds: a token is rarely over 32 characters
+    allowance = room
+    while allowance >= 0:
+        pieces = [*_hit_lines(replace(hit, text=counter.truncate(text, allowance) + marker)), *opened]
+        cost = meter.cost(pieces)
+        if cost <= room:
+            hit.text = counter.truncate(text, allowance) + marker
+            meter.spend("".join(piece + "\n" for piece in pieces))
+            return cost
+        allowance -= max(1, cost - room)
+    return None
 
 
 def search(
