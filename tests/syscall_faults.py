@@ -40,6 +40,30 @@ def strace() -> str:
     return found
 
 
+def nth_call(
+    args: list[str], syscall: str, matching: str, *, cwd: Path, env: dict[str, str], stdin: bytes | None = None
+) -> int:
+    """Which call of `syscall` (1 for the first) a clean run of `fsmem ARGS` makes with a line that matches the
+    regular expression `matching` (its path, say), as strace shows it."""
+    log = Path(cwd).parent / f".strace-{os.getpid()}.log"
+    try:
+        subprocess.run(
+            [strace(), "-o", str(log), "-e", f"trace={syscall}", FSMEM, *args],
+            cwd=cwd,
+            env=env,
+            input=stdin,
+            capture_output=True,
+            timeout=120,
+            check=True,
+        )
+        made = [line for line in log.read_text().splitlines() if line.startswith(syscall + "(")]
+    finally:
+        log.unlink(missing_ok=True)
+    found = [number for number, line in enumerate(made, 1) if re.search(matching, line)]
+    assert found, f"no {syscall} call matches {matching!r}: {made}"
+    return found[0]
+
+
 def calls(
     args: list[str], syscalls: list[str], *, cwd: Path, env: dict[str, str], stdin: bytes | None = None
 ) -> dict[str, int]:

@@ -49,3 +49,86 @@ def test_a_host_key_write_killed_or_refused_leaves_no_empty_key_and_the_next_con
         after = fsmem(root, *args, env=env)
         assert after.returncode == 0, (nth, after.stderr)
         assert fsmem(root, "config", "--local", "distill.command", env=env).stdout == b"distill.command=echo hi\n"
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*.md") if ".fsmem" not in p.parts}
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout
+
+
+WRITES = {  # an append, a removal and a move (write and edit replace a file as note does)
+    "note": ["note", "--subject", "people/Bo Chen", "- city: Paris"],
+    "rm": ["rm", "topics/billing.md"],
+    "mv": ["mv", "topics/billing.md", "topics/money/billing.md"],
+}
+
+
+@pytest.fixture
+def written(memory, tmp_path) -> tuple[Path, dict[str, str]]:
+    """A memory with a note and a document, committed."""
+    root, env = memory
+    fsmem(root, "note", "--subject", "people/Bo Chen", "- city: Rome", env=env)
+    fsmem(root, "write", "topics/billing.md", env=env, stdin=b"Refunds take 5 days.\n")
+    assert _git(root, "status", "--porcelain") == ""
+    return root, env
+
+
+@pytest.mark.parametrize("kind", sorted(WRITES))
+def test_a_write_killed_after_it_landed_before_its_journal_entry_was_kept_is_committed_as_its_own(
+    written, tmp_path, kind
+):
+    """A write stores its history entry under a name the committer passes over, writes the file, then renames
+    the entry to make it pending. Killed between the last two, the file held the new bytes and nothing said so:
+    `git status` showed the change until a consolidation or sync committed it as made outside fsmem, `fsmem log`
+    did not have it and `revert` could not undo it. Now the next command that commits (or asks history) finds the
+    entry its dead writer left, sees the files hold what it records, and commits it as the agent's write."""
+    root, env = written
+    args = WRITES[kind]
+    template = tmp_path / "template"
+    root.rename(template)
+    subprocess.run(["cp", "-a", str(template), str(root)], check=True)  # counted on a copy as the one killed
+    nth = F.nth_call(args, "rename", r"/history/journal/\.", cwd=root, env=env)
+    after = _files(root)
+    subprocess.run(["rm", "-rf", str(root)], check=True)
+    subprocess.run(["cp", "-a", str(template), str(root)], check=True)
+    head = _git(root, "rev-parse", "HEAD")
+
+    killed = F.run_faulted(args, "rename", nth, "kill", cwd=root, env=env)
+
+    assert killed.returncode == F.KILLED, killed.stderr
+    assert _files(root) == after  # the write landed whole
+    log = fsmem(root, "log", "--json", env=env)
+    assert log.returncode == 0, log.stderr
+    assert _git(root, "status", "--porcelain") == ""
+    assert _git(root, "log", "-1", "--format=%an %s").startswith(f"default {kind}"), _git(root, "log", "-3")
+    assert _git(root, "rev-parse", "HEAD~1").strip() == head.strip()  # one commit: the write's own
+    assert not list((root / ".fsmem/history/journal").iterdir())
+    undo = fsmem(root, "revert", "HEAD", env=env)
+    assert undo.returncode == 0, undo.stderr
+    assert _git(root, "status", "--porcelain") == ""
+    assert fsmem(root, "read", "topics/billing.md", env=env).returncode == 0  # back where it was
+
+
+def test_a_killed_note_is_committed_as_its_own_before_the_next_note_to_that_file(written, tmp_path):
+    """The next write to the same file takes the dead writer's entry first (under the write lock, before it
+    changes the file): its commit, then the new one, and no change committed as made outside fsmem."""
+    root, env = written
+    args = WRITES["note"]
+    template = tmp_path / "template"
+    root.rename(template)
+    subprocess.run(["cp", "-a", str(template), str(root)], check=True)
+    nth = F.nth_call(args, "rename", r"/history/journal/\.", cwd=root, env=env)
+    subprocess.run(["rm", "-rf", str(root)], check=True)
+    subprocess.run(["cp", "-a", str(template), str(root)], check=True)
+
+    assert F.run_faulted(args, "rename", nth, "kill", cwd=root, env=env).returncode == F.KILLED
+    assert fsmem(root, "note", "--subject", "people/Bo Chen", "- team: Core", env=env).returncode == 0
+
+    messages = _git(root, "log", "-3", "--format=%an|%s").splitlines()
+    assert [m.split("|")[0] for m in messages[:2]] == ["default", "default"], messages
+    assert not any("outside fsmem" in m for m in messages), messages
+    assert _git(root, "status", "--porcelain") == ""
+    assert "Paris" in _git(root, "show", "HEAD~1", "--format=")

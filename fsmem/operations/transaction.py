@@ -173,6 +173,10 @@ def transaction(memory: Core) -> Iterator[Transaction]:
     tx = Transaction(memory, repo)
     try:
         with file_lock(memory.root):
+            if repo is not None:  # a write a killed writer made, committed before this one changes its files
+                from fsmem.history import journal
+
+                journal.adopt(repo)
             yield tx
     finally:
         if tx.paths:
