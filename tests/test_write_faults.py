@@ -7,6 +7,7 @@ and the next command of the same kind exits 0.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -132,3 +133,35 @@ def test_a_killed_note_is_committed_as_its_own_before_the_next_note_to_that_file
     assert not any("outside fsmem" in m for m in messages), messages
     assert _git(root, "status", "--porcelain") == ""
     assert "Paris" in _git(root, "show", "HEAD~1", "--format=")
+
+
+def test_a_memory_tool_delete_of_a_folder_stopped_half_way_commits_what_it_removed(memory):
+    """A folder's delete removes file after file; one the system will not remove (immutable, `chattr +i`; EIO)
+    stopped it with some gone and nothing journalled: the removals sat in git status, outside history, until a
+    consolidation committed them as made outside fsmem. Now the files it removed are committed as its delete."""
+    from fsmem import Memory
+    from fsmem.agents.memory_tool import MemoryTool
+    from fsmem.errors import MemoryToolError
+
+    root, env = memory
+    for name in ("a", "b", "c"):
+        fsmem(root, "write", f"topics/sub/{name}.md", env=env, stdin=f"Note {name}.\n".encode())
+    stuck = root / "topics/sub" / os.listdir(root / "topics/sub")[-1]  # the last one the removal meets
+    if subprocess.run(["chattr", "+i", str(stuck)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not available here")
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            for name, value in env.items():
+                patch.setenv(name, value)
+            tool = MemoryTool.over(Memory(root))
+            with pytest.raises(MemoryToolError, match="operation not permitted"):
+                tool.execute({"command": "delete", "path": "/memories/topics/sub"})
+    finally:
+        subprocess.run(["chattr", "-i", str(stuck)], check=True)
+    assert os.listdir(root / "topics/sub") == [stuck.name]
+    assert _git(root, "status", "--porcelain") == ""
+    assert _git(root, "log", "-1", "--format=%an %s").startswith("default memory.delete topics/sub/")
+    removed = sorted(f"topics/sub/{name}.md" for name in "abc" if f"{name}.md" != stuck.name)
+    assert _git(root, "show", "--format=", "--name-status", "HEAD").split() == [
+        word for path in removed for word in ("D", path)
+    ]

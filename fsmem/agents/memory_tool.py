@@ -482,7 +482,11 @@ class MemoryTool:
                                 "editor or another program); it was left as saved. Read it again, then retry"
                             )
                     else:
-                        beneath.remove(root, relative, generated=True, tree=True)
+                        try:
+                            beneath.remove(root, relative, generated=True, tree=True)
+                        except BaseException:
+                            self._record_removed(tx, gone, root, relative)
+                            raise
             except FileNotFoundError:
                 raise _Missing(f"The path {path} does not exist") from None
             if stat.S_ISDIR(kind) and tx is not None:
@@ -703,6 +707,14 @@ class MemoryTool:
         if tx is not None:
             message = message or f"memory.{command} {changes[0].path if changes else ''}".rstrip()
             tx.record(message, changes, [change.path for change in changes] if paths is None else paths)
+
+    def _record_removed(self, tx: Transaction | None, gone: list[tuple[str, bytes]], root: Path, relative: str) -> None:
+        """A folder's removal that stopped half way (a file the system would not remove): the files it did
+        remove are committed as this delete, so that a write and its history still go together."""
+        removed = [Change(rel, data, None) for rel, data in gone if not os.path.lexists(root / rel)]
+        if removed:
+            with contextlib.suppress(FsmemError, OSError):
+                self._record(tx, "delete", removed, paths=[relative])
 
     def _failure(self, command: str, arguments: Mapping[str, Any], exc: OSError | UnicodeError) -> str:
         """The message of a command the system refused, worded as every face words it (`fsmem.errors`)."""
