@@ -66,8 +66,8 @@ durations: $(STAMP)
 	$(SUITE) --save-durations
 
 # The property and fuzz tests of history, consolidation, scopes (reads and writes), the command line, capture,
-# people's saves and odd files with a larger budget: each draws FUZZ_SCALE times the examples `make test` runs
-# (HYPOTHESIS_PROFILE=explore draws new ones each run).
+# people's saves, odd files and writes killed or failed at a system call with a larger budget: each draws
+# FUZZ_SCALE times the examples `make test` runs (HYPOTHESIS_PROFILE=explore draws new ones each run).
 FUZZ_SCALE ?= 10
 fuzz: $(STAMP)
 	FSMEM_FUZZ_SCALE=$(FUZZ_SCALE) $(PY) -m pytest -q -p no:xdist \
@@ -77,7 +77,8 @@ fuzz: $(STAMP)
 		tests/test_hostile_capture.py::test_whatever_a_transcript_holds_the_hook_writes_only_its_session_note_once \
 		tests/test_hostile_capture.py::test_whatever_an_export_holds_an_import_writes_only_session_notes_once \
 		tests/test_human_editor.py::test_no_save_is_lost_whoever_writes_and_whenever \
-		tests/test_hostile_sizes.py::test_no_file_of_any_kind_or_size_stops_the_answers_for_the_others
+		tests/test_hostile_sizes.py::test_no_file_of_any_kind_or_size_stops_the_answers_for_the_others \
+		tests/test_write_faults.py::test_a_write_killed_or_failed_at_any_call_leaves_old_or_new_files_and_the_next_commands_work
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import syscall_faults as F
 from child_env import child_env
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 NOW = "2026-12-01T10:00:00+00:00"
 
@@ -165,3 +166,114 @@ def test_a_memory_tool_delete_of_a_folder_stopped_half_way_commits_what_it_remov
     assert _git(root, "show", "--format=", "--name-status", "HEAD").split() == [
         word for path in removed for word in ("D", path)
     ]
+
+
+# -- the property: any write command, killed or refused at any call of a writing system call ----------------
+
+SYSCALLS = ["write", "fsync", "rename", "renameat", "renameat2", "linkat", "unlinkat", "mkdir", "pwrite64"]
+COMMANDS = {
+    "note": ["note", "--subject", "people/Bo Chen", "- city: Paris"],
+    "write": ["write", "topics/billing.md", "--set", "description=Invoices"],
+    "edit": ["edit", "topics/billing.md", "--old", "5 days", "--new", "7 days"],
+    "rm": ["rm", "topics/billing.md"],
+    "mv": ["mv", "topics/billing.md", "topics/money/billing.md"],
+    "consolidate": ["consolidate"],
+    "index": ["index"],
+    "import": ["import", "markdown", "VAULT"],
+}
+ONE_FILE = {"note", "write", "edit", "rm", "mv"}  # journalled before they write (consolidate and import: after)
+# one example in `make test` (some 10 s: a dozen fsmem processes); `make fuzz` (FSMEM_FUZZ_SCALE) multiplies it
+FAULT_EXAMPLES = int(os.environ.get("FSMEM_FUZZ_SCALE", "1"))
+
+
+@pytest.fixture(scope="module")
+def faulted(tmp_path_factory):
+    """A memory with notes, documents and a consolidation committed; what each command does to a copy of it
+    (its bytes after, its system calls) is learned once, on a copy at the path every example uses."""
+    base = tmp_path_factory.mktemp("faults")
+    env = dict(child_env(), FSMEM_NOW=NOW, FSMEM_SOCKET="off", XDG_CONFIG_HOME=str(base / "config"))
+    vault = base / "vault"
+    (vault / "sub").mkdir(parents=True)
+    (vault / "a.md").write_text("---\ntitle: Vault A\n---\nThe vault's first note.\n")
+    (vault / "sub" / "b.md").write_text("A plain note about Rome.\n")
+    template = base / "template"
+    subprocess.run([F.FSMEM, "init", "--git", str(template)], env=env, capture_output=True, check=True)
+    fsmem(template, "note", "--subject", "people/Bo Chen", "- city: Rome\n- role: engineer", env=env)
+    fsmem(template, "write", "topics/billing.md", env=env, stdin=b"Refunds take 5 days.\n")
+    fsmem(template, "consolidate", env=env)
+    fsmem(template, "note", "--subject", "people/Ann Lee", "- lang: Python", env=env)
+    assert _git(template, "status", "--porcelain") == ""
+    learned: dict[str, tuple[dict[str, int], dict[str, bytes]]] = {}
+
+    def learn(command: str) -> tuple[list[str], dict[str, int], dict[str, bytes]]:
+        args = [str(vault) if arg == "VAULT" else arg for arg in COMMANDS[command]]
+        if command not in learned:
+            root = fresh()
+            counts = F.calls(args, SYSCALLS, cwd=root, env=env)
+            learned[command] = (counts, _files(root))
+        return (args, *learned[command])
+
+    def fresh() -> Path:
+        root = base / "mem"
+        subprocess.run(["rm", "-rf", str(root)], check=True)
+        subprocess.run(["cp", "-a", str(template), str(root)], check=True)
+        return root
+
+    return env, _files(template), learn, fresh
+
+
+def _answers(root: Path, env: dict[str, str]) -> list[bytes]:
+    """What reads answer: each exits 0 or 1, without a traceback, and names no temporary file."""
+    found = []
+    for args in (["ls"], ["grep", "-i", "rome"], ["search", "billing"], ["search", "city"]):
+        done = fsmem(root, *args, env=env)
+        assert done.returncode in (0, 1) and b"Traceback" not in done.stderr, (args, done.stderr)
+        assert b"fsmem-tmp" not in done.stdout, (args, done.stdout)
+        found.append(done.stdout)
+    return found
+
+
+@settings(
+    max_examples=FAULT_EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    command=st.sampled_from(sorted(COMMANDS)),
+    syscall=st.sampled_from(SYSCALLS),
+    fault=st.sampled_from(["kill", "ENOSPC", "EIO"]),
+    pick=st.integers(0, 10**6),
+)
+def test_a_write_killed_or_failed_at_any_call_leaves_old_or_new_files_and_the_next_commands_work(
+    faulted, command, syscall, fault, pick
+):
+    """Whatever call of a write is killed or fails: every memory file holds its old or its new bytes (never
+    empty, never half), no read shows a temporary file, the caches answer as a walk of a copy without `.fsmem/`
+    would, the lock is free (the next note exits 0), and after the next consolidation history is whole (`git
+    fsck`) and holds every file (`git status` clean)."""
+    env, before, learn, fresh = faulted
+    args, counts, after = learn(command)
+    if not counts[syscall]:
+        return
+    root = fresh()
+    nth = 1 + pick % counts[syscall]
+
+    done = F.run_faulted(args, syscall, nth, fault, cwd=root, env=env)
+
+    assert done.returncode in (0, 1, 2, F.KILLED) and b"Traceback" not in done.stderr, done.stderr
+    now = _files(root)
+    for path in set(before) | set(after) | set(now):
+        assert now.get(path) in (before.get(path), after.get(path)), (path, now.get(path))
+    answers = _answers(root, env)
+    walked = root.with_name("walked")
+    subprocess.run(["rm", "-rf", str(walked)], check=True)
+    subprocess.run(["cp", "-a", str(root), str(walked)], check=True)
+    subprocess.run(["rm", "-rf", str(walked / ".fsmem")], check=True)
+    assert answers == _answers(walked, env)
+    assert fsmem(root, "note", "- after: the fault", env=env).returncode == 0
+    if command in ONE_FILE:  # its write, if made, is committed as its own by the next
+        assert _git(root, "status", "--porcelain") == ""
+        assert "outside fsmem" not in _git(root, "log", "--format=%s", "-4")
+    assert fsmem(root, "consolidate", env=env).returncode in (0, 1)
+    assert _git(root, "status", "--porcelain") == ""
+    assert subprocess.run(["git", "fsck", "--no-progress"], cwd=root, capture_output=True).returncode == 0
