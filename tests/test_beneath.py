@@ -393,6 +393,7 @@ RAW_WRITES = {
     "fsmem/history/host_rules.py::write_control_files": GIT,
     "fsmem/history/host_rules.py::write_info_attributes": GIT,
     "fsmem/history/host_settings.py::host_key": "this user's key for the seals of host settings, in its config folder",
+    "fsmem/history/host_settings.py::_make_key": "this user's key for the seals of host settings, in its config folder",
     "fsmem/history/journal.py::_aside": STATE,
     "fsmem/history/journal.py::_whole": STATE,
     "fsmem/history/journal.py::drain_locked": STATE,
