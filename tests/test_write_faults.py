@@ -168,6 +168,25 @@ def test_a_memory_tool_delete_of_a_folder_stopped_half_way_commits_what_it_remov
     ]
 
 
+def test_a_log_record_cut_short_costs_only_itself(memory):
+    """A record of `.fsmem/logs/retrieval.jsonl` cut short (its process killed, or the disk full, mid-write)
+    left the log without its final newline, and the next call's record was glued to it: two records lost, one
+    call missing from `fsmem stats`. Now the next record starts a line of its own."""
+    import json
+
+    root, env = memory
+    fsmem(root, "write", "topics/billing.md", env=env, stdin=b"Refunds take 5 days.\n")
+    assert fsmem(root, "search", "refunds", env=env).returncode == 0
+    log = root / ".fsmem/logs/retrieval.jsonl"
+    with log.open("ab") as handle:
+        handle.write(b'{"time":"2026-12-01T10:00:00+00:00","tool":"search","argum')  # a record cut short
+    assert fsmem(root, "search", "refunds", env=env).returncode == 0
+    last = json.loads(log.read_bytes().splitlines()[-1])
+    assert last["tool"] == "search" and last["arguments"]["query"] == "refunds"
+    stats = json.loads(fsmem(root, "stats", "--json", env=env).stdout)
+    assert [row["calls"] for row in stats["tools"] if row["tool"] == "search"] == [2], stats
+
+
 # -- the property: any write command, killed or refused at any call of a writing system call ----------------
 
 SYSCALLS = ["write", "fsync", "rename", "renameat", "renameat2", "linkat", "unlinkat", "mkdir", "pwrite64"]
