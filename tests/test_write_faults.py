@@ -187,6 +187,32 @@ def test_a_log_record_cut_short_costs_only_itself(memory):
     assert [row["calls"] for row in stats["tools"] if row["tool"] == "search"] == [2], stats
 
 
+def test_an_import_killed_between_a_file_and_its_journal_entry_leaves_nothing_outside_history(memory, tmp_path):
+    """An import wrote each file, then journalled it: killed between the two (at the journal entry's own
+    rename), the file stayed in the memory with no entry, in git status until a consolidation committed it as
+    made outside fsmem. Now its entry is journalled before the file is written, as every other write's is."""
+    root, env = memory
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "a.md").write_text("---\ntitle: Vault A\n---\nThe first note.\n")
+    (vault / "b.md").write_text("A second note.\n")
+    args = ["import", "markdown", str(vault)]
+    template = tmp_path / "template"
+    root.rename(template)
+    subprocess.run(["cp", "-a", str(template), str(root)], check=True)
+    nth = F.nth_call(args, "renameat", r'"\.fsmem-tmp-\w+", \d+, "\.\d{20}-', cwd=root, env=env)
+    subprocess.run(["rm", "-rf", str(root)], check=True)
+    subprocess.run(["cp", "-a", str(template), str(root)], check=True)
+
+    assert F.run_faulted(args, "renameat", nth, "kill", cwd=root, env=env).returncode == F.KILLED
+    assert fsmem(root, "log", env=env).returncode == 0
+    assert _git(root, "status", "--porcelain") == ""
+    again = fsmem(root, *args, env=env)
+    assert again.returncode == 0, again.stderr
+    assert _git(root, "status", "--porcelain") == ""
+    assert sorted(p.name for p in (root / "topics/vault").iterdir()) == ["a.md", "b.md"]
+
+
 # -- the property: any write command, killed or refused at any call of a writing system call ----------------
 
 SYSCALLS = ["write", "fsync", "rename", "renameat", "renameat2", "linkat", "unlinkat", "mkdir", "pwrite64"]
