@@ -41,14 +41,21 @@ def strace() -> str:
 
 
 def nth_call(
-    args: list[str], syscall: str, matching: str, *, cwd: Path, env: dict[str, str], stdin: bytes | None = None
+    args: list[str],
+    syscall: str,
+    matching: str,
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    stdin: bytes | None = None,
+    program: str = FSMEM,
 ) -> int:
     """Which call of `syscall` (1 for the first) a clean run of `fsmem ARGS` makes with a line that matches the
     regular expression `matching` (its path, say), as strace shows it."""
     log = Path(cwd).parent / f".strace-{os.getpid()}.log"
     try:
         subprocess.run(
-            [strace(), "-o", str(log), "-e", f"trace={syscall}", FSMEM, *args],
+            [strace(), "-o", str(log), "-e", f"trace={syscall}", program, *args],
             cwd=cwd,
             env=env,
             input=stdin,
@@ -98,8 +105,10 @@ def run_faulted(
     cwd: Path,
     env: dict[str, str],
     stdin: bytes | None = None,
+    program: str = FSMEM,
 ) -> subprocess.CompletedProcess[bytes]:
-    """`fsmem ARGS` with its `nth` `syscall` killed (`fault="kill"`) or failed with errno `fault` ("ENOSPC")."""
+    """`fsmem ARGS` (or `program ARGS`) with its `nth` `syscall` killed (`fault="kill"`) or failed with errno
+    `fault` ("ENOSPC")."""
     action = "signal=SIGKILL" if fault == "kill" else f"error={fault}"
     done = subprocess.run(
         [
@@ -110,7 +119,7 @@ def run_faulted(
             f"trace={syscall}",
             "-e",
             f"inject={syscall}:{action}:when={nth}",
-            FSMEM,
+            program,
             *args,
         ],
         cwd=cwd,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -211,6 +212,46 @@ def test_an_import_killed_between_a_file_and_its_journal_entry_leaves_nothing_ou
     assert again.returncode == 0, again.stderr
     assert _git(root, "status", "--porcelain") == ""
     assert sorted(p.name for p in (root / "topics/vault").iterdir()) == ["a.md", "b.md"]
+
+
+MEMORY_TOOL = """
+import sys
+from fsmem import Memory
+from fsmem.agents.memory_tool import MemoryTool
+print(MemoryTool.over(Memory(sys.argv[1])).execute(dict(zip(sys.argv[2::2], sys.argv[3::2]))))
+"""
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        ["command", "str_replace", "path", "/memories/topics/billing.md", "old_str", "5 days", "new_str", "7 days"],
+        ["command", "create", "path", "/memories/topics/new.md", "file_text", "A new file.\n"],
+    ],
+    ids=["str_replace", "create"],
+)
+def test_a_memory_tool_command_killed_at_its_journal_entry_leaves_nothing_outside_history(written, tmp_path, call):
+    """The memory tool wrote a file, then journalled it: killed between the two (at the entry's own rename), the
+    file held the change with no entry, in git status until a consolidation committed it as made outside fsmem.
+    Now the entry is journalled before the file is written (a dead command's is taken by the next command)."""
+    root, env = written
+    args = ["-c", MEMORY_TOOL, str(root), *call]
+    template = tmp_path / "template"
+    root.rename(template)
+    subprocess.run(["cp", "-a", str(template), str(root)], check=True)
+    at = r'"\.fsmem-tmp-\w+", \d+, "\.\d{20}-'
+    nth = F.nth_call(args, "renameat", at, cwd=root, env=env, program=sys.executable)
+    subprocess.run(["rm", "-rf", str(root)], check=True)
+    subprocess.run(["cp", "-a", str(template), str(root)], check=True)
+
+    killed = F.run_faulted(args, "renameat", nth, "kill", cwd=root, env=env, program=sys.executable)
+    assert killed.returncode == F.KILLED, killed.stderr
+    assert fsmem(root, "log", env=env).returncode == 0
+    assert _git(root, "status", "--porcelain") == ""
+    done = subprocess.run([sys.executable, *args], cwd=root, env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and "rror" not in done.stdout, done
+    assert _git(root, "status", "--porcelain") == ""
+    assert _git(root, "log", "-1", "--format=%an %s").startswith(f"default memory.{call[1]} topics/")
 
 
 # -- the property: any write command, killed or refused at any call of a writing system call ----------------

@@ -66,7 +66,7 @@ from fsmem.store.paths import (
     text_problem,
 )
 from fsmem.store.template import template_dir
-from fsmem.store.writing import Change
+from fsmem.store.writing import Change, WriteResult
 from fsmem.tokens import TokenCounter
 
 PREFIX = "/memories"
@@ -396,10 +396,10 @@ class MemoryTool:
             self._make_folders(root, relative)
             with self._writing() as tx:
                 try:
-                    atomic_write(full, data, mode=FILE_MODE, exclusive=True, root=root, generated=True)
+                    with self._journalled(tx, "create", [Change(relative, None, data)]):
+                        atomic_write(full, data, mode=FILE_MODE, exclusive=True, root=root, generated=True)
                 except FileExistsError:
                     raise MemoryToolError(f"File {path} already exists") from None
-                self._record(tx, "create", [Change(relative, None, data)])
         return CommandAnswer(f"File created successfully at: {path}", paths=[self._relative(full)], rows=1)
 
     def _existing_file(self, path: str) -> Path:
@@ -429,8 +429,10 @@ class MemoryTool:
                 )
             changed = content[: content.find(old_str)].count("\n")
             updated = content.replace(old_str, new_str)
-            self._rewrite(full, path, updated.encode("utf-8"), content.encode("utf-8"))
-            self._record(tx, "str_replace", [Change(self._relative(full), content.encode(), updated.encode())])
+            with self._journalled(
+                tx, "str_replace", [Change(self._relative(full), content.encode(), updated.encode())]
+            ):
+                self._rewrite(full, path, updated.encode("utf-8"), content.encode("utf-8"))
         new_lines = updated.split("\n")
         start, end = max(0, changed - 2), min(len(new_lines), changed + 3)
         snippet = [numbered_line(number, new_lines[number - 1]) for number in range(start + 1, end + 1)]
@@ -454,8 +456,8 @@ class MemoryTool:
             updated = "\n".join(lines)
             if not updated.endswith("\n"):
                 updated += "\n"
-            self._rewrite(full, path, updated.encode("utf-8"), content.encode("utf-8"))
-            self._record(tx, "insert", [Change(self._relative(full), content.encode(), updated.encode())])
+            with self._journalled(tx, "insert", [Change(self._relative(full), content.encode(), updated.encode())]):
+                self._rewrite(full, path, updated.encode("utf-8"), content.encode("utf-8"))
         return CommandAnswer(f"The file {path} has been edited.", paths=[self._relative(full)], rows=1)
 
     def _delete(self, path: str) -> CommandAnswer:
@@ -693,6 +695,21 @@ class MemoryTool:
             if self.state_dir is not None
             else contextlib.nullcontext()
         )
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _journalled(tx: Transaction | None, command: str, changes: list[Change]) -> Iterator[None]:
+        """The one-file write in the body, its history journalled before it (`Transaction.ahead`): an entry that
+        cannot be stored fails the command with nothing written, and a command killed after its write is still
+        committed as its own (`fsmem.history.journal.adopt`). Nothing over a plain folder."""
+        if tx is None:
+            yield
+            return
+        message = f"memory.{command} {changes[0].path}"
+        result = WriteResult("write", changes[0].path, changes=changes)
+        with tx.ahead(result, message):
+            yield
+        tx.wrote(result, message, paths=[change.path for change in changes])
 
     @staticmethod
     def _record(
