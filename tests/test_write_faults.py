@@ -234,8 +234,9 @@ print(MemoryTool.over(Memory(sys.argv[1])).execute(dict(zip(sys.argv[2::2], sys.
     [
         ["command", "str_replace", "path", "/memories/topics/billing.md", "old_str", "5 days", "new_str", "7 days"],
         ["command", "create", "path", "/memories/topics/new.md", "file_text", "A new file.\n"],
+        ["command", "delete", "path", "/memories/topics/billing.md"],
     ],
-    ids=["str_replace", "create"],
+    ids=["str_replace", "create", "delete"],
 )
 def test_a_memory_tool_command_killed_at_its_journal_entry_leaves_nothing_outside_history(written, tmp_path, call):
     """The memory tool wrote a file, then journalled it: killed between the two (at the entry's own rename), the

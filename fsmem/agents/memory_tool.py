@@ -478,11 +478,13 @@ class MemoryTool:
                     raise FileNotFoundError(errno.ENOENT, "not a file or a folder", os.fspath(full))
                 with self._beneath(path) as root:
                     if stat.S_ISREG(kind) and len(gone) == 1:  # its history holds these bytes: nothing else may go
-                        if not beneath.remove_if(root, relative, gone[0][1], generated=True):
-                            raise MemoryToolError(
-                                f"The file {path} was changed on disk while it was being deleted (saved by an "
-                                "editor or another program); it was left as saved. Read it again, then retry"
-                            )
+                        with self._journalled(tx, "delete", [Change(gone[0][0], gone[0][1], None)]):
+                            if not beneath.remove_if(root, relative, gone[0][1], generated=True):
+                                raise MemoryToolError(
+                                    f"The file {path} was changed on disk while it was being deleted (saved by an "
+                                    "editor or another program); it was left as saved. Read it again, then retry"
+                                )
+                        gone = []  # journalled with its removal
                     else:
                         try:
                             beneath.remove(root, relative, generated=True, tree=True)

@@ -12,7 +12,7 @@ a whole run) and end the same way (`after_change`). Text is screened for
 secrets before the lock (`screen`).
 
 A write and its history fail together. Where the write lets it (`ahead`: note, write, edit, rm, mv, import,
-the memory tool's create, str_replace and insert), the
+the memory tool's create, str_replace, insert and delete of a file), the
 journal entry is stored before the file changes, so that an entry that cannot be written (a full disk)
 fails the command with nothing changed; an entry recorded after its write (`record`) that cannot be written
 fails the command, saying the change was made. A commit that cannot be made leaves the entry pending, for
