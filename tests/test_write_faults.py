@@ -262,6 +262,29 @@ def test_a_memory_tool_command_killed_at_its_journal_entry_leaves_nothing_outsid
     assert _git(root, "log", "-1", "--format=%an %s").startswith(f"default memory.{call[1]} topics/")
 
 
+def test_an_rm_whose_removal_fails_leaves_the_file_at_its_name(written, tmp_path):
+    """`rm` takes the file aside, reads it, then removes it. When that last removal failed (an I/O error), the
+    command said so (exit 2) but the file stayed aside under a hidden temporary name, gone from the memory and
+    from history's view (its removal withdrawn). Now it is given its name back."""
+    root, env = written
+    before = (root / "topics/billing.md").read_bytes()
+    args = ["rm", "topics/billing.md"]
+    template = tmp_path / "template"
+    root.rename(template)
+    subprocess.run(["cp", "-a", str(template), str(root)], check=True)
+    nth = F.nth_call(args, "unlinkat", r'"\.fsmem-tmp-\w+", 0\)', cwd=root, env=env)
+    subprocess.run(["rm", "-rf", str(root)], check=True)
+    subprocess.run(["cp", "-a", str(template), str(root)], check=True)
+
+    failed = F.run_faulted(args, "unlinkat", nth, "EIO", cwd=root, env=env)
+
+    assert failed.returncode == 2 and b"Traceback" not in failed.stderr, failed.stderr
+    assert (root / "topics/billing.md").read_bytes() == before
+    assert _git(root, "status", "--porcelain") == ""
+    assert not list(root.rglob(".fsmem-tmp-*"))
+    assert fsmem(root, *args, env=env).returncode == 0
+
+
 # -- the property: any write command, killed or refused at any call of a writing system call ----------------
 
 SYSCALLS = ["write", "fsync", "rename", "renameat", "renameat2", "linkat", "unlinkat", "mkdir", "pwrite64"]
