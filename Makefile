@@ -66,8 +66,9 @@ durations: $(STAMP)
 	$(SUITE) --save-durations
 
 # The property and fuzz tests of history, consolidation, replicas, scopes (reads and writes), the command line,
-# capture, people's saves, odd files, the watcher's answers and paging by continuations with a larger budget: each
-# draws FUZZ_SCALE times the examples `make test` runs (HYPOTHESIS_PROFILE=explore draws new ones each run).
+# capture, people's saves, odd files, the watcher's answers, paging by continuations and writes killed or failed
+# at a system call with a larger budget: each draws FUZZ_SCALE times the examples `make test` runs
+# (HYPOTHESIS_PROFILE=explore draws new ones each run).
 FUZZ_SCALE ?= 10
 fuzz: $(STAMP)
 	FSMEM_FUZZ_SCALE=$(FUZZ_SCALE) $(PY) -m pytest -q -p no:xdist \
@@ -81,7 +82,8 @@ fuzz: $(STAMP)
 		tests/test_hostile_sizes.py::test_no_file_of_any_kind_or_size_stops_the_answers_for_the_others \
 		tests/test_rendezvous.py::test_random_changes_through_files_and_fsmem_then_every_read_both_ways \
 		tests/test_continuation.py::test_following_every_continuation_recovers_each_line_and_row_once_within_the_budget \
-		tests/test_continuation.py::test_mcp_over_stdio_gives_the_pages_the_tools_give_and_names_the_same_continuation
+		tests/test_continuation.py::test_mcp_over_stdio_gives_the_pages_the_tools_give_and_names_the_same_continuation \
+		tests/test_write_faults.py::test_a_write_killed_or_failed_at_any_call_leaves_old_or_new_files_and_the_next_commands_work
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py

@@ -81,8 +81,8 @@ def test_a_memory_tool_write_on_an_fsmem_memory_takes_memorys_write_path(memory)
 
 def test_history_that_cannot_keep_up_fails_the_write_or_is_logged_for_memory_and_the_memory_tool(memory, monkeypatch):
     """Issue 21: MemoryTool swallowed a failed journal entry or commit where Memory logged it. Issue 31 (finding
-    10): a journal entry that cannot be written fails the command — Memory's writes journal first, so nothing is
-    changed; the memory tool's, journalled after, say the change was made. A commit that cannot be made leaves
+    10): a journal entry that cannot be written fails the command — Memory's writes and the memory tool's
+    create, str_replace and insert journal first, so nothing is changed. A commit that cannot be made leaves
     the entry pending and is logged to .fsmem/logs/history.jsonl, the write done, for both."""
     from fsmem.errors import StorageError
 
@@ -97,19 +97,18 @@ def test_history_that_cannot_keep_up_fails_the_write_or_is_logged_for_memory_and
     with pytest.raises(StorageError, match=r"^topics/a.md: its history entry could not be written \(No space left"):
         writer.write("topics/a.md", "# A\n")
     assert not (root / "topics" / "a.md").exists()
-    with pytest.raises(MemoryToolError, match=r"topics/b.md was changed, but its history entry could not be written"):
+    with pytest.raises(MemoryToolError, match=r"topics/b.md: its history entry could not be written .*nothing was"):
         tool.create("/memories/topics/b.md", "# B\n")
-    assert (root / "topics" / "b.md").is_file()
+    assert not (root / "topics" / "b.md").exists()
     monkeypatch.undo()
     monkeypatch.setattr(journal, "drain", full_disk)
     writer.write("topics/c.md", "# C\n")
     tool.create("/memories/topics/d.md", "# D\n")
     assert [(line["stage"], line["agent"], line["error"]) for line in history_log(root)] == [
-        ("record", "researcher", "[Errno 28] No space left on device"),
         ("commit", None, "[Errno 28] No space left on device"),
         ("commit", "researcher", "[Errno 28] No space left on device"),
     ]
-    assert all((root / "topics" / name).is_file() for name in ("b.md", "c.md", "d.md"))
+    assert all((root / "topics" / name).is_file() for name in ("c.md", "d.md"))
 
 
 def test_the_drop_in_over_a_memory_without_history_takes_memorys_lock_and_index(tmp_path):

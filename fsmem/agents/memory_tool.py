@@ -66,7 +66,7 @@ from fsmem.store.paths import (
     text_problem,
 )
 from fsmem.store.template import template_dir
-from fsmem.store.writing import Change
+from fsmem.store.writing import Change, WriteResult
 from fsmem.tokens import TokenCounter
 
 PREFIX = "/memories"
@@ -411,10 +411,10 @@ class MemoryTool:
             self._make_folders(root, relative)
             with self._writing() as tx:
                 try:
-                    atomic_write(full, data, mode=FILE_MODE, exclusive=True, root=root, generated=True)
+                    with self._journalled(tx, "create", [Change(relative, None, data)]):
+                        atomic_write(full, data, mode=FILE_MODE, exclusive=True, root=root, generated=True)
                 except FileExistsError:
                     raise MemoryToolError(f"File {path} already exists") from None
-                self._record(tx, "create", [Change(relative, None, data)])
         return CommandAnswer(f"File created successfully at: {path}", paths=[self._relative(full)], rows=1)
 
     def _existing_file(self, path: str) -> Path:
@@ -444,8 +444,10 @@ class MemoryTool:
                 )
             changed = content[: content.find(old_str)].count("\n")
             updated = content.replace(old_str, new_str)
-            self._rewrite(full, path, updated.encode("utf-8"), content.encode("utf-8"))
-            self._record(tx, "str_replace", [Change(self._relative(full), content.encode(), updated.encode())])
+            with self._journalled(
+                tx, "str_replace", [Change(self._relative(full), content.encode(), updated.encode())]
+            ):
+                self._rewrite(full, path, updated.encode("utf-8"), content.encode("utf-8"))
         new_lines = updated.split("\n")
         start, end = max(0, changed - 2), min(len(new_lines), changed + 3)
         snippet = [numbered_line(number, new_lines[number - 1]) for number in range(start + 1, end + 1)]
@@ -469,8 +471,8 @@ class MemoryTool:
             updated = "\n".join(lines)
             if not updated.endswith("\n"):
                 updated += "\n"
-            self._rewrite(full, path, updated.encode("utf-8"), content.encode("utf-8"))
-            self._record(tx, "insert", [Change(self._relative(full), content.encode(), updated.encode())])
+            with self._journalled(tx, "insert", [Change(self._relative(full), content.encode(), updated.encode())]):
+                self._rewrite(full, path, updated.encode("utf-8"), content.encode("utf-8"))
         return CommandAnswer(f"The file {path} has been edited.", paths=[self._relative(full)], rows=1)
 
     def _delete(self, path: str) -> CommandAnswer:
@@ -491,13 +493,19 @@ class MemoryTool:
                     raise FileNotFoundError(errno.ENOENT, "not a file or a folder", os.fspath(full))
                 with self._beneath(path) as root:
                     if stat.S_ISREG(kind) and len(gone) == 1:  # its history holds these bytes: nothing else may go
-                        if not beneath.remove_if(root, relative, gone[0][1], generated=True):
-                            raise MemoryToolError(
-                                f"The file {path} was changed on disk while it was being deleted (saved by an "
-                                "editor or another program); it was left as saved. Read it again, then retry"
-                            )
+                        with self._journalled(tx, "delete", [Change(gone[0][0], gone[0][1], None)]):
+                            if not beneath.remove_if(root, relative, gone[0][1], generated=True):
+                                raise MemoryToolError(
+                                    f"The file {path} was changed on disk while it was being deleted (saved by an "
+                                    "editor or another program); it was left as saved. Read it again, then retry"
+                                )
+                        gone = []  # journalled with its removal
                     else:
-                        beneath.remove(root, relative, generated=True, tree=True)
+                        try:
+                            beneath.remove(root, relative, generated=True, tree=True)
+                        except BaseException:
+                            self._record_removed(tx, gone, root, relative)
+                            raise
             except FileNotFoundError:
                 raise _Missing(f"The path {path} does not exist") from None
             if stat.S_ISDIR(kind) and tx is not None:
@@ -706,6 +714,21 @@ class MemoryTool:
         )
 
     @staticmethod
+    @contextlib.contextmanager
+    def _journalled(tx: Transaction | None, command: str, changes: list[Change]) -> Iterator[None]:
+        """The one-file write in the body, its history journalled before it (`Transaction.ahead`): an entry that
+        cannot be stored fails the command with nothing written, and a command killed after its write is still
+        committed as its own (`fsmem.history.journal.adopt`). Nothing over a plain folder."""
+        if tx is None:
+            yield
+            return
+        message = f"memory.{command} {changes[0].path}"
+        result = WriteResult("write", changes[0].path, changes=changes)
+        with tx.ahead(result, message):
+            yield
+        tx.wrote(result, message, paths=[change.path for change in changes])
+
+    @staticmethod
     def _record(
         tx: Transaction | None,
         command: str,
@@ -718,6 +741,14 @@ class MemoryTool:
         if tx is not None:
             message = message or f"memory.{command} {changes[0].path if changes else ''}".rstrip()
             tx.record(message, changes, [change.path for change in changes] if paths is None else paths)
+
+    def _record_removed(self, tx: Transaction | None, gone: list[tuple[str, bytes]], root: Path, relative: str) -> None:
+        """A folder's removal that stopped half way (a file the system would not remove): the files it did
+        remove are committed as this delete, so that a write and its history still go together."""
+        removed = [Change(rel, data, None) for rel, data in gone if not os.path.lexists(root / rel)]
+        if removed:
+            with contextlib.suppress(FsmemError, OSError):
+                self._record(tx, "delete", removed, paths=[relative])
 
     def _failure(self, command: str, arguments: Mapping[str, Any], exc: OSError | UnicodeError) -> str:
         """The message of a command the system refused, worded as every face words it (`fsmem.errors`)."""

@@ -24,7 +24,7 @@ from fsmem.consolidate.report import COUNT_NAMES, ConsolidationReport
 from fsmem.errors import ConsolidationRunning, FsmemError, LockTimeout
 from fsmem.store import beneath
 from fsmem.store.cache import chunks
-from fsmem.store.files import file_lock, open_unlinked, remove_temp_files, state_dir
+from fsmem.store.files import append_lines, file_lock, remove_temp_files, state_dir
 
 __all__ = ["COUNT_NAMES", "ConsolidationReport", "apply", "run", "unified_diff"]
 LOG_FILE = "consolidate.jsonl"
@@ -289,6 +289,4 @@ def _log(root: Path, report: ConsolidationReport, seconds: float) -> None:
         "index_changed": report.index_changed,
     }
     path = state_dir(root, "logs") / LOG_FILE
-    fd = open_unlinked(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-    with open(fd, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
+    append_lines(path, (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8"))

@@ -134,16 +134,40 @@ def host_key() -> bytes:
     path = Path(config, "fsmem", "host-key")
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with contextlib.suppress(FileExistsError):
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-            with os.fdopen(fd, "w") as out:
-                out.write(secrets.token_hex(32) + "\n")
+        if not os.path.lexists(path):
+            _make_key(path)
         key = path.read_text(encoding="ascii", errors="replace").strip()
     except OSError as exc:
         raise InvalidArgument(f"cannot make or read this user's key for host settings {path}: {exc}") from None
     if len(key) < 32 or not key.isascii():
         raise InvalidArgument(f"{path} holds no key (delete it: the next fsmem config --local makes one)")
     return key.encode("ascii")
+
+
+def _make_key(path: Path) -> None:
+    """Write a new key whole, then give it its name (`link`, which never replaces a key another process made
+    meanwhile): a process killed or a disk full while it writes leaves no empty key at that name, which every
+    later command would refuse until a person deleted it."""
+    temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        try:
+            data = (secrets.token_hex(32) + "\n").encode("ascii")
+            while data:
+                data = data[os.write(fd, data) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(temp, path)
+        except FileExistsError:
+            pass
+        except OSError:  # a file system without hard links: looked at, then renamed
+            if not os.path.lexists(path):
+                os.replace(temp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
 
 
 def _put(root: Path, key: str, name: str, value: str | None) -> None:

@@ -48,6 +48,8 @@ from fsmem.history.repo import Repo
 from fsmem.history.trees import LINK_MODE, TreeEditor
 from fsmem.state_files import NOT_A_FILE, read_state
 from fsmem.store.files import Stored, atomic_write, file_lock
+from fsmem.store.paths import open_regular
+from fsmem.store.rg_command import LEFT_OUT_LIMIT
 from fsmem.store.writing import Change
 
 COMMIT_LOCK = "commit"
@@ -57,6 +59,7 @@ GC_EVERY = 256  # commits between two `git gc --auto` runs (plumbing never trigg
 DEFAULT_AGENT = "default"
 _UNSAFE = re.compile(r"[<>\n\r\x00-\x1f\x7f]")
 _sequence = itertools.count()
+_PREPARED = re.compile(r"\.\d{20}-\d+-\d{6}")  # "." + an entry's name: prepared, not yet pending
 
 Author = tuple[str, str]
 
@@ -152,6 +155,61 @@ def withdraw(repo: Repo, name: str) -> None:
         os.unlink(journal_dir(repo) / ("." + name))
 
 
+def _prepared(repo: Repo) -> list[str]:
+    """Names of the entries prepared and neither published nor withdrawn (without their '.'), oldest first."""
+    try:
+        found = os.listdir(Path(repo.root, STATE_DIR, "history", "journal"))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return sorted(name[1:] for name in found if _PREPARED.fullmatch(name))
+
+
+def adopt(repo: Repo) -> None:
+    """Entries a writer killed between `prepare` and `publish` left: each is made pending when every file it names
+    holds the bytes it records after the write (the write was made: it is committed as its writer's, not later as
+    a change made outside fsmem), else withdrawn (the write was not made, or the file changed since: a change the
+    next commit finds). Only under the write lock, taken without waiting: every entry is prepared and published
+    under it, so none found then is a live writer's. Best effort: what cannot be done now is left for the next."""
+    names = [name for name in _prepared(repo) if name.split("-")[1] != str(os.getpid())]
+    if not names:
+        return
+    with contextlib.suppress(LockTimeout, OSError, FsmemError), file_lock(repo.root, wait=False):
+        for name in names:
+            entry = _load(repo, "." + name)
+            if entry is None:
+                continue
+            if all(_holds(repo, path, after, path in entry.links) for path, _, after in entry.changes):
+                publish(repo, name)
+            else:
+                withdraw(repo, name)
+
+
+def _adopted(repo: Repo) -> bool:
+    """`adopt` for a caller that holds no lock (a read asking history): True when an entry became pending."""
+    with contextlib.suppress(LockTimeout, OSError, FsmemError), commit_lock(repo, wait=False):
+        adopt(repo)
+    return bool(pending(repo))
+
+
+def _holds(repo: Repo, path: str, oid: str | None, link: bool) -> bool:
+    """Whether the file at repository path `path` is now the blob `oid` (None: no file there)."""
+    rel = repo.in_memory(path)
+    if rel is None:
+        return False
+    full = Path(repo.root, rel)
+    try:
+        if link or os.path.islink(full):
+            data = os.fsencode(os.readlink(full))
+            return link and oid is not None and repo.store.id_of("blob", data) == oid
+        with open_regular(full) as handle:
+            size = os.fstat(handle.fileno()).st_size
+            return oid is not None and size <= LEFT_OUT_LIMIT and repo.store.id_of_stream("blob", handle, size) == oid
+    except FileNotFoundError:
+        return oid is None
+    except (OSError, FsmemError):
+        return False
+
+
 def _load(repo: Repo, name: str) -> Entry | None:
     try:
         data = json.loads(read_state(journal_dir(repo) / name))
@@ -203,7 +261,7 @@ def drain(repo: Repo, *, wait: bool = False) -> int:
     once (the holder commits its entry); with it, the caller waits its turn.
     """
     made = 0
-    if not pending(repo):
+    if not pending(repo) and not (_prepared(repo) and _adopted(repo)):
         return 0  # nothing to commit: no lock taken, so a read on a read-only mount works
     while True:
         try:
@@ -231,6 +289,7 @@ class Gaps:
 def drain_locked(repo: Repo, gaps: Gaps | None = None) -> int:
     """`drain` for a caller that holds the commit lock."""
     recovery.catch_up_index(repo)
+    adopt(repo)
     made = 0
     while True:
         names = pending(repo)[:BATCH]

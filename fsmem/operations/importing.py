@@ -123,11 +123,16 @@ class Batches:
         self.since = 0.0
         self.unsynced: list[Path] = []
 
-    def write(self, path: Path, data: bytes) -> None:
+    def write(self, tx: Transaction, result: WriteResult, path: Path, data: bytes) -> None:
+        """Write one file of the import, its history journalled before it (as every write's: a write killed
+        before its entry became pending is still committed as the import's, `fsmem.history.journal.adopt`)."""
         from fsmem.store.files import atomic_write
 
-        atomic_write(path, data, durable=False, root=self.memory.root)  # through no link out (`beneath`)
+        message = f"import {result.path}"
+        with tx.ahead(result, message):
+            atomic_write(path, data, durable=False, root=self.memory.root)  # through no link out (`beneath`)
         self.unsynced.append(path)
+        tx.wrote(result, message)
 
     def _sync(self) -> None:
         paths, self.unsynced = self.unsynced, []
@@ -288,9 +293,8 @@ def _one_conversation(
         return
     if not existing:
         data = notes.new_note(replace(conv, title=title), lines, _record(conv)).encode("utf-8")
-        batches.write(target, data)
+        batches.write(tx, WriteResult("note", rel, created=True, changes=[Change(rel, None, data)]), target, data)
         sessions.setdefault(session, []).append(target)
-        tx.wrote(WriteResult("note", rel, created=True, changes=[Change(rel, None, data)]), f"import {rel}")
         report.add("created", rel)
         _tell_the_hook(memory, conv)
         return
@@ -301,8 +305,7 @@ def _one_conversation(
         _tell_the_hook(memory, conv)
         return
     data = notes.extended(text, conv, lines, _record(conv), front=front).encode("utf-8")
-    batches.write(note, data)
-    tx.wrote(WriteResult("note", note_rel, changes=[Change(note_rel, before, data)]), f"import {note_rel}")
+    batches.write(tx, WriteResult("note", note_rel, changes=[Change(note_rel, before, data)]), note, data)
     if lines:
         report.add("extended", note_rel)
     else:
@@ -368,8 +371,7 @@ def _markdown(memory: Core, source: Path, into: str | None) -> ImportReport:
                 else:
                     report.add("skipped", (shown, f"{rel} is already in the memory, with other text; left as it is"))
                 continue
-            batches.write(target, data)
-            tx.wrote(WriteResult("write", rel, created=True, changes=[Change(rel, None, data)]), f"import {rel}")
+            batches.write(tx, WriteResult("write", rel, created=True, changes=[Change(rel, None, data)]), target, data)
             report.add("created", rel)
     finally:
         batches.close()

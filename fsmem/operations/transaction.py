@@ -11,7 +11,8 @@ write this way; consolidation and sync keep their own commit (one commit for
 a whole run) and end the same way (`after_change`). Text is screened for
 secrets before the lock (`screen`).
 
-A write and its history fail together. Where the write lets it (`ahead`: note, write, edit, rm, mv), the
+A write and its history fail together. Where the write lets it (`ahead`: note, write, edit, rm, mv, import,
+the memory tool's create, str_replace, insert and delete of a file), the
 journal entry is stored before the file changes, so that an entry that cannot be written (a full disk)
 fails the command with nothing changed; an entry recorded after its write (`record`) that cannot be written
 fails the command, saying the change was made. A commit that cannot be made leaves the entry pending, for
@@ -173,6 +174,10 @@ def transaction(memory: Core) -> Iterator[Transaction]:
     tx = Transaction(memory, repo)
     try:
         with file_lock(memory.root):
+            if repo is not None:  # a write a killed writer made, committed before this one changes its files
+                from fsmem.history import journal
+
+                journal.adopt(repo)
             yield tx
     finally:
         if tx.paths:

@@ -21,6 +21,7 @@ modules to know where a write lands.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import shutil
@@ -593,16 +594,28 @@ def remove_if(root: str | os.PathLike[str], rel: str, expect: bytes, *, generate
         except FileNotFoundError:  # gone meanwhile, as an editor's save renames it to its backup
             return False
         if _holds(folder, aside, expect):
-            os.unlink(dst, dir_fd=fd)
+            try:
+                os.unlink(dst, dir_fd=fd)
+            except OSError:  # an I/O error: the file is not removed, so it goes back to its name
+                with contextlib.suppress(OSError):
+                    _put_back(folder, aside, name)
+                raise
             return True
-        try:
-            _publish_new(folder, aside, name)
-        except FileExistsError:
-            kept, _ = folder.at(name + KEPT_SUFFIX)
-            os.rename(dst, kept, src_dir_fd=fd, dst_dir_fd=fd)
+        _put_back(folder, aside, name)
         return False
     finally:
         folder.close()
+
+
+def _put_back(folder: Folder, aside: str, name: str) -> None:
+    """Give the file taken `aside` its name back, never over a file saved there since (then it keeps the name
+    `name` + `.fsmem-kept`)."""
+    try:
+        _publish_new(folder, aside, name)
+    except FileExistsError:
+        src, fd = folder.at(aside)
+        kept, _ = folder.at(name + KEPT_SUFFIX)
+        os.rename(src, kept, src_dir_fd=fd, dst_dir_fd=fd)
 
 
 def remove_at(target: Place, *, tree: bool = False) -> None:

@@ -134,6 +134,20 @@ def open_unlinked(path: str | os.PathLike[str], flags: int, mode: int = 0o666) -
     raise OSError(errno.ELOOP, "kept being replaced by a link or a special file", os.fspath(path))
 
 
+def append_lines(path: str | os.PathLike[str], data: bytes) -> None:
+    """Append `data` (whole lines) to one of fsmem's logs, opened as `open_unlinked` opens it. A record that a
+    killed process or a full disk cut short leaves the log without its final newline: `data` then starts on a
+    line of its own, so the cut record is the only one lost (glued to it, the next record was lost too)."""
+    fd = open_unlinked(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+    with open(fd, "ab") as handle:
+        size = os.fstat(fd).st_size
+        if size:
+            os.lseek(fd, size - 1, os.SEEK_SET)
+            if os.read(fd, 1) != b"\n":
+                data = b"\n" + data
+        handle.write(data)
+
+
 @contextlib.contextmanager
 def file_lock(
     root: Path, name: str = "write", *, timeout: float = 30.0, wait: bool = True, state: Path | None = None

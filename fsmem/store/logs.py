@@ -19,7 +19,7 @@ from typing import Any
 from fsmem.config import CONFIG_FILE, Config, LogSettings
 from fsmem.errors import FsmemError
 from fsmem.state_files import open_state
-from fsmem.store.files import file_lock, open_unlinked, state_dir
+from fsmem.store.files import append_lines, file_lock, state_dir
 
 DEFAULT_MAX_BYTES = LogSettings.max_bytes
 HISTORY_LOG = "history.jsonl"
@@ -78,8 +78,7 @@ def _write(root: Path, name: str, data: bytes, max_bytes: int, state: Path | Non
                 os.replace(path, path.with_name(name + ".1"))
         except FileNotFoundError:
             pass
-        with open(open_unlinked(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "ab") as handle:
-            handle.write(data)
+        append_lines(path, data)
 
 
 class _Batch:
