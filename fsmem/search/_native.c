@@ -2420,11 +2420,71 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(scaled_documents_doc,
+             "scaled_documents(positions, scores, ids, denominator) -> dict\n\n"
+             "{ids[at]: score / denominator} for each position `at` of `positions` (ints) and its score of `scores`\n"
+             "(floats), in their order; `ids` an array of 'q' values: a new question's document part as\n"
+             "fsmem.search.documents.scaled makes it (its twin).");
+
+static PyObject *
+scaled_documents(PyObject *self, PyObject *args)
+{
+    PyObject *positions, *scores, *ids_obj;
+    double denominator;
+    if (!PyArg_ParseTuple(args, "O!O!Od", &PyList_Type, &positions, &PyList_Type, &scores, &ids_obj, &denominator))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(positions);
+    if (PyList_GET_SIZE(scores) != n) {
+        PyErr_SetString(PyExc_ValueError, "positions and scores of different lengths");
+        return NULL;
+    }
+    if (n && denominator == 0.0) {
+        PyErr_SetString(PyExc_ZeroDivisionError, "float division by zero");
+        return NULL;
+    }
+    Py_buffer view;
+    if (typed_buffer(ids_obj, &view, 'q', 8, "ids") < 0)
+        return NULL;
+    const long long *ids = (const long long *)view.buf;
+    Py_ssize_t count = view.len / 8;
+    PyObject *out = PyDict_New();
+    if (out == NULL)
+        goto failed;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t at = PyLong_AsSsize_t(PyList_GET_ITEM(positions, i));
+        if (at == -1 && PyErr_Occurred())
+            goto failed;
+        if (at < 0 || at >= count) {
+            PyErr_SetString(PyExc_IndexError, "array index out of range");
+            goto failed;
+        }
+        double score = PyFloat_AsDouble(PyList_GET_ITEM(scores, i));
+        if (score == -1.0 && PyErr_Occurred())
+            goto failed;
+        PyObject *key = PyLong_FromLongLong(ids[at]);
+        PyObject *value = key == NULL ? NULL : PyFloat_FromDouble(score / denominator);
+        if (value == NULL || PyDict_SetItem(out, key, value) < 0) {
+            Py_XDECREF(key);
+            Py_XDECREF(value);
+            goto failed;
+        }
+        Py_DECREF(key);
+        Py_DECREF(value);
+    }
+    PyBuffer_Release(&view);
+    return out;
+failed:
+    Py_XDECREF(out);
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"term_parts", term_parts, METH_VARARGS, term_parts_doc},
     {"best_documents", best_documents, METH_VARARGS, best_documents_doc},
     {"best_rows", best_rows, METH_VARARGS, best_rows_doc},
     {"pool_relevance", pool_relevance, METH_VARARGS, pool_relevance_doc},
+    {"scaled_documents", scaled_documents, METH_VARARGS, scaled_documents_doc},
     {"stemmed_texts", stemmed_texts, METH_VARARGS, stemmed_texts_doc},
     {"plain_rows", plain_rows, METH_VARARGS, plain_rows_doc},
     {"plain_sections", plain_sections, METH_VARARGS, plain_sections_doc},

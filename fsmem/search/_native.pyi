@@ -32,6 +32,9 @@ def pool_relevance(
     linked: int,
     /,
 ) -> tuple[dict[int, float], dict[int, str], dict[int, int]]: ...
+def scaled_documents(
+    positions: list[int], scores: list[float], ids: array, denominator: float, /
+) -> dict[int, float]: ...
 def plain_rows(text: str, begin: int, stop: int, number: int, /) -> tuple[list[int], list[str], list[bool]]: ...
 def plain_sections(
     text: str, number: int, title: str | None, subject: str | None, /
