@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import itertools
+import math
 import random
 import struct
 from array import array
@@ -565,3 +566,42 @@ def test_the_c_module_scales_the_documents_scores_as_its_twin(ids, data, denomin
         documents.native_scaled = saved
     assert list(found) == list(twin)
     assert [struct.pack("<d", v) for v in found.values()] == [struct.pack("<d", v) for v in twin.values()]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(
+        st.integers(0, 1 << 40),
+        st.tuples(
+            st.sampled_from([0.0, -0.0, 5e-300, 6e-300, 1.0, 1.95, math.nextafter(1.95, 2.0), float("nan")]),
+            st.sampled_from(["a.md", "b.md", "topics/c.md", "é.md", "Z.md"]),
+            st.integers(-3, 5) | st.just(1 << 70),
+        ),
+        max_size=60,
+    ),
+    st.randoms(use_true_random=False),
+)
+def test_the_c_module_orders_the_candidates_as_its_twin(rows, rng):
+    """Random candidate rows with tied scores, paths and lines in any pool order: the C module's order is the
+    three stable sorts' of `scoring._best_first`; where a score is NaN or a line past 64 bits it leaves the
+    rows to the twin (None)."""
+    if NATIVE is None:
+        pytest.fail(NOT_BUILT)
+    from fsmem.search import scoring
+
+    pool = list(rows)
+    rng.shuffle(pool)
+    scores = {r: rows[r][0] for r in pool}
+    paths = {r: rows[r][1] for r in pool}
+    lines = {r: rows[r][2] for r in pool}
+    found = NATIVE.best_first_rows(pool, scores, paths, lines)
+    saved, scoring.native_pool = scoring.native_pool, False
+    try:
+        twin = scoring._best_first(pool, scores, paths, lines)
+    finally:
+        scoring.native_pool = saved
+    if any(math.isnan(s) for s in scores.values()) or any(line == 1 << 70 for line in lines.values()):
+        assert found is None
+    else:
+        assert found == twin
+    assert scoring._best_first(pool, scores, paths, lines) == twin

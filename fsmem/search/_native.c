@@ -2479,12 +2479,90 @@ failed:
     return NULL;
 }
 
+/* A candidate row as best_first_rows orders them: its score, path and line, and where it was in the pool. */
+typedef struct {
+    double score;
+    PyObject *path; /* borrowed: the paths dict holds it */
+    long long line;
+    Py_ssize_t at;
+} RankedRow;
+
+static int
+ranked_row_order(const void *a, const void *b)
+{
+    const RankedRow *x = (const RankedRow *)a, *y = (const RankedRow *)b;
+    if (x->score != y->score)
+        return x->score > y->score ? -1 : 1;
+    if (x->path != y->path) {
+        int by_path = PyUnicode_Compare(x->path, y->path); /* both str: it cannot fail */
+        if (by_path)
+            return by_path;
+    }
+    if (x->line != y->line)
+        return x->line < y->line ? -1 : 1;
+    return x->at < y->at ? -1 : x->at > y->at;
+}
+
+PyDoc_STRVAR(best_first_rows_doc,
+             "best_first_rows(pool, scores, paths, lines) -> list\n\n"
+             "The row ids of `pool` by score descending (floats of `scores`), then path (str of `paths`), then line\n"
+             "(int of `lines`), rows equal in all three in the pool's order: what\n"
+             "fsmem.search.scoring._best_first's three stable sorts give (its twin); None where a value is not of\n"
+             "those types or a score is NaN, for the twin to sort.");
+
+static PyObject *
+best_first_rows(PyObject *self, PyObject *args)
+{
+    PyObject *pool, *scores, *paths, *lines;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!", &PyList_Type, &pool, &PyDict_Type, &scores, &PyDict_Type, &paths,
+                          &PyDict_Type, &lines))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(pool);
+    RankedRow *rows = PyMem_Malloc((n ? n : 1) * sizeof(RankedRow));
+    if (rows == NULL)
+        return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *rid = PyList_GET_ITEM(pool, i);
+        PyObject *score = PyDict_GetItemWithError(scores, rid);
+        PyObject *path = score == NULL ? NULL : PyDict_GetItemWithError(paths, rid);
+        PyObject *line = path == NULL ? NULL : PyDict_GetItemWithError(lines, rid);
+        if (line == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetObject(PyExc_KeyError, rid);
+            PyMem_Free(rows);
+            return NULL;
+        }
+        int overflow = 0;
+        rows[i].line = PyLong_CheckExact(line) ? PyLong_AsLongLongAndOverflow(line, &overflow) : 0;
+        rows[i].score = PyFloat_CheckExact(score) ? PyFloat_AS_DOUBLE(score) : 0.0;
+        rows[i].path = path;
+        rows[i].at = i;
+        if (!PyFloat_CheckExact(score) || rows[i].score != rows[i].score || !PyUnicode_CheckExact(path) ||
+            !PyLong_CheckExact(line) || overflow) {
+            PyMem_Free(rows); /* not a float, a NaN, not a str, not an int or a huge one: left to the twin */
+            Py_RETURN_NONE;
+        }
+    }
+    qsort(rows, (size_t)n, sizeof(RankedRow), ranked_row_order);
+    PyObject *out = PyList_New(n);
+    if (out != NULL) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *rid = PyList_GET_ITEM(pool, rows[i].at);
+            Py_INCREF(rid);
+            PyList_SET_ITEM(out, i, rid);
+        }
+    }
+    PyMem_Free(rows);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"term_parts", term_parts, METH_VARARGS, term_parts_doc},
     {"best_documents", best_documents, METH_VARARGS, best_documents_doc},
     {"best_rows", best_rows, METH_VARARGS, best_rows_doc},
     {"pool_relevance", pool_relevance, METH_VARARGS, pool_relevance_doc},
     {"scaled_documents", scaled_documents, METH_VARARGS, scaled_documents_doc},
+    {"best_first_rows", best_first_rows, METH_VARARGS, best_first_rows_doc},
     {"stemmed_texts", stemmed_texts, METH_VARARGS, stemmed_texts_doc},
     {"plain_rows", plain_rows, METH_VARARGS, plain_rows_doc},
     {"plain_sections", plain_sections, METH_VARARGS, plain_sections_doc},

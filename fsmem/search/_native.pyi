@@ -35,6 +35,9 @@ def pool_relevance(
 def scaled_documents(
     positions: list[int], scores: list[float], ids: array, denominator: float, /
 ) -> dict[int, float]: ...
+def best_first_rows(
+    pool: list[int], scores: dict[int, float], paths: dict[int, str], lines: dict[int, int], /
+) -> list[int] | None: ...
 def plain_rows(text: str, begin: int, stop: int, number: int, /) -> tuple[list[int], list[str], list[bool]]: ...
 def plain_sections(
     text: str, number: int, title: str | None, subject: str | None, /
