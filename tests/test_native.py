@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import itertools
+import math
 import random
 import struct
 from array import array
@@ -533,3 +534,74 @@ def test_the_c_module_scores_the_candidates_as_its_twin(files, data, weights):
     assert [list(d.items()) for d in found] == [list(d.items()) for d in twin]
     bits = [struct.pack("<d", score) for score in found[0].values()]
     assert bits == [struct.pack("<d", score) for score in twin[0].values()]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(-(1 << 40), 1 << 40), min_size=1, max_size=30),
+    st.data(),
+    st.sampled_from([3.0, 1e24, 1.0, 0.37, 5e-324]),
+)
+def test_the_c_module_scales_the_documents_scores_as_its_twin(ids, data, denominator):
+    """Random positions of an id array (repeated or not) with scores: the C module's dict of each id's score over
+    the denominator is the twin's (`documents.scaled`), the same keys in the same order, floats to the bit; a
+    position out of range and a zero denominator are refused alike."""
+    if NATIVE is None:
+        pytest.fail(NOT_BUILT)
+    from fsmem.search import documents
+
+    positions = data.draw(st.lists(st.integers(0, len(ids) - 1), max_size=40))
+    scores = data.draw(st.lists(_PART | st.floats(0, 1e300), min_size=len(positions), max_size=len(positions)))
+    kept = array("q", ids)
+    found = NATIVE.scaled_documents(positions, scores, kept, denominator)
+    saved, documents.native_scaled = documents.native_scaled, False
+    try:
+        twin = documents.scaled(positions, scores, kept, denominator)
+        for bad in ((positions + [len(ids)], scores + [1.0], denominator), (positions + [0], scores + [1.0], 0.0)):
+            with pytest.raises(Exception) as from_twin:
+                documents.scaled(bad[0], bad[1], kept, bad[2])
+            with pytest.raises(from_twin.type):
+                NATIVE.scaled_documents(bad[0], bad[1], kept, bad[2])
+    finally:
+        documents.native_scaled = saved
+    assert list(found) == list(twin)
+    assert [struct.pack("<d", v) for v in found.values()] == [struct.pack("<d", v) for v in twin.values()]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(
+        st.integers(0, 1 << 40),
+        st.tuples(
+            st.sampled_from([0.0, -0.0, 5e-300, 6e-300, 1.0, 1.95, math.nextafter(1.95, 2.0), float("nan")]),
+            st.sampled_from(["a.md", "b.md", "topics/c.md", "é.md", "Z.md"]),
+            st.integers(-3, 5) | st.just(1 << 70),
+        ),
+        max_size=60,
+    ),
+    st.randoms(use_true_random=False),
+)
+def test_the_c_module_orders_the_candidates_as_its_twin(rows, rng):
+    """Random candidate rows with tied scores, paths and lines in any pool order: the C module's order is the
+    three stable sorts' of `scoring._best_first`; where a score is NaN or a line past 64 bits it leaves the
+    rows to the twin (None)."""
+    if NATIVE is None:
+        pytest.fail(NOT_BUILT)
+    from fsmem.search import scoring
+
+    pool = list(rows)
+    rng.shuffle(pool)
+    scores = {r: rows[r][0] for r in pool}
+    paths = {r: rows[r][1] for r in pool}
+    lines = {r: rows[r][2] for r in pool}
+    found = NATIVE.best_first_rows(pool, scores, paths, lines)
+    saved, scoring.native_pool = scoring.native_pool, False
+    try:
+        twin = scoring._best_first(pool, scores, paths, lines)
+    finally:
+        scoring.native_pool = saved
+    if any(math.isnan(s) for s in scores.values()) or any(line == 1 << 70 for line in lines.values()):
+        assert found is None
+    else:
+        assert found == twin
+    assert scoring._best_first(pool, scores, paths, lines) == twin

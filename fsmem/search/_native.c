@@ -2420,11 +2420,149 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(scaled_documents_doc,
+             "scaled_documents(positions, scores, ids, denominator) -> dict\n\n"
+             "{ids[at]: score / denominator} for each position `at` of `positions` (ints) and its score of `scores`\n"
+             "(floats), in their order; `ids` an array of 'q' values: a new question's document part as\n"
+             "fsmem.search.documents.scaled makes it (its twin).");
+
+static PyObject *
+scaled_documents(PyObject *self, PyObject *args)
+{
+    PyObject *positions, *scores, *ids_obj;
+    double denominator;
+    if (!PyArg_ParseTuple(args, "O!O!Od", &PyList_Type, &positions, &PyList_Type, &scores, &ids_obj, &denominator))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(positions);
+    if (PyList_GET_SIZE(scores) != n) {
+        PyErr_SetString(PyExc_ValueError, "positions and scores of different lengths");
+        return NULL;
+    }
+    if (n && denominator == 0.0) {
+        PyErr_SetString(PyExc_ZeroDivisionError, "float division by zero");
+        return NULL;
+    }
+    Py_buffer view;
+    if (typed_buffer(ids_obj, &view, 'q', 8, "ids") < 0)
+        return NULL;
+    const long long *ids = (const long long *)view.buf;
+    Py_ssize_t count = view.len / 8;
+    PyObject *out = PyDict_New();
+    if (out == NULL)
+        goto failed;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t at = PyLong_AsSsize_t(PyList_GET_ITEM(positions, i));
+        if (at == -1 && PyErr_Occurred())
+            goto failed;
+        if (at < 0 || at >= count) {
+            PyErr_SetString(PyExc_IndexError, "array index out of range");
+            goto failed;
+        }
+        double score = PyFloat_AsDouble(PyList_GET_ITEM(scores, i));
+        if (score == -1.0 && PyErr_Occurred())
+            goto failed;
+        PyObject *key = PyLong_FromLongLong(ids[at]);
+        PyObject *value = key == NULL ? NULL : PyFloat_FromDouble(score / denominator);
+        if (value == NULL || PyDict_SetItem(out, key, value) < 0) {
+            Py_XDECREF(key);
+            Py_XDECREF(value);
+            goto failed;
+        }
+        Py_DECREF(key);
+        Py_DECREF(value);
+    }
+    PyBuffer_Release(&view);
+    return out;
+failed:
+    Py_XDECREF(out);
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
+/* A candidate row as best_first_rows orders them: its score, path and line, and where it was in the pool. */
+typedef struct {
+    double score;
+    PyObject *path; /* borrowed: the paths dict holds it */
+    long long line;
+    Py_ssize_t at;
+} RankedRow;
+
+static int
+ranked_row_order(const void *a, const void *b)
+{
+    const RankedRow *x = (const RankedRow *)a, *y = (const RankedRow *)b;
+    if (x->score != y->score)
+        return x->score > y->score ? -1 : 1;
+    if (x->path != y->path) {
+        int by_path = PyUnicode_Compare(x->path, y->path); /* both str: it cannot fail */
+        if (by_path)
+            return by_path;
+    }
+    if (x->line != y->line)
+        return x->line < y->line ? -1 : 1;
+    return x->at < y->at ? -1 : x->at > y->at;
+}
+
+PyDoc_STRVAR(best_first_rows_doc,
+             "best_first_rows(pool, scores, paths, lines) -> list\n\n"
+             "The row ids of `pool` by score descending (floats of `scores`), then path (str of `paths`), then line\n"
+             "(int of `lines`), rows equal in all three in the pool's order: what\n"
+             "fsmem.search.scoring._best_first's three stable sorts give (its twin); None where a value is not of\n"
+             "those types or a score is NaN, for the twin to sort.");
+
+static PyObject *
+best_first_rows(PyObject *self, PyObject *args)
+{
+    PyObject *pool, *scores, *paths, *lines;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!", &PyList_Type, &pool, &PyDict_Type, &scores, &PyDict_Type, &paths,
+                          &PyDict_Type, &lines))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(pool);
+    RankedRow *rows = PyMem_Malloc((n ? n : 1) * sizeof(RankedRow));
+    if (rows == NULL)
+        return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *rid = PyList_GET_ITEM(pool, i);
+        PyObject *score = PyDict_GetItemWithError(scores, rid);
+        PyObject *path = score == NULL ? NULL : PyDict_GetItemWithError(paths, rid);
+        PyObject *line = path == NULL ? NULL : PyDict_GetItemWithError(lines, rid);
+        if (line == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetObject(PyExc_KeyError, rid);
+            PyMem_Free(rows);
+            return NULL;
+        }
+        int overflow = 0;
+        rows[i].line = PyLong_CheckExact(line) ? PyLong_AsLongLongAndOverflow(line, &overflow) : 0;
+        rows[i].score = PyFloat_CheckExact(score) ? PyFloat_AS_DOUBLE(score) : 0.0;
+        rows[i].path = path;
+        rows[i].at = i;
+        if (!PyFloat_CheckExact(score) || rows[i].score != rows[i].score || !PyUnicode_CheckExact(path) ||
+            !PyLong_CheckExact(line) || overflow) {
+            PyMem_Free(rows); /* not a float, a NaN, not a str, not an int or a huge one: left to the twin */
+            Py_RETURN_NONE;
+        }
+    }
+    qsort(rows, (size_t)n, sizeof(RankedRow), ranked_row_order);
+    PyObject *out = PyList_New(n);
+    if (out != NULL) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *rid = PyList_GET_ITEM(pool, rows[i].at);
+            Py_INCREF(rid);
+            PyList_SET_ITEM(out, i, rid);
+        }
+    }
+    PyMem_Free(rows);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"term_parts", term_parts, METH_VARARGS, term_parts_doc},
     {"best_documents", best_documents, METH_VARARGS, best_documents_doc},
     {"best_rows", best_rows, METH_VARARGS, best_rows_doc},
     {"pool_relevance", pool_relevance, METH_VARARGS, pool_relevance_doc},
+    {"scaled_documents", scaled_documents, METH_VARARGS, scaled_documents_doc},
+    {"best_first_rows", best_first_rows, METH_VARARGS, best_first_rows_doc},
     {"stemmed_texts", stemmed_texts, METH_VARARGS, stemmed_texts_doc},
     {"plain_rows", plain_rows, METH_VARARGS, plain_rows_doc},
     {"plain_sections", plain_sections, METH_VARARGS, plain_sections_doc},

@@ -60,7 +60,7 @@ TOP_DOCUMENTS = 300  # when more documents match, only the rows of the best ones
 NAMED_FILES = 20  # documents whose names match the query best: their rows join the pool
 NAMED_ROWS = 2000  # at most this many rows of each
 IN_SCOPE_KEPT = 4096  # terms whose presence in one scope is kept per state of the index
-native_pool = True  # the native module's pool_relevance where it is built; False: its Python twin (tests)
+native_pool = True  # the native pool_relevance and best_first_rows where built; False: their Python twins (tests)
 
 
 class StaleAnswer(Exception):
@@ -760,8 +760,13 @@ def _salience(found: _Candidates, settings: SearchSettings, usage, now: _dt.date
 
 
 def _best_first(pool: list[int], scores: dict[int, float], paths: dict[int, str], lines: dict[int, int]) -> list[int]:
-    """`pool` by (score descending, path, line), as a key of those three would sort it: three stable sorts,
-    the last key first, each by a dict's own lookup (no key tuple per row; docs/performance.md)."""
+    """`pool` by (score descending, path, line), as a key of those three would sort it: the native module's
+    `best_first_rows` (one sort in C), or its twin: three stable sorts, the last key first, each by a dict's own
+    lookup (no key tuple per row; docs/performance.md)."""
+    if _native is not None and native_pool:
+        found = _native.best_first_rows(pool, scores, paths, lines)
+        if found is not None:  # None: a score that is NaN, or a value of another type
+            return found
     ids = sorted(pool, key=lines.__getitem__)
     ids.sort(key=paths.__getitem__)
     ids.sort(key=scores.__getitem__, reverse=True)  # reverse keeps equal scores in their order
