@@ -25,6 +25,7 @@ a candidate for every pattern, and so is one larger than `MAX_FILE_BYTES`
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import sys
 import threading
@@ -130,12 +131,12 @@ class WordIndex:
         """What rg's walk of `start` searches and grep keeps: memory files that are not links."""
         return {rel: stat for rel, _full, stat, link in walk_entries(self.root, start) if link is None}
 
-    def _stamps(self, paths: Iterable[str]) -> dict[str, str | None]:
-        stamps: dict[str, str | None] = {}
+    def _stamps(self, paths: Iterable[str]) -> dict[str, bytes | str | None]:
+        stamps: dict[str, bytes | str | None] = {}
         for rel in paths:
             row = self.conn.execute("SELECT stamp FROM files WHERE path = ?", (rel,)).fetchone()
             if row is not None:
-                stamps[rel] = None if row[0] is None else str(row[0])
+                stamps[rel] = row[0]
         return stamps
 
     def _store(
@@ -147,10 +148,10 @@ class WordIndex:
             self.words.forget()  # reading the index's words again costs less than reading these files
             stored_too = False
         now = time.time_ns()
-        rows: list[tuple[str, str | None, str | None]] = []
+        rows: list[tuple[str, bytes | str | None, str | None]] = []
         known: list[str] = []  # the words of files stored already
         for rel, stat in seen.items():
-            stamp = f"{stat.st_mtime_ns}:{stat.st_size}:{stat.st_ino}:{stat.st_ctime_ns}"  # ctime: a time put back
+            stamp = file_stamp(stat)
             unchanged = stored.get(rel) == stamp
             if unchanged and not stored_too:
                 continue
@@ -371,3 +372,12 @@ def _within(root: Path, index: WordIndex, found: list[str], targets: list[str]) 
         prefix = folder + "/" if folder else ""
         out.extend(path for path in found if path.startswith(prefix))
     return out
+
+
+def file_stamp(stat: os.stat_result) -> bytes:
+    """What tells a file changed: 8 bytes of a digest of its mtime, size, inode and change time (the change time
+    for an mtime put back). Their text took 53 bytes a file, 5 MB of `.fsmem/` at 100k files; a stored stamp of
+    another form (text, before) matches none, so such a file is read again once."""
+    return hashlib.blake2b(
+        f"{stat.st_mtime_ns}:{stat.st_size}:{stat.st_ino}:{stat.st_ctime_ns}".encode(), digest_size=8
+    ).digest()
