@@ -41,9 +41,11 @@ def warm(memory: Any) -> None:
     (`FsmemError`, `OSError`): the call that needs that cache then says why."""
     from fsmem.names import STATE_DIR
     from fsmem.query import grep_words
+    from fsmem.store import kill_points
     from fsmem.tokens import get_encoding
 
     memory.catalog.sync()
+    kill_points.reached("warm")
     index = memory.search_index
     if index.guarded(_holds_files):
         from fsmem.search import scoring

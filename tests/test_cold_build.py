@@ -346,3 +346,33 @@ def test_a_build_checkpoints_its_wal_seldom_and_as_sqlite_does_after_its_merge(t
     assert during == [16384] * 3
     assert index.connection().execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1000
     index.close()
+
+
+def test_ctrl_c_in_a_build_with_workers_ends_it_at_once_in_one_line_and_the_next_command_goes_on(template, tmp_path):
+    """Ctrl-C at a terminal (SIGINT to the whole process group, workers included) while a first search builds
+    (held after a batch by FSMEM_PAUSE_AT): exit 130 at once, the one line "interrupted"; no worker's traceback
+    (each printed its KeyboardInterrupt's). The next command gives the clean build's answers."""
+    import signal
+
+    from fsmem.store.kill_points import PAUSE_ENV
+
+    root = _copy(template, tmp_path / "interrupted")
+    env = _env(**{WORKERS_ENV: "2", PAUSE_ENV: "search-parsed"})
+    command = [sys.executable, "-m", "fsmem", "--root", str(root), "search", QUERIES[0]]
+    build = subprocess.Popen(
+        command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env, text=True, start_new_session=True
+    )
+    try:
+        assert build.stderr is not None
+        assert "paused at search-parsed" in build.stderr.readline()
+        asked = time.monotonic()
+        os.killpg(build.pid, signal.SIGINT)  # the group, as a terminal's Ctrl-C reaches it
+        assert build.wait(5) == 130
+        assert time.monotonic() - asked < 5
+        said = build.stderr.read()
+        assert "Traceback" not in said and "KeyboardInterrupt" not in said, said
+    finally:
+        build.kill()
+        build.wait()
+    clean = _copy(template, tmp_path / "clean")
+    assert answers(root) == answers(clean)

@@ -251,3 +251,58 @@ def test_requests_written_before_the_client_closes_its_side_are_all_answered(tmp
     assert "error" not in answers[2] and "noted in sessions/" in answers[2]["result"]["content"][0]["text"]
     assert "error" not in answers[3] and "error" not in answers["list"]
     assert Memory(root).grep("zephyr from a pipe").matches  # the note the answer says was written
+
+
+@pytest.mark.parametrize("call", [False, True], ids=["idle", "building"])
+def test_ctrl_c_ends_the_server_at_once_with_its_input_still_open(tmp_path, call):
+    """Ctrl-C (SIGINT) ends `fsmem mcp` as SIGTERM does, while it waits for the client's next line on an open
+    input, and in the middle of a first search's build (held there by FSMEM_PAUSE_AT); the next search goes on
+    from what the build committed. It waited for the next line, or the input's end, however long."""
+    import json
+    import signal
+    import subprocess
+    import time
+
+    from child_env import without_fsmem
+
+    from fsmem.store.kill_points import PAUSE_ENV
+
+    memory = Memory.init(tmp_path / "mem")
+    for i in range(3):
+        (memory.root / "topics").mkdir(exist_ok=True)
+        (memory.root / "topics" / f"zephyr-{i}.md").write_text(f"# Zephyr {i}\n\n- the zephyr plan {i}\n")
+    env = {**without_fsmem(), "FSMEM_NOW": NOW, PAUSE_ENV: "search-parsed"}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "fsmem", "--root", str(memory.root), "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    try:
+        hello = {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}]
+        lines.append({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        if call:
+            search = {"name": "search", "arguments": {"query": "zephyr plan"}}
+            lines.append({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": search})
+        assert server.stdin is not None and server.stdout is not None and server.stderr is not None
+        server.stdin.write("".join(json.dumps(line) + "\n" for line in lines).encode())
+        server.stdin.flush()
+        assert json.loads(server.stdout.readline())["id"] == 1
+        if call:
+            assert b"paused at search-parsed" in server.stderr.readline()
+        asked = time.monotonic()
+        server.send_signal(signal.SIGINT)
+        assert server.wait(5) == -signal.SIGINT
+        assert time.monotonic() - asked < 5
+    finally:
+        server.kill()
+        server.wait()
+    found = subprocess.run(
+        [sys.executable, "-m", "fsmem", "--root", str(memory.root), "search", "zephyr plan"],
+        capture_output=True,
+        env={**without_fsmem(), "FSMEM_NOW": NOW},
+        timeout=60,
+    )
+    assert found.returncode == 0 and b"zephyr-" in found.stdout, found

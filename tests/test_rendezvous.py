@@ -31,6 +31,7 @@ from mounts import read_only
 
 from fsmem import Memory
 from fsmem.cli import rendezvous as rv
+from fsmem.store.kill_points import PAUSE_ENV
 
 FSMEM = str(Path(sys.executable).with_name("fsmem"))
 TIMEOUT = 30.0
@@ -500,6 +501,40 @@ def test_a_killed_watchers_socket_is_stale_and_the_next_watcher_replaces_it(memo
     finally:
         second.stop()
     assert not os.path.lexists(path)  # removed at a clean exit
+
+
+STOP_SECONDS = 5.0  # a watcher asked to stop exits within this, here on 2 shared cores (at once on a quiet one)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=lambda sig: sig.name)
+def test_a_watcher_stopped_while_it_warms_up_exits_at_once_and_the_next_one_answers(memory, sig):
+    """Ctrl-C or SIGTERM in the middle of the warm-up (held there by FSMEM_PAUSE_AT, as a slow catch-up of 100k
+    files would hold it) ends the watcher there, exit 0, no socket left; the next watcher starts and answers."""
+    root = memory.root
+    run(root, "ls", mode="off")  # a cache for the watcher to catch up
+    first = Watcher(root, env={PAUSE_ENV: "warm"}, wait=False, started=True)
+    try:
+        first.wait_for(f"paused at warm ({PAUSE_ENV}, pid ")
+        asked = time.monotonic()
+        first.process.send_signal(sig)
+        assert first.process.wait(STOP_SECONDS) == 0, first.lines  # it waited out the pause (60 s) before
+        assert time.monotonic() - asked < STOP_SECONDS
+        said = "".join(first.lines)
+        assert f"stopped by {sig.name} while warming up" in said and "Traceback" not in said, said
+    finally:
+        first.process.kill()
+        first.stop()
+    path = rv.socket_path(os.path.realpath(root))
+    assert path is not None and not os.path.lexists(path)
+    folder = Path(path).parent  # made as it listens: not there when the warm-up stopped before
+    assert not (folder.exists() and list(folder.glob("*.sock")) + list(folder.glob(".*.sock")))
+    second = Watcher(root)
+    try:
+        assert second.socket() == path
+        both(root, "ls")
+        both(root, "search", "zephyr pricing", "--json")
+    finally:
+        second.stop()
 
 
 def test_a_memory_whose_socket_path_is_too_long_uses_a_short_private_folder(tmp_path):

@@ -27,6 +27,7 @@ from preloaded import FSMEM
 from test_rendezvous import CONNECT, NOW, READS, _as_nobody, _ask_by_hand, both, run, zephyr_memory
 
 from fsmem.cli import rendezvous as rv
+from fsmem.store.kill_points import PAUSE_ENV
 
 pytest.importorskip("mcp", reason="needs the mcp extra: pip install 'fsmem[mcp]'")
 pytest.importorskip("uvicorn", reason="needs the server extra: pip install 'fsmem[server]'")
@@ -137,6 +138,27 @@ def _answerer(server: Server) -> int:
         if "fsmem.cli.answerer" in Path(f"/proc/{child}/cmdline").read_bytes().decode(errors="replace"):
             return int(child)
     raise AssertionError("the server started no answering process")
+
+
+def test_a_server_stopped_while_its_answering_process_warms_up_stops_that_one_too(memory, tmp_path):
+    """The answering process held in its warm-up (FSMEM_PAUSE_AT) ends with the server's SIGTERM, there, and
+    says so in the server's log before its "stopped"; no socket is made."""
+    root = memory.root
+    run(root, "ls", mode="off")  # a cache for the answering process to catch up
+    server = Server(root, tmp_path / "tokens.json", env={PAUSE_ENV: "warm"}, started=True)
+    try:
+        answerer = _answerer(server)
+        deadline = time.monotonic() + TIMEOUT
+        while not any(f"pid {answerer})" in line.get("raw", "") for line in server.lines):
+            assert time.monotonic() < deadline, server.lines
+            time.sleep(0.02)
+    finally:
+        assert server.stop() == 0
+    events = [line.get("event") or line.get("message") for line in server.lines]
+    assert events[-2:] == ["one-shot reads", "stopped"], server.lines
+    assert server.lines[-2]["message"] == "stopped by SIGTERM while warming up", server.lines
+    assert not Path(f"/proc/{answerer}").exists() or Path(f"/proc/{answerer}/stat").read_text().split()[2] == "Z"
+    assert not os.path.lexists(rv.socket_path(os.path.realpath(root)) or "")
 
 
 def test_commands_walk_once_the_answering_process_is_gone_and_say_so_under_require(memory, tmp_path):

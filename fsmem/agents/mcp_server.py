@@ -287,10 +287,13 @@ class Answers:
 
 
 def serve(memory: Memory) -> None:
-    """Serve `memory`'s tools on stdin/stdout until the client closes the connection."""
+    """Serve `memory`'s tools on stdin/stdout until the client closes the connection, or until SIGTERM or
+    Ctrl-C, which end the process at once (`_interrupt_ends_it`)."""
     import io
 
     import anyio
+
+    _interrupt_ends_it()
     from mcp.server.stdio import stdio_server
 
     held: dict[Any, Any] = {}
@@ -309,3 +312,18 @@ def serve(memory: Memory) -> None:
             await server.run(read_stream, Answers(write_stream, lines), server.create_initialization_options())
 
     anyio.run(run)
+
+
+def _interrupt_ends_it() -> None:
+    """Ctrl-C (SIGINT) ends the process at once, as SIGTERM does (the default action of both).
+
+    Python's own handler only cancels the event loop, whose cancellation then waits for the threads it runs:
+    the read of the client's next line, which a terminal or an open pipe never ends, and a tool call (a first
+    search's build at 100k files: minutes). Ctrl-C did nothing until stdin ended. A tool call cut short ends as
+    a killed one does: every write is atomic and a build goes on from what it committed. Where SIGINT is
+    ignored (a process started in the background), it stays ignored.
+    """
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -45,9 +45,11 @@ _ENVIRONMENT = ("TZ", "COLUMNS", "LINES")  # with every FSMEM_* variable: what a
 class Answering:
     """The socket of one watcher: opened at its first wait, closed (and removed) at the end."""
 
-    def __init__(self, root: Path, say: Callable[[str], None]):
+    def __init__(self, root: Path, say: Callable[[str], None], warmed: Callable[[], None] = lambda: None):
+        """`warmed` is called once the caches are caught up, before the socket is made and said."""
         self.root = os.path.realpath(root)
         self.say = say
+        self.warmed = warmed
         self.path: str | None = None
         self.listener: socket.socket | None = None
         self.answered = 0
@@ -68,6 +70,7 @@ class Answering:
             self.say("one-shot commands will walk: no socket path is short enough for this memory")
             return
         self.kept.warm(self.root, self.say)
+        self.warmed()
         self._listen_or_say(path)
 
     def _listen_or_say(self, path: str) -> None:

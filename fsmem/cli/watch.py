@@ -1,9 +1,9 @@
-"""The `watch` command: keep the metadata cache current until Ctrl-C or SIGTERM."""
+"""The `watch` command: keep the metadata cache current until Ctrl-C or SIGTERM (during its warm-up too:
+`fsmem.cli.stopping`)."""
 
 from __future__ import annotations
 
 import dataclasses
-import signal
 import threading
 import time
 
@@ -12,6 +12,7 @@ import click
 from fsmem.cli.answering import Answering
 from fsmem.cli.options import command, emit, open_memory, output_option
 from fsmem.cli.printing import echo
+from fsmem.cli.stopping import Stopped, StopSignals
 
 
 @command("watch")
@@ -34,17 +35,19 @@ def watch_cmd(ctx, settle, consolidate, consolidate_after, as_json) -> None:
     """Keep the metadata cache and INDEX.md current while files change; logs to stderr, a summary at exit."""
     memory = open_memory(ctx)
     stop = threading.Event()
-
-    def request_stop(signum, frame) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, request_stop)
-    signal.signal(signal.SIGINT, request_stop)
+    signals = StopSignals(stop)
 
     def log(message: str) -> None:
         echo(f"{time.strftime('%H:%M:%S')} fsmem watch: {message}", err=True)
 
-    answering = Answering(memory.root, log)  # one-shot reads asked meanwhile (fsmem.cli.rendezvous)
+    answering = Answering(memory.root, log, signals.warm)  # one-shot reads asked meanwhile (fsmem.cli.rendezvous)
+
+    def wait(stop: threading.Event, seconds: float) -> bool:
+        if signals.warming:
+            answering.open()  # the end of the warm-up: the caches caught up, then the socket
+            signals.warm()  # where no socket is made too
+        return answering.wait(stop, seconds)
+
     try:
         stats = memory.watch(
             settle=settle,
@@ -52,8 +55,13 @@ def watch_cmd(ctx, settle, consolidate, consolidate_after, as_json) -> None:
             stop=stop,
             consolidate=consolidate,
             consolidate_after=consolidate_after,
-            wait=answering.wait,
+            wait=wait,
         )
+    except Stopped:
+        from fsmem.watch import WatchStats
+
+        log(f"stopped by {signals.name()} while warming up")
+        stats = WatchStats()
     finally:
         answering.close()
     if as_json:

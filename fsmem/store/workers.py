@@ -245,12 +245,16 @@ def _collector_paused() -> Iterator[None]:
 
 
 def _start_worker(parent: int) -> None:
-    """In a worker: no cyclic garbage collector (see the module's docstring), and an end with the command that
-    started it, however it ended."""
+    """In a worker: no cyclic garbage collector (see the module's docstring), an end with the command that
+    started it, however it ended, and no Ctrl-C of its own: a terminal's Ctrl-C reaches every process of the
+    command's group, and each worker printed its KeyboardInterrupt's traceback under the command's "interrupted"
+    (a forked one ran the watcher's handler instead); the command decides, and its end ends the workers."""
+    import signal
+
     gc.disable()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         import ctypes
-        import signal
 
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: the kernel kills this worker when its parent dies
