@@ -273,8 +273,8 @@ def test_a_timeout_or_folder_that_is_none_is_named_where_it_was_given(tmp_path):
 EXAMPLES = 20 * int(os.environ.get("FSMEM_FUZZ_SCALE", "1"))
 # commands that run until stopped, or reach past the host (a remote, a client's stdio): not for an in-process run
 NOT_DRAWN = {"watch", "serve", "mcp", "sync"}
-# test hooks that end the process on purpose (fsmem.store.kill_points, fsmem.consolidate.batch_writes)
-KILLERS = {"FSMEM_BUILD_KILL_AT", "FSMEM_CONSOLIDATE_KILL_AFTER"}
+# test hooks that end or hold the process on purpose (fsmem.store.kill_points, fsmem.consolidate.batch_writes)
+KILLERS = {"FSMEM_BUILD_KILL_AT", "FSMEM_PAUSE_AT", "FSMEM_CONSOLIDATE_KILL_AFTER"}
 # what a command may print at most: the tool definitions are the longest answer (17 kB), a --help 4 kB
 STDOUT_BYTES = 64_000
 STDERR_BYTES, STDERR_LINES = 1_000, 6
