@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from fsmem import faces, format as fmt
-from fsmem.budget import Meter, Metered, echo, long_path
+from fsmem.budget import CUT_BY_TOKENS, Meter, Metered, echo, long_path
 from fsmem.config import ReadSettings
 from fsmem.errors import InvalidArgument
 from fsmem.store.paths import open_regular, read_regular
@@ -37,7 +37,9 @@ class OutlineEntry:
 
 @dataclass
 class ReadResult(Metered):
-    """A slice of a file; `next_lines` is the exact range to ask for next when cut."""
+    """A slice of a file; `next_lines` is the exact range to ask for next when cut, `notes` the lines the text
+    answer adds to say why (a budget too small for one line, the read limit, hidden lines): the JSON holds
+    them too, so a cut answer in any face says why and how to go on."""
 
     path: str
     lines: list[tuple[int, str]]
@@ -62,6 +64,8 @@ class ReadResult(Metered):
             "truncated": self.truncated,
             "total_lines": self.total_lines,
             "next_lines": self.next_lines,
+            "cut_by": CUT_BY_TOKENS if self.truncated else None,
+            "notes": self.notes,
             "hidden_superseded": self.hidden_superseded,
         }
         if self.version is not None:
