@@ -85,4 +85,3 @@ def test_grep_json_holds_the_rows_the_text_holds(root: Path) -> None:
     shown = [line for line in text.stdout.splitlines() if line[:1].isdigit()]
     assert len(answer["matches"]) == len(shown), (text.stdout, answer)
     assert f"--offset {answer['next_offset']}" in text.stdout
-

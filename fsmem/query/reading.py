@@ -79,8 +79,15 @@ class ReadResult(Metered):
 
     @property
     def next_arguments(self) -> dict[str, Any] | None:
-        """What to send again (with the rest of the call unchanged) for the next part, or None."""
-        return None if not (self.truncated and self.next_lines) else {"lines": self.next_lines}
+        """What to send again (with the rest of the call unchanged) for the next part, or None: the next range,
+        and the version it belongs to, so that the next part of a file changed meanwhile is refused, not mixed."""
+        if not (self.truncated and self.next_lines):
+            return None
+        return {"lines": self.next_lines, **self.carried_version()}
+
+    def carried_version(self) -> dict[str, str]:
+        """`expected_version` for a continuation, where the caller can send it."""
+        return {"expected_version": self.version} if self.version and faces.offers("expected_version") else {}
 
     @property
     def empty(self) -> bool:
@@ -113,7 +120,7 @@ class ReadResult(Metered):
             if self.truncated and self.next_lines:
                 rows.append(
                     f"[outline of {named(self.path)}{total}: {len(self.outline)} headings shown, cut by the token budget; "
-                    f"next: {faces.ask(outline=True, lines=self.next_lines)}]"
+                    f"next: {faces.ask(outline=True, **(self.next_arguments or {}))}]"
                 )
             elif not self.truncated:
                 how = f"{faces.ask(section='HEADING')} or {faces.ask(lines='A:B')}"
@@ -124,11 +131,13 @@ class ReadResult(Metered):
         if not self.lines and not self.truncated:
             out.append(self.nothing())
         version = f"; version {self.version}" if self.version else ""
-        if self.truncated and self.next_lines:
+        following = self.next_arguments
+        if following:
             total = f" of {self.total_lines}" if self.total_lines is not None else ""
+            carried = "" if "expected_version" in following else version  # the version is named once
             out.append(
                 f"[{named(self.path)}: lines {self.start}-{self.end}{total} shown, cut by the token budget; "
-                f"next: {faces.ask(lines=self.next_lines)}{version}]"
+                f"next: {faces.ask(**following)}{carried}]"
             )
         elif self.lines:
             total = f" of {self.total_lines}" if self.total_lines is not None else ""

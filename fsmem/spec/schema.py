@@ -80,7 +80,13 @@ _NEXT: dict[str, dict[str, Any]] = {
     "page": {
         "next_offset": {"type": "integer", "minimum": 0, "description": "Call again with this offset for the next page"}
     },
-    "text": {"next_lines": {"type": "string", "description": "Call again with these lines ('A:') for the rest"}},
+    "text": {
+        "next_lines": {"type": "string", "description": "Call again with these lines ('A:') for the rest"},
+        "next_expected_version": {
+            "type": "string",
+            "description": "And with this expected_version: the rest is refused if the file changed meanwhile",
+        },
+    },
 }
 
 
