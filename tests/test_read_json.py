@@ -85,3 +85,23 @@ def test_grep_json_holds_the_rows_the_text_holds(root: Path) -> None:
     shown = [line for line in text.stdout.splitlines() if line[:1].isdigit()]
     assert len(answer["matches"]) == len(shown), (text.stdout, answer)
     assert f"--offset {answer['next_offset']}" in text.stdout
+
+
+def test_a_read_stopped_by_the_read_limit_says_so_as_json(root: Path) -> None:
+    """A file past the 64 MiB read limit (sparse: no disk used) is cut there; the text said so, and the JSON
+    said `truncated: false`."""
+    config = root / "fsmem.yaml"
+    config.write_text(config.read_text().replace("max_line_chars: 2000", "max_line_chars: 50", 1))  # NULs cost
+    huge = root / "topics" / "huge.md"
+    with huge.open("wb") as handle:
+        handle.write(b"# Huge\n")
+        handle.truncate(65 * 1024 * 1024)
+    done = fsmem(root, "read", "topics/huge.md", "--json")
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["truncated"] and answer["cut_by"] == "read_limit" and answer["next_lines"] is None, answer
+    assert any("read no further than its first 67,108,864 bytes" in note for note in answer["notes"]), answer
+    through_python = Memory(root).read("topics/huge.md").to_dict()
+    assert {k: through_python[k] for k in ("truncated", "cut_by", "notes")} == {
+        k: answer[k] for k in ("truncated", "cut_by", "notes")
+    }

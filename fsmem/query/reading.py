@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from fsmem import faces, format as fmt
-from fsmem.budget import CUT_BY_TOKENS, Meter, Metered, echo, long_path
+from fsmem.budget import CUT_BY_READ_LIMIT, CUT_BY_TOKENS, Meter, Metered, echo, long_path
 from fsmem.config import ReadSettings
 from fsmem.errors import InvalidArgument
 from fsmem.store.paths import open_regular, read_regular
@@ -54,6 +54,7 @@ class ReadResult(Metered):
     meter: Meter | None = field(default=None, repr=False, compare=False)
     version: str | None = None  # the file's version when read (pass it back as expected_version)
     links: list[dict[str, Any]] = field(default_factory=list)  # the [[links]] on the lines shown, resolved
+    cut_by: str | None = None  # what cut it, when truncated: the token budget, or the read limit
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -64,7 +65,7 @@ class ReadResult(Metered):
             "truncated": self.truncated,
             "total_lines": self.total_lines,
             "next_lines": self.next_lines,
-            "cut_by": CUT_BY_TOKENS if self.truncated else None,
+            "cut_by": self.cut_by if self.truncated else None,
             "notes": self.notes,
             "hidden_superseded": self.hidden_superseded,
         }
@@ -241,7 +242,7 @@ def bounded_read(
                 result.lines.append((number, text))
                 result.end = number
                 continue
-            result.truncated = True
+            result.truncated, result.cut_by = True, CUT_BY_TOKENS
             if not result.lines:  # even one line does not fit: show the part of it that does
                 line = meter.head_that_fits(text, functools.partial(_numbered_cut, number), truncate=counter.truncate)
                 if line is None:
@@ -259,6 +260,7 @@ def bounded_read(
             break
         else:
             if stopped:
+                result.truncated, result.cut_by = True, CUT_BY_READ_LIMIT
                 result.notes.append(
                     f"[{named(rel)} is read no further than its first {LEFT_OUT_LIMIT:,} bytes; the rest is not shown]"
                 )
@@ -320,7 +322,7 @@ def outline(
             continue
         entry = OutlineEntry(level, title, first, last, size_of(first, last))
         if not meter.take_text(outline_row(entry)):
-            result.truncated = True
+            result.truncated, result.cut_by = True, CUT_BY_TOKENS
             if result.outline:
                 result.next_lines = f"{first}:{end if end is not None else ''}"
             else:
