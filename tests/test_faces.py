@@ -357,7 +357,7 @@ def check_mcp_answers(first, second, outline, hidden, bad) -> None:
     texts = [r.content[0].text for r in (first, second, outline, hidden, bad)]
     for text in texts:
         assert not FLAG.search(text) and "fsmem " not in text, text
-    assert first.structured_content == {"rows": 2, "truncated": True, "next_offset": 2}
+    assert first.structured_content == {"rows": 2, "truncated": True, "cut_by": "results", "next_offset": 2}
     assert keyword_next(texts[0]) == {"offset": 2}
     assert second.structured_content["rows"] >= 1 and not second.is_error
     assert outline.structured_content["truncated"] and keyword_next(texts[2]) == {

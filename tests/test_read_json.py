@@ -16,6 +16,7 @@ import pytest
 from child_env import without_fsmem
 
 from fsmem import Memory
+from fsmem.agents import tools
 
 NOW = "2026-11-30T10:00:00+00:00"
 
@@ -105,3 +106,17 @@ def test_a_read_stopped_by_the_read_limit_says_so_as_json(root: Path) -> None:
     assert {k: through_python[k] for k in ("truncated", "cut_by", "notes")} == {
         k: answer[k] for k in ("truncated", "cut_by", "notes")
     }
+
+
+def test_the_tool_answer_says_why_it_was_cut_as_structured_content(root: Path) -> None:
+    """MCP's structured content (`ToolAnswer.structured`) names the cause as the JSON does, beside the next part."""
+    memory = Memory(root)
+    memory.budget = memory.budget.narrowed(max_tokens=30)
+    too_small = tools.call(memory, "read", {"path": "topics/a.md"})
+    assert "too small to show line 1" in too_small.text
+    assert too_small.structured() == {"rows": 0, "truncated": True, "cut_by": "tokens"}
+    memory.budget = Memory(root).budget.narrowed(max_tokens=60)
+    cut = tools.call(memory, "read", {"path": "topics/a.md"}).structured()
+    assert cut is not None and cut["cut_by"] == "tokens" and cut["next_lines"], cut
+    whole = tools.call(Memory(root), "read", {"path": "topics/a.md"}).structured()
+    assert whole == {"rows": 60, "truncated": False}

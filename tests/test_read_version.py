@@ -85,6 +85,7 @@ def test_the_tool_continuation_carries_the_version_and_refuses_a_changed_file(ro
     assert first.structured() == {
         "rows": first.rows,
         "truncated": True,
+        "cut_by": "tokens",
         "next_lines": first.next["lines"],
         "next_expected_version": first.next["expected_version"],
     }
