@@ -27,6 +27,7 @@ Count = Callable[[str], int]
 T = TypeVar("T")
 CUT_BY_TOKENS = "tokens"
 CUT_BY_RESULTS = "results"
+CUT_BY_READ_LIMIT = "read_limit"  # a file read no further than its first 64 MiB (`LEFT_OUT_LIMIT`): no next part
 
 
 @dataclass(frozen=True)

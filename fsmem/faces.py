@@ -24,6 +24,9 @@ CLI = "cli"
 TOOLS = "tools"
 API = "api"
 
+# Arguments the CLI spells otherwise than `--name-with-dashes`; the spec's `Param.flag` takes them from here.
+RENAMED_FLAGS = {"expected_version": "--if-version"}
+
 
 @functools.cache
 def positional_table() -> dict[str, tuple[str, ...]]:
@@ -87,7 +90,12 @@ def arg(name: str, command: str | None = None) -> str:
         return name
     if command is not None and name in positional(command):
         return name.upper()
-    return "--" + name.replace("_", "-")
+    return flag(name)
+
+
+def flag(name: str) -> str:
+    """An option as the CLI spells it: `--max-tokens`, or `--if-version` for expected_version."""
+    return RENAMED_FLAGS.get(name) or "--" + name.replace("_", "-")
 
 
 def operand(name: str) -> str:
@@ -110,8 +118,8 @@ def ask(**arguments: Any) -> str:
     if kind == CLI:
         words = []
         for name, value in arguments.items():
-            flag = "--" + name.replace("_", "-")
-            words.append(flag if value is True else f"{flag} {_value(value, kind)}")
+            spelled = flag(name)
+            words.append(spelled if value is True else f"{spelled} {_value(value, kind)}")
         return " ".join(words)
     return ", ".join(f"{name}={_value(value, kind)}" for name, value in arguments.items())
 

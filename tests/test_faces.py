@@ -144,7 +144,8 @@ def test_the_python_api_speaks_in_keyword_arguments_and_they_page_on(root):
     again = memory.ls("topics", max_results=2, **keyword_next(text))
     assert [e.path for e in again.entries] == [e.path for e in memory.ls("topics").entries][2:4]
     cut = memory.read(LONG, max_tokens=80)
-    assert keyword_next(cut.to_text()) == {"lines": cut.next_lines} and not FLAG.search(cut.to_text())
+    following = {"lines": cut.next_lines, "expected_version": cut.version}  # the next part of this version
+    assert keyword_next(cut.to_text()) == following and not FLAG.search(cut.to_text())
     assert memory.read(LONG, **keyword_next(cut.to_text()), max_tokens=80).start == cut.end + 1
     none = memory.search("zebra crossing quantum", max_results=1).to_text()
     assert none.endswith("try other words, grep for a name, or lower min_score")
@@ -194,7 +195,8 @@ def test_a_cut_read_or_show_names_lines_and_following_it_reads_on(root, name):
     first = tools.call(memory, name, arguments)
     assert first.truncated and not FLAG.search(first.text), first.text
     follow = keyword_next(first.text)
-    assert follow is not None and follow == first.next and set(follow) == {"lines"}
+    carried = {"lines", "expected_version"} if name == "read" else {"lines"}  # show is of a commit, unchanging
+    assert follow is not None and follow == first.next and set(follow) == carried
     second = tools.call(memory, name, {**arguments, **follow})
     numbers = [int(m) for m in re.findall(r"^\s+(\d+)\t", first.text + "\n" + second.text, re.M)]
     assert numbers == list(range(1, len(numbers) + 1))  # nothing skipped, nothing repeated
@@ -355,12 +357,13 @@ def check_mcp_answers(first, second, outline, hidden, bad) -> None:
     texts = [r.content[0].text for r in (first, second, outline, hidden, bad)]
     for text in texts:
         assert not FLAG.search(text) and "fsmem " not in text, text
-    assert first.structured_content == {"rows": 2, "truncated": True, "next_offset": 2}
+    assert first.structured_content == {"rows": 2, "truncated": True, "cut_by": "results", "next_offset": 2}
     assert keyword_next(texts[0]) == {"offset": 2}
     assert second.structured_content["rows"] >= 1 and not second.is_error
     assert outline.structured_content["truncated"] and keyword_next(texts[2]) == {
         "outline": True,
         "lines": outline.structured_content["next_lines"],
+        "expected_version": outline.structured_content["next_expected_version"],
     }
     assert "add include_superseded=true to see them" in texts[3]
     assert bad.is_error and bad.structured_content is None

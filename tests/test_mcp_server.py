@@ -72,7 +72,7 @@ def test_list_and_call_every_tool_over_stdio(tmp_path):
     schemas = {t.name: t.output_schema for t in listed.tools}
     assert all(s is not None and s["required"] == ["rows", "truncated"] for s in schemas.values())
     assert "next_offset" in schemas["ls"]["properties"] and "next_lines" in schemas["read"]["properties"]
-    assert set(schemas["note"]["properties"]) == {"rows", "truncated"}
+    assert set(schemas["note"]["properties"]) == {"rows", "truncated", "cut_by"}
 
     texts = [text_of(r) for r in results]
     errors = [r.is_error for r in results]

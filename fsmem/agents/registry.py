@@ -67,11 +67,13 @@ class Reply:
     truncated: bool = False
     empty: bool = False
     next: dict[str, Any] | None = None  # the arguments that change in the call that goes on (`{"offset": 20}`)
+    cut_by: str | None = None  # what cut it, as its JSON says: "tokens", "results", "read_limit"
 
     @classmethod
     def of(cls, answer: Answer) -> Reply:
         next_arguments = getattr(answer, "next_arguments", None)  # a paged or cut answer's way on
-        return cls(answer.to_text(), answer.rows, answer.cited, answer.truncated, answer.empty, next_arguments)
+        cut_by = getattr(answer, "cut_by", None) if answer.truncated else None
+        return cls(answer.to_text(), answer.rows, answer.cited, answer.truncated, answer.empty, next_arguments, cut_by)
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from fsmem.agents import (
     jsonrpc,
 )
 from fsmem.agents.registry import FORMATS, REGISTRY, Reply, Tool, json_type_name, validate
-from fsmem.budget import content_budget, echo, fit_text, within
+from fsmem.budget import CUT_BY_TOKENS, content_budget, echo, fit_text, within
 from fsmem.errors import FsmemError, InvalidArgument, ReadOnly, translated
 from fsmem.memory import Memory
 from fsmem.store import retrieval_log
@@ -50,6 +50,7 @@ class ToolAnswer:
     empty: bool = False
     is_error: bool = False
     next: dict[str, Any] | None = None  # the arguments to change for the next page (`{"offset": 20}`), or None
+    cut_by: str | None = None  # what cut it, when truncated: "tokens", "results", "read_limit"
 
     def to_dict(self) -> dict[str, Any]:
         return dict(vars(self))
@@ -58,11 +59,13 @@ class ToolAnswer:
         return self.text
 
     def structured(self) -> dict[str, Any] | None:
-        """The continuation as data, for MCP's `structuredContent`: `{"truncated": true, "next_offset": 20}`
-        (call again with the same arguments and `offset` 20); None for an error."""
+        """The continuation as data, for MCP's `structuredContent`: `{"truncated": true, "cut_by": "tokens",
+        "next_offset": 20}` (call again with the same arguments and `offset` 20); None for an error."""
         if self.is_error:
             return None
         data: dict[str, Any] = {"rows": self.rows, "truncated": self.truncated}
+        if self.truncated and self.cut_by is not None:
+            data["cut_by"] = self.cut_by
         data.update({f"next_{name}": value for name, value in (self.next or {}).items()})
         return data
 
@@ -171,6 +174,7 @@ def _call(memory: Memory, name: str, arguments: dict[str, Any] | str | None) -> 
             empty=reply.empty,
             is_error=is_error,
             next=None if cut else reply.next,  # a text cut by the last net shows fewer rows than the reply
+            cut_by=CUT_BY_TOKENS if cut else reply.cut_by,
         )
         logged.done(
             paths=answer.paths,

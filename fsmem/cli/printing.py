@@ -133,20 +133,19 @@ def print_within(
     for a tool: the content is asked for with room left for them, then asked
     again with less when the text still comes out over (`fsmem.budget.within`),
     and `fit_text` is the last net. An answer that fits its trailer in by
-    itself (context, recall) passes `reserve=False`. A JSON document carries
-    the same rows with its content within the budget; its keys are not counted. `--max-tokens` is held to
+    itself (context, recall) passes `reserve=False`. A JSON document is the
+    answer the text shows, fitted the same way: the same rows and continuation; its keys are not counted. `--max-tokens` is held to
     `operation`'s declared limit here, as `Memory` would hold it, since `Memory` is asked with the room it leaves.
     """
     from fsmem.arguments import check_limit
 
     check_limit(operation, "max_tokens", max_tokens)
-    if as_json:
-        result = ask(max_tokens)
-        return print_answer(result, True, empty=empty(result))
     from fsmem.budget import fit_text, within
 
     budget = memory.budget.narrowed(max_tokens).max_tokens
     result, text = within(ask, lambda answer: answer.to_text(), memory.tokens.count, budget, reserve=reserve)
+    if as_json:  # the answer the text would show: the same rows and the same continuation
+        return print_answer(result, True, empty=empty(result))
     text, _ = fit_text(memory.tokens.count, memory.tokens.truncate, text, budget)
     echo(text)
     return empty(result)

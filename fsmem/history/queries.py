@@ -137,6 +137,7 @@ class OverRead:
     rows = ReadOff[int]("read")
     cited = ReadOff[list[str]]("read")
     next_arguments = ReadOff[dict[str, Any] | None]("read")
+    cut_by = ReadOff[str | None]("read")
 
 
 @dataclass

@@ -18,7 +18,7 @@ from fsmem import faces
 from fsmem.errors import FsmemError, InvalidArgument
 from fsmem.operations.core import Core, existing, selection
 from fsmem.query import grep as _grep
-from fsmem.store.files import file_version
+from fsmem.store.files import file_version, same_version
 from fsmem.store.paths import ROOT_README, relative
 
 if TYPE_CHECKING:  # each is imported by the operations that use it, so a grep loads neither links nor listings
@@ -209,12 +209,15 @@ def read(
     outline: bool = False,
     include_superseded: bool = False,
     as_of: str | None = None,
+    expected_version: str | None = None,
     max_tokens: int | None = None,
 ) -> reading.ReadResult:
     """A line-numbered slice of one file, cut at the token budget with the next range named.
 
     With `as_of`, the file as the memory stood on that date: the keyed facts recorded later are left out,
-    the value that held then is shown where it stands (`fsmem.query.as_of`).
+    the value that held then is shown where it stands (`fsmem.query.as_of`). With `expected_version` (what
+    a cut read's next range carries), nothing is shown if the file changed since: its lines may have moved,
+    and a page of the new file after a page of the old one would read as one file.
     """
     from fsmem.query import as_of as _as_of, reading
     from fsmem.store.meta import EXACT_COUNT_LIMIT
@@ -226,6 +229,8 @@ def read(
         raise InvalidArgument(f"give {faces.arg('lines')} or {faces.arg('section')}, not both")
     start, end = reading.parse_range(lines) if lines else (1, None)
     version = file_version(target)  # before reading: a file that changes meanwhile fails a guarded write
+    if expected_version is not None:
+        unchanged_since(rel, version, expected_version)
     if section:
         start, end = reading.find_section(target, section, exact_limit=EXACT_COUNT_LIMIT)
     if outline:
@@ -284,6 +289,25 @@ def read(
         rows = _links.Resolver(memory.catalog).links_in(rel, lines=(min(numbers), max(numbers)))[1]
         result.links = [{k: v for k, v in row.to_dict().items() if k != "path"} for row in rows if row.line in numbers]
     return result
+
+
+def unchanged_since(rel: str, version: str | None, expected: str) -> None:
+    """Refuse to go on reading a file that changed since the page that named `expected`."""
+    from fsmem.budget import echo
+    from fsmem.errors import ChangedOnDisk
+    from fsmem.query.reading import named
+    from fsmem.store.paths import check_text
+
+    check_text(expected, "the expected version")
+    if version is not None and same_version(version, expected):
+        return
+    wanted = expected.strip()
+    shown = wanted if len(wanted) <= 40 and wanted.isalnum() else echo(wanted)
+    raise ChangedOnDisk(
+        f"{named(rel)} has changed since version {shown}: its current version is "
+        f"{version}, and its lines may have moved, so none are shown. Read it again from its start, "
+        f"without {faces.arg('expected_version')}"
+    )
 
 
 def links(

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from fsmem import faces, format as fmt
-from fsmem.budget import Meter, Metered, echo, long_path
+from fsmem.budget import CUT_BY_READ_LIMIT, CUT_BY_TOKENS, Meter, Metered, echo, long_path
 from fsmem.config import ReadSettings
 from fsmem.errors import InvalidArgument
 from fsmem.store.paths import open_regular, read_regular
@@ -37,7 +37,9 @@ class OutlineEntry:
 
 @dataclass
 class ReadResult(Metered):
-    """A slice of a file; `next_lines` is the exact range to ask for next when cut."""
+    """A slice of a file; `next_lines` is the exact range to ask for next when cut, `notes` the lines the text
+    answer adds to say why (a budget too small for one line, the read limit, hidden lines): the JSON holds
+    them too, so a cut answer in any face says why and how to go on."""
 
     path: str
     lines: list[tuple[int, str]]
@@ -52,6 +54,7 @@ class ReadResult(Metered):
     meter: Meter | None = field(default=None, repr=False, compare=False)
     version: str | None = None  # the file's version when read (pass it back as expected_version)
     links: list[dict[str, Any]] = field(default_factory=list)  # the [[links]] on the lines shown, resolved
+    cut_by: str | None = None  # what cut it, when truncated: the token budget, or the read limit
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -62,6 +65,8 @@ class ReadResult(Metered):
             "truncated": self.truncated,
             "total_lines": self.total_lines,
             "next_lines": self.next_lines,
+            "cut_by": self.cut_by if self.truncated else None,
+            "notes": self.notes,
             "hidden_superseded": self.hidden_superseded,
         }
         if self.version is not None:
@@ -75,8 +80,15 @@ class ReadResult(Metered):
 
     @property
     def next_arguments(self) -> dict[str, Any] | None:
-        """What to send again (with the rest of the call unchanged) for the next part, or None."""
-        return None if not (self.truncated and self.next_lines) else {"lines": self.next_lines}
+        """What to send again (with the rest of the call unchanged) for the next part, or None: the next range,
+        and the version it belongs to, so that the next part of a file changed meanwhile is refused, not mixed."""
+        if not (self.truncated and self.next_lines):
+            return None
+        return {"lines": self.next_lines, **self.carried_version()}
+
+    def carried_version(self) -> dict[str, str]:
+        """`expected_version` for a continuation, where the caller can send it."""
+        return {"expected_version": self.version} if self.version and faces.offers("expected_version") else {}
 
     @property
     def empty(self) -> bool:
@@ -109,7 +121,7 @@ class ReadResult(Metered):
             if self.truncated and self.next_lines:
                 rows.append(
                     f"[outline of {named(self.path)}{total}: {len(self.outline)} headings shown, cut by the token budget; "
-                    f"next: {faces.ask(outline=True, lines=self.next_lines)}]"
+                    f"next: {faces.ask(outline=True, **(self.next_arguments or {}))}]"
                 )
             elif not self.truncated:
                 how = f"{faces.ask(section='HEADING')} or {faces.ask(lines='A:B')}"
@@ -120,11 +132,13 @@ class ReadResult(Metered):
         if not self.lines and not self.truncated:
             out.append(self.nothing())
         version = f"; version {self.version}" if self.version else ""
-        if self.truncated and self.next_lines:
+        following = self.next_arguments
+        if following:
             total = f" of {self.total_lines}" if self.total_lines is not None else ""
+            carried = "" if "expected_version" in following else version  # the version is named once
             out.append(
                 f"[{named(self.path)}: lines {self.start}-{self.end}{total} shown, cut by the token budget; "
-                f"next: {faces.ask(lines=self.next_lines)}{version}]"
+                f"next: {faces.ask(**following)}{carried}]"
             )
         elif self.lines:
             total = f" of {self.total_lines}" if self.total_lines is not None else ""
@@ -228,7 +242,7 @@ def bounded_read(
                 result.lines.append((number, text))
                 result.end = number
                 continue
-            result.truncated = True
+            result.truncated, result.cut_by = True, CUT_BY_TOKENS
             if not result.lines:  # even one line does not fit: show the part of it that does
                 line = meter.head_that_fits(text, functools.partial(_numbered_cut, number), truncate=counter.truncate)
                 if line is None:
@@ -246,6 +260,7 @@ def bounded_read(
             break
         else:
             if stopped:
+                result.truncated, result.cut_by = True, CUT_BY_READ_LIMIT
                 result.notes.append(
                     f"[{named(rel)} is read no further than its first {LEFT_OUT_LIMIT:,} bytes; the rest is not shown]"
                 )
@@ -307,7 +322,7 @@ def outline(
             continue
         entry = OutlineEntry(level, title, first, last, size_of(first, last))
         if not meter.take_text(outline_row(entry)):
-            result.truncated = True
+            result.truncated, result.cut_by = True, CUT_BY_TOKENS
             if result.outline:
                 result.next_lines = f"{first}:{end if end is not None else ''}"
             else:

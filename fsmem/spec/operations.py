@@ -135,14 +135,20 @@ _DECLARED = (
             ),
             INCLUDE_SUPERSEDED,
             AS_OF,
+            EXPECTED_VERSION.but(
+                description="The file's version as the read you go on from showed it: nothing is shown if the "
+                "file changed since, as its lines may have moved (a cut read's next range carries it)"
+            ),
             MAX_TOKENS,
         ),
         "text",
         guide="Use it after ls, grep or search pointed you at a file. For a large file, ask for the outline first,\n"
         "then a section or lines. The answer stops at your token budget; a cut answer ends with\n"
-        "'next: lines=\"A:\"' -- call read again with lines 'A:' to continue. Line numbers are not part of the\n"
-        "text: leave them out when you copy text into edit. The last line gives the file's version: pass it to\n"
-        "write or edit as expected_version, so that you never overwrite a change you have not seen.",
+        "'next: lines=\"A:\", expected_version=\"V\"' -- call read again with lines 'A:' and that expected_version\n"
+        "to continue (an error then says the file changed meanwhile: read it again from the start). Line numbers\n"
+        "are not part of the text: leave them out when you copy text into edit. The last line gives the file's\n"
+        "version: pass it to write or edit as expected_version, so that you never overwrite a change you have not\n"
+        "seen.",
         tool=True,
         cli=Cli(
             note="Cut at the token budget with the next range named; exit 1 when there is no line to show.",

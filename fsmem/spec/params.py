@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fsmem.faces import RENAMED_FLAGS
 from fsmem.spec import API, NOT_TOOLS, Param
 
 # the types a file's front matter may have (`fsmem.format.MEMORY_TYPES`, which `fsmem check` holds files to):
@@ -86,7 +87,7 @@ EXPECTED_VERSION = Param(
     "The file's version as read last showed it ('version 1a2b3c4d5e6f' in its last line): nothing is written "
     "if the file changed since",
     default=None,
-    flag="--if-version",
+    flag=RENAMED_FLAGS["expected_version"],
     metavar="V",
 )
 AT = Param(

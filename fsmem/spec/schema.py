@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from fsmem.budget import CUT_BY_READ_LIMIT, CUT_BY_RESULTS, CUT_BY_TOKENS
 from fsmem.spec import REQUIRED, TOOL, Operation, Param
 
 JSON_TYPES: dict[str, dict[str, Any]] = {
@@ -76,11 +77,22 @@ def mcp_annotations(op: Operation) -> dict[str, bool]:
 
 _ROWS = {"type": "integer", "minimum": 0, "description": "How many rows (files, matches, lines, results) it shows"}
 _TRUNCATED = {"type": "boolean", "description": "Whether the answer was cut; then next_* says how to go on"}
+_CUT_BY = {
+    "type": "string",
+    "enum": [CUT_BY_TOKENS, CUT_BY_RESULTS, CUT_BY_READ_LIMIT],
+    "description": "What cut it: the token budget, the row cap, or a file's 64 MiB read limit (no next part)",
+}
 _NEXT: dict[str, dict[str, Any]] = {
     "page": {
         "next_offset": {"type": "integer", "minimum": 0, "description": "Call again with this offset for the next page"}
     },
-    "text": {"next_lines": {"type": "string", "description": "Call again with these lines ('A:') for the rest"}},
+    "text": {
+        "next_lines": {"type": "string", "description": "Call again with these lines ('A:') for the rest"},
+        "next_expected_version": {
+            "type": "string",
+            "description": "And with this expected_version: the rest is refused if the file changed meanwhile",
+        },
+    },
 }
 
 
@@ -89,7 +101,7 @@ def output_schema(op: Operation) -> dict[str, Any]:
     figures of the answer and, for a page or a cut text, how to go on as data."""
     return {
         "type": "object",
-        "properties": {"rows": _ROWS, "truncated": _TRUNCATED, **_NEXT.get(op.answer, {})},
+        "properties": {"rows": _ROWS, "truncated": _TRUNCATED, "cut_by": _CUT_BY, **_NEXT.get(op.answer, {})},
         "required": ["rows", "truncated"],
         "additionalProperties": False,
     }
