@@ -113,3 +113,56 @@ def test_a_citation_of_an_archived_note_is_not_dangling(tmp_path):
     checked = fsmem(memory.root, "check")
     assert checked.returncode == 1
     assert f"its citation links archive/{NOTE}, a session note that is not there (nor at {NOTE})" in checked.stdout
+
+
+def archiving(tmp_path: Path) -> Path:
+    root = tmp_path / "mem"
+    assert fsmem(root, "init", str(root)).returncode == 0
+    config = root / "fsmem.yaml"
+    config.write_text(config.read_text().replace("  archive: false", "  archive: true"))
+    return root
+
+
+def at(root: Path, now: str, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FSMEM_", "GIT_"))}
+    env["FSMEM_NOW"] = now
+    return subprocess.run([FSMEM, "--root", str(root), *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_a_session_noted_again_after_its_note_was_archived_is_archived_and_cited_where_its_lines_are(tmp_path):
+    root = archiving(tmp_path)
+    ann = ["note", "--session", "s1", "--subject", "people/Ann Lee"]
+    assert at(root, "2026-12-01T10:00:00Z", *ann, "- employer: Acme").returncode == 0
+    assert at(root, "2026-12-01T10:05:00Z", "consolidate").returncode == 0
+    assert (root / "archive" / NOTE).is_file() and not (root / NOTE).exists()
+    noted = at(root, "2026-12-01T11:00:00Z", *ann, "- phone: 555")
+    assert noted.stdout.startswith("noted in sessions/2026/12/01/s1-2.md")  # the archive holds s1.md
+    assert at(root, "2026-12-01T11:30:00Z", *ann, "- city: Oslo").stdout.startswith("noted in sessions/2026/12/01/s1-2")
+    run = at(root, "2026-12-01T12:00:00Z", "consolidate")
+    assert run.returncode == 0 and "not archived" not in run.stdout + run.stderr
+    assert not (root / "sessions").exists() or not any((root / "sessions").rglob("*.md"))
+    # every citation links the note that holds the line it cites
+    text = (root / ANN).read_text()
+    for key, value in (("employer", "Acme"), ("phone", "555"), ("city", "Oslo")):
+        line = next(line for line in text.splitlines() if line.startswith(f"- {key}: {value} ("))
+        linked = line.split("](../../", 1)[1].split(")", 1)[0]
+        assert f"- {key}: {value} (as of" in (root / linked).read_text(), line
+    assert at(root, "2026-12-01T12:00:00Z", "check").returncode == 0
+
+
+def test_check_reports_a_note_whose_name_the_archive_holds(tmp_path):
+    root = archiving(tmp_path)
+    ann = ["note", "--session", "s1", "--subject", "people/Ann Lee"]
+    assert at(root, "2026-12-01T10:00:00Z", *ann, "- employer: Acme").returncode == 0
+    assert at(root, "2026-12-01T10:05:00Z", "consolidate").returncode == 0
+    (root / NOTE).parent.mkdir(parents=True, exist_ok=True)
+    (root / NOTE).write_text("---\nsession: s1\n---\n## people/Ann Lee\n- phone: 555\n")  # written by hand
+    checked = at(root, "2026-12-01T11:00:00Z", "check")
+    assert checked.returncode == 1
+    assert (
+        f"{NOTE}:1: the archive holds a note of the same name (archive/{NOTE}): both are cited by one path"
+        in checked.stdout
+    )
+    assert f"fsmem mv {NOTE} sessions/2026/12/01/s1-2.md" in checked.stdout
+    assert at(root, "2026-12-01T11:00:00Z", "mv", NOTE, "sessions/2026/12/01/s1-2.md").returncode == 0
+    assert at(root, "2026-12-01T11:00:00Z", "check").returncode == 0

@@ -81,6 +81,7 @@ def note(memory: Core, text: str, *, session: str | None = None, subject: str | 
                     check_path=check,
                     agent=memory.agent,
                     ahead=tx.ahead,
+                    archive_dir=memory.config.consolidate.archive_dir,
                 )
             except ChangedOnDisk:  # a person saved the note meanwhile: the text is appended to what they saved
                 attempts -= 1

@@ -361,3 +361,33 @@ def problems(
 
 def _may_hold_facts(text: str) -> bool:
     return "- " in text or "* " in text or "+ " in text
+
+
+def twin_notes(root: Path, rels: list[str], archive_dir: str) -> list[tuple[str, int, str]]:
+    """A problem per note under `sessions/` whose name the archive holds too: both are cited by one path, and
+    the citations link the archived one, which lacks the other's lines. Found from the paths alone; only such
+    a note is read (a look at its front matter), to say whether `mv` may still rename it."""
+    from fsmem.store.note_status import consolidated_note_in
+
+    archive = archive_dir.strip("/")
+    listed = set(rels)
+    found = []
+    for rel in rels:
+        if not rel.startswith(SESSIONS + "/"):
+            continue
+        archived = f"{archive}/{rel[len(SESSIONS) + 1 :]}"
+        if archived not in listed:
+            continue
+        if consolidated_note_in(root, rel, archive_dir) is None:
+            fix = f"name it apart before the next consolidate: fsmem mv {rel} {rel[: -len('.md')]}-2.md"
+        else:
+            fix = f"its lines are in the documents, cited as {archived}: leave both notes as they are"
+        found.append(
+            (
+                rel,
+                1,
+                f"the archive holds a note of the same name ({archived}): both are cited by one path, and "
+                f"citations link the archived one, which lacks this note's lines; {fix}",
+            )
+        )
+    return found
