@@ -52,6 +52,7 @@ from fsmem.store import beneath, retrieval_log
 from fsmem.store.catalog import walk_stats
 from fsmem.store.files import atomic_write, file_lock, fsync_dir
 from fsmem.store.moving import into_itself
+from fsmem.store.note_status import consolidated_note_in, move_refused
 from fsmem.store.paths import (
     STATE_DIR,
     bounded_walk,
@@ -580,6 +581,12 @@ class MemoryTool:
             base, target = self._relative(old), self._relative(new)
             if into_itself(base, target):
                 raise MemoryToolError(f"Cannot rename {old_path} into itself: {new_path} lies inside it")
+            if self.is_fsmem:  # documents cite a consolidated note by its path (`fsmem mv` refuses it too)
+                cited = consolidated_note_in(
+                    self.memory_root, base, Config.load(self.memory_root).consolidate.archive_dir
+                )
+                if cited is not None:
+                    raise MemoryToolError(f"Cannot rename {old_path}: {move_refused(cited, base)}")
             with self._beneath(new_path) as root:
                 self._make_folders(root, target)
                 try:

@@ -112,6 +112,7 @@ def check(memory: Core, path: str | None = None) -> CheckResult:
         contains=memory.scope.contains if memory.scope is not None else None,
         whole=path is None and memory.scope is None,
     )
+    problems += fact_check.twin_notes(memory.root, chosen_paths, memory.config.consolidate.archive_dir)
     problems += note_link_problems(memory, found.links)
     day = today()
     for rel, created in found.created:

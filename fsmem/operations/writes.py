@@ -21,6 +21,7 @@ from fsmem.operations.transaction import require_writable, screen, screen_value,
 from fsmem.store import moving, paths as _paths, writing
 from fsmem.store.fields import check_fields
 from fsmem.store.note_folders import NoteFolders
+from fsmem.store.note_status import consolidated_note_in, move_refused
 from fsmem.store.paths import relative
 
 SESSION_ENV = "FSMEM_SESSION"
@@ -80,6 +81,7 @@ def note(memory: Core, text: str, *, session: str | None = None, subject: str | 
                     check_path=check,
                     agent=memory.agent,
                     ahead=tx.ahead,
+                    archive_dir=memory.config.consolidate.archive_dir,
                 )
             except ChangedOnDisk:  # a person saved the note meanwhile: the text is appended to what they saved
                 attempts -= 1
@@ -169,6 +171,9 @@ def mv(memory: Core, source: str, target: str) -> writing.WriteResult:
     _paths.check_folder_contents(memory.root, src, source)
     src_rel = relative(memory.root, src)
     with transaction(memory) as tx:
+        cited = consolidated_note_in(memory.root, src_rel, memory.config.consolidate.archive_dir)
+        if cited is not None:  # under the write lock: consolidation marks notes under it too
+            raise InvalidArgument(move_refused(cited, src_rel))
         result = moving.move(
             memory.root,
             src,

@@ -39,9 +39,10 @@ from fsmem.store.paths import STATE_DIR
 FACT_SECTIONS = ("facts", fmt.SUPERSEDED_HEADING.lower())
 _LABEL = re.compile(r"^[^:\s][^:]{0,59}:(?!//)")  # a fact's shape: a short label, then a colon (not a URL's)
 _CITATION_START = re.compile(rf"(?:^| )\(\[?(?:\d{{4}}-\d{{2}}-\d{{2}}|{F.UNDATED})\b.*\)$")
+_LINKED_PATH = re.compile(r"\]\(([^)\s]+)\)")  # a Markdown link's target
 _SHOWN = 80  # characters of a line a message quotes
 CACHE_FILE = "facts.json"
-CACHE_VERSION = 2  # 2: values compared in one Unicode form (facts.normalize_value)
+CACHE_VERSION = 3  # 2: values compared in one Unicode form (facts.normalize_value); 3: the notes linked
 
 
 @dataclass(frozen=True)
@@ -77,11 +78,16 @@ def body_lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
-def scan(text: str) -> tuple[list[tuple[int, str]], list[tuple[int, str, str | None, list[str]]]]:
-    """One pass over a document: (line, message) of each fact line it cannot read (see the module's doc), and
-    (line, key, value, the notes it cites first and as last confirmation) of each cited keyed fact."""
+Scan = tuple[list[tuple[int, str]], list[tuple[int, str, str | None, list[str]]], dict[str, list[int]]]
+
+
+def scan(text: str) -> Scan:
+    """One pass over a document: (line, message) of each fact line it cannot read (see the module's doc),
+    (line, key, value, the notes it cites first and as last confirmation) of each cited keyed fact, and each
+    path a bullet links (a citation's notes, of facts and observations) with its first line and how many link it."""
     unreadable: list[tuple[int, str]] = []
     cited: list[tuple[int, str, str | None, list[str]]] = []
+    linked: dict[str, list[int]] = {}
     section = ""
     for number, line in body_lines(text):
         if line[:1] == "#":
@@ -96,6 +102,10 @@ def scan(text: str) -> tuple[list[tuple[int, str]], list[tuple[int, str, str | N
             message = _unreadable(line, section, fact)
             if message:
                 unreadable.append((number, message))
+        if "](" in line:  # a citation links its notes; their paths, with the first line and the count of each
+            for target in _LINKED_PATH.findall(line):
+                row = linked.setdefault(F.root_path(target), [number, 0])
+                row[1] += 1
         if fact is None or fact.provenance is None:
             continue
         sources = [fact.provenance.sources[0]]
@@ -106,7 +116,7 @@ def scan(text: str) -> tuple[list[tuple[int, str]], list[tuple[int, str, str | N
         if value is not None and secrets.scan(value):  # compared as the consolidator writes it, never kept as is
             value = secrets.redact(value)
         cited.append((number, fact.key, value, sources))
-    return unreadable, cited
+    return unreadable, cited, linked
 
 
 def unreadable_lines(text: str) -> list[tuple[int, str]]:
@@ -259,6 +269,38 @@ class Notes:
         self.scanned = scanned
         self.contains = contains
         self._said: dict[str, Said | None] = {}
+        self._there: dict[str, bool] = {}
+
+    def missing(self, linked: dict[str, list[int]]) -> list[tuple[int, str]]:
+        """(line, message) per session note a document links (`scan`: path -> [first line, lines]) that is
+        neither at its `sessions/` path nor where the archive keeps it: a dangling citation. One lstat per note
+        of the memory at most, each looked at once."""
+        found = []
+        for path, (line, count) in linked.items():
+            if path.startswith(self.archive + "/"):
+                source = f"{SESSIONS}/{path[len(self.archive) + 1 :]}"
+            elif path.startswith(SESSIONS + "/"):
+                source = path
+            else:
+                continue
+            places = (source, f"{self.archive}/{source[len(SESSIONS) + 1 :]}")
+            if source not in self._there:
+                if self.contains is not None and not all(self.contains(rel) for rel in places):
+                    self._there[source] = True  # outside the caller's scope: not said either way
+                else:
+                    self._there[source] = any(os.path.lexists(os.path.join(self.root, rel)) for rel in places)
+            if not self._there[source]:
+                more = f" (and {count - 1} more line(s) below)" if count > 1 else ""
+                found.append(
+                    (
+                        line,
+                        f"its citation links {path}{more}, a session note that is not there (nor at "
+                        f"{places[1] if path == source else source}): the line has lost its source; if the note "
+                        f"was moved, move it back with: fsmem mv NEW-PATH {path}; if it was removed, bring it back "
+                        f"with: fsmem restore {path} --at REV (a commit from fsmem log {path})",
+                    )
+                )
+        return found
 
     def __call__(self, source: str) -> Said | None:
         if source not in self._said:
@@ -296,11 +338,12 @@ def problems(
     for rel in rels:
         if rel.startswith((SESSIONS + "/", archive)) or not rel.endswith((".md", ".markdown")):
             continue
-        result = scanned.get(rel, lambda text: list(scan(text)) if _may_hold_facts(text) else [[], []])
+        result = scanned.get(rel, lambda text: list(scan(text)) if _may_hold_facts(text) else [[], [], {}])
         if not result:
             continue
-        unreadable, cited = result
+        unreadable, cited, linked = result
         found += [(rel, line, message) for line, message in unreadable]
+        found += [(rel, *missing) for missing in notes.missing(linked)]
         for c in contradictions("", notes, cited):
             says = ", ".join(f"{c.key}: {value}" for value in c.says)
             found.append(
@@ -318,3 +361,33 @@ def problems(
 
 def _may_hold_facts(text: str) -> bool:
     return "- " in text or "* " in text or "+ " in text
+
+
+def twin_notes(root: Path, rels: list[str], archive_dir: str) -> list[tuple[str, int, str]]:
+    """A problem per note under `sessions/` whose name the archive holds too: both are cited by one path, and
+    the citations link the archived one, which lacks the other's lines. Found from the paths alone; only such
+    a note is read (a look at its front matter), to say whether `mv` may still rename it."""
+    from fsmem.store.note_status import consolidated_note_in
+
+    archive = archive_dir.strip("/")
+    listed = set(rels)
+    found = []
+    for rel in rels:
+        if not rel.startswith(SESSIONS + "/"):
+            continue
+        archived = f"{archive}/{rel[len(SESSIONS) + 1 :]}"
+        if archived not in listed:
+            continue
+        if consolidated_note_in(root, rel, archive_dir) is None:
+            fix = f"name it apart before the next consolidate: fsmem mv {rel} {rel[: -len('.md')]}-2.md"
+        else:
+            fix = f"its lines are in the documents, cited as {archived}: leave both notes as they are"
+        found.append(
+            (
+                rel,
+                1,
+                f"the archive holds a note of the same name ({archived}): both are cited by one path, and "
+                f"citations link the archived one, which lacks this note's lines; {fix}",
+            )
+        )
+    return found

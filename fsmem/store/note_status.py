@@ -152,3 +152,52 @@ def lines_citing(root: Path, notes: Iterable[str]) -> dict[str, list[tuple[int, 
         rel = name[2:] if name.startswith("./") else name
         found.setdefault(rel, []).append((int(number), text))
     return found
+
+
+def consolidated_note_in(root: Path, rel: str, archive_dir: str) -> str | None:
+    """The first session note at or under memory path `rel` (in `sessions/` or the archive) that was consolidated,
+    else None: documents cite such a note by its path, which also gives its date and its place among the notes
+    (`fsmem.consolidate`), so a move would leave their citations linking nothing. A folder that neither lies in
+    nor holds a folder of notes is not walked; the walk stops at the first consolidated note."""
+    import os
+
+    folders = (NOTES_FOLDER.rstrip("/"), archive_dir.strip("/"))
+    rel = rel.strip("/")
+    if not any(rel == f or rel.startswith(f + "/") or f.startswith(rel + "/") or not rel for f in folders):
+        return None
+    full = os.path.join(root, rel) if rel else os.fspath(root)
+    if os.path.islink(full) or not os.path.isdir(full):
+        return rel if _consolidated_file(full) and rel.startswith(tuple(f + "/" for f in folders)) else None
+    for current, dirs, names in os.walk(full):  # a link to a folder is not entered, as a move takes it as itself
+        dirs.sort()
+        for name in sorted(names):
+            inner = os.path.relpath(os.path.join(current, name), root).replace(os.sep, "/")
+            if inner.startswith(tuple(f + "/" for f in folders)) and _consolidated_file(os.path.join(current, name)):
+                return inner
+    return None
+
+
+def _consolidated_file(full: str) -> bool:
+    """A regular Markdown file (never a link: it moves as itself) whose front matter holds `consolidated:`."""
+    import os
+
+    if not full.endswith((".md", ".markdown")) or os.path.islink(full):
+        return False
+    try:
+        with open(full, "rb") as handle:
+            head = handle.read(4096).decode("utf-8", "replace")
+            if may_be_consolidated(head) and head.find("\n---", 3) == -1:
+                head += handle.read().decode("utf-8", "replace")
+    except OSError:
+        return False
+    return was_consolidated(head)
+
+
+def move_refused(note: str, moved: str) -> str:
+    """Why `mv` (every face) refuses to move `moved`, which is or holds the consolidated note `note`."""
+    held = "" if note == moved else f" holds {note}, which"
+    return (
+        f"{moved}{held} is a session note that was consolidated: documents cite it by its path, which also dates "
+        "it and orders it among the notes, so moving it would leave their citations linking nothing; nothing was "
+        "moved (consolidate.archive moves consolidated notes and rewrites the links to them)"
+    )

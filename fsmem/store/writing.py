@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import os
 import re
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -145,6 +146,22 @@ def _title_from_path(path: Path) -> str:
     return path.stem.replace("-", " ").replace("_", " ").strip().title() or path.stem
 
 
+def unarchived_part(root: Path, path: Path, archive_dir: str | None) -> Path:
+    """Today's note of a session, or when the archive holds a note of that name (its first part, archived by
+    consolidation), the first `NAME-2.md`, `NAME-3.md`, … it does not hold: two notes of one name would be cited
+    as one, their citations linking the archived part, which lacks the new part's lines."""
+    if not archive_dir:
+        return path
+    rel = relative(root, path)
+    folder = archive_dir.strip("/")
+    inner = rel[len("sessions/") :]
+    part = 1
+    while os.path.lexists(root / folder / inner):
+        part += 1
+        inner = f"{rel[len('sessions/') : -len('.md')]}-{part}.md"
+    return root / "sessions" / inner
+
+
 def session_note_path(root: Path, session: str, when: _dt.datetime) -> Path:
     if not SESSION_ID.match(session):
         raise InvalidArgument(
@@ -168,6 +185,7 @@ def note(
     check_path: Callable[[Path], None] | None = None,
     agent: str | None = None,
     ahead: Ahead | None = None,
+    archive_dir: str | None = None,
 ) -> WriteResult:
     """Append `text` to today's note of `session`, under `## subject` when given.
 
@@ -190,7 +208,7 @@ def note(
             )
     stamp = fmt.now_iso()
     when = fmt.parse_timestamp(stamp) or fmt.wall_clock()
-    path = session_note_path(root, session, when)
+    path = unarchived_part(root, session_note_path(root, session, when), archive_dir)
     if check_path is not None:
         check_path(path)
     lines = text.splitlines()
