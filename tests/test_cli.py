@@ -60,7 +60,7 @@ def test_ls_grep_read_through_the_installed_script(demo_memory):
     listed = fsmem("--root", root, "ls", "--json")
     assert listed.returncode == 0, listed.stderr
     data = json.loads(listed.stdout)
-    assert data["total"] == 11 and data["left_out"] == 0
+    assert data["total"] == 12 and data["left_out"] == 0
     found = fsmem("--root", root, "grep", "-i", "PRORATION", "--json")
     assert found.returncode == 0
     assert json.loads(found.stdout)["total"] == 3
@@ -73,7 +73,7 @@ def test_ls_grep_read_through_the_installed_script(demo_memory):
 def test_root_is_found_from_the_working_directory_and_env(demo_memory, tmp_path):
     inside = fsmem("ls", "--max-results", "1", cwd=demo_memory.root / "topics")
     assert inside.returncode == 0
-    assert "files 1-1 of 11; 10 left out by the result limit" in inside.stdout
+    assert "files 1-1 of 12; 11 left out by the result limit" in inside.stdout
     via_env = fsmem("ls", "topics", cwd=tmp_path, env_extra={"FSMEM_ROOT": str(demo_memory.root)})
     assert via_env.returncode == 0 and "topics/billing.md" in via_env.stdout
     outside = fsmem("ls", cwd=tmp_path)

@@ -13,7 +13,7 @@ def test_ls_lists_every_memory_file_with_its_metadata(demo_memory):
     paths = [e.path for e in listing.entries]
     assert "entities/people/adam-smith.md" in paths and "topics/billing.md" in paths
     assert "fsmem.yaml" not in paths
-    assert listing.total == len(paths) == 11 and listing.left_out == 0
+    assert listing.total == len(paths) == 12 and listing.left_out == 0
     adam = next(e for e in listing.entries if e.path == "entities/people/adam-smith.md")
     assert adam.title == "Adam Smith"
     assert adam.type == "semantic"
@@ -54,21 +54,21 @@ def test_ls_filters_by_path_depth_type_tag_and_date(demo_memory):
 
 def test_ls_caps_rows_and_says_how_many_were_left_out(demo_memory):
     listing = demo_memory.ls(max_results=3)
-    assert len(listing.entries) == 3 and listing.left_out == 8 and listing.truncated
-    assert "files 1-3 of 11; 8 left out by the result limit. Continue with offset=3" in listing.to_text()
+    assert len(listing.entries) == 3 and listing.left_out == 9 and listing.truncated
+    assert "files 1-3 of 12; 9 left out by the result limit. Continue with offset=3" in listing.to_text()
 
 
 def test_ls_caps_tokens(demo_memory):
     listing = demo_memory.ls(max_tokens=60)
-    assert 0 < len(listing.entries) < 11
+    assert 0 < len(listing.entries) < 12
     assert listing.tokens <= 60
-    assert listing.left_out == 11 - len(listing.entries)
+    assert listing.left_out == 12 - len(listing.entries)
 
 
 def test_ls_cannot_exceed_the_agent_budget(demo_memory):
     reviewer = Memory(demo_memory.root, agent="reviewer")  # max_results: 20 in the template
     assert reviewer.budget.max_results == 20
-    assert len(reviewer.ls(max_results=500).entries) == 11
+    assert len(reviewer.ls(max_results=500).entries) == 12
     assert reviewer.budget.narrowed(max_results=500).max_results == 20
 
 
