@@ -9,10 +9,16 @@ SIGTERM waited the whole warm-up (or sent SIGKILL). While it warms, the handler 
 thread instead, which ends the warm-up where it is, as Ctrl-C ends a one-shot command: an open transaction
 rolls back, each cache keeps what it committed and the next command goes on from there, and the socket is not
 made yet (or the `finally` that made it removes it).
+
+The handler takes no lock: it runs in the main thread between two of its steps, which may be inside the
+event's own lock (`Event.wait` holds it around its wait), so `stop.set()` there waited for ever. The event is
+set by a thread of its own, woken through a pipe; the handler only writes a byte to it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import threading
 from typing import Any
@@ -29,8 +35,15 @@ class StopSignals:
         self.stop = stop
         self.warming = True
         self.signal: int | None = None
+        self._asking, self._asked_for = os.pipe()
+        os.set_blocking(self._asked_for, False)  # a flood of signals fills the pipe: one byte wakes the thread
+        threading.Thread(target=self._relay, name="fsmem-stop-signals", daemon=True).start()
         for number in (signal.SIGTERM, signal.SIGINT):
             signal.signal(number, self._asked)
+
+    def _relay(self) -> None:
+        os.read(self._asking, 1)
+        self.stop.set()
 
     def warm(self) -> None:
         """The warm-up is over: from now on a signal only sets `stop`, which the command's loop looks at."""
@@ -40,7 +53,8 @@ class StopSignals:
         return signal.Signals(self.signal).name if self.signal else "a signal"
 
     def _asked(self, signum: int, frame: Any) -> None:
-        self.stop.set()
+        with contextlib.suppress(BlockingIOError):
+            os.write(self._asked_for, b"\0")  # the relay sets `stop`: no lock taken here
         if self.signal is None:
             self.signal = signum
         if self.warming:
