@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import syscall_faults as F
@@ -65,6 +66,22 @@ def _files(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*.md") if ".fsmem" not in p.parts}
 
 
+def counted_on_a_copy(
+    root: Path, tmp_path: Path, args: list[str], syscall: str, matching: str, *, env: dict[str, str], **run: Any
+) -> tuple[int, dict[str, bytes]]:
+    """Which call of `syscall` matching `matching` a clean run of ARGS makes (`F.nth_call`), counted on a copy of
+    `root` at the same path, as the run to be killed will be; `root` is then put back as it was. With the files
+    the clean run left."""
+    template = tmp_path / "template"
+    root.rename(template)
+    subprocess.run(["cp", "-a", str(template), str(root)], check=True)
+    nth = F.nth_call(args, syscall, matching, cwd=root, env=env, **run)
+    after = _files(root)
+    subprocess.run(["rm", "-rf", str(root)], check=True)
+    subprocess.run(["cp", "-a", str(template), str(root)], check=True)
+    return nth, after
+
+
 def _git(root: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout
 
@@ -97,13 +114,7 @@ def test_a_write_killed_after_it_landed_before_its_journal_entry_was_kept_is_com
     entry its dead writer left, sees the files hold what it records, and commits it as the agent's write."""
     root, env = written
     args = WRITES[kind]
-    template = tmp_path / "template"
-    root.rename(template)
-    subprocess.run(["cp", "-a", str(template), str(root)], check=True)  # counted on a copy as the one killed
-    nth = F.nth_call(args, "rename", r"/history/journal/\.", cwd=root, env=env)
-    after = _files(root)
-    subprocess.run(["rm", "-rf", str(root)], check=True)
-    subprocess.run(["cp", "-a", str(template), str(root)], check=True)
+    nth, after = counted_on_a_copy(root, tmp_path, args, "rename", r"/history/journal/\.", env=env)
     head = _git(root, "rev-parse", "HEAD")
 
     killed = F.run_faulted(args, "rename", nth, "kill", cwd=root, env=env)
@@ -127,12 +138,7 @@ def test_a_killed_note_is_committed_as_its_own_before_the_next_note_to_that_file
     changes the file): its commit, then the new one, and no change committed as made outside fsmem."""
     root, env = written
     args = WRITES["note"]
-    template = tmp_path / "template"
-    root.rename(template)
-    subprocess.run(["cp", "-a", str(template), str(root)], check=True)
-    nth = F.nth_call(args, "rename", r"/history/journal/\.", cwd=root, env=env)
-    subprocess.run(["rm", "-rf", str(root)], check=True)
-    subprocess.run(["cp", "-a", str(template), str(root)], check=True)
+    nth, _after = counted_on_a_copy(root, tmp_path, args, "rename", r"/history/journal/\.", env=env)
 
     assert F.run_faulted(args, "rename", nth, "kill", cwd=root, env=env).returncode == F.KILLED
     assert fsmem(root, "note", "--subject", "people/Bo Chen", "- team: Core", env=env).returncode == 0
@@ -205,12 +211,7 @@ def test_an_import_killed_between_a_file_and_its_journal_entry_leaves_nothing_ou
     (vault / "a.md").write_text("---\ntitle: Vault A\n---\nThe first note.\n")
     (vault / "b.md").write_text("A second note.\n")
     args = ["import", "markdown", str(vault)]
-    template = tmp_path / "template"
-    root.rename(template)
-    subprocess.run(["cp", "-a", str(template), str(root)], check=True)
-    nth = F.nth_call(args, "renameat", r'"\.fsmem-tmp-\w+", \d+, "\.\d{20}-', cwd=root, env=env)
-    subprocess.run(["rm", "-rf", str(root)], check=True)
-    subprocess.run(["cp", "-a", str(template), str(root)], check=True)
+    nth, _after = counted_on_a_copy(root, tmp_path, args, "renameat", r'"\.fsmem-tmp-\w+", \d+, "\.\d{20}-', env=env)
 
     assert F.run_faulted(args, "renameat", nth, "kill", cwd=root, env=env).returncode == F.KILLED
     assert fsmem(root, "log", env=env).returncode == 0
@@ -244,13 +245,8 @@ def test_a_memory_tool_command_killed_at_its_journal_entry_leaves_nothing_outsid
     Now the entry is journalled before the file is written (a dead command's is taken by the next command)."""
     root, env = written
     args = ["-c", MEMORY_TOOL, str(root), *call]
-    template = tmp_path / "template"
-    root.rename(template)
-    subprocess.run(["cp", "-a", str(template), str(root)], check=True)
     at = r'"\.fsmem-tmp-\w+", \d+, "\.\d{20}-'
-    nth = F.nth_call(args, "renameat", at, cwd=root, env=env, program=sys.executable)
-    subprocess.run(["rm", "-rf", str(root)], check=True)
-    subprocess.run(["cp", "-a", str(template), str(root)], check=True)
+    nth, _after = counted_on_a_copy(root, tmp_path, args, "renameat", at, env=env, program=sys.executable)
 
     killed = F.run_faulted(args, "renameat", nth, "kill", cwd=root, env=env, program=sys.executable)
     assert killed.returncode == F.KILLED, killed.stderr
@@ -269,12 +265,7 @@ def test_an_rm_whose_removal_fails_leaves_the_file_at_its_name(written, tmp_path
     root, env = written
     before = (root / "topics/billing.md").read_bytes()
     args = ["rm", "topics/billing.md"]
-    template = tmp_path / "template"
-    root.rename(template)
-    subprocess.run(["cp", "-a", str(template), str(root)], check=True)
-    nth = F.nth_call(args, "unlinkat", r'"\.fsmem-tmp-\w+", 0\)', cwd=root, env=env)
-    subprocess.run(["rm", "-rf", str(root)], check=True)
-    subprocess.run(["cp", "-a", str(template), str(root)], check=True)
+    nth, _after = counted_on_a_copy(root, tmp_path, args, "unlinkat", r'"\.fsmem-tmp-\w+", 0\)', env=env)
 
     failed = F.run_faulted(args, "unlinkat", nth, "EIO", cwd=root, env=env)
 
