@@ -359,6 +359,32 @@ def test_a_revert_killed_after_its_files_and_index_is_committed_whole_as_its_own
     assert _git(root, "show", "--format=", "--name-only", "HEAD").split() == ["INDEX.md", "topics/billing.md"]
 
 
+@pytest.mark.parametrize("folder", ["profile", "projects/apollo/notes", ""])
+def test_a_write_killed_in_any_folder_leaves_a_temporary_file_that_the_next_consolidation_removes(
+    written, tmp_path, folder
+):
+    """A write killed before its temporary file took the file's name leaves that file (`.fsmem-tmp-*`, hidden)
+    beside its target. Consolidation removed those of the root, entities/, topics/, sessions/ and the archive
+    only: one in profile/ or any folder of the person's stayed for good, a copy of what was being written. It
+    is never read as memory, and the next consolidation removes it wherever it is."""
+    root, env = written
+    target = f"{folder}/me.md".lstrip("/")
+    args = ["write", target]
+    stdin = b"Works on the billing service.\n"
+    nth, _after = counted_on_a_copy(
+        root, tmp_path, args, "linkat", r'"\.fsmem-tmp-\w+", \d+, "me\.md"', env=env, stdin=stdin
+    )
+
+    assert F.run_faulted(args, "linkat", nth, "kill", cwd=root, env=env, stdin=stdin).returncode == F.KILLED
+    left = [p for p in root.rglob(".fsmem-tmp-*") if ".fsmem" not in p.relative_to(root).parts[:1]]
+    assert [p.parent for p in left] == [(root / folder).resolve()], left
+    assert b"billing service" not in fsmem(root, "grep", "-i", "billing service", env=env).stdout
+    done = fsmem(root, "consolidate", env=env)
+    assert done.returncode in (0, 1), done.stderr
+    assert b"removed 1 temporary file(s)" in done.stdout, done.stdout
+    assert not [p for p in root.rglob(".fsmem-tmp-*") if ".fsmem" not in p.relative_to(root).parts[:1]]
+
+
 def test_an_rm_whose_removal_fails_leaves_the_file_at_its_name(written, tmp_path):
     """`rm` takes the file aside, reads it, then removes it. When that last removal failed (an I/O error), the
     command said so (exit 2) but the file stayed aside under a hidden temporary name, gone from the memory and
