@@ -89,6 +89,27 @@ def test_the_api_and_the_memory_tools_rename_refuse_it_too(tmp_path):
     unchanged(memory, before)
 
 
+def test_every_face_refuses_to_remove_a_consolidated_note_as_mv_refuses_to_move_it(tmp_path):
+    """`rm` removed a consolidated note that `mv` refused to move: the documents' citations of it then linked
+    nothing (`check` reported them). Now rm (CLI and API) and the memory tool's delete refuse it, and a folder
+    holding one, with the same reason; a note not consolidated yet is removed."""
+    memory = consolidated(tmp_path)
+    before = files(memory.root)
+    removed = fsmem(memory.root, "rm", NOTE)
+    assert removed.returncode == 2 and "Traceback" not in removed.stderr, removed
+    assert removed.stderr.startswith(f"fsmem: error: {NOTE} is a session note that was consolidated")
+    assert "would leave their citations linking nothing; nothing was removed" in removed.stderr
+    with pytest.raises(InvalidArgument, match="nothing was removed"):
+        memory.rm(NOTE)
+    tool = MemoryTool(memory_root=memory.root)
+    for path in (NOTE, "sessions/2026", "sessions"):
+        with pytest.raises(Exception, match=f"Cannot delete /memories/{path}: .*consolidated.*nothing was removed"):
+            tool.delete(f"/memories/{path}")
+    unchanged(memory, before)
+    assert fsmem(memory.root, "rm", "sessions/2026/12/01/s2.md").returncode == 0  # cited by nothing yet
+    tool.delete("/memories/topics/billing.md")  # a document goes: it cites, it is not cited
+
+
 def test_check_reports_a_citation_whose_note_is_gone_with_the_command_that_fixes_it(tmp_path):
     memory = consolidated(tmp_path)
     moved = tmp_path / "elsewhere.md"

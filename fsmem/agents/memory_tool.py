@@ -52,7 +52,7 @@ from fsmem.store import beneath, retrieval_log
 from fsmem.store.catalog import walk_stats
 from fsmem.store.files import atomic_write, file_lock, fsync_dir
 from fsmem.store.moving import into_itself
-from fsmem.store.note_status import consolidated_note_in, move_refused
+from fsmem.store.note_status import consolidated_note_in, move_refused, remove_refused
 from fsmem.store.paths import (
     STATE_DIR,
     bounded_walk,
@@ -487,6 +487,7 @@ class MemoryTool:
         self._check_folder(full, path)
         relative = self._relative(full)
         with self._writing() as tx:
+            self._keep_cited(relative, f"Cannot delete {path}", remove_refused)
             gone = self._contents(full) if tx is not None and tx.keeps_history else []
             try:
                 kind = os.lstat(full).st_mode
@@ -514,6 +515,15 @@ class MemoryTool:
                 tx.changed_folder()
             fsync_dir(full.parent)
         return CommandAnswer(f"Successfully deleted {path}", paths=[relative], rows=1)
+
+    def _keep_cited(self, rel: str, cannot: str, refused: Callable[[str, str], str]) -> None:
+        """Over an fsmem memory, a session note that was consolidated (or a folder holding one) at `rel` is
+        refused, as `fsmem mv` and `fsmem rm` refuse it: documents cite it by its path."""
+        if self.is_fsmem:
+            archive = Config.load(self.memory_root).consolidate.archive_dir
+            cited = consolidated_note_in(self.memory_root, rel, archive)
+            if cited is not None:
+                raise MemoryToolError(f"{cannot}: {refused(cited, rel)}")
 
     def _link_named(self, path: str) -> str | None:
         """Over an fsmem memory, the link `path` (validated) names itself, memory-relative, or None: `delete` removes
@@ -580,12 +590,7 @@ class MemoryTool:
             base, target = self._relative(old), self._relative(new)
             if into_itself(base, target):
                 raise MemoryToolError(f"Cannot rename {old_path} into itself: {new_path} lies inside it")
-            if self.is_fsmem:  # documents cite a consolidated note by its path (`fsmem mv` refuses it too)
-                cited = consolidated_note_in(
-                    self.memory_root, base, Config.load(self.memory_root).consolidate.archive_dir
-                )
-                if cited is not None:
-                    raise MemoryToolError(f"Cannot rename {old_path}: {move_refused(cited, base)}")
+            self._keep_cited(base, f"Cannot rename {old_path}", move_refused)
             changes = []
             for rel, data in moved:
                 changes += [Change(rel, data, None), Change(target + rel[len(base) :], None, data)]
