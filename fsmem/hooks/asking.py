@@ -98,12 +98,13 @@ def save(root: Path, session_id: str, looked: Looked) -> None:
 def held_bytes(root: Path, session_id: str) -> int:
     """The bytes of the session's transcript that its session note holds (0: no note, or none recorded)."""
     from fsmem import format as fmt
+    from fsmem.config import Config
     from fsmem.errors import InvalidArgument
     from fsmem.importers.notes import held_in
-    from fsmem.operations.transcripts import find_note
+    from fsmem.store.note_folders import NoteFolders
     from fsmem.store.paths import read_regular
 
-    note = find_note(root, cc.session_name(session_id))
+    note = NoteFolders(root, Config.load(root).consolidate.archive_dir).find(cc.session_name(session_id))
     if note is None:
         return 0
     try:  # a FIFO or device named as the note must not hang the hook: it holds nothing
