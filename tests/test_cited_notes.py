@@ -225,3 +225,24 @@ def test_a_session_notes_file_name_names_one_session_and_part(session, part):
     stem = writing.part_name(session, part).removesuffix(".md")
     named, mark, number = stem.rpartition(writing.PART_MARK)
     assert ((named, int(number)) if mark else (stem, 1)) == (session, part)
+
+
+def test_a_merged_observation_dates_its_citation_by_the_note_it_links(tmp_path, monkeypatch):
+    """A near-duplicate observation from a later note joins the earlier line, which shows the later date: it
+    showed it linked to the earlier note (`[2026-11-02](…/kickoff.md)`, kickoff.md a 2026-10-01 note), a
+    citation whose date was not its note's. The dated link now goes to the note of that date, the others by name."""
+    monkeypatch.setenv("FSMEM_NOW", "2026-10-01T10:00:00+00:00")
+    memory = Memory.init(tmp_path / "mem")
+    memory.note("Wants PDF invoices every month.", session="kickoff", subject="topic/Billing")
+    memory.consolidate()
+    monkeypatch.setenv("FSMEM_NOW", "2026-11-02T10:00:00+00:00")
+    memory = Memory(memory.root)
+    memory.note("Wants PDF invoices every month!", session="review", subject="topic/Billing")
+    report = memory.consolidate()
+    assert report.counts["observations_merged"] == 1
+    line = next(line for line in (memory.root / "topics/billing.md").read_text().splitlines() if "PDF" in line)
+    assert line == (
+        "- Wants PDF invoices every month. ([2026-11-02](../sessions/2026/11/02/review.md); "
+        "[kickoff](../sessions/2026/10/01/kickoff.md))"
+    )
+    assert fsmem(memory.root, "check").returncode == 0
