@@ -222,42 +222,6 @@ def test_an_import_killed_between_a_file_and_its_journal_entry_leaves_nothing_ou
     assert sorted(p.name for p in (root / "topics/vault").iterdir()) == ["a.md", "b.md"]
 
 
-MEMORY_TOOL = """
-import sys
-from fsmem import Memory
-from fsmem.agents.memory_tool import MemoryTool
-print(MemoryTool.over(Memory(sys.argv[1])).execute(dict(zip(sys.argv[2::2], sys.argv[3::2]))))
-"""
-
-
-@pytest.mark.parametrize(
-    "call",
-    [
-        ["command", "str_replace", "path", "/memories/topics/billing.md", "old_str", "5 days", "new_str", "7 days"],
-        ["command", "create", "path", "/memories/topics/new.md", "file_text", "A new file.\n"],
-        ["command", "delete", "path", "/memories/topics/billing.md"],
-    ],
-    ids=["str_replace", "create", "delete"],
-)
-def test_a_memory_tool_command_killed_at_its_journal_entry_leaves_nothing_outside_history(written, tmp_path, call):
-    """The memory tool wrote a file, then journalled it: killed between the two (at the entry's own rename), the
-    file held the change with no entry, in git status until a consolidation committed it as made outside fsmem.
-    Now the entry is journalled before the file is written (a dead command's is taken by the next command)."""
-    root, env = written
-    args = ["-c", MEMORY_TOOL, str(root), *call]
-    at = r'"\.fsmem-tmp-\w+", \d+, "\.\d{20}-'
-    nth, _after = counted_on_a_copy(root, tmp_path, args, "renameat", at, env=env, program=sys.executable)
-
-    killed = F.run_faulted(args, "renameat", nth, "kill", cwd=root, env=env, program=sys.executable)
-    assert killed.returncode == F.KILLED, killed.stderr
-    assert fsmem(root, "log", env=env).returncode == 0
-    assert _git(root, "status", "--porcelain") == ""
-    done = subprocess.run([sys.executable, *args], cwd=root, env=env, capture_output=True, text=True)
-    assert done.returncode == 0 and "rror" not in done.stdout, done
-    assert _git(root, "status", "--porcelain") == ""
-    assert _git(root, "log", "-1", "--format=%an %s").startswith(f"default memory.{call[1]} topics/")
-
-
 MEMORY_TOOL_CALL = """
 import sys
 from fsmem import Memory
@@ -270,18 +234,21 @@ PREPARED = r'"\.fsmem-tmp-\w+", \d+, "\.\d{20}-'  # a journal entry's prepared f
 @pytest.mark.parametrize(
     "call",
     [
+        ["str_replace", "/memories/topics/billing.md", "5 days", "7 days"],
+        ["create", "/memories/topics/new.md", "A new file.\n"],
+        ["delete", "/memories/topics/billing.md"],
         ["rename", "/memories/topics/billing.md", "/memories/topics/money/billing.md"],
         ["rename", "/memories/topics", "/memories/subjects"],
         ["clear_all_memory"],
     ],
-    ids=["rename", "rename-folder", "clear_all_memory"],
+    ids=["str_replace", "create", "delete", "rename", "rename-folder", "clear_all_memory"],
 )
-def test_a_memory_tool_move_or_clear_killed_at_its_journal_entry_leaves_nothing_outside_history(
-    written, tmp_path, call
-):
-    """rename and clear_all_memory changed the files, then journalled them: killed between the two, the move or
-    the removals sat in git status, outside history (`fsmem log` did not show them, `revert` could not undo them),
-    until a consolidation committed them as made outside fsmem. Now the entry is journalled before the change."""
+def test_a_memory_tool_command_killed_at_its_journal_entry_leaves_nothing_outside_history(written, tmp_path, call):
+    """The memory tool changed files, then journalled them: killed between the two (at the entry's own rename),
+    the change sat in git status, outside history (`fsmem log` did not show it, `revert` could not undo it), until
+    a consolidation committed it as made outside fsmem. Now the entry is journalled before the files change (a
+    dead command's is taken by the next command): create, str_replace, insert and delete of a file first, then
+    rename, a folder's delete and clear_all_memory."""
     root, env = written
     args = ["-c", MEMORY_TOOL_CALL, str(root), *call]
     nth, _after = counted_on_a_copy(root, tmp_path, args, "renameat", PREPARED, env=env, program=sys.executable)
