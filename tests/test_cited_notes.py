@@ -10,11 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, strategies as st
 
 from fsmem import Memory
 from fsmem.agents import tools
 from fsmem.agents.memory_tool import MemoryTool
 from fsmem.errors import InvalidArgument
+from fsmem.store import writing
 
 FSMEM = str(Path(sys.executable).with_name("fsmem"))
 NOW = "2026-12-01T10:00:00+00:00"
@@ -87,6 +89,27 @@ def test_the_api_and_the_memory_tools_rename_refuse_it_too(tmp_path):
     unchanged(memory, before)
 
 
+def test_every_face_refuses_to_remove_a_consolidated_note_as_mv_refuses_to_move_it(tmp_path):
+    """`rm` removed a consolidated note that `mv` refused to move: the documents' citations of it then linked
+    nothing (`check` reported them). Now rm (CLI and API) and the memory tool's delete refuse it, and a folder
+    holding one, with the same reason; a note not consolidated yet is removed."""
+    memory = consolidated(tmp_path)
+    before = files(memory.root)
+    removed = fsmem(memory.root, "rm", NOTE)
+    assert removed.returncode == 2 and "Traceback" not in removed.stderr, removed
+    assert removed.stderr.startswith(f"fsmem: error: {NOTE} is a session note that was consolidated")
+    assert "would leave their citations linking nothing; nothing was removed" in removed.stderr
+    with pytest.raises(InvalidArgument, match="nothing was removed"):
+        memory.rm(NOTE)
+    tool = MemoryTool(memory_root=memory.root)
+    for path in (NOTE, "sessions/2026", "sessions"):
+        with pytest.raises(Exception, match=f"Cannot delete /memories/{path}: .*consolidated.*nothing was removed"):
+            tool.delete(f"/memories/{path}")
+    unchanged(memory, before)
+    assert fsmem(memory.root, "rm", "sessions/2026/12/01/s2.md").returncode == 0  # cited by nothing yet
+    tool.delete("/memories/topics/billing.md")  # a document goes: it cites, it is not cited
+
+
 def test_check_reports_a_citation_whose_note_is_gone_with_the_command_that_fixes_it(tmp_path):
     memory = consolidated(tmp_path)
     moved = tmp_path / "elsewhere.md"
@@ -136,8 +159,8 @@ def test_a_session_noted_again_after_its_note_was_archived_is_archived_and_cited
     assert at(root, "2026-12-01T10:05:00Z", "consolidate").returncode == 0
     assert (root / "archive" / NOTE).is_file() and not (root / NOTE).exists()
     noted = at(root, "2026-12-01T11:00:00Z", *ann, "- phone: 555")
-    assert noted.stdout.startswith("noted in sessions/2026/12/01/s1-2.md")  # the archive holds s1.md
-    assert at(root, "2026-12-01T11:30:00Z", *ann, "- city: Oslo").stdout.startswith("noted in sessions/2026/12/01/s1-2")
+    assert noted.stdout.startswith("noted in sessions/2026/12/01/s1+2.md")  # the archive holds s1.md
+    assert at(root, "2026-12-01T11:30:00Z", *ann, "- city: Oslo").stdout.startswith("noted in sessions/2026/12/01/s1+2")
     run = at(root, "2026-12-01T12:00:00Z", "consolidate")
     assert run.returncode == 0 and "not archived" not in run.stdout + run.stderr
     assert not (root / "sessions").exists() or not any((root / "sessions").rglob("*.md"))
@@ -163,6 +186,63 @@ def test_check_reports_a_note_whose_name_the_archive_holds(tmp_path):
         f"{NOTE}:1: the archive holds a note of the same name (archive/{NOTE}): both are cited by one path"
         in checked.stdout
     )
-    assert f"fsmem mv {NOTE} sessions/2026/12/01/s1-2.md" in checked.stdout
-    assert at(root, "2026-12-01T11:00:00Z", "mv", NOTE, "sessions/2026/12/01/s1-2.md").returncode == 0
+    assert f"fsmem mv {NOTE} sessions/2026/12/01/s1+2.md" in checked.stdout
+    assert at(root, "2026-12-01T11:00:00Z", "mv", NOTE, "sessions/2026/12/01/s1+2.md").returncode == 0
     assert at(root, "2026-12-01T11:00:00Z", "check").returncode == 0
+
+
+def test_a_session_whose_id_ends_in_a_part_number_keeps_its_own_note_beside_a_second_part(tmp_path):
+    """A session noted again after its note was archived got `NAME-2.md`, which is also the note of a session
+    whose id is `NAME-2`: both sessions' lines went into one file, under the first one's front matter, and
+    were cited as that one's. Now a part is `NAME+2.md` ('+' is never in a session id)."""
+    root = archiving(tmp_path)
+    ann = ["note", "--session", "s1", "--subject", "people/Ann Lee"]
+    bo = ["note", "--session", "s1-2", "--subject", "people/Bo Chen"]
+    assert at(root, "2026-12-01T10:00:00Z", *ann, "- employer: Acme").returncode == 0
+    assert at(root, "2026-12-01T10:05:00Z", "consolidate").returncode == 0
+    assert at(root, "2026-12-01T11:00:00Z", *bo, "- city: Rome").stdout.startswith(
+        "noted in sessions/2026/12/01/s1-2.md"
+    )
+    assert at(root, "2026-12-01T11:30:00Z", *ann, "- phone: 555").stdout.startswith(
+        "noted in sessions/2026/12/01/s1+2.md"
+    )
+    assert "session: s1-2\n" in (root / "sessions/2026/12/01/s1-2.md").read_text()
+    assert "session: s1\n" in (root / "sessions/2026/12/01/s1+2.md").read_text()
+    assert "555" not in (root / "sessions/2026/12/01/s1-2.md").read_text()
+
+
+SESSION_IDS = st.one_of(  # mostly a few letters, often with a part number after them: ids that look like parts
+    st.builds(str.__add__, st.sampled_from(["s", "s1", "a-b"]), st.sampled_from(["", "-2", "-3", "_2", ".2"])),
+    st.from_regex(writing.SESSION_ID, fullmatch=True),
+)
+
+
+@given(SESSION_IDS, st.integers(1, 12))
+def test_a_session_notes_file_name_names_one_session_and_part(session, part):
+    """A note's file name gives back its session id and part: no two (session id, part) pairs share a name (ids
+    drawn mostly from a few, often with a part number after them, as `s1-2`)."""
+    assert writing.SESSION_ID.match(session)
+    stem = writing.part_name(session, part).removesuffix(".md")
+    named, mark, number = stem.rpartition(writing.PART_MARK)
+    assert ((named, int(number)) if mark else (stem, 1)) == (session, part)
+
+
+def test_a_merged_observation_dates_its_citation_by_the_note_it_links(tmp_path, monkeypatch):
+    """A near-duplicate observation from a later note joins the earlier line, which shows the later date: it
+    showed it linked to the earlier note (`[2026-11-02](…/kickoff.md)`, kickoff.md a 2026-10-01 note), a
+    citation whose date was not its note's. The dated link now goes to the note of that date, the others by name."""
+    monkeypatch.setenv("FSMEM_NOW", "2026-10-01T10:00:00+00:00")
+    memory = Memory.init(tmp_path / "mem")
+    memory.note("Wants PDF invoices every month.", session="kickoff", subject="topic/Billing")
+    memory.consolidate()
+    monkeypatch.setenv("FSMEM_NOW", "2026-11-02T10:00:00+00:00")
+    memory = Memory(memory.root)
+    memory.note("Wants PDF invoices every month!", session="review", subject="topic/Billing")
+    report = memory.consolidate()
+    assert report.counts["observations_merged"] == 1
+    line = next(line for line in (memory.root / "topics/billing.md").read_text().splitlines() if "PDF" in line)
+    assert line == (
+        "- Wants PDF invoices every month. ([2026-11-02](../sessions/2026/11/02/review.md); "
+        "[kickoff](../sessions/2026/10/01/kickoff.md))"
+    )
+    assert fsmem(memory.root, "check").returncode == 0

@@ -76,7 +76,7 @@ ADAM_AFTER = """\
 - preferred contact: email, never phone before 10:00
 
 ## Notes
-- Prefers invoices as PDF attachments rather than portal links. ([2026-11-02](../../sessions/2026/10/01/kickoff.md); [support-0102](../../sessions/2026/11/02/support-0102.md))
+- Prefers invoices as PDF attachments rather than portal links. ([2026-11-02](../../sessions/2026/11/02/support-0102.md); [kickoff](../../sessions/2026/10/01/kickoff.md))
 - Asked twice about proration when seats change mid-cycle. (2026-10-28, sessions/2026/10/28/review.md)
 - Adam confirmed that Acme wants usage lines grouped by project on the invoice. ([2026-11-02](../../sessions/2026/11/02/support-0102.md))
 - Adam introduced his successor at Acme, Priya Natarajan. ([2026-11-20](../../sessions/2026/11/20/support-0140.md))
@@ -221,7 +221,7 @@ def test_observation_is_not_a_fact_and_near_duplicates_merge(memory):
     assert text.endswith(
         "## Notes\n"
         "- Wow: that trip sounds amazing! ([2026-01-01](../../sessions/2026/01/01/a.md))\n"
-        "- Prefers email over phone. ([2026-01-09](../../sessions/2026/01/01/a.md); [b](../../sessions/2026/01/09/b.md))\n"
+        "- Prefers email over phone. ([2026-01-09](../../sessions/2026/01/09/b.md); [a](../../sessions/2026/01/01/a.md))\n"
     )
 
 
@@ -259,8 +259,8 @@ def test_observations_that_differ_in_case_punctuation_spacing_or_an_article_stil
     memory.consolidate()
     assert body(memory, "entities/people/ann-lee.md").endswith(
         "## Notes\n"
-        "- Prefers e-mail over the phone. ([2026-01-02](../../sessions/2026/01/01/a.md); [b](../../sessions/2026/01/02/b.md))\n"
-        "- Costs ＄５. ([2026-01-02](../../sessions/2026/01/01/a.md); [b](../../sessions/2026/01/02/b.md))\n"
+        "- Prefers e-mail over the phone. ([2026-01-02](../../sessions/2026/01/02/b.md); [a](../../sessions/2026/01/01/a.md))\n"
+        "- Costs ＄５. ([2026-01-02](../../sessions/2026/01/02/b.md); [a](../../sessions/2026/01/01/a.md))\n"
     )
 
 

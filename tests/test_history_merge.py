@@ -91,25 +91,27 @@ def test_a_change_on_one_side_takes_that_side_and_changes_on_different_lines_com
 
 
 def test_observations_are_the_union_and_near_duplicates_become_one_line_with_both_sources():
+    """The merged line shows the later date, linked to the note of that date (before, to the first source in
+    path order: `[2026-11-21](…/a.md)`, a.md a 2026-10-01 note)."""
     ours = side(
         BASE,
         (
             "- Likes tea. ([2026-10-01](../../sessions/2026/10/01/a.md))",
-            "- Likes tea. ([2026-11-20](../../sessions/2026/10/01/a.md); [x](../../sessions/x.md))\n- Plays chess. ([2026-11-20](../../sessions/x.md))",
+            "- Likes tea. ([2026-11-20](../../sessions/x.md); [a](../../sessions/2026/10/01/a.md))\n- Plays chess. ([2026-11-20](../../sessions/x.md))",
         ),
     )
     theirs = side(
         BASE,
         (
             "- Likes tea. ([2026-10-01](../../sessions/2026/10/01/a.md))",
-            "- Likes tea! ([2026-11-21](../../sessions/2026/10/01/a.md); [y](../../sessions/y.md))",
+            "- Likes tea! ([2026-11-21](../../sessions/y.md); [a](../../sessions/2026/10/01/a.md))",
         ),
     )
     merged, kept = both_ways(BASE, ours, theirs)
     assert kept == 0
     notes = merged.split("## Notes\n")[1]
     assert notes == (
-        "- Likes tea. ([2026-11-21](../../sessions/2026/10/01/a.md); [x](../../sessions/x.md); [y](../../sessions/y.md))\n"
+        "- Likes tea. ([2026-11-21](../../sessions/y.md); [a](../../sessions/2026/10/01/a.md); [x](../../sessions/x.md))\n"
         "- Plays chess. ([2026-11-20](../../sessions/x.md))\n"
     )
 
@@ -151,7 +153,7 @@ def test_each_observation_of_a_side_finds_its_near_duplicate_on_the_other_whatev
     notes = merged.split("## Notes\n")[1]
     assert "- Salary is 100,000. (" in notes and "- Salary is 150,000. (" in notes
     assert notes.count("hess") == 1
-    assert "- Plays chess. ([2026-11-21](../../sessions/x.md); [y](../../sessions/y.md))\n" in notes
+    assert "- Plays chess. ([2026-11-21](../../sessions/y.md); [x](../../sessions/x.md))\n" in notes  # y.md: 11-21
 
 
 def test_front_matter_merges_field_by_field():

@@ -129,6 +129,36 @@ def test_importing_the_same_export_again_changes_nothing_and_a_longer_one_adds_o
     assert "imported_lines: 3\n" in text and "updated: 2025-01-01T10:00:40Z\n" in text
 
 
+def test_a_conversation_whose_note_was_archived_is_that_notes_never_a_second_one(tmp_path):
+    """With consolidate.archive on, a conversation's note moves to the archive once consolidated; import looked
+    for it under sessions/ alone and wrote a second note of the session there: the episode twice in search,
+    `check` reporting twins, every consolidation failing to archive it. Now the archived note is the one found:
+    the same export changes nothing, a longer one extends it."""
+    memory = Memory.init(tmp_path / "mem", git=True)
+    config = memory.root / "fsmem.yaml"
+    config.write_text(config.read_text().replace("  archive: false", "  archive: true"))
+    memory = Memory(memory.root)
+    export = chatgpt_export(tmp_path / "export", CHATGPT)
+    memory.import_from("chatgpt", str(export))
+    memory.consolidate()
+    archived = "archive/sessions/2025/01/01/chatgpt-6781a0c2-2222.md"
+    assert (memory.root / archived).is_file() and not list((memory.root / "sessions").rglob("*.md"))
+    before = files(memory)
+    again = memory.import_from("chatgpt", str(export))
+    assert (again.created_count, again.extended_count, again.unchanged) == (0, 0, 2)
+    assert files(memory) == before
+    longer = copy.deepcopy(CHATGPT)
+    turns = [("user", "Book a hotel in Alfama."), ("assistant", "Done."), ("user", "And a table at Zé da Mouraria.")]
+    longer[1] = chatgpt_conversation("6781a0c2-2222", "Trip to Lisbon", turns)
+    grown = memory.import_from("chatgpt", str(chatgpt_export(tmp_path / "export2", longer)))
+    assert (grown.created_count, grown.extended, grown.unchanged) == (0, [archived], 1)
+    assert not list((memory.root / "sessions").rglob("*.md"))
+    assert "Zé da Mouraria" in (memory.root / archived).read_text()
+    assert memory.check().problems == []
+    run_ = memory.consolidate()
+    assert not any("not archived" in line for line in run_.to_text().splitlines()), run_.to_text()
+
+
 def test_a_malformed_export_exits_2_naming_its_line_and_writes_nothing(memory, tmp_path):
     good = json.dumps(CHATGPT[0], indent=1)
     broken = tmp_path / "conversations.json"
@@ -220,6 +250,25 @@ def test_a_projects_folder_of_transcripts_shares_the_hooks_reader_and_its_offset
     assert body((memory.root / grown.extended[0]).read_text()).endswith(
         "# Claude Code session, continued\n\n```text\nuser: Thanks!\n```\n"
     )
+
+
+def test_the_hook_continues_a_sessions_note_that_consolidation_archived(tmp_path):
+    """The hook looked for a session's note under sessions/ alone: once archived, the next event of the session
+    wrote a second note of it, from the transcript's first line. Now it continues the archived note."""
+    memory = Memory.init(tmp_path / "mem")
+    config = memory.root / "fsmem.yaml"
+    config.write_text(config.read_text().replace("  archive: false", "  archive: true"))
+    memory = Memory(memory.root)
+    transcript = write_jsonl(tmp_path / "s-9.jsonl", transcript_records("s-9", TURNS[:2]))
+    assert runner.save_session(memory, cc.HookEvent("SessionEnd", "s-9", str(transcript), None)).note
+    memory.consolidate()
+    archived = memory.root / "archive/sessions/2025/03/10/claude-code-s-9.md"
+    assert archived.is_file()
+    write_jsonl(transcript, transcript_records("s-9", TURNS))
+    assert runner.save_session(memory, cc.HookEvent("SessionEnd", "s-9", str(transcript), None)).note
+    assert not list((memory.root / "sessions").rglob("*.md"))
+    assert archived.read_text().count("user: Why does test_sync fail?") == 1
+    assert "The clock is not pinned" in archived.read_text()
 
 
 def test_a_session_the_hook_saved_is_continued_by_import_each_line_once(memory, tmp_path):

@@ -222,31 +222,36 @@ def test_an_import_killed_between_a_file_and_its_journal_entry_leaves_nothing_ou
     assert sorted(p.name for p in (root / "topics/vault").iterdir()) == ["a.md", "b.md"]
 
 
-MEMORY_TOOL = """
+MEMORY_TOOL_CALL = """
 import sys
 from fsmem import Memory
 from fsmem.agents.memory_tool import MemoryTool
-print(MemoryTool.over(Memory(sys.argv[1])).execute(dict(zip(sys.argv[2::2], sys.argv[3::2]))))
+print(getattr(MemoryTool.over(Memory(sys.argv[1])), sys.argv[2])(*sys.argv[3:]))
 """
+PREPARED = r'"\.fsmem-tmp-\w+", \d+, "\.\d{20}-'  # a journal entry's prepared file given its name
 
 
 @pytest.mark.parametrize(
     "call",
     [
-        ["command", "str_replace", "path", "/memories/topics/billing.md", "old_str", "5 days", "new_str", "7 days"],
-        ["command", "create", "path", "/memories/topics/new.md", "file_text", "A new file.\n"],
-        ["command", "delete", "path", "/memories/topics/billing.md"],
+        ["str_replace", "/memories/topics/billing.md", "5 days", "7 days"],
+        ["create", "/memories/topics/new.md", "A new file.\n"],
+        ["delete", "/memories/topics/billing.md"],
+        ["rename", "/memories/topics/billing.md", "/memories/topics/money/billing.md"],
+        ["rename", "/memories/topics", "/memories/subjects"],
+        ["clear_all_memory"],
     ],
-    ids=["str_replace", "create", "delete"],
+    ids=["str_replace", "create", "delete", "rename", "rename-folder", "clear_all_memory"],
 )
 def test_a_memory_tool_command_killed_at_its_journal_entry_leaves_nothing_outside_history(written, tmp_path, call):
-    """The memory tool wrote a file, then journalled it: killed between the two (at the entry's own rename), the
-    file held the change with no entry, in git status until a consolidation committed it as made outside fsmem.
-    Now the entry is journalled before the file is written (a dead command's is taken by the next command)."""
+    """The memory tool changed files, then journalled them: killed between the two (at the entry's own rename),
+    the change sat in git status, outside history (`fsmem log` did not show it, `revert` could not undo it), until
+    a consolidation committed it as made outside fsmem. Now the entry is journalled before the files change (a
+    dead command's is taken by the next command): create, str_replace, insert and delete of a file first, then
+    rename, a folder's delete and clear_all_memory."""
     root, env = written
-    args = ["-c", MEMORY_TOOL, str(root), *call]
-    at = r'"\.fsmem-tmp-\w+", \d+, "\.\d{20}-'
-    nth, _after = counted_on_a_copy(root, tmp_path, args, "renameat", at, env=env, program=sys.executable)
+    args = ["-c", MEMORY_TOOL_CALL, str(root), *call]
+    nth, _after = counted_on_a_copy(root, tmp_path, args, "renameat", PREPARED, env=env, program=sys.executable)
 
     killed = F.run_faulted(args, "renameat", nth, "kill", cwd=root, env=env, program=sys.executable)
     assert killed.returncode == F.KILLED, killed.stderr
@@ -255,7 +260,96 @@ def test_a_memory_tool_command_killed_at_its_journal_entry_leaves_nothing_outsid
     done = subprocess.run([sys.executable, *args], cwd=root, env=env, capture_output=True, text=True)
     assert done.returncode == 0 and "rror" not in done.stdout, done
     assert _git(root, "status", "--porcelain") == ""
-    assert _git(root, "log", "-1", "--format=%an %s").startswith(f"default memory.{call[1]} topics/")
+    assert _git(root, "log", "-1", "--format=%an %s").startswith(f"default memory.{call[0]}")
+
+
+def test_a_memory_tool_delete_of_a_folder_killed_part_way_is_committed_as_what_it_removed(memory, tmp_path):
+    """A folder's delete removes file after file. Killed between two removals, the files gone sat in git status,
+    outside history, until a consolidation committed them as made outside fsmem. Now its entry, journalled
+    before, is taken by the next command for the files it did remove (the others kept theirs, still there)."""
+    root, env = memory
+    for name in ("a", "b", "c"):
+        fsmem(root, "write", f"topics/sub/{name}.md", env=env, stdin=f"Note {name}.\n".encode())
+    args = ["-c", MEMORY_TOOL_CALL, str(root), "delete", "/memories/topics/sub"]
+    nth, _after = counted_on_a_copy(
+        root, tmp_path, args, "unlinkat", r'"[abc]\.md", 0\)', env=env, program=sys.executable
+    )
+
+    killed = F.run_faulted(args, "unlinkat", nth + 1, "kill", cwd=root, env=env, program=sys.executable)
+    assert killed.returncode == F.KILLED, killed.stderr
+    left = sorted(os.listdir(root / "topics/sub"))
+    assert len(left) == 2, left
+    assert fsmem(root, "log", env=env).returncode == 0
+    assert _git(root, "status", "--porcelain") == ""
+    assert _git(root, "log", "-1", "--format=%an %s").startswith("default memory.delete topics/sub/")
+    gone = [f"topics/sub/{name}" for name in ("a.md", "b.md", "c.md") if name not in left]
+    assert _git(root, "show", "--format=", "--name-status", "HEAD").split() == ["D", *gone]
+
+
+@pytest.mark.parametrize("command", ["revert", "restore"])
+def test_an_undo_killed_at_its_journal_entry_leaves_nothing_outside_history(written, tmp_path, command):
+    """revert and restore wrote their files, then journalled them: killed between the two, the undone file sat
+    in git status, outside history, until a consolidation committed it as made outside fsmem. Now the entry
+    is journalled before the files change (INDEX.md, regenerated after, joins it before it is kept)."""
+    root, env = written
+    fsmem(root, "edit", "topics/billing.md", "--old", "5 days", "--new", "7 days", env=env)
+    args = ["revert", "HEAD"] if command == "revert" else ["restore", "topics/billing.md", "--at", "HEAD~1"]
+    nth, after = counted_on_a_copy(root, tmp_path, args, "renameat", PREPARED, env=env)
+
+    killed = F.run_faulted(args, "renameat", nth, "kill", cwd=root, env=env)
+    assert killed.returncode == F.KILLED, killed.stderr
+    assert fsmem(root, "log", env=env).returncode == 0
+    assert _git(root, "status", "--porcelain") == ""
+    done = fsmem(root, *args, env=env)
+    assert done.returncode == 0, done.stderr
+    assert _git(root, "status", "--porcelain") == ""
+    assert _files(root) == after
+    assert b"5 days" in (root / "topics/billing.md").read_bytes()
+
+
+def test_a_revert_killed_after_its_files_and_index_is_committed_whole_as_its_own(written, tmp_path):
+    """A revert that changes a document's description regenerates INDEX.md after its files: killed before its
+    entry was kept, the next command commits the entry, INDEX.md's change in it, as the revert's (before, that
+    change was left outside history)."""
+    root, env = written
+    fsmem(root, "write", "topics/billing.md", "--set", "description=Invoices and refunds", env=env)
+    fsmem(root, "index", env=env)
+    assert "Invoices and refunds" in (root / "INDEX.md").read_text()
+    args = ["revert", _git(root, "rev-parse", "HEAD~1").strip()]
+    nth, after = counted_on_a_copy(root, tmp_path, args, "rename", r"/history/journal/\.", env=env)
+
+    assert F.run_faulted(args, "rename", nth, "kill", cwd=root, env=env).returncode == F.KILLED
+    assert _files(root) == after and "Invoices" not in after["INDEX.md"].decode()
+    assert fsmem(root, "log", env=env).returncode == 0
+    assert _git(root, "status", "--porcelain") == ""
+    assert _git(root, "log", "-1", "--format=%an %s").startswith("default revert")
+    assert _git(root, "show", "--format=", "--name-only", "HEAD").split() == ["INDEX.md", "topics/billing.md"]
+
+
+@pytest.mark.parametrize("folder", ["profile", "projects/apollo/notes", ""])
+def test_a_write_killed_in_any_folder_leaves_a_temporary_file_that_the_next_consolidation_removes(
+    written, tmp_path, folder
+):
+    """A write killed before its temporary file took the file's name leaves that file (`.fsmem-tmp-*`, hidden)
+    beside its target. Consolidation removed those of the root, entities/, topics/, sessions/ and the archive
+    only: one in profile/ or any folder of the person's stayed for good, a copy of what was being written. It
+    is never read as memory, and the next consolidation removes it wherever it is."""
+    root, env = written
+    target = f"{folder}/me.md".lstrip("/")
+    args = ["write", target]
+    stdin = b"Works on the billing service.\n"
+    nth, _after = counted_on_a_copy(
+        root, tmp_path, args, "linkat", r'"\.fsmem-tmp-\w+", \d+, "me\.md"', env=env, stdin=stdin
+    )
+
+    assert F.run_faulted(args, "linkat", nth, "kill", cwd=root, env=env, stdin=stdin).returncode == F.KILLED
+    left = [p for p in root.rglob(".fsmem-tmp-*") if ".fsmem" not in p.relative_to(root).parts[:1]]
+    assert [p.parent for p in left] == [(root / folder).resolve()], left
+    assert b"billing service" not in fsmem(root, "grep", "-i", "billing service", env=env).stdout
+    done = fsmem(root, "consolidate", env=env)
+    assert done.returncode in (0, 1), done.stderr
+    assert b"removed 1 temporary file(s)" in done.stdout, done.stdout
+    assert not [p for p in root.rglob(".fsmem-tmp-*") if ".fsmem" not in p.relative_to(root).parts[:1]]
 
 
 def test_an_rm_whose_removal_fails_leaves_the_file_at_its_name(written, tmp_path):

@@ -52,7 +52,7 @@ from fsmem.store import beneath, retrieval_log
 from fsmem.store.catalog import walk_stats
 from fsmem.store.files import atomic_write, file_lock, fsync_dir
 from fsmem.store.moving import into_itself
-from fsmem.store.note_status import consolidated_note_in, move_refused
+from fsmem.store.note_status import consolidated_note_in, move_refused, remove_refused
 from fsmem.store.paths import (
     STATE_DIR,
     bounded_walk,
@@ -487,6 +487,7 @@ class MemoryTool:
         self._check_folder(full, path)
         relative = self._relative(full)
         with self._writing() as tx:
+            self._keep_cited(relative, f"Cannot delete {path}", remove_refused)
             gone = self._contents(full) if tx is not None and tx.keeps_history else []
             try:
                 kind = os.lstat(full).st_mode
@@ -500,10 +501,11 @@ class MemoryTool:
                                     f"The file {path} was changed on disk while it was being deleted (saved by an "
                                     "editor or another program); it was left as saved. Read it again, then retry"
                                 )
-                        gone = []  # journalled with its removal
                     else:
+                        removed = [Change(rel, data, None) for rel, data in gone]
                         try:
-                            beneath.remove(root, relative, generated=True, tree=True)
+                            with self._journalled(tx, "delete", removed, paths=[relative]):
+                                beneath.remove(root, relative, generated=True, tree=True)
                         except BaseException:
                             self._record_removed(tx, gone, root, relative)
                             raise
@@ -512,8 +514,16 @@ class MemoryTool:
             if stat.S_ISDIR(kind) and tx is not None:
                 tx.changed_folder()
             fsync_dir(full.parent)
-            self._record(tx, "delete", [Change(rel, data, None) for rel, data in gone], paths=[relative])
         return CommandAnswer(f"Successfully deleted {path}", paths=[relative], rows=1)
+
+    def _keep_cited(self, rel: str, cannot: str, refused: Callable[[str, str], str]) -> None:
+        """Over an fsmem memory, a session note that was consolidated (or a folder holding one) at `rel` is
+        refused, as `fsmem mv` and `fsmem rm` refuse it: documents cite it by its path."""
+        if self.is_fsmem:
+            archive = Config.load(self.memory_root).consolidate.archive_dir
+            cited = consolidated_note_in(self.memory_root, rel, archive)
+            if cited is not None:
+                raise MemoryToolError(f"{cannot}: {refused(cited, rel)}")
 
     def _link_named(self, path: str) -> str | None:
         """Over an fsmem memory, the link `path` (validated) names itself, memory-relative, or None: `delete` removes
@@ -532,12 +542,11 @@ class MemoryTool:
             root = Path(os.path.realpath(self.memory_root))
             try:
                 text = os.fsencode(os.readlink(root / link))
-                with self._beneath(path):
+                with self._beneath(path), self._journalled(tx, "delete", [Change(link, text, None, True)]):
                     beneath.remove(root, link, generated=True)
             except FileNotFoundError:
                 raise _Missing(f"The path {path} does not exist") from None
             fsync_dir((root / link).parent)
-            self._record(tx, "delete", [Change(link, text, None, True)])
         return CommandAnswer(f"Successfully deleted {path}", paths=[link], rows=1)
 
     def _rename_link(self, old_path: str, new_path: str, link: str, new: Path) -> CommandAnswer:
@@ -553,13 +562,13 @@ class MemoryTool:
                     f"Path {shown(new_path)} would hold a symbolic link to {shown(text)}, which leads outside "
                     "/memories from there"
                 )
-            with self._beneath(new_path):
-                self._make_folders(root, target)
-                beneath.rename(root, link, target, generated=True, folder_mode=DIR_MODE)
-            fsync_dir(new.parent)
             data = os.fsencode(text)
             changes = [Change(link, data, None, True), Change(target, None, data, True)]
-            self._record(tx, "rename", changes, f"memory.rename {link} -> {target}", paths=[link, target])
+            with self._beneath(new_path):
+                self._make_folders(root, target)
+                with self._journalled(tx, "rename", changes, f"memory.rename {link} -> {target}"):
+                    beneath.rename(root, link, target, generated=True, folder_mode=DIR_MODE)
+            fsync_dir(new.parent)
         return CommandAnswer(f"Successfully renamed {old_path} to {new_path}", paths=[link, target], rows=1)
 
     def _rename(self, old_path: str, new_path: str) -> CommandAnswer:
@@ -581,16 +590,18 @@ class MemoryTool:
             base, target = self._relative(old), self._relative(new)
             if into_itself(base, target):
                 raise MemoryToolError(f"Cannot rename {old_path} into itself: {new_path} lies inside it")
-            if self.is_fsmem:  # documents cite a consolidated note by its path (`fsmem mv` refuses it too)
-                cited = consolidated_note_in(
-                    self.memory_root, base, Config.load(self.memory_root).consolidate.archive_dir
-                )
-                if cited is not None:
-                    raise MemoryToolError(f"Cannot rename {old_path}: {move_refused(cited, base)}")
+            self._keep_cited(base, f"Cannot rename {old_path}", move_refused)
+            changes = []
+            for rel, data in moved:
+                changes += [Change(rel, data, None), Change(target + rel[len(base) :], None, data)]
+            journalled = self._journalled(
+                tx, "rename", changes, f"memory.rename {base} -> {target}", paths=[base, target]
+            )
             with self._beneath(new_path) as root:
                 self._make_folders(root, target)
                 try:
-                    beneath.rename(root, base, target, generated=True, folder_mode=DIR_MODE)
+                    with journalled:
+                        beneath.rename(root, base, target, generated=True, folder_mode=DIR_MODE)
                 except FileNotFoundError:
                     raise _Missing(f"The path {old_path} does not exist") from None
                 except FileExistsError:
@@ -600,10 +611,6 @@ class MemoryTool:
                     raise
             fsync_dir(new.parent)
             fsync_dir(old.parent)
-            changes = []
-            for rel, data in moved:
-                changes += [Change(rel, data, None), Change(target + rel[len(base) :], None, data)]
-            self._record(tx, "rename", changes, f"memory.rename {base} -> {target}", paths=[base, target])
         return CommandAnswer(
             f"Successfully renamed {old_path} to {new_path}", paths=[self._relative(old), self._relative(new)], rows=1
         )
@@ -625,11 +632,18 @@ class MemoryTool:
                     if tx.keeps_history:
                         data = os.fsencode(os.readlink(full)) if link else Path(full).read_bytes()
                     gone.append(Change(rel, data, None, link))
-                    with self._swapped(PREFIX + "/" + rel):
-                        beneath.remove(root, rel, generated=True)
-                _remove_empty_folders(root)
                 tx.changed_folder()
-                self._record(tx, "clear_all_memory", gone, "memory.clear_all_memory", paths=[c.path for c in gone])
+                try:
+                    with self._journalled(tx, "clear_all_memory", gone, "memory.clear_all_memory"):
+                        for change in gone:
+                            with self._swapped(PREFIX + "/" + change.path):
+                                beneath.remove(root, change.path, generated=True)
+                except BaseException:  # stopped part way: what went is still this command's
+                    removed = [change for change in gone if not os.path.lexists(root / change.path)]
+                    with contextlib.suppress(FsmemError, OSError):
+                        self._record(tx, "clear_all_memory", removed, "memory.clear_all_memory")
+                    raise
+                _remove_empty_folders(root)
             else:
                 with self._beneath(PREFIX) as root:
                     for child in sorted(os.listdir(root)):
@@ -722,18 +736,25 @@ class MemoryTool:
 
     @staticmethod
     @contextlib.contextmanager
-    def _journalled(tx: Transaction | None, command: str, changes: list[Change]) -> Iterator[None]:
-        """The one-file write in the body, its history journalled before it (`Transaction.ahead`): an entry that
-        cannot be stored fails the command with nothing written, and a command killed after its write is still
-        committed as its own (`fsmem.history.journal.adopt`). Nothing over a plain folder."""
+    def _journalled(
+        tx: Transaction | None,
+        command: str,
+        changes: list[Change],
+        message: str | None = None,
+        *,
+        paths: list[str] | None = None,
+    ) -> Iterator[None]:
+        """The write in the body, its history journalled before it (`Transaction.ahead`): an entry that cannot be
+        stored fails the command with nothing written, and a command killed after its write (or part way through
+        a folder's) is still committed as its own (`fsmem.history.journal.adopt`). Nothing over a plain folder."""
         if tx is None:
             yield
             return
-        message = f"memory.{command} {changes[0].path}"
-        result = WriteResult("write", changes[0].path, changes=changes)
+        message = message or f"memory.{command} {changes[0].path if changes else ''}".rstrip()
+        result = WriteResult("write", changes[0].path if changes else "", changes=changes)
         with tx.ahead(result, message):
             yield
-        tx.wrote(result, message, paths=[change.path for change in changes])
+        tx.wrote(result, message, paths=[change.path for change in changes] if paths is None else paths)
 
     @staticmethod
     def _record(

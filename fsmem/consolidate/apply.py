@@ -229,9 +229,7 @@ def run(
             ) from None
         if not dry_run:
             with file_lock(root):
-                report.temp_files_removed = remove_temp_files(
-                    root, ("entities", "topics", SESSIONS, settings.archive_dir)
-                )
+                report.temp_files_removed = remove_temp_files(root)
         signature = L.signature(settings.extractors, settings.default_subject)
         ledger = L.Ledger(root, signature, settings.default_subject, dry_run=dry_run)
         stack.callback(ledger.close, False)

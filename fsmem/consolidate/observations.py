@@ -148,12 +148,12 @@ def merge_observations(
     for cluster in clusters:
         if not cluster.changed:
             continue
-        dates = [source_date(s) for s in cluster.sources]
-        date = max((d for d in dates if d), default=cluster.line.date if cluster.line else "")
+        dates = {s: source_date(s) for s in cluster.sources}
+        date = max((d for d in dates.values() if d), default=cluster.line.date if cluster.line else "")
+        dated = min((s for s, d in dates.items() if d and d == date), default=None)  # the note of that date
         bullet = cluster.line.bullet if cluster.line is not None else "-"
-        rendered = F.render_observation(
-            cluster.text, date, [located(s) for s in sorted(cluster.sources)], doc.path, bullet
-        )
+        cited = [located(s) for s in F.dated_first(cluster.sources, dated)]
+        rendered = F.render_observation(cluster.text, date, cited, doc.path, bullet)
         if cluster.line is not None:
             doc.replace(cluster.line.index, [rendered])
         else:

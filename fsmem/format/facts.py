@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from fsmem.format.portable import DEVICE_NAMES
@@ -349,8 +350,17 @@ def _confirmed(first: Stamp, last: Stamp) -> bool:
     return (last.date, last.source) != (first.date, first.source)
 
 
+def dated_first(sources: Iterable[str], dated: str | None) -> list[str]:
+    """An observation's sources in the order its citation lists them: `dated`, the note whose date the line
+    shows, first (that date links to it), then the others by name, sorted. A merged line shows its latest date:
+    linked to another note, it was a date that note does not have."""
+    rest = sorted(set(sources) - {dated})
+    return [dated, *rest] if dated is not None and dated in sources else rest
+
+
 def render_observation(text: str, date: str, sources: list[str], document: str, bullet: str = "-") -> str:
-    """An observation as `document` shows it: its date linked to its first source, the others by name."""
+    """An observation as `document` shows it: its date linked to its first source (`dated_first`), the others by
+    name."""
     links = [_cite(date, sources[0], document)] + [f"[{_label(s)}]({link_to(s, document)})" for s in sources[1:]]
     return f"{bullet} {text} ({'; '.join(links)})"
 

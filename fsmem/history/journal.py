@@ -107,11 +107,14 @@ def record(repo: Repo, agent: str | None, message: str, changes: Iterable[Change
     return True
 
 
-def prepare(repo: Repo, agent: str | None, message: str, changes: Iterable[Change]) -> str | None:
+def prepare(
+    repo: Repo, agent: str | None, message: str, changes: Iterable[Change], *, name: str | None = None
+) -> str | None:
     """`record`, before the write it records: the entry is stored under a name the committer passes over,
     and becomes pending only when `publish`ed after the write (`withdraw`n if the write fails). Returns that
     name, or None when nothing changes. Raises what the disk refused (blobs or entry): then the write must not
-    be made, so that a write and its history fail together."""
+    be made, so that a write and its history fail together. Given the `name` of an entry prepared already, it is
+    replaced (a write that learnt of one more change while it wrote: an undo's INDEX.md)."""
     items: list[list[str | None]] = []
     links: list[str] = []
     for change in changes:
@@ -128,7 +131,7 @@ def prepare(repo: Repo, agent: str | None, message: str, changes: Iterable[Chang
     entry["changes"] = items
     if links:  # a link moved or removed: committed as a link (git's mode 120000), not as a file holding its text
         entry["links"] = links
-    name = f"{time.time_ns():020d}-{os.getpid()}-{next(_sequence):06d}"
+    name = name or f"{time.time_ns():020d}-{os.getpid()}-{next(_sequence):06d}"
     # not fsynced, as git fsyncs none of its objects or refs by default: atomic for readers and for a killed
     # process; a power cut may lose it, and then the change is committed as one made outside fsmem
     journal_dir(repo)
@@ -167,9 +170,11 @@ def _prepared(repo: Repo) -> list[str]:
 def adopt(repo: Repo) -> None:
     """Entries a writer killed between `prepare` and `publish` left: each is made pending when every file it names
     holds the bytes it records after the write (the write was made: it is committed as its writer's, not later as
-    a change made outside fsmem), else withdrawn (the write was not made, or the file changed since: a change the
-    next commit finds). Only under the write lock, taken without waiting: every entry is prepared and published
-    under it, so none found then is a live writer's. Best effort: what cannot be done now is left for the next."""
+    a change made outside fsmem). A write of many files killed part way (a folder's delete, clear_all_memory), each
+    file holding its bytes before or after, is committed as what it did: the entry keeps the files it changed.
+    Otherwise it is withdrawn (the write was not made, or a file changed since: a change the next commit finds).
+    Only under the write lock, taken without waiting: every entry is prepared and published under it, so none
+    found then is a live writer's. Best effort: what cannot be done now is left for the next."""
     names = [name for name in _prepared(repo) if name.split("-")[1] != str(os.getpid())]
     if not names:
         return
@@ -178,10 +183,25 @@ def adopt(repo: Repo) -> None:
             entry = _load(repo, "." + name)
             if entry is None:
                 continue
-            if all(_holds(repo, path, after, path in entry.links) for path, _, after in entry.changes):
+            done = [change for change in entry.changes if _holds(repo, change[0], change[2], change[0] in entry.links)]
+            undone = [c for c in entry.changes if c not in done and _holds(repo, c[0], c[1], c[0] in entry.links)]
+            if done and len(done) + len(undone) == len(entry.changes):
+                if undone:
+                    _narrow(repo, entry, done)
                 publish(repo, name)
             else:
                 withdraw(repo, name)
+
+
+def _narrow(repo: Repo, entry: Entry, changes: list[tuple[str, str | None, str | None]]) -> None:
+    """A prepared entry rewritten to hold only `changes` (those its killed writer made)."""
+    data = {"agent": entry.agent, "message": entry.message, "time": entry.time, "offset": entry.offset}
+    data["changes"] = [list(change) for change in changes]
+    links = [change[0] for change in changes if change[0] in entry.links]
+    if links:
+        data["links"] = links
+    text = json.dumps(data, ensure_ascii=False).encode("utf-8")
+    atomic_write(journal_dir(repo) / entry.name, text, durable=False, root=repo.root, generated=True)
 
 
 def _adopted(repo: Repo) -> bool:

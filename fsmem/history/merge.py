@@ -316,7 +316,13 @@ def _merge_observations(
             a, b = cited[i], cited[j]
             assert a.provenance is not None and b.provenance is not None
             dates = [_obs_date(a.provenance), _obs_date(b.provenance)]
-            sources = sorted(set(a.provenance.sources) | set(b.provenance.sources))
+            # the note of the date the line shows: the first source of the later line (the lower one on a tie,
+            # so that the merge is the same from either side)
+            firsts = [a.provenance.sources[:1], b.provenance.sources[:1]]
+            dated = min(
+                (first[0] for first, d in zip(firsts, dates, strict=True) if first and d == max(dates)), default=None
+            )
+            sources = F.dated_first(set(a.provenance.sources) | set(b.provenance.sources), dated)
             words = [text for text in (a.text, b.text) if text in known] or [min(a.text, b.text)]
             out[min(i, j)] = F.render_observation(min(words), max(dates), sources, path) + nl
             drop.add(max(i, j))

@@ -95,15 +95,16 @@ def save(root: Path, session_id: str, looked: Looked) -> None:
     atomic_write(_state_path(root, session_id), data, durable=False, root=root, generated=True)
 
 
-def held_bytes(root: Path, session_id: str) -> int:
-    """The bytes of the session's transcript that its session note holds (0: no note, or none recorded)."""
+def held_bytes(root: Path, session_id: str, archive_dir: str) -> int:
+    """The bytes of the session's transcript that its session note holds (0: no note, or none recorded), the
+    note under `sessions/` or in the archive (`archive_dir`)."""
     from fsmem import format as fmt
     from fsmem.errors import InvalidArgument
     from fsmem.importers.notes import held_in
-    from fsmem.operations.transcripts import find_note
+    from fsmem.store.note_folders import NoteFolders
     from fsmem.store.paths import read_regular
 
-    note = find_note(root, cc.session_name(session_id))
+    note = NoteFolders(root, archive_dir).find(cc.session_name(session_id))
     if note is None:
         return 0
     try:  # a FIFO or device named as the note must not hang the hook: it holds nothing
@@ -232,7 +233,9 @@ def ask_to_save(memory: Memory, event: cc.HookEvent, *, deadline: float | None =
     looked = load(memory.root, event.session_id, transcript)
     if looked.asked or looked.wrote:
         return outcome
-    finished = read_on(transcript, looked, held_bytes(memory.root, event.session_id), deadline)
+    finished = read_on(
+        transcript, looked, held_bytes(memory.root, event.session_id, memory.config.consolidate.archive_dir), deadline
+    )
     ask = finished and not looked.wrote and not looked.calls and looked.new_lines >= NEW_LINES
     looked.asked = ask
     save(memory.root, event.session_id, looked)  # first: a block whose state is not written is never sent

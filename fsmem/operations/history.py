@@ -15,7 +15,7 @@ from fsmem.budget import echo
 from fsmem.errors import InvalidArgument, StorageError
 from fsmem.operations import upkeep
 from fsmem.operations.core import Core, in_scope, require_history, whole_memory
-from fsmem.operations.transaction import require_writable, transaction
+from fsmem.operations.transaction import Transaction, require_writable, transaction
 from fsmem.query import reading
 from fsmem.store import writing
 from fsmem.store.paths import relative
@@ -123,9 +123,7 @@ def restore(memory: Core, path: str, *, at: str) -> writing.WriteResult:
     repo = require_history(memory)
     with transaction(memory) as tx:
         changes, message = undo.plan_restore(_view(memory, repo), memory.root, rel, at)
-        result = undo.apply(repo, memory.root, "restore", rel, changes)
-        _index_follows(memory, result)
-        tx.wrote(result, message, paths=[change.path for change in result.changes])
+        result = _undone(memory, tx, "restore", rel, changes, message)
     undo.verify(repo, memory.root, "restore", result.changes)
     return result
 
@@ -143,10 +141,24 @@ def revert(memory: Core, rev: str) -> writing.WriteResult:
         changes, message, label = undo.plan_revert(
             repo, memory.root, rev, lambda rel: memory.path(rel, want="file"), archive_dir=archive
         )
-        result = undo.apply(repo, memory.root, "revert", label, changes)
-        _index_follows(memory, result)
-        tx.wrote(result, message, paths=[change.path for change in result.changes])
+        result = _undone(memory, tx, "revert", label, changes, message)
     undo.verify(repo, memory.root, "revert", result.changes)
+    return result
+
+
+def _undone(
+    memory: Core, tx: Transaction, action: str, label: str, changes: list[writing.Change], message: str
+) -> writing.WriteResult:
+    """A restore's or revert's planned `changes` written, journalled before they are (`Transaction.ahead`), as
+    every write is: killed after its files changed, it is committed as its own by the next command, never left
+    in git status outside history. INDEX.md, regenerated after, joins the same entry."""
+    from fsmem.history import undo
+
+    planned = writing.WriteResult(action, label, changes=changes)  # INDEX.md's change is added to its list
+    with tx.ahead(planned, message):
+        result = undo.apply(require_history(memory), memory.root, action, label, changes)
+        _index_follows(memory, result)
+    tx.wrote(planned, message, paths=[change.path for change in changes])
     return result
 
 

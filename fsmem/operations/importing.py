@@ -192,7 +192,7 @@ def import_from(memory: Core, format: str, path: str, *, into: str | None = None
     refused = folders.refusal(SESSIONS)
     if refused is not None:  # not walked, not written: a note there would land where the link leads
         raise InvalidArgument(f"cannot import conversations: {refused}; nothing was written")
-    sessions = _session_notes(memory.root)
+    sessions = _session_notes(memory.root, folders)
     batches = Batches(memory)
     try:
         for conversation in read(source):
@@ -215,15 +215,16 @@ def _source(memory: Core, path: str) -> Path:
     return source
 
 
-def _session_notes(root: Path) -> dict[str, list[Path]]:
-    """Every session note by its session's name (its file name), wherever it is dated."""
+def _session_notes(root: Path, folders: NoteFolders) -> dict[str, list[Path]]:
+    """Every session note by its session's name (its file name), wherever it is dated: under `sessions/`, then
+    in the archive (a conversation whose note consolidation archived is that note's, never a second one)."""
     found: dict[str, list[Path]] = {}
-    base = root / SESSIONS
-    for folder, dirs, files in os.walk(base):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        for name in files:
-            if name.endswith(".md"):
-                found.setdefault(name[:-3], []).append(Path(folder) / name)
+    for base in folders.named:
+        for folder, dirs, files in os.walk(root / base):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for name in sorted(files):
+                if name.endswith(".md"):
+                    found.setdefault(name[:-3], []).append(Path(folder) / name)
     return found
 
 

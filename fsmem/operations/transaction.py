@@ -11,8 +11,8 @@ write this way; consolidation and sync keep their own commit (one commit for
 a whole run) and end the same way (`after_change`). Text is screened for
 secrets before the lock (`screen`).
 
-A write and its history fail together. Where the write lets it (`ahead`: note, write, edit, rm, mv, import,
-the memory tool's create, str_replace, insert and delete of a file), the
+A write and its history fail together. Where the write lets it (`ahead`: note, write, edit, rm, mv, restore, revert,
+import, and every command of the memory tool), the
 journal entry is stored before the file changes, so that an entry that cannot be written (a full disk)
 fails the command with nothing changed; an entry recorded after its write (`record`) that cannot be written
 fails the command, saying the change was made. A commit that cannot be made leaves the entry pending, for
@@ -103,7 +103,8 @@ class Transaction:
     def ahead(self, result: WriteResult, message: str | None = None, *, fields: Iterable[str] = ()) -> Iterator[None]:
         """Journal `result` before the write it describes (the body of this block) is made: an entry that cannot
         be stored fails the write with nothing changed (StorageError); a write that fails withdraws its entry.
-        `wrote` then journals it no more."""
+        A change the body adds to `result.changes` (an undo's INDEX.md, known once the files are written) joins
+        the entry before it is published. `wrote` then journals it no more."""
         if self.repo is None or not result.changes:
             yield
             return
@@ -121,12 +122,15 @@ class Transaction:
         if name is None:
             yield
             return
+        planned = list(result.changes)
         try:
             yield
         except BaseException:
             journal.withdraw(self.repo, name)
             raise
         try:
+            if result.changes != planned:
+                journal.prepare(self.repo, self.memory.agent, text, result.changes, name=name)
             journal.publish(self.repo, name)
         except OSError as exc:
             logs.history_problem(self.memory.root, "record", self.memory.agent, exc)

@@ -157,7 +157,7 @@ def _save_part(
     name = session_name(who.key)
     folders = NoteFolders(memory.root, memory.config.consolidate.archive_dir)
     refused = folders.refusal(SESSIONS)
-    note = find_note(memory.root, name) if refused is None else None
+    note = folders.find(name) if refused is None else None
     refused = refused or (folders.write_problem(relative(memory.root, note)) if note is not None else None)
     if refused is not None:  # a note there would land where a link leads, not in a folder of notes
         saved.problems.append(f"{refused}; nothing saved")
@@ -253,12 +253,6 @@ def _note_path(memory: Core, name: str, conv: Conversation) -> Path:
     memory.path(relative(memory.root, path), want="file")  # an agent's scope may refuse it
     beneath.make_folder(memory.root, relative(memory.root, path.parent), generated=False)  # through no link out
     return path
-
-
-def find_note(root: Path, name: str) -> Path | None:
-    """The session note named `name`, wherever it is dated."""
-    found = sorted((root / SESSIONS).glob(f"*/*/*/{name}.md"))
-    return found[0] if found else None
 
 
 def finish_pending(memory: Core, *, deadline: float | None = None) -> list[TranscriptSaved]:

@@ -21,7 +21,7 @@ from fsmem.operations.transaction import require_writable, screen, screen_value,
 from fsmem.store import moving, paths as _paths, writing
 from fsmem.store.fields import check_fields
 from fsmem.store.note_folders import NoteFolders
-from fsmem.store.note_status import consolidated_note_in, move_refused
+from fsmem.store.note_status import consolidated_note_in, move_refused, remove_refused
 from fsmem.store.paths import relative
 
 SESSION_ENV = "FSMEM_SESSION"
@@ -147,12 +147,16 @@ def edit(memory: Core, path: str, *, old: str, new: str, expected_version: str |
 
 
 def rm(memory: Core, path: str) -> writing.WriteResult:
-    """Remove a file or an empty folder."""
+    """Remove a file or an empty folder; a session note that was consolidated is refused, as `mv` refuses it."""
     require_writable(memory)
     target = memory.path(path)
     in_scope(memory, target, path)
     _paths.check_folder_contents(memory.root, target, path)
+    rel = relative(memory.root, target)
     with transaction(memory) as tx:
+        cited = consolidated_note_in(memory.root, rel, memory.config.consolidate.archive_dir)
+        if cited is not None:  # under the write lock, as mv's: consolidation marks notes under it too
+            raise InvalidArgument(remove_refused(cited, rel))
         result = moving.remove(memory.root, target, record=tx.keeps_history, ahead=tx.ahead)
         return tx.wrote(result, paths=_both(memory, target, result))
 

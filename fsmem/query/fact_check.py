@@ -368,6 +368,7 @@ def twin_notes(root: Path, rels: list[str], archive_dir: str) -> list[tuple[str,
     the citations link the archived one, which lacks the other's lines. Found from the paths alone; only such
     a note is read (a look at its front matter), to say whether `mv` may still rename it."""
     from fsmem.store.note_status import consolidated_note_in
+    from fsmem.store.writing import PART_MARK
 
     archive = archive_dir.strip("/")
     listed = set(rels)
@@ -379,7 +380,7 @@ def twin_notes(root: Path, rels: list[str], archive_dir: str) -> list[tuple[str,
         if archived not in listed:
             continue
         if consolidated_note_in(root, rel, archive_dir) is None:
-            fix = f"name it apart before the next consolidate: fsmem mv {rel} {rel[: -len('.md')]}-2.md"
+            fix = f"name it apart before the next consolidate: fsmem mv {rel} {rel[: -len('.md')]}{PART_MARK}2.md"
         else:
             fix = f"its lines are in the documents, cited as {archived}: leave both notes as they are"
         found.append(

@@ -334,26 +334,21 @@ def is_temp_file(name: str) -> bool:
     return name.startswith(TEMP_PREFIX)
 
 
-def remove_temp_files(root: Path, folders: tuple[str, ...]) -> list[str]:
-    """Delete the temporary files an interrupted write left at the root and in `folders` (under the write lock).
+def remove_temp_files(root: Path) -> list[str]:
+    """Delete the temporary files interrupted writes left anywhere in the memory (under the write lock).
 
-    Each folder is cleared where it really is, and only inside the memory: a write never leaves its temporary
-    file anywhere else (`fsmem.store.beneath`), and a folder that is a link out holds someone else's files."""
-    from fsmem.store.paths import bounded_walk, is_visible_folder, relative
+    Every visible folder is looked at, not only the note and document folders: a write may land in any folder
+    (`fsmem write profile/me.md`, the memory tool's files), and a killed one leaves its temporary file beside
+    its target, or a removed file under a temporary name (`rm` takes it aside first). A link to a folder is
+    not entered (what it leads to inside the memory is walked where it really is; one out of the memory holds
+    someone else's files), nor `.fsmem/` and `.git/`, whose writers do not take the write lock."""
+    from fsmem.store.paths import bounded_walk, relative
 
-    real_root = os.path.realpath(root)
-    real = {}  # each folder where it really is, once
-    for name in folders:
-        inside = os.path.relpath(os.path.realpath(root / name), real_root).replace(os.sep, "/")
-        if inside != "." and is_visible_folder(inside):  # '..' (out of the memory) is not a visible folder
-            real[inside] = root / inside
-    removed = [
-        root / name for name in sorted(os.listdir(root)) if name.startswith(TEMP_PREFIX) and os.path.isfile(root / name)
-    ]
-    for folder in real.values():
-        for current, dirs, files in bounded_walk(folder):
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-            removed += [Path(current, f) for f in sorted(files) if f.startswith(TEMP_PREFIX)]
+    removed = []
+    for current, dirs, files in bounded_walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        removed += [Path(current, f) for f in sorted(files) if f.startswith(TEMP_PREFIX)]
+    removed = [path for path in removed if os.path.isfile(path) and not os.path.islink(path)]
     for path in removed:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)

@@ -10,6 +10,7 @@ the same to a whole folder of documents: only a folder that is where it is named
 
 from __future__ import annotations
 
+import glob
 import os
 from pathlib import Path
 
@@ -54,6 +55,16 @@ class NoteFolders:
             f"a symbolic link on the way of {folder}/ leads to {where}, which is not a folder of session notes: "
             f"make {folder}/ a real folder"
         )
+
+    def find(self, name: str) -> Path | None:
+        """The session note named `name` (its file name without `.md`), wherever it is dated: under `sessions/`,
+        else in the archive, where consolidation moved it. A note looked for in `sessions/` alone was not found
+        once archived, and a second note of the same session was made beside it."""
+        for folder in self.named:
+            found = sorted((self.root / folder).glob(f"*/*/*/{glob.escape(name)}.md"))
+            if found:
+                return found[0]
+        return None
 
     def refusal(self, folder: str) -> str | None:
         """Why the folder of notes `folder` is left alone, or None."""

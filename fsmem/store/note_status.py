@@ -195,9 +195,22 @@ def _consolidated_file(full: str) -> bool:
 
 def move_refused(note: str, moved: str) -> str:
     """Why `mv` (every face) refuses to move `moved`, which is or holds the consolidated note `note`."""
-    held = "" if note == moved else f" holds {note}, which"
-    return (
-        f"{moved}{held} is a session note that was consolidated: documents cite it by its path, which also dates "
-        "it and orders it among the notes, so moving it would leave their citations linking nothing; nothing was "
+    return _cited(note, moved, "moving") + (
         "moved (consolidate.archive moves consolidated notes and rewrites the links to them)"
+    )
+
+
+def remove_refused(note: str, removed: str) -> str:
+    """Why `rm` (every face) refuses to remove `removed`, which is or holds the consolidated note `note`, as
+    `mv` refuses to move it: either would leave the documents' citations of it linking nothing."""
+    return _cited(note, removed, "removing") + (
+        "removed (edit the note to take a line out of it; history keeps every version either way)"
+    )
+
+
+def _cited(note: str, path: str, doing: str) -> str:
+    held = "" if note == path else f" holds {note}, which"
+    return (
+        f"{path}{held} is a session note that was consolidated: documents cite it by its path, which also dates "
+        f"it and orders it among the notes, so {doing} it would leave their citations linking nothing; nothing was "
     )

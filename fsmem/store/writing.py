@@ -146,20 +146,27 @@ def _title_from_path(path: Path) -> str:
     return path.stem.replace("-", " ").replace("_", " ").strip().title() or path.stem
 
 
+PART_MARK = "+"  # outside a session id's characters (`SESSION_ID`): a part's name is never another session's
+
+
+def part_name(session: str, part: int) -> str:
+    """The file name of a session's `part`-th note of one day: `NAME.md`, then `NAME+2.md`, `NAME+3.md`, … A
+    session id never holds '+', so no two (session, part) pairs share a name (`NAME-2.md` was the note of
+    session `NAME-2` too, and that session's lines went into the other's file)."""
+    return f"{session}.md" if part == 1 else f"{session}{PART_MARK}{part}.md"
+
+
 def unarchived_part(root: Path, path: Path, archive_dir: str | None) -> Path:
     """Today's note of a session, or when the archive holds a note of that name (its first part, archived by
-    consolidation), the first `NAME-2.md`, `NAME-3.md`, … it does not hold: two notes of one name would be cited
+    consolidation), the first `part_name` the archive does not hold: two notes of one name would be cited
     as one, their citations linking the archived part, which lacks the new part's lines."""
     if not archive_dir:
         return path
-    rel = relative(root, path)
-    folder = archive_dir.strip("/")
-    inner = rel[len("sessions/") :]
+    archived = root / archive_dir.strip("/") / path.parent.relative_to(root / "sessions")
     part = 1
-    while os.path.lexists(root / folder / inner):
+    while os.path.lexists(archived / part_name(path.stem, part)):
         part += 1
-        inner = f"{rel[len('sessions/') : -len('.md')]}-{part}.md"
-    return root / "sessions" / inner
+    return path.with_name(part_name(path.stem, part))
 
 
 def session_note_path(root: Path, session: str, when: _dt.datetime) -> Path:
