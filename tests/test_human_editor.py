@@ -2,7 +2,9 @@
 
 Editors save without fsmem's lock, each in its own way (`SAVES`: vim's rename with a backup and its `4913`
 probe, vim's `backupcopy=yes` truncate-and-write, Emacs's lock link and backup, JetBrains' `___jb_tmp___`
-and `___jb_old___`, an atomic save through `x.md.tmp`). A save that lands while fsmem writes the same file
+and `___jb_old___`, an atomic save through `x.md.tmp`, nano's and Obsidian's writes in place). A save made in
+place is written in chunks through a descriptor the editor holds (`SavingInPlace`): while it is open for
+writing, fsmem replaces nothing of it. A save that lands while fsmem writes the same file
 (after fsmem read it, before its rename) is kept: the agent is told its write was not made (ChangedOnDisk),
 consolidation leaves the document and merges its notes again. The save is made at the one moment that
 matters, while fsmem's new file is being synced (`Staged.sync`), so each case is the same every run.
@@ -21,7 +23,7 @@ from conftest import write_file
 
 from fsmem import Memory
 from fsmem.agents.memory_tool import MemoryTool
-from fsmem.errors import ChangedOnDisk, MemoryToolError
+from fsmem.errors import ChangedOnDisk, InvalidArgument, MemoryToolError
 from fsmem.store import beneath
 
 
@@ -70,13 +72,39 @@ def _atomic(path: Path, data: bytes) -> None:
     os.replace(temp, path)
 
 
+def _in_place(path: Path, data: bytes) -> None:
+    """nano's, Obsidian's, `cp`'s and `echo >`'s save: the file itself truncated and written in chunks."""
+    with path.open("wb") as handle:
+        for start in range(0, len(data), 16):
+            handle.write(data[start : start + 16])
+            handle.flush()
+
+
 SAVES: dict[str, Callable[[Path, bytes], None]] = {
     "vim": _vim,
     "vim-backupcopy": _vim_backupcopy,
     "emacs": _emacs,
     "jetbrains": _jetbrains,
     "atomic": _atomic,
+    "in-place": _in_place,
 }
+
+
+class SavingInPlace:
+    """A person's editor in the middle of a save made in place (nano, Obsidian, `cp`, vim's `backupcopy=yes`): the
+    file truncated and its first part written through a descriptor the editor still holds; `finish` writes the
+    rest. Until then a reader sees half a save."""
+
+    def __init__(self, path: Path, data: bytes, written: int | None = None):
+        self.data, self.written = data, len(data) // 2 if written is None else written
+        self.handle = path.open("r+b")
+        self.handle.truncate(0)
+        self.handle.write(data[: self.written])
+        self.handle.flush()
+
+    def finish(self) -> None:
+        self.handle.write(self.data[self.written :])
+        self.handle.close()
 
 
 @contextlib.contextmanager
@@ -165,6 +193,80 @@ def test_a_save_half_made_when_an_agent_writes_is_finished_over_nothing_of_the_a
     handle.write(HUMANS[half:] + b"- HUMAN: and a third line\n")
     handle.close()
     assert target.read_bytes() == HUMANS + b"- HUMAN: and a third line\n"
+
+
+@pytest.mark.parametrize("kind", sorted(AGENT_WRITES))
+def test_a_file_saved_in_place_in_chunks_is_not_replaced_between_two_chunks(memory, kind):
+    """The editor has truncated the file and written half, and still holds it open: fsmem read that half and
+    compared the file with it at its rename (equal), so it renamed its new file over, and the editor's next chunk
+    went to the file taken out, which had no name any more: the save was lost, and the file kept half of it with
+    the agent's change. Now a file open for writing is not replaced (a read lease is refused): the agent is told,
+    and the save, once finished, is whole."""
+    target = memory.root / DOC
+    saving = SavingInPlace(target, HUMANS, written=len(ORIGINAL) - 1)  # `Mondays` written, its newline not yet
+    with pytest.raises((ChangedOnDisk, MemoryToolError), match="changed on disk while this write was made"):
+        AGENT_WRITES[kind](memory)
+    saving.finish()
+    assert target.read_bytes() == HUMANS
+    assert not [p.name for p in target.parent.iterdir() if p.name.startswith(".fsmem-tmp")]
+
+
+def test_a_document_saved_in_place_while_consolidation_runs_keeps_the_save_and_the_notes_wait(memory):
+    memory.note("- Billing: invoices go out on Mondays", subject="topic/Billing", session="s1")
+    memory.consolidate()
+    target = memory.root / DOC
+    saved = target.read_bytes() + b"- HUMAN: a line typed while consolidate ran\n"
+    memory.note(NOTE, subject="topic/Billing", session="s1")
+    saving = SavingInPlace(target, saved)
+    report = memory.consolidate()
+    saving.finish()
+    assert target.read_bytes() == saved and report.conflicts
+    memory.consolidate()
+    assert "HUMAN: a line typed" in target.read_text() and "refunds are paid within five days" in target.read_text()
+
+
+def test_a_session_note_saved_in_place_while_an_agent_notes_keeps_the_save(memory):
+    note = memory.root / memory.note("- Billing: invoices go out on Mondays", session="s1").path
+    saved = note.read_bytes() + b"- HUMAN: added by hand\n"
+    saving = SavingInPlace(note, saved)
+    with pytest.raises(ChangedOnDisk):
+        memory.note("- Billing: refunds by card", session="s1")
+    saving.finish()
+    assert note.read_bytes() == saved
+    memory.note("- Billing: refunds by card", session="s1")
+    assert b"- HUMAN: added by hand\n" in note.read_bytes() and b"refunds by card" in note.read_bytes()
+
+
+def test_a_file_opened_for_writing_while_fsmem_swaps_it_is_swapped_back(memory, monkeypatch):
+    """An editor that opened the file before fsmem's swap and writes after it: its open waits for fsmem's lease
+    and marks it broken, so the file taken out is swapped back, and the editor's write lands in the named file
+    (before, it went to the file fsmem took out and removed)."""
+    import threading
+
+    target, holds, opened = memory.root / DOC, beneath._holds, []
+
+    def editor_opens(taken_out: Path) -> None:
+        with taken_out.open("r+b") as handle:  # waits for fsmem's lease to be given up
+            handle.truncate(0)
+            handle.write(HUMANS)
+        opened.append(True)
+
+    def holds_while_an_editor_opens(folder, name, expect):
+        threading.Thread(target=editor_opens, args=(Path(folder.path, name),), daemon=True).start()
+        for _ in range(2000):  # until the kernel says the lease is being broken
+            if "BREAKING" in Path("/proc/locks").read_text() or opened:
+                break
+            threading.Event().wait(0.005)
+        return holds(folder, name, expect)
+
+    monkeypatch.setattr(beneath, "_holds", holds_while_an_editor_opens)
+    with pytest.raises(ChangedOnDisk):
+        memory.edit(DOC, old="Mondays", new="Tuesdays")
+    for _ in range(2000):
+        if opened:
+            break
+        threading.Event().wait(0.005)
+    assert opened and target.read_bytes() == HUMANS
 
 
 NOTE = "- Billing: refunds are paid within five days"
@@ -326,6 +428,32 @@ def test_no_save_is_lost_whoever_writes_and_whenever(tmp_path_factory, monkeypat
             self.words.add(word)
             expected = before.replace(anchor.encode(), f"{anchor} {word}".encode(), 1)
             assert _without_updated(path.read_bytes()) == _without_updated(expected)
+
+        @precondition(lambda self: self.files())
+        @rule(data=st.data(), what=st.sampled_from(["set", "memory tool insert", "consolidation", "rm"]))
+        def agent_writes_while_a_person_saves_in_place(self, data, what):
+            """The person's editor has written part of its save in place and holds the file open: whatever fsmem
+            does then, the save, once finished, is the file's bytes."""
+            documents = sorted(p.relative_to(self.root).as_posix() for p in (self.root / "topics").glob("*.md"))
+            rel = data.draw(st.sampled_from(sorted(set(self.files() + documents))))
+            path = self.root / rel
+            word = self.word("human")
+            saved = path.read_bytes() + f"- {word}\n".encode()
+            saving = SavingInPlace(path, saved, data.draw(st.integers(0, len(saved))))
+            try:
+                if what == "set":
+                    self.memory.write(rel, set={"tags": [self.word("agent")]})
+                elif what == "memory tool insert":
+                    MemoryTool(self.root.parent).insert(f"/memories/{rel}", 1, self.word("agent"))
+                elif what == "rm":
+                    self.memory.rm(rel)
+                else:
+                    self.memory.consolidate()
+            except (ChangedOnDisk, MemoryToolError, InvalidArgument):
+                pass
+            saving.finish()
+            assert path.read_bytes() == saved
+            self.words.add(word)
 
         @rule(subject=st.sampled_from(["topic/Billing", "topic/Travel", "person/Ada"]))
         def agent_notes(self, subject):
