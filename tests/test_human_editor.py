@@ -23,7 +23,7 @@ from conftest import write_file
 
 from fsmem import Memory
 from fsmem.agents.memory_tool import MemoryTool
-from fsmem.errors import ChangedOnDisk, InvalidArgument, MemoryToolError
+from fsmem.errors import ChangedOnDisk, InvalidArgument, MemoryToolError, StorageError
 from fsmem.store import beneath
 
 
@@ -270,6 +270,59 @@ def test_a_file_opened_for_writing_while_fsmem_swaps_it_is_swapped_back(memory, 
 
 
 NOTE = "- Billing: refunds are paid within five days"
+
+
+@pytest.mark.parametrize("kind", sorted(AGENT_WRITES))
+def test_a_file_a_person_made_read_only_is_left_as_it_is(memory, kind):
+    """`chmod a-w`: fsmem replaces a file by a rename, which the file's mode does not stop, so every agent's write
+    went through (and kept the mode). Now the agent is told the file is read-only, and nothing is written."""
+    target = memory.root / DOC
+    target.chmod(0o444)
+    with pytest.raises((StorageError, MemoryToolError), match="read-only"):
+        AGENT_WRITES[kind](memory)
+    assert target.read_bytes() == ORIGINAL
+
+
+def test_consolidation_leaves_a_read_only_document_and_its_notes_wait(memory):
+    from fsmem.consolidate.apply import READ_ONLY
+
+    memory.note(NOTE, subject="topic/Billing", session="s1")
+    memory.consolidate()
+    target = memory.root / DOC
+    made = target.read_bytes()
+    target.chmod(0o444)
+    memory.note("- Billing: invoices go out on Tuesdays", subject="topic/Billing", session="s1")
+    report = memory.consolidate()
+    assert target.read_bytes() == made and (DOC, 1, READ_ONLY) in report.problems
+    target.chmod(0o644)
+    memory.consolidate()
+    assert "invoices go out on Tuesdays" in target.read_text()
+
+
+def test_a_folder_that_may_not_be_written_leaves_its_documents_and_the_run_goes_on(memory, monkeypatch):
+    """A person made `topics/` read-only (`chmod a-w`, for a user other than root): the system refuses fsmem's
+    temporary file there, and the whole run stopped (StorageError, exit 2), other folders' documents and every
+    note mark unwritten. Now its documents are reported, their notes wait, and the rest is written. (The tests
+    run as root, whom a folder's mode does not stop: the refusal is made as the system makes it.)"""
+    import errno
+
+    memory.note("- Billing: invoices go out on Mondays", subject="topic/Billing", session="s1")
+    memory.note("- Ada: prefers email", subject="person/Ada", session="s1")
+    init = beneath.Staged.__init__
+
+    def refused_in_topics(staged, target, data, **kwargs):
+        if target.inside.startswith("topics/"):
+            raise PermissionError(errno.EACCES, "Permission denied", target.folder.path)
+        init(staged, target, data, **kwargs)
+
+    monkeypatch.setattr(beneath.Staged, "__init__", refused_in_topics)
+    report = memory.consolidate()
+    assert [p[0] for p in report.problems] == [DOC] and "Permission denied" in report.problems[0][2]
+    assert "prefers email" in (memory.root / "entities/person/ada.md").read_text()
+    assert (memory.root / DOC).read_bytes() == ORIGINAL
+    monkeypatch.setattr(beneath.Staged, "__init__", init)
+    memory.consolidate()
+    assert "invoices go out on Mondays" in (memory.root / DOC).read_text()
 
 
 @pytest.mark.parametrize("style", sorted(SAVES))

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Literal
 
 from fsmem.config import STATE_DIR
-from fsmem.errors import ChangedOnDisk, InvalidArgument, PathEscape, quoted
+from fsmem.errors import ChangedOnDisk, InvalidArgument, PathEscape, StorageError, quoted
 from fsmem.store.paths import is_memory_path, name_problem, shown
 
 TEMP_PREFIX = ".fsmem-tmp-"  # a write's temporary file, beside its target
@@ -339,6 +339,25 @@ def mkdir_at(folder: Folder, name: str, mode: int | None = None) -> None:
         made.close()
 
 
+def read_only(info: os.stat_result) -> bool:
+    """Whether a person made this file read-only (a regular file no one may write: `chmod a-w`, mode 0444). fsmem
+    replaces a file by a rename, which its mode does not stop, so it asks: agents and consolidation leave it be."""
+    return stat.S_ISREG(info.st_mode) and not info.st_mode & 0o222
+
+
+def refuse_read_only(target: Place, rel: str) -> None:
+    """StorageError when the memory file at `target` is read-only (`read_only`): nothing is written to it."""
+    try:
+        info = target.folder.lstat(target.name)
+    except OSError:
+        return
+    if read_only(info):
+        raise StorageError(
+            f"{shown(rel)} is read-only (mode {stat.S_IMODE(info.st_mode):04o}: no one may write it); nothing was "
+            "written. A person made it so; make it writable (chmod u+w) to let agents change it"
+        )
+
+
 def default_mode() -> int:
     umask = os.umask(0)
     os.umask(umask)
@@ -550,6 +569,8 @@ def write_file(
         generated = is_generated(rel)
     target = place(root, rel, generated=generated, file=not exclusive)
     try:
+        if expect is not False:  # a file changed from what was read: a person may have made it read-only
+            refuse_read_only(target, rel)
         if exclusive and _exists(target):
             raise FileExistsError(errno.EEXIST, "File exists", os.path.join(target.folder.path, target.name))
         replaced = target.link if generated and target.link is not None else None
