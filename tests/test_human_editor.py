@@ -225,6 +225,25 @@ def test_a_document_saved_in_place_while_consolidation_runs_keeps_the_save_and_t
     assert "HUMAN: a line typed" in target.read_text() and "refunds are paid within five days" in target.read_text()
 
 
+def test_a_session_note_half_saved_in_place_is_not_merged_until_it_is_whole(memory):
+    """A person is saving a session note in place and has written up to the middle of a line: consolidation merged
+    that cut line (`- Billing: refunds are paid withi`) into the document for good, and the whole line beside it
+    on the next run. Now a note open for writing waits for the next run."""
+    from fsmem.consolidate.gather import BEING_SAVED
+
+    note = (
+        memory.root / memory.note("- Billing: invoices go out on Mondays", subject="topic/Billing", session="s1").path
+    )
+    saved = note.read_bytes() + NOTE.encode() + b"\n"
+    saving = SavingInPlace(note, saved, written=len(saved) - 12)
+    report = memory.consolidate()
+    saving.finish()
+    assert (note.relative_to(memory.root).as_posix(), 1, BEING_SAVED) in report.problems
+    memory.consolidate()
+    text = (memory.root / DOC).read_text()
+    assert "refunds are paid within five days" in text and "withi " not in text and "withi\n" not in text
+
+
 def test_a_session_note_saved_in_place_while_an_agent_notes_keeps_the_save(memory):
     note = memory.root / memory.note("- Billing: invoices go out on Mondays", session="s1").path
     saved = note.read_bytes() + b"- HUMAN: added by hand\n"
@@ -487,7 +506,10 @@ def test_no_save_is_lost_whoever_writes_and_whenever(tmp_path_factory, monkeypat
         def agent_writes_while_a_person_saves_in_place(self, data, what):
             """The person's editor has written part of its save in place and holds the file open: whatever fsmem
             does then, the save, once finished, is the file's bytes."""
-            documents = sorted(p.relative_to(self.root).as_posix() for p in (self.root / "topics").glob("*.md"))
+            documents = sorted(
+                p.relative_to(self.root).as_posix()
+                for p in [*(self.root / "topics").glob("*.md"), *(self.root / "sessions").rglob("*.md")]
+            )
             rel = data.draw(st.sampled_from(sorted(set(self.files() + documents))))
             path = self.root / rel
             word = self.word("human")
