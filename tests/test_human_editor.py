@@ -231,6 +231,22 @@ def test_a_file_saved_in_place_in_chunks_is_not_replaced_between_two_chunks(memo
 
 
 @needs_leases
+@pytest.mark.parametrize("how", ["rm", "memory tool delete"])
+def test_a_file_saved_in_place_while_an_agent_removes_it_stays(memory, how):
+    """Without history, rm and the memory tool's delete removed the file as it was: a person saving it in place
+    wrote the rest of their save into a file with no name. Now what goes is what was read, as with history."""
+    target = memory.root / DOC
+    saving = SavingInPlace(target, HUMANS)
+    with pytest.raises((ChangedOnDisk, MemoryToolError), match="changed on disk while it was being"):
+        if how == "rm":
+            memory.rm(DOC)
+        else:
+            MemoryTool(memory.root.parent).delete(f"/memories/{DOC}")
+    saving.finish()
+    assert target.read_bytes() == HUMANS
+
+
+@needs_leases
 def test_a_document_saved_in_place_while_consolidation_runs_keeps_the_save_and_the_notes_wait(memory):
     memory.note("- Billing: invoices go out on Mondays", subject="topic/Billing", session="s1")
     memory.consolidate()
