@@ -61,7 +61,6 @@ from fsmem.store.paths import (
     is_visible_folder,
     lexical_parts,
     quoted,
-    read_regular,
     resolve,
     shown,
     size_problem,
@@ -478,8 +477,9 @@ class MemoryTool:
         return CommandAnswer(f"The file {path} has been edited.", paths=[self._relative(full)], rows=1)
 
     @staticmethod
-    def _remove_if(root: Path, relative: str, read: bytes, path: str) -> None:
-        """Remove the file only if it holds `read` (`beneath.remove_if`); else it is left as saved, and the model told."""
+    def _remove_if(root: Path, relative: str, read: bytes | None, path: str) -> None:
+        """Remove the file only if it holds `read` (None: is not being saved; `beneath.remove_if`); else it is left
+        as saved, and the model told."""
         if not beneath.remove_if(root, relative, read, generated=True):
             raise MemoryToolError(
                 f"The file {path} was changed on disk while it was being deleted (saved by an "
@@ -507,8 +507,8 @@ class MemoryTool:
                         with self._journalled(tx, "delete", [Change(gone[0][0], gone[0][1], None)]):
                             self._remove_if(root, relative, gone[0][1], path)
                         gone = []  # journalled with its removal
-                    elif stat.S_ISREG(kind):  # what goes is what was read: a save made meanwhile (or in place) stays
-                        self._remove_if(root, relative, read_regular(full), path)
+                    elif stat.S_ISREG(kind):  # a save under way in place stays
+                        self._remove_if(root, relative, None, path)
                     else:
                         try:
                             beneath.remove(root, relative, generated=True, tree=True)

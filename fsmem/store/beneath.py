@@ -606,8 +606,9 @@ def remove(root: str | os.PathLike[str], rel: str, *, generated: bool = False, t
         target.folder.close()
 
 
-def remove_if(root: str | os.PathLike[str], rel: str, expect: bytes, *, generated: bool = False) -> bool:
-    """Remove the regular file `rel` only if it holds `expect`; False, with what is there left, when it does not.
+def remove_if(root: str | os.PathLike[str], rel: str, expect: bytes | None, *, generated: bool = False) -> bool:
+    """Remove the regular file `rel` only if it holds `expect` (None: whatever the file there holds, if it is not
+    being saved); False, with what is there left, when it does not.
 
     A person's editor saves without fsmem's lock: the file is first renamed aside (whatever is there then goes
     along) and read, removed only when it held `expect` and was not opened for writing meanwhile (a save made
@@ -630,7 +631,8 @@ def remove_if(root: str | os.PathLike[str], rel: str, expect: bytes, *, generate
             os.rename(src, dst, src_dir_fd=fd, dst_dir_fd=fd)
         except FileNotFoundError:  # gone meanwhile, as an editor's save renames it to its backup
             return False
-        if _holds(folder, aside, expect) and not lease.broken:
+        taken = lease.is_of(folder.lstat(aside)) if expect is None else _holds(folder, aside, expect)
+        if taken and not lease.broken:
             try:
                 os.unlink(dst, dir_fd=fd)
             except OSError:  # an I/O error: the file is not removed, so it goes back to its name

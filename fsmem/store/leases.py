@@ -43,6 +43,13 @@ class Lease:
         except OSError:
             return False
 
+    def is_of(self, info: os.stat_result) -> bool:
+        """Whether `info` is the file the lease is on (True where there is no lease: nothing known)."""
+        if self.fd is None:
+            return True
+        held = os.fstat(self.fd)
+        return (held.st_dev, held.st_ino) == (info.st_dev, info.st_ino)
+
     def release(self) -> None:
         """Give the lease up: an open for writing waiting for it goes on."""
         if self.fd is None:

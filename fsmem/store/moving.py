@@ -28,15 +28,17 @@ def remove(root: Path, path: Path, *, record: bool = False, ahead: Ahead | None 
             raise InvalidArgument(f"{rel} is a folder that is not empty; remove its files first") from None
     elif path.exists() or path.is_symlink():
         link = path.is_symlink()  # the link itself goes, as `rm` removes it, never its target
-        # what is removed is what was read: a person's save made meanwhile (or under way, in place) is kept
-        read = read_regular(path) if not link and path.is_file() else None
-        before = os.fsencode(os.readlink(path)) if record and link else read if record else None
+        if record and link:
+            before: bytes | None = os.fsencode(os.readlink(path))
+        else:
+            before = read_regular(path) if record and path.is_file() else None
         real = beneath.landing(root, rel, follow=False)  # through an in-memory folder link: where it really is
         result = WriteResult("rm", real, changes=[Change(real, before, None, link)] if before is not None else [])
         with entered(ahead, result):
-            if read is None:
+            if link or not path.is_file():
                 beneath.remove(root, rel)
-            elif not beneath.remove_if(root, rel, read):  # its history holds `read`: nothing else may go
+            elif not beneath.remove_if(root, rel, before):  # its history holds `before`: nothing else may go; a
+                # save under way in place is kept either way
                 raise ChangedOnDisk(
                     f"{rel} was changed on disk while it was being removed (saved by an editor or another "
                     f"program); it was left as saved (as {rel}{beneath.KEPT_SUFFIX} if saved twice). "
