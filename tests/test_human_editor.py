@@ -631,10 +631,10 @@ def test_a_document_saved_while_its_links_to_archived_notes_are_rewritten_keeps_
 
 @pytest.mark.slow
 def test_after_each_editors_save_the_watchers_answers_are_the_walks(tmp_path):
-    """`fsmem watch` answers one-shot reads: after every editor's save, with what a crashed editor leaves beside the
-    file (swap, backup, autosave, lock link, `___jb_old___`, `.tmp`, vim's `4913`), a file made a folder of the
-    same name and a rename that changes only case, each read asked of the watcher is the walk's answer, and no
-    editor file is listed as a memory file."""
+    """`fsmem watch` answers one-shot reads: after every editor's save (and halfway through one made in place),
+    with what a crashed editor leaves beside the file (swap, backup, autosave, lock link, `___jb_old___`, `.tmp`,
+    vim's `4913`), a file made a folder of the same name and a rename that changes only case, each read asked of
+    the watcher is the walk's answer, and no editor file is listed as a memory file."""
     from test_rendezvous import Watcher, both
 
     memory = Memory.init(tmp_path / "mem")
@@ -646,6 +646,12 @@ def test_after_each_editors_save_the_watchers_answers_are_the_walks(tmp_path):
             target = root / DOC
             save(target, target.read_bytes() + f"- zephyr{number} saved by {style}\n".encode())
             both(root, "grep", f"zephyr{number}")
+        for number in range(3):  # asked halfway through a save in place, then once it is whole
+            saving = SavingInPlace(target, target.read_bytes() + f"- zephyr-whole{number}\n".encode())
+            both(root, "grep", "zephyr")
+            saving.finish()
+            both(root, "grep", f"zephyr-whole{number}")
+            both(root, "read", DOC)
         leftovers = [
             ".billing.md.swp",
             "billing.md~",
