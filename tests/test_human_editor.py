@@ -797,3 +797,18 @@ def test_a_file_saved_while_the_memory_tool_deletes_it_stays(tmp_path, monkeypat
     assert target.read_bytes() == HUMANS
     tool.delete(f"/memories/{DOC}")
     assert not target.exists()
+
+
+@pytest.mark.parametrize("style", sorted(SAVES))
+def test_a_file_saved_while_a_restore_writes_it_keeps_the_save(tmp_path, style):
+    """restore and revert compared the file with their plan, then renamed the version from history over it: a
+    save made in between was replaced, and in no commit (lost). Now the file is replaced only if it still holds
+    what was planned from: the save stays, and the agent is told the file changed while the restore was written."""
+    memory = Memory.init(tmp_path / "mem", git=True)
+    memory.write("topics/plan.md", "# Plan\n\n- one\n")
+    memory.edit("topics/plan.md", old="- one", new="- two")
+    target = memory.root / "topics/plan.md"
+    saved = target.read_bytes() + b"- HUMAN: typed while the restore ran\n"
+    with saved_during_write(target, saved, SAVES[style]) as made, pytest.raises(ChangedOnDisk, match="restore"):
+        memory.restore("topics/plan.md", at="HEAD~1")
+    assert made and target.read_bytes() == saved
