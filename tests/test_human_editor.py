@@ -2,7 +2,9 @@
 
 Editors save without fsmem's lock, each in its own way (`SAVES`: vim's rename with a backup and its `4913`
 probe, vim's `backupcopy=yes` truncate-and-write, Emacs's lock link and backup, JetBrains' `___jb_tmp___`
-and `___jb_old___`, an atomic save through `x.md.tmp`). A save that lands while fsmem writes the same file
+and `___jb_old___`, an atomic save through `x.md.tmp`, nano's and Obsidian's writes in place). A save made in
+place is written in chunks through a descriptor the editor holds (`SavingInPlace`): while it is open for
+writing, fsmem replaces nothing of it. A save that lands while fsmem writes the same file
 (after fsmem read it, before its rename) is kept: the agent is told its write was not made (ChangedOnDisk),
 consolidation leaves the document and merges its notes again. The save is made at the one moment that
 matters, while fsmem's new file is being synced (`Staged.sync`), so each case is the same every run.
@@ -21,8 +23,26 @@ from conftest import write_file
 
 from fsmem import Memory
 from fsmem.agents.memory_tool import MemoryTool
-from fsmem.errors import ChangedOnDisk, MemoryToolError
-from fsmem.store import beneath
+from fsmem.errors import ChangedOnDisk, InvalidArgument, MemoryToolError, StorageError
+from fsmem.store import beneath, leases
+
+
+def _leases_given() -> bool:
+    """Whether this system gives read leases on a temporary file (Linux, leases on): a save in place is then kept."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        probe = Path(folder, "probe.md")
+        probe.write_bytes(b"")  # closed: no descriptor holds it open for writing
+        lease = leases.take(str(probe), None)
+        given = lease is not None and lease.fd is not None
+        if lease is not None:
+            lease.release()
+    return given
+
+
+LEASES = _leases_given()
+needs_leases = pytest.mark.skipif(not LEASES, reason="no read leases here: a save in place spanning a write is lost")
 
 
 def _vim(path: Path, data: bytes) -> None:
@@ -70,13 +90,39 @@ def _atomic(path: Path, data: bytes) -> None:
     os.replace(temp, path)
 
 
+def _in_place(path: Path, data: bytes) -> None:
+    """nano's, Obsidian's, `cp`'s and `echo >`'s save: the file itself truncated and written in chunks."""
+    with path.open("wb") as handle:
+        for start in range(0, len(data), 16):
+            handle.write(data[start : start + 16])
+            handle.flush()
+
+
 SAVES: dict[str, Callable[[Path, bytes], None]] = {
     "vim": _vim,
     "vim-backupcopy": _vim_backupcopy,
     "emacs": _emacs,
     "jetbrains": _jetbrains,
     "atomic": _atomic,
+    "in-place": _in_place,
 }
+
+
+class SavingInPlace:
+    """A person's editor in the middle of a save made in place (nano, Obsidian, `cp`, vim's `backupcopy=yes`): the
+    file truncated and its first part written through a descriptor the editor still holds; `finish` writes the
+    rest. Until then a reader sees half a save."""
+
+    def __init__(self, path: Path, data: bytes, written: int | None = None):
+        self.data, self.written = data, len(data) // 2 if written is None else written
+        self.handle = path.open("r+b")
+        self.handle.truncate(0)
+        self.handle.write(data[: self.written])
+        self.handle.flush()
+
+    def finish(self) -> None:
+        self.handle.write(self.data[self.written :])
+        self.handle.close()
 
 
 @contextlib.contextmanager
@@ -167,7 +213,174 @@ def test_a_save_half_made_when_an_agent_writes_is_finished_over_nothing_of_the_a
     assert target.read_bytes() == HUMANS + b"- HUMAN: and a third line\n"
 
 
+@needs_leases
+@pytest.mark.parametrize("kind", sorted(AGENT_WRITES))
+def test_a_file_saved_in_place_in_chunks_is_not_replaced_between_two_chunks(memory, kind):
+    """The editor has truncated the file and written half, and still holds it open: fsmem read that half and
+    compared the file with it at its rename (equal), so it renamed its new file over, and the editor's next chunk
+    went to the file taken out, which had no name any more: the save was lost, and the file kept half of it with
+    the agent's change. Now a file open for writing is not replaced (a read lease is refused): the agent is told,
+    and the save, once finished, is whole."""
+    target = memory.root / DOC
+    saving = SavingInPlace(target, HUMANS, written=len(ORIGINAL) - 1)  # `Mondays` written, its newline not yet
+    with pytest.raises((ChangedOnDisk, MemoryToolError), match="changed on disk while this write was made"):
+        AGENT_WRITES[kind](memory)
+    saving.finish()
+    assert target.read_bytes() == HUMANS
+    assert not [p.name for p in target.parent.iterdir() if p.name.startswith(".fsmem-tmp")]
+
+
+@needs_leases
+@pytest.mark.parametrize("how", ["rm", "memory tool delete"])
+def test_a_file_saved_in_place_while_an_agent_removes_it_stays(memory, how):
+    """Without history, rm and the memory tool's delete removed the file as it was: a person saving it in place
+    wrote the rest of their save into a file with no name. Now what goes is what was read, as with history."""
+    target = memory.root / DOC
+    saving = SavingInPlace(target, HUMANS)
+    with pytest.raises((ChangedOnDisk, MemoryToolError), match="changed on disk while it was being"):
+        if how == "rm":
+            memory.rm(DOC)
+        else:
+            MemoryTool(memory.root.parent).delete(f"/memories/{DOC}")
+    saving.finish()
+    assert target.read_bytes() == HUMANS
+
+
+@needs_leases
+def test_a_document_saved_in_place_while_consolidation_runs_keeps_the_save_and_the_notes_wait(memory):
+    memory.note("- Billing: invoices go out on Mondays", subject="topic/Billing", session="s1")
+    memory.consolidate()
+    target = memory.root / DOC
+    saved = target.read_bytes() + b"- HUMAN: a line typed while consolidate ran\n"
+    memory.note(NOTE, subject="topic/Billing", session="s1")
+    saving = SavingInPlace(target, saved)
+    report = memory.consolidate()
+    saving.finish()
+    assert target.read_bytes() == saved and report.conflicts
+    memory.consolidate()
+    assert "HUMAN: a line typed" in target.read_text() and "refunds are paid within five days" in target.read_text()
+
+
+@needs_leases
+def test_a_session_note_half_saved_in_place_is_not_merged_until_it_is_whole(memory):
+    """A person is saving a session note in place and has written up to the middle of a line: consolidation merged
+    that cut line (`- Billing: refunds are paid withi`) into the document for good, and the whole line beside it
+    on the next run. Now a note open for writing waits for the next run."""
+    from fsmem.consolidate.gather import BEING_SAVED
+
+    note = (
+        memory.root / memory.note("- Billing: invoices go out on Mondays", subject="topic/Billing", session="s1").path
+    )
+    saved = note.read_bytes() + NOTE.encode() + b"\n"
+    saving = SavingInPlace(note, saved, written=len(saved) - 12)
+    report = memory.consolidate()
+    saving.finish()
+    assert (note.relative_to(memory.root).as_posix(), 1, BEING_SAVED) in report.problems
+    memory.consolidate()
+    text = (memory.root / DOC).read_text()
+    assert "refunds are paid within five days" in text and "withi " not in text and "withi\n" not in text
+
+
+@needs_leases
+def test_a_session_note_saved_in_place_while_an_agent_notes_keeps_the_save(memory):
+    note = memory.root / memory.note("- Billing: invoices go out on Mondays", session="s1").path
+    saved = note.read_bytes() + b"- HUMAN: added by hand\n"
+    saving = SavingInPlace(note, saved)
+    with pytest.raises(ChangedOnDisk):
+        memory.note("- Billing: refunds by card", session="s1")
+    saving.finish()
+    assert note.read_bytes() == saved
+    memory.note("- Billing: refunds by card", session="s1")
+    assert b"- HUMAN: added by hand\n" in note.read_bytes() and b"refunds by card" in note.read_bytes()
+
+
+@needs_leases
+def test_a_file_opened_for_writing_while_fsmem_swaps_it_is_swapped_back(memory, monkeypatch):
+    """An editor that opened the file before fsmem's swap and writes after it: its open waits for fsmem's lease
+    and marks it broken, so the file taken out is swapped back, and the editor's write lands in the named file
+    (before, it went to the file fsmem took out and removed)."""
+    import threading
+
+    target, holds, opened = memory.root / DOC, beneath._holds, []
+
+    def editor_opens(taken_out: Path) -> None:
+        with taken_out.open("r+b") as handle:  # waits for fsmem's lease to be given up
+            handle.truncate(0)
+            handle.write(HUMANS)
+        opened.append(True)
+
+    def holds_while_an_editor_opens(folder, name, expect):
+        threading.Thread(target=editor_opens, args=(Path(folder.path, name),), daemon=True).start()
+        for _ in range(2000):  # until the kernel says the lease is being broken
+            if "BREAKING" in Path("/proc/locks").read_text() or opened:
+                break
+            threading.Event().wait(0.005)
+        return holds(folder, name, expect)
+
+    monkeypatch.setattr(beneath, "_holds", holds_while_an_editor_opens)
+    with pytest.raises(ChangedOnDisk):
+        memory.edit(DOC, old="Mondays", new="Tuesdays")
+    for _ in range(2000):
+        if opened:
+            break
+        threading.Event().wait(0.005)
+    assert opened and target.read_bytes() == HUMANS
+
+
 NOTE = "- Billing: refunds are paid within five days"
+
+
+@pytest.mark.parametrize("kind", sorted(AGENT_WRITES))
+def test_a_file_a_person_made_read_only_is_left_as_it_is(memory, kind):
+    """`chmod a-w`: fsmem replaces a file by a rename, which the file's mode does not stop, so every agent's write
+    went through (and kept the mode). Now the agent is told the file is read-only, and nothing is written."""
+    target = memory.root / DOC
+    target.chmod(0o444)
+    with pytest.raises((StorageError, MemoryToolError), match="read-only"):
+        AGENT_WRITES[kind](memory)
+    assert target.read_bytes() == ORIGINAL
+
+
+def test_consolidation_leaves_a_read_only_document_and_its_notes_wait(memory):
+    from fsmem.consolidate.apply import READ_ONLY
+
+    memory.note(NOTE, subject="topic/Billing", session="s1")
+    memory.consolidate()
+    target = memory.root / DOC
+    made = target.read_bytes()
+    target.chmod(0o444)
+    memory.note("- Billing: invoices go out on Tuesdays", subject="topic/Billing", session="s1")
+    report = memory.consolidate()
+    assert target.read_bytes() == made and (DOC, 1, READ_ONLY) in report.problems
+    target.chmod(0o644)
+    memory.consolidate()
+    assert "invoices go out on Tuesdays" in target.read_text()
+
+
+def test_a_folder_that_may_not_be_written_leaves_its_documents_and_the_run_goes_on(memory, monkeypatch):
+    """A person made `topics/` read-only (`chmod a-w`, for a user other than root): the system refuses fsmem's
+    temporary file there, and the whole run stopped (StorageError, exit 2), other folders' documents and every
+    note mark unwritten. Now its documents are reported, their notes wait, and the rest is written. (The tests
+    run as root, whom a folder's mode does not stop: the refusal is made as the system makes it.)"""
+    import errno
+
+    memory.note("- Billing: invoices go out on Mondays", subject="topic/Billing", session="s1")
+    memory.note("- Ada: prefers email", subject="person/Ada", session="s1")
+    init = beneath.Staged.__init__
+
+    def refused_in_topics(staged, target, data, **kwargs):
+        if target.inside.startswith("topics/"):
+            raise PermissionError(errno.EACCES, "Permission denied", target.folder.path)
+        init(staged, target, data, **kwargs)
+
+    monkeypatch.setattr(beneath.Staged, "__init__", refused_in_topics)
+    report = memory.consolidate()
+    assert [p[0] for p in report.problems] == [DOC] and "Permission denied" in report.problems[0][2]
+    assert "prefers email" in (memory.root / "entities/person/ada.md").read_text()
+    assert (memory.root / DOC).read_bytes() == ORIGINAL
+    monkeypatch.setattr(beneath.Staged, "__init__", init)
+    memory.consolidate()
+    assert "invoices go out on Mondays" in (memory.root / DOC).read_text()
 
 
 @pytest.mark.parametrize("style", sorted(SAVES))
@@ -327,6 +540,35 @@ def test_no_save_is_lost_whoever_writes_and_whenever(tmp_path_factory, monkeypat
             expected = before.replace(anchor.encode(), f"{anchor} {word}".encode(), 1)
             assert _without_updated(path.read_bytes()) == _without_updated(expected)
 
+        @precondition(lambda self: LEASES and self.files())
+        @rule(data=st.data(), what=st.sampled_from(["set", "memory tool insert", "consolidation", "rm"]))
+        def agent_writes_while_a_person_saves_in_place(self, data, what):
+            """The person's editor has written part of its save in place and holds the file open: whatever fsmem
+            does then, the save, once finished, is the file's bytes."""
+            documents = sorted(
+                p.relative_to(self.root).as_posix()
+                for p in [*(self.root / "topics").glob("*.md"), *(self.root / "sessions").rglob("*.md")]
+            )
+            rel = data.draw(st.sampled_from(sorted(set(self.files() + documents))))
+            path = self.root / rel
+            word = self.word("human")
+            saved = path.read_bytes() + f"- {word}\n".encode()
+            saving = SavingInPlace(path, saved, data.draw(st.integers(0, len(saved))))
+            try:
+                if what == "set":
+                    self.memory.write(rel, set={"tags": [self.word("agent")]})
+                elif what == "memory tool insert":
+                    MemoryTool(self.root.parent).insert(f"/memories/{rel}", 1, self.word("agent"))
+                elif what == "rm":
+                    self.memory.rm(rel)
+                else:
+                    self.memory.consolidate()
+            except (ChangedOnDisk, MemoryToolError, InvalidArgument):
+                pass
+            saving.finish()
+            assert path.read_bytes() == saved
+            self.words.add(word)
+
         @rule(subject=st.sampled_from(["topic/Billing", "topic/Travel", "person/Ada"]))
         def agent_notes(self, subject):
             word = self.word("agent")
@@ -389,10 +631,10 @@ def test_a_document_saved_while_its_links_to_archived_notes_are_rewritten_keeps_
 
 @pytest.mark.slow
 def test_after_each_editors_save_the_watchers_answers_are_the_walks(tmp_path):
-    """`fsmem watch` answers one-shot reads: after every editor's save, with what a crashed editor leaves beside the
-    file (swap, backup, autosave, lock link, `___jb_old___`, `.tmp`, vim's `4913`), a file made a folder of the
-    same name and a rename that changes only case, each read asked of the watcher is the walk's answer, and no
-    editor file is listed as a memory file."""
+    """`fsmem watch` answers one-shot reads: after every editor's save (and halfway through one made in place),
+    with what a crashed editor leaves beside the file (swap, backup, autosave, lock link, `___jb_old___`, `.tmp`,
+    vim's `4913`), a file made a folder of the same name and a rename that changes only case, each read asked of
+    the watcher is the walk's answer, and no editor file is listed as a memory file."""
     from test_rendezvous import Watcher, both
 
     memory = Memory.init(tmp_path / "mem")
@@ -404,6 +646,12 @@ def test_after_each_editors_save_the_watchers_answers_are_the_walks(tmp_path):
             target = root / DOC
             save(target, target.read_bytes() + f"- zephyr{number} saved by {style}\n".encode())
             both(root, "grep", f"zephyr{number}")
+        for number in range(3):  # asked halfway through a save in place, then once it is whole
+            saving = SavingInPlace(target, target.read_bytes() + f"- zephyr-whole{number}\n".encode())
+            both(root, "grep", "zephyr")
+            saving.finish()
+            both(root, "grep", f"zephyr-whole{number}")
+            both(root, "read", DOC)
         leftovers = [
             ".billing.md.swp",
             "billing.md~",
@@ -549,3 +797,18 @@ def test_a_file_saved_while_the_memory_tool_deletes_it_stays(tmp_path, monkeypat
     assert target.read_bytes() == HUMANS
     tool.delete(f"/memories/{DOC}")
     assert not target.exists()
+
+
+@pytest.mark.parametrize("style", sorted(SAVES))
+def test_a_file_saved_while_a_restore_writes_it_keeps_the_save(tmp_path, style):
+    """restore and revert compared the file with their plan, then renamed the version from history over it: a
+    save made in between was replaced, and in no commit (lost). Now the file is replaced only if it still holds
+    what was planned from: the save stays, and the agent is told the file changed while the restore was written."""
+    memory = Memory.init(tmp_path / "mem", git=True)
+    memory.write("topics/plan.md", "# Plan\n\n- one\n")
+    memory.edit("topics/plan.md", old="- one", new="- two")
+    target = memory.root / "topics/plan.md"
+    saved = target.read_bytes() + b"- HUMAN: typed while the restore ran\n"
+    with saved_during_write(target, saved, SAVES[style]) as made, pytest.raises(ChangedOnDisk, match="restore"):
+        memory.restore("topics/plan.md", at="HEAD~1")
+    assert made and target.read_bytes() == saved

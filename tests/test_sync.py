@@ -272,3 +272,30 @@ def test_sync_records_the_merge_driver_again_when_the_environment_moved(hosts):
     assert done.returncode == 0, done.stderr
     merged = (second / "topics/plan.md").read_text()
     assert "- owner: Ann" in merged and "- due: May" in merged and "<<<<<<<" not in merged
+
+
+def test_a_file_a_person_is_saving_in_place_is_neither_committed_half_nor_merged_over(hosts, here):
+    """On the second host a person is saving topics/plan.md in place (truncated, half written, the editor still
+    holding it) when `fsmem sync` runs, and the first host changed it: the sync committed the half file as made
+    outside fsmem and merged the remote's change over it, so the editor's other half went to a file with no name.
+    Now the sync changes nothing and says the file is being saved; once it is, the next sync merges the whole."""
+    from test_human_editor import LEASES, SavingInPlace
+
+    if not LEASES:
+        pytest.skip("no read leases here")
+    _, (first, second) = hosts
+    Memory(first).write("topics/plan.md", "# Plan\n\n- step: one\n")
+    here(first, "sync")
+    here(second, "sync")
+    Memory(first).edit("topics/plan.md", old="# Plan\n", new="# Plan, agreed\n")
+    here(first, "sync")
+    target = second / "topics/plan.md"
+    saved = target.read_bytes() + b"- HUMAN: step two, typed on the second host\n"
+    saving = SavingInPlace(target, saved)
+    refused = here(second, "sync", check=False)
+    saving.finish()
+    assert target.read_bytes() == saved, target.read_bytes()
+    assert refused.returncode == 2 and "topics/plan.md is being saved" in refused.stderr
+    here(second, "sync")
+    text = target.read_text()
+    assert "# Plan, agreed" in text and "- HUMAN: step two, typed on the second host" in text

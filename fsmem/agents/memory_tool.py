@@ -476,6 +476,16 @@ class MemoryTool:
                 self._rewrite(full, path, updated.encode("utf-8"), content.encode("utf-8"))
         return CommandAnswer(f"The file {path} has been edited.", paths=[self._relative(full)], rows=1)
 
+    @staticmethod
+    def _remove_if(root: Path, relative: str, read: bytes | None, path: str) -> None:
+        """Remove the file only if it holds `read` (None: is not being saved; `beneath.remove_if`); else it is left
+        as saved, and the model told."""
+        if not beneath.remove_if(root, relative, read, generated=True):
+            raise MemoryToolError(
+                f"The file {path} was changed on disk while it was being deleted (saved by an "
+                "editor or another program); it was left as saved. Read it again, then retry"
+            )
+
     def _delete(self, path: str) -> CommandAnswer:
         self._require_writable("delete")
         full = self.validate_path(path)
@@ -496,11 +506,10 @@ class MemoryTool:
                 with self._beneath(path) as root:
                     if stat.S_ISREG(kind) and len(gone) == 1:  # its history holds these bytes: nothing else may go
                         with self._journalled(tx, "delete", [Change(gone[0][0], gone[0][1], None)]):
-                            if not beneath.remove_if(root, relative, gone[0][1], generated=True):
-                                raise MemoryToolError(
-                                    f"The file {path} was changed on disk while it was being deleted (saved by an "
-                                    "editor or another program); it was left as saved. Read it again, then retry"
-                                )
+                            self._remove_if(root, relative, gone[0][1], path)
+                    elif stat.S_ISREG(kind) and not gone:  # no history kept: a save under way in place stays
+                        with self._journalled(tx, "delete", [], paths=[relative]):
+                            self._remove_if(root, relative, None, path)
                     else:
                         removed = [Change(rel, data, None) for rel, data in gone]
                         try:

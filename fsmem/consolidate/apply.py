@@ -40,6 +40,17 @@ def _current(path: Path) -> bytes | None:
         return None
 
 
+READ_ONLY = "read-only (no one may write it): left as a person made it, and the notes for it wait (chmod u+w)"
+
+
+def _read_only(full: Path) -> bool:
+    """Whether a person made the file read-only (`beneath.read_only`): consolidation leaves it as it is."""
+    try:
+        return beneath.read_only(full.stat())
+    except OSError:
+        return False
+
+
 def _real(root: Path, change: C.Change) -> Path:
     """Where a file's bytes live, checked by the memory's path rule (when it was read): a link stays a link."""
     from fsmem.store.paths import resolve
@@ -81,6 +92,10 @@ def apply(
                     blocked |= plan.feeds.get(change.path, set())
                     continue
                 read = None if change.old is None else change.old.encode("utf-8")
+                if _read_only(full):
+                    report.problems.append((change.path, 1, READ_ONLY))
+                    blocked |= plan.feeds.get(change.path, set())
+                    continue
                 if _current(full) != read:
                     report.conflicts.append(change.path)
                     blocked |= plan.feeds.get(change.path, set())
@@ -91,9 +106,13 @@ def apply(
                     [(rel, hashlib.sha256(data).hexdigest(), plan.holds.get(rel, {})) for _f, data, rel, _r in batch]
                 )
             changed: list[str] = []
-            done = write_batch(root, batch, writes, report.problems, changed)
+            refused: list[tuple[str, int, str]] = []
+            done = write_batch(root, batch, writes, report.problems, changed, refused)
             for rel in changed:  # saved by a person after the check above: theirs is kept, the notes merged again
                 report.conflicts.append(rel)
+                blocked |= plan.feeds.get(rel, set())
+            for rel, line, why in refused:  # a folder a person made read-only: its notes wait
+                report.problems.append((rel, line, why))
                 blocked |= plan.feeds.get(rel, set())
             report.wrote(done)
             for full, _data, rel, _landed in done:
@@ -113,9 +132,11 @@ def apply(
                 marks.append((marked[0], marked[1], change.path, entry, marked[2], marked[3]))
             if ledger is not None and marks:
                 ledger.will_mark([m[3] for m in marks])
-            changed = []
-            done = write_batch(root, [(m[0], m[1], m[2], m[5]) for m in marks], writes, None, changed)
+            changed, refused = [], []
+            done = write_batch(root, [(m[0], m[1], m[2], m[5]) for m in marks], writes, None, changed, refused)
             report.counts["notes_consolidated"] -= len(changed)  # saved meanwhile: left unmarked for the next run
+            report.counts["notes_consolidated"] -= len(refused)  # in a read-only folder: left unmarked
+            report.problems += refused
             report.wrote(done)
             written = {rel for _full, _data, rel, _landed in done}
             if ledger is not None:
@@ -137,7 +158,7 @@ def _marked_note(root: Path, change: C.Change, entry: NoteEntry) -> tuple[Path, 
     except FsmemError:
         return None
     data = _current(full)
-    if data is None:
+    if data is None or _read_only(full):
         return None
     if change.old is not None and data == change.old.encode("utf-8"):
         return full, change.new.encode("utf-8"), False, data

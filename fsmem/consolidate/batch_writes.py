@@ -59,6 +59,7 @@ def write_batch(
     writes: Writes,
     replaced: list[tuple[str, int, str]] | None = None,
     changed: list[str] | None = None,
+    refused: list[tuple[str, int, str]] | None = None,
 ) -> list[tuple[Path, bytes, str, str]]:
     """Replace each file through a temporary file in its folder: all written, fsynced together, then renamed.
 
@@ -72,7 +73,9 @@ def write_batch(
 
     Each file was read (under the write lock) as the bytes in its fourth item (None: no file); a person's editor
     saves without that lock, so a memory file that holds anything else when it is replaced is not written, its
-    path added to `changed`, and what was saved kept (`beneath.Staged.publish_if`).
+    path added to `changed`, and what was saved kept (`beneath.Staged.publish_if`). With `refused`, a memory file
+    whose folder the system will not let this process write (a person made it read-only) is left, and told there,
+    the others written.
     """
     staged: list[tuple[beneath.Staged, Path, bytes, str, tuple[bytes | None] | None]] = []
     try:
@@ -81,6 +84,12 @@ def write_batch(
             target = beneath.place(root, rel, generated=generated)
             try:
                 staged.append((beneath.Staged(target, data), full, data, rel, None if generated else (read,)))
+            except PermissionError as exc:
+                target.folder.close()
+                if generated or refused is None:
+                    raise
+                refused.append((rel, 1, f"its folder may not be written ({exc.strerror}): left as it is"))
+                continue
             except BaseException:
                 target.folder.close()
                 raise

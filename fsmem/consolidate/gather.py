@@ -56,10 +56,8 @@ def gather(
         if _held_back(entry, inputs.today):
             inputs.held_back.append((entry.path, max(entry.date or "", entry.max_as_of or "")))
             continue
-        if entry.text is None:
-            entry.text = _read_note_text(root, entry, inputs)
-            if entry.text is None:
-                continue
+        if not _read_whole(root, entry, inputs):
+            continue
         inputs.notes.append(entry)
     resolver = _Resolver(root, settings, ledger)
     # document -> (keys with new facts, date of the first new observation)
@@ -96,18 +94,39 @@ def _held_back(entry: NoteEntry, day: str) -> bool:
     return bool(entry.date and entry.date > day) or bool(entry.max_as_of and entry.max_as_of > day)
 
 
-def _read_note_text(root: Path, entry: NoteEntry, inputs: Inputs) -> str | None:
+BEING_SAVED = "open for writing (a save in place under way) or changed while it was read; note left for the next run"
+
+
+def _read_whole(root: Path, entry: NoteEntry, inputs: Inputs) -> bool:
+    """Read the note's text (again, when the ledger read it), under a read lease (`fsmem.store.leases`): a note an
+    editor is saving in place holds half a save, whose cut last line would be merged into a document for good, so
+    a note open for writing, or whose text is no longer what the ledger read, waits for the next run."""
     from fsmem.errors import FsmemError
-    from fsmem.store.paths import resolve
+    from fsmem.store import leases
+    from fsmem.store.paths import read_regular, resolve
 
     try:
-        entry.full = resolve(root, entry.path)
-        data = entry.full.read_bytes()
+        entry.full = entry.full or resolve(root, entry.path)
+        lease = leases.take(os.fspath(entry.full), None)
+        if lease is None:
+            inputs.problems.append((entry.path, 1, BEING_SAVED))
+            return False
+        try:
+            data = read_regular(entry.full)
+            broken = lease.broken
+        finally:
+            lease.release()
     except (FsmemError, OSError) as exc:
         inputs.problems.append((entry.path, 1, f"{exc}; note skipped"))
-        return None
+        return False
     text, bad = fmt.decode(data)
-    return None if bad else text
+    if bad:
+        return False
+    if broken or (entry.text is not None and text != entry.text):
+        inputs.problems.append((entry.path, 1, BEING_SAVED))
+        return False
+    entry.text = text
+    return True
 
 
 def _read_document(root: Path, path: str, inputs: Inputs) -> Any:

@@ -254,7 +254,7 @@ def sync(
 def _commit_local(repo: Repo) -> None:
     """Everything here into HEAD: fsmem's pending writes, then what changed outside fsmem."""
     journal.drain_locked(repo)
-    worktree.commit_outside(repo)
+    worktree.commit_outside(repo, whole=True)
 
 
 def _offline(remote: str, what: str, stderr: bytes) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import Literal, NoReturn
 
 from fsmem import faces
 from fsmem.errors import ChangedOnDisk, EditConflict, HistoryError, InvalidArgument
@@ -29,6 +29,8 @@ from fsmem.store import beneath
 from fsmem.store.files import Stored, file_version, version_of
 from fsmem.store.paths import is_memory_path, open_regular, read_regular, relative
 from fsmem.store.writing import Change, WriteResult
+
+COMPARED_BYTES = 1 << 20  # a version up to 1 MiB is held in memory to compare the file with at its rename
 
 
 def _current(root: Path, rel: str) -> bytes | None:
@@ -297,8 +299,10 @@ def _publish(repo: Repo, root: Path, changes: list[Change]) -> None:
     """Each change at the path history names, through no link at all (`fsmem.store.beneath`; a link there now
     is replaced by the file, never written through: its target is another file's history). Every file is
     placed and staged before any is published, so a path refused (a folder swapped for a link meanwhile)
-    leaves every file as it was. A stored version is written by git straight into the staged file."""
+    leaves every file as it was. A stored version is written by git straight into the staged file. Each file
+    replaces only what was planned from (`Staged.publish_if`): a person's save made meanwhile is kept."""
     staged: list[beneath.Staged] = []
+    befores: list[bytes | Stored | None] = []
     gone: list[beneath.Place] = []
     try:
         for change in changes:
@@ -311,10 +315,15 @@ def _publish(repo: Repo, root: Path, changes: list[Change]) -> None:
             except BaseException:
                 target.folder.close()
                 raise
+            befores.append(change.before)
         for stage in staged:
             stage.sync()
-        for stage in staged:
-            stage.publish()
+        for stage, before in zip(staged, befores, strict=True):
+            expect = _compared(repo, before)
+            if expect is False or stage.place.link is not None:  # a large version, or a link the file replaces:
+                stage.publish()  # compared by `_holds` before (its bytes not held whole)
+            elif not stage.publish_if(expect):  # a person's save made meanwhile is kept; `verify` says so
+                continue
             stage.place.folder.sync()
         for target in gone:
             beneath.remove_at(target)
@@ -325,6 +334,17 @@ def _publish(repo: Repo, root: Path, changes: list[Change]) -> None:
             stage.place.folder.close()
         for target in gone:
             target.folder.close()
+
+
+def _compared(repo: Repo, before: bytes | Stored | None) -> bytes | None | Literal[False]:
+    """The bytes a file must still hold when it is replaced (None: no file); False for a version too large to
+    hold in memory (`COMPARED_BYTES`), which is replaced without that last look."""
+    if not isinstance(before, Stored):
+        return before
+    if before.size > COMPARED_BYTES:
+        return False
+    found = repo.reader.get(before.oid)
+    return found[2] if found is not None else False
 
 
 def _bytes_of(repo: Repo, data: bytes | Stored) -> bytes | Callable[[int], None]:

@@ -145,10 +145,12 @@ def commit_blobs(
     return commit_with(repo, build, list(blobs))
 
 
-def commit_outside(repo: Repo) -> int:
+def commit_outside(repo: Repo, *, whole: bool = False) -> int:
     """Commit, as made outside fsmem, every change to the memory's files that no fsmem write explains. Caller
     holds the commit lock; the write lock is taken here, so that no fsmem write is half done (its file
-    written, its journal entry not yet) while `git status` looks."""
+    written, its journal entry not yet) while `git status` looks. With `whole` (a merge comes next), nothing
+    is committed while one of those files is open for writing (`ChangedOnDisk`): an editor saving it in place
+    has written part of it, and a merge would replace it under the editor."""
     with file_lock(repo.root):
         # what a killed fsmem left (git locks, its half-done merge) is cleared when nothing holds it; a merge a
         # person started is theirs to finish: its conflicted files are never committed as changes made here
@@ -159,9 +161,26 @@ def commit_outside(repo: Repo) -> int:
         paths = changed_on_disk(repo)
         if not paths:
             return 0
+        if whole:
+            _refuse_saving(repo, paths)
         names = [repo.in_memory(path) or path for path in paths]
         shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
         return commit_files(repo, paths, repo.outside_author(), f"outside fsmem: {shown}")
+
+
+def _refuse_saving(repo: Repo, paths: list[str]) -> None:
+    """ChangedOnDisk naming the first of `paths` (the repository's) that is open for writing now (`fsmem.store.leases`)."""
+    from fsmem.errors import ChangedOnDisk
+    from fsmem.store import leases
+
+    for path in paths:
+        lease = leases.take(os.path.join(repo.top, path), None)
+        if lease is None:
+            raise ChangedOnDisk(
+                f"{repo.in_memory(path) or path} is being saved (open for writing by an editor or another program); "
+                "nothing was committed or merged. Sync again once it is saved"
+            )
+        lease.release()
 
 
 def commit_consolidation(repo: Repo, report: object, *, archive_dir: str, agent: str | None) -> int:

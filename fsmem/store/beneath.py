@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Literal
 
 from fsmem.config import STATE_DIR
-from fsmem.errors import ChangedOnDisk, InvalidArgument, PathEscape, quoted
+from fsmem.errors import ChangedOnDisk, InvalidArgument, PathEscape, StorageError, quoted
 from fsmem.store.paths import is_memory_path, name_problem, shown
 
 TEMP_PREFIX = ".fsmem-tmp-"  # a write's temporary file, beside its target
@@ -339,6 +339,25 @@ def mkdir_at(folder: Folder, name: str, mode: int | None = None) -> None:
         made.close()
 
 
+def read_only(info: os.stat_result) -> bool:
+    """Whether a person made this file read-only (a regular file no one may write: `chmod a-w`, mode 0444). fsmem
+    replaces a file by a rename, which its mode does not stop, so it asks: agents and consolidation leave it be."""
+    return stat.S_ISREG(info.st_mode) and not info.st_mode & 0o222
+
+
+def refuse_read_only(target: Place, rel: str) -> None:
+    """StorageError when the memory file at `target` is read-only (`read_only`): nothing is written to it."""
+    try:
+        info = target.folder.lstat(target.name)
+    except OSError:
+        return
+    if read_only(info):
+        raise StorageError(
+            f"{shown(rel)} is read-only (mode {stat.S_IMODE(info.st_mode):04o}: no one may write it); nothing was "
+            "written. A person made it so; make it writable (chmod u+w) to let agents change it"
+        )
+
+
 def default_mode() -> int:
     umask = os.umask(0)
     os.umask(umask)
@@ -412,6 +431,8 @@ class Staged:
         the rename: where the system can swap two names (`fsmem.store.exchange`), the new file is swapped in
         and the one taken out is read; it is dropped only when it held `expect`, else swapped back, so a save
         that landed up to the swap itself is kept. Elsewhere the target is compared, then renamed over.
+        A file open for writing (an editor saving in place, between two chunks) is not replaced either, nor one
+        opened for writing while this ran (`fsmem.store.leases`): its later chunks would go to a file with no name.
         """
         if expect is None:
             try:
@@ -419,33 +440,40 @@ class Staged:
             except FileExistsError:
                 return False
             return True
-        from fsmem.store import exchange  # a write's module: reads (a lean grep) import this one without it
+        from fsmem.store import exchange, leases  # a write's modules: reads (a lean grep) import this one without
 
         folder, name = self.place.folder, self.place.name
         self._close()
         src, fd = folder.at(self.temp)
         dst, _ = folder.at(name)
-        try:
-            swapped = exchange.exchange(src, dst, fd)
-        except BaseException:
+        lease = leases.take(dst, fd)
+        if lease is None:  # open for writing: an editor is saving it in place, and what was read may be half
             self.discard()
-            raise
-        if swapped:  # the file taken out is at the temporary name now
-            if _holds(folder, self.temp, expect):
+            return False
+        try:
+            try:
+                swapped = exchange.exchange(src, dst, fd)
+            except BaseException:
                 self.discard()
-                return True
-            exchange.exchange(src, dst, fd)  # theirs back; ours at the temporary name again
-            self.discard()
-            return False
-        if swapped is None or not _holds(folder, name, expect):
-            self.discard()
-            return False
-        try:
-            os.replace(src, dst, src_dir_fd=fd, dst_dir_fd=fd)
-        except BaseException:
-            self.discard()
-            raise
-        return True
+                raise
+            if swapped:  # the file taken out is at the temporary name now
+                if _holds(folder, self.temp, expect) and not lease.broken:
+                    self.discard()
+                    return True
+                exchange.exchange(src, dst, fd)  # theirs back; ours at the temporary name again
+                self.discard()
+                return False
+            if swapped is None or not _holds(folder, name, expect) or lease.broken:
+                self.discard()
+                return False
+            try:
+                os.replace(src, dst, src_dir_fd=fd, dst_dir_fd=fd)
+            except BaseException:
+                self.discard()
+                raise
+            return True
+        finally:
+            lease.release()
 
     def discard(self) -> None:
         self._close()
@@ -541,6 +569,8 @@ def write_file(
         generated = is_generated(rel)
     target = place(root, rel, generated=generated, file=not exclusive)
     try:
+        if expect is not False:  # a file changed from what was read: a person may have made it read-only
+            refuse_read_only(target, rel)
         if exclusive and _exists(target):
             raise FileExistsError(errno.EEXIST, "File exists", os.path.join(target.folder.path, target.name))
         replaced = target.link if generated and target.link is not None else None
@@ -576,24 +606,33 @@ def remove(root: str | os.PathLike[str], rel: str, *, generated: bool = False, t
         target.folder.close()
 
 
-def remove_if(root: str | os.PathLike[str], rel: str, expect: bytes, *, generated: bool = False) -> bool:
-    """Remove the regular file `rel` only if it holds `expect`; False, with what is there left, when it does not.
+def remove_if(root: str | os.PathLike[str], rel: str, expect: bytes | None, *, generated: bool = False) -> bool:
+    """Remove the regular file `rel` only if it holds `expect` (None: whatever the file there holds, if it is not
+    being saved); False, with what is there left, when it does not.
 
     A person's editor saves without fsmem's lock: the file is first renamed aside (whatever is there then goes
-    along) and read, removed only when it held `expect`, else given its name back (never over a file saved
+    along) and read, removed only when it held `expect` and was not opened for writing meanwhile (a save made
+    in place: `fsmem.store.leases`), else given its name back (never over a file saved
     there since: then it keeps the name `rel` + `.fsmem-kept`, told in the caller's message). `generated` follows
     no link on the way (as `remove`)."""
     target = place(root, rel, generated=generated, follow=False, create=False, file=False)
+    from fsmem.store import leases
+
     folder, name = target.folder, target.name
+    lease: leases.Lease | None = None
     try:
         aside = TEMP_PREFIX + os.urandom(6).hex()
         src, fd = folder.at(name)
         dst, _ = folder.at(aside)
+        lease = leases.take(src, fd)
+        if lease is None:  # open for writing: an editor is saving it in place
+            return False
         try:
             os.rename(src, dst, src_dir_fd=fd, dst_dir_fd=fd)
         except FileNotFoundError:  # gone meanwhile, as an editor's save renames it to its backup
             return False
-        if _holds(folder, aside, expect):
+        taken = lease.is_of(folder.lstat(aside)) if expect is None else _holds(folder, aside, expect)
+        if taken and not lease.broken:
             try:
                 os.unlink(dst, dir_fd=fd)
             except OSError:  # an I/O error: the file is not removed, so it goes back to its name
@@ -604,6 +643,8 @@ def remove_if(root: str | os.PathLike[str], rel: str, expect: bytes, *, generate
         _put_back(folder, aside, name)
         return False
     finally:
+        if lease is not None:
+            lease.release()
         folder.close()
 
 

@@ -35,9 +35,10 @@ def remove(root: Path, path: Path, *, record: bool = False, ahead: Ahead | None 
         real = beneath.landing(root, rel, follow=False)  # through an in-memory folder link: where it really is
         result = WriteResult("rm", real, changes=[Change(real, before, None, link)] if before is not None else [])
         with entered(ahead, result):
-            if before is None or link:
+            if link or not path.is_file():
                 beneath.remove(root, rel)
-            elif not beneath.remove_if(root, rel, before):  # its history holds `before`: nothing else may go
+            elif not beneath.remove_if(root, rel, before):  # its history holds `before`: nothing else may go; a
+                # save under way in place is kept either way
                 raise ChangedOnDisk(
                     f"{rel} was changed on disk while it was being removed (saved by an editor or another "
                     f"program); it was left as saved (as {rel}{beneath.KEPT_SUFFIX} if saved twice). "
