@@ -11,6 +11,7 @@ in a drawn environment and compares them with the same commands run in a plain o
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import cli_runner
@@ -67,3 +68,137 @@ def test_a_date_names_the_same_commits_in_every_time_zone(tmp_path):
     assert since[0] == 0 and "[commits 1-1 of 1]" in since[1] and "2026-12-07 20:00" in since[1], since
     assert since_time == since
     assert diff[0] == 0 and "+- v: two" in diff[1], diff
+
+
+# -- the operator's own git config (~/.gitconfig) --------------------------------------------------------------------
+
+# What an operator may well have in ~/.gitconfig for their own repositories, each of which changed what fsmem's git
+# saw or printed: a global ignore kept memory files out of history (and so out of every other host's copy),
+# log.follow failed every `fsmem log` and `stat`, the diff settings changed `fsmem diff`'s text, merge.ff=only failed
+# every sync that had to merge, commit.gpgSign with no gpg, i18n re-encoded what log prints.
+HOSTILE_GITCONFIG = """\
+[core]
+\texcludesFile = ~/.config/ignore-these
+\tautocrlf = true
+\tsafecrlf = true
+\tabbrev = 16
+\tcommentChar = ";"
+\tfileMode = false
+[log]
+\tfollow = true
+\tdate = relative
+\tdecorate = full
+\tabbrevCommit = true
+[diff]
+\tnoprefix = true
+\tmnemonicPrefix = true
+\tcontext = 8
+\trenames = copies
+\texternal = false
+\trelative = true
+[merge]
+\tff = only
+\tlog = true
+\tconflictStyle = zdiff3
+\trenormalize = true
+[commit]
+\tgpgSign = true
+\tcleanup = strip
+\tverbose = true
+[gpg]
+\tprogram = false
+[color]
+\tui = always
+[i18n]
+\tlogOutputEncoding = ISO-8859-1
+\tcommitEncoding = ISO-8859-1
+[format]
+\tpretty = oneline
+[init]
+\tdefaultBranch = trunk
+[status]
+\tshowUntrackedFiles = no
+"""
+IDENTITY = "[user]\n\tname = Operator\n\temail = operator@example.org\n"
+
+
+def _home(folder: Path, gitconfig: str) -> Path:
+    (folder / ".config" / "git").mkdir(parents=True)
+    (folder / ".gitconfig").write_text(IDENTITY + gitconfig, encoding="utf-8")
+    (folder / ".config" / "ignore-these").write_text("*.md\n", encoding="utf-8")
+    (folder / ".config" / "git" / "ignore").write_text("topics/\n", encoding="utf-8")  # git's default global ignore
+    return folder
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {
+        path.relative_to(root).as_posix(): path.read_bytes()
+        for path in sorted(root.rglob("*"))
+        if path.is_file() and path.relative_to(root).parts[0] not in (".git", ".fsmem")
+    }
+
+
+def _git(root: Path, *args: str) -> str:
+    env = {k: v for k, v in without_fsmem().items() if not k.startswith("GIT_")}
+    return subprocess.run(["git", "-C", root, *args], env=env, capture_output=True, text=True, check=True).stdout
+
+
+def _history_under(folder: Path, home: Path) -> tuple[list[tuple[int, str, str]], dict[str, bytes], str]:
+    """A memory made, written inside and outside fsmem, consolidated, asked about its history and synced with a
+    second host, each command with HOME at `home`: what each printed, the files, and HEAD's tree."""
+    remote, here, there = folder / "remote.git", folder / "here", folder / "there"
+    folder.mkdir()
+    _git(folder, "init", "-q", "--bare", "-b", "main", remote)
+
+    def fsmem(root: Path, *args: str, now: str = NOW, host: str = "h1") -> tuple[int, str, str]:
+        done = cli_runner.run(
+            ["--root", root, *args], env=_env(home, FSMEM_NOW=now, FSMEM_HOST_ID=host), text=True, cwd=root
+        )
+        return done.returncode, done.stdout.replace(os.fspath(folder), "FOLDER"), done.stderr
+
+    printed = [cli_runner.run(["init", "--git", here], env=_env(home), text=True).returncode]
+    _git(here, "remote", "add", "origin", remote)
+    (here / "topics").mkdir()
+    (here / "topics" / "über-hand.md").write_text("# Über hand\n\n- owner: Ann\n- city: Zürich\n", encoding="utf-8")
+    asked = [
+        ("note", "- employer: Globex\n- city: Zürich", "--subject", "people/Zoë Ünal"),
+        ("consolidate",),
+        ("log",),
+        ("log", "topics/über-hand.md", "--json"),
+        ("stat", "topics/über-hand.md"),
+        ("diff", "HEAD~2"),
+        ("show", "topics/über-hand.md", "--at", "HEAD~1"),
+        ("timeline", "people/Zoë Ünal", "--json"),
+        ("sync",),
+    ]
+    printed += [fsmem(here, *args) for args in asked]
+    _git(folder, "clone", "-q", remote, there)
+    printed.append(fsmem(there, "note", "- role: lead", "--subject", "people/Zoë Ünal", host="h2"))
+    printed.append(fsmem(there, "sync", host="h2"))
+    printed.append(fsmem(here, "note", "- city: Genève", "--subject", "people/Zoë Ünal", now="2026-12-08T13:00:00Z"))
+    printed.append(fsmem(here, "sync", now="2026-12-08T13:00:00Z"))  # a merge: both hosts wrote
+    printed.append(fsmem(there, "sync", host="h2", now="2026-12-08T13:00:00Z"))
+    assert _files(here) == _files(there)
+    merge = _git(here, "rev-list", "--merges", "-1", "HEAD").strip()
+    merged = _git(here, "cat-file", "commit", merge).split("\n\n", 1)  # made by git: its date is the clock's
+    headers = [line for line in merged[0].splitlines() if line.split(" ")[0] not in ("author", "committer", "parent")]
+    return printed, _files(here), _git(here, "rev-parse", "HEAD^{tree}") + "\n".join([*headers, merged[1]])
+
+
+def test_the_operators_git_config_changes_no_answer_and_no_byte_of_history(tmp_path):
+    """Run under an operator's ~/.gitconfig, the commands of a memory with history printed other answers and wrote
+    another history: its global ignores (core.excludesFile, ~/.config/git/ignore) kept files made outside fsmem
+    out of every commit, so no other host ever received them; `log.follow` failed `fsmem log` and `stat` (exit 2);
+    `diff.noprefix`, `core.abbrev` and `diff.context` changed `fsmem diff`, i18n.logOutputEncoding the names
+    `log` shows; `merge.ff=only` failed every sync that had to
+    merge, and merge.log wrote another merge. fsmem's git now takes those from git's defaults; who the operator is, credentials and
+    transports still come from their config."""
+    plain = _history_under(tmp_path / "plain", _home(tmp_path / "plain-home", ""))
+    hostile = _history_under(tmp_path / "hostile", _home(tmp_path / "hostile-home", HOSTILE_GITCONFIG))
+    for asked, (one, other) in enumerate(zip(plain[0], hostile[0], strict=True)):
+        assert one == other, asked
+    assert plain[1] == hostile[1]
+    assert plain[2] == hostile[2]
+    assert all(answer == 0 or answer[0] == 0 for answer in plain[0]), plain[0]
+    assert "topics/über-hand.md" in plain[1]
+    assert "über-hand.md" in plain[0][3][1] and "Über hand" in plain[0][7][1], plain[0]

@@ -78,6 +78,24 @@ def _same_python_driver(recorded: str) -> bool:
         return False
 
 
+# The operator's own config (~/.gitconfig, ~/.config/git/) is read for who they are, credentials and transports;
+# what it says of which files git sees, what it prints and how it merges is git's default for fsmem's git, so that
+# every host makes the same history and answers alike: a global ignore kept files made outside fsmem out of every
+# commit (and out of every other host's copy), log.follow failed `fsmem log`, merge.ff=only every sync that merged.
+AS_GIT_SHIPS = {
+    "core.excludesFile": "",  # empty: neither that file nor ~/.config/git/ignore; the memory's .gitignore still counts
+    "log.follow": "false",
+    "merge.ff": "true",
+    "merge.log": "false",
+    "i18n.logOutputEncoding": "UTF-8",
+    "i18n.commitEncoding": "UTF-8",
+    "core.abbrev": "auto",
+    "diff.noprefix": "false",
+    "diff.mnemonicPrefix": "false",
+    "diff.context": "3",
+}
+
+
 def settings() -> list[str]:
     """The `-c` settings of every fsmem git call."""
     pairs = {
@@ -93,6 +111,7 @@ def settings() -> list[str]:
         "log.mailmap": "false",  # nor does its .mailmap make `fsmem log --agent` match someone else's commits
     }
     pairs.update(disarm.SETTINGS)  # a received memory's .git/config names programs too: git runs none of them
+    pairs.update(AS_GIT_SHIPS)
     return [arg for key, value in pairs.items() for arg in ("-c", f"{key}={value}")]
 
 
