@@ -11,11 +11,14 @@ in a drawn environment and compares them with the same commands run in a plain o
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
 import cli_runner
+import pytest
 from child_env import without_fsmem
+from hypothesis import HealthCheck, Phase, example, given, settings, strategies as st
 
 NOW = "2026-12-08T12:00:00Z"
 
@@ -202,3 +205,130 @@ def test_the_operators_git_config_changes_no_answer_and_no_byte_of_history(tmp_p
     assert all(answer == 0 or answer[0] == 0 for answer in plain[0]), plain[0]
     assert "topics/über-hand.md" in plain[1]
     assert "über-hand.md" in plain[0][3][1] and "Über hand" in plain[0][7][1], plain[0]
+
+
+# -- the property: whatever the process's environment, the same answers and bytes ---------------------------------
+
+# The clock is pinned in New York's hour that happens twice (summer time ends at 06:00Z on 2026-11-01), the day's
+# date differing between UTC-12 and UTC+14.
+DRAWN_NOW = "2026-11-01T06:30:00Z"
+SCRIPT = (
+    ("note", "- employer: Globex\n- city: Zürich\n- ğış İı: 1", "--subject", "people/Zoë Ünal"),
+    ("consolidate",),
+    ("ls", "--json"),
+    ("grep", "-i", "zürich"),
+    ("search", "who employs Zoë", "--json"),
+    ("log", "--since", "2026-11-01", "--json"),
+)
+ENVIRONMENTS = st.fixed_dictionaries(
+    {
+        "PYTHONHASHSEED": st.sampled_from(["0", "1", "4294967295", "random"]),
+        "TZ": st.sampled_from(
+            ["UTC", "Etc/GMT-14", "Etc/GMT+12", "Asia/Kolkata", "Pacific/Chatham", "America/New_York"]
+        ),
+        "LC_ALL": st.sampled_from([None, "C", "C.UTF-8", "POSIX", "tr_TR.UTF-8"]),
+        "LANG": st.sampled_from([None, "tr_TR.UTF-8", "C"]),
+        "COLUMNS": st.sampled_from([None, "1", "20", "500"]),
+        "TERM": st.sampled_from([None, "dumb", "xterm-256color"]),
+        "NO_COLOR": st.sampled_from([None, "1"]),
+        "TMPDIR": st.sampled_from([None, "/nonexistent", "/tmp"]),
+        "HOME": st.sampled_from(["plain", "hostile", None, "/nonexistent"]),
+    }
+)
+# `make test` runs the one explicit example (a hostile environment, against the plain one): some 10 processes of
+# fsmem; `make fuzz` (FSMEM_FUZZ_SCALE) draws 3 environments a unit of scale besides
+SCALE = int(os.environ.get("FSMEM_FUZZ_SCALE", "1"))
+HOSTILE_ENVIRONMENT = {
+    "PYTHONHASHSEED": "4294967295",
+    "TZ": "Etc/GMT-14",
+    "LC_ALL": "tr_TR.UTF-8",
+    "LANG": "C",
+    "COLUMNS": "1",
+    "TERM": "xterm-256color",
+    "NO_COLOR": "1",
+    "TMPDIR": "/nonexistent",
+    "HOME": "hostile",
+}
+
+
+@pytest.fixture(scope="module")
+def committed_memory(tmp_path_factory):
+    """A memory with history, every file committed, and the two homes a drawn environment may name."""
+    folder = tmp_path_factory.mktemp("environment")
+    root = folder / "memory"
+    assert cli_runner.run(["init", "--git", root], env=_env(FSMEM_NOW=DRAWN_NOW)).returncode == 0
+    (root / "topics").mkdir()
+    (root / "topics" / "café.md").write_text(
+        "---\ntitle: Café Zürich\ntype: semantic\ntags: [z, a, ç, İ]\n---\n# Café\n\n- owner: Zoë Ünal\n",
+        encoding="utf-8",
+    )
+    assert cli_runner.run(["--root", root, "consolidate"], env=_env(FSMEM_NOW=DRAWN_NOW)).returncode in (0, 1)
+    assert not _git(root, "status", "--porcelain"), "committed, as made outside fsmem"
+    homes = {"plain": _home(folder / "plain-home", ""), "hostile": _home(folder / "hostile-home", HOSTILE_GITCONFIG)}
+    return root, homes
+
+
+def _run_script(root: Path, drawn: dict[str, str | None], homes: dict[str, Path], umask: int, cwd: str):
+    env = _env(FSMEM_NOW=DRAWN_NOW)
+    for name in ("HOME", "XDG_CONFIG_HOME", "LC_ALL", "LANG", "LC_CTYPE", "TZ", "COLUMNS", "LINES", "TERM", "TMPDIR"):
+        env.pop(name, None)
+    for name, value in drawn.items():
+        if name == "HOME" and value in homes:
+            env.update(HOME=os.fspath(homes[value]), XDG_CONFIG_HOME=os.fspath(homes[value] / ".config"))
+        elif value is not None:
+            env[name] = value
+    where = {"root": root, "parent": root.parent, "inside": root / "topics"}[cwd]
+    given = {"root": ".", "parent": root.name, "inside": ".."}[cwd]
+    printed = []
+    for args in SCRIPT:
+        done = subprocess.run(
+            [cli_runner.FSMEM, "--root", given, *args],
+            env=env,
+            cwd=where,
+            umask=umask,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=120,
+        )
+        printed.append((args, done.returncode, done.stdout, done.stderr))
+    return printed
+
+
+@settings(
+    max_examples=3 * SCALE,
+    phases=(Phase.explicit,) if SCALE == 1 else (Phase.explicit, Phase.generate),
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
+@example(drawn=HOSTILE_ENVIRONMENT, umask=0o077, cwd="inside")
+@given(
+    drawn=ENVIRONMENTS, umask=st.sampled_from([0o022, 0o077, 0o002]), cwd=st.sampled_from(["root", "parent", "inside"])
+)
+def test_no_environment_changes_an_answer_or_a_byte_written(committed_memory, tmp_path_factory, drawn, umask, cwd):
+    """The same memory and the same commands, run as processes of the installed fsmem in a drawn environment (hash
+    seed, time zone with the clock pinned in an hour New York has twice, locale, terminal variables, TMPDIR, the
+    operator's home and git config, umask, working folder and a relative --root), give the same exit codes, stdout
+    and stderr, and leave the same files and the same history, as in a plain one."""
+    template, homes = committed_memory
+    plain = _BASELINE.get("plain")
+    if plain is None:
+        root = tmp_path_factory.mktemp("plain") / "memory"
+        shutil.copytree(template, root, symlinks=True)
+        plain = _BASELINE["plain"] = (
+            _run_script(root, {"HOME": "plain"}, homes, 0o022, "root"),
+            _files(root),
+            _git(root, "rev-parse", "HEAD"),
+        )
+    root = tmp_path_factory.mktemp("drawn") / "memory"
+    shutil.copytree(template, root, symlinks=True)
+    printed = _run_script(root, drawn, homes, umask, cwd)
+    for (args, *one), (_, *other) in zip(plain[0], printed, strict=True):
+        assert one == other, (args, drawn, umask, cwd)
+    assert _files(root) == plain[1]
+    assert _git(root, "rev-parse", "HEAD") == plain[2]  # the same commits, ids and all
+    for path in root.rglob("*"):
+        if ".git" not in path.relative_to(root).parts:
+            assert not path.lstat().st_mode & 0o002 & ~umask, path  # nothing made open to others beyond the umask
+
+
+_BASELINE: dict[str, tuple] = {}
