@@ -332,3 +332,59 @@ def test_no_environment_changes_an_answer_or_a_byte_written(committed_memory, tm
 
 
 _BASELINE: dict[str, tuple] = {}
+
+
+# -- standard output closed or full ---------------------------------------------------------------------------------
+
+
+def _with_stdout(root: Path, redirect: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`fsmem --root ROOT ARGS` as a process whose stdout is `redirect` (a shell redirection: `>&-`, `>/dev/full`)."""
+    command = ["sh", "-c", f'exec "$@" {redirect}', "sh", cli_runner.FSMEM, "--root", os.fspath(root), *args]
+    return subprocess.run(command, env=_env(), capture_output=False, stderr=subprocess.PIPE, text=True, timeout=120)
+
+
+def test_a_note_saved_with_stdout_closed_or_full_says_it_was_the_output_that_failed(tmp_path):
+    """A note run with stdout closed (`>&-`) was saved, then failed with `fsmem: error: AttributeError: 'NoneType'
+    object has no attribute 'write'` (exit 2); with stdout on a full disk (`>/dev/full`) it was saved, then said
+    `fsmem: error: no space left on device`, as if the memory's disk were full and nothing stored: a script that
+    retried saved it twice. A closed stdout is written nothing, as Python's print() does (exit 0); a stdout that
+    refuses the answer is named as such."""
+    assert cli_runner.run(["init", tmp_path / "memory"], env=_env()).returncode == 0
+    root = tmp_path / "memory"
+    closed = _with_stdout(root, ">&-", "note", "- closed: yes", "--subject", "topic/Out")
+    assert (closed.returncode, closed.stderr) == (0, "")
+    assert _with_stdout(root, ">&-", "ls").returncode == 0
+    full = _with_stdout(root, ">/dev/full", "note", "- full: yes", "--subject", "topic/Out")
+    assert full.returncode == 2
+    assert full.stderr == "fsmem: error: could not write the answer to standard output: no space left on device\n"
+    (note,) = root.glob("sessions/**/*.md")
+    text = note.read_text(encoding="utf-8")
+    assert text.count("- closed: yes") == 1 and text.count("- full: yes") == 1, text
+
+
+def test_stdout_closed_or_full_is_answered_alike_with_a_watcher_and_without(tmp_path):
+    """The same command lines as above, with --json too, asked of a running watcher (FSMEM_SOCKET=require): a
+    closed stdout ended the client in a traceback (its streams' None), a full one too."""
+    root = tmp_path / "memory"
+    assert cli_runner.run(["init", root], env=_env()).returncode == 0
+    watcher = subprocess.Popen(
+        [cli_runner.FSMEM, "--root", root, "watch"], env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        assert watcher.stderr is not None
+        while "answering one-shot reads" not in watcher.stderr.readline().decode():
+            assert watcher.poll() is None, "the watcher ended"
+        for redirect, args in ((">&-", ("ls",)), (">/dev/full", ("ls",)), (">/dev/full", ("ls", "--json"))):
+            walked = _with_stdout(root, redirect, *args)
+            asked = subprocess.run(
+                ["sh", "-c", f'exec "$@" {redirect}', "sh", cli_runner.FSMEM, "--root", root, *args],
+                env=_env(FSMEM_SOCKET="require"),
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=120,
+            )
+            assert (asked.returncode, asked.stderr) == (walked.returncode, walked.stderr), (redirect, args)
+            assert "Traceback" not in asked.stderr
+    finally:
+        watcher.terminate()
+        watcher.wait(60)
