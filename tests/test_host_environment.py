@@ -362,18 +362,47 @@ def test_a_note_saved_with_stdout_closed_or_full_says_it_was_the_output_that_fai
     assert text.count("- closed: yes") == 1 and text.count("- full: yes") == 1, text
 
 
+def _watcher(root: Path, cwd: Path | None = None) -> subprocess.Popen[bytes]:
+    """`fsmem watch` of `root` as a process (started in `cwd`), once it answers."""
+    watcher = subprocess.Popen(
+        [cli_runner.FSMEM, "--root", root, "watch"],
+        env=_env(),
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    assert watcher.stderr is not None
+    while "answering one-shot reads" not in watcher.stderr.readline().decode():
+        assert watcher.poll() is None, "the watcher ended"
+    return watcher
+
+
+def test_a_watcher_whose_working_folder_was_removed_still_answers(tmp_path):
+    """A watcher started in a folder removed since (a shell's cd into a scratch folder, then rm -r) dropped every
+    request (`os.getcwd()` failed): each command walked, and with FSMEM_SOCKET=require failed ("the other side
+    closed the connection")."""
+    root, started_in = tmp_path / "memory", tmp_path / "scratch"
+    assert cli_runner.run(["init", root], env=_env()).returncode == 0
+    started_in.mkdir()
+    watcher = _watcher(root, cwd=started_in)
+    try:
+        started_in.rmdir()
+        for args in (("ls",), ("grep", "-i", "memory", "--json")):
+            asked = cli_runner.real(["--root", root, *args], env=_env(FSMEM_SOCKET="require"), cwd=tmp_path)
+            walked = cli_runner.run(["--root", root, *args], env=_env(), cwd=tmp_path)
+            assert (asked.returncode, asked.stdout, asked.stderr) == (walked.returncode, walked.stdout, walked.stderr)
+    finally:
+        watcher.terminate()
+        watcher.wait(60)
+
+
 def test_stdout_closed_or_full_is_answered_alike_with_a_watcher_and_without(tmp_path):
     """The same command lines as above, with --json too, asked of a running watcher (FSMEM_SOCKET=require): a
     closed stdout ended the client in a traceback (its streams' None), a full one too."""
     root = tmp_path / "memory"
     assert cli_runner.run(["init", root], env=_env()).returncode == 0
-    watcher = subprocess.Popen(
-        [cli_runner.FSMEM, "--root", root, "watch"], env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
+    watcher = _watcher(root)
     try:
-        assert watcher.stderr is not None
-        while "answering one-shot reads" not in watcher.stderr.readline().decode():
-            assert watcher.poll() is None, "the watcher ended"
         for redirect, args in ((">&-", ("ls",)), (">/dev/full", ("ls",)), (">/dev/full", ("ls", "--json"))):
             walked = _with_stdout(root, redirect, *args)
             asked = subprocess.run(
