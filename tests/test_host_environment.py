@@ -417,3 +417,15 @@ def test_stdout_closed_or_full_is_answered_alike_with_a_watcher_and_without(tmp_
     finally:
         watcher.terminate()
         watcher.wait(60)
+
+
+def test_a_memory_the_operators_own_ignore_keeps_out_of_their_project_stays_out(tmp_path):
+    """What the operator's global ignore still decides: a memory inside a project's checkout that it ignores has
+    no history, so fsmem never commits into the project (the ignores of AS_GIT_SHIPS are every other question's)."""
+    home, project = _home(tmp_path / "home", ""), tmp_path / "project"
+    (home / ".config" / "git" / "ignore").write_text("scratch/\n", encoding="utf-8")
+    _git(tmp_path, "init", "-q", project)
+    assert cli_runner.run(["init", project / "scratch"], env=_env(home)).returncode == 0
+    done = cli_runner.run(["--root", project / "scratch", "note", "- a: b", "--subject", "topic/A"], env=_env(home))
+    assert done.returncode == 0
+    assert subprocess.run(["git", "-C", project, "rev-parse", "HEAD"], capture_output=True).returncode != 0

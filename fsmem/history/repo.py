@@ -197,7 +197,7 @@ def discover(root: Path, host: str, *, enabled: bool = True) -> Repo | None:
     git_dir = common if common.is_absolute() else Path(root, common)
     prefix = lines[3]
     algo = "sha256" if len(lines) > 4 and lines[4] == "sha256" else "sha1"
-    if prefix and git.run("check-ignore", "-q", "--", "fsmem.yaml", check=False).returncode == 0:
+    if prefix and git.ignored("fsmem.yaml"):
         return None  # the enclosing repository ignores this memory: leave it alone
     return Repo(root=Path(os.path.realpath(root)), top=top, git_dir=git_dir, prefix=prefix, algo=algo, host=host)
 
