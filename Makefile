@@ -66,8 +66,9 @@ durations: $(STAMP)
 	$(SUITE) --save-durations
 
 # The property and fuzz tests of history, consolidation, replicas, scopes (reads and writes), the command line,
-# capture, people's saves, odd files, the watcher's answers, paging by continuations and writes killed or failed
-# at a system call with a larger budget: each draws FUZZ_SCALE times the examples `make test` runs
+# capture, people's saves, odd files, the watcher's answers, paging by continuations, writes killed or failed
+# at a system call, and commands run in drawn environments, with a larger budget: each draws FUZZ_SCALE times the
+# examples `make test` runs
 # (HYPOTHESIS_PROFILE=explore draws new ones each run).
 FUZZ_SCALE ?= 10
 fuzz: $(STAMP)
@@ -83,7 +84,8 @@ fuzz: $(STAMP)
 		tests/test_rendezvous.py::test_random_changes_through_files_and_fsmem_then_every_read_both_ways \
 		tests/test_continuation.py::test_following_every_continuation_recovers_each_line_and_row_once_within_the_budget \
 		tests/test_continuation.py::test_mcp_over_stdio_gives_the_pages_the_tools_give_and_names_the_same_continuation \
-		tests/test_write_faults.py::test_a_write_killed_or_failed_at_any_call_leaves_old_or_new_files_and_the_next_commands_work
+		tests/test_write_faults.py::test_a_write_killed_or_failed_at_any_call_leaves_old_or_new_files_and_the_next_commands_work \
+		tests/test_host_environment.py::test_no_environment_changes_an_answer_or_a_byte_written
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py

@@ -832,3 +832,22 @@ def test_a_read_that_must_be_answered_and_is_not_fails_as_every_error_does_with_
         assert code == 2 and err.startswith(f"fsmem: error: {words}".encode()), err
         assert words in json.loads(out)["error"]["message"] and json.loads(out)["error"]["exit"] == 2
         assert run(memory.root, "ls", "--", "--json", mode=mode)[1] == b""  # an argument, not the flag
+
+
+def test_a_watcher_of_another_hash_seed_time_zone_and_locale_answers_the_walks_bytes(memory):
+    """The watcher runs a command in its own interpreter: another hash seed (the order of a set of strings),
+    time zone and locale than the client's. An answer that depended on them would differ from the walk's, which
+    runs in the client's. Tags, aliases and names in several scripts give a set's order something to show."""
+    write_file(
+        memory.root,
+        "topics/café.md",
+        "---\ntitle: Café Zürich\ntags: [zephyr, a, ç, İ, ı, b]\naliases: [Zed, Ä, ab]\n---\n# Café\n\n"
+        "- owner: Zoë Ünal\n- zephyr: İstanbul ığ\n",
+    )
+    started = Watcher(memory.root, env={"PYTHONHASHSEED": "1", "TZ": "Etc/GMT+12", "LC_ALL": "C"}, started=True)
+    try:
+        client = {"TZ": "Pacific/Chatham", "COLUMNS": "33", "LC_ALL": "C.UTF-8", "LANG": "tr_TR.UTF-8"}
+        for args in [*READS, ("grep", "-i", "İSTANBUL"), ("ls", "--json"), ("search", "Zoë zephyr", "--json")]:
+            both(memory.root, *args, env=client)
+    finally:
+        started.stop()

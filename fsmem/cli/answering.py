@@ -261,7 +261,10 @@ class _Request:
         from fsmem.store import progress
 
         saved = {k: v for k, v in os.environ.items() if k.startswith("FSMEM_") or k in _ENVIRONMENT}
-        here = os.getcwd()
+        try:
+            here = os.getcwd()
+        except FileNotFoundError:  # the folder the watcher started in was removed since: it goes back to the root's
+            here = self.root
         streams = sys.stdin, sys.stdout, sys.stderr
         recorder = _Recorder()
         try:

@@ -91,10 +91,25 @@ def cut(message: str) -> str:
 
 
 def echo(message: str, err: bool = False, nl: bool = True) -> None:
-    """Write `message` (and a newline) to stdout or stderr as the CLI writes everything: through `visible`."""
-    stream: IO[str] = sys.stderr if err else sys.stdout
-    stream.write(visible(message + "\n" if nl else message))
-    stream.flush()
+    """Write `message` (and a newline) to stdout or stderr as the CLI writes everything: through `visible`.
+
+    A stream closed before the process started (`>&-`: Python's is None) is written nothing, as print() does. A
+    stdout that refuses the answer (a full disk, `>/dev/full`) is named in the error: by then a write command's
+    change is stored, and a bare `no space left on device` read as the memory's disk refusing it."""
+    stream: IO[str] | None = sys.stderr if err else sys.stdout
+    if stream is None:
+        return
+    try:
+        stream.write(visible(message + "\n" if nl else message))
+        stream.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        if err:
+            raise
+        from fsmem.errors import StorageError, os_error_message
+
+        raise StorageError(f"could not write the answer to standard output: {os_error_message(exc)}") from None
 
 
 def show_progress(line: str) -> None:
@@ -196,6 +211,8 @@ def boundary(
 def _fail(message: str, code: int, as_json: bool = False, line: str | None = "") -> NoReturn:
     """End a failed command: its line on stderr (unless already shown), the JSON error on stdout with --json;
     each `cut` to a line or two."""
+    from fsmem.errors import FsmemError
+
     message = cut(message)
     line = None if line is None else cut(line)
     try:
@@ -203,7 +220,7 @@ def _fail(message: str, code: int, as_json: bool = False, line: str | None = "")
             echo(line or f"fsmem: error: {message}", err=True)
         if as_json:
             echo(json_error(message, code))
-    except OSError:  # a closed stdout or stderr: the exit code still says it
+    except (OSError, FsmemError):  # a closed or full stdout or stderr (`echo`): the exit code still says it
         pass
     sys.exit(code)
 

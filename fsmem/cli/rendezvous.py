@@ -194,7 +194,7 @@ def ask(argv: list[str]) -> None:
         return _walk(mode, str(exc) or type(exc).__name__, argv)
     except KeyboardInterrupt:  # as the error boundary ends an interrupted command (fsmem.cli.printing.boundary)
         _fail("interrupted", 130, argv, shown=False)
-    _print(answer)
+    _print(answer, argv)
 
 
 def _walk(mode: str, why: str, argv: list[str]) -> None:
@@ -206,11 +206,15 @@ def _fail(message: str, code: int, argv: list[str], *, shown: bool = True) -> No
     """End as the error boundary ends a failed command (`fsmem.cli.printing.boundary`): its line on stderr (unless
     `shown` already), and with --json its JSON document on stdout."""
     from fsmem.cli.printing import echo, json_error
+    from fsmem.errors import FsmemError
 
-    if shown:
-        echo(f"fsmem: error: {message}", err=True)
-    if "--json" in argv[: argv.index("--") if "--" in argv else len(argv)]:
-        echo(json_error(message, code))
+    try:
+        if shown:
+            echo(f"fsmem: error: {message}", err=True)
+        if "--json" in argv[: argv.index("--") if "--" in argv else len(argv)]:
+            echo(json_error(message, code))
+    except (OSError, FsmemError):  # a closed or full stdout or stderr: the exit code still says it
+        pass
     sys.exit(code)
 
 
@@ -305,7 +309,7 @@ def _exchange(path: str, root: str, argv: list[str]) -> tuple[int, list[tuple[in
     return code, printed
 
 
-def _print(answer: tuple[int, list[tuple[int, str]]]) -> NoReturn:
+def _print(answer: tuple[int, list[tuple[int, str]]], argv: list[str]) -> NoReturn:
     """Write what the command printed there, in its order, through this process's own streams, and exit at once.
 
     Nothing is left to end once the streams are flushed: the socket is closed, nothing this process imported
@@ -317,9 +321,15 @@ def _print(answer: tuple[int, list[tuple[int, str]]]) -> NoReturn:
     try:
         for stream, text in printed:
             out = sys.stderr if stream == 2 else sys.stdout
+            if out is None:  # closed before the process started: written nothing, as the walk's echo writes it
+                continue
             out.write(text)
             out.flush()
     except BrokenPipeError:
         sys.stderr.close()
         sys.exit(0)
+    except OSError as exc:  # a stdout that refuses the answer: worded as the walk's echo words it
+        from fsmem.errors import os_error_message
+
+        _fail(f"could not write the answer to standard output: {os_error_message(exc)}", 2, argv)
     os._exit(code & 0xFF)  # as the kernel keeps it of sys.exit(code)

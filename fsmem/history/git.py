@@ -78,8 +78,26 @@ def _same_python_driver(recorded: str) -> bool:
         return False
 
 
-def settings() -> list[str]:
-    """The `-c` settings of every fsmem git call."""
+# The operator's own config (~/.gitconfig, ~/.config/git/) is read for who they are, credentials and transports;
+# what it says of which files git sees, what it prints and how it merges is git's default for fsmem's git, so that
+# every host makes the same history and answers alike: a global ignore kept files made outside fsmem out of every
+# commit (and out of every other host's copy), log.follow failed `fsmem log`, merge.ff=only every sync that merged.
+AS_GIT_SHIPS = {
+    "core.excludesFile": "",  # empty: neither that file nor ~/.config/git/ignore; the memory's .gitignore still counts
+    "log.follow": "false",
+    "merge.ff": "true",
+    "merge.log": "false",
+    "i18n.logOutputEncoding": "UTF-8",
+    "i18n.commitEncoding": "UTF-8",
+    "core.abbrev": "auto",
+    "diff.noprefix": "false",
+    "diff.mnemonicPrefix": "false",
+    "diff.context": "3",
+}
+
+
+def settings(operators: tuple[str, ...] = ()) -> list[str]:
+    """The `-c` settings of every fsmem git call; `operators`: keys of AS_GIT_SHIPS left to the operator's config."""
     pairs = {
         "merge.fsmem.driver": driver_command(),
         "merge.fsmem.name": MERGE_DRIVER_NAME,
@@ -93,6 +111,7 @@ def settings() -> list[str]:
         "log.mailmap": "false",  # nor does its .mailmap make `fsmem log --agent` match someone else's commits
     }
     pairs.update(disarm.SETTINGS)  # a received memory's .git/config names programs too: git runs none of them
+    pairs.update((key, value) for key, value in AS_GIT_SHIPS.items() if key not in operators)
     return [arg for key, value in pairs.items() for arg in ("-c", f"{key}={value}")]
 
 
@@ -105,9 +124,17 @@ class Git:
         marker = git_marker(top)  # the work tree is the folder of the `.git`, whatever `core.worktree` says
         self.work_tree = [] if marker is None else [f"--work-tree={os.fspath(marker.parent)}"]
 
-    def command(self, *args: str) -> list[str]:
-        """git's command line: the repository's programs disarmed (disarm.py), then fsmem's settings, which win."""
-        return ["git", "-C", os.fspath(self.top), *self.work_tree, *self.disarm.around(args, settings(), self.run)]
+    def command(self, *args: str, operators: tuple[str, ...] = ()) -> list[str]:
+        """git's command line: the repository's programs disarmed (disarm.py), then fsmem's settings, which win
+        (but the keys of AS_GIT_SHIPS named in `operators`, left to the operator's config)."""
+        fsmems = settings(operators)
+        return ["git", "-C", os.fspath(self.top), *self.work_tree, *self.disarm.around(args, fsmems, self.run)]
+
+    def ignored(self, path: str) -> bool:
+        """Whether git ignores `path` by every rule it has, the operator's own ignores too: the one question their
+        global ignore still answers, whether a memory inside their project is to be kept out of its history."""
+        found = self.run("check-ignore", "-q", "--", path, check=False, operators=("core.excludesFile",))
+        return found.returncode == 0
 
     def run(
         self,
@@ -116,11 +143,11 @@ class Git:
         check: bool = True,
         env: dict[str, str] | None = None,
         timeout: float | None = None,
+        operators: tuple[str, ...] = (),
     ) -> subprocess.CompletedProcess[bytes]:
         try:
-            proc = subprocess.run(
-                self.command(*args), input=input, capture_output=True, env=clean_env(env), timeout=timeout
-            )
+            command = self.command(*args, operators=operators)
+            proc = subprocess.run(command, input=input, capture_output=True, env=clean_env(env), timeout=timeout)
         except FileNotFoundError:
             raise HistoryError("git is not installed (history needs the git command)") from None
         except subprocess.TimeoutExpired:

@@ -18,6 +18,7 @@ from typing import Any
 from fsmem import faces
 from fsmem.budget import Count, Meter, Metered, Page, Paged, ReadOff
 from fsmem.history.git_env import clean_env
+from fsmem.history.repo import git_date
 from fsmem.history.view import LOG_FORMAT, NAMES, HistoryView, parse_log
 from fsmem.query.reading import ReadResult, bounded_read
 from fsmem.tokens import TokenCounter
@@ -95,7 +96,7 @@ def log(
     repo = view.repo
     filters = []
     if since:
-        filters.append(f"--since={since}")
+        filters.append(f"--since={git_date(since)}")
     if agent:
         filters.append(f"--author={_author_pattern(agent)}")
     where = ["--", repo.in_repo(rel) if rel else (repo.prefix or ".")]

@@ -19,6 +19,7 @@ from typing import Any
 from fsmem import faces
 from fsmem.budget import echo
 from fsmem.errors import HistoryError, InvalidArgument, NotFound
+from fsmem.format.timestamps import parse_timestamp
 from fsmem.history import git_marker
 from fsmem.history.cat_file import CatFile, give_back, readers
 from fsmem.history.git import Git, ObjectStore
@@ -117,8 +118,8 @@ class Repo:
             raise InvalidArgument("give a revision (a commit id, HEAD~2, a branch) or a date such as 2026-11-30")
         at = at.strip()
         if DATE.match(at):
-            when = at if "T" in at or " " in at else f"{at} 23:59:59"
-            found = self.git.text("rev-list", "-1", f"--before={when}", "HEAD", check=False).strip()
+            found = self.git.text("rev-list", "-1", f"--before={git_date(at, end_of_day=True)}", "HEAD", check=False)
+            found = found.strip()
             if not found:
                 raise NotFound(f"no commit at or before {at}; the history starts later (see {faces.call('log')})")
             return found
@@ -164,6 +165,18 @@ class Repo:
         return (name or "outside fsmem", email or "outside@fsmem")
 
 
+def git_date(text: str, *, end_of_day: bool = False) -> str:
+    """A date or time (`DATE`) as git reads it on every host: `@SECONDS`. Given as typed, git reads it in the
+    host's time zone, and a date alone at the clock's time of day; fsmem reads a time without a zone as UTC and a
+    date as its day in UTC, from its start, or to its last second with `end_of_day`."""
+    when = parse_timestamp(text)
+    if when is None:
+        raise InvalidArgument(f"{echo(text)} is no date or time (give one such as 2026-11-30 or 2026-11-30T12:00Z)")
+    if end_of_day and len(text.strip()) == 10:
+        when += _dt.timedelta(days=1, seconds=-1)
+    return f"@{int(when.timestamp())}"
+
+
 def discover(root: Path, host: str, *, enabled: bool = True) -> Repo | None:
     """The repository a memory lives in, or None when it has no history (no git, ignored, switched off with
     `history.enabled`)."""
@@ -184,7 +197,7 @@ def discover(root: Path, host: str, *, enabled: bool = True) -> Repo | None:
     git_dir = common if common.is_absolute() else Path(root, common)
     prefix = lines[3]
     algo = "sha256" if len(lines) > 4 and lines[4] == "sha256" else "sha1"
-    if prefix and git.run("check-ignore", "-q", "--", "fsmem.yaml", check=False).returncode == 0:
+    if prefix and git.ignored("fsmem.yaml"):
         return None  # the enclosing repository ignores this memory: leave it alone
     return Repo(root=Path(os.path.realpath(root)), top=top, git_dir=git_dir, prefix=prefix, algo=algo, host=host)
 

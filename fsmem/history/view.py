@@ -32,7 +32,7 @@ from typing import Any
 from fsmem import faces
 from fsmem.errors import InvalidArgument, NotFound
 from fsmem.history.git import from_nul_separated
-from fsmem.history.repo import DATE, Repo
+from fsmem.history.repo import DATE, Repo, git_date
 from fsmem.history.trees import BLOB_MODES
 from fsmem.store.files import Stored
 from fsmem.store.scope import Scope
@@ -127,8 +127,7 @@ class HistoryView:
         text = at.strip()
         found: str | None
         if DATE.match(text):
-            when = text if "T" in text or " " in text else f"{text} 23:59:59"
-            found = self._newest(f"--before={when}", "HEAD")
+            found = self._newest(f"--before={git_date(text, end_of_day=True)}", "HEAD")
         else:
             match = _SCOPED_REVISION.match(text)
             if match is None:
