@@ -2479,6 +2479,124 @@ failed:
     return NULL;
 }
 
+PyDoc_STRVAR(salience_scores_doc,
+             "salience_scores(pool, base, relevance, paths, lines, by_path, w_usage, most, shift) -> dict | None\n\n"
+             "{rid: relevance[rid] * factor} for each row id of `pool`, in its order: the factor its file's\n"
+             "`base[rid >> shift]`, plus w_usage * log1p(used) / most where the retrieval log returned the row\n"
+             "(`by_path[paths[rid]][lines[rid]]`, None: no usage): what fsmem.search.scoring.salience_scores's\n"
+             "twin gives, to the bit; None where a value is not of the types it takes (a float, an int of 64 bits\n"
+             "at least 0, a dict), for the twin to score or to raise.");
+
+static PyObject *
+salience_scores(PyObject *self, PyObject *args)
+{
+    PyObject *pool, *base, *relevance, *paths, *lines, *by_path;
+    double w_usage, most;
+    int shift;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!Oddi", &PyList_Type, &pool, &PyDict_Type, &base, &PyDict_Type,
+                          &relevance, &PyDict_Type, &paths, &PyDict_Type, &lines, &by_path, &w_usage, &most, &shift))
+        return NULL;
+    if (shift < 1 || shift > 62) {
+        PyErr_SetString(PyExc_ValueError, "shift out of range");
+        return NULL;
+    }
+    if (by_path != Py_None && !PyDict_Check(by_path))
+        Py_RETURN_NONE;
+    PyObject *scores = PyDict_New();
+    if (scores == NULL)
+        return NULL;
+    long long last_fid = -1;
+    double file_factor = 0.0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(pool); i++) {
+        PyObject *rid = PyList_GET_ITEM(pool, i);
+        if (!PyLong_CheckExact(rid))
+            goto twin;
+        int overflow = 0;
+        long long id = PyLong_AsLongLongAndOverflow(rid, &overflow);
+        if (id == -1 && PyErr_Occurred())
+            goto failed;
+        if (overflow || id < 0)
+            goto twin;
+        long long fid = id >> shift;
+        if (fid != last_fid) {
+            PyObject *key = PyLong_FromLongLong(fid);
+            if (key == NULL)
+                goto failed;
+            PyObject *found = PyDict_GetItemWithError(base, key);
+            Py_DECREF(key);
+            if (found == NULL) {
+                if (PyErr_Occurred())
+                    goto failed;
+                goto twin; /* its KeyError is the twin's to raise */
+            }
+            if (!PyFloat_CheckExact(found))
+                goto twin;
+            file_factor = PyFloat_AS_DOUBLE(found);
+            last_fid = fid;
+        }
+        double factor = file_factor;
+        if (by_path != Py_None) {
+            PyObject *path = PyDict_GetItemWithError(paths, rid);
+            if (path == NULL) {
+                if (PyErr_Occurred())
+                    goto failed;
+                goto twin;
+            }
+            PyObject *counts = PyDict_GetItemWithError(by_path, path);
+            if (counts == NULL && PyErr_Occurred())
+                goto failed;
+            if (counts != NULL && counts != Py_None) {
+                if (!PyDict_Check(counts))
+                    goto twin;
+                if (PyDict_GET_SIZE(counts)) {
+                    PyObject *line = PyDict_GetItemWithError(lines, rid);
+                    if (line == NULL) {
+                        if (PyErr_Occurred())
+                            goto failed;
+                        goto twin;
+                    }
+                    PyObject *used = PyDict_GetItemWithError(counts, line);
+                    if (used == NULL && PyErr_Occurred())
+                        goto failed;
+                    if (used != NULL) {
+                        if (!PyLong_CheckExact(used))
+                            goto twin;
+                        long long times = PyLong_AsLongLongAndOverflow(used, &overflow);
+                        if (times == -1 && PyErr_Occurred())
+                            goto failed;
+                        if (overflow || times < 0)
+                            goto twin;
+                        if (times) /* a row never returned adds nothing */
+                            factor += w_usage * log1p((double)times) / most;
+                    }
+                }
+            }
+        }
+        PyObject *own = PyDict_GetItemWithError(relevance, rid);
+        if (own == NULL) {
+            if (PyErr_Occurred())
+                goto failed;
+            goto twin;
+        }
+        if (!PyFloat_CheckExact(own))
+            goto twin;
+        PyObject *value = PyFloat_FromDouble(PyFloat_AS_DOUBLE(own) * factor);
+        if (value == NULL)
+            goto failed;
+        int stored = PyDict_SetItem(scores, rid, value);
+        Py_DECREF(value);
+        if (stored < 0)
+            goto failed;
+    }
+    return scores;
+twin:
+    Py_DECREF(scores);
+    Py_RETURN_NONE;
+failed:
+    Py_DECREF(scores);
+    return NULL;
+}
+
 /* A candidate row as best_first_rows orders them: its score, path and line, and where it was in the pool. */
 typedef struct {
     double score;
@@ -2561,6 +2679,7 @@ static PyMethodDef methods[] = {
     {"best_documents", best_documents, METH_VARARGS, best_documents_doc},
     {"best_rows", best_rows, METH_VARARGS, best_rows_doc},
     {"pool_relevance", pool_relevance, METH_VARARGS, pool_relevance_doc},
+    {"salience_scores", salience_scores, METH_VARARGS, salience_scores_doc},
     {"scaled_documents", scaled_documents, METH_VARARGS, scaled_documents_doc},
     {"best_first_rows", best_first_rows, METH_VARARGS, best_first_rows_doc},
     {"stemmed_texts", stemmed_texts, METH_VARARGS, stemmed_texts_doc},
