@@ -2524,62 +2524,51 @@ salience_scores(PyObject *self, PyObject *args)
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(pool); i++) {
         PyObject *rid = PyList_GET_ITEM(pool, i);
         if (!PyLong_CheckExact(rid))
-            goto twin;
+            goto out;
         int overflow = 0;
         long long id = PyLong_AsLongLongAndOverflow(rid, &overflow);
         if (id == -1 && PyErr_Occurred())
-            goto failed;
+            goto out;
         if (overflow || id < 0)
-            goto twin;
+            goto out;
         long long fid = id >> shift;
         if (fid != last_fid) {
             PyObject *key = PyLong_FromLongLong(fid);
             if (key == NULL)
-                goto failed;
+                goto out;
             PyObject *found = PyDict_GetItemWithError(base, key);
             Py_DECREF(key);
-            if (found == NULL) {
-                if (PyErr_Occurred())
-                    goto failed;
-                goto twin; /* its KeyError is the twin's to raise */
-            }
-            if (!PyFloat_CheckExact(found))
-                goto twin;
+            if (found == NULL || !PyFloat_CheckExact(found))
+                goto out; /* a missing key: its KeyError is the twin's to raise */
             file_factor = PyFloat_AS_DOUBLE(found);
             last_fid = fid;
         }
         double factor = file_factor;
         if (by_path != Py_None) {
             PyObject *path = PyDict_GetItemWithError(paths, rid);
-            if (path == NULL) {
-                if (PyErr_Occurred())
-                    goto failed;
-                goto twin;
-            }
+            if (path == NULL)
+                goto out;
             PyObject *counts = PyDict_GetItemWithError(by_path, path);
             if (counts == NULL && PyErr_Occurred())
-                goto failed;
+                goto out;
             if (counts != NULL && counts != Py_None) {
                 if (!PyDict_Check(counts))
-                    goto twin;
+                    goto out;
                 if (PyDict_GET_SIZE(counts)) {
                     PyObject *line = PyDict_GetItemWithError(lines, rid);
-                    if (line == NULL) {
-                        if (PyErr_Occurred())
-                            goto failed;
-                        goto twin;
-                    }
+                    if (line == NULL)
+                        goto out;
                     PyObject *used = PyDict_GetItemWithError(counts, line);
                     if (used == NULL && PyErr_Occurred())
-                        goto failed;
+                        goto out;
                     if (used != NULL) {
                         if (!PyLong_CheckExact(used))
-                            goto twin;
+                            goto out;
                         long long times = PyLong_AsLongLongAndOverflow(used, &overflow);
                         if (times == -1 && PyErr_Occurred())
-                            goto failed;
+                            goto out;
                         if (overflow || times < 0)
-                            goto twin;
+                            goto out;
                         if (times) /* a row never returned adds nothing */
                             factor += w_usage * log1p((double)times) / most;
                     }
@@ -2587,28 +2576,22 @@ salience_scores(PyObject *self, PyObject *args)
             }
         }
         PyObject *own = PyDict_GetItemWithError(relevance, rid);
-        if (own == NULL) {
-            if (PyErr_Occurred())
-                goto failed;
-            goto twin;
-        }
-        if (!PyFloat_CheckExact(own))
-            goto twin;
+        if (own == NULL || !PyFloat_CheckExact(own))
+            goto out;
         PyObject *value = PyFloat_FromDouble(PyFloat_AS_DOUBLE(own) * factor);
         if (value == NULL)
-            goto failed;
+            goto out;
         int stored = PyDict_SetItem(scores, rid, value);
         Py_DECREF(value);
         if (stored < 0)
-            goto failed;
+            goto out;
     }
     return scores;
-twin:
+out: /* an error raised, else a missing key or a value of another type: the twin's to score or to raise */
     Py_DECREF(scores);
+    if (PyErr_Occurred())
+        return NULL;
     Py_RETURN_NONE;
-failed:
-    Py_DECREF(scores);
-    return NULL;
 }
 
 /* A candidate row as best_first_rows orders them: its score, path and line, and where it was in the pool. */
