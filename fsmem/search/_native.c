@@ -2501,6 +2501,17 @@ PyDoc_STRVAR(salience_scores_doc,
              "twin gives, to the bit; None where a value is not of the types it takes (a float, an int of 64 bits\n"
              "at least 0, a dict), for the twin to score or to raise.");
 
+/* An int (exactly) of 0 to 2**63 - 1 as a long long, else -1 (an error set where one was raised). */
+static long long
+natural_of(PyObject *value)
+{
+    if (!PyLong_CheckExact(value))
+        return -1;
+    int overflow = 0;
+    long long found = PyLong_AsLongLongAndOverflow(value, &overflow);
+    return overflow || found < 0 ? -1 : found;
+}
+
 static PyObject *
 salience_scores(PyObject *self, PyObject *args)
 {
@@ -2523,13 +2534,8 @@ salience_scores(PyObject *self, PyObject *args)
     double file_factor = 0.0;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(pool); i++) {
         PyObject *rid = PyList_GET_ITEM(pool, i);
-        if (!PyLong_CheckExact(rid))
-            goto out;
-        int overflow = 0;
-        long long id = PyLong_AsLongLongAndOverflow(rid, &overflow);
-        if (id == -1 && PyErr_Occurred())
-            goto out;
-        if (overflow || id < 0)
+        long long id = natural_of(rid);
+        if (id < 0)
             goto out;
         long long fid = id >> shift;
         if (fid != last_fid) {
@@ -2562,12 +2568,8 @@ salience_scores(PyObject *self, PyObject *args)
                     if (used == NULL && PyErr_Occurred())
                         goto out;
                     if (used != NULL) {
-                        if (!PyLong_CheckExact(used))
-                            goto out;
-                        long long times = PyLong_AsLongLongAndOverflow(used, &overflow);
-                        if (times == -1 && PyErr_Occurred())
-                            goto out;
-                        if (overflow || times < 0)
+                        long long times = natural_of(used);
+                        if (times < 0)
                             goto out;
                         if (times) /* a row never returned adds nothing */
                             factor += w_usage * log1p((double)times) / most;
