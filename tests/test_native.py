@@ -617,14 +617,14 @@ _TIMES = st.integers(0, 40) | st.sampled_from([1, 1, 2, 7, 1 << 40, 1 << 70, -1,
         st.tuples(_PART | st.floats(0, 1e300), st.sampled_from([3, 4, 9])),
         max_size=40,
     ),
-    st.dictionaries(st.integers(0, 5), st.sampled_from([1.0, 1.37, 1.5 + 1e-9, 2.0]), max_size=6),
+    st.dictionaries(st.integers(0, 5), st.sampled_from([0.0, 1e-3, 1.0, 1.37, 1.5 + 1e-9, 2.0]), max_size=6),
     st.dictionaries(
         st.sampled_from(["f0.md", "f1.md", "f2.md", "f5.md"]),
         st.dictionaries(st.sampled_from([3, 4, 9]), _TIMES, max_size=3) | st.none(),
         max_size=4,
     )
     | st.none(),
-    st.sampled_from([0.1, 0.25, 1.0, 1 / 3]),
+    st.sampled_from([0.1, 0.25, 1.0, 1 / 3]) | st.floats(1e-3, 10),
     st.sampled_from([1, 5, 40, 1 << 40]),
     st.randoms(use_true_random=False),
 )
@@ -662,3 +662,26 @@ def test_the_c_module_scores_the_salience_as_its_twin(rows, base, by_path, w_usa
         assert [struct.pack("<d", v) for v in found.values()] == [struct.pack("<d", v) for v in twin.values()]
     if not isinstance(twin, Exception):
         assert scoring.salience_scores(*arguments) == twin
+
+
+def test_the_c_module_scores_each_count_of_usage_as_its_twin():
+    """Every count from 1 to 300 at weights where the order of the usage term's operations shows in the last
+    bit (a file's base factor 0.0 leaves it bare): the C module's scores are the twin's to the bit."""
+    if NATIVE is None:
+        pytest.fail(NOT_BUILT)
+    from fsmem.search import scoring
+    from fsmem.search.index import ROW_BITS
+
+    pool = [1 << ROW_BITS | n for n in range(300)]
+    paths = dict.fromkeys(pool, "f1.md")
+    lines = {rid: rid & 511 for rid in pool}
+    by_path = {"f1.md": {line: line + 1 for line in lines.values()}}
+    for w_usage in (0.1, 0.3, 1 / 3, 0.7, 2.9):
+        arguments = (pool, {1: 0.0}, dict.fromkeys(pool, 1.0), paths, lines, by_path, w_usage, math.log1p(301))
+        saved, scoring.native_pool = scoring.native_pool, False
+        try:
+            twin = scoring.salience_scores(*arguments)
+        finally:
+            scoring.native_pool = saved
+        found = NATIVE.salience_scores(*arguments, ROW_BITS)
+        assert [struct.pack("<d", v) for v in found.values()] == [struct.pack("<d", v) for v in twin.values()]
