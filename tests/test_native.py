@@ -605,3 +605,83 @@ def test_the_c_module_orders_the_candidates_as_its_twin(rows, rng):
     else:
         assert found == twin
     assert scoring._best_first(pool, scores, paths, lines) == twin
+
+
+_TIMES = st.integers(0, 40) | st.sampled_from([1, 1, 2, 7, 1 << 40, 1 << 70, -1, True, 2.0])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(
+        st.tuples(st.integers(0, 5), st.integers(0, 7)),
+        st.tuples(_PART | st.floats(0, 1e300), st.sampled_from([3, 4, 9])),
+        max_size=40,
+    ),
+    st.dictionaries(st.integers(0, 5), st.sampled_from([0.0, 1e-3, 1.0, 1.37, 1.5 + 1e-9, 2.0]), max_size=6),
+    st.dictionaries(
+        st.sampled_from(["f0.md", "f1.md", "f2.md", "f5.md"]),
+        st.dictionaries(st.sampled_from([3, 4, 9]), _TIMES, max_size=3) | st.none(),
+        max_size=4,
+    )
+    | st.none(),
+    st.sampled_from([0.1, 0.25, 1.0, 1 / 3]) | st.floats(1e-3, 10),
+    st.sampled_from([1, 5, 40, 1 << 40]),
+    st.randoms(use_true_random=False),
+)
+def test_the_c_module_scores_the_salience_as_its_twin(rows, base, by_path, w_usage, top, rng):
+    """Random candidate rows of a few files, each file's base factor and the retrieval log's counts by path and
+    line (some rows never returned, some files absent, counts of other types): the C module's scores are the
+    twin's (`scoring.salience_scores`) to the bit, in the pool's order; where a count or a file's factor is not
+    of its type it leaves the rows to the twin (None), and where the twin raises, it raises alike."""
+    if NATIVE is None:
+        pytest.fail(NOT_BUILT)
+    from fsmem.search import scoring
+    from fsmem.search.index import ROW_BITS
+
+    pool = [fid << ROW_BITS | ordinal for fid, ordinal in rows]
+    rng.shuffle(pool)
+    relevance = {rid: rows[rid >> ROW_BITS, rid & 255][0] for rid in pool}
+    paths = {rid: f"f{rid >> ROW_BITS}.md" for rid in pool}
+    lines = {rid: rows[rid >> ROW_BITS, rid & 255][1] for rid in pool}
+    arguments = (pool, base, relevance, paths, lines, by_path, w_usage, math.log1p(top))
+    saved, scoring.native_pool = scoring.native_pool, False
+    try:
+        twin = scoring.salience_scores(*arguments)
+    except (KeyError, ValueError) as raised:
+        twin = raised
+    finally:
+        scoring.native_pool = saved
+    found = NATIVE.salience_scores(*arguments, ROW_BITS)
+    counts = [n for lines_of in (by_path or {}).values() for n in (lines_of or {}).values()]
+    odd = any(type(n) is not int or not 0 <= n < 1 << 63 for n in counts)
+    if found is None:
+        assert isinstance(twin, Exception) or odd
+    else:
+        assert not isinstance(twin, Exception)
+        assert list(found) == list(twin)
+        assert [struct.pack("<d", v) for v in found.values()] == [struct.pack("<d", v) for v in twin.values()]
+    if not isinstance(twin, Exception):
+        assert scoring.salience_scores(*arguments) == twin
+
+
+def test_the_c_module_scores_each_count_of_usage_as_its_twin():
+    """Every count from 1 to 300 at weights where the order of the usage term's operations shows in the last
+    bit (a file's base factor 0.0 leaves it bare): the C module's scores are the twin's to the bit."""
+    if NATIVE is None:
+        pytest.fail(NOT_BUILT)
+    from fsmem.search import scoring
+    from fsmem.search.index import ROW_BITS
+
+    pool = [1 << ROW_BITS | n for n in range(300)]
+    paths = dict.fromkeys(pool, "f1.md")
+    lines = {rid: rid & 511 for rid in pool}
+    by_path = {"f1.md": {line: line + 1 for line in lines.values()}}
+    for w_usage in (0.1, 0.3, 1 / 3, 0.7, 2.9):
+        arguments = (pool, {1: 0.0}, dict.fromkeys(pool, 1.0), paths, lines, by_path, w_usage, math.log1p(301))
+        saved, scoring.native_pool = scoring.native_pool, False
+        try:
+            twin = scoring.salience_scores(*arguments)
+        finally:
+            scoring.native_pool = saved
+        found = NATIVE.salience_scores(*arguments, ROW_BITS)
+        assert [struct.pack("<d", v) for v in found.values()] == [struct.pack("<d", v) for v in twin.values()]

@@ -189,3 +189,32 @@ def test_a_hand_edit_of_the_same_size_and_time_is_read_back(tmp_path):
     assert target.stat().st_size == before.st_size
     shown = memory.search("walrus tusks").to_text()
     assert "tusks of bones" in shown and "tusks of ivory" not in shown
+
+
+def test_rows_read_with_the_index_stamp_are_the_file_as_it_is_now(tmp_path):
+    """An answer passes the stamp the index holds (`expected`): a file not kept at that stamp is read without a
+    stat first, and one kept at it is still stat'ed, so a same-size edit with its mtime put back (only its ctime
+    moves) is read again, whether or not the version before was kept."""
+    memory = Memory.init(tmp_path / "mem")
+    (memory.root / "topics").mkdir()
+    target = memory.root / "topics" / "w.md"
+    target.write_text(DOC.format(n=1))
+    os.utime(target, ns=(5_000_000_000, 5_000_000_000))
+    parsed = memory.search_index.parsed
+    before = parsed.rows_of("topics/w.md")
+    assert before is not None and before[1][0].text == "- walrus fact 1: tusks of ivory"
+    for kept_before in (True, False):
+        if not kept_before:
+            parsed.clear()
+        stamp = before[0]
+        target.write_text(DOC.format(n=1 if kept_before else 2).replace("ivory", "ebony"))
+        os.utime(target, ns=(5_000_000_000, 5_000_000_000))
+        while target.stat().st_ctime_ns == stamp[3]:  # the clock's grain: the same version to the stamp
+            os.utime(target, ns=(5_000_000_000, 5_000_000_000))
+        with mock.patch("fsmem.search.parsed.os.stat", wraps=os.stat) as stat:
+            now = parsed.rows_of("topics/w.md", stamp)
+        assert stat.called == kept_before
+        assert now is not None and now[0] != stamp and now[0][:2] == stamp[:2]
+        assert now[1][0].text == f"- walrus fact {1 if kept_before else 2}: tusks of ebony"
+        before = now
+        assert parsed.rows_of("topics/w.md", now[0])[1][0].text == now[1][0].text

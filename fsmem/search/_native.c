@@ -2261,6 +2261,19 @@ packed_format(const Py_buffer *view, const char *codes)
     return view->itemsize == (format[0] == 'B' ? 1 : format[0] == 'H' ? 2 : 4);
 }
 
+/* A dict made to hold `n` items without growing (each growth moves every item already in it): the candidates'
+   dicts of a new question hold 2,000-3,000 items. Private in CPython; PyDict_New past the versions that export it. */
+static PyObject *
+dict_for(Py_ssize_t n)
+{
+#if PY_VERSION_HEX < 0x030D0000
+    return _PyDict_NewPresized(n);
+#else
+    (void)n;
+    return PyDict_New();
+#endif
+}
+
 static PyObject *
 pool_relevance(PyObject *self, PyObject *args)
 {
@@ -2282,7 +2295,8 @@ pool_relevance(PyObject *self, PyObject *args)
     }
     Py_ssize_t n_files = PyDict_GET_SIZE(files), filled = 0, pos = 0;
     PoolFile *by_fid = PyMem_Calloc(n_files ? (size_t)n_files : 1, sizeof(PoolFile));
-    PyObject *relevance = PyDict_New(), *paths = PyDict_New(), *lines = PyDict_New(), *result = NULL;
+    Py_ssize_t n_pool = PyList_GET_SIZE(pool);
+    PyObject *relevance = dict_for(n_pool), *paths = dict_for(n_pool), *lines = dict_for(n_pool), *result = NULL;
     if (by_fid == NULL || relevance == NULL || paths == NULL || lines == NULL) {
         if (by_fid == NULL)
             PyErr_NoMemory();
@@ -2447,7 +2461,7 @@ scaled_documents(PyObject *self, PyObject *args)
         return NULL;
     const long long *ids = (const long long *)view.buf;
     Py_ssize_t count = view.len / 8;
-    PyObject *out = PyDict_New();
+    PyObject *out = dict_for(n);
     if (out == NULL)
         goto failed;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -2477,6 +2491,109 @@ failed:
     Py_XDECREF(out);
     PyBuffer_Release(&view);
     return NULL;
+}
+
+PyDoc_STRVAR(salience_scores_doc,
+             "salience_scores(pool, base, relevance, paths, lines, by_path, w_usage, most, shift) -> dict | None\n\n"
+             "{rid: relevance[rid] * factor} for each row id of `pool`, in its order: the factor its file's\n"
+             "`base[rid >> shift]`, plus w_usage * log1p(used) / most where the retrieval log returned the row\n"
+             "(`by_path[paths[rid]][lines[rid]]`, None: no usage): what fsmem.search.scoring.salience_scores's\n"
+             "twin gives, to the bit; None where a value is not of the types it takes (a float, an int of 64 bits\n"
+             "at least 0, a dict), for the twin to score or to raise.");
+
+/* An int (exactly) of 0 to 2**63 - 1 as a long long, else -1 (an error set where one was raised). */
+static long long
+natural_of(PyObject *value)
+{
+    if (!PyLong_CheckExact(value))
+        return -1;
+    int overflow = 0;
+    long long found = PyLong_AsLongLongAndOverflow(value, &overflow);
+    return overflow || found < 0 ? -1 : found;
+}
+
+static PyObject *
+salience_scores(PyObject *self, PyObject *args)
+{
+    PyObject *pool, *base, *relevance, *paths, *lines, *by_path;
+    double w_usage, most;
+    int shift;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!Oddi", &PyList_Type, &pool, &PyDict_Type, &base, &PyDict_Type,
+                          &relevance, &PyDict_Type, &paths, &PyDict_Type, &lines, &by_path, &w_usage, &most, &shift))
+        return NULL;
+    if (shift < 1 || shift > 62) {
+        PyErr_SetString(PyExc_ValueError, "shift out of range");
+        return NULL;
+    }
+    if (by_path != Py_None && !PyDict_Check(by_path))
+        Py_RETURN_NONE;
+    PyObject *scores = dict_for(PyList_GET_SIZE(pool));
+    if (scores == NULL)
+        return NULL;
+    long long last_fid = -1;
+    double file_factor = 0.0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(pool); i++) {
+        PyObject *rid = PyList_GET_ITEM(pool, i);
+        long long id = natural_of(rid);
+        if (id < 0)
+            goto out;
+        long long fid = id >> shift;
+        if (fid != last_fid) {
+            PyObject *key = PyLong_FromLongLong(fid);
+            if (key == NULL)
+                goto out;
+            PyObject *found = PyDict_GetItemWithError(base, key);
+            Py_DECREF(key);
+            if (found == NULL || !PyFloat_CheckExact(found))
+                goto out; /* a missing key: its KeyError is the twin's to raise */
+            file_factor = PyFloat_AS_DOUBLE(found);
+            last_fid = fid;
+        }
+        double factor = file_factor;
+        if (by_path != Py_None) {
+            PyObject *path = PyDict_GetItemWithError(paths, rid);
+            if (path == NULL)
+                goto out;
+            PyObject *counts = PyDict_GetItemWithError(by_path, path);
+            if (counts == NULL && PyErr_Occurred())
+                goto out;
+            if (counts != NULL && counts != Py_None) {
+                if (!PyDict_Check(counts))
+                    goto out;
+                if (PyDict_GET_SIZE(counts)) {
+                    PyObject *line = PyDict_GetItemWithError(lines, rid);
+                    if (line == NULL)
+                        goto out;
+                    PyObject *used = PyDict_GetItemWithError(counts, line);
+                    if (used == NULL && PyErr_Occurred())
+                        goto out;
+                    if (used != NULL) {
+                        long long times = natural_of(used);
+                        if (times < 0)
+                            goto out;
+                        if (times) /* a row never returned adds nothing */
+                            factor += w_usage * log1p((double)times) / most;
+                    }
+                }
+            }
+        }
+        PyObject *own = PyDict_GetItemWithError(relevance, rid);
+        if (own == NULL || !PyFloat_CheckExact(own))
+            goto out;
+        PyObject *value = PyFloat_FromDouble(PyFloat_AS_DOUBLE(own) * factor);
+        if (value == NULL)
+            goto out;
+        int stored = PyDict_SetItem(scores, rid, value);
+        Py_DECREF(value);
+        if (stored < 0)
+            goto out;
+    }
+    return scores;
+out: /* an error raised, else a missing key or a value of another type: the twin's to score or to raise */
+    Py_DECREF(scores);
+    if (PyErr_Occurred())
+        return NULL;
+    Py_RETURN_NONE;
 }
 
 /* A candidate row as best_first_rows orders them: its score, path and line, and where it was in the pool. */
@@ -2561,6 +2678,7 @@ static PyMethodDef methods[] = {
     {"best_documents", best_documents, METH_VARARGS, best_documents_doc},
     {"best_rows", best_rows, METH_VARARGS, best_rows_doc},
     {"pool_relevance", pool_relevance, METH_VARARGS, pool_relevance_doc},
+    {"salience_scores", salience_scores, METH_VARARGS, salience_scores_doc},
     {"scaled_documents", scaled_documents, METH_VARARGS, scaled_documents_doc},
     {"best_first_rows", best_first_rows, METH_VARARGS, best_first_rows_doc},
     {"stemmed_texts", stemmed_texts, METH_VARARGS, stemmed_texts_doc},

@@ -1,5 +1,6 @@
 """fsmem's C module (fsmem/search/_native.c): the document part of the score (its Python twin:
-fsmem.search.postings), each candidate row's relevance (its twin: fsmem.search.scoring.pool_relevance), and a
+fsmem.search.postings), each candidate row's relevance and salience (their twins: fsmem.search.scoring.pool_relevance,
+salience_scores), and a
 cold build's cutting of a plain body's sections into rows and of its rows' texts into stems and of its rows
 into the index's columns (their twins: fsmem.format.rows.plain_rows, fsmem.search.analyzer.stemmed_texts,
 fsmem.search.parsing.row_columns); and, as a SQLite extension, the row part's score function (its twin:
@@ -35,6 +36,18 @@ def pool_relevance(
 def scaled_documents(
     positions: list[int], scores: list[float], ids: array, denominator: float, /
 ) -> dict[int, float]: ...
+def salience_scores(
+    pool: list[int],
+    base: dict[int, float],
+    relevance: dict[int, float],
+    paths: dict[int, str],
+    lines: dict[int, int],
+    by_path: dict[str, dict[int, int]] | None,
+    w_usage: float,
+    most: float,
+    shift: int,
+    /,
+) -> dict[int, float] | None: ...
 def best_first_rows(
     pool: list[int], scores: dict[int, float], paths: dict[int, str], lines: dict[int, int], /
 ) -> list[int] | None: ...

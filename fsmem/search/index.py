@@ -665,9 +665,10 @@ class SearchIndex:
                 if include_superseded or not row.superseded:
                     yield row
 
-    def rows_of(self, rel: str) -> tuple[Stamp, FileRows] | None:
-        """The rows of one file as it is now (parsed once per version and kept), or None when it is gone."""
-        return self.parsed.rows_of(rel)
+    def rows_of(self, rel: str, expected: Stamp | None = None) -> tuple[Stamp, FileRows] | None:
+        """The rows of one file as it is now (parsed once per version and kept), or None when it is gone;
+        `expected`: the stamp the index holds for it (`ParsedRows.rows_of`)."""
+        return self.parsed.rows_of(rel, expected)
 
 
 def _parsed_batches(

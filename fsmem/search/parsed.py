@@ -135,19 +135,27 @@ class ParsedRows:
         self._lock = threading.Lock()
         self._files: OrderedDict[tuple[str, Stamp], KeptFile] = OrderedDict()
 
-    def rows_of(self, rel: str) -> tuple[Stamp, FileRows] | None:
-        """The rows of one file as it is now, or None when it is gone or cannot be read."""
+    def rows_of(self, rel: str, expected: Stamp | None = None) -> tuple[Stamp, FileRows] | None:
+        """The rows of one file as it is now, or None when it is gone or cannot be read.
+
+        `expected`: the stamp the caller holds for it (the index's). When no parse of that version is kept, the
+        file is read at once, without the stat that only looks a kept parse up (most files a new question shows:
+        its stamp comes from the read's own fstat); a file that moved on since is still read as it is now."""
         full = os.path.join(self.root, rel)
-        try:
-            stamp = stamp_of(os.stat(full))
-        except OSError:
-            return None
-        key = (rel, stamp)
-        with self._lock:
-            kept = self._files.get(key)
-            if kept is not None:
-                self._files.move_to_end(key)
-                return stamp, FileRows(rel, kept)
+        if expected is not None:
+            with self._lock:
+                kept_expected = (rel, expected) in self._files
+        if expected is None or kept_expected:
+            try:
+                stamp = stamp_of(os.stat(full))
+            except OSError:
+                return None
+            key = (rel, stamp)
+            with self._lock:
+                kept = self._files.get(key)
+                if kept is not None:
+                    self._files.move_to_end(key)
+                    return stamp, FileRows(rel, kept)
         try:  # one open, its fstat the stamp of the very bytes read (a file object and a stat spared)
             opened, data = read_stamped(full, sys.maxsize)
         except (OSError, FsmemError):

@@ -81,8 +81,9 @@ class HitRows:
         fid, path = rid >> ROW_BITS, self.ranking.paths[rid]
         rows = self.rows.get(fid)
         if rows is None:
-            found = self.index.rows_of(path)
-            if found is None or self.stored.get(fid) != found[0]:
+            stored = self.stored.get(fid)
+            found = self.index.rows_of(path, stored)
+            if found is None or stored != found[0]:
                 raise StaleAnswer(path)
             rows = self.rows[fid] = found[1]
         ordinal = rid & (MAX_ROWS - 1)
