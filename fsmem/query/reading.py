@@ -172,10 +172,8 @@ def within_section(heading: str, span: tuple[int, int], asked: tuple[int, int | 
     names its next lines, and following it keeps the section asked for."""
     start, end = max(span[0], asked[0]), span[1] if asked[1] is None else min(span[1], asked[1])
     if start > end:
-        lines = f"{asked[0]}:{'' if asked[1] is None else asked[1]}"
-        raise InvalidArgument(
-            f"{faces.arg('lines')} {lines} lies outside section {echo(heading)} (lines {span[0]}-{span[1]})"
-        )
+        lines, where = f"{asked[0]}:{'' if asked[1] is None else asked[1]}", f"(lines {span[0]}-{span[1]})"
+        raise InvalidArgument(f"{faces.arg('lines')} {lines} lies outside section {echo(heading)} {where}")
     return start, end
 
 
