@@ -22,6 +22,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Generic, TypeVar, overload
 
 from fsmem import faces
+from fsmem.tokens import LONGEST_TOKEN_CHARS
 
 Count = Callable[[str], int]
 T = TypeVar("T")
@@ -323,16 +324,20 @@ def fit_text(count: Count, truncate: Callable[[str, int], str], text: str, max_t
 
     The last net under every text answer: answers fit their budget by
     construction, and this only catches what a renderer could not foresee.
+    Its cost follows the budget, not the text: a text or line too long to fit
+    (more than `LONGEST_TOKEN_CHARS` a token) is not counted.
     """
-    if len(text.encode("utf-8", "surrogatepass")) <= max_tokens or count(text) <= max_tokens:
+    if len(text.encode("utf-8", "surrogatepass")) <= max_tokens:
         return text, False  # a token is at least one byte: short text fits without the tokenizer
+    if len(text) <= max_tokens * LONGEST_TOKEN_CHARS and count(text) <= max_tokens:
+        return text, False
     lines = text.split("\n")
     template = "[answer cut at the {budget}-token budget after line {shown} of {total}; ask for less]"
     note = template.format(budget=max_tokens, shown=len(lines), total=len(lines))
     meter = Meter(count, max_tokens=max_tokens, reserve=count(note))
     kept: list[str] = []
     for line in lines:
-        if not meter.take_text(line):
+        if len(line) > max_tokens * LONGEST_TOKEN_CHARS or not meter.take_text(line):
             break
         kept.append(line)
     if kept:

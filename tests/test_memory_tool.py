@@ -662,6 +662,30 @@ def test_cap_cuts_a_huge_file_and_names_the_next_range(tmp_path: Path) -> None:
     assert tail == content_of("/memories/log.txt") + f"  4999\t{lines[4998]}\n  5000\t{lines[4999]}"
 
 
+def test_the_next_range_of_a_cut_view_is_refused_once_after_someone_else_changed_the_file(tmp_path: Path) -> None:
+    """As `read` refuses a continuation whose `expected_version` the file is no longer at, the view_range a cut
+    view named is refused, once, when another hand changed the file since: its lines may have moved, and the
+    next page of the new file would read as the rest of the old one. The view has no version argument (the
+    schema is Anthropic's), so the tool remembers the version each named range belongs to; the file's own
+    edits through the tool, and the range asked again, are shown."""
+    tool = MemoryTool(tmp_path / "a", max_tokens=120)
+    lines = [f"line {n} of the log, with a few words of text" for n in range(1, 201)]
+    tool.create("/memories/log.txt", "\n".join(lines))
+    following = [int(n) for n in tool.view("/memories/log.txt").rsplit("view_range [", 1)[1].rstrip("]").split(", ")]
+    (tool.memory_root / "log.txt").write_text("\n".join(["# moved", "", *lines]))  # someone else: lines move by two
+    with pytest.raises(MemoryToolError, match=r"changed since the view that named view_range \[\d+, 200\]: its lines"):
+        tool.view("/memories/log.txt", following)
+    again = tool.view("/memories/log.txt", following)  # asked again: no remembered version, shown as it is now
+    assert again.splitlines()[1] == f"{following[0]:>6}\t{lines[following[0] - 3]}"
+    following = [int(n) for n in again.rsplit("view_range [", 1)[1].rstrip("]").split(", ")]
+    tool.str_replace("/memories/log.txt", "# moved", "# moved by the model")  # its own edit: it knows
+    assert tool.view("/memories/log.txt", following).splitlines()[1].startswith(f"{following[0]:>6}\t")
+    plain = MemoryTool(tmp_path / "a")  # no cap: no range named, none remembered
+    plain.view("/memories/log.txt")
+    (tool.memory_root / "log.txt").write_text("\n".join(lines))
+    assert plain.view("/memories/log.txt", [3, 4]).splitlines()[1] == f"     3\t{lines[2]}"
+
+
 def test_cap_lifts_the_line_limit_and_cuts_an_endless_line(tmp_path: Path) -> None:
     tool = MemoryTool(tmp_path / "a", max_tokens=100)
     (tool.memory_root / "huge.txt").write_text("\n".join(["line"] * 1_000_000))

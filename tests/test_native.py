@@ -262,8 +262,40 @@ def test_analyzer_text_in_c_is_its_translation(text):
     assert in_c == translated
 
 
+# text beyond ASCII in the forms a file or a question may come in: decomposed letters (NFD, macOS), lone
+# combining marks, compatibility characters, and fullwidth text that NFKC turns into ASCII for the C module
+_FORMS_TEXT = st.lists(
+    _PIECES
+    | st.sampled_from(["Zu\u0308rich", "Z\u00fcrich", "\u0308", "e\u0301", "\ufb01le", "\uff32\uff55\uff4e", "x\u00b2",
+                       "\u212b", "\uff3b\uff24\uff11:\uff13\uff3d", "\u00df"])
+    | st.text(max_size=3),
+    max_size=40,
+).map("".join)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(_FORMS_TEXT)
+def test_analyzer_text_of_any_form_in_c_is_as_without_it(text):
+    """Text in any Unicode form gives the same terms with the C module as without it: the analyzer puts it in
+    NFKC before cutting, and what is ASCII then (fullwidth letters, ligatures) is cut in C; the C module itself
+    takes ASCII only, which every normal form leaves as it is."""
+    if NATIVE is None:
+        pytest.fail(NOT_BUILT)
+    found = []
+    for native in (NATIVE, None):
+        postings._native = native
+        try:
+            analyzer = Analyzer()
+            found.append((analyzer.text(text), analyzer.texts([text, text.upper()]), analyzer.words(text)))
+        finally:
+            postings._native = NATIVE
+    assert found[0] == found[1]
+    with pytest.raises(ValueError, match="ASCII"):
+        NATIVE.stemmed_texts("Zu\u0308rich", {}, lambda w: w, None)
+
+
 @settings(max_examples=200, deadline=None)
-@given(st.lists(_ASCII_TEXT, max_size=6))
+@given(st.lists(_ASCII_TEXT | _FORMS_TEXT, max_size=6))
 def test_analyzer_texts_is_text_of_each(texts):
     """`Analyzer.texts`, in C where built, is `Analyzer.text` of each text, with every term and its count."""
     analyzer, terms, counts = Analyzer(), set(), Counter()

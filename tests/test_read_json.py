@@ -8,36 +8,18 @@ though the guide says a JSON document holds the same rows.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from child_env import without_fsmem
+from sixty_lines import fsmem, memory_of_sixty_lines
 
 from fsmem import Memory
 from fsmem.agents import tools
 
-NOW = "2026-11-30T10:00:00+00:00"
-
 
 @pytest.fixture
 def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("FSMEM_NOW", NOW)
-    folder = tmp_path / "memory"
-    Memory.init(folder)
-    (folder / "topics").mkdir(exist_ok=True)
-    (folder / "topics" / "a.md").write_text(
-        "".join(f"line number {i} with some words in it\n" for i in range(1, 61)), encoding="utf-8"
-    )
-    return folder
-
-
-def fsmem(root: Path, *args: str) -> subprocess.CompletedProcess:
-    """A real `fsmem` process."""
-    env = {**without_fsmem(), "FSMEM_NOW": NOW}
-    command = [sys.executable, "-m", "fsmem", "--root", str(root), *args]
-    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+    return memory_of_sixty_lines(tmp_path, monkeypatch)
 
 
 def test_the_api_answer_says_why_it_was_cut(root: Path) -> None:

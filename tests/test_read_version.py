@@ -9,42 +9,25 @@ MCP's structured content), and a read given a version the file is no longer at s
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from child_env import without_fsmem
+from sixty_lines import fsmem, memory_of_sixty_lines
 
 from fsmem import Memory
 from fsmem.agents import tools
 from fsmem.errors import ChangedOnDisk
 
-NOW = "2026-11-30T10:00:00+00:00"
-
 
 @pytest.fixture
 def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("FSMEM_NOW", NOW)
-    folder = tmp_path / "memory"
-    Memory.init(folder)
-    (folder / "topics").mkdir(exist_ok=True)
-    (folder / "topics" / "a.md").write_text(
-        "".join(f"line number {i} with some words in it\n" for i in range(1, 61)), encoding="utf-8"
-    )
-    return folder
+    return memory_of_sixty_lines(tmp_path, monkeypatch)
 
 
 def rewrite(root: Path) -> None:
     """Someone else rewrites the file: every line moves down by two."""
     target = root / "topics" / "a.md"
     target.write_text("# A\n\n" + target.read_text(encoding="utf-8"), encoding="utf-8")
-
-
-def fsmem(root: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**without_fsmem(), "FSMEM_NOW": NOW}
-    command = [sys.executable, "-m", "fsmem", "--root", str(root), *args]
-    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
 
 
 def test_the_api_continuation_carries_the_version_and_refuses_a_changed_file(root: Path) -> None:

@@ -879,3 +879,20 @@ def test_kept_frequencies_give_the_scores_a_fresh_index_gives_after_every_change
     state = memory.search_index.kept._state
     memory.search("proration")
     assert memory.search_index.kept._state != state  # the new files moved it
+
+
+@pytest.mark.parametrize(
+    ("saved", "asked"),
+    [
+        ("Zu\u0308rich", "Z\u00fcrich"),  # saved in NFD (macOS), asked in NFC
+        ("Z\u00fcrich", "Zu\u0308rich"),  # and the reverse
+        ("\ufb01nance in \uff3a\u00fcrich", "finance Z\u00fcrich"),  # a ligature and a fullwidth letter (NFKC)
+    ],
+)
+def test_a_word_is_found_whatever_its_unicode_form(memory, saved, asked):
+    """A word saved in one Unicode form is found by a question typed in another: index and question are cut
+    from the same (NFKC) form, so an NFD file from macOS meets an NFC question."""
+    (memory.root / "topics" / "office.md").write_text(f"# Office\n\n- office: {saved}\n", encoding="utf-8")
+    result = memory.search(asked, max_results=3)
+    assert locations(result)[:1] == ["topics/office.md:3"]
+    assert memory.search(saved, max_results=3).hits[0].location == "topics/office.md:3"

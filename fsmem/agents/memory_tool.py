@@ -50,7 +50,7 @@ from fsmem.memory import Memory
 from fsmem.operations.transaction import Transaction, screen, transaction
 from fsmem.store import beneath, retrieval_log
 from fsmem.store.catalog import walk_stats
-from fsmem.store.files import atomic_write, file_lock, fsync_dir
+from fsmem.store.files import atomic_write, content_version, file_lock, fsync_dir
 from fsmem.store.moving import into_itself
 from fsmem.store.note_status import consolidated_note_in, move_refused, remove_refused
 from fsmem.store.paths import (
@@ -142,6 +142,8 @@ class MemoryTool:
         self._load_budget()
         self._tokens: TokenCounter | None = None
         self._memory: Memory | None = None
+        # the version each file was at when a cut view of it named its next view_range: (path, range) -> version
+        self._named_ranges: dict[tuple[str, int, int], str] = {}
 
     @classmethod
     def over(cls, memory: Memory, *, max_tokens: int | None = None) -> MemoryTool:
@@ -384,7 +386,9 @@ class MemoryTool:
         return answer
 
     def _view_file(self, path: str, full: Path, view_range: Sequence[int] | None) -> CommandAnswer:
+        relative = self._relative(full)
         content = self._read_text(full, path, not_regular=f"Unsupported file type for {path}")
+        self._unchanged_since_named(path, relative, view_range, content)
         lines = content.split("\n")
         if self.max_tokens is None and len(lines) > MAX_LINES:
             raise MemoryToolError(f"File {path} exceeds maximum line limit of 999,999 lines.")
@@ -399,7 +403,24 @@ class MemoryTool:
         )
         if self.max_tokens is not None:
             ViewCap(self.max_tokens, self.tokens).cut_file(answer, header, numbered, first, total=len(lines))
+        if answer.next_range is not None:
+            self._named_ranges[(relative, *answer.next_range)] = _version_of(content)
         return answer
+
+    def _unchanged_since_named(self, path: str, relative: str, view_range: Sequence[int] | None, text: str) -> None:
+        """Refuse, once, the view_range a cut view named when the file changed since, by another hand than this
+        tool's: its lines may have moved, and the next page of the new file after a page of the old one would
+        read as one file. `read` checks the version its continuation carries (`expected_version`); the memory
+        tool's view has no such argument (the schema is Anthropic's), so the tool remembers what it named."""
+        if not view_range or len(view_range) != 2:
+            return
+        named = (relative, view_range[0], view_range[1])
+        if named in self._named_ranges and self._named_ranges.pop(named) != _version_of(text):
+            raise MemoryToolError(
+                f"The file {path} has changed since the view that named view_range [{named[1]}, {named[2]}]: its "
+                "lines may have moved. View it again from its start (this view_range asked again is shown as it "
+                "is now)."
+            )
 
     def _create(self, path: str, file_text: str) -> CommandAnswer:
         self._require_writable("create")
@@ -688,6 +709,8 @@ class MemoryTool:
                 self._log(logged, command, error=error)
                 raise error from exc
             self._log(logged, command, answer=answer)
+        if command != "view":  # a file this tool changed: the model knows its lines moved
+            self._named_ranges = {key: v for key, v in self._named_ranges.items() if key[0] not in answer.paths}
         return answer.text
 
     # -- where a write lands: below the real root, through no link (fsmem.store.beneath) -------------
@@ -958,6 +981,11 @@ def _occurrence_lines(content: str, needle: str, count: int, shown: int = MAX_LI
 
 
 __all__ = ["MemoryTool", "MemoryToolError", "make_private_dirs", "format_size", "COMMANDS", "PREFIX"]
+
+
+def _version_of(text: str) -> str:
+    """The version of the text a view read: the first digits of the git blob id of its bytes."""
+    return content_version(text.encode("utf-8", "surrogateescape"))
 
 
 def _in_range(items: list[T], view_range: Sequence[int] | None) -> tuple[list[T], int]:

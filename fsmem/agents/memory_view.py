@@ -36,6 +36,7 @@ class CommandAnswer:
     rows: int = 0
     truncated: bool = False
     lines: list[int] | None = None
+    next_range: tuple[int, int] | None = None  # the view_range a cut file view names
 
 
 def format_size(size: int) -> str:
@@ -182,6 +183,8 @@ class ViewCap:
             text = render(kept)
         answer.text, answer.truncated, answer.rows = text, True, len(kept)
         answer.lines = [first, first + len(kept) - 1]
+        if answer.lines[1] < last_asked:
+            answer.next_range = (answer.lines[1] + 1, last_asked)
 
     def cut_directory(self, answer: CommandAnswer, header: str, rows: list[str], first: int, total: int) -> None:
         """Cut a directory view that exceeds the cap after whole entries and name the view_range that goes on

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from fsmem import faces
-from fsmem.errors import FsmemError, InvalidArgument
+from fsmem.errors import FsmemError
 from fsmem.operations.core import Core, existing, selection
 from fsmem.query import grep as _grep
 from fsmem.store.files import file_version, same_version
@@ -225,14 +225,13 @@ def read(
     target = existing(memory, path, "file")
     rel = relative(memory.root, target)
     budget = memory.budget.narrowed(max_tokens, None)
-    if lines and section:
-        raise InvalidArgument(f"give {faces.arg('lines')} or {faces.arg('section')}, not both")
     start, end = reading.parse_range(lines) if lines else (1, None)
     version = file_version(target)  # before reading: a file that changes meanwhile fails a guarded write
     if expected_version is not None:
         unchanged_since(rel, version, expected_version)
     if section:
-        start, end = reading.find_section(target, section, exact_limit=EXACT_COUNT_LIMIT)
+        span = reading.find_section(target, section, exact_limit=EXACT_COUNT_LIMIT)
+        start, end = reading.within_section(section, span, (start, end)) if lines else span
     if outline:
         shown = reading.outline(
             target,

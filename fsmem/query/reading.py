@@ -167,6 +167,16 @@ def parse_range(spec: str) -> tuple[int, int | None]:
     return start, end
 
 
+def within_section(heading: str, span: tuple[int, int], asked: tuple[int, int | None]) -> tuple[int, int]:
+    """The lines of `asked` that lie in the section `span` (first, last line) of `heading`: a cut section read
+    names its next lines, and following it keeps the section asked for."""
+    start, end = max(span[0], asked[0]), span[1] if asked[1] is None else min(span[1], asked[1])
+    if start > end:
+        lines, where = f"{asked[0]}:{'' if asked[1] is None else asked[1]}", f"(lines {span[0]}-{span[1]})"
+        raise InvalidArgument(f"{faces.arg('lines')} {lines} lies outside section {echo(heading)} {where}")
+    return start, end
+
+
 def _iter_lines(handle, max_line_bytes: int, stopped: list[int] | None = None):
     """Yield (line bytes without EOL, full length) reading at most `max_line_bytes` per kept line, and no more
     than LEFT_OUT_LIMIT bytes in all (a sparse 4 GB file of one line took 18 s to show its first 2,000

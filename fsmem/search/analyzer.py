@@ -7,11 +7,15 @@ human reads it), and dialog-id markers such as `[D1:3]` are ids, not words.
 Nor is a machine token: a word of 20 or more characters that mixes letters
 and digits (an API key, a hash) is no term, so no key typed into a file ever
 sits in the index.
+Text is cut in one Unicode form, NFKC, so that a word saved in NFD (as macOS names and some editors write
+`Zürich`: a `u` and a combining mark) or in a compatibility form (the `ﬁ` ligature of a PDF, fullwidth
+letters) gives the terms the same word typed in NFC gives.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Callable
 
@@ -19,7 +23,7 @@ from fsmem.errors import MissingDependency
 from fsmem.search import postings
 
 # Bump when the terms of a text change: the index is then rebuilt.
-ANALYZER_VERSION = 4
+ANALYZER_VERSION = 5
 TOKEN_CHARS = 20  # a word this long, with letters and digits, is a machine token
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _MARKER = re.compile(r"\[[A-Za-z]*\d+:\d+\]")
@@ -46,6 +50,7 @@ class Analyzer:
 
     def words(self, text: str) -> list[str]:
         """Lowercase words without stop words (not stemmed): what fuzzy matching compares."""
+        text = canonical(text)
         if "[" in text:
             text = _MARKER.sub(" ", text)
         return [w for w in _WORD.findall(text.lower()) if w not in STOP_WORDS and not _machine_token(w)]
@@ -64,7 +69,9 @@ class Analyzer:
 
         A cold build analyses every row of every file: ASCII text (most of it) is cut into words and looked up
         in one pass in C, as `texts` does (a cold build's headings, dates and names), or else by a byte
-        translation and a split, as `_WORD` cuts it and twice as fast, the words looked up in C."""
+        translation and a split, as `_WORD` cuts it and twice as fast, the words looked up in C. Other text is
+        put in NFKC first (ASCII is in every form already)."""
+        text = canonical(text)
         if "[" in text:
             text = _MARKER.sub(" ", text)
         if text.isascii():
@@ -155,6 +162,11 @@ def _looked_up(words: list[str], table: dict[str, str], missing: Callable[[str],
 # an ASCII byte to itself lowercased when `_WORD` takes it (a letter or digit), else to a space
 _ASCII_WORDS = bytes(ord(chr(c).lower()) if chr(c).isalnum() else 32 for c in range(128)) + b" " * 128
 _ASCII_ROWS = b"\0" + _ASCII_WORDS[1:]  # and the NUL `Analyzer.texts` joins texts with kept
+
+
+def canonical(text: str) -> str:
+    """`text` in the one form index and question are cut from (NFKC); ASCII text as it is, at no cost."""
+    return text if text.isascii() else unicodedata.normalize("NFKC", text)
 
 
 def _machine_token(word: str) -> bool:

@@ -36,6 +36,7 @@ import hashlib
 import itertools
 import os
 import shutil
+import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -127,6 +128,7 @@ class SearchIndex:
         self._wrote_at = 0.0  # time.monotonic() of this process's latest write to the index
         self._merge_from = 0.0  # the merger waits until then (MERGE_SHARE)
         self._merge_stopped = False  # set as the process exits (`stop_merging`)
+        self._merge_abandoned = False  # a stop (Ctrl-C) came while a build's merge was waited for: not waited again
         self._analyzer: Analyzer | None = None
         self._in_memory = False
         self._inode: int | None = None
@@ -441,14 +443,16 @@ class SearchIndex:
         fits its answer on its own connection (`reading`): FTS5's merge is SQLite's work with the GIL released,
         on the core the build's workers have left idle, and the rows, totals and postings it rewrites are the
         ones already committed, so the answer is the one the merged tables give. Anything else that uses the
-        connection waits for it (`connection`), and so does the process's exit (the thread is not a daemon). A
-        merge that fails, or a process killed during it, leaves the index `unmerged`: the next refresh merges."""
+        connection waits for it (`connection`), and so does the process's exit (`_stop_merging`), unless a stop
+        (Ctrl-C) comes while it waits: the merge is then interrupted (`wait_merged`) and the process ends at
+        once (a daemon thread). A merge that fails, is interrupted, or whose process is killed during it leaves
+        the index `unmerged` (one transaction, rolled back): the next refresh merges."""
 
         def merge() -> None:
             with contextlib.suppress(IndexDamaged, _cache.DatabaseError):
                 self._merge(conn, found, digest)
 
-        self._merging = threading.Thread(target=merge, name="fsmem-search-merge")
+        self._merging = threading.Thread(target=merge, name="fsmem-search-merge", daemon=True)
         self._merging.start()
 
     def _merge(self, conn, found, digest: str) -> None:
@@ -462,12 +466,32 @@ class SearchIndex:
         self._settle(conn, found, digest)
 
     def wait_merged(self) -> None:
-        """Wait for a merge running behind a build (`_merge_behind`), unless this is its thread."""
+        """Wait for a merge running behind a build (`_merge_behind`), unless this is its thread. A stop that comes
+        while waiting (Ctrl-C's KeyboardInterrupt) interrupts the merge's statement (SQLite's interrupt: its
+        transaction rolls back, the index stays `unmerged`) and is raised, not waited on: an FTS5 'optimize' is
+        one statement, 7-18 s of CPU at 100k files, and a process asked to stop waited all of it."""
         merging = self._merging
-        if merging is not None and merging is not threading.current_thread():
+        if merging is None or merging is threading.current_thread():
+            return
+        try:
+            stop = _stop_in_flight()
+            if stop is not None:  # the command's cleanup, as a Ctrl-C ends it: not a wait
+                raise stop
             merging.join()
-            if self._merging is merging:
-                self._merging = None
+        except BaseException:
+            self._merge_abandoned = True
+            if self._conn is not None:
+                with contextlib.suppress(Exception):
+                    self._conn.interrupt()
+            raise
+        if self._merging is merging:
+            self._merging = None
+
+    def finish_merging(self) -> None:
+        """As the process exits: wait for a build's merge, unless a stop abandoned it or comes now."""
+        if not self._merge_abandoned:
+            with contextlib.suppress(KeyboardInterrupt):
+                self.wait_merged()
 
     def _written(self) -> None:
         """This process wrote files' rows (not a build, which `merge_segments` ends): see that the merger runs."""
@@ -865,11 +889,20 @@ def _close(conn) -> None:
 _shared: dict[Path, SearchIndex] = {}
 
 
+def _stop_in_flight() -> BaseException | None:
+    """The stop (KeyboardInterrupt, a stop signal's `Stopped`) being handled where this is called (a `finally`
+    of the command it ends), else None; an error or `SystemExit` is not one: the process ends as asked."""
+    exc = sys.exc_info()[1]
+    return exc if exc is not None and not isinstance(exc, (Exception, SystemExit, GeneratorExit)) else None
+
+
 @atexit.register
 def _stop_merging() -> None:
-    """Let each merger end its step before the interpreter stops its thread (a daemon) in the middle of one."""
+    """Let each merger end its step, and each build's merge end (`finish_merging`), before the interpreter stops
+    their threads (daemons) in the middle of one."""
     for index in list(_shared.values()):
         index.stop_merging()
+        index.finish_merging()
 
 
 def shared_index(root: Path) -> SearchIndex:

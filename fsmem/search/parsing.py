@@ -30,7 +30,7 @@ from fsmem.format.facts import Provenance, split_provenance
 from fsmem.format.rows import Row, document_rows, plain_columns, plain_sections, sections_rows, subject_of
 from fsmem.format.valid_time import note_date
 from fsmem.search import postings
-from fsmem.search.analyzer import Analyzer
+from fsmem.search.analyzer import Analyzer, canonical
 from fsmem.search.packed_rows import pack_rows, unpack_rows
 from fsmem.store.catalog import EXACT_COUNT_LIMIT
 from fsmem.store.note_status import is_note, was_consolidated
@@ -234,7 +234,7 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer, vocabulary
         title = doc.title or next((h.title for h in fmt.headings(doc.body) if h.level == 1), None)
     names = document_names(doc.front_matter, title)
     names_text = analyzer.text(" ".join(dict.fromkeys(names)))
-    known_names = {n.lower() for n in names}
+    known_names = {canonical(n).lower() for n in names}
     row_sources: list[str | None] = (
         [source_of(p) for p in provenances] if any(provenances) else [None] * len(provenances)
     )
@@ -334,7 +334,7 @@ class _Labels:
         if words is None:
             heads = [h.split("/", 1)[-1] if subject_of(h) else h for h in headings]
             words = self.contexts[key] = self.analyzer.text(
-                " ".join(h for h in heads if h.lower() not in self.known_names)
+                " ".join(h for h in heads if canonical(h).lower() not in self.known_names)
             )
         return words
 

@@ -66,8 +66,10 @@ class RecallResult:
 def _in_context(query: str, context: str, similarity: float) -> bool:
     from rapidfuzz import fuzz
 
-    needle = " ".join(query.lower().split())
-    haystack = " ".join(context.lower().split())
+    from fsmem.search.analyzer import canonical
+
+    needle = " ".join(canonical(query).lower().split())
+    haystack = " ".join(canonical(context).lower().split())
     if not needle or not haystack:
         return False
     if needle in haystack:

@@ -123,7 +123,7 @@ _DECLARED = (
             Param(
                 "section",
                 "str",
-                "Only the section under this heading, such as 'Facts'",
+                "Only the section under this heading, such as 'Facts' (with lines, those of its lines)",
                 default=None,
                 metavar="HEADING",
             ),
