@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fsmem import Memory
-from fsmem.agents.memory_tool import MemoryTool, format_size, make_private_dirs
+from fsmem.agents.memory_tool import NAMED_RANGES, MemoryTool, format_size, make_private_dirs
 from fsmem.errors import MemoryToolError, RootNotFound
 
 HEADER_DIR = "Here're the files and directories up to 2 levels deep in {}, excluding hidden items:"
@@ -684,6 +684,25 @@ def test_the_next_range_of_a_cut_view_is_refused_once_after_someone_else_changed
     plain.view("/memories/log.txt")
     (tool.memory_root / "log.txt").write_text("\n".join(lines))
     assert plain.view("/memories/log.txt", [3, 4]).splitlines()[1] == f"     3\t{lines[2]}"
+
+
+def test_the_ranges_a_long_lived_tool_remembers_are_bounded_the_oldest_forgotten(tmp_path: Path) -> None:
+    """A model that never follows its cut views' ranges must not grow the tool without end: the tool remembers
+    the latest NAMED_RANGES, so a range named long ago is shown as the file is now, a recent one still refused."""
+    tool = MemoryTool(tmp_path / "a", max_tokens=120)
+    lines = [f"line {n} of the log, with a few words of text" for n in range(1, 201)]
+    for n in range(NAMED_RANGES + 2):
+        tool.create(f"/memories/log{n}.txt", "\n".join(lines))
+        tool.view(f"/memories/log{n}.txt")
+    assert len(tool._named_ranges) == NAMED_RANGES
+    first = tool.view("/memories/log0.txt").rsplit("view_range [", 1)[1].rstrip("]").split(", ")
+    following = [int(n) for n in first]
+    for n in (0, 1, NAMED_RANGES + 1):
+        (tool.memory_root / f"log{n}.txt").write_text("\n".join(["# moved", "", *lines]))
+    assert tool.view("/memories/log1.txt", following).splitlines()[1] == f"{following[0]:>6}\t{lines[following[0] - 3]}"
+    for n in (0, NAMED_RANGES + 1):  # named again just now, and the latest: refused once
+        with pytest.raises(MemoryToolError, match="changed since the view"):
+            tool.view(f"/memories/log{n}.txt", following)
 
 
 def test_cap_lifts_the_line_limit_and_cuts_an_endless_line(tmp_path: Path) -> None:

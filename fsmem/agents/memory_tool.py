@@ -76,6 +76,7 @@ DIR_MODE = 0o700  # memories are private: owner only, whatever the umask
 FILE_MODE = 0o600
 MAX_LISTED = 100  # line numbers listed when str_replace's old_str occurs more than once
 MAX_ECHOED = 200  # characters of an old_str an error repeats (the reference repeats it whole)
+NAMED_RANGES = 256  # cut views whose next view_range the tool remembers, to refuse it once if the file changed
 
 
 T = TypeVar("T")
@@ -142,7 +143,8 @@ class MemoryTool:
         self._load_budget()
         self._tokens: TokenCounter | None = None
         self._memory: Memory | None = None
-        # the version each file was at when a cut view of it named its next view_range: (path, range) -> version
+        # the version each file was at when a cut view of it named its next view_range: (path, range) -> version,
+        # the latest NAMED_RANGES of them (a long-lived tool must not grow with views whose range is never followed)
         self._named_ranges: dict[tuple[str, int, int], str] = {}
 
     @classmethod
@@ -405,6 +407,8 @@ class MemoryTool:
             ViewCap(self.max_tokens, self.tokens).cut_file(answer, header, numbered, first, total=len(lines))
         if answer.next_range is not None:
             self._named_ranges[(relative, *answer.next_range)] = _version_of(content)
+            if len(self._named_ranges) > NAMED_RANGES:  # a range never followed: the oldest is forgotten
+                del self._named_ranges[next(iter(self._named_ranges))]
         return answer
 
     def _unchanged_since_named(self, path: str, relative: str, view_range: Sequence[int] | None, text: str) -> None:
