@@ -11,6 +11,7 @@ never for a time, and the backlog's clock is the test's.
 from __future__ import annotations
 
 import json
+import sys
 import threading
 
 import anyio
@@ -307,3 +308,14 @@ def test_each_tool_has_its_lane_and_unknown_tools_are_costly():
     assert all(lanes.for_read(name) is lanes.cheap for name in ("ls", "read", "show", None))
     assert all(lanes.for_read(name) is lanes.costly for name in ("search", "grep", "links", "log", "hold", ""))
     assert Limits().cheap_workers == 8 and Limits.from_dict({"cheap_workers": 2}).cheap_workers == 2
+
+
+def test_a_serving_process_hands_the_interpreter_on_after_half_a_millisecond():
+    from fsmem.server.serving import GIL_SWITCH_SECONDS, quick_handoffs
+
+    before = sys.getswitchinterval()
+    try:
+        quick_handoffs()
+        assert sys.getswitchinterval() == pytest.approx(GIL_SWITCH_SECONDS) == pytest.approx(0.0005)
+    finally:
+        sys.setswitchinterval(before)
