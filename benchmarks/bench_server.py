@@ -40,7 +40,10 @@ of seeded files, greps of names and words, notes of a unique fact). After each
 phase every note a client was told was saved is looked for in its session
 file. The server's resident memory (VmRSS, and its anonymous part: the index
 arrays it maps from `.fsmem/search/` are file-backed) is sampled every second.
-Reported: calls, errors, p50 and p95 per tool, and the ratios server/in-process.
+Reported: calls, errors, p50 and p95 per tool, and the ratios server/in-process. A call
+the server refuses as busy (503, `fsmem.server.lanes.Backlog`) is asked again after its `retry_after`,
+as a client should, and counted apart (its latency counts from the first ask); `--limit
+tool_timeout_seconds=3` with `taskset -c 0` brings the overload of 100k files to 10k.
 
 After the unique mix, its limit (`mix_limit.py`): the mix's own first calls, `--limit-calls` of each
 kind, one at a time, by fsmem in-process and by the bare tools beside it (a bare FTS5 query of the same
