@@ -92,17 +92,26 @@ async def until(condition, what: str) -> None:
         raise AssertionError(f"after 20 s, still not: {what}") from None
 
 
-def serving(tmp_path, limits: Limits, tokens: int = 2):
-    """A server of `build_memory`'s team memory with `limits`, its tokens, and its log's path."""
+def serving(tmp_path, limits: Limits, clock: Clock | None = None):
+    """A server of `build_memory`'s team memory with `limits` (its costly lane's backlog on `clock`), two
+    tokens, and its log's path."""
     from fsmem.server.app import MemoryServer
     from fsmem.server.log import RequestLog
 
     root = build_memory(tmp_path / "team")
     store = TokenStore(tmp_path / "tokens.json")
-    made = [store.create(memory="team", agent="researcher").token for _ in range(tokens)]
+    made = [store.create(memory="team", agent="researcher").token for _ in range(2)]
     settings = ServerSettings(memories={"team": root}, tokens=store.path, limits=limits)
     app = MemoryServer(settings, log=RequestLog(stream=open(tmp_path / "log.jsonl", "w")))  # noqa: SIM115
+    if clock is not None:
+        app.lanes.backlog = Backlog(limits.workers, limits.tool_timeout_seconds, clock=clock)
     return app, made, tmp_path / "log.jsonl"
+
+
+def client(app, token: str | None = None) -> httpx2.AsyncClient:
+    """An HTTP client of `app` in this process, with `token` on every request."""
+    headers = HEADERS | ({"Authorization": f"Bearer {token}"} if token else {})
+    return httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://127.0.0.1", headers=headers)
 
 
 def test_a_cheap_call_answers_while_slow_calls_hold_every_costly_thread(tmp_path, held):
@@ -116,8 +125,7 @@ def test_a_cheap_call_answers_while_slow_calls_hold_every_costly_thread(tmp_path
 
     async def main():
         async with app.manager.run():
-            transport = httpx2.ASGITransport(app=app)
-            async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1", headers=HEADERS) as http:
+            async with client(app) as http:
 
                 async def call(token: str, name: str, arguments: dict) -> None:
                     answers[name].append(await post(http, token, name, arguments))
@@ -167,48 +175,36 @@ def test_a_costly_call_the_backlog_would_answer_late_is_refused_at_once_as_busy(
     from mcp.shared.exceptions import MCPError
 
     started, gate = held
-    app, (heavy, light), log = serving(tmp_path, Limits(workers=1, cheap_workers=2, tool_timeout_seconds=30))
     clock = Clock()
-    app.lanes.backlog = Backlog(1, 30, clock=clock)
+    app, (heavy, light), log = serving(tmp_path, Limits(workers=1, cheap_workers=2, tool_timeout_seconds=30), clock)
 
     async def main():
-        async with app.manager.run():
-            transport = httpx2.ASGITransport(app=app)
-            auth = {"Authorization": f"Bearer {heavy}"}
-            async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1", headers=HEADERS) as http:
-                async with anyio.create_task_group() as group:
+        async with app.manager.run(), client(app, heavy) as http:
 
-                    async def hold() -> None:
-                        answer = await http.post("/mcp", json=tool_call("hold", {}), headers=auth)
-                        assert answer.json()["result"]["content"][0]["text"] == "held"
+            async def hold() -> None:
+                answer = await http.post("/mcp", json=tool_call("hold", {}))
+                assert answer.json()["result"]["content"][0]["text"] == "held"
 
-                    group.start_soon(hold)
-                    await anyio.to_thread.run_sync(started.acquire)
-                    clock.now += 20  # the first hold runs 20 s
-                    gate.one()
-                await until(lambda: app.lanes.backlog.calls == 0, "the first hold ended")
-                async with anyio.create_task_group() as group:
-                    group.start_soon(hold)  # a thread is free: taken
-                    await anyio.to_thread.run_sync(started.acquire)
-                    light_http = httpx2.AsyncClient(
-                        transport=transport, base_url="http://127.0.0.1", headers={"Authorization": f"Bearer {light}"}
-                    )
-                    async with (
-                        light_http,
-                        streamable_http_client("http://127.0.0.1/mcp", http_client=light_http) as (
-                            read,
-                            write,
-                        ),
-                    ):
-                        async with ClientSession(read, write) as client:
-                            await client.initialize()
+            async with anyio.create_task_group() as group:
+                group.start_soon(hold)
+                await anyio.to_thread.run_sync(started.acquire)
+                clock.now += 20  # the first hold runs 20 s
+                gate.one()
+            await until(lambda: app.lanes.backlog.calls == 0, "the first hold ended")
+            async with anyio.create_task_group() as group:
+                group.start_soon(hold)  # a thread is free: taken
+                await anyio.to_thread.run_sync(started.acquire)
+                async with client(app, light) as light_http:
+                    async with streamable_http_client("http://127.0.0.1/mcp", http_client=light_http) as (read, write):
+                        async with ClientSession(read, write) as session:
+                            await session.initialize()
                             with pytest.raises(MCPError) as refused:
-                                await client.call_tool("search", {"query": "proration"})
-                            listing = await client.call_tool("ls", {"path": "topics"})
+                                await session.call_tool("search", {"query": "proration"})
+                            listing = await session.call_tool("ls", {"path": "topics"})
                             gate.one()
                             await until(lambda: app.lanes.backlog.calls == 0, "the second hold ended")
-                            found = await client.call_tool("search", {"query": "proration"})
-                return refused.value, listing, found
+                            found = await session.call_tool("search", {"query": "proration"})
+            return refused.value, listing, found
 
     refused, listing, found = anyio.run(main)
     assert refused.code == BUSY and refused.data == {"retry_after": 20}
@@ -231,19 +227,16 @@ def test_a_costly_call_slowed_by_others_keeps_its_time_and_one_slow_alone_is_giv
     """The time limit counts a costly run's own share of the time: two runs side by side for 1.5 s have had
     0.75 s each, under a limit of 1 s, so neither is given up; one run alone for 1.5 s is."""
     started, gate = held
-    app, (token, _), _log = serving(tmp_path, Limits(workers=2, cheap_workers=2, tool_timeout_seconds=1))
     clock = Clock()
-    app.lanes.backlog = Backlog(2, 1, clock=clock)
+    app, (token, _), _log = serving(tmp_path, Limits(workers=2, cheap_workers=2, tool_timeout_seconds=1), clock)
 
     async def main():
         async with app.manager.run():
-            transport = httpx2.ASGITransport(app=app)
-            auth = {"Authorization": f"Bearer {token}"}
-            async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1", headers=HEADERS) as http:
+            async with client(app, token) as http:
                 answers = []
 
                 async def hold() -> None:
-                    answers.append((await http.post("/mcp", json=tool_call("hold", {}), headers=auth)).json())
+                    answers.append((await http.post("/mcp", json=tool_call("hold", {}))).json())
 
                 async with anyio.create_task_group() as group:
                     group.start_soon(hold)
