@@ -92,15 +92,15 @@ async def until(condition, what: str) -> None:
         raise AssertionError(f"after 20 s, still not: {what}") from None
 
 
-def serving(tmp_path, limits: Limits, clock: Clock | None = None):
-    """A server of `build_memory`'s team memory with `limits` (its costly lane's backlog on `clock`), two
-    tokens, and its log's path."""
+def serving(tmp_path, limits: Limits, clock: Clock | None = None, agents=("researcher", "researcher")):
+    """A server of `build_memory`'s team memory with `limits` (its costly lane's backlog on `clock`), a token
+    for each of `agents`, and its log's path."""
     from fsmem.server.app import MemoryServer
     from fsmem.server.log import RequestLog
 
     root = build_memory(tmp_path / "team")
     store = TokenStore(tmp_path / "tokens.json")
-    made = [store.create(memory="team", agent="researcher").token for _ in range(2)]
+    made = [store.create(memory="team", agent=agent).token for agent in agents]
     settings = ServerSettings(memories={"team": root}, tokens=store.path, limits=limits)
     app = MemoryServer(settings, log=RequestLog(stream=open(tmp_path / "log.jsonl", "w")))  # noqa: SIM115
     if clock is not None:
@@ -116,9 +116,15 @@ def client(app, token: str | None = None) -> httpx2.AsyncClient:
 
 def test_a_cheap_call_answers_while_slow_calls_hold_every_costly_thread(tmp_path, held):
     started, gate = held
-    app, (heavy, light), log = serving(tmp_path, Limits(workers=2, cheap_workers=2, concurrency=4))
+    limits = Limits(workers=2, cheap_workers=2, concurrency=4)
+    app, (heavy, light, newcomer), log = serving(tmp_path, limits, agents=("researcher", "researcher", "reviewer"))
     answers: dict[str, list] = {"hold": [], "search": []}
-    costly = app.lanes.costly
+    costly, backlog = app.lanes.costly, app.lanes.backlog
+
+    def queued(calls: int) -> bool:
+        """`calls` costly calls past the door, two of them on the two costly threads and the rest waiting for one
+        (not merely come in: the door may still be opening the token's view of the memory)."""
+        return backlog.calls == calls and backlog.running == 2 and costly.statistics().tasks_waiting == calls - 2
 
     async def post(http, token: str, name: str, arguments: dict):
         return await http.post("/mcp", json=tool_call(name, arguments), headers={"Authorization": f"Bearer {token}"})
@@ -133,35 +139,37 @@ def test_a_cheap_call_answers_while_slow_calls_hold_every_costly_thread(tmp_path
                 async with anyio.create_task_group() as group:
                     for _ in range(4):  # the heavy token's whole share: two run, two wait for a costly thread
                         group.start_soon(call, heavy, "hold", {})
-                    await until(lambda: costly.statistics().tasks_waiting == 2, "two holds wait for a thread")
+                    await until(lambda: queued(4), "two holds run and two wait for a thread")
                     group.start_soon(call, light, "search", {"query": "proration"})  # waits its turn
-                    await until(lambda: costly.statistics().tasks_waiting == 3, "the search waits for a thread")
+                    await until(lambda: queued(5), "the search waits for a thread")
                     try:
                         with anyio.fail_after(20):  # a failure's bound, not an ordering: it answers at once
                             ls = await post(http, light, "ls", {"path": "topics"})
                             read = await post(http, light, "read", {"path": "topics/billing.md"})
                             over = await post(http, heavy, "hold", {})  # past the heavy token's costly share
                             own = await post(http, heavy, "ls", {})  # its cheap share is its own: served
-                        assert costly.statistics().tasks_waiting == 3  # every costly thread still held
+                            first = await post(http, newcomer, "ls", {})  # a view of the memory not opened yet
+                        assert queued(5)  # every costly thread still held
                     finally:
                         gate.set()
-                return ls, read, over, own
+                return ls, read, over, own, first
 
-    ls, read, over, own = anyio.run(main)
+    ls, read, over, own, first = anyio.run(main)
     assert started.acquire(blocking=False)  # the holds ran (two at first, two once the gate opened)
     for answer, text in ((ls, "topics/billing.md"), (read, "proration")):
         assert answer.status_code == 200 and not answer.json()["result"]["isError"]
         assert text in answer.json()["result"]["content"][0]["text"]
     assert over.status_code == 429 and "4 request(s) in flight (at most 4 costly" in over.json()["error"]["message"]
     assert own.status_code == 200 and not own.json()["result"]["isError"]
+    assert first.status_code == 200 and "topics/billing.md" in first.json()["result"]["content"][0]["text"]
     assert [a.json()["result"]["content"][0]["text"] for a in answers["hold"]] == ["held"] * 4
     assert [a.status_code for a in answers["search"]] == [200]
     assert not answers["search"][0].json()["result"]["isError"]
     # the log says where each call's time went, and the cheap calls' lines came while every hold still held
     lines = [json.loads(line) for line in log.read_text().splitlines()]
     calls = [line for line in lines if line.get("rpc") == "tools/call" and line["status"] == 200]
-    assert [line["tool"] for line in calls][:3] == ["ls", "read", "ls"]
-    assert sorted(line["tool"] for line in calls[3:]) == ["hold"] * 4 + ["search"]
+    assert [line["tool"] for line in calls][:4] == ["ls", "read", "ls", "ls"]
+    assert sorted(line["tool"] for line in calls[4:]) == ["hold"] * 4 + ["search"]
     for line in calls:
         assert all(isinstance(line[key], float) and line[key] >= 0 for key in ("wait_ms", "run_ms", "cpu_ms"))
         assert line["wait_ms"] + line["run_ms"] <= line["duration_ms"] + 0.1  # each rounded to 0.1 ms

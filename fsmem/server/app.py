@@ -284,7 +284,9 @@ class MemoryServer:
         """The token's view of its memory: its agent, read-only flag and scope, the server's answer cap.
 
         Tokens that grant the same view share one `Memory` (and its cache connection); a change
-        of the memory's fsmem.yaml (budgets, agents) makes a new one.
+        of the memory's fsmem.yaml (budgets, agents) makes a new one. It is opened on a cheap thread
+        (under a millisecond): on a costly one, a new token's first call, and every token's after an
+        edit of fsmem.yaml, waited for the searches that held them all, an `ls` too.
         """
         try:
             stamp = os.stat(root / CONFIG_FILE).st_mtime_ns
@@ -294,7 +296,7 @@ class MemoryServer:
         memory = self._memories.get((*view, stamp))
         if memory is None:
             try:
-                memory = await anyio.to_thread.run_sync(self._open_memory, record, root, limiter=self.lanes.costly)
+                memory = await anyio.to_thread.run_sync(self._open_memory, record, root, limiter=self.lanes.cheap)
             except FsmemError as exc:
                 why = tools.hide_host_paths(str(exc), root)
                 raise Refusal(403, FORBIDDEN, f"this token's agent cannot use the memory: {why}", "agent") from None
