@@ -301,6 +301,22 @@ def test_the_backlog_counts_each_run_its_share_and_says_when_to_ask_again():
     assert backlog.calls == 0 and backlog.retry_after() is None
 
 
+def test_the_backlog_judges_a_call_by_the_runs_of_its_kind():
+    """Greps of 20 s and searches of 1 s: with one call ahead, a search is taken and a grep refused."""
+    clock = Clock()
+    backlog = Backlog(2, 30, clock=clock)
+    for kind, seconds in (("grep", 20.0), ("search", 1.0)):
+        mark = backlog.started(kind)
+        clock.now += seconds
+        backlog.ended(mark)
+    assert backlog.runs == {"grep": 20.0, "search": 1.0} and backlog.run == pytest.approx(16.2)
+    for _ in range(2):
+        backlog.enter()
+    assert backlog.expected("search") == pytest.approx(9.1) and backlog.retry_after("search") is None
+    assert backlog.expected("grep") == pytest.approx(28.1) and backlog.retry_after("grep") == 9
+    assert backlog.expected("links") == pytest.approx(24.3)  # a kind not run yet: the lane's mean
+
+
 def test_each_tool_has_its_lane_and_unknown_tools_are_costly():
     lanes = Lanes.of(Limits(workers=3, cheap_workers=5))
     assert (lanes.costly.total_tokens, lanes.cheap.total_tokens, lanes.writes.total_tokens) == (3, 5, 1)

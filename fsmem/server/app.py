@@ -267,13 +267,14 @@ class MemoryServer:
         time (`fsmem.server.lanes.Backlog`): the client is told when to ask again, and nothing has run."""
         assert state.slot is not None
         backlog = self.lanes.backlog
-        wait = backlog.retry_after()
+        kind = (state.tool or "") if state.rpc == "tools/call" else "prompt"
+        wait = backlog.retry_after(kind)
         if wait is not None:
             raise Refusal(
                 503,
                 BUSY,
                 f"the server is busy: {backlog.calls} searches, greps and other costly calls are in hand, which "
-                f"would answer this one in about {backlog.expected():.0f} s; nothing was run: retry after {wait} s",
+                f"would answer this one in about {backlog.expected(kind):.0f} s; nothing was run: retry after {wait} s",
                 "backlog",
                 {"Retry-After": str(wait)},
             )

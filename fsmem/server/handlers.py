@@ -106,7 +106,7 @@ def build_server(limits: Limits, lanes: Lanes) -> Server:
             answer = await anyio.to_thread.run_sync(work, limiter=lanes.writes)
         else:
             lane = lanes.for_read(state.tool or "")
-            answer = await _read(work, lane, lanes, state.slot, limits)
+            answer = await _read(work, lane, lanes, state.slot, limits, name if chosen is not None else "")
             if answer is None:
                 state.tool_error = True
                 state.reason = "tool timeout"
@@ -137,7 +137,7 @@ def build_server(limits: Limits, lanes: Lanes) -> Server:
         state, memory = _admitted(ctx)
         name, arguments = params.name, params.arguments or {}
         work = lambda: distill_prompt(memory, name, arguments)  # noqa: E731  (reads every episode not yet distilled)
-        answer = await _read(work, lanes.costly, lanes, state.slot, limits)
+        answer = await _read(work, lanes.costly, lanes, state.slot, limits, "prompt")
         if answer is None:
             state.reason = "prompt timeout"
             raise MCPError(types.INTERNAL_ERROR, f"the prompt took longer than {limits.tool_timeout_seconds:g} s")
@@ -162,9 +162,11 @@ def _timed(work: Callable[[], Any], timing: Timing) -> Callable[[], Any]:
     return timed
 
 
-async def _read(work: Any, readers: anyio.CapacityLimiter, lanes: Lanes, slot: Slot | None, limits: Limits) -> Any:
+async def _read(
+    work: Any, readers: anyio.CapacityLimiter, lanes: Lanes, slot: Slot | None, limits: Limits, kind: str = ""
+) -> Any:
     """`work()` on a thread of the lane `readers`, its answer awaited for `tool_timeout_seconds` (None past that;
-    on the costly lane, of its own share of the time: `_within`).
+    on the costly lane, of its own share of the time: `_within`, and its run measured as one of `kind`).
 
     The thread holds its reader and its token's slot until it ends, even when its answer is given up:
     abandoned work never runs beyond the server's threads or the token's share of them. The event loop
@@ -192,7 +194,7 @@ async def _read(work: Any, readers: anyio.CapacityLimiter, lanes: Lanes, slot: S
                 return None
             phase["started"] = True
         if costly:
-            phase["mark"] = lanes.backlog.started()
+            phase["mark"] = lanes.backlog.started(kind)
         try:
             return work()
         finally:

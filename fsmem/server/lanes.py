@@ -56,10 +56,12 @@ def costly_read(rpc: str | None, tool: str | None) -> bool:
 
 
 class Mark(NamedTuple):
-    """Where a costly run started: on the backlog's clock of shares (`own`) and on its wall clock (`at`)."""
+    """Where a costly run started: on the backlog's clock of shares (`own`) and on its wall clock (`at`); and
+    its kind (a registered tool's name, "prompt", or "" for any other)."""
 
     own: float
     at: float
+    kind: str = ""
 
 
 class Backlog:
@@ -67,7 +69,8 @@ class Backlog:
 
     A call that finds a thread free starts at once. Otherwise it waits for the calls ahead of it, which end
     at about `threads` per mean run (the runs measured as they end, slowed as they are by one another:
-    Little's law), and then runs its own: `expected()`. The door takes it only when that is at most half
+    Little's law), and then runs its own, as long as its kind's runs lately (at 100k files a grep's is
+    thirty times a search's): `expected()`. The door takes it only when that is at most half
     its time limit (`tool_timeout_seconds`), leaving the other half for a run slower than the mean;
     otherwise it refuses it before anything runs, with the seconds until the backlog would take it. With
     no run measured yet (a server just started) every call is taken.
@@ -87,6 +90,7 @@ class Backlog:
         self.calls = 0  # costly reads taken and not ended: running or waiting for a thread
         self.running = 0
         self.run: float | None = None  # the mean run, in seconds
+        self.runs: dict[str, float] = {}  # the mean run of each kind (registered tools only: a bounded set)
         self.clock = clock
         self._own = 0.0  # the time one running call has had since the start, in shares: see `own_since`
         self._then = clock()
@@ -98,12 +102,12 @@ class Backlog:
     def leave(self) -> None:
         self.calls -= 1
 
-    def started(self) -> Mark:
-        """A run starts (on its thread): where its own time and its run count from."""
+    def started(self, kind: str = "") -> Mark:
+        """A run of `kind` starts (on its thread): where its own time and its run count from."""
         with self._lock:
             self._advance()
             self.running += 1
-            return Mark(self._own, self._then)
+            return Mark(self._own, self._then, kind)
 
     def ended(self, mark: Mark) -> None:
         """The run started at `mark` ends (on its thread)."""
@@ -111,7 +115,8 @@ class Backlog:
             self._advance()
             self.running -= 1
             seconds = self._then - mark.at
-            self.run = seconds if self.run is None else self.run + self.SMOOTHING * (seconds - self.run)
+            self.run = _mean(self.run, seconds)
+            self.runs[mark.kind] = _mean(self.runs.get(mark.kind), seconds)
 
     def own_since(self, mark: Mark) -> float:
         """Seconds of its own that the run started at `mark` has had: each second counts 1/n with n running."""
@@ -128,18 +133,23 @@ class Backlog:
         """Calls that must end before one more starts (0: a thread is free)."""
         return max(0, self.calls - self.threads + 1)
 
-    def expected(self) -> float:
-        """Seconds until one more call would be answered: its wait for a thread, then its run."""
+    def expected(self, kind: str = "") -> float:
+        """Seconds until one more call of `kind` would be answered: its wait for a thread, then its run."""
         run = self.run or 0.0
-        return run * (1 + self.ahead() / self.threads)
+        return run * self.ahead() / self.threads + self.runs.get(kind, run)
 
-    def retry_after(self) -> int | None:
-        """None when one more call is taken; else the whole seconds until it would be (at least 1)."""
-        if self.run is None or not self.ahead() or self.expected() <= self.bound:
+    def retry_after(self, kind: str = "") -> int | None:
+        """None when one more call of `kind` is taken; else the whole seconds until it would be (at least 1)."""
+        if self.run is None or not self.ahead() or self.expected(kind) <= self.bound:
             return None
         # the calls ahead beyond those that still leave it in time end at `threads` per mean run
-        room = max(0.0, (self.bound / self.run - 1) * self.threads)
+        room = max(0.0, (self.bound - self.runs.get(kind, self.run)) * self.threads / self.run)
         return max(1, math.ceil((self.ahead() - room) * self.run / self.threads))
+
+
+def _mean(mean: float | None, seconds: float) -> float:
+    """A running mean in which each new run weighs `Backlog.SMOOTHING`."""
+    return seconds if mean is None else mean + Backlog.SMOOTHING * (seconds - mean)
 
 
 @dataclass
