@@ -140,7 +140,7 @@ class Backlog:
 
     def retry_after(self, kind: str = "") -> int | None:
         """None when one more call of `kind` is taken; else the whole seconds until it would be (at least 1)."""
-        if self.run is None or not self.ahead() or self.expected(kind) <= self.bound:
+        if not self.run or not self.ahead() or self.expected(kind) <= self.bound:  # no run measured (or none took time)
             return None
         # the calls ahead beyond those that still leave it in time end at `threads` per mean run
         room = max(0.0, (self.bound - self.runs.get(kind, self.run)) * self.threads / self.run)
