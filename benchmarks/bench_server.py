@@ -3,7 +3,7 @@ beside the same calls in-process, in the same run.
 
     python benchmarks/bench_server.py [--files 10000] [--clients 32] [--seconds 20] [--tools search,grep,ls,read]
         [--mixes repeated,unique] [--workers N] [--processes N] [--keep DIR] [--py-spy FILE [--py-spy-gil]]
-        [--no-fairness] [--no-limit] [--limit-calls 96] [--only server|fairness|limit]
+        [--no-fairness] [--no-limit] [--limit-calls 96] [--only server|fairness|limit] [--limit NAME=VALUE]
 
 The target (issues #20 and #34): no errors, search p99 at most 1 s, at least
 80 calls a second in all, with `fsmem serve`'s default settings, at 10k and
@@ -40,7 +40,10 @@ of seeded files, greps of names and words, notes of a unique fact). After each
 phase every note a client was told was saved is looked for in its session
 file. The server's resident memory (VmRSS, and its anonymous part: the index
 arrays it maps from `.fsmem/search/` are file-backed) is sampled every second.
-Reported: calls, errors, p50 and p95 per tool, and the ratios server/in-process.
+Reported: calls, errors, p50 and p95 per tool, and the ratios server/in-process. A call
+the server refuses as busy (503, `fsmem.server.lanes.Backlog`) is asked again after its `retry_after`,
+as a client should, and counted apart (its latency counts from the first ask); `--limit
+tool_timeout_seconds=3` with `taskset -c 0` brings the overload of 100k files to 10k.
 
 After the unique mix, its limit (`mix_limit.py`): the mix's own first calls, `--limit-calls` of each
 kind, one at a time, by fsmem in-process and by the bare tools beside it (a bare FTS5 query of the same
@@ -74,6 +77,7 @@ import mix_limit
 from common import OUT, NewQuestions, compiled, corpus, fsmem_bin, load, serve_until_listening, table
 from corpus import _FIRST, _KEYS, _LAST, _ORGS, _PROJECTS, _TOPICS, _WORDS, SEARCH_QUERIES
 
+from fsmem.server.door import BUSY
 from fsmem.server.settings import Limits, ServerSettings
 
 QUERIES = SEARCH_QUERIES
@@ -343,8 +347,14 @@ def _cpu_of(pid: int) -> tuple[float, float]:
 
 
 def start_server(
-    root: Path, clients: int, tmp: Path, workers: int | None = None, processes: int | None = None
+    root: Path,
+    clients: int,
+    tmp: Path,
+    workers: int | None = None,
+    processes: int | None = None,
+    limits: dict[str, str] | None = None,
 ) -> tuple[subprocess.Popen, str, list[str], Path]:
+    """`fsmem serve` on `root` with a token per client; every limit at its default but `workers` and `limits`."""
     from fsmem.server.tokens import TokenStore
 
     store_path = tmp / "tokens.json"
@@ -353,11 +363,12 @@ def start_server(
     tokens = [store.create(memory="bench", agent=f"bench-{n:02d}").token for n in range(clients)]
     log = tmp / "requests.jsonl"
     config = tmp / "server.yaml"
-    limits = "" if workers is None else f"limits:\n  workers: {workers}\n"  # otherwise every limit at its default
+    asked = dict(limits or {}) | ({} if workers is None else {"workers": str(workers)})
+    limits_yaml = "limits:\n" + "".join(f"  {name}: {value}\n" for name, value in asked.items()) if asked else ""
     config.write_text(
         f"memories:\n  bench: {root}\ntokens: {store_path}\nlog: {log}\nport: 0\n"
         + ("" if processes is None else f"processes: {processes}\n")
-        + limits
+        + limits_yaml
     )
     proc, url = serve_until_listening(config, log)
     return proc, url, tokens, log
@@ -477,6 +488,22 @@ def run_server(
 
     ready: list[int] = []
     go = anyio.Event()
+    refused: dict[str, int] = {}
+
+    async def answered(session, tool: str, arguments: dict):
+        """The call's answer, asked again after each busy refusal (503) as its `retry_after` says: a client
+        that acts on it; its latency counts from the first ask."""
+        from mcp.shared.exceptions import MCPError
+
+        while True:
+            try:
+                return await session.call_tool(tool, arguments)
+            except MCPError as exc:
+                if exc.code != BUSY or not isinstance(exc.data, dict):
+                    raise
+                refused[tool] = refused.get(tool, 0) + 1
+                await anyio.sleep(exc.data["retry_after"])
+
     timed: dict[str, float] = {}
 
     async def client(number: int) -> None:
@@ -497,7 +524,7 @@ def run_server(
                         while time.monotonic() < deadline:
                             tool, arguments = plan.next()
                             started = time.perf_counter()
-                            result = await session.call_tool(tool, arguments)
+                            result = await answered(session, tool, arguments)
                             elapsed = time.perf_counter() - started
                             note = arguments.get("text") if tool == "note" else None
                             records.append((tool, elapsed, bool(result.is_error), note))
@@ -536,6 +563,7 @@ def run_server(
     return {
         "records": records,
         "failures": failures,
+        "refused": refused,
         "wall": wall["seconds"],
         "cpu": wall["cpu"],
         "client_cpu": wall["client_cpu"],
@@ -623,7 +651,15 @@ def main() -> int:
         default=os.environ.get("BENCH_SERVER_MIXES", "repeated,unique"),
         help="repeated: arguments from a few fixed queries and patterns; unique: no call's arguments twice",
     )
-    parser.add_argument("--workers", type=int, help="the server's read workers (default: one per client)")
+    parser.add_argument("--workers", type=int, help="the server's costly read workers (default: fsmem serve's)")
+    parser.add_argument(
+        "--limit",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a server limit other than its default (repeatable), e.g. tool_timeout_seconds=3 to bring the overload "
+        "of a larger memory to a smaller one; not the rate limits, which the clients pace themselves to",
+    )
     parser.add_argument(
         "--processes",
         type=int,
@@ -678,6 +714,17 @@ def main() -> int:
     return 0 if ok else 1
 
 
+def server_limits(given: list[str]) -> dict[str, str]:
+    """`--limit NAME=VALUE` options as a mapping, checked against the server's limits (not its rate limits)."""
+    limits = {}
+    for item in given:
+        name, _, value = item.partition("=")
+        if name not in Limits.__dataclass_fields__ or name in ("rate_per_second", "burst") or not value:
+            raise SystemExit(f"--limit takes NAME=VALUE, NAME a server limit but the rate limits, not {item!r}")
+        limits[name] = value
+    return limits
+
+
 def target_rows(results: dict[str, dict]) -> tuple[list[str], list[list[str]]]:
     """One row per mix: calls a second beside the in-process limit, search p99, errors, CPU per call."""
     header = [
@@ -723,7 +770,7 @@ def measure(root: Path, tmp: Path, args, tools_: tuple[str, ...], targets: list[
         print(f"in-process phase done ({rate(inproc)}); {load()}", flush=True)
 
     asked = None if args.processes == ServerSettings().processes else args.processes  # the default unsaid
-    proc, url, tokens, log = start_server(root, args.clients, tmp, args.workers, asked)
+    proc, url, tokens, log = start_server(root, args.clients, tmp, args.workers, asked, server_limits(args.limit))
     pids = server_pids(proc.pid, log)
     default = "fsmem serve's default" if args.processes == ServerSettings().processes else "--processes"
     pinned = tokens_per_worker(tokens, args.processes)
@@ -784,10 +831,13 @@ def measure(root: Path, tmp: Path, args, tools_: tuple[str, ...], targets: list[
     every = inproc_solo["records"] + inproc["records"], served_solo["records"] + served["records"]
     lost = (lost_notes(root, every[0]), lost_notes(root, every[1]))
     statuses: dict[int, int] = {}
+    reasons: dict[str, int] = {}  # why a request was refused (the busy backlog) or cut short (a tool timeout)
     for line in log.read_text().splitlines():
         record = json.loads(line)
         if record.get("event") == "request":
             statuses[record["status"]] = statuses.get(record["status"], 0) + 1
+            if record.get("reason"):
+                reasons[record["reason"]] = reasons.get(record["reason"], 0) + 1
     timing = server_timing(log, solo_lines)
     if timing:
         print(
@@ -821,7 +871,8 @@ def measure(root: Path, tmp: Path, args, tools_: tuple[str, ...], targets: list[
         )
     print(f"notes lost: {lost[0]} in-process, {lost[1]} through the server")
     print(f"server sessions that failed: {len(served['failures'])} {served['failures'][:3]}")
-    print(f"HTTP statuses in the server's log: {dict(sorted(statuses.items()))}")
+    print(f"calls refused as busy and asked again after their retry_after: {served['refused']}")
+    print(f"HTTP statuses in the server's log: {dict(sorted(statuses.items()))}; reasons: {reasons}")
     if args.processes > 1:
         print(
             f"tool calls per worker, {args.clients} clients (each token pinned to one): {calls_per_worker(log, solo_lines)}"
@@ -852,7 +903,9 @@ def measure(root: Path, tmp: Path, args, tools_: tuple[str, ...], targets: list[
         "errors": errors + len(failures),
         "lost_notes": lost,
         "failures": served["failures"],
+        "refused_busy": served["refused"],
         "statuses": statuses,
+        "reasons": reasons,
         "memory_kib": samples,
         "server_exit": code,
     }

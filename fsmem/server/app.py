@@ -11,7 +11,8 @@ once (413), the rest read whole within the cap (413) and a deadline (408),
 and it must be one JSON-RPC message, decoded as `fsmem mcp` decodes a line
 (`fsmem.agents.jsonrpc`; a 400 with its JSON-RPC error otherwise), within
 the token's share of its cost class (429: cheap and costly calls are counted
-apart, `fsmem.server.lanes.costly_request`). Then one
+apart, `fsmem.server.lanes.costly_request`), and for a costly read, room in
+the costly lane's backlog (503 with Retry-After, `fsmem.server.lanes.Backlog`). Then one
 plain request or notification goes to the SDK's `ServerRunner` in its own
 task (`fsmem.server.direct`), anything else to its session manager
 (stateless, JSON answers). Every refusal closes the connection. The protocol
@@ -66,7 +67,7 @@ from fsmem.server.door import (
     with_headers,
 )
 from fsmem.server.handlers import STATE, Admitted, build_server
-from fsmem.server.lanes import Lanes, costly_request
+from fsmem.server.lanes import Lanes, costly_read, costly_request
 from fsmem.server.limits import InFlight, RateLimiter, Slot, too_many
 from fsmem.server.log import RequestLog
 from fsmem.server.settings import ServerSettings
@@ -258,12 +259,35 @@ class MemoryServer:
         if share.acquire(key) is not None:
             raise Refusal(429, TOO_MANY, too_many(self.limits.concurrency, costly), "concurrency", {"Retry-After": "1"})
         state.slot.also(lambda: share.release(key))
+        if costly_read(state.rpc, state.tool):
+            self._take(state)
+
+    def _take(self, state: Admitted) -> None:
+        """Put a costly read in the costly lane's backlog, or refuse it as busy when it would not be answered in
+        time (`fsmem.server.lanes.Backlog`): the client is told when to ask again, and nothing has run."""
+        assert state.slot is not None
+        backlog = self.lanes.backlog
+        kind = (state.tool or "") if state.rpc == "tools/call" else "prompt"
+        wait = backlog.retry_after(kind)
+        if wait is not None:
+            raise Refusal(
+                503,
+                BUSY,
+                f"the server is busy: {backlog.calls} searches, greps and other costly calls are in hand, which "
+                f"would answer this one in about {backlog.expected(kind):.0f} s; nothing was run: retry after {wait} s",
+                "backlog",
+                {"Retry-After": str(wait)},
+            )
+        backlog.enter()
+        state.slot.also(backlog.leave)
 
     async def _memory(self, record: TokenRecord, root) -> Memory:
         """The token's view of its memory: its agent, read-only flag and scope, the server's answer cap.
 
         Tokens that grant the same view share one `Memory` (and its cache connection); a change
-        of the memory's fsmem.yaml (budgets, agents) makes a new one.
+        of the memory's fsmem.yaml (budgets, agents) makes a new one. It is opened on a cheap thread
+        (under a millisecond): on a costly one, a new token's first call, and every token's after an
+        edit of fsmem.yaml, waited for the searches that held them all, an `ls` too.
         """
         try:
             stamp = os.stat(root / CONFIG_FILE).st_mtime_ns
@@ -273,7 +297,7 @@ class MemoryServer:
         memory = self._memories.get((*view, stamp))
         if memory is None:
             try:
-                memory = await anyio.to_thread.run_sync(self._open_memory, record, root, limiter=self.lanes.costly)
+                memory = await anyio.to_thread.run_sync(self._open_memory, record, root, limiter=self.lanes.cheap)
             except FsmemError as exc:
                 why = tools.hide_host_paths(str(exc), root)
                 raise Refusal(403, FORBIDDEN, f"this token's agent cannot use the memory: {why}", "agent") from None
@@ -379,7 +403,10 @@ class MemoryServer:
         state.status = refusal.status
         if refusal.status == 499:
             return  # nobody to answer
-        body = {"jsonrpc": "2.0", "id": refusal.id, "error": {"code": refusal.code, "message": refusal.message}}
+        error: dict[str, Any] = {"code": refusal.code, "message": refusal.message}
+        if "Retry-After" in refusal.headers:  # for a client that reads the JSON-RPC error and not the header
+            error["data"] = {"retry_after": int(refusal.headers["Retry-After"])}
+        body = {"jsonrpc": "2.0", "id": refusal.id, "error": error}
         headers = {**refusal.headers, "Connection": "close"}  # whatever else the client sends is not read
         with contextlib.suppress(Exception), anyio.fail_after(self.limits.send_timeout_seconds):
             state.bytes_out = await json_answer(send, refusal.status, body, headers)

@@ -3,8 +3,10 @@
 The handlers find the memory a request may use in the state the door left
 in its ASGI scope (`Admitted`): the token's agent, read-only flag and scope,
 never anything the client says. Tool calls run on the server's worker
-threads: a read that runs past `tool_timeout_seconds` is answered with an
-error (its thread finishes on its own), a write is always awaited.
+threads: a read that runs past `tool_timeout_seconds` (a costly one: past
+that much of its own share of the time, `fsmem.server.lanes.Backlog`) is
+answered with an error (its thread finishes on its own), a write is always
+awaited.
 """
 
 from __future__ import annotations
@@ -63,9 +65,13 @@ class Timing:
     run_ms: float | None = None
     cpu_ms: float | None = None
 
-    def record(self, began: float, started: float, cpu: float) -> None:
-        """Called on the tool's thread when the call ends (`began`: when it was asked for, on the loop)."""
+    def start(self, began: float, started: float) -> None:
+        """Called on the tool's thread as the call starts (`began`: when it was asked for, on the loop); the log
+        line of a call given up at its time limit, written before it ends, has its wait."""
         self.wait_ms = round((started - began) * 1000, 1)
+
+    def record(self, started: float, cpu: float) -> None:
+        """Called on the tool's thread when the call ends."""
         self.run_ms = round((time.perf_counter() - started) * 1000, 1)
         self.cpu_ms = round((time.thread_time() - cpu) * 1000, 1)
 
@@ -100,7 +106,7 @@ def build_server(limits: Limits, lanes: Lanes) -> Server:
             answer = await anyio.to_thread.run_sync(work, limiter=lanes.writes)
         else:
             lane = lanes.for_read(state.tool or "")
-            answer = await _read(work, lane, lanes.handoff, state.slot, limits)
+            answer = await _read(work, lane, lanes, state.slot, limits, name if chosen is not None else "")
             if answer is None:
                 state.tool_error = True
                 state.reason = "tool timeout"
@@ -117,7 +123,7 @@ def build_server(limits: Limits, lanes: Lanes) -> Server:
         state, memory = _admitted(ctx)
         uri = params.uri
         cheap = lanes.for_read(None)
-        answer = await _read(lambda: read_context(memory, uri), cheap, lanes.handoff, state.slot, limits)
+        answer = await _read(lambda: read_context(memory, uri), cheap, lanes, state.slot, limits)
         if answer is None:
             state.reason = "resource timeout"
             raise MCPError(types.INTERNAL_ERROR, f"the context took longer than {limits.tool_timeout_seconds:g} s")
@@ -131,7 +137,7 @@ def build_server(limits: Limits, lanes: Lanes) -> Server:
         state, memory = _admitted(ctx)
         name, arguments = params.name, params.arguments or {}
         work = lambda: distill_prompt(memory, name, arguments)  # noqa: E731  (reads every episode not yet distilled)
-        answer = await _read(work, lanes.costly, lanes.handoff, state.slot, limits)
+        answer = await _read(work, lanes.costly, lanes, state.slot, limits, "prompt")
         if answer is None:
             state.reason = "prompt timeout"
             raise MCPError(types.INTERNAL_ERROR, f"the prompt took longer than {limits.tool_timeout_seconds:g} s")
@@ -147,18 +153,20 @@ def _timed(work: Callable[[], Any], timing: Timing) -> Callable[[], Any]:
 
     def timed() -> Any:
         started, cpu = time.perf_counter(), time.thread_time()
+        timing.start(began, started)
         try:
             return work()
         finally:
-            timing.record(began, started, cpu)
+            timing.record(started, cpu)
 
     return timed
 
 
 async def _read(
-    work: Any, readers: anyio.CapacityLimiter, handoff: anyio.CapacityLimiter, slot: Slot | None, limits: Limits
+    work: Any, readers: anyio.CapacityLimiter, lanes: Lanes, slot: Slot | None, limits: Limits, kind: str = ""
 ) -> Any:
-    """`work()` on a thread of the lane `readers`, its answer awaited for `tool_timeout_seconds` (None past that).
+    """`work()` on a thread of the lane `readers`, its answer awaited for `tool_timeout_seconds` (None past that;
+    on the costly lane, of its own share of the time: `_within`, and its run measured as one of `kind`).
 
     The thread holds its reader and its token's slot until it ends, even when its answer is given up:
     abandoned work never runs beyond the server's threads or the token's share of them. The event loop
@@ -172,7 +180,8 @@ async def _read(
         slot.hold()
     loop = asyncio.get_running_loop()
     lock = threading.Lock()
-    phase = {"started": False, "skipped": False, "finished": False, "abandoned": False}
+    phase: dict[str, Any] = {"started": False, "skipped": False, "finished": False, "abandoned": False}
+    costly = readers is lanes.costly
 
     def release() -> None:
         readers.release_on_behalf_of(borrower)
@@ -184,9 +193,13 @@ async def _read(
             if phase["skipped"]:
                 return None
             phase["started"] = True
+        if costly:
+            phase["mark"] = lanes.backlog.started(kind)
         try:
             return work()
         finally:
+            if costly:  # how long a costly run takes now, for the costly lane's backlog
+                lanes.backlog.ended(phase["mark"])
             with lock:
                 phase["finished"] = True
                 abandoned = phase["abandoned"]
@@ -196,8 +209,12 @@ async def _read(
 
     answer = None
     try:
-        with anyio.move_on_after(limits.tool_timeout_seconds):
-            answer = await anyio.to_thread.run_sync(run, abandon_on_cancel=True, limiter=handoff)
+        answered = await _within(
+            lambda: anyio.to_thread.run_sync(run, abandon_on_cancel=True, limiter=lanes.handoff),
+            limits.tool_timeout_seconds,
+            (lambda: lanes.backlog.own_since(phase["mark"]) if "mark" in phase else 0.0) if costly else None,
+        )
+        answer = answered[0] if answered else None
     finally:
         with lock:
             if not phase["started"]:  # cancelled before a thread took it: it never runs
@@ -208,6 +225,33 @@ async def _read(
             else:  # given up while it runs: the thread releases when it ends
                 phase["abandoned"] = True
     return answer
+
+
+async def _within(call: Callable[[], Any], limit: float, own: Callable[[], float] | None) -> list[Any]:
+    """`[call()'s answer]`, or `[]` once it has run `limit` seconds: on the wall clock, or with `own` (a costly
+    run's own share of its time so far, `fsmem.server.lanes.Backlog.own_since`) of its own."""
+    if own is None:
+        with anyio.move_on_after(limit):
+            return [await call()]
+        return []
+    answered: list[Any] = []
+    failed: list[BaseException] = []
+    async with anyio.create_task_group() as group:
+
+        async def answer() -> None:
+            try:
+                answered.append(await call())
+            except Exception as exc:  # raised as it is below, not inside the task group's ExceptionGroup
+                failed.append(exc)
+            group.cancel_scope.cancel()
+
+        group.start_soon(answer)
+        while (had := own()) < limit:
+            await anyio.sleep(limit - had)  # its own time passes no faster than the wall clock's
+        group.cancel_scope.cancel()
+    if failed:
+        raise failed[0]
+    return answered
 
 
 def _admitted(ctx: Any) -> tuple[Admitted, Memory]:

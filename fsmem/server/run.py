@@ -20,6 +20,7 @@ from fsmem.server.serving import (
     StopDeadline,
     has_uvloop,
     listening_record,
+    quick_handoffs,
     quiet_loggers,
     server_socket,
     stop_asked,
@@ -58,6 +59,7 @@ def serve(settings: ServerSettings, *, log: RequestLog | None = None, ready: Any
     (`fsmem.server.parent`); with 1 this process serves them itself.
     """
     tame_malloc()
+    quick_handoffs()
     import anyio  # noqa: F401  (the web stack, before anything is written: without fsmem[server] the one line says so)
     import uvicorn  # noqa: F401
 

@@ -24,6 +24,7 @@ from fsmem.server.serving import (
     CLOSE_SECONDS,
     StopDeadline,
     has_uvloop,
+    quick_handoffs,
     quiet_loggers,
     stop_asked,
     tame_malloc,
@@ -47,6 +48,7 @@ class HandedOver(HeadDeadline):
 def run_worker(settings: ServerSettings, index: int, count: int, channel: socket.socket, log: RequestLog) -> int:
     """Serve the connections that come over `channel` until SIGTERM, SIGINT or the parent's end; 0 after."""
     tame_malloc()
+    quick_handoffs()
     import anyio
     import uvicorn
 
