@@ -2143,6 +2143,23 @@ row_pool(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     }
 }
 
+/* The connection's FTS5 API (SELECT fts5(?1), the pointer bound as `fts5_api_ptr`), in `*fts`. */
+static int
+fts5_api_of(sqlite3 *db, fts5_api **fts)
+{
+    sqlite3_stmt *stmt = NULL;
+    *fts = NULL;
+    int rc = sqlite3_prepare_v2(db, "SELECT fts5(?1)", -1, &stmt, NULL);
+    if (rc != SQLITE_OK)
+        return rc;
+    sqlite3_bind_pointer(stmt, 1, (void *)fts, "fts5_api_ptr", NULL);
+    sqlite3_step(stmt);
+    rc = sqlite3_finalize(stmt);
+    if (rc != SQLITE_OK)
+        return rc;
+    return *fts == NULL || (*fts)->iVersion < 2 ? SQLITE_ERROR : SQLITE_OK;
+}
+
 /* The extension's entry point: registers fsmem_row_score on the connection loading it. */
 #ifdef _WIN32
 __declspec(dllexport)
@@ -2153,17 +2170,9 @@ sqlite3_fsmemrows_init(sqlite3 *db, char **error, const sqlite3_api_routines *ro
     SQLITE_EXTENSION_INIT2(routines);
     (void)error;
     fts5_api *fts = NULL;
-    sqlite3_stmt *stmt = NULL;
-    int rc = sqlite3_prepare_v2(db, "SELECT fts5(?1)", -1, &stmt, NULL);
+    int rc = fts5_api_of(db, &fts);
     if (rc != SQLITE_OK)
         return rc;
-    sqlite3_bind_pointer(stmt, 1, (void *)&fts, "fts5_api_ptr", NULL);
-    sqlite3_step(stmt);
-    rc = sqlite3_finalize(stmt);
-    if (rc != SQLITE_OK)
-        return rc;
-    if (fts == NULL || fts->iVersion < 2)
-        return SQLITE_ERROR;
     rc = fts->xCreateFunction(fts, "fsmem_row_score", NULL, row_score, NULL);
     if (rc != SQLITE_OK)
         return rc;
@@ -2600,17 +2609,9 @@ sqlite3_fsmemcut_init(sqlite3 *db, char **error, const sqlite3_api_routines *rou
     if (sb_new == NULL)
         return SQLITE_ERROR;
     fts5_api *fts = NULL;
-    sqlite3_stmt *stmt = NULL;
-    int rc = sqlite3_prepare_v2(db, "SELECT fts5(?1)", -1, &stmt, NULL);
+    int rc = fts5_api_of(db, &fts);
     if (rc != SQLITE_OK)
         return rc;
-    sqlite3_bind_pointer(stmt, 1, (void *)&fts, "fts5_api_ptr", NULL);
-    sqlite3_step(stmt);
-    rc = sqlite3_finalize(stmt);
-    if (rc != SQLITE_OK)
-        return rc;
-    if (fts == NULL || fts->iVersion < 2)
-        return SQLITE_ERROR;
     Cutter *cutter = sqlite3_malloc(sizeof(Cutter));
     if (cutter == NULL)
         return SQLITE_NOMEM;

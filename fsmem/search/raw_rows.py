@@ -7,7 +7,7 @@ which cuts a text marked `RAW` into the analyzer's terms, counts them for the fi
 hands any other text to FTS5's `ascii`. The tables keep their schema and every byte they store
 (`benchmarks/bench_cold_start.py --same-index`); other connections, and a process without the native module,
 write stemmed rows through `ascii` itself. The stemming, the counting and most of the sending leave the
-workers (10k files: some 1 s of a first search's 4-5 s of CPU, docs/performance.md).
+workers, and a first search's CPU falls by 12-15 % at 10k files (docs/performance.md).
 
 A file's rows go raw only where its analysis is the analyzer's ASCII path (`raw_texts`): no row cites a note,
 every row is ASCII and shorter than FTS5's longest token, so that no term is cut shorter by FTS5.
@@ -34,20 +34,28 @@ def register(conn) -> bool:
     found = _cuts.get(conn)
     if found is not None:
         return found
-    found = False
-    if _native is not None and getattr(_native, "cut_entry", None) and _stemmer_found():
-        import apsw
-
-        conn.enable_load_extension(True)
-        try:
-            conn.load_extension(_native.__file__, _native.cut_entry)
-            found = True
-        except apsw.Error:
-            found = False
-        finally:
-            conn.enable_load_extension(False)
+    entry = getattr(_native, "cut_entry", None)
+    found = entry is not None and _stemmer_found() and entry_loaded(conn, entry)
     _cuts[conn] = found
     return found
+
+
+def entry_loaded(conn, entry: str | None) -> bool:
+    """Load the native module into `conn` as a SQLite extension through its entry point `entry` (apsw's SQLite
+    exports no functions: the module reaches them through the table SQLite hands an extension), with extension
+    loading switched on for that call alone; whether it loaded (never where the module or `entry` is missing)."""
+    import apsw
+
+    if _native is None or entry is None:
+        return False
+    conn.enable_load_extension(True)
+    try:
+        conn.load_extension(_native.__file__, entry)
+        return True
+    except apsw.Error:
+        return False
+    finally:
+        conn.enable_load_extension(False)
 
 
 def cuts(conn) -> bool:
