@@ -7,7 +7,7 @@ which cuts a text marked `RAW` into the analyzer's terms, counts them for the fi
 hands any other text to FTS5's `ascii`. The tables keep their schema and every byte they store
 (`benchmarks/bench_cold_start.py --same-index`); other connections, and a process without the native module,
 write stemmed rows through `ascii` itself. The stemming, the counting and most of the sending leave the
-workers, and a first search's CPU falls by 12-15 % at 10k files (docs/performance.md).
+workers: a first search's CPU at 10k files falls by 4-6 % quiet, 12-15 % at load 11-15 (docs/performance.md).
 
 A file's rows go raw only where its analysis is the analyzer's ASCII path (`raw_texts`): no row cites a note,
 every row is ASCII and shorter than FTS5's longest token, so that no term is cut shorter by FTS5.
