@@ -19,7 +19,8 @@
 
    `fsmem_row_score`, an FTS5 auxiliary function registered by loading this file as a SQLite extension, is the
    row part's score of one row, bm25()'s arithmetic (twin: fsmem.search.rowscores._Scores; tests/test_rowscores.py
-   holds both against bm25()). */
+   holds both against bm25()). Loaded with its other entry point, `sqlite3_fsmemcut_init`, it cuts a cold build's
+   raw rows as they are written (fsmem.search.raw_rows; twin: the analyzer, tests/test_raw_rows.py). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -2142,6 +2143,23 @@ row_pool(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     }
 }
 
+/* The connection's FTS5 API (SELECT fts5(?1), the pointer bound as `fts5_api_ptr`), in `*fts`. */
+static int
+fts5_api_of(sqlite3 *db, fts5_api **fts)
+{
+    sqlite3_stmt *stmt = NULL;
+    *fts = NULL;
+    int rc = sqlite3_prepare_v2(db, "SELECT fts5(?1)", -1, &stmt, NULL);
+    if (rc != SQLITE_OK)
+        return rc;
+    sqlite3_bind_pointer(stmt, 1, (void *)fts, "fts5_api_ptr", NULL);
+    sqlite3_step(stmt);
+    rc = sqlite3_finalize(stmt);
+    if (rc != SQLITE_OK)
+        return rc;
+    return *fts == NULL || (*fts)->iVersion < 2 ? SQLITE_ERROR : SQLITE_OK;
+}
+
 /* The extension's entry point: registers fsmem_row_score on the connection loading it. */
 #ifdef _WIN32
 __declspec(dllexport)
@@ -2152,17 +2170,9 @@ sqlite3_fsmemrows_init(sqlite3 *db, char **error, const sqlite3_api_routines *ro
     SQLITE_EXTENSION_INIT2(routines);
     (void)error;
     fts5_api *fts = NULL;
-    sqlite3_stmt *stmt = NULL;
-    int rc = sqlite3_prepare_v2(db, "SELECT fts5(?1)", -1, &stmt, NULL);
+    int rc = fts5_api_of(db, &fts);
     if (rc != SQLITE_OK)
         return rc;
-    sqlite3_bind_pointer(stmt, 1, (void *)&fts, "fts5_api_ptr", NULL);
-    sqlite3_step(stmt);
-    rc = sqlite3_finalize(stmt);
-    if (rc != SQLITE_OK)
-        return rc;
-    if (fts == NULL || fts->iVersion < 2)
-        return SQLITE_ERROR;
     rc = fts->xCreateFunction(fts, "fsmem_row_score", NULL, row_score, NULL);
     if (rc != SQLITE_OK)
         return rc;
@@ -2179,6 +2189,452 @@ sqlite3_fsmemrows_init(sqlite3 *db, char **error, const sqlite3_api_routines *ro
     return fts->xCreateFunction(fts, "fsmem_row_offer", pool, row_offer, pool_free);
 }
 #define ROW_SCORE_ENTRY "sqlite3_fsmemrows_init"
+
+/* The rows of a cold build cut by SQLite as it writes them (fsmem.search.raw_rows; the Python twin is the
+   analyzer itself: tests/test_raw_rows.py holds the terms equal). Loading this file with `sqlite3_fsmemcut_init`
+   puts a tokenizer before FTS5's `ascii` on that connection, under its name, so the tables keep their schema
+   and every byte they store: a text that begins with RAW_MARK (a row's ASCII text as the file has it, which a
+   worker sends rather than its stems) is cut as fsmem.search.analyzer cuts it (lowercased runs of letters and
+   digits, `[D1:3]` markers left out, stop words and machine tokens dropped, Snowball stems), the terms counted
+   for its file's document; any other text goes to FTS5's own `ascii`, as before. The stems come from
+   PyStemmer's Snowball library, whose functions `cut_setup` finds in its module (loaded already), so the cut
+   takes no GIL; each word is stemmed once per connection, then looked up. */
+
+#include <dlfcn.h>
+
+#define RAW_MARK 1
+#define CUT_MACHINE_CHARS 20 /* fsmem.search.analyzer.TOKEN_CHARS */
+
+struct sb_stemmer;
+static struct sb_stemmer *(*sb_new)(const char *, const char *);
+static void (*sb_delete)(struct sb_stemmer *);
+static const unsigned char *(*sb_stem)(struct sb_stemmer *, const unsigned char *, int);
+static int (*sb_length)(struct sb_stemmer *);
+static char *cut_stop_words; /* the stop words, each followed by a NUL, then a NUL */
+
+PyDoc_STRVAR(cut_setup_doc,
+             "cut_setup(stemmer_library, stop_words, /) -> bool\n\n"
+             "Find Snowball's functions in PyStemmer's module (its file, loaded already) and keep the stop words,\n"
+             "for the tokenizer that `cut_entry` registers; False where the functions are not found.");
+
+static PyObject *
+cut_setup(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *library;
+    PyObject *words;
+    if (!PyArg_ParseTuple(args, "sO!:cut_setup", &library, &PyTuple_Type, &words))
+        return NULL;
+    Py_ssize_t size = 1;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(words); i++) {
+        Py_ssize_t n;
+        if (!PyUnicode_Check(PyTuple_GET_ITEM(words, i)) || PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(words, i), &n) == NULL)
+            return PyErr_Occurred() ? NULL : (PyErr_SetString(PyExc_TypeError, "cut_setup: stop words are str"), NULL);
+        size += n + 1;
+    }
+    char *kept = PyMem_RawMalloc(size), *at = kept;
+    if (kept == NULL)
+        return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(words); i++) {
+        Py_ssize_t n;
+        const char *word = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(words, i), &n);
+        memcpy(at, word, n + 1);
+        at += n + 1;
+    }
+    *at = 0;
+    void *handle = dlopen(library, RTLD_NOW | RTLD_NOLOAD);
+    if (handle == NULL) {
+        PyMem_RawFree(kept);
+        Py_RETURN_FALSE;
+    }
+    sb_new = (struct sb_stemmer * (*)(const char *, const char *)) dlsym(handle, "sb_stemmer_new");
+    sb_delete = (void (*)(struct sb_stemmer *))dlsym(handle, "sb_stemmer_delete");
+    sb_stem = (const unsigned char *(*)(struct sb_stemmer *, const unsigned char *, int))dlsym(handle, "sb_stemmer_stem");
+    sb_length = (int (*)(struct sb_stemmer *))dlsym(handle, "sb_stemmer_length");
+    /* the module stays loaded (Python never unloads one): the handle's reference is kept with the pointers */
+    if (cut_stop_words == NULL)
+        cut_stop_words = kept;
+    else
+        PyMem_RawFree(kept);
+    if (sb_new == NULL || sb_delete == NULL || sb_stem == NULL || sb_length == NULL) {
+        sb_new = NULL;
+        Py_RETURN_FALSE;
+    }
+    Py_RETURN_TRUE;
+}
+
+/* One word seen by a connection's cutter: its bytes, and its term (-1: none, a stop word or a machine token). */
+typedef struct {
+    char *word; /* NULL: an empty slot */
+    int size;
+    int term;
+} CutWord;
+
+/* A term: its bytes, and how often the raw texts cut since the last `fsmem_cut_take()` held it. */
+typedef struct {
+    char *stem;
+    int size;
+    unsigned int count;
+} CutTerm;
+
+typedef struct {
+    struct sb_stemmer *stemmer;
+    fts5_tokenizer ascii; /* FTS5's own, found before this one took its name */
+    void *ascii_context;
+    CutWord *words; /* open addressing, a power of two slots, at most half full; stems are keyed as 0x01 + stem */
+    uint64_t slots, used;
+    CutTerm *terms;
+    int n_terms, terms_room;
+    int *counted, n_counted, counted_room; /* the terms counted since the last take, in the order they came */
+    uint64_t length;                       /* the terms counted since the last take, with repeats */
+    unsigned int values;                   /* raw texts cut since the last take */
+    char *buffer;                          /* a word lowercased */
+    int buffer_room;
+} Cutter;
+
+typedef struct {
+    Cutter *cutter;
+    Fts5Tokenizer *ascii;
+} CutInstance;
+
+static uint64_t
+cut_hash(const unsigned char *at, int size)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (int i = 0; i < size; i++)
+        h = (h ^ at[i]) * 1099511628211ULL;
+    return h;
+}
+
+static CutWord *
+cut_slot(Cutter *cutter, const char *word, int size)
+{
+    uint64_t i = cut_hash((const unsigned char *)word, size) & (cutter->slots - 1);
+    while (cutter->words[i].word != NULL &&
+           (cutter->words[i].size != size || memcmp(cutter->words[i].word, word, size) != 0))
+        i = (i + 1) & (cutter->slots - 1);
+    return &cutter->words[i];
+}
+
+/* Room for one more word in the table; SQLITE_NOMEM where there is none. */
+static int
+cut_room(Cutter *cutter)
+{
+    if ((cutter->used + 1) * 2 <= cutter->slots)
+        return SQLITE_OK;
+    uint64_t old = cutter->slots;
+    CutWord *before = cutter->words;
+    uint64_t slots = old ? old * 2 : 1 << 14;
+    CutWord *words = sqlite3_malloc64(slots * sizeof(CutWord));
+    if (words == NULL)
+        return SQLITE_NOMEM;
+    memset(words, 0, slots * sizeof(CutWord));
+    cutter->words = words;
+    cutter->slots = slots;
+    for (uint64_t i = 0; i < old; i++)
+        if (before[i].word != NULL)
+            *cut_slot(cutter, before[i].word, before[i].size) = before[i];
+    sqlite3_free(before);
+    return SQLITE_OK;
+}
+
+/* A new entry in the table for `key` (not there), with its term; NULL where memory ran out. */
+static CutWord *
+cut_add(Cutter *cutter, const char *key, int size, int term)
+{
+    if (cut_room(cutter) != SQLITE_OK)
+        return NULL;
+    CutWord *slot = cut_slot(cutter, key, size);
+    slot->word = sqlite3_malloc(size > 0 ? size : 1);
+    if (slot->word == NULL)
+        return NULL;
+    memcpy(slot->word, key, size);
+    slot->size = size;
+    slot->term = term;
+    cutter->used++;
+    return slot;
+}
+
+static int
+cut_stop_word(const char *word, int size)
+{
+    for (const char *at = cut_stop_words; at != NULL && *at; at += strlen(at) + 1)
+        if ((int)strlen(at) == size && memcmp(at, word, size) == 0)
+            return 1;
+    return 0;
+}
+
+/* fsmem.search.analyzer._machine_token of an ASCII word: 20 characters or more, digits and not only digits. */
+static int
+cut_machine_token(const char *word, int size)
+{
+    if (size < CUT_MACHINE_CHARS)
+        return 0;
+    int digits = 0;
+    for (int i = 0; i < size; i++)
+        digits += word[i] >= '0' && word[i] <= '9';
+    return digits > 0 && digits < size;
+}
+
+/* The term of a word not seen yet (-1 for none), as Analyzer._stem_new gives it, kept in the table; -2 where
+   memory ran out. */
+static int
+cut_new_word(Cutter *cutter, const char *word, int size)
+{
+    int term = -1;
+    if (!cut_stop_word(word, size) && !cut_machine_token(word, size)) {
+        const unsigned char *stem = sb_stem(cutter->stemmer, (const unsigned char *)word, size);
+        if (stem == NULL)
+            return -2;
+        int stem_size = sb_length(cutter->stemmer);
+        if (stem_size > 0) {
+            char *key = sqlite3_malloc(stem_size + 1);
+            if (key == NULL)
+                return -2;
+            key[0] = 1;
+            memcpy(key + 1, stem, stem_size);
+            CutWord *own = cut_slot(cutter, key, stem_size + 1);
+            if (own->word == NULL) {
+                if (cutter->n_terms == cutter->terms_room) {
+                    int room = cutter->terms_room ? cutter->terms_room * 2 : 4096;
+                    CutTerm *terms = sqlite3_realloc64(cutter->terms, room * sizeof(CutTerm));
+                    if (terms == NULL) {
+                        sqlite3_free(key);
+                        return -2;
+                    }
+                    cutter->terms = terms;
+                    cutter->terms_room = room;
+                }
+                own = cut_add(cutter, key, stem_size + 1, cutter->n_terms);
+                if (own == NULL) {
+                    sqlite3_free(key);
+                    return -2;
+                }
+                cutter->terms[cutter->n_terms] = (CutTerm){own->word + 1, stem_size, 0};
+                cutter->n_terms++;
+            }
+            term = own->term;
+            sqlite3_free(key);
+        }
+    }
+    return cut_add(cutter, word, size, term) == NULL ? -2 : term;
+}
+
+/* the length of a marker `[` letters* digits+ `:` digits+ `]` (fsmem.search.analyzer._MARKER) at `at`, else 0 */
+static int
+cut_marker(const unsigned char *at, int left)
+{
+    int i = 1;
+    while (i < left && ((at[i] >= 'a' && at[i] <= 'z') || (at[i] >= 'A' && at[i] <= 'Z')))
+        i++;
+    int digits = i;
+    while (i < left && at[i] >= '0' && at[i] <= '9')
+        i++;
+    if (i == digits || i >= left || at[i] != ':')
+        return 0;
+    digits = ++i;
+    while (i < left && at[i] >= '0' && at[i] <= '9')
+        i++;
+    if (i == digits || i >= left || at[i] != ']')
+        return 0;
+    return i + 1;
+}
+
+static int
+cut_letter_or_digit(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+/* Cut a raw ASCII text (after its mark, at byte `offset` of the value) into terms: each handed to FTS5 and
+   counted. Bytes past ASCII are not word characters here: a worker marks a row raw only when it is ASCII. */
+static int
+cut_raw(Cutter *cutter, void *ctx, const unsigned char *at, int size, int offset,
+        int (*token)(void *, int, const char *, int, int, int))
+{
+    cutter->values++;
+    int i = 0;
+    while (i < size) {
+        if (at[i] == '[') {
+            int skip = cut_marker(at + i, size - i);
+            if (skip) {
+                i += skip;
+                continue;
+            }
+        }
+        if (!cut_letter_or_digit(at[i])) {
+            i++;
+            continue;
+        }
+        int start = i;
+        while (i < size && cut_letter_or_digit(at[i]))
+            i++;
+        int n = i - start;
+        if (n > cutter->buffer_room) {
+            char *buffer = sqlite3_realloc(cutter->buffer, n);
+            if (buffer == NULL)
+                return SQLITE_NOMEM;
+            cutter->buffer = buffer;
+            cutter->buffer_room = n;
+        }
+        for (int k = 0; k < n; k++) {
+            unsigned char c = at[start + k];
+            cutter->buffer[k] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+        }
+        CutWord *slot = cut_slot(cutter, cutter->buffer, n);
+        int term = slot->word != NULL ? slot->term : cut_new_word(cutter, cutter->buffer, n);
+        if (term == -2)
+            return SQLITE_NOMEM;
+        if (term < 0)
+            continue;
+        CutTerm *found = &cutter->terms[term];
+        if (found->count++ == 0) {
+            if (cutter->n_counted == cutter->counted_room) {
+                int room = cutter->counted_room ? cutter->counted_room * 2 : 1024;
+                int *counted = sqlite3_realloc64(cutter->counted, room * sizeof(int));
+                if (counted == NULL)
+                    return SQLITE_NOMEM;
+                cutter->counted = counted;
+                cutter->counted_room = room;
+            }
+            cutter->counted[cutter->n_counted++] = term;
+        }
+        cutter->length++;
+        int rc = token(ctx, 0, found->stem, found->size, offset + start, offset + i);
+        if (rc != SQLITE_OK)
+            return rc;
+    }
+    return SQLITE_OK;
+}
+
+static int
+cut_create(void *context, const char **args, int n, Fts5Tokenizer **out)
+{
+    Cutter *cutter = context;
+    CutInstance *instance = sqlite3_malloc(sizeof(CutInstance));
+    if (instance == NULL)
+        return SQLITE_NOMEM;
+    instance->cutter = cutter;
+    int rc = cutter->ascii.xCreate(cutter->ascii_context, args, n, &instance->ascii);
+    if (rc != SQLITE_OK) {
+        sqlite3_free(instance);
+        return rc;
+    }
+    *out = (Fts5Tokenizer *)instance;
+    return SQLITE_OK;
+}
+
+static void
+cut_delete(Fts5Tokenizer *tokenizer)
+{
+    CutInstance *instance = (CutInstance *)tokenizer;
+    instance->cutter->ascii.xDelete(instance->ascii);
+    sqlite3_free(instance);
+}
+
+static int
+cut_tokenize(Fts5Tokenizer *tokenizer, void *ctx, int flags, const char *text, int size,
+             int (*token)(void *, int, const char *, int, int, int))
+{
+    CutInstance *instance = (CutInstance *)tokenizer;
+    if ((flags & FTS5_TOKENIZE_DOCUMENT) && size > 0 && text[0] == RAW_MARK)
+        return cut_raw(instance->cutter, ctx, (const unsigned char *)text + 1, size - 1, 1, token);
+    return instance->cutter->ascii.xTokenize(instance->ascii, ctx, flags, text, size, token);
+}
+
+static void
+cutter_free(void *data)
+{
+    Cutter *cutter = data;
+    for (uint64_t i = 0; i < cutter->slots; i++)
+        sqlite3_free(cutter->words[i].word);
+    sqlite3_free(cutter->words);
+    sqlite3_free(cutter->terms);
+    sqlite3_free(cutter->counted);
+    sqlite3_free(cutter->buffer);
+    if (cutter->stemmer != NULL)
+        sb_delete(cutter->stemmer);
+    sqlite3_free(cutter);
+}
+
+/* fsmem_cut_take(): what the raw texts cut since the last call held, as a blob: the texts cut, the distinct
+   terms and all the terms (4 bytes each, native order), each distinct term's count (4 bytes), then the distinct
+   terms, space separated, in the order they first came (fsmem.search.raw_rows.take reads it). */
+static void
+cut_take(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    (void)argv;
+    Cutter *cutter = sqlite3_user_data(ctx);
+    sqlite3_int64 size = 12 + 4 * (sqlite3_int64)cutter->n_counted;
+    for (int i = 0; i < cutter->n_counted; i++)
+        size += cutter->terms[cutter->counted[i]].size + 1;
+    unsigned char *out = sqlite3_malloc64(size), *at = out;
+    if (out == NULL) {
+        sqlite3_result_error_nomem(ctx);
+        return;
+    }
+    unsigned int head[3] = {cutter->values, (unsigned int)cutter->n_counted, (unsigned int)cutter->length};
+    memcpy(at, head, 12);
+    at += 12;
+    for (int i = 0; i < cutter->n_counted; i++) {
+        CutTerm *term = &cutter->terms[cutter->counted[i]];
+        memcpy(at, &term->count, 4);
+        at += 4;
+        term->count = 0;
+    }
+    for (int i = 0; i < cutter->n_counted; i++) {
+        CutTerm *term = &cutter->terms[cutter->counted[i]];
+        if (i)
+            *at++ = ' ';
+        memcpy(at, term->stem, term->size);
+        at += term->size;
+    }
+    cutter->n_counted = 0;
+    cutter->length = 0;
+    cutter->values = 0;
+    sqlite3_result_blob64(ctx, out, at - out, sqlite3_free);
+}
+
+/* The cutting entry point: puts the tokenizer before FTS5's `ascii` on the connection loading it, and
+   registers `fsmem_cut_take()`. SQLITE_ERROR where `cut_setup` found no stemmer. */
+#ifdef _WIN32
+__declspec(dllexport)
+#endif
+int
+sqlite3_fsmemcut_init(sqlite3 *db, char **error, const sqlite3_api_routines *routines)
+{
+    SQLITE_EXTENSION_INIT2(routines);
+    (void)error;
+    if (sb_new == NULL)
+        return SQLITE_ERROR;
+    fts5_api *fts = NULL;
+    int rc = fts5_api_of(db, &fts);
+    if (rc != SQLITE_OK)
+        return rc;
+    Cutter *cutter = sqlite3_malloc(sizeof(Cutter));
+    if (cutter == NULL)
+        return SQLITE_NOMEM;
+    memset(cutter, 0, sizeof(Cutter));
+    rc = fts->xFindTokenizer(fts, "ascii", &cutter->ascii_context, &cutter->ascii);
+    if (rc == SQLITE_OK && cut_room(cutter) != SQLITE_OK)
+        rc = SQLITE_NOMEM;
+    if (rc == SQLITE_OK && (cutter->stemmer = sb_new("english", "UTF_8")) == NULL)
+        rc = SQLITE_ERROR;
+    if (rc != SQLITE_OK) {
+        cutter_free(cutter);
+        return rc;
+    }
+    rc = sqlite3_create_function_v2(db, "fsmem_cut_take", 0, SQLITE_UTF8, cutter, cut_take, NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        cutter_free(cutter);
+        return rc;
+    }
+    static fts5_tokenizer cut = {cut_create, cut_delete, cut_tokenize};
+    /* the cutter is freed with the tokenizer, when the connection closes (fsmem_cut_take goes with it) */
+    return fts->xCreateTokenizer(fts, "ascii", cutter, &cut, cutter_free);
+}
+#define CUT_ENTRY "sqlite3_fsmemcut_init"
 #endif
 
 /* pool_relevance: the relevance of each candidate row (fsmem.search.scoring._pool_relevance is its twin). */
@@ -2687,6 +3143,9 @@ static PyMethodDef methods[] = {
     {"row_columns", row_columns, METH_VARARGS, row_columns_doc},
     {"add_postings", add_postings, METH_VARARGS, add_postings_doc},
     {"encode_postings", encode_postings, METH_VARARGS, encode_postings_doc},
+#ifdef CUT_ENTRY
+    {"cut_setup", cut_setup, METH_VARARGS, cut_setup_doc},
+#endif
     {NULL, NULL, 0, NULL},
 };
 
@@ -2722,6 +3181,14 @@ PyInit__native(void)
     if (PyModule_AddStringConstant(found, "row_score_entry", ROW_SCORE_ENTRY) < 0) {
 #else
     if (PyModule_AddObjectRef(found, "row_score_entry", Py_None) < 0) {
+#endif
+        Py_DECREF(found);
+        return NULL;
+    }
+#ifdef CUT_ENTRY
+    if (PyModule_AddStringConstant(found, "cut_entry", CUT_ENTRY) < 0) {
+#else
+    if (PyModule_AddObjectRef(found, "cut_entry", Py_None) < 0) {
 #endif
         Py_DECREF(found);
         return NULL;

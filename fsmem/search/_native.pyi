@@ -75,3 +75,9 @@ class WordMemo:
 # the SQLite extension's entry point (it registers the FTS5 function fsmem_row_score); None where the module was
 # built without SQLite's sqlite3ext.h
 row_score_entry: str | None
+# the SQLite extension's entry point that puts the raw rows' tokenizer before FTS5's `ascii` (fsmem.search.raw_rows),
+# after `cut_setup` found Snowball's functions; None where the module was built without sqlite3ext.h (and so has
+# no `cut_setup`)
+cut_entry: str | None
+
+def cut_setup(stemmer_library: str, stop_words: tuple[str, ...], /) -> bool: ...

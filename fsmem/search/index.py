@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from fsmem.format.rows import Row
-from fsmem.search import changes
+from fsmem.search import changes, raw_rows
 from fsmem.search.analyzer import ANALYZER_VERSION, Analyzer
 from fsmem.search.documents import Kept
 from fsmem.search.parsed import FileRows, ParsedRows
@@ -188,6 +188,7 @@ class SearchIndex:
     def _open(self):
         conn = _cache.connect(self.path, timeout=BUSY_TIMEOUT_S)
         try:
+            raw_rows.register(conn)  # before any FTS5 table is read on it: a build's raw rows are cut here
             self._prepare(conn)
         except BaseException:
             conn.close(True)
@@ -401,7 +402,11 @@ class SearchIndex:
         # An index not settled (never built, a build a killed command left, files written since) is compared with
         # the files as the walk finds them, whose first files to read are parsed while it goes on (`_ToRead`).
         known = None if stored is not None and stored[0] is not None else _stamps(conn, None)
-        to_read = None if known is None else _ToRead(self.root, known, early=True, racy_from=time.time_ns() - RACY_NS)
+        to_read = (
+            None
+            if known is None
+            else _ToRead(self.root, known, early=True, racy_from=time.time_ns() - RACY_NS, raw=raw_rows.cuts(conn))
+        )
         try:
             return self._walked(conn, stored, known, to_read)
         finally:
@@ -591,8 +596,9 @@ class SearchIndex:
         now = time.time_ns()
         present = {rel for rel, _, _ in found}
         gone = [rel for rel in candidates_gone if rel not in present]
+        raw = raw_rows.cuts(conn)
         if to_read is None:
-            to_read = _ToRead.of(self.root, known, found, racy_from=now - RACY_NS)
+            to_read = _ToRead.of(self.root, known, found, racy_from=now - RACY_NS, raw=raw)
         todo = to_read.files
         if not todo and not gone:
             return 0
@@ -604,11 +610,13 @@ class SearchIndex:
             with _cache.transaction(conn):
                 _empty_tables(conn)
             known, gone = {}, []
-            to_read = _ToRead.of(self.root, known, found, racy_from=now - RACY_NS)
+            to_read = _ToRead.of(self.root, known, found, racy_from=now - RACY_NS, raw=raw)
             todo = to_read.files
         changed = 0
         progress = Progress("indexing files for search", len(todo))
-        batches = _parsed_batches(self.root, todo, self.analyzer, to_read.pool, to_read.racy_from)
+        # a build's workers send raw rows where this connection cuts them (`fsmem.search.raw_rows`)
+        raw_tasks = raw and len(todo) >= BATCH_FILES
+        batches = _parsed_batches(self.root, todo, self.analyzer, to_read.pool, to_read.racy_from, raw=raw_tasks)
         in_batches = len(todo) >= BATCH_FILES  # a build: its segments are merged when it ends, its changes unlogged
         stored: set[str] = set()  # terms this call has written into search_terms (committed, or it raised)
         for start in range(0, max(len(todo), 1), BATCH_FILES):
@@ -658,7 +666,7 @@ class SearchIndex:
                         new_terms.update(*(item.terms.split() for item, _racy in written))
                     if written:
                         conn.execute("DELETE FROM search_meta WHERE key = 'walk'")
-                        _insert_many(conn, written, pending, logged=not in_batches)
+                        _insert_many(conn, written, pending, logged=not in_batches, terms=new_terms)
                 vanished = [rel for rel, _ in batch if rel in known and rel not in read]
                 for rel in [*vanished, *(gone if start == 0 else ())]:
                     if not os.path.exists(os.path.join(self.root, rel)):
@@ -701,12 +709,16 @@ def _parsed_batches(
     analyzer: Analyzer,
     pool: workers.Pool | None = None,
     racy_from: int | None = None,
+    *,
+    raw: bool = False,
 ) -> Iterator[Iterator[ParsedTask]]:
     """The files of `todo` read and parsed, BATCH_FILES at a time, in order: per batch, its files a list at a
     time (`ParsedTask`). In worker processes when there are enough files (`fsmem.store.workers`): a list per task
     (`_task_ends`), as the workers finish them, so that the caller writes a task's files while they parse the next
     tasks. `pool`: the workers the walk handed the first tasks to (`_ToRead`); they are given the rest.
-    `racy_from`: which files' digests the index may want (`fsmem.search.parsing.digest_wanted`)."""
+    `racy_from`: which files' digests the index may want (`fsmem.search.parsing.digest_wanted`). `raw`: the
+    workers' tasks ask for raw rows (`fsmem.search.raw_rows`; never those parsed here, nor what `pool` was
+    given already, which its walk decided)."""
     if pool is None and (len(todo) < workers.PARALLEL_FROM or workers.count() <= 1):
         for start in range(0, len(todo), BATCH_FILES):
             batch = todo[start : start + BATCH_FILES]
@@ -724,7 +736,7 @@ def _parsed_batches(
             )
         return
     cuts = [0, *itertools.takewhile(lambda end: end < len(todo), _task_ends()), len(todo)]
-    tasks = [(str(root), todo[start:end], racy_from) for start, end in itertools.pairwise(cuts)]
+    tasks = [(str(root), todo[start:end], racy_from, raw) for start, end in itertools.pairwise(cuts)]
     per_batch = [0] * -(-len(todo) // BATCH_FILES)
     for start in cuts[:-1]:
         per_batch[start // BATCH_FILES] += 1
@@ -736,7 +748,7 @@ def _parsed_batches(
         yield itertools.islice(parsed, count)
 
 
-def _rest_of(pool: workers.Pool, tasks: list[tuple[str, list[tuple[str, str]], int | None]]) -> Iterator[ParsedTask]:
+def _rest_of(pool: workers.Pool, tasks: list[tuple]) -> Iterator[ParsedTask]:
     """The results of `tasks` from `pool`, which was given the first of them already (`pool.given`)."""
     with pool:
         for task in tasks[pool.given :]:
@@ -769,8 +781,11 @@ class _ToRead:
     (`fsmem.search.parsing.digest_wanted`), and where it holds some, every file is (a file read again with the
     bytes of its row keeps it: `_same_bytes`)."""
 
-    def __init__(self, root: Path, known: dict[str, tuple[Stamp, bool]], *, early: bool, racy_from: int):
+    def __init__(
+        self, root: Path, known: dict[str, tuple[Stamp, bool]], *, early: bool, racy_from: int, raw: bool = False
+    ):
         self.root, self.known = str(root), known
+        self.raw = raw
         self.racy_from: int | None = None if known else racy_from
         self.files: list[tuple[str, str]] = []
         self.moved = 0  # indexed files whose stamp is not their row's
@@ -787,9 +802,10 @@ class _ToRead:
         found: Iterable[tuple[str, str, os.stat_result]],
         *,
         racy_from: int,
+        raw: bool = False,
     ):
         """The files of a walk done already (`found`) to read again, none handed out early."""
-        to_read = cls(root, known, early=False, racy_from=racy_from)
+        to_read = cls(root, known, early=False, racy_from=racy_from, raw=raw)
         for entry in found:
             to_read.saw(*entry)
         return to_read
@@ -806,7 +822,9 @@ class _ToRead:
         if self.pool is None:
             self.pool = workers.Pool(parse_files, workers.count())
         while self._end <= len(self.files):
-            self.pool.put((self.root, self.files[self._cut : self._end], self.racy_from))
+            # raw rows once the files are a build's (BATCH_FILES: its batches are written unlogged)
+            raw = self.raw and len(self.files) >= BATCH_FILES
+            self.pool.put((self.root, self.files[self._cut : self._end], self.racy_from, raw))
             self._cut, self._end = self._end, next(self._ends)
 
     def stop(self) -> None:

@@ -29,7 +29,7 @@ from fsmem.errors import FsmemError
 from fsmem.format.facts import Provenance, split_provenance
 from fsmem.format.rows import Row, document_rows, plain_columns, plain_sections, sections_rows, subject_of
 from fsmem.format.valid_time import note_date
-from fsmem.search import postings
+from fsmem.search import postings, raw_rows
 from fsmem.search.analyzer import Analyzer, canonical
 from fsmem.search.packed_rows import pack_rows, unpack_rows
 from fsmem.store.catalog import EXACT_COUNT_LIMIT
@@ -128,6 +128,9 @@ class Parsed:
     # of the bytes the rows were made from (`content_digest`), where the file was read (`read_file`): a file read
     # again with the same bytes keeps its rows (`fsmem.search.index`)
     digest: bytes | None = None
+    # the rows' texts as the file has them, each after `raw_rows.RAW` (their terms not cut yet, `counted` None): the
+    # writing connection cuts and counts them (`fsmem.search.raw_rows`); set only for a build that asked for it
+    raw: bool = False
 
     @classmethod
     def of_rows(
@@ -208,8 +211,18 @@ def ranked_rows(rel: str, text: str, rows: list[Row]) -> list[Row]:
     return [row for row in rows if fmt.FENCED_CODE.match(row.text)]
 
 
-def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer, vocabulary: set[str] | None = None) -> Parsed:
-    """The rows, names and terms of one file's text; its terms are added to `vocabulary` too, if given."""
+def parse_file(
+    rel: str,
+    text: str,
+    stamp: Stamp,
+    analyzer: Analyzer,
+    vocabulary: set[str] | None = None,
+    *,
+    raw: bool = False,
+) -> Parsed:
+    """The rows, names and terms of one file's text; its terms are added to `vocabulary` too, if given. With
+    `raw`, a file whose rows the writing connection can cut (`fsmem.search.raw_rows.raw_texts`) keeps them as
+    they are (`Parsed.raw`): their terms, and its document's counts, are the command's to take."""
     doc = fmt.split(text)
     meta = _meta_fields(doc.front_matter)
     if not is_ranked(rel, text):
@@ -247,13 +260,20 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer, vocabulary
     # with their citations, as grep and read show them; `terms` takes every one of their terms. Where no row
     # cites a note (most files), the file's one document is its rows' terms and date words: counted here
     counts: Counter[str] | None = None if any(row_sources) else Counter()
-    row_terms = analyzer.texts(texts, terms, counts)
+    raw_texts = (
+        raw_rows.raw_texts(texts, date_words(dated_note, year=True))
+        if raw and plain is not None and counts is not None
+        else None
+    )
+    row_terms = raw_texts if raw_texts is not None else analyzer.texts(texts, terms, counts)
     rows_dated: dict[str, int] = {}  # a row's date words -> the rows they are added to
     labels = _Labels(dated_note, known_names, analyzer)
     if plain is not None and counts is not None:  # no row cites a note: a section at a time (most files)
         when = labels.when((labels.note_date, True)) if texts else ""
         if when:
             rows_dated[when] = len(texts)
+        if raw_texts is not None:  # each raw row holds its date's words already
+            when = ""
         cut: list[tuple[list[int], str, bool, bool]] = []  # per section: lines, context, superseded, linked
         previous = None
         for heads, _subject, superseded_section, section_lines, _texts, _bullets in plain[1]:
@@ -284,6 +304,9 @@ def parse_file(rel: str, text: str, stamp: Stamp, analyzer: Analyzer, vocabulary
     parsed = Parsed(rel, stamp, meta, names_text, *row_fields, sources, " ".join(terms), docs, cited)
     if vocabulary is not None:
         vocabulary |= terms
+    if raw_texts is not None:
+        parsed.raw, parsed.docs = True, None  # its document counted where its rows are cut (`fsmem.search.tables`)
+        return parsed
     if counts is not None:
         for when, many in rows_dated.items():
             for term in when.split():
@@ -428,10 +451,12 @@ def read_file(
     analyzer: Analyzer,
     vocabulary: set[str] | None = None,
     racy_from: int | None = None,
+    *,
+    raw: bool = False,
 ) -> Parsed | None:
     """Parse one file, with the stamp taken before the read; None when it vanished or keeps changing. Its
     terms are added to `vocabulary`, if given. Its bytes are digested (`content_digest`) unless `racy_from`
-    says the index cannot want them (`digest_wanted`)."""
+    says the index cannot want them (`digest_wanted`). `raw`: as `parse_file` takes it."""
     for _attempt in range(5):
         try:
             before, data = read_stamped(full, EXACT_COUNT_LIMIT)  # a FIFO named *.md never blocks the build
@@ -442,7 +467,7 @@ def read_file(
             return None
         if stamp_of(before) == stamp_of(after):
             text, _problems = fmt.decode(data)
-            parsed = parse_file(rel, text, stamp_of(before), analyzer, vocabulary)
+            parsed = parse_file(rel, text, stamp_of(before), analyzer, vocabulary, raw=raw)
             if digest_wanted(stamp_of(before)[0], racy_from):
                 parsed.digest = content_digest(data)
             return parsed
@@ -476,15 +501,19 @@ class ParsedTask(NamedTuple):
     terms: str | None
 
 
-def parse_files(task: tuple[str, list[tuple[str, str]]] | tuple[str, list[tuple[str, str]], int | None]) -> ParsedTask:
+def parse_files(task: tuple) -> ParsedTask:
     """`read_file` of each (rel, full path) under a root, in a worker process (`fsmem.store.workers`); a task's
-    third item, where it has one, is `read_file`'s `racy_from`."""
+    third item, where it has one, is `read_file`'s `racy_from`, its fourth whether the command cuts raw rows
+    (`parse_file`'s `raw`)."""
     root, files = task[0], task[1]
     racy_from = task[2] if len(task) > 2 else None
+    raw = len(task) > 3 and bool(task[3])
     if not _worker_analyzer:
         _worker_analyzer.append(Analyzer())
     analyzer = _worker_analyzer[0]
     at = Path(root)
     vocabulary: set[str] = set()
-    parsed = [p for p in (read_file(at, rel, full, analyzer, vocabulary, racy_from) for rel, full in files) if p]
+    parsed = [
+        p for p in (read_file(at, rel, full, analyzer, vocabulary, racy_from, raw=raw) for rel, full in files) if p
+    ]
     return ParsedTask(parsed, " ".join(vocabulary))

@@ -38,9 +38,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import apsw
-
-from fsmem.search import changes, halves
+from fsmem.search import changes, halves, raw_rows
 from fsmem.search.documents import Kept, hit_counts, quoted
 from fsmem.search.postings import BLOCK_BITS, MAX_TOKEN_BYTES, _native, best_first
 from fsmem.search.tables import MAX_ROWS, ROW_BITS, SUPERSEDED
@@ -162,15 +160,7 @@ def native_loaded(conn) -> bool:
         return False
     found = _native_loaded.get(conn)
     if found is None:
-        conn.enable_load_extension(True)
-        try:
-            conn.load_extension(_native.__file__, _native.row_score_entry)
-            found = True
-        except apsw.ExtensionLoadingError:
-            found = False
-        finally:
-            conn.enable_load_extension(False)
-        _native_loaded[conn] = found
+        found = _native_loaded[conn] = raw_rows.entry_loaded(conn, _native.row_score_entry)
     return found
 
 

@@ -21,7 +21,7 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from fsmem.search import changes, postings
+from fsmem.search import changes, postings, raw_rows
 from fsmem.search.packed_rows import unpack_rows  # noqa: F401  (read back where the tables are)
 from fsmem.search.parsing import LINKED, MAX_ROWS, ROW_BITS, SUPERSEDED, Parsed, Stamp  # noqa: F401
 from fsmem.search.postings import BLOCK_BITS, IndexDamaged  # noqa: F401  (defined there: postings is below)
@@ -145,25 +145,38 @@ def _insert(conn, item: Parsed, pending: postings.Pending, *, racy: bool) -> Non
     _insert_many(conn, [(item, racy)], pending, logged=True)
 
 
-def _insert_many(conn, items: list[tuple[Parsed, bool]], pending: postings.Pending, *, logged: bool) -> None:
+def _insert_many(
+    conn, items: list[tuple[Parsed, bool]], pending: postings.Pending, *, logged: bool, terms: set[str] | None = None
+) -> None:
     """Write these files (each with whether it is racy) after the last file's: one statement per table for
     them all, and the totals of `search_meta` moved once (a cold build writes 500 files a transaction).
     `logged`: each file's change is recorded with its terms' counts (`fsmem.search.changes`), as for files
-    written a few at a time; a build's batches are not (a process behind them starts again from nothing)."""
+    written a few at a time; a build's batches are not (a process behind them starts again from nothing).
+    A file whose rows are raw (`Parsed.raw`) has them written on their own, in row id order with the others,
+    and cut by `conn` (`fsmem.search.raw_rows`), which counts its document; their terms are added to `terms`."""
     if not items:
         return
+    cut_terms: set[str] = terms if terms is not None else set()
+    if any(item.raw for item, _racy in items):
+        if logged or terms is None or not raw_rows.cuts(conn):
+            raise ValueError("raw rows are written by a build's connection that cuts them, with their terms kept")
+        raw_rows.take(conn)  # what a statement that failed before may have left
     # The file takes the blocks after the last file's: row n is stored as base + n, document n (at most one
     # per cited note, and the uncited rows) as base + n, cited note n (from 1) as base + n: base to base + rows.
     # Ids only grow (`next`): when the last file is removed its id is not taken again, so nothing stale of
     # it (a posting of fsmem.search.postings) can be read as another's.
     fid = int(conn.execute("SELECT value FROM search_meta WHERE key = 'next'").fetchone()[0])
-    files, rows, superseded, sources, names, log = [], [], [], [], [], []
+    files, superseded, sources, names, log = [], [], [], [], []
+    rows: list[Iterable[tuple[int, str, str]]] = []
     n_rows = n_docs = 0
     for item, racy in items:
         if logged:
             log.append((fid, item.path, len(item.texts), changes.row_counts(item.texts, item.contexts, item.names)))
         mtime = -item.stamp[0] if racy and item.stamp[0] > 0 else item.stamp[0]
         n = len(item.texts)
+        if item.raw:
+            _insert_raw(conn, fid << BLOCK_BITS, item, rows, cut_terms)
+            rows = []
         docs = item.counted_documents()
         files.append(
             (
@@ -184,7 +197,8 @@ def _insert_many(conn, items: list[tuple[Parsed, bool]], pending: postings.Pendi
         pending.add(conn, fid, docs)
         base = fid << BLOCK_BITS
         if n:
-            rows.append(zip(itertools.count(base), item.texts, item.contexts))  # the tuples made as they are bound
+            if not item.raw:  # the tuples made as they are bound
+                rows.append(zip(itertools.count(base), item.texts, item.contexts))
             superseded += [(base + at,) for at in item.superseded]
             sources += [(base + at + 1, s) for at, s in enumerate(item.sources)]
             n_docs += len(docs)
@@ -215,6 +229,24 @@ def _insert_many(conn, items: list[tuple[Parsed, bool]], pending: postings.Pendi
     ).fetchone()
     for at, (file_id, path, n, counts) in enumerate(log, start=int(change) - len(items) + 1):
         changes.inserted(conn, at, file_id, path, n, counts)
+
+
+def _insert_raw(conn, base: int, item: Parsed, before: list[Iterable[tuple[int, str, str]]], terms: set[str]) -> None:
+    """Write a file's raw rows (the rows of the files `before` it first: FTS5 takes a transaction's row ids in
+    order), cut by `conn`, and set its document from what the cut counted; its terms go into `terms`."""
+    if before:
+        conn.executemany(
+            "INSERT INTO search_fts (rowid, text, context) VALUES (?, ?, ?)", itertools.chain.from_iterable(before)
+        )
+    conn.executemany(
+        "INSERT INTO search_fts (rowid, text, context) VALUES (?, ?, ?)",
+        zip(itertools.count(base), item.texts, item.contexts),
+    )
+    values, document, found = raw_rows.take(conn)
+    if values != len(item.texts):  # the table was opened with FTS5's own `ascii` (`raw_rows.register`)
+        raise RuntimeError(f"search: {item.path}'s raw rows were not cut ({values} of {len(item.texts)})")
+    item.counted = [document] if document is not None else []
+    terms.update(found.split())
 
 
 # FTS5's merging of its segments while a build writes in batches: none but when 64 wait on one level
