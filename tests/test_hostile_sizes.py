@@ -429,3 +429,15 @@ def test_a_file_that_grows_past_the_limit_after_it_was_measured_is_left_out(hist
     assert "topics/small.md" in tracked and "topics/grows.md" not in tracked
     assert "left out (over 67,108,864 bytes" in _git(history, "log", "-1", "--format=%B")
     assert grows.stat().st_size == 4 * LEFT_OUT_LIMIT
+
+
+def test_a_seen_file_of_expanding_ligatures_leaves_recall_bounded(root: Path, tmp_path: Path) -> None:
+    """recall puts what the agent has seen in NFKC, where U+FDFA is 18 characters: 16 MB of it (the --seen-file
+    limit) became 99 million characters split into 22 million words, 3.1 GB of memory and 17 s of CPU (an ASCII
+    file of the same size: 0.6 GB, 1.3 s). The comparison is now made on one string, no longer than the seen
+    text as given, so the command answers within the test's memory limit."""
+    seen = tmp_path / "seen.txt"
+    seen.write_text("\ufdfa" * (16 * 1024 * 1024 // 3 - 16))
+    done = cli(root, "recall", "proration schedule", "--seen-file", str(seen), timeout=60)
+    assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr
+    assert "topics/billing.md" in done.stdout

@@ -70,10 +70,25 @@ WORDS = st.sampled_from(
         "don't",
     ]
 )
+# words about the machine token's length (TOKEN_CHARS, 20): 18 to 22 characters, letters and one digit or none
+NEAR_TOKENS = st.builds(
+    lambda n, last, head: (head + "a" * n)[: n - 1] + last,
+    st.integers(18, 22),
+    st.sampled_from("0123456789aZ"),
+    st.text(alphabet="ab9Z_", max_size=3),
+)
+CONTROLS = st.text(alphabet=[chr(c) for c in range(32)] + ["\x7f", "a", "Z", "9", " ", "_"], max_size=40)
 TEXTS = st.one_of(
     st.lists(WORDS, max_size=12).map(" ".join),
     st.text(alphabet=st.characters(max_codepoint=127), max_size=60),
     st.lists(st.one_of(WORDS, st.text(alphabet="aZ09[]:_- .\t\0\x01", max_size=6)), max_size=10).map("".join),
+    st.lists(st.one_of(NEAR_TOKENS, WORDS, CONTROLS), max_size=10).map(" ".join),
+    st.lists(NEAR_TOKENS, max_size=6).map("".join),
+    CONTROLS.map(lambda text: "\x01" + text),  # a row of the file that begins with the raw mark's byte
+    # many distinct words in one file: the cutter's table of words grows past its first size
+    st.lists(st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789", min_size=1, max_size=24), max_size=300).map(
+        " ".join
+    ),
 )
 
 

@@ -69,7 +69,8 @@ def _in_context(query: str, context: str, similarity: float) -> bool:
     from fsmem.search.analyzer import canonical
 
     needle = " ".join(canonical(query).lower().split())
-    haystack = " ".join(canonical(context).lower().split())
+    # NFKC makes a character up to 18 (U+FDFA): the comparison takes no more of its end than the text as given
+    haystack = " ".join(canonical(context).lower()[-len(context) :].split())
     if not needle or not haystack:
         return False
     if needle in haystack:
