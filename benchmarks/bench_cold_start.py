@@ -106,8 +106,8 @@ def tasks(batch):
             return
         waited[-1] += time.perf_counter() - at
         yield parsed
-def timed_batches(*args):  # when the command has each batch's files and how long it waited for them
-    found = batches(*args)
+def timed_batches(*args, **kwargs):  # when the command has each batch's files and how long it waited for them
+    found = batches(*args, **kwargs)
     while True:
         at = time.perf_counter()
         try:

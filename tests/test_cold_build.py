@@ -284,6 +284,31 @@ def test_a_build_is_given_each_task_of_parsed_files_as_the_workers_finish_it(tem
     assert [path for task in second for path in task] == [rel for rel, _full in todo[BATCH_FILES : 2 * BATCH_FILES]]
 
 
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_build_digests_the_files_of_a_task_the_index_holds_one_of_and_no_other_old_file(
+    template, monkeypatch, workers
+):
+    """The rest of a killed build reads files the index does not hold: their digests, which only a file's row
+    kept or compared (`_same_bytes`) wants, are not taken; a worker's task with a file the index holds is
+    digested whole, a file read in the process on its own."""
+    from fsmem.search.analyzer import Analyzer
+    from fsmem.search.index import _parsed_batches
+
+    monkeypatch.setenv(WORKERS_ENV, workers)
+    todo = sorted((str(p.relative_to(template)), str(p)) for p in template.rglob("*.md"))[:600]
+    held = {todo[0][0]}
+    racy_from = time.time_ns() + 10**12  # later than every file's mtime: none is racy
+    batches = _parsed_batches(template, todo, Analyzer(), racy_from=racy_from, known=held)
+    tasks = [[(p.path, p.digest is not None) for p in task.files] for batch in batches for task in batch]
+    assert [rel for task in tasks for rel, _ in task] == [rel for rel, _full in todo]
+    digested = [rel for task in tasks for rel, digests in task if digests]
+    if workers == "1":  # files read one at a time in the process: the held one's alone
+        assert digested == [todo[0][0]]
+    else:  # the first task's files, the held one with them; none of the other tasks'
+        assert digested == [rel for rel, _ in tasks[0]]
+        assert len(tasks) > 1
+
+
 def _parse_marked(task):
     """`parse_files`, leaving a mark beside the memory once a worker has begun a task."""
     from fsmem.search.parsing import parse_files

@@ -475,8 +475,8 @@ def read_file(
 
 
 def digest_wanted(mtime_ns: int, racy_from: int | None) -> bool:
-    """Whether the index may want a file's digest: always where `racy_from` is None; else (a refresh that holds
-    none of the files it reads: a first build, a rebuild) only where the file's mtime is `racy_from` or later, no
+    """Whether the index may want a file's digest: always where `racy_from` is None; else (a task of files the
+    index holds none of: a first build, a rebuild, the rest of a killed build) only where the file's mtime is `racy_from` or later, no
     later than the mtime from which the writing command judges a file racy (`SearchIndex._apply`). A digest is
     kept only beside a racy file's row, or compared with one stored beside the file's row (`_same_bytes`): 10k
     files copied with their mtimes, 45 MB not digested, some 60 ms of the workers' CPU."""
