@@ -197,15 +197,27 @@ def boundary(
         sys.stderr.close()
         sys.exit(0)
     except KeyboardInterrupt:
+        _merges_abandoned()
         _fail("interrupted", 130, as_json, line=None)
     except Exception as exc:  # the last resort of the one boundary: still one line, never a traceback
         failure = known(exc)
         if failure is not None:
             message, code, line = failure
+            if code == 130:  # click's Abort: a Ctrl-C inside the command
+                _merges_abandoned()
             _fail(message, code, as_json, line=line)
         error = translated(exc)
         _fail(str(error) if error is not None else f"{type(exc).__name__}: {exc}", 2, as_json)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _merges_abandoned() -> None:
+    """A Ctrl-C ends the command: a search build's merge running behind its answer is not waited for at exit
+    (`fsmem.search.index.abandon_merges`; the index stays `unmerged`, the next command merges it). Only where
+    the command loaded the search index: nothing is imported for it."""
+    index = sys.modules.get("fsmem.search.index")
+    if index is not None:
+        index.abandon_merges()
 
 
 def _fail(message: str, code: int, as_json: bool = False, line: str | None = "") -> NoReturn:

@@ -498,6 +498,16 @@ class SearchIndex:
             with contextlib.suppress(KeyboardInterrupt):
                 self.wait_merged()
 
+    def abandon_merge(self) -> None:
+        """A stop ends the process (a Ctrl-C that came after the command's last wait, while it printed): a
+        build's merge running behind the answer is interrupted, as `wait_merged` interrupts it, not waited for
+        at exit (`finish_merging`)."""
+        if self._merging is not None and self._merging is not threading.current_thread():
+            self._merge_abandoned = True
+            if self._conn is not None:
+                with contextlib.suppress(Exception):
+                    self._conn.interrupt()
+
     def _written(self) -> None:
         """This process wrote files' rows (not a build, which `merge_segments` ends): see that the merger runs."""
         if self._in_memory:
@@ -931,6 +941,12 @@ def _stop_in_flight() -> BaseException | None:
     of the command it ends), else None; an error or `SystemExit` is not one: the process ends as asked."""
     exc = sys.exc_info()[1]
     return exc if exc is not None and not isinstance(exc, (Exception, SystemExit, GeneratorExit)) else None
+
+
+def abandon_merges() -> None:
+    """The process ends for a stop (the CLI's boundary caught a Ctrl-C): no build's merge is waited for."""
+    for index in list(_shared.values()):
+        index.abandon_merge()
 
 
 @atexit.register
