@@ -484,10 +484,7 @@ class SearchIndex:
                 raise stop
             merging.join()
         except BaseException:
-            self._merge_abandoned = True
-            if self._conn is not None:
-                with contextlib.suppress(Exception):
-                    self._conn.interrupt()
+            self.abandon_merge()
             raise
         if self._merging is merging:
             self._merging = None
@@ -499,9 +496,8 @@ class SearchIndex:
                 self.wait_merged()
 
     def abandon_merge(self) -> None:
-        """A stop ends the process (a Ctrl-C that came after the command's last wait, while it printed): a
-        build's merge running behind the answer is interrupted, as `wait_merged` interrupts it, not waited for
-        at exit (`finish_merging`)."""
+        """A stop ends the process (while `wait_merged` waits, or after the command's last wait, as it printed):
+        a build's merge running behind the answer is interrupted, not waited for at exit (`finish_merging`)."""
         if self._merging is not None and self._merging is not threading.current_thread():
             self._merge_abandoned = True
             if self._conn is not None:
