@@ -786,11 +786,11 @@ class MemoryTool:
         if tx is None:
             yield
             return
-        message = message or f"memory.{command} {changes[0].path if changes else ''}".rstrip()
+        message, paths = _entry(command, changes, message, paths)
         result = WriteResult("write", changes[0].path if changes else "", changes=changes)
         with tx.ahead(result, message):
             yield
-        tx.wrote(result, message, paths=[change.path for change in changes] if paths is None else paths)
+        tx.wrote(result, message, paths=paths)
 
     @staticmethod
     def _record(
@@ -803,8 +803,8 @@ class MemoryTool:
     ) -> None:
         """What the command changed, for the memory's history and index (nothing over a plain folder)."""
         if tx is not None:
-            message = message or f"memory.{command} {changes[0].path if changes else ''}".rstrip()
-            tx.record(message, changes, [change.path for change in changes] if paths is None else paths)
+            message, paths = _entry(command, changes, message, paths)
+            tx.record(message, changes, paths)
 
     def _record_removed(self, tx: Transaction | None, gone: list[tuple[str, bytes]], root: Path, relative: str) -> None:
         """A folder's removal that stopped half way (a file the system would not remove): the files it did
@@ -985,6 +985,12 @@ def _occurrence_lines(content: str, needle: str, count: int, shown: int = MAX_LI
 
 
 __all__ = ["MemoryTool", "MemoryToolError", "make_private_dirs", "format_size", "COMMANDS", "PREFIX"]
+
+
+def _entry(command: str, changes: list[Change], message: str | None, paths: list[str] | None) -> tuple[str, list[str]]:
+    """A history entry's message (`memory.COMMAND PATH` unless given) and paths (the changes' unless given)."""
+    message = message or f"memory.{command} {changes[0].path if changes else ''}".rstrip()
+    return message, [change.path for change in changes] if paths is None else paths
 
 
 def _version_of(text: str) -> str:
