@@ -192,22 +192,22 @@ def boundary(
     try:
         code = run()
     except FsmemError as exc:
-        _fail(str(exc), exc.exit_code, as_json)
+        fail(str(exc), exc.exit_code, as_json)
     except BrokenPipeError:
         sys.stderr.close()
         sys.exit(0)
     except KeyboardInterrupt:
         _merges_abandoned()
-        _fail("interrupted", 130, as_json, line=None)
+        fail("interrupted", 130, as_json, line=None)
     except Exception as exc:  # the last resort of the one boundary: still one line, never a traceback
         failure = known(exc)
         if failure is not None:
             message, code, line = failure
             if code == 130:  # click's Abort: a Ctrl-C inside the command
                 _merges_abandoned()
-            _fail(message, code, as_json, line=line)
+            fail(message, code, as_json, line=line)
         error = translated(exc)
-        _fail(str(error) if error is not None else f"{type(exc).__name__}: {exc}", 2, as_json)
+        fail(str(error) if error is not None else f"{type(exc).__name__}: {exc}", 2, as_json)
     sys.exit(code if isinstance(code, int) else 0)
 
 
@@ -220,9 +220,9 @@ def _merges_abandoned() -> None:
         index.abandon_merges()
 
 
-def _fail(message: str, code: int, as_json: bool = False, line: str | None = "") -> NoReturn:
-    """End a failed command: its line on stderr (unless already shown), the JSON error on stdout with --json;
-    each `cut` to a line or two."""
+def fail(message: str, code: int, as_json: bool = False, line: str | None = "") -> NoReturn:
+    """End a failed command, the boundary's and the watcher's client's (`fsmem.cli.rendezvous`): its line on
+    stderr (unless already shown), the JSON error on stdout with --json; each `cut` to a line or two."""
     from fsmem.errors import FsmemError
 
     message = cut(message)

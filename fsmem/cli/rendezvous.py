@@ -203,19 +203,11 @@ def _walk(mode: str, why: str, argv: list[str]) -> None:
 
 
 def _fail(message: str, code: int, argv: list[str], *, shown: bool = True) -> NoReturn:
-    """End as the error boundary ends a failed command (`fsmem.cli.printing.boundary`): its line on stderr (unless
+    """End as the error boundary ends a failed command (`fsmem.cli.printing.fail`): its line on stderr (unless
     `shown` already), and with --json its JSON document on stdout."""
-    from fsmem.cli.printing import echo, json_error
-    from fsmem.errors import FsmemError
+    from fsmem.cli.printing import fail
 
-    try:
-        if shown:
-            echo(f"fsmem: error: {message}", err=True)
-        if "--json" in argv[: argv.index("--") if "--" in argv else len(argv)]:
-            echo(json_error(message, code))
-    except (OSError, FsmemError):  # a closed or full stdout or stderr: the exit code still says it
-        pass
-    sys.exit(code)
+    fail(message, code, "--json" in argv[: argv.index("--") if "--" in argv else len(argv)], line="" if shown else None)
 
 
 def command_and_root(argv: list[str]) -> tuple[str | None, str | None]:
